@@ -1,0 +1,55 @@
+/**
+ * The contract for deciding an approval from a platform event (button press, reaction, console
+ * answer). The implementation (Redis-backed, atomic) lives beside this file; adapters depend
+ * only on this interface.
+ */
+import { localize, type Locale } from "../i18n.js";
+import type { Platform } from "../queue/incoming.js";
+
+/** A decision someone tried to make on an approval prompt. */
+export interface DecisionRequest {
+  /** The opaque token from the button's `callback_data` / `custom_id`, or the prompt's approval id. */
+  approvalId: string;
+  platform: Platform;
+  /** Who pressed or reacted (same id scheme as `IncomingMessage.userId`). */
+  deciderId: string;
+  approve: boolean;
+}
+
+/**
+ * What happened to a decision:
+ * - `accepted`: the first valid decision; it was queued for a worker, which runs or declines the tool;
+ * - `not_found`: no such approval, or it expired;
+ * - `already_decided`: someone (the requester) decided before; nothing changed;
+ * - `not_requester`: only `requesterName` may decide; nothing changed.
+ */
+export type DecisionResult =
+  | { status: "accepted"; approve: boolean }
+  | { status: "not_found" }
+  | { status: "already_decided" }
+  | { status: "not_requester"; requesterName: string };
+
+/** Checks a decision and, when it is the first valid one, queues it. */
+export interface ApprovalDecider {
+  /** Never throws for a refused decision (see {@link DecisionResult}); throws only when Redis is unreachable. */
+  decide(request: DecisionRequest): Promise<DecisionResult>;
+}
+
+/**
+ * The short notice shown to the person who pressed (Telegram toast, Discord ephemeral reply).
+ * Returns the text in `locale`.
+ */
+export function decisionNotice(result: DecisionResult, locale: Locale): string {
+  switch (result.status) {
+    case "accepted":
+      return result.approve
+        ? localize(locale, { "zh-TW": "已確認，處理中…", en: "Confirmed, working on it…" })
+        : localize(locale, { "zh-TW": "已取消。", en: "Cancelled." });
+    case "not_found":
+      return localize(locale, { "zh-TW": "這個確認請求已過期或不存在。", en: "This request has expired or no longer exists." });
+    case "already_decided":
+      return localize(locale, { "zh-TW": "這個請求已經處理過了。", en: "This request was already decided." });
+    case "not_requester":
+      return localize(locale, { "zh-TW": "只有 {name} 可以決定。", en: "Only {name} can decide." }, { name: result.requesterName });
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The bot's own messages in its locales. Each module keeps its strings next to the code that
+ * sends them and picks one with {@link localize}, so there is no central catalogue to edit.
+ */
+import type { Locale } from "./config.js";
+
+export type { Locale } from "./config.js";
+
+/** One message in every locale the bot speaks. */
+export type Localized = Record<Locale, string>;
+
+/**
+ * Picks the text for `locale`, replacing `{name}` placeholders with `params[name]`.
+ * An unknown placeholder is left as it is. Never throws.
+ */
+export function localize(locale: Locale, texts: Localized, params: Record<string, string | number> = {}): string {
+  const text = texts[locale] ?? texts["zh-TW"];
+  return text.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
+}

@@ -1,0 +1,90 @@
+/**
+ * Logging with pino: JSON lines in production, readable lines (pino-pretty) when stdout is a terminal.
+ *
+ * Secrets are kept out twice: fields named like credentials are redacted by path, and the values
+ * registered with {@link registerSecrets} (bot tokens, API keys) are replaced by `[redacted]`
+ * wherever they appear in a serialised line, including error messages and stacks.
+ */
+import { pino, type Logger, type LoggerOptions } from "pino";
+
+export type { Logger } from "pino";
+
+const secrets = new Set<string>();
+
+/**
+ * Adds secret values (tokens, keys) that must never appear in a log line. Values shorter than
+ * 6 characters are ignored, since they would redact ordinary words.
+ */
+export function registerSecrets(values: Iterable<string>): void {
+  for (const v of values) if (v.length >= 6) secrets.add(v);
+}
+
+/**
+ * Replaces every registered secret in `text` with `[redacted]`, and any Telegram bot token
+ * (`123456:ABC…`) or Discord bot token shape even when it was never registered.
+ * Use it on any text that leaves the process: logs, traces, error messages shown to users.
+ */
+export function redact(text: string): string {
+  let out = text;
+  for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
+  return out
+    .replace(/\b\d{6,12}:[A-Za-z0-9_-]{30,}\b/g, "[redacted]")
+    .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
+}
+
+/** Paths redacted in every log object (pino `redact`). */
+export const REDACT_PATHS = [
+  "token",
+  "apiKey",
+  "api_key",
+  "authorization",
+  "Authorization",
+  "*.token",
+  "*.apiKey",
+  "*.api_key",
+  "*.authorization",
+  "*.Authorization",
+  "headers.authorization",
+  "*.headers.authorization",
+  "*.headers['x-api-key']",
+  "config.ANTHROPIC_API_KEY",
+  "config.TELEGRAM_BOT_TOKEN",
+  "config.DISCORD_TOKEN",
+  "config.CWA_API_KEY",
+  "config.TELEGRAM_WEBHOOK_SECRET",
+];
+
+/** Options for {@link createLogger}. */
+export interface CreateLoggerOptions {
+  /** pino level name; default `info`. */
+  level?: string;
+  /** Force pretty (true) or JSON (false) output; default: pretty when stdout is a TTY. */
+  pretty?: boolean;
+  /** Where JSON lines go (tests pass a stream to read them); default stdout. */
+  destination?: NodeJS.WritableStream;
+}
+
+/**
+ * Creates the root logger. Child loggers (`logger.child({ chat })`) inherit redaction.
+ * Never throws.
+ */
+export function createLogger(options: CreateLoggerOptions = {}): Logger {
+  const pretty = options.pretty ?? (process.stdout.isTTY === true && !options.destination);
+  const base: LoggerOptions = {
+    level: options.level ?? "info",
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    hooks: { streamWrite: (line: string) => redact(line) },
+    base: { pid: process.pid },
+  };
+  if (pretty) {
+    return pino({
+      ...base,
+      transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" } },
+    });
+  }
+  const stream = (options.destination ?? process.stdout) as NodeJS.WritableStream & { write(s: string): boolean };
+  return pino(base, stream);
+}
+
+/** A logger that writes nothing, for tests and library callers that pass none. */
+export const silentLogger: Logger = pino({ level: "silent" });

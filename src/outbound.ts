@@ -1,0 +1,49 @@
+/**
+ * The outbound half of an adapter: how a worker talks back to a platform. REST only, so a worker
+ * needs no gateway connection and may run on another machine.
+ */
+import type { IncomingMessage, Platform } from "./queue/incoming.js";
+
+/** A message the bot sent, as the platform identifies it. */
+export interface SentRef {
+  chatId: string;
+  messageId: string;
+}
+
+/** What an approval prompt shows; the adapter renders it with buttons (and reactions on Discord). */
+export interface ApprovalPrompt {
+  /** Opaque random token carried by the buttons (`callback_data` ≤ 64 bytes, `custom_id` ≤ 100 characters). */
+  approvalId: string;
+  /** What will happen, in plain words of the bot's locale, e.g. `刪除待辦 #3「買牛奶」`. */
+  action: string;
+  /** Display name of the only person who may decide. */
+  requesterName: string;
+  /** When the approval expires, ms since the Unix epoch. */
+  expiresAt: number;
+}
+
+/** How an approval ended, as shown on the edited prompt. */
+export type ApprovalOutcome = "approved" | "declined" | "expired" | "superseded";
+
+/**
+ * The outbound side of one platform. Every method throws on a failure it could not recover from
+ * (after the client library's own retries); workers decide whether to retry the job.
+ */
+export interface Outbound {
+  readonly platform: Platform;
+  /**
+   * Sends an answer to `to`: a reply to the user's message in groups, plain in DMs. Splits at the
+   * platform's limit (Telegram 4096 UTF-16 units, Discord 2000) without cutting a code block,
+   * tag or surrogate pair; chunks go out in order. `skip` chunks are not sent again (they went out
+   * in an earlier attempt of the same job).
+   *
+   * @returns the sent messages, one per chunk actually sent now.
+   */
+  sendAnswer(to: IncomingMessage, text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
+  sendTyping(to: IncomingMessage): Promise<void>;
+  /** Posts an approval prompt in the chat of `to`, with approve/decline buttons. */
+  sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef>;
+  /** Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons. */
+  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void>;
+}

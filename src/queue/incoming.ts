@@ -1,0 +1,59 @@
+/**
+ * The normalised incoming message: what every adapter produces and every worker consumes.
+ * One zod schema; the type flows from it.
+ */
+import { z } from "zod";
+
+/** Platforms the bot speaks on. */
+export const PLATFORMS = ["telegram", "discord", "console"] as const;
+/** A platform name. */
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Longest text accepted from a user, in UTF-16 code units (Telegram's own limit is 4096). */
+export const MAX_INCOMING_TEXT = 8000;
+
+/**
+ * A message addressed to the bot, normalised by an adapter.
+ *
+ * - `chatId`: the platform's chat (Telegram `chat.id`, Discord channel or thread id, console session).
+ * - `chatKind`: `dm` for a private chat, `group` for anything shared.
+ * - `userId` / `userName`: the person who wrote it (for Telegram `sender_chat` messages, the
+ *   sending chat's id prefixed `chat:` so anonymous admins are not merged into one user).
+ * - `text`: the text with the bot's mention removed, 1 to {@link MAX_INCOMING_TEXT} UTF-16 units.
+ * - `messageId`: the platform's message id; with the platform and chat it forms the job id.
+ * - `sentAt`: when the platform says it was sent, in ms since the Unix epoch.
+ * - `reply`: what the outbound side needs to answer: `threadId` (Telegram forum topic) and
+ *   `guildId` (Discord) when present.
+ * - `locale`: the user's client language when the platform tells it (`en`, `zh-hant`…), informational.
+ */
+export const IncomingMessageSchema = z.object({
+  platform: z.enum(PLATFORMS),
+  chatId: z.string().min(1).max(128),
+  chatKind: z.enum(["dm", "group"]),
+  userId: z.string().min(1).max(128),
+  userName: z.string().min(1).max(256),
+  text: z.string().trim().min(1).max(MAX_INCOMING_TEXT),
+  messageId: z.string().min(1).max(128),
+  sentAt: z.number().int().nonnegative(),
+  reply: z
+    .object({
+      threadId: z.string().max(128).optional(),
+      guildId: z.string().max(128).optional(),
+    })
+    .default({}),
+  locale: z.string().max(35).optional(),
+});
+
+/** A message addressed to the bot; see {@link IncomingMessageSchema}. */
+export type IncomingMessage = z.output<typeof IncomingMessageSchema>;
+
+/** The chat a message belongs to: the unit of ordering and history. */
+export interface ChatRef {
+  platform: Platform;
+  chatId: string;
+}
+
+/** `platform:chatId`, the key of a chat's history, ordering group and trace. */
+export function chatKey(chat: ChatRef): string {
+  return `${chat.platform}:${chat.chatId}`;
+}

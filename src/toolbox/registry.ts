@@ -1,0 +1,181 @@
+/**
+ * The tool registry: folders are the registry. {@link loadTools} imports every module under
+ * `tools/`; each {@link defineTool} call records its tool here. A duplicate name, a missing name
+ * or description, or an input schema that is not a zod object stops start-up with an error that
+ * names the file(s). Unlike Sapphire's stores, which silently replace a same-name piece, we refuse it.
+ */
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { z } from "zod";
+import type { Config } from "../config.js";
+import { silentLogger, type Logger } from "../log.js";
+import type { Tool } from "./tool.js";
+import { inputSchemaOf } from "./schema.js";
+import { ToolBox } from "./toolbox.js";
+
+/** The Messages API's rule for tool names. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** The shipped tools folder: `tools/` at the project root, from the sources and from `dist/`. */
+export const DEFAULT_TOOLS_DIR = fileURLToPath(new URL("../../tools/", import.meta.url));
+
+const defined: Tool[] = [];
+let loadingFile: string | undefined;
+
+/** Called by `defineTool`; records a tool under the file being loaded. Not for direct use. */
+export function recordDefinition(tool: Tool): void {
+  const file = loadingFile ?? tool.file;
+  defined.push(file === tool.file ? tool : { ...tool, file });
+}
+
+/** Start-up stops with this. `problems` has one line per problem, each naming its file(s). */
+export class ToolRegistryError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`The toolbox could not be loaded:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ToolRegistryError";
+    this.problems = problems;
+  }
+}
+
+/** A tool left out at start-up because its `setup` threw (for example: no API key). */
+export interface SkippedTool {
+  name: string;
+  file: string;
+  reason: string;
+}
+
+/** The result of {@link loadTools}. */
+export interface LoadedTools {
+  toolbox: ToolBox;
+  skipped: SkippedTool[];
+}
+
+/** Options of {@link loadTools}. */
+export interface LoadToolsOptions {
+  /** Folders to load, each searched recursively. Default: {@link DEFAULT_TOOLS_DIR}. */
+  dirs?: string[];
+  /** Passed to each tool's `setup`. */
+  config: Config;
+  log?: Logger;
+}
+
+const MODULE_FILE = /\.(?:[cm]?js|[cm]?ts)$/;
+const NOT_A_MODULE = /(?:\.d\.[cm]?ts|\.(?:test|spec)\.[cm]?[jt]s|\.map)$/;
+
+async function listModules(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((e) => e.isFile() && MODULE_FILE.test(e.name) && !NOT_A_MODULE.test(e.name))
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+}
+
+/**
+ * Checks one tool's declaration. Returns problems as sentences naming the file; empty when valid.
+ */
+export function validateTool(tool: Tool): string[] {
+  const where = displayPath(tool.file);
+  const problems: string[] = [];
+  const name = (tool as { name?: unknown }).name;
+  if (typeof name !== "string" || name.trim() === "") {
+    problems.push(`${where}: a tool has no name (set \`name\`, e.g. "get_weather")`);
+  } else if (!TOOL_NAME_PATTERN.test(name)) {
+    problems.push(`${where}: tool name ${JSON.stringify(name)} is not allowed by the Messages API (use 1-64 of a-z, A-Z, 0-9, _ and -)`);
+  }
+  const label = typeof name === "string" && name ? `tool "${name}"` : "a tool";
+  if (typeof tool.description !== "string" || tool.description.trim() === "") {
+    problems.push(`${where}: ${label} has an empty description (tell the model when to use it and when not)`);
+  }
+  const input = tool.input as unknown;
+  if (!(input instanceof z.ZodObject)) {
+    problems.push(`${where}: ${label} has an input schema that is not a zod object (use z.object({...}))`);
+  } else {
+    try {
+      const schema = inputSchemaOf(tool);
+      if (schema.type !== "object") problems.push(`${where}: ${label}'s JSON Schema is not of type "object"`);
+    } catch (error) {
+      problems.push(`${where}: ${label}'s input schema cannot be turned into JSON Schema: ${(error as Error).message}`);
+    }
+  }
+  if (!Array.isArray(tool.tags) || tool.tags.some((t) => typeof t !== "string" || t.trim() === "")) {
+    problems.push(`${where}: ${label} has tags that are not a list of words`);
+  }
+  if (typeof tool.run !== "function") problems.push(`${where}: ${label} has no run function`);
+  return problems;
+}
+
+function displayPath(file: string): string {
+  const rel = path.relative(process.cwd(), file);
+  return rel && !rel.startsWith("..") ? rel : file;
+}
+
+function isUnder(file: string, dir: string): boolean {
+  const rel = path.relative(dir, file);
+  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
+}
+
+/**
+ * Imports every module under the given folders and returns the toolbox of the tools they define.
+ *
+ * @throws {ToolRegistryError} naming the file(s) when a module fails to import, a tool is invalid
+ *   (see {@link validateTool}) or two tools share a name. A tool whose `setup` throws is not an
+ *   error: it is returned in `skipped` and logged once as a warning.
+ */
+export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools> {
+  const dirs = (options.dirs ?? [DEFAULT_TOOLS_DIR]).map((d) => path.resolve(d));
+  const log = options.log ?? silentLogger;
+  const problems: string[] = [];
+
+  for (const dir of dirs) {
+    let files: string[];
+    try {
+      files = await listModules(dir);
+    } catch (error) {
+      problems.push(`${displayPath(dir)}: cannot read the tools folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      continue;
+    }
+    for (const file of files) {
+      loadingFile = file;
+      try {
+        await import(pathToFileURL(file).href);
+      } catch (error) {
+        problems.push(`${displayPath(file)}: failed to load: ${(error as Error).message}`);
+      } finally {
+        loadingFile = undefined;
+      }
+    }
+  }
+
+  const mine = defined.filter((t) => dirs.some((d) => isUnder(t.file, d)));
+  const byName = new Map<string, Tool>();
+  const valid: Tool[] = [];
+  for (const tool of mine) {
+    const own = validateTool(tool);
+    problems.push(...own);
+    if (own.length > 0) continue;
+    const first = byName.get(tool.name);
+    if (first) {
+      problems.push(`tool name "${tool.name}" is defined twice: in ${displayPath(first.file)} and in ${displayPath(tool.file)} (rename one of them)`);
+      continue;
+    }
+    byName.set(tool.name, tool);
+    valid.push(tool);
+  }
+  if (problems.length > 0) throw new ToolRegistryError(problems);
+
+  const skipped: SkippedTool[] = [];
+  const ready: Tool[] = [];
+  for (const tool of valid) {
+    try {
+      await tool.setup?.(options.config);
+      ready.push(tool);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      skipped.push({ name: tool.name, file: displayPath(tool.file), reason });
+      log.warn({ tool: tool.name, file: displayPath(tool.file), reason }, `tool ${tool.name} skipped: ${reason}`);
+    }
+  }
+  return { toolbox: new ToolBox(ready, { log }), skipped };
+}

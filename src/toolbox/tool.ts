@@ -1,0 +1,130 @@
+/**
+ * Defining a tool. A tool is one file in `tools/` that calls {@link defineTool}; defining it
+ * registers it (see `registry.ts`), so nothing else in the project needs to change.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { defineTool } from "../src/toolbox/tool.js";
+ *
+ * export default defineTool({
+ *   name: "roll_dice",
+ *   description: "Roll dice when the user asks for a random roll. Not for other random choices.",
+ *   tags: ["util"],
+ *   input: z.object({ sides: z.number().int().min(2).max(1000).default(6) }),
+ *   run: ({ sides }) => `🎲 ${1 + Math.floor(Math.random() * sides)}`,
+ * });
+ * ```
+ */
+import type { Redis } from "ioredis";
+import type { z } from "zod";
+import type { Config, Locale } from "../config.js";
+import type { Logger } from "../log.js";
+import type { Platform } from "../queue/incoming.js";
+import { recordDefinition } from "./registry.js";
+
+/**
+ * Thrown by a tool for an expected failure (bad city, unknown todo id, API down). Its message
+ * goes to the model as the `tool_result` text, so write it as advice the model can act on, in
+ * plain words, without secrets. Anything else a tool throws is treated as a bug.
+ */
+export class ToolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ToolError";
+  }
+}
+
+/** What a tool knows about the call it is serving. */
+export interface ToolContext {
+  platform: Platform;
+  /** The chat the request came from. Never key personal data by chat alone. */
+  chatId: string;
+  chatKind: "dm" | "group";
+  /** The person who asked; personal data (todos) is keyed by `platform` + `userId`. */
+  userId: string;
+  userName: string;
+  /** Locale of the bot's own words; the model's language follows the user. */
+  locale: Locale;
+  /** IANA time zone for dates shown to the user (default `TIMEZONE`). */
+  timezone: string;
+  /** Aborted when the call times out or the run is cancelled; pass it to fetch and friends. */
+  signal: AbortSignal;
+  log: Logger;
+  /** The shared Redis connection (commands only; do not block on it). */
+  redis: Redis;
+  config: Config;
+}
+
+/** The zod schema of a tool's input: always an object. */
+export type ToolInputSchema = z.ZodObject;
+
+/** What a tool file declares. */
+export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
+  /** Unique name, `^[a-zA-Z0-9_-]{1,64}$` (the Messages API's rule for tool names). */
+  name: string;
+  /** Written for the model: what the tool does, when to use it and when not. */
+  description: string;
+  /** Input schema; its JSON Schema (`z.toJSONSchema`) is the tool's `input_schema`. */
+  input: S;
+  /** Tags that choose the contexts the tool is offered in, e.g. `info`, `todo`, `write`. */
+  tags: readonly string[];
+  /** True when the tool may destroy something: it never runs before the requester approves. */
+  dangerous?: boolean;
+  /** Longest run, in ms, before the call is aborted and reported as failed. Default 30 000. */
+  timeoutMs?: number;
+  /**
+   * Optional start-up check, e.g. that an API key is configured. Throwing leaves the tool out
+   * with one warning naming the reason; the bot still starts.
+   */
+  setup?: (config: Config) => void | Promise<void>;
+  /**
+   * Runs the tool. Returns the text the model reads. Throw {@link ToolError} for expected failures.
+   */
+  run: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
+  /**
+   * For dangerous tools: the action in plain words of `context.locale`, shown on the approval
+   * prompt (e.g. `刪除待辦 #3「買牛奶」`). May read Redis; must not change anything. Default:
+   * the tool name and its input as JSON.
+   */
+  describe?: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
+}
+
+/** A defined tool: its definition plus the file it was defined in. */
+export interface Tool<S extends ToolInputSchema = ToolInputSchema> extends ToolDefinition<S> {
+  readonly tags: readonly string[];
+  readonly dangerous: boolean;
+  /** Absolute path of the defining file, or `<unknown>`. */
+  readonly file: string;
+}
+
+/**
+ * Defines a tool and registers it. Never throws: problems (bad name, empty description, a
+ * schema that is not a zod object) are recorded and reported by the loader with the file name.
+ *
+ * @returns the tool, so the file can also `export default` it for direct use in tests.
+ */
+export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition<S>): Tool<S> {
+  const tool: Tool<S> = {
+    ...definition,
+    tags: [...(definition.tags ?? [])],
+    dangerous: definition.dangerous === true,
+    file: callerFile(),
+  };
+  recordDefinition(tool as unknown as Tool);
+  return tool;
+}
+
+/** The file that called defineTool, from the stack (source paths under tsx, .js in the build). */
+function callerFile(): string {
+  const stack = new Error().stack ?? "";
+  for (const line of stack.split("\n").slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^():]+)(?::\d+)*\)?\s*$/.exec(line.trim());
+    if (!m?.[1]) continue;
+    const file = m[1].startsWith("file://") ? decodeURIComponent(new URL(m[1]).pathname) : m[1];
+    if (/[\\/]src[\\/]toolbox[\\/]tool\.[cm]?[jt]s$/.test(file)) continue;
+    if (file.includes("node_modules")) continue;
+    return file;
+  }
+  return "<unknown>";
+}

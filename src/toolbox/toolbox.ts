@@ -1,0 +1,329 @@
+/**
+ * The toolbox: the tools offered in one context, their schemas for the model, and safe execution.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { z } from "zod";
+import { silentLogger, type Logger } from "../log.js";
+import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
+import { inputSchemaOf } from "./schema.js";
+import { ToolError, type Tool, type ToolContext } from "./tool.js";
+
+/** The outcome of one tool call. Never an exception. */
+export interface ToolExecution {
+  /** False when the call failed for any reason; the `tool_result` then carries `is_error: true`. */
+  ok: boolean;
+  /** Text for the model: the tool's answer, or what went wrong and what to do. */
+  content: string;
+  /** Wall time of the call, in ms. */
+  durationMs: number;
+}
+
+/** Most tools one request should carry; more is logged as a warning (models choose worse). */
+export const MAX_TOOLS_PER_REQUEST = 10;
+
+/** Default limit of one tool call, in ms. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+/** Options of a {@link ToolBox}. */
+export interface ToolBoxOptions {
+  log?: Logger;
+}
+
+/** Per-call options of {@link ToolBox.execute}. */
+export interface ExecuteOptions {
+  /** Receives `tool_call` and `tool_result` events. */
+  tracer?: Tracer;
+  /** The model's `tool_use` id, for the trace. */
+  toolUseId?: string;
+}
+
+/** A set of tools with unique names. Filtering returns a new toolbox; the original is unchanged. */
+export class ToolBox {
+  readonly #tools = new Map<string, Tool>();
+  readonly #log: Logger;
+
+  /** @throws {Error} when two of `tools` share a name. */
+  constructor(tools: Iterable<Tool> = [], options: ToolBoxOptions = {}) {
+    this.#log = options.log ?? silentLogger;
+    for (const tool of tools) this.add(tool);
+  }
+
+  /** Adds a tool. @throws {Error} naming both files when the name is taken. */
+  add(tool: Tool): this {
+    const existing = this.#tools.get(tool.name);
+    if (existing) {
+      throw new Error(`tool name "${tool.name}" is defined twice: in ${existing.file} and in ${tool.file}`);
+    }
+    this.#tools.set(tool.name, tool);
+    return this;
+  }
+
+  /** The tool called `name`, if any. */
+  get(name: string): Tool | undefined {
+    return this.#tools.get(name);
+  }
+
+  /** Number of tools. */
+  get size(): number {
+    return this.#tools.size;
+  }
+
+  /** All tools, in the order they were added. */
+  list(): Tool[] {
+    return [...this.#tools.values()];
+  }
+
+  /** All tool names, in the order they were added. */
+  names(): string[] {
+    return [...this.#tools.keys()];
+  }
+
+  /** Every tag used by at least one tool, sorted. */
+  tags(): string[] {
+    return [...new Set(this.list().flatMap((t) => t.tags))].sort();
+  }
+
+  /** A new toolbox with the tools that carry at least one of `tags` (all tools when none given). */
+  filterByTag(...tags: string[]): ToolBox {
+    const wanted = new Set(tags);
+    const tools = tags.length === 0 ? this.list() : this.list().filter((t) => t.tags.some((tag) => wanted.has(tag)));
+    return new ToolBox(tools, { log: this.#log });
+  }
+
+  /**
+   * The tool definitions sent to the model (`name`, `description`, `input_schema`).
+   * Logs a warning when more than {@link MAX_TOOLS_PER_REQUEST} would be sent.
+   */
+  schemas(options: { excludeDangerous?: boolean } = {}): Anthropic.Messages.Tool[] {
+    const tools = this.list().filter((t) => !(options.excludeDangerous && t.dangerous));
+    if (tools.length > MAX_TOOLS_PER_REQUEST) {
+      this.#log.warn(
+        { tools: tools.length, limit: MAX_TOOLS_PER_REQUEST },
+        `a request would carry ${tools.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); choose fewer with tags`,
+      );
+    }
+    return tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: inputSchemaOf(t) as Anthropic.Messages.Tool.InputSchema,
+    }));
+  }
+
+  /**
+   * Runs a tool. Never throws.
+   *
+   * - unknown tool → `ok: false`, listing the available tools;
+   * - input failing the schema → `ok: false`, one line per bad field (`todo_id: expected an integer, got "abc"`);
+   *   a numeric string for a number field and `"true"`/`"false"` for a boolean field are accepted;
+   * - {@link ToolError} → `ok: false` with its message;
+   * - anything else thrown → logged with its stack; the model sees the error's type and message;
+   * - slower than the tool's `timeoutMs` (default 30 s) → the context's signal is aborted, `ok: false`.
+   *
+   * @param context - the per-call context; its `signal` is combined with the timeout.
+   */
+  async execute(name: string, input: unknown, context: ToolContext, options: ExecuteOptions = {}): Promise<ToolExecution> {
+    const started = performance.now();
+    const tracer = options.tracer ?? nullTracer;
+    tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: preview(safeJson(input)) });
+    const result = await this.#run(name, input, context);
+    const execution: ToolExecution = { ...result, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+    tracer.event("tool_result", {
+      tool: name,
+      toolUseId: options.toolUseId,
+      ok: execution.ok,
+      durationMs: execution.durationMs,
+      preview: preview(execution.content),
+    });
+    context.log.info(
+      { tool: name, input: preview(safeJson(input)), ok: execution.ok, durationMs: execution.durationMs, preview: preview(execution.content, 120) },
+      `tool ${name} ${execution.ok ? "ok" : "failed"} in ${execution.durationMs} ms`,
+    );
+    return execution;
+  }
+
+  async #run(name: string, input: unknown, context: ToolContext): Promise<Omit<ToolExecution, "durationMs">> {
+    const tool = this.#tools.get(name);
+    if (!tool) {
+      const available = this.names();
+      return {
+        ok: false,
+        content: `Unknown tool "${name}". Available tools: ${available.length ? available.join(", ") : "(none)"}.`,
+      };
+    }
+    const parsed = parseInput(tool.input, input);
+    if (!parsed.ok) {
+      return {
+        ok: false,
+        content: `Invalid input for tool "${name}":\n${parsed.problems.map((p) => `- ${p}`).join("\n")}\nFix these fields and call the tool again.`,
+      };
+    }
+
+    const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    const timeout = new AbortController();
+    const signal = AbortSignal.any([context.signal, timeout.signal]);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => {
+        timeout.abort(new ToolError(`timed out after ${timeoutMs} ms`));
+        resolve("timeout");
+      }, timeoutMs);
+    });
+    try {
+      const running = Promise.resolve().then(() => tool.run(parsed.value, { ...context, signal }));
+      running.catch(() => {}); // a late rejection after the timeout must not go unhandled
+      const outcome = await Promise.race([running, timedOut]);
+      if (outcome === "timeout") {
+        return {
+          ok: false,
+          content: `Tool "${name}" did not finish within ${formatSeconds(timeoutMs)} and was stopped. Try again later, or tell the user it is not responding.`,
+        };
+      }
+      if (typeof outcome !== "string") {
+        context.log.error({ tool: name, type: typeof outcome }, `tool ${name} returned ${typeof outcome} instead of text`);
+        return { ok: false, content: `Tool "${name}" returned no text (this is a bug in the tool).` };
+      }
+      return { ok: true, content: outcome };
+    } catch (error) {
+      if (error instanceof ToolError) return { ok: false, content: error.message };
+      const err = error instanceof Error ? error : new Error(String(error));
+      context.log.error({ tool: name, err }, `tool ${name} threw ${err.name}`);
+      return { ok: false, content: `Tool "${name}" failed with ${err.name}: ${err.message}` };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; problems: string[] };
+
+/**
+ * Parses model input with a tool's schema. On failure, numeric strings in number fields and
+ * exactly `"true"`/`"false"` in boolean fields are converted once and the parse is retried;
+ * nothing else is coerced (so `"false"` never becomes true, and `"abc"` is never a number).
+ */
+export function parseInput<S extends z.ZodObject>(schema: S, input: unknown): Parsed<z.output<S>> {
+  const first = schema.safeParse(input);
+  if (first.success) return { ok: true, value: first.data };
+  let issues = first.error.issues;
+  if (input !== null && typeof input === "object" && !Array.isArray(input)) {
+    const repaired = structuredClone(input) as Record<string, unknown>;
+    let changed = false;
+    for (const issue of issues) {
+      if (issue.code !== "invalid_type" || issue.path.length === 0) continue;
+      const value = getAt(repaired, issue.path);
+      if (typeof value !== "string") continue;
+      const numeric = issue.expected === "number" || issue.expected === "int";
+      if (numeric && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) {
+        setAt(repaired, issue.path, Number(value));
+        changed = true;
+      } else if (issue.expected === "boolean" && (value === "true" || value === "false")) {
+        setAt(repaired, issue.path, value === "true");
+        changed = true;
+      }
+    }
+    if (changed) {
+      const second = schema.safeParse(repaired);
+      if (second.success) return { ok: true, value: second.data };
+      issues = second.error.issues;
+    }
+  }
+  return { ok: false, problems: issues.map((i) => describeIssue(schema, input, i)) };
+}
+
+function getAt(root: unknown, pathParts: readonly PropertyKey[]): unknown {
+  let node = root;
+  for (const key of pathParts) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+function setAt(root: Record<PropertyKey, unknown>, pathParts: readonly PropertyKey[], value: unknown): void {
+  let node: Record<PropertyKey, unknown> = root;
+  for (const key of pathParts.slice(0, -1)) node = node[key] as Record<PropertyKey, unknown>;
+  node[pathParts[pathParts.length - 1]!] = value;
+}
+
+function formatPath(pathParts: readonly PropertyKey[]): string {
+  if (pathParts.length === 0) return "input";
+  return pathParts.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
+}
+
+function schemaAt(schema: z.ZodType, pathParts: readonly PropertyKey[]): z.ZodType | undefined {
+  let node: z.ZodType | undefined = schema;
+  for (const key of pathParts) {
+    node = unwrap(node);
+    const def = (node as { _zod?: { def?: { type?: string; shape?: Record<string, z.ZodType>; element?: z.ZodType } } } | undefined)?._zod?.def;
+    if (def?.type === "object" && typeof key === "string") node = def.shape?.[key];
+    else if (def?.type === "array") node = def.element;
+    else return undefined;
+  }
+  return unwrap(node);
+}
+
+function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
+  let current = node as { _zod?: { def?: { type?: string; innerType?: z.ZodType } } } | undefined;
+  while (current?._zod?.def && ["optional", "nullable", "default", "prefault", "catch", "readonly"].includes(current._zod.def.type ?? "")) {
+    current = current._zod.def.innerType as typeof current;
+  }
+  return current as z.ZodType | undefined;
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  string: "text (a string)",
+  number: "a number",
+  int: "an integer",
+  boolean: "true or false",
+  object: "an object",
+  array: "a list",
+  date: "a date",
+};
+
+function got(value: unknown): string {
+  const text = safeJson(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function describeIssue(schema: z.ZodObject, input: unknown, issue: z.core.$ZodIssue): string {
+  const where = formatPath(issue.path);
+  const value = getAt(input, issue.path);
+  switch (issue.code) {
+    case "invalid_type": {
+      if (value === undefined) return `${where}: is required`;
+      const target = schemaAt(schema, issue.path) as { isInt?: boolean } | undefined;
+      const expected = issue.expected === "number" && target?.isInt ? "int" : issue.expected;
+      return `${where}: expected ${TYPE_WORDS[expected] ?? expected}, got ${got(value)}`;
+    }
+    case "too_small":
+    case "too_big": {
+      const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
+      const word = issue.code === "too_small" ? "at least" : "at most";
+      const unit = issue.origin === "string" ? " characters" : issue.origin === "array" || issue.origin === "set" ? " items" : "";
+      const shown = issue.origin === "string" ? `${(value as string).length} characters` : got(value);
+      return `${where}: must be ${word} ${String(bound)}${unit}, got ${shown}`;
+    }
+    case "invalid_value":
+      return `${where}: must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}, got ${got(value)}`;
+    case "unrecognized_keys": {
+      const known = Object.keys(schema.shape);
+      return `${where}: unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}; the fields are ${known.join(", ") || "(none)"}`;
+    }
+    case "invalid_format":
+      return `${where}: must be a valid ${issue.format}, got ${got(value)}`;
+    default:
+      return `${where}: ${issue.message}`;
+  }
+}

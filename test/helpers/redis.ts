@@ -44,7 +44,7 @@ async function launch(socket: string, dir: string): Promise<ChildProcess> {
 }
 
 async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
     child.once("exit", () => resolve());
     child.kill("SIGKILL");

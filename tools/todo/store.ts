@@ -57,7 +57,7 @@ export function isRealDate(text: string): boolean {
 export const titleField = z
   .string()
   .trim()
-  .min(1, { message: "the title is empty: give the todo a short title" })
+  .refine((t) => t.length > 0, { message: "the title is empty: give the todo a short title" })
   .refine((t) => [...t].length <= MAX_TITLE_CHARS, { message: `the title is longer than ${MAX_TITLE_CHARS} characters: shorten it` })
   .describe(`What to do, 1-${MAX_TITLE_CHARS} characters, e.g. 買牛奶`);
 

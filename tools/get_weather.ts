@@ -51,10 +51,10 @@ function formatWindow(w: ForecastWindow, locale: Locale): string {
   return localize(
     locale,
     {
-      "zh-TW": "・{when}：{wx}，降雨機率 {pop}%，氣溫 {min}–{max}°C，{ci}",
-      en: "- {when}: {wx}, chance of rain {pop}%, {min}–{max} °C, {ci}",
+      "zh-TW": "・{when}：{wx}，降雨機率 {pop}%，氣溫 {temp}°C，{ci}",
+      en: "- {when}: {wx}, chance of rain {pop}%, {temp} °C, {ci}",
     },
-    { when: describeWindow(w, locale), wx: w.weather, pop: w.rainChance, min: w.minTemp, max: w.maxTemp, ci: w.comfort },
+    { when: describeWindow(w, locale), wx: w.weather, pop: w.rainChance, temp: w.minTemp === w.maxTemp ? w.minTemp : `${w.minTemp}–${w.maxTemp}`, ci: w.comfort },
   );
 }
 

@@ -7,14 +7,26 @@
  * locations (comma-separated names allowed, exact match, 臺 not 台), and an unknown name is a
  * success with an empty `location` list. Tests can switch it into failure modes with {@link FakeCwa.mode}.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** Folder of the recorded responses: `shared/` sits beside the checkout (`../shared/fixtures/cwa`). */
-export const CWA_FIXTURES_DIR = path.resolve(fileURLToPath(new URL("../../", import.meta.url)), "../shared/fixtures/cwa");
+/**
+ * Folder of the recorded responses: `../shared/fixtures/cwa` beside the checkout (as in CI). A
+ * worktree nested one level deeper (`wt/<name>`) finds the same folder further up.
+ */
+export const CWA_FIXTURES_DIR = findFixtures(fileURLToPath(new URL("../../", import.meta.url)));
+
+function findFixtures(repoRoot: string): string {
+  const beside = path.resolve(repoRoot, "../shared/fixtures/cwa");
+  for (let dir = path.dirname(path.resolve(repoRoot)); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, "shared/fixtures/cwa");
+    if (existsSync(candidate)) return candidate;
+    if (path.dirname(dir) === dir) return beside;
+  }
+}
 
 /** The recorded REST responses by date, and the file-API document. */
 export const CWA_FIXTURES = {
@@ -33,12 +45,13 @@ export function readCwaFixture(name: keyof typeof CWA_FIXTURES): unknown {
  * - `ok`: the recorded REST document, filtered by `locationName`;
  * - `reverse`: like `ok`, with every element's time windows in reverse order (the API does not promise order);
  * - `status403` / `status500`: that status with a small JSON body;
+ * - `empty`: success with an empty `location` list whatever the name (as for an unknown name);
  * - `success-false`: HTTP 200 with `success: "false"`;
  * - `fileapi`: HTTP 200 with the file-API document (a different shape);
  * - `not-json`: HTTP 200 with an HTML page;
  * - `hang`: never answers (until the client gives up or the server closes).
  */
-export type FakeCwaMode = "ok" | "reverse" | "status403" | "status500" | "success-false" | "fileapi" | "not-json" | "hang";
+export type FakeCwaMode = "ok" | "reverse" | "empty" | "status403" | "status500" | "success-false" | "fileapi" | "not-json" | "hang";
 
 /** A running fake CWA server. */
 export interface FakeCwa {
@@ -104,6 +117,11 @@ export async function startFakeCwa(options: { key?: string } = {}): Promise<Fake
         return send(res, 200, fileApi);
       case "not-json":
         return send(res, 200, "<html><body>Service Unavailable</body></html>", "text/html");
+      case "empty": {
+        const doc = structuredClone(documents[state.fixture]);
+        doc.records.location = [];
+        return send(res, 200, doc);
+      }
       case "ok":
       case "reverse": {
         const doc = structuredClone(documents[state.fixture]);

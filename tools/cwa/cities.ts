@@ -23,7 +23,7 @@ export type CityMatch =
   | { ok: false };
 
 /** Short forms and former names (after 台 → 臺), e.g. 北市, 高市, 馬祖, and the counties merged into cities in 2010/2014. */
-const CHINESE_ALIASES: Record<string, CwaLocation> = {
+const CHINESE_ALIASES = new Map<string, CwaLocation>(Object.entries({
   北市: "臺北市",
   新北: "新北市",
   北縣: "新北市",
@@ -45,10 +45,10 @@ const CHINESE_ALIASES: Record<string, CwaLocation> = {
   高雄縣: "高雄市",
   馬祖: "連江縣",
   金馬: "金門縣",
-};
+} satisfies Record<string, CwaLocation>));
 
 /** English names without the "city"/"county" word: the city form and, where one exists, the county form. */
-const ENGLISH: Record<string, { city?: CwaLocation; county?: CwaLocation }> = {
+const ENGLISH = new Map<string, { city?: CwaLocation; county?: CwaLocation }>(Object.entries({
   taipei: { city: "臺北市" },
   newtaipei: { city: "新北市" },
   keelung: { city: "基隆市" },
@@ -71,7 +71,7 @@ const ENGLISH: Record<string, { city?: CwaLocation; county?: CwaLocation }> = {
   kinmen: { county: "金門縣" },
   lienchiang: { county: "連江縣" },
   matsu: { county: "連江縣" },
-};
+} satisfies Record<string, { city?: CwaLocation; county?: CwaLocation }>));
 
 const KNOWN = new Set<string>(CWA_LOCATIONS);
 
@@ -95,7 +95,7 @@ export function resolveCity(input: string): CityMatch {
 
   const zh = text.replace(/^(?:臺灣|中華民國)/, "");
   if (isLocation(zh)) return { ok: true, name: zh };
-  const alias = CHINESE_ALIASES[zh];
+  const alias = CHINESE_ALIASES.get(zh);
   if (alias) return { ok: true, name: alias };
   if (!/[市縣]$/.test(zh)) {
     const city = `${zh}市`;
@@ -105,10 +105,11 @@ export function resolveCity(input: string): CityMatch {
     if (isLocation(county)) return { ok: true, name: county };
   }
 
+  if (!/^[A-Za-z,.'-]+$/.test(text)) return { ok: false };
   const en = text.toLowerCase().replace(/[^a-z]/g, "").replace(/(?:taiwan|roc)$/, "");
   const kind = en.endsWith("county") ? "county" : en.endsWith("city") ? "city" : undefined;
   const base = en.replace(/(?:county|city)$/, "");
-  const entry = ENGLISH[base];
+  const entry = ENGLISH.get(base);
   if (!entry) return { ok: false };
   if (kind === "county" && base === "taipei") return { ok: true, name: "新北市" }; // Taipei County became New Taipei City in 2010
   if (kind === "county") return entry.county ? { ok: true, name: entry.county } : entry.city ? { ok: true, name: entry.city } : { ok: false };

@@ -6,6 +6,7 @@ import { localize } from "../src/i18n.js";
 import { defineTool } from "../src/toolbox/tool.js";
 import { addTodo, dueField, formatTodo, titleField } from "./todo/store.js";
 
+/** The add_todo tool: `{ title, due? }` → `已新增待辦：#1 買牛奶（到期 2026-12-01）`. */
 export default defineTool({
   name: "add_todo",
   description: [

@@ -210,6 +210,7 @@ export function calculate(expression: string, locale: Locale): string {
   }
 }
 
+/** The calculate tool: `{ expression }` → `expression = result` (see {@link calculate}). */
 export default defineTool({
   name: "calculate",
   description: [

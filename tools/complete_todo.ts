@@ -6,6 +6,7 @@ import { localize } from "../src/i18n.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
 
+/** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. */
 export default defineTool({
   name: "complete_todo",
   description: [

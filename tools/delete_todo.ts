@@ -7,6 +7,7 @@ import { localize } from "../src/i18n.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/store.js";
 
+/** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. */
 export default defineTool({
   name: "delete_todo",
   description: [

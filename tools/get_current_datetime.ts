@@ -83,6 +83,7 @@ export function describeNow(date: Date, zone: string, locale: Locale): string {
   );
 }
 
+/** The get_current_datetime tool: `{ timezone? }` → readable date and time plus an ISO 8601 line (see {@link describeNow}). */
 export default defineTool({
   name: "get_current_datetime",
   description: [

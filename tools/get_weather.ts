@@ -95,6 +95,7 @@ function failure(error: CwaError, city: string, locale: Locale): ToolError {
   );
 }
 
+/** The get_weather tool: `{ city? }` → the 36-hour forecast; skipped at start-up without `CWA_API_KEY`; failures are ToolErrors without the key. */
 export default defineTool({
   name: "get_weather",
   description: [

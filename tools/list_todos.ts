@@ -6,6 +6,7 @@ import { localize } from "../src/i18n.js";
 import { defineTool } from "../src/toolbox/tool.js";
 import { formatTodo, listTodos } from "./todo/store.js";
 
+/** The list_todos tool: `{ include_completed? }` → a header line and one `#id title（…）` line per todo. */
 export default defineTool({
   name: "list_todos",
   description: [

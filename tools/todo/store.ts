@@ -61,11 +61,12 @@ export const titleField = z
   .refine((t) => [...t].length <= MAX_TITLE_CHARS, { message: `the title is longer than ${MAX_TITLE_CHARS} characters: shorten it` })
   .describe(`What to do, 1-${MAX_TITLE_CHARS} characters, e.g. 買牛奶`);
 
-/** Zod field for an optional due date `YYYY-MM-DD` that must exist on the calendar. */
+/** Zod field for an optional due date `YYYY-MM-DD` that must exist on the calendar; an empty string means none. */
 export const dueField = z
   .string()
   .trim()
-  .refine(isRealDate, { message: "expected a real date written YYYY-MM-DD, e.g. 2026-12-01" })
+  .refine((d) => d === "" || isRealDate(d), { message: "expected a real date written YYYY-MM-DD, e.g. 2026-12-01" })
+  .transform((d) => (d === "" ? undefined : d))
   .optional()
   .describe("Due date YYYY-MM-DD in the user's time zone (resolve words like 'tomorrow' with get_current_datetime first). Omit when none.");
 

@@ -13,15 +13,15 @@ import { escapeHtml } from "./html.js";
 /** Longest `callback_data`, in bytes (UTF-8), per the Bot API. */
 export const CALLBACK_DATA_MAX_BYTES = 64;
 
-const CALLBACK = /^ap:([A-Za-z0-9_-]{1,58}):([yn])$/;
+const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yn])$/;
 
 /**
  * The `callback_data` of a button: `ap:<approvalId>:y` (approve) or `…:n` (decline).
- * @throws {Error} when the approval id is not 1-58 characters of `A-Z a-z 0-9 _ -` (the data would not fit 64 bytes).
+ * @throws {Error} when the approval id is not 1-59 characters of `A-Z a-z 0-9 _ -` (the data would not fit 64 bytes).
  */
 export function callbackData(approvalId: string, approve: boolean): string {
   const data = `ap:${approvalId}:${approve ? "y" : "n"}`;
-  if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-58 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
+  if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
   return data;
 }
 

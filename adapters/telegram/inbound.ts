@@ -2,8 +2,8 @@
  * Inbound: which Telegram messages are for the bot, and how they become {@link IncomingMessage}s.
  *
  * Private chats: every text message (or caption). Groups: a `mention` entity `@botusername`
- * (case-insensitive), a `text_mention` of the bot, a reply to one of the bot's messages, a command
- * ending in `@botusername`, or one of our own commands bare (`/tools`). The mention is removed
+ * (case-insensitive), a `text_mention` of the bot, a reply to one of the bot's messages, or a
+ * command at the start of the text, bare (`/tools`) or ending in `@botusername`. The mention is removed
  * from the text. Ignored: the bot's own and other bots' messages, service messages (no text and
  * no media). `sender_chat` messages (anonymous admins, channels) are attributed to that chat.
  * Source: Bot API `Message`, `MessageEntity` (https://core.telegram.org/bots/api#message).
@@ -16,8 +16,8 @@ import { isInstantCommand, type InstantCommand } from "./commands.js";
 export type InboundDecision =
   /** Not for the bot: do nothing. */
   | { kind: "ignore"; reason: string }
-  /** For the bot but without usable text: answer with a one-line hint. */
-  | { kind: "hint"; message: IncomingMessageBase }
+  /** For the bot but without usable text (`media`: a sticker or photo without caption; `empty`: only the mention): answer with a one-line hint. */
+  | { kind: "hint"; reason: "media" | "empty"; message: IncomingMessageBase }
   /** One of our instant commands, answered by the adapter. */
   | { kind: "command"; command: InstantCommand; args: string; message: IncomingMessageBase }
   /** A message for the queue. */
@@ -66,7 +66,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     ...(from?.language_code && !sender ? { locale: from.language_code } : {}),
   };
 
-  if (text === undefined) return isPrivate ? { kind: "hint", message: base } : { kind: "ignore", reason: "no text in a group" };
+  if (text === undefined) return isPrivate ? { kind: "hint", reason: "media", message: base } : { kind: "ignore", reason: "no text in a group" };
 
   const username = me.username.toLowerCase();
   const slice = (e: MessageEntity) => text.slice(e.offset, e.offset + e.length);
@@ -84,7 +84,8 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
 
   const mentioned = entities.some(isMe);
   const repliedToMe = message.reply_to_message?.from?.id === me.id;
-  const ownCommand = command !== undefined && (command.target === username || isInstantCommand(command.name));
+  // A command at the start addresses us when bare or `@us` (`@other` was ignored above).
+  const ownCommand = command !== undefined;
   if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) return { kind: "ignore", reason: "not addressed" };
 
   if (command && isInstantCommand(command.name)) return { kind: "command", command: command.name, args: command.args, message: base };
@@ -103,6 +104,6 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     .trim();
 
   const parsed = IncomingMessageSchema.safeParse({ ...base, text: stripped });
-  if (!parsed.success) return { kind: "hint", message: base };
+  if (!parsed.success) return { kind: "hint", reason: "empty", message: base };
   return { kind: "enqueue", message: parsed.data };
 }

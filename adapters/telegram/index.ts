@@ -142,7 +142,9 @@ export class TelegramAdapter implements Adapter {
       case "hint":
         await this.#reply(
           decision.message,
-          localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now: please tell me in words what you need." }),
+          decision.reason === "media"
+            ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now: please tell me in words what you need." })
+            : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
         );
         return;
       case "command":

@@ -127,6 +127,8 @@ export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
     pieces.push(assemble(startStack, atoms.slice(from, cut.at), cut.stack));
     stack = cut.stack;
     i = cut.resume;
+    // A new piece does not start with a line break (Telegram would show an empty first line).
+    while (atoms[i]?.kind === "text" && (atoms[i] as { text: string }).text === "\n") i++;
   }
   return pieces.filter((p) => htmlToPlain(p).trim() !== "");
 }

@@ -128,7 +128,7 @@ export function parseTelegramHtml(html: string): { text: string; entities: Messa
         if (length > 0 && !(top.tag === "code" && stack.at(-1)?.tag === "pre")) {
           const entity: Record<string, unknown> = { type: ENTITY_OF[tag], offset: top.offset, length };
           const href = /href\s*=\s*"([^"]*)"/.exec(top.attrs)?.[1];
-          if (tag === "a") entity.url = href?.replace(/&amp;/g, "&").replace(/&quot;/g, '"');
+          if (tag === "a") entity.url = href === undefined ? undefined : decodeEntities(href);
           if (tag === "pre") {
             const lang = /class\s*=\s*"language-([^"]+)"/.exec(top.attrs)?.[1];
             if (lang) entity.language = lang;
@@ -567,6 +567,14 @@ export class FakeTelegram {
     this.edits.push({ method, payload: p, at: Date.now() });
     return updated;
   }
+}
+
+function decodeEntities(text: string): string {
+  return text.replace(/&(#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]+);/g, (m, body: string) => {
+    if (body.startsWith("#x")) return String.fromCodePoint(parseInt(body.slice(2), 16));
+    if (body.startsWith("#")) return String.fromCodePoint(parseInt(body.slice(1), 10));
+    return NAMED_ENTITIES[body] ?? m;
+  });
 }
 
 function parseList(value: unknown): unknown[] | undefined {

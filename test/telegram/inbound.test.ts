@@ -93,6 +93,16 @@ describe("telegram inbound", () => {
     expect(h.tg.callsOf("getUpdates")[0]!.payload.allowed_updates).toEqual(["message", "callback_query"]);
   });
 
+  it("takes a bare or @bot command that is not ours as a message, and hints at a bare mention", async () => {
+    const bare = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather 台北" });
+    expect((await queuedFor(bare.message_id)).text).toBe("/weather 台北");
+    const at = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather@taiwan_test_bot 高雄" });
+    expect((await queuedFor(at.message_id)).text).toBe("/weather 高雄");
+    const only = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot" });
+    const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === only.message_id));
+    expect(hint.text).toBe("有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。");
+  });
+
   it("attributes anonymous admin messages to the sending chat", async () => {
     const m = h.tg.sendUserMessage({ chat: group(), sender_chat: group(), text: "@taiwan_test_bot 新增待辦：開會" });
     const q = await queuedFor(m.message_id);
@@ -110,13 +120,14 @@ describe("telegram inbound", () => {
 
   it("answers a sticker in a private chat with a hint, and stays quiet in a group", async () => {
     const sticker = { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false } };
-    h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });
+    const inGroup = h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });
     const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), extra: sticker });
     const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === 12), 5000, "hint");
     expect(hint.text).toBe("我目前只看得懂文字訊息，請用文字告訴我你需要什麼。");
     expect(hint.payload.reply_parameters).toBeUndefined();
     await settle();
-    expect(h.tg.sent.filter((s) => s.chatId === -1001234 && s.text.includes("文字訊息"))).toHaveLength(0);
+    expect(h.tg.sent.filter((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === inGroup.message_id)).toHaveLength(0);
+    expect(h.queued.some((q) => q.messageId === String(inGroup.message_id))).toBe(false);
     expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
   });
 

@@ -39,7 +39,7 @@ export function markdownBlocks(markdown: string): RenderedBlock[] {
   const tokens = new Lexer({ gfm: true }).lex(markdown);
   const blocks: RenderedBlock[] = [];
   for (const token of tokens) {
-    const html = renderBlock(token, 0).trim();
+    const html = renderBlock(token, 0, false).trim();
     const source = token.raw.trim();
     if (html === "" || source === "") continue;
     blocks.push({ markdown: source, html });
@@ -54,14 +54,15 @@ export function markdownToTelegramHtml(markdown: string): string {
     .join("\n\n");
 }
 
-function renderBlocks(tokens: Token[], depth: number): string {
+function renderBlocks(tokens: Token[], depth: number, quoted: boolean): string {
   return tokens
-    .map((t) => renderBlock(t, depth))
+    .map((t) => renderBlock(t, depth, quoted))
     .filter((s) => s !== "")
     .join("\n");
 }
 
-function renderBlock(token: Token, depth: number): string {
+/** `quoted`: inside a blockquote, where Telegram allows no nested blockquote. */
+function renderBlock(token: Token, depth: number, quoted = false): string {
   switch (token.type) {
     case "space":
     case "def":
@@ -77,10 +78,12 @@ function renderBlock(token: Token, depth: number): string {
       const text = code.text === "" ? " " : code.text;
       return `${open}${escapeHtml(text)}</code></pre>`;
     }
-    case "blockquote":
-      return `<blockquote>${renderBlocks((token as Tokens.Blockquote).tokens, depth)}</blockquote>`;
+    case "blockquote": {
+      const inner = renderBlocks((token as Tokens.Blockquote).tokens, depth, true);
+      return quoted || inner === "" ? inner : `<blockquote>${inner}</blockquote>`;
+    }
     case "list":
-      return renderList(token as Tokens.List, depth);
+      return renderList(token as Tokens.List, depth, quoted);
     case "table":
       return `<pre>${escapeHtml(token.raw.trim())}</pre>`;
     case "hr":
@@ -96,7 +99,7 @@ function renderBlock(token: Token, depth: number): string {
   }
 }
 
-function renderList(list: Tokens.List, depth: number): string {
+function renderList(list: Tokens.List, depth: number, quoted: boolean): string {
   const indent = "  ".repeat(depth);
   const start = typeof list.start === "number" ? list.start : 1;
   return list.items
@@ -105,7 +108,7 @@ function renderList(list: Tokens.List, depth: number): string {
       const box = item.task ? (item.checked ? "☑ " : "☐ ") : "";
       const parts = item.tokens
         .filter((t) => t.type !== "checkbox")
-        .map((t) => (t.type === "list" ? renderList(t as Tokens.List, depth + 1) : renderBlock(t, depth + 1)))
+        .map((t) => (t.type === "list" ? renderList(t as Tokens.List, depth + 1, quoted) : renderBlock(t, depth + 1, quoted)))
         .filter((s) => s !== "");
       const [first = "", ...rest] = parts;
       return [`${indent}${bullet} ${box}${first}`, ...rest].join("\n");

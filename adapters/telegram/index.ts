@@ -20,6 +20,7 @@ import { botCommands } from "./commands.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { destinationOf, TelegramOutbound } from "./outbound.js";
 
+/** The outbound class, for callers that need its Telegram-only extras (`sendMarkdown`, `removeKeyboard`). */
 export { TelegramOutbound } from "./outbound.js";
 
 /** Update types the bot asks for; edits and everything else are never delivered. */
@@ -45,7 +46,9 @@ export function createAdapter(config: Config, log: Logger): Adapter {
 /** See {@link createAdapter}. */
 export class TelegramAdapter implements Adapter {
   readonly platform = "telegram" as const;
+  /** The outbound half, sharing the bot's API client. */
   readonly outbound: TelegramOutbound;
+  /** The grammy bot (for tests and diagnostics). */
   readonly bot: Bot;
   #server: Server | undefined;
   #polling: Promise<void> | undefined;
@@ -59,6 +62,13 @@ export class TelegramAdapter implements Adapter {
     this.outbound = new TelegramOutbound(this.bot.api, config, log);
   }
 
+  /**
+   * Registers the handlers, calls `getMe` and `setMyCommands`, then starts long polling
+   * (`deleteWebhook` + `getUpdates`) or, with `TELEGRAM_WEBHOOK_URL`, listens on
+   * `TELEGRAM_WEBHOOK_PORT` and calls `setWebhook` with `secret_token`. Resolves once updates flow.
+   * @throws grammy's errors when the token is wrong (401) or the Bot API is unreachable; the
+   *   listen error when the webhook port is taken.
+   */
   async start(context: AdapterContext): Promise<void> {
     const { bot, config, log } = this;
     bot.catch((err) => log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
@@ -101,6 +111,7 @@ export class TelegramAdapter implements Adapter {
     log.info({ bot: bot.botInfo.username }, "telegram: long polling started");
   }
 
+  /** Stops polling (or closes the webhook server; the webhook itself stays set). Never throws. */
   async stop(): Promise<void> {
     try {
       if (this.bot.isRunning()) await this.bot.stop();

@@ -392,7 +392,7 @@ export class FakeTelegram {
       });
     }
     try {
-      const result = method === "getUpdates" ? await this.#getUpdates(payload, req, res) : this.#call(method, payload);
+      const result = method === "getUpdates" ? await this.#getUpdates(payload, res) : this.#call(method, payload);
       send(200, { ok: true, result });
     } catch (error) {
       if (error instanceof ApiFailure) {
@@ -403,7 +403,7 @@ export class FakeTelegram {
     }
   }
 
-  async #getUpdates(payload: Record<string, unknown>, req: HttpRequest, res: ServerResponse): Promise<Update[]> {
+  async #getUpdates(payload: Record<string, unknown>, res: ServerResponse): Promise<Update[]> {
     if (this.webhook) throw new ApiFailure(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
     const offset = Number(payload.offset ?? 0);
     const limit = Math.min(100, Math.max(1, Number(payload.limit ?? 100)));
@@ -421,7 +421,7 @@ export class FakeTelegram {
       const done = () => {
         clearTimeout(timer);
         this.#waiters.delete(wake);
-        req.off("close", done);
+        res.off("close", done);
         resolve();
       };
       const wake = () => {
@@ -429,7 +429,7 @@ export class FakeTelegram {
       };
       const timer = setTimeout(done, timeout * 1000);
       this.#waiters.add(wake);
-      req.once("close", done);
+      res.once("close", done);
     });
     found = ready();
     return found;

@@ -32,6 +32,7 @@ describe("markdown → Telegram HTML", () => {
       expect(parsed.text.length).toBeGreaterThan(0);
     }
     expect(parseTelegramHtml(markdownToTelegramHtml("&amp; <b>")).text).toBe("&amp; <b>");
+    expect(markdownToTelegramHtml("> outer\n> > inner")).toBe("<blockquote>outer\ninner</blockquote>");
   });
 });
 

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { EnqueueError, type AdapterContext } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -68,10 +68,10 @@ export interface Harness {
 }
 
 /** Starts the fake and the adapter (long polling unless `env` sets a webhook). */
-export async function startHarness(env: Record<string, string> = {}, tg?: FakeTelegram): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, tg?: FakeTelegram, log: Logger = silentLogger): Promise<Harness> {
   const fake = tg ?? (await FakeTelegram.start());
   const config = testConfig({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, ...env });
-  const adapter = createAdapter(config, silentLogger) as TelegramAdapter;
+  const adapter = createAdapter(config, log) as TelegramAdapter;
   const queued: IncomingMessage[] = [];
   const resets: ChatRef[] = [];
   const decider = new MapDecider();

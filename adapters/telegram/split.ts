@@ -83,7 +83,7 @@ interface Break {
  * `<pre><code class="language-ts">`) at the start of the next.
  *
  * @param html - well-formed Telegram HTML (as produced by `markdownToTelegramHtml`).
- * @param limit - visible UTF-16 units per piece, default {@link TELEGRAM_TEXT_LIMIT}; must be ≥ 2.
+ * @param limit - visible UTF-16 units per piece, default {@link TELEGRAM_TEXT_LIMIT} (a piece always holds at least one code point, so with a limit of 1 a surrogate pair still makes a 2-unit piece).
  */
 export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
   const atoms = atomize(html);
@@ -108,7 +108,8 @@ export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
         if (at >= 0) run.splice(at, 1);
         continue;
       }
-      if (visible + a.text.length > limit) {
+      // (A piece always takes at least one code point, so a limit below 2 cannot loop forever.)
+      if (visible > 0 && visible + a.text.length > limit) {
         cut = best ?? { at: i, resume: i, rank: 0, visible, stack: [...run] };
         break;
       }

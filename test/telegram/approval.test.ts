@@ -87,4 +87,17 @@ describe("telegram approval prompts", () => {
     const q3 = h.tg.pressButton({ from: alice, message: expired.sent, data: "something-else" });
     expect((await answerOf(q3)).text).toBe("這個確認請求已過期或不存在。");
   });
+
+  it("tells the presser to try again when the decision cannot be recorded", async () => {
+    const { sent } = await prompt("apr4");
+    h.decider.failing = true;
+    try {
+      const q = h.tg.pressButton({ from: h.tg.user(31, "Alice"), message: sent, data: "ap:apr4:y" });
+      expect((await answerOf(q)).text).toBe("暫時無法處理，請稍後再按一次。");
+      expect(h.tg.buttons(sent)).toHaveLength(2);
+      expect(h.decider.approvals.get("apr4")?.decided).toBeUndefined();
+    } finally {
+      h.decider.failing = false;
+    }
+  });
 });

@@ -47,6 +47,7 @@ describe("splitting at 4096 UTF-16 units", () => {
     }
     expect(pieces.map(htmlToPlain).join("")).toBe(`${"😀".repeat(10)}<&ab`);
     expect(pieces[0]).toBe("<b>😀😀</b>");
+    expect(splitHtml("😀a", 1)).toEqual(["😀", "a"]);
   });
 
   it("prefers paragraph, then line, then word boundaries", () => {

@@ -44,7 +44,10 @@ export const testToolbox = new ToolBox([
 export class MapDecider implements ApprovalDecider {
   readonly approvals = new Map<string, { requesterId: string; requesterName: string; decided?: boolean }>();
   readonly accepted: DecisionRequest[] = [];
+  /** When true, decide throws like a Redis outage. */
+  failing = false;
   async decide(request: DecisionRequest): Promise<DecisionResult> {
+    if (this.failing) throw new Error("connect ECONNREFUSED /tmp/redis.sock");
     const a = this.approvals.get(request.approvalId);
     if (!a) return { status: "not_found" };
     if (a.requesterId !== request.deciderId) return { status: "not_requester", requesterName: a.requesterName };

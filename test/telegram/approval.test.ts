@@ -88,6 +88,14 @@ describe("telegram approval prompts", () => {
     expect((await answerOf(q3)).text).toBe("這個確認請求已過期或不存在。");
   });
 
+  it("treats a late press (query is too old) as harmless: the decision still counts and the keyboard goes", async () => {
+    const { sent } = await prompt("apr5");
+    h.tg.failNext("answerCallbackQuery", { error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
+    h.tg.pressButton({ from: h.tg.user(31, "Alice"), message: sent, data: "ap:apr5:y" });
+    await h.tg.waitFor(() => h.tg.buttons(sent).length === 0, 5000, "keyboard removed");
+    expect(h.decider.accepted.at(-1)).toMatchObject({ approvalId: "apr5", approve: true });
+  });
+
   it("tells the presser to try again when the decision cannot be recorded", async () => {
     const { sent } = await prompt("apr4");
     h.decider.failing = true;

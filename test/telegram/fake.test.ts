@@ -44,6 +44,9 @@ describe("the fake Bot API is strict", () => {
     tg.failNext("getMe", { error_code: 429, description: "Too Many Requests: retry after 3", retry_after: 3 });
     expect((await failure(api.getMe())).parameters.retry_after).toBe(3);
     await expect(api.getMe()).resolves.toMatchObject({ username: "taiwan_test_bot" });
+    const viaGet = (await (await fetch(`${tg.apiRoot}/bot${tg.token}/sendMessage?chat_id=8&text=hi`)).json()) as { ok: boolean; result: { text: string } };
+    expect(viaGet).toMatchObject({ ok: true, result: { text: "hi" } });
+    expect((await fetch(`${tg.apiRoot}/bot${tg.token}/noSuchMethod`, { method: "POST" })).status).toBe(404);
   });
 
   it("holds getUpdates until an update arrives and honours offset", async () => {

@@ -9,6 +9,7 @@
  *   `timeoutMs + graceMs` while pending and `closedTtlMs` after it left `pending`, so a decision
  *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it.
  * - `approval:chat:{platform:chatId}`: the id of the chat's pending approval.
+ * - `approval:prompt:{platform}:{chatId}:{messageId}`: the id of the approval a prompt message asks about.
  * - `approval:exec:{tool_use id}`: the claim and then the result of one approved tool call.
  *
  * Every state change (decide, expire, supersede) is one Lua script, so two decisions racing from
@@ -134,9 +135,19 @@ if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
 return 1
 `;
 
-/** Deletes the record, and the chat index when it points at it. */
+/** Saves the prompt ref and its reverse index, with the record's remaining life. */
+const SET_PROMPT = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+redis.call('HSET', KEYS[1], 'prompt', ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+return 1
+`;
+
+/** Deletes the record, the prompt index (KEYS[3], may be absent) and the chat index when it points at it. */
 const FINISH = `
 redis.call('DEL', KEYS[1])
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 1
 `;
@@ -243,15 +254,25 @@ export class ApprovalStore implements ApprovalDecider {
     return id;
   }
 
-  /** Saves where the prompt was posted, so the outcome can be shown on it. Does nothing for an unknown id. */
+  /**
+   * Saves where the prompt was posted, so the outcome can be shown on it, and indexes the prompt
+   * message so a reaction on it can be mapped back ({@link ApprovalStore.idForPrompt}).
+   * Does nothing for an unknown id.
+   */
   async setPrompt(id: string, ref: SentRef): Promise<void> {
+    if (!APPROVAL_ID_PATTERN.test(id)) return;
+    const platform = await this.#redis.hget(this.#key(id), "platform");
+    if (!platform) return;
     // HSET on a missing key would create a record without a TTL; only touch an existing one.
-    await this.#redis.eval(
-      "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'prompt', ARGV[1]) end return 1",
-      1,
-      this.#key(id),
-      JSON.stringify(ref),
-    );
+    await this.#redis.eval(SET_PROMPT, 2, this.#key(id), this.#promptKey(platform as Platform, ref), JSON.stringify(ref), id);
+  }
+
+  /**
+   * The approval whose prompt is the message `ref` on `platform` (for Discord reactions, whose
+   * events carry the message, not the button's `custom_id`), while its record exists.
+   */
+  async idForPrompt(platform: Platform, ref: SentRef): Promise<string | undefined> {
+    return (await this.#redis.get(this.#promptKey(platform, ref))) ?? undefined;
   }
 
   /** Records that a step of the resumed run (e.g. `history`) is done. Does nothing for an unknown id. */
@@ -358,9 +379,11 @@ export class ApprovalStore implements ApprovalDecider {
   /** Deletes the record, and the chat index when it still points at it. Safe to call twice. */
   async finish(id: string): Promise<void> {
     if (!APPROVAL_ID_PATTERN.test(id)) return;
-    const [platform, chatId] = await this.#redis.hmget(this.#key(id), "platform", "chatId");
+    const [platform, chatId, prompt] = await this.#redis.hmget(this.#key(id), "platform", "chatId", "prompt");
     if (!platform || !chatId) return;
-    await this.#redis.eval(FINISH, 2, this.#key(id), this.#chatKey({ platform: platform as Platform, chatId }), id);
+    const keys = [this.#key(id), this.#chatKey({ platform: platform as Platform, chatId })];
+    if (prompt) keys.push(this.#promptKey(platform as Platform, JSON.parse(prompt) as SentRef));
+    await this.#redis.eval(FINISH, keys.length, ...keys, id);
   }
 
   /**
@@ -421,6 +444,10 @@ export class ApprovalStore implements ApprovalDecider {
 
   #key(id: string): string {
     return `${this.#prefix}${id}`;
+  }
+
+  #promptKey(platform: Platform, ref: SentRef): string {
+    return `${this.#prefix}prompt:${platform}:${ref.chatId}:${ref.messageId}`;
   }
 
   #chatKey(chat: ChatRef): string {

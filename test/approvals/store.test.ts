@@ -121,6 +121,9 @@ describe("ApprovalStore.create and get", () => {
     const record = await store.get(id);
     expect(record?.prompt).toEqual({ chatId: "-100200", messageId: "77" });
     expect(record?.steps).toEqual(["history"]);
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "77" })).toBe(id);
+    expect(await store.idForPrompt("discord", { chatId: "-100200", messageId: "77" })).toBeUndefined();
+    expect(await redis.pttl(`approval:prompt:telegram:-100200:77`)).toBeGreaterThan(300_000);
   });
 
   it("does not create a record without TTL when the prompt is saved for an unknown id", async () => {
@@ -312,8 +315,12 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     const chat = { platform: "telegram" as const, chatId: "-100200" };
     const first = await store.create(approval());
     const second = await store.create(approval());
+    await store.setPrompt(first, { chatId: "-100200", messageId: "5" });
+    await store.setPrompt(second, { chatId: "-100200", messageId: "6" });
     await store.finish(first);
     expect(await store.get(first)).toBeUndefined();
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "5" })).toBeUndefined();
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "6" })).toBe(second);
     expect(await store.pendingId(chat)).toBe(second);
     await store.finish(second);
     await store.finish(second);

@@ -11,6 +11,7 @@
  * 3. No decision in time → the expiry job → `handleDecision({ verdict: "expired" })`.
  * 4. A new message in the chat → {@link ApprovalFlow.supersedePending} before it is handled.
  */
+import { z } from "zod";
 import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "../agent/contract.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
@@ -18,7 +19,7 @@ import type { ApprovalOutcome, Outbound } from "../outbound.js";
 import type { ChatRef, IncomingMessage, Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox, ToolExecution } from "../toolbox/toolbox.js";
-import type { ApprovalRecord, ApprovalStore } from "./store.js";
+import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore } from "./store.js";
 
 /** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
 export type ExecuteOnce = (toolUseId: string, execute: () => Promise<ToolExecution>) => Promise<ToolExecution>;
@@ -37,11 +38,17 @@ export type ResumeAgent = (run: SuspendedRun, verdict: ApprovalVerdict, deps: Re
 /** A paused run, as `runAgent` / `resumeAgent` return it. */
 export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
 
-/** The job data of a decision (from `onDecision`) or of the delayed expiry job. */
-export interface DecisionJob {
-  approvalId: string;
-  verdict: "approved" | "declined" | "expired";
-}
+/**
+ * The job data of a decision (from `onDecision`) or of the delayed expiry job. Job data comes
+ * back from Redis, so {@link ApprovalFlow.handleDecision} checks it with this schema.
+ */
+export const DecisionJobSchema = z.object({
+  approvalId: z.string().regex(APPROVAL_ID_PATTERN),
+  verdict: z.enum(["approved", "declined", "expired"]),
+});
+
+/** See {@link DecisionJobSchema}. */
+export type DecisionJob = z.output<typeof DecisionJobSchema>;
 
 /** What the flow needs; the worker builds it once. */
 export interface ApprovalFlowDeps {
@@ -62,7 +69,7 @@ export interface ApprovalFlowDeps {
 export type HandledDecision =
   | { status: "answered"; text: string }
   | { status: "asked_again"; approvalId: string }
-  | { status: "skipped"; reason: "unknown" | "not_current" };
+  | { status: "skipped"; reason: "unknown" | "not_current" | "invalid_job" };
 
 /** Longest input JSON shown in a fallback description, in characters. */
 const FALLBACK_INPUT_CHARS = 200;
@@ -148,9 +155,16 @@ export class ApprovalFlow {
    * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an expiry, further pending calls of the
    * same turn are closed as expired too (the requester is away; no new prompt).
    *
+   * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
    * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
    */
-  async handleDecision(job: DecisionJob): Promise<HandledDecision> {
+  async handleDecision(data: DecisionJob): Promise<HandledDecision> {
+    const parsed = DecisionJobSchema.safeParse(data);
+    if (!parsed.success) {
+      this.#log.error({ issues: parsed.error.issues.map((i) => i.path.join(".")) }, "invalid decision job; ignored");
+      return { status: "skipped", reason: "invalid_job" };
+    }
+    const job = parsed.data;
     const { store } = this.#deps;
     let record: ApprovalRecord | undefined;
     if (job.verdict === "expired") {

@@ -5,22 +5,14 @@
  * call answered, more pending → another approval, else an answer); the end-to-end test through
  * the real loop, adapters and fake servers belongs to the integration step.
  */
-import Anthropic from "@anthropic-ai/sdk";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { z } from "zod";
-import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
-import { ApprovalFlow, describeCall, outcomeText, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
-import { ApprovalStore } from "../../src/approvals/store.js";
-import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import type { PendingCall } from "../../src/agent/contract.js";
+import { describeCall, outcomeText } from "../../src/approvals/flow.js";
 import { connectRedis } from "../../src/redis.js";
-import { defineTool, ToolError } from "../../src/toolbox/tool.js";
-import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { nullTracer } from "../../src/trace/tracer.js";
-import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { RecordingOutbound } from "./recording-outbound.js";
+import { chat, harness, message, paused, resumes, toolbox, toolRuns } from "./support.js";
 
 let server: TestRedis;
 let redis: Redis;
@@ -36,133 +28,18 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** A dangerous tool over Redis: deletes one of the user's notes. Counts its runs. */
-let runs = 0;
-const deleteNote = defineTool({
-  name: "approvals_test_delete_note",
-  description: "Delete one of the user's notes by number.",
-  tags: ["test"],
-  dangerous: true,
-  input: z.object({ note_id: z.number().int().positive() }),
-  async run({ note_id }, context) {
-    runs++;
-    const removed = await context.redis.hdel(`notes:${context.platform}:${context.userId}`, String(note_id));
-    if (!removed) throw new ToolError(`No note #${note_id}.`);
-    return `Deleted note #${note_id}.`;
-  },
-  async describe({ note_id }, context) {
-    const title = await context.redis.hget(`notes:${context.platform}:${context.userId}`, String(note_id));
-    return context.locale === "en" ? `delete note #${note_id} "${title}"` : `刪除筆記 #${note_id}「${title}」`;
-  },
-});
-const plainTool = defineTool({
-  name: "approvals_test_wipe",
-  description: "Wipe everything.",
-  tags: ["test"],
-  dangerous: true,
-  input: z.object({ really: z.boolean() }),
-  run: () => "wiped",
-});
-const toolbox = new ToolBox([deleteNote, plainTool]);
-const config = testConfig({ CONFIRM_TIMEOUT_SECONDS: "300" });
-const client = new Anthropic({ apiKey: "sk-test-unused", baseURL: "http://127.0.0.1:9" });
-
-const message: IncomingMessage = {
-  platform: "telegram",
-  chatId: "-100200",
-  chatKind: "group",
-  userId: "u1",
-  userName: "Alice",
-  text: "刪掉筆記 2",
-  messageId: "m1",
-  sentAt: 1_800_000_000_000,
-  reply: {},
-};
-const chat: ChatRef = { platform: "telegram", chatId: "-100200" };
-
-/** A run paused at `calls` (all dangerous), as runAgent would return it. */
-function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "approval" }> {
-  const run: SuspendedRun = {
-    messages: [
-      { role: "user", content: message.text },
-      { role: "assistant", content: calls.map((c) => ({ type: "tool_use" as const, id: c.toolUseId, name: c.name, input: c.input })) },
-    ],
-    history: [],
-    results: [],
-    pending: calls,
-    turns: 1,
-    callCounts: {},
-  };
-  return { kind: "approval", run, call: calls[0]! };
-}
-
-/** Stand-in for the loop's resumeAgent, following the contract. */
-const resumes: { verdict: string; callModel?: boolean; toolUseId: string }[] = [];
-const resumeAgent: ResumeAgent = async (run, verdict, deps) => {
-  const [call, ...rest] = run.pending;
-  if (!call) throw new Error("nothing pending");
-  resumes.push({ verdict, callModel: deps.callModel, toolUseId: call.toolUseId });
-  let result: Anthropic.Messages.ToolResultBlockParam;
-  if (verdict === "approved") {
-    const execute = () => deps.toolbox.execute(call.name, call.input, deps.context, { toolUseId: call.toolUseId });
-    const r = deps.executeOnce ? await deps.executeOnce(call.toolUseId, execute) : await execute();
-    result = { type: "tool_result", tool_use_id: call.toolUseId, content: r.content, is_error: !r.ok };
-  } else {
-    result = { type: "tool_result", tool_use_id: call.toolUseId, content: `Not run: the user ${verdict} it.`, is_error: true };
-  }
-  const results = [...run.results, result];
-  if (rest.length > 0) return { kind: "approval", run: { ...run, results, pending: rest }, call: rest[0]! };
-  const text = results.map((r) => r.content).join(" ");
-  const messages: MessageParam[] = [...run.messages, { role: "user", content: results }, { role: "assistant", content: [{ type: "text", text }] }];
-  return { kind: "answer", text, messages };
-};
-
-interface Harness {
-  flow: ApprovalFlow;
-  store: ApprovalStore;
-  outbound: RecordingOutbound;
-  jobs: DecisionJob[];
-  expiries: { approvalId: string; delayMs: number }[];
-  history: Map<string, MessageParam[]>;
-}
-
-/** A flow as the worker would wire it; `onDecision` collects decision jobs. */
-function harness(connection: Redis = redis, history = new Map<string, MessageParam[]>(), outbound = new RecordingOutbound()): Harness {
-  const jobs: DecisionJob[] = [];
-  const expiries: { approvalId: string; delayMs: number }[] = [];
-  const store = new ApprovalStore(connection, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: (d) => void jobs.push(d) });
-  const flow = new ApprovalFlow({
-    store,
-    agent: { resumeAgent },
-    agentDeps: (m) => ({
-      client,
-      config,
-      toolbox,
-      tracer: nullTracer,
-      context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
-    }),
-    appendHistory: async (c, messages) => {
-      const key = `${c.platform}:${c.chatId}`;
-      history.set(key, [...(history.get(key) ?? []), ...messages]);
-    },
-    outbound: () => outbound,
-    scheduleExpiry: async (approvalId, delayMs) => void expiries.push({ approvalId, delayMs }),
-  });
-  return { flow, store, outbound, jobs, expiries, history };
-}
-
 const call2: PendingCall = { toolUseId: "toolu_a", name: "approvals_test_delete_note", input: { note_id: 2 } };
 
 beforeEach(async () => {
   await redis.flushall();
   await redis.hset("notes:telegram:u1", { "1": "買牛奶", "2": "繳電費" });
-  runs = 0;
+  toolRuns.count = 0;
   resumes.length = 0;
 });
 
 describe("ApprovalFlow.begin", () => {
   it("saves the run, posts a prompt in plain words, and schedules the expiry", async () => {
-    const h = harness();
+    const h = harness(redis);
     const before = Date.now();
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     expect(h.outbound.prompts).toHaveLength(1);
@@ -174,7 +51,7 @@ describe("ApprovalFlow.begin", () => {
     const record = await h.store.get(id);
     expect(record?.prompt).toEqual(posted.ref);
     expect(record?.status).toBe("pending");
-    expect(runs).toBe(0);
+    expect(toolRuns.count).toBe(0);
   });
 
   it("falls back to the tool name and input when there is no describe or the input is invalid", async () => {
@@ -193,13 +70,13 @@ describe("ApprovalFlow.begin", () => {
 
 describe("ApprovalFlow.handleDecision", () => {
   it("approve: the tool runs once, the prompt shows the outcome, history gets a valid run, the answer is sent", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
     expect(h.jobs).toEqual([{ approvalId: id, verdict: "approved" }]);
 
     expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
     expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
     expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "approved", text: "✅ 已確認：刪除筆記 #2「繳電費」" });
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
@@ -210,13 +87,13 @@ describe("ApprovalFlow.handleDecision", () => {
     // A redelivered job, and the expiry job firing later, change nothing.
     expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "skipped", reason: "unknown" });
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "unknown" });
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
     expect(h.outbound.answers).toHaveLength(1);
     expect(await h.store.pendingId(chat)).toBeUndefined();
   });
 
   it("a retried job after a crash past the tool does not run it again nor append history twice", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
     // First attempt: the tool ran, the prompt was edited, history was appended, then sending the answer failed.
@@ -226,13 +103,13 @@ describe("ApprovalFlow.handleDecision", () => {
     };
     await expect(h.flow.handleDecision({ approvalId: id, verdict: "approved" })).rejects.toThrow("Telegram 502");
     h.outbound.sendAnswer = sendAnswer;
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
     // The retry, in another process.
     const connection = connectRedis(server.url);
     connections.push(connection);
     const retry = harness(connection, h.history, h.outbound);
     expect(await retry.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "answered", text: "Deleted note #2." });
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
     expect(h.history.get("telegram:-100200")).toHaveLength(4);
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
     expect(h.outbound.closeCalls).toBe(1);
@@ -240,11 +117,11 @@ describe("ApprovalFlow.handleDecision", () => {
   });
 
   it("decline: the tool does not run; its tool_result is an error; the prompt says declined", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
     expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "Not run: the user declined it." });
-    expect(runs).toBe(0);
+    expect(toolRuns.count).toBe(0);
     expect(await redis.hlen("notes:telegram:u1")).toBe(2);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("declined");
     expect(h.history.get("telegram:-100200")![2]!.content).toEqual([
@@ -253,37 +130,37 @@ describe("ApprovalFlow.handleDecision", () => {
   });
 
   it("a job whose verdict is not the stored one (forged, or for a still pending approval) runs nothing", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
-    expect(runs).toBe(0);
+    expect(toolRuns.count).toBe(0);
     expect(h.outbound.answers).toEqual([]);
   });
 
   it("expiry: closes the prompt as timed out, answers, and a later click gets not_found", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "Not run: the user expired it." });
     expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "expired", text: "⌛ 逾時未確認，未執行：刪除筆記 #2「繳電費」" });
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
     expect(h.jobs).toEqual([]);
-    expect(runs).toBe(0);
+    expect(toolRuns.count).toBe(0);
   });
 
   it("the expiry job loses to a decision that came first", async () => {
-    const h = harness();
+    const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "not_current" });
     expect(h.outbound.prompts[0]!.closed).toBeUndefined();
     expect((await h.flow.handleDecision(h.jobs[0]!)).status).toBe("answered");
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
   });
 
   it("two dangerous calls in one turn: approving the first asks about the second with a new prompt", async () => {
-    const h = harness();
+    const h = harness(redis);
     const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
     const first = await h.flow.begin(message, paused([call2, call1]), h.outbound);
     await h.store.decide({ approvalId: first, platform: "telegram", deciderId: "u1", approve: true });
@@ -299,11 +176,11 @@ describe("ApprovalFlow.handleDecision", () => {
     await h.store.decide({ approvalId: second, platform: "telegram", deciderId: "u1", approve: false });
     expect(await h.flow.handleDecision(h.jobs[1]!)).toEqual({ status: "answered", text: "Deleted note #2. Not run: the user declined it." });
     expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
   });
 
   it("a restart between the prompt and the click: a new process resumes the run", async () => {
-    const before = harness();
+    const before = harness(redis);
     const id = await before.flow.begin(message, paused([call2]), before.outbound);
     const connection = connectRedis(server.url);
     connections.push(connection);
@@ -311,13 +188,13 @@ describe("ApprovalFlow.handleDecision", () => {
     await after.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
     expect(await after.flow.handleDecision(after.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
     expect(before.outbound.prompts[0]!.closed?.outcome).toBe("approved");
-    expect(runs).toBe(1);
+    expect(toolRuns.count).toBe(1);
   });
 });
 
 describe("ApprovalFlow.supersedePending", () => {
   it("closes the pending approval without a model call, keeps history valid, edits the prompt, sends nothing", async () => {
-    const h = harness();
+    const h = harness(redis);
     const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
     const id = await h.flow.begin(message, paused([call2, call1]), h.outbound);
     expect(await h.flow.supersedePending(chat)).toBe(true);
@@ -332,11 +209,11 @@ describe("ApprovalFlow.supersedePending", () => {
     expect(h.outbound.answers).toEqual([]);
     expect(await h.flow.supersedePending(chat)).toBe(false);
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
-    expect(runs).toBe(0);
+    expect(toolRuns.count).toBe(0);
   });
 
   it("does nothing in a chat without a pending approval", async () => {
-    const h = harness();
+    const h = harness(redis);
     expect(await h.flow.supersedePending({ platform: "discord", chatId: "9" })).toBe(false);
     expect(resumes).toEqual([]);
   });

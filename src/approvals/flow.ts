@@ -211,6 +211,38 @@ export class ApprovalFlow {
   }
 
   /**
+   * Gives up on a decision or expiry job whose last attempt failed (the model or the platform
+   * stayed down): the requester gets a short message instead of silence, and the record is
+   * deleted. The run is not appended to history, so the history stays valid (it never saw the
+   * paused turn). Never throws: a failure here is logged.
+   *
+   * @param data - the failed job's data.
+   */
+  async giveUp(data: DecisionJob): Promise<void> {
+    const parsed = DecisionJobSchema.safeParse(data);
+    if (!parsed.success) return;
+    const { store } = this.#deps;
+    try {
+      const record = await store.get(parsed.data.approvalId);
+      if (!record) return;
+      const text =
+        parsed.data.verdict === "approved"
+          ? localize(record.locale, {
+              "zh-TW": "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
+              en: "Sorry, something went wrong while handling this ({action}), so I could not finish. It may have been done already: please check before trying again.",
+            }, { action: record.action })
+          : localize(record.locale, {
+              "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
+              en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
+            }, { action: record.action });
+      await this.#deps.outbound(record.platform).sendAnswer(record.message, text);
+      await store.finish(record.id);
+    } catch (err) {
+      this.#log.error({ err, approvalId: parsed.data.approvalId }, "could not tell the requester that the approval failed");
+    }
+  }
+
+  /**
    * Closes the chat's pending approval as not confirmed, because a new message arrived: the run
    * is resumed with `superseded` and `callModel: false` (every still pending call is closed, no
    * model call), appended to history, and the prompt edited. Nothing is sent to the chat: the

@@ -50,23 +50,40 @@ export function decisionJobId(job: DecisionJob): string {
  * The two hooks the approval store and flow need, over `queue`:
  * - `onDecision`: adds the decision job (throws when Redis is unreachable; the store then undoes the decision);
  * - `scheduleExpiry(approvalId, delayMs)`: adds the expiry job, delayed by `delayMs` ms.
+ *
+ * @param options - job options over {@link DECISION_JOB_OPTIONS} (e.g. fewer attempts); `jobId` and `delay` are set here.
  */
-export function decisionQueueHooks(queue: Queue): {
+export function decisionQueueHooks(
+  queue: Queue,
+  options: JobsOptions = {},
+): {
   onDecision: DecisionCallback;
   scheduleExpiry: (approvalId: string, delayMs: number) => Promise<void>;
 } {
   return {
     async onDecision(decision) {
-      await queue.add(DECISION_JOB, decision, { ...DECISION_JOB_OPTIONS, jobId: decisionJobId(decision) });
+      await queue.add(DECISION_JOB, decision, { ...DECISION_JOB_OPTIONS, ...options, jobId: decisionJobId(decision) });
     },
     async scheduleExpiry(approvalId, delayMs) {
       const job: DecisionJob = { approvalId, verdict: "expired" };
-      await queue.add(EXPIRY_JOB, job, { ...DECISION_JOB_OPTIONS, jobId: decisionJobId(job), delay: Math.max(0, delayMs) });
+      await queue.add(EXPIRY_JOB, job, { ...DECISION_JOB_OPTIONS, ...options, jobId: decisionJobId(job), delay: Math.max(0, delayMs) });
     },
   };
 }
 
-/** The processor of the `decisions` queue: hands the job data to {@link ApprovalFlow.handleDecision}. */
+/**
+ * The processor of the `decisions` queue: hands the job data to {@link ApprovalFlow.handleDecision}.
+ * When the last attempt (`attempts` of the job's options) fails, it calls
+ * {@link ApprovalFlow.giveUp} so the requester hears about it, then rethrows so BullMQ marks the
+ * job failed.
+ */
 export function decisionProcessor(flow: ApprovalFlow): Processor<DecisionJob, HandledDecision> {
-  return (job: Job<DecisionJob, HandledDecision>) => flow.handleDecision(job.data);
+  return async (job: Job<DecisionJob, HandledDecision>) => {
+    try {
+      return await flow.handleDecision(job.data);
+    } catch (err) {
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await flow.giveUp(job.data);
+      throw err;
+    }
+  };
 }

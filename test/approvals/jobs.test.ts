@@ -3,9 +3,10 @@
  * becomes one job even when repeated, the worker resumes the run, and the delayed expiry job
  * closes an undecided approval.
  */
-import { Queue, QueueEvents, Worker } from "bullmq";
+import { Queue, QueueEvents, Worker, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { ResumeAgent } from "../../src/approvals/flow.js";
 import { decisionJobId, decisionProcessor, decisionQueueHooks, DECISIONS_QUEUE } from "../../src/approvals/jobs.js";
 import { connectRedis } from "../../src/redis.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
@@ -46,9 +47,9 @@ beforeEach(async () => {
 const call2 = { toolUseId: "toolu_q", name: "approvals_test_delete_note", input: { note_id: 2 } };
 
 /** A flow over the queue, and a Worker processing it. */
-function wired(timeoutMs?: number): Harness {
-  const hooks = decisionQueueHooks(queue);
-  const h = harness(redis, new Map(), new RecordingOutbound(), { ...hooks, timeoutMs });
+function wired(options: { timeoutMs?: number; resumeAgent?: ResumeAgent; jobOptions?: JobsOptions } = {}): Harness {
+  const hooks = decisionQueueHooks(queue, options.jobOptions);
+  const h = harness(redis, new Map(), new RecordingOutbound(), { ...hooks, timeoutMs: options.timeoutMs, resumeAgent: options.resumeAgent });
   workers.push(new Worker(DECISIONS_QUEUE, decisionProcessor(h.flow), { connection: { path: server.url, maxRetriesPerRequest: null } }));
   return h;
 }
@@ -89,7 +90,7 @@ describe("decisions queue", () => {
   });
 
   it("the delayed expiry job closes an undecided approval as timed out", async () => {
-    const h = wired(300);
+    const h = wired({ timeoutMs: 300 });
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     const expiry = await queue.getJob(decisionJobId({ approvalId: id, verdict: "expired" }));
     expect(await expiry!.waitUntilFinished(events, 5000)).toEqual({ status: "answered", text: "Not run: the user expired it." });
@@ -103,5 +104,24 @@ describe("decisions queue", () => {
     const job = await queue.add("decision", { approvalId: "../x", verdict: "approved" } as never);
     expect(await job.waitUntilFinished(events, 5000)).toEqual({ status: "skipped", reason: "invalid_job" });
     await until(async () => (await queue.getJobCounts("completed")).completed === 1);
+  });
+
+  it("when the last attempt fails, the requester gets a short message and the record is removed", async () => {
+    let attempts = 0;
+    const h = wired({
+      jobOptions: { attempts: 2, backoff: { type: "fixed", delay: 10 } },
+      resumeAgent: async () => {
+        attempts++;
+        throw new Error("model unavailable");
+      },
+    });
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    const job = await queue.getJob(decisionJobId({ approvalId: id, verdict: "declined" }));
+    await expect(job!.waitUntilFinished(events, 5000)).rejects.toThrow("model unavailable");
+    expect(attempts).toBe(2);
+    expect(h.outbound.answers.map((a) => a.text)).toEqual(["抱歉，處理確認時出了問題（刪除筆記 #2「繳電費」）。這個動作沒有執行，請稍後再試一次。"]);
+    expect(await h.store.get(id)).toBeUndefined();
+    expect(h.history.size).toBe(0);
   });
 });

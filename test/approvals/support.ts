@@ -125,7 +125,12 @@ export function harness(
   connection: Redis,
   history = new Map<string, MessageParam[]>(),
   outbound = new RecordingOutbound(),
-  hooks: { onDecision?: DecisionCallback; scheduleExpiry?: (approvalId: string, delayMs: number) => Promise<void>; timeoutMs?: number } = {},
+  hooks: {
+    onDecision?: DecisionCallback;
+    scheduleExpiry?: (approvalId: string, delayMs: number) => Promise<void>;
+    timeoutMs?: number;
+    resumeAgent?: ResumeAgent;
+  } = {},
 ): Harness {
   const jobs: DecisionJob[] = [];
   const expiries: { approvalId: string; delayMs: number }[] = [];
@@ -138,7 +143,7 @@ export function harness(
   });
   const flow = new ApprovalFlow({
     store,
-    agent: { resumeAgent },
+    agent: { resumeAgent: hooks.resumeAgent ?? resumeAgent },
     agentDeps: (m) => ({
       client,
       config,

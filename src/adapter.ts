@@ -47,4 +47,6 @@ export interface Adapter {
   start(context: AdapterContext): Promise<void>;
   /** Stops taking new messages and disconnects. Never throws. */
   stop(): Promise<void>;
+  /** True while connected to the platform (polling or gateway up); used by the health endpoint. */
+  isConnected?(): boolean;
 }

@@ -28,7 +28,7 @@ export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
   return out
-    .replace(/\b\d{6,12}:[A-Za-z0-9_-]{30,}\b/g, "[redacted]")
+    .replace(/(?<!\d)\d{6,12}:[A-Za-z0-9_-]{30,}/g, "[redacted]")
     .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
 }
 

@@ -25,7 +25,7 @@ export function inputSchemaOf(tool: Pick<Tool, "input">): InputSchema {
   const cached = schemaCache.get(tool.input);
   if (cached) return cached;
   const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: "input", unrepresentable: "throw" }) as Record<string, unknown>;
-  const result = { properties: {}, ...schema } as InputSchema;
+  const result = { properties: {}, required: [], ...schema } as unknown as InputSchema;
   schemaCache.set(tool.input, result);
   return result;
 }

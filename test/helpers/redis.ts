@@ -30,6 +30,7 @@ async function launch(socket: string, dir: string): Promise<ChildProcess> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`redis-server exited: ${stderr}`);
     const probe = new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on("error", () => {}); // expected while the server starts
     try {
       await probe.connect();
       await probe.ping();
@@ -44,7 +45,7 @@ async function launch(socket: string, dir: string): Promise<ChildProcess> {
 }
 
 async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
     child.once("exit", () => resolve());
     child.kill("SIGKILL");

@@ -1,0 +1,80 @@
+/**
+ * `npm run tools` — prints the toolbox: every loaded tool (name, tags, dangerous or not, first line
+ * of its description) and the tools skipped at start-up with the reason. `--json` prints the same
+ * as JSON; `--dir <folder>` (repeatable) loads other folders instead of `tools/`.
+ * Exits 1 with the registry's error when loading fails (duplicate or invalid tool), 2 on a bad
+ * configuration. This is how a tool author checks a new file.
+ */
+import "dotenv/config";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig, secretValues } from "../config.js";
+import { createLogger, registerSecrets } from "../log.js";
+import { loadTools, ToolRegistryError, type LoadedTools } from "../toolbox/registry.js";
+
+/** The listing as printed by `--json`. */
+export interface ToolListing {
+  tools: { name: string; tags: string[]; dangerous: boolean; description: string; file: string }[];
+  skipped: { name: string; file: string; reason: string }[];
+}
+
+/** Builds the listing of a loaded toolbox (first line of each description). */
+export function toolListing(loaded: LoadedTools): ToolListing {
+  return {
+    tools: loaded.toolbox.list().map((t) => ({
+      name: t.name,
+      tags: [...t.tags],
+      dangerous: t.dangerous,
+      description: t.description.trim().split("\n")[0]!.trim(),
+      file: path.relative(process.cwd(), t.file) || t.file,
+    })),
+    skipped: loaded.skipped,
+  };
+}
+
+/** Formats the listing as aligned text for a terminal. */
+export function formatListing(listing: ToolListing): string {
+  const lines: string[] = [];
+  const width = Math.max(4, ...listing.tools.map((t) => t.name.length));
+  lines.push(`${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"} loaded:`);
+  for (const t of listing.tools) {
+    const flag = t.dangerous ? " ⚠️ dangerous (asks the user first)" : "";
+    lines.push(`  ${t.name.padEnd(width)}  [${t.tags.join(", ")}]${flag}`);
+    lines.push(`  ${"".padEnd(width)}  ${t.description}`);
+  }
+  if (listing.skipped.length > 0) {
+    lines.push("", `${listing.skipped.length} skipped:`);
+    for (const s of listing.skipped) lines.push(`  ${s.name.padEnd(width)}  ${s.reason} (${s.file})`);
+  }
+  return lines.join("\n");
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { json: { type: "boolean", default: false }, dir: { type: "string", multiple: true } } });
+  let config;
+  try {
+    config = loadConfig(process.env, { purpose: "inspect" });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  registerSecrets(secretValues(config));
+  const log = createLogger({ level: "error" });
+  try {
+    const loaded = await loadTools({ config, log, dirs: values.dir });
+    const listing = toolListing(loaded);
+    console.log(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing));
+    return 0;
+  } catch (error) {
+    if (error instanceof ToolRegistryError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,56 @@
+/**
+ * The health endpoint: `GET /health` answers 200 when every check passes and 503 otherwise, with
+ * a JSON body naming each check (`{"status":"ok","checks":{"redis":true,"telegram":true}}`).
+ * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it.
+ */
+import { createServer, type Server } from "node:http";
+import type { Logger } from "./log.js";
+
+/** A named check: resolves true when healthy. A check that throws or takes over 2 s counts as unhealthy. */
+export type HealthCheck = () => boolean | Promise<boolean>;
+
+const CHECK_TIMEOUT_MS = 2000;
+
+async function runCheck(check: HealthCheck): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve().then(check),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS))),
+    ]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs every check; `ok` is true only when all pass. */
+export async function checkHealth(checks: Record<string, HealthCheck>): Promise<{ ok: boolean; checks: Record<string, boolean> }> {
+  const entries = await Promise.all(Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check)] as const));
+  return { ok: entries.every(([, ok]) => ok), checks: Object.fromEntries(entries) };
+}
+
+/**
+ * Starts the health server on `port` (all interfaces, so a container's HEALTHCHECK and an
+ * orchestrator can reach it). Resolves once listening.
+ * @throws when the port cannot be bound.
+ */
+export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/health") {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
+      return;
+    }
+    void checkHealth(checks).then((result) => {
+      res.writeHead(result.ok ? 200 : 503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: result.ok ? "ok" : "unavailable", checks: result.checks }));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, () => resolve());
+  });
+  log?.info({ port }, `health endpoint on :${port}/health`);
+  return server;
+}

@@ -1,0 +1,30 @@
+import { Writable } from "node:stream";
+import { expect, it } from "vitest";
+import { createLogger, redact, registerSecrets } from "../../src/log.js";
+
+function capture() {
+  const lines: string[] = [];
+  const destination = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) });
+  return { lines, log: createLogger({ destination, level: "info" }) };
+}
+
+it("writes JSON lines with registered secrets and credential fields redacted", () => {
+  registerSecrets(["sk-ant-api03-verysecretvalue", "cwa-KEY-123456"]);
+  const { lines, log } = capture();
+  log.info({ url: "https://opendata.cwa.gov.tw/api?Authorization=cwa-KEY-123456", token: "abc", config: { DISCORD_TOKEN: "x" } }, "called with sk-ant-api03-verysecretvalue");
+  log.error({ err: new Error("401 for key sk-ant-api03-verysecretvalue") }, "failed");
+  const text = lines.join("");
+  expect(text).not.toContain("verysecretvalue");
+  expect(text).not.toContain("cwa-KEY-123456");
+  const first = JSON.parse(lines[0]!);
+  expect(first.msg).toBe("called with [redacted]");
+  expect(first.url).toBe("https://opendata.cwa.gov.tw/api?Authorization=[redacted]");
+  expect(first.token).toBe("[redacted]");
+  expect(first.config.DISCORD_TOKEN).toBe("[redacted]");
+  expect(JSON.parse(lines[1]!).err.message).toBe("401 for key [redacted]");
+});
+
+it("redacts token shapes that were never registered", () => {
+  expect(redact("GET /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")).toBe("GET /bot[redacted]/getMe");
+  expect(redact("nothing secret here")).toBe("nothing secret here");
+});

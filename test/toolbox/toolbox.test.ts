@@ -1,0 +1,187 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { pino } from "pino";
+import { Writable } from "node:stream";
+import { DEFAULT_TOOLS_DIR, loadTools } from "../../src/toolbox/registry.js";
+import { defineTool, ToolError, type Tool } from "../../src/toolbox/tool.js";
+import { MAX_TOOLS_PER_REQUEST, ToolBox } from "../../src/toolbox/toolbox.js";
+import type { TraceEvent } from "../../src/trace/tracer.js";
+import { testConfig } from "../helpers/config.js";
+import { testContext } from "../helpers/context.js";
+
+const todo = defineTool({
+  name: "complete_item",
+  description: "Marks an item done.",
+  tags: ["todo", "write"],
+  input: z.object({ todo_id: z.number().int().min(1), note: z.string().max(10).optional(), notify: z.boolean().default(false) }),
+  run: ({ todo_id, notify }) => `done #${todo_id} notify=${notify}`,
+});
+const failing = defineTool({
+  name: "failing",
+  description: "Fails.",
+  tags: ["util"],
+  input: z.object({ kind: z.enum(["tool", "bug"]) }),
+  run: ({ kind }) => {
+    if (kind === "tool") throw new ToolError("No todo #7 in your list.");
+    throw new TypeError("cannot read properties of undefined (reading 'x')");
+  },
+});
+const slow = defineTool({
+  name: "slow",
+  description: "Never finishes on its own.",
+  tags: ["util"],
+  timeoutMs: 50,
+  input: z.object({}),
+  run: (_input, ctx) =>
+    new Promise<string>((_resolve, reject) => {
+      ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
+    }),
+});
+const danger = defineTool({ name: "delete_item", description: "Deletes.", tags: ["todo", "write"], dangerous: true, input: z.object({}), run: () => "deleted" });
+
+function box(...tools: Tool[]) {
+  return new ToolBox(tools as Tool[]);
+}
+
+describe("ToolBox.execute", () => {
+  const toolbox = box(todo as unknown as Tool, failing as unknown as Tool, slow as unknown as Tool);
+
+  it("runs a tool and reports ok with its text and duration", async () => {
+    const r = await toolbox.execute("complete_item", { todo_id: 3 }, testContext());
+    expect(r).toEqual({ ok: true, content: "done #3 notify=false", durationMs: expect.any(Number) });
+    expect(r.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("lists the available tools for an unknown one", async () => {
+    const r = await toolbox.execute("delete_everything", {}, testContext());
+    expect(r.ok).toBe(false);
+    expect(r.content).toBe('Unknown tool "delete_everything". Available tools: complete_item, failing, slow.');
+  });
+
+  it("names each bad field and why", async () => {
+    const r = await toolbox.execute("complete_item", { todo_id: "abc", note: "far too long a note", extra: 1 }, testContext());
+    expect(r.ok).toBe(false);
+    expect(r.content).toBe(
+      [
+        'Invalid input for tool "complete_item":',
+        '- todo_id: expected an integer, got "abc"',
+        "- note: must be at most 10 characters, got 19 characters",
+        "Fix these fields and call the tool again.",
+      ].join("\n"),
+    );
+  });
+
+  it("refuses unknown fields only when the tool's schema is strict", async () => {
+    const strict = defineTool({ name: "strict", description: "Strict.", tags: [], input: z.strictObject({ a: z.string() }), run: () => "ok" });
+    const r = await box(strict as unknown as Tool).execute("strict", { a: "x", extra: 1 }, testContext());
+    expect(r.content).toContain("- input: unknown field extra; the fields are a");
+    expect((await box(todo as unknown as Tool).execute("complete_item", { todo_id: 1, extra: 1 }, testContext())).ok).toBe(true);
+  });
+
+  it("says which field is missing, and rejects a fraction for an integer", async () => {
+    expect((await toolbox.execute("complete_item", {}, testContext())).content).toContain("- todo_id: is required");
+    expect((await toolbox.execute("complete_item", { todo_id: 1.5 }, testContext())).content).toContain("- todo_id: expected an integer, got 1.5");
+    expect((await toolbox.execute("complete_item", { todo_id: 0 }, testContext())).content).toContain("- todo_id: must be at least 1, got 0");
+    expect((await toolbox.execute("complete_item", null, testContext())).content).toContain("- input: expected an object, got null");
+    expect((await toolbox.execute("failing", { kind: "other" }, testContext())).content).toContain('- kind: must be one of "tool", "bug", got "other"');
+  });
+
+  it('accepts "5" for an integer field, but never turns "false" into true', async () => {
+    expect(await toolbox.execute("complete_item", { todo_id: "5" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=false" });
+    expect(await toolbox.execute("complete_item", { todo_id: "5", notify: "false" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=false" });
+    expect(await toolbox.execute("complete_item", { todo_id: 5, notify: "true" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=true" });
+    const r = await toolbox.execute("complete_item", { todo_id: 5, notify: "no" }, testContext());
+    expect(r).toMatchObject({ ok: false });
+    expect(r.content).toContain('- notify: expected true or false, got "no"');
+    expect((await toolbox.execute("complete_item", { todo_id: "5abc" }, testContext())).ok).toBe(false);
+  });
+
+  it("passes a ToolError's message to the model", async () => {
+    expect(await toolbox.execute("failing", { kind: "tool" }, testContext())).toMatchObject({ ok: false, content: "No todo #7 in your list." });
+  });
+
+  it("logs any other error with its stack; the model sees only its type and message", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "info" }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const r = await toolbox.execute("failing", { kind: "bug" }, testContext({ log }));
+    expect(r).toMatchObject({ ok: false, content: "Tool \"failing\" failed with TypeError: cannot read properties of undefined (reading 'x')" });
+    const logged = lines.map((l) => JSON.parse(l)).find((l) => l.level === 50);
+    expect(logged.err.stack).toMatch(/TypeError: cannot read properties/);
+    expect(r.content).not.toMatch(/at .*toolbox\.test/);
+  });
+
+  it("aborts a tool that runs past its timeout", async () => {
+    const r = await toolbox.execute("slow", {}, testContext());
+    expect(r).toMatchObject({ ok: false, content: 'Tool "slow" did not finish within 50 ms and was stopped. Try again later, or tell the user it is not responding.' });
+    expect(r.durationMs).toBeGreaterThanOrEqual(45);
+    expect(r.durationMs).toBeLessThan(2000);
+  });
+
+  it("traces every execution: name, input, ok, duration and a preview", async () => {
+    const events: Pick<TraceEvent, "type" | "data">[] = [];
+    await toolbox.execute("complete_item", { todo_id: 2 }, testContext(), { tracer: { event: (type, data) => events.push({ type, data }) }, toolUseId: "toolu_1" });
+    expect(events).toEqual([
+      { type: "tool_call", data: { tool: "complete_item", toolUseId: "toolu_1", input: '{"todo_id":2}' } },
+      { type: "tool_result", data: { tool: "complete_item", toolUseId: "toolu_1", ok: true, durationMs: expect.any(Number), preview: "done #2 notify=false" } },
+    ]);
+  });
+});
+
+describe("ToolBox selection and schemas", () => {
+  it("filters by tag into a new toolbox", () => {
+    const all = box(todo as unknown as Tool, failing as unknown as Tool, danger as unknown as Tool);
+    expect(all.filterByTag("todo").names()).toEqual(["complete_item", "delete_item"]);
+    expect(all.filterByTag("util", "nothing").names()).toEqual(["failing"]);
+    expect(all.filterByTag().names()).toEqual(["complete_item", "failing", "delete_item"]);
+    expect(all.size).toBe(3);
+    expect(all.tags()).toEqual(["todo", "util", "write"]);
+  });
+
+  it("gives the model's tool definitions, optionally without dangerous tools", () => {
+    const all = box(todo as unknown as Tool, danger as unknown as Tool);
+    expect(all.schemas({ excludeDangerous: true }).map((s) => s.name)).toEqual(["complete_item"]);
+    expect(all.schemas()[0]).toEqual({
+      name: "complete_item",
+      description: "Marks an item done.",
+      input_schema: {
+        type: "object",
+        properties: {
+          todo_id: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+          note: { type: "string", maxLength: 10 },
+          notify: { type: "boolean", default: false },
+        },
+        required: ["todo_id"],
+      },
+    });
+  });
+
+  it(`warns when a request would carry more than ${MAX_TOOLS_PER_REQUEST} tools`, () => {
+    const warnings: string[] = [];
+    const log = { warn: (_o: unknown, msg: string) => warnings.push(msg) } as never;
+    const many = Array.from({ length: 11 }, (_, i) => ({ ...(todo as unknown as Tool), name: `t${i}` }));
+    new ToolBox(many.slice(0, 10), { log }).schemas();
+    expect(warnings).toEqual([]);
+    new ToolBox(many, { log }).schemas();
+    expect(warnings).toEqual(["a request would carry 11 tools (more than 10); choose fewer with tags"]);
+  });
+
+  it("refuses a second tool with the same name", () => {
+    expect(() => box(todo as unknown as Tool, { ...(todo as unknown as Tool), file: "/x/other.ts" })).toThrow(/tool name "complete_item" is defined twice/);
+  });
+});
+
+describe("shipped tools", () => {
+  it("every registered tool has a well-formed JSON Schema object", async () => {
+    const { toolbox, skipped } = await loadTools({ dirs: [DEFAULT_TOOLS_DIR], config: testConfig({ CWA_API_KEY: "test-key-123" }) });
+    expect(skipped).toEqual([]);
+    for (const schema of toolbox.schemas()) {
+      expect(schema.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+      expect(schema.description!.trim().length).toBeGreaterThan(20);
+      expect(schema.input_schema.type).toBe("object");
+      expect(schema.input_schema.properties).toBeTypeOf("object");
+      expect(Array.isArray(schema.input_schema.required)).toBe(true);
+      for (const name of schema.input_schema.required as string[]) expect(Object.keys(schema.input_schema.properties!)).toContain(name);
+      expect(JSON.parse(JSON.stringify(schema.input_schema))).toEqual(schema.input_schema);
+    }
+  });
+});

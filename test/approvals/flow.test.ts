@@ -1,9 +1,8 @@
 /**
  * The approval flow over the real store (real Redis), a real toolbox with a dangerous tool that
- * changes Redis, and a recording outbound. The agent loop has not landed yet, so `resumeAgent`
- * here is a small stand-in that follows the contract in `src/agent/contract.ts` (first pending
- * call answered, more pending → another approval, else an answer); the end-to-end test through
- * the real loop, adapters and fake servers belongs to the integration step.
+ * changes Redis, and a recording outbound. `resumeAgent` is a small stand-in that follows
+ * `src/agent/contract.ts` without a model, so retries, forged jobs and multi-call turns can be
+ * driven exactly; the same flow with the real loop and the fake Messages API is in `loop.test.ts`.
  */
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /**
- * Shared parts of the approval-flow tests: a dangerous tool over Redis, the stand-in for the
- * agent loop's `resumeAgent` (the loop has not landed yet; it follows `src/agent/contract.ts`),
+ * Shared parts of the approval-flow tests: tools over Redis, a model-free stand-in for the agent
+ * loop's `resumeAgent` (following `src/agent/contract.ts`; `loop.test.ts` uses the real one),
  * and a flow wired the way the worker will wire it.
  */
 import Anthropic from "@anthropic-ai/sdk";
@@ -47,8 +47,20 @@ export const plainTool = defineTool({
   input: z.object({ really: z.boolean() }),
   run: () => "wiped",
 });
+/** A safe tool: lists the user's notes. */
+export const listNotes = defineTool({
+  name: "approvals_test_list_notes",
+  description: "List the user's notes with their numbers.",
+  tags: ["test"],
+  input: z.object({}),
+  async run(_input, context) {
+    const notes = await context.redis.hgetall(`notes:${context.platform}:${context.userId}`);
+    const lines = Object.entries(notes).map(([id, title]) => `#${id} ${title}`);
+    return lines.length ? lines.join("\n") : "No notes.";
+  },
+});
 /** The toolbox offered in the tests. */
-export const toolbox = new ToolBox([deleteNote, plainTool]);
+export const toolbox = new ToolBox([deleteNote, plainTool, listNotes]);
 /** Configuration with the default 300 s approval timeout. */
 export const config = testConfig({ CONFIRM_TIMEOUT_SECONDS: "300" });
 /** A real SDK client; the stand-in loop never calls it. */
@@ -130,6 +142,8 @@ export function harness(
     scheduleExpiry?: (approvalId: string, delayMs: number) => Promise<void>;
     timeoutMs?: number;
     resumeAgent?: ResumeAgent;
+    /** SDK client for the real loop (pointed at the fake Messages API). */
+    client?: Anthropic;
   } = {},
 ): Harness {
   const jobs: DecisionJob[] = [];
@@ -145,7 +159,7 @@ export function harness(
     store,
     agent: { resumeAgent: hooks.resumeAgent ?? resumeAgent },
     agentDeps: (m) => ({
-      client,
+      client: hooks.client ?? client,
       config,
       toolbox,
       tracer: nullTracer,

@@ -13,26 +13,19 @@
  */
 import { z } from "zod";
 import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "../agent/contract.js";
+import type { ResumeDeps } from "../agent/loop.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { ApprovalOutcome, Outbound } from "../outbound.js";
 import type { ChatRef, IncomingMessage, Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
-import type { ToolBox, ToolExecution } from "../toolbox/toolbox.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
 import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore } from "./store.js";
 
 /** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
-export type ExecuteOnce = (toolUseId: string, execute: () => Promise<ToolExecution>) => Promise<ToolExecution>;
+export type ExecuteOnce = NonNullable<ResumeDeps["executeOnce"]>;
 
-/** What `resumeAgent` receives besides the run and the verdict. */
-export type ResumeDeps = AgentDeps & {
-  context: ToolContext;
-  executeOnce?: ExecuteOnce;
-  /** False for `superseded`: close the run with a short assistant text, without a model call. */
-  callModel?: boolean;
-};
-
-/** The agent loop's resume function (`src/agent/loop.ts`). */
+/** The agent loop's resume function (`resumeAgent` of `src/agent/loop.ts`), injected. */
 export type ResumeAgent = (run: SuspendedRun, verdict: ApprovalVerdict, deps: ResumeDeps) => Promise<AgentOutcome>;
 
 /** A paused run, as `runAgent` / `resumeAgent` return it. */

@@ -145,8 +145,9 @@ export class ApprovalFlow {
    * run (an approved tool runs through `store.executeOnce`), and on an answer append the run to
    * history and send it; on another dangerous call, ask again. The record is deleted at the
    * end, so a redelivered job finds nothing to do; a retried job skips the steps an earlier
-   * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an expiry, further pending calls of the
-   * same turn are closed as expired too (the requester is away; no new prompt).
+   * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an
+   * expiry, further pending calls of the same turn are closed as expired too (the requester is
+   * away; no new prompt).
    *
    * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
    * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
@@ -206,8 +207,8 @@ export class ApprovalFlow {
   /**
    * Gives up on a decision or expiry job whose last attempt failed (the model or the platform
    * stayed down): the requester gets a short message instead of silence, and the record is
-   * deleted. The run is not appended to history, so the history stays valid (it never saw the
-   * paused turn). Never throws: a failure here is logged.
+   * deleted. Unless an earlier attempt already appended it, the run is not appended to history,
+   * which stays valid (it never saw the paused turn). Never throws: a failure here is logged.
    *
    * @param data - the failed job's data.
    */

@@ -112,7 +112,9 @@ export class ApprovalFlow {
   /**
    * Saves a paused run and asks its requester. The expiry job is scheduled before the prompt is
    * posted, so even when posting fails (the error is rethrown) the run is closed in time and
-   * the history stays valid.
+   * the history stays valid. Idempotent per message and `tool_use` id: when the chat's pending
+   * approval is already this call of this message (a retried job), its prompt is posted if it
+   * was not yet, and its id returned; no second approval is made.
    *
    * @param message - the message that started the run (its sender is the only one who may decide).
    * @param outcome - `runAgent`'s / `resumeAgent`'s `{ kind: "approval" }` result.
@@ -121,12 +123,14 @@ export class ApprovalFlow {
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
   async begin(message: IncomingMessage, outcome: ApprovalOutcomeOfRun, outbound: Outbound): Promise<string> {
-    const { toolbox, context } = await this.#deps.agentDeps(message);
-    const action = await describeCall(toolbox, outcome.call, context);
     const { store } = this.#deps;
-    const id = await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale });
-    const record = await store.get(id);
-    await this.#deps.scheduleExpiry(id, store.timeoutMs);
+    const existing = await this.#pendingFor(message, outcome.call.toolUseId);
+    if (existing?.prompt) return existing.id;
+    const { toolbox, context } = await this.#deps.agentDeps(message);
+    const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
+    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale }));
+    const record = existing ?? (await store.get(id));
+    if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
     const prompt = await outbound.sendApprovalPrompt(message, {
       approvalId: id,
       action,
@@ -152,7 +156,7 @@ export class ApprovalFlow {
    * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
    * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
    */
-  async handleDecision(data: DecisionJob): Promise<HandledDecision> {
+  async handleDecision(data: unknown): Promise<HandledDecision> {
     const parsed = DecisionJobSchema.safeParse(data);
     if (!parsed.success) {
       this.#log.error({ issues: parsed.error.issues.map((i) => i.path.join(".")) }, "invalid decision job; ignored");
@@ -212,7 +216,7 @@ export class ApprovalFlow {
    *
    * @param data - the failed job's data.
    */
-  async giveUp(data: DecisionJob): Promise<void> {
+  async giveUp(data: unknown): Promise<void> {
     const parsed = DecisionJobSchema.safeParse(data);
     if (!parsed.success) return;
     const { store } = this.#deps;
@@ -242,20 +246,33 @@ export class ApprovalFlow {
    * model call), appended to history, and the prompt edited. Nothing is sent to the chat: the
    * user has moved on. Call it before handling a new message of the chat.
    *
+   * @param incoming - the message about to be handled, when known. If the pending approval was
+   *   begun for this very message (the job is a retry after a crash past `begin`), its run is
+   *   dropped instead of appended, since the retry runs the message again.
    * @returns whether an approval was closed.
    */
-  async supersedePending(chat: ChatRef): Promise<boolean> {
+  async supersedePending(chat: ChatRef, incoming?: IncomingMessage): Promise<boolean> {
     const { store } = this.#deps;
     const record = await store.supersede(chat);
     if (!record) return false;
-    const deps = await this.#deps.agentDeps(record.message);
-    const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
-    let outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
-    while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
-    await this.#deps.appendHistory(record, outcome.messages);
+    if (incoming?.messageId !== record.message.messageId) {
+      const deps = await this.#deps.agentDeps(record.message);
+      const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
+      let outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
+      while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
+      await this.#deps.appendHistory(record, outcome.messages);
+    }
     await this.#closePrompt(record, this.#deps.outbound(record.platform), "superseded");
     await store.finish(record.id);
     return true;
+  }
+
+  /** The chat's pending approval when it is `toolUseId` of `message`. */
+  async #pendingFor(message: IncomingMessage, toolUseId: string): Promise<ApprovalRecord | undefined> {
+    const id = await this.#deps.store.pendingId(message);
+    const record = id ? await this.#deps.store.get(id) : undefined;
+    if (record?.status !== "pending" || record.message.messageId !== message.messageId || record.call.toolUseId !== toolUseId) return undefined;
+    return record;
   }
 
   /** Edits the prompt to show the outcome; a failed edit is logged, not thrown (the run must still finish). */

@@ -11,6 +11,7 @@ import { describeCall, outcomeText } from "../../src/approvals/flow.js";
 import { connectRedis } from "../../src/redis.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { RecordingOutbound } from "./recording-outbound.js";
 import { chat, harness, message, paused, resumes, toolbox, toolRuns } from "./support.js";
 
 let server: TestRedis;
@@ -51,6 +52,20 @@ describe("ApprovalFlow.begin", () => {
     expect(record?.prompt).toEqual(posted.ref);
     expect(record?.status).toBe("pending");
     expect(toolRuns.count).toBe(0);
+  });
+
+  it("is idempotent per message and tool_use id: a retried job makes no second approval or prompt", async () => {
+    const h = harness(redis);
+    const failing = new RecordingOutbound();
+    failing.sendApprovalPrompt = async () => {
+      throw new Error("Telegram 502");
+    };
+    await expect(h.flow.begin(message, paused([call2]), failing)).rejects.toThrow("Telegram 502");
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.begin(message, paused([call2]), h.outbound)).toBe(id);
+    expect(h.outbound.prompts.map((p) => p.prompt.approvalId)).toEqual([id]);
+    expect(h.expiries).toEqual([{ approvalId: id, delayMs: 300_000 }]);
+    expect((await h.store.get(id))?.prompt).toEqual(h.outbound.prompts[0]!.ref);
   });
 
   it("falls back to the tool name and input when there is no describe or the input is invalid", async () => {
@@ -209,6 +224,16 @@ describe("ApprovalFlow.supersedePending", () => {
     expect(await h.flow.supersedePending(chat)).toBe(false);
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
     expect(toolRuns.count).toBe(0);
+  });
+
+  it("drops the run instead of appending it when the new message is the same one (a retried job)", async () => {
+    const h = harness(redis);
+    await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(chat, message)).toBe(true);
+    expect(resumes).toEqual([]);
+    expect(h.history.size).toBe(0);
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
+    expect(await h.store.pendingId(chat)).toBeUndefined();
   });
 
   it("does nothing in a chat without a pending approval", async () => {

@@ -27,7 +27,9 @@ export function botRoleId(message: Message, botId: string): string | undefined {
  * mentions turned into `@name` so the model sees names rather than ids, whitespace trimmed.
  */
 export function textForModel(message: Message, botId: string): string {
-  let text = message.content.replace(new RegExp(` ?<@!?${botId}> ?`, "g"), " ");
+  let text = message.content
+    .replace(new RegExp(`\\s*<@!?${botId}>(?=[,.!?;:，。！？；：])`, "g"), "")
+    .replace(new RegExp(` ?<@!?${botId}> ?`, "g"), " ");
   const roleId = botRoleId(message, botId);
   if (roleId) text = text.replace(new RegExp(` ?<@&${roleId}> ?`, "g"), " ");
   text = text.replace(/<@!?(\d+)>/g, (whole, id: string) => {

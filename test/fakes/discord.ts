@@ -676,7 +676,7 @@ export class FakeDiscord {
     const route = `${method} ${parts.map((p, i) => (i % 2 === 1 && /^\d+$|^@me$|^@original$/.test(p) ? ":" : p)).join("/")}`;
 
     // Interaction responses and webhooks use the interaction token, not the bot token.
-    if (route === "POST interactions/:/:/callback") return this.#callback(parts[1]!, parts[2]!, body);
+    if (method === "POST" && parts[0] === "interactions" && parts[3] === "callback" && parts.length === 4) return this.#callback(parts[1]!, parts[2]!, body);
     if (parts[0] === "webhooks" && parts[3] === "messages" && parts[4] === "@original" && method === "PATCH") {
       return this.#editOriginal(parts[1]!, parts[2]!, body);
     }

@@ -152,6 +152,38 @@ describe("slash commands", () => {
     expect(String(res.data?.content)).toContain("忘記");
   });
 
+  it("defers when the work takes longer than 2 s and edits the answer in, still within 3 s", async () => {
+    const original = h.context.resetChat;
+    h.context.resetChat = async (chat) => {
+      await new Promise((r) => setTimeout(r, 2300));
+      await original(chat);
+    };
+    try {
+      const i = h.fake.slashCommand(alice, "reset", { dm: true });
+      const res = await h.fake.waitFor(() => i.response, 4000);
+      expect(res.type).toBe(5);
+      expect(res.data?.flags).toBe(64);
+      expect(res.at - i.createdAt).toBeLessThan(3000);
+      const edit = await h.fake.waitFor(() => i.edits[0], 4000);
+      expect(String(edit.content)).toContain("忘記");
+    } finally {
+      h.context.resetChat = original;
+    }
+  });
+
+  it("a refused reset (Redis down) gets a try-again answer", async () => {
+    const original = h.context.resetChat;
+    h.context.resetChat = async () => {
+      throw new Error("Connection is closed.");
+    };
+    try {
+      const i = h.fake.slashCommand(alice, "reset");
+      expect(String((await h.fake.waitFor(() => i.response)).data?.content)).toContain("稍後再試");
+    } finally {
+      h.context.resetChat = original;
+    }
+  });
+
   it("/help lists example requests", async () => {
     const i = h.fake.slashCommand(alice, "help", { dm: true });
     const text = String((await h.fake.waitFor(() => i.response)).data?.content);
@@ -225,5 +257,6 @@ describe("approval prompts", () => {
     if (channel && "messages" in channel) channel.messages.cache.delete(ref.messageId);
     h.fake.react(alice, ref.messageId, "✅");
     await h.fake.waitFor(() => h.decider.approvals.get("dmPrompt1")!.decided === true, 5000, "approved by reaction");
+    expect(h.fake.requests.some((r) => r.method === "GET" && r.path.endsWith(`/messages/${ref.messageId}`))).toBe(true);
   });
 });

@@ -82,6 +82,18 @@ describe("fake gateway", () => {
     }
   });
 
+  it("registers global commands without DISCORD_GUILD_ID; a too-late interaction (10062) is logged, not thrown", async () => {
+    const h = await startHarness({ env: { DISCORD_GUILD_ID: "" }, fake: { interactionWindowMs: -1 } });
+    try {
+      expect(h.fake.commandRegistrations.map((r) => r.scope)).toEqual(["global"]);
+      h.fake.slashCommand({ id: "700000000000000001", username: "alice" }, "help");
+      const warn = await h.fake.waitFor(() => h.logLines().find((l) => String(l.msg).includes("could not be answered")), 3000, "warn logged");
+      expect(warn).toMatchObject({ level: 40, code: 10062 });
+    } finally {
+      await h.stop();
+    }
+  });
+
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
     const adapter = createAdapter(testConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.wrong1.abcdefghijklmnopqrstuvwxyz1", DISCORD_API_URL: fake.apiUrl }), silentLogger);
     const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };

@@ -275,11 +275,24 @@ export class DiscordAdapter implements Adapter {
     if (!client?.user || user.id === client.user.id) return;
     const approve = reactionDecision(reaction.emoji.name);
     if (approve === undefined) return;
-    const message = reaction.message.partial ? await reaction.message.fetch() : reaction.message;
+    let message: Message;
+    try {
+      message = reaction.message.partial ? await reaction.message.fetch() : reaction.message;
+    } catch (err) {
+      this.#log.debug({ err }, "reaction on a message that could not be fetched; ignored");
+      return;
+    }
     if (message.author?.id !== client.user.id) return;
     const approvalId = approvalIdOf(message);
     if (!approvalId || approvalId === CLOSED_ID) return;
-    const result = await this.#context!.approvals.decide({ approvalId, platform: "discord", deciderId: user.id, approve });
+    let result: DecisionResult;
+    try {
+      result = await this.#context!.approvals.decide({ approvalId, platform: "discord", deciderId: user.id, approve });
+    } catch (err) {
+      this.#log.error({ err }, "approval decision by reaction failed");
+      await this.#reply(message, tryAgain(this.#config.BOT_LOCALE));
+      return;
+    }
     this.#logDecision("reaction", user.id, result);
     if (result.status === "not_requester" && message.inGuild()) {
       // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided.

@@ -251,6 +251,24 @@ describe("approval prompts", () => {
     expect(h.decider.calls.filter((c) => c.request.approvalId === "Rx9_k2").map((c) => c.request.deciderId)).toEqual([bob.id, alice.id]);
   });
 
+  it("answers try-again when a decision cannot be recorded (Redis down), by button and by reaction", async () => {
+    const { ref } = await prompt("down1");
+    const decide = h.decider.decide;
+    h.decider.decide = async () => {
+      throw new Error("Connection is closed.");
+    };
+    try {
+      const click = h.fake.clickButton(alice, ref.messageId, "ap:down1:y");
+      expect((await h.fake.waitFor(() => click.response)).data).toMatchObject({ flags: 64, content: expect.stringContaining("稍後再試") });
+      const before = h.fake.sent.length;
+      h.fake.react(alice, ref.messageId, "✅");
+      const reply = await h.fake.waitFor(() => h.fake.sent.slice(before).find((s) => s.content.includes("稍後再試")));
+      expect(reply.payload.message_reference).toMatchObject({ message_id: ref.messageId });
+    } finally {
+      h.decider.decide = decide;
+    }
+  });
+
   it("works in a DM, and decides by reaction on a message discord.js never cached", async () => {
     const { ref } = await prompt("dmPrompt1", true);
     const channel = (h.adapter as DiscordAdapter).client!.channels.cache.get(ref.chatId);

@@ -8,8 +8,23 @@
  * with {@link FakeDiscord.sendUserMessage}, {@link FakeDiscord.slashCommand},
  * {@link FakeDiscord.clickButton} and {@link FakeDiscord.react}, read what the bot did from
  * {@link FakeDiscord.sent}, {@link FakeDiscord.edits}, {@link FakeDiscord.typing},
- * {@link FakeDiscord.reactions}, {@link FakeDiscord.interactionResponses},
- * {@link FakeDiscord.commandRegistrations}, and wait with {@link FakeDiscord.waitFor}.
+ * {@link FakeDiscord.reactions}, {@link FakeDiscord.interactions} (each with its `response` and
+ * `edits`), {@link FakeDiscord.commandRegistrations}, {@link FakeDiscord.requests}, and wait with
+ * {@link FakeDiscord.waitFor}.
+ *
+ * @example
+ * ```ts
+ * const fake = await FakeDiscord.start();
+ * const env = { DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId };
+ * // … start the bot with env …
+ * const alice = { id: "700000000000000001", username: "alice", global_name: "Alice" };
+ * fake.sendUserMessage(alice, "明天會下雨嗎？", { dm: true });
+ * fake.sendUserMessage(alice, `<@${fake.bot.id}> 幫我算 2+2`); // guild channel, mentions the bot
+ * const answer = await fake.waitFor(() => fake.sent.find((m) => m.content.includes("4")));
+ * const prompt = fake.sent.find((m) => (m.message.components as unknown[]).length > 0)!;
+ * fake.clickButton(alice, prompt.id, "ap:<id>:y"); // or fake.react(alice, prompt.id, "✅")
+ * await fake.close();
+ * ```
  *
  * Protocol sources: https://discord.com/developers/docs/topics/gateway (HELLO op 10, IDENTIFY op 2,
  * READY, GUILD_CREATE, HEARTBEAT op 1 / ACK op 11, close codes 4004, 4012, 4013, 4014),

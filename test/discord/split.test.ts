@@ -55,3 +55,42 @@ describe("splitMessage", () => {
     for (const c of chunks) expect(fences(c) % 2).toBe(0);
   });
 });
+
+describe("splitMessage on generated Markdown", () => {
+  // A small seeded PRNG (mulberry32) so failures are reproducible.
+  function rng(seed: number) {
+    return () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const pieces = ["word", "字詞", "😀", " ", " ", "\n", "\n\n", "**bold**", "`x`", "長長的句子，", "a".repeat(50)];
+
+  it("keeps every chunk within the limit, fences balanced, no split pair, nothing lost or reordered", () => {
+    const random = rng(42);
+    for (let n = 0; n < 300; n++) {
+      const parts: string[] = [];
+      let inCode = false;
+      const length = 50 + Math.floor(random() * 600);
+      for (let i = 0; i < length; i++) {
+        if (random() < 0.02) {
+          parts.push(inCode ? "\n```\n" : `\n\`\`\`${random() < 0.5 ? "ts" : ""}\n`);
+          inCode = !inCode;
+        } else parts.push(pieces[Math.floor(random() * pieces.length)]!);
+      }
+      if (inCode) parts.push("\n```");
+      const text = parts.join("");
+      const limit = 40 + Math.floor(random() * 400);
+      const chunks = splitMessage(text, limit);
+      for (const c of chunks) {
+        expect(c.length).toBeLessThanOrEqual(limit);
+        expect(fences(c) % 2).toBe(0);
+        expect(/^[\uDC00-\uDFFF]/.test(c) || /[\uD800-\uDBFF]$/.test(c)).toBe(false);
+      }
+      const strip = (s: string) => s.replace(/^ {0,3}```.*$/gm, "").replace(/\s+/g, "");
+      expect(strip(chunks.join("\n"))).toBe(strip(text));
+    }
+  });
+});

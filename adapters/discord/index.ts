@@ -100,7 +100,8 @@ export class DiscordAdapter implements Adapter {
   /**
    * Logs in through the gateway (address from `GET /gateway/bot` on `DISCORD_API_URL`), waits for
    * the client to be ready (READY and every guild's GUILD_CREATE), then registers the slash commands.
-   * @throws the login error (e.g. an invalid token) after destroying the client.
+   * @throws the login error (e.g. an invalid token: discord.js `TokenInvalid`) after destroying the
+   * client; for close code 4014 an Error that says how to enable the Message Content intent.
    */
   async start(context: AdapterContext): Promise<void> {
     this.#context = context;
@@ -127,6 +128,13 @@ export class DiscordAdapter implements Adapter {
       await ready;
     } catch (error) {
       await client.destroy().catch(() => {});
+      this.#client = undefined;
+      if (error instanceof Error && /disallowed intents/i.test(error.message)) {
+        throw new Error(
+          "Discord refused the gateway intents (close code 4014): enable the Message Content intent in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart.",
+          { cause: error },
+        );
+      }
       throw error;
     }
     this.#log.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, "discord connected");

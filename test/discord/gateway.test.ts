@@ -94,6 +94,18 @@ describe("fake gateway", () => {
     }
   });
 
+  it("explains how to enable the Message Content intent when the gateway refuses it (4014)", async () => {
+    const strict = await FakeDiscord.start({ privilegedIntents: 0 });
+    try {
+      const adapter = createAdapter(testConfig({ DISCORD_TOKEN: strict.token, DISCORD_API_URL: strict.apiUrl }), silentLogger);
+      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };
+      await expect(adapter.start(ctx)).rejects.toThrow(/Privileged Gateway Intents → Message Content Intent/);
+      await adapter.stop();
+    } finally {
+      await strict.close();
+    }
+  });
+
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
     const adapter = createAdapter(testConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.wrong1.abcdefghijklmnopqrstuvwxyz1", DISCORD_API_URL: fake.apiUrl }), silentLogger);
     const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };

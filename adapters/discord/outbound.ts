@@ -127,13 +127,15 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * Edits the prompt to `<icon> text` with both buttons disabled, and removes the bot's own ✅/❌.
+   * Edits the prompt to `text` (prefixed with the outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts
+   * with it) with both buttons disabled, and removes the bot's own ✅/❌.
    * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
    * logged, not an error.
    * @throws {DiscordSendError} on any other failure of the edit.
    */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
-    const content = `${outcomeIcon(outcome)} ${text}`.slice(0, DISCORD_MESSAGE_LIMIT);
+    const icon = outcomeIcon(outcome);
+    const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
     try {
       await this.#call("closeApprovalPrompt", route, () =>

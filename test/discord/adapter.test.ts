@@ -233,6 +233,9 @@ describe("approval prompts", () => {
     expect(buttons.some((b) => b.custom_id.includes("Ab3dE5gH"))).toBe(false);
     expect(h.fake.edits.at(-1)!.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
     expect(h.fake.reactionUsers(ref.messageId, "✅")).toEqual([]);
+
+    await h.adapter.outbound.closeApprovalPrompt(ref, "declined", "❌ 已取消，未執行：刪除待辦 #3");
+    expect(h.fake.message(ref.messageId)!.content).toBe("❌ 已取消，未執行：刪除待辦 #3");
   });
 
   it("decides by the requester's reaction; the bot's own and others' reactions change nothing", async () => {

@@ -130,7 +130,8 @@ describe("slash commands", () => {
     expect(res.data?.flags).toBe(64);
     const text = String(res.data?.content);
     expect(text).toContain("**info**");
-    expect(text).toContain("`delete_todo` ⚠️");
+    expect(text.split("\n").find((l) => l.includes("delete_todo"))).toContain("⚠️");
+    expect(text.split("\n").find((l) => l.includes("add_todo"))).not.toContain("⚠️");
     expect(text).toContain("Current time in a time zone.");
     expect(text).not.toContain("Second line");
   });
@@ -141,7 +142,8 @@ describe("slash commands", () => {
     expect(text).toContain("add_todo");
     expect(text).not.toContain("get_time");
     const j = h.fake.slashCommand(alice, "tools", { tag: "nope", dm: true, locale: "en-US" });
-    expect(String((await h.fake.waitFor(() => j.response)).data?.content)).toBe('There is no tag "nope". Tags: info, todo');
+    const unknown = String((await h.fake.waitFor(() => j.response)).data?.content);
+    expect(unknown).toMatch(/^There is no tag .nope.\. Tags: .*info.*todo/);
   });
 
   it("/reset forgets the chat and says so", async () => {

@@ -166,3 +166,18 @@ describe("the fake is strict", () => {
     }
   });
 });
+
+describe("rate limits and server errors", () => {
+  it("waits out a 429 (Retry-After) and retries a 500, sending each chunk once", async () => {
+    const to = incoming(true);
+    fake.rateLimitNext({ method: "POST", path: /\/messages$/ }, 0.05);
+    fake.failNext({ method: "POST", path: /\/typing$/ }, 500);
+    const before = fake.sent.length;
+    const started = Date.now();
+    await outbound.sendAnswer(to, "after the limit");
+    await outbound.sendTyping(to);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(40);
+    expect(fake.sent.slice(before).map((s) => s.content)).toEqual(["after the limit"]);
+    expect(fake.requests.filter((r) => r.status === 429 || r.status === 500).length).toBeGreaterThanOrEqual(2);
+  });
+});

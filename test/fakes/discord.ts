@@ -176,6 +176,7 @@ export class FakeDiscord {
   readonly #channels = new Map<string, Channel>();
   readonly #users = new Map<string, FakeUser>();
   readonly #msgReactions = new Map<string, Set<string>>(); // messageId → "emoji|userId"
+  readonly #failures: { method?: string; path?: RegExp; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
   #counter = 0n;
   #port = 0;
 
@@ -259,6 +260,29 @@ export class FakeDiscord {
         this.#events.off("change", check);
       };
       this.#events.on("change", check);
+    });
+  }
+
+  /**
+   * Makes the next `times` REST requests that match fail with `status` (e.g. 500 to test retries).
+   * @param match - HTTP method and a pattern for the path (`/api/v10/...`); both optional.
+   */
+  failNext(match: { method?: string; path?: RegExp }, status: number, times = 1, body: Record<string, unknown> = { message: "Internal Server Error", code: 0 }, headers: Record<string, string> = {}): void {
+    this.#failures.push({ ...match, status, body, headers, times });
+  }
+
+  /**
+   * Answers the next matching request 429 with `Retry-After` (seconds) and the `X-RateLimit-*`
+   * headers, as Discord does (https://discord.com/developers/docs/topics/rate-limits).
+   */
+  rateLimitNext(match: { method?: string; path?: RegExp }, retryAfterSeconds: number): void {
+    this.failNext(match, 429, 1, { message: "You are being rate limited.", retry_after: retryAfterSeconds, global: false }, {
+      "retry-after": String(retryAfterSeconds),
+      "x-ratelimit-limit": "5",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset-after": String(retryAfterSeconds),
+      "x-ratelimit-bucket": "fakebucket",
+      "x-ratelimit-scope": "user",
     });
   }
 
@@ -659,6 +683,8 @@ export class FakeDiscord {
     let body: unknown = undefined;
     let status: number;
     let out: unknown;
+    let headers: Record<string, string> = {};
+    const failure = this.#failures.find((f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
     try {
       if (raw) {
         try {
@@ -667,19 +693,30 @@ export class FakeDiscord {
           throw new HttpError(400, { code: 50109, message: "The request body contains invalid JSON." });
         }
       }
+      if (failure) {
+        failure.times -= 1;
+        if (failure.times <= 0) this.#failures.splice(this.#failures.indexOf(failure), 1);
+        headers = failure.headers;
+        throw new HttpError(failure.status, failure.body);
+      }
       const result = this.#route(method, url, req.headers.authorization, body);
       status = result.status;
       out = result.body;
     } catch (error) {
-      if (!(error instanceof HttpError)) throw error;
-      status = error.status;
-      out = error.body;
+      if (error instanceof HttpError) {
+        status = error.status;
+        out = error.body;
+      } else {
+        // A bug in the fake: answer 500 and keep serving, so the test sees it in `requests`.
+        status = 500;
+        out = { message: `fake error: ${error instanceof Error ? error.message : String(error)}`, code: 0 };
+      }
     }
     this.requests.push({ method, path: url.pathname + url.search, body, status });
     if (status === 204) {
       res.writeHead(204).end();
     } else {
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(out));
+      res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(out));
     }
     this.#changed();
   }

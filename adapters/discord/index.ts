@@ -86,6 +86,7 @@ export class DiscordAdapter implements Adapter {
   #context: AdapterContext | undefined;
   #warnedContentIntent = false;
 
+  /** @throws {Error} when `DISCORD_TOKEN` is not set (from the outbound half's REST client). */
   constructor(config: Config, log: Logger) {
     this.#config = config;
     this.#log = log.child({ platform: "discord" });
@@ -123,6 +124,7 @@ export class DiscordAdapter implements Adapter {
     client.on(Events.Warn, (msg) => this.#log.warn(msg));
 
     const ready = once(client, Events.ClientReady);
+    ready.catch(() => {}); // awaited below; a late error after a failed login must not go unhandled
     try {
       await client.login(this.#config.DISCORD_TOKEN);
       await ready;

@@ -82,6 +82,19 @@ describe("fake gateway", () => {
     }
   });
 
+  it("the real client resumes after a RECONNECT and keeps receiving messages", async () => {
+    const h = await startHarness();
+    try {
+      h.fake.requestReconnect();
+      await h.fake.waitFor(() => h.fake.resumes === 1 && h.fake.readySessions === 1, 5000, "resumed");
+      expect(h.fake.identifies).toHaveLength(1);
+      const m = h.fake.sendUserMessage({ id: "700000000000000001", username: "alice" }, "still there?", { dm: true });
+      await h.fake.waitFor(() => h.enqueued.find((e) => e.messageId === m.id), 5000, "queued after resume");
+    } finally {
+      await h.stop();
+    }
+  });
+
   it("registers global commands without DISCORD_GUILD_ID; a too-late interaction (10062) is logged, not thrown", async () => {
     const h = await startHarness({ env: { DISCORD_GUILD_ID: "" }, fake: { interactionWindowMs: -1 } });
     try {

@@ -172,6 +172,10 @@ export class FakeDiscord {
   readonly #server: Server;
   readonly #wss: WebSocketServer;
   readonly #sessions = new Set<Session>();
+  /** Sessions that may be resumed (op 6), by session id: their intents and last sequence. */
+  readonly #resumable = new Map<string, { intents: number; seq: number }>();
+  /** RESUME payloads accepted (op 6). */
+  resumes = 0;
   readonly #messages = new Map<string, FakeMessage>();
   readonly #channels = new Map<string, Channel>();
   readonly #users = new Map<string, FakeUser>();
@@ -355,6 +359,11 @@ export class FakeDiscord {
     this.#messages.set(message.id, message);
     this.#dispatchMessage(message, channel);
     return message;
+  }
+
+  /** Asks every connected client to reconnect (op 7 RECONNECT); discord.js then resumes (op 6). */
+  requestReconnect(): void {
+    for (const s of this.#sessions) s.socket.send(JSON.stringify({ op: 7, d: null, s: null, t: null }));
   }
 
   /** Dispatches a raw MESSAGE_CREATE payload to every ready session (no intent filtering). */
@@ -567,6 +576,7 @@ export class FakeDiscord {
     const session: Session = { socket, sessionId: "", seq: 0, intents: 0, ready: false };
     this.#sessions.add(session);
     socket.on("close", () => {
+      if (session.ready) this.#resumable.set(session.sessionId, { intents: session.intents, seq: session.seq });
       this.#sessions.delete(session);
       this.#changed();
     });
@@ -590,10 +600,21 @@ export class FakeDiscord {
         case 4: // voice state
         case 8: // request guild members
           return;
-        case 6:
-          if (!session.ready) return socket.close(4003, "Not authenticated.");
+        case 6: {
+          const d = (payload.d ?? {}) as { token?: string; session_id?: string; seq?: number };
+          if (d.token !== this.token) return socket.close(4004, "Authentication failed.");
+          const known = d.session_id ? this.#resumable.get(d.session_id) : undefined;
+          if (!known) {
+            socket.send(JSON.stringify({ op: 9, d: false, s: null, t: null }));
+            return;
+          }
+          this.#resumable.delete(d.session_id!);
+          Object.assign(session, { sessionId: d.session_id, intents: known.intents, seq: known.seq, ready: true });
+          this.resumes += 1;
           this.#send(session, "RESUMED", {});
+          this.#changed();
           return;
+        }
         default:
           return socket.close(4001, "Unknown opcode.");
       }

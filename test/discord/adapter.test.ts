@@ -283,3 +283,11 @@ describe("approval prompts", () => {
     expect(h.fake.requests.some((r) => r.method === "GET" && r.path.endsWith(`/messages/${ref.messageId}`))).toBe(true);
   });
 });
+
+describe("secrets", () => {
+  it("no log line carries the bot token", () => {
+    const all = JSON.stringify(h.logLines());
+    expect(all.length).toBeGreaterThan(100);
+    expect(all).not.toContain(h.fake.token);
+  });
+});

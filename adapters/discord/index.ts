@@ -39,7 +39,8 @@ import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.j
 import { authorName, isAddressed, textForModel } from "./inbound.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
-import { formatToolList } from "./tools-listing.js";
+import { formatHelp } from "../../src/commands/help.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
 
 export { DiscordOutbound, DiscordSendError } from "./outbound.js";
 export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
@@ -204,7 +205,7 @@ export class DiscordAdapter implements Adapter {
     const locale = this.#localeOf(interaction.locale);
     switch (interaction.commandName) {
       case "help":
-        await this.#answer(interaction, async () => helpText(locale));
+        await this.#answer(interaction, async () => formatHelp(locale, { groupHint: this.#client?.user ? `@${this.#client.user.username}` : undefined }));
         return;
       case "tools": {
         const tag = interaction.options.getString("tag") ?? undefined;
@@ -397,34 +398,5 @@ export function tryAgain(locale: Locale): string {
   return localize(locale, { "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。", en: "Sorry, I can't handle that right now. Please try again in a moment." });
 }
 
-/** The `/help` text: what the bot does, with example requests. */
-export function helpText(locale: Locale): string {
-  return localize(locale, {
-    "zh-TW": [
-      "我是會使用工具的 AI 助理：可以查天氣、時間、計算、管理你的待辦清單。",
-      "在私訊直接跟我說話；在頻道裡請 @我 或回覆我的訊息。",
-      "",
-      "試試看：",
-      "• 明天臺北會下雨嗎？",
-      "• 幫我算 (1200 × 0.85) + 350",
-      "• 新增待辦：週五前繳電話費",
-      "• 列出我的待辦",
-      "",
-      "指令：/tools 看我能用的工具，/reset 清除對話紀錄。刪除之類的動作會先請你確認。",
-    ].join("\n"),
-    en: [
-      "I'm an AI assistant that uses tools: weather, time, calculations and your personal todo list.",
-      "Talk to me directly in a DM; in a channel, @mention me or reply to one of my messages.",
-      "",
-      "Try:",
-      "• Will it rain in Taipei tomorrow?",
-      "• What is (1200 × 0.85) + 350?",
-      "• Add a todo: pay the phone bill by Friday",
-      "• Show my todos",
-      "",
-      "Commands: /tools lists my tools, /reset forgets our conversation. Actions such as deleting ask you to confirm first.",
-    ].join("\n"),
-  });
-}
 
 export { NO_MENTIONS };

@@ -189,7 +189,7 @@ describe("slash commands", () => {
   it("/help lists example requests", async () => {
     const i = h.fake.slashCommand(alice, "help", { dm: true });
     const text = String((await h.fake.waitFor(() => i.response)).data?.content);
-    expect(text.split("\n").filter((l) => l.startsWith("• ")).length).toBeGreaterThanOrEqual(3);
+    expect(text.split("\n").filter((l) => l.startsWith("- ")).length).toBeGreaterThanOrEqual(3);
   });
 });
 

@@ -54,6 +54,8 @@ export interface SuspendedRun {
   turns: number;
   /** Signatures of calls made so far with their counts (for the repeated-call guard). */
   callCounts: Record<string, number>;
+  /** Output budget (tokens) of the next model call, when raised after a `max_tokens` stop. */
+  maxTokens?: number;
 }
 
 /** How the requester answered, or why no answer came. */

@@ -1,0 +1,95 @@
+/**
+ * Errors of the agent loop. The SDK retries rate limits, overloads and server errors itself
+ * (429, 5xx, 529; `maxRetries`); when it gives up, {@link toModelError} turns what it threw into
+ * a {@link ModelUnavailableError} that the worker turns into a short message to the user.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { localize, type Locale } from "../i18n.js";
+import { redact } from "../log.js";
+
+/** The shape of an Anthropic API key, hidden even when it was never registered as a secret. */
+const API_KEY_SHAPE = /\bsk-ant-[A-Za-z0-9_-]{8,}/g;
+
+/** Why the model could not answer. */
+export type ModelErrorReason =
+  /** 529 `overloaded_error`. */
+  | "overloaded"
+  /** 429 `rate_limit_error`. */
+  | "rate_limited"
+  /** Any other 5xx. */
+  | "server_error"
+  /** No HTTP answer: DNS, refused connection, reset, or the client's timeout. */
+  | "connection"
+  /** 400 (and other 4xx not listed below): our request was invalid; retrying will not help. */
+  | "bad_request"
+  /** 401 / 403: the API key is missing, wrong, or not allowed. */
+  | "auth"
+  /** The run's abort signal fired. */
+  | "aborted";
+
+/**
+ * The model gave no answer. `retryable` is true for overloads, rate limits, server and
+ * connection errors (the job may be retried later) and false for 4xx answers (a bug or a bad
+ * key: retrying sends the same request again). The message never contains the API key
+ * (it passes through `redact`).
+ *
+ * Source of the status codes: https://docs.anthropic.com/en/api/errors
+ */
+export class ModelUnavailableError extends Error {
+  /** True when the same request may succeed later. */
+  readonly retryable: boolean;
+  readonly reason: ModelErrorReason;
+  /** HTTP status of the last attempt, when there was an answer. */
+  readonly status: number | undefined;
+  /** The API's `request-id`, for support requests. */
+  readonly requestId: string | undefined;
+
+  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown } = {}) {
+    super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
+    this.name = "ModelUnavailableError";
+    this.reason = reason;
+    this.retryable = reason === "overloaded" || reason === "rate_limited" || reason === "server_error" || reason === "connection";
+    this.status = options.status;
+    this.requestId = options.requestId;
+  }
+
+  /** A short sentence for the user in `locale`, without technical detail. */
+  userMessage(locale: Locale): string {
+    return this.retryable
+      ? localize(locale, {
+          "zh-TW": "抱歉，AI 服務目前忙碌或暫時無法連線，請稍後再試一次。",
+          en: "Sorry, the AI service is busy or unreachable right now. Please try again in a moment.",
+        })
+      : localize(locale, {
+          "zh-TW": "抱歉，這個請求無法處理（服務設定有問題），已記錄下來給管理員。",
+          en: "Sorry, this request could not be processed (a service configuration problem); it has been logged for the operator.",
+        });
+  }
+}
+
+/**
+ * Converts what `client.messages.create` threw (after the SDK's own retries) into a
+ * {@link ModelUnavailableError}. Anything that is not an SDK error is returned unchanged.
+ */
+export function toModelError(error: unknown): unknown {
+  if (error instanceof ModelUnavailableError) return error;
+  if (error instanceof Anthropic.APIUserAbortError) return new ModelUnavailableError("aborted", "the model call was aborted", { cause: error });
+  if (error instanceof Anthropic.APIConnectionError) {
+    return new ModelUnavailableError("connection", `cannot reach the Messages API: ${error.message}`, { cause: error });
+  }
+  if (error instanceof Anthropic.APIError) {
+    const status = error.status ?? 0;
+    const requestId = error.requestID ?? undefined;
+    const reason: ModelErrorReason =
+      status === 529 ? "overloaded"
+      : status === 429 ? "rate_limited"
+      : status >= 500 ? "server_error"
+      : status === 401 || status === 403 ? "auth"
+      : "bad_request";
+    // The body is `{"type":"error","error":{"type","message"}}` (https://docs.anthropic.com/en/api/errors).
+    const body = (error.error as { error?: { type?: unknown; message?: unknown } } | undefined)?.error;
+    const detail = typeof body?.message === "string" ? `${String(body.type ?? "error")}: ${body.message}` : error.message;
+    return new ModelUnavailableError(reason, `Messages API answered ${status} ${detail}`, { status, requestId, cause: error });
+  }
+  return error;
+}

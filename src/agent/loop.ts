@@ -1,0 +1,399 @@
+/**
+ * The agent loop: call the model with the system prompt, the toolbox's schemas and the messages;
+ * run every `tool_use` of the turn; answer them all in one user message of `tool_result` blocks;
+ * repeat until the model answers or `MAX_TURNS` model calls were made.
+ *
+ * Dangerous tools never run here: the turn's safe calls run, and the run pauses with an
+ * `approval` outcome (see `contract.ts`); {@link resumeAgent} continues it once the requester
+ * has decided. Every message list this module returns is valid for the Messages API.
+ *
+ * Sources: Messages API https://docs.anthropic.com/en/api/messages ; stop reasons
+ * https://docs.anthropic.com/en/api/handling-stop-reasons ; tool use
+ * https://docs.anthropic.com/en/docs/build-with-claude/tool-use ; prompt caching
+ * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching .
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { localize } from "../i18n.js";
+import { redact } from "../log.js";
+import { systemPrompt } from "../prompts.js";
+import type { ToolContext } from "../toolbox/tool.js";
+import type { ToolExecution } from "../toolbox/toolbox.js";
+import { preview } from "../trace/tracer.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "./contract.js";
+import { ModelUnavailableError, toModelError } from "./errors.js";
+
+type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
+type ToolResultBlockParam = Anthropic.Messages.ToolResultBlockParam;
+type ToolUseBlock = Anthropic.Messages.ToolUseBlock;
+
+/** Identical calls (same tool, same input) allowed per run; the next one is refused. */
+export const MAX_IDENTICAL_CALLS = 2;
+
+/** Largest output budget the loop raises `max_tokens` to after a cut-off `tool_use`, in tokens. */
+export const MAX_OUTPUT_TOKENS = 64_000;
+
+const EPHEMERAL = { type: "ephemeral" } as const;
+
+/** What {@link resumeAgent} needs besides the saved run. */
+export type ResumeDeps = AgentDeps & {
+  /** The per-call context of the requester (rebuilt by the worker that resumes the run). */
+  context: ToolContext;
+  /**
+   * Runs the approved call at most once per `tool_use` id (the approval flow records the result
+   * in Redis so a crash and retry return the stored result instead of running the tool again).
+   * Default: run it directly.
+   */
+  executeOnce?: (toolUseId: string, execute: () => Promise<ToolExecution>) => Promise<ToolExecution>;
+  /**
+   * Whether to call the model after the pending calls are answered. Default: true, except for a
+   * `superseded` verdict (the user has moved on): the run is then closed with a short assistant
+   * text so the next message is not delayed.
+   */
+  callModel?: boolean;
+};
+
+/** The mutable state of one run. */
+interface RunState {
+  history: MessageParam[];
+  messages: MessageParam[];
+  turns: number;
+  callCounts: Record<string, number>;
+  maxTokens: number;
+}
+
+/**
+ * Answers one incoming message.
+ *
+ * @returns `answer` (final text and the run's messages, from the user turn to the last assistant
+ *   turn) or `approval` (paused at a dangerous call; save `run` and ask about `call`).
+ * @throws {ModelUnavailableError} when the SDK gave up (after its retries) or the API refused
+ *   the request; `retryable` tells which. The message never contains the API key.
+ */
+export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<AgentOutcome> {
+  const text = request.userText.trim() === "" ? "…" : request.userText;
+  deps.tracer.event("user_input", {
+    text: preview(redact(text)),
+    user: request.context.userId,
+    historyMessages: request.history.length,
+  });
+  const state: RunState = {
+    history: request.history,
+    messages: [{ role: "user", content: text }],
+    turns: 0,
+    callCounts: {},
+    maxTokens: deps.config.ANTHROPIC_MAX_TOKENS,
+  };
+  return continueRun(state, deps, request.context);
+}
+
+/**
+ * Continues a run paused at a dangerous call, with the requester's verdict on its first
+ * pending call:
+ * - `approved`: the call runs (through `executeOnce` when given);
+ * - `declined`: an `is_error` `tool_result` says the user declined;
+ * - `expired` / `superseded`: this and every other pending call of the turn get an `is_error`
+ *   `tool_result` saying the approval expired / the user moved on.
+ *
+ * When pending calls remain (several dangerous calls in one turn, after approved/declined), returns
+ * another `approval` outcome for the next one. Otherwise the turn's `tool_result` blocks are sent
+ * and the loop continues to an answer (or, with `callModel: false`, the run is closed with a short
+ * localized assistant text). The returned `messages` are all messages of the run, from its user turn.
+ *
+ * @throws {ModelUnavailableError} as {@link runAgent}.
+ */
+export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, deps: ResumeDeps): Promise<AgentOutcome> {
+  const { context, tracer } = deps;
+  const [first, ...rest] = run.pending;
+  const results = [...run.results];
+  const closeAll = verdict === "expired" || verdict === "superseded";
+  tracer.event("approval", { verdict, tool: first?.name, toolUseId: first?.toolUseId });
+
+  if (first) {
+    if (verdict === "approved") {
+      const execute = () => deps.toolbox.execute(first.name, first.input, context, { tracer, toolUseId: first.toolUseId });
+      const execution = deps.executeOnce ? await deps.executeOnce(first.toolUseId, execute) : await execute();
+      results.push(toolResult(first.toolUseId, execution.content, !execution.ok));
+    } else {
+      results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
+    }
+  }
+  const remaining = closeAll ? [] : rest;
+  if (closeAll) for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
+
+  if (remaining.length > 0) {
+    const next: SuspendedRun = { ...run, results, pending: remaining };
+    tracer.event("approval", { tool: remaining[0]!.name, toolUseId: remaining[0]!.toolUseId, input: preview(redact(JSON.stringify(remaining[0]!.input))) });
+    return { kind: "approval", run: next, call: remaining[0]! };
+  }
+
+  const state: RunState = {
+    history: run.history,
+    messages: [...run.messages, { role: "user", content: inToolUseOrder(run.messages, results) }],
+    turns: run.turns,
+    callCounts: { ...run.callCounts },
+    maxTokens: run.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
+  };
+  if (!(deps.callModel ?? verdict !== "superseded")) {
+    const text = closingText(verdict, context);
+    state.messages.push({ role: "assistant", content: [{ type: "text", text }] });
+    tracer.event("final_answer", { text: preview(text), turns: state.turns, modelCalled: false });
+    return { kind: "answer", text, messages: state.messages };
+  }
+  return continueRun(state, deps, context);
+}
+
+/** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
+async function continueRun(state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
+  const { tracer } = deps;
+  const maxTurns = deps.config.MAX_TURNS;
+  while (state.turns < maxTurns) {
+    const response = await callModel(state, deps, context);
+    const content = passBack(response.content);
+    if (content.length > 0) state.messages.push({ role: "assistant", content });
+    const stop = response.stop_reason;
+
+    if (stop === "refusal") {
+      if (content.length > 0) state.messages.pop();
+      const text = localize(context.locale, {
+        "zh-TW": "抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？",
+        en: "Sorry, I can't help with that request. Could you describe what you need in another way?",
+      });
+      return finish(state, deps, text, [{ type: "text", text }]);
+    }
+
+    const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
+    if (toolUses.length > 0) {
+      // With `max_tokens`, a final tool_use block was cut off: its input is incomplete, never run it.
+      const last = response.content[response.content.length - 1];
+      const cutId = stop === "max_tokens" && last?.type === "tool_use" ? last.id : undefined;
+      if (cutId) state.maxTokens = Math.min(state.maxTokens * 2, MAX_OUTPUT_TOKENS);
+      const { results, pending } = await runTurn(toolUses, cutId, state, deps, context);
+      if (pending.length > 0) {
+        const run: SuspendedRun = { ...state, results, pending };
+        const call = pending[0]!;
+        tracer.event("approval", { tool: call.name, toolUseId: call.toolUseId, input: preview(redact(JSON.stringify(call.input))), pending: pending.length });
+        return { kind: "approval", run, call };
+      }
+      state.messages.push({ role: "user", content: results });
+      continue;
+    }
+
+    if (stop === "pause_turn") continue; // send the paused turn back as it is; the model resumes it
+
+    const text = textOf(response.content);
+    if (stop === "max_tokens") {
+      const note = localize(context.locale, { "zh-TW": "（回答太長，已被截斷。）", en: "(The answer was too long and was cut off.)" });
+      return finish(state, deps, text ? `${text}\n\n${note}` : note, text ? undefined : [{ type: "text", text: note }]);
+    }
+    if (stop !== "end_turn" && stop !== "stop_sequence") {
+      context.log.warn({ stopReason: stop }, `model stopped with an unexpected stop_reason ${String(stop)}`);
+    }
+    if (text) return finish(state, deps, text);
+    const fallback = localize(context.locale, {
+      "zh-TW": "抱歉，我這次沒有產生回答。請換個方式再問一次。",
+      en: "Sorry, I did not come up with an answer this time. Please try asking another way.",
+    });
+    return finish(state, deps, fallback, [{ type: "text", text: fallback }]);
+  }
+
+  const text = localize(context.locale, {
+    "zh-TW": "抱歉，這個任務需要太多步驟，我先停在這裡。可以把問題拆小一點再問我嗎？",
+    en: "Sorry, this task took too many steps, so I stopped here. Could you split it into smaller questions?",
+  });
+  context.log.warn({ turns: state.turns }, `agent run stopped after ${state.turns} model calls (MAX_TURNS)`);
+  return finish(state, deps, text, [{ type: "text", text }], { limit: "max_turns" });
+}
+
+/**
+ * Ends the run. When `append` is given, it becomes a final assistant message (the model's own
+ * answer is already in `state.messages`).
+ */
+function finish(state: RunState, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
+  if (append) state.messages.push({ role: "assistant", content: append });
+  deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
+  return { kind: "answer", text, messages: state.messages };
+}
+
+/** One model call with the cached prefix; counts the turn and traces usage. */
+async function callModel(state: RunState, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+  const { config, tracer, toolbox } = deps;
+  const tools = toolbox.schemas();
+  // Prefix order is tools, then system, then messages: one breakpoint on the last tool, one on
+  // the system prompt, and one on the last message so the next call of this run reads it back.
+  if (tools.length > 0) tools[tools.length - 1] = { ...tools[tools.length - 1]!, cache_control: EPHEMERAL };
+  const system: Anthropic.Messages.TextBlockParam[] = [
+    { type: "text", text: systemPrompt({ locale: context.locale, timezone: context.timezone, chatKind: context.chatKind }), cache_control: EPHEMERAL },
+  ];
+  const messages = withLastBreakpoint([...state.history, ...state.messages]);
+  state.turns += 1;
+  tracer.event("model_call", { model: config.ANTHROPIC_MODEL, turn: state.turns, messages: messages.length, tools: tools.length, maxTokens: state.maxTokens });
+  const started = performance.now();
+  let response: Anthropic.Messages.Message;
+  try {
+    response = await deps.client.messages.create(
+      { model: config.ANTHROPIC_MODEL, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) },
+      { signal: context.signal },
+    );
+  } catch (error) {
+    const mapped = toModelError(error);
+    const err = mapped instanceof Error ? mapped : new Error(String(mapped));
+    tracer.event("error", {
+      where: "model_call",
+      error: err.name,
+      message: preview(redact(err.message)),
+      ...(mapped instanceof ModelUnavailableError ? { reason: mapped.reason, retryable: mapped.retryable, status: mapped.status } : {}),
+    });
+    throw mapped;
+  }
+  const usage = {
+    input_tokens: response.usage.input_tokens,
+    output_tokens: response.usage.output_tokens,
+    cache_creation_input_tokens: response.usage.cache_creation_input_tokens ?? 0,
+    cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
+  };
+  const durationMs = Math.round(performance.now() - started);
+  tracer.event("model_response", {
+    stopReason: response.stop_reason,
+    text: preview(redact(textOf(response.content))),
+    toolUses: response.content.filter((b) => b.type === "tool_use").map((b) => (b as ToolUseBlock).name),
+    usage,
+    durationMs,
+  });
+  context.log.debug({ turn: state.turns, stopReason: response.stop_reason, usage, durationMs }, "model response");
+  return response;
+}
+
+/** Runs the safe calls of one turn in order; dangerous ones are returned as pending. */
+async function runTurn(
+  toolUses: ToolUseBlock[],
+  cutId: string | undefined,
+  state: RunState,
+  deps: AgentDeps,
+  context: ToolContext,
+): Promise<{ results: ToolResultBlockParam[]; pending: PendingCall[] }> {
+  const { toolbox, tracer } = deps;
+  const results: ToolResultBlockParam[] = [];
+  const pending: PendingCall[] = [];
+  for (const use of toolUses) {
+    if (use.id === cutId) {
+      const content = `Your call to ${use.name} was cut off by the output token limit, so its input is incomplete and it was not run. Call it again with a shorter input, or answer without it.`;
+      tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "truncated", preview: preview(content) });
+      results.push(toolResult(use.id, content, true));
+      continue;
+    }
+    const signature = callSignature(use.name, use.input);
+    const count = (state.callCounts[signature] ?? 0) + 1;
+    state.callCounts[signature] = count;
+    if (count > MAX_IDENTICAL_CALLS) {
+      const content = `This exact call (${use.name} with the same input) was already made ${count - 1} times in this conversation turn; calling it again will not change the result, so it was not run. Try a different approach, or tell the user what is blocking you.`;
+      tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "repeated", preview: preview(content) });
+      results.push(toolResult(use.id, content, true));
+      continue;
+    }
+    if (toolbox.get(use.name)?.dangerous) {
+      pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
+      continue;
+    }
+    const execution = await toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
+    results.push(toolResult(use.id, execution.content, !execution.ok));
+  }
+  return { results, pending };
+}
+
+/** What the model reads when a pending call was not run. */
+function notRunText(call: PendingCall, verdict: Exclude<ApprovalVerdict, "approved">, deps: AgentDeps): string {
+  switch (verdict) {
+    case "declined":
+      return `The user declined this action, so ${call.name} was not run. Tell the user it was not done; do not call it again unless the user asks for it again.`;
+    case "expired":
+      return `The user did not confirm ${call.name} within ${deps.config.CONFIRM_TIMEOUT_SECONDS} seconds, so the approval expired and it was not run. Tell the user it was not done and that they can ask again.`;
+    case "superseded":
+      return `The user sent a new message instead of confirming ${call.name}, so it was cancelled and not run. Do not run it unless the user asks for it again.`;
+  }
+}
+
+/** The short assistant text that closes a run without a model call. */
+function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
+  switch (verdict) {
+    case "approved":
+      return localize(context.locale, { "zh-TW": "已執行。", en: "Done." });
+    case "declined":
+      return localize(context.locale, { "zh-TW": "好的，已取消，沒有執行。", en: "OK, cancelled: nothing was done." });
+    case "expired":
+      return localize(context.locale, { "zh-TW": "確認逾時，操作沒有執行。", en: "The confirmation timed out; nothing was done." });
+    case "superseded":
+      return localize(context.locale, { "zh-TW": "沒有收到確認，先前的操作已取消。", en: "No confirmation received; the earlier action was cancelled." });
+  }
+}
+
+function toolResult(toolUseId: string, content: string, isError: boolean): ToolResultBlockParam {
+  return { type: "tool_result", tool_use_id: toolUseId, content: content.trim() === "" ? "(no output)" : content, ...(isError ? { is_error: true } : {}) };
+}
+
+/** Orders `tool_result` blocks like the `tool_use` blocks of the run's last assistant message. */
+function inToolUseOrder(messages: MessageParam[], results: ToolResultBlockParam[]): ToolResultBlockParam[] {
+  const assistant = [...messages].reverse().find((m) => m.role === "assistant");
+  const order = Array.isArray(assistant?.content) ? assistant.content.filter((b) => b.type === "tool_use").map((b) => (b as { id: string }).id) : [];
+  return [...results].sort((a, b) => order.indexOf(a.tool_use_id) - order.indexOf(b.tool_use_id));
+}
+
+/**
+ * Assistant content to send back: exactly as received, minus empty or whitespace-only text
+ * blocks (the API refuses them). `citations: null` and other response-only fields are dropped
+ * from text blocks, as the request schema differs from the response schema.
+ */
+function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam[] {
+  const out: ContentBlockParam[] = [];
+  for (const block of content) {
+    if (block.type === "text") {
+      if (block.text.trim() === "") continue;
+      out.push(block.citations ? { type: "text", text: block.text, citations: block.citations as Anthropic.Messages.TextCitationParam[] } : { type: "text", text: block.text });
+    } else if (block.type === "tool_use") {
+      out.push({ type: "tool_use", id: block.id, name: block.name, input: block.input });
+    } else {
+      out.push(block as unknown as ContentBlockParam);
+    }
+  }
+  return out;
+}
+
+/** A copy of `messages` whose last block carries a cache breakpoint (history itself is not changed). */
+function withLastBreakpoint(messages: MessageParam[]): MessageParam[] {
+  const last = messages[messages.length - 1];
+  if (!last || last.role === "system") return messages;
+  const blocks: ContentBlockParam[] = typeof last.content === "string" ? [{ type: "text", text: last.content }] : [...last.content];
+  const tail = blocks[blocks.length - 1];
+  if (!tail || (tail.type !== "text" && tail.type !== "tool_result")) return messages;
+  blocks[blocks.length - 1] = { ...tail, cache_control: EPHEMERAL };
+  return [...messages.slice(0, -1), { role: last.role, content: blocks } as MessageParam];
+}
+
+function textOf(content: Anthropic.Messages.ContentBlock[]): string {
+  return content
+    .filter((b): b is Anthropic.Messages.TextBlock => b.type === "text")
+    .map((b) => b.text)
+    .join("\n")
+    .trim();
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * JSON with object keys sorted at every depth, so `{"a":1,"b":2}` and `{"b":2,"a":1}` give the
+ * same text. Arrays keep their order.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(",")}]`;
+  if (isRecord(value)) {
+    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The repeated-call guard's key of a call: the tool name and its input as {@link canonicalJson}. */
+export function callSignature(name: string, input: unknown): string {
+  return `${name}:${canonicalJson(input)}`;
+}

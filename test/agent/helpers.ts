@@ -1,0 +1,104 @@
+/**
+ * Shared setup of the agent tests: the real SDK client pointed at the strict fake, a real
+ * toolbox of small tools defined here, and a tracer that keeps events in memory.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { z } from "zod";
+import { createAnthropicClient } from "../../src/agent/client.js";
+import type { AgentDeps } from "../../src/agent/contract.js";
+import type { Config } from "../../src/config.js";
+import { defineTool, ToolError } from "../../src/toolbox/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import type { TraceEvent, TraceEventType, Tracer } from "../../src/trace/tracer.js";
+import { testConfig } from "../helpers/config.js";
+import type { FakeAnthropic } from "../fakes/anthropic.js";
+
+/** The API key the tests use; it must never appear in errors or traces. */
+export const TEST_API_KEY = "sk-ant-test-key-0123456789abcdef";
+
+/** Calls made to the test tools, by tool name. */
+export const calls: Record<string, unknown[]> = {};
+
+function record(name: string, input: unknown): void {
+  (calls[name] ??= []).push(input);
+}
+
+/** Clears {@link calls}. */
+export function resetCalls(): void {
+  for (const key of Object.keys(calls)) delete calls[key];
+}
+
+export const addNumbers = defineTool({
+  name: "add_numbers",
+  description: "Adds two numbers. Use for any addition.",
+  tags: ["util"],
+  input: z.object({ a: z.number(), b: z.number() }),
+  run: ({ a, b }) => {
+    record("add_numbers", { a, b });
+    return String(a + b);
+  },
+});
+
+export const getTime = defineTool({
+  name: "get_time",
+  description: "Current time in a time zone.",
+  tags: ["info"],
+  input: z.object({ timezone: z.string() }),
+  run: ({ timezone }) => {
+    record("get_time", { timezone });
+    return `2026-11-30 03:00 (${timezone})`;
+  },
+});
+
+export const lookup = defineTool({
+  name: "lookup",
+  description: "Looks something up by query and filter.",
+  tags: ["info"],
+  input: z.object({ query: z.string(), filter: z.object({ city: z.string(), days: z.number() }) }),
+  run: (input) => {
+    record("lookup", input);
+    throw new ToolError(`No results for "${input.query}". Try another query.`);
+  },
+});
+
+export const deleteItem = defineTool({
+  name: "delete_item",
+  description: "Deletes an item by id. Dangerous.",
+  tags: ["todo"],
+  dangerous: true,
+  input: z.object({ id: z.number().int() }),
+  run: ({ id }) => {
+    record("delete_item", { id });
+    return `Deleted item #${id}.`;
+  },
+});
+
+/** The toolbox of the tests. */
+export function testToolbox(): ToolBox {
+  return new ToolBox([addNumbers, getTime, lookup, deleteItem]);
+}
+
+/** A tracer keeping events in memory. */
+export class MemoryTracer implements Tracer {
+  readonly events: TraceEvent[] = [];
+  event(type: TraceEventType, data: Record<string, unknown>): void {
+    this.events.push({ type, runId: "test", chat: "telegram:100", at: Date.now(), data });
+  }
+  of(type: TraceEventType): Record<string, unknown>[] {
+    return this.events.filter((e) => e.type === type).map((e) => e.data);
+  }
+}
+
+/** Agent deps against the fake: real SDK client (no retries unless given), test toolbox, memory tracer. */
+export function testDeps(
+  fake: FakeAnthropic,
+  options: { env?: Record<string, string>; maxRetries?: number; timeoutMs?: number } = {},
+): AgentDeps & { tracer: MemoryTracer; config: Config; client: Anthropic } {
+  const config = testConfig({ ANTHROPIC_API_KEY: TEST_API_KEY, ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_MODEL: "claude-test-1", ...options.env });
+  return {
+    client: createAnthropicClient(config, { maxRetries: options.maxRetries ?? 0, timeoutMs: options.timeoutMs ?? 5000 }),
+    config,
+    toolbox: testToolbox(),
+    tracer: new MemoryTracer(),
+  };
+}

@@ -1,0 +1,394 @@
+/**
+ * A strict local fake of the Anthropic Messages API (`POST /v1/messages`), for the real
+ * `@anthropic-ai/sdk` client pointed at it with `baseURL`.
+ *
+ * Tests script the replies in order with {@link FakeAnthropic.enqueue}; every request body is
+ * recorded in {@link FakeAnthropic.requests}. Like the real API, a request that breaks the
+ * Messages API rules is answered `400 invalid_request_error` (and recorded in
+ * {@link FakeAnthropic.rejections}), so a test fails when our code sends an invalid history.
+ *
+ * Rules enforced (source: https://docs.anthropic.com/en/api/messages and the tool-use guide,
+ * https://docs.anthropic.com/en/docs/build-with-claude/tool-use):
+ * - `model` is a string, `max_tokens` a positive integer, `messages` a non-empty list;
+ * - the first message is a `user` turn; roles are `user` or `assistant`;
+ * - every message has non-empty content (an empty final assistant message is allowed);
+ * - no text block is empty or whitespace-only (messages, `system`, `tool_result` content);
+ * - every `tool_use` is answered by a `tool_result` in the very next message, which is a user
+ *   message whose `tool_result` blocks come first; every `tool_result` answers a `tool_use` of
+ *   the message right before it; `tool_use` ids are unique;
+ * - tools: names match `^[a-zA-Z0-9_-]{1,64}$` and are unique, `input_schema.type` is `"object"`;
+ * - at most 4 blocks carry `cache_control` (prompt-caching docs).
+ *
+ * Error replies use the real body shape `{"type":"error","error":{"type","message"},"request_id"}`.
+ *
+ * @example
+ * ```ts
+ * const fake = await startFakeAnthropic();
+ * const client = new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 });
+ * fake.enqueue(toolUse("get_time", { timezone: "Asia/Taipei" }), text("現在是下午三點。"));
+ * // ... run the code under test ...
+ * expect(fake.requests).toHaveLength(2);
+ * await fake.close();
+ * ```
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** The Messages API's rule for tool names. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A content block of a scripted reply (the API's response shapes). */
+export type FakeBlock =
+  | { type: "text"; text: string }
+  | { type: "tool_use"; id?: string; name: string; input: unknown };
+
+/** A scripted successful reply: a `message` object. `usage` fields given here override the simulated ones. */
+export interface FakeMessageReply {
+  content: FakeBlock[];
+  stop_reason: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "pause_turn" | "refusal" | string;
+  usage?: Partial<FakeUsage>;
+}
+
+/** A scripted error reply (HTTP status with the real error body). */
+export interface FakeErrorReply {
+  status: number;
+  /** e.g. `overloaded_error`, `api_error`, `rate_limit_error`. */
+  errorType: string;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** One scripted reply, or a function of the (already validated) request that returns one. */
+export type FakeReply = FakeMessageReply | FakeErrorReply | ((request: FakeRequest) => FakeMessageReply | FakeErrorReply);
+
+/** The four token counts of `usage`. */
+export interface FakeUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+/** A request body as received (parsed JSON), loosely typed for assertions. */
+export interface FakeRequest {
+  model: string;
+  max_tokens: number;
+  system?: string | { type: string; text: string; cache_control?: unknown }[];
+  tools?: { name: string; description?: string; input_schema: Record<string, unknown>; cache_control?: unknown }[];
+  messages: { role: string; content: string | Record<string, unknown>[] }[];
+  [key: string]: unknown;
+}
+
+/** A request the fake refused with 400, and why. */
+export interface FakeRejection {
+  message: string;
+  body: unknown;
+}
+
+/** A running fake. */
+export interface FakeAnthropic {
+  /** Base URL for the SDK's `baseURL` (`http://127.0.0.1:port`). */
+  url: string;
+  /** Every request body that reached `/v1/messages` and passed validation, in order. */
+  requests: FakeRequest[];
+  /** Requests refused with 400 `invalid_request_error`, in order. */
+  rejections: FakeRejection[];
+  /** Queues replies, answered in order, one per valid request. */
+  enqueue(...replies: FakeReply[]): void;
+  /** Replies still queued. */
+  pending(): number;
+  /** Stops the server. */
+  close(): Promise<void>;
+}
+
+/** A text reply (`end_turn` unless `stopReason` says otherwise). */
+export function text(value: string, stopReason: FakeMessageReply["stop_reason"] = "end_turn"): FakeMessageReply {
+  return { content: [{ type: "text", text: value }], stop_reason: stopReason };
+}
+
+/** A reply with one `tool_use` (optionally after a text block), `stop_reason: "tool_use"`. */
+export function toolUse(name: string, input: unknown, options: { id?: string; text?: string } = {}): FakeMessageReply {
+  return toolUses([{ name, input, id: options.id }], options.text);
+}
+
+/** A reply with several parallel `tool_use` blocks in one turn, `stop_reason: "tool_use"`. */
+export function toolUses(calls: { name: string; input: unknown; id?: string }[], leadText?: string): FakeMessageReply {
+  const content: FakeBlock[] = leadText ? [{ type: "text", text: leadText }] : [];
+  for (const c of calls) content.push({ type: "tool_use", name: c.name, input: c.input, id: c.id });
+  return { content, stop_reason: "tool_use" };
+}
+
+/** `529 overloaded_error`, as the API answers when it is overloaded. */
+export function overloaded(): FakeErrorReply {
+  return { status: 529, errorType: "overloaded_error", message: "Overloaded" };
+}
+
+/** `500 api_error`. */
+export function serverError(): FakeErrorReply {
+  return { status: 500, errorType: "api_error", message: "Internal server error" };
+}
+
+/** `429 rate_limit_error` with `retry-after` in seconds. */
+export function rateLimited(retryAfterSeconds = 0): FakeErrorReply {
+  return {
+    status: 429,
+    errorType: "rate_limit_error",
+    message: "Number of request tokens has exceeded your per-minute rate limit",
+    headers: { "retry-after": String(retryAfterSeconds) },
+  };
+}
+
+class InvalidRequest extends Error {}
+
+function fail(message: string): never {
+  throw new InvalidRequest(message);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function checkText(block: Record<string, unknown>, where: string): void {
+  if (typeof block.text !== "string") fail(`${where}.text: Field required`);
+  if (block.text.trim() === "") fail(`${where}: text content blocks must contain non-whitespace text`);
+}
+
+/**
+ * Validates a request body like the real API. Returns the number of `cache_control` blocks.
+ * @throws InvalidRequest with the API's style of message.
+ */
+function validate(body: unknown): number {
+  if (!isObject(body)) fail("request body must be a JSON object");
+  if (typeof body.model !== "string" || body.model === "") fail("model: Field required");
+  if (body.max_tokens === undefined) fail("max_tokens: Field required");
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) fail("max_tokens: must be a positive integer");
+  let breakpoints = 0;
+  const countCache = (b: Record<string, unknown>) => {
+    if (b.cache_control !== undefined && b.cache_control !== null) {
+      if (!isObject(b.cache_control) || b.cache_control.type !== "ephemeral") fail("cache_control.type: Input should be 'ephemeral'");
+      breakpoints += 1;
+    }
+  };
+
+  if (body.system !== undefined) {
+    if (typeof body.system === "string") {
+      if (body.system.trim() === "") fail("system: text content blocks must contain non-whitespace text");
+    } else if (Array.isArray(body.system)) {
+      body.system.forEach((b, i) => {
+        if (!isObject(b) || b.type !== "text") fail(`system.${i}: Input should be a text block`);
+        checkText(b, `system.${i}`);
+        countCache(b);
+      });
+    } else fail("system: Input should be a valid string or list");
+  }
+
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) fail("tools: Input should be a valid list");
+    const names = new Set<string>();
+    body.tools.forEach((t, i) => {
+      if (!isObject(t)) fail(`tools.${i}: Input should be an object`);
+      if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) {
+        fail(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+      }
+      if (names.has(t.name)) fail(`tools: Tool names must be unique.`);
+      names.add(t.name);
+      if (!isObject(t.input_schema)) fail(`tools.${i}.custom.input_schema: Field required`);
+      if (t.input_schema.type !== "object") fail(`tools.${i}.custom.input_schema.type: Input should be 'object'`);
+      countCache(t);
+    });
+  }
+
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) fail("messages: at least one message is required");
+  const first = messages[0] as Record<string, unknown>;
+  if (!isObject(first) || first.role !== "user") fail("messages: first message must use the \"user\" role");
+
+  const seenIds = new Set<string>();
+  let previousToolUses: string[] = [];
+  messages.forEach((m, i) => {
+    if (!isObject(m)) fail(`messages.${i}: Input should be an object`);
+    if (m.role !== "user" && m.role !== "assistant") fail(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    const isLast = i === messages.length - 1;
+    let blocks: Record<string, unknown>[];
+    if (typeof m.content === "string") {
+      if (m.content.trim() === "" && !(isLast && m.role === "assistant" && m.content === "")) {
+        fail(`messages.${i}: text content blocks must contain non-whitespace text`);
+      }
+      blocks = m.content === "" ? [] : [{ type: "text", text: m.content }];
+    } else if (Array.isArray(m.content)) {
+      blocks = m.content as Record<string, unknown>[];
+      if (blocks.length === 0 && !(isLast && m.role === "assistant")) {
+        fail(`messages.${i}: all messages must have non-empty content except for the optional final assistant message`);
+      }
+    } else fail(`messages.${i}.content: Input should be a valid string or list`);
+
+    const answered = new Set<string>();
+    let sawOther = false;
+    const toolUses: string[] = [];
+    blocks.forEach((b, j) => {
+      const where = `messages.${i}.content.${j}`;
+      if (!isObject(b) || typeof b.type !== "string") fail(`${where}: Input should be a content block`);
+      countCache(b);
+      switch (b.type) {
+        case "text":
+          checkText(b, where);
+          sawOther = true;
+          break;
+        case "tool_use":
+          if (m.role !== "assistant") fail(`${where}: tool_use blocks are only allowed in assistant messages`);
+          if (typeof b.id !== "string" || b.id === "") fail(`${where}.id: Field required`);
+          if (seenIds.has(b.id)) fail(`${where}: \`tool_use\` ids must be unique`);
+          if (typeof b.name !== "string" || !TOOL_NAME.test(b.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+          if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
+          seenIds.add(b.id);
+          toolUses.push(b.id);
+          sawOther = true;
+          break;
+        case "tool_result": {
+          if (m.role !== "user") fail(`${where}: tool_result blocks are only allowed in user messages`);
+          if (sawOther) fail(`messages.${i}: \`tool_result\` blocks must come first in the content of a user message, before any other content`);
+          const id = b.tool_use_id;
+          if (typeof id !== "string" || !previousToolUses.includes(id)) {
+            fail(`${where}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+          }
+          if (answered.has(id)) fail(`${where}: duplicate \`tool_result\` for tool_use_id ${id}`);
+          answered.add(id);
+          if (Array.isArray(b.content)) {
+            b.content.forEach((c, k) => {
+              if (isObject(c) && c.type === "text") checkText(c, `${where}.content.${k}`);
+            });
+          } else if (b.content !== undefined && typeof b.content !== "string") {
+            fail(`${where}.content: Input should be a valid string or list`);
+          }
+          break;
+        }
+        default:
+          sawOther = true;
+      }
+    });
+    const missing = previousToolUses.filter((id) => !answered.has(id));
+    if (missing.length > 0) {
+      fail(`messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+    }
+    previousToolUses = toolUses;
+  });
+  if (previousToolUses.length > 0) {
+    fail(`messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+  }
+  if (breakpoints > 4) fail(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`);
+  return breakpoints;
+}
+
+function randomId(prefix: string): string {
+  return `${prefix}${randomBytes(12).toString("base64url")}`;
+}
+
+const tokens = (value: unknown) => Math.max(1, Math.ceil(JSON.stringify(value ?? "").length / 4));
+
+/**
+ * Starts the fake on 127.0.0.1 with a random free port.
+ *
+ * With an empty queue, a valid request is answered `500` with `x-should-retry: false` and a
+ * message saying no reply was scripted, so a test that calls the model more than it planned fails.
+ *
+ * Usage is simulated: `input_tokens` ≈ characters / 4 of the uncached part; the prefix up to the
+ * last `cache_control` breakpoint among `tools` and `system` is reported as
+ * `cache_creation_input_tokens` the first time it is seen and `cache_read_input_tokens` afterwards.
+ */
+export async function startFakeAnthropic(): Promise<FakeAnthropic> {
+  const queue: FakeReply[] = [];
+  const requests: FakeRequest[] = [];
+  const rejections: FakeRejection[] = [];
+  const cached = new Set<string>();
+
+  const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    const requestId = randomId("req_");
+    res.writeHead(status, { "content-type": "application/json", "request-id": requestId, ...headers });
+    res.end(JSON.stringify(status >= 400 ? { ...(body as object), request_id: requestId } : body));
+  };
+  const sendError = (res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}) =>
+    sendJson(res, status, { type: "error", error: { type, message } }, headers);
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
+      return sendError(res, 404, "not_found_error", `Not found: ${req.method} ${req.url}`);
+    }
+    if (!req.headers["x-api-key"] && !req.headers.authorization) {
+      return sendError(res, 401, "authentication_error", "x-api-key header is required");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      validate(body);
+    } catch (error) {
+      const message = error instanceof InvalidRequest ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
+      rejections.push({ message, body });
+      return sendError(res, 400, "invalid_request_error", message);
+    }
+    const request = body as FakeRequest;
+    requests.push(request);
+    const next = queue.shift();
+    if (!next) {
+      return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", { "x-should-retry": "false" });
+    }
+    const reply = typeof next === "function" ? next(request) : next;
+    if ("status" in reply) return sendError(res, reply.status, reply.errorType, reply.message, reply.headers);
+
+    // simulated prompt caching over tools + system
+    const prefix: unknown[] = [];
+    let cachedPrefix: unknown[] = [];
+    for (const t of request.tools ?? []) {
+      prefix.push(t);
+      if (t.cache_control) cachedPrefix = [...prefix];
+    }
+    for (const s of Array.isArray(request.system) ? request.system : request.system ? [request.system] : []) {
+      prefix.push(s);
+      if (typeof s === "object" && s.cache_control) cachedPrefix = [...prefix];
+    }
+    const key = JSON.stringify(cachedPrefix);
+    const prefixTokens = cachedPrefix.length > 0 ? tokens(cachedPrefix) : 0;
+    const hit = prefixTokens > 0 && cached.has(key);
+    if (prefixTokens > 0) cached.add(key);
+    const content = reply.content.map((b) =>
+      b.type === "tool_use" ? { type: "tool_use", id: b.id ?? randomId("toolu_"), name: b.name, input: b.input } : { type: "text", text: b.text, citations: null },
+    );
+    const usage: FakeUsage = {
+      input_tokens: Math.max(1, tokens(request.messages) + tokens(request.system) + tokens(request.tools) - prefixTokens),
+      output_tokens: tokens(reply.content),
+      cache_creation_input_tokens: hit ? 0 : prefixTokens,
+      cache_read_input_tokens: hit ? prefixTokens : 0,
+      ...reply.usage,
+    };
+    sendJson(res, 200, {
+      id: randomId("msg_"),
+      type: "message",
+      role: "assistant",
+      model: request.model,
+      content,
+      stop_reason: reply.stop_reason,
+      stop_sequence: null,
+      usage: { ...usage, service_tier: "standard" },
+    });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => sendError(res, 500, "api_error", `fake anthropic crashed: ${String(error)}`));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    rejections,
+    enqueue: (...replies) => void queue.push(...replies),
+    pending: () => queue.length,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

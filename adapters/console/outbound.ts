@@ -31,33 +31,35 @@ export interface OpenPrompt extends ApprovalPrompt {
  * line break, and never between the halves of a surrogate pair. Empty chunks are never returned.
  */
 export function splitText(text: string, max: number): string[] {
-  const blocks: string[] = [];
+  // Paragraphs: runs of lines separated by blank lines, except inside a fenced code block.
+  const paragraphs: string[] = [];
   let current: string[] = [];
   let inFence = false;
   for (const line of text.split("\n")) {
     if (/^\s*(```|~~~)/.test(line)) inFence = !inFence;
-    current.push(line);
     if (!inFence && line.trim() === "") {
-      blocks.push(current.join("\n"));
+      if (current.length > 0) paragraphs.push(current.join("\n"));
       current = [];
+    } else {
+      current.push(line);
     }
   }
-  if (current.length > 0) blocks.push(current.join("\n"));
+  if (current.length > 0) paragraphs.push(current.join("\n"));
 
   const chunks: string[] = [];
   let chunk = "";
   const flush = () => {
-    if (chunk.trim() !== "") chunks.push(chunk.replace(/\n+$/, ""));
+    if (chunk.trim() !== "") chunks.push(chunk);
     chunk = "";
   };
-  for (const block of blocks) {
-    const joined = chunk === "" ? block : `${chunk}\n${block}`;
+  for (const paragraph of paragraphs) {
+    const joined = chunk === "" ? paragraph : `${chunk}\n\n${paragraph}`;
     if (joined.length <= max) {
       chunk = joined;
       continue;
     }
     flush();
-    let rest = block;
+    let rest = paragraph;
     while (rest.length > max) {
       let cut = rest.lastIndexOf("\n", max);
       if (cut <= 0) {

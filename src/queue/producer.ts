@@ -32,10 +32,11 @@ export type EnqueueResult = "duplicate" | "queued" | "scheduled";
 
 /**
  * BullMQ options of chat jobs. A job retries only transient failures (the worker decides which
- * errors are transient); 6 attempts with exponential backoff from 1 s cover about a minute.
+ * errors are transient): 3 attempts, 1 s then 2 s apart, on top of the SDK's own retries, so a
+ * user waits seconds, not minutes, for an apology when the model is down.
  */
 export const CHAT_JOB_OPTIONS: JobsOptions = {
-  attempts: 6,
+  attempts: 3,
   backoff: { type: "exponential", delay: 1000 },
   removeOnComplete: { count: 1000 },
   removeOnFail: { count: 1000 },

@@ -74,10 +74,12 @@ export interface ChatWorker {
   /** Resolves when both workers are connected and taking jobs. */
   waitUntilReady(): Promise<void>;
   /**
-   * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`), and closes the worker's own
-   * queues. Does not close `deps.redis`. Never throws.
+   * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`; a chat with more messages
+   * waiting is handed to a new job), and closes the worker's own queues. After `timeoutMs`
+   * (default 30 000 ms; e.g. Redis is down) it force-closes: unfinished jobs stall and BullMQ hands
+   * them to another worker. Does not close `deps.redis`. Never throws.
    */
-  close(): Promise<void>;
+  close(timeoutMs?: number): Promise<void>;
 }
 
 /**
@@ -265,10 +267,17 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     async waitUntilReady() {
       await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady()]);
     },
-    async close() {
+    async close(timeoutMs = 30_000) {
       closing = true;
-      await Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {})]);
-      await queue.close().catch(() => {});
+      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {})]).then(() => "closed" as const);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
+      if ((await Promise.race([graceful, late])) === "late") {
+        log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
+        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
+      }
+      clearTimeout(timer);
+      await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

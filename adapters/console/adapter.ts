@@ -1,0 +1,159 @@
+/**
+ * The console adapter (platform `console`): each line typed on stdin is a message of one DM chat;
+ * answers come back through the same queue, worker and history as Discord and Telegram, written
+ * by {@link ConsoleOutbound}. Instant commands: `/help`, `/tools`, `/reset`, `/quit`; `y`/`n`
+ * answer the open approval prompt.
+ */
+import { userInfo } from "node:os";
+import { createInterface, type Interface } from "node:readline";
+import type { Readable, Writable } from "node:stream";
+import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import { decisionNotice } from "../../src/approvals/decision.js";
+import type { Locale } from "../../src/config.js";
+import { localize } from "../../src/i18n.js";
+import type { Logger } from "../../src/log.js";
+import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { ConsoleOutbound } from "./outbound.js";
+
+/** Options of {@link ConsoleAdapter}. */
+export interface ConsoleAdapterOptions {
+  input: Readable;
+  output: Writable;
+  locale: Locale;
+  log: Logger;
+  /** The chat id; default `local` (so the history survives between sessions until `/reset`). */
+  chatId?: string;
+  /** The user; default the OS user name. */
+  userId?: string;
+  userName?: string;
+  /** Longest answer chunk in UTF-16 units (see `ConsoleOutbound`). */
+  chunkChars?: number;
+}
+
+const YES = new Set(["y", "yes", "是", "好", "確認"]);
+const NO = new Set(["n", "no", "否", "不", "取消"]);
+
+const TEXT = {
+  help: {
+    "zh-TW": "輸入訊息和機器人對話。指令：/tools 列出工具，/reset 清除對話紀錄，/help 說明，/quit 離開。需要確認時輸入 y 或 n。",
+    en: "Type a message to talk to the bot. Commands: /tools lists the tools, /reset clears the conversation, /help shows this, /quit leaves. Answer confirmations with y or n.",
+  },
+  reset: { "zh-TW": "已清除這個對話的紀錄。", en: "This conversation's history is cleared." },
+  resetFailed: { "zh-TW": "目前無法清除紀錄，請稍後再試。", en: "Could not clear the history right now. Please try again later." },
+  tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
+  tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
+  noTools: { "zh-TW": "目前沒有可用的工具。", en: "No tools are available right now." },
+  tools: { "zh-TW": "可用的工具：", en: "Available tools:" },
+  noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
+  decideFailed: { "zh-TW": "目前無法記錄你的決定，請再試一次。", en: "Could not record your decision right now. Please try again." },
+};
+
+/** Reads lines from `input` and queues them; see the module comment. */
+export class ConsoleAdapter implements Adapter {
+  readonly platform = "console" as const;
+  readonly outbound: ConsoleOutbound;
+  /** Resolves when the input ended or `/quit` was typed. */
+  readonly closed: Promise<void>;
+  readonly #options: ConsoleAdapterOptions;
+  readonly #session = Date.now().toString(36);
+  #counter = 0;
+  #rl: Interface | undefined;
+  #markClosed!: () => void;
+
+  constructor(options: ConsoleAdapterOptions) {
+    this.#options = options;
+    this.outbound = new ConsoleOutbound({ output: options.output, locale: options.locale, chunkChars: options.chunkChars });
+    this.closed = new Promise((resolve) => (this.#markClosed = resolve));
+  }
+
+  /** Starts reading lines. Each line is handled after the previous one was queued, so order is kept. */
+  async start(context: AdapterContext): Promise<void> {
+    const rl = createInterface({ input: this.#options.input, terminal: false });
+    this.#rl = rl;
+    let chain = Promise.resolve();
+    rl.on("line", (line) => {
+      chain = chain.then(() => this.#handle(line, context)).catch((err: unknown) => this.#options.log.error({ err }, "console line failed"));
+    });
+    rl.on("close", () => void chain.then(() => this.#markClosed()));
+  }
+
+  /** Stops reading stdin. Never throws. */
+  async stop(): Promise<void> {
+    this.#rl?.close();
+  }
+
+  async #handle(line: string, context: AdapterContext): Promise<void> {
+    const text = line.trim();
+    if (text === "") return;
+    const locale = this.#options.locale;
+    const say = (t: string) => this.#say(t);
+    const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
+    const command = text.toLowerCase();
+    if (command === "/quit" || command === "/exit") {
+      this.#rl?.close();
+      return;
+    }
+    if (command === "/help" || command === "/start") return say(localize(locale, TEXT.help));
+    if (command === "/tools") {
+      const tools = context.toolboxFor({ platform: "console", chatKind: "dm" }).list();
+      if (tools.length === 0) return say(localize(locale, TEXT.noTools));
+      return say(`${localize(locale, TEXT.tools)}\n${tools.map((t) => `  ${t.name}${t.dangerous ? " ⚠️" : ""}: ${t.description.split("\n")[0]}`).join("\n")}`);
+    }
+    if (command === "/reset") {
+      try {
+        await context.resetChat(chat);
+        return say(localize(locale, TEXT.reset));
+      } catch (err) {
+        this.#options.log.warn({ err }, "reset failed");
+        return say(localize(locale, TEXT.resetFailed));
+      }
+    }
+    const approve = YES.has(command) ? true : NO.has(command) ? false : undefined;
+    if (approve !== undefined) {
+      const prompt = this.outbound.openPrompt;
+      if (!prompt) {
+        if (command === "y" || command === "n") return say(localize(locale, TEXT.noPrompt));
+      } else {
+        try {
+          const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve });
+          if (result.status !== "already_decided") this.outbound.openPrompt = undefined;
+          return say(decisionNotice(result, locale));
+        } catch (err) {
+          this.#options.log.warn({ err }, "decision failed");
+          return say(localize(locale, TEXT.decideFailed));
+        }
+      }
+    }
+    if (text.length > MAX_INCOMING_TEXT) return say(localize(locale, TEXT.tooLong, { max: MAX_INCOMING_TEXT }));
+    const message: IncomingMessage = {
+      platform: "console",
+      chatId: chat.chatId,
+      chatKind: "dm",
+      userId: this.#userId(),
+      userName: this.#options.userName ?? this.#userId(),
+      text,
+      messageId: `${this.#session}-${++this.#counter}`,
+      sentAt: Date.now(),
+      reply: {},
+    };
+    try {
+      await context.enqueue(message);
+    } catch (err) {
+      if (!(err instanceof EnqueueError)) this.#options.log.error({ err }, "enqueue failed");
+      return say(localize(locale, TEXT.tryAgain));
+    }
+  }
+
+  #userId(): string {
+    if (this.#options.userId) return this.#options.userId;
+    try {
+      return userInfo().username || "you";
+    } catch {
+      return "you";
+    }
+  }
+
+  #say(text: string): Promise<void> {
+    return new Promise((resolve) => this.#options.output.write(`bot> ${text}\n`, () => resolve()));
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The console's outbound side: answers and approval prompts written to a stream (stdout for
+ * `npm run chat`, a PassThrough in tests). It keeps the open approval prompt so the console's
+ * inbound side can map a `y`/`n` line to it.
+ */
+import type { Writable } from "node:stream";
+import type { Locale } from "../../src/config.js";
+import { localize } from "../../src/i18n.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+
+/** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
+export const CONSOLE_CHUNK_CHARS = 4000;
+
+/** Options of {@link ConsoleOutbound}. */
+export interface ConsoleOutboundOptions {
+  output: Writable;
+  locale: Locale;
+  /** Longest chunk in UTF-16 code units; default {@link CONSOLE_CHUNK_CHARS}. */
+  chunkChars?: number;
+}
+
+/** An approval prompt shown on the console and not yet closed. */
+export interface OpenPrompt extends ApprovalPrompt {
+  ref: SentRef;
+}
+
+/**
+ * Splits `text` into chunks of at most `max` UTF-16 units: at blank lines between paragraphs
+ * when possible, never inside a fenced code block unless the block alone is too long, then at a
+ * line break, and never between the halves of a surrogate pair. Empty chunks are never returned.
+ */
+export function splitText(text: string, max: number): string[] {
+  // Paragraphs: runs of lines separated by blank lines, except inside a fenced code block.
+  const paragraphs: string[] = [];
+  let current: string[] = [];
+  let inFence = false;
+  for (const line of text.split("\n")) {
+    if (/^\s*(```|~~~)/.test(line)) inFence = !inFence;
+    if (!inFence && line.trim() === "") {
+      if (current.length > 0) paragraphs.push(current.join("\n"));
+      current = [];
+    } else {
+      current.push(line);
+    }
+  }
+  if (current.length > 0) paragraphs.push(current.join("\n"));
+
+  const chunks: string[] = [];
+  let chunk = "";
+  const flush = () => {
+    if (chunk.trim() !== "") chunks.push(chunk);
+    chunk = "";
+  };
+  for (const paragraph of paragraphs) {
+    const joined = chunk === "" ? paragraph : `${chunk}\n\n${paragraph}`;
+    if (joined.length <= max) {
+      chunk = joined;
+      continue;
+    }
+    flush();
+    let rest = paragraph;
+    while (rest.length > max) {
+      let cut = rest.lastIndexOf("\n", max);
+      if (cut <= 0) {
+        cut = max;
+        const code = rest.charCodeAt(cut - 1);
+        if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+      }
+      chunk = rest.slice(0, cut);
+      flush();
+      rest = rest.slice(cut).replace(/^\n/, "");
+    }
+    chunk = rest;
+  }
+  flush();
+  return chunks;
+}
+
+/** Writes answers and prompts to a stream. */
+export class ConsoleOutbound implements Outbound {
+  readonly platform = "console" as const;
+  /** The newest approval prompt not yet closed, if any. */
+  openPrompt: OpenPrompt | undefined;
+  readonly #options: ConsoleOutboundOptions;
+  #sent = 0;
+
+  constructor(options: ConsoleOutboundOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Writes the answer as `bot> …`, one write per chunk (see {@link splitText}); chunks before
+   * `skip` are not written. `onSent(index)` is awaited after each chunk, `index` counting from the
+   * first chunk of the whole answer.
+   * @throws the stream's write error; the chunks written before it stay written.
+   */
+  async sendAnswer(to: IncomingMessage, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    const chunks = splitText(text, this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
+    const refs: SentRef[] = [];
+    for (let i = options.skip ?? 0; i < chunks.length; i += 1) {
+      await this.#write(`bot> ${chunks[i]}\n`);
+      const ref = { chatId: to.chatId, messageId: String(++this.#sent) };
+      refs.push(ref);
+      await options.onSent?.(i, ref);
+    }
+    return refs;
+  }
+
+  /** The console shows no typing indicator. */
+  async sendTyping(_to: IncomingMessage): Promise<void> {}
+
+  /** Writes the prompt and remembers it as the open prompt (the next `y`/`n` line answers it). */
+  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+    const ref = { chatId: to.chatId, messageId: String(++this.#sent) };
+    const seconds = Math.max(0, Math.round((prompt.expiresAt - Date.now()) / 1000));
+    await this.#write(
+      `bot> ${localize(this.#options.locale, {
+        "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
+        en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
+      }, { action: prompt.action, seconds })}\n`,
+    );
+    this.openPrompt = { ...prompt, ref };
+    return ref;
+  }
+
+  /** Writes the prompt's outcome and forgets it if it was the open prompt. */
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+    if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
+    await this.#write(`bot> (${outcome}) ${text}\n`);
+  }
+
+  #write(text: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#options.output.write(text, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+}

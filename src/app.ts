@@ -1,0 +1,243 @@
+/**
+ * Starting the bot's parts by role, shared by `src/main.ts` (`npm start`) and `src/cli/chat.ts`
+ * (`npm run chat`): adapters (inbound, producing jobs), the worker (consuming them), or both.
+ * The platform adapters are listed in one map, {@link PLATFORM_MODULES}.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { Server } from "node:http";
+import type { Redis } from "ioredis";
+import type { Adapter, AdapterContext } from "./adapter.js";
+import type { ApprovalDecider } from "./approvals/decision.js";
+import { ConfigError, loadConfig, type Config } from "./config.js";
+import { startHealthServer, type HealthCheck } from "./health.js";
+import { HistoryStore } from "./history/store.js";
+import { startLocalRedis, type LocalRedis } from "./local-redis.js";
+import type { Logger } from "./log.js";
+import type { Outbound } from "./outbound.js";
+import type { Platform } from "./queue/incoming.js";
+import { ChatQueue } from "./queue/producer.js";
+import { connectRedis } from "./redis.js";
+import { toolboxFor } from "./toolbox/select.js";
+import type { ToolBox } from "./toolbox/toolbox.js";
+import type { Tracer } from "./trace/tracer.js";
+import { unavailableApprovals, type ApprovalHooks } from "./worker/approvals.js";
+import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
+
+/** What `adapters/<platform>/index.ts` exports. */
+export interface PlatformModule {
+  createAdapter(config: Config, log: Logger): Adapter;
+  createOutbound(config: Config, log: Logger): Outbound;
+}
+
+/** The adapters of this build, by platform. Add a platform here (one line) when its adapter exists. */
+export const PLATFORM_MODULES: Partial<Record<Platform, () => Promise<PlatformModule>>> = {
+  console: () => import("../adapters/console/index.js"),
+};
+
+/** The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with `DISCORD_TOKEN`. */
+export function enabledPlatforms(config: Config): Platform[] {
+  const platforms: Platform[] = [];
+  if (config.TELEGRAM_BOT_TOKEN) platforms.push("telegram");
+  if (config.DISCORD_TOKEN) platforms.push("discord");
+  return platforms;
+}
+
+/** Loads the module of `platform` from {@link PLATFORM_MODULES}. @throws when this build has no adapter for it. */
+export async function loadPlatform(platform: Platform): Promise<PlatformModule> {
+  const load = PLATFORM_MODULES[platform];
+  if (!load) throw new Error(`this build has no ${platform} adapter (add it to PLATFORM_MODULES in src/app.ts)`);
+  return load();
+}
+
+/** A decider for a bot without the approval store: every decision is `not_found`. */
+export const noApprovalDecider: ApprovalDecider = {
+  async decide() {
+    return { status: "not_found" };
+  },
+};
+
+/** Options of {@link startBot}. */
+export interface StartBotOptions {
+  config: Config;
+  log: Logger;
+  /** Redis to use (`REDIS_URL`, or the local server's url). */
+  redisUrl: string;
+  /** Every loaded tool. */
+  toolbox: ToolBox;
+  /** Which side(s) to run; default `config.ROLE`. */
+  role?: Config["ROLE"];
+  /** The adapters to start (role `adapter`/`all`); default: every enabled platform's adapter. */
+  adapters?: Adapter[];
+  /** Needed by a worker: `runAgent` from `src/agent/loop.ts` and the Anthropic client. */
+  agent?: { runAgent: RunAgent; client: Anthropic };
+  /** Approval hooks for the worker; default {@link unavailableApprovals}. */
+  approvals?: (parts: { redis: Redis; outbounds: Partial<Record<Platform, Outbound>> }) => ApprovalHooks;
+  /** The decider adapters use for buttons and y/n; default {@link noApprovalDecider}. */
+  decider?: (parts: { redis: Redis }) => ApprovalDecider;
+  /** A tracer per run; default none. */
+  tracerFor?: (runId: string, chat: string) => Tracer;
+  /** BullMQ key prefix (tests, several bots on one Redis). */
+  prefix?: string;
+}
+
+/** A running bot. */
+export interface RunningBot {
+  adapters: Adapter[];
+  /** The producer (role `adapter`/`all`). */
+  queue?: ChatQueue;
+  /** The worker (role `worker`/`all`). */
+  worker?: ChatWorker;
+  /**
+   * Graceful stop: adapters stop taking messages, the worker finishes or hands back its jobs
+   * (BullMQ `close`), queues and Redis connections close. Never throws; safe to call twice.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the parts of `role`. Adapters get an {@link AdapterContext} whose `enqueue` uses a
+ * fail-fast producer connection (so a message that cannot be queued gets "try again"); the worker
+ * uses a connection with `maxRetriesPerRequest: null` (BullMQ's guidance) that waits through an outage.
+ * A worker answers on every enabled platform plus those of the adapters given; in-process adapters
+ * lend their own outbound.
+ *
+ * @throws when an adapter fails to start or a worker is asked for without `agent`.
+ */
+export async function startBot(options: StartBotOptions): Promise<RunningBot> {
+  const { config, log } = options;
+  const role = options.role ?? config.ROLE;
+  const runAdapters = role === "adapter" || role === "all";
+  const runWorker = role === "worker" || role === "all";
+  const closers: (() => Promise<unknown>)[] = [];
+  const connections: Redis[] = [];
+  const bot: RunningBot = { adapters: [], stop: async () => {} };
+  let stopping: Promise<void> | undefined;
+  bot.stop = () =>
+    (stopping ??= (async () => {
+      for (const adapter of bot.adapters) await adapter.stop().catch(() => {});
+      for (const close of closers.reverse()) await close().catch(() => {});
+      for (const redis of connections) {
+        await Promise.race([redis.quit().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
+        redis.disconnect();
+      }
+      log.info("stopped");
+    })());
+
+  try {
+    const adapters = runAdapters ? (options.adapters ?? (await Promise.all(enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log))))) : [];
+    let workerRedis: Redis | undefined;
+
+    if (runWorker) {
+      if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
+      workerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
+      connections.push(workerRedis);
+      const outbounds: Partial<Record<Platform, Outbound>> = {};
+      for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
+      for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
+      const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      const worker = startWorker({
+        config,
+        log,
+        redis: workerRedis,
+        prefix: options.prefix,
+        history,
+        toolbox: options.toolbox,
+        client: options.agent.client,
+        runAgent: options.agent.runAgent,
+        outbounds,
+        approvals: options.approvals?.({ redis: workerRedis, outbounds }) ?? unavailableApprovals(config.BOT_LOCALE, log),
+        tracerFor: options.tracerFor,
+      });
+      closers.push(() => worker.close());
+      await worker.waitUntilReady();
+      bot.worker = worker;
+      log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
+    }
+
+    if (runAdapters) {
+      const producerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
+      connections.push(producerRedis);
+      const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
+      closers.push(() => queue.close());
+      bot.queue = queue;
+      const history = new HistoryStore(producerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      const context: AdapterContext = {
+        config,
+        log,
+        enqueue: async (message) => {
+          await queue.enqueue(message);
+        },
+        resetChat: (chat) => history.reset(chat),
+        toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
+        approvals: options.decider?.({ redis: producerRedis }) ?? noApprovalDecider,
+      };
+      for (const adapter of adapters) {
+        await adapter.start(context);
+        bot.adapters.push(adapter);
+        log.info({ platform: adapter.platform }, "adapter started");
+      }
+    }
+
+    if (config.HEALTH_PORT) {
+      const probe = workerRedis ?? connections[0]!;
+      const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
+      for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
+      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log);
+      closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
+    }
+    return bot;
+  } catch (error) {
+    await bot.stop();
+    throw error;
+  }
+}
+
+/** Reads and validates the configuration; prints what is wrong and exits 1 when it is invalid. */
+export function configOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+/** Resolves `REDIS_URL`, or starts the local redis-server; prints the reason and exits 1 when it cannot. */
+export async function redisOrExit(config: Config, log: Logger): Promise<{ url: string; local?: LocalRedis }> {
+  if (config.REDIS_URL) return { url: config.REDIS_URL };
+  try {
+    const local = await startLocalRedis({ log });
+    return { url: local.url, local };
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
+}
+
+/**
+ * Calls `stop` once on the first SIGTERM or SIGINT, then exits 0 (1 when stopping failed).
+ * A second signal exits at once.
+ */
+export function stopOnSignals(stop: () => Promise<void>, log: Logger): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.warn(`${signal} again: exiting now`);
+      process.exit(1);
+    }
+    stopping = true;
+    log.info(`${signal}: stopping`);
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "stopping failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}

@@ -1,0 +1,52 @@
+/**
+ * The entry point (`npm start`): reads `.env`, validates the configuration, loads the tools,
+ * starts a private redis-server when `REDIS_URL` is unset, then runs the parts of `ROLE`
+ * (`all`: adapters and worker; `adapter`; `worker`). SIGTERM and SIGINT stop it gracefully:
+ * adapters stop taking messages, the worker finishes or hands back its jobs, connections close,
+ * the local redis-server stops, and the process exits 0.
+ */
+import "dotenv/config";
+import { createAnthropicClient } from "./agent/client.js";
+import { runAgent } from "./agent/loop.js";
+import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
+import { secretValues } from "./config.js";
+import { createLogger, registerSecrets } from "./log.js";
+import { loadTools } from "./toolbox/registry.js";
+
+async function main(): Promise<void> {
+  const config = configOrExit();
+  registerSecrets(secretValues(config));
+  const log = createLogger({ level: config.LOG_LEVEL });
+  let toolbox;
+  try {
+    ({ toolbox } = await loadTools({ config, log }));
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
+  if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
+    log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
+  }
+  const redis = await redisOrExit(config, log);
+  let bot: RunningBot;
+  try {
+    bot = await startBot({
+      config,
+      log,
+      redisUrl: redis.url,
+      toolbox,
+      agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
+    });
+  } catch (error) {
+    log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
+    await redis.local?.stop();
+    process.exit(1);
+  }
+  log.info({ role: config.ROLE, tools: toolbox.names() }, "the bot is running; Ctrl-C to stop");
+  stopOnSignals(async () => {
+    await bot.stop();
+    await redis.local?.stop();
+  }, log);
+}
+
+await main();

@@ -1,0 +1,303 @@
+/**
+ * The worker: takes chat jobs from BullMQ and answers each message of the chat in order.
+ *
+ * A chat job drains its chat's inbox (`src/queue/producer.ts` puts messages there): peek the head,
+ * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
+ * ends. Only one job per chat exists at a time, so one chat is strictly sequential even with many
+ * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
+ * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head.
+ *
+ * Answers are idempotent: the computed answer is stored with the history append in one atomic
+ * step before anything is sent, and each sent chunk is counted in Redis; a retried job reuses the
+ * answer and sends only the chunks not yet sent.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
+import type { Config } from "../config.js";
+import type { HistoryStore } from "../history/store.js";
+import { localize } from "../i18n.js";
+import type { Logger } from "../log.js";
+import type { Outbound } from "../outbound.js";
+import { IncomingMessageSchema, chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, chatKeys, progressKeys } from "../queue/keys.js";
+import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import { toolboxFor } from "../toolbox/select.js";
+import { nullTracer, type Tracer } from "../trace/tracer.js";
+import type { ApprovalHooks } from "./approvals.js";
+import { isTransient } from "./errors.js";
+
+/** Seconds a message's stored answer and sent-chunk count are kept (long enough for every retry). */
+export const PROGRESS_TTL_SECONDS = 24 * 3600;
+
+/** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
+export const TYPING_INTERVAL_MS = 4000;
+
+/** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
+export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
+
+/** What a worker needs. */
+export interface WorkerDeps {
+  config: Config;
+  log: Logger;
+  /**
+   * Connection for BullMQ and for the inbox, history and progress keys. Must have
+   * `maxRetriesPerRequest: null` (BullMQ's guidance for workers: commands wait through an outage).
+   */
+  redis: Redis;
+  /** BullMQ key prefix (default BullMQ's `bull`). */
+  prefix?: string;
+  history: HistoryStore;
+  /** Every loaded tool; each chat gets `toolboxFor(toolbox, chat)`. */
+  toolbox: ToolBox;
+  /** The Anthropic client given to the loop. */
+  client: Anthropic;
+  /** `runAgent` from `src/agent/loop.ts`. */
+  runAgent: RunAgent;
+  /** The outbound side of every platform this worker answers on. */
+  outbounds: Partial<Record<Platform, Outbound>>;
+  approvals: ApprovalHooks;
+  /** A tracer per run (`runId` is `platform:chatId:messageId`); default: none. */
+  tracerFor?: (runId: string, chat: string) => Tracer;
+  /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
+  typingIntervalMs?: number;
+}
+
+/** A running worker. */
+export interface ChatWorker {
+  /** The BullMQ worker of chat jobs. */
+  readonly chats: Worker<IncomingMessage>;
+  /** The BullMQ worker of the `decisions` queue (separate, so decisions never wait behind a chat). */
+  readonly decisions: Worker;
+  /** Resolves when both workers are connected and taking jobs. */
+  waitUntilReady(): Promise<void>;
+  /**
+   * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`; a chat with more messages
+   * waiting is handed to a new job), and closes the worker's own queues. After `timeoutMs`
+   * (default 30 000 ms; e.g. Redis is down) it force-closes: unfinished jobs stall and BullMQ hands
+   * them to another worker. Does not close `deps.redis`. Never throws.
+   */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * KEYS: inbox, scheduled. Pops the head (the message just handled) and, when the inbox is then
+ * empty, clears the chat's mark. Returns 1 when the chat is released (the job may end), 0 when
+ * more messages wait. With ARGV[1] == "0" it only checks (nothing is popped).
+ */
+const FINISH_SCRIPT = `
+if ARGV[1] == "1" then redis.call('LPOP', KEYS[1]) end
+if redis.call('LLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+return 0
+`;
+
+interface RedisWithWorkerScripts extends Redis {
+  finishChat(inbox: string, scheduled: string, pop: "0" | "1"): Promise<number>;
+}
+
+/**
+ * Apology sent when a message cannot be answered and the error has no `userMessage(locale)` of its
+ * own (`ModelUnavailableError` has one).
+ */
+const APOLOGY = {
+  "zh-TW": "抱歉，我現在無法回答，請稍後再試一次。",
+  en: "Sorry, I can't answer right now. Please try again in a moment.",
+};
+
+/**
+ * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
+ * and one on the `decisions` queue whose jobs go to `approvals.handleDecision`.
+ * A chat job that failed for good (e.g. stalled twice) is replaced by a new job for the chat after
+ * 5 s, so a chat never stays stuck behind its mark.
+ */
+export function startWorker(deps: WorkerDeps): ChatWorker {
+  const { config, log, redis } = deps;
+  const store = redis as RedisWithWorkerScripts;
+  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 2, lua: FINISH_SCRIPT });
+  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: redis, prefix: deps.prefix });
+  queue.on("error", () => {});
+  const typingEvery = deps.typingIntervalMs ?? TYPING_INTERVAL_MS;
+  let closing = false;
+
+  /** Answers one message of the inbox. Throws to retry the job (transient failures only). */
+  async function answer(job: Job<IncomingMessage>, raw: string): Promise<void> {
+    let message: IncomingMessage;
+    try {
+      message = IncomingMessageSchema.parse(JSON.parse(raw));
+    } catch (error) {
+      log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
+      return;
+    }
+    const chat: ChatRef = { platform: message.platform, chatId: message.chatId };
+    const runId = `${chatKey(chat)}:${message.messageId}`;
+    const mlog = log.child({ chat: chatKey(chat), messageId: message.messageId });
+    const outbound = deps.outbounds[message.platform];
+    if (!outbound) {
+      mlog.error(`no outbound for platform ${message.platform} in this worker; message dropped (enable the platform here)`);
+      return;
+    }
+    const keys = progressKeys(chat, message.messageId);
+    // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
+    const resumed = job.attemptsStarted > 1 || job.name !== "chat";
+    const [stored, sentCount] = resumed ? await redis.mget(keys.answer, keys.sent) : [null, null];
+    const skip = Number(sentCount ?? 0);
+
+    const typing = new Typing(outbound, message, typingEvery, mlog);
+    try {
+      let text: string;
+      if (stored !== null && stored !== undefined) {
+        text = (JSON.parse(stored) as { text: string }).text;
+        mlog.info({ skip }, "reusing the stored answer of an earlier attempt");
+      } else {
+        typing.start();
+        await deps.approvals.supersedePending(chat);
+        const outcome = await runAgentFor(message, runId, mlog);
+        if (outcome.kind === "approval") {
+          await deps.approvals.begin(message, outcome, outbound);
+          return;
+        }
+        text = outcome.text;
+        await deps.history.append(chat, outcome.messages, { key: keys.answer, value: JSON.stringify({ text }), ttlSeconds: PROGRESS_TTL_SECONDS });
+      }
+      await outbound.sendAnswer(message, text, {
+        skip,
+        onSent: async (index) => {
+          await redis.set(keys.sent, index + 1, "EX", PROGRESS_TTL_SECONDS);
+        },
+      });
+    } catch (error) {
+      const attempts = job.opts.attempts ?? 1;
+      if (isTransient(error) && job.attemptsMade + 1 < attempts) {
+        mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
+        throw error;
+      }
+      mlog.error({ err: error }, "could not answer the message; sending an apology");
+      const userMessage = (error as { userMessage?: unknown } | null)?.userMessage;
+      const apology = typeof userMessage === "function" ? String(userMessage.call(error, config.BOT_LOCALE)) : localize(config.BOT_LOCALE, APOLOGY);
+      await outbound.sendAnswer(message, apology).catch((e: unknown) => {
+        mlog.error({ err: e }, "the apology could not be sent either");
+      });
+    } finally {
+      typing.stop();
+    }
+  }
+
+  async function runAgentFor(message: IncomingMessage, runId: string, mlog: Logger): Promise<AgentOutcome> {
+    const chat = { platform: message.platform, chatKind: message.chatKind } as const;
+    const history = await deps.history.load(message);
+    const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
+    return deps.runAgent(
+      {
+        history,
+        userText,
+        context: {
+          platform: message.platform,
+          chatId: message.chatId,
+          chatKind: message.chatKind,
+          userId: message.userId,
+          userName: message.userName,
+          locale: config.BOT_LOCALE,
+          timezone: config.TIMEZONE,
+          signal: new AbortController().signal,
+          log: mlog,
+          redis,
+          config,
+        },
+      },
+      { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer: deps.tracerFor?.(runId, chatKey(message)) ?? nullTracer },
+    );
+  }
+
+  async function drain(job: Job<IncomingMessage>): Promise<void> {
+    const parsed = IncomingMessageSchema.safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    }
+    const keys = chatKeys(parsed.data);
+    for (;;) {
+      const head = await redis.lindex(keys.inbox, 0);
+      if (head === null) {
+        if ((await store.finishChat(keys.inbox, keys.scheduled, "0")) === 1) return;
+        continue;
+      }
+      await answer(job, head);
+      if ((await store.finishChat(keys.inbox, keys.scheduled, "1")) === 1) return;
+      if (closing) {
+        // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
+        await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });
+        return;
+      }
+    }
+  }
+
+  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, drain, {
+    connection: redis,
+    prefix: deps.prefix,
+    concurrency: config.WORKER_CONCURRENCY,
+  });
+  chats.on("error", (err) => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`));
+  chats.on("failed", (job, err) => {
+    if (!job || err instanceof UnrecoverableError || job.attemptsMade < (job.opts.attempts ?? 1)) {
+      if (job && err instanceof UnrecoverableError) log.error({ job: job.id, err: { message: err.message } }, "chat job failed without retry");
+      return;
+    }
+    const data = IncomingMessageSchema.safeParse(job.data);
+    if (!data.success) return;
+    log.error({ job: job.id, err: { message: err.message } }, "chat job failed for good; scheduling a new job for the chat");
+    void queue
+      .add("recover", data.data, { ...CHAT_JOB_OPTIONS, delay: 5000, jobId: `${chatJobId(data.data, data.data.messageId)}-r${Date.now()}` })
+      .catch((e: unknown) => log.error({ err: e }, "could not schedule the replacement job"));
+  });
+
+  const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data), {
+    connection: redis,
+    prefix: deps.prefix,
+    concurrency: config.WORKER_CONCURRENCY,
+  });
+  decisions.on("error", (err) => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`));
+
+  return {
+    chats,
+    decisions,
+    async waitUntilReady() {
+      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady()]);
+    },
+    async close(timeoutMs = 30_000) {
+      closing = true;
+      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {})]).then(() => "closed" as const);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
+      if ((await Promise.race([graceful, late])) === "late") {
+        log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
+        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
+      }
+      clearTimeout(timer);
+      await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+    },
+  };
+}
+
+/** The typing indicator of one message: sent at start and every `everyMs` until stopped. */
+class Typing {
+  #timer: NodeJS.Timeout | undefined;
+  constructor(
+    private readonly outbound: Outbound,
+    private readonly to: IncomingMessage,
+    private readonly everyMs: number,
+    private readonly log: Logger,
+  ) {}
+  start(): void {
+    const send = () => void this.outbound.sendTyping(this.to).catch((err: unknown) => this.log.debug({ err }, "typing indicator failed"));
+    send();
+    this.#timer = setInterval(send, this.everyMs);
+    this.#timer.unref();
+  }
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

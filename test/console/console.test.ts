@@ -1,0 +1,123 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { PassThrough } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { ConsoleAdapter, splitText } from "../../adapters/console/index.js";
+import type { DecisionRequest } from "../../src/approvals/decision.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { startBot, type RunningBot } from "../../src/app.js";
+import { silentLogger } from "../../src/log.js";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { CapturingStream, todoModel, todoTools, waitFor } from "../worker/harness.js";
+
+describe("splitText", () => {
+  it("splits at paragraphs, keeps a code block whole, and never cuts a surrogate pair", () => {
+    expect(splitText("one\n\ntwo\n\nthree", 8)).toEqual(["one\n\ntwo", "three"]);
+    const code = "```\na\n\nb\n```";
+    expect(splitText(`intro\n\n${code}\n\nend`, 14)).toEqual(["intro", code, "end"]);
+    const emoji = "😀".repeat(5); // 10 UTF-16 units
+    const parts = splitText(emoji, 5);
+    expect(parts.join("")).toBe(emoji);
+    for (const p of parts) expect(p.length).toBeLessThanOrEqual(5);
+    expect(parts.every((p) => !/[\uD800-\uDBFF]$/.test(p))).toBe(true);
+    expect(splitText("  \n\n  ", 10)).toEqual([]);
+  });
+});
+
+describe("console adapter through queue, worker and history", () => {
+  let server: TestRedis | undefined;
+  let fake: FakeAnthropic | undefined;
+  let bot: RunningBot | undefined;
+  afterEach(async () => {
+    await bot?.stop();
+    await fake?.close();
+    await server?.stop();
+    bot = fake = server = undefined;
+  });
+
+  async function start() {
+    server = await startRedis();
+    fake = await startFakeAnthropic();
+    const config = testConfig({ ROLE: "all" });
+    const input = new PassThrough();
+    const output = new CapturingStream();
+    const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
+    const decisions: DecisionRequest[] = [];
+    bot = await startBot({
+      config,
+      log: silentLogger,
+      redisUrl: server.url,
+      toolbox: todoTools(),
+      adapters: [adapter],
+      agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
+      decider: () => ({
+        async decide(request) {
+          decisions.push(request);
+          return { status: "accepted", approve: request.approve };
+        },
+      }),
+    });
+    const type = (line: string) => input.write(`${line}\n`);
+    return { adapter, input, output, type, decisions };
+  }
+
+  it("answers lines in order, remembers them, and /reset forgets", async () => {
+    const { output, type } = await start();
+    fake!.enqueue(todoModel, todoModel, todoModel, todoModel, todoModel);
+    type("add todo tea");
+    type("list todos");
+    await waitFor(() => output.answers().length === 2, 10_000, "two answers");
+    expect(output.answers()).toEqual(["ok: added #1: tea", "ok: #1 tea"]);
+    expect(fake!.requests[2]!.messages).toHaveLength(5); // the first exchange (4) + the new user turn
+    type("/reset");
+    await waitFor(() => output.answers().length === 3);
+    expect(output.answers()[2]).toBe("已清除這個對話的紀錄。");
+    type("hello again");
+    await waitFor(() => output.answers().length === 4);
+    const last = fake!.requests[fake!.requests.length - 1]!.messages;
+    expect(last).toHaveLength(1);
+    expect(JSON.stringify(last[0]!.content)).toContain("hello again");
+  });
+
+  it("answers /help and /tools itself, without the model", async () => {
+    const { output, type } = await start();
+    type("/help");
+    type("/tools");
+    await waitFor(() => output.answers().length === 2);
+    expect(output.answers()[0]).toContain("/reset");
+    expect(output.answers()[1]).toContain("add_todo: Add an item");
+    expect(output.answers()[1]).toContain("list_todos");
+    expect(fake!.requests).toHaveLength(0);
+  });
+
+  it("sends y/n to the open approval prompt's decider", async () => {
+    const { adapter, output, type, decisions } = await start();
+    type("n");
+    await waitFor(() => output.answers().length === 1);
+    expect(output.answers()[0]).toBe("目前沒有等待確認的動作。");
+    const to = { platform: "console" as const, chatId: "local", chatKind: "dm" as const, userId: "me", userName: "Me", text: "x", messageId: "m", sentAt: 0, reply: {} };
+    await adapter.outbound.sendApprovalPrompt(to, { approvalId: "ap1", action: "刪除待辦 #1「tea」", requesterName: "Me", expiresAt: Date.now() + 60_000 });
+    type("y");
+    await waitFor(() => decisions.length === 1);
+    expect(decisions[0]).toEqual({ approvalId: "ap1", platform: "console", deciderId: "me", approve: true });
+    await waitFor(() => output.answers().some((a) => a === "已確認，處理中…"));
+    expect(output.answers().join("\n")).toContain("刪除待辦 #1「tea」");
+  });
+
+  it("says try again when the queue is unreachable, and goes on after", async () => {
+    const { output, type } = await start();
+    fake!.enqueue(todoModel);
+    const outage = server!.restart(1500);
+    await new Promise((r) => setTimeout(r, 100));
+    type("are you there");
+    await waitFor(() => output.answers().length === 1, 10_000);
+    expect(output.answers()[0]).toBe("訊息沒有送出（暫時連不上佇列），請再試一次。");
+    await outage;
+    await waitFor(async () => {
+      type("again");
+      await new Promise((r) => setTimeout(r, 200));
+      return output.answers().includes("echo: again");
+    }, 10_000, "an answer after the outage");
+  });
+});

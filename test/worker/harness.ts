@@ -1,0 +1,204 @@
+/**
+ * A real bot core for worker tests: a private redis-server, the strict fake Messages API, the real
+ * agent loop and SDK client, the real ChatQueue and Worker, and the console adapter's outbound
+ * writing to a stream the test reads.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { Writable } from "node:stream";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { ConsoleOutbound } from "../../adapters/console/outbound.js";
+import { runAgent } from "../../src/agent/loop.js";
+import type { Config } from "../../src/config.js";
+import { HistoryStore } from "../../src/history/store.js";
+import { silentLogger } from "../../src/log.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { ChatQueue } from "../../src/queue/producer.js";
+import { connectRedis } from "../../src/redis.js";
+import { ToolError, defineTool } from "../../src/toolbox/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { unavailableApprovals } from "../../src/worker/approvals.js";
+import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
+import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+
+/** A todo tool pair for tests, stored per platform and user; `add_todo` takes `delayMs` to stay in flight. */
+export function todoTools(): ToolBox {
+  const add = defineTool({
+    name: "add_todo",
+    description: "Add an item to the user's todo list.",
+    tags: ["todo"],
+    input: z.object({ item: z.string().min(1), delayMs: z.number().int().min(0).default(0) }),
+    run: async ({ item, delayMs }, ctx) => {
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+      const n = await ctx.redis.rpush(`test-todos:${ctx.platform}:${ctx.userId}`, item);
+      return `added #${n}: ${item}`;
+    },
+  });
+  const list = defineTool({
+    name: "list_todos",
+    description: "List the user's todo items.",
+    tags: ["todo"],
+    input: z.object({}),
+    run: async (_input, ctx) => {
+      const items = await ctx.redis.lrange(`test-todos:${ctx.platform}:${ctx.userId}`, 0, -1);
+      if (items.length === 0) throw new ToolError("the list is empty");
+      return items.map((t, i) => `#${i + 1} ${t}`).join("\n");
+    },
+  });
+  return new ToolBox([add, list]);
+}
+
+/** The last message of a request as plain text (`tool_result` content for a tool turn). */
+export function lastText(request: FakeRequest): string {
+  const last = request.messages[request.messages.length - 1]!;
+  if (typeof last.content === "string") return last.content;
+  return last.content.map((b) => (typeof b.text === "string" ? b.text : typeof b.content === "string" ? b.content : JSON.stringify(b.content ?? ""))).join(" ");
+}
+
+/**
+ * A model that follows the user: "add todo X" → `add_todo`, "list todos" → `list_todos`, a tool
+ * result → a text repeating it, anything else → `echo: <text>`.
+ */
+export function todoModel(request: FakeRequest) {
+  const last = request.messages[request.messages.length - 1]!;
+  const said = lastText(request);
+  if (Array.isArray(last.content) && last.content.some((b) => b.type === "tool_result")) return text(`ok: ${said}`);
+  const add = /add todo (\S+)(?: slow (\d+))?/.exec(said);
+  if (add) return toolUse("add_todo", { item: add[1], delayMs: Number(add[2] ?? 0) });
+  if (/list todos/.test(said)) return toolUse("list_todos", {});
+  return text(`echo: ${said}`);
+}
+
+/** A stream that collects what the console outbound writes. */
+export class CapturingStream extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.lines.push(chunk.toString());
+    callback();
+  }
+  /** Every `bot> …` answer written so far. */
+  answers(): string[] {
+    return this.lines.map((l) => l.replace(/^bot> /, "").replace(/\n$/, ""));
+  }
+}
+
+/**
+ * A minimal platform fake around the console outbound: counts typing indicators, and can make the
+ * send after chunk `failAfterChunk` fail once with a network error (the chunk before it went out).
+ */
+export class FlakyOutbound implements Outbound {
+  readonly platform = "console" as const;
+  typing = 0;
+  failAfterChunk: number | undefined;
+  constructor(private readonly inner: ConsoleOutbound) {}
+  async sendAnswer(to: IncomingMessage, textValue: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    return this.inner.sendAnswer(to, textValue, {
+      skip: options.skip,
+      onSent: async (index, ref) => {
+        await options.onSent?.(index, ref);
+        if (this.failAfterChunk === index) {
+          this.failAfterChunk = undefined;
+          throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+        }
+      },
+    });
+  }
+  async sendTyping(to: IncomingMessage): Promise<void> {
+    this.typing += 1;
+    await this.inner.sendTyping(to);
+  }
+  sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+    return this.inner.sendApprovalPrompt(to, prompt);
+  }
+  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, textValue: string): Promise<void> {
+    return this.inner.closeApprovalPrompt(prompt, outcome, textValue);
+  }
+}
+
+/** Polls `check` every 20 ms until it returns true. @throws after `timeoutMs`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A message of chat `chatId` on the console platform. */
+export function message(chatId: string, messageId: string, textValue: string, extra: Partial<IncomingMessage> = {}): IncomingMessage {
+  return { platform: "console", chatId, chatKind: "dm", userId: `user-${chatId}`, userName: "Alice", text: textValue, messageId, sentAt: Date.now(), reply: {}, ...extra };
+}
+
+/** The running parts. */
+export interface Harness {
+  server: TestRedis;
+  fake: FakeAnthropic;
+  config: Config;
+  output: CapturingStream;
+  outbound: FlakyOutbound;
+  redis: Redis;
+  queue: ChatQueue;
+  history: HistoryStore;
+  workers: ChatWorker[];
+  /** Starts one more worker process-equivalent (own connection). */
+  addWorker(): Promise<ChatWorker>;
+  stop(): Promise<void>;
+}
+
+/** Starts Redis, the fake model and `workers` workers. */
+export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number } = {}): Promise<Harness> {
+  const server = await startRedis();
+  const fake = await startFakeAnthropic();
+  const config = testConfig({ WORKER_CONCURRENCY: "4", ...options.env });
+  const client = new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 });
+  const output = new CapturingStream();
+  const outbound = new FlakyOutbound(new ConsoleOutbound({ output, locale: config.BOT_LOCALE, chunkChars: options.chunkChars }));
+  const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const queue = new ChatQueue({ redis });
+  const toolbox = todoTools();
+  const connections: Redis[] = [redis];
+  const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS };
+  const harness: Harness = {
+    server,
+    fake,
+    config,
+    output,
+    outbound,
+    redis,
+    queue,
+    history: new HistoryStore(redis, historyOptions),
+    workers: [],
+    async addWorker() {
+      const wredis = connectRedis(server.url, { maxRetriesPerRequest: null });
+      connections.push(wredis);
+      const worker = startWorker({
+        config,
+        log: silentLogger,
+        redis: wredis,
+        history: new HistoryStore(wredis, historyOptions),
+        toolbox,
+        client,
+        runAgent,
+        outbounds: { console: outbound },
+        approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+        typingIntervalMs: 50,
+      });
+      await worker.waitUntilReady();
+      harness.workers.push(worker);
+      return worker;
+    },
+    async stop() {
+      for (const w of harness.workers) await w.close();
+      await queue.close();
+      for (const c of connections) c.disconnect();
+      await fake.close();
+      await server.stop();
+    },
+  };
+  for (let i = 0; i < (options.workers ?? 1); i += 1) await harness.addWorker();
+  return harness;
+}
+

@@ -1,0 +1,135 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { chatKeys } from "../../src/queue/keys.js";
+import { badRequest } from "./model-errors.js";
+import { overloaded, text } from "../fakes/anthropic.js";
+import { lastText, message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+const model = (n: number) => Array.from({ length: n }, () => todoModel);
+
+describe("worker", () => {
+  it("keeps each chat in order with two workers and concurrency > 1, and loses no history update", async () => {
+    h = await startHarness({ workers: 2, env: { WORKER_CONCURRENCY: "3" } });
+    const chats = ["c1", "c2", "c3", "c4", "c5", "c6"];
+    h.fake.enqueue(...model(chats.length * 4));
+    // In each chat: "add todo" (its tool stays busy 300 ms), then "list todos" 200 ms later.
+    await Promise.all(chats.map((c) => h!.queue.enqueue(message(c, "1", `add todo milk-${c} slow 300`, { chatKind: "group", userName: `Alice-${c}` }))));
+    await new Promise((r) => setTimeout(r, 200));
+    await Promise.all(chats.map((c) => h!.queue.enqueue(message(c, "2", "list todos", { chatKind: "group", userName: `Bob-${c}` }))));
+    await waitFor(() => h!.output.answers().length === chats.length * 2, 15_000, "answers");
+
+    expect(h.fake.rejections).toEqual([]);
+    for (const c of chats) {
+      // The second message's first model call carries the whole first exchange, with speaker names.
+      const second = h.fake.requests.find((r) => lastText(r) === `[Bob-${c}] list todos`)!;
+      expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+      expect(second.messages[0]!.content).toBe(`[Alice-${c}] add todo milk-${c} slow 300`);
+      expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
+      const stored = await h.redis.lrange(chatKeys({ platform: "console", chatId: c }).history, 0, -1);
+      expect(stored).toHaveLength(8);
+      expect(await h.redis.exists(chatKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
+    }
+    // both workers took part
+    const counts = await Promise.all(h.workers.map((w) => w.chats.isRunning()));
+    expect(counts).toEqual([true, true]);
+  });
+
+  it("processes a redelivered message once", async () => {
+    h = await startHarness();
+    h.fake.enqueue(...model(1));
+    const m = message("r1", "42", "hello");
+    expect(await h.queue.enqueue(m)).toBe("scheduled");
+    expect(await h.queue.enqueue(m)).toBe("duplicate");
+    await waitFor(() => h!.output.answers().length === 1);
+    expect(await h.queue.enqueue(m)).toBe("duplicate");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.output.answers()).toEqual(["echo: hello"]);
+    expect(h.fake.requests).toHaveLength(1);
+  });
+
+  it("retries a failed send without calling the model again or resending sent chunks", async () => {
+    h = await startHarness({ chunkChars: 20 });
+    const long = "first part here\n\nsecond part here\n\nthird part here";
+    h.fake.enqueue(text(long));
+    h.outbound.failAfterChunk = 0;
+    await h.queue.enqueue(message("s1", "1", "tell me three things"));
+    await waitFor(() => h!.output.answers().length === 3, 15_000, "three chunks");
+    expect(h.output.answers()).toEqual(["first part here", "second part here", "third part here"]);
+    expect(h.fake.requests).toHaveLength(1);
+    const history = await h.history.load({ platform: "console", chatId: "s1" });
+    expect(history).toHaveLength(2);
+    expect(h.outbound.typing).toBeGreaterThanOrEqual(1);
+  });
+
+  it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {
+    h = await startHarness();
+    h.fake.enqueue(badRequest(), ...model(1));
+    await h.queue.enqueue(message("f1", "1", "first"));
+    await h.queue.enqueue(message("f1", "2", "second"));
+    await waitFor(() => h!.output.answers().length === 2);
+    expect(h.output.answers()[0]).toMatch(/^抱歉/);
+    expect(h.output.answers()[1]).toBe("echo: second");
+    // the failed message left no trace in the history; the second run starts it
+    const history = await h.history.load({ platform: "console", chatId: "f1" });
+    expect(history.map((m) => m.content)).toEqual(["second", [{ type: "text", text: "echo: second" }]]);
+  });
+
+  it("retries a transient model failure (529) and then answers", async () => {
+    h = await startHarness();
+    h.fake.enqueue(overloaded(), ...model(1));
+    await h.queue.enqueue(message("t1", "1", "are you there"));
+    await waitFor(() => h!.output.answers().length === 1, 15_000);
+    expect(h.output.answers()).toEqual(["echo: are you there"]);
+    expect(h.fake.requests).toHaveLength(2);
+  });
+
+  it("finishes the job in flight on shutdown, and a new worker takes the rest", async () => {
+    h = await startHarness();
+    h.fake.enqueue(...model(4));
+    await h.queue.enqueue(message("d1", "1", "add todo eggs slow 500"));
+    await waitFor(() => h!.fake.requests.length === 1, 5000, "the first model call");
+    const closing = h.workers[0]!.close();
+    await h.queue.enqueue(message("d1", "2", "list todos"));
+    await closing;
+    // the job in flight finished; the chat's next message was handed back, not taken
+    expect(h.output.answers()).toEqual(["ok: added #1: eggs"]);
+    await h.addWorker();
+    await waitFor(() => h!.output.answers().length === 2);
+    expect(h.output.answers()[1]).toBe("ok: #1 eggs");
+  });
+
+  it("fails a malformed job without retrying it", async () => {
+    h = await startHarness();
+    const job = await h.queue.queue.add("chat", { platform: "fax", chatId: "" } as never, { attempts: 5, jobId: "bad-1" });
+    await waitFor(async () => (await job.isFailed()) === true, 5000, "the job to fail");
+    const failed = await h.queue.queue.getJob("bad-1");
+    expect(failed!.attemptsMade).toBe(1);
+    expect(failed!.failedReason).toMatch(/malformed chat job/);
+  });
+
+  it("survives a Redis outage: the producer says try again, then both sides carry on", async () => {
+    h = await startHarness();
+    h.fake.enqueue(...model(2));
+    await h.queue.enqueue(message("o1", "1", "before"));
+    await waitFor(() => h!.output.answers().length === 1);
+    const outage = h.server.restart(500);
+    await new Promise((r) => setTimeout(r, 100));
+    await expect(h.queue.enqueue(message("o1", "2", "during"))).rejects.toThrow(/could not/);
+    await outage;
+    await waitFor(async () => {
+      try {
+        await h!.queue.enqueue(message("o1", "3", "after"));
+        return true;
+      } catch {
+        return false;
+      }
+    }, 10_000, "the producer to reconnect");
+    await waitFor(() => h!.output.answers().length === 2, 15_000, "the answer after the outage");
+    expect(h.output.answers()[1]).toBe("echo: after");
+  });
+});

@@ -20,6 +20,7 @@ import type { ApprovalOutcome, Outbound } from "../outbound.js";
 import type { ChatRef, IncomingMessage, Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import { finishTracer } from "../trace/tracer.js";
 import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore } from "./store.js";
 
 /** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
@@ -190,9 +191,14 @@ export class ApprovalFlow {
       await store.markStep(record.id, "prompt");
     }
     const deps = await this.#deps.agentDeps(record.message);
-    let outcome = await this.#deps.agent.resumeAgent(record.run, verdict, { ...deps, executeOnce: store.executeOnce });
-    while (outcome.kind === "approval" && verdict === "expired") {
-      outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", { ...deps, executeOnce: store.executeOnce });
+    let outcome: AgentOutcome;
+    try {
+      outcome = await this.#deps.agent.resumeAgent(record.run, verdict, { ...deps, executeOnce: store.executeOnce });
+      while (outcome.kind === "approval" && verdict === "expired") {
+        outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", { ...deps, executeOnce: store.executeOnce });
+      }
+    } finally {
+      await finishTracer(deps.tracer);
     }
     if (outcome.kind === "approval") {
       const approvalId = await this.begin(record.message, outcome, outbound);
@@ -258,8 +264,13 @@ export class ApprovalFlow {
     if (incoming?.messageId !== record.message.messageId) {
       const deps = await this.#deps.agentDeps(record.message);
       const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
-      let outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
-      while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
+      let outcome: AgentOutcome;
+      try {
+        outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
+        while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
+      } finally {
+        await finishTracer(deps.tracer);
+      }
       await this.#deps.appendHistory(record, outcome.messages);
     }
     await this.#closePrompt(record, this.#deps.outbound(record.platform), "superseded");

@@ -16,8 +16,10 @@ import type { Job, JobsOptions, Processor, Queue } from "bullmq";
 import type { ApprovalFlow, DecisionJob, HandledDecision } from "./flow.js";
 import type { DecisionCallback } from "./store.js";
 
-/** Name of the BullMQ queue of decision and expiry jobs. */
-export const DECISIONS_QUEUE = "decisions";
+import { DECISIONS_QUEUE } from "../queue/keys.js";
+
+/** Name of the BullMQ queue of decision and expiry jobs (defined with the other queue names). */
+export { DECISIONS_QUEUE };
 
 /** BullMQ job name of a requester's decision. */
 export const DECISION_JOB = "decision";

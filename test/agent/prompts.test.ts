@@ -28,7 +28,7 @@ describe("systemPrompt", () => {
     const b = systemPrompt({ locale: "zh-TW", timezone: "Asia/Taipei", chatKind: "group" });
     expect(a).toBe(b);
     expect(a).toContain("group chat");
-    expect(a).toContain("`Name: text`");
+    expect(a).toContain("`[Name] text`");
     expect(a).not.toBe(systemPrompt({ locale: "zh-TW", timezone: "Asia/Taipei", chatKind: "dm" }));
     expect(a).not.toMatch(/\d{1,2}:\d{2}/);
   });

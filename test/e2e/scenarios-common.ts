@@ -1,0 +1,105 @@
+/**
+ * Shared pieces of the end-to-end scenario files (`scenarios-telegram.test.ts`,
+ * `scenarios-discord.test.ts`): expected values computed independently of the bot's code
+ * (today's date in Taipei, the recorded CWA forecast), lookups in the model's requests, and the
+ * secrets that must never reach a log line.
+ */
+import { CHAT_JOB_OPTIONS } from "../../src/queue/producer.js";
+import type { FakeRequest } from "../fakes/anthropic.js";
+import { readCwaFixture } from "../fakes/cwa.js";
+import type { Stack } from "./harness.js";
+
+/** SDK retries per model call in these suites (the harness default). */
+export const MODEL_RETRIES = 1;
+
+/**
+ * How many 529 answers make one message fail for good: every attempt of the chat job
+ * (`CHAT_JOB_OPTIONS.attempts`) makes 1 + {@link MODEL_RETRIES} calls.
+ */
+export const CALLS_UNTIL_APOLOGY = (CHAT_JOB_OPTIONS.attempts ?? 1) * (MODEL_RETRIES + 1);
+
+/** The bounded "nothing happens" window for messages the bot must ignore, in ms (≤ 1.5 s by the team's rule). */
+export const QUIET_WINDOW_MS = 1200;
+
+/** Longest wait for one answer, in ms (generous: two suites share 2 cores). */
+export const ANSWER_TIMEOUT_MS = 15_000;
+
+/** The calendar date (`yyyy-MM-dd`) at `at` (ms since the Unix epoch) in Asia/Taipei. */
+export function taipeiDate(at: number): string {
+  return new Intl.DateTimeFormat("en-CA", { timeZone: "Asia/Taipei", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(at));
+}
+
+/** One time window of the recorded forecast: weather (Wx), chance of rain (PoP, %), min and max temperature (°C). */
+export interface RecordedWindow {
+  startTime: string;
+  wx: string;
+  pop: string;
+  minT: string;
+  maxT: string;
+}
+
+interface RecordedDocument {
+  records: { location: { locationName: string; weatherElement: { elementName: string; time: { startTime: string; parameter: { parameterName: string } }[] }[] }[] };
+}
+
+/**
+ * The windows of `locationName` in the recording the fake CWA serves by default (2026-03-01),
+ * read straight from the JSON (not through the bot's CWA client).
+ * @throws {Error} when the recording has no such location.
+ */
+export function recordedForecast(locationName: string): RecordedWindow[] {
+  const doc = readCwaFixture("2026-03-01") as RecordedDocument;
+  const location = doc.records.location.find((l) => l.locationName === locationName);
+  if (!location) throw new Error(`no ${locationName} in the CWA recording`);
+  const element = (name: string) => location.weatherElement.find((e) => e.elementName === name)!.time;
+  return element("Wx").map((t, i) => ({
+    startTime: t.startTime,
+    wx: t.parameter.parameterName,
+    pop: element("PoP")[i]!.parameter.parameterName,
+    minT: element("MinT")[i]!.parameter.parameterName,
+    maxT: element("MaxT")[i]!.parameter.parameterName,
+  }));
+}
+
+/** The texts of a request message (string content or its text blocks). */
+export function textsOf(message: FakeRequest["messages"][number]): string[] {
+  if (typeof message.content === "string") return [message.content];
+  return message.content.filter((b) => b.type === "text").map((b) => String(b.text));
+}
+
+/** The model requests whose last message is a user turn containing `fragment`. */
+export function requestsFor(stack: Stack, fragment: string): FakeRequest[] {
+  return stack.model.requests.filter((r) => {
+    const last = r.messages[r.messages.length - 1]!;
+    return last.role === "user" && textsOf(last).some((t) => t.includes(fragment));
+  });
+}
+
+/** Whether any request to the model carried `fragment` anywhere in its messages. */
+export function modelSaw(stack: Stack, fragment: string): boolean {
+  return stack.model.requests.some((r) => r.messages.some((m) => JSON.stringify(m.content).includes(fragment)));
+}
+
+/**
+ * The secrets of the stack that must never appear in a log line: the Telegram bot token (and its
+ * secret half after the colon), the Discord token, the Anthropic API key and the CWA key.
+ */
+export function secretsOf(stack: Stack): Record<string, string> {
+  return {
+    TELEGRAM_BOT_TOKEN: stack.telegram.token,
+    "TELEGRAM_BOT_TOKEN secret half": stack.telegram.token.split(":")[1]!,
+    DISCORD_TOKEN: stack.discord.token,
+    ANTHROPIC_API_KEY: stack.config.ANTHROPIC_API_KEY!,
+    CWA_API_KEY: stack.cwa.key,
+  };
+}
+
+/** Log lines (as JSON text) that contain a secret, with the secret's name; empty when clean. */
+export function leakedSecrets(stack: Stack): { secret: string; line: string }[] {
+  const leaks: { secret: string; line: string }[] = [];
+  const lines = stack.logs().map((l) => JSON.stringify(l));
+  for (const [name, value] of Object.entries(secretsOf(stack))) {
+    for (const line of lines) if (line.includes(value)) leaks.push({ secret: name, line: line.slice(0, 300) });
+  }
+  return leaks;
+}

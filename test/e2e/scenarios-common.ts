@@ -75,6 +75,18 @@ export function requestsFor(stack: Stack, fragment: string): FakeRequest[] {
   });
 }
 
+/** Every distinct `tool_use` block named `name` that the model sent (as echoed back in later requests), by id. */
+export function toolUsesOf(stack: Stack, name: string): { id: string; input: unknown }[] {
+  const byId = new Map<string, { id: string; input: unknown }>();
+  for (const r of stack.model.requests) {
+    for (const m of r.messages) {
+      if (m.role !== "assistant" || typeof m.content === "string") continue;
+      for (const b of m.content) if (b.type === "tool_use" && b.name === name) byId.set(String(b.id), { id: String(b.id), input: b.input });
+    }
+  }
+  return [...byId.values()];
+}
+
 /** Whether any request to the model carried `fragment` anywhere in its messages. */
 export function modelSaw(stack: Stack, fragment: string): boolean {
   return stack.model.requests.some((r) => r.messages.some((m) => JSON.stringify(m.content).includes(fragment)));

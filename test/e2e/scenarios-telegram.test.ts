@@ -19,6 +19,7 @@ import {
   requestsFor,
   taipeiDate,
   textsOf,
+  toolUsesOf,
 } from "./scenarios-common.js";
 
 let stack: Stack;
@@ -69,6 +70,7 @@ describe("Telegram scenarios", () => {
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
     expect(stack.model.requests.length).toBe(before);
     expect(sentTo(group)).toEqual([]);
+    expect(tg.chatActions.filter((a) => String(a.chat_id) === String(group.id))).toEqual([]);
 
     const { message, answer } = await ask(group, ann, `@${tg.bot.username} calc 6 * 7`);
     expect(answer.text).toContain("42");
@@ -141,13 +143,8 @@ describe("Telegram scenarios", () => {
     const tg = stack.telegram;
     const user = tg.user(91006, "Hao");
     const { answer } = await ask(tg.privateChat(user), user, "calc (1200 + 800) * 0.05");
-    const [call] = requestsFor(stack, "calc (1200 + 800) * 0.05");
-    expect(call).toBeDefined();
-    const toolUse = stack.model.requests
-      .flatMap((r) => r.messages)
-      .flatMap((m) => (typeof m.content === "string" ? [] : m.content))
-      .find((b) => b.type === "tool_use" && b.name === "calculate" && (b.input as { expression?: string }).expression === "(1200 + 800) * 0.05");
-    expect(toolUse).toBeDefined();
+    expect(requestsFor(stack, "calc (1200 + 800) * 0.05")).toHaveLength(1);
+    expect(toolUsesOf(stack, "calculate").map((b) => b.input)).toContainEqual({ expression: "(1200 + 800) * 0.05" });
     expect(answer.text).toMatch(/^calculate: .*\b100\b/);
     expect(answer.text).not.toMatch(/100\.0|99\.9/);
   });

@@ -5,6 +5,7 @@
  * secrets that must never reach a log line.
  */
 import { CHAT_JOB_OPTIONS } from "../../src/queue/producer.js";
+import { connectRedis } from "../../src/redis.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { readCwaFixture } from "../fakes/cwa.js";
 import type { Stack } from "./harness.js";
@@ -114,4 +115,61 @@ export function leakedSecrets(stack: Stack): { secret: string; line: string }[] 
     for (const line of lines) if (line.includes(value)) leaks.push({ secret: name, line: line.slice(0, 300) });
   }
   return leaks;
+}
+
+/**
+ * Every value stored in the stack's Redis (history, traces, approvals, todos, queue jobs), as
+ * text: strings, list items, hash fields and values, set and sorted-set members, stream entries.
+ * Keys of other types are listed by name only.
+ */
+export async function redisDump(stack: Stack): Promise<{ key: string; text: string }[]> {
+  const redis = connectRedis(stack.redis.url);
+  try {
+    const out: { key: string; text: string }[] = [];
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "COUNT", 500);
+      cursor = next;
+      for (const key of keys) {
+        const type = await redis.type(key);
+        let value: unknown;
+        if (type === "string") value = await redis.get(key);
+        else if (type === "list") value = await redis.lrange(key, 0, -1);
+        else if (type === "hash") value = await redis.hgetall(key);
+        else if (type === "set") value = await redis.smembers(key);
+        else if (type === "zset") value = await redis.zrange(key, 0, -1);
+        else if (type === "stream") value = await redis.xrange(key, "-", "+");
+        out.push({ key, text: `${key} ${JSON.stringify(value ?? null)}` });
+      }
+    } while (cursor !== "0");
+    return out;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Redis keys whose stored values contain a secret of the stack, with the secret's name; empty when clean. */
+export async function secretsInRedis(stack: Stack): Promise<{ secret: string; key: string }[]> {
+  const found: { secret: string; key: string }[] = [];
+  const dump = await redisDump(stack);
+  for (const [name, value] of Object.entries(secretsOf(stack))) {
+    for (const entry of dump) if (entry.text.includes(value)) found.push({ secret: name, key: entry.key });
+  }
+  return found;
+}
+
+/** Messages the bot wrote to users (sent, edited, interaction answers) that contain a secret; empty when clean. */
+export function secretsInChats(stack: Stack): { secret: string; text: string }[] {
+  const texts = [
+    ...stack.telegram.sent.map((m) => m.text),
+    ...stack.telegram.callbackAnswers.map((a) => JSON.stringify(a)),
+    ...stack.discord.sent.map((m) => JSON.stringify(m.payload)),
+    ...stack.discord.edits.map((e) => JSON.stringify(e.payload)),
+    ...[...stack.discord.interactions.values()].map((i) => JSON.stringify([i.response ?? null, i.edits])),
+  ];
+  const found: { secret: string; text: string }[] = [];
+  for (const [name, value] of Object.entries(secretsOf(stack))) {
+    for (const text of texts) if (text.includes(value)) found.push({ secret: name, text: text.slice(0, 300) });
+  }
+  return found;
 }

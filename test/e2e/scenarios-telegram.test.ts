@@ -16,7 +16,10 @@ import {
   modelSaw,
   QUIET_WINDOW_MS,
   recordedForecast,
+  redisDump,
   requestsFor,
+  secretsInChats,
+  secretsInRedis,
   taipeiDate,
   textsOf,
   toolUsesOf,
@@ -184,8 +187,13 @@ describe("Telegram scenarios", () => {
     expect(request!.messages[0]!.role).toBe("user");
   });
 
-  it("no log line carries a bot token, the API key or the CWA key", () => {
+  it("no log line, chat message or stored value (history, traces, approvals) carries a token or key", async () => {
     expect(stack.logs().length).toBeGreaterThan(50);
     expect(leakedSecrets(stack)).toEqual([]);
+    expect(secretsInChats(stack)).toEqual([]);
+    const dump = await redisDump(stack);
+    expect(dump.some((e) => e.key.includes("trace"))).toBe(true);
+    expect(dump.some((e) => e.key.includes("history"))).toBe(true);
+    expect(await secretsInRedis(stack)).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@
  * - `weather in X` / `X天氣`           → get_weather { city: X }
  * - `add todo X` / `新增待辦 X`        → add_todo { title: X }
  * - `list todos` / `待辦清單`          → list_todos
+ * - `list all todos` / `全部待辦`      → list_todos { include_completed: true }
  * - `complete #N` / `完成 #N`          → complete_todo { todo_id: N }
  * - `delete #N` / `刪除 #N`            → delete_todo { todo_id: N }
  * - `calc E` / `計算 E`                → calculate { expression: E }
@@ -80,5 +81,6 @@ export function scriptedModel(request: FakeRequest): FakeMessageReply {
     const earlier = userTexts(request).slice(0, -1).map(withoutSpeaker);
     return text(earlier.length > 0 ? `Earlier you asked: ${earlier[earlier.length - 1]}` : "I have no earlier question from you.");
   }
+  if (/list all todos|全部待辦/i.test(said)) return toolUse("list_todos", { include_completed: true });
   return text(`You said: ${said}`);
 }

@@ -47,6 +47,12 @@ export interface WorkerDeps {
    * `maxRetriesPerRequest: null` (BullMQ's guidance for workers: commands wait through an outage).
    */
   redis: Redis;
+  /**
+   * Connection for the inbox, progress keys and tools when they live on another Redis than BullMQ
+   * (the benchmark does this to count each side's commands); default `redis`. `history` must use
+   * the same Redis. Same guidance: `maxRetriesPerRequest: null`.
+   */
+  store?: Redis;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
   history: HistoryStore;
@@ -83,21 +89,19 @@ export interface ChatWorker {
 }
 
 /**
- * KEYS: inbox, scheduled. Pops the head (the message just handled) and, when the inbox is then
- * empty, clears the chat's mark. Returns 1 when the chat is released (the job may end), 0 when
- * more messages wait. With ARGV[1] == "0" it only checks (nothing is popped).
+ * KEYS: inbox, scheduled. ARGV[1] "1": first pop the head (the message just handled).
+ * Returns the new head, or `false` (nil) after clearing the chat's mark when the inbox is empty:
+ * then the job may end, since the next message of the chat schedules a new job.
  */
 const FINISH_SCRIPT = `
 if ARGV[1] == "1" then redis.call('LPOP', KEYS[1]) end
-if redis.call('LLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
-  return 1
-end
-return 0
+local head = redis.call('LINDEX', KEYS[1], 0)
+if not head then redis.call('DEL', KEYS[2]) end
+return head
 `;
 
 interface RedisWithWorkerScripts extends Redis {
-  finishChat(inbox: string, scheduled: string, pop: "0" | "1"): Promise<number>;
+  finishChat(inbox: string, scheduled: string, pop: "0" | "1"): Promise<string | null>;
 }
 
 /**
@@ -116,10 +120,11 @@ const APOLOGY = {
  * 5 s, so a chat never stays stuck behind its mark.
  */
 export function startWorker(deps: WorkerDeps): ChatWorker {
-  const { config, log, redis } = deps;
+  const { config, log } = deps;
+  const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
   if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 2, lua: FINISH_SCRIPT });
-  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: redis, prefix: deps.prefix });
+  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: deps.prefix });
   queue.on("error", () => {});
   const typingEvery = deps.typingIntervalMs ?? TYPING_INTERVAL_MS;
   let closing = false;
@@ -219,15 +224,12 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
     const keys = chatKeys(parsed.data);
-    for (;;) {
-      const head = await redis.lindex(keys.inbox, 0);
-      if (head === null) {
-        if ((await store.finishChat(keys.inbox, keys.scheduled, "0")) === 1) return;
-        continue;
-      }
+    let head = await redis.lindex(keys.inbox, 0);
+    if (head === null) head = await store.finishChat(keys.inbox, keys.scheduled, "0");
+    while (head !== null) {
       await answer(job, head);
-      if ((await store.finishChat(keys.inbox, keys.scheduled, "1")) === 1) return;
-      if (closing) {
+      head = await store.finishChat(keys.inbox, keys.scheduled, "1");
+      if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
         await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });
         return;
@@ -236,7 +238,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   }
 
   const chats = new Worker<IncomingMessage>(CHATS_QUEUE, drain, {
-    connection: redis,
+    connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });
@@ -255,7 +257,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   });
 
   const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data), {
-    connection: redis,
+    connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });

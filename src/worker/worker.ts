@@ -143,7 +143,10 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     const mlog = log.child({ chat: chatKey(chat), messageId: message.messageId });
     const outbound = deps.outbounds[message.platform];
     if (!outbound) {
-      mlog.error(`no outbound for platform ${message.platform} in this worker; message dropped (enable the platform here)`);
+      // Another worker process may answer on this platform: retry there; drop only at the last attempt.
+      const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
+      if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
+      mlog.error(`${problem}; message dropped`);
       return;
     }
     const keys = progressKeys(chat, message.messageId);

@@ -96,6 +96,7 @@ describe("worker", () => {
     const closing = h.workers[0]!.close();
     await h.queue.enqueue(message("d1", "2", "list todos"));
     await closing;
+    expect(h.outbound.typing).toBeGreaterThanOrEqual(5); // refreshed every 50 ms in this harness while the 500 ms tool ran
     // the job in flight finished; the chat's next message was handed back, not taken
     expect(h.output.answers()).toEqual(["ok: added #1: eggs"]);
     await h.addWorker();

@@ -8,6 +8,7 @@ import type { Server } from "node:http";
 import type { Redis } from "ioredis";
 import type { Adapter, AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
+import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
@@ -19,8 +20,9 @@ import { ChatQueue } from "./queue/producer.js";
 import { connectRedis } from "./redis.js";
 import { toolboxFor } from "./toolbox/select.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
+import { TraceStore } from "./trace/store.js";
 import type { Tracer } from "./trace/tracer.js";
-import { unavailableApprovals, type ApprovalHooks } from "./worker/approvals.js";
+import type { ApprovalHooks } from "./worker/approvals.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 
 /** What `adapters/<platform>/index.ts` exports. */
@@ -32,6 +34,8 @@ export interface PlatformModule {
 /** The adapters of this build, by platform. Add a platform here (one line) when its adapter exists. */
 export const PLATFORM_MODULES: Partial<Record<Platform, () => Promise<PlatformModule>>> = {
   console: () => import("../adapters/console/index.js"),
+  telegram: () => import("../adapters/telegram/index.js"),
+  discord: () => import("../adapters/discord/index.js"),
 };
 
 /** The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with `DISCORD_TOKEN`. */
@@ -49,13 +53,6 @@ export async function loadPlatform(platform: Platform): Promise<PlatformModule> 
   return load();
 }
 
-/** A decider for a bot without the approval store: every decision is `not_found`. */
-export const noApprovalDecider: ApprovalDecider = {
-  async decide() {
-    return { status: "not_found" };
-  },
-};
-
 /** Options of {@link startBot}. */
 export interface StartBotOptions {
   config: Config;
@@ -70,11 +67,14 @@ export interface StartBotOptions {
   adapters?: Adapter[];
   /** Needed by a worker: `runAgent` from `src/agent/loop.ts` and the Anthropic client. */
   agent?: { runAgent: RunAgent; client: Anthropic };
-  /** Approval hooks for the worker; default {@link unavailableApprovals}. */
+  /**
+   * Approval hooks for the worker; default: the Redis approval store and flow
+   * (`src/approvals/wiring.ts`). Pass `() => unavailableApprovals(...)` to run without approvals.
+   */
   approvals?: (parts: { redis: Redis; outbounds: Partial<Record<Platform, Outbound>> }) => ApprovalHooks;
-  /** The decider adapters use for buttons and y/n; default {@link noApprovalDecider}. */
+  /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
   decider?: (parts: { redis: Redis }) => ApprovalDecider;
-  /** A tracer per run; default none. */
+  /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
@@ -135,6 +135,16 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
       const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      const traces = new TraceStore(workerRedis, { log });
+      const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
+      let approvals: ApprovalHooks;
+      if (options.approvals) {
+        approvals = options.approvals({ redis: workerRedis, outbounds });
+      } else {
+        const hooks = approvalHooks({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, outbounds, tracerFor });
+        closers.push(() => hooks.close());
+        approvals = hooks;
+      }
       const worker = startWorker({
         config,
         log,
@@ -145,8 +155,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         client: options.agent.client,
         runAgent: options.agent.runAgent,
         outbounds,
-        approvals: options.approvals?.({ redis: workerRedis, outbounds }) ?? unavailableApprovals(config.BOT_LOCALE, log),
-        tracerFor: options.tracerFor,
+        approvals,
+        tracerFor,
       });
       closers.push(() => worker.close());
       await worker.waitUntilReady();
@@ -161,6 +171,14 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       closers.push(() => queue.close());
       bot.queue = queue;
       const history = new HistoryStore(producerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      let decider: ApprovalDecider;
+      if (options.decider) {
+        decider = options.decider({ redis: producerRedis });
+      } else {
+        const own = approvalDecider({ config, redis: producerRedis, prefix: options.prefix, log });
+        closers.push(() => own.close());
+        decider = own;
+      }
       const context: AdapterContext = {
         config,
         log,
@@ -169,7 +187,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         },
         resetChat: (chat) => history.reset(chat),
         toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
-        approvals: options.decider?.({ redis: producerRedis }) ?? noApprovalDecider,
+        approvals: decider,
       };
       for (const adapter of adapters) {
         await adapter.start(context);

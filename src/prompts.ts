@@ -52,7 +52,7 @@ export function systemPrompt(options: SystemPromptOptions): string {
   if (options.chatKind === "group") {
     lines.push(
       "",
-      "This is a group chat: each user message starts with the speaker's name in the form `Name: text`. Answer the person who addressed you; keep other people's personal data (such as their todo list) to themselves. Do not start your answer with your own name.",
+      "This is a group chat: each user message starts with the speaker's name in square brackets, `[Name] text`. Answer the person who addressed you; keep other people's personal data (such as their todo list) to themselves. Do not start your answer with your own name.",
     );
   } else {
     lines.push("", "This is a private chat with one person.");

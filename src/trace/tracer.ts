@@ -50,3 +50,9 @@ export interface Tracer {
 
 /** A tracer that drops everything. */
 export const nullTracer: Tracer = { event() {} };
+
+/** Stores a run's events when the tracer keeps them until the end of the run (see `RunTracer.finish`); otherwise does nothing. Never throws. */
+export async function finishTracer(tracer: Tracer): Promise<void> {
+  const finish = (tracer as Tracer & { finish?: () => Promise<unknown> }).finish;
+  if (typeof finish === "function") await finish.call(tracer).catch(() => {});
+}

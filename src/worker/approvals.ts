@@ -25,9 +25,12 @@ export interface ApprovalHooks {
    * Called before a new message of `chat` is handled: close any pending approval of the chat as
    * `superseded` (finish its run so the history stays valid, edit its prompt).
    */
-  supersedePending(chat: ChatRef): Promise<void>;
-  /** Processes one job of the `decisions` queue (its data as the decider queued it). */
-  handleDecision(data: unknown): Promise<void>;
+  supersedePending(chat: ChatRef, incoming?: IncomingMessage): Promise<void>;
+  /**
+   * Processes one job of the `decisions` queue (its data as the decider queued it).
+   * `lastAttempt` is true on the job's final attempt, when a failure must end with a message to the user.
+   */
+  handleDecision(data: unknown, job?: { lastAttempt: boolean }): Promise<void>;
 }
 
 /**

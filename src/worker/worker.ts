@@ -21,11 +21,12 @@ import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { toolContextFor } from "./context.js";
 import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, chatKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { toolboxFor } from "../toolbox/select.js";
-import { nullTracer, type Tracer } from "../trace/tracer.js";
+import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "./approvals.js";
 import { isTransient } from "./errors.js";
 
@@ -163,7 +164,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         mlog.info({ skip }, "reusing the stored answer of an earlier attempt");
       } else {
         typing.start();
-        await deps.approvals.supersedePending(chat);
+        await deps.approvals.supersedePending(chat, message);
         const outcome = await runAgentFor(message, runId, mlog);
         if (outcome.kind === "approval") {
           await deps.approvals.begin(message, outcome, outbound);
@@ -199,26 +200,15 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     const chat = { platform: message.platform, chatKind: message.chatKind } as const;
     const history = await deps.history.load(message);
     const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
-    return deps.runAgent(
-      {
-        history,
-        userText,
-        context: {
-          platform: message.platform,
-          chatId: message.chatId,
-          chatKind: message.chatKind,
-          userId: message.userId,
-          userName: message.userName,
-          locale: config.BOT_LOCALE,
-          timezone: config.TIMEZONE,
-          signal: new AbortController().signal,
-          log: mlog,
-          redis,
-          config,
-        },
-      },
-      { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer: deps.tracerFor?.(runId, chatKey(message)) ?? nullTracer },
-    );
+    const tracer = deps.tracerFor?.(runId, chatKey(message)) ?? nullTracer;
+    try {
+      return await deps.runAgent(
+        { history, userText, context: toolContextFor(message, { config, redis, log: mlog }) },
+        { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer },
+      );
+    } finally {
+      await finishTracer(tracer);
+    }
   }
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
@@ -259,7 +249,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       .catch((e: unknown) => log.error({ err: e }, "could not schedule the replacement job"));
   });
 
-  const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data), {
+  const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data, { lastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1) }), {
     connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,

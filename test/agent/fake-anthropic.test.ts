@@ -118,6 +118,20 @@ describe("fake Anthropic /v1/messages", () => {
     expect(fake.rejections.length).toBeGreaterThan(0);
   });
 
+  it("answers with the fallback when the queue is empty, and resets", async () => {
+    const withFallback = await startFakeAnthropic({ fallback: (req) => text(`echo ${req.messages.length}`) });
+    const c = new Anthropic({ apiKey: "test-key-123456", baseURL: withFallback.url, maxRetries: 0 });
+    withFallback.enqueue(text("scripted"));
+    const first = await c.messages.create({ ...base, messages: [{ role: "user", content: "a" }] });
+    const second = await c.messages.create({ ...base, messages: [{ role: "user", content: "a" }] });
+    expect(first.content[0]).toMatchObject({ text: "scripted" });
+    expect(second.content[0]).toMatchObject({ text: "echo 1" });
+    withFallback.enqueue(text("left over"));
+    withFallback.reset();
+    expect([withFallback.pending(), withFallback.requests.length]).toEqual([0, 0]);
+    await withFallback.close();
+  });
+
   it("answers 500 when nothing was scripted, so a test that calls too often fails", async () => {
     const error = await client.messages.create({ ...base, messages: [{ role: "user", content: "a" }] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Anthropic.InternalServerError);

@@ -28,6 +28,7 @@ export function resetCalls(): void {
   for (const key of Object.keys(calls)) delete calls[key];
 }
 
+/** A safe tool: adds two numbers. */
 export const addNumbers = defineTool({
   name: "add_numbers",
   description: "Adds two numbers. Use for any addition.",
@@ -39,6 +40,7 @@ export const addNumbers = defineTool({
   },
 });
 
+/** A safe tool: a fixed time. */
 export const getTime = defineTool({
   name: "get_time",
   description: "Current time in a time zone.",
@@ -50,6 +52,7 @@ export const getTime = defineTool({
   },
 });
 
+/** A safe tool with a nested input that always fails with a ToolError (for the repeated-call guard and is_error). */
 export const lookup = defineTool({
   name: "lookup",
   description: "Looks something up by query and filter.",
@@ -61,6 +64,7 @@ export const lookup = defineTool({
   },
 });
 
+/** A dangerous tool: never run without approval. */
 export const deleteItem = defineTool({
   name: "delete_item",
   description: "Deletes an item by id. Dangerous.",
@@ -81,9 +85,11 @@ export function testToolbox(): ToolBox {
 /** A tracer keeping events in memory. */
 export class MemoryTracer implements Tracer {
   readonly events: TraceEvent[] = [];
+  /** Records the event. */
   event(type: TraceEventType, data: Record<string, unknown>): void {
     this.events.push({ type, runId: "test", chat: "telegram:100", at: Date.now(), data });
   }
+  /** The data of the events of one type, in order. */
   of(type: TraceEventType): Record<string, unknown>[] {
     return this.events.filter((e) => e.type === type).map((e) => e.data);
   }

@@ -275,6 +275,15 @@ describe("runAgent", () => {
     expect(error.userMessage("en")).toContain("could not be processed");
   });
 
+  it("maps an unreachable API to a retryable connection error", async () => {
+    const closed = await startFakeAnthropic();
+    await closed.close();
+    const deps = testDeps(closed);
+    const error = (await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch((e: unknown) => e)) as ModelUnavailableError;
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect(error).toMatchObject({ retryable: true, reason: "connection", status: undefined });
+  });
+
   it("maps a refused request (400) to a non-retryable bad_request", async () => {
     const deps = testDeps(fake);
     const history: MessageParam[] = [{ role: "assistant", content: "我先說話" }];

@@ -98,6 +98,8 @@ export interface FakeAnthropic {
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
   pending(): number;
+  /** Empties the queue, `requests` and `rejections` (the simulated prompt cache is kept). */
+  reset(): void;
   /** Stops the server. */
   close(): Promise<void>;
 }
@@ -286,17 +288,27 @@ function randomId(prefix: string): string {
 
 const tokens = (value: unknown) => Math.max(1, Math.ceil(JSON.stringify(value ?? "").length / 4));
 
+/** Options of {@link startFakeAnthropic}. */
+export interface FakeAnthropicOptions {
+  /**
+   * Answers a valid request when the queue is empty (e.g. `(req) => text("ok")` for end-to-end
+   * tests that do not script every call). Default: none, see {@link startFakeAnthropic}.
+   */
+  fallback?: FakeReply;
+}
+
 /**
  * Starts the fake on 127.0.0.1 with a random free port.
  *
- * With an empty queue, a valid request is answered `500` with `x-should-retry: false` and a
- * message saying no reply was scripted, so a test that calls the model more than it planned fails.
+ * With an empty queue and no `fallback`, a valid request is answered `500` with
+ * `x-should-retry: false` and a message saying no reply was scripted, so a test that calls the
+ * model more than it planned fails.
  *
  * Usage is simulated: `input_tokens` ≈ characters / 4 of the uncached part; the prefix up to the
  * last `cache_control` breakpoint among `tools` and `system` is reported as
  * `cache_creation_input_tokens` the first time it is seen and `cache_read_input_tokens` afterwards.
  */
-export async function startFakeAnthropic(): Promise<FakeAnthropic> {
+export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   const rejections: FakeRejection[] = [];
@@ -330,7 +342,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     }
     const request = body as FakeRequest;
     requests.push(request);
-    const next = queue.shift();
+    const next = queue.shift() ?? options.fallback;
     if (!next) {
       return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", { "x-should-retry": "false" });
     }
@@ -385,6 +397,11 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     rejections,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
+    reset: () => {
+      queue.length = 0;
+      requests.length = 0;
+      rejections.length = 0;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

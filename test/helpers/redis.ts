@@ -30,7 +30,7 @@ async function launch(socket: string, dir: string): Promise<ChildProcess> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`redis-server exited: ${stderr}`);
     const probe = new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on("error", () => {}); // the failed connect below is expected while the server starts
+    probe.on("error", () => {}); // expected while the server starts
     try {
       await probe.connect();
       await probe.ping();

@@ -1,5 +1,6 @@
 import { afterEach, expect, it } from "vitest";
-import { openDecisionQueue } from "../../src/queue/decisions.js";
+import { Queue } from "bullmq";
+import { DECISIONS_QUEUE } from "../../src/queue/keys.js";
 import type { ChatRef } from "../../src/queue/incoming.js";
 import type { ApprovalHooks, ApprovalOutcomeOfRun } from "../../src/worker/approvals.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
@@ -51,7 +52,7 @@ it("calls the hooks: supersede before each new message, begin on a pause; decisi
   // A slow chat job occupies the only chat slot; a decision still goes through at once.
   await h.queue.enqueue(message("b1", "2", "add todo eggs slow 1500"));
   await waitFor(() => calls.length === 3);
-  const decisions = openDecisionQueue(h.redis);
+  const decisions = new Queue(DECISIONS_QUEUE, { connection: h.redis });
   await decisions.add("decision", { approvalId: "ap-9" }, { jobId: "ap-9" });
   await waitFor(() => calls.includes("decision:ap-9"), 1000, "the decision while the chat job runs");
   expect(h.output.answers()).toEqual([]); // the chat job is still running

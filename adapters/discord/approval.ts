@@ -1,0 +1,102 @@
+/**
+ * Approval prompts on Discord: the buttons' `custom_id` tokens, the reactions, and the texts.
+ *
+ * A button's `custom_id` is at most 100 characters
+ * (https://discord.com/developers/docs/interactions/message-components#button-object).
+ * Ours is `ap:<approvalId>:y` or `ap:<approvalId>:n`: the approval id is the opaque random token
+ * from Redis, so the button carries no data of its own.
+ */
+import { localize, type Locale } from "../../src/i18n.js";
+import type { ApprovalOutcome, ApprovalPrompt } from "../../src/outbound.js";
+
+/** The reaction that approves, added by the bot to every prompt. */
+export const APPROVE_EMOJI = "✅";
+/** The reaction that declines, added by the bot to every prompt. */
+export const DECLINE_EMOJI = "❌";
+
+/** Longest `custom_id` Discord accepts, in characters. */
+export const MAX_CUSTOM_ID = 100;
+
+/** The approval id placed on the disabled buttons of a closed prompt (never a real approval). */
+export const CLOSED_ID = "closed";
+
+/**
+ * The `custom_id` of a prompt button.
+ * @throws {RangeError} when the approval id is not 1-90 characters of `[A-Za-z0-9_-]`.
+ */
+export function approvalCustomId(approvalId: string, approve: boolean): string {
+  if (!/^[A-Za-z0-9_-]{1,90}$/.test(approvalId)) throw new RangeError("approval id must be 1-90 characters of A-Z, a-z, 0-9, _ and -");
+  return `ap:${approvalId}:${approve ? "y" : "n"}`;
+}
+
+/** Reads a button's `custom_id`; `undefined` when it is not an approval button. */
+export function parseApprovalCustomId(customId: string): { approvalId: string; approve: boolean } | undefined {
+  const m = /^ap:([A-Za-z0-9_-]{1,90}):([yn])$/.exec(customId);
+  if (!m) return undefined;
+  return { approvalId: m[1]!, approve: m[2] === "y" };
+}
+
+/** The decision a reaction stands for; `undefined` for any other emoji. */
+export function reactionDecision(emoji: string | null): boolean | undefined {
+  if (emoji === APPROVE_EMOJI) return true;
+  if (emoji === DECLINE_EMOJI) return false;
+  return undefined;
+}
+
+/** Button labels in the bot's locale. */
+export function buttonLabels(locale: Locale): { approve: string; decline: string } {
+  return {
+    approve: localize(locale, { "zh-TW": "確認", en: "Confirm" }),
+    decline: localize(locale, { "zh-TW": "取消", en: "Cancel" }),
+  };
+}
+
+/**
+ * The action row of a prompt: 確認 (green, style 3) and 取消 (red, style 4).
+ * When `closed` is given both are disabled; the chosen one keeps its colour, the other turns grey.
+ */
+export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalOutcome): unknown[] {
+  const labels = buttonLabels(locale);
+  const id = closed ? CLOSED_ID : approvalId;
+  return [
+    {
+      type: 1,
+      components: [
+        { type: 2, style: closed && closed !== "approved" ? 2 : 3, label: labels.approve, custom_id: approvalCustomId(id, true), disabled: Boolean(closed) },
+        { type: 2, style: closed && closed !== "declined" ? 2 : 4, label: labels.decline, custom_id: approvalCustomId(id, false), disabled: Boolean(closed) },
+      ],
+    },
+  ];
+}
+
+/**
+ * The prompt's text: what will happen, who may decide, and when it expires (a Discord timestamp
+ * `<t:unix:R>`, which each reader's client shows in their own time zone and language).
+ * The action is cut to 1500 characters so the message stays within Discord's 2000.
+ */
+export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
+  const action = prompt.action.length > 1500 ? `${prompt.action.slice(0, 1499)}…` : prompt.action;
+  const unix = Math.floor(prompt.expiresAt / 1000);
+  return localize(
+    locale,
+    {
+      "zh-TW": "⚠️ 需要確認：{action}\n只有 **{name}** 可以決定：按下按鈕，或回應 {yes} / {no}。<t:{unix}:R>到期。",
+      en: "⚠️ Confirmation needed: {action}\nOnly **{name}** can decide: press a button, or react {yes} / {no}. Expires <t:{unix}:R>.",
+    },
+    { action, name: prompt.requesterName.slice(0, 100), yes: APPROVE_EMOJI, no: DECLINE_EMOJI, unix },
+  );
+}
+
+/** The icon shown before the outcome text of a closed prompt. */
+export function outcomeIcon(outcome: ApprovalOutcome): string {
+  switch (outcome) {
+    case "approved":
+      return "✅";
+    case "declined":
+      return "❌";
+    case "expired":
+      return "⌛";
+    case "superseded":
+      return "↩️";
+  }
+}

@@ -1,0 +1,402 @@
+/**
+ * The Discord adapter (discord.js v14): gateway events in, jobs out; instant slash commands;
+ * approval buttons and reactions. The outbound half ({@link createOutbound}) is REST only.
+ *
+ * - Messages: DMs always; guild channels and threads when the bot is mentioned or replied to
+ *   (see `inbound.ts`). The bot itself, other bots, webhooks and system messages are ignored.
+ * - Slash commands `/help`, `/tools [tag]`, `/reset`, registered at start-up
+ *   (`PUT /applications/{app}/guilds/{guild}/commands` with `DISCORD_GUILD_ID`, else global
+ *   `PUT /applications/{app}/commands`). Each is answered within Discord's 3 seconds
+ *   (https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
+ * - Approvals: the prompt's buttons (`ap:<id>:y|n`) and ✅/❌ reactions by the requester.
+ */
+import { once } from "node:events";
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  MessageFlags,
+  Partials,
+  Routes,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type Message,
+  type MessageReaction,
+  type PartialMessageReaction,
+  type PartialUser,
+  type RepliableInteraction,
+  type User,
+} from "discord.js";
+import type { Adapter, AdapterContext } from "../../src/adapter.js";
+import { EnqueueError } from "../../src/adapter.js";
+import { decisionNotice, type DecisionResult } from "../../src/approvals/decision.js";
+import type { Config } from "../../src/config.js";
+import { localize, type Locale } from "../../src/i18n.js";
+import type { Logger } from "../../src/log.js";
+import type { Outbound } from "../../src/outbound.js";
+import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
+import { authorName, isAddressed, textForModel } from "./inbound.js";
+import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
+import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+import { formatHelp } from "../../src/commands/help.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
+
+export { DiscordOutbound, DiscordSendError } from "./outbound.js";
+export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
+
+/** Gateway intents the bot needs (Message Content is privileged: enable it in the Developer Portal). */
+export const DISCORD_INTENTS = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.MessageContent,
+  GatewayIntentBits.DirectMessages,
+  GatewayIntentBits.GuildMessageReactions,
+  GatewayIntentBits.DirectMessageReactions,
+];
+
+/** How long an interaction handler may compute before it defers the reply, in ms (Discord allows 3000). */
+export const DEFER_AFTER_MS = 2000;
+
+/** Most choices a slash-command option may have (Discord limit). */
+const MAX_CHOICES = 25;
+
+/**
+ * Creates the REST-only outbound half (for worker-only processes too).
+ * @throws {Error} when `DISCORD_TOKEN` is not set.
+ */
+export function createOutbound(config: Config, log: Logger): Outbound {
+  return new DiscordOutbound(createRest(config), config, log);
+}
+
+/**
+ * Creates the Discord adapter. Nothing connects until {@link Adapter.start}.
+ * @throws {Error} when `DISCORD_TOKEN` is not set.
+ */
+export function createAdapter(config: Config, log: Logger): Adapter {
+  return new DiscordAdapter(config, log);
+}
+
+/** The discord.js-based adapter; see the module comment. */
+export class DiscordAdapter implements Adapter {
+  readonly platform = "discord" as const;
+  readonly outbound: Outbound;
+  readonly #config: Config;
+  readonly #log: Logger;
+  #client: Client | undefined;
+  #context: AdapterContext | undefined;
+  #warnedContentIntent = false;
+
+  /** @throws {Error} when `DISCORD_TOKEN` is not set (from the outbound half's REST client). */
+  constructor(config: Config, log: Logger) {
+    this.#config = config;
+    this.#log = log.child({ platform: "discord" });
+    this.outbound = createOutbound(config, log);
+  }
+
+  /** The discord.js client once started (tests and diagnostics). */
+  get client(): Client | undefined {
+    return this.#client;
+  }
+
+  /**
+   * Logs in through the gateway (address from `GET /gateway/bot` on `DISCORD_API_URL`), waits for
+   * the client to be ready (READY and every guild's GUILD_CREATE), then registers the slash commands.
+   * @throws the login error (e.g. an invalid token: discord.js `TokenInvalid`) after destroying the
+   * client; for close code 4014 an Error that says how to enable the Message Content intent.
+   */
+  async start(context: AdapterContext): Promise<void> {
+    this.#context = context;
+    const client = new Client({
+      intents: DISCORD_INTENTS,
+      partials: [Partials.Channel, Partials.Message, Partials.Reaction, Partials.User],
+      rest: this.#config.DISCORD_API_URL ? { api: this.#config.DISCORD_API_URL } : {},
+      allowedMentions: { parse: [], repliedUser: false },
+      failIfNotExists: false,
+    });
+    this.#client = client;
+    client.on(Events.MessageCreate, (m) => void this.#onMessage(m).catch((err: unknown) => this.#log.error({ err }, "message handler failed")));
+    client.on(Events.InteractionCreate, (i) => {
+      const run = i.isChatInputCommand() ? this.#onCommand(i) : i.isButton() ? this.#onButton(i) : Promise.resolve();
+      void run.catch((err: unknown) => this.#log.error({ err }, "interaction handler failed"));
+    });
+    client.on(Events.MessageReactionAdd, (r, u) => void this.#onReaction(r, u).catch((err: unknown) => this.#log.error({ err }, "reaction handler failed")));
+    client.on(Events.Error, (err) => this.#log.error({ err }, "discord client error"));
+    client.on(Events.Warn, (msg) => this.#log.warn(msg));
+
+    const ready = once(client, Events.ClientReady);
+    ready.catch(() => {}); // awaited below; a late error after a failed login must not go unhandled
+    try {
+      await client.login(this.#config.DISCORD_TOKEN);
+      await ready;
+    } catch (error) {
+      await client.destroy().catch(() => {});
+      this.#client = undefined;
+      if (error instanceof Error && /disallowed intents/i.test(error.message)) {
+        throw new Error(
+          "Discord refused the gateway intents (close code 4014): enable the Message Content intent in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart.",
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    this.#log.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, "discord connected");
+    await this.#registerCommands(client, context);
+  }
+
+  /** Disconnects from the gateway. Never throws. */
+  async stop(): Promise<void> {
+    const client = this.#client;
+    this.#client = undefined;
+    if (!client) return;
+    try {
+      await client.destroy();
+    } catch (err) {
+      this.#log.warn({ err }, "discord client destroy failed");
+    }
+  }
+
+  // ---- slash commands -------------------------------------------------------------------
+
+  async #registerCommands(client: Client, context: AdapterContext): Promise<void> {
+    const appId = client.application?.id ?? client.user?.id;
+    if (!appId) return;
+    const tags = [...new Set([...context.toolboxFor({ platform: "discord", chatKind: "dm" }).tags(), ...context.toolboxFor({ platform: "discord", chatKind: "group" }).tags()])]
+      .sort()
+      .slice(0, MAX_CHOICES);
+    const common = { type: 1, contexts: [0, 1], integration_types: [0] };
+    const body = [
+      { ...common, name: "help", description: "What this bot can do, with examples", description_localizations: { "zh-TW": "這個機器人能做什麼，附範例" } },
+      {
+        ...common,
+        name: "tools",
+        description: "List the tools the bot can use",
+        description_localizations: { "zh-TW": "列出機器人可以使用的工具" },
+        options: [
+          {
+            type: 3,
+            name: "tag",
+            description: "Only the tools with this tag",
+            description_localizations: { "zh-TW": "只列出這個分類的工具" },
+            required: false,
+            ...(tags.length > 0 ? { choices: tags.map((t) => ({ name: t, value: t })) } : {}),
+          },
+        ],
+      },
+      { ...common, name: "reset", description: "Forget this chat's conversation history", description_localizations: { "zh-TW": "清除這個聊天的對話紀錄" } },
+    ];
+    const guildId = this.#config.DISCORD_GUILD_ID;
+    const route = guildId ? Routes.applicationGuildCommands(appId, guildId) : Routes.applicationCommands(appId);
+    try {
+      await client.rest.put(route, { body });
+      this.#log.info({ scope: guildId ? `guild ${guildId}` : "global", commands: body.map((c) => c.name) }, "slash commands registered");
+    } catch (err) {
+      this.#log.error(
+        { err, scope: guildId ? `guild ${guildId}` : "global" },
+        guildId
+          ? "could not register slash commands in DISCORD_GUILD_ID: is the bot in that server (invited with the applications.commands scope)?"
+          : "could not register global slash commands",
+      );
+    }
+  }
+
+  async #onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
+    const context = this.#context!;
+    const locale = this.#localeOf(interaction.locale);
+    switch (interaction.commandName) {
+      case "help":
+        await this.#answer(interaction, async () => formatHelp(locale, { groupHint: this.#client?.user ? `@${this.#client.user.username}` : undefined }));
+        return;
+      case "tools": {
+        const tag = interaction.options.getString("tag") ?? undefined;
+        const toolbox = context.toolboxFor({ platform: "discord", chatKind: interaction.inGuild() ? "group" : "dm" });
+        await this.#answer(interaction, async () => formatToolList(toolbox, locale, tag));
+        return;
+      }
+      case "reset":
+        await this.#answer(interaction, async () => {
+          try {
+            await context.resetChat({ platform: "discord", chatId: interaction.channelId });
+            return localize(locale, { "zh-TW": "好的，我已經忘記這個聊天的對話紀錄。", en: "Done: I forgot this chat's conversation." });
+          } catch (err) {
+            this.#log.error({ err }, "/reset failed");
+            return tryAgain(locale);
+          }
+        });
+        return;
+      default:
+        await this.#answer(interaction, async () => localize(locale, { "zh-TW": "我不認得這個指令，試試 /help。", en: "I don't know that command; try /help." }));
+    }
+  }
+
+  /**
+   * Replies ephemerally with `compute()`'s text. If it takes longer than {@link DEFER_AFTER_MS},
+   * the interaction is deferred first (so Discord's 3 s limit is met) and the reply edited in.
+   * Unknown interaction (10062) and already acknowledged (40060) are logged, not thrown.
+   */
+  async #answer(interaction: RepliableInteraction, compute: () => Promise<string>): Promise<void> {
+    const pending = compute();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), DEFER_AFTER_MS)));
+    try {
+      const first = await Promise.race([pending, late]);
+      clearTimeout(timer);
+      if (first === "late") {
+        await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+        await interaction.editReply({ content: fit(await pending), allowedMentions: { parse: [] } });
+      } else {
+        await interaction.reply({ content: fit(first), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+      }
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 10062 || code === 40060) this.#log.warn({ code, interaction: interaction.id }, "interaction could not be answered (too late or already answered)");
+      else throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #localeOf(discordLocale: string | undefined): Locale {
+    if (discordLocale?.startsWith("zh")) return "zh-TW";
+    if (discordLocale?.startsWith("en")) return "en";
+    return this.#config.BOT_LOCALE;
+  }
+
+  // ---- approvals --------------------------------------------------------------------------
+
+  async #onButton(interaction: ButtonInteraction): Promise<void> {
+    const parsed = parseApprovalCustomId(interaction.customId);
+    if (!parsed) return;
+    const locale = this.#localeOf(interaction.locale);
+    await this.#answer(interaction, async () => {
+      if (parsed.approvalId === CLOSED_ID) return decisionNotice({ status: "not_found" }, locale);
+      try {
+        const result = await this.#context!.approvals.decide({ approvalId: parsed.approvalId, platform: "discord", deciderId: interaction.user.id, approve: parsed.approve });
+        this.#logDecision("button", interaction.user.id, result);
+        return decisionNotice(result, locale);
+      } catch (err) {
+        this.#log.error({ err }, "approval decision failed");
+        return tryAgain(locale);
+      }
+    });
+  }
+
+  async #onReaction(reaction: MessageReaction | PartialMessageReaction, user: User | PartialUser): Promise<void> {
+    const client = this.#client;
+    if (!client?.user || user.id === client.user.id) return;
+    const approve = reactionDecision(reaction.emoji.name);
+    if (approve === undefined) return;
+    let message: Message;
+    try {
+      message = reaction.message.partial ? await reaction.message.fetch() : reaction.message;
+    } catch (err) {
+      this.#log.debug({ err }, "reaction on a message that could not be fetched; ignored");
+      return;
+    }
+    if (message.author?.id !== client.user.id) return;
+    const approvalId = approvalIdOf(message);
+    if (!approvalId || approvalId === CLOSED_ID) return;
+    let result: DecisionResult;
+    try {
+      result = await this.#context!.approvals.decide({ approvalId, platform: "discord", deciderId: user.id, approve });
+    } catch (err) {
+      this.#log.error({ err }, "approval decision by reaction failed");
+      await this.#reply(message, tryAgain(this.#config.BOT_LOCALE));
+      return;
+    }
+    this.#logDecision("reaction", user.id, result);
+    if (result.status === "not_requester" && message.inGuild()) {
+      // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided.
+      await reaction.users.remove(user.id).catch((err: unknown) => this.#log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
+    }
+  }
+
+  #logDecision(via: string, deciderId: string, result: DecisionResult): void {
+    this.#log.info({ via, deciderId, status: result.status }, `approval ${via}: ${result.status}`);
+  }
+
+  // ---- messages ---------------------------------------------------------------------------
+
+  async #onMessage(message: Message): Promise<void> {
+    const client = this.#client;
+    const context = this.#context;
+    if (!client?.user || !context) return;
+    const botId = client.user.id;
+    if (message.author.id === botId || message.author.bot || message.webhookId || message.system) return;
+    const dm = !message.inGuild();
+    if (!dm && !isAddressed(message, botId)) return;
+    const locale = this.#config.BOT_LOCALE;
+
+    const text = textForModel(message, botId);
+    if (!text) {
+      const nothing = message.content === "" && message.attachments.size === 0 && message.embeds.length === 0;
+      if (!dm && nothing && !this.#warnedContentIntent) {
+        this.#warnedContentIntent = true;
+        this.#log.warn(
+          "a message mentioning the bot arrived with empty content: the Message Content intent is not in effect. Enable it in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart the bot.",
+        );
+      }
+      const hint =
+        message.attachments.size > 0
+          ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now; please tell me in words what you need." })
+          : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
+      await this.#reply(message, hint);
+      return;
+    }
+    if (text.length > MAX_INCOMING_TEXT) {
+      await this.#reply(message, localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。", en: "That message is too long (limit {max} characters); please shorten it." }, { max: MAX_INCOMING_TEXT }));
+      return;
+    }
+    const incoming: IncomingMessage = IncomingMessageSchema.parse({
+      platform: "discord",
+      chatId: message.channelId,
+      chatKind: dm ? "dm" : "group",
+      userId: message.author.id,
+      userName: authorName(message),
+      text,
+      messageId: message.id,
+      sentAt: message.createdTimestamp,
+      reply: dm ? {} : { guildId: message.guildId },
+    });
+    try {
+      await context.enqueue(incoming);
+    } catch (err) {
+      this.#log.error({ err, chatId: incoming.chatId }, err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message");
+      await this.#reply(message, tryAgain(locale));
+    }
+  }
+
+  async #reply(message: Message, text: string): Promise<void> {
+    try {
+      await message.reply({ content: text, allowedMentions: { parse: [], repliedUser: false } });
+    } catch (err) {
+      this.#log.error({ err, chatId: message.channelId }, "could not send a reply");
+    }
+  }
+}
+
+/** The first approval button's id on a bot message, if it is a prompt. */
+function approvalIdOf(message: Message): string | undefined {
+  for (const row of message.components) {
+    const json = row.toJSON() as { components?: { custom_id?: string }[] };
+    for (const c of json.components ?? []) {
+      const parsed = c.custom_id ? parseApprovalCustomId(c.custom_id) : undefined;
+      if (parsed) return parsed.approvalId;
+    }
+  }
+  return undefined;
+}
+
+/** Keeps an ephemeral reply within Discord's 2000 characters (the first chunk, marked as cut). */
+function fit(text: string): string {
+  if (text.length <= DISCORD_MESSAGE_LIMIT) return text;
+  return `${splitMessage(text, DISCORD_MESSAGE_LIMIT - 2)[0]}\n…`;
+}
+
+/** The short "try again" answer when a message could not be queued or a decision not recorded. */
+export function tryAgain(locale: Locale): string {
+  return localize(locale, { "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。", en: "Sorry, I can't handle that right now. Please try again in a moment." });
+}
+
+
+export { NO_MENTIONS };

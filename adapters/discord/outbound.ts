@@ -1,0 +1,174 @@
+/**
+ * The Discord outbound half: answers, typing, approval prompts, over REST only
+ * (`@discordjs/rest`, re-exported by discord.js), so a worker needs no gateway connection.
+ *
+ * Every send and edit carries `allowed_mentions: { parse: [], replied_user: false }`: text from
+ * the model or a user can never ping @everyone, @here, a role or a user, and replies do not ping
+ * the person replied to (the reply arrow already shows whom the bot answers).
+ * Source: https://discord.com/developers/docs/resources/message#allowed-mentions-object
+ */
+import { DiscordAPIError, REST, Routes } from "discord.js";
+import type { Config } from "../../src/config.js";
+import type { Logger } from "../../src/log.js";
+import { redact } from "../../src/log.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
+import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+
+/** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
+export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
+
+/** JSON error codes that mean "nothing left to do" when closing a prompt (message or channel gone, no access). */
+const GONE_CODES = new Set([10003, 10008, 50001]);
+
+/**
+ * A Discord REST call that failed after the client's own retries. Carries the method, the route
+ * (without any token) and Discord's JSON error `code`; the message never contains the bot token.
+ */
+export class DiscordSendError extends Error {
+  constructor(
+    /** What we were doing, e.g. `sendAnswer`. */
+    readonly method: string,
+    /** The REST route, e.g. `/channels/123/messages`. */
+    readonly route: string,
+    /** Discord's JSON error code (50035 Invalid Form Body, 10003 Unknown Channel…), when given. */
+    readonly code: number | string | undefined,
+    /** HTTP status, when there was a response. */
+    readonly status: number | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(redact(`Discord ${method} failed (${route}${status ? `, HTTP ${status}` : ""}${code !== undefined ? `, code ${code}` : ""}): ${message}`), options);
+    this.name = "DiscordSendError";
+  }
+}
+
+/** Creates the REST client: `DISCORD_API_URL` (a base ending in `/api`, default Discord's) and the bot token. */
+export function createRest(config: Config): REST {
+  const rest = new REST(config.DISCORD_API_URL ? { api: config.DISCORD_API_URL } : {});
+  if (!config.DISCORD_TOKEN) throw new Error("DISCORD_TOKEN is not set: Discord is off");
+  return rest.setToken(config.DISCORD_TOKEN);
+}
+
+/** The outbound half for Discord. */
+export class DiscordOutbound implements Outbound {
+  readonly platform = "discord" as const;
+  readonly #rest: REST;
+  readonly #config: Config;
+  readonly #log: Logger;
+
+  /** @param rest - a REST client with the bot token set (see {@link createRest}). */
+  constructor(rest: REST, config: Config, log: Logger) {
+    this.#rest = rest;
+    this.#config = config;
+    this.#log = log.child({ platform: "discord" });
+  }
+
+  /**
+   * Sends an answer, split at 2000 UTF-16 code units (see `split.ts`). In a guild channel the
+   * first chunk replies to the user's message (`fail_if_not_exists: false`, so a deleted
+   * message does not lose the answer); later chunks and DM answers are plain messages.
+   *
+   * @throws {DiscordSendError} when a chunk could not be sent (earlier chunks stay sent; `onSent`
+   * was called for each of them, so a retry can `skip` them).
+   * @throws {Error} when `text` is blank (Discord refuses empty messages, code 50006).
+   */
+  async sendAnswer(
+    to: IncomingMessage,
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
+    const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+    if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
+    const refs: SentRef[] = [];
+    for (let i = options.skip ?? 0; i < chunks.length; i++) {
+      const body: Record<string, unknown> = { content: chunks[i], allowed_mentions: NO_MENTIONS };
+      if (i === 0 && to.chatKind === "group") {
+        body.message_reference = { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
+      }
+      const ref = await this.#post("sendAnswer", to.chatId, body);
+      refs.push(ref);
+      await options.onSent?.(i, ref);
+    }
+    return refs;
+  }
+
+  /** Triggers the typing indicator (`POST /channels/{id}/typing`; it lasts about 10 s or until the next message). */
+  async sendTyping(to: IncomingMessage): Promise<void> {
+    const route = Routes.channelTyping(to.chatId);
+    await this.#call("sendTyping", route, () => this.#rest.post(route));
+  }
+
+  /**
+   * Posts the approval prompt (a reply to the user's message) with 確認 / 取消 buttons, then adds
+   * the ✅ and ❌ reactions. A failure to add the reactions (no Add Reactions permission) is logged
+   * and the buttons still work.
+   * @throws {DiscordSendError} when the prompt itself could not be sent.
+   */
+  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+    const locale = this.#config.BOT_LOCALE;
+    const ref = await this.#post("sendApprovalPrompt", to.chatId, {
+      content: promptText(prompt, locale),
+      components: promptComponents(prompt.approvalId, locale),
+      allowed_mentions: NO_MENTIONS,
+      message_reference: { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false },
+    });
+    for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
+      const route = Routes.channelMessageOwnReaction(ref.chatId, ref.messageId, encodeURIComponent(emoji));
+      try {
+        await this.#call("addReaction", route, () => this.#rest.put(route));
+      } catch (error) {
+        this.#log.warn({ err: error, chatId: ref.chatId }, "could not add the approval reactions (Add Reactions permission?); the buttons still work");
+        break;
+      }
+    }
+    return ref;
+  }
+
+  /**
+   * Edits the prompt to `text` (prefixed with the outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts
+   * with it) with both buttons disabled, and removes the bot's own ✅/❌.
+   * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
+   * logged, not an error.
+   * @throws {DiscordSendError} on any other failure of the edit.
+   */
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+    const icon = outcomeIcon(outcome);
+    const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
+    const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
+    try {
+      await this.#call("closeApprovalPrompt", route, () =>
+        this.#rest.patch(route, { body: { content, components: promptComponents("unused", this.#config.BOT_LOCALE, outcome), allowed_mentions: NO_MENTIONS } }),
+      );
+    } catch (error) {
+      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+        this.#log.info({ chatId: prompt.chatId, messageId: prompt.messageId, code: error.code }, "approval prompt is gone; nothing to edit");
+        return;
+      }
+      throw error;
+    }
+    for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
+      const r = Routes.channelMessageOwnReaction(prompt.chatId, prompt.messageId, encodeURIComponent(emoji));
+      await this.#call("removeReaction", r, () => this.#rest.delete(r)).catch((err: unknown) => this.#log.debug({ err }, "could not remove own reaction"));
+    }
+  }
+
+  async #post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef> {
+    const route = Routes.channelMessages(channelId);
+    const message = (await this.#call(method, route, () => this.#rest.post(route, { body }))) as { id: string; channel_id: string };
+    return { chatId: message.channel_id, messageId: message.id };
+  }
+
+  async #call<T>(method: string, route: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof DiscordAPIError) {
+        throw new DiscordSendError(method, route, error.code, error.status, error.message, { cause: error });
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      throw new DiscordSendError(method, route, undefined, undefined, message, { cause: error });
+    }
+  }
+}

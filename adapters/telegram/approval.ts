@@ -1,0 +1,74 @@
+/**
+ * Approval prompts on Telegram: an inline keyboard whose buttons carry `ap:<approvalId>:y|n`.
+ *
+ * Source: Bot API `InlineKeyboardButton.callback_data`, "1-64 bytes"
+ * (https://core.telegram.org/bots/api#inlinekeyboardbutton).
+ */
+import type { InlineKeyboardMarkup } from "grammy/types";
+import type { Config } from "../../src/config.js";
+import { localize, type Locale } from "../../src/i18n.js";
+import type { ApprovalOutcome, ApprovalPrompt } from "../../src/outbound.js";
+import { escapeHtml } from "./html.js";
+
+/** Longest `callback_data`, in bytes (UTF-8), per the Bot API. */
+export const CALLBACK_DATA_MAX_BYTES = 64;
+
+const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yn])$/;
+
+/**
+ * The `callback_data` of a button: `ap:<approvalId>:y` (approve) or `…:n` (decline).
+ * @throws {Error} when the approval id is not 1-59 characters of `A-Z a-z 0-9 _ -` (the data would not fit 64 bytes).
+ */
+export function callbackData(approvalId: string, approve: boolean): string {
+  const data = `ap:${approvalId}:${approve ? "y" : "n"}`;
+  if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
+  return data;
+}
+
+/** Parses `callback_data` made by {@link callbackData}; undefined for anything else. */
+export function parseCallbackData(data: string): { approvalId: string; approve: boolean } | undefined {
+  const m = CALLBACK.exec(data);
+  return m ? { approvalId: m[1]!, approve: m[2] === "y" } : undefined;
+}
+
+/** The two-button keyboard (確認 / 取消 in `locale`). */
+export function approvalKeyboard(approvalId: string, locale: Locale): InlineKeyboardMarkup {
+  return {
+    inline_keyboard: [
+      [
+        { text: localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }), callback_data: callbackData(approvalId, true) },
+        { text: localize(locale, { "zh-TW": "❌ 取消", en: "❌ Cancel" }), callback_data: callbackData(approvalId, false) },
+      ],
+    ],
+  };
+}
+
+/**
+ * The prompt text (Telegram HTML): the action, who may decide, and the expiry as a local time
+ * (`TIMEZONE`) with the minutes left.
+ *
+ * @param now - the current time in ms since the Unix epoch (for the minutes left).
+ */
+export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now = Date.now()): string {
+  const locale = config.BOT_LOCALE;
+  const time = new Intl.DateTimeFormat(locale === "zh-TW" ? "zh-TW" : "en-GB", {
+    timeZone: config.TIMEZONE,
+    hour: "2-digit",
+    minute: "2-digit",
+    hour12: false,
+  }).format(new Date(prompt.expiresAt));
+  const minutes = Math.max(1, Math.round((prompt.expiresAt - now) / 60_000));
+  const title = localize(locale, { "zh-TW": "⚠️ 需要你的確認", en: "⚠️ Confirmation needed" });
+  const who = localize(
+    locale,
+    { "zh-TW": "只有 {name} 可以決定，{time} 前有效（約 {minutes} 分鐘）。", en: "Only {name} can decide, until {time} (about {minutes} min)." },
+    { name: escapeHtml(prompt.requesterName), time, minutes },
+  );
+  return `<b>${title}</b>\n${escapeHtml(prompt.action)}\n\n${who}`;
+}
+
+/** The edited prompt (Telegram HTML): an outcome mark and the core's text. */
+export function approvalOutcomeHtml(outcome: ApprovalOutcome, text: string): string {
+  const mark = { approved: "✅", declined: "❌", expired: "⌛", superseded: "↩️" }[outcome];
+  return `${mark} ${escapeHtml(text)}`;
+}

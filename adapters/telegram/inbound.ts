@@ -1,0 +1,109 @@
+/**
+ * Inbound: which Telegram messages are for the bot, and how they become {@link IncomingMessage}s.
+ *
+ * Private chats: every text message (or caption). Groups: a `mention` entity `@botusername`
+ * (case-insensitive), a `text_mention` of the bot, a reply to one of the bot's messages, or a
+ * command at the start of the text, bare (`/tools`) or ending in `@botusername`. The mention is removed
+ * from the text. Ignored: the bot's own and other bots' messages, service messages (no text and
+ * no media). `sender_chat` messages (anonymous admins, channels) are attributed to that chat.
+ * Source: Bot API `Message`, `MessageEntity` (https://core.telegram.org/bots/api#message).
+ */
+import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
+import { IncomingMessageSchema, type IncomingMessage } from "../../src/queue/incoming.js";
+import { isInstantCommand, type InstantCommand } from "./commands.js";
+
+/** What to do with one incoming Telegram message. */
+export type InboundDecision =
+  /** Not for the bot: do nothing. */
+  | { kind: "ignore"; reason: string }
+  /** For the bot but without usable text (`media`: a sticker or photo without caption; `empty`: only the mention): answer with a one-line hint. */
+  | { kind: "hint"; reason: "media" | "empty"; message: IncomingMessageBase }
+  /** One of our instant commands, answered by the adapter. */
+  | { kind: "command"; command: InstantCommand; args: string; message: IncomingMessageBase }
+  /** A message for the queue. */
+  | { kind: "enqueue"; message: IncomingMessage };
+
+/** The normalised fields without the text (for hints and commands). */
+export type IncomingMessageBase = Omit<IncomingMessage, "text">;
+
+/** Message fields that carry content; a message with none of them and no text is a service message. */
+const CONTENT_FIELDS = [
+  "animation", "audio", "document", "paid_media", "photo", "sticker", "story", "video", "video_note", "voice",
+  "contact", "dice", "game", "poll", "venue", "location", "checklist",
+] as const;
+
+function displayName(user: { first_name: string; last_name?: string; username?: string }): string {
+  const name = [user.first_name, user.last_name].filter(Boolean).join(" ").trim();
+  return name || user.username || "Telegram user";
+}
+
+/**
+ * Decides what to do with a `message` update.
+ *
+ * @param message - the update's message (not `edited_message`: edits are never processed).
+ * @param me - the bot (`getMe`), for mentions, replies and `/cmd@bot`.
+ */
+export function classifyMessage(message: Message, me: UserFromGetMe): InboundDecision {
+  const from = message.from;
+  const sender = message.sender_chat;
+  if (from?.id === me.id) return { kind: "ignore", reason: "own message" };
+  if (!sender && (!from || from.is_bot)) return { kind: "ignore", reason: "from a bot" };
+  const text = message.text ?? message.caption;
+  const entities: MessageEntity[] = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
+  const hasContent = CONTENT_FIELDS.some((f) => f in message);
+  if (text === undefined && !hasContent) return { kind: "ignore", reason: "service message" };
+
+  const isPrivate = message.chat.type === "private";
+  const base: IncomingMessageBase = {
+    platform: "telegram",
+    chatId: String(message.chat.id),
+    chatKind: isPrivate ? "dm" : "group",
+    userId: sender ? `chat:${sender.id}` : String(from!.id),
+    userName: (sender ? ("title" in sender && sender.title) || displayName(sender as never) : displayName(from!)).slice(0, 256),
+    messageId: String(message.message_id),
+    sentAt: message.date * 1000,
+    reply: message.is_topic_message && message.message_thread_id !== undefined ? { threadId: String(message.message_thread_id) } : {},
+    ...(from?.language_code && !sender ? { locale: from.language_code } : {}),
+  };
+
+  if (text === undefined) return isPrivate ? { kind: "hint", reason: "media", message: base } : { kind: "ignore", reason: "no text in a group" };
+
+  const username = me.username.toLowerCase();
+  const slice = (e: MessageEntity) => text.slice(e.offset, e.offset + e.length);
+  const isMe = (e: MessageEntity) =>
+    (e.type === "mention" && slice(e).toLowerCase() === `@${username}`) || (e.type === "text_mention" && e.user.id === me.id);
+
+  // A command at the start: `/name`, `/name@bot` or `/name@other` (another bot's).
+  const first = entities.find((e) => e.type === "bot_command" && e.offset === 0);
+  let command: { name: string; target?: string; args: string } | undefined;
+  if (first) {
+    const [name = "", target] = slice(first).slice(1).split("@");
+    command = { name: name.toLowerCase(), target: target?.toLowerCase(), args: text.slice(first.length).trim() };
+    if (command.target && command.target !== username) return { kind: "ignore", reason: "command for another bot" };
+  }
+
+  const mentioned = entities.some(isMe);
+  const repliedToMe = message.reply_to_message?.from?.id === me.id;
+  // A command at the start addresses us when bare or `@us` (`@other` was ignored above).
+  const ownCommand = command !== undefined;
+  if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) return { kind: "ignore", reason: "not addressed" };
+
+  if (command && isInstantCommand(command.name)) return { kind: "command", command: command.name, args: command.args, message: base };
+
+  // Remove the bot's mentions and the `@bot` of a command, from the end so offsets stay valid.
+  const cuts: [number, number][] = entities.filter(isMe).map((e) => [e.offset, e.offset + e.length]);
+  if (first && command?.target) {
+    const at = slice(first).indexOf("@");
+    cuts.push([first.offset + at, first.offset + first.length]);
+  }
+  let stripped = text;
+  for (const [start, end] of cuts.sort((a, b) => b[0] - a[0])) stripped = stripped.slice(0, start) + stripped.slice(end);
+  stripped = stripped
+    .replace(/^[\s,，:：、]+/, "")
+    .replace(/[ \t]{2,}/g, " ")
+    .trim();
+
+  const parsed = IncomingMessageSchema.safeParse({ ...base, text: stripped });
+  if (!parsed.success) return { kind: "hint", reason: "empty", message: base };
+  return { kind: "enqueue", message: parsed.data };
+}

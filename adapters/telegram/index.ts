@@ -1,0 +1,225 @@
+/**
+ * The Telegram adapter (grammy): inbound by long polling (`bot.start`) or, with
+ * `TELEGRAM_WEBHOOK_URL`, by webhook (`webhookCallback` on a node:http server checking the
+ * `X-Telegram-Bot-Api-Secret-Token` header); outbound through {@link TelegramOutbound}.
+ * Docs: https://grammy.dev/guide/deployment-types and https://core.telegram.org/bots/api#setwebhook.
+ */
+import { createServer, type Server } from "node:http";
+import { Bot, webhookCallback, type Context } from "grammy";
+import type { Adapter, AdapterContext } from "../../src/adapter.js";
+import { EnqueueError } from "../../src/adapter.js";
+import { decisionNotice } from "../../src/approvals/decision.js";
+import { formatHelp } from "../../src/commands/help.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
+import type { Config } from "../../src/config.js";
+import { localize } from "../../src/i18n.js";
+import { redact, type Logger } from "../../src/log.js";
+import { botToken, clientOptions, createApi, installRetry, isHarmless } from "./api.js";
+import { parseCallbackData } from "./approval.js";
+import { botCommands } from "./commands.js";
+import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
+import { destinationOf, TelegramOutbound } from "./outbound.js";
+
+/** The outbound class, for callers that need its Telegram-only extras (`sendMarkdown`, `removeKeyboard`). */
+export { TelegramOutbound } from "./outbound.js";
+
+/** Update types the bot asks for; edits and everything else are never delivered. */
+export const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+
+/**
+ * The outbound half alone (REST only, no polling), for worker-only processes.
+ * @throws {Error} when `TELEGRAM_BOT_TOKEN` is not set.
+ */
+export function createOutbound(config: Config, log: Logger): TelegramOutbound {
+  return new TelegramOutbound(createApi(config), config, log.child({ platform: "telegram" }));
+}
+
+/**
+ * The Telegram adapter. `start` resolves once polling runs (or the webhook is set and its HTTP
+ * server listens on `TELEGRAM_WEBHOOK_PORT`).
+ * @throws {Error} when `TELEGRAM_BOT_TOKEN` is not set.
+ */
+export function createAdapter(config: Config, log: Logger): Adapter {
+  return new TelegramAdapter(config, log.child({ platform: "telegram" }));
+}
+
+/** See {@link createAdapter}. */
+export class TelegramAdapter implements Adapter {
+  readonly platform = "telegram" as const;
+  /** The outbound half, sharing the bot's API client. */
+  readonly outbound: TelegramOutbound;
+  /** The grammy bot (for tests and diagnostics). */
+  readonly bot: Bot;
+  #server: Server | undefined;
+  #polling: Promise<void> | undefined;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {
+    this.bot = new Bot(botToken(config), { client: clientOptions(config) });
+    installRetry(this.bot.api);
+    this.outbound = new TelegramOutbound(this.bot.api, config, log);
+  }
+
+  /**
+   * Registers the handlers, calls `getMe` and `setMyCommands`, then starts long polling
+   * (`deleteWebhook` + `getUpdates`) or, with `TELEGRAM_WEBHOOK_URL`, listens on
+   * `TELEGRAM_WEBHOOK_PORT` and calls `setWebhook` with `secret_token`. Resolves once updates flow.
+   * @throws grammy's errors when the token is wrong (401) or the Bot API is unreachable; the
+   *   listen error when the webhook port is taken.
+   */
+  async start(context: AdapterContext): Promise<void> {
+    const { bot, config, log } = this;
+    bot.catch((err) => log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
+    bot.on("message", (ctx) => this.#onMessage(ctx, context));
+    bot.on("callback_query:data", (ctx) => this.#onCallback(ctx, context));
+    await bot.init();
+    await this.#registerCommands();
+
+    if (config.TELEGRAM_WEBHOOK_URL) {
+      const url = new URL(config.TELEGRAM_WEBHOOK_URL);
+      const handle = webhookCallback(bot, "http", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "return", timeoutMilliseconds: 9000 });
+      const server = createServer((req, res) => {
+        if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== url.pathname) {
+          res.writeHead(404).end();
+          return;
+        }
+        handle(req, res).catch((error: unknown) => {
+          log.error({ error: redact(String(error)) }, "telegram: webhook request failed");
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+      });
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(config.TELEGRAM_WEBHOOK_PORT, () => resolve());
+      });
+      this.#server = server;
+      await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] });
+      log.info({ port: config.TELEGRAM_WEBHOOK_PORT, bot: bot.botInfo.username }, "telegram: webhook set, listening");
+      return;
+    }
+
+    await new Promise<void>((resolve, reject) => {
+      this.#polling = bot
+        .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: () => resolve() })
+        .catch((error: unknown) => {
+          log.error({ error: redact(String(error)) }, "telegram: polling stopped with an error");
+          reject(error instanceof Error ? error : new Error(String(error)));
+        });
+    });
+    log.info({ bot: bot.botInfo.username }, "telegram: long polling started");
+  }
+
+  /** Stops polling (or closes the webhook server; the webhook itself stays set). Never throws. */
+  async stop(): Promise<void> {
+    try {
+      if (this.bot.isRunning()) await this.bot.stop();
+      await this.#polling?.catch(() => undefined);
+      if (this.#server) {
+        const server = this.#server;
+        this.#server = undefined;
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "telegram: error while stopping");
+    }
+  }
+
+  /** `setMyCommands` for the default language (`BOT_LOCALE`) and for `zh` and `en` clients. Failures are logged, not fatal. */
+  async #registerCommands(): Promise<void> {
+    const calls = [
+      this.bot.api.setMyCommands(botCommands(this.config.BOT_LOCALE)),
+      this.bot.api.setMyCommands(botCommands("zh-TW"), { language_code: "zh" }),
+      this.bot.api.setMyCommands(botCommands("en"), { language_code: "en" }),
+    ];
+    for (const result of await Promise.allSettled(calls)) {
+      if (result.status === "rejected") this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
+    }
+  }
+
+  async #reply(to: IncomingMessageBase, markdown: string): Promise<void> {
+    await this.outbound.sendMarkdown(destinationOf(to), markdown);
+  }
+
+  async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
+    const decision = classifyMessage(ctx.message!, ctx.me);
+    switch (decision.kind) {
+      case "ignore":
+        this.log.debug({ chatId: ctx.chat?.id, reason: decision.reason }, "telegram: message ignored");
+        return;
+      case "hint":
+        await this.#reply(
+          decision.message,
+          decision.reason === "media"
+            ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now: please tell me in words what you need." })
+            : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
+        );
+        return;
+      case "command":
+        return this.#command(decision, context);
+      case "enqueue":
+        try {
+          await context.enqueue(decision.message);
+        } catch (error) {
+          this.log.error(
+            { chatId: decision.message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
+            "telegram: could not queue a message",
+          );
+          await this.#reply(decision.message, localize(locale, { "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。", en: "Sorry, I could not take your message right now. Please try again in a moment." }));
+        }
+    }
+  }
+
+  async #command(decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>, context: AdapterContext): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
+    const to = decision.message;
+    switch (decision.command) {
+      case "start":
+      case "help":
+        return this.#reply(to, formatHelp(locale, { groupHint: `@${this.bot.botInfo.username}` }));
+      case "tools": {
+        const toolbox = context.toolboxFor({ platform: "telegram", chatKind: to.chatKind });
+        return this.#reply(to, formatToolList(toolbox, locale, decision.args.split(/\s+/)[0] || undefined));
+      }
+      case "reset":
+        try {
+          await context.resetChat({ platform: "telegram", chatId: to.chatId });
+          return this.#reply(to, localize(locale, { "zh-TW": "好的，我已經忘掉這個聊天之前的對話了。", en: "Done: I have forgotten this chat's earlier conversation." }));
+        } catch (error) {
+          this.log.error({ chatId: to.chatId, error: redact(String(error)) }, "telegram: /reset failed");
+          return this.#reply(to, localize(locale, { "zh-TW": "抱歉，現在無法清除對話記憶，請稍後再試一次。", en: "Sorry, I could not reset the conversation right now. Please try again in a moment." }));
+        }
+    }
+  }
+
+  async #onCallback(ctx: Context, context: AdapterContext): Promise<void> {
+    const query = ctx.callbackQuery!;
+    const locale = this.config.BOT_LOCALE;
+    const parsed = parseCallbackData(query.data ?? "");
+    let notice: string;
+    let accepted = false;
+    if (!parsed) {
+      notice = decisionNotice({ status: "not_found" }, locale);
+    } else {
+      try {
+        const result = await context.approvals.decide({ approvalId: parsed.approvalId, platform: "telegram", deciderId: String(query.from.id), approve: parsed.approve });
+        notice = decisionNotice(result, locale);
+        accepted = result.status === "accepted";
+      } catch (error) {
+        this.log.error({ error: redact(String(error)) }, "telegram: approval decision failed");
+        notice = localize(locale, { "zh-TW": "暫時無法處理，請稍後再按一次。", en: "Could not record that right now; please press again in a moment." });
+      }
+    }
+    try {
+      await ctx.answerCallbackQuery({ text: notice });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+    }
+    const message = query.message;
+    if (accepted && message) await this.outbound.removeKeyboard({ chatId: String(message.chat.id), messageId: String(message.message_id) });
+  }
+}
+

@@ -1,0 +1,126 @@
+/**
+ * The Telegram outbound half: answers, typing and approval prompts over the Bot API (REST only),
+ * usable in a worker-only process.
+ */
+import type { Api } from "grammy";
+import type { Message } from "grammy/types";
+import type { Config } from "../../src/config.js";
+import type { Logger } from "../../src/log.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
+import { isEntityError, isHarmless } from "./api.js";
+import { planChunks } from "./split.js";
+
+/** Where a message goes: the chat, and optionally the message to reply to and the forum topic. */
+export interface TelegramDestination {
+  chatId: string;
+  /** Reply to this message (groups), with `allow_sending_without_reply`. */
+  replyTo?: string;
+  /** Forum topic (`message_thread_id`). */
+  threadId?: string;
+}
+
+/** Where an answer to `to` goes: a reply in groups, plain in private chats; the topic when there is one. */
+export function destinationOf(to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">): TelegramDestination {
+  return { chatId: to.chatId, replyTo: to.chatKind === "group" ? to.messageId : undefined, threadId: to.reply?.threadId };
+}
+
+/** The Telegram {@link Outbound}. Methods throw grammy's `GrammyError`/`HttpError` on failures that remain after retries. */
+export class TelegramOutbound implements Outbound {
+  readonly platform = "telegram" as const;
+
+  /**
+   * @param api - a grammy Api with auto-retry installed (see `createApi`).
+   */
+  constructor(
+    readonly api: Api,
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Sends Markdown as Telegram HTML, split into messages of at most 4096 UTF-16 units of visible
+   * text (see `planChunks`), in order. A chunk whose HTML Telegram rejects ("can't parse entities")
+   * is sent again as plain text.
+   *
+   * @param options.skip - chunks already sent by an earlier attempt; they are not sent again.
+   * @param options.onSent - awaited after each chunk with its index and reference.
+   * @returns the messages sent now; empty when the text has nothing visible.
+   */
+  async sendMarkdown(
+    to: TelegramDestination,
+    markdown: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
+    const chunks = planChunks(markdown);
+    if (chunks.length === 0) this.log.warn({ chatId: to.chatId }, "telegram: an answer with no visible text was not sent");
+    const refs: SentRef[] = [];
+    for (const [index, chunk] of chunks.entries()) {
+      if (index < (options.skip ?? 0)) continue;
+      const common = {
+        ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true } } : {}),
+        ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
+      };
+      let message: Message.TextMessage;
+      try {
+        message = await this.api.sendMessage(to.chatId, chunk.html, { ...common, parse_mode: "HTML", link_preview_options: { is_disabled: true } });
+      } catch (error) {
+        if (!isEntityError(error)) throw error;
+        this.log.warn({ chatId: to.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; sending the chunk as plain text");
+        message = await this.api.sendMessage(to.chatId, chunk.plain, { ...common, link_preview_options: { is_disabled: true } });
+      }
+      const ref = { chatId: String(message.chat.id), messageId: String(message.message_id) };
+      refs.push(ref);
+      await options.onSent?.(index, ref);
+    }
+    return refs;
+  }
+
+  /** {@inheritDoc Outbound.sendAnswer} Lengths are UTF-16 code units of the visible text. */
+  sendAnswer(to: IncomingMessage, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    return this.sendMarkdown(destinationOf(to), text, options);
+  }
+
+  /** Bot API `sendChatAction` with `typing` (shown for about 5 s, or until the next message). */
+  async sendTyping(to: IncomingMessage): Promise<void> {
+    await this.api.sendChatAction(to.chatId, "typing", to.reply?.threadId ? { message_thread_id: Number(to.reply.threadId) } : {});
+  }
+
+  /**
+   * Posts the approval prompt with 確認 / 取消 buttons (`callback_data` `ap:<id>:y|n`, ≤ 64 bytes).
+   * @throws {Error} when the approval id does not fit the callback data; grammy errors on send failures.
+   */
+  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+    const dest = destinationOf(to);
+    const message = await this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), {
+      parse_mode: "HTML",
+      reply_markup: approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE),
+      ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
+      ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
+    });
+    return { chatId: String(message.chat.id), messageId: String(message.message_id) };
+  }
+
+  /**
+   * Edits the prompt to `text` with an outcome mark and no keyboard (`editMessageText` without
+   * `reply_markup` removes it). "Message is not modified" and a deleted prompt are not failures.
+   */
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+    try {
+      await this.api.editMessageText(prompt.chatId, Number(prompt.messageId), approvalOutcomeHtml(outcome, text), { parse_mode: "HTML" });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+      this.log.debug({ prompt, error: (error as Error).message }, "telegram: approval prompt edit was not needed");
+    }
+  }
+
+  /** Removes the keyboard of a prompt at once (after an accepted press). Never throws. */
+  async removeKeyboard(prompt: SentRef): Promise<void> {
+    try {
+      await this.api.editMessageReplyMarkup(prompt.chatId, Number(prompt.messageId), { reply_markup: undefined });
+    } catch (error) {
+      if (!isHarmless(error)) this.log.warn({ prompt, error: (error as Error).message }, "telegram: could not remove the approval keyboard");
+    }
+  }
+}

@@ -1,0 +1,298 @@
+/**
+ * The approval flow: what the worker calls when a run pauses at a dangerous tool, when the
+ * requester's decision (or the expiry) arrives as a job, and when a new message makes a pending
+ * approval moot. Written against the contracts only; everything it talks to is injected.
+ *
+ * Main path:
+ * 1. {@link ApprovalFlow.begin}: save the paused run, post the prompt, schedule the expiry job.
+ * 2. A button/reaction → `ApprovalStore.decide` → `onDecision` → a `decisions` job →
+ *    {@link ApprovalFlow.handleDecision}: close the prompt with the outcome, resume the run
+ *    (the tool runs through `store.executeOnce`), append the run to history, send the answer.
+ * 3. No decision in time → the expiry job → `handleDecision({ verdict: "expired" })`.
+ * 4. A new message in the chat → {@link ApprovalFlow.supersedePending} before it is handled.
+ */
+import { z } from "zod";
+import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "../agent/contract.js";
+import type { ResumeDeps } from "../agent/loop.js";
+import { localize, type Locale } from "../i18n.js";
+import { silentLogger, type Logger } from "../log.js";
+import type { ApprovalOutcome, Outbound } from "../outbound.js";
+import type { ChatRef, IncomingMessage, Platform } from "../queue/incoming.js";
+import type { ToolContext } from "../toolbox/tool.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import { finishTracer } from "../trace/tracer.js";
+import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore } from "./store.js";
+
+/** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
+export type ExecuteOnce = NonNullable<ResumeDeps["executeOnce"]>;
+
+/** The agent loop's resume function (`resumeAgent` of `src/agent/loop.ts`), injected. */
+export type ResumeAgent = (run: SuspendedRun, verdict: ApprovalVerdict, deps: ResumeDeps) => Promise<AgentOutcome>;
+
+/** A paused run, as `runAgent` / `resumeAgent` return it. */
+export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
+
+/**
+ * The job data of a decision (from `onDecision`) or of the delayed expiry job. Job data comes
+ * back from Redis, so {@link ApprovalFlow.handleDecision} checks it with this schema.
+ */
+export const DecisionJobSchema = z.object({
+  approvalId: z.string().regex(APPROVAL_ID_PATTERN),
+  verdict: z.enum(["approved", "declined", "expired"]),
+});
+
+/** See {@link DecisionJobSchema}. */
+export type DecisionJob = z.output<typeof DecisionJobSchema>;
+
+/** What the flow needs; the worker builds it once. */
+export interface ApprovalFlowDeps {
+  store: ApprovalStore;
+  agent: { resumeAgent: ResumeAgent };
+  /** The agent's dependencies and a fresh tool context for `message` (same as the worker uses for a new run). */
+  agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext }> | (AgentDeps & { context: ToolContext });
+  /** Appends a finished run's messages (starting with the user turn) to the chat's history. */
+  appendHistory(chat: ChatRef, messages: MessageParam[]): Promise<void>;
+  /** The outbound side of `platform`. */
+  outbound(platform: Platform): Outbound;
+  /** Adds the delayed expiry job: after `delayMs` ms, `handleDecision({ approvalId, verdict: "expired" })`. */
+  scheduleExpiry(approvalId: string, delayMs: number): Promise<void>;
+  log?: Logger;
+}
+
+/** What {@link ApprovalFlow.handleDecision} did. */
+export type HandledDecision =
+  | { status: "answered"; text: string }
+  | { status: "asked_again"; approvalId: string }
+  | { status: "skipped"; reason: "unknown" | "not_current" | "invalid_job" };
+
+/** Longest input JSON shown in a fallback description, in characters. */
+const FALLBACK_INPUT_CHARS = 200;
+
+/**
+ * The action in plain words for the prompt: the tool's `describe(input, context)` when it has one
+ * and the input passes the tool's schema, otherwise `tool_name {"input":…}`. Never throws.
+ */
+export async function describeCall(toolbox: ToolBox, call: PendingCall, context: ToolContext): Promise<string> {
+  const json = JSON.stringify(call.input);
+  const fallback = `${call.name} ${json.length > FALLBACK_INPUT_CHARS ? `${json.slice(0, FALLBACK_INPUT_CHARS)}…` : json}`;
+  const tool = toolbox.get(call.name);
+  if (!tool?.describe) return fallback;
+  const parsed = tool.input.safeParse(call.input);
+  if (!parsed.success) return fallback;
+  try {
+    const text = (await tool.describe(parsed.data, context)).trim();
+    return text || fallback;
+  } catch (err) {
+    context.log.warn({ err, tool: call.name }, "describe failed; showing the raw call on the prompt");
+    return fallback;
+  }
+}
+
+/** The text of a closed prompt: the outcome and the action, in `locale`. */
+export function outcomeText(outcome: ApprovalOutcome, action: string, locale: Locale): string {
+  const texts = {
+    approved: { "zh-TW": "✅ 已確認：{action}", en: "✅ Confirmed: {action}" },
+    declined: { "zh-TW": "❌ 已取消，未執行：{action}", en: "❌ Declined, not done: {action}" },
+    expired: { "zh-TW": "⌛ 逾時未確認，未執行：{action}", en: "⌛ Timed out, not done: {action}" },
+    superseded: { "zh-TW": "↩️ 收到新訊息，未確認，未執行：{action}", en: "↩️ Not confirmed (a new message came), not done: {action}" },
+  } as const;
+  return localize(locale, texts[outcome], { action });
+}
+
+/** The flow's entry points for the worker. */
+export class ApprovalFlow {
+  readonly #deps: ApprovalFlowDeps;
+  readonly #log: Logger;
+
+  /** @param deps - the store, the loop's `resumeAgent` and the worker's helpers; see {@link ApprovalFlowDeps}. */
+  constructor(deps: ApprovalFlowDeps) {
+    this.#deps = deps;
+    this.#log = deps.log ?? silentLogger;
+  }
+
+  /**
+   * Saves a paused run and asks its requester. The expiry job is scheduled before the prompt is
+   * posted, so even when posting fails (the error is rethrown) the run is closed in time and
+   * the history stays valid. Idempotent per message and `tool_use` id: when the chat's pending
+   * approval is already this call of this message (a retried job), its prompt is posted if it
+   * was not yet, and its id returned; no second approval is made.
+   *
+   * @param message - the message that started the run (its sender is the only one who may decide).
+   * @param outcome - `runAgent`'s / `resumeAgent`'s `{ kind: "approval" }` result.
+   * @param outbound - where to post the prompt.
+   * @returns the approval id.
+   * @throws when Redis is unreachable or the prompt could not be posted.
+   */
+  async begin(message: IncomingMessage, outcome: ApprovalOutcomeOfRun, outbound: Outbound): Promise<string> {
+    const { store } = this.#deps;
+    const existing = await this.#pendingFor(message, outcome.call.toolUseId);
+    if (existing?.prompt) return existing.id;
+    const { toolbox, context } = await this.#deps.agentDeps(message);
+    const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
+    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale }));
+    const record = existing ?? (await store.get(id));
+    if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
+    const prompt = await outbound.sendApprovalPrompt(message, {
+      approvalId: id,
+      action,
+      requesterName: message.userName,
+      expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
+    });
+    await store.setPrompt(id, prompt);
+    this.#log.info({ approvalId: id, tool: outcome.call.name, toolUseId: outcome.call.toolUseId }, "approval asked");
+    return id;
+  }
+
+  /**
+   * Handles a decision job or the expiry job. `approved`/`declined` are acted on only when the
+   * store says so (the job data alone never runs a tool); `expired` first makes the pending →
+   * expired transition, and does nothing when a decision won. Then: close the prompt, resume the
+   * run (an approved tool runs through `store.executeOnce`), and on an answer append the run to
+   * history and send it; on another dangerous call, ask again. The record is deleted at the
+   * end, so a redelivered job finds nothing to do; a retried job skips the steps an earlier
+   * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an
+   * expiry, further pending calls of the same turn are closed as expired too (the requester is
+   * away; no new prompt).
+   *
+   * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
+   * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
+   */
+  async handleDecision(data: unknown): Promise<HandledDecision> {
+    const parsed = DecisionJobSchema.safeParse(data);
+    if (!parsed.success) {
+      this.#log.error({ issues: parsed.error.issues.map((i) => i.path.join(".")) }, "invalid decision job; ignored");
+      return { status: "skipped", reason: "invalid_job" };
+    }
+    const job = parsed.data;
+    const { store } = this.#deps;
+    let record: ApprovalRecord | undefined;
+    if (job.verdict === "expired") {
+      record = await store.expire(job.approvalId);
+      if (!record) {
+        const current = await store.get(job.approvalId);
+        if (!current || current.status === "pending") return { status: "skipped", reason: current ? "not_current" : "unknown" };
+        // A decision won the race (its own job handles it), or an earlier attempt of this job
+        // made the transition and failed later: carry on only in the latter case.
+        if (current.status !== "expired") return { status: "skipped", reason: "not_current" };
+        record = current;
+      }
+    } else {
+      record = await store.get(job.approvalId);
+      if (!record) return { status: "skipped", reason: "unknown" };
+      if (record.status !== job.verdict) {
+        this.#log.warn({ approvalId: job.approvalId, status: record.status, verdict: job.verdict }, "decision job does not match the stored status; ignored");
+        return { status: "skipped", reason: "not_current" };
+      }
+    }
+    const verdict = job.verdict;
+    const outbound = this.#deps.outbound(record.platform);
+    if (!record.steps.includes("prompt")) {
+      await this.#closePrompt(record, outbound, verdict);
+      await store.markStep(record.id, "prompt");
+    }
+    const deps = await this.#deps.agentDeps(record.message);
+    let outcome: AgentOutcome;
+    try {
+      outcome = await this.#deps.agent.resumeAgent(record.run, verdict, { ...deps, executeOnce: store.executeOnce });
+      while (outcome.kind === "approval" && verdict === "expired") {
+        outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", { ...deps, executeOnce: store.executeOnce });
+      }
+    } finally {
+      await finishTracer(deps.tracer);
+    }
+    if (outcome.kind === "approval") {
+      const approvalId = await this.begin(record.message, outcome, outbound);
+      await store.finish(record.id);
+      return { status: "asked_again", approvalId };
+    }
+    if (!record.steps.includes("history")) {
+      await this.#deps.appendHistory(record, outcome.messages);
+      await store.markStep(record.id, "history");
+    }
+    await outbound.sendAnswer(record.message, outcome.text);
+    await store.finish(record.id);
+    return { status: "answered", text: outcome.text };
+  }
+
+  /**
+   * Gives up on a decision or expiry job whose last attempt failed (the model or the platform
+   * stayed down): the requester gets a short message instead of silence, and the record is
+   * deleted. Unless an earlier attempt already appended it, the run is not appended to history,
+   * which stays valid (it never saw the paused turn). Never throws: a failure here is logged.
+   *
+   * @param data - the failed job's data.
+   */
+  async giveUp(data: unknown): Promise<void> {
+    const parsed = DecisionJobSchema.safeParse(data);
+    if (!parsed.success) return;
+    const { store } = this.#deps;
+    try {
+      const record = await store.get(parsed.data.approvalId);
+      if (!record) return;
+      const text =
+        parsed.data.verdict === "approved"
+          ? localize(record.locale, {
+              "zh-TW": "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
+              en: "Sorry, something went wrong while handling this ({action}), so I could not finish. It may have been done already: please check before trying again.",
+            }, { action: record.action })
+          : localize(record.locale, {
+              "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
+              en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
+            }, { action: record.action });
+      await this.#deps.outbound(record.platform).sendAnswer(record.message, text);
+      await store.finish(record.id);
+    } catch (err) {
+      this.#log.error({ err, approvalId: parsed.data.approvalId }, "could not tell the requester that the approval failed");
+    }
+  }
+
+  /**
+   * Closes the chat's pending approval as not confirmed, because a new message arrived: the run
+   * is resumed with `superseded` and `callModel: false` (every still pending call is closed, no
+   * model call), appended to history, and the prompt edited. Nothing is sent to the chat: the
+   * user has moved on. Call it before handling a new message of the chat.
+   *
+   * @param incoming - the message about to be handled, when known. If the pending approval was
+   *   begun for this very message (the job is a retry after a crash past `begin`), its run is
+   *   dropped instead of appended, since the retry runs the message again.
+   * @returns whether an approval was closed.
+   */
+  async supersedePending(chat: ChatRef, incoming?: IncomingMessage): Promise<boolean> {
+    const { store } = this.#deps;
+    const record = await store.supersede(chat);
+    if (!record) return false;
+    if (incoming?.messageId !== record.message.messageId) {
+      const deps = await this.#deps.agentDeps(record.message);
+      const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
+      let outcome: AgentOutcome;
+      try {
+        outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
+        while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
+      } finally {
+        await finishTracer(deps.tracer);
+      }
+      await this.#deps.appendHistory(record, outcome.messages);
+    }
+    await this.#closePrompt(record, this.#deps.outbound(record.platform), "superseded");
+    await store.finish(record.id);
+    return true;
+  }
+
+  /** The chat's pending approval when it is `toolUseId` of `message`. */
+  async #pendingFor(message: IncomingMessage, toolUseId: string): Promise<ApprovalRecord | undefined> {
+    const id = await this.#deps.store.pendingId(message);
+    const record = id ? await this.#deps.store.get(id) : undefined;
+    if (record?.status !== "pending" || record.message.messageId !== message.messageId || record.call.toolUseId !== toolUseId) return undefined;
+    return record;
+  }
+
+  /** Edits the prompt to show the outcome; a failed edit is logged, not thrown (the run must still finish). */
+  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalOutcome): Promise<void> {
+    if (!record.prompt) return;
+    try {
+      await outbound.closeApprovalPrompt(record.prompt, outcome, outcomeText(outcome, record.action, record.locale));
+    } catch (err) {
+      this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
+    }
+  }
+}

@@ -1,0 +1,461 @@
+/**
+ * The approval store: pending approvals of dangerous tools, kept in Redis so any process can
+ * decide, expire or resume them, and the exactly-once guard for running an approved tool.
+ *
+ * Keys (all under `prefix`, default `approval:`):
+ * - `approval:{id}`: a hash, the record. Small fields the Lua scripts read (`status`, `platform`,
+ *   `requesterId`, `requesterName`, `expiresAt`, `chat`) beside the JSON of the rest (`data`),
+ *   the prompt reference (`prompt`) and the decision (`decidedAt`, `deciderId`). It lives
+ *   `timeoutMs + graceMs` while pending and `closedTtlMs` after it left `pending`, so a decision
+ *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it.
+ * - `approval:chat:{platform:chatId}`: the id of the chat's pending approval.
+ * - `approval:prompt:{platform}:{chatId}:{messageId}`: the id of the approval a prompt message asks about.
+ * - `approval:exec:{tool_use id}`: the claim and then the result of one approved tool call.
+ *
+ * Every state change (decide, expire, supersede) is one Lua script, so two decisions racing from
+ * two processes (a double click, a click and a reaction, a redelivered event) see one winner.
+ */
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import type { PendingCall, SuspendedRun } from "../agent/contract.js";
+import type { Locale } from "../i18n.js";
+import { silentLogger, type Logger } from "../log.js";
+import type { SentRef } from "../outbound.js";
+import { chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import type { ToolExecution } from "../toolbox/toolbox.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
+
+/** Where an approval stands. Only `pending` can change, and only once. */
+export type ApprovalStatus = "pending" | "approved" | "declined" | "expired" | "superseded";
+
+/** Length of an approval id: 16 random bytes in base64url, 22 characters of `[A-Za-z0-9_-]`. */
+export const APPROVAL_ID_LENGTH = 22;
+
+/** The shape of an approval id (see {@link APPROVAL_ID_LENGTH}). */
+export const APPROVAL_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
+
+/** What {@link ApprovalStore.create} needs: the paused run and who must decide. */
+export interface NewApproval {
+  /** The message that started the run; its `platform`, `chatId`, `userId` and `userName` bind the approval. */
+  message: IncomingMessage;
+  /** The paused run, saved as it is and handed back to `resumeAgent`. */
+  run: SuspendedRun;
+  /** The dangerous call being asked about (the first of `run.pending`). */
+  call: PendingCall;
+  /** The action in plain words, as shown on the prompt, e.g. `刪除待辦 #3「買牛奶」`. */
+  action: string;
+  /** Locale of the bot's words on the prompt and its outcome. */
+  locale: Locale;
+}
+
+/** A saved approval. */
+export interface ApprovalRecord extends NewApproval {
+  /** The opaque id carried by the prompt's buttons. */
+  id: string;
+  status: ApprovalStatus;
+  platform: Platform;
+  chatId: string;
+  requesterId: string;
+  requesterName: string;
+  /** When it was created, ms since the Unix epoch. */
+  createdAt: number;
+  /** After this instant (ms since the Unix epoch) decisions are refused as `not_found`. */
+  expiresAt: number;
+  /** The posted prompt, once {@link ApprovalStore.setPrompt} saved it. */
+  prompt?: SentRef;
+  /** When it left `pending`, ms since the Unix epoch. */
+  decidedAt?: number;
+  /** Who decided (the requester's id) for `approved` / `declined`. */
+  deciderId?: string;
+  /** Steps of the resumed run already done (see {@link ApprovalStore.markStep}), so a retried job does not repeat them. */
+  steps: string[];
+}
+
+/** Called once per approval, right after the first valid decision was recorded. */
+export type DecisionCallback = (decision: { approvalId: string; verdict: "approved" | "declined" }) => Promise<void> | void;
+
+/** Options of an {@link ApprovalStore}. */
+export interface ApprovalStoreOptions {
+  /** How long the requester has to decide, in ms (`CONFIRM_TIMEOUT_SECONDS * 1000`). */
+  timeoutMs: number;
+  /**
+   * Called after an `accepted` decision, e.g. to add a job to the `decisions` queue with the
+   * approval id as job id (so a retry does not queue twice). When it throws, the decision is
+   * undone (the approval is `pending` again, the requester may press again) and the error is rethrown.
+   */
+  onDecision?: DecisionCallback;
+  /** Extra life of a pending record beyond `timeoutMs`, in ms, so a late expiry job still finds it. Default 10 minutes. */
+  graceMs?: number;
+  /** Life of a record after it left `pending`, in ms (the decision job must run within it). Default 24 hours. */
+  closedTtlMs?: number;
+  /** Life of an exactly-once claim and result, in ms. Default 24 hours. */
+  executionTtlMs?: number;
+  /**
+   * How long {@link ApprovalStore.executeOnce} waits for another caller's result, in ms, before it
+   * treats the claim as abandoned by a crash. Default 35 000 (the default tool timeout is 30 s).
+   */
+  executionWaitMs?: number;
+  /** Key prefix. Default `approval:`. */
+  prefix?: string;
+  /** The clock, ms since the Unix epoch. Default `Date.now`. */
+  now?: () => number;
+  log?: Logger;
+}
+
+const DECIDE = `
+local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt')
+if not h[1] then return {'not_found'} end
+if h[2] ~= ARGV[2] then return {'not_found'} end
+if tonumber(ARGV[1]) > tonumber(h[5]) then return {'not_found'} end
+if h[1] == 'expired' then return {'not_found'} end
+if h[3] ~= ARGV[3] then return {'not_requester', h[4]} end
+if h[1] ~= 'pending' then return {'already_decided'} end
+redis.call('HSET', KEYS[1], 'status', ARGV[4], 'decidedAt', ARGV[1], 'deciderId', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {'accepted'}
+`;
+
+/** Undo of an accepted decision whose callback failed: only if it is still exactly that decision. */
+const UNDECIDE = `
+local h = redis.call('HMGET', KEYS[1], 'status', 'decidedAt', 'deciderId')
+if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'pending')
+redis.call('HDEL', KEYS[1], 'decidedAt', 'deciderId')
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+return 1
+`;
+
+/** pending → ARGV[1]; drops the chat index when it points at this approval. */
+const CLOSE = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decidedAt', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
+return 1
+`;
+
+/** Saves the prompt ref and its reverse index, with the record's remaining life. */
+const SET_PROMPT = `
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then return 0 end
+redis.call('HSET', KEYS[1], 'prompt', ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+return 1
+`;
+
+/** Deletes the record, the prompt index (KEYS[3], may be absent) and the chat index when it points at it. */
+const FINISH = `
+redis.call('DEL', KEYS[1])
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+`;
+
+const HashSchema = z.object({
+  status: z.enum(["pending", "approved", "declined", "expired", "superseded"]),
+  platform: z.string(),
+  chatId: z.string(),
+  requesterId: z.string(),
+  requesterName: z.string(),
+  createdAt: z.coerce.number(),
+  expiresAt: z.coerce.number(),
+  data: z.string(),
+  prompt: z.string().optional(),
+  decidedAt: z.coerce.number().optional(),
+  deciderId: z.string().optional(),
+});
+
+const ExecutionSchema = z.discriminatedUnion("state", [
+  z.object({ state: z.literal("running"), claimedAt: z.number() }),
+  z.object({ state: z.literal("done"), ok: z.boolean(), content: z.string(), durationMs: z.number() }),
+]);
+
+/**
+ * What the model reads when an approved call was claimed by a process that stopped before it
+ * recorded the result. We do not run the tool again (it may have worked: deleting twice could
+ * delete the wrong todo after renumbering) and we cannot say it worked, so the model is told the
+ * truth and how to find out.
+ */
+export const UNKNOWN_OUTCOME =
+  "This approved action was started earlier, but the bot stopped before its result was recorded, so it is unknown whether it took effect. " +
+  "It was not run again. Check the current state first (for todos: call list_todos) and tell the user what you find.";
+
+/** Redis-backed approvals; implements {@link ApprovalDecider} for the adapters. */
+export class ApprovalStore implements ApprovalDecider {
+  readonly #redis: Redis;
+  readonly #timeoutMs: number;
+  readonly #graceMs: number;
+  readonly #closedTtlMs: number;
+  readonly #executionTtlMs: number;
+  readonly #executionWaitMs: number;
+  readonly #prefix: string;
+  readonly #now: () => number;
+  readonly #log: Logger;
+  #onDecision: DecisionCallback | undefined;
+
+  /**
+   * @param redis - a shared ioredis connection (commands only).
+   * @param options - see {@link ApprovalStoreOptions}; `timeoutMs` is required.
+   */
+  constructor(redis: Redis, options: ApprovalStoreOptions) {
+    this.#redis = redis;
+    this.#timeoutMs = options.timeoutMs;
+    this.#graceMs = options.graceMs ?? 10 * 60_000;
+    this.#closedTtlMs = options.closedTtlMs ?? 24 * 3600_000;
+    this.#executionTtlMs = options.executionTtlMs ?? 24 * 3600_000;
+    this.#executionWaitMs = options.executionWaitMs ?? 35_000;
+    this.#prefix = options.prefix ?? "approval:";
+    this.#now = options.now ?? Date.now;
+    this.#log = options.log ?? silentLogger;
+    this.#onDecision = options.onDecision;
+  }
+
+  /** How long the requester has to decide, in ms. */
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** Sets (or replaces) the callback run after an accepted decision; see {@link ApprovalStoreOptions.onDecision}. */
+  set onDecision(callback: DecisionCallback | undefined) {
+    this.#onDecision = callback;
+  }
+
+  /**
+   * Saves a pending approval and marks it as its chat's pending approval.
+   *
+   * @returns the new approval's id: 16 random bytes, base64url ({@link APPROVAL_ID_LENGTH} characters),
+   *   carrying no data; short enough for Telegram's 64-byte `callback_data` and Discord's
+   *   100-character `custom_id` with a prefix.
+   * @throws when Redis is unreachable.
+   */
+  async create(approval: NewApproval): Promise<string> {
+    const id = randomBytes(16).toString("base64url");
+    const createdAt = this.#now();
+    const { message } = approval;
+    const ttlMs = this.#timeoutMs + this.#graceMs;
+    const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale };
+    await this.#redis
+      .multi()
+      .hset(this.#key(id), {
+        status: "pending",
+        platform: message.platform,
+        chatId: message.chatId,
+        requesterId: message.userId,
+        requesterName: message.userName,
+        createdAt: String(createdAt),
+        expiresAt: String(createdAt + this.#timeoutMs),
+        data: JSON.stringify(data),
+      })
+      .pexpire(this.#key(id), ttlMs)
+      .set(this.#chatKey(message), id, "PX", ttlMs)
+      .exec()
+      .then(throwOnExecError);
+    return id;
+  }
+
+  /**
+   * Saves where the prompt was posted, so the outcome can be shown on it, and indexes the prompt
+   * message so a reaction on it can be mapped back ({@link ApprovalStore.idForPrompt}).
+   * Does nothing for an unknown id.
+   */
+  async setPrompt(id: string, ref: SentRef): Promise<void> {
+    if (!APPROVAL_ID_PATTERN.test(id)) return;
+    const platform = await this.#redis.hget(this.#key(id), "platform");
+    if (!platform) return;
+    // HSET on a missing key would create a record without a TTL; only touch an existing one.
+    await this.#redis.eval(SET_PROMPT, 2, this.#key(id), this.#promptKey(platform as Platform, ref), JSON.stringify(ref), id);
+  }
+
+  /**
+   * The approval whose prompt is the message `ref` on `platform` (for Discord reactions, whose
+   * events carry the message, not the button's `custom_id`), while its record exists.
+   */
+  async idForPrompt(platform: Platform, ref: SentRef): Promise<string | undefined> {
+    return (await this.#redis.get(this.#promptKey(platform, ref))) ?? undefined;
+  }
+
+  /** Records that a step of the resumed run (e.g. `history`) is done. Does nothing for an unknown id. */
+  async markStep(id: string, step: string): Promise<void> {
+    await this.#redis.eval(
+      "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], '1') end return 1",
+      1,
+      this.#key(id),
+      `step:${step}`,
+    );
+  }
+
+  /** The record, or undefined when the id is unknown, finished or its TTL ran out. */
+  async get(id: string): Promise<ApprovalRecord | undefined> {
+    if (!APPROVAL_ID_PATTERN.test(id)) return undefined;
+    const hash = await this.#redis.hgetall(this.#key(id));
+    if (Object.keys(hash).length === 0) return undefined;
+    const parsed = HashSchema.safeParse(hash);
+    if (!parsed.success) {
+      this.#log.error({ approvalId: id, issues: parsed.error.issues.map((i) => i.path.join(".")) }, "unreadable approval record");
+      return undefined;
+    }
+    const h = parsed.data;
+    const data = JSON.parse(h.data) as NewApproval;
+    return {
+      ...data,
+      id,
+      status: h.status,
+      platform: h.platform as Platform,
+      chatId: h.chatId,
+      requesterId: h.requesterId,
+      requesterName: h.requesterName,
+      createdAt: h.createdAt,
+      expiresAt: h.expiresAt,
+      prompt: h.prompt ? (JSON.parse(h.prompt) as SentRef) : undefined,
+      decidedAt: h.decidedAt,
+      deciderId: h.deciderId,
+      steps: Object.keys(hash)
+        .filter((k) => k.startsWith("step:"))
+        .map((k) => k.slice(5)),
+    };
+  }
+
+  /**
+   * Decides an approval, atomically (one Lua script), in this order:
+   * unknown id, another platform, or now > `expiresAt` or already expired → `not_found`;
+   * decider is not the requester → `not_requester` (with the requester's name);
+   * not pending any more → `already_decided`; else the status becomes `approved`/`declined` →
+   * `accepted`, and `onDecision` is called. Only the first valid decision is ever `accepted`.
+   *
+   * @throws when Redis is unreachable, or when `onDecision` throws (the decision is then undone).
+   */
+  async decide(request: DecisionRequest): Promise<DecisionResult> {
+    if (!APPROVAL_ID_PATTERN.test(request.approvalId)) return { status: "not_found" };
+    const now = this.#now();
+    const verdict = request.approve ? "approved" : "declined";
+    const key = this.#key(request.approvalId);
+    const reply = (await this.#redis.eval(DECIDE, 1, key, now, request.platform, request.deciderId, verdict, this.#closedTtlMs)) as string[];
+    const [status, name] = reply;
+    if (status === "not_requester") return { status, requesterName: name ?? "" };
+    if (status === "not_found" || status === "already_decided") return { status };
+    this.#log.info({ approvalId: request.approvalId, verdict }, `approval ${verdict}`);
+    if (this.#onDecision) {
+      try {
+        await this.#onDecision({ approvalId: request.approvalId, verdict });
+      } catch (err) {
+        const expiresAtMs = now + this.#timeoutMs + this.#graceMs;
+        await this.#redis.eval(UNDECIDE, 1, key, verdict, now, request.deciderId, expiresAtMs);
+        throw err;
+      }
+    }
+    return { status: "accepted", approve: request.approve };
+  }
+
+  /**
+   * Closes a pending approval as timed out (for the delayed expiry job; it does not compare times).
+   *
+   * @returns the record when this call made the transition; undefined when it was already decided,
+   *   expired, superseded, finished or unknown.
+   */
+  async expire(id: string): Promise<ApprovalRecord | undefined> {
+    if (!APPROVAL_ID_PATTERN.test(id)) return undefined;
+    const [platform, chatId] = await this.#redis.hmget(this.#key(id), "platform", "chatId");
+    if (!platform || !chatId) return undefined;
+    return this.#close(id, { platform: platform as Platform, chatId }, "expired");
+  }
+
+  /**
+   * Closes the chat's pending approval as not confirmed, because a new message arrived.
+   *
+   * @returns the record when this call made the transition; undefined when the chat has no pending approval.
+   */
+  async supersede(chat: ChatRef): Promise<ApprovalRecord | undefined> {
+    const id = await this.#redis.get(this.#chatKey(chat));
+    if (!id) return undefined;
+    return this.#close(id, chat, "superseded");
+  }
+
+  /** The id of the chat's pending approval, if any. */
+  async pendingId(chat: ChatRef): Promise<string | undefined> {
+    return (await this.#redis.get(this.#chatKey(chat))) ?? undefined;
+  }
+
+  /** Deletes the record, and the chat index when it still points at it. Safe to call twice. */
+  async finish(id: string): Promise<void> {
+    if (!APPROVAL_ID_PATTERN.test(id)) return;
+    const [platform, chatId, prompt] = await this.#redis.hmget(this.#key(id), "platform", "chatId", "prompt");
+    if (!platform || !chatId) return;
+    const keys = [this.#key(id), this.#chatKey({ platform: platform as Platform, chatId })];
+    if (prompt) keys.push(this.#promptKey(platform as Platform, JSON.parse(prompt) as SentRef));
+    await this.#redis.eval(FINISH, keys.length, ...keys, id);
+  }
+
+  /**
+   * Runs an approved tool call at most once per `tool_use` id, across retries, processes and crashes.
+   *
+   * The first caller claims the id (`SET NX`) before it runs `execute`, then stores the result.
+   * A later caller gets the stored result without running anything. A caller that finds a claim
+   * without a result waits (polling, up to `executionWaitMs`) for the result; when the claim is
+   * older than that, the claimer is taken to have crashed between claim and result, and the
+   * caller gets `{ ok: false, content: UNKNOWN_OUTCOME }`: the tool is not run a second time,
+   * and the model is told to check the state (list_todos) rather than guess. If `execute`
+   * throws, the same unknown-outcome result is stored and returned.
+   *
+   * Bound to the instance, so it can be passed as `executeOnce: store.executeOnce`.
+   *
+   * @param toolUseId - the model's `tool_use` id.
+   * @param execute - runs the tool (e.g. `() => toolbox.execute(name, input, context)`).
+   * @throws when Redis is unreachable before the claim (nothing ran then).
+   */
+  readonly executeOnce = async (toolUseId: string, execute: () => Promise<ToolExecution>): Promise<ToolExecution> => {
+    const key = `${this.#prefix}exec:${toolUseId}`;
+    const claimed = await this.#redis.set(key, JSON.stringify({ state: "running", claimedAt: this.#now() }), "PX", this.#executionTtlMs, "NX");
+    if (claimed === "OK") {
+      let result: ToolExecution;
+      try {
+        result = await execute();
+      } catch (err) {
+        this.#log.error({ err, toolUseId }, "an approved tool call threw; its outcome is unknown");
+        result = { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
+      }
+      const stored = { state: "done", ok: result.ok, content: result.content, durationMs: result.durationMs };
+      await this.#redis.set(key, JSON.stringify(stored), "PX", this.#executionTtlMs);
+      return result;
+    }
+    const deadline = this.#now() + this.#executionWaitMs;
+    for (let delay = 20; ; delay = Math.min(delay * 2, 500)) {
+      const raw = await this.#redis.get(key);
+      const state = raw ? ExecutionSchema.safeParse(JSON.parse(raw)) : undefined;
+      if (state?.success && state.data.state === "done") {
+        const { ok, content, durationMs } = state.data;
+        return { ok, content, durationMs };
+      }
+      const claimedAt = state?.success && state.data.state === "running" ? state.data.claimedAt : 0;
+      if (this.#now() - claimedAt >= this.#executionWaitMs || this.#now() >= deadline) {
+        this.#log.warn({ toolUseId }, "an approved tool call was claimed but never finished; reporting its outcome as unknown");
+        return { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  };
+
+  async #close(id: string, chat: ChatRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
+    const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#chatKey(chat), to, this.#now(), this.#closedTtlMs, id);
+    if (changed !== 1) return undefined;
+    this.#log.info({ approvalId: id }, `approval ${to}`);
+    return this.get(id);
+  }
+
+  #key(id: string): string {
+    return `${this.#prefix}${id}`;
+  }
+
+  #promptKey(platform: Platform, ref: SentRef): string {
+    return `${this.#prefix}prompt:${platform}:${ref.chatId}:${ref.messageId}`;
+  }
+
+  #chatKey(chat: ChatRef): string {
+    return `${this.#prefix}chat:${chatKey(chat)}`;
+  }
+}
+
+function throwOnExecError(results: [Error | null, unknown][] | null): void {
+  if (!results) throw new Error("redis transaction was aborted");
+  for (const [err] of results) if (err) throw err;
+}

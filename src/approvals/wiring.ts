@@ -1,0 +1,116 @@
+/**
+ * Wiring of the approval flow into a process: the worker side (hooks the worker calls, the
+ * expiry scheduler) and the adapter side (the decider buttons and reactions call). Both sides
+ * share the Redis records and the `decisions` queue, so any process can resolve any approval.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { resumeAgent } from "../agent/loop.js";
+import type { Config } from "../config.js";
+import type { HistoryStore } from "../history/store.js";
+import type { Logger } from "../log.js";
+import type { Outbound } from "../outbound.js";
+import { DECISIONS_QUEUE } from "../queue/keys.js";
+import type { Platform } from "../queue/incoming.js";
+import { toolboxFor } from "../toolbox/select.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import { nullTracer, type Tracer } from "../trace/tracer.js";
+import type { ApprovalHooks } from "../worker/approvals.js";
+import { toolContextFor } from "../worker/context.js";
+import type { ApprovalDecider } from "./decision.js";
+import { ApprovalFlow } from "./flow.js";
+import { decisionQueueHooks } from "./jobs.js";
+import { ApprovalStore } from "./store.js";
+
+/** A part of the approval wiring: what it offers and how to close its queue. */
+interface Closable {
+  /** Closes the part's BullMQ queue (not the Redis connection). Never throws. */
+  close(): Promise<void>;
+}
+
+function decisionsQueue(redis: Redis, prefix: string | undefined): Queue {
+  const queue = new Queue(DECISIONS_QUEUE, { connection: redis, prefix });
+  queue.on("error", () => {}); // connection problems are logged once by connectRedis
+  return queue;
+}
+
+/**
+ * The decider for adapters: checks a press or reaction in Redis (exists, not expired, the
+ * requester, first decision wins) and queues the accepted decision on the `decisions` queue.
+ */
+export function approvalDecider(parts: { config: Config; redis: Redis; prefix?: string; log: Logger }): ApprovalDecider & Closable {
+  const queue = decisionsQueue(parts.redis, parts.prefix);
+  const store = new ApprovalStore(parts.redis, {
+    timeoutMs: parts.config.CONFIRM_TIMEOUT_SECONDS * 1000,
+    onDecision: decisionQueueHooks(queue).onDecision,
+    log: parts.log,
+  });
+  return {
+    decide: (request) => store.decide(request),
+    close: () => queue.close().catch(() => {}),
+  };
+}
+
+/** What {@link approvalHooks} needs from the worker. */
+export interface ApprovalHookParts {
+  config: Config;
+  log: Logger;
+  /** The worker's connection (`maxRetriesPerRequest: null`). */
+  redis: Redis;
+  prefix?: string;
+  toolbox: ToolBox;
+  client: Anthropic;
+  history: HistoryStore;
+  outbounds: Partial<Record<Platform, Outbound>>;
+  tracerFor?: (runId: string, chat: string) => Tracer;
+}
+
+/**
+ * The worker's approval hooks over the Redis store and the `decisions` queue: `begin` saves the
+ * paused run and posts the prompt, `supersedePending` closes a pending approval when a new
+ * message arrives, `handleDecision` resumes the run (and tells the requester when the job's
+ * last attempt fails).
+ */
+export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closable {
+  const { config, log, redis } = parts;
+  const queue = decisionsQueue(redis, parts.prefix);
+  const jobs = decisionQueueHooks(queue);
+  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, log });
+  const flow = new ApprovalFlow({
+    store,
+    agent: { resumeAgent },
+    agentDeps: (message) => ({
+      client: parts.client,
+      config,
+      toolbox: toolboxFor(parts.toolbox, message),
+      tracer: parts.tracerFor?.(`${message.platform}:${message.chatId}:${message.messageId}:approval`, `${message.platform}:${message.chatId}`) ?? nullTracer,
+      context: toolContextFor(message, { config, redis, log: log.child({ chat: `${message.platform}:${message.chatId}` }) }),
+    }),
+    appendHistory: (chat, messages) => parts.history.append(chat, messages),
+    outbound: (platform) => {
+      const outbound = parts.outbounds[platform];
+      if (!outbound) throw new Error(`no outbound for platform ${platform} in this worker`);
+      return outbound;
+    },
+    scheduleExpiry: jobs.scheduleExpiry,
+    log,
+  });
+  return {
+    async begin(message, outcome, outbound) {
+      await flow.begin(message, outcome, outbound);
+    },
+    async supersedePending(chat, incoming) {
+      await flow.supersedePending(chat, incoming);
+    },
+    async handleDecision(data, job) {
+      try {
+        await flow.handleDecision(data);
+      } catch (error) {
+        if (job?.lastAttempt) await flow.giveUp(data);
+        throw error;
+      }
+    },
+    close: () => queue.close().catch(() => {}),
+  };
+}

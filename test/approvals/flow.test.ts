@@ -1,0 +1,251 @@
+/**
+ * The approval flow over the real store (real Redis), a real toolbox with a dangerous tool that
+ * changes Redis, and a recording outbound. `resumeAgent` is a small stand-in that follows
+ * `src/agent/contract.ts` without a model, so retries, forged jobs and multi-call turns can be
+ * driven exactly; the same flow with the real loop and the fake Messages API is in `loop.test.ts`.
+ */
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { PendingCall } from "../../src/agent/contract.js";
+import { describeCall, outcomeText } from "../../src/approvals/flow.js";
+import { connectRedis } from "../../src/redis.js";
+import { testContext } from "../helpers/context.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { RecordingOutbound } from "./recording-outbound.js";
+import { chat, harness, message, paused, resumes, toolbox, toolRuns } from "./support.js";
+
+let server: TestRedis;
+let redis: Redis;
+const connections: Redis[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = connectRedis(server.url);
+  connections.push(redis);
+});
+afterAll(async () => {
+  for (const c of connections) c.disconnect();
+  await server.stop();
+});
+
+const call2: PendingCall = { toolUseId: "toolu_a", name: "approvals_test_delete_note", input: { note_id: 2 } };
+
+beforeEach(async () => {
+  await redis.flushall();
+  await redis.hset("notes:telegram:u1", { "1": "買牛奶", "2": "繳電費" });
+  toolRuns.count = 0;
+  resumes.length = 0;
+});
+
+describe("ApprovalFlow.begin", () => {
+  it("saves the run, posts a prompt in plain words, and schedules the expiry", async () => {
+    const h = harness(redis);
+    const before = Date.now();
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(h.outbound.prompts).toHaveLength(1);
+    const posted = h.outbound.prompts[0]!;
+    expect(posted.prompt).toMatchObject({ approvalId: id, action: "刪除筆記 #2「繳電費」", requesterName: "Alice" });
+    expect(posted.prompt.expiresAt).toBeGreaterThanOrEqual(before + 300_000);
+    expect(posted.prompt.expiresAt).toBeLessThanOrEqual(Date.now() + 300_000);
+    expect(h.expiries).toEqual([{ approvalId: id, delayMs: 300_000 }]);
+    const record = await h.store.get(id);
+    expect(record?.prompt).toEqual(posted.ref);
+    expect(record?.status).toBe("pending");
+    expect(toolRuns.count).toBe(0);
+  });
+
+  it("is idempotent per message and tool_use id: a retried job makes no second approval or prompt", async () => {
+    const h = harness(redis);
+    const failing = new RecordingOutbound();
+    failing.sendApprovalPrompt = async () => {
+      throw new Error("Telegram 502");
+    };
+    await expect(h.flow.begin(message, paused([call2]), failing)).rejects.toThrow("Telegram 502");
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.begin(message, paused([call2]), h.outbound)).toBe(id);
+    expect(h.outbound.prompts.map((p) => p.prompt.approvalId)).toEqual([id]);
+    expect(h.expiries).toEqual([{ approvalId: id, delayMs: 300_000 }]);
+    expect((await h.store.get(id))?.prompt).toEqual(h.outbound.prompts[0]!.ref);
+  });
+
+  it("falls back to the tool name and input when there is no describe or the input is invalid", async () => {
+    const context = testContext({ redis });
+    expect(await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_wipe", input: { really: true } }, context)).toBe(
+      'approvals_test_wipe {"really":true}',
+    );
+    expect(await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_delete_note", input: { note_id: "x" } }, context)).toBe(
+      'approvals_test_delete_note {"note_id":"x"}',
+    );
+    expect(await describeCall(toolbox, { toolUseId: "t", name: "gone", input: { a: "x".repeat(300) } }, context)).toHaveLength(
+      "gone ".length + 200 + 1,
+    );
+  });
+});
+
+describe("ApprovalFlow.handleDecision", () => {
+  it("approve: the tool runs once, the prompt shows the outcome, history gets a valid run, the answer is sent", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(h.jobs).toEqual([{ approvalId: id, verdict: "approved" }]);
+
+    expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(toolRuns.count).toBe(1);
+    expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
+    expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "approved", text: "✅ 已確認：刪除筆記 #2「繳電費」" });
+    expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
+    const saved = h.history.get("telegram:-100200")!;
+    expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(saved[2]!.content).toEqual([{ type: "tool_result", tool_use_id: "toolu_a", content: "Deleted note #2.", is_error: false }]);
+
+    // A redelivered job, and the expiry job firing later, change nothing.
+    expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "skipped", reason: "unknown" });
+    expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "unknown" });
+    expect(toolRuns.count).toBe(1);
+    expect(h.outbound.answers).toHaveLength(1);
+    expect(await h.store.pendingId(chat)).toBeUndefined();
+  });
+
+  it("a retried job after a crash past the tool does not run it again nor append history twice", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    // First attempt: the tool ran, the prompt was edited, history was appended, then sending the answer failed.
+    const sendAnswer = h.outbound.sendAnswer.bind(h.outbound);
+    h.outbound.sendAnswer = async () => {
+      throw new Error("Telegram 502");
+    };
+    await expect(h.flow.handleDecision({ approvalId: id, verdict: "approved" })).rejects.toThrow("Telegram 502");
+    h.outbound.sendAnswer = sendAnswer;
+    expect(toolRuns.count).toBe(1);
+    // The retry, in another process.
+    const connection = connectRedis(server.url);
+    connections.push(connection);
+    const retry = harness(connection, h.history, h.outbound);
+    expect(await retry.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(toolRuns.count).toBe(1);
+    expect(h.history.get("telegram:-100200")).toHaveLength(4);
+    expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
+    expect(h.outbound.closeCalls).toBe(1);
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("approved");
+  });
+
+  it("decline: the tool does not run; its tool_result is an error; the prompt says declined", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "Not run: the user declined it." });
+    expect(toolRuns.count).toBe(0);
+    expect(await redis.hlen("notes:telegram:u1")).toBe(2);
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("declined");
+    expect(h.history.get("telegram:-100200")![2]!.content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_a", content: "Not run: the user declined it.", is_error: true },
+    ]);
+  });
+
+  it("a job whose verdict is not the stored one (forged, or for a still pending approval) runs nothing", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    expect(await h.flow.handleDecision({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
+    expect(toolRuns.count).toBe(0);
+    expect(h.outbound.answers).toEqual([]);
+  });
+
+  it("expiry: closes the prompt as timed out, answers, and a later click gets not_found", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "Not run: the user expired it." });
+    expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "expired", text: "⌛ 逾時未確認，未執行：刪除筆記 #2「繳電費」" });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(h.jobs).toEqual([]);
+    expect(toolRuns.count).toBe(0);
+  });
+
+  it("the expiry job loses to a decision that came first", async () => {
+    const h = harness(redis);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "not_current" });
+    expect(h.outbound.prompts[0]!.closed).toBeUndefined();
+    expect((await h.flow.handleDecision(h.jobs[0]!)).status).toBe("answered");
+    expect(toolRuns.count).toBe(1);
+  });
+
+  it("two dangerous calls in one turn: approving the first asks about the second with a new prompt", async () => {
+    const h = harness(redis);
+    const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
+    const first = await h.flow.begin(message, paused([call2, call1]), h.outbound);
+    await h.store.decide({ approvalId: first, platform: "telegram", deciderId: "u1", approve: true });
+    const next = await h.flow.handleDecision(h.jobs[0]!);
+    expect(next.status).toBe("asked_again");
+    const second = (next as { approvalId: string }).approvalId;
+    expect(second).not.toBe(first);
+    expect(await h.store.get(first)).toBeUndefined();
+    expect(await h.store.pendingId(chat)).toBe(second);
+    expect(h.outbound.prompts.map((p) => p.prompt.action)).toEqual(["刪除筆記 #2「繳電費」", "刪除筆記 #1「買牛奶」"]);
+    expect(h.expiries.map((e) => e.approvalId)).toEqual([first, second]);
+
+    await h.store.decide({ approvalId: second, platform: "telegram", deciderId: "u1", approve: false });
+    expect(await h.flow.handleDecision(h.jobs[1]!)).toEqual({ status: "answered", text: "Deleted note #2. Not run: the user declined it." });
+    expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
+    expect(toolRuns.count).toBe(1);
+  });
+
+  it("a restart between the prompt and the click: a new process resumes the run", async () => {
+    const before = harness(redis);
+    const id = await before.flow.begin(message, paused([call2]), before.outbound);
+    const connection = connectRedis(server.url);
+    connections.push(connection);
+    const after = harness(connection, before.history, before.outbound);
+    await after.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await after.flow.handleDecision(after.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(before.outbound.prompts[0]!.closed?.outcome).toBe("approved");
+    expect(toolRuns.count).toBe(1);
+  });
+});
+
+describe("ApprovalFlow.supersedePending", () => {
+  it("closes the pending approval without a model call, keeps history valid, edits the prompt, sends nothing", async () => {
+    const h = harness(redis);
+    const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
+    const id = await h.flow.begin(message, paused([call2, call1]), h.outbound);
+    expect(await h.flow.supersedePending(chat)).toBe(true);
+    expect(resumes).toEqual([
+      { verdict: "superseded", callModel: false, toolUseId: "toolu_a" },
+      { verdict: "superseded", callModel: false, toolUseId: "toolu_b" },
+    ]);
+    expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "superseded", text: outcomeText("superseded", "刪除筆記 #2「繳電費」", "zh-TW") });
+    const saved = h.history.get("telegram:-100200")!;
+    expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect((saved[2]!.content as unknown[]).length).toBe(2);
+    expect(h.outbound.answers).toEqual([]);
+    expect(await h.flow.supersedePending(chat)).toBe(false);
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(toolRuns.count).toBe(0);
+  });
+
+  it("drops the run instead of appending it when the new message is the same one (a retried job)", async () => {
+    const h = harness(redis);
+    await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(chat, message)).toBe(true);
+    expect(resumes).toEqual([]);
+    expect(h.history.size).toBe(0);
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
+    expect(await h.store.pendingId(chat)).toBeUndefined();
+  });
+
+  it("does nothing in a chat without a pending approval", async () => {
+    const h = harness(redis);
+    expect(await h.flow.supersedePending({ platform: "discord", chatId: "9" })).toBe(false);
+    expect(resumes).toEqual([]);
+  });
+});
+
+describe("outcomeText", () => {
+  it("speaks both locales", () => {
+    expect(outcomeText("declined", "刪除待辦 #3「買牛奶」", "zh-TW")).toBe("❌ 已取消，未執行：刪除待辦 #3「買牛奶」");
+    expect(outcomeText("expired", 'delete todo #3 "milk"', "en")).toBe('⌛ Timed out, not done: delete todo #3 "milk"');
+  });
+});

@@ -1,0 +1,50 @@
+/**
+ * An {@link Outbound} for approval-flow tests that keeps what was sent in memory, strict where
+ * platforms are: an empty answer, a prompt without an approval id, or closing a prompt that was
+ * never posted or is already closed (Telegram: "message is not modified") throws.
+ * Replace with the console adapter's outbound once it lands on main.
+ */
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { IncomingMessage, Platform } from "../../src/queue/incoming.js";
+
+/** A posted prompt and, once closed, its outcome. */
+export interface PostedPrompt {
+  ref: SentRef;
+  to: IncomingMessage;
+  prompt: ApprovalPrompt;
+  closed?: { outcome: ApprovalOutcome; text: string };
+}
+
+/** Records prompts, closes and answers. */
+export class RecordingOutbound implements Outbound {
+  readonly prompts: PostedPrompt[] = [];
+  readonly answers: { to: IncomingMessage; text: string }[] = [];
+  /** Calls of closeApprovalPrompt, including refused ones. */
+  closeCalls = 0;
+  #next = 1;
+
+  constructor(readonly platform: Platform = "telegram") {}
+
+  async sendAnswer(to: IncomingMessage, text: string): Promise<SentRef[]> {
+    if (!text.trim()) throw new Error("Bad Request: message text is empty");
+    this.answers.push({ to, text });
+    return [{ chatId: to.chatId, messageId: String(this.#next++) }];
+  }
+
+  async sendTyping(): Promise<void> {}
+
+  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+    if (!prompt.approvalId || !prompt.action.trim()) throw new Error("Bad Request: prompt without approval id or action");
+    const ref = { chatId: to.chatId, messageId: String(this.#next++) };
+    this.prompts.push({ ref, to, prompt });
+    return ref;
+  }
+
+  async closeApprovalPrompt(ref: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+    this.closeCalls++;
+    const posted = this.prompts.find((p) => p.ref.chatId === ref.chatId && p.ref.messageId === ref.messageId);
+    if (!posted) throw new Error("Bad Request: message to edit not found");
+    if (posted.closed) throw new Error("Bad Request: message is not modified");
+    posted.closed = { outcome, text };
+  }
+}

@@ -1,0 +1,407 @@
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { SuspendedRun } from "../../src/agent/contract.js";
+import { decisionNotice } from "../../src/approvals/decision.js";
+import { APPROVAL_ID_LENGTH, APPROVAL_ID_PATTERN, ApprovalStore, UNKNOWN_OUTCOME, type NewApproval } from "../../src/approvals/store.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { connectRedis } from "../../src/redis.js";
+import type { ToolExecution } from "../../src/toolbox/toolbox.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+
+let server: TestRedis;
+let redis: Redis;
+const connections: Redis[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = connectRedis(server.url);
+  connections.push(redis);
+});
+afterAll(async () => {
+  for (const c of connections) c.disconnect();
+  await server.stop();
+});
+beforeEach(async () => {
+  await redis.flushall();
+});
+
+function message(overrides: Partial<IncomingMessage> = {}): IncomingMessage {
+  return {
+    platform: "telegram",
+    chatId: "-100200",
+    chatKind: "group",
+    userId: "u1",
+    userName: "Alice",
+    text: "把買牛奶刪掉",
+    messageId: "m1",
+    sentAt: 1_700_000_000_000,
+    reply: {},
+    ...overrides,
+  };
+}
+
+const call = { toolUseId: "toolu_01", name: "delete_todo", input: { todo_id: 3 } };
+const run: SuspendedRun = {
+  messages: [
+    { role: "user", content: "把買牛奶刪掉" },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_01", name: "delete_todo", input: { todo_id: 3 } }] },
+  ],
+  history: [],
+  results: [],
+  pending: [call],
+  turns: 1,
+  callCounts: { 'delete_todo:{"todo_id":3}': 1 },
+};
+
+function approval(overrides: Partial<NewApproval> = {}): NewApproval {
+  return { message: message(), run, call, action: "刪除待辦 #3「買牛奶」", locale: "zh-TW", ...overrides };
+}
+
+/** A store whose clock the test moves. */
+function storeWithClock(start = 1_800_000_000_000, options: { timeoutMs?: number } = {}) {
+  const clock = { now: start };
+  const decisions: { approvalId: string; verdict: string }[] = [];
+  const store = new ApprovalStore(redis, {
+    timeoutMs: options.timeoutMs ?? 300_000,
+    now: () => clock.now,
+    onDecision: (d) => {
+      decisions.push(d);
+    },
+  });
+  return { store, clock, decisions };
+}
+
+describe("ApprovalStore.create and get", () => {
+  it("returns an unguessable 22-character base64url id that fits callback_data and custom_id", async () => {
+    const { store } = storeWithClock();
+    const ids = new Set<string>();
+    // The same approval 50 times: 50 different ids, so nothing in them comes from the data.
+    for (let i = 0; i < 50; i++) ids.add(await store.create(approval()));
+    expect(ids.size).toBe(50);
+    for (const id of ids) {
+      expect(id).toHaveLength(APPROVAL_ID_LENGTH);
+      expect(id).toMatch(APPROVAL_ID_PATTERN);
+      expect(Buffer.byteLength(`approve:${id}`)).toBeLessThanOrEqual(64);
+      expect(Buffer.from(id, "base64url")).toHaveLength(16);
+      expect(Buffer.from(id, "base64url").toString("base64url")).toBe(id);
+    }
+  });
+
+  it("saves the whole record with expiry, a Redis TTL a bit longer than the timeout, and the chat index", async () => {
+    const { store } = storeWithClock(1_800_000_000_000);
+    const id = await store.create(approval());
+    const record = await store.get(id);
+    expect(record).toMatchObject({
+      id,
+      status: "pending",
+      platform: "telegram",
+      chatId: "-100200",
+      requesterId: "u1",
+      requesterName: "Alice",
+      createdAt: 1_800_000_000_000,
+      expiresAt: 1_800_000_300_000,
+      action: "刪除待辦 #3「買牛奶」",
+      locale: "zh-TW",
+      call,
+      run,
+      steps: [],
+    });
+    expect(record?.message.text).toBe("把買牛奶刪掉");
+    const ttl = await redis.pttl(`approval:${id}`);
+    expect(ttl).toBeGreaterThan(300_000);
+    expect(ttl).toBeLessThanOrEqual(300_000 + 600_000);
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBe(id);
+  });
+
+  it("keeps the prompt reference and finished steps", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    await store.setPrompt(id, { chatId: "-100200", messageId: "77" });
+    await store.markStep(id, "history");
+    const record = await store.get(id);
+    expect(record?.prompt).toEqual({ chatId: "-100200", messageId: "77" });
+    expect(record?.steps).toEqual(["history"]);
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "77" })).toBe(id);
+    expect(await store.idForPrompt("discord", { chatId: "-100200", messageId: "77" })).toBeUndefined();
+    expect(await redis.pttl(`approval:prompt:telegram:-100200:77`)).toBeGreaterThan(300_000);
+  });
+
+  it("does not create a record without TTL when the prompt is saved for an unknown id", async () => {
+    const { store } = storeWithClock();
+    await store.setPrompt("A".repeat(22), { chatId: "1", messageId: "2" });
+    expect(await redis.exists(`approval:${"A".repeat(22)}`)).toBe(0);
+    expect(await store.get("A".repeat(22))).toBeUndefined();
+    expect(await store.get("../../etc")).toBeUndefined();
+  });
+
+  it("survives a restart: a new store on a new connection reads and decides it", async () => {
+    const { store } = storeWithClock(Date.now());
+    const id = await store.create(approval());
+    await store.setPrompt(id, { chatId: "-100200", messageId: "77" });
+
+    const other = connectRedis(server.url);
+    connections.push(other);
+    const decisions: string[] = [];
+    const reborn = new ApprovalStore(other, { timeoutMs: 300_000, onDecision: (d) => void decisions.push(`${d.approvalId}:${d.verdict}`) });
+    expect((await reborn.get(id))?.run).toEqual(run);
+    expect(await reborn.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(decisions).toEqual([`${id}:approved`]);
+  });
+});
+
+describe("ApprovalStore.decide", () => {
+  it("accepts the requester's approval once and calls onDecision once", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    const first = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(first).toEqual({ status: "accepted", approve: true });
+    expect(decisionNotice(first, "zh-TW")).toBe("已確認，處理中…");
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({ status: "already_decided" });
+    expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
+    expect((await store.get(id))?.status).toBe("approved");
+    expect((await store.get(id))?.deciderId).toBe("u1");
+  });
+
+  it("accepts a decline", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({ status: "accepted", approve: false });
+    expect(decisions).toEqual([{ approvalId: id, verdict: "declined" }]);
+    expect((await store.get(id))?.status).toBe("declined");
+  });
+
+  it("refuses another member with the requester's name and changes nothing", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    const result = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u2", approve: true });
+    expect(result).toEqual({ status: "not_requester", requesterName: "Alice" });
+    expect(decisionNotice(result, "en")).toBe("Only Alice can decide.");
+    expect((await store.get(id))?.status).toBe("pending");
+    expect(decisions).toEqual([]);
+  });
+
+  it("answers not_found for an unknown id, a malformed id, and another platform", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    expect(await store.decide({ approvalId: "B".repeat(22), platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: "x", platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: id, platform: "discord", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect((await store.get(id))?.status).toBe("pending");
+    expect(decisions).toEqual([]);
+  });
+
+  it("answers not_found once the time is past expiresAt, even before the expiry job ran", async () => {
+    const { store, clock, decisions } = storeWithClock(1_800_000_000_000);
+    const id = await store.create(approval());
+    clock.now += 300_000;
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u2", approve: true })).toEqual({
+      status: "not_requester",
+      requesterName: "Alice",
+    });
+    clock.now += 1;
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect((await store.get(id))?.status).toBe("pending");
+    expect(decisions).toEqual([]);
+  });
+
+  it("answers not_found after the Redis TTL removed the record (real time)", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 30, graceMs: 20 });
+    const id = await store.create(approval());
+    const deadline = Date.now() + 2000;
+    while ((await redis.exists(`approval:${id}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(await store.get(id)).toBeUndefined();
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+  });
+
+  it("20 concurrent decisions from two connections (approve, decline, other users): exactly one accepted", async () => {
+    const { store, decisions } = storeWithClock(Date.now());
+    const id = await store.create(approval());
+    const second = connectRedis(server.url);
+    connections.push(second);
+    const onSecond: string[] = [];
+    const store2 = new ApprovalStore(second, { timeoutMs: 300_000, onDecision: (d) => void onSecond.push(d.verdict) });
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? store : store2).decide({ approvalId: id, platform: "telegram", deciderId: i % 3 === 2 ? "u2" : "u1", approve: i % 4 < 2 }),
+      ),
+    );
+    const accepted = results.filter((r) => r.status === "accepted");
+    expect(accepted).toHaveLength(1);
+    expect(decisions.length + onSecond.length).toBe(1);
+    const statuses = new Set(results.map((r) => r.status));
+    expect([...statuses].sort()).toEqual(["accepted", "already_decided", "not_requester"]);
+    expect(results.filter((r) => r.status === "not_requester")).toHaveLength(6);
+    const record = await store.get(id);
+    expect(record?.status).toBe((accepted[0] as { approve: boolean }).approve ? "approved" : "declined");
+  });
+
+  it("undoes the decision and rethrows when onDecision fails, so the requester can press again", async () => {
+    let fail = true;
+    const queued: string[] = [];
+    const store = new ApprovalStore(redis, {
+      timeoutMs: 300_000,
+      onDecision: (d) => {
+        if (fail) throw new Error("queue unreachable");
+        queued.push(d.verdict);
+      },
+    });
+    const id = await store.create(approval());
+    await expect(store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).rejects.toThrow("queue unreachable");
+    expect((await store.get(id))?.status).toBe("pending");
+    fail = false;
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(queued).toEqual(["approved"]);
+  });
+});
+
+describe("ApprovalStore.expire, supersede and finish", () => {
+  it("expire moves pending to expired once and returns the record; decisions then get not_found", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    const record = await store.expire(id);
+    expect(record?.status).toBe("expired");
+    expect(record?.run).toEqual(run);
+    expect(await store.expire(id)).toBeUndefined();
+    expect(await store.supersede({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+  });
+
+  it("expire does nothing to a decided approval", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    expect(await store.expire(id)).toBeUndefined();
+    expect((await store.get(id))?.status).toBe("declined");
+  });
+
+  it("supersede closes the chat's pending approval once; a later click is already_decided", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    const chat = { platform: "telegram" as const, chatId: "-100200" };
+    expect(await store.supersede({ platform: "telegram", chatId: "other" })).toBeUndefined();
+    const record = await store.supersede(chat);
+    expect(record?.id).toBe(id);
+    expect(record?.status).toBe("superseded");
+    expect(await store.supersede(chat)).toBeUndefined();
+    expect(await store.expire(id)).toBeUndefined();
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "already_decided" });
+    expect(decisions).toEqual([]);
+  });
+
+  it("supersede racing a click: exactly one of them wins", async () => {
+    for (let round = 0; round < 10; round++) {
+      const { store } = storeWithClock(Date.now());
+      const id = await store.create(approval({ message: message({ chatId: `race${round}` }) }));
+      const [decided, superseded] = await Promise.all([
+        store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true }),
+        store.supersede({ platform: "telegram", chatId: `race${round}` }),
+      ]);
+      expect(Number(decided.status === "accepted") + Number(superseded !== undefined)).toBe(1);
+    }
+  });
+
+  it("supersede does not close a decided approval", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await store.supersede({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect((await store.get(id))?.status).toBe("approved");
+  });
+
+  it("finish removes the record and its chat index, and leaves a newer approval's index alone", async () => {
+    const { store } = storeWithClock();
+    const chat = { platform: "telegram" as const, chatId: "-100200" };
+    const first = await store.create(approval());
+    const second = await store.create(approval());
+    await store.setPrompt(first, { chatId: "-100200", messageId: "5" });
+    await store.setPrompt(second, { chatId: "-100200", messageId: "6" });
+    await store.finish(first);
+    expect(await store.get(first)).toBeUndefined();
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "5" })).toBeUndefined();
+    expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "6" })).toBe(second);
+    expect(await store.pendingId(chat)).toBe(second);
+    await store.finish(second);
+    await store.finish(second);
+    expect(await store.pendingId(chat)).toBeUndefined();
+    expect(await redis.dbsize()).toBe(0);
+  });
+});
+
+describe("ApprovalStore.executeOnce", () => {
+  const done = (content: string): ToolExecution => ({ ok: true, content, durationMs: 5 });
+
+  it("runs once for 10 concurrent callers on two connections; all get the same result", async () => {
+    const second = connectRedis(server.url);
+    connections.push(second);
+    const stores = [new ApprovalStore(redis, { timeoutMs: 300_000 }), new ApprovalStore(second, { timeoutMs: 300_000 })];
+    let runs = 0;
+    const execute = async () => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 50));
+      return done(`Deleted todo #3 (run ${runs})`);
+    };
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.executeOnce("toolu_conc", execute)));
+    expect(runs).toBe(1);
+    for (const r of results) expect(r).toEqual(done("Deleted todo #3 (run 1)"));
+    expect(await stores[0]!.executeOnce("toolu_conc", execute)).toEqual(done("Deleted todo #3 (run 1)"));
+    expect(runs).toBe(1);
+    expect(await stores[0]!.executeOnce("toolu_other", execute)).toEqual(done("Deleted todo #3 (run 2)"));
+  });
+
+  it("keeps a failed result too: a retry does not run the tool again", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 300_000 });
+    let runs = 0;
+    const failing = async (): Promise<ToolExecution> => ({ ok: false, content: `No todo #9 (run ${++runs})`, durationMs: 1 });
+    expect(await store.executeOnce("toolu_fail", failing)).toEqual({ ok: false, content: "No todo #9 (run 1)", durationMs: 1 });
+    expect(await store.executeOnce("toolu_fail", failing)).toEqual({ ok: false, content: "No todo #9 (run 1)", durationMs: 1 });
+    expect(runs).toBe(1);
+  });
+
+  it("after a crash between claim and result, a later caller does not run the tool and reports the outcome as unknown", async () => {
+    const crashed = new ApprovalStore(redis, { timeoutMs: 300_000 });
+    let runs = 0;
+    // The first process claims and never stores a result (it "dies" inside the tool).
+    void crashed.executeOnce("toolu_crash", () => {
+      runs++;
+      return new Promise<ToolExecution>(() => {});
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(runs).toBe(1);
+    // A new process, 40 s later (past executionWaitMs, 35 s).
+    const laterConnection = connectRedis(server.url);
+    connections.push(laterConnection);
+    const later = new ApprovalStore(laterConnection, { timeoutMs: 300_000, now: () => Date.now() + 40_000 });
+    const result = await later.executeOnce("toolu_crash", async () => {
+      runs++;
+      return done("ran again");
+    });
+    expect(runs).toBe(1);
+    expect(result).toEqual({ ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 });
+    expect(result.content).toContain("list_todos");
+  });
+
+  it("a caller that finds a fresh claim waits for its result instead of reporting unknown", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 300_000, executionWaitMs: 2000 });
+    let release: () => void = () => {};
+    const first = store.executeOnce("toolu_wait", () => new Promise<ToolExecution>((r) => (release = () => r(done("Deleted")))));
+    await new Promise((r) => setTimeout(r, 10));
+    const second = store.executeOnce("toolu_wait", async () => done("ran again"));
+    setTimeout(() => release(), 100);
+    expect(await second).toEqual(done("Deleted"));
+    expect(await first).toEqual(done("Deleted"));
+  });
+
+  it("a thrown execute is stored as unknown outcome, not retried", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 300_000 });
+    let runs = 0;
+    const throwing = async (): Promise<ToolExecution> => {
+      runs++;
+      throw new Error("boom");
+    };
+    expect((await store.executeOnce("toolu_throw", throwing)).content).toBe(UNKNOWN_OUTCOME);
+    expect((await store.executeOnce("toolu_throw", throwing)).content).toBe(UNKNOWN_OUTCOME);
+    expect(runs).toBe(1);
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * Shared parts of the approval-flow tests: tools over Redis, a model-free stand-in for the agent
+ * loop's `resumeAgent` (following `src/agent/contract.ts`; `loop.test.ts` uses the real one),
+ * and a flow wired the way the worker will wire it.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
+import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
+import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
+import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import { defineTool, ToolError } from "../../src/toolbox/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { nullTracer } from "../../src/trace/tracer.js";
+import { testConfig } from "../helpers/config.js";
+import { testContext } from "../helpers/context.js";
+import { RecordingOutbound } from "./recording-outbound.js";
+
+/** Runs of the dangerous test tools. */
+export const toolRuns = { count: 0 };
+
+/** A dangerous tool over Redis: deletes one of the user's notes (`notes:{platform}:{userId}`). */
+export const deleteNote = defineTool({
+  name: "approvals_test_delete_note",
+  description: "Delete one of the user's notes by number.",
+  tags: ["test"],
+  dangerous: true,
+  input: z.object({ note_id: z.number().int().positive() }),
+  async run({ note_id }, context) {
+    toolRuns.count++;
+    const removed = await context.redis.hdel(`notes:${context.platform}:${context.userId}`, String(note_id));
+    if (!removed) throw new ToolError(`No note #${note_id}.`);
+    return `Deleted note #${note_id}.`;
+  },
+  async describe({ note_id }, context) {
+    const title = await context.redis.hget(`notes:${context.platform}:${context.userId}`, String(note_id));
+    return context.locale === "en" ? `delete note #${note_id} "${title}"` : `刪除筆記 #${note_id}「${title}」`;
+  },
+});
+/** A dangerous tool without `describe`. */
+export const plainTool = defineTool({
+  name: "approvals_test_wipe",
+  description: "Wipe everything.",
+  tags: ["test"],
+  dangerous: true,
+  input: z.object({ really: z.boolean() }),
+  run: () => "wiped",
+});
+/** A safe tool: lists the user's notes. */
+export const listNotes = defineTool({
+  name: "approvals_test_list_notes",
+  description: "List the user's notes with their numbers.",
+  tags: ["test"],
+  input: z.object({}),
+  async run(_input, context) {
+    const notes = await context.redis.hgetall(`notes:${context.platform}:${context.userId}`);
+    const lines = Object.entries(notes).map(([id, title]) => `#${id} ${title}`);
+    return lines.length ? lines.join("\n") : "No notes.";
+  },
+});
+/** The toolbox offered in the tests. */
+export const toolbox = new ToolBox([deleteNote, plainTool, listNotes]);
+/** Configuration with the default 300 s approval timeout. */
+export const config = testConfig({ CONFIRM_TIMEOUT_SECONDS: "300" });
+/** A real SDK client; the stand-in loop never calls it. */
+export const client = new Anthropic({ apiKey: "sk-test-unused", baseURL: "http://127.0.0.1:9" });
+
+/** Alice's message in a Telegram group asking to delete note 2. */
+export const message: IncomingMessage = {
+  platform: "telegram",
+  chatId: "-100200",
+  chatKind: "group",
+  userId: "u1",
+  userName: "Alice",
+  text: "刪掉筆記 2",
+  messageId: "m1",
+  sentAt: 1_800_000_000_000,
+  reply: {},
+};
+/** The chat of {@link message}. */
+export const chat: ChatRef = { platform: "telegram", chatId: "-100200" };
+
+/** A run paused at `calls` (all dangerous), as runAgent would return it. */
+export function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "approval" }> {
+  const run: SuspendedRun = {
+    messages: [
+      { role: "user", content: message.text },
+      { role: "assistant", content: calls.map((c) => ({ type: "tool_use" as const, id: c.toolUseId, name: c.name, input: c.input })) },
+    ],
+    history: [],
+    results: [],
+    pending: calls,
+    turns: 1,
+    callCounts: {},
+  };
+  return { kind: "approval", run, call: calls[0]! };
+}
+
+/** Calls of {@link resumeAgent}. */
+export const resumes: { verdict: string; callModel?: boolean; toolUseId: string }[] = [];
+/** Stand-in for the loop's resumeAgent, following the contract. */
+export const resumeAgent: ResumeAgent = async (run, verdict, deps) => {
+  const [call, ...rest] = run.pending;
+  if (!call) throw new Error("nothing pending");
+  resumes.push({ verdict, callModel: deps.callModel, toolUseId: call.toolUseId });
+  let result: Anthropic.Messages.ToolResultBlockParam;
+  if (verdict === "approved") {
+    const execute = () => deps.toolbox.execute(call.name, call.input, deps.context, { toolUseId: call.toolUseId });
+    const r = deps.executeOnce ? await deps.executeOnce(call.toolUseId, execute) : await execute();
+    result = { type: "tool_result", tool_use_id: call.toolUseId, content: r.content, is_error: !r.ok };
+  } else {
+    result = { type: "tool_result", tool_use_id: call.toolUseId, content: `Not run: the user ${verdict} it.`, is_error: true };
+  }
+  const results = [...run.results, result];
+  if (rest.length > 0) return { kind: "approval", run: { ...run, results, pending: rest }, call: rest[0]! };
+  const text = results.map((r) => r.content).join(" ");
+  const messages: MessageParam[] = [...run.messages, { role: "user", content: results }, { role: "assistant", content: [{ type: "text", text }] }];
+  return { kind: "answer", text, messages };
+};
+
+/** A wired flow and what it recorded. */
+export interface Harness {
+  flow: ApprovalFlow;
+  store: ApprovalStore;
+  outbound: RecordingOutbound;
+  jobs: DecisionJob[];
+  expiries: { approvalId: string; delayMs: number }[];
+  history: Map<string, MessageParam[]>;
+}
+
+/**
+ * A flow as the worker would wire it; `onDecision` and `scheduleExpiry` are recorded and then
+ * passed to `hooks` (e.g. a real BullMQ queue).
+ */
+export function harness(
+  connection: Redis,
+  history = new Map<string, MessageParam[]>(),
+  outbound = new RecordingOutbound(),
+  hooks: {
+    onDecision?: DecisionCallback;
+    scheduleExpiry?: (approvalId: string, delayMs: number) => Promise<void>;
+    timeoutMs?: number;
+    resumeAgent?: ResumeAgent;
+    /** SDK client for the real loop (pointed at the fake Messages API). */
+    client?: Anthropic;
+  } = {},
+): Harness {
+  const jobs: DecisionJob[] = [];
+  const expiries: { approvalId: string; delayMs: number }[] = [];
+  const store = new ApprovalStore(connection, {
+    timeoutMs: hooks.timeoutMs ?? config.CONFIRM_TIMEOUT_SECONDS * 1000,
+    onDecision: async (d) => {
+      jobs.push(d);
+      await hooks.onDecision?.(d);
+    },
+  });
+  const flow = new ApprovalFlow({
+    store,
+    agent: { resumeAgent: hooks.resumeAgent ?? resumeAgent },
+    agentDeps: (m) => ({
+      client: hooks.client ?? client,
+      config,
+      toolbox,
+      tracer: nullTracer,
+      context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
+    }),
+    appendHistory: async (c, messages) => {
+      const key = `${c.platform}:${c.chatId}`;
+      history.set(key, [...(history.get(key) ?? []), ...messages]);
+    },
+    outbound: () => outbound,
+    scheduleExpiry: async (approvalId, delayMs) => {
+      expiries.push({ approvalId, delayMs });
+      await hooks.scheduleExpiry?.(approvalId, delayMs);
+    },
+  });
+  return { flow, store, outbound, jobs, expiries, history };
+}
+

@@ -1,0 +1,106 @@
+/**
+ * A Discord test harness: the fake Discord servers, the real adapter (discord.js) pointed at
+ * them, and a small in-test AdapterContext (an array of enqueued messages, a real ToolBox, a
+ * Map-backed ApprovalDecider).
+ */
+import { Writable } from "node:stream";
+import { z } from "zod";
+import { createAdapter } from "../../adapters/discord/index.js";
+import type { Adapter, AdapterContext } from "../../src/adapter.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
+import { createLogger, type Logger } from "../../src/log.js";
+import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import { defineTool } from "../../src/toolbox/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord.js";
+import { testConfig } from "../helpers/config.js";
+
+/** Tools for `/tools`: two tags, one dangerous. */
+export const testToolbox = new ToolBox([
+  defineTool({ name: "get_time", description: "Current time in a time zone.\nSecond line not shown.", tags: ["info"], input: z.object({}), run: () => "12:00" }),
+  defineTool({ name: "add_todo", description: "Add a todo for the user.", tags: ["todo"], input: z.object({ text: z.string() }), run: () => "ok" }),
+  defineTool({ name: "delete_todo", description: "Delete one of the user's todos.", tags: ["todo"], dangerous: true, input: z.object({ id: z.number() }), run: () => "deleted" }),
+]);
+
+/** A Map-backed ApprovalDecider: first valid decision wins; only the requester may decide. */
+export class MapDecider implements ApprovalDecider {
+  readonly approvals = new Map<string, { requesterId: string; requesterName: string; decided?: boolean }>();
+  readonly calls: { request: DecisionRequest; result: DecisionResult }[] = [];
+  async decide(request: DecisionRequest): Promise<DecisionResult> {
+    const a = this.approvals.get(request.approvalId);
+    let result: DecisionResult;
+    if (!a) result = { status: "not_found" };
+    else if (a.requesterId !== request.deciderId) result = { status: "not_requester", requesterName: a.requesterName };
+    else if (a.decided !== undefined) result = { status: "already_decided" };
+    else {
+      a.decided = request.approve;
+      result = { status: "accepted", approve: request.approve };
+    }
+    this.calls.push({ request, result });
+    return result;
+  }
+}
+
+/** Everything a Discord test needs. */
+export interface Harness {
+  fake: FakeDiscord;
+  adapter: Adapter;
+  context: AdapterContext;
+  enqueued: IncomingMessage[];
+  resets: ChatRef[];
+  decider: MapDecider;
+  logLines: () => Record<string, unknown>[];
+  /** Makes the next enqueue calls throw this error (undefined: succeed). */
+  failEnqueue: (error: Error | undefined) => void;
+  stop: () => Promise<void>;
+}
+
+/** Starts the fake and the adapter; the adapter is ready (guilds received, commands registered). */
+export async function startHarness(options: { fake?: FakeDiscordOptions; env?: Record<string, string> } = {}): Promise<Harness> {
+  const fake = await FakeDiscord.start(options.fake);
+  const lines: string[] = [];
+  const log: Logger = createLogger({
+    level: "debug",
+    pretty: false,
+    destination: new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    }),
+  });
+  const config = testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, ...options.env });
+  const enqueued: IncomingMessage[] = [];
+  const resets: ChatRef[] = [];
+  const decider = new MapDecider();
+  let enqueueError: Error | undefined;
+  const context: AdapterContext = {
+    config,
+    log,
+    enqueue: async (m) => {
+      if (enqueueError) throw enqueueError;
+      enqueued.push(m);
+    },
+    resetChat: async (chat) => {
+      resets.push(chat);
+    },
+    toolboxFor: () => testToolbox,
+    approvals: decider,
+  };
+  const adapter = createAdapter(config, log);
+  await adapter.start(context);
+  return {
+    fake,
+    adapter,
+    context,
+    enqueued,
+    resets,
+    decider,
+    logLines: () => lines.flatMap((l) => l.split("\n").filter(Boolean)).map((l) => JSON.parse(l) as Record<string, unknown>),
+    failEnqueue: (e) => (enqueueError = e),
+    stop: async () => {
+      await adapter.stop();
+      await fake.close();
+    },
+  };
+}

@@ -1,0 +1,183 @@
+/**
+ * The REST-only outbound half, as a worker-only process uses it: no gateway connection.
+ */
+import { DiscordAPIError, REST, Routes } from "discord.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOutbound, DiscordSendError } from "../../adapters/discord/index.js";
+import { silentLogger } from "../../src/log.js";
+import type { Outbound } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { FakeDiscord } from "../fakes/discord.js";
+import { testConfig } from "../helpers/config.js";
+
+let fake: FakeDiscord;
+let outbound: Outbound;
+const alice = { id: "700000000000000001", username: "alice", global_name: "Alice" };
+
+beforeAll(async () => {
+  fake = await FakeDiscord.start();
+  outbound = createOutbound(testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl }), silentLogger);
+});
+afterAll(async () => {
+  await fake?.close();
+});
+
+function incoming(dm: boolean): IncomingMessage {
+  const m = fake.sendUserMessage(alice, "question", dm ? { dm: true } : {});
+  return {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: dm ? "dm" : "group",
+    userId: alice.id,
+    userName: "Alice",
+    text: "question",
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: dm ? {} : { guildId: fake.guildId },
+  };
+}
+
+describe("sendAnswer", () => {
+  it("sends a 5,000-character answer with a code block across the limit in order, each chunk ≤ 2000, fences balanced", async () => {
+    const to = incoming(false);
+    const code = Array.from({ length: 90 }, (_, i) => `  const line${String(i).padStart(2, "0")} = "${"x".repeat(20)}";`).join("\n");
+    const text = `Intro paragraph.\n\n${"字".repeat(1300)}\n\n\`\`\`ts\n${code}\n\`\`\`\n\nThe end 🎉.`;
+    expect(text.length).toBeGreaterThan(5000);
+    const before = fake.sent.length;
+    const onSent: number[] = [];
+    const refs = await outbound.sendAnswer(to, text, { onSent: (i) => void onSent.push(i) });
+    const chunks = fake.sent.slice(before);
+    expect(chunks.length).toBe(refs.length);
+    expect(chunks.length).toBeGreaterThanOrEqual(3);
+    expect(onSent).toEqual(chunks.map((_, i) => i));
+    for (const c of chunks) {
+      expect(c.content.length).toBeLessThanOrEqual(2000);
+      expect((c.content.match(/^```/gm) ?? []).length % 2).toBe(0);
+      expect(c.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    }
+    // Every chunk inside the code block reopens it with its language.
+    const withCode = chunks.filter((c) => c.content.includes("const line"));
+    expect(withCode.length).toBeGreaterThanOrEqual(2);
+    for (const c of withCode) expect(c.content).toMatch(/```ts\n/);
+    // In order, nothing lost: every code line appears exactly once, in sequence.
+    const all = chunks.map((c) => c.content).join("\n");
+    const lines = [...all.matchAll(/const line(\d\d)/g)].map((m) => Number(m[1]));
+    expect(lines).toEqual(Array.from({ length: 90 }, (_, i) => i));
+    expect(all.endsWith("The end 🎉.")).toBe(true);
+    // First chunk replies to the user's message (no ping); later ones are plain.
+    expect(chunks[0]!.payload.message_reference).toMatchObject({ message_id: to.messageId, fail_if_not_exists: false });
+    expect(chunks[1]!.payload.message_reference).toBeUndefined();
+  });
+
+  it("skips chunks already sent by an earlier attempt", async () => {
+    const to = incoming(false);
+    const text = `${"a".repeat(1500)}\n\n${"b".repeat(1900)}\n\n${"c".repeat(100)}`;
+    const before = fake.sent.length;
+    const refs = await outbound.sendAnswer(to, text, { skip: 1 });
+    expect(refs).toHaveLength(2);
+    expect(fake.sent.slice(before).map((s) => s.content[0])).toEqual(["b", "c"]);
+  });
+
+  it("answers a DM plainly, and @everyone in an answer pings nobody", async () => {
+    const to = incoming(true);
+    const [ref] = await outbound.sendAnswer(to, "@everyone @here <@700000000000000001> look!");
+    const sent = fake.sent.find((s) => s.id === ref!.messageId)!;
+    expect(sent.payload.message_reference).toBeUndefined();
+    expect(sent.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    expect(sent.message.mention_everyone).toBe(false);
+  });
+
+  it("refuses a blank answer rather than sending an empty message", async () => {
+    await expect(outbound.sendAnswer(incoming(true), "  \n ")).rejects.toThrow(/empty/);
+  });
+
+  it("throws a DiscordSendError with the code for an unknown channel, without the token", async () => {
+    const to = { ...incoming(true), chatId: "123456789012345678" };
+    const error = await outbound.sendAnswer(to, "hi").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DiscordSendError);
+    expect(error).toMatchObject({ code: 10003, status: 404, method: "sendAnswer" });
+    expect(String((error as Error).message)).not.toContain(fake.token);
+  });
+});
+
+describe("typing and prompts", () => {
+  it("shows the typing indicator", async () => {
+    const to = incoming(true);
+    await outbound.sendTyping(to);
+    expect(fake.typing.at(-1)!.channelId).toBe(to.chatId);
+  });
+
+  it("closing a prompt that was deleted is not an error", async () => {
+    await expect(outbound.closeApprovalPrompt({ chatId: fake.channelId, messageId: "123456789012345678" }, "expired", "已過期")).resolves.toBeUndefined();
+  });
+
+  it("rejects an approval id that does not fit a custom_id token", async () => {
+    await expect(outbound.sendApprovalPrompt(incoming(true), { approvalId: "x".repeat(120), action: "a", requesterName: "Alice", expiresAt: Date.now() })).rejects.toThrow(RangeError);
+  });
+});
+
+describe("the fake is strict", () => {
+  const rest = () => new REST({ api: fake.apiUrl, retries: 0 }).setToken(fake.token);
+
+  it("answers content over 2000 characters with 400 / 50035", async () => {
+    const error = await rest()
+      .post(Routes.channelMessages(fake.channelId), { body: { content: "a".repeat(2001) } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DiscordAPIError);
+    expect(error).toMatchObject({ status: 400, code: 50035 });
+  });
+
+  it("counts characters, not UTF-16 units (2000 emoji are accepted)", async () => {
+    const sent = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "🎉".repeat(2000) } })) as { content: string };
+    expect(sent.content.length).toBe(4000);
+  });
+
+  it("answers an empty message with 400 / 50006", async () => {
+    await expect(rest().post(Routes.channelMessages(fake.channelId), { body: { content: "" } })).rejects.toMatchObject({ status: 400, code: 50006 });
+  });
+
+  it("answers a wrong token with 401", async () => {
+    const bad = new REST({ api: fake.apiUrl, retries: 0 }).setToken("wrong-token");
+    await expect(bad.get(Routes.gatewayBot())).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("refuses a custom_id over 100 characters", async () => {
+    const body = { content: "x", components: [{ type: 1, components: [{ type: 2, style: 1, label: "a", custom_id: "c".repeat(101) }] }] };
+    await expect(rest().post(Routes.channelMessages(fake.channelId), { body })).rejects.toMatchObject({ status: 400, code: 50035 });
+  });
+
+  it("answers an interaction after its window with 10062 and a second callback with 40060", async () => {
+    const late = await FakeDiscord.start({ interactionWindowMs: 50 });
+    try {
+      const i = late.slashCommand(alice, "help");
+      const callback = (interaction: { id: string; token: string }) =>
+        fetch(`${late.apiUrl}/v10/interactions/${interaction.id}/${interaction.token}/callback`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ type: 4, data: { content: "hi" } }),
+        }).then(async (r) => ({ status: r.status, body: r.status === 204 ? null : await r.json() }));
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await callback(i)).toEqual({ status: 404, body: { message: "Unknown interaction", code: 10062 } });
+      const j = late.slashCommand(alice, "help");
+      expect((await callback(j)).status).toBe(204);
+      expect(await callback(j)).toEqual({ status: 400, body: { message: "Interaction has already been acknowledged.", code: 40060 } });
+    } finally {
+      await late.close();
+    }
+  });
+});
+
+describe("rate limits and server errors", () => {
+  it("waits out a 429 (Retry-After) and retries a 500, sending each chunk once", async () => {
+    const to = incoming(true);
+    fake.rateLimitNext({ method: "POST", path: /\/messages$/ }, 0.05);
+    fake.failNext({ method: "POST", path: /\/typing$/ }, 500);
+    const before = fake.sent.length;
+    const started = Date.now();
+    await outbound.sendAnswer(to, "after the limit");
+    await outbound.sendTyping(to);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(40);
+    expect(fake.sent.slice(before).map((s) => s.content)).toEqual(["after the limit"]);
+    expect(fake.requests.filter((r) => r.status === 429 || r.status === 500).length).toBeGreaterThanOrEqual(2);
+  });
+});

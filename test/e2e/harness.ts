@@ -1,0 +1,114 @@
+/**
+ * The end-to-end stack: a real Redis, the fake platforms (Telegram Bot API, Discord REST and
+ * gateway), the fake CWA API and the strict fake Messages API answered by the scripted model,
+ * and the bot itself started with `startBot` (the code `npm start` runs) — real grammy and
+ * discord.js adapters, queue, worker, history, approvals and traces.
+ *
+ * The bot runs as two parts, an `adapter` and a `worker`, sharing Redis as on separate machines,
+ * so a test can restart the worker (a new process would do the same work).
+ */
+import { Writable } from "node:stream";
+import { createAnthropicClient } from "../../src/agent/client.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { startBot, type RunningBot } from "../../src/app.js";
+import type { Config } from "../../src/config.js";
+import { createLogger, type Logger } from "../../src/log.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import type { ToolBox } from "../../src/toolbox/toolbox.js";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
+import { FakeDiscord } from "../fakes/discord.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { scriptedModel } from "./scripted-model.js";
+
+/** A running end-to-end stack. */
+export interface Stack {
+  redis: TestRedis;
+  model: FakeAnthropic;
+  telegram: FakeTelegram;
+  discord: FakeDiscord;
+  cwa: FakeCwa;
+  config: Config;
+  toolbox: ToolBox;
+  /** The adapter part (grammy + discord.js inbound, producer). */
+  adapters: RunningBot;
+  /** The worker part; replaced by {@link Stack.restartWorker}. */
+  worker: RunningBot;
+  /** Every log line of both parts, parsed. */
+  logs(): Record<string, unknown>[];
+  /** Stops the worker (gracefully) and starts a new one on the same Redis. */
+  restartWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startStack}. */
+export interface StackOptions {
+  /** Extra environment (e.g. `CONFIRM_TIMEOUT_SECONDS`). */
+  env?: Record<string, string>;
+  /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
+  modelRetries?: number;
+}
+
+/** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const redis = await startRedis();
+  const model = await startFakeAnthropic({ fallback: scriptedModel });
+  const telegram = await FakeTelegram.start();
+  const discord = await FakeDiscord.start();
+  const cwa = await startFakeCwa();
+  const lines: string[] = [];
+  const log: Logger = createLogger({
+    level: "debug",
+    pretty: false,
+    destination: new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk));
+        cb();
+      },
+    }),
+  });
+  const config = testConfig({
+    LOG_LEVEL: "debug",
+    ANTHROPIC_API_KEY: "sk-ant-e2e-test-key-000000",
+    ANTHROPIC_BASE_URL: model.url,
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    DISCORD_TOKEN: discord.token,
+    DISCORD_API_URL: discord.apiUrl,
+    DISCORD_GUILD_ID: discord.guildId,
+    CWA_API_KEY: cwa.key,
+    CWA_API_BASE: cwa.base,
+    REDIS_URL: redis.url,
+    ...options.env,
+  });
+  const { toolbox } = await loadTools({ config, log });
+  const prefix = "e2e";
+  const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
+  const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });
+  const adapters = await startBot({ config, log: log.child({ part: "adapter" }), redisUrl: redis.url, toolbox, role: "adapter", prefix });
+  const stack: Stack = {
+    redis,
+    model,
+    telegram,
+    discord,
+    cwa,
+    config,
+    toolbox,
+    adapters,
+    worker: await startWorker(),
+    logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
+    async restartWorker() {
+      await stack.worker.stop();
+      stack.worker = await startWorker();
+    },
+    async stop() {
+      await stack.adapters.stop();
+      await stack.worker.stop();
+      await Promise.all([model.close(), telegram.stop(), discord.close(), cwa.close()]);
+      await redis.stop();
+    },
+  };
+  return stack;
+}

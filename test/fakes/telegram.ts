@@ -1,0 +1,599 @@
+/**
+ * A strict fake Telegram Bot API server for tests (node:http), reusable by the end-to-end suite.
+ *
+ * It speaks the real wire protocol (`POST|GET /bot<token>/<method>`, JSON or form bodies, the
+ * `{ ok, result }` / `{ ok: false, error_code, description, parameters }` envelope) so the real
+ * grammy client can be pointed at it with `TELEGRAM_API_ROOT`. It is strict like Telegram
+ * (https://core.telegram.org/bots/api): 401 for a wrong token; 400 "message is too long" over 4096
+ * UTF-16 units of parsed text; 400 "can't parse entities" for HTML Telegram rejects; 400 for an
+ * empty text; "message is not modified"; callback_data over 64 bytes; answering a callback query
+ * twice; 409 for getUpdates while a webhook is set.
+ *
+ * @example
+ * ```ts
+ * const tg = await FakeTelegram.start();
+ * // TELEGRAM_BOT_TOKEN = tg.token, TELEGRAM_API_ROOT = tg.apiRoot
+ * const alice = tg.user(7, "Alice");
+ * tg.sendUserMessage({ chat: tg.privateChat(alice), from: alice, text: "hi" });
+ * const answer = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7));
+ * await tg.stop();
+ * ```
+ */
+import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { CallbackQuery, Chat, InlineKeyboardMarkup, Message, MessageEntity, Update, User } from "grammy/types";
+
+/** One Bot API call the bot made. */
+export interface FakeCall {
+  method: string;
+  payload: Record<string, unknown>;
+  /** ms since the Unix epoch. */
+  at: number;
+}
+
+/** A message the bot sent, with its current state (edits are applied). */
+export interface FakeSentMessage {
+  chatId: number;
+  messageId: number;
+  /** The text after entity parsing (what users see). */
+  text: string;
+  /** The entities Telegram would store (from the HTML). */
+  entities: MessageEntity[];
+  /** The `sendMessage` payload as received (e.g. `parse_mode`, `reply_parameters`, `message_thread_id`). */
+  payload: Record<string, unknown>;
+  /** The stored message object (updated by edits). */
+  message: Message;
+}
+
+/** A one-shot failure for the next call of a method. */
+export interface FakeFailure {
+  error_code: number;
+  description: string;
+  /** Seconds, sent as `parameters.retry_after` (429). */
+  retry_after?: number;
+}
+
+/** Options of {@link FakeTelegram.start}. */
+export interface FakeTelegramOptions {
+  /** The bot token the server accepts; default a fresh valid-looking token. */
+  token?: string;
+  /** The bot's `getMe` answer; default id 900000001, username `taiwan_test_bot`. */
+  bot?: Partial<User> & { username?: string };
+}
+
+/** Input of {@link FakeTelegram.sendUserMessage}. */
+export interface UserMessageInput {
+  chat: Chat;
+  /** The sender; for `sender_chat` messages Telegram sets the placeholder bot (default here). */
+  from?: User;
+  text?: string;
+  /** Default: computed like Telegram does (mentions `@name`, `/commands`). */
+  entities?: MessageEntity[];
+  caption?: string;
+  /** A non-text message: e.g. `{ sticker: {...} }` or `{ photo: [...] }`; merged into the message. */
+  extra?: Record<string, unknown>;
+  /** The message replied to: a message object or the id of a stored message of this chat. */
+  reply_to_message?: Message | number;
+  sender_chat?: Chat;
+  /** Forum topic id (sets `is_topic_message`). */
+  message_thread_id?: number;
+}
+
+const ALLOWED_TAGS = new Set(["b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote", "span", "tg-spoiler", "tg-emoji"]);
+const ENTITY_OF: Record<string, MessageEntity["type"]> = {
+  b: "bold", strong: "bold", i: "italic", em: "italic", u: "underline", ins: "underline", s: "strikethrough", strike: "strikethrough",
+  del: "strikethrough", a: "text_link", code: "code", pre: "pre", blockquote: "blockquote", span: "spoiler", "tg-spoiler": "spoiler", "tg-emoji": "custom_emoji",
+};
+const NAMED_ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"' };
+/** Telegram's placeholder sender of anonymous group admins' messages (`@GroupAnonymousBot`). */
+export const GROUP_ANONYMOUS_BOT: User = { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" };
+
+/** Thrown inside the server for a Bot API error answer. */
+class ApiFailure extends Error {
+  constructor(
+    readonly code: number,
+    description: string,
+    readonly retryAfter?: number,
+  ) {
+    super(description);
+  }
+}
+
+const bad = (description: string) => new ApiFailure(400, `Bad Request: ${description}`);
+
+/**
+ * Parses Telegram HTML the way the Bot API does (subset): returns the visible text and entities.
+ * @throws {ApiFailure} 400 "can't parse entities: …" for an unsupported tag, a misnested or
+ *   unclosed tag, a stray `<`, or a `&` that does not start a known entity.
+ */
+export function parseTelegramHtml(html: string): { text: string; entities: MessageEntity[] } {
+  const fail = (why: string) => bad(`can't parse entities: ${why}`);
+  let text = "";
+  const entities: MessageEntity[] = [];
+  const stack: { tag: string; offset: number; attrs: string; byte: number }[] = [];
+  let i = 0;
+  const byteOffset = (at: number) => Buffer.byteLength(html.slice(0, at));
+  while (i < html.length) {
+    const ch = html[i]!;
+    if (ch === "<") {
+      const m = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?)*)\s*>/.exec(html.slice(i));
+      if (!m) throw fail(`Unexpected character '<' at byte offset ${byteOffset(i)}: escape it as &lt;`);
+      const tag = m[2]!.toLowerCase();
+      if (!ALLOWED_TAGS.has(tag)) throw fail(`Unsupported ${m[1] ? "end" : "start"} tag "${tag}" at byte offset ${byteOffset(i)}`);
+      if (m[1]) {
+        const top = stack.pop();
+        if (!top) throw fail(`Unexpected end tag at byte offset ${byteOffset(i)}`);
+        if (top.tag !== tag) throw fail(`Unmatched end tag at byte offset ${byteOffset(i)}, expected "</${top.tag}>", found "</${tag}>"`);
+        const length = text.length - top.offset;
+        if (length > 0 && !(top.tag === "code" && stack.at(-1)?.tag === "pre")) {
+          const entity: Record<string, unknown> = { type: ENTITY_OF[tag], offset: top.offset, length };
+          const href = /href\s*=\s*"([^"]*)"/.exec(top.attrs)?.[1];
+          if (tag === "a") entity.url = href === undefined ? undefined : decodeEntities(href);
+          if (tag === "pre") {
+            const lang = /class\s*=\s*"language-([^"]+)"/.exec(top.attrs)?.[1];
+            if (lang) entity.language = lang;
+          }
+          entities.push(entity as unknown as MessageEntity);
+        }
+      } else {
+        if (tag === "a" && !/href\s*=/.test(m[3] ?? "")) throw fail(`Can't find the href attribute of the tag "a" at byte offset ${byteOffset(i)}`);
+        if (tag === "code" && stack.at(-1)?.tag === "pre" && /class\s*=\s*"language-([^"]+)"/.test(m[3] ?? "")) {
+          stack.at(-1)!.attrs += m[3];
+        }
+        stack.push({ tag, offset: text.length, attrs: m[3] ?? "", byte: byteOffset(i) });
+      }
+      i += m[0].length;
+    } else if (ch === "&") {
+      const m = /^&(#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]+);/.exec(html.slice(i));
+      if (!m) throw fail(`Character '&' is reserved at byte offset ${byteOffset(i)}: escape it as &amp;`);
+      const body = m[1]!;
+      if (body.startsWith("#x")) text += String.fromCodePoint(parseInt(body.slice(2), 16));
+      else if (body.startsWith("#")) text += String.fromCodePoint(parseInt(body.slice(1), 10));
+      else if (NAMED_ENTITIES[body]) text += NAMED_ENTITIES[body];
+      else throw fail(`Unsupported HTML entity "&${body};" at byte offset ${byteOffset(i)}`);
+      i += m[0].length;
+    } else {
+      text += ch;
+      i += 1;
+    }
+  }
+  const open = stack.pop();
+  if (open) throw fail(`Can't find end tag corresponding to start tag "${open.tag}" at byte offset ${open.byte}`);
+  entities.sort((a, b) => a.offset - b.offset);
+  return { text, entities };
+}
+
+/** Entities Telegram computes for a user's plain text: `@mentions` and `/commands`. */
+export function detectEntities(text: string): MessageEntity[] {
+  const entities: MessageEntity[] = [];
+  for (const m of text.matchAll(/(^|\s)(\/[a-zA-Z0-9_]{1,32}(?:@[a-zA-Z0-9_]{5,32})?)(?=$|\s)/g)) {
+    entities.push({ type: "bot_command", offset: m.index + m[1]!.length, length: m[2]!.length });
+  }
+  for (const m of text.matchAll(/(^|[^\w/])(@[a-zA-Z0-9_]{5,32})/g)) {
+    entities.push({ type: "mention", offset: m.index + m[1]!.length, length: m[2]!.length });
+  }
+  return entities.sort((a, b) => a.offset - b.offset);
+}
+
+/** The strict fake Bot API server. Start with {@link FakeTelegram.start}; always {@link FakeTelegram.stop}. */
+export class FakeTelegram {
+  /** The accepted bot token. */
+  readonly token: string;
+  /** The bot's own user (`getMe`). */
+  readonly bot: User & { username: string };
+  /** Every call the bot made, in order (including failed ones). */
+  readonly calls: FakeCall[] = [];
+  /** Messages the bot sent, in order, with edits applied. */
+  readonly sent: FakeSentMessage[] = [];
+  /** `sendChatAction` payloads. */
+  readonly chatActions: Record<string, unknown>[] = [];
+  /** Successful `editMessageText` / `editMessageReplyMarkup` calls. */
+  readonly edits: FakeCall[] = [];
+  /** `answerCallbackQuery` payloads that were accepted. */
+  readonly callbackAnswers: Record<string, unknown>[] = [];
+  /** The last accepted `setMyCommands` payload per `language_code` ("" for the default). */
+  readonly commands = new Map<string, Record<string, unknown>>();
+  /** The current webhook (`setWebhook` payload), if any. */
+  webhook: Record<string, unknown> | undefined;
+  /** HTTP status of each webhook delivery, in order. */
+  readonly webhookDeliveries: number[] = [];
+
+  #server: Server;
+  #port = 0;
+  #updates: Update[] = [];
+  #nextUpdateId = 1;
+  #nextMessageId = 1000;
+  #nextQueryId = 1;
+  #messages = new Map<string, Message>();
+  #queries = new Map<string, { answered: boolean }>();
+  #waiters = new Set<() => void>();
+  #failures = new Map<string, FakeFailure[]>();
+  #pending = new Set<ServerResponse>();
+  #allowedUpdates: unknown[] | undefined;
+
+  private constructor(options: FakeTelegramOptions) {
+    this.token = options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
+    this.bot = { id: 900000001, is_bot: true, first_name: "Taiwan Bot", username: "taiwan_test_bot", ...options.bot } as User & { username: string };
+    this.#server = createServer((req, res) => void this.#handle(req, res));
+  }
+
+  /** Starts a server on 127.0.0.1 with a free port. */
+  static async start(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+    const fake = new FakeTelegram(options);
+    await new Promise<void>((resolve) => fake.#server.listen(0, "127.0.0.1", resolve));
+    fake.#port = (fake.#server.address() as AddressInfo).port;
+    return fake;
+  }
+
+  /** The Bot API root for `TELEGRAM_API_ROOT`, e.g. `http://127.0.0.1:41234`. */
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.#port}`;
+  }
+
+  /** Stops the server, ending held long polls. */
+  async stop(): Promise<void> {
+    for (const res of this.#pending) res.destroy();
+    this.#pending.clear();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** A user object (not a bot). */
+  user(id: number, firstName: string, extra: Partial<User> = {}): User {
+    return { id, is_bot: false, first_name: firstName, language_code: "zh-hant", ...extra };
+  }
+
+  /** The private chat with `user`. */
+  privateChat(user: User): Chat {
+    return { id: user.id, type: "private", first_name: user.first_name } as Chat;
+  }
+
+  /** A supergroup (negative id like Telegram's `-100…`); `forum` for topics. */
+  group(id: number, title: string, forum = false): Chat {
+    return { id, type: "supergroup", title, ...(forum ? { is_forum: true } : {}) } as Chat;
+  }
+
+  /** Makes the next call of `method` fail once with `failure` (e.g. a 429 with `retry_after`). */
+  failNext(method: string, failure: FakeFailure): void {
+    const list = this.#failures.get(method) ?? [];
+    list.push(failure);
+    this.#failures.set(method, list);
+  }
+
+  /** Queues (or posts to the webhook) a raw update; `update_id` is assigned. */
+  injectUpdate(update: Omit<Update, "update_id">): Update {
+    const full = { update_id: this.#nextUpdateId++, ...update } as Update;
+    if (this.webhook) {
+      void this.#deliver(full);
+    } else {
+      this.#updates.push(full);
+      this.#wake();
+    }
+    return full;
+  }
+
+  /** A user writes in a chat: builds the `message` update Telegram would send and returns the message. */
+  sendUserMessage(input: UserMessageInput): Message {
+    const message = this.#userMessage(input);
+    this.injectUpdate({ message } as Omit<Update, "update_id">);
+    return message;
+  }
+
+  /** A user edits an earlier message (an `edited_message` update). */
+  editUserMessage(original: Message, text: string): Message {
+    const message = { ...original, text, entities: detectEntities(text), edit_date: Math.floor(Date.now() / 1000) } as Message;
+    this.injectUpdate({ edited_message: message } as Omit<Update, "update_id">);
+    return message;
+  }
+
+  /** A user presses an inline button of a bot message; returns the `callback_query` id. */
+  pressButton(input: { from: User; message: Message | FakeSentMessage; data: string }): string {
+    const message = "messageId" in input.message ? input.message.message : input.message;
+    const id = String(this.#nextQueryId++);
+    this.#queries.set(id, { answered: false });
+    const query = { id, from: input.from, message, chat_instance: `ci${message.chat.id}`, data: input.data } as CallbackQuery;
+    this.injectUpdate({ callback_query: query });
+    return id;
+  }
+
+  /** The `callback_data` of every button of a sent message, row by row. */
+  buttons(message: FakeSentMessage): { text: string; callback_data?: string }[] {
+    const markup = message.message.reply_markup as InlineKeyboardMarkup | undefined;
+    return (markup?.inline_keyboard ?? []).flat() as { text: string; callback_data?: string }[];
+  }
+
+  /** Calls made to `method`. */
+  callsOf(method: string): FakeCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /**
+   * Waits until `check` returns a truthy value (checked every 10 ms) and returns it.
+   * @throws {Error} after `timeoutMs` (default 5000) with `what` in the message.
+   */
+  async waitFor<T>(check: () => T | undefined | null | false, timeoutMs = 5000, what = "condition"): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = check();
+      if (value) return value;
+      if (Date.now() > deadline) throw new Error(`FakeTelegram: timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  #userMessage(input: UserMessageInput): Message {
+    const chatId = input.chat.id;
+    let reply: Message | undefined;
+    if (typeof input.reply_to_message === "number") {
+      reply = this.#messages.get(`${chatId}:${input.reply_to_message}`);
+      if (!reply) throw new Error(`FakeTelegram: no message ${input.reply_to_message} in chat ${chatId}`);
+    } else reply = input.reply_to_message;
+    const message: Record<string, unknown> = {
+      message_id: this.#nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      chat: input.chat,
+      from: input.from ?? (input.sender_chat ? GROUP_ANONYMOUS_BOT : undefined),
+      ...(input.sender_chat ? { sender_chat: input.sender_chat } : {}),
+      ...(input.text !== undefined ? { text: input.text, entities: input.entities ?? detectEntities(input.text) } : {}),
+      ...(input.caption !== undefined ? { caption: input.caption, caption_entities: input.entities ?? detectEntities(input.caption) } : {}),
+      ...(reply ? { reply_to_message: reply } : {}),
+      ...(input.message_thread_id ? { message_thread_id: input.message_thread_id, is_topic_message: true } : {}),
+      ...input.extra,
+    };
+    if (message.entities && (message.entities as unknown[]).length === 0) delete message.entities;
+    if (message.caption_entities && (message.caption_entities as unknown[]).length === 0) delete message.caption_entities;
+    const m = message as unknown as Message;
+    this.#messages.set(`${chatId}:${m.message_id}`, m);
+    return m;
+  }
+
+  #wake(): void {
+    for (const w of [...this.#waiters]) w();
+  }
+
+  async #deliver(update: Update): Promise<void> {
+    const url = String(this.webhook!.url);
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (typeof this.webhook!.secret_token === "string") headers["x-telegram-bot-api-secret-token"] = this.webhook!.secret_token;
+    try {
+      const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(update) });
+      await res.arrayBuffer();
+      this.webhookDeliveries.push(res.status);
+    } catch {
+      this.webhookDeliveries.push(0);
+    }
+  }
+
+  async #handle(req: HttpRequest, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://fake");
+    const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+    const send = (status: number, body: unknown) => {
+      this.#pending.delete(res);
+      if (res.destroyed || res.writableEnded) return;
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    };
+    if (!m) return send(404, { ok: false, error_code: 404, description: "Not Found" });
+    if (m[1] !== this.token) return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
+    const method = m[2]!;
+    let payload: Record<string, unknown>;
+    try {
+      payload = { ...Object.fromEntries(url.searchParams), ...(await readBody(req)) };
+    } catch {
+      return send(400, { ok: false, error_code: 400, description: "Bad Request: invalid request body" });
+    }
+    this.calls.push({ method, payload, at: Date.now() });
+    const failure = this.#failures.get(method)?.shift();
+    if (failure) {
+      return send(failure.error_code, {
+        ok: false,
+        error_code: failure.error_code,
+        description: failure.description,
+        ...(failure.retry_after !== undefined ? { parameters: { retry_after: failure.retry_after } } : {}),
+      });
+    }
+    try {
+      const result = method === "getUpdates" ? await this.#getUpdates(payload, res) : this.#call(method, payload);
+      send(200, { ok: true, result });
+    } catch (error) {
+      if (error instanceof ApiFailure) {
+        send(error.code, { ok: false, error_code: error.code, description: error.message, ...(error.retryAfter ? { parameters: { retry_after: error.retryAfter } } : {}) });
+      } else {
+        send(500, { ok: false, error_code: 500, description: `Internal Server Error: ${(error as Error).message}` });
+      }
+    }
+  }
+
+  async #getUpdates(payload: Record<string, unknown>, res: ServerResponse): Promise<Update[]> {
+    if (this.webhook) throw new ApiFailure(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    const offset = Number(payload.offset ?? 0);
+    const limit = Math.min(100, Math.max(1, Number(payload.limit ?? 100)));
+    const timeout = Math.max(0, Number(payload.timeout ?? 0));
+    // Telegram keeps the last allowed_updates when a call omits it.
+    if (payload.allowed_updates !== undefined) this.#allowedUpdates = parseList(payload.allowed_updates);
+    const allowed = this.#allowedUpdates;
+    if (offset > 0) this.#updates = this.#updates.filter((u) => u.update_id >= offset);
+    const ready = () =>
+      this.#updates.filter((u) => !allowed || allowed.length === 0 || allowed.some((k) => String(k) in u)).slice(0, limit);
+    let found = ready();
+    if (found.length > 0 || timeout === 0) return found;
+    this.#pending.add(res);
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(wake);
+        res.off("close", done);
+        resolve();
+      };
+      const wake = () => {
+        if (ready().length > 0) done();
+      };
+      const timer = setTimeout(done, timeout * 1000);
+      this.#waiters.add(wake);
+      res.once("close", done);
+    });
+    found = ready();
+    return found;
+  }
+
+  #call(method: string, p: Record<string, unknown>): unknown {
+    switch (method) {
+      case "getMe":
+        return { ...this.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+      case "deleteWebhook":
+        this.webhook = undefined;
+        if (p.drop_pending_updates === true || p.drop_pending_updates === "true") this.#updates = [];
+        return true;
+      case "setWebhook": {
+        const url = String(p.url ?? "");
+        if (url === "") {
+          this.webhook = undefined;
+          return true;
+        }
+        if (!URL.canParse(url)) throw bad("bad webhook: invalid URL");
+        if (p.secret_token !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(String(p.secret_token))) throw bad("bad webhook: invalid secret token");
+        this.webhook = { ...p };
+        if (p.allowed_updates !== undefined) this.#allowedUpdates = parseList(p.allowed_updates);
+        return true;
+      }
+      case "setMyCommands": {
+        const commands = parseList(p.commands) as unknown as { command: string; description: string }[] | undefined;
+        if (!commands) throw bad("parameter \"commands\" is required");
+        for (const c of commands) {
+          if (!/^[a-z0-9_]{1,32}$/.test(c.command)) throw bad("BOT_COMMAND_INVALID");
+          if (typeof c.description !== "string" || c.description.length < 1 || c.description.length > 256) throw bad("BOT_COMMAND_DESCRIPTION_INVALID");
+        }
+        this.commands.set(String(p.language_code ?? ""), { ...p, commands });
+        return true;
+      }
+      case "sendChatAction":
+        if (p.chat_id === undefined) throw bad("chat not found");
+        this.chatActions.push(p);
+        return true;
+      case "sendMessage":
+        return this.#sendMessage(p);
+      case "editMessageText":
+      case "editMessageReplyMarkup":
+        return this.#edit(method, p);
+      case "answerCallbackQuery": {
+        const query = this.#queries.get(String(p.callback_query_id));
+        if (!query || query.answered) throw bad("query is too old and response timeout expired or query ID is invalid");
+        if (typeof p.text === "string" && p.text.length > 200) throw bad("MESSAGE_TOO_LONG");
+        query.answered = true;
+        this.callbackAnswers.push(p);
+        return true;
+      }
+      default:
+        throw new ApiFailure(404, "Not Found: method not found");
+    }
+  }
+
+  #render(p: Record<string, unknown>): { text: string; entities: MessageEntity[] } {
+    if (typeof p.text !== "string") throw bad("message text is empty");
+    const parseMode = p.parse_mode === undefined ? undefined : String(p.parse_mode);
+    if (parseMode !== undefined && parseMode !== "HTML") throw new Error(`the fake only parses HTML, not ${parseMode}`);
+    const parsed = parseMode === "HTML" ? parseTelegramHtml(p.text) : { text: p.text, entities: [] };
+    if (parsed.text.trim() === "") throw bad("message text is empty");
+    if (parsed.text.length > 4096) throw bad("message is too long");
+    return parsed;
+  }
+
+  #markup(p: Record<string, unknown>): InlineKeyboardMarkup | undefined {
+    if (p.reply_markup === undefined) return undefined;
+    const markup = (typeof p.reply_markup === "string" ? JSON.parse(p.reply_markup) : p.reply_markup) as InlineKeyboardMarkup;
+    for (const button of (markup.inline_keyboard ?? []).flat()) {
+      const data = (button as { callback_data?: string }).callback_data;
+      if (data !== undefined && (Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64)) throw bad("BUTTON_DATA_INVALID");
+      if (!button.text) throw bad("BUTTON_TEXT_INVALID");
+    }
+    return markup;
+  }
+
+  #sendMessage(p: Record<string, unknown>): Message {
+    const chatId = Number(p.chat_id);
+    if (!Number.isFinite(chatId)) throw bad("chat not found");
+    const { text, entities } = this.#render(p);
+    const markup = this.#markup(p);
+    const replyParameters = (typeof p.reply_parameters === "string" ? JSON.parse(p.reply_parameters) : p.reply_parameters) as
+      | { message_id: number; allow_sending_without_reply?: boolean }
+      | undefined;
+    let reply: Message | undefined;
+    if (replyParameters) {
+      reply = this.#messages.get(`${chatId}:${replyParameters.message_id}`);
+      if (!reply && !replyParameters.allow_sending_without_reply) throw bad("message to be replied not found");
+    }
+    const chat = this.#chatOf(chatId);
+    const message = {
+      message_id: this.#nextMessageId++,
+      from: this.bot,
+      chat,
+      date: Math.floor(Date.now() / 1000),
+      text,
+      ...(entities.length ? { entities } : {}),
+      ...(reply ? { reply_to_message: reply } : {}),
+      ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id), is_topic_message: true } : {}),
+      ...(markup ? { reply_markup: markup } : {}),
+    } as Message;
+    this.#messages.set(`${chatId}:${message.message_id}`, message);
+    this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message });
+    return message;
+  }
+
+  #chatOf(chatId: number): Chat {
+    for (const m of this.#messages.values()) if (m.chat.id === chatId) return m.chat;
+    return { id: chatId, type: chatId > 0 ? "private" : "supergroup", ...(chatId > 0 ? { first_name: "User" } : { title: "Group" }) } as Chat;
+  }
+
+  #edit(method: string, p: Record<string, unknown>): Message {
+    const key = `${Number(p.chat_id)}:${Number(p.message_id)}`;
+    const message = this.#messages.get(key);
+    const sent = this.sent.find((s) => `${s.chatId}:${s.messageId}` === key);
+    if (!message || !sent) throw bad("message to edit not found");
+    const markup = this.#markup(p);
+    const rendered = method === "editMessageText" ? this.#render(p) : { text: sent.text, entities: sent.entities };
+    const sameText = rendered.text === sent.text && JSON.stringify(rendered.entities) === JSON.stringify(sent.entities);
+    const sameMarkup = JSON.stringify(markup ?? null) === JSON.stringify(message.reply_markup ?? null);
+    if (sameText && sameMarkup) {
+      throw bad("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message");
+    }
+    const updated = { ...message, text: rendered.text, edit_date: Math.floor(Date.now() / 1000) } as Message & Record<string, unknown>;
+    if (rendered.entities.length) updated.entities = rendered.entities;
+    else delete updated.entities;
+    if (markup && (markup.inline_keyboard ?? []).length > 0) updated.reply_markup = markup;
+    else delete updated.reply_markup;
+    this.#messages.set(key, updated);
+    sent.text = rendered.text;
+    sent.entities = rendered.entities;
+    sent.message = updated;
+    this.edits.push({ method, payload: p, at: Date.now() });
+    return updated;
+  }
+}
+
+function decodeEntities(text: string): string {
+  return text.replace(/&(#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]+);/g, (m, body: string) => {
+    if (body.startsWith("#x")) return String.fromCodePoint(parseInt(body.slice(2), 16));
+    if (body.startsWith("#")) return String.fromCodePoint(parseInt(body.slice(1), 10));
+    return NAMED_ENTITIES[body] ?? m;
+  });
+}
+
+function parseList(value: unknown): unknown[] | undefined {
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) return value;
+  if (typeof value === "string") {
+    const parsed: unknown = JSON.parse(value);
+    return Array.isArray(parsed) ? parsed : undefined;
+  }
+  return undefined;
+}
+
+async function readBody(req: HttpRequest): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const raw = Buffer.concat(chunks).toString("utf8");
+  if (raw === "") return {};
+  const type = req.headers["content-type"] ?? "";
+  if (type.includes("application/json")) return JSON.parse(raw) as Record<string, unknown>;
+  if (type.includes("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(raw));
+  throw new Error(`unsupported content type ${type}`);
+}

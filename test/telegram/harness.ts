@@ -1,0 +1,108 @@
+/**
+ * Test harness for the Telegram adapter: the fake Bot API, the real adapter (grammy) pointed at
+ * it, and a small in-test AdapterContext (an array of queued messages, a real ToolBox, a
+ * Map-backed ApprovalDecider).
+ */
+import { z } from "zod";
+import { EnqueueError, type AdapterContext } from "../../src/adapter.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
+import { silentLogger, type Logger } from "../../src/log.js";
+import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import { defineTool } from "../../src/toolbox/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { createAdapter, type TelegramAdapter } from "../../adapters/telegram/index.js";
+import { testConfig } from "../helpers/config.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+
+/** Three small tools: two tags, one dangerous. */
+export const testToolbox = new ToolBox([
+  defineTool({
+    name: "get_time",
+    description: "Tells the current time in a time zone.\nUse when the user asks what time it is.",
+    tags: ["info"],
+    input: z.object({ tz: z.string().optional() }),
+    run: () => "12:00",
+  }),
+  defineTool({
+    name: "add_todo",
+    description: "Adds an item to the user's todo list.",
+    tags: ["todo"],
+    input: z.object({ text: z.string() }),
+    run: () => "ok",
+  }),
+  defineTool({
+    name: "delete_todo",
+    description: "Deletes a todo by id. Asks the user first.",
+    tags: ["todo"],
+    dangerous: true,
+    input: z.object({ id: z.number() }),
+    run: () => "deleted",
+  }),
+]);
+
+/** A Map-backed decider: one approval per id, first valid decision wins. */
+export class MapDecider implements ApprovalDecider {
+  readonly approvals = new Map<string, { requesterId: string; requesterName: string; decided?: boolean }>();
+  readonly accepted: DecisionRequest[] = [];
+  /** When true, decide throws like a Redis outage. */
+  failing = false;
+  async decide(request: DecisionRequest): Promise<DecisionResult> {
+    if (this.failing) throw new Error("connect ECONNREFUSED /tmp/redis.sock");
+    const a = this.approvals.get(request.approvalId);
+    if (!a) return { status: "not_found" };
+    if (a.requesterId !== request.deciderId) return { status: "not_requester", requesterName: a.requesterName };
+    if (a.decided) return { status: "already_decided" };
+    a.decided = true;
+    this.accepted.push(request);
+    return { status: "accepted", approve: request.approve };
+  }
+}
+
+/** A running adapter against a fake Bot API. */
+export interface Harness {
+  tg: FakeTelegram;
+  adapter: TelegramAdapter;
+  queued: IncomingMessage[];
+  resets: ChatRef[];
+  decider: MapDecider;
+  /** When true, enqueue throws EnqueueError (Redis down). */
+  failEnqueue: { on: boolean };
+  stop(): Promise<void>;
+}
+
+/** Starts the fake and the adapter (long polling unless `env` sets a webhook). */
+export async function startHarness(env: Record<string, string> = {}, tg?: FakeTelegram, log: Logger = silentLogger): Promise<Harness> {
+  const fake = tg ?? (await FakeTelegram.start());
+  const config = testConfig({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, ...env });
+  const adapter = createAdapter(config, log) as TelegramAdapter;
+  const queued: IncomingMessage[] = [];
+  const resets: ChatRef[] = [];
+  const decider = new MapDecider();
+  const failEnqueue = { on: false };
+  const context: AdapterContext = {
+    config,
+    log: silentLogger,
+    async enqueue(message) {
+      if (failEnqueue.on) throw new EnqueueError("redis down");
+      queued.push(message);
+    },
+    async resetChat(chat) {
+      resets.push(chat);
+    },
+    toolboxFor: () => testToolbox,
+    approvals: decider,
+  };
+  await adapter.start(context);
+  return {
+    tg: fake,
+    adapter,
+    queued,
+    resets,
+    decider,
+    failEnqueue,
+    async stop() {
+      await adapter.stop();
+      if (!tg) await fake.stop();
+    },
+  };
+}

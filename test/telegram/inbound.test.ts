@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { startHarness, type Harness } from "./harness.js";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+const alice = () => h.tg.user(11, "Alice", { last_name: "Lin" });
+const bob = () => h.tg.user(12, "Bob");
+const group = () => h.tg.group(-1001234, "Family");
+
+/** Sends a private sentinel and waits for it: everything injected before it has been handled. */
+async function settle(): Promise<void> {
+  const me = h.tg.user(99, "Sentinel");
+  const text = `sentinel ${Math.random()}`;
+  h.tg.sendUserMessage({ chat: h.tg.privateChat(me), from: me, text });
+  await h.tg.waitFor(() => h.queued.find((m) => m.text === text), 5000, "sentinel");
+}
+
+async function queuedFor(messageId: number): Promise<IncomingMessage> {
+  return h.tg.waitFor(() => h.queued.find((m) => m.messageId === String(messageId)), 5000, `message ${messageId}`);
+}
+
+describe("telegram inbound", () => {
+  it("registers the command menu at start-up", () => {
+    const menu = h.tg.commands.get("") as { commands: { command: string; description: string }[] };
+    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset"]);
+    expect(menu.commands[2]!.description).toContain("工具");
+    expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe("Get started, with examples");
+    expect(h.tg.callsOf("deleteWebhook")).toHaveLength(1);
+  });
+
+  it("queues a private message with the sender's details", async () => {
+    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), text: "台北明天會下雨嗎？" });
+    const q = await queuedFor(m.message_id);
+    expect(q).toMatchObject({
+      platform: "telegram",
+      chatId: "11",
+      chatKind: "dm",
+      userId: "11",
+      userName: "Alice Lin",
+      text: "台北明天會下雨嗎？",
+      reply: {},
+      locale: "zh-hant",
+    });
+    expect(q.sentAt).toBe(m.date * 1000);
+  });
+
+  it("ignores a group message without a mention, and strips the mention when there is one", async () => {
+    const plain = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "anyone up for lunch?" });
+    const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@Taiwan_Test_Bot 現在幾點？" });
+    const q = await queuedFor(m.message_id);
+    expect(q).toMatchObject({ chatId: "-1001234", chatKind: "group", userId: "12", userName: "Bob", text: "現在幾點？" });
+    expect(h.queued.some((x) => x.messageId === String(plain.message_id))).toBe(false);
+    const mid = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "hey @taiwan_test_bot what is 2+2" });
+    expect((await queuedFor(mid.message_id)).text).toBe("hey what is 2+2");
+  });
+
+  it("takes a reply to one of the bot's messages in a group, and a text_mention of the bot", async () => {
+    const botMessage = await h.adapter.outbound.sendMarkdown({ chatId: "-1001234" }, "我是機器人");
+    const reply = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "謝謝，那後天呢？", reply_to_message: Number(botMessage[0]!.messageId) });
+    expect((await queuedFor(reply.message_id)).text).toBe("謝謝，那後天呢？");
+    const tm = h.tg.sendUserMessage({
+      chat: group(),
+      from: bob(),
+      text: "Taiwan Bot 翻譯 hello",
+      entities: [{ type: "text_mention", offset: 0, length: 10, user: h.tg.bot }],
+    });
+    expect((await queuedFor(tm.message_id)).text).toBe("翻譯 hello");
+  });
+
+  it("ignores replies to other people, other bots, the bot itself, service messages and edits", async () => {
+    const other = h.tg.sendUserMessage({ chat: group(), from: alice(), text: "hello" });
+    const replyToAlice = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "hi Alice", reply_to_message: other });
+    const fromBot = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: h.tg.user(555, "Other", { is_bot: true }), text: "beep" });
+    const service = h.tg.sendUserMessage({ chat: group(), from: alice(), extra: { new_chat_members: [bob()] } });
+    const original = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), text: "first version" });
+    await queuedFor(original.message_id);
+    h.tg.editUserMessage(original, "second version");
+    const forOther = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools@some_other_bot" });
+    await settle();
+    const ids = [other, replyToAlice, fromBot, service, forOther].map((m) => String(m.message_id));
+    expect(h.queued.filter((m) => ids.includes(m.messageId))).toEqual([]);
+    expect(h.queued.filter((m) => m.messageId === String(original.message_id))).toHaveLength(1);
+    expect(h.queued.some((m) => m.text === "second version")).toBe(false);
+    expect(h.tg.sent.some((s) => s.chatId === -1001234 && s.payload.reply_parameters && (s.payload.reply_parameters as { message_id: number }).message_id === forOther.message_id)).toBe(false);
+    // edited_message is not even requested from Telegram
+    expect(h.tg.callsOf("getUpdates")[0]!.payload.allowed_updates).toEqual(["message", "callback_query"]);
+  });
+
+  it("takes a bare or @bot command that is not ours as a message, and hints at a bare mention", async () => {
+    const bare = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather 台北" });
+    expect((await queuedFor(bare.message_id)).text).toBe("/weather 台北");
+    const at = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather@taiwan_test_bot 高雄" });
+    expect((await queuedFor(at.message_id)).text).toBe("/weather 高雄");
+    const only = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot" });
+    const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === only.message_id));
+    expect(hint.text).toBe("有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。");
+  });
+
+  it("attributes anonymous admin messages to the sending chat", async () => {
+    const m = h.tg.sendUserMessage({ chat: group(), sender_chat: group(), text: "@taiwan_test_bot 新增待辦：開會" });
+    const q = await queuedFor(m.message_id);
+    expect(q).toMatchObject({ userId: "chat:-1001234", userName: "Family", text: "新增待辦：開會" });
+    const channel = { id: -1009999, type: "channel", title: "News" } as const;
+    const c = h.tg.sendUserMessage({ chat: group(), sender_chat: channel as never, text: "@taiwan_test_bot hi" });
+    expect(await queuedFor(c.message_id)).toMatchObject({ userId: "chat:-1009999", userName: "News" });
+  });
+
+  it("keeps the forum topic for the answer", async () => {
+    const forum = h.tg.group(-100777, "Forum", true);
+    const m = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "@taiwan_test_bot hi", message_thread_id: 42 });
+    expect((await queuedFor(m.message_id)).reply).toEqual({ threadId: "42" });
+  });
+
+  it("answers a sticker in a private chat with a hint, and stays quiet in a group", async () => {
+    const sticker = { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false } };
+    const inGroup = h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });
+    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), extra: sticker });
+    const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === 12), 5000, "hint");
+    expect(hint.text).toBe("我目前只看得懂文字訊息，請用文字告訴我你需要什麼。");
+    expect(hint.payload.reply_parameters).toBeUndefined();
+    await settle();
+    expect(h.tg.sent.filter((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === inGroup.message_id)).toHaveLength(0);
+    expect(h.queued.some((q) => q.messageId === String(inGroup.message_id))).toBe(false);
+    expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
+  });
+
+  it("takes a photo caption as the text", async () => {
+    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), caption: "這是什麼？", extra: { photo: [{ file_id: "p", file_unique_id: "p", width: 1, height: 1 }] } });
+    expect((await queuedFor(m.message_id)).text).toBe("這是什麼？");
+  });
+
+  it("answers /tools and /tools@bot in a group, grouped by tag with dangerous tools marked", async () => {
+    const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools" });
+    const answer = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id));
+    expect(answer.text).toContain("info\n\n• get_time — Tells the current time in a time zone.");
+    expect(answer.text).toContain("• ⚠️ delete_todo — Deletes a todo by id. Asks the user first.");
+    expect(answer.text).not.toContain("Use when the user asks");
+    expect(answer.entities.some((e) => e.type === "bold")).toBe(true);
+    const m2 = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools@taiwan_test_bot todo" });
+    const a2 = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m2.message_id));
+    expect(a2.text).toContain("add_todo");
+    expect(a2.text).not.toContain("get_time");
+    const m3 = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), text: "/tools weather" });
+    await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.startsWith("沒有「weather」這個分類")));
+    expect(h.queued.some((q) => [m, m2, m3].some((x) => q.messageId === String(x.message_id)))).toBe(false);
+  });
+
+  it("answers /start with what the bot does and examples, and /reset forgets the chat", async () => {
+    h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), text: "/start" });
+    const start = await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.startsWith("嗨！")));
+    expect(start.text).toContain("• 台北明天會下雨嗎？");
+    expect(start.text).toContain("/tools");
+    expect(start.text).toContain("@taiwan_test_bot");
+    h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/reset@taiwan_test_bot" });
+    await h.tg.waitFor(() => h.resets.length === 1);
+    expect(h.resets[0]).toEqual({ platform: "telegram", chatId: "-1001234" });
+    await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.includes("忘掉")));
+  });
+
+  it("says try again when the message cannot be queued", async () => {
+    h.failEnqueue.on = true;
+    try {
+      const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot 記下買牛奶" });
+      const sorry = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id));
+      expect(sorry.text).toBe("抱歉，我現在有點忙不過來，請稍後再試一次。");
+    } finally {
+      h.failEnqueue.on = false;
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { inputSchemaOf } from "../../src/toolbox/schema.js";
+import { testConfig } from "../helpers/config.js";
+import { loadShippedTools } from "./load.js";
+
+const ALL = ["add_todo", "calculate", "complete_todo", "delete_todo", "get_current_datetime", "get_weather", "list_todos"];
+
+describe("loading the shipped tools (what `npm run tools` shows)", () => {
+  it("lists all seven tools with a CWA key", async () => {
+    const { toolbox, skipped } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
+    expect(toolbox.names().sort()).toEqual(ALL);
+    expect(skipped).toEqual([]);
+  });
+
+  it("lists six without a key and skips get_weather with the reason", async () => {
+    const { toolbox, skipped } = await loadShippedTools(testConfig({ CWA_API_KEY: "" }));
+    expect(toolbox.names().sort()).toEqual(ALL.filter((n) => n !== "get_weather"));
+    expect(skipped).toEqual([
+      { name: "get_weather", file: "tools/get_weather.ts", reason: "CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw)" },
+    ]);
+  });
+
+  it("declares tags, danger and well-formed JSON Schemas", async () => {
+    const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
+    const summary = Object.fromEntries(toolbox.list().map((t) => [t.name, { tags: [...t.tags], dangerous: t.dangerous }]));
+    expect(summary).toEqual({
+      add_todo: { tags: ["todo", "write"], dangerous: false },
+      calculate: { tags: ["util"], dangerous: false },
+      complete_todo: { tags: ["todo", "write"], dangerous: false },
+      delete_todo: { tags: ["todo", "write"], dangerous: true },
+      get_current_datetime: { tags: ["info", "daily"], dangerous: false },
+      get_weather: { tags: ["info", "daily"], dangerous: false },
+      list_todos: { tags: ["todo"], dangerous: false },
+    });
+    const schemas = Object.fromEntries(toolbox.list().map((t) => [t.name, inputSchemaOf(t)]));
+    for (const schema of Object.values(schemas)) {
+      expect(schema.type).toBe("object");
+      expect(schema.properties).toBeTypeOf("object");
+    }
+    expect(schemas.add_todo!.required).toEqual(["title"]);
+    expect(Object.keys(schemas.add_todo!.properties!)).toEqual(["title", "due"]);
+    expect(schemas.calculate!.required).toEqual(["expression"]);
+    expect(schemas.complete_todo!.required).toEqual(["todo_id"]);
+    expect(schemas.complete_todo!.properties!.todo_id).toMatchObject({ type: "integer" });
+    expect(schemas.delete_todo!.required).toEqual(["todo_id"]);
+    expect(schemas.list_todos!.required ?? []).toEqual([]);
+    expect(schemas.list_todos!.properties!.include_completed).toMatchObject({ type: "boolean", default: false });
+    expect(schemas.get_weather!.required ?? []).toEqual([]);
+    expect(schemas.get_current_datetime!.required ?? []).toEqual([]);
+  });
+
+  it("tells the model when to use each tool and when not", async () => {
+    const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
+    const description = (name: string) => toolbox.get(name)!.description;
+    expect(description("delete_todo")).toContain("cannot be undone");
+    expect(description("delete_todo")).toContain("use complete_todo instead");
+    expect(description("complete_todo")).toContain("never deleted");
+    expect(description("get_weather")).toContain("Only Taiwan's counties and cities are covered");
+    expect(description("get_weather")).toContain("do not use it for places outside Taiwan");
+    expect(description("calculate")).toContain("Not for units");
+  });
+});

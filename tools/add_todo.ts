@@ -1,0 +1,23 @@
+/**
+ * add_todo: adds an item to the requester's personal todo list (see `todo/store.ts`).
+ */
+import { z } from "zod";
+import { localize } from "../src/i18n.js";
+import { defineTool } from "../src/toolbox/tool.js";
+import { addTodo, dueField, formatTodo, titleField } from "./todo/store.js";
+
+/** The add_todo tool: `{ title, due? }` → `已新增待辦：#1 買牛奶（到期 2026-12-01）`. */
+export default defineTool({
+  name: "add_todo",
+  description: [
+    "Add an item to the user's personal todo list (it belongs to the person, not the chat, and follows them between chats).",
+    "Use it when the user asks to remember, note or add something to do, optionally with a due date.",
+    "One call per item. Not for reminders at a specific time of day (there are no notifications), and not for other people's lists.",
+  ].join(" "),
+  tags: ["todo", "write"],
+  input: z.object({ title: titleField, due: dueField }),
+  async run({ title, due }, context) {
+    const todo = await addTodo(context.redis, context, title, due);
+    return localize(context.locale, { "zh-TW": "已新增待辦：{line}", en: "Added to your todos: {line}" }, { line: formatTodo(todo, context.locale, context.timezone) });
+  },
+});

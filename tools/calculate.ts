@@ -1,0 +1,227 @@
+/**
+ * calculate: exact decimal arithmetic on a restricted mathjs instance.
+ *
+ * Following mathjs' security guidance (https://mathjs.org/docs/expressions/security.html): a
+ * private instance whose `import`, `createUnit`, `evaluate`, `parse`, `simplify`, `derivative`,
+ * `resolve`, `compile` and `reviver` are disabled. On top of that, the expression is parsed once
+ * and its syntax tree is evaluated node by node by {@link evaluateNode}, which accepts only
+ * numbers, parentheses, + - * / ^ % (and unary minus), the constants pi and e, and an allow-list of
+ * functions: no symbols, properties, assignments, function definitions, matrices or units ever
+ * reach mathjs' evaluator. Powers are checked before they are computed, so `9^9^9` is refused
+ * at once instead of blocking the process.
+ */
+import { all, create, type BigNumber, type MathNode } from "mathjs";
+import { z } from "zod";
+import type { Locale } from "../src/config.js";
+import { localize, type Localized } from "../src/i18n.js";
+import { defineTool, ToolError } from "../src/toolbox/tool.js";
+
+/** Longest accepted expression, in characters. */
+export const MAX_EXPRESSION_CHARS = 200;
+/** Largest accepted magnitude of any intermediate or final value: 10^100. */
+export const MAX_DIGITS = 100;
+/** Significant digits of results (BigNumber precision is 64; shown rounded to 20). */
+export const SHOWN_DIGITS = 20;
+
+const math = create(all!, { number: "BigNumber", precision: 64, predictable: true });
+const parse = math.parse;
+
+const disabled = (name: string) => () => {
+  throw new Error(`Function ${name} is disabled`);
+};
+math.import(
+  Object.fromEntries(
+    ["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "resolve", "compile", "reviver"].map((n) => [n, disabled(n)]),
+  ),
+  { override: true },
+);
+
+const LIMIT = math.bignumber(`1e${MAX_DIGITS}`);
+
+/** Functions a user may call, with their allowed argument counts. */
+const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNumber[]) => BigNumber }>(Object.entries({
+  sqrt: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.sqrt(x!) as BigNumber },
+  abs: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.abs(x!) as BigNumber },
+  round: { min: 1, max: 2, run: ([x, n]: BigNumber[]) => (n === undefined ? math.round(x!) : math.round(x!, n)) as BigNumber },
+  floor: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.floor(x!) as BigNumber },
+  ceil: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.ceil(x!) as BigNumber },
+  min: { min: 1, max: 100, run: (xs: BigNumber[]) => math.min(...xs) as BigNumber },
+  max: { min: 1, max: 100, run: (xs: BigNumber[]) => math.max(...xs) as BigNumber },
+  mean: { min: 1, max: 100, run: (xs: BigNumber[]) => math.mean(...xs) as BigNumber },
+}));
+
+const CONSTANTS = new Map<string, BigNumber>([
+  ["pi", math.bignumber(math.pi as unknown as BigNumber)],
+  ["π", math.bignumber(math.pi as unknown as BigNumber)],
+  ["e", math.bignumber(math.e as unknown as BigNumber)],
+]);
+
+const OPERATORS = new Set(["add", "subtract", "multiply", "divide", "pow", "mod", "unaryMinus", "unaryPlus"]);
+
+const SAY: Record<string, Localized> = {
+  tooLong: { "zh-TW": "算式超過 {max} 個字元，請拆成幾個較短的算式。", en: "The expression is longer than {max} characters; split it into shorter ones." },
+  empty: { "zh-TW": "算式是空的。", en: "The expression is empty." },
+  syntax: { "zh-TW": "看不懂這個算式（{detail}）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。", en: "The expression cannot be read ({detail}). Use numbers, + - * / ^ %, parentheses and sqrt, round, abs, min, max, mean, floor, ceil." },
+  unknownChar: { "zh-TW": "算式裡有不支援的字元「{char}」：只能用數字、+ - * / ^ %、括號、逗號和函式名稱。", en: "The expression contains an unsupported character \"{char}\": use digits, + - * / ^ %, parentheses, commas and function names." },
+  unknownName: { "zh-TW": "不認得「{name}」：只能用數字、pi、e，以及 sqrt、round、abs、min、max、mean、floor、ceil 這些函式（不支援變數和單位）。", en: "Unknown name \"{name}\": only numbers, pi, e and the functions sqrt, round, abs, min, max, mean, floor, ceil are allowed (no variables or units)." },
+  notAllowed: { "zh-TW": "算式裡有不允許的寫法（{what}）：只能做算術，不能存取屬性、指定變數、定義函式、用矩陣或單位。", en: "The expression uses something that is not allowed ({what}): only arithmetic; no properties, assignments, function definitions, matrices or units." },
+  operator: { "zh-TW": "不支援運算子「{op}」：只能用 + - * / ^ % 和括號。", en: "The operator \"{op}\" is not supported: use + - * / ^ % and parentheses." },
+  arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} argument(s)." },
+  divZero: { "zh-TW": "不能除以零。", en: "Division by zero is undefined." },
+  tooBig: { "zh-TW": "結果太大（超過 {digits} 位數），不計算。", en: "The result would be too large (more than {digits} digits), so it was not computed." },
+  tooSmall: { "zh-TW": "結果太接近零（小於 10^-{digits}），不計算。", en: "The result would be too close to zero (below 10^-{digits}), so it was not computed." },
+  notReal: { "zh-TW": "結果不是實數（例如負數開根號）。", en: "The result is not a real number (e.g. the square root of a negative number)." },
+  roundDigits: { "zh-TW": "round 的第二個參數要是 0 到 20 的整數。", en: "round's second argument must be a whole number from 0 to 20." },
+};
+
+class Refusal extends Error {
+  constructor(readonly key: keyof typeof SAY, readonly params: Record<string, string | number> = {}) {
+    super(key);
+  }
+}
+
+function checked(value: BigNumber): BigNumber {
+  if (value.isNaN()) throw new Refusal("notReal");
+  if (!value.isFinite()) throw new Refusal("tooBig", { digits: MAX_DIGITS });
+  if (value.abs().gt(LIMIT)) throw new Refusal("tooBig", { digits: MAX_DIGITS });
+  return value;
+}
+
+/** Refuses `base ^ exponent` when the result would exceed 10^±100 (decided from logarithms, before computing). */
+function power(base: BigNumber, exponent: BigNumber): BigNumber {
+  if (base.isZero()) {
+    if (exponent.isNegative()) throw new Refusal("divZero");
+    return checked(math.pow(base, exponent) as BigNumber);
+  }
+  const log10 = Math.log10(Math.abs(base.toNumber()));
+  const e = exponent.toNumber();
+  const digits = Math.abs(log10) < 1e-300 ? 0 : e * log10;
+  if (!Number.isFinite(digits) || digits > MAX_DIGITS) throw new Refusal("tooBig", { digits: MAX_DIGITS });
+  if (digits < -MAX_DIGITS) throw new Refusal("tooSmall", { digits: MAX_DIGITS });
+  return checked(math.pow(base, exponent) as BigNumber);
+}
+
+/**
+ * Evaluates an allowed syntax tree to a BigNumber. Anything outside the allow-list is refused
+ * before any of it is computed.
+ *
+ * @throws {Refusal} with the reason (a private error type turned into a ToolError by the tool).
+ */
+function evaluateNode(node: MathNode): BigNumber {
+  switch (node.type) {
+    case "ConstantNode": {
+      const value = (node as MathNode & { value: unknown }).value;
+      // mathjs writes a percentage `5%` as `5 / 100` with a plain-number 100.
+      if (typeof value === "number" && Number.isFinite(value)) return checked(math.bignumber(value));
+      if (!math.isBigNumber(value)) throw new Refusal("notAllowed", { what: typeof value === "string" ? "text" : String(value) });
+      return checked(value);
+    }
+    case "ParenthesisNode":
+      return evaluateNode((node as MathNode & { content: MathNode }).content);
+    case "SymbolNode": {
+      const name = (node as MathNode & { name: string }).name;
+      const constant = CONSTANTS.get(name);
+      if (!constant) throw new Refusal("unknownName", { name });
+      return constant;
+    }
+    case "OperatorNode": {
+      const op = node as MathNode & { op: string; fn: string; args: MathNode[] };
+      if (!OPERATORS.has(op.fn)) throw new Refusal("operator", { op: op.op });
+      const args = op.args.map(evaluateNode);
+      const [a, b] = args as [BigNumber, BigNumber];
+      switch (op.fn) {
+        case "unaryMinus":
+          return a.neg();
+        case "unaryPlus":
+          return a;
+        case "add":
+          return checked(math.add(a, b));
+        case "subtract":
+          return checked(math.subtract(a, b));
+        case "multiply":
+          return checked(math.multiply(a, b) as BigNumber);
+        case "divide":
+          if (b.isZero()) throw new Refusal("divZero");
+          return checked(math.divide(a, b) as BigNumber);
+        case "mod":
+          if (b.isZero()) throw new Refusal("divZero");
+          return checked(math.mod(a, b));
+        default:
+          return power(a, b);
+      }
+    }
+    case "FunctionNode": {
+      const call = node as MathNode & { fn: MathNode; args: MathNode[] };
+      if (call.fn.type !== "SymbolNode") throw new Refusal("notAllowed", { what: call.fn.type });
+      const name = (call.fn as MathNode & { name: string }).name;
+      const fn = FUNCTIONS.get(name);
+      if (!fn) throw new Refusal("unknownName", { name });
+      if (call.args.length < fn.min || call.args.length > fn.max) {
+        throw new Refusal("arity", { name, range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}` });
+      }
+      const args = call.args.map(evaluateNode);
+      if (name === "round" && args[1] && !(args[1].isInteger() && args[1].gte(0) && args[1].lte(20))) throw new Refusal("roundDigits");
+      return checked(fn.run(args));
+    }
+    default:
+      throw new Refusal("notAllowed", { what: node.type });
+  }
+}
+
+/** Full-width and typographic forms people type (１２＋３, ×, ÷, −) in their ASCII meaning. */
+function normalise(expression: string): string {
+  return expression
+    .normalize("NFKC")
+    .replace(/[×✕]/g, "*")
+    .replace(/÷/g, "/")
+    .replace(/[−–]/g, "-")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/**
+ * Computes an arithmetic expression exactly (64 significant digits, shown with up to 20).
+ *
+ * @returns `expression = result`, e.g. `(1200 + 800) * 0.05 = 100`.
+ * @throws {ToolError} (localized) for an empty or over-long expression, a syntax error, an
+ *   unknown name or character, anything that is not arithmetic, division by zero, a non-real
+ *   result, or a value beyond 10^±100.
+ */
+export function calculate(expression: string, locale: Locale): string {
+  const say = (key: keyof typeof SAY, params: Record<string, string | number> = {}) => localize(locale, SAY[key]!, params);
+  if ([...expression].length > MAX_EXPRESSION_CHARS) throw new ToolError(say("tooLong", { max: MAX_EXPRESSION_CHARS }));
+  const text = normalise(expression);
+  if (text === "") throw new ToolError(say("empty"));
+  const stray = /[^0-9A-Za-z_π.\s+\-*/^%(),]/u.exec(text);
+  if (stray) throw new ToolError(say("unknownChar", { char: stray[0] }));
+  let tree: MathNode;
+  try {
+    tree = parse(text);
+  } catch (error) {
+    throw new ToolError(say("syntax", { detail: (error as Error).message }));
+  }
+  try {
+    const value = evaluateNode(tree);
+    const shown = math.format(value, { notation: "auto", precision: SHOWN_DIGITS, lowerExp: -12, upperExp: 21 });
+    return `${text} = ${shown}`;
+  } catch (error) {
+    if (error instanceof Refusal) throw new ToolError(say(error.key, error.params));
+    throw error;
+  }
+}
+
+/** The calculate tool: `{ expression }` → `expression = result` (see {@link calculate}). */
+export default defineTool({
+  name: "calculate",
+  description: [
+    "Compute an arithmetic expression exactly with decimal numbers (money-safe: 0.1 + 0.2 = 0.3).",
+    "Use it for any arithmetic beyond trivial mental math: totals, discounts, tips, splitting a bill, percentages, averages.",
+    "Supports + - * / ^ (power), % after a number as percent (200 * 5% = 10; 100 + 5% = 105), x % y as remainder, parentheses, pi, e, and sqrt, round(x, digits), abs, floor, ceil, min, max, mean.",
+    "Not for units, currency conversion, variables, equations to solve or dates.",
+  ].join(" "),
+  tags: ["util"],
+  input: z.object({
+    expression: z.string().describe(`The expression, at most ${MAX_EXPRESSION_CHARS} characters, e.g. (1200 + 800) * 0.05`),
+  }),
+  run: ({ expression }, context) => calculate(expression, context.locale),
+});

@@ -1,0 +1,29 @@
+/**
+ * complete_todo: marks an item of the requester's todo list as done.
+ */
+import { z } from "zod";
+import { localize } from "../src/i18n.js";
+import { defineTool, ToolError } from "../src/toolbox/tool.js";
+import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
+
+/** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. */
+export default defineTool({
+  name: "complete_todo",
+  description: [
+    "Mark one item of the user's todo list as done, by its number (#id from list_todos).",
+    "Use it whenever the user says something is done, finished or bought: finished items are completed, never deleted.",
+    "If you do not know the number, call list_todos first. It only works on the user's own list.",
+  ].join(" "),
+  tags: ["todo", "write"],
+  input: z.object({ todo_id: idField }),
+  async run({ todo_id }, context) {
+    const { locale } = context;
+    const result = await completeTodo(context.redis, context, todo_id);
+    if (result.status === "missing") throw new ToolError(noSuchTodo(todo_id, locale));
+    const line = formatTodo(result.todo, locale, context.timezone);
+    if (result.status === "already") {
+      return localize(locale, { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" }, { id: todo_id, line });
+    }
+    return localize(locale, { "zh-TW": "已完成：{line}", en: "Marked done: {line}" }, { line });
+  },
+});

@@ -1,0 +1,32 @@
+/**
+ * delete_todo: removes an item from the requester's todo list for good. Dangerous: it runs only
+ * after the requester approves the prompt written by `describe`.
+ */
+import { z } from "zod";
+import { localize } from "../src/i18n.js";
+import { defineTool, ToolError } from "../src/toolbox/tool.js";
+import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/store.js";
+
+/** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. */
+export default defineTool({
+  name: "delete_todo",
+  description: [
+    "Permanently delete one item from the user's todo list, by its number (#id from list_todos). This cannot be undone, and the user is asked to approve it first.",
+    "Use it only when the user clearly asks to delete or remove an item (e.g. added by mistake).",
+    "When something is done, use complete_todo instead, never delete_todo.",
+  ].join(" "),
+  tags: ["todo", "write"],
+  dangerous: true,
+  input: z.object({ todo_id: idField }),
+  async describe({ todo_id }, context) {
+    const todo = await getTodo(context.redis, context, todo_id);
+    if (!todo) return localize(context.locale, { "zh-TW": "刪除待辦 #{id}（清單裡找不到）", en: "Delete todo #{id} (not in the list)" }, { id: todo_id });
+    return localize(context.locale, { "zh-TW": "刪除待辦 #{id}「{title}」", en: "Delete todo #{id} \"{title}\"" }, { id: todo_id, title: todo.title });
+  },
+  async run({ todo_id }, context) {
+    const { locale } = context;
+    const todo = await deleteTodo(context.redis, context, todo_id);
+    if (!todo) throw new ToolError(noSuchTodo(todo_id, locale));
+    return localize(locale, { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" }, { line: formatTodo(todo, locale, context.timezone) });
+  },
+});

@@ -106,7 +106,7 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  options.log?.info({ dir: path.relative(process.cwd(), dir) || dir, pid: child.pid }, "started a local redis-server (REDIS_URL is unset)");
+  options.log?.info({ dir: path.relative(process.cwd(), dir) || dir, redisPid: child.pid }, "started a local redis-server (REDIS_URL is unset)");
 
   return {
     url,

@@ -205,7 +205,13 @@ export class TelegramAdapter implements Adapter {
       notice = decisionNotice({ status: "not_found" }, locale);
     } else {
       try {
-        const result = await context.approvals.decide({ approvalId: parsed.approvalId, platform: "telegram", deciderId: String(query.from.id), approve: parsed.approve });
+        const request = { approvalId: parsed.approvalId, platform: "telegram" as const, deciderId: String(query.from.id), approve: parsed.approve };
+        let result = await context.approvals.decide(request);
+        if (result.status === "not_requester" && query.message && (await this.#isGroupAdmin(ctx, query.message.chat, query.from.id))) {
+          // A request made anonymously on behalf of the group (userId `chat:<group id>`) may be decided
+          // by any administrator of that group; for anyone else's request this changes nothing.
+          result = await context.approvals.decide({ ...request, deciderId: `chat:${query.message.chat.id}` });
+        }
         notice = decisionNotice(result, locale);
         accepted = result.status === "accepted";
       } catch (error) {
@@ -220,6 +226,18 @@ export class TelegramAdapter implements Adapter {
     }
     const message = query.message;
     if (accepted && message) await this.outbound.removeKeyboard({ chatId: String(message.chat.id), messageId: String(message.message_id) });
+  }
+
+  /** Whether `userId` administers the group `chat` (Bot API `getChatMember`); false on any error. */
+  async #isGroupAdmin(ctx: Context, chat: { id: number; type: string }, userId: number): Promise<boolean> {
+    if (chat.type !== "group" && chat.type !== "supergroup") return false;
+    try {
+      const member = await ctx.api.getChatMember(chat.id, userId);
+      return member.status === "creator" || member.status === "administrator";
+    } catch (error) {
+      this.log.debug({ error: redact(String(error)) }, "telegram: getChatMember failed");
+      return false;
+    }
   }
 }
 

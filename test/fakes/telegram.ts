@@ -197,6 +197,8 @@ export class FakeTelegram {
   webhook: Record<string, unknown> | undefined;
   /** HTTP status of each webhook delivery, in order. */
   readonly webhookDeliveries: number[] = [];
+  /** Administrators per chat id, for `getChatMember` (everyone else is a `member`). */
+  readonly admins = new Map<number, Set<number>>();
 
   #server: Server;
   #port = 0;
@@ -474,6 +476,13 @@ export class FakeTelegram {
       case "editMessageText":
       case "editMessageReplyMarkup":
         return this.#edit(method, p);
+      case "getChatMember": {
+        const chatId = Number(p.chat_id);
+        const userId = Number(p.user_id);
+        if (!Number.isInteger(userId)) throw bad("user_id is required");
+        const admin = this.admins.get(chatId)?.has(userId) === true;
+        return { status: admin ? "administrator" : "member", user: { id: userId, is_bot: false, first_name: `user${userId}` }, ...(admin ? { can_be_edited: false, is_anonymous: true } : {}) };
+      }
       case "answerCallbackQuery": {
         const query = this.#queries.get(String(p.callback_query_id));
         if (!query || query.answered) throw bad("query is too old and response timeout expired or query ID is invalid");

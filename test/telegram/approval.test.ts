@@ -67,6 +67,23 @@ describe("telegram approval prompts", () => {
     expect(h.tg.calls.filter((c) => c.method === "editMessageText")).toHaveLength(2);
   });
 
+  it("an anonymous admin's request may be decided by any admin of the group, and by nobody else", async () => {
+    h.decider.approvals.set("apr9", { requesterId: `chat:${GROUP}`, requesterName: "Group" });
+    const anonymous = { ...requestFrom(0, "Group"), userId: `chat:${GROUP}` };
+    const ref = await h.adapter.outbound.sendApprovalPrompt(anonymous, { approvalId: "apr9", action: "刪除待辦 #1", requesterName: "Group", expiresAt: Date.now() + 60_000 });
+    const sent = h.tg.sent.find((s) => String(s.messageId) === ref.messageId)!;
+    h.tg.admins.set(GROUP, new Set([41]));
+    const member = h.tg.pressButton({ from: h.tg.user(42, "Member"), message: sent, data: "ap:apr9:y" });
+    expect((await answerOf(member)).text).toBe("只有 Group 可以決定。");
+    const admin = h.tg.pressButton({ from: h.tg.user(41, "Admin"), message: sent, data: "ap:apr9:y" });
+    expect((await answerOf(admin)).text).toBe("已確認，處理中…");
+    expect(h.decider.accepted.at(-1)).toEqual({ approvalId: "apr9", platform: "telegram", deciderId: `chat:${GROUP}`, approve: true });
+    // An admin is not the requester of someone else's request.
+    const { sent: alices } = await prompt("apr10");
+    const adminOnAlice = h.tg.pressButton({ from: h.tg.user(41, "Admin"), message: alices, data: "ap:apr10:y" });
+    expect((await answerOf(adminOnAlice)).text).toBe("只有 Alice 可以決定。");
+  });
+
   it("a decline, an expired prompt, and a press on unknown data", async () => {
     const { ref, sent } = await prompt("apr2");
     const alice = h.tg.user(31, "Alice");

@@ -8,7 +8,7 @@
 import "dotenv/config";
 import { createAnthropicClient } from "./agent/client.js";
 import { runAgent } from "./agent/loop.js";
-import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
+import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals } from "./app.js";
 import { secretValues } from "./config.js";
 import { createLogger, registerSecrets } from "./log.js";
 import { loadTools } from "./toolbox/registry.js";
@@ -28,25 +28,27 @@ async function main(): Promise<void> {
     log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
   }
   const redis = await redisOrExit(config, log);
-  let bot: RunningBot;
+  const starting = startBot({
+    config,
+    log,
+    redisUrl: redis.url,
+    toolbox,
+    agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
+  });
+  // Handlers go in before anything is announced: a signal during start-up waits for it, then stops.
+  stopOnSignals(async () => {
+    const bot = await starting.catch(() => undefined);
+    await bot?.stop();
+    await redis.local?.stop();
+  }, log);
   try {
-    bot = await startBot({
-      config,
-      log,
-      redisUrl: redis.url,
-      toolbox,
-      agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
-    });
+    await starting;
   } catch (error) {
     log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     await redis.local?.stop();
     process.exit(1);
   }
   log.info({ role: config.ROLE, tools: toolbox.names() }, "the bot is running; Ctrl-C to stop");
-  stopOnSignals(async () => {
-    await bot.stop();
-    await redis.local?.stop();
-  }, log);
 }
 
 await main();

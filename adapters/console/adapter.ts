@@ -9,6 +9,8 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
+import { formatHelp } from "../../src/commands/help.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
@@ -35,15 +37,13 @@ const NO = new Set(["n", "no", "否", "不", "取消"]);
 
 const TEXT = {
   help: {
-    "zh-TW": "輸入訊息和機器人對話。指令：/tools 列出工具，/reset 清除對話紀錄，/help 說明，/quit 離開。需要確認時輸入 y 或 n。",
-    en: "Type a message to talk to the bot. Commands: /tools lists the tools, /reset clears the conversation, /help shows this, /quit leaves. Answer confirmations with y or n.",
+    "zh-TW": "在這個終端機：/quit 離開；需要確認時輸入 y（是）或 n（否）。",
+    en: "In this terminal: /quit leaves; answer a confirmation with y (yes) or n (no).",
   },
   reset: { "zh-TW": "已清除這個對話的紀錄。", en: "This conversation's history is cleared." },
   resetFailed: { "zh-TW": "目前無法清除紀錄，請稍後再試。", en: "Could not clear the history right now. Please try again later." },
   tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
   tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
-  noTools: { "zh-TW": "目前沒有可用的工具。", en: "No tools are available right now." },
-  tools: { "zh-TW": "可用的工具：", en: "Available tools:" },
   noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
   decideFailed: { "zh-TW": "目前無法記錄你的決定，請再試一次。", en: "Could not record your decision right now. Please try again." },
 };
@@ -93,11 +93,9 @@ export class ConsoleAdapter implements Adapter {
       this.#rl?.close();
       return;
     }
-    if (command === "/help" || command === "/start") return say(localize(locale, TEXT.help));
-    if (command === "/tools") {
-      const tools = context.toolboxFor({ platform: "console", chatKind: "dm" }).list();
-      if (tools.length === 0) return say(localize(locale, TEXT.noTools));
-      return say(`${localize(locale, TEXT.tools)}\n${tools.map((t) => `  ${t.name}${t.dangerous ? " ⚠️" : ""}: ${t.description.split("\n")[0]}`).join("\n")}`);
+    if (command === "/help" || command === "/start") return say(`${formatHelp(locale)}\n\n${localize(locale, TEXT.help)}`);
+    if (command === "/tools" || command.startsWith("/tools ")) {
+      return say(formatToolList(context.toolboxFor({ platform: "console", chatKind: "dm" }), locale, text.slice("/tools".length).trim() || undefined));
     }
     if (command === "/reset") {
       try {

@@ -43,7 +43,7 @@ async function chat(): Promise<void> {
     // no user name on this system; keep "you"
   }
   const adapter = new ConsoleAdapter({ input: process.stdin, output: process.stdout, locale: config.BOT_LOCALE, log, userId: name, userName: name });
-  const bot = await startBot({
+  const starting = startBot({
     config,
     log,
     redisUrl: redis.url,
@@ -53,11 +53,21 @@ async function chat(): Promise<void> {
     agent: { runAgent, client: createAnthropicClient(config) },
     prefix: CHAT_PREFIX,
   });
-  const stop = async () => {
-    await bot.stop();
-    await redis.local?.stop();
-  };
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      const bot = await starting.catch(() => undefined);
+      await bot?.stop();
+      await redis.local?.stop();
+    })());
   stopOnSignals(stop, log);
+  try {
+    await starting;
+  } catch (error) {
+    console.error(`start-up failed: ${(error as Error).message}`);
+    await redis.local?.stop();
+    process.exit(1);
+  }
   process.stdout.write(
     `${localize(config.BOT_LOCALE, {
       "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",

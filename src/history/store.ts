@@ -66,14 +66,17 @@ export class HistoryStore {
   async load(chat: ChatRef): Promise<MessageParam[]> {
     const raw = await this.redis.lrange(chatKeys(chat).history, -(this.options.maxMessages + SLACK), -1);
     let messages: MessageParam[] = [];
+    let sizes: number[] = [];
     for (const item of raw) {
       try {
         messages.push(JSON.parse(item) as MessageParam);
+        sizes.push(item.length);
       } catch {
         messages = [];
+        sizes = [];
       }
     }
-    return trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS });
+    return trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
   }
 
   /**

@@ -58,20 +58,23 @@ function nextUserTextTurn(messages: readonly MessageParam[], from: number): numb
  * 4. drops trailing messages until the last is a finished assistant turn (no pending `tool_use`).
  *
  * Never throws; returns `[]` when nothing valid is left. Does not modify `messages`.
+ *
+ * @param sizes - each message's JSON length in characters when the caller already knows it (the
+ *   store reads JSON from Redis); computed with `JSON.stringify` otherwise.
  */
-export function trimHistory(messages: readonly MessageParam[], limits: TrimLimits): MessageParam[] {
+export function trimHistory(messages: readonly MessageParam[], limits: TrimLimits, sizes?: readonly number[]): MessageParam[] {
   const maxChars = limits.maxChars ?? DEFAULT_HISTORY_MAX_CHARS;
   let start = Math.max(0, messages.length - limits.maxMessages);
   start = nextUserTextTurn(messages, start);
   let end = messages.length;
   while (end > start && !isFinishedAssistantTurn(messages[end - 1]!)) end -= 1;
 
-  const sizes = messages.map((m) => JSON.stringify(m).length);
+  const size = (i: number) => sizes?.[i] ?? JSON.stringify(messages[i]).length;
   let total = 0;
-  for (let i = start; i < end; i += 1) total += sizes[i]!;
+  for (let i = start; i < end; i += 1) total += size(i);
   while (start < end && total > maxChars) {
     const next = nextUserTextTurn(messages, start + 1);
-    for (let i = start; i < Math.min(next, end); i += 1) total -= sizes[i]!;
+    for (let i = start; i < Math.min(next, end); i += 1) total -= size(i);
     start = next;
   }
   return start < end ? messages.slice(start, end) : [];

@@ -49,6 +49,11 @@ export interface ChatQueueOptions {
    * fail fast (e.g. `maxRetriesPerRequest: 1`, `commandTimeout`), so the adapter can answer "try again".
    */
   redis: Redis;
+  /**
+   * Connection for the inbox, the chat mark and the dedupe keys when they live on another Redis
+   * than BullMQ (the benchmark does this to count each side's commands); default `redis`.
+   */
+  store?: Redis;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
 }
@@ -60,7 +65,7 @@ export class ChatQueue {
   readonly #redis: Redis;
 
   constructor(options: ChatQueueOptions) {
-    this.#redis = options.redis;
+    this.#redis = options.store ?? options.redis;
     this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: options.redis, prefix: options.prefix });
     this.queue.on("error", () => {}); // connection problems are logged by connectRedis
     if (!("enqueueChat" in this.#redis)) {

@@ -48,6 +48,12 @@ export interface WorkerDeps {
    * `maxRetriesPerRequest: null` (BullMQ's guidance for workers: commands wait through an outage).
    */
   redis: Redis;
+  /**
+   * Connection for the inbox, progress keys and tools when they live on another Redis than BullMQ
+   * (the benchmark does this to count each side's commands); default `redis`. `history` must use
+   * the same Redis. Same guidance: `maxRetriesPerRequest: null`.
+   */
+  store?: Redis;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
   history: HistoryStore;
@@ -84,21 +90,24 @@ export interface ChatWorker {
 }
 
 /**
- * KEYS: inbox, scheduled. Pops the head (the message just handled) and, when the inbox is then
- * empty, clears the chat's mark. Returns 1 when the chat is released (the job may end), 0 when
- * more messages wait. With ARGV[1] == "0" it only checks (nothing is popped).
+ * KEYS: inbox, scheduled, answer, sent. ARGV[1] "1": first pop the head (the message just handled)
+ * and delete its stored answer and sent-chunk count (they are only needed until it is popped).
+ * Returns the new head, or `false` (nil) after clearing the chat's mark when the inbox is empty:
+ * then the job may end, since the next message of the chat schedules a new job.
+ * With ARGV[1] "0" (nothing handled yet) KEYS[3] and KEYS[4] are placeholders and untouched.
  */
 const FINISH_SCRIPT = `
-if ARGV[1] == "1" then redis.call('LPOP', KEYS[1]) end
-if redis.call('LLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
-  return 1
+if ARGV[1] == "1" then
+  redis.call('LPOP', KEYS[1])
+  redis.call('DEL', KEYS[3], KEYS[4])
 end
-return 0
+local head = redis.call('LINDEX', KEYS[1], 0)
+if not head then redis.call('DEL', KEYS[2]) end
+return head
 `;
 
 interface RedisWithWorkerScripts extends Redis {
-  finishChat(inbox: string, scheduled: string, pop: "0" | "1"): Promise<number>;
+  finishChat(inbox: string, scheduled: string, answer: string, sent: string, pop: "0" | "1"): Promise<string | null>;
 }
 
 /**
@@ -117,30 +126,37 @@ const APOLOGY = {
  * 5 s, so a chat never stays stuck behind its mark.
  */
 export function startWorker(deps: WorkerDeps): ChatWorker {
-  const { config, log, redis } = deps;
+  const { config, log } = deps;
+  const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
-  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 2, lua: FINISH_SCRIPT });
-  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: redis, prefix: deps.prefix });
+  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 4, lua: FINISH_SCRIPT });
+  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: deps.prefix });
   queue.on("error", () => {});
   const typingEvery = deps.typingIntervalMs ?? TYPING_INTERVAL_MS;
   let closing = false;
 
-  /** Answers one message of the inbox. Throws to retry the job (transient failures only). */
-  async function answer(job: Job<IncomingMessage>, raw: string): Promise<void> {
+  /**
+   * Answers one message of the inbox. Throws to retry the job (transient failures only).
+   * Returns the message, or `undefined` when the inbox entry was malformed (it is dropped).
+   */
+  async function answer(job: Job<IncomingMessage>, raw: string): Promise<IncomingMessage | undefined> {
     let message: IncomingMessage;
     try {
       message = IncomingMessageSchema.parse(JSON.parse(raw));
     } catch (error) {
       log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
-      return;
+      return undefined;
     }
     const chat: ChatRef = { platform: message.platform, chatId: message.chatId };
     const runId = `${chatKey(chat)}:${message.messageId}`;
     const mlog = log.child({ chat: chatKey(chat), messageId: message.messageId });
     const outbound = deps.outbounds[message.platform];
     if (!outbound) {
-      mlog.error(`no outbound for platform ${message.platform} in this worker; message dropped (enable the platform here)`);
-      return;
+      // Another worker process may answer on this platform: retry there; drop only at the last attempt.
+      const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
+      if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
+      mlog.error(`${problem}; message dropped`);
+      return message;
     }
     const keys = progressKeys(chat, message.messageId);
     // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
@@ -160,7 +176,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         const outcome = await runAgentFor(message, runId, mlog);
         if (outcome.kind === "approval") {
           await deps.approvals.begin(message, outcome, outbound);
-          return;
+          return message;
         }
         text = outcome.text;
         await deps.history.append(chat, outcome.messages, { key: keys.answer, value: JSON.stringify({ text }), ttlSeconds: PROGRESS_TTL_SECONDS });
@@ -186,6 +202,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     } finally {
       typing.stop();
     }
+    return message;
   }
 
   async function runAgentFor(message: IncomingMessage, runId: string, mlog: Logger): Promise<AgentOutcome> {
@@ -209,15 +226,14 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
     const keys = chatKeys(parsed.data);
-    for (;;) {
-      const head = await redis.lindex(keys.inbox, 0);
-      if (head === null) {
-        if ((await store.finishChat(keys.inbox, keys.scheduled, "0")) === 1) return;
-        continue;
-      }
-      await answer(job, head);
-      if ((await store.finishChat(keys.inbox, keys.scheduled, "1")) === 1) return;
-      if (closing) {
+    let head = await redis.lindex(keys.inbox, 0);
+    if (head === null) head = await store.finishChat(keys.inbox, keys.scheduled, keys.scheduled, keys.scheduled, "0");
+    while (head !== null) {
+      const done = await answer(job, head);
+      // A malformed entry has no progress keys: delete a never-used key of the same chat instead.
+      const progress = progressKeys(parsed.data, done?.messageId ?? "-");
+      head = await store.finishChat(keys.inbox, keys.scheduled, progress.answer, progress.sent, "1");
+      if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
         await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });
         return;
@@ -226,7 +242,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   }
 
   const chats = new Worker<IncomingMessage>(CHATS_QUEUE, drain, {
-    connection: redis,
+    connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });
@@ -245,7 +261,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   });
 
   const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data, { lastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1) }), {
-    connection: redis,
+    connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });

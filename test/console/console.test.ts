@@ -86,8 +86,9 @@ describe("console adapter through queue, worker and history", () => {
     type("/tools");
     await waitFor(() => output.answers().length === 2);
     expect(output.answers()[0]).toContain("/reset");
-    expect(output.answers()[1]).toContain("add_todo: Add an item");
-    expect(output.answers()[1]).toContain("list_todos");
+    expect(output.answers()[0]).toContain("/quit");
+    expect(output.answers()[1]).toContain("`add_todo` — Add an item");
+    expect(output.answers()[1]).toContain("⚠️ `delete_todo`");
     expect(fake!.requests).toHaveLength(0);
   });
 

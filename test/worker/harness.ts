@@ -18,7 +18,7 @@ import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
 import { ToolError, defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
+import { unavailableApprovals, type ApprovalHooks } from "../../src/worker/approvals.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
@@ -48,7 +48,21 @@ export function todoTools(): ToolBox {
       return items.map((t, i) => `#${i + 1} ${t}`).join("\n");
     },
   });
-  return new ToolBox([add, list]);
+  const remove = defineTool({
+    name: "delete_todo",
+    description: "Delete one of the user's todo items by number.",
+    tags: ["todo"],
+    dangerous: true,
+    input: z.object({ number: z.number().int().min(1) }),
+    run: async ({ number }, ctx) => {
+      const key = `test-todos:${ctx.platform}:${ctx.userId}`;
+      const item = await ctx.redis.lindex(key, number - 1);
+      if (item === null) throw new ToolError(`there is no item #${number}`);
+      await ctx.redis.lrem(key, 1, item);
+      return `deleted #${number}: ${item}`;
+    },
+  });
+  return new ToolBox([add, list, remove]);
 }
 
 /** The last message of a request as plain text (`tool_result` content for a tool turn). */
@@ -69,6 +83,8 @@ export function todoModel(request: FakeRequest) {
   const add = /add todo (\S+)(?: slow (\d+))?/.exec(said);
   if (add) return toolUse("add_todo", { item: add[1], delayMs: Number(add[2] ?? 0) });
   if (/list todos/.test(said)) return toolUse("list_todos", {});
+  const del = /delete todo (\d+)/.exec(said);
+  if (del) return toolUse("delete_todo", { number: Number(del[1]) });
   return text(`echo: ${said}`);
 }
 
@@ -149,7 +165,7 @@ export interface Harness {
 }
 
 /** Starts Redis, the fake model and `workers` workers. */
-export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number } = {}): Promise<Harness> {
+export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: ApprovalHooks } = {}): Promise<Harness> {
   const server = await startRedis();
   const fake = await startFakeAnthropic();
   const config = testConfig({ WORKER_CONCURRENCY: "4", ...options.env });
@@ -183,7 +199,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
         client,
         runAgent,
         outbounds: { console: outbound },
-        approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+        approvals: options.approvals ?? unavailableApprovals(config.BOT_LOCALE, silentLogger),
         typingIntervalMs: 50,
       });
       await worker.waitUntilReady();

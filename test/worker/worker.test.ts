@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { chatKeys } from "../../src/queue/keys.js";
+import { chatKeys, progressKeys } from "../../src/queue/keys.js";
 import { badRequest } from "./model-errors.js";
 import { overloaded, text } from "../fakes/anthropic.js";
 import { lastText, message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
@@ -64,6 +64,9 @@ describe("worker", () => {
     const history = await h.history.load({ platform: "console", chatId: "s1" });
     expect(history).toHaveLength(2);
     expect(h.outbound.typing).toBeGreaterThanOrEqual(1);
+    // once the message is popped its stored answer and sent count are gone
+    const keys = progressKeys({ platform: "console", chatId: "s1" }, "1");
+    await waitFor(async () => (await h!.redis.exists(keys.answer, keys.sent)) === 0, 2000, "progress keys to be deleted");
   });
 
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {
@@ -96,6 +99,7 @@ describe("worker", () => {
     const closing = h.workers[0]!.close();
     await h.queue.enqueue(message("d1", "2", "list todos"));
     await closing;
+    expect(h.outbound.typing).toBeGreaterThanOrEqual(5); // refreshed every 50 ms in this harness while the 500 ms tool ran
     // the job in flight finished; the chat's next message was handed back, not taken
     expect(h.output.answers()).toEqual(["ok: added #1: eggs"]);
     await h.addWorker();

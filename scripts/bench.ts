@@ -1,0 +1,300 @@
+/**
+ * `npm run bench`: how much the queue, worker and history add to answering a message.
+ *
+ * N chats × M messages go through the real ChatQueue, BullMQ Worker, HistoryStore and the real
+ * agent loop + SDK client, against a zero-latency fake model (the strict fake Messages API from
+ * the tests) and a fake platform (an Outbound that only records when each answer went out).
+ * Baseline: the same messages through the agent loop called in-process, with history kept in
+ * memory, without Redis. BullMQ and our keys live on two redis-servers so `INFO commandstats`
+ * splits the commands per message into BullMQ's share and ours.
+ *
+ * Figures: throughput (messages/s) at full speed; p50/p99 latency at a steady 100 messages/s,
+ * with the added latency (queue path minus baseline at the same percentile); Redis commands per
+ * message; peak RSS of this process (which also hosts the fake model) and of each redis-server.
+ *
+ * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
+ * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32).
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import os from "node:os";
+import type { Redis } from "ioredis";
+import { runAgent } from "../src/agent/loop.js";
+import type { MessageParam } from "../src/agent/contract.js";
+import { loadConfig } from "../src/config.js";
+import { HistoryStore } from "../src/history/store.js";
+import { trimHistory } from "../src/history/trim.js";
+import { silentLogger } from "../src/log.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../src/outbound.js";
+import type { IncomingMessage } from "../src/queue/incoming.js";
+import { ChatQueue } from "../src/queue/producer.js";
+import { connectRedis } from "../src/redis.js";
+import { ToolBox } from "../src/toolbox/toolbox.js";
+import { nullTracer } from "../src/trace/tracer.js";
+import { unavailableApprovals } from "../src/worker/approvals.js";
+import { startWorker } from "../src/worker/worker.js";
+import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
+import { startRedis } from "../test/helpers/redis.js";
+
+const CHATS = Number(process.env.BENCH_CHATS ?? 100);
+const PER_CHAT = Number(process.env.BENCH_MESSAGES ?? 20);
+const RATE = Number(process.env.BENCH_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? "32";
+
+const config = loadConfig({ LOG_LEVEL: "silent", WORKER_CONCURRENCY: CONCURRENCY, ANTHROPIC_API_KEY: "bench-key-000" }, { purpose: "inspect" });
+const toolbox = new ToolBox([]);
+
+/** The fake platform: records when each answer went out. */
+class BenchOutbound implements Outbound {
+  readonly platform = "telegram" as const;
+  readonly done = new Map<string, number>();
+  onDone: (() => void) | undefined;
+  async sendAnswer(to: IncomingMessage, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    const ref = { chatId: to.chatId, messageId: `a-${to.messageId}` };
+    if ((options.skip ?? 0) === 0) await options.onSent?.(0, ref);
+    this.done.set(`${to.chatId}:${to.messageId}`, performance.now());
+    this.onDone?.();
+    return [ref];
+  }
+  async sendTyping(): Promise<void> {}
+  async sendApprovalPrompt(): Promise<SentRef> {
+    throw new Error("no approvals in the benchmark");
+  }
+  async closeApprovalPrompt(_p: SentRef, _o: ApprovalOutcome, _t: string): Promise<void> {}
+  _unused?: ApprovalPrompt;
+}
+
+function message(chat: number, n: number, prefix: string): IncomingMessage {
+  return {
+    platform: "telegram",
+    chatId: `${prefix}${chat}`,
+    chatKind: chat % 2 === 0 ? "dm" : "group",
+    userId: `u${chat}`,
+    userName: `User ${chat}`,
+    text: `message ${n} of chat ${chat}: what is on my list today?`,
+    messageId: String(n + 1),
+    sentAt: Date.now(),
+    reply: {},
+  };
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function commandStats(redis: Redis): Promise<Map<string, number>> {
+  const info = await redis.info("commandstats");
+  const stats = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) stats.set(m[1]!, Number(m[2]));
+  return stats;
+}
+
+async function rssOf(redis: Redis): Promise<number> {
+  const info = await redis.info("memory");
+  return Number(/used_memory_rss:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** Counts the commands this client sends (round trips; a script counts once). */
+function countCommands(redis: Redis): { count: number } {
+  const counter = { count: 0 };
+  const original = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((...args: Parameters<Redis["sendCommand"]>) => {
+    counter.count += 1;
+    return original(...args);
+  }) as Redis["sendCommand"];
+  return counter;
+}
+
+let peakRss = 0;
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+
+function feed(fake: FakeAnthropic, n: number): void {
+  fake.requests.length = 0;
+  fake.enqueue(...Array.from({ length: n }, () => text("好的，你今天的清單上有三件事。")));
+}
+
+/** Baseline: the loop in-process, chats in parallel (at most `concurrency`), each chat in order. */
+async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency: number) {
+  feed(fake, CHATS * PER_CHAT);
+  const histories = new Map<number, MessageParam[]>();
+  const latencies: number[] = [];
+  const started = performance.now();
+  let next = 0;
+  const runChat = async (chat: number) => {
+    for (let n = 0; n < PER_CHAT; n += 1) {
+      const t0 = performance.now();
+      const m = message(chat, n, "base");
+      const history = trimHistory(histories.get(chat) ?? [], { maxMessages: config.HISTORY_MAX_MESSAGES });
+      const outcome = await runAgent({ history, userText: m.chatKind === "group" ? `[${m.userName}] ${m.text}` : m.text, context: ctx(m) }, { client, config, toolbox, tracer: nullTracer });
+      if (outcome.kind !== "answer") throw new Error("unexpected approval");
+      histories.set(chat, [...history, ...outcome.messages]);
+      latencies.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < CHATS) await runChat(next++);
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  return { rate: (CHATS * PER_CHAT) / seconds, seconds, latencies };
+}
+
+/** Baseline at a steady rate: one loop call per message, as they arrive. */
+async function baselinePaced(client: Anthropic, fake: FakeAnthropic) {
+  const total = RATE * SECONDS;
+  feed(fake, total);
+  const latencies: number[] = [];
+  const runs: Promise<void>[] = [];
+  const start = performance.now();
+  for (let i = 0; i < total; i += 1) {
+    const due = start + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const m = message(i % CHATS, Math.floor(i / CHATS), "pbase");
+    const t0 = performance.now();
+    runs.push(runAgent({ history: [], userText: m.text, context: ctx(m) }, { client, config, toolbox, tracer: nullTracer }).then(() => void latencies.push(performance.now() - t0)));
+  }
+  await Promise.all(runs);
+  return { latencies };
+}
+
+let ctxRedis: Redis;
+function ctx(m: IncomingMessage) {
+  return { platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, locale: config.BOT_LOCALE, timezone: config.TIMEZONE, signal: new AbortController().signal, log: silentLogger, redis: ctxRedis, config };
+}
+
+async function main() {
+  const bullServer = await startRedis();
+  const ourServer = await startRedis();
+  const fake = await startFakeAnthropic();
+  const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
+  const bullProducer = connectRedis(bullServer.url, { maxRetriesPerRequest: 1 });
+  const bullWorker = connectRedis(bullServer.url, { maxRetriesPerRequest: null });
+  const ourProducer = connectRedis(ourServer.url, { maxRetriesPerRequest: 1 });
+  const ourWorker = connectRedis(ourServer.url, { maxRetriesPerRequest: null });
+  ctxRedis = ourWorker;
+  const ours = [countCommands(ourProducer), countCommands(ourWorker)];
+  const outbound = new BenchOutbound();
+  const queue = new ChatQueue({ redis: bullProducer, store: ourProducer });
+  const worker = startWorker({
+    config,
+    log: silentLogger,
+    redis: bullWorker,
+    store: ourWorker,
+    history: new HistoryStore(ourWorker, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS }),
+    toolbox,
+    client,
+    runAgent,
+    outbounds: { telegram: outbound },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+  });
+  await worker.waitUntilReady();
+  const admin = connectRedis(bullServer.url);
+  const adminOurs = connectRedis(ourServer.url);
+
+  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
+
+  // Warm-up (JIT, connections, scripts loaded).
+  feed(fake, 50);
+  const warm = Array.from({ length: 50 }, (_, i) => message(i, 0, "warm"));
+  await Promise.all(warm.map((m) => queue.enqueue(m)));
+  while (outbound.done.size < 50) await new Promise((r) => setTimeout(r, 20));
+
+  // 1. Throughput through the queue.
+  const total = CHATS * PER_CHAT;
+  feed(fake, total);
+  outbound.done.clear();
+  await admin.config("RESETSTAT");
+  await adminOurs.config("RESETSTAT");
+  for (const c of ours) c.count = 0;
+  const sentAt = new Map<string, number>();
+  const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
+  const t0 = performance.now();
+  const enqueues: Promise<unknown>[] = [];
+  for (let n = 0; n < PER_CHAT; n += 1) {
+    for (let c = 0; c < CHATS; c += 1) {
+      const m = message(c, n, "chat");
+      sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
+      enqueues.push(queue.enqueue(m));
+    }
+  }
+  await Promise.all(enqueues);
+  await allDone;
+  const burstSeconds = (performance.now() - t0) / 1000;
+  const bullStats = await commandStats(admin);
+  const ourStats = await commandStats(adminOurs);
+  const ourClientCommands = ours.reduce((s, c) => s + c.count, 0);
+  const sum = (m: Map<string, number>) => [...m.entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0);
+  const burstLatencies = [...outbound.done.entries()].map(([k, t]) => t - sentAt.get(k)!);
+
+  // Order check: each chat's history holds its messages in order.
+  const probeHistory = new HistoryStore(adminOurs, { maxMessages: 400, ttlSeconds: 600 });
+  const h = await probeHistory.load({ platform: "telegram", chatId: "chat7" });
+  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
+  const inOrder = order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+
+  // 2. Latency at a steady rate through the queue.
+  const paced = RATE * SECONDS;
+  feed(fake, paced);
+  outbound.done.clear();
+  outbound.onDone = undefined;
+  const pacedSent = new Map<string, number>();
+  await admin.config("RESETSTAT");
+  await adminOurs.config("RESETSTAT");
+  for (const c of ours) c.count = 0;
+  const start = performance.now();
+  for (let i = 0; i < paced; i += 1) {
+    const due = start + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const m = message(i % CHATS, Math.floor(i / CHATS), "paced");
+    pacedSent.set(`${m.chatId}:${m.messageId}`, performance.now());
+    void queue.enqueue(m);
+  }
+  while (outbound.done.size < paced) await new Promise((r) => setTimeout(r, 20));
+  const pacedLatencies = [...outbound.done.entries()].map(([k, t]) => t - pacedSent.get(k)!);
+  const pacedBull = await commandStats(admin);
+  const pacedOurs = await commandStats(adminOurs);
+  const pacedOurClient = ours.reduce((s, c) => s + c.count, 0);
+
+  const queueRss = peakRss;
+  const bullRss = await rssOf(admin);
+  const ourRss = await rssOf(adminOurs);
+
+  // 3. Baselines: the loop alone.
+  const base = await baselineBurst(client, fake, config.WORKER_CONCURRENCY);
+  const basePaced = await baselinePaced(client, fake);
+
+  const ms = (v: number) => `${v.toFixed(1)} ms`;
+  const top = (m: Map<string, number>, n: number) => [...m.entries()].filter(([k]) => k !== "config" && k !== "info").sort((a, b) => b[1] - a[1]).slice(0, 9).map(([k, v]) => `${k} ${(v / n).toFixed(2)}`).join(", ");
+  console.log("");
+  console.log(`throughput, queue path:    ${(total / burstSeconds).toFixed(0)} messages/s (${total} messages in ${burstSeconds.toFixed(2)} s; chat7 answered in order: ${inOrder ? "yes" : "NO"})`);
+  console.log(`throughput, loop alone:    ${base.rate.toFixed(0)} messages/s (${base.seconds.toFixed(2)} s)`);
+  console.log(`ratio queue/loop:          ${((total / burstSeconds) / base.rate).toFixed(2)}`);
+  console.log(`latency at full speed:     p50 ${ms(percentile(burstLatencies, 50))}, p99 ${ms(percentile(burstLatencies, 99))} (enqueue → answer sent; includes waiting behind the backlog)`);
+  const p50 = percentile(pacedLatencies, 50);
+  const p99 = percentile(pacedLatencies, 99);
+  const b50 = percentile(basePaced.latencies, 50);
+  const b99 = percentile(basePaced.latencies, 99);
+  console.log(`latency at ${RATE} msg/s:       queue path p50 ${ms(p50)}, p99 ${ms(p99)}; loop alone p50 ${ms(b50)}, p99 ${ms(b99)}`);
+  console.log(`added latency at ${RATE} msg/s: p50 ${ms(p50 - b50)}, p99 ${ms(p99 - b99)}`);
+  console.log(`Redis commands per message (INFO commandstats, commands inside Lua scripts included; idle polling of BullMQ included):`);
+  console.log(`  full speed (a chat's job drains several messages):`);
+  console.log(`    BullMQ: ${(sum(bullStats) / total).toFixed(2)}  [${top(bullStats, total)}]`);
+  console.log(`    ours:   ${(sum(ourStats) / total).toFixed(2)}  [${top(ourStats, total)}]; round trips sent by our code (a script = 1): ${(ourClientCommands / total).toFixed(2)}`);
+  console.log(`  at ${RATE} msg/s (about one job per message):`);
+  console.log(`    BullMQ: ${(sum(pacedBull) / paced).toFixed(2)}  [${top(pacedBull, paced)}]`);
+  console.log(`    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`);
+  console.log(`peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ${(ourRss / 1048576).toFixed(0)} MiB`);
+
+  clearInterval(rssTimer);
+  await worker.close();
+  await queue.close();
+  for (const r of [bullProducer, bullWorker, ourProducer, ourWorker, admin, adminOurs]) r.disconnect();
+  await fake.close();
+  await bullServer.stop();
+  await ourServer.stop();
+}
+
+await main();

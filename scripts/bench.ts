@@ -20,7 +20,7 @@ import os from "node:os";
 import type { Redis } from "ioredis";
 import { runAgent } from "../src/agent/loop.js";
 import type { MessageParam } from "../src/agent/contract.js";
-import { loadConfig } from "../src/config.js";
+import { historyTtlSeconds, loadConfig } from "../src/config.js";
 import { HistoryStore } from "../src/history/store.js";
 import { trimHistory } from "../src/history/trim.js";
 import { silentLogger } from "../src/log.js";
@@ -181,7 +181,7 @@ async function main() {
     log: silentLogger,
     redis: bullWorker,
     store: ourWorker,
-    history: new HistoryStore(ourWorker, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS }),
+    history: new HistoryStore(ourWorker, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
     toolbox,
     client,
     runAgent,

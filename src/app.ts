@@ -9,7 +9,7 @@ import type { Redis } from "ioredis";
 import type { Adapter, AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
-import { ConfigError, loadConfig, type Config } from "./config.js";
+import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
@@ -134,7 +134,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
-      const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
       const traces = new TraceStore(workerRedis, { log });
       const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
       let approvals: ApprovalHooks;
@@ -170,7 +170,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
       closers.push(() => queue.close());
       bot.queue = queue;
-      const history = new HistoryStore(producerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS });
+      const history = new HistoryStore(producerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
       let decider: ApprovalDecider;
       if (options.decider) {
         decider = options.decider({ redis: producerRedis });

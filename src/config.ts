@@ -100,8 +100,8 @@ export const ConfigSchema = z.object({
 
   /** Messages kept per chat in the history (older turns are trimmed at a safe boundary). */
   HISTORY_MAX_MESSAGES: int(2, 400, 40),
-  /** Seconds a quiet chat's history is kept. */
-  HISTORY_TTL_SECONDS: int(60, 31536000, 604800),
+  /** Days a quiet chat's history is kept (every new message renews it). */
+  HISTORY_TTL_DAYS: int(1, 3650, 30),
 
   HEALTH_PORT: z.coerce
     .number({ message: "must be a port number" })
@@ -117,8 +117,13 @@ export const ConfigSchema = z.object({
     .default("info"),
 });
 
-/** The validated configuration. Durations are named with their unit (`_SECONDS`). */
+/** The validated configuration. Durations are named with their unit (`_SECONDS`, `_DAYS`). */
 export type Config = z.output<typeof ConfigSchema>;
+
+/** Seconds a quiet chat's history is kept: `HISTORY_TTL_DAYS` in seconds. */
+export function historyTtlSeconds(config: Pick<Config, "HISTORY_TTL_DAYS">): number {
+  return config.HISTORY_TTL_DAYS * 86_400;
+}
 
 /**
  * Start-up stops with this when the environment is invalid. `problems` holds one line per

@@ -17,7 +17,7 @@ import { DEFAULT_HISTORY_MAX_CHARS, trimHistory } from "./trim.js";
 export interface HistoryOptions {
   /** Most messages kept per chat (`HISTORY_MAX_MESSAGES`). */
   maxMessages: number;
-  /** Seconds a quiet chat's history is kept (`HISTORY_TTL_SECONDS`); every append renews it. */
+  /** Seconds a quiet chat's history is kept (`HISTORY_TTL_DAYS` × 86 400, see `historyTtlSeconds`); every append renews it. */
   ttlSeconds: number;
   /** Rough size budget of what is sent to the model, in characters of JSON. Default {@link DEFAULT_HISTORY_MAX_CHARS}. */
   maxChars?: number;

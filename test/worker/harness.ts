@@ -9,7 +9,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { ConsoleOutbound } from "../../adapters/console/outbound.js";
 import { runAgent } from "../../src/agent/loop.js";
-import type { Config } from "../../src/config.js";
+import { historyTtlSeconds, type Config } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
 import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
@@ -176,7 +176,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
   const queue = new ChatQueue({ redis });
   const toolbox = todoTools();
   const connections: Redis[] = [redis];
-  const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: config.HISTORY_TTL_SECONDS };
+  const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) };
   const harness: Harness = {
     server,
     fake,

@@ -42,11 +42,12 @@ async function main(): Promise<void> {
     await redis.local?.stop();
     process.exit(1);
   }
-  log.info({ role: config.ROLE, tools: toolbox.names() }, "the bot is running; Ctrl-C to stop");
+  // Handlers first: a SIGTERM sent as soon as the line below is seen must find them in place.
   stopOnSignals(async () => {
     await bot.stop();
     await redis.local?.stop();
   }, log);
+  log.info({ role: config.ROLE, tools: toolbox.names() }, "the bot is running; Ctrl-C to stop");
 }
 
 await main();

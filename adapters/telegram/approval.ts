@@ -67,8 +67,11 @@ export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now =
   return `<b>${title}</b>\n${escapeHtml(prompt.action)}\n\n${who}`;
 }
 
-/** The edited prompt (Telegram HTML): an outcome mark and the core's text. */
+/**
+ * The edited prompt (Telegram HTML): the core's text, with the outcome mark in front unless the
+ * text already starts with it (the core's `outcomeText` does), so the mark is never doubled.
+ */
 export function approvalOutcomeHtml(outcome: ApprovalOutcome, text: string): string {
   const mark = { approved: "✅", declined: "❌", expired: "⌛", superseded: "↩️" }[outcome];
-  return `${mark} ${escapeHtml(text)}`;
+  return text.startsWith(mark) ? escapeHtml(text) : `${mark} ${escapeHtml(text)}`;
 }

@@ -115,7 +115,8 @@ export class ApprovalFlow {
    * posted, so even when posting fails (the error is rethrown) the run is closed in time and
    * the history stays valid. Idempotent per message and `tool_use` id: when the chat's pending
    * approval is already this call of this message (a retried job), its prompt is posted if it
-   * was not yet, and its id returned; no second approval is made.
+   * was not yet, and its id returned; no second approval is made. When a decision arrived while
+   * the prompt was being posted (its job found no prompt to edit), the prompt is closed here.
    *
    * @param message - the message that started the run (its sender is the only one who may decide).
    * @param outcome - `runAgent`'s / `resumeAgent`'s `{ kind: "approval" }` result.
@@ -139,6 +140,10 @@ export class ApprovalFlow {
       expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
     });
     await store.setPrompt(id, prompt);
+    // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌
+    // reactions before `sendApprovalPrompt` returns); its job then found no prompt to close.
+    const after = await store.get(id);
+    if (after && after.status !== "pending") await this.#closePrompt({ ...after, prompt }, outbound, after.status);
     this.#log.info({ approvalId: id, tool: outcome.call.name, toolUseId: outcome.call.toolUseId }, "approval asked");
     return id;
   }

@@ -15,7 +15,7 @@ import type { Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/log.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
-import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram } from "../fakes/telegram.js";
@@ -49,12 +49,14 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
+  /** The scripted model answering requests no test queued a reply for; default {@link scriptedModel}. */
+  model?: (request: FakeRequest) => FakeMessageReply;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const redis = await startRedis();
-  const model = await startFakeAnthropic({ fallback: scriptedModel });
+  const model = await startFakeAnthropic({ fallback: options.model ?? scriptedModel });
   const telegram = await FakeTelegram.start();
   const discord = await FakeDiscord.start();
   const cwa = await startFakeCwa();

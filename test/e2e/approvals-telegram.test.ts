@@ -1,0 +1,206 @@
+/**
+ * Issue 8's approval scenarios on Telegram, end to end: the real grammy client against the fake
+ * Bot API, real Redis, the worker and the scripted model. Each scenario has its own user and chat.
+ */
+import type { Redis } from "ioredis";
+import type { Chat, User } from "grammy/types";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { freshResults, quietWindow, seedTodos, testRedis, todoLines } from "./approvals-helpers.js";
+import { startStack, type Stack } from "./harness.js";
+import { approvalsModel } from "./scripted-approvals.js";
+
+let stack: Stack;
+let redis: Redis;
+beforeAll(async () => {
+  stack = await startStack({ model: approvalsModel });
+  redis = testRedis(stack);
+}, 60_000);
+afterAll(async () => {
+  await redis?.quit();
+  await stack?.stop();
+});
+afterEach(() => {
+  expect(stack.model.rejections).toEqual([]);
+});
+
+const WAIT = 15_000;
+
+/** The approval prompt the bot posted in `chatId` (the first message there with buttons). */
+async function promptIn(chatId: number): Promise<FakeSentMessage> {
+  const tg = stack.telegram;
+  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0), WAIT, `an approval prompt in chat ${chatId}`);
+}
+
+/** The `callback_data` of the prompt's approve (`y`) or decline (`n`) button. */
+function button(prompt: FakeSentMessage, approve: boolean): string {
+  const data = stack.telegram.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(approve ? ":y" : ":n"));
+  expect(data).toBeDefined();
+  return data!;
+}
+
+/** Messages the bot sent in `chatId` whose text contains `needle`. */
+function answers(chatId: number, needle: string): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle));
+}
+
+/** The answer to the callback query `id` (its toast text), once given. */
+async function toast(id: string): Promise<string> {
+  const tg = stack.telegram;
+  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  return String(answer.text ?? "");
+}
+
+function dm(id: number, name: string): { user: User; chat: Chat } {
+  const user = stack.telegram.user(id, name);
+  return { user, chat: stack.telegram.privateChat(user) };
+}
+
+it("approve: the todo is deleted, the prompt shows the outcome without buttons, the answer is sent", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7101, "Alice");
+  await seedTodos(redis, "telegram", "7101", ["買牛奶", "繳電費"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete #1" });
+  const prompt = await promptIn(7101);
+  expect(prompt.text).toContain("刪除待辦 #1「買牛奶」");
+  expect(prompt.text).toContain("只有 Alice 可以決定");
+  expect(await todoLines(redis, "telegram", "7101")).toEqual(["#1 買牛奶", "#2 繳電費"]);
+
+  const query = tg.pressButton({ from: user, message: prompt, data: button(prompt, true) });
+  expect(await toast(query)).toBe("已確認，處理中…");
+  const answer = await tg.waitFor(() => answers(7101, "delete_todo:")[0], WAIT, "the final answer");
+  expect(answer.text).toBe("delete_todo: 已刪除：#1 買牛奶");
+  expect(await todoLines(redis, "telegram", "7101")).toEqual(["#2 繳電費"]);
+  await tg.waitFor(() => prompt.text.includes("已確認"), WAIT, "the prompt edited to the outcome");
+  expect(prompt.text).toBe("✅ 已確認：刪除待辦 #1「買牛奶」");
+  expect(prompt.message.reply_markup).toBeUndefined();
+  expect(tg.buttons(prompt)).toEqual([]);
+});
+
+it("decline: the todo stays, the prompt says so, the answer says it was not done", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7102, "Ben");
+  await seedTodos(redis, "telegram", "7102", ["回信給房東"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete #1" });
+  const prompt = await promptIn(7102);
+  const query = tg.pressButton({ from: user, message: prompt, data: button(prompt, false) });
+  expect(await toast(query)).toBe("已取消。");
+  const answer = await tg.waitFor(() => answers(7102, "delete_todo:")[0], WAIT, "the final answer");
+  expect(answer.text).toContain("declined");
+  expect(answer.text).toContain("not run");
+  await tg.waitFor(() => prompt.text.includes("已取消，未執行"), WAIT, "the prompt edited to declined");
+  expect(tg.buttons(prompt)).toEqual([]);
+  expect(await todoLines(redis, "telegram", "7102")).toEqual(["#1 回信給房東"]);
+  const [results] = freshResults(stack, "delete #1").filter((r) => r.some((x) => x.content.includes("declined")));
+  expect(results).toEqual([{ name: "delete_todo", content: expect.stringContaining("The user declined this action") as string, isError: true }]);
+});
+
+it("another member's click is refused with a toast naming the requester; then the requester approves", async () => {
+  const tg = stack.telegram;
+  const group = tg.group(-1007103, "家庭群組");
+  const alice = tg.user(7103, "Carol");
+  const bob = tg.user(7104, "Dan");
+  await seedTodos(redis, "telegram", "7103", ["訂機票"]);
+  tg.sendUserMessage({ chat: group, from: alice, text: `@${tg.bot.username} delete #1` });
+  const prompt = await promptIn(group.id);
+  expect(prompt.text).toContain("只有 Carol 可以決定");
+  const editsBefore = tg.edits.length;
+
+  const foreign = tg.pressButton({ from: bob, message: prompt, data: button(prompt, true) });
+  expect(await toast(foreign)).toBe("只有 Carol 可以決定。");
+  const foreignNo = tg.pressButton({ from: bob, message: prompt, data: button(prompt, false) });
+  expect(await toast(foreignNo)).toBe("只有 Carol 可以決定。");
+  await quietWindow(400);
+  expect(tg.edits.length).toBe(editsBefore);
+  expect(tg.buttons(prompt)).toHaveLength(2);
+  expect(answers(group.id, "delete_todo:")).toEqual([]);
+  expect(await todoLines(redis, "telegram", "7103")).toEqual(["#1 訂機票"]);
+
+  const own = tg.pressButton({ from: alice, message: prompt, data: button(prompt, true) });
+  expect(await toast(own)).toBe("已確認，處理中…");
+  const answer = await tg.waitFor(() => answers(group.id, "delete_todo:")[0], WAIT, "the final answer");
+  expect(answer.text).toBe("delete_todo: 已刪除：#1 訂機票");
+  expect(await todoLines(redis, "telegram", "7103")).toEqual([]);
+  expect(tg.buttons(prompt)).toEqual([]);
+});
+
+it("a double click runs the tool once", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7105, "Eve");
+  await seedTodos(redis, "telegram", "7105", ["洗車", "買花"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete #1 (double click)" });
+  const prompt = await promptIn(7105);
+  const data = button(prompt, true);
+  const first = tg.pressButton({ from: user, message: prompt, data });
+  const second = tg.pressButton({ from: user, message: prompt, data });
+  const notices = [await toast(first), await toast(second)];
+  expect(notices[0]).toBe("已確認，處理中…");
+  expect(["這個請求已經處理過了。", "這個確認請求已過期或不存在。"]).toContain(notices[1]);
+  await tg.waitFor(() => answers(7105, "delete_todo:")[0], WAIT, "the final answer");
+  await quietWindow(500);
+  expect(answers(7105, "delete_todo:").map((m) => m.text)).toEqual(["delete_todo: 已刪除：#1 洗車"]);
+  expect(await todoLines(redis, "telegram", "7105")).toEqual(["#2 買花"]);
+  const deletions = freshResults(stack, "(double click)").flat().filter((r) => r.name === "delete_todo");
+  expect(deletions).toEqual([{ name: "delete_todo", content: "已刪除：#1 洗車", isError: false }]);
+});
+
+it("a new message while an approval is pending closes it as not confirmed and is answered", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7106, "Frank");
+  await seedTodos(redis, "telegram", "7106", ["整理書桌"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete #1 (moved on)" });
+  const prompt = await promptIn(7106);
+  const yes = button(prompt, true);
+  tg.sendUserMessage({ chat, from: user, text: "calc 6 * 7" });
+  const answer = await tg.waitFor(() => answers(7106, "calculate:")[0], WAIT, "the answer to the new message");
+  expect(answer.text).toContain("42");
+  await tg.waitFor(() => prompt.text.includes("收到新訊息"), WAIT, "the prompt edited to superseded");
+  expect(tg.buttons(prompt)).toEqual([]);
+  expect(await todoLines(redis, "telegram", "7106")).toEqual(["#1 整理書桌"]);
+  expect(answers(7106, "delete_todo:")).toEqual([]);
+  // The history the new message ran on closed the pending call with a tool_result.
+  const calcRequest = stack.model.requests.find((r) => JSON.stringify(r.messages).includes("calc 6 * 7"))!;
+  expect(JSON.stringify(calcRequest.messages)).toContain("The user sent a new message instead of confirming delete_todo");
+  // A click on the old prompt now changes nothing.
+  const late = tg.pressButton({ from: user, message: prompt, data: yes });
+  expect(await toast(late)).toBe("這個確認請求已過期或不存在。");
+  expect(await todoLines(redis, "telegram", "7106")).toEqual(["#1 整理書桌"]);
+});
+
+it("a restart of the worker between the prompt and the click: the run resumes in the new worker", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7107, "Grace");
+  await seedTodos(redis, "telegram", "7107", ["退貨"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete #1" });
+  const prompt = await promptIn(7107);
+  const oldWorker = stack.worker;
+  await stack.restartWorker();
+  expect(stack.worker).not.toBe(oldWorker);
+  const query = tg.pressButton({ from: user, message: prompt, data: button(prompt, true) });
+  expect(await toast(query)).toBe("已確認，處理中…");
+  const answer = await tg.waitFor(() => answers(7107, "delete_todo:")[0], WAIT, "the final answer");
+  expect(answer.text).toBe("delete_todo: 已刪除：#1 退貨");
+  expect(await todoLines(redis, "telegram", "7107")).toEqual([]);
+});
+
+it("a turn with a safe and a dangerous call: the safe one runs, the dangerous one waits, both results reach the model in order", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7108, "Henry");
+  await seedTodos(redis, "telegram", "7108", ["寄包裹", "掛號"]);
+  tg.sendUserMessage({ chat, from: user, text: "list todos and delete #2" });
+  const prompt = await promptIn(7108);
+  expect(prompt.text).toContain("刪除待辦 #2「掛號」");
+  expect(freshResults(stack, "list todos and delete #2")).toEqual([]); // nothing sent back to the model yet
+  expect(await todoLines(redis, "telegram", "7108")).toEqual(["#1 寄包裹", "#2 掛號"]);
+
+  tg.pressButton({ from: user, message: prompt, data: button(prompt, true) });
+  const answer = await tg.waitFor(() => answers(7108, "delete_todo:")[0], WAIT, "the final answer");
+  const results = freshResults(stack, "list todos and delete #2");
+  expect(results).toHaveLength(1);
+  expect(results[0]!.map((r) => r.name)).toEqual(["list_todos", "delete_todo"]);
+  expect(results[0]![0]!.content).toContain("#1 寄包裹");
+  expect(results[0]![0]!.content).toContain("#2 掛號"); // listed before the deletion ran
+  expect(results[0]![1]).toEqual({ name: "delete_todo", content: "已刪除：#2 掛號", isError: false });
+  expect(answer.text).toContain("list_todos:");
+  expect(await todoLines(redis, "telegram", "7108")).toEqual(["#1 寄包裹"]);
+});

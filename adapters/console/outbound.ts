@@ -127,7 +127,7 @@ export class ConsoleOutbound implements Outbound {
   /** Writes the prompt's outcome and forgets it if it was the open prompt. */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
     if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
-    await this.#write(`bot> (${outcome}) ${text}\n`);
+    await this.#write(`bot> ${text}\n`);
   }
 
   #write(text: string): Promise<void> {

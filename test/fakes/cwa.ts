@@ -1,32 +1,20 @@
 /**
  * A small local stand-in for the CWA open-data REST API (`{base}/v1/rest/datastore/F-C0032-001`),
- * serving the recorded responses in `../shared/fixtures/cwa/` (see its README).
+ * serving the recorded responses in `test/fixtures/cwa/` (see its README).
  *
  * It behaves like the real endpoint where the recordings tell us how: the key travels in the
  * `Authorization` query parameter (a wrong or missing one is a 401), `locationName` filters the
  * locations (comma-separated names allowed, exact match, 臺 not 台), and an unknown name is a
  * success with an empty `location` list. Tests can switch it into failure modes with {@link FakeCwa.mode}.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/**
- * Folder of the recorded responses: `../shared/fixtures/cwa` beside the checkout (as in CI). A
- * worktree nested one level deeper (`wt/<name>`) finds the same folder further up.
- */
-export const CWA_FIXTURES_DIR = findFixtures(fileURLToPath(new URL("../../", import.meta.url)));
-
-function findFixtures(repoRoot: string): string {
-  const beside = path.resolve(repoRoot, "../shared/fixtures/cwa");
-  for (let dir = path.dirname(path.resolve(repoRoot)); ; dir = path.dirname(dir)) {
-    const candidate = path.join(dir, "shared/fixtures/cwa");
-    if (existsSync(candidate)) return candidate;
-    if (path.dirname(dir) === dir) return beside;
-  }
-}
+/** Folder of the recorded responses, kept in the repository (see its README for provenance and licence). */
+export const CWA_FIXTURES_DIR = fileURLToPath(new URL("../fixtures/cwa/", import.meta.url));
 
 /** The recorded REST responses by date, and the file-API document. */
 export const CWA_FIXTURES = {

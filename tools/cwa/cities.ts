@@ -6,7 +6,7 @@
 
 /**
  * The 22 `locationName` values of CWA dataset F-C0032-001, in the usual north-to-south order
- * (the recorded responses in `shared/fixtures/cwa` use exactly these; 臺, never 台).
+ * (the recorded responses in `test/fixtures/cwa` use exactly these; 臺, never 台).
  */
 export const CWA_LOCATIONS = [
   "臺北市", "新北市", "基隆市", "桃園市", "新竹市", "新竹縣", "苗栗縣", "臺中市", "彰化縣", "南投縣", "雲林縣",

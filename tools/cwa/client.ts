@@ -1,7 +1,7 @@
 /**
  * Client of the CWA (中央氣象署) open-data REST API, dataset F-C0032-001 (今明 36 小時天氣預報):
  * `GET {base}/v1/rest/datastore/F-C0032-001?Authorization=KEY&locationName=NAME`.
- * Response shape and its quirks: `shared/fixtures/cwa/README.md` (all values are strings,
+ * Response shape and its quirks: `test/fixtures/cwa/README.md` (all values are strings,
  * `success` is the string `"true"`, elements and time windows come in no promised order).
  * No side effects: the tool loader imports this module.
  */

@@ -55,11 +55,27 @@ export interface StackOptions {
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  // Whatever started is stopped again if a later step fails, so a failed start leaves no redis-server behind.
+  const started: (() => Promise<unknown>)[] = [];
+  try {
+    return await assemble(options, started);
+  } catch (error) {
+    for (const stop of started.reverse()) await stop().catch(() => {});
+    throw error;
+  }
+}
+
+async function assemble(options: StackOptions, started: (() => Promise<unknown>)[]): Promise<Stack> {
   const redis = await startRedis();
+  started.push(() => redis.stop());
   const model = await startFakeAnthropic({ fallback: options.model ?? scriptedModel });
+  started.push(() => model.close());
   const telegram = await FakeTelegram.start();
+  started.push(() => telegram.stop());
   const discord = await FakeDiscord.start();
+  started.push(() => discord.close());
   const cwa = await startFakeCwa();
+  started.push(() => cwa.close());
   const lines: string[] = [];
   const log: Logger = createLogger({
     level: "debug",
@@ -90,6 +106,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
   const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });
   const adapters = await startBot({ config, log: log.child({ part: "adapter" }), redisUrl: redis.url, toolbox, role: "adapter", prefix });
+  started.push(() => adapters.stop());
+  const worker = await startWorker();
+  started.push(() => worker.stop());
   const stack: Stack = {
     redis,
     model,
@@ -99,7 +118,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config,
     toolbox,
     adapters,
-    worker: await startWorker(),
+    worker,
     logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     async restartWorker() {
       await stack.worker.stop();

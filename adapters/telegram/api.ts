@@ -17,8 +17,17 @@ export const RETRY_OPTIONS = { maxRetryAttempts: 3, maxDelaySeconds: 60, rethrow
 
 /** grammy client options from the configuration (`apiRoot` from `TELEGRAM_API_ROOT`, when set). */
 export function clientOptions(config: Config): ApiClientOptions {
-  return config.TELEGRAM_API_ROOT ? { apiRoot: config.TELEGRAM_API_ROOT.replace(/\/+$/, "") } : {};
+  // grammy's default is 500 s per call; long polling waits 30 s, so 75 s bounds every call
+  // (including a Bot API that cannot be reached at all) without cutting a poll short.
+  const options: ApiClientOptions = { timeoutSeconds: API_TIMEOUT_SECONDS };
+  return config.TELEGRAM_API_ROOT ? { ...options, apiRoot: config.TELEGRAM_API_ROOT.replace(/\/+$/, "") } : options;
 }
+
+/** Longest wait for one Bot API call, in seconds (grammy `ApiClientOptions.timeoutSeconds`). */
+export const API_TIMEOUT_SECONDS = 75;
+
+/** Longest wait for the first `getMe` at start-up, in ms: past it, start-up fails with a clear message. */
+export const START_TIMEOUT_MS = 30_000;
 
 /**
  * The bot token from the configuration, registered for log redaction.

@@ -14,7 +14,7 @@ import { formatToolList } from "../../src/commands/tools-listing.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
-import { botToken, clientOptions, createApi, installRetry, isHarmless } from "./api.js";
+import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
@@ -74,7 +74,10 @@ export class TelegramAdapter implements Adapter {
     bot.catch((err) => log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
     bot.on("message", (ctx) => this.#onMessage(ctx, context));
     bot.on("callback_query:data", (ctx) => this.#onCallback(ctx, context));
-    await bot.init();
+    await withTimeout(bot.init(), START_TIMEOUT_MS, () => {
+      const root = config.TELEGRAM_API_ROOT ?? "https://api.telegram.org";
+      return new Error(`telegram: the Bot API at ${root} did not answer getMe within ${START_TIMEOUT_MS / 1000} s (no network, a proxy needed, or a wrong TELEGRAM_API_ROOT?)`);
+    });
     await this.#registerCommands();
 
     if (config.TELEGRAM_WEBHOOK_URL) {
@@ -241,3 +244,11 @@ export class TelegramAdapter implements Adapter {
   }
 }
 
+/** Resolves like `promise`, or rejects with `error()` after `ms` milliseconds. */
+function withTimeout<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(error()), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

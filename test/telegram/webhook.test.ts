@@ -57,6 +57,8 @@ describe("telegram webhook mode", () => {
     const ann = h.tg.user(42, "Ann");
     const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(ann), from: ann, text: "delivered" });
     await h.tg.waitFor(() => h.queued.find((q) => q.messageId === String(m.message_id)));
+    // The update is queued before the webhook's HTTP answer reaches the fake: wait for that answer too.
+    await h.tg.waitFor(() => h.tg.webhookDeliveries.length > 0);
     expect(h.tg.webhookDeliveries).toEqual([200]);
   });
 

@@ -17,7 +17,7 @@ import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
 import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
-import { connectRedis } from "./redis.js";
+import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
 import { toolboxFor } from "./toolbox/select.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
@@ -223,9 +223,19 @@ export function configOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   }
 }
 
-/** Resolves `REDIS_URL`, or starts the local redis-server; prints the reason and exits 1 when it cannot. */
+/**
+ * Resolves `REDIS_URL` (checking that it answers within 10 s), or starts the local redis-server;
+ * prints the reason and exits 1 when it cannot.
+ */
 export async function redisOrExit(config: Config, log: Logger): Promise<{ url: string; local?: LocalRedis }> {
-  if (config.REDIS_URL) return { url: config.REDIS_URL };
+  if (config.REDIS_URL) {
+    const problem = await pingRedis(config.REDIS_URL, 10_000);
+    if (problem) {
+      console.error(`Cannot reach Redis at ${describeRedisUrl(config.REDIS_URL)}: ${problem}. Check REDIS_URL, or leave it empty to run a private redis-server.`);
+      process.exit(1);
+    }
+    return { url: config.REDIS_URL };
+  }
   try {
     const local = await startLocalRedis({ log });
     return { url: local.url, local };
@@ -237,16 +247,19 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
 
 /**
  * Calls `stop` once on the first SIGTERM or SIGINT, then exits 0 (1 when stopping failed).
- * A second signal exits at once.
+ * A second signal more than 1 s later exits at once (1); one within 1 s is ignored (a relayed copy).
  */
 export function stopOnSignals(stop: () => Promise<void>, log: Logger): void {
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // Ctrl-C reaches npm, tsx and node together, and tsx relays it once more: a repeat within
+      // a second is that relay, not a person insisting.
+      if (Date.now() - stoppingSince < 1000) return;
       log.warn(`${signal} again: exiting now`);
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     log.info(`${signal}: stopping`);
     stop().then(
       () => process.exit(0),

@@ -92,6 +92,10 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
   }
   child.on("error", (err: NodeJS.ErrnoException) => (spawnError = err));
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  // However this process ends (an exit during start-up included), the server does not outlive it.
+  const killOnExit = () => child.kill("SIGTERM");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
 
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   for (;;) {

@@ -8,7 +8,7 @@
 import "dotenv/config";
 import { createAnthropicClient } from "./agent/client.js";
 import { runAgent } from "./agent/loop.js";
-import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals } from "./app.js";
+import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
 import { secretValues } from "./config.js";
 import { createLogger, registerSecrets } from "./log.js";
 import { loadTools } from "./toolbox/registry.js";
@@ -27,20 +27,21 @@ async function main(): Promise<void> {
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
     log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
   }
-  const redis = await redisOrExit(config, log);
-  const starting = startBot({
+  // Handlers go in before anything is started: a signal during start-up waits for it, then stops.
+  const started: { redis?: Awaited<ReturnType<typeof redisOrExit>>; bot?: Promise<RunningBot> } = {};
+  stopOnSignals(async () => {
+    const bot = await started.bot?.catch(() => undefined);
+    await bot?.stop();
+    await started.redis?.local?.stop();
+  }, log);
+  const redis = (started.redis = await redisOrExit(config, log));
+  const starting = (started.bot = startBot({
     config,
     log,
     redisUrl: redis.url,
     toolbox,
     agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
-  });
-  // Handlers go in before anything is announced: a signal during start-up waits for it, then stops.
-  stopOnSignals(async () => {
-    const bot = await starting.catch(() => undefined);
-    await bot?.stop();
-    await redis.local?.stop();
-  }, log);
+  }));
   try {
     await starting;
   } catch (error) {

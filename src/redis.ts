@@ -25,3 +25,37 @@ export function connectRedis(url: string, options: RedisOptions = {}, log?: Logg
   });
   return redis;
 }
+
+/**
+ * The address of a Redis URL without its password, for messages (`redis://localhost:6379/0`,
+ * or the socket path).
+ */
+export function describeRedisUrl(url: string): string {
+  if (url.startsWith("/") || !URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  parsed.password = "";
+  parsed.username = "";
+  return parsed.href;
+}
+
+/**
+ * Checks that Redis answers `PING` within `timeoutMs` ms, with a connection of its own that is
+ * closed afterwards. Never throws.
+ * @returns undefined when it answered, else the reason in a few words (the connection error).
+ */
+export async function pingRedis(url: string, timeoutMs: number): Promise<string | undefined> {
+  const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.connect().then(() => redis.ping()),
+      new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs))),
+    ]);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
+  }
+}

@@ -82,7 +82,10 @@ async function main(argv: string[]): Promise<number> {
 
 /** `redisUrl` for a message: a socket path relative to the current folder, a URL without its password. */
 function displayAddress(redisUrl: string): string {
-  if (redisUrl.startsWith("/")) return path.relative(process.cwd(), redisUrl).startsWith("..") ? redisUrl : path.relative(process.cwd(), redisUrl);
+  if (redisUrl.startsWith("/")) {
+    const relative = path.relative(process.cwd(), redisUrl);
+    return relative.startsWith("..") ? redisUrl : relative;
+  }
   if (!URL.canParse(redisUrl)) return "the configured address";
   const url = new URL(redisUrl);
   url.password = "";

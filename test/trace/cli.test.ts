@@ -3,7 +3,7 @@
  * `npm start` runs on `.data/redis/redis.sock` (started here with the real `startLocalRedis`).
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -88,6 +88,19 @@ describe("npm run trace", () => {
     expect(out.code).toBe(2);
     expect(out.stderr).toContain("start the bot (npm start) or set REDIS_URL");
     expect(out.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it("says the bot's socket could not be reached when it is left over from a stopped bot", async () => {
+    const stale = await mkdtemp(path.join(tmpdir(), "trace-stale-"));
+    try {
+      await mkdir(path.join(stale, ".data", "redis"), { recursive: true });
+      await writeFile(path.join(stale, ".data", "redis", "redis.sock"), "");
+      const out = await trace(stale, ["telegram", "77"]);
+      expect(out.code).toBe(2);
+      expect(out.stderr).toMatch(/^Redis at \.data\/redis\/redis\.sock could not be reached \(connect E[A-Z]+ .*\): start the bot \(npm start\) or set REDIS_URL/);
+    } finally {
+      await rm(stale, { recursive: true, force: true });
+    }
   });
 
   it("says plainly that Redis could not be reached, without the password", async () => {

@@ -4,6 +4,7 @@
  * Every variable is documented in `.env.example`; `../shared/DESIGN.md` has the table of names.
  * {@link loadConfig} reports every problem at once and never prints a secret's value.
  */
+import path from "node:path";
 import { z } from "zod";
 
 /** Locales the bot's own messages are written in. */
@@ -26,18 +27,65 @@ const optionalString = z
   .transform((v) => (v === "" ? undefined : v))
   .optional();
 
-const optionalUrl = (what: string) =>
-  optionalString.refine((v) => v === undefined || URL.canParse(v), {
-    message: `must be a full URL (${what})`,
+/** The URL in `v` when it parses and uses one of `protocols` (e.g. `["https:"]`), else undefined. */
+function parseUrl(v: string, protocols: readonly string[]): URL | undefined {
+  if (!URL.canParse(v)) return undefined;
+  const url = new URL(v);
+  return protocols.includes(url.protocol) ? url : undefined;
+}
+
+/** An optional `http://` or `https://` URL; `what` says what it is for, in the message. */
+const optionalHttpUrl = (what: string) =>
+  optionalString.refine((v) => v === undefined || parseUrl(v, ["http:", "https:"]) !== undefined, {
+    message: `must be an http:// or https:// URL (${what})`,
   });
 
-const int = (min: number, max: number, fallback: number) =>
-  z.coerce
-    .number({ message: `must be a whole number from ${min} to ${max}` })
-    .int({ message: `must be a whole number from ${min} to ${max}` })
-    .min(min, { message: `must be at least ${min}` })
-    .max(max, { message: `must be at most ${max}` })
-    .default(fallback);
+/** True when `v` is an `http(s)` URL whose path ends in `/api` (a trailing slash allowed). */
+function isApiBase(v: string): boolean {
+  const url = parseUrl(v, ["http:", "https:"]);
+  return url !== undefined && /\/api\/*$/.test(url.pathname) && url.search === "" && url.hash === "";
+}
+
+/**
+ * A whole number written in decimal digits, from `min` to `max` (no default). Every failure says
+ * `expected` (what is wanted) and never echoes the value.
+ */
+const wholeNumber = (min: number, max: number, expected = `must be a whole number from ${min} to ${max}`) =>
+  z
+    .string({ message: expected })
+    .trim()
+    .regex(/^\d+$/, { message: expected })
+    .transform(Number)
+    .pipe(z.number().int({ message: expected }).min(min, { message: expected }).max(max, { message: expected }));
+
+/** {@link wholeNumber} with `fallback` when the variable is unset or blank. */
+const int = (min: number, max: number, fallback: number) => wholeNumber(min, max).default(fallback);
+
+const PORT_MESSAGE = "must be a port number from 1 to 65535";
+
+/** A TCP port, 1-65535, written in digits. */
+const port = () => wholeNumber(1, 65535, PORT_MESSAGE);
+
+const WEBHOOK_MESSAGE =
+  "must be the public https:// address Telegram posts updates to (http:// only with a self-hosted Bot API server set in TELEGRAM_API_ROOT)";
+
+/** Anything that starts like `scheme://`. */
+const SCHEME_PATTERN = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * `REDIS_URL`: a `redis://` or `rediss://` URL, or a unix socket path. A relative socket path is
+ * resolved against the current folder, so every consumer sees an absolute path.
+ */
+function normalizeRedisUrl(v: string | undefined, ctx: z.RefinementCtx): string | undefined {
+  if (v === undefined) return undefined;
+  if (SCHEME_PATTERN.test(v)) {
+    if (parseUrl(v, ["redis:", "rediss:"])) return v;
+  } else if (!v.includes("://") && !/^[a-z0-9.-]+:\d+$/i.test(v)) {
+    return path.resolve(v);
+  }
+  ctx.addIssue({ code: "custom", message: "must be a redis:// or rediss:// URL, or the path of a unix socket" });
+  return z.NEVER;
+}
 
 function isTimeZone(tz: string): boolean {
   try {
@@ -51,41 +99,55 @@ function isTimeZone(tz: string): boolean {
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
   ANTHROPIC_API_KEY: optionalString,
-  ANTHROPIC_BASE_URL: optionalUrl("the Messages API endpoint, e.g. https://api.anthropic.com"),
-  ANTHROPIC_MODEL: z.string().trim().min(1).default("claude-opus-5"),
+  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com"),
+  ANTHROPIC_MODEL: z.string().trim().min(1, { message: "must be a model id, e.g. claude-opus-5" }).default("claude-opus-5"),
   /** Output budget of one model call, in tokens. */
   ANTHROPIC_MAX_TOKENS: int(256, 64000, 2048),
 
   TELEGRAM_BOT_TOKEN: optionalString.refine((v) => v === undefined || /^\d+:[\w-]{20,}$/.test(v), {
     message: "does not look like a bot token from @BotFather (digits, a colon, then letters)",
   }),
-  TELEGRAM_API_ROOT: optionalUrl("a Bot API server root, e.g. https://api.telegram.org"),
-  TELEGRAM_WEBHOOK_URL: optionalUrl("the public HTTPS address Telegram posts updates to"),
+  TELEGRAM_API_ROOT: optionalHttpUrl("a Bot API server root, e.g. https://api.telegram.org"),
+  /**
+   * Public address Telegram posts updates to. `https://` (Bot API `setWebhook`: "Ports currently
+   * supported for webhooks: 443, 80, 88, 8443", HTTPS only); `http://` is accepted only together
+   * with `TELEGRAM_API_ROOT`, because a self-hosted Bot API server in `--local` mode allows an
+   * HTTP webhook ("Using a Local Bot API Server", https://core.telegram.org/bots/api). That
+   * cross-check is in {@link loadConfig}.
+   */
+  TELEGRAM_WEBHOOK_URL: optionalString.refine((v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined, {
+    message: WEBHOOK_MESSAGE,
+  }),
   TELEGRAM_WEBHOOK_SECRET: optionalString.refine(
     (v) => v === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(v),
     { message: "must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token)" },
   ),
-  TELEGRAM_WEBHOOK_PORT: int(1, 65535, 8443),
+  TELEGRAM_WEBHOOK_PORT: port().default(8443),
 
   DISCORD_TOKEN: optionalString,
-  DISCORD_API_URL: optionalUrl("a REST base ending in /api, e.g. https://discord.com/api"),
+  /** REST base ending in `/api` (discord.js adds `/v10`); a trailing slash is removed. */
+  DISCORD_API_URL: optionalString
+    .refine((v) => v === undefined || isApiBase(v), {
+      message: "must be an http:// or https:// URL ending in /api, e.g. https://discord.com/api",
+    })
+    .transform((v) => v?.replace(/\/+$/, "")),
   DISCORD_GUILD_ID: optionalString.refine((v) => v === undefined || /^\d{15,21}$/.test(v), {
     message: "must be a guild (server) id: 15-21 digits",
   }),
 
-  REDIS_URL: optionalString.refine((v) => v === undefined || v.startsWith("/") || URL.canParse(v), {
-    message: "must be a redis:// or rediss:// URL, or the absolute path of a unix socket",
-  }),
+  /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
+  REDIS_URL: optionalString.transform(normalizeRedisUrl),
 
   CWA_API_KEY: optionalString,
+  /** CWA open-data API base ending in `/api`, without a trailing slash. */
   CWA_API_BASE: z
     .string()
     .trim()
     .default("https://opendata.cwa.gov.tw/api")
-    .refine((v) => URL.canParse(v), { message: "must be a full URL ending in /api" })
+    .refine(isApiBase, { message: "must be an http:// or https:// URL ending in /api, e.g. https://opendata.cwa.gov.tw/api" })
     .transform((v) => v.replace(/\/+$/, "")),
 
-  DEFAULT_CITY: z.string().trim().min(1).default("臺北市"),
+  DEFAULT_CITY: z.string().trim().min(1, { message: "must name one of the 22 counties and cities, e.g. 臺北市" }).default("臺北市"),
   TIMEZONE: z
     .string()
     .trim()
@@ -103,13 +165,8 @@ export const ConfigSchema = z.object({
   /** Days a quiet chat's history is kept (every new message renews it). */
   HISTORY_TTL_DAYS: int(1, 3650, 30),
 
-  HEALTH_PORT: z.coerce
-    .number({ message: "must be a port number" })
-    .int()
-    .min(1)
-    .max(65535)
-    .optional()
-    .or(z.literal("").transform(() => undefined)),
+  /** Port of the health endpoint; unset or blank = off. */
+  HEALTH_PORT: port().optional(),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       message: "must be fatal, error, warn, info, debug, trace or silent",
@@ -150,38 +207,44 @@ export interface LoadConfigOptions {
 }
 
 /**
- * Validates an environment and returns the configuration.
+ * Validates an environment and returns the configuration. A blank variable (`MAX_TURNS=`, as in
+ * `.env.example`) counts as unset, so its default applies.
  *
  * @param env - variables, usually `process.env` (after `.env` was read by the entry point).
- * @throws {ConfigError} listing every invalid or missing variable at once; values are never included.
+ * @throws {ConfigError} listing every invalid or missing variable at once, each with what is
+ *   expected; values are never included.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): Config {
-  const known = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, env[k]]));
+  const known: Record<string, string | undefined> = {};
+  for (const name of Object.keys(ConfigSchema.shape)) {
+    const raw = env[name]?.trim();
+    known[name] = raw === "" ? undefined : raw;
+  }
   const parsed = ConfigSchema.safeParse(known);
-  const problems: string[] = [];
+  const problems = new Map<string, string>();
+  const report = (name: string, reason: string) => {
+    if (!problems.has(name)) problems.set(name, reason);
+  };
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const name = issue.path.join(".") || "(environment)";
-      problems.push(`${name}: ${describeIssue(issue)}`);
+      const name = issue.path.map(String).join(".") || "(environment)";
+      report(name, known[name] === undefined && name in known ? "is required" : issue.message);
     }
   }
-  if (parsed.success && (options.purpose ?? "run") === "run") {
-    const c = parsed.data;
-    if (c.ROLE !== "adapter" && !c.ANTHROPIC_API_KEY) {
-      problems.push("ANTHROPIC_API_KEY: is required to run a worker (ROLE=all or worker); get one at console.anthropic.com");
+  const webhook = known.TELEGRAM_WEBHOOK_URL;
+  if (webhook && !known.TELEGRAM_API_ROOT && URL.canParse(webhook) && new URL(webhook).protocol !== "https:") {
+    report("TELEGRAM_WEBHOOK_URL", WEBHOOK_MESSAGE);
+  }
+  if ((options.purpose ?? "run") === "run") {
+    if (known.ROLE !== "adapter" && !known.ANTHROPIC_API_KEY) {
+      report("ANTHROPIC_API_KEY", "is required to run a worker (ROLE=all or worker); get one at console.anthropic.com");
     }
-    if (c.TELEGRAM_WEBHOOK_URL && !c.TELEGRAM_WEBHOOK_SECRET) {
-      problems.push("TELEGRAM_WEBHOOK_SECRET: is required with TELEGRAM_WEBHOOK_URL, so forged updates are refused");
+    if (webhook && !known.TELEGRAM_WEBHOOK_SECRET) {
+      report("TELEGRAM_WEBHOOK_SECRET", "is required with TELEGRAM_WEBHOOK_URL, so forged updates are refused");
     }
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.size > 0) throw new ConfigError([...problems].map(([name, reason]) => `${name}: ${reason}`));
   return parsed.data!;
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  // Our own messages never echo the value; zod's defaults for the remaining codes do not either.
-  if (issue.code === "invalid_type" && issue.input === undefined) return "is required";
-  return issue.message;
 }
 
 /** The values of the secret variables that are set, for redaction (see `src/log.ts`). */

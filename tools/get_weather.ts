@@ -95,7 +95,10 @@ function failure(error: CwaError, city: string, locale: Locale): ToolError {
   );
 }
 
-/** The get_weather tool: `{ city? }` → the 36-hour forecast; skipped at start-up without `CWA_API_KEY`; failures are ToolErrors without the key. */
+/** Why the tool is skipped when `DEFAULT_CITY` is not a county or city of Taiwan (the value is not repeated). */
+const DEFAULT_CITY_PROBLEM = `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${CWA_LOCATIONS.join(", ")} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`;
+
+/** The get_weather tool: `{ city? }` → the 36-hour forecast; skipped at start-up without `CWA_API_KEY` or when `DEFAULT_CITY` is not a county or city of Taiwan; failures are ToolErrors without the key. */
 export default defineTool({
   name: "get_weather",
   description: [
@@ -113,7 +116,10 @@ export default defineTool({
       .describe("County or city of Taiwan as the user wrote it, e.g. 台北, 高市, 新竹縣, Taichung. Omit for the default city."),
   }),
   setup(config) {
-    if (!config.CWA_API_KEY) throw new Error("CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw)");
+    const problems: string[] = [];
+    if (!config.CWA_API_KEY) problems.push("CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw)");
+    if (!resolveCity(config.DEFAULT_CITY).ok) problems.push(DEFAULT_CITY_PROBLEM);
+    if (problems.length > 0) throw new Error(problems.join("; "));
   },
   async run({ city }, context) {
     const { locale, config } = context;

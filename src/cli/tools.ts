@@ -1,6 +1,7 @@
 /**
  * `npm run tools` — prints the toolbox: every loaded tool (name, tags, dangerous or not, first line
- * of its description) and the tools skipped at start-up with the reason. `--json` prints the same
+ * of its description), the tools skipped at start-up with the reason, and the loaded tools no chat
+ * offers to the model (their tags match none of `CHAT_TAGS`) with the reason. `--json` prints the same
  * as JSON; `--dir <folder>` (repeatable) loads other folders instead of `tools/`.
  * Exits 1 with the registry's error when loading fails (duplicate or invalid tool), 2 on a bad
  * configuration. This is how a tool author checks a new file.
@@ -11,11 +12,14 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
 import { createLogger, registerSecrets } from "../log.js";
 import { loadTools, ToolRegistryError, type LoadedTools } from "../toolbox/registry.js";
+import { unofferedReason, unofferedTools } from "../toolbox/select.js";
 
 /** The listing as printed by `--json`. */
 export interface ToolListing {
   tools: { name: string; tags: string[]; dangerous: boolean; description: string; file: string }[];
   skipped: { name: string; file: string; reason: string }[];
+  /** Loaded tools (also in `tools`) that no chat offers to the model, with the reason. */
+  notOffered: { name: string; file: string; reason: string }[];
 }
 
 /** Builds the listing of a loaded toolbox (first line of each description). */
@@ -29,6 +33,11 @@ export function toolListing(loaded: LoadedTools): ToolListing {
       file: path.relative(process.cwd(), t.file) || t.file,
     })),
     skipped: loaded.skipped,
+    notOffered: unofferedTools(loaded.toolbox).map((t) => ({
+      name: t.name,
+      file: path.relative(process.cwd(), t.file) || t.file,
+      reason: unofferedReason(t),
+    })),
   };
 }
 
@@ -45,6 +54,10 @@ export function formatListing(listing: ToolListing): string {
   if (listing.skipped.length > 0) {
     lines.push("", `${listing.skipped.length} skipped:`);
     for (const s of listing.skipped) lines.push(`  ${s.name.padEnd(width)}  ${s.reason} (${s.file})`);
+  }
+  if (listing.notOffered.length > 0) {
+    lines.push("", `${listing.notOffered.length} loaded but never offered to the model:`);
+    for (const t of listing.notOffered) lines.push(`  ${t.name.padEnd(width)}  ${t.reason} (${t.file})`);
   }
   return lines.join("\n");
 }

@@ -1,10 +1,14 @@
 /**
  * `npm run trace -- <platform> <chatId> [runs]`: prints a chat's latest run (or its last `runs`
  * runs, oldest first) as a readable timeline, so an operator can see why the bot answered what
- * it did. Reads `.env`; needs `REDIS_URL`. Exit code 0 when a run was printed, 1 when none is
- * stored, 2 on bad arguments or configuration.
+ * it did. Reads `.env`. Uses `REDIS_URL` (a relative socket path is resolved against the current
+ * folder); when it is unset, the socket of the private redis-server `npm start` runs
+ * (`.data/redis/redis.sock`, see `src/local-redis.ts`). Exit code 0 when a run was printed, 1
+ * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import "dotenv/config";
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
 import { redact, registerSecrets } from "../log.js";
 import { PLATFORMS, type Platform } from "../queue/incoming.js";
@@ -41,11 +45,29 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   if (!redisUrl) {
-    console.error("REDIS_URL is not set: point it at the Redis the bot uses (in .env or the environment).");
-    return 2;
+    // The socket `startLocalRedis` listens on when REDIS_URL is unset (`npm start` in this folder).
+    const socket = path.resolve(".data", "redis", "redis.sock");
+    if (!existsSync(socket)) {
+      console.error(`REDIS_URL is not set and no local Redis is running here (${path.relative(process.cwd(), socket)} does not exist): start the bot (npm start) or set REDIS_URL.`);
+      return 2;
+    }
+    redisUrl = socket;
   }
-  const redis = connectRedis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 5000 });
+  // Fail fast, once: no reconnect loop, no queued commands; ioredis waits disconnectTimeout (2 s by
+  // default) on a socket that never connected before the process can exit.
+  const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
+  let socketError: Error | undefined;
+  redis.on("error", (error: Error) => (socketError ??= error));
   try {
+    try {
+      await redis.connect();
+    } catch (error) {
+      // `connect` rejects with "Connection is closed."; the socket's own error says why (ECONNREFUSED, ENOENT, ...).
+      const cause = socketError ?? error;
+      const reason = redact(cause instanceof Error ? cause.message : String(cause));
+      console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
+      return 2;
+    }
     const runs = await new TraceStore(redis).runs({ platform: platform as Platform, chatId }, n);
     if (runs.length === 0) {
       console.log(`No trace stored for ${platform}:${chatId} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`);
@@ -56,6 +78,19 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** `redisUrl` for a message: a socket path relative to the current folder, a URL without its password. */
+function displayAddress(redisUrl: string): string {
+  if (redisUrl.startsWith("/")) {
+    const relative = path.relative(process.cwd(), redisUrl);
+    return relative.startsWith("..") ? redisUrl : relative;
+  }
+  if (!URL.canParse(redisUrl)) return "the configured address";
+  const url = new URL(redisUrl);
+  url.password = "";
+  url.username = "";
+  return url.href;
 }
 
 main(process.argv.slice(2)).then(

@@ -1,5 +1,17 @@
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, secretValues } from "../../src/config.js";
+import { ConfigError, ConfigSchema, loadConfig, secretValues } from "../../src/config.js";
+
+/** The problems `loadConfig` reports for `env` (purpose `inspect`), or [] when it is valid. */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env, { purpose: "inspect" });
+    return [];
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+}
 
 describe("loadConfig", () => {
   it("applies the documented defaults", () => {
@@ -36,7 +48,8 @@ describe("loadConfig", () => {
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as ConfigError).message;
     expect((error as ConfigError).problems.map((p) => p.split(":")[0]).sort()).toEqual(
-      ["BOT_LOCALE", "DISCORD_API_URL", "MAX_TURNS", "TELEGRAM_BOT_TOKEN", "TIMEZONE"].sort(),
+      // ANTHROPIC_API_KEY too: the run-time requirement is reported along with the format problems.
+      ["ANTHROPIC_API_KEY", "BOT_LOCALE", "DISCORD_API_URL", "MAX_TURNS", "TELEGRAM_BOT_TOKEN", "TIMEZONE"].sort(),
     );
     expect(message).not.toContain("sk-ant-secret-value");
     expect(message).not.toContain("not a token");
@@ -52,5 +65,107 @@ describe("loadConfig", () => {
   it("lists secret values for redaction, including a Redis password", () => {
     const c = loadConfig({ ANTHROPIC_API_KEY: "sk-ant-abcdef", REDIS_URL: "redis://:hunter22pw@localhost:6379" });
     expect(secretValues(c)).toEqual(["sk-ant-abcdef", "hunter22pw"]);
+  });
+
+  it("says what a numeric variable expects instead of 'is required', without the value", () => {
+    const problems = problemsOf({ MAX_TURNS: "abc", ANTHROPIC_MAX_TOKENS: "lots", WORKER_CONCURRENCY: "1.5", CONFIRM_TIMEOUT_SECONDS: "0x10", HISTORY_TTL_DAYS: "1e3" });
+    expect(problems.sort()).toEqual([
+      "ANTHROPIC_MAX_TOKENS: must be a whole number from 256 to 64000",
+      "CONFIRM_TIMEOUT_SECONDS: must be a whole number from 5 to 86400",
+      "HISTORY_TTL_DAYS: must be a whole number from 1 to 3650",
+      "MAX_TURNS: must be a whole number from 1 to 50",
+      "WORKER_CONCURRENCY: must be a whole number from 1 to 256",
+    ]);
+    expect(problemsOf({ MAX_TURNS: "51" })).toEqual(["MAX_TURNS: must be a whole number from 1 to 50"]);
+    expect(problemsOf({ MAX_TURNS: "0" })).toEqual(["MAX_TURNS: must be a whole number from 1 to 50"]);
+    expect(loadConfig({ MAX_TURNS: " 50 ", WORKER_CONCURRENCY: "1" }, { purpose: "inspect" })).toMatchObject({ MAX_TURNS: 50, WORKER_CONCURRENCY: 1 });
+  });
+
+  it("treats a blank variable as unset, so its default applies (like .env.example's empty lines)", () => {
+    const blank = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, ""]));
+    expect(loadConfig(blank, { purpose: "inspect" })).toEqual(loadConfig({}, { purpose: "inspect" }));
+    const c = loadConfig({ MAX_TURNS: "", ANTHROPIC_MODEL: "  ", HEALTH_PORT: "", TELEGRAM_WEBHOOK_PORT: "", CWA_API_BASE: "" }, { purpose: "inspect" });
+    expect(c).toMatchObject({ MAX_TURNS: 10, ANTHROPIC_MODEL: "claude-opus-5", TELEGRAM_WEBHOOK_PORT: 8443, CWA_API_BASE: "https://opendata.cwa.gov.tw/api" });
+    expect(c.HEALTH_PORT).toBeUndefined();
+  });
+
+  it("checks ports with a real message", () => {
+    expect(problemsOf({ HEALTH_PORT: "abc", TELEGRAM_WEBHOOK_PORT: "70000" }).sort()).toEqual([
+      "HEALTH_PORT: must be a port number from 1 to 65535",
+      "TELEGRAM_WEBHOOK_PORT: must be a port number from 1 to 65535",
+    ]);
+    expect(loadConfig({ HEALTH_PORT: "8080" }, { purpose: "inspect" }).HEALTH_PORT).toBe(8080);
+  });
+
+  it("refuses the addresses the README calls wrong", () => {
+    const problems = problemsOf({
+      TELEGRAM_WEBHOOK_URL: "http://bot.example.com/hook",
+      DISCORD_API_URL: "https://discord.com",
+      CWA_API_BASE: "https://opendata.cwa.gov.tw/api/v1/rest",
+      ANTHROPIC_BASE_URL: "api.anthropic.com",
+    });
+    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(["ANTHROPIC_BASE_URL", "CWA_API_BASE", "DISCORD_API_URL", "TELEGRAM_WEBHOOK_URL"]);
+    expect(problems.find((p) => p.startsWith("TELEGRAM_WEBHOOK_URL"))).toMatch(/https:\/\//);
+    expect(problemsOf({ CWA_API_BASE: "ftp://opendata.cwa.gov.tw/api" })).toEqual([expect.stringMatching(/^CWA_API_BASE: must be an http:\/\/ or https:\/\/ URL ending in \/api/)]);
+    expect(problemsOf({ TELEGRAM_API_ROOT: "file:///srv/bot-api" })).toEqual([expect.stringMatching(/^TELEGRAM_API_ROOT: must be an http:\/\/ or https:\/\/ URL/)]);
+    expect(problemsOf({ TELEGRAM_WEBHOOK_URL: "bot.example.com/hook" })).toEqual([expect.stringMatching(/^TELEGRAM_WEBHOOK_URL: must be the public https:\/\//)]);
+    expect(problemsOf({ REDIS_URL: "localhost:6379" })).toEqual([expect.stringMatching(/^REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL/)]);
+    expect(problemsOf({ REDIS_URL: "http://localhost:6379" })).toEqual([expect.stringMatching(/^REDIS_URL:/)]);
+  });
+
+  it("accepts the official addresses and the forms the test fakes use", () => {
+    const c = loadConfig(
+      {
+        ANTHROPIC_BASE_URL: "http://127.0.0.1:40001",
+        TELEGRAM_API_ROOT: "http://127.0.0.1:40002",
+        // A self-hosted Bot API server in --local mode accepts an http:// webhook.
+        TELEGRAM_WEBHOOK_URL: "http://127.0.0.1:40003/telegram/hook",
+        DISCORD_API_URL: "http://127.0.0.1:40004/api/",
+        CWA_API_BASE: "http://127.0.0.1:40005/api/",
+        REDIS_URL: "redis://:hunter22pw@127.0.0.1:6379/2",
+      },
+      { purpose: "inspect" },
+    );
+    expect(c.DISCORD_API_URL).toBe("http://127.0.0.1:40004/api");
+    expect(c.CWA_API_BASE).toBe("http://127.0.0.1:40005/api");
+    const official = loadConfig(
+      { ANTHROPIC_BASE_URL: "https://api.anthropic.com", TELEGRAM_API_ROOT: "https://api.telegram.org", TELEGRAM_WEBHOOK_URL: "https://bot.example.com:8443/hook", DISCORD_API_URL: "https://discord.com/api", REDIS_URL: "rediss://redis.example.com:6380" },
+      { purpose: "inspect" },
+    );
+    expect(official.TELEGRAM_WEBHOOK_URL).toBe("https://bot.example.com:8443/hook");
+  });
+
+  it("resolves a relative unix socket path in REDIS_URL", () => {
+    expect(loadConfig({ REDIS_URL: ".data/redis/redis.sock" }, { purpose: "inspect" }).REDIS_URL).toBe(path.resolve(".data/redis/redis.sock"));
+    expect(loadConfig({ REDIS_URL: "/run/redis/redis.sock" }, { purpose: "inspect" }).REDIS_URL).toBe("/run/redis/redis.sock");
+  });
+
+  it("gives every variable a message that says what is expected and never echoes the value", () => {
+    const value = "§wrong-value§ sk-ant-looks-secret";
+    const env = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, value]));
+    const problems = problemsOf(env);
+    // Free text (keys, model id, city) is accepted as is: the city is checked by the weather tool.
+    const freeText = ["ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "DISCORD_TOKEN", "CWA_API_KEY", "DEFAULT_CITY"];
+    // The garbage is a relative path, which REDIS_URL accepts as a socket path.
+    const accepted = [...freeText, "REDIS_URL"];
+    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(Object.keys(ConfigSchema.shape).filter((k) => !accepted.includes(k)).sort());
+    for (const p of problems) {
+      expect(p).toMatch(/^[A-Z_]+: (must|does not look like) /);
+      expect(p).not.toContain("wrong-value");
+      expect(p).not.toContain("sk-ant");
+      expect(p).not.toMatch(/Invalid input|is required/);
+    }
+  });
+
+  it("reports run-time requirements together with format problems", () => {
+    const problems = (() => {
+      try {
+        loadConfig({ MAX_TURNS: "x", TELEGRAM_WEBHOOK_URL: "https://bot.example.com/hook" });
+        return [];
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+    })();
+    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(["ANTHROPIC_API_KEY", "MAX_TURNS", "TELEGRAM_WEBHOOK_SECRET"]);
   });
 });

@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { Writable } from "node:stream";
+import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
@@ -10,7 +12,8 @@ import { setWeatherRequestTimeout } from "../../tools/get_weather.js";
 import { readCwaFixture, startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
-import { loadShippedTools } from "./load.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import { loadShippedTools, REPO_ROOT, TOOLS_DIR } from "./load.js";
 
 let fake: FakeCwa;
 let config: Config;
@@ -297,4 +300,49 @@ describe("CWA client", () => {
     setTimeout(() => controller.abort(), 50);
     expect(await pending).toMatchObject({ kind: "aborted" });
   });
+});
+
+describe("DEFAULT_CITY at start-up", () => {
+  const names = CWA_LOCATIONS.join(", ");
+
+  it("skips the tool with one warning naming the valid cities when DEFAULT_CITY is not one of the 22", async () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: "info", pretty: false, destination: new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }) });
+    const { toolbox: loaded, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: "Paris" }), dirs: [TOOLS_DIR], log });
+    expect(loaded.get("get_weather")).toBeUndefined();
+    expect(loaded.size).toBe(6);
+    expect(skipped).toEqual([
+      {
+        name: "get_weather",
+        file: "tools/get_weather.ts",
+        reason: `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`,
+      },
+    ]);
+    expect(CWA_LOCATIONS).toHaveLength(22);
+    const warnings = lines.map((l) => JSON.parse(l) as { level: number; tool: string; msg: string }).filter((r) => r.level === 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toBe(`tool get_weather skipped: ${skipped[0]!.reason}`);
+  });
+
+  it("gives both reasons at once without a key and with a wrong city", async () => {
+    const { skipped } = await loadShippedTools(testConfig({ DEFAULT_CITY: "台北區" }));
+    expect(skipped.map((s) => s.reason)).toEqual([
+      `CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw); DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`,
+    ]);
+  });
+
+  it.each(["臺北市", "台中", "高市", "Kaohsiung City", "新竹", " hualien "])("accepts %j after the usual normalisation", async (city) => {
+    const { toolbox: loaded, skipped } = await loadShippedTools(testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: city }));
+    expect(skipped).toEqual([]);
+    expect(loaded.get("get_weather")).toBeDefined();
+  });
+
+  it("npm run tools shows why the tool was skipped", async () => {
+    const tsx = `${REPO_ROOT}node_modules/.bin/tsx`;
+    const env = { ...process.env, CWA_API_KEY: "CWA-CLI-TEST-KEY-0001", DEFAULT_CITY: "Paris", LOG_LEVEL: "silent" };
+    const { stdout } = await promisify(execFile)(tsx, ["src/cli/tools.ts", "--json"], { cwd: REPO_ROOT, env });
+    const listing = JSON.parse(stdout) as { skipped: { name: string; reason: string }[] };
+    expect(listing.skipped).toEqual([{ name: "get_weather", file: "tools/get_weather.ts", reason: expect.stringContaining(`DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names}`) }]);
+    expect(stdout).not.toContain("CWA-CLI-TEST-KEY-0001");
+  }, 30_000);
 });

@@ -1,0 +1,115 @@
+/**
+ * `npm run trace` with the README's default setup: no REDIS_URL, the private redis-server
+ * `npm start` runs on `.data/redis/redis.sock` (started here with the real `startLocalRedis`).
+ */
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalRedis, type LocalRedis } from "../../src/local-redis.js";
+import { connectRedis } from "../../src/redis.js";
+import { formatRun } from "../../src/trace/format.js";
+import { TraceStore } from "../../src/trace/store.js";
+
+const exec = promisify(execFile);
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const tsx = path.join(root, "node_modules", ".bin", "tsx");
+const cli = path.join(root, "src", "cli", "trace.ts");
+
+/** Runs `npm run trace -- ...args` in `cwd` without REDIS_URL (unless `env` sets it). */
+async function trace(cwd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "silent" };
+  delete base.REDIS_URL;
+  try {
+    const { stdout, stderr } = await exec(tsx, [cli, ...args], { cwd, env: { ...base, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+let project: string;
+let empty: string;
+let local: LocalRedis;
+let redis: Redis;
+let expected: string;
+
+beforeAll(async () => {
+  // A short folder under /tmp: the socket path must stay under 100 characters.
+  project = await mkdtemp(path.join(tmpdir(), "trace-cli-"));
+  empty = await mkdtemp(path.join(tmpdir(), "trace-none-"));
+  local = await startLocalRedis({ dir: path.join(project, ".data", "redis") });
+  expect(local.url).toBe(path.join(project, ".data", "redis", "redis.sock"));
+  redis = connectRedis(local.url);
+  const tracer = new TraceStore(redis).startRun({ chat: "telegram:77", runId: "job-77" });
+  tracer.event("user_input", { text: "今天會下雨嗎？" });
+  tracer.event("final_answer", { text: "不會。" });
+  expect(await tracer.finish()).toBe(true);
+  expected = formatRun((await new TraceStore(redis).latestRun("telegram:77"))!);
+}, 30_000);
+afterAll(async () => {
+  redis?.disconnect();
+  await local?.stop();
+  await rm(project, { recursive: true, force: true });
+  await rm(empty, { recursive: true, force: true });
+});
+
+describe("npm run trace", () => {
+  it("uses the bot's private Redis socket when REDIS_URL is unset", async () => {
+    const out = await trace(project, ["telegram", "77"]);
+    expect(out).toMatchObject({ code: 0 });
+    expect(out.stdout.trim()).toBe(expected);
+    expect(out.stdout).toContain("今天會下雨嗎？");
+  });
+
+  it("accepts a relative socket path in REDIS_URL", async () => {
+    const out = await trace(project, ["telegram", "77"], { REDIS_URL: "./.data/redis/redis.sock" });
+    expect(out).toMatchObject({ code: 0 });
+    expect(out.stdout.trim()).toBe(expected);
+  });
+
+  it("says to start the bot or set REDIS_URL when neither is there", async () => {
+    const out = await trace(empty, ["telegram", "77"]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain("start the bot (npm start) or set REDIS_URL");
+    expect(out.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it("says the bot's socket could not be reached when it is left over from a stopped bot", async () => {
+    const stale = await mkdtemp(path.join(tmpdir(), "trace-stale-"));
+    try {
+      await mkdir(path.join(stale, ".data", "redis"), { recursive: true });
+      await writeFile(path.join(stale, ".data", "redis", "redis.sock"), "");
+      const out = await trace(stale, ["telegram", "77"]);
+      expect(out.code).toBe(2);
+      expect(out.stderr).toMatch(/^Redis at \.data\/redis\/redis\.sock could not be reached \(connect E[A-Z]+ .*\): start the bot \(npm start\) or set REDIS_URL/);
+    } finally {
+      await rm(stale, { recursive: true, force: true });
+    }
+  });
+
+  it("says plainly that Redis could not be reached, without the password", async () => {
+    const port = await closedPort();
+    const out = await trace(empty, ["discord", "123"], { REDIS_URL: `redis://:hunter2-secret-pw@127.0.0.1:${port}/0` });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(`Redis at redis://127.0.0.1:${port}/0 could not be reached`);
+    expect(out.stderr).not.toContain("hunter2-secret-pw");
+    expect(out.stderr).not.toContain("max retries");
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+  });
+});

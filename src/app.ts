@@ -18,7 +18,8 @@ import type { Outbound } from "./outbound.js";
 import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
-import { toolboxFor } from "./toolbox/select.js";
+import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
+import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
 import type { Tracer } from "./trace/tracer.js";
@@ -220,6 +221,21 @@ export function configOrExit(env: NodeJS.ProcessEnv = process.env): Config {
       process.exit(1);
     }
     throw error;
+  }
+}
+
+/**
+ * Loads every tool under `tools/` and warns about tools no chat is offered; prints the
+ * registry's error (duplicate, invalid tool) and exits 1 when loading fails.
+ */
+export async function toolsOrExit(config: Config, log: Logger): Promise<ToolBox> {
+  try {
+    const { toolbox } = await loadTools({ config, log });
+    warnUnofferedTools(toolbox, log);
+    return toolbox;
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
   }
 }
 

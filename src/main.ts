@@ -8,22 +8,15 @@
 import "dotenv/config";
 import { createAnthropicClient } from "./agent/client.js";
 import { runAgent } from "./agent/loop.js";
-import { configOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
+import { configOrExit, toolsOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
 import { secretValues } from "./config.js";
 import { createLogger, registerSecrets } from "./log.js";
-import { loadTools } from "./toolbox/registry.js";
 
 async function main(): Promise<void> {
   const config = configOrExit();
   registerSecrets(secretValues(config));
   const log = createLogger({ level: config.LOG_LEVEL });
-  let toolbox;
-  try {
-    ({ toolbox } = await loadTools({ config, log }));
-  } catch (error) {
-    console.error((error as Error).message);
-    process.exit(1);
-  }
+  const toolbox = await toolsOrExit(config, log);
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
     log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
   }

@@ -11,13 +11,12 @@ import { userInfo } from "node:os";
 import { ConsoleAdapter } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
-import { configOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
+import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues } from "../config.js";
 import { localize } from "../i18n.js";
 import { chatKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
 import { createLogger, registerSecrets } from "../log.js";
-import { loadTools } from "../toolbox/registry.js";
 
 /** BullMQ prefix of the console's own queues, so a chat never takes jobs of a bot sharing the same Redis. */
 const CHAT_PREFIX = "console";
@@ -28,13 +27,7 @@ async function chat(): Promise<void> {
   registerSecrets(secretValues(config));
   await mkdir(".data", { recursive: true });
   const log = createLogger({ level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info", destination: createWriteStream(".data/chat.log", { flags: "a" }) });
-  let toolbox;
-  try {
-    ({ toolbox } = await loadTools({ config, log }));
-  } catch (error) {
-    console.error((error as Error).message);
-    process.exit(1);
-  }
+  const toolbox = await toolsOrExit(config, log);
   const redis = await redisOrExit(config, log);
   let name = "you";
   try {

@@ -30,8 +30,7 @@ describe("worker", () => {
       expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
       expect(second.messages[0]!.content).toBe(`[Alice-${c}] add todo milk-${c} slow 300`);
       expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
-      const stored = await h.redis.lrange(chatKeys({ platform: "console", chatId: c }).history, 0, -1);
-      expect(stored).toHaveLength(8);
+      expect((await h.history.read({ platform: "console", chatId: c })).stored).toBe(8);
       expect(await h.redis.exists(chatKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
     }
     // both workers took part
@@ -64,9 +63,10 @@ describe("worker", () => {
     const history = await h.history.load({ platform: "console", chatId: "s1" });
     expect(history).toHaveLength(2);
     expect(h.outbound.typing).toBeGreaterThanOrEqual(1);
-    // once the message is popped its stored answer and sent count are gone
+    // the answer is kept in the history, tagged with the message id; once the message is popped its sent count is gone
+    expect((await h.history.read({ platform: "console", chatId: "s1" }, "1")).answer).toBe(long);
     const keys = progressKeys({ platform: "console", chatId: "s1" }, "1");
-    await waitFor(async () => (await h!.redis.exists(keys.answer, keys.sent)) === 0, 2000, "progress keys to be deleted");
+    await waitFor(async () => (await h!.redis.exists(keys.sent)) === 0, 2000, "the sent count to be deleted");
   });
 
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {

@@ -265,7 +265,25 @@ async function main() {
   const pacedOurs = await commandStats(adminOurs);
   const pacedOurClient = ours.reduce((s, c) => s + c.count, 0);
 
-  // 2b. Where our commands go: a short paced phase watched with MONITOR (not timed; MONITOR slows Redis).
+  // 2b. Long chats: 10 chats of phase 1 (20 runs stored each) get 60 more messages at the steady
+  // rate, so their history passes HISTORY_MAX_MESSAGES + 40 and is trimmed, and their trace lists are cut.
+  const longChats = 10;
+  const longMessages = 60 * longChats;
+  feed(fake, longMessages);
+  outbound.done.clear();
+  await adminOurs.config("RESETSTAT");
+  const longStart = performance.now();
+  for (let i = 0; i < longMessages; i += 1) {
+    const due = longStart + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    void queue.enqueue(message(i % longChats, PER_CHAT + Math.floor(i / longChats), "chat"));
+  }
+  while (outbound.done.size < longMessages) await new Promise((r) => setTimeout(r, 20));
+  const longOurs = await commandStats(adminOurs);
+  const longHistory = await probeHistory.read({ platform: "telegram", chatId: "chat3" });
+
+  // 2c. Where our commands go: a short paced phase watched with MONITOR (not timed; MONITOR slows Redis).
   const splitChats = 20;
   const splitMessages = 5 * splitChats;
   feed(fake, splitMessages);
@@ -321,6 +339,8 @@ async function main() {
   console.log(`  at ${RATE} msg/s (about one job per message):`);
   console.log(`    BullMQ: ${(sum(pacedBull) / paced).toFixed(2)}  [${top(pacedBull, paced)}]`);
   console.log(`    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`);
+  console.log(`  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ${longHistory.stored} messages):`);
+  console.log(`    ours:   ${(sum(longOurs) / longMessages).toFixed(2)}  [${top(longOurs, longMessages)}]`);
   console.log(`  ours split by key (${splitMessages} messages at ${RATE} msg/s into ${splitChats} chats that already had a history, watched with MONITOR; the script's own EVALSHA counts where its first key belongs):`);
   let splitTotal = 0;
   for (const [area, byName] of [...split.entries()].sort()) {

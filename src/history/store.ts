@@ -11,11 +11,13 @@
  * A run's lines are written with ONE command (`APPEND`, or `SET … EX NX` for a new chat), so two
  * writers appending whole runs — a resumed approval and a new message — still leave a valid
  * sequence. Reading is ONE `GETEX … EX ttl`, which also renews the expiry (every message of a chat
- * reads its history), so appends need no `EXPIRE`. Trimming to `maxMessages` plus some slack runs as
- * a Lua script only once the stored lines outgrow that by another slack (every ~10 runs of a long
- * chat), and cuts only in front of a user text turn. Reading trims at a safe boundary
+ * reads its history), so appends need no `EXPIRE`. Trimming to `maxMessages` plus some slack happens
+ * only once the stored lines outgrow that by another slack (every ~10 runs of a long chat): that
+ * run's append is a script writing the trimmed value with one `SET … EX … GET`; it cuts only in
+ * front of a user text turn. Reading trims at a safe boundary
  * ({@link trimHistory}).
  */
+import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { MessageParam } from "../agent/contract.js";
 import type { ChatRef } from "../queue/incoming.js";
@@ -51,6 +53,8 @@ export interface HistoryRead {
   stored: number;
   /** True when the chat had no history key (new, reset or expired chat). */
   fresh: boolean;
+  /** The stored value as read (lets {@link HistoryStore.append} trim without reading it again); absent for a new chat. */
+  raw?: string;
   /**
    * When `answeredId` was given and a run tagged with it is stored: that run's answer text (the
    * worker's retried job reuses it instead of calling the model again).
@@ -67,14 +71,18 @@ export interface RunTag {
 }
 
 /**
- * KEYS: history. ARGV: keep (messages), TTL (s).
- * Cuts the oldest lines so that at most `keep` messages remain, moving the cut forward to the next
- * user text turn (`U` line); rewrites the value with `SET … EX`. Returns the messages kept.
+ * KEYS: history. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
+ * caller with {@link trimLines}), [2] SHA-1 of the value read, [3] this run's lines, [4] keep
+ * (messages), [5] TTL (s).
+ * Writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
+ * (another writer appended meanwhile, or the chat was reset), rebuilds it from what was there plus
+ * this run's lines, trimmed the same way, and writes that instead. Returns 1, or 2 after a rebuild.
  */
-const TRIM_SCRIPT = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local keep = tonumber(ARGV[1])
+const TRIM_APPEND_SCRIPT = `
+local old = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5], 'GET')
+if old and redis.sha1hex(old) == ARGV[2] then return 1 end
+local v = (old or '') .. ARGV[3]
+local keep = tonumber(ARGV[4])
 local starts = {}
 local users = {}
 for s, line in string.gmatch(v, '()([^\\n]*)\\n') do
@@ -85,16 +93,37 @@ for s, line in string.gmatch(v, '()([^\\n]*)\\n') do
   end
 end
 local total = #starts
-if total <= keep then return total end
-local i = total - keep + 1
-while i <= total and not users[i] do i = i + 1 end
-if i > total then i = total - keep + 1 end
-redis.call('SET', KEYS[1], string.sub(v, starts[i]), 'EX', ARGV[2])
-return total - i + 1
+if total > keep then
+  local i = total - keep + 1
+  while i <= total and not users[i] do i = i + 1 end
+  if i > total then i = total - keep + 1 end
+  v = string.sub(v, starts[i])
+end
+redis.call('SET', KEYS[1], v, 'EX', ARGV[5])
+return 2
 `;
 
+/**
+ * Cuts the oldest lines of a stored history value so that at most `keep` messages remain, moving
+ * the cut forward to the next user text turn (`U` line; when there is none, the raw cut stands and
+ * reading drops what does not start validly). Tag lines travel with the messages after them are
+ * cut (a tag follows its run's messages). Same rule as the Lua in the trimming append.
+ */
+export function trimLines(value: string, keep: number): string {
+  const lines = value.split("\n");
+  const messages: number[] = [];
+  lines.forEach((line, i) => {
+    if (line !== "" && !line.startsWith("#")) messages.push(i);
+  });
+  if (messages.length <= keep) return value;
+  let k = messages.length - keep;
+  while (k < messages.length && !lines[messages[k]!]!.startsWith("U")) k += 1;
+  if (k >= messages.length) k = messages.length - keep;
+  return lines.slice(messages[k]).join("\n");
+}
+
 interface RedisWithHistory extends Redis {
-  trimHistory(history: string, keep: number, ttl: number): Promise<number>;
+  trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number): Promise<number>;
 }
 
 /** The text of an assistant message's text blocks, joined without separator. */
@@ -110,7 +139,7 @@ export class HistoryStore {
     private readonly redis: Redis,
     private readonly options: HistoryOptions,
   ) {
-    if (!("trimHistory" in redis)) redis.defineCommand("trimHistory", { numberOfKeys: 1, lua: TRIM_SCRIPT });
+    if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });
   }
 
   /**
@@ -171,7 +200,7 @@ export class HistoryStore {
       }
     }
     const kept = trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
-    return { messages: kept, stored, fresh: false, ...(answer !== undefined ? { answer } : {}) };
+    return { messages: kept, stored, fresh: false, raw: value, ...(answer !== undefined ? { answer } : {}) };
   }
 
   /**
@@ -179,14 +208,16 @@ export class HistoryStore {
    * run's tag, with `tag`), or, when `after` says the chat had no history, `SET … EX ttl NX` (which
    * also sets the expiry; should another writer have created the key meanwhile, `APPEND` follows).
    * When the key was created by `APPEND` (a writer that did not read first), an `EXPIRE` follows.
-   * When the stored messages (`after.stored` + these) exceed `maxMessages + 2 × 20`, a trim script
-   * cuts them back to `maxMessages + 20` in front of a user text turn.
+   * When the stored messages (`after.stored` + these) exceed `maxMessages + 2 × 20`, the append is
+   * instead one script that writes the value read plus these lines, cut back to `maxMessages + 20`
+   * messages in front of a user text turn ({@link trimLines}), with one `SET … EX … GET` (and
+   * rebuilds it from what was there when another writer appended meanwhile): once every ~10 runs
+   * of a long chat, one command more than an `APPEND`.
    *
    * @param after - what {@link read} returned before the run, when the caller read it.
-   * @throws when Redis is unreachable; then nothing was written (a failed trim is not thrown: the
-   *   next append trims).
+   * @throws when Redis is unreachable; then nothing was written.
    */
-  async append(chat: ChatRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh">): Promise<void> {
+  async append(chat: ChatRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
     if (messages.length === 0 && !tag) return;
     const key = chatKeys(chat).history;
     let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(m)}\n`).join("");
@@ -194,15 +225,18 @@ export class HistoryStore {
       const derived = textOf(messages.at(-1));
       lines += `#${JSON.stringify(derived === tag.text ? { id: tag.messageId } : { id: tag.messageId, text: tag.text })}\n`;
     }
+    const keep = this.options.maxMessages + SLACK;
+    if (after?.raw !== undefined && after.stored + messages.length > keep + SLACK) {
+      const value = trimLines(after.raw + lines, keep);
+      const sha = createHash("sha1").update(after.raw).digest("hex");
+      await (this.redis as RedisWithHistory).trimAppendHistory(key, value, sha, lines, keep, this.options.ttlSeconds);
+      return;
+    }
     let created = false;
     if (after?.fresh) created = (await this.redis.set(key, lines, "EX", this.options.ttlSeconds, "NX")) === "OK";
     if (!created) {
       const length = await this.redis.append(key, lines);
       if (length === Buffer.byteLength(lines)) await this.redis.expire(key, this.options.ttlSeconds);
-    }
-    const keep = this.options.maxMessages + SLACK;
-    if (after && after.stored + messages.length > keep + SLACK) {
-      await (this.redis as RedisWithHistory).trimHistory(key, keep, this.options.ttlSeconds).catch(() => {});
     }
   }
 

@@ -74,7 +74,12 @@ export interface WorkerDeps {
   /** The outbound side of every platform this worker answers on. */
   outbounds: Partial<Record<Platform, Outbound>>;
   approvals: ApprovalHooks;
-  /** A tracer per run (`runId` is `platform:chatId:messageId`); default: none. */
+  /**
+   * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A tracer with a
+   * `take()` method (`RunTracer` of `src/trace/store.ts`) has its run written by the worker's finish
+   * script, on the `store` Redis (the trace store must use that Redis); any other tracer with a
+   * `finish()` is finished right after the run.
+   */
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
@@ -101,19 +106,24 @@ export interface ChatWorker {
  * KEYS: inbox, sent (or a placeholder of the chat), trace key of the chat.
  * ARGV: [1] id of the message just handled ("" when the entry was malformed), [2] "1" to delete
  * its sent-chunk count, [3] the run's trace JSON ("" for none), [4] runs kept, [5] trace TTL (s).
- * Pops the handled message (when the popped entry is not that message — its job's data was used
- * while the inbox had been changed by a failed enqueue's undo — it is put back), writes the run's
- * trace, and returns the new head, or `false` (nil) when the inbox is empty: the job then ends, and
- * the chat's next message, entering an empty inbox, adds a new job.
+ * Pops the handled message, writes the run's trace, and returns the new head, or `false` (nil)
+ * when the inbox is empty: the job then ends, and the chat's next message, entering an empty inbox,
+ * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
+ * returned: the handled message was the job's own data, and the inbox had been emptied by the
+ * producer's undo of an add that timed out yet reached BullMQ, so what is there now has a job of its own.
  */
 const FINISH_SCRIPT = `
 local head = redis.call('LPOP', KEYS[1])
 if head and ARGV[1] ~= '' then
   local ok, m = pcall(cjson.decode, head)
-  if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then redis.call('LPUSH', KEYS[1], head) end
+  if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then
+    redis.call('LPUSH', KEYS[1], head)
+    head = false
+  end
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 if ARGV[3] ~= '' then ${tracePushLua(3, 3)} end
+if head == false and ARGV[1] ~= '' then return false end
 return redis.call('LINDEX', KEYS[1], 0)
 `;
 
@@ -203,6 +213,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         const before = await deps.history.read(chat);
         tracer = deps.tracerFor?.(runId, chatKey(chat)) ?? nullTracer;
         const outcome = await runAgentFor(message, before.messages, tracer, mlog);
+        // A tracer that cannot hand its run to the finish script stores it now.
+        if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
         if (outcome.kind === "approval") {
           await finishTracer(tracer);
           await deps.approvals.begin(message, outcome, outbound);

@@ -125,6 +125,23 @@ describe("HistoryStore", () => {
     expect(await redis.ttl(key)).toBeGreaterThan(3590);
   });
 
+  it("a trimming append loses no update written by another writer since the read", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "h1c" };
+    for (let i = 0; i < 7; i += 1) await store.append(chat, runs[2]!, { messageId: `m${i}`, text: "done" }, await store.read(chat));
+    const before = await store.read(chat); // 42 stored: this run's append trims
+    expect(before.stored).toBe(42);
+    await store.append(chat, runs[0]!); // an approval's resumed run, meanwhile
+    await store.append(chat, runs[2]!, { messageId: "last", text: "done" }, before); // 42 + 6 > 4 + 40: trims
+    const after = await store.read(chat, "last");
+    const stored = after.raw!.split("\n").filter((l) => l !== "" && !l.startsWith("#")).map((l) => JSON.parse(l.replace(/^U/, "")) as MessageParam);
+    expect(stored.slice(-8)).toEqual([...runs[0]!, ...runs[2]!]);
+    expect(after.answer).toBe("done");
+    expect(after.stored).toBeLessThanOrEqual(24);
+    expect(after.raw!.startsWith("U")).toBe(true);
+    expect((await store.read(chat, "m6")).answer).toBe("done");
+  });
+
   it("tags a run with its message id, so a retry finds the answer in the history", async () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 3600 });
     const chat = { platform: "discord" as const, chatId: "h2" };
@@ -139,7 +156,7 @@ describe("HistoryStore", () => {
     expect((await store.read(chat, "m2")).answer).toBe("hello (edited)");
     expect((await store.read(chat, "m3")).answer).toBeUndefined();
     const read = await store.read(chat);
-    expect(read).toEqual({ messages: [...runs[0]!, ...runs[1]!, ...runs[0]!], stored: 8, fresh: false });
+    expect(read).toMatchObject({ messages: [...runs[0]!, ...runs[1]!, ...runs[0]!], stored: 8, fresh: false });
     // the tag is in the same value as the messages: one key per chat
     expect(await redis.keys("*h2*")).toEqual([chatKeys(chat).history]);
   });

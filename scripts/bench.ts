@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: how much the queue, worker and history add to answering a message.
  *
- * N chats × M messages go through the real ChatQueue, BullMQ Worker, HistoryStore and the real
- * agent loop + SDK client, against a zero-latency fake model (the strict fake Messages API from
+ * N chats × M messages go through the real ChatQueue, BullMQ Worker, HistoryStore, the
+ * production tracer (`TraceStore`, every run stored in "our" Redis) and the real agent loop + SDK client, against a zero-latency fake model (the strict fake Messages API from
  * the tests) and a fake platform (an Outbound that only records when each answer went out).
  * Baseline: the same messages through the agent loop called in-process, with history kept in
  * memory, without Redis. BullMQ and our keys live on two redis-servers so `INFO commandstats`
@@ -10,7 +10,9 @@
  *
  * Figures: throughput (messages/s) at full speed; p50/p99 latency at a steady 100 messages/s,
  * with the added latency (queue path minus baseline at the same percentile); Redis commands per
- * message; peak RSS of this process (which also hosts the fake model) and of each redis-server.
+ * message, ours split into history / ordering (inbox, dedupe, progress) / trace by watching a short
+ * extra phase with `MONITOR` (which also lists the commands run inside our Lua scripts); peak RSS of
+ * this process (which also hosts the fake model) and of each redis-server.
  *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
  * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32).
@@ -30,6 +32,7 @@ import { ChatQueue } from "../src/queue/producer.js";
 import { connectRedis } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
+import { TraceStore } from "../src/trace/store.js";
 import { unavailableApprovals } from "../src/worker/approvals.js";
 import { startWorker } from "../src/worker/worker.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
@@ -47,6 +50,8 @@ const toolbox = new ToolBox([]);
 /** The fake platform: records when each answer went out. */
 class BenchOutbound implements Outbound {
   readonly platform = "telegram" as const;
+  /** Like a real adapter that splits only above its platform's limit (Discord 2000; Telegram 4096). */
+  readonly singleChunkUnits = 2000;
   readonly done = new Map<string, number>();
   onDone: (() => void) | undefined;
   async sendAnswer(to: IncomingMessage, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
@@ -175,6 +180,7 @@ async function main() {
   ctxRedis = ourWorker;
   const ours = [countCommands(ourProducer), countCommands(ourWorker)];
   const outbound = new BenchOutbound();
+  const traces = new TraceStore(ourWorker);
   const queue = new ChatQueue({ redis: bullProducer, store: ourProducer });
   const worker = startWorker({
     config,
@@ -187,13 +193,14 @@ async function main() {
     runAgent,
     outbounds: { telegram: outbound },
     approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
   });
   await worker.waitUntilReady();
   const admin = connectRedis(bullServer.url);
   const adminOurs = connectRedis(ourServer.url);
 
   console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
-  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
+  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
 
   // Warm-up (JIT, connections, scripts loaded).
   feed(fake, 50);
@@ -258,6 +265,52 @@ async function main() {
   const pacedOurs = await commandStats(adminOurs);
   const pacedOurClient = ours.reduce((s, c) => s + c.count, 0);
 
+  // 2b. Long chats: 10 chats of phase 1 (20 runs stored each) get 60 more messages at the steady
+  // rate, so their history passes HISTORY_MAX_MESSAGES + 40 and is trimmed, and their trace lists are cut.
+  const longChats = 10;
+  const longMessages = 60 * longChats;
+  feed(fake, longMessages);
+  outbound.done.clear();
+  await adminOurs.config("RESETSTAT");
+  const longStart = performance.now();
+  for (let i = 0; i < longMessages; i += 1) {
+    const due = longStart + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    void queue.enqueue(message(i % longChats, PER_CHAT + Math.floor(i / longChats), "chat"));
+  }
+  while (outbound.done.size < longMessages) await new Promise((r) => setTimeout(r, 20));
+  const longOurs = await commandStats(adminOurs);
+  const longHistory = await probeHistory.read({ platform: "telegram", chatId: "chat3" });
+
+  // 2c. Where our commands go: a short paced phase watched with MONITOR (not timed; MONITOR slows Redis).
+  const splitChats = 20;
+  const splitMessages = 5 * splitChats;
+  feed(fake, splitMessages);
+  outbound.done.clear();
+  const split = new Map<string, Map<string, number>>();
+  const monitor = await adminOurs.monitor();
+  monitor.on("monitor", (_time: string, args: string[]) => {
+    const name = String(args[0]).toLowerCase();
+    if (name === "monitor" || name === "info" || name === "config") return;
+    const key = String(name === "evalsha" || name === "eval" ? args[3] : args[1] ?? "");
+    const area = /^(seen|inbox|sent):/.test(key) ? "ordering" : key.startsWith("history:") ? "history" : key.startsWith("trace:") ? "trace" : `other (${key.split(":")[0]})`;
+    const byName = split.get(area) ?? new Map<string, number>();
+    byName.set(name, (byName.get(name) ?? 0) + 1);
+    split.set(area, byName);
+  });
+  const splitStart = performance.now();
+  for (let i = 0; i < splitMessages; i += 1) {
+    const due = splitStart + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    // chats that already have a history (the paced phase's), so no message creates a key
+    void queue.enqueue(message(i % splitChats, 100 + Math.floor(i / splitChats), "paced"));
+  }
+  while (outbound.done.size < splitMessages) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 200));
+  monitor.disconnect();
+
   const queueRss = peakRss;
   const bullRss = await rssOf(admin);
   const ourRss = await rssOf(adminOurs);
@@ -286,6 +339,16 @@ async function main() {
   console.log(`  at ${RATE} msg/s (about one job per message):`);
   console.log(`    BullMQ: ${(sum(pacedBull) / paced).toFixed(2)}  [${top(pacedBull, paced)}]`);
   console.log(`    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`);
+  console.log(`  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ${longHistory.stored} messages):`);
+  console.log(`    ours:   ${(sum(longOurs) / longMessages).toFixed(2)}  [${top(longOurs, longMessages)}]`);
+  console.log(`  ours split by key (${splitMessages} messages at ${RATE} msg/s into ${splitChats} chats that already had a history, watched with MONITOR; the script's own EVALSHA counts where its first key belongs):`);
+  let splitTotal = 0;
+  for (const [area, byName] of [...split.entries()].sort()) {
+    const n = [...byName.values()].reduce((a, b) => a + b, 0);
+    splitTotal += n;
+    console.log(`    ${area.padEnd(9)} ${(n / splitMessages).toFixed(2)}  [${[...byName.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / splitMessages).toFixed(2)}`).join(", ")}]`);
+  }
+  console.log(`    total     ${(splitTotal / splitMessages).toFixed(2)}`);
   console.log(`peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ${(ourRss / 1048576).toFixed(0)} MiB`);
 
   clearInterval(rssTimer);

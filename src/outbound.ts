@@ -32,6 +32,13 @@ export type ApprovalOutcome = "approved" | "declined" | "expired" | "superseded"
 export interface Outbound {
   readonly platform: Platform;
   /**
+   * Optional: the longest answer, in UTF-16 code units of `text`, that {@link sendAnswer} always
+   * sends as exactly one message (e.g. Discord 2000, the split limit). The worker then skips
+   * counting sent chunks for such answers (one Redis command less per message); when absent, every
+   * sent chunk is counted.
+   */
+  readonly singleChunkUnits?: number;
+  /**
    * Sends an answer to `to`: a reply to the user's message in groups, plain in DMs. Splits at the
    * platform's limit (Telegram 4096 UTF-16 units, Discord 2000) without cutting a code block,
    * tag or surrogate pair; chunks go out in order. `skip` chunks are not sent again (they went out

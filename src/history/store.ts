@@ -1,23 +1,38 @@
 /**
- * Per-chat history in Redis: one list per chat (`history:{platform:chatId}`), one Messages API
- * message (JSON) per element, oldest first.
+ * Per-chat history in Redis: one string per chat (`history:{platform:chatId}`) of lines, oldest
+ * first, each ending in `\n`:
  *
- * A run's messages are appended with ONE `RPUSH` (they start with a user turn and end with an
- * assistant turn, so two writers appending whole runs — a resumed approval and a new message —
- * still leave a valid sequence), followed by `LTRIM` and `EXPIRE` in the same transaction.
- * Reading trims at a safe boundary ({@link trimHistory}).
+ * - `U{…}`: a Messages API message (JSON) that is a user text turn (a place where trimming may cut);
+ * - `{…}`: any other message (JSON);
+ * - `#{"id":…}`: after a run's messages, the platform message id the run answered (and the answer
+ *   text when it is not simply the text of the run's last assistant turn), so a retried job finds
+ *   its answer in the history instead of in a key of its own.
+ *
+ * A run's lines are written with ONE command (`APPEND`, or `SET … EX NX` for a new chat), so two
+ * writers appending whole runs — a resumed approval and a new message — still leave a valid
+ * sequence. Reading is ONE `GETEX … EX ttl`, which also renews the expiry (every message of a chat
+ * reads its history), so appends need no `EXPIRE`. Trimming to `maxMessages` plus some slack happens
+ * only once the stored lines outgrow that by another slack (every ~10 runs of a long chat): that
+ * run's append is a script writing the trimmed value with one `SET … EX … GET`; it cuts only in
+ * front of a user text turn. Reading trims at a safe boundary
+ * ({@link trimHistory}).
  */
+import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { MessageParam } from "../agent/contract.js";
 import type { ChatRef } from "../queue/incoming.js";
 import { chatKeys } from "../queue/keys.js";
-import { DEFAULT_HISTORY_MAX_CHARS, trimHistory } from "./trim.js";
+import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
 /** Settings of a {@link HistoryStore}. */
 export interface HistoryOptions {
   /** Most messages kept per chat (`HISTORY_MAX_MESSAGES`). */
   maxMessages: number;
-  /** Seconds a quiet chat's history is kept (`HISTORY_TTL_DAYS` × 86 400, see `historyTtlSeconds`); every append renews it. */
+  /**
+   * Seconds a quiet chat's history is kept (`HISTORY_TTL_DAYS` × 86 400, see `historyTtlSeconds`):
+   * set when the history is created and renewed by every {@link HistoryStore.load}/{@link HistoryStore.read}
+   * (each message of the chat reads it).
+   */
   ttlSeconds: number;
   /** Rough size budget of what is sent to the model, in characters of JSON. Default {@link DEFAULT_HISTORY_MAX_CHARS}. */
   maxChars?: number;
@@ -25,25 +40,97 @@ export interface HistoryOptions {
 
 /**
  * Extra raw messages kept in Redis beyond `maxMessages`, so a trim point moved forward past a tool
- * exchange still leaves close to `maxMessages` to send.
+ * exchange still leaves close to `maxMessages` to send. Trimming starts once the stored messages
+ * exceed `maxMessages + 2 × SLACK` and cuts back to about `maxMessages + SLACK`.
  */
 const SLACK = 20;
 
+/** What {@link HistoryStore.read} returns. */
+export interface HistoryRead {
+  /** The history as it may be sent to the model (see {@link HistoryStore.load}). */
+  messages: MessageParam[];
+  /** Number of messages stored in Redis (before trimming for the model); 0 for a new chat. */
+  stored: number;
+  /** True when the chat had no history key (new, reset or expired chat). */
+  fresh: boolean;
+  /** The stored value as read (lets {@link HistoryStore.append} trim without reading it again); absent for a new chat. */
+  raw?: string;
+  /**
+   * When `answeredId` was given and a run tagged with it is stored: that run's answer text (the
+   * worker's retried job reuses it instead of calling the model again).
+   */
+  answer?: string;
+}
+
+/** Tags a run's lines with the platform message id it answered. */
+export interface RunTag {
+  /** The platform message id the run answered. */
+  messageId: string;
+  /** The answer text sent to the user. */
+  text: string;
+}
+
 /**
- * KEYS: history, record key (or "" for none). ARGV: keep, history TTL (s), record value, record TTL (s), messages….
+ * KEYS: history. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
+ * caller with {@link trimLines}), [2] SHA-1 of the value read, [3] this run's lines, [4] keep
+ * (messages), [5] TTL (s).
+ * Writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
+ * (another writer appended meanwhile, or the chat was reset), rebuilds it from what was there plus
+ * this run's lines, trimmed the same way, and writes that instead. Returns 1, or 2 after a rebuild.
  */
-const APPEND_SCRIPT = `
-if KEYS[2] ~= "" then redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4]) end
-if #ARGV > 4 then
-  local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 5))
-  if n > tonumber(ARGV[1]) then redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1) end
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
+const TRIM_APPEND_SCRIPT = `
+local old = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5], 'GET')
+if old and redis.sha1hex(old) == ARGV[2] then return 1 end
+local v = (old or '') .. ARGV[3]
+local keep = tonumber(ARGV[4])
+local starts = {}
+local users = {}
+for s, line in string.gmatch(v, '()([^\\n]*)\\n') do
+  local c = string.sub(line, 1, 1)
+  if c ~= '#' and c ~= '' then
+    starts[#starts + 1] = s
+    users[#starts] = (c == 'U')
+  end
 end
-return 1
+local total = #starts
+if total > keep then
+  local i = total - keep + 1
+  while i <= total and not users[i] do i = i + 1 end
+  if i > total then i = total - keep + 1 end
+  v = string.sub(v, starts[i])
+end
+redis.call('SET', KEYS[1], v, 'EX', ARGV[5])
+return 2
 `;
 
+/**
+ * Cuts the oldest lines of a stored history value so that at most `keep` messages remain, moving
+ * the cut forward to the next user text turn (`U` line; when there is none, the raw cut stands and
+ * reading drops what does not start validly). Tag lines travel with the messages after them are
+ * cut (a tag follows its run's messages). Same rule as the Lua in the trimming append.
+ */
+export function trimLines(value: string, keep: number): string {
+  const lines = value.split("\n");
+  const messages: number[] = [];
+  lines.forEach((line, i) => {
+    if (line !== "" && !line.startsWith("#")) messages.push(i);
+  });
+  if (messages.length <= keep) return value;
+  let k = messages.length - keep;
+  while (k < messages.length && !lines[messages[k]!]!.startsWith("U")) k += 1;
+  if (k >= messages.length) k = messages.length - keep;
+  return lines.slice(messages[k]).join("\n");
+}
+
 interface RedisWithHistory extends Redis {
-  appendHistory(history: string, record: string, keep: number, ttl: number, value: string, recordTtl: number, ...messages: string[]): Promise<number>;
+  trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number): Promise<number>;
+}
+
+/** The text of an assistant message's text blocks, joined without separator. */
+function textOf(message: MessageParam | undefined): string | undefined {
+  if (!message || message.role !== "assistant") return undefined;
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
 /** The history of every chat, in one Redis. */
@@ -52,54 +139,105 @@ export class HistoryStore {
     private readonly redis: Redis,
     private readonly options: HistoryOptions,
   ) {
-    if (!("appendHistory" in redis)) redis.defineCommand("appendHistory", { numberOfKeys: 2, lua: APPEND_SCRIPT });
+    if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });
   }
 
   /**
    * The chat's history as it may be sent to the model: at most `maxMessages`, starting with a user
    * text turn, ending with a finished assistant turn, within the size budget. `[]` for a new or
-   * expired chat. Elements that are not valid JSON end the usable prefix (everything up to and
-   * including them is dropped).
+   * expired chat. A line that is not valid JSON ends the usable prefix (everything up to and
+   * including it is dropped). Renews the chat's expiry (one `GETEX`).
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
   async load(chat: ChatRef): Promise<MessageParam[]> {
-    const raw = await this.redis.lrange(chatKeys(chat).history, -(this.options.maxMessages + SLACK), -1);
+    return (await this.read(chat)).messages;
+  }
+
+  /**
+   * Like {@link load} (one `GETEX … EX ttl`), and also reports how many messages are stored,
+   * whether the chat is new, and — with `answeredId` — the answer of the run tagged with that
+   * platform message id, if one is stored. A history left in an older layout (a list) is deleted
+   * and read as empty.
+   *
+   * @throws when Redis is unreachable (after the connection's retries).
+   */
+  async read(chat: ChatRef, answeredId?: string): Promise<HistoryRead> {
+    const key = chatKeys(chat).history;
+    let value: string | null;
+    try {
+      value = await this.redis.getex(key, "EX", this.options.ttlSeconds);
+    } catch (error) {
+      if (!/^WRONGTYPE/.test((error as Error).message)) throw error;
+      await this.redis.del(key);
+      value = null;
+    }
+    if (value === null) return { messages: [], stored: 0, fresh: true };
     let messages: MessageParam[] = [];
     let sizes: number[] = [];
-    for (const item of raw) {
+    let stored = 0;
+    let answer: string | undefined;
+    for (const line of value.split("\n")) {
+      if (line === "") continue;
+      if (line.startsWith("#")) {
+        if (answeredId === undefined) continue;
+        try {
+          const tag = JSON.parse(line.slice(1)) as { id?: unknown; text?: unknown };
+          if (tag.id === answeredId) answer = typeof tag.text === "string" ? tag.text : textOf(messages.at(-1)) ?? "";
+        } catch {
+          // a damaged tag tags nothing
+        }
+        continue;
+      }
+      stored += 1;
+      const json = line.startsWith("U") ? line.slice(1) : line;
       try {
-        messages.push(JSON.parse(item) as MessageParam);
-        sizes.push(item.length);
+        messages.push(JSON.parse(json) as MessageParam);
+        sizes.push(json.length);
       } catch {
         messages = [];
         sizes = [];
       }
     }
-    return trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
+    const kept = trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
+    return { messages: kept, stored, fresh: false, raw: value, ...(answer !== undefined ? { answer } : {}) };
   }
 
   /**
-   * Appends one run's `messages` atomically (one Lua script, a transaction like MULTI): one `RPUSH`
-   * of all of them, `LTRIM` to `maxMessages` plus some slack when the list grew past it, `EXPIRE`
-   * to `ttlSeconds`. With `record`, also `SET record.key record.value EX record.ttlSeconds` in the
-   * same step (the worker stores the computed answer with the history append, so a retried job
-   * neither calls the model again nor appends twice).
+   * Appends one run's `messages` atomically with ONE command: `APPEND` of their lines (and of the
+   * run's tag, with `tag`), or, when `after` says the chat had no history, `SET … EX ttl NX` (which
+   * also sets the expiry; should another writer have created the key meanwhile, `APPEND` follows).
+   * When the key was created by `APPEND` (a writer that did not read first), an `EXPIRE` follows.
+   * When the stored messages (`after.stored` + these) exceed `maxMessages + 2 × 20`, the append is
+   * instead one script that writes the value read plus these lines, cut back to `maxMessages + 20`
+   * messages in front of a user text turn ({@link trimLines}), with one `SET … EX … GET` (and
+   * rebuilds it from what was there when another writer appended meanwhile): once every ~10 runs
+   * of a long chat, one command more than an `APPEND`.
    *
+   * @param after - what {@link read} returned before the run, when the caller read it.
    * @throws when Redis is unreachable; then nothing was written.
    */
-  async append(chat: ChatRef, messages: readonly MessageParam[], record?: { key: string; value: string; ttlSeconds: number }): Promise<void> {
-    if (messages.length === 0 && !record) return;
+  async append(chat: ChatRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
+    if (messages.length === 0 && !tag) return;
+    const key = chatKeys(chat).history;
+    let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(m)}\n`).join("");
+    if (tag) {
+      const derived = textOf(messages.at(-1));
+      lines += `#${JSON.stringify(derived === tag.text ? { id: tag.messageId } : { id: tag.messageId, text: tag.text })}\n`;
+    }
     const keep = this.options.maxMessages + SLACK;
-    await (this.redis as RedisWithHistory).appendHistory(
-      chatKeys(chat).history,
-      record?.key ?? "",
-      keep,
-      this.options.ttlSeconds,
-      record?.value ?? "",
-      record?.ttlSeconds ?? 0,
-      ...messages.map((m) => JSON.stringify(m)),
-    );
+    if (after?.raw !== undefined && after.stored + messages.length > keep + SLACK) {
+      const value = trimLines(after.raw + lines, keep);
+      const sha = createHash("sha1").update(after.raw).digest("hex");
+      await (this.redis as RedisWithHistory).trimAppendHistory(key, value, sha, lines, keep, this.options.ttlSeconds);
+      return;
+    }
+    let created = false;
+    if (after?.fresh) created = (await this.redis.set(key, lines, "EX", this.options.ttlSeconds, "NX")) === "OK";
+    if (!created) {
+      const length = await this.redis.append(key, lines);
+      if (length === Buffer.byteLength(lines)) await this.redis.expire(key, this.options.ttlSeconds);
+    }
   }
 
   /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */

@@ -20,16 +20,20 @@ export function chatTag(chat: ChatRef): string {
 export interface ChatKeys {
   /** List of validated `IncomingMessage` JSON strings waiting for the worker, oldest first. */
   inbox: string;
-  /** Set while a BullMQ job for the chat exists (`"1"`); cleared only when the inbox is empty. */
+  /**
+   * The key that exists exactly while the chat has a job or one is being added: the inbox itself
+   * (a chat's job is added when a message enters an empty inbox, and ends when its finish script
+   * pops the last message). Wait for this key to disappear to see a chat go idle (`npm run chat`).
+   */
   scheduled: string;
-  /** List of Messages API messages (JSON), oldest first. */
+  /** The chat's history: one string of lines, oldest first (format in `src/history/store.ts`). */
   history: string;
 }
 
 /** The keys of `chat`. */
 export function chatKeys(chat: ChatRef): ChatKeys {
   const tag = chatTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `scheduled:${tag}`, history: `history:${tag}` };
+  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */
@@ -38,12 +42,13 @@ export function dedupeKey(chat: ChatRef, messageId: string): string {
 }
 
 /**
- * Per-message progress of the worker: a JSON `{ answer }` stored with the history append, and
- * the number of answer chunks already sent. Lets a retried job reuse the answer and skip sent chunks.
+ * Per-message progress of the worker: the number of answer chunks already sent, written only
+ * for an answer that may need more than one chunk (the finish script's pop records that the last
+ * chunk went out). The computed answer itself is found in the history (a tag line with the
+ * message id), so a retried job neither calls the model again nor sends a chunk twice.
  */
-export function progressKeys(chat: ChatRef, messageId: string): { answer: string; sent: string } {
-  const tag = chatTag(chat);
-  return { answer: `answer:${tag}:${messageId}`, sent: `sent:${tag}:${messageId}` };
+export function progressKeys(chat: ChatRef, messageId: string): { sent: string } {
+  return { sent: `sent:${chatTag(chat)}:${messageId}` };
 }
 
 /**

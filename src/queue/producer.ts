@@ -3,8 +3,8 @@
  *
  * BullMQ (open source) has no per-group ordering, so ordering is ours: each chat has an inbox
  * list in Redis and at most one BullMQ job at a time, which drains the inbox in order (see
- * `src/worker/worker.ts`). Enqueueing is one atomic Lua script plus, only when the chat had no job,
- * one `Queue.add`.
+ * `src/worker/worker.ts`): a chat has a job exactly while its inbox is not empty. Enqueueing is one
+ * atomic Lua script plus, only when the message entered an empty inbox, one `Queue.add`.
  */
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
@@ -16,16 +16,33 @@ import { CHATS_QUEUE, chatJobId, chatKeys, dedupeKey } from "./keys.js";
 export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
 
 /**
- * KEYS: seen, inbox, scheduled. ARGV: message JSON, dedupe TTL (seconds).
- * Returns 0 when the message was seen before, 1 when queued behind a job that already exists,
- * 2 when queued and the caller must add the chat's job.
+ * KEYS: seen, inbox. ARGV: message JSON, dedupe TTL (seconds).
+ * Returns 0 when the message was seen before, 1 when queued behind messages that already have a
+ * job, 2 when the inbox was empty (no job for the chat): the caller must add the chat's job.
+ * Three commands on the server (`EVALSHA`, `SET NX EX`, `RPUSH`).
  */
 const ENQUEUE_SCRIPT = `
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) == false then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
-if redis.call('SET', KEYS[3], '1', 'NX') == false then return 1 end
-return 2
+if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then return 2 end
+return 1
 `;
+
+/**
+ * Undoes an enqueue whose job could not be added. KEYS: seen, inbox. ARGV: message JSON.
+ * When the message is still alone in the inbox (nothing was queued behind it), removes it and its
+ * dedupe mark and returns 1: the chat is as before, and a retry of the message is accepted.
+ * Otherwise returns 0 (messages queued behind it count on its job, so it stays).
+ */
+const UNDO_SCRIPT = `
+if redis.call('LLEN', KEYS[2]) == 1 and redis.call('LINDEX', KEYS[2], 0) == ARGV[1] then
+  redis.call('DEL', KEYS[2], KEYS[1])
+  return 1
+end
+return 0
+`;
+
+/** Delays in ms between further attempts to add a chat's job after a failed add left messages waiting. */
+const READD_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 15000, 30000, 60000];
 
 /** What happened to an enqueued message. */
 export type EnqueueResult = "duplicate" | "queued" | "scheduled";
@@ -63,13 +80,15 @@ export class ChatQueue {
   /** The BullMQ queue of chat jobs; job data is the {@link IncomingMessage} that scheduled the job. */
   readonly queue: Queue<IncomingMessage>;
   readonly #redis: Redis;
+  #closed = false;
 
   constructor(options: ChatQueueOptions) {
     this.#redis = options.store ?? options.redis;
     this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: options.redis, prefix: options.prefix });
     this.queue.on("error", () => {}); // connection problems are logged by connectRedis
     if (!("enqueueChat" in this.#redis)) {
-      this.#redis.defineCommand("enqueueChat", { numberOfKeys: 3, lua: ENQUEUE_SCRIPT });
+      this.#redis.defineCommand("enqueueChat", { numberOfKeys: 2, lua: ENQUEUE_SCRIPT });
+      this.#redis.defineCommand("undoEnqueue", { numberOfKeys: 2, lua: UNDO_SCRIPT });
     }
   }
 
@@ -77,12 +96,17 @@ export class ChatQueue {
    * Queues `message` for a worker.
    *
    * Validates it with {@link IncomingMessageSchema}; atomically remembers its id (a redelivered
-   * message returns `duplicate` and changes nothing), appends it to the chat's inbox and marks the
-   * chat scheduled; when the chat had no job, adds one (job id from platform, chat and message id).
+   * message returns `duplicate` and changes nothing) and appends it to the chat's inbox; when the
+   * inbox was empty (the chat had no job), adds one (job id from platform, chat and message id).
    *
    * @throws {EnqueueError} when the message is malformed, or Redis could not be reached. When the
-   *   job could not be added after the message entered the inbox, the chat's mark is cleared and
-   *   the message is picked up with the chat's next message.
+   *   job could not be added after the message entered the inbox and the message is still alone
+   *   there, it is removed again (with its dedupe mark) and EnqueueError is thrown, so the user is
+   *   asked to try again. When other messages were queued behind it meanwhile (they count on its
+   *   job), it stays, `scheduled` is returned and the add is retried in the background with the
+   *   same job id (BullMQ ignores an add whose id exists, so an add that timed out but reached
+   *   Redis never makes a second job). When even the undo fails (Redis unreachable), the add is
+   *   retried in the background too and EnqueueError is thrown.
    */
   async enqueue(message: IncomingMessage): Promise<EnqueueResult> {
     const parsed = IncomingMessageSchema.safeParse(message);
@@ -91,29 +115,50 @@ export class ChatQueue {
     }
     const msg = parsed.data;
     const keys = chatKeys(msg);
+    const json = JSON.stringify(msg);
+    const seen = dedupeKey(msg, msg.messageId);
     let outcome: number;
     try {
-      outcome = await (this.#redis as RedisWithScripts).enqueueChat(dedupeKey(msg, msg.messageId), keys.inbox, keys.scheduled, JSON.stringify(msg), DEDUPE_TTL_SECONDS);
+      outcome = await (this.#redis as RedisWithScripts).enqueueChat(seen, keys.inbox, json, DEDUPE_TTL_SECONDS);
     } catch (error) {
       throw new EnqueueError(`could not queue the message: ${(error as Error).message}`, { cause: error });
     }
     if (outcome === 0) return "duplicate";
     if (outcome === 1) return "queued";
+    const add = () => this.queue.add("chat", msg, { ...CHAT_JOB_OPTIONS, jobId: chatJobId(msg, msg.messageId) });
     try {
-      await this.queue.add("chat", msg, { ...CHAT_JOB_OPTIONS, jobId: chatJobId(msg, msg.messageId) });
+      await add();
     } catch (error) {
-      await this.#redis.del(keys.scheduled).catch(() => {});
-      throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
+      const undone = await (this.#redis as RedisWithScripts).undoEnqueue(seen, keys.inbox, json).catch(() => -1);
+      if (undone === 1) throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
+      void this.#readd(add);
+      if (undone === -1) throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
     }
     return "scheduled";
   }
 
+  /** Retries adding a chat's job (same job id) until it succeeds or the queue closes. Never throws. */
+  async #readd(add: () => Promise<unknown>): Promise<void> {
+    for (const delay of READD_DELAYS_MS) {
+      await new Promise((r) => setTimeout(r, delay).unref());
+      if (this.#closed) return;
+      try {
+        await add();
+        return;
+      } catch {
+        // keep trying
+      }
+    }
+  }
+
   /** Closes the BullMQ queue (not the shared connection). Never throws. */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.queue.close().catch(() => {});
   }
 }
 
 interface RedisWithScripts extends Redis {
-  enqueueChat(seen: string, inbox: string, scheduled: string, json: string, ttl: number): Promise<number>;
+  enqueueChat(seen: string, inbox: string, json: string, ttl: number): Promise<number>;
+  undoEnqueue(seen: string, inbox: string, json: string): Promise<number>;
 }

@@ -1,8 +1,9 @@
 /**
  * The Redis-backed trace store: each run's events are buffered in memory, logged at debug level
- * as they happen, and written to Redis in one command when the run finishes. A chat keeps its
- * last {@link TRACE_KEEP_RUNS} runs for {@link TRACE_TTL_SECONDS}, newest first, under
- * `trace:{platform:chatId}`.
+ * as they happen, and written to Redis in one step when the run finishes (by {@link RunTracer.finish},
+ * or by the worker's finish script after {@link RunTracer.take}). A chat keeps its last
+ * {@link TRACE_KEEP_RUNS} runs for {@link TRACE_TTL_SECONDS} after its latest run, newest first,
+ * under `trace:{platform:chatId}` (older runs beyond those are cut every `keepRuns` runs and never read).
  *
  * Nothing secret is stored: every string passes through `redact` and is cut to a preview.
  */
@@ -20,9 +21,28 @@ export const TRACE_TTL_SECONDS = 7 * 24 * 3600;
 /** Events kept per run; later ones are counted in `droppedEvents`, not stored. */
 export const TRACE_MAX_EVENTS = 200;
 
-/** The Redis key of a chat's traces, `trace:{platform:chatId}`. */
+/**
+ * The Redis key of a chat's traces, `trace:{platform:chatId}`: the chat's hash tag, like its inbox
+ * and history keys, so the worker's finish script may write the trace in the same step (and on the
+ * same Redis Cluster node) as it pops the chat's message.
+ */
 export function traceKey(chat: ChatRef | string): string {
-  return `trace:${typeof chat === "string" ? chat : chatKey(chat)}`;
+  return `trace:{${typeof chat === "string" ? chat : chatKey(chat)}}`;
+}
+
+/**
+ * The Lua lines that push a run (`ARGV[i]`) onto a chat's trace list (`KEYS[k]`), keep `ARGV[i+1]`
+ * runs and set the expiry to `ARGV[i+2]` seconds: `LPUSH` + `EXPIRE`, and an `LTRIM` back to the
+ * kept runs only when the list has grown to twice that (so once every `keep` runs; readers never
+ * look past the kept runs). Shared by {@link RunTracer.finish} and the worker's finish script.
+ */
+export function tracePushLua(k: number, i: number): string {
+  return `
+do
+  local keep = tonumber(ARGV[${i + 1}])
+  if redis.call('LPUSH', KEYS[${k}], ARGV[${i}]) > 2 * keep then redis.call('LTRIM', KEYS[${k}], 0, keep - 1) end
+  redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}])
+end`;
 }
 
 const EventSchema = z.object({
@@ -54,12 +74,21 @@ export interface TraceRun {
   events: TraceEvent[];
 }
 
-// LPUSH + LTRIM + EXPIRE as one atomic command (one round trip, one command of the budget).
-const PUSH_SCRIPT = `
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+// LPUSH + EXPIRE (+ an LTRIM every `keep` runs) as one atomic script.
+const PUSH_SCRIPT = `${tracePushLua(1, 1)}
 return 1`;
+
+/** A finished run ready to be written: what {@link RunTracer.take} returns. */
+export interface PendingTrace {
+  /** {@link traceKey} of the run's chat. */
+  key: string;
+  /** The run as stored (JSON of a {@link TraceRun}). */
+  json: string;
+  /** Runs kept per chat. */
+  keepRuns: number;
+  /** Expiry of the chat's traces, in seconds. */
+  ttlSeconds: number;
+}
 
 /** Options of a {@link TraceStore}. */
 export interface TraceStoreOptions {
@@ -140,13 +169,12 @@ export class RunTracer implements Tracer {
   }
 
   /**
-   * Writes the run to Redis: one `EVAL` doing LPUSH + LTRIM + EXPIRE on {@link traceKey}.
-   * Only the first call writes; later calls and events are ignored.
-   *
-   * @returns true when the run was stored, false when it was already finished or Redis failed.
+   * Ends the run without writing it, and returns it for a caller that writes it in a step of its
+   * own (the worker's finish script, which pushes it with {@link tracePushLua}). Returns undefined
+   * when the run was already finished or taken. Later events are ignored.
    */
-  async finish(): Promise<boolean> {
-    if (this.#finished) return false;
+  take(): PendingTrace | undefined {
+    if (this.#finished) return undefined;
     this.#finished = true;
     const run: TraceRun = {
       runId: this.runId,
@@ -156,8 +184,21 @@ export class RunTracer implements Tracer {
       droppedEvents: this.#dropped,
       events: this.#events,
     };
+    return { key: traceKey(this.chat), json: JSON.stringify(run), keepRuns: this.#keep, ttlSeconds: this.#ttl };
+  }
+
+  /**
+   * Writes the run to Redis: one `EVAL` doing LPUSH + EXPIRE (and, once every `keepRuns` runs,
+   * LTRIM) on {@link traceKey}. Only the first call (or {@link take}) counts; later calls and
+   * events are ignored.
+   *
+   * @returns true when the run was stored, false when it was already finished or Redis failed.
+   */
+  async finish(): Promise<boolean> {
+    const pending = this.take();
+    if (!pending) return false;
     try {
-      await this.#redis.eval(PUSH_SCRIPT, 1, traceKey(this.chat), JSON.stringify(run), this.#keep, this.#ttl);
+      await this.#redis.eval(PUSH_SCRIPT, 1, pending.key, pending.json, pending.keepRuns, pending.ttlSeconds);
       return true;
     } catch (error) {
       this.#log.warn({ err: { message: (error as Error).message }, runId: this.runId }, "trace run could not be stored");
@@ -196,10 +237,11 @@ export class TraceStore {
   }
 
   /**
-   * The chat's last `n` finished runs, newest first. Entries that do not parse are skipped.
-   * @throws on a Redis error.
+   * The chat's last `n` finished runs (at most `keepRuns`), newest first. Entries that do not
+   * parse are skipped. @throws on a Redis error.
    */
-  async runs(chat: ChatRef | string, n = TRACE_KEEP_RUNS): Promise<TraceRun[]> {
+  async runs(chat: ChatRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
+    n = Math.min(n, this.#options.keepRuns);
     if (n <= 0) return [];
     const raw = await this.#redis.lrange(traceKey(chat), 0, n - 1);
     const runs: TraceRun[] = [];

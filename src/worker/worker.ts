@@ -7,9 +7,16 @@
  * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
  * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head.
  *
- * Answers are idempotent: the computed answer is stored with the history append in one atomic
- * step before anything is sent, and each sent chunk is counted in Redis; a retried job reuses the
- * answer and sends only the chunks not yet sent.
+ * Answers are idempotent: the run's messages are appended to the history in one command, tagged
+ * with the message id (and the answer), before anything is sent; when an answer may take more than
+ * one chunk (longer than the outbound's `singleChunkUnits`), each sent chunk is counted in Redis;
+ * for a one-chunk answer the pop of the message records that it went out. A retried job finds the answer in the history and sends only the chunks
+ * not yet sent.
+ *
+ * Redis commands per message on the common path (one-chunk answer, one job per message): the
+ * history read (`GETEX`), the append (`APPEND`, or `SET … EX NX` for a new chat), and the finish
+ * script (`EVALSHA`, `LPOP`, the run's trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head). The
+ * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
@@ -23,6 +30,7 @@ import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { toolContextFor } from "./context.js";
 import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, chatKeys, progressKeys } from "../queue/keys.js";
+import { traceKey, tracePushLua, type PendingTrace } from "../trace/store.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { toolboxFor } from "../toolbox/select.js";
@@ -30,7 +38,7 @@ import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "./approvals.js";
 import { isTransient } from "./errors.js";
 
-/** Seconds a message's stored answer and sent-chunk count are kept (long enough for every retry). */
+/** Seconds a message's sent-chunk count is kept (long enough for every retry). */
 export const PROGRESS_TTL_SECONDS = 24 * 3600;
 
 /** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
@@ -66,7 +74,12 @@ export interface WorkerDeps {
   /** The outbound side of every platform this worker answers on. */
   outbounds: Partial<Record<Platform, Outbound>>;
   approvals: ApprovalHooks;
-  /** A tracer per run (`runId` is `platform:chatId:messageId`); default: none. */
+  /**
+   * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A tracer with a
+   * `take()` method (`RunTracer` of `src/trace/store.ts`) has its run written by the worker's finish
+   * script, on the `store` Redis (the trace store must use that Redis); any other tracer with a
+   * `finish()` is finished right after the run.
+   */
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
@@ -90,24 +103,42 @@ export interface ChatWorker {
 }
 
 /**
- * KEYS: inbox, scheduled, answer, sent. ARGV[1] "1": first pop the head (the message just handled)
- * and delete its stored answer and sent-chunk count (they are only needed until it is popped).
- * Returns the new head, or `false` (nil) after clearing the chat's mark when the inbox is empty:
- * then the job may end, since the next message of the chat schedules a new job.
- * With ARGV[1] "0" (nothing handled yet) KEYS[3] and KEYS[4] are placeholders and untouched.
+ * KEYS: inbox, sent (or a placeholder of the chat), trace key of the chat.
+ * ARGV: [1] id of the message just handled ("" when the entry was malformed), [2] "1" to delete
+ * its sent-chunk count, [3] the run's trace JSON ("" for none), [4] runs kept, [5] trace TTL (s).
+ * Pops the handled message, writes the run's trace, and returns the new head, or `false` (nil)
+ * when the inbox is empty: the job then ends, and the chat's next message, entering an empty inbox,
+ * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
+ * returned: the handled message was the job's own data, and the inbox had been emptied by the
+ * producer's undo of an add that timed out yet reached BullMQ, so what is there now has a job of its own.
  */
 const FINISH_SCRIPT = `
-if ARGV[1] == "1" then
-  redis.call('LPOP', KEYS[1])
-  redis.call('DEL', KEYS[3], KEYS[4])
+local head = redis.call('LPOP', KEYS[1])
+if head and ARGV[1] ~= '' then
+  local ok, m = pcall(cjson.decode, head)
+  if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then
+    redis.call('LPUSH', KEYS[1], head)
+    head = false
+  end
 end
-local head = redis.call('LINDEX', KEYS[1], 0)
-if not head then redis.call('DEL', KEYS[2]) end
-return head
+if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
+if ARGV[3] ~= '' then ${tracePushLua(3, 3)} end
+if head == false and ARGV[1] ~= '' then return false end
+return redis.call('LINDEX', KEYS[1], 0)
 `;
 
 interface RedisWithWorkerScripts extends Redis {
-  finishChat(inbox: string, scheduled: string, answer: string, sent: string, pop: "0" | "1"): Promise<string | null>;
+  finishChat(inbox: string, sent: string, traceKey: string, messageId: string, delSent: "0" | "1", trace: string, keep: number, ttl: number): Promise<string | null>;
+}
+
+/** What answering one inbox entry left for the finish script. */
+interface Answered {
+  /** The message, or undefined when the entry was malformed (dropped). */
+  message?: IncomingMessage;
+  /** True when a sent-chunk count may have been written. */
+  counted: boolean;
+  /** The run's trace, to be written by the finish script. */
+  trace?: PendingTrace;
 }
 
 /**
@@ -129,23 +160,23 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   const { config, log } = deps;
   const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
-  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 4, lua: FINISH_SCRIPT });
+  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
   const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: deps.prefix });
   queue.on("error", () => {});
   const typingEvery = deps.typingIntervalMs ?? TYPING_INTERVAL_MS;
   let closing = false;
 
   /**
-   * Answers one message of the inbox. Throws to retry the job (transient failures only).
-   * Returns the message, or `undefined` when the inbox entry was malformed (it is dropped).
+   * Answers one message of the inbox (`entry`: its raw JSON, or the job's own data when the job is
+   * fresh). Throws to retry the job (transient failures only).
    */
-  async function answer(job: Job<IncomingMessage>, raw: string): Promise<IncomingMessage | undefined> {
+  async function answer(job: Job<IncomingMessage>, entry: string | IncomingMessage): Promise<Answered> {
     let message: IncomingMessage;
     try {
-      message = IncomingMessageSchema.parse(JSON.parse(raw));
+      message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
     } catch (error) {
       log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
-      return undefined;
+      return { counted: false };
     }
     const chat: ChatRef = { platform: message.platform, chatId: message.chatId };
     const runId = `${chatKey(chat)}:${message.messageId}`;
@@ -156,38 +187,55 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
       if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
       mlog.error(`${problem}; message dropped`);
-      return message;
+      return { message, counted: false };
     }
-    const keys = progressKeys(chat, message.messageId);
+    const sentKey = progressKeys(chat, message.messageId).sent;
     // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
     const resumed = job.attemptsStarted > 1 || job.name !== "chat";
-    const [stored, sentCount] = resumed ? await redis.mget(keys.answer, keys.sent) : [null, null];
-    const skip = Number(sentCount ?? 0);
+    let stored: string | undefined;
+    let skip = 0;
+    if (resumed) {
+      stored = (await deps.history.read(chat, message.messageId)).answer;
+      if (stored !== undefined) skip = Number((await redis.get(sentKey)) ?? 0);
+    }
 
     const typing = new Typing(outbound, message, typingEvery, mlog);
+    let tracer: Tracer = nullTracer;
+    let counted = false;
     try {
       let text: string;
-      if (stored !== null && stored !== undefined) {
-        text = (JSON.parse(stored) as { text: string }).text;
-        mlog.info({ skip }, "reusing the stored answer of an earlier attempt");
+      if (stored !== undefined) {
+        text = stored;
+        mlog.info({ skip }, "reusing the answer of an earlier attempt found in the history");
       } else {
         typing.start();
         await deps.approvals.supersedePending(chat, message);
-        const outcome = await runAgentFor(message, runId, mlog);
+        const before = await deps.history.read(chat);
+        tracer = deps.tracerFor?.(runId, chatKey(chat)) ?? nullTracer;
+        const outcome = await runAgentFor(message, before.messages, tracer, mlog);
+        // A tracer that cannot hand its run to the finish script stores it now.
+        if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
         if (outcome.kind === "approval") {
+          await finishTracer(tracer);
           await deps.approvals.begin(message, outcome, outbound);
-          return message;
+          return { message, counted };
         }
         text = outcome.text;
-        await deps.history.append(chat, outcome.messages, { key: keys.answer, value: JSON.stringify({ text }), ttlSeconds: PROGRESS_TTL_SECONDS });
+        await deps.history.append(chat, outcome.messages, { messageId: message.messageId, text }, before);
       }
+      // Count sent chunks unless the outbound says this answer goes out as one message.
+      const multi = text.length > (outbound.singleChunkUnits ?? 0);
+      counted = multi || skip > 0;
       await outbound.sendAnswer(message, text, {
         skip,
-        onSent: async (index) => {
-          await redis.set(keys.sent, index + 1, "EX", PROGRESS_TTL_SECONDS);
-        },
+        onSent: multi
+          ? async (index) => {
+              await redis.set(sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
+            }
+          : undefined,
       });
     } catch (error) {
+      await finishTracer(tracer);
       const attempts = job.opts.attempts ?? 1;
       if (isTransient(error) && job.attemptsMade + 1 < attempts) {
         mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
@@ -202,22 +250,17 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     } finally {
       typing.stop();
     }
-    return message;
+    const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
+    return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
   }
 
-  async function runAgentFor(message: IncomingMessage, runId: string, mlog: Logger): Promise<AgentOutcome> {
+  async function runAgentFor(message: IncomingMessage, history: AgentRequest["history"], tracer: Tracer, mlog: Logger): Promise<AgentOutcome> {
     const chat = { platform: message.platform, chatKind: message.chatKind } as const;
-    const history = await deps.history.load(message);
     const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
-    const tracer = deps.tracerFor?.(runId, chatKey(message)) ?? nullTracer;
-    try {
-      return await deps.runAgent(
-        { history, userText, context: toolContextFor(message, { config, redis, log: mlog }) },
-        { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer },
-      );
-    } finally {
-      await finishTracer(tracer);
-    }
+    return deps.runAgent(
+      { history, userText, context: toolContextFor(message, { config, redis, log: mlog }) },
+      { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer },
+    );
   }
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
@@ -226,13 +269,15 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
     const keys = chatKeys(parsed.data);
-    let head = await redis.lindex(keys.inbox, 0);
-    if (head === null) head = await store.finishChat(keys.inbox, keys.scheduled, keys.scheduled, keys.scheduled, "0");
+    const trace = traceKey(parsed.data);
+    // A fresh job was added for the message that entered the empty inbox: it is the head.
+    let head: string | IncomingMessage | null = job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);
     while (head !== null) {
       const done = await answer(job, head);
-      // A malformed entry has no progress keys: delete a never-used key of the same chat instead.
-      const progress = progressKeys(parsed.data, done?.messageId ?? "-");
-      head = await store.finishChat(keys.inbox, keys.scheduled, progress.answer, progress.sent, "1");
+      const id = done.message?.messageId ?? "";
+      const sent = done.counted ? progressKeys(parsed.data, id).sent : keys.inbox;
+      const run = done.trace;
+      head = await store.finishChat(keys.inbox, sent, trace, id, done.counted ? "1" : "0", run?.json ?? "", run?.keepRuns ?? 0, run?.ttlSeconds ?? 0);
       if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
         await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });

@@ -93,31 +93,98 @@ describe("HistoryStore", () => {
   it("appends runs, keeps them valid, and caps what Redis holds", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1" };
-    for (let i = 0; i < 30; i += 1) await store.append(chat, [user(`q${i}`), call(`t${i}`), result(`t${i}`), assistant(`a${i}`)]);
+    for (let i = 0; i < 30; i += 1) {
+      const before = await store.read(chat);
+      await store.append(chat, [user(`q${i}`), call(`t${i}`), result(`t${i}`), assistant(`a${i}`)], undefined, before);
+    }
     expect(await store.load(chat)).toEqual([user("q29"), call("t29"), result("t29"), assistant("a29")]);
-    expect(await redis.llen(chatKeys(chat).history)).toBeLessThanOrEqual(4 + 20);
+    // trimmed back to maxMessages + 20 once past maxMessages + 40
+    expect((await store.read(chat)).stored).toBeLessThanOrEqual(4 + 40);
+    expect((await store.read(chat)).stored).toBeGreaterThanOrEqual(4);
   });
 
-  it("stores a record with the append in one step", async () => {
+  it("trims only in front of a user text turn: a cut inside a tool exchange moves past it", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "h1b" };
+    const key = chatKeys(chat).history;
+    // 2 messages, then runs of 6: the raw cut point (keep 24) falls inside a tool exchange
+    await store.append(chat, runs[0]!, undefined, await store.read(chat));
+    let trimmed = false;
+    for (let i = 0; i < 12; i += 1) {
+      const before = await store.read(chat);
+      await store.append(chat, runs[2]!, { messageId: `m${i}`, text: "done" }, before);
+      const raw = (await redis.get(key))!;
+      expect(raw.startsWith("U")).toBe(true);
+      if (before.stored + 6 > 44) trimmed = true;
+    }
+    expect(trimmed).toBe(true);
+    const after = await store.read(chat, "m11");
+    expect(after.stored).toBeLessThanOrEqual(44);
+    expect(after.stored % 6).toBe(0); // whole runs only
+    expect(after.answer).toBe("done");
+    expect(await redis.ttl(key)).toBeGreaterThan(3590);
+  });
+
+  it("a trimming append loses no update written by another writer since the read", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "h1c" };
+    for (let i = 0; i < 7; i += 1) await store.append(chat, runs[2]!, { messageId: `m${i}`, text: "done" }, await store.read(chat));
+    const before = await store.read(chat); // 42 stored: this run's append trims
+    expect(before.stored).toBe(42);
+    await store.append(chat, runs[0]!); // an approval's resumed run, meanwhile
+    await store.append(chat, runs[2]!, { messageId: "last", text: "done" }, before); // 42 + 6 > 4 + 40: trims
+    const after = await store.read(chat, "last");
+    const stored = after.raw!.split("\n").filter((l) => l !== "" && !l.startsWith("#")).map((l) => JSON.parse(l.replace(/^U/, "")) as MessageParam);
+    expect(stored.slice(-8)).toEqual([...runs[0]!, ...runs[2]!]);
+    expect(after.answer).toBe("done");
+    expect(after.stored).toBeLessThanOrEqual(24);
+    expect(after.raw!.startsWith("U")).toBe(true);
+    expect((await store.read(chat, "m6")).answer).toBe("done");
+  });
+
+  it("tags a run with its message id, so a retry finds the answer in the history", async () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 3600 });
     const chat = { platform: "discord" as const, chatId: "h2" };
-    await store.append(chat, runs[0]!, { key: "answer:test", value: "hello", ttlSeconds: 60 });
-    expect(await redis.get("answer:test")).toBe("hello");
-    expect(await store.load(chat)).toEqual(runs[0]);
+    const first = await store.read(chat, "m1");
+    expect(first).toEqual({ messages: [], stored: 0, fresh: true });
+    await store.append(chat, runs[0]!, { messageId: "m1", text: "hello" }, first);
+    // an approval's resumed run appends in between, without a tag
+    await store.append(chat, runs[1]!);
+    // an answer that is not the last turn's text is stored in the tag
+    await store.append(chat, runs[0]!, { messageId: "m2", text: "hello (edited)" }, await store.read(chat));
+    expect((await store.read(chat, "m1")).answer).toBe("hello");
+    expect((await store.read(chat, "m2")).answer).toBe("hello (edited)");
+    expect((await store.read(chat, "m3")).answer).toBeUndefined();
+    const read = await store.read(chat);
+    expect(read).toMatchObject({ messages: [...runs[0]!, ...runs[1]!, ...runs[0]!], stored: 8, fresh: false });
+    // the tag is in the same value as the messages: one key per chat
+    expect(await redis.keys("*h2*")).toEqual([chatKeys(chat).history]);
   });
 
-  it("sets and renews the expiry, and an expired chat starts empty", async () => {
+  it("sets the expiry on creation, renews it on every read, and an expired chat starts empty", async () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
     const chat = { platform: "telegram" as const, chatId: "h3" };
-    await store.append(chat, runs[0]!);
+    await store.append(chat, runs[0]!, undefined, await store.read(chat)); // SET … EX NX
     const key = chatKeys(chat).history;
     expect(await redis.ttl(key)).toBeGreaterThan(590);
     await redis.expire(key, 5);
-    await store.append(chat, runs[1]!);
+    await store.load(chat);
     expect(await redis.ttl(key)).toBeGreaterThan(590);
     await redis.pexpire(key, 30);
     await new Promise((r) => setTimeout(r, 80));
     expect(await store.load(chat)).toEqual([]);
+    // a writer that did not read first (an approval's resumed run) still leaves an expiry
+    await store.append(chat, runs[1]!);
+    expect(await redis.ttl(key)).toBeGreaterThan(590);
+  });
+
+  it("reads a history left in the older list layout as empty, and replaces it", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
+    const chat = { platform: "telegram" as const, chatId: "h7" };
+    await redis.rpush(chatKeys(chat).history, JSON.stringify(user("old")));
+    expect(await store.read(chat)).toEqual({ messages: [], stored: 0, fresh: true });
+    await store.append(chat, runs[0]!, undefined, { stored: 0, fresh: true });
+    expect(await store.load(chat)).toEqual(runs[0]);
   });
 
   it("forgets a chat on reset, and only that chat", async () => {
@@ -135,7 +202,7 @@ describe("HistoryStore", () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
     const chat = { platform: "telegram" as const, chatId: "h6" };
     await store.append(chat, runs[1]!);
-    await redis.rpush(chatKeys(chat).history, "{not json");
+    await redis.append(chatKeys(chat).history, "{not json\n");
     await store.append(chat, runs[0]!);
     expect(await store.load(chat)).toEqual(runs[0]);
   });

@@ -101,10 +101,17 @@ describe("TraceStore", () => {
       t.event("user_input", { text: `message ${i}` });
       await t.finish();
     }
+    // the list is cut back to the kept runs once it has grown to twice that; only the kept runs are read
+    expect(await redis.llen(traceKey("discord:555"))).toBeLessThanOrEqual(2 * TRACE_KEEP_RUNS);
+    expect(await store.runs("discord:555", 100)).toHaveLength(TRACE_KEEP_RUNS);
+    for (let i = TRACE_KEEP_RUNS + 5; i < 2 * TRACE_KEEP_RUNS + 1; i++) await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
     expect(await redis.llen(traceKey("discord:555"))).toBe(TRACE_KEEP_RUNS);
+    expect((await store.runs("discord:555")).map((r) => r.runId)).toEqual(Array.from({ length: TRACE_KEEP_RUNS }, (_, i) => `r${2 * TRACE_KEEP_RUNS - i}`));
+    for (let i = 2 * TRACE_KEEP_RUNS + 1; i < 2 * TRACE_KEEP_RUNS + 3; i++) await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
+    expect((await store.latestRun("discord:555"))!.runId).toBe(`r${2 * TRACE_KEEP_RUNS + 2}`);
     const runs = await store.runs("discord:555", 3);
-    expect(runs.map((r) => r.runId)).toEqual(["r24", "r23", "r22"]);
-    expect((await store.runs("discord:555")).at(-1)!.runId).toBe("r5");
+    expect(runs.map((r) => r.runId)).toEqual(["r42", "r41", "r40"]);
+    expect((await store.runs("discord:555")).at(-1)!.runId).toBe("r23");
     expect(await store.latestRun("discord:nothing")).toBeUndefined();
   });
 

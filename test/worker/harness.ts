@@ -18,6 +18,7 @@ import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
 import { ToolError, defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { TraceStore } from "../../src/trace/store.js";
 import { unavailableApprovals, type ApprovalHooks } from "../../src/worker/approvals.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
@@ -103,14 +104,23 @@ export class CapturingStream extends Writable {
 
 /**
  * A minimal platform fake around the console outbound: counts typing indicators, and can make the
- * send after chunk `failAfterChunk` fail once with a network error (the chunk before it went out).
+ * send after chunk `failAfterChunk` fail once with a network error (the chunk before it went out),
+ * or the next `failBeforeSend` answers fail before anything went out.
  */
 export class FlakyOutbound implements Outbound {
   readonly platform = "console" as const;
+  /** What the outbound declares to the worker (see `Outbound.singleChunkUnits`); unset by default. */
+  singleChunkUnits: number | undefined;
   typing = 0;
   failAfterChunk: number | undefined;
+  /** How many of the next answers fail with a network error before anything is sent. */
+  failBeforeSend = 0;
   constructor(private readonly inner: ConsoleOutbound) {}
   async sendAnswer(to: IncomingMessage, textValue: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    if (this.failBeforeSend > 0) {
+      this.failBeforeSend -= 1;
+      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    }
     return this.inner.sendAnswer(to, textValue, {
       skip: options.skip,
       onSent: async (index, ref) => {
@@ -165,7 +175,7 @@ export interface Harness {
 }
 
 /** Starts Redis, the fake model and `workers` workers. */
-export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: ApprovalHooks } = {}): Promise<Harness> {
+export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: ApprovalHooks; traces?: boolean } = {}): Promise<Harness> {
   const server = await startRedis();
   const fake = await startFakeAnthropic();
   const config = testConfig({ WORKER_CONCURRENCY: "4", ...options.env });
@@ -201,6 +211,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
         outbounds: { console: outbound },
         approvals: options.approvals ?? unavailableApprovals(config.BOT_LOCALE, silentLogger),
         typingIntervalMs: 50,
+        ...(options.traces ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) } : {}),
       });
       await worker.waitUntilReady();
       harness.workers.push(worker);

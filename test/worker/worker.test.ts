@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { chatKeys, progressKeys } from "../../src/queue/keys.js";
+import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { badRequest } from "./model-errors.js";
 import { overloaded, text } from "../fakes/anthropic.js";
 import { lastText, message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
@@ -30,8 +31,7 @@ describe("worker", () => {
       expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
       expect(second.messages[0]!.content).toBe(`[Alice-${c}] add todo milk-${c} slow 300`);
       expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
-      const stored = await h.redis.lrange(chatKeys({ platform: "console", chatId: c }).history, 0, -1);
-      expect(stored).toHaveLength(8);
+      expect((await h.history.read({ platform: "console", chatId: c })).stored).toBe(8);
       expect(await h.redis.exists(chatKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
     }
     // both workers took part
@@ -64,9 +64,47 @@ describe("worker", () => {
     const history = await h.history.load({ platform: "console", chatId: "s1" });
     expect(history).toHaveLength(2);
     expect(h.outbound.typing).toBeGreaterThanOrEqual(1);
-    // once the message is popped its stored answer and sent count are gone
+    // the answer is kept in the history, tagged with the message id; once the message is popped its sent count is gone
+    expect((await h.history.read({ platform: "console", chatId: "s1" }, "1")).answer).toBe(long);
     const keys = progressKeys({ platform: "console", chatId: "s1" }, "1");
-    await waitFor(async () => (await h!.redis.exists(keys.answer, keys.sent)) === 0, 2000, "progress keys to be deleted");
+    await waitFor(async () => (await h!.redis.exists(keys.sent)) === 0, 2000, "the sent count to be deleted");
+  });
+
+  it("writes the run's trace with the pop, counts no chunk of a one-chunk answer, and tags the answer in the history", async () => {
+    h = await startHarness({ traces: true });
+    h.outbound.singleChunkUnits = 2000;
+    h.fake.enqueue(...model(2));
+    await h.queue.enqueue(message("tr1", "1", "hello"));
+    await h.queue.enqueue(message("tr1", "2", "again"));
+    await waitFor(() => h!.output.answers().length === 2);
+    const chat = { platform: "console" as const, chatId: "tr1" };
+    const traces = new TraceStore(h.redis);
+    await waitFor(async () => (await traces.runs(chat)).length === 2, 2000, "both traces");
+    const runs = await traces.runs(chat);
+    expect(runs.map((r) => r.runId)).toEqual(["console:tr1:2", "console:tr1:1"]);
+    expect(runs[0]!.events.map((e) => e.type)).toContain("final_answer");
+    expect(await h.redis.ttl(traceKey(chat))).toBeGreaterThan(TRACE_TTL_SECONDS - 10);
+    // no sent count was written (the finish script would not have deleted it)
+    expect(await h.redis.exists(progressKeys(chat, "1").sent, progressKeys(chat, "2").sent)).toBe(0);
+    expect((await h.history.read(chat, "1")).answer).toBe("echo: hello");
+    expect((await h.history.read(chat, "2")).answer).toBe("echo: again");
+    // the chat is idle: its inbox is gone; besides the dedupe marks only history and trace are left
+    expect(await h.redis.exists(chatKeys(chat).inbox)).toBe(0);
+    const left = (await h.redis.keys("*{console:tr1}*")).filter((k) => !k.startsWith("seen:"));
+    expect(left.sort()).toEqual([chatKeys(chat).history, traceKey(chat)].sort());
+  });
+
+  it("a retried job finds a one-chunk answer in the history and does not call the model again", async () => {
+    h = await startHarness();
+    h.outbound.singleChunkUnits = 2000;
+    h.fake.enqueue(...model(1));
+    // the send fails (a network error before the chunk went out): the job retries
+    h.outbound.failBeforeSend = 1;
+    await h.queue.enqueue(message("rt1", "1", "hello"));
+    await waitFor(() => h!.output.answers().length === 1, 15_000, "the answer after the retry");
+    expect(h.output.answers()).toEqual(["echo: hello"]);
+    expect(h.fake.requests).toHaveLength(1);
+    expect((await h.history.read({ platform: "console", chatId: "rt1" })).stored).toBe(2);
   });
 
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {

@@ -89,6 +89,11 @@ export class ConsoleOutbound implements Outbound {
     this.#options = options;
   }
 
+  /** An answer up to one chunk's size (`chunkChars`) is written in one piece. */
+  get singleChunkUnits(): number {
+    return this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS;
+  }
+
   /**
    * Writes the answer as `bot> …`, one write per chunk (see {@link splitText}); chunks before
    * `skip` are not written. `onSent(index)` is awaited after each chunk, `index` counting from the

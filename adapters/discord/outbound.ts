@@ -54,6 +54,8 @@ export function createRest(config: Config): REST {
 /** The outbound half for Discord. */
 export class DiscordOutbound implements Outbound {
   readonly platform = "discord" as const;
+  /** Text of up to 1900 UTF-16 units always goes out as one message (room for a fence the splitter may close). */
+  readonly singleChunkUnits = 1900;
   readonly #rest: REST;
   readonly #config: Config;
   readonly #log: Logger;

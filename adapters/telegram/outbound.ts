@@ -29,6 +29,11 @@ export function destinationOf(to: Pick<IncomingMessage, "chatId" | "chatKind" | 
 /** The Telegram {@link Outbound}. Methods throw grammy's `GrammyError`/`HttpError` on failures that remain after retries. */
 export class TelegramOutbound implements Outbound {
   readonly platform = "telegram" as const;
+  /**
+   * Markdown of up to 2000 UTF-16 units always goes out as one message: its visible text stays
+   * under 4096 even where rendering grows it (renumbered lists, table cells padded in <pre>).
+   */
+  readonly singleChunkUnits = 2000;
 
   /**
    * @param api - a grammy Api with auto-retry installed (see `createApi`).

@@ -291,7 +291,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });
-  chats.on("error", (err) => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`));
+  const warnEvery10s = throttled(10_000);
+  chats.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)));
   chats.on("failed", (job, err) => {
     if (!job || err instanceof UnrecoverableError || job.attemptsMade < (job.opts.attempts ?? 1)) {
       if (job && err instanceof UnrecoverableError) log.error({ job: job.id, err: { message: err.message } }, "chat job failed without retry");
@@ -310,7 +311,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
   });
-  decisions.on("error", (err) => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`));
+  decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
 
   return {
     chats,
@@ -351,4 +352,18 @@ class Typing {
   stop(): void {
     clearInterval(this.#timer);
   }
+}
+
+/**
+ * A gate that lets one call through per `intervalMs` ms and drops the rest: during a Redis outage
+ * BullMQ emits an error on every reconnect attempt, and one line per 10 s says enough.
+ */
+function throttled(intervalMs: number): (emit: () => void) => void {
+  let last = 0;
+  return (emit) => {
+    const now = Date.now();
+    if (now - last < intervalMs) return;
+    last = now;
+    emit();
+  };
 }

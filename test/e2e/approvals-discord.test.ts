@@ -4,24 +4,17 @@
  * user (and DM channel, or the guild channel for the group scenarios).
  */
 import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
-import { freshResults, quietWindow, seedTodos, testRedis, todoLines } from "./approvals-helpers.js";
-import { startStack, type Stack } from "./harness.js";
+import { freshResults, quietWindow, seedTodos, todoLines } from "./approvals-helpers.js";
+import { useStack, type Stack } from "./harness.js";
 import { approvalsModel } from "./scripted-approvals.js";
 
 let stack: Stack;
 let redis: Redis;
-beforeAll(async () => {
-  stack = await startStack({ model: approvalsModel });
-  redis = testRedis(stack);
-}, 60_000);
-afterAll(async () => {
-  await redis?.quit();
-  await stack?.stop();
-});
-afterEach(() => {
-  expect(stack.model.rejections).toEqual([]);
+useStack({ model: approvalsModel }, (started, connection) => {
+  stack = started;
+  redis = connection;
 });
 
 const WAIT = 15_000;

@@ -5,23 +5,16 @@
  * (a follow-up message is answered and the strict fake model rejected nothing).
  */
 import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { FakeUser } from "../fakes/discord.js";
-import { seedTodos, testRedis, todoLines } from "./approvals-helpers.js";
-import { startStack, type Stack } from "./harness.js";
+import { seedTodos, todoLines } from "./approvals-helpers.js";
+import { useStack, type Stack } from "./harness.js";
 
 let stack: Stack;
 let redis: Redis;
-beforeAll(async () => {
-  stack = await startStack({ env: { CONFIRM_TIMEOUT_SECONDS: "5" } });
-  redis = testRedis(stack);
-}, 60_000);
-afterAll(async () => {
-  await redis?.quit();
-  await stack?.stop();
-});
-afterEach(() => {
-  expect(stack.model.rejections).toEqual([]);
+useStack({ env: { CONFIRM_TIMEOUT_SECONDS: "5" } }, (started, connection) => {
+  stack = started;
+  redis = connection;
 });
 
 /** Long enough for the 5 s expiry plus the delayed job's pickup and the edits. */

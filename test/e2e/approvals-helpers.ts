@@ -4,16 +4,10 @@
  * scripted model.
  */
 import type { Redis } from "ioredis";
-import { connectRedis } from "../../src/redis.js";
 import type { Platform } from "../../src/queue/incoming.js";
 import { addTodo, listTodos } from "../../tools/todo/store.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import type { Stack } from "./harness.js";
-
-/** A Redis connection of the test itself (close it with `quit()`). */
-export function testRedis(stack: Stack): Redis {
-  return connectRedis(stack.redis.url);
-}
 
 /** Adds todos with these titles to the list of `userId` on `platform`; returns their ids (#1, #2, … on a fresh list). */
 export async function seedTodos(redis: Redis, platform: Platform, userId: string, titles: string[]): Promise<number[]> {

@@ -8,11 +8,14 @@
  * so a test can restart the worker (a new process would do the same work).
  */
 import { Writable } from "node:stream";
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/log.js";
+import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
@@ -132,4 +135,28 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     },
   };
   return stack;
+}
+
+/**
+ * One stack for the calling test file: started before its tests (`beforeAll`), stopped after
+ * them, with a Redis connection of the test's own for direct checks. After each test it asserts
+ * that the strict fake Messages API refused nothing (our history stayed valid).
+ *
+ * @param onStart - receives the stack and the connection once started (assign them to the file's variables).
+ */
+export function useStack(options: StackOptions, onStart: (stack: Stack, redis: Redis) => void): void {
+  let stack: Stack | undefined;
+  let redis: Redis | undefined;
+  beforeAll(async () => {
+    stack = await startStack(options);
+    redis = connectRedis(stack.redis.url);
+    onStart(stack, redis);
+  }, 60_000);
+  afterAll(async () => {
+    await redis?.quit();
+    await stack?.stop();
+  });
+  afterEach(() => {
+    expect(stack?.model.rejections).toEqual([]);
+  });
 }

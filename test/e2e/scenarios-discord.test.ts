@@ -5,10 +5,10 @@
  * users; DM scenarios have their own DM channels, group ones share the guild's text channel
  * (and its thread) but run one after another.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { overloaded } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeMessage, FakeUser, SentMessage } from "../fakes/discord.js";
-import { startStack, type Stack } from "./harness.js";
+import { useStack, type Stack } from "./harness.js";
 import {
   ANSWER_TIMEOUT_MS,
   CALLS_UNTIL_APOLOGY,
@@ -27,12 +27,8 @@ import {
 } from "./scenarios-common.js";
 
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack({ modelRetries: MODEL_RETRIES });
-}, 60_000);
-afterAll(async () => stack?.stop());
-// Our history is always valid for the Messages API: the strict fake refused nothing.
-afterEach(() => expect(stack.model.rejections).toEqual([]));
+// One stack for the file; after each test, the strict fake must have refused nothing (valid history).
+useStack({ modelRetries: MODEL_RETRIES }, (started) => (stack = started));
 
 let nextUser = 0;
 /** A fresh user for one scenario. */

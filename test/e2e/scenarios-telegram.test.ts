@@ -4,10 +4,10 @@
  * model, the fake CWA and a real Redis. Each scenario uses its own users and chats.
  */
 import type { Chat, Message, User } from "grammy/types";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { overloaded } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
-import { startStack, type Stack } from "./harness.js";
+import { useStack, type Stack } from "./harness.js";
 import {
   ANSWER_TIMEOUT_MS,
   CALLS_UNTIL_APOLOGY,
@@ -26,12 +26,8 @@ import {
 } from "./scenarios-common.js";
 
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack({ modelRetries: MODEL_RETRIES });
-}, 60_000);
-afterAll(async () => stack?.stop());
-// Our history is always valid for the Messages API: the strict fake refused nothing.
-afterEach(() => expect(stack.model.rejections).toEqual([]));
+// One stack for the file; after each test, the strict fake must have refused nothing (valid history).
+useStack({ modelRetries: MODEL_RETRIES }, (started) => (stack = started));
 
 /** The messages the bot sent to `chat`, in order. */
 function sentTo(chat: Chat): FakeSentMessage[] {

@@ -3,17 +3,16 @@
  * them, and a small in-test AdapterContext (an array of enqueued messages, a real ToolBox, a
  * Map-backed ApprovalDecider).
  */
-import { Writable } from "node:stream";
 import { z } from "zod";
 import { createAdapter } from "../../adapters/discord/index.js";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
-import { createLogger, type Logger } from "../../src/log.js";
 import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
+import { captureLogger } from "../helpers/log.js";
 
 /** Tools for `/tools`: two tags, one dangerous. */
 export const testToolbox = new ToolBox([
@@ -58,17 +57,7 @@ export interface Harness {
 /** Starts the fake and the adapter; the adapter is ready (guilds received, commands registered). */
 export async function startHarness(options: { fake?: FakeDiscordOptions; env?: Record<string, string> } = {}): Promise<Harness> {
   const fake = await FakeDiscord.start(options.fake);
-  const lines: string[] = [];
-  const log: Logger = createLogger({
-    level: "debug",
-    pretty: false,
-    destination: new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    }),
-  });
+  const { log, lines } = captureLogger("debug");
   const config = testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, ...options.env });
   const enqueued: IncomingMessage[] = [];
   const resets: ChatRef[] = [];

@@ -7,14 +7,12 @@
  * The bot runs as two parts, an `adapter` and a `worker`, sharing Redis as on separate machines,
  * so a test can restart the worker (a new process would do the same work).
  */
-import { Writable } from "node:stream";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
-import { createLogger, type Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -23,6 +21,7 @@ import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { testConfig } from "../helpers/config.js";
+import { captureLogger } from "../helpers/log.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { scriptedModel } from "./scripted-model.js";
 
@@ -79,17 +78,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   started.push(() => discord.close());
   const cwa = await startFakeCwa();
   started.push(() => cwa.close());
-  const lines: string[] = [];
-  const log: Logger = createLogger({
-    level: "debug",
-    pretty: false,
-    destination: new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    }),
-  });
+  const { log, lines } = captureLogger("debug");
   const config = testConfig({
     LOG_LEVEL: "debug",
     ANTHROPIC_API_KEY: "sk-ant-e2e-test-key-000000",

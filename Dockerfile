@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Multi-stage build: compile TypeScript in one stage; the runtime image holds production
 # dependencies and compiled JavaScript only, and runs as a non-root user.
-ARG NODE_VERSION=24
+# The current Node.js LTS line (26, Active LTS since October 2026); the tests also run on Node 20.
+ARG NODE_VERSION=26
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app

@@ -4,7 +4,7 @@
 # The current Node.js LTS line (26, Active LTS since October 2026); the tests also run on Node 20.
 ARG NODE_VERSION=26
 
-FROM node:${NODE_VERSION}-bookworm-slim AS build
+FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ COPY tools ./tools
 COPY adapters ./adapters
 RUN npm run build && npm prune --omit=dev
 
-FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+FROM node:${NODE_VERSION}-slim AS runtime
 ENV NODE_ENV=production \
     HEALTH_PORT=8080
 WORKDIR /app

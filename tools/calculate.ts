@@ -20,10 +20,15 @@ import { defineTool, ToolError } from "../src/toolbox/tool.js";
 export const MAX_EXPRESSION_CHARS = 200;
 /** Largest accepted magnitude of any intermediate or final value: 10^100. */
 export const MAX_DIGITS = 100;
-/** Significant digits of results (BigNumber precision is 64; shown rounded to 20). */
+/** Significant digits results are shown with (computed with {@link PRECISION}). */
 export const SHOWN_DIGITS = 20;
+/**
+ * Significant digits every value is computed with: more than {@link MAX_DIGITS}, so any accepted
+ * whole number (below 10^100) and its sums, products and remainders are exact.
+ */
+export const PRECISION = 2 * MAX_DIGITS + 20;
 
-const math = create(all!, { number: "BigNumber", precision: 64, predictable: true });
+const math = create(all!, { number: "BigNumber", precision: PRECISION, predictable: true });
 const parse = math.parse;
 
 const disabled = (name: string) => () => {
@@ -37,6 +42,7 @@ math.import(
 );
 
 const LIMIT = math.bignumber(`1e${MAX_DIGITS}`);
+const TINY = math.bignumber(`1e-${MAX_DIGITS}`);
 
 /** Functions a user may call, with their allowed argument counts. */
 const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNumber[]) => BigNumber }>(Object.entries({
@@ -84,6 +90,7 @@ function checked(value: BigNumber): BigNumber {
   if (value.isNaN()) throw new Refusal("notReal");
   if (!value.isFinite()) throw new Refusal("tooBig", { digits: MAX_DIGITS });
   if (value.abs().gt(LIMIT)) throw new Refusal("tooBig", { digits: MAX_DIGITS });
+  if (!value.isZero() && value.abs().lt(TINY)) throw new Refusal("tooSmall", { digits: MAX_DIGITS });
   return value;
 }
 
@@ -93,9 +100,9 @@ function power(base: BigNumber, exponent: BigNumber): BigNumber {
     if (exponent.isNegative()) throw new Refusal("divZero");
     return checked(math.pow(base, exponent) as BigNumber);
   }
-  const log10 = Math.log10(Math.abs(base.toNumber()));
-  const e = exponent.toNumber();
-  const digits = Math.abs(log10) < 1e-300 ? 0 : e * log10;
+  // In BigNumbers: a base such as 0.9999999999999999999999999999 is 1 as a float, but its power
+  // 1e99 is far below 10^-100.
+  const digits = (math.multiply(exponent, math.log10(math.abs(base) as BigNumber)) as BigNumber).toNumber();
   if (!Number.isFinite(digits) || digits > MAX_DIGITS) throw new Refusal("tooBig", { digits: MAX_DIGITS });
   if (digits < -MAX_DIGITS) throw new Refusal("tooSmall", { digits: MAX_DIGITS });
   return checked(math.pow(base, exponent) as BigNumber);

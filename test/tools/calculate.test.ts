@@ -48,6 +48,22 @@ describe("calculate: results", () => {
   });
 });
 
+describe("calculate: exact up to the 100-digit limit", () => {
+  it.each([
+    ["1e65 % 3", "1e65 % 3 = 1"],
+    ["1e100 % 3", "1e100 % 3 = 1"],
+    ["99999999999999999999999999999999999999999999999999999999999999999 % 2", "99999999999999999999999999999999999999999999999999999999999999999 % 2 = 1"],
+    ["123456789012345678901234567890123456789012345678901234567890123456789 % 10", "123456789012345678901234567890123456789012345678901234567890123456789 % 10 = 9"],
+    ["1e80 + 1 - 1e80", "1e80 + 1 - 1e80 = 1"],
+  ])("%s", async (expression, expected) => {
+    expect(await calc(expression)).toMatchObject({ ok: true, content: expected });
+  });
+
+  it.each(["1e-99999999 * 1e-99999999", "0.9999999999999999999999999999^1e99", "10^(-101) * 10"])("refuses %s as too close to zero", async (expression) => {
+    expect(await calc(expression, "en")).toMatchObject({ ok: false, content: "The result would be too close to zero (below 10^-100), so it was not computed." });
+  });
+});
+
 describe("calculate: refusals", () => {
   it.each([
     ["1/0", "不能除以零。"],

@@ -25,7 +25,10 @@ export interface LocalRedis {
   url: string;
   /** False when an already running server on the same data folder was reused (then `stop` leaves it running). */
   owned: boolean;
-  /** Stops the server (SIGTERM: Redis flushes the append-only file first). Never throws. */
+  /**
+   * Stops the server (SIGTERM: Redis flushes the append-only file first), or leaves it running
+   * when other clients are still connected (another process reusing it). Never throws.
+   */
   stop(): Promise<void>;
 }
 
@@ -60,9 +63,25 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** Clients connected to the server besides the probe itself; 0 when it cannot be asked. */
+async function otherClients(options: RedisOptions): Promise<number> {
+  const probe = new Redis({ ...options, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => {});
+  try {
+    await probe.connect();
+    const list = String(await probe.client("LIST"));
+    return Math.max(0, list.split("\n").filter((line) => line.trim() !== "").length - 1);
+  } catch {
+    return 0;
+  } finally {
+    probe.disconnect();
+  }
+}
+
 /**
  * Starts `redis-server` with its data in `dir` (default `.data/redis` under the current folder).
- * Reuses a server already listening on that folder's socket (another `npm run chat`).
+ * Reuses a server already listening on that folder's socket (another `npm start` or `npm run chat`);
+ * the process that started it stops it, unless another process still uses it then.
  *
  * @param options.timeoutMs - how long to wait for the server to answer, in ms (default 10 000).
  * @throws {LocalRedisError} when redis-server is not installed (the message says how to install it
@@ -86,7 +105,9 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
   let stderr = "";
   let spawnError: NodeJS.ErrnoException | undefined;
   try {
-    child = spawn("redis-server", args, { stdio: ["ignore", "ignore", "pipe"] });
+    // Its own process group: a Ctrl-C meant for this bot must not stop a server that another
+    // process (a second `npm start`, `npm run chat`) may be using; `stop` decides.
+    child = spawn("redis-server", args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   } catch (error) {
     throw new LocalRedisError(INSTALL_HINT, { cause: error });
   }
@@ -117,6 +138,15 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
     owned: true,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      const others = await otherClients(useSocket ? { path: socket } : { host: "127.0.0.1", port });
+      if (others > 0) {
+        // Another process reuses this server: leave it running for it (the next start reuses it too).
+        options.log?.info({ clients: others }, "the local redis-server is still used by another process; left running");
+        process.off("exit", killOnExit);
+        child.stderr?.destroy();
+        child.unref();
+        return;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
         child.once("exit", () => {

@@ -26,7 +26,7 @@ it("starts redis-server with its data and append-only file in the folder, reuses
   expect(again.url).toBe(local.url);
   await again.stop(); // not ours: leaves it running
   expect(await redis.get("k")).toBe("v");
-  redis.disconnect();
+  await redis.quit();
   await local.stop();
   expect(existsSync(path.join(dir, "appendonlydir"))).toBe(true);
   const restarted = await startLocalRedis({ dir });
@@ -34,6 +34,18 @@ it("starts redis-server with its data and append-only file in the folder, reuses
   expect(await after.get("k")).toBe("v"); // the append-only file kept it
   after.disconnect();
   await restarted.stop();
+});
+
+it("is left running by its owner while another process still uses it", async () => {
+  const other = await mkdtemp(path.join(tmpdir(), "bot-local-redis-shared-"));
+  const owner = await startLocalRedis({ dir: other });
+  const user = connectRedis(owner.url, { retryStrategy: () => null }); // e.g. `npm start` reusing what `npm run chat` started
+  await user.set("shared", "yes");
+  await owner.stop();
+  expect(await user.get("shared")).toBe("yes");
+  await user.call("SHUTDOWN", "NOSAVE").catch(() => {}); // the connection closes as the server goes
+  user.disconnect();
+  await rm(other, { recursive: true, force: true });
 });
 
 it("says how to install redis-server when it is missing", async () => {

@@ -20,7 +20,8 @@ export default defineTool({
   input: z.object({ todo_id: idField }),
   async describe({ todo_id }, context) {
     const todo = await getTodo(context.redis, context, todo_id);
-    if (!todo) return localize(context.locale, { "zh-TW": "刪除待辦 #{id}（清單裡找不到）", en: "Delete todo #{id} (not in the list)" }, { id: todo_id });
+    // Nothing to delete: refuse before anyone is asked to approve.
+    if (!todo) throw new ToolError(noSuchTodo(todo_id, context.locale));
     return localize(context.locale, { "zh-TW": "刪除待辦 #{id}「{title}」", en: "Delete todo #{id} \"{title}\"" }, { id: todo_id, title: todo.title });
   },
   async run({ todo_id }, context) {

@@ -291,6 +291,14 @@ async function runTurn(
       continue;
     }
     if (toolbox.get(use.name)?.dangerous) {
+      // A call that cannot succeed (bad input, or `describe` says e.g. "no todo #7") is answered
+      // now: nobody is asked to approve something that would fail anyway.
+      const check = await toolbox.prepare(use.name, use.input, context);
+      if (!check.ok) {
+        tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "precheck", preview: preview(check.content) });
+        results.push(toolResult(use.id, check.content, true));
+        continue;
+      }
       pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }

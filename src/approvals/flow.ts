@@ -73,19 +73,10 @@ const FALLBACK_INPUT_CHARS = 200;
  * and the input passes the tool's schema, otherwise `tool_name {"input":…}`. Never throws.
  */
 export async function describeCall(toolbox: ToolBox, call: PendingCall, context: ToolContext): Promise<string> {
+  const check = await toolbox.prepare(call.name, call.input, context);
+  if (check.ok) return check.action;
   const json = JSON.stringify(call.input);
-  const fallback = `${call.name} ${json.length > FALLBACK_INPUT_CHARS ? `${json.slice(0, FALLBACK_INPUT_CHARS)}…` : json}`;
-  const tool = toolbox.get(call.name);
-  if (!tool?.describe) return fallback;
-  const parsed = tool.input.safeParse(call.input);
-  if (!parsed.success) return fallback;
-  try {
-    const text = (await tool.describe(parsed.data, context)).trim();
-    return text || fallback;
-  } catch (err) {
-    context.log.warn({ err, tool: call.name }, "describe failed; showing the raw call on the prompt");
-    return fallback;
-  }
+  return `${call.name} ${json.length > FALLBACK_INPUT_CHARS ? `${json.slice(0, FALLBACK_INPUT_CHARS)}…` : json}`;
 }
 
 /** The text of a closed prompt: the outcome and the action, in `locale`. */

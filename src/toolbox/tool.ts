@@ -85,7 +85,8 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
   /**
    * For dangerous tools: the action in plain words of `context.locale`, shown on the approval
    * prompt (e.g. `刪除待辦 #3「買牛奶」`). May read Redis; must not change anything. Default:
-   * the tool name and its input as JSON.
+   * the tool name and its input as JSON. Throw {@link ToolError} when the call cannot succeed
+   * (e.g. no such todo): the model gets that message at once and nobody is asked to approve.
    */
   describe?: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
 }

@@ -141,6 +141,35 @@ export class ToolBox {
     return execution;
   }
 
+  /**
+   * Checks a call before asking a person to approve it: the input must pass the tool's schema,
+   * and the tool's `describe` (if any) gives the action in plain words. A `ToolError` thrown by
+   * `describe` (e.g. "no todo #7 in your list") means the call cannot succeed: no prompt should be
+   * shown, and `content` is the `tool_result` for the model. Never throws.
+   *
+   * @returns `{ ok: true, action }` (action: `describe`'s text, or `name {input JSON}` when the
+   *   tool has none or it failed unexpectedly) or `{ ok: false, content }`.
+   */
+  async prepare(name: string, input: unknown, context: ToolContext): Promise<{ ok: true; action: string } | { ok: false; content: string }> {
+    const tool = this.#tools.get(name);
+    if (!tool) return { ok: false, content: (await this.#run(name, input, context)).content };
+    const parsed = parseInput(tool.input, input);
+    if (!parsed.ok) {
+      return { ok: false, content: invalidInputText(name, parsed.problems) };
+    }
+    const json = safeJson(parsed.value);
+    const fallback = `${name} ${json.length > 200 ? `${json.slice(0, 200)}…` : json}`;
+    if (!tool.describe) return { ok: true, action: fallback };
+    try {
+      const text = (await tool.describe(parsed.value, context)).trim();
+      return { ok: true, action: text || fallback };
+    } catch (error) {
+      if (error instanceof ToolError) return { ok: false, content: error.message };
+      context.log.warn({ err: error, tool: name }, "describe failed; showing the raw call on the prompt");
+      return { ok: true, action: fallback };
+    }
+  }
+
   async #run(name: string, input: unknown, context: ToolContext): Promise<Omit<ToolExecution, "durationMs">> {
     const tool = this.#tools.get(name);
     if (!tool) {
@@ -151,12 +180,7 @@ export class ToolBox {
       };
     }
     const parsed = parseInput(tool.input, input);
-    if (!parsed.ok) {
-      return {
-        ok: false,
-        content: `Invalid input for tool "${name}":\n${parsed.problems.map((p) => `- ${p}`).join("\n")}\nFix these fields and call the tool again.`,
-      };
-    }
+    if (!parsed.ok) return { ok: false, content: invalidInputText(name, parsed.problems) };
 
     const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     const timeout = new AbortController();
@@ -192,6 +216,11 @@ export class ToolBox {
       clearTimeout(timer);
     }
   }
+}
+
+/** What the model reads when its input failed the schema: one line per bad field. */
+function invalidInputText(name: string, problems: string[]): string {
+  return `Invalid input for tool "${name}":\n${problems.map((p) => `- ${p}`).join("\n")}\nFix these fields and call the tool again.`;
 }
 
 function formatSeconds(ms: number): string {

@@ -64,6 +64,17 @@ describe("dangerous tools", () => {
     expect(deps.tracer.of("approval")[0]).toMatchObject({ tool: "delete_item", toolUseId: "toolu_del" });
   });
 
+  it("answer a call that cannot succeed at once, without asking anyone", async () => {
+    const deps = testDeps(fake);
+    fake.enqueue(toolUse("delete_item", { id: 404 }, { id: "toolu_404" }), text("沒有 #404 這一項。"));
+    const out = answer(await runAgent({ history: [], userText: "刪掉 #404", context: testContext() }, deps));
+    expect(calls.delete_item).toBeUndefined();
+    expect(out.text).toBe("沒有 #404 這一項。");
+    expect(fake.requests[1]!.messages.at(-1)!.content).toEqual([{ type: "tool_result", tool_use_id: "toolu_404", content: "There is no item #404.", is_error: true, cache_control: { type: "ephemeral" } }]);
+    expect(deps.tracer.of("approval")).toEqual([]);
+    await expectValidFollowUp(deps, out.messages);
+  });
+
   it("run exactly once when approved, then the loop continues to an answer", async () => {
     const deps = testDeps(fake);
     const paused = await pauseAtDelete(deps);

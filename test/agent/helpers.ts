@@ -71,6 +71,10 @@ export const deleteItem = defineTool({
   tags: ["todo"],
   dangerous: true,
   input: z.object({ id: z.number().int() }),
+  describe: ({ id }) => {
+    if (id === 404) throw new ToolError("There is no item #404.");
+    return `delete item #${id}`;
+  },
   run: ({ id }) => {
     record("delete_item", { id });
     return `Deleted item #${id}.`;

@@ -158,9 +158,12 @@ describe("delete_todo", () => {
     await run("add_todo", { title: "Buy milk" });
     expect(await tool.describe!({ todo_id: 3 }, alice())).toBe("刪除待辦 #3「Buy milk」");
     expect(await tool.describe!({ todo_id: 1 }, alice({ locale: "en" }))).toBe('Delete todo #1 "買牛奶"');
-    expect(await tool.describe!({ todo_id: 9 }, alice())).toBe("刪除待辦 #9（清單裡找不到）");
-    expect(await tool.describe!({ todo_id: 1 }, bob())).toBe("刪除待辦 #1（清單裡找不到）");
     expect(await redis.hlen("todo:{telegram:u1}:items")).toBe(3); // describing changed nothing
+    // Nothing to delete (not in the list, or someone else's): refused before any prompt.
+    expect(await toolbox.prepare("delete_todo", { todo_id: 9 }, alice())).toEqual({ ok: false, content: expect.stringContaining("#9") });
+    expect(await toolbox.prepare("delete_todo", { todo_id: 1 }, bob())).toEqual({ ok: false, content: expect.stringContaining("#1") });
+    expect(await toolbox.prepare("delete_todo", { todo_id: 1 }, alice())).toEqual({ ok: true, action: "刪除待辦 #1「買牛奶」" });
+    expect(await toolbox.prepare("delete_todo", { todo_id: "x" }, alice())).toEqual({ ok: false, content: expect.stringContaining("todo_id: expected an integer") });
   });
 
   it("deletes, and never reuses the id", async () => {

@@ -45,6 +45,8 @@ export function describeRedisUrl(url: string): string {
  */
 export async function pingRedis(url: string, timeoutMs: number): Promise<string | undefined> {
   const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+  let cause: string | undefined; // ioredis rejects with "Connection is closed."; the event says why
+  redis.on("error", (err: Error) => (cause ??= err.message));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -53,7 +55,7 @@ export async function pingRedis(url: string, timeoutMs: number): Promise<string 
     ]);
     return undefined;
   } catch (error) {
-    return (error as Error).message;
+    return (cause ?? (error as Error).message).replace(/\.+$/, "");
   } finally {
     clearTimeout(timer);
     redis.disconnect();

@@ -1,17 +1,19 @@
 /**
  * The `/tools` listing shared by every adapter: the tools of a chat grouped by tag, dangerous ones
- * marked ⚠️, each with the first line of its description. The text is Markdown (bold tag names,
+ * marked ⚠️, each with the first line of its description (once, under its first tag). The text is Markdown (bold tag names,
  * list items, tool names as inline code), which both Discord and the Telegram HTML converter render.
  */
 import { localize, type Locale } from "../i18n.js";
+import type { Tool } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /** Longest description line shown per tool, in UTF-16 code units (longer ones end with `…`). */
 export const TOOL_LINE_MAX = 140;
 
-/** The first line of a description, shortened to {@link TOOL_LINE_MAX} units. */
+/** The first sentence of a description's first line, shortened to {@link TOOL_LINE_MAX} units. */
 function firstLine(description: string): string {
-  const line = description.trim().split("\n")[0]?.trim() ?? "";
+  const whole = description.trim().split("\n")[0]?.trim() ?? "";
+  const line = /^.*?[.!?。！？](?=\s|$)/u.exec(whole)?.[0] ?? whole;
   return line.length > TOOL_LINE_MAX ? `${line.slice(0, TOOL_LINE_MAX - 1).trimEnd()}…` : line;
 }
 
@@ -37,13 +39,17 @@ export function formatToolList(toolbox: ToolBox, locale: Locale, tag?: string): 
       { tag: tag!.trim(), tags: tags.map((t) => `\`${t}\``).join(locale === "zh-TW" ? "、" : ", ") },
     );
   }
-  const sections = shown.map((t) => {
-    const lines = toolbox
-      .list()
-      .filter((tool) => tool.tags.includes(t))
-      .map((tool) => `- ${tool.dangerous ? "⚠️ " : ""}\`${tool.name}\` — ${firstLine(tool.description)}`);
-    return `**${t}**\n${lines.join("\n")}`;
-  });
+  // The whole list shows each tool once, under its first tag; `/tools <tag>` shows every tool carrying the tag.
+  const inSection = (tool: Tool, t: string) => (wanted ? tool.tags.includes(t) : tool.tags[0] === t);
+  const sections = shown
+    .map((t) => {
+      const lines = toolbox
+        .list()
+        .filter((tool) => inSection(tool, t))
+        .map((tool) => `- ${tool.dangerous ? "⚠️ " : ""}\`${tool.name}\` — ${firstLine(tool.description)}`);
+      return lines.length > 0 ? `**${t}**\n${lines.join("\n")}` : "";
+    })
+    .filter((section) => section !== "");
   const header = wanted
     ? ""
     : `${localize(locale, { "zh-TW": "可用的工具（依分類）：", en: "Available tools, by tag:" })}\n\n`;

@@ -78,7 +78,7 @@ describe("shared command texts", () => {
   it("lists tools by tag with dangerous ones marked, one tag, or the tags for an unknown one", () => {
     const all = formatToolList(testToolbox, "zh-TW");
     expect(all).toBe(
-      "可用的工具（依分類）：\n\n**info**\n- `get_time` — Tells the current time in a time zone.\n\n**todo**\n- `add_todo` — Adds an item to the user's todo list.\n- ⚠️ `delete_todo` — Deletes a todo by id. Asks the user first.\n\n⚠️ 表示執行前會先請你確認。",
+      "可用的工具（依分類）：\n\n**info**\n- `get_time` — Tells the current time in a time zone.\n\n**todo**\n- `add_todo` — Adds an item to the user's todo list.\n- ⚠️ `delete_todo` — Deletes a todo by id.\n\n⚠️ 表示執行前會先請你確認。",
     );
     expect(formatToolList(testToolbox, "en", "INFO")).toBe("**info**\n- `get_time` — Tells the current time in a time zone.");
     expect(formatToolList(testToolbox, "en", "nope")).toBe("There is no tag “nope”. Tags: `info`, `todo`");

@@ -140,7 +140,7 @@ describe("telegram inbound", () => {
     const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools" });
     const answer = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id));
     expect(answer.text).toContain("info\n\n• get_time — Tells the current time in a time zone.");
-    expect(answer.text).toContain("• ⚠️ delete_todo — Deletes a todo by id. Asks the user first.");
+    expect(answer.text).toContain("• ⚠️ delete_todo — Deletes a todo by id.\n");
     expect(answer.text).not.toContain("Use when the user asks");
     expect(answer.entities.some((e) => e.type === "bold")).toBe(true);
     const m2 = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools@taiwan_test_bot todo" });

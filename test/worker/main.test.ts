@@ -49,6 +49,6 @@ it("prints every configuration problem and exits 1", async () => {
 it("stops at once with a clear message when REDIS_URL cannot be reached, without printing its password", async () => {
   const result = await runMain({ ROLE: "worker", REDIS_URL: "redis://:hunter2-secret@127.0.0.1:1/0", ANTHROPIC_API_KEY: "sk-test-abcdefgh" });
   expect(result.code).toBe(1);
-  expect(result.output).toContain("Cannot reach Redis at redis://127.0.0.1:1/0");
+  expect(result.output).toContain("Cannot reach Redis at redis://127.0.0.1:1/0: connect ECONNREFUSED 127.0.0.1:1. Check REDIS_URL");
   expect(result.output).not.toContain("hunter2-secret");
 }, 30_000);

@@ -9,15 +9,18 @@
  * Source: Bot API `Message`, `MessageEntity` (https://core.telegram.org/bots/api#message).
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
-import { IncomingMessageSchema, type IncomingMessage } from "../../src/queue/incoming.js";
+import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { isInstantCommand, type InstantCommand } from "./commands.js";
 
 /** What to do with one incoming Telegram message. */
 export type InboundDecision =
   /** Not for the bot: do nothing. */
   | { kind: "ignore"; reason: string }
-  /** For the bot but without usable text (`media`: a sticker or photo without caption; `empty`: only the mention): answer with a one-line hint. */
-  | { kind: "hint"; reason: "media" | "empty"; message: IncomingMessageBase }
+  /**
+   * For the bot but without usable text (`media`: a sticker or photo without caption; `empty`: only
+   * the mention; `too_long`: over {@link MAX_INCOMING_TEXT} UTF-16 units): answer with a one-line hint.
+   */
+  | { kind: "hint"; reason: "media" | "empty" | "too_long"; message: IncomingMessageBase }
   /** One of our instant commands, answered by the adapter. */
   | { kind: "command"; command: InstantCommand; args: string; message: IncomingMessageBase }
   /** A message for the queue. */
@@ -104,6 +107,6 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     .trim();
 
   const parsed = IncomingMessageSchema.safeParse({ ...base, text: stripped });
-  if (!parsed.success) return { kind: "hint", reason: "empty", message: base };
+  if (!parsed.success) return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: base };
   return { kind: "enqueue", message: parsed.data };
 }

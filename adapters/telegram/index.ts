@@ -14,6 +14,7 @@ import { formatToolList } from "../../src/commands/tools-listing.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
+import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
@@ -158,7 +159,9 @@ export class TelegramAdapter implements Adapter {
           decision.message,
           decision.reason === "media"
             ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now: please tell me in words what you need." })
-            : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
+            : decision.reason === "too_long"
+              ? localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." }, { max: MAX_INCOMING_TEXT })
+              : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
         );
         return;
       case "command":

@@ -118,6 +118,14 @@ describe("telegram inbound", () => {
     expect((await queuedFor(m.message_id)).reply).toEqual({ threadId: "42" });
   });
 
+  it("says a message is too long rather than queueing it", async () => {
+    const carol = h.tg.user(77, "Carol");
+    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(carol), from: carol, text: "字".repeat(8001) });
+    const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === 77), 5000, "too long hint");
+    expect(hint.text).toBe("訊息太長了（上限 8000 字），請縮短一點。");
+    expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
+  });
+
   it("answers a sticker in a private chat with a hint, and stays quiet in a group", async () => {
     const sticker = { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false } };
     const inGroup = h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });

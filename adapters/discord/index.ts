@@ -347,7 +347,7 @@ export class DiscordAdapter implements Adapter {
       await this.#reply(message, localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。", en: "That message is too long (limit {max} characters); please shorten it." }, { max: MAX_INCOMING_TEXT }));
       return;
     }
-    const incoming: IncomingMessage = IncomingMessageSchema.parse({
+    const parsed = IncomingMessageSchema.safeParse({
       platform: "discord",
       chatId: message.channelId,
       chatKind: dm ? "dm" : "group",
@@ -358,6 +358,13 @@ export class DiscordAdapter implements Adapter {
       sentAt: message.createdTimestamp,
       reply: dm ? {} : { guildId: message.guildId },
     });
+    if (!parsed.success) {
+      // Should not happen (the checks above cover the schema); never leave the person unanswered.
+      this.#log.error({ issues: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`) }, "a message could not be normalised");
+      await this.#reply(message, tryAgain(locale));
+      return;
+    }
+    const incoming: IncomingMessage = parsed.data;
     try {
       await context.enqueue(incoming);
     } catch (err) {

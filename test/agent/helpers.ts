@@ -14,7 +14,7 @@ import { testConfig } from "../helpers/config.js";
 import type { FakeAnthropic } from "../fakes/anthropic.js";
 
 /** The API key the tests use; it must never appear in errors or traces. */
-export const TEST_API_KEY = "sk-ant-test-key-0123456789abcdef";
+export const TEST_API_KEY = "fake-anthropic-key-0123456789abcdef";
 
 /** Calls made to the test tools, by tool name. */
 export const calls: Record<string, unknown[]> = {};

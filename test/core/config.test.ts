@@ -32,7 +32,7 @@ describe("loadConfig", () => {
     const token = "123456789:AAFakeFakeFakeFakeFakeFakeFakeFake";
     const env = {
       ANTHROPIC_API_KEY: "",
-      TELEGRAM_BOT_TOKEN: "not a token sk-ant-secret-value",
+      TELEGRAM_BOT_TOKEN: "not a token fake-secret-value",
       MAX_TURNS: "zero",
       TIMEZONE: "Mars/Base",
       BOT_LOCALE: "fr",
@@ -51,7 +51,7 @@ describe("loadConfig", () => {
       // ANTHROPIC_API_KEY too: the run-time requirement is reported along with the format problems.
       ["ANTHROPIC_API_KEY", "BOT_LOCALE", "DISCORD_API_URL", "MAX_TURNS", "TELEGRAM_BOT_TOKEN", "TIMEZONE"].sort(),
     );
-    expect(message).not.toContain("sk-ant-secret-value");
+    expect(message).not.toContain("fake-secret-value");
     expect(message).not.toContain("not a token");
     expect(message).not.toContain(token);
   });
@@ -141,7 +141,7 @@ describe("loadConfig", () => {
   });
 
   it("gives every variable a message that says what is expected and never echoes the value", () => {
-    const value = "§wrong-value§ sk-ant-looks-secret";
+    const value = "§wrong-value§ fake-looks-secret";
     const env = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, value]));
     const problems = problemsOf(env);
     // Free text (keys, model id, city) is accepted as is: the city is checked by the weather tool.

@@ -9,10 +9,10 @@ function capture() {
 }
 
 it("writes JSON lines with registered secrets and credential fields redacted", () => {
-  registerSecrets(["sk-ant-api03-verysecretvalue", "cwa-KEY-123456"]);
+  registerSecrets(["fake-api-verysecretvalue", "cwa-KEY-123456"]);
   const { lines, log } = capture();
-  log.info({ url: "https://opendata.cwa.gov.tw/api?Authorization=cwa-KEY-123456", token: "abc", config: { DISCORD_TOKEN: "x" } }, "called with sk-ant-api03-verysecretvalue");
-  log.error({ err: new Error("401 for key sk-ant-api03-verysecretvalue") }, "failed");
+  log.info({ url: "https://opendata.cwa.gov.tw/api?Authorization=cwa-KEY-123456", token: "abc", config: { DISCORD_TOKEN: "x" } }, "called with fake-api-verysecretvalue");
+  log.error({ err: new Error("401 for key fake-api-verysecretvalue") }, "failed");
   const text = lines.join("");
   expect(text).not.toContain("verysecretvalue");
   expect(text).not.toContain("cwa-KEY-123456");

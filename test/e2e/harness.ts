@@ -81,7 +81,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const { log, lines } = captureLogger("debug");
   const config = testConfig({
     LOG_LEVEL: "debug",
-    ANTHROPIC_API_KEY: "sk-ant-e2e-test-key-000000",
+    ANTHROPIC_API_KEY: "fake-e2e-anthropic-key-000000",
     ANTHROPIC_BASE_URL: model.url,
     TELEGRAM_BOT_TOKEN: telegram.token,
     TELEGRAM_API_ROOT: telegram.apiRoot,

@@ -24,7 +24,7 @@ const shapes = [
 const heads = ["", "```js\n", "| a | b |\n|---|---|\n"];
 
 it("an answer within singleChunkUnits goes out as one message on Telegram and Discord", () => {
-  const telegram = telegramOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "123456789:AAtesttesttesttesttesttesttesttesttes" }), silentLogger);
+  const telegram = telegramOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "12345:AAtesttesttesttesttesttest" }), silentLogger);
   const discord = discordOutbound(testConfig({ DISCORD_TOKEN: "test-token" }), silentLogger);
   for (const head of heads) {
     for (const shape of shapes) {

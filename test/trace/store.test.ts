@@ -121,7 +121,7 @@ describe("TraceStore", () => {
     const t = store.startRun({ chat: "console:me" });
     t.event("tool_result", {
       preview: "token very-secret-token-42 here",
-      nested: { list: ["123456789:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x".repeat(1000)] },
+      nested: { list: ["1234567:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x".repeat(1000)] },
       n: 3,
     });
     await t.finish();

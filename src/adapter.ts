@@ -10,7 +10,7 @@ import type { ApprovalDecider } from "./approvals/decision.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
-import type { ChatRef, IncomingMessage, Platform } from "./queue/incoming.js";
+import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 
 /** Thrown by {@link AdapterContext.enqueue} when the message could not be queued (Redis down). */
@@ -32,7 +32,7 @@ export interface AdapterContext {
    */
   enqueue(message: IncomingMessage): Promise<void>;
   /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */
-  resetChat(chat: ChatRef): Promise<void>;
+  resetChat(chat: ConversationRef): Promise<void>;
   /** The toolbox offered in a chat of this kind, for `/tools`. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
   /** Checks and records a button press or reaction on an approval prompt. */

@@ -17,7 +17,7 @@ import type { ResumeDeps } from "../agent/loop.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { ApprovalOutcome, Outbound } from "../outbound.js";
-import type { ChatRef, IncomingMessage, Platform } from "../queue/incoming.js";
+import type { ConversationRef, IncomingMessage, Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { finishTracer } from "../trace/tracer.js";
@@ -51,7 +51,7 @@ export interface ApprovalFlowDeps {
   /** The agent's dependencies and a fresh tool context for `message` (same as the worker uses for a new run). */
   agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext }> | (AgentDeps & { context: ToolContext });
   /** Appends a finished run's messages (starting with the user turn) to the chat's history. */
-  appendHistory(chat: ChatRef, messages: MessageParam[]): Promise<void>;
+  appendHistory(chat: ConversationRef, messages: MessageParam[]): Promise<void>;
   /** The outbound side of `platform`. */
   outbound(platform: Platform): Outbound;
   /** Adds the delayed expiry job: after `delayMs` ms, `handleDecision({ approvalId, verdict: "expired" })`. */
@@ -253,7 +253,7 @@ export class ApprovalFlow {
    *   dropped instead of appended, since the retry runs the message again.
    * @returns whether an approval was closed.
    */
-  async supersedePending(chat: ChatRef, incoming?: IncomingMessage): Promise<boolean> {
+  async supersedePending(chat: ConversationRef, incoming?: IncomingMessage): Promise<boolean> {
     const { store } = this.#deps;
     const record = await store.supersede(chat);
     if (!record) return false;

@@ -22,7 +22,7 @@ import type { PendingCall, SuspendedRun } from "../agent/contract.js";
 import type { Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { SentRef } from "../outbound.js";
-import { chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { conversationKey, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import type { ToolExecution } from "../toolbox/toolbox.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
 
@@ -365,14 +365,14 @@ export class ApprovalStore implements ApprovalDecider {
    *
    * @returns the record when this call made the transition; undefined when the chat has no pending approval.
    */
-  async supersede(chat: ChatRef): Promise<ApprovalRecord | undefined> {
+  async supersede(chat: ConversationRef): Promise<ApprovalRecord | undefined> {
     const id = await this.#redis.get(this.#chatKey(chat));
     if (!id) return undefined;
     return this.#close(id, chat, "superseded");
   }
 
   /** The id of the chat's pending approval, if any. */
-  async pendingId(chat: ChatRef): Promise<string | undefined> {
+  async pendingId(chat: ConversationRef): Promise<string | undefined> {
     return (await this.#redis.get(this.#chatKey(chat))) ?? undefined;
   }
 
@@ -435,7 +435,7 @@ export class ApprovalStore implements ApprovalDecider {
     }
   };
 
-  async #close(id: string, chat: ChatRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
+  async #close(id: string, chat: ConversationRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
     const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#chatKey(chat), to, this.#now(), this.#closedTtlMs, id);
     if (changed !== 1) return undefined;
     this.#log.info({ approvalId: id }, `approval ${to}`);
@@ -450,8 +450,8 @@ export class ApprovalStore implements ApprovalDecider {
     return `${this.#prefix}prompt:${platform}:${ref.chatId}:${ref.messageId}`;
   }
 
-  #chatKey(chat: ChatRef): string {
-    return `${this.#prefix}chat:${chatKey(chat)}`;
+  #chatKey(chat: ConversationRef): string {
+    return `${this.#prefix}chat:${conversationKey(chat)}`;
   }
 }
 

@@ -14,7 +14,7 @@ import { runAgent } from "../agent/loop.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues } from "../config.js";
 import { localize } from "../i18n.js";
-import { chatKeys } from "../queue/keys.js";
+import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
 import { createLogger, registerSecrets } from "../log.js";
 
@@ -71,7 +71,7 @@ async function chat(): Promise<void> {
   // Input ended (or /quit): let the answers still on their way arrive, for up to 2 minutes.
   const probe = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
   const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline && (await probe.exists(chatKeys({ platform: "console", chatId: "local" }).scheduled).catch(() => 0)) === 1) {
+  while (Date.now() < deadline && (await probe.exists(conversationKeys({ platform: "console", chatId: "local" }).scheduled).catch(() => 0)) === 1) {
     await new Promise((r) => setTimeout(r, 100));
   }
   probe.disconnect();

@@ -20,8 +20,8 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { MessageParam } from "../agent/contract.js";
-import type { ChatRef } from "../queue/incoming.js";
-import { chatKeys } from "../queue/keys.js";
+import type { ConversationRef } from "../queue/incoming.js";
+import { conversationKeys } from "../queue/keys.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
 /** Settings of a {@link HistoryStore}. */
@@ -150,7 +150,7 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async load(chat: ChatRef): Promise<MessageParam[]> {
+  async load(chat: ConversationRef): Promise<MessageParam[]> {
     return (await this.read(chat)).messages;
   }
 
@@ -162,8 +162,8 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async read(chat: ChatRef, answeredId?: string): Promise<HistoryRead> {
-    const key = chatKeys(chat).history;
+  async read(chat: ConversationRef, answeredId?: string): Promise<HistoryRead> {
+    const key = conversationKeys(chat).history;
     let value: string | null;
     try {
       value = await this.redis.getex(key, "EX", this.options.ttlSeconds);
@@ -217,9 +217,9 @@ export class HistoryStore {
    * @param after - what {@link read} returned before the run, when the caller read it.
    * @throws when Redis is unreachable; then nothing was written.
    */
-  async append(chat: ChatRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
+  async append(chat: ConversationRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
     if (messages.length === 0 && !tag) return;
-    const key = chatKeys(chat).history;
+    const key = conversationKeys(chat).history;
     let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(m)}\n`).join("");
     if (tag) {
       const derived = textOf(messages.at(-1));
@@ -241,7 +241,7 @@ export class HistoryStore {
   }
 
   /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */
-  async reset(chat: ChatRef): Promise<void> {
-    await this.redis.del(chatKeys(chat).history);
+  async reset(chat: ConversationRef): Promise<void> {
+    await this.redis.del(conversationKeys(chat).history);
   }
 }

@@ -3,7 +3,7 @@
  * `platform:chatId` inside `{…}` (a Redis Cluster hash tag), so the Lua scripts that touch several
  * keys of one chat stay on one node.
  */
-import { chatKey, type ChatRef } from "./incoming.js";
+import { conversationKey, type ConversationRef } from "./incoming.js";
 
 /** Name of the BullMQ queue of chat jobs (one job drains one chat's inbox). */
 export const CHATS_QUEUE = "chats";
@@ -12,12 +12,12 @@ export const CHATS_QUEUE = "chats";
 export const DECISIONS_QUEUE = "decisions";
 
 /** The `{platform:chatId}` hash tag of a chat. */
-export function chatTag(chat: ChatRef): string {
-  return `{${chatKey(chat)}}`;
+export function conversationTag(chat: ConversationRef): string {
+  return `{${conversationKey(chat)}}`;
 }
 
 /** Keys of one chat. */
-export interface ChatKeys {
+export interface ConversationKeys {
   /** List of validated `IncomingMessage` JSON strings waiting for the worker, oldest first. */
   inbox: string;
   /**
@@ -31,14 +31,14 @@ export interface ChatKeys {
 }
 
 /** The keys of `chat`. */
-export function chatKeys(chat: ChatRef): ChatKeys {
-  const tag = chatTag(chat);
+export function conversationKeys(chat: ConversationRef): ConversationKeys {
+  const tag = conversationTag(chat);
   return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */
-export function dedupeKey(chat: ChatRef, messageId: string): string {
-  return `seen:${chatTag(chat)}:${messageId}`;
+export function dedupeKey(chat: ConversationRef, messageId: string): string {
+  return `seen:${conversationTag(chat)}:${messageId}`;
 }
 
 /**
@@ -47,15 +47,15 @@ export function dedupeKey(chat: ChatRef, messageId: string): string {
  * chunk went out). The computed answer itself is found in the history (a tag line with the
  * message id), so a retried job neither calls the model again nor sends a chunk twice.
  */
-export function progressKeys(chat: ChatRef, messageId: string): { sent: string } {
-  return { sent: `sent:${chatTag(chat)}:${messageId}` };
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string } {
+  return { sent: `sent:${conversationTag(chat)}:${messageId}` };
 }
 
 /**
  * A BullMQ job id for a chat job: platform, chat and message id, made safe for BullMQ (which
  * refuses `:` in custom ids and ids that are plain integers).
  */
-export function chatJobId(chat: ChatRef, messageId: string): string {
+export function chatJobId(chat: ConversationRef, messageId: string): string {
   const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
   return `${chat.platform}-${safe(chat.chatId)}-${safe(messageId)}`;
 }

@@ -10,7 +10,7 @@ import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
 import { EnqueueError } from "../adapter.js";
 import { IncomingMessageSchema, type IncomingMessage } from "./incoming.js";
-import { CHATS_QUEUE, chatJobId, chatKeys, dedupeKey } from "./keys.js";
+import { CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
 
 /** Seconds a platform message id is remembered, so a redelivered update is accepted once (Telegram redelivers for up to 24 h). */
 export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
@@ -114,7 +114,7 @@ export class ChatQueue {
       throw new EnqueueError(`malformed message: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
     const msg = parsed.data;
-    const keys = chatKeys(msg);
+    const keys = conversationKeys(msg);
     const json = JSON.stringify(msg);
     const seen = dedupeKey(msg, msg.messageId);
     let outcome: number;

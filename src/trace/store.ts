@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
-import { chatKey, type ChatRef } from "../queue/incoming.js";
+import { conversationKey, type ConversationRef } from "../queue/incoming.js";
 import { preview, type TraceEvent, type TraceEventType, type Tracer } from "./tracer.js";
 
 /** Runs kept per chat. */
@@ -26,8 +26,8 @@ export const TRACE_MAX_EVENTS = 200;
  * and history keys, so the worker's finish script may write the trace in the same step (and on the
  * same Redis Cluster node) as it pops the chat's message.
  */
-export function traceKey(chat: ChatRef | string): string {
-  return `trace:{${typeof chat === "string" ? chat : chatKey(chat)}}`;
+export function traceKey(chat: ConversationRef | string): string {
+  return `trace:{${typeof chat === "string" ? chat : conversationKey(chat)}}`;
 }
 
 /**
@@ -223,16 +223,16 @@ export class TraceStore {
 
   /**
    * Starts tracing one run (one incoming message or one resumed approval).
-   * @param options.chat - the chat, as a {@link ChatRef} or `platform:chatId`.
+   * @param options.chat - the chat, as a {@link ConversationRef} or `platform:chatId`.
    * @param options.runId - e.g. the job id; default a random UUID.
    */
-  startRun(options: { chat: ChatRef | string; runId?: string }): RunTracer {
-    const chat = typeof options.chat === "string" ? options.chat : chatKey(options.chat);
+  startRun(options: { chat: ConversationRef | string; runId?: string }): RunTracer {
+    const chat = typeof options.chat === "string" ? options.chat : conversationKey(options.chat);
     return new RunTracer(this.#redis, chat, options.runId ?? randomUUID(), this.#options);
   }
 
   /** The chat's latest finished run, or undefined when none is stored. @throws on a Redis error. */
-  async latestRun(chat: ChatRef | string): Promise<TraceRun | undefined> {
+  async latestRun(chat: ConversationRef | string): Promise<TraceRun | undefined> {
     return (await this.runs(chat, 1))[0];
   }
 
@@ -240,7 +240,7 @@ export class TraceStore {
    * The chat's last `n` finished runs (at most `keepRuns`), newest first. Entries that do not
    * parse are skipped. @throws on a Redis error.
    */
-  async runs(chat: ChatRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
+  async runs(chat: ConversationRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
     n = Math.min(n, this.#options.keepRuns);
     if (n <= 0) return [];
     const raw = await this.#redis.lrange(traceKey(chat), 0, n - 1);

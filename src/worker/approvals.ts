@@ -8,7 +8,7 @@ import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
-import type { ChatRef, IncomingMessage } from "../queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../queue/incoming.js";
 
 /** A run paused at a dangerous call, as the loop returned it. */
 export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
@@ -25,7 +25,7 @@ export interface ApprovalHooks {
    * Called before a new message of `chat` is handled: close any pending approval of the chat as
    * `superseded` (finish its run so the history stays valid, edit its prompt).
    */
-  supersedePending(chat: ChatRef, incoming?: IncomingMessage): Promise<void>;
+  supersedePending(chat: ConversationRef, incoming?: IncomingMessage): Promise<void>;
   /**
    * Processes one job of the `decisions` queue (its data as the decider queued it).
    * `lastAttempt` is true on the job's final attempt, when a failure must end with a message to the user.

@@ -27,9 +27,9 @@ import type { HistoryStore } from "../history/store.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
-import { IncomingMessageSchema, chatKey, type ChatRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { toolContextFor } from "./context.js";
-import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, chatKeys, progressKeys } from "../queue/keys.js";
+import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { traceKey, tracePushLua, type PendingTrace } from "../trace/store.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -178,9 +178,9 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
       return { counted: false };
     }
-    const chat: ChatRef = { platform: message.platform, chatId: message.chatId };
-    const runId = `${chatKey(chat)}:${message.messageId}`;
-    const mlog = log.child({ chat: chatKey(chat), messageId: message.messageId });
+    const chat: ConversationRef = conversationOf(message);
+    const runId = `${conversationKey(chat)}:${message.messageId}`;
+    const mlog = log.child({ chat: conversationKey(chat), messageId: message.messageId });
     const outbound = deps.outbounds[message.platform];
     if (!outbound) {
       // Another worker process may answer on this platform: retry there; drop only at the last attempt.
@@ -211,7 +211,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         typing.start();
         await deps.approvals.supersedePending(chat, message);
         const before = await deps.history.read(chat);
-        tracer = deps.tracerFor?.(runId, chatKey(chat)) ?? nullTracer;
+        tracer = deps.tracerFor?.(runId, conversationKey(chat)) ?? nullTracer;
         const outcome = await runAgentFor(message, before.messages, tracer, mlog);
         // A tracer that cannot hand its run to the finish script stores it now.
         if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
@@ -268,7 +268,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     if (!parsed.success) {
       throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
     }
-    const keys = chatKeys(parsed.data);
+    const keys = conversationKeys(parsed.data);
     const trace = traceKey(parsed.data);
     // A fresh job was added for the message that entered the empty inbox: it is the head.
     let head: string | IncomingMessage | null = job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
 import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
 import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
-import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { nullTracer } from "../../src/trace/tracer.js";
@@ -79,7 +79,7 @@ export const message: IncomingMessage = {
   reply: {},
 };
 /** The chat of {@link message}. */
-export const chat: ChatRef = { platform: "telegram", chatId: "-100200" };
+export const chat: ConversationRef = { platform: "telegram", chatId: "-100200" };
 
 /** A run paused at `calls` (all dangerous), as runAgent would return it. */
 export function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "approval" }> {

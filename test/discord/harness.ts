@@ -7,7 +7,7 @@ import { z } from "zod";
 import { createAdapter } from "../../adapters/discord/index.js";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
-import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord.js";
@@ -46,7 +46,7 @@ export interface Harness {
   adapter: Adapter;
   context: AdapterContext;
   enqueued: IncomingMessage[];
-  resets: ChatRef[];
+  resets: ConversationRef[];
   decider: MapDecider;
   logLines: () => Record<string, unknown>[];
   /** Makes the next enqueue calls throw this error (undefined: succeed). */
@@ -60,7 +60,7 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
   const { log, lines } = captureLogger("debug");
   const config = testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, ...options.env });
   const enqueued: IncomingMessage[] = [];
-  const resets: ChatRef[] = [];
+  const resets: ConversationRef[] = [];
   const decider = new MapDecider();
   let enqueueError: Error | undefined;
   const context: AdapterContext = {

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { MessageParam } from "../../src/agent/contract.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { isUserTextTurn, trimHistory } from "../../src/history/trim.js";
-import { chatKeys } from "../../src/queue/keys.js";
+import { conversationKeys } from "../../src/queue/keys.js";
 import { connectRedis } from "../../src/redis.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
@@ -106,7 +106,7 @@ describe("HistoryStore", () => {
   it("trims only in front of a user text turn: a cut inside a tool exchange moves past it", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1b" };
-    const key = chatKeys(chat).history;
+    const key = conversationKeys(chat).history;
     // 2 messages, then runs of 6: the raw cut point (keep 24) falls inside a tool exchange
     await store.append(chat, runs[0]!, undefined, await store.read(chat));
     let trimmed = false;
@@ -158,14 +158,14 @@ describe("HistoryStore", () => {
     const read = await store.read(chat);
     expect(read).toMatchObject({ messages: [...runs[0]!, ...runs[1]!, ...runs[0]!], stored: 8, fresh: false });
     // the tag is in the same value as the messages: one key per chat
-    expect(await redis.keys("*h2*")).toEqual([chatKeys(chat).history]);
+    expect(await redis.keys("*h2*")).toEqual([conversationKeys(chat).history]);
   });
 
   it("sets the expiry on creation, renews it on every read, and an expired chat starts empty", async () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
     const chat = { platform: "telegram" as const, chatId: "h3" };
     await store.append(chat, runs[0]!, undefined, await store.read(chat)); // SET … EX NX
-    const key = chatKeys(chat).history;
+    const key = conversationKeys(chat).history;
     expect(await redis.ttl(key)).toBeGreaterThan(590);
     await redis.expire(key, 5);
     await store.load(chat);
@@ -181,7 +181,7 @@ describe("HistoryStore", () => {
   it("reads a history left in the older list layout as empty, and replaces it", async () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
     const chat = { platform: "telegram" as const, chatId: "h7" };
-    await redis.rpush(chatKeys(chat).history, JSON.stringify(user("old")));
+    await redis.rpush(conversationKeys(chat).history, JSON.stringify(user("old")));
     expect(await store.read(chat)).toEqual({ messages: [], stored: 0, fresh: true });
     await store.append(chat, runs[0]!, undefined, { stored: 0, fresh: true });
     expect(await store.load(chat)).toEqual(runs[0]);
@@ -202,7 +202,7 @@ describe("HistoryStore", () => {
     const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
     const chat = { platform: "telegram" as const, chatId: "h6" };
     await store.append(chat, runs[1]!);
-    await redis.append(chatKeys(chat).history, "{not json\n");
+    await redis.append(conversationKeys(chat).history, "{not json\n");
     await store.append(chat, runs[0]!);
     expect(await store.load(chat)).toEqual(runs[0]);
   });

@@ -7,7 +7,7 @@ import { runAgent } from "../../src/agent/loop.js";
 import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
-import { chatKeys, dedupeKey } from "../../src/queue/keys.js";
+import { conversationKeys, dedupeKey } from "../../src/queue/keys.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -70,11 +70,11 @@ describe("ChatQueue when adding the chat's job fails", () => {
     // alone in its inbox: removed again, with its dedupe mark
     const lone = message("p1", "1", "lonely");
     await expect(queue.enqueue(lone)).rejects.toBeInstanceOf(EnqueueError);
-    expect(await store.exists(chatKeys(lone).inbox, dedupeKey(lone, "1"))).toBe(0);
+    expect(await store.exists(conversationKeys(lone).inbox, dedupeKey(lone, "1"))).toBe(0);
 
     // a second message enters the inbox while the first one's add is still failing: both stay
     const first = queue.enqueue(message("p2", "1", "first"));
-    await waitFor(async () => (await store.llen(chatKeys({ platform: "console", chatId: "p2" }).inbox)) === 1, 2000, "the first message in the inbox");
+    await waitFor(async () => (await store.llen(conversationKeys({ platform: "console", chatId: "p2" }).inbox)) === 1, 2000, "the first message in the inbox");
     expect(await queue.enqueue(message("p2", "2", "second"))).toBe("queued");
     expect(await first).toBe("scheduled");
 

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { EnqueueError, type AdapterContext } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
 import { silentLogger, type Logger } from "../../src/log.js";
-import type { ChatRef, IncomingMessage } from "../../src/queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { createAdapter, type TelegramAdapter } from "../../adapters/telegram/index.js";
@@ -63,7 +63,7 @@ export interface Harness {
   tg: FakeTelegram;
   adapter: TelegramAdapter;
   queued: IncomingMessage[];
-  resets: ChatRef[];
+  resets: ConversationRef[];
   decider: MapDecider;
   /** When true, enqueue throws EnqueueError (Redis down). */
   failEnqueue: { on: boolean };
@@ -76,7 +76,7 @@ export async function startHarness(env: Record<string, string> = {}, tg?: FakeTe
   const config = testConfig({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, ...env });
   const adapter = createAdapter(config, log) as TelegramAdapter;
   const queued: IncomingMessage[] = [];
-  const resets: ChatRef[] = [];
+  const resets: ConversationRef[] = [];
   const decider = new MapDecider();
   const failEnqueue = { on: false };
   const context: AdapterContext = {

@@ -1,7 +1,7 @@
 import { afterEach, expect, it } from "vitest";
 import { Queue } from "bullmq";
 import { DECISIONS_QUEUE } from "../../src/queue/keys.js";
-import type { ChatRef } from "../../src/queue/incoming.js";
+import type { ConversationRef } from "../../src/queue/incoming.js";
 import type { ApprovalHooks, ApprovalOutcomeOfRun } from "../../src/worker/approvals.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
@@ -34,7 +34,7 @@ it("calls the hooks: supersede before each new message, begin on a pause; decisi
       calls.push(`begin:${msg.messageId}`);
       begun.push(outcome);
     },
-    async supersedePending(chat: ChatRef) {
+    async supersedePending(chat: ConversationRef) {
       calls.push(`supersede:${chat.chatId}`);
     },
     async handleDecision(data) {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { chatKeys, progressKeys } from "../../src/queue/keys.js";
+import { conversationKeys, progressKeys } from "../../src/queue/keys.js";
 import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { badRequest } from "./model-errors.js";
 import { overloaded, text } from "../fakes/anthropic.js";
@@ -32,7 +32,7 @@ describe("worker", () => {
       expect(second.messages[0]!.content).toBe(`[Alice-${c}] add todo milk-${c} slow 300`);
       expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
       expect((await h.history.read({ platform: "console", chatId: c })).stored).toBe(8);
-      expect(await h.redis.exists(chatKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
+      expect(await h.redis.exists(conversationKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
     }
     // both workers took part
     const counts = await Promise.all(h.workers.map((w) => w.chats.isRunning()));
@@ -89,9 +89,9 @@ describe("worker", () => {
     expect((await h.history.read(chat, "1")).answer).toBe("echo: hello");
     expect((await h.history.read(chat, "2")).answer).toBe("echo: again");
     // the chat is idle: its inbox is gone; besides the dedupe marks only history and trace are left
-    expect(await h.redis.exists(chatKeys(chat).inbox)).toBe(0);
+    expect(await h.redis.exists(conversationKeys(chat).inbox)).toBe(0);
     const left = (await h.redis.keys("*{console:tr1}*")).filter((k) => !k.startsWith("seen:"));
-    expect(left.sort()).toEqual([chatKeys(chat).history, traceKey(chat)].sort());
+    expect(left.sort()).toEqual([conversationKeys(chat).history, traceKey(chat)].sort());
   });
 
   it("a retried job finds a one-chunk answer in the history and does not call the model again", async () => {

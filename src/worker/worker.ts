@@ -1,5 +1,6 @@
 /**
- * The worker: takes chat jobs from BullMQ and answers each message of the chat in order.
+ * The worker: takes chat jobs from BullMQ and answers each message of the chat in order. This file
+ * takes the jobs; `answer.ts` answers one message; `deliver.ts` sends the answer.
  *
  * A chat job drains its chat's inbox (`src/queue/producer.ts` puts messages there): peek the head,
  * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
@@ -21,31 +22,24 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
-import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
-import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
-import { toolContextFor } from "./context.js";
+import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
-import { traceKey, tracePushLua, type PendingTrace } from "../trace/store.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import { toolboxFor } from "../toolbox/select.js";
-import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
+import { traceKey, tracePushLua } from "../trace/store.js";
+import type { Tracer } from "../trace/tracer.js";
+import { answerMessage, type AnswerParts, type RunAgent } from "./answer.js";
 import type { ApprovalHooks } from "./approvals.js";
-import { isTransient } from "./errors.js";
 
-/** Seconds a message's sent-chunk count is kept (long enough for every retry). */
-export const PROGRESS_TTL_SECONDS = 24 * 3600;
+export type { RunAgent } from "./answer.js";
+export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 
 /** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
 export const TYPING_INTERVAL_MS = 4000;
-
-/** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
-export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
 
 /** What a worker needs. */
 export interface WorkerDeps {
@@ -131,25 +125,6 @@ interface RedisWithWorkerScripts extends Redis {
   finishChat(inbox: string, sent: string, traceKey: string, messageId: string, delSent: "0" | "1", trace: string, keep: number, ttl: number): Promise<string | null>;
 }
 
-/** What answering one inbox entry left for the finish script. */
-interface Answered {
-  /** The message, or undefined when the entry was malformed (dropped). */
-  message?: IncomingMessage;
-  /** True when a sent-chunk count may have been written. */
-  counted: boolean;
-  /** The run's trace, to be written by the finish script. */
-  trace?: PendingTrace;
-}
-
-/**
- * Apology sent when a message cannot be answered and the error has no `userMessage(locale)` of its
- * own (`ModelUnavailableError` has one).
- */
-const APOLOGY = {
-  "zh-TW": "抱歉，我現在無法回答，請稍後再試一次。",
-  en: "Sorry, I can't answer right now. Please try again in a moment.",
-};
-
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
  * and one on the `decisions` queue whose jobs go to `approvals.handleDecision`.
@@ -163,105 +138,9 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
   const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: deps.prefix });
   queue.on("error", () => {});
-  const typingEvery = deps.typingIntervalMs ?? TYPING_INTERVAL_MS;
   let closing = false;
 
-  /**
-   * Answers one message of the inbox (`entry`: its raw JSON, or the job's own data when the job is
-   * fresh). Throws to retry the job (transient failures only).
-   */
-  async function answer(job: Job<IncomingMessage>, entry: string | IncomingMessage): Promise<Answered> {
-    let message: IncomingMessage;
-    try {
-      message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
-    } catch (error) {
-      log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
-      return { counted: false };
-    }
-    const chat: ConversationRef = conversationOf(message);
-    const runId = `${conversationKey(chat)}:${message.messageId}`;
-    const mlog = log.child({ chat: conversationKey(chat), messageId: message.messageId });
-    const outbound = deps.outbounds[message.platform];
-    if (!outbound) {
-      // Another worker process may answer on this platform: retry there; drop only at the last attempt.
-      const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
-      if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
-      mlog.error(`${problem}; message dropped`);
-      return { message, counted: false };
-    }
-    const sentKey = progressKeys(chat, message.messageId).sent;
-    // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
-    const resumed = job.attemptsStarted > 1 || job.name !== "chat";
-    let stored: string | undefined;
-    let skip = 0;
-    if (resumed) {
-      stored = (await deps.history.read(chat, message.messageId)).answer;
-      if (stored !== undefined) skip = Number((await redis.get(sentKey)) ?? 0);
-    }
-
-    const typing = new Typing(outbound, message, typingEvery, mlog);
-    let tracer: Tracer = nullTracer;
-    let counted = false;
-    try {
-      let text: string;
-      if (stored !== undefined) {
-        text = stored;
-        mlog.info({ skip }, "reusing the answer of an earlier attempt found in the history");
-      } else {
-        typing.start();
-        await deps.approvals.supersedePending(chat, message);
-        const before = await deps.history.read(chat);
-        tracer = deps.tracerFor?.(runId, conversationKey(chat)) ?? nullTracer;
-        const outcome = await runAgentFor(message, before.messages, tracer, mlog);
-        // A tracer that cannot hand its run to the finish script stores it now.
-        if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
-        if (outcome.kind === "approval") {
-          await finishTracer(tracer);
-          await deps.approvals.begin(message, outcome, outbound);
-          return { message, counted };
-        }
-        text = outcome.text;
-        await deps.history.append(chat, outcome.messages, { messageId: message.messageId, text }, before);
-      }
-      // Count sent chunks unless the outbound says this answer goes out as one message.
-      const multi = text.length > (outbound.singleChunkUnits ?? 0);
-      counted = multi || skip > 0;
-      await outbound.sendAnswer(message, text, {
-        skip,
-        onSent: multi
-          ? async (index) => {
-              await redis.set(sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
-            }
-          : undefined,
-      });
-    } catch (error) {
-      await finishTracer(tracer);
-      const attempts = job.opts.attempts ?? 1;
-      if (isTransient(error) && job.attemptsMade + 1 < attempts) {
-        mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
-        throw error;
-      }
-      mlog.error({ err: error }, "could not answer the message; sending an apology");
-      const userMessage = (error as { userMessage?: unknown } | null)?.userMessage;
-      const apology = typeof userMessage === "function" ? String(userMessage.call(error, config.BOT_LOCALE)) : localize(config.BOT_LOCALE, APOLOGY);
-      await outbound.sendAnswer(message, apology).catch((e: unknown) => {
-        mlog.error({ err: e }, "the apology could not be sent either");
-      });
-    } finally {
-      typing.stop();
-    }
-    const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
-    return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
-  }
-
-  async function runAgentFor(message: IncomingMessage, history: AgentRequest["history"], tracer: Tracer, mlog: Logger): Promise<AgentOutcome> {
-    const chat = { platform: message.platform, chatKind: message.chatKind } as const;
-    const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
-    return deps.runAgent(
-      { history, userText, context: toolContextFor(message, { config, redis, log: mlog }) },
-      { client: deps.client, config, toolbox: toolboxFor(deps.toolbox, chat), tracer },
-    );
-  }
+  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
@@ -273,7 +152,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     // A fresh job was added for the message that entered the empty inbox: it is the head.
     let head: string | IncomingMessage | null = job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);
     while (head !== null) {
-      const done = await answer(job, head);
+      const done = await answerMessage(parts, job, head);
       const id = done.message?.messageId ?? "";
       const sent = done.counted ? progressKeys(parsed.data, id).sent : keys.inbox;
       const run = done.trace;
@@ -332,26 +211,6 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
-}
-
-/** The typing indicator of one message: sent at start and every `everyMs` until stopped. */
-class Typing {
-  #timer: NodeJS.Timeout | undefined;
-  constructor(
-    private readonly outbound: Outbound,
-    private readonly to: IncomingMessage,
-    private readonly everyMs: number,
-    private readonly log: Logger,
-  ) {}
-  start(): void {
-    const send = () => void this.outbound.sendTyping(this.to).catch((err: unknown) => this.log.debug({ err }, "typing indicator failed"));
-    send();
-    this.#timer = setInterval(send, this.everyMs);
-    this.#timer.unref();
-  }
-  stop(): void {
-    clearInterval(this.#timer);
-  }
 }
 
 /**

@@ -1,0 +1,142 @@
+/**
+ * Answering one message of a conversation's inbox: parse it, find an answer an earlier attempt
+ * already stored (a retried job), else run the agent loop and store the run in the history, then
+ * deliver. Throws only to retry the job (transient failures); every other failure ends with an
+ * apology to the user, so one bad message never blocks its conversation.
+ */
+import type Anthropic from "@anthropic-ai/sdk";
+import type { Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
+import type { Config } from "../config.js";
+import type { HistoryStore } from "../history/store.js";
+import type { Logger } from "../log.js";
+import type { Outbound } from "../outbound.js";
+import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { progressKeys } from "../queue/keys.js";
+import { toolboxFor } from "../toolbox/select.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import type { PendingTrace } from "../trace/store.js";
+import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
+import type { ApprovalHooks } from "./approvals.js";
+import { toolContextFor } from "./context.js";
+import { Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { isTransient } from "./errors.js";
+
+/** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
+export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
+
+/** What answering a message needs (built once per worker from its `WorkerDeps`). */
+export interface AnswerParts {
+  config: Config;
+  log: Logger;
+  /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
+  redis: Redis;
+  history: HistoryStore;
+  toolbox: ToolBox;
+  client: Anthropic;
+  runAgent: RunAgent;
+  outbounds: Partial<Record<Platform, Outbound>>;
+  approvals: ApprovalHooks;
+  tracerFor?: (runId: string, chat: string) => Tracer;
+  /** Typing refresh interval, in ms. */
+  typingIntervalMs: number;
+}
+
+/** What answering one inbox entry left for the finish script. */
+export interface Answered {
+  /** The message, or undefined when the entry was malformed (dropped). */
+  message?: IncomingMessage;
+  /** True when a sent-chunk count may have been written. */
+  counted: boolean;
+  /** The run's trace, to be written by the finish script. */
+  trace?: PendingTrace;
+}
+
+/**
+ * Answers one message of the inbox (`entry`: its raw JSON, or the job's own data when the job is
+ * fresh). A malformed entry is logged and dropped.
+ *
+ * @throws to retry the job: a transient failure (see `isTransient`) before the job's last attempt,
+ *   or a platform this worker has no outbound for (another worker may have it).
+ */
+export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage>, entry: string | IncomingMessage): Promise<Answered> {
+  const { config, log } = parts;
+  let message: IncomingMessage;
+  try {
+    message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
+  } catch (error) {
+    log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
+    return { counted: false };
+  }
+  const chat: ConversationRef = conversationOf(message);
+  const mlog = log.child({ chat: conversationKey(chat), messageId: message.messageId });
+  const outbound = parts.outbounds[message.platform];
+  if (!outbound) {
+    // Another worker process may answer on this platform: retry there; drop only at the last attempt.
+    const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
+    if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
+    mlog.error(`${problem}; message dropped`);
+    return { message, counted: false };
+  }
+  const sentKey = progressKeys(chat, message.messageId).sent;
+  // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
+  const resumed = job.attemptsStarted > 1 || job.name !== "chat";
+  let stored: string | undefined;
+  let skip = 0;
+  if (resumed) {
+    stored = (await parts.history.read(chat, message.messageId)).answer;
+    if (stored !== undefined) skip = Number((await parts.redis.get(sentKey)) ?? 0);
+  }
+
+  const typing = new Typing(outbound, message, parts.typingIntervalMs, mlog);
+  let tracer: Tracer = nullTracer;
+  let counted = false;
+  try {
+    let text: string;
+    if (stored !== undefined) {
+      text = stored;
+      mlog.info({ skip }, "reusing the answer of an earlier attempt found in the history");
+    } else {
+      typing.start();
+      await parts.approvals.supersedePending(chat, message);
+      const before = await parts.history.read(chat);
+      tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
+      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog);
+      // A tracer that cannot hand its run to the finish script stores it now.
+      if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
+      if (outcome.kind === "approval") {
+        await finishTracer(tracer);
+        await parts.approvals.begin(message, outcome, outbound);
+        return { message, counted };
+      }
+      text = outcome.text;
+      await parts.history.append(chat, outcome.messages, { messageId: message.messageId, text }, before);
+    }
+    counted = await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip });
+  } catch (error) {
+    await finishTracer(tracer);
+    const attempts = job.opts.attempts ?? 1;
+    if (isTransient(error) && job.attemptsMade + 1 < attempts) {
+      mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
+      throw error;
+    }
+    mlog.error({ err: error }, "could not answer the message; sending an apology");
+    await sendApology(outbound, message, error, config.BOT_LOCALE, mlog);
+  } finally {
+    typing.stop();
+  }
+  const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
+  return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
+}
+
+/** Runs the agent loop for `message` with the toolbox of its context; group turns carry the speaker's name. */
+function runAgentFor(parts: AnswerParts, message: IncomingMessage, history: AgentRequest["history"], tracer: Tracer, mlog: Logger): Promise<AgentOutcome> {
+  const { config } = parts;
+  const chat = { platform: message.platform, chatKind: message.chatKind } as const;
+  const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
+  return parts.runAgent(
+    { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }) },
+    { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer },
+  );
+}

@@ -1,0 +1,84 @@
+/**
+ * Delivering one answer: the chunks through the platform's outbound (counting sent chunks when the
+ * answer may need more than one message), the apology when a message cannot be answered, and the
+ * typing indicator while the answer is being composed.
+ */
+import type { Redis } from "ioredis";
+import type { Locale } from "../config.js";
+import { localize } from "../i18n.js";
+import type { Logger } from "../log.js";
+import type { Outbound } from "../outbound.js";
+import type { IncomingMessage } from "../queue/incoming.js";
+
+/** Seconds a message's sent-chunk count is kept (long enough for every retry). */
+export const PROGRESS_TTL_SECONDS = 24 * 3600;
+
+/**
+ * Apology sent when a message cannot be answered and the error has no `userMessage(locale)` of its
+ * own (`ModelUnavailableError` has one).
+ */
+const APOLOGY = {
+  "zh-TW": "抱歉，我現在無法回答，請稍後再試一次。",
+  en: "Sorry, I can't answer right now. Please try again in a moment.",
+};
+
+/**
+ * Sends `text` as the answer to `message`, skipping the first `skip` chunks (sent by an earlier
+ * attempt). When the answer is longer than the outbound's `singleChunkUnits` (UTF-16 units), each
+ * sent chunk is counted under `sentKey` (for {@link PROGRESS_TTL_SECONDS}), so a retry sends only
+ * the rest.
+ *
+ * @returns whether a sent-chunk count may have been written (the finish script then deletes it).
+ * @throws what the outbound throws (earlier chunks stay sent and counted).
+ */
+export async function deliverAnswer(
+  outbound: Outbound,
+  message: IncomingMessage,
+  text: string,
+  progress: { redis: Redis; sentKey: string; skip: number },
+): Promise<boolean> {
+  const multi = text.length > (outbound.singleChunkUnits ?? 0);
+  await outbound.sendAnswer(message, text, {
+    skip: progress.skip,
+    onSent: multi
+      ? async (index) => {
+          await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
+        }
+      : undefined,
+  });
+  return multi || progress.skip > 0;
+}
+
+/**
+ * Tells the user that `message` could not be answered: the error's own `userMessage(locale)` when
+ * it has one, else a generic apology in `locale`. Never throws (a failed apology is logged).
+ */
+export async function sendApology(outbound: Outbound, message: IncomingMessage, error: unknown, locale: Locale, log: Logger): Promise<void> {
+  const userMessage = (error as { userMessage?: unknown } | null)?.userMessage;
+  const apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : localize(locale, APOLOGY);
+  await outbound.sendAnswer(message, apology).catch((e: unknown) => {
+    log.error({ err: e }, "the apology could not be sent either");
+  });
+}
+
+/** The typing indicator of one message: sent at start and every `everyMs` until stopped. */
+export class Typing {
+  #timer: NodeJS.Timeout | undefined;
+  constructor(
+    private readonly outbound: Outbound,
+    private readonly to: IncomingMessage,
+    private readonly everyMs: number,
+    private readonly log: Logger,
+  ) {}
+  /** Sends the indicator now and every `everyMs` ms. */
+  start(): void {
+    const send = () => void this.outbound.sendTyping(this.to).catch((err: unknown) => this.log.debug({ err }, "typing indicator failed"));
+    send();
+    this.#timer = setInterval(send, this.everyMs);
+    this.#timer.unref();
+  }
+  /** Stops refreshing the indicator (it fades on its own within about 5 s). */
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

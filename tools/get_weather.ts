@@ -96,7 +96,7 @@ function failure(error: CwaError, city: string, locale: Locale): ToolError {
 }
 
 /** Why the tool is skipped when `DEFAULT_CITY` is not a county or city of Taiwan (the value is not repeated). */
-const DEFAULT_CITY_PROBLEM = `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${CWA_LOCATIONS.join(", ")} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`;
+const DEFAULT_CITY_PROBLEM = `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${CWA_LOCATIONS.join(", ")} (台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`;
 
 /** The get_weather tool: `{ city? }` → the 36-hour forecast; skipped at start-up without `CWA_API_KEY` or when `DEFAULT_CITY` is not a county or city of Taiwan; failures are ToolErrors without the key. */
 export default defineTool({
@@ -113,7 +113,7 @@ export default defineTool({
       .string()
       .max(50)
       .optional()
-      .describe("County or city of Taiwan as the user wrote it, e.g. 台北, 高市, 新竹縣, Taichung. Omit for the default city."),
+      .describe("County or city of Taiwan as the user wrote it (Traditional or Simplified, Chinese or English), e.g. 台北, 高市, 新竹縣, 宜兰, Taichung. Omit for the default city."),
   }),
   setup(config) {
     const problems: string[] = [];

@@ -315,7 +315,7 @@ describe("DEFAULT_CITY at start-up", () => {
       {
         name: "get_weather",
         file: "tools/get_weather.ts",
-        reason: `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`,
+        reason: `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`,
       },
     ]);
     expect(CWA_LOCATIONS).toHaveLength(22);
@@ -327,7 +327,7 @@ describe("DEFAULT_CITY at start-up", () => {
   it("gives both reasons at once without a key and with a wrong city", async () => {
     const { skipped } = await loadShippedTools(testConfig({ DEFAULT_CITY: "台北區" }));
     expect(skipped.map((s) => s.reason)).toEqual([
-      `CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw); DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣 and English names such as Kaohsiung also work)`,
+      `CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw); DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`,
     ]);
   });
 

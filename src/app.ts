@@ -263,9 +263,12 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
 
 /**
  * Calls `stop` once on the first SIGTERM or SIGINT, then exits 0 (1 when stopping failed).
- * A second signal more than 1 s later exits at once (1); one within 1 s is ignored (a relayed copy).
+ * At once it says that it is stopping and that a second Ctrl-C forces it: through the log, and
+ * through `announce` too when given (`npm run chat`, whose log goes to a file, prints it in the
+ * terminal). A second signal more than 1 s later exits at once (1); one within 1 s is ignored (a
+ * relayed copy).
  */
-export function stopOnSignals(stop: () => Promise<void>, log: Logger): void {
+export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?: (text: string) => void): void {
   let stoppingSince: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stoppingSince !== undefined) {
@@ -273,10 +276,13 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger): void {
       // a second is that relay, not a person insisting.
       if (Date.now() - stoppingSince < 1000) return;
       log.warn(`${signal} again: exiting now`);
+      announce?.("Exiting now.");
       process.exit(1);
     }
     stoppingSince = Date.now();
-    log.info(`${signal}: stopping`);
+    const text = `${signal}: stopping (waits for answers in progress; press Ctrl-C again to force)`;
+    log.info(text);
+    announce?.(text);
     stop().then(
       () => process.exit(0),
       (error: unknown) => {

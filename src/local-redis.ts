@@ -1,14 +1,27 @@
 /**
- * A private `redis-server` child process for when `REDIS_URL` is unset: data under `.data/redis`
- * with the append-only file on, listening on a unix socket there (or a free local port when the
- * socket path would be too long), stopped when the bot exits.
+ * A private `redis-server` for when `REDIS_URL` is unset: data under `.data/redis` with the
+ * append-only file on, listening on a unix socket there (or a free local port when the socket path
+ * would be too long). Every process of this checkout that uses it (`npm start`, `npm run chat`,
+ * `npm run trace`) holds a lease; the server stops when the last lease is given back.
+ *
+ * Ownership, all inside the data folder:
+ * - `server.json`: `{ pid, url }` of the running server;
+ * - `leases/<pid>`: one empty file per process using it;
+ * - `lease.lock`: a lock (proper-lockfile) held while a process starts or reuses the server and
+ *   takes its lease, and while it gives its lease back and, when it was the last, stops the server.
+ *   So a process never reuses a server that is being stopped, and two never start one each.
+ *
+ * A lease whose process is gone (crashed, killed) is found by its pid no longer running and is
+ * dropped by the next process that looks. A process that ends without `stop` (an uncaught
+ * exception, `process.exit`) gives its lease back in an `exit` handler, without the lock.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
+import lockfile from "proper-lockfile";
 import type { Logger } from "./log.js";
 
 /** Thrown when the local Redis cannot be started; the message says what to do. */
@@ -19,36 +32,78 @@ export class LocalRedisError extends Error {
   }
 }
 
-/** A running local Redis. */
+/** This process's lease on the local Redis. */
 export interface LocalRedis {
   /** Usable as `REDIS_URL`: the socket path, or `redis://127.0.0.1:<port>`. */
   url: string;
-  /** False when an already running server on the same data folder was reused (then `stop` leaves it running). */
+  /** True when this process started the server, false when it reused one already running. */
   owned: boolean;
   /**
-   * Stops the server (SIGTERM: Redis flushes the append-only file first), or leaves it running
-   * when other clients are still connected (another process reusing it). Never throws.
+   * Gives this process's lease back; when no other live process holds one, stops the server
+   * (SIGTERM: Redis writes the append-only file first) and waits for it to exit (up to 5 s, then
+   * SIGKILL). Otherwise leaves it running for the others. Never throws; safe to call twice.
    */
   stop(): Promise<void>;
 }
 
+/** `server.json`: the running server. */
+interface ServerInfo {
+  pid: number;
+  url: string;
+}
+
 /** Longest unix socket path that works everywhere (`sun_path` is 104 bytes on macOS, 108 on Linux). */
 const MAX_SOCKET_PATH = 100;
+/** proper-lockfile: a lock not refreshed for this long (ms) belongs to a dead process. */
+const LOCK_STALE_MS = 10_000;
 
 const INSTALL_HINT =
   "redis-server was not found. Install it (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`), or set REDIS_URL to a Redis you run elsewhere.";
 
-async function ping(options: RedisOptions): Promise<boolean> {
-  const probe = new Redis({ ...options, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+function redisOptions(url: string): RedisOptions {
+  if (url.startsWith("/")) return { path: url };
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: Number(parsed.port) };
+}
+
+/** Runs `fn` with a short-lived connection to `url`; resolves undefined when the server does not answer. */
+async function withProbe<T>(url: string, fn: (redis: Redis) => Promise<T>): Promise<T | undefined> {
+  const probe = new Redis({ ...redisOptions(url), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
   probe.on("error", () => {});
   try {
     await probe.connect();
-    await probe.ping();
-    return true;
+    return await fn(probe);
   } catch {
-    return false;
+    return undefined;
   } finally {
     probe.disconnect();
+  }
+}
+
+/** The pid of the server answering at `url` (`INFO server` → `process_id`), or undefined when none answers. */
+async function serverPid(url: string): Promise<number | undefined> {
+  const info = await withProbe(url, (redis) => redis.info("server"));
+  const match = /process_id:(\d+)/.exec(info ?? "");
+  return match ? Number(match[1]) : undefined;
+}
+
+/** True while a process with this pid exists (EPERM: it exists but belongs to another user). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** True when `pid` runs and, where `/proc` tells, is a redis-server (a stale pid may have been reused). */
+function isRedisServer(pid: number): boolean {
+  if (!pidAlive(pid)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("redis-server");
+  } catch {
+    return true; // no /proc (macOS): trust the pid
   }
 }
 
@@ -63,39 +118,94 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Clients connected to the server besides the probe itself; 0 when it cannot be asked. */
-async function otherClients(options: RedisOptions): Promise<number> {
-  const probe = new Redis({ ...options, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-    const list = String(await probe.client("LIST"));
-    return Math.max(0, list.split("\n").filter((line) => line.trim() !== "").length - 1);
-  } catch {
-    return 0;
-  } finally {
-    probe.disconnect();
+/** The files of one data folder's ownership scheme. */
+class Leases {
+  readonly leasesDir: string;
+  readonly serverFile: string;
+  readonly lockFile: string;
+
+  constructor(readonly dir: string) {
+    this.leasesDir = path.join(dir, "leases");
+    this.serverFile = path.join(dir, "server.json");
+    this.lockFile = path.join(dir, "lease.lock");
+  }
+
+  /** Takes the folder's lock, waiting for another process to finish starting or stopping (up to ~30 s). */
+  async lock(): Promise<() => Promise<void>> {
+    try {
+      return await lockfile.lock(this.dir, {
+        lockfilePath: this.lockFile,
+        stale: LOCK_STALE_MS,
+        retries: { retries: 300, factor: 1, minTimeout: 100, maxTimeout: 100 },
+        realpath: false,
+      });
+    } catch (error) {
+      throw new LocalRedisError(`another process holds ${path.relative(process.cwd(), this.lockFile) || this.lockFile} for too long: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  readServer(): ServerInfo | undefined {
+    try {
+      const info = JSON.parse(readFileSync(this.serverFile, "utf8")) as Partial<ServerInfo>;
+      return typeof info.pid === "number" && typeof info.url === "string" ? { pid: info.pid, url: info.url } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  writeServer(info: ServerInfo): void {
+    writeFileSync(this.serverFile, JSON.stringify(info));
+  }
+
+  dropServer(): void {
+    rmSync(this.serverFile, { force: true });
+  }
+
+  take(pid: number): void {
+    mkdirSync(this.leasesDir, { recursive: true });
+    writeFileSync(path.join(this.leasesDir, String(pid)), "");
+  }
+
+  giveBack(pid: number): void {
+    rmSync(path.join(this.leasesDir, String(pid)), { force: true });
+  }
+
+  /** Pids holding a lease whose process still runs; the leases of gone processes are deleted. */
+  live(): number[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.leasesDir);
+    } catch {
+      return [];
+    }
+    const alive: number[] = [];
+    for (const name of names) {
+      const pid = Number(name);
+      if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) alive.push(pid);
+      else rmSync(path.join(this.leasesDir, name), { force: true });
+    }
+    return alive;
+  }
+
+  /** Deletes every lease (a newly started server has no users yet). */
+  clear(): void {
+    rmSync(this.leasesDir, { recursive: true, force: true });
   }
 }
 
-/**
- * Starts `redis-server` with its data in `dir` (default `.data/redis` under the current folder).
- * Reuses a server already listening on that folder's socket (another `npm start` or `npm run chat`);
- * the process that started it stops it, unless another process still uses it then.
- *
- * @param options.timeoutMs - how long to wait for the server to answer, in ms (default 10 000).
- * @throws {LocalRedisError} when redis-server is not installed (the message says how to install it
- *   or set `REDIS_URL`), exits early, or does not answer in time.
- */
-export async function startLocalRedis(options: { dir?: string; log?: Logger; timeoutMs?: number } = {}): Promise<LocalRedis> {
-  const dir = path.resolve(options.dir ?? path.join(".data", "redis"));
-  await mkdir(dir, { recursive: true });
+async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (pidAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return true;
+}
+
+/** Spawns redis-server on `dir` and waits until it answers. */
+async function spawnServer(dir: string, timeoutMs: number): Promise<{ child: ChildProcess; url: string }> {
   const socket = path.join(dir, "redis.sock");
   const useSocket = socket.length <= MAX_SOCKET_PATH;
-  if (useSocket && existsSync(socket) && (await ping({ path: socket }))) {
-    options.log?.info({ socket }, "reusing the local redis-server already running on .data/redis");
-    return { url: socket, owned: false, stop: async () => {} };
-  }
   const port = useSocket ? 0 : await freePort();
   const args = ["--dir", dir, "--appendonly", "yes", "--save", "", "--port", String(port), "--bind", "127.0.0.1", "--daemonize", "no"];
   if (useSocket) args.push("--unixsocket", socket, "--unixsocketperm", "700");
@@ -105,56 +215,118 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
   let stderr = "";
   let spawnError: NodeJS.ErrnoException | undefined;
   try {
-    // Its own process group: a Ctrl-C meant for this bot must not stop a server that another
-    // process (a second `npm start`, `npm run chat`) may be using; `stop` decides.
+    // Its own process group: a Ctrl-C meant for this process must not stop a server that other
+    // processes may be using; the last lease decides.
     child = spawn("redis-server", args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   } catch (error) {
     throw new LocalRedisError(INSTALL_HINT, { cause: error });
   }
   child.on("error", (err: NodeJS.ErrnoException) => (spawnError = err));
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  // However this process ends (an exit during start-up included), the server does not outlive it.
-  const killOnExit = () => child.kill("SIGTERM");
-  process.once("exit", killOnExit);
-  child.once("exit", () => process.off("exit", killOnExit));
-
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (spawnError) {
       throw new LocalRedisError(spawnError.code === "ENOENT" ? INSTALL_HINT : `redis-server could not be started: ${spawnError.message}`, { cause: spawnError });
     }
     if (child.exitCode !== null) throw new LocalRedisError(`redis-server exited at start (code ${child.exitCode}): ${stderr.trim() || "no message"}`);
-    if (await ping(useSocket ? { path: socket } : { host: "127.0.0.1", port })) break;
+    if ((await withProbe(url, (r) => r.ping())) === "PONG") break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new LocalRedisError(`redis-server did not answer within ${options.timeoutMs ?? 10_000} ms`);
+      throw new LocalRedisError(`redis-server did not answer within ${timeoutMs} ms`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  options.log?.info({ dir: path.relative(process.cwd(), dir) || dir, redisPid: child.pid }, "started a local redis-server (REDIS_URL is unset)");
+  // It outlives this process when others still use it: nothing here may keep this process alive.
+  child.stderr?.destroy();
+  child.unref();
+  return { child, url };
+}
 
-  return {
-    url,
-    owned: true,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const others = await otherClients(useSocket ? { path: socket } : { host: "127.0.0.1", port });
-      if (others > 0) {
-        // Another process reuses this server: leave it running for it (the next start reuses it too).
-        options.log?.info({ clients: others }, "the local redis-server is still used by another process; left running");
-        process.off("exit", killOnExit);
-        child.stderr?.destroy();
-        child.unref();
+/**
+ * Starts `redis-server` with its data in `dir` (default `.data/redis` under the current folder),
+ * or reuses the one already running on that folder, and takes a lease on it for this process.
+ *
+ * @param options.dir - the data folder.
+ * @param options.timeoutMs - how long to wait for a new server to answer, in ms (default 10 000).
+ * @param options.pid - the lease holder (default this process; tests use other values).
+ * @throws {LocalRedisError} when redis-server is not installed (the message says how to install it
+ *   or set `REDIS_URL`), exits early, does not answer in time, or the folder stays locked.
+ */
+export async function startLocalRedis(options: { dir?: string; log?: Logger; timeoutMs?: number; pid?: number } = {}): Promise<LocalRedis> {
+  const dir = path.resolve(options.dir ?? path.join(".data", "redis"));
+  const shown = path.relative(process.cwd(), dir) || dir;
+  const pid = options.pid ?? process.pid;
+  await mkdir(dir, { recursive: true });
+  const leases = new Leases(dir);
+  const unlock = await leases.lock();
+  let url: string;
+  let owned = false;
+  try {
+    const known = leases.readServer();
+    const legacySocket = path.join(dir, "redis.sock");
+    const candidate = known?.url ?? (existsSync(legacySocket) ? legacySocket : undefined);
+    const runningPid = candidate ? await serverPid(candidate) : undefined;
+    if (candidate && runningPid !== undefined) {
+      url = candidate;
+      leases.writeServer({ pid: runningPid, url });
+      options.log?.info({ dir: shown, users: leases.live().length }, "reusing the local redis-server already running on this folder");
+    } else {
+      leases.clear(); // nothing runs: leases left by crashed processes mean nothing now
+      const started = await spawnServer(dir, options.timeoutMs ?? 10_000);
+      url = started.url;
+      owned = true;
+      leases.writeServer({ pid: started.child.pid!, url });
+      options.log?.info({ dir: shown, redisPid: started.child.pid }, "started a local redis-server (REDIS_URL is unset)");
+    }
+    leases.take(pid);
+  } finally {
+    await unlock().catch(() => {});
+  }
+
+  // However this process ends (an exit during start-up, a forced second Ctrl-C, a crash), its
+  // lease goes back; the last one out also stops the server. Synchronous: `exit` handlers cannot wait.
+  const onExit = () => {
+    leases.giveBack(pid);
+    if (leases.live().length > 0) return;
+    const server = leases.readServer();
+    if (server && isRedisServer(server.pid)) process.kill(server.pid, "SIGTERM");
+  };
+  process.once("exit", onExit);
+
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      process.off("exit", onExit);
+      let unlockAgain: (() => Promise<void>) | undefined;
+      try {
+        unlockAgain = await leases.lock();
+      } catch {
+        onExit(); // the folder stayed locked: give the lease back without it
         return;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-        child.once("exit", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.kill("SIGTERM");
-      });
-    },
-  };
+      try {
+        leases.giveBack(pid);
+        const others = leases.live();
+        if (others.length > 0) {
+          options.log?.info({ pids: others }, `the local redis-server is still used by ${others.length} other process${others.length === 1 ? "" : "es"} of this folder; left running`);
+          return;
+        }
+        const server = leases.readServer();
+        const running = server ? await serverPid(server.url) : undefined;
+        if (server && running === server.pid) {
+          process.kill(server.pid, "SIGTERM");
+          if (!(await waitForExit(server.pid, 5000))) {
+            process.kill(server.pid, "SIGKILL");
+            await waitForExit(server.pid, 2000);
+          }
+          options.log?.info({ dir: shown }, "stopped the local redis-server (no other process uses it)");
+        }
+        leases.dropServer();
+      } catch (error) {
+        options.log?.warn({ err: error }, "could not stop the local redis-server");
+      } finally {
+        await unlockAgain().catch(() => {});
+      }
+    })());
+  return { url, owned, stop };
 }

@@ -53,7 +53,7 @@ async function chat(): Promise<void> {
       await bot?.stop();
       await redis.local?.stop();
     })());
-  stopOnSignals(stop, log);
+  stopOnSignals(stop, log, (text) => process.stdout.write(`\n${text}\n`));
   try {
     await starting;
   } catch (error) {

@@ -2,14 +2,14 @@
  * `npm run trace -- <platform> <chatId> [runs]`: prints a chat's latest run (or its last `runs`
  * runs, oldest first) as a readable timeline, so an operator can see why the bot answered what
  * it did. Reads `.env`. Uses `REDIS_URL` (a relative socket path is resolved against the current
- * folder); when it is unset, the socket of the private redis-server `npm start` runs
- * (`.data/redis/redis.sock`, see `src/local-redis.ts`). Exit code 0 when a run was printed, 1
+ * folder); when it is unset, the private redis-server of this folder (`.data/redis`, see
+ * `src/local-redis.ts`), started for the read when no `npm start` or `npm run chat` runs it. Exit code 0 when a run was printed, 1
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import "dotenv/config";
-import { existsSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
+import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { redact, registerSecrets } from "../log.js";
 import { PLATFORMS, type Platform } from "../queue/incoming.js";
 import { connectRedis } from "../redis.js";
@@ -18,7 +18,7 @@ import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
 
 const USAGE = `usage: npm run trace -- <platform> <chatId> [runs]
   platform: ${PLATFORMS.join(" | ")}
-  chatId:   the platform's chat id (Telegram chat.id, Discord channel id, console session)
+  chatId:   the platform's chat id (Telegram chat.id, Discord channel id; local for npm run chat)
   runs:     how many recent runs to print (1-${TRACE_KEEP_RUNS}), default 1`;
 
 async function main(argv: string[]): Promise<number> {
@@ -44,14 +44,17 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
+  let local: LocalRedis | undefined;
   if (!redisUrl) {
-    // The socket `startLocalRedis` listens on when REDIS_URL is unset (`npm start` in this folder).
-    const socket = path.resolve(".data", "redis", "redis.sock");
-    if (!existsSync(socket)) {
-      console.error(`REDIS_URL is not set and no local Redis is running here (${path.relative(process.cwd(), socket)} does not exist): start the bot (npm start) or set REDIS_URL.`);
+    // The private redis-server of this folder (`npm start`, `npm run chat`): reuse it, or start it
+    // for this read and stop it again afterwards unless another process took it up meanwhile.
+    try {
+      local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
+    } catch (error) {
+      console.error(`REDIS_URL is not set and the private redis-server could not be started: ${(error as Error).message}`);
       return 2;
     }
-    redisUrl = socket;
+    redisUrl = local.url;
   }
   // Fail fast, once: no reconnect loop, no queued commands; ioredis waits disconnectTimeout (2 s by
   // default) on a socket that never connected before the process can exit.
@@ -77,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } finally {
     redis.disconnect();
+    await local?.stop();
   }
 }
 

@@ -1,8 +1,10 @@
 /**
  * `npm run trace` with the README's default setup: no REDIS_URL, the private redis-server
- * `npm start` runs on `.data/redis/redis.sock` (started here with the real `startLocalRedis`).
+ * `npm start` runs on `.data/redis/redis.sock` (started here with the real `startLocalRedis`),
+ * or, when no bot runs, the one `npm run trace` starts for the read.
  */
 import { execFile } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -83,24 +85,34 @@ describe("npm run trace", () => {
     expect(out.stdout.trim()).toBe(expected);
   });
 
-  it("says to start the bot or set REDIS_URL when neither is there", async () => {
-    const out = await trace(empty, ["telegram", "77"]);
-    expect(out.code).toBe(2);
-    expect(out.stderr).toContain("start the bot (npm start) or set REDIS_URL");
-    expect(out.stderr).not.toMatch(/at .*\.ts:\d+/);
-  });
+  it("starts the private Redis for the read when no bot runs, and stops it again", async () => {
+    const out = await trace(empty, ["console", "local"]);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain("No trace stored for console:local");
+    expect(out.stderr).toBe("");
+    const folder = path.join(empty, ".data", "redis");
+    expect(existsSync(path.join(folder, "appendonlydir"))).toBe(true); // it did run there
+    expect(existsSync(path.join(folder, "server.json"))).toBe(false); // and was stopped with the last lease
+    expect(readdirSync(path.join(folder, "leases"))).toEqual([]);
+  }, 30_000);
 
-  it("says the bot's socket could not be reached when it is left over from a stopped bot", async () => {
+  it("replaces a socket left over from a stopped bot", async () => {
     const stale = await mkdtemp(path.join(tmpdir(), "trace-stale-"));
     try {
       await mkdir(path.join(stale, ".data", "redis"), { recursive: true });
       await writeFile(path.join(stale, ".data", "redis", "redis.sock"), "");
       const out = await trace(stale, ["telegram", "77"]);
-      expect(out.code).toBe(2);
-      expect(out.stderr).toMatch(/^Redis at \.data\/redis\/redis\.sock could not be reached \(connect E[A-Z]+ .*\): start the bot \(npm start\) or set REDIS_URL/);
+      expect(out.code).toBe(1);
+      expect(out.stdout).toContain("No trace stored for telegram:77");
     } finally {
       await rm(stale, { recursive: true, force: true });
     }
+  }, 30_000);
+
+  it("leaves the private Redis running while the bot still uses it", async () => {
+    const out = await trace(project, ["telegram", "77"]);
+    expect(out.code).toBe(0);
+    expect(await redis.ping()).toBe("PONG");
   });
 
   it("says plainly that Redis could not be reached, without the password", async () => {

@@ -1,63 +1,259 @@
-import { existsSync } from "node:fs";
+/**
+ * The private redis-server (`src/local-redis.ts`) with real processes: each process of the
+ * checkout holds a lease, and the server stops when the last one leaves — in any stop order, after
+ * a crash, after a forced exit — and never earlier.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { LocalRedisError, startLocalRedis } from "../../src/local-redis.js";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LocalRedisError, pidAlive, startLocalRedis } from "../../src/local-redis.js";
 import { connectRedis } from "../../src/redis.js";
 
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const tsxLoader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
+const userScript = path.join(root, "test", "fixtures", "local-redis-user.ts");
+
 let dir: string;
+const children: ChildProcess[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "bot-local-redis-"));
+});
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-it("starts redis-server with its data and append-only file in the folder, reuses it, and stops it", async () => {
-  const local = await startLocalRedis({ dir });
-  expect(local.owned).toBe(true);
-  const redis = connectRedis(local.url);
-  await redis.set("k", "v");
-  expect(await redis.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
-  expect(await redis.config("GET", "dir")).toEqual(["dir", dir]);
-  const again = await startLocalRedis({ dir });
-  expect(again.owned).toBe(false);
-  expect(again.url).toBe(local.url);
-  await again.stop(); // not ours: leaves it running
-  expect(await redis.get("k")).toBe("v");
-  await redis.quit();
-  await local.stop();
-  expect(existsSync(path.join(dir, "appendonlydir"))).toBe(true);
-  const restarted = await startLocalRedis({ dir });
-  const after = connectRedis(restarted.url);
-  expect(await after.get("k")).toBe("v"); // the append-only file kept it
-  after.disconnect();
-  await restarted.stop();
-});
+async function freshDir(): Promise<string> {
+  return mkdtemp(path.join(tmpdir(), "lr-"));
+}
 
-it("is left running by its owner while another process still uses it", async () => {
-  const other = await mkdtemp(path.join(tmpdir(), "bot-local-redis-shared-"));
-  const owner = await startLocalRedis({ dir: other });
-  const user = connectRedis(owner.url, { retryStrategy: () => null }); // e.g. `npm start` reusing what `npm run chat` started
-  await user.set("shared", "yes");
-  await owner.stop();
-  expect(await user.get("shared")).toBe("yes");
-  await user.call("SHUTDOWN", "NOSAVE").catch(() => {}); // the connection closes as the server goes
-  user.disconnect();
-  await rm(other, { recursive: true, force: true });
-});
+/** The pid of the server recorded in `server.json`. */
+function serverPid(folder: string): number {
+  return (JSON.parse(readFileSync(path.join(folder, "server.json"), "utf8")) as { pid: number }).pid;
+}
 
-it("says how to install redis-server when it is missing", async () => {
-  const saved = process.env.PATH;
-  process.env.PATH = dir; // a folder without redis-server
-  try {
-    const error = await startLocalRedis({ dir: path.join(dir, "other") }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(LocalRedisError);
-    expect((error as Error).message).toMatch(/apt-get install redis-server/);
-    expect((error as Error).message).toMatch(/brew install redis/);
-    expect((error as Error).message).toMatch(/REDIS_URL/);
-  } finally {
-    process.env.PATH = saved;
+async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A process using the private Redis of `folder`; resolves once it holds its lease. */
+async function user(folder: string, mode?: "exit"): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, ["--import", tsxLoader, userScript, folder, ...(mode ? [mode] : [])], { stdio: ["ignore", "pipe", "pipe"], cwd: root });
+  children.push(child);
+  let output = "";
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await waitUntil(() => output.includes("ready ") || child.exitCode !== null, 60_000, "the process to take its lease");
+  expect(output).toContain("ready ");
+  return { child, output: () => output, exited };
+}
+
+async function stopUser(u: Awaited<ReturnType<typeof user>>): Promise<void> {
+  u.child.kill("SIGTERM");
+  expect(await u.exited).toBe(0);
+  expect(u.output()).toContain("released");
+}
+
+/** True when something answers PING on the folder's socket. */
+async function answers(folder: string): Promise<boolean> {
+  const redis = connectRedis(path.join(folder, "redis.sock"), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  redis.on("error", () => {});
+  try {
+    await redis.connect();
+    return (await redis.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+describe("in one process", () => {
+  it("starts redis-server with its data and append-only file in the folder, reuses it, and stops it with the last lease", async () => {
+    const first = await startLocalRedis({ dir });
+    expect(first.owned).toBe(true);
+    const redis = connectRedis(first.url);
+    await redis.set("k", "v");
+    expect(await redis.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
+    expect(await redis.config("GET", "dir")).toEqual(["dir", dir]);
+    const second = await startLocalRedis({ dir, pid: process.ppid }); // another live process's lease
+    expect(second.owned).toBe(false);
+    expect(second.url).toBe(first.url);
+    const pid = serverPid(dir);
+    await first.stop(); // the other lease is still held: left running
+    expect(await redis.get("k")).toBe("v");
+    expect(pidAlive(pid)).toBe(true);
+    redis.disconnect();
+    await second.stop(); // the last one out stops it
+    expect(pidAlive(pid)).toBe(false);
+    expect(existsSync(path.join(dir, "server.json"))).toBe(false);
+    expect(existsSync(path.join(dir, "appendonlydir"))).toBe(true);
+    const restarted = await startLocalRedis({ dir });
+    const after = connectRedis(restarted.url);
+    expect(await after.get("k")).toBe("v"); // the append-only file kept it
+    after.disconnect();
+    await restarted.stop();
+  }, 30_000);
+
+  it("is not kept running by the connections of a process that gave its lease back", async () => {
+    const folder = await freshDir();
+    const local = await startLocalRedis({ dir: folder });
+    const pid = serverPid(folder);
+    const open = connectRedis(local.url, { retryStrategy: () => null }); // a connection, not a lease
+    open.on("error", () => {});
+    await open.ping();
+    await local.stop();
+    expect(pidAlive(pid)).toBe(false);
+    open.disconnect();
+    await rm(folder, { recursive: true, force: true });
+  }, 30_000);
+
+  it("says how to install redis-server when it is missing", async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = dir; // a folder without redis-server
+    try {
+      const error = await startLocalRedis({ dir: path.join(dir, "other") }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LocalRedisError);
+      expect((error as Error).message).toMatch(/apt-get install redis-server/);
+      expect((error as Error).message).toMatch(/brew install redis/);
+      expect((error as Error).message).toMatch(/REDIS_URL/);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+});
+
+describe("with real processes, in every stop order", () => {
+  it("first started stops first: the server runs until the second stops", async () => {
+    const folder = await freshDir();
+    const a = await user(folder);
+    const b = await user(folder);
+    const pid = serverPid(folder);
+    await stopUser(a);
+    expect(pidAlive(pid)).toBe(true);
+    expect(await answers(folder)).toBe(true);
+    await stopUser(b);
+    expect(pidAlive(pid)).toBe(false);
+    expect(await answers(folder)).toBe(false);
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
+
+  it("last started stops first: the server runs until the first stops", async () => {
+    const folder = await freshDir();
+    const a = await user(folder);
+    const b = await user(folder);
+    const pid = serverPid(folder);
+    await stopUser(b);
+    expect(pidAlive(pid)).toBe(true);
+    expect(await answers(folder)).toBe(true);
+    await stopUser(a);
+    expect(pidAlive(pid)).toBe(false);
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
+
+  it("a crashed process's lease is found dead: the last live process still stops the server", async () => {
+    const folder = await freshDir();
+    const a = await user(folder);
+    const b = await user(folder);
+    const pid = serverPid(folder);
+    a.child.kill("SIGKILL"); // the starter crashes: no exit handler runs
+    await a.exited;
+    expect(pidAlive(pid)).toBe(true);
+    await stopUser(b);
+    expect(pidAlive(pid)).toBe(false);
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
+
+  it("a server left by a lone crashed process is reused by the next one and stopped with it", async () => {
+    const folder = await freshDir();
+    const a = await user(folder);
+    const pid = serverPid(folder);
+    a.child.kill("SIGKILL");
+    await a.exited;
+    const c = await user(folder);
+    expect(serverPid(folder)).toBe(pid); // reused, not a second server on the same data
+    await stopUser(c);
+    expect(pidAlive(pid)).toBe(false);
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
+
+  it("a forced exit (process.exit without stop) gives the lease back, and the last one out stops the server", async () => {
+    const folder = await freshDir();
+    const a = await user(folder, "exit");
+    const b = await user(folder, "exit");
+    const pid = serverPid(folder);
+    b.child.kill("SIGTERM");
+    await b.exited;
+    expect(pidAlive(pid)).toBe(true);
+    a.child.kill("SIGTERM");
+    await a.exited;
+    await waitUntil(() => !pidAlive(pid), 10_000, "the server to stop");
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
+});
+
+describe("npm start and npm run chat sharing the private Redis", () => {
+  /** Runs an entry point in `cwd` (no REDIS_URL: the private Redis of `cwd/.data/redis`). */
+  function entry(cwd: string, file: string, stdin: "ignore" | "pipe") {
+    const child = spawn(process.execPath, ["--import", tsxLoader, path.join(root, file)], {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", ANTHROPIC_API_KEY: "test-key-not-real", LOG_LEVEL: "info", BOT_LOCALE: "en" },
+      stdio: [stdin, "pipe", "pipe"],
+    });
+    children.push(child);
+    let output = "";
+    child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    return { child, output: () => output, exited };
+  }
+
+  it("npm start, then npm run chat, then Ctrl-C on npm start: the server stays for the chat and stops when the chat exits", async () => {
+    const cwd = await freshDir();
+    const folder = path.join(cwd, ".data", "redis");
+    const bot = entry(cwd, "src/main.ts", "ignore");
+    await waitUntil(() => bot.output().includes("the bot is running") || bot.child.exitCode !== null, 90_000, "npm start");
+    expect(bot.output()).toContain("the bot is running");
+    const chat = entry(cwd, "src/cli/chat.ts", "pipe");
+    await waitUntil(() => chat.output().includes("Chat started") || chat.child.exitCode !== null, 90_000, "npm run chat");
+    expect(chat.output()).toContain("Chat started");
+    const pid = serverPid(folder);
+
+    bot.child.kill("SIGINT");
+    await waitUntil(() => bot.output().includes("stopping"), 5_000, "the stopping notice");
+    expect(bot.output()).toContain("press Ctrl-C again to force");
+    expect(await bot.exited).toBe(0);
+    expect(pidAlive(pid)).toBe(true); // the chat still uses it
+    expect(await answers(folder)).toBe(true);
+
+    chat.child.stdin!.end("/quit\n");
+    expect(await chat.exited).toBe(0);
+    await waitUntil(() => !pidAlive(pid), 10_000, "the server to stop with the last process");
+    expect(await answers(folder)).toBe(false);
+    await rm(cwd, { recursive: true, force: true });
+  }, 240_000);
+
+  it("Ctrl-C in npm run chat says at once, in the terminal, that it is stopping", async () => {
+    const cwd = await freshDir();
+    const chat = entry(cwd, "src/cli/chat.ts", "pipe");
+    await waitUntil(() => chat.output().includes("Chat started") || chat.child.exitCode !== null, 90_000, "npm run chat");
+    const pid = serverPid(path.join(cwd, ".data", "redis"));
+    chat.child.kill("SIGINT");
+    await waitUntil(() => chat.output().includes("stopping"), 5_000, "the stopping notice");
+    expect(chat.output()).toContain("press Ctrl-C again to force");
+    expect(await chat.exited).toBe(0);
+    await waitUntil(() => !pidAlive(pid), 10_000, "the server to stop");
+    await rm(cwd, { recursive: true, force: true });
+  }, 240_000);
 });

@@ -21,6 +21,23 @@ export class EnqueueError extends Error {
   }
 }
 
+/**
+ * A platform refused the bot for a reason only the operator can fix: a rejected token (Telegram
+ * 401, Discord `TokenInvalid`), refused gateway intents. The message names the variable and what to
+ * do, and holds no secret; it is logged as it is, without a library stack.
+ */
+export class AdapterFatalError extends Error {
+  constructor(
+    /** The platform that refused. */
+    readonly platform: Platform,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "AdapterFatalError";
+  }
+}
+
 /** What the core gives an adapter when it starts. */
 export interface AdapterContext {
   config: Config;
@@ -37,15 +54,25 @@ export interface AdapterContext {
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
   /** Checks and records a button press or reaction on an approval prompt. */
   approvals: ApprovalDecider;
+  /**
+   * Reports that the adapter stopped for good after it had started (e.g. Telegram answered 401 to
+   * `getUpdates`: the token was revoked). The bot then stops and the process exits non-zero.
+   * Optional: without it the adapter only logs the error.
+   */
+  fatal?(error: AdapterFatalError): void;
 }
 
 /** A platform adapter: inbound (start/stop) and its outbound half. */
 export interface Adapter {
   readonly platform: Platform;
   readonly outbound: Outbound;
-  /** Connects (polling, gateway, stdin) and starts producing jobs. Resolves once connected. */
+  /**
+   * Connects (polling, gateway, stdin) and starts producing jobs. Resolves once connected.
+   * A {@link stop} call while this is pending aborts the platform calls in flight, and this rejects.
+   * @throws {AdapterFatalError} when the platform refuses the bot's credentials or settings.
+   */
   start(context: AdapterContext): Promise<void>;
-  /** Stops taking new messages and disconnects. Never throws. */
+  /** Stops taking new messages and disconnects; aborts a pending {@link start}. Never throws. */
   stop(): Promise<void>;
   /** True while connected to the platform (polling or gateway up); used by the health endpoint. */
   isConnected?(): boolean;

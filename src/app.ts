@@ -6,7 +6,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import type { Redis } from "ioredis";
-import type { Adapter, AdapterContext } from "./adapter.js";
+import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
@@ -79,6 +79,12 @@ export interface StartBotOptions {
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
+  /**
+   * Called once the bot has stopped because an adapter cannot go on (e.g. the Telegram token was
+   * revoked while polling: {@link AdapterFatalError}); the error was logged already. Default: sets
+   * `process.exitCode` to 1. `npm start` exits 1 here.
+   */
+  onFatal?: (error: AdapterFatalError) => void;
 }
 
 /** A running bot. */
@@ -189,6 +195,10 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         resetChat: (chat) => history.reset(chat),
         toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
         approvals: decider,
+        fatal: (error) => {
+          log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
+          void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));
+        },
       };
       for (const adapter of adapters) {
         await adapter.start(context);
@@ -206,6 +216,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     }
     return bot;
   } catch (error) {
+    // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
+    if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
+    else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     await bot.stop();
     throw error;
   }

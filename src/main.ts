@@ -34,11 +34,13 @@ async function main(): Promise<void> {
     redisUrl: redis.url,
     toolbox,
     agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
+    // An adapter that cannot go on (a revoked token) has stopped the bot and logged why.
+    onFatal: () => void (redis.local?.stop() ?? Promise.resolve()).finally(() => process.exit(1)),
   }));
   try {
     await starting;
-  } catch (error) {
-    log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
+  } catch {
+    // startBot logged the cause ("start-up failed: …") before stopping what had started.
     await redis.local?.stop();
     process.exit(1);
   }

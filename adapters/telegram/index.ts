@@ -7,7 +7,7 @@
 import { createServer, type Server } from "node:http";
 import { Bot, webhookCallback, type Context } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
-import { EnqueueError } from "../../src/adapter.js";
+import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { formatHelp } from "../../src/commands/help.js";
 import { formatToolList } from "../../src/commands/tools-listing.js";
@@ -18,6 +18,7 @@ import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
+import { isUnauthorized, PollingMonitor, type PollingOptions } from "./polling.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { destinationOf, TelegramOutbound } from "./outbound.js";
 
@@ -40,8 +41,14 @@ export function createOutbound(config: Config, log: Logger): TelegramOutbound {
  * server listens on `TELEGRAM_WEBHOOK_PORT`).
  * @throws {Error} when `TELEGRAM_BOT_TOKEN` is not set.
  */
-export function createAdapter(config: Config, log: Logger): Adapter {
-  return new TelegramAdapter(config, log.child({ platform: "telegram" }));
+export function createAdapter(config: Config, log: Logger, options: TelegramAdapterOptions = {}): Adapter {
+  return new TelegramAdapter(config, log.child({ platform: "telegram" }), options);
+}
+
+/** Options of {@link createAdapter} beyond the configuration. */
+export interface TelegramAdapterOptions {
+  /** Retry delays and the health threshold of long polling (ms). */
+  polling?: PollingOptions;
 }
 
 /** See {@link createAdapter}. */
@@ -53,12 +60,21 @@ export class TelegramAdapter implements Adapter {
   readonly bot: Bot;
   #server: Server | undefined;
   #polling: Promise<void> | undefined;
+  #webhookSet = false;
+  readonly #monitor: PollingMonitor;
+  /** Aborted by {@link stop}: ends a start-up in progress. */
+  readonly #starting = new AbortController();
 
+  /** @param options - polling retry and health timings (tests shorten them); see {@link PollingOptions}. */
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
+    options: TelegramAdapterOptions = {},
   ) {
     this.bot = new Bot(botToken(config), { client: clientOptions(config) });
+    this.#monitor = new PollingMonitor(log, options.polling);
+    // Inside auto-retry, so getUpdates failures reach the monitor at once (auto-retry waits 3 s, 6 s… on a 5xx).
+    this.bot.api.config.use(this.#monitor.transformer);
     installRetry(this.bot.api);
     this.outbound = new TelegramOutbound(this.bot.api, config, log);
   }
@@ -67,19 +83,35 @@ export class TelegramAdapter implements Adapter {
    * Registers the handlers, calls `getMe` and `setMyCommands`, then starts long polling
    * (`deleteWebhook` + `getUpdates`) or, with `TELEGRAM_WEBHOOK_URL`, listens on
    * `TELEGRAM_WEBHOOK_PORT` and calls `setWebhook` with `secret_token`. Resolves once updates flow.
-   * @throws grammy's errors when the token is wrong (401) or the Bot API is unreachable; the
-   *   listen error when the webhook port is taken.
+   * While polling, a 409, 429, 5xx or network error is retried with a growing delay
+   * ({@link PollingMonitor}); a 401 ends polling and is reported through `context.fatal`.
+   * {@link stop} during start-up aborts the calls in flight.
+   * @throws {AdapterFatalError} when the Bot API rejects the token (401); an Error when the Bot API
+   *   does not answer `getMe` within {@link START_TIMEOUT_MS} or start-up was aborted by
+   *   {@link stop}; the listen error when the webhook port is taken.
    */
   async start(context: AdapterContext): Promise<void> {
+    try {
+      await this.#start(context);
+    } catch (error) {
+      if (isUnauthorized(error)) throw tokenRejected(error);
+      if (this.#starting.signal.aborted) throw new Error("telegram: start-up was stopped", { cause: error });
+      throw error;
+    }
+  }
+
+  async #start(context: AdapterContext): Promise<void> {
     const { bot, config, log } = this;
+    const signal = this.#starting.signal;
     bot.catch((err) => log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
     bot.on("message", (ctx) => this.#onMessage(ctx, context));
     bot.on("callback_query:data", (ctx) => this.#onCallback(ctx, context));
-    await withTimeout(bot.init(), START_TIMEOUT_MS, () => {
+    await withTimeout(bot.init(grammySignal(signal)), START_TIMEOUT_MS, signal, () => {
       const root = config.TELEGRAM_API_ROOT ?? "https://api.telegram.org";
       return new Error(`telegram: the Bot API at ${root} did not answer getMe within ${START_TIMEOUT_MS / 1000} s (no network, a proxy needed, or a wrong TELEGRAM_API_ROOT?)`);
     });
-    await this.#registerCommands();
+    await this.#registerCommands(signal);
+    signal.throwIfAborted();
 
     if (config.TELEGRAM_WEBHOOK_URL) {
       const url = new URL(config.TELEGRAM_WEBHOOK_URL);
@@ -99,26 +131,55 @@ export class TelegramAdapter implements Adapter {
         server.listen(config.TELEGRAM_WEBHOOK_PORT, () => resolve());
       });
       this.#server = server;
-      await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] });
+      await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));
+      this.#webhookSet = true;
       log.info({ port: config.TELEGRAM_WEBHOOK_PORT, bot: bot.botInfo.username }, "telegram: webhook set, listening");
       return;
     }
 
     await new Promise<void>((resolve, reject) => {
+      let started = false;
       this.#polling = bot
-        .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: () => resolve() })
+        .start({
+          allowed_updates: [...ALLOWED_UPDATES],
+          onStart: () => {
+            started = true;
+            resolve();
+          },
+        })
         .catch((error: unknown) => {
+          if (!started) return reject(error instanceof Error ? error : new Error(String(error)));
+          if (isUnauthorized(error)) {
+            const fatal = tokenRejected(error);
+            log.fatal(fatal.message);
+            context.fatal?.(fatal);
+            return;
+          }
+          // The monitor retries everything else; this is a bug (e.g. in grammy) rather than the network.
           log.error({ error: redact(String(error)) }, "telegram: polling stopped with an error");
-          reject(error instanceof Error ? error : new Error(String(error)));
         });
     });
     log.info({ bot: bot.botInfo.username }, "telegram: long polling started");
   }
 
-  /** Stops polling (or closes the webhook server; the webhook itself stays set). Never throws. */
+  /**
+   * True while updates can arrive: the webhook was set and its server listens, or the polling loop
+   * runs and is neither failing nor stuck for longer than `unhealthyAfterMs` ({@link PollingMonitor}).
+   */
+  isConnected(): boolean {
+    if (this.config.TELEGRAM_WEBHOOK_URL) return this.#webhookSet && this.#server?.listening === true;
+    return this.bot.isRunning() && this.bot.isInited() && this.#monitor.healthy();
+  }
+
+  /**
+   * Stops polling (or closes the webhook server; the webhook itself stays set); aborts a start-up
+   * still in progress. Never throws.
+   */
   async stop(): Promise<void> {
+    this.#starting.abort();
     try {
-      if (this.bot.isRunning()) await this.bot.stop();
+      // bot.stop() confirms the offset with one more getUpdates, which cannot be aborted: bound it.
+      if (this.bot.isRunning()) await Promise.race([this.bot.stop(), delay(STOP_CONFIRM_MS)]);
       await this.#polling?.catch(() => undefined);
       if (this.#server) {
         const server = this.#server;
@@ -131,15 +192,19 @@ export class TelegramAdapter implements Adapter {
     }
   }
 
-  /** `setMyCommands` for the default language (`BOT_LOCALE`) and for `zh` and `en` clients. Failures are logged, not fatal. */
-  async #registerCommands(): Promise<void> {
+  /**
+   * `setMyCommands` for the default language (`BOT_LOCALE`) and for `zh` and `en` clients. Failures
+   * are logged, not fatal, except a 401 (rethrown: the token was rejected).
+   */
+  async #registerCommands(signal: AbortSignal): Promise<void> {
     const calls = [
-      this.bot.api.setMyCommands(botCommands(this.config.BOT_LOCALE)),
-      this.bot.api.setMyCommands(botCommands("zh-TW"), { language_code: "zh" }),
-      this.bot.api.setMyCommands(botCommands("en"), { language_code: "en" }),
+      this.bot.api.setMyCommands(botCommands(this.config.BOT_LOCALE), undefined, grammySignal(signal)),
+      this.bot.api.setMyCommands(botCommands("zh-TW"), { language_code: "zh" }, grammySignal(signal)),
+      this.bot.api.setMyCommands(botCommands("en"), { language_code: "en" }, grammySignal(signal)),
     ];
     for (const result of await Promise.allSettled(calls)) {
-      if (result.status === "rejected") this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
+      if (result.status === "rejected" && isUnauthorized(result.reason)) throw result.reason;
+      if (result.status === "rejected" && !signal.aborted) this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
     }
   }
 
@@ -247,11 +312,39 @@ export class TelegramAdapter implements Adapter {
   }
 }
 
-/** Resolves like `promise`, or rejects with `error()` after `ms` milliseconds. */
-function withTimeout<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
+/** Longest wait for grammy's offset-confirming `getUpdates` in {@link TelegramAdapter.stop}, in ms. */
+const STOP_CONFIRM_MS = 3000;
+
+/** The error for a Bot API 401: the token in `TELEGRAM_BOT_TOKEN` was rejected (never includes it). */
+function tokenRejected(error: unknown): AdapterFatalError {
+  return new AdapterFatalError(
+    "telegram",
+    "TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized): copy the current token from @BotFather (it changes when the token is revoked) and restart.",
+    { cause: error },
+  );
+}
+
+/** grammy (node build) types its signals with the `abort-controller` shim; Node's own AbortSignal is what it uses at run time. */
+function grammySignal(signal: AbortSignal): Parameters<Bot["init"]>[0] {
+  return signal as unknown as Parameters<Bot["init"]>[0];
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Resolves like `promise`, or rejects with `error()` after `ms` milliseconds, or as soon as `signal` aborts. */
+function withTimeout<T>(promise: Promise<T>, ms: number, signal: AbortSignal, error: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(error()), ms);
+    onAbort = () => reject(new Error("aborted"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, timeout]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort!);
+  });
 }

@@ -7,7 +7,8 @@
  * (https://core.telegram.org/bots/api): 401 for a wrong token; 400 "message is too long" over 4096
  * UTF-16 units of parsed text; 400 "can't parse entities" for HTML Telegram rejects; 400 for an
  * empty text; "message is not modified"; callback_data over 64 bytes; answering a callback query
- * twice; 409 for getUpdates while a webhook is set.
+ * twice; 409 for getUpdates while a webhook is set, and 409 "terminated by other getUpdates request"
+ * for a long poll that a newer `getUpdates` call (another poller with the same token) replaces.
  *
  * @example
  * ```ts
@@ -212,6 +213,10 @@ export class FakeTelegram {
   #failures = new Map<string, FakeFailure[]>();
   #pending = new Set<ServerResponse>();
   #allowedUpdates: unknown[] | undefined;
+  /** Held long polls, each with the function that ends it as replaced by a newer call. */
+  #polls = new Set<() => void>();
+  #drops = new Map<string, number>();
+  #revoked = false;
 
   private constructor(options: FakeTelegramOptions) {
     this.token = options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
@@ -260,6 +265,29 @@ export class FakeTelegram {
     const list = this.#failures.get(method) ?? [];
     list.push(failure);
     this.#failures.set(method, list);
+  }
+
+  /** Makes the next `count` calls of `method` fail at the network level: the connection is closed with no answer. */
+  dropNext(method: string, count = 1): void {
+    this.#drops.set(method, (this.#drops.get(method) ?? 0) + count);
+  }
+
+  /** The token is revoked (as with @BotFather `/revoke`): from now on every call answers 401. */
+  revokeToken(): void {
+    this.#revoked = true;
+  }
+
+  /**
+   * Another process polls with the bot's token for `ms` milliseconds: one long poll after another,
+   * each replacing (409) the bot's own held poll, as Telegram does. Resolves when it stops.
+   */
+  async competingPoller(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      const timeout = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+      await fetch(`${this.apiRoot}/bot${this.token}/getUpdates?timeout=${Math.min(timeout, 1)}&limit=1`).then((r) => r.arrayBuffer(), () => undefined);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Queues (or posts to the webhook) a raw update; `update_id` is assigned. */
@@ -375,8 +403,16 @@ export class FakeTelegram {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
     };
     if (!m) return send(404, { ok: false, error_code: 404, description: "Not Found" });
-    if (m[1] !== this.token) return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
+    if (m[1] !== this.token || this.#revoked) return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
     const method = m[2]!;
+    const drops = this.#drops.get(method) ?? 0;
+    if (drops > 0) {
+      this.#drops.set(method, drops - 1);
+      this.calls.push({ method, payload: {}, at: Date.now() });
+      this.#pending.delete(res);
+      req.socket.destroy();
+      return;
+    }
     let payload: Record<string, unknown>;
     try {
       payload = { ...Object.fromEntries(url.searchParams), ...(await readBody(req)) };
@@ -414,25 +450,32 @@ export class FakeTelegram {
     if (payload.allowed_updates !== undefined) this.#allowedUpdates = parseList(payload.allowed_updates);
     const allowed = this.#allowedUpdates;
     if (offset > 0) this.#updates = this.#updates.filter((u) => u.update_id >= offset);
+    // A newer getUpdates ends every held one: "Conflict: terminated by other getUpdates request".
+    for (const replace of [...this.#polls]) replace();
     const ready = () =>
       this.#updates.filter((u) => !allowed || allowed.length === 0 || allowed.some((k) => String(k) in u)).slice(0, limit);
     let found = ready();
     if (found.length > 0 || timeout === 0) return found;
     this.#pending.add(res);
-    await new Promise<void>((resolve) => {
-      const done = () => {
+    const replaced = await new Promise<boolean>((resolve) => {
+      const done = (wasReplaced = false) => {
         clearTimeout(timer);
         this.#waiters.delete(wake);
-        res.off("close", done);
-        resolve();
+        this.#polls.delete(replace);
+        res.off("close", closed);
+        resolve(wasReplaced);
       };
+      const closed = () => done();
+      const replace = () => done(true);
       const wake = () => {
         if (ready().length > 0) done();
       };
       const timer = setTimeout(done, timeout * 1000);
       this.#waiters.add(wake);
-      res.once("close", done);
+      this.#polls.add(replace);
+      res.once("close", closed);
     });
+    if (replaced) throw new ApiFailure(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
     found = ready();
     return found;
   }

@@ -4,13 +4,13 @@
  * Map-backed ApprovalDecider).
  */
 import { z } from "zod";
-import { EnqueueError, type AdapterContext } from "../../src/adapter.js";
+import { EnqueueError, type AdapterContext, type AdapterFatalError } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
 import { silentLogger, type Logger } from "../../src/log.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { createAdapter, type TelegramAdapter } from "../../adapters/telegram/index.js";
+import { createAdapter, type TelegramAdapter, type TelegramAdapterOptions } from "../../adapters/telegram/index.js";
 import { testConfig } from "../helpers/config.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 
@@ -67,14 +67,22 @@ export interface Harness {
   decider: MapDecider;
   /** When true, enqueue throws EnqueueError (Redis down). */
   failEnqueue: { on: boolean };
+  /** Errors the adapter reported through `context.fatal`. */
+  fatal: AdapterFatalError[];
   stop(): Promise<void>;
 }
 
 /** Starts the fake and the adapter (long polling unless `env` sets a webhook). */
-export async function startHarness(env: Record<string, string> = {}, tg?: FakeTelegram, log: Logger = silentLogger): Promise<Harness> {
+export async function startHarness(
+  env: Record<string, string> = {},
+  tg?: FakeTelegram,
+  log: Logger = silentLogger,
+  options: TelegramAdapterOptions = {},
+): Promise<Harness> {
   const fake = tg ?? (await FakeTelegram.start());
   const config = testConfig({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, ...env });
-  const adapter = createAdapter(config, log) as TelegramAdapter;
+  const adapter = createAdapter(config, log, options) as TelegramAdapter;
+  const fatal: AdapterFatalError[] = [];
   const queued: IncomingMessage[] = [];
   const resets: ConversationRef[] = [];
   const decider = new MapDecider();
@@ -91,6 +99,7 @@ export async function startHarness(env: Record<string, string> = {}, tg?: FakeTe
     },
     toolboxFor: () => testToolbox,
     approvals: decider,
+    fatal: (error) => fatal.push(error),
   };
   await adapter.start(context);
   return {
@@ -100,6 +109,7 @@ export async function startHarness(env: Record<string, string> = {}, tg?: FakeTe
     resets,
     decider,
     failEnqueue,
+    fatal,
     async stop() {
       await adapter.stop();
       if (!tg) await fake.stop();

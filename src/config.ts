@@ -124,7 +124,16 @@ export const ConfigSchema = z.object({
   ),
   TELEGRAM_WEBHOOK_PORT: port().default(8443),
 
-  DISCORD_TOKEN: optionalString,
+  /**
+   * Bot token from the Developer Portal (Bot → Reset Token): three base64url parts joined by dots
+   * (the bot's user id, a timestamp, an HMAC), as sent in `Authorization: Bot <token>`
+   * (https://discord.com/developers/docs/reference#authentication). Catches the usual mistakes
+   * (a "Bot " prefix, the client secret, the application id or public key) before login.
+   */
+  DISCORD_TOKEN: optionalString.refine((v) => v === undefined || /^[\w-]{10,}\.[\w-]{4,}\.[\w-]{10,}$/.test(v), {
+    message:
+      "does not look like a bot token from the Developer Portal (Bot → Reset Token): three parts of letters, digits, - and _ joined by dots, without a \"Bot \" prefix (not the client secret, application id or public key)",
+  }),
   /** REST base ending in `/api` (discord.js adds `/v10`); a trailing slash is removed. */
   DISCORD_API_URL: optionalString
     .refine((v) => v === undefined || isApiBase(v), {

@@ -97,6 +97,27 @@ describe("loadConfig", () => {
     expect(loadConfig({ HEALTH_PORT: "8080" }, { purpose: "inspect" }).HEALTH_PORT).toBe(8080);
   });
 
+  it("checks the shape of DISCORD_TOKEN without printing it", () => {
+    // Made-up values in the shape of a bot token (id.timestamp.hmac) and of the usual mistakes.
+    const shaped = "fake-discord-token.abcdef.0123456789";
+    expect(loadConfig({ DISCORD_TOKEN: ` ${shaped} ` }, { purpose: "inspect" }).DISCORD_TOKEN).toBe(shaped);
+    expect(loadConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.Gfake1.fake_hmac-part-of-the-token-000000" }, { purpose: "inspect" }).DISCORD_TOKEN).toBeDefined();
+    const mistakes = [
+      `Bot ${shaped}`, // the header prefix pasted along
+      `"${shaped}"`,
+      "fakeclientsecretfakeclientsecret", // OAuth2 client secret: no dots
+      "123456789012345678", // application id
+      "f".repeat(64), // public key
+      "fake-discord-token.abcdef", // cut short
+    ];
+    for (const value of mistakes) {
+      const problems = problemsOf({ DISCORD_TOKEN: value });
+      expect(problems).toEqual([expect.stringMatching(/^DISCORD_TOKEN: does not look like a bot token from the Developer Portal/)]);
+      expect(problems[0]).not.toContain(value);
+      expect(problems[0]).not.toContain("fake-discord-token");
+    }
+  });
+
   it("refuses the addresses the README calls wrong", () => {
     const problems = problemsOf({
       TELEGRAM_WEBHOOK_URL: "http://bot.example.com/hook",
@@ -145,7 +166,7 @@ describe("loadConfig", () => {
     const env = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, value]));
     const problems = problemsOf(env);
     // Free text (keys, model id, city) is accepted as is: the city is checked by the weather tool.
-    const freeText = ["ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "DISCORD_TOKEN", "CWA_API_KEY", "DEFAULT_CITY"];
+    const freeText = ["ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "CWA_API_KEY", "DEFAULT_CITY"];
     // The garbage is a relative path, which REDIS_URL accepts as a socket path.
     const accepted = [...freeText, "REDIS_URL"];
     expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(Object.keys(ConfigSchema.shape).filter((k) => !accepted.includes(k)).sort());

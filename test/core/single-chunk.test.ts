@@ -25,7 +25,7 @@ const heads = ["", "```js\n", "| a | b |\n|---|---|\n"];
 
 it("an answer within singleChunkUnits goes out as one message on Telegram and Discord", () => {
   const telegram = telegramOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "12345:AAtesttesttesttesttesttest" }), silentLogger);
-  const discord = discordOutbound(testConfig({ DISCORD_TOKEN: "test-token" }), silentLogger);
+  const discord = discordOutbound(testConfig({ DISCORD_TOKEN: "fake-discord-token.abcdef.0123456789" }), silentLogger);
   for (const head of heads) {
     for (const shape of shapes) {
       const tg = (head + shape.repeat(Math.ceil(telegram.singleChunkUnits! / shape.length))).slice(0, telegram.singleChunkUnits);

@@ -1,0 +1,80 @@
+/**
+ * "Adding a tool is one file": the README's `roll_dice` example, taken from README.md itself (so
+ * the two cannot drift), saved exactly as printed into a temporary `tools/` folder, loads, is
+ * listed by `npm run tools`, and can be called — beside the shipped tools too.
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import type { ToolListing } from "../../src/cli/tools.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import { toolboxFor } from "../../src/toolbox/select.js";
+import { testConfig } from "../helpers/config.js";
+import { testContext } from "../helpers/context.js";
+import { REPO_ROOT, SHIPPED_TOOLS, TOOLS_DIR } from "./load.js";
+
+const exec = promisify(execFile);
+
+/** The code block the README introduces with "save it as `tools/<file>`". */
+function readmeExample(): { file: string; code: string } {
+  const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+  const match = /save it as `tools\/([\w-]+\.ts)`:\s*\n+```ts\n([\s\S]*?)```/.exec(readme);
+  if (!match) throw new Error("README.md has no tool example introduced by “save it as `tools/<name>.ts`:”");
+  return { file: match[1]!, code: match[2]! };
+}
+
+// A copy of the project's layout inside the git-ignored .data/: <tmp>/tools/roll_dice.ts beside a
+// link <tmp>/src → src, so the example's own `../src/toolbox/tool.js` import works unchanged.
+await mkdir(path.join(REPO_ROOT, ".data"), { recursive: true });
+const project = await mkdtemp(path.join(REPO_ROOT, ".data", "readme-tool-"));
+const toolsDir = path.join(project, "tools");
+await mkdir(toolsDir);
+await symlink(path.join(REPO_ROOT, "src"), path.join(project, "src"), "dir");
+const example = readmeExample();
+await writeFile(path.join(toolsDir, example.file), example.code);
+afterAll(() => rm(project, { recursive: true, force: true }));
+
+describe("the README's tool example", () => {
+  it("is the roll_dice tool saved as tools/roll_dice.ts", () => {
+    expect(example.file).toBe("roll_dice.ts");
+    expect(example.code).toContain('name: "roll_dice"');
+  });
+
+  it("loads beside the shipped tools, is offered in chats, and can be called", async () => {
+    const { toolbox, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }), dirs: [TOOLS_DIR, toolsDir] });
+    expect(skipped).toEqual([]);
+    expect(toolbox.names()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
+    expect(toolboxFor(toolbox, { platform: "telegram", chatKind: "dm" }).names()).toContain("roll_dice");
+
+    const rolled = await toolbox.execute("roll_dice", { count: 3, sides: 6 }, testContext());
+    expect(rolled.ok).toBe(true);
+    const [sum, ...rolls] = /^(\d) \+ (\d) \+ (\d) = (\d+)$/.exec(rolled.content)!.slice(1).map(Number).reverse();
+    expect(rolls.every((r) => r >= 1 && r <= 6)).toBe(true);
+    expect(sum).toBe(rolls.reduce((a, b) => a + b, 0));
+
+    expect(await toolbox.execute("roll_dice", {}, testContext())).toMatchObject({ ok: true, content: expect.stringMatching(/^[1-6] = [1-6]$/) });
+    expect(await toolbox.execute("roll_dice", { sides: 13 }, testContext())).toMatchObject({ ok: false, content: "13-sided dice are not allowed here; ask for another size." });
+    const invalid = await toolbox.execute("roll_dice", { count: 0 }, testContext());
+    expect(invalid.ok).toBe(false);
+    expect(invalid.content).toContain("count");
+  });
+
+  it("is listed by npm run tools", async () => {
+    const env = { ...process.env, LOG_LEVEL: "silent" };
+    const { stdout } = await exec(path.join(REPO_ROOT, "node_modules", ".bin", "tsx"), [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir], { cwd: REPO_ROOT, env });
+    const listing = JSON.parse(stdout) as ToolListing;
+    expect(listing.tools).toEqual([
+      {
+        name: "roll_dice",
+        tags: ["util"],
+        dangerous: false,
+        description: "Roll dice when the user asks for a dice roll, e.g. 'roll 2d6'. Not for other random choices.",
+        file: path.relative(REPO_ROOT, path.join(toolsDir, "roll_dice.ts")),
+      },
+    ]);
+    expect(listing.notOffered).toEqual([]);
+  }, 30_000);
+});

@@ -3,8 +3,8 @@
  */
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
-import { defineTool } from "../src/toolbox/tool.js";
-import { addTodo, dueField, formatTodo, titleField } from "./todo/store.js";
+import { defineTool, ToolError } from "../src/toolbox/tool.js";
+import { MAX_TODOS_PER_USER, addTodo, dueField, formatTodo, titleField } from "./todo/store.js";
 
 /** The add_todo tool: `{ title, due? }` → `已新增待辦：#1 買牛奶（到期 2026-12-01）`. */
 export default defineTool({
@@ -18,6 +18,12 @@ export default defineTool({
   input: z.object({ title: titleField, due: dueField }),
   async run({ title, due }, context) {
     const todo = await addTodo(context.redis, context, title, due);
+    if (!todo) {
+      throw new ToolError(
+        `The user's todo list is full: it already holds ${MAX_TODOS_PER_USER} items (open and completed), the most allowed, so "${title}" was not added. ` +
+          "Tell the user; they can delete finished or unneeded items (list_todos with include_completed, then delete_todo) and ask again.",
+      );
+    }
     return localize(context.locale, { "zh-TW": "已新增待辦：{line}", en: "Added to your todos: {line}" }, { line: formatTodo(todo, context.locale, context.timezone) });
   },
 });

@@ -227,6 +227,7 @@ export default defineTool({
     "Not for units, currency conversion, variables, equations to solve or dates.",
   ].join(" "),
   tags: ["util"],
+  readOnly: true,
   input: z.object({
     expression: z.string().describe(`The expression, at most ${MAX_EXPRESSION_CHARS} characters, e.g. (1200 + 800) * 0.05`),
   }),

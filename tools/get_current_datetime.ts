@@ -93,6 +93,7 @@ export default defineTool({
     "Not for converting arbitrary dates or doing date arithmetic by itself.",
   ].join(" "),
   tags: ["info", "daily"],
+  readOnly: true,
   input: z.object({
     timezone: z
       .string()

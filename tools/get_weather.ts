@@ -108,6 +108,7 @@ export default defineTool({
     "Without a city it uses the bot's default city.",
   ].join(" "),
   tags: ["info", "daily"],
+  readOnly: true,
   input: z.object({
     city: z
       .string()

@@ -15,6 +15,7 @@ export default defineTool({
     "Shows open items only unless include_completed is true (use that when the user asks for finished items or everything).",
   ].join(" "),
   tags: ["todo"],
+  readOnly: true,
   input: z.object({
     include_completed: z.boolean().default(false).describe("true to also show completed items; default false (open items only)"),
   }),

@@ -36,7 +36,20 @@ export interface HistoryOptions {
   ttlSeconds: number;
   /** Rough size budget of what is sent to the model, in characters of JSON. Default {@link DEFAULT_HISTORY_MAX_CHARS}. */
   maxChars?: number;
+  /**
+   * Most bytes (UTF-8) of one chat's stored value. Default {@link DEFAULT_HISTORY_MAX_STORED_BYTES}.
+   * Once an append would pass it, the oldest runs are cut (in front of a user text turn) until the
+   * value is at most 3/4 of it, so trimming happens once every several runs, not on every one.
+   */
+  maxStoredBytes?: number;
 }
+
+/**
+ * Default of {@link HistoryOptions.maxStoredBytes}: 400 000 bytes, four times the default budget
+ * sent to the model ({@link DEFAULT_HISTORY_MAX_CHARS} characters), so that budget fits even in
+ * three-byte characters (CJK) after a trim to 3/4.
+ */
+export const DEFAULT_HISTORY_MAX_STORED_BYTES = 400_000;
 
 /**
  * Extra raw messages kept in Redis beyond `maxMessages`, so a trim point moved forward past a tool
@@ -73,7 +86,7 @@ export interface RunTag {
 /**
  * KEYS: history. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
  * caller with {@link trimLines}), [2] SHA-1 of the value read, [3] this run's lines, [4] keep
- * (messages), [5] TTL (s).
+ * (messages), [5] TTL (s), [6] most bytes kept.
  * Writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
  * (another writer appended meanwhile, or the chat was reset), rebuilds it from what was there plus
  * this run's lines, trimmed the same way, and writes that instead. Returns 1, or 2 after a rebuild.
@@ -93,12 +106,24 @@ for s, line in string.gmatch(v, '()([^\\n]*)\\n') do
   end
 end
 local total = #starts
+local maxBytes = tonumber(ARGV[6])
+local i = 1
 if total > keep then
-  local i = total - keep + 1
+  i = total - keep + 1
   while i <= total and not users[i] do i = i + 1 end
   if i > total then i = total - keep + 1 end
-  v = string.sub(v, starts[i])
 end
+if total > 0 and #v - starts[i] + 1 > maxBytes then
+  local j = i + 1
+  while j <= total do
+    if users[j] then
+      i = j
+      if #v - starts[i] + 1 <= maxBytes then break end
+    end
+    j = j + 1
+  end
+end
+if total > 0 then v = string.sub(v, starts[i]) end
 redis.call('SET', KEYS[1], v, 'EX', ARGV[5])
 return 2
 `;
@@ -106,24 +131,42 @@ return 2
 /**
  * Cuts the oldest lines of a stored history value so that at most `keep` messages remain, moving
  * the cut forward to the next user text turn (`U` line; when there is none, the raw cut stands and
- * reading drops what does not start validly). Tag lines travel with the messages after them are
- * cut (a tag follows its run's messages). Same rule as the Lua in the trimming append.
+ * reading drops what does not start validly); then, while the rest is longer than `maxBytes`
+ * (UTF-8), moves the cut on to later user text turns (never past the last one: the newest run is
+ * kept whole). Tag lines travel with the messages after them are cut (a tag follows its run's
+ * messages). Same rule as the Lua in the trimming append.
  */
-export function trimLines(value: string, keep: number): string {
+export function trimLines(value: string, keep: number, maxBytes = Infinity): string {
   const lines = value.split("\n");
   const messages: number[] = [];
   lines.forEach((line, i) => {
     if (line !== "" && !line.startsWith("#")) messages.push(i);
   });
-  if (messages.length <= keep) return value;
-  let k = messages.length - keep;
-  while (k < messages.length && !lines[messages[k]!]!.startsWith("U")) k += 1;
-  if (k >= messages.length) k = messages.length - keep;
-  return lines.slice(messages[k]).join("\n");
+  if (messages.length === 0) return value;
+  let k = 0;
+  if (messages.length > keep) {
+    k = messages.length - keep;
+    while (k < messages.length && !lines[messages[k]!]!.startsWith("U")) k += 1;
+    if (k >= messages.length) k = messages.length - keep;
+  }
+  // bytes from the start of line i to the end of the value
+  const bytesFrom = (i: number) => {
+    let n = 0;
+    for (let l = i; l < lines.length; l += 1) n += Buffer.byteLength(lines[l]!) + (l < lines.length - 1 ? 1 : 0);
+    return n;
+  };
+  if (Number.isFinite(maxBytes) && bytesFrom(messages[k]!) > maxBytes) {
+    for (let j = k + 1; j < messages.length; j += 1) {
+      if (!lines[messages[j]!]!.startsWith("U")) continue;
+      k = j;
+      if (bytesFrom(messages[k]!) <= maxBytes) break;
+    }
+  }
+  return k === 0 ? value : lines.slice(messages[k]).join("\n");
 }
 
 interface RedisWithHistory extends Redis {
-  trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number): Promise<number>;
+  trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number): Promise<number>;
 }
 
 /** The text of an assistant message's text blocks, joined without separator. */
@@ -212,7 +255,9 @@ export class HistoryStore {
    * instead one script that writes the value read plus these lines, cut back to `maxMessages + 20`
    * messages in front of a user text turn ({@link trimLines}), with one `SET … EX … GET` (and
    * rebuilds it from what was there when another writer appended meanwhile): once every ~10 runs
-   * of a long chat, one command more than an `APPEND`.
+   * of a long chat, one command more than an `APPEND`. The same script runs when the stored value
+   * would pass `maxStoredBytes`: it is then also cut, in front of a user text turn, to at most 3/4
+   * of that (the newest run is always kept whole).
    *
    * @param after - what {@link read} returned before the run, when the caller read it.
    * @throws when Redis is unreachable; then nothing was written.
@@ -226,10 +271,13 @@ export class HistoryStore {
       lines += `#${JSON.stringify(derived === tag.text ? { id: tag.messageId } : { id: tag.messageId, text: tag.text })}\n`;
     }
     const keep = this.options.maxMessages + SLACK;
-    if (after?.raw !== undefined && after.stored + messages.length > keep + SLACK) {
-      const value = trimLines(after.raw + lines, keep);
+    const maxBytes = this.options.maxStoredBytes ?? DEFAULT_HISTORY_MAX_STORED_BYTES;
+    const tooLong = after?.raw !== undefined && after.raw.length + lines.length > maxBytes / 3 && Buffer.byteLength(after.raw) + Buffer.byteLength(lines) > maxBytes;
+    if (after?.raw !== undefined && (after.stored + messages.length > keep + SLACK || tooLong)) {
+      const target = Math.floor((maxBytes * 3) / 4);
+      const value = trimLines(after.raw + lines, keep, target);
       const sha = createHash("sha1").update(after.raw).digest("hex");
-      await (this.redis as RedisWithHistory).trimAppendHistory(key, value, sha, lines, keep, this.options.ttlSeconds);
+      await (this.redis as RedisWithHistory).trimAppendHistory(key, value, sha, lines, keep, this.options.ttlSeconds, target);
       return;
     }
     let created = false;

@@ -71,6 +71,12 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
   tags: readonly string[];
   /** True when the tool may destroy something: it never runs before the requester approves. */
   dangerous?: boolean;
+  /**
+   * True when the tool only reads (time, weather, a listing, a calculation): it may run again when
+   * a job is retried. A tool that does not say so is treated as a write: each of its calls runs at
+   * most once per `tool_use` id across job retries, and a retry gets the recorded result.
+   */
+  readOnly?: boolean;
   /** Longest run, in ms, before the call is aborted and reported as failed. Default 30 000. */
   timeoutMs?: number;
   /**
@@ -95,6 +101,8 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
 export interface Tool<S extends ToolInputSchema = ToolInputSchema> extends ToolDefinition<S> {
   readonly tags: readonly string[];
   readonly dangerous: boolean;
+  /** See {@link ToolDefinition.readOnly}; false unless the definition says `true`. */
+  readonly readOnly: boolean;
   /** Absolute path of the defining file, or `<unknown>`. */
   readonly file: string;
 }
@@ -110,6 +118,7 @@ export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition
     ...definition,
     tags: [...(definition.tags ?? [])],
     dangerous: definition.dangerous === true,
+    readOnly: definition.readOnly === true,
     file: callerFile(),
   };
   recordDefinition(tool as unknown as Tool);

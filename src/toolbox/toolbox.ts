@@ -3,7 +3,7 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { z } from "zod";
-import { silentLogger, type Logger } from "../log.js";
+import { redact, silentLogger, type Logger } from "../log.js";
 import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolError, type Tool, type ToolContext } from "./tool.js";
@@ -24,9 +24,17 @@ export const MAX_TOOLS_PER_REQUEST = 10;
 /** Default limit of one tool call, in ms. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
+/**
+ * Longest tool result the model reads, in UTF-16 code units (JavaScript string length). A longer
+ * result is cut, and a note at its end says so; the note is included in the limit.
+ */
+export const MAX_TOOL_RESULT_CHARS = 20_000;
+
 /** Options of a {@link ToolBox}. */
 export interface ToolBoxOptions {
   log?: Logger;
+  /** Longest tool result, in UTF-16 code units; default {@link MAX_TOOL_RESULT_CHARS}. */
+  maxResultChars?: number;
 }
 
 /** Per-call options of {@link ToolBox.execute}. */
@@ -41,10 +49,12 @@ export interface ExecuteOptions {
 export class ToolBox {
   readonly #tools = new Map<string, Tool>();
   readonly #log: Logger;
+  readonly #maxResultChars: number;
 
   /** @throws {Error} when two of `tools` share a name. */
   constructor(tools: Iterable<Tool> = [], options: ToolBoxOptions = {}) {
     this.#log = options.log ?? silentLogger;
+    this.#maxResultChars = options.maxResultChars ?? MAX_TOOL_RESULT_CHARS;
     for (const tool of tools) this.add(tool);
   }
 
@@ -87,7 +97,7 @@ export class ToolBox {
   filterByTag(...tags: string[]): ToolBox {
     const wanted = new Set(tags);
     const tools = tags.length === 0 ? this.list() : this.list().filter((t) => t.tags.some((tag) => wanted.has(tag)));
-    return new ToolBox(tools, { log: this.#log });
+    return new ToolBox(tools, { log: this.#log, maxResultChars: this.#maxResultChars });
   }
 
   /**
@@ -119,6 +129,10 @@ export class ToolBox {
    * - anything else thrown → logged with its stack; the model sees the error's type and message;
    * - slower than the tool's `timeoutMs` (default 30 s) → the context's signal is aborted, `ok: false`.
    *
+   * Every result, success or error, is then passed through `redact` (registered secrets and bot
+   * token shapes become `[redacted]`) and cut to {@link MAX_TOOL_RESULT_CHARS} (see
+   * {@link capToolResult}) before the trace, the log or the model sees it.
+   *
    * @param context - the per-call context; its `signal` is combined with the timeout.
    */
   async execute(name: string, input: unknown, context: ToolContext, options: ExecuteOptions = {}): Promise<ToolExecution> {
@@ -126,7 +140,9 @@ export class ToolBox {
     const tracer = options.tracer ?? nullTracer;
     tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: preview(safeJson(input)) });
     const result = await this.#run(name, input, context);
-    const execution: ToolExecution = { ...result, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+    const content = capToolResult(redact(result.content), this.#maxResultChars);
+    if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
+    const execution: ToolExecution = { ok: result.ok, content, durationMs: Math.round((performance.now() - started) * 10) / 10 };
     tracer.event("tool_result", {
       tool: name,
       toolUseId: options.toolUseId,
@@ -152,11 +168,10 @@ export class ToolBox {
    */
   async prepare(name: string, input: unknown, context: ToolContext): Promise<{ ok: true; action: string } | { ok: false; content: string }> {
     const tool = this.#tools.get(name);
-    if (!tool) return { ok: false, content: (await this.#run(name, input, context)).content };
+    const failed = (content: string) => ({ ok: false as const, content: capToolResult(redact(content), this.#maxResultChars) });
+    if (!tool) return failed((await this.#run(name, input, context)).content);
     const parsed = parseInput(tool.input, input);
-    if (!parsed.ok) {
-      return { ok: false, content: invalidInputText(name, parsed.problems) };
-    }
+    if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
     const json = safeJson(parsed.value);
     const fallback = `${name} ${json.length > 200 ? `${json.slice(0, 200)}…` : json}`;
     if (!tool.describe) return { ok: true, action: fallback };
@@ -164,7 +179,7 @@ export class ToolBox {
       const text = (await tool.describe(parsed.value, context)).trim();
       return { ok: true, action: text || fallback };
     } catch (error) {
-      if (error instanceof ToolError) return { ok: false, content: error.message };
+      if (error instanceof ToolError) return failed(error.message);
       context.log.warn({ err: error, tool: name }, "describe failed; showing the raw call on the prompt");
       return { ok: true, action: fallback };
     }
@@ -216,6 +231,20 @@ export class ToolBox {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * `content` cut to at most `max` UTF-16 code units, never inside a surrogate pair, with a note at
+ * the end saying how long it was and that the rest was left out (the note counts toward `max`).
+ * Content within the limit is returned unchanged.
+ */
+export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): string {
+  if (content.length <= max) return content;
+  const note = `\n\n[Cut: this tool result was ${content.length} characters; only the first part is shown. If you need more, ask the tool for less at a time (narrower input).]`;
+  let cut = Math.max(0, max - note.length);
+  const code = content.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never keep the high half of a pair without its low half
+  return `${content.slice(0, cut)}${note}`;
 }
 
 /** What the model reads when its input failed the schema: one line per bad field. */

@@ -12,7 +12,7 @@ import type { Stack } from "./harness.js";
 /** Adds todos with these titles to the list of `userId` on `platform`; returns their ids (#1, #2, … on a fresh list). */
 export async function seedTodos(redis: Redis, platform: Platform, userId: string, titles: string[]): Promise<number[]> {
   const ids: number[] = [];
-  for (const title of titles) ids.push((await addTodo(redis, { platform, userId }, title)).id);
+  for (const title of titles) ids.push((await addTodo(redis, { platform, userId }, title))!.id);
   return ids;
 }
 

@@ -125,6 +125,42 @@ describe("HistoryStore", () => {
     expect(await redis.ttl(key)).toBeGreaterThan(3590);
   });
 
+  it("bounds the stored value by size as well as by message count, cutting only in front of a user text turn", async () => {
+    const maxStoredBytes = 20_000;
+    const store = new HistoryStore(redis, { maxMessages: 400, ttlSeconds: 3600, maxStoredBytes });
+    const chat = { platform: "telegram" as const, chatId: "hbytes" };
+    const key = conversationKeys(chat).history;
+    const big = (i: number): MessageParam[] => [user(`q${i}`), call(`t${i}`), { role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: "待辦".repeat(700) }] }, assistant(`a${i}`)];
+    let trims = 0;
+    let last = 0;
+    for (let i = 0; i < 40; i += 1) {
+      await store.append(chat, big(i), { messageId: `m${i}`, text: `a${i}` }, await store.read(chat));
+      const bytes = await redis.strlen(key);
+      expect(bytes).toBeLessThanOrEqual(maxStoredBytes);
+      if (bytes < last) trims += 1;
+      last = bytes;
+      expect((await redis.get(key))!.startsWith("U")).toBe(true);
+    }
+    expect(trims).toBeGreaterThanOrEqual(3); // once every several runs, not on every append
+    const after = await store.read(chat, "m39");
+    expect(after.messages.slice(-4)).toEqual(big(39));
+    expect(after.stored % 4).toBe(0); // whole runs only
+    expect(after.answer).toBe("a39");
+    // a writer that appended meanwhile (an approval's run): the script's rebuild bounds the size the same way
+    const before = await store.read(chat);
+    await store.append(chat, big(100));
+    await store.append(chat, big(101), undefined, { ...before, stored: 10_000 }); // forces the trimming append
+    const rebuilt = (await redis.get(key))!;
+    expect(Buffer.byteLength(rebuilt)).toBeLessThanOrEqual((maxStoredBytes * 3) / 4);
+    expect(rebuilt.startsWith("U")).toBe(true);
+    expect((await store.load(chat)).slice(-8)).toEqual([...big(100), ...big(101)]);
+    // one run larger than the whole budget is still stored whole (the newest run is never cut)
+    const huge: MessageParam[] = [user("list all"), call("h"), { role: "user", content: [{ type: "tool_result", tool_use_id: "h", content: "x".repeat(30_000) }] }, assistant("that is a lot")];
+    await store.append(chat, huge, undefined, await store.read(chat));
+    const stored = (await store.read(chat)).raw!;
+    expect(stored.startsWith(`U${JSON.stringify(huge[0])}`)).toBe(true);
+  });
+
   it("a trimming append loses no update written by another writer since the read", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1c" };

@@ -4,7 +4,8 @@ import { pino } from "pino";
 import { Writable } from "node:stream";
 import { DEFAULT_TOOLS_DIR, loadTools } from "../../src/toolbox/registry.js";
 import { defineTool, ToolError, type Tool } from "../../src/toolbox/tool.js";
-import { MAX_TOOLS_PER_REQUEST, ToolBox } from "../../src/toolbox/toolbox.js";
+import { MAX_TOOL_RESULT_CHARS, MAX_TOOLS_PER_REQUEST, ToolBox, capToolResult } from "../../src/toolbox/toolbox.js";
+import { registerSecrets } from "../../src/log.js";
 import type { TraceEvent } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
@@ -124,6 +125,72 @@ describe("ToolBox.execute", () => {
       { type: "tool_call", data: { tool: "complete_item", toolUseId: "toolu_1", input: '{"todo_id":2}' } },
       { type: "tool_result", data: { tool: "complete_item", toolUseId: "toolu_1", ok: true, durationMs: expect.any(Number), preview: "done #2 notify=false" } },
     ]);
+  });
+});
+
+describe("ToolBox.execute: every result is redacted and bounded before the model sees it", () => {
+  const huge = defineTool({
+    name: "huge",
+    description: "Returns a lot.",
+    tags: ["util"],
+    readOnly: true,
+    input: z.object({ n: z.number().int(), fail: z.boolean().default(false) }),
+    run: ({ n, fail }) => {
+      const text = "好".repeat(n - 1) + "😀"; // n + 1 UTF-16 units, a surrogate pair at the end
+      if (fail) throw new ToolError(text);
+      return text;
+    },
+  });
+  const leaky = defineTool({
+    name: "leaky",
+    description: "Leaks secrets in its text.",
+    tags: ["util"],
+    input: z.object({ where: z.enum(["result", "tool_error", "bug"]) }),
+    run: ({ where }) => {
+      const text = "key=registered-secret-value-1234 bot=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawZ discord=MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.abcdefghijklmnopqrstuvwxyz01234";
+      if (where === "tool_error") throw new ToolError(`upstream said: ${text}`);
+      if (where === "bug") throw new Error(`fetch failed for ${text}`);
+      return text;
+    },
+  });
+  const toolbox = box(huge as unknown as Tool, leaky as unknown as Tool);
+
+  it(`cuts a result longer than ${MAX_TOOL_RESULT_CHARS} UTF-16 units, with a note, never inside a surrogate pair`, async () => {
+    const ok = await toolbox.execute("huge", { n: MAX_TOOL_RESULT_CHARS - 1 }, testContext());
+    expect(ok.content.length).toBe(MAX_TOOL_RESULT_CHARS); // exactly at the limit: unchanged
+    expect(ok.content.endsWith("😀")).toBe(true);
+    const cut = await toolbox.execute("huge", { n: 2_000_000 }, testContext());
+    expect(cut.ok).toBe(true);
+    expect(cut.content.length).toBeLessThanOrEqual(MAX_TOOL_RESULT_CHARS);
+    expect(cut.content.length).toBeGreaterThan(MAX_TOOL_RESULT_CHARS - 300);
+    expect(cut.content).toMatch(/\[Cut: this tool result was 2000001 characters; only the first part is shown\./);
+    // a tool error is bounded the same way
+    const error = await toolbox.execute("huge", { n: 50_000, fail: true }, testContext());
+    expect(error.ok).toBe(false);
+    expect(error.content.length).toBeLessThanOrEqual(MAX_TOOL_RESULT_CHARS);
+    // the cut never leaves half a surrogate pair: try every cut position near the limit
+    for (let max = 300; max < 304; max += 1) {
+      const out = capToolResult("😀".repeat(400), max);
+      expect(out.length).toBeLessThanOrEqual(max);
+      expect(out.startsWith("😀")).toBe(true);
+      expect(out).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/);
+    }
+  });
+
+  it("redacts registered secrets and bot token shapes in results, tool errors and bug reports, for the model and the trace", async () => {
+    registerSecrets(["registered-secret-value-1234"]);
+    for (const where of ["result", "tool_error", "bug"] as const) {
+      const events: Pick<TraceEvent, "type" | "data">[] = [];
+      const r = await toolbox.execute("leaky", { where }, testContext(), { tracer: { event: (type, data) => events.push({ type, data }) } });
+      expect(r.content).toContain("key=[redacted] bot=[redacted] discord=[redacted]");
+      expect(r.content).not.toMatch(/registered-secret|AAHdqTcv|GaBcDe/);
+      expect(JSON.stringify(events)).not.toMatch(/registered-secret|AAHdqTcv|GaBcDe/);
+    }
+  });
+
+  it("marks tools as writes unless they declare readOnly", () => {
+    expect(huge.readOnly).toBe(true);
+    expect(leaky.readOnly).toBe(false);
   });
 });
 

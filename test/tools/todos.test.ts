@@ -34,6 +34,20 @@ const bob = (overrides: Partial<ToolContext> = {}) => testContext({ redis, userI
 const run = (name: string, input: unknown, context = alice()) => toolbox.execute(name, input, context);
 
 describe("add_todo", () => {
+  it("refuses the 201st todo of a person with a tool error that says what to do, and writes nothing", async () => {
+    const items = Object.fromEntries(Array.from({ length: 199 }, (_, i) => [String(i + 1), JSON.stringify({ id: i + 1, title: `t${i + 1}`, createdAt: "2026-11-29T00:00:00.000Z" })]));
+    await redis.hset("todo:{telegram:u1}:items", items);
+    await redis.set("todo:{telegram:u1}:seq", "199");
+    expect(await run("add_todo", { title: "the 200th" })).toMatchObject({ ok: true, content: "已新增待辦：#200 the 200th" });
+    const refused = await run("add_todo", { title: "one too many" });
+    expect(refused.ok).toBe(false);
+    expect(refused.content).toMatch(/already holds 200 items .* "one too many" was not added.*delete_todo/);
+    expect(await redis.hlen("todo:{telegram:u1}:items")).toBe(200);
+    expect(await redis.get("todo:{telegram:u1}:seq")).toBe("200");
+    // another person's list is not affected
+    expect(await run("add_todo", { title: "Bob's" }, bob())).toMatchObject({ ok: true, content: "已新增待辦：#1 Bob's" });
+  });
+
   it("adds with trimmed title and optional due date, ids counting up", async () => {
     expect(await run("add_todo", { title: "  買牛奶 ", due: "2026-12-01" })).toMatchObject({ ok: true, content: "已新增待辦：#1 買牛奶（到期 2026-12-01）" });
     expect(await run("add_todo", { title: "寄信", due: "" })).toMatchObject({ ok: true, content: "已新增待辦：#2 寄信" });

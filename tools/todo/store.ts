@@ -13,6 +13,9 @@ import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
 
+/** Most todos one person may keep (open and completed together); one more is refused with a tool error. */
+export const MAX_TODOS_PER_USER = 200;
+
 /** Longest title, in characters (Unicode code points, so an emoji counts as one). */
 export const MAX_TITLE_CHARS = 200;
 
@@ -73,13 +76,26 @@ export const dueField = z
 /** Zod field for a todo id. */
 export const idField = z.number().int().positive().describe("The todo's number as shown by list_todos, e.g. 3 for #3");
 
-/** Adds a todo and returns it. The id comes from INCR, so parallel adds get distinct ids. */
-export async function addTodo(redis: Redis, owner: Owner, title: string, due?: string, now = new Date()): Promise<Todo> {
+/**
+ * KEYS: items, seq. ARGV: [1] the most todos allowed, [2] the todo JSON with `"id":0` as a placeholder.
+ * Returns the new id, or 0 when the list already holds the most allowed (nothing is written).
+ */
+const ADD_TODO = `
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+local id = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], tostring(id), (string.gsub(ARGV[2], '"id":0', '"id":' .. id, 1)))
+return id`;
+
+/**
+ * Adds a todo and returns it, or `undefined` when the person already has `max` todos
+ * (default {@link MAX_TODOS_PER_USER}; nothing is written then). One script: the count check, the
+ * id (INCR, so parallel adds get distinct ids) and the write are atomic.
+ */
+export async function addTodo(redis: Redis, owner: Owner, title: string, due?: string, now = new Date(), max = MAX_TODOS_PER_USER): Promise<Todo | undefined> {
   const keys = todoKeys(owner);
-  const id = await redis.incr(keys.seq);
-  const todo: Todo = { id, title, ...(due ? { due } : {}), createdAt: now.toISOString() };
-  await redis.hset(keys.items, String(id), JSON.stringify(todo));
-  return todo;
+  const draft: Todo = { id: 0, title, ...(due ? { due } : {}), createdAt: now.toISOString() };
+  const id = Number(await redis.eval(ADD_TODO, 2, keys.items, keys.seq, max, JSON.stringify(draft)));
+  return id === 0 ? undefined : { ...draft, id };
 }
 
 /** The person's todos sorted by id. Entries that are not valid todo JSON are skipped. */

@@ -48,7 +48,10 @@ export interface AdapterContext {
    * @throws {EnqueueError} when it could not be queued: reply with a short "try again" message.
    */
   enqueue(message: IncomingMessage): Promise<void>;
-  /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */
+  /**
+   * Forgets one conversation's history (`/reset`): the chat, or only the Telegram topic when the
+   * ref has a `topicId`. @throws when Redis is unreachable.
+   */
   resetChat(chat: ConversationRef): Promise<void>;
   /** The toolbox offered in a chat of this kind, for `/tools`. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;

@@ -6,6 +6,13 @@
  * command at the start of the text, bare (`/tools`) or ending in `@botusername`. The mention is removed
  * from the text. Ignored: the bot's own and other bots' messages, service messages (no text and
  * no media). `sender_chat` messages (anonymous admins, channels) are attributed to that chat.
+ *
+ * Topics: a message with `is_topic_message` (a forum supergroup's topic, or a topic of a private
+ * chat with the bot, Bot API 9.3) belongs to the conversation of its topic: `topicId` and
+ * `reply.threadId` are its `message_thread_id`. A `message_thread_id` without `is_topic_message`
+ * (the reply thread of an ordinary group, the General topic) is not a conversation of its own.
+ * In a topic, a message that replies to nothing carries the topic's creation message as
+ * `reply_to_message`; that is not a reply to the bot even when the bot created the topic.
  * Source: Bot API `Message`, `MessageEntity` (https://core.telegram.org/bots/api#message).
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
@@ -57,6 +64,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   if (text === undefined && !hasContent) return { kind: "ignore", reason: "service message" };
 
   const isPrivate = message.chat.type === "private";
+  const topic = message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
   const base: IncomingMessageBase = {
     platform: "telegram",
     chatId: String(message.chat.id),
@@ -65,7 +73,8 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     userName: (sender ? ("title" in sender && sender.title) || displayName(sender as never) : displayName(from!)).slice(0, 256),
     messageId: String(message.message_id),
     sentAt: message.date * 1000,
-    reply: message.is_topic_message && message.message_thread_id !== undefined ? { threadId: String(message.message_thread_id) } : {},
+    ...(topic ? { topicId: topic } : {}),
+    reply: topic ? { threadId: topic } : {},
     ...(from?.language_code && !sender ? { locale: from.language_code } : {}),
   };
 
@@ -86,7 +95,8 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   }
 
   const mentioned = entities.some(isMe);
-  const repliedToMe = message.reply_to_message?.from?.id === me.id;
+  const repliedTo = message.reply_to_message;
+  const repliedToMe = repliedTo?.from?.id === me.id && !("forum_topic_created" in repliedTo);
   // A command at the start addresses us when bare or `@us` (`@other` was ignored above).
   const ownCommand = command !== undefined;
   if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) return { kind: "ignore", reason: "not addressed" };

@@ -14,7 +14,7 @@ import { formatToolList } from "../../src/commands/tools-listing.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
-import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
+import { conversationOf, MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
@@ -257,8 +257,13 @@ export class TelegramAdapter implements Adapter {
       }
       case "reset":
         try {
-          await context.resetChat({ platform: "telegram", chatId: to.chatId });
-          return this.#reply(to, localize(locale, { "zh-TW": "好的，我已經忘掉這個聊天之前的對話了。", en: "Done: I have forgotten this chat's earlier conversation." }));
+          await context.resetChat(conversationOf(to));
+          return this.#reply(
+            to,
+            to.topicId
+              ? localize(locale, { "zh-TW": "好的，我已經忘掉這個話題之前的對話了（其他話題不受影響）。", en: "Done: I have forgotten this topic's earlier conversation (other topics are not affected)." })
+              : localize(locale, { "zh-TW": "好的，我已經忘掉這個聊天之前的對話了。", en: "Done: I have forgotten this chat's earlier conversation." }),
+          );
         } catch (error) {
           this.log.error({ chatId: to.chatId, error: redact(String(error)) }, "telegram: /reset failed");
           return this.#reply(to, localize(locale, { "zh-TW": "抱歉，現在無法清除對話記憶，請稍後再試一次。", en: "Sorry, I could not reset the conversation right now. Please try again in a moment." }));

@@ -9,7 +9,8 @@
  *    {@link ApprovalFlow.handleDecision}: close the prompt with the outcome, resume the run
  *    (the tool runs through `store.executeOnce`), append the run to history, send the answer.
  * 3. No decision in time → the expiry job → `handleDecision({ verdict: "expired" })`.
- * 4. A new message in the chat → {@link ApprovalFlow.supersedePending} before it is handled.
+ * 4. A new message of the requester in the same conversation → {@link ApprovalFlow.supersedePending}
+ *    before it is handled. Other people's messages leave the prompt open.
  */
 import { z } from "zod";
 import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "../agent/contract.js";
@@ -21,7 +22,7 @@ import type { ConversationRef, IncomingMessage, Platform } from "../queue/incomi
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { finishTracer } from "../trace/tracer.js";
-import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore } from "./store.js";
+import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore, type RequesterRef } from "./store.js";
 
 /** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
 export type ExecuteOnce = NonNullable<ResumeDeps["executeOnce"]>;
@@ -50,8 +51,8 @@ export interface ApprovalFlowDeps {
   agent: { resumeAgent: ResumeAgent };
   /** The agent's dependencies and a fresh tool context for `message` (same as the worker uses for a new run). */
   agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext }> | (AgentDeps & { context: ToolContext });
-  /** Appends a finished run's messages (starting with the user turn) to the chat's history. */
-  appendHistory(chat: ConversationRef, messages: MessageParam[]): Promise<void>;
+  /** Appends a finished run's messages (starting with the user turn) to the conversation's history. */
+  appendHistory(conversation: ConversationRef, messages: MessageParam[]): Promise<void>;
   /** The outbound side of `platform`. */
   outbound(platform: Platform): Outbound;
   /** Adds the delayed expiry job: after `delayMs` ms, `handleDecision({ approvalId, verdict: "expired" })`. */
@@ -243,21 +244,24 @@ export class ApprovalFlow {
   }
 
   /**
-   * Closes the chat's pending approval as not confirmed, because a new message arrived: the run
-   * is resumed with `superseded` and `callModel: false` (every still pending call is closed, no
-   * model call), appended to history, and the prompt edited. Nothing is sent to the chat: the
-   * user has moved on. Call it before handling a new message of the chat.
+   * Closes the pending approval of the sender of `incoming` in its conversation as not confirmed,
+   * because they wrote again there: the run is resumed with `superseded` and `callModel: false`
+   * (every still pending call is closed, no model call), appended to history, and the prompt
+   * edited. Nothing is sent to the chat: the user has moved on. Call it before handling a new
+   * message. Approvals of other people, and of the same person in another conversation (another
+   * Telegram topic), stay open.
    *
-   * @param incoming - the message about to be handled, when known. If the pending approval was
-   *   begun for this very message (the job is a retry after a crash past `begin`), its run is
-   *   dropped instead of appended, since the retry runs the message again.
+   * @param incoming - the message about to be handled (its conversation, `userId` and
+   *   `messageId`). If the pending approval was begun for this very message (the job is a retry
+   *   after a crash past `begin`), its run is dropped instead of appended, since the retry runs
+   *   the message again.
    * @returns whether an approval was closed.
    */
-  async supersedePending(chat: ConversationRef, incoming?: IncomingMessage): Promise<boolean> {
+  async supersedePending(incoming: RequesterRef & Pick<IncomingMessage, "messageId">): Promise<boolean> {
     const { store } = this.#deps;
-    const record = await store.supersede(chat);
+    const record = await store.supersede(incoming);
     if (!record) return false;
-    if (incoming?.messageId !== record.message.messageId) {
+    if (incoming.messageId !== record.message.messageId) {
       const deps = await this.#deps.agentDeps(record.message);
       const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
       let outcome: AgentOutcome;
@@ -274,7 +278,7 @@ export class ApprovalFlow {
     return true;
   }
 
-  /** The chat's pending approval when it is `toolUseId` of `message`. */
+  /** The pending approval of the sender of `message` in its conversation, when it is `toolUseId` of `message`. */
   async #pendingFor(message: IncomingMessage, toolUseId: string): Promise<ApprovalRecord | undefined> {
     const id = await this.#deps.store.pendingId(message);
     const record = id ? await this.#deps.store.get(id) : undefined;

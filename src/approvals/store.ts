@@ -4,11 +4,15 @@
  *
  * Keys (all under `prefix`, default `approval:`):
  * - `approval:{id}`: a hash, the record. Small fields the Lua scripts read (`status`, `platform`,
- *   `requesterId`, `requesterName`, `expiresAt`, `chat`) beside the JSON of the rest (`data`),
+ *   `requesterId`, `requesterName`, `expiresAt`), the conversation (`chatId`, `topicId` for a
+ *   Telegram topic) beside the JSON of the rest (`data`),
  *   the prompt reference (`prompt`) and the decision (`decidedAt`, `deciderId`). It lives
  *   `timeoutMs + graceMs` while pending and `closedTtlMs` after it left `pending`, so a decision
  *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it.
- * - `approval:chat:{platform:chatId}`: the id of the chat's pending approval.
+ * - `approval:pending:{conversation}:{requesterId}`: the id of the pending approval of one requester
+ *   in one conversation (`conversation` is `conversationKey`: `platform:chatId` or
+ *   `platform:chatId/topicId`). Several people of one chat or topic may each have a prompt open;
+ *   only the requester's own next message in that conversation supersedes theirs.
  * - `approval:prompt:{platform}:{chatId}:{messageId}`: the id of the approval a prompt message asks about.
  * - `approval:exec:{tool_use id}`: the claim and then the result of one approved tool call.
  *
@@ -35,9 +39,18 @@ export const APPROVAL_ID_LENGTH = 22;
 /** The shape of an approval id (see {@link APPROVAL_ID_LENGTH}). */
 export const APPROVAL_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 
+/**
+ * Who a pending approval belongs to: a conversation and the requester in it. An
+ * {@link IncomingMessage} is one (its conversation and its sender).
+ */
+export interface RequesterRef extends ConversationRef {
+  /** The requester's id (`IncomingMessage.userId`). */
+  userId: string;
+}
+
 /** What {@link ApprovalStore.create} needs: the paused run and who must decide. */
 export interface NewApproval {
-  /** The message that started the run; its `platform`, `chatId`, `userId` and `userName` bind the approval. */
+  /** The message that started the run; its conversation (`platform`, `chatId`, `topicId`), `userId` and `userName` bind the approval. */
   message: IncomingMessage;
   /** The paused run, saved as it is and handed back to `resumeAgent`. */
   run: SuspendedRun;
@@ -49,13 +62,15 @@ export interface NewApproval {
   locale: Locale;
 }
 
-/** A saved approval. */
-export interface ApprovalRecord extends NewApproval {
+/** A saved approval; it is the {@link ConversationRef} of the conversation it was asked in. */
+export interface ApprovalRecord extends NewApproval, ConversationRef {
   /** The opaque id carried by the prompt's buttons. */
   id: string;
   status: ApprovalStatus;
   platform: Platform;
   chatId: string;
+  /** The Telegram topic of the conversation, when it is one. */
+  topicId?: string;
   requesterId: string;
   requesterName: string;
   /** When it was created, ms since the Unix epoch. */
@@ -126,7 +141,7 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 return 1
 `;
 
-/** pending → ARGV[1]; drops the chat index when it points at this approval. */
+/** pending → ARGV[1]; drops the pending index (KEYS[2]) when it points at this approval. */
 const CLOSE = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decidedAt', ARGV[2])
@@ -144,7 +159,7 @@ redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 return 1
 `;
 
-/** Deletes the record, the prompt index (KEYS[3], may be absent) and the chat index when it points at it. */
+/** Deletes the record, the prompt index (KEYS[3], may be absent) and the pending index (KEYS[2]) when it points at it. */
 const FINISH = `
 redis.call('DEL', KEYS[1])
 if KEYS[3] then redis.call('DEL', KEYS[3]) end
@@ -156,6 +171,7 @@ const HashSchema = z.object({
   status: z.enum(["pending", "approved", "declined", "expired", "superseded"]),
   platform: z.string(),
   chatId: z.string(),
+  topicId: z.string().optional(),
   requesterId: z.string(),
   requesterName: z.string(),
   createdAt: z.coerce.number(),
@@ -222,7 +238,9 @@ export class ApprovalStore implements ApprovalDecider {
   }
 
   /**
-   * Saves a pending approval and marks it as its chat's pending approval.
+   * Saves a pending approval and marks it as the pending approval of its requester in its
+   * conversation (replacing the index of an older one of the same requester there, which stays
+   * decidable until it expires).
    *
    * @returns the new approval's id: 16 random bytes, base64url ({@link APPROVAL_ID_LENGTH} characters),
    *   carrying no data; short enough for Telegram's 64-byte `callback_data` and Discord's
@@ -241,6 +259,7 @@ export class ApprovalStore implements ApprovalDecider {
         status: "pending",
         platform: message.platform,
         chatId: message.chatId,
+        ...(message.topicId ? { topicId: message.topicId } : {}),
         requesterId: message.userId,
         requesterName: message.userName,
         createdAt: String(createdAt),
@@ -248,7 +267,7 @@ export class ApprovalStore implements ApprovalDecider {
         data: JSON.stringify(data),
       })
       .pexpire(this.#key(id), ttlMs)
-      .set(this.#chatKey(message), id, "PX", ttlMs)
+      .set(this.#pendingKey(message), id, "PX", ttlMs)
       .exec()
       .then(throwOnExecError);
     return id;
@@ -303,6 +322,7 @@ export class ApprovalStore implements ApprovalDecider {
       status: h.status,
       platform: h.platform as Platform,
       chatId: h.chatId,
+      ...(h.topicId ? { topicId: h.topicId } : {}),
       requesterId: h.requesterId,
       requesterName: h.requesterName,
       createdAt: h.createdAt,
@@ -355,34 +375,37 @@ export class ApprovalStore implements ApprovalDecider {
    */
   async expire(id: string): Promise<ApprovalRecord | undefined> {
     if (!APPROVAL_ID_PATTERN.test(id)) return undefined;
-    const [platform, chatId] = await this.#redis.hmget(this.#key(id), "platform", "chatId");
-    if (!platform || !chatId) return undefined;
-    return this.#close(id, { platform: platform as Platform, chatId }, "expired");
+    const requester = await this.#requesterOf(id);
+    if (!requester) return undefined;
+    return this.#close(id, requester, "expired");
   }
 
   /**
-   * Closes the chat's pending approval as not confirmed, because a new message arrived.
+   * Closes the pending approval of `requester` in their conversation as not confirmed, because
+   * they sent a new message there. Other people's approvals, and the requester's approvals in
+   * other conversations (another Telegram topic of the same chat), stay open.
    *
-   * @returns the record when this call made the transition; undefined when the chat has no pending approval.
+   * @param requester - the conversation and `userId` of the new message (an {@link IncomingMessage} will do).
+   * @returns the record when this call made the transition; undefined when there is no pending approval of theirs.
    */
-  async supersede(chat: ConversationRef): Promise<ApprovalRecord | undefined> {
-    const id = await this.#redis.get(this.#chatKey(chat));
+  async supersede(requester: RequesterRef): Promise<ApprovalRecord | undefined> {
+    const id = await this.#redis.get(this.#pendingKey(requester));
     if (!id) return undefined;
-    return this.#close(id, chat, "superseded");
+    return this.#close(id, requester, "superseded");
   }
 
-  /** The id of the chat's pending approval, if any. */
-  async pendingId(chat: ConversationRef): Promise<string | undefined> {
-    return (await this.#redis.get(this.#chatKey(chat))) ?? undefined;
+  /** The id of the pending approval of `requester` in their conversation, if any. */
+  async pendingId(requester: RequesterRef): Promise<string | undefined> {
+    return (await this.#redis.get(this.#pendingKey(requester))) ?? undefined;
   }
 
-  /** Deletes the record, and the chat index when it still points at it. Safe to call twice. */
+  /** Deletes the record, and its pending index when it still points at it. Safe to call twice. */
   async finish(id: string): Promise<void> {
     if (!APPROVAL_ID_PATTERN.test(id)) return;
-    const [platform, chatId, prompt] = await this.#redis.hmget(this.#key(id), "platform", "chatId", "prompt");
-    if (!platform || !chatId) return;
-    const keys = [this.#key(id), this.#chatKey({ platform: platform as Platform, chatId })];
-    if (prompt) keys.push(this.#promptKey(platform as Platform, JSON.parse(prompt) as SentRef));
+    const requester = await this.#requesterOf(id);
+    if (!requester) return;
+    const keys = [this.#key(id), this.#pendingKey(requester)];
+    if (requester.prompt) keys.push(this.#promptKey(requester.platform, JSON.parse(requester.prompt) as SentRef));
     await this.#redis.eval(FINISH, keys.length, ...keys, id);
   }
 
@@ -435,8 +458,8 @@ export class ApprovalStore implements ApprovalDecider {
     }
   };
 
-  async #close(id: string, chat: ConversationRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
-    const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#chatKey(chat), to, this.#now(), this.#closedTtlMs, id);
+  async #close(id: string, requester: RequesterRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
+    const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#pendingKey(requester), to, this.#now(), this.#closedTtlMs, id);
     if (changed !== 1) return undefined;
     this.#log.info({ approvalId: id }, `approval ${to}`);
     return this.get(id);
@@ -450,8 +473,16 @@ export class ApprovalStore implements ApprovalDecider {
     return `${this.#prefix}prompt:${platform}:${ref.chatId}:${ref.messageId}`;
   }
 
-  #chatKey(chat: ConversationRef): string {
-    return `${this.#prefix}chat:${conversationKey(chat)}`;
+  /** The index of the pending approval of one requester in one conversation. */
+  #pendingKey(requester: RequesterRef): string {
+    return `${this.#prefix}pending:${conversationKey(requester)}:${requester.userId}`;
+  }
+
+  /** The conversation, requester and prompt of a stored record; undefined when it is gone. */
+  async #requesterOf(id: string): Promise<(RequesterRef & { prompt?: string }) | undefined> {
+    const [platform, chatId, topicId, userId, prompt] = await this.#redis.hmget(this.#key(id), "platform", "chatId", "topicId", "requesterId", "prompt");
+    if (!platform || !chatId || !userId) return undefined;
+    return { platform: platform as Platform, chatId, ...(topicId ? { topicId } : {}), userId, ...(prompt ? { prompt } : {}) };
   }
 }
 

@@ -12,7 +12,7 @@ import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import { DECISIONS_QUEUE } from "../queue/keys.js";
-import type { Platform } from "../queue/incoming.js";
+import { conversationKey, type Platform } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { nullTracer, type Tracer } from "../trace/tracer.js";
@@ -68,8 +68,8 @@ export interface ApprovalHookParts {
 
 /**
  * The worker's approval hooks over the Redis store and the `decisions` queue: `begin` saves the
- * paused run and posts the prompt, `supersedePending` closes a pending approval when a new
- * message arrives, `handleDecision` resumes the run (and tells the requester when the job's
+ * paused run and posts the prompt, `supersedePending` closes the requester's pending approval
+ * when they write again in the same conversation, `handleDecision` resumes the run (and tells the requester when the job's
  * last attempt fails).
  */
 export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closable {
@@ -84,8 +84,8 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
       client: parts.client,
       config,
       toolbox: toolboxFor(parts.toolbox, message),
-      tracer: parts.tracerFor?.(`${message.platform}:${message.chatId}:${message.messageId}:approval`, `${message.platform}:${message.chatId}`) ?? nullTracer,
-      context: toolContextFor(message, { config, redis, log: log.child({ chat: `${message.platform}:${message.chatId}` }) }),
+      tracer: parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullTracer,
+      context: toolContextFor(message, { config, redis, log: log.child({ chat: conversationKey(message) }) }),
     }),
     appendHistory: (chat, messages) => parts.history.append(chat, messages),
     outbound: (platform) => {
@@ -100,8 +100,8 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
     async begin(message, outcome, outbound) {
       await flow.begin(message, outcome, outbound);
     },
-    async supersedePending(chat, incoming) {
-      await flow.supersedePending(chat, incoming);
+    async supersedePending(message) {
+      await flow.supersedePending(message);
     },
     async handleDecision(data, job) {
       try {

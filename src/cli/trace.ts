@@ -1,7 +1,9 @@
 /**
- * `npm run trace -- <platform> <chatId> [runs]`: prints a chat's latest run (or its last `runs`
- * runs, oldest first) as a readable timeline, so an operator can see why the bot answered what
- * it did. Reads `.env`. Uses `REDIS_URL` (a relative socket path is resolved against the current
+ * `npm run trace -- <platform> <chatId>[/<topicId>] [runs]` (or `npm run trace -- <conversation> [runs]`
+ * with a conversation key as log lines print it, e.g. `telegram:-1001234/11`): prints a
+ * conversation's latest run (or its last `runs` runs, oldest first) as a readable timeline, so an
+ * operator can see why the bot answered what it did. A Telegram topic is its own conversation:
+ * name it with `/<topicId>` (its `message_thread_id`); without it, the chat's runs outside topics. Reads `.env`. Uses `REDIS_URL` (a relative socket path is resolved against the current
  * folder); when it is unset, the private redis-server of this folder (`.data/redis`, see
  * `src/local-redis.ts`), started for the read when no `npm start` or `npm run chat` runs it. Exit code 0 when a run was printed, 1
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
@@ -11,22 +13,44 @@ import path from "node:path";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
 import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { redact, registerSecrets } from "../log.js";
-import { PLATFORMS, type Platform } from "../queue/incoming.js";
+import { conversationKey, PLATFORMS, type ConversationRef, type Platform } from "../queue/incoming.js";
 import { connectRedis } from "../redis.js";
 import { formatRun } from "../trace/format.js";
 import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
 
-const USAGE = `usage: npm run trace -- <platform> <chatId> [runs]
+const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
+       npm run trace -- <platform>:<chatId>[/<topicId>] [runs]
   platform: ${PLATFORMS.join(" | ")}
-  chatId:   the platform's chat id (Telegram chat.id, Discord channel id; local for npm run chat)
-  runs:     how many recent runs to print (1-${TRACE_KEEP_RUNS}), default 1`;
+  chatId:   the platform's chat id (Telegram chat.id, Discord channel or thread id; local for npm run chat)
+  topicId:  a Telegram topic's message_thread_id (forum topics, private-chat topics); each topic is its own conversation
+  runs:     how many recent runs to print (1-${TRACE_KEEP_RUNS}), default 1
+  e.g.      npm run trace -- telegram -1001234567890/11 3`;
+
+/**
+ * The conversation and the run count named by the arguments, or undefined when they do not name
+ * one (see {@link USAGE}): `<platform> <chatId>[/<topicId>] [runs]`, or the conversation key
+ * `<platform>:<chatId>[/<topicId>]` followed by `[runs]`. A topic is accepted on Telegram only,
+ * as the decimal `message_thread_id`.
+ */
+function parseTraceArgs(argv: string[]): { conversation: ConversationRef; count: string | undefined } | undefined {
+  const keyed = /^([a-z]+):(.+)$/.exec(argv[0] ?? "");
+  const [platform, chat, rest] = keyed ? [keyed[1], keyed[2], argv.slice(1)] : [argv[0], argv[1], argv.slice(2)];
+  if (!platform || !chat || !PLATFORMS.includes(platform as Platform) || rest.length > 1) return undefined;
+  const slash = chat.lastIndexOf("/");
+  const chatId = slash === -1 ? chat : chat.slice(0, slash);
+  const topicId = slash === -1 ? undefined : chat.slice(slash + 1);
+  if (chatId === "") return undefined;
+  if (topicId !== undefined && (platform !== "telegram" || !/^[1-9][0-9]{0,15}$/.test(topicId))) return undefined;
+  return { conversation: { platform: platform as Platform, chatId, ...(topicId ? { topicId } : {}) }, count: rest[0] };
+}
 
 async function main(argv: string[]): Promise<number> {
-  const [platform, chatId, count] = argv;
-  if (!platform || !chatId || !PLATFORMS.includes(platform as Platform)) {
+  const args = parseTraceArgs(argv);
+  if (!args) {
     console.error(USAGE);
     return 2;
   }
+  const { conversation, count } = args;
   const n = count === undefined ? 1 : Number(count);
   if (!Number.isInteger(n) || n < 1 || n > TRACE_KEEP_RUNS) {
     console.error(USAGE);
@@ -71,9 +95,9 @@ async function main(argv: string[]): Promise<number> {
       console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
       return 2;
     }
-    const runs = await new TraceStore(redis).runs({ platform: platform as Platform, chatId }, n);
+    const runs = await new TraceStore(redis).runs(conversation, n);
     if (runs.length === 0) {
-      console.log(`No trace stored for ${platform}:${chatId} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`);
+      console.log(`No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`);
       return 1;
     }
     console.log(runs.reverse().map(formatRun).join("\n\n"));

@@ -99,7 +99,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       mlog.info({ skip }, "reusing the answer of an earlier attempt found in the history");
     } else {
       typing.start();
-      await parts.approvals.supersedePending(chat, message);
+      await parts.approvals.supersedePending(message);
       const before = await parts.history.read(chat);
       tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
       const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog);

@@ -8,7 +8,7 @@ import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
-import type { ConversationRef, IncomingMessage } from "../queue/incoming.js";
+import type { IncomingMessage } from "../queue/incoming.js";
 
 /** A run paused at a dangerous call, as the loop returned it. */
 export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
@@ -22,10 +22,11 @@ export interface ApprovalHooks {
    */
   begin(message: IncomingMessage, outcome: ApprovalOutcomeOfRun, outbound: Outbound): Promise<void>;
   /**
-   * Called before a new message of `chat` is handled: close any pending approval of the chat as
-   * `superseded` (finish its run so the history stays valid, edit its prompt).
+   * Called before `message` is handled: close the pending approval of its sender in its
+   * conversation (if any) as `superseded` (finish its run so the history stays valid, edit its
+   * prompt). Other people's approvals, and the sender's in other conversations, stay open.
    */
-  supersedePending(chat: ConversationRef, incoming?: IncomingMessage): Promise<void>;
+  supersedePending(message: IncomingMessage): Promise<void>;
   /**
    * Processes one job of the `decisions` queue (its data as the decider queued it).
    * `lastAttempt` is true on the job's final attempt, when a failure must end with a message to the user.

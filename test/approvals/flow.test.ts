@@ -12,7 +12,7 @@ import { connectRedis } from "../../src/redis.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { RecordingOutbound } from "./recording-outbound.js";
-import { chat, harness, message, paused, resumes, toolbox, toolRuns } from "./support.js";
+import { harness, message, nextMessage, paused, requester, resumes, toolbox, toolRuns } from "./support.js";
 
 let server: TestRedis;
 let redis: Redis;
@@ -103,7 +103,7 @@ describe("ApprovalFlow.handleDecision", () => {
     expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "unknown" });
     expect(toolRuns.count).toBe(1);
     expect(h.outbound.answers).toHaveLength(1);
-    expect(await h.store.pendingId(chat)).toBeUndefined();
+    expect(await h.store.pendingId(requester)).toBeUndefined();
   });
 
   it("a retried job after a crash past the tool does not run it again nor append history twice", async () => {
@@ -183,7 +183,7 @@ describe("ApprovalFlow.handleDecision", () => {
     const second = (next as { approvalId: string }).approvalId;
     expect(second).not.toBe(first);
     expect(await h.store.get(first)).toBeUndefined();
-    expect(await h.store.pendingId(chat)).toBe(second);
+    expect(await h.store.pendingId(requester)).toBe(second);
     expect(h.outbound.prompts.map((p) => p.prompt.action)).toEqual(["刪除筆記 #2「繳電費」", "刪除筆記 #1「買牛奶」"]);
     expect(h.expiries.map((e) => e.approvalId)).toEqual([first, second]);
 
@@ -211,7 +211,7 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
     const id = await h.flow.begin(message, paused([call2, call1]), h.outbound);
-    expect(await h.flow.supersedePending(chat)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage)).toBe(true);
     expect(resumes).toEqual([
       { verdict: "superseded", callModel: false, toolUseId: "toolu_a" },
       { verdict: "superseded", callModel: false, toolUseId: "toolu_b" },
@@ -221,7 +221,7 @@ describe("ApprovalFlow.supersedePending", () => {
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
-    expect(await h.flow.supersedePending(chat)).toBe(false);
+    expect(await h.flow.supersedePending(nextMessage)).toBe(false);
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
     expect(toolRuns.count).toBe(0);
   });
@@ -229,16 +229,33 @@ describe("ApprovalFlow.supersedePending", () => {
   it("drops the run instead of appending it when the new message is the same one (a retried job)", async () => {
     const h = harness(redis);
     await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.flow.supersedePending(chat, message)).toBe(true);
+    expect(await h.flow.supersedePending(message)).toBe(true);
     expect(resumes).toEqual([]);
     expect(h.history.size).toBe(0);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
-    expect(await h.store.pendingId(chat)).toBeUndefined();
+    expect(await h.store.pendingId(requester)).toBeUndefined();
+  });
+
+  it("leaves the prompt open for other people's messages and the requester's messages in other topics", async () => {
+    const h = harness(redis);
+    const inTopic = { ...message, topicId: "11", reply: { threadId: "11" } };
+    const id = await h.flow.begin(inTopic, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending({ ...inTopic, userId: "u2", messageId: "b1" })).toBe(false);
+    expect(await h.flow.supersedePending({ ...nextMessage, userId: "u2" })).toBe(false);
+    expect(await h.flow.supersedePending({ ...nextMessage, topicId: "22" })).toBe(false);
+    expect(await h.flow.supersedePending(nextMessage)).toBe(false);
+    expect(h.outbound.prompts[0]!.closed).toBeUndefined();
+    expect(resumes).toEqual([]);
+    // The requester decides later: the run lands in the topic's history, not the chat's.
+    await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect([...h.history.keys()]).toEqual(["telegram:-100200/11"]);
+    expect(h.outbound.answers.map((a) => a.to.reply)).toEqual([{ threadId: "11" }]);
   });
 
   it("does nothing in a chat without a pending approval", async () => {
     const h = harness(redis);
-    expect(await h.flow.supersedePending({ platform: "discord", chatId: "9" })).toBe(false);
+    expect(await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" })).toBe(false);
     expect(resumes).toEqual([]);
   });
 });

@@ -13,7 +13,7 @@ import { nullTracer } from "../../src/trace/tracer.js";
 import { startFakeAnthropic, text, toolUse, toolUses, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { chat, config, harness, message, toolbox, toolRuns, type Harness } from "./support.js";
+import { chat, config, harness, message, nextMessage, toolbox, toolRuns, type Harness } from "./support.js";
 
 let server: TestRedis;
 let redis: Redis;
@@ -107,7 +107,7 @@ describe("approval flow with the real loop", () => {
     fake.enqueue(toolUse("approvals_test_delete_note", { note_id: 2 }, { id: "toolu_s" }));
     const id = await h.flow.begin(message, await ask(h), h.outbound);
     const requestsBefore = fake.requests.length;
-    expect(await h.flow.supersedePending(chat)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage)).toBe(true);
     expect(fake.requests.length).toBe(requestsBefore);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
     expect(h.outbound.answers).toEqual([]);

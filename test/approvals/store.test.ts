@@ -110,7 +110,7 @@ describe("ApprovalStore.create and get", () => {
     const ttl = await redis.pttl(`approval:${id}`);
     expect(ttl).toBeGreaterThan(300_000);
     expect(ttl).toBeLessThanOrEqual(300_000 + 600_000);
-    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBe(id);
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBe(id);
   });
 
   it("keeps the prompt reference and finished steps", async () => {
@@ -211,7 +211,7 @@ describe("ApprovalStore.decide", () => {
     while ((await redis.exists(`approval:${id}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(await store.get(id)).toBeUndefined();
     expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
-    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
   });
 
   it("20 concurrent decisions from two connections (approve, decline, other users): exactly one accepted", async () => {
@@ -263,9 +263,9 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect(record?.status).toBe("expired");
     expect(record?.run).toEqual(run);
     expect(await store.expire(id)).toBeUndefined();
-    expect(await store.supersede({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect(await store.supersede({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
     expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
-    expect(await store.pendingId({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
   });
 
   it("expire does nothing to a decided approval", async () => {
@@ -279,8 +279,8 @@ describe("ApprovalStore.expire, supersede and finish", () => {
   it("supersede closes the chat's pending approval once; a later click is already_decided", async () => {
     const { store, decisions } = storeWithClock();
     const id = await store.create(approval());
-    const chat = { platform: "telegram" as const, chatId: "-100200" };
-    expect(await store.supersede({ platform: "telegram", chatId: "other" })).toBeUndefined();
+    const chat = { platform: "telegram" as const, chatId: "-100200", userId: "u1" };
+    expect(await store.supersede({ platform: "telegram", chatId: "other", userId: "u1" })).toBeUndefined();
     const record = await store.supersede(chat);
     expect(record?.id).toBe(id);
     expect(record?.status).toBe("superseded");
@@ -296,7 +296,7 @@ describe("ApprovalStore.expire, supersede and finish", () => {
       const id = await store.create(approval({ message: message({ chatId: `race${round}` }) }));
       const [decided, superseded] = await Promise.all([
         store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true }),
-        store.supersede({ platform: "telegram", chatId: `race${round}` }),
+        store.supersede({ platform: "telegram", chatId: `race${round}`, userId: "u1" }),
       ]);
       expect(Number(decided.status === "accepted") + Number(superseded !== undefined)).toBe(1);
     }
@@ -306,13 +306,45 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     const { store } = storeWithClock();
     const id = await store.create(approval());
     await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
-    expect(await store.supersede({ platform: "telegram", chatId: "-100200" })).toBeUndefined();
+    expect(await store.supersede({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
     expect((await store.get(id))?.status).toBe("approved");
+  });
+
+  it("keeps one pending approval per requester and conversation: only the requester's own conversation supersedes it", async () => {
+    const { store } = storeWithClock();
+    const topic11 = { platform: "telegram" as const, chatId: "-100200", topicId: "11" };
+    const alice = await store.create(approval({ message: message({ ...topic11, reply: { threadId: "11" } }) }));
+    const bob = await store.create(approval({ message: message({ ...topic11, userId: "u2", userName: "Bob", messageId: "m2", reply: { threadId: "11" } }) }));
+    const aliceInChat = await store.create(approval({ message: message({ messageId: "m3" }) }));
+    expect(new Set([alice, bob, aliceInChat]).size).toBe(3);
+    expect(await store.pendingId({ ...topic11, userId: "u1" })).toBe(alice);
+    expect(await store.pendingId({ ...topic11, userId: "u2" })).toBe(bob);
+    expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBe(aliceInChat);
+    expect((await store.get(alice))).toMatchObject({ platform: "telegram", chatId: "-100200", topicId: "11", requesterId: "u1" });
+    expect((await store.get(aliceInChat))?.topicId).toBeUndefined();
+
+    // Bob writing in topic 11, Alice writing in topic 22: nothing of Alice's closes.
+    expect(await store.supersede({ ...topic11, userId: "u3" })).toBeUndefined();
+    expect(await store.supersede({ ...topic11, topicId: "22", userId: "u1" })).toBeUndefined();
+    expect((await store.supersede({ ...topic11, userId: "u2" }))?.id).toBe(bob);
+    expect((await store.get(alice))?.status).toBe("pending");
+    expect((await store.get(aliceInChat))?.status).toBe("pending");
+    // Alice writing again in topic 11 closes her topic-11 prompt only.
+    expect((await store.supersede({ ...topic11, userId: "u1" }))?.id).toBe(alice);
+    expect((await store.get(aliceInChat))?.status).toBe("pending");
+    expect(await store.decide({ approvalId: aliceInChat, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+
+    // Expiry and finish clear the right index (the topic's), so nothing is left behind.
+    const again = await store.create(approval({ message: message({ ...topic11, messageId: "m4", reply: { threadId: "11" } }) }));
+    expect((await store.expire(again))?.topicId).toBe("11");
+    expect(await store.pendingId({ ...topic11, userId: "u1" })).toBeUndefined();
+    for (const id of [alice, bob, aliceInChat, again]) await store.finish(id);
+    expect(await redis.dbsize()).toBe(0);
   });
 
   it("finish removes the record and its chat index, and leaves a newer approval's index alone", async () => {
     const { store } = storeWithClock();
-    const chat = { platform: "telegram" as const, chatId: "-100200" };
+    const chat = { platform: "telegram" as const, chatId: "-100200", userId: "u1" };
     const first = await store.create(approval());
     const second = await store.create(approval());
     await store.setPrompt(first, { chatId: "-100200", messageId: "5" });

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
 import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
 import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
-import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
+import { conversationKey, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { nullTracer } from "../../src/trace/tracer.js";
@@ -80,6 +80,10 @@ export const message: IncomingMessage = {
 };
 /** The chat of {@link message}. */
 export const chat: ConversationRef = { platform: "telegram", chatId: "-100200" };
+/** Alice (the requester of {@link message}) in {@link chat}: the key of her pending approval there. */
+export const requester = { ...chat, userId: "u1" };
+/** Alice's next message in the same conversation (it supersedes her pending approval). */
+export const nextMessage: IncomingMessage = { ...message, messageId: "m2", text: "算了" };
 
 /** A run paused at `calls` (all dangerous), as runAgent would return it. */
 export function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "approval" }> {
@@ -166,7 +170,7 @@ export function harness(
       context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
     }),
     appendHistory: async (c, messages) => {
-      const key = `${c.platform}:${c.chatId}`;
+      const key = conversationKey(c);
       history.set(key, [...(history.get(key) ?? []), ...messages]);
     },
     outbound: () => outbound,

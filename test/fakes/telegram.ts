@@ -8,7 +8,16 @@
  * UTF-16 units of parsed text; 400 "can't parse entities" for HTML Telegram rejects; 400 for an
  * empty text; "message is not modified"; callback_data over 64 bytes; answering a callback query
  * twice; 409 for getUpdates while a webhook is set, and 409 "terminated by other getUpdates request"
- * for a long poll that a newer `getUpdates` call (another poller with the same token) replaces.
+ * for a long poll that a newer `getUpdates` call (another poller with the same token) replaces;
+ * 400 "message thread not found" for a `message_thread_id` that is not a topic of the chat.
+ *
+ * Topics (https://core.telegram.org/bots/api#forumtopic): {@link FakeTelegram.createTopic} opens a
+ * topic in a forum supergroup (`is_forum`) or, when the bot has `has_topics_enabled` (Bot API 9.3),
+ * in a private chat. A user message in a topic has `message_thread_id` and `is_topic_message`, and,
+ * like on Telegram, the topic's creation message as `reply_to_message` when it replies to nothing
+ * else. A message replying in an ordinary group carries the reply thread's `message_thread_id`
+ * without `is_topic_message`. A bot message sent with `message_thread_id` goes to that topic (it
+ * must exist); one without it that replies to a topic message lands in the replied message's topic.
  *
  * @example
  * ```ts
@@ -76,7 +85,11 @@ export interface UserMessageInput {
   /** The message replied to: a message object or the id of a stored message of this chat. */
   reply_to_message?: Message | number;
   sender_chat?: Chat;
-  /** Forum topic id (sets `is_topic_message`). */
+  /**
+   * Topic id: a topic of the chat (sets `is_topic_message`; an unknown id in a forum supergroup
+   * opens that topic first, as if it existed before). Not allowed in other chats: there a reply
+   * thread's id follows from `reply_to_message`.
+   */
   message_thread_id?: number;
 }
 
@@ -208,6 +221,8 @@ export class FakeTelegram {
   #nextMessageId = 1000;
   #nextQueryId = 1;
   #messages = new Map<string, Message>();
+  /** Topics as `chatId:message_thread_id`. */
+  #topics = new Set<string>();
   #queries = new Map<string, { answered: boolean }>();
   #waiters = new Set<() => void>();
   #failures = new Map<string, FakeFailure[]>();
@@ -258,6 +273,40 @@ export class FakeTelegram {
   /** A supergroup (negative id like Telegram's `-100…`); `forum` for topics. */
   group(id: number, title: string, forum = false): Chat {
     return { id, type: "supergroup", title, ...(forum ? { is_forum: true } : {}) } as Chat;
+  }
+
+  /**
+   * Opens a topic (what a user's `createForumTopic` does): stores its `forum_topic_created` service
+   * message, whose id is the topic's `message_thread_id`, and returns that id.
+   *
+   * @param chat - a forum supergroup (`group(id, title, true)`), or a private chat when the bot has
+   *   `has_topics_enabled` (Bot API 9.3 private-chat topics).
+   * @param threadId - the topic's id; default the next message id.
+   * @throws {Error} for any other chat, or an id already in use in the chat.
+   */
+  createTopic(chat: Chat, name: string, threadId?: number, creator?: User): number {
+    const forum = chat.type === "supergroup" && (chat as { is_forum?: boolean }).is_forum === true;
+    const privateTopics = chat.type === "private" && (this.bot as { has_topics_enabled?: boolean }).has_topics_enabled === true;
+    if (!forum && !privateTopics) throw new Error(`FakeTelegram: chat ${chat.id} has no topics (not a forum supergroup, nor a private chat of a bot with has_topics_enabled)`);
+    const id = threadId ?? this.#nextMessageId++;
+    if (this.#messages.has(`${chat.id}:${id}`)) throw new Error(`FakeTelegram: message ${id} already exists in chat ${chat.id}`);
+    const created = {
+      message_id: id,
+      message_thread_id: id,
+      date: Math.floor(Date.now() / 1000),
+      chat,
+      ...(creator ? { from: creator } : {}),
+      forum_topic_created: { name, icon_color: 0x6fb9f0 },
+      is_topic_message: true,
+    } as unknown as Message;
+    this.#messages.set(`${chat.id}:${id}`, created);
+    this.#topics.add(`${chat.id}:${id}`);
+    return id;
+  }
+
+  /** Whether `threadId` is a topic of chat `chatId`. */
+  hasTopic(chatId: number, threadId: number): boolean {
+    return this.#topics.has(`${chatId}:${threadId}`);
   }
 
   /** Makes the next call of `method` fail once with `failure` (e.g. a 429 with `retry_after`). */
@@ -358,6 +407,24 @@ export class FakeTelegram {
       reply = this.#messages.get(`${chatId}:${input.reply_to_message}`);
       if (!reply) throw new Error(`FakeTelegram: no message ${input.reply_to_message} in chat ${chatId}`);
     } else reply = input.reply_to_message;
+    let thread: { message_thread_id: number; is_topic_message?: true } | undefined;
+    if (input.message_thread_id !== undefined) {
+      const id = input.message_thread_id;
+      const forum = input.chat.type === "supergroup" && (input.chat as { is_forum?: boolean }).is_forum === true;
+      if (!this.hasTopic(chatId, id)) {
+        if (!forum) throw new Error(`FakeTelegram: chat ${chatId} has no topic ${id} (use createTopic)`);
+        this.createTopic(input.chat, `Topic ${id}`, id);
+      }
+      thread = { message_thread_id: id, is_topic_message: true };
+      // Telegram sets the topic's creation message as reply_to_message of a message that replies to nothing else.
+      reply ??= this.#messages.get(`${chatId}:${id}`);
+    } else if (reply?.is_topic_message && reply.message_thread_id !== undefined) {
+      // A reply to a topic message is in that topic.
+      thread = { message_thread_id: reply.message_thread_id, is_topic_message: true };
+    } else if (reply && input.chat.type === "supergroup" && (input.chat as { is_forum?: boolean }).is_forum !== true) {
+      // A reply in an ordinary supergroup belongs to the reply thread of the message it answers (no is_topic_message).
+      thread = { message_thread_id: reply.message_thread_id ?? reply.message_id };
+    }
     const message: Record<string, unknown> = {
       message_id: this.#nextMessageId++,
       date: Math.floor(Date.now() / 1000),
@@ -367,7 +434,7 @@ export class FakeTelegram {
       ...(input.text !== undefined ? { text: input.text, entities: input.entities ?? detectEntities(input.text) } : {}),
       ...(input.caption !== undefined ? { caption: input.caption, caption_entities: input.entities ?? detectEntities(input.caption) } : {}),
       ...(reply ? { reply_to_message: reply } : {}),
-      ...(input.message_thread_id ? { message_thread_id: input.message_thread_id, is_topic_message: true } : {}),
+      ...thread,
       ...input.extra,
     };
     if (message.entities && (message.entities as unknown[]).length === 0) delete message.entities;
@@ -512,6 +579,7 @@ export class FakeTelegram {
       }
       case "sendChatAction":
         if (p.chat_id === undefined) throw bad("chat not found");
+        this.#threadOf(Number(p.chat_id), p);
         this.chatActions.push(p);
         return true;
       case "sendMessage":
@@ -574,6 +642,8 @@ export class FakeTelegram {
       if (!reply && !replyParameters.allow_sending_without_reply) throw bad("message to be replied not found");
     }
     const chat = this.#chatOf(chatId);
+    // An explicit topic must exist; without one, a reply lands in the replied message's topic.
+    const threadId = this.#threadOf(chatId, p) ?? (reply?.is_topic_message ? reply.message_thread_id : undefined);
     const message = {
       message_id: this.#nextMessageId++,
       from: this.bot,
@@ -582,12 +652,23 @@ export class FakeTelegram {
       text,
       ...(entities.length ? { entities } : {}),
       ...(reply ? { reply_to_message: reply } : {}),
-      ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id), is_topic_message: true } : {}),
+      ...(threadId !== undefined ? { message_thread_id: threadId, is_topic_message: true } : {}),
       ...(markup ? { reply_markup: markup } : {}),
     } as Message;
     this.#messages.set(`${chatId}:${message.message_id}`, message);
     this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message });
     return message;
+  }
+
+  /**
+   * The `message_thread_id` of a send, checked: it must be a topic of the chat.
+   * @throws {ApiFailure} 400 "message thread not found" otherwise.
+   */
+  #threadOf(chatId: number, p: Record<string, unknown>): number | undefined {
+    if (p.message_thread_id === undefined) return undefined;
+    const id = Number(p.message_thread_id);
+    if (!Number.isInteger(id) || !this.hasTopic(chatId, id)) throw bad("message thread not found");
+    return id;
   }
 
   #chatOf(chatId: number): Chat {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { conversationKey, type IncomingMessage } from "../../src/queue/incoming.js";
+import { FakeTelegram } from "../fakes/telegram.js";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
@@ -112,10 +113,58 @@ describe("telegram inbound", () => {
     expect(await queuedFor(c.message_id)).toMatchObject({ userId: "chat:-1009999", userName: "News" });
   });
 
-  it("keeps the forum topic for the answer", async () => {
+  it("makes a forum topic its own conversation and keeps it for the answer", async () => {
     const forum = h.tg.group(-100777, "Forum", true);
     const m = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "@taiwan_test_bot hi", message_thread_id: 42 });
-    expect((await queuedFor(m.message_id)).reply).toEqual({ threadId: "42" });
+    const q = await queuedFor(m.message_id);
+    expect(q.reply).toEqual({ threadId: "42" });
+    expect(q.topicId).toBe("42");
+    expect(conversationKey(q)).toBe("telegram:-100777/42");
+  });
+
+  it("a message in a topic the bot created is not a reply to the bot", async () => {
+    const forum = h.tg.group(-100778, "Forum", true);
+    const topic = h.tg.createTopic(forum, "Bot's topic", undefined, h.tg.bot);
+    const plain = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "just chatting", message_thread_id: topic });
+    expect(plain.reply_to_message?.from?.id).toBe(h.tg.bot.id); // as on Telegram: the topic's creation message
+    const addressed = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "@taiwan_test_bot 幾點了", message_thread_id: topic });
+    expect(await queuedFor(addressed.message_id)).toMatchObject({ topicId: String(topic), text: "幾點了" });
+    expect(h.queued.some((x) => x.messageId === String(plain.message_id))).toBe(false);
+  });
+
+  it("a reply thread of an ordinary group is not a topic: the chat stays one conversation", async () => {
+    const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot first" });
+    const reply = h.tg.sendUserMessage({ chat: group(), from: alice(), text: "@taiwan_test_bot second", reply_to_message: m.message_id });
+    expect(reply.message_thread_id).toBe(m.message_id);
+    expect(reply.is_topic_message).toBeUndefined();
+    const q = await queuedFor(reply.message_id);
+    expect(q.topicId).toBeUndefined();
+    expect(q.reply).toEqual({});
+    expect(conversationKey(q)).toBe("telegram:-1001234");
+  });
+
+  it("makes a private-chat topic (Bot API 9.3) its own conversation, answered in that topic", async () => {
+    const dave = h.tg.user(31, "Dave");
+    expect(() => h.tg.createTopic(h.tg.privateChat(dave), "Trip")).toThrow("has no topics"); // this bot has not enabled topics
+    const tg = await FakeTelegram.start({ bot: { has_topics_enabled: true } as never });
+    const own = await startHarness({}, tg);
+    try {
+      const chat = tg.privateChat(dave);
+      const trip = tg.createTopic(chat, "Trip", undefined, dave);
+      const m = tg.sendUserMessage({ chat, from: dave, text: "花蓮三天兩夜怎麼排？", message_thread_id: trip });
+      const q = await tg.waitFor(() => own.queued.find((x) => x.messageId === String(m.message_id)), 5000, "the topic message");
+      expect(q).toMatchObject({ chatKind: "dm", topicId: String(trip), reply: { threadId: String(trip) } });
+      expect(conversationKey(q)).toBe(`telegram:31/${trip}`);
+      tg.sendUserMessage({ chat, from: dave, text: "/reset", message_thread_id: trip });
+      await tg.waitFor(() => own.resets.length === 1, 5000, "the reset");
+      expect(own.resets[0]).toEqual({ platform: "telegram", chatId: "31", topicId: String(trip) });
+      const done = await tg.waitFor(() => tg.sent.find((s) => s.text.includes("忘掉")), 5000, "the reset answer");
+      expect(done.text).toBe("好的，我已經忘掉這個話題之前的對話了（其他話題不受影響）。");
+      expect(done.payload.message_thread_id).toBe(trip);
+    } finally {
+      await own.stop();
+      await tg.stop();
+    }
   });
 
   it("says a message is too long rather than queueing it", async () => {
@@ -170,6 +219,13 @@ describe("telegram inbound", () => {
     await h.tg.waitFor(() => h.resets.length === 1);
     expect(h.resets[0]).toEqual({ platform: "telegram", chatId: "-1001234" });
     await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.includes("忘掉")));
+    // In a forum topic, /reset names that topic only.
+    const forum = h.tg.group(-100779, "Forum", true);
+    h.tg.sendUserMessage({ chat: forum, from: bob(), text: "/reset@taiwan_test_bot", message_thread_id: 5 });
+    await h.tg.waitFor(() => h.resets.length === 2);
+    expect(h.resets[1]).toEqual({ platform: "telegram", chatId: "-100779", topicId: "5" });
+    const done = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === -100779 && s.text.includes("話題")));
+    expect(done.payload.message_thread_id).toBe(5);
   });
 
   it("says try again when the message cannot be queued", async () => {

@@ -10,6 +10,7 @@ let out: TelegramOutbound;
 beforeAll(async () => {
   tg = await FakeTelegram.start();
   out = createOutbound(testConfig({ TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.apiRoot }), silentLogger);
+  tg.createTopic(tg.group(-100555, "Forum", true), "Plans", 9);
 });
 afterAll(async () => {
   await tg.stop();
@@ -131,6 +132,12 @@ describe("telegram outbound", () => {
   it("sends the typing action to the chat and topic", async () => {
     await out.sendTyping(incoming({ chatId: "-100555", chatKind: "group", reply: { threadId: "9" } }));
     expect(tg.chatActions.at(-1)).toMatchObject({ chat_id: "-100555", action: "typing", message_thread_id: 9 });
+  });
+
+  it("is refused by Telegram for a topic the chat does not have", async () => {
+    const to = incoming({ chatId: "-100555", chatKind: "group", messageId: "77", topicId: "10", reply: { threadId: "10" } });
+    await expect(out.sendAnswer(to, "ok")).rejects.toThrow("message thread not found");
+    await expect(out.sendTyping(to)).rejects.toThrow("message thread not found");
   });
 
   it("fails loudly on a wrong token without leaking it", async () => {

@@ -63,6 +63,9 @@ beforeAll(async () => {
   tracer.event("final_answer", { text: "不會。" });
   expect(await tracer.finish()).toBe(true);
   expected = formatRun((await new TraceStore(redis).latestRun("telegram:77"))!);
+  const topic = new TraceStore(redis).startRun({ chat: { platform: "telegram", chatId: "-10088", topicId: "11" }, runId: "job-88" });
+  topic.event("user_input", { text: "我叫小明" });
+  expect(await topic.finish()).toBe(true);
 }, 30_000);
 afterAll(async () => {
   redis?.disconnect();
@@ -95,6 +98,24 @@ describe("npm run trace", () => {
     expect(existsSync(path.join(folder, "server.json"))).toBe(false); // and was stopped with the last lease
     expect(readdirSync(path.join(folder, "leases"))).toEqual([]);
   }, 30_000);
+
+  it("names a Telegram topic as <chatId>/<topicId> or as the conversation key; the chat alone is another conversation", async () => {
+    const found = [["telegram", "-10088/11"], ["telegram:-10088/11"], ["telegram:-10088/11", "2"]];
+    const bad = [["discord", "5/11"], ["telegram", "-10088/x"], ["telegram", "/11"], ["telegram", "-10088", "11", "2"]];
+    const [chat, other, ...rest] = await Promise.all([["telegram", "-10088"], ["telegram", "-10088/22"], ...found, ...bad].map((args) => trace(project, args)));
+    for (const out of rest.slice(0, found.length)) {
+      expect(out).toMatchObject({ code: 0 });
+      expect(out.stdout).toContain("我叫小明");
+    }
+    expect(chat!.code).toBe(1);
+    expect(chat!.stdout).toContain("No trace stored for telegram:-10088 ");
+    expect(other!.code).toBe(1);
+    expect(other!.stdout).toContain("No trace stored for telegram:-10088/22 ");
+    for (const out of rest.slice(found.length)) {
+      expect(out.code).toBe(2);
+      expect(out.stderr).toContain("<chatId>[/<topicId>]");
+    }
+  }, 60_000);
 
   it("replaces a socket left over from a stopped bot", async () => {
     const stale = await mkdtemp(path.join(tmpdir(), "trace-stale-"));

@@ -9,23 +9,25 @@
  *   `PUT /applications/{app}/commands`). Each is answered within Discord's 3 seconds
  *   (https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
  * - Approvals: the prompt's buttons (`ap:<id>:y|n`) and ✅/❌ reactions by the requester.
+ *   Reactions are read from the raw gateway event MESSAGE_REACTION_ADD, not from discord.js's
+ *   `messageReactionAdd`: discord.js drops a reaction whose DM channel it has not cached (the
+ *   event carries no channel type), which is every DM after the adapter restarted. The channel
+ *   and message are fetched (cache, else `GET /channels/{id}` and `GET …/messages/{id}`).
  */
 import { once } from "node:events";
 import {
   Client,
   Events,
+  GatewayDispatchEvents,
   GatewayIntentBits,
   MessageFlags,
   Partials,
   Routes,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
+  type GatewayMessageReactionAddDispatchData,
   type Message,
-  type MessageReaction,
-  type PartialMessageReaction,
-  type PartialUser,
   type RepliableInteraction,
-  type User,
 } from "discord.js";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
@@ -120,7 +122,9 @@ export class DiscordAdapter implements Adapter {
       const run = i.isChatInputCommand() ? this.#onCommand(i) : i.isButton() ? this.#onButton(i) : Promise.resolve();
       void run.catch((err: unknown) => this.#log.error({ err }, "interaction handler failed"));
     });
-    client.on(Events.MessageReactionAdd, (r, u) => void this.#onReaction(r, u).catch((err: unknown) => this.#log.error({ err }, "reaction handler failed")));
+    client.ws.on(GatewayDispatchEvents.MessageReactionAdd, (data: GatewayMessageReactionAddDispatchData) =>
+      void this.#onReaction(data).catch((err: unknown) => this.#log.error({ err }, "reaction handler failed")),
+    );
     client.on(Events.Error, (err) => this.#log.error({ err }, "discord client error"));
     client.on(Events.Warn, (msg) => this.#log.warn(msg));
 
@@ -281,16 +285,24 @@ export class DiscordAdapter implements Adapter {
     });
   }
 
-  async #onReaction(reaction: MessageReaction | PartialMessageReaction, user: User | PartialUser): Promise<void> {
+  /**
+   * A ✅/❌ on one of the bot's approval prompts decides it, in guilds and DMs alike, whether or
+   * not discord.js has the channel or message cached (raw MESSAGE_REACTION_ADD, see the module comment).
+   */
+  async #onReaction(data: GatewayMessageReactionAddDispatchData): Promise<void> {
     const client = this.#client;
-    if (!client?.user || user.id === client.user.id) return;
-    const approve = reactionDecision(reaction.emoji.name);
+    if (!client?.user || data.user_id === client.user.id) return;
+    const approve = reactionDecision(data.emoji.name);
     if (approve === undefined) return;
+    // Discord names the reacted message's author; when it is someone else there is nothing to fetch.
+    if (data.message_author_id !== undefined && data.message_author_id !== client.user.id) return;
     let message: Message;
     try {
-      message = reaction.message.partial ? await reaction.message.fetch() : reaction.message;
+      const channel = await client.channels.fetch(data.channel_id);
+      if (!channel?.isTextBased()) return;
+      message = await channel.messages.fetch(data.message_id);
     } catch (err) {
-      this.#log.debug({ err }, "reaction on a message that could not be fetched; ignored");
+      this.#log.warn({ err, chatId: data.channel_id, messageId: data.message_id }, "a ✅/❌ reaction on a message that could not be fetched; ignored");
       return;
     }
     if (message.author?.id !== client.user.id) return;
@@ -298,16 +310,17 @@ export class DiscordAdapter implements Adapter {
     if (!approvalId || approvalId === CLOSED_ID) return;
     let result: DecisionResult;
     try {
-      result = await this.#context!.approvals.decide({ approvalId, platform: "discord", deciderId: user.id, approve });
+      result = await this.#context!.approvals.decide({ approvalId, platform: "discord", deciderId: data.user_id, approve });
     } catch (err) {
       this.#log.error({ err }, "approval decision by reaction failed");
       await this.#reply(message, tryAgain(this.#config.BOT_LOCALE));
       return;
     }
-    this.#logDecision("reaction", user.id, result);
-    if (result.status === "not_requester" && message.inGuild()) {
-      // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided.
-      await reaction.users.remove(user.id).catch((err: unknown) => this.#log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
+    this.#logDecision("reaction", data.user_id, result);
+    if (result.status === "not_requester" && data.guild_id) {
+      // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided (not possible in DMs).
+      const route = Routes.channelMessageUserReaction(data.channel_id, data.message_id, encodeURIComponent(data.emoji.name!), data.user_id);
+      await client.rest.delete(route).catch((err: unknown) => this.#log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
     }
   }
 

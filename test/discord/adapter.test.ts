@@ -282,6 +282,43 @@ describe("approval prompts", () => {
     await h.fake.waitFor(() => h.decider.approvals.get("dmPrompt1")!.decided === true, 5000, "approved by reaction");
     expect(h.fake.requests.some((r) => r.method === "GET" && r.path.endsWith(`/messages/${ref.messageId}`))).toBe(true);
   });
+
+  it("after an adapter restart (a new discord.js client, nothing cached) a ✅ in a DM and a ❌ in a guild still decide", async () => {
+    const dm = await prompt("dmRestart1", true);
+    const guild = await prompt("guildRestart1");
+    await h.restartAdapter();
+    const client = (h.adapter as DiscordAdapter).client!;
+    expect(client.channels.cache.has(dm.ref.chatId)).toBe(false);
+
+    const requestsBefore = h.fake.requests.length;
+    h.fake.react(bob, dm.ref.messageId, "✅"); // not the requester: refused, and a DM reaction cannot be removed
+    h.fake.react(alice, dm.ref.messageId, "✅");
+    h.fake.react(alice, guild.ref.messageId, "❌");
+    await h.fake.waitFor(() => h.decider.approvals.get("dmRestart1")!.decided === true, 5000, "the DM prompt approved by reaction");
+    await h.fake.waitFor(() => h.decider.approvals.get("guildRestart1")!.decided === false, 5000, "the guild prompt declined by reaction");
+    const calls = h.decider.calls.filter((c) => c.request.approvalId === "dmRestart1");
+    expect(calls.map((c) => [c.request.deciderId, c.result.status])).toEqual([
+      [bob.id, "not_requester"],
+      [alice.id, "accepted"],
+    ]);
+    const fetched = h.fake.requests.slice(requestsBefore).filter((r) => r.method === "GET").map((r) => r.path);
+    expect(fetched).toContain(`/api/v10/channels/${dm.ref.chatId}`);
+    expect(fetched).toContain(`/api/v10/channels/${dm.ref.chatId}/messages/${dm.ref.messageId}`);
+    expect(h.fake.reactions.filter((r) => r.op === "remove" && r.userId !== h.fake.bot.id && r.messageId === dm.ref.messageId)).toEqual([]);
+  });
+
+  it("a ✅ on someone else's message is ignored without fetching it", async () => {
+    const m = h.fake.sendUserMessage(alice, "隨便一則訊息", { dm: true });
+    await queued(m.id);
+    const before = h.fake.requests.length;
+    const calls = h.decider.calls.length;
+    h.fake.react(alice, m.id, "✅");
+    const marker = h.fake.sendUserMessage(alice, "marker after reaction", { dm: true });
+    await queued(marker.id);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(h.fake.requests.slice(before).filter((r) => r.method === "GET")).toEqual([]);
+    expect(h.decider.calls.length).toBe(calls);
+  });
 });
 
 describe("secrets", () => {

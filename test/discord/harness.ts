@@ -51,6 +51,8 @@ export interface Harness {
   logLines: () => Record<string, unknown>[];
   /** Makes the next enqueue calls throw this error (undefined: succeed). */
   failEnqueue: (error: Error | undefined) => void;
+  /** Stops the adapter and starts a new one (a new discord.js Client, empty caches) on the same fake and context, as after a process restart. */
+  restartAdapter: () => Promise<void>;
   stop: () => Promise<void>;
 }
 
@@ -78,7 +80,7 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
   };
   const adapter = createAdapter(config, log);
   await adapter.start(context);
-  return {
+  const harness: Harness = {
     fake,
     adapter,
     context,
@@ -87,9 +89,15 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
     decider,
     logLines: () => lines.flatMap((l) => l.split("\n").filter(Boolean)).map((l) => JSON.parse(l) as Record<string, unknown>),
     failEnqueue: (e) => (enqueueError = e),
+    restartAdapter: async () => {
+      await harness.adapter.stop();
+      harness.adapter = createAdapter(config, log);
+      await harness.adapter.start(context);
+    },
     stop: async () => {
-      await adapter.stop();
+      await harness.adapter.stop();
       await fake.close();
     },
   };
+  return harness;
 }

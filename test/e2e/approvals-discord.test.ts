@@ -242,6 +242,24 @@ it("a restart of the worker between the prompt and the click: the run resumes in
   expect(await todoLines(redis, "discord", hal.id)).toEqual([]);
 });
 
+it("a restart of the adapter between the prompt and a ✅ in a DM: the reaction still decides", async () => {
+  const dc = stack.discord;
+  const jo = user(11, "Jo");
+  const channel = dc.dmChannel(jo);
+  await seedTodos(redis, "discord", jo.id, ["換燈泡", "買菜"]);
+  dc.sendUserMessage(jo, "delete #1", { dm: true });
+  const prompt = await promptIn(channel);
+  await dc.waitFor(() => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
+  const readyBefore = dc.identifies.length;
+  await stack.restartAdapters();
+  expect(dc.identifies.length).toBe(readyBefore + 1); // a new gateway session: nothing cached from the old one
+  dc.react(jo, prompt.id, "✅");
+  const answer = await dc.waitFor(() => answers(channel, "delete_todo:")[0], WAIT, "the final answer");
+  expect(answer.content).toBe("delete_todo: 已刪除：#1 換燈泡");
+  expect(await closed(prompt, "已確認")).toBe("✅ 已確認：刪除待辦 #1「換燈泡」");
+  expect(await todoLines(redis, "discord", jo.id)).toEqual(["#2 買菜"]);
+});
+
 it("a turn with a safe and a dangerous call: the safe one runs, the dangerous one waits, both results reach the model in order", async () => {
   const dc = stack.discord;
   const ivy = user(10, "Ivy");

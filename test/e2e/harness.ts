@@ -42,6 +42,8 @@ export interface Stack {
   logs(): Record<string, unknown>[];
   /** Stops the worker (gracefully) and starts a new one on the same Redis. */
   restartWorker(): Promise<void>;
+  /** Stops the adapter part and starts a new one (new grammy and discord.js clients, empty caches) on the same fakes and Redis. */
+  restartAdapters(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -97,7 +99,8 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const prefix = "e2e";
   const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
   const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });
-  const adapters = await startBot({ config, log: log.child({ part: "adapter" }), redisUrl: redis.url, toolbox, role: "adapter", prefix });
+  const startAdapters = () => startBot({ config, log: log.child({ part: "adapter" }), redisUrl: redis.url, toolbox, role: "adapter", prefix });
+  const adapters = await startAdapters();
   started.push(() => adapters.stop());
   const worker = await startWorker();
   started.push(() => worker.stop());
@@ -115,6 +118,10 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     async restartWorker() {
       await stack.worker.stop();
       stack.worker = await startWorker();
+    },
+    async restartAdapters() {
+      await stack.adapters.stop();
+      stack.adapters = await startAdapters();
     },
     async stop() {
       await stack.adapters.stop();

@@ -768,6 +768,9 @@ export class FakeDiscord {
       case "PUT applications/:/guilds/:/commands":
         if (parts[3] !== this.guildId) throw new HttpError(403, { message: "Missing Access", code: 50001 });
         return this.#putCommands(parts[1]!, parts[3]!, body);
+      case "GET channels/:":
+        // discord.js fetches a channel it has not cached, e.g. a DM after a restart (GET /channels/{channel.id}).
+        return { status: 200, body: this.#channelObject(this.#channel(parts[1]!)) };
       case "POST channels/:/messages":
         return { status: 200, body: this.#createMessage(parts[1]!, b) };
       case "GET channels/:/messages/:": {

@@ -64,9 +64,12 @@ export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded"
 /**
  * The result of a run:
  * - `answer`: the final text for the user and the messages to append to the history (starting
- *   with the user turn, ending with an assistant turn; valid for the Messages API).
+ *   with the user turn, ending with an assistant turn; valid for the Messages API). With
+ *   `refused: true` the model refused (`stop_reason: "refusal"`): `text` is a short apology and
+ *   nothing of the run may be stored in the history (the API docs say to remove or rephrase the
+ *   refused turn before continuing: https://docs.anthropic.com/en/api/handling-stop-reasons).
  * - `approval`: the run is paused at a dangerous call; save `run` and ask the requester about `call`.
  */
 export type AgentOutcome =
-  | { kind: "answer"; text: string; messages: MessageParam[] }
+  | { kind: "answer"; text: string; messages: MessageParam[]; refused?: boolean }
   | { kind: "approval"; run: SuspendedRun; call: PendingCall };

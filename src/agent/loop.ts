@@ -65,7 +65,7 @@ interface RunState {
  * Answers one incoming message.
  *
  * @returns `answer` (final text and the run's messages, from the user turn to the last assistant
- *   turn) or `approval` (paused at a dangerous call; save `run` and ask about `call`).
+ *   turn; after a refusal `refused: true` and no messages) or `approval` (paused at a dangerous call; save `run` and ask about `call`).
  * @throws {ModelUnavailableError} when the SDK gave up (after its retries) or the API refused
  *   the request; `retryable` tells which. The message never contains the API key.
  */
@@ -153,12 +153,13 @@ async function continueRun(state: RunState, deps: AgentDeps, context: ToolContex
     const stop = response.stop_reason;
 
     if (stop === "refusal") {
-      if (content.length > 0) state.messages.pop();
+      // The whole run is dropped (the caller stores none of it); the trace keeps the refusal.
       const text = localize(context.locale, {
         "zh-TW": "抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？",
         en: "Sorry, I can't help with that request. Could you describe what you need in another way?",
       });
-      return finish(state, deps, text, [{ type: "text", text }]);
+      deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, refused: true });
+      return { kind: "answer", text, messages: [], refused: true };
     }
 
     const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === "tool_use");

@@ -202,7 +202,7 @@ export class ApprovalFlow {
       await store.finish(record.id);
       return { status: "asked_again", approvalId };
     }
-    if (!record.steps.includes("history")) {
+    if (!record.steps.includes("history") && !outcome.refused) {
       await this.#deps.appendHistory(record, outcome.messages);
       await store.markStep(record.id, "history");
     }

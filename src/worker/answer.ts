@@ -111,7 +111,9 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
         return { message, counted };
       }
       text = outcome.text;
-      await parts.history.append(chat, outcome.messages, { messageId: message.messageId, text }, before);
+      // A refused run stores only its tag (no message): the next request is sent as if the refused
+      // message had not happened, and a retried job still finds the apology instead of asking again.
+      await parts.history.append(chat, outcome.refused ? [] : outcome.messages, { messageId: message.messageId, text }, before);
     }
     counted = await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip });
   } catch (error) {

@@ -220,8 +220,12 @@ describe("runAgent", () => {
     fake.enqueue({ content: [], stop_reason: "refusal" });
     const refused = answer(await runAgent({ history: [], userText: "壞事", context: testContext() }, deps));
     expect(refused.text).toContain("無法協助");
-    expect(refused.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: refused.text }] });
-    await expectValidFollowUp(deps, refused.messages);
+    // a refused run gives nothing to store: neither the user turn nor the apology
+    expect(refused).toMatchObject({ refused: true, messages: [] });
+    // also after tool calls: the whole run is dropped
+    fake.enqueue(toolUse("get_time", { timezone: "UTC" }), { content: [{ type: "text", text: "I won't" }], stop_reason: "refusal" });
+    const late = answer(await runAgent({ history: [], userText: "壞事 2", context: testContext() }, deps));
+    expect(late).toMatchObject({ refused: true, messages: [] });
 
     fake.enqueue({ content: [{ type: "text", text: "  \n" }], stop_reason: "model_context_window_exceeded" });
     const empty = answer(await runAgent({ history: [], userText: "?", context: testContext({ locale: "en" }) }, deps));

@@ -107,6 +107,24 @@ describe("worker", () => {
     expect((await h.history.read({ platform: "console", chatId: "rt1" })).stored).toBe(2);
   });
 
+  it("a refused message is not answered twice when its job is retried, and stores no message", async () => {
+    h = await startHarness();
+    h.outbound.singleChunkUnits = 2000;
+    h.fake.enqueue({ content: [], stop_reason: "refusal" }, ...model(1));
+    h.outbound.failBeforeSend = 1; // the apology's first send fails: the job retries
+    await h.queue.enqueue(message("rf1", "1", "something bad"));
+    await waitFor(() => h!.output.answers().length === 1, 15_000, "the apology after the retry");
+    await h.queue.enqueue(message("rf1", "2", "hello"));
+    await waitFor(() => h!.output.answers().length === 2, 15_000, "the next answer");
+    expect(h.output.answers()[0]).toMatch(/無法協助/);
+    expect(h.output.answers()[1]).toBe("echo: hello");
+    expect(h.fake.requests).toHaveLength(2); // the retry did not ask the model again
+    expect(h.fake.requests[1]!.messages).toEqual([{ role: "user", content: [{ type: "text", text: "hello", cache_control: { type: "ephemeral" } }] }]);
+    const chat = { platform: "console" as const, chatId: "rf1" };
+    expect((await h.history.read(chat)).stored).toBe(2);
+    expect((await h.history.read(chat, "1")).answer).toMatch(/無法協助/);
+  });
+
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {
     h = await startHarness();
     h.fake.enqueue(badRequest(), ...model(1));

@@ -1,0 +1,69 @@
+/**
+ * Issue 12's agent-loop and worker faults on Telegram, end to end: the real grammy client (adapter
+ * part) and the worker part against the fake Bot API, the strict fake Messages API and a real Redis.
+ * Each test uses its own users and chats.
+ */
+import type { Chat, User } from "grammy/types";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { conversationKeys } from "../../src/queue/keys.js";
+import { TraceStore } from "../../src/trace/store.js";
+import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { useStack, type Stack } from "./harness.js";
+import { ANSWER_TIMEOUT_MS, MODEL_RETRIES, requestsFor, textsOf } from "./scenarios-common.js";
+import { scriptedModel } from "./scripted-model.js";
+
+/** The scripted model, plus: a user text containing `please refuse` is refused (`stop_reason: "refusal"`). */
+function model(request: FakeRequest): FakeMessageReply {
+  const last = request.messages[request.messages.length - 1]!;
+  if (last.role === "user" && textsOf(last).some((t) => t.includes("please refuse"))) {
+    return { content: [{ type: "text", text: "I can't help with that." }], stop_reason: "refusal" };
+  }
+  return scriptedModel(request);
+}
+
+let stack: Stack;
+let redis: Redis;
+useStack({ modelRetries: MODEL_RETRIES, model }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+function sentTo(chat: Chat): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
+}
+
+async function ask(chat: Chat, from: User, text: string, timeoutMs = ANSWER_TIMEOUT_MS): Promise<FakeSentMessage> {
+  const before = sentTo(chat).length;
+  stack.telegram.sendUserMessage({ chat, from, text });
+  return stack.telegram.waitFor(() => sentTo(chat)[before], timeoutMs, `an answer to "${text}"`);
+}
+
+describe("Telegram: refusals", () => {
+  it("a refused message gets the apology, leaves nothing in the history, and the next request is sent as if it had not happened", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(92001, "Lin");
+    const dm = tg.privateChat(user);
+    const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
+
+    expect((await ask(dm, user, "hello there")).text).toBe("You said: hello there");
+    const apology = await ask(dm, user, "please refuse this");
+    expect(apology.text).toContain("無法協助");
+    const next = await ask(dm, user, "and tomorrow?");
+    // the model saw the first exchange, not the refused turn nor the apology
+    expect(next.text).toBe("Earlier you asked: hello there");
+    const [request] = requestsFor(stack, "and tomorrow?");
+    expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual(["hello there", "You said: hello there", "and tomorrow?"]);
+    const stored = (await redis.get(conversationKeys(conversation).history))!;
+    expect(stored).not.toContain("please refuse");
+    expect(stored.split("\n").filter((l) => l !== "" && !l.startsWith("#"))).toHaveLength(4);
+    // the trace still records the refusal
+    const runs = await new TraceStore(redis).runs(conversation);
+    const refused = runs.find((r) => r.events.some((e) => e.type === "user_input" && String(e.data.text).includes("please refuse")))!;
+    expect(refused.events.find((e) => e.type === "model_response")!.data).toMatchObject({ stopReason: "refusal" });
+    expect(refused.events.find((e) => e.type === "final_answer")!.data).toMatchObject({ refused: true });
+    // exactly one apology went out
+    expect(sentTo(dm).filter((m) => m.text.includes("無法協助"))).toHaveLength(1);
+  });
+});

@@ -40,6 +40,14 @@ const optionalHttpUrl = (what: string) =>
     message: `must be an http:// or https:// URL (${what})`,
   });
 
+/**
+ * `ANTHROPIC_BASE_URL` as the SDK wants it: without trailing slashes and without a final `/v1`
+ * (the SDK appends `/v1/messages`; `…/v1` would request `/v1/v1/messages` and get 404).
+ */
+export function stripApiVersion(v: string | undefined): string | undefined {
+  return v?.replace(/\/+$/, "").replace(/\/v1$/i, "");
+}
+
 /** True when `v` is an `http(s)` URL whose path ends in `/api` (a trailing slash allowed). */
 function isApiBase(v: string): boolean {
   const url = parseUrl(v, ["http:", "https:"]);
@@ -99,7 +107,11 @@ function isTimeZone(tz: string): boolean {
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
   ANTHROPIC_API_KEY: optionalString,
-  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com"),
+  /**
+   * The Messages API endpoint without `/v1` (the SDK adds `/v1/messages`): a trailing `/v1` and
+   * trailing slashes are removed, so `https://api.anthropic.com/v1/` works as `https://api.anthropic.com`.
+   */
+  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com").transform(stripApiVersion),
   ANTHROPIC_MODEL: z.string().trim().min(1, { message: "must be a model id, e.g. claude-opus-5" }).default("claude-opus-5"),
   /** Output budget of one model call, in tokens. */
   ANTHROPIC_MAX_TOKENS: int(256, 64000, 2048),

@@ -39,6 +39,12 @@ export interface Outbound {
    */
   readonly singleChunkUnits?: number;
   /**
+   * Optional: true when the person reading is the operator (the terminal chat, `npm run chat`).
+   * An apology then carries a one-line cause (a rejected API key, a wrong base URL, an unreachable
+   * endpoint; never a key or token), taken from the error's `operatorCause()`.
+   */
+  readonly showsCauses?: boolean;
+  /**
    * Sends an answer to `to`: a reply to the user's message in groups, plain in DMs. Splits at the
    * platform's limit (Telegram 4096 UTF-16 units, Discord 2000) without cutting a code block,
    * tag or surrogate pair; chunks go out in order. `skip` chunks are not sent again (they went out

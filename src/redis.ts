@@ -10,18 +10,28 @@ import type { Logger } from "./log.js";
  * @param url - `redis://[:password@]host:port[/db]`, `rediss://…`, or the absolute path of a unix socket.
  * @param options - extra ioredis options. BullMQ workers need `maxRetriesPerRequest: null`
  *   (BullMQ's guidance: blocking commands must wait through a reconnect rather than fail).
- * @param log - connection errors go here as warnings (at most one per 10 s), instead of ioredis'
- *   "Unhandled error event" on stderr.
+ * @param log - connection errors go here as warnings (message and error code, at most one per
+ *   10 s), instead of ioredis' "Unhandled error event" on stderr; once the connection is ready
+ *   again after an error, one info line says so.
  * @returns a connection that reconnects by itself after an outage (ioredis' default retry strategy).
  */
 export function connectRedis(url: string, options: RedisOptions = {}, log?: Logger): Redis {
   const base: RedisOptions = { lazyConnect: false, enableAutoPipelining: true, ...options };
   const redis = url.startsWith("/") ? new Redis({ ...base, path: url }) : new Redis(url, base);
   let lastWarning = 0;
-  redis.on("error", (err: Error) => {
+  let troubled = false;
+  redis.on("error", (err: Error & { code?: unknown }) => {
+    troubled = true;
     if (Date.now() - lastWarning < 10_000) return;
     lastWarning = Date.now();
-    log?.warn({ err: { message: err.message } }, `redis connection problem: ${err.message}; reconnecting`);
+    // The message and code only: a socket error's stack says nothing useful here.
+    log?.warn({ redis: describeRedisUrl(url), code: typeof err.code === "string" ? err.code : undefined }, `redis connection problem: ${err.message}; reconnecting`);
+  });
+  redis.on("ready", () => {
+    if (!troubled) return;
+    troubled = false;
+    lastWarning = 0;
+    log?.info({ redis: describeRedisUrl(url) }, "redis connection is back");
   });
   return redis;
 }

@@ -80,6 +80,8 @@ export function splitText(text: string, max: number): string[] {
 /** Writes answers and prompts to a stream. */
 export class ConsoleOutbound implements Outbound {
   readonly platform = "console" as const;
+  /** The reader is the operator: apologies say why (see `Outbound.showsCauses`). */
+  readonly showsCauses = true;
   /** The newest approval prompt not yet closed, if any. */
   openPrompt: OpenPrompt | undefined;
   readonly #options: ConsoleOutboundOptions;

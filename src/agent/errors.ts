@@ -53,6 +53,28 @@ export class ModelUnavailableError extends Error {
     this.requestId = options.requestId;
   }
 
+  /**
+   * One line for the operator (the terminal chat shows it under the apology): what failed and which
+   * setting to check, e.g. `ANTHROPIC_API_KEY was rejected (401 authentication_error: invalid
+   * x-api-key); check the key in .env`. English; never contains the key (the message is redacted).
+   */
+  operatorCause(): string {
+    const detail = this.message.replace(/^Messages API answered /, "");
+    switch (this.reason) {
+      case "auth":
+        return `ANTHROPIC_API_KEY was rejected (${detail}); check the key in .env`;
+      case "connection":
+        return `${this.message}; check ANTHROPIC_BASE_URL and the network`;
+      case "aborted":
+        return "the model call was aborted (the bot is stopping)";
+      default:
+        if (this.status === 404) {
+          return `the Messages API address was not found (${detail}); ANTHROPIC_BASE_URL must be the server root, such as https://api.anthropic.com (without /v1)`;
+        }
+        return this.message;
+    }
+  }
+
   /** A short sentence for the user in `locale`, without technical detail. */
   userMessage(locale: Locale): string {
     return this.retryable
@@ -67,6 +89,15 @@ export class ModelUnavailableError extends Error {
   }
 }
 
+/** The first Node network error (`connect ECONNREFUSED 127.0.0.1:1`, `ENOTFOUND`, …) in the cause chain of `error`, as a few words. */
+function networkCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return e.message.includes(code) ? e.message.replace(/\.+$/, "") : code;
+  }
+  return undefined;
+}
+
 /**
  * Converts what `client.messages.create` threw (after the SDK's own retries) into a
  * {@link ModelUnavailableError}. Anything that is not an SDK error is returned unchanged.
@@ -75,7 +106,9 @@ export function toModelError(error: unknown): unknown {
   if (error instanceof ModelUnavailableError) return error;
   if (error instanceof Anthropic.APIUserAbortError) return new ModelUnavailableError("aborted", "the model call was aborted", { cause: error });
   if (error instanceof Anthropic.APIConnectionError) {
-    return new ModelUnavailableError("connection", `cannot reach the Messages API: ${error.message}`, { cause: error });
+    const timedOut = error instanceof Anthropic.APIConnectionTimeoutError;
+    const why = timedOut ? "no answer in time" : (networkCode(error) ?? error.message.replace(/\.+$/, ""));
+    return new ModelUnavailableError("connection", `cannot reach the Messages API: ${why}`, { cause: error });
   }
   if (error instanceof Anthropic.APIError) {
     const status = error.status ?? 0;

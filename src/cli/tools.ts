@@ -3,8 +3,8 @@
  * of its description), the tools skipped at start-up with the reason, and the loaded tools no chat
  * offers to the model (their tags match none of `CHAT_TAGS`) with the reason. `--json` prints the same
  * as JSON; `--dir <folder>` (repeatable) loads other folders instead of `tools/`.
- * Exits 1 with the registry's error when loading fails (duplicate or invalid tool), 2 on a bad
- * configuration. This is how a tool author checks a new file.
+ * `--help` prints the usage. Exits 1 with the registry's error when loading fails (duplicate or
+ * invalid tool), 2 on a bad option (with the usage) or a bad configuration. This is how a tool author checks a new file.
  */
 import "dotenv/config";
 import path from "node:path";
@@ -62,8 +62,33 @@ export function formatListing(listing: ToolListing): string {
   return lines.join("\n");
 }
 
+const USAGE = `usage: npm run tools [-- [--json] [--dir <folder>]...]
+  --json          print the listing as JSON (use npm run -s tools -- --json for JSON alone on stdout)
+  --dir <folder>  load the tools of this folder instead of tools/ (repeatable)
+  --help          print this help`;
+
+/** The options, or the exit code: 0 after `--help`, 2 after a bad option (usage on stderr). */
+function options(argv: string[]): { json: boolean; dir?: string[] } | number {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { json: { type: "boolean", default: false }, dir: { type: "string", multiple: true }, help: { type: "boolean", short: "h", default: false } },
+    });
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    return { json: values.json, dir: values.dir };
+  } catch (error) {
+    // parseArgs: unknown option, missing value, unexpected argument.
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+}
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { json: { type: "boolean", default: false }, dir: { type: "string", multiple: true } } });
+  const values = options(process.argv.slice(2));
+  if (typeof values === "number") return values;
   let config;
   try {
     config = loadConfig(process.env, { purpose: "inspect" });

@@ -51,11 +51,14 @@ export async function deliverAnswer(
 
 /**
  * Tells the user that `message` could not be answered: the error's own `userMessage(locale)` when
- * it has one, else a generic apology in `locale`. Never throws (a failed apology is logged).
+ * it has one, else a generic apology in `locale`. When the outbound's reader is the operator
+ * (`showsCauses`, the terminal chat) and the error has an `operatorCause()`, that one line follows.
+ * Never throws (a failed apology is logged).
  */
 export async function sendApology(outbound: Outbound, message: IncomingMessage, error: unknown, locale: Locale, log: Logger): Promise<void> {
-  const userMessage = (error as { userMessage?: unknown } | null)?.userMessage;
-  const apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : localize(locale, APOLOGY);
+  const { userMessage, operatorCause } = (error ?? {}) as { userMessage?: unknown; operatorCause?: unknown };
+  let apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : localize(locale, APOLOGY);
+  if (outbound.showsCauses && typeof operatorCause === "function") apology += `\n(${String(operatorCause.call(error))})`;
   await outbound.sendAnswer(message, apology).catch((e: unknown) => {
     log.error({ err: e }, "the apology could not be sent either");
   });

@@ -295,6 +295,12 @@ export interface FakeAnthropicOptions {
    * tests that do not script every call). Default: none, see {@link startFakeAnthropic}.
    */
   fallback?: FakeReply;
+  /**
+   * The only API key accepted (as `x-api-key` or `authorization: Bearer`, which this SDK sends);
+   * another key is answered 401 `authentication_error`
+   * "invalid x-api-key", as the real API does. Default: any key.
+   */
+  apiKey?: string;
 }
 
 /**
@@ -330,6 +336,10 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
     if (!req.headers["x-api-key"] && !req.headers.authorization) {
       return sendError(res, 401, "authentication_error", "x-api-key header is required");
+    }
+    const sentKey = req.headers["x-api-key"] ?? req.headers.authorization?.replace(/^Bearer /, "");
+    if (options.apiKey !== undefined && sentKey !== options.apiKey) {
+      return sendError(res, 401, "authentication_error", "invalid x-api-key");
     }
     let body: unknown;
     try {

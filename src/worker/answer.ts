@@ -13,6 +13,7 @@ import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { speakerLabel } from "../prompts.js";
 import { progressKeys } from "../queue/keys.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -132,11 +133,11 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
 }
 
-/** Runs the agent loop for `message` with the toolbox of its context; group turns carry the speaker's name. */
+/** Runs the agent loop for `message` with the toolbox of its context; group turns start with the speaker's label (`speakerLabel`). */
 function runAgentFor(parts: AnswerParts, message: IncomingMessage, history: AgentRequest["history"], tracer: Tracer, mlog: Logger): Promise<AgentOutcome> {
   const { config } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
-  const userText = message.chatKind === "group" ? `[${message.userName}] ${message.text}` : message.text;
+  const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
   return parts.runAgent(
     { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }) },
     { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer },

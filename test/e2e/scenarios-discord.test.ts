@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { overloaded } from "../fakes/anthropic.js";
+import { speakerLabel } from "../../src/prompts.js";
 import type { FakeInteraction, FakeMessage, FakeUser, SentMessage } from "../fakes/discord.js";
 import { useStack, type Stack } from "./harness.js";
 import {
@@ -153,7 +154,7 @@ describe("Discord scenarios", () => {
     expect(answer.payload.message_reference).toMatchObject({ message_id: message.id, channel_id: channelId, guild_id: dc.guildId });
     expect(answer.message.mention_everyone).toBe(false);
     const [request] = requestsFor(stack, "calc 6 * 7");
-    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual(["[Ann] calc 6 * 7"]);
+    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([`${speakerLabel({ platform: "discord", userId: ann.id, userName: "Ann" })} calc 6 * 7`]);
     expect(modelSaw(stack, "大家晚餐吃什麼")).toBe(false);
   });
 
@@ -216,13 +217,15 @@ describe("Discord scenarios", () => {
     expect(answer.payload.message_reference).toMatchObject({ message_id: message.id, channel_id: dc.threadId });
     const [request] = requestsFor(stack, "and tomorrow?");
     expect(request!.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
-    expect(textsOf(request!.messages[0]!)).toEqual(["[Chen] what time is it"]);
+    const label = speakerLabel({ platform: "discord", userId: chen.id, userName: "Chen" });
+    expect(label).toMatch(/^\[Chen #[0-9a-f]{4}\]$/);
+    expect(textsOf(request!.messages[0]!)).toEqual([`${label} what time is it`]);
     const toolUse = (request!.messages[1]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_use");
     expect(toolUse?.name).toBe("get_current_datetime");
     const toolResult = (request!.messages[2]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_result");
     expect(toolResult?.tool_use_id).toBe(toolUse?.id);
     expect(textsOf(request!.messages[3]!).join("")).toMatch(/^get_current_datetime: /);
-    expect(textsOf(request!.messages[4]!)).toEqual(["[Chen] and tomorrow?"]);
+    expect(textsOf(request!.messages[4]!)).toEqual([`${label} and tomorrow?`]);
   });
 
   it("a model outage (529 after every retry) gets the zh-TW apology, and the next message works", async () => {

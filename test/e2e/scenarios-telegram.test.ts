@@ -6,6 +6,7 @@
 import type { Chat, Message, User } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { overloaded } from "../fakes/anthropic.js";
+import { speakerLabel } from "../../src/prompts.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { useStack, type Stack } from "./harness.js";
 import {
@@ -75,7 +76,7 @@ describe("Telegram scenarios", () => {
     expect(answer.text).toContain("42");
     expect(answer.payload.reply_parameters).toMatchObject({ message_id: message.message_id });
     const [request] = requestsFor(stack, "calc 6 * 7");
-    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual(["[Ann] calc 6 * 7"]);
+    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([`${speakerLabel({ platform: "telegram", userId: "91002", userName: "Ann" })} calc 6 * 7`]);
     expect(modelSaw(stack, "大家晚餐吃什麼")).toBe(false);
   });
 

@@ -48,7 +48,7 @@ function resultText(block: Block): string {
   return "";
 }
 
-/** Strips the `[Name] ` or `Name: ` speaker prefix the worker adds in groups. */
+/** Strips the `[Name #code] ` speaker label the worker adds in groups (`speakerLabel`). */
 function withoutSpeaker(value: string): string {
   return value.replace(/^\[[^\]]{1,80}\]\s*/, "");
 }

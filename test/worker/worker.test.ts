@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { speakerLabel } from "../../src/prompts.js";
 import { conversationKeys, progressKeys } from "../../src/queue/keys.js";
 import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { badRequest } from "./model-errors.js";
@@ -27,9 +28,10 @@ describe("worker", () => {
     expect(h.fake.rejections).toEqual([]);
     for (const c of chats) {
       // The second message's first model call carries the whole first exchange, with speaker names.
-      const second = h.fake.requests.find((r) => lastText(r) === `[Bob-${c}] list todos`)!;
+      const label = (userName: string) => speakerLabel({ platform: "console", userId: `user-${c}`, userName });
+      const second = h.fake.requests.find((r) => lastText(r) === `${label(`Bob-${c}`)} list todos`)!;
       expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
-      expect(second.messages[0]!.content).toBe(`[Alice-${c}] add todo milk-${c} slow 300`);
+      expect(second.messages[0]!.content).toBe(`${label(`Alice-${c}`)} add todo milk-${c} slow 300`);
       expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
       expect((await h.history.read({ platform: "console", chatId: c })).stored).toBe(8);
       expect(await h.redis.exists(conversationKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);

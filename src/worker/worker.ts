@@ -41,6 +41,18 @@ export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 /** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
 export const TYPING_INTERVAL_MS = 4000;
 
+/**
+ * BullMQ lock of an active job, in ms: the worker renews it every half of this while the job runs.
+ * A worker that dies stops renewing; once the lock has run out, the next stalled-job check (every
+ * {@link STALLED_INTERVAL_MS}, by any worker) hands the job to another worker. Together they bound
+ * the pickup of a dead worker's job to about 6 + 5 = 11 s (BullMQ's defaults, 30 s + 30 s, gave
+ * 34–67 s). Source: https://docs.bullmq.io/guide/workers/stalled-jobs
+ */
+export const LOCK_DURATION_MS = 6_000;
+
+/** How often a worker checks for stalled jobs, in ms (see {@link LOCK_DURATION_MS}). */
+export const STALLED_INTERVAL_MS = 5_000;
+
 /** What a worker needs. */
 export interface WorkerDeps {
   config: Config;
@@ -169,6 +181,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
+    lockDuration: LOCK_DURATION_MS,
+    stalledInterval: STALLED_INTERVAL_MS,
   });
   const warnEvery10s = throttled(10_000);
   chats.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)));
@@ -189,6 +203,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,
+    lockDuration: LOCK_DURATION_MS,
+    stalledInterval: STALLED_INTERVAL_MS,
   });
   decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
 

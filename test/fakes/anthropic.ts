@@ -59,8 +59,21 @@ export interface FakeErrorReply {
   headers?: Record<string, string>;
 }
 
+/**
+ * A model API that accepts the request and never answers: the connection stays open (no status,
+ * no body) until the client gives up or the fake is closed.
+ */
+export interface FakeHangReply {
+  hang: true;
+}
+
 /** One scripted reply, or a function of the (already validated) request that returns one. */
-export type FakeReply = FakeMessageReply | FakeErrorReply | ((request: FakeRequest) => FakeMessageReply | FakeErrorReply);
+export type FakeReply = FakeMessageReply | FakeErrorReply | FakeHangReply | ((request: FakeRequest) => FakeMessageReply | FakeErrorReply | FakeHangReply);
+
+/** A reply that never comes (see {@link FakeHangReply}). */
+export function hang(): FakeHangReply {
+  return { hang: true };
+}
 
 /** The four token counts of `usage`. */
 export interface FakeUsage {
@@ -98,6 +111,8 @@ export interface FakeAnthropic {
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
   pending(): number;
+  /** Requests held open by a {@link FakeHangReply} whose client has not given up yet. */
+  hanging(): number;
   /** Empties the queue, `requests` and `rejections` (the simulated prompt cache is kept). */
   reset(): void;
   /** Stops the server. */
@@ -319,6 +334,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const requests: FakeRequest[] = [];
   const rejections: FakeRejection[] = [];
   const cached = new Set<string>();
+  let hanging = 0;
 
   const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     const requestId = randomId("req_");
@@ -357,6 +373,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", { "x-should-retry": "false" });
     }
     const reply = typeof next === "function" ? next(request) : next;
+    if ("hang" in reply) {
+      hanging += 1;
+      res.on("close", () => (hanging -= 1));
+      return;
+    }
     if ("status" in reply) return sendError(res, reply.status, reply.errorType, reply.message, reply.headers);
 
     // simulated prompt caching over tools + system
@@ -407,6 +428,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     rejections,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
+    hanging: () => hanging,
     reset: () => {
       queue.length = 0;
       requests.length = 0;

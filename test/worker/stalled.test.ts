@@ -1,0 +1,55 @@
+/**
+ * A dead worker's job is picked up by another worker within 15 s: a worker in its own process
+ * takes a job, is killed with SIGKILL while the model call is in flight, and a second worker
+ * (this process) takes the job over once BullMQ's stalled-job check sees the lost lock.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { hang } from "../fakes/anthropic.js";
+import { LOCK_DURATION_MS, STALLED_INTERVAL_MS } from "../../src/worker/worker.js";
+import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
+
+let h: Harness | undefined;
+let child: ChildProcess | undefined;
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await h?.stop();
+  h = undefined;
+});
+
+/** Starts `worker-child.ts` on the harness's Redis and fake model; resolves once it takes jobs. */
+async function startChildWorker(harness: Harness): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/worker-child.ts"], {
+    env: { ...process.env, REDIS_URL: harness.server.url, MODEL_URL: harness.fake.url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
+  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
+  return proc;
+}
+
+describe("a dead worker's job", () => {
+  it("is taken over by another worker within 15 s of a SIGKILL", async () => {
+    expect(LOCK_DURATION_MS + STALLED_INTERVAL_MS).toBeLessThan(15_000);
+    h = await startHarness({ workers: 0 });
+    child = await startChildWorker(h);
+    h.fake.enqueue(hang(), todoModel);
+    await h.queue.enqueue(message("k1", "1", "hello"));
+    await waitFor(() => h!.fake.hanging() === 1, 30_000, "the child's model call");
+    // the second worker is up before the kill, as in production (another replica)
+    const second = await h.addWorker();
+    let takenAt = 0;
+    second.chats.on("active", () => (takenAt ||= Date.now()));
+    child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await waitFor(() => h!.output.answers().length === 1, 30_000, "the answer from the second worker");
+    const pickupMs = takenAt - killedAt;
+    console.log(`dead worker's job picked up after ${pickupMs} ms (answer after ${Date.now() - killedAt} ms)`);
+    expect(takenAt).toBeGreaterThan(0);
+    expect(pickupMs).toBeLessThan(15_000);
+    expect(h.output.answers()).toEqual(["echo: hello"]);
+  }, 90_000);
+});

@@ -211,7 +211,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const probe = workerRedis ?? connections[0]!;
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
-      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log);
+      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
     }
     return bot;

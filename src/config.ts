@@ -130,9 +130,13 @@ export const ConfigSchema = z.object({
   TELEGRAM_WEBHOOK_URL: optionalString.refine((v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined, {
     message: WEBHOOK_MESSAGE,
   }),
+  /**
+   * The webhook's `secret_token` (Bot API `setWebhook`: 1-256 characters, only `A-Z`, `a-z`, `0-9`,
+   * `_` and `-`). We require at least 16, so it cannot be guessed.
+   */
   TELEGRAM_WEBHOOK_SECRET: optionalString.refine(
-    (v) => v === undefined || /^[A-Za-z0-9_-]{1,256}$/.test(v),
-    { message: "must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token)" },
+    (v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v),
+    { message: "must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token), e.g. from: openssl rand -hex 24" },
   ),
   TELEGRAM_WEBHOOK_PORT: port().default(8443),
 
@@ -188,6 +192,13 @@ export const ConfigSchema = z.object({
 
   /** Port of the health endpoint; unset or blank = off. */
   HEALTH_PORT: port().optional(),
+  /**
+   * Address the webhook and health servers listen on (an IP address or host name, e.g. `127.0.0.1`
+   * behind a reverse proxy on the same machine); unset = every interface.
+   */
+  HTTP_HOST: optionalString.refine((v) => v === undefined || /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v), {
+    message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
+  }),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       message: "must be fatal, error, warn, info, debug, trace or silent",

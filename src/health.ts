@@ -4,6 +4,7 @@
  * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it.
  */
 import { createServer, type Server } from "node:http";
+import { listen, withTimeouts } from "./http-server.js";
 import type { Logger } from "./log.js";
 
 /** A named check: resolves true when healthy. A check that throws or takes over 2 s counts as unhealthy. */
@@ -32,25 +33,25 @@ export async function checkHealth(checks: Record<string, HealthCheck>): Promise<
 }
 
 /**
- * Starts the health server on `port` (all interfaces, so a container's HEALTHCHECK and an
- * orchestrator can reach it). Resolves once listening.
+ * Starts the health server on `port` of `host` (`HTTP_HOST`; undefined = every interface, so a
+ * container's HEALTHCHECK and an orchestrator can reach it), with the timeouts of
+ * `src/http-server.ts`. Resolves once listening.
  * @throws when the port cannot be bound.
  */
-export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger): Promise<Server> {
-  const server = createServer((req, res) => {
-    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/health") {
-      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
-      return;
-    }
-    void checkHealth(checks).then((result) => {
-      res.writeHead(result.ok ? 200 : 503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ status: result.ok ? "ok" : "unavailable", checks: result.checks }));
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, () => resolve());
-  });
-  log?.info({ port }, `health endpoint on :${port}/health`);
+export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger, host?: string): Promise<Server> {
+  const server = withTimeouts(
+    createServer((req, res) => {
+      if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/health") {
+        res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
+        return;
+      }
+      void checkHealth(checks).then((result) => {
+        res.writeHead(result.ok ? 200 : 503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ status: result.ok ? "ok" : "unavailable", checks: result.checks }));
+      });
+    }),
+  );
+  await listen(server, port, host);
+  log?.info({ port, host: host ?? "all interfaces" }, `health endpoint on ${host ?? ""}:${port}/health`);
   return server;
 }

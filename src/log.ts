@@ -16,19 +16,25 @@ const secrets = new Set<string>();
  * 6 characters are ignored, since they would redact ordinary words.
  */
 export function registerSecrets(values: Iterable<string>): void {
-  for (const v of values) if (v.length >= 6) secrets.add(v);
+  for (const v of values) {
+    if (v.length < 6) continue;
+    secrets.add(v);
+    // The same secret inside a URL (a token in a request path, an error that quotes the URL).
+    for (const encoded of [encodeURIComponent(v), encodeURI(v)]) if (encoded !== v) secrets.add(encoded);
+  }
 }
 
 /**
- * Replaces every registered secret in `text` with `[redacted]`, and any Telegram bot token
- * (`123456:ABC…`) or Discord bot token shape even when it was never registered.
+ * Replaces every registered secret in `text` (as written or URL-encoded) with `[redacted]`, and
+ * any Telegram bot token (`123456:ABC…`, or `123456%3AABC…` inside a URL) or Discord bot token
+ * shape even when it was never registered.
  * Use it on any text that leaves the process: logs, traces, error messages shown to users.
  */
 export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
   return out
-    .replace(/(?<!\d)\d{6,12}:[A-Za-z0-9_-]{30,}/g, "[redacted]")
+    .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
     .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
 }
 

@@ -1,11 +1,11 @@
 /**
- * The Telegram adapter (grammy): inbound by long polling (`bot.start`) or, with
- * `TELEGRAM_WEBHOOK_URL`, by webhook (`webhookCallback` on a node:http server checking the
- * `X-Telegram-Bot-Api-Secret-Token` header); outbound through {@link TelegramOutbound}.
+ * The Telegram adapter (grammy): inbound by long polling (`bot.start`, kept alive by `polling.ts`)
+ * or, with `TELEGRAM_WEBHOOK_URL`, by webhook (`webhook.ts`: `webhookCallback` on a node:http
+ * server checking the `X-Telegram-Bot-Api-Secret-Token` header); outbound through {@link TelegramOutbound}.
  * Docs: https://grammy.dev/guide/deployment-types and https://core.telegram.org/bots/api#setwebhook.
  */
-import { createServer, type Server } from "node:http";
-import { Bot, webhookCallback, type Context } from "grammy";
+import type { Server } from "node:http";
+import { Bot, type Context } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
@@ -19,6 +19,7 @@ import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIM
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
 import { isUnauthorized, PollingMonitor, type PollingOptions } from "./polling.js";
+import { startWebhookServer } from "./webhook.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { destinationOf, TelegramOutbound } from "./outbound.js";
 
@@ -115,20 +116,12 @@ export class TelegramAdapter implements Adapter {
 
     if (config.TELEGRAM_WEBHOOK_URL) {
       const url = new URL(config.TELEGRAM_WEBHOOK_URL);
-      const handle = webhookCallback(bot, "http", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "return", timeoutMilliseconds: 9000 });
-      const server = createServer((req, res) => {
-        if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== url.pathname) {
-          res.writeHead(404).end();
-          return;
-        }
-        handle(req, res).catch((error: unknown) => {
-          log.error({ error: redact(String(error)) }, "telegram: webhook request failed");
-          if (!res.headersSent) res.writeHead(500).end();
-        });
-      });
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(config.TELEGRAM_WEBHOOK_PORT, () => resolve());
+      const server = await startWebhookServer(bot, {
+        path: url.pathname,
+        secret: config.TELEGRAM_WEBHOOK_SECRET ?? "",
+        port: config.TELEGRAM_WEBHOOK_PORT,
+        host: config.HTTP_HOST,
+        log,
       });
       this.#server = server;
       await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));

@@ -189,4 +189,23 @@ describe("loadConfig", () => {
     })();
     expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(["ANTHROPIC_API_KEY", "MAX_TURNS", "TELEGRAM_WEBHOOK_SECRET"]);
   });
+
+  it("requires a webhook secret of 16-256 characters from Telegram's set, and a plain HTTP_HOST", () => {
+    const hook = { TELEGRAM_WEBHOOK_URL: "https://bot.example.com/hook" };
+    for (const secret of ["x", "short-secret-15", "has spaces in it ok", "üñíçødé-secret-value", "a".repeat(257)]) {
+      const problems = problemsOf({ ...hook, TELEGRAM_WEBHOOK_SECRET: secret });
+      expect(problems).toEqual([expect.stringMatching(/^TELEGRAM_WEBHOOK_SECRET: must be 16-256 characters of A-Z, a-z, 0-9, _ and -/)]);
+      if (secret.length > 3) expect(problems[0]).not.toContain(secret);
+    }
+    for (const secret of ["0123456789abcdef", "Ab_-".repeat(64)]) {
+      expect(loadConfig({ ...hook, TELEGRAM_WEBHOOK_SECRET: secret }, { purpose: "inspect" }).TELEGRAM_WEBHOOK_SECRET).toBe(secret);
+    }
+    expect(loadConfig({}, { purpose: "inspect" }).HTTP_HOST).toBeUndefined();
+    for (const host of ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost", "bot-host.internal"]) {
+      expect(loadConfig({ HTTP_HOST: host }, { purpose: "inspect" }).HTTP_HOST).toBe(host);
+    }
+    for (const host of ["http://127.0.0.1", "127.0.0.1:8080", "two words"]) {
+      expect(problemsOf({ HTTP_HOST: host })).toEqual([expect.stringMatching(/^HTTP_HOST: must be an IP address or host name/)]);
+    }
+  });
 });

@@ -28,3 +28,17 @@ it("redacts token shapes that were never registered", () => {
   expect(redact("GET /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")).toBe("GET /bot[redacted]/getMe");
   expect(redact("nothing secret here")).toBe("nothing secret here");
 });
+
+it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registered or not", () => {
+  expect(redact("fetch failed: https://proxy.example/bot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getUpdates")).toBe(
+    "fetch failed: https://proxy.example/bot[redacted]/getUpdates",
+  );
+  expect(redact("GET /bot123456789%3aAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")).toBe("GET /bot[redacted]/getMe");
+  // A registered token of any shape (this one is too short for the shape rule) is caught encoded too.
+  registerSecrets(["900000007:short-Test_token"]);
+  const { lines, log } = capture();
+  log.error({ err: new Error("request to http://127.0.0.1:9/bot900000007%3Ashort-Test_token/getMe failed") }, "GET /bot900000007:short-Test_token/x");
+  const text = lines.join("");
+  expect(text).not.toContain("short-Test_token");
+  expect(JSON.parse(lines[0]!).err.message).toBe("request to http://127.0.0.1:9/bot[redacted]/getMe failed");
+});

@@ -5,8 +5,17 @@
  * mentions the bot (`<@id>`, the older nickname form `<@!id>`, or the bot's managed role
  * `<@&roleId>`) or replies to one of the bot's messages is.
  * Mention formats: https://discord.com/developers/docs/reference#message-formatting
+ *
+ * A forwarded message (`message_reference.type` 1 FORWARD) has empty `content`; its text and
+ * attachments are in `message_snapshots`, which discord.js 14 exposes as `message.messageSnapshots`
+ * (a Collection keyed by the forwarded message's id; each snapshot has `content`, `attachments`,
+ * `embeds`, `mentions`, but no author). A forward is addressed like any other message: always in
+ * a DM; in a guild only when the forwarding message itself mentions the bot or replies to it.
+ * Source: https://discord.com/developers/docs/resources/message#message-reference-types and
+ * #message-snapshot-object
  */
-import type { Message } from "discord.js";
+import { MessageReferenceType, type Message } from "discord.js";
+import type { ForwardedContent } from "../../src/prompts.js";
 
 /** Whether a guild message addresses the bot (mention, managed-role mention, or reply to the bot). */
 export function isAddressed(message: Message, botId: string): boolean {
@@ -44,4 +53,20 @@ export function textForModel(message: Message, botId: string): string {
 /** The name shown for the author: server nickname, else global display name, else username. */
 export function authorName(message: Message): string {
   return message.member?.displayName ?? message.author.globalName ?? message.author.username;
+}
+
+/**
+ * What a forwarded message carries (text with user mentions turned into `@name`, attachment
+ * count), one entry per snapshot; `[]` for a message that is not a forward.
+ */
+export function forwardsOf(message: Message): ForwardedContent[] {
+  if (message.reference?.type !== MessageReferenceType.Forward) return [];
+  return [...message.messageSnapshots.values()].map((snapshot) => ({
+    text: (snapshot.content ?? "").replace(/<@!?(\d+)>/g, (whole, id: string) => {
+      const user = snapshot.mentions?.users.get(id);
+      const name = user?.globalName ?? user?.username;
+      return name ? `@${name}` : whole;
+    }),
+    attachments: snapshot.attachments?.size ?? 0,
+  }));
 }

@@ -4,6 +4,8 @@
  *
  * - Messages: DMs always; guild channels and threads when the bot is mentioned or replied to
  *   (see `inbound.ts`). The bot itself, other bots, webhooks and system messages are ignored.
+ *   A forwarded message's text (`message_snapshots`) is the question, marked for the model as
+ *   forwarded content from someone else; its attachments are only noted.
  * - Slash commands `/help`, `/tools [tag]`, `/reset`, registered at start-up
  *   (`PUT /applications/{app}/guilds/{guild}/commands` with `DISCORD_GUILD_ID`, else global
  *   `PUT /applications/{app}/commands`). Each is answered within Discord's 3 seconds
@@ -38,7 +40,8 @@ import type { Logger } from "../../src/log.js";
 import type { Outbound } from "../../src/outbound.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
-import { authorName, isAddressed, textForModel } from "./inbound.js";
+import { authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import { formatHelp } from "../../src/commands/help.js";
@@ -340,9 +343,12 @@ export class DiscordAdapter implements Adapter {
     if (!dm && !isAddressed(message, botId)) return;
     const locale = this.#config.BOT_LOCALE;
 
-    const text = textForModel(message, botId);
+    // A forward's text is the question, marked as someone else's words (see src/prompts.ts).
+    const forwards = forwardsOf(message);
+    const own = textForModel(message, botId);
+    const text = forwards.some((f) => f.text.trim() !== "") ? forwardedText(forwards, own) : own;
     if (!text) {
-      const nothing = message.content === "" && message.attachments.size === 0 && message.embeds.length === 0;
+      const nothing = forwards.length === 0 && message.content === "" && message.attachments.size === 0 && message.embeds.length === 0;
       if (!dm && nothing && !this.#warnedContentIntent) {
         this.#warnedContentIntent = true;
         this.#log.warn(
@@ -350,7 +356,7 @@ export class DiscordAdapter implements Adapter {
         );
       }
       const hint =
-        message.attachments.size > 0
+        message.attachments.size > 0 || forwards.some((f) => f.attachments > 0)
           ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now; please tell me in words what you need." })
           : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
       await this.#reply(message, hint);

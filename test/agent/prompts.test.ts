@@ -2,7 +2,7 @@
  * The system prompt: what it says, and that it stays stable per chat kind (so caching works).
  */
 import { describe, expect, it } from "vitest";
-import { SPEAKER_NAME_MAX, speakerLabel, systemPrompt } from "../../src/prompts.js";
+import { FORWARDED_END, FORWARDED_START, forwardedText, SPEAKER_NAME_MAX, speakerLabel, systemPrompt } from "../../src/prompts.js";
 
 describe("systemPrompt", () => {
   it("is a Taiwan assistant that answers in the user's language, Traditional Chinese by default", () => {
@@ -70,5 +70,18 @@ describe("speakerLabel", () => {
     expect(speakerLabel({ platform: "telegram", userId: "66", userName: " ## [] " })).toMatch(/^\[user #[0-9a-f]{4}\]$/);
     const long = speakerLabel({ platform: "telegram", userId: "66", userName: "字".repeat(100) });
     expect(long).toBe(`[${"字".repeat(SPEAKER_NAME_MAX)} ${long.slice(-6)}`);
+  });
+});
+
+describe("forwardedText", () => {
+  it("marks each forward, notes attachments, keeps the user's own comment after them, and explains the mark in every prompt", () => {
+    expect(forwardedText([{ text: " 會議改到三點 ", attachments: 0 }])).toBe(`${FORWARDED_START}\n會議改到三點\n${FORWARDED_END}`);
+    expect(forwardedText([{ text: "看圖", attachments: 1 }, { text: "", attachments: 0 }], "這是什麼？")).toBe(
+      `${FORWARDED_START}\n看圖\n(It also had 1 attachment, which you cannot see.)\n${FORWARDED_END}\n這是什麼？`,
+    );
+    expect(forwardedText([{ text: "  ", attachments: 0 }])).toBe("");
+    for (const chatKind of ["dm", "group"] as const) {
+      expect(systemPrompt({ locale: "zh-TW", timezone: "Asia/Taipei", chatKind })).toContain(`${FORWARDED_START}…${FORWARDED_END} was written by someone else`);
+    }
   });
 });

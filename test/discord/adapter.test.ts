@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DiscordAdapter } from "../../adapters/discord/index.js";
 import { EnqueueError } from "../../src/adapter.js";
+import { FORWARDED_END, FORWARDED_START } from "../../src/prompts.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -95,6 +96,35 @@ describe("inbound messages", () => {
     const hint = await h.fake.waitFor(() => h.fake.sent[before]);
     expect(hint.content).toContain("文字");
     expect(hint.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
+  });
+
+  it("a forward in a DM is the question, marked as someone else's words; its attachments are noted", async () => {
+    h.fake.addUser(bob);
+    const forward = h.fake.forwardMessage(alice, { content: `<@${bob.id}> 週五的會議改到下午三點，記得帶簡報` }, { dm: true });
+    expect(forward.content).toBe("");
+    expect((await queued(forward.id)).text).toBe(
+      [FORWARDED_START, "@Bob 週五的會議改到下午三點，記得帶簡報", FORWARDED_END].join("\n"),
+    );
+
+    const png = { id: "1", filename: "a.png", size: 1, url: "https://cdn/a.png", proxy_url: "https://cdn/a.png" };
+    const withFiles = h.fake.forwardMessage(alice, { content: "看這兩張圖", attachments: [png, { ...png, id: "2" }] }, { dm: true });
+    expect((await queued(withFiles.id)).text).toBe([FORWARDED_START, "看這兩張圖", "(It also had 2 attachments, which you cannot see.)", FORWARDED_END].join("\n"));
+
+    // A stored message forwarded again (here one of the bot's own answers) keeps its text.
+    const botAnswer = h.fake.sendUserMessage(h.fake.bot, "臺北明天 20–27°C");
+    const again = h.fake.forwardMessage(alice, botAnswer.id, { dm: true });
+    expect((await queued(again.id)).text).toContain("臺北明天 20–27°C");
+  });
+
+  it("a forward of only a picture gets the text-only hint; a forward in a guild channel does not address the bot", async () => {
+    const before = h.fake.sent.length;
+    const png = { id: "1", filename: "a.png", size: 1, url: "https://cdn/a.png", proxy_url: "https://cdn/a.png" };
+    const picture = h.fake.forwardMessage(alice, { content: "", attachments: [png] }, { dm: true });
+    const hint = await h.fake.waitFor(() => h.fake.sent.slice(before).find((m) => m.channelId === picture.channel_id));
+    expect(hint.content).toBe("我目前只看得懂文字訊息，請用文字告訴我你需要什麼。");
+    expect(h.enqueued.find((e) => e.messageId === picture.id)).toBeUndefined();
+
+    await expectIgnored(() => h.fake.forwardMessage(alice, { content: `<@${h.fake.bot.id}> 這個要處理嗎？` }));
   });
 
   it("warns once how to enable the Message Content intent when a mention arrives empty", async () => {

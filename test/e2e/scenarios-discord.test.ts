@@ -6,6 +6,7 @@
  * (and its thread) but run one after another.
  */
 import { describe, expect, it } from "vitest";
+import { FORWARDED_END, FORWARDED_START } from "../../src/prompts.js";
 import { overloaded } from "../fakes/anthropic.js";
 import { speakerLabel } from "../../src/prompts.js";
 import type { FakeInteraction, FakeMessage, FakeUser, SentMessage } from "../fakes/discord.js";
@@ -133,6 +134,25 @@ describe("Discord scenarios", () => {
     expect([from, to].some((date) => answer.content.includes(`${date}T`))).toBe(true);
     expect(answer.content).toMatch(/\+08:00/);
     expect(answer.payload.message_reference).toBeUndefined();
+  });
+
+  it("a forwarded message in a DM is answered: the model gets its text marked as someone else's, and the system prompt says what the mark means", async () => {
+    const dc = stack.discord;
+    const rui = user("Rui");
+    const channelId = dc.dmChannel(rui);
+    const before = sentIn(channelId).length;
+    const forward = dc.forwardMessage(rui, { content: "週五的會議改到下午三點" }, { dm: true });
+    const answer = await dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, "an answer to the forward");
+    const marked = `${FORWARDED_START}\n週五的會議改到下午三點\n${FORWARDED_END}`;
+    expect(answer.content).toBe(`You said: ${marked}`);
+    expect(answer.content).not.toContain("請在訊息裡寫下你的問題");
+    const [request] = requestsFor(stack, "週五的會議改到下午三點");
+    expect(textsOf(request!.messages.at(-1)!)).toEqual([marked]);
+    const system = typeof request!.system === "string" ? request!.system : (request!.system ?? []).map((b) => b.text).join("");
+    expect(system).toContain(`text inside ${FORWARDED_START}…${FORWARDED_END} was written by someone else and forwarded by the user`);
+    await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+    expect(sentIn(channelId).slice(before)).toHaveLength(1);
+    expect(forward.content).toBe("");
   });
 
   it("a guild message mentioning the bot is answered as a reply; one without the mention gets nothing", async () => {

@@ -361,6 +361,58 @@ export class FakeDiscord {
     return message;
   }
 
+  /**
+   * `author` forwards a message: dispatches MESSAGE_CREATE as Discord builds a forward — empty
+   * `content`, no mentions or attachments of its own, flag HAS_SNAPSHOT (1 << 14),
+   * `message_reference` of type 1 (FORWARD) and no `referenced_message`, and the forwarded
+   * message in `message_snapshots[0].message` (type, content, embeds, attachments, timestamps,
+   * flags, mentions, mention_roles, stickers, components; no author).
+   * Sources: https://discord.com/developers/docs/resources/message#message-reference-types,
+   * #message-snapshot-object, #message-object-message-flags.
+   *
+   * @param source - the id of a stored message, or the text (and attachments) of a message in a
+   * channel the bot cannot see.
+   * @param where - `{ dm: true }`, or a guild channel id (default the text channel).
+   */
+  forwardMessage(
+    author: FakeUser,
+    source: string | { content: string; attachments?: unknown[] },
+    where: { dm?: boolean; channelId?: string } = {},
+  ): FakeMessage {
+    this.addUser(author);
+    const channelId = where.dm ? this.dmChannel(author) : (where.channelId ?? this.channelId);
+    const channel = this.#channels.get(channelId);
+    if (!channel) throw new Error(`unknown channel ${channelId}`);
+    let original: FakeMessage;
+    if (typeof source === "string") {
+      const stored = this.#messages.get(source);
+      if (!stored) throw new Error(`unknown message ${source}`);
+      original = stored;
+    } else {
+      const elsewhere: Channel = { id: this.#snowflake(), type: 0, guild_id: "800000000000000099", name: "elsewhere" };
+      const mentions = [...source.content.matchAll(/<@!?(\d+)>/g)].map((m) => this.#users.get(m[1]!)).filter((u): u is FakeUser => u !== undefined);
+      original = this.#buildMessage(elsewhere, { id: "700000000000000099", username: "someone" }, { content: source.content, attachments: source.attachments ?? [], mentions });
+    }
+    const snapshot: Record<string, unknown> = {};
+    for (const key of ["type", "content", "embeds", "attachments", "timestamp", "edited_timestamp", "flags", "mentions", "mention_roles", "stickers", "components"]) {
+      snapshot[key] = original[key] ?? (key === "stickers" || key === "mention_roles" ? [] : null);
+    }
+    const message = this.#buildMessage(channel, author, {
+      content: "",
+      flags: 1 << 14,
+      message_reference: {
+        type: 1,
+        message_id: original.id,
+        channel_id: original.channel_id,
+        ...(original.guild_id ? { guild_id: original.guild_id } : {}),
+      },
+      message_snapshots: [{ message: snapshot }],
+    });
+    this.#messages.set(message.id, message);
+    this.#dispatchMessage(message, channel);
+    return message;
+  }
+
   /** Asks every connected client to reconnect (op 7 RECONNECT); discord.js then resumes (op 6). */
   requestReconnect(): void {
     for (const s of this.#sessions) s.socket.send(JSON.stringify({ op: 7, d: null, s: null, t: null }));

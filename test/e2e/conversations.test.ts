@@ -17,7 +17,8 @@ import { approvalsModel } from "./scripted-approvals.js";
 
 let stack: Stack;
 let redis: Redis;
-useStack({ model: approvalsModel }, (started, connection) => {
+// The bot has topics enabled in private chats (Bot API 9.3), so private-chat topics can be tried too.
+useStack({ model: approvalsModel, telegram: { bot: { has_topics_enabled: true } as never } }, (started, connection) => {
   stack = started;
   redis = connection;
 });
@@ -126,6 +127,33 @@ describe("Telegram forum topics are conversations of their own", () => {
     const request22 = requestFor("and tomorrow? (after reset, 22)");
     expect(request22.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
     expect(everything(request22)).not.toContain("阿華");
+  });
+});
+
+describe("Telegram private-chat topics (Bot API 9.3) are conversations of their own", () => {
+  it("two topics of one private chat keep separate histories, and answers go to their topic", async () => {
+    const tg = stack.telegram;
+    const ken = tg.user(88041, "Ken");
+    const chat = tg.privateChat(ken);
+    const trip = tg.createTopic(chat, "旅行", undefined, ken);
+    const work = tg.createTopic(chat, "工作", undefined, ken);
+    const say = async (topic: number, text: string): Promise<FakeSentMessage> => {
+      const before = tg.sent.length;
+      tg.sendUserMessage({ chat, from: ken, text, message_thread_id: topic });
+      return tg.waitFor(() => tg.sent.slice(before).find((m) => m.chatId === ken.id), ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
+    };
+    const first = await say(trip, "my name is 阿健");
+    expect(first.text).toBe("You said: my name is 阿健");
+    expect(first.payload.message_thread_id).toBe(trip);
+    const other = await say(work, "and tomorrow? (work topic)");
+    expect(other.text).toBe("I have no earlier question from you.");
+    expect(other.payload.message_thread_id).toBe(work);
+    expect(everything(requestFor("and tomorrow? (work topic)"))).not.toContain("阿健");
+    const same = await say(trip, "and tomorrow? (trip topic)");
+    expect(same.text).toBe("Earlier you asked: my name is 阿健");
+    expect(same.payload.message_thread_id).toBe(trip);
+    // Private turns carry no speaker label.
+    expect(textsOf(requestFor("and tomorrow? (trip topic)").messages[0]!)).toEqual(["my name is 阿健"]);
   });
 });
 

@@ -19,7 +19,7 @@ import type { ToolBox } from "../../src/toolbox/toolbox.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
-import { FakeTelegram } from "../fakes/telegram.js";
+import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
@@ -55,6 +55,8 @@ export interface StackOptions {
   modelRetries?: number;
   /** The scripted model answering requests no test queued a reply for; default {@link scriptedModel}. */
   model?: (request: FakeRequest) => FakeMessageReply;
+  /** Options of the fake Bot API (e.g. a bot with `has_topics_enabled` for private-chat topics). */
+  telegram?: FakeTelegramOptions;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -74,7 +76,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   started.push(() => redis.stop());
   const model = await startFakeAnthropic({ fallback: options.model ?? scriptedModel });
   started.push(() => model.close());
-  const telegram = await FakeTelegram.start();
+  const telegram = await FakeTelegram.start(options.telegram);
   started.push(() => telegram.stop());
   const discord = await FakeDiscord.start();
   started.push(() => discord.close());

@@ -6,13 +6,23 @@
  * the model or a user can never ping @everyone, @here, a role or a user, and replies do not ping
  * the person replied to (the reply arrow already shows whom the bot answers).
  * Source: https://discord.com/developers/docs/resources/message#allowed-mentions-object
+ *
+ * Every answer chunk and approval prompt carries a `nonce` derived from the job (conversation,
+ * the user's message id, chunk index and text; the approval id for a prompt) with
+ * `enforce_nonce: true`: when a worker dies after Discord accepted a message but before the
+ * reply came back, the replayed job sends the same nonce and Discord returns the message it
+ * already created instead of posting it again ("If another message was created by the same
+ * author with the same nonce, that message will be returned and no new message will be
+ * created", https://discord.com/developers/docs/resources/message#create-message). Discord keeps
+ * nonces for a few minutes only; a replay after that can still post twice.
  */
+import { createHash } from "node:crypto";
 import { DiscordAPIError, REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import { redact } from "../../src/log.js";
 import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
 import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
@@ -44,6 +54,18 @@ export class DiscordSendError extends Error {
   }
 }
 
+/** Longest `nonce` string Discord accepts on a message create, in characters. */
+export const MAX_NONCE_LENGTH = 25;
+
+/**
+ * A message-create `nonce` for `parts` (kind, conversation key, ids, chunk index, text): the first
+ * {@link MAX_NONCE_LENGTH} hex digits of their SHA-256, so the same job part always gets the same
+ * nonce and different ones practically never collide. Never throws.
+ */
+export function messageNonce(...parts: string[]): string {
+  return createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, MAX_NONCE_LENGTH);
+}
+
 /** Creates the REST client: `DISCORD_API_URL` (a base ending in `/api`, default Discord's) and the bot token. */
 export function createRest(config: Config): REST {
   const rest = new REST(config.DISCORD_API_URL ? { api: config.DISCORD_API_URL } : {});
@@ -70,7 +92,9 @@ export class DiscordOutbound implements Outbound {
   /**
    * Sends an answer, split at 2000 UTF-16 code units (see `split.ts`). In a guild channel the
    * first chunk replies to the user's message (`fail_if_not_exists: false`, so a deleted
-   * message does not lose the answer); later chunks and DM answers are plain messages.
+   * message does not lose the answer); later chunks and DM answers are plain messages. Each
+   * chunk carries its job-derived `nonce` with `enforce_nonce` (see the module comment), so a
+   * replayed chunk is not posted twice.
    *
    * @throws {DiscordSendError} when a chunk could not be sent (earlier chunks stay sent; `onSent`
    * was called for each of them, so a retry can `skip` them).
@@ -84,8 +108,15 @@ export class DiscordOutbound implements Outbound {
     const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
+    const conversation = conversationKey(conversationOf(to));
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
-      const body: Record<string, unknown> = { content: chunks[i], allowed_mentions: NO_MENTIONS };
+      const body: Record<string, unknown> = {
+        content: chunks[i],
+        allowed_mentions: NO_MENTIONS,
+        // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
+        nonce: messageNonce("answer", conversation, to.messageId, String(i), chunks[i]!),
+        enforce_nonce: true,
+      };
       if (i === 0 && to.chatKind === "group") {
         body.message_reference = { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
       }
@@ -114,6 +145,8 @@ export class DiscordOutbound implements Outbound {
       content: promptText(prompt, locale),
       components: promptComponents(prompt.approvalId, locale),
       allowed_mentions: NO_MENTIONS,
+      nonce: messageNonce("prompt", conversationKey(conversationOf(to)), to.messageId, prompt.approvalId),
+      enforce_nonce: true,
       message_reference: { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false },
     });
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {

@@ -78,6 +78,70 @@ describe("sendAnswer", () => {
     expect(fake.sent.slice(before).map((s) => s.content[0])).toEqual(["b", "c"]);
   });
 
+  it("gives every chunk a job-derived nonce with enforce_nonce: a replayed answer is not posted again, an apology is", async () => {
+    const to = incoming(true);
+    const text = `${"a".repeat(1500)}\n\n${"b".repeat(1900)}`;
+    const before = fake.sent.length;
+    const refs = await outbound.sendAnswer(to, text);
+    const first = fake.sent.slice(before);
+    expect(first).toHaveLength(2);
+    const nonces = first.map((c) => c.payload.nonce as string);
+    for (const c of first) {
+      expect(c.payload.enforce_nonce).toBe(true);
+      expect(c.payload.nonce).toMatch(/^[0-9a-f]{25}$/);
+    }
+    expect(new Set(nonces).size).toBe(2);
+
+    // The same job replayed from the start (another worker, another REST client): nothing new appears.
+    const again = createOutbound(testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl }), silentLogger);
+    const replayed = fake.nonceReplays.length;
+    expect(await again.sendAnswer(to, text)).toEqual(refs);
+    expect(fake.sent.length).toBe(before + 2);
+    expect(fake.nonceReplays.slice(replayed).map((r) => r.nonce)).toEqual(nonces);
+
+    // The apology for the same message is other text, so it gets its own nonce and is posted.
+    await outbound.sendAnswer(to, "抱歉，我現在無法回答，請稍後再試一次。");
+    expect(fake.sent.length).toBe(before + 3);
+    // Another message of the same chat with the same answer is a new message too.
+    const other = { ...to, messageId: fake.sendUserMessage(alice, "again", { dm: true }).id };
+    await outbound.sendAnswer(other, `${"a".repeat(1500)}`);
+    expect(fake.sent.length).toBe(before + 4);
+  });
+
+  it("a chunk Discord accepted but never confirmed (the worker died) appears once when the job is replayed", async () => {
+    const config = testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl });
+    // A two-part answer whose second part was accepted, its reply lost: the count says 1 sent.
+    const to = incoming(false);
+    const text = `${"a".repeat(1500)}\n\n${"b".repeat(1900)}`;
+    const before = fake.sent.length;
+    const counted: number[] = [];
+    const dying = createOutbound(config, silentLogger);
+    void dying
+      .sendAnswer(to, text, {
+        onSent: (i) => {
+          counted.push(i);
+          fake.holdNextCreate({ channelId: to.chatId }); // the next chunk is accepted but never confirmed
+        },
+      })
+      .catch(() => {});
+    await fake.waitFor(() => fake.heldCreates.find((h) => h.channelId === to.chatId), 5000, "chunk 1 accepted");
+    expect(counted).toEqual([0]);
+    const held = fake.heldCreates.find((h) => h.channelId === to.chatId)!;
+    const replay = createOutbound(config, silentLogger);
+    const refs = await replay.sendAnswer(to, text, { skip: counted.length });
+    expect(refs).toEqual([{ chatId: to.chatId, messageId: held.messageId }]);
+    expect(fake.sent.slice(before).map((m) => m.content[0])).toEqual(["a", "b"]);
+
+    // A one-part answer accepted but never confirmed: the replay from chunk 0 posts nothing new.
+    const dm = incoming(true);
+    const sentBefore = fake.sent.length;
+    fake.holdNextCreate({ channelId: dm.chatId });
+    void dying.sendAnswer(dm, "短的回答").catch(() => {});
+    const heldDm = await fake.waitFor(() => fake.heldCreates.find((h) => h.channelId === dm.chatId), 5000, "the answer accepted");
+    expect(await replay.sendAnswer(dm, "短的回答")).toEqual([{ chatId: dm.chatId, messageId: heldDm.messageId }]);
+    expect(fake.sent.slice(sentBefore).map((m) => m.content)).toEqual(["短的回答"]);
+  });
+
   it("answers a DM plainly, and @everyone in an answer pings nobody", async () => {
     const to = incoming(true);
     const [ref] = await outbound.sendAnswer(to, "@everyone @here <@700000000000000001> look!");
@@ -130,6 +194,35 @@ describe("the fake is strict", () => {
   it("counts characters, not UTF-16 units (2000 emoji are accepted)", async () => {
     const sent = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "🎉".repeat(2000) } })) as { content: string };
     expect(sent.content.length).toBe(4000);
+  });
+
+  it("refuses a nonce over 25 characters (50035); without enforce_nonce a repeated nonce posts again, with it the earlier message comes back", async () => {
+    const long = await rest()
+      .post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "n".repeat(26), enforce_nonce: true } })
+      .catch((e: unknown) => e);
+    expect(long).toMatchObject({ status: 400, code: 50035 });
+    const before = fake.sent.length;
+    const a = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string; nonce: string };
+    const b = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string };
+    expect(a.nonce).toBe("same-nonce");
+    expect(b.id).not.toBe(a.id);
+    const c = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "enforced", enforce_nonce: true } })) as { id: string };
+    const d = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "y", nonce: "enforced", enforce_nonce: true } })) as { id: string; content: string };
+    expect(d).toMatchObject({ id: c.id, content: "x" });
+    expect(fake.sent.length).toBe(before + 3);
+  });
+
+  it("forgets a nonce after its window", async () => {
+    const short = await FakeDiscord.start({ nonceWindowMs: 50 });
+    try {
+      const client = new REST({ api: short.apiUrl, retries: 0 }).setToken(short.token);
+      const first = (await client.post(Routes.channelMessages(short.channelId), { body: { content: "x", nonce: "n1", enforce_nonce: true } })) as { id: string };
+      await new Promise((r) => setTimeout(r, 80));
+      const later = (await client.post(Routes.channelMessages(short.channelId), { body: { content: "x", nonce: "n1", enforce_nonce: true } })) as { id: string };
+      expect(later.id).not.toBe(first.id);
+    } finally {
+      await short.close();
+    }
   });
 
   it("answers an empty message with 400 / 50006", async () => {

@@ -28,7 +28,9 @@
  *
  * Protocol sources: https://discord.com/developers/docs/topics/gateway (HELLO op 10, IDENTIFY op 2,
  * READY, GUILD_CREATE, HEARTBEAT op 1 / ACK op 11, close codes 4004, 4012, 4013, 4014),
- * https://discord.com/developers/docs/resources/message (create/edit message, 2000 characters),
+ * https://discord.com/developers/docs/resources/message (create/edit message, 2000 characters,
+ * `nonce` of at most 25 characters and `enforce_nonce`: {@link FakeDiscord.nonceReplays};
+ * {@link FakeDiscord.holdNextCreate} accepts a message and never answers, as when the client dies),
  * https://discord.com/developers/docs/interactions/receiving-and-responding (3 s to respond,
  * one initial response), https://discord.com/developers/docs/topics/opcodes-and-status-codes
  * (JSON error codes 10003, 10008, 10062, 40060, 50006, 50035, 0/401).
@@ -66,6 +68,8 @@ export interface FakeDiscordOptions {
   privilegedIntents?: number;
   /** How long an interaction token accepts its initial response, in ms (Discord: 3000). */
   interactionWindowMs?: number;
+  /** How long a message-create `nonce` is remembered for `enforce_nonce`, in ms (Discord: "the past few minutes"; default 5 min). */
+  nonceWindowMs?: number;
 }
 
 /** A message as stored by the fake (the API's message object). */
@@ -166,6 +170,10 @@ export class FakeDiscord {
   readonly identifies: Record<string, unknown>[] = [];
   /** Heartbeats received (op 1) and ACKs sent. */
   heartbeats = 0;
+  /** Message creates with `enforce_nonce` whose nonce was already used: the earlier message was returned and nothing was created. */
+  readonly nonceReplays: { channelId: string; nonce: string; messageId: string }[] = [];
+  /** Message creates that were accepted (created, dispatched, in {@link sent}) but never answered, by {@link holdNextCreate}. */
+  readonly heldCreates: { channelId: string; messageId: string }[] = [];
 
   readonly #options: Required<FakeDiscordOptions>;
   readonly #events = new EventEmitter();
@@ -180,6 +188,8 @@ export class FakeDiscord {
   readonly #channels = new Map<string, Channel>();
   readonly #users = new Map<string, FakeUser>();
   readonly #msgReactions = new Map<string, Set<string>>(); // messageId → "emoji|userId"
+  readonly #nonces = new Map<string, { messageId: string; at: number }>(); // "authorId|nonce" → the message created with it
+  readonly #holds: { channelId: string | undefined; after: number; times: number }[] = [];
   readonly #failures: { method?: string; path?: RegExp; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
   #counter = 0n;
   #port = 0;
@@ -190,6 +200,7 @@ export class FakeDiscord {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41250,
       privilegedIntents: options.privilegedIntents ?? INTENTS.MessageContent,
       interactionWindowMs: options.interactionWindowMs ?? 3000,
+      nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
     };
     this.token = this.#options.token;
     this.#events.setMaxListeners(100);
@@ -288,6 +299,17 @@ export class FakeDiscord {
       "x-ratelimit-bucket": "fakebucket",
       "x-ratelimit-scope": "user",
     });
+  }
+
+  /**
+   * The next `times` message creates (in `channelId`, or anywhere) are accepted — the message is
+   * created, dispatched and recorded in {@link sent} — but the HTTP response is never sent: what a
+   * client sees when it dies (or its connection drops) after Discord accepted its message.
+   * Accepted-but-unanswered creates are listed in {@link heldCreates}. `after` matching creates
+   * are answered normally first (e.g. `after: 1` holds the second chunk of an answer).
+   */
+  holdNextCreate(match: { channelId?: string; after?: number } = {}, times = 1): void {
+    this.#holds.push({ channelId: match.channelId, after: match.after ?? 0, times });
   }
 
   /** A stored message (the bot's or a user's), by id. */
@@ -775,6 +797,18 @@ export class FakeDiscord {
       const result = this.#route(method, url, req.headers.authorization, body);
       status = result.status;
       out = result.body;
+      const created = result.created;
+      const hold = created ? this.#holds.find((h) => !h.channelId || h.channelId === created.channel_id) : undefined;
+      if (created && hold && hold.after > 0) {
+        hold.after -= 1;
+      } else if (created && hold) {
+        hold.times -= 1;
+        if (hold.times <= 0) this.#holds.splice(this.#holds.indexOf(hold), 1);
+        this.heldCreates.push({ channelId: created.channel_id, messageId: created.id });
+        this.requests.push({ method, path: url.pathname + url.search, body, status: 0 });
+        this.#changed();
+        return; // accepted, never answered (the connection stays open until the client goes away)
+      }
     } catch (error) {
       if (error instanceof HttpError) {
         status = error.status;
@@ -794,7 +828,7 @@ export class FakeDiscord {
     this.#changed();
   }
 
-  #route(method: string, url: URL, auth: string | undefined, body: unknown): { status: number; body?: unknown } {
+  #route(method: string, url: URL, auth: string | undefined, body: unknown): { status: number; body?: unknown; created?: FakeMessage } {
     const path = url.pathname;
     if (!path.startsWith("/api/v10/")) throw new HttpError(404, { message: "404: Not Found", code: 0 });
     const parts = path.slice("/api/v10/".length).split("/").map(decodeURIComponent);
@@ -823,8 +857,12 @@ export class FakeDiscord {
       case "GET channels/:":
         // discord.js fetches a channel it has not cached, e.g. a DM after a restart (GET /channels/{channel.id}).
         return { status: 200, body: this.#channelObject(this.#channel(parts[1]!)) };
-      case "POST channels/:/messages":
-        return { status: 200, body: this.#createMessage(parts[1]!, b) };
+      case "POST channels/:/messages": {
+        const replayed = this.#nonceReplay(parts[1]!, b);
+        if (replayed) return { status: 200, body: replayed };
+        const created = this.#createMessage(parts[1]!, b);
+        return { status: 200, body: created, created };
+      }
       case "GET channels/:/messages/:": {
         this.#channel(parts[1]!);
         return { status: 200, body: this.#existing(parts[1]!, parts[3]!) };
@@ -905,6 +943,24 @@ export class FakeDiscord {
     return parse.includes("everyone");
   }
 
+  /**
+   * `nonce` (an integer or a string of at most 25 characters) with `enforce_nonce: true`: when the
+   * bot created a message with the same nonce within the window, that message is returned and
+   * nothing is created (https://discord.com/developers/docs/resources/message#create-message).
+   */
+  #nonceReplay(channelId: string, b: Record<string, unknown>): FakeMessage | undefined {
+    this.#channel(channelId);
+    const nonce = b.nonce;
+    if (nonce === undefined || nonce === null) return undefined;
+    if (typeof nonce === "string" ? nonce.length > 25 : !Number.isInteger(nonce)) throw invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.");
+    if (b.enforce_nonce !== true) return undefined;
+    const seen = this.#nonces.get(`${this.bot.id}|${String(nonce)}`);
+    const earlier = seen && Date.now() - seen.at <= this.#options.nonceWindowMs ? this.#messages.get(seen.messageId) : undefined;
+    if (!earlier) return undefined;
+    this.nonceReplays.push({ channelId, nonce: String(nonce), messageId: earlier.id });
+    return earlier;
+  }
+
   #createMessage(channelId: string, b: Record<string, unknown>): FakeMessage {
     const channel = this.#channel(channelId);
     this.#validate(b, true);
@@ -924,8 +980,10 @@ export class FakeDiscord {
         Object.assign(extra, { type: 19, message_reference: { type: 0, message_id: target.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: target });
       }
     }
+    if (b.nonce !== undefined && b.nonce !== null) extra.nonce = b.nonce;
     const message = this.#buildMessage(channel, this.bot, extra);
     this.#messages.set(message.id, message);
+    if (b.nonce !== undefined && b.nonce !== null && b.enforce_nonce === true) this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: Date.now() });
     this.sent.push({ id: message.id, channelId, content, payload: b, message, at: Date.now() });
     this.#dispatchMessage(message, channel);
     return message;

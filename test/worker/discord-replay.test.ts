@@ -1,0 +1,106 @@
+/**
+ * Issue 12, item 8: a worker killed after Discord accepted an answer but before the reply came
+ * back. A worker in its own process delivers a one-part answer and a two-part answer; the fake
+ * Discord accepts the one-part answer and the second part of the other (creates them, shows
+ * them) but never confirms; the worker is killed with SIGKILL; a second worker takes both jobs
+ * over and replays the deliveries with the same job-derived nonces, which the fake (like Discord
+ * with `enforce_nonce`) answers with the messages it already created. Each answer appears once.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Redis } from "ioredis";
+import { afterEach, expect, it } from "vitest";
+import { createOutbound } from "../../adapters/discord/index.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { historyTtlSeconds } from "../../src/config.js";
+import { HistoryStore } from "../../src/history/store.js";
+import { silentLogger } from "../../src/log.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { ChatQueue } from "../../src/queue/producer.js";
+import { connectRedis } from "../../src/redis.js";
+import { unavailableApprovals } from "../../src/worker/approvals.js";
+import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
+import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
+import { FakeDiscord, type FakeUser } from "../fakes/discord.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { lastText, todoTools, waitFor } from "./harness.js";
+
+const LONG = `${"甲".repeat(1500)}\n\n${"乙".repeat(1500)}`;
+const SHORT = "好的，明天早上八點提醒你。";
+
+let child: ChildProcess | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  cleanups.length = 0;
+});
+
+function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
+  const m = fake.sendUserMessage(user, words, { dm: true });
+  return { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: user.id, userName: user.username, text: words, messageId: m.id, sentAt: Date.now(), reply: {} };
+}
+
+async function startChild(env: Record<string, string>): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/discord-worker-child.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
+  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
+  return proc;
+}
+
+it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
+  const server: TestRedis = await startRedis();
+  cleanups.push(() => server.stop());
+  const model: FakeAnthropic = await startFakeAnthropic({ fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT) });
+  cleanups.push(() => model.close());
+  const discord = await FakeDiscord.start();
+  cleanups.push(() => discord.close());
+  const redis: Redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  cleanups.push(async () => redis.disconnect());
+  const queue = new ChatQueue({ redis });
+  cleanups.push(() => queue.close());
+
+  child = await startChild({ REDIS_URL: server.url, MODEL_URL: model.url, DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl });
+  const ann = { id: "703000000000000001", username: "ann" };
+  const ben = { id: "703000000000000002", username: "ben" };
+  const long = dm(discord, ann, "a long answer please");
+  const short = dm(discord, ben, "remind me tomorrow");
+  discord.holdNextCreate({ channelId: long.chatId, after: 1 }); // the second part is accepted, never confirmed
+  discord.holdNextCreate({ channelId: short.chatId }); // the only part is accepted, never confirmed
+  await queue.enqueue(long);
+  await queue.enqueue(short);
+  await discord.waitFor(() => discord.heldCreates.length === 2, 30_000, "both answers accepted by Discord");
+  const inChannel = (id: string) => discord.sent.filter((m) => m.channelId === id).map((m) => m.content);
+  expect(inChannel(long.chatId)).toEqual(LONG.split("\n\n"));
+  expect(inChannel(short.chatId)).toEqual([SHORT]);
+
+  child.kill("SIGKILL");
+  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl });
+  const wredis = connectRedis(server.url, { maxRetriesPerRequest: null });
+  cleanups.push(async () => wredis.disconnect());
+  const second: ChatWorker = startWorker({
+    config,
+    log: silentLogger,
+    redis: wredis,
+    history: new HistoryStore(wredis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
+    toolbox: todoTools(),
+    client: new Anthropic({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
+    runAgent,
+    outbounds: { discord: createOutbound(config, silentLogger) },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+  });
+  cleanups.push(() => second.close());
+  await second.waitUntilReady();
+
+  // The second worker takes both jobs over and replays exactly the unconfirmed parts.
+  await discord.waitFor(() => discord.nonceReplays.length === 2, 45_000, "both replays answered with the earlier messages");
+  await waitFor(async () => (await queue.queue.getJobCounts("active", "wait", "delayed")).active === 0, 15_000, "the jobs finished");
+  expect(discord.nonceReplays.map((r) => r.messageId).sort()).toEqual(discord.heldCreates.map((h) => h.messageId).sort());
+  expect(inChannel(long.chatId)).toEqual(LONG.split("\n\n"));
+  expect(inChannel(short.chatId)).toEqual([SHORT]);
+  expect(model.requests).toHaveLength(2); // the answers came from the history, not from a second model call
+}, 120_000);

@@ -4,6 +4,7 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Config } from "../config.js";
+import type { ExecuteOnce } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { Tracer } from "../trace/tracer.js";
@@ -19,6 +20,35 @@ export interface AgentDeps {
   /** The tools offered in this context. */
   toolbox: ToolBox;
   tracer: Tracer;
+  /**
+   * Runs a call that changes data at most once per `tool_use` id (`ExecutionLedger.executeOnce`):
+   * used for every tool that does not declare `readOnly`, and for approved dangerous calls.
+   * Default: run it directly.
+   */
+  executeOnce?: ExecuteOnce;
+  /**
+   * Saves the run before the first call of a turn that changes data (a tool without `readOnly`),
+   * so a retried job resumes it with {@link AgentRequest.resume} instead of asking the model
+   * again (which would give new `tool_use` ids and run the write twice). Default: none.
+   */
+  checkpoint?: (run: RunCheckpoint) => Promise<void>;
+}
+
+/**
+ * A run saved before it changed data: JSON-serialisable. Its last message is the assistant turn
+ * whose tool calls were about to run.
+ */
+export interface RunCheckpoint {
+  /** Messages of the run so far, from its user turn to the assistant turn with the calls. */
+  messages: MessageParam[];
+  /** Model calls made so far. */
+  turns: number;
+  /** The repeated-call guard's counts before this turn's calls. */
+  callCounts: Record<string, number>;
+  /** Output budget (tokens) of the next model call. */
+  maxTokens: number;
+  /** The id of a `tool_use` cut off by `max_tokens` in that turn (never run). */
+  cutId?: string;
 }
 
 /** One incoming message to answer. */
@@ -28,6 +58,8 @@ export interface AgentRequest {
   /** The user's text as the model should see it (in groups prefixed with the speaker's name by the worker). */
   userText: string;
   context: ToolContext;
+  /** A checkpoint of this same message's run saved by an earlier attempt: continue it (its calls run through `executeOnce`). */
+  resume?: RunCheckpoint;
 }
 
 /** A dangerous `tool_use` waiting for its requester's approval. */

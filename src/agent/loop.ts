@@ -19,7 +19,7 @@ import { systemPrompt } from "../prompts.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolExecution } from "../toolbox/toolbox.js";
 import { preview } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "./contract.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
@@ -38,12 +38,6 @@ const EPHEMERAL = { type: "ephemeral" } as const;
 export type ResumeDeps = AgentDeps & {
   /** The per-call context of the requester (rebuilt by the worker that resumes the run). */
   context: ToolContext;
-  /**
-   * Runs the approved call at most once per `tool_use` id (the approval flow records the result
-   * in Redis so a crash and retry return the stored result instead of running the tool again).
-   * Default: run it directly.
-   */
-  executeOnce?: (toolUseId: string, execute: () => Promise<ToolExecution>) => Promise<ToolExecution>;
   /**
    * Whether to call the model after the pending calls are answered. Default: true, except for a
    * `superseded` verdict (the user has moved on): the run is then closed with a short assistant
@@ -75,14 +69,21 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
     text: preview(redact(text)),
     user: request.context.userId,
     historyMessages: request.history.length,
+    ...(request.resume ? { resumedAtTurn: request.resume.turns } : {}),
   });
-  const state: RunState = {
-    history: request.history,
-    messages: [{ role: "user", content: text }],
-    turns: 0,
-    callCounts: {},
-    maxTokens: deps.config.ANTHROPIC_MAX_TOKENS,
-  };
+  const resume = request.resume;
+  const state: RunState = resume
+    ? { history: request.history, messages: [...resume.messages], turns: resume.turns, callCounts: { ...resume.callCounts }, maxTokens: resume.maxTokens }
+    : { history: request.history, messages: [{ role: "user", content: text }], turns: 0, callCounts: {}, maxTokens: deps.config.ANTHROPIC_MAX_TOKENS };
+  if (resume) {
+    // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
+    const last = resume.messages[resume.messages.length - 1];
+    const uses = last?.role === "assistant" && Array.isArray(last.content) ? last.content.filter((b): b is ToolUseBlock => b.type === "tool_use") : [];
+    if (uses.length > 0) {
+      const paused = await toolTurn(uses, resume.cutId, state, deps, request.context);
+      if (paused) return paused;
+    }
+  }
   return continueRun(state, deps, request.context);
 }
 
@@ -168,14 +169,8 @@ async function continueRun(state: RunState, deps: AgentDeps, context: ToolContex
       const last = response.content[response.content.length - 1];
       const cutId = stop === "max_tokens" && last?.type === "tool_use" ? last.id : undefined;
       if (cutId) state.maxTokens = Math.min(state.maxTokens * 2, MAX_OUTPUT_TOKENS);
-      const { results, pending } = await runTurn(toolUses, cutId, state, deps, context);
-      if (pending.length > 0) {
-        const run: SuspendedRun = { ...state, results, pending };
-        const call = pending[0]!;
-        tracer.event("approval", { tool: call.name, toolUseId: call.toolUseId, input: preview(redact(JSON.stringify(call.input))), pending: pending.length });
-        return { kind: "approval", run, call };
-      }
-      state.messages.push({ role: "user", content: results });
+      const paused = await toolTurn(toolUses, cutId, state, deps, context);
+      if (paused) return paused;
       continue;
     }
 
@@ -264,6 +259,34 @@ async function callModel(state: RunState, deps: AgentDeps, context: ToolContext)
   return response;
 }
 
+/**
+ * Answers the tool calls of the run's last assistant turn: runs them, and either appends the
+ * `tool_result` message (returns undefined: the loop goes on) or returns the `approval` outcome
+ * when a dangerous call waits. When a call of the turn changes data, the run is saved first
+ * (`deps.checkpoint`), so a retried job resumes here instead of asking the model again.
+ */
+async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
+  if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && isWrite(deps, u.name))) {
+    const checkpoint: RunCheckpoint = { messages: state.messages, turns: state.turns, callCounts: { ...state.callCounts }, maxTokens: state.maxTokens, ...(cutId ? { cutId } : {}) };
+    await deps.checkpoint(checkpoint);
+  }
+  const { results, pending } = await runTurn(toolUses, cutId, state, deps, context);
+  if (pending.length > 0) {
+    const run: SuspendedRun = { ...state, results, pending };
+    const call = pending[0]!;
+    deps.tracer.event("approval", { tool: call.name, toolUseId: call.toolUseId, input: preview(redact(JSON.stringify(call.input))), pending: pending.length });
+    return { kind: "approval", run, call };
+  }
+  state.messages.push({ role: "user", content: results });
+  return undefined;
+}
+
+/** True when `name` is a tool that may change data and runs straight away (not read-only, not dangerous). */
+function isWrite(deps: AgentDeps, name: string): boolean {
+  const tool = deps.toolbox.get(name);
+  return tool !== undefined && !tool.readOnly && !tool.dangerous;
+}
+
 /** Runs the safe calls of one turn in order; dangerous ones are returned as pending. */
 async function runTurn(
   toolUses: ToolUseBlock[],
@@ -303,7 +326,8 @@ async function runTurn(
       pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
-    const execution = await toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
+    const execute = () => toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
+    const execution = deps.executeOnce && isWrite(deps, use.name) ? await deps.executeOnce(use.id, execute) : await execute();
     results.push(toolResult(use.id, execution.content, !execution.ok));
   }
   return { results, pending };

@@ -27,7 +27,7 @@ import type { Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import type { SentRef } from "../outbound.js";
 import { conversationKey, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
-import type { ToolExecution } from "../toolbox/toolbox.js";
+import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
 
 /** Where an approval stands. Only `pending` can change, and only once. */
@@ -182,20 +182,7 @@ const HashSchema = z.object({
   deciderId: z.string().optional(),
 });
 
-const ExecutionSchema = z.discriminatedUnion("state", [
-  z.object({ state: z.literal("running"), claimedAt: z.number() }),
-  z.object({ state: z.literal("done"), ok: z.boolean(), content: z.string(), durationMs: z.number() }),
-]);
-
-/**
- * What the model reads when an approved call was claimed by a process that stopped before it
- * recorded the result. We do not run the tool again (it may have worked: deleting twice could
- * delete the wrong todo after renumbering) and we cannot say it worked, so the model is told the
- * truth and how to find out.
- */
-export const UNKNOWN_OUTCOME =
-  "This approved action was started earlier, but the bot stopped before its result was recorded, so it is unknown whether it took effect. " +
-  "It was not run again. Check the current state first (for todos: call list_todos) and tell the user what you find.";
+export { UNKNOWN_OUTCOME } from "../toolbox/once.js";
 
 /** Redis-backed approvals; implements {@link ApprovalDecider} for the adapters. */
 export class ApprovalStore implements ApprovalDecider {
@@ -208,6 +195,7 @@ export class ApprovalStore implements ApprovalDecider {
   readonly #prefix: string;
   readonly #now: () => number;
   readonly #log: Logger;
+  readonly #ledger: ExecutionLedger;
   #onDecision: DecisionCallback | undefined;
 
   /**
@@ -225,6 +213,7 @@ export class ApprovalStore implements ApprovalDecider {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? silentLogger;
     this.#onDecision = options.onDecision;
+    this.#ledger = new ExecutionLedger(redis, { prefix: `${this.#prefix}exec:`, ttlMs: this.#executionTtlMs, waitMs: this.#executionWaitMs, now: this.#now, log: this.#log });
   }
 
   /** How long the requester has to decide, in ms. */
@@ -410,53 +399,16 @@ export class ApprovalStore implements ApprovalDecider {
   }
 
   /**
-   * Runs an approved tool call at most once per `tool_use` id, across retries, processes and crashes.
-   *
-   * The first caller claims the id (`SET NX`) before it runs `execute`, then stores the result.
-   * A later caller gets the stored result without running anything. A caller that finds a claim
-   * without a result waits (polling, up to `executionWaitMs`) for the result; when the claim is
-   * older than that, the claimer is taken to have crashed between claim and result, and the
-   * caller gets `{ ok: false, content: UNKNOWN_OUTCOME }`: the tool is not run a second time,
-   * and the model is told to check the state (list_todos) rather than guess. If `execute`
-   * throws, the same unknown-outcome result is stored and returned.
-   *
+   * Runs an approved tool call at most once per `tool_use` id, across retries, processes and
+   * crashes: `ExecutionLedger.executeOnce` (`src/toolbox/once.ts`) on the keys
+   * `approval:exec:{tool_use id}`, with `executionTtlMs` and `executionWaitMs`.
    * Bound to the instance, so it can be passed as `executeOnce: store.executeOnce`.
    *
-   * @param toolUseId - the model's `tool_use` id.
-   * @param execute - runs the tool (e.g. `() => toolbox.execute(name, input, context)`).
    * @throws when Redis is unreachable before the claim (nothing ran then).
    */
-  readonly executeOnce = async (toolUseId: string, execute: () => Promise<ToolExecution>): Promise<ToolExecution> => {
-    const key = `${this.#prefix}exec:${toolUseId}`;
-    const claimed = await this.#redis.set(key, JSON.stringify({ state: "running", claimedAt: this.#now() }), "PX", this.#executionTtlMs, "NX");
-    if (claimed === "OK") {
-      let result: ToolExecution;
-      try {
-        result = await execute();
-      } catch (err) {
-        this.#log.error({ err, toolUseId }, "an approved tool call threw; its outcome is unknown");
-        result = { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
-      }
-      const stored = { state: "done", ok: result.ok, content: result.content, durationMs: result.durationMs };
-      await this.#redis.set(key, JSON.stringify(stored), "PX", this.#executionTtlMs);
-      return result;
-    }
-    const deadline = this.#now() + this.#executionWaitMs;
-    for (let delay = 20; ; delay = Math.min(delay * 2, 500)) {
-      const raw = await this.#redis.get(key);
-      const state = raw ? ExecutionSchema.safeParse(JSON.parse(raw)) : undefined;
-      if (state?.success && state.data.state === "done") {
-        const { ok, content, durationMs } = state.data;
-        return { ok, content, durationMs };
-      }
-      const claimedAt = state?.success && state.data.state === "running" ? state.data.claimedAt : 0;
-      if (this.#now() - claimedAt >= this.#executionWaitMs || this.#now() >= deadline) {
-        this.#log.warn({ toolUseId }, "an approved tool call was claimed but never finished; reporting its outcome as unknown");
-        return { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
-      }
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  };
+  get executeOnce(): ExecuteOnce {
+    return this.#ledger.executeOnce;
+  }
 
   async #close(id: string, requester: RequesterRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
     const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#pendingKey(requester), to, this.#now(), this.#closedTtlMs, id);

@@ -46,10 +46,19 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * for an answer that may need more than one chunk (the finish script's pop records that the last
  * chunk went out). The computed answer itself is found in the history (a tag line with the
  * message id), so a retried job neither calls the model again nor sends a chunk twice.
+ * `run` holds the run saved before its first call that changes data (`RunCheckpoint` of
+ * `src/agent/contract.ts`), so a retried job resumes it instead of asking the model again; it is
+ * written only by runs that call such a tool and deleted once the answer is in the history.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string } {
-  return { sent: `sent:${conversationTag(chat)}:${messageId}` };
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string } {
+  return { sent: `sent:${conversationTag(chat)}:${messageId}`, run: `run:${conversationTag(chat)}:${messageId}` };
 }
+
+/**
+ * The exactly-once record of one tool call that changes data (claim, then result), by the model's
+ * `tool_use` id (see `src/toolbox/once.ts`).
+ */
+export const TOOL_CALL_PREFIX = "toolcall:";
 
 /**
  * A BullMQ job id for a chat job: platform, chat and message id, made safe for BullMQ (which

@@ -7,7 +7,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, RunCheckpoint } from "../agent/contract.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
@@ -15,6 +15,7 @@ import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { speakerLabel } from "../prompts.js";
 import { progressKeys } from "../queue/keys.js";
+import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { PendingTrace } from "../trace/store.js";
@@ -42,7 +43,12 @@ export interface AnswerParts {
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** Typing refresh interval, in ms. */
   typingIntervalMs: number;
+  /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */
+  ledger: ExecutionLedger;
 }
+
+/** Seconds a run's checkpoint is kept (long enough for every retry of its job). */
+export const CHECKPOINT_TTL_SECONDS = 24 * 3600;
 
 /** What answering one inbox entry left for the finish script. */
 export interface Answered {
@@ -80,15 +86,22 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     mlog.error(`${problem}; message dropped`);
     return { message, counted: false };
   }
-  const sentKey = progressKeys(chat, message.messageId).sent;
+  const { sent: sentKey, run: runKey } = progressKeys(chat, message.messageId);
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
   const resumed = job.attemptsStarted > 1 || job.name !== "chat";
   let stored: string | undefined;
   let skip = 0;
+  let checkpoint: RunCheckpoint | undefined;
   if (resumed) {
     stored = (await parts.history.read(chat, message.messageId)).answer;
     if (stored !== undefined) skip = Number((await parts.redis.get(sentKey)) ?? 0);
+    else checkpoint = parseCheckpoint(await parts.redis.get(runKey), mlog);
   }
+  let checkpointed = checkpoint !== undefined;
+  const saveCheckpoint = async (run: RunCheckpoint) => {
+    await parts.redis.set(runKey, JSON.stringify(run), "EX", CHECKPOINT_TTL_SECONDS);
+    checkpointed = true;
+  };
 
   const typing = new Typing(outbound, message, parts.typingIntervalMs, mlog);
   let tracer: Tracer = nullTracer;
@@ -103,7 +116,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       await parts.approvals.supersedePending(message);
       const before = await parts.history.read(chat);
       tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
-      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog);
+      if (checkpoint) mlog.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
+      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, { resume: checkpoint, checkpoint: saveCheckpoint });
       // A tracer that cannot hand its run to the finish script stores it now.
       if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
       if (outcome.kind === "approval") {
@@ -115,6 +129,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       // A refused run stores only its tag (no message): the next request is sent as if the refused
       // message had not happened, and a retried job still finds the apology instead of asking again.
       await parts.history.append(chat, outcome.refused ? [] : outcome.messages, { messageId: message.messageId, text }, before);
+      if (checkpointed) await parts.redis.del(runKey); // the tagged answer in the history takes over
     }
     counted = await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip });
   } catch (error) {
@@ -134,12 +149,32 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
 }
 
 /** Runs the agent loop for `message` with the toolbox of its context; group turns start with the speaker's label (`speakerLabel`). */
-function runAgentFor(parts: AnswerParts, message: IncomingMessage, history: AgentRequest["history"], tracer: Tracer, mlog: Logger): Promise<AgentOutcome> {
+function runAgentFor(
+  parts: AnswerParts,
+  message: IncomingMessage,
+  history: AgentRequest["history"],
+  tracer: Tracer,
+  mlog: Logger,
+  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void> },
+): Promise<AgentOutcome> {
   const { config } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
   const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
   return parts.runAgent(
-    { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }) },
-    { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer },
+    { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }), ...(progress.resume ? { resume: progress.resume } : {}) },
+    { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer, executeOnce: parts.ledger.executeOnce, checkpoint: progress.checkpoint },
   );
+}
+
+/** A stored checkpoint, or undefined when there is none or it cannot be read (logged; the run then starts over). */
+function parseCheckpoint(raw: string | null, log: Logger): RunCheckpoint | undefined {
+  if (raw === null) return undefined;
+  try {
+    const run = JSON.parse(raw) as RunCheckpoint;
+    if (Array.isArray(run.messages) && run.messages.length > 0 && typeof run.turns === "number") return run;
+  } catch {
+    // fall through
+  }
+  log.warn("unreadable run checkpoint; the run starts over");
+  return undefined;
 }

@@ -27,8 +27,9 @@ import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
-import { CHATS_QUEUE, DECISIONS_QUEUE, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
+import { CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
+import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { Tracer } from "../trace/tracer.js";
@@ -152,7 +153,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   queue.on("error", () => {});
   let closing = false;
 
-  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS };
+  const ledger = new ExecutionLedger(redis, { prefix: TOOL_CALL_PREFIX, log });
+  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);

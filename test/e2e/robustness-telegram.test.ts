@@ -8,7 +8,7 @@ import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
 import { TraceStore } from "../../src/trace/store.js";
-import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
+import { overloaded, toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, MODEL_RETRIES, requestsFor, textsOf } from "./scenarios-common.js";
@@ -65,5 +65,25 @@ describe("Telegram: refusals", () => {
     expect(refused.events.find((e) => e.type === "final_answer")!.data).toMatchObject({ refused: true });
     // exactly one apology went out
     expect(sentTo(dm).filter((m) => m.text.includes("無法協助"))).toHaveLength(1);
+  });
+});
+
+describe("Telegram: a write runs once across job retries", () => {
+  it("the job fails after add_todo ran and before the answer was stored: the retry adds no second todo and the model gets the recorded result", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(92002, "Wu");
+    const dm = tg.privateChat(user);
+    const before = stack.model.requests.length;
+    // the model call after the tool result fails on both SDK attempts: the job retries
+    stack.model.enqueue(toolUse("add_todo", { title: "買牛奶" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
+    const answer = await ask(dm, user, "add todo 買牛奶", 30_000);
+    expect(answer.text).toBe("add_todo: 已新增待辦：#1 買牛奶");
+    expect(await redis.hlen("todo:{telegram:92002}:items")).toBe(1);
+    expect(await redis.get("todo:{telegram:92002}:seq")).toBe("1");
+    const requests = stack.model.requests.slice(before);
+    expect(requests).toHaveLength(MODEL_RETRIES + 3);
+    const retried = requests[requests.length - 1]!;
+    expect(retried.messages).toEqual(requests[1]!.messages); // same tool_use id, same recorded tool_result
+    expect(sentTo(dm)).toHaveLength(1);
   });
 });

@@ -42,6 +42,7 @@ export function todoTools(): ToolBox {
     name: "list_todos",
     description: "List the user's todo items.",
     tags: ["todo"],
+    readOnly: true,
     input: z.object({}),
     run: async (_input, ctx) => {
       const items = await ctx.redis.lrange(`test-todos:${ctx.platform}:${ctx.userId}`, 0, -1);

@@ -3,7 +3,7 @@ import { speakerLabel } from "../../src/prompts.js";
 import { conversationKeys, progressKeys } from "../../src/queue/keys.js";
 import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { badRequest } from "./model-errors.js";
-import { overloaded, text } from "../fakes/anthropic.js";
+import { overloaded, text, toolUse } from "../fakes/anthropic.js";
 import { lastText, message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -125,6 +125,37 @@ describe("worker", () => {
     const chat = { platform: "console" as const, chatId: "rf1" };
     expect((await h.history.read(chat)).stored).toBe(2);
     expect((await h.history.read(chat, "1")).answer).toMatch(/無法協助/);
+  });
+
+  it("a job failing after add_todo ran resumes the saved run: no second todo, and the model gets the recorded result", async () => {
+    h = await startHarness();
+    h.fake.enqueue(toolUse("add_todo", { item: "milk" }), overloaded(), todoModel);
+    await h.queue.enqueue(message("w1", "1", "add todo milk"));
+    await waitFor(() => h!.output.answers().length === 1, 15_000, "the answer after the retry");
+    expect(h.output.answers()).toEqual(["ok: added #1: milk"]);
+    expect(await h.redis.lrange("test-todos:console:user-w1", 0, -1)).toEqual(["milk"]);
+    // the retry did not ask the model for the turn again: it sent the same tool_use id with the recorded result
+    expect(h.fake.requests).toHaveLength(3);
+    const [, failed, retried] = h.fake.requests;
+    expect(retried!.messages).toEqual(failed!.messages);
+    expect(lastText(retried!)).toBe("added #1: milk");
+    const chat = { platform: "console" as const, chatId: "w1" };
+    expect((await h.history.load(chat)).map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    // the checkpoint is gone once the answer is in the history
+    expect(await h.redis.exists(progressKeys(chat, "1").run)).toBe(0);
+  });
+
+  it("saves nothing for a read-only tool: a retry asks the model again from the start", async () => {
+    h = await startHarness();
+    h.fake.enqueue(toolUse("list_todos", {}), overloaded(), todoModel, todoModel);
+    await h.redis.rpush("test-todos:console:user-w2", "eggs");
+    await h.queue.enqueue(message("w2", "1", "list todos"));
+    await waitFor(() => h!.output.answers().length === 1, 15_000, "the answer after the retry");
+    // no data changed: nothing was saved, the model was asked again from the start
+    expect(h.output.answers()).toEqual(["ok: #1 eggs"]);
+    expect(h.fake.requests).toHaveLength(4);
+    expect(h.fake.requests[2]!.messages).toHaveLength(1);
+    expect(await h.redis.keys("toolcall:*")).toEqual([]);
   });
 
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {

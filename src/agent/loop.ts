@@ -17,7 +17,6 @@ import { localize } from "../i18n.js";
 import { redact } from "../log.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext } from "../toolbox/tool.js";
-import type { ToolExecution } from "../toolbox/toolbox.js";
 import { preview } from "../trace/tracer.js";
 import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
@@ -145,7 +144,6 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
 
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
 async function continueRun(state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
-  const { tracer } = deps;
   const maxTurns = deps.config.MAX_TURNS;
   while (state.turns < maxTurns) {
     const response = await callModel(state, deps, context);

@@ -18,3 +18,4 @@ export function createAdapter(config: Config, log: Logger): ConsoleAdapter {
 export function createOutbound(config: Config, _log: Logger): ConsoleOutbound {
   return new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE });
 }
+export { showPendingApproval, type PendingApprovals } from "./pending.js";

@@ -6,11 +6,13 @@
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
+import { Writable } from "node:stream";
 import { mkdir } from "node:fs/promises";
 import { userInfo } from "node:os";
-import { ConsoleAdapter } from "../../adapters/console/index.js";
+import { ConsoleAdapter, showPendingApproval } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
+import { ApprovalStore } from "../approvals/store.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues } from "../config.js";
 import { localize } from "../i18n.js";
@@ -20,6 +22,25 @@ import { createLogger, registerSecrets } from "../log.js";
 
 /** BullMQ prefix of the console's own queues, so a chat never takes jobs of a bot sharing the same Redis. */
 const CHAT_PREFIX = "console";
+
+/** The input prompt, shown after everything the bot writes when the terminal is interactive. */
+const PROMPT = "> ";
+
+/**
+ * The terminal: what the bot writes goes to stdout, followed by the input prompt when stdin and
+ * stdout are a terminal (the line is cleared first, so a shown prompt does not stay in front of an answer).
+ */
+function terminal(): { output: Writable; write: (text: string) => void; notice: (text: string) => void } {
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const clear = interactive ? "\r\x1b[K" : "";
+  const write = (text: string, done?: () => void) => process.stdout.write(`${clear}${text}${interactive ? PROMPT : ""}`, done);
+  return {
+    output: new Writable({ write: (chunk: Buffer, _enc, done) => void write(chunk.toString(), () => done()) }),
+    write: (text) => void write(text),
+    /** A line without the prompt after it (the chat is stopping). */
+    notice: (text) => void process.stdout.write(`${clear}${text}\n`),
+  };
+}
 
 async function chat(): Promise<void> {
   // Only the console: platform tokens in .env are ignored here.
@@ -35,7 +56,8 @@ async function chat(): Promise<void> {
   } catch {
     // no user name on this system; keep "you"
   }
-  const adapter = new ConsoleAdapter({ input: process.stdin, output: process.stdout, locale: config.BOT_LOCALE, log, userId: name, userName: name });
+  const screen = terminal();
+  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, userId: name, userName: name });
   const starting = startBot({
     config,
     log,
@@ -53,7 +75,7 @@ async function chat(): Promise<void> {
       await bot?.stop();
       await redis.local?.stop();
     })());
-  stopOnSignals(stop, log, (text) => process.stdout.write(`\n${text}\n`));
+  stopOnSignals(stop, log, screen.notice);
   try {
     await starting;
   } catch (error) {
@@ -61,12 +83,22 @@ async function chat(): Promise<void> {
     await redis.local?.stop();
     process.exit(1);
   }
-  process.stdout.write(
+  screen.write(
     `${localize(config.BOT_LOCALE, {
       "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",
       en: "Chat started ({tools} tools). /help for help, /quit to leave. Log file: .data/chat.log",
     }, { tools: toolbox.size })}\n`,
   );
+  // An approval asked for in an earlier chat is still open: show it again, so y/n can answer it.
+  const approvalsRedis = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
+  try {
+    const approvals = new ApprovalStore(approvalsRedis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, log });
+    await showPendingApproval({ approvals, outbound: adapter.outbound, requester: { platform: "console", chatId: "local", userId: name } });
+  } catch (err) {
+    log.warn({ err }, "could not look for a pending approval");
+  } finally {
+    approvalsRedis.disconnect();
+  }
   await adapter.closed;
   // Input ended (or /quit): let the answers still on their way arrive, for up to 2 minutes.
   const probe = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);

@@ -105,8 +105,8 @@ export class ApprovalFlow {
   /**
    * Saves a paused run and asks its requester. The expiry job is scheduled before the prompt is
    * posted, so even when posting fails (the error is rethrown) the run is closed in time and
-   * the history stays valid. Idempotent per message and `tool_use` id: when the chat's pending
-   * approval is already this call of this message (a retried job), its prompt is posted if it
+   * the history stays valid. Idempotent per message and `tool_use` id: when the requester's pending
+   * approval in the conversation is already this call of this message (a retried job), its prompt is posted if it
    * was not yet, and its id returned; no second approval is made. When a decision arrived while
    * the prompt was being posted (its job found no prompt to edit), the prompt is closed here.
    *

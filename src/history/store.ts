@@ -1,6 +1,6 @@
 /**
- * Per-chat history in Redis: one string per chat (`history:{platform:chatId}`) of lines, oldest
- * first, each ending in `\n`:
+ * Per-conversation history in Redis: one string per conversation (`history:{platform:chatId}`, or
+ * `history:{platform:chatId/topicId}` for a Telegram topic) of lines, oldest first, each ending in `\n`:
  *
  * - `U{…}`: a Messages API message (JSON) that is a user text turn (a place where trimming may cut);
  * - `{…}`: any other message (JSON);

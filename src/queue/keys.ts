@@ -1,7 +1,9 @@
 /**
- * Redis key names of the queue, worker and history. Every key of one chat carries the chat's
- * `platform:chatId` inside `{…}` (a Redis Cluster hash tag), so the Lua scripts that touch several
- * keys of one chat stay on one node.
+ * Redis key names of the queue, worker and history. Every key of one conversation (a chat, or
+ * one Telegram topic of it) carries its `conversationKey` (`platform:chatId` or
+ * `platform:chatId/topicId`) inside `{…}` (a Redis Cluster hash tag), so the Lua scripts that
+ * touch several keys of one conversation stay on one node. A chat without topics keeps the keys
+ * it always had.
  */
 import { conversationKey, type ConversationRef } from "./incoming.js";
 

@@ -1,9 +1,10 @@
 /**
  * The Redis-backed trace store: each run's events are buffered in memory, logged at debug level
  * as they happen, and written to Redis in one step when the run finishes (by {@link RunTracer.finish},
- * or by the worker's finish script after {@link RunTracer.take}). A chat keeps its last
- * {@link TRACE_KEEP_RUNS} runs for {@link TRACE_TTL_SECONDS} after its latest run, newest first,
- * under `trace:{platform:chatId}` (older runs beyond those are cut every `keepRuns` runs and never read).
+ * or by the worker's finish script after {@link RunTracer.take}). A conversation (a chat, or one
+ * Telegram topic of it) keeps its last {@link TRACE_KEEP_RUNS} runs for {@link TRACE_TTL_SECONDS}
+ * after its latest run, newest first, under `trace:{conversationKey}` (`trace:{platform:chatId}` or
+ * `trace:{platform:chatId/topicId}`; older runs beyond those are cut every `keepRuns` runs and never read).
  *
  * Nothing secret is stored: every string passes through `redact` and is cut to a preview.
  */

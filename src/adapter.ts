@@ -59,7 +59,8 @@ export interface AdapterContext {
   approvals: ApprovalDecider;
   /**
    * Reports that the adapter stopped for good after it had started (e.g. Telegram answered 401 to
-   * `getUpdates`: the token was revoked). The bot then stops and the process exits non-zero.
+   * `getUpdates`: the token was revoked). The core logs the error, the bot stops and the process
+   * exits non-zero.
    * Optional: without it the adapter only logs the error.
    */
   fatal?(error: AdapterFatalError): void;

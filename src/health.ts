@@ -1,7 +1,10 @@
 /**
  * The health endpoint: `GET /health` answers 200 when every check passes and 503 otherwise, with
  * a JSON body naming each check (`{"status":"ok","checks":{"redis":true,"telegram":true}}`).
- * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it.
+ * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it. The checks are Redis
+ * and each running adapter's `isConnected()` (Telegram: polling alive and not failing for over
+ * 60 s, or the webhook set; Discord: gateway ready and not reconnecting for over 60 s); the README's
+ * "What /health means" is the operator's description.
  */
 import { createServer, type Server } from "node:http";
 import { listen, withTimeouts } from "./http-server.js";

@@ -40,6 +40,7 @@ import type { Logger } from "../../src/log.js";
 import type { Outbound } from "../../src/outbound.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
+import { GatewayWatch, type GatewayWatchOptions } from "./gateway.js";
 import { authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
@@ -78,8 +79,14 @@ export function createOutbound(config: Config, log: Logger): Outbound {
  * Creates the Discord adapter. Nothing connects until {@link Adapter.start}.
  * @throws {Error} when `DISCORD_TOKEN` is not set.
  */
-export function createAdapter(config: Config, log: Logger): Adapter {
-  return new DiscordAdapter(config, log);
+export function createAdapter(config: Config, log: Logger, options: DiscordAdapterOptions = {}): Adapter {
+  return new DiscordAdapter(config, log, options);
+}
+
+/** Options of {@link createAdapter} beyond the configuration. */
+export interface DiscordAdapterOptions {
+  /** The health threshold of a reconnecting gateway (ms); see {@link GatewayWatchOptions}. */
+  gateway?: GatewayWatchOptions;
 }
 
 /** The discord.js-based adapter; see the module comment. */
@@ -92,8 +99,14 @@ export class DiscordAdapter implements Adapter {
   #context: AdapterContext | undefined;
   #warnedContentIntent = false;
 
+  #gateway: GatewayWatch | undefined;
+  readonly #options: DiscordAdapterOptions;
+  /** Aborted by {@link stop}: ends a start-up in progress. */
+  readonly #starting = new AbortController();
+
   /** @throws {Error} when `DISCORD_TOKEN` is not set (from the outbound half's REST client). */
-  constructor(config: Config, log: Logger) {
+  constructor(config: Config, log: Logger, options: DiscordAdapterOptions = {}) {
+    this.#options = options;
     this.#config = config;
     this.#log = log.child({ platform: "discord" });
     this.outbound = createOutbound(config, log);
@@ -130,12 +143,31 @@ export class DiscordAdapter implements Adapter {
     );
     client.on(Events.Error, (err) => this.#log.error({ err }, "discord client error"));
     client.on(Events.Warn, (msg) => this.#log.warn(msg));
+    let started = false;
+    // After start-up, a gateway that closes for good stops the bot (before, start-up fails with it).
+    this.#gateway = new GatewayWatch(
+      client,
+      this.#log,
+      (error) => {
+        if (!started) return;
+        if (context.fatal) context.fatal(error);
+        else this.#log.error(error.message);
+      },
+      this.#options.gateway,
+    );
 
-    const ready = once(client, Events.ClientReady);
+    const ready = once(client, Events.ClientReady, { signal: this.#starting.signal });
     ready.catch(() => {}); // awaited below; a late error after a failed login must not go unhandled
+    const aborted = new Promise<never>((_resolve, reject) => {
+      const fail = () => reject(new Error("discord: start-up was stopped"));
+      if (this.#starting.signal.aborted) fail();
+      else this.#starting.signal.addEventListener("abort", fail, { once: true });
+    });
+    aborted.catch(() => {});
     try {
-      await client.login(this.#config.DISCORD_TOKEN);
-      await ready;
+      // stop() during start-up destroys the client and aborts: start-up ends at once.
+      await Promise.race([client.login(this.#config.DISCORD_TOKEN).then(() => ready), aborted]);
+      started = true;
     } catch (error) {
       await client.destroy().catch(() => {});
       this.#client = undefined;
@@ -151,8 +183,17 @@ export class DiscordAdapter implements Adapter {
     await this.#registerCommands(client, context);
   }
 
-  /** Disconnects from the gateway. Never throws. */
+  /**
+   * True while the gateway is ready: no shard closed for good, none reconnecting for longer than
+   * `unhealthyAfterMs` (see {@link GatewayWatch}); used by `/health`.
+   */
+  isConnected(): boolean {
+    return this.#client !== undefined && this.#gateway?.healthy() === true;
+  }
+
+  /** Disconnects from the gateway; aborts a pending start-up. Never throws. */
   async stop(): Promise<void> {
+    this.#starting.abort();
     const client = this.#client;
     this.#client = undefined;
     if (!client) return;

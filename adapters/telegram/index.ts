@@ -143,9 +143,10 @@ export class TelegramAdapter implements Adapter {
         .catch((error: unknown) => {
           if (!started) return reject(error instanceof Error ? error : new Error(String(error)));
           if (isUnauthorized(error)) {
+            // The core logs it and stops the bot; without a core, say it here.
             const fatal = tokenRejected(error);
-            log.fatal(fatal.message);
-            context.fatal?.(fatal);
+            if (context.fatal) context.fatal(fatal);
+            else log.fatal(fatal.message);
             return;
           }
           // The monitor retries everything else; this is a bug (e.g. in grammy) rather than the network.

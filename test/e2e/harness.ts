@@ -11,6 +11,9 @@ import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
+import { createAdapter as createDiscordAdapter, type DiscordAdapterOptions } from "../../adapters/discord/index.js";
+import { createAdapter as createTelegramAdapter, type TelegramAdapterOptions } from "../../adapters/telegram/index.js";
+import type { AdapterFatalError } from "../../src/adapter.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import { connectRedis } from "../../src/redis.js";
@@ -57,6 +60,12 @@ export interface StackOptions {
   model?: (request: FakeRequest) => FakeMessageReply;
   /** Options of the fake Bot API (e.g. a bot with `has_topics_enabled` for private-chat topics). */
   telegram?: FakeTelegramOptions;
+  /** The adapter part's `/health` port (the worker part runs none); default none. */
+  healthPort?: number;
+  /** Polling and gateway timings of the adapters (short ones for fault tests); default the adapters' own. */
+  adapterOptions?: { telegram?: TelegramAdapterOptions; discord?: DiscordAdapterOptions };
+  /** Called when an adapter cannot go on (`startBot`'s `onFatal`); default: the test fails on it. */
+  onFatal?: (error: AdapterFatalError) => void;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -101,7 +110,16 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const prefix = "e2e";
   const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
   const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });
-  const startAdapters = () => startBot({ config, log: log.child({ part: "adapter" }), redisUrl: redis.url, toolbox, role: "adapter", prefix });
+  const startAdapters = () => {
+    const adapterLog = log.child({ part: "adapter" });
+    const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };
+    const own = options.adapterOptions;
+    const adapters = own
+      ? [createTelegramAdapter(adapterConfig, adapterLog, own.telegram), createDiscordAdapter(adapterConfig, adapterLog, own.discord)]
+      : undefined;
+    const onFatal = options.onFatal ?? ((error: AdapterFatalError) => expect.fail(`an adapter stopped the bot: ${error.message}`));
+    return startBot({ config: adapterConfig, log: adapterLog, redisUrl: redis.url, toolbox, role: "adapter", prefix, adapters, onFatal });
+  };
   const adapters = await startAdapters();
   started.push(() => adapters.stop());
   const worker = await startWorker();

@@ -440,6 +440,20 @@ export class FakeDiscord {
     for (const s of this.#sessions) s.socket.send(JSON.stringify({ op: 7, d: null, s: null, t: null }));
   }
 
+  /**
+   * Closes every gateway connection with `code` (e.g. 4004 "Authentication failed" after the token
+   * was reset, which discord.js does not recover from; 4000 "Unknown error", which it resumes).
+   */
+  closeGateway(code: number, reason: string): void {
+    for (const s of this.#sessions) s.socket.close(code, reason);
+  }
+
+  /**
+   * While true, the gateway is "down": every new connection is closed after 100 ms with 4000
+   * (Unknown error), so clients keep reconnecting without getting through.
+   */
+  gatewayDown = false;
+
   /** Dispatches a raw MESSAGE_CREATE payload to every ready session (no intent filtering). */
   dispatchRaw(event: string, data: Record<string, unknown>): void {
     for (const s of this.#sessions) if (s.ready) this.#send(s, event, data);
@@ -645,6 +659,10 @@ export class FakeDiscord {
   }
 
   #onConnection(socket: WebSocket, url: URL): void {
+    if (this.gatewayDown) {
+      setTimeout(() => socket.close(4000, "Unknown error"), 100);
+      return;
+    }
     if (url.searchParams.get("v") !== "10") return socket.close(4012, "Invalid API version");
     if (url.searchParams.get("encoding") !== "json") return socket.close(4002, "Error while decoding payload.");
     const session: Session = { socket, sessionId: "", seq: 0, intents: 0, ready: false };

@@ -7,6 +7,7 @@
  * The outbound half ({@link Outbound}) is REST only and is also created in worker-only processes.
  */
 import type { ApprovalDecider } from "./approvals/decision.js";
+import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
@@ -43,11 +44,17 @@ export interface AdapterContext {
   config: Config;
   log: Logger;
   /**
-   * Queues a message for a worker. Resolves once it is safely in Redis; a redelivered message
-   * (same platform, chat and message id) is accepted and processed once.
-   * @throws {EnqueueError} when it could not be queued: reply with a short "try again" message.
+   * Hands a message to the access gate (`src/access/gate.ts`): access policy, rate limit, budgets
+   * and queue cap; a refusal is answered by the gate itself (or dropped silently where the policy
+   * says so), otherwise the message is queued for a worker. Resolves once decided (and, when
+   * accepted, safely in Redis); a redelivered message (same platform, chat and message id) is
+   * accepted and processed once.
+   * @throws {EnqueueError} when it could not be checked or queued (Redis down): reply with a
+   *   short "try again" message.
    */
   enqueue(message: IncomingMessage): Promise<void>;
+  /** Runs a command (`/help`, `/tools`, `/reset`, `/usage`, `/approve`, `/enable`, `/disable` …); see `src/commands/`. */
+  commands: CommandRunner;
   /**
    * Forgets one conversation's history (`/reset`): the chat, or only the Telegram topic when the
    * ref has a `topicId`. @throws when Redis is unreachable.

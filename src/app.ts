@@ -6,16 +6,18 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import type { Redis } from "ioredis";
+import { AccessGate } from "./access/gate.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
+import { CommandRunner } from "./commands/runner.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
-import type { Platform } from "./queue/incoming.js";
+import type { IncomingMessage, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
 import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
@@ -23,6 +25,7 @@ import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
 import type { Tracer } from "./trace/tracer.js";
+import { UsageStore } from "./usage/store.js";
 import type { ApprovalHooks } from "./worker/approvals.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 
@@ -148,11 +151,13 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       if (options.approvals) {
         approvals = options.approvals({ redis: workerRedis, outbounds });
       } else {
-        const hooks = approvalHooks({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, outbounds, tracerFor });
+        const hooks = approvalHooks({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, outbounds, tracerFor, usage: new UsageStore(workerRedis, config.TIMEZONE) });
         closers.push(() => hooks.close());
         approvals = hooks;
       }
+      const usage = new UsageStore(workerRedis, config.TIMEZONE);
       const worker = startWorker({
+        usage,
         config,
         log,
         redis: workerRedis,
@@ -186,12 +191,35 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         closers.push(() => own.close());
         decider = own;
       }
+      // Outbounds for the gate's refusals and for "you are in": the adapters' own, else REST-only ones.
+      const outbounds: Partial<Record<Platform, Outbound>> = {};
+      for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
+      const outboundFor = async (platform: Platform): Promise<Outbound> => {
+        if (!outbounds[platform] && enabledPlatforms(config).includes(platform)) outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log);
+        const outbound = outbounds[platform];
+        if (!outbound) throw new Error(`${platform} is not configured in this process`);
+        return outbound;
+      };
+      const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(to, text)) });
+      if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
+      const commands = new CommandRunner({
+        config,
+        log,
+        toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
+        resetChat: (chat) => history.reset(chat),
+        gate,
+        notify: async (platform, chatId, userId, text) => {
+          const outbound = await outboundFor(platform as Platform);
+          await outbound.sendAnswer(dmTo(platform as Platform, chatId, userId), text);
+        },
+      });
       const context: AdapterContext = {
         config,
         log,
         enqueue: async (message) => {
-          await queue.enqueue(message);
+          await gate.admit(message);
         },
+        commands,
         resetChat: (chat) => history.reset(chat),
         toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
         approvals: decider,
@@ -222,6 +250,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     await bot.stop();
     throw error;
   }
+}
+
+/** A message addressed to a user's DM, for sends that answer no message of theirs ("you are in"). */
+export function dmTo(platform: Platform, chatId: string, userId: string): IncomingMessage {
+  return { platform, chatId, chatKind: "dm", userId, userName: userId, text: "-", messageId: "0", sentAt: Date.now(), reply: {} };
 }
 
 /** Reads and validates the configuration; prints what is wrong and exits 1 when it is invalid. */

@@ -104,6 +104,58 @@ function isTimeZone(tz: string): boolean {
   }
 }
 
+/** Access policies: who the bot serves (see `src/access/policy.ts`). */
+export const ACCESS_POLICIES = ["pairing", "allowlist", "open"] as const;
+/** One of {@link ACCESS_POLICIES}. */
+export type AccessPolicy = (typeof ACCESS_POLICIES)[number];
+
+/** A value that looks like a secret (a bot token, an API key): never echoed in a message. */
+function looksLikeSecret(v: string): boolean {
+  return /^\d+:[\w-]{20,}$/.test(v) || /^[\w-]{20,}\.[\w-]{4,}\.[\w-]{20,}$/.test(v) || /^sk-/i.test(v) || (v.length >= 32 && /^[\w.+/=-]+$/.test(v));
+}
+
+/**
+ * A comma list of `platform:id` entries (`ADMIN_USERS`, `ALLOWED_USERS`, `ALLOWED_CHATS`): Telegram
+ * ids are integers (chat ids of groups are negative, e.g. `-1001234567890`), Discord ids are
+ * snowflakes (15-21 digits). Blank entries are skipped; the result is normalised (`telegram:42`)
+ * and without duplicates. A malformed entry is reported by its position, never by its value
+ * (it may be a pasted token; the message says so when it looks like one).
+ */
+const principalList = (kind: "user" | "chat") =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const out: string[] = [];
+      const entries = (v ?? "").split(",").map((e) => e.trim());
+      entries.forEach((entry, index) => {
+        if (entry === "") return;
+        const match = /^(telegram|discord):(-?\d{1,21})$/i.exec(entry);
+        const platform = match?.[1]?.toLowerCase();
+        const id = match?.[2] ?? "";
+        const valid = platform === "telegram" ? (kind === "chat" || !id.startsWith("-")) && id.replace("-", "").length <= 16 : platform === "discord" && /^\d{15,21}$/.test(id);
+        if (!valid) {
+          // Named by position, never by value: a pasted token must not reach a log line.
+          const form = kind === "user" ? "telegram:<userId> or discord:<userId>" : "telegram:<chatId>, discord:<guildId> or discord:<channelId>";
+          ctx.addIssue({ code: "custom", message: `must be a comma list of ${form}; entry ${index + 1} of ${entries.length} is not${looksLikeSecret(entry) ? " (it looks like a token: remove it)" : ""}` });
+          return;
+        }
+        const normalised = `${platform}:${id}`;
+        if (!out.includes(normalised)) out.push(normalised);
+      });
+      return out;
+    });
+
+/** Token prices in USD per million tokens (`MODEL_PRICES`), for the estimated cost in `/usage`. */
+export interface ModelPrices {
+  input: number;
+  output: number;
+  cacheWrite: number;
+  cacheRead: number;
+}
+
+const PRICES_MESSAGE = "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5)";
+
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
   ANTHROPIC_API_KEY: optionalString,
@@ -189,6 +241,35 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_MESSAGES: int(2, 400, 40),
   /** Days a quiet chat's history is kept (every new message renews it). */
   HISTORY_TTL_DAYS: int(1, 3650, 30),
+
+  /** Who is served: `pairing` (default), `allowlist` or `open` (see the README, "Running a private bot"). */
+  ACCESS_POLICY: z.enum(ACCESS_POLICIES, { message: "must be pairing, allowlist or open" }).default("pairing"),
+  /** Bot admins (`telegram:<userId>`, `discord:<userId>`): always served, no rate limit or budget, admin commands. */
+  ADMIN_USERS: principalList("user"),
+  /** Users served in DMs besides those paired or allowed with `npm run access`. */
+  ALLOWED_USERS: principalList("user"),
+  /** Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server) or `discord:<channelId>`. */
+  ALLOWED_CHATS: principalList("chat"),
+  /** Messages one user may send per minute, across chats and platforms (admins: no limit). */
+  RATE_LIMIT_PER_MINUTE: int(1, 10_000, 10),
+  /** Unanswered messages one conversation may hold; more get a short "busy" answer. */
+  MAX_QUEUED_PER_CHAT: int(1, 10_000, 20),
+  /** Tokens (all four kinds) one user may use per day in `TIMEZONE`; 0 = no limit. */
+  USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 200_000),
+  /** Tokens (all four kinds) the whole bot may use per day; 0 or unset = no limit. */
+  GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0),
+  /** `input,output,cache_write,cache_read` in USD per million tokens; unset = no cost shown. */
+  MODEL_PRICES: optionalString.transform((v, ctx): ModelPrices | undefined => {
+    if (v === undefined) return undefined;
+    const parts = v.split(",").map((p) => p.trim());
+    const numbers = parts.map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
+    if (numbers.length !== 4 || numbers.some((n) => !Number.isFinite(n))) {
+      ctx.addIssue({ code: "custom", message: PRICES_MESSAGE });
+      return z.NEVER;
+    }
+    const [input, output, cacheWrite, cacheRead] = numbers as [number, number, number, number];
+    return { input, output, cacheWrite, cacheRead };
+  }),
 
   /** Port of the health endpoint; unset or blank = off. */
   HEALTH_PORT: port().optional(),

@@ -1,16 +1,17 @@
 /**
  * The console adapter (platform `console`): each line typed on stdin is a message of one DM chat;
  * answers come back through the same queue, worker and history as Discord and Telegram, written
- * by {@link ConsoleOutbound}. Instant commands: `/help`, `/tools`, `/reset`, `/quit`; `y`/`n`
- * answer the open approval prompt.
+ * by {@link ConsoleOutbound}. Commands: those of the catalogue (`src/commands/catalog.ts`: `/help`,
+ * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit`; an unknown `/command` is answered
+ * with the list, never sent to the model. `y`/`n` answer the open approval prompt.
  */
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
-import { formatHelp } from "../../src/commands/help.js";
-import { formatToolList } from "../../src/commands/tools-listing.js";
+import { findCommand } from "../../src/commands/catalog.js";
+import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
@@ -40,13 +41,23 @@ const TEXT = {
     "zh-TW": "在這個終端機：/quit 離開；需要確認時輸入 y（是）或 n（否）。",
     en: "In this terminal: /quit leaves; answer a confirmation with y (yes) or n (no).",
   },
-  reset: { "zh-TW": "已清除這個對話的紀錄。", en: "This conversation's history is cleared." },
-  resetFailed: { "zh-TW": "目前無法清除紀錄，請稍後再試。", en: "Could not clear the history right now. Please try again later." },
   tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
   tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
   noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
   decideFailed: { "zh-TW": "目前無法記錄你的決定，請再試一次。", en: "Could not record your decision right now. Please try again." },
 };
+
+/**
+ * A command's Markdown reply as terminal text: bold markers and inline-code backticks removed,
+ * `[text](url)` links as `text (url)`; list dashes and line breaks stay.
+ */
+export function plainText(markdown: string): string {
+  return markdown
+    .replace(/\*\*(.+?)\*\*/g, "$1")
+    .replace(/__(.+?)__/g, "$1")
+    .replace(/`([^`\n]+)`/g, "$1")
+    .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, "$1 ($2)");
+}
 
 /** Reads lines from `input` and queues them; see the module comment. */
 export class ConsoleAdapter implements Adapter {
@@ -93,18 +104,14 @@ export class ConsoleAdapter implements Adapter {
       this.#rl?.close();
       return;
     }
-    if (command === "/help" || command === "/start") return say(`${formatHelp(locale)}\n\n${localize(locale, TEXT.help)}`);
-    if (command === "/tools" || command.startsWith("/tools ")) {
-      return say(formatToolList(context.toolboxFor({ platform: "console", chatKind: "dm" }), locale, text.slice("/tools".length).trim() || undefined));
-    }
-    if (command === "/reset") {
-      try {
-        await context.resetChat(chat);
-        return say(localize(locale, TEXT.reset));
-      } catch (err) {
-        this.#options.log.warn({ err }, "reset failed");
-        return say(localize(locale, TEXT.resetFailed));
-      }
+    const slash = /^\/([a-z0-9_]{1,32})(?:\s+([\s\S]*))?$/i.exec(text);
+    if (slash) {
+      const name = slash[1]!.toLowerCase();
+      const invocation = { name, args: (slash[2] ?? "").trim(), platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
+      if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", ["/quit"])));
+      const reply = await context.commands.run(invocation);
+      if (reply === undefined) return;
+      return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
     }
     const approve = YES.has(command) ? true : NO.has(command) ? false : undefined;
     if (approve !== undefined) {

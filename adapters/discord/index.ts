@@ -24,6 +24,7 @@ import {
   GatewayIntentBits,
   MessageFlags,
   Partials,
+  PermissionFlagsBits,
   Routes,
   type ButtonInteraction,
   type ChatInputCommandInteraction,
@@ -45,8 +46,8 @@ import { authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js"
 import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
-import { formatHelp } from "../../src/commands/help.js";
-import { formatToolList } from "../../src/commands/tools-listing.js";
+import { GATE_TEXT } from "../../src/access/gate.js";
+import { commandsFor, findCommand } from "../../src/commands/catalog.js";
 
 export { DiscordOutbound, DiscordSendError } from "./outbound.js";
 export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
@@ -209,30 +210,7 @@ export class DiscordAdapter implements Adapter {
   async #registerCommands(client: Client, context: AdapterContext): Promise<void> {
     const appId = client.application?.id ?? client.user?.id;
     if (!appId) return;
-    const tags = [...new Set([...context.toolboxFor({ platform: "discord", chatKind: "dm" }).tags(), ...context.toolboxFor({ platform: "discord", chatKind: "group" }).tags()])]
-      .sort()
-      .slice(0, MAX_CHOICES);
-    const common = { type: 1, contexts: [0, 1], integration_types: [0] };
-    const body = [
-      { ...common, name: "help", description: "What this bot can do, with examples", description_localizations: { "zh-TW": "這個機器人能做什麼，附範例" } },
-      {
-        ...common,
-        name: "tools",
-        description: "List the tools the bot can use",
-        description_localizations: { "zh-TW": "列出機器人可以使用的工具" },
-        options: [
-          {
-            type: 3,
-            name: "tag",
-            description: "Only the tools with this tag",
-            description_localizations: { "zh-TW": "只列出這個分類的工具" },
-            required: false,
-            ...(tags.length > 0 ? { choices: tags.map((t) => ({ name: t, value: t })) } : {}),
-          },
-        ],
-      },
-      { ...common, name: "reset", description: "Forget this chat's conversation history", description_localizations: { "zh-TW": "清除這個聊天的對話紀錄" } },
-    ];
+    const body = slashCommands(context);
     const guildId = this.#config.DISCORD_GUILD_ID;
     const route = guildId ? Routes.applicationGuildCommands(appId, guildId) : Routes.applicationCommands(appId);
     try {
@@ -251,30 +229,27 @@ export class DiscordAdapter implements Adapter {
   async #onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
     const context = this.#context!;
     const locale = this.#localeOf(interaction.locale);
-    switch (interaction.commandName) {
-      case "help":
-        await this.#answer(interaction, async () => formatHelp(locale, { groupHint: this.#client?.user ? `@${this.#client.user.username}` : undefined }));
-        return;
-      case "tools": {
-        const tag = interaction.options.getString("tag") ?? undefined;
-        const toolbox = context.toolboxFor({ platform: "discord", chatKind: interaction.inGuild() ? "group" : "dm" });
-        await this.#answer(interaction, async () => formatToolList(toolbox, locale, tag));
-        return;
-      }
-      case "reset":
-        await this.#answer(interaction, async () => {
-          try {
-            await context.resetChat({ platform: "discord", chatId: interaction.channelId });
-            return localize(locale, { "zh-TW": "好的，我已經忘記這個聊天的對話紀錄。", en: "Done: I forgot this chat's conversation." });
-          } catch (err) {
-            this.#log.error({ err }, "/reset failed");
-            return tryAgain(locale);
-          }
-        });
-        return;
-      default:
-        await this.#answer(interaction, async () => localize(locale, { "zh-TW": "我不認得這個指令，試試 /help。", en: "I don't know that command; try /help." }));
-    }
+    const command = findCommand(interaction.commandName, "discord");
+    const args = command?.option ? (interaction.options.getString(command.option.name) ?? "") : "";
+    const inGuild = interaction.inGuild();
+    await this.#answer(interaction, async () => {
+      const reply = await context.commands.run({
+        name: interaction.commandName,
+        args,
+        platform: "discord",
+        chatId: interaction.channelId,
+        chatKind: inGuild ? "group" : "dm",
+        guildId: interaction.guildId ?? undefined,
+        userId: interaction.user.id,
+        userName: interaction.member && "displayName" in interaction.member ? interaction.member.displayName : (interaction.user.globalName ?? interaction.user.username),
+        locale,
+        mention: this.#client?.user ? `@${this.#client.user.username}` : undefined,
+        // Manage Messages in this channel (the member's resolved permissions the interaction carries).
+        isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
+      });
+      // An interaction must be answered; the ephemeral note is seen by the asker only.
+      return reply ?? localize(locale, GATE_TEXT.groupNotEnabled);
+    });
   }
 
   /**
@@ -440,6 +415,40 @@ export class DiscordAdapter implements Adapter {
       this.#log.error({ err, chatId: message.channelId }, "could not send a reply");
     }
   }
+}
+
+/**
+ * The slash commands of the catalogue (`src/commands/catalog.ts`), as the body of Discord's bulk
+ * overwrite (https://discord.com/developers/docs/interactions/application-commands): type 1
+ * (chat input), usable in servers and DMs, one optional or required string option with at most
+ * 25 choices; descriptions in English with a zh-TW localisation (at most 100 characters).
+ */
+export function slashCommands(context: AdapterContext): { name: string; description: string; [key: string]: unknown }[] {
+  const common = { type: 1, contexts: [0, 1], integration_types: [0] };
+  return commandsFor("discord").map((c) => ({
+    ...common,
+    name: c.name,
+    description: c.description.en.slice(0, 100),
+    description_localizations: { "zh-TW": c.description["zh-TW"].slice(0, 100) },
+    ...(c.option
+      ? {
+          options: [
+            {
+              type: 3,
+              name: c.option.name,
+              description: c.option.description.en.slice(0, 100),
+              description_localizations: { "zh-TW": c.option.description["zh-TW"].slice(0, 100) },
+              required: c.option.required,
+              ...choicesOf(c.option.choices?.(context.commands.services) ?? []),
+            },
+          ],
+        }
+      : {}),
+  }));
+}
+
+function choicesOf(values: string[]): { choices?: { name: string; value: string }[] } {
+  return values.length > 0 ? { choices: values.slice(0, MAX_CHOICES).map((v) => ({ name: v, value: v })) } : {};
 }
 
 /** The first approval button's id on a bot message, if it is a prompt. */

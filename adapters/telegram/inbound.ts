@@ -17,7 +17,7 @@
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
-import { isInstantCommand, type InstantCommand } from "./commands.js";
+import { isInstantCommand } from "./commands.js";
 
 /** What to do with one incoming Telegram message. */
 export type InboundDecision =
@@ -28,8 +28,8 @@ export type InboundDecision =
    * the mention; `too_long`: over {@link MAX_INCOMING_TEXT} UTF-16 units): answer with a one-line hint.
    */
   | { kind: "hint"; reason: "media" | "empty" | "too_long"; message: IncomingMessageBase }
-  /** One of our instant commands, answered by the adapter. */
-  | { kind: "command"; command: InstantCommand; args: string; message: IncomingMessageBase }
+  /** One of our commands (`src/commands/catalog.ts`), answered by the adapter; `command` is lower case. */
+  | { kind: "command"; command: string; args: string; message: IncomingMessageBase }
   /** A message for the queue. */
   | { kind: "enqueue"; message: IncomingMessage };
 

@@ -9,12 +9,10 @@ import { Bot, type Context } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
-import { formatHelp } from "../../src/commands/help.js";
-import { formatToolList } from "../../src/commands/tools-listing.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
-import { conversationOf, MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
+import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
@@ -239,30 +237,22 @@ export class TelegramAdapter implements Adapter {
   }
 
   async #command(decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>, context: AdapterContext): Promise<void> {
-    const locale = this.config.BOT_LOCALE;
     const to = decision.message;
-    switch (decision.command) {
-      case "start":
-      case "help":
-        return this.#reply(to, formatHelp(locale, { groupHint: `@${this.bot.botInfo.username}` }));
-      case "tools": {
-        const toolbox = context.toolboxFor({ platform: "telegram", chatKind: to.chatKind });
-        return this.#reply(to, formatToolList(toolbox, locale, decision.args.split(/\s+/)[0] || undefined));
-      }
-      case "reset":
-        try {
-          await context.resetChat(conversationOf(to));
-          return this.#reply(
-            to,
-            to.topicId
-              ? localize(locale, { "zh-TW": "好的，我已經忘掉這個話題之前的對話了（其他話題不受影響）。", en: "Done: I have forgotten this topic's earlier conversation (other topics are not affected)." })
-              : localize(locale, { "zh-TW": "好的，我已經忘掉這個聊天之前的對話了。", en: "Done: I have forgotten this chat's earlier conversation." }),
-          );
-        } catch (error) {
-          this.log.error({ chatId: to.chatId, error: redact(String(error)) }, "telegram: /reset failed");
-          return this.#reply(to, localize(locale, { "zh-TW": "抱歉，現在無法清除對話記憶，請稍後再試一次。", en: "Sorry, I could not reset the conversation right now. Please try again in a moment." }));
-        }
-    }
+    const chatId = Number(to.chatId);
+    const reply = await context.commands.run({
+      name: decision.command,
+      args: decision.args,
+      platform: "telegram",
+      chatId: to.chatId,
+      chatKind: to.chatKind,
+      topicId: to.topicId,
+      userId: to.userId,
+      userName: to.userName,
+      locale: this.config.BOT_LOCALE,
+      mention: `@${this.bot.botInfo.username}`,
+      isGroupAdmin: () => this.#isGroupAdmin(this.bot.api, { id: chatId, type: "supergroup" }, to.userId),
+    });
+    if (reply !== undefined) await this.#reply(to, reply);
   }
 
   async #onCallback(ctx: Context, context: AdapterContext): Promise<void> {
@@ -277,7 +267,7 @@ export class TelegramAdapter implements Adapter {
       try {
         const request = { approvalId: parsed.approvalId, platform: "telegram" as const, deciderId: String(query.from.id), approve: parsed.approve };
         let result = await context.approvals.decide(request);
-        if (result.status === "not_requester" && query.message && (await this.#isGroupAdmin(ctx, query.message.chat, query.from.id))) {
+        if (result.status === "not_requester" && query.message && (await this.#isGroupAdmin(ctx.api, query.message.chat, String(query.from.id)))) {
           // A request made anonymously on behalf of the group (userId `chat:<group id>`) may be decided
           // by any administrator of that group; for anyone else's request this changes nothing.
           result = await context.approvals.decide({ ...request, deciderId: `chat:${query.message.chat.id}` });
@@ -298,11 +288,15 @@ export class TelegramAdapter implements Adapter {
     if (accepted && message) await this.outbound.removeKeyboard({ chatId: String(message.chat.id), messageId: String(message.message_id) });
   }
 
-  /** Whether `userId` administers the group `chat` (Bot API `getChatMember`); false on any error. */
-  async #isGroupAdmin(ctx: Context, chat: { id: number; type: string }, userId: number): Promise<boolean> {
-    if (chat.type !== "group" && chat.type !== "supergroup") return false;
+  /**
+   * Whether `userId` administers the group `chat` (Bot API `getChatMember` status `creator` or
+   * `administrator`, https://core.telegram.org/bots/api#getchatmember); false for a private chat,
+   * an anonymous sender (`chat:<id>`) and on any error.
+   */
+  async #isGroupAdmin(api: Context["api"], chat: { id: number; type: string }, userId: string): Promise<boolean> {
+    if (chat.type === "private" || chat.id > 0 || !/^\d+$/.test(userId)) return false;
     try {
-      const member = await ctx.api.getChatMember(chat.id, userId);
+      const member = await api.getChatMember(chat.id, Number(userId));
       return member.status === "creator" || member.status === "administrator";
     } catch (error) {
       this.log.debug({ error: redact(String(error)) }, "telegram: getChatMember failed");

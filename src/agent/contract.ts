@@ -8,6 +8,7 @@ import type { ExecuteOnce } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { Tracer } from "../trace/tracer.js";
+import type { ModelUsage } from "../usage/store.js";
 
 /** A message of the Messages API, as stored in history. */
 export type MessageParam = Anthropic.Messages.MessageParam;
@@ -20,6 +21,11 @@ export interface AgentDeps {
   /** The tools offered in this context. */
   toolbox: ToolBox;
   tracer: Tracer;
+  /**
+   * Called with each model response's `usage` (tokens of the four kinds), right after the response
+   * arrives; the worker records it per user and chat (`src/usage/store.ts`). Must not throw.
+   */
+  onUsage?: (usage: ModelUsage) => void;
   /**
    * Runs a call that changes data at most once per `tool_use` id (`ExecutionLedger.executeOnce`):
    * used for every tool that does not declare `readOnly`, and for approved dangerous calls.
@@ -50,6 +56,9 @@ export interface RunCheckpoint {
   /** The id of a `tool_use` cut off by `max_tokens` in that turn (never run). */
   cutId?: string;
 }
+
+/** One model response's `usage`, in tokens (absent cache counts are 0); declared with the usage store. */
+export type { ModelUsage } from "../usage/store.js";
 
 /** One incoming message to answer. */
 export interface AgentRequest {

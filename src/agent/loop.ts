@@ -246,6 +246,7 @@ async function callModel(state: RunState, deps: AgentDeps, context: ToolContext)
     cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
   };
   const durationMs = Math.round(performance.now() - started);
+  deps.onUsage?.(usage);
   tracer.event("model_response", {
     stopReason: response.stop_reason,
     text: preview(redact(textOf(response.content))),

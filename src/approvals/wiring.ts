@@ -14,6 +14,7 @@ import type { Outbound } from "../outbound.js";
 import { DECISIONS_QUEUE } from "../queue/keys.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
+import type { UsageStore } from "../usage/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { nullTracer, type Tracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "../worker/approvals.js";
@@ -64,6 +65,8 @@ export interface ApprovalHookParts {
   history: HistoryStore;
   outbounds: Partial<Record<Platform, Outbound>>;
   tracerFor?: (runId: string, chat: string) => Tracer;
+  /** Where resumed runs' token usage is recorded; default none. */
+  usage?: UsageStore;
 }
 
 /**
@@ -86,6 +89,9 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
       toolbox: toolboxFor(parts.toolbox, message),
       tracer: parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullTracer,
       context: toolContextFor(message, { config, redis, log: log.child({ chat: conversationKey(message) }) }),
+      onUsage: parts.usage
+        ? (usage) => void parts.usage!.record(message, usage).catch((err: unknown) => log.warn({ err }, "could not record token usage"))
+        : undefined,
     }),
     appendHistory: (chat, messages) => parts.history.append(chat, messages),
     outbound: (platform) => {

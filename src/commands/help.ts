@@ -1,31 +1,62 @@
 /**
- * The `/help` (and Telegram `/start`) text shared by every adapter: what the bot does, a few
- * example requests, and the commands. Markdown, like {@link formatToolList}'s output.
+ * The `/help` (and Telegram `/start`) text shared by every adapter: what the bot does, with
+ * examples, for the tools actually offered in the chat only (a bot without `CWA_API_KEY` never
+ * advertises weather), and the commands the asker may use. Markdown, like `formatToolList`'s output.
  */
-import { localize, type Locale } from "../i18n.js";
+import { localize, type Locale, type Localized } from "../i18n.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+
+/** What a shipped tool adds to the help text: a few words for the intro and one example request. */
+const TOOL_HELP: Record<string, { what: Localized; example?: Localized }> = {
+  get_weather: { what: { "zh-TW": "查天氣", en: "weather" }, example: { "zh-TW": "台北明天會下雨嗎？", en: "Will it rain in Taipei tomorrow?" } },
+  get_current_datetime: { what: { "zh-TW": "時間", en: "time" }, example: { "zh-TW": "現在紐約幾點？", en: "What time is it in New York?" } },
+  add_todo: { what: { "zh-TW": "幫你記待辦事項", en: "your todo list" }, example: { "zh-TW": "幫我記下：星期五前繳電話費", en: "Add a todo: pay the phone bill by Friday" } },
+  list_todos: { what: { "zh-TW": "", en: "" }, example: { "zh-TW": "我的待辦清單有什麼？", en: "What is on my todo list?" } },
+  calculate: { what: { "zh-TW": "計算", en: "calculations" }, example: { "zh-TW": "(1299 × 3) 打八五折是多少？", en: "What is 15% off 1299 × 3?" } },
+  complete_todo: { what: { "zh-TW": "", en: "" } },
+  delete_todo: { what: { "zh-TW": "", en: "" } },
+};
+
+/** A command line of the help text. */
+export interface HelpCommand {
+  name: string;
+  description: string;
+  /** The argument shown after the name, e.g. `<tag>`. */
+  arg?: string;
+}
 
 /**
  * The help text in `locale`.
  *
  * @param locale - the bot's locale (`BOT_LOCALE`).
+ * @param options.toolbox - the tools offered in this chat; only they are described. Other tools
+ *   than the shipped ones are named by their tool name.
+ * @param options.commands - the commands to list (name, description), in order.
  * @param options.groupHint - how to address the bot in a group (e.g. `@mybot`); omitted → no group line.
  * @returns Markdown text; never throws.
  */
-export function formatHelp(locale: Locale, options: { groupHint?: string } = {}): string {
-  const intro = localize(locale, {
-    "zh-TW": "嗨！我是會使用工具的 AI 助理：可以查天氣、時間、幫你記待辦事項、計算，還有更多。直接用中文或英文問我就好，例如：",
-    en: "Hi! I am an AI assistant that uses tools: weather, time, your todo list, calculations and more. Just ask in English or Chinese, for example:",
-  });
-  const examples = localize(locale, {
-    "zh-TW": "- 台北明天會下雨嗎？\n- 幫我記下：星期五前繳電話費\n- 我的待辦清單有什麼？\n- (1299 × 3) 打八五折是多少？",
-    en: "- Will it rain in Taipei tomorrow?\n- Add a todo: pay the phone bill by Friday\n- What is on my todo list?\n- What is 15% off 1299 × 3?",
-  });
-  const commands = localize(locale, {
-    "zh-TW": "指令：\n- /tools 列出可用的工具（/tools 分類名稱 只看一類）\n- /reset 清除這個聊天的對話記憶\n- /help 顯示這段說明",
-    en: "Commands:\n- /tools lists the tools (/tools <tag> shows one tag)\n- /reset forgets this chat's conversation\n- /help shows this text",
-  });
+export function formatHelp(locale: Locale, options: { toolbox: ToolBox; commands: HelpCommand[]; groupHint?: string }): string {
+  const names = options.toolbox.names();
+  const known = Object.keys(TOOL_HELP).filter((n) => names.includes(n));
+  const others = names.filter((n) => !(n in TOOL_HELP));
+  const sep = locale === "zh-TW" ? "、" : ", ";
+  const whats = [...known.map((n) => localize(locale, TOOL_HELP[n]!.what)).filter((w) => w !== ""), ...others.map((n) => `\`${n}\``)];
+  const intro =
+    whats.length === 0
+      ? localize(locale, { "zh-TW": "嗨！我是 AI 助理，這個聊天目前沒有可用的工具，但你仍然可以直接問我問題。", en: "Hi! I am an AI assistant. No tools are available in this chat, but you can still ask me things." })
+      : localize(
+          locale,
+          {
+            "zh-TW": "嗨！我是會使用工具的 AI 助理，可以幫你：{what}。直接用中文或英文問我就好，例如：",
+            en: "Hi! I am an AI assistant that uses tools: {what}. Just ask in English or Chinese, for example:",
+          },
+          { what: whats.join(sep) },
+        );
+  const examples = known.flatMap((n) => (TOOL_HELP[n]!.example ? [`- ${localize(locale, TOOL_HELP[n]!.example)}`] : [])).join("\n");
+  const heading = localize(locale, { "zh-TW": "指令：", en: "Commands:" });
+  const commands = options.commands.map((c) => `- /${c.name}${c.arg ? ` ${c.arg}` : ""} — ${c.description}`).join("\n");
   const group = options.groupHint
     ? `\n\n${localize(locale, { "zh-TW": "在群組裡，請提及 {who} 或回覆我的訊息。", en: "In groups, mention {who} or reply to one of my messages." }, { who: options.groupHint })}`
     : "";
-  return `${intro}\n\n${examples}\n\n${commands}${group}`;
+  return `${intro}${examples ? `\n\n${examples}` : ""}\n\n${heading}\n${commands}${group}`;
 }

@@ -16,12 +16,16 @@ import { CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
 export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
 
 /**
- * KEYS: seen, inbox. ARGV: message JSON, dedupe TTL (seconds).
- * Returns 0 when the message was seen before, 1 when queued behind messages that already have a
- * job, 2 when the inbox was empty (no job for the chat): the caller must add the chat's job.
- * Three commands on the server (`EVALSHA`, `SET NX EX`, `RPUSH`).
+ * KEYS: seen, inbox. ARGV: message JSON, dedupe TTL (seconds), most messages the inbox may hold
+ * (0 = no cap).
+ * Returns 3 when the inbox is full (nothing changed), 0 when the message was seen before, 1 when
+ * queued behind messages that already have a job, 2 when the inbox was empty (no job for the
+ * chat): the caller must add the chat's job.
+ * Three commands on the server without a cap (`EVALSHA`, `SET NX EX`, `RPUSH`), four with one (`LLEN`).
  */
 const ENQUEUE_SCRIPT = `
+local cap = tonumber(ARGV[3])
+if cap > 0 and redis.call('LLEN', KEYS[2]) >= cap then return 3 end
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) == false then return 0 end
 if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then return 2 end
 return 1
@@ -44,8 +48,11 @@ return 0
 /** Delays in ms between further attempts to add a chat's job after a failed add left messages waiting. */
 const READD_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 15000, 30000, 60000];
 
-/** What happened to an enqueued message. */
-export type EnqueueResult = "duplicate" | "queued" | "scheduled";
+/**
+ * What happened to an enqueued message: `full` when the conversation already holds
+ * `maxQueued` unanswered messages (it was not queued).
+ */
+export type EnqueueResult = "duplicate" | "queued" | "scheduled" | "full";
 
 /**
  * BullMQ options of chat jobs. A job retries only transient failures (the worker decides which
@@ -95,7 +102,9 @@ export class ChatQueue {
   /**
    * Queues `message` for a worker.
    *
-   * Validates it with {@link IncomingMessageSchema}; atomically remembers its id (a redelivered
+   * Validates it with {@link IncomingMessageSchema}; returns `full` without changing anything when
+   * the conversation's inbox holds `options.maxQueued` messages (unanswered ones, the one being
+   * answered included; default no cap); atomically remembers its id (a redelivered
    * message returns `duplicate` and changes nothing) and appends it to the chat's inbox; when the
    * inbox was empty (the chat had no job), adds one (job id from platform, chat and message id).
    *
@@ -108,7 +117,7 @@ export class ChatQueue {
    *   Redis never makes a second job). When even the undo fails (Redis unreachable), the add is
    *   retried in the background too and EnqueueError is thrown.
    */
-  async enqueue(message: IncomingMessage): Promise<EnqueueResult> {
+  async enqueue(message: IncomingMessage, options: { maxQueued?: number } = {}): Promise<EnqueueResult> {
     const parsed = IncomingMessageSchema.safeParse(message);
     if (!parsed.success) {
       throw new EnqueueError(`malformed message: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
@@ -119,10 +128,11 @@ export class ChatQueue {
     const seen = dedupeKey(msg, msg.messageId);
     let outcome: number;
     try {
-      outcome = await (this.#redis as RedisWithScripts).enqueueChat(seen, keys.inbox, json, DEDUPE_TTL_SECONDS);
+      outcome = await (this.#redis as RedisWithScripts).enqueueChat(seen, keys.inbox, json, DEDUPE_TTL_SECONDS, options.maxQueued ?? 0);
     } catch (error) {
       throw new EnqueueError(`could not queue the message: ${(error as Error).message}`, { cause: error });
     }
+    if (outcome === 3) return "full";
     if (outcome === 0) return "duplicate";
     if (outcome === 1) return "queued";
     const add = () => this.queue.add("chat", msg, { ...CHAT_JOB_OPTIONS, jobId: chatJobId(msg, msg.messageId) });
@@ -159,6 +169,6 @@ export class ChatQueue {
 }
 
 interface RedisWithScripts extends Redis {
-  enqueueChat(seen: string, inbox: string, json: string, ttl: number): Promise<number>;
+  enqueueChat(seen: string, inbox: string, json: string, ttl: number, cap: number): Promise<number>;
   undoEnqueue(seen: string, inbox: string, json: string): Promise<number>;
 }

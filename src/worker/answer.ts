@@ -7,7 +7,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import type { AgentDeps, AgentOutcome, AgentRequest, RunCheckpoint } from "../agent/contract.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
@@ -18,6 +18,7 @@ import { progressKeys } from "../queue/keys.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import type { UsageStore } from "../usage/store.js";
 import type { PendingTrace } from "../trace/store.js";
 import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "./approvals.js";
@@ -41,6 +42,8 @@ export interface AnswerParts {
   outbounds: Partial<Record<Platform, Outbound>>;
   approvals: ApprovalHooks;
   tracerFor?: (runId: string, chat: string) => Tracer;
+  /** Where each model response's `usage` is recorded; default none. */
+  usage?: UsageStore;
   /** Typing refresh interval, in ms. */
   typingIntervalMs: number;
   /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */
@@ -149,7 +152,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
 }
 
 /** Runs the agent loop for `message` with the toolbox of its context; group turns start with the speaker's label (`speakerLabel`). */
-function runAgentFor(
+async function runAgentFor(
   parts: AnswerParts,
   message: IncomingMessage,
   history: AgentRequest["history"],
@@ -157,13 +160,22 @@ function runAgentFor(
   mlog: Logger,
   progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void> },
 ): Promise<AgentOutcome> {
-  const { config } = parts;
+  const { config, usage } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
   const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
-  return parts.runAgent(
-    { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }), ...(progress.resume ? { resume: progress.resume } : {}) },
-    { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer, executeOnce: parts.ledger.executeOnce, checkpoint: progress.checkpoint },
-  );
+  // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
+  const recording: Promise<void>[] = [];
+  const onUsage = usage
+    ? (u: ModelUsage) => void recording.push(usage.record(message, u).catch((err: unknown) => mlog.warn({ err }, "could not record token usage")))
+    : undefined;
+  try {
+    return await parts.runAgent(
+      { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }), ...(progress.resume ? { resume: progress.resume } : {}) },
+      { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer, executeOnce: parts.ledger.executeOnce, checkpoint: progress.checkpoint, onUsage },
+    );
+  } finally {
+    await Promise.all(recording);
+  }
 }
 
 /** A stored checkpoint, or undefined when there is none or it cannot be read (logged; the run then starts over). */

@@ -31,6 +31,7 @@ import { CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversation
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import type { UsageStore } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { Tracer } from "../trace/tracer.js";
 import { answerMessage, type AnswerParts, type RunAgent } from "./answer.js";
@@ -88,6 +89,12 @@ export interface WorkerDeps {
    * `finish()` is finished right after the run.
    */
   tracerFor?: (runId: string, chat: string) => Tracer;
+  /**
+   * Where each model response's `usage` is recorded (per user and chat, day and month); default
+   * none. Recording is awaited before the answer is sent, so `/usage` right after an answer
+   * includes it; a failed recording is logged and never holds the answer back.
+   */
+  usage?: UsageStore;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
 }

@@ -72,7 +72,7 @@ describe("console adapter through queue, worker and history", () => {
     expect(fake!.requests[2]!.messages).toHaveLength(5); // the first exchange (4) + the new user turn
     type("/reset");
     await waitFor(() => output.answers().length === 3);
-    expect(output.answers()[2]).toBe("已清除這個對話的紀錄。");
+    expect(output.answers()[2]).toBe("好的，我已經忘掉這個聊天之前的對話了。");
     type("hello again");
     await waitFor(() => output.answers().length === 4);
     const last = fake!.requests[fake!.requests.length - 1]!.messages;
@@ -87,9 +87,30 @@ describe("console adapter through queue, worker and history", () => {
     await waitFor(() => output.answers().length === 2);
     expect(output.answers()[0]).toContain("/reset");
     expect(output.answers()[0]).toContain("/quit");
-    expect(output.answers()[1]).toContain("`add_todo` — Add an item");
-    expect(output.answers()[1]).toContain("⚠️ `delete_todo`");
+    // Plain text in the terminal: no Markdown markers.
+    expect(output.answers()[1]).toContain("- add_todo — Add an item");
+    expect(output.answers()[1]).toContain("⚠️ delete_todo");
+    expect(output.answers()[1]).toContain("\ntodo\n");
+    expect(output.answers()[1]).not.toMatch(/[`*]/);
     expect(fake!.requests).toHaveLength(0);
+  });
+
+  it("answers an unknown /command with the list of commands, without the model", async () => {
+    const { output, type } = await start();
+    type("/weather 台北");
+    await waitFor(() => output.answers().length === 1);
+    expect(output.answers()[0]).toMatch(/^不認得的指令 \/weather。可用的指令：/);
+    for (const name of ["/help", "/tools", "/reset", "/usage", "/quit"]) expect(output.answers()[0]).toContain(name);
+    expect(fake!.requests).toHaveLength(0);
+  });
+
+  it("/help describes only the tools offered (no weather without the weather tool)", async () => {
+    const { output, type } = await start();
+    type("/help");
+    await waitFor(() => output.answers().length === 1);
+    expect(output.answers()[0]).toContain("幫我記下");
+    expect(output.answers()[0]).not.toMatch(/天氣|下雨/);
+    expect(output.answers()[0]).not.toMatch(/[`*]/);
   });
 
   it("sends y/n to the open approval prompt's decider", async () => {

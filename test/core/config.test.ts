@@ -209,3 +209,35 @@ describe("loadConfig", () => {
     }
   });
 });
+
+describe("access and budget variables (issue 13)", () => {
+  it("defaults: pairing, no lists, 10 messages a minute, 20 queued, 200000 tokens a day, no global budget, no prices", () => {
+    const c = loadConfig({}, { purpose: "inspect" });
+    expect(c.ACCESS_POLICY).toBe("pairing");
+    expect([c.ADMIN_USERS, c.ALLOWED_USERS, c.ALLOWED_CHATS]).toEqual([[], [], []]);
+    expect([c.RATE_LIMIT_PER_MINUTE, c.MAX_QUEUED_PER_CHAT, c.USER_DAILY_TOKENS, c.GLOBAL_DAILY_TOKENS]).toEqual([10, 20, 200000, 0]);
+    expect(c.MODEL_PRICES).toBeUndefined();
+  });
+
+  it("parses the lists (normalised, without duplicates) and the prices", () => {
+    const c = loadConfig(
+      { ADMIN_USERS: "Telegram:42, discord:123456789012345678,telegram:42,", ALLOWED_CHATS: "telegram:-1001234567890,discord:876543210987654321", MODEL_PRICES: "15, 75,18.75,1.5" },
+      { purpose: "inspect" },
+    );
+    expect(c.ADMIN_USERS).toEqual(["telegram:42", "discord:123456789012345678"]);
+    expect(c.ALLOWED_CHATS).toEqual(["telegram:-1001234567890", "discord:876543210987654321"]);
+    expect(c.MODEL_PRICES).toEqual({ input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 });
+  });
+
+  it("a malformed entry stops start-up naming the variable and the entry, never its value (a pasted token is called one)", () => {
+    const token = "123456789:AAFakeFakeFakeFakeFakeFakeFakeFake";
+    const problems = problemsOf({ ADMIN_USERS: `telegram:42,${token}`, ALLOWED_USERS: "telegram:-5", ALLOWED_CHATS: "slack:1", MODEL_PRICES: "1,2,3", ACCESS_POLICY: "public" });
+    expect(problems).toContain("ADMIN_USERS: must be a comma list of telegram:<userId> or discord:<userId>; entry 2 of 2 is not (it looks like a token: remove it)");
+    expect(problems).toContain("ALLOWED_USERS: must be a comma list of telegram:<userId> or discord:<userId>; entry 1 of 1 is not");
+    expect(problems.find((p) => p.startsWith("ALLOWED_CHATS:"))).toMatch(/entry 1 of 1 is not$/);
+    expect(problems.find((p) => p.startsWith("MODEL_PRICES:"))).toContain("input,output,cache_write,cache_read");
+    expect(problems.find((p) => p.startsWith("ACCESS_POLICY:"))).toBe("ACCESS_POLICY: must be pairing, allowlist or open");
+    expect(problems.join("\n")).not.toContain("AAFake");
+    expect(problems.join("\n")).not.toContain("slack");
+  });
+});

@@ -7,6 +7,7 @@ import type { DiscordAdapter } from "../../adapters/discord/index.js";
 import { EnqueueError } from "../../src/adapter.js";
 import { FORWARDED_END, FORWARDED_START } from "../../src/prompts.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { FakeDiscord } from "../fakes/discord.js";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
@@ -39,7 +40,7 @@ describe("connection", () => {
     expect(h.fake.identifies[0]).toMatchObject({ token: "[valid]", intents: 1 | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) });
     const reg = await h.fake.waitFor(() => h.fake.commandRegistrations[0]);
     expect(reg.scope).toBe(h.fake.guildId);
-    expect(reg.body.map((c) => c.name)).toEqual(["help", "tools", "reset"]);
+    expect(reg.body.map((c) => c.name)).toEqual(["help", "tools", "reset", "usage", "approve", "enable", "disable"]);
     const tools = reg.body[1] as { options: { name: string; choices: { value: string }[] }[] };
     expect(tools.options[0]!.choices.map((c) => c.value)).toEqual(["info", "todo"]);
   });
@@ -176,12 +177,20 @@ describe("slash commands", () => {
     expect(unknown).toMatch(/^There is no tag .nope.\. Tags: .*info.*todo/);
   });
 
-  it("/reset forgets the chat and says so", async () => {
-    const i = h.fake.slashCommand(alice, "reset");
+  it("/reset forgets the chat and says so (in a server: a member with Manage Messages in the channel)", async () => {
+    const i = h.fake.slashCommand(alice, "reset", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS });
     const res = await h.fake.waitFor(() => i.response);
     expect(h.resets).toContainEqual({ platform: "discord", chatId: h.fake.channelId });
     expect(res.data?.flags).toBe(64);
-    expect(String(res.data?.content)).toContain("忘記");
+    expect(String(res.data?.content)).toContain("忘掉");
+  });
+
+  it("/reset in a server by a member without Manage Messages is refused and forgets nothing", async () => {
+    const before = h.resets.length;
+    const i = h.fake.slashCommand(alice, "reset");
+    const res = await h.fake.waitFor(() => i.response);
+    expect(String(res.data?.content)).toContain("只有群組管理員");
+    expect(h.resets.length).toBe(before);
   });
 
   it("defers when the work takes longer than 2 s and edits the answer in, still within 3 s", async () => {
@@ -197,7 +206,7 @@ describe("slash commands", () => {
       expect(res.data?.flags).toBe(64);
       expect(res.at - i.createdAt).toBeLessThan(3000);
       const edit = await h.fake.waitFor(() => i.edits[0], 4000);
-      expect(String(edit.content)).toContain("忘記");
+      expect(String(edit.content)).toContain("忘掉");
     } finally {
       h.context.resetChat = original;
     }
@@ -209,7 +218,7 @@ describe("slash commands", () => {
       throw new Error("Connection is closed.");
     };
     try {
-      const i = h.fake.slashCommand(alice, "reset");
+      const i = h.fake.slashCommand(alice, "reset", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS });
       expect(String((await h.fake.waitFor(() => i.response)).data?.content)).toContain("稍後再試");
     } finally {
       h.context.resetChat = original;
@@ -220,6 +229,9 @@ describe("slash commands", () => {
     const i = h.fake.slashCommand(alice, "help", { dm: true });
     const text = String((await h.fake.waitFor(() => i.response)).data?.content);
     expect(text.split("\n").filter((l) => l.startsWith("- ")).length).toBeGreaterThanOrEqual(3);
+    // The harness offers no weather tool: /help must not advertise weather.
+    expect(text).not.toMatch(/天氣|下雨|weather/i);
+    expect(text).toContain("/usage");
   });
 });
 

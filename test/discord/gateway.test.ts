@@ -6,6 +6,8 @@ import { WebSocket } from "ws";
 import { createAdapter } from "../../adapters/discord/index.js";
 import { silentLogger } from "../../src/log.js";
 import { FakeDiscord } from "../fakes/discord.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { startHarness } from "./harness.js";
 
@@ -111,7 +113,7 @@ describe("fake gateway", () => {
     const strict = await FakeDiscord.start({ privilegedIntents: 0 });
     try {
       const adapter = createAdapter(testConfig({ DISCORD_TOKEN: strict.token, DISCORD_API_URL: strict.apiUrl }), silentLogger);
-      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };
+      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
       await expect(adapter.start(ctx)).rejects.toThrow(/Privileged Gateway Intents → Message Content Intent/);
       await adapter.stop();
     } finally {
@@ -121,7 +123,7 @@ describe("fake gateway", () => {
 
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
     const adapter = createAdapter(testConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.wrong1.abcdefghijklmnopqrstuvwxyz1", DISCORD_API_URL: fake.apiUrl }), silentLogger);
-    const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };
+    const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
     const error = await adapter.start(ctx).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     expect(String(error)).not.toContain("abcdefghijklmnopqrstuvwxyz1");

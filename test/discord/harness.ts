@@ -11,6 +11,8 @@ import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord.js";
+import type { CommandRunner } from "../../src/commands/runner.js";
+import { testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 
@@ -77,7 +79,10 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
     },
     toolboxFor: () => testToolbox,
     approvals: decider,
+    commands: undefined as unknown as CommandRunner,
   };
+  // Late-bound, so a test that swaps `context.resetChat` changes what /reset does.
+  context.commands = testCommands(config, { toolboxFor: () => testToolbox, resetChat: (chat) => context.resetChat(chat), log });
   const adapter = createAdapter(config, log);
   await adapter.start(context);
   const harness: Harness = {

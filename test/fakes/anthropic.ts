@@ -107,6 +107,8 @@ export interface FakeAnthropic {
   requests: FakeRequest[];
   /** Requests refused with 400 `invalid_request_error`, in order. */
   rejections: FakeRejection[];
+  /** Every successful reply's request and the `usage` it reported, in order. */
+  answered: { request: FakeRequest; usage: FakeUsage }[];
   /** Queues replies, answered in order, one per valid request. */
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
@@ -332,6 +334,7 @@ export interface FakeAnthropicOptions {
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
+  const answered: { request: FakeRequest; usage: FakeUsage }[] = [];
   const rejections: FakeRejection[] = [];
   const cached = new Set<string>();
   let hanging = 0;
@@ -405,6 +408,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       cache_read_input_tokens: hit ? prefixTokens : 0,
       ...reply.usage,
     };
+    answered.push({ request, usage });
     sendJson(res, 200, {
       id: randomId("msg_"),
       type: "message",
@@ -426,6 +430,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     url: `http://127.0.0.1:${port}`,
     requests,
     rejections,
+    answered,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
     hanging: () => hanging,

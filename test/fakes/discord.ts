@@ -463,11 +463,19 @@ export class FakeDiscord {
    * Dispatches INTERACTION_CREATE for a chat-input command (type 2).
    * @returns the interaction (its `response` is filled when the bot answers).
    */
-  slashCommand(user: FakeUser, name: string, options: { tag?: string; dm?: boolean; channelId?: string; locale?: string } = {}): FakeInteraction {
+  slashCommand(
+    user: FakeUser,
+    name: string,
+    options: { tag?: string; dm?: boolean; channelId?: string; locale?: string; values?: Record<string, string>; permissions?: string } = {},
+  ): FakeInteraction {
     const data: Record<string, unknown> = { id: this.#snowflake(), name, type: 1 };
-    if (options.tag !== undefined) data.options = [{ name: "tag", type: 3, value: options.tag }];
-    return this.#interaction(user, 2, data, { dm: options.dm, channelId: options.channelId, locale: options.locale });
+    const values = { ...(options.tag !== undefined ? { tag: options.tag } : {}), ...options.values };
+    if (Object.keys(values).length > 0) data.options = Object.entries(values).map(([n, value]) => ({ name: n, type: 3, value }));
+    return this.#interaction(user, 2, data, { dm: options.dm, channelId: options.channelId, locale: options.locale, permissions: options.permissions });
   }
+
+  /** Member permissions (a bit string) with Manage Messages (1 << 13), for `slashCommand`'s `permissions`. */
+  static readonly MANAGE_MESSAGES_PERMISSIONS = String(2248473465835073n | (1n << 13n));
 
   /**
    * Dispatches INTERACTION_CREATE for a button press (type 3, component_type 2) on `messageId`.
@@ -562,7 +570,7 @@ export class FakeDiscord {
     user: FakeUser,
     type: number,
     data: Record<string, unknown>,
-    where: { dm?: boolean; channelId?: string; message?: FakeMessage; locale?: string },
+    where: { dm?: boolean; channelId?: string; message?: FakeMessage; locale?: string; permissions?: string },
   ): FakeInteraction {
     this.addUser(user);
     const channelId = where.dm ? this.dmChannel(user) : (where.channelId ?? this.channelId);
@@ -588,7 +596,8 @@ export class FakeDiscord {
     if (channel.guild_id) {
       payload.guild_id = channel.guild_id;
       payload.guild_locale = "zh-TW";
-      payload.member = { ...this.#member(user), user, permissions: "2248473465835073" };
+      // A member's resolved permissions in the channel; by default without Manage Messages (1 << 13).
+      payload.member = { ...this.#member(user), user, permissions: where.permissions ?? "2248473465835073" };
     } else {
       payload.user = user;
     }

@@ -5,6 +5,8 @@ import { formatHelp } from "../../src/commands/help.js";
 import { formatToolList } from "../../src/commands/tools-listing.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { parseTelegramHtml } from "../fakes/telegram.js";
+import { testConfig } from "../helpers/config.js";
+import { loadShippedTools } from "../tools/load.js";
 import { testToolbox } from "./harness.js";
 
 describe("markdown → Telegram HTML", () => {
@@ -85,9 +87,12 @@ describe("shared command texts", () => {
     expect(formatToolList(new ToolBox(), "zh-TW")).toBe("這個聊天目前沒有可用的工具。");
   });
 
-  it("help explains the bot with examples in both locales", () => {
-    expect(formatHelp("zh-TW")).toContain("- 幫我記下：星期五前繳電話費");
-    expect(formatHelp("en", { groupHint: "@bot" })).toMatch(/^Hi! .*\n\n- Will it rain in Taipei tomorrow\?/s);
-    expect(formatHelp("en", { groupHint: "@bot" })).toContain("mention @bot");
+  it("help explains the bot with examples in both locales", async () => {
+    const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "fake-cwa-key-for-help" }));
+    const commands = [{ name: "help", description: "What I can do" }];
+    expect(formatHelp("zh-TW", { toolbox, commands })).toContain("- 幫我記下：星期五前繳電話費");
+    expect(formatHelp("en", { toolbox, commands, groupHint: "@bot" })).toMatch(/^Hi! .*\n\n- Will it rain in Taipei tomorrow\?/s);
+    expect(formatHelp("en", { toolbox, commands, groupHint: "@bot" })).toContain("mention @bot");
+    expect(formatHelp("en", { toolbox, commands })).toContain("- /help — What I can do");
   });
 });

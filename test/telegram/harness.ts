@@ -11,6 +11,7 @@ import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { createAdapter, type TelegramAdapter, type TelegramAdapterOptions } from "../../adapters/telegram/index.js";
+import { testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 
@@ -87,6 +88,9 @@ export async function startHarness(
   const resets: ConversationRef[] = [];
   const decider = new MapDecider();
   const failEnqueue = { on: false };
+  const resetChat = async (chat: ConversationRef) => {
+    resets.push(chat);
+  };
   const context: AdapterContext = {
     config,
     log: silentLogger,
@@ -94,9 +98,8 @@ export async function startHarness(
       if (failEnqueue.on) throw new EnqueueError("redis down");
       queued.push(message);
     },
-    async resetChat(chat) {
-      resets.push(chat);
-    },
+    commands: testCommands(config, { toolboxFor: () => testToolbox, resetChat }),
+    resetChat,
     toolboxFor: () => testToolbox,
     approvals: decider,
     fatal: (error) => fatal.push(error),

@@ -30,7 +30,7 @@ async function queuedFor(messageId: number): Promise<IncomingMessage> {
 describe("telegram inbound", () => {
   it("registers the command menu at start-up", () => {
     const menu = h.tg.commands.get("") as { commands: { command: string; description: string }[] };
-    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset"]);
+    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset", "usage"]);
     expect(menu.commands[2]!.description).toContain("工具");
     expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe("Get started, with examples");
     expect(h.tg.callsOf("deleteWebhook")).toHaveLength(1);
@@ -212,15 +212,24 @@ describe("telegram inbound", () => {
   it("answers /start with what the bot does and examples, and /reset forgets the chat", async () => {
     h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), text: "/start" });
     const start = await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.startsWith("嗨！")));
-    expect(start.text).toContain("• 台北明天會下雨嗎？");
+    // The harness offers get_time and the todo tools, no weather tool: /start must not advertise weather.
+    expect(start.text).toContain("• 幫我記下：星期五前繳電話費");
+    expect(start.text).not.toContain("天氣");
+    expect(start.text).not.toContain("下雨");
     expect(start.text).toContain("/tools");
     expect(start.text).toContain("@taiwan_test_bot");
+    // In a group only its administrators may /reset (getChatMember): bob is refused until he is one.
+    h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/reset@taiwan_test_bot" });
+    await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.includes("只有群組管理員")));
+    expect(h.resets).toEqual([]);
+    h.tg.admins.set(group().id, new Set([bob().id]));
     h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/reset@taiwan_test_bot" });
     await h.tg.waitFor(() => h.resets.length === 1);
     expect(h.resets[0]).toEqual({ platform: "telegram", chatId: "-1001234" });
     await h.tg.waitFor(() => h.tg.sent.find((s) => s.text.includes("忘掉")));
     // In a forum topic, /reset names that topic only.
     const forum = h.tg.group(-100779, "Forum", true);
+    h.tg.admins.set(forum.id, new Set([bob().id]));
     h.tg.sendUserMessage({ chat: forum, from: bob(), text: "/reset@taiwan_test_bot", message_thread_id: 5 });
     await h.tg.waitFor(() => h.resets.length === 2);
     expect(h.resets[1]).toEqual({ platform: "telegram", chatId: "-100779", topicId: "5" });

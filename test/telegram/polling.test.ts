@@ -9,6 +9,7 @@ import { AdapterFatalError, type AdapterContext } from "../../src/adapter.js";
 import { silentLogger } from "../../src/log.js";
 import { createAdapter, type TelegramAdapter } from "../../adapters/telegram/index.js";
 import { FakeTelegram } from "../fakes/telegram.js";
+import { testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { MapDecider, startHarness, testToolbox, type Harness } from "./harness.js";
@@ -155,5 +156,6 @@ function context(): AdapterContext {
     resetChat: async () => {},
     toolboxFor: () => testToolbox,
     approvals: new MapDecider(),
+    commands: testCommands(testConfig(), { toolboxFor: () => testToolbox, resetChat: async () => {} }),
   };
 }

@@ -1,0 +1,211 @@
+/**
+ * The access gate: every adapter hands it a normalised message before anything is queued. It
+ * decides, in this order, with one pipelined Redis round trip on the common path (the grants, the
+ * rate limiter's counter and the two day totals are read in the same tick):
+ *
+ * 1. access policy (`ACCESS_POLICY`, env lists, Redis grants): strangers get a pairing code
+ *    (`pairing`, DMs), "this bot is private" once a day (`allowlist`, DMs), or silence with one
+ *    note a day (groups not enabled);
+ * 2. rate limit (`RATE_LIMIT_PER_MINUTE` per user, across chats and platforms; rate-limiter-flexible):
+ *    one "slow down" per window, then silence;
+ * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget);
+ * 4. queue cap (`MAX_QUEUED_PER_CHAT`, checked atomically by the enqueue script).
+ *
+ * A refusal is answered from here through the platform's outbound and costs no model call;
+ * nothing of a refused message is stored. Admins skip the rate limit and the user budget.
+ */
+import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import type { Redis } from "ioredis";
+import { EnqueueError } from "../adapter.js";
+import type { Config } from "../config.js";
+import { localize, type Localized } from "../i18n.js";
+import type { Logger } from "../log.js";
+import type { IncomingMessage } from "../queue/incoming.js";
+import type { ChatQueue } from "../queue/producer.js";
+import { nextDayStart, UsageStore } from "../usage/store.js";
+import { allowedByEnv, chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
+import { AccessStore, MAX_PENDING_CODES } from "./store.js";
+
+/** The gate's own words. */
+export const GATE_TEXT = {
+  pairingCode: {
+    "zh-TW": "嗨！這是私人機器人，需要擁有者同意才能使用。\n你的配對碼：`{code}`（1 小時內有效）\n請把這個配對碼交給機器人的擁有者，請他核准。",
+    en: "Hi! This is a private bot: its owner has to let you in.\nYour pairing code: `{code}` (valid for 1 hour)\nSend this code to the bot's owner and ask them to approve it.",
+  },
+  pairingFull: {
+    "zh-TW": "這是私人機器人。目前等待核准的人太多了，請一小時後再試。",
+    en: "This is a private bot. Too many people are waiting for approval right now; please try again in an hour.",
+  },
+  private: { "zh-TW": "抱歉，這是私人機器人，只為受邀的使用者服務。", en: "Sorry, this is a private bot: it only serves invited users." },
+  groupNotEnabled: {
+    "zh-TW": "這個群組尚未啟用本機器人：需要機器人管理員在這裡傳送 /enable。",
+    en: "This bot is not enabled in this group: a bot admin has to send /enable here.",
+  },
+  slowDown: { "zh-TW": "訊息太快了，請 {seconds} 秒後再試。", en: "Slow down, please: try again in {seconds} s." },
+  userBudget: {
+    "zh-TW": "你今天的用量已達上限（{budget} tokens），將在 {reset}（{zone}）重置。",
+    en: "You have used today's budget ({budget} tokens). It resets at {reset} ({zone}).",
+  },
+  globalBudget: {
+    "zh-TW": "機器人今天的總用量已達上限，將在 {reset}（{zone}）重置。",
+    en: "The bot has used its budget for today. It resets at {reset} ({zone}).",
+  },
+  busy: { "zh-TW": "我還在處理這個聊天的訊息，請等我回覆後再傳。", en: "I'm busy with this chat's earlier messages; please wait for my answers before sending more." },
+} satisfies Record<string, Localized>;
+
+/** What the gate decided about a subject's access (before rate limit and budgets). */
+export type AccessVerdict = { allowed: true; admin: boolean } | { allowed: false; answer: string | undefined };
+
+/** What {@link AccessGate} needs. */
+export interface AccessGateDeps {
+  config: Config;
+  log: Logger;
+  /** The producer's fail-fast connection. */
+  redis: Redis;
+  queue: ChatQueue;
+  /** Sends a refusal to the message's chat (the platform's outbound `sendAnswer`). */
+  reply(to: IncomingMessage, text: string): Promise<void>;
+}
+
+/** The outcome of {@link AccessGate.admit}. */
+export type Admission = "queued" | "duplicate" | "refused" | "silent";
+
+/** See the module comment. */
+export class AccessGate {
+  readonly access: AccessStore;
+  readonly usage: UsageStore;
+  readonly #deps: AccessGateDeps;
+  readonly #limiter: RateLimiterRedis;
+
+  constructor(deps: AccessGateDeps) {
+    this.#deps = deps;
+    this.access = new AccessStore(deps.redis);
+    this.usage = new UsageStore(deps.redis, deps.config.TIMEZONE);
+    // Key `rate:{platform:userId}`: the hash tag is the user (personal data).
+    this.#limiter = new RateLimiterRedis({ storeClient: deps.redis, keyPrefix: "rate", points: deps.config.RATE_LIMIT_PER_MINUTE, duration: 60 });
+  }
+
+  /**
+   * Checks a message and queues it when it passes; answers a refusal itself.
+   * @returns `queued` / `duplicate` when it was accepted, `refused` when it was answered with a
+   *   refusal, `silent` when it was dropped on purpose (group not enabled, repeated slow-down).
+   * @throws {EnqueueError} when Redis could not be reached (nothing was queued): the adapter
+   *   answers with its "try again" message.
+   */
+  async admit(message: IncomingMessage): Promise<Admission> {
+    const { config } = this.#deps;
+    const subject = subjectOf(message);
+    const admin = isAdmin(config, subject);
+    // Everything below is issued in one tick: ioredis auto-pipelining sends it as one write.
+    const access = this.#accessRead(subject, admin);
+    const rate = admin ? Promise.resolve(undefined) : this.#consume(subject);
+    const totals = this.#budgetRead(subject, admin);
+    let allowed: boolean;
+    let limited: RateLimiterRes | undefined;
+    let budget: { user?: number; all?: number };
+    try {
+      [allowed, limited, budget] = await Promise.all([access, rate, totals]);
+    } catch (error) {
+      throw new EnqueueError(`could not check access: ${(error as Error).message}`, { cause: error });
+    }
+    if (!allowed) {
+      const answer = await this.#strangerAnswer(message).catch((error: unknown) => {
+        throw new EnqueueError(`could not check access: ${(error as Error).message}`, { cause: error });
+      });
+      return this.#refuse(message, answer, "stranger");
+    }
+    const locale = config.BOT_LOCALE;
+    if (limited) {
+      // One answer per window: the first message over the limit.
+      const first = limited.consumedPoints === config.RATE_LIMIT_PER_MINUTE + 1;
+      const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
+      return this.#refuse(message, first ? localize(locale, GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
+    }
+    if (config.GLOBAL_DAILY_TOKENS > 0 && (budget.all ?? 0) >= config.GLOBAL_DAILY_TOKENS) {
+      return this.#refuse(message, localize(locale, GATE_TEXT.globalBudget, this.#resetParams()), "global_budget");
+    }
+    if (!admin && config.USER_DAILY_TOKENS > 0 && (budget.user ?? 0) >= config.USER_DAILY_TOKENS) {
+      return this.#refuse(message, localize(locale, GATE_TEXT.userBudget, { ...this.#resetParams(), budget: config.USER_DAILY_TOKENS }), "user_budget");
+    }
+    const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
+    if (result === "full") return this.#refuse(message, localize(locale, GATE_TEXT.busy), "queue_full");
+    return result === "duplicate" ? "duplicate" : "queued";
+  }
+
+  /**
+   * The access decision alone, for commands: allowed (and whether an admin), or the stranger's
+   * answer (a pairing code, "private" once a day, a group note once a day, or undefined = silence).
+   * @throws when Redis fails.
+   */
+  async check(subject: AccessSubject & { userName: string }): Promise<AccessVerdict> {
+    const admin = isAdmin(this.#deps.config, subject);
+    if (await this.#accessRead(subject, admin)) return { allowed: true, admin };
+    return { allowed: false, answer: await this.#strangerAnswer(subject) };
+  }
+
+  /** The moment and zone the day budgets reset, for messages. */
+  #resetParams(): { reset: string; zone: string } {
+    const zone = this.#deps.config.TIMEZONE;
+    const at = nextDayStart(Date.now(), zone);
+    const reset = new Intl.DateTimeFormat("sv-SE", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(at);
+    return { reset, zone };
+  }
+
+  #accessRead(subject: AccessSubject, admin: boolean): Promise<boolean> {
+    const { config } = this.#deps;
+    if (config.ACCESS_POLICY === "open" || subject.platform === "console" || admin || allowedByEnv(config, subject)) return Promise.resolve(true);
+    return subject.chatKind === "dm" ? this.access.hasUser(userPrincipal(subject)) : this.access.hasAnyChat(chatPrincipals(subject));
+  }
+
+  async #consume(subject: AccessSubject): Promise<RateLimiterRes | undefined> {
+    try {
+      await this.#limiter.consume(`{${userPrincipal(subject)}}`);
+      return undefined;
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return error;
+      throw error;
+    }
+  }
+
+  async #budgetRead(subject: AccessSubject, admin: boolean): Promise<{ user?: number; all?: number }> {
+    const { config } = this.#deps;
+    const wantUser = !admin && config.USER_DAILY_TOKENS > 0;
+    const wantAll = config.GLOBAL_DAILY_TOKENS > 0;
+    if (!wantUser && !wantAll) return {};
+    const reads = this.usage.dayTotals(subject.platform, subject.userId);
+    const [user, all] = await Promise.all([wantUser ? reads.user : undefined, wantAll ? reads.all : undefined]);
+    return { user: user?.tokens, all: all?.tokens };
+  }
+
+  /** What a stranger is told, or undefined for silence. @throws when Redis fails. */
+  async #strangerAnswer(subject: AccessSubject & { userName: string }): Promise<string | undefined> {
+    const { config } = this.#deps;
+    const locale = config.BOT_LOCALE;
+    if (subject.chatKind === "group") {
+      return (await this.access.firstTime("group", chatPrincipals(subject)[0]!)) ? localize(locale, GATE_TEXT.groupNotEnabled) : undefined;
+    }
+    if (config.ACCESS_POLICY === "allowlist") {
+      return (await this.access.firstTime("private", userPrincipal(subject))) ? localize(locale, GATE_TEXT.private) : undefined;
+    }
+    const pairing = await this.access.pair({ platform: subject.platform, userId: subject.userId, userName: subject.userName, chatId: subject.chatId });
+    if (pairing.status === "full") return localize(locale, GATE_TEXT.pairingFull, { max: MAX_PENDING_CODES });
+    if (pairing.status === "new") this.#deps.log.info({ platform: subject.platform, userId: subject.userId }, "pairing code given; see npm run access -- list");
+    return localize(locale, GATE_TEXT.pairingCode, { code: pairing.code });
+  }
+
+  async #refuse(message: IncomingMessage, answer: string | undefined, reason: string): Promise<Admission> {
+    this.#deps.log.info({ platform: message.platform, chatId: message.chatId, userId: message.userId, reason, answered: answer !== undefined }, `message refused: ${reason}`);
+    if (answer === undefined) return "silent";
+    try {
+      await this.#deps.reply(message, answer);
+    } catch (error) {
+      this.#deps.log.error({ err: error, chatId: message.chatId }, "could not send a refusal");
+    }
+    return "refused";
+  }
+}
+
+/** The access subject of a message. */
+export function subjectOf(message: IncomingMessage): AccessSubject & { userName: string } {
+  return { platform: message.platform, chatId: message.chatId, chatKind: message.chatKind, userId: message.userId, userName: message.userName, guildId: message.reply.guildId };
+}

@@ -1,0 +1,187 @@
+/**
+ * `npm run access -- <command>`: who may use the bot, changed while it runs (the state lives in
+ * Redis, shared by every adapter process).
+ *
+ *   list                          policy, admins, allowed users and chats (env and granted), pending codes
+ *   approve <CODE>                lets a stranger in (their pairing code) and tells them so
+ *   allow <platform:userId>       lets a user in
+ *   revoke <platform:userId>      takes a granted user out (env-listed users: edit .env)
+ *   allow-chat <platform:chatId>  lets the bot answer in a group, a Discord server or channel
+ *   revoke-chat <platform:chatId> takes a granted chat out
+ *   usage [platform:userId]       tokens today and this month (the whole bot and top users, or one user)
+ *
+ * Reads `.env`. Uses `REDIS_URL`, or the socket of the private redis-server `npm start` runs
+ * (`.data/redis/redis.sock`), as `npm run trace` does. Exit code 0 on success, 1 when the code,
+ * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
+ */
+import "dotenv/config";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { envListOf, parsePrincipal } from "../access/policy.js";
+import { AccessStore } from "../access/store.js";
+import { dmTo, loadPlatform } from "../app.js";
+import { COMMAND_TEXT } from "../commands/catalog.js";
+import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
+import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
+import { localize } from "../i18n.js";
+import { createLogger, redact, registerSecrets } from "../log.js";
+import type { Platform } from "../queue/incoming.js";
+import { connectRedis } from "../redis.js";
+import { UsageStore } from "../usage/store.js";
+import type { Redis } from "ioredis";
+
+const USAGE = `usage: npm run access -- <command>
+  list                           policy, admins, allowed users and chats, pending pairing codes
+  approve <CODE>                 let a stranger in with their pairing code (they are told)
+  allow <platform:userId>        let a user in            (platform: telegram | discord)
+  revoke <platform:userId>       take a granted user out
+  allow-chat <platform:chatId>   let the bot answer in a group (telegram:<chatId>), a Discord server (discord:<guildId>) or channel
+  revoke-chat <platform:chatId>  take a granted chat out
+  usage [platform:userId]        tokens today and this month: the whole bot and the top users, or one user`;
+
+/** Runs one command; returns the exit code. Output goes to `out` (stdout) and `err` (stderr). */
+async function run(argv: string[], config: Config, redis: Redis): Promise<number> {
+  const [command, arg, ...rest] = argv;
+  const store = new AccessStore(redis);
+  const usage = new UsageStore(redis, config.TIMEZONE);
+  const needsArg = ["approve", "allow", "revoke", "allow-chat", "revoke-chat"];
+  if (!command || (needsArg.includes(command) && !arg) || rest.length > 0) return bad();
+  switch (command) {
+    case "list": {
+      const { users, chats } = await store.grants();
+      const pending = await store.pending();
+      const line = (label: string, values: string[]) => console.log(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
+      console.log(`ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}`);
+      line("admins (ADMIN_USERS)", config.ADMIN_USERS);
+      line("allowed users (ALLOWED_USERS)", config.ALLOWED_USERS);
+      line("allowed users (granted)", users);
+      line("allowed chats (ALLOWED_CHATS)", config.ALLOWED_CHATS);
+      line("allowed chats (granted)", chats);
+      console.log(`pending pairing codes: ${pending.length === 0 ? "(none)" : ""}`);
+      for (const p of pending) console.log(`  ${p.code}  ${p.platform}:${p.userId}  ${p.userName}  expires ${new Date(p.expiresAt).toISOString()}`);
+      return 0;
+    }
+    case "approve": {
+      const pairing = await store.approve(arg!);
+      if (!pairing) {
+        console.error(`No pending pairing code "${arg!.slice(0, 16)}" (mistyped, or expired: codes are valid for 1 hour). See: npm run access -- list`);
+        return 1;
+      }
+      const who = `${pairing.platform}:${pairing.userId}`;
+      console.log(`approved ${pairing.userName} (${who})`);
+      try {
+        await tell(config, pairing.platform as Platform, pairing.chatId, pairing.userId, localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
+        console.log("they were told they are in");
+      } catch (error) {
+        console.error(`could not tell them (${redact((error as Error).message)}); they can write to the bot now`);
+      }
+      return 0;
+    }
+    case "allow":
+    case "revoke":
+    case "allow-chat":
+    case "revoke-chat": {
+      const principal = parsePrincipal(arg!);
+      if (!principal) {
+        console.error(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)`);
+        return 2;
+      }
+      const chat = command.endsWith("-chat");
+      if (command.startsWith("revoke")) {
+        const list = envListOf(config, principal);
+        if (list) {
+          console.error(`${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`);
+          return 2;
+        }
+        const removed = chat ? await store.revokeChat(principal) : await store.revokeUser(principal);
+        console.log(removed ? `revoked ${principal}` : `${principal} was not granted`);
+        return removed ? 0 : 1;
+      }
+      const added = chat ? await store.allowChat(principal) : await store.allowUser(principal);
+      console.log(added ? `allowed ${principal}` : `${principal} was allowed already`);
+      return 0;
+    }
+    case "usage": {
+      if (arg) {
+        const principal = parsePrincipal(arg);
+        if (!principal) return bad();
+        const [platform, userId] = [principal.slice(0, principal.indexOf(":")), principal.slice(principal.indexOf(":") + 1)];
+        console.log(plain(formatUserUsage(config, "en", await usage.userTotals(platform, userId), !config.ADMIN_USERS.includes(principal))));
+        return 0;
+      }
+      const [bot, top] = await Promise.all([usage.botTotals(), usage.topUsers(10)]);
+      console.log(plain(formatAllUsage(config, "en", bot, top)));
+      return 0;
+    }
+    default:
+      return bad();
+  }
+}
+
+function bad(): number {
+  console.error(USAGE);
+  return 2;
+}
+
+/** Markdown of the shared usage texts as terminal text. */
+function plain(markdown: string): string {
+  return markdown.replace(/\*\*(.+?)\*\*/g, "$1").replace(/`([^`\n]+)`/g, "$1");
+}
+
+/** Sends `text` to a user's DM through the platform's REST API (its token must be in `.env`). */
+async function tell(config: Config, platform: Platform, chatId: string, userId: string, text: string): Promise<void> {
+  if ((platform === "telegram" && !config.TELEGRAM_BOT_TOKEN) || (platform === "discord" && !config.DISCORD_TOKEN)) {
+    throw new Error(`${platform === "telegram" ? "TELEGRAM_BOT_TOKEN" : "DISCORD_TOKEN"} is not set here`);
+  }
+  const log = createLogger({ level: "silent" });
+  const outbound = (await loadPlatform(platform)).createOutbound(config, log);
+  await outbound.sendAnswer(dmTo(platform, chatId, userId), text);
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") return bad();
+  let config: Config;
+  try {
+    config = loadConfig(process.env, { purpose: "inspect" });
+    registerSecrets(secretValues(config));
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  let redisUrl = config.REDIS_URL;
+  if (!redisUrl) {
+    // The socket `startLocalRedis` listens on when REDIS_URL is unset (`npm start` in this folder).
+    const socket = path.resolve(".data", "redis", "redis.sock");
+    if (!existsSync(socket)) {
+      console.error(`REDIS_URL is not set and no local Redis is running here (${path.relative(process.cwd(), socket)} does not exist): start the bot (npm start) or set REDIS_URL.`);
+      return 2;
+    }
+    redisUrl = socket;
+  }
+  const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
+  let socketError: Error | undefined;
+  redis.on("error", (error: Error) => (socketError ??= error));
+  try {
+    try {
+      await redis.connect();
+    } catch (error) {
+      const cause = socketError ?? error;
+      console.error(`Redis could not be reached (${redact(cause instanceof Error ? cause.message : String(cause))}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
+      return 2;
+    }
+    return await run(argv, config, redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    console.error(`access failed: ${redact(error instanceof Error ? error.message : String(error))}`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,154 @@
+/**
+ * Every command of the bot, in menu order. Adding a command is one entry here; the adapters
+ * expose whatever this list holds (see `command.ts`).
+ */
+import { envListOf, isAdmin, userPrincipal } from "../access/policy.js";
+import { localize, type Localized } from "../i18n.js";
+import { conversationOf } from "../queue/incoming.js";
+import type { Command, CommandInvocation, CommandServices } from "./command.js";
+import { formatHelp, type HelpCommand } from "./help.js";
+import { formatToolList } from "./tools-listing.js";
+import { formatAllUsage, formatUserUsage } from "./usage-report.js";
+
+/** Words of the commands below. */
+export const COMMAND_TEXT = {
+  reset: { "zh-TW": "好的，我已經忘掉這個聊天之前的對話了。", en: "Done: I have forgotten this chat's earlier conversation." },
+  resetTopic: { "zh-TW": "好的，我已經忘掉這個話題之前的對話了（其他話題不受影響）。", en: "Done: I have forgotten this topic's earlier conversation (other topics are not affected)." },
+  approveUsage: { "zh-TW": "用法：/approve <配對碼>", en: "Usage: /approve <CODE>" },
+  approveDmOnly: { "zh-TW": "請在私訊中傳送 /approve，以免配對碼外流。", en: "Send /approve in a DM with me, so the code stays private." },
+  approveUnknown: { "zh-TW": "找不到配對碼「{code}」（可能打錯或已過期，配對碼 1 小時內有效）。", en: "No pending pairing code “{code}” (mistyped, or expired: codes are valid for 1 hour)." },
+  approved: { "zh-TW": "已核准 {name}（{who}）。", en: "Approved {name} ({who})." },
+  approvedNotifyFailed: { "zh-TW": "已核准 {name}（{who}），但無法通知對方：{reason}", en: "Approved {name} ({who}), but could not tell them: {reason}" },
+  youAreIn: { "zh-TW": "你已獲得使用許可，現在可以開始跟我對話了！傳送 /help 看看我能做什麼。", en: "You're in! You can talk to me now. Send /help to see what I can do." },
+  groupOnly: { "zh-TW": "這個指令要在群組裡使用。", en: "Use this command in a group." },
+  enabled: { "zh-TW": "已在這裡啟用機器人：每位成員都可以提及我來使用。", en: "Enabled here: every member can now talk to me by mentioning me." },
+  alreadyEnabled: { "zh-TW": "這裡已經啟用了。", en: "This chat is enabled already." },
+  disabled: { "zh-TW": "已在這裡停用機器人。", en: "Disabled here." },
+  disableFromEnv: { "zh-TW": "這個聊天列在設定 {list} 中，請從 .env 移除後重新啟動。", en: "This chat is listed in {list}; remove it from .env and restart." },
+  notEnabled: { "zh-TW": "這裡沒有用 /enable 啟用過（可能是整個伺服器被允許，請用 npm run access -- list 查看）。", en: "This chat was not enabled with /enable (the whole server may be allowed: see npm run access -- list)." },
+} satisfies Record<string, Localized>;
+
+const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
+
+/** The commands a person may use in this chat, for `/help` (admin commands only for admins). */
+function helpCommands(invocation: CommandInvocation, services: CommandServices): HelpCommand[] {
+  const admin = isAdmin(services.config, invocation);
+  return COMMANDS.filter((c) => (c.platforms ?? [invocation.platform]).includes(invocation.platform) && (admin || c.access !== "admin") && c.name !== "start").map((c) => ({
+    name: c.name,
+    description: localize(invocation.locale, c.description),
+    ...(c.option ? { arg: `${c.option.required ? "<" : "["}${c.option.name}${c.option.required ? ">" : "]"}` } : {}),
+  }));
+}
+
+function help(invocation: CommandInvocation, services: CommandServices): string {
+  return formatHelp(invocation.locale, {
+    toolbox: services.toolboxFor(invocation),
+    commands: helpCommands(invocation, services),
+    groupHint: invocation.mention,
+  });
+}
+
+/** The catalogue. */
+export const COMMANDS: readonly Command[] = [
+  { name: "start", description: d("開始使用與範例", "Get started, with examples"), access: "everyone", platforms: ["telegram"], run: help },
+  { name: "help", description: d("我能做什麼", "What I can do"), access: "everyone", run: help },
+  {
+    name: "tools",
+    description: d("列出可用的工具（可加分類）", "List the tools (optionally one tag)"),
+    access: "everyone",
+    option: {
+      name: "tag",
+      description: d("只列出這個分類的工具", "Only the tools with this tag"),
+      required: false,
+      choices: (services) => [...new Set([...services.toolboxFor({ platform: "discord", chatKind: "dm" }).tags(), ...services.toolboxFor({ platform: "discord", chatKind: "group" }).tags()])].sort(),
+    },
+    run: (inv, services) => formatToolList(services.toolboxFor(inv), inv.locale, inv.args.split(/\s+/)[0] || undefined),
+  },
+  {
+    name: "reset",
+    description: d("清除這個聊天的對話記憶", "Forget this chat's conversation"),
+    access: "group-admin",
+    async run(inv, services) {
+      await services.resetChat(conversationOf(inv));
+      return localize(inv.locale, inv.topicId ? COMMAND_TEXT.resetTopic : COMMAND_TEXT.reset);
+    },
+  },
+  {
+    name: "usage",
+    description: d("我的用量與剩餘額度", "My token usage and budget left"),
+    access: "everyone",
+    option: { name: "scope", description: d("all：所有人（限管理員）", "all: everyone (admins only)"), required: false, choices: () => ["all"] },
+    async run(inv, services) {
+      const { config, gate } = services;
+      const admin = isAdmin(config, inv);
+      if (inv.args.trim().toLowerCase() === "all") {
+        if (!admin) return localize(inv.locale, ADMIN_ONLY);
+        const [bot, top] = await Promise.all([gate.usage.botTotals(), gate.usage.topUsers(10)]);
+        return formatAllUsage(config, inv.locale, bot, top);
+      }
+      return formatUserUsage(config, inv.locale, await gate.usage.userTotals(inv.platform, inv.userId), !admin);
+    },
+  },
+  {
+    name: "approve",
+    description: d("核准配對碼（管理員）", "Approve a pairing code (admins)"),
+    access: "admin",
+    option: { name: "code", description: d("陌生人收到的 8 字元配對碼", "The 8-character code the stranger was given"), required: true },
+    async run(inv, services) {
+      const code = inv.args.trim();
+      if (inv.chatKind !== "dm") return localize(inv.locale, COMMAND_TEXT.approveDmOnly);
+      if (code === "") return localize(inv.locale, COMMAND_TEXT.approveUsage);
+      const pairing = await services.gate.access.approve(code);
+      if (!pairing) return localize(inv.locale, COMMAND_TEXT.approveUnknown, { code: code.slice(0, 16) });
+      const who = userPrincipal(pairing);
+      services.log.info({ who, by: userPrincipal(inv) }, "pairing approved");
+      try {
+        await services.notify(pairing.platform, pairing.chatId, pairing.userId, localize(services.config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
+      } catch (error) {
+        return localize(inv.locale, COMMAND_TEXT.approvedNotifyFailed, { name: pairing.userName, who, reason: (error as Error).message });
+      }
+      return localize(inv.locale, COMMAND_TEXT.approved, { name: pairing.userName, who });
+    },
+  },
+  {
+    name: "enable",
+    description: d("在這個群組啟用機器人（管理員）", "Enable the bot in this group (admins)"),
+    access: "admin",
+    async run(inv, services) {
+      if (inv.chatKind !== "group") return localize(inv.locale, COMMAND_TEXT.groupOnly);
+      const added = await services.gate.access.allowChat(`${inv.platform}:${inv.chatId}`);
+      services.log.info({ chat: `${inv.platform}:${inv.chatId}`, by: userPrincipal(inv) }, "chat enabled");
+      return localize(inv.locale, added ? COMMAND_TEXT.enabled : COMMAND_TEXT.alreadyEnabled);
+    },
+  },
+  {
+    name: "disable",
+    description: d("在這個群組停用機器人（管理員）", "Disable the bot in this group (admins)"),
+    access: "admin",
+    async run(inv, services) {
+      if (inv.chatKind !== "group") return localize(inv.locale, COMMAND_TEXT.groupOnly);
+      const principal = `${inv.platform}:${inv.chatId}`;
+      const list = envListOf(services.config, principal);
+      if (list) return localize(inv.locale, COMMAND_TEXT.disableFromEnv, { list });
+      const removed = await services.gate.access.revokeChat(principal);
+      services.log.info({ chat: principal, by: userPrincipal(inv) }, "chat disabled");
+      return localize(inv.locale, removed ? COMMAND_TEXT.disabled : COMMAND_TEXT.notEnabled);
+    },
+  },
+];
+
+/** The short refusal of an admin command to anyone else. */
+export const ADMIN_ONLY: Localized = { "zh-TW": "抱歉，只有機器人管理員可以使用這個指令。", en: "Sorry, only the bot's admins may use this command." };
+/** The short refusal of a group-admin command to a member. */
+export const GROUP_ADMIN_ONLY: Localized = { "zh-TW": "抱歉，在群組裡只有群組管理員可以使用這個指令。", en: "Sorry, in a group only its administrators may use this command." };
+
+/** The command named `name` (case-insensitive) on `platform`, if any. */
+export function findCommand(name: string, platform?: string): Command | undefined {
+  const wanted = name.toLowerCase();
+  return COMMANDS.find((c) => c.name === wanted && (!platform || !c.platforms || c.platforms.includes(platform as never)));
+}
+
+/** The commands exposed on `platform`. */
+export function commandsFor(platform: string): Command[] {
+  return COMMANDS.filter((c) => !c.platforms || c.platforms.includes(platform as never));
+}

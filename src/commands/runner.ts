@@ -1,0 +1,55 @@
+/**
+ * Running a command for an adapter: the access policy first (a stranger gets what the gate says
+ * to strangers: a pairing code, one note a day, or silence), then who may run it
+ * ({@link CommandAccess}), then its handler. Commands are instant: no queue, no model call.
+ */
+import { isAdmin } from "../access/policy.js";
+import { localize, type Locale } from "../i18n.js";
+import { ADMIN_ONLY, commandsFor, findCommand, GROUP_ADMIN_ONLY } from "./catalog.js";
+import type { CommandInvocation, CommandServices } from "./command.js";
+
+/** The short "try again" of a command that failed (Redis unreachable…). */
+const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
+
+/** "unknown command" with the list of commands of `platform`. */
+export function unknownCommand(locale: Locale, name: string, platform: string, extra: string[] = []): string {
+  const names = [...commandsFor(platform).filter((c) => c.access !== "admin" && c.name !== "start").map((c) => `/${c.name}`), ...extra];
+  return localize(locale, { "zh-TW": "不認得的指令 /{name}。可用的指令：{list}", en: "Unknown command /{name}. Commands: {list}" }, { name: name.slice(0, 32), list: names.join(" ") });
+}
+
+/** Runs commands; see the module comment. */
+export class CommandRunner {
+  readonly services: CommandServices;
+
+  constructor(services: CommandServices) {
+    this.services = services;
+  }
+
+  /**
+   * Runs a command.
+   * @returns the reply (Markdown), or undefined when the bot stays silent (a stranger in a group
+   *   that is not enabled). An unknown name returns "unknown command" with the list. Never throws.
+   */
+  async run(invocation: CommandInvocation): Promise<string | undefined> {
+    const { config, log, gate } = this.services;
+    const locale = invocation.locale;
+    const command = findCommand(invocation.name, invocation.platform);
+    if (!command) return unknownCommand(locale, invocation.name, invocation.platform);
+    try {
+      const admin = isAdmin(config, invocation);
+      if (command.access === "admin") {
+        if (!admin) return localize(locale, ADMIN_ONLY);
+      } else {
+        const verdict = await gate.check({ ...invocation });
+        if (!verdict.allowed) return verdict.answer;
+        if (command.access === "group-admin" && invocation.chatKind === "group" && !admin && !(await invocation.isGroupAdmin?.().catch(() => false))) {
+          return localize(locale, GROUP_ADMIN_ONLY);
+        }
+      }
+      return await command.run(invocation, this.services);
+    } catch (error) {
+      log.error({ err: error, command: command.name, platform: invocation.platform, chatId: invocation.chatId }, `/${command.name} failed`);
+      return localize(locale, TRY_AGAIN);
+    }
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Token usage and budgets: every model response's `usage` is added here (by the worker), per user
+ * and per chat, per day (days in `TIMEZONE`) and per month, kept {@link USAGE_KEEP_DAYS} days.
+ * The access gate reads the day totals of the user and of the whole bot in the same pipelined
+ * call as the access check ({@link UsageStore.dayTotalsCommands}).
+ *
+ * Keys (all built here): `usage:{u:<platform>:<userId>}:d:<YYYY-MM-DD>` and `…:m:<YYYY-MM>` (hash
+ * tag per user: personal data), `usage:{c:<platform>:<chatId>}:…` per chat, `usage:{all}:…` for
+ * the whole bot plus `usage:{all}:top:d:<day>`, a sorted set of users by tokens that day. Each hash
+ * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads) and `calls`.
+ */
+import type { Redis } from "ioredis";
+
+/** Days usage is kept. */
+export const USAGE_KEEP_DAYS = 400;
+
+/** One model response's usage, as the Messages API reports it (tokens). */
+export interface ModelUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+/** Totals of one period: the four token kinds, their sum and the number of model calls. */
+export interface UsageTotals {
+  input: number;
+  output: number;
+  cacheWrite: number;
+  cacheRead: number;
+  /** input + output + cacheWrite + cacheRead: what a budget counts. */
+  tokens: number;
+  calls: number;
+}
+
+/** Whose usage: the person who asked and the chat it was asked in. */
+export interface UsageOwner {
+  platform: string;
+  userId: string;
+  chatId: string;
+}
+
+const FIELDS = ["in", "out", "cw", "cr", "calls"] as const;
+
+/**
+ * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, [member].
+ * Adds the nonzero counts and one call to both hashes (and the token sum to the member's score).
+ */
+const ADD_SCRIPT = `
+local ttl = tonumber(ARGV[1])
+for k = 1, 2 do
+  local names = {'in', 'out', 'cw', 'cr'}
+  for i = 1, 4 do
+    local n = tonumber(ARGV[i + 1])
+    if n > 0 then redis.call('HINCRBY', KEYS[k], names[i], n) end
+  end
+  redis.call('HINCRBY', KEYS[k], 'calls', 1)
+  redis.call('EXPIRE', KEYS[k], ttl)
+end
+if KEYS[3] then
+  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[6])
+  redis.call('EXPIRE', KEYS[3], ttl)
+end
+return 1
+`;
+
+interface RedisWithUsage extends Redis {
+  usageAdd(...args: (string | number)[]): Promise<number>;
+}
+
+/** The day (`YYYY-MM-DD`) and month (`YYYY-MM`) of `at` (ms) in `timeZone`. */
+export function periodOf(at: number, timeZone: string): { day: string; month: string } {
+  const parts = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).formatToParts(at);
+  const get = (t: string) => parts.find((p) => p.type === t)?.value ?? "00";
+  const month = `${get("year")}-${get("month")}`;
+  return { day: `${month}-${get("day")}`, month };
+}
+
+/**
+ * When the day of `at` ends in `timeZone` (the next 00:00 there), in ms since the epoch.
+ * Found by stepping forward a minute at a time from a close guess, so daylight-saving zones work too.
+ */
+export function nextDayStart(at: number, timeZone: string): number {
+  const today = periodOf(at, timeZone).day;
+  const parts = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(at);
+  const hour = Number(parts.find((p) => p.type === "hour")?.value ?? 0);
+  const minute = Number(parts.find((p) => p.type === "minute")?.value ?? 0);
+  let guess = at + ((23 - hour) * 60 + (59 - minute)) * 60_000;
+  guess -= guess % 60_000;
+  while (periodOf(guess, timeZone).day === today) guess += 60_000;
+  // back to the first minute of the new day
+  while (periodOf(guess - 60_000, timeZone).day !== today) guess -= 60_000;
+  return guess;
+}
+
+/** Totals from an `HMGET … in out cw cr calls` reply. */
+export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
+  const n = (i: number) => Number(values?.[i] ?? 0) || 0;
+  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4) };
+  return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead };
+}
+
+/** Usage in Redis; see the module comment. */
+export class UsageStore {
+  readonly #redis: Redis;
+  readonly #timeZone: string;
+
+  /**
+   * @param redis - any connection (the worker's for writes, the producer's for reads).
+   * @param timeZone - IANA zone whose days and months the periods follow (`TIMEZONE`).
+   */
+  constructor(redis: Redis, timeZone: string) {
+    this.#redis = redis;
+    this.#timeZone = timeZone;
+    if (!("usageAdd" in redis)) redis.defineCommand("usageAdd", { lua: ADD_SCRIPT });
+  }
+
+  /** The key of a user's (`u:platform:userId`), chat's (`c:platform:chatId`) or the bot's (`all`) hash of a period. */
+  static key(owner: string, period: "d" | "m", value: string): string {
+    return `usage:{${owner}}:${period}:${value}`;
+  }
+
+  /** The sorted set of users by tokens on `day`. */
+  static topKey(day: string): string {
+    return `usage:{all}:top:d:${day}`;
+  }
+
+  /**
+   * Adds one model response's usage for `owner` (user, chat and the whole bot, day and month), in
+   * one pipelined round trip of three scripts.
+   * @throws when Redis fails (the caller logs it; an answer is never held back by it).
+   */
+  async record(owner: UsageOwner, usage: ModelUsage, at = Date.now()): Promise<void> {
+    const { day, month } = periodOf(at, this.#timeZone);
+    const ttl = USAGE_KEEP_DAYS * 86_400;
+    const counts = [usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens].map((n) => Math.max(0, Math.floor(Number(n) || 0)));
+    const redis = this.#redis as RedisWithUsage;
+    const user = `u:${owner.platform}:${owner.userId}`;
+    const chat = `c:${owner.platform}:${owner.chatId}`;
+    await Promise.all([
+      redis.usageAdd(2, UsageStore.key(user, "d", day), UsageStore.key(user, "m", month), ttl, ...counts),
+      redis.usageAdd(2, UsageStore.key(chat, "d", day), UsageStore.key(chat, "m", month), ttl, ...counts),
+      redis.usageAdd(3, UsageStore.key("all", "d", day), UsageStore.key("all", "m", month), UsageStore.topKey(day), ttl, ...counts, `${owner.platform}:${owner.userId}`),
+    ]);
+  }
+
+  /**
+   * Starts reading the day totals of a user and of the whole bot. The commands are issued at once
+   * (ioredis auto-pipelining sends them with the other commands of the same tick in one write), so
+   * the access gate's checks cost one round trip.
+   */
+  dayTotals(platform: string, userId: string, at = Date.now()): { user: Promise<UsageTotals>; all: Promise<UsageTotals> } {
+    const { day } = periodOf(at, this.#timeZone);
+    return {
+      user: this.#redis.hmget(UsageStore.key(`u:${platform}:${userId}`, "d", day), ...FIELDS).then(totalsOf),
+      all: this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS).then(totalsOf),
+    };
+  }
+
+  /** A user's totals today and this month. */
+  async userTotals(platform: string, userId: string, at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
+    const { day, month } = periodOf(at, this.#timeZone);
+    const owner = `u:${platform}:${userId}`;
+    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS)]);
+    return { day: totalsOf(d), month: totalsOf(m) };
+  }
+
+  /** A chat's totals today and this month. */
+  async chatTotals(platform: string, chatId: string, at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
+    const { day, month } = periodOf(at, this.#timeZone);
+    const owner = `c:${platform}:${chatId}`;
+    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS)]);
+    return { day: totalsOf(d), month: totalsOf(m) };
+  }
+
+  /** The whole bot's totals today and this month. */
+  async botTotals(at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
+    const { day, month } = periodOf(at, this.#timeZone);
+    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key("all", "m", month), ...FIELDS)]);
+    return { day: totalsOf(d), month: totalsOf(m) };
+  }
+
+  /** The `limit` users with the most tokens today (`platform:userId`, tokens), most first. */
+  async topUsers(limit = 10, at = Date.now()): Promise<{ user: string; tokens: number }[]> {
+    const { day } = periodOf(at, this.#timeZone);
+    const flat = await this.#redis.zrevrange(UsageStore.topKey(day), 0, limit - 1, "WITHSCORES");
+    const out: { user: string; tokens: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ user: flat[i]!, tokens: Number(flat[i + 1]) });
+    return out;
+  }
+}
+
+/** Estimated cost of `totals` in USD, with prices per million tokens. */
+export function costOf(totals: UsageTotals, prices: { input: number; output: number; cacheWrite: number; cacheRead: number }): number {
+  return (totals.input * prices.input + totals.output * prices.output + totals.cacheWrite * prices.cacheWrite + totals.cacheRead * prices.cacheRead) / 1_000_000;
+}

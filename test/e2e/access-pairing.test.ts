@@ -1,0 +1,219 @@
+/**
+ * Issue 13 end to end on Telegram with the default policy, `pairing`: the real grammy adapter and
+ * worker against the fake Bot API and the strict fake Messages API, a real Redis, and the real
+ * `npm run access` CLI run as its own process against the running bot. One admin
+ * (`ADMIN_USERS`), one env-allowed user, and a daily budget of a few hundred tokens.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { Chat, User } from "grammy/types";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { useStack, type Stack } from "./harness.js";
+import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
+
+const ADMIN = 95000;
+const ALLOWED = 95001;
+/** Less than any answer costs (the system prompt and tool schemas alone are more): one answer crosses it. */
+const BUDGET = 300;
+
+let stack: Stack;
+let redis: Redis;
+useStack(
+  { env: { ACCESS_POLICY: "pairing", ADMIN_USERS: `telegram:${ADMIN}`, ALLOWED_USERS: ` telegram:${ALLOWED} `, USER_DAILY_TOKENS: String(BUDGET), RATE_LIMIT_PER_MINUTE: "10", MAX_QUEUED_PER_CHAT: "20" } },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
+
+const exec = promisify(execFile);
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+/** `npm run access -- ...args` as its own process, against the stack's Redis and fake Bot API. */
+async function access(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOG_LEVEL: "silent",
+    REDIS_URL: stack.redis.url,
+    TELEGRAM_BOT_TOKEN: stack.config.TELEGRAM_BOT_TOKEN,
+    TELEGRAM_API_ROOT: stack.config.TELEGRAM_API_ROOT,
+    ADMIN_USERS: `telegram:${ADMIN}`,
+    ALLOWED_USERS: `telegram:${ALLOWED}`,
+    MODEL_PRICES: "15,75,18.75,1.5",
+  };
+  try {
+    const { stdout, stderr } = await exec(path.join(root, "node_modules", ".bin", "tsx"), [path.join(root, "src", "cli", "access.ts"), ...args], { cwd: root, env, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function sentTo(chat: Chat): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
+}
+
+/** `from` writes `text` in `chat`; resolves with the bot's next message there. */
+async function ask(chat: Chat, from: User, text: string): Promise<FakeSentMessage> {
+  const before = sentTo(chat).length;
+  stack.telegram.sendUserMessage({ chat, from, text });
+  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
+}
+
+/** Sends and checks that nothing comes back within the quiet window. */
+async function silent(chat: Chat, from: User, text: string): Promise<void> {
+  const before = sentTo(chat).length;
+  stack.telegram.sendUserMessage({ chat, from, text });
+  await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+  expect(sentTo(chat).slice(before)).toEqual([]);
+}
+
+const CODE = /`?([A-HJ-NP-Z2-9]{8})`?/;
+
+describe("pairing (the default policy)", () => {
+  it("a stranger gets a pairing code (the same on retry), nothing reaches the model; npm run access -- approve lets them in", async () => {
+    const tg = stack.telegram;
+    const stranger = tg.user(95100, "Stranger");
+    const dm = tg.privateChat(stranger);
+    const first = await ask(dm, stranger, "secret plan: calc 1 + 1");
+    const code = CODE.exec(first.text)?.[1];
+    expect(code).toBeDefined();
+    expect(first.text).toContain("配對碼");
+    const again = await ask(dm, stranger, "hello? calc 2 + 2");
+    expect(CODE.exec(again.text)?.[1]).toBe(code);
+    expect(modelSaw(stack, "secret plan")).toBe(false);
+    expect(modelSaw(stack, "hello?")).toBe(false);
+    expect(await redis.exists(`history:{telegram:${stranger.id}}`)).toBe(0);
+
+    const list = await access("list");
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain("ACCESS_POLICY: pairing");
+    expect(list.stdout).toContain(`${code}  telegram:${stranger.id}  Stranger`);
+
+    const wrong = await access("approve", "ZZZZZZZZ");
+    expect(wrong.code).toBe(1);
+    const before = sentTo(dm).length;
+    const approved = await access("approve", code!.toLowerCase());
+    expect(approved.stderr).toBe("");
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toContain(`approved Stranger (telegram:${stranger.id})`);
+    const told = await tg.waitFor(() => sentTo(dm)[before], ANSWER_TIMEOUT_MS, "you are in");
+    expect(told.text).toContain("你已獲得使用許可");
+
+    const answer = await ask(dm, stranger, "calc 6 * 7");
+    expect(answer.text).toContain("42");
+    expect(modelSaw(stack, "calc 6 * 7")).toBe(true);
+    expect((await access("list")).stdout).toContain(`allowed users (granted): telegram:${stranger.id}`);
+  });
+
+  it("an admin approves a code with /approve in a DM; others are refused", async () => {
+    const tg = stack.telegram;
+    const stranger = tg.user(95101, "Visitor");
+    const code = CODE.exec((await ask(tg.privateChat(stranger), stranger, "hi there")).text)?.[1];
+    expect(code).toBeDefined();
+    const member = tg.user(ALLOWED, "Allowed");
+    expect((await ask(tg.privateChat(member), member, `/approve ${code}`)).text).toContain("只有機器人管理員");
+    const admin = tg.user(ADMIN, "Owner");
+    const before = sentTo(tg.privateChat(stranger)).length;
+    expect((await ask(tg.privateChat(admin), admin, `/approve ${code}`)).text).toContain(`已核准 Visitor（telegram:${stranger.id}）`);
+    await tg.waitFor(() => sentTo(tg.privateChat(stranger))[before], ANSWER_TIMEOUT_MS, "you are in");
+    expect((await ask(tg.privateChat(stranger), stranger, "calc 3 * 3")).text).toContain("9");
+  });
+
+  it("at most 3 codes are pending per platform; a fourth stranger is told to try later", async () => {
+    const tg = stack.telegram;
+    // Two codes of this file are approved by now; fill the platform's pending codes.
+    const codes: string[] = [];
+    for (const id of [95110, 95111, 95112]) {
+      const s = tg.user(id, `S${id}`);
+      codes.push(CODE.exec((await ask(tg.privateChat(s), s, "hello")).text)?.[1] ?? "");
+    }
+    expect(new Set(codes).size).toBe(3);
+    const late = tg.user(95113, "Late");
+    const answer = await ask(tg.privateChat(late), late, "hello");
+    expect(answer.text).toContain("請一小時後再試");
+    expect(CODE.exec(answer.text)).toBeNull();
+    for (const code of codes) expect((await access("approve", code)).code).toBe(0);
+  });
+
+  it("a group that is not enabled stays silent (one note a day); /enable by an admin makes it answer; a member's /enable and /reset are refused", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009500100, "陌生群組");
+    const ann = tg.user(95200, "Ann");
+    const admin = tg.user(ADMIN, "Owner");
+    const bot = `@${tg.bot.username}`;
+    const requests = stack.model.requests.length;
+    const note = await ask(group, ann, `${bot} calc 5 * 5`);
+    expect(note.text).toContain("/enable");
+    await silent(group, ann, `${bot} calc 5 * 6`);
+    expect(stack.model.requests.length).toBe(requests);
+    expect(modelSaw(stack, "calc 5 *")).toBe(false);
+
+    expect((await ask(group, ann, "/enable")).text).toContain("只有機器人管理員");
+    expect((await ask(group, admin, "/enable")).text).toContain("已在這裡啟用");
+    const answer = await ask(group, ann, `${bot} calc 7 * 7`);
+    expect(answer.text).toContain("49");
+
+    expect((await ask(group, ann, "/reset")).text).toContain("只有群組管理員");
+    expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(1);
+    expect((await ask(group, admin, "/reset")).text).toContain("忘掉");
+    expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(0);
+
+    expect((await ask(group, admin, "/disable")).text).toContain("已在這裡停用");
+    await silent(group, ann, `${bot} calc 8 * 8`);
+    expect(modelSaw(stack, "calc 8 * 8")).toBe(false);
+  });
+
+  it("a budget of a few hundred tokens is crossed by one answer; the next message is refused without a model call; /usage shows the model's usage", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(ALLOWED, "Allowed");
+    const dm = tg.privateChat(user);
+    const first = await ask(dm, user, "calc 1201 * 3");
+    expect(first.text).toContain("3603");
+    const used = stack.model.answered.filter((a) => JSON.stringify(a.request.messages).includes("calc 1201 * 3"));
+    expect(used.length).toBeGreaterThanOrEqual(2); // the tool call and the final answer
+    const sum = (k: "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | "cache_read_input_tokens") => used.reduce((n, a) => n + a.usage[k], 0);
+    const total = sum("input_tokens") + sum("output_tokens") + sum("cache_creation_input_tokens") + sum("cache_read_input_tokens");
+    expect(total).toBeGreaterThan(BUDGET);
+
+    const requests = stack.model.requests.length;
+    const refused = await ask(dm, user, "calc 1301 * 3");
+    expect(refused.text).toContain("今天的用量已達上限");
+    expect(refused.text).toContain("Asia/Taipei");
+    expect(stack.model.requests.length).toBe(requests);
+    expect(modelSaw(stack, "calc 1301 * 3")).toBe(false);
+
+    const usage = (await ask(dm, user, "/usage")).text;
+    expect(usage).toContain(`${total} tokens，${used.length} 次模型呼叫（輸入 ${sum("input_tokens")}、輸出 ${sum("output_tokens")}、快取寫入 ${sum("cache_creation_input_tokens")}、快取讀取 ${sum("cache_read_input_tokens")}）`);
+    expect(usage).toContain(`剩 0 / ${BUDGET} tokens`);
+
+    // The admin has no budget, and sees everyone's usage; the CLI shows the same figures with the cost.
+    const admin = tg.user(ADMIN, "Owner");
+    const all = (await ask(tg.privateChat(admin), admin, "/usage all")).text;
+    expect(all).toContain(`telegram:${ALLOWED} — ${total} tokens`);
+    expect((await ask(dm, user, "/usage all")).text).toContain("只有機器人管理員");
+    const cli = await access("usage", `telegram:${ALLOWED}`);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(`${total} tokens in ${used.length} model calls`);
+    expect(cli.stdout).toMatch(/Estimated cost: today \$\d/);
+  });
+
+  it("the CLI refuses to revoke an env-listed user and says where it comes from; allow and revoke work while the bot runs", async () => {
+    const revoke = await access("revoke", `telegram:${ALLOWED}`);
+    expect(revoke.code).toBe(2);
+    expect(revoke.stderr).toContain("comes from ALLOWED_USERS");
+    const tg = stack.telegram;
+    const carol = tg.user(95300, "Carol");
+    expect((await access("allow", `telegram:${carol.id}`)).code).toBe(0);
+    expect((await ask(tg.privateChat(carol), carol, "calc 2 * 21")).text).toContain("42");
+    expect((await access("revoke", `telegram:${carol.id}`)).code).toBe(0);
+    expect(CODE.test((await ask(tg.privateChat(carol), carol, "calc 2 * 22")).text)).toBe(true);
+    expect((await access("allow", "nonsense")).code).toBe(2);
+  });
+});

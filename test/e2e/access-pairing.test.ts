@@ -76,7 +76,10 @@ async function silent(chat: Chat, from: User, text: string): Promise<void> {
 
 const CODE = /`?([A-HJ-NP-Z2-9]{8})`?/;
 
-describe("pairing (the default policy)", () => {
+/** Per test, in ms: the CLI runs as its own process (tsx start-up takes seconds on a busy machine). */
+const CLI_TEST_TIMEOUT_MS = 120_000;
+
+describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("a stranger gets a pairing code (the same on retry), nothing reaches the model; npm run access -- approve lets them in", async () => {
     const tg = stack.telegram;
     const stranger = tg.user(95100, "Stranger");

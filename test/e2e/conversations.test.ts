@@ -112,6 +112,8 @@ describe("Telegram forum topics are conversations of their own", () => {
     await ask(chat, 11, carol, "my name is 阿華");
     await ask(chat, 22, dan, "calc 6 * 7");
 
+    // In a group only its administrators may /reset (issue 13): Carol administers this forum.
+    tg.admins.set(chat.id, new Set([carol.id]));
     const reset = tg.sendUserMessage({ chat, from: carol, text: `/reset@${tg.bot.username}`, message_thread_id: 11 });
     const done = await tg.waitFor(() => repliesTo(reset)[0], ANSWER_TIMEOUT_MS, "the /reset answer");
     expect(done.text).toBe("好的，我已經忘掉這個話題之前的對話了（其他話題不受影響）。");

@@ -175,6 +175,19 @@ describe("typing and prompts", () => {
     await expect(outbound.closeApprovalPrompt({ chatId: fake.channelId, messageId: "123456789012345678" }, "expired", "已過期")).resolves.toBeUndefined();
   });
 
+  it("a prompt carries a nonce from its approval id: posting the same approval again returns the first prompt, a new approval gets its own", async () => {
+    const to = incoming(true);
+    const prompt = { approvalId: "nonceP1", action: "刪除待辦 #1「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 };
+    const before = fake.sent.length;
+    const first = await outbound.sendApprovalPrompt(to, prompt);
+    expect(fake.sent.at(-1)!.payload).toMatchObject({ nonce: expect.stringMatching(/^[0-9a-f]{25}$/), enforce_nonce: true });
+    expect(await outbound.sendApprovalPrompt(to, prompt)).toEqual(first);
+    expect(fake.sent.length).toBe(before + 1);
+    const second = await outbound.sendApprovalPrompt(to, { ...prompt, approvalId: "nonceP2" });
+    expect(second.messageId).not.toBe(first.messageId);
+    expect(fake.sent.length).toBe(before + 2);
+  });
+
   it("rejects an approval id that does not fit a custom_id token", async () => {
     await expect(outbound.sendApprovalPrompt(incoming(true), { approvalId: "x".repeat(120), action: "a", requesterName: "Alice", expiresAt: Date.now() })).rejects.toThrow(RangeError);
   });

@@ -247,8 +247,8 @@ export class DiscordAdapter implements Adapter {
         // Manage Messages in this channel (the member's resolved permissions the interaction carries).
         isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
       });
-      // An interaction must be answered; the ephemeral note is seen by the asker only.
-      return reply ?? localize(locale, GATE_TEXT.groupNotEnabled);
+      // An interaction must be answered where the policy is silent; the ephemeral note is seen by the asker only.
+      return reply ?? localize(locale, inGuild ? GATE_TEXT.groupNotEnabled : GATE_TEXT.private);
     });
   }
 

@@ -17,3 +17,13 @@ it("answers a Telegram DM and a Discord DM through the whole stack", async () =>
   const reply = await dc.waitFor(() => dc.sent.find((m) => m.content.includes("0.3")), 15_000);
   expect(reply.content).toContain("calculate:");
 });
+
+it("ACCESS_POLICY=open (the test stacks' policy): a stranger's DM is answered, and start-up warned that anyone can spend the key", async () => {
+  expect(stack.config.ACCESS_POLICY).toBe("open");
+  const tg = stack.telegram;
+  const stranger = tg.user(7002, "Stranger");
+  tg.sendUserMessage({ chat: tg.privateChat(stranger), from: stranger, text: "calc 6 * 7" });
+  const answer = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7002), 15_000);
+  expect(answer.text).toContain("42");
+  expect(stack.logs().some((l) => l.level === 40 && String(l.msg).includes("ACCESS_POLICY=open: anyone who finds the bot can use it"))).toBe(true);
+});

@@ -88,6 +88,11 @@ export interface StartBotOptions {
    * `process.exitCode` to 1. `npm start` exits 1 here.
    */
   onFatal?: (error: AdapterFatalError) => void;
+  /**
+   * Aborting it during start-up (Ctrl-C) stops the adapter that is starting, so its platform calls
+   * in flight (Telegram `getMe`, Discord login) end at once; `startBot` then rejects.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running bot. */
@@ -229,7 +234,14 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         },
       };
       for (const adapter of adapters) {
-        await adapter.start(context);
+        options.signal?.throwIfAborted();
+        const abort = () => void adapter.stop();
+        options.signal?.addEventListener("abort", abort, { once: true });
+        try {
+          await adapter.start(context);
+        } finally {
+          options.signal?.removeEventListener("abort", abort);
+        }
         bot.adapters.push(adapter);
         log.info({ platform: adapter.platform }, "adapter started");
       }
@@ -245,7 +257,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     return bot;
   } catch (error) {
     // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
-    if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
+    if (options.signal?.aborted) log.info("start-up stopped");
+    else if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     await bot.stop();
     throw error;

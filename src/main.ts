@@ -20,9 +20,12 @@ async function main(): Promise<void> {
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
     log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
   }
-  // Handlers go in before anything is started: a signal during start-up waits for it, then stops.
+  // Handlers go in before anything is started: a signal during start-up aborts it, then stops.
   const started: { redis?: Awaited<ReturnType<typeof redisOrExit>>; bot?: Promise<RunningBot> } = {};
+  // A signal during start-up also ends the platform calls in flight (startBot's `signal`).
+  const startup = new AbortController();
   stopOnSignals(async () => {
+    startup.abort();
     const bot = await started.bot?.catch(() => undefined);
     await bot?.stop();
     await started.redis?.local?.stop();
@@ -36,10 +39,13 @@ async function main(): Promise<void> {
     agent: config.ROLE === "adapter" ? undefined : { runAgent, client: createAnthropicClient(config) },
     // An adapter that cannot go on (a revoked token) has stopped the bot and logged why.
     onFatal: () => void (redis.local?.stop() ?? Promise.resolve()).finally(() => process.exit(1)),
+    signal: startup.signal,
   }));
   try {
     await starting;
   } catch {
+    // Stopped by a signal: its handler finishes the stop and exits.
+    if (startup.signal.aborted) return;
     // startBot logged the cause ("start-up failed: …") before stopping what had started.
     await redis.local?.stop();
     process.exit(1);

@@ -121,6 +121,27 @@ describe("fake gateway", () => {
     }
   });
 
+  it("stop() during start-up (gateway never ready) ends start-up at once", async () => {
+    const down = await FakeDiscord.start({ heartbeatIntervalMs: 100 });
+    down.gatewayDown = true;
+    try {
+      const adapter = createAdapter(testConfig({ DISCORD_TOKEN: down.token, DISCORD_API_URL: down.apiUrl }), silentLogger);
+      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };
+      const starting = adapter.start(ctx).then(
+        () => "started",
+        (e: unknown) => (e as Error).message,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      const before = Date.now();
+      await adapter.stop();
+      expect(await starting).toBe("discord: start-up was stopped");
+      expect(Date.now() - before).toBeLessThan(3000);
+      expect(adapter.isConnected!()).toBe(false);
+    } finally {
+      await down.close();
+    }
+  });
+
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
     const adapter = createAdapter(testConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.wrong1.abcdefghijklmnopqrstuvwxyz1", DISCORD_API_URL: fake.apiUrl }), silentLogger);
     const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };

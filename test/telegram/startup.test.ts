@@ -4,6 +4,8 @@
  * names TELEGRAM_BOT_TOKEN, no library stack, and exit code 1.
  */
 import { spawn } from "node:child_process";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
@@ -20,7 +22,7 @@ afterAll(async () => {
 });
 
 /** Runs the entry point as an adapter; `onOutput` sees the output so far. Resolves with the exit code and output. */
-function runMain(env: Record<string, string>, onOutput: (text: string) => void = () => {}) {
+function runMain(env: Record<string, string>, onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {}) {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ROLE: "adapter", REDIS_URL: redis.url, TELEGRAM_API_ROOT: tg.apiRoot, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -28,7 +30,7 @@ function runMain(env: Record<string, string>, onOutput: (text: string) => void =
   let output = "";
   const collect = (d: Buffer) => {
     output += d.toString();
-    onOutput(output);
+    onOutput(output, child);
   };
   child.stdout.on("data", collect);
   child.stderr.on("data", collect);
@@ -68,4 +70,36 @@ it("a token revoked while polling (401 on getUpdates): stops with a clear line a
   expect(output).toContain("TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized)");
   expect(output).not.toMatch(/GrammyError|"stack":"[^"]|\n\s+at /);
   expect(output).not.toContain(tg.token);
+}, 60_000);
+
+it("Ctrl-C while getMe hangs at start-up ends start-up at once: stops in seconds, exit 0, no 'start-up failed'", async () => {
+  // A Bot API that accepts the connection and never answers (start-up would wait 30 s for it).
+  const held: ServerResponse[] = [];
+  let asked: (() => void) | undefined;
+  const silent = createServer((_req, res) => {
+    held.push(res);
+    asked?.();
+  });
+  await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+  try {
+    let signalledAt = 0;
+    const getMe = new Promise<void>((r) => (asked = r));
+    const run = runMain({ TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}` }, (_text, child) => {
+      if (signalledAt === 0) void getMe.then(() => {
+        if (signalledAt !== 0) return;
+        signalledAt = Date.now();
+        child.kill("SIGINT");
+      });
+    });
+    const { code, output } = await run;
+    expect(signalledAt).toBeGreaterThan(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    expect(code).toBe(0);
+    expect(output).toContain("SIGINT: stopping");
+    expect(output).toContain("start-up stopped");
+    expect(output).not.toContain("start-up failed");
+  } finally {
+    silent.closeAllConnections();
+    await new Promise((r) => silent.close(r));
+  }
 }, 60_000);

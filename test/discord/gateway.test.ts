@@ -126,7 +126,7 @@ describe("fake gateway", () => {
     down.gatewayDown = true;
     try {
       const adapter = createAdapter(testConfig({ DISCORD_TOKEN: down.token, DISCORD_API_URL: down.apiUrl }), silentLogger);
-      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) } };
+      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
       const starting = adapter.start(ctx).then(
         () => "started",
         (e: unknown) => (e as Error).message,

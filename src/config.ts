@@ -233,6 +233,8 @@ export const ConfigSchema = z.object({
   BOT_LOCALE: z.enum(LOCALES, { message: `must be one of ${LOCALES.join(", ")}` }).default("zh-TW"),
 
   MAX_TURNS: int(1, 50, 10),
+  /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
+  ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
   WORKER_CONCURRENCY: int(1, 256, 8),
   ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),

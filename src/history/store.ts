@@ -165,7 +165,42 @@ export function trimLines(value: string, keep: number, maxBytes = Infinity): str
   return k === 0 ? value : lines.slice(messages[k]).join("\n");
 }
 
+/**
+ * KEYS: history. ARGV: [1] the start of the run's tag line, `#{"id":<JSON of the message id>`.
+ * Removes the newest run tagged with that id: its tag and the messages in front of it back to its
+ * user text turn (a run is appended in one command, so its lines are contiguous; a run without
+ * messages, e.g. a refusal, is only its tag). Keeps the TTL. Returns 1 when a run was removed.
+ */
+const FORGET_RUN_SCRIPT = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local lines = {}
+for line in string.gmatch(v, '([^\\n]*)\\n') do lines[#lines + 1] = line end
+local t = nil
+for i = #lines, 1, -1 do
+  local l = lines[i]
+  local after = string.sub(l, #ARGV[1] + 1, #ARGV[1] + 1)
+  if string.sub(l, 1, #ARGV[1]) == ARGV[1] and (after == ',' or after == '}') then t = i break end
+end
+if not t then return 0 end
+local u = t
+local i = t - 1
+while i >= 1 do
+  local c = string.sub(lines[i], 1, 1)
+  if c == '#' then break end
+  if c == 'U' then u = i break end
+  i = i - 1
+end
+local out = {}
+for k = 1, #lines do
+  if k < u or k > t then out[#out + 1] = lines[k] .. '\\n' end
+end
+if #out == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], table.concat(out), 'KEEPTTL') end
+return 1
+`;
+
 interface RedisWithHistory extends Redis {
+  forgetRun(history: string, tagStart: string): Promise<number>;
   trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number): Promise<number>;
 }
 
@@ -183,6 +218,7 @@ export class HistoryStore {
     private readonly options: HistoryOptions,
   ) {
     if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });
+    if (!("forgetRun" in redis)) redis.defineCommand("forgetRun", { numberOfKeys: 1, lua: FORGET_RUN_SCRIPT });
   }
 
   /**
@@ -286,6 +322,19 @@ export class HistoryStore {
       const length = await this.redis.append(key, lines);
       if (length === Buffer.byteLength(lines)) await this.redis.expire(key, this.options.ttlSeconds);
     }
+  }
+
+  /**
+   * Removes the run that answered `messageId` (its messages and its tag), e.g. because its answer
+   * could never be delivered: the model must not believe the user saw it. One script; other runs
+   * are untouched and the history stays valid (a whole run, from its user text turn, is removed).
+   *
+   * @returns whether a run tagged with `messageId` was found and removed.
+   * @throws when Redis is unreachable.
+   */
+  async forget(chat: ConversationRef, messageId: string): Promise<boolean> {
+    const removed = await (this.redis as RedisWithHistory).forgetRun(conversationKeys(chat).history, `#{"id":${JSON.stringify(messageId)}`);
+    return removed === 1;
   }
 
   /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */

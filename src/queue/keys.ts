@@ -51,9 +51,12 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * `run` holds the run saved before its first call that changes data (`RunCheckpoint` of
  * `src/agent/contract.ts`), so a retried job resumes it instead of asking the model again; it is
  * written only by runs that call such a tool and deleted once the answer is in the history.
+ * `started` holds when the worker began answering (ms since the Unix epoch), written only when an
+ * attempt fails and the job will retry, so the retry keeps the answer's one deadline.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string } {
-  return { sent: `sent:${conversationTag(chat)}:${messageId}`, run: `run:${conversationTag(chat)}:${messageId}` };
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string } {
+  const tag = conversationTag(chat);
+  return { sent: `sent:${tag}:${messageId}`, run: `run:${tag}:${messageId}`, started: `started:${tag}:${messageId}` };
 }
 
 /**

@@ -1,8 +1,13 @@
 /**
  * Answering one message of a conversation's inbox: parse it, find an answer an earlier attempt
  * already stored (a retried job), else run the agent loop and store the run in the history, then
- * deliver. Throws only to retry the job (transient failures); every other failure ends with an
- * apology to the user, so one bad message never blocks its conversation.
+ * deliver. Throws only to retry the job (transient failures, within the answer's deadline); every
+ * other failure ends with an apology to the user, so one bad message never blocks its conversation.
+ *
+ * One deadline per answer (`ANSWER_DEADLINE_SECONDS`, from when the worker began the message;
+ * kept across retries): it aborts the model call and the tools (their `AbortSignal`) and bounds
+ * waiting out a platform's 429. An answer that in the end could not be delivered at all is removed
+ * from the history, and no apology is sent into a chat that is still rate limited.
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Job } from "bullmq";
@@ -23,8 +28,8 @@ import type { PendingTrace } from "../trace/store.js";
 import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "./approvals.js";
 import { toolContextFor } from "./context.js";
-import { Typing, deliverAnswer, sendApology } from "./deliver.js";
-import { isTransient } from "./errors.js";
+import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { isTransient, retryAfterMs } from "./errors.js";
 
 /** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
 export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
@@ -89,13 +94,15 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     mlog.error(`${problem}; message dropped`);
     return { message, counted: false };
   }
-  const { sent: sentKey, run: runKey } = progressKeys(chat, message.messageId);
+  const { sent: sentKey, run: runKey, started: startedKey } = progressKeys(chat, message.messageId);
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
   const resumed = job.attemptsStarted > 1 || job.name !== "chat";
   let stored: string | undefined;
   let skip = 0;
   let checkpoint: RunCheckpoint | undefined;
+  let startedAt = Date.now();
   if (resumed) {
+    startedAt = Number((await parts.redis.get(startedKey)) ?? startedAt) || startedAt;
     stored = (await parts.history.read(chat, message.messageId)).answer;
     if (stored !== undefined) skip = Number((await parts.redis.get(sentKey)) ?? 0);
     else checkpoint = parseCheckpoint(await parts.redis.get(runKey), mlog);
@@ -106,9 +113,17 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     checkpointed = true;
   };
 
+  // One deadline per answer: it aborts the model call and the tools, and bounds waiting out 429s.
+  const deadlineSeconds = config.ANSWER_DEADLINE_SECONDS;
+  const deadlineAt = startedAt + deadlineSeconds * 1000;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new AnswerDeadlineError(deadlineSeconds)), Math.max(0, deadlineAt - Date.now()));
+  timer.unref();
+
   const typing = new Typing(outbound, message, parts.typingIntervalMs, mlog);
   let tracer: Tracer = nullTracer;
   let counted = false;
+  let delivering = false;
   try {
     let text: string;
     if (stored !== undefined) {
@@ -120,7 +135,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       const before = await parts.history.read(chat);
       tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
       if (checkpoint) mlog.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
-      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, { resume: checkpoint, checkpoint: saveCheckpoint });
+      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, { resume: checkpoint, checkpoint: saveCheckpoint, signal: deadline.signal });
       // A tracer that cannot hand its run to the finish script stores it now.
       if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
       if (outcome.kind === "approval") {
@@ -134,17 +149,31 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       await parts.history.append(chat, outcome.refused ? [] : outcome.messages, { messageId: message.messageId, text }, before);
       if (checkpointed) await parts.redis.del(runKey); // the tagged answer in the history takes over
     }
-    counted = await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip });
-  } catch (error) {
+    delivering = true;
+    typing.stop();
+    counted = (await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog })).counted;
+  } catch (caught) {
     await finishTracer(tracer);
+    const error = deadline.signal.aborted && !delivering ? deadline.signal.reason : caught;
     const attempts = job.opts.attempts ?? 1;
-    if (isTransient(error) && job.attemptsMade + 1 < attempts) {
+    if (isTransient(error) && job.attemptsMade + 1 < attempts && Date.now() < deadlineAt) {
       mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
+      await parts.redis.set(startedKey, startedAt, "EX", CHECKPOINT_TTL_SECONDS, "NX");
       throw error;
     }
-    mlog.error({ err: error }, "could not answer the message; sending an apology");
-    await sendApology(outbound, message, error, config.BOT_LOCALE, mlog);
+    if (delivering && !((error as { sentChunks?: number }).sentChunks! > 0)) {
+      // Nothing of the answer reached the user: the model must not believe it was seen.
+      await parts.history.forget(chat, message.messageId).catch((e: unknown) => mlog.error({ err: e }, "could not remove the undelivered answer from the history"));
+    }
+    if (retryAfterMs(error) !== undefined) {
+      // The platform still refuses to take messages in this chat: an apology would meet the same 429.
+      mlog.error({ err: error }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent");
+    } else {
+      mlog.error({ err: error }, "could not answer the message; sending an apology");
+      await sendApology(outbound, message, error, config.BOT_LOCALE, mlog);
+    }
   } finally {
+    clearTimeout(timer);
     typing.stop();
   }
   const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
@@ -158,7 +187,7 @@ async function runAgentFor(
   history: AgentRequest["history"],
   tracer: Tracer,
   mlog: Logger,
-  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void> },
+  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal },
 ): Promise<AgentOutcome> {
   const { config, usage } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
@@ -170,7 +199,7 @@ async function runAgentFor(
     : undefined;
   try {
     return await parts.runAgent(
-      { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog }), ...(progress.resume ? { resume: progress.resume } : {}) },
+      { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog, signal: progress.signal }), ...(progress.resume ? { resume: progress.resume } : {}) },
       { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer, executeOnce: parts.ledger.executeOnce, checkpoint: progress.checkpoint, onUsage },
     );
   } finally {

@@ -9,6 +9,7 @@ import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import type { IncomingMessage } from "../queue/incoming.js";
+import { retryAfterMs } from "./errors.js";
 
 /** Seconds a message's sent-chunk count is kept (long enough for every retry). */
 export const PROGRESS_TTL_SECONDS = 24 * 3600;
@@ -23,30 +24,73 @@ const APOLOGY = {
 };
 
 /**
+ * The answer took longer than `ANSWER_DEADLINE_SECONDS`: its model call and tools were aborted.
+ * Not retried (a retry would take as long again); the user gets {@link AnswerDeadlineError.userMessage}.
+ */
+export class AnswerDeadlineError extends Error {
+  /** Never retried. */
+  readonly retryable = false;
+  /** @param seconds - the deadline that passed (`ANSWER_DEADLINE_SECONDS`). */
+  constructor(readonly seconds: number) {
+    super(`the answer took longer than ANSWER_DEADLINE_SECONDS (${seconds} s) and was stopped`);
+    this.name = "AnswerDeadlineError";
+  }
+  /** A short apology in `locale`. */
+  userMessage(locale: Locale): string {
+    return localize(locale, {
+      "zh-TW": "抱歉，這次回答花了太久時間，我先停下來了。請再問一次，或把問題說得簡單一點。",
+      en: "Sorry, this answer was taking too long, so I stopped. Please ask again, or make the question simpler.",
+    });
+  }
+}
+
+/** What {@link deliverAnswer} reports. */
+export interface Delivery {
+  /** Whether a sent-chunk count may have been written (the finish script then deletes it). */
+  counted: boolean;
+  /** Chunks of the answer that went out, in this attempt and earlier ones. */
+  sent: number;
+}
+
+/**
  * Sends `text` as the answer to `message`, skipping the first `skip` chunks (sent by an earlier
  * attempt). When the answer is longer than the outbound's `singleChunkUnits` (UTF-16 units), each
  * sent chunk is counted under `sentKey` (for {@link PROGRESS_TTL_SECONDS}), so a retry sends only
  * the rest.
  *
- * @returns whether a sent-chunk count may have been written (the finish script then deletes it).
- * @throws what the outbound throws (earlier chunks stay sent and counted).
+ * A platform rate limit (a 429 with `retry_after`, see `retryAfterMs`) is always waited out and
+ * the rest of the answer sent again, for as long as `deadlineAt` allows: the client libraries'
+ * own retries give up after a few attempts, but the answer is not lost while there is time.
+ *
+ * @param progress.deadlineAt - the answer's deadline, ms since the Unix epoch.
+ * @throws what the outbound throws (earlier chunks stay sent and counted), including the 429 when
+ *   waiting it out would pass the deadline; `sentChunks` on the error says how many went out.
  */
 export async function deliverAnswer(
   outbound: Outbound,
   message: IncomingMessage,
   text: string,
-  progress: { redis: Redis; sentKey: string; skip: number },
-): Promise<boolean> {
+  progress: { redis: Redis; sentKey: string; skip: number; deadlineAt: number; log: Logger },
+): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
-  await outbound.sendAnswer(message, text, {
-    skip: progress.skip,
-    onSent: multi
-      ? async (index) => {
-          await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
-        }
-      : undefined,
-  });
-  return multi || progress.skip > 0;
+  let sent = progress.skip;
+  for (;;) {
+    try {
+      await outbound.sendAnswer(message, text, {
+        skip: sent,
+        onSent: async (index) => {
+          sent = index + 1;
+          if (multi) await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
+        },
+      });
+      return { counted: multi || progress.skip > 0, sent };
+    } catch (error) {
+      const wait = retryAfterMs(error);
+      if (wait === undefined || Date.now() + wait >= progress.deadlineAt) throw Object.assign(error as object, { sentChunks: sent });
+      progress.log.warn({ retryAfterMs: wait, sent }, "the platform is rate limiting this chat; waiting out its retry_after before sending the rest");
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }
 
 /**

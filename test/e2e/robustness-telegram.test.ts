@@ -87,3 +87,23 @@ describe("Telegram: a write runs once across job retries", () => {
     expect(sentTo(dm)).toHaveLength(1);
   });
 });
+
+describe("Telegram: flood control (429 retry_after)", () => {
+  it("an answer meeting 429s past the retry plugin's attempts is delivered once the flood ends, exactly once", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(92003, "Chen");
+    const dm = tg.privateChat(user);
+    const calls = () => tg.calls.filter((c) => c.method === "sendMessage" && String(c.payload.chat_id) === String(dm.id)).length;
+    tg.rateLimit("sendMessage", { retryAfter: 3, forMs: 14_000 });
+    const started = Date.now();
+    const answer = await ask(dm, user, "hello through the flood", 45_000);
+    expect(answer.text).toBe("You said: hello through the flood");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(13_000);
+    // the plugin tries 1 + 3 times per send; the worker kept going after it gave up
+    expect(calls()).toBeGreaterThan(4);
+    expect(sentTo(dm)).toHaveLength(1);
+    const stored = (await redis.get(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).history))!;
+    expect(stored).toContain("You said: hello through the flood");
+    expect(stack.logs().some((l) => l.msg === "the platform is rate limiting this chat; waiting out its retry_after before sending the rest")).toBe(true);
+  }, 60_000);
+});

@@ -231,6 +231,7 @@ export class FakeTelegram {
   /** Held long polls, each with the function that ends it as replaced by a newer call. */
   #polls = new Set<() => void>();
   #drops = new Map<string, number>();
+  #floods = new Map<string, { until: number; retryAfter: number }>();
   #revoked = false;
 
   private constructor(options: FakeTelegramOptions) {
@@ -314,6 +315,15 @@ export class FakeTelegram {
     const list = this.#failures.get(method) ?? [];
     list.push(failure);
     this.#failures.set(method, list);
+  }
+
+  /**
+   * Flood control, as Telegram does it: for the next `forMs` ms every call of `method` answers
+   * `429 Too Many Requests: retry after N` with `parameters.retry_after` N = `retryAfter` seconds
+   * (at most the seconds left in the window, at least 1), and changes nothing.
+   */
+  rateLimit(method: string, options: { retryAfter: number; forMs: number }): void {
+    this.#floods.set(method, { until: Date.now() + options.forMs, retryAfter: options.retryAfter });
   }
 
   /** Makes the next `count` calls of `method` fail at the network level: the connection is closed with no answer. */
@@ -487,6 +497,11 @@ export class FakeTelegram {
       return send(400, { ok: false, error_code: 400, description: "Bad Request: invalid request body" });
     }
     this.calls.push({ method, payload, at: Date.now() });
+    const flood = this.#floods.get(method);
+    if (flood && Date.now() < flood.until) {
+      const retryAfter = Math.max(1, Math.min(flood.retryAfter, Math.ceil((flood.until - Date.now()) / 1000)));
+      return send(429, { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    }
     const failure = this.#failures.get(method)?.shift();
     if (failure) {
       return send(failure.error_code, {

@@ -161,6 +161,28 @@ describe("HistoryStore", () => {
     expect(stored.startsWith(`U${JSON.stringify(huge[0])}`)).toBe(true);
   });
 
+  it("forgets one run by its message id (messages and tag), keeping the others and the TTL", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 40, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "hforget" };
+    const key = conversationKeys(chat).history;
+    await store.append(chat, runs[0]!, { messageId: "1", text: "hello" }, await store.read(chat));
+    await store.append(chat, runs[1]!, { messageId: "2", text: "#1 milk" }, await store.read(chat));
+    await store.append(chat, [], { messageId: "3", text: "refused" }, await store.read(chat)); // a refusal: only its tag
+    await store.append(chat, runs[2]!, { messageId: "22", text: "done" }, await store.read(chat));
+    expect(await store.forget(chat, "2")).toBe(true);
+    expect(await store.load(chat)).toEqual([...runs[0]!, ...runs[2]!]);
+    expect((await store.read(chat, "22")).answer).toBe("done");
+    expect((await store.read(chat, "3")).answer).toBe("refused");
+    expect(await store.forget(chat, "3")).toBe(true);
+    expect((await store.read(chat, "3")).answer).toBeUndefined();
+    expect(await store.load(chat)).toEqual([...runs[0]!, ...runs[2]!]);
+    expect(await store.forget(chat, "2")).toBe(false);
+    expect(await redis.ttl(key)).toBeGreaterThan(3590);
+    expect(await store.forget(chat, "1")).toBe(true);
+    expect(await store.forget(chat, "22")).toBe(true);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
   it("a trimming append loses no update written by another writer since the read", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1c" };

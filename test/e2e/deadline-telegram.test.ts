@@ -1,0 +1,79 @@
+/**
+ * One deadline per answer (`ANSWER_DEADLINE_SECONDS`, short here), end to end on Telegram: a model
+ * API that accepts the request and never answers, and a chat whose flood control outlasts the
+ * deadline. Real grammy adapter and worker parts, the fake Bot API, the strict fake Messages API.
+ */
+import type { Chat, User } from "grammy/types";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { conversationKeys } from "../../src/queue/keys.js";
+import { hang } from "../fakes/anthropic.js";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { waitFor } from "../worker/harness.js";
+import { useStack, type Stack } from "./harness.js";
+import { MODEL_RETRIES, requestsFor, textsOf } from "./scenarios-common.js";
+
+const DEADLINE_SECONDS = 4;
+let stack: Stack;
+let redis: Redis;
+useStack({ modelRetries: MODEL_RETRIES, env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) } }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+function sentTo(chat: Chat): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
+}
+
+async function ask(chat: Chat, from: User, text: string, timeoutMs = 20_000): Promise<FakeSentMessage> {
+  const before = sentTo(chat).length;
+  stack.telegram.sendUserMessage({ chat, from, text });
+  return stack.telegram.waitFor(() => sentTo(chat)[before], timeoutMs, `an answer to "${text}"`);
+}
+
+describe("Telegram: one deadline per answer", () => {
+  it("a model that never answers: after the deadline the user gets the short apology, the call is aborted, and the next message is answered", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(93001, "Hsu");
+    const dm = tg.privateChat(user);
+    stack.model.enqueue(hang());
+    const started = Date.now();
+    const apology = await ask(dm, user, "a question the model never answers");
+    const took = Date.now() - started;
+    expect(apology.text).toBe("抱歉，這次回答花了太久時間，我先停下來了。請再問一次，或把問題說得簡單一點。");
+    expect(took).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 500);
+    expect(took).toBeLessThan(DEADLINE_SECONDS * 1000 + 5000);
+    await waitFor(() => stack.model.hanging() === 0, 5000, "the hanging model call to be aborted");
+    // the conversation moves on: the next message is answered at once, without the stopped one
+    const next = await ask(dm, user, "are you back?", 10_000);
+    expect(next.text).toBe("You said: are you back?");
+    const [request] = requestsFor(stack, "are you back?");
+    expect(request!.messages).toHaveLength(1);
+    expect(sentTo(dm)).toHaveLength(2);
+  }, 60_000);
+
+  it("a flood control longer than the deadline: the answer is dropped from the history, no apology is sent into the 429, and the next message works", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(93002, "Tsai");
+    const dm = tg.privateChat(user);
+    const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
+    // the retry plugin's own attempts (1 + 3, 3 s apart) end inside the flood and past the deadline
+    tg.rateLimit("sendMessage", { retryAfter: 3, forMs: 15_000 });
+    const floodEnds = Date.now() + 15_000;
+    tg.sendUserMessage({ chat: dm, from: user, text: "hello into the flood" });
+    await waitFor(
+      () => stack.logs().some((l) => l.msg === "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent"),
+      30_000,
+      "the worker to give up",
+    );
+    const stored = (await redis.get(conversationKeys(conversation).history)) ?? "";
+    expect(stored).not.toContain("hello into the flood");
+    await new Promise((r) => setTimeout(r, Math.max(0, floodEnds - Date.now()) + 500));
+    expect(sentTo(dm)).toEqual([]); // nothing got through, and no apology was queued behind the flood
+    const next = await ask(dm, user, "and tomorrow?", 15_000);
+    expect(next.text).toBe("I have no earlier question from you.");
+    const [request] = requestsFor(stack, "and tomorrow?");
+    expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual(["and tomorrow?"]);
+    expect(sentTo(dm)).toHaveLength(1);
+  }, 60_000);
+});

@@ -15,6 +15,7 @@ const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPI
  * - `Anthropic.APIConnectionError` (includes timeouts): true;
  * - `Anthropic.APIError` with status 408, 409, 429 or ≥ 500: true; other statuses: false;
  * - a platform rate limit ({@link retryAfterMs} finds one): true;
+ * - grammy's `HttpError` (the Bot API could not be reached: reset, refused, timeout): true;
  * - an error with a numeric `status` or `error_code` (platform REST errors) ≥ 500 or 429: true;
  * - Node network error codes (`ECONNRESET`, …) and ioredis connection errors: true;
  * - anything else: false.
@@ -29,6 +30,8 @@ export function isTransient(error: unknown): boolean {
     return status === 408 || status === 409 || status === 429 || status >= 500;
   }
   if (retryAfterMs(error) !== undefined) return true;
+  // grammy's HttpError: the Bot API could not be reached (reset, refused, timeout); the cause is in `.error`
+  if (error.name === "HttpError") return true;
   const status = (error as { status?: unknown; error_code?: unknown }).status ?? (error as { error_code?: unknown }).error_code;
   if (typeof status === "number") return status === 429 || status >= 500;
   const code = (error as { code?: unknown }).code;

@@ -1,5 +1,5 @@
 import { DiscordAPIError, RateLimitError } from "discord.js";
-import { GrammyError } from "grammy";
+import { GrammyError, HttpError } from "grammy";
 import { describe, expect, it } from "vitest";
 import { isTransient, retryAfterMs } from "../../src/worker/errors.js";
 
@@ -12,6 +12,8 @@ describe("platform rate limits are retryable, with their retry_after", () => {
     const bad = new GrammyError("Call to 'sendMessage' failed!", { ok: false, error_code: 400, description: "Bad Request: chat not found" }, "sendMessage", {});
     expect(retryAfterMs(bad)).toBeUndefined();
     expect(isTransient(bad)).toBe(false);
+    // the Bot API could not be reached (e.g. a kept-alive socket reset after a retry_after wait)
+    expect(isTransient(new HttpError("Network request for 'sendMessage' failed!", Object.assign(new Error("socket hang up"), { code: "ECONNRESET" })))).toBe(true);
   });
 
   it("discord.js: RateLimitError (retryAfter in ms) and a 429 DiscordAPIError (retry_after in seconds), also wrapped as a cause", () => {

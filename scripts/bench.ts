@@ -29,6 +29,8 @@ import { silentLogger } from "../src/log.js";
 import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../src/outbound.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
+import { AccessGate } from "../src/access/gate.js";
+import { UsageStore } from "../src/usage/store.js";
 import { connectRedis } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
@@ -360,4 +362,80 @@ async function main() {
   await ourServer.stop();
 }
 
+/** Counts the writes on this client's socket: one per round trip when each message is awaited before the next. */
+function countWrites(redis: Redis): { count: number } {
+  const counter = { count: 0 };
+  const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+  const original = stream.write.bind(stream);
+  stream.write = (...args: unknown[]) => {
+    counter.count += 1;
+    return original(...args);
+  };
+  return counter;
+}
+
+/**
+ * The access gate's cost (issue 13): BENCH_GATE_MESSAGES messages (2000), one at a time, from
+ * users already granted under the `pairing` policy with both budgets on (the common path: the
+ * grant, the rate counter and the two day totals are read; the message is queued). Compared with
+ * the bare `ChatQueue.enqueue` of the same messages: socket writes (round trips), server-side
+ * commands (INFO commandstats) and latency per message. No worker runs; the inboxes just grow.
+ */
+async function gateBench(): Promise<void> {
+  const n = Number(process.env.BENCH_GATE_MESSAGES ?? 2000);
+  const server = await startRedis();
+  const gateConfig = loadConfig(
+    { LOG_LEVEL: "silent", ACCESS_POLICY: "pairing", USER_DAILY_TOKENS: "200000", GLOBAL_DAILY_TOKENS: "100000000", RATE_LIMIT_PER_MINUTE: "10000", MAX_QUEUED_PER_CHAT: "10000" },
+    { purpose: "inspect" },
+  );
+  const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const admin = connectRedis(server.url);
+  await redis.ping();
+  const queue = new ChatQueue({ redis });
+  const gate = new AccessGate({ config: gateConfig, log: silentLogger, redis, queue, reply: async () => {} });
+  const users = 50;
+  for (let u = 0; u < users; u += 1) await gate.access.allowUser(`telegram:g${u}`);
+  // Every user has used some tokens today, so the budget reads find real hashes.
+  const usage = new UsageStore(admin, gateConfig.TIMEZONE);
+  for (let u = 0; u < users; u += 1) await usage.record({ platform: "telegram", userId: `g${u}`, chatId: `g${u}` }, { input_tokens: 1000, output_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 500 });
+  const gateMessage = (i: number, prefix: string): IncomingMessage => ({
+    platform: "telegram", chatId: `${prefix}${i % users}`, chatKind: "dm", userId: `g${i % users}`, userName: "G", text: `gate ${i}`, messageId: String(i + 1), sentAt: Date.now(), reply: {},
+  });
+  // Warm up both paths (script loading, first job of each chat), then measure.
+  for (let i = 0; i < users; i += 1) {
+    await queue.enqueue(gateMessage(i, "e"));
+    await gate.admit(gateMessage(i, "a"));
+  }
+  const phase = async (label: string, send: (i: number) => Promise<unknown>) => {
+    const writes = countWrites(redis);
+    const before = await commandStats(admin);
+    const latencies: number[] = [];
+    for (let i = users; i < users + n; i += 1) {
+      const t = performance.now();
+      await send(i);
+      latencies.push(performance.now() - t);
+    }
+    const after = await commandStats(admin);
+    let commands = 0;
+    for (const [k, v] of after) commands += v - (before.get(k) ?? 0);
+    commands -= 1; // the INFO call itself
+    return { label, writes: writes.count / n, commands: commands / n, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  };
+  const bare = await phase("enqueue alone", (i) => queue.enqueue(gateMessage(i, "e")));
+  const gated = await phase("gate + enqueue", async (i) => {
+    const outcome = await gate.admit(gateMessage(i, "a"));
+    if (outcome !== "queued") throw new Error(`the gate refused a granted user's message: ${outcome}`);
+  });
+  console.log(`access gate (${n} messages one at a time from ${users} granted users; ACCESS_POLICY=pairing, user and global budgets on, rate limit on):`);
+  for (const r of [bare, gated]) {
+    console.log(`  ${r.label.padEnd(15)} round trips (socket writes) ${r.writes.toFixed(2)}, server-side commands ${r.commands.toFixed(2)}, latency p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+  }
+  console.log(`  added by the gate: ${(gated.writes - bare.writes).toFixed(2)} round trips, ${(gated.commands - bare.commands).toFixed(2)} commands, p50 ${(gated.p50 - bare.p50).toFixed(3)} ms per message`);
+  await queue.close();
+  redis.disconnect();
+  admin.disconnect();
+  await server.stop();
+}
+
 await main();
+await gateBench();

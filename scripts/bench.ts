@@ -68,6 +68,10 @@ class BenchOutbound implements Outbound {
     throw new Error("no approvals in the benchmark");
   }
   async closeApprovalPrompt(_p: SentRef, _o: ApprovalOutcome, _t: string): Promise<void> {}
+  async sendReminder(): Promise<SentRef> {
+    throw new Error("no reminders in the benchmark");
+  }
+  async closeReminder(): Promise<void> {}
   _unused?: ApprovalPrompt;
 }
 

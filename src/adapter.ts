@@ -11,6 +11,7 @@ import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
+import type { ReminderActions } from "./reminders/actions.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 
@@ -64,6 +65,11 @@ export interface AdapterContext {
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
   /** Checks and records a button press or reaction on an approval prompt. */
   approvals: ApprovalDecider;
+  /**
+   * Reminder buttons (`rm:…` data: done, snooze, cancel) and the `/reminders` listing. Optional:
+   * without it reminder buttons are answered as expired.
+   */
+  reminders?: ReminderActions;
   /**
    * Reports that the adapter stopped for good after it had started (e.g. Telegram answered 401 to
    * `getUpdates`: the token was revoked). The core logs the error, the bot stops and the process

@@ -19,6 +19,7 @@ import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
 import type { IncomingMessage, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
+import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
 import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
 import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
@@ -176,7 +177,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         tracerFor,
       });
       closers.push(() => worker.close());
-      await worker.waitUntilReady();
+      const reminders = startReminderDelivery({ config, log, redis: workerRedis, prefix: options.prefix, outbounds });
+      closers.push(() => reminders.close());
+      await Promise.all([worker.waitUntilReady(), reminders.waitUntilReady()]);
       bot.worker = worker;
       log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
     }
@@ -207,12 +210,15 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       };
       const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(to, text)) });
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
+      const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
+      closers.push(() => reminders.close());
       const commands = new CommandRunner({
         config,
         log,
         toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
         resetChat: (chat) => history.reset(chat),
         gate,
+        reminders: reminders.actions,
         notify: async (platform, chatId, userId, text) => {
           const outbound = await outboundFor(platform as Platform);
           await outbound.sendAnswer(dmTo(platform as Platform, chatId, userId), text);
@@ -228,6 +234,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         resetChat: (chat) => history.reset(chat),
         toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
         approvals: decider,
+        reminders: reminders.actions,
         fatal: (error) => {
           log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
           void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));

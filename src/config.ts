@@ -236,6 +236,8 @@ export const ConfigSchema = z.object({
   /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
   ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
+  /** Seconds a reminder's snooze button puts it off (1 s to 1 day). */
+  REMINDER_SNOOZE_SECONDS: int(1, 86400, 600),
   WORKER_CONCURRENCY: int(1, 256, 8),
   ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),
 

@@ -2,7 +2,7 @@
  * The outbound half of an adapter: how a worker talks back to a platform. REST only, so a worker
  * needs no gateway connection and may run on another machine.
  */
-import type { IncomingMessage, Platform } from "./queue/incoming.js";
+import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 
 /** A message the bot sent, as the platform identifies it. */
 export interface SentRef {
@@ -24,6 +24,40 @@ export interface ApprovalPrompt {
 
 /** How an approval ended, as shown on the edited prompt. */
 export type ApprovalOutcome = "approved" | "declined" | "expired" | "superseded";
+
+/**
+ * A reminder to post: `⏰ <text>` in the conversation where it was set, with done and snooze
+ * buttons that carry `token` (`rm:d:<token>`, `rm:s:<token>`: Telegram `callback_data` ≤ 64 bytes,
+ * Discord `custom_id` ≤ 100 characters, so `token` is at most 58 ASCII characters).
+ */
+export interface ReminderMessage {
+  /** The chat and Telegram topic (Discord threads are chats). */
+  conversation: ConversationRef;
+  /** In a group the owner is mentioned with a real mention that notifies only them. */
+  chatKind: "dm" | "group";
+  /** The owner: platform user id and display name. A Telegram `chat:<id>` sender is not mentioned. */
+  owner: { userId: string; userName: string };
+  /** The whole text after the mention, plain (not Markdown), starting with ⏰. */
+  text: string;
+  /** Opaque, 1-58 characters of `A-Z a-z 0-9 _ - . %`. */
+  token: string;
+}
+
+/**
+ * Thrown by an outbound when the platform says the bot can no longer write to the chat (Telegram
+ * 403 blocked/kicked or 400 chat not found; Discord 50001 Missing Access, 10003 Unknown Channel,
+ * 50007 Cannot send messages to this user). Retrying cannot help.
+ */
+export class ChatUnreachableError extends Error {
+  constructor(
+    readonly platform: Platform,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "ChatUnreachableError";
+  }
+}
 
 /**
  * The outbound side of one platform. Every method throws on a failure it could not recover from
@@ -59,4 +93,17 @@ export interface Outbound {
   sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef>;
   /** Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons. */
   closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void>;
+  /**
+   * Posts a reminder (see {@link ReminderMessage}) with done / snooze buttons, mentioning the owner
+   * in groups so that only they are notified (Telegram: a `tg://user?id=` link, i.e. a
+   * `text_mention`; Discord: `<@id>` with `allowed_mentions: { users: [id] }`).
+   * @throws {ChatUnreachableError} when the bot can no longer write to the chat; other errors after
+   *   the client's own retries.
+   */
+  sendReminder(reminder: ReminderMessage): Promise<SentRef>;
+  /**
+   * Edits a posted reminder (or a `/reminders` list) to `text` (plain) without buttons. A message
+   * that is gone is not a failure.
+   */
+  closeReminder(message: SentRef, text: string): Promise<void>;
 }

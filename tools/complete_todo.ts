@@ -3,10 +3,11 @@
  */
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
+import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
 
-/** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. */
+/** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. Reminders tied to the todo are cancelled. */
 export default defineTool({
   name: "complete_todo",
   description: [
@@ -24,6 +25,7 @@ export default defineTool({
     if (result.status === "already") {
       return localize(locale, { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" }, { id: todo_id, line });
     }
-    return localize(locale, { "zh-TW": "已完成：{line}", en: "Marked done: {line}" }, { line });
+    const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
+    return localize(locale, { "zh-TW": "已完成：{line}", en: "Marked done: {line}" }, { line }) + ended;
   },
 });

@@ -4,10 +4,11 @@
  */
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
+import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/store.js";
 
-/** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. */
+/** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. Reminders tied to the todo are cancelled. */
 export default defineTool({
   name: "delete_todo",
   description: [
@@ -28,6 +29,7 @@ export default defineTool({
     const { locale } = context;
     const todo = await deleteTodo(context.redis, context, todo_id);
     if (!todo) throw new ToolError(noSuchTodo(todo_id, locale));
-    return localize(locale, { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" }, { line: formatTodo(todo, locale, context.timezone) });
+    const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
+    return localize(locale, { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" }, { line: formatTodo(todo, locale, context.timezone) }) + ended;
   },
 });

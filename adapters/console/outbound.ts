@@ -6,7 +6,7 @@
 import type { Writable } from "node:stream";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
@@ -134,6 +134,17 @@ export class ConsoleOutbound implements Outbound {
   /** Writes the prompt's outcome and forgets it if it was the open prompt. */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
     if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
+    await this.#write(`bot> ${text}\n`);
+  }
+
+  /** Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only). */
+  async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    await this.#write(`bot> ${reminder.text}\n`);
+    return { chatId: reminder.conversation.chatId, messageId: String(++this.#sent) };
+  }
+
+  /** Writes the closed reminder's text. */
+  async closeReminder(_message: SentRef, text: string): Promise<void> {
     await this.#write(`bot> ${text}\n`);
   }
 

@@ -48,6 +48,8 @@ import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import { GATE_TEXT } from "../../src/access/gate.js";
 import { commandsFor, findCommand } from "../../src/commands/catalog.js";
+import { ReminderActions } from "../../src/reminders/actions.js";
+import type { CommandReply } from "../../src/commands/command.js";
 
 export { DiscordOutbound, DiscordSendError } from "./outbound.js";
 export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
@@ -233,7 +235,7 @@ export class DiscordAdapter implements Adapter {
     const args = command?.option ? (interaction.options.getString(command.option.name) ?? "") : "";
     const inGuild = interaction.inGuild();
     await this.#answer(interaction, async () => {
-      const reply = await context.commands.run({
+      const reply = await context.commands.runReply({
         name: interaction.commandName,
         args,
         platform: "discord",
@@ -257,8 +259,8 @@ export class DiscordAdapter implements Adapter {
    * the interaction is deferred first (so Discord's 3 s limit is met) and the reply edited in.
    * Unknown interaction (10062) and already acknowledged (40060) are logged, not thrown.
    */
-  async #answer(interaction: RepliableInteraction, compute: () => Promise<string>): Promise<void> {
-    const pending = compute();
+  async #answer(interaction: RepliableInteraction, compute: () => Promise<string | CommandReply>): Promise<void> {
+    const pending = compute().then((r) => (typeof r === "string" ? { text: r } : r));
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), DEFER_AFTER_MS)));
     try {
@@ -266,9 +268,10 @@ export class DiscordAdapter implements Adapter {
       clearTimeout(timer);
       if (first === "late") {
         await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-        await interaction.editReply({ content: fit(await pending), allowedMentions: { parse: [] } });
+        const reply = await pending;
+        await interaction.editReply({ content: fit(reply.text), components: buttonRows(reply) as never, allowedMentions: { parse: [] } });
       } else {
-        await interaction.reply({ content: fit(first), flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+        await interaction.reply({ content: fit(first.text), components: buttonRows(first) as never, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;
@@ -287,7 +290,31 @@ export class DiscordAdapter implements Adapter {
 
   // ---- approvals --------------------------------------------------------------------------
 
+  // ---- reminders --------------------------------------------------------------------------
+
+  /** A reminder button (done, snooze, a `/reminders` cancel): an ephemeral notice; a closed reminder is edited to its outcome without buttons. */
+  async #onReminderButton(interaction: ButtonInteraction): Promise<void> {
+    const locale = this.#localeOf(interaction.locale);
+    let closeText: string | undefined;
+    await this.#answer(interaction, async () => {
+      try {
+        const reminders = this.#context?.reminders;
+        if (!reminders) return localize(locale, { "zh-TW": "這個提醒已經結束或取消了。", en: "This reminder has ended or was cancelled." });
+        const answer = await reminders.press({ data: interaction.customId, platform: "discord", userId: interaction.user.id });
+        closeText = answer.closeText;
+        return answer.notice;
+      } catch (err) {
+        this.#log.error({ err }, "reminder button failed");
+        return tryAgain(locale);
+      }
+    });
+    if (closeText && !interaction.message.flags.has(MessageFlags.Ephemeral)) {
+      await this.outbound.closeReminder({ chatId: interaction.channelId, messageId: interaction.message.id }, closeText).catch((err: unknown) => this.#log.warn({ err }, "could not close the reminder message"));
+    }
+  }
+
   async #onButton(interaction: ButtonInteraction): Promise<void> {
+    if (ReminderActions.owns(interaction.customId)) return this.#onReminderButton(interaction);
     const parsed = parseApprovalCustomId(interaction.customId);
     if (!parsed) return;
     const locale = this.#localeOf(interaction.locale);
@@ -476,3 +503,13 @@ export function tryAgain(locale: Locale): string {
 
 
 export { NO_MENTIONS };
+
+/** A command reply's buttons as action rows of up to 5 danger-style buttons (Discord allows 5 rows of 5). */
+function buttonRows(reply: CommandReply): Record<string, unknown>[] {
+  const rows: { type: 1; components: Record<string, unknown>[] }[] = [];
+  (reply.buttons ?? []).slice(0, 25).forEach((b, i) => {
+    if (i % 5 === 0) rows.push({ type: 1, components: [] });
+    rows.at(-1)!.components.push({ type: 2, style: 4, label: b.label, custom_id: b.data });
+  });
+  return rows;
+}

@@ -21,9 +21,10 @@ import { DiscordAPIError, REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import { redact } from "../../src/log.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import { ChatUnreachableError, type ApprovalOutcome, type ApprovalPrompt, type Outbound, type ReminderMessage, type SentRef } from "../../src/outbound.js";
 import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
 import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
+import { CHAT_GONE_CODES, reminderBody } from "./reminder.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
@@ -186,6 +187,37 @@ export class DiscordOutbound implements Outbound {
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
       const r = Routes.channelMessageOwnReaction(prompt.chatId, prompt.messageId, encodeURIComponent(emoji));
       await this.#call("removeReaction", r, () => this.#rest.delete(r)).catch((err: unknown) => this.#log.debug({ err }, "could not remove own reaction"));
+    }
+  }
+
+  /**
+   * {@inheritDoc Outbound.sendReminder} With a nonce of the occurrence and `enforce_nonce`, so a
+   * resend after a crash within Discord's nonce window returns the message already posted.
+   * @throws {ChatUnreachableError} for 10003, 50001, 50007; {@link DiscordSendError} otherwise.
+   */
+  async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    const channelId = reminder.conversation.chatId;
+    try {
+      return await this.#post("sendReminder", channelId, reminderBody(reminder, this.#config.BOT_LOCALE));
+    } catch (error) {
+      if (error instanceof DiscordSendError && CHAT_GONE_CODES.has(Number(error.code))) {
+        throw new ChatUnreachableError("discord", error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  /** {@inheritDoc Outbound.closeReminder} Removes the buttons; a message or channel that is gone is logged. */
+  async closeReminder(message: SentRef, text: string): Promise<void> {
+    const route = Routes.channelMessage(message.chatId, message.messageId);
+    try {
+      await this.#call("closeReminder", route, () => this.#rest.patch(route, { body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS } }));
+    } catch (error) {
+      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+        this.#log.info({ chatId: message.chatId, messageId: message.messageId, code: error.code }, "reminder message is gone; nothing to edit");
+        return;
+      }
+      throw error;
     }
   }
 

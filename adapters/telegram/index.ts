@@ -9,6 +9,7 @@ import { Bot, type Context } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
+import { ReminderActions, type PressAnswer } from "../../src/reminders/actions.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
@@ -20,6 +21,7 @@ import { isUnauthorized, PollingMonitor, type PollingOptions } from "./polling.j
 import { startWebhookServer } from "./webhook.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { destinationOf, TelegramOutbound } from "./outbound.js";
+import { escapeHtml } from "./html.js";
 
 /** The outbound class, for callers that need its Telegram-only extras (`sendMarkdown`, `removeKeyboard`). */
 export { TelegramOutbound } from "./outbound.js";
@@ -239,7 +241,7 @@ export class TelegramAdapter implements Adapter {
   async #command(decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>, context: AdapterContext): Promise<void> {
     const to = decision.message;
     const chatId = Number(to.chatId);
-    const reply = await context.commands.run({
+    const reply = await context.commands.runReply({
       name: decision.command,
       args: decision.args,
       platform: "telegram",
@@ -252,11 +254,63 @@ export class TelegramAdapter implements Adapter {
       mention: `@${this.bot.botInfo.username}`,
       isGroupAdmin: () => this.#isGroupAdmin(this.bot.api, { id: chatId, type: "supergroup" }, to.userId),
     });
-    if (reply !== undefined) await this.#reply(to, reply);
+    if (reply === undefined) return;
+    if (reply.buttons?.length) await this.#sendWithButtons(to, reply.text, reply.buttons);
+    else await this.#reply(to, reply.text);
+  }
+
+  /** Sends a command's reply (Markdown) with one inline button per row (e.g. `/reminders` cancel buttons). */
+  async #sendWithButtons(to: IncomingMessageBase, markdown: string, buttons: { label: string; data: string }[]): Promise<void> {
+    const dest = destinationOf(to);
+    await this.bot.api.sendMessage(to.chatId, escapeHtml(markdown), {
+      parse_mode: "HTML",
+      reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
+      ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
+      ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
+    });
+  }
+
+  /**
+   * A press on a reminder's done / snooze button or a `/reminders` cancel button: answered with a
+   * toast; a closed reminder is edited to its outcome without buttons; a cancelled entry's button
+   * leaves the list.
+   */
+  async #onReminderButton(ctx: Context, context: AdapterContext): Promise<void> {
+    const query = ctx.callbackQuery!;
+    const locale = this.config.BOT_LOCALE;
+    const data = query.data ?? "";
+    let answer: PressAnswer = { notice: localize(locale, { "zh-TW": "這個提醒已經結束或取消了。", en: "This reminder has ended or was cancelled." }) };
+    let handled = false;
+    try {
+      if (context.reminders) {
+        answer = await context.reminders.press({ data, platform: "telegram", userId: String(query.from.id) });
+        handled = true;
+      }
+    } catch (error) {
+      this.log.error({ error: redact(String(error)) }, "telegram: reminder button failed");
+      answer = { notice: localize(locale, { "zh-TW": "暫時無法處理，請稍後再按一次。", en: "Could not do that right now; please press again in a moment." }) };
+    }
+    try {
+      await ctx.answerCallbackQuery({ text: answer.notice });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+    }
+    const message = query.message;
+    if (!message || !handled) return;
+    const ref = { chatId: String(message.chat.id), messageId: String(message.message_id) };
+    if (answer.closeText) {
+      await this.outbound.closeReminder(ref, answer.closeText).catch((error: unknown) => this.log.warn({ error: redact(String(error)) }, "telegram: could not close the reminder message"));
+    } else if (data.startsWith("rm:c:") && answer.cancelled) {
+      const rows = (message.reply_markup?.inline_keyboard ?? []).map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data)).filter((row) => row.length > 0);
+      await this.bot.api
+        .editMessageReplyMarkup(ref.chatId, Number(ref.messageId), { reply_markup: { inline_keyboard: rows } })
+        .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not update the /reminders buttons"));
+    }
   }
 
   async #onCallback(ctx: Context, context: AdapterContext): Promise<void> {
     const query = ctx.callbackQuery!;
+    if (ReminderActions.owns(query.data ?? "")) return this.#onReminderButton(ctx, context);
     const locale = this.config.BOT_LOCALE;
     const parsed = parseCallbackData(query.data ?? "");
     let notice: string;

@@ -6,10 +6,12 @@ import type { Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import { ChatUnreachableError, type ApprovalOutcome, type ApprovalPrompt, type Outbound, type ReminderMessage, type SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
 import { isEntityError, isHarmless } from "./api.js";
+import { escapeHtml } from "./html.js";
+import { isChatGone, reminderHtml, reminderKeyboard } from "./reminder.js";
 import { planChunks } from "./split.js";
 
 /** Where a message goes: the chat, and optionally the message to reply to and the forum topic. */
@@ -117,6 +119,36 @@ export class TelegramOutbound implements Outbound {
     } catch (error) {
       if (!isHarmless(error)) throw error;
       this.log.debug({ prompt, error: (error as Error).message }, "telegram: approval prompt edit was not needed");
+    }
+  }
+
+  /**
+   * {@inheritDoc Outbound.sendReminder} Sent as HTML with `message_thread_id` of the topic.
+   * @throws {ChatUnreachableError} for 403 and "chat not found" (see `isChatGone`).
+   */
+  async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    const { chatId, topicId } = reminder.conversation;
+    try {
+      const message = await this.api.sendMessage(chatId, reminderHtml(reminder), {
+        parse_mode: "HTML",
+        reply_markup: reminderKeyboard(reminder.token, this.config.BOT_LOCALE),
+        link_preview_options: { is_disabled: true },
+        ...(topicId ? { message_thread_id: Number(topicId) } : {}),
+      });
+      return { chatId: String(message.chat.id), messageId: String(message.message_id) };
+    } catch (error) {
+      if (isChatGone(error)) throw new ChatUnreachableError("telegram", `telegram: cannot write to chat ${chatId}: ${(error as Error).message}`, { cause: error });
+      throw error;
+    }
+  }
+
+  /** {@inheritDoc Outbound.closeReminder} `editMessageText` without `reply_markup` removes the keyboard. */
+  async closeReminder(message: SentRef, text: string): Promise<void> {
+    try {
+      await this.api.editMessageText(message.chatId, Number(message.messageId), escapeHtml(text), { parse_mode: "HTML" });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+      this.log.debug({ message, error: (error as Error).message }, "telegram: reminder edit was not needed");
     }
   }
 

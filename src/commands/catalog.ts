@@ -74,6 +74,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "reminders",
+    description: d("列出你在這裡的提醒（可取消）", "Your reminders here, with cancel buttons"),
+    access: "everyone",
+    async run(inv, services) {
+      if (!services.reminders) return localize(inv.locale, { "zh-TW": "這裡沒有提醒功能。", en: "Reminders are not available here." });
+      return services.reminders.listing(inv);
+    },
+  },
+  {
     name: "usage",
     description: d("我的用量與剩餘額度", "My token usage and budget left"),
     access: "everyone",

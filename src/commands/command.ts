@@ -9,6 +9,7 @@ import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
+import type { ReminderActions } from "../reminders/actions.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /**
@@ -61,6 +62,18 @@ export interface CommandServices {
    * @throws when the platform is not configured in this process or the send fails.
    */
   notify(platform: string, chatId: string, userId: string, text: string): Promise<void>;
+  /** Reminder listings and buttons (`/reminders`); absent where reminders are not wired. */
+  reminders?: ReminderActions;
+}
+
+/**
+ * A reply with buttons: Telegram inline keyboard (one button per row), Discord action rows (at most
+ * 25 buttons). `data` is the button's `callback_data` / `custom_id` (at most 64 bytes).
+ */
+export interface CommandReply {
+  /** Markdown. */
+  text: string;
+  buttons?: { label: string; data: string }[];
 }
 
 /** A command's optional argument (Discord: a string option; Telegram and console: the text after the name). */
@@ -84,7 +97,7 @@ export interface Command {
   /** Platforms that expose it; default all. */
   platforms?: Platform[];
   /**
-   * The reply, as Markdown. Throwing is answered with a short "try again" (and logged).
+   * The reply, as Markdown, or a {@link CommandReply} with buttons. Throwing is answered with a short "try again" (and logged).
    */
-  run(invocation: CommandInvocation, services: CommandServices): Promise<string> | string;
+  run(invocation: CommandInvocation, services: CommandServices): Promise<string | CommandReply> | string | CommandReply;
 }

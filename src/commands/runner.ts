@@ -6,7 +6,7 @@
 import { isAdmin } from "../access/policy.js";
 import { localize, type Locale } from "../i18n.js";
 import { ADMIN_ONLY, commandsFor, findCommand, GROUP_ADMIN_ONLY } from "./catalog.js";
-import type { CommandInvocation, CommandServices } from "./command.js";
+import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
 const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
@@ -31,6 +31,19 @@ export class CommandRunner {
    *   that is not enabled). An unknown name returns "unknown command" with the list. Never throws.
    */
   async run(invocation: CommandInvocation): Promise<string | undefined> {
+    return (await this.runReply(invocation))?.text;
+  }
+
+  /**
+   * Like {@link run}, keeping the buttons of a command that has some (`/reminders`).
+   * @returns the reply, or undefined when the bot stays silent. Never throws.
+   */
+  async runReply(invocation: CommandInvocation): Promise<CommandReply | undefined> {
+    const reply = await this.#run(invocation);
+    return typeof reply === "string" ? { text: reply } : reply;
+  }
+
+  async #run(invocation: CommandInvocation): Promise<string | CommandReply | undefined> {
     const { config, log, gate } = this.services;
     const locale = invocation.locale;
     const command = findCommand(invocation.name, invocation.platform);

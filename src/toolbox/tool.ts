@@ -41,6 +41,11 @@ export interface ToolContext {
   /** The chat the request came from. Never key personal data by chat alone. */
   chatId: string;
   chatKind: "dm" | "group";
+  /**
+   * The Telegram topic (`message_thread_id`) the request came from, so an answer given later (a
+   * reminder) goes to the same topic; absent elsewhere (Discord threads are chats of their own).
+   */
+  topicId?: string;
   /** The person who asked; personal data (todos) is keyed by `platform` + `userId`. */
   userId: string;
   userName: string;

@@ -17,6 +17,7 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     platform: message.platform,
     chatId: message.chatId,
     chatKind: message.chatKind,
+    ...((message.topicId ?? message.reply?.threadId) ? { topicId: message.topicId ?? message.reply.threadId } : {}),
     userId: message.userId,
     userName: message.userName,
     locale: parts.config.BOT_LOCALE,

@@ -4,7 +4,7 @@
  * never posted or is already closed (Telegram: "message is not modified") throws.
  * Replace with the console adapter's outbound once it lands on main.
  */
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage, Platform } from "../../src/queue/incoming.js";
 
 /** A posted prompt and, once closed, its outcome. */
@@ -39,6 +39,12 @@ export class RecordingOutbound implements Outbound {
     this.prompts.push({ ref, to, prompt });
     return ref;
   }
+
+  async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    return { chatId: reminder.conversation.chatId, messageId: String(this.#next++) };
+  }
+
+  async closeReminder(): Promise<void> {}
 
   async closeApprovalPrompt(ref: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
     this.closeCalls++;

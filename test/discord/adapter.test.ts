@@ -35,7 +35,7 @@ async function queued(id: string): Promise<IncomingMessage> {
 }
 
 describe("connection", () => {
-  it("identifies with the six intents and registers /help, /tools (tag choices), /reset in DISCORD_GUILD_ID", async () => {
+  it("identifies with the six intents and registers /help, /tools (tag choices), /reset, /reminders in DISCORD_GUILD_ID", async () => {
     expect(h.fake.readySessions).toBe(1);
     expect(h.fake.identifies[0]).toMatchObject({ token: "[valid]", intents: 1 | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) });
     const reg = await h.fake.waitFor(() => h.fake.commandRegistrations[0]);

@@ -47,6 +47,8 @@ export interface Stack {
   restartWorker(): Promise<void>;
   /** Stops the adapter part and starts a new one (new grammy and discord.js clients, empty caches) on the same fakes and Redis. */
   restartAdapters(): Promise<void>;
+  /** Starts one more worker part on the same Redis (as another process would); the caller stops it. */
+  startWorker(): Promise<RunningBot>;
   stop(): Promise<void>;
 }
 
@@ -143,6 +145,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
       await stack.adapters.stop();
       stack.adapters = await startAdapters();
     },
+    startWorker,
     async stop() {
       await stack.adapters.stop();
       await stack.worker.stop();

@@ -988,6 +988,19 @@ export class FakeDiscord {
     return earlier;
   }
 
+  /**
+   * The user ids the text pings under these `allowed_mentions` (absent = parse all). Discord refuses
+   * `users` both in `parse` and as a list (50035).
+   */
+  #pingedUsers(content: string, allowed: unknown): string[] {
+    const ids = [...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]!);
+    if (allowed === undefined || allowed === null) return ids;
+    const a = allowed as { parse?: string[]; users?: string[] };
+    if (a.parse?.includes("users") && a.users) throw invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", 'parse:["users"] and users: [ids] are mutually exclusive.');
+    if (a.parse?.includes("users")) return ids;
+    return ids.filter((id) => (a.users ?? []).includes(id));
+  }
+
   #createMessage(channelId: string, b: Record<string, unknown>): FakeMessage {
     const channel = this.#channel(channelId);
     this.#validate(b, true);
@@ -997,6 +1010,7 @@ export class FakeDiscord {
       components: b.components ?? [],
       embeds: b.embeds ?? [],
       mention_everyone: this.#pingsEveryone(content, b.allowed_mentions),
+      mentions: this.#pingedUsers(content, b.allowed_mentions).map((id) => this.#users.get(id) ?? { id }),
     };
     const ref = b.message_reference as { message_id?: string; fail_if_not_exists?: boolean } | undefined;
     if (ref?.message_id) {

@@ -53,6 +53,8 @@ export interface FakeSentMessage {
   payload: Record<string, unknown>;
   /** The stored message object (updated by edits). */
   message: Message;
+  /** When the fake received it, ms since the Unix epoch. */
+  at: number;
 }
 
 /** A one-shot failure for the next call of a method. */
@@ -143,6 +145,13 @@ export function parseTelegramHtml(html: string): { text: string; entities: Messa
           const entity: Record<string, unknown> = { type: ENTITY_OF[tag], offset: top.offset, length };
           const href = /href\s*=\s*"([^"]*)"/.exec(top.attrs)?.[1];
           if (tag === "a") entity.url = href === undefined ? undefined : decodeEntities(href);
+          // An inline mention `tg://user?id=<id>` becomes a text_mention of that user (Bot API "formatting options").
+          const mentioned = tag === "a" ? /^tg:\/\/user\?id=(\d+)$/.exec(String(entity.url ?? "")) : null;
+          if (mentioned) {
+            entity.type = "text_mention";
+            entity.user = { id: Number(mentioned[1]), is_bot: false, first_name: text.slice(top.offset, top.offset + length) };
+            delete entity.url;
+          }
           if (tag === "pre") {
             const lang = /class\s*=\s*"language-([^"]+)"/.exec(top.attrs)?.[1];
             if (lang) entity.language = lang;
@@ -671,7 +680,7 @@ export class FakeTelegram {
       ...(markup ? { reply_markup: markup } : {}),
     } as Message;
     this.#messages.set(`${chatId}:${message.message_id}`, message);
-    this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message });
+    this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message, at: Date.now() });
     return message;
   }
 

@@ -12,7 +12,7 @@ import { runAgent } from "../../src/agent/loop.js";
 import { historyTtlSeconds, type Config } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../../src/outbound.js";
+import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
@@ -136,6 +136,12 @@ export class FlakyOutbound implements Outbound {
   async sendTyping(to: IncomingMessage): Promise<void> {
     this.typing += 1;
     await this.inner.sendTyping(to);
+  }
+  sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    return this.inner.sendReminder(reminder);
+  }
+  closeReminder(message: SentRef, textValue: string): Promise<void> {
+    return this.inner.closeReminder(message, textValue);
   }
   sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
     return this.inner.sendApprovalPrompt(to, prompt);

@@ -1,0 +1,138 @@
+/**
+ * What the adapters do with reminders: the done / snooze buttons of a posted reminder, the cancel
+ * buttons of `/reminders`, and the `/reminders` listing itself. Platform-neutral: an adapter passes
+ * the button data and who pressed, and shows the answer (a toast or ephemeral notice, and the
+ * posted message edited to `closeText` without buttons).
+ *
+ * Only the owner's presses count (the owner's id is in the button data). A posted occurrence takes
+ * one press (`SET NX` on its press marker), so a double click snoozes once.
+ */
+import type { Redis } from "ioredis";
+import type { Config, Locale } from "../config.js";
+import { localize } from "../i18n.js";
+import type { Logger } from "../log.js";
+import type { ConversationRef } from "../queue/incoming.js";
+import { completeTodo } from "../../tools/todo/store.js";
+import { buttonToken, formatReminder, parseButton } from "./format.js";
+import type { ReminderScheduler } from "./schedule.js";
+import { MARKER_TTL_SECONDS, deleteReminder, getReminder, isActive, listReminders, reminderKeys, updateReminder } from "./store.js";
+import { durationInWords, timeInWords } from "./time.js";
+
+/** A button press on a reminder message or a `/reminders` list. */
+export interface ReminderPress {
+  /** The button's `callback_data` / `custom_id`. */
+  data: string;
+  /** Who pressed: platform and user id. */
+  platform: ConversationRef["platform"];
+  userId: string;
+}
+
+/** The answer to a press. */
+export interface PressAnswer {
+  /** A short notice for the presser (Telegram `answerCallbackQuery` text, at most 200 characters). */
+  notice: string;
+  /** When set, edit the pressed message to this plain text without buttons. */
+  closeText?: string;
+  /** True when a `/reminders` cancel button cancelled its reminder (the adapter drops that button). */
+  cancelled?: boolean;
+}
+
+/** The `/reminders` listing of one person in one conversation: the text and one cancel button per reminder. */
+export interface ReminderListing {
+  text: string;
+  /** `label` (e.g. `❌ #3`) and `data` (`rm:c:<token>`, at most 64 bytes). */
+  buttons: { label: string; data: string }[];
+}
+
+/** Reminder actions the adapters call (see the module comment). */
+export class ReminderActions {
+  /**
+   * @param parts.scheduler - a scheduler on the `reminders` queue (the adapters' own connection and prefix).
+   */
+  constructor(private readonly parts: { config: Config; redis: Redis; scheduler: ReminderScheduler; log: Logger }) {}
+
+  /** True when `data` is a reminder button's data (`rm:…`), so the adapter hands the press here. */
+  static owns(data: string): boolean {
+    return data.startsWith("rm:");
+  }
+
+  /**
+   * Handles a press. Refuses anyone but the owner; a reminder that no longer exists, or an
+   * occurrence pressed before, is said so.
+   * @throws when Redis or the queue fails (the adapter answers "try again").
+   */
+  async press(press: ReminderPress): Promise<PressAnswer> {
+    const { redis, scheduler, config } = this.parts;
+    const locale = config.BOT_LOCALE;
+    const parsed = parseButton(press.data);
+    if (!parsed) return { notice: gone(locale) };
+    if (parsed.userId !== press.userId) {
+      return { notice: localize(locale, { "zh-TW": "這是別人的提醒，只有設定提醒的人可以按。", en: "This is someone else's reminder: only the person who set it can press these." }) };
+    }
+    const owner = { platform: press.platform, userId: parsed.userId };
+    const reminder = await getReminder(redis, owner, parsed.reminderId);
+    if (!reminder) return { notice: gone(locale) };
+
+    if (parsed.action === "c") {
+      await deleteReminder(redis, owner, reminder.id);
+      await scheduler.unschedule(owner, reminder);
+      this.parts.log.info({ reminder: `${owner.platform}:${owner.userId}#${reminder.id}` }, "reminder cancelled from /reminders");
+      return { notice: localize(locale, { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." }, { id: reminder.id }), cancelled: true };
+    }
+
+    const dueAt = parsed.dueAt!;
+    const first = await redis.set(reminderKeys(owner).pressed(reminder.id, dueAt.toString(36)), parsed.action, "EX", MARKER_TTL_SECONDS, "NX");
+    if (first !== "OK") return { notice: localize(locale, { "zh-TW": "這則提醒已經處理過了。", en: "This reminder was handled already." }) };
+
+    if (parsed.action === "s") {
+      const seconds = config.REMINDER_SNOOZE_SECONDS;
+      const next = Date.now() + seconds * 1000;
+      await scheduler.snooze(owner, reminder.id, dueAt, next);
+      if (!reminder.repeat) await updateReminder(redis, owner, { ...reminder, next, firedAt: undefined });
+      const later = durationInWords(seconds * 1000, locale);
+      return {
+        notice: localize(locale, { "zh-TW": "好，{later}後再提醒你。", en: "OK, I'll remind you again in {later}." }, { later }),
+        closeText: localize(locale, { "zh-TW": "💤 {text}（{time} 再提醒）", en: "💤 {text} (again at {time})" }, { text: reminder.text, time: timeInWords(next, reminder.timezone, locale) }),
+      };
+    }
+
+    // Done: completes the tied todo, which ends the reminder; a repeat without a todo goes on.
+    let todoNote = "";
+    if (reminder.todoId) {
+      const result = await completeTodo(redis, owner, reminder.todoId);
+      if (result.status !== "missing") todoNote = localize(locale, { "zh-TW": "（待辦 #{id} 已完成）", en: " (todo #{id} completed)" }, { id: reminder.todoId });
+    }
+    if (reminder.todoId || !reminder.repeat) {
+      await deleteReminder(redis, owner, reminder.id);
+      await scheduler.unschedule(owner, reminder);
+    }
+    return {
+      notice: localize(locale, { "zh-TW": "已完成！", en: "Done!" }),
+      closeText: `✅ ${reminder.text}${todoNote}`,
+    };
+  }
+
+  /**
+   * The `/reminders` listing: the asker's active reminders that were set in this conversation,
+   * each with a cancel button. @throws when Redis fails.
+   */
+  async listing(asker: ConversationRef & { userId: string }): Promise<ReminderListing> {
+    const { redis, config } = this.parts;
+    const locale = config.BOT_LOCALE;
+    const owner = { platform: asker.platform, userId: asker.userId };
+    const here = (await listReminders(redis, owner)).filter((r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""));
+    if (here.length === 0) {
+      return { text: localize(locale, { "zh-TW": "你在這裡沒有設定提醒。", en: "You have no reminders set here." }), buttons: [] };
+    }
+    const lines = here.map((r) => formatReminder(r, locale, r.timezone));
+    const title = localize(locale, { "zh-TW": "你在這裡的提醒：", en: "Your reminders here:" });
+    return {
+      text: [title, ...lines].join("\n"),
+      buttons: here.slice(0, 25).map((r) => ({ label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }), data: `rm:c:${buttonToken(owner, r.id)}` })),
+    };
+  }
+}
+
+function gone(locale: Locale): string {
+  return localize(locale, { "zh-TW": "這個提醒已經結束或取消了。", en: "This reminder has ended or was cancelled." });
+}

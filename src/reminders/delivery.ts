@@ -1,0 +1,148 @@
+/**
+ * Delivering reminders: a BullMQ Worker on the `reminders` queue posts each due occurrence through
+ * the platform's outbound, exactly once.
+ *
+ * Exactly once per occurrence: every occurrence is one job (its own id), which BullMQ gives to one
+ * worker at a time, also with several worker processes; after the send, the occurrence's delivered
+ * marker (`reminder:{…}:sent:<job id>`) is written, and a job that finds it ends without sending
+ * (a retry after a failure past the send, a stalled job taken over). A worker killed between the
+ * send and the marker leaves a stalled job that another worker runs again: on Discord the message's
+ * nonce (`enforce_nonce`) returns the message already posted instead of a second one; on Telegram,
+ * which has no such key, that window (one Redis write) is the only one where a repeat can happen,
+ * the same bound as the answers' sent-chunk count.
+ *
+ * An occurrence due while no worker ran waits in Redis and goes out when a worker starts, saying
+ * how late it is. A chat the bot can no longer write to ends the reminder (and its repeats) with a
+ * log line.
+ */
+import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Config } from "../config.js";
+import type { Logger } from "../log.js";
+import { ChatUnreachableError, type Outbound } from "../outbound.js";
+import type { Platform } from "../queue/incoming.js";
+import { buttonToken, reminderText } from "./format.js";
+import { REMINDERS_QUEUE, ReminderScheduler, attachReminderScheduler, type ReminderJobData } from "./schedule.js";
+import { MARKER_TTL_SECONDS, deleteReminder, getReminder, reminderKeys, updateReminder } from "./store.js";
+
+/** What reminder delivery needs. */
+export interface ReminderDeliveryDeps {
+  config: Config;
+  log: Logger;
+  /** The worker's connection (`maxRetriesPerRequest: null`); the tools' scheduler is attached to it. */
+  redis: Redis;
+  /** BullMQ key prefix (default BullMQ's `bull`). */
+  prefix?: string;
+  /** The outbound side of every platform this worker posts on. */
+  outbounds: Partial<Record<Platform, Outbound>>;
+}
+
+/** Running reminder delivery. */
+export interface ReminderDelivery {
+  /** The scheduler the tools use (also attached to `deps.redis`). */
+  readonly scheduler: ReminderScheduler;
+  /** The BullMQ worker of the `reminders` queue. */
+  readonly worker: Worker<ReminderJobData>;
+  /** Resolves when the worker takes jobs. */
+  waitUntilReady(): Promise<void>;
+  /** Stops taking jobs and lets the ones in flight finish (bounded to 10 s), then closes the queue. Never throws. */
+  close(): Promise<void>;
+}
+
+/** What one job did (the job's return value, for tests and the log). */
+export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable";
+
+/** The due time of a job: its data's `dueAt`, else the `<ms>` at the end of a scheduler job's id `repeat:<id>:<ms>`, else when it was added. */
+export function dueTimeOf(job: Pick<Job<ReminderJobData>, "data" | "id" | "timestamp" | "delay">): number {
+  if (job.data.dueAt !== undefined) return job.data.dueAt;
+  const m = /:(\d{10,})$/.exec(job.id ?? "");
+  return m ? Number(m[1]) : job.timestamp + (job.delay ?? 0);
+}
+
+/**
+ * Starts delivery: the `reminders` queue and scheduler (attached to `deps.redis` for the tools) and
+ * a BullMQ Worker with `concurrency: WORKER_CONCURRENCY`.
+ */
+export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
+  const { config, log, redis, outbounds } = deps;
+  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: deps.prefix });
+  queue.on("error", () => {});
+  const scheduler = new ReminderScheduler(queue);
+  attachReminderScheduler(redis, scheduler);
+
+  async function deliver(job: Job<ReminderJobData>): Promise<DeliveryOutcome> {
+    const { platform, userId, reminderId } = job.data;
+    const owner = { platform, userId };
+    const dueAt = dueTimeOf(job);
+    const rlog = log.child({ reminder: `${platform}:${userId}#${reminderId}`, job: job.id });
+    const reminder = await getReminder(redis, owner, reminderId);
+    if (!reminder) {
+      // Cancelled (or its todo completed): a repeat's scheduler is removed here if the cancel could not.
+      if (job.repeatJobKey) await scheduler.removeScheduler(owner, reminderId);
+      rlog.debug("reminder no longer exists; nothing to post");
+      return "gone";
+    }
+    const keys = reminderKeys(owner);
+    const marker = keys.sent(job.id ?? String(dueAt));
+    if ((await redis.exists(marker)) === 1) {
+      rlog.info("occurrence already posted; not again");
+      return "already";
+    }
+    const outbound = outbounds[platform];
+    if (!outbound) throw new UnrecoverableError(`this worker has no ${platform} outbound`);
+    const now = Date.now();
+    const locale = config.BOT_LOCALE;
+    let sent;
+    try {
+      sent = await outbound.sendReminder({
+        conversation: reminder.topicId ? { platform, chatId: reminder.chatId, topicId: reminder.topicId } : { platform, chatId: reminder.chatId },
+        chatKind: reminder.chatKind,
+        owner: { userId, userName: reminder.userName },
+        text: reminderText(reminder, dueAt, now - dueAt, locale),
+        token: buttonToken(owner, reminderId, dueAt),
+      });
+    } catch (error) {
+      if (!(error instanceof ChatUnreachableError)) throw error;
+      await deleteReminder(redis, owner, reminderId);
+      if (reminder.repeat) await scheduler.removeScheduler(owner, reminderId);
+      rlog.warn({ chatId: reminder.chatId, err: { message: error.message } }, "reminder ended: the bot can no longer write to its chat (blocked, removed, or the chat is gone)");
+      return "unreachable";
+    }
+    await redis.set(marker, JSON.stringify(sent), "EX", MARKER_TTL_SECONDS);
+    const next = reminder.repeat ? await scheduler.nextRun(owner, reminderId) : undefined;
+    const after = reminder.repeat ? { ...reminder, next: next ?? reminder.next } : { ...reminder, next: undefined, firedAt: now };
+    await updateReminder(redis, owner, after);
+    rlog.info({ chatId: sent.chatId, messageId: sent.messageId, lateMs: now - dueAt }, "reminder posted");
+    return "sent";
+  }
+
+  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, { connection: redis, prefix: deps.prefix, concurrency: config.WORKER_CONCURRENCY });
+  let lastError = 0;
+  worker.on("error", (err) => {
+    if (Date.now() - lastError < 10_000) return;
+    lastError = Date.now();
+    log.warn({ err: { message: err.message } }, `reminder worker: ${err.message}`);
+  });
+  worker.on("failed", (job, err) => {
+    if (!job) return;
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (final) log.error({ job: job.id, err: { message: err.message } }, "reminder could not be posted; giving up on this occurrence");
+    else log.warn({ job: job.id, attempt: job.attemptsMade, err: { message: err.message } }, "reminder not posted yet; will retry");
+  });
+
+  return {
+    scheduler,
+    worker,
+    waitUntilReady: async () => {
+      await worker.waitUntilReady();
+    },
+    async close() {
+      const graceful = worker.close().catch(() => {});
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), 10_000)));
+      if ((await Promise.race([graceful.then(() => "closed" as const), late])) === "late") await Promise.race([worker.close(true).catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+      clearTimeout(timer);
+      await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The words of reminders: one reminder as a line (list_reminders, `/reminders`), the posted text
+ * with its lateness, and the button token that names one posted occurrence.
+ */
+import type { Locale } from "../config.js";
+import { localize } from "../i18n.js";
+import type { ReminderOwner, Reminder } from "./store.js";
+import { durationInWords, repeatInWords, timeInWords, timeIso } from "./time.js";
+
+/** A posted reminder counts as late (and says so) when it goes out more than this many ms after its time. */
+export const LATE_AFTER_MS = 60_000;
+
+/**
+ * One reminder as a line: `#3 繳電費 — 2026年12月1日 星期二 08:00（2026-12-01T08:00:00+08:00），每天`;
+ * a one-off that was posted and awaits done/snooze says so instead of a time.
+ */
+export function formatReminder(reminder: Reminder, locale: Locale, timeZone: string): string {
+  const repeat = repeatInWords(reminder.repeat, locale);
+  const todo = reminder.todoId ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId }) : "";
+  if (reminder.next === undefined) {
+    return localize(locale, { "zh-TW": "#{id} {text} — 已提醒，等你按完成或稍後提醒{todo}", en: "#{id} {text} — posted, waiting for done or snooze{todo}" }, { id: reminder.id, text: reminder.text, todo });
+  }
+  return localize(
+    locale,
+    { "zh-TW": "#{id} {text} — {words}（{iso}），{repeat}{todo}", en: "#{id} {text} — {words} ({iso}), {repeat}{todo}" },
+    { id: reminder.id, text: reminder.text, words: timeInWords(reminder.next, timeZone, locale), iso: timeIso(reminder.next, timeZone), repeat, todo },
+  );
+}
+
+/** The posted text: `⏰ <text>`, and when `lateMs` is over {@link LATE_AFTER_MS}, how late and the time it was due. */
+export function reminderText(reminder: Reminder, dueAt: number, lateMs: number, locale: Locale): string {
+  const text = `⏰ ${reminder.text}`;
+  if (lateMs <= LATE_AFTER_MS) return text;
+  return `${text}\n${localize(
+    locale,
+    { "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）", en: "(late by {late}: it was due {time}, while the bot was not running)" },
+    { late: durationInWords(lateMs, locale), time: timeInWords(dueAt, reminder.timezone, locale) },
+  )}`;
+}
+
+const safe = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
+/**
+ * The token of a reminder's buttons: `<userId>.<reminderId>` and, for a posted occurrence,
+ * `.<due time in base 36>` (the user id made safe: other characters become `%hh`). At most 58
+ * characters for the ids platforms use (Telegram `callback_data` is 64 bytes with `rm:d:`).
+ */
+export function buttonToken(owner: ReminderOwner, reminderId: number, dueAt?: number): string {
+  return `${safe(owner.userId)}.${reminderId}${dueAt === undefined ? "" : `.${dueAt.toString(36)}`}`;
+}
+
+/** What a button's data says: the action (`d` done, `s` snooze, `c` cancel), whose reminder, which, and which occurrence. */
+export interface ButtonPress {
+  action: "d" | "s" | "c";
+  userId: string;
+  reminderId: number;
+  /** Due time of the posted occurrence, ms (done and snooze). */
+  dueAt?: number;
+}
+
+/** Reads `rm:<action>:<token>`; undefined for anything else (e.g. an approval button). */
+export function parseButton(data: string): ButtonPress | undefined {
+  const m = /^rm:([dsc]):([A-Za-z0-9_%-]{1,40})\.(\d{1,9})(?:\.([0-9a-z]{1,11}))?$/.exec(data);
+  if (!m) return undefined;
+  let userId: string;
+  try {
+    userId = decodeURIComponent(m[2]!);
+  } catch {
+    return undefined;
+  }
+  const press: ButtonPress = { action: m[1] as ButtonPress["action"], userId, reminderId: Number(m[3]) };
+  if (m[4]) press.dueAt = parseInt(m[4], 36);
+  if (press.action !== "c" && press.dueAt === undefined) return undefined;
+  return press;
+}

@@ -1,0 +1,123 @@
+/**
+ * Scheduling reminders on their own BullMQ queue, `reminders`: a one-off reminder (and every
+ * snooze) is a delayed job with one job id per occurrence; a repeating one is a BullMQ job
+ * scheduler (`upsertJobScheduler`, a cron pattern with `tz`), which adds one job per occurrence
+ * (`repeat:<scheduler id>:<ms>`). No polling loop of our own: jobs due while no worker ran wait in
+ * Redis and are taken when a worker starts.
+ *
+ * The tools find the scheduler through the Redis connection of their context
+ * ({@link reminderSchedulerOf}); the app attaches it to the worker's connection at start-up.
+ */
+import type { Queue } from "bullmq";
+import { type JobsOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Platform } from "../queue/incoming.js";
+import type { Reminder, ReminderOwner } from "./store.js";
+import { repeatPattern } from "./time.js";
+
+/** Name of the BullMQ queue of reminder jobs. */
+export const REMINDERS_QUEUE = "reminders";
+
+/** The data of a reminder job: whose reminder, which one, and (one-offs and snoozes) when it is due. */
+export interface ReminderJobData {
+  platform: Platform;
+  userId: string;
+  reminderId: number;
+  /** When the occurrence is due, ms since the Unix epoch (absent in a scheduler's jobs: read from the job id). */
+  dueAt?: number;
+}
+
+/**
+ * Options of every reminder job: 5 attempts 2 s, 4 s, 8 s… apart (after the outbound's own 429
+ * and 5xx retries), kept a day after completion so the same occurrence id is never added twice.
+ */
+export const REMINDER_JOB_OPTIONS: JobsOptions = {
+  attempts: 5,
+  backoff: { type: "exponential", delay: 2000 },
+  removeOnComplete: { age: 24 * 3600 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
+
+/** The job scheduler id of a repeating reminder: `rem-<platform>-<userId>-<id>` (made safe for BullMQ ids). */
+export function schedulerId(owner: ReminderOwner, reminderId: number): string {
+  return `rem-${owner.platform}-${safe(owner.userId)}-${reminderId}`;
+}
+
+/** The job id of the occurrence due at `dueAt` (ms); with `snooze`, of the snooze of that occurrence. */
+export function occurrenceJobId(owner: ReminderOwner, reminderId: number, dueAt: number, snooze = false): string {
+  return `${schedulerId(owner, reminderId)}-${snooze ? "s" : "o"}${dueAt}`;
+}
+
+/** Schedules, snoozes and unschedules reminders on the `reminders` queue. */
+export class ReminderScheduler {
+  /** @param queue - the `reminders` queue (its connection and prefix are the worker's). */
+  constructor(readonly queue: Queue<ReminderJobData>) {}
+
+  /**
+   * Schedules the reminder's occurrences: a delayed job at `reminder.at`, or for a repeat a job
+   * scheduler with the repeat's cron pattern in `reminder.timezone`, starting at `reminder.at`.
+   *
+   * @returns the first time it is due, ms since the Unix epoch (the scheduler's next run for a repeat).
+   */
+  async schedule(owner: ReminderOwner, reminder: Reminder, now = Date.now()): Promise<number> {
+    const data: ReminderJobData = { platform: owner.platform, userId: owner.userId, reminderId: reminder.id };
+    if (!reminder.repeat) {
+      await this.queue.add("remind", { ...data, dueAt: reminder.at }, { ...REMINDER_JOB_OPTIONS, jobId: occurrenceJobId(owner, reminder.id, reminder.at), delay: Math.max(0, reminder.at - now) });
+      return reminder.at;
+    }
+    const id = schedulerId(owner, reminder.id);
+    await this.queue.upsertJobScheduler(
+      id,
+      // startDate 1 ms early: the cron iterator returns times strictly after it, and `at` itself is the first occurrence.
+      { pattern: repeatPattern(reminder.repeat, reminder.at, reminder.timezone), tz: reminder.timezone, startDate: reminder.at - 1 },
+      { name: "remind", data, opts: REMINDER_JOB_OPTIONS },
+    );
+    return (await this.nextRun(owner, reminder.id)) ?? reminder.at;
+  }
+
+  /**
+   * Adds the snoozed occurrence at `dueAt` (ms). Its job id comes from the occurrence that was
+   * snoozed (`from`, its due time in ms), so snoozing one posted reminder twice adds one job.
+   */
+  async snooze(owner: ReminderOwner, reminderId: number, from: number, dueAt: number, now = Date.now()): Promise<void> {
+    const data: ReminderJobData = { platform: owner.platform, userId: owner.userId, reminderId, dueAt };
+    await this.queue.add("remind", data, { ...REMINDER_JOB_OPTIONS, jobId: occurrenceJobId(owner, reminderId, from, true), delay: Math.max(0, dueAt - now) });
+  }
+
+  /**
+   * Removes what is scheduled for the reminder: its job scheduler, or its pending one-off job.
+   * Best effort: a job that is already running, or a snooze, finds no reminder and ends.
+   */
+  async unschedule(owner: ReminderOwner, reminder: Pick<Reminder, "id" | "repeat" | "next">): Promise<void> {
+    if (reminder.repeat) {
+      await this.queue.removeJobScheduler(schedulerId(owner, reminder.id));
+      return;
+    }
+    if (reminder.next !== undefined) await this.queue.remove(occurrenceJobId(owner, reminder.id, reminder.next)).catch(() => 0);
+  }
+
+  /** The next run of a repeating reminder's job scheduler (ms since the Unix epoch), or undefined. */
+  async nextRun(owner: ReminderOwner, reminderId: number): Promise<number | undefined> {
+    const scheduler = await this.queue.getJobScheduler(schedulerId(owner, reminderId));
+    return scheduler?.next ?? undefined;
+  }
+
+  /** Removes a repeat's job scheduler by reminder id (its reminder is gone). */
+  async removeScheduler(owner: ReminderOwner, reminderId: number): Promise<void> {
+    await this.queue.removeJobScheduler(schedulerId(owner, reminderId));
+  }
+}
+
+const attached = new WeakMap<Redis, ReminderScheduler>();
+
+/** Makes `scheduler` the one the tools find through `redis` (the worker's connection, given to tools as `context.redis`). */
+export function attachReminderScheduler(redis: Redis, scheduler: ReminderScheduler): void {
+  attached.set(redis, scheduler);
+}
+
+/** The scheduler attached to `redis`, or undefined when this process runs no reminder delivery. */
+export function reminderSchedulerOf(redis: Redis): ReminderScheduler | undefined {
+  return attached.get(redis);
+}

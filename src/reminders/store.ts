@@ -1,0 +1,172 @@
+/**
+ * Reminders in Redis: personal data, keyed by platform + user like todos (a person's reminders
+ * follow them; each one remembers the conversation it was set in, where it will be posted).
+ *
+ * Keys of one person, all under the hash tag `{<platform>:<userId>}` (one Redis Cluster slot):
+ * - `reminder:{…}:items`: a hash, field = reminder id, value = the {@link Reminder} as JSON;
+ * - `reminder:{…}:seq`: the last id given out (INCR), so ids are never reused and a job of a
+ *   cancelled reminder can never fire for a new one;
+ * - `reminder:{…}:sent:<occurrence>`: the delivered marker of one occurrence (exactly once);
+ * - `reminder:{…}:pressed:<id>:<occurrence>`: the first press of done/snooze on a posted reminder.
+ */
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import type { Platform } from "../queue/incoming.js";
+
+/** Most active reminders one person may have (the issue's limit). */
+export const MAX_ACTIVE_REMINDERS = 50;
+/** Longest reminder text, in characters (Unicode code points). */
+export const MAX_REMINDER_TEXT = 500;
+/** Seconds a delivered marker or a press marker is kept (longer than any retry or snooze). */
+export const MARKER_TTL_SECONDS = 8 * 24 * 3600;
+/** Days a fired one-off reminder is kept after it was posted, so its buttons still work. */
+export const FIRED_KEEP_MS = 3 * 24 * 3600 * 1000;
+
+/** How a reminder repeats. */
+export const REPEATS = ["daily", "weekdays", "weekly", "monthly"] as const;
+/** One of {@link REPEATS}. */
+export type Repeat = (typeof REPEATS)[number];
+
+/** Whose reminders: the platform and the user id (a tool context is one). */
+export interface ReminderOwner {
+  platform: Platform;
+  userId: string;
+}
+
+const StoredReminder = z.object({
+  id: z.number().int().positive(),
+  text: z.string(),
+  /** The first occurrence, ms since the Unix epoch. */
+  at: z.number().int(),
+  /** The next time it is due, ms since the Unix epoch; absent once a one-off was posted. */
+  next: z.number().int().optional(),
+  repeat: z.enum(REPEATS).optional(),
+  /** IANA time zone of the repeat pattern and of the times shown. */
+  timezone: z.string(),
+  /** A todo of the same person this reminder is about: done completes it, completing it ends the reminder. */
+  todoId: z.number().int().positive().optional(),
+  /** Where it is posted: the chat and Telegram topic it was set in. */
+  chatId: z.string(),
+  topicId: z.string().optional(),
+  chatKind: z.enum(["dm", "group"]),
+  /** The owner's display name (for the mention). */
+  userName: z.string(),
+  createdAt: z.number().int(),
+  /** When a one-off reminder was posted (it stays until done, snooze or {@link FIRED_KEEP_MS}). */
+  firedAt: z.number().int().optional(),
+});
+
+/** One reminder as stored; see the field notes of the schema. Times are ms since the Unix epoch. */
+export type Reminder = z.output<typeof StoredReminder>;
+
+/** The Redis keys of one person's reminders. */
+export function reminderKeys(owner: ReminderOwner): { items: string; seq: string; sent: (occurrence: string) => string; pressed: (id: number, occurrence: string) => string } {
+  const tag = `{${owner.platform}:${owner.userId}}`;
+  return {
+    items: `reminder:${tag}:items`,
+    seq: `reminder:${tag}:seq`,
+    sent: (occurrence) => `reminder:${tag}:sent:${occurrence}`,
+    pressed: (id, occurrence) => `reminder:${tag}:pressed:${id}:${occurrence}`,
+  };
+}
+
+/** True while the reminder will still be posted (a one-off that fired is not active). */
+export function isActive(reminder: Reminder): boolean {
+  return reminder.next !== undefined;
+}
+
+/**
+ * Counts the person's active reminders and, when below `limit`, stores a new one with the next id,
+ * in one script (parallel calls cannot pass the limit together).
+ *
+ * @returns the stored reminder, or `undefined` when the person already has `limit` active ones.
+ */
+export async function addReminder(redis: Redis, owner: ReminderOwner, fields: Omit<Reminder, "id">, limit = MAX_ACTIVE_REMINDERS): Promise<Reminder | undefined> {
+  const keys = reminderKeys(owner);
+  const result = (await redis.eval(ADD_SCRIPT, 2, keys.items, keys.seq, String(limit), JSON.stringify(fields))) as number;
+  if (result === 0) return undefined;
+  return { id: result, ...fields };
+}
+
+/**
+ * KEYS: items, seq. ARGV: limit, the reminder JSON without its id.
+ * Returns 0 when the person has `limit` active reminders, else the new id.
+ */
+const ADD_SCRIPT = `
+local active = 0
+for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+  local ok, r = pcall(cjson.decode, raw)
+  if ok and type(r) == 'table' and r.next ~= nil then active = active + 1 end
+end
+if active >= tonumber(ARGV[1]) then return 0 end
+local id = redis.call('INCR', KEYS[2])
+local r = cjson.decode(ARGV[2])
+r.id = id
+redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
+return id`;
+
+/** One reminder of the person, or undefined. */
+export async function getReminder(redis: Redis, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
+  const raw = await redis.hget(reminderKeys(owner).items, String(id));
+  return raw === null ? undefined : decode(raw);
+}
+
+/**
+ * The person's reminders sorted by next time (fired one-offs last). Fired one-offs older than
+ * {@link FIRED_KEEP_MS} are deleted on the way.
+ */
+export async function listReminders(redis: Redis, owner: ReminderOwner, now = Date.now()): Promise<Reminder[]> {
+  const keys = reminderKeys(owner);
+  const all = Object.values(await redis.hgetall(keys.items))
+    .map(decode)
+    .filter((r): r is Reminder => r !== undefined);
+  const stale = all.filter((r) => !isActive(r) && (r.firedAt ?? 0) + FIRED_KEEP_MS < now);
+  if (stale.length > 0) await redis.hdel(keys.items, ...stale.map((r) => String(r.id)));
+  return all.filter((r) => !stale.includes(r)).sort((a, b) => (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
+}
+
+/** Writes the reminder back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
+export async function updateReminder(redis: Redis, owner: ReminderOwner, reminder: Reminder): Promise<boolean> {
+  const keys = reminderKeys(owner);
+  return (await redis.eval(UPDATE_SCRIPT, 1, keys.items, String(reminder.id), JSON.stringify(reminder))) === 1;
+}
+
+const UPDATE_SCRIPT = `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  return 1
+end
+return 0`;
+
+/** Deletes a reminder. @returns it, or undefined when the person has no reminder with that id. */
+export async function deleteReminder(redis: Redis, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
+  const keys = reminderKeys(owner);
+  const raw = await redis.hget(keys.items, String(id));
+  if (raw === null) return undefined;
+  return (await redis.hdel(keys.items, String(id))) === 1 ? decode(raw) : undefined;
+}
+
+/**
+ * Deletes every reminder of the person tied to `todoId` (the todo was completed or deleted).
+ * Their queued jobs find nothing when due and end; a repeat's job scheduler is removed then.
+ *
+ * @returns the deleted reminders.
+ */
+export async function deleteRemindersOfTodo(redis: Redis, owner: ReminderOwner, todoId: number): Promise<Reminder[]> {
+  const tied = (await listReminders(redis, owner)).filter((r) => r.todoId === todoId);
+  const deleted: Reminder[] = [];
+  for (const r of tied) {
+    const gone = await deleteReminder(redis, owner, r.id);
+    if (gone) deleted.push(gone);
+  }
+  return deleted;
+}
+
+function decode(raw: string): Reminder | undefined {
+  try {
+    const parsed = StoredReminder.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}

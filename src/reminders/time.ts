@@ -1,0 +1,82 @@
+/**
+ * Times of reminders: reading the `at` the model gives (ISO 8601, local to the user's time zone
+ * when it has no offset), the cron pattern of a repeat, and a time written out for the user.
+ * Time-zone arithmetic is luxon's (the same library BullMQ's cron parser uses).
+ */
+import { DateTime } from "luxon";
+import type { Locale } from "../config.js";
+import type { Repeat } from "./store.js";
+
+/** Least time ahead a new reminder may be, in ms (the issue: less than 10 s ahead is refused). */
+export const MIN_AHEAD_MS = 10_000;
+/** Most time ahead a new reminder may be, in ms (one year of 366 days). */
+export const MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
+
+/**
+ * Reads an ISO 8601 date-time: `2026-12-01T08:00`, `2026-12-01T08:00:00+08:00`, `…Z`. Without an
+ * offset it is a wall-clock time in `timeZone`.
+ *
+ * @returns ms since the Unix epoch, or an English reason the model can act on (no time part, not ISO).
+ */
+export function parseAt(at: string, timeZone: string): number | string {
+  const text = at.trim();
+  if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(text)) {
+    return `"${at}" is not an ISO 8601 date-time: write it like 2026-12-01T08:00 (in the user's time zone ${timeZone}) or with an offset, e.g. 2026-12-01T08:00+08:00`;
+  }
+  const dt = DateTime.fromISO(text.replace(" ", "T"), { zone: timeZone });
+  if (!dt.isValid) return `"${at}" is not a valid date-time (${dt.invalidExplanation ?? dt.invalidReason ?? "unreadable"}): write it like 2026-12-01T08:00`;
+  return dt.toMillis();
+}
+
+/**
+ * The cron pattern (with seconds, as BullMQ's cron parser reads it) of a repeat, at the wall-clock
+ * time of `first` in `timeZone`: daily `s m h * * *`, weekdays `s m h * * 1-5`, weekly on its
+ * weekday, monthly on its day of the month (a month without that day, e.g. the 31st, is skipped).
+ */
+export function repeatPattern(repeat: Repeat, first: number, timeZone: string): string {
+  const dt = DateTime.fromMillis(first, { zone: timeZone });
+  const clock = `${dt.second} ${dt.minute} ${dt.hour}`;
+  switch (repeat) {
+    case "daily":
+      return `${clock} * * *`;
+    case "weekdays":
+      return `${clock} * * 1-5`;
+    case "weekly":
+      return `${clock} * * ${dt.weekday % 7}`;
+    case "monthly":
+      return `${clock} ${dt.day} * *`;
+  }
+}
+
+/** A time for the user: `2026年12月1日 星期二 08:00` / `Tuesday, December 1, 2026 at 08:00`, in `timeZone`. */
+export function timeInWords(ms: number, timeZone: string, locale: Locale): string {
+  const dt = DateTime.fromMillis(ms, { zone: timeZone }).setLocale(locale === "en" ? "en-US" : "zh-TW");
+  return dt.toLocaleString({ year: "numeric", month: "long", day: "numeric", weekday: "long", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+}
+
+/** The ISO 8601 form with the zone's offset, milliseconds dropped: `2026-12-01T08:00:00+08:00`. */
+export function timeIso(ms: number, timeZone: string): string {
+  return DateTime.fromMillis(ms, { zone: timeZone }).set({ millisecond: 0 }).toISO({ suppressMilliseconds: true }) ?? new Date(ms).toISOString();
+}
+
+/** A duration in words, rounded: `45 秒` / `45 seconds` (under 90 s), `3 分鐘` / `3 minutes`, `2 小時` / `2 hours`, `1 天` / `1 day`. */
+export function durationInWords(ms: number, locale: Locale): string {
+  const seconds = Math.max(1, Math.round(ms / 1000));
+  const minutes = Math.round(seconds / 60);
+  const [n, unit] =
+    seconds < 90 ? [seconds, "second"] : minutes < 120 ? [minutes, "minute"] : minutes < 48 * 60 ? [Math.round(minutes / 60), "hour"] : [Math.round(minutes / 1440), "day"];
+  if (locale === "en") return `${n} ${unit}${n === 1 ? "" : "s"}`;
+  return `${n} ${{ second: "秒", minute: "分鐘", hour: "小時", day: "天" }[unit]}`;
+}
+
+/** A repeat in words of `locale`. */
+export function repeatInWords(repeat: Repeat | undefined, locale: Locale): string {
+  const words = {
+    none: { "zh-TW": "不重複", en: "once" },
+    daily: { "zh-TW": "每天", en: "daily" },
+    weekdays: { "zh-TW": "每個工作日（週一到週五）", en: "weekdays (Mon-Fri)" },
+    weekly: { "zh-TW": "每週", en: "weekly" },
+    monthly: { "zh-TW": "每月", en: "monthly" },
+  }[repeat ?? "none"];
+  return words[locale] ?? words["zh-TW"];
+}

@@ -1,0 +1,59 @@
+/**
+ * Helpers of the reminder scenarios (`reminders-*.test.ts`): a scripted model that calls any tool
+ * the user names (`call set_reminder {"text":"…","at":"…"}`), local ISO times, the reminders
+ * queue as the bot sees it, and the tool results the model received.
+ */
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { DateTime } from "luxon";
+import { REMINDERS_QUEUE, schedulerId, type ReminderJobData } from "../../src/reminders/schedule.js";
+import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
+import { toolUse } from "../fakes/anthropic.js";
+import { scriptedModel } from "./scripted-model.js";
+
+/** The time zone of the test configuration (`TIMEZONE` default). */
+export const ZONE = "Asia/Taipei";
+
+/**
+ * The scripted model plus one rule: a last user text containing `call <tool> <json>` is answered
+ * with that tool_use; everything else as {@link scriptedModel} does (tool results come back as
+ * `tool_name: <result>` lines).
+ */
+export function remindersModel(request: FakeRequest): FakeMessageReply {
+  const last = request.messages[request.messages.length - 1]!;
+  const blocks = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
+  if (last.role === "user" && !blocks.some((b) => b.type === "tool_result")) {
+    const said = blocks
+      .filter((b) => b.type === "text")
+      .map((b) => String(b.text))
+      .join(" ");
+    const m = /call ([a-z_]+)(?:\s+(\{.*\}))?\s*$/s.exec(said);
+    if (m) return toolUse(m[1]!, JSON.parse(m[2] ?? "{}"));
+  }
+  return scriptedModel(request);
+}
+
+/** `ms` as a wall-clock ISO date-time in {@link ZONE} without an offset, e.g. `2026-12-01T08:00:12`. */
+export function localIso(ms: number): string {
+  return DateTime.fromMillis(ms, { zone: ZONE }).toFormat("yyyy-LL-dd'T'HH:mm:ss");
+}
+
+/** A whole second about `seconds` from now, ms since the Unix epoch. */
+export function secondsAhead(seconds: number): number {
+  return Math.ceil((Date.now() + seconds * 1000) / 1000) * 1000;
+}
+
+/** The `reminders` queue of the e2e stack (prefix `e2e`), for reading job schedulers; close it after use. */
+export function remindersQueue(redis: Redis): Queue<ReminderJobData> {
+  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis.duplicate(), prefix: "e2e" });
+}
+
+/** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */
+export async function schedulerNext(queue: Queue<ReminderJobData>, platform: "telegram" | "discord", userId: string, id: number): Promise<number | undefined> {
+  return (await queue.getJobScheduler(schedulerId({ platform, userId }, id)))?.next ?? undefined;
+}
+
+/** Resolves after `ms` ms: only for bounded "nothing else happens" windows. */
+export function quiet(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

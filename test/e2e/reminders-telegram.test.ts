@@ -1,0 +1,227 @@
+/**
+ * Issue 17's reminders on Telegram, end to end: the real grammy client against the fake Bot API,
+ * real Redis and BullMQ, the worker and the scripted model calling set_reminder, list_reminders and
+ * cancel_reminder. Times are real: a reminder set 12 s ahead must arrive within 2 s of its time.
+ */
+import type { Redis } from "ioredis";
+import type { Chat, User } from "grammy/types";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { RunningBot } from "../../src/app.js";
+import { ReminderScheduler } from "../../src/reminders/schedule.js";
+import { addReminder, getReminder, listReminders } from "../../src/reminders/store.js";
+import { getTodo } from "../../tools/todo/store.js";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { freshResults, seedTodos } from "./approvals-helpers.js";
+import { useStack, type Stack } from "./harness.js";
+import { localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead } from "./reminders-helpers.js";
+
+let stack: Stack;
+let redis: Redis;
+useStack({ model: remindersModel, env: { REMINDER_SNOOZE_SECONDS: "4" } }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+const WAIT = 30_000;
+let queue: ReturnType<typeof remindersQueue>;
+beforeAll(() => {
+  queue = remindersQueue(redis);
+});
+afterAll(async () => {
+  await queue.close();
+});
+
+/** Reminder messages the bot posted in `chatId` about `needle` (as sent: with done/snooze buttons; later edits do not hide them). */
+function reminders(chatId: number, needle: string): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle) && JSON.stringify(m.payload.reply_markup ?? {}).includes("rm:d:"));
+}
+
+/** The bot's answer in `chatId` that starts with `prefix` (e.g. `set_reminder:`), once there. */
+async function answer(chatId: number, prefix: string, after = 0): Promise<FakeSentMessage> {
+  const tg = stack.telegram;
+  return tg.waitFor(() => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.startsWith(prefix)), WAIT, `an answer starting with ${prefix}`);
+}
+
+async function toast(id: string): Promise<string> {
+  const tg = stack.telegram;
+  const a = await tg.waitFor(() => tg.callbackAnswers.find((x) => String(x.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  return String(a.text ?? "");
+}
+
+function data(message: FakeSentMessage, prefix: string): string {
+  const found = stack.telegram.buttons(message).map((b) => b.callback_data!).find((d) => d.startsWith(prefix));
+  expect(found).toBeDefined();
+  return found!;
+}
+
+it(
+  "a reminder 12 s ahead in a forum topic arrives once, on time, mentioning its owner — through a worker restart and with two workers; others cannot press; snooze brings it back; done completes the todo",
+  async () => {
+    const tg = stack.telegram;
+    const group: Chat = tg.group(-1008101, "家庭群組", true);
+    const alice: User = tg.user(8101, "Alice");
+    const bob: User = tg.user(8102, "Bob");
+    const [todoId] = await seedTodos(redis, "telegram", "8101", ["繳電費"]);
+    const at = secondsAhead(12);
+    tg.sendUserMessage({ chat: group, from: alice, message_thread_id: 77, text: `@${tg.bot.username} call set_reminder {"at":"${localIso(at)}","todo_id":${todoId}}` });
+    const set = await answer(group.id, "set_reminder:");
+    expect(set.text).toMatch(/^set_reminder: 已設定提醒：#1 繳電費 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複，待辦 #1$/);
+    expect(set.payload.message_thread_id).toBe(77);
+    const stored = await getReminder(redis, { platform: "telegram", userId: "8101" }, 1);
+    expect(stored).toMatchObject({ text: "繳電費", at, next: at, chatId: String(group.id), topicId: "77", chatKind: "group", todoId: 1 });
+
+    // Between setting and firing: the worker restarts, and a second worker joins.
+    await stack.restartWorker();
+    const second: RunningBot = await stack.startWorker();
+    try {
+      const posted = await tg.waitFor(() => reminders(group.id, "繳電費")[0], WAIT, "the reminder");
+      expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
+      expect(posted.text).toBe("Alice ⏰ 繳電費");
+      expect(posted.payload.message_thread_id).toBe(77);
+      expect(posted.entities).toContainEqual(expect.objectContaining({ type: "text_mention", offset: 0, length: 5, user: expect.objectContaining({ id: 8101 }) as unknown }));
+      expect(tg.buttons(posted).map((b) => b.text)).toEqual(["✅ 完成", "💤 稍後提醒"]);
+      await quiet(3000);
+      expect(reminders(group.id, "繳電費")).toHaveLength(1);
+
+      // Bob's presses are refused and change nothing.
+      const editsBefore = tg.edits.length;
+      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:d:") }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:s:") }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+      expect(tg.edits.length).toBe(editsBefore);
+      expect((await getTodo(redis, { platform: "telegram", userId: "8101" }, 1))?.completedAt).toBeUndefined();
+
+      // Snooze: the message shows it, the reminder comes back after REMINDER_SNOOZE_SECONDS (4 s).
+      const snoozeData = data(posted, "rm:s:");
+      const snoozedAt = Date.now();
+      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe("好，4 秒後再提醒你。");
+      await tg.waitFor(() => posted.text.startsWith("💤 繳電費"), WAIT, "the reminder edited to snoozed");
+      expect(tg.buttons(posted)).toEqual([]);
+      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe("這則提醒已經處理過了。");
+      const again = await tg.waitFor(() => reminders(group.id, "繳電費")[1], WAIT, "the snoozed reminder");
+      expect(again.at - snoozedAt).toBeGreaterThanOrEqual(3500);
+      expect(again.at - snoozedAt).toBeLessThanOrEqual(7000);
+      expect(again.payload.message_thread_id).toBe(77);
+
+      // Done: closes it and completes the tied todo; the reminder is gone.
+      expect(await toast(tg.pressButton({ from: alice, message: again, data: data(again, "rm:d:") }))).toBe("已完成！");
+      await tg.waitFor(() => again.text.startsWith("✅"), WAIT, "the reminder edited to done");
+      expect(again.text).toBe("✅ 繳電費（待辦 #1 已完成）");
+      expect((await getTodo(redis, { platform: "telegram", userId: "8101" }, 1))?.completedAt).toBeDefined();
+      expect(await listReminders(redis, { platform: "telegram", userId: "8101" })).toEqual([]);
+      await quiet(2000);
+      expect(reminders(group.id, "繳電費")).toHaveLength(2);
+    } finally {
+      await second.stop();
+    }
+  },
+  90_000,
+);
+
+it(
+  "repeat: the job scheduler runs at the time set, fires, and its next run is a day later; list shows it; a cancelled one-off never arrives; cancel_reminder ends the repeat",
+  async () => {
+    const tg = stack.telegram;
+    const carol = tg.user(8201, "Carol");
+    const chat = tg.privateChat(carol);
+    const at = secondsAhead(12);
+    tg.sendUserMessage({ chat, from: carol, text: `call set_reminder {"text":"吃藥","at":"${localIso(at)}","repeat":"daily"}` });
+    expect((await answer(chat.id, "set_reminder:")).text).toContain("#1 吃藥");
+    expect(await schedulerNext(queue, "telegram", "8201", 1)).toBe(at);
+
+    let seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: carol, text: `call set_reminder {"text":"倒垃圾","at":"${localIso(at)}"}` });
+    expect((await answer(chat.id, "set_reminder:", seen)).text).toContain("#2 倒垃圾");
+    seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: carol, text: "call cancel_reminder {\"reminder_id\":2}" });
+    expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #2：倒垃圾");
+    seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: carol, text: "call list_reminders" });
+    const list = await answer(chat.id, "list_reminders:", seen);
+    expect(list.text).toMatch(/^list_reminders: 你的提醒（1 個）：\n#1 吃藥 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），每天$/);
+
+    const posted = await tg.waitFor(() => reminders(chat.id, "吃藥")[0], WAIT, "the repeating reminder");
+    expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
+    expect(posted.text).toBe("⏰ 吃藥"); // a DM: no mention
+    expect(await schedulerNext(queue, "telegram", "8201", 1)).toBe(at + 86_400_000);
+    expect((await getReminder(redis, { platform: "telegram", userId: "8201" }, 1))?.next).toBe(at + 86_400_000);
+    await quiet(2000);
+    expect(reminders(chat.id, "倒垃圾")).toEqual([]);
+    expect(reminders(chat.id, "吃藥")).toHaveLength(1);
+
+    seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: carol, text: "call cancel_reminder {\"reminder_id\":1}" });
+    expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #1：吃藥");
+    expect(await schedulerNext(queue, "telegram", "8201", 1)).toBeUndefined();
+  },
+  90_000,
+);
+
+it("invalid times, an empty text and the 51st active reminder are refused with a tool error", async () => {
+  const tg = stack.telegram;
+  const dan = tg.user(8301, "Dan");
+  const chat = tg.privateChat(dan);
+  const cases: [string, RegExp][] = [
+    [`{"text":"過去 A1","at":"${localIso(Date.now() - 3600_000)}"}`, /is in the past/],
+    [`{"text":"太快 A2","at":"${localIso(Date.now() + 5000)}"}`, /less than 10 seconds from now/],
+    [`{"text":"太遠 A3","at":"${localIso(Date.now() + 400 * 86_400_000)}"}`, /more than one year ahead/],
+    [`{"text":"格式 A4","at":"明天早上八點"}`, /not an ISO 8601 date-time/],
+    [`{"text":"  ","at":"${localIso(Date.now() + 3600_000)}","marker":"A5"}`, /text is empty/],
+  ];
+  for (const [input, error] of cases) {
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: dan, text: `call set_reminder ${input}` });
+    const reply = await answer(chat.id, "set_reminder:", seen);
+    expect(reply.text).toMatch(error);
+  }
+  // The first request that carries a case's marker is that case's own (later ones carry it in the history).
+  const results = cases.map((_, i) => freshResults(stack, `A${i + 1}`)[0]);
+  for (const r of results) expect(r).toEqual([{ name: "set_reminder", content: expect.any(String) as string, isError: true }]);
+  expect(await listReminders(redis, { platform: "telegram", userId: "8301" })).toEqual([]);
+
+  const owner = { platform: "telegram" as const, userId: "8301" };
+  const base = { text: "x", at: Date.now() + 3600_000, next: Date.now() + 3600_000, timezone: "Asia/Taipei", chatId: "8301", chatKind: "dm" as const, userName: "Dan", createdAt: Date.now() };
+  for (let i = 0; i < 50; i++) await addReminder(redis, owner, base);
+  const seen = tg.sent.length;
+  tg.sendUserMessage({ chat, from: dan, text: `call set_reminder {"text":"第五十一 A6","at":"${localIso(Date.now() + 3600_000)}"}` });
+  expect((await answer(chat.id, "set_reminder:", seen)).text).toMatch(/already has 50 active reminders/);
+  expect(await listReminders(redis, owner)).toHaveLength(50);
+});
+
+it("a reminder that fell due while no worker ran is posted at start-up, saying how late it is", async () => {
+  const tg = stack.telegram;
+  const erin = tg.user(8401, "Erin");
+  tg.privateChat(erin);
+  await stack.worker.stop();
+  const owner = { platform: "telegram" as const, userId: "8401" };
+  const due = Date.now() - 5 * 60_000;
+  const reminder = (await addReminder(redis, owner, { text: "開會", at: due, next: due, timezone: "Asia/Taipei", chatId: "8401", chatKind: "dm", userName: "Erin", createdAt: due - 60_000 }))!;
+  // Scheduled as the tool would have, while the bot was down (the job is due at once).
+  await new ReminderScheduler(queue).schedule(owner, reminder, due);
+  await quiet(1000);
+  expect(reminders(8401, "開會")).toEqual([]);
+  stack.worker = await stack.startWorker();
+  const posted = await tg.waitFor(() => reminders(8401, "開會")[0], WAIT, "the late reminder");
+  expect(posted.text).toMatch(/^⏰ 開會\n（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）$/);
+});
+
+it("/reminders lists the asker's reminders in this chat with a cancel button each; only the owner can cancel", async () => {
+  const tg = stack.telegram;
+  const group = tg.group(-1008501, "讀書會");
+  const fay = tg.user(8501, "Fay");
+  const gus = tg.user(8502, "Gus");
+  const at = Date.now() + 3600_000;
+  let seen = tg.sent.length;
+  tg.sendUserMessage({ chat: group, from: fay, text: `@${tg.bot.username} call set_reminder {"text":"還書","at":"${localIso(at)}"}` });
+  await answer(group.id, "set_reminder:", seen);
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat: group, from: fay, text: "/reminders" });
+  const list = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.startsWith("你在這裡的提醒")), WAIT, "the /reminders list");
+  expect(list.text).toMatch(/^你在這裡的提醒：\n#1 還書 — .+，不重複$/);
+  const cancel = data(list, "rm:c:");
+  expect(tg.buttons(list).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
+  expect(await toast(tg.pressButton({ from: gus, message: list, data: cancel }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+  expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toHaveLength(1);
+  expect(await toast(tg.pressButton({ from: fay, message: list, data: cancel }))).toBe("已取消提醒 #1。");
+  expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toEqual([]);
+  await tg.waitFor(() => tg.buttons(list).length === 0, WAIT, "the cancel button removed");
+});

@@ -34,8 +34,9 @@ export default defineTool({
     const { locale, timezone } = context;
     const scheduler = reminderSchedulerOf(context.redis);
     if (!scheduler) throw new ToolError("Reminders are not available in this setup (no reminder delivery runs here). Tell the user you cannot set reminders right now.");
-    const when = parseAt(at, timezone);
-    if (typeof when === "string") throw new ToolError(when);
+    const parsed = parseAt(at, timezone);
+    if (typeof parsed === "string") throw new ToolError(parsed);
+    const when = Math.floor(parsed / 1000) * 1000; // whole seconds, as cron patterns have
     const now = Date.now();
     if (when < now + MIN_AHEAD_MS) {
       throw new ToolError(

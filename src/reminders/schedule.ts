@@ -70,8 +70,8 @@ export class ReminderScheduler {
     const id = schedulerId(owner, reminder.id);
     await this.queue.upsertJobScheduler(
       id,
-      // startDate 1 ms early: the cron iterator returns times strictly after it, and `at` itself is the first occurrence.
-      { pattern: repeatPattern(reminder.repeat, reminder.at, reminder.timezone), tz: reminder.timezone, startDate: reminder.at - 1 },
+      // Cron has whole seconds; startDate 1 ms before `at`'s second: the iterator returns times strictly after it, and `at` is the first occurrence.
+      { pattern: repeatPattern(reminder.repeat, reminder.at, reminder.timezone), tz: reminder.timezone, startDate: Math.floor(reminder.at / 1000) * 1000 - 1 },
       { name: "remind", data, opts: REMINDER_JOB_OPTIONS },
     );
     return (await this.nextRun(owner, reminder.id)) ?? reminder.at;

@@ -57,3 +57,14 @@ export async function schedulerNext(queue: Queue<ReminderJobData>, platform: "te
 export function quiet(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** Polls `check` every 50 ms until it resolves truthy; fails naming `what` after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await quiet(50);
+  }
+}

@@ -13,7 +13,7 @@ import { getTodo } from "../../tools/todo/store.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { freshResults, seedTodos } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
-import { localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead } from "./reminders-helpers.js";
+import { eventually, localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
 
 let stack: Stack;
 let redis: Redis;
@@ -142,8 +142,9 @@ it(
     const posted = await tg.waitFor(() => reminders(chat.id, "吃藥")[0], WAIT, "the repeating reminder");
     expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
     expect(posted.text).toBe("⏰ 吃藥"); // a DM: no mention
-    expect(await schedulerNext(queue, "telegram", "8201", 1)).toBe(at + 86_400_000);
-    expect((await getReminder(redis, { platform: "telegram", userId: "8201" }, 1))?.next).toBe(at + 86_400_000);
+    await eventually(async () => (await schedulerNext(queue, "telegram", "8201", 1)) === at + 86_400_000, "the scheduler's next run a day later");
+    // The record's next time is written right after the send.
+    await eventually(async () => (await getReminder(redis, { platform: "telegram", userId: "8201" }, 1))?.next === at + 86_400_000, "the stored next time a day later");
     await quiet(2000);
     expect(reminders(chat.id, "倒垃圾")).toEqual([]);
     expect(reminders(chat.id, "吃藥")).toHaveLength(1);
@@ -225,3 +226,17 @@ it("/reminders lists the asker's reminders in this chat with a cancel button eac
   expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toEqual([]);
   await tg.waitFor(() => tg.buttons(list).length === 0, WAIT, "the cancel button removed");
 });
+
+it("a user who blocked the bot (403) ends the reminder and its repeats after the failed send, with a log line", async () => {
+  const tg = stack.telegram;
+  const owner = { platform: "telegram" as const, userId: "8601" };
+  const due = secondsAhead(2);
+  const reminder = (await addReminder(redis, owner, { text: "封鎖", at: due, next: due, repeat: "daily", timezone: ZONE, chatId: "8601", chatKind: "dm", userName: "Ned", createdAt: Date.now() }))!;
+  tg.failNext("sendMessage", { error_code: 403, description: "Forbidden: bot was blocked by the user" });
+  await new ReminderScheduler(queue).schedule(owner, reminder);
+  const line = await tg.waitFor(() => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: the bot can no longer write") && l.reminder === "telegram:8601#1"), WAIT, "the log line");
+  expect(line.level).toBe(40);
+  expect(await listReminders(redis, owner)).toEqual([]);
+  expect(await schedulerNext(queue, "telegram", "8601", 1)).toBeUndefined();
+  expect(reminders(8601, "封鎖")).toEqual([]);
+}, 60_000);

@@ -1,0 +1,96 @@
+/**
+ * Reminder helpers without the stack: reading `at`, repeat patterns, words, button tokens, and the
+ * store's limit on real Redis.
+ */
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
+import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
+import { durationInWords, parseAt, repeatPattern, timeIso } from "../../src/reminders/time.js";
+import { connectRedis } from "../../src/redis.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+
+const ZONE = "Asia/Taipei";
+
+describe("parseAt", () => {
+  it("reads a time without offset in the time zone, and one with an offset or Z as given", () => {
+    expect(parseAt("2026-12-01T08:00", ZONE)).toBe(Date.parse("2026-12-01T00:00:00Z"));
+    expect(parseAt("2026-12-01 08:00:30", ZONE)).toBe(Date.parse("2026-12-01T00:00:30Z"));
+    expect(parseAt("2026-12-01T08:00+09:00", ZONE)).toBe(Date.parse("2026-11-30T23:00:00Z"));
+    expect(parseAt("2026-12-01T08:00:00Z", ZONE)).toBe(Date.parse("2026-12-01T08:00:00Z"));
+    expect(parseAt("2026-03-08T02:30", "America/New_York")).toBe(Date.parse("2026-03-08T07:30:00Z")); // inside the DST gap: luxon moves it on
+  });
+  it("refuses a date without a time, words and impossible dates with a reason", () => {
+    expect(parseAt("2026-12-01", ZONE)).toMatch(/not an ISO 8601 date-time/);
+    expect(parseAt("tomorrow 8am", ZONE)).toMatch(/not an ISO 8601 date-time/);
+    expect(parseAt("2026-02-30T08:00", ZONE)).toMatch(/not a valid date-time/);
+  });
+});
+
+describe("repeatPattern", () => {
+  const at = Date.parse("2026-12-01T00:00:05Z"); // Tuesday 08:00:05 in Taipei
+  it("keeps the wall-clock time of the first occurrence in the time zone", () => {
+    expect(repeatPattern("daily", at, ZONE)).toBe("5 0 8 * * *");
+    expect(repeatPattern("weekdays", at, ZONE)).toBe("5 0 8 * * 1-5");
+    expect(repeatPattern("weekly", at, ZONE)).toBe("5 0 8 * * 2");
+    expect(repeatPattern("monthly", at, ZONE)).toBe("5 0 8 1 * *");
+    expect(repeatPattern("weekly", Date.parse("2026-12-06T01:00:00Z"), ZONE)).toBe("0 0 9 * * 0"); // Sunday
+  });
+});
+
+describe("words", () => {
+  it("durations in seconds, minutes, hours and days", () => {
+    expect(durationInWords(4000, "zh-TW")).toBe("4 秒");
+    expect(durationInWords(600_000, "zh-TW")).toBe("10 分鐘");
+    expect(durationInWords(3 * 3600_000, "en")).toBe("3 hours");
+    expect(durationInWords(3 * 86_400_000, "en")).toBe("3 days");
+    expect(durationInWords(60_000, "en")).toBe("60 seconds");
+  });
+  it("ISO with the offset and no milliseconds", () => {
+    expect(timeIso(Date.parse("2026-12-01T00:00:00.123Z"), ZONE)).toBe("2026-12-01T08:00:00+08:00");
+  });
+  it("says how late a reminder is only past a minute", () => {
+    const r = { text: "開會", timezone: ZONE } as Reminder;
+    expect(reminderText(r, 0, 59_000, "zh-TW")).toBe("⏰ 開會");
+    expect(reminderText(r, Date.parse("2026-12-01T00:00:00Z"), 5 * 60_000, "zh-TW")).toMatch(/^⏰ 開會\n（晚了 5 分鐘：原定 .+08:00，當時機器人沒有在執行）$/);
+  });
+});
+
+describe("button tokens", () => {
+  it("round-trip, and fit Telegram's 64-byte callback_data for the longest ids", () => {
+    const owner = { platform: "telegram" as const, userId: "chat:-1001234567890123" };
+    const due = Date.parse("2027-12-31T23:59:59Z");
+    const data = `rm:s:${buttonToken(owner, 999_999, due)}`;
+    expect(Buffer.byteLength(data)).toBeLessThanOrEqual(64);
+    expect(parseButton(data)).toEqual({ action: "s", userId: "chat:-1001234567890123", reminderId: 999_999, dueAt: due });
+    expect(parseButton(`rm:c:${buttonToken({ platform: "discord", userId: "123456789012345678" }, 3)}`)).toEqual({ action: "c", userId: "123456789012345678", reminderId: 3 });
+  });
+  it("refuses anything else", () => {
+    expect(parseButton("ap:abc:y")).toBeUndefined();
+    expect(parseButton("rm:d:123.4")).toBeUndefined(); // done needs an occurrence
+    expect(parseButton("rm:x:123.4.abc")).toBeUndefined();
+  });
+});
+
+describe("store", () => {
+  let server: TestRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = connectRedis(server.url);
+  });
+  afterAll(async () => {
+    await redis.quit();
+    await server.stop();
+  });
+  it("gives out ids in order, never more than 50 active even when added in parallel; fired one-offs do not count", async () => {
+    const owner = { platform: "discord" as const, userId: "42" };
+    const base = { text: "x", at: Date.now() + 60_000, next: Date.now() + 60_000, timezone: ZONE, chatId: "1", chatKind: "dm" as const, userName: "A", createdAt: Date.now() };
+    await addReminder(redis, owner, { ...base, next: undefined, firedAt: Date.now() });
+    const added = await Promise.all(Array.from({ length: 60 }, () => addReminder(redis, owner, base)));
+    expect(added.filter(Boolean)).toHaveLength(MAX_ACTIVE_REMINDERS);
+    expect(added.filter(Boolean).map((r) => r!.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 2));
+    expect(await listReminders(redis, owner)).toHaveLength(51);
+    expect(await listReminders(redis, owner, Date.now() + 4 * 86_400_000)).toHaveLength(50); // the fired one-off is gone after 3 days
+  });
+});

@@ -178,10 +178,11 @@ it("the same occurrence sent twice (a worker killed after the send) is one messa
   const { log } = captureLogger("silent");
   const outbound = createOutbound(stack.config, log);
   const message = { conversation: { platform: "discord" as const, chatId: dc.channelId }, chatKind: "group" as const, owner: { userId: "7200000000008888", userName: "Mo" }, text: "⏰ 一次", token: "7200000000008888.1.abc" };
-  const hits = dc.nonceHits;
+  const replays = dc.nonceReplays.length;
   const first = await outbound.sendReminder(message);
   const second = await outbound.sendReminder(message);
   expect(second).toEqual(first);
-  expect(dc.nonceHits).toBe(hits + 1);
+  const nonce = String(dc.sent.find((m) => m.id === first.messageId)!.payload.nonce);
+  expect(dc.nonceReplays.slice(replays)).toEqual([{ channelId: dc.channelId, nonce, messageId: first.messageId }]);
   expect(reminders(dc.channelId, "一次")).toHaveLength(1);
 });

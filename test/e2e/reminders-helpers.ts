@@ -43,9 +43,9 @@ export function secondsAhead(seconds: number): number {
   return Math.ceil((Date.now() + seconds * 1000) / 1000) * 1000;
 }
 
-/** The `reminders` queue of the e2e stack (prefix `e2e`), for reading job schedulers; close it after use. */
+/** The `reminders` queue of the e2e stack (prefix `e2e`) on the test's own connection, for reading job schedulers; close it after use (the connection stays open). */
 export function remindersQueue(redis: Redis): Queue<ReminderJobData> {
-  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis.duplicate(), prefix: "e2e" });
+  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: "e2e" });
 }
 
 /** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */

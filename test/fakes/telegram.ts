@@ -237,8 +237,8 @@ export class FakeTelegram {
   #failures = new Map<string, FakeFailure[]>();
   #pending = new Set<ServerResponse>();
   #allowedUpdates: unknown[] | undefined;
-  /** Held long polls, each with the function that ends it as replaced by a newer call. */
-  #polls = new Set<() => void>();
+  /** Held long polls, each with the function that ends it: replaced by a newer call (409) or the token revoked (401). */
+  #polls = new Set<(why: "replaced" | "revoked") => void>();
   #drops = new Map<string, number>();
   #floods = new Map<string, { until: number; retryAfter: number }>();
   #revoked = false;
@@ -340,9 +340,10 @@ export class FakeTelegram {
     this.#drops.set(method, (this.#drops.get(method) ?? 0) + count);
   }
 
-  /** The token is revoked (as with @BotFather `/revoke`): from now on every call answers 401. */
+  /** The token is revoked (as with @BotFather `/revoke`): held long polls and every later call answer 401. */
   revokeToken(): void {
     this.#revoked = true;
+    for (const end of [...this.#polls]) end("revoked");
   }
 
   /**
@@ -542,22 +543,22 @@ export class FakeTelegram {
     const allowed = this.#allowedUpdates;
     if (offset > 0) this.#updates = this.#updates.filter((u) => u.update_id >= offset);
     // A newer getUpdates ends every held one: "Conflict: terminated by other getUpdates request".
-    for (const replace of [...this.#polls]) replace();
+    for (const end of [...this.#polls]) end("replaced");
     const ready = () =>
       this.#updates.filter((u) => !allowed || allowed.length === 0 || allowed.some((k) => String(k) in u)).slice(0, limit);
     let found = ready();
     if (found.length > 0 || timeout === 0) return found;
     this.#pending.add(res);
-    const replaced = await new Promise<boolean>((resolve) => {
-      const done = (wasReplaced = false) => {
+    const ended = await new Promise<"replaced" | "revoked" | undefined>((resolve) => {
+      const done = (why?: "replaced" | "revoked") => {
         clearTimeout(timer);
         this.#waiters.delete(wake);
         this.#polls.delete(replace);
         res.off("close", closed);
-        resolve(wasReplaced);
+        resolve(why);
       };
       const closed = () => done();
-      const replace = () => done(true);
+      const replace = (why: "replaced" | "revoked") => done(why);
       const wake = () => {
         if (ready().length > 0) done();
       };
@@ -566,7 +567,8 @@ export class FakeTelegram {
       this.#polls.add(replace);
       res.once("close", closed);
     });
-    if (replaced) throw new ApiFailure(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
+    if (ended === "revoked") throw new ApiFailure(401, "Unauthorized");
+    if (ended === "replaced") throw new ApiFailure(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
     found = ready();
     return found;
   }

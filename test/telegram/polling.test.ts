@@ -92,8 +92,6 @@ describe("telegram long polling", () => {
     h = await startHarness({}, undefined, log, { polling: POLLING });
     const { tg, adapter } = h;
     tg.revokeToken();
-    const cy = tg.user(53, "Cy");
-    tg.sendUserMessage({ chat: tg.privateChat(cy), from: cy, text: "wake up" });
     await tg.waitFor(() => h!.fatal.length > 0, 10_000, "the fatal report");
     expect(h.fatal[0]).toBeInstanceOf(AdapterFatalError);
     expect(h.fatal[0]!.message).toMatch(/^TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API \(401 Unauthorized\)/);

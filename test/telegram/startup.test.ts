@@ -60,9 +60,8 @@ it("a token revoked while polling (401 on getUpdates): stops with a clear line a
   const { code, output } = await runMain({ TELEGRAM_BOT_TOKEN: tg.token }, (text) => {
     if (!revoked && text.includes("the bot is running")) {
       revoked = true;
+      // The held long poll ends with 401 at once, as the next call would.
       tg.revokeToken();
-      const ann = tg.user(61, "Ann");
-      tg.sendUserMessage({ chat: tg.privateChat(ann), from: ann, text: "hello?" });
     }
   });
   expect(revoked).toBe(true);

@@ -172,8 +172,7 @@ export class AccessGate {
     const wantUser = !admin && config.USER_DAILY_TOKENS > 0;
     const wantAll = config.GLOBAL_DAILY_TOKENS > 0;
     if (!wantUser && !wantAll) return {};
-    const reads = this.usage.dayTotals(subject.platform, subject.userId);
-    const [user, all] = await Promise.all([wantUser ? reads.user : undefined, wantAll ? reads.all : undefined]);
+    const { user, all } = await this.usage.dayTotals(subject.platform, subject.userId, { user: wantUser, all: wantAll });
     return { user: user?.tokens, all: all?.tokens };
   }
 

@@ -10,12 +10,12 @@
  *   revoke-chat <platform:chatId> takes a granted chat out
  *   usage [platform:userId]       tokens today and this month (the whole bot and top users, or one user)
  *
- * Reads `.env`. Uses `REDIS_URL`, or the socket of the private redis-server `npm start` runs
- * (`.data/redis/redis.sock`), as `npm run trace` does. Exit code 0 on success, 1 when the code,
+ * Reads `.env`. Uses `REDIS_URL`, or the private redis-server of this folder (`.data/redis`, see
+ * `src/local-redis.ts`), started for the command when no `npm start` or `npm run chat` runs it, as
+ * `npm run trace` does. Exit code 0 on success, 1 when the code,
  * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import "dotenv/config";
-import { existsSync } from "node:fs";
 import path from "node:path";
 import { envListOf, parsePrincipal } from "../access/policy.js";
 import { AccessStore } from "../access/store.js";
@@ -24,6 +24,7 @@ import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
 import { localize } from "../i18n.js";
+import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { createLogger, redact, registerSecrets } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
 import { connectRedis } from "../redis.js";
@@ -152,14 +153,18 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   let redisUrl = config.REDIS_URL;
+  let local: LocalRedis | undefined;
   if (!redisUrl) {
-    // The socket `startLocalRedis` listens on when REDIS_URL is unset (`npm start` in this folder).
-    const socket = path.resolve(".data", "redis", "redis.sock");
-    if (!existsSync(socket)) {
-      console.error(`REDIS_URL is not set and no local Redis is running here (${path.relative(process.cwd(), socket)} does not exist): start the bot (npm start) or set REDIS_URL.`);
+    // The private redis-server of this folder (`npm start`, `npm run chat`), as `npm run trace`
+    // finds it: reuse it, or start it for this command and stop it again afterwards unless another
+    // process took it up meanwhile (grants made while the bot is stopped are there when it starts).
+    try {
+      local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
+    } catch (error) {
+      console.error(`REDIS_URL is not set and the private redis-server could not be started: ${(error as Error).message}`);
       return 2;
     }
-    redisUrl = socket;
+    redisUrl = local.url;
   }
   const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
   let socketError: Error | undefined;
@@ -175,6 +180,7 @@ async function main(argv: string[]): Promise<number> {
     return await run(argv, config, redis);
   } finally {
     redis.disconnect();
+    await local?.stop();
   }
 }
 

@@ -145,16 +145,17 @@ export class UsageStore {
   }
 
   /**
-   * Starts reading the day totals of a user and of the whole bot. The commands are issued at once
+   * Reads the day totals of a user and/or of the whole bot (`want`). The commands are issued at once
    * (ioredis auto-pipelining sends them with the other commands of the same tick in one write), so
    * the access gate's checks cost one round trip.
    */
-  dayTotals(platform: string, userId: string, at = Date.now()): { user: Promise<UsageTotals>; all: Promise<UsageTotals> } {
+  async dayTotals(platform: string, userId: string, want: { user: boolean; all: boolean }, at = Date.now()): Promise<{ user?: UsageTotals; all?: UsageTotals }> {
     const { day } = periodOf(at, this.#timeZone);
-    return {
-      user: this.#redis.hmget(UsageStore.key(`u:${platform}:${userId}`, "d", day), ...FIELDS).then(totalsOf),
-      all: this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS).then(totalsOf),
-    };
+    const [user, all] = await Promise.all([
+      want.user ? this.#redis.hmget(UsageStore.key(`u:${platform}:${userId}`, "d", day), ...FIELDS).then(totalsOf) : undefined,
+      want.all ? this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS).then(totalsOf) : undefined,
+    ]);
+    return { user, all };
   }
 
   /** A user's totals today and this month. */

@@ -16,7 +16,6 @@
  * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import "dotenv/config";
-import path from "node:path";
 import { envListOf, parsePrincipal } from "../access/policy.js";
 import { AccessStore } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
@@ -24,10 +23,9 @@ import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
 import { localize } from "../i18n.js";
-import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { createLogger, redact, registerSecrets } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
-import { connectRedis } from "../redis.js";
+import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
 import type { Redis } from "ioredis";
 
@@ -152,36 +150,9 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  let redisUrl = config.REDIS_URL;
-  let local: LocalRedis | undefined;
-  if (!redisUrl) {
-    // The private redis-server of this folder (`npm start`, `npm run chat`), as `npm run trace`
-    // finds it: reuse it, or start it for this command and stop it again afterwards unless another
-    // process took it up meanwhile (grants made while the bot is stopped are there when it starts).
-    try {
-      local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
-    } catch (error) {
-      console.error(`REDIS_URL is not set and the private redis-server could not be started: ${(error as Error).message}`);
-      return 2;
-    }
-    redisUrl = local.url;
-  }
-  const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
-  let socketError: Error | undefined;
-  redis.on("error", (error: Error) => (socketError ??= error));
-  try {
-    try {
-      await redis.connect();
-    } catch (error) {
-      const cause = socketError ?? error;
-      console.error(`Redis could not be reached (${redact(cause instanceof Error ? cause.message : String(cause))}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
-      return 2;
-    }
-    return await run(argv, config, redis);
-  } finally {
-    redis.disconnect();
-    await local?.stop();
-  }
+  // The private redis-server of this folder is found (or started) as `npm run trace` finds it, so
+  // grants made while the bot is stopped are there when it starts.
+  return withCliRedis(config.REDIS_URL, (redis) => run(argv, config, redis));
 }
 
 main(process.argv.slice(2)).then(

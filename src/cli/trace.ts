@@ -9,19 +9,18 @@
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import "dotenv/config";
-import path from "node:path";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
-import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { redact, registerSecrets } from "../log.js";
 import { conversationKey, PLATFORMS, type ConversationRef, type Platform } from "../queue/incoming.js";
-import { connectRedis } from "../redis.js";
 import { formatRun } from "../trace/format.js";
 import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
+import { withCliRedis } from "./redis.js";
 
 const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
        npm run trace -- <platform>:<chatId>[/<topicId>] [runs]
   platform: ${PLATFORMS.join(" | ")}
-  chatId:   the platform's chat id (Telegram chat.id, Discord channel or thread id; local for npm run chat)
+  chatId:   the platform's chat id (Telegram chat.id, Discord channel or thread id)
+            (the terminal chat of npm run chat: platform console, chatId local)
   topicId:  a Telegram topic's message_thread_id (forum topics, private-chat topics); each topic is its own conversation
   runs:     how many recent runs to print (1-${TRACE_KEEP_RUNS}), default 1
   e.g.      npm run trace -- telegram -1001234567890/11 3`;
@@ -68,33 +67,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  let local: LocalRedis | undefined;
-  if (!redisUrl) {
-    // The private redis-server of this folder (`npm start`, `npm run chat`): reuse it, or start it
-    // for this read and stop it again afterwards unless another process took it up meanwhile.
-    try {
-      local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
-    } catch (error) {
-      console.error(`REDIS_URL is not set and the private redis-server could not be started: ${(error as Error).message}`);
-      return 2;
-    }
-    redisUrl = local.url;
-  }
-  // Fail fast, once: no reconnect loop, no queued commands; ioredis waits disconnectTimeout (2 s by
-  // default) on a socket that never connected before the process can exit.
-  const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
-  let socketError: Error | undefined;
-  redis.on("error", (error: Error) => (socketError ??= error));
-  try {
-    try {
-      await redis.connect();
-    } catch (error) {
-      // `connect` rejects with "Connection is closed."; the socket's own error says why (ECONNREFUSED, ENOENT, ...).
-      const cause = socketError ?? error;
-      const reason = redact(cause instanceof Error ? cause.message : String(cause));
-      console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
-      return 2;
-    }
+  return withCliRedis(redisUrl, async (redis) => {
     const runs = await new TraceStore(redis).runs(conversation, n);
     if (runs.length === 0) {
       console.log(`No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`);
@@ -102,23 +75,7 @@ async function main(argv: string[]): Promise<number> {
     }
     console.log(runs.reverse().map(formatRun).join("\n\n"));
     return 0;
-  } finally {
-    redis.disconnect();
-    await local?.stop();
-  }
-}
-
-/** `redisUrl` for a message: a socket path relative to the current folder, a URL without its password. */
-function displayAddress(redisUrl: string): string {
-  if (redisUrl.startsWith("/")) {
-    const relative = path.relative(process.cwd(), redisUrl);
-    return relative.startsWith("..") ? redisUrl : relative;
-  }
-  if (!URL.canParse(redisUrl)) return "the configured address";
-  const url = new URL(redisUrl);
-  url.password = "";
-  url.username = "";
-  return url.href;
+  });
 }
 
 main(process.argv.slice(2)).then(

@@ -12,7 +12,7 @@ export default defineTool({
   description: [
     "Add an item to the user's personal todo list (it belongs to the person, not the chat, and follows them between chats).",
     "Use it when the user asks to remember, note or add something to do, optionally with a due date.",
-    "One call per item. Not for reminders at a specific time of day (there are no notifications), and not for other people's lists.",
+    "One call per item. Not for being reminded at a specific time (use set_reminder for that, optionally with the todo's id), and not for other people's lists.",
   ].join(" "),
   tags: ["todo", "write"],
   input: z.object({ title: titleField, due: dueField }),

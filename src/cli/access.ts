@@ -44,7 +44,9 @@ async function run(argv: string[], config: Config, redis: Redis): Promise<number
   const store = new AccessStore(redis);
   const usage = new UsageStore(redis, config.TIMEZONE);
   const needsArg = ["approve", "allow", "revoke", "allow-chat", "revoke-chat"];
-  if (!command || (needsArg.includes(command) && !arg) || rest.length > 0) return bad();
+  if (!command) return bad();
+  if (needsArg.includes(command) && !arg) return bad(`${command} needs an argument`);
+  if (rest.length > 0) return bad(`unexpected argument "${rest[0]!.slice(0, 40)}"`);
   switch (command) {
     case "list": {
       const { users, chats } = await store.grants();
@@ -82,10 +84,16 @@ async function run(argv: string[], config: Config, redis: Redis): Promise<number
     case "revoke-chat": {
       const principal = parsePrincipal(arg!);
       if (!principal) {
-        console.error(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)`);
+        const topic = /^telegram:-?\d+\/\d+$/i.test(arg!.trim()) ? " (a Telegram group is allowed as a whole, with all its topics: leave out /<topicId>)" : "";
+        console.error(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)${topic}`);
         return 2;
       }
       const chat = command.endsWith("-chat");
+      if (!chat && principal.startsWith("telegram:-")) {
+        // Telegram user ids are positive; a negative id is a group or channel.
+        console.error(`${principal} is a Telegram group, not a user: use allow-chat / revoke-chat for it`);
+        return 2;
+      }
       if (command.startsWith("revoke")) {
         const list = envListOf(config, principal);
         if (list) {
@@ -102,8 +110,9 @@ async function run(argv: string[], config: Config, redis: Redis): Promise<number
     }
     case "usage": {
       if (arg) {
-        const principal = parsePrincipal(arg);
-        if (!principal) return bad();
+        // The terminal chat's user (console:<name>) has usage too, as `usage` lists it.
+        const principal = /^console:[^\s:]{1,128}$/i.test(arg) ? `console:${arg.slice(8)}` : parsePrincipal(arg);
+        if (!principal) return bad(`"${arg.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
         const [platform, userId] = [principal.slice(0, principal.indexOf(":")), principal.slice(principal.indexOf(":") + 1)];
         console.log(plain(formatUserUsage(config, "en", await usage.userTotals(platform, userId), !config.ADMIN_USERS.includes(principal))));
         return 0;
@@ -117,7 +126,9 @@ async function run(argv: string[], config: Config, redis: Redis): Promise<number
   }
 }
 
-function bad(): number {
+/** Prints `problem` (when given) and the usage text; returns exit code 2. */
+function bad(problem?: string): number {
+  if (problem) console.error(problem);
   console.error(USAGE);
   return 2;
 }

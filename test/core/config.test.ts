@@ -1,6 +1,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, ConfigSchema, loadConfig, secretValues } from "../../src/config.js";
+import { fakeDiscordToken } from "../helpers/fake-tokens.js";
 
 /** The problems `loadConfig` reports for `env` (purpose `inspect`), or [] when it is valid. */
 function problemsOf(env: Record<string, string>): string[] {
@@ -101,7 +102,7 @@ describe("loadConfig", () => {
     // Made-up values in the shape of a bot token (id.timestamp.hmac) and of the usual mistakes.
     const shaped = "fake-discord-token.abcdef.0123456789";
     expect(loadConfig({ DISCORD_TOKEN: ` ${shaped} ` }, { purpose: "inspect" }).DISCORD_TOKEN).toBe(shaped);
-    expect(loadConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.Gfake1.fake_hmac-part-of-the-token-000000" }, { purpose: "inspect" }).DISCORD_TOKEN).toBeDefined();
+    expect(loadConfig({ DISCORD_TOKEN: fakeDiscordToken() }, { purpose: "inspect" }).DISCORD_TOKEN).toBeDefined();
     const mistakes = [
       `Bot ${shaped}`, // the header prefix pasted along
       `"${shaped}"`,

@@ -1,6 +1,7 @@
 import { Writable } from "node:stream";
 import { expect, it } from "vitest";
 import { createLogger, redact, registerSecrets } from "../../src/log.js";
+import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 function capture() {
   const lines: string[] = [];
@@ -25,15 +26,15 @@ it("writes JSON lines with registered secrets and credential fields redacted", (
 });
 
 it("redacts token shapes that were never registered", () => {
-  expect(redact("GET /bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")).toBe("GET /bot[redacted]/getMe");
+  expect(redact(`GET /bot${fakeTelegramToken()}/getMe`)).toBe("GET /bot[redacted]/getMe");
   expect(redact("nothing secret here")).toBe("nothing secret here");
 });
 
 it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registered or not", () => {
-  expect(redact("fetch failed: https://proxy.example/bot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getUpdates")).toBe(
+  expect(redact(`fetch failed: https://proxy.example/bot${fakeTelegramToken().replace(":", "%3A")}/getUpdates`)).toBe(
     "fetch failed: https://proxy.example/bot[redacted]/getUpdates",
   );
-  expect(redact("GET /bot123456789%3aAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")).toBe("GET /bot[redacted]/getMe");
+  expect(redact(`GET /bot${fakeTelegramToken().replace(":", "%3a")}/getMe`)).toBe("GET /bot[redacted]/getMe");
   // A registered token of any shape (this one is too short for the shape rule) is caught encoded too.
   registerSecrets(["900000007:short-Test_token"]);
   const { lines, log } = capture();

@@ -2,6 +2,7 @@
  * The fake gateway speaks the real protocol, and the adapter reports a bad token.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fakeDiscordToken } from "../helpers/fake-tokens.js";
 import { WebSocket } from "ws";
 import { createAdapter } from "../../adapters/discord/index.js";
 import { silentLogger } from "../../src/log.js";
@@ -143,7 +144,7 @@ describe("fake gateway", () => {
   });
 
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
-    const adapter = createAdapter(testConfig({ DISCORD_TOKEN: "MTIzNDU2Nzg5MDEyMzQ1Njc4.wrong1.abcdefghijklmnopqrstuvwxyz1", DISCORD_API_URL: fake.apiUrl }), silentLogger);
+    const adapter = createAdapter(testConfig({ DISCORD_TOKEN: fakeDiscordToken().replace("fake00", "wrong1"), DISCORD_API_URL: fake.apiUrl }), silentLogger);
     const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
     const error = await adapter.start(ctx).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);

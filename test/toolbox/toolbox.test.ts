@@ -9,6 +9,7 @@ import { registerSecrets } from "../../src/log.js";
 import type { TraceEvent } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
+import { fakeDiscordToken, fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 const todo = defineTool({
   name: "complete_item",
@@ -147,7 +148,7 @@ describe("ToolBox.execute: every result is redacted and bounded before the model
     tags: ["util"],
     input: z.object({ where: z.enum(["result", "tool_error", "bug"]) }),
     run: ({ where }) => {
-      const text = "key=registered-secret-value-1234 bot=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawZ discord=MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.abcdefghijklmnopqrstuvwxyz01234";
+      const text = `key=registered-secret-value-1234 bot=${fakeTelegramToken()} discord=${fakeDiscordToken()}`;
       if (where === "tool_error") throw new ToolError(`upstream said: ${text}`);
       if (where === "bug") throw new Error(`fetch failed for ${text}`);
       return text;
@@ -183,8 +184,8 @@ describe("ToolBox.execute: every result is redacted and bounded before the model
       const events: Pick<TraceEvent, "type" | "data">[] = [];
       const r = await toolbox.execute("leaky", { where }, testContext(), { tracer: { event: (type, data) => events.push({ type, data }) } });
       expect(r.content).toContain("key=[redacted] bot=[redacted] discord=[redacted]");
-      expect(r.content).not.toMatch(/registered-secret|AAHdqTcv|GaBcDe/);
-      expect(JSON.stringify(events)).not.toMatch(/registered-secret|AAHdqTcv|GaBcDe/);
+      expect(r.content).not.toMatch(/registered-secret|fake_test_token|xxxxxx|yyyyyy/);
+      expect(JSON.stringify(events)).not.toMatch(/registered-secret|fake_test_token|xxxxxx|yyyyyy/);
     }
   });
 

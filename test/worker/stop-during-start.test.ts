@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 let server: TestRedis;
 const sockets: Socket[] = [];
@@ -30,7 +31,7 @@ it("Ctrl-C during a platform's start-up stops at once", async () => {
       LOG_LEVEL: "info",
       ROLE: "adapter",
       REDIS_URL: server.url,
-      TELEGRAM_BOT_TOKEN: "123456789:TEST-token-for-a-black-hole_0000000",
+      TELEGRAM_BOT_TOKEN: fakeTelegramToken("123456789", "TEST-token-for-a-black-hole"),
       TELEGRAM_API_ROOT: `http://127.0.0.1:${port}`,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -15,13 +15,8 @@ import type { ReminderActions } from "./reminders/actions.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 
-/** Thrown by {@link AdapterContext.enqueue} when the message could not be queued (Redis down). */
-export class EnqueueError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "EnqueueError";
-  }
-}
+/** Thrown by {@link AdapterContext.enqueue} when the message could not be queued; defined in `src/queue/errors.ts`. */
+export { EnqueueError } from "./queue/errors.js";
 
 /**
  * A platform refused the bot for a reason only the operator can fix: a rejected token (Telegram

@@ -16,7 +16,7 @@
  */
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { Redis } from "ioredis";
-import { EnqueueError } from "../adapter.js";
+import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";

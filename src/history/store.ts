@@ -19,7 +19,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { MessageParam } from "../agent/contract.js";
+import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";

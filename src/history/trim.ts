@@ -6,7 +6,7 @@
  * The cut point only ever moves towards the newer end, to the next user text turn: a trim point
  * that falls inside a tool exchange is moved past it, never cut through it.
  */
-import type { MessageParam } from "../agent/contract.js";
+import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 
 /** Default rough size budget of the history sent to the model, in characters of its JSON (about 25k tokens). */
 export const DEFAULT_HISTORY_MAX_CHARS = 100_000;

@@ -8,7 +8,7 @@
  */
 import { Queue, type JobsOptions } from "bullmq";
 import type { Redis } from "ioredis";
-import { EnqueueError } from "../adapter.js";
+import { EnqueueError } from "./errors.js";
 import { IncomingMessageSchema, type IncomingMessage } from "./incoming.js";
 import { CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
 

@@ -9,24 +9,18 @@
  * waiting out a platform's 429. An answer that in the end could not be delivered at all is removed
  * from the history, and no apology is sent into a chat that is still rate limited.
  */
-import type Anthropic from "@anthropic-ai/sdk";
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { AgentDeps, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
-import type { Config } from "../config.js";
-import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
-import type { Outbound } from "../outbound.js";
-import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
 import { speakerLabel } from "../prompts.js";
 import { progressKeys } from "../queue/keys.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
-import type { ToolBox } from "../toolbox/toolbox.js";
-import type { UsageStore } from "../usage/store.js";
 import type { PendingTrace } from "../trace/store.js";
 import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
-import type { ApprovalHooks } from "./approvals.js";
+import type { WorkerDeps } from "./worker.js";
 import { toolContextFor } from "./context.js";
 import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { isTransient, retryAfterMs } from "./errors.js";
@@ -34,21 +28,13 @@ import { isTransient, retryAfterMs } from "./errors.js";
 /** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
 export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
 
-/** What answering a message needs (built once per worker from its `WorkerDeps`). */
-export interface AnswerParts {
-  config: Config;
-  log: Logger;
+/**
+ * What answering a message needs, built once per worker from its {@link WorkerDeps} (the fields
+ * keep their meaning there), with the defaults filled in.
+ */
+export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs"> {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: Redis;
-  history: HistoryStore;
-  toolbox: ToolBox;
-  client: Anthropic;
-  runAgent: RunAgent;
-  outbounds: Partial<Record<Platform, Outbound>>;
-  approvals: ApprovalHooks;
-  tracerFor?: (runId: string, chat: string) => Tracer;
-  /** Where each model response's `usage` is recorded; default none. */
-  usage?: UsageStore;
   /** Typing refresh interval, in ms. */
   typingIntervalMs: number;
   /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */

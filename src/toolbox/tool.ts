@@ -82,6 +82,13 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * most once per `tool_use` id across job retries, and a retry gets the recorded result.
    */
   readOnly?: boolean;
+  /**
+   * For dangerous tools: whether the approval prompt may offer "always allow" (a grant that lets
+   * later calls of this tool by the same requester in the same conversation run without asking).
+   * Default `true`; `false` = the prompt never offers "always allow" for this tool, and a grant is
+   * never recorded or used for it (every call is confirmed). Read it as `tool.alwaysAllow !== false`.
+   */
+  alwaysAllow?: boolean;
   /** Longest run, in ms, before the call is aborted and reported as failed. Default 30 000. */
   timeoutMs?: number;
   /**

@@ -16,6 +16,7 @@ export default defineTool({
   ].join(" "),
   tags: ["todo", "write"],
   input: z.object({ title: titleField, due: dueField }),
+  activity: ({ title }, locale) => localize(locale, { "zh-TW": "新增待辦：{title}", en: "Adding a todo: {title}" }, { title }),
   async run({ title, due }, context) {
     const todo = await addTodo(context.redis, context, title, due);
     if (!todo) {

@@ -231,5 +231,6 @@ export default defineTool({
   input: z.object({
     expression: z.string().describe(`The expression, at most ${MAX_EXPRESSION_CHARS} characters, e.g. (1200 + 800) * 0.05`),
   }),
+  activity: ({ expression }, locale) => localize(locale, { "zh-TW": "計算：{expression}", en: "Calculating: {expression}" }, { expression }),
   run: ({ expression }, context) => calculate(expression, context.locale),
 });

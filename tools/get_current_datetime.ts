@@ -101,6 +101,7 @@ export default defineTool({
       .optional()
       .describe("IANA time zone name, e.g. Asia/Taipei, America/New_York, UTC. Omit for the user's own zone."),
   }),
+  activity: ({ timezone }, locale) => localize(locale, { "zh-TW": "查詢時間{zone}", en: "Checking the time{zone}" }, { zone: timezone ? (locale === "en" ? `: ${timezone}` : `：${timezone}`) : "" }),
   run({ timezone }, context) {
     const wanted = timezone?.trim() ? timezone : context.timezone;
     const zone = canonicalTimeZone(wanted);

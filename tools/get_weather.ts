@@ -122,6 +122,7 @@ export default defineTool({
     if (!resolveCity(config.DEFAULT_CITY).ok) problems.push(DEFAULT_CITY_PROBLEM);
     if (problems.length > 0) throw new Error(problems.join("; "));
   },
+  activity: ({ city }, locale) => localize(locale, { "zh-TW": "查詢天氣：{city}", en: "Checking the weather: {city}" }, { city: city ?? localize(locale, { "zh-TW": "預設城市", en: "default city" }) }),
   async run({ city }, context) {
     const { locale, config } = context;
     const asked = city?.trim() || config.DEFAULT_CITY;

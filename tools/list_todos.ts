@@ -19,6 +19,7 @@ export default defineTool({
   input: z.object({
     include_completed: z.boolean().default(false).describe("true to also show completed items; default false (open items only)"),
   }),
+  activity: (_input, locale) => localize(locale, { "zh-TW": "讀取待辦清單", en: "Reading the todo list" }),
   async run({ include_completed }, context) {
     const { locale } = context;
     const all = await listTodos(context.redis, context);

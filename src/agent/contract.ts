@@ -38,7 +38,30 @@ export interface AgentDeps {
    * again (which would give new `tool_use` ids and run the write twice). Default: none.
    */
   checkpoint?: (run: RunCheckpoint) => Promise<void>;
+  /**
+   * Streaming: when given, every model call is streamed (the SDK's `messages.stream`) and the run
+   * reports what happens as it happens (see {@link AgentEvent}); without it the loop calls
+   * `messages.create` as before. Called synchronously; must not throw.
+   */
+  onEvent?: (event: AgentEvent) => void;
 }
+
+/**
+ * What a streamed run reports while it works, in order:
+ * - `model_call`: a model call starts (text of an earlier call is final by now);
+ * - `text`: a piece of the text the model is writing in this call;
+ * - `tool_use`: the model began a `tool_use` block in this call, so the text written in the call
+ *   so far leads into a tool call (it is not the answer);
+ * - `tool_start` / `tool_end`: a tool call of the turn runs, with a short `activity` in the
+ *   user's words (the tool's `activity`, default its name) / ended (`ok` false when it failed).
+ * Dangerous calls waiting for approval and calls refused without running report nothing.
+ */
+export type AgentEvent =
+  | { type: "model_call"; turn: number }
+  | { type: "text"; text: string }
+  | { type: "tool_use"; name: string }
+  | { type: "tool_start"; toolUseId: string; name: string; activity: string }
+  | { type: "tool_end"; toolUseId: string; ok: boolean };
 
 /**
  * A run saved before it changed data: JSON-serialisable. Its last message is the assistant turn

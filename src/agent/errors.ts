@@ -98,9 +98,23 @@ function networkCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** The HTTP status each error type of the Messages API comes with (https://docs.anthropic.com/en/api/errors). */
+const STREAM_ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529,
+};
+
 /**
- * Converts what `client.messages.create` threw (after the SDK's own retries) into a
- * {@link ModelUnavailableError}. Anything that is not an SDK error is returned unchanged.
+ * Converts what `client.messages.create` or `messages.stream` threw (after the SDK's own retries)
+ * into a {@link ModelUnavailableError}; an `error` event in the middle of a stream is mapped by its
+ * error type (`overloaded_error` → overloaded, retryable). Anything that is not an SDK error is
+ * returned unchanged.
  */
 export function toModelError(error: unknown): unknown {
   if (error instanceof ModelUnavailableError) return error;
@@ -113,14 +127,18 @@ export function toModelError(error: unknown): unknown {
   if (error instanceof Anthropic.APIError) {
     const status = error.status ?? 0;
     const requestId = error.requestID ?? undefined;
-    const reason: ModelErrorReason =
-      status === 529 ? "overloaded"
-      : status === 429 ? "rate_limited"
-      : status >= 500 ? "server_error"
-      : status === 401 || status === 403 ? "auth"
-      : "bad_request";
     // The body is `{"type":"error","error":{"type","message"}}` (https://docs.anthropic.com/en/api/errors).
     const body = (error.error as { error?: { type?: unknown; message?: unknown } } | undefined)?.error;
+    // An `error` event in the middle of a stream has no HTTP status: its error type tells the reason
+    // (https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events).
+    const streamed = status === 0 ? STREAM_ERROR_STATUS[String(body?.type)] : undefined;
+    const effective = streamed ?? status;
+    const reason: ModelErrorReason =
+      effective === 529 ? "overloaded"
+      : effective === 429 ? "rate_limited"
+      : effective >= 500 ? "server_error"
+      : effective === 401 || effective === 403 ? "auth"
+      : "bad_request";
     const detail = typeof body?.message === "string" ? `${String(body.type ?? "error")}: ${body.message}` : error.message;
     return new ModelUnavailableError(reason, `Messages API answered ${status} ${detail}`, { status, requestId, cause: error });
   }

@@ -12,7 +12,7 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/tool-use ; prompt caching
  * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching .
  */
-import type Anthropic from "@anthropic-ai/sdk";
+import Anthropic from "@anthropic-ai/sdk";
 import { localize } from "../i18n.js";
 import { redact } from "../log.js";
 import { systemPrompt } from "../prompts.js";
@@ -223,11 +223,9 @@ async function callModel(state: RunState, deps: AgentDeps, context: ToolContext)
   tracer.event("model_call", { model: config.ANTHROPIC_MODEL, turn: state.turns, messages: messages.length, tools: tools.length, maxTokens: state.maxTokens });
   const started = performance.now();
   let response: Anthropic.Messages.Message;
+  const params = { model: config.ANTHROPIC_MODEL, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
   try {
-    response = await deps.client.messages.create(
-      { model: config.ANTHROPIC_MODEL, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) },
-      { signal: context.signal },
-    );
+    response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns) : await deps.client.messages.create(params, { signal: context.signal });
   } catch (error) {
     const mapped = toModelError(error);
     const err = mapped instanceof Error ? mapped : new Error(String(mapped));
@@ -256,6 +254,38 @@ async function callModel(state: RunState, deps: AgentDeps, context: ToolContext)
   });
   context.log.debug({ turn: state.turns, stopReason: response.stop_reason, usage, durationMs }, "model response");
   return response;
+}
+
+/**
+ * One streamed model call (`messages.stream`, server-sent events): reports `model_call`, each
+ * text delta and the start of each `tool_use` block through `onEvent`, and resolves with the
+ * accumulated message, the same object `messages.create` would have returned (tool inputs parsed
+ * from their `input_json_delta` pieces, `usage` from `message_delta`).
+ *
+ * @throws what the SDK throws: an `APIError` for an HTTP error or an `error` event mid-stream
+ *   (status undefined, `error.error.type` e.g. `overloaded_error`), a connection error when the
+ *   response breaks off; the caller maps it with `toModelError`.
+ */
+async function streamModel(
+  client: Anthropic,
+  params: Anthropic.Messages.MessageCreateParamsNonStreaming,
+  signal: AbortSignal,
+  onEvent: NonNullable<AgentDeps["onEvent"]>,
+  turn: number,
+): Promise<Anthropic.Messages.Message> {
+  onEvent({ type: "model_call", turn });
+  const stream = client.messages.stream(params, { signal });
+  stream.on("text", (delta) => onEvent({ type: "text", text: delta }));
+  stream.on("streamEvent", (event) => {
+    if (event.type === "content_block_start" && event.content_block.type === "tool_use") onEvent({ type: "tool_use", name: event.content_block.name });
+  });
+  try {
+    return await stream.finalMessage();
+  } catch (error) {
+    // A response that breaks off mid-stream (reset socket, truncated body) is a connection failure.
+    if (error instanceof Anthropic.APIError || error instanceof Anthropic.APIUserAbortError || signal.aborted) throw error;
+    throw new ModelUnavailableError("connection", `the model's stream broke off: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
 }
 
 /**
@@ -326,7 +356,9 @@ async function runTurn(
       continue;
     }
     const execute = () => toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
+    deps.onEvent?.({ type: "tool_start", toolUseId: use.id, name: use.name, activity: toolbox.activity(use.name, use.input, context.locale) });
     const execution = deps.executeOnce && isWrite(deps, use.name) ? await deps.executeOnce(use.id, execute) : await execute();
+    deps.onEvent?.({ type: "tool_end", toolUseId: use.id, ok: execution.ok });
     results.push(toolResult(use.id, execution.content, !execution.ok));
   }
   return { results, pending };

@@ -107,6 +107,12 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * (e.g. no such todo): the model gets that message at once and nobody is asked to approve.
    */
   describe?: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
+  /**
+   * What a call is doing, in a few words of `locale` with its input in human words (e.g.
+   * `查詢天氣：臺北市`), shown on the status line of a streamed answer while it runs (at most 60
+   * characters are shown). Must be quick and pure. Default: the tool's name.
+   */
+  activity?: (input: z.output<S>, locale: Locale) => string;
 }
 
 /** A defined tool: its definition plus the file it was defined in. */

@@ -7,6 +7,10 @@ import { redact, silentLogger, type Logger } from "../log.js";
 import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolError, type Tool, type ToolContext } from "./tool.js";
+import type { Locale } from "../config.js";
+
+/** Longest status-line activity of a tool call, in characters (code points); see `ToolBox.activity`. */
+export const MAX_ACTIVITY_CHARS = 60;
 
 /** The outcome of one tool call. Never an exception. */
 export interface ToolExecution {
@@ -182,6 +186,28 @@ export class ToolBox {
       if (error instanceof ToolError) return failed(error.message);
       context.log.warn({ err: error, tool: name }, "describe failed; showing the raw call on the prompt");
       return { ok: true, action: fallback };
+    }
+  }
+
+  /**
+   * The short activity shown in a streamed answer's status line while a call runs, e.g.
+   * `查詢天氣：臺北市`: the tool's `activity` for the parsed input in `locale`, at most
+   * {@link MAX_ACTIVITY_CHARS} characters (code points; longer text ends with `…`), on one line.
+   * Falls back to the tool's name when it declares none, the input does not parse, or `activity`
+   * throws or returns blank. Never throws.
+   */
+  activity(name: string, input: unknown, locale: Locale): string {
+    const tool = this.#tools.get(name);
+    if (!tool?.activity) return name;
+    const parsed = parseInput(tool.input, input);
+    if (!parsed.ok) return name;
+    try {
+      const text = redact(tool.activity(parsed.value, locale)).replace(/\s+/g, " ").trim();
+      const chars = [...text];
+      if (chars.length === 0) return name;
+      return chars.length > MAX_ACTIVITY_CHARS ? `${chars.slice(0, MAX_ACTIVITY_CHARS - 1).join("")}…` : text;
+    } catch {
+      return name;
     }
   }
 

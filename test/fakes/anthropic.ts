@@ -21,6 +21,15 @@
  *
  * Error replies use the real body shape `{"type":"error","error":{"type","message"},"request_id"}`.
  *
+ * A request with `"stream": true` (the SDK's `messages.stream`) is answered with server-sent
+ * events exactly as the Messages API streams them
+ * (https://docs.anthropic.com/en/docs/build-with-claude/streaming): `message_start` (usage with
+ * the input tokens), per block `content_block_start`, `content_block_delta` (`text_delta` for
+ * text, `input_json_delta` with `partial_json` pieces for a `tool_use`), `content_block_stop`,
+ * then `message_delta` (stop reason and cumulative usage) and `message_stop`, with a `ping` after
+ * the first block starts. {@link FakeMessageReply.stream} paces the deltas and can break the
+ * stream with an `error` event (HTTP status stays 200, as it does on the real API).
+ *
  * @example
  * ```ts
  * const fake = await startFakeAnthropic();
@@ -48,6 +57,26 @@ export interface FakeMessageReply {
   content: FakeBlock[];
   stop_reason: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "pause_turn" | "refusal" | string;
   usage?: Partial<FakeUsage>;
+  /** How a streamed answer (request with `stream: true`) is paced and whether it breaks; ignored otherwise. */
+  stream?: FakeStreamPace;
+}
+
+/** Pacing of a streamed reply (see {@link FakeMessageReply.stream}). */
+export interface FakeStreamPace {
+  /** ms from the request to the first `content_block_delta`; default 0. */
+  firstTokenMs?: number;
+  /** ms over which the text deltas after the first are spread evenly; default 0 (all at once). */
+  totalMs?: number;
+  /** Characters (code points) per `text_delta`; default 20. */
+  chunkChars?: number;
+  /**
+   * Breaks the stream after this many characters of text were streamed: an `event: error` with
+   * `errorType` (default `overloaded_error`) is sent and the response ends, as the API does
+   * when it fails mid-stream.
+   */
+  breakAfterChars?: number;
+  /** The `error.type` of the mid-stream `error` event; default `overloaded_error`. */
+  errorType?: string;
 }
 
 /** A scripted error reply (HTTP status with the real error body). */
@@ -182,6 +211,7 @@ function validate(body: unknown): number {
   if (typeof body.model !== "string" || body.model === "") fail("model: Field required");
   if (body.max_tokens === undefined) fail("max_tokens: Field required");
   if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) fail("max_tokens: must be a positive integer");
+  if (body.stream !== undefined && typeof body.stream !== "boolean") fail("stream: Input should be a valid boolean");
   let breakpoints = 0;
   const countCache = (b: Record<string, unknown>) => {
     if (b.cache_control !== undefined && b.cache_control !== null) {
@@ -303,6 +333,70 @@ function randomId(prefix: string): string {
   return `${prefix}${randomBytes(12).toString("base64url")}`;
 }
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Writes `reply` as the Messages API's server-sent events (see the module comment). Text is cut
+ * into deltas of `chunkChars` code points (never inside a surrogate pair); a `tool_use` input is
+ * sent as its JSON in three `input_json_delta` pieces, as the API sends partial JSON.
+ */
+async function streamReply(res: ServerResponse, request: FakeRequest, reply: FakeMessageReply, content: Record<string, unknown>[], usage: FakeUsage): Promise<void> {
+  const pace = reply.stream ?? {};
+  const chunkChars = Math.max(1, pace.chunkChars ?? 20);
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": randomId("req_") });
+  const send = (event: string, data: unknown) => {
+    if (!res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  const textDeltas = content.filter((b) => b.type === "text").reduce((n, b) => n + Math.ceil([...String(b.text)].length / chunkChars), 0);
+  const gap = textDeltas > 1 ? (pace.totalMs ?? 0) / (textDeltas - 1) : 0;
+  send("message_start", {
+    type: "message_start",
+    message: {
+      id: randomId("msg_"), type: "message", role: "assistant", model: request.model, content: [], stop_reason: null, stop_sequence: null,
+      usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens, cache_read_input_tokens: usage.cache_read_input_tokens, output_tokens: 1, service_tier: "standard" },
+    },
+  });
+  let streamed = 0;
+  let first = true;
+  const breakNow = () => pace.breakAfterChars !== undefined && streamed >= pace.breakAfterChars;
+  for (const [index, block] of content.entries()) {
+    if (block.type === "text") {
+      send("content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
+      if (index === 0) send("ping", { type: "ping" });
+      const chars = [...String(block.text)];
+      for (let i = 0; i < chars.length; i += chunkChars) {
+        await sleep(first ? (pace.firstTokenMs ?? 0) : gap);
+        first = false;
+        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: chars.slice(i, i + chunkChars).join("") } });
+        streamed += Math.min(chunkChars, chars.length - i);
+        if (breakNow()) break;
+      }
+    } else {
+      send("content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } });
+      if (first) await sleep(pace.firstTokenMs ?? 0);
+      first = false;
+      const json = JSON.stringify(block.input);
+      const third = Math.ceil(json.length / 3);
+      for (let i = 0; i < json.length; i += third) {
+        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + third) } });
+      }
+    }
+    if (breakNow()) {
+      send("error", { type: "error", error: { type: pace.errorType ?? "overloaded_error", message: pace.errorType === "api_error" ? "Internal server error" : "Overloaded" } });
+      res.end();
+      return;
+    }
+    send("content_block_stop", { type: "content_block_stop", index });
+  }
+  send("message_delta", {
+    type: "message_delta",
+    delta: { stop_reason: reply.stop_reason, stop_sequence: null },
+    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens, cache_read_input_tokens: usage.cache_read_input_tokens, output_tokens: usage.output_tokens },
+  });
+  send("message_stop", { type: "message_stop" });
+  res.end();
+}
+
 const tokens = (value: unknown) => Math.max(1, Math.ceil(JSON.stringify(value ?? "").length / 4));
 
 /** Options of {@link startFakeAnthropic}. */
@@ -409,6 +503,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       ...reply.usage,
     };
     answered.push({ request, usage });
+    if (request.stream === true) return streamReply(res, request, reply, content, usage);
     sendJson(res, 200, {
       id: randomId("msg_"),
       type: "message",

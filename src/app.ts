@@ -6,6 +6,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import type { Redis } from "ioredis";
+import { Queue } from "bullmq";
 import { AccessGate } from "./access/gate.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
@@ -16,9 +17,12 @@ import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
+import { watchQueues } from "./metrics.js";
 import type { Outbound } from "./outbound.js";
 import type { IncomingMessage, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
+import { CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
+import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
 import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
 import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
@@ -258,6 +262,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const probe = workerRedis ?? connections[0]!;
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
+      // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
+      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: options.prefix }));
+      for (const queue of queues) queue.on("error", () => {});
+      const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))));
+      closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
       const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
     }

@@ -1,5 +1,6 @@
 /**
- * The health endpoint: `GET /health` answers 200 when every check passes and 503 otherwise, with
+ * The health endpoint, and the metrics beside it: `GET /metrics` serves the Prometheus text of
+ * `src/metrics.ts`; `GET /health` answers 200 when every check passes and 503 otherwise, with
  * a JSON body naming each check (`{"status":"ok","checks":{"redis":true,"telegram":true}}`).
  * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it. The checks are Redis
  * and each running adapter's `isConnected()` (Telegram: polling alive and not failing for over
@@ -9,6 +10,7 @@
 import { createServer, type Server } from "node:http";
 import { listen, withTimeouts } from "./http-server.js";
 import type { Logger } from "./log.js";
+import { renderMetrics } from "./metrics.js";
 
 /** A named check: resolves true when healthy. A check that throws or takes over 2 s counts as unhealthy. */
 export type HealthCheck = () => boolean | Promise<boolean>;
@@ -44,7 +46,15 @@ export async function checkHealth(checks: Record<string, HealthCheck>): Promise<
 export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger, host?: string): Promise<Server> {
   const server = withTimeouts(
     createServer((req, res) => {
-      if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/health") {
+      const path = (req.url ?? "").split("?")[0];
+      if (req.method === "GET" && path === "/metrics") {
+        void renderMetrics().then(
+          ({ contentType, body }) => res.writeHead(200, { "content-type": contentType }).end(body),
+          () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics could not be collected\n"),
+        );
+        return;
+      }
+      if (req.method !== "GET" || path !== "/health") {
         res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
         return;
       }

@@ -20,6 +20,7 @@ import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
+import { metrics, type RefusalReason } from "../metrics.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { nextDayStart, UsageStore } from "../usage/store.js";
@@ -94,6 +95,8 @@ export class AccessGate {
    */
   async admit(message: IncomingMessage): Promise<Admission> {
     const { config } = this.#deps;
+    message.receivedAt ??= Date.now();
+    metrics.received(message);
     const subject = subjectOf(message);
     const admin = isAdmin(config, subject);
     // Everything below is issued in one tick: ioredis auto-pipelining sends it as one write.
@@ -192,8 +195,9 @@ export class AccessGate {
     return localize(locale, GATE_TEXT.pairingCode, { code: pairing.code });
   }
 
-  async #refuse(message: IncomingMessage, answer: string | undefined, reason: string): Promise<Admission> {
+  async #refuse(message: IncomingMessage, answer: string | undefined, reason: keyof typeof REFUSAL_REASONS): Promise<Admission> {
     this.#deps.log.info({ platform: message.platform, chatId: message.chatId, userId: message.userId, reason, answered: answer !== undefined }, `message refused: ${reason}`);
+    metrics.refused(message.platform, REFUSAL_REASONS[reason]);
     if (answer === undefined) return "silent";
     try {
       await this.#deps.reply(message, answer);
@@ -203,6 +207,9 @@ export class AccessGate {
     return "refused";
   }
 }
+
+/** The `reason` label of `bot_messages_refused_total` for each refusal of the gate. */
+const REFUSAL_REASONS = { stranger: "access", rate_limit: "rate", global_budget: "budget", user_budget: "budget", queue_full: "queue" } as const satisfies Record<string, RefusalReason>;
 
 /** The access subject of a message. */
 export function subjectOf(message: IncomingMessage): AccessSubject & { userName: string } {

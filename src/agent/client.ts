@@ -4,6 +4,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import type { Config } from "../config.js";
 import { registerSecrets } from "../log.js";
+import { countingFetch } from "../metrics.js";
 
 /** Options of {@link createAnthropicClient}. */
 export interface AnthropicClientOptions {
@@ -33,5 +34,6 @@ export function createAnthropicClient(config: Config, options: AnthropicClientOp
     maxRetries: options.maxRetries ?? 2,
     timeout: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
     logLevel: "error",
+    fetch: countingFetch(),
   });
 }

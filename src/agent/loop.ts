@@ -15,6 +15,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { localize } from "../i18n.js";
 import { redact } from "../log.js";
+import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
@@ -245,6 +246,7 @@ async function callModel(state: RunState, deps: AgentDeps, context: ToolContext)
   };
   const durationMs = Math.round(performance.now() - started);
   deps.onUsage?.(usage);
+  metrics.modelUsage(usage);
   tracer.event("model_response", {
     stopReason: response.stop_reason,
     text: preview(redact(textOf(response.content))),

@@ -17,6 +17,7 @@ import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCal
 import type { ResumeDeps } from "../agent/loop.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import type { ApprovalOutcome, Outbound } from "../outbound.js";
 import type { ConversationRef, IncomingMessage, Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
@@ -186,6 +187,7 @@ export class ApprovalFlow {
     if (!record.steps.includes("prompt")) {
       await this.#closePrompt(record, outbound, verdict);
       await store.markStep(record.id, "prompt");
+      metrics.approval(verdict);
     }
     const deps = await this.#deps.agentDeps(record.message);
     let outcome: AgentOutcome;

@@ -27,6 +27,8 @@ export const MAX_INCOMING_TEXT = 8000;
  * - `reply`: what the outbound side needs to answer: `threadId` (Telegram forum topic) and
  *   `guildId` (Discord) when present.
  * - `locale`: the user's client language when the platform tells it (`en`, `zh-hant`…), informational.
+ * - `receivedAt`: when the adapter received it, in ms since the Unix epoch (set by the access gate;
+ *   the metrics' queue wait and answer times start here).
  */
 export const IncomingMessageSchema = z.object({
   platform: z.enum(PLATFORMS),
@@ -45,6 +47,7 @@ export const IncomingMessageSchema = z.object({
     })
     .default({}),
   locale: z.string().max(35).optional(),
+  receivedAt: z.number().int().nonnegative().optional(),
 });
 
 /** A message addressed to the bot; see {@link IncomingMessageSchema}. */

@@ -4,6 +4,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolError, type Tool, type ToolContext } from "./tool.js";
@@ -147,6 +148,7 @@ export class ToolBox {
     const content = capToolResult(redact(result.content), this.#maxResultChars);
     if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
     const execution: ToolExecution = { ok: result.ok, content, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+    metrics.toolCall(name, execution.ok, execution.durationMs);
     tracer.event("tool_result", {
       tool: name,
       toolUseId: options.toolUseId,

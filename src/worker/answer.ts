@@ -13,6 +13,7 @@ import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { AgentDeps, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
 import type { Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
 import { speakerLabel } from "../prompts.js";
 import { progressKeys } from "../queue/keys.js";
@@ -83,6 +84,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   const { sent: sentKey, run: runKey, started: startedKey } = progressKeys(chat, message.messageId);
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
   const resumed = job.attemptsStarted > 1 || job.name !== "chat";
+  if (!resumed) metrics.started(message);
   let stored: string | undefined;
   let skip = 0;
   let checkpoint: RunCheckpoint | undefined;
@@ -127,6 +129,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       if (outcome.kind === "approval") {
         await finishTracer(tracer);
         await parts.approvals.begin(message, outcome, outbound);
+        metrics.answered(message);
         return { message, counted };
       }
       text = outcome.text;
@@ -138,6 +141,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     delivering = true;
     typing.stop();
     counted = (await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog })).counted;
+    metrics.answered(message);
   } catch (caught) {
     await finishTracer(tracer);
     const error = deadline.signal.aborted && !delivering ? deadline.signal.reason : caught;
@@ -147,6 +151,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       await parts.redis.set(startedKey, startedAt, "EX", CHECKPOINT_TTL_SECONDS, "NX");
       throw error;
     }
+    metrics.failed(message);
     if (delivering && !((error as { sentChunks?: number }).sentChunks! > 0)) {
       // Nothing of the answer reached the user: the model must not believe it was seen.
       await parts.history.forget(chat, message.messageId).catch((e: unknown) => mlog.error({ err: e }, "could not remove the undelivered answer from the history"));

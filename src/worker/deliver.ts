@@ -7,6 +7,7 @@ import type { Redis } from "ioredis";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import type { Outbound } from "../outbound.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import { retryAfterMs } from "./errors.js";
@@ -80,6 +81,7 @@ export async function deliverAnswer(
         skip: sent,
         onSent: async (index) => {
           sent = index + 1;
+          if (index === 0) metrics.firstVisibleText(message);
           if (multi) await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
         },
       });

@@ -25,6 +25,7 @@ import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
@@ -186,7 +187,8 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     }
   }
 
-  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, drain, {
+  metrics.workerConcurrency(config.WORKER_CONCURRENCY);
+  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job) => metrics.activeJob(() => drain(job)), {
     connection: deps.redis,
     prefix: deps.prefix,
     concurrency: config.WORKER_CONCURRENCY,

@@ -3,6 +3,7 @@
  * needs no gateway connection and may run on another machine.
  */
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
+import type { AnswerStream, StreamOptions } from "./streaming.js";
 
 /** A message the bot sent, as the platform identifies it. */
 export interface SentRef {
@@ -87,6 +88,12 @@ export interface Outbound {
    * @returns the sent messages, one per chunk actually sent now.
    */
   sendAnswer(to: IncomingMessage, text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  /**
+   * Optional: opens a streamed answer to `to` (see `src/streaming.ts`): the platform decides drafts
+   * or posted-and-edited messages, throttles to `options.intervalMs` per message, and `finish`
+   * ends with exactly what {@link sendAnswer} would have sent. Never throws (nothing is sent yet).
+   */
+  openStream?(to: IncomingMessage, options: StreamOptions): AnswerStream;
   /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
   sendTyping(to: IncomingMessage): Promise<void>;
   /** Posts an approval prompt in the chat of `to`, with approve/decline buttons. */

@@ -8,6 +8,8 @@ import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
+import type { AnswerStream, StreamOptions } from "../../src/streaming.js";
+import { ConsoleStream } from "./live.js";
 
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
 export const CONSOLE_CHUNK_CHARS = 4000;
@@ -112,6 +114,11 @@ export class ConsoleOutbound implements Outbound {
       await options.onSent?.(i, ref);
     }
     return refs;
+  }
+
+  /** {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). */
+  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
+    return new ConsoleStream((text) => this.#write(text), (text, o) => this.sendAnswer(to, text, o), options.onVisible);
   }
 
   /** The console shows no typing indicator. */

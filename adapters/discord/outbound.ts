@@ -26,6 +26,8 @@ import { conversationKey, conversationOf, type IncomingMessage } from "../../src
 import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
 import { CHAT_GONE_CODES, reminderBody } from "./reminder.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
+import { discordSurface } from "./live.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
 export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
@@ -109,23 +111,61 @@ export class DiscordOutbound implements Outbound {
     const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
-    const conversation = conversationKey(conversationOf(to));
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
-      const body: Record<string, unknown> = {
-        content: chunks[i],
-        allowed_mentions: NO_MENTIONS,
-        // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
-        nonce: messageNonce("answer", conversation, to.messageId, String(i), chunks[i]!),
-        enforce_nonce: true,
-      };
-      if (i === 0 && to.chatKind === "group") {
-        body.message_reference = { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
-      }
-      const ref = await this.#post("sendAnswer", to.chatId, body);
+      const ref = await this.#postChunk(to, chunks, i);
       refs.push(ref);
       await options.onSent?.(i, ref);
     }
     return refs;
+  }
+
+  /** Posts chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
+  #postChunk(to: IncomingMessage, chunks: string[], i: number): Promise<SentRef> {
+    const body: Record<string, unknown> = {
+      content: chunks[i],
+      allowed_mentions: NO_MENTIONS,
+      // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
+      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), chunks[i]!),
+      enforce_nonce: true,
+    };
+    if (i === 0 && to.chatKind === "group") body.message_reference = this.#replyTo(to);
+    return this.#post("sendAnswer", to.chatId, body);
+  }
+
+  #replyTo(to: IncomingMessage): Record<string, unknown> {
+    return { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
+  }
+
+  /**
+   * {@inheritDoc Outbound.openStream} The first piece is posted (a reply in guild channels), then
+   * edited as text arrives (see `live.ts`); the final edit is today's split.
+   */
+  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
+    const surface = discordSurface(to, {
+      post: (method, channelId, body) => this.#post(method, channelId, body),
+      edit: async (method, ref, content) => {
+        const route = Routes.channelMessage(ref.chatId, ref.messageId);
+        await this.#call(method, route, () => this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }));
+      },
+      remove: async (ref) => {
+        const route = Routes.channelMessage(ref.chatId, ref.messageId);
+        try {
+          await this.#call("deleteLiveAnswer", route, () => this.#rest.delete(route));
+        } catch (error) {
+          if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) return;
+          throw error;
+        }
+      },
+      postAnswerChunk: (t, chunks, index) => this.#postChunk(t, chunks, index),
+      liveBody: (t, conversation, index, content) => ({
+        content,
+        allowed_mentions: NO_MENTIONS,
+        nonce: messageNonce("live", conversation, t.messageId, String(index)),
+        enforce_nonce: true,
+        ...(index === 0 && t.chatKind === "group" ? { message_reference: this.#replyTo(t) } : {}),
+      }),
+    });
+    return new LiveAnswer(surface, options);
   }
 
   /** Triggers the typing indicator (`POST /channels/{id}/typing`; it lasts about 10 s or until the next message). */

@@ -12,7 +12,9 @@ import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./app
 import { isEntityError, isHarmless } from "./api.js";
 import { escapeHtml } from "./html.js";
 import { isChatGone, reminderHtml, reminderKeyboard } from "./reminder.js";
-import { planChunks } from "./split.js";
+import { planChunks, type TelegramChunk } from "./split.js";
+import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
+import { telegramSurface } from "./live.js";
 
 /** Where a message goes: the chat, and optionally the message to reply to and the forum topic. */
 export interface TelegramDestination {
@@ -65,23 +67,39 @@ export class TelegramOutbound implements Outbound {
     const refs: SentRef[] = [];
     for (const [index, chunk] of chunks.entries()) {
       if (index < (options.skip ?? 0)) continue;
-      const common = {
-        ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true } } : {}),
-        ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
-      };
-      let message: Message.TextMessage;
-      try {
-        message = await this.api.sendMessage(to.chatId, chunk.html, { ...common, parse_mode: "HTML", link_preview_options: { is_disabled: true } });
-      } catch (error) {
-        if (!isEntityError(error)) throw error;
-        this.log.warn({ chatId: to.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; sending the chunk as plain text");
-        message = await this.api.sendMessage(to.chatId, chunk.plain, { ...common, link_preview_options: { is_disabled: true } });
-      }
-      const ref = { chatId: String(message.chat.id), messageId: String(message.message_id) };
+      const ref = await this.sendChunk(to, chunk, index);
       refs.push(ref);
       await options.onSent?.(index, ref);
     }
     return refs;
+  }
+
+  /**
+   * Sends one chunk of an answer as HTML; when Telegram rejects the HTML ("can't parse entities"),
+   * sends its plain text instead. Replies to `to.replyTo` (groups) in `to.threadId` (topics).
+   */
+  async sendChunk(to: TelegramDestination, chunk: TelegramChunk, index: number): Promise<SentRef> {
+    const common = {
+      ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true } } : {}),
+      ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
+    };
+    let message: Message.TextMessage;
+    try {
+      message = await this.api.sendMessage(to.chatId, chunk.html, { ...common, parse_mode: "HTML", link_preview_options: { is_disabled: true } });
+    } catch (error) {
+      if (!isEntityError(error)) throw error;
+      this.log.warn({ chatId: to.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; sending the chunk as plain text");
+      message = await this.api.sendMessage(to.chatId, chunk.plain, { ...common, link_preview_options: { is_disabled: true } });
+    }
+    return { chatId: String(message.chat.id), messageId: String(message.message_id) };
+  }
+
+  /**
+   * {@inheritDoc Outbound.openStream} Private chats: drafts (`sendMessageDraft`, Bot API 9.3), then
+   * the formatted answer as normal messages; groups: a reply edited as text arrives (see `live.ts`).
+   */
+  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
+    return new LiveAnswer(telegramSurface(this.api, to, destinationOf(to), (dest, chunk, index) => this.sendChunk(dest, chunk, index), this.log), options);
   }
 
   /** {@inheritDoc Outbound.sendAnswer} Lengths are UTF-16 code units of the visible text. */

@@ -53,10 +53,13 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * written only by runs that call such a tool and deleted once the answer is in the history.
  * `started` holds when the worker began answering (ms since the Unix epoch), written only when an
  * attempt fails and the job will retry, so the retry keeps the answer's one deadline.
+ * `stream` holds the messages a streamed answer posted so far (JSON list of `SentRef`), so a retried
+ * or redelivered job edits them to the final answer (or deletes them) instead of posting a second
+ * copy; deleted once the answer is delivered.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string } {
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string } {
   const tag = conversationTag(chat);
-  return { sent: `sent:${tag}:${messageId}`, run: `run:${tag}:${messageId}`, started: `started:${tag}:${messageId}` };
+  return { sent: `sent:${tag}:${messageId}`, run: `run:${tag}:${messageId}`, started: `started:${tag}:${messageId}`, stream: `stream:${tag}:${messageId}` };
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import type { AgentDeps, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
+import type { AgentDeps, AgentEvent, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
@@ -21,6 +21,8 @@ import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { PendingTrace } from "../trace/store.js";
 import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
+import type { SentRef } from "../outbound.js";
+import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { WorkerDeps } from "./worker.js";
 import { toolContextFor } from "./context.js";
 import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
@@ -81,7 +83,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     mlog.error(`${problem}; message dropped`);
     return { message, counted: false };
   }
-  const { sent: sentKey, run: runKey, started: startedKey } = progressKeys(chat, message.messageId);
+  const { sent: sentKey, run: runKey, started: startedKey, stream: streamKey } = progressKeys(chat, message.messageId);
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
   const resumed = job.attemptsStarted > 1 || job.name !== "chat";
   if (!resumed) metrics.started(message);
@@ -95,6 +97,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     if (stored !== undefined) skip = Number((await parts.redis.get(sentKey)) ?? 0);
     else checkpoint = parseCheckpoint(await parts.redis.get(runKey), mlog);
   }
+  // Messages an earlier attempt streamed into the chat (kept with the run's progress): edited to the final text or deleted.
+  const streamed = resumed ? parseRefs(await parts.redis.get(streamKey), mlog) : [];
   let checkpointed = checkpoint !== undefined;
   const saveCheckpoint = async (run: RunCheckpoint) => {
     await parts.redis.set(runKey, JSON.stringify(run), "EX", CHECKPOINT_TTL_SECONDS);
@@ -109,6 +113,11 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   timer.unref();
 
   const typing = new Typing(outbound, message, parts.typingIntervalMs, mlog);
+  const live = openLiveAnswer(parts, message, streamed, streamKey, () => {
+    typing.stop();
+    // The one place where the first streamed text of an answer becomes visible.
+    metrics.firstVisibleText(message);
+  }, mlog);
   let tracer: Tracer = nullTracer;
   let counted = false;
   let delivering = false;
@@ -123,11 +132,17 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       const before = await parts.history.read(chat);
       tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
       if (checkpoint) mlog.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
-      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, { resume: checkpoint, checkpoint: saveCheckpoint, signal: deadline.signal });
+      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, {
+        resume: checkpoint,
+        checkpoint: saveCheckpoint,
+        signal: deadline.signal,
+        ...(live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(live) } : {}),
+      });
       // A tracer that cannot hand its run to the finish script stores it now.
       if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
       if (outcome.kind === "approval") {
         await finishTracer(tracer);
+        await live?.discard(); // the approval prompt is its own message, as without streaming
         await parts.approvals.begin(message, outcome, outbound);
         metrics.answered(message);
         return { message, counted };
@@ -140,7 +155,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     }
     delivering = true;
     typing.stop();
-    counted = (await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog })).counted;
+    counted = (await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog, ...(live ? { stream: live } : {}) })).counted;
+    if (live && live.messages.length > 0) await parts.redis.del(streamKey);
     metrics.answered(message);
   } catch (caught) {
     await finishTracer(tracer);
@@ -148,10 +164,14 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     const attempts = job.opts.attempts ?? 1;
     if (isTransient(error) && job.attemptsMade + 1 < attempts && Date.now() < deadlineAt) {
       mlog.warn({ err: error, attempt: job.attemptsMade + 1, attempts }, "transient failure; the job will retry");
+      await live?.pause(); // its messages stay; the retry edits them (their ids are in Redis)
       await parts.redis.set(startedKey, startedAt, "EX", CHECKPOINT_TTL_SECONDS, "NX");
       throw error;
     }
     metrics.failed(message);
+    // A partial streamed answer never stays beside the apology (delivered final chunks do stay).
+    if (live && !delivering) await live.discard();
+    else await live?.pause();
     if (delivering && !((error as { sentChunks?: number }).sentChunks! > 0)) {
       // Nothing of the answer reached the user: the model must not believe it was seen.
       await parts.history.forget(chat, message.messageId).catch((e: unknown) => mlog.error({ err: e }, "could not remove the undelivered answer from the history"));
@@ -166,6 +186,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   } finally {
     clearTimeout(timer);
     typing.stop();
+    await live?.pause();
   }
   const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
   return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
@@ -178,7 +199,7 @@ async function runAgentFor(
   history: AgentRequest["history"],
   tracer: Tracer,
   mlog: Logger,
-  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal },
+  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal; onEvent?: AgentDeps["onEvent"] },
 ): Promise<AgentOutcome> {
   const { config, usage } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
@@ -191,11 +212,69 @@ async function runAgentFor(
   try {
     return await parts.runAgent(
       { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog, signal: progress.signal }), ...(progress.resume ? { resume: progress.resume } : {}) },
-      { client: parts.client, config, toolbox: toolboxFor(parts.toolbox, chat), tracer, executeOnce: parts.ledger.executeOnce, checkpoint: progress.checkpoint, onUsage },
+      {
+        client: parts.client,
+        config,
+        toolbox: toolboxFor(parts.toolbox, chat),
+        tracer,
+        executeOnce: parts.ledger.executeOnce,
+        checkpoint: progress.checkpoint,
+        onUsage,
+        ...(progress.onEvent ? { onEvent: progress.onEvent } : {}),
+      },
     );
   } finally {
     await Promise.all(recording);
   }
+}
+
+/**
+ * The live answer of `message` when the outbound can stream and streaming is on, or when an
+ * earlier attempt left streamed messages (they must end as the final answer or be deleted); else
+ * undefined (today's path). The list of posted messages is kept under `streamKey` for
+ * {@link CHECKPOINT_TTL_SECONDS}, so a retried or redelivered job edits them instead of posting a second copy.
+ */
+function openLiveAnswer(parts: AnswerParts, message: IncomingMessage, streamed: SentRef[], streamKey: string, onVisible: () => void, log: Logger): AnswerStream | undefined {
+  const outbound = parts.outbounds[message.platform];
+  if (!outbound?.openStream || (parts.config.STREAMING !== "on" && streamed.length === 0)) return undefined;
+  return outbound.openStream(message, {
+    intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
+    resume: streamed,
+    onMessages: async (refs) => {
+      if (refs.length > 0) await parts.redis.set(streamKey, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
+      else await parts.redis.del(streamKey);
+    },
+    onVisible,
+    log,
+  });
+}
+
+/**
+ * The agent loop's events as a live answer's: text deltas, the text of a model call dropped when it
+ * leads into a tool call (it is not the answer, see `StreamEvent`), tool status.
+ */
+function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
+  return (event) => {
+    let mapped: StreamEvent | undefined;
+    if (event.type === "text") mapped = { type: "text", text: event.text };
+    else if (event.type === "tool_use") mapped = { type: "text_dropped" };
+    else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity };
+    else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
+    if (mapped) live.push(mapped);
+  };
+}
+
+/** The message ids kept under a stream key, or none when absent or unreadable (logged). */
+function parseRefs(raw: string | null, log: Logger): SentRef[] {
+  if (raw === null) return [];
+  try {
+    const refs = JSON.parse(raw) as SentRef[];
+    if (Array.isArray(refs) && refs.every((r) => typeof r?.chatId === "string" && typeof r.messageId === "string")) return refs;
+  } catch {
+    // fall through
+  }
+  log.warn("unreadable list of streamed messages; they are left as they are");
+  return [];
 }
 
 /** A stored checkpoint, or undefined when there is none or it cannot be read (logged; the run then starts over). */

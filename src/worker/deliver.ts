@@ -9,6 +9,7 @@ import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { Outbound } from "../outbound.js";
+import type { AnswerStream } from "../streaming.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import { retryAfterMs } from "./errors.js";
 
@@ -54,7 +55,8 @@ export interface Delivery {
 }
 
 /**
- * Sends `text` as the answer to `message`, skipping the first `skip` chunks (sent by an earlier
+ * Sends `text` as the answer to `message` (through `progress.stream` when the answer was streamed:
+ * its messages are edited to the final chunks), skipping the first `skip` chunks (sent by an earlier
  * attempt). When the answer is longer than the outbound's `singleChunkUnits` (UTF-16 units), each
  * sent chunk is counted under `sentKey` (for {@link PROGRESS_TTL_SECONDS}), so a retry sends only
  * the rest.
@@ -71,20 +73,22 @@ export async function deliverAnswer(
   outbound: Outbound,
   message: IncomingMessage,
   text: string,
-  progress: { redis: Redis; sentKey: string; skip: number; deadlineAt: number; log: Logger },
+  progress: { redis: Redis; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream },
 ): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
   let sent = progress.skip;
   for (;;) {
     try {
-      await outbound.sendAnswer(message, text, {
+      const options = {
         skip: sent,
-        onSent: async (index) => {
+        onSent: async (index: number) => {
           sent = index + 1;
           if (index === 0) metrics.firstVisibleText(message);
           if (multi) await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
         },
-      });
+      };
+      if (progress.stream) await progress.stream.finish(text, options);
+      else await outbound.sendAnswer(message, text, options);
       return { counted: multi || progress.skip > 0, sent };
     } catch (error) {
       const wait = retryAfterMs(error);

@@ -110,10 +110,14 @@ export interface FakeInteraction {
 const DISCORD_EPOCH = 1420070400000n;
 const MAX_CONTENT = 2000;
 
+/** Message edits accepted per channel per window before a 429 (Discord's observed bucket: 5 per 5 s). */
+export const EDIT_RATE_LIMIT = { count: 5, windowMs: 5000 };
+
 class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
   ) {
     super(String(body.message));
   }
@@ -154,6 +158,10 @@ export class FakeDiscord {
 
   /** Messages the bot created, in order. */
   readonly sent: SentMessage[] = [];
+  /** Bot messages removed with `DELETE /channels/{c}/messages/{m}`, as they were when deleted. */
+  readonly deleted: SentMessage[] = [];
+  /** Message edits answered 429 by the edit rate limit ({@link EDIT_RATE_LIMIT}). */
+  readonly editRateLimited: { channelId: string; at: number }[] = [];
   /** Message edits by the bot: channel, message and the JSON body. */
   readonly edits: { channelId: string; messageId: string; payload: Record<string, unknown>; at: number }[] = [];
   /** Typing indicator calls. */
@@ -188,6 +196,7 @@ export class FakeDiscord {
   readonly #channels = new Map<string, Channel>();
   readonly #users = new Map<string, FakeUser>();
   readonly #msgReactions = new Map<string, Set<string>>(); // messageId → "emoji|userId"
+  readonly #editTimes = new Map<string, number[]>();
   readonly #nonces = new Map<string, { messageId: string; at: number }>(); // "authorId|nonce" → the message created with it
   readonly #holds: { channelId: string | undefined; after: number; times: number }[] = [];
   readonly #failures: { method?: string; path?: RegExp; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
@@ -858,6 +867,7 @@ export class FakeDiscord {
       if (error instanceof HttpError) {
         status = error.status;
         out = error.body;
+        if (error.headers) headers = error.headers;
       } else {
         // A bug in the fake: answer 500 and keep serving, so the test sees it in `requests`.
         status = 500;
@@ -913,7 +923,17 @@ export class FakeDiscord {
         return { status: 200, body: this.#existing(parts[1]!, parts[3]!) };
       }
       case "PATCH channels/:/messages/:":
+        this.#editRateLimit(parts[1]!);
         return { status: 200, body: this.#editMessage(parts[1]!, parts[3]!, b) };
+      case "DELETE channels/:/messages/:": {
+        this.#channel(parts[1]!);
+        const message = this.#existing(parts[1]!, parts[3]!);
+        if (message.author.id !== this.bot.id) throw new HttpError(403, { message: "Missing Permissions", code: 50013 });
+        this.#messages.delete(message.id);
+        const index = this.sent.findIndex((m) => m.id === message.id);
+        if (index >= 0) this.deleted.push(...this.sent.splice(index, 1));
+        return { status: 204 };
+      }
       case "POST channels/:/typing":
         this.#channel(parts[1]!);
         this.typing.push({ channelId: parts[1]!, at: Date.now() });
@@ -1046,6 +1066,32 @@ export class FakeDiscord {
     this.sent.push({ id: message.id, channelId, content, payload: b, message, at: Date.now() });
     this.#dispatchMessage(message, channel);
     return message;
+  }
+
+  /**
+   * Discord's rate limit of message edits: at most {@link EDIT_RATE_LIMIT}`.count` per channel per
+   * `windowMs` (the shared `PATCH /channels/{id}/messages/{id}` bucket); past it the edit is
+   * answered 429 with `retry_after` and the `X-RateLimit-*` headers
+   * (https://discord.com/developers/docs/topics/rate-limits).
+   */
+  #editRateLimit(channelId: string): void {
+    const now = Date.now();
+    const recent = (this.#editTimes.get(channelId) ?? []).filter((t) => now - t < EDIT_RATE_LIMIT.windowMs);
+    if (recent.length >= EDIT_RATE_LIMIT.count) {
+      const retryAfter = Math.max(0.001, (recent[0]! + EDIT_RATE_LIMIT.windowMs - now) / 1000);
+      this.#editTimes.set(channelId, recent);
+      this.editRateLimited.push({ channelId, at: now });
+      throw new HttpError(429, { message: "You are being rate limited.", retry_after: retryAfter, global: false }, {
+        "retry-after": String(Math.ceil(retryAfter)),
+        "x-ratelimit-limit": String(EDIT_RATE_LIMIT.count),
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset-after": retryAfter.toFixed(3),
+        "x-ratelimit-bucket": `edit-${channelId}`,
+        "x-ratelimit-scope": "user",
+      });
+    }
+    recent.push(now);
+    this.#editTimes.set(channelId, recent);
   }
 
   #editMessage(channelId: string, messageId: string, b: Record<string, unknown>): FakeMessage {

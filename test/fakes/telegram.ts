@@ -10,6 +10,11 @@
  * twice; 409 for getUpdates while a webhook is set, and 409 "terminated by other getUpdates request"
  * for a long poll that a newer `getUpdates` call (another poller with the same token) replaces;
  * 400 "message thread not found" for a `message_thread_id` that is not a topic of the chat.
+ * `sendMessageDraft` (Bot API 9.3, https://core.telegram.org/bots/api#sendmessagedraft) is
+ * accepted only for private chats (400 "Bad Request: TEXTDRAFT_PEER_INVALID" elsewhere), with a
+ * non-zero integer `draft_id` and 0-4096 characters; drafts are recorded in {@link FakeTelegram.drafts}.
+ * `deleteMessage` removes a bot message from {@link FakeTelegram.sent} (recorded in
+ * {@link FakeTelegram.deleted}); 400 "message to delete not found" for an unknown one.
  *
  * Topics (https://core.telegram.org/bots/api#forumtopic): {@link FakeTelegram.createTopic} opens a
  * topic in a forum supergroup (`is_forum`) or, when the bot has `has_topics_enabled` (Bot API 9.3),
@@ -212,6 +217,10 @@ export class FakeTelegram {
   readonly chatActions: Record<string, unknown>[] = [];
   /** Successful `editMessageText` / `editMessageReplyMarkup` calls. */
   readonly edits: FakeCall[] = [];
+  /** Accepted `sendMessageDraft` calls: chat, draft id, the text shown and when. */
+  readonly drafts: { chatId: number; draftId: number; text: string; at: number }[] = [];
+  /** Bot messages removed with `deleteMessage`, as they were when deleted. */
+  readonly deleted: FakeSentMessage[] = [];
   /** `answerCallbackQuery` payloads that were accepted. */
   readonly callbackAnswers: Record<string, unknown>[] = [];
   /** The last accepted `setMyCommands` payload per `language_code` ("" for the default). */
@@ -613,6 +622,16 @@ export class FakeTelegram {
       case "editMessageText":
       case "editMessageReplyMarkup":
         return this.#edit(method, p);
+      case "sendMessageDraft":
+        return this.#draft(p);
+      case "deleteMessage": {
+        const key = `${Number(p.chat_id)}:${Number(p.message_id)}`;
+        const index = this.sent.findIndex((s) => `${s.chatId}:${s.messageId}` === key);
+        if (index < 0 || !this.#messages.has(key)) throw bad("message to delete not found");
+        this.#messages.delete(key);
+        this.deleted.push(...this.sent.splice(index, 1));
+        return true;
+      }
       case "getChatMember": {
         const chatId = Number(p.chat_id);
         const userId = Number(p.user_id);
@@ -700,6 +719,21 @@ export class FakeTelegram {
   #chatOf(chatId: number): Chat {
     for (const m of this.#messages.values()) if (m.chat.id === chatId) return m.chat;
     return { id: chatId, type: chatId > 0 ? "private" : "supergroup", ...(chatId > 0 ? { first_name: "User" } : { title: "Group" }) } as Chat;
+  }
+
+  /** `sendMessageDraft`: private chats only (a user id, positive), `draft_id` a non-zero integer, text 0-4096 after parsing. */
+  #draft(p: Record<string, unknown>): true {
+    const chatId = Number(p.chat_id);
+    if (!Number.isInteger(chatId)) throw bad("chat not found");
+    if (this.#chatOf(chatId).type !== "private") throw bad("TEXTDRAFT_PEER_INVALID");
+    const draftId = Number(p.draft_id);
+    if (!Number.isInteger(draftId) || draftId === 0) throw bad("parameter \"draft_id\" must be non-zero");
+    const text = p.text === undefined ? "" : String(p.text);
+    const parsed = p.parse_mode === "HTML" ? parseTelegramHtml(text) : { text };
+    if (parsed.text.length > 4096) throw bad("TEXT_TOO_LONG");
+    this.#threadOf(chatId, p);
+    this.drafts.push({ chatId, draftId, text: parsed.text, at: Date.now() });
+    return true;
   }
 
   #edit(method: string, p: Record<string, unknown>): Message {

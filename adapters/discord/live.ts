@@ -1,0 +1,49 @@
+/**
+ * Streamed answers on Discord (the platform calls of a `LiveAnswer`, see `src/streaming.ts`): the
+ * first piece is posted (a reply in guild channels, as answers are) and then edited
+ * (`PATCH /channels/{id}/messages/{id}`) as text arrives; pieces past 2000 characters continue in
+ * new messages; the final edit is today's split (`splitMessage`). Discord renders the Markdown of
+ * live text as it does the final text, so live and final chunks are the same kind of text.
+ * A 429 on an edit is waited out by `@discordjs/rest` (its `retry_after`), the existing path.
+ *
+ * Live posts carry a `nonce` of the answer and piece with `enforce_nonce`, so a worker that dies
+ * right after Discord created the message gets the same message back when its job is retried.
+ */
+import type { SentRef } from "../../src/outbound.js";
+import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
+import type { LiveSurface } from "../../src/streaming.js";
+import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+
+/** The REST calls a live answer needs, provided by `DiscordOutbound`. */
+export interface DiscordLiveCalls {
+  /** Posts a message body in `channelId`. */
+  post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef>;
+  /** Edits a message's `content` (no one is pinged). */
+  edit(method: string, ref: SentRef, content: string): Promise<void>;
+  /** Deletes a message; one already gone is not a failure. */
+  remove(ref: SentRef): Promise<void>;
+  /** Posts final chunk `index` of `chunks` exactly as a non-streamed answer does. */
+  postAnswerChunk(to: IncomingMessage, chunks: string[], index: number): Promise<SentRef>;
+  /** The message-create body fields every live post carries (`allowed_mentions`, `nonce`…). */
+  liveBody(to: IncomingMessage, conversation: string, index: number, content: string): Record<string, unknown>;
+}
+
+/** The Discord {@link LiveSurface} of an answer to `to`. */
+export function discordSurface(to: IncomingMessage, calls: DiscordLiveCalls): LiveSurface<string> {
+  const conversation = conversationKey(conversationOf(to));
+  let chunks: string[] = [];
+  return {
+    limit: DISCORD_MESSAGE_LIMIT,
+    post: (text, index) => calls.post("streamAnswer", to.chatId, calls.liveBody(to, conversation, index, text)),
+    edit: (ref, text) => calls.edit("streamAnswer", ref, text),
+    remove: (ref) => calls.remove(ref),
+    finalChunks(text) {
+      chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+      if (chunks.length === 0) throw new Error("Discord streamAnswer: the answer is empty (Discord refuses empty messages)");
+      return chunks;
+    },
+    plainOf: (chunk) => chunk,
+    postFinal: (_chunk, index) => calls.postAnswerChunk(to, chunks, index),
+    editFinal: (ref, chunk) => calls.edit("finishAnswer", ref, chunk),
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * Streamed answers on Telegram (the platform calls of a `LiveAnswer`, see `src/streaming.ts`):
+ * - private chats show the growing text as a draft, Bot API 9.3 `sendMessageDraft`
+ *   (https://core.telegram.org/bots/api#sendmessagedraft: private chats only, `draft_id`
+ *   non-zero, 0-4096 characters; "changes to drafts with the same identifier are animated"), and
+ *   the finished answer is then sent as normal formatted messages;
+ * - groups get the first piece as a message (a reply, as answers are), then `editMessageText`.
+ * Live text is sent without `parse_mode` (plain: never rejected); the final chunks are today's
+ * HTML with today's plain-text fallback (`planChunks`, `TelegramOutbound.sendChunk`).
+ *
+ * grammY's `@grammyjs/stream` plugin was not used: it sends a draft per piece without our
+ * per-message interval, sends the final message itself as plain text with entities (not our
+ * HTML chunks with their fallback and exactly-once counting) and knows no groups or status lines.
+ */
+import type { Api } from "grammy";
+import type { Logger } from "../../src/log.js";
+import type { SentRef } from "../../src/outbound.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import type { LiveSurface } from "../../src/streaming.js";
+import { isEntityError, isHarmless } from "./api.js";
+import type { TelegramDestination } from "./outbound.js";
+import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
+
+/** How the final chunks are sent, shared with the non-streamed path (`TelegramOutbound.sendChunk`). */
+export type SendChunk = (to: TelegramDestination, chunk: TelegramChunk, index: number) => Promise<SentRef>;
+
+/**
+ * The `draft_id` of an answer's draft piece: non-zero, derived from the user's message id so a
+ * retried job animates the same draft. `piece` counts the drafts of one answer past 4096 units.
+ */
+export function draftId(messageId: string, piece: number): number {
+  return (Number(messageId) % 1_000_000_000) * 16 + (piece % 16) + 1;
+}
+
+/** The Telegram {@link LiveSurface} of an answer to `to`. */
+export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
+  const common = {
+    ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
+    ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
+    link_preview_options: { is_disabled: true },
+  };
+  const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
+    try {
+      await api.editMessageText(ref.chatId, Number(ref.messageId), text, { link_preview_options: { is_disabled: true }, ...(parseMode ? { parse_mode: parseMode } : {}) });
+    } catch (error) {
+      // Only a message posted by an earlier attempt (content unknown) may turn out unchanged.
+      if (shown === undefined && isHarmless(error)) return;
+      throw error;
+    }
+  };
+  return {
+    limit: TELEGRAM_TEXT_LIMIT,
+    ...(to.chatKind === "dm"
+      ? {
+          draft: async (text: string, piece: number) => {
+            await api.sendMessageDraft(Number(dest.chatId), draftId(to.messageId, piece), text, dest.threadId ? { message_thread_id: Number(dest.threadId) } : {});
+          },
+        }
+      : {}),
+    async post(text) {
+      const message = await api.sendMessage(dest.chatId, text, common);
+      return { chatId: String(message.chat.id), messageId: String(message.message_id) };
+    },
+    edit: (ref, text, shown) => edit(ref, text, shown),
+    async remove(ref) {
+      try {
+        await api.deleteMessage(ref.chatId, Number(ref.messageId));
+      } catch (error) {
+        log.debug({ ref, error: (error as Error).message }, "telegram: a live answer message could not be deleted (already gone?)");
+      }
+    },
+    finalChunks: (text) => planChunks(text),
+    plainOf: (chunk) => (/<[a-zA-Z/]/.test(chunk.html) ? undefined : htmlToPlain(chunk.html)),
+    postFinal: (chunk, index) => sendChunk(dest, chunk, index),
+    async editFinal(ref, chunk, index, shown) {
+      try {
+        await edit(ref, chunk.html, shown, "HTML");
+      } catch (error) {
+        if (!isEntityError(error)) throw error;
+        log.warn({ chatId: ref.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; editing the chunk to plain text");
+        if (chunk.plain !== shown) await edit(ref, chunk.plain, shown);
+      }
+    },
+  };
+}

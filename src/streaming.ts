@@ -1,0 +1,337 @@
+/**
+ * Streamed answers, platform-neutral: what the worker tells a live answer ({@link StreamEvent}),
+ * how those events become the text shown while the answer is written ({@link LiveView}), and the
+ * engine that shows it on a platform by posting and editing messages or by drafts, throttled,
+ * and finishes with today's formatted, split answer ({@link LiveAnswer}). Each adapter supplies
+ * only its platform calls (a {@link LiveSurface}).
+ *
+ * Rules kept here for every platform:
+ * - at most one update per message (or draft) per `intervalMs` (`STREAM_EDIT_INTERVAL_MS`); the
+ *   first text is shown at once (no wait);
+ * - never an edit that does not change what the message shows (Telegram answers such an edit
+ *   400 "message is not modified");
+ * - intermediate updates are plain text (the platform never rejects them); the final update is
+ *   the platform's formatted answer, split exactly as a non-streamed answer;
+ * - past the platform's limit, the full part stays in its message and the rest continues in a
+ *   new one; at the end every message is edited to its final chunk, missing chunks are posted and
+ *   messages beyond the last chunk are deleted, so the chat holds exactly the non-streamed answer.
+ */
+import type { Logger } from "./log.js";
+import type { SentRef } from "./outbound.js";
+
+/**
+ * What a live answer is told, in order:
+ * - `text`: a piece of the answer the model is writing;
+ * - `text_dropped`: the text written so far in this model call led into a tool call (e.g. "let me
+ *   check the weather"): it is not part of the answer and is no longer shown (the history keeps it;
+ *   the final answer, like a non-streamed one, is the text of the last model call);
+ * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call.
+ */
+export type StreamEvent =
+  | { type: "text"; text: string }
+  | { type: "text_dropped" }
+  | { type: "tool_start"; id: string; activity: string }
+  | { type: "tool_end"; id: string; ok: boolean };
+
+/** Options of a live answer (`Outbound.openStream`). */
+export interface StreamOptions {
+  /** Least time between two updates of one message or draft, in ms (`STREAM_EDIT_INTERVAL_MS`). */
+  intervalMs: number;
+  /**
+   * Messages of this answer an earlier attempt posted (their ids were kept in Redis): they are
+   * edited rather than new ones posted, and deleted when the final answer needs fewer.
+   */
+  resume?: SentRef[];
+  /** Awaited whenever the list of posted messages changes, so a retried job can {@link resume} it. */
+  onMessages?: (refs: readonly SentRef[]) => Promise<void>;
+  /** Called once, right after the first text became visible in the chat. */
+  onVisible?: () => void;
+  log: Logger;
+}
+
+/** A live answer: fed with events while the run works, then finished with the final text or discarded. */
+export interface AnswerStream {
+  /** Feeds one event; the chat catches up within the interval. Never throws (failed updates are logged). */
+  push(event: StreamEvent): void;
+  /**
+   * Shows the final answer `text` with the platform's formatting and splitting (the same chunks a
+   * non-streamed answer gets), editing the streamed messages and posting or deleting the difference.
+   * May be called again after it threw (e.g. a 429): chunks before `skip` are left as they are.
+   *
+   * @param options.onSent - awaited after each final chunk is in place, with its index and message.
+   * @returns the messages of the chunks put in place now.
+   * @throws the platform's error for a chunk that could not be put in place (with its `retry_after` on a 429).
+   */
+  finish(text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  /** Stops updating and deletes the messages posted for this answer (before an approval prompt or an apology). Never throws. */
+  discard(): Promise<void>;
+  /** Stops updating and keeps the messages (the job will retry: it edits them, their ids being kept in Redis). Never throws. */
+  pause(): Promise<void>;
+  /** The messages posted so far (live or final), in order. */
+  readonly messages: readonly SentRef[];
+}
+
+/** The status line of a tool call: `🔧 查詢天氣：臺北市…` while it runs, then `✓` or `✗` at its end. */
+export function statusLine(activity: string, state: "running" | "ok" | "failed"): string {
+  return state === "running" ? `🔧 ${activity}…` : `🔧 ${activity} ${state === "ok" ? "✓" : "✗"}`;
+}
+
+/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
+export class LiveView {
+  readonly #tools = new Map<string, { activity: string; state: "running" | "ok" | "failed" }>();
+  #text = "";
+
+  /** Applies one event. */
+  apply(event: StreamEvent): void {
+    switch (event.type) {
+      case "text":
+        this.#text += event.text;
+        break;
+      case "text_dropped":
+        this.#text = "";
+        break;
+      case "tool_start":
+        this.#tools.set(event.id, { activity: event.activity, state: "running" });
+        break;
+      case "tool_end": {
+        const tool = this.#tools.get(event.id);
+        if (tool) tool.state = event.ok ? "ok" : "failed";
+        break;
+      }
+    }
+  }
+
+  /** The text to show now (may be empty: nothing to show yet). Leading and trailing white space is trimmed. */
+  text(): string {
+    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state));
+    const answer = this.#text.trim();
+    return [lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
+  }
+}
+
+/**
+ * Cuts plain `text` into pieces of at most `limit` UTF-16 units, in order: at the last blank line
+ * or line break in the second half of the window when there is one, else at the limit (never
+ * between the halves of a surrogate pair). Used for the live (plain) messages only; the final
+ * answer is split by the platform's own splitter. Never returns empty pieces.
+ */
+export function livePieces(text: string, limit: number): string[] {
+  const pieces: string[] = [];
+  let rest = text;
+  while (rest.length > limit) {
+    let cut = rest.lastIndexOf("\n\n", limit);
+    if (cut < limit / 2) cut = rest.lastIndexOf("\n", limit);
+    if (cut < limit / 2) {
+      cut = limit;
+      const code = rest.charCodeAt(cut - 1);
+      if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+    }
+    const piece = rest.slice(0, cut).trimEnd();
+    if (piece !== "") pieces.push(piece);
+    rest = rest.slice(cut).replace(/^\s+/, "");
+  }
+  if (rest.trim() !== "") pieces.push(rest);
+  return pieces;
+}
+
+/**
+ * The platform calls of a live answer in one chat. `C` is one chunk of the platform's final
+ * formatting (e.g. Telegram's `{ html, plain }`, Discord's string).
+ */
+export interface LiveSurface<C> {
+  /** Longest live message, in UTF-16 units of plain text (Telegram 4096, Discord 2000). */
+  readonly limit: number;
+  /**
+   * Present when the chat shows drafts (Telegram private chats, Bot API `sendMessageDraft`): the
+   * live text is shown as a draft (`piece` counts from 0 when the text passes the limit) and
+   * nothing is posted until the final answer.
+   */
+  draft?: (text: string, piece: number) => Promise<void>;
+  /** Posts plain `text` as live message `index` (a reply to the user's message where the platform's answers are). */
+  post(text: string, index: number): Promise<SentRef>;
+  /**
+   * Edits a posted message to plain `text`. `shown` is what it shows now, undefined when unknown
+   * (posted by an earlier attempt): an edit that turns out not to change it is then not a failure.
+   */
+  edit(ref: SentRef, text: string, shown: string | undefined): Promise<void>;
+  /** Deletes a posted message; one already gone is not a failure. */
+  remove(ref: SentRef): Promise<void>;
+  /** The final chunks of `text`, exactly as a non-streamed answer is split. */
+  finalChunks(text: string): C[];
+  /** The plain text a chunk shows when it has no formatting at all, else undefined (then it always differs from a plain live text). */
+  plainOf(chunk: C): string | undefined;
+  /** Posts final chunk `index` (formatted, with the platform's plain-text fallback). */
+  postFinal(chunk: C, index: number): Promise<SentRef>;
+  /** Edits a message to final chunk `index` (formatted, with the platform's plain-text fallback); `shown` as in {@link edit}. */
+  editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<void>;
+}
+
+interface Posted {
+  ref: SentRef;
+  /** What the message shows (plain), undefined when posted by an earlier attempt. */
+  shown: string | undefined;
+  /** When it was last posted or edited, ms (performance clock); 0 when unknown. */
+  at: number;
+}
+
+/** The {@link AnswerStream} engine over a {@link LiveSurface} (see the module comment for its rules). */
+export class LiveAnswer<C> implements AnswerStream {
+  readonly #surface: LiveSurface<C>;
+  readonly #options: StreamOptions;
+  readonly #view = new LiveView();
+  readonly #posted: Posted[];
+  #draftShown: string[] = [];
+  #draftAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  /** The chain of platform calls: one at a time, in order. */
+  #chain: Promise<void> = Promise.resolve();
+  #flushing = false;
+  #closed = false;
+  #visible = false;
+
+  constructor(surface: LiveSurface<C>, options: StreamOptions) {
+    this.#surface = surface;
+    this.#options = options;
+    this.#posted = (options.resume ?? []).map((ref) => ({ ref, shown: undefined, at: 0 }));
+  }
+
+  get messages(): readonly SentRef[] {
+    return this.#posted.map((p) => p.ref);
+  }
+
+  push(event: StreamEvent): void {
+    if (this.#closed) return;
+    this.#view.apply(event);
+    this.#schedule();
+  }
+
+  /** Plans the next update: now when allowed, else when the interval of the message to change has passed. */
+  #schedule(): void {
+    if (this.#timer || this.#flushing || this.#closed) return;
+    const wait = this.#nextWait();
+    if (wait === undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#flushing = true;
+      this.#chain = this.#chain
+        .then(() => this.#update())
+        .catch((err: unknown) => this.#options.log.warn({ err }, "a live answer update failed; the next one catches up"))
+        .finally(() => {
+          this.#flushing = false;
+          this.#schedule();
+        });
+    }, wait);
+  }
+
+  /** ms until the next update may go out, or undefined when the chat already shows the current text. */
+  #nextWait(): number | undefined {
+    const pieces = livePieces(this.#view.text(), this.#surface.limit);
+    const now = performance.now();
+    const interval = this.#options.intervalMs;
+    if (this.#surface.draft) {
+      const i = pieces.length - 1;
+      if (i < 0 || this.#draftShown[i] === pieces[i]) return undefined;
+      return this.#draftShown.length === 0 ? 0 : Math.max(0, this.#draftAt + interval - now);
+    }
+    let wait: number | undefined;
+    for (const [i, piece] of pieces.entries()) {
+      const posted = this.#posted[i];
+      if (posted && posted.shown === piece) continue;
+      const w = posted ? Math.max(0, posted.at + interval - now) : 0;
+      wait = wait === undefined ? w : Math.min(wait, w);
+    }
+    return wait;
+  }
+
+  /** One round of updates: every piece whose message may change now. */
+  async #update(): Promise<void> {
+    if (this.#closed) return;
+    const pieces = livePieces(this.#view.text(), this.#surface.limit);
+    const interval = this.#options.intervalMs;
+    if (this.#surface.draft) {
+      const i = pieces.length - 1;
+      if (i < 0 || this.#draftShown[i] === pieces[i]) return;
+      if (this.#draftShown.length > 0 && performance.now() - this.#draftAt < interval) return;
+      await this.#surface.draft(pieces[i]!, i);
+      this.#draftShown[i] = pieces[i]!;
+      this.#draftAt = performance.now();
+      this.#becameVisible();
+      return;
+    }
+    for (const [i, piece] of pieces.entries()) {
+      if (this.#closed) return;
+      const posted = this.#posted[i];
+      if (!posted) {
+        const ref = await this.#surface.post(piece, i);
+        this.#posted.push({ ref, shown: piece, at: performance.now() });
+        await this.#options.onMessages?.(this.messages);
+        this.#becameVisible();
+      } else if (posted.shown !== piece && performance.now() - posted.at >= interval) {
+        await this.#surface.edit(posted.ref, piece, posted.shown);
+        posted.shown = piece;
+        posted.at = performance.now();
+        this.#becameVisible();
+      }
+    }
+  }
+
+  #becameVisible(): void {
+    if (this.#visible) return;
+    this.#visible = true;
+    this.#options.onVisible?.();
+  }
+
+  /** Stops live updates and waits for the one in flight. */
+  async #stop(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#chain;
+  }
+
+  async finish(text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    await this.#stop();
+    const chunks = this.#surface.finalChunks(text);
+    const refs: SentRef[] = [];
+    const interval = this.#options.intervalMs;
+    for (const [i, chunk] of chunks.entries()) {
+      if (i < (options.skip ?? 0)) continue;
+      const posted = this.#posted[i];
+      if (!posted) {
+        const ref = await this.#surface.postFinal(chunk, i);
+        this.#posted.push({ ref, shown: undefined, at: performance.now() });
+        await this.#options.onMessages?.(this.messages);
+        refs.push(ref);
+      } else {
+        const plain = this.#surface.plainOf(chunk);
+        if (posted.shown === undefined || plain !== posted.shown) {
+          const wait = posted.at + interval - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
+          posted.at = performance.now();
+        }
+        // What it shows now is the final chunk; unknown as plain text when formatted.
+        posted.shown = plain;
+        refs.push(posted.ref);
+      }
+      await options.onSent?.(i, refs[refs.length - 1]!);
+    }
+    if (this.#posted.length > chunks.length) {
+      for (const extra of this.#posted.splice(chunks.length)) await this.#surface.remove(extra.ref);
+      await this.#options.onMessages?.(this.messages);
+    }
+    return refs;
+  }
+
+  async pause(): Promise<void> {
+    await this.#stop();
+  }
+
+  async discard(): Promise<void> {
+    await this.#stop();
+    for (const posted of this.#posted.splice(0)) {
+      await this.#surface.remove(posted.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
+    }
+    await this.#options.onMessages?.([]).catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Issue 15 end to end on Discord with `STREAMING=on`: the real discord.js REST client and worker
+ * against the fake Discord (which applies its edit rate limit, 5 edits per channel per 5 s) and
+ * the strict fake Messages API streaming server-sent events. Also the approval flow with
+ * streaming on: the prompt stays a message of its own. `STREAMING=off` is what every other
+ * end-to-end file runs (`testConfig`), unchanged.
+ */
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { splitMessage, DISCORD_MESSAGE_LIMIT } from "../../adapters/discord/split.js";
+import { text, toolUse, toolUses } from "../fakes/anthropic.js";
+import type { FakeUser, SentMessage } from "../fakes/discord.js";
+import { useStack, type Stack } from "./harness.js";
+import { MODEL_RETRIES } from "./scenarios-common.js";
+
+const INTERVAL_MS = 300;
+const TIMEOUT_MS = 30_000;
+
+let stack: Stack;
+let redis: Redis;
+useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+let nextUser = 0;
+function user(name: string): FakeUser {
+  nextUser += 1;
+  return { id: `71500000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
+}
+
+function sentIn(channelId: string): SentMessage[] {
+  return stack.discord.sent.filter((m) => m.channelId === channelId);
+}
+
+/** What the message shows now (edits applied). */
+const contentOf = (m: SentMessage) => String(m.message.content);
+
+/** Every content a message showed: its creation, then each accepted edit, with times. */
+function historyOf(m: SentMessage): { content: string; at: number }[] {
+  const edits = stack.discord.edits.filter((e) => e.messageId === m.id && typeof e.payload.content === "string");
+  return [{ content: m.content, at: m.at }, ...edits.map((e) => ({ content: String(e.payload.content), at: e.at }))];
+}
+
+const mention = () => `<@${stack.discord.bot.id}>`;
+
+const ANSWER = [
+  "**臺北市**今天的天氣：晴時多雲，午後有局部短暫陣雨。",
+  "",
+  "```",
+  "氣溫 22–28 度",
+  "```",
+  "",
+  "出門記得帶把傘，也多喝水。祝你有美好的一天！😀 ".repeat(14),
+].join("\n");
+
+describe("streamed answers on Discord", () => {
+  it("guild channel: a reply posted at once and edited as the text grows; a 429 on an edit is waited out and the last edit is today's answer", async () => {
+    const dc = stack.discord;
+    const ann = user("Ann");
+    const channelId = dc.channelId;
+    const before = sentIn(channelId).length;
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 15, totalMs: 3000 } });
+    const message = dc.sendUserMessage(ann, `${mention()} 今天天氣如何？`, { channelId });
+    const first = await dc.waitFor(() => sentIn(channelId)[before], TIMEOUT_MS, "the first streamed piece");
+    expect(first.payload.message_reference).toMatchObject({ message_id: message.id });
+    expect(first.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    const [chunk] = splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT);
+    await dc.waitFor(() => contentOf(first) === chunk, TIMEOUT_MS, "the final edit");
+    expect(sentIn(channelId).length).toBe(before + 1);
+    const shown = historyOf(first);
+    expect(shown.length).toBeGreaterThanOrEqual(6);
+    for (let i = 1; i < shown.length; i++) {
+      expect(shown[i]!.content).not.toBe(shown[i - 1]!.content);
+      expect(shown[i]!.at - shown[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    }
+    expect(shown[shown.length - 1]!.content).toBe(chunk);
+    // More than 5 edits in 5 s: the fake answered 429 and discord.js waited it out.
+    expect(dc.editRateLimited.filter((r) => r.channelId === channelId).length).toBeGreaterThanOrEqual(1);
+    expect(dc.typing.some((t) => t.channelId === channelId && t.at <= first.at)).toBe(true);
+  });
+
+  it("DM with a tool call in the middle: the status line is shown, then gone from the final answer; text before the call is not repeated", async () => {
+    const dc = stack.discord;
+    const bo = user("Bo");
+    const channelId = dc.dmChannel(bo);
+    const final = "6 × 7 的答案是 **42**。這個數字也是生命、宇宙以及一切的終極答案。".repeat(3);
+    stack.model.enqueue(
+      { ...toolUse("calculate", { expression: "6*7" }, { text: "我來算一下。" }), stream: { firstTokenMs: 50 } },
+      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 1500 } },
+    );
+    dc.sendUserMessage(bo, "6*7 是多少？", { dm: true });
+    const [chunk] = splitMessage(final, DISCORD_MESSAGE_LIMIT);
+    const answer = await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === chunk), TIMEOUT_MS, "the final answer");
+    expect(sentIn(channelId)).toHaveLength(1);
+    const shown = historyOf(answer).map((s) => s.content);
+    expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
+    expect(shown.some((t) => /^🔧 計算：6\*7 ✓\n\n\S/.test(t))).toBe(true);
+    expect(contentOf(answer)).not.toContain("🔧");
+    expect(contentOf(answer)).not.toContain("我來算一下");
+  });
+
+  it("over 2000 characters: the full part stays, the rest continues in a new message, split exactly as today", async () => {
+    const dc = stack.discord;
+    const cy = user("Cy");
+    const channelId = dc.dmChannel(cy);
+    const paragraph = "這是一段很長的說明文字，用來測試超過 Discord 單則訊息上限時的串流分段。".repeat(3);
+    const long = Array.from({ length: 25 }, (_, i) => `${i + 1}. ${paragraph}`).join("\n\n");
+    const chunks = splitMessage(long, DISCORD_MESSAGE_LIMIT);
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    stack.model.enqueue({ ...text(long), stream: { chunkChars: 150, totalMs: 2000 } });
+    dc.sendUserMessage(cy, "寫長一點", { dm: true });
+    await dc.waitFor(() => sentIn(channelId).length === chunks.length && sentIn(channelId).every((m, i) => contentOf(m) === chunks[i]), TIMEOUT_MS, "the final chunks");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+    const messages = sentIn(channelId);
+    expect(messages.map(contentOf)).toEqual(chunks);
+    for (const m of messages) expect([...contentOf(m)].length).toBeLessThanOrEqual(2000);
+    expect(dc.deleted.filter((m) => m.channelId === channelId)).toEqual([]);
+  });
+
+  it("a stream broken mid-way (error event): the retry edits the partial reply to the one complete answer", async () => {
+    const dc = stack.discord;
+    const di = user("Di");
+    const channelId = dc.channelId;
+    const before = sentIn(channelId).length;
+    const answer = "完整的回答：今天天氣晴朗，適合出門走走，記得防曬。".repeat(8);
+    stack.model.enqueue(
+      { ...text(answer), stream: { chunkChars: 20, totalMs: 1000, breakAfterChars: 120 } },
+      { ...text(answer), stream: { chunkChars: 40, totalMs: 600 } },
+    );
+    dc.sendUserMessage(di, `${mention()} 天氣？`, { channelId });
+    const partial = await dc.waitFor(() => sentIn(channelId)[before], TIMEOUT_MS, "the partial answer");
+    await dc.waitFor(() => contentOf(partial) === answer, TIMEOUT_MS, "the complete answer");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    expect(sentIn(channelId).length).toBe(before + 1);
+    expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
+    expect(await redis.keys("stream:*")).toEqual([]);
+  });
+
+  it("approval with streaming on: the status line of the safe call is removed, the prompt is its own message, the answer follows the approval", async () => {
+    const dc = stack.discord;
+    const eve = user("Eve");
+    const channelId = dc.dmChannel(eve);
+    dc.sendUserMessage(eve, "add todo 買牛奶", { dm: true });
+    await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === "add_todo: 已新增待辦：#1 買牛奶"), TIMEOUT_MS, "the todo added");
+    expect(sentIn(channelId)).toHaveLength(1); // the status line's message became the answer
+    stack.model.enqueue({
+      ...toolUses([
+        { name: "list_todos", input: {} },
+        { name: "delete_todo", input: { todo_id: 1 } },
+      ]),
+      stream: { firstTokenMs: 50 },
+    });
+    dc.sendUserMessage(eve, "看清單然後刪除 #1", { dm: true });
+    const prompt = await dc.waitFor(() => sentIn(channelId).find((m) => (m.message.components as unknown[]).length > 0), TIMEOUT_MS, "the approval prompt");
+    expect(contentOf(prompt)).toContain("需要確認：刪除待辦 #1「買牛奶」");
+    // the live message that showed list_todos' status line was deleted before the prompt
+    const live = dc.deleted.filter((m) => m.channelId === channelId);
+    expect(live).toHaveLength(1);
+    expect(live[0]!.content).toMatch(/^🔧 讀取待辦清單/);
+    expect(sentIn(channelId)).toHaveLength(2);
+    const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
+    const approve = rows.flatMap((r) => r.components).find((c) => c.label === "確認")!;
+    dc.clickButton(eve, prompt.id, approve.custom_id);
+    const result = await dc.waitFor(() => sentIn(channelId)[2], TIMEOUT_MS, "the answer after the approval");
+    expect(contentOf(result)).toContain("delete_todo: 已刪除：#1 買牛奶");
+    await dc.waitFor(() => (contentOf(prompt).startsWith("✅") ? true : undefined), TIMEOUT_MS, "the prompt closed");
+  });
+});

@@ -1,0 +1,179 @@
+/**
+ * Issue 15 end to end on Telegram with `STREAMING=on`: the real grammy client and worker against
+ * the fake Bot API (drafts only in private chats, the real 400 for an unchanged edit) and the
+ * strict fake Messages API streaming server-sent events. `STREAMING=off` is what every other
+ * end-to-end file runs (`testConfig`), unchanged.
+ */
+import type { Chat } from "grammy/types";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { htmlToPlain, planChunks } from "../../adapters/telegram/split.js";
+import { text, toolUse } from "../fakes/anthropic.js";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { useStack, type Stack } from "./harness.js";
+import { MODEL_RETRIES } from "./scenarios-common.js";
+
+const INTERVAL_MS = 300;
+const TIMEOUT_MS = 30_000;
+
+let stack: Stack;
+let redis: Redis;
+useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+function sentTo(chat: Chat): FakeSentMessage[] {
+  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
+}
+
+/** Every text a message showed, in order: its first send, then each successful edit. */
+function historyOf(message: FakeSentMessage): { text: string; parseMode: unknown; at: number }[] {
+  const tg = stack.telegram;
+  const first = tg.callsOf("sendMessage").find((c) => c.at <= message.at && String(c.payload.chat_id) === String(message.chatId) && c.payload.text !== undefined);
+  const edits = tg.edits.filter((e) => e.method === "editMessageText" && Number(e.payload.chat_id) === message.chatId && Number(e.payload.message_id) === message.messageId);
+  return [
+    ...(first ? [{ text: String(message.payload.text), parseMode: message.payload.parse_mode, at: message.at }] : []),
+    ...edits.map((e) => ({ text: String(e.payload.text), parseMode: e.payload.parse_mode, at: e.at })),
+  ];
+}
+
+/** No edit was refused (e.g. "message is not modified"): every editMessageText call is a recorded edit. */
+function expectNoRefusedEdits(): void {
+  const tg = stack.telegram;
+  expect(tg.callsOf("editMessageText").length).toBe(tg.edits.filter((e) => e.method === "editMessageText").length);
+}
+
+/** The final answer as a non-streamed answer shows it: one entry per chunk, visible text and HTML. */
+function finalChunks(answer: string): { text: string; html: string }[] {
+  return planChunks(answer).map((c) => ({ text: htmlToPlain(c.html), html: c.html }));
+}
+
+const ANSWER = [
+  "**臺北市**今天的天氣：晴時多雲，午後有局部短暫陣雨。",
+  "",
+  "- 氣溫：22 到 28 度",
+  "- 降雨機率：30%",
+  "",
+  "出門記得帶把傘，也多喝水。祝你有美好的一天！😀 ".repeat(12),
+].join("\n");
+
+describe("streamed answers on Telegram", () => {
+  it("group: the first piece is posted at once, edited at most once per interval, and the last edit is today's formatted answer", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150001, "串流群組");
+    const ann = tg.user(95001, "Ann");
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
+    const sentAt = Date.now();
+    const message = tg.sendUserMessage({ chat: group, from: ann, text: `@${tg.bot.username} 今天天氣如何？` });
+    const first = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the first streamed piece");
+    expect(first.payload.parse_mode).toBeUndefined(); // live text is plain
+    expect(first.payload.reply_parameters).toMatchObject({ message_id: message.message_id });
+    const [chunk] = finalChunks(ANSWER);
+    await tg.waitFor(() => sentTo(group)[0]!.text === chunk!.text && sentTo(group)[0]!.entities.length > 0, TIMEOUT_MS, "the final edit");
+    expect(sentTo(group)).toHaveLength(1);
+    const shown = historyOf(sentTo(group)[0]!);
+    expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while streaming, the final edit
+    const last = shown[shown.length - 1]!;
+    expect(last.parseMode).toBe("HTML");
+    expect(last.text).toBe(chunk!.html);
+    for (let i = 1; i < shown.length; i++) {
+      expect(shown[i]!.text).not.toBe(shown[i - 1]!.text);
+      expect(shown[i]!.at - shown[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    }
+    // the live texts grow as the model writes
+    expect(shown.slice(0, -1).every((s, i, all) => i === 0 || s.text.length >= all[i - 1]!.text.length)).toBe(true);
+    // the typing indicator was shown before the first text
+    expect(tg.chatActions.some((a) => Number(a.chat_id) === group.id)).toBe(true);
+    expect(first.at - sentAt).toBeLessThan(TIMEOUT_MS);
+    expectNoRefusedEdits();
+  });
+
+  it("private chat: drafts show the growing text (sendMessageDraft), then the answer is sent once as a formatted message", async () => {
+    const tg = stack.telegram;
+    const mei = tg.user(95002, "Mei");
+    const chat = tg.privateChat(mei);
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } });
+    tg.sendUserMessage({ chat, from: mei, text: "今天天氣如何？" });
+    const answer = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the answer");
+    const drafts = tg.drafts.filter((d) => d.chatId === chat.id);
+    expect(drafts.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);
+    for (let i = 1; i < drafts.length; i++) {
+      expect(drafts[i]!.text.length).toBeGreaterThan(drafts[i - 1]!.text.length);
+      expect(drafts[i]!.at - drafts[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    }
+    expect(ANSWER.startsWith(drafts[0]!.text)).toBe(true);
+    const [chunk] = finalChunks(ANSWER);
+    expect(answer.text).toBe(chunk!.text);
+    expect(answer.payload.text).toBe(chunk!.html);
+    expect(answer.payload.parse_mode).toBe("HTML");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+    expect(sentTo(chat)).toHaveLength(1);
+    expect(tg.edits.filter((e) => Number(e.payload.chat_id) === chat.id)).toEqual([]);
+  });
+
+  it("a tool call in the middle: its status line is shown while it runs and gone from the final answer; the text before the call is not repeated", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150003, "工具群組");
+    const bo = tg.user(95003, "Bo");
+    const final = "6 × 7 的答案是 **42**。這個數字也是《銀河便車指南》裡生命、宇宙以及一切的終極答案。".repeat(3);
+    stack.model.enqueue(
+      { ...toolUse("calculate", { expression: "6*7" }, { text: "我來算一下。" }), stream: { firstTokenMs: 50 } },
+      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 1500 } },
+    );
+    tg.sendUserMessage({ chat: group, from: bo, text: `@${tg.bot.username} 6*7 是多少？` });
+    const [chunk] = finalChunks(final);
+    await tg.waitFor(() => sentTo(group)[0]?.text === chunk!.text, TIMEOUT_MS, "the final answer");
+    expect(sentTo(group)).toHaveLength(1);
+    const shown = historyOf(sentTo(group)[0]!).map((s) => s.text);
+    expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
+    expect(shown.some((t) => /^🔧 計算：6\*7 ✓\n\n\S/.test(t))).toBe(true); // the status line above the answer being written
+    expect(shown[shown.length - 1]).toBe(chunk!.html);
+    expect(sentTo(group)[0]!.text).not.toContain("🔧");
+    expect(sentTo(group)[0]!.text).not.toContain("我來算一下");
+    expectNoRefusedEdits();
+  });
+
+  it("over the length limit: the full part stays in its message, the rest continues in a new one, split exactly as today", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150004, "長文群組");
+    const cy = tg.user(95004, "Cy");
+    const paragraph = "這是一段很長的說明文字，用來測試超過 Telegram 單則訊息上限時的串流分段。".repeat(6);
+    const long = Array.from({ length: 30 }, (_, i) => `${i + 1}. ${paragraph}`).join("\n\n");
+    const chunks = finalChunks(long);
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    stack.model.enqueue({ ...text(long), stream: { chunkChars: 200, totalMs: 2500 } });
+    tg.sendUserMessage({ chat: group, from: cy, text: `@${tg.bot.username} 寫長一點` });
+    await tg.waitFor(() => sentTo(group).length === chunks.length && sentTo(group).every((m, i) => m.text === chunks[i]!.text), TIMEOUT_MS, "the final chunks");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+    const messages = sentTo(group);
+    expect(messages.map((m) => m.text)).toEqual(chunks.map((c) => c.text));
+    for (const m of messages) expect(m.text.length).toBeLessThanOrEqual(4096);
+    // the second message was posted while the model was still writing (before the final edit of the first)
+    const firstFinal = historyOf(messages[0]!).at(-1)!;
+    expect(messages[1]!.at).toBeLessThanOrEqual(firstFinal.at);
+    expect(tg.deleted.filter((m) => m.chatId === group.id)).toEqual([]);
+    expectNoRefusedEdits();
+  });
+
+  it("a stream broken mid-way (error event): the retry edits the partial message to the one complete answer", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150005, "中斷群組");
+    const di = tg.user(95005, "Di");
+    stack.model.enqueue(
+      { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 1200, breakAfterChars: 200 } },
+      { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 800 } },
+    );
+    tg.sendUserMessage({ chat: group, from: di, text: `@${tg.bot.username} 天氣？` });
+    const partial = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the partial answer");
+    const [chunk] = finalChunks(ANSWER);
+    await tg.waitFor(() => sentTo(group)[0]?.text === chunk!.text, TIMEOUT_MS, "the complete answer");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    expect(sentTo(group)).toHaveLength(1);
+    expect(sentTo(group)[0]!.messageId).toBe(partial.messageId); // the partial message became the answer
+    expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
+    expect(await redis.keys("stream:*")).toEqual([]);
+    expectNoRefusedEdits();
+  });
+});

@@ -56,17 +56,20 @@ export class ConsoleStream implements AnswerStream {
   async finish(text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
     await this.#writes;
     if (this.#printed.trim() === text.trim() && this.#printed !== "") {
+      this.#atLineStart = true;
       await this.write("\n");
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
       return [];
     }
     if (!this.#atLineStart) await this.write("\n");
+    this.#atLineStart = true;
     return this.sendAnswer(text, options);
   }
 
   async discard(): Promise<void> {
     await this.#writes;
     if (!this.#atLineStart) await this.write("\n");
+    this.#atLineStart = true;
   }
 
   async pause(): Promise<void> {

@@ -57,7 +57,10 @@ export interface FakeMessageReply {
   content: FakeBlock[];
   stop_reason: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "pause_turn" | "refusal" | string;
   usage?: Partial<FakeUsage>;
-  /** How a streamed answer (request with `stream: true`) is paced and whether it breaks; ignored otherwise. */
+  /**
+   * How a streamed answer (request with `stream: true`) is paced and whether it breaks; without
+   * streaming the whole reply is sent after `firstTokenMs + totalMs` (no break).
+   */
   stream?: FakeStreamPace;
 }
 
@@ -136,8 +139,11 @@ export interface FakeAnthropic {
   requests: FakeRequest[];
   /** Requests refused with 400 `invalid_request_error`, in order. */
   rejections: FakeRejection[];
-  /** Every successful reply's request and the `usage` it reported, in order. */
-  answered: { request: FakeRequest; usage: FakeUsage }[];
+  /**
+   * Every successful reply's request and the `usage` it reported, in order; a streamed reply also
+   * records when its first token (`content_block_delta`) was written, ms since the Unix epoch.
+   */
+  answered: { request: FakeRequest; usage: FakeUsage; firstTokenAt?: number }[];
   /** Queues replies, answered in order, one per valid request. */
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
@@ -340,11 +346,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * into deltas of `chunkChars` code points (never inside a surrogate pair); a `tool_use` input is
  * sent as its JSON in three `input_json_delta` pieces, as the API sends partial JSON.
  */
-async function streamReply(res: ServerResponse, request: FakeRequest, reply: FakeMessageReply, content: Record<string, unknown>[], usage: FakeUsage): Promise<void> {
+async function streamReply(
+  res: ServerResponse,
+  request: FakeRequest,
+  reply: FakeMessageReply,
+  content: Record<string, unknown>[],
+  usage: FakeUsage,
+  onFirstToken: (at: number) => void,
+): Promise<void> {
   const pace = reply.stream ?? {};
   const chunkChars = Math.max(1, pace.chunkChars ?? 20);
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": randomId("req_") });
   const send = (event: string, data: unknown) => {
+    if (event === "content_block_delta") onFirstToken(Date.now());
     if (!res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   };
   const textDeltas = content.filter((b) => b.type === "text").reduce((n, b) => n + Math.ceil([...String(b.text)].length / chunkChars), 0);
@@ -428,7 +442,7 @@ export interface FakeAnthropicOptions {
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
-  const answered: { request: FakeRequest; usage: FakeUsage }[] = [];
+  const answered: { request: FakeRequest; usage: FakeUsage; firstTokenAt?: number }[] = [];
   const rejections: FakeRejection[] = [];
   const cached = new Set<string>();
   let hanging = 0;
@@ -502,8 +516,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       cache_read_input_tokens: hit ? prefixTokens : 0,
       ...reply.usage,
     };
-    answered.push({ request, usage });
-    if (request.stream === true) return streamReply(res, request, reply, content, usage);
+    const record: (typeof answered)[number] = { request, usage };
+    answered.push(record);
+    if (request.stream === true) return streamReply(res, request, reply, content, usage, (at) => (record.firstTokenAt ??= at));
+    // A paced reply asked for without streaming arrives when the model would have finished writing it.
+    if (reply.stream) await sleep((reply.stream.firstTokenMs ?? 0) + (reply.stream.totalMs ?? 0));
     sendJson(res, 200, {
       id: randomId("msg_"),
       type: "message",

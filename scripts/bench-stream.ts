@@ -1,0 +1,218 @@
+/**
+ * `npm run bench:stream`: what streaming costs and gives, per platform.
+ *
+ * The whole bot (`startBot`, role `all`: the real grammy and discord.js adapters, queue, worker,
+ * history, agent loop and SDK client) runs against a real Redis, the fake Bot API, the fake Discord
+ * and the strict fake Messages API, which streams a 1,500-character Markdown answer over 6 s: the
+ * first token 800 ms after the request, the rest in 10-character `text_delta`s spread evenly until
+ * 6 s (`BENCH_STREAM_TOTAL_MS`, `BENCH_STREAM_FIRST_MS`). The same question is asked in a Telegram
+ * private chat (drafts), a Telegram group and a Discord guild channel (a posted reply then edits),
+ * with `STREAMING=on` (`STREAM_EDIT_INTERVAL_MS` default 1000) and then with `STREAMING=off`.
+ *
+ * Figures per platform:
+ * - added latency: from the moment the fake model wrote its first token to the moment the fake
+ *   platform received the first visible text (goal < 300 ms);
+ * - updates: drafts or edits of the live message, plus 429s answered by the fake (goal: at most one
+ *   per second, plus one per extra message);
+ * - first visible text and complete answer after the question, streamed vs. not;
+ * - the final text byte for byte: the streamed answer's final message(s) against the non-streamed
+ *   answer's (Telegram: the HTML sent and the text and entities Telegram stores; Discord: content).
+ */
+import { createAnthropicClient } from "../src/agent/client.js";
+import { runAgent } from "../src/agent/loop.js";
+import { startBot, type RunningBot } from "../src/app.js";
+import { loadConfig } from "../src/config.js";
+import { silentLogger } from "../src/log.js";
+import { ToolBox } from "../src/toolbox/toolbox.js";
+import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
+import { FakeDiscord } from "../test/fakes/discord.js";
+import { FakeTelegram } from "../test/fakes/telegram.js";
+import { startRedis } from "../test/helpers/redis.js";
+
+const FIRST_MS = Number(process.env.BENCH_STREAM_FIRST_MS ?? 800);
+const TOTAL_MS = Number(process.env.BENCH_STREAM_TOTAL_MS ?? 6000);
+const INTERVAL = process.env.STREAM_EDIT_INTERVAL_MS ?? "1000";
+
+/** A 1,500-character Markdown answer (UTF-16 units), with bold, a list and a code block. */
+function answerText(): string {
+  const parts = [
+    "**臺北市**今天的天氣概況如下，整理給你參考：",
+    "",
+    "- 氣溫：22 到 28 度，早晚稍涼",
+    "- 降雨機率：午後 30%",
+    "- 紫外線：高，外出請防曬",
+    "",
+    "```",
+    "時段    天氣      溫度",
+    "上午    晴        24",
+    "下午    多雲陣雨  28",
+    "```",
+    "",
+  ];
+  let body = parts.join("\n");
+  const filler = "出門記得帶把傘，也多喝水；傍晚以後風會變大，騎車的朋友請多注意安全。";
+  while (body.length + filler.length + 1 <= 1500) body += `${filler}\n`;
+  return (body + "祝你有美好的一天！".repeat(40)).slice(0, 1500).trimEnd() + "。";
+}
+
+interface Run {
+  /** ms from the question to the first visible text. */
+  firstVisibleMs: number;
+  /** ms from the model's first token to the first visible text (streamed runs). */
+  addedMs: number | undefined;
+  /** ms from the question to the complete answer. */
+  completeMs: number;
+  /** Drafts or edits of the live message(s). */
+  updates: number;
+  /** 429s the platform answered during the run. */
+  rateLimited: number;
+  /** Messages of the final answer. */
+  messages: number;
+  /** The final answer as the platform stores and shows it (compared byte for byte). */
+  final: string;
+}
+
+async function until<T>(check: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error("bench: timed out");
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
+  const redis = await startRedis();
+  const model: FakeAnthropic = await startFakeAnthropic();
+  const telegram = await FakeTelegram.start();
+  const discord = await FakeDiscord.start();
+  const config = loadConfig(
+    {
+      LOG_LEVEL: "silent",
+      ACCESS_POLICY: "open",
+      RATE_LIMIT_PER_MINUTE: "10000",
+      USER_DAILY_TOKENS: "0",
+      STREAMING: streaming,
+      STREAM_EDIT_INTERVAL_MS: INTERVAL,
+      ANTHROPIC_API_KEY: "bench-stream-key-000000",
+      ANTHROPIC_BASE_URL: model.url,
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.apiRoot,
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_GUILD_ID: discord.guildId,
+      REDIS_URL: redis.url,
+    },
+    { purpose: "inspect" },
+  );
+  const bot: RunningBot = await startBot({
+    config,
+    log: silentLogger,
+    redisUrl: redis.url,
+    toolbox: new ToolBox([]),
+    role: "all",
+    agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 0 }) },
+    prefix: "bench",
+  });
+  const answer = answerText();
+  const chunks = Math.max(1, Math.ceil([...answer].length / 10));
+  const pace = { firstTokenMs: FIRST_MS, totalMs: TOTAL_MS - FIRST_MS, chunkChars: Math.ceil([...answer].length / chunks) };
+  const runs: Record<string, Run> = {};
+  try {
+    // Telegram private chat
+    {
+      const user = telegram.user(880001, "Bench");
+      const chat = telegram.privateChat(user);
+      model.enqueue({ ...text(answer), stream: pace });
+      const askedAt = Date.now();
+      const answered = model.answered.length;
+      telegram.sendUserMessage({ chat, from: user, text: "今天天氣如何？" });
+      const final = await until(() => telegram.sent.find((m) => m.chatId === chat.id));
+      const drafts = telegram.drafts.filter((d) => d.chatId === chat.id);
+      const firstAt = drafts[0]?.at ?? final.at;
+      const token = model.answered[answered]?.firstTokenAt;
+      runs["Telegram private (drafts)"] = {
+        firstVisibleMs: firstAt - askedAt,
+        addedMs: token !== undefined && drafts.length > 0 ? firstAt - token : undefined,
+        completeMs: final.at - askedAt,
+        updates: drafts.length,
+        rateLimited: 0,
+        messages: telegram.sent.filter((m) => m.chatId === chat.id).length,
+        final: JSON.stringify({ html: final.payload.text, text: final.text, entities: final.entities }),
+      };
+    }
+    // Telegram group
+    {
+      const user = telegram.user(880002, "Bench");
+      const group = telegram.group(-1008800002, "Bench group");
+      model.enqueue({ ...text(answer), stream: pace });
+      const askedAt = Date.now();
+      const answered = model.answered.length;
+      telegram.sendUserMessage({ chat: group, from: user, text: `@${telegram.bot.username} 今天天氣如何？` });
+      const first = await until(() => telegram.sent.find((m) => m.chatId === group.id));
+      // Complete: the last edit is the formatted one (HTML), or the message was sent formatted at once.
+      const done = () => first.payload.parse_mode === "HTML" || telegram.edits.some((e) => Number(e.payload.message_id) === first.messageId && e.payload.parse_mode === "HTML");
+      await until(() => done() || undefined);
+      const edits = telegram.edits.filter((e) => Number(e.payload.chat_id) === group.id && e.method === "editMessageText");
+      const last = edits.at(-1);
+      const token = model.answered[answered]?.firstTokenAt;
+      runs["Telegram group (edits)"] = {
+        firstVisibleMs: first.at - askedAt,
+        addedMs: streaming === "on" && token !== undefined ? first.at - token : undefined,
+        completeMs: (last?.at ?? first.at) - askedAt,
+        updates: edits.length,
+        rateLimited: telegram.calls.filter((c) => c.at >= askedAt && c.method === "editMessageText").length - edits.length,
+        messages: telegram.sent.filter((m) => m.chatId === group.id).length,
+        final: JSON.stringify({ html: last?.payload.text ?? first.payload.text, text: first.text, entities: first.entities }),
+      };
+    }
+    // Discord guild channel
+    {
+      const user = { id: "780000000000000001", username: "bench", global_name: "Bench" };
+      const channelId = discord.channelId;
+      model.enqueue({ ...text(answer), stream: pace });
+      const askedAt = Date.now();
+      const answered = model.answered.length;
+      discord.sendUserMessage(user, `<@${discord.bot.id}> 今天天氣如何？`, { channelId });
+      const first = await until(() => discord.sent.find((m) => m.channelId === channelId && m.at >= askedAt));
+      const target = answer.length <= 2000 ? answer : undefined;
+      await until(() => (target === undefined || String(first.message.content) === target) && (streaming === "off" || discord.edits.some((e) => e.messageId === first.id && e.payload.content === target)) ? true : undefined);
+      const edits = discord.edits.filter((e) => e.messageId === first.id);
+      const token = model.answered[answered]?.firstTokenAt;
+      runs["Discord guild (edits)"] = {
+        firstVisibleMs: first.at - askedAt,
+        addedMs: streaming === "on" && token !== undefined ? first.at - token : undefined,
+        completeMs: (edits.at(-1)?.at ?? first.at) - askedAt,
+        updates: edits.length,
+        rateLimited: discord.editRateLimited.filter((r) => r.channelId === channelId && r.at >= askedAt).length,
+        messages: discord.sent.filter((m) => m.channelId === channelId && m.at >= askedAt).length,
+        final: String(first.message.content),
+      };
+    }
+  } finally {
+    await bot.stop();
+    await Promise.all([model.close(), telegram.stop(), discord.close()]);
+    await redis.stop();
+  }
+  return runs;
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:stream — a ${answerText().length}-character answer streamed over ${TOTAL_MS} ms (first token after ${FIRST_MS} ms), STREAM_EDIT_INTERVAL_MS=${INTERVAL}`);
+  const on = await runAll("on");
+  const off = await runAll("off");
+  for (const platform of Object.keys(on)) {
+    const s = on[platform]!;
+    const p = off[platform]!;
+    const budget = Math.ceil(s.completeMs / 1000) + (s.messages - 1);
+    console.log(`\n${platform}`);
+    console.log(`  added latency, model's first token → first visible text: ${s.addedMs ?? "n/a"} ms (goal < 300 ms)`);
+    console.log(`  first visible text after the question: streamed ${s.firstVisibleMs} ms, not streamed ${p.firstVisibleMs} ms`);
+    console.log(`  complete answer after the question:    streamed ${s.completeMs} ms, not streamed ${p.completeMs} ms`);
+    console.log(`  live updates (drafts or edits): ${s.updates}, 429s: ${s.rateLimited}, messages: ${s.messages} (goal: ≤ ${budget}, one per second plus one per extra message)`);
+    console.log(`  final text byte-equal to the non-streamed answer: ${s.final === p.final ? "yes" : "NO"} (${Buffer.byteLength(s.final)} bytes compared)`);
+  }
+}
+
+await main();

@@ -242,6 +242,8 @@ export const ConfigSchema = z.object({
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
   /** Seconds a reminder's snooze button puts it off (1 s to 1 day). */
   REMINDER_SNOOZE_SECONDS: int(1, 86400, 600),
+  /** Path of the MCP servers file (`mcpServers` JSON, see `src/mcp/config.ts`); unset = `mcp.json` at the project root when it exists. */
+  MCP_CONFIG: optionalString,
   WORKER_CONCURRENCY: int(1, 256, 8),
   ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),
 

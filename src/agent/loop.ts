@@ -17,7 +17,7 @@ import { localize } from "../i18n.js";
 import { redact } from "../log.js";
 import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
-import type { ToolContext } from "../toolbox/tool.js";
+import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
 import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
@@ -113,7 +113,7 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
     if (verdict === "approved") {
       const execute = () => deps.toolbox.execute(first.name, first.input, context, { tracer, toolUseId: first.toolUseId });
       const execution = deps.executeOnce ? await deps.executeOnce(first.toolUseId, execute) : await execute();
-      results.push(toolResult(first.toolUseId, execution.content, !execution.ok));
+      results.push(toolResult(first.toolUseId, execution.content, !execution.ok, execution.images));
     } else {
       results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
     }
@@ -361,7 +361,7 @@ async function runTurn(
     deps.onEvent?.({ type: "tool_start", toolUseId: use.id, name: use.name, activity: toolbox.activity(use.name, use.input, context.locale) });
     const execution = deps.executeOnce && isWrite(deps, use.name) ? await deps.executeOnce(use.id, execute) : await execute();
     deps.onEvent?.({ type: "tool_end", toolUseId: use.id, ok: execution.ok });
-    results.push(toolResult(use.id, execution.content, !execution.ok));
+    results.push(toolResult(use.id, execution.content, !execution.ok, execution.images));
   }
   return { results, pending };
 }
@@ -392,8 +392,13 @@ function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
   }
 }
 
-function toolResult(toolUseId: string, content: string, isError: boolean): ToolResultBlockParam {
-  return { type: "tool_result", tool_use_id: toolUseId, content: content.trim() === "" ? "(no output)" : content, ...(isError ? { is_error: true } : {}) };
+/** A `tool_result` block: the text, followed by image blocks when the tool returned images (MCP image content). */
+function toolResult(toolUseId: string, content: string, isError: boolean, images?: ToolImage[]): ToolResultBlockParam {
+  const text = content.trim() === "" ? "(no output)" : content;
+  const body: ToolResultBlockParam["content"] = images?.length
+    ? [{ type: "text", text }, ...images.map((i) => ({ type: "image" as const, source: { type: "base64" as const, media_type: i.mediaType, data: i.data } }))]
+    : text;
+  return { type: "tool_result", tool_use_id: toolUseId, content: body, ...(isError ? { is_error: true } : {}) };
 }
 
 /** Orders `tool_result` blocks like the `tool_use` blocks of the run's last assistant message. */

@@ -211,6 +211,21 @@ function textOf(message: MessageParam | undefined): string | undefined {
   return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
+/** What an image a tool returned becomes in the stored history (the run itself saw the image). */
+export const TOOL_IMAGE_PLACEHOLDER = "[an image the tool returned; not kept in the history]";
+
+/**
+ * `message` with the image blocks inside its `tool_result` blocks (MCP image content) replaced by
+ * {@link TOOL_IMAGE_PLACEHOLDER} text, so stored history stays small; other messages unchanged.
+ */
+export function withoutToolImages(message: MessageParam): MessageParam {
+  if (typeof message.content === "string" || !message.content.some((b) => b.type === "tool_result" && Array.isArray(b.content) && b.content.some((c) => c.type === "image"))) return message;
+  const content = message.content.map((b) =>
+    b.type === "tool_result" && Array.isArray(b.content) ? { ...b, content: b.content.map((c) => (c.type === "image" ? { type: "text" as const, text: TOOL_IMAGE_PLACEHOLDER } : c)) } : b,
+  );
+  return { ...message, content } as MessageParam;
+}
+
 /** The history of every chat, in one Redis. */
 export class HistoryStore {
   constructor(
@@ -301,7 +316,7 @@ export class HistoryStore {
   async append(chat: ConversationRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
     if (messages.length === 0 && !tag) return;
     const key = conversationKeys(chat).history;
-    let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(m)}\n`).join("");
+    let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`).join("");
     if (tag) {
       const derived = textOf(messages.at(-1));
       lines += `#${JSON.stringify(derived === tag.text ? { id: tag.messageId } : { id: tag.messageId, text: tag.text })}\n`;

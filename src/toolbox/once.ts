@@ -41,7 +41,13 @@ export interface ExecutionLedgerOptions {
 
 const ExecutionSchema = z.discriminatedUnion("state", [
   z.object({ state: z.literal("running"), claimedAt: z.number() }),
-  z.object({ state: z.literal("done"), ok: z.boolean(), content: z.string(), durationMs: z.number() }),
+  z.object({
+    state: z.literal("done"),
+    ok: z.boolean(),
+    content: z.string(),
+    durationMs: z.number(),
+    images: z.array(z.object({ mediaType: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]), data: z.string() })).optional(),
+  }),
 ]);
 
 /** Claims and results of tool calls in Redis. */
@@ -90,7 +96,7 @@ export class ExecutionLedger {
         this.#log.error({ err, toolUseId }, "a tool call threw; its outcome is unknown");
         result = { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
       }
-      const stored = { state: "done", ok: result.ok, content: result.content, durationMs: result.durationMs };
+      const stored = { state: "done", ok: result.ok, content: result.content, durationMs: result.durationMs, ...(result.images ? { images: result.images } : {}) };
       await this.#redis.set(key, JSON.stringify(stored), "PX", this.#ttlMs);
       return result;
     }
@@ -99,9 +105,9 @@ export class ExecutionLedger {
       const raw = await this.#redis.get(key);
       const state = raw ? ExecutionSchema.safeParse(JSON.parse(raw)) : undefined;
       if (state?.success && state.data.state === "done") {
-        const { ok, content, durationMs } = state.data;
+        const { ok, content, durationMs, images } = state.data;
         this.#log.info({ toolUseId }, "tool call already ran; returning its recorded result");
-        return { ok, content, durationMs };
+        return { ok, content, durationMs, ...(images ? { images } : {}) };
       }
       const claimedAt = state?.success && state.data.state === "running" ? state.data.claimedAt : 0;
       if (this.#now() - claimedAt >= this.#waitMs || this.#now() >= deadline) {

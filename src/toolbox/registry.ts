@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
 import type { Config } from "../config.js";
 import { silentLogger, type Logger } from "../log.js";
+import { JsonSchemaInput } from "./json-input.js";
 import type { Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolBox } from "./toolbox.js";
@@ -76,7 +77,7 @@ async function listModules(dir: string): Promise<string[]> {
  * Checks one tool's declaration. Returns problems as sentences naming the file; empty when valid.
  */
 export function validateTool(tool: Tool): string[] {
-  const where = displayPath(tool.file);
+  const where = tool.source ?? displayPath(tool.file);
   const problems: string[] = [];
   const name = (tool as { name?: unknown }).name;
   if (typeof name !== "string" || name.trim() === "") {
@@ -89,7 +90,9 @@ export function validateTool(tool: Tool): string[] {
     problems.push(`${where}: ${label} has an empty description (tell the model when to use it and when not)`);
   }
   const input = tool.input as unknown;
-  if (!(input instanceof z.ZodObject)) {
+  if (input instanceof JsonSchemaInput) {
+    // compiled (and checked to be an object schema) when it was made
+  } else if (!(input instanceof z.ZodObject)) {
     problems.push(`${where}: ${label} has an input schema that is not a zod object (use z.object({...}))`);
   } else {
     try {

@@ -21,6 +21,7 @@ import type { z } from "zod";
 import type { Config, Locale } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
+import type { JsonSchemaInput } from "./json-input.js";
 import { recordDefinition } from "./registry.js";
 
 /**
@@ -61,8 +62,28 @@ export interface ToolContext {
   config: Config;
 }
 
-/** The zod schema of a tool's input: always an object. */
-export type ToolInputSchema = z.ZodObject;
+/**
+ * The schema of a tool's input: a zod object (tools in `tools/`), or a {@link JsonSchemaInput}
+ * for a schema that arrives as JSON Schema (MCP tools), validated with Ajv.
+ */
+export type ToolInputSchema = z.ZodObject | JsonSchemaInput;
+
+/** The input `run` receives: the zod output type, or a plain object for JSON Schema inputs. */
+export type ToolInput<S extends ToolInputSchema> = S extends z.ZodObject ? z.output<S> : Record<string, unknown>;
+
+/** An image a tool returns to the model (an image block inside the `tool_result`). */
+export interface ToolImage {
+  /** `image/png`, `image/jpeg`, `image/gif` or `image/webp` (the Messages API's image types). */
+  mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+  /** The image, base64-encoded. */
+  data: string;
+}
+
+/** A tool's answer with images: `text` for the model, plus image blocks. */
+export interface ToolOutput {
+  text: string;
+  images?: ToolImage[];
+}
 
 /** What a tool file declares. */
 export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
@@ -99,20 +120,25 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
   /**
    * Runs the tool. Returns the text the model reads. Throw {@link ToolError} for expected failures.
    */
-  run: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
+  run: (input: ToolInput<S>, context: ToolContext) => string | ToolOutput | Promise<string | ToolOutput>;
   /**
    * For dangerous tools: the action in plain words of `context.locale`, shown on the approval
    * prompt (e.g. `刪除待辦 #3「買牛奶」`). May read Redis; must not change anything. Default:
    * the tool name and its input as JSON. Throw {@link ToolError} when the call cannot succeed
    * (e.g. no such todo): the model gets that message at once and nobody is asked to approve.
    */
-  describe?: (input: z.output<S>, context: ToolContext) => string | Promise<string>;
+  describe?: (input: ToolInput<S>, context: ToolContext) => string | Promise<string>;
   /**
    * What a call is doing, in a few words of `locale` with its input in human words (e.g.
    * `查詢天氣：臺北市`), shown on the status line of a streamed answer while it runs (at most 60
    * characters are shown). Must be quick and pure. Default: the tool's name.
    */
-  activity?: (input: z.output<S>, locale: Locale) => string;
+  activity?: (input: ToolInput<S>, locale: Locale) => string;
+  /**
+   * Where the tool comes from, for listings and errors, when it is not a file of `tools/`:
+   * e.g. `MCP server "files"`. Default: its file.
+   */
+  source?: string;
 }
 
 /** A defined tool: its definition plus the file it was defined in. */

@@ -6,8 +6,9 @@ import type { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
+import { JsonSchemaInput } from "./json-input.js";
 import { inputSchemaOf } from "./schema.js";
-import { ToolError, type Tool, type ToolContext } from "./tool.js";
+import { ToolError, type Tool, type ToolContext, type ToolImage, type ToolInputSchema, type ToolOutput } from "./tool.js";
 import type { Locale } from "../config.js";
 
 /** Longest status-line activity of a tool call, in characters (code points); see `ToolBox.activity`. */
@@ -21,6 +22,8 @@ export interface ToolExecution {
   content: string;
   /** Wall time of the call, in ms. */
   durationMs: number;
+  /** Images the tool returned (MCP image content); sent as image blocks in the `tool_result`. */
+  images?: ToolImage[];
 }
 
 /** Most tools one request should carry; more is logged as a warning (models choose worse). */
@@ -63,14 +66,24 @@ export class ToolBox {
     for (const tool of tools) this.add(tool);
   }
 
-  /** Adds a tool. @throws {Error} naming both files when the name is taken. */
+  /** Adds a tool. @throws {Error} naming both sources (files, MCP servers) when the name is taken. */
   add(tool: Tool): this {
     const existing = this.#tools.get(tool.name);
     if (existing) {
-      throw new Error(`tool name "${tool.name}" is defined twice: in ${existing.file} and in ${tool.file}`);
+      throw new Error(`tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${tool.source ?? tool.file}`);
     }
     this.#tools.set(tool.name, tool);
     return this;
+  }
+
+  /**
+   * Removes the tool called `name` (an MCP server's tool that is gone after `tools/list_changed`).
+   * Toolboxes made earlier with {@link filterByTag} keep their own copy.
+   *
+   * @returns true when there was such a tool.
+   */
+  remove(name: string): boolean {
+    return this.#tools.delete(name);
   }
 
   /** The tool called `name`, if any. */
@@ -107,11 +120,12 @@ export class ToolBox {
 
   /**
    * The tool definitions sent to the model (`name`, `description`, `input_schema`).
-   * Logs a warning when more than {@link MAX_TOOLS_PER_REQUEST} would be sent.
+   * Logs a warning when more than {@link MAX_TOOLS_PER_REQUEST} would be sent (once per process
+   * and set of tool names, so a known excess does not repeat on every model call).
    */
   schemas(options: { excludeDangerous?: boolean } = {}): Anthropic.Messages.Tool[] {
     const tools = this.list().filter((t) => !(options.excludeDangerous && t.dangerous));
-    if (tools.length > MAX_TOOLS_PER_REQUEST) {
+    if (tools.length > MAX_TOOLS_PER_REQUEST && firstTimeOver(tools)) {
       this.#log.warn(
         { tools: tools.length, limit: MAX_TOOLS_PER_REQUEST },
         `a request would carry ${tools.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); choose fewer with tags`,
@@ -149,12 +163,14 @@ export class ToolBox {
     if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
     const execution: ToolExecution = { ok: result.ok, content, durationMs: Math.round((performance.now() - started) * 10) / 10 };
     metrics.toolCall(name, execution.ok, execution.durationMs);
+    if (result.images?.length) execution.images = result.images;
     tracer.event("tool_result", {
       tool: name,
       toolUseId: options.toolUseId,
       ok: execution.ok,
       durationMs: execution.durationMs,
       preview: preview(execution.content),
+      ...(execution.images ? { images: execution.images.length } : {}),
     });
     context.log.info(
       { tool: name, input: preview(safeJson(input)), ok: execution.ok, durationMs: execution.durationMs, preview: preview(execution.content, 120) },
@@ -176,13 +192,13 @@ export class ToolBox {
     const tool = this.#tools.get(name);
     const failed = (content: string) => ({ ok: false as const, content: capToolResult(redact(content), this.#maxResultChars) });
     if (!tool) return failed((await this.#run(name, input, context)).content);
-    const parsed = parseInput(tool.input, input);
+    const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
     const json = safeJson(parsed.value);
     const fallback = `${name} ${json.length > 200 ? `${json.slice(0, 200)}…` : json}`;
     if (!tool.describe) return { ok: true, action: fallback };
     try {
-      const text = (await tool.describe(parsed.value, context)).trim();
+      const text = (await tool.describe(parsed.value as never, context)).trim();
       return { ok: true, action: text || fallback };
     } catch (error) {
       if (error instanceof ToolError) return failed(error.message);
@@ -201,10 +217,10 @@ export class ToolBox {
   activity(name: string, input: unknown, locale: Locale): string {
     const tool = this.#tools.get(name);
     if (!tool?.activity) return name;
-    const parsed = parseInput(tool.input, input);
+    const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return name;
     try {
-      const text = redact(tool.activity(parsed.value, locale)).replace(/\s+/g, " ").trim();
+      const text = redact(tool.activity(parsed.value as never, locale)).replace(/\s+/g, " ").trim();
       const chars = [...text];
       if (chars.length === 0) return name;
       return chars.length > MAX_ACTIVITY_CHARS ? `${chars.slice(0, MAX_ACTIVITY_CHARS - 1).join("")}…` : text;
@@ -222,7 +238,7 @@ export class ToolBox {
         content: `Unknown tool "${name}". Available tools: ${available.length ? available.join(", ") : "(none)"}.`,
       };
     }
-    const parsed = parseInput(tool.input, input);
+    const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return { ok: false, content: invalidInputText(name, parsed.problems) };
 
     const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
@@ -236,7 +252,7 @@ export class ToolBox {
       }, timeoutMs);
     });
     try {
-      const running = Promise.resolve().then(() => tool.run(parsed.value, { ...context, signal }));
+      const running = Promise.resolve().then(() => tool.run(parsed.value as never, { ...context, signal }));
       running.catch(() => {}); // a late rejection after the timeout must not go unhandled
       const outcome = await Promise.race([running, timedOut]);
       if (outcome === "timeout") {
@@ -244,6 +260,9 @@ export class ToolBox {
           ok: false,
           content: `Tool "${name}" did not finish within ${formatSeconds(timeoutMs)} and was stopped. Try again later, or tell the user it is not responding.`,
         };
+      }
+      if (isToolOutput(outcome)) {
+        return { ok: true, content: outcome.text, ...(outcome.images?.length ? { images: outcome.images } : {}) };
       }
       if (typeof outcome !== "string") {
         context.log.error({ tool: name, type: typeof outcome }, `tool ${name} returned ${typeof outcome} instead of text`);
@@ -273,6 +292,28 @@ export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): str
   const code = content.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never keep the high half of a pair without its low half
   return `${content.slice(0, cut)}${note}`;
+}
+
+function isToolOutput(value: unknown): value is ToolOutput {
+  return typeof value === "object" && value !== null && typeof (value as ToolOutput).text === "string";
+}
+
+const overWarned = new Set<string>();
+
+/** True the first time this process sees this set of tool names over the limit. */
+function firstTimeOver(tools: readonly Tool[]): boolean {
+  const key = tools.map((t) => t.name).join(",");
+  if (overWarned.has(key)) return false;
+  if (overWarned.size < 1000) overWarned.add(key);
+  return true;
+}
+
+/**
+ * Parses model input with a tool's input schema: {@link parseInput} for zod objects,
+ * {@link JsonSchemaInput.parse} (Ajv) for JSON Schema inputs. Never throws.
+ */
+export function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
+  return schema instanceof JsonSchemaInput ? schema.parse(input) : parseInput(schema, input);
 }
 
 /** What the model reads when its input failed the schema: one line per bad field. */

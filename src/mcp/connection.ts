@@ -1,0 +1,244 @@
+/**
+ * One MCP server connection with the official SDK client (`@modelcontextprotocol/sdk`): connect,
+ * list the tools (every page), call a tool, follow `notifications/tools/list_changed`, and
+ * re-establish a dropped connection with backoff. Stdio servers are child processes, stopped by
+ * {@link McpConnection.close}. MCP spec: https://modelcontextprotocol.io/specification/2025-06-18 .
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { redact, silentLogger, type Logger } from "../log.js";
+import type { McpServerConfig } from "./config.js";
+
+/** Longest wait for a server to start and answer `initialize` and `tools/list`, in ms. */
+export const MCP_CONNECT_TIMEOUT_MS = 30_000;
+
+/** Backoff of reconnection attempts, in ms: first delay and largest delay (doubling in between). */
+export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
+
+/** Our client's name and version in `initialize`. */
+const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
+
+/** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
+export class McpUnavailableError extends Error {
+  constructor(readonly server: string, readonly reason: string) {
+    super(`MCP server "${server}" is not connected (${reason})`);
+    this.name = "McpUnavailableError";
+  }
+}
+
+/** The connection dropped while a call was in flight: whether it took effect is unknown. */
+export class McpCallInterruptedError extends Error {
+  constructor(readonly server: string, cause: unknown) {
+    super(`the connection to MCP server "${server}" dropped during the call`, { cause });
+    this.name = "McpCallInterruptedError";
+  }
+}
+
+/** Options of {@link McpConnection}. */
+export interface McpConnectionOptions {
+  log?: Logger;
+  /** Called with the server's full tool list after every (re)connection and `list_changed`. */
+  onTools: (tools: McpTool[]) => void;
+  /** Reconnection backoff; default {@link MCP_RECONNECT_DELAYS_MS}. */
+  reconnectDelaysMs?: { first: number; max: number };
+  /** Connect + list timeout, in ms; default {@link MCP_CONNECT_TIMEOUT_MS}. */
+  connectTimeoutMs?: number;
+}
+
+/** The state of a connection. */
+export type McpConnectionState = "connecting" | "connected" | "reconnecting" | "closed";
+
+/** One server's connection. */
+export class McpConnection {
+  readonly config: McpServerConfig;
+  #state: McpConnectionState = "connecting";
+  #client: Client | undefined;
+  #transport: Transport | undefined;
+  #stderrTail: string[] = [];
+  #retryTimer: NodeJS.Timeout | undefined;
+  #attempt = 0;
+  #lastError = "";
+  readonly #log: Logger;
+  readonly #options: McpConnectionOptions;
+
+  constructor(config: McpServerConfig, options: McpConnectionOptions) {
+    this.config = config;
+    this.#options = options;
+    this.#log = (options.log ?? silentLogger).child({ mcpServer: config.name });
+  }
+
+  /** Where the connection is. */
+  get state(): McpConnectionState {
+    return this.#state;
+  }
+
+  /**
+   * Connects and lists the tools (reported through `onTools`). Used at start-up: a failure is
+   * thrown, and the caller skips the server; reconnections after a drop retry by themselves.
+   *
+   * @throws {Error} with a one-line reason (redacted) when the server cannot be started, does not
+   *   answer `initialize` within the timeout, or fails `tools/list`.
+   */
+  async start(): Promise<void> {
+    try {
+      await this.#open();
+    } catch (error) {
+      this.#state = "closed";
+      throw new Error(this.#reason(error));
+    }
+  }
+
+  /**
+   * Calls a tool (`tools/call`).
+   *
+   * @param name - the tool's MCP name.
+   * @param args - the validated input.
+   * @param options.signal - aborts the request (the SDK sends `notifications/cancelled`).
+   * @param options.timeoutMs - request timeout, in ms.
+   * @throws {McpUnavailableError} when not connected (nothing was sent);
+   *   {@link McpCallInterruptedError} when the connection dropped during the call (reconnection
+   *   starts); `McpError` for an error answer of the server (e.g. invalid params).
+   */
+  async callTool(name: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
+    const client = this.#client;
+    if (this.#state !== "connected" || !client) {
+      throw new McpUnavailableError(this.config.name, this.#state === "closed" ? "the bot is stopping" : `reconnecting${this.#lastError ? ` after: ${this.#lastError}` : ""}`);
+    }
+    try {
+      return (await client.callTool({ name, arguments: args }, undefined, { signal: options.signal, timeout: options.timeoutMs })) as CallToolResult;
+    } catch (error) {
+      if (options.signal.aborted) throw error;
+      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout) throw error;
+      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw error;
+      // The transport failed (child exited, HTTP unreachable): start over.
+      this.#dropped(error);
+      throw new McpCallInterruptedError(this.config.name, error);
+    }
+  }
+
+  /** Closes the connection for good; a stdio server's child process is stopped. Never throws. */
+  async close(): Promise<void> {
+    this.#state = "closed";
+    clearTimeout(this.#retryTimer);
+    await this.#shutdown();
+  }
+
+  async #open(): Promise<void> {
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const transport = this.#makeTransport();
+    this.#client = client;
+    this.#transport = transport;
+    client.onclose = () => {
+      if (this.#client === client) this.#dropped(new Error(this.#exitText("the connection closed")));
+    };
+    client.onerror = (error) => this.#log.debug({ err: error }, "MCP transport error");
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (this.#client !== client) return;
+      this.#log.info(`MCP server ${this.config.name}: tool list changed; refreshing`);
+      this.#listTools(client).then(
+        (tools) => this.#options.onTools(tools),
+        (error: unknown) => this.#log.warn({ reason: this.#reason(error) }, `MCP server ${this.config.name}: refreshing its tools failed`),
+      );
+    });
+    const timeoutMs = this.#options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    });
+    try {
+      await Promise.race([client.connect(transport, { timeout: timeoutMs }), timeout]);
+      const tools = await Promise.race([this.#listTools(client), timeout]);
+      this.#state = "connected";
+      this.#attempt = 0;
+      this.#lastError = "";
+      this.#options.onTools(tools);
+    } catch (error) {
+      await this.#shutdown();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #makeTransport(): Transport {
+    const config = this.config;
+    if (config.transport === "http") {
+      return new StreamableHTTPClientTransport(config.url, { requestInit: { headers: config.headers } });
+    }
+    this.#stderrTail = [];
+    // The SDK gives the child only a safe default environment (HOME, PATH, …; never our secrets) plus `env`.
+    const transport = new StdioClientTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, stderr: "pipe" });
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line.trim() === "") continue;
+        this.#stderrTail.push(line.trim());
+        if (this.#stderrTail.length > 5) this.#stderrTail.shift();
+        this.#log.debug({ line: redact(line) }, "MCP server stderr");
+      }
+    });
+    return transport;
+  }
+
+  async #listTools(client: Client): Promise<McpTool[]> {
+    const tools: McpTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page += 1) {
+      const result = await client.listTools(cursor ? { cursor } : undefined);
+      tools.push(...result.tools);
+      cursor = result.nextCursor;
+      if (!cursor) break;
+    }
+    return tools;
+  }
+
+  /** The connection is gone: forget the client and try again after the backoff. */
+  #dropped(error: unknown): void {
+    if (this.#state === "closed" || this.#state === "reconnecting") return;
+    this.#lastError = this.#reason(error);
+    this.#state = "reconnecting";
+    this.#log.warn({ reason: this.#lastError }, `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`);
+    void this.#shutdown().finally(() => this.#scheduleRetry());
+  }
+
+  #scheduleRetry(): void {
+    if (this.#state === "closed") return;
+    const delays = this.#options.reconnectDelaysMs ?? MCP_RECONNECT_DELAYS_MS;
+    const delay = Math.min(delays.first * 2 ** this.#attempt, delays.max);
+    this.#attempt += 1;
+    this.#retryTimer = setTimeout(() => {
+      if (this.#state === "closed") return;
+      this.#open().then(
+        () => this.#log.info(`MCP server ${this.config.name}: connected again`),
+        (error: unknown) => {
+          this.#lastError = this.#reason(error);
+          this.#log.debug({ reason: this.#lastError, attempt: this.#attempt }, "MCP reconnection failed; retrying");
+          this.#scheduleRetry();
+        },
+      );
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  async #shutdown(): Promise<void> {
+    const client = this.#client;
+    const transport = this.#transport;
+    this.#client = undefined;
+    this.#transport = undefined;
+    if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession().catch(() => {});
+    await client?.close().catch(() => {});
+  }
+
+  /** One line for operators: the error's message, with the stderr tail of a stdio server; secrets redacted. */
+  #reason(error: unknown): string {
+    const message = error instanceof Error ? error.message : String(error);
+    return redact(this.#exitText(message).replace(/\s+/g, " ").trim()).slice(0, 300);
+  }
+
+  #exitText(message: string): string {
+    const tail = this.#stderrTail.join(" | ");
+    return tail && !message.includes(tail) ? `${message}; stderr: ${tail}` : message;
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * A tool input declared as JSON Schema instead of zod: the schema comes from elsewhere (an MCP
+ * server's `inputSchema`), is sent to the model as it is, and the model's input is validated
+ * against it with Ajv (https://ajv.js.org) before the call, with one line per bad field in the
+ * same words as our zod tools (`count: expected an integer, got "abc"`).
+ *
+ * Drafts: a schema whose `$schema` names draft 2020-12 or 2019-09 is compiled with Ajv's classes
+ * for those drafts; any other (draft-07, draft-06, none) with Ajv's default draft-07 class.
+ * Formats (`email`, `uri`, `date-time` …) are checked with `ajv-formats`.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import type { InputSchema } from "./schema.js";
+
+// ajv-formats is CommonJS: under NodeNext its default import is the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+
+/** The outcome of {@link JsonSchemaInput.parse}: the value, or one sentence per bad field. */
+export type JsonParsed = { ok: true; value: Record<string, unknown> } | { ok: false; problems: string[] };
+
+const validators = {
+  draft7: undefined as Ajv | undefined,
+  draft2019: undefined as Ajv | undefined,
+  draft2020: undefined as Ajv | undefined,
+};
+
+function validatorFor(schemaUri: unknown): Ajv {
+  const options = { allErrors: true, strict: false, validateFormats: true } as const;
+  const uri = typeof schemaUri === "string" ? schemaUri : "";
+  if (uri.includes("2020-12")) return (validators.draft2020 ??= addFormats(new Ajv2020(options) as unknown as Ajv));
+  if (uri.includes("2019-09")) return (validators.draft2019 ??= addFormats(new Ajv2019(options) as unknown as Ajv));
+  return (validators.draft7 ??= addFormats(new Ajv(options)));
+}
+
+/** A tool input schema given as JSON Schema, validated with Ajv. */
+export class JsonSchemaInput {
+  /** The schema sent to the model as `input_schema` (without `$schema`; `type: "object"`). */
+  readonly schema: InputSchema;
+  readonly #validate: ValidateFunction;
+
+  /**
+   * Compiles `schema` once.
+   *
+   * @param schema - a JSON Schema object of `type: "object"` (an MCP tool's `inputSchema`).
+   * @throws {Error} when it is not an object schema or Ajv cannot compile it (the message says why).
+   */
+  constructor(schema: unknown) {
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema)) throw new Error("the input schema is not a JSON object");
+    const { $schema, ...rest } = schema as Record<string, unknown>;
+    if (rest.type !== "object") throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
+    this.schema = { properties: {}, ...rest } as InputSchema;
+    this.#validate = validatorFor($schema).compile(rest);
+  }
+
+  /** The names of the top-level fields the schema declares. */
+  get fields(): string[] {
+    return Object.keys(this.schema.properties ?? {});
+  }
+
+  /**
+   * Validates the model's input. On failure, numeric strings in number/integer fields and exactly
+   * `"true"`/`"false"` in boolean fields are converted once and the input is checked again (as
+   * for zod tools); nothing else is coerced. Never throws.
+   *
+   * @returns the (possibly converted) input, or one sentence per problem naming the field.
+   */
+  parse(input: unknown): JsonParsed {
+    if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
+    let errors = this.#validate.errors ?? [];
+    if (input !== null && typeof input === "object" && !Array.isArray(input)) {
+      const repaired = structuredClone(input) as Record<string, unknown>;
+      let changed = false;
+      for (const error of errors) {
+        if (error.keyword !== "type" || error.instancePath === "") continue;
+        const path = pointerParts(error.instancePath);
+        const value = getAt(repaired, path);
+        if (typeof value !== "string") continue;
+        const wanted = ([] as string[]).concat(error.params.type as string | string[]);
+        if ((wanted.includes("number") || wanted.includes("integer")) && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) {
+          setAt(repaired, path, Number(value));
+          changed = true;
+        } else if (wanted.includes("boolean") && (value === "true" || value === "false")) {
+          setAt(repaired, path, value === "true");
+          changed = true;
+        }
+      }
+      if (changed) {
+        if (this.#validate(repaired)) return { ok: true, value: repaired };
+        errors = this.#validate.errors ?? [];
+      }
+    }
+    const problems = [...new Set(errors.map((e) => this.#describe(e, input)))];
+    return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
+  }
+
+  #describe(error: ErrorObject, input: unknown): string {
+    const path = pointerParts(error.instancePath);
+    const where = formatPath(path);
+    const value = getAt(input, path);
+    const params = error.params as Record<string, unknown>;
+    switch (error.keyword) {
+      case "required":
+        return `${formatPath([...path, String(params.missingProperty)])}: is required`;
+      case "type": {
+        const wanted = ([] as string[]).concat(params.type as string | string[]).map((t) => TYPE_WORDS[t] ?? t);
+        return `${where}: expected ${wanted.join(" or ")}, got ${got(value)}`;
+      }
+      case "minimum":
+      case "exclusiveMinimum":
+      case "maximum":
+      case "exclusiveMaximum": {
+        const word = { minimum: "at least", exclusiveMinimum: "more than", maximum: "at most", exclusiveMaximum: "less than" }[error.keyword];
+        return `${where}: must be ${word} ${String(params.limit)}, got ${got(value)}`;
+      }
+      case "minLength":
+      case "maxLength":
+        return `${where}: must be ${error.keyword === "minLength" ? "at least" : "at most"} ${String(params.limit)} characters, got ${typeof value === "string" ? value.length : 0} characters`;
+      case "minItems":
+      case "maxItems":
+        return `${where}: must have ${error.keyword === "minItems" ? "at least" : "at most"} ${String(params.limit)} items, got ${Array.isArray(value) ? value.length : 0}`;
+      case "enum":
+        return `${where}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}, got ${got(value)}`;
+      case "const":
+        return `${where}: must be ${JSON.stringify(params.allowedValue)}, got ${got(value)}`;
+      case "additionalProperties":
+        return `${where}: unknown field ${String(params.additionalProperty)}; the fields are ${this.#fieldsAt(path).join(", ") || "(none)"}`;
+      case "format":
+        return `${where}: must be a valid ${String(params.format)}, got ${got(value)}`;
+      case "pattern":
+        return `${where}: must match the pattern ${String(params.pattern)}, got ${got(value)}`;
+      default:
+        return `${where}: ${error.message ?? "is not valid"}`;
+    }
+  }
+
+  #fieldsAt(path: readonly (string | number)[]): string[] {
+    let node: unknown = this.schema;
+    for (const key of path) {
+      const n = node as { properties?: Record<string, unknown>; items?: unknown } | undefined;
+      node = typeof key === "number" ? n?.items : n?.properties?.[key];
+    }
+    return Object.keys((node as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+  }
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  string: "text (a string)",
+  number: "a number",
+  integer: "an integer",
+  boolean: "true or false",
+  object: "an object",
+  array: "a list",
+  null: "null",
+};
+
+/** `/a/0/b` → `["a", 0, "b"]` (JSON Pointer, RFC 6901 escapes undone). */
+function pointerParts(pointer: string): (string | number)[] {
+  if (pointer === "") return [];
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+}
+
+function formatPath(path: readonly (string | number)[]): string {
+  if (path.length === 0) return "input";
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
+}
+
+function getAt(root: unknown, path: readonly (string | number)[]): unknown {
+  let node = root;
+  for (const key of path) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<string | number, unknown>)[key];
+  }
+  return node;
+}
+
+function setAt(root: Record<string | number, unknown>, path: readonly (string | number)[], value: unknown): void {
+  let node = root;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
+  node[path[path.length - 1]!] = value;
+}
+
+function got(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

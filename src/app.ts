@@ -18,6 +18,8 @@ import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
 import { watchQueues } from "./metrics.js";
+import type { McpConnectionOptions } from "./mcp/connection.js";
+import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
 import type { Outbound } from "./outbound.js";
 import type { IncomingMessage, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
@@ -87,6 +89,8 @@ export interface StartBotOptions {
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
+  /** MCP connection options (tests: a short reconnection backoff); the servers come from `MCP_CONFIG`. */
+  mcp?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
   /**
    * Called once the bot has stopped because an adapter cannot go on (e.g. the Telegram token was
    * revoked while polling: {@link AdapterFatalError}); the error was logged already. Default: sets
@@ -151,6 +155,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
       workerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
       connections.push(workerRedis);
+      // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
+      const mcp = await startWorkerMcp({ config, log, redis: workerRedis, toolbox: options.toolbox, connection: options.mcp });
+      closers.push(mcp.close);
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
@@ -216,10 +223,17 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
+      // The tools /tools lists: with a worker in this process, its toolbox (MCP tools included); else what the workers announce.
+      let listed = () => options.toolbox;
+      if (!runWorker) {
+        const announced = adapterToolbox(producerRedis, options.toolbox, log);
+        closers.push(async () => announced.stop());
+        listed = announced.current;
+      }
       const commands = new CommandRunner({
         config,
         log,
-        toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
+        toolboxFor: (chat) => toolboxFor(listed(), chat),
         resetChat: (chat) => history.reset(chat),
         gate,
         reminders: reminders.actions,
@@ -236,7 +250,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         },
         commands,
         resetChat: (chat) => history.reset(chat),
-        toolboxFor: (chat) => toolboxFor(options.toolbox, chat),
+        toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,
         reminders: reminders.actions,
         fatal: (error) => {

@@ -87,7 +87,7 @@ export class McpConnection {
       await this.#open();
     } catch (error) {
       this.#state = "closed";
-      throw new Error(this.#reason(error));
+      throw new Error(this.#reason(error), { cause: error });
     }
   }
 
@@ -111,8 +111,8 @@ export class McpConnection {
       return (await client.callTool({ name, arguments: args }, undefined, { signal: options.signal, timeout: options.timeoutMs })) as CallToolResult;
     } catch (error) {
       if (options.signal.aborted) throw error;
-      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout) throw error;
-      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw error;
+      // An error answer of the server (invalid params, unknown tool) or our own request timeout: the connection is fine.
+      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) throw error;
       // The transport failed (child exited, HTTP unreachable): start over.
       this.#dropped(error);
       throw new McpCallInterruptedError(this.config.name, error);

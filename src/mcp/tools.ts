@@ -75,7 +75,7 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
     dangerous: !safe,
     readOnly,
     timeoutMs: server.timeoutMs,
-    ...(server.noAlwaysAllow.includes(tool.name) ? { alwaysAllow: false } : {}),
+    alwaysAllow: !server.noAlwaysAllow.includes(tool.name),
     file: `<mcp:${server.name}>`,
     source: mcpSource(server.name),
     mcp: { server: server.name, tool: tool.name },

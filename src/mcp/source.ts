@@ -1,0 +1,192 @@
+/**
+ * MCP servers as a tool source: connects every server of the MCP config (in parallel), registers
+ * each server's tools in the one toolbox (`<server>__<tool>`), keeps them current on
+ * `tools/list_changed` and after reconnections, and closes the connections (stopping stdio child
+ * processes) on shutdown. Only workers (and `npm run tools`) start it; adapters read what the
+ * workers announce (`announce.ts`).
+ */
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { silentLogger, type Logger } from "../log.js";
+import { PLATFORMS } from "../queue/incoming.js";
+import { ToolRegistryError, validateTool } from "../toolbox/registry.js";
+import { toolboxFor } from "../toolbox/select.js";
+import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
+import type { McpConfig, McpServerConfig } from "./config.js";
+import { McpConnection, type McpConnectionOptions } from "./connection.js";
+import { isWantedMcpTool, mcpSource, toolFromMcp, type McpBackedTool } from "./tools.js";
+
+/** A server left out (its config, its start or its tool list failed), with the reason. */
+export interface SkippedMcpServer {
+  server: string;
+  reason: string;
+}
+
+/** An MCP tool left out (its schema cannot be compiled, or its name is taken), with the reason. */
+export interface SkippedMcpTool {
+  server: string;
+  tool: string;
+  reason: string;
+}
+
+/** Options of {@link McpToolSource}. */
+export interface McpToolSourceOptions {
+  config: McpConfig;
+  /** The toolbox of every tool (the worker's root toolbox); MCP tools are added to and removed from it. */
+  toolbox: ToolBox;
+  log?: Logger;
+  /** Called after the registered MCP tools changed (a reconnection, `list_changed`). */
+  onChange?: () => void;
+  /** Passed to each connection (tests: shorter backoff). */
+  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
+}
+
+/** The MCP servers of one process and the tools they registered. */
+export class McpToolSource {
+  readonly #options: McpToolSourceOptions;
+  readonly #log: Logger;
+  readonly #connections = new Map<string, McpConnection>();
+  readonly #registered = new Map<string, McpBackedTool[]>();
+  readonly #skippedTools = new Map<string, SkippedMcpTool[]>();
+  #skipped: SkippedMcpServer[] = [];
+  /** Name clashes found while starting: start-up stops with them. */
+  #startProblems: string[] | undefined;
+
+  constructor(options: McpToolSourceOptions) {
+    this.#options = options;
+    this.#log = options.log ?? silentLogger;
+  }
+
+  /**
+   * Connects every server and registers its tools. A server that cannot start or list its tools
+   * is skipped with one warning naming it and the reason; the others go on.
+   *
+   * @throws {ToolRegistryError} naming both sources when an MCP tool's name is taken by another
+   *   tool (a file in `tools/` or another server's tool); the connections are closed first.
+   */
+  async start(): Promise<void> {
+    this.#startProblems = [];
+    this.#skipped = this.#options.config.skipped.map((s) => ({ ...s }));
+    for (const s of this.#skipped) this.#warnSkipped(s);
+    await Promise.all(this.#options.config.servers.map((server) => this.#startServer(server)));
+    const problems = this.#startProblems;
+    this.#startProblems = undefined;
+    if (problems.length > 0) {
+      await this.close();
+      throw new ToolRegistryError(problems);
+    }
+  }
+
+  async #startServer(server: McpServerConfig): Promise<void> {
+    const connection = new McpConnection(server, { log: this.#log, onTools: (tools) => this.#register(server, connection, tools), ...this.#options.connection });
+    try {
+      await connection.start();
+      this.#connections.set(server.name, connection);
+      this.#log.info({ mcpServer: server.name, tools: (this.#registered.get(server.name) ?? []).map((t) => t.name) }, `MCP server ${server.name} connected`);
+    } catch (error) {
+      this.#unregister(server.name);
+      const skipped = { server: server.name, reason: (error as Error).message };
+      this.#skipped.push(skipped);
+      this.#warnSkipped(skipped);
+    }
+  }
+
+  #warnSkipped(skipped: SkippedMcpServer): void {
+    this.#log.warn({ mcpServer: skipped.server, reason: skipped.reason }, `MCP server ${skipped.server} skipped: ${skipped.reason}`);
+  }
+
+  /** Replaces the server's tools in the toolbox with `tools` (filtered by include/exclude). */
+  #register(server: McpServerConfig, connection: McpConnection, tools: McpTool[]): void {
+    const { toolbox } = this.#options;
+    this.#unregister(server.name);
+    const added: McpBackedTool[] = [];
+    const skipped: SkippedMcpTool[] = [];
+    for (const mcpTool of tools) {
+      if (!isWantedMcpTool(server, mcpTool.name)) continue;
+      let tool: McpBackedTool;
+      try {
+        tool = toolFromMcp(server, mcpTool, connection);
+      } catch (error) {
+        skipped.push({ server: server.name, tool: mcpTool.name, reason: `its input schema is not usable: ${(error as Error).message}` });
+        continue;
+      }
+      const invalid = validateTool(tool);
+      if (invalid.length > 0) {
+        skipped.push({ server: server.name, tool: mcpTool.name, reason: invalid.join("; ") });
+        continue;
+      }
+      const existing = toolbox.get(tool.name);
+      if (existing) {
+        const problem = `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${mcpSource(server.name)} (tool "${mcpTool.name}"); rename one, or leave one out with "exclude" in the MCP config`;
+        if (this.#startProblems) this.#startProblems.push(problem);
+        else skipped.push({ server: server.name, tool: mcpTool.name, reason: problem });
+        continue;
+      }
+      toolbox.add(tool);
+      added.push(tool);
+    }
+    for (const s of skipped) this.#log.warn({ mcpServer: s.server, tool: s.tool, reason: s.reason }, `MCP tool ${s.server}/${s.tool} skipped: ${s.reason}`);
+    for (const name of server.include ?? []) {
+      if (!tools.some((t) => t.name === name)) this.#log.warn({ mcpServer: server.name, tool: name }, `MCP server ${server.name} has no tool "${name}" (named in its "include")`);
+    }
+    this.#registered.set(server.name, added);
+    this.#skippedTools.set(server.name, skipped);
+    this.#options.onChange?.();
+  }
+
+  #unregister(server: string): void {
+    for (const tool of this.#registered.get(server) ?? []) {
+      if (this.#options.toolbox.get(tool.name) === tool) this.#options.toolbox.remove(tool.name);
+    }
+    this.#registered.delete(server);
+  }
+
+  /** The registered MCP tools, by server name (servers in config order). */
+  tools(): { server: string; tools: McpBackedTool[] }[] {
+    return this.#options.config.servers.filter((s) => this.#registered.has(s.name)).map((s) => ({ server: s.name, tools: [...this.#registered.get(s.name)!] }));
+  }
+
+  /** Servers left out, with the reason. */
+  get skipped(): SkippedMcpServer[] {
+    return [...this.#skipped];
+  }
+
+  /** Tools of connected servers left out, with the reason. */
+  get skippedTools(): SkippedMcpTool[] {
+    return [...this.#skippedTools.values()].flat();
+  }
+
+  /** Closes every connection (stops stdio child processes) and removes the tools. Never throws. */
+  async close(): Promise<void> {
+    const connections = [...this.#connections.values()];
+    this.#connections.clear();
+    await Promise.all(connections.map((c) => c.close()));
+    for (const server of [...this.#registered.keys()]) this.#unregister(server);
+  }
+}
+
+/**
+ * Warns once per chat kind offered more than {@link MAX_TOOLS_PER_REQUEST} tools, naming the MCP
+ * servers that add tools to it and the `include` setting that narrows them. Call at start-up,
+ * after the MCP servers are connected.
+ *
+ * @returns the warnings logged (English sentences), for tests and `npm run tools`.
+ */
+export function warnCrowdedContexts(toolbox: ToolBox, mcp: McpToolSource | undefined, log: Logger): string[] {
+  const warnings = new Set<string>();
+  for (const platform of PLATFORMS) {
+    for (const chatKind of ["dm", "group"] as const) {
+      const offered = toolboxFor(toolbox, { platform, chatKind });
+      if (offered.size <= MAX_TOOLS_PER_REQUEST) continue;
+      const names = new Set(offered.names());
+      const servers = (mcp?.tools() ?? [])
+        .map(({ server, tools }) => ({ server, count: tools.filter((t) => names.has(t.name)).length }))
+        .filter((s) => s.count > 0);
+      const fix = servers.length > 0
+        ? `: ${offered.size - servers.reduce((n, s) => n + s.count, 0)} from tools/ and ${servers.map((s) => `${s.count} from MCP server "${s.server}"`).join(", ")}. Keep only the tools you need with "include" in the MCP config (e.g. "include": ["${mcp!.tools().find((t) => t.server === servers[0]!.server)!.tools[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
+        : "; give some tools tags that chats do not offer";
+      warnings.add(`a chat would be offered ${offered.size} tools (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`);
+    }
+  }
+  for (const w of warnings) log.warn(w);
+  return [...warnings];
+}

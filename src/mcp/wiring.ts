@@ -1,0 +1,63 @@
+/**
+ * Putting MCP into the running bot: a worker process connects the servers of the MCP config and
+ * announces their tools; an adapter-only process lists what the workers announced.
+ */
+import type { Redis } from "ioredis";
+import type { Config } from "../config.js";
+import type { Logger } from "../log.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import { announceMcpTools, announcementOf, followMcpAnnouncements } from "./announce.js";
+import { mcpConfigPath, readMcpConfig } from "./config.js";
+import type { McpConnectionOptions } from "./connection.js";
+import { McpToolSource, warnCrowdedContexts } from "./source.js";
+
+/** Options of {@link startWorkerMcp}. */
+export interface WorkerMcpOptions {
+  config: Config;
+  log: Logger;
+  /** The worker's connection, for the announcement. */
+  redis: Redis;
+  /** Every loaded tool; the MCP tools are added to it. */
+  toolbox: ToolBox;
+  /** Connection options (tests: a short reconnection backoff). */
+  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
+}
+
+/**
+ * Connects the MCP servers of `MCP_CONFIG` (or `mcp.json` at the project root), registers their
+ * tools in `toolbox`, warns when a chat would get more than 10 tools, and announces the MCP tools
+ * in Redis (an empty list when there is no MCP config), again after every change.
+ *
+ * @returns the source (undefined without an MCP config) and `close()`, which stops the servers.
+ * @throws {McpConfigError} when the file is unreadable or malformed; {@link ToolRegistryError}
+ *   when an MCP tool's name clashes with another tool. Servers that fail are only skipped.
+ */
+export async function startWorkerMcp(options: WorkerMcpOptions): Promise<{ source?: McpToolSource; close: () => Promise<void> }> {
+  const { config, log, redis, toolbox } = options;
+  const file = mcpConfigPath(config.MCP_CONFIG);
+  if (!file) {
+    await announceMcpTools(redis, { at: Date.now(), tools: [], skipped: [] }).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
+    return { close: async () => {} };
+  }
+  const source: McpToolSource = new McpToolSource({
+    config: readMcpConfig(file),
+    toolbox,
+    log,
+    connection: options.connection,
+    onChange: () => void announceMcpTools(redis, announcementOf(source)).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed")),
+  });
+  await source.start();
+  warnCrowdedContexts(toolbox, source, log);
+  await announceMcpTools(redis, announcementOf(source)).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
+  return { source, close: () => source.close() };
+}
+
+/**
+ * The tools an adapter-only process lists: `files` plus the MCP tools announced by the workers,
+ * refreshed every 30 s. Never connects to an MCP server.
+ */
+export function adapterToolbox(redis: Redis, files: ToolBox, log: Logger): { current: () => ToolBox; stop: () => void } {
+  const follower = followMcpAnnouncements(redis, files, log);
+  void follower.refresh();
+  return follower;
+}

@@ -166,6 +166,12 @@ export interface LiveSurface<C> {
   editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<void>;
 }
 
+/**
+ * A draft is "a temporary 30-second preview" (Bot API `sendMessageDraft`): one unchanged for this
+ * long (e.g. while a slow tool runs) is sent again so it does not vanish, in ms.
+ */
+export const DRAFT_REFRESH_MS = 20_000;
+
 interface Posted {
   ref: SentRef;
   /** What the message shows (plain), undefined when posted by an earlier attempt. */
@@ -183,15 +189,21 @@ export class LiveAnswer<C> implements AnswerStream {
   #draftShown: string[] = [];
   #draftAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** When {@link #timer} fires, ms (performance clock). */
+  #timerAt = 0;
   /** The chain of platform calls: one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
   #flushing = false;
   #closed = false;
   #visible = false;
 
-  constructor(surface: LiveSurface<C>, options: StreamOptions) {
+  readonly #draftRefreshMs: number;
+
+  /** @param draftRefreshMs - see {@link DRAFT_REFRESH_MS} (shorter in tests). */
+  constructor(surface: LiveSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
     this.#surface = surface;
     this.#options = options;
+    this.#draftRefreshMs = draftRefreshMs;
     this.#posted = (options.resume ?? []).map((ref) => ({ ref, shown: undefined, at: 0 }));
   }
 
@@ -207,9 +219,13 @@ export class LiveAnswer<C> implements AnswerStream {
 
   /** Plans the next update: now when allowed, else when the interval of the message to change has passed. */
   #schedule(): void {
-    if (this.#timer || this.#flushing || this.#closed) return;
+    if (this.#flushing || this.#closed) return;
     const wait = this.#nextWait();
     if (wait === undefined) return;
+    // A planned update that comes sooner stays; a later one (a draft's refresh) gives way.
+    if (this.#timer && this.#timerAt <= performance.now() + wait) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = performance.now() + wait;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#flushing = true;
@@ -230,7 +246,8 @@ export class LiveAnswer<C> implements AnswerStream {
     const interval = this.#options.intervalMs;
     if (this.#surface.draft) {
       const i = pieces.length - 1;
-      if (i < 0 || this.#draftShown[i] === pieces[i]) return undefined;
+      if (i < 0) return undefined;
+      if (this.#draftShown[i] === pieces[i]) return Math.max(0, this.#draftAt + this.#draftRefreshMs - now);
       return this.#draftShown.length === 0 ? 0 : Math.max(0, this.#draftAt + interval - now);
     }
     let wait: number | undefined;
@@ -250,8 +267,9 @@ export class LiveAnswer<C> implements AnswerStream {
     const interval = this.#options.intervalMs;
     if (this.#surface.draft) {
       const i = pieces.length - 1;
-      if (i < 0 || this.#draftShown[i] === pieces[i]) return;
-      if (this.#draftShown.length > 0 && performance.now() - this.#draftAt < interval) return;
+      if (i < 0) return;
+      const since = performance.now() - this.#draftAt;
+      if (this.#draftShown[i] === pieces[i] ? since < this.#draftRefreshMs : this.#draftShown.length > 0 && since < interval) return;
       await this.#surface.draft(pieces[i]!, i);
       this.#draftShown[i] = pieces[i]!;
       this.#draftAt = performance.now();

@@ -1,0 +1,167 @@
+/**
+ * The platform-neutral parts of streamed answers (`src/streaming.ts`): the live view built from
+ * the run's events and the cutting of live text past a platform's limit. The engine itself
+ * (throttling, edits, drafts, the final split) is tested end to end against the fake platforms
+ * (`test/e2e/streaming-*.test.ts`).
+ */
+import { describe, expect, it } from "vitest";
+import { silentLogger } from "../../src/log.js";
+import { LiveAnswer, LiveView, livePieces, statusLine, type LiveSurface } from "../../src/streaming.js";
+
+describe("LiveView", () => {
+  it("shows the text as it grows, replaces text that led into a tool call by the call's status line, and keeps status lines above the answer", () => {
+    const view = new LiveView();
+    expect(view.text()).toBe("");
+    view.apply({ type: "text", text: "  我來" });
+    view.apply({ type: "text", text: "查一下。" });
+    expect(view.text()).toBe("我來查一下。");
+    view.apply({ type: "text_dropped" });
+    view.apply({ type: "tool_start", id: "t1", activity: "查詢天氣：臺北市" });
+    expect(view.text()).toBe("🔧 查詢天氣：臺北市…");
+    view.apply({ type: "tool_start", id: "t2", activity: "計算：6*7" });
+    view.apply({ type: "tool_end", id: "t1", ok: true });
+    view.apply({ type: "tool_end", id: "t2", ok: false });
+    expect(view.text()).toBe("🔧 查詢天氣：臺北市 ✓\n🔧 計算：6*7 ✗");
+    view.apply({ type: "text", text: "臺北市今天晴。" });
+    expect(view.text()).toBe("🔧 查詢天氣：臺北市 ✓\n🔧 計算：6*7 ✗\n\n臺北市今天晴。");
+    view.apply({ type: "tool_end", id: "unknown", ok: true }); // an end without a start changes nothing
+    expect(view.text()).toBe("🔧 查詢天氣：臺北市 ✓\n🔧 計算：6*7 ✗\n\n臺北市今天晴。");
+  });
+
+  it("statusLine marks running, done and failed calls", () => {
+    expect(statusLine("讀取待辦清單", "running")).toBe("🔧 讀取待辦清單…");
+    expect(statusLine("讀取待辦清單", "ok")).toBe("🔧 讀取待辦清單 ✓");
+    expect(statusLine("讀取待辦清單", "failed")).toBe("🔧 讀取待辦清單 ✗");
+  });
+});
+
+describe("livePieces", () => {
+  it("keeps short text whole and drops blank text", () => {
+    expect(livePieces("hello", 10)).toEqual(["hello"]);
+    expect(livePieces("   ", 10)).toEqual([]);
+  });
+
+  it("cuts past the limit at a paragraph, else a line break, else the limit, never inside a surrogate pair, losing only the white space at cuts", () => {
+    expect(livePieces("aaaa bbbb\n\ncccc", 12)).toEqual(["aaaa bbbb", "cccc"]);
+    expect(livePieces("aaaaaaa\nbbbbbbb", 10)).toEqual(["aaaaaaa", "bbbbbbb"]);
+    const emoji = "😀".repeat(7); // 14 UTF-16 units
+    const pieces = livePieces(emoji, 5);
+    expect(pieces.join("")).toBe(emoji);
+    for (const p of pieces) {
+      expect(p.length).toBeLessThanOrEqual(5);
+      expect(/[\uD800-\uDBFF]$/.test(p)).toBe(false);
+    }
+    const long = Array.from({ length: 50 }, (_, i) => `第 ${i} 段：${"字".repeat(80)}`).join("\n\n");
+    const cut = livePieces(long, 4096);
+    expect(cut.length).toBeGreaterThan(1);
+    for (const p of cut) expect(p.length).toBeLessThanOrEqual(4096);
+    expect(cut.join("\n\n")).toBe(long);
+  });
+});
+
+/**
+ * A platform stand-in for the engine: records every call with its time, splits the final text at
+ * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
+ */
+function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
+  const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
+  let next = 1;
+  const limit = options.limit ?? 100;
+  const surface: LiveSurface<string> = {
+    limit,
+    ...(options.drafts ? { draft: async (text: string) => void calls.push({ op: "draft", text, at: performance.now() }) } : {}),
+    async post(text) {
+      const ref = { chatId: "c", messageId: String(next++) };
+      calls.push({ op: "post", text, ref: ref.messageId, at: performance.now() });
+      return ref;
+    },
+    async edit(ref, text, shown) {
+      if (shown === text) throw new Error("unchanged edit");
+      calls.push({ op: "edit", text, ref: ref.messageId, at: performance.now() });
+    },
+    async remove(ref) {
+      calls.push({ op: "remove", ref: ref.messageId, at: performance.now() });
+    },
+    finalChunks: (text) => livePieces(text, limit),
+    plainOf: (chunk) => chunk,
+    async postFinal(chunk) {
+      const ref = { chatId: "c", messageId: String(next++) };
+      calls.push({ op: "postFinal", text: chunk, ref: ref.messageId, at: performance.now() });
+      return ref;
+    },
+    async editFinal(ref, chunk, _index, shown) {
+      if (shown === chunk) throw new Error("unchanged final edit");
+      calls.push({ op: "editFinal", text: chunk, ref: ref.messageId, at: performance.now() });
+    },
+  };
+  return { surface, calls };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("LiveAnswer", () => {
+  it("posts the first text at once, edits each message at most once per interval and never to the same text, and finishes with the final chunks", async () => {
+    const { surface, calls } = recordingSurface({ limit: 100 });
+    let visible = 0;
+    const live = new LiveAnswer(surface, { intervalMs: 300, log: silentLogger, onVisible: () => (visible += 1) });
+    const started = performance.now();
+    for (let i = 0; i < 40; i++) {
+      live.push({ type: "text", text: `${i % 10}`.repeat(4) + " " });
+      await sleep(25);
+    }
+    const answer = Array.from({ length: 40 }, (_, i) => `${i % 10}`.repeat(4)).join(" ");
+    await live.finish(answer);
+    expect(visible).toBe(1);
+    expect(calls[0]!.op).toBe("post");
+    expect(calls[0]!.at - started).toBeLessThan(300); // no interval waited before the first text
+    for (const ref of new Set(calls.map((c) => c.ref))) {
+      const mine = calls.filter((c) => c.ref === ref && c.op !== "remove");
+      for (let i = 1; i < mine.length; i++) {
+        expect(mine[i]!.at - mine[i - 1]!.at).toBeGreaterThanOrEqual(295);
+        expect(mine[i]!.text).not.toBe(mine[i - 1]!.text);
+      }
+    }
+    // the final state of each message is its final chunk
+    const finalOf = (ref: string) => calls.filter((c) => c.ref === ref && c.text !== undefined).at(-1)!.text;
+    expect(live.messages.map((m) => finalOf(m.messageId))).toEqual(livePieces(answer, 100));
+  });
+
+  it("deletes live messages the final answer does not need, and edits a message posted by an earlier attempt even when its text looks the same", async () => {
+    const { surface, calls } = recordingSurface({ limit: 10 });
+    const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume: [{ chatId: "c", messageId: "90" }, { chatId: "c", messageId: "91" }] });
+    await live.finish("short");
+    expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
+      ["editFinal", "90", "short"],
+      ["remove", "91", undefined],
+    ]);
+    expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
+  });
+
+  it("drafts: shown at once, then at most once per interval, and sent again when unchanged for the refresh time (a draft lasts 30 s)", async () => {
+    const { surface, calls } = recordingSurface({ drafts: true });
+    const live = new LiveAnswer(surface, { intervalMs: 100, log: silentLogger }, 150);
+    live.push({ type: "tool_start", id: "t", activity: "查詢天氣：臺北市" });
+    await sleep(700);
+    live.push({ type: "tool_end", id: "t", ok: true });
+    await sleep(120);
+    await live.finish("晴天");
+    const drafts = calls.filter((c) => c.op === "draft");
+    expect(drafts[0]!.text).toBe("🔧 查詢天氣：臺北市…");
+    expect(drafts.filter((d) => d.text === "🔧 查詢天氣：臺北市…").length).toBeGreaterThanOrEqual(3); // refreshed while the tool ran
+    expect(drafts.some((d) => d.text === "🔧 查詢天氣：臺北市 ✓")).toBe(true);
+    expect(calls.at(-1)).toMatchObject({ op: "postFinal", text: "晴天" });
+    expect(calls.filter((c) => c.op === "post" || c.op === "edit")).toEqual([]);
+  });
+
+  it("discard deletes every posted message and stops updating", async () => {
+    const { surface, calls } = recordingSurface();
+    const live = new LiveAnswer(surface, { intervalMs: 50, log: silentLogger });
+    live.push({ type: "text", text: "部分回答" });
+    await sleep(30);
+    await live.discard();
+    live.push({ type: "text", text: "更多" });
+    await sleep(80);
+    expect(calls.map((c) => c.op)).toEqual(["post", "remove"]);
+    expect(live.messages).toEqual([]);
+  });
+});

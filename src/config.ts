@@ -247,6 +247,9 @@ export const ConfigSchema = z.object({
   WORKER_CONCURRENCY: int(1, 256, 8),
   ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),
 
+  /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */
+  MAX_IMAGES_PER_MESSAGE: int(1, 20, 5),
+
   /** Messages kept per chat in the history (older turns are trimmed at a safe boundary). */
   HISTORY_MAX_MESSAGES: int(2, 400, 40),
   /** Days a quiet chat's history is kept (every new message renews it). */

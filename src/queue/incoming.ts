@@ -12,6 +12,49 @@ export type Platform = (typeof PLATFORMS)[number];
 /** Longest text accepted from a user, in UTF-16 code units (Telegram's own limit is 4096). */
 export const MAX_INCOMING_TEXT = 8000;
 
+/** Most file references one message may carry (a Telegram album holds at most 10 items; Discord allows 10 attachments). */
+export const MAX_MEDIA_REFS = 20;
+
+/**
+ * The kinds of file a message may carry. `image` and `file` are read (within limits, see
+ * `src/media/limits.ts`): `file` is a PDF or a text file, decided by the worker from its type and
+ * name; the others (`voice`, `video`, `video_note`, `audio`) are answered with what is supported.
+ */
+export const MEDIA_KINDS = ["image", "file", "voice", "video", "video_note", "audio"] as const;
+/** A media kind; see {@link MEDIA_KINDS}. */
+export type MediaKind = (typeof MEDIA_KINDS)[number];
+
+/**
+ * A reference to a file on the platform, put in the job by the adapter; the worker downloads it
+ * (only from the platform's own file hosts) and converts it. Never the file itself.
+ *
+ * - `kind`: see {@link MEDIA_KINDS}.
+ * - `fileId`: Telegram `file_id` (resolved with `getFile` by the worker); `url`: a Discord
+ *   attachment URL. Exactly one of the two.
+ * - `size`: the size the platform announced, in bytes (Telegram `file_size`, Discord `size`);
+ *   checked before downloading, and the download is cut off past it.
+ * - `mimeType`, `name`: as the platform announced them (informational: the worker checks the bytes).
+ * - `width`, `height`: announced pixels of an image, when known.
+ * - `messageId`: the platform message that carried the file, when it is not the message itself
+ *   (the other items of a Telegram album).
+ */
+export const MediaRefSchema = z
+  .object({
+    kind: z.enum(MEDIA_KINDS),
+    fileId: z.string().min(1).max(256).optional(),
+    url: z.string().url().max(2048).optional(),
+    size: z.number().int().nonnegative().optional(),
+    mimeType: z.string().max(255).optional(),
+    name: z.string().max(255).optional(),
+    width: z.number().int().nonnegative().optional(),
+    height: z.number().int().nonnegative().optional(),
+    messageId: z.string().min(1).max(128).optional(),
+  })
+  .refine((ref) => (ref.fileId === undefined) !== (ref.url === undefined), { message: "a media reference needs exactly one of fileId and url" });
+
+/** A file reference; see {@link MediaRefSchema}. */
+export type MediaRef = z.output<typeof MediaRefSchema>;
+
 /**
  * A message addressed to the bot, normalised by an adapter.
  *
@@ -19,7 +62,8 @@ export const MAX_INCOMING_TEXT = 8000;
  * - `chatKind`: `dm` for a private chat, `group` for anything shared.
  * - `userId` / `userName`: the person who wrote it (for Telegram `sender_chat` messages, the
  *   sending chat's id prefixed `chat:` so anonymous admins are not merged into one user).
- * - `text`: the text with the bot's mention removed, 1 to {@link MAX_INCOMING_TEXT} UTF-16 units.
+ * - `text`: the text with the bot's mention removed, at most {@link MAX_INCOMING_TEXT} UTF-16 units;
+ *   empty only when the message carries `media` (a photo without caption is answered too).
  * - `messageId`: the platform's message id; with the platform and chat it forms the job id.
  * - `sentAt`: when the platform says it was sent, in ms since the Unix epoch.
  * - `topicId`: the Telegram topic (`message_thread_id` of a message with `is_topic_message`): with
@@ -29,6 +73,9 @@ export const MAX_INCOMING_TEXT = 8000;
  * - `locale`: the user's client language when the platform tells it (`en`, `zh-hant`…), informational.
  * - `receivedAt`: when the adapter received it, in ms since the Unix epoch (set by the access gate;
  *   the metrics' queue wait and answer times start here).
+ * - `media`: file references ({@link MediaRefSchema}), at most {@link MAX_MEDIA_REFS}; absent for text.
+ * - `mediaGroupId`: Telegram `media_group_id` of an album item: the worker gathers the album's
+ *   items into this one message (`src/media/album.ts`).
  */
 export const IncomingMessageSchema = z.object({
   platform: z.enum(PLATFORMS),
@@ -36,7 +83,7 @@ export const IncomingMessageSchema = z.object({
   chatKind: z.enum(["dm", "group"]),
   userId: z.string().min(1).max(128),
   userName: z.string().min(1).max(256),
-  text: z.string().trim().min(1).max(MAX_INCOMING_TEXT),
+  text: z.string().trim().max(MAX_INCOMING_TEXT),
   messageId: z.string().min(1).max(128),
   sentAt: z.number().int().nonnegative(),
   topicId: z.string().min(1).max(32).optional(),
@@ -48,7 +95,9 @@ export const IncomingMessageSchema = z.object({
     .default({}),
   locale: z.string().max(35).optional(),
   receivedAt: z.number().int().nonnegative().optional(),
-});
+  media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
+  mediaGroupId: z.string().min(1).max(64).optional(),
+}).refine((m) => m.text !== "" || m.media !== undefined, { message: "Too small: expected string to have >=1 characters", path: ["text"] });
 
 /** A message addressed to the bot; see {@link IncomingMessageSchema}. */
 export type IncomingMessage = z.output<typeof IncomingMessageSchema>;

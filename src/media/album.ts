@@ -1,0 +1,178 @@
+/**
+ * Telegram albums: several photos (or files) sent together arrive as separate messages sharing a
+ * `media_group_id`. They become ONE message for the model, gathered in Redis so that it works with
+ * several adapter processes behind a webhook load balancer (no adapter's memory is involved):
+ *
+ * 1. the adapter records every item it sees ({@link AlbumStore.add}) in the album's list and, for an
+ *    item that addresses the bot, claims the album: only the first claim is queued (so an album
+ *    passes the access gate, the rate limit and the queue cap once, like one message); the other
+ *    items only wait in the list (in groups the items without the caption that mentions the bot too);
+ * 2. the worker, taking the claimed message, waits until the list has stopped growing for
+ *    {@link ALBUM_QUIET_MS} (at most {@link ALBUM_MAX_WAIT_MS}), then takes it atomically
+ *    ({@link AlbumStore.collect}): one message with every item's files (in message id order) and
+ *    captions. An item arriving after that starts a new album message of its own.
+ *
+ * Keys (hash tag of the conversation, `conversationTag`): `album:{…}:<group>` (list of item JSON),
+ * `album-claim:{…}:<group>` (`claimed` or `done`), `album-taken:{…}:<messageId>` (what a collect
+ * took, so a retried job gathers the same album again).
+ */
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { MediaRefSchema, MAX_MEDIA_REFS, type ConversationRef, type IncomingMessage, type MediaRef } from "../queue/incoming.js";
+import { conversationTag } from "../queue/keys.js";
+
+/** How long the album list must stay unchanged before the worker takes it, in ms ("about a second"). */
+export const ALBUM_QUIET_MS = 1000;
+
+/** Longest the worker waits for an album to complete, in ms. */
+export const ALBUM_MAX_WAIT_MS = 5000;
+
+/** Seconds an album's list and claim are kept (items of one album arrive within a second or so). */
+export const ALBUM_TTL_SECONDS = 600;
+
+/** Seconds what a collect took is kept (as long as a job may be retried). */
+export const ALBUM_TAKEN_TTL_SECONDS = 24 * 3600;
+
+/** Most items kept per album (Telegram albums hold 2-10). */
+const MAX_ITEMS = 10;
+
+/** One album item as stored. */
+const ItemSchema = z.object({ messageId: z.string(), text: z.string(), media: z.array(MediaRefSchema) });
+type Item = z.output<typeof ItemSchema>;
+
+/** The keys of album `groupId` in `conversation`. */
+export function albumKeys(conversation: ConversationRef, groupId: string): { items: string; claim: string } {
+  const tag = conversationTag(conversation);
+  return { items: `album:${tag}:${groupId}`, claim: `album-claim:${tag}:${groupId}` };
+}
+
+/**
+ * KEYS: items, claim. ARGV: [1] item JSON, [2] TTL (s), [3] most items, [4] "1" when the item
+ * addresses the bot. Appends the item; for an addressing item claims the album when nobody has
+ * (or the last claim was collected already). Returns 1 when the item must be queued.
+ */
+const ADD_SCRIPT = `
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if ARGV[4] ~= '1' then return 0 end
+local c = redis.call('GET', KEYS[2])
+if c == 'claimed' then return 0 end
+redis.call('SET', KEYS[2], 'claimed', 'EX', ARGV[2])
+return 1
+`;
+
+/**
+ * KEYS: items, claim, taken. ARGV: [1] TTL of taken (s).
+ * Returns what an earlier collect of the same message took, or takes the list: deletes it, marks
+ * the claim `done` (an item arriving later claims anew) and records what was taken.
+ */
+const TAKE_SCRIPT = `
+local before = redis.call('GET', KEYS[3])
+if before then return before end
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('SET', KEYS[2], 'done', 'KEEPTTL') end
+local taken = cjson.encode(items)
+if #items == 0 then taken = '[]' end
+redis.call('SET', KEYS[3], taken, 'EX', ARGV[1])
+return taken
+`;
+
+interface RedisWithAlbums extends Redis {
+  albumAdd(items: string, claim: string, item: string, ttl: number, max: number, addressed: "0" | "1"): Promise<number>;
+  albumTake(items: string, claim: string, taken: string, ttl: number): Promise<string>;
+}
+
+/** Options of {@link AlbumStore.collect}. */
+export interface CollectOptions {
+  /** Default {@link ALBUM_QUIET_MS}. */
+  quietMs?: number;
+  /** Default {@link ALBUM_MAX_WAIT_MS}. */
+  maxWaitMs?: number;
+  /** Aborts the wait; its reason is rethrown. */
+  signal?: AbortSignal;
+}
+
+/** See the module comment. */
+export class AlbumStore {
+  readonly #redis: RedisWithAlbums;
+
+  constructor(redis: Redis) {
+    if (!("albumAdd" in redis)) redis.defineCommand("albumAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
+    if (!("albumTake" in redis)) redis.defineCommand("albumTake", { numberOfKeys: 3, lua: TAKE_SCRIPT });
+    this.#redis = redis as RedisWithAlbums;
+  }
+
+  /**
+   * Records an album item (`message.mediaGroupId` set; its text and files).
+   * @param addressed - whether the item addresses the bot (in a DM every item does).
+   * @returns true when the caller must queue `message` (the album's first addressing item).
+   * @throws when Redis is unreachable.
+   */
+  async add(message: IncomingMessage, addressed: boolean): Promise<boolean> {
+    if (!message.mediaGroupId) return addressed;
+    const keys = albumKeys(message, message.mediaGroupId);
+    const item: Item = { messageId: message.messageId, text: message.text, media: message.media ?? [] };
+    return (await this.#redis.albumAdd(keys.items, keys.claim, JSON.stringify(item), ALBUM_TTL_SECONDS, MAX_ITEMS, addressed ? "1" : "0")) === 1;
+  }
+
+  /**
+   * The whole album of `message`: waits until the album's list has not grown for `quietMs`, takes it,
+   * and returns `message` with every item's files (each tagged with its `messageId`; at most
+   * {@link MAX_MEDIA_REFS}) and their texts joined by line breaks, items in message id order.
+   * A message without `mediaGroupId` is returned as it is, with no Redis command.
+   * @throws when Redis is unreachable; the signal's reason when aborted.
+   */
+  async collect(message: IncomingMessage, options: CollectOptions = {}): Promise<IncomingMessage> {
+    if (!message.mediaGroupId) return message;
+    const keys = albumKeys(message, message.mediaGroupId);
+    const taken = `album-taken:${conversationTag(message)}:${message.messageId}`;
+    const quietMs = options.quietMs ?? ALBUM_QUIET_MS;
+    const until = Date.now() + (options.maxWaitMs ?? ALBUM_MAX_WAIT_MS);
+    if ((await this.#redis.exists(taken)) === 0) {
+      let seen = -1;
+      for (;;) {
+        const length = await this.#redis.llen(keys.items);
+        if (length === seen || Date.now() + quietMs > until) break;
+        seen = length;
+        await sleep(quietMs, options.signal);
+      }
+    }
+    const raw = JSON.parse(await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS)) as unknown;
+    const items = new Map<string, Item>();
+    items.set(message.messageId, { messageId: message.messageId, text: message.text, media: message.media ?? [] });
+    for (const entry of Array.isArray(raw) ? raw : []) {
+      try {
+        const item = ItemSchema.parse(JSON.parse(String(entry)));
+        if (!items.has(item.messageId)) items.set(item.messageId, item);
+      } catch {
+        // a damaged entry is skipped
+      }
+    }
+    const ordered = [...items.values()].sort((a, b) => compareIds(a.messageId, b.messageId));
+    const media: MediaRef[] = ordered.flatMap((item) => item.media.map((ref) => (item.messageId === message.messageId ? ref : { ...ref, messageId: item.messageId }))).slice(0, MAX_MEDIA_REFS);
+    const text = ordered.map((item) => item.text.trim()).filter((t) => t !== "").join("\n");
+    return { ...message, text, ...(media.length > 0 ? { media } : {}) };
+  }
+}
+
+/** Numeric ids in numeric order, others as strings. */
+function compareIds(a: string, b: string): number {
+  return /^\d+$/.test(a) && /^\d+$/.test(b) ? Number(a) - Number(b) : a.localeCompare(b);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,37 @@
+/**
+ * Why a file of a message could not be read. The worker answers each with a short message saying
+ * what is supported and the limit (`refusal.ts`), without calling the model.
+ */
+
+/**
+ * - `unsupported`: a kind or format the bot does not read (voice, video, audio, a ZIP…);
+ * - `too_large`: over the size limit of its kind (announced, or found while downloading);
+ * - `too_many_images`: more images in one message than `MAX_IMAGES_PER_MESSAGE`;
+ * - `too_many_pages`: a PDF over `PDF_MAX_PAGES`;
+ * - `foreign_host`: a file URL outside the platform's own file hosts (never fetched);
+ * - `unreadable`: the bytes are not what they claim (a broken image or PDF, a binary "text" file,
+ *   an encrypted PDF);
+ * - `download_failed`: the platform did not hand the file over (network, 4xx/5xx, expired link).
+ */
+export type MediaProblem = "unsupported" | "too_large" | "too_many_images" | "too_many_pages" | "foreign_host" | "unreadable" | "download_failed";
+
+/** What a file is, for the refusal text: `image`, `pdf`, `text`, or another kind (`voice`, `video`, `video_note`, `audio`, `file`). */
+export type MediaWhat = "image" | "pdf" | "text" | "voice" | "video" | "video_note" | "audio" | "file";
+
+/**
+ * A file that could not be read. The message is for logs: it never holds a URL (a Telegram file
+ * URL contains the bot token) or file content.
+ */
+export class MediaError extends Error {
+  constructor(
+    /** Why; see {@link MediaProblem}. */
+    readonly problem: MediaProblem,
+    message: string,
+    /** What kind of file it was, when known (picks the limit named in the answer). */
+    readonly what?: MediaWhat,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "MediaError";
+  }
+}

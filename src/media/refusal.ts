@@ -1,0 +1,77 @@
+/**
+ * The short answers to a file the bot does not read: what went wrong, then what is supported and
+ * the limits. Sent by the worker instead of calling the model.
+ */
+import type { Locale } from "../config.js";
+import { localize, type Localized } from "../i18n.js";
+import type { MediaError } from "./errors.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_MAX_BYTES, megabytes } from "./limits.js";
+
+/** The answers' words. */
+export const MEDIA_TEXT = {
+  supported: {
+    "zh-TW": "我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 {images} 張，每張 {imageMb} MB 以內）、PDF（{pdfMb} MB、{pages} 頁以內）和文字檔（.txt、.md、.csv、.json、程式碼，{textKb} KB 以內）。",
+    en: "I can read images (JPEG, PNG, GIF, WebP; at most {images} per message, {imageMb} MB each), PDFs (up to {pdfMb} MB and {pages} pages) and text files (.txt, .md, .csv, .json, source code; up to {textKb} KB).",
+  },
+  voice: { "zh-TW": "我還聽不懂語音訊息，請改用文字。", en: "I can't listen to voice messages yet: please type it instead." },
+  audio: { "zh-TW": "我還聽不了音訊檔。", en: "I can't listen to audio files yet." },
+  video: { "zh-TW": "我還看不了影片。", en: "I can't watch videos yet." },
+  file: { "zh-TW": "這種檔案我還讀不了。", en: "I can't read this kind of file." },
+  imageFormat: { "zh-TW": "這種圖片格式我讀不了。", en: "I can't read this image format." },
+  imageTooLarge: { "zh-TW": "這張圖片太大了（上限 {mb} MB）。", en: "That image is too large (at most {mb} MB)." },
+  pdfTooLarge: { "zh-TW": "這個 PDF 太大了（上限 {mb} MB）。", en: "That PDF is too large (at most {mb} MB)." },
+  textTooLarge: { "zh-TW": "這個文字檔太大了（上限 {kb} KB）。", en: "That text file is too large (at most {kb} KB)." },
+  fileTooLarge: { "zh-TW": "這個檔案太大了。", en: "That file is too large." },
+  tooManyImages: { "zh-TW": "一則訊息最多只能放 {max} 張圖片（這則有 {count} 張）。", en: "At most {max} images per message, please (this one has {count})." },
+  tooManyPages: { "zh-TW": "這個 PDF 超過 {pages} 頁了。", en: "That PDF has more than {pages} pages." },
+  unreadable: { "zh-TW": "我讀不了這個檔案（可能已損壞、有密碼保護，或不是它看起來的格式）。", en: "I couldn't read that file (it may be damaged, password-protected, or not the format it seems)." },
+  downloadFailed: { "zh-TW": "我沒辦法下載這個檔案，請再傳一次。", en: "I couldn't download that file; please send it again." },
+} satisfies Record<string, Localized>;
+
+/**
+ * The answer to `error`: one sentence on what went wrong, then {@link MEDIA_TEXT.supported}.
+ * @param maxImages - `MAX_IMAGES_PER_MESSAGE`.
+ * @param count - images in the message, for `too_many_images`.
+ */
+export function mediaRefusal(error: MediaError, locale: Locale, maxImages: number, count = 0): string {
+  const t = (texts: Localized, params: Record<string, string | number> = {}) => localize(locale, texts, params);
+  let lead: string;
+  switch (error.problem) {
+    case "unsupported":
+      lead =
+        error.what === "voice" ? t(MEDIA_TEXT.voice)
+        : error.what === "audio" ? t(MEDIA_TEXT.audio)
+        : error.what === "video" || error.what === "video_note" ? t(MEDIA_TEXT.video)
+        : error.what === "image" ? t(MEDIA_TEXT.imageFormat)
+        : t(MEDIA_TEXT.file);
+      break;
+    case "too_large":
+      lead =
+        error.what === "image" ? t(MEDIA_TEXT.imageTooLarge, { mb: megabytes(IMAGE_MAX_DOWNLOAD_BYTES) })
+        : error.what === "pdf" ? t(MEDIA_TEXT.pdfTooLarge, { mb: megabytes(PDF_MAX_BYTES) })
+        : error.what === "text" ? t(MEDIA_TEXT.textTooLarge, { kb: TEXT_MAX_BYTES / 1024 })
+        : t(MEDIA_TEXT.fileTooLarge);
+      break;
+    case "too_many_images":
+      lead = t(MEDIA_TEXT.tooManyImages, { max: maxImages, count });
+      break;
+    case "too_many_pages":
+      lead = t(MEDIA_TEXT.tooManyPages, { pages: PDF_MAX_PAGES });
+      break;
+    case "unreadable":
+      lead = t(MEDIA_TEXT.unreadable);
+      break;
+    case "foreign_host":
+    case "download_failed":
+      lead = t(MEDIA_TEXT.downloadFailed);
+      break;
+  }
+  const supported = t(MEDIA_TEXT.supported, {
+    images: maxImages,
+    imageMb: megabytes(IMAGE_MAX_DOWNLOAD_BYTES),
+    pdfMb: megabytes(PDF_MAX_BYTES),
+    pages: PDF_MAX_PAGES,
+    textKb: TEXT_MAX_BYTES / 1024,
+  });
+  return `${lead}\n${supported}`;
+}

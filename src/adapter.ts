@@ -66,6 +66,13 @@ export interface AdapterContext {
    */
   reminders?: ReminderActions;
   /**
+   * Telegram albums (`src/media/album.ts`): records an album item (a message with `mediaGroupId`)
+   * and says whether to queue it: true only for the album's first item that addresses the bot, so
+   * an album is one message for the gate and the worker. Optional: without it every addressing
+   * item is queued on its own. @throws when Redis is unreachable.
+   */
+  albums?: { add(message: IncomingMessage, addressed: boolean): Promise<boolean> };
+  /**
    * Reports that the adapter stopped for good after it had started (e.g. Telegram answered 401 to
    * `getUpdates`: the token was revoked). The core logs the error, the bot stops and the process
    * exits non-zero.

@@ -8,6 +8,7 @@ import type { Server } from "node:http";
 import type { Redis } from "ioredis";
 import { Queue } from "bullmq";
 import { AccessGate } from "./access/gate.js";
+import { AlbumStore } from "./media/album.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
@@ -249,6 +250,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
           await gate.admit(message);
         },
         commands,
+        albums: new AlbumStore(producerRedis),
         resetChat: (chat) => history.reset(chat),
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,

@@ -2,6 +2,7 @@
  * The outbound half of an adapter: how a worker talks back to a platform. REST only, so a worker
  * needs no gateway connection and may run on another machine.
  */
+import type { MediaSource } from "./media/source.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { AnswerStream, StreamOptions } from "./streaming.js";
 
@@ -79,6 +80,12 @@ export interface Outbound {
    * endpoint; never a key or token), taken from the error's `operatorCause()`.
    */
   readonly showsCauses?: boolean;
+  /**
+   * Optional: downloads the files of incoming messages (images, documents) from this platform's own
+   * file hosts, for the worker's media step. Without it a message with files is answered with a
+   * short "cannot read" note.
+   */
+  readonly media?: MediaSource;
   /**
    * Sends an answer to `to`: a reply to the user's message in groups, plain in DMs. Splits at the
    * platform's limit (Telegram 4096 UTF-16 units, Discord 2000) without cutting a code block,

@@ -14,8 +14,10 @@
  * Source: https://discord.com/developers/docs/resources/message#message-reference-types and
  * #message-snapshot-object
  */
-import { MessageReferenceType, type Message } from "discord.js";
+import { MessageFlags, MessageReferenceType, type Message } from "discord.js";
+import { IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
 import type { ForwardedContent } from "../../src/prompts.js";
+import type { MediaRef } from "../../src/queue/incoming.js";
 
 /** Whether a guild message addresses the bot (mention, managed-role mention, or reply to the bot). */
 export function isAddressed(message: Message, botId: string): boolean {
@@ -69,4 +71,34 @@ export function forwardsOf(message: Message): ForwardedContent[] {
     }),
     attachments: snapshot.attachments?.size ?? 0,
   }));
+}
+
+/**
+ * The message's own attachments as file references for the worker (`attachment.url` on Discord's
+ * CDN, announced `size`, `content_type`, `filename`, pixel size): JPEG, PNG, GIF and WebP are
+ * images; a voice message (message flag IS_VOICE_MESSAGE, or an attachment with a waveform) is
+ * `voice`; `video/*` is video, `audio/*` audio; anything else a `file` (PDFs and text files are
+ * read, the rest refused by the worker). A forward's attachments are not read (only mentioned).
+ * Source: https://discord.com/developers/docs/resources/message#attachment-object
+ */
+export function attachmentsOf(message: Message): MediaRef[] {
+  const voice = message.flags.has(MessageFlags.IsVoiceMessage);
+  return [...message.attachments.values()].map((a): MediaRef => {
+    const type = (a.contentType ?? "").toLowerCase().split(";")[0]!.trim();
+    const kind =
+      voice || a.waveform ? "voice"
+      : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type) ? "image"
+      : type.startsWith("video/") ? "video"
+      : type.startsWith("audio/") ? "audio"
+      : "file";
+    return {
+      kind,
+      url: a.url,
+      size: a.size,
+      ...(a.contentType ? { mimeType: a.contentType.slice(0, 255) } : {}),
+      ...(a.name ? { name: a.name.slice(0, 255) } : {}),
+      ...(a.width ? { width: a.width } : {}),
+      ...(a.height ? { height: a.height } : {}),
+    };
+  });
 }

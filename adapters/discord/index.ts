@@ -42,7 +42,7 @@ import type { Outbound } from "../../src/outbound.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
 import { GatewayWatch, type GatewayWatchOptions } from "./gateway.js";
-import { authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
@@ -390,7 +390,8 @@ export class DiscordAdapter implements Adapter {
     const forwards = forwardsOf(message);
     const own = textForModel(message, botId);
     const text = forwards.some((f) => f.text.trim() !== "") ? forwardedText(forwards, own) : own;
-    if (!text) {
+    const media = attachmentsOf(message);
+    if (!text && media.length === 0) {
       const nothing = forwards.length === 0 && message.content === "" && message.attachments.size === 0 && message.embeds.length === 0;
       if (!dm && nothing && !this.#warnedContentIntent) {
         this.#warnedContentIntent = true;
@@ -400,7 +401,7 @@ export class DiscordAdapter implements Adapter {
       }
       const hint =
         message.attachments.size > 0 || forwards.some((f) => f.attachments > 0)
-          ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now; please tell me in words what you need." })
+          ? localize(locale, { "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。", en: "I can't read the attachments of a forwarded message: send me the file itself, or tell me in words what you need." })
           : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
       await this.#reply(message, hint);
       return;
@@ -416,6 +417,7 @@ export class DiscordAdapter implements Adapter {
       userId: message.author.id,
       userName: authorName(message),
       text,
+      ...(media.length > 0 ? { media } : {}),
       messageId: message.id,
       sentAt: message.createdTimestamp,
       reply: dm ? {} : { guildId: message.guildId },

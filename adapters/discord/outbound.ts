@@ -16,6 +16,7 @@
  * created", https://discord.com/developers/docs/resources/message#create-message). Discord keeps
  * nonces for a few minutes only; a replay after that can still post twice.
  */
+import { DiscordMedia } from "./media.js";
 import { createHash } from "node:crypto";
 import { DiscordAPIError, REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
@@ -81,6 +82,8 @@ export class DiscordOutbound implements Outbound {
   readonly platform = "discord" as const;
   /** Text of up to 1900 UTF-16 units always goes out as one message (room for a fence the splitter may close). */
   readonly singleChunkUnits = 1900;
+  /** Downloads attachments of incoming messages (Discord's CDN and the origin of `DISCORD_API_URL` only). */
+  readonly media: DiscordMedia;
   readonly #rest: REST;
   readonly #config: Config;
   readonly #log: Logger;
@@ -90,6 +93,7 @@ export class DiscordOutbound implements Outbound {
     this.#rest = rest;
     this.#config = config;
     this.#log = log.child({ platform: "discord" });
+    this.media = new DiscordMedia(config);
   }
 
   /**

@@ -13,10 +13,18 @@
  * (the reply thread of an ordinary group, the General topic) is not a conversation of its own.
  * In a topic, a message that replies to nothing carries the topic's creation message as
  * `reply_to_message`; that is not a reply to the bot even when the bot created the topic.
- * Source: Bot API `Message`, `MessageEntity` (https://core.telegram.org/bots/api#message).
+ *
+ * Files: a photo (the largest size whose file is within {@link IMAGE_MAX_DOWNLOAD_BYTES}), a
+ * document (an image document is an image; PDFs and text files are read by the worker), a voice
+ * message, video, video note, animation or audio become file references ({@link mediaOf}) with the
+ * caption as the text; a photo without caption is queued too. A sticker is its emoji. An album item
+ * (`media_group_id`) carries its group id; in a group, items that do not address the bot (the ones
+ * without the captioned mention) are `album_item`s: recorded for the album, never queued alone.
+ * Source: Bot API `Message`, `MessageEntity`, `PhotoSize`, `Document` (https://core.telegram.org/bots/api#message).
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
-import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
+import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage, type MediaRef } from "../../src/queue/incoming.js";
 import { isInstantCommand } from "./commands.js";
 
 /** What to do with one incoming Telegram message. */
@@ -30,8 +38,10 @@ export type InboundDecision =
   | { kind: "hint"; reason: "media" | "empty" | "too_long"; message: IncomingMessageBase }
   /** One of our commands (`src/commands/catalog.ts`), answered by the adapter; `command` is lower case. */
   | { kind: "command"; command: string; args: string; message: IncomingMessageBase }
-  /** A message for the queue. */
-  | { kind: "enqueue"; message: IncomingMessage };
+  /** A message for the queue (an album item with `mediaGroupId`: the album's, see `src/media/album.ts`). */
+  | { kind: "enqueue"; message: IncomingMessage }
+  /** An album item that does not address the bot itself (in a group): recorded for its album only. */
+  | { kind: "album_item"; message: IncomingMessage };
 
 /** The normalised fields without the text (for hints and commands). */
 export type IncomingMessageBase = Omit<IncomingMessage, "text">;
@@ -41,6 +51,32 @@ const CONTENT_FIELDS = [
   "animation", "audio", "document", "paid_media", "photo", "sticker", "story", "video", "video_note", "voice",
   "contact", "dice", "game", "poll", "venue", "location", "checklist",
 ] as const;
+
+/**
+ * The file references of a message (empty for text and other content), and a sticker's emoji.
+ * An animation (a GIF sent as MP4) is a video; its `document` twin is not read.
+ */
+export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string } {
+  const sized = (size: number | undefined) => (size !== undefined ? { size } : {});
+  if (message.photo?.length) {
+    const sizes = [...message.photo].sort((a, b) => b.width * b.height - a.width * a.height);
+    const pick = sizes.find((s) => s.file_size === undefined || s.file_size <= IMAGE_MAX_DOWNLOAD_BYTES) ?? sizes[sizes.length - 1]!;
+    return { media: [{ kind: "image", fileId: pick.file_id, width: pick.width, height: pick.height, ...sized(pick.file_size) }] };
+  }
+  const other = message.animation ?? message.video ?? message.video_note ?? message.voice ?? message.audio;
+  if (other) {
+    const kind = message.voice ? "voice" : message.video_note ? "video_note" : message.audio ? "audio" : "video";
+    return { media: [{ kind, fileId: other.file_id, ...sized(other.file_size), ...("mime_type" in other && other.mime_type ? { mimeType: other.mime_type } : {}) }] };
+  }
+  const doc = message.document;
+  if (doc) {
+    const image = (IMAGE_MEDIA_TYPES as readonly string[]).includes(doc.mime_type ?? "");
+    const name = doc.file_name?.slice(0, 255);
+    return { media: [{ kind: image ? "image" : "file", fileId: doc.file_id, ...sized(doc.file_size), ...(doc.mime_type ? { mimeType: doc.mime_type.slice(0, 255) } : {}), ...(name ? { name } : {}) }] };
+  }
+  if (message.sticker) return { media: [], ...(message.sticker.emoji ? { sticker: message.sticker.emoji } : {}) };
+  return { media: [] };
+}
 
 function displayName(user: { first_name: string; last_name?: string; username?: string }): string {
   const name = [user.first_name, user.last_name].filter(Boolean).join(" ").trim();
@@ -58,8 +94,9 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   const sender = message.sender_chat;
   if (from?.id === me.id) return { kind: "ignore", reason: "own message" };
   if (!sender && (!from || from.is_bot)) return { kind: "ignore", reason: "from a bot" };
-  const text = message.text ?? message.caption;
-  const entities: MessageEntity[] = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
+  const { media, sticker } = mediaOf(message);
+  const text = message.text ?? message.caption ?? sticker ?? (media.length > 0 ? "" : undefined);
+  const entities: MessageEntity[] = (message.text !== undefined ? message.entities : message.caption !== undefined ? message.caption_entities : undefined) ?? [];
   const hasContent = CONTENT_FIELDS.some((f) => f in message);
   if (text === undefined && !hasContent) return { kind: "ignore", reason: "service message" };
 
@@ -99,7 +136,11 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   const repliedToMe = repliedTo?.from?.id === me.id && !("forum_topic_created" in repliedTo);
   // A command at the start addresses us when bare or `@us` (`@other` was ignored above).
   const ownCommand = command !== undefined;
-  if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) return { kind: "ignore", reason: "not addressed" };
+  const files = { ...(media.length > 0 ? { media } : {}), ...(message.media_group_id && media.length > 0 ? { mediaGroupId: message.media_group_id.slice(0, 64) } : {}) };
+  if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) {
+    const item = files.mediaGroupId ? IncomingMessageSchema.safeParse({ ...base, ...files, text: text.slice(0, MAX_INCOMING_TEXT) }) : undefined;
+    return item?.success ? { kind: "album_item", message: item.data } : { kind: "ignore", reason: "not addressed" };
+  }
 
   if (command && isInstantCommand(command.name)) return { kind: "command", command: command.name, args: command.args, message: base };
 
@@ -116,7 +157,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     .replace(/[ \t]{2,}/g, " ")
     .trim();
 
-  const parsed = IncomingMessageSchema.safeParse({ ...base, text: stripped });
+  const parsed = IncomingMessageSchema.safeParse({ ...base, ...files, text: stripped });
   if (!parsed.success) return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: base };
   return { kind: "enqueue", message: parsed.data };
 }

@@ -14,6 +14,7 @@ import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
+import { supportedMedia } from "../../src/media/refusal.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
@@ -217,7 +218,7 @@ export class TelegramAdapter implements Adapter {
         await this.#reply(
           decision.message,
           decision.reason === "media"
-            ? localize(locale, { "zh-TW": "我目前只看得懂文字訊息，請用文字告訴我你需要什麼。", en: "I can only read text for now: please tell me in words what you need." })
+            ? `${localize(locale, { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." })}\n${supportedMedia(locale, this.config.MAX_IMAGES_PER_MESSAGE)}`
             : decision.reason === "too_long"
               ? localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." }, { max: MAX_INCOMING_TEXT })
               : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
@@ -225,8 +226,14 @@ export class TelegramAdapter implements Adapter {
         return;
       case "command":
         return this.#command(decision, context);
+      case "album_item":
+        // Recorded for its album (the captioned item that mentions the bot is queued with it); never answered alone.
+        await context.albums?.add(decision.message, false).catch((error: unknown) => this.log.warn({ chatId: decision.message.chatId, error: redact(String(error)) }, "telegram: could not record an album item"));
+        return;
       case "enqueue":
         try {
+          // Of an album, only the first item that addresses the bot is queued; the worker gathers the rest.
+          if (decision.message.mediaGroupId && context.albums && !(await context.albums.add(decision.message, true))) return;
           await context.enqueue(decision.message);
         } catch (error) {
           this.log.error(

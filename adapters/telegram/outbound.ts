@@ -2,6 +2,7 @@
  * The Telegram outbound half: answers, typing and approval prompts over the Bot API (REST only),
  * usable in a worker-only process.
  */
+import { TelegramMedia } from "./media.js";
 import type { Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
@@ -42,11 +43,16 @@ export class TelegramOutbound implements Outbound {
   /**
    * @param api - a grammy Api with auto-retry installed (see `createApi`).
    */
+  /** Downloads the files of incoming messages (`getFile` + the Bot API's file endpoint). */
+  readonly media: TelegramMedia;
+
   constructor(
     readonly api: Api,
     private readonly config: Config,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.media = new TelegramMedia(api, config);
+  }
 
   /**
    * Sends Markdown as Telegram HTML, split into messages of at most 4096 UTF-16 units of visible

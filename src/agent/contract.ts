@@ -89,6 +89,11 @@ export interface AgentRequest {
   history: MessageParam[];
   /** The user's text as the model should see it (in groups prefixed with the speaker's name by the worker). */
   userText: string;
+  /**
+   * Blocks the user turn starts with, before its text: the message's images, PDF documents and
+   * text files (`src/worker/media.ts`). With them an empty `userText` adds no text block.
+   */
+  userContent?: Anthropic.Messages.ContentBlockParam[];
   context: ToolContext;
   /** A checkpoint of this same message's run saved by an earlier attempt: continue it (its calls run through `executeOnce`). */
   resume?: RunCheckpoint;

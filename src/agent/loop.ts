@@ -74,7 +74,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
   const resume = request.resume;
   const state: RunState = resume
     ? { history: request.history, messages: [...resume.messages], turns: resume.turns, callCounts: { ...resume.callCounts }, maxTokens: resume.maxTokens }
-    : { history: request.history, messages: [{ role: "user", content: text }], turns: 0, callCounts: {}, maxTokens: deps.config.ANTHROPIC_MAX_TOKENS };
+    : { history: request.history, messages: [{ role: "user", content: userContent(request, text) }], turns: 0, callCounts: {}, maxTokens: deps.config.ANTHROPIC_MAX_TOKENS };
   if (resume) {
     // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
     const last = resume.messages[resume.messages.length - 1];
@@ -426,6 +426,12 @@ function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam
     }
   }
   return out;
+}
+
+/** The first user turn's content: the text, after the message's file blocks when it has any. */
+function userContent(request: AgentRequest, text: string): MessageParam["content"] {
+  if (!request.userContent?.length) return text;
+  return request.userText.trim() === "" ? request.userContent : [...request.userContent, { type: "text", text }];
 }
 
 /** A copy of `messages` whose last block carries a cache breakpoint (history itself is not changed). */

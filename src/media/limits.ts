@@ -31,6 +31,12 @@ export const PDF_MAX_BYTES = 10 * 1024 * 1024;
 /** Most pages of a PDF (the Messages API's limit per request). */
 export const PDF_MAX_PAGES = 100;
 
+/**
+ * Most base64 characters of all files of one message together: the Messages API takes 32 MB per
+ * request, and the history, system prompt and tools need room too.
+ */
+export const MESSAGE_MEDIA_MAX_BASE64 = 24 * 1024 * 1024;
+
 /** Most bytes of a text file (200 KB). */
 export const TEXT_MAX_BYTES = 200 * 1024;
 

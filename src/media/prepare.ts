@@ -8,7 +8,7 @@ import type { ContentBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import type { MediaRef } from "../queue/incoming.js";
 import { convertImage, convertPdf, convertText } from "./convert.js";
 import { MediaError, type MediaWhat } from "./errors.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES, PDF_MAX_BYTES, TEXT_FILE_EXTENSIONS, TEXT_MAX_BYTES } from "./limits.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, MESSAGE_MEDIA_MAX_BASE64, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_FILE_EXTENSIONS, TEXT_MAX_BYTES } from "./limits.js";
 import type { MediaSource } from "./source.js";
 
 /** Files of one message, ready for the model. */
@@ -64,13 +64,25 @@ export async function prepareMedia(refs: readonly MediaRef[], source: MediaSourc
   if (!source) throw new MediaError("unsupported", "this platform's outbound cannot download files", planned[0]?.what);
 
   const prepared: PreparedMedia = { blocks: [], placeholders: [] };
+  let pages = 0;
+  let base64 = 0;
   for (const { ref, what } of planned) {
     options.signal?.throwIfAborted();
     const bytes = await source.download(ref, { maxBytes: maxBytesOf(what), what, signal: options.signal });
-    const converted =
-      what === "image" ? await convertImage(bytes, ref.name ? { name: ref.name } : { photo: true })
-      : what === "pdf" ? await convertPdf(bytes, ref.name)
-      : convertText(bytes, ref.name);
+    let converted;
+    if (what === "image") {
+      converted = await convertImage(bytes, ref.name ? { name: ref.name } : { photo: true });
+      base64 += (converted.block.source as { data: string }).data.length;
+    } else if (what === "pdf") {
+      converted = await convertPdf(bytes, ref.name);
+      pages += converted.pages;
+      base64 += Math.ceil(bytes.length / 3) * 4;
+      // The Messages API counts PDF pages per request.
+      if (pages > PDF_MAX_PAGES) throw new MediaError("too_many_pages", `the message's PDFs have ${pages} pages together, over ${PDF_MAX_PAGES}`, "pdf");
+    } else {
+      converted = convertText(bytes, ref.name);
+    }
+    if (base64 > MESSAGE_MEDIA_MAX_BASE64) throw new MediaError("too_large", `the message's files together pass ${MESSAGE_MEDIA_MAX_BASE64} characters of base64`, "file");
     prepared.blocks.push(converted.block);
     prepared.placeholders.push(converted.placeholder);
   }

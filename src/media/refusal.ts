@@ -66,12 +66,16 @@ export function mediaRefusal(error: MediaError, locale: Locale, maxImages: numbe
       lead = t(MEDIA_TEXT.downloadFailed);
       break;
   }
-  const supported = t(MEDIA_TEXT.supported, {
+  return `${lead}\n${supportedMedia(locale, maxImages)}`;
+}
+
+/** What the bot reads, with the limits ({@link MEDIA_TEXT.supported}); `maxImages` is `MAX_IMAGES_PER_MESSAGE`. */
+export function supportedMedia(locale: Locale, maxImages: number): string {
+  return localize(locale, MEDIA_TEXT.supported, {
     images: maxImages,
     imageMb: megabytes(IMAGE_MAX_DOWNLOAD_BYTES),
     pdfMb: megabytes(PDF_MAX_BYTES),
     pages: PDF_MAX_PAGES,
     textKb: TEXT_MAX_BYTES / 1024,
   });
-  return `${lead}\n${supported}`;
 }

@@ -25,6 +25,7 @@ import type { SentRef } from "../outbound.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { WorkerDeps } from "./worker.js";
 import { toolContextFor } from "./context.js";
+import { readMedia } from "./media.js";
 import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { isTransient, retryAfterMs } from "./errors.js";
 
@@ -128,14 +129,23 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       mlog.info({ skip }, "reusing the answer of an earlier attempt found in the history");
     } else {
       typing.start();
+      // Files (and a Telegram album's other items) are read here; one that cannot be read is answered without the model.
+      const media = await readMedia({ config, redis: parts.redis, log: mlog }, message, outbound, deadline.signal);
+      if (media.refusal !== undefined) {
+        typing.stop();
+        await outbound.sendAnswer(message, media.refusal);
+        metrics.answered(message);
+        return { message, counted };
+      }
       await parts.approvals.supersedePending(message);
       const before = await parts.history.read(chat);
       tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
       if (checkpoint) mlog.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
-      const outcome = await runAgentFor(parts, message, before.messages, tracer, mlog, {
+      const outcome = await runAgentFor(parts, media.message, before.messages, tracer, mlog, {
         resume: checkpoint,
-        checkpoint: saveCheckpoint,
+        checkpoint: (run) => saveCheckpoint({ ...run, messages: media.strip(run.messages) }),
         signal: deadline.signal,
+        blocks: media.blocks,
         ...(live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(live) } : {}),
       });
       // A tracer that cannot hand its run to the finish script stores it now.
@@ -143,14 +153,14 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       if (outcome.kind === "approval") {
         await finishTracer(tracer);
         await live?.discard(); // the approval prompt is its own message, as without streaming
-        await parts.approvals.begin(message, outcome, outbound);
+        await parts.approvals.begin(message, media.stripOutcome(outcome), outbound);
         metrics.answered(message);
         return { message, counted };
       }
       text = outcome.text;
       // A refused run stores only its tag (no message): the next request is sent as if the refused
       // message had not happened, and a retried job still finds the apology instead of asking again.
-      await parts.history.append(chat, outcome.refused ? [] : outcome.messages, { messageId: message.messageId, text }, before);
+      await parts.history.append(chat, outcome.refused ? [] : media.strip(outcome.messages), { messageId: message.messageId, text }, before);
       if (checkpointed) await parts.redis.del(runKey); // the tagged answer in the history takes over
     }
     delivering = true;
@@ -199,11 +209,11 @@ async function runAgentFor(
   history: AgentRequest["history"],
   tracer: Tracer,
   mlog: Logger,
-  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal; onEvent?: AgentDeps["onEvent"] },
+  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal; onEvent?: AgentDeps["onEvent"]; blocks?: AgentRequest["userContent"] },
 ): Promise<AgentOutcome> {
   const { config, usage } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
-  const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
+  const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}`.trimEnd() : message.text;
   // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
   const recording: Promise<void>[] = [];
   const onUsage = usage
@@ -211,7 +221,7 @@ async function runAgentFor(
     : undefined;
   try {
     return await parts.runAgent(
-      { history, userText, context: toolContextFor(message, { config, redis: parts.redis, log: mlog, signal: progress.signal }), ...(progress.resume ? { resume: progress.resume } : {}) },
+      { history, userText, ...(progress.blocks ? { userContent: progress.blocks } : {}), context: toolContextFor(message, { config, redis: parts.redis, log: mlog, signal: progress.signal }), ...(progress.resume ? { resume: progress.resume } : {}) },
       {
         client: parts.client,
         config,

@@ -91,12 +91,10 @@ describe("inbound messages", () => {
     await expectIgnored(() => h.fake.sendUserMessage(bob, "", { type: 7 })); // member join
   });
 
-  it("answers a DM with only an attachment with a one-line hint", async () => {
-    const before = h.fake.sent.length;
-    h.fake.sendUserMessage(alice, "", { dm: true, attachments: [{ id: "1", filename: "a.png", size: 1, url: "https://cdn/a.png", proxy_url: "https://cdn/a.png" }] });
-    const hint = await h.fake.waitFor(() => h.fake.sent[before]);
-    expect(hint.content).toContain("文字");
-    expect(hint.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
+  it("queues a DM with only an attachment, with the attachment as a file reference", async () => {
+    const attachment = { id: "1", filename: "a.png", size: 1, url: "https://cdn.discordapp.com/attachments/1/1/a.png", proxy_url: "https://media.discordapp.net/attachments/1/1/a.png", content_type: "image/png", width: 4, height: 3 };
+    const message = h.fake.sendUserMessage(alice, "", { dm: true, attachments: [attachment] });
+    expect(await queued(message.id)).toMatchObject({ text: "", media: [{ kind: "image", url: attachment.url, size: 1, name: "a.png", mimeType: "image/png", width: 4, height: 3 }] });
   });
 
   it("a forward in a DM is the question, marked as someone else's words; its attachments are noted", async () => {
@@ -117,12 +115,12 @@ describe("inbound messages", () => {
     expect((await queued(again.id)).text).toContain("臺北明天 20–27°C");
   });
 
-  it("a forward of only a picture gets the text-only hint; a forward in a guild channel does not address the bot", async () => {
+  it("a forward of only a picture gets a hint (a forward's attachments are not read); a forward in a guild channel does not address the bot", async () => {
     const before = h.fake.sent.length;
     const png = { id: "1", filename: "a.png", size: 1, url: "https://cdn/a.png", proxy_url: "https://cdn/a.png" };
     const picture = h.fake.forwardMessage(alice, { content: "", attachments: [png] }, { dm: true });
     const hint = await h.fake.waitFor(() => h.fake.sent.slice(before).find((m) => m.channelId === picture.channel_id));
-    expect(hint.content).toBe("我目前只看得懂文字訊息，請用文字告訴我你需要什麼。");
+    expect(hint.content).toBe("轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。");
     expect(h.enqueued.find((e) => e.messageId === picture.id)).toBeUndefined();
 
     await expectIgnored(() => h.fake.forwardMessage(alice, { content: `<@${h.fake.bot.id}> 這個要處理嗎？` }));

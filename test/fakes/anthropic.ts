@@ -17,7 +17,9 @@
  *   message whose `tool_result` blocks come first; every `tool_result` answers a `tool_use` of
  *   the message right before it; `tool_use` ids are unique;
  * - tools: names match `^[a-zA-Z0-9_-]{1,64}$` and are unique, `input_schema.type` is `"object"`;
- * - at most 4 blocks carry `cache_control` (prompt-caching docs).
+ * - at most 4 blocks carry `cache_control` (prompt-caching docs);
+ * - `image` and `document` blocks only in user turns, checked as the API does (media types, base64,
+ *   5 MB per image, pixel sizes, PDF bytes and pages; `anthropic-media.ts`); bodies over 32 MB get 413.
  *
  * Error replies use the real body shape `{"type":"error","error":{"type","message"},"request_id"}`.
  *
@@ -43,6 +45,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { FAKE_REQUEST_MAX_BYTES, InvalidMedia, MediaChecks } from "./anthropic-media.js";
 
 /** The Messages API's rule for tool names. */
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -212,7 +215,7 @@ function checkText(block: Record<string, unknown>, where: string): void {
  * Validates a request body like the real API. Returns the number of `cache_control` blocks.
  * @throws InvalidRequest with the API's style of message.
  */
-function validate(body: unknown): number {
+function validate(body: unknown, media = new MediaChecks()): number {
   if (!isObject(body)) fail("request body must be a JSON object");
   if (typeof body.model !== "string" || body.model === "") fail("model: Field required");
   if (body.max_tokens === undefined) fail("max_tokens: Field required");
@@ -318,6 +321,12 @@ function validate(body: unknown): number {
           }
           break;
         }
+        case "image":
+        case "document":
+          if (m.role !== "user") fail(`${where}: ${b.type} blocks are only allowed in user messages`);
+          media.block(b, where);
+          sawOther = true;
+          break;
         default:
           sawOther = true;
       }
@@ -468,12 +477,15 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     if (options.apiKey !== undefined && sentKey !== options.apiKey) {
       return sendError(res, 401, "authentication_error", "invalid x-api-key");
     }
+    if (chunks.reduce((n, c) => n + c.length, 0) > FAKE_REQUEST_MAX_BYTES) return sendError(res, 413, "request_too_large", "Request exceeds the maximum allowed number of bytes.");
     let body: unknown;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      validate(body);
+      const media = new MediaChecks();
+      validate(body, media);
+      await media.finish();
     } catch (error) {
-      const message = error instanceof InvalidRequest ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
+      const message = error instanceof InvalidRequest || error instanceof InvalidMedia ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
       rejections.push({ message, body });
       return sendError(res, 400, "invalid_request_error", message);
     }

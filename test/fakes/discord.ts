@@ -34,7 +34,16 @@
  * https://discord.com/developers/docs/interactions/receiving-and-responding (3 s to respond,
  * one initial response), https://discord.com/developers/docs/topics/opcodes-and-status-codes
  * (JSON error codes 10003, 10008, 10062, 40060, 50006, 50035, 0/401).
+ *
+ * Attachments (https://discord.com/developers/docs/resources/message#attachment-object):
+ * {@link FakeDiscord.addAttachment} stores bytes and returns the attachment object a message
+ * carries (`id`, `filename`, `size`, `content_type`, `width`/`height`, `url` and `proxy_url`
+ * signed with `ex`/`is`/`hm` like Discord's CDN links). The fake serves them on its own origin
+ * (the origin of `apiUrl`, standing in for the CDN) at `GET /attachments/<channel>/<id>/<filename>`;
+ * an unknown, unsigned, tampered or expired link answers 404 "This content is no longer available.".
+ * {@link FakeDiscord.attachmentDownloads} records every download.
  */
+import { createHmac } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -174,6 +183,9 @@ export class FakeDiscord {
   readonly commandRegistrations: { scope: string; body: Record<string, unknown>[] }[] = [];
   /** Every REST request, with the status the fake answered. */
   readonly requests: RecordedRequest[] = [];
+  /** Every request for an attachment's bytes (path and status), in order. */
+  readonly attachmentDownloads: { path: string; status: number }[] = [];
+  readonly #attachments = new Map<string, { bytes: Buffer; filename: string; contentType: string; expires: number }>();
   /** IDENTIFY payloads received (`token` replaced by whether it matched). */
   readonly identifies: Record<string, unknown>[] = [];
   /** Heartbeats received (op 1) and ACKs sent. */
@@ -821,9 +833,58 @@ export class FakeDiscord {
     this.#changed();
   }
 
+  /**
+   * Stores an attachment's bytes and returns the attachment object for {@link sendUserMessage}'s
+   * `attachments`.
+   * @param options.size - the announced `size`; default the real size.
+   * @param options.channelId - the channel in the URL path; default the text channel.
+   * @param options.extra - more fields (e.g. `duration_secs` and `waveform` of a voice message).
+   */
+  addAttachment(
+    bytes: Buffer,
+    options: { filename: string; contentType?: string; width?: number; height?: number; size?: number; channelId?: string; extra?: Record<string, unknown> },
+  ): Record<string, unknown> {
+    const id = this.#snowflake();
+    const expires = Math.floor(Date.now() / 1000) + 24 * 3600;
+    const path = `/attachments/${options.channelId ?? this.channelId}/${id}/${encodeURIComponent(options.filename)}`;
+    const query = `?ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${this.#sign(path, expires)}&`;
+    this.#attachments.set(id, { bytes, filename: options.filename, contentType: options.contentType ?? "application/octet-stream", expires });
+    const origin = `http://127.0.0.1:${this.#port}`;
+    return {
+      id,
+      filename: options.filename,
+      size: options.size ?? bytes.length,
+      url: `${origin}${path}${query}`,
+      proxy_url: `${origin}${path}${query}`,
+      ...(options.contentType ? { content_type: options.contentType } : {}),
+      ...(options.width !== undefined ? { width: options.width, height: options.height } : {}),
+      ...options.extra,
+    };
+  }
+
+  #sign(path: string, expires: number): string {
+    return createHmac("sha256", this.token).update(`${path}:${expires}`).digest("hex");
+  }
+
+  /** `GET /attachments/…`: the bytes of a stored attachment when the link's signature holds. */
+  #serveAttachment(req: HttpRequest, url: URL, res: ServerResponse): void {
+    const id = /^\/attachments\/\d+\/(\d+)\/[^/]+$/.exec(url.pathname)?.[1];
+    const file = id ? this.#attachments.get(id) : undefined;
+    const expires = parseInt(url.searchParams.get("ex") ?? "", 16);
+    const valid = file && req.method === "GET" && url.searchParams.get("hm") === this.#sign(url.pathname, expires) && expires === file.expires && expires * 1000 > Date.now();
+    this.attachmentDownloads.push({ path: url.pathname, status: valid ? 200 : 404 });
+    if (!valid) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("This content is no longer available.");
+    } else {
+      res.writeHead(200, { "content-type": file.contentType, "content-length": String(file.bytes.length) }).end(file.bytes);
+    }
+    this.#changed();
+  }
+
   // ---- REST ------------------------------------------------------------------------------
 
   async #handle(req: HttpRequest, res: ServerResponse): Promise<void> {
+    if ((req.url ?? "").startsWith("/attachments/")) return this.#serveAttachment(req, new URL(req.url ?? "/", "http://x"), res);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");

@@ -16,6 +16,13 @@
  * `deleteMessage` removes a bot message from {@link FakeTelegram.sent} (recorded in
  * {@link FakeTelegram.deleted}); 400 "message to delete not found" for an unknown one.
  *
+ * Files (https://core.telegram.org/bots/api#getfile): {@link FakeTelegram.addFile} stores bytes and
+ * returns their `file_id`; `getFile` answers `{ file_id, file_unique_id, file_size, file_path }`
+ * (400 "invalid file_id" for an unknown id, 400 "file is too big" over 20 MB, as for bots on the
+ * official server), and the bytes are served at `GET /file/bot<token>/<file_path>` (404 otherwise).
+ * A file may announce a smaller `file_size` than it has, and be served without `Content-Length`,
+ * to test downloads that must be cut off; {@link FakeTelegram.fileDownloads} records what was sent.
+ *
  * Topics (https://core.telegram.org/bots/api#forumtopic): {@link FakeTelegram.createTopic} opens a
  * topic in a forum supergroup (`is_forum`) or, when the bot has `has_topics_enabled` (Bot API 9.3),
  * in a private chat. A user message in a topic has `message_thread_id` and `is_topic_message`, and,
@@ -69,6 +76,28 @@ export interface FakeFailure {
   /** Seconds, sent as `parameters.retry_after` (429). */
   retry_after?: number;
 }
+
+/** A file stored with {@link FakeTelegram.addFile}. */
+export interface FakeFileInput {
+  /** The size `getFile` (and the message) announce; default the real size. */
+  fileSize?: number;
+  /** Path under the file endpoint; default `documents/file_<n>` (`photos/…` for `photo: true`). */
+  path?: string;
+  /** Serve the bytes in 64 KB chunks without `Content-Length` (as a proxy might). */
+  chunked?: boolean;
+}
+
+/** One download from the file endpoint. */
+export interface FakeFileDownload {
+  path: string;
+  /** Bytes written before the transfer ended. */
+  sent: number;
+  /** True when every byte was sent. */
+  complete: boolean;
+}
+
+/** Telegram's download limit for bots (`getFile`), in bytes. */
+export const FAKE_GETFILE_MAX_BYTES = 20 * 1024 * 1024;
 
 /** Options of {@link FakeTelegram.start}. */
 export interface FakeTelegramOptions {
@@ -251,6 +280,10 @@ export class FakeTelegram {
   #drops = new Map<string, number>();
   #floods = new Map<string, { until: number; retryAfter: number }>();
   #revoked = false;
+  #files = new Map<string, { bytes: Buffer; fileSize: number; path: string; unique: string; chunked: boolean }>();
+  #nextFile = 1;
+  /** Every request to the file endpoint, in order. */
+  readonly fileDownloads: FakeFileDownload[] = [];
 
   private constructor(options: FakeTelegramOptions) {
     this.token = options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
@@ -410,6 +443,19 @@ export class FakeTelegram {
     return (markup?.inline_keyboard ?? []).flat() as { text: string; callback_data?: string }[];
   }
 
+  /**
+   * Stores a file (as if a user had uploaded it) and returns its ids and announced size, for a
+   * message's `photo`, `document`, `voice`…
+   */
+  addFile(bytes: Buffer, options: FakeFileInput = {}): { file_id: string; file_unique_id: string; file_size: number } {
+    const n = this.#nextFile++;
+    const fileId = `BQACAgUAAxkBAAI${n.toString(36).padStart(6, "0")}fake`;
+    const unique = `AgAD${n.toString(36).padStart(4, "0")}`;
+    const fileSize = options.fileSize ?? bytes.length;
+    this.#files.set(fileId, { bytes, fileSize, path: options.path ?? `documents/file_${n}`, unique, chunked: options.chunked ?? false });
+    return { file_id: fileId, file_unique_id: unique, file_size: fileSize };
+  }
+
   /** Calls made to `method`. */
   callsOf(method: string): FakeCall[] {
     return this.calls.filter((c) => c.method === method);
@@ -492,6 +538,7 @@ export class FakeTelegram {
 
   async #handle(req: HttpRequest, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://fake");
+    if (url.pathname.startsWith("/file/")) return this.#serveFile(url, res);
     const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     const send = (status: number, body: unknown) => {
       this.#pending.delete(res);
@@ -582,8 +629,54 @@ export class FakeTelegram {
     return found;
   }
 
+  /** `GET /file/bot<token>/<file_path>`: the bytes, or 401/404 like the Bot API's file server. */
+  #serveFile(url: URL, res: ServerResponse): void {
+    const m = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+    if (!m || m[1] !== this.token || this.#revoked) {
+      res.writeHead(m ? 401 : 404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: m ? 401 : 404, description: m ? "Unauthorized" : "Not Found" }));
+      return;
+    }
+    const path = decodeURIComponent(m[2]!);
+    const file = [...this.#files.values()].find((f) => f.path === path);
+    if (!file) {
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
+      return;
+    }
+    const record: FakeFileDownload = { path, sent: 0, complete: false };
+    this.fileDownloads.push(record);
+    if (!file.chunked) {
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.bytes.length) }).end(file.bytes);
+      record.sent = file.bytes.length;
+      record.complete = true;
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    let offset = 0;
+    const pump = () => {
+      if (res.destroyed) return;
+      if (offset >= file.bytes.length) {
+        record.complete = true;
+        res.end();
+        return;
+      }
+      const chunk = file.bytes.subarray(offset, offset + 64 * 1024);
+      offset += chunk.length;
+      res.write(chunk, () => {
+        record.sent = offset;
+        setTimeout(pump, 2);
+      });
+    };
+    pump();
+  }
+
   #call(method: string, p: Record<string, unknown>): unknown {
     switch (method) {
+      case "getFile": {
+        const file = this.#files.get(String(p.file_id ?? ""));
+        if (!file) throw bad("invalid file_id");
+        if (file.fileSize > FAKE_GETFILE_MAX_BYTES) throw bad("file is too big");
+        return { file_id: String(p.file_id), file_unique_id: file.unique, file_size: file.fileSize, file_path: file.path };
+      }
       case "getMe":
         return { ...this.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
       case "deleteWebhook":

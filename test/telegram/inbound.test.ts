@@ -175,12 +175,12 @@ describe("telegram inbound", () => {
     expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
   });
 
-  it("answers a sticker in a private chat with a hint, and stays quiet in a group", async () => {
+  it("answers a sticker without emoji in a private chat with a hint, and stays quiet in a group", async () => {
     const sticker = { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false } };
     const inGroup = h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });
     const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), extra: sticker });
     const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === 12), 5000, "hint");
-    expect(hint.text).toBe("我目前只看得懂文字訊息，請用文字告訴我你需要什麼。");
+    expect(hint.text).toMatch(/^這種訊息我還看不懂。\n我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 5 張/);
     expect(hint.payload.reply_parameters).toBeUndefined();
     await settle();
     expect(h.tg.sent.filter((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === inGroup.message_id)).toHaveLength(0);
@@ -188,9 +188,29 @@ describe("telegram inbound", () => {
     expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
   });
 
-  it("takes a photo caption as the text", async () => {
-    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), caption: "這是什麼？", extra: { photo: [{ file_id: "p", file_unique_id: "p", width: 1, height: 1 }] } });
-    expect((await queuedFor(m.message_id)).text).toBe("這是什麼？");
+  it("takes a photo caption as the text, with the largest photo size within the download limit as a file reference", async () => {
+    const sizes = [
+      { file_id: "small", file_unique_id: "s", width: 90, height: 60, file_size: 1_000 },
+      { file_id: "huge", file_unique_id: "h", width: 9000, height: 6000, file_size: 30 * 1024 * 1024 },
+      { file_id: "large", file_unique_id: "l", width: 1280, height: 853, file_size: 200_000 },
+    ];
+    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), caption: "這是什麼？", extra: { photo: sizes } });
+    const queued = await queuedFor(m.message_id);
+    expect(queued.text).toBe("這是什麼？");
+    expect(queued.media).toEqual([{ kind: "image", fileId: "large", width: 1280, height: 853, size: 200_000 }]);
+  });
+
+  it("queues a photo without caption, a sticker as its emoji, and a voice message as a reference the worker answers", async () => {
+    const chat = h.tg.privateChat(alice());
+    const photo = h.tg.sendUserMessage({ chat, from: alice(), extra: { photo: [{ file_id: "p", file_unique_id: "p", width: 10, height: 10 }] } });
+    expect(await queuedFor(photo.message_id)).toMatchObject({ text: "", media: [{ kind: "image", fileId: "p" }] });
+    const sticker = h.tg.sendUserMessage({ chat, from: alice(), extra: { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false, emoji: "😂" } } });
+    expect(await queuedFor(sticker.message_id)).toMatchObject({ text: "😂" });
+    expect((await queuedFor(sticker.message_id)).media).toBeUndefined();
+    const voice = h.tg.sendUserMessage({ chat, from: alice(), extra: { voice: { file_id: "v", file_unique_id: "v", duration: 2, file_size: 900 } } });
+    expect(await queuedFor(voice.message_id)).toMatchObject({ text: "", media: [{ kind: "voice", fileId: "v", size: 900 }] });
+    const doc = h.tg.sendUserMessage({ chat, from: alice(), caption: "看看", extra: { document: { file_id: "d", file_unique_id: "d", file_name: "a.png", mime_type: "image/png", file_size: 5 } } });
+    expect(await queuedFor(doc.message_id)).toMatchObject({ text: "看看", media: [{ kind: "image", fileId: "d", name: "a.png", mimeType: "image/png", size: 5 }] });
   });
 
   it("answers /tools and /tools@bot in a group, grouped by tag with dangerous tools marked", async () => {

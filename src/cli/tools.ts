@@ -5,12 +5,19 @@
  * as JSON; `--dir <folder>` (repeatable) loads other folders instead of `tools/`.
  * `--help` prints the usage. Exits 1 with the registry's error when loading fails (duplicate or
  * invalid tool), 2 on a bad option (with the usage) or a bad configuration. This is how a tool author checks a new file.
+ *
+ * With an MCP config (`MCP_CONFIG`, or `mcp.json` at the project root) it also connects to each
+ * MCP server once, lists its tools (name, server, tags, whether they ask for approval) and the
+ * servers skipped with the reason, then stops them. Secrets from `${VAR}` never appear: reasons
+ * are redacted, and headers, env and URLs are not printed.
  */
 import "dotenv/config";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
-import { createLogger, registerSecrets } from "../log.js";
+import { createLogger, redact, registerSecrets } from "../log.js";
+import { mcpConfigPath, McpConfigError, readMcpConfig } from "../mcp/config.js";
+import { McpToolSource, warnCrowdedContexts } from "../mcp/source.js";
 import { loadTools, ToolRegistryError, type LoadedTools } from "../toolbox/registry.js";
 import { unofferedReason, unofferedTools } from "../toolbox/select.js";
 
@@ -20,12 +27,46 @@ export interface ToolListing {
   skipped: { name: string; file: string; reason: string }[];
   /** Loaded tools (also in `tools`) that no chat offers to the model, with the reason. */
   notOffered: { name: string; file: string; reason: string }[];
+  /** MCP servers, when there is an MCP config. */
+  mcp?: McpListing;
 }
 
-/** Builds the listing of a loaded toolbox (first line of each description). */
-export function toolListing(loaded: LoadedTools): ToolListing {
+/** The MCP part of the listing. */
+export interface McpListing {
+  /** The MCP config file read (relative to the current folder when inside it). */
+  file: string;
+  /** Tools of the connected servers: toolbox name, server, MCP name, tags, and whether a call asks the user first. */
+  tools: { name: string; server: string; tool: string; tags: string[]; approval: boolean; description: string }[];
+  /** Servers that could not be used, with the reason (redacted). */
+  skipped: { server: string; reason: string }[];
+  /** Tools of connected servers left out, with the reason. */
+  skippedTools: { server: string; tool: string; reason: string }[];
+  /** The start-up warnings about chats offered more than 10 tools. */
+  warnings: string[];
+}
+
+/** The MCP part of the listing, from a started source. */
+export function mcpListing(file: string, source: McpToolSource, warnings: string[]): McpListing {
   return {
-    tools: loaded.toolbox.list().map((t) => ({
+    file: path.relative(process.cwd(), file).startsWith("..") ? file : path.relative(process.cwd(), file),
+    tools: source.tools().flatMap(({ server, tools }) =>
+      tools.map((t) => ({ name: t.name, server, tool: t.mcp.tool, tags: [...t.tags], approval: t.dangerous, description: t.description.trim().split("\n")[0]!.trim() })),
+    ),
+    skipped: source.skipped.map((s) => ({ server: s.server, reason: redact(s.reason) })),
+    skippedTools: source.skippedTools.map((s) => ({ ...s, reason: redact(s.reason) })),
+    warnings,
+  };
+}
+
+/** Builds the listing of a loaded toolbox (first line of each description); MCP tools go under `mcp`. */
+export function toolListing(loaded: LoadedTools, mcp?: McpListing): ToolListing {
+  const mcpNames = new Set(mcp?.tools.map((t) => t.name));
+  return {
+    ...(mcp ? { mcp } : {}),
+    tools: loaded.toolbox
+      .list()
+      .filter((t) => !mcpNames.has(t.name))
+      .map((t) => ({
       name: t.name,
       tags: [...t.tags],
       dangerous: t.dangerous,
@@ -35,7 +76,7 @@ export function toolListing(loaded: LoadedTools): ToolListing {
     skipped: loaded.skipped,
     notOffered: unofferedTools(loaded.toolbox).map((t) => ({
       name: t.name,
-      file: path.relative(process.cwd(), t.file) || t.file,
+      file: t.source ?? (path.relative(process.cwd(), t.file) || t.file),
       reason: unofferedReason(t),
     })),
   };
@@ -59,7 +100,27 @@ export function formatListing(listing: ToolListing): string {
     lines.push("", `${listing.notOffered.length} loaded but never offered to the model:`);
     for (const t of listing.notOffered) lines.push(`  ${t.name.padEnd(width)}  ${t.reason} (${t.file})`);
   }
+  if (listing.mcp) lines.push("", ...formatMcp(listing.mcp));
   return lines.join("\n");
+}
+
+function formatMcp(mcp: McpListing): string[] {
+  const lines = [`${mcp.tools.length} MCP tool${mcp.tools.length === 1 ? "" : "s"} (from ${mcp.file}):`];
+  const width = Math.max(4, ...mcp.tools.map((t) => t.name.length));
+  for (const t of mcp.tools) {
+    lines.push(`  ${t.name.padEnd(width)}  server ${t.server}  [${t.tags.join(", ")}]  ${t.approval ? "⚠️ asks for approval" : "no approval"}`);
+    lines.push(`  ${"".padEnd(width)}  ${t.description}`);
+  }
+  if (mcp.skipped.length > 0) {
+    lines.push("", `${mcp.skipped.length} MCP server${mcp.skipped.length === 1 ? "" : "s"} skipped:`);
+    for (const s of mcp.skipped) lines.push(`  ${s.server}: ${s.reason}`);
+  }
+  if (mcp.skippedTools.length > 0) {
+    lines.push("", `${mcp.skippedTools.length} MCP tool${mcp.skippedTools.length === 1 ? "" : "s"} skipped:`);
+    for (const s of mcp.skippedTools) lines.push(`  ${s.server}/${s.tool}: ${s.reason}`);
+  }
+  for (const w of mcp.warnings) lines.push("", `warning: ${w}`);
+  return lines;
 }
 
 const USAGE = `usage: npm run tools [-- [--json] [--dir <folder>]...]
@@ -101,17 +162,27 @@ async function main(): Promise<number> {
   }
   registerSecrets(secretValues(config));
   const log = createLogger({ level: "error" });
+  let source: McpToolSource | undefined;
   try {
     const loaded = await loadTools({ config, log, dirs: values.dir });
-    const listing = toolListing(loaded);
+    const file = mcpConfigPath(config.MCP_CONFIG);
+    let mcp: McpListing | undefined;
+    if (file) {
+      source = new McpToolSource({ config: readMcpConfig(file), toolbox: loaded.toolbox, log });
+      await source.start();
+      mcp = mcpListing(file, source, warnCrowdedContexts(loaded.toolbox, source, log));
+    }
+    const listing = toolListing(loaded, mcp);
     console.log(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing));
     return 0;
   } catch (error) {
-    if (error instanceof ToolRegistryError) {
-      console.error(error.message);
+    if (error instanceof ToolRegistryError || error instanceof McpConfigError) {
+      console.error(redact(error.message));
       return 1;
     }
     throw error;
+  } finally {
+    await source?.close();
   }
 }
 

@@ -91,6 +91,7 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
       return output;
     },
     describe: (args, context) => describeMcpCall(server.name, tool.name, args, context.locale),
+    activity: (_args, locale) => localize(locale, { "zh-TW": "{server}：{tool}", en: "{server}: {tool}" }, { server: server.name, tool: title ?? tool.name }),
   };
 }
 

@@ -315,6 +315,13 @@ function validate(body: unknown, media = new MediaChecks()): number {
           if (Array.isArray(b.content)) {
             b.content.forEach((c, k) => {
               if (isObject(c) && c.type === "text") checkText(c, `${where}.content.${k}`);
+              else if (isObject(c) && c.type === "image") {
+                // tool_result images (MCP image content): base64 of one of the four media types
+                const src = c.source;
+                if (!isObject(src) || src.type !== "base64") fail(`${where}.content.${k}.source: Input tag '${String(isObject(src) ? src.type : src)}' found using 'type' does not match any of the expected tags: 'base64', 'url'`);
+                if (!["image/jpeg", "image/png", "image/gif", "image/webp"].includes(String(src.media_type))) fail(`${where}.content.${k}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`);
+                if (typeof src.data !== "string" || src.data === "") fail(`${where}.content.${k}.source.base64.data: Field required`);
+              } else fail(`${where}.content.${k}: Input tag '${String(isObject(c) ? c.type : c)}' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'`);
             });
           } else if (b.content !== undefined && typeof b.content !== "string") {
             fail(`${where}.content: Input should be a valid string or list`);

@@ -1,0 +1,77 @@
+/**
+ * `npm run tools` with an MCP config: it connects to the (real, SDK-built) fixture servers once,
+ * lists their tools with server, tags and approval, the skipped servers with the reason, and
+ * never prints a secret taken from `${VAR}`.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHttpMcpFixture, type HttpMcpFixture } from "../fixtures/mcp/http-server.js";
+import { stdioEntry, tempDir, writeMcpConfig } from "./support.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const run = promisify(execFile);
+const STDIO_SECRET = `stdio-secret-${Math.random().toString(36).slice(2, 12)}`;
+const HTTP_SECRET = `http-secret-${Math.random().toString(36).slice(2, 12)}`;
+
+let http: HttpMcpFixture;
+let configFile: string;
+
+beforeAll(async () => {
+  http = await startHttpMcpFixture({ token: HTTP_SECRET });
+  configFile = writeMcpConfig(tempDir(), {
+    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"] }),
+    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"] },
+    broken: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}", FAIL_AT_START: "1" } }),
+  });
+});
+afterAll(async () => {
+  await http.close();
+});
+
+function cli(...args: string[]) {
+  return run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts"), ...args], {
+    cwd: root,
+    env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: configFile, STDIO_SECRET_VALUE: STDIO_SECRET, HTTP_SECRET_VALUE: HTTP_SECRET, ITEMS_URL: http.url },
+  });
+}
+
+describe("npm run tools with MCP servers", () => {
+  it("lists the MCP tools with server, tags and approval, and the skipped server with the reason (JSON)", async () => {
+    const { stdout, stderr } = await cli("--json");
+    const listing = JSON.parse(stdout) as { tools: { name: string }[]; mcp: Record<string, unknown> };
+    expect(listing.tools.map((t) => t.name)).not.toContain("notebook__echo");
+    expect(listing.mcp.file).toBe(configFile);
+    expect(listing.mcp.tools).toEqual([
+      { name: "notebook__echo", server: "notebook", tool: "echo", tags: ["util", "notes"], approval: false, description: "Echo the text back." },
+      { name: "notebook__add_note", server: "notebook", tool: "add_note", tags: ["util", "notes"], approval: true, description: "Add a note to the shared notebook." },
+      { name: "items__lookup", server: "items", tool: "lookup", tags: ["info"], approval: false, description: "Look an item up by its name." },
+      { name: "items__delete_item", server: "items", tool: "delete_item", tags: ["info"], approval: true, description: "Delete an item by id." },
+    ]);
+    expect(listing.mcp.skipped).toEqual([{ server: "broken", reason: expect.stringContaining("fatal: the backend rejected token [redacted]") }]);
+    expect(listing.mcp.warnings).toEqual([expect.stringContaining('2 from MCP server "notebook", 2 from MCP server "items"')]);
+    expect(stdout + stderr).not.toContain(STDIO_SECRET);
+    expect(stdout + stderr).not.toContain(HTTP_SECRET);
+    expect(http.unauthorized).toBe(0);
+  }, 60_000);
+
+  it("prints the same as text, without secrets", async () => {
+    const { stdout, stderr } = await cli();
+    expect(stdout).toContain(`4 MCP tools (from ${configFile}):`);
+    expect(stdout).toMatch(/notebook__add_note +server notebook +\[util, notes\] +⚠️ asks for approval/);
+    expect(stdout).toMatch(/items__lookup +server items +\[info\] +no approval/);
+    expect(stdout).toMatch(/1 MCP server skipped:\n {2}broken: .*fatal: the backend rejected token \[redacted\]/);
+    expect(stdout + stderr).not.toContain(STDIO_SECRET);
+    expect(stdout + stderr).not.toContain(HTTP_SECRET);
+  }, 60_000);
+
+  it("a malformed MCP config exits 1 naming the file and the problem", async () => {
+    const bad = writeMcpConfig(tempDir(), { x: { command: "node", url: "http://a" } });
+    const error = (await run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts")], { cwd: root, env: { ...process.env, MCP_CONFIG: bad } }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(error.code).toBe(1);
+    expect(error.stderr).toContain(`MCP_CONFIG: ${bad} is not a valid MCP servers file`);
+    expect(error.stderr).toContain('mcpServers.x: must have either "command"');
+  }, 60_000);
+});

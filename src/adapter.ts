@@ -6,6 +6,7 @@
  * Instant commands (`/tools`, `/help`, `/reset`) are answered by the adapter itself.
  * The outbound half ({@link Outbound}) is REST only and is also created in worker-only processes.
  */
+import type { Redis } from "ioredis";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
@@ -49,6 +50,11 @@ export interface AdapterContext {
    *   short "try again" message.
    */
   enqueue(message: IncomingMessage): Promise<void>;
+  /**
+   * The adapter side's Redis connection (fail-fast), for coordination between adapter processes
+   * (the Telegram polling lease). Optional: without it such coordination is off.
+   */
+  redis?: Redis;
   /** Runs a command (`/help`, `/tools`, `/reset`, `/usage`, `/approve`, `/enable`, `/disable` …); see `src/commands/`. */
   commands: CommandRunner;
   /**

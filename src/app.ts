@@ -246,6 +246,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const context: AdapterContext = {
         config,
         log,
+        redis: producerRedis,
         enqueue: async (message) => {
           await gate.admit(message);
         },

@@ -5,7 +5,7 @@
  * Docs: https://grammy.dev/guide/deployment-types and https://core.telegram.org/bots/api#setwebhook.
  */
 import type { Server } from "node:http";
-import { Bot, type Context } from "grammy";
+import { Bot, type Context, type Transformer } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
@@ -18,7 +18,8 @@ import { supportedMedia } from "../../src/media/refusal.js";
 import { botToken, clientOptions, createApi, installRetry, isHarmless, START_TIMEOUT_MS } from "./api.js";
 import { parseCallbackData } from "./approval.js";
 import { botCommands } from "./commands.js";
-import { isUnauthorized, PollingMonitor, type PollingOptions } from "./polling.js";
+import { PollingLease, type LeaseOptions } from "./lease.js";
+import { isUnauthorized, POLLING_DEFAULTS, PollingMonitor, type PollingOptions } from "./polling.js";
 import { startWebhookServer } from "./webhook.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { destinationOf, TelegramOutbound } from "./outbound.js";
@@ -51,6 +52,8 @@ export function createAdapter(config: Config, log: Logger, options: TelegramAdap
 export interface TelegramAdapterOptions {
   /** Retry delays and the health threshold of long polling (ms). */
   polling?: PollingOptions;
+  /** Timings of the polling lease (ms); see `lease.ts`. */
+  lease?: LeaseOptions;
 }
 
 /** See {@link createAdapter}. */
@@ -66,6 +69,15 @@ export class TelegramAdapter implements Adapter {
   readonly #monitor: PollingMonitor;
   /** Aborted by {@link stop}: ends a start-up in progress. */
   readonly #starting = new AbortController();
+  readonly #options: TelegramAdapterOptions;
+  /** The polling lease (long polling with a Redis in the context); see `lease.ts`. */
+  #lease: PollingLease | undefined;
+  /** The lease's renewal timer while polling, or the waiting adapter's retry timer. */
+  #leaseTimer: NodeJS.Timeout | undefined;
+  /** Set while a lost lease is being handed back (polling stopping). */
+  #losing: Promise<void> | undefined;
+  #stopped = false;
+  #context: AdapterContext | undefined;
 
   /** @param options - polling retry and health timings (tests shorten them); see {@link PollingOptions}. */
   constructor(
@@ -74,7 +86,10 @@ export class TelegramAdapter implements Adapter {
     options: TelegramAdapterOptions = {},
   ) {
     this.bot = new Bot(botToken(config), { client: clientOptions(config) });
+    this.#options = options;
     this.#monitor = new PollingMonitor(log, options.polling);
+    // Innermost: every getUpdates that reaches Telegram is preceded by the lease's fencing check.
+    this.bot.api.config.use(this.#leaseGate);
     // Inside auto-retry, so getUpdates failures reach the monitor at once (auto-retry waits 3 s, 6 s… on a 5xx).
     this.bot.api.config.use(this.#monitor.transformer);
     installRetry(this.bot.api);
@@ -105,6 +120,7 @@ export class TelegramAdapter implements Adapter {
   async #start(context: AdapterContext): Promise<void> {
     const { bot, config, log } = this;
     const signal = this.#starting.signal;
+    this.#context = context;
     bot.catch((err) => log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
     bot.on("message", (ctx) => this.#onMessage(ctx, context));
     bot.on("callback_query:data", (ctx) => this.#onCallback(ctx, context));
@@ -131,6 +147,21 @@ export class TelegramAdapter implements Adapter {
       return;
     }
 
+    if (context.redis) {
+      this.#lease = new PollingLease(context.redis, bot.botInfo.id, this.#options.lease);
+      if (!(await this.#lease.tryAcquire())) {
+        log.info({ bot: bot.botInfo.username, retryEveryMs: this.#lease.options.retryEveryMs }, "telegram: another adapter is polling this bot; waiting to take over its polling lease");
+        this.#waitForLease(context);
+        return;
+      }
+    }
+    await this.#startPolling(context);
+    log.info({ bot: bot.botInfo.username, fence: this.#lease?.fence }, "telegram: long polling started");
+  }
+
+  /** Starts grammy's long polling; resolves once it runs, then renews the lease (if any) while it does. */
+  async #startPolling(context: AdapterContext): Promise<void> {
+    const { bot, log } = this;
     await new Promise<void>((resolve, reject) => {
       let started = false;
       this.#polling = bot
@@ -154,8 +185,80 @@ export class TelegramAdapter implements Adapter {
           log.error({ error: redact(String(error)) }, "telegram: polling stopped with an error");
         });
     });
-    log.info({ bot: bot.botInfo.username }, "telegram: long polling started");
+    const lease = this.#lease;
+    if (!lease) return;
+    this.#leaseTimer = setInterval(() => {
+      void lease.confirm().then((ours) => {
+        if (!ours) this.#leaseLost(context);
+      });
+    }, lease.options.renewEveryMs);
   }
+
+  /** A waiting adapter: tries to take the lease every `retryEveryMs`, and starts polling once it has it. */
+  #waitForLease(context: AdapterContext): void {
+    const lease = this.#lease!;
+    let trying = false;
+    this.#leaseTimer = setInterval(() => {
+      if (trying || this.#stopped) return;
+      trying = true;
+      void lease
+        .tryAcquire()
+        .then(async (ours) => {
+          if (!ours || this.#stopped) return;
+          clearInterval(this.#leaseTimer);
+          try {
+            await this.#startPolling(context);
+            this.log.info({ bot: this.bot.botInfo.username, fence: lease.fence }, "telegram: took over the polling lease; long polling started");
+          } catch (error) {
+            if (isUnauthorized(error)) {
+              const fatal = tokenRejected(error);
+              if (context.fatal) context.fatal(fatal);
+              else this.log.fatal(fatal.message);
+              return;
+            }
+            this.log.error({ error: redact(String(error)) }, "telegram: could not start polling after taking the lease; handing it back");
+            await lease.release();
+            if (!this.#stopped) this.#waitForLease(context);
+          }
+        })
+        .catch(() => undefined) // Redis unreachable: try again at the next tick
+        .finally(() => (trying = false));
+    }, lease.options.retryEveryMs);
+  }
+
+  /** The lease is no longer ours (another adapter took it while this one was paused, or Redis was gone too long): stop polling and wait. */
+  #leaseLost(context: AdapterContext): void {
+    if (this.#losing || this.#stopped) return;
+    clearInterval(this.#leaseTimer);
+    this.log.warn("telegram: the polling lease was lost (this process was paused, or Redis was unreachable for longer than the lease); stopped polling, waiting to take it again");
+    this.#losing = (async () => {
+      if (this.bot.isRunning()) await Promise.race([this.bot.stop(), delay(STOP_CONFIRM_MS)]).catch(() => undefined);
+      await this.#polling?.catch(() => undefined);
+    })().finally(() => {
+      this.#losing = undefined;
+      if (!this.#stopped) this.#waitForLease(context);
+    });
+  }
+
+  /**
+   * The fencing check: a `getUpdates` of the polling loop goes to Telegram only after the lease's
+   * tenure was confirmed in Redis; when it was lost, no call is made and polling stops. grammy's
+   * offset-confirming call in `bot.stop()` (no signal) goes out only while the lease is surely
+   * still ours, and is answered with no updates otherwise.
+   */
+  readonly #leaseGate: Transformer = async (prev, method, payload, grammySignal) => {
+    const lease = this.#lease;
+    if (method !== "getUpdates" || !lease) return prev(method, payload, grammySignal);
+    if (grammySignal === undefined) {
+      if (lease.held()) return prev(method, payload, grammySignal);
+      return { ok: true, result: [] } as unknown as Awaited<ReturnType<typeof prev>>;
+    }
+    if (await lease.confirm()) return prev(method, payload, grammySignal);
+    const signal = grammySignal as unknown as AbortSignal;
+    this.#leaseLost(this.#context!);
+    if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    throw new Error("telegram: the polling lease was lost");
+  };
 
   /**
    * True while updates can arrive: the webhook was set and its server listens, or the polling loop
@@ -163,6 +266,8 @@ export class TelegramAdapter implements Adapter {
    */
   isConnected(): boolean {
     if (this.config.TELEGRAM_WEBHOOK_URL) return this.#webhookSet && this.#server?.listening === true;
+    // A waiting adapter (another one holds the polling lease) is healthy while it can watch the lease.
+    if (this.#lease && !this.bot.isRunning()) return this.#lease.reachable(this.#options.polling?.unhealthyAfterMs ?? POLLING_DEFAULTS.unhealthyAfterMs);
     return this.bot.isRunning() && this.bot.isInited() && this.#monitor.healthy();
   }
 
@@ -172,10 +277,15 @@ export class TelegramAdapter implements Adapter {
    */
   async stop(): Promise<void> {
     this.#starting.abort();
+    this.#stopped = true;
+    clearInterval(this.#leaseTimer);
     try {
+      await this.#losing;
       // bot.stop() confirms the offset with one more getUpdates, which cannot be aborted: bound it.
       if (this.bot.isRunning()) await Promise.race([this.bot.stop(), delay(STOP_CONFIRM_MS)]);
       await this.#polling?.catch(() => undefined);
+      // After the offset is confirmed: the next adapter does not get this one's updates again.
+      await this.#lease?.release();
       if (this.#server) {
         const server = this.#server;
         this.#server = undefined;

@@ -240,6 +240,8 @@ export class FakeTelegram {
   readonly bot: User & { username: string };
   /** Every call the bot made, in order (including failed ones). */
   readonly calls: FakeCall[] = [];
+  /** Held long polls ended by a newer `getUpdates` (409 "terminated by other getUpdates request"): two pollers fighting. */
+  conflicts = 0;
   /** Messages the bot sent, in order, with edits applied. */
   readonly sent: FakeSentMessage[] = [];
   /** `sendChatAction` payloads. */
@@ -624,6 +626,7 @@ export class FakeTelegram {
       res.once("close", closed);
     });
     if (ended === "revoked") throw new ApiFailure(401, "Unauthorized");
+    if (ended === "replaced") this.conflicts += 1;
     if (ended === "replaced") throw new ApiFailure(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
     found = ready();
     return found;

@@ -1,0 +1,177 @@
+/**
+ * One long poller per bot token: the Redis polling lease (`adapters/telegram/lease.ts`).
+ *
+ * - The lease itself on a real Redis: one holder at a time; an abandoned lease (a holder that
+ *   stopped renewing, as a paused process does) is taken over with a higher fence, and the old
+ *   holder's confirmation then fails, so it sends no further `getUpdates`.
+ * - Two adapter processes (`npm start`'s entry point, `ROLE=adapter`, real child processes) on the
+ *   strict fake Bot API, with a worker in this process: one polls, the other waits (no 409 between
+ *   them); after the first is killed (SIGKILL) the second takes over within 10 s, and every
+ *   message, also those sent while no one polled, is answered exactly once.
+ * - A 409 injected into the polling adapter's `getUpdates`: polling resumes, the lease is kept.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAnthropicClient } from "../../src/agent/client.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { startBot, type RunningBot } from "../../src/app.js";
+import { connectRedis } from "../../src/redis.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import { PollingLease, pollingLeaseKey } from "../../adapters/telegram/lease.js";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { FakeTelegram } from "../fakes/telegram.js";
+import { scriptedModel } from "../e2e/scripted-model.js";
+import { testConfig } from "../helpers/config.js";
+import { captureLogger } from "../helpers/log.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+
+let server: TestRedis;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startRedis();
+  redis = connectRedis(server.url);
+});
+afterAll(async () => {
+  await redis?.quit();
+  await server?.stop();
+});
+
+describe("the lease", () => {
+  it("has one holder at a time; an abandoned lease is taken over with a higher fence and the old holder is fenced off", async () => {
+    const timings = { ttlMs: 600, renewEveryMs: 200, retryEveryMs: 100 };
+    const a = new PollingLease(redis, 123456, timings);
+    const b = new PollingLease(redis, 123456, timings);
+    expect(await a.tryAcquire()).toBe(true);
+    expect(await b.tryAcquire()).toBe(false);
+    expect(await a.confirm()).toBe(true);
+    const first = a.fence!;
+    // `a` is paused: it stops renewing. Its lease runs out, and `b` takes it.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(a.held()).toBe(false);
+    expect(await b.tryAcquire()).toBe(true);
+    expect(b.fence).toBeGreaterThan(first);
+    // `a` resumes: its fencing check fails, and its release does not touch `b`'s tenure.
+    expect(await a.confirm()).toBe(false);
+    await a.release();
+    expect(await b.confirm()).toBe(true);
+    await b.release();
+    expect(await a.tryAcquire()).toBe(true);
+    await a.release();
+  });
+
+  it("is keyed by a hash of the bot id in a hash tag of its own, never by the token", () => {
+    const key = pollingLeaseKey(900000001);
+    expect(key).toMatch(/^telegram:poller:\{[0-9a-f]{16}\}$/);
+    expect(key).not.toContain("900000001");
+    expect(pollingLeaseKey(900000002)).not.toBe(key);
+  });
+});
+
+describe("two polling adapter processes", () => {
+  let tg: FakeTelegram;
+  let model: FakeAnthropic;
+  let worker: RunningBot;
+  const children: ChildProcess[] = [];
+  const outputs = new Map<ChildProcess, string>();
+  const env = () => ({
+    PATH: process.env.PATH ?? "",
+    ROLE: "adapter",
+    LOG_LEVEL: "info",
+    REDIS_URL: server.url,
+    TELEGRAM_BOT_TOKEN: tg.token,
+    TELEGRAM_API_ROOT: tg.apiRoot,
+    ANTHROPIC_API_KEY: "fake-lease-anthropic-key-0000",
+    ACCESS_POLICY: "open",
+    RATE_LIMIT_PER_MINUTE: "10000",
+    MAX_QUEUED_PER_CHAT: "10000",
+    USER_DAILY_TOKENS: "0",
+  });
+
+  function startAdapter(): ChildProcess {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+    outputs.set(child, "");
+    const collect = (d: Buffer) => outputs.set(child, outputs.get(child)! + d.toString());
+    child.stdout!.on("data", collect);
+    child.stderr!.on("data", collect);
+    children.push(child);
+    return child;
+  }
+
+  async function waitForOutput(child: ChildProcess, text: string, timeoutMs: number): Promise<number> {
+    const until = Date.now() + timeoutMs;
+    while (!outputs.get(child)!.includes(text)) {
+      if (Date.now() > until) throw new Error(`no "${text}" within ${timeoutMs} ms; output:\n${outputs.get(child)}`);
+      if (child.exitCode !== null) throw new Error(`the adapter exited (${child.exitCode}); output:\n${outputs.get(child)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return Date.now();
+  }
+
+  /** Sends `calc <n> + 1` from user `id` (a private chat of its own). */
+  function ask(id: number, n: number): void {
+    const user = tg.user(id, `User${id}`);
+    tg.sendUserMessage({ chat: tg.privateChat(user), from: user, text: `calc ${n} + 1` });
+  }
+
+  beforeAll(async () => {
+    tg = await FakeTelegram.start();
+    model = await startFakeAnthropic({ fallback: scriptedModel });
+    const config = testConfig({ ...env(), ROLE: "worker", LOG_LEVEL: "silent", ANTHROPIC_BASE_URL: model.url });
+    const { log } = captureLogger("info");
+    const { toolbox } = await loadTools({ config, log });
+    worker = await startBot({ config, log, redisUrl: server.url, toolbox, role: "worker", agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 1 }) } });
+  }, 60_000);
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await worker?.stop();
+    await model?.close();
+    await tg?.stop();
+  });
+
+  it("one polls, the other waits; the second takes over within 10 s of the first being killed, and no message is lost or answered twice", async () => {
+    const first = startAdapter();
+    await waitForOutput(first, "telegram: long polling started", 30_000);
+    const second = startAdapter();
+    await waitForOutput(second, "another adapter is polling this bot; waiting to take over its polling lease", 30_000);
+
+    for (let i = 0; i < 3; i++) ask(9100 + i, i);
+    await tg.waitFor(() => [0, 1, 2].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)), 20_000, "answers while the first polls");
+    // Only the first polled: the waiting adapter never sent a getUpdates that fought it.
+    expect(tg.conflicts).toBe(0);
+
+    first.kill("SIGKILL");
+    const killedAt = Date.now();
+    for (let i = 3; i < 6; i++) ask(9100 + i, i); // nobody polls now: these wait at Telegram
+    const tookOverAt = await waitForOutput(second, "telegram: took over the polling lease; long polling started", 15_000);
+    expect(tookOverAt - killedAt).toBeLessThan(10_000);
+    for (let i = 6; i < 8; i++) ask(9100 + i, i);
+    await tg.waitFor(() => [3, 4, 5, 6, 7].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)), 20_000, "answers after the takeover");
+    // Answers of late duplicates would still be on their way: give them time to show up.
+    await new Promise((r) => setTimeout(r, 1500));
+    for (let i = 0; i < 8; i++) {
+      const answers = tg.sent.filter((m) => m.chatId === 9100 + i);
+      expect(answers.map((m) => m.text)).toEqual([expect.stringContaining(String(i + 1))]);
+    }
+    expect(tg.conflicts).toBe(0);
+
+    // A 409 in the polling adapter's getUpdates: polling resumes (the lease stays with it).
+    tg.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
+    ask(9110, 41);
+    await tg.waitFor(() => tg.sent.some((m) => m.chatId === 9110 && m.text.includes("42")), 20_000, "the answer after a 409");
+    await waitForOutput(second, "telegram: polling works again", 10_000);
+    expect(outputs.get(second)).not.toContain("the polling lease was lost");
+    // No token in either process's output.
+    for (const child of [first, second]) expect(outputs.get(child)).not.toContain(tg.token);
+
+    // A graceful stop hands the lease back: a new adapter takes it within about retryEveryMs.
+    const third = startAdapter();
+    await waitForOutput(third, "waiting to take over its polling lease", 30_000);
+    const stoppedAt = Date.now();
+    second.kill("SIGTERM");
+    const third_at = await waitForOutput(third, "telegram: took over the polling lease", 15_000);
+    expect(third_at - stoppedAt).toBeLessThan(8_000);
+    ask(9111, 1);
+    await tg.waitFor(() => tg.sent.some((m) => m.chatId === 9111 && m.text.includes("2")), 20_000, "the answer after a graceful handover");
+  }, 120_000);
+});

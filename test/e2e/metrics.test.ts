@@ -81,7 +81,14 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   dc.sendUserMessage(bob, "calc 0.1 + 0.2", { dm: true });
   await dc.waitFor(() => dc.sent.find((m) => m.content.includes("0.3")), ANSWER_TIMEOUT_MS);
 
-  const { contentType, families } = await scrape();
+  // The worker finishes a job (pops the message, writes the trace) just after the platform has the
+  // answer: scrape once no job runs any more.
+  let scraped = await scrape();
+  for (const until = Date.now() + 10_000; value(scraped.families, "bot_worker_active_jobs") !== 0 && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    scraped = await scrape();
+  }
+  const { contentType, families } = scraped;
   expect(contentType).toContain("text/plain");
   expect(value(families, "bot_messages_received_total", { platform: "telegram", chat_kind: "dm" })).toBe(4);
   expect(value(families, "bot_messages_received_total", { platform: "discord", chat_kind: "dm" })).toBe(1);

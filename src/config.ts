@@ -69,6 +69,8 @@ const wholeNumber = (min: number, max: number, expected = `must be a whole numbe
 /** {@link wholeNumber} with `fallback` when the variable is unset or blank. */
 const int = (min: number, max: number, fallback: number) => wholeNumber(min, max).default(fallback);
 
+const ALWAYS_ALLOW_MESSAGE = "must be a number of days greater than 0 and at most 3650 (fractions allowed, e.g. 0.5)";
+
 const PORT_MESSAGE = "must be a port number from 1 to 65535";
 
 /** A TCP port, 1-65535, written in digits. */
@@ -240,6 +242,17 @@ export const ConfigSchema = z.object({
   /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
   ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
+  /**
+   * Days an "always allow" grant lasts (requester × tool × conversation); a decimal number greater
+   * than 0 and at most 3650. Fractions are allowed (`0.5` = 12 hours; tests use a few seconds).
+   */
+  ALWAYS_ALLOW_DAYS: z
+    .string({ message: ALWAYS_ALLOW_MESSAGE })
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, { message: ALWAYS_ALLOW_MESSAGE })
+    .transform(Number)
+    .pipe(z.number().gt(0, { message: ALWAYS_ALLOW_MESSAGE }).max(3650, { message: ALWAYS_ALLOW_MESSAGE }))
+    .default(30),
   /** Seconds a reminder's snooze button puts it off (1 s to 1 day). */
   REMINDER_SNOOZE_SECONDS: int(1, 86400, 600),
   /** Path of the MCP servers file (`mcpServers` JSON, see `src/mcp/config.ts`); unset = `mcp.json` at the project root when it exists. */
@@ -306,6 +319,14 @@ export type Config = z.output<typeof ConfigSchema>;
 /** Seconds a quiet chat's history is kept: `HISTORY_TTL_DAYS` in seconds. */
 export function historyTtlSeconds(config: Pick<Config, "HISTORY_TTL_DAYS">): number {
   return config.HISTORY_TTL_DAYS * 86_400;
+}
+
+/**
+ * How long an "always allow" grant lasts, in ms: `ALWAYS_ALLOW_DAYS` × 86 400 000, rounded, at
+ * least 1000 (one second).
+ */
+export function alwaysAllowMs(config: Pick<Config, "ALWAYS_ALLOW_DAYS">): number {
+  return Math.max(1000, Math.round(config.ALWAYS_ALLOW_DAYS * 86_400_000));
 }
 
 /**

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, ConfigSchema, loadConfig, secretValues } from "../../src/config.js";
+import { alwaysAllowMs, ConfigError, ConfigSchema, loadConfig, secretValues } from "../../src/config.js";
 import { fakeDiscordToken } from "../helpers/fake-tokens.js";
 
 /** The problems `loadConfig` reports for `env` (purpose `inspect`), or [] when it is valid. */
@@ -80,6 +80,17 @@ describe("loadConfig", () => {
     expect(problemsOf({ MAX_TURNS: "51" })).toEqual(["MAX_TURNS: must be a whole number from 1 to 50"]);
     expect(problemsOf({ MAX_TURNS: "0" })).toEqual(["MAX_TURNS: must be a whole number from 1 to 50"]);
     expect(loadConfig({ MAX_TURNS: " 50 ", WORKER_CONCURRENCY: "1" }, { purpose: "inspect" })).toMatchObject({ MAX_TURNS: 50, WORKER_CONCURRENCY: 1 });
+  });
+
+  it("ALWAYS_ALLOW_DAYS: default 30, fractions allowed, zero, negative and words refused without the value", () => {
+    expect(loadConfig({}, { purpose: "inspect" }).ALWAYS_ALLOW_DAYS).toBe(30);
+    expect(alwaysAllowMs(loadConfig({}, { purpose: "inspect" }))).toBe(30 * 86_400_000);
+    const half = loadConfig({ ALWAYS_ALLOW_DAYS: " 0.5 " }, { purpose: "inspect" });
+    expect(half.ALWAYS_ALLOW_DAYS).toBe(0.5);
+    expect(alwaysAllowMs(half)).toBe(12 * 3600_000);
+    expect(alwaysAllowMs(loadConfig({ ALWAYS_ALLOW_DAYS: "0.00000001" }, { purpose: "inspect" }))).toBe(1000);
+    const message = "ALWAYS_ALLOW_DAYS: must be a number of days greater than 0 and at most 3650 (fractions allowed, e.g. 0.5)";
+    for (const bad of ["0", "0.0", "-1", "3651", "thirty", "1e3", ".5"]) expect(problemsOf({ ALWAYS_ALLOW_DAYS: bad })).toEqual([message]);
   });
 
   it("treats a blank variable as unset, so its default applies (like .env.example's empty lines)", () => {

@@ -22,6 +22,12 @@ export interface ApprovalPrompt {
   requesterName: string;
   /** When the approval expires, ms since the Unix epoch. */
   expiresAt: number;
+  /**
+   * True when the prompt offers a third choice, "always allow" (Telegram button `ap:<id>:a`,
+   * Discord button, console `a`): approve and stop asking this requester about this tool in this
+   * conversation for `ALWAYS_ALLOW_DAYS`. Absent for a tool that refuses grants (`alwaysAllow: false`).
+   */
+  alwaysAllow?: boolean;
 }
 
 /** How an approval ended, as shown on the edited prompt. */

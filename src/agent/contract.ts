@@ -44,6 +44,15 @@ export interface AgentDeps {
    * `messages.create` as before. Called synchronously; must not throw.
    */
   onEvent?: (event: AgentEvent) => void;
+  /**
+   * The requester's "always allow" grant of the dangerous tool `tool` in this conversation, when
+   * one has not expired (read from Redis at each call: a revoke counts at once). A call of a
+   * tool whose definition does not say `alwaysAllow: false` runs without asking when this
+   * returns a grant (through `executeOnce`, like an approved call); the trace records the grant.
+   * Default: none (every dangerous call is asked about).
+   * @throws when Redis is unreachable (the run fails like any Redis failure).
+   */
+  grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
 }
 
 /**

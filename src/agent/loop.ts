@@ -118,8 +118,16 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
       results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
     }
   }
-  const remaining = closeAll ? [] : rest;
+  const remaining: PendingCall[] = [];
   if (closeAll) for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
+  else {
+    // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
+    for (const call of rest) {
+      const grant = await grantOf(deps, call.name);
+      if (grant) results.push(await runGranted(call.toolUseId, call.name, call.input, grant, deps, context));
+      else remaining.push(call);
+    }
+  }
 
   if (remaining.length > 0) {
     const next: SuspendedRun = { ...run, results, pending: remaining };
@@ -297,11 +305,18 @@ async function streamModel(
  * (`deps.checkpoint`), so a retried job resumes here instead of asking the model again.
  */
 async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
-  if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && isWrite(deps, u.name))) {
+  // Dangerous calls covered by the requester's "always allow" grant run in this turn, like writes.
+  const granted = new Map<string, { expiresAt: number }>();
+  for (const use of toolUses) {
+    if (use.id === cutId || !deps.toolbox.get(use.name)?.dangerous) continue;
+    const grant = await grantOf(deps, use.name);
+    if (grant) granted.set(use.id, grant);
+  }
+  if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && (isWrite(deps, u.name) || granted.has(u.id)))) {
     const checkpoint: RunCheckpoint = { messages: state.messages, turns: state.turns, callCounts: { ...state.callCounts }, maxTokens: state.maxTokens, ...(cutId ? { cutId } : {}) };
     await deps.checkpoint(checkpoint);
   }
-  const { results, pending } = await runTurn(toolUses, cutId, state, deps, context);
+  const { results, pending } = await runTurn(toolUses, cutId, state, deps, context, granted);
   if (pending.length > 0) {
     const run: SuspendedRun = { ...state, results, pending };
     const call = pending[0]!;
@@ -325,6 +340,7 @@ async function runTurn(
   state: RunState,
   deps: AgentDeps,
   context: ToolContext,
+  granted: ReadonlyMap<string, { expiresAt: number }>,
 ): Promise<{ results: ToolResultBlockParam[]; pending: PendingCall[] }> {
   const { toolbox, tracer } = deps;
   const results: ToolResultBlockParam[] = [];
@@ -354,7 +370,9 @@ async function runTurn(
         results.push(toolResult(use.id, check.content, true));
         continue;
       }
-      pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
+      const grant = granted.get(use.id);
+      if (grant) results.push(await runGranted(use.id, use.name, use.input, grant, deps, context));
+      else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
     const execute = () => toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
@@ -364,6 +382,32 @@ async function runTurn(
     results.push(toolResult(use.id, execution.content, !execution.ok, execution.images));
   }
   return { results, pending };
+}
+
+/**
+ * The requester's unexpired "always allow" grant of `name`, when grants are wired in and the tool
+ * accepts them (its definition does not say `alwaysAllow: false`); else undefined.
+ */
+async function grantOf(deps: AgentDeps, name: string): Promise<{ expiresAt: number } | undefined> {
+  const tool = deps.toolbox.get(name);
+  if (!deps.grantFor || !tool?.dangerous || tool.alwaysAllow === false) return undefined;
+  return deps.grantFor(name);
+}
+
+/**
+ * Runs a dangerous call covered by a grant, at most once per `tool_use` id (`executeOnce`, as an
+ * approved call), reports it like any tool call of a streamed run (`tool_start` / `tool_end`), and
+ * records in the trace that a grant, not a prompt, allowed it.
+ */
+async function runGranted(toolUseId: string, name: string, input: unknown, grant: { expiresAt: number }, deps: AgentDeps, context: ToolContext): Promise<ToolResultBlockParam> {
+  const { tracer } = deps;
+  tracer.event("approval", { verdict: "granted", tool: name, toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+  context.log.info({ tool: name, toolUseId }, "dangerous call allowed by an always-allow grant");
+  const execute = () => deps.toolbox.execute(name, input, context, { tracer, toolUseId });
+  deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale) });
+  const execution = deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
+  deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
+  return toolResult(toolUseId, execution.content, !execution.ok);
 }
 
 /** What the model reads when a pending call was not run. */

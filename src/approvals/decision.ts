@@ -5,6 +5,7 @@
  */
 import { localize, type Locale } from "../i18n.js";
 import type { Platform } from "../queue/incoming.js";
+import { durationInWords } from "../reminders/time.js";
 
 /** A decision someone tried to make on an approval prompt. */
 export interface DecisionRequest {
@@ -14,6 +15,12 @@ export interface DecisionRequest {
   /** Who pressed or reacted (same id scheme as `IncomingMessage.userId`). */
   deciderId: string;
   approve: boolean;
+  /**
+   * "Always allow": approve this call and let the worker record a grant for the requester × tool ×
+   * conversation (`ALWAYS_ALLOW_DAYS`). Implies `approve`. Refused (`always_refused`) when the
+   * prompt did not offer it.
+   */
+  always?: boolean;
 }
 
 /**
@@ -21,13 +28,17 @@ export interface DecisionRequest {
  * - `accepted`: the first valid decision; it was queued for a worker, which runs or declines the tool;
  * - `not_found`: no such approval, or it expired;
  * - `already_decided`: someone (the requester) decided before; nothing changed;
- * - `not_requester`: only `requesterName` may decide; nothing changed.
+ * - `not_requester`: only `requesterName` may decide; nothing changed;
+ * - `always_refused`: "always allow" was asked for a tool that refuses grants (`alwaysAllow: false`;
+ *   its prompt has no such button); nothing changed, the requester may still confirm or cancel.
+ * An accepted "always allow" carries `always` (with the grant's length in ms when known).
  */
 export type DecisionResult =
-  | { status: "accepted"; approve: boolean }
+  | { status: "accepted"; approve: boolean; always?: { grantMs?: number } }
   | { status: "not_found" }
   | { status: "already_decided" }
-  | { status: "not_requester"; requesterName: string };
+  | { status: "not_requester"; requesterName: string }
+  | { status: "always_refused" };
 
 /** Checks a decision and, when it is the first valid one, queues it. */
 export interface ApprovalDecider {
@@ -42,9 +53,16 @@ export interface ApprovalDecider {
 export function decisionNotice(result: DecisionResult, locale: Locale): string {
   switch (result.status) {
     case "accepted":
+      if (result.always) {
+        return result.always.grantMs
+          ? localize(locale, { "zh-TW": "已確認，處理中…之後 {duration}內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。", en: "Confirmed, working on it… For the next {duration} you will not be asked again for this tool here (/permissions to revoke)." }, { duration: durationInWords(result.always.grantMs, locale) })
+          : localize(locale, { "zh-TW": "已確認，處理中…之後你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。", en: "Confirmed, working on it… You will not be asked again for this tool here (/permissions to revoke)." });
+      }
       return result.approve
         ? localize(locale, { "zh-TW": "已確認，處理中…", en: "Confirmed, working on it…" })
         : localize(locale, { "zh-TW": "已取消。", en: "Cancelled." });
+    case "always_refused":
+      return localize(locale, { "zh-TW": "這個動作不能設為一律允許，請按「確認」或「取消」。", en: "This action cannot be always allowed; press Confirm or Cancel." });
     case "not_found":
       return localize(locale, { "zh-TW": "這個確認請求已過期或不存在。", en: "This request has expired or no longer exists." });
     case "already_decided":

@@ -19,10 +19,12 @@ import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { ApprovalOutcome, Outbound } from "../outbound.js";
-import type { ConversationRef, IncomingMessage, Platform } from "../queue/incoming.js";
+import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import { durationInWords } from "../reminders/time.js";
 import { finishTracer } from "../trace/tracer.js";
+import type { GrantStore } from "./grants.js";
 import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore, type RequesterRef } from "./store.js";
 
 /** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
@@ -58,6 +60,11 @@ export interface ApprovalFlowDeps {
   outbound(platform: Platform): Outbound;
   /** Adds the delayed expiry job: after `delayMs` ms, `handleDecision({ approvalId, verdict: "expired" })`. */
   scheduleExpiry(approvalId: string, delayMs: number): Promise<void>;
+  /**
+   * The "always allow" grants. When given, prompts of tools that accept grants offer "always
+   * allow", and such a decision records a grant before the run resumes. Default none (no such button).
+   */
+  grants?: GrantStore;
   log?: Logger;
 }
 
@@ -81,8 +88,14 @@ export async function describeCall(toolbox: ToolBox, call: PendingCall, context:
   return `${call.name} ${json.length > FALLBACK_INPUT_CHARS ? `${json.slice(0, FALLBACK_INPUT_CHARS)}…` : json}`;
 }
 
-/** The text of a closed prompt: the outcome and the action, in `locale`. */
-export function outcomeText(outcome: ApprovalOutcome, action: string, locale: Locale): string {
+/**
+ * The text of a closed prompt: the outcome and the action, in `locale`.
+ * @param grantMs - for an "always allow" approval: the grant's length in ms, said on the prompt.
+ */
+export function outcomeText(outcome: ApprovalOutcome, action: string, locale: Locale, grantMs?: number): string {
+  if (outcome === "approved" && grantMs !== undefined) {
+    return localize(locale, { "zh-TW": "✅ 已確認，{duration}內一律允許：{action}", en: "✅ Confirmed, always allowed for {duration}: {action}" }, { action, duration: durationInWords(grantMs, locale) });
+  }
   const texts = {
     approved: { "zh-TW": "✅ 已確認：{action}", en: "✅ Confirmed: {action}" },
     declined: { "zh-TW": "❌ 已取消，未執行：{action}", en: "❌ Declined, not done: {action}" },
@@ -123,7 +136,8 @@ export class ApprovalFlow {
     if (existing?.prompt) return existing.id;
     const { toolbox, context } = await this.#deps.agentDeps(message);
     const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
-    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale }));
+    const alwaysAllow = existing?.alwaysAllow ?? (this.#deps.grants !== undefined && toolbox.get(outcome.call.name)?.alwaysAllow !== false);
+    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow }));
     const record = existing ?? (await store.get(id));
     if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
     const prompt = await outbound.sendApprovalPrompt(message, {
@@ -131,12 +145,13 @@ export class ApprovalFlow {
       action,
       requesterName: message.userName,
       expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
+      ...(alwaysAllow ? { alwaysAllow: true } : {}),
     });
     await store.setPrompt(id, prompt);
     // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌
     // reactions before `sendApprovalPrompt` returns); its job then found no prompt to close.
     const after = await store.get(id);
-    if (after && after.status !== "pending") await this.#closePrompt({ ...after, prompt }, outbound, after.status);
+    if (after && after.status !== "pending") await this.#closePrompt({ ...after, prompt }, outbound, after.status, after.always && this.#deps.grants ? this.#deps.grants.ttlMs : undefined);
     this.#log.info({ approvalId: id, tool: outcome.call.name, toolUseId: outcome.call.toolUseId }, "approval asked");
     return id;
   }
@@ -150,7 +165,9 @@ export class ApprovalFlow {
    * end, so a redelivered job finds nothing to do; a retried job skips the steps an earlier
    * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an
    * expiry, further pending calls of the same turn are closed as expired too (the requester is
-   * away; no new prompt).
+   * away; no new prompt). An approval given with "always allow" first records the grant (requester
+   * × tool × conversation; not for a tool with `alwaysAllow: false`), so the resumed run's later
+   * calls of that tool need no prompt either.
    *
    * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
    * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
@@ -184,12 +201,20 @@ export class ApprovalFlow {
     }
     const verdict = job.verdict;
     const outbound = this.#deps.outbound(record.platform);
+    const deps = await this.#deps.agentDeps(record.message);
+    const grants = this.#deps.grants;
+    // "Always allow": the grant is recorded before the run resumes (so later calls of this turn are covered too).
+    const granting = verdict === "approved" && record.always && grants !== undefined && deps.toolbox.get(record.call.name)?.alwaysAllow !== false;
+    if (granting && !record.steps.includes("grant")) {
+      const grant = await grants.grant({ ...conversationOf(record), userId: record.requesterId }, record.call.name);
+      deps.tracer.event("approval", { verdict: "always", tool: record.call.name, toolUseId: record.call.toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+      await store.markStep(record.id, "grant");
+    }
     if (!record.steps.includes("prompt")) {
-      await this.#closePrompt(record, outbound, verdict);
+      await this.#closePrompt(record, outbound, verdict, granting ? grants.ttlMs : undefined);
       await store.markStep(record.id, "prompt");
       metrics.approval(verdict);
     }
-    const deps = await this.#deps.agentDeps(record.message);
     let outcome: AgentOutcome;
     try {
       outcome = await this.#deps.agent.resumeAgent(record.run, verdict, { ...deps, executeOnce: store.executeOnce });
@@ -289,10 +314,10 @@ export class ApprovalFlow {
   }
 
   /** Edits the prompt to show the outcome; a failed edit is logged, not thrown (the run must still finish). */
-  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalOutcome): Promise<void> {
+  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalOutcome, grantMs?: number): Promise<void> {
     if (!record.prompt) return;
     try {
-      await outbound.closeApprovalPrompt(record.prompt, outcome, outcomeText(outcome, record.action, record.locale));
+      await outbound.closeApprovalPrompt(record.prompt, outcome, outcomeText(outcome, record.action, record.locale, grantMs));
     } catch (err) {
       this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
     }

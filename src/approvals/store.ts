@@ -60,6 +60,11 @@ export interface NewApproval {
   action: string;
   /** Locale of the bot's words on the prompt and its outcome. */
   locale: Locale;
+  /**
+   * Whether the prompt offers "always allow" (the tool accepts grants and grants are wired in).
+   * Default false: a decision with `always` is then refused as `always_refused`.
+   */
+  alwaysAllow?: boolean;
 }
 
 /** A saved approval; it is the {@link ConversationRef} of the conversation it was asked in. */
@@ -85,6 +90,8 @@ export interface ApprovalRecord extends NewApproval, ConversationRef {
   deciderId?: string;
   /** Steps of the resumed run already done (see {@link ApprovalStore.markStep}), so a retried job does not repeat them. */
   steps: string[];
+  /** True when the requester approved with "always allow" (a grant is to be recorded). */
+  always: boolean;
 }
 
 /** Called once per approval, right after the first valid decision was recorded. */
@@ -113,20 +120,24 @@ export interface ApprovalStoreOptions {
   executionWaitMs?: number;
   /** Key prefix. Default `approval:`. */
   prefix?: string;
+  /** How long an "always allow" grant lasts, in ms (`alwaysAllowMs(config)`), told in the presser's notice. Default none (not mentioned). */
+  grantMs?: number;
   /** The clock, ms since the Unix epoch. Default `Date.now`. */
   now?: () => number;
   log?: Logger;
 }
 
 const DECIDE = `
-local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt')
+local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt', 'alwaysAllow')
 if not h[1] then return {'not_found'} end
 if h[2] ~= ARGV[2] then return {'not_found'} end
 if tonumber(ARGV[1]) > tonumber(h[5]) then return {'not_found'} end
 if h[1] == 'expired' then return {'not_found'} end
 if h[3] ~= ARGV[3] then return {'not_requester', h[4]} end
 if h[1] ~= 'pending' then return {'already_decided'} end
+if ARGV[6] == '1' and h[6] ~= '1' then return {'always_refused'} end
 redis.call('HSET', KEYS[1], 'status', ARGV[4], 'decidedAt', ARGV[1], 'deciderId', ARGV[3])
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'always', '1') end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return {'accepted'}
 `;
@@ -136,7 +147,7 @@ const UNDECIDE = `
 local h = redis.call('HMGET', KEYS[1], 'status', 'decidedAt', 'deciderId')
 if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] ~= ARGV[3] then return 0 end
 redis.call('HSET', KEYS[1], 'status', 'pending')
-redis.call('HDEL', KEYS[1], 'decidedAt', 'deciderId')
+redis.call('HDEL', KEYS[1], 'decidedAt', 'deciderId', 'always')
 redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 return 1
 `;
@@ -180,6 +191,8 @@ const HashSchema = z.object({
   prompt: z.string().optional(),
   decidedAt: z.coerce.number().optional(),
   deciderId: z.string().optional(),
+  alwaysAllow: z.enum(["0", "1"]).optional(),
+  always: z.literal("1").optional(),
 });
 
 export { UNKNOWN_OUTCOME } from "../toolbox/once.js";
@@ -195,6 +208,7 @@ export class ApprovalStore implements ApprovalDecider {
   readonly #prefix: string;
   readonly #now: () => number;
   readonly #log: Logger;
+  readonly #grantMs: number | undefined;
   readonly #ledger: ExecutionLedger;
   #onDecision: DecisionCallback | undefined;
 
@@ -213,6 +227,7 @@ export class ApprovalStore implements ApprovalDecider {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? silentLogger;
     this.#onDecision = options.onDecision;
+    this.#grantMs = options.grantMs;
     this.#ledger = new ExecutionLedger(redis, { prefix: `${this.#prefix}exec:`, ttlMs: this.#executionTtlMs, waitMs: this.#executionWaitMs, now: this.#now, log: this.#log });
   }
 
@@ -241,7 +256,7 @@ export class ApprovalStore implements ApprovalDecider {
     const createdAt = this.#now();
     const { message } = approval;
     const ttlMs = this.#timeoutMs + this.#graceMs;
-    const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale };
+    const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale, alwaysAllow: approval.alwaysAllow === true };
     await this.#redis
       .multi()
       .hset(this.#key(id), {
@@ -253,6 +268,7 @@ export class ApprovalStore implements ApprovalDecider {
         requesterName: message.userName,
         createdAt: String(createdAt),
         expiresAt: String(createdAt + this.#timeoutMs),
+        alwaysAllow: approval.alwaysAllow === true ? "1" : "0",
         data: JSON.stringify(data),
       })
       .pexpire(this.#key(id), ttlMs)
@@ -322,6 +338,8 @@ export class ApprovalStore implements ApprovalDecider {
       steps: Object.keys(hash)
         .filter((k) => k.startsWith("step:"))
         .map((k) => k.slice(5)),
+      alwaysAllow: h.alwaysAllow === "1",
+      always: h.always === "1",
     };
   }
 
@@ -329,21 +347,26 @@ export class ApprovalStore implements ApprovalDecider {
    * Decides an approval, atomically (one Lua script), in this order:
    * unknown id, another platform, or now > `expiresAt` or already expired → `not_found`;
    * decider is not the requester → `not_requester` (with the requester's name);
-   * not pending any more → `already_decided`; else the status becomes `approved`/`declined` →
-   * `accepted`, and `onDecision` is called. Only the first valid decision is ever `accepted`.
+   * not pending any more → `already_decided`; `always` on a prompt that did not offer "always
+   * allow" (the tool refuses grants: a forged button) → `always_refused`, nothing changes; else
+   * the status becomes `approved`/`declined` (with `always` recorded, when asked) → `accepted`,
+   * and `onDecision` is called. Only the first valid decision is ever `accepted`. `always`
+   * implies approval; the grant itself is recorded by the worker that resumes the run.
    *
    * @throws when Redis is unreachable, or when `onDecision` throws (the decision is then undone).
    */
   async decide(request: DecisionRequest): Promise<DecisionResult> {
     if (!APPROVAL_ID_PATTERN.test(request.approvalId)) return { status: "not_found" };
     const now = this.#now();
-    const verdict = request.approve ? "approved" : "declined";
+    const always = request.always === true;
+    const approve = always || request.approve;
+    const verdict = approve ? "approved" : "declined";
     const key = this.#key(request.approvalId);
-    const reply = (await this.#redis.eval(DECIDE, 1, key, now, request.platform, request.deciderId, verdict, this.#closedTtlMs)) as string[];
+    const reply = (await this.#redis.eval(DECIDE, 1, key, now, request.platform, request.deciderId, verdict, this.#closedTtlMs, always ? "1" : "0")) as string[];
     const [status, name] = reply;
     if (status === "not_requester") return { status, requesterName: name ?? "" };
-    if (status === "not_found" || status === "already_decided") return { status };
-    this.#log.info({ approvalId: request.approvalId, verdict }, `approval ${verdict}`);
+    if (status === "not_found" || status === "already_decided" || status === "always_refused") return { status };
+    this.#log.info({ approvalId: request.approvalId, verdict, always }, `approval ${verdict}${always ? " (always allow)" : ""}`);
     if (this.#onDecision) {
       try {
         await this.#onDecision({ approvalId: request.approvalId, verdict });
@@ -353,7 +376,7 @@ export class ApprovalStore implements ApprovalDecider {
         throw err;
       }
     }
-    return { status: "accepted", approve: request.approve };
+    return { status: "accepted", approve, ...(always ? { always: { ...(this.#grantMs ? { grantMs: this.#grantMs } : {}) } } : {}) };
   }
 
   /**

@@ -7,7 +7,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { resumeAgent } from "../agent/loop.js";
-import type { Config } from "../config.js";
+import { alwaysAllowMs, type Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
@@ -21,6 +21,7 @@ import type { ApprovalHooks } from "../worker/approvals.js";
 import { toolContextFor } from "../worker/context.js";
 import type { ApprovalDecider } from "./decision.js";
 import { ApprovalFlow } from "./flow.js";
+import { grantLookup, grantStoreFor } from "./grants.js";
 import { decisionQueueHooks } from "./jobs.js";
 import { ApprovalStore } from "./store.js";
 
@@ -45,6 +46,7 @@ export function approvalDecider(parts: { config: Config; redis: Redis; prefix?: 
   const store = new ApprovalStore(parts.redis, {
     timeoutMs: parts.config.CONFIRM_TIMEOUT_SECONDS * 1000,
     onDecision: decisionQueueHooks(queue).onDecision,
+    grantMs: alwaysAllowMs(parts.config),
     log: parts.log,
   });
   return {
@@ -79,9 +81,11 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
   const { config, log, redis } = parts;
   const queue = decisionsQueue(redis, parts.prefix);
   const jobs = decisionQueueHooks(queue);
-  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, log });
+  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, grantMs: alwaysAllowMs(config), log });
+  const grants = grantStoreFor(redis, config, log);
   const flow = new ApprovalFlow({
     store,
+    grants,
     agent: { resumeAgent },
     agentDeps: (message) => ({
       client: parts.client,
@@ -92,6 +96,7 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
       onUsage: parts.usage
         ? (usage) => void parts.usage!.record(message, usage).catch((err: unknown) => log.warn({ err }, "could not record token usage"))
         : undefined,
+      grantFor: grantLookup(grants, message),
     }),
     appendHistory: (chat, messages) => parts.history.append(chat, messages),
     outbound: (platform) => {

@@ -12,6 +12,7 @@
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { AgentDeps, AgentEvent, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
+import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
@@ -231,6 +232,7 @@ async function runAgentFor(
         checkpoint: progress.checkpoint,
         onUsage,
         ...(progress.onEvent ? { onEvent: progress.onEvent } : {}),
+        grantFor: grantLookup(grantStoreFor(parts.redis, config), message),
       },
     );
   } finally {

@@ -12,6 +12,7 @@ import { AlbumStore } from "./media/album.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
+import { grantStoreFor } from "./approvals/grants.js";
 import { CommandRunner } from "./commands/runner.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
@@ -238,6 +239,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         resetChat: (chat) => history.reset(chat),
         gate,
         reminders: reminders.actions,
+        grants: grantStoreFor(producerRedis, config, log),
         notify: async (platform, chatId, userId, text) => {
           const outbound = await outboundFor(platform as Platform);
           await outbound.sendAnswer(dmTo(platform as Platform, chatId, userId), text);

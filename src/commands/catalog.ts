@@ -7,6 +7,7 @@ import { localize, type Localized } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
 import type { Command, CommandInvocation, CommandServices } from "./command.js";
 import { formatHelp, type HelpCommand } from "./help.js";
+import { PERMISSION_TEXT, permissionsListing, revokeByName } from "./permissions.js";
 import { formatToolList } from "./tools-listing.js";
 import { formatAllUsage, formatUserUsage } from "./usage-report.js";
 
@@ -80,6 +81,19 @@ export const COMMANDS: readonly Command[] = [
     async run(inv, services) {
       if (!services.reminders) return localize(inv.locale, { "zh-TW": "這裡沒有提醒功能。", en: "Reminders are not available here." });
       return services.reminders.listing(inv);
+    },
+  },
+  {
+    name: "permissions",
+    description: d("你在這裡「一律允許」的工具（可撤銷）", "Tools you always allow here, with revoke buttons"),
+    access: "everyone",
+    option: { name: "revoke", description: d("撤銷這個工具的一律允許（工具名稱）", "Revoke the always-allow of this tool (its name)"), required: false },
+    async run(inv, services) {
+      if (!services.grants) return localize(inv.locale, PERMISSION_TEXT.unavailable);
+      const asker = { ...conversationOf(inv), userId: inv.userId, locale: inv.locale };
+      const tool = inv.args.trim().split(/\s+/)[0] ?? "";
+      if (tool !== "") return revokeByName(asker, tool, services.grants);
+      return permissionsListing({ ...asker, timezone: services.config.TIMEZONE }, services.grants);
     },
   },
   {

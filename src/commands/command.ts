@@ -5,6 +5,7 @@
  * catalogue (`catalog.ts`): Telegram `setMyCommands` + handlers, Discord slash commands, the console.
  */
 import type { AccessGate } from "../access/gate.js";
+import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
@@ -64,6 +65,8 @@ export interface CommandServices {
   notify(platform: string, chatId: string, userId: string, text: string): Promise<void>;
   /** Reminder listings and buttons (`/reminders`); absent where reminders are not wired. */
   reminders?: ReminderActions;
+  /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
+  grants?: GrantStore;
 }
 
 /**

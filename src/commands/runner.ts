@@ -7,6 +7,7 @@ import { isAdmin } from "../access/policy.js";
 import { localize, type Locale } from "../i18n.js";
 import { ADMIN_ONLY, commandsFor, findCommand, GROUP_ADMIN_ONLY } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
+import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
 const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
@@ -41,6 +42,23 @@ export class CommandRunner {
   async runReply(invocation: CommandInvocation): Promise<CommandReply | undefined> {
     const reply = await this.#run(invocation);
     return typeof reply === "string" ? { text: reply } : reply;
+  }
+
+  /**
+   * A press on a `/permissions` revoke button (`pm:…` data; see `permissions.ts`), answered in
+   * `locale`: only the owner's press revokes, their grant in the pressed message's conversation.
+   * @returns the notice for the presser and whether a grant was revoked. Never throws (a Redis
+   *   failure is logged and answered with "try again").
+   */
+  async pressPermission(press: PermissionPress & { locale: Locale }): Promise<PermissionPressAnswer> {
+    const { grants, log } = this.services;
+    if (!grants) return { notice: localize(press.locale, PERMISSION_TEXT.unavailable), revoked: false };
+    try {
+      return await pressPermissionButton(press, grants, press.locale);
+    } catch (error) {
+      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/permissions revoke button failed");
+      return { notice: localize(press.locale, PERMISSION_TEXT.tryAgain), revoked: false };
+    }
   }
 
   async #run(invocation: CommandInvocation): Promise<string | CommandReply | undefined> {

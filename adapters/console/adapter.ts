@@ -3,7 +3,8 @@
  * answers come back through the same queue, worker and history as Discord and Telegram, written
  * by {@link ConsoleOutbound}. Commands: those of the catalogue (`src/commands/catalog.ts`: `/help`,
  * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit`; an unknown `/command` is answered
- * with the list, never sent to the model. `y`/`n` answer the open approval prompt.
+ * with the list, never sent to the model. `y`/`n` answer the open approval prompt; `a` answers it
+ * with "always allow" when the prompt offers it.
  */
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
@@ -35,11 +36,12 @@ export interface ConsoleAdapterOptions {
 
 const YES = new Set(["y", "yes", "是", "好", "確認"]);
 const NO = new Set(["n", "no", "否", "不", "取消"]);
+const ALWAYS = new Set(["a", "always", "一律允許"]);
 
 const TEXT = {
   help: {
-    "zh-TW": "在這個終端機：/quit 離開；需要確認時輸入 y（是）或 n（否）。",
-    en: "In this terminal: /quit leaves; answer a confirmation with y (yes) or n (no).",
+    "zh-TW": "在這個終端機：/quit 離開；需要確認時輸入 y（是）、n（否），或 a（一律允許，提示有這個選項時）。",
+    en: "In this terminal: /quit leaves; answer a confirmation with y (yes), n (no), or a (always allow, when the prompt offers it).",
   },
   tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
   tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
@@ -113,15 +115,16 @@ export class ConsoleAdapter implements Adapter {
       if (reply === undefined) return;
       return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
     }
-    const approve = YES.has(command) ? true : NO.has(command) ? false : undefined;
+    const always = ALWAYS.has(command);
+    const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
     if (approve !== undefined) {
       const prompt = this.outbound.openPrompt;
       if (!prompt) {
-        if (command === "y" || command === "n") return say(localize(locale, TEXT.noPrompt));
+        if (command === "y" || command === "n" || command === "a") return say(localize(locale, TEXT.noPrompt));
       } else {
         try {
-          const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve });
-          if (result.status !== "already_decided") this.outbound.openPrompt = undefined;
+          const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve, ...(always ? { always } : {}) });
+          if (result.status !== "already_decided" && result.status !== "always_refused") this.outbound.openPrompt = undefined;
           return say(decisionNotice(result, locale));
         } catch (err) {
           this.#options.log.warn({ err }, "decision failed");

@@ -124,16 +124,20 @@ export class ConsoleOutbound implements Outbound {
   /** The console shows no typing indicator. */
   async sendTyping(_to: IncomingMessage): Promise<void> {}
 
-  /** Writes the prompt and remembers it as the open prompt (the next `y`/`n` line answers it). */
+  /** Writes the prompt and remembers it as the open prompt (the next `y`/`n` line, or `a` when it offers "always allow", answers it). */
   async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
     const ref = { chatId: to.chatId, messageId: String(++this.#sent) };
     const seconds = Math.max(0, Math.round((prompt.expiresAt - Date.now()) / 1000));
-    await this.#write(
-      `bot> ${localize(this.#options.locale, {
-        "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
-        en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
-      }, { action: prompt.action, seconds })}\n`,
-    );
+    const texts = prompt.alwaysAllow
+      ? {
+          "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）、n（否）或 a（一律允許：之後在這裡不再詢問這個工具），{seconds} 秒內有效。",
+          en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes), n (no) or a (always allow: do not ask again for this tool here) within {seconds} s.",
+        }
+      : {
+          "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
+          en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
+        };
+    await this.#write(`bot> ${localize(this.#options.locale, texts, { action: prompt.action, seconds })}\n`);
     this.openPrompt = { ...prompt, ref };
     return ref;
   }

@@ -28,6 +28,7 @@ export async function showPendingApproval(parts: { approvals: PendingApprovals; 
     action: record.action,
     requesterName: record.requesterName,
     expiresAt: record.expiresAt,
+    ...(record.alwaysAllow ? { alwaysAllow: true } : {}),
   });
   await parts.approvals.setPrompt(id, ref);
   return id;

@@ -3,8 +3,9 @@
  *
  * A button's `custom_id` is at most 100 characters
  * (https://discord.com/developers/docs/interactions/message-components#button-object).
- * Ours is `ap:<approvalId>:y` or `ap:<approvalId>:n`: the approval id is the opaque random token
- * from Redis, so the button carries no data of its own.
+ * Ours is `ap:<approvalId>:y`, `ap:<approvalId>:n` or `ap:<approvalId>:a` ("always allow", when
+ * the prompt offers it): the approval id is the opaque random token from Redis, so the button
+ * carries no data of its own.
  */
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ApprovalOutcome, ApprovalPrompt } from "../../src/outbound.js";
@@ -21,19 +22,19 @@ export const MAX_CUSTOM_ID = 100;
 export const CLOSED_ID = "closed";
 
 /**
- * The `custom_id` of a prompt button.
+ * The `custom_id` of a prompt button: approve (`true`), decline (`false`) or always allow (`"always"`).
  * @throws {RangeError} when the approval id is not 1-90 characters of `[A-Za-z0-9_-]`.
  */
-export function approvalCustomId(approvalId: string, approve: boolean): string {
+export function approvalCustomId(approvalId: string, approve: boolean | "always"): string {
   if (!/^[A-Za-z0-9_-]{1,90}$/.test(approvalId)) throw new RangeError("approval id must be 1-90 characters of A-Z, a-z, 0-9, _ and -");
-  return `ap:${approvalId}:${approve ? "y" : "n"}`;
+  return `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
 }
 
-/** Reads a button's `custom_id`; `undefined` when it is not an approval button. */
-export function parseApprovalCustomId(customId: string): { approvalId: string; approve: boolean } | undefined {
-  const m = /^ap:([A-Za-z0-9_-]{1,90}):([yn])$/.exec(customId);
+/** Reads a button's `custom_id`; `undefined` when it is not an approval button. `always` implies `approve`. */
+export function parseApprovalCustomId(customId: string): { approvalId: string; approve: boolean; always: boolean } | undefined {
+  const m = /^ap:([A-Za-z0-9_-]{1,90}):([yna])$/.exec(customId);
   if (!m) return undefined;
-  return { approvalId: m[1]!, approve: m[2] === "y" };
+  return { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" };
 }
 
 /** The decision a reaction stands for; `undefined` for any other emoji. */
@@ -44,18 +45,21 @@ export function reactionDecision(emoji: string | null): boolean | undefined {
 }
 
 /** Button labels in the bot's locale. */
-export function buttonLabels(locale: Locale): { approve: string; decline: string } {
+export function buttonLabels(locale: Locale): { approve: string; decline: string; always: string } {
   return {
     approve: localize(locale, { "zh-TW": "確認", en: "Confirm" }),
     decline: localize(locale, { "zh-TW": "取消", en: "Cancel" }),
+    always: localize(locale, { "zh-TW": "一律允許", en: "Always allow" }),
   };
 }
 
 /**
- * The action row of a prompt: 確認 (green, style 3) and 取消 (red, style 4).
- * When `closed` is given both are disabled; the chosen one keeps its colour, the other turns grey.
+ * The action row of a prompt: 確認 (green, style 3) and 取消 (red, style 4), and 一律允許
+ * (blurple, style 1) when `alwaysAllow`. When `closed` is given the prompt keeps 確認 and 取消,
+ * disabled; the chosen one keeps its colour, the other turns grey (the outcome text says whether
+ * it was "always allow").
  */
-export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalOutcome): unknown[] {
+export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalOutcome, alwaysAllow = false): unknown[] {
   const labels = buttonLabels(locale);
   const id = closed ? CLOSED_ID : approvalId;
   return [
@@ -64,6 +68,7 @@ export function promptComponents(approvalId: string, locale: Locale, closed?: Ap
       components: [
         { type: 2, style: closed && closed !== "approved" ? 2 : 3, label: labels.approve, custom_id: approvalCustomId(id, true), disabled: Boolean(closed) },
         { type: 2, style: closed && closed !== "declined" ? 2 : 4, label: labels.decline, custom_id: approvalCustomId(id, false), disabled: Boolean(closed) },
+        ...(alwaysAllow && !closed ? [{ type: 2, style: 1, label: labels.always, custom_id: approvalCustomId(id, "always"), disabled: false }] : []),
       ],
     },
   ];

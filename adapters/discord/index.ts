@@ -50,6 +50,7 @@ import { GATE_TEXT } from "../../src/access/gate.js";
 import { commandsFor, findCommand } from "../../src/commands/catalog.js";
 import { ReminderActions } from "../../src/reminders/actions.js";
 import type { CommandReply } from "../../src/commands/command.js";
+import { isPermissionButton } from "../../src/commands/permissions.js";
 
 export { DiscordOutbound, DiscordSendError } from "./outbound.js";
 export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
@@ -313,15 +314,25 @@ export class DiscordAdapter implements Adapter {
     }
   }
 
+  /** A `/permissions` revoke button: the presser's own grant in this channel is revoked; an ephemeral notice says so. */
+  async #onPermissionButton(interaction: ButtonInteraction): Promise<void> {
+    const locale = this.#localeOf(interaction.locale);
+    await this.#answer(interaction, async () => {
+      const answer = await this.#context!.commands.pressPermission({ data: interaction.customId, platform: "discord", chatId: interaction.channelId, userId: interaction.user.id, locale });
+      return answer.notice;
+    });
+  }
+
   async #onButton(interaction: ButtonInteraction): Promise<void> {
     if (ReminderActions.owns(interaction.customId)) return this.#onReminderButton(interaction);
+    if (isPermissionButton(interaction.customId)) return this.#onPermissionButton(interaction);
     const parsed = parseApprovalCustomId(interaction.customId);
     if (!parsed) return;
     const locale = this.#localeOf(interaction.locale);
     await this.#answer(interaction, async () => {
       if (parsed.approvalId === CLOSED_ID) return decisionNotice({ status: "not_found" }, locale);
       try {
-        const result = await this.#context!.approvals.decide({ approvalId: parsed.approvalId, platform: "discord", deciderId: interaction.user.id, approve: parsed.approve });
+        const result = await this.#context!.approvals.decide({ approvalId: parsed.approvalId, platform: "discord", deciderId: interaction.user.id, approve: parsed.approve, ...(parsed.always ? { always: true } : {}) });
         this.#logDecision("button", interaction.user.id, result);
         return decisionNotice(result, locale);
       } catch (err) {

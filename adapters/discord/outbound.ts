@@ -188,7 +188,7 @@ export class DiscordOutbound implements Outbound {
     const locale = this.#config.BOT_LOCALE;
     const ref = await this.#post("sendApprovalPrompt", to.chatId, {
       content: promptText(prompt, locale),
-      components: promptComponents(prompt.approvalId, locale),
+      components: promptComponents(prompt.approvalId, locale, undefined, prompt.alwaysAllow === true),
       allowed_mentions: NO_MENTIONS,
       nonce: messageNonce("prompt", conversationKey(conversationOf(to)), to.messageId, prompt.approvalId),
       enforce_nonce: true,

@@ -1,5 +1,6 @@
 /**
- * Approval prompts on Telegram: an inline keyboard whose buttons carry `ap:<approvalId>:y|n`.
+ * Approval prompts on Telegram: an inline keyboard whose buttons carry `ap:<approvalId>:y|n`, and
+ * `ap:<approvalId>:a` ("always allow") when the prompt offers it.
  *
  * Source: Bot API `InlineKeyboardButton.callback_data`, "1-64 bytes"
  * (https://core.telegram.org/bots/api#inlinekeyboardbutton).
@@ -13,35 +14,42 @@ import { escapeHtml } from "./html.js";
 /** Longest `callback_data`, in bytes (UTF-8), per the Bot API. */
 export const CALLBACK_DATA_MAX_BYTES = 64;
 
-const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yn])$/;
+const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yna])$/;
 
 /**
- * The `callback_data` of a button: `ap:<approvalId>:y` (approve) or `…:n` (decline).
+ * The `callback_data` of a button: `ap:<approvalId>:y` (approve), `…:n` (decline) or `…:a` (`"always"`: always allow).
  * @throws {Error} when the approval id is not 1-59 characters of `A-Z a-z 0-9 _ -` (the data would not fit 64 bytes).
  */
-export function callbackData(approvalId: string, approve: boolean): string {
-  const data = `ap:${approvalId}:${approve ? "y" : "n"}`;
+export function callbackData(approvalId: string, approve: boolean | "always"): string {
+  const data = `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
   if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
   return data;
 }
 
-/** Parses `callback_data` made by {@link callbackData}; undefined for anything else. */
-export function parseCallbackData(data: string): { approvalId: string; approve: boolean } | undefined {
+/** Parses `callback_data` made by {@link callbackData}; undefined for anything else. `always` implies `approve`. */
+export function parseCallbackData(data: string): { approvalId: string; approve: boolean; always: boolean } | undefined {
   const m = CALLBACK.exec(data);
-  return m ? { approvalId: m[1]!, approve: m[2] === "y" } : undefined;
+  return m ? { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" } : undefined;
 }
 
-/** The two-button keyboard (確認 / 取消 in `locale`). */
-export function approvalKeyboard(approvalId: string, locale: Locale): InlineKeyboardMarkup {
+/**
+ * The keyboard: 確認 / 取消 (in `locale`) in one row, and, when `alwaysAllow`, 一律允許 in a
+ * second row (a long label must not squeeze the first two).
+ */
+export function approvalKeyboard(approvalId: string, locale: Locale, alwaysAllow = false): InlineKeyboardMarkup {
   return {
     inline_keyboard: [
       [
         { text: localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }), callback_data: callbackData(approvalId, true) },
         { text: localize(locale, { "zh-TW": "❌ 取消", en: "❌ Cancel" }), callback_data: callbackData(approvalId, false) },
       ],
+      ...(alwaysAllow ? [[{ text: localize(locale, ALWAYS_ALLOW_LABEL), callback_data: callbackData(approvalId, "always") }]] : []),
     ],
   };
 }
+
+/** The label of the "always allow" button. */
+export const ALWAYS_ALLOW_LABEL = { "zh-TW": "🔓 一律允許", en: "🔓 Always allow" } as const;
 
 /**
  * The prompt text (Telegram HTML): the action, who may decide, and the expiry as a local time

@@ -9,6 +9,7 @@ import { Bot, type Context, type Transformer } from "grammy";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import { AdapterFatalError, EnqueueError } from "../../src/adapter.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
+import { isPermissionButton } from "../../src/commands/permissions.js";
 import { ReminderActions, type PressAnswer } from "../../src/reminders/actions.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
@@ -425,9 +426,39 @@ export class TelegramAdapter implements Adapter {
     }
   }
 
+  /**
+   * A press on a `/permissions` revoke button: the presser's own grant in the list's conversation
+   * (the chat, and the topic of the pressed message) is revoked; a toast says so; the button leaves the list.
+   */
+  async #onPermissionButton(ctx: Context, context: AdapterContext): Promise<void> {
+    const query = ctx.callbackQuery!;
+    const data = query.data ?? "";
+    const message = query.message;
+    const topic = message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+    const answer = await context.commands.pressPermission({
+      data,
+      platform: "telegram",
+      chatId: String(message?.chat.id ?? query.from.id),
+      ...(topic ? { topicId: topic } : {}),
+      userId: String(query.from.id),
+      locale: this.config.BOT_LOCALE,
+    });
+    try {
+      await ctx.answerCallbackQuery({ text: answer.notice });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+    }
+    if (!answer.revoked || !message) return;
+    const rows = (message.reply_markup?.inline_keyboard ?? []).map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data)).filter((row) => row.length > 0);
+    await this.bot.api
+      .editMessageReplyMarkup(message.chat.id, message.message_id, { reply_markup: { inline_keyboard: rows } })
+      .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not update the /permissions buttons"));
+  }
+
   async #onCallback(ctx: Context, context: AdapterContext): Promise<void> {
     const query = ctx.callbackQuery!;
     if (ReminderActions.owns(query.data ?? "")) return this.#onReminderButton(ctx, context);
+    if (isPermissionButton(query.data ?? "")) return this.#onPermissionButton(ctx, context);
     const locale = this.config.BOT_LOCALE;
     const parsed = parseCallbackData(query.data ?? "");
     let notice: string;
@@ -436,7 +467,7 @@ export class TelegramAdapter implements Adapter {
       notice = decisionNotice({ status: "not_found" }, locale);
     } else {
       try {
-        const request = { approvalId: parsed.approvalId, platform: "telegram" as const, deciderId: String(query.from.id), approve: parsed.approve };
+        const request = { approvalId: parsed.approvalId, platform: "telegram" as const, deciderId: String(query.from.id), approve: parsed.approve, ...(parsed.always ? { always: true } : {}) };
         let result = await context.approvals.decide(request);
         if (result.status === "not_requester" && query.message && (await this.#isGroupAdmin(ctx.api, query.message.chat, String(query.from.id)))) {
           // A request made anonymously on behalf of the group (userId `chat:<group id>`) may be decided

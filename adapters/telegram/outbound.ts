@@ -119,14 +119,15 @@ export class TelegramOutbound implements Outbound {
   }
 
   /**
-   * Posts the approval prompt with 確認 / 取消 buttons (`callback_data` `ap:<id>:y|n`, ≤ 64 bytes).
+   * Posts the approval prompt with 確認 / 取消 buttons (`callback_data` `ap:<id>:y|n`, ≤ 64 bytes),
+   * and 一律允許 (`ap:<id>:a`) when `prompt.alwaysAllow`.
    * @throws {Error} when the approval id does not fit the callback data; grammy errors on send failures.
    */
   async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
     const dest = destinationOf(to);
     const message = await this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), {
       parse_mode: "HTML",
-      reply_markup: approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE),
+      reply_markup: approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE, prompt.alwaysAllow === true),
       ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
       ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
     });

@@ -64,7 +64,7 @@ it("shows the pending approval again after a restart, and y then runs the tool",
 
     const approvals = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000 });
     expect(await showPendingApproval({ approvals, outbound: second.adapter.outbound, requester })).toBe(approvalId);
-    expect(second.output.answers()[1]).toMatch(/^⚠️ Confirmation needed: .*\n {5}Go ahead\? Type y \(yes\) or n \(no\) within \d+ s\.$/);
+    expect(second.output.answers()[1]).toMatch(/^⚠️ Confirmation needed: .*\n {5}Go ahead\? Type y \(yes\), n \(no\) or a \(always allow: do not ask again for this tool here\) within \d+ s\.$/);
     expect(second.adapter.outbound.openPrompt?.approvalId).toBe(approvalId);
 
     second.type("y");

@@ -105,7 +105,7 @@ it("another member's click is refused with a toast naming the requester; then th
   expect(await toast(foreignNo)).toBe("只有 Carol 可以決定。");
   await quietWindow(400);
   expect(tg.edits.length).toBe(editsBefore);
-  expect(tg.buttons(prompt)).toHaveLength(2);
+  expect(tg.buttons(prompt)).toHaveLength(3); // confirm, cancel, always allow
   expect(answers(group.id, "delete_todo:")).toEqual([]);
   expect(await todoLines(redis, "telegram", "7103")).toEqual(["#1 訂機票"]);
 

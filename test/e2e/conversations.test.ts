@@ -185,7 +185,7 @@ describe("a pending approval is closed only by its requester in its conversation
     }
     await quietWindow(300);
     expect(prompt.text).toBe(open);
-    expect(tg.buttons(prompt)).toHaveLength(2);
+    expect(tg.buttons(prompt)).toHaveLength(3); // still open: confirm, cancel, always allow
     expect(await todoLines(redis, "telegram", "88011")).toEqual(["#1 買牛奶", "#2 繳電費"]);
     // Bob's turn in topic 11 was answered on topic 11's history, which does not hold Alice's paused run.
     expect(everything(requestFor("calc 7 * 8"))).not.toContain("delete #1");
@@ -217,13 +217,13 @@ describe("a pending approval is closed only by its requester in its conversation
     const fayPrompt = await promptFor(fromFay);
     expect(erinPrompt.messageId).not.toBe(fayPrompt.messageId);
     await quietWindow(300);
-    expect(tg.buttons(erinPrompt)).toHaveLength(2); // Fay's message did not close Erin's prompt
+    expect(tg.buttons(erinPrompt)).toHaveLength(3); // Fay's message did not close Erin's prompt
 
     tg.pressButton({ from: fay, message: fayPrompt, data: approveData(fayPrompt) });
     const fayDone = await tg.waitFor(() => repliesTo(fromFay).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Fay's answer");
     expect(fayDone.text).toBe("delete_todo: 已刪除：#1 買花");
     expect(fayDone.payload.message_thread_id).toBe(11);
-    expect(tg.buttons(erinPrompt)).toHaveLength(2);
+    expect(tg.buttons(erinPrompt)).toHaveLength(3);
 
     tg.pressButton({ from: erin, message: erinPrompt, data: approveData(erinPrompt) });
     const erinDone = await tg.waitFor(() => repliesTo(fromErin).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Erin's answer");
@@ -246,7 +246,7 @@ describe("a pending approval is closed only by its requester in its conversation
     const { answer } = await ask(chat, undefined, hank, "calc 6 * 7");
     expect(answer.text).toContain("42");
     await quietWindow(300);
-    expect(tg.buttons(prompt)).toHaveLength(2);
+    expect(tg.buttons(prompt)).toHaveLength(3); // still open: confirm, cancel, always allow
 
     tg.pressButton({ from: gina, message: prompt, data: approveData(prompt) });
     const done = await tg.waitFor(() => repliesTo(request).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Gina's answer");

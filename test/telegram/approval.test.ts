@@ -30,7 +30,9 @@ describe("telegram approval prompts", () => {
   it("encodes the choice in at most 64 bytes and refuses ids that would not fit", () => {
     const id = "A".repeat(59);
     expect(Buffer.byteLength(callbackData(id, true))).toBe(64);
-    expect(parseCallbackData(callbackData("k3Jx_9", false))).toEqual({ approvalId: "k3Jx_9", approve: false });
+    expect(parseCallbackData(callbackData("k3Jx_9", false))).toEqual({ approvalId: "k3Jx_9", approve: false, always: false });
+    expect(parseCallbackData(callbackData("k3Jx_9", "always"))).toEqual({ approvalId: "k3Jx_9", approve: true, always: true });
+    expect(Buffer.byteLength(callbackData(id, "always"))).toBe(64);
     expect(() => callbackData("A".repeat(60), true)).toThrow(/1-59 characters/);
     expect(parseCallbackData("ap:x:maybe")).toBeUndefined();
   });

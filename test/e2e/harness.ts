@@ -18,6 +18,7 @@ import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
+import type { Tool } from "../../src/toolbox/tool.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
@@ -68,6 +69,8 @@ export interface StackOptions {
   adapterOptions?: { telegram?: TelegramAdapterOptions; discord?: DiscordAdapterOptions };
   /** Called when an adapter cannot go on (`startBot`'s `onFatal`); default: the test fails on it. */
   onFatal?: (error: AdapterFatalError) => void;
+  /** Tools of the test's own, added to those of `tools/` (e.g. a dangerous tool with `alwaysAllow: false`). */
+  tools?: Tool[];
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -109,6 +112,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     ...options.env,
   });
   const { toolbox } = await loadTools({ config, log });
+  for (const tool of options.tools ?? []) toolbox.add(tool);
   const prefix = "e2e";
   const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
   const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });

@@ -1,0 +1,75 @@
+/**
+ * "Always allow" in `npm run chat`: `a` answers an approval prompt with always allow, through the
+ * real console adapter, queue, worker, approval store and grants on a real Redis and the strict
+ * fake Messages API; `/permissions` lists the grant and `/permissions <tool>` revokes it.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { PassThrough } from "node:stream";
+import { afterEach, expect, it } from "vitest";
+import { ConsoleAdapter } from "../../adapters/console/index.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { startBot, type RunningBot } from "../../src/app.js";
+import { silentLogger } from "../../src/log.js";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { CapturingStream, todoModel, todoTools, waitFor } from "../worker/harness.js";
+
+let server: TestRedis | undefined;
+let fake: FakeAnthropic | undefined;
+let bot: RunningBot | undefined;
+afterEach(async () => {
+  await bot?.stop();
+  await fake?.close();
+  await server?.stop();
+  bot = fake = server = undefined;
+});
+
+const WAIT = 15_000;
+
+it("`a` approves with always allow; the next call runs without a prompt; /permissions lists it and /permissions <tool> revokes it", async () => {
+  server = await startRedis();
+  fake = await startFakeAnthropic({ fallback: todoModel });
+  const config = testConfig({ ROLE: "all" });
+  const input = new PassThrough();
+  const output = new CapturingStream();
+  const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
+  bot = await startBot({
+    config,
+    log: silentLogger,
+    redisUrl: server.url,
+    toolbox: todoTools(),
+    adapters: [adapter],
+    agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
+  });
+  const type = (line: string) => input.write(`${line}\n`);
+  const answers = () => output.answers();
+  const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));
+  const said = (text: string) => waitFor(() => answers().includes(text), WAIT, `"${text}"`);
+
+  for (const item of ["tea", "milk", "rice"]) type(`add todo ${item}`);
+  await said("ok: added #3: rice");
+  type("delete todo 1");
+  await waitFor(() => prompts().length === 1, WAIT, "the prompt");
+  expect(prompts()[0]).toContain("請輸入 y（是）、n（否）或 a（一律允許：之後在這裡不再詢問這個工具）");
+  type("a");
+  await said("已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
+  await said("ok: deleted #1: tea");
+  await said("✅ 已確認，30 天內一律允許：delete_todo {\"number\":1}");
+
+  type("delete todo 1");
+  await said("ok: deleted #1: milk");
+  expect(prompts()).toHaveLength(1);
+
+  type("/permissions");
+  await waitFor(() => answers().some((a) => a.startsWith("你在這裡「一律允許」的工具")), WAIT, "the /permissions list");
+  const list = answers().find((a) => a.startsWith("你在這裡「一律允許」的工具"))!;
+  expect(list).toMatch(/^你在這裡「一律允許」的工具（到期前不再詢問你）：\n• delete_todo — 到 .+\n\n撤銷：輸入 \/permissions <工具名稱>$/);
+  type("/permissions delete_todo");
+  await said("已撤銷：之後使用 delete_todo 會再詢問你。");
+  type("delete todo 1");
+  await waitFor(() => prompts().length === 2, WAIT, "a new prompt");
+  type("n");
+  await said("已取消。");
+  await waitFor(() => answers().some((a) => a.startsWith("ok:") && a.includes("declined")), WAIT, "the answer after cancel");
+}, 60_000);

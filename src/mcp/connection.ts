@@ -151,6 +151,7 @@ export class McpConnection {
     try {
       await Promise.race([client.connect(transport, { timeout: timeoutMs }), timeout]);
       const tools = await Promise.race([this.#listTools(client), timeout]);
+      if (this.#state === "closed") throw new Error("closed while connecting");
       this.#state = "connected";
       this.#attempt = 0;
       this.#lastError = "";
@@ -194,9 +195,12 @@ export class McpConnection {
     return tools;
   }
 
-  /** The connection is gone: forget the client and try again after the backoff. */
+  /**
+   * The connection is gone: forget the client and try again after the backoff. Only a connection
+   * that was up counts: a failed start is reported by `start()`, a failed retry retries.
+   */
   #dropped(error: unknown): void {
-    if (this.#state === "closed" || this.#state === "reconnecting") return;
+    if (this.#state !== "connected") return;
     this.#lastError = this.#reason(error);
     this.#state = "reconnecting";
     this.#log.warn({ reason: this.#lastError }, `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`);

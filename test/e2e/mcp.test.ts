@@ -1,5 +1,6 @@
 /**
- * MCP tools end to end on Telegram: the real grammy client against the fake Bot API, the worker
+ * MCP tools end to end (Telegram, and one approval on Discord): the real grammy and discord.js
+ * clients against the fake platforms, the worker
  * connected to two real MCP servers built with the official SDK (test/fixtures/mcp: a stdio child
  * process and a Streamable HTTP server), and the fake model calling the MCP tools by their
  * toolbox names. The secrets the config takes from `${VAR}` must appear in no log line.
@@ -20,7 +21,7 @@ const HTTP_SECRET = `e2e-http-secret-${Math.random().toString(36).slice(2, 12)}`
 const dir = tempDir();
 const callsFile = path.join(dir, "calls.jsonl");
 const configFile = writeMcpConfig(dir, {
-  notebook: stdioEntry({ env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" }, include: ["echo", "add_note", "snapshot"] }),
+  notebook: stdioEntry({ env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" }, include: ["echo", "add_note", "snapshot", "crash"] }),
   items: { url: "${E2E_ITEMS_URL}", headers: { Authorization: "Bearer ${E2E_HTTP_SECRET}" }, include: ["delete_item"] },
 });
 
@@ -33,6 +34,7 @@ function mcpModel(request: FakeRequest): FakeMessageReply {
   if ((m = /^mcp note (.+)$/.exec(said))) return toolUse("notebook__add_note", { text: m[1]!, priority: 2 });
   if (/^mcp bad note$/.test(said)) return toolUse("notebook__add_note", { text: "", priority: "high" });
   if (/^mcp picture$/.test(said)) return toolUse("notebook__snapshot", {});
+  if (/^mcp crash$/.test(said)) return toolUse("notebook__crash", {});
   if ((m = /^mcp delete (\d+)$/.exec(said))) return toolUse("items__delete_item", { id: Number(m[1]) });
   if (typeof last.content !== "string" && last.content.some((b) => b.type === "tool_result" && Array.isArray(b.content) && (b.content as { type: string }[]).some((c) => c.type === "image"))) {
     return text("I can see the picture.");
@@ -157,6 +159,38 @@ it("an image from an MCP tool reaches the model as an image block; the stored hi
   const next = stack.model.requests.at(-1)!;
   expect(JSON.stringify(next.messages)).not.toContain('"type":"image"');
   expect(JSON.stringify(next.messages)).toContain("[an image the tool returned; not kept in the history]");
+});
+
+it("a server that exits mid-call: the model gets a tool error it can act on; the worker reconnects and the tool works again", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(8108, "Hana");
+  const pids = new Set(recordedCalls(callsFile).map((c) => c.pid));
+  tg.sendUserMessage({ chat, from: user, text: "mcp crash" });
+  const answer = await answerIn(8108, "notebook__crash:");
+  expect(answer.text).toContain('The connection to MCP server "notebook" dropped during the crash call');
+  const logs = () => JSON.stringify(stack.logs());
+  await tg.waitFor(() => logs().includes("MCP server notebook: connected again"), WAIT, "the reconnection");
+  tg.sendUserMessage({ chat, from: user, text: "mcp echo back" });
+  expect((await answerIn(8108, "notebook__echo: echo: back")).text).toBe("notebook__echo: echo: back");
+  const newPid = recordedCalls(callsFile).at(-1)!.pid;
+  expect(pids.has(newPid)).toBe(false);
+});
+
+it("on Discord too: a destructive MCP tool asks by button and runs once on approval", async () => {
+  const dc = stack.discord;
+  const ivy = { id: "70300000000000001", username: "ivy", global_name: "Ivy" };
+  const channel = dc.dmChannel(ivy);
+  const before = http.calls.length;
+  dc.sendUserMessage(ivy, "mcp delete 77", { dm: true });
+  const buttonsOf = (id: string) => ((dc.message(id)?.components ?? []) as { components: { custom_id: string }[] }[]).flatMap((r) => r.components);
+  const prompt = await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && buttonsOf(m.id).length > 0), WAIT, "the approval prompt");
+  expect(prompt.content).toContain("使用 MCP 伺服器「items」的工具 delete_item");
+  expect(prompt.content).toContain("• id: 77");
+  expect(http.calls.length).toBe(before);
+  dc.clickButton(ivy, prompt.id, buttonsOf(prompt.id).map((b) => b.custom_id).find((c) => c.endsWith(":y"))!);
+  const answer = await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && m.content.includes("items__delete_item:")), WAIT, "the answer");
+  expect(answer.content).toBe("items__delete_item: deleted item 77");
+  expect(http.calls.slice(before)).toEqual([{ tool: "delete_item", args: { id: 77 } }]);
 });
 
 it("/tools in the adapter lists the MCP tools the workers announced; no secret is in any log line", async () => {

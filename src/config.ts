@@ -97,6 +97,26 @@ function normalizeRedisUrl(v: string | undefined, ctx: z.RefinementCtx): string 
   return z.NEVER;
 }
 
+/**
+ * `DISCORD_SHARDS`: shard ids and ranges separated by commas (`0,1`, `0-3`, `0-3,8`), as a sorted
+ * list without repeats. At most 65535 ids.
+ */
+function parseShardList(v: string | undefined, ctx: z.RefinementCtx): number[] | undefined {
+  if (v === undefined) return undefined;
+  const ids = new Set<number>();
+  for (const part of v.split(",").map((p) => p.trim())) {
+    const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(part);
+    const from = Number(m?.[1]);
+    const to = Number(m?.[2] ?? m?.[1]);
+    if (!m || to < from || to > 65534) {
+      ctx.addIssue({ code: "custom", message: "must be shard ids and ranges separated by commas, e.g. 0,1 or 0-3" });
+      return z.NEVER;
+    }
+    for (let id = from; id <= to; id++) ids.add(id);
+  }
+  return [...ids].sort((a, b) => a - b);
+}
+
 function isTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat("en", { timeZone: tz });
@@ -213,6 +233,14 @@ export const ConfigSchema = z.object({
   DISCORD_GUILD_ID: optionalString.refine((v) => v === undefined || /^\d{15,21}$/.test(v), {
     message: "must be a guild (server) id: 15-21 digits",
   }),
+  /**
+   * Gateway shards of the bot in all, across every adapter process (discord.js `shardCount`);
+   * unset = Discord's recommendation from `GET /gateway/bot`. Discord requires sharding past
+   * 2,500 servers: https://discord.com/developers/docs/topics/gateway#sharding
+   */
+  DISCORD_SHARD_COUNT: wholeNumber(1, 65535).optional(),
+  /** The shard ids this process runs (`0,1`, `0-3`, `0-3,8`), sorted; unset = every shard. Needs `DISCORD_SHARD_COUNT`. */
+  DISCORD_SHARDS: optionalString.transform(parseShardList),
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
   REDIS_URL: optionalString.transform(normalizeRedisUrl),
@@ -376,6 +404,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     for (const issue of parsed.error.issues) {
       const name = issue.path.map(String).join(".") || "(environment)";
       report(name, known[name] === undefined && name in known ? "is required" : issue.message);
+    }
+  }
+  if (parsed.success && parsed.data.DISCORD_SHARDS) {
+    const count = parsed.data.DISCORD_SHARD_COUNT;
+    if (count === undefined) {
+      report("DISCORD_SHARDS", "needs DISCORD_SHARD_COUNT (the shards of all processes together): every process must split the same count, and Discord's recommendation can change between starts");
+    } else if (parsed.data.DISCORD_SHARDS.some((id) => id >= count)) {
+      report("DISCORD_SHARDS", `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`);
     }
   }
   const webhook = known.TELEGRAM_WEBHOOK_URL;

@@ -93,6 +93,19 @@ export interface DiscordAdapterOptions {
   gateway?: GatewayWatchOptions;
 }
 
+/**
+ * The discord.js client's `shards` and `shardCount` from `DISCORD_SHARD_COUNT` and `DISCORD_SHARDS`:
+ * without a count, `"auto"` (discord.js runs as many shards as `GET /gateway/bot` recommends, all in
+ * this process); with one, the listed shard ids of that count (default every one). Discord routes a
+ * guild's events to shard `(guild_id >> 22) % shard_count` and DMs to shard 0
+ * (https://discord.com/developers/docs/topics/gateway#sharding).
+ */
+export function shardOptions(config: Pick<Config, "DISCORD_SHARD_COUNT" | "DISCORD_SHARDS">): { shards: number[] | "auto"; shardCount?: number } {
+  const count = config.DISCORD_SHARD_COUNT;
+  if (count === undefined) return { shards: "auto" };
+  return { shards: config.DISCORD_SHARDS ?? Array.from({ length: count }, (_, id) => id), shardCount: count };
+}
+
 /** The discord.js-based adapter; see the module comment. */
 export class DiscordAdapter implements Adapter {
   readonly platform = "discord" as const;
@@ -135,6 +148,7 @@ export class DiscordAdapter implements Adapter {
       rest: this.#config.DISCORD_API_URL ? { api: this.#config.DISCORD_API_URL } : {},
       allowedMentions: { parse: [], repliedUser: false },
       failIfNotExists: false,
+      ...shardOptions(this.#config),
     });
     this.#client = client;
     client.on(Events.MessageCreate, (m) => void this.#onMessage(m).catch((err: unknown) => this.#log.error({ err }, "message handler failed")));
@@ -183,8 +197,11 @@ export class DiscordAdapter implements Adapter {
       }
       throw error;
     }
-    this.#log.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, "discord connected");
-    await this.#registerCommands(client, context);
+    const shards = client.options.shards as number[];
+    this.#log.info({ user: client.user?.tag, guilds: client.guilds.cache.size, shards, shardCount: client.options.shardCount }, "discord connected");
+    // One process registers the slash commands: the one running shard 0 (which also receives the DMs).
+    if (shards.includes(0)) await this.#registerCommands(client, context);
+    else this.#log.info({ shards }, "slash commands are registered by the process that runs shard 0");
   }
 
   /**

@@ -253,3 +253,22 @@ describe("access and budget variables (issue 13)", () => {
     expect(problems.join("\n")).not.toContain("slack");
   });
 });
+
+describe("Discord shards (issue 19)", () => {
+  it("reads DISCORD_SHARDS as ids and ranges, sorted without repeats; unset means all and Discord's recommendation", () => {
+    const config = loadConfig({ DISCORD_SHARD_COUNT: "16", DISCORD_SHARDS: "8, 0-3,2" }, { purpose: "inspect" });
+    expect(config.DISCORD_SHARD_COUNT).toBe(16);
+    expect(config.DISCORD_SHARDS).toEqual([0, 1, 2, 3, 8]);
+    const unset = loadConfig({}, { purpose: "inspect" });
+    expect(unset.DISCORD_SHARD_COUNT).toBeUndefined();
+    expect(unset.DISCORD_SHARDS).toBeUndefined();
+  });
+
+  it("refuses a malformed list, a shard at or over the count, a count of 0, and shards without a count", () => {
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "3-1" })).toEqual(["DISCORD_SHARDS: must be shard ids and ranges separated by commas, e.g. 0,1 or 0-3"]);
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "0,x" })).toEqual(["DISCORD_SHARDS: must be shard ids and ranges separated by commas, e.g. 0,1 or 0-3"]);
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "1-2" })).toEqual(["DISCORD_SHARDS: every shard id must be below DISCORD_SHARD_COUNT (2): shards are numbered 0 to 1"]);
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "0" })).toEqual(["DISCORD_SHARD_COUNT: must be a whole number from 1 to 65535"]);
+    expect(problemsOf({ DISCORD_SHARDS: "0" })[0]).toMatch(/^DISCORD_SHARDS: needs DISCORD_SHARD_COUNT/);
+  });
+});

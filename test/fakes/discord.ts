@@ -79,6 +79,16 @@ export interface FakeDiscordOptions {
   interactionWindowMs?: number;
   /** How long a message-create `nonce` is remembered for `enforce_nonce`, in ms (Discord: "the past few minutes"; default 5 min). */
   nonceWindowMs?: number;
+  /** The `shards` recommendation of `GET /gateway/bot`. Default 1. */
+  recommendedShards?: number;
+}
+
+/**
+ * The shard that receives a guild's events: `(guild_id >> 22) % shard_count`; DMs go to shard 0.
+ * Source: https://discord.com/developers/docs/topics/gateway#sharding-sharding-formula
+ */
+export function shardOf(guildId: string | undefined, shardCount: number): number {
+  return guildId === undefined ? 0 : Number((BigInt(guildId) >> 22n) % BigInt(shardCount));
 }
 
 /** A message as stored by the fake (the API's message object). */
@@ -141,6 +151,8 @@ interface Session {
   seq: number;
   intents: number;
   ready: boolean;
+  /** `[shard_id, num_shards]` of its IDENTIFY (`[0, 1]` when it sent none). */
+  shard: [number, number];
 }
 
 interface Channel {
@@ -201,7 +213,9 @@ export class FakeDiscord {
   readonly #wss: WebSocketServer;
   readonly #sessions = new Set<Session>();
   /** Sessions that may be resumed (op 6), by session id: their intents and last sequence. */
-  readonly #resumable = new Map<string, { intents: number; seq: number }>();
+  readonly #resumable = new Map<string, { intents: number; seq: number; shard: [number, number] }>();
+  /** Guilds besides {@link guildId} (see {@link addGuild}), by id: their text channel. */
+  readonly #extraGuilds = new Map<string, { channelId: string }>();
   /** RESUME payloads accepted (op 6). */
   resumes = 0;
   readonly #messages = new Map<string, FakeMessage>();
@@ -222,6 +236,7 @@ export class FakeDiscord {
       privilegedIntents: options.privilegedIntents ?? INTENTS.MessageContent,
       interactionWindowMs: options.interactionWindowMs ?? 3000,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
+      recommendedShards: options.recommendedShards ?? 1,
     };
     this.token = this.#options.token;
     this.#events.setMaxListeners(100);
@@ -253,6 +268,22 @@ export class FakeDiscord {
   /** The gateway address returned by `GET /gateway/bot`. */
   get gatewayUrl(): string {
     return `ws://127.0.0.1:${this.#port}/gateway`;
+  }
+
+  /**
+   * Adds a guild the bot is in, with one text channel, e.g. to put guilds on different shards
+   * ({@link shardOf}). @returns its text channel's id.
+   */
+  addGuild(guildId: string): string {
+    const channelId = this.#snowflake();
+    this.#extraGuilds.set(guildId, { channelId });
+    this.#channels.set(channelId, { id: channelId, type: 0, guild_id: guildId, name: "general" });
+    return channelId;
+  }
+
+  /** The shard pairs (`[shard_id, num_shards]`) of the ready gateway sessions. */
+  get readyShards(): [number, number][] {
+    return [...this.#sessions].filter((s) => s.ready).map((s) => s.shard);
   }
 
   /** Number of gateway sessions that completed IDENTIFY and got READY. */
@@ -591,10 +622,15 @@ export class FakeDiscord {
     return message;
   }
 
+  /** Whether session `s` receives an event of `guildId` (undefined: a DM), as Discord routes them ({@link shardOf}). */
+  #routes(s: Session, guildId: string | undefined): boolean {
+    return s.ready && shardOf(guildId, s.shard[1]) === s.shard[0];
+  }
+
   #dispatchMessage(message: FakeMessage, channel: Channel): void {
     const dm = channel.type === 1;
     for (const s of this.#sessions) {
-      if (!s.ready) continue;
+      if (!this.#routes(s, channel.guild_id)) continue;
       if (!(s.intents & (dm ? INTENTS.DirectMessages : INTENTS.GuildMessages))) continue;
       let data: Record<string, unknown> = { ...message, channel_type: channel.type };
       const mentioned = ((message.mentions as FakeUser[]) ?? []).some((u) => u.id === this.bot.id);
@@ -642,7 +678,7 @@ export class FakeDiscord {
     }
     const interaction: FakeInteraction = { id, token, createdAt: Date.now(), payload, edits: [] };
     this.interactions.set(id, interaction);
-    for (const s of this.#sessions) if (s.ready) this.#send(s, "INTERACTION_CREATE", payload);
+    for (const s of this.#sessions) if (this.#routes(s, channel.guild_id)) this.#send(s, "INTERACTION_CREATE", payload);
     return interaction;
   }
 
@@ -694,7 +730,7 @@ export class FakeDiscord {
       data.member = { ...this.#member(user), user };
     }
     for (const s of this.#sessions) {
-      if (s.ready && s.intents & (dm ? INTENTS.DirectMessageReactions : INTENTS.GuildMessageReactions)) this.#send(s, "MESSAGE_REACTION_ADD", data);
+      if (this.#routes(s, channel.guild_id) && s.intents & (dm ? INTENTS.DirectMessageReactions : INTENTS.GuildMessageReactions)) this.#send(s, "MESSAGE_REACTION_ADD", data);
     }
     this.#changed();
   }
@@ -713,10 +749,10 @@ export class FakeDiscord {
     }
     if (url.searchParams.get("v") !== "10") return socket.close(4012, "Invalid API version");
     if (url.searchParams.get("encoding") !== "json") return socket.close(4002, "Error while decoding payload.");
-    const session: Session = { socket, sessionId: "", seq: 0, intents: 0, ready: false };
+    const session: Session = { socket, sessionId: "", seq: 0, intents: 0, ready: false, shard: [0, 1] };
     this.#sessions.add(session);
     socket.on("close", () => {
-      if (session.ready) this.#resumable.set(session.sessionId, { intents: session.intents, seq: session.seq });
+      if (session.ready) this.#resumable.set(session.sessionId, { intents: session.intents, seq: session.seq, shard: session.shard });
       this.#sessions.delete(session);
       this.#changed();
     });
@@ -749,7 +785,7 @@ export class FakeDiscord {
             return;
           }
           this.#resumable.delete(d.session_id!);
-          Object.assign(session, { sessionId: d.session_id, intents: known.intents, seq: known.seq, ready: true });
+          Object.assign(session, { sessionId: d.session_id, intents: known.intents, seq: known.seq, shard: known.shard, ready: true });
           this.resumes += 1;
           this.#send(session, "RESUMED", {});
           this.#changed();
@@ -775,17 +811,25 @@ export class FakeDiscord {
     }
     const privileged = (1 << 1) | (1 << 8) | INTENTS.MessageContent;
     if (d.intents & privileged & ~this.#options.privilegedIntents) return socket.close(4014, "Disallowed intent(s).");
+    // `shard`: [shard_id, num_shards], 0 <= shard_id < num_shards; anything else is 4010 Invalid shard.
+    const shard = d.shard ?? [0, 1];
+    if (!Array.isArray(shard) || shard.length !== 2 || !shard.every((n) => Number.isInteger(n)) || shard[1] < 1 || shard[0] < 0 || shard[0] >= shard[1]) {
+      return socket.close(4010, "Invalid shard.");
+    }
+    session.shard = [shard[0], shard[1]];
     session.intents = d.intents;
     session.sessionId = Math.random().toString(16).slice(2);
     session.ready = true;
     this.#send(session, "READY", {
       v: 10,
       user: { ...this.bot, discriminator: "0", avatar: null, verified: true, mfa_enabled: false, flags: 0 },
-      guilds: [{ id: this.guildId, unavailable: true }],
+      guilds: this.#guildIds()
+        .filter((id) => shardOf(id, session.shard[1]) === session.shard[0])
+        .map((id) => ({ id, unavailable: true })),
       session_id: session.sessionId,
       session_type: "normal",
       resume_gateway_url: this.gatewayUrl,
-      shard: d.shard ?? [0, 1],
+      shard: session.shard,
       application: { id: this.applicationId, flags: 1 << 19 },
       private_channels: [],
       presences: [],
@@ -794,10 +838,11 @@ export class FakeDiscord {
       user_settings: {},
       geo_ordered_rtc_regions: [],
     });
-    if (d.intents & INTENTS.Guilds) {
-      const channels = [...this.#channels.values()].filter((c) => c.guild_id === this.guildId);
+    for (const guildId of this.#guildIds()) {
+      if (!(d.intents & INTENTS.Guilds) || shardOf(guildId, session.shard[1]) !== session.shard[0]) continue;
+      const channels = [...this.#channels.values()].filter((c) => c.guild_id === guildId);
       this.#send(session, "GUILD_CREATE", {
-        id: this.guildId,
+        id: guildId,
         name: "Fake Guild",
         icon: null,
         owner_id: "700000000000000009",
@@ -811,7 +856,7 @@ export class FakeDiscord {
         preferred_locale: "zh-TW",
         features: [],
         roles: [
-          { id: this.guildId, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
+          { id: guildId, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
           { id: this.botRoleId, name: "Helper", permissions: "1071698660929", position: 1, color: 0, hoist: false, managed: true, mentionable: false, flags: 0, tags: { bot_id: this.bot.id } },
         ],
         emojis: [],
@@ -879,6 +924,11 @@ export class FakeDiscord {
       res.writeHead(200, { "content-type": file.contentType, "content-length": String(file.bytes.length) }).end(file.bytes);
     }
     this.#changed();
+  }
+
+  /** Every guild the bot is in: {@link guildId} and those of {@link addGuild}. */
+  #guildIds(): string[] {
+    return [this.guildId, ...this.#extraGuilds.keys()];
   }
 
   // ---- REST ------------------------------------------------------------------------------
@@ -960,7 +1010,7 @@ export class FakeDiscord {
     const b = (body ?? {}) as Record<string, unknown>;
     switch (route) {
       case "GET gateway/bot":
-        return { status: 200, body: { url: this.gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } };
+        return { status: 200, body: { url: this.gatewayUrl, shards: this.#options.recommendedShards, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } };
       case "GET users/:":
         return { status: 200, body: { ...this.bot, discriminator: "0", avatar: null } };
       case "GET applications/:":

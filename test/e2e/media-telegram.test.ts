@@ -141,6 +141,24 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(blocks[3]).toMatchObject({ type: "text", text: "比較這三張" });
   });
 
+  it("an album of more than MAX_IMAGES_PER_MESSAGE (5) photos gets one short answer, without a download or a model request", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(16010, "Six");
+    const chat = tg.privateChat(user);
+    const before = stack.model.requests.length;
+    const downloads = tg.fileDownloads.length;
+    const small = await makeImage(200, 200, "jpeg");
+    for (let i = 0; i < 6; i += 1) {
+      tg.sendUserMessage({ chat, from: user, ...(i === 0 ? { caption: "這些是什麼？" } : {}), extra: { photo: [{ ...tg.addFile(small), width: 200, height: 200 }], media_group_id: "666" } });
+    }
+    const answer = await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
+    expect(answer.text).toMatch(/^一則訊息最多只能放 5 張圖片（這則有 6 張）。\n我看得懂：/);
+    await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+    expect(sentTo(chat)).toHaveLength(1);
+    expect(stack.model.requests.length).toBe(before);
+    expect(tg.fileDownloads.length).toBe(downloads);
+  });
+
   it("in a group: an album whose caption mentions the bot is answered with every photo; a photo without the mention is ignored", async () => {
     const tg = stack.telegram;
     const group = tg.group(-1001600100, "相簿群");

@@ -1,0 +1,96 @@
+/**
+ * Issue 15: a worker killed (SIGKILL) in the middle of a streamed answer. A worker in its own
+ * process streams an answer into a Discord channel (a posted message, then edits); it is killed
+ * while the model is still writing; a second worker takes the job over once BullMQ sees the lost
+ * lock, finds the posted message's id with the message's progress in Redis, and edits that message
+ * into the one complete answer: no second copy, nothing left half-written.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Redis } from "ioredis";
+import { afterEach, expect, it } from "vitest";
+import { createOutbound } from "../../adapters/discord/index.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { historyTtlSeconds } from "../../src/config.js";
+import { HistoryStore } from "../../src/history/store.js";
+import { silentLogger } from "../../src/log.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
+import { ChatQueue } from "../../src/queue/producer.js";
+import { connectRedis } from "../../src/redis.js";
+import { unavailableApprovals } from "../../src/worker/approvals.js";
+import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
+import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
+import { FakeDiscord } from "../fakes/discord.js";
+import { testConfig } from "../helpers/config.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { todoTools, waitFor } from "./harness.js";
+
+const ANSWER = "這是一個完整的回答，會慢慢地被串流到頻道裡。".repeat(12);
+const STREAM_ENV = { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" };
+
+let child: ChildProcess | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  cleanups.length = 0;
+});
+
+async function startChild(env: Record<string, string>): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/discord-worker-child.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
+  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
+  return proc;
+}
+
+it("a worker killed mid-stream: the worker that takes the job over edits the partial message into the one complete answer", async () => {
+  const server: TestRedis = await startRedis();
+  cleanups.push(() => server.stop());
+  const model: FakeAnthropic = await startFakeAnthropic();
+  cleanups.push(() => model.close());
+  const discord = await FakeDiscord.start();
+  cleanups.push(() => discord.close());
+  const redis: Redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  cleanups.push(async () => redis.disconnect());
+  const queue = new ChatQueue({ redis });
+  cleanups.push(() => queue.close());
+
+  // The first model call writes slowly (the worker dies during it); the retried run's call is quick.
+  model.enqueue({ ...text(ANSWER), stream: { chunkChars: 10, totalMs: 30_000 } }, { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 500 } });
+  child = await startChild({ REDIS_URL: server.url, MODEL_URL: model.url, DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl, ...STREAM_ENV });
+  const ann = { id: "704000000000000001", username: "ann" };
+  const m = discord.sendUserMessage(ann, "說個長故事", { dm: true });
+  const incoming: IncomingMessage = { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: ann.id, userName: ann.username, text: m.content, messageId: m.id, sentAt: Date.now(), reply: {} };
+  await queue.enqueue(incoming);
+  const partial = await discord.waitFor(() => discord.sent.find((s) => s.channelId === incoming.chatId), 30_000, "the streamed message");
+  await discord.waitFor(() => discord.edits.some((e) => e.messageId === partial.id), 30_000, "an edit while streaming");
+  child.kill("SIGKILL");
+  const shownAtKill = String(partial.message.content);
+  expect(ANSWER.startsWith(shownAtKill)).toBe(true);
+  expect(shownAtKill.length).toBeLessThan(ANSWER.length);
+
+  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl, ...STREAM_ENV });
+  const workerRedis = connectRedis(server.url, { maxRetriesPerRequest: null });
+  cleanups.push(async () => workerRedis.disconnect());
+  const second: ChatWorker = startWorker({
+    config,
+    log: silentLogger,
+    redis: workerRedis,
+    history: new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
+    toolbox: todoTools(),
+    client: new Anthropic({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
+    runAgent,
+    outbounds: { discord: createOutbound(config, silentLogger) },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+  });
+  cleanups.push(() => second.close(5000));
+  await discord.waitFor(() => String(partial.message.content) === ANSWER, 45_000, "the partial message edited into the complete answer");
+  await new Promise((r) => setTimeout(r, 500));
+  expect(discord.sent.filter((s) => s.channelId === incoming.chatId).map((s) => s.id)).toEqual([partial.id]);
+  expect(discord.deleted).toEqual([]);
+  expect(model.requests).toHaveLength(2);
+  expect(await redis.keys("stream:*")).toEqual([]);
+}, 120_000);

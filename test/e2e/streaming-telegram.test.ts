@@ -8,7 +8,7 @@ import type { Chat } from "grammy/types";
 import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { htmlToPlain, planChunks } from "../../adapters/telegram/split.js";
-import { text, toolUse } from "../fakes/anthropic.js";
+import { text, toolUse, toolUses } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES } from "./scenarios-common.js";
@@ -175,5 +175,53 @@ describe("streamed answers on Telegram", () => {
     expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
     expect(await redis.keys("stream:*")).toEqual([]);
     expectNoRefusedEdits();
+  });
+
+  it("approval with streaming on: the safe call's status message is deleted, the prompt is its own message, the answer follows the approval", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150006, "核准群組");
+    const eve = tg.user(95006, "Eve");
+    tg.sendUserMessage({ chat: group, from: eve, text: `@${tg.bot.username} add todo 買牛奶` });
+    await tg.waitFor(() => sentTo(group)[0]?.text === "add_todo: 已新增待辦：#1 買牛奶", TIMEOUT_MS, "the todo added");
+    expect(sentTo(group)).toHaveLength(1); // the status line's message became the answer
+    stack.model.enqueue({
+      ...toolUses([
+        { name: "list_todos", input: {} },
+        { name: "delete_todo", input: { todo_id: 1 } },
+      ]),
+      stream: { firstTokenMs: 50 },
+    });
+    tg.sendUserMessage({ chat: group, from: eve, text: `@${tg.bot.username} 看清單然後刪除 #1` });
+    const prompt = await tg.waitFor(() => sentTo(group).find((m) => tg.buttons(m).length > 0), TIMEOUT_MS, "the approval prompt");
+    expect(prompt.text).toContain("刪除待辦 #1「買牛奶」");
+    const live = tg.deleted.filter((m) => m.chatId === group.id);
+    expect(live).toHaveLength(1);
+    expect(live[0]!.text).toMatch(/^🔧 讀取待辦清單/);
+    expect(sentTo(group)).toHaveLength(2);
+    const approve = tg.buttons(prompt).find((b) => b.text.includes("確認"))!;
+    tg.pressButton({ from: eve, message: prompt, data: approve.callback_data! });
+    const result = await tg.waitFor(() => sentTo(group)[2], TIMEOUT_MS, "the answer after the approval");
+    expect(result.text).toContain("delete_todo: 已刪除：#1 買牛奶");
+    expectNoRefusedEdits();
+  });
+
+  it("the final edit falls back to plain text when Telegram rejects its HTML, as a non-streamed answer does", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150007, "備援群組");
+    const fay = tg.user(95007, "Fay");
+    const answer = "**重點**：明天記得帶傘。";
+    const [chunk] = planChunks(answer);
+    stack.model.enqueue({ ...text(answer), stream: { chunkChars: 100 } });
+    tg.failNext("editMessageText", { error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag \"b\" at byte offset 0" });
+    tg.sendUserMessage({ chat: group, from: fay, text: `@${tg.bot.username} 明天呢？` });
+    await tg.waitFor(() => tg.callsOf("editMessageText").some((c) => Number(c.payload.chat_id) === group.id), TIMEOUT_MS, "the final edit");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    // the live message already shows the plain fallback (the Markdown source): no edit that changes nothing
+    expect(sentTo(group)).toHaveLength(1);
+    expect(sentTo(group)[0]!.text).toBe(chunk!.plain);
+    expect(sentTo(group)[0]!.entities).toEqual([]);
+    const calls = tg.callsOf("editMessageText").filter((c) => Number(c.payload.chat_id) === group.id);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.payload.parse_mode).toBe("HTML");
   });
 });

@@ -179,10 +179,10 @@ async function main() {
   const ourServer = await startRedis();
   const fake = await startFakeAnthropic();
   const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
-  const bullProducer = connectRedis(bullServer.url, { maxRetriesPerRequest: 1 });
-  const bullWorker = connectRedis(bullServer.url, { maxRetriesPerRequest: null });
-  const ourProducer = connectRedis(ourServer.url, { maxRetriesPerRequest: 1 });
-  const ourWorker = connectRedis(ourServer.url, { maxRetriesPerRequest: null });
+  const bullProducer = connectRedis(bullServer.url, { maxRetriesPerRequest: 1 }) as Redis;
+  const bullWorker = connectRedis(bullServer.url, { maxRetriesPerRequest: null }) as Redis;
+  const ourProducer = connectRedis(ourServer.url, { maxRetriesPerRequest: 1 }) as Redis;
+  const ourWorker = connectRedis(ourServer.url, { maxRetriesPerRequest: null }) as Redis;
   ctxRedis = ourWorker;
   const ours = [countCommands(ourProducer), countCommands(ourWorker)];
   const outbound = new BenchOutbound();
@@ -202,8 +202,8 @@ async function main() {
     tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
   });
   await worker.waitUntilReady();
-  const admin = connectRedis(bullServer.url);
-  const adminOurs = connectRedis(ourServer.url);
+  const admin = connectRedis(bullServer.url) as Redis;
+  const adminOurs = connectRedis(ourServer.url) as Redis;
 
   console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
   console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
@@ -392,8 +392,8 @@ async function gateBench(): Promise<void> {
     { LOG_LEVEL: "silent", ACCESS_POLICY: "pairing", USER_DAILY_TOKENS: "200000", GLOBAL_DAILY_TOKENS: "100000000", RATE_LIMIT_PER_MINUTE: "10000", MAX_QUEUED_PER_CHAT: "10000" },
     { purpose: "inspect" },
   );
-  const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
-  const admin = connectRedis(server.url);
+  const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 }) as Redis;
+  const admin = connectRedis(server.url) as Redis;
   await redis.ping();
   const queue = new ChatQueue({ redis });
   const gate = new AccessGate({ config: gateConfig, log: silentLogger, redis, queue, reply: async () => {} });

@@ -5,7 +5,6 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
-import type { Redis } from "ioredis";
 import { Queue } from "bullmq";
 import { AccessGate } from "./access/gate.js";
 import { AlbumStore } from "./media/album.js";
@@ -25,10 +24,10 @@ import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
 import type { Outbound } from "./outbound.js";
 import type { IncomingMessage, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
-import { CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
+import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
-import { connectRedis, describeRedisUrl, pingRedis } from "./redis.js";
+import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, refuseEvictingRedis, type RedisClient } from "./redis.js";
 import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
@@ -84,9 +83,9 @@ export interface StartBotOptions {
    * Approval hooks for the worker; default: the Redis approval store and flow
    * (`src/approvals/wiring.ts`). Pass `() => unavailableApprovals(...)` to run without approvals.
    */
-  approvals?: (parts: { redis: Redis; outbounds: Partial<Record<Platform, Outbound>> }) => ApprovalHooks;
+  approvals?: (parts: { redis: RedisClient; outbounds: Partial<Record<Platform, Outbound>> }) => ApprovalHooks;
   /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
-  decider?: (parts: { redis: Redis }) => ApprovalDecider;
+  decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
   tracerFor?: (runId: string, chat: string) => Tracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
@@ -135,7 +134,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
   const runAdapters = role === "adapter" || role === "all";
   const runWorker = role === "worker" || role === "all";
   const closers: (() => Promise<unknown>)[] = [];
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const bot: RunningBot = { adapters: [], stop: async () => {} };
   let stopping: Promise<void> | undefined;
   bot.stop = () =>
@@ -150,8 +149,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     })());
 
   try {
+    await refuseEvictingRedis(options.redisUrl, log); // BullMQ loses jobs and locks on a Redis that evicts keys
     const adapters = runAdapters ? (options.adapters ?? (await Promise.all(enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log))))) : [];
-    let workerRedis: Redis | undefined;
+    let workerRedis: RedisClient | undefined;
 
     if (runWorker) {
       if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
@@ -282,7 +282,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: options.prefix }));
+      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
       for (const queue of queues) queue.on("error", () => {});
       const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))));
       closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
@@ -293,6 +293,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
   } catch (error) {
     // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
     if (options.signal?.aborted) log.info("start-up stopped");
+    else if (error instanceof RedisEvictionError) log.error(`start-up failed: ${error.message}`);
     else if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     await bot.stop();
@@ -334,17 +335,19 @@ export async function toolsOrExit(config: Config, log: Logger): Promise<ToolBox>
 }
 
 /**
- * Resolves `REDIS_URL` (checking that it answers within 10 s), or starts the local redis-server;
- * prints the reason and exits 1 when it cannot.
+ * Resolves `REDIS_URL` or the Redis Cluster of `REDIS_CLUSTER_NODES` (checking that it answers
+ * within 10 s), or starts the local redis-server; prints the reason and exits 1 when it cannot.
  */
 export async function redisOrExit(config: Config, log: Logger): Promise<{ url: string; local?: LocalRedis }> {
-  if (config.REDIS_URL) {
-    const problem = await pingRedis(config.REDIS_URL, 10_000);
+  const address = redisAddress(config);
+  if (address) {
+    const problem = await pingRedis(address, 10_000);
     if (problem) {
-      console.error(`Cannot reach Redis at ${describeRedisUrl(config.REDIS_URL)}: ${problem}. Check REDIS_URL, or leave it empty to run a private redis-server.`);
+      const variable = config.REDIS_URL ? "REDIS_URL" : "REDIS_CLUSTER_NODES (and REDIS_PASSWORD)";
+      console.error(`Cannot reach Redis at ${describeRedisUrl(address)}: ${problem}. Check ${variable}, or leave it empty to run a private redis-server.`);
       process.exit(1);
     }
-    return { url: config.REDIS_URL };
+    return { url: address };
   }
   try {
     const local = await startLocalRedis({ log });

@@ -19,6 +19,7 @@ export const SECRET_VARIABLES = [
   "TELEGRAM_WEBHOOK_SECRET",
   "DISCORD_TOKEN",
   "CWA_API_KEY",
+  "REDIS_PASSWORD",
 ] as const;
 
 const optionalString = z
@@ -78,6 +79,24 @@ const port = () => wholeNumber(1, 65535, PORT_MESSAGE);
 
 const WEBHOOK_MESSAGE =
   "must be the public https:// address Telegram posts updates to (http:// only with a self-hosted Bot API server set in TELEGRAM_API_ROOT)";
+
+const CLUSTER_NODES_MESSAGE = "must list Redis Cluster nodes as host:port separated by commas (or redis://host:port, rediss://host:port for TLS, all entries alike), e.g. 10.0.0.1:6379,10.0.0.2:6379";
+
+/**
+ * `REDIS_CLUSTER_NODES`: seed nodes `host:port` (an IPv6 host in brackets), each optionally
+ * `redis://host:port` or `rediss://host:port` (TLS); every entry must agree on TLS.
+ */
+function parseClusterNodes(v: string | undefined, ctx: z.RefinementCtx): { nodes: { host: string; port: number }[]; tls: boolean } | undefined {
+  if (v === undefined) return undefined;
+  const entries = v.split(",").map((e) => e.trim()).filter((e) => e !== "");
+  const parsed = entries.map((entry) => /^(?:(rediss?):\/\/)?(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)):(\d{1,5})\/?$/.exec(entry));
+  const schemes = new Set(parsed.map((m) => m?.[1] === "rediss"));
+  if (entries.length === 0 || parsed.some((m) => !m || Number(m[4]) < 1 || Number(m[4]) > 65535) || schemes.size > 1) {
+    ctx.addIssue({ code: "custom", message: CLUSTER_NODES_MESSAGE });
+    return z.NEVER;
+  }
+  return { nodes: parsed.map((m) => ({ host: m![2] ?? m![3]!, port: Number(m![4]) })), tls: schemes.has(true) };
+}
 
 /** Anything that starts like `scheme://`. */
 const SCHEME_PATTERN = /^[a-z][a-z0-9+.-]*:\/\//i;
@@ -244,6 +263,10 @@ export const ConfigSchema = z.object({
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
   REDIS_URL: optionalString.transform(normalizeRedisUrl),
+  /** Redis Cluster seed nodes instead of `REDIS_URL` (see {@link parseClusterNodes}); `tls` for `rediss://` entries. */
+  REDIS_CLUSTER_NODES: optionalString.transform(parseClusterNodes),
+  /** `AUTH` password of every node of the Redis Cluster (`REDIS_CLUSTER_NODES`). */
+  REDIS_PASSWORD: optionalString,
 
   CWA_API_KEY: optionalString,
   /** CWA open-data API base ending in `/api`, without a trailing slash. */
@@ -417,6 +440,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   const webhook = known.TELEGRAM_WEBHOOK_URL;
   if (webhook && !known.TELEGRAM_API_ROOT && URL.canParse(webhook) && new URL(webhook).protocol !== "https:") {
     report("TELEGRAM_WEBHOOK_URL", WEBHOOK_MESSAGE);
+  }
+  if (known.REDIS_URL && known.REDIS_CLUSTER_NODES) report("REDIS_CLUSTER_NODES", "cannot be used together with REDIS_URL: set REDIS_URL for one Redis, REDIS_CLUSTER_NODES for a Redis Cluster");
+  if (known.REDIS_PASSWORD && !known.REDIS_CLUSTER_NODES) {
+    report("REDIS_PASSWORD", "is used only with REDIS_CLUSTER_NODES; for one Redis put the password in REDIS_URL (redis://:password@host:port)");
   }
   if ((options.purpose ?? "run") === "run") {
     if (known.ROLE !== "adapter" && !known.ANTHROPIC_API_KEY) {

@@ -15,7 +15,7 @@
  * nothing of a refused message is stored. Admins skip the rate limit and the user budget.
  */
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
@@ -62,7 +62,7 @@ export interface AccessGateDeps {
   config: Config;
   log: Logger;
   /** The producer's fail-fast connection. */
-  redis: Redis;
+  redis: RedisClient;
   queue: ChatQueue;
   /** Sends a refusal to the message's chat (the platform's outbound `sendAnswer`). */
   reply(to: IncomingMessage, text: string): Promise<void>;

@@ -11,7 +11,7 @@
  * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks.
  */
 import { randomInt } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 
 /** Letters and digits of a pairing code: no look-alikes (no 0/O, 1/I/L). */
 export const PAIRING_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -54,9 +54,9 @@ redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return {2, ARGV[3]}
 `;
 
-interface RedisWithAccess extends Redis {
+type RedisWithAccess = RedisClient & {
   accessPair(codeof: string, pending: string, codeKey: string, now: number, ttl: number, code: string, json: string, max: number): Promise<[number, string]>;
-}
+};
 
 /** A new random pairing code (8 characters of {@link PAIRING_ALPHABET}). */
 export function newPairingCode(): string {
@@ -70,9 +70,9 @@ export type PairingResult = { status: "new" | "same"; code: string } | { status:
 
 /** Grants and pairing codes; see the module comment. Every method throws when Redis fails. */
 export class AccessStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     this.#redis = redis;
     if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 3, lua: PAIR_SCRIPT });
   }

@@ -2,25 +2,28 @@
  * The approval store: pending approvals of dangerous tools, kept in Redis so any process can
  * decide, expire or resume them, and the exactly-once guard for running an approved tool.
  *
- * Keys (all under `prefix`, default `approval:`):
- * - `approval:{id}`: a hash, the record. Small fields the Lua scripts read (`status`, `platform`,
+ * Keys (all under `prefix`, default `approval:{approval}:`; the one hash tag `{approval}` keeps
+ * every key a script or `MULTI` below touches together in one Redis Cluster slot, since a button
+ * carries only the approval's id and no conversation to tag it with; approvals are few, so one
+ * slot carries them easily). Below, `approval:` stands for the prefix:
+ * - `approval:<id>`: a hash, the record. Small fields the Lua scripts read (`status`, `platform`,
  *   `requesterId`, `requesterName`, `expiresAt`), the conversation (`chatId`, `topicId` for a
  *   Telegram topic) beside the JSON of the rest (`data`),
  *   the prompt reference (`prompt`) and the decision (`decidedAt`, `deciderId`). It lives
  *   `timeoutMs + graceMs` while pending and `closedTtlMs` after it left `pending`, so a decision
  *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it.
- * - `approval:pending:{conversation}:{requesterId}`: the id of the pending approval of one requester
+ * - `approval:pending:<conversation>:<requesterId>`: the id of the pending approval of one requester
  *   in one conversation (`conversation` is `conversationKey`: `platform:chatId` or
  *   `platform:chatId/topicId`). Several people of one chat or topic may each have a prompt open;
  *   only the requester's own next message in that conversation supersedes theirs.
- * - `approval:prompt:{platform}:{chatId}:{messageId}`: the id of the approval a prompt message asks about.
- * - `approval:exec:{tool_use id}`: the claim and then the result of one approved tool call.
+ * - `approval:prompt:<platform>:<chatId>:<messageId>`: the id of the approval a prompt message asks about.
+ * - `approval:exec:<tool_use id>`: the claim and then the result of one approved tool call.
  *
  * Every state change (decide, expire, supersede) is one Lua script, so two decisions racing from
  * two processes (a double click, a click and a reaction, a redelivered event) see one winner.
  */
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import type { PendingCall, SuspendedRun } from "../agent/contract.js";
 import type { Locale } from "../i18n.js";
@@ -118,7 +121,7 @@ export interface ApprovalStoreOptions {
    * treats the claim as abandoned by a crash. Default 35 000 (the default tool timeout is 30 s).
    */
   executionWaitMs?: number;
-  /** Key prefix. Default `approval:`. */
+  /** Key prefix, with a hash tag of its own (see the module comment). Default `approval:{approval}:`. */
   prefix?: string;
   /** How long an "always allow" grant lasts, in ms (`alwaysAllowMs(config)`), told in the presser's notice. Default none (not mentioned). */
   grantMs?: number;
@@ -199,7 +202,7 @@ export { UNKNOWN_OUTCOME } from "../toolbox/once.js";
 
 /** Redis-backed approvals; implements {@link ApprovalDecider} for the adapters. */
 export class ApprovalStore implements ApprovalDecider {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #timeoutMs: number;
   readonly #graceMs: number;
   readonly #closedTtlMs: number;
@@ -216,14 +219,14 @@ export class ApprovalStore implements ApprovalDecider {
    * @param redis - a shared ioredis connection (commands only).
    * @param options - see {@link ApprovalStoreOptions}; `timeoutMs` is required.
    */
-  constructor(redis: Redis, options: ApprovalStoreOptions) {
+  constructor(redis: RedisClient, options: ApprovalStoreOptions) {
     this.#redis = redis;
     this.#timeoutMs = options.timeoutMs;
     this.#graceMs = options.graceMs ?? 10 * 60_000;
     this.#closedTtlMs = options.closedTtlMs ?? 24 * 3600_000;
     this.#executionTtlMs = options.executionTtlMs ?? 24 * 3600_000;
     this.#executionWaitMs = options.executionWaitMs ?? 35_000;
-    this.#prefix = options.prefix ?? "approval:";
+    this.#prefix = options.prefix ?? "approval:{approval}:";
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? silentLogger;
     this.#onDecision = options.onDecision;
@@ -424,7 +427,7 @@ export class ApprovalStore implements ApprovalDecider {
   /**
    * Runs an approved tool call at most once per `tool_use` id, across retries, processes and
    * crashes: `ExecutionLedger.executeOnce` (`src/toolbox/once.ts`) on the keys
-   * `approval:exec:{tool_use id}`, with `executionTtlMs` and `executionWaitMs`.
+   * `approval:{approval}:exec:<tool_use id>`, with `executionTtlMs` and `executionWaitMs`.
    * Bound to the instance, so it can be passed as `executeOnce: store.executeOnce`.
    *
    * @throws when Redis is unreachable before the claim (nothing ran then).

@@ -5,13 +5,13 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { resumeAgent } from "../agent/loop.js";
 import { alwaysAllowMs, type Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
-import { DECISIONS_QUEUE } from "../queue/keys.js";
+import { bullPrefix, DECISIONS_QUEUE } from "../queue/keys.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { UsageStore } from "../usage/store.js";
@@ -31,8 +31,8 @@ interface Closable {
   close(): Promise<void>;
 }
 
-function decisionsQueue(redis: Redis, prefix: string | undefined): Queue {
-  const queue = new Queue(DECISIONS_QUEUE, { connection: redis, prefix });
+function decisionsQueue(redis: RedisClient, prefix: string | undefined): Queue {
+  const queue = new Queue(DECISIONS_QUEUE, { connection: redis, prefix: bullPrefix(redis, DECISIONS_QUEUE, prefix) });
   queue.on("error", () => {}); // connection problems are logged once by connectRedis
   return queue;
 }
@@ -41,7 +41,7 @@ function decisionsQueue(redis: Redis, prefix: string | undefined): Queue {
  * The decider for adapters: checks a press or reaction in Redis (exists, not expired, the
  * requester, first decision wins) and queues the accepted decision on the `decisions` queue.
  */
-export function approvalDecider(parts: { config: Config; redis: Redis; prefix?: string; log: Logger }): ApprovalDecider & Closable {
+export function approvalDecider(parts: { config: Config; redis: RedisClient; prefix?: string; log: Logger }): ApprovalDecider & Closable {
   const queue = decisionsQueue(parts.redis, parts.prefix);
   const store = new ApprovalStore(parts.redis, {
     timeoutMs: parts.config.CONFIRM_TIMEOUT_SECONDS * 1000,
@@ -60,7 +60,7 @@ export interface ApprovalHookParts {
   config: Config;
   log: Logger;
   /** The worker's connection (`maxRetriesPerRequest: null`). */
-  redis: Redis;
+  redis: RedisClient;
   prefix?: string;
   toolbox: ToolBox;
   client: Anthropic;

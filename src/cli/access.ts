@@ -27,7 +27,7 @@ import { createLogger, redact, registerSecrets } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
 import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
-import type { Redis } from "ioredis";
+import { redisAddress, type RedisClient } from "../redis.js";
 
 const USAGE = `usage: npm run access -- <command>
   list                           policy, admins, allowed users and chats, pending pairing codes
@@ -39,7 +39,7 @@ const USAGE = `usage: npm run access -- <command>
   usage [platform:userId]        tokens today and this month: the whole bot and the top users, or one user`;
 
 /** Runs one command; returns the exit code. Output goes to `out` (stdout) and `err` (stderr). */
-async function run(argv: string[], config: Config, redis: Redis): Promise<number> {
+async function run(argv: string[], config: Config, redis: RedisClient): Promise<number> {
   const [command, arg, ...rest] = argv;
   const store = new AccessStore(redis);
   const usage = new UsageStore(redis, config.TIMEZONE);
@@ -163,7 +163,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // The private redis-server of this folder is found (or started) as `npm run trace` finds it, so
   // grants made while the bot is stopped are there when it starts.
-  return withCliRedis(config.REDIS_URL, (redis) => run(argv, config, redis));
+  return withCliRedis(redisAddress(config), (redis) => run(argv, config, redis));
 }
 
 main(process.argv.slice(2)).then(

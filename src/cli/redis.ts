@@ -3,15 +3,15 @@
  * that finds the bot's Redis, fails fast with a message that says what to run, and cleans up.
  */
 import path from "node:path";
-import type { Redis } from "ioredis";
 import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { redact } from "../log.js";
-import { connectRedis } from "../redis.js";
+import { connectRedis, describeRedisUrl, isClusterAddress, type RedisClient } from "../redis.js";
 
 /**
  * Runs `fn` with a Redis connection and returns its exit code.
  *
- * @param redisUrl - `REDIS_URL` (a URL or a unix socket path); when undefined, the private
+ * @param redisUrl - `REDIS_URL` (a URL or a unix socket path) or the Redis Cluster of
+ *   `REDIS_CLUSTER_NODES` (`redisAddress` of `src/redis.ts`); when undefined, the private
  *   redis-server of this folder (`.data/redis`, see `src/local-redis.ts`) is reused, or started
  *   for this command and stopped again afterwards unless another process took it up meanwhile.
  * @param fn - the command; its result is the process's exit code.
@@ -19,7 +19,7 @@ import { connectRedis } from "../redis.js";
  *   redacted) when the private server cannot be started or Redis cannot be reached. The connection
  *   is closed and the private server's lease given back in every case.
  */
-export async function withCliRedis(redisUrl: string | undefined, fn: (redis: Redis) => Promise<number>): Promise<number> {
+export async function withCliRedis(redisUrl: string | undefined, fn: (redis: RedisClient) => Promise<number>): Promise<number> {
   let local: LocalRedis | undefined;
   if (!redisUrl) {
     try {
@@ -42,7 +42,7 @@ export async function withCliRedis(redisUrl: string | undefined, fn: (redis: Red
       // `connect` rejects with "Connection is closed."; the socket's own error says why (ECONNREFUSED, ENOENT, ...).
       const cause = socketError ?? error;
       const reason = redact(cause instanceof Error ? cause.message : String(cause));
-      console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL to the Redis it uses.`);
+      console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL (REDIS_CLUSTER_NODES for a cluster) to the Redis it uses.`);
       return 2;
     }
     return await fn(redis);
@@ -54,6 +54,7 @@ export async function withCliRedis(redisUrl: string | undefined, fn: (redis: Red
 
 /** `redisUrl` for a message: a socket path relative to the current folder, a URL without its password. */
 function displayAddress(redisUrl: string): string {
+  if (isClusterAddress(redisUrl)) return describeRedisUrl(redisUrl);
   if (redisUrl.startsWith("/")) {
     const relative = path.relative(process.cwd(), redisUrl);
     return relative.startsWith("..") ? redisUrl : relative;

@@ -14,6 +14,7 @@ import { redact, registerSecrets } from "../log.js";
 import { conversationKey, PLATFORMS, type ConversationRef, type Platform } from "../queue/incoming.js";
 import { formatRun } from "../trace/format.js";
 import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
+import { redisAddress } from "../redis.js";
 import { withCliRedis } from "./redis.js";
 
 const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
@@ -59,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const config = loadConfig(process.env, { purpose: "inspect" });
     registerSecrets(secretValues(config));
-    redisUrl = config.REDIS_URL;
+    redisUrl = redisAddress(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);

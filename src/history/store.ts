@@ -18,7 +18,7 @@
  * ({@link trimHistory}).
  */
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
@@ -199,10 +199,10 @@ if #out == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], tab
 return 1
 `;
 
-interface RedisWithHistory extends Redis {
+type RedisWithHistory = RedisClient & {
   forgetRun(history: string, tagStart: string): Promise<number>;
   trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number): Promise<number>;
-}
+};
 
 /** The text of an assistant message's text blocks, joined without separator. */
 function textOf(message: MessageParam | undefined): string | undefined {
@@ -229,7 +229,7 @@ export function withoutToolImages(message: MessageParam): MessageParam {
 /** The history of every chat, in one Redis. */
 export class HistoryStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: HistoryOptions,
   ) {
     if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });

@@ -4,7 +4,7 @@
  * change, and an adapter-only process reads it (for `/tools` and `/help`). The last worker to
  * write wins: workers share one MCP config, so they announce the same tools.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import type { Logger } from "../log.js";
 import { JsonSchemaInput } from "../toolbox/json-input.js";
@@ -38,12 +38,12 @@ export function announcementOf(source: McpToolSource, now = Date.now()): McpAnno
 }
 
 /** Writes the announcement. @throws when Redis is unreachable. */
-export async function announceMcpTools(redis: Redis, announcement: McpAnnouncement): Promise<void> {
+export async function announceMcpTools(redis: RedisClient, announcement: McpAnnouncement): Promise<void> {
   await redis.set(MCP_ANNOUNCE_KEY, JSON.stringify(announcement), "EX", MCP_ANNOUNCE_TTL_SECONDS);
 }
 
 /** Reads the announcement; undefined when none (or unreadable). @throws when Redis is unreachable. */
-export async function readMcpAnnouncement(redis: Redis): Promise<McpAnnouncement | undefined> {
+export async function readMcpAnnouncement(redis: RedisClient): Promise<McpAnnouncement | undefined> {
   const raw = await redis.get(MCP_ANNOUNCE_KEY);
   if (!raw) return undefined;
   try {
@@ -80,7 +80,7 @@ export function announcedTools(announcement: McpAnnouncement): Tool[] {
  *
  * @returns `current()` (the toolbox to list) and `stop()`.
  */
-export function followMcpAnnouncements(redis: Redis, files: ToolBox, log: Logger, intervalMs = 30_000): { current: () => ToolBox; refresh: () => Promise<void>; stop: () => void } {
+export function followMcpAnnouncements(redis: RedisClient, files: ToolBox, log: Logger, intervalMs = 30_000): { current: () => ToolBox; refresh: () => Promise<void>; stop: () => void } {
   let current = files;
   let last = "";
   const refresh = async () => {

@@ -2,7 +2,7 @@
  * Putting MCP into the running bot: a worker process connects the servers of the MCP config and
  * announces their tools; an adapter-only process lists what the workers announced.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -16,7 +16,7 @@ export interface WorkerMcpOptions {
   config: Config;
   log: Logger;
   /** The worker's connection, for the announcement. */
-  redis: Redis;
+  redis: RedisClient;
   /** Every loaded tool; the MCP tools are added to it. */
   toolbox: ToolBox;
   /** Connection options (tests: a short reconnection backoff). */
@@ -56,7 +56,7 @@ export async function startWorkerMcp(options: WorkerMcpOptions): Promise<{ sourc
  * The tools an adapter-only process lists: `files` plus the MCP tools announced by the workers,
  * refreshed every 30 s. Never connects to an MCP server.
  */
-export function adapterToolbox(redis: Redis, files: ToolBox, log: Logger): { current: () => ToolBox; stop: () => void } {
+export function adapterToolbox(redis: RedisClient, files: ToolBox, log: Logger): { current: () => ToolBox; stop: () => void } {
   const follower = followMcpAnnouncements(redis, files, log);
   void follower.refresh();
   return follower;

@@ -5,6 +5,7 @@
  * touch several keys of one conversation stay on one node. A chat without topics keeps the keys
  * it always had.
  */
+import { isCluster, type RedisClient } from "../redis.js";
 import { conversationKey, type ConversationRef } from "./incoming.js";
 
 /** Name of the BullMQ queue of chat jobs (one job drains one chat's inbox). */
@@ -12,6 +13,19 @@ export const CHATS_QUEUE = "chats";
 
 /** Name of the BullMQ queue of approval decisions; its own Worker, so decisions never wait behind a chat. */
 export const DECISIONS_QUEUE = "decisions";
+
+/**
+ * The BullMQ key prefix of the queue named `queue`, for its `Queue` and `Worker` alike. On one
+ * Redis: `prefix` as given (BullMQ's `bull` by default), so a Redis in use keeps its queued jobs
+ * and reminder schedulers. On a Redis Cluster: `{<prefix>:<queue>}`, a hash tag as BullMQ requires
+ * there (its Lua scripts touch several keys of one queue; https://docs.bullmq.io/patterns/redis-cluster),
+ * one per queue so that the queues spread over the masters.
+ *
+ * @param prefix - the base prefix, without braces (tests and `npm run chat` use their own).
+ */
+export function bullPrefix(redis: RedisClient, queue: string, prefix = "bull"): string {
+  return isCluster(redis) ? `{${prefix}:${queue}}` : prefix;
+}
 
 /** The `{platform:chatId}` hash tag of a chat. */
 export function conversationTag(chat: ConversationRef): string {

@@ -7,10 +7,10 @@
  * atomic Lua script plus, only when the message entered an empty inbox, one `Queue.add`.
  */
 import { Queue, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { EnqueueError } from "./errors.js";
 import { IncomingMessageSchema, type IncomingMessage } from "./incoming.js";
-import { CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
+import { bullPrefix, CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
 
 /** Seconds a platform message id is remembered, so a redelivered update is accepted once (Telegram redelivers for up to 24 h). */
 export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
@@ -72,12 +72,12 @@ export interface ChatQueueOptions {
    * Connection for the inbox script and for BullMQ's `Queue`. Per BullMQ's guidance a producer may
    * fail fast (e.g. `maxRetriesPerRequest: 1`, `commandTimeout`), so the adapter can answer "try again".
    */
-  redis: Redis;
+  redis: RedisClient;
   /**
    * Connection for the inbox, the chat mark and the dedupe keys when they live on another Redis
    * than BullMQ (the benchmark does this to count each side's commands); default `redis`.
    */
-  store?: Redis;
+  store?: RedisClient;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
 }
@@ -86,12 +86,12 @@ export interface ChatQueueOptions {
 export class ChatQueue {
   /** The BullMQ queue of chat jobs; job data is the {@link IncomingMessage} that scheduled the job. */
   readonly queue: Queue<IncomingMessage>;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   #closed = false;
 
   constructor(options: ChatQueueOptions) {
     this.#redis = options.store ?? options.redis;
-    this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: options.redis, prefix: options.prefix });
+    this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: options.redis, prefix: bullPrefix(options.redis, CHATS_QUEUE, options.prefix) });
     this.queue.on("error", () => {}); // connection problems are logged by connectRedis
     if (!("enqueueChat" in this.#redis)) {
       this.#redis.defineCommand("enqueueChat", { numberOfKeys: 2, lua: ENQUEUE_SCRIPT });
@@ -168,7 +168,7 @@ export class ChatQueue {
   }
 }
 
-interface RedisWithScripts extends Redis {
+type RedisWithScripts = RedisClient & {
   enqueueChat(seen: string, inbox: string, json: string, ttl: number, cap: number): Promise<number>;
   undoEnqueue(seen: string, inbox: string, json: string): Promise<number>;
-}
+};

@@ -7,7 +7,7 @@
  * Only the owner's presses count (the owner's id is in the button data). A posted occurrence takes
  * one press (`SET NX` on its press marker), so a double click snoozes once.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
@@ -49,7 +49,7 @@ export class ReminderActions {
   /**
    * @param parts.scheduler - a scheduler on the `reminders` queue (the adapters' own connection and prefix).
    */
-  constructor(private readonly parts: { config: Config; redis: Redis; scheduler: ReminderScheduler; log: Logger }) {}
+  constructor(private readonly parts: { config: Config; redis: RedisClient; scheduler: ReminderScheduler; log: Logger }) {}
 
   /** True when `data` is a reminder button's data (`rm:…`), so the adapter hands the press here. */
   static owns(data: string): boolean {

@@ -16,12 +16,13 @@
  * log line.
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { ChatUnreachableError, type Outbound } from "../outbound.js";
 import type { Platform } from "../queue/incoming.js";
 import { buttonToken, reminderText } from "./format.js";
+import { bullPrefix } from "../queue/keys.js";
 import { REMINDERS_QUEUE, ReminderScheduler, attachReminderScheduler, type ReminderJobData } from "./schedule.js";
 import { MARKER_TTL_SECONDS, deleteReminder, getReminder, reminderKeys, updateReminder } from "./store.js";
 
@@ -30,7 +31,7 @@ export interface ReminderDeliveryDeps {
   config: Config;
   log: Logger;
   /** The worker's connection (`maxRetriesPerRequest: null`); the tools' scheduler is attached to it. */
-  redis: Redis;
+  redis: RedisClient;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
   /** The outbound side of every platform this worker posts on. */
@@ -65,7 +66,7 @@ export function dueTimeOf(job: Pick<Job<ReminderJobData>, "data" | "id" | "times
  */
 export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
   const { config, log, redis, outbounds } = deps;
-  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: deps.prefix });
+  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix) });
   queue.on("error", () => {});
   const scheduler = new ReminderScheduler(queue);
   attachReminderScheduler(redis, scheduler);
@@ -116,7 +117,7 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     return "sent";
   }
 
-  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, { connection: redis, prefix: deps.prefix, concurrency: config.WORKER_CONCURRENCY });
+  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix), concurrency: config.WORKER_CONCURRENCY });
   let lastError = 0;
   worker.on("error", (err) => {
     if (Date.now() - lastError < 10_000) return;

@@ -10,7 +10,7 @@
  */
 import type { Queue } from "bullmq";
 import { type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Platform } from "../queue/incoming.js";
 import type { Reminder, ReminderOwner } from "./store.js";
 import { repeatPattern } from "./time.js";
@@ -110,14 +110,14 @@ export class ReminderScheduler {
   }
 }
 
-const attached = new WeakMap<Redis, ReminderScheduler>();
+const attached = new WeakMap<RedisClient, ReminderScheduler>();
 
 /** Makes `scheduler` the one the tools find through `redis` (the worker's connection, given to tools as `context.redis`). */
-export function attachReminderScheduler(redis: Redis, scheduler: ReminderScheduler): void {
+export function attachReminderScheduler(redis: RedisClient, scheduler: ReminderScheduler): void {
   attached.set(redis, scheduler);
 }
 
 /** The scheduler attached to `redis`, or undefined when this process runs no reminder delivery. */
-export function reminderSchedulerOf(redis: Redis): ReminderScheduler | undefined {
+export function reminderSchedulerOf(redis: RedisClient): ReminderScheduler | undefined {
   return attached.get(redis);
 }

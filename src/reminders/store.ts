@@ -9,7 +9,7 @@
  * - `reminder:{…}:sent:<occurrence>`: the delivered marker of one occurrence (exactly once);
  * - `reminder:{…}:pressed:<id>:<occurrence>`: the first press of done/snooze on a posted reminder.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import type { Platform } from "../queue/incoming.js";
 
@@ -81,7 +81,7 @@ export function isActive(reminder: Reminder): boolean {
  *
  * @returns the stored reminder, or `undefined` when the person already has `limit` active ones.
  */
-export async function addReminder(redis: Redis, owner: ReminderOwner, fields: Omit<Reminder, "id">, limit = MAX_ACTIVE_REMINDERS): Promise<Reminder | undefined> {
+export async function addReminder(redis: RedisClient, owner: ReminderOwner, fields: Omit<Reminder, "id">, limit = MAX_ACTIVE_REMINDERS): Promise<Reminder | undefined> {
   const keys = reminderKeys(owner);
   const result = (await redis.eval(ADD_SCRIPT, 2, keys.items, keys.seq, String(limit), JSON.stringify(fields))) as number;
   if (result === 0) return undefined;
@@ -106,7 +106,7 @@ redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
 return id`;
 
 /** One reminder of the person, or undefined. */
-export async function getReminder(redis: Redis, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
+export async function getReminder(redis: RedisClient, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
   const raw = await redis.hget(reminderKeys(owner).items, String(id));
   return raw === null ? undefined : decode(raw);
 }
@@ -115,7 +115,7 @@ export async function getReminder(redis: Redis, owner: ReminderOwner, id: number
  * The person's reminders sorted by next time (fired one-offs last). Fired one-offs older than
  * {@link FIRED_KEEP_MS} are deleted on the way.
  */
-export async function listReminders(redis: Redis, owner: ReminderOwner, now = Date.now()): Promise<Reminder[]> {
+export async function listReminders(redis: RedisClient, owner: ReminderOwner, now = Date.now()): Promise<Reminder[]> {
   const keys = reminderKeys(owner);
   const all = Object.values(await redis.hgetall(keys.items))
     .map(decode)
@@ -126,7 +126,7 @@ export async function listReminders(redis: Redis, owner: ReminderOwner, now = Da
 }
 
 /** Writes the reminder back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
-export async function updateReminder(redis: Redis, owner: ReminderOwner, reminder: Reminder): Promise<boolean> {
+export async function updateReminder(redis: RedisClient, owner: ReminderOwner, reminder: Reminder): Promise<boolean> {
   const keys = reminderKeys(owner);
   return (await redis.eval(UPDATE_SCRIPT, 1, keys.items, String(reminder.id), JSON.stringify(reminder))) === 1;
 }
@@ -139,7 +139,7 @@ end
 return 0`;
 
 /** Deletes a reminder. @returns it, or undefined when the person has no reminder with that id. */
-export async function deleteReminder(redis: Redis, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
+export async function deleteReminder(redis: RedisClient, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
   const keys = reminderKeys(owner);
   const raw = await redis.hget(keys.items, String(id));
   if (raw === null) return undefined;
@@ -152,7 +152,7 @@ export async function deleteReminder(redis: Redis, owner: ReminderOwner, id: num
  *
  * @returns the deleted reminders.
  */
-export async function deleteRemindersOfTodo(redis: Redis, owner: ReminderOwner, todoId: number): Promise<Reminder[]> {
+export async function deleteRemindersOfTodo(redis: RedisClient, owner: ReminderOwner, todoId: number): Promise<Reminder[]> {
   const tied = (await listReminders(redis, owner)).filter((r) => r.todoId === todoId);
   const deleted: Reminder[] = [];
   for (const r of tied) {

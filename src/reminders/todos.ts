@@ -2,7 +2,7 @@
  * Reminders tied to a todo end with it: complete_todo and delete_todo call
  * {@link endRemindersOfTodo}, and the done button of such a reminder completes the todo.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import { reminderSchedulerOf } from "./schedule.js";
@@ -14,7 +14,7 @@ import { deleteRemindersOfTodo, type ReminderOwner } from "./store.js";
  *
  * @returns a note for the tool result, e.g. ` 也取消了提醒 #2。`, or "" when none was tied.
  */
-export async function endRemindersOfTodo(redis: Redis, owner: ReminderOwner, todoId: number, locale: Locale): Promise<string> {
+export async function endRemindersOfTodo(redis: RedisClient, owner: ReminderOwner, todoId: number, locale: Locale): Promise<string> {
   const ended = await deleteRemindersOfTodo(redis, owner, todoId);
   const scheduler = reminderSchedulerOf(redis);
   for (const reminder of ended) await scheduler?.unschedule(owner, reminder);

@@ -5,7 +5,7 @@
  *
  * One key per call, `<prefix><tool_use id>`: first the claim (`SET NX`), then the result.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import type { ToolExecution } from "./toolbox.js";
@@ -25,7 +25,7 @@ export type ExecuteOnce = (toolUseId: string, execute: () => Promise<ToolExecuti
 
 /** Options of an {@link ExecutionLedger}. */
 export interface ExecutionLedgerOptions {
-  /** Key prefix, e.g. `approval:exec:`; the key is the prefix plus the `tool_use` id. */
+  /** Key prefix, e.g. `approval:{approval}:exec:`; the key is the prefix plus the `tool_use` id. */
   prefix: string;
   /** Life of a claim and its result, in ms. Default 24 hours. */
   ttlMs?: number;
@@ -52,7 +52,7 @@ const ExecutionSchema = z.discriminatedUnion("state", [
 
 /** Claims and results of tool calls in Redis. */
 export class ExecutionLedger {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #ttlMs: number;
   readonly #waitMs: number;
@@ -60,7 +60,7 @@ export class ExecutionLedger {
   readonly #log: Logger;
 
   /** @param redis - a shared ioredis connection (commands only). */
-  constructor(redis: Redis, options: ExecutionLedgerOptions) {
+  constructor(redis: RedisClient, options: ExecutionLedgerOptions) {
     this.#redis = redis;
     this.#prefix = options.prefix;
     this.#ttlMs = options.ttlMs ?? 24 * 3600_000;

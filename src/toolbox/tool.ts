@@ -16,7 +16,7 @@
  * });
  * ```
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { z } from "zod";
 import type { Config, Locale } from "../config.js";
 import type { Logger } from "../log.js";
@@ -58,7 +58,7 @@ export interface ToolContext {
   signal: AbortSignal;
   log: Logger;
   /** The shared Redis connection (commands only; do not block on it). */
-  redis: Redis;
+  redis: RedisClient;
   config: Config;
 }
 

@@ -9,7 +9,7 @@
  * Nothing secret is stored: every string passes through `redact` and is cut to a preview.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
 import { conversationKey, type ConversationRef } from "../queue/incoming.js";
@@ -136,13 +136,13 @@ export class RunTracer implements Tracer {
   readonly #events: TraceEvent[] = [];
   #dropped = 0;
   #finished = false;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #log: Logger;
   readonly #keep: number;
   readonly #ttl: number;
 
   /** Use {@link TraceStore.startRun}. */
-  constructor(redis: Redis, chat: string, runId: string, options: Required<Omit<TraceStoreOptions, "log">> & { log: Logger }) {
+  constructor(redis: RedisClient, chat: string, runId: string, options: Required<Omit<TraceStoreOptions, "log">> & { log: Logger }) {
     this.#redis = redis;
     this.chat = chat;
     this.runId = runId;
@@ -210,10 +210,10 @@ export class RunTracer implements Tracer {
 
 /** Starts run tracers and reads stored runs back. */
 export class TraceStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #options: Required<Omit<TraceStoreOptions, "log">> & { log: Logger };
 
-  constructor(redis: Redis, options: TraceStoreOptions = {}) {
+  constructor(redis: RedisClient, options: TraceStoreOptions = {}) {
     this.#redis = redis;
     this.#options = {
       log: options.log ?? silentLogger,

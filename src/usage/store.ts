@@ -9,7 +9,7 @@
  * the whole bot plus `usage:{all}:top:d:<day>`, a sorted set of users by tokens that day. Each hash
  * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads) and `calls`.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 
 /** Days usage is kept. */
 export const USAGE_KEEP_DAYS = 400;
@@ -64,9 +64,15 @@ end
 return 1
 `;
 
-interface RedisWithUsage extends Redis {
-  usageAdd(...args: (string | number)[]): Promise<number>;
-}
+/**
+ * The script as two commands of a fixed key count (2: a user's or chat's; 3: the bot's, with the
+ * top set): ioredis routes a command (and groups it for auto-pipelining on a Redis Cluster) by its
+ * first argument, which must therefore be a key, not a key count.
+ */
+type RedisWithUsage = RedisClient & {
+  usageAdd(day: string, month: string, ...args: (string | number)[]): Promise<number>;
+  usageAddTop(day: string, month: string, top: string, ...args: (string | number)[]): Promise<number>;
+};
 
 /** The day (`YYYY-MM-DD`) and month (`YYYY-MM`) of `at` (ms) in `timeZone`. */
 export function periodOf(at: number, timeZone: string): { day: string; month: string } {
@@ -102,17 +108,18 @@ export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
 
 /** Usage in Redis; see the module comment. */
 export class UsageStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #timeZone: string;
 
   /**
    * @param redis - any connection (the worker's for writes, the producer's for reads).
    * @param timeZone - IANA zone whose days and months the periods follow (`TIMEZONE`).
    */
-  constructor(redis: Redis, timeZone: string) {
+  constructor(redis: RedisClient, timeZone: string) {
     this.#redis = redis;
     this.#timeZone = timeZone;
-    if (!("usageAdd" in redis)) redis.defineCommand("usageAdd", { lua: ADD_SCRIPT });
+    if (!("usageAdd" in redis)) redis.defineCommand("usageAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
+    if (!("usageAddTop" in redis)) redis.defineCommand("usageAddTop", { numberOfKeys: 3, lua: ADD_SCRIPT });
   }
 
   /** The key of a user's (`u:platform:userId`), chat's (`c:platform:chatId`) or the bot's (`all`) hash of a period. */
@@ -138,9 +145,9 @@ export class UsageStore {
     const user = `u:${owner.platform}:${owner.userId}`;
     const chat = `c:${owner.platform}:${owner.chatId}`;
     await Promise.all([
-      redis.usageAdd(2, UsageStore.key(user, "d", day), UsageStore.key(user, "m", month), ttl, ...counts),
-      redis.usageAdd(2, UsageStore.key(chat, "d", day), UsageStore.key(chat, "m", month), ttl, ...counts),
-      redis.usageAdd(3, UsageStore.key("all", "d", day), UsageStore.key("all", "m", month), UsageStore.topKey(day), ttl, ...counts, `${owner.platform}:${owner.userId}`),
+      redis.usageAdd(UsageStore.key(user, "d", day), UsageStore.key(user, "m", month), ttl, ...counts),
+      redis.usageAdd(UsageStore.key(chat, "d", day), UsageStore.key(chat, "m", month), ttl, ...counts),
+      redis.usageAddTop(UsageStore.key("all", "d", day), UsageStore.key("all", "m", month), UsageStore.topKey(day), ttl, ...counts, `${owner.platform}:${owner.userId}`),
     ]);
   }
 

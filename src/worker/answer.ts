@@ -10,7 +10,7 @@
  * from the history, and no apology is sent into a chat that is still rate limited.
  */
 import type { Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { AgentDeps, AgentEvent, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
 import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Logger } from "../log.js";
@@ -39,7 +39,7 @@ export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<Agent
  */
 export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs"> {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
-  redis: Redis;
+  redis: RedisClient;
   /** Typing refresh interval, in ms. */
   typingIntervalMs: number;
   /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */

@@ -2,7 +2,7 @@
  * The per-call tool context of a message: who asked, where, in which locale and time zone.
  * Built the same way for a new run and for a run resumed after an approval.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { IncomingMessage } from "../queue/incoming.js";
@@ -12,7 +12,7 @@ import type { ToolContext } from "../toolbox/tool.js";
  * The tool context for `message`: its platform, chat and sender, the bot's locale and
  * `TIMEZONE`, the shared Redis connection, and `signal` (a fresh one when not given).
  */
-export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: Redis; log: Logger; signal?: AbortSignal }): ToolContext {
+export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal }): ToolContext {
   return {
     platform: message.platform,
     chatId: message.chatId,

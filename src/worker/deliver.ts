@@ -3,7 +3,7 @@
  * answer may need more than one message), the apology when a message cannot be answered, and the
  * typing indicator while the answer is being composed.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
@@ -73,7 +73,7 @@ export async function deliverAnswer(
   outbound: Outbound,
   message: IncomingMessage,
   text: string,
-  progress: { redis: Redis; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream },
+  progress: { redis: RedisClient; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream },
 ): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
   let sent = progress.skip;

@@ -21,14 +21,14 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
-import { CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
+import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -64,13 +64,13 @@ export interface WorkerDeps {
    * Connection for BullMQ and for the inbox, history and progress keys. Must have
    * `maxRetriesPerRequest: null` (BullMQ's guidance for workers: commands wait through an outage).
    */
-  redis: Redis;
+  redis: RedisClient;
   /**
    * Connection for the inbox, progress keys and tools when they live on another Redis than BullMQ
    * (the benchmark does this to count each side's commands); default `redis`. `history` must use
    * the same Redis. Same guidance: `maxRetriesPerRequest: null`.
    */
-  store?: Redis;
+  store?: RedisClient;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
   history: HistoryStore;
@@ -142,9 +142,9 @@ if head == false and ARGV[1] ~= '' then return false end
 return redis.call('LINDEX', KEYS[1], 0)
 `;
 
-interface RedisWithWorkerScripts extends Redis {
+type RedisWithWorkerScripts = RedisClient & {
   finishChat(inbox: string, sent: string, traceKey: string, messageId: string, delSent: "0" | "1", trace: string, keep: number, ttl: number): Promise<string | null>;
-}
+};
 
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
@@ -157,7 +157,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
   if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
-  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: deps.prefix });
+  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix) });
   queue.on("error", () => {});
   let closing = false;
 
@@ -190,7 +190,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   metrics.workerConcurrency(config.WORKER_CONCURRENCY);
   const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job) => metrics.activeJob(() => drain(job)), {
     connection: deps.redis,
-    prefix: deps.prefix,
+    prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix),
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
@@ -212,7 +212,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
 
   const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data, { lastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1) }), {
     connection: deps.redis,
-    prefix: deps.prefix,
+    prefix: bullPrefix(deps.redis, DECISIONS_QUEUE, deps.prefix),
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,

@@ -4,7 +4,7 @@
  * `src/agent/contract.ts` without a model, so retries, forged jobs and multi-call turns can be
  * driven exactly; the same flow with the real loop and the fake Messages API is in `loop.test.ts`.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PendingCall } from "../../src/agent/contract.js";
 import { describeCall, outcomeText } from "../../src/approvals/flow.js";
@@ -15,8 +15,8 @@ import { RecordingOutbound } from "./recording-outbound.js";
 import { harness, message, nextMessage, paused, requester, resumes, toolbox, toolRuns } from "./support.js";
 
 let server: TestRedis;
-let redis: Redis;
-const connections: Redis[] = [];
+let redis: RedisClient;
+const connections: RedisClient[] = [];
 
 beforeAll(async () => {
   server = await startRedis();

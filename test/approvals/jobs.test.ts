@@ -4,7 +4,7 @@
  * closes an undecided approval.
  */
 import { Queue, QueueEvents, Worker, type JobsOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ResumeAgent } from "../../src/approvals/flow.js";
 import { decisionJobId, decisionProcessor, decisionQueueHooks, DECISIONS_QUEUE } from "../../src/approvals/jobs.js";
@@ -14,8 +14,8 @@ import { RecordingOutbound } from "./recording-outbound.js";
 import { harness, message, paused, toolRuns, type Harness } from "./support.js";
 
 let server: TestRedis;
-let redis: Redis;
-let bull: Redis;
+let redis: RedisClient;
+let bull: RedisClient;
 let queue: Queue;
 let events: QueueEvents;
 const workers: Worker[] = [];

@@ -4,7 +4,7 @@
  * rejects any invalid history, so each test ends with a follow-up message over the saved history.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AgentOutcome, MessageParam } from "../../src/agent/contract.js";
 import { resumeAgent, runAgent } from "../../src/agent/loop.js";
@@ -16,7 +16,7 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { chat, config, harness, message, nextMessage, toolbox, toolRuns, type Harness } from "./support.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 let fake: FakeAnthropic;
 let client: Anthropic;
 

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { SuspendedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
@@ -9,8 +9,8 @@ import type { ToolExecution } from "../../src/toolbox/toolbox.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
-let redis: Redis;
-const connections: Redis[] = [];
+let redis: RedisClient;
+const connections: RedisClient[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
@@ -107,7 +107,7 @@ describe("ApprovalStore.create and get", () => {
       steps: [],
     });
     expect(record?.message.text).toBe("把買牛奶刪掉");
-    const ttl = await redis.pttl(`approval:${id}`);
+    const ttl = await redis.pttl(`approval:{approval}:${id}`);
     expect(ttl).toBeGreaterThan(300_000);
     expect(ttl).toBeLessThanOrEqual(300_000 + 600_000);
     expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBe(id);
@@ -123,13 +123,13 @@ describe("ApprovalStore.create and get", () => {
     expect(record?.steps).toEqual(["history"]);
     expect(await store.idForPrompt("telegram", { chatId: "-100200", messageId: "77" })).toBe(id);
     expect(await store.idForPrompt("discord", { chatId: "-100200", messageId: "77" })).toBeUndefined();
-    expect(await redis.pttl(`approval:prompt:telegram:-100200:77`)).toBeGreaterThan(300_000);
+    expect(await redis.pttl(`approval:{approval}:prompt:telegram:-100200:77`)).toBeGreaterThan(300_000);
   });
 
   it("does not create a record without TTL when the prompt is saved for an unknown id", async () => {
     const { store } = storeWithClock();
     await store.setPrompt("A".repeat(22), { chatId: "1", messageId: "2" });
-    expect(await redis.exists(`approval:${"A".repeat(22)}`)).toBe(0);
+    expect(await redis.exists(`approval:{approval}:${"A".repeat(22)}`)).toBe(0);
     expect(await store.get("A".repeat(22))).toBeUndefined();
     expect(await store.get("../../etc")).toBeUndefined();
   });
@@ -208,7 +208,7 @@ describe("ApprovalStore.decide", () => {
     const store = new ApprovalStore(redis, { timeoutMs: 30, graceMs: 20 });
     const id = await store.create(approval());
     const deadline = Date.now() + 2000;
-    while ((await redis.exists(`approval:${id}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while ((await redis.exists(`approval:{approval}:${id}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(await store.get(id)).toBeUndefined();
     expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
     expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();

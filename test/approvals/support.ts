@@ -4,7 +4,7 @@
  * and a flow wired the way the worker will wire it.
  */
 import Anthropic from "@anthropic-ai/sdk";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
 import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
@@ -138,7 +138,7 @@ export interface Harness {
  * passed to `hooks` (e.g. a real BullMQ queue).
  */
 export function harness(
-  connection: Redis,
+  connection: RedisClient,
   history = new Map<string, MessageParam[]>(),
   outbound = new RecordingOutbound(),
   hooks: {

@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { Chat, User } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { useStack, type Stack } from "./harness.js";
@@ -21,7 +21,7 @@ const ALLOWED = 95001;
 const BUDGET = 300;
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack(
   { env: { ACCESS_POLICY: "pairing", ADMIN_USERS: `telegram:${ADMIN}`, ALLOWED_USERS: ` telegram:${ALLOWED} `, USER_DAILY_TOKENS: String(BUDGET), RATE_LIMIT_PER_MINUTE: "10", MAX_QUEUED_PER_CHAT: "20" } },
   (started, connection) => {
@@ -39,7 +39,7 @@ async function access(...args: string[]): Promise<{ code: number; stdout: string
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     LOG_LEVEL: "silent",
-    REDIS_URL: stack.redis.url,
+    ...stack.redis.env,
     TELEGRAM_BOT_TOKEN: stack.config.TELEGRAM_BOT_TOKEN,
     TELEGRAM_API_ROOT: stack.config.TELEGRAM_API_ROOT,
     ADMIN_USERS: `telegram:${ADMIN}`,

@@ -3,7 +3,7 @@
  * fake gateway and REST, real Redis, the worker and the scripted model. Each scenario has its own
  * user (and DM channel, or the guild channel for the group scenarios).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { expect, it } from "vitest";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import { freshResults, quietWindow, seedTodos, todoLines } from "./approvals-helpers.js";
@@ -11,7 +11,7 @@ import { useStack, type Stack } from "./harness.js";
 import { approvalsModel } from "./scripted-approvals.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: approvalsModel }, (started, connection) => {
   stack = started;
   redis = connection;

@@ -4,14 +4,14 @@
  * answer is sent, nothing is deleted, a late click changes nothing and the history stays valid
  * (a follow-up message is answered and the strict fake model rejected nothing).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { expect, it } from "vitest";
 import type { FakeUser } from "../fakes/discord.js";
 import { seedTodos, todoLines } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ env: { CONFIRM_TIMEOUT_SECONDS: "5" } }, (started, connection) => {
   stack = started;
   redis = connection;

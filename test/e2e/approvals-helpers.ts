@@ -3,21 +3,21 @@
  * person's todo list straight from Redis with the todo store, and reading what reached the
  * scripted model.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { Platform } from "../../src/queue/incoming.js";
 import { addTodo, listTodos } from "../../tools/todo/store.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import type { Stack } from "./harness.js";
 
 /** Adds todos with these titles to the list of `userId` on `platform`; returns their ids (#1, #2, … on a fresh list). */
-export async function seedTodos(redis: Redis, platform: Platform, userId: string, titles: string[]): Promise<number[]> {
+export async function seedTodos(redis: RedisClient, platform: Platform, userId: string, titles: string[]): Promise<number[]> {
   const ids: number[] = [];
   for (const title of titles) ids.push((await addTodo(redis, { platform, userId }, title))!.id);
   return ids;
 }
 
 /** The todos of `userId` on `platform`, as `#id title` lines in id order. */
-export async function todoLines(redis: Redis, platform: Platform, userId: string): Promise<string[]> {
+export async function todoLines(redis: RedisClient, platform: Platform, userId: string): Promise<string[]> {
   return (await listTodos(redis, { platform, userId })).map((t) => `#${t.id} ${t.title}`);
 }
 

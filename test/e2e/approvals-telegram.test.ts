@@ -2,7 +2,7 @@
  * Issue 8's approval scenarios on Telegram, end to end: the real grammy client against the fake
  * Bot API, real Redis, the worker and the scripted model. Each scenario has its own user and chat.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { Chat, User } from "grammy/types";
 import { expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
@@ -11,7 +11,7 @@ import { useStack, type Stack } from "./harness.js";
 import { approvalsModel } from "./scripted-approvals.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: approvalsModel }, (started, connection) => {
   stack = started;
   redis = connection;

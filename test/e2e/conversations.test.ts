@@ -4,7 +4,7 @@
  * and `message_thread_id`; a send into a topic the chat does not have is refused), the worker,
  * real Redis and the scripted model. Each scenario has its own group and people.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { Chat, Message, User } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
@@ -16,7 +16,7 @@ import { ANSWER_TIMEOUT_MS, requestsFor, textsOf } from "./scenarios-common.js";
 import { approvalsModel } from "./scripted-approvals.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 // The bot has topics enabled in private chats (Bot API 9.3), so private-chat topics can be tried too.
 useStack({ model: approvalsModel, telegram: { bot: { has_topics_enabled: true } as never } }, (started, connection) => {
   stack = started;

@@ -4,7 +4,7 @@
  * deadline. Real grammy adapter and worker parts, the fake Bot API, the strict fake Messages API.
  */
 import type { Chat, User } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
 import { hang } from "../fakes/anthropic.js";
@@ -15,7 +15,7 @@ import { MODEL_RETRIES, requestsFor, textsOf } from "./scenarios-common.js";
 
 const DEADLINE_SECONDS = 4;
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ modelRetries: MODEL_RETRIES, env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) } }, (started, connection) => {
   stack = started;
   redis = connection;

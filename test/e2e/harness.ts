@@ -1,5 +1,6 @@
 /**
- * The end-to-end stack: a real Redis, the fake platforms (Telegram Bot API, Discord REST and
+ * The end-to-end stack: a real Redis (one redis-server, or a three-master Redis Cluster when
+ * `TEST_REDIS=cluster`), the fake platforms (Telegram Bot API, Discord REST and
  * gateway), the fake CWA API and the strict fake Messages API answered by the scripted model,
  * and the bot itself started with `startBot` (the code `npm start` runs) — real grammy and
  * discord.js adapters, queue, worker, history, approvals and traces.
@@ -7,7 +8,7 @@
  * The bot runs as two parts, an `adapter` and a `worker`, sharing Redis as on separate machines,
  * so a test can restart the worker (a new process would do the same work).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -26,7 +27,7 @@ import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { startTestRedis, type TestRedis } from "../helpers/redis.js";
 import { scriptedModel } from "./scripted-model.js";
 
 /** A running end-to-end stack. */
@@ -86,7 +87,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 }
 
 async function assemble(options: StackOptions, started: (() => Promise<unknown>)[]): Promise<Stack> {
-  const redis = await startRedis();
+  const redis = await startTestRedis();
   started.push(() => redis.stop());
   const model = await startFakeAnthropic({ fallback: options.model ?? scriptedModel });
   started.push(() => model.close());
@@ -108,7 +109,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     DISCORD_GUILD_ID: discord.guildId,
     CWA_API_KEY: cwa.key,
     CWA_API_BASE: cwa.base,
-    REDIS_URL: redis.url,
+    ...redis.env,
     ...options.env,
   });
   const { toolbox } = await loadTools({ config, log });
@@ -167,9 +168,9 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
  *
  * @param onStart - receives the stack and the connection once started (assign them to the file's variables).
  */
-export function useStack(options: StackOptions, onStart: (stack: Stack, redis: Redis) => void): void {
+export function useStack(options: StackOptions, onStart: (stack: Stack, redis: RedisClient) => void): void {
   let stack: Stack | undefined;
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   beforeAll(async () => {
     stack = await startStack(options);
     redis = connectRedis(stack.redis.url);

@@ -3,7 +3,7 @@
  * outbound (worker) against the fake Discord, real Redis and BullMQ, the scripted model calling
  * the reminder tools. Times are real: a reminder set 12 s ahead must arrive within 2 s of its time.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createOutbound } from "../../adapters/discord/index.js";
 import type { RunningBot } from "../../src/app.js";
@@ -17,7 +17,7 @@ import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead } from "./reminders-helpers.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: remindersModel, env: { REMINDER_SNOOZE_SECONDS: "4" } }, (started, connection) => {
   stack = started;
   redis = connection;

@@ -4,7 +4,8 @@
  * queue as the bot sees it, and the tool results the model received.
  */
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import { bullPrefix } from "../../src/queue/keys.js";
+import type { RedisClient } from "../../src/redis.js";
 import { DateTime } from "luxon";
 import { REMINDERS_QUEUE, schedulerId, type ReminderJobData } from "../../src/reminders/schedule.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
@@ -44,8 +45,8 @@ export function secondsAhead(seconds: number): number {
 }
 
 /** The `reminders` queue of the e2e stack (prefix `e2e`) on the test's own connection, for reading job schedulers; close it after use (the connection stays open). */
-export function remindersQueue(redis: Redis): Queue<ReminderJobData> {
-  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: "e2e" });
+export function remindersQueue(redis: RedisClient): Queue<ReminderJobData> {
+  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, "e2e") });
 }
 
 /** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */

@@ -3,7 +3,7 @@
  * real Redis and BullMQ, the worker and the scripted model calling set_reminder, list_reminders and
  * cancel_reminder. Times are real: a reminder set 12 s ahead must arrive within 2 s of its time.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { Chat, User } from "grammy/types";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunningBot } from "../../src/app.js";
@@ -16,7 +16,7 @@ import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: remindersModel, env: { REMINDER_SNOOZE_SECONDS: "4" } }, (started, connection) => {
   stack = started;
   redis = connection;

@@ -4,7 +4,7 @@
  * Each test uses its own users and chats.
  */
 import type { Chat, User } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
 import { TraceStore } from "../../src/trace/store.js";
@@ -24,7 +24,7 @@ function model(request: FakeRequest): FakeMessageReply {
 }
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ modelRetries: MODEL_RETRIES, model }, (started, connection) => {
   stack = started;
   redis = connection;

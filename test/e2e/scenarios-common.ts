@@ -5,7 +5,7 @@
  * secrets that must never reach a log line.
  */
 import { CHAT_JOB_OPTIONS } from "../../src/queue/producer.js";
-import { connectRedis } from "../../src/redis.js";
+import { connectRedis, isCluster } from "../../src/redis.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { readCwaFixture } from "../fakes/cwa.js";
 import type { Stack } from "./harness.js";
@@ -126,22 +126,26 @@ export async function redisDump(stack: Stack): Promise<{ key: string; text: stri
   const redis = connectRedis(stack.redis.url);
   try {
     const out: { key: string; text: string }[] = [];
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "COUNT", 500);
-      cursor = next;
-      for (const key of keys) {
-        const type = await redis.type(key);
-        let value: unknown;
-        if (type === "string") value = await redis.get(key);
-        else if (type === "list") value = await redis.lrange(key, 0, -1);
-        else if (type === "hash") value = await redis.hgetall(key);
-        else if (type === "set") value = await redis.smembers(key);
-        else if (type === "zset") value = await redis.zrange(key, 0, -1);
-        else if (type === "stream") value = await redis.xrange(key, "-", "+");
-        out.push({ key, text: `${key} ${JSON.stringify(value ?? null)}` });
-      }
-    } while (cursor !== "0");
+    await redis.ping(); // a cluster knows its masters once connected
+    // A cluster's keys are spread over its masters: SCAN each of them.
+    for (const node of isCluster(redis) ? redis.nodes("master") : [redis]) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await node.scan(cursor, "COUNT", 500);
+        cursor = next;
+        for (const key of keys) {
+          const type = await redis.type(key);
+          let value: unknown;
+          if (type === "string") value = await redis.get(key);
+          else if (type === "list") value = await redis.lrange(key, 0, -1);
+          else if (type === "hash") value = await redis.hgetall(key);
+          else if (type === "set") value = await redis.smembers(key);
+          else if (type === "zset") value = await redis.zrange(key, 0, -1);
+          else if (type === "stream") value = await redis.xrange(key, "-", "+");
+          out.push({ key, text: `${key} ${JSON.stringify(value ?? null)}` });
+        }
+      } while (cursor !== "0");
+    }
     return out;
   } finally {
     redis.disconnect();

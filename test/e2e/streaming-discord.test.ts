@@ -5,11 +5,12 @@
  * streaming on: the prompt stays a message of its own. `STREAMING=off` is what every other
  * end-to-end file runs (`testConfig`), unchanged.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { splitMessage, DISCORD_MESSAGE_LIMIT } from "../../adapters/discord/split.js";
 import { text, toolUse, toolUses } from "../fakes/anthropic.js";
 import type { FakeUser, SentMessage } from "../fakes/discord.js";
+import { keysEverywhere } from "../helpers/redis.js";
 import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES } from "./scenarios-common.js";
 
@@ -17,7 +18,7 @@ const INTERVAL_MS = 300;
 const TIMEOUT_MS = 30_000;
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
   stack = started;
   redis = connection;
@@ -134,7 +135,7 @@ describe("streamed answers on Discord", () => {
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
     expect(sentIn(channelId).length).toBe(before + 1);
     expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
-    expect(await redis.keys("stream:*")).toEqual([]);
+    expect(await keysEverywhere(redis, "stream:*")).toEqual([]);
   });
 
   it("approval with streaming on: the status line of the safe call is removed, the prompt is its own message, the answer follows the approval", async () => {

@@ -5,11 +5,12 @@
  * end-to-end file runs (`testConfig`), unchanged.
  */
 import type { Chat } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { htmlToPlain, planChunks } from "../../adapters/telegram/split.js";
 import { text, toolUse, toolUses } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { keysEverywhere } from "../helpers/redis.js";
 import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES } from "./scenarios-common.js";
 
@@ -17,7 +18,7 @@ const INTERVAL_MS = 300;
 const TIMEOUT_MS = 30_000;
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
   stack = started;
   redis = connection;
@@ -173,7 +174,7 @@ describe("streamed answers on Telegram", () => {
     expect(sentTo(group)).toHaveLength(1);
     expect(sentTo(group)[0]!.messageId).toBe(partial.messageId); // the partial message became the answer
     expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
-    expect(await redis.keys("stream:*")).toEqual([]);
+    expect(await keysEverywhere(redis, "stream:*")).toEqual([]);
     expectNoRefusedEdits();
   });
 

@@ -1,7 +1,7 @@
 /**
  * A per-call tool context for tests.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { silentLogger } from "../../src/log.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
 import { testConfig } from "./config.js";
@@ -19,7 +19,7 @@ export function testContext(overrides: Partial<ToolContext> = {}): ToolContext {
     timezone: config.TIMEZONE,
     signal: new AbortController().signal,
     log: silentLogger,
-    redis: undefined as unknown as Redis,
+    redis: undefined as unknown as RedisClient,
     config,
     ...overrides,
   };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { MessageParam } from "../../src/agent/contract.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { isUserTextTurn, trimHistory } from "../../src/history/trim.js";
@@ -80,7 +80,7 @@ describe("trimHistory", () => {
 
 describe("HistoryStore", () => {
   let server: TestRedis;
-  let redis: Redis;
+  let redis: RedisClient;
   beforeAll(async () => {
     server = await startRedis();
     redis = connectRedis(server.url);

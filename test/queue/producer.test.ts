@@ -1,6 +1,6 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { ConsoleOutbound } from "../../adapters/console/outbound.js";
 import { EnqueueError } from "../../src/adapter.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -24,10 +24,10 @@ describe("ChatQueue when adding the chat's job fails", () => {
   let bullServer: TestRedis;
   let storeServer: TestRedis;
   let fake: FakeAnthropic;
-  let bull: Redis;
-  let store: Redis;
-  let workerBull: Redis;
-  let workerStore: Redis;
+  let bull: RedisClient;
+  let store: RedisClient;
+  let workerBull: RedisClient;
+  let workerStore: RedisClient;
   let queue: ChatQueue;
   let worker: ChatWorker;
   const output = new CapturingStream();

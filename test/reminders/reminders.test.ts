@@ -2,7 +2,7 @@
  * Reminder helpers without the stack: reading `at`, repeat patterns, words, button tokens, and the
  * store's limit on real Redis.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
@@ -74,7 +74,7 @@ describe("button tokens", () => {
 
 describe("store", () => {
   let server: TestRedis;
-  let redis: Redis;
+  let redis: RedisClient;
   beforeAll(async () => {
     server = await startRedis();
     redis = connectRedis(server.url);

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { connectRedis } from "../../src/redis.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
@@ -8,7 +8,7 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { loadShippedTools } from "./load.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 let toolbox: ToolBox;
 
 beforeAll(async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalRedis, type LocalRedis } from "../../src/local-redis.js";
 import { connectRedis } from "../../src/redis.js";
@@ -48,7 +48,7 @@ async function closedPort(): Promise<number> {
 let project: string;
 let empty: string;
 let local: LocalRedis;
-let redis: Redis;
+let redis: RedisClient;
 let expected: string;
 
 beforeAll(async () => {

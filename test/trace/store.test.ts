@@ -3,7 +3,7 @@
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "../../src/agent/loop.js";
 import { registerSecrets } from "../../src/log.js";
@@ -17,7 +17,7 @@ import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/
 import { TEST_API_KEY, testDeps } from "../agent/helpers.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 let fake: FakeAnthropic;
 
 beforeAll(async () => {

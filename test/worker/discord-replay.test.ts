@@ -8,7 +8,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterEach, expect, it } from "vitest";
 import { createOutbound } from "../../adapters/discord/index.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -59,7 +59,7 @@ it("answers appear once after a kill between Discord accepting them and the work
   cleanups.push(() => model.close());
   const discord = await FakeDiscord.start();
   cleanups.push(() => discord.close());
-  const redis: Redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const redis: RedisClient = connectRedis(server.url, { maxRetriesPerRequest: 1 });
   cleanups.push(async () => redis.disconnect());
   const queue = new ChatQueue({ redis });
   cleanups.push(() => queue.close());

@@ -5,7 +5,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { Writable } from "node:stream";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import { ConsoleOutbound } from "../../adapters/console/outbound.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -172,7 +172,7 @@ export interface Harness {
   config: Config;
   output: CapturingStream;
   outbound: FlakyOutbound;
-  redis: Redis;
+  redis: RedisClient;
   queue: ChatQueue;
   history: HistoryStore;
   workers: ChatWorker[];
@@ -192,7 +192,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
   const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
   const queue = new ChatQueue({ redis });
   const toolbox = todoTools();
-  const connections: Redis[] = [redis];
+  const connections: RedisClient[] = [redis];
   const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) };
   const harness: Harness = {
     server,

@@ -7,7 +7,7 @@
  * The `{…}` hash tag keeps both keys of one person in one Redis Cluster slot.
  * No side effects: the tool loader imports this module.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
@@ -91,7 +91,7 @@ return id`;
  * (default {@link MAX_TODOS_PER_USER}; nothing is written then). One script: the count check, the
  * id (INCR, so parallel adds get distinct ids) and the write are atomic.
  */
-export async function addTodo(redis: Redis, owner: Owner, title: string, due?: string, now = new Date(), max = MAX_TODOS_PER_USER): Promise<Todo | undefined> {
+export async function addTodo(redis: RedisClient, owner: Owner, title: string, due?: string, now = new Date(), max = MAX_TODOS_PER_USER): Promise<Todo | undefined> {
   const keys = todoKeys(owner);
   const draft: Todo = { id: 0, title, ...(due ? { due } : {}), createdAt: now.toISOString() };
   const id = Number(await redis.eval(ADD_TODO, 2, keys.items, keys.seq, max, JSON.stringify(draft)));
@@ -99,7 +99,7 @@ export async function addTodo(redis: Redis, owner: Owner, title: string, due?: s
 }
 
 /** The person's todos sorted by id. Entries that are not valid todo JSON are skipped. */
-export async function listTodos(redis: Redis, owner: Owner): Promise<Todo[]> {
+export async function listTodos(redis: RedisClient, owner: Owner): Promise<Todo[]> {
   const all = await redis.hgetall(todoKeys(owner).items);
   return Object.values(all)
     .map(decode)
@@ -108,7 +108,7 @@ export async function listTodos(redis: Redis, owner: Owner): Promise<Todo[]> {
 }
 
 /** One todo of the person, or undefined when the id is not in their list. */
-export async function getTodo(redis: Redis, owner: Owner, id: number): Promise<Todo | undefined> {
+export async function getTodo(redis: RedisClient, owner: Owner, id: number): Promise<Todo | undefined> {
   const raw = await redis.hget(todoKeys(owner).items, String(id));
   return raw === null ? undefined : decode(raw);
 }
@@ -128,7 +128,7 @@ export type CompleteResult = { status: "completed" | "already"; todo: Todo } | {
  * Marks a todo done (sets `completedAt`). An already completed todo is left as it is.
  * Atomic against a concurrent delete: a deleted todo is never written back.
  */
-export async function completeTodo(redis: Redis, owner: Owner, id: number, now = new Date()): Promise<CompleteResult> {
+export async function completeTodo(redis: RedisClient, owner: Owner, id: number, now = new Date()): Promise<CompleteResult> {
   const keys = todoKeys(owner);
   for (let attempt = 0; attempt < 5; attempt++) {
     const raw = await redis.hget(keys.items, String(id));
@@ -143,7 +143,7 @@ export async function completeTodo(redis: Redis, owner: Owner, id: number, now =
 }
 
 /** Deletes a todo. Returns it, or undefined when the id is not in the person's list. */
-export async function deleteTodo(redis: Redis, owner: Owner, id: number): Promise<Todo | undefined> {
+export async function deleteTodo(redis: RedisClient, owner: Owner, id: number): Promise<Todo | undefined> {
   const keys = todoKeys(owner);
   const raw = await redis.hget(keys.items, String(id));
   if (raw === null) return undefined;

@@ -16,7 +16,7 @@
  * `album-claim:{…}:<group>` (`claimed` or `done`), `album-taken:{…}:<messageId>` (what a collect
  * took, so a retried job gathers the same album again).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { MediaRefSchema, MAX_MEDIA_REFS, type ConversationRef, type IncomingMessage, type MediaRef } from "../queue/incoming.js";
 import { conversationTag } from "../queue/keys.js";
@@ -79,10 +79,10 @@ redis.call('SET', KEYS[3], taken, 'EX', ARGV[1])
 return taken
 `;
 
-interface RedisWithAlbums extends Redis {
+type RedisWithAlbums = RedisClient & {
   albumAdd(items: string, claim: string, item: string, ttl: number, max: number, addressed: "0" | "1"): Promise<number>;
   albumTake(items: string, claim: string, taken: string, ttl: number): Promise<string>;
-}
+};
 
 /** Options of {@link AlbumStore.collect}. */
 export interface CollectOptions {
@@ -98,7 +98,7 @@ export interface CollectOptions {
 export class AlbumStore {
   readonly #redis: RedisWithAlbums;
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     if (!("albumAdd" in redis)) redis.defineCommand("albumAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
     if (!("albumTake" in redis)) redis.defineCommand("albumTake", { numberOfKeys: 3, lua: TAKE_SCRIPT });
     this.#redis = redis as RedisWithAlbums;

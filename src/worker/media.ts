@@ -10,7 +10,7 @@
  * instead ({@link MessageMedia.strip}), so Redis never holds file data.
  */
 import type { ContentBlockParam, MessageParam } from "@anthropic-ai/sdk/resources/messages";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import type { AgentOutcome } from "../agent/contract.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
@@ -41,7 +41,7 @@ const none = (message: IncomingMessage): MessageMedia => ({ message, strip: (m) 
  * Reads the files of `message`.
  * @throws the signal's reason when the answer's deadline passed; Redis errors (transient: the job retries).
  */
-export async function readMedia(parts: { config: Config; redis: Redis; log: Logger }, message: IncomingMessage, outbound: Outbound, signal: AbortSignal): Promise<MessageMedia> {
+export async function readMedia(parts: { config: Config; redis: RedisClient; log: Logger }, message: IncomingMessage, outbound: Outbound, signal: AbortSignal): Promise<MessageMedia> {
   if (!message.media && !message.mediaGroupId) return none(message);
   const full = message.mediaGroupId ? await new AlbumStore(parts.redis).collect(message, { signal }) : message;
   const refs = full.media ?? [];

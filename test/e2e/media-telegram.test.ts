@@ -5,7 +5,7 @@
  * API does.
  */
 import type { Chat, PhotoSize, User } from "grammy/types";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
@@ -16,7 +16,7 @@ import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, QUIET_WINDOW_MS, redisDump, textsOf } from "./scenarios-common.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({}, (started, connection) => {
   stack = started;
   redis = connection;

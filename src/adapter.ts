@@ -6,7 +6,7 @@
  * Instant commands (`/tools`, `/help`, `/reset`) are answered by the adapter itself.
  * The outbound half ({@link Outbound}) is REST only and is also created in worker-only processes.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
 import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
@@ -54,7 +54,7 @@ export interface AdapterContext {
    * The adapter side's Redis connection (fail-fast), for coordination between adapter processes
    * (the Telegram polling lease). Optional: without it such coordination is off.
    */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Runs a command (`/help`, `/tools`, `/reset`, `/usage`, `/approve`, `/enable`, `/disable` …); see `src/commands/`. */
   commands: CommandRunner;
   /**

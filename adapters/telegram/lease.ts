@@ -18,7 +18,7 @@
  * `telegram-bot:<bot id>`. The bot token never reaches Redis.
  */
 import { createHash, randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 
 /** Timings of the lease, in ms (tests shorten them). */
 export interface LeaseOptions {
@@ -81,7 +81,7 @@ return 0
 export class PollingLease {
   /** This process's holder id (random; logged, never secret). */
   readonly holder = randomUUID();
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #options: Required<LeaseOptions>;
   /** The current tenure's fence, or undefined when not holding. */
@@ -92,7 +92,7 @@ export class PollingLease {
   #lastAnswer = performance.now();
 
   /** @param botId - the bot's numeric id (see {@link pollingLeaseKey}). */
-  constructor(redis: Redis, botId: number | string, options: LeaseOptions = {}) {
+  constructor(redis: RedisClient, botId: number | string, options: LeaseOptions = {}) {
     this.#redis = redis;
     this.#key = pollingLeaseKey(botId);
     this.#options = { ...LEASE_DEFAULTS, ...options };

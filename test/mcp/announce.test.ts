@@ -2,7 +2,7 @@
  * Adapters never connect to MCP servers: a worker announces its MCP tools in Redis, and an
  * adapter-only process lists them (real Redis; a real Streamable HTTP MCP server built with the SDK).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { announceMcpTools, announcementOf, followMcpAnnouncements, MCP_ANNOUNCE_KEY, readMcpAnnouncement } from "../../src/mcp/announce.js";
@@ -18,7 +18,7 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { tempDir, waitFor, writeMcpConfig } from "./support.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 let http: HttpMcpFixture;
 
 beforeAll(async () => {

@@ -11,7 +11,7 @@
  * - A 409 injected into the polling adapter's `getUpdates`: polling resumes, the lease is kept.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -27,7 +27,7 @@ import { captureLogger } from "../helpers/log.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   server = await startRedis();
   redis = connectRedis(server.url);

@@ -14,7 +14,7 @@
  * latest grant, so Redis drops a person's grants there once all have expired. There is no cache
  * in any process: a revoke is seen by every worker at the next call.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import { alwaysAllowMs, type Config } from "../config.js";
@@ -65,7 +65,7 @@ const ValueSchema = z.object({ grantedAt: z.number(), expiresAt: z.number() });
 
 /** The Redis-backed grants; see the module comment. Safe to share; holds no state but its options. */
 export class GrantStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #ttlMs: number;
   readonly #prefix: string;
   readonly #now: () => number;
@@ -76,7 +76,7 @@ export class GrantStore {
    * @param options - see {@link GrantStoreOptions}; `ttlMs` is required.
    * @throws {RangeError} when `ttlMs` is not a positive number.
    */
-  constructor(redis: Redis, options: GrantStoreOptions) {
+  constructor(redis: RedisClient, options: GrantStoreOptions) {
     if (!(options.ttlMs > 0)) throw new RangeError("ttlMs must be a positive number of ms");
     this.#redis = redis;
     this.#ttlMs = Math.ceil(options.ttlMs);
@@ -168,7 +168,7 @@ export class GrantStore {
  * The grant store of a process: `ALWAYS_ALLOW_DAYS` of `config` as the length of new grants.
  * @param redis - a shared ioredis connection (commands only).
  */
-export function grantStoreFor(redis: Redis, config: Pick<Config, "ALWAYS_ALLOW_DAYS">, log?: Logger): GrantStore {
+export function grantStoreFor(redis: RedisClient, config: Pick<Config, "ALWAYS_ALLOW_DAYS">, log?: Logger): GrantStore {
   return new GrantStore(redis, { ttlMs: alwaysAllowMs(config), ...(log ? { log } : {}) });
 }
 

@@ -3,7 +3,7 @@
  * time (checked at every use) and by the key's TTL, revoke, and the decision side of the approval
  * store (`always` accepted only where the prompt offered it, only from the requester).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { SuspendedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
@@ -15,7 +15,7 @@ import { connectRedis } from "../../src/redis.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   server = await startRedis();

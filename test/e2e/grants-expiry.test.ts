@@ -1,9 +1,9 @@
 /**
  * Issue 18, "always allow": a grant ends by itself after `ALWAYS_ALLOW_DAYS` (here 0.00015 days,
- * about 13 s), on Telegram and Discord end to end: Redis drops the grant's key by its TTL, and the
+ * about 13 s), on Telegram and Discord end to end: RedisClient drops the grant's key by its TTL, and the
  * next call of the tool is asked about again.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { expect, it } from "vitest";
 import { GrantStore } from "../../src/approvals/grants.js";
 import type { FakeUser } from "../fakes/discord.js";
@@ -12,7 +12,7 @@ import { eventually, grantsModel } from "./grants-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: grantsModel, env: { ALWAYS_ALLOW_DAYS: "0.00015" } }, (started, connection) => {
   stack = started;
   redis = connection;

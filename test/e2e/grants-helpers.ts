@@ -3,7 +3,7 @@
  * `call <tool>` rule, a dangerous test tool that refuses grants, and reading grants and traces
  * straight from Redis.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import { GrantStore, type GrantOwner } from "../../src/approvals/grants.js";
 import { defineTool } from "../../src/toolbox/tool.js";
@@ -44,12 +44,12 @@ export function grantsModel(request: FakeRequest): FakeMessageReply {
 }
 
 /** The tools `owner` always allows in their conversation, as stored (any store length will do for reading). */
-export async function grantedTools(redis: Redis, owner: GrantOwner): Promise<string[]> {
+export async function grantedTools(redis: RedisClient, owner: GrantOwner): Promise<string[]> {
   return (await new GrantStore(redis, { ttlMs: 1000 }).list(owner)).map((g) => g.tool);
 }
 
 /** The trace events of every stored run of `conversation` with type `approval` and `verdict` (newest run first). */
-export async function approvalEvents(redis: Redis, conversation: ConversationRef, verdict: string): Promise<TraceEvent[]> {
+export async function approvalEvents(redis: RedisClient, conversation: ConversationRef, verdict: string): Promise<TraceEvent[]> {
   const runs = await new TraceStore(redis).runs(conversation);
   return runs.flatMap((r) => r.events).filter((e) => e.type === "approval" && e.data.verdict === verdict);
 }

@@ -3,7 +3,7 @@
  * API, real Redis, the worker and the scripted model; `delete_todo` (dangerous) and a test tool
  * that refuses grants. Each scenario has its own users and chats.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import type { Chat, Message, User } from "grammy/types";
 import { expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
@@ -12,7 +12,7 @@ import { approvalEvents, eraseNotes, eventually, grantedTools, grantsModel } fro
 import { useStack, type Stack } from "./harness.js";
 
 let stack: Stack;
-let redis: Redis;
+let redis: RedisClient;
 useStack({ model: grantsModel, tools: [eraseNotes] }, (started, connection) => {
   stack = started;
   redis = connection;

@@ -7,7 +7,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/redis.js";
 import { afterEach, expect, it } from "vitest";
 import { createOutbound } from "../../adapters/discord/index.js";
 import { runAgent } from "../../src/agent/loop.js";
@@ -53,7 +53,7 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   cleanups.push(() => model.close());
   const discord = await FakeDiscord.start();
   cleanups.push(() => discord.close());
-  const redis: Redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const redis: RedisClient = connectRedis(server.url, { maxRetriesPerRequest: 1 });
   cleanups.push(async () => redis.disconnect());
   const queue = new ChatQueue({ redis });
   cleanups.push(() => queue.close());

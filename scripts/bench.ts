@@ -14,6 +14,9 @@
  * extra phase with `MONITOR` (which also lists the commands run inside our Lua scripts); peak RSS of
  * this process (which also hosts the fake model) and of each redis-server.
  *
+ * `npm run bench -- --cluster` instead compares one redis-server with a local three-master Redis
+ * Cluster on the same workload ({@link topologyBench}).
+ *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
  * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32).
  */
@@ -31,14 +34,14 @@ import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { AccessGate } from "../src/access/gate.js";
 import { UsageStore } from "../src/usage/store.js";
-import { connectRedis } from "../src/redis.js";
+import { connectRedis, isCluster, type RedisClient } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
 import { unavailableApprovals } from "../src/worker/approvals.js";
 import { startWorker } from "../src/worker/worker.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
-import { startRedis } from "../test/helpers/redis.js";
+import { startRedis, startRedisCluster } from "../test/helpers/redis.js";
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 100);
 const PER_CHAT = Number(process.env.BENCH_MESSAGES ?? 20);
@@ -94,7 +97,7 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-async function commandStats(redis: Redis): Promise<Map<string, number>> {
+async function commandStats(redis: RedisClient): Promise<Map<string, number>> {
   const info = await redis.info("commandstats");
   const stats = new Map<string, number>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) stats.set(m[1]!, Number(m[2]));
@@ -169,7 +172,7 @@ async function baselinePaced(client: Anthropic, fake: FakeAnthropic) {
   return { latencies };
 }
 
-let ctxRedis: Redis;
+let ctxRedis: RedisClient;
 function ctx(m: IncomingMessage) {
   return { platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, locale: config.BOT_LOCALE, timezone: config.TIMEZONE, signal: new AbortController().signal, log: silentLogger, redis: ctxRedis, config };
 }
@@ -366,6 +369,150 @@ async function main() {
   await ourServer.stop();
 }
 
+/** Figures of the queue path on one Redis topology (see {@link topologyBench}). */
+interface TopologyFigures {
+  label: string;
+  throughput: number;
+  burstP50: number;
+  burstP99: number;
+  pacedP50: number;
+  pacedP99: number;
+  /** Server-side commands per message at full speed, summed over every master. */
+  commands: number;
+  /** Per master: `host:port`, its share of the commands (0-1) and the keys it holds after the run. */
+  masters: { node: string; share: number; keys: number }[];
+  inOrder: boolean;
+}
+
+/**
+ * One topology: producer, worker, history and traces on the Redis at `url` (BullMQ and our keys
+ * together, as in production), the burst of {@link main} (CHATS × PER_CHAT messages at full
+ * speed) and then RATE messages/s for SECONDS.
+ */
+async function queuePath(label: string, url: string, client: Anthropic, fake: FakeAnthropic): Promise<TopologyFigures> {
+  const producer = connectRedis(url, { maxRetriesPerRequest: 1 });
+  const workerRedis = connectRedis(url, { maxRetriesPerRequest: null });
+  const admin = connectRedis(url);
+  await admin.ping();
+  const masters = isCluster(admin) ? admin.nodes("master") : [admin];
+  ctxRedis = workerRedis;
+  const outbound = new BenchOutbound();
+  const traces = new TraceStore(workerRedis);
+  const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
+  const queue = new ChatQueue({ redis: producer });
+  const worker = startWorker({
+    config,
+    log: silentLogger,
+    redis: workerRedis,
+    history,
+    toolbox,
+    client,
+    runAgent,
+    outbounds: { telegram: outbound },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
+  });
+  await worker.waitUntilReady();
+  const resetStats = () => Promise.all(masters.map((m) => m.config("RESETSTAT")));
+  const statsPerMaster = () => Promise.all(masters.map(async (m) => [...(await commandStats(m)).entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0)));
+
+  feed(fake, 50);
+  await Promise.all(Array.from({ length: 50 }, (_, i) => queue.enqueue(message(i, 0, "warm"))));
+  while (outbound.done.size < 50) await new Promise((r) => setTimeout(r, 20));
+
+  const total = CHATS * PER_CHAT;
+  feed(fake, total);
+  outbound.done.clear();
+  await resetStats();
+  const sentAt = new Map<string, number>();
+  const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
+  const t0 = performance.now();
+  const enqueues: Promise<unknown>[] = [];
+  for (let n = 0; n < PER_CHAT; n += 1) {
+    for (let c = 0; c < CHATS; c += 1) {
+      const m = message(c, n, "chat");
+      sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
+      enqueues.push(queue.enqueue(m));
+    }
+  }
+  await Promise.all(enqueues);
+  await allDone;
+  const burstSeconds = (performance.now() - t0) / 1000;
+  const perMaster = await statsPerMaster();
+  const burstLatencies = [...outbound.done.entries()].map(([k, t]) => t - sentAt.get(k)!);
+  const h = await history.load({ platform: "telegram", chatId: "chat7" });
+  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
+  const inOrder = order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+
+  const paced = RATE * SECONDS;
+  feed(fake, paced);
+  outbound.done.clear();
+  outbound.onDone = undefined;
+  const pacedSent = new Map<string, number>();
+  const start = performance.now();
+  for (let i = 0; i < paced; i += 1) {
+    const wait = start + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const m = message(i % CHATS, Math.floor(i / CHATS), "paced");
+    pacedSent.set(`${m.chatId}:${m.messageId}`, performance.now());
+    void queue.enqueue(m);
+  }
+  while (outbound.done.size < paced) await new Promise((r) => setTimeout(r, 20));
+  const pacedLatencies = [...outbound.done.entries()].map(([k, t]) => t - pacedSent.get(k)!);
+
+  const keys = await Promise.all(masters.map((m) => m.dbsize()));
+  const all = perMaster.reduce((a, b) => a + b, 0);
+  await worker.close();
+  await queue.close();
+  for (const r of [producer, workerRedis, admin]) r.disconnect();
+  return {
+    label,
+    throughput: total / burstSeconds,
+    burstP50: percentile(burstLatencies, 50),
+    burstP99: percentile(burstLatencies, 99),
+    pacedP50: percentile(pacedLatencies, 50),
+    pacedP99: percentile(pacedLatencies, 99),
+    commands: all / total,
+    masters: masters.map((m, i) => ({ node: `${m.options.host ?? "socket"}:${m.options.port ?? ""}`, share: perMaster[i]! / all, keys: keys[i]! })),
+    inOrder,
+  };
+}
+
+/**
+ * `npm run bench -- --cluster`: the queue path on one redis-server and on a local three-master
+ * Redis Cluster (`redis-server --cluster-enabled yes`, as the tests start it), one after the other
+ * with the same workload, printed side by side. Everything (BullMQ and our keys) lives on the one
+ * Redis or cluster, as in production.
+ */
+async function topologyBench(): Promise<void> {
+  const fake = await startFakeAnthropic();
+  const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
+  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages at full speed, then ${RATE} messages/s for ${SECONDS} s; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, fake model and fake platform in this process`);
+  const rows: TopologyFigures[] = [];
+  for (const [label, start] of [
+    ["one redis-server", () => startRedis()],
+    ["Redis Cluster, 3 masters", startRedisCluster],
+  ] as const) {
+    const server = await start();
+    try {
+      rows.push(await queuePath(label, server.url, client, fake));
+    } finally {
+      await server.stop();
+    }
+  }
+  const ms = (v: number) => `${v.toFixed(1)} ms`;
+  console.log("");
+  for (const r of rows) {
+    console.log(`${r.label}:`);
+    console.log(`  throughput ${r.throughput.toFixed(0)} messages/s (chat7 in order: ${r.inOrder ? "yes" : "NO"}); latency at full speed p50 ${ms(r.burstP50)}, p99 ${ms(r.burstP99)}; at ${RATE} msg/s p50 ${ms(r.pacedP50)}, p99 ${ms(r.pacedP99)}`);
+    console.log(`  server-side commands per message at full speed: ${r.commands.toFixed(2)}`);
+    if (r.masters.length > 1) console.log(`  per master: ${r.masters.map((m) => `${m.node} ${(m.share * 100).toFixed(0)}% of commands, ${m.keys} keys`).join("; ")}`);
+  }
+  clearInterval(rssTimer);
+  await fake.close();
+}
+
 /** Counts the writes on this client's socket: one per round trip when each message is awaited before the next. */
 function countWrites(redis: Redis): { count: number } {
   const counter = { count: 0 };
@@ -441,5 +588,9 @@ async function gateBench(): Promise<void> {
   await server.stop();
 }
 
-await main();
-await gateBench();
+if (process.argv.includes("--cluster")) {
+  await topologyBench();
+} else {
+  await main();
+  await gateBench();
+}

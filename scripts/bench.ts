@@ -123,6 +123,50 @@ function countCommands(redis: Redis): { count: number } {
 let peakRss = 0;
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
 
+/**
+ * Throughput: enqueues PER_CHAT messages to each of CHATS chats (interleaved) at once and waits until
+ * `outbound` delivered them all. Call after `outbound.done.clear()` and feeding the fake model.
+ * @returns seconds from the first enqueue to the last answer, and each message's latency (ms).
+ */
+async function burst(queue: ChatQueue, outbound: BenchOutbound): Promise<{ seconds: number; latencies: number[] }> {
+  const total = CHATS * PER_CHAT;
+  const sentAt = new Map<string, number>();
+  const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
+  const t0 = performance.now();
+  const enqueues: Promise<unknown>[] = [];
+  for (let n = 0; n < PER_CHAT; n += 1) {
+    for (let c = 0; c < CHATS; c += 1) {
+      const m = message(c, n, "chat");
+      sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
+      enqueues.push(queue.enqueue(m));
+    }
+  }
+  await Promise.all(enqueues);
+  await allDone;
+  const seconds = (performance.now() - t0) / 1000;
+  return { seconds, latencies: [...outbound.done.entries()].map(([k, t]) => t - sentAt.get(k)!) };
+}
+
+/**
+ * Latency at a steady rate: enqueues `count` messages at RATE per second over the CHATS chats and
+ * waits until `outbound` delivered them all. Call after `outbound.done.clear()` and feeding the fake model.
+ * @returns each message's latency (ms).
+ */
+async function steady(queue: ChatQueue, outbound: BenchOutbound, count: number): Promise<number[]> {
+  outbound.onDone = undefined;
+  const sent = new Map<string, number>();
+  const start = performance.now();
+  for (let i = 0; i < count; i += 1) {
+    const wait = start + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const m = message(i % CHATS, Math.floor(i / CHATS), "paced");
+    sent.set(`${m.chatId}:${m.messageId}`, performance.now());
+    void queue.enqueue(m);
+  }
+  while (outbound.done.size < count) await new Promise((r) => setTimeout(r, 20));
+  return [...outbound.done.entries()].map(([k, t]) => t - sent.get(k)!);
+}
+
 function feed(fake: FakeAnthropic, n: number): void {
   fake.requests.length = 0;
   fake.enqueue(...Array.from({ length: n }, () => text("好的，你今天的清單上有三件事。")));
@@ -224,25 +268,11 @@ async function main() {
   await admin.config("RESETSTAT");
   await adminOurs.config("RESETSTAT");
   for (const c of ours) c.count = 0;
-  const sentAt = new Map<string, number>();
-  const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
-  const t0 = performance.now();
-  const enqueues: Promise<unknown>[] = [];
-  for (let n = 0; n < PER_CHAT; n += 1) {
-    for (let c = 0; c < CHATS; c += 1) {
-      const m = message(c, n, "chat");
-      sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
-      enqueues.push(queue.enqueue(m));
-    }
-  }
-  await Promise.all(enqueues);
-  await allDone;
-  const burstSeconds = (performance.now() - t0) / 1000;
+  const { seconds: burstSeconds, latencies: burstLatencies } = await burst(queue, outbound);
   const bullStats = await commandStats(admin);
   const ourStats = await commandStats(adminOurs);
   const ourClientCommands = ours.reduce((s, c) => s + c.count, 0);
   const sum = (m: Map<string, number>) => [...m.entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0);
-  const burstLatencies = [...outbound.done.entries()].map(([k, t]) => t - sentAt.get(k)!);
 
   // Order check: each chat's history holds its messages in order.
   const probeHistory = new HistoryStore(adminOurs, { maxMessages: 400, ttlSeconds: 600 });
@@ -254,22 +284,10 @@ async function main() {
   const paced = RATE * SECONDS;
   feed(fake, paced);
   outbound.done.clear();
-  outbound.onDone = undefined;
-  const pacedSent = new Map<string, number>();
   await admin.config("RESETSTAT");
   await adminOurs.config("RESETSTAT");
   for (const c of ours) c.count = 0;
-  const start = performance.now();
-  for (let i = 0; i < paced; i += 1) {
-    const due = start + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const m = message(i % CHATS, Math.floor(i / CHATS), "paced");
-    pacedSent.set(`${m.chatId}:${m.messageId}`, performance.now());
-    void queue.enqueue(m);
-  }
-  while (outbound.done.size < paced) await new Promise((r) => setTimeout(r, 20));
-  const pacedLatencies = [...outbound.done.entries()].map(([k, t]) => t - pacedSent.get(k)!);
+  const pacedLatencies = await steady(queue, outbound, paced);
   const pacedBull = await commandStats(admin);
   const pacedOurs = await commandStats(adminOurs);
   const pacedOurClient = ours.reduce((s, c) => s + c.count, 0);
@@ -424,22 +442,8 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   feed(fake, total);
   outbound.done.clear();
   await resetStats();
-  const sentAt = new Map<string, number>();
-  const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
-  const t0 = performance.now();
-  const enqueues: Promise<unknown>[] = [];
-  for (let n = 0; n < PER_CHAT; n += 1) {
-    for (let c = 0; c < CHATS; c += 1) {
-      const m = message(c, n, "chat");
-      sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
-      enqueues.push(queue.enqueue(m));
-    }
-  }
-  await Promise.all(enqueues);
-  await allDone;
-  const burstSeconds = (performance.now() - t0) / 1000;
+  const { seconds: burstSeconds, latencies: burstLatencies } = await burst(queue, outbound);
   const perMaster = await statsPerMaster();
-  const burstLatencies = [...outbound.done.entries()].map(([k, t]) => t - sentAt.get(k)!);
   const h = await history.load({ platform: "telegram", chatId: "chat7" });
   const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
   const inOrder = order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
@@ -447,18 +451,7 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   const paced = RATE * SECONDS;
   feed(fake, paced);
   outbound.done.clear();
-  outbound.onDone = undefined;
-  const pacedSent = new Map<string, number>();
-  const start = performance.now();
-  for (let i = 0; i < paced; i += 1) {
-    const wait = start + (i * 1000) / RATE - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const m = message(i % CHATS, Math.floor(i / CHATS), "paced");
-    pacedSent.set(`${m.chatId}:${m.messageId}`, performance.now());
-    void queue.enqueue(m);
-  }
-  while (outbound.done.size < paced) await new Promise((r) => setTimeout(r, 20));
-  const pacedLatencies = [...outbound.done.entries()].map(([k, t]) => t - pacedSent.get(k)!);
+  const pacedLatencies = await steady(queue, outbound, paced);
 
   const keys = await Promise.all(masters.map((m) => m.dbsize()));
   const all = perMaster.reduce((a, b) => a + b, 0);

@@ -3,17 +3,13 @@
  * real console adapter, queue, worker, approval store and grants on a real Redis and the strict
  * fake Messages API; `/permissions` lists the grant and `/permissions <tool>` revokes it.
  */
-import Anthropic from "@anthropic-ai/sdk";
-import { PassThrough } from "node:stream";
 import { afterEach, expect, it } from "vitest";
-import { ConsoleAdapter } from "../../adapters/console/index.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import type { RunningBot } from "../../src/app.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { CapturingStream, todoModel, todoTools, waitFor } from "../worker/harness.js";
+import { todoModel, waitFor } from "../worker/harness.js";
+import { startConsoleBot } from "./harness.js";
 
 let server: TestRedis | undefined;
 let fake: FakeAnthropic | undefined;
@@ -30,19 +26,9 @@ const WAIT = 15_000;
 it("`a` approves with always allow; the next call runs without a prompt; /permissions lists it and /permissions <tool> revokes it", async () => {
   server = await startRedis();
   fake = await startFakeAnthropic({ fallback: todoModel });
-  const config = testConfig({ ROLE: "all" });
-  const input = new PassThrough();
-  const output = new CapturingStream();
-  const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
-  bot = await startBot({
-    config,
-    log: silentLogger,
-    redisUrl: server.url,
-    toolbox: todoTools(),
-    adapters: [adapter],
-    agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
-  });
-  const type = (line: string) => input.write(`${line}\n`);
+  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all" }), fakeUrl: fake.url });
+  bot = session.bot;
+  const { output, type } = session;
   const answers = () => output.answers();
   const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));
   const said = (text: string) => waitFor(() => answers().includes(text), WAIT, `"${text}"`);

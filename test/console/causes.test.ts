@@ -4,17 +4,14 @@
  * URL ending in `/v1` is accepted (the SDK adds `/v1/messages` itself).
  */
 import { createServer } from "node:net";
-import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConsoleAdapter } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../../src/agent/client.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import type { RunningBot } from "../../src/app.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { CapturingStream, todoTools, waitFor } from "../worker/harness.js";
+import { waitFor } from "../worker/harness.js";
+import { startConsoleBot } from "./harness.js";
 
 const KEY = "test-key-operator-0123456789";
 
@@ -42,18 +39,10 @@ describe("the terminal chat says why the model could not answer", () => {
   async function ask(env: { key: string; baseUrl: string }, line = "hello"): Promise<string> {
     server ??= await startRedis();
     const config = testConfig({ ROLE: "all", BOT_LOCALE: "en", ANTHROPIC_API_KEY: env.key, ANTHROPIC_BASE_URL: env.baseUrl });
-    const input = new PassThrough();
-    const output = new CapturingStream();
-    const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
-    bot = await startBot({
-      config,
-      log: silentLogger,
-      redisUrl: server.url,
-      toolbox: todoTools(),
-      adapters: [adapter],
-      agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 5000 }) },
-    });
-    input.write(`${line}\n`);
+    const session = await startConsoleBot({ redisUrl: server.url, config, client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 5000 }) });
+    bot = session.bot;
+    const { output } = session;
+    session.type(line);
     await waitFor(() => output.answers().length >= 1, 30_000, "an answer");
     return output.answers()[0]!;
   }

@@ -1,15 +1,12 @@
-import Anthropic from "@anthropic-ai/sdk";
-import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConsoleAdapter, splitText } from "../../adapters/console/index.js";
+import { splitText } from "../../adapters/console/index.js";
 import type { DecisionRequest } from "../../src/approvals/decision.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import type { RunningBot } from "../../src/app.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { CapturingStream, todoModel, todoTools, waitFor } from "../worker/harness.js";
+import { todoModel, waitFor } from "../worker/harness.js";
+import { startConsoleBot } from "./harness.js";
 
 describe("splitText", () => {
   it("splits at paragraphs, keeps a code block whole, and never cuts a surrogate pair", () => {
@@ -39,18 +36,11 @@ describe("console adapter through queue, worker and history", () => {
   async function start() {
     server = await startRedis();
     fake = await startFakeAnthropic();
-    const config = testConfig({ ROLE: "all" });
-    const input = new PassThrough();
-    const output = new CapturingStream();
-    const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
     const decisions: DecisionRequest[] = [];
-    bot = await startBot({
-      config,
-      log: silentLogger,
+    const session = await startConsoleBot({
       redisUrl: server.url,
-      toolbox: todoTools(),
-      adapters: [adapter],
-      agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
+      config: testConfig({ ROLE: "all" }),
+      fakeUrl: fake.url,
       decider: () => ({
         async decide(request) {
           decisions.push(request);
@@ -58,8 +48,8 @@ describe("console adapter through queue, worker and history", () => {
         },
       }),
     });
-    const type = (line: string) => input.write(`${line}\n`);
-    return { adapter, input, output, type, decisions };
+    bot = session.bot;
+    return { ...session, decisions };
   }
 
   it("answers lines in order, remembers them, and /reset forgets", async () => {

@@ -2,19 +2,15 @@
  * An approval asked for in one `npm run chat` is still answerable in the next: the chat shows the
  * pending prompt again when it starts, and `y` then runs the tool (once).
  */
-import Anthropic from "@anthropic-ai/sdk";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ConsoleAdapter, showPendingApproval } from "../../adapters/console/index.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
+import { showPendingApproval } from "../../adapters/console/index.js";
 import { ApprovalStore } from "../../src/approvals/store.js";
-import { silentLogger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { CapturingStream, todoModel, todoTools, waitFor } from "../worker/harness.js";
+import { todoModel, waitFor } from "../worker/harness.js";
+import { startConsoleBot, type ConsoleSession } from "./harness.js";
 
 let server: TestRedis;
 let fake: FakeAnthropic;
@@ -31,19 +27,8 @@ const config = testConfig({ ROLE: "all", BOT_LOCALE: "en", CONFIRM_TIMEOUT_SECON
 const requester = { platform: "console" as const, chatId: "local", userId: "me" };
 
 /** One `npm run chat` session: the console adapter on its own streams, through the real bot. */
-async function session(): Promise<{ bot: RunningBot; adapter: ConsoleAdapter; output: CapturingStream; type: (line: string) => void }> {
-  const input = new PassThrough();
-  const output = new CapturingStream();
-  const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
-  const bot = await startBot({
-    config,
-    log: silentLogger,
-    redisUrl: server.url,
-    toolbox: todoTools(),
-    adapters: [adapter],
-    agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
-  });
-  return { bot, adapter, output, type: (line) => input.write(`${line}\n`) };
+function session(): Promise<ConsoleSession> {
+  return startConsoleBot({ redisUrl: server.url, config, fakeUrl: fake.url });
 }
 
 it("shows the pending approval again after a restart, and y then runs the tool", async () => {

@@ -2,17 +2,13 @@
  * The console with `STREAMING=on`: the real worker and loop streaming from the strict fake
  * Messages API; the terminal prints text deltas as they come and a status line per tool call.
  */
-import Anthropic from "@anthropic-ai/sdk";
-import { PassThrough } from "node:stream";
 import { afterEach, expect, it } from "vitest";
-import { ConsoleAdapter } from "../../adapters/console/index.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import type { RunningBot } from "../../src/app.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { CapturingStream, todoTools, waitFor } from "../worker/harness.js";
+import { waitFor } from "../worker/harness.js";
+import { startConsoleBot } from "./harness.js";
 
 let server: TestRedis | undefined;
 let fake: FakeAnthropic | undefined;
@@ -27,18 +23,9 @@ afterEach(async () => {
 it("prints the answer's deltas as they come, a status line while the tool runs, and the answer once", async () => {
   server = await startRedis();
   fake = await startFakeAnthropic();
-  const config = testConfig({ ROLE: "all", STREAMING: "on" });
-  const input = new PassThrough();
-  const output = new CapturingStream();
-  const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
-  bot = await startBot({
-    config,
-    log: silentLogger,
-    redisUrl: server.url,
-    toolbox: todoTools(),
-    adapters: [adapter],
-    agent: { runAgent, client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }) },
-  });
+  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all", STREAMING: "on" }), fakeUrl: fake.url });
+  bot = session.bot;
+  const { input, output } = session;
   const answer = "已經幫你加入待辦：tea。還需要別的嗎？";
   fake.enqueue(toolUse("add_todo", { item: "tea" }), { ...text(answer), stream: { chunkChars: 4, totalMs: 200 } });
   input.write("add todo tea\n");

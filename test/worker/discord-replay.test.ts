@@ -6,25 +6,17 @@
  * over and replays the deliveries with the same job-derived nonces, which the fake (like Discord
  * with `enforce_nonce`) answers with the messages it already created. Each answer appears once.
  */
-import Anthropic from "@anthropic-ai/sdk";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import type { RedisClient } from "../../src/redis.js";
 import { afterEach, expect, it } from "vitest";
-import { createOutbound } from "../../adapters/discord/index.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { historyTtlSeconds } from "../../src/config.js";
-import { HistoryStore } from "../../src/history/store.js";
-import { silentLogger } from "../../src/log.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
-import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
 import { FakeDiscord, type FakeUser } from "../fakes/discord.js";
-import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { lastText, todoTools, waitFor } from "./harness.js";
+import { spawnChildWorker, startDiscordWorker } from "./children.js";
+import { lastText, waitFor } from "./harness.js";
 
 const LONG = `${"甲".repeat(1500)}\n\n${"乙".repeat(1500)}`;
 const SHORT = "好的，明天早上八點提醒你。";
@@ -42,15 +34,7 @@ function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
   return { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: user.id, userName: user.username, text: words, messageId: m.id, sentAt: Date.now(), reply: {} };
 }
 
-async function startChild(env: Record<string, string>): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/discord-worker-child.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
-  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
-  return proc;
-}
+const startChild = (env: Record<string, string>) => spawnChildWorker("test/worker/discord-worker-child.ts", env);
 
 it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
   const server: TestRedis = await startRedis();
@@ -79,22 +63,9 @@ it("answers appear once after a kill between Discord accepting them and the work
   expect(inChannel(short.chatId)).toEqual([SHORT]);
 
   child.kill("SIGKILL");
-  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl });
-  const wredis = connectRedis(server.url, { maxRetriesPerRequest: null });
-  cleanups.push(async () => wredis.disconnect());
-  const second: ChatWorker = startWorker({
-    config,
-    log: silentLogger,
-    redis: wredis,
-    history: new HistoryStore(wredis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-    toolbox: todoTools(),
-    client: new Anthropic({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
-    runAgent,
-    outbounds: { discord: createOutbound(config, silentLogger) },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
-  });
+  const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord });
   cleanups.push(() => second.close());
-  await second.waitUntilReady();
+  await second.worker.waitUntilReady();
 
   // The second worker takes both jobs over and replays exactly the unconfirmed parts.
   await discord.waitFor(() => discord.nonceReplays.length === 2, 45_000, "both replays answered with the earlier messages");

@@ -3,10 +3,11 @@
  * takes a job, is killed with SIGKILL while the model call is in flight, and a second worker
  * (this process) takes the job over once BullMQ's stalled-job check sees the lost lock.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { hang } from "../fakes/anthropic.js";
 import { LOCK_DURATION_MS, STALLED_INTERVAL_MS } from "../../src/worker/worker.js";
+import { spawnChildWorker } from "./children.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -18,17 +19,8 @@ afterEach(async () => {
 });
 
 /** Starts `worker-child.ts` on the harness's Redis and fake model; resolves once it takes jobs. */
-async function startChildWorker(harness: Harness): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/worker-child.ts"], {
-    env: { ...process.env, REDIS_URL: harness.server.url, MODEL_URL: harness.fake.url },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
-  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
-  return proc;
+function startChildWorker(harness: Harness): Promise<ChildProcess> {
+  return spawnChildWorker("test/worker/worker-child.ts", { REDIS_URL: harness.server.url, MODEL_URL: harness.fake.url });
 }
 
 describe("a dead worker's job", () => {

@@ -5,25 +5,16 @@
  * lock, finds the posted message's id with the message's progress in Redis, and edits that message
  * into the one complete answer: no second copy, nothing left half-written.
  */
-import Anthropic from "@anthropic-ai/sdk";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import type { RedisClient } from "../../src/redis.js";
 import { afterEach, expect, it } from "vitest";
-import { createOutbound } from "../../adapters/discord/index.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { historyTtlSeconds } from "../../src/config.js";
-import { HistoryStore } from "../../src/history/store.js";
-import { silentLogger } from "../../src/log.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
-import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { FakeDiscord } from "../fakes/discord.js";
-import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { todoTools, waitFor } from "./harness.js";
+import { spawnChildWorker, startDiscordWorker } from "./children.js";
 
 const ANSWER = "這是一個完整的回答，會慢慢地被串流到頻道裡。".repeat(12);
 const STREAM_ENV = { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" };
@@ -36,15 +27,7 @@ afterEach(async () => {
   cleanups.length = 0;
 });
 
-async function startChild(env: Record<string, string>): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/worker/discord-worker-child.ts"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
-  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
-  return proc;
-}
+const startChild = (env: Record<string, string>) => spawnChildWorker("test/worker/discord-worker-child.ts", env);
 
 it("a worker killed mid-stream: the worker that takes the job over edits the partial message into the one complete answer", async () => {
   const server: TestRedis = await startRedis();
@@ -72,20 +55,7 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   expect(ANSWER.startsWith(shownAtKill)).toBe(true);
   expect(shownAtKill.length).toBeLessThan(ANSWER.length);
 
-  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl, ...STREAM_ENV });
-  const workerRedis = connectRedis(server.url, { maxRetriesPerRequest: null });
-  cleanups.push(async () => workerRedis.disconnect());
-  const second: ChatWorker = startWorker({
-    config,
-    log: silentLogger,
-    redis: workerRedis,
-    history: new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-    toolbox: todoTools(),
-    client: new Anthropic({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
-    runAgent,
-    outbounds: { discord: createOutbound(config, silentLogger) },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
-  });
+  const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, env: STREAM_ENV });
   cleanups.push(() => second.close(5000));
   await discord.waitFor(() => String(partial.message.content) === ANSWER, 45_000, "the partial message edited into the complete answer");
   await new Promise((r) => setTimeout(r, 500));

@@ -1,0 +1,64 @@
+/**
+ * Workers for the kill tests: a worker in its own process (killed with SIGKILL mid-job), and the
+ * second worker in this process that takes its jobs over, delivering to the fake Discord.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createOutbound } from "../../adapters/discord/index.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { historyTtlSeconds } from "../../src/config.js";
+import { HistoryStore } from "../../src/history/store.js";
+import { silentLogger } from "../../src/log.js";
+import { connectRedis } from "../../src/redis.js";
+import { unavailableApprovals } from "../../src/worker/approvals.js";
+import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
+import type { FakeDiscord } from "../fakes/discord.js";
+import { testConfig } from "../helpers/config.js";
+import { todoTools, waitFor } from "./harness.js";
+
+/**
+ * Spawns `script` (a worker child under test/worker/) with `env` added to this process's
+ * environment; resolves once it prints "ready" (waits up to 60 s).
+ * @throws with the child's output when it exits before printing "ready".
+ */
+export async function spawnChildWorker(script: string, env: Record<string, string>): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--import", "tsx", script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes("ready") || proc.exitCode !== null, 60_000, "the child worker to start");
+  if (!out.includes("ready")) throw new Error(`the child worker did not start:\n${out}`);
+  return proc;
+}
+
+/**
+ * Starts a worker in this process (concurrency 4, the todo toolbox, no approvals) on `redisUrl`,
+ * calling the fake Messages API at `modelUrl` and delivering to the fake `discord`.
+ * @param options.env extra config variables (e.g. STREAMING).
+ * @returns the worker and `close(timeoutMs?)`, which closes it and then its Redis connection.
+ */
+export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: FakeDiscord; env?: Record<string, string> }): {
+  worker: ChatWorker;
+  close: (timeoutMs?: number) => Promise<void>;
+} {
+  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: options.discord.token, DISCORD_API_URL: options.discord.apiUrl, ...options.env });
+  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
+  const worker = startWorker({
+    config,
+    log: silentLogger,
+    redis,
+    history: new HistoryStore(redis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
+    toolbox: todoTools(),
+    client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
+    runAgent,
+    outbounds: { discord: createOutbound(config, silentLogger) },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+  });
+  return {
+    worker,
+    close: async (timeoutMs) => {
+      await worker.close(timeoutMs).catch(() => {});
+      redis.disconnect();
+    },
+  };
+}

@@ -4,27 +4,17 @@
  * store (`always` accepted only where the prompt offered it, only from the requester).
  */
 import type { RedisClient } from "../../src/redis.js";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { SuspendedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { GrantStore, grantLookup, type GrantOwner } from "../../src/approvals/grants.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
 import { parsePermissionButton, permissionButtonData, permissionsListing, pressPermissionButton, toolHandle } from "../../src/commands/permissions.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
-import { connectRedis } from "../../src/redis.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { useRedis } from "../helpers/use-redis.js";
 
-let server: TestRedis;
 let redis: RedisClient;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = connectRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+useRedis((connection) => (redis = connection));
 beforeEach(async () => {
   await redis.flushall();
 });

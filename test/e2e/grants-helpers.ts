@@ -12,6 +12,7 @@ import type { TraceEvent } from "../../src/trace/tracer.js";
 import type { ConversationRef } from "../../src/queue/incoming.js";
 import { toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import { approvalsModel } from "./scripted-approvals.js";
+import { lastUserTyped } from "./scripted-model.js";
 
 /**
  * A dangerous tool that refuses grants (`alwaysAllow: false`): its prompt never offers "always
@@ -30,16 +31,8 @@ export const eraseNotes = defineTool({
 
 /** {@link approvalsModel} plus: a last user text containing `call <tool>` is answered with that tool_use (input `{}`). */
 export function grantsModel(request: FakeRequest): FakeMessageReply {
-  const last = request.messages[request.messages.length - 1]!;
-  const blocks = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
-  if (last.role === "user" && !blocks.some((b) => b.type === "tool_result")) {
-    const said = blocks
-      .filter((b) => b.type === "text")
-      .map((b) => String(b.text))
-      .join(" ");
-    const m = /call ([a-z_]+)\s*$/.exec(said);
-    if (m) return toolUse(m[1]!, {});
-  }
+  const m = /call ([a-z_]+)\s*$/.exec(lastUserTyped(request) ?? "");
+  if (m) return toolUse(m[1]!, {});
   return approvalsModel(request);
 }
 

@@ -10,7 +10,7 @@ import { DateTime } from "luxon";
 import { REMINDERS_QUEUE, schedulerId, type ReminderJobData } from "../../src/reminders/schedule.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import { toolUse } from "../fakes/anthropic.js";
-import { scriptedModel } from "./scripted-model.js";
+import { lastUserTyped, scriptedModel } from "./scripted-model.js";
 
 /** The time zone of the test configuration (`TIMEZONE` default). */
 export const ZONE = "Asia/Taipei";
@@ -21,16 +21,8 @@ export const ZONE = "Asia/Taipei";
  * `tool_name: <result>` lines).
  */
 export function remindersModel(request: FakeRequest): FakeMessageReply {
-  const last = request.messages[request.messages.length - 1]!;
-  const blocks = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
-  if (last.role === "user" && !blocks.some((b) => b.type === "tool_result")) {
-    const said = blocks
-      .filter((b) => b.type === "text")
-      .map((b) => String(b.text))
-      .join(" ");
-    const m = /call ([a-z_]+)(?:\s+(\{.*\}))?\s*$/s.exec(said);
-    if (m) return toolUse(m[1]!, JSON.parse(m[2] ?? "{}"));
-  }
+  const m = /call ([a-z_]+)(?:\s+(\{.*\}))?\s*$/s.exec(lastUserTyped(request) ?? "");
+  if (m) return toolUse(m[1]!, JSON.parse(m[2] ?? "{}"));
   return scriptedModel(request);
 }
 

@@ -31,6 +31,20 @@ function userTexts(request: FakeRequest): string[] {
     .flatMap((m) => blocks(m.content).filter((b) => b.type === "text").map((b) => String(b.text)));
 }
 
+/**
+ * What the user typed in `request`'s last message: its text blocks joined by spaces (untrimmed,
+ * speaker label kept). `undefined` when the last message is the assistant's or carries tool_result blocks.
+ */
+export function lastUserTyped(request: FakeRequest): string | undefined {
+  const last = request.messages[request.messages.length - 1]!;
+  const lastBlocks = blocks(last.content);
+  if (last.role !== "user" || lastBlocks.some((b) => b.type === "tool_result")) return undefined;
+  return lastBlocks
+    .filter((b) => b.type === "text")
+    .map((b) => String(b.text))
+    .join(" ");
+}
+
 /** The name of each `tool_use` by id, across the conversation. */
 function toolNames(request: FakeRequest): Map<string, string> {
   const names = new Map<string, string>();

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RedisClient } from "../../src/redis.js";
 import type { MessageParam } from "../../src/agent/contract.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { isUserTextTurn, trimHistory } from "../../src/history/trim.js";
 import { conversationKeys } from "../../src/queue/keys.js";
-import { connectRedis } from "../../src/redis.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { useRedis } from "../helpers/use-redis.js";
 
 const user = (text: string): MessageParam => ({ role: "user", content: text });
 const assistant = (text: string): MessageParam => ({ role: "assistant", content: [{ type: "text", text }] });
@@ -79,16 +78,8 @@ describe("trimHistory", () => {
 });
 
 describe("HistoryStore", () => {
-  let server: TestRedis;
   let redis: RedisClient;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = connectRedis(server.url);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  useRedis((connection) => (redis = connection));
 
   it("appends runs, keeps them valid, and caps what Redis holds", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });

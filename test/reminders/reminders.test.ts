@@ -3,12 +3,11 @@
  * store's limit on real Redis.
  */
 import type { RedisClient } from "../../src/redis.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
 import { durationInWords, parseAt, repeatPattern, timeIso } from "../../src/reminders/time.js";
-import { connectRedis } from "../../src/redis.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { useRedis } from "../helpers/use-redis.js";
 
 const ZONE = "Asia/Taipei";
 
@@ -73,16 +72,8 @@ describe("button tokens", () => {
 });
 
 describe("store", () => {
-  let server: TestRedis;
   let redis: RedisClient;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = connectRedis(server.url);
-  });
-  afterAll(async () => {
-    await redis.quit();
-    await server.stop();
-  });
+  useRedis((connection) => (redis = connection));
   it("gives out ids in order, never more than 50 active even when added in parallel; fired one-offs do not count", async () => {
     const owner = { platform: "discord" as const, userId: "42" };
     const base = { text: "x", at: Date.now() + 60_000, next: Date.now() + 60_000, timezone: ZONE, chatId: "1", chatKind: "dm" as const, userName: "A", createdAt: Date.now() };

@@ -16,7 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot } from "../../src/app.js";
-import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { PollingLease, pollingLeaseKey } from "../../adapters/telegram/lease.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
@@ -24,17 +23,14 @@ import { FakeTelegram } from "../fakes/telegram.js";
 import { scriptedModel } from "../e2e/scripted-model.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import type { TestRedis } from "../helpers/redis.js";
+import { useRedis } from "../helpers/use-redis.js";
 
 let server: TestRedis;
 let redis: RedisClient;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = connectRedis(server.url);
-});
-afterAll(async () => {
-  await redis?.quit();
-  await server?.stop();
+useRedis((connection, started) => {
+  redis = connection;
+  server = started;
 });
 
 describe("the lease", () => {

@@ -32,12 +32,13 @@ export async function spawnChildWorker(script: string, env: Record<string, strin
 }
 
 /**
- * Starts a worker in this process (concurrency 4, the todo toolbox, no approvals) on `redisUrl`,
- * calling the fake Messages API at `modelUrl` and delivering to the fake `discord`.
- * @param options.env extra config variables (e.g. STREAMING).
+ * Starts a worker (concurrency 4, the todo toolbox, no approvals) on `redisUrl`, calling the fake
+ * Messages API at `modelUrl` and delivering to the fake Discord at `discord.apiUrl` with `discord.token`.
+ * Used in the test process and by `discord-worker-child.ts`.
+ * @param options.env extra config variables (e.g. STREAMING); an undefined value counts as unset.
  * @returns the worker and `close(timeoutMs?)`, which closes it and then its Redis connection.
  */
-export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: FakeDiscord; env?: Record<string, string> }): {
+export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: Pick<FakeDiscord, "token" | "apiUrl">; env?: Record<string, string | undefined> }): {
   worker: ChatWorker;
   close: (timeoutMs?: number) => Promise<void>;
 } {

@@ -118,23 +118,38 @@ function normalizeRedisUrl(v: string | undefined, ctx: z.RefinementCtx): string 
 
 /**
  * `DISCORD_SHARDS`: shard ids and ranges separated by commas (`0,1`, `0-3`, `0-3,8`), as a sorted
- * list without repeats. At most 65535 ids.
+ * list. Each id at most once (`0,0` or `0-3,2` is refused). Ids are below 65535 (the largest
+ * `DISCORD_SHARD_COUNT`), which also bounds a range's size; the check against
+ * `DISCORD_SHARD_COUNT` itself is in {@link loadConfig}.
  */
 function parseShardList(v: string | undefined, ctx: z.RefinementCtx): number[] | undefined {
   if (v === undefined) return undefined;
   const ids = new Set<number>();
   for (const part of v.split(",").map((p) => p.trim())) {
-    const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(part);
+    const m = /^(\d{1,12})(?:-(\d{1,12}))?$/.exec(part);
     const from = Number(m?.[1]);
     const to = Number(m?.[2] ?? m?.[1]);
-    if (!m || to < from || to > 65534) {
+    if (!m || to < from) {
       ctx.addIssue({ code: "custom", message: "must be shard ids and ranges separated by commas, e.g. 0,1 or 0-3" });
       return z.NEVER;
     }
-    for (let id = from; id <= to; id++) ids.add(id);
+    if (to > MAX_SHARD_ID) {
+      ctx.addIssue({ code: "custom", message: `every shard id must be below DISCORD_SHARD_COUNT (at most ${MAX_SHARD_ID + 1})` });
+      return z.NEVER;
+    }
+    for (let id = from; id <= to; id++) {
+      if (ids.has(id)) {
+        ctx.addIssue({ code: "custom", message: `lists shard ${id} more than once: name each shard id once` });
+        return z.NEVER;
+      }
+      ids.add(id);
+    }
   }
   return [...ids].sort((a, b) => a - b);
 }
+
+/** Largest shard id: `DISCORD_SHARD_COUNT` is at most 65535. */
+const MAX_SHARD_ID = 65534;
 
 function isTimeZone(tz: string): boolean {
   try {
@@ -423,10 +438,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   const report = (name: string, reason: string) => {
     if (!problems.has(name)) problems.set(name, reason);
   };
+  // A shard id past every possible count, with a valid DISCORD_SHARD_COUNT set: answer with that count.
+  const shardCount = /^\d{1,5}$/.test(known.DISCORD_SHARD_COUNT ?? "") ? Number(known.DISCORD_SHARD_COUNT) : 0;
+  const belowCount = (count: number) => `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`;
+  if (known.TELEGRAM_WEBHOOK_URL && known.HEALTH_PORT && Number(known.TELEGRAM_WEBHOOK_PORT ?? 8443) === Number(known.HEALTH_PORT)) {
+    report(
+      "HEALTH_PORT",
+      "must differ from TELEGRAM_WEBHOOK_PORT: the webhook and /health + /metrics are two servers, each on its own port (and /metrics should stay private while the webhook is public)",
+    );
+  }
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const name = issue.path.map(String).join(".") || "(environment)";
-      report(name, known[name] === undefined && name in known ? "is required" : issue.message);
+      const shardsPastCount = name === "DISCORD_SHARDS" && issue.message.startsWith("every shard id") && shardCount >= 1 && shardCount <= MAX_SHARD_ID + 1;
+      report(name, known[name] === undefined && name in known ? "is required" : shardsPastCount ? belowCount(shardCount) : issue.message);
     }
   }
   if (parsed.success && parsed.data.DISCORD_SHARDS) {
@@ -434,7 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     if (count === undefined) {
       report("DISCORD_SHARDS", "needs DISCORD_SHARD_COUNT (the shards of all processes together): every process must split the same count, and Discord's recommendation can change between starts");
     } else if (parsed.data.DISCORD_SHARDS.some((id) => id >= count)) {
-      report("DISCORD_SHARDS", `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`);
+      report("DISCORD_SHARDS", belowCount(count));
     }
   }
   const webhook = known.TELEGRAM_WEBHOOK_URL;

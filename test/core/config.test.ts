@@ -255,8 +255,8 @@ describe("access and budget variables (issue 13)", () => {
 });
 
 describe("Discord shards (issue 19)", () => {
-  it("reads DISCORD_SHARDS as ids and ranges, sorted without repeats; unset means all and Discord's recommendation", () => {
-    const config = loadConfig({ DISCORD_SHARD_COUNT: "16", DISCORD_SHARDS: "8, 0-3,2" }, { purpose: "inspect" });
+  it("reads DISCORD_SHARDS as ids and ranges, sorted; unset means all and Discord's recommendation", () => {
+    const config = loadConfig({ DISCORD_SHARD_COUNT: "16", DISCORD_SHARDS: "8, 0-3" }, { purpose: "inspect" });
     expect(config.DISCORD_SHARD_COUNT).toBe(16);
     expect(config.DISCORD_SHARDS).toEqual([0, 1, 2, 3, 8]);
     const unset = loadConfig({}, { purpose: "inspect" });
@@ -270,5 +270,24 @@ describe("Discord shards (issue 19)", () => {
     expect(problemsOf({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "1-2" })).toEqual(["DISCORD_SHARDS: every shard id must be below DISCORD_SHARD_COUNT (2): shards are numbered 0 to 1"]);
     expect(problemsOf({ DISCORD_SHARD_COUNT: "0" })).toEqual(["DISCORD_SHARD_COUNT: must be a whole number from 1 to 65535"]);
     expect(problemsOf({ DISCORD_SHARDS: "0" })[0]).toMatch(/^DISCORD_SHARDS: needs DISCORD_SHARD_COUNT/);
+  });
+
+  it("refuses a shard named twice, and answers a huge range with the count it passes", () => {
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "4", DISCORD_SHARDS: "0,0" })).toEqual(["DISCORD_SHARDS: lists shard 0 more than once: name each shard id once"]);
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "16", DISCORD_SHARDS: "0-3,2" })).toEqual(["DISCORD_SHARDS: lists shard 2 more than once: name each shard id once"]);
+    expect(problemsOf({ DISCORD_SHARD_COUNT: "4", DISCORD_SHARDS: "0-100000000" })).toEqual(["DISCORD_SHARDS: every shard id must be below DISCORD_SHARD_COUNT (4): shards are numbered 0 to 3"]);
+    expect(problemsOf({ DISCORD_SHARDS: "0-100000000" })).toEqual(["DISCORD_SHARDS: every shard id must be below DISCORD_SHARD_COUNT (at most 65535)"]);
+  });
+});
+
+describe("HTTP ports", () => {
+  const webhook = { TELEGRAM_WEBHOOK_URL: "https://bot.example.com/hook", TELEGRAM_WEBHOOK_SECRET: "s3cret-webhook_token" };
+  it("refuses HEALTH_PORT equal to TELEGRAM_WEBHOOK_PORT (also its default 8443) when the webhook is on", () => {
+    const reason = "HEALTH_PORT: must differ from TELEGRAM_WEBHOOK_PORT: the webhook and /health + /metrics are two servers, each on its own port (and /metrics should stay private while the webhook is public)";
+    expect(problemsOf({ ...webhook, TELEGRAM_WEBHOOK_PORT: "8080", HEALTH_PORT: "8080" })).toEqual([reason]);
+    expect(problemsOf({ ...webhook, HEALTH_PORT: "8443" })).toEqual([reason]);
+    expect(problemsOf({ ...webhook, TELEGRAM_WEBHOOK_PORT: "8443", HEALTH_PORT: "8080" })).toEqual([]);
+    // Without a webhook the webhook port is never listened on.
+    expect(problemsOf({ TELEGRAM_WEBHOOK_PORT: "8080", HEALTH_PORT: "8080" })).toEqual([]);
   });
 });

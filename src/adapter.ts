@@ -101,4 +101,11 @@ export interface Adapter {
   stop(): Promise<void>;
   /** True while connected to the platform (polling or gateway up); used by the health endpoint. */
   isConnected?(): boolean;
+  /**
+   * The process's start-up failed after this adapter had started (another adapter or the health
+   * server failed): undo what {@link start} changed on the platform beyond this process (Telegram:
+   * `deleteWebhook`, so polling adapters of the same bot are not answered 409). Called before
+   * {@link stop}. Never throws.
+   */
+  abandon?(): Promise<void>;
 }

@@ -295,10 +295,18 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     if (options.signal?.aborted) log.info("start-up stopped");
     else if (error instanceof RedisEvictionError) log.error(`start-up failed: ${error.message}`);
     else if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
+    else if (isAddressInUse(error)) log.error(`start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`);
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
+    // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.
+    for (const adapter of bot.adapters) await adapter.abandon?.().catch(() => undefined);
     await bot.stop();
     throw error;
   }
+}
+
+/** A listen error for a port that another socket holds (`EADDRINUSE`, with the port and address Node tried). */
+function isAddressInUse(error: unknown): error is NodeJS.ErrnoException & { port?: number; address?: string } {
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === "EADDRINUSE";
 }
 
 /** A message addressed to a user's DM, for sends that answer no message of theirs ("you are in"). */

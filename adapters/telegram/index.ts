@@ -142,6 +142,7 @@ export class TelegramAdapter implements Adapter {
         log,
       });
       this.#server = server;
+      // Listening before setWebhook: a port in use fails here, before Telegram is told anything.
       await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));
       this.#webhookSet = true;
       log.info({ port: config.TELEGRAM_WEBHOOK_PORT, bot: bot.botInfo.username }, "telegram: webhook set, listening");
@@ -295,6 +296,22 @@ export class TelegramAdapter implements Adapter {
       }
     } catch (error) {
       this.log.warn({ error: redact(String(error)) }, "telegram: error while stopping");
+    }
+  }
+
+  /**
+   * Start-up of the process failed after this adapter set its webhook: `deleteWebhook` (pending
+   * updates kept), so the bot is not left with a webhook no process serves, which would also make
+   * every polling adapter of this bot get 409 from `getUpdates`. Failures are logged.
+   */
+  async abandon(): Promise<void> {
+    if (!this.#webhookSet) return;
+    try {
+      await this.bot.api.deleteWebhook({ drop_pending_updates: false });
+      this.#webhookSet = false;
+      this.log.info("telegram: start-up failed after setWebhook; webhook deleted again");
+    } catch (error) {
+      this.log.error({ error: redact(String(error)) }, "telegram: start-up failed after setWebhook, and deleteWebhook failed too: call deleteWebhook by hand before polling this bot");
     }
   }
 

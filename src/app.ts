@@ -133,6 +133,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
   const role = options.role ?? config.ROLE;
   const runAdapters = role === "adapter" || role === "all";
   const runWorker = role === "worker" || role === "all";
+  // Like the other Discord-only variables, the shard ones do nothing without DISCORD_TOKEN; a shared
+  // .env may hold them, so say so instead of refusing to start.
+  if (runAdapters && !config.DISCORD_TOKEN && (config.DISCORD_SHARDS || config.DISCORD_SHARD_COUNT)) {
+    log.warn("DISCORD_SHARDS / DISCORD_SHARD_COUNT are set but DISCORD_TOKEN is not: no Discord adapter runs in this process, so they are ignored");
+  }
   const closers: (() => Promise<unknown>)[] = [];
   const connections: RedisClient[] = [];
   const bot: RunningBot = { adapters: [], stop: async () => {} };

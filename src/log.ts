@@ -11,23 +11,57 @@ export type { Logger } from "pino";
 
 const secrets = new Set<string>();
 
+/** Shortest secret redacted everywhere, in characters; shorter values would redact ordinary words. */
+export const MIN_SECRET_LENGTH = 6;
+
 /**
  * Adds secret values (tokens, keys) that must never appear in a log line. Values shorter than
- * 6 characters are ignored, since they would redact ordinary words.
+ * {@link MIN_SECRET_LENGTH} characters are ignored here (an MCP server's own short values are
+ * still redacted from its stderr and errors, see {@link redactValues}). Each value is also
+ * registered URL-encoded (`encodeURIComponent`, `encodeURI`, with upper- and lower-case `%xx`),
+ * and each line of a multi-line value (a PEM key) of at least that length on its own, so a
+ * value split across lines and joined again is still redacted.
  */
 export function registerSecrets(values: Iterable<string>): void {
   for (const v of values) {
-    if (v.length < 6) continue;
-    secrets.add(v);
-    // The same secret inside a URL (a token in a request path, an error that quotes the URL).
-    for (const encoded of [encodeURIComponent(v), encodeURI(v)]) if (encoded !== v) secrets.add(encoded);
+    const forms = [v, ...(/[\r\n]/.test(v) ? v.split(/\r?\n|\r/).map((l) => l.trim()) : [])];
+    for (const form of forms) {
+      if (form.length < MIN_SECRET_LENGTH) continue;
+      secrets.add(form);
+      // The same secret inside a URL (a token in a request path, an error that quotes the URL).
+      for (const encoded of [encodeURIComponent(form), encodeURI(form)]) {
+        if (encoded === form) continue;
+        secrets.add(encoded);
+        secrets.add(encoded.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
+      }
+    }
   }
+}
+
+/**
+ * Replaces each of `values` (any length, as written and `encodeURIComponent`-encoded) in `text`
+ * with `[redacted]`, longest first, then applies {@link redact}. For text that comes from one
+ * source whose secrets are known (an MCP server's stderr and errors), including values shorter
+ * than {@link MIN_SECRET_LENGTH}.
+ */
+export function redactValues(text: string, values: readonly string[]): string {
+  const forms = new Set<string>();
+  for (const v of values) {
+    if (v === "") continue;
+    forms.add(v);
+    forms.add(encodeURIComponent(v));
+    for (const line of v.split(/\r?\n|\r/)) if (line.trim() !== "") forms.add(line.trim());
+  }
+  let out = text;
+  for (const s of [...forms].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join("[redacted]");
+  return redact(out);
 }
 
 /**
  * Replaces every registered secret in `text` (as written or URL-encoded) with `[redacted]`, and
  * any Telegram bot token (`123456:ABC…`, or `123456%3AABC…` inside a URL) or Discord bot token
- * shape even when it was never registered.
+ * shape even when it was never registered, and the userinfo of a URL (`https://user:pass@host` →
+ * `https://[redacted]@host`).
  * Use it on any text that leaves the process: logs, traces, error messages shown to users.
  */
 export function redact(text: string): string {
@@ -35,6 +69,8 @@ export function redact(text: string): string {
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
   return out
     .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
+    // Credentials written into a URL (`https://user:password@host/`).
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
     .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
 }
 

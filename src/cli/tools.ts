@@ -54,7 +54,7 @@ export function mcpListing(file: string, source: McpToolSource, warnings: string
     ),
     skipped: source.skipped.map((s) => ({ server: s.server, reason: redact(s.reason) })),
     skippedTools: source.skippedTools.map((s) => ({ ...s, reason: redact(s.reason) })),
-    warnings,
+    warnings: [...source.nameWarnings, ...warnings].map(redact),
   };
 }
 

@@ -12,7 +12,8 @@
  *
  * `${VAR}` in `env` values, `headers` values and `url` is replaced by the environment variable
  * `VAR` (so secrets stay in `.env`); every value substituted this way is registered with the log
- * redaction (`registerSecrets`), so it never reaches a log line, a trace or `npm run tools`.
+ * redaction (`registerSecrets`, 6+ characters; shorter ones only in that server's stderr and errors),
+ * so it never reaches a log line, a trace or `npm run tools`. A `url` with `user:pass@` is refused.
  * Transports: stdio (`command`) and Streamable HTTP (`url`); MCP spec
  * https://modelcontextprotocol.io/specification/2025-06-18/basic/transports .
  */
@@ -84,6 +85,11 @@ interface ServerCommon {
   noAlwaysAllow: string[];
   /** Longest call, in ms. */
   timeoutMs: number;
+  /**
+   * The values substituted for `${VAR}` in this server's entry, any length: redacted from its
+   * stderr and error text even when shorter than `MIN_SECRET_LENGTH` (see `redactValues`).
+   */
+  secrets: string[];
 }
 
 /** A stdio server: a child process speaking MCP on its stdin/stdout. */
@@ -157,7 +163,7 @@ const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
  *
  * @returns the text, or the names of the variables that are unset or empty.
  */
-export function substitute(text: string, env: NodeJS.ProcessEnv): { ok: true; value: string } | { ok: false; missing: string[] } {
+export function substitute(text: string, env: NodeJS.ProcessEnv, usedValues?: string[]): { ok: true; value: string } | { ok: false; missing: string[] } {
   const missing: string[] = [];
   const used: string[] = [];
   const value = text.replace(VARIABLE, (_whole, name: string) => {
@@ -171,13 +177,14 @@ export function substitute(text: string, env: NodeJS.ProcessEnv): { ok: true; va
   });
   if (missing.length > 0) return { ok: false, missing: [...new Set(missing)] };
   registerSecrets(used);
+  usedValues?.push(...used);
   return { ok: true, value };
 }
 
-function substituteAll(values: Record<string, string>, env: NodeJS.ProcessEnv, missing: Set<string>): Record<string, string> {
+function substituteAll(values: Record<string, string>, env: NodeJS.ProcessEnv, missing: Set<string>, used: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, text] of Object.entries(values)) {
-    const result = substitute(text, env);
+    const result = substitute(text, env, used);
     if (result.ok) out[key] = result.value;
     else for (const m of result.missing) missing.add(m);
   }
@@ -190,7 +197,7 @@ function substituteAll(values: Record<string, string>, env: NodeJS.ProcessEnv, m
  * @param file - absolute path (see {@link mcpConfigPath}).
  * @param env - where `${VAR}` values come from; default `process.env`.
  * @returns the usable servers and, in `skipped`, the servers whose `${VAR}` is unset or whose URL
- *   is not http(s) (each with the reason, naming the variable but never a value).
+ *   is not http(s) or contains credentials (`user:pass@`; each with the reason, naming the variable but never a value).
  * @throws {McpConfigError} naming the file and what is wrong when it cannot be read, is not JSON,
  *   or is not in the `mcpServers` shape (every problem at once, by its path in the file).
  */
@@ -223,10 +230,11 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
       safe: entry.safe ?? [],
       noAlwaysAllow: entry.noAlwaysAllow ?? [],
       timeoutMs: entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
+      secrets: [],
     };
     const missing = new Set<string>();
     if ("command" in entry) {
-      const envValues = substituteAll(entry.env, env, missing);
+      const envValues = substituteAll(entry.env, env, missing, common.secrets);
       if (missing.size > 0) {
         skipped.push({ server: name, reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its env)` });
         continue;
@@ -234,9 +242,9 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
       const cwd = entry.cwd ? path.resolve(path.dirname(file), entry.cwd) : undefined;
       servers.push({ ...common, transport: "stdio", command: entry.command, args: entry.args, env: envValues, ...(cwd ? { cwd } : {}) });
     } else {
-      const url = substitute(entry.url, env);
+      const url = substitute(entry.url, env, common.secrets);
       if (!url.ok) for (const m of url.missing) missing.add(m);
-      const headers = substituteAll(entry.headers, env, missing);
+      const headers = substituteAll(entry.headers, env, missing, common.secrets);
       if (missing.size > 0 || !url.ok) {
         skipped.push({ server: name, reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its url or headers)` });
         continue;
@@ -245,7 +253,13 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
         skipped.push({ server: name, reason: "its url is not an http:// or https:// URL" });
         continue;
       }
-      servers.push({ ...common, transport: "http", url: new URL(url.value), headers });
+      const parsedUrl = new URL(url.value);
+      if (parsedUrl.username !== "" || parsedUrl.password !== "") {
+        // fetch refuses such URLs; never echo the password.
+        skipped.push({ server: name, reason: 'its url contains credentials (user:password@); remove them and send them in "headers" instead (e.g. "Authorization": "Bearer ${TOKEN}" or "Basic …")' });
+        continue;
+      }
+      servers.push({ ...common, transport: "http", url: parsedUrl, headers });
     }
   }
   return { file, servers, skipped };

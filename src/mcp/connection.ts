@@ -9,7 +9,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import { redact, silentLogger, type Logger } from "../log.js";
+import { existsSync, statSync } from "node:fs";
+import { redactValues, silentLogger, type Logger } from "../log.js";
 import type { McpServerConfig } from "./config.js";
 
 /** Longest wait for a server to start and answer `initialize` and `tools/list`, in ms. */
@@ -170,14 +171,19 @@ export class McpConnection {
       return new StreamableHTTPClientTransport(config.url, { requestInit: { headers: config.headers } });
     }
     this.#stderrTail = [];
+    if (config.cwd !== undefined && !(existsSync(config.cwd) && statSync(config.cwd).isDirectory())) {
+      throw new Error(`cwd ${config.cwd} does not exist (or is not a folder)`);
+    }
     // The SDK gives the child only a safe default environment (HOME, PATH, …; never our secrets) plus `env`.
     const transport = new StdioClientTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, stderr: "pipe" });
     transport.stderr?.on("data", (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
         if (line.trim() === "") continue;
-        this.#stderrTail.push(line.trim());
+        // Redacted line by line, before any joining: a multi-line secret (a PEM key) matches per line.
+        const clean = redactValues(line.trim(), config.secrets);
+        this.#stderrTail.push(clean);
         if (this.#stderrTail.length > 5) this.#stderrTail.shift();
-        this.#log.debug({ line: redact(line) }, "MCP server stderr");
+        this.#log.debug({ line: clean }, "MCP server stderr");
       }
     });
     return transport;
@@ -238,7 +244,7 @@ export class McpConnection {
   /** One line for operators: the error's message, with the stderr tail of a stdio server; secrets redacted. */
   #reason(error: unknown): string {
     const message = error instanceof Error ? error.message : String(error);
-    return redact(this.#exitText(message).replace(/\s+/g, " ").trim()).slice(0, 300);
+    return redactValues(this.#exitText(redactValues(message, this.config.secrets)).replace(/\s+/g, " ").trim(), this.config.secrets).slice(0, 300);
   }
 
   #exitText(message: string): string {

@@ -48,6 +48,9 @@ export class McpToolSource {
   readonly #registered = new Map<string, McpBackedTool[]>();
   readonly #skippedTools = new Map<string, SkippedMcpTool[]>();
   #skipped: SkippedMcpServer[] = [];
+  /** Servers whose config names were already checked against their tool list (warned once). */
+  readonly #namesChecked = new Set<string>();
+  readonly #nameWarnings: string[] = [];
   /** Name clashes found while starting: start-up stops with them. */
   #startProblems: string[] | undefined;
 
@@ -125,8 +128,12 @@ export class McpToolSource {
       added.push(tool);
     }
     for (const s of skipped) this.#log.warn({ mcpServer: s.server, tool: s.tool, reason: s.reason }, `MCP tool ${s.server}/${s.tool} skipped: ${s.reason}`);
-    for (const name of server.include ?? []) {
-      if (!tools.some((t) => t.name === name)) this.#log.warn({ mcpServer: server.name, tool: name }, `MCP server ${server.name} has no tool "${name}" (named in its "include")`);
+    if (!this.#namesChecked.has(server.name)) {
+      this.#namesChecked.add(server.name);
+      for (const warning of unknownToolNames(server, tools)) {
+        this.#nameWarnings.push(warning);
+        this.#log.warn({ mcpServer: server.name }, warning);
+      }
     }
     this.#registered.set(server.name, added);
     this.#skippedTools.set(server.name, skipped);
@@ -150,6 +157,15 @@ export class McpToolSource {
     return [...this.#skipped];
   }
 
+  /**
+   * Warnings about tool names in a server's `include` / `exclude` / `safe` / `noAlwaysAllow` that
+   * match none of its tools (a typo), or `safe` names that `include` leaves out; English
+   * sentences, once per server (checked at its first tool list).
+   */
+  get nameWarnings(): string[] {
+    return [...this.#nameWarnings];
+  }
+
   /** Tools of connected servers left out, with the reason. */
   get skippedTools(): SkippedMcpTool[] {
     return [...this.#skippedTools.values()].flat();
@@ -162,6 +178,29 @@ export class McpToolSource {
     await Promise.all(connections.map((c) => c.close()));
     for (const server of [...this.#registered.keys()]) this.#unregister(server);
   }
+}
+
+/**
+ * Checks the tool names of a server's config lists against the tools it listed.
+ *
+ * @returns one English sentence per list with names that match no tool of the server (naming the
+ *   list and the names), and one for `safe` names that `include` leaves out; empty when all match.
+ */
+export function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
+  const known = new Set(tools.map((t) => t.name));
+  const warnings: string[] = [];
+  const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow]];
+  for (const [list, names] of lists) {
+    const unknown = [...new Set(names ?? [])].filter((n) => !known.has(n));
+    if (unknown.length > 0) {
+      warnings.push(`MCP server ${server.name} has no tool ${unknown.map((n) => `"${n}"`).join(", ")} (named in its "${list}"; its tools: ${[...known].join(", ") || "none"})`);
+    }
+  }
+  if (server.include) {
+    const left = [...new Set(server.safe)].filter((n) => known.has(n) && !server.include!.includes(n));
+    if (left.length > 0) warnings.push(`MCP server ${server.name}: ${left.map((n) => `"${n}"`).join(", ")} in its "safe" is not in its "include", so it is not offered at all`);
+  }
+  return warnings;
 }
 
 /**

@@ -20,7 +20,7 @@ describe("readMcpConfig", () => {
     const config = readMcpConfig(file, { FILES_KEY: "files-key-abcdef", WIKI_HOST: "wiki.example.com", WIKI_TOKEN: "wiki-token-123456" });
     expect(config.skipped).toEqual([]);
     expect(config.servers).toEqual([
-      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], noAlwaysAllow: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS },
+      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], noAlwaysAllow: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
       {
         name: "wiki",
         transport: "http",
@@ -32,6 +32,7 @@ describe("readMcpConfig", () => {
         safe: ["search"],
         noAlwaysAllow: ["edit"],
         timeoutMs: 5000,
+        secrets: ["wiki.example.com", "wiki-token-123456"],
       },
     ]);
     expect(redact("key files-key-abcdef token wiki-token-123456")).toBe("key [redacted] token [redacted]");

@@ -67,6 +67,18 @@ describe("npm run tools with MCP servers", () => {
     expect(stdout + stderr).not.toContain(HTTP_SECRET);
   }, 60_000);
 
+  it("warns about tool names in the config that match no tool of the server, and prints a url's credentials nowhere", async () => {
+    const dir = tempDir();
+    const file = writeMcpConfig(dir, {
+      notebook: stdioEntry({ include: ["echo"], noAlwaysAllow: ["ad_note"] }),
+      wiki: { url: "http://user:Pa55-in-url@127.0.0.1:9/mcp" },
+    });
+    const { stdout, stderr } = await run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts")], { cwd: root, env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file } });
+    expect(stdout).toMatch(/warning: MCP server notebook has no tool "ad_note" \(named in its "noAlwaysAllow"; its tools: [a-z_, ]*add_note/);
+    expect(stdout).toContain('  wiki: its url contains credentials (user:password@); remove them and send them in "headers" instead');
+    expect(stdout + stderr).not.toContain("Pa55-in-url");
+  }, 60_000);
+
   it("a malformed MCP config exits 1 naming the file and the problem", async () => {
     const bad = writeMcpConfig(tempDir(), { x: { command: "node", url: "http://a" } });
     const error = (await run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts")], { cwd: root, env: { ...process.env, MCP_CONFIG: bad } }).catch((e: unknown) => e)) as { code: number; stderr: string };

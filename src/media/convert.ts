@@ -49,15 +49,20 @@ export function safeName(name: string | undefined): string | undefined {
  * Converts an image for the model.
  *
  * @param label - `photo` for a platform photo (`[photo W×H]`), else the file name (`[image "name" W×H]`).
- * @throws {MediaError} `unsupported` for a format other than JPEG, PNG, GIF and WebP; `unreadable`
- *   for bytes sharp cannot decode or an image over {@link IMAGE_MAX_PIXELS} pixels.
+ * @throws {MediaError} `unsupported` for a format other than JPEG, PNG, GIF and WebP; `too_many_pixels`
+ *   for an image over {@link IMAGE_MAX_PIXELS} pixels (width × height from its header, checked before
+ *   decoding); `unreadable` for bytes sharp cannot decode.
  */
 export async function convertImage(bytes: Buffer, label: { photo: true } | { name?: string }): Promise<ConvertedImage> {
   let meta: Metadata;
   try {
-    meta = await sharp(bytes, { limitInputPixels: IMAGE_MAX_PIXELS }).metadata();
+    // Header only (no decoding), so no pixel limit here: the size is checked just below.
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch (error) {
     throw new MediaError("unreadable", `not a readable image: ${(error as Error).message}`, "image", { cause: error });
+  }
+  if (meta.width !== undefined && meta.height !== undefined && meta.width * meta.height > IMAGE_MAX_PIXELS) {
+    throw new MediaError("too_many_pixels", `the image is ${meta.width}×${meta.height} pixels, over ${IMAGE_MAX_PIXELS}`, "image");
   }
   const mediaType = SHARP_FORMATS[meta.format ?? ""];
   if (!mediaType) throw new MediaError("unsupported", `image format ${meta.format ?? "unknown"} is not one of JPEG, PNG, GIF, WebP`, "image");
@@ -134,6 +139,8 @@ export async function convertPdf(bytes: Buffer, name: string | undefined): Promi
 
 /**
  * Converts a text file into a text block: `<file name="notes.md">`, the content, `</file>`.
+ * `file` tags inside the content are neutralised ({@link escapeFileTags}), so a file holding
+ * `</file>` cannot close the wrapper early and pose as text outside it.
  *
  * @throws {MediaError} `unreadable` when the bytes are not UTF-8 text (invalid UTF-8, or NUL characters).
  */
@@ -146,10 +153,19 @@ export function convertText(bytes: Buffer, name: string | undefined): Converted<
   }
   if (text.includes("\u0000")) throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
   const title = safeName(name) ?? "file.txt";
-  const content = text.trim() === "" ? "(empty file)" : text;
+  const content = text.trim() === "" ? "(empty file)" : escapeFileTags(text);
   return {
     block: { type: "text", text: `<file name="${title}">\n${content}\n</file>` },
     placeholder: `[file "${title}", ${text.length} characters]`,
     characters: text.length,
   };
+}
+
+/**
+ * Neutralises `<file` and `</file` tags (any case) inside a text file's content: `</file` becomes
+ * `<\/file` and `<file` becomes `<\file`, so only the wrapper written by {@link convertText} opens
+ * and closes a file. Everything else is left as it is.
+ */
+export function escapeFileTags(content: string): string {
+  return content.replace(/<(\/?)(file)/gi, (_match, slash: string, word: string) => `<\\${slash}${word}`);
 }

@@ -8,12 +8,14 @@
  * - `too_large`: over the size limit of its kind (announced, or found while downloading);
  * - `too_many_images`: more images in one message than `MAX_IMAGES_PER_MESSAGE`;
  * - `too_many_pages`: a PDF over `PDF_MAX_PAGES`;
+ * - `too_many_pixels`: an image over `IMAGE_MAX_PIXELS` pixels (width × height), a valid file the
+ *   bot will not decode (decompression bomb guard);
  * - `foreign_host`: a file URL outside the platform's own file hosts (never fetched);
  * - `unreadable`: the bytes are not what they claim (a broken image or PDF, a binary "text" file,
  *   an encrypted PDF);
  * - `download_failed`: the platform did not hand the file over (network, 4xx/5xx, expired link).
  */
-export type MediaProblem = "unsupported" | "too_large" | "too_many_images" | "too_many_pages" | "foreign_host" | "unreadable" | "download_failed";
+export type MediaProblem = "unsupported" | "too_large" | "too_many_images" | "too_many_pages" | "too_many_pixels" | "foreign_host" | "unreadable" | "download_failed";
 
 /** What a file is, for the refusal text: `image`, `pdf`, `text`, or another kind (`voice`, `video`, `video_note`, `audio`, `file`). */
 export type MediaWhat = "image" | "pdf" | "text" | "voice" | "video" | "video_note" | "audio" | "file";

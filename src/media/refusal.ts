@@ -5,7 +5,7 @@
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import type { MediaError } from "./errors.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_MAX_BYTES, megabytes } from "./limits.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_MAX_BYTES, megabytes } from "./limits.js";
 
 /** The answers' words. */
 export const MEDIA_TEXT = {
@@ -23,6 +23,10 @@ export const MEDIA_TEXT = {
   textTooLarge: { "zh-TW": "這個文字檔太大了（上限 {kb} KB）。", en: "That text file is too large (at most {kb} KB)." },
   fileTooLarge: { "zh-TW": "這個檔案太大了。", en: "That file is too large." },
   tooManyImages: { "zh-TW": "一則訊息最多只能放 {max} 張圖片（這則有 {count} 張）。", en: "At most {max} images per message, please (this one has {count})." },
+  tooManyPixels: {
+    "zh-TW": "這張圖片的像素太多了（上限 {megapixels} 百萬像素，即寬 × 高）。請縮小後再傳。",
+    en: "That image has too many pixels (at most {megapixels} megapixels, width × height). Please scale it down and send it again.",
+  },
   tooManyPages: { "zh-TW": "這個 PDF 超過 {pages} 頁了。", en: "That PDF has more than {pages} pages." },
   unreadable: { "zh-TW": "我讀不了這個檔案（可能已損壞、有密碼保護，或不是它看起來的格式）。", en: "I couldn't read that file (it may be damaged, password-protected, or not the format it seems)." },
   downloadFailed: { "zh-TW": "我沒辦法下載這個檔案，請再傳一次。", en: "I couldn't download that file; please send it again." },
@@ -57,6 +61,9 @@ export function mediaRefusal(error: MediaError, locale: Locale, maxImages: numbe
       break;
     case "too_many_pages":
       lead = t(MEDIA_TEXT.tooManyPages, { pages: PDF_MAX_PAGES });
+      break;
+    case "too_many_pixels":
+      lead = t(MEDIA_TEXT.tooManyPixels, { megapixels: IMAGE_MAX_PIXELS / 1_000_000 });
       break;
     case "unreadable":
       lead = t(MEDIA_TEXT.unreadable);

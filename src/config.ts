@@ -303,8 +303,12 @@ export const ConfigSchema = z.object({
   MAX_TURNS: int(1, 50, 10),
   /** `on`: answers are streamed into the chat as the model writes them; `off`: sent when complete. */
   STREAMING: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
-  /** Least time between two edits (or drafts) of one streamed message, in ms. */
-  STREAM_EDIT_INTERVAL_MS: int(100, 60_000, 1000),
+  /**
+   * Least time between two edits (or drafts) of one streamed message, in ms (100-10000). The final
+   * answer may show up to one interval after the model finishes (its edit waits out the interval
+   * of the message's last edit), hence the low maximum.
+   */
+  STREAM_EDIT_INTERVAL_MS: int(100, 10_000, 1000),
   /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
   ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),

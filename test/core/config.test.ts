@@ -82,6 +82,15 @@ describe("loadConfig", () => {
     expect(loadConfig({ MAX_TURNS: " 50 ", WORKER_CONCURRENCY: "1" }, { purpose: "inspect" })).toMatchObject({ MAX_TURNS: 50, WORKER_CONCURRENCY: 1 });
   });
 
+  it("STREAM_EDIT_INTERVAL_MS: 100 to 10000 ms (the final text may wait one interval), default 1000", () => {
+    expect(loadConfig({}, { purpose: "inspect" }).STREAM_EDIT_INTERVAL_MS).toBe(1000);
+    expect(loadConfig({ STREAM_EDIT_INTERVAL_MS: "10000" }, { purpose: "inspect" }).STREAM_EDIT_INTERVAL_MS).toBe(10_000);
+    expect(loadConfig({ STREAM_EDIT_INTERVAL_MS: "100" }, { purpose: "inspect" }).STREAM_EDIT_INTERVAL_MS).toBe(100);
+    expect(problemsOf({ STREAM_EDIT_INTERVAL_MS: "30000" })).toEqual(["STREAM_EDIT_INTERVAL_MS: must be a whole number from 100 to 10000"]);
+    expect(problemsOf({ STREAM_EDIT_INTERVAL_MS: "10001" })).toEqual(["STREAM_EDIT_INTERVAL_MS: must be a whole number from 100 to 10000"]);
+    expect(problemsOf({ STREAM_EDIT_INTERVAL_MS: "99" })).toEqual(["STREAM_EDIT_INTERVAL_MS: must be a whole number from 100 to 10000"]);
+  });
+
   it("ALWAYS_ALLOW_DAYS: default 30, fractions allowed, zero, negative and words refused without the value", () => {
     expect(loadConfig({}, { purpose: "inspect" }).ALWAYS_ALLOW_DAYS).toBe(30);
     expect(alwaysAllowMs(loadConfig({}, { purpose: "inspect" }))).toBe(30 * 86_400_000);

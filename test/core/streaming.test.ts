@@ -126,6 +126,32 @@ describe("LiveAnswer", () => {
     expect(live.messages.map((m) => finalOf(m.messageId))).toEqual(livePieces(answer, 100));
   });
 
+  it("the final edit waits only what is left of the message's interval, and goes at once when its last edit is older", async () => {
+    // Finished soon after the first post: the final edit waits out the rest of the interval, no more.
+    const quick = recordingSurface();
+    const soon = new LiveAnswer(quick.surface, { intervalMs: 600, log: silentLogger });
+    soon.push({ type: "text", text: "echo:" });
+    await sleep(100);
+    const askedSoon = performance.now();
+    await soon.finish("echo: hello");
+    expect(quick.calls.map((c) => [c.op, c.text])).toEqual([
+      ["post", "echo:"],
+      ["editFinal", "echo: hello"],
+    ]);
+    const gap = quick.calls[1]!.at - quick.calls[0]!.at;
+    expect(gap).toBeGreaterThanOrEqual(595); // never two updates within one interval
+    expect(quick.calls[1]!.at - askedSoon).toBeLessThan(600); // waited the remainder, not a whole new interval
+    // Finished after the interval passed: the final edit goes at once.
+    const late = recordingSurface();
+    const old = new LiveAnswer(late.surface, { intervalMs: 200, log: silentLogger });
+    old.push({ type: "text", text: "echo:" });
+    await sleep(400);
+    const askedLate = performance.now();
+    await old.finish("echo: hello");
+    expect(late.calls.map((c) => c.op)).toEqual(["post", "editFinal"]);
+    expect(late.calls[1]!.at - askedLate).toBeLessThan(100);
+  });
+
   it("deletes live messages the final answer does not need, and edits a message posted by an earlier attempt even when its text looks the same", async () => {
     const { surface, calls } = recordingSurface({ limit: 10 });
     const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume: [{ chatId: "c", messageId: "90" }, { chatId: "c", messageId: "91" }] });

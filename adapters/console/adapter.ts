@@ -10,6 +10,7 @@ import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import { isAdmin } from "../../src/access/policy.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
@@ -45,6 +46,7 @@ const TEXT = {
   },
   tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
   tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
+  alwaysRefused: { "zh-TW": "這個動作不能設為一律允許，請輸入 y（確認）或 n（取消）。", en: "This action cannot be always allowed; type y (confirm) or n (cancel)." },
   noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
   decideFailed: { "zh-TW": "目前無法記錄你的決定，請再試一次。", en: "Could not record your decision right now. Please try again." },
 };
@@ -110,7 +112,7 @@ export class ConsoleAdapter implements Adapter {
     if (slash) {
       const name = slash[1]!.toLowerCase();
       const invocation = { name, args: (slash[2] ?? "").trim(), platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
-      if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", ["/quit"])));
+      if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"])));
       const reply = await context.commands.run(invocation);
       if (reply === undefined) return;
       return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
@@ -125,7 +127,8 @@ export class ConsoleAdapter implements Adapter {
         try {
           const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve, ...(always ? { always } : {}) });
           if (result.status !== "already_decided" && result.status !== "always_refused") this.outbound.openPrompt = undefined;
-          return say(decisionNotice(result, locale));
+          // The shared notice speaks of buttons; the console has none.
+          return say(result.status === "always_refused" ? localize(locale, TEXT.alwaysRefused) : decisionNotice(result, locale));
         } catch (err) {
           this.#options.log.warn({ err }, "decision failed");
           return say(localize(locale, TEXT.decideFailed));

@@ -31,10 +31,18 @@ export const COMMAND_TEXT = {
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
+/**
+ * The commands `/help` lists and "unknown command" names on `platform`: those of the platform,
+ * admin commands only when `admin`, without Telegram's `/start` (it is `/help`). One list, so the
+ * two never disagree.
+ */
+export function listedCommands(platform: string, admin: boolean): Command[] {
+  return commandsFor(platform).filter((c) => (admin || c.access !== "admin") && c.name !== "start");
+}
+
 /** The commands a person may use in this chat, for `/help` (admin commands only for admins). */
 function helpCommands(invocation: CommandInvocation, services: CommandServices): HelpCommand[] {
-  const admin = isAdmin(services.config, invocation);
-  return COMMANDS.filter((c) => (c.platforms ?? [invocation.platform]).includes(invocation.platform) && (admin || c.access !== "admin") && c.name !== "start").map((c) => ({
+  return listedCommands(invocation.platform, isAdmin(services.config, invocation)).map((c) => ({
     name: c.name,
     description: localize(invocation.locale, c.description),
     ...(c.option ? { arg: `${c.option.required ? "<" : "["}${c.option.name}${c.option.required ? ">" : "]"}` } : {}),
@@ -76,7 +84,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "reminders",
-    description: d("列出你在這裡的提醒（可取消）", "Your reminders here, with cancel buttons"),
+    description: d("列出你在這裡的提醒（Telegram、Discord 上可按按鈕取消）", "Your reminders here (cancel buttons on Telegram and Discord)"),
     access: "everyone",
     async run(inv, services) {
       if (!services.reminders) return localize(inv.locale, { "zh-TW": "這裡沒有提醒功能。", en: "Reminders are not available here." });
@@ -85,9 +93,9 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "permissions",
-    description: d("你在這裡「一律允許」的工具（可撤銷）", "Tools you always allow here, with revoke buttons"),
+    description: d("你在這裡「一律允許」的工具；加上工具名稱即可撤銷", "Tools you always allow here; add a tool name to revoke it"),
     access: "everyone",
-    option: { name: "revoke", description: d("撤銷這個工具的一律允許（工具名稱）", "Revoke the always-allow of this tool (its name)"), required: false },
+    option: { name: "tool", description: d("撤銷這個工具的一律允許（工具名稱）", "Revoke the always-allow of this tool (its name)"), required: false },
     async run(inv, services) {
       if (!services.grants) return localize(inv.locale, PERMISSION_TEXT.unavailable);
       const asker = { ...conversationOf(inv), userId: inv.userId, locale: inv.locale };

@@ -5,16 +5,19 @@
  */
 import { isAdmin } from "../access/policy.js";
 import { localize, type Locale } from "../i18n.js";
-import { ADMIN_ONLY, commandsFor, findCommand, GROUP_ADMIN_ONLY } from "./catalog.js";
+import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
 const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
 
-/** "unknown command" with the list of commands of `platform`. */
-export function unknownCommand(locale: Locale, name: string, platform: string, extra: string[] = []): string {
-  const names = [...commandsFor(platform).filter((c) => c.access !== "admin" && c.name !== "start").map((c) => `/${c.name}`), ...extra];
+/**
+ * "unknown command" with the commands of `platform`: the same list as `/help` ({@link listedCommands};
+ * admin commands when `admin`), then `extra` (e.g. the console's `/quit`).
+ */
+export function unknownCommand(locale: Locale, name: string, platform: string, admin: boolean, extra: string[] = []): string {
+  const names = [...listedCommands(platform, admin).map((c) => `/${c.name}`), ...extra];
   return localize(locale, { "zh-TW": "不認得的指令 /{name}。可用的指令：{list}", en: "Unknown command /{name}. Commands: {list}" }, { name: name.slice(0, 32), list: names.join(" ") });
 }
 
@@ -65,7 +68,7 @@ export class CommandRunner {
     const { config, log, gate } = this.services;
     const locale = invocation.locale;
     const command = findCommand(invocation.name, invocation.platform);
-    if (!command) return unknownCommand(locale, invocation.name, invocation.platform);
+    if (!command) return unknownCommand(locale, invocation.name, invocation.platform, isAdmin(config, invocation));
     try {
       const admin = isAdmin(config, invocation);
       if (command.access === "admin") {

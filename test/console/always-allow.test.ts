@@ -5,10 +5,11 @@
  */
 import { afterEach, expect, it } from "vitest";
 import type { RunningBot } from "../../src/app.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { todoModel, waitFor } from "../worker/harness.js";
+import { todoModel, todoTools, waitFor } from "../worker/harness.js";
 import { startConsoleBot } from "./harness.js";
 
 let server: TestRedis | undefined;
@@ -58,4 +59,28 @@ it("`a` approves with always allow; the next call runs without a prompt; /permis
   type("n");
   await said("已取消。");
   await waitFor(() => answers().some((a) => a.startsWith("ok:") && a.includes("declined")), WAIT, "the answer after cancel");
+}, 60_000);
+
+it("`a` on a tool that refuses always allow says to type y or n (no buttons in a terminal), and the prompt stays open", async () => {
+  server = await startRedis();
+  fake = await startFakeAnthropic({ fallback: todoModel });
+  const toolbox = new ToolBox(todoTools().list().map((tool) => (tool.name === "delete_todo" ? { ...tool, alwaysAllow: false } : tool)));
+  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all" }), fakeUrl: fake.url, toolbox });
+  bot = session.bot;
+  const { output, type } = session;
+  const answers = () => output.answers();
+  const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));
+  const said = (text: string) => waitFor(() => answers().includes(text), WAIT, `"${text}"`);
+
+  type("add todo tea");
+  await said("ok: added #1: tea");
+  type("delete todo 1");
+  await waitFor(() => prompts().length === 1, WAIT, "the prompt");
+  expect(prompts()[0]).not.toContain("a（一律允許");
+  type("a");
+  await said("這個動作不能設為一律允許，請輸入 y（確認）或 n（取消）。");
+  expect(answers().join("\n")).not.toMatch(/按「確認」|Confirm or Cancel/);
+  type("y");
+  await said("已確認，處理中…");
+  await said("ok: deleted #1: tea");
 }, 60_000);

@@ -91,7 +91,23 @@ describe("console adapter through queue, worker and history", () => {
     await waitFor(() => output.answers().length === 1);
     expect(output.answers()[0]).toMatch(/^不認得的指令 \/weather。可用的指令：/);
     for (const name of ["/help", "/tools", "/reset", "/usage", "/quit"]) expect(output.answers()[0]).toContain(name);
+    // The same commands /help lists (the console user is an admin): /approve, /enable, /disable too.
+    type("/help");
+    await waitFor(() => output.answers().length === 2);
+    const listed = [...output.answers()[1]!.matchAll(/^- \/([a-z_]+)/gm)].map((m) => `/${m[1]}`);
+    expect(listed).toEqual(["/help", "/tools", "/reset", "/reminders", "/permissions", "/usage", "/approve", "/enable", "/disable"]);
+    expect(output.answers()[0]).toBe(`不認得的指令 /weather。可用的指令：${[...listed, "/quit"].join(" ")}`);
     expect(fake!.requests).toHaveLength(0);
+  });
+
+  it("/help shows /permissions [tool] and speaks of no buttons the console lacks", async () => {
+    const { output, type } = await start();
+    type("/help");
+    await waitFor(() => output.answers().length === 1);
+    const help = output.answers()[0]!;
+    expect(help).toContain("- /permissions [tool] — 你在這裡「一律允許」的工具；加上工具名稱即可撤銷");
+    expect(help).not.toContain("[revoke]");
+    expect(help).not.toMatch(/revoke buttons|cancel buttons/);
   });
 
   it("/help describes only the tools offered (no weather without the weather tool)", async () => {

@@ -9,6 +9,7 @@ import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot, type StartBotOptions } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
+import type { ToolBox } from "../../src/toolbox/toolbox.js";
 import { CapturingStream, todoTools } from "../worker/harness.js";
 
 /** A running console session: the bot, its adapter, what it printed, and a way to type a line. */
@@ -27,6 +28,7 @@ export interface ConsoleSession {
  * @param options.config the bot configuration (locale, ROLE, STREAMING…).
  * @param options.client the Anthropic client; or `fakeUrl` for a client on the fake Messages API (key "test-key", no retries).
  * @param options.decider passed through to {@link startBot}.
+ * @param options.toolbox the toolbox (default the todo tools).
  * @returns the session; the caller stops `bot`.
  */
 export async function startConsoleBot(options: {
@@ -35,6 +37,7 @@ export async function startConsoleBot(options: {
   client?: Anthropic;
   fakeUrl?: string;
   decider?: StartBotOptions["decider"];
+  toolbox?: ToolBox;
 }): Promise<ConsoleSession> {
   const { config } = options;
   const input = new PassThrough();
@@ -45,7 +48,7 @@ export async function startConsoleBot(options: {
     config,
     log: silentLogger,
     redisUrl: options.redisUrl,
-    toolbox: todoTools(),
+    toolbox: options.toolbox ?? todoTools(),
     adapters: [adapter],
     agent: { runAgent, client },
     ...(options.decider ? { decider: options.decider } : {}),

@@ -163,7 +163,7 @@ it("/permissions answers ephemerally with a revoke button; the revoke counts at 
   await postedWith(dc.channelId, "declined");
   expect(await todoLines(redis, "discord", dee.id)).toEqual(["#2 影印", "#3 借教室"]);
   // By name, too: /permissions revoke:<tool>.
-  expect(await ephemeral(dc.slashCommand(dee, "permissions", { channelId: dc.channelId, values: { revoke: "delete_todo" } }))).toBe("你在這裡沒有「delete_todo」的一律允許。");
+  expect(await ephemeral(dc.slashCommand(dee, "permissions", { channelId: dc.channelId, values: { tool: "delete_todo" } }))).toBe("你在這裡沒有「delete_todo」的一律允許。");
 });
 
 it("a tool with alwaysAllow: false has no always-allow button; always allow for it is refused and changes nothing", async () => {

@@ -99,7 +99,7 @@ const toolSeconds = new Histogram({
 });
 const approvals = new Counter({
   name: "bot_approvals_total",
-  help: "Approval decisions handled by the worker, by verdict (approved, declined, expired).",
+  help: "Approval outcomes, by verdict: approved, declined, expired (decisions on a prompt), always (approved with \"always allow\", recording a grant), granted (a call run without a prompt under a grant).",
   labelNames: ["verdict"] as const,
   registers: [registry],
 });
@@ -214,8 +214,12 @@ export const metrics = {
     toolCalls.inc({ tool, outcome: ok ? "ok" : "error" });
     toolSeconds.observe({ tool }, durationMs / 1000);
   },
-  /** The worker handled an approval decision. */
-  approval(verdict: "approved" | "declined" | "expired"): void {
+  /**
+   * An approval outcome: the worker handled a decision on a prompt (`approved`, `declined`,
+   * `expired`, or `always` for an approval that also recorded a grant), or a dangerous call ran
+   * without a prompt under an "always allow" grant (`granted`).
+   */
+  approval(verdict: "approved" | "declined" | "expired" | "always" | "granted"): void {
     approvals.inc({ verdict });
   },
   /** The worker may run `concurrency` chat jobs at once (`WORKER_CONCURRENCY`). */

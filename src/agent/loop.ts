@@ -402,6 +402,7 @@ async function grantOf(deps: AgentDeps, name: string): Promise<{ expiresAt: numb
 async function runGranted(toolUseId: string, name: string, input: unknown, grant: { expiresAt: number }, deps: AgentDeps, context: ToolContext): Promise<ToolResultBlockParam> {
   const { tracer } = deps;
   tracer.event("approval", { verdict: "granted", tool: name, toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+  metrics.approval("granted");
   context.log.info({ tool: name, toolUseId }, "dangerous call allowed by an always-allow grant");
   const execute = () => deps.toolbox.execute(name, input, context, { tracer, toolUseId });
   deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale) });

@@ -213,7 +213,7 @@ export class ApprovalFlow {
     if (!record.steps.includes("prompt")) {
       await this.#closePrompt(record, outbound, verdict, granting ? grants.ttlMs : undefined);
       await store.markStep(record.id, "prompt");
-      metrics.approval(verdict);
+      metrics.approval(granting ? "always" : verdict);
     }
     let outcome: AgentOutcome;
     try {

@@ -9,6 +9,7 @@ import { expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { quietWindow, seedTodos, todoLines } from "./approvals-helpers.js";
 import { approvalEvents, eraseNotes, eventually, grantedTools, grantsModel } from "./grants-helpers.js";
+import { registry } from "../../src/metrics.js";
 import { useStack, type Stack } from "./harness.js";
 
 let stack: Stack;
@@ -77,6 +78,7 @@ it("always allow: this call runs, the next call of the tool by that user in that
   const tg = stack.telegram;
   const { user, chat } = dm(7301, "Amy");
   await seedTodos(redis, "telegram", "7301", ["買牛奶", "繳電費", "洗車"]);
+  const approvalsBefore = await approvalCounts();
   const first = await ask(chat, user, "delete #1");
   const prompt = first.reply;
   expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消", "🔓 一律允許"]);
@@ -98,7 +100,18 @@ it("always allow: this call runs, the next call of the tool by that user in that
   expect(granted.data).toMatchObject({ verdict: "granted", tool: "delete_todo" });
   expect(Date.parse(String(granted.data.grantExpiresAt))).toBeGreaterThan(Date.now() + 29 * 86_400_000);
   expect((await approvalEvents(redis, conversation, "always"))[0]!.data).toMatchObject({ tool: "delete_todo" });
+  // /metrics: one "always" decision on the prompt, one call run under the grant.
+  const approvalsAfter = await approvalCounts();
+  expect((approvalsAfter.always ?? 0) - (approvalsBefore.always ?? 0)).toBe(1);
+  expect((approvalsAfter.granted ?? 0) - (approvalsBefore.granted ?? 0)).toBe(1);
+  expect((approvalsAfter.approved ?? 0) - (approvalsBefore.approved ?? 0)).toBe(0);
 });
+
+/** `bot_approvals_total` of this process (the e2e worker runs in it), by verdict. */
+async function approvalCounts(): Promise<Record<string, number>> {
+  const values = (await registry.getSingleMetric("bot_approvals_total")!.get()).values;
+  return Object.fromEntries(values.map((v) => [String(v.labels.verdict), v.value]));
+}
 
 it("only the requester may press always allow; another member of the group is still asked, and the grant does not reach another chat or another topic", async () => {
   const tg = stack.telegram;

@@ -248,6 +248,8 @@ export class FakeTelegram {
   readonly chatActions: Record<string, unknown>[] = [];
   /** Successful `editMessageText` / `editMessageReplyMarkup` calls. */
   readonly edits: FakeCall[] = [];
+  /** Refused `editMessageText` / `editMessageReplyMarkup` calls: which message and Telegram's description. */
+  readonly refusedEdits: { method: string; chatId: number; messageId: number; description: string }[] = [];
   /** Accepted `sendMessageDraft` calls: chat, draft id, the text shown and when. */
   readonly drafts: { chatId: number; draftId: number; text: string; at: number }[] = [];
   /** Bot messages removed with `deleteMessage`, as they were when deleted. */
@@ -717,7 +719,12 @@ export class FakeTelegram {
         return this.#sendMessage(p);
       case "editMessageText":
       case "editMessageReplyMarkup":
-        return this.#edit(method, p);
+        try {
+          return this.#edit(method, p);
+        } catch (error) {
+          this.refusedEdits.push({ method, chatId: Number(p.chat_id), messageId: Number(p.message_id), description: (error as Error).message });
+          throw error;
+        }
       case "sendMessageDraft":
         return this.#draft(p);
       case "deleteMessage": {

@@ -3,33 +3,18 @@
  * real console adapter, queue, worker, approval store and grants on a real Redis and the strict
  * fake Messages API; `/permissions` lists the grant and `/permissions <tool>` revokes it.
  */
-import { afterEach, expect, it } from "vitest";
-import type { RunningBot } from "../../src/app.js";
+import { expect, it } from "vitest";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { todoModel, todoTools, waitFor } from "../worker/harness.js";
-import { startConsoleBot } from "./harness.js";
+import { useConsoleBot } from "./harness.js";
 
-let server: TestRedis | undefined;
-let fake: FakeAnthropic | undefined;
-let bot: RunningBot | undefined;
-afterEach(async () => {
-  await bot?.stop();
-  await fake?.close();
-  await server?.stop();
-  bot = fake = server = undefined;
-});
+const start = useConsoleBot();
 
 const WAIT = 15_000;
 
 it("`a` approves with always allow; the next call runs without a prompt; /permissions lists it and /permissions <tool> revokes it", async () => {
-  server = await startRedis();
-  fake = await startFakeAnthropic({ fallback: todoModel });
-  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all" }), fakeUrl: fake.url });
-  bot = session.bot;
-  const { output, type } = session;
+  const { output, type } = await start({ config: testConfig({ ROLE: "all" }), fake: { fallback: todoModel } });
   const answers = () => output.answers();
   const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));
   const said = (text: string) => waitFor(() => answers().includes(text), WAIT, `"${text}"`);
@@ -62,12 +47,8 @@ it("`a` approves with always allow; the next call runs without a prompt; /permis
 }, 60_000);
 
 it("`a` on a tool that refuses always allow says to type y or n (no buttons in a terminal), and the prompt stays open", async () => {
-  server = await startRedis();
-  fake = await startFakeAnthropic({ fallback: todoModel });
   const toolbox = new ToolBox(todoTools().list().map((tool) => (tool.name === "delete_todo" ? { ...tool, alwaysAllow: false } : tool)));
-  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all" }), fakeUrl: fake.url, toolbox });
-  bot = session.bot;
-  const { output, type } = session;
+  const { output, type } = await start({ config: testConfig({ ROLE: "all" }), fake: { fallback: todoModel }, toolbox });
   const answers = () => output.answers();
   const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));
   const said = (text: string) => waitFor(() => answers().includes(text), WAIT, `"${text}"`);

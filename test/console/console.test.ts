@@ -1,12 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { splitText } from "../../adapters/console/index.js";
 import type { DecisionRequest } from "../../src/approvals/decision.js";
-import type { RunningBot } from "../../src/app.js";
-import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import type { FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import type { TestRedis } from "../helpers/redis.js";
 import { todoModel, waitFor } from "../worker/harness.js";
-import { startConsoleBot } from "./harness.js";
+import { useConsoleBot } from "./harness.js";
 
 describe("splitText", () => {
   it("splits at paragraphs, keeps a code block whole, and never cuts a surrogate pair", () => {
@@ -23,24 +22,14 @@ describe("splitText", () => {
 });
 
 describe("console adapter through queue, worker and history", () => {
+  const startStack = useConsoleBot();
   let server: TestRedis | undefined;
   let fake: FakeAnthropic | undefined;
-  let bot: RunningBot | undefined;
-  afterEach(async () => {
-    await bot?.stop();
-    await fake?.close();
-    await server?.stop();
-    bot = fake = server = undefined;
-  });
 
   async function start() {
-    server = await startRedis();
-    fake = await startFakeAnthropic();
     const decisions: DecisionRequest[] = [];
-    const session = await startConsoleBot({
-      redisUrl: server.url,
+    const stack = await startStack({
       config: testConfig({ ROLE: "all" }),
-      fakeUrl: fake.url,
       decider: () => ({
         async decide(request) {
           decisions.push(request);
@@ -48,8 +37,8 @@ describe("console adapter through queue, worker and history", () => {
         },
       }),
     });
-    bot = session.bot;
-    return { ...session, decisions };
+    ({ server, fake } = stack);
+    return { ...stack, decisions };
   }
 
   it("answers lines in order, remembers them, and /reset forgets", async () => {

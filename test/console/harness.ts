@@ -4,12 +4,15 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { PassThrough } from "node:stream";
+import { afterEach } from "vitest";
 import { ConsoleAdapter } from "../../adapters/console/index.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot, type StartBotOptions } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
+import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from "../fakes/anthropic.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { CapturingStream, todoTools } from "../worker/harness.js";
 
 /** A running console session: the bot, its adapter, what it printed, and a way to type a line. */
@@ -54,4 +57,37 @@ export async function startConsoleBot(options: {
     ...(options.decider ? { decider: options.decider } : {}),
   });
   return { bot, adapter, input, output, type: (line) => input.write(`${line}\n`) };
+}
+
+/** A console session started by {@link useConsoleBot}, with the Redis and fake Messages API behind it. */
+export interface ConsoleStack extends ConsoleSession {
+  server: TestRedis;
+  fake: FakeAnthropic;
+}
+
+/**
+ * For a test file: returns a function that starts a test Redis, the strict fake Messages API
+ * (with `options.fake`) and a console session on them ({@link startConsoleBot}); everything it
+ * started is stopped after each test (bot, then fake, then Redis).
+ */
+export function useConsoleBot(): (options: {
+  config: Config;
+  fake?: FakeAnthropicOptions;
+  decider?: StartBotOptions["decider"];
+  toolbox?: ToolBox;
+}) => Promise<ConsoleStack> {
+  const started: { server?: TestRedis; fake?: FakeAnthropic; bot?: RunningBot } = {};
+  afterEach(async () => {
+    await started.bot?.stop();
+    await started.fake?.close();
+    await started.server?.stop();
+    started.bot = started.fake = started.server = undefined;
+  });
+  return async ({ fake: fakeOptions, ...options }) => {
+    const server = (started.server = await startRedis());
+    const fake = (started.fake = await startFakeAnthropic(fakeOptions));
+    const session = await startConsoleBot({ ...options, redisUrl: server.url, fakeUrl: fake.url });
+    started.bot = session.bot;
+    return { ...session, server, fake };
+  };
 }

@@ -2,30 +2,16 @@
  * The console with `STREAMING=on`: the real worker and loop streaming from the strict fake
  * Messages API; the terminal prints text deltas as they come and a status line per tool call.
  */
-import { afterEach, expect, it } from "vitest";
-import type { RunningBot } from "../../src/app.js";
-import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
+import { expect, it } from "vitest";
+import { text, toolUse } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
-import { startConsoleBot } from "./harness.js";
+import { useConsoleBot } from "./harness.js";
 
-let server: TestRedis | undefined;
-let fake: FakeAnthropic | undefined;
-let bot: RunningBot | undefined;
-afterEach(async () => {
-  await bot?.stop();
-  await fake?.close();
-  await server?.stop();
-  bot = fake = server = undefined;
-});
+const start = useConsoleBot();
 
 it("prints the answer's deltas as they come, a status line while the tool runs, and the answer once", async () => {
-  server = await startRedis();
-  fake = await startFakeAnthropic();
-  const session = await startConsoleBot({ redisUrl: server.url, config: testConfig({ ROLE: "all", STREAMING: "on" }), fakeUrl: fake.url });
-  bot = session.bot;
-  const { input, output } = session;
+  const { input, output, fake } = await start({ config: testConfig({ ROLE: "all", STREAMING: "on" }) });
   const answer = "已經幫你加入待辦：tea。還需要別的嗎？";
   fake.enqueue(toolUse("add_todo", { item: "tea" }), { ...text(answer), stream: { chunkChars: 4, totalMs: 200 } });
   input.write("add todo tea\n");

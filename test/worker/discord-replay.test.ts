@@ -6,49 +6,26 @@
  * over and replays the deliveries with the same job-derived nonces, which the fake (like Discord
  * with `enforce_nonce`) answers with the messages it already created. Each answer appears once.
  */
-import type { ChildProcess } from "node:child_process";
-import type { RedisClient } from "../../src/redis.js";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
-import { ChatQueue } from "../../src/queue/producer.js";
-import { connectRedis } from "../../src/redis.js";
-import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
-import { FakeDiscord, type FakeUser } from "../fakes/discord.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { spawnChildWorker, startDiscordWorker } from "./children.js";
+import { text, type FakeRequest } from "../fakes/anthropic.js";
+import type { FakeDiscord, FakeUser } from "../fakes/discord.js";
 import { lastText, waitFor } from "./harness.js";
+import { useKillScene } from "./kill-scene.js";
 
 const LONG = `${"甲".repeat(1500)}\n\n${"乙".repeat(1500)}`;
 const SHORT = "好的，明天早上八點提醒你。";
 
-let child: ChildProcess | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  cleanups.length = 0;
-});
+const startScene = useKillScene();
 
 function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
   const m = fake.sendUserMessage(user, words, { dm: true });
   return { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: user.id, userName: user.username, text: words, messageId: m.id, sentAt: Date.now(), reply: {} };
 }
 
-const startChild = (env: Record<string, string>) => spawnChildWorker("test/worker/discord-worker-child.ts", env);
-
 it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
-  const server: TestRedis = await startRedis();
-  cleanups.push(() => server.stop());
-  const model: FakeAnthropic = await startFakeAnthropic({ fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT) });
-  cleanups.push(() => model.close());
-  const discord = await FakeDiscord.start();
-  cleanups.push(() => discord.close());
-  const redis: RedisClient = connectRedis(server.url, { maxRetriesPerRequest: 1 });
-  cleanups.push(async () => redis.disconnect());
-  const queue = new ChatQueue({ redis });
-  cleanups.push(() => queue.close());
-
-  child = await startChild({ REDIS_URL: server.url, MODEL_URL: model.url, DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl });
+  const { model, discord, queue, startChild, startSecondWorker } = await startScene({ fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT) });
+  const child = await startChild();
   const ann = { id: "703000000000000001", username: "ann" };
   const ben = { id: "703000000000000002", username: "ben" };
   const long = dm(discord, ann, "a long answer please");
@@ -63,8 +40,7 @@ it("answers appear once after a kill between Discord accepting them and the work
   expect(inChannel(short.chatId)).toEqual([SHORT]);
 
   child.kill("SIGKILL");
-  const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord });
-  cleanups.push(() => second.close());
+  const second = startSecondWorker();
   await second.worker.waitUntilReady();
 
   // The second worker takes both jobs over and replays exactly the unconfirmed parts.

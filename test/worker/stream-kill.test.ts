@@ -5,45 +5,22 @@
  * lock, finds the posted message's id with the message's progress in Redis, and edits that message
  * into the one complete answer: no second copy, nothing left half-written.
  */
-import type { ChildProcess } from "node:child_process";
-import type { RedisClient } from "../../src/redis.js";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
-import { ChatQueue } from "../../src/queue/producer.js";
-import { connectRedis } from "../../src/redis.js";
-import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
-import { FakeDiscord } from "../fakes/discord.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { spawnChildWorker, startDiscordWorker } from "./children.js";
+import { text } from "../fakes/anthropic.js";
+import { useKillScene } from "./kill-scene.js";
 
 const ANSWER = "這是一個完整的回答，會慢慢地被串流到頻道裡。".repeat(12);
 const STREAM_ENV = { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" };
 
-let child: ChildProcess | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  cleanups.length = 0;
-});
-
-const startChild = (env: Record<string, string>) => spawnChildWorker("test/worker/discord-worker-child.ts", env);
+const startScene = useKillScene();
 
 it("a worker killed mid-stream: the worker that takes the job over edits the partial message into the one complete answer", async () => {
-  const server: TestRedis = await startRedis();
-  cleanups.push(() => server.stop());
-  const model: FakeAnthropic = await startFakeAnthropic();
-  cleanups.push(() => model.close());
-  const discord = await FakeDiscord.start();
-  cleanups.push(() => discord.close());
-  const redis: RedisClient = connectRedis(server.url, { maxRetriesPerRequest: 1 });
-  cleanups.push(async () => redis.disconnect());
-  const queue = new ChatQueue({ redis });
-  cleanups.push(() => queue.close());
+  const { model, discord, redis, queue, startChild, startSecondWorker } = await startScene();
 
   // The first model call writes slowly (the worker dies during it); the retried run's call is quick.
   model.enqueue({ ...text(ANSWER), stream: { chunkChars: 10, totalMs: 30_000 } }, { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 500 } });
-  child = await startChild({ REDIS_URL: server.url, MODEL_URL: model.url, DISCORD_TOKEN: discord.token, DISCORD_API_URL: discord.apiUrl, ...STREAM_ENV });
+  const child = await startChild(STREAM_ENV);
   const ann = { id: "704000000000000001", username: "ann" };
   const m = discord.sendUserMessage(ann, "說個長故事", { dm: true });
   const incoming: IncomingMessage = { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: ann.id, userName: ann.username, text: m.content, messageId: m.id, sentAt: Date.now(), reply: {} };
@@ -55,8 +32,7 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   expect(ANSWER.startsWith(shownAtKill)).toBe(true);
   expect(shownAtKill.length).toBeLessThan(ANSWER.length);
 
-  const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, env: STREAM_ENV });
-  cleanups.push(() => second.close(5000));
+  startSecondWorker(STREAM_ENV);
   await discord.waitFor(() => String(partial.message.content) === ANSWER, 45_000, "the partial message edited into the complete answer");
   await new Promise((r) => setTimeout(r, 500));
   expect(discord.sent.filter((s) => s.channelId === incoming.chatId).map((s) => s.id)).toEqual([partial.id]);

@@ -54,6 +54,7 @@ export type McpConnectionState = "connecting" | "connected" | "reconnecting" | "
 
 /** One server's connection. */
 export class McpConnection {
+  /** The server's entry from `MCP_CONFIG`, `${VAR}` values already filled in. */
   readonly config: McpServerConfig;
   #state: McpConnectionState = "connecting";
   #client: Client | undefined;

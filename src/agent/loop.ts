@@ -111,9 +111,7 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
 
   if (first) {
     if (verdict === "approved") {
-      const execute = () => deps.toolbox.execute(first.name, first.input, context, { tracer, toolUseId: first.toolUseId });
-      const execution = deps.executeOnce ? await deps.executeOnce(first.toolUseId, execute) : await execute();
-      results.push(toolResult(first.toolUseId, execution.content, !execution.ok, execution.images));
+      results.push(await runCall(first.toolUseId, first.name, first.input, deps, context, true));
     } else {
       results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
     }
@@ -306,10 +304,13 @@ async function streamModel(
  */
 async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
   // Dangerous calls covered by the requester's "always allow" grant run in this turn, like writes.
+  // One lookup per tool name, however many calls of it the turn has.
+  const lookups = new Map<string, Promise<{ expiresAt: number } | undefined>>();
   const granted = new Map<string, { expiresAt: number }>();
   for (const use of toolUses) {
-    if (use.id === cutId || !deps.toolbox.get(use.name)?.dangerous) continue;
-    const grant = await grantOf(deps, use.name);
+    if (use.id === cutId) continue;
+    if (!lookups.has(use.name)) lookups.set(use.name, grantOf(deps, use.name));
+    const grant = await lookups.get(use.name);
     if (grant) granted.set(use.id, grant);
   }
   if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && (isWrite(deps, u.name) || granted.has(u.id)))) {
@@ -375,11 +376,7 @@ async function runTurn(
       else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
-    const execute = () => toolbox.execute(use.name, use.input, context, { tracer, toolUseId: use.id });
-    deps.onEvent?.({ type: "tool_start", toolUseId: use.id, name: use.name, activity: toolbox.activity(use.name, use.input, context.locale) });
-    const execution = deps.executeOnce && isWrite(deps, use.name) ? await deps.executeOnce(use.id, execute) : await execute();
-    deps.onEvent?.({ type: "tool_end", toolUseId: use.id, ok: execution.ok });
-    results.push(toolResult(use.id, execution.content, !execution.ok, execution.images));
+    results.push(await runCall(use.id, use.name, use.input, deps, context, isWrite(deps, use.name)));
   }
   return { results, pending };
 }
@@ -404,11 +401,20 @@ async function runGranted(toolUseId: string, name: string, input: unknown, grant
   tracer.event("approval", { verdict: "granted", tool: name, toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
   metrics.approval("granted");
   context.log.info({ tool: name, toolUseId }, "dangerous call allowed by an always-allow grant");
-  const execute = () => deps.toolbox.execute(name, input, context, { tracer, toolUseId });
+  return runCall(toolUseId, name, input, deps, context, true);
+}
+
+/**
+ * Runs one call through the toolbox and returns its `tool_result` (text and any images): reports
+ * `tool_start` / `tool_end` to a streamed run, and goes through `executeOnce` (at most once per
+ * `tool_use` id) when `once` (writes, approved and granted calls).
+ */
+async function runCall(toolUseId: string, name: string, input: unknown, deps: AgentDeps, context: ToolContext, once: boolean): Promise<ToolResultBlockParam> {
+  const execute = () => deps.toolbox.execute(name, input, context, { tracer: deps.tracer, toolUseId });
   deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale) });
-  const execution = deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
+  const execution = once && deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
   deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
-  return toolResult(toolUseId, execution.content, !execution.ok);
+  return toolResult(toolUseId, execution.content, !execution.ok, execution.images);
 }
 
 /** What the model reads when a pending call was not run. */

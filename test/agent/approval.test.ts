@@ -5,10 +5,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AgentDeps, AgentOutcome, MessageParam, SuspendedRun } from "../../src/agent/contract.js";
 import { resumeAgent, runAgent } from "../../src/agent/loop.js";
-import type { ToolExecution } from "../../src/toolbox/toolbox.js";
+import sharp from "sharp";
+import { z } from "zod";
+import { defineTool } from "../../src/toolbox/tool.js";
+import { ToolBox, type ToolExecution } from "../../src/toolbox/toolbox.js";
 import { testContext } from "../helpers/context.js";
 import { startFakeAnthropic, text, toolUse, toolUses, type FakeAnthropic } from "../fakes/anthropic.js";
-import { calls, resetCalls, testDeps } from "./helpers.js";
+import { calls, resetCalls, testDeps, testToolbox } from "./helpers.js";
 
 let fake: FakeAnthropic;
 
@@ -196,5 +199,52 @@ describe("dangerous tools", () => {
     expect(paused.run.turns).toBe(2);
     expect(calls.delete_item).toBeUndefined();
     expect(paused.run.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+  });
+});
+
+describe("always-allow grants in the loop", () => {
+  it("a granted dangerous call runs in its turn without a prompt, once, with the tool's images in its tool_result; an ungranted one still pauses", async () => {
+    const png = (await sharp({ create: { width: 4, height: 3, channels: 3, background: "#c00" } }).png().toBuffer()).toString("base64");
+    const wipe = defineTool({
+      name: "wipe_board",
+      description: "Wipes the board and returns a picture of it. Dangerous.",
+      tags: ["todo"],
+      dangerous: true,
+      input: z.object({ board: z.string() }),
+      run: ({ board }) => ({ text: `Wiped ${board}.`, images: [{ mediaType: "image/png" as const, data: png }] }),
+    });
+    const once: string[] = [];
+    const deps = {
+      ...testDeps(fake),
+      toolbox: new ToolBox([wipe, ...testToolbox().list()]),
+      grantFor: async (tool: string) => (tool === "wipe_board" ? { expiresAt: Date.now() + 60_000 } : undefined),
+      executeOnce: async (id: string, run: () => Promise<ToolExecution>) => {
+        once.push(id);
+        return run();
+      },
+    };
+    fake.enqueue(toolUses([{ name: "wipe_board", input: { board: "main" }, id: "toolu_wipe" }]), text("白板清好了。"));
+    const done = answer(await runAgent({ history: [], userText: "清掉白板", context: testContext() }, deps));
+    expect(done.text).toBe("白板清好了。");
+    expect(once).toEqual(["toolu_wipe"]);
+    const last = fake.requests[1]!.messages.at(-1)!;
+    // (the last block also carries the cache breakpoint)
+    expect(last.content).toMatchObject([
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_wipe",
+        content: [
+          { type: "text", text: "Wiped main." },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
+        ],
+      },
+    ]);
+    expect(deps.tracer.of("approval")).toEqual([{ verdict: "granted", tool: "wipe_board", toolUseId: "toolu_wipe", grantExpiresAt: expect.any(String) }]);
+    expect(fake.rejections).toEqual([]);
+
+    fake.enqueue(toolUse("delete_item", { id: 3 }, { id: "toolu_del" }));
+    const paused = approval(await runAgent({ history: [], userText: "刪掉 #3", context: testContext() }, deps));
+    expect(paused.call.name).toBe("delete_item");
+    expect(calls.delete_item).toBeUndefined();
   });
 });

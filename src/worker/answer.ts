@@ -131,7 +131,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     } else {
       typing.start();
       // Files (and a Telegram album's other items) are read here; one that cannot be read is answered without the model.
-      const media = await readMedia({ config, redis: parts.redis, log: mlog }, message, outbound, deadline.signal);
+      // A run resumed from its checkpoint already holds their placeholders: nothing is downloaded again.
+      const media = await readMedia({ config, redis: parts.redis, log: mlog }, message, outbound, deadline.signal, { resuming: checkpoint !== undefined });
       if (media.refusal !== undefined) {
         typing.stop();
         await outbound.sendAnswer(message, media.refusal);

@@ -39,13 +39,20 @@ const none = (message: IncomingMessage): MessageMedia => ({ message, strip: (m) 
 
 /**
  * Reads the files of `message`.
+ *
+ * @param options.resuming - true when the run resumes from a checkpoint: its saved messages already
+ *   hold the files' placeholders and the loop ignores new content blocks, so nothing is downloaded
+ *   or converted (a file that can no longer be downloaded must not refuse a run that already changed
+ *   data). An album is still gathered — the first attempt recorded what it took, so this costs two
+ *   Redis commands and no wait — so that the returned message keeps the album's text (the run's trace
+ *   shows it).
  * @throws the signal's reason when the answer's deadline passed; Redis errors (transient: the job retries).
  */
-export async function readMedia(parts: { config: Config; redis: RedisClient; log: Logger }, message: IncomingMessage, outbound: Outbound, signal: AbortSignal): Promise<MessageMedia> {
+export async function readMedia(parts: { config: Config; redis: RedisClient; log: Logger }, message: IncomingMessage, outbound: Outbound, signal: AbortSignal, options: { resuming?: boolean } = {}): Promise<MessageMedia> {
   if (!message.media && !message.mediaGroupId) return none(message);
   const full = message.mediaGroupId ? await new AlbumStore(parts.redis).collect(message, { signal }) : message;
   const refs = full.media ?? [];
-  if (refs.length === 0) return none(full);
+  if (refs.length === 0 || options.resuming) return none(full);
   const maxImages = parts.config.MAX_IMAGES_PER_MESSAGE;
   try {
     const prepared = await prepareMedia(refs, outbound.media, { maxImages, signal });

@@ -9,11 +9,11 @@ import type { RedisClient } from "../../src/redis.js";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
-import type { FakeRequest } from "../fakes/anthropic.js";
+import { overloaded, toolUse, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { makeImage, makePdf } from "../media/fixtures.js";
 import { useStack, type Stack } from "./harness.js";
-import { ANSWER_TIMEOUT_MS, QUIET_WINDOW_MS, redisDump, textsOf } from "./scenarios-common.js";
+import { ANSWER_TIMEOUT_MS, MODEL_RETRIES, QUIET_WINDOW_MS, redisDump, textsOf } from "./scenarios-common.js";
 
 let stack: Stack;
 let redis: RedisClient;
@@ -106,6 +106,27 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(dump).not.toContain("image/jpeg");
     expect(dump).not.toContain("/9j/"); // the start of any JPEG in base64
   });
+
+  it("a job retried after a tool changed data resumes its checkpoint without downloading the photo again", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(16011, "Hsu");
+    const chat = tg.privateChat(user);
+    const before = stack.model.requests.length;
+    const sizes = await photo(720, 540);
+    // add_todo runs, then the model call after it fails on both SDK attempts: the job retries from the checkpoint.
+    stack.model.enqueue(toolUse("add_todo", { title: "繳電費" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
+    const answer = await send(chat, user, { caption: "add todo 繳電費", extra: { photo: sizes } });
+    expect(answer.text).toBe("add_todo: 已新增待辦：#1 繳電費");
+    expect(await redis.hlen(`todo:{telegram:${user.id}}:items`)).toBe(1);
+    const requests = stack.model.requests.slice(before);
+    expect(requests).toHaveLength(MODEL_RETRIES + 3);
+    // The resumed run sent the checkpoint's messages: the placeholder where the image was.
+    expect(requests.at(-1)!.messages[0]!.content).toEqual([{ type: "text", text: "[photo 720×540]" }, { type: "text", text: "add todo 繳電費" }]);
+    // One getFile and one download, by the first attempt only.
+    expect(tg.callsOf("getFile").filter((c) => c.payload.file_id === sizes[1]!.file_id)).toHaveLength(1);
+    expect(tg.fileDownloads.filter((d) => d.path === "photos/full_720x540.jpg")).toHaveLength(1);
+    expect(sentTo(chat)).toHaveLength(1);
+  }, 30_000);
 
   it("a photo without text is answered (the model sees the image alone)", async () => {
     const tg = stack.telegram;

@@ -27,10 +27,21 @@ export const ALBUM_QUIET_MS = 1000;
 /** Longest the worker waits for an album to complete, in ms. */
 export const ALBUM_MAX_WAIT_MS = 5000;
 
-/** Seconds an album's list and claim are kept (items of one album arrive within a second or so). */
+/**
+ * Seconds the list and claim of an album nobody has claimed are kept, and a collected album's
+ * `done` claim (items of one album arrive within a second or so).
+ */
 export const ALBUM_TTL_SECONDS = 600;
 
-/** Seconds what a collect took is kept (as long as a job may be retried). */
+/**
+ * Seconds what a collect took is kept (as long as a job may be retried), and the list and claim of
+ * a claimed album, from its claim and from every later item. A claimed album waits in the chat's
+ * queue until the worker takes its message: behind up to `MAX_QUEUED_PER_CHAT` (default 20) answers
+ * of up to `ANSWER_DEADLINE_SECONDS` (default 180) each, an hour, and longer while no worker runs;
+ * {@link ALBUM_TTL_SECONDS} would let the album expire first (the worker would then answer the
+ * claimed item's files alone). A day covers both and keeps no more than 10 small item records per
+ * album that is never collected.
+ */
 export const ALBUM_TAKEN_TTL_SECONDS = 24 * 3600;
 
 /** Most items kept per album (Telegram albums hold 2-10). */
@@ -47,23 +58,28 @@ export function albumKeys(conversation: ConversationRef, groupId: string): { ite
 }
 
 /**
- * KEYS: items, claim. ARGV: [1] item JSON, [2] TTL (s), [3] most items, [4] "1" when the item
- * addresses the bot. Appends the item; for an addressing item claims the album when nobody has
- * (or the last claim was collected already). Returns 1 when the item must be queued.
+ * KEYS: items, claim. ARGV: [1] item JSON, [2] TTL of an unclaimed album (s), [3] most items,
+ * [4] "1" when the item addresses the bot, [5] TTL of a claimed album (s). Appends the item; for an
+ * addressing item claims the album when nobody has (or the last claim was collected already).
+ * The list of a claimed album gets the claimed TTL (so it outlives the queue wait), any other the
+ * unclaimed one. Returns 1 when the item must be queued.
  */
 const ADD_SCRIPT = `
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-if ARGV[4] ~= '1' then return 0 end
 local c = redis.call('GET', KEYS[2])
-if c == 'claimed' then return 0 end
-redis.call('SET', KEYS[2], 'claimed', 'EX', ARGV[2])
-return 1
+local queue = 0
+if ARGV[4] == '1' and c ~= 'claimed' then
+  redis.call('SET', KEYS[2], 'claimed', 'EX', ARGV[5])
+  c = 'claimed'
+  queue = 1
+end
+if c == 'claimed' then redis.call('EXPIRE', KEYS[1], ARGV[5]) else redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return queue
 `;
 
 /**
- * KEYS: items, claim, taken. ARGV: [1] TTL of taken (s).
+ * KEYS: items, claim, taken. ARGV: [1] TTL of taken (s), [2] TTL of the `done` claim (s).
  * Returns what an earlier collect of the same message took, or takes the list: deletes it, marks
  * the claim `done` (an item arriving later claims anew) and records what was taken.
  */
@@ -72,7 +88,7 @@ local before = redis.call('GET', KEYS[3])
 if before then return before end
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('SET', KEYS[2], 'done', 'KEEPTTL') end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('SET', KEYS[2], 'done', 'EX', ARGV[2]) end
 local taken = cjson.encode(items)
 if #items == 0 then taken = '[]' end
 redis.call('SET', KEYS[3], taken, 'EX', ARGV[1])
@@ -80,8 +96,8 @@ return taken
 `;
 
 type RedisWithAlbums = RedisClient & {
-  albumAdd(items: string, claim: string, item: string, ttl: number, max: number, addressed: "0" | "1"): Promise<number>;
-  albumTake(items: string, claim: string, taken: string, ttl: number): Promise<string>;
+  albumAdd(items: string, claim: string, item: string, ttl: number, max: number, addressed: "0" | "1", claimedTtl: number): Promise<number>;
+  albumTake(items: string, claim: string, taken: string, ttl: number, doneTtl: number): Promise<string>;
 };
 
 /** Options of {@link AlbumStore.collect}. */
@@ -106,6 +122,8 @@ export class AlbumStore {
 
   /**
    * Records an album item (`message.mediaGroupId` set; its text and files).
+   * The keys of an album nobody has claimed live {@link ALBUM_TTL_SECONDS}; from its claim on,
+   * {@link ALBUM_TAKEN_TTL_SECONDS} (long enough to wait in the queue).
    * @param addressed - whether the item addresses the bot (in a DM every item does).
    * @returns true when the caller must queue `message` (the album's first addressing item).
    * @throws when Redis is unreachable.
@@ -114,7 +132,7 @@ export class AlbumStore {
     if (!message.mediaGroupId) return addressed;
     const keys = albumKeys(message, message.mediaGroupId);
     const item: Item = { messageId: message.messageId, text: message.text, media: message.media ?? [] };
-    return (await this.#redis.albumAdd(keys.items, keys.claim, JSON.stringify(item), ALBUM_TTL_SECONDS, MAX_ITEMS, addressed ? "1" : "0")) === 1;
+    return (await this.#redis.albumAdd(keys.items, keys.claim, JSON.stringify(item), ALBUM_TTL_SECONDS, MAX_ITEMS, addressed ? "1" : "0", ALBUM_TAKEN_TTL_SECONDS)) === 1;
   }
 
   /**
@@ -139,7 +157,7 @@ export class AlbumStore {
         await sleep(quietMs, options.signal);
       }
     }
-    const raw = JSON.parse(await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS)) as unknown;
+    const raw = JSON.parse(await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS, ALBUM_TTL_SECONDS)) as unknown;
     const items = new Map<string, Item>();
     items.set(message.messageId, { messageId: message.messageId, text: message.text, media: message.media ?? [] });
     for (const entry of Array.isArray(raw) ? raw : []) {

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { deflateSync } from "node:zlib";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AlbumStore } from "../../src/media/album.js";
+import { ALBUM_TAKEN_TTL_SECONDS, ALBUM_TTL_SECONDS, AlbumStore } from "../../src/media/album.js";
 import { convertImage, convertPdf, convertText } from "../../src/media/convert.js";
 import { downloadFile } from "../../src/media/download.js";
 import { MediaError } from "../../src/media/errors.js";
@@ -343,6 +343,29 @@ describe("AlbumStore (real Redis)", () => {
     // An item arriving after the album was taken starts a new one.
     expect(await albums.add(item(15), true)).toBe(true);
     expect((await albums.collect(item(15), { quietMs: 50 })).media!.map((m) => m.fileId)).toEqual(["f15"]);
+  });
+
+  it("keeps a claimed album as long as its job may wait in the queue, an unclaimed one ALBUM_TTL_SECONDS", async () => {
+    const albums = new AlbumStore(redis);
+    const list = "album:{telegram:-5}:g3";
+    const claim = "album-claim:{telegram:-5}:g3";
+    expect(await albums.add(item(31, "", "g3"), false)).toBe(false);
+    expect(await redis.ttl(list)).toBeGreaterThan(ALBUM_TTL_SECONDS - 5);
+    expect(await redis.ttl(list)).toBeLessThanOrEqual(ALBUM_TTL_SECONDS);
+    expect(await redis.exists(claim)).toBe(0);
+    // The claim extends the list and the claim to ALBUM_TAKEN_TTL_SECONDS; a later item keeps it so.
+    expect(await albums.add(item(32, "看看", "g3"), true)).toBe(true);
+    expect(await albums.add(item(33, "", "g3"), false)).toBe(false);
+    for (const key of [list, claim]) {
+      expect(await redis.ttl(key)).toBeGreaterThan(ALBUM_TAKEN_TTL_SECONDS - 5);
+      expect(await redis.ttl(key)).toBeLessThanOrEqual(ALBUM_TAKEN_TTL_SECONDS);
+    }
+    // Collected: the list is gone and the `done` claim is back to ALBUM_TTL_SECONDS.
+    expect((await albums.collect(item(32, "看看", "g3"), { quietMs: 50 })).media!.map((m) => m.fileId)).toEqual(["f31", "f32", "f33"]);
+    expect(await redis.exists(list)).toBe(0);
+    expect(await redis.get(claim)).toBe("done");
+    expect(await redis.ttl(claim)).toBeGreaterThan(ALBUM_TTL_SECONDS - 5);
+    expect(await redis.ttl(claim)).toBeLessThanOrEqual(ALBUM_TTL_SECONDS);
   });
 
   it("keys each album under its conversation's hash tag", async () => {

@@ -29,7 +29,8 @@ export class TelegramMedia implements MediaSource {
 
   /**
    * `getFile`, then the download from the Bot API's own origin, within `maxBytes` and the size
-   * `getFile` (or the message) announced.
+   * `getFile` (or the message) announced. (A size the message announced over the limit is refused
+   * by `prepareMedia` before this is called; `downloadFile` refuses one `getFile` announces unfetched.)
    * @throws {MediaError} `too_large` (announced, "file is too big", or found while downloading);
    *   `download_failed` (a `getFile` error, no `file_path`, a network error); `foreign_host` never
    *   happens for a Bot API file URL, but is checked all the same.
@@ -37,7 +38,6 @@ export class TelegramMedia implements MediaSource {
   async download(ref: MediaRef, options: MediaDownloadOptions): Promise<Buffer> {
     const { what, maxBytes, signal } = options;
     if (!ref.fileId) throw new MediaError("download_failed", "a Telegram file reference without file_id", what);
-    if (ref.size !== undefined && ref.size > maxBytes) throw new MediaError("too_large", `announced ${ref.size} bytes, over ${maxBytes}`, what);
     let file: Awaited<ReturnType<Api["getFile"]>>;
     try {
       file = await this.api.getFile(ref.fileId, signal as Parameters<Api["getFile"]>[1]);

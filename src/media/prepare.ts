@@ -4,7 +4,7 @@
  * (an unsupported kind, too many images, an announced size over its limit); then each file is
  * downloaded through the platform's {@link MediaSource} and converted (`convert.ts`).
  */
-import type { ContentBlockParam } from "@anthropic-ai/sdk/resources/messages";
+import type { ContentBlockParam, DocumentBlockParam, ImageBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import type { MediaRef } from "../queue/incoming.js";
 import { convertImage, convertPdf, convertText } from "./convert.js";
 import { MediaError, type MediaWhat } from "./errors.js";
@@ -23,6 +23,9 @@ const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp"]);
 const TEXT_EXTENSIONS = new Set<string>(TEXT_FILE_EXTENSIONS);
 /** `application/*` types that are text. */
 const TEXT_APPLICATION_TYPES = new Set(["application/json", "application/xml", "application/x-yaml", "application/yaml", "application/javascript", "application/x-sh", "application/sql", "application/ld+json", "application/x-ndjson", "application/toml"]);
+
+/** Characters of a converted image or PDF block's base64 `data` (what the API counts). */
+const base64Of = (block: ImageBlockParam | DocumentBlockParam): number => (block.source as { data: string }).data.length;
 
 /**
  * What a reference is taken to be, from its kind and, for a `file`, its announced type and name
@@ -72,11 +75,11 @@ export async function prepareMedia(refs: readonly MediaRef[], source: MediaSourc
     let converted;
     if (what === "image") {
       converted = await convertImage(bytes, ref.name ? { name: ref.name } : { photo: true });
-      base64 += (converted.block.source as { data: string }).data.length;
+      base64 += base64Of(converted.block);
     } else if (what === "pdf") {
       converted = await convertPdf(bytes, ref.name);
       pages += converted.pages;
-      base64 += Math.ceil(bytes.length / 3) * 4;
+      base64 += base64Of(converted.block);
       // The Messages API counts PDF pages per request.
       if (pages > PDF_MAX_PAGES) throw new MediaError("too_many_pages", `the message's PDFs have ${pages} pages together, over ${PDF_MAX_PAGES}`, "pdf");
     } else {

@@ -25,15 +25,23 @@ export type MediaWhat = "image" | "pdf" | "text" | "voice" | "video" | "video_no
  * URL contains the bot token) or file content.
  */
 export class MediaError extends Error {
+  /** For `too_many_images`: how many images the message has. */
+  readonly count: number | undefined;
+
+  /**
+   * @param options.cause - the underlying error, if any.
+   * @param options.count - for `too_many_images`, the message's images (named in the answer).
+   */
   constructor(
     /** Why; see {@link MediaProblem}. */
     readonly problem: MediaProblem,
     message: string,
     /** What kind of file it was, when known (picks the limit named in the answer). */
     readonly what?: MediaWhat,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; count?: number },
   ) {
     super(message, options);
     this.name = "MediaError";
+    this.count = options?.count;
   }
 }

@@ -61,7 +61,7 @@ export async function prepareMedia(refs: readonly MediaRef[], source: MediaSourc
   const unreadable = planned.find((p) => maxBytesOf(p.what) === 0);
   if (unreadable) throw new MediaError("unsupported", `a ${unreadable.what} file (${unreadable.ref.mimeType ?? "no type"}) is not read`, unreadable.what);
   const images = planned.filter((p) => p.what === "image").length;
-  if (images > options.maxImages) throw new MediaError("too_many_images", `${images} images, over MAX_IMAGES_PER_MESSAGE ${options.maxImages}`, "image");
+  if (images > options.maxImages) throw new MediaError("too_many_images", `${images} images, over MAX_IMAGES_PER_MESSAGE ${options.maxImages}`, "image", { count: images });
   const oversized = planned.find((p) => p.ref.size !== undefined && p.ref.size > maxBytesOf(p.what));
   if (oversized) throw new MediaError("too_large", `announced ${oversized.ref.size} bytes, over the ${oversized.what} limit of ${maxBytesOf(oversized.what)}`, oversized.what);
   if (!source) throw new MediaError("unsupported", "this platform's outbound cannot download files", planned[0]?.what);

@@ -35,9 +35,8 @@ export const MEDIA_TEXT = {
 /**
  * The answer to `error`: one sentence on what went wrong, then {@link MEDIA_TEXT.supported}.
  * @param maxImages - `MAX_IMAGES_PER_MESSAGE`.
- * @param count - images in the message, for `too_many_images`.
  */
-export function mediaRefusal(error: MediaError, locale: Locale, maxImages: number, count = 0): string {
+export function mediaRefusal(error: MediaError, locale: Locale, maxImages: number): string {
   const t = (texts: Localized, params: Record<string, string | number> = {}) => localize(locale, texts, params);
   let lead: string;
   switch (error.problem) {
@@ -57,7 +56,7 @@ export function mediaRefusal(error: MediaError, locale: Locale, maxImages: numbe
         : t(MEDIA_TEXT.fileTooLarge);
       break;
     case "too_many_images":
-      lead = t(MEDIA_TEXT.tooManyImages, { max: maxImages, count });
+      lead = t(MEDIA_TEXT.tooManyImages, { max: maxImages, count: error.count ?? 0 });
       break;
     case "too_many_pages":
       lead = t(MEDIA_TEXT.tooManyPages, { pages: PDF_MAX_PAGES });

@@ -16,7 +16,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { AlbumStore } from "../media/album.js";
 import { MediaError } from "../media/errors.js";
-import { mediaWhat, prepareMedia } from "../media/prepare.js";
+import { prepareMedia } from "../media/prepare.js";
 import { mediaRefusal } from "../media/refusal.js";
 import type { Outbound } from "../outbound.js";
 import type { IncomingMessage } from "../queue/incoming.js";
@@ -50,7 +50,7 @@ const none = (message: IncomingMessage): MessageMedia => ({ message, strip: (m) 
  */
 export async function readMedia(parts: { config: Config; redis: RedisClient; log: Logger }, message: IncomingMessage, outbound: Outbound, signal: AbortSignal, options: { resuming?: boolean } = {}): Promise<MessageMedia> {
   if (!message.media && !message.mediaGroupId) return none(message);
-  const full = message.mediaGroupId ? await new AlbumStore(parts.redis).collect(message, { signal }) : message;
+  const full = await new AlbumStore(parts.redis).collect(message, { signal });
   const refs = full.media ?? [];
   if (refs.length === 0 || options.resuming) return none(full);
   const maxImages = parts.config.MAX_IMAGES_PER_MESSAGE;
@@ -73,7 +73,6 @@ export async function readMedia(parts: { config: Config; redis: RedisClient; log
   } catch (error) {
     if (!(error instanceof MediaError)) throw error;
     parts.log.warn({ problem: error.problem, what: error.what, reason: error.message }, "a file of the message cannot be read; answering without the model");
-    const images = refs.filter((r) => mediaWhat(r) === "image").length;
-    return { ...none(full), refusal: mediaRefusal(error, parts.config.BOT_LOCALE, maxImages, images) };
+    return { ...none(full), refusal: mediaRefusal(error, parts.config.BOT_LOCALE, maxImages) };
   }
 }

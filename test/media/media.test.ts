@@ -282,6 +282,7 @@ describe("prepareMedia", () => {
     expect(await problemOf(prepareMedia([ref("v", { kind: "voice" })], source, { maxImages: 5 }))).toBe("unsupported");
     expect(await problemOf(prepareMedia([ref("z", { kind: "file", name: "a.zip", mimeType: "application/zip" })], source, { maxImages: 5 }))).toBe("unsupported");
     expect(await problemOf(prepareMedia([1, 2, 3].map((i) => ref(`p${i}`)), source, { maxImages: 2 }))).toBe("too_many_images");
+    expect(((await prepareMedia([1, 2, 3].map((i) => ref(`p${i}`)), source, { maxImages: 2 }).catch((e: unknown) => e)) as MediaError).count).toBe(3);
     expect(await problemOf(prepareMedia([ref("d", { kind: "file", name: "big.pdf", size: 11 * 1024 * 1024 })], source, { maxImages: 5 }))).toBe("too_large");
     expect(await problemOf(prepareMedia([ref("t", { kind: "file", name: "big.txt", size: 300 * 1024 })], source, { maxImages: 5 }))).toBe("too_large");
     expect(downloads).toEqual([]);
@@ -294,7 +295,7 @@ describe("prepareMedia", () => {
     expect(zh).toContain("PDF（10 MB、100 頁以內）");
     const en = mediaRefusal(new MediaError("too_large", "", "pdf"), "en", 5);
     expect(en).toMatch(/^That PDF is too large \(at most 10 MB\)\.\nI can read images/);
-    expect(mediaRefusal(new MediaError("too_many_images", "", "image"), "en", 5, 7)).toContain("At most 5 images per message, please (this one has 7)");
+    expect(mediaRefusal(new MediaError("too_many_images", "", "image", { count: 7 }), "en", 5)).toContain("At most 5 images per message, please (this one has 7)");
   });
 });
 

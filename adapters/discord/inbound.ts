@@ -15,7 +15,7 @@
  * #message-snapshot-object
  */
 import { MessageFlags, MessageReferenceType, type Message } from "discord.js";
-import { IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
+import { IMAGE_MEDIA_TYPES, bareMediaType } from "../../src/media/limits.js";
 import type { ForwardedContent } from "../../src/prompts.js";
 import type { MediaRef } from "../../src/queue/incoming.js";
 
@@ -84,7 +84,7 @@ export function forwardsOf(message: Message): ForwardedContent[] {
 export function attachmentsOf(message: Message): MediaRef[] {
   const voice = message.flags.has(MessageFlags.IsVoiceMessage);
   return [...message.attachments.values()].map((a): MediaRef => {
-    const type = (a.contentType ?? "").toLowerCase().split(";")[0]!.trim();
+    const type = bareMediaType(a.contentType);
     const kind =
       voice || a.waveform ? "voice"
       : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type) ? "image"

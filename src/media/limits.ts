@@ -46,6 +46,14 @@ export const IMAGE_MEDIA_TYPES = ["image/jpeg", "image/png", "image/gif", "image
 export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];
 
 /**
+ * The bare media type of a type a platform announced (`Content-Type` style): lower case, without
+ * parameters (`Text/Plain; charset=utf-8` → `text/plain`); `""` when none was announced.
+ */
+export function bareMediaType(announced: string | null | undefined): string {
+  return (announced ?? "").toLowerCase().split(";")[0]!.trim();
+}
+
+/**
  * File name endings read as text (besides any `text/*` type): Markdown, CSV, JSON and common source
  * code and configuration files.
  */

@@ -8,7 +8,7 @@ import type { ContentBlockParam, DocumentBlockParam, ImageBlockParam } from "@an
 import type { MediaRef } from "../queue/incoming.js";
 import { convertImage, convertPdf, convertText } from "./convert.js";
 import { MediaError, type MediaWhat } from "./errors.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES, MESSAGE_MEDIA_MAX_BASE64, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_FILE_EXTENSIONS, TEXT_MAX_BYTES } from "./limits.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MEDIA_TYPES, MESSAGE_MEDIA_MAX_BASE64, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_FILE_EXTENSIONS, TEXT_MAX_BYTES, bareMediaType } from "./limits.js";
 import type { MediaSource } from "./source.js";
 
 /** Files of one message, ready for the model. */
@@ -33,10 +33,10 @@ const base64Of = (block: ImageBlockParam | DocumentBlockParam): number => (block
  */
 export function mediaWhat(ref: MediaRef): MediaWhat {
   if (ref.kind !== "file") return ref.kind;
-  const type = (ref.mimeType ?? "").toLowerCase().split(";")[0]!.trim();
+  const type = bareMediaType(ref.mimeType);
   const ext = /\.([a-z0-9]{1,10})$/i.exec(ref.name ?? "")?.[1]?.toLowerCase() ?? "";
   if (type === "application/pdf" || ext === "pdf") return "pdf";
-  if (["image/jpeg", "image/png", "image/gif", "image/webp"].includes(type) || (IMAGE_EXTENSIONS.has(ext) && !type.startsWith("text/"))) return "image";
+  if ((IMAGE_MEDIA_TYPES as readonly string[]).includes(type) || (IMAGE_EXTENSIONS.has(ext) && !type.startsWith("text/"))) return "image";
   if (type.startsWith("text/") || TEXT_APPLICATION_TYPES.has(type) || TEXT_EXTENSIONS.has(ext)) return "text";
   return "file";
 }

@@ -16,6 +16,7 @@
  * `album-claim:{…}:<group>` (`claimed` or `done`), `album-taken:{…}:<messageId>` (what a collect
  * took, so a retried job gathers the same album again).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { MediaRefSchema, MAX_MEDIA_REFS, type ConversationRef, type IncomingMessage, type MediaRef } from "../queue/incoming.js";
@@ -154,7 +155,11 @@ export class AlbumStore {
         const length = await this.#redis.llen(keys.items);
         if (length === seen || Date.now() + quietMs > until) break;
         seen = length;
-        await sleep(quietMs, options.signal);
+        // An abort rejects with an AbortError; the signal's own reason is rethrown instead.
+        await sleep(quietMs, undefined, { signal: options.signal }).catch((error: unknown) => {
+          options.signal?.throwIfAborted();
+          throw error;
+        });
       }
     }
     const raw = JSON.parse(await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS, ALBUM_TTL_SECONDS)) as unknown;
@@ -178,19 +183,4 @@ export class AlbumStore {
 /** Numeric ids in numeric order, others as strings. */
 function compareIds(a: string, b: string): number {
   return /^\d+$/.test(a) && /^\d+$/.test(b) ? Number(a) - Number(b) : a.localeCompare(b);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason as Error);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

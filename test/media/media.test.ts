@@ -369,6 +369,15 @@ describe("AlbumStore (real Redis)", () => {
     expect(await redis.ttl(claim)).toBeLessThanOrEqual(ALBUM_TTL_SECONDS);
   });
 
+  it("an aborted wait rejects with the signal's reason", async () => {
+    const albums = new AlbumStore(redis);
+    await albums.add(item(41, "", "g4"), true);
+    const reason = new Error("deadline");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(reason), 100);
+    await expect(albums.collect(item(41, "", "g4"), { quietMs: 5000, maxWaitMs: 20_000, signal: controller.signal })).rejects.toBe(reason);
+  });
+
   it("keys each album under its conversation's hash tag", async () => {
     const albums = new AlbumStore(redis);
     await albums.add(item(21, "", "g2"), true);

@@ -420,7 +420,7 @@ export class DiscordAdapter implements Adapter {
     const text = forwards.some((f) => f.text.trim() !== "") ? forwardedText(forwards, own) : own;
     const media = attachmentsOf(message);
     if (!text && media.length === 0) {
-      const nothing = forwards.length === 0 && message.content === "" && message.attachments.size === 0 && message.embeds.length === 0;
+      const nothing = forwards.length === 0 && message.content === "" && message.embeds.length === 0;
       if (!dm && nothing && !this.#warnedContentIntent) {
         this.#warnedContentIntent = true;
         this.#log.warn(
@@ -428,7 +428,7 @@ export class DiscordAdapter implements Adapter {
         );
       }
       const hint =
-        message.attachments.size > 0 || forwards.some((f) => f.attachments > 0)
+        forwards.some((f) => f.attachments > 0)
           ? localize(locale, { "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。", en: "I can't read the attachments of a forwarded message: send me the file itself, or tell me in words what you need." })
           : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
       await this.#reply(message, hint);

@@ -13,10 +13,10 @@ import type { MediaDownloadOptions, MediaSource } from "../../src/media/source.j
 import type { MediaRef } from "../../src/queue/incoming.js";
 
 /** Discord's own file hosts. */
-export const DISCORD_FILE_ORIGINS = ["https://cdn.discordapp.com", "https://media.discordapp.net"] as const;
+const DISCORD_FILE_ORIGINS = ["https://cdn.discordapp.com", "https://media.discordapp.net"] as const;
 
 /** The origins attachments may be downloaded from: Discord's CDN and the origin of `DISCORD_API_URL`. */
-export function discordFileOrigins(config: Config): string[] {
+function discordFileOrigins(config: Config): string[] {
   const api = originOf(config.DISCORD_API_URL ?? "https://discord.com/api");
   return [...DISCORD_FILE_ORIGINS, ...(api ? [api] : [])];
 }

@@ -53,7 +53,7 @@ const ItemSchema = z.object({ messageId: z.string(), text: z.string(), media: z.
 type Item = z.output<typeof ItemSchema>;
 
 /** The keys of album `groupId` in `conversation`. */
-export function albumKeys(conversation: ConversationRef, groupId: string): { items: string; claim: string } {
+function albumKeys(conversation: ConversationRef, groupId: string): { items: string; claim: string } {
   const tag = conversationTag(conversation);
   return { items: `album:${tag}:${groupId}`, claim: `album-claim:${tag}:${groupId}` };
 }

@@ -40,7 +40,7 @@ const SHARP_FORMATS: Record<string, ImageMediaType> = { jpeg: "image/jpeg", png:
 const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 
 /** A file name made safe for a placeholder or label: quotes and line breaks become spaces, at most 80 characters. */
-export function safeName(name: string | undefined): string | undefined {
+function safeName(name: string | undefined): string | undefined {
   const clean = name?.replace(/["\r\n\t<>]/g, " ").trim().slice(0, 80);
   return clean ? clean : undefined;
 }
@@ -166,6 +166,6 @@ export function convertText(bytes: Buffer, name: string | undefined): Converted<
  * `<\/file` and `<file` becomes `<\file`, so only the wrapper written by {@link convertText} opens
  * and closes a file. Everything else is left as it is.
  */
-export function escapeFileTags(content: string): string {
+function escapeFileTags(content: string): string {
   return content.replace(/<(\/?)(file)/gi, (_match, slash: string, word: string) => `<\\${slash}${word}`);
 }

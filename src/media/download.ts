@@ -8,7 +8,7 @@
 import { MediaError, type MediaWhat } from "./errors.js";
 
 /** Default time for one download, in ms (headers and body). */
-export const DOWNLOAD_TIMEOUT_MS = 30_000;
+const DOWNLOAD_TIMEOUT_MS = 30_000;
 
 /** Options of {@link downloadFile}. */
 export interface DownloadOptions {

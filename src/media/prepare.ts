@@ -42,7 +42,7 @@ export function mediaWhat(ref: MediaRef): MediaWhat {
 }
 
 /** Most bytes accepted for a file of kind `what` (0 for kinds that are not read). */
-export function maxBytesOf(what: MediaWhat): number {
+function maxBytesOf(what: MediaWhat): number {
   return what === "image" ? IMAGE_MAX_DOWNLOAD_BYTES : what === "pdf" ? PDF_MAX_BYTES : what === "text" ? TEXT_MAX_BYTES : 0;
 }
 

@@ -8,7 +8,7 @@ import type { MediaError } from "./errors.js";
 import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_MAX_BYTES, megabytes } from "./limits.js";
 
 /** The answers' words. */
-export const MEDIA_TEXT = {
+const MEDIA_TEXT = {
   supported: {
     "zh-TW": "我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 {images} 張，每張 {imageMb} MB 以內）、PDF（{pdfMb} MB、{pages} 頁以內）和文字檔（.txt、.md、.csv、.json、程式碼，{textKb} KB 以內）。",
     en: "I can read images (JPEG, PNG, GIF, WebP; at most {images} per message, {imageMb} MB each), PDFs (up to {pdfMb} MB and {pages} pages) and text files (.txt, .md, .csv, .json, source code; up to {textKb} KB).",

@@ -21,8 +21,6 @@ export const MAX_MEDIA_REFS = 20;
  * name; the others (`voice`, `video`, `video_note`, `audio`) are answered with what is supported.
  */
 export const MEDIA_KINDS = ["image", "file", "voice", "video", "video_note", "audio"] as const;
-/** A media kind; see {@link MEDIA_KINDS}. */
-export type MediaKind = (typeof MEDIA_KINDS)[number];
 
 /**
  * A reference to a file on the platform, put in the job by the adapter; the worker downloads it

@@ -54,6 +54,9 @@ export async function readMcpAnnouncement(redis: RedisClient): Promise<McpAnnoun
   }
 }
 
+/** The input of every announced tool: any object (adapters list these tools, never validate a call). */
+const ANY_OBJECT_INPUT = new JsonSchemaInput({ type: "object" });
+
 /**
  * Tools standing for announced MCP tools in an adapter's toolbox: name, description, tags and
  * danger for listings; they cannot run (an adapter never calls a tool).
@@ -65,7 +68,7 @@ export function announcedTools(announcement: McpAnnouncement): Tool[] {
     tags: t.tags,
     dangerous: t.dangerous,
     readOnly: false,
-    input: new JsonSchemaInput({ type: "object" }),
+    input: ANY_OBJECT_INPUT,
     file: `<mcp:${t.server}>`,
     source: mcpSource(t.server),
     run: () => {

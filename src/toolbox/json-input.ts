@@ -27,11 +27,29 @@ const validators = {
 };
 
 function validatorFor(schemaUri: unknown): Ajv {
-  const options = { allErrors: true, strict: false, validateFormats: true } as const;
+  // addUsedSchema: false — a compiled schema is not kept under its `$id`, so the same schema (or
+  // two servers' schemas with one `$id`) compiles again after a reconnect; see compileOnce.
+  const options = { allErrors: true, strict: false, validateFormats: true, addUsedSchema: false } as const;
   const uri = typeof schemaUri === "string" ? schemaUri : "";
   if (uri.includes("2020-12")) return (validators.draft2020 ??= addFormats(new Ajv2020(options) as unknown as Ajv));
   if (uri.includes("2019-09")) return (validators.draft2019 ??= addFormats(new Ajv2019(options) as unknown as Ajv));
   return (validators.draft7 ??= addFormats(new Ajv(options)));
+}
+
+/**
+ * Compiles `schema` on the shared `ajv` and leaves nothing behind in it: Ajv caches every compiled
+ * schema object and records the `$id`s found inside it, so without this each compile (every
+ * reconnect, every `tools/list_changed`) would add entries for good. The returned function keeps
+ * what it needs (references are resolved at compile time).
+ */
+function compileOnce(ajv: Ajv, schema: Record<string, unknown>): ValidateFunction {
+  const before = new Set(Object.keys(ajv.refs));
+  try {
+    return ajv.compile(schema);
+  } finally {
+    ajv.removeSchema(schema);
+    for (const key of Object.keys(ajv.refs)) if (!before.has(key)) delete ajv.refs[key];
+  }
 }
 
 /** A tool input schema given as JSON Schema, validated with Ajv. */
@@ -51,7 +69,7 @@ export class JsonSchemaInput {
     const { $schema, ...rest } = schema as Record<string, unknown>;
     if (rest.type !== "object") throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
     this.schema = { properties: {}, ...rest } as InputSchema;
-    this.#validate = validatorFor($schema).compile(rest);
+    this.#validate = compileOnce(validatorFor($schema), rest);
   }
 
   /** The names of the top-level fields the schema declares. */

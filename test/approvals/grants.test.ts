@@ -199,6 +199,21 @@ describe("ApprovalStore: deciding with always allow", () => {
     expect(await store.get(id)).toMatchObject({ status: "approved", always: true });
   });
 
+  it("keeps alwaysAllow once, as a hash field; a record that also has it in its data reads by the field", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 60_000 });
+    const id = await store.create(approval(true));
+    const key = `approval:{approval}:${id}`;
+    expect(await redis.hget(key, "alwaysAllow")).toBe("1");
+    expect(JSON.parse((await redis.hget(key, "data"))!)).not.toHaveProperty("alwaysAllow");
+    // a record written before: alwaysAllow in the data JSON too, the same as the field
+    const old = await store.create(approval(false));
+    const oldKey = `approval:{approval}:${old}`;
+    await redis.hset(oldKey, "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: false }));
+    expect((await store.get(old))!.alwaysAllow).toBe(false);
+    await redis.hset(oldKey, "alwaysAllow", "1", "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: true }));
+    expect((await store.get(old))!.alwaysAllow).toBe(true);
+  });
+
   it("refuses a forged always where the prompt did not offer it, and leaves the approval open", async () => {
     const store = new ApprovalStore(redis, { timeoutMs: 60_000, grantMs: 30 * DAY });
     const id = await store.create(approval(false));

@@ -12,13 +12,14 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { formatPath, getAt, got, repairScalarStrings, TYPE_WORDS, type Parsed } from "./input-problems.js";
 import type { InputSchema } from "./schema.js";
 
 // ajv-formats is CommonJS: under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
 
 /** The outcome of {@link JsonSchemaInput.parse}: the value, or one sentence per bad field. */
-export type JsonParsed = { ok: true; value: Record<string, unknown> } | { ok: false; problems: string[] };
+export type JsonParsed = Parsed<Record<string, unknown>>;
 
 const validators = {
   draft7: undefined as Ajv | undefined,
@@ -87,27 +88,13 @@ export class JsonSchemaInput {
   parse(input: unknown): JsonParsed {
     if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
     let errors = this.#validate.errors ?? [];
-    if (input !== null && typeof input === "object" && !Array.isArray(input)) {
-      const repaired = structuredClone(input) as Record<string, unknown>;
-      let changed = false;
-      for (const error of errors) {
-        if (error.keyword !== "type" || error.instancePath === "") continue;
-        const path = pointerParts(error.instancePath);
-        const value = getAt(repaired, path);
-        if (typeof value !== "string") continue;
-        const wanted = ([] as string[]).concat(error.params.type as string | string[]);
-        if ((wanted.includes("number") || wanted.includes("integer")) && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) {
-          setAt(repaired, path, Number(value));
-          changed = true;
-        } else if (wanted.includes("boolean") && (value === "true" || value === "false")) {
-          setAt(repaired, path, value === "true");
-          changed = true;
-        }
-      }
-      if (changed) {
-        if (this.#validate(repaired)) return { ok: true, value: repaired };
-        errors = this.#validate.errors ?? [];
-      }
+    const repaired = repairScalarStrings(
+      input,
+      errors.flatMap((e) => (e.keyword === "type" ? [{ path: pointerParts(e.instancePath), expected: ([] as string[]).concat(e.params.type as string | string[]) }] : [])),
+    );
+    if (repaired) {
+      if (this.#validate(repaired)) return { ok: true, value: repaired };
+      errors = this.#validate.errors ?? [];
     }
     const problems = [...new Set(errors.map((e) => this.#describe(e, input)))];
     return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
@@ -163,16 +150,6 @@ export class JsonSchemaInput {
   }
 }
 
-const TYPE_WORDS: Record<string, string> = {
-  string: "text (a string)",
-  number: "a number",
-  integer: "an integer",
-  boolean: "true or false",
-  object: "an object",
-  array: "a list",
-  null: "null",
-};
-
 /** `/a/0/b` → `["a", 0, "b"]` (JSON Pointer, RFC 6901 escapes undone). */
 function pointerParts(pointer: string): (string | number)[] {
   if (pointer === "") return [];
@@ -181,34 +158,4 @@ function pointerParts(pointer: string): (string | number)[] {
     .split("/")
     .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
     .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-}
-
-function formatPath(path: readonly (string | number)[]): string {
-  if (path.length === 0) return "input";
-  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
-}
-
-function getAt(root: unknown, path: readonly (string | number)[]): unknown {
-  let node = root;
-  for (const key of path) {
-    if (node === null || typeof node !== "object") return undefined;
-    node = (node as Record<string | number, unknown>)[key];
-  }
-  return node;
-}
-
-function setAt(root: Record<string | number, unknown>, path: readonly (string | number)[], value: unknown): void {
-  let node = root;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
-  node[path[path.length - 1]!] = value;
-}
-
-function got(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

@@ -17,7 +17,7 @@ import { mcpSource } from "./tools.js";
 export const MCP_ANNOUNCE_KEY = "mcp:{tools}";
 
 /** How long an announcement lives without being renewed, in seconds (a worker renews it on each change and at start-up). */
-export const MCP_ANNOUNCE_TTL_SECONDS = 7 * 24 * 3600;
+const MCP_ANNOUNCE_TTL_SECONDS = 7 * 24 * 3600;
 
 const Announcement = z.object({
   at: z.number(),
@@ -61,7 +61,7 @@ const ANY_OBJECT_INPUT = new JsonSchemaInput({ type: "object" });
  * Tools standing for announced MCP tools in an adapter's toolbox: name, description, tags and
  * danger for listings; they cannot run (an adapter never calls a tool).
  */
-export function announcedTools(announcement: McpAnnouncement): Tool[] {
+function announcedTools(announcement: McpAnnouncement): Tool[] {
   return announcement.tools.map((t) => ({
     name: t.name,
     description: t.description,

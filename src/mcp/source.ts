@@ -194,7 +194,7 @@ export class McpToolSource {
  * @returns one English sentence per list with names that match no tool of the server (naming the
  *   list and the names), and one for `safe` names that `include` leaves out; empty when all match.
  */
-export function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
+function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
   const known = new Set(tools.map((t) => t.name));
   const warnings: string[] = [];
   const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow]];

@@ -18,9 +18,6 @@ import type { InputSchema } from "./schema.js";
 // ajv-formats is CommonJS: under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
 
-/** The outcome of {@link JsonSchemaInput.parse}: the value, or one sentence per bad field. */
-export type JsonParsed = Parsed<Record<string, unknown>>;
-
 const validators = {
   draft7: undefined as Ajv | undefined,
   draft2019: undefined as Ajv | undefined,
@@ -85,7 +82,7 @@ export class JsonSchemaInput {
    *
    * @returns the (possibly converted) input, or one sentence per problem naming the field.
    */
-  parse(input: unknown): JsonParsed {
+  parse(input: unknown): Parsed<Record<string, unknown>> {
     if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
     let errors = this.#validate.errors ?? [];
     const repaired = repairScalarStrings(

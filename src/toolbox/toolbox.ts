@@ -313,7 +313,7 @@ function firstTimeOver(tools: readonly Tool[]): boolean {
  * Parses model input with a tool's input schema: {@link parseInput} for zod objects,
  * {@link JsonSchemaInput.parse} (Ajv) for JSON Schema inputs. Never throws.
  */
-export function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
+function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
   return schema instanceof JsonSchemaInput ? schema.parse(input) : parseInput(schema, input);
 }
 

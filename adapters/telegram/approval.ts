@@ -49,7 +49,7 @@ export function approvalKeyboard(approvalId: string, locale: Locale, alwaysAllow
 }
 
 /** The label of the "always allow" button. */
-export const ALWAYS_ALLOW_LABEL = { "zh-TW": "🔓 一律允許", en: "🔓 Always allow" } as const;
+const ALWAYS_ALLOW_LABEL = { "zh-TW": "🔓 一律允許", en: "🔓 Always allow" } as const;
 
 /**
  * The prompt text (Telegram HTML): the action, who may decide, and the expiry as a local time

@@ -128,11 +128,13 @@ export class GrantStore {
     const hash = await this.#redis.hgetall(key);
     const now = this.#now();
     const grants: Grant[] = [];
+    const drops: Promise<unknown>[] = [];
     for (const [tool, raw] of Object.entries(hash)) {
       const grant = this.#parse(tool, raw);
       if (grant && grant.expiresAt > now) grants.push(grant);
-      else await this.#redis.eval(DROP_IF_SAME, 1, key, tool, raw);
+      else drops.push(this.#redis.eval(DROP_IF_SAME, 1, key, tool, raw));
     }
+    await Promise.all(drops);
     return grants.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
   }
 

@@ -259,7 +259,8 @@ export class ApprovalStore implements ApprovalDecider {
     const createdAt = this.#now();
     const { message } = approval;
     const ttlMs = this.#timeoutMs + this.#graceMs;
-    const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale, alwaysAllow: approval.alwaysAllow === true };
+    // alwaysAllow is a hash field of its own (the decide script reads it), not part of `data`.
+    const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale };
     await this.#redis
       .multi()
       .hset(this.#key(id), {
@@ -323,6 +324,7 @@ export class ApprovalStore implements ApprovalDecider {
       return undefined;
     }
     const h = parsed.data;
+    // Records written before alwaysAllow left `data` may still carry it there; the hash field wins below.
     const data = JSON.parse(h.data) as NewApproval;
     return {
       ...data,

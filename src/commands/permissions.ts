@@ -5,20 +5,21 @@
  *
  * A revoke button carries `pm:<tool hash>:<owner userId>`: 16 characters of base64url SHA-256 of
  * the tool name (a tool name may be 64 characters, too long for Telegram's 64-byte
- * `callback_data` with a prefix) and the owner's id. Only the owner's press counts, and it is
- * looked up among the presser's own grants in the conversation the list was posted in, so
- * nobody can revoke another person's grant, or a grant of another chat.
+ * `callback_data` with a prefix) and the owner's id (`pm:` + 16 + `:` is 20 bytes, which leaves
+ * 44 for the id). Only the owner's press counts, and it is looked up among the presser's own
+ * grants in the conversation the list was posted in, so nobody can revoke another person's grant,
+ * or a grant of another chat.
  */
 import { createHash } from "node:crypto";
 import type { GrantOwner, GrantStore } from "../approvals/grants.js";
 import { localize, type Locale } from "../i18n.js";
-import type { ConversationRef } from "../queue/incoming.js";
+import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 import { timeInWords } from "../reminders/time.js";
 
 /** Most revoke buttons on one listing (Discord allows 25 buttons on a message). */
 export const MAX_PERMISSION_BUTTONS = 25;
 
-const BUTTON = /^pm:([A-Za-z0-9_-]{16}):(.{1,45})$/s;
+const BUTTON = /^pm:([A-Za-z0-9_-]{16}):(.{1,44})$/s;
 
 /** Words of `/permissions` and its buttons. */
 export const PERMISSION_TEXT = {
@@ -48,7 +49,7 @@ export function toolHandle(tool: string): string {
   return createHash("sha256").update(tool).digest("base64url").slice(0, 16);
 }
 
-/** A revoke button's data: `pm:<tool hash>:<userId>` (at most 64 bytes for ids of up to 45 ASCII characters). */
+/** A revoke button's data: `pm:<tool hash>:<userId>` (at most 64 bytes for ids of up to 44 ASCII characters). */
 export function permissionButtonData(userId: string, tool: string): string {
   return `pm:${toolHandle(tool)}:${userId}`;
 }
@@ -114,7 +115,7 @@ export async function pressPermissionButton(press: PermissionPress, grants: Gran
   const parsed = parsePermissionButton(press.data);
   if (!parsed) return { notice: localize(locale, PERMISSION_TEXT.gone), revoked: false };
   if (parsed.userId !== press.userId) return { notice: localize(locale, PERMISSION_TEXT.notOwner), revoked: false };
-  const owner: GrantOwner = { platform: press.platform, chatId: press.chatId, ...(press.topicId ? { topicId: press.topicId } : {}), userId: press.userId };
+  const owner: GrantOwner = { ...conversationOf(press), userId: press.userId };
   const grant = (await grants.list(owner)).find((g) => toolHandle(g.tool) === parsed.handle);
   if (!grant || !(await grants.revoke(owner, grant.tool))) return { notice: localize(locale, PERMISSION_TEXT.gone), revoked: false };
   return { notice: localize(locale, PERMISSION_TEXT.revoked, { tool: grant.tool }), revoked: true };

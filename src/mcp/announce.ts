@@ -17,7 +17,7 @@ import { mcpSource } from "./tools.js";
 export const MCP_ANNOUNCE_KEY = "mcp:{tools}";
 
 /** How long an announcement lives without being renewed, in seconds (a worker renews it on each change and at start-up). */
-export const MCP_ANNOUNCE_TTL_SECONDS = 7 * 24 * 3600;
+const MCP_ANNOUNCE_TTL_SECONDS = 7 * 24 * 3600;
 
 const Announcement = z.object({
   at: z.number(),
@@ -54,18 +54,21 @@ export async function readMcpAnnouncement(redis: RedisClient): Promise<McpAnnoun
   }
 }
 
+/** The input of every announced tool: any object (adapters list these tools, never validate a call). */
+const ANY_OBJECT_INPUT = new JsonSchemaInput({ type: "object" });
+
 /**
  * Tools standing for announced MCP tools in an adapter's toolbox: name, description, tags and
  * danger for listings; they cannot run (an adapter never calls a tool).
  */
-export function announcedTools(announcement: McpAnnouncement): Tool[] {
+function announcedTools(announcement: McpAnnouncement): Tool[] {
   return announcement.tools.map((t) => ({
     name: t.name,
     description: t.description,
     tags: t.tags,
     dangerous: t.dangerous,
     readOnly: false,
-    input: new JsonSchemaInput({ type: "object" }),
+    input: ANY_OBJECT_INPUT,
     file: `<mcp:${t.server}>`,
     source: mcpSource(t.server),
     run: () => {

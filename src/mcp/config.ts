@@ -71,9 +71,6 @@ const McpFile = z.strictObject({
   mcpServers: z.record(z.string().regex(/^[^\s]{1,64}$/, "a server name is 1-64 characters without spaces"), ServerEntry),
 });
 
-/** One server as written in the file (before `${VAR}` substitution). */
-export type McpServerEntry = z.output<typeof ServerEntry>;
-
 /** What every server has, after substitution. */
 interface ServerCommon {
   /** The server's name: the key in `mcpServers`. */
@@ -163,7 +160,7 @@ const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
  *
  * @returns the text, or the names of the variables that are unset or empty.
  */
-export function substitute(text: string, env: NodeJS.ProcessEnv, usedValues?: string[]): { ok: true; value: string } | { ok: false; missing: string[] } {
+function substitute(text: string, env: NodeJS.ProcessEnv, usedValues?: string[]): { ok: true; value: string } | { ok: false; missing: string[] } {
   const missing: string[] = [];
   const used: string[] = [];
   const value = text.replace(VARIABLE, (_whole, name: string) => {

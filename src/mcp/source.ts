@@ -34,7 +34,11 @@ export interface McpToolSourceOptions {
   /** The toolbox of every tool (the worker's root toolbox); MCP tools are added to and removed from it. */
   toolbox: ToolBox;
   log?: Logger;
-  /** Called after the registered MCP tools changed (a reconnection, `list_changed`). */
+  /**
+   * Called after the registered MCP tools changed (a reconnection, `list_changed`) once
+   * {@link McpToolSource.start} has finished; never while it runs (the caller announces the
+   * result of `start()` itself, and a start that fails must announce nothing).
+   */
   onChange?: () => void;
   /** Passed to each connection (tests: shorter backoff). */
   connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
@@ -53,6 +57,8 @@ export class McpToolSource {
   readonly #nameWarnings: string[] = [];
   /** Name clashes found while starting: start-up stops with them. */
   #startProblems: string[] | undefined;
+  /** True once start() succeeded: only then do changes reach `onChange`. */
+  #started = false;
 
   constructor(options: McpToolSourceOptions) {
     this.#options = options;
@@ -77,6 +83,7 @@ export class McpToolSource {
       await this.close();
       throw new ToolRegistryError(problems);
     }
+    this.#started = true;
   }
 
   async #startServer(server: McpServerConfig): Promise<void> {
@@ -137,7 +144,7 @@ export class McpToolSource {
     }
     this.#registered.set(server.name, added);
     this.#skippedTools.set(server.name, skipped);
-    this.#options.onChange?.();
+    if (this.#started) this.#options.onChange?.();
   }
 
   #unregister(server: string): void {
@@ -173,6 +180,7 @@ export class McpToolSource {
 
   /** Closes every connection (stops stdio child processes) and removes the tools. Never throws. */
   async close(): Promise<void> {
+    this.#started = false;
     const connections = [...this.#connections.values()];
     this.#connections.clear();
     await Promise.all(connections.map((c) => c.close()));
@@ -186,7 +194,7 @@ export class McpToolSource {
  * @returns one English sentence per list with names that match no tool of the server (naming the
  *   list and the names), and one for `safe` names that `include` leaves out; empty when all match.
  */
-export function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
+function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
   const known = new Set(tools.map((t) => t.name));
   const warnings: string[] = [];
   const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow]];

@@ -37,7 +37,7 @@ export function mcpSource(server: string): string {
 }
 
 /** True when the server's tool runs without approval: marked read-only by the server, or listed in `safe`. */
-export function isSafeMcpTool(server: McpServerConfig, tool: McpTool): boolean {
+function isSafeMcpTool(server: McpServerConfig, tool: McpTool): boolean {
   return tool.annotations?.readOnlyHint === true || server.safe.includes(tool.name);
 }
 
@@ -120,7 +120,7 @@ function callFailure(server: string, tool: string, readOnly: boolean, error: unk
  * unless a text block already holds the same JSON. The toolbox then redacts and cuts the text to
  * 20 000 characters.
  */
-export function resultToOutput(result: CallToolResult): ToolOutput {
+function resultToOutput(result: CallToolResult): ToolOutput {
   const texts: string[] = [];
   const images: ToolImage[] = [];
   for (const block of result.content ?? []) {
@@ -168,7 +168,7 @@ const PROMPT_VALUE_MAX = 200;
  * The approval prompt's action for an MCP call: server, tool and each input field on its own
  * line (`• path: /tmp/a.txt`), strings without quotes, long values cut with `…`; in `locale`.
  */
-export function describeMcpCall(server: string, tool: string, args: Record<string, unknown>, locale: "zh-TW" | "en"): string {
+function describeMcpCall(server: string, tool: string, args: Record<string, unknown>, locale: "zh-TW" | "en"): string {
   const head = localize(locale, { "zh-TW": "使用 MCP 伺服器「{server}」的工具 {tool}", en: "Use the {tool} tool of MCP server “{server}”" }, { server, tool });
   const fields = Object.entries(args).map(([key, value]) => {
     const text = typeof value === "string" ? value : JSON.stringify(value);

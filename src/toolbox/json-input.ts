@@ -12,13 +12,11 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { formatPath, getAt, got, repairScalarStrings, TYPE_WORDS, type Parsed } from "./input-problems.js";
 import type { InputSchema } from "./schema.js";
 
 // ajv-formats is CommonJS: under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
-
-/** The outcome of {@link JsonSchemaInput.parse}: the value, or one sentence per bad field. */
-export type JsonParsed = { ok: true; value: Record<string, unknown> } | { ok: false; problems: string[] };
 
 const validators = {
   draft7: undefined as Ajv | undefined,
@@ -27,11 +25,29 @@ const validators = {
 };
 
 function validatorFor(schemaUri: unknown): Ajv {
-  const options = { allErrors: true, strict: false, validateFormats: true } as const;
+  // addUsedSchema: false — a compiled schema is not kept under its `$id`, so the same schema (or
+  // two servers' schemas with one `$id`) compiles again after a reconnect; see compileOnce.
+  const options = { allErrors: true, strict: false, validateFormats: true, addUsedSchema: false } as const;
   const uri = typeof schemaUri === "string" ? schemaUri : "";
   if (uri.includes("2020-12")) return (validators.draft2020 ??= addFormats(new Ajv2020(options) as unknown as Ajv));
   if (uri.includes("2019-09")) return (validators.draft2019 ??= addFormats(new Ajv2019(options) as unknown as Ajv));
   return (validators.draft7 ??= addFormats(new Ajv(options)));
+}
+
+/**
+ * Compiles `schema` on the shared `ajv` and leaves nothing behind in it: Ajv caches every compiled
+ * schema object and records the `$id`s found inside it, so without this each compile (every
+ * reconnect, every `tools/list_changed`) would add entries for good. The returned function keeps
+ * what it needs (references are resolved at compile time).
+ */
+function compileOnce(ajv: Ajv, schema: Record<string, unknown>): ValidateFunction {
+  const before = new Set(Object.keys(ajv.refs));
+  try {
+    return ajv.compile(schema);
+  } finally {
+    ajv.removeSchema(schema);
+    for (const key of Object.keys(ajv.refs)) if (!before.has(key)) delete ajv.refs[key];
+  }
 }
 
 /** A tool input schema given as JSON Schema, validated with Ajv. */
@@ -51,7 +67,7 @@ export class JsonSchemaInput {
     const { $schema, ...rest } = schema as Record<string, unknown>;
     if (rest.type !== "object") throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
     this.schema = { properties: {}, ...rest } as InputSchema;
-    this.#validate = validatorFor($schema).compile(rest);
+    this.#validate = compileOnce(validatorFor($schema), rest);
   }
 
   /** The names of the top-level fields the schema declares. */
@@ -66,30 +82,16 @@ export class JsonSchemaInput {
    *
    * @returns the (possibly converted) input, or one sentence per problem naming the field.
    */
-  parse(input: unknown): JsonParsed {
+  parse(input: unknown): Parsed<Record<string, unknown>> {
     if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
     let errors = this.#validate.errors ?? [];
-    if (input !== null && typeof input === "object" && !Array.isArray(input)) {
-      const repaired = structuredClone(input) as Record<string, unknown>;
-      let changed = false;
-      for (const error of errors) {
-        if (error.keyword !== "type" || error.instancePath === "") continue;
-        const path = pointerParts(error.instancePath);
-        const value = getAt(repaired, path);
-        if (typeof value !== "string") continue;
-        const wanted = ([] as string[]).concat(error.params.type as string | string[]);
-        if ((wanted.includes("number") || wanted.includes("integer")) && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) {
-          setAt(repaired, path, Number(value));
-          changed = true;
-        } else if (wanted.includes("boolean") && (value === "true" || value === "false")) {
-          setAt(repaired, path, value === "true");
-          changed = true;
-        }
-      }
-      if (changed) {
-        if (this.#validate(repaired)) return { ok: true, value: repaired };
-        errors = this.#validate.errors ?? [];
-      }
+    const repaired = repairScalarStrings(
+      input,
+      errors.flatMap((e) => (e.keyword === "type" ? [{ path: pointerParts(e.instancePath), expected: ([] as string[]).concat(e.params.type as string | string[]) }] : [])),
+    );
+    if (repaired) {
+      if (this.#validate(repaired)) return { ok: true, value: repaired };
+      errors = this.#validate.errors ?? [];
     }
     const problems = [...new Set(errors.map((e) => this.#describe(e, input)))];
     return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
@@ -145,16 +147,6 @@ export class JsonSchemaInput {
   }
 }
 
-const TYPE_WORDS: Record<string, string> = {
-  string: "text (a string)",
-  number: "a number",
-  integer: "an integer",
-  boolean: "true or false",
-  object: "an object",
-  array: "a list",
-  null: "null",
-};
-
 /** `/a/0/b` → `["a", 0, "b"]` (JSON Pointer, RFC 6901 escapes undone). */
 function pointerParts(pointer: string): (string | number)[] {
   if (pointer === "") return [];
@@ -163,34 +155,4 @@ function pointerParts(pointer: string): (string | number)[] {
     .split("/")
     .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
     .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-}
-
-function formatPath(path: readonly (string | number)[]): string {
-  if (path.length === 0) return "input";
-  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
-}
-
-function getAt(root: unknown, path: readonly (string | number)[]): unknown {
-  let node = root;
-  for (const key of path) {
-    if (node === null || typeof node !== "object") return undefined;
-    node = (node as Record<string | number, unknown>)[key];
-  }
-  return node;
-}
-
-function setAt(root: Record<string | number, unknown>, path: readonly (string | number)[], value: unknown): void {
-  let node = root;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
-  node[path[path.length - 1]!] = value;
-}
-
-function got(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

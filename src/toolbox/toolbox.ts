@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
+import { formatPath, getAt, got, repairScalarStrings, safeJson, TYPE_WORDS, type Parsed } from "./input-problems.js";
 import { JsonSchemaInput } from "./json-input.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolError, type Tool, type ToolContext, type ToolImage, type ToolInputSchema, type ToolOutput } from "./tool.js";
@@ -312,7 +313,7 @@ function firstTimeOver(tools: readonly Tool[]): boolean {
  * Parses model input with a tool's input schema: {@link parseInput} for zod objects,
  * {@link JsonSchemaInput.parse} (Ajv) for JSON Schema inputs. Never throws.
  */
-export function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
+function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
   return schema instanceof JsonSchemaInput ? schema.parse(input) : parseInput(schema, input);
 }
 
@@ -325,16 +326,6 @@ function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
-type Parsed<T> = { ok: true; value: T } | { ok: false; problems: string[] };
-
 /**
  * Parses model input with a tool's schema. On failure, numeric strings in number fields and
  * exactly `"true"`/`"false"` in boolean fields are converted once and the parse is retried;
@@ -344,49 +335,16 @@ export function parseInput<S extends z.ZodObject>(schema: S, input: unknown): Pa
   const first = schema.safeParse(input);
   if (first.success) return { ok: true, value: first.data };
   let issues = first.error.issues;
-  if (input !== null && typeof input === "object" && !Array.isArray(input)) {
-    const repaired = structuredClone(input) as Record<string, unknown>;
-    let changed = false;
-    for (const issue of issues) {
-      if (issue.code !== "invalid_type" || issue.path.length === 0) continue;
-      const value = getAt(repaired, issue.path);
-      if (typeof value !== "string") continue;
-      const numeric = issue.expected === "number" || issue.expected === "int";
-      if (numeric && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) {
-        setAt(repaired, issue.path, Number(value));
-        changed = true;
-      } else if (issue.expected === "boolean" && (value === "true" || value === "false")) {
-        setAt(repaired, issue.path, value === "true");
-        changed = true;
-      }
-    }
-    if (changed) {
-      const second = schema.safeParse(repaired);
-      if (second.success) return { ok: true, value: second.data };
-      issues = second.error.issues;
-    }
+  const repaired = repairScalarStrings(
+    input,
+    issues.flatMap((i) => (i.code === "invalid_type" ? [{ path: i.path, expected: [i.expected] }] : [])),
+  );
+  if (repaired) {
+    const second = schema.safeParse(repaired);
+    if (second.success) return { ok: true, value: second.data };
+    issues = second.error.issues;
   }
   return { ok: false, problems: issues.map((i) => describeIssue(schema, input, i)) };
-}
-
-function getAt(root: unknown, pathParts: readonly PropertyKey[]): unknown {
-  let node = root;
-  for (const key of pathParts) {
-    if (node === null || typeof node !== "object") return undefined;
-    node = (node as Record<PropertyKey, unknown>)[key];
-  }
-  return node;
-}
-
-function setAt(root: Record<PropertyKey, unknown>, pathParts: readonly PropertyKey[], value: unknown): void {
-  let node: Record<PropertyKey, unknown> = root;
-  for (const key of pathParts.slice(0, -1)) node = node[key] as Record<PropertyKey, unknown>;
-  node[pathParts[pathParts.length - 1]!] = value;
-}
-
-function formatPath(pathParts: readonly PropertyKey[]): string {
-  if (pathParts.length === 0) return "input";
-  return pathParts.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
 }
 
 function schemaAt(schema: z.ZodType, pathParts: readonly PropertyKey[]): z.ZodType | undefined {
@@ -407,21 +365,6 @@ function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
     current = current._zod.def.innerType as typeof current;
   }
   return current as z.ZodType | undefined;
-}
-
-const TYPE_WORDS: Record<string, string> = {
-  string: "text (a string)",
-  number: "a number",
-  int: "an integer",
-  boolean: "true or false",
-  object: "an object",
-  array: "a list",
-  date: "a date",
-};
-
-function got(value: unknown): string {
-  const text = safeJson(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
 function describeIssue(schema: z.ZodObject, input: unknown, issue: z.core.$ZodIssue): string {

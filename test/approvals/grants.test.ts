@@ -66,6 +66,15 @@ describe("GrantStore", () => {
     clock.now += 60_000;
     expect(await grants.list(alice)).toEqual([]);
     expect(await redis.exists(grants.key(alice))).toBe(0);
+    // several expired at once: all removed by one listing, the live one kept
+    await grants.grant(alice, "delete_todo");
+    await grants.grant(alice, "erase_notes");
+    await grants.grant(alice, "complete_todo");
+    clock.now += 30_000;
+    await grants.grant(alice, "send_mail");
+    clock.now += 30_000;
+    expect((await grants.list(alice)).map((g) => g.tool)).toEqual(["send_mail"]);
+    expect(await redis.hkeys(grants.key(alice))).toEqual(["send_mail"]);
   });
 
   it("the key's TTL follows the latest grant, so Redis drops grants nobody reads again", async () => {
@@ -142,6 +151,24 @@ describe("/permissions listing and revoke buttons", () => {
     expect(await pressPermissionButton({ data: "pm:garbage", platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "zh-TW")).toMatchObject({ revoked: false });
   });
 
+  it("a revoke button fits Telegram's 64-byte callback_data for owner ids of up to 44 characters", () => {
+    const longest = "9".repeat(44);
+    const data = permissionButtonData(longest, "a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg");
+    expect(Buffer.byteLength(data)).toBe(64);
+    expect(parsePermissionButton(data)).toEqual({ handle: toolHandle("a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg"), userId: longest });
+    expect(parsePermissionButton(permissionButtonData(`${longest}9`, "delete_todo"))).toBeUndefined();
+  });
+
+  it("a press in a topic revokes the grant of that topic only", async () => {
+    const { grants } = clockedStore();
+    await grants.grant({ ...alice, topicId: "11" }, "delete_todo");
+    await grants.grant(alice, "delete_todo");
+    const data = permissionButtonData("301", "delete_todo");
+    expect(await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, topicId: "11", userId: "301" }, grants, "en")).toEqual({ notice: "Revoked: delete_todo will ask you again.", revoked: true });
+    expect(await grants.find({ ...alice, topicId: "11" }, "delete_todo")).toBeUndefined();
+    expect(await grants.find(alice, "delete_todo")).toBeDefined();
+  });
+
   it("says so when there is nothing, and the console gets a how-to-revoke line instead of buttons", async () => {
     const { grants } = clockedStore();
     const none = await permissionsListing({ ...alice, locale: "en", timezone: "Asia/Taipei" }, grants);
@@ -170,6 +197,21 @@ describe("ApprovalStore: deciding with always allow", () => {
     expect(decisionNotice(result, "zh-TW")).toBe("已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
     expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
     expect(await store.get(id)).toMatchObject({ status: "approved", always: true });
+  });
+
+  it("keeps alwaysAllow once, as a hash field; a record that also has it in its data reads by the field", async () => {
+    const store = new ApprovalStore(redis, { timeoutMs: 60_000 });
+    const id = await store.create(approval(true));
+    const key = `approval:{approval}:${id}`;
+    expect(await redis.hget(key, "alwaysAllow")).toBe("1");
+    expect(JSON.parse((await redis.hget(key, "data"))!)).not.toHaveProperty("alwaysAllow");
+    // a record written before: alwaysAllow in the data JSON too, the same as the field
+    const old = await store.create(approval(false));
+    const oldKey = `approval:{approval}:${old}`;
+    await redis.hset(oldKey, "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: false }));
+    expect((await store.get(old))!.alwaysAllow).toBe(false);
+    await redis.hset(oldKey, "alwaysAllow", "1", "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: true }));
+    expect((await store.get(old))!.alwaysAllow).toBe(true);
   });
 
   it("refuses a forged always where the prompt did not offer it, and leaves the approval open", async () => {

@@ -8,12 +8,15 @@ import { z } from "zod";
 import { announceMcpTools, announcementOf, followMcpAnnouncements, MCP_ANNOUNCE_KEY, readMcpAnnouncement } from "../../src/mcp/announce.js";
 import { readMcpConfig } from "../../src/mcp/config.js";
 import { McpToolSource } from "../../src/mcp/source.js";
+import { startWorkerMcp } from "../../src/mcp/wiring.js";
+import { ToolRegistryError } from "../../src/toolbox/registry.js";
 import { connectRedis } from "../../src/redis.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { formatToolList } from "../../src/commands/tools-listing.js";
 import { startHttpMcpFixture, type HttpMcpFixture } from "../fixtures/mcp/http-server.js";
 import { silentLogger } from "../../src/log.js";
+import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { tempDir, waitFor, writeMcpConfig } from "./support.js";
 
@@ -75,6 +78,30 @@ describe("MCP announcements", () => {
       expect(http.calls).toEqual([]);
     } finally {
       await source.close();
+    }
+  });
+
+  it("a worker whose start-up fails on a name clash announces nothing: a healthy worker's announcement stays", async () => {
+    const healthy = { at: 1, tools: [{ name: "items__lookup", server: "items", description: "Look an item up by its name.", tags: ["util"], dangerous: false }], skipped: [] };
+    await announceMcpTools(redis, healthy);
+    // a tools/ file takes the name of the server's tool "lookup"
+    const clashing = { ...fileTool, name: "items__lookup", file: "/p/tools/items__lookup.ts" };
+    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } } });
+    const error = await startWorkerMcp({ config: testConfig({ MCP_CONFIG: file }), log: silentLogger, redis, toolbox: new ToolBox([clashing]) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolRegistryError);
+    expect(await readMcpAnnouncement(redis)).toEqual(healthy);
+  });
+
+  it("a worker announces once its start-up is done, with every server's tools", async () => {
+    await redis.del(MCP_ANNOUNCE_KEY);
+    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } } });
+    const started = await startWorkerMcp({ config: testConfig({ MCP_CONFIG: file }), log: silentLogger, redis, toolbox: new ToolBox([fileTool]) });
+    try {
+      const announced = await readMcpAnnouncement(redis);
+      expect(announced?.tools.map((t) => t.name)).toEqual(["items__lookup", "items__delete_item"]);
+      expect(announced?.skipped).toEqual([]);
+    } finally {
+      await started.close();
     }
   });
 });

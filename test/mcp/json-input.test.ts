@@ -64,3 +64,28 @@ describe("JsonSchemaInput", () => {
     expect(() => new JsonSchemaInput({ type: "object", properties: { a: { type: "nonsense" } } })).toThrow();
   });
 });
+
+describe("JsonSchemaInput with $id", () => {
+  const withId = (id: string, field: string) => ({
+    $id: id,
+    type: "object",
+    properties: { [field]: { $ref: "#/definitions/word" }, inner: { $id: `${id}/inner`, type: "object", properties: { n: { type: "integer" } } } },
+    required: [field],
+    definitions: { word: { type: "string", minLength: 2 } },
+  });
+
+  it("compiles the same schema again (a reconnect, tools/list_changed)", () => {
+    const first = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
+    const again = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
+    expect(again.parse({ query: "ok", inner: { n: "4" } })).toEqual({ ok: true, value: { query: "ok", inner: { n: 4 } } });
+    expect(first.parse({ query: "x" })).toEqual({ ok: false, problems: ["query: must be at least 2 characters, got 1 characters"] });
+  });
+
+  it("compiles two different schemas with one $id, each checked by its own", () => {
+    const a = new JsonSchemaInput(withId("https://example.test/shared.json", "a"));
+    const b = new JsonSchemaInput(withId("https://example.test/shared.json", "b"));
+    expect(a.parse({ a: "ok" })).toEqual({ ok: true, value: { a: "ok" } });
+    expect(b.parse({ a: "ok" })).toEqual({ ok: false, problems: ["b: is required"] });
+    expect(b.parse({ b: "ok" })).toEqual({ ok: true, value: { b: "ok" } });
+  });
+});

@@ -172,11 +172,13 @@ describe("MCP tools in the toolbox", () => {
     const source = new McpToolSource({ config: readMcpConfig(file, env), toolbox, connection: fast, onChange: () => (changes += 1) });
     sources.push(source);
     await source.start();
+    // start() reports its result by returning; changes are reported only after it
+    expect(changes).toBe(0);
     expect(toolbox.get("notebook__extra")).toBeUndefined();
     expect(toolbox.get("notebook__crash")).toBeUndefined();
     expect(await toolbox.execute("notebook__enable_extra", {}, testContext())).toMatchObject({ ok: true });
     await waitFor(() => toolbox.get("notebook__extra") !== undefined, 20_000, "the new tool");
-    expect(changes).toBeGreaterThanOrEqual(2);
+    expect(changes).toBeGreaterThanOrEqual(1);
     expect(await toolbox.execute("notebook__extra", {}, testContext())).toMatchObject({ ok: true, content: "extra works" });
     expect(source.tools()[0]!.tools.map((t) => t.name)).toContain("notebook__extra");
   });

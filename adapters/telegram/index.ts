@@ -150,14 +150,22 @@ export class TelegramAdapter implements Adapter {
     }
 
     if (context.redis) {
-      this.#lease = new PollingLease(context.redis, bot.botInfo.id, this.#options.lease);
-      if (!(await this.#lease.tryAcquire())) {
+      const lease = new PollingLease(context.redis, bot.botInfo.id, this.#options.lease);
+      this.#lease = lease;
+      const ours = await lease.tryAcquire();
+      // stop() ran while Redis answered: its release found no tenure yet, so hand this one back here.
+      if (signal.aborted) {
+        if (ours) await lease.release();
+        signal.throwIfAborted();
+      }
+      if (!ours) {
         log.info({ bot: bot.botInfo.username, retryEveryMs: this.#lease.options.retryEveryMs }, "telegram: another adapter is polling this bot; waiting to take over its polling lease");
         this.#waitForLease(context);
         return;
       }
     }
     await this.#startPolling(context);
+    signal.throwIfAborted();
     log.info({ bot: bot.botInfo.username, fence: this.#lease?.fence }, "telegram: long polling started");
   }
 
@@ -188,7 +196,8 @@ export class TelegramAdapter implements Adapter {
         });
     });
     const lease = this.#lease;
-    if (!lease) return;
+    // stop() ran while polling started: it cleared the timer already, and releases the lease once polling ends.
+    if (!lease || this.#stopped) return;
     this.#leaseTimer = setInterval(() => {
       void lease.confirm().then((ours) => {
         if (!ours) this.#leaseLost(context);
@@ -206,7 +215,12 @@ export class TelegramAdapter implements Adapter {
       void lease
         .tryAcquire()
         .then(async (ours) => {
-          if (!ours || this.#stopped) return;
+          if (!ours) return;
+          if (this.#stopped) {
+            // stop() ran while Redis answered: its release found no tenure yet, so hand this one back here.
+            await lease.release();
+            return;
+          }
           clearInterval(this.#leaseTimer);
           try {
             await this.#startPolling(context);

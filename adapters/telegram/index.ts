@@ -184,13 +184,7 @@ export class TelegramAdapter implements Adapter {
         })
         .catch((error: unknown) => {
           if (!started) return reject(error instanceof Error ? error : new Error(String(error)));
-          if (isUnauthorized(error)) {
-            // The core logs it and stops the bot; without a core, say it here.
-            const fatal = tokenRejected(error);
-            if (context.fatal) context.fatal(fatal);
-            else log.fatal(fatal.message);
-            return;
-          }
+          if (isUnauthorized(error)) return this.#reportTokenRejected(error, context);
           // The monitor retries everything else; this is a bug (e.g. in grammy) rather than the network.
           log.error({ error: redact(String(error)) }, "telegram: polling stopped with an error");
         });
@@ -203,6 +197,13 @@ export class TelegramAdapter implements Adapter {
         if (!ours) this.#leaseLost(context);
       });
     }, lease.options.renewEveryMs);
+  }
+
+  /** The token was rejected (401) after start-up: `context.fatal` (the core logs it and stops the bot), or without a core one fatal line here. */
+  #reportTokenRejected(error: unknown, context: AdapterContext): void {
+    const fatal = tokenRejected(error);
+    if (context.fatal) context.fatal(fatal);
+    else this.log.fatal(fatal.message);
   }
 
   /** A waiting adapter: tries to take the lease every `retryEveryMs`, and starts polling once it has it. */
@@ -226,12 +227,7 @@ export class TelegramAdapter implements Adapter {
             await this.#startPolling(context);
             this.log.info({ bot: this.bot.botInfo.username, fence: lease.fence }, "telegram: took over the polling lease; long polling started");
           } catch (error) {
-            if (isUnauthorized(error)) {
-              const fatal = tokenRejected(error);
-              if (context.fatal) context.fatal(fatal);
-              else this.log.fatal(fatal.message);
-              return;
-            }
+            if (isUnauthorized(error)) return this.#reportTokenRejected(error, context);
             this.log.error({ error: redact(String(error)) }, "telegram: could not start polling after taking the lease; handing it back");
             await lease.release();
             if (!this.#stopped) this.#waitForLease(context);

@@ -28,6 +28,10 @@ import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anth
 import { FakeDiscord } from "../test/fakes/discord.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis } from "../test/helpers/redis.js";
+import { eventually } from "../test/e2e/reminders-helpers.js";
+
+/** How long a bench step waits for the platform, in ms. */
+const STEP_TIMEOUT_MS = 60_000;
 
 const FIRST_MS = Number(process.env.BENCH_STREAM_FIRST_MS ?? 800);
 const TOTAL_MS = Number(process.env.BENCH_STREAM_TOTAL_MS ?? 6000);
@@ -70,16 +74,6 @@ interface Run {
   messages: number;
   /** The final answer as the platform stores and shows it (compared byte for byte). */
   final: string;
-}
-
-async function until<T>(check: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error("bench: timed out");
-    await new Promise((r) => setTimeout(r, 2));
-  }
 }
 
 async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
@@ -128,7 +122,7 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       telegram.sendUserMessage({ chat, from: user, text: "今天天氣如何？" });
-      const final = await until(() => telegram.sent.find((m) => m.chatId === chat.id));
+      const final = await eventually(async () => telegram.sent.find((m) => m.chatId === chat.id), "the Telegram private answer", STEP_TIMEOUT_MS);
       const drafts = telegram.drafts.filter((d) => d.chatId === chat.id);
       const firstAt = drafts[0]?.at ?? final.at;
       const token = model.answered[answered]?.firstTokenAt;
@@ -150,10 +144,10 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       telegram.sendUserMessage({ chat: group, from: user, text: `@${telegram.bot.username} 今天天氣如何？` });
-      const first = await until(() => telegram.sent.find((m) => m.chatId === group.id));
+      const first = await eventually(async () => telegram.sent.find((m) => m.chatId === group.id), "the Telegram group answer", STEP_TIMEOUT_MS);
       // Complete: the last edit is the formatted one (HTML), or the message was sent formatted at once.
       const done = () => first.payload.parse_mode === "HTML" || telegram.edits.some((e) => Number(e.payload.message_id) === first.messageId && e.payload.parse_mode === "HTML");
-      await until(() => done() || undefined);
+      await eventually(async () => done(), "the Telegram group answer formatted", STEP_TIMEOUT_MS);
       const edits = telegram.edits.filter((e) => Number(e.payload.chat_id) === group.id && e.method === "editMessageText");
       const last = edits.at(-1);
       const token = model.answered[answered]?.firstTokenAt;
@@ -175,9 +169,9 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       discord.sendUserMessage(user, `<@${discord.bot.id}> 今天天氣如何？`, { channelId });
-      const first = await until(() => discord.sent.find((m) => m.channelId === channelId && m.at >= askedAt));
+      const first = await eventually(async () => discord.sent.find((m) => m.channelId === channelId && m.at >= askedAt), "the Discord answer", STEP_TIMEOUT_MS);
       const target = answer.length <= 2000 ? answer : undefined;
-      await until(() => (target === undefined || String(first.message.content) === target) && (streaming === "off" || discord.edits.some((e) => e.messageId === first.id && e.payload.content === target)) ? true : undefined);
+      await eventually(async () => (target === undefined || String(first.message.content) === target) && (streaming === "off" || discord.edits.some((e) => e.messageId === first.id && e.payload.content === target)), "the Discord answer complete", STEP_TIMEOUT_MS);
       const edits = discord.edits.filter((e) => e.messageId === first.id);
       const token = model.answered[answered]?.firstTokenAt;
       runs["Discord guild (edits)"] = {

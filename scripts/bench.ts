@@ -172,6 +172,50 @@ function feed(fake: FakeAnthropic, n: number): void {
   fake.enqueue(...Array.from({ length: n }, () => text("好的，你今天的清單上有三件事。")));
 }
 
+/** Prints the machine the figures were taken on. */
+function printMachine(): void {
+  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+}
+
+/**
+ * The queue path's worker (the production TraceStore tracer, history and traces on `store`, BullMQ
+ * on `redis`, the model through `client`), answering through `outbound`; resolves once it is ready. Tool contexts use `store`.
+ */
+async function startBenchWorker(redis: RedisClient, store: RedisClient, client: Anthropic, outbound: BenchOutbound) {
+  ctxRedis = store;
+  const traces = new TraceStore(store);
+  const history = new HistoryStore(store, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
+  const worker = startWorker({
+    config,
+    log: silentLogger,
+    redis,
+    ...(store !== redis ? { store } : {}),
+    history,
+    toolbox,
+    client,
+    runAgent,
+    outbounds: { telegram: outbound },
+    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
+    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
+  });
+  await worker.waitUntilReady();
+  return { worker, history };
+}
+
+/** Warm-up (JIT, connections, scripts loaded): 50 messages through the queue path, waited for. */
+async function warmUp(queue: ChatQueue, outbound: BenchOutbound, fake: FakeAnthropic): Promise<void> {
+  feed(fake, 50);
+  await Promise.all(Array.from({ length: 50 }, (_, i) => queue.enqueue(message(i, 0, "warm"))));
+  while (outbound.done.size < 50) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** The order check after {@link burst}: chat7's history holds all its PER_CHAT messages, in order (an empty or short history is not). */
+async function chatInOrder(history: HistoryStore): Promise<boolean> {
+  const h = await history.load({ platform: "telegram", chatId: "chat7" });
+  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
+  return order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+}
+
 /** Baseline: the loop in-process, chats in parallel (at most `concurrency`), each chat in order. */
 async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency: number) {
   feed(fake, CHATS * PER_CHAT);
@@ -233,33 +277,15 @@ async function main() {
   ctxRedis = ourWorker;
   const ours = [countCommands(ourProducer), countCommands(ourWorker)];
   const outbound = new BenchOutbound();
-  const traces = new TraceStore(ourWorker);
   const queue = new ChatQueue({ redis: bullProducer, store: ourProducer });
-  const worker = startWorker({
-    config,
-    log: silentLogger,
-    redis: bullWorker,
-    store: ourWorker,
-    history: new HistoryStore(ourWorker, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-    toolbox,
-    client,
-    runAgent,
-    outbounds: { telegram: outbound },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
-    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
-  });
-  await worker.waitUntilReady();
+  const { worker } = await startBenchWorker(bullWorker, ourWorker, client, outbound);
   const admin = connectRedis(bullServer.url) as Redis;
   const adminOurs = connectRedis(ourServer.url) as Redis;
 
-  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+  printMachine();
   console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
 
-  // Warm-up (JIT, connections, scripts loaded).
-  feed(fake, 50);
-  const warm = Array.from({ length: 50 }, (_, i) => message(i, 0, "warm"));
-  await Promise.all(warm.map((m) => queue.enqueue(m)));
-  while (outbound.done.size < 50) await new Promise((r) => setTimeout(r, 20));
+  await warmUp(queue, outbound, fake);
 
   // 1. Throughput through the queue.
   const total = CHATS * PER_CHAT;
@@ -276,9 +302,7 @@ async function main() {
 
   // Order check: each chat's history holds its messages in order.
   const probeHistory = new HistoryStore(adminOurs, { maxMessages: 400, ttlSeconds: 600 });
-  const h = await probeHistory.load({ platform: "telegram", chatId: "chat7" });
-  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
-  const inOrder = order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+  const inOrder = await chatInOrder(probeHistory);
 
   // 2. Latency at a steady rate through the queue.
   const paced = RATE * SECONDS;
@@ -413,30 +437,13 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   const admin = connectRedis(url);
   await admin.ping();
   const masters = isCluster(admin) ? admin.nodes("master") : [admin];
-  ctxRedis = workerRedis;
   const outbound = new BenchOutbound();
-  const traces = new TraceStore(workerRedis);
-  const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
   const queue = new ChatQueue({ redis: producer });
-  const worker = startWorker({
-    config,
-    log: silentLogger,
-    redis: workerRedis,
-    history,
-    toolbox,
-    client,
-    runAgent,
-    outbounds: { telegram: outbound },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
-    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
-  });
-  await worker.waitUntilReady();
+  const { worker, history } = await startBenchWorker(workerRedis, workerRedis, client, outbound);
   const resetStats = () => Promise.all(masters.map((m) => m.config("RESETSTAT")));
   const statsPerMaster = () => Promise.all(masters.map(async (m) => [...(await commandStats(m)).entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0)));
 
-  feed(fake, 50);
-  await Promise.all(Array.from({ length: 50 }, (_, i) => queue.enqueue(message(i, 0, "warm"))));
-  while (outbound.done.size < 50) await new Promise((r) => setTimeout(r, 20));
+  await warmUp(queue, outbound, fake);
 
   const total = CHATS * PER_CHAT;
   feed(fake, total);
@@ -444,9 +451,7 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   await resetStats();
   const { seconds: burstSeconds, latencies: burstLatencies } = await burst(queue, outbound);
   const perMaster = await statsPerMaster();
-  const h = await history.load({ platform: "telegram", chatId: "chat7" });
-  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
-  const inOrder = order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+  const inOrder = await chatInOrder(history);
 
   const paced = RATE * SECONDS;
   feed(fake, paced);
@@ -480,7 +485,7 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
 async function topologyBench(): Promise<void> {
   const fake = await startFakeAnthropic();
   const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
-  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+  printMachine();
   console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages at full speed, then ${RATE} messages/s for ${SECONDS} s; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, fake model and fake platform in this process`);
   const rows: TopologyFigures[] = [];
   for (const [label, start] of [

@@ -289,7 +289,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
       const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
       for (const queue of queues) queue.on("error", () => {});
-      const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))));
+      // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
+      const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))), { log });
       closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
       const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));

@@ -6,6 +6,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { MIN_SECRET_LENGTH } from "./log.js";
 
 /** Locales the bot's own messages are written in. */
 export const LOCALES = ["zh-TW", "en"] as const;
@@ -493,5 +494,5 @@ export function secretValues(config: Partial<Config>): string[] {
     const password = new URL(config.REDIS_URL).password;
     values.push(password ? decodeURIComponent(password) : undefined);
   }
-  return values.filter((v): v is string => typeof v === "string" && v.length >= 6);
+  return values.filter((v): v is string => typeof v === "string" && v.length >= MIN_SECRET_LENGTH);
 }

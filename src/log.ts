@@ -15,46 +15,55 @@ const secrets = new Set<string>();
 export const MIN_SECRET_LENGTH = 6;
 
 /**
- * Adds secret values (tokens, keys) that must never appear in a log line. Values shorter than
- * {@link MIN_SECRET_LENGTH} characters are ignored here (an MCP server's own short values are
- * still redacted from its stderr and errors, see {@link redactValues}). Each value is also
- * registered URL-encoded (`encodeURIComponent`, `encodeURI`, with upper- and lower-case `%xx`),
- * and each line of a multi-line value (a PEM key) of at least that length on its own, so a
- * value split across lines and joined again is still redacted.
+ * The forms of a secret that redaction looks for: the value as written, and each trimmed line of a
+ * multi-line value (a PEM key, so a value split across lines and joined again is still found),
+ * each also URL-encoded (`encodeURIComponent` and `encodeURI`, with upper- and lower-case `%xx`:
+ * the same secret inside a URL, a token in a request path, an error that quotes the URL).
+ * Written forms shorter than `minLength` characters are left out with their encodings; empty
+ * strings always.
  */
-export function registerSecrets(values: Iterable<string>): void {
-  for (const v of values) {
-    const forms = [v, ...(/[\r\n]/.test(v) ? v.split(/\r?\n|\r/).map((l) => l.trim()) : [])];
-    for (const form of forms) {
-      if (form.length < MIN_SECRET_LENGTH) continue;
-      secrets.add(form);
-      // The same secret inside a URL (a token in a request path, an error that quotes the URL).
-      for (const encoded of [encodeURIComponent(form), encodeURI(form)]) {
-        if (encoded === form) continue;
-        secrets.add(encoded);
-        secrets.add(encoded.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
-      }
+export function secretForms(value: string, minLength = 1): string[] {
+  const forms = new Set<string>();
+  const lines = value.split(/\r?\n|\r/).map((l) => l.trim());
+  for (const form of [value, ...lines]) {
+    if (form.length < Math.max(1, minLength)) continue;
+    forms.add(form);
+    for (const encoded of [encodeURIComponent(form), encodeURI(form)]) {
+      forms.add(encoded);
+      forms.add(encoded.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
     }
   }
+  return [...forms];
 }
 
 /**
- * Replaces each of `values` (any length, as written and `encodeURIComponent`-encoded) in `text`
- * with `[redacted]`, longest first, then applies {@link redact}. For text that comes from one
- * source whose secrets are known (an MCP server's stderr and errors), including values shorter
- * than {@link MIN_SECRET_LENGTH}.
+ * Adds secret values (tokens, keys) that must never appear in a log line, in every form of
+ * {@link secretForms}. Values (and lines of a multi-line value) shorter than
+ * {@link MIN_SECRET_LENGTH} characters are ignored here (an MCP server's own short values are
+ * still redacted from its stderr and errors, see {@link valueRedactor}).
  */
+export function registerSecrets(values: Iterable<string>): void {
+  for (const v of values) for (const form of secretForms(v, MIN_SECRET_LENGTH)) secrets.add(form);
+}
+
+/**
+ * A function that replaces each of `values` (any length, in every form of {@link secretForms})
+ * in a text with `[redacted]`, longest first, then applies {@link redact}. For text that comes
+ * from one source whose secrets are known (an MCP server's stderr and errors), including values
+ * shorter than {@link MIN_SECRET_LENGTH}. The forms are worked out once, here.
+ */
+export function valueRedactor(values: readonly string[]): (text: string) => string {
+  const forms = [...new Set(values.flatMap((v) => secretForms(v)))].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const s of forms) if (out.includes(s)) out = out.split(s).join("[redacted]");
+    return redact(out);
+  };
+}
+
+/** {@link valueRedactor}`(values)(text)`, for one text. */
 export function redactValues(text: string, values: readonly string[]): string {
-  const forms = new Set<string>();
-  for (const v of values) {
-    if (v === "") continue;
-    forms.add(v);
-    forms.add(encodeURIComponent(v));
-    for (const line of v.split(/\r?\n|\r/)) if (line.trim() !== "") forms.add(line.trim());
-  }
-  let out = text;
-  for (const s of [...forms].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join("[redacted]");
-  return redact(out);
+  return valueRedactor(values)(text);
 }
 
 /**

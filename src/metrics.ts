@@ -118,7 +118,44 @@ const workerConcurrency = new Gauge({
 export type QueueCounts = Record<string, number>;
 /** Reads the job counts of each queue, by queue name; see {@link watchQueues}. */
 export type QueueCountsReader = () => Promise<Record<string, QueueCounts>>;
-let readQueues: QueueCountsReader | undefined;
+
+/** Options of {@link watchQueues}. */
+export interface WatchQueuesOptions {
+  /** How long a scrape waits for the depths, in ms, before it answers without them. Default {@link QUEUE_READ_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Told (at debug level) when a scrape answers without the depths: the read failed or took too long. */
+  log?: { debug(message: string): void };
+}
+
+/** Default of {@link WatchQueuesOptions.timeoutMs}: a scrape during a Redis outage still answers in about 2 s. */
+export const QUEUE_READ_TIMEOUT_MS = 2000;
+
+let watched: { read: QueueCountsReader; options: WatchQueuesOptions } | undefined;
+/** The read in flight: a scrape while one is still waiting for Redis (an outage) waits for the same one, so reads do not pile up. */
+let reading: Promise<Record<string, QueueCounts>> | undefined;
+
+/** The watched depths, or undefined when the read fails or takes longer than the timeout. */
+async function queueDepths(): Promise<Record<string, QueueCounts> | undefined> {
+  if (!watched) return undefined;
+  const { read, options } = watched;
+  const current = (reading ??= read().finally(() => {
+    if (reading === current) reading = undefined;
+  }));
+  const timeoutMs = options.timeoutMs ?? QUEUE_READ_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([current, timeout]);
+  } catch (error) {
+    options.log?.debug(`metrics: queue depths left out of this scrape (${(error as Error).message})`);
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 new Gauge({
   name: "bot_queue_jobs",
   help: "Jobs in each BullMQ queue by state (waiting, active, delayed), read from Redis at scrape time.",
@@ -126,8 +163,7 @@ new Gauge({
   registers: [registry],
   async collect() {
     this.reset();
-    if (!readQueues) return;
-    const byQueue = await readQueues().catch(() => ({}) as Record<string, QueueCounts>);
+    const byQueue = (await queueDepths()) ?? {};
     for (const [queue, counts] of Object.entries(byQueue)) {
       for (const state of ["waiting", "active", "delayed"]) this.set({ queue, state }, counts[state] ?? 0);
     }
@@ -239,12 +275,16 @@ export const metrics = {
 
 /**
  * Sets where the queue depths come from (the bot's BullMQ queues, read at scrape time); the last
- * call wins. Returns a function that stops reading them (when the bot stops).
+ * call wins. A scrape waits at most `options.timeoutMs` for them (its other metrics are not held
+ * up by a Redis outage); when the read fails or is late, that scrape has no `bot_queue_jobs`.
+ * Returns a function that stops reading them (when the bot stops).
  */
-export function watchQueues(read: QueueCountsReader): () => void {
-  readQueues = read;
+export function watchQueues(read: QueueCountsReader, options: WatchQueuesOptions = {}): () => void {
+  const entry = { read, options };
+  watched = entry;
+  reading = undefined;
   return () => {
-    if (readQueues === read) readQueues = undefined;
+    if (watched === entry) watched = undefined;
   };
 }
 

@@ -103,12 +103,12 @@ export function connectRedis(url: string, options: RedisOptions = {}, log?: Logg
   const redis = isClusterAddress(url) ? openCluster(url, base) : url.startsWith("/") ? new Redis({ ...base, path: url }) : new Redis(url, base);
   let lastWarning = 0;
   let troubled = false;
-  redis.on("error", (err: Error & { code?: unknown }) => {
+  onConnectionError(redis, (err: Error & { code?: unknown }, node?: string) => {
     troubled = true;
     if (Date.now() - lastWarning < 10_000) return;
     lastWarning = Date.now();
     // The message and code only: a socket error's stack says nothing useful here.
-    log?.warn({ redis: describeRedisUrl(url), code: typeof err.code === "string" ? err.code : undefined }, `redis connection problem: ${err.message}; reconnecting`);
+    log?.warn({ redis: describeRedisUrl(url), node, code: typeof err.code === "string" ? err.code : undefined }, `redis connection problem: ${err.message}; reconnecting`);
   });
   redis.on("ready", () => {
     if (!troubled) return;
@@ -117,6 +117,16 @@ export function connectRedis(url: string, options: RedisOptions = {}, log?: Logg
     log?.info({ redis: describeRedisUrl(url) }, "redis connection is back");
   });
   return redis;
+}
+
+/**
+ * Calls `handler` on the connection's errors. A `Cluster` reports a node's connection failure (one
+ * master down, a seed node unreachable) as `"node error"` with the node's `host:port`, and only
+ * a failure of the whole cluster as `"error"` (ioredis `built/cluster/index.js`), so both are heard.
+ */
+function onConnectionError(redis: RedisClient, handler: (err: Error, node?: string) => void): void {
+  redis.on("error", (err: Error) => handler(err));
+  if (isCluster(redis)) redis.on("node error", (err: Error, node: string) => handler(err, node));
 }
 
 /**
@@ -161,8 +171,8 @@ export function describeRedisUrl(url: string): string {
  */
 export async function pingRedis(url: string, timeoutMs: number): Promise<string | undefined> {
   const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
-  let cause: string | undefined; // ioredis rejects with "Connection is closed."; the event says why
-  redis.on("error", (err: Error) => (cause ??= err.message));
+  let cause: string | undefined; // ioredis rejects with "Connection is closed." (a cluster: "Failed to refresh slots cache."); the event says why
+  onConnectionError(redis, (err) => (cause ??= err.message));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

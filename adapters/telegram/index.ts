@@ -150,14 +150,22 @@ export class TelegramAdapter implements Adapter {
     }
 
     if (context.redis) {
-      this.#lease = new PollingLease(context.redis, bot.botInfo.id, this.#options.lease);
-      if (!(await this.#lease.tryAcquire())) {
+      const lease = new PollingLease(context.redis, bot.botInfo.id, this.#options.lease);
+      this.#lease = lease;
+      const ours = await lease.tryAcquire();
+      // stop() ran while Redis answered: its release found no tenure yet, so hand this one back here.
+      if (signal.aborted) {
+        if (ours) await lease.release();
+        signal.throwIfAborted();
+      }
+      if (!ours) {
         log.info({ bot: bot.botInfo.username, retryEveryMs: this.#lease.options.retryEveryMs }, "telegram: another adapter is polling this bot; waiting to take over its polling lease");
         this.#waitForLease(context);
         return;
       }
     }
     await this.#startPolling(context);
+    signal.throwIfAborted();
     log.info({ bot: bot.botInfo.username, fence: this.#lease?.fence }, "telegram: long polling started");
   }
 
@@ -176,24 +184,26 @@ export class TelegramAdapter implements Adapter {
         })
         .catch((error: unknown) => {
           if (!started) return reject(error instanceof Error ? error : new Error(String(error)));
-          if (isUnauthorized(error)) {
-            // The core logs it and stops the bot; without a core, say it here.
-            const fatal = tokenRejected(error);
-            if (context.fatal) context.fatal(fatal);
-            else log.fatal(fatal.message);
-            return;
-          }
+          if (isUnauthorized(error)) return this.#reportTokenRejected(error, context);
           // The monitor retries everything else; this is a bug (e.g. in grammy) rather than the network.
           log.error({ error: redact(String(error)) }, "telegram: polling stopped with an error");
         });
     });
     const lease = this.#lease;
-    if (!lease) return;
+    // stop() ran while polling started: it cleared the timer already, and releases the lease once polling ends.
+    if (!lease || this.#stopped) return;
     this.#leaseTimer = setInterval(() => {
       void lease.confirm().then((ours) => {
         if (!ours) this.#leaseLost(context);
       });
     }, lease.options.renewEveryMs);
+  }
+
+  /** The token was rejected (401) after start-up: `context.fatal` (the core logs it and stops the bot), or without a core one fatal line here. */
+  #reportTokenRejected(error: unknown, context: AdapterContext): void {
+    const fatal = tokenRejected(error);
+    if (context.fatal) context.fatal(fatal);
+    else this.log.fatal(fatal.message);
   }
 
   /** A waiting adapter: tries to take the lease every `retryEveryMs`, and starts polling once it has it. */
@@ -206,18 +216,18 @@ export class TelegramAdapter implements Adapter {
       void lease
         .tryAcquire()
         .then(async (ours) => {
-          if (!ours || this.#stopped) return;
+          if (!ours) return;
+          if (this.#stopped) {
+            // stop() ran while Redis answered: its release found no tenure yet, so hand this one back here.
+            await lease.release();
+            return;
+          }
           clearInterval(this.#leaseTimer);
           try {
             await this.#startPolling(context);
             this.log.info({ bot: this.bot.botInfo.username, fence: lease.fence }, "telegram: took over the polling lease; long polling started");
           } catch (error) {
-            if (isUnauthorized(error)) {
-              const fatal = tokenRejected(error);
-              if (context.fatal) context.fatal(fatal);
-              else this.log.fatal(fatal.message);
-              return;
-            }
+            if (isUnauthorized(error)) return this.#reportTokenRejected(error, context);
             this.log.error({ error: redact(String(error)) }, "telegram: could not start polling after taking the lease; handing it back");
             await lease.release();
             if (!this.#stopped) this.#waitForLease(context);

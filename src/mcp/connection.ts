@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, statSync } from "node:fs";
-import { redactValues, silentLogger, type Logger } from "../log.js";
+import { silentLogger, valueRedactor, type Logger } from "../log.js";
 import type { McpServerConfig } from "./config.js";
 
 /** Longest wait for a server to start and answer `initialize` and `tools/list`, in ms. */
@@ -65,9 +65,12 @@ export class McpConnection {
   #lastError = "";
   readonly #log: Logger;
   readonly #options: McpConnectionOptions;
+  /** Redacts this server's secrets (`config.secrets`) from its stderr and errors; their forms are worked out once. */
+  readonly #redact: (text: string) => string;
 
   constructor(config: McpServerConfig, options: McpConnectionOptions) {
     this.config = config;
+    this.#redact = valueRedactor(config.secrets);
     this.#options = options;
     this.#log = (options.log ?? silentLogger).child({ mcpServer: config.name });
   }
@@ -181,7 +184,7 @@ export class McpConnection {
       for (const line of chunk.toString("utf8").split("\n")) {
         if (line.trim() === "") continue;
         // Redacted line by line, before any joining: a multi-line secret (a PEM key) matches per line.
-        const clean = redactValues(line.trim(), config.secrets);
+        const clean = this.#redact(line.trim());
         this.#stderrTail.push(clean);
         if (this.#stderrTail.length > 5) this.#stderrTail.shift();
         this.#log.debug({ line: clean }, "MCP server stderr");
@@ -245,7 +248,7 @@ export class McpConnection {
   /** One line for operators: the error's message, with the stderr tail of a stdio server; secrets redacted. */
   #reason(error: unknown): string {
     const message = error instanceof Error ? error.message : String(error);
-    return redactValues(this.#exitText(redactValues(message, this.config.secrets)).replace(/\s+/g, " ").trim(), this.config.secrets).slice(0, 300);
+    return this.#redact(this.#exitText(this.#redact(message)).replace(/\s+/g, " ").trim()).slice(0, 300);
   }
 
   #exitText(message: string): string {

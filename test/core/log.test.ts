@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { expect, it } from "vitest";
-import { createLogger, redact, registerSecrets } from "../../src/log.js";
+import { createLogger, redact, registerSecrets, secretForms, valueRedactor } from "../../src/log.js";
 import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 function capture() {
@@ -42,4 +42,32 @@ it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registe
   const text = lines.join("");
   expect(text).not.toContain("short-Test_token");
   expect(JSON.parse(lines[0]!).err.message).toBe("request to http://127.0.0.1:9/bot[redacted]/getMe failed");
+});
+
+it("secretForms: the value and each line of it, as written and URL-encoded both ways with either case of %xx; short lines left out when asked", () => {
+  const forms = secretForms("k y/1:z\nline-two+");
+  for (const form of [
+    "k y/1:z\nline-two+",
+    "k%20y%2F1%3Az%0Aline-two%2B",
+    "k%20y%2f1%3az%0aline-two%2b",
+    "k%20y/1:z%0Aline-two+",
+    "k%20y/1:z%0aline-two+",
+    "k y/1:z",
+    "k%20y%2F1%3Az",
+    "k%20y/1:z",
+    "line-two+",
+    "line-two%2B",
+    "line-two%2b",
+  ]) {
+    expect(forms).toContain(form);
+  }
+  expect(secretForms("abc\nlonger-line", 6)).toEqual(expect.not.arrayContaining(["abc"]));
+  expect(secretForms("abc\nlonger-line", 6)).toContain("longer-line");
+  expect(secretForms("")).toEqual([]);
+});
+
+it("valueRedactor: short values of one source, also in a URL (encodeURI keeps '/' and ':'), longest first", () => {
+  const clean = valueRedactor(["k y/1", "k y/1-and-more"]);
+  expect(clean("GET /api/k%20y/1?x=1 failed")).toBe("GET /api/[redacted]?x=1 failed");
+  expect(clean("value k y/1-and-more here")).toBe("value [redacted] here");
 });

@@ -49,6 +49,33 @@ describe("metrics", () => {
     expect(await registry.metrics()).not.toContain('bot_queue_jobs{queue="chats"');
   });
 
+  it("a queue read that never answers (Redis down, commands waiting) holds a scrape up only for the timeout, and reads do not pile up", async () => {
+    let reads = 0;
+    const debug: string[] = [];
+    const stop = watchQueues(
+      () => {
+        reads += 1;
+        return new Promise(() => {}); // as getJobCounts on a connection with maxRetriesPerRequest null during an outage
+      },
+      { timeoutMs: 200, log: { debug: (message) => debug.push(message) } },
+    );
+    try {
+      for (let scrape = 0; scrape < 2; scrape++) {
+        const started = performance.now();
+        const text = await registry.metrics();
+        const took = performance.now() - started;
+        expect(took).toBeGreaterThanOrEqual(190);
+        expect(took).toBeLessThan(1500);
+        expect(text).toContain("process_cpu_user_seconds_total");
+        expect(text).not.toContain('bot_queue_jobs{queue="chats"');
+      }
+      expect(reads).toBe(1);
+      expect(debug).toEqual(["metrics: queue depths left out of this scrape (no answer within 200 ms)", "metrics: queue depths left out of this scrape (no answer within 200 ms)"]);
+    } finally {
+      stop();
+    }
+  });
+
   it("active jobs go up while a job runs and back down after it, also when it throws", async () => {
     let during = -1;
     await metrics.activeJob(async () => {

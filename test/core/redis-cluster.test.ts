@@ -99,6 +99,29 @@ describe("a three-master Redis Cluster", () => {
       redis.disconnect();
     }
   });
+
+  // Last of this block: it shuts one master down.
+  it("one master down: the rate-limited connection warning names that node and the cause (ioredis reports it as 'node error')", async () => {
+    const { log, lines } = captureLogger("info");
+    const redis = connectRedis(cluster.url, {}, log);
+    try {
+      await redis.ping();
+      const victim = isCluster(redis) ? redis.nodes("master")[1]! : undefined;
+      const node = `127.0.0.1:${victim!.options.port}`;
+      await victim!.call("SHUTDOWN", "NOSAVE").catch(() => undefined); // the connection ends with the node
+      const deadline = Date.now() + 20_000;
+      const warnings = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.level === 40);
+      while (warnings().length === 0 && Date.now() < deadline) {
+        // Commands for keys of every master: the ones for the stopped master make the cluster reach for it again.
+        await Promise.all(Array.from({ length: 12 }, (_, i) => redis.get(`k${i}`).catch(() => undefined)));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(warnings()).toHaveLength(1);
+      expect(warnings()[0]).toMatchObject({ node, code: "ECONNREFUSED", msg: expect.stringMatching(/^redis connection problem: connect ECONNREFUSED .+; reconnecting$/) });
+    } finally {
+      redis.disconnect();
+    }
+  }, 30_000);
 });
 
 describe("maxmemory-policy on one Redis", () => {

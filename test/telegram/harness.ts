@@ -7,6 +7,7 @@ import { z } from "zod";
 import { EnqueueError, type AdapterContext, type AdapterFatalError } from "../../src/adapter.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
 import { silentLogger, type Logger } from "../../src/log.js";
+import type { RedisClient } from "../../src/redis.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -73,12 +74,21 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
+/** More of {@link startHarness}'s set-up. */
+export interface HarnessExtras {
+  /** The context's Redis connection: with it, long polling takes the polling lease (`lease.ts`). */
+  redis?: RedisClient;
+  /** Called with the adapter before `start` (e.g. to add a grammy API transformer). */
+  beforeStart?: (adapter: TelegramAdapter) => void;
+}
+
 /** Starts the fake and the adapter (long polling unless `env` sets a webhook). */
 export async function startHarness(
   env: Record<string, string> = {},
   tg?: FakeTelegram,
   log: Logger = silentLogger,
   options: TelegramAdapterOptions = {},
+  extra: HarnessExtras = {},
 ): Promise<Harness> {
   const fake = tg ?? (await FakeTelegram.start());
   const config = testConfig({ TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, ...env });
@@ -103,7 +113,9 @@ export async function startHarness(
     toolboxFor: () => testToolbox,
     approvals: decider,
     fatal: (error) => fatal.push(error),
+    ...(extra.redis ? { redis: extra.redis } : {}),
   };
+  extra.beforeStart?.(adapter);
   await adapter.start(context);
   return {
     tg: fake,

@@ -4,6 +4,9 @@
  * - The lease itself on a real Redis: one holder at a time; an abandoned lease (a holder that
  *   stopped renewing, as a paused process does) is taken over with a higher fence, and the old
  *   holder's confirmation then fails, so it sends no further `getUpdates`.
+ * - stop() racing the lease, one adapter in this process on the fake Bot API (Redis held with
+ *   `CLIENT PAUSE` so an acquire is in flight): an acquire that answers after stop() is handed back
+ *   at once, start-up rejects instead of polling, and no renewal timer outlives stop().
  * - Two adapter processes (`npm start`'s entry point, `ROLE=adapter`, real child processes) on the
  *   strict fake Bot API, with a worker in this process: one polls, the other waits (no 409 between
  *   them); after the first is killed (SIGKILL) the second takes over within 10 s, and every
@@ -12,12 +15,16 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import type { RedisClient } from "../../src/redis.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as delay } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import { loadTools } from "../../src/toolbox/registry.js";
+import type { TelegramAdapter } from "../../adapters/telegram/index.js";
 import { PollingLease, pollingLeaseKey } from "../../adapters/telegram/lease.js";
+import { silentLogger } from "../../src/log.js";
+import { startHarness } from "./harness.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { scriptedModel } from "../e2e/scripted-model.js";
@@ -61,6 +68,94 @@ describe("the lease", () => {
     expect(key).toMatch(/^telegram:poller:\{[0-9a-f]{16}\}$/);
     expect(key).not.toContain("900000001");
     expect(pollingLeaseKey(900000002)).not.toBe(key);
+  });
+});
+
+describe("stop() while the lease is being taken (one adapter in this process)", () => {
+  const timings = { ttlMs: 5000, renewEveryMs: 40, retryEveryMs: 50 };
+  let tg: FakeTelegram;
+  beforeAll(async () => {
+    tg = await FakeTelegram.start();
+  });
+  afterAll(async () => {
+    await tg?.stop();
+  });
+
+  /** Holds every Redis client's commands for `ms` (`CLIENT PAUSE … ALL`, https://redis.io/commands/client-pause/). */
+  async function pauseRedis(ms: number): Promise<void> {
+    await redis.call("CLIENT", "PAUSE", String(ms), "ALL");
+  }
+
+  it("a take-over whose acquire answers after stop() hands the lease back at once", async () => {
+    const key = pollingLeaseKey(tg.bot.id);
+    const other = new PollingLease(redis, tg.bot.id, timings);
+    expect(await other.tryAcquire()).toBe(true);
+    const h = await startHarness({}, tg, silentLogger, { lease: timings }, { redis });
+    expect(h.adapter.bot.isRunning()).toBe(false); // waiting for the lease
+    // The lease is freed and Redis pauses in the same read of this connection: the adapter's next acquire waits in Redis.
+    await redis.pipeline().del(key).call("CLIENT", "PAUSE", "800", "ALL").exec();
+    await delay(250);
+    await h.adapter.stop();
+    await delay(900); // the pause is over; the acquire has answered
+    expect(await redis.exists(key)).toBe(0);
+    expect(h.adapter.bot.isRunning()).toBe(false);
+    expect(await other.tryAcquire()).toBe(true);
+    await other.release();
+  });
+
+  it("stop() while start-up's acquire waits for Redis: start-up rejects, the lease is handed back, no polling", async () => {
+    const key = pollingLeaseKey(tg.bot.id);
+    let adapter: TelegramAdapter | undefined;
+    let paused = false;
+    const starting = startHarness({}, tg, silentLogger, { lease: timings }, {
+      redis,
+      beforeStart: (a) => {
+        adapter = a;
+        a.bot.api.config.use(async (prev, method, payload, signal) => {
+          const result = await prev(method, payload, signal);
+          if (method === "setMyCommands" && !paused) {
+            paused = true;
+            await pauseRedis(1000); // start-up's acquire, next, waits in Redis
+          }
+          return result;
+        });
+      },
+    });
+    const failed = expect(starting).rejects.toThrow("telegram: start-up was stopped");
+    await vi.waitFor(() => expect(paused).toBe(true), { timeout: 10_000 });
+    await delay(300);
+    await adapter!.stop();
+    await failed;
+    await delay(1000); // the pause is over; the acquire has answered
+    expect(await redis.exists(key)).toBe(0);
+    expect(adapter!.bot.isRunning()).toBe(false);
+  });
+
+  it("stop() after deleteWebhook, before polling runs: start-up rejects, the lease is handed back, no timer is left behind", async () => {
+    const key = pollingLeaseKey(tg.bot.id);
+    await redis.ping(); // connected: ioredis's connect timer is gone
+    await delay(100); // transient timers of the set-up have run
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    let adapter: TelegramAdapter | undefined;
+    let stopping: Promise<void> | undefined;
+    const starting = startHarness({}, tg, silentLogger, { lease: timings }, {
+      redis,
+      beforeStart: (a) => {
+        adapter = a;
+        a.bot.api.config.use(async (prev, method, payload, signal) => {
+          const result = await prev(method, payload, signal);
+          if (method === "deleteWebhook") stopping = a.stop();
+          return result;
+        });
+      },
+    });
+    await expect(starting).rejects.toThrow("telegram: start-up was stopped");
+    await stopping;
+    await delay(200); // several renewal periods
+    expect(adapter!.bot.isRunning()).toBe(false);
+    expect(await redis.exists(key)).toBe(0);
+    // No renewal interval runs on (it would keep the process from exiting).
+    expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBeLessThanOrEqual(timersBefore);
   });
 });
 

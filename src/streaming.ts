@@ -335,10 +335,18 @@ export class LiveAnswer<C> implements AnswerStream {
       await options.onSent?.(i, refs[refs.length - 1]!);
     }
     if (this.#posted.length > chunks.length) {
-      for (const extra of this.#posted.splice(chunks.length)) await this.#surface.remove(extra.ref);
+      // Every chunk is in place (onSent ran for each): a message that cannot be deleted is logged, not a failed answer.
+      await this.#removeAll(this.#posted.splice(chunks.length));
       await this.#options.onMessages?.(this.messages);
     }
     return refs;
+  }
+
+  /** Deletes `posted` messages, logging (not throwing) a failure for each. */
+  async #removeAll(posted: Posted[]): Promise<void> {
+    for (const p of posted) {
+      await this.#surface.remove(p.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
+    }
   }
 
   async pause(): Promise<void> {
@@ -347,9 +355,7 @@ export class LiveAnswer<C> implements AnswerStream {
 
   async discard(): Promise<void> {
     await this.#stop();
-    for (const posted of this.#posted.splice(0)) {
-      await this.#surface.remove(posted.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
-    }
+    await this.#removeAll(this.#posted.splice(0));
     await this.#options.onMessages?.([]).catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
   }
 }

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
+import { captureLogger } from "../helpers/log.js";
 import { LiveAnswer, LiveView, livePieces, statusLine, type LiveSurface } from "../../src/streaming.js";
 
 describe("LiveView", () => {
@@ -63,7 +64,7 @@ describe("livePieces", () => {
  * A platform stand-in for the engine: records every call with its time, splits the final text at
  * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
  */
-function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
+function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean } = {}) {
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
@@ -81,6 +82,7 @@ function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
     },
     async remove(ref) {
       calls.push({ op: "remove", ref: ref.messageId, at: performance.now() });
+      if (options.failRemove) throw new Error("HTTP 500: Internal Server Error");
     },
     finalChunks: (text) => livePieces(text, limit),
     plainOf: (chunk) => chunk,
@@ -161,6 +163,26 @@ describe("LiveAnswer", () => {
       ["remove", "91", undefined],
     ]);
     expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
+  });
+
+  it("a live message beyond the final chunks that cannot be deleted is logged: finish still resolves with the final messages", async () => {
+    const { surface, calls } = recordingSurface({ limit: 10, failRemove: true });
+    const { log, lines } = captureLogger("warn");
+    const saved: string[][] = [];
+    const sent: [number, string][] = [];
+    const resume = [90, 91, 92].map((id) => ({ chatId: "c", messageId: String(id) }));
+    const live = new LiveAnswer(surface, { intervalMs: 10, log, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
+    const refs = await live.finish("short", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
+    expect(refs).toEqual([{ chatId: "c", messageId: "90" }]);
+    expect(sent).toEqual([[0, "90"]]);
+    expect(calls.map((c) => [c.op, c.ref])).toEqual([
+      ["editFinal", "90"],
+      ["remove", "91"],
+      ["remove", "92"],
+    ]);
+    expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
+    expect(saved.at(-1)).toEqual(["90"]);
+    expect(lines.filter((l) => l.includes("could not delete a live answer message"))).toHaveLength(2);
   });
 
   it("drafts: shown at once, then at most once per interval, and sent again when unchanged for the refresh time (a draft lasts 30 s)", async () => {

@@ -194,6 +194,8 @@ export class LiveAnswer<C> implements AnswerStream {
   /** The chain of platform calls: one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
   #flushing = false;
+  /** When the last update round failed, ms (performance clock): the next one waits an interval (no retry storm). */
+  #failedAt = -Infinity;
   #closed = false;
   #visible = false;
 
@@ -231,7 +233,10 @@ export class LiveAnswer<C> implements AnswerStream {
       this.#flushing = true;
       this.#chain = this.#chain
         .then(() => this.#update())
-        .catch((err: unknown) => this.#options.log.warn({ err }, "a live answer update failed; the next one catches up"))
+        .catch((err: unknown) => {
+          this.#failedAt = performance.now();
+          this.#options.log.warn({ err }, "a live answer update failed; the next one catches up");
+        })
         .finally(() => {
           this.#flushing = false;
           this.#schedule();
@@ -239,8 +244,17 @@ export class LiveAnswer<C> implements AnswerStream {
     }, wait);
   }
 
-  /** ms until the next update may go out, or undefined when the chat already shows the current text. */
+  /**
+   * ms until the next update may go out, or undefined when the chat already shows the current
+   * text; at least an interval after a failed round.
+   */
   #nextWait(): number | undefined {
+    const wait = this.#dueIn();
+    return wait === undefined ? undefined : Math.max(wait, this.#failedAt + this.#options.intervalMs - performance.now());
+  }
+
+  /** ms until the next update is due by the per-message (or draft) interval, or undefined when nothing changed. */
+  #dueIn(): number | undefined {
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const now = performance.now();
     const interval = this.#options.intervalMs;

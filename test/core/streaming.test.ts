@@ -64,7 +64,7 @@ describe("livePieces", () => {
  * A platform stand-in for the engine: records every call with its time, splits the final text at
  * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
  */
-function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean } = {}) {
+function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean } = {}) {
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
@@ -79,6 +79,7 @@ function recordingSurface(options: { limit?: number; drafts?: boolean; failRemov
     async edit(ref, text, shown) {
       if (shown === text) throw new Error("unchanged edit");
       calls.push({ op: "edit", text, ref: ref.messageId, at: performance.now() });
+      if (options.failEdit) throw new Error("HTTP 400: Bad Request");
     },
     async remove(ref) {
       calls.push({ op: "remove", ref: ref.messageId, at: performance.now() });
@@ -183,6 +184,20 @@ describe("LiveAnswer", () => {
     expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
     expect(saved.at(-1)).toEqual(["90"]);
     expect(lines.filter((l) => l.includes("could not delete a live answer message"))).toHaveLength(2);
+  });
+
+  it("a failing update is retried an interval later, not at once", async () => {
+    const { surface, calls } = recordingSurface({ failEdit: true });
+    const live = new LiveAnswer(surface, { intervalMs: 100, log: silentLogger });
+    live.push({ type: "text", text: "一" });
+    await sleep(20);
+    live.push({ type: "text", text: "二" });
+    await sleep(500);
+    await live.pause();
+    const edits = calls.filter((c) => c.op === "edit");
+    expect(edits.length).toBeGreaterThanOrEqual(2); // retried…
+    expect(edits.length).toBeLessThanOrEqual(6); // …about once per interval
+    for (let i = 1; i < edits.length; i++) expect(edits[i]!.at - edits[i - 1]!.at).toBeGreaterThanOrEqual(95);
   });
 
   it("drafts: shown at once, then at most once per interval, and sent again when unchanged for the refresh time (a draft lasts 30 s)", async () => {

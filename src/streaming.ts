@@ -14,7 +14,9 @@
  *   the platform's formatted answer, split exactly as a non-streamed answer;
  * - past the platform's limit, the full part stays in its message and the rest continues in a
  *   new one; at the end every message is edited to its final chunk, missing chunks are posted and
- *   messages beyond the last chunk are deleted, so the chat holds exactly the non-streamed answer.
+ *   messages beyond the last chunk are deleted, so the chat holds exactly the non-streamed answer;
+ *   a message deleted in the chat meanwhile gets its chunk posted anew (and the chunks after it
+ *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
 import type { Logger } from "./log.js";
 import type { SentRef } from "./outbound.js";
@@ -162,8 +164,13 @@ export interface LiveSurface<C> {
   plainOf(chunk: C): string | undefined;
   /** Posts final chunk `index` (formatted, with the platform's plain-text fallback). */
   postFinal(chunk: C, index: number): Promise<SentRef>;
-  /** Edits a message to final chunk `index` (formatted, with the platform's plain-text fallback); `shown` as in {@link edit}. */
-  editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<void>;
+  /**
+   * Edits a message to final chunk `index` (formatted, with the platform's plain-text fallback);
+   * `shown` as in {@link edit}. When the message is gone (deleted in the chat meanwhile: Telegram
+   * 400 "message to edit not found", Discord 10008 Unknown Message), posts the chunk anew as
+   * {@link postFinal} does and returns the new message; else returns nothing.
+   */
+  editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<SentRef | void>;
 }
 
 /**
@@ -339,8 +346,15 @@ export class LiveAnswer<C> implements AnswerStream {
         if (posted.shown === undefined || plain !== posted.shown) {
           const wait = posted.at + interval - performance.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
+          const anew = await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
           posted.at = performance.now();
+          if (anew) {
+            // The message was gone and the chunk was posted below the later live messages: those are
+            // deleted and their chunks posted after it, so the answer reads in order.
+            posted.ref = anew;
+            await this.#removeAll(this.#posted.splice(i + 1));
+            await this.#options.onMessages?.(this.messages);
+          }
         }
         // What it shows now is the final chunk; unknown as plain text when formatted.
         posted.shown = plain;

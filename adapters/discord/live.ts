@@ -18,8 +18,10 @@ import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 export interface DiscordLiveCalls {
   /** Posts a message body in `channelId`. */
   post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef>;
-  /** Edits a message's `content` (no one is pinged). */
+  /** Edits a message's `content` (no one is pinged). @throws {DiscordSendError} when Discord refuses it. */
   edit(method: string, ref: SentRef, content: string): Promise<void>;
+  /** True when `error` (thrown by {@link edit}) says the message no longer exists (Unknown Message, code 10008). */
+  isUnknownMessage(error: unknown): boolean;
   /** Deletes a message; one already gone is not a failure. */
   remove(ref: SentRef): Promise<void>;
   /** Posts final chunk `index` of `chunks` exactly as a non-streamed answer does. */
@@ -44,6 +46,14 @@ export function discordSurface(to: IncomingMessage, calls: DiscordLiveCalls): Li
     },
     plainOf: (chunk) => chunk,
     postFinal: (_chunk, index) => calls.postAnswerChunk(to, chunks, index),
-    editFinal: (ref, chunk) => calls.edit("finishAnswer", ref, chunk),
+    async editFinal(ref, chunk, index) {
+      try {
+        await calls.edit("finishAnswer", ref, chunk);
+      } catch (error) {
+        // Deleted in the chat meanwhile: the chunk is posted anew, as a non-streamed answer posts it.
+        if (!calls.isUnknownMessage(error)) throw error;
+        return calls.postAnswerChunk(to, chunks, index);
+      }
+    },
   };
 }

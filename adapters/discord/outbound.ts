@@ -58,6 +58,14 @@ export class DiscordSendError extends Error {
   }
 }
 
+/** Discord's JSON error code for a message that does not exist (any more): Unknown Message. */
+const UNKNOWN_MESSAGE = 10008;
+
+/** True when a REST call failed because its message does not exist any more (Unknown Message, 10008). */
+function isUnknownMessage(error: unknown): boolean {
+  return error instanceof DiscordSendError && Number(error.code) === UNKNOWN_MESSAGE;
+}
+
 /** Longest `nonce` string Discord accepts on a message create, in characters. */
 export const MAX_NONCE_LENGTH = 25;
 
@@ -151,6 +159,7 @@ export class DiscordOutbound implements Outbound {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         await this.#call(method, route, () => this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }));
       },
+      isUnknownMessage,
       remove: async (ref) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         try {

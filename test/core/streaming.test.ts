@@ -64,7 +64,7 @@ describe("livePieces", () => {
  * A platform stand-in for the engine: records every call with its time, splits the final text at
  * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
  */
-function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean } = {}) {
+function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean; gone?: Set<string> } = {}) {
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
@@ -92,8 +92,9 @@ function recordingSurface(options: { limit?: number; drafts?: boolean; failRemov
       calls.push({ op: "postFinal", text: chunk, ref: ref.messageId, at: performance.now() });
       return ref;
     },
-    async editFinal(ref, chunk, _index, shown) {
+    async editFinal(ref, chunk, index, shown) {
       if (shown === chunk) throw new Error("unchanged final edit");
+      if (options.gone?.has(ref.messageId)) return surface.postFinal(chunk, index); // deleted in the chat: posted anew
       calls.push({ op: "editFinal", text: chunk, ref: ref.messageId, at: performance.now() });
     },
   };
@@ -184,6 +185,27 @@ describe("LiveAnswer", () => {
     expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
     expect(saved.at(-1)).toEqual(["90"]);
     expect(lines.filter((l) => l.includes("could not delete a live answer message"))).toHaveLength(2);
+  });
+
+  it("a message deleted in the chat before the final edit: its chunk is posted anew, the later chunks after it (their old messages deleted), and the new list is saved", async () => {
+    const { surface, calls } = recordingSurface({ limit: 10, gone: new Set(["90"]) });
+    const saved: string[][] = [];
+    const sent: [number, string][] = [];
+    const resume = [90, 91].map((id) => ({ chatId: "c", messageId: String(id) }));
+    const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
+    const refs = await live.finish("aaaa bbbb\n\ncccc dddd", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
+    expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
+      ["postFinal", "1", "aaaa bbbb"],
+      ["remove", "91", undefined],
+      ["postFinal", "2", "cccc dddd"],
+    ]);
+    expect(refs.map((r) => r.messageId)).toEqual(["1", "2"]);
+    expect(live.messages.map((r) => r.messageId)).toEqual(["1", "2"]);
+    expect(saved).toEqual([["1"], ["1", "2"]]);
+    expect(sent).toEqual([
+      [0, "1"],
+      [1, "2"],
+    ]);
   });
 
   it("a failing update is retried an interval later, not at once", async () => {

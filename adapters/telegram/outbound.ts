@@ -40,12 +40,12 @@ export class TelegramOutbound implements Outbound {
    */
   readonly singleChunkUnits = 2000;
 
-  /**
-   * @param api - a grammy Api with auto-retry installed (see `createApi`).
-   */
   /** Downloads the files of incoming messages (`getFile` + the Bot API's file endpoint). */
   readonly media: TelegramMedia;
 
+  /**
+   * @param api - a grammy Api with auto-retry installed (see `createApi`).
+   */
   constructor(
     readonly api: Api,
     private readonly config: Config,

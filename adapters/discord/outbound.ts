@@ -61,6 +61,11 @@ export class DiscordSendError extends Error {
 /** Discord's JSON error code for a message that does not exist (any more): Unknown Message. */
 const UNKNOWN_MESSAGE = 10008;
 
+/** True when a REST call failed because its message or channel is gone or out of reach (see `GONE_CODES`). */
+function isGone(error: unknown): error is DiscordSendError {
+  return error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code));
+}
+
 /** True when a REST call failed because its message does not exist any more (Unknown Message, 10008). */
 function isUnknownMessage(error: unknown): boolean {
   return error instanceof DiscordSendError && Number(error.code) === UNKNOWN_MESSAGE;
@@ -144,6 +149,7 @@ export class DiscordOutbound implements Outbound {
     return this.#post("sendAnswer", to.chatId, body);
   }
 
+  /** The `message_reference` of a reply to the user's message (`fail_if_not_exists: false`: a deleted message does not lose the reply). */
   #replyTo(to: IncomingMessage): Record<string, unknown> {
     return { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
   }
@@ -165,7 +171,7 @@ export class DiscordOutbound implements Outbound {
         try {
           await this.#call("deleteLiveAnswer", route, () => this.#rest.delete(route));
         } catch (error) {
-          if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) return;
+          if (isGone(error)) return;
           throw error;
         }
       },
@@ -201,7 +207,7 @@ export class DiscordOutbound implements Outbound {
       allowed_mentions: NO_MENTIONS,
       nonce: messageNonce("prompt", conversationKey(conversationOf(to)), to.messageId, prompt.approvalId),
       enforce_nonce: true,
-      message_reference: { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false },
+      message_reference: this.#replyTo(to),
     });
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
       const route = Routes.channelMessageOwnReaction(ref.chatId, ref.messageId, encodeURIComponent(emoji));
@@ -231,7 +237,7 @@ export class DiscordOutbound implements Outbound {
         this.#rest.patch(route, { body: { content, components: promptComponents("unused", this.#config.BOT_LOCALE, outcome), allowed_mentions: NO_MENTIONS } }),
       );
     } catch (error) {
-      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+      if (isGone(error)) {
         this.#log.info({ chatId: prompt.chatId, messageId: prompt.messageId, code: error.code }, "approval prompt is gone; nothing to edit");
         return;
       }
@@ -266,7 +272,7 @@ export class DiscordOutbound implements Outbound {
     try {
       await this.#call("closeReminder", route, () => this.#rest.patch(route, { body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS } }));
     } catch (error) {
-      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+      if (isGone(error)) {
         this.#log.info({ chatId: message.chatId, messageId: message.messageId, code: error.code }, "reminder message is gone; nothing to edit");
         return;
       }

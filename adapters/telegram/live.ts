@@ -18,7 +18,7 @@ import type { SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import type { LiveSurface } from "../../src/streaming.js";
 import { isEntityError, isNotModified, isUneditable } from "./api.js";
-import type { TelegramDestination } from "./outbound.js";
+import { placement, type TelegramDestination } from "./outbound.js";
 import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
 
 /** How the final chunks are sent, shared with the non-streamed path (`TelegramOutbound.sendChunk`). */
@@ -34,11 +34,7 @@ export function draftId(messageId: string, piece: number): number {
 
 /** The Telegram {@link LiveSurface} of an answer to `to`. */
 export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
-  const common = {
-    ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
-    ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
-    link_preview_options: { is_disabled: true },
-  };
+  const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
   const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
     try {
       await api.editMessageText(ref.chatId, Number(ref.messageId), text, { link_preview_options: { is_disabled: true }, ...(parseMode ? { parse_mode: parseMode } : {}) });

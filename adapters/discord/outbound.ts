@@ -129,20 +129,20 @@ export class DiscordOutbound implements Outbound {
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
-      const ref = await this.#postChunk(to, chunks, i);
+      const ref = await this.#postChunk(to, chunks[i]!, i);
       refs.push(ref);
       await options.onSent?.(i, ref);
     }
     return refs;
   }
 
-  /** Posts chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
-  #postChunk(to: IncomingMessage, chunks: string[], i: number): Promise<SentRef> {
+  /** Posts `content` as chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
+  #postChunk(to: IncomingMessage, content: string, i: number): Promise<SentRef> {
     const body: Record<string, unknown> = {
-      content: chunks[i],
+      content,
       allowed_mentions: NO_MENTIONS,
       // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
-      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), chunks[i]!),
+      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), content),
       enforce_nonce: true,
     };
     if (i === 0 && to.chatKind === "group") body.message_reference = this.#replyTo(to);
@@ -175,7 +175,7 @@ export class DiscordOutbound implements Outbound {
           throw error;
         }
       },
-      postAnswerChunk: (t, chunks, index) => this.#postChunk(t, chunks, index),
+      postAnswerChunk: (t, content, index) => this.#postChunk(t, content, index),
       liveBody: (t, conversation, index, content) => ({
         content,
         allowed_mentions: NO_MENTIONS,

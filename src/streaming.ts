@@ -14,7 +14,9 @@
  *   the platform's formatted answer, split exactly as a non-streamed answer;
  * - past the platform's limit, the full part stays in its message and the rest continues in a
  *   new one; at the end every message is edited to its final chunk, missing chunks are posted and
- *   messages beyond the last chunk are deleted, so the chat holds exactly the non-streamed answer.
+ *   messages beyond the last chunk are deleted, so the chat holds exactly the non-streamed answer;
+ *   a message deleted in the chat meanwhile gets its chunk posted anew (and the chunks after it
+ *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
 import type { Logger } from "./log.js";
 import type { SentRef } from "./outbound.js";
@@ -162,8 +164,13 @@ export interface LiveSurface<C> {
   plainOf(chunk: C): string | undefined;
   /** Posts final chunk `index` (formatted, with the platform's plain-text fallback). */
   postFinal(chunk: C, index: number): Promise<SentRef>;
-  /** Edits a message to final chunk `index` (formatted, with the platform's plain-text fallback); `shown` as in {@link edit}. */
-  editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<void>;
+  /**
+   * Edits a message to final chunk `index` (formatted, with the platform's plain-text fallback);
+   * `shown` as in {@link edit}. When the message is gone (deleted in the chat meanwhile: Telegram
+   * 400 "message to edit not found", Discord 10008 Unknown Message), posts the chunk anew as
+   * {@link postFinal} does and returns the new message; else returns nothing.
+   */
+  editFinal(ref: SentRef, chunk: C, index: number, shown: string | undefined): Promise<SentRef | void>;
 }
 
 /**
@@ -194,6 +201,8 @@ export class LiveAnswer<C> implements AnswerStream {
   /** The chain of platform calls: one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
   #flushing = false;
+  /** When the last update round failed, ms (performance clock): the next one waits an interval (no retry storm). */
+  #failedAt = -Infinity;
   #closed = false;
   #visible = false;
 
@@ -231,7 +240,10 @@ export class LiveAnswer<C> implements AnswerStream {
       this.#flushing = true;
       this.#chain = this.#chain
         .then(() => this.#update())
-        .catch((err: unknown) => this.#options.log.warn({ err }, "a live answer update failed; the next one catches up"))
+        .catch((err: unknown) => {
+          this.#failedAt = performance.now();
+          this.#options.log.warn({ err }, "a live answer update failed; the next one catches up");
+        })
         .finally(() => {
           this.#flushing = false;
           this.#schedule();
@@ -239,8 +251,17 @@ export class LiveAnswer<C> implements AnswerStream {
     }, wait);
   }
 
-  /** ms until the next update may go out, or undefined when the chat already shows the current text. */
+  /**
+   * ms until the next update may go out, or undefined when the chat already shows the current
+   * text; at least an interval after a failed round.
+   */
   #nextWait(): number | undefined {
+    const wait = this.#dueIn();
+    return wait === undefined ? undefined : Math.max(wait, this.#failedAt + this.#options.intervalMs - performance.now());
+  }
+
+  /** ms until the next update is due by the per-message (or draft) interval, or undefined when nothing changed. */
+  #dueIn(): number | undefined {
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const now = performance.now();
     const interval = this.#options.intervalMs;
@@ -325,8 +346,15 @@ export class LiveAnswer<C> implements AnswerStream {
         if (posted.shown === undefined || plain !== posted.shown) {
           const wait = posted.at + interval - performance.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
+          const anew = await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
           posted.at = performance.now();
+          if (anew) {
+            // The message was gone and the chunk was posted below the later live messages: those are
+            // deleted and their chunks posted after it, so the answer reads in order.
+            posted.ref = anew;
+            await this.#removeAll(this.#posted.splice(i + 1));
+            await this.#options.onMessages?.(this.messages);
+          }
         }
         // What it shows now is the final chunk; unknown as plain text when formatted.
         posted.shown = plain;
@@ -335,10 +363,18 @@ export class LiveAnswer<C> implements AnswerStream {
       await options.onSent?.(i, refs[refs.length - 1]!);
     }
     if (this.#posted.length > chunks.length) {
-      for (const extra of this.#posted.splice(chunks.length)) await this.#surface.remove(extra.ref);
+      // Every chunk is in place (onSent ran for each): a message that cannot be deleted is logged, not a failed answer.
+      await this.#removeAll(this.#posted.splice(chunks.length));
       await this.#options.onMessages?.(this.messages);
     }
     return refs;
+  }
+
+  /** Deletes `posted` messages, logging (not throwing) a failure for each. */
+  async #removeAll(posted: Posted[]): Promise<void> {
+    for (const p of posted) {
+      await this.#surface.remove(p.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
+    }
   }
 
   async pause(): Promise<void> {
@@ -347,9 +383,7 @@ export class LiveAnswer<C> implements AnswerStream {
 
   async discard(): Promise<void> {
     await this.#stop();
-    for (const posted of this.#posted.splice(0)) {
-      await this.#surface.remove(posted.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
-    }
+    await this.#removeAll(this.#posted.splice(0));
     await this.#options.onMessages?.([]).catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
   }
 }

@@ -6,7 +6,7 @@
  * the final answer is printed in full (e.g. a note was added to it).
  */
 import type { SentRef } from "../../src/outbound.js";
-import type { AnswerStream, StreamEvent } from "../../src/streaming.js";
+import { statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
 
 /** The console's {@link AnswerStream}: `write` prints (resolves when written); `sendAnswer` prints a whole answer as today. */
 export class ConsoleStream implements AnswerStream {
@@ -14,7 +14,6 @@ export class ConsoleStream implements AnswerStream {
   #atLineStart = true;
   #started = false;
   #writes: Promise<void> = Promise.resolve();
-  readonly #running = new Map<string, string>();
 
   constructor(
     private readonly write: (text: string) => Promise<void>,
@@ -43,8 +42,7 @@ export class ConsoleStream implements AnswerStream {
         this.#printed = "";
         break;
       case "tool_start":
-        this.#running.set(event.id, event.activity);
-        this.#print(`${this.#atLineStart ? "" : "\n"}🔧 ${event.activity}…`);
+        this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running")}`);
         break;
       case "tool_end":
         this.#print(` ${event.ok ? "✓" : "✗"}\n`);

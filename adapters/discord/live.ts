@@ -18,12 +18,14 @@ import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 export interface DiscordLiveCalls {
   /** Posts a message body in `channelId`. */
   post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef>;
-  /** Edits a message's `content` (no one is pinged). */
+  /** Edits a message's `content` (no one is pinged). @throws {DiscordSendError} when Discord refuses it. */
   edit(method: string, ref: SentRef, content: string): Promise<void>;
+  /** True when `error` (thrown by {@link edit}) says the message no longer exists (Unknown Message, code 10008). */
+  isUnknownMessage(error: unknown): boolean;
   /** Deletes a message; one already gone is not a failure. */
   remove(ref: SentRef): Promise<void>;
-  /** Posts final chunk `index` of `chunks` exactly as a non-streamed answer does. */
-  postAnswerChunk(to: IncomingMessage, chunks: string[], index: number): Promise<SentRef>;
+  /** Posts `content` as final chunk `index` exactly as a non-streamed answer posts it. */
+  postAnswerChunk(to: IncomingMessage, content: string, index: number): Promise<SentRef>;
   /** The message-create body fields every live post carries (`allowed_mentions`, `nonce`…). */
   liveBody(to: IncomingMessage, conversation: string, index: number, content: string): Record<string, unknown>;
 }
@@ -31,19 +33,26 @@ export interface DiscordLiveCalls {
 /** The Discord {@link LiveSurface} of an answer to `to`. */
 export function discordSurface(to: IncomingMessage, calls: DiscordLiveCalls): LiveSurface<string> {
   const conversation = conversationKey(conversationOf(to));
-  let chunks: string[] = [];
   return {
     limit: DISCORD_MESSAGE_LIMIT,
     post: (text, index) => calls.post("streamAnswer", to.chatId, calls.liveBody(to, conversation, index, text)),
     edit: (ref, text) => calls.edit("streamAnswer", ref, text),
     remove: (ref) => calls.remove(ref),
     finalChunks(text) {
-      chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+      const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
       if (chunks.length === 0) throw new Error("Discord streamAnswer: the answer is empty (Discord refuses empty messages)");
       return chunks;
     },
     plainOf: (chunk) => chunk,
-    postFinal: (_chunk, index) => calls.postAnswerChunk(to, chunks, index),
-    editFinal: (ref, chunk) => calls.edit("finishAnswer", ref, chunk),
+    postFinal: (chunk, index) => calls.postAnswerChunk(to, chunk, index),
+    async editFinal(ref, chunk, index) {
+      try {
+        await calls.edit("finishAnswer", ref, chunk);
+      } catch (error) {
+        // Deleted in the chat meanwhile: the chunk is posted anew, as a non-streamed answer posts it.
+        if (!calls.isUnknownMessage(error)) throw error;
+        return calls.postAnswerChunk(to, chunk, index);
+      }
+    },
   };
 }

@@ -58,6 +58,19 @@ export class DiscordSendError extends Error {
   }
 }
 
+/** Discord's JSON error code for a message that does not exist (any more): Unknown Message. */
+const UNKNOWN_MESSAGE = 10008;
+
+/** True when a REST call failed because its message or channel is gone or out of reach (see `GONE_CODES`). */
+function isGone(error: unknown): error is DiscordSendError {
+  return error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code));
+}
+
+/** True when a REST call failed because its message does not exist any more (Unknown Message, 10008). */
+function isUnknownMessage(error: unknown): boolean {
+  return error instanceof DiscordSendError && Number(error.code) === UNKNOWN_MESSAGE;
+}
+
 /** Longest `nonce` string Discord accepts on a message create, in characters. */
 export const MAX_NONCE_LENGTH = 25;
 
@@ -116,26 +129,27 @@ export class DiscordOutbound implements Outbound {
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
-      const ref = await this.#postChunk(to, chunks, i);
+      const ref = await this.#postChunk(to, chunks[i]!, i);
       refs.push(ref);
       await options.onSent?.(i, ref);
     }
     return refs;
   }
 
-  /** Posts chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
-  #postChunk(to: IncomingMessage, chunks: string[], i: number): Promise<SentRef> {
+  /** Posts `content` as chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
+  #postChunk(to: IncomingMessage, content: string, i: number): Promise<SentRef> {
     const body: Record<string, unknown> = {
-      content: chunks[i],
+      content,
       allowed_mentions: NO_MENTIONS,
       // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
-      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), chunks[i]!),
+      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), content),
       enforce_nonce: true,
     };
     if (i === 0 && to.chatKind === "group") body.message_reference = this.#replyTo(to);
     return this.#post("sendAnswer", to.chatId, body);
   }
 
+  /** The `message_reference` of a reply to the user's message (`fail_if_not_exists: false`: a deleted message does not lose the reply). */
   #replyTo(to: IncomingMessage): Record<string, unknown> {
     return { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
   }
@@ -151,16 +165,17 @@ export class DiscordOutbound implements Outbound {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         await this.#call(method, route, () => this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }));
       },
+      isUnknownMessage,
       remove: async (ref) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         try {
           await this.#call("deleteLiveAnswer", route, () => this.#rest.delete(route));
         } catch (error) {
-          if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) return;
+          if (isGone(error)) return;
           throw error;
         }
       },
-      postAnswerChunk: (t, chunks, index) => this.#postChunk(t, chunks, index),
+      postAnswerChunk: (t, content, index) => this.#postChunk(t, content, index),
       liveBody: (t, conversation, index, content) => ({
         content,
         allowed_mentions: NO_MENTIONS,
@@ -192,7 +207,7 @@ export class DiscordOutbound implements Outbound {
       allowed_mentions: NO_MENTIONS,
       nonce: messageNonce("prompt", conversationKey(conversationOf(to)), to.messageId, prompt.approvalId),
       enforce_nonce: true,
-      message_reference: { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false },
+      message_reference: this.#replyTo(to),
     });
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
       const route = Routes.channelMessageOwnReaction(ref.chatId, ref.messageId, encodeURIComponent(emoji));
@@ -222,7 +237,7 @@ export class DiscordOutbound implements Outbound {
         this.#rest.patch(route, { body: { content, components: promptComponents("unused", this.#config.BOT_LOCALE, outcome), allowed_mentions: NO_MENTIONS } }),
       );
     } catch (error) {
-      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+      if (isGone(error)) {
         this.#log.info({ chatId: prompt.chatId, messageId: prompt.messageId, code: error.code }, "approval prompt is gone; nothing to edit");
         return;
       }
@@ -257,7 +272,7 @@ export class DiscordOutbound implements Outbound {
     try {
       await this.#call("closeReminder", route, () => this.#rest.patch(route, { body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS } }));
     } catch (error) {
-      if (error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code))) {
+      if (isGone(error)) {
         this.#log.info({ chatId: message.chatId, messageId: message.messageId, code: error.code }, "reminder message is gone; nothing to edit");
         return;
       }

@@ -68,3 +68,16 @@ export function isHarmless(error: unknown): boolean {
 export function isEntityError(error: unknown): boolean {
   return error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description);
 }
+
+/** True when an edit would not change the message (400 "message is not modified"). */
+export function isNotModified(error: unknown): boolean {
+  return error instanceof GrammyError && error.error_code === 400 && /message is not modified/i.test(error.description);
+}
+
+/**
+ * True when a message cannot be edited any more: 400 "message to edit not found" (deleted in the
+ * chat meanwhile) or "message can't be edited".
+ */
+export function isUneditable(error: unknown): boolean {
+  return error instanceof GrammyError && error.error_code === 400 && /message to edit not found|message can't be edited/i.test(error.description);
+}

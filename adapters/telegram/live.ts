@@ -17,8 +17,8 @@ import type { Logger } from "../../src/log.js";
 import type { SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import type { LiveSurface } from "../../src/streaming.js";
-import { isEntityError, isHarmless } from "./api.js";
-import type { TelegramDestination } from "./outbound.js";
+import { isEntityError, isNotModified, isUneditable } from "./api.js";
+import { placement, type TelegramDestination } from "./outbound.js";
 import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
 
 /** How the final chunks are sent, shared with the non-streamed path (`TelegramOutbound.sendChunk`). */
@@ -34,18 +34,21 @@ export function draftId(messageId: string, piece: number): number {
 
 /** The Telegram {@link LiveSurface} of an answer to `to`. */
 export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
-  const common = {
-    ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
-    ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
-    link_preview_options: { is_disabled: true },
-  };
+  const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
   const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
     try {
       await api.editMessageText(ref.chatId, Number(ref.messageId), text, { link_preview_options: { is_disabled: true }, ...(parseMode ? { parse_mode: parseMode } : {}) });
     } catch (error) {
       // Only a message posted by an earlier attempt (content unknown) may turn out unchanged.
-      if (shown === undefined && isHarmless(error)) return;
+      if (shown === undefined && isNotModified(error)) return;
       throw error;
+    }
+  };
+  const remove = async (ref: SentRef) => {
+    try {
+      await api.deleteMessage(ref.chatId, Number(ref.messageId));
+    } catch (error) {
+      log.debug({ ref, error: (error as Error).message }, "telegram: a live answer message could not be deleted (already gone?)");
     }
   };
   return {
@@ -62,23 +65,26 @@ export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDes
       return { chatId: String(message.chat.id), messageId: String(message.message_id) };
     },
     edit: (ref, text, shown) => edit(ref, text, shown),
-    async remove(ref) {
-      try {
-        await api.deleteMessage(ref.chatId, Number(ref.messageId));
-      } catch (error) {
-        log.debug({ ref, error: (error as Error).message }, "telegram: a live answer message could not be deleted (already gone?)");
-      }
-    },
+    remove,
     finalChunks: (text) => planChunks(text),
     plainOf: (chunk) => (/<[a-zA-Z/]/.test(chunk.html) ? undefined : htmlToPlain(chunk.html)),
     postFinal: (chunk, index) => sendChunk(dest, chunk, index),
     async editFinal(ref, chunk, index, shown) {
       try {
-        await edit(ref, chunk.html, shown, "HTML");
+        try {
+          await edit(ref, chunk.html, shown, "HTML");
+        } catch (error) {
+          if (!isEntityError(error)) throw error;
+          log.warn({ chatId: ref.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; editing the chunk to plain text");
+          if (chunk.plain !== shown) await edit(ref, chunk.plain, shown);
+        }
       } catch (error) {
-        if (!isEntityError(error)) throw error;
-        log.warn({ chatId: ref.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; editing the chunk to plain text");
-        if (chunk.plain !== shown) await edit(ref, chunk.plain, shown);
+        if (!isUneditable(error)) throw error;
+        // Deleted in the chat meanwhile (or no longer editable): the chunk is posted anew, then the old message is deleted if it is still there.
+        log.info({ ref, chunk: index, error: (error as Error).message }, "telegram: a live answer message cannot be edited; posting its final chunk anew");
+        const anew = await sendChunk(dest, chunk, index);
+        await remove(ref);
+        return anew;
       }
     },
   };

@@ -31,6 +31,18 @@ export function destinationOf(to: Pick<IncomingMessage, "chatId" | "chatKind" | 
   return { chatId: to.chatId, replyTo: to.chatKind === "group" ? to.messageId : undefined, threadId: to.reply?.threadId };
 }
 
+/**
+ * The send options that place a message at `to`: `reply_parameters` (with
+ * `allow_sending_without_reply`, so a deleted message does not lose the answer) when it replies,
+ * `message_thread_id` in a topic; empty otherwise.
+ */
+export function placement(to: TelegramDestination): { reply_parameters?: { message_id: number; allow_sending_without_reply: true }; message_thread_id?: number } {
+  return {
+    ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } } : {}),
+    ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
+  };
+}
+
 /** The Telegram {@link Outbound}. Methods throw grammy's `GrammyError`/`HttpError` on failures that remain after retries. */
 export class TelegramOutbound implements Outbound {
   readonly platform = "telegram" as const;
@@ -40,12 +52,12 @@ export class TelegramOutbound implements Outbound {
    */
   readonly singleChunkUnits = 2000;
 
-  /**
-   * @param api - a grammy Api with auto-retry installed (see `createApi`).
-   */
   /** Downloads the files of incoming messages (`getFile` + the Bot API's file endpoint). */
   readonly media: TelegramMedia;
 
+  /**
+   * @param api - a grammy Api with auto-retry installed (see `createApi`).
+   */
   constructor(
     readonly api: Api,
     private readonly config: Config,
@@ -85,10 +97,7 @@ export class TelegramOutbound implements Outbound {
    * sends its plain text instead. Replies to `to.replyTo` (groups) in `to.threadId` (topics).
    */
   async sendChunk(to: TelegramDestination, chunk: TelegramChunk, index: number): Promise<SentRef> {
-    const common = {
-      ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true } } : {}),
-      ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
-    };
+    const common = placement(to);
     let message: Message.TextMessage;
     try {
       message = await this.api.sendMessage(to.chatId, chunk.html, { ...common, parse_mode: "HTML", link_preview_options: { is_disabled: true } });
@@ -128,8 +137,7 @@ export class TelegramOutbound implements Outbound {
     const message = await this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), {
       parse_mode: "HTML",
       reply_markup: approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE, prompt.alwaysAllow === true),
-      ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
-      ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
+      ...placement(dest),
     });
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }

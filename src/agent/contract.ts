@@ -46,9 +46,10 @@ export interface AgentDeps {
   onEvent?: (event: AgentEvent) => void;
   /**
    * The requester's "always allow" grant of the dangerous tool `tool` in this conversation, when
-   * one has not expired (read from Redis at each call: a revoke counts at once). A call of a
-   * tool whose definition does not say `alwaysAllow: false` runs without asking when this
-   * returns a grant (through `executeOnce`, like an approved call); the trace records the grant.
+   * one has not expired (read from Redis once per tool name in each turn of tool calls, and again
+   * for the calls still waiting after an approval decision: a revoke counts from the next turn).
+   * A call of a tool whose definition does not say `alwaysAllow: false` runs without asking when
+   * this returns a grant (through `executeOnce`, like an approved call); the trace records the grant.
    * Default: none (every dangerous call is asked about).
    * @throws when Redis is unreachable (the run fails like any Redis failure).
    */

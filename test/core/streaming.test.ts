@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
+import { captureLogger } from "../helpers/log.js";
 import { LiveAnswer, LiveView, livePieces, statusLine, type LiveSurface } from "../../src/streaming.js";
 
 describe("LiveView", () => {
@@ -63,7 +64,7 @@ describe("livePieces", () => {
  * A platform stand-in for the engine: records every call with its time, splits the final text at
  * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
  */
-function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
+function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean; gone?: Set<string> } = {}) {
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
@@ -78,9 +79,11 @@ function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
     async edit(ref, text, shown) {
       if (shown === text) throw new Error("unchanged edit");
       calls.push({ op: "edit", text, ref: ref.messageId, at: performance.now() });
+      if (options.failEdit) throw new Error("HTTP 400: Bad Request");
     },
     async remove(ref) {
       calls.push({ op: "remove", ref: ref.messageId, at: performance.now() });
+      if (options.failRemove) throw new Error("HTTP 500: Internal Server Error");
     },
     finalChunks: (text) => livePieces(text, limit),
     plainOf: (chunk) => chunk,
@@ -89,8 +92,9 @@ function recordingSurface(options: { limit?: number; drafts?: boolean } = {}) {
       calls.push({ op: "postFinal", text: chunk, ref: ref.messageId, at: performance.now() });
       return ref;
     },
-    async editFinal(ref, chunk, _index, shown) {
+    async editFinal(ref, chunk, index, shown) {
       if (shown === chunk) throw new Error("unchanged final edit");
+      if (options.gone?.has(ref.messageId)) return surface.postFinal(chunk, index); // deleted in the chat: posted anew
       calls.push({ op: "editFinal", text: chunk, ref: ref.messageId, at: performance.now() });
     },
   };
@@ -161,6 +165,61 @@ describe("LiveAnswer", () => {
       ["remove", "91", undefined],
     ]);
     expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
+  });
+
+  it("a live message beyond the final chunks that cannot be deleted is logged: finish still resolves with the final messages", async () => {
+    const { surface, calls } = recordingSurface({ limit: 10, failRemove: true });
+    const { log, lines } = captureLogger("warn");
+    const saved: string[][] = [];
+    const sent: [number, string][] = [];
+    const resume = [90, 91, 92].map((id) => ({ chatId: "c", messageId: String(id) }));
+    const live = new LiveAnswer(surface, { intervalMs: 10, log, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
+    const refs = await live.finish("short", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
+    expect(refs).toEqual([{ chatId: "c", messageId: "90" }]);
+    expect(sent).toEqual([[0, "90"]]);
+    expect(calls.map((c) => [c.op, c.ref])).toEqual([
+      ["editFinal", "90"],
+      ["remove", "91"],
+      ["remove", "92"],
+    ]);
+    expect(live.messages).toEqual([{ chatId: "c", messageId: "90" }]);
+    expect(saved.at(-1)).toEqual(["90"]);
+    expect(lines.filter((l) => l.includes("could not delete a live answer message"))).toHaveLength(2);
+  });
+
+  it("a message deleted in the chat before the final edit: its chunk is posted anew, the later chunks after it (their old messages deleted), and the new list is saved", async () => {
+    const { surface, calls } = recordingSurface({ limit: 10, gone: new Set(["90"]) });
+    const saved: string[][] = [];
+    const sent: [number, string][] = [];
+    const resume = [90, 91].map((id) => ({ chatId: "c", messageId: String(id) }));
+    const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
+    const refs = await live.finish("aaaa bbbb\n\ncccc dddd", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
+    expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
+      ["postFinal", "1", "aaaa bbbb"],
+      ["remove", "91", undefined],
+      ["postFinal", "2", "cccc dddd"],
+    ]);
+    expect(refs.map((r) => r.messageId)).toEqual(["1", "2"]);
+    expect(live.messages.map((r) => r.messageId)).toEqual(["1", "2"]);
+    expect(saved).toEqual([["1"], ["1", "2"]]);
+    expect(sent).toEqual([
+      [0, "1"],
+      [1, "2"],
+    ]);
+  });
+
+  it("a failing update is retried an interval later, not at once", async () => {
+    const { surface, calls } = recordingSurface({ failEdit: true });
+    const live = new LiveAnswer(surface, { intervalMs: 100, log: silentLogger });
+    live.push({ type: "text", text: "一" });
+    await sleep(20);
+    live.push({ type: "text", text: "二" });
+    await sleep(500);
+    await live.pause();
+    const edits = calls.filter((c) => c.op === "edit");
+    expect(edits.length).toBeGreaterThanOrEqual(2); // retried…
+    expect(edits.length).toBeLessThanOrEqual(6); // …about once per interval
+    for (let i = 1; i < edits.length; i++) expect(edits[i]!.at - edits[i - 1]!.at).toBeGreaterThanOrEqual(95);
   });
 
   it("drafts: shown at once, then at most once per interval, and sent again when unchanged for the refresh time (a draft lasts 30 s)", async () => {

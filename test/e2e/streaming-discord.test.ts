@@ -119,6 +119,25 @@ describe("streamed answers on Discord", () => {
     expect(dc.deleted.filter((m) => m.channelId === channelId)).toEqual([]);
   });
 
+  it("a live message deleted in the chat before the final edit: the final chunk is posted as a new message, one complete answer", async () => {
+    const dc = stack.discord;
+    const gus = user("Gus");
+    const channelId = dc.dmChannel(gus);
+    const answer = "完整的回答：今天天氣晴朗，適合出門走走，記得防曬。".repeat(8);
+    stack.model.enqueue({ ...text(answer), stream: { chunkChars: 20, totalMs: 2000 } });
+    dc.sendUserMessage(gus, "明天會下雨嗎？", { dm: true });
+    const live = await dc.waitFor(() => sentIn(channelId)[0], TIMEOUT_MS, "the first streamed piece");
+    // The user deletes the live message: from the bot's side it is simply gone (10008 Unknown Message).
+    const deleted = await fetch(`${dc.apiUrl}/v10/channels/${channelId}/messages/${live.id}`, { method: "DELETE", headers: { authorization: `Bot ${dc.token}` } });
+    expect(deleted.status).toBe(204);
+    const final = await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === answer), TIMEOUT_MS, "the final chunk posted anew");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    expect(sentIn(channelId)).toEqual([final]);
+    expect(final.id).not.toBe(live.id);
+    expect(final.content).toBe(answer); // posted with the final text, not edited to it
+    expect(dc.edits.filter((e) => e.messageId === final.id)).toEqual([]);
+  });
+
   it("a stream broken mid-way (error event): the retry edits the partial reply to the one complete answer", async () => {
     const dc = stack.discord;
     const di = user("Di");

@@ -211,6 +211,34 @@ describe("streamed answers on Telegram", () => {
     expectNoRefusedEdits();
   });
 
+  it("a live message deleted in the chat before the final edit: the final chunk is posted as a new message, one complete answer", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150008, "刪除群組");
+    const gus = tg.user(95008, "Gus");
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2500 } });
+    tg.sendUserMessage({ chat: group, from: gus, text: `@${tg.bot.username} 今天天氣如何？` });
+    const live = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the first streamed piece");
+    // Someone deletes the live message (as an admin may): from the bot's side it is simply gone.
+    const deleted = await fetch(`${tg.apiRoot}/bot${tg.token}/deleteMessage`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chat_id: group.id, message_id: live.messageId }),
+    });
+    expect(deleted.status).toBe(200);
+    const [chunk] = finalChunks(ANSWER);
+    const answer = await tg.waitFor(() => sentTo(group).find((m) => m.text === chunk!.text), TIMEOUT_MS, "the final chunk posted anew");
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+    expect(sentTo(group)).toEqual([answer]);
+    expect(answer.messageId).not.toBe(live.messageId);
+    expect(answer.payload.parse_mode).toBe("HTML");
+    expect(answer.payload.text).toBe(chunk!.html);
+    // the edits of the deleted message were refused as "not found", each at most once per interval (no retry storm)
+    const refused = tg.refusedEdits.filter((r) => r.chatId === group.id);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.every((r) => r.messageId === live.messageId && /message to edit not found/.test(r.description))).toBe(true);
+    expect(refused.length).toBeLessThanOrEqual(2500 / INTERVAL_MS + 3);
+  });
+
   it("the final edit falls back to plain text when Telegram rejects its HTML, as a non-streamed answer does", async () => {
     const tg = stack.telegram;
     const group = tg.group(-1009150007, "備援群組");

@@ -18,8 +18,20 @@ import type { SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import type { LiveSurface } from "../../src/streaming.js";
 import { isEntityError, isNotModified, isUneditable } from "./api.js";
-import { placement, type TelegramDestination } from "./outbound.js";
+import type { TelegramDestination } from "./outbound.js";
 import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
+
+/**
+ * The send options that place a message at `to`: `reply_parameters` (with
+ * `allow_sending_without_reply`, so a deleted message does not lose the answer) when it replies,
+ * `message_thread_id` in a topic; empty otherwise.
+ */
+export function placement(to: TelegramDestination): { reply_parameters?: { message_id: number; allow_sending_without_reply: true }; message_thread_id?: number } {
+  return {
+    ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } } : {}),
+    ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
+  };
+}
 
 /** How the final chunks are sent, shared with the non-streamed path (`TelegramOutbound.sendChunk`). */
 export type SendChunk = (to: TelegramDestination, chunk: TelegramChunk, index: number) => Promise<SentRef>;

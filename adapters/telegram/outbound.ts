@@ -15,7 +15,7 @@ import { escapeHtml } from "./html.js";
 import { isChatGone, reminderHtml, reminderKeyboard } from "./reminder.js";
 import { planChunks, type TelegramChunk } from "./split.js";
 import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
-import { telegramSurface } from "./live.js";
+import { placement, telegramSurface } from "./live.js";
 
 /** Where a message goes: the chat, and optionally the message to reply to and the forum topic. */
 export interface TelegramDestination {
@@ -29,18 +29,6 @@ export interface TelegramDestination {
 /** Where an answer to `to` goes: a reply in groups, plain in private chats; the topic when there is one. */
 export function destinationOf(to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">): TelegramDestination {
   return { chatId: to.chatId, replyTo: to.chatKind === "group" ? to.messageId : undefined, threadId: to.reply?.threadId };
-}
-
-/**
- * The send options that place a message at `to`: `reply_parameters` (with
- * `allow_sending_without_reply`, so a deleted message does not lose the answer) when it replies,
- * `message_thread_id` in a topic; empty otherwise.
- */
-export function placement(to: TelegramDestination): { reply_parameters?: { message_id: number; allow_sending_without_reply: true }; message_thread_id?: number } {
-  return {
-    ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } } : {}),
-    ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
-  };
 }
 
 /** The Telegram {@link Outbound}. Methods throw grammy's `GrammyError`/`HttpError` on failures that remain after retries. */

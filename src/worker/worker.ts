@@ -48,13 +48,13 @@ export const TYPING_INTERVAL_MS = 4000;
  * BullMQ lock of an active job, in ms: the worker renews it every half of this while the job runs.
  * A worker that dies stops renewing; once the lock has run out, the next stalled-job check (every
  * {@link STALLED_INTERVAL_MS}, by any worker) hands the job to another worker. Together they bound
- * the pickup of a dead worker's job to about 6 + 5 = 11 s (BullMQ's defaults, 30 s + 30 s, gave
- * 34–67 s). Source: https://docs.bullmq.io/guide/workers/stalled-jobs
+ * the pickup of a dead worker's job to about 6 + 3 = 9 s (BullMQ's defaults, 30 s + 30 s, gave
+ * 34–67 s), leaving room under the 15 s promised in the README on a busy machine. Source: https://docs.bullmq.io/guide/workers/stalled-jobs
  */
 export const LOCK_DURATION_MS = 6_000;
 
 /** How often a worker checks for stalled jobs, in ms (see {@link LOCK_DURATION_MS}). */
-export const STALLED_INTERVAL_MS = 5_000;
+export const STALLED_INTERVAL_MS = 3_000;
 
 /** What a worker needs. */
 export interface WorkerDeps {

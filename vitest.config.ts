@@ -1,5 +1,40 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * The end-to-end files that run once more on a three-master Redis Cluster (`TEST_REDIS=cluster`,
+ * test/helpers/redis.ts). On a cluster what can break is a command touching several keys: a Lua
+ * script or MULTI whose keys would sit in different slots (CROSSSLOT), and BullMQ's own scripts
+ * under our queue prefixes. Every e2e file goes through the chat queue, the enqueue script and
+ * the worker's finish script, so these are already covered by any file here; each file below is
+ * here for the store or queue family it is the cheapest full exercise of:
+ *
+ * - approvals-telegram: the approval store (MULTI create, set-prompt, decide, finish, close
+ *   scripts), the `decisions` queue, a worker restart between prompt and click; todo scripts.
+ * - grants-telegram: "always allow" grants (grant and drop-if-same scripts), in forum topics.
+ * - reminders-telegram: the reminder store (add and update scripts), the `reminders` queue with
+ *   delayed jobs and job schedulers, two workers and a worker restart.
+ * - conversations: history (trim-append, forget-run on /reset), the inbox and finish script per
+ *   Telegram topic and Discord thread, several pending approvals per conversation.
+ * - access-pairing: the access store (pairing script, MULTI approve), usage totals and budgets
+ *   (usage-add scripts), /usage.
+ * - access-limits: the queue cap (enqueue and undo scripts) and the rate limiter.
+ * - media-limits: the album scripts (add, take) and image tokens counted against the budget.
+ * - streaming-telegram: streaming progress (streamed message ids, sent chunks) resumed by a retry.
+ *
+ * A new store or queue (memory, settings, compaction, scheduled tasks …) adds the file that
+ * exercises it end to end to this list.
+ */
+const CLUSTER_FILES = [
+  "test/e2e/approvals-telegram.test.ts",
+  "test/e2e/grants-telegram.test.ts",
+  "test/e2e/reminders-telegram.test.ts",
+  "test/e2e/conversations.test.ts",
+  "test/e2e/access-pairing.test.ts",
+  "test/e2e/access-limits.test.ts",
+  "test/e2e/media-limits.test.ts",
+  "test/e2e/streaming-telegram.test.ts",
+];
+
 export default defineConfig({
   test: {
     pool: "forks",
@@ -8,10 +43,11 @@ export default defineConfig({
     // Two cores: files run two at a time; each file starts its own redis-server (or cluster).
     maxWorkers: 2,
     env: { LOG_LEVEL: "silent" },
+    // The usual output, then the slowest files and the summed durations (test/helpers/durations-reporter.ts).
+    reporters: ["default", "./test/helpers/durations-reporter.ts"],
     projects: [
       { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
-      // The end-to-end tests once more, on a three-master Redis Cluster (test/helpers/redis.ts).
-      { extends: true, test: { name: "cluster", include: ["test/e2e/**/*.test.ts"], env: { TEST_REDIS: "cluster" } } },
+      { extends: true, test: { name: "cluster", include: CLUSTER_FILES, env: { TEST_REDIS: "cluster" } } },
     ],
   },
 });

@@ -27,7 +27,7 @@ import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
-import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, refuseEvictingRedis, type RedisClient } from "./redis.js";
+import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, checkRedisAtStart, type RedisClient } from "./redis.js";
 import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
@@ -154,7 +154,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     })());
 
   try {
-    await refuseEvictingRedis(options.redisUrl, log); // BullMQ loses jobs and locks on a Redis that evicts keys
+    await checkRedisAtStart(options.redisUrl, log); // BullMQ loses jobs and locks on a Redis that evicts keys; a Redis without persistence loses them on a restart
     const adapters = runAdapters ? (options.adapters ?? (await Promise.all(enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log))))) : [];
     let workerRedis: RedisClient | undefined;
 

@@ -246,19 +246,70 @@ function nodeName(node: Redis): string {
   return path ?? `${host ?? "localhost"}:${port ?? 6379}`;
 }
 
+/** How one node keeps its data across a restart: the append-only file, RDB snapshots, nothing, or unknown (not readable). */
+export type RedisPersistence = "aof" | "rdb" | "none" | "unknown";
+
 /**
- * {@link assertNoEviction} on a short connection of its own to `url` (closed afterwards), for
- * start-up. A Redis that cannot be reached within 10 s is not refused here (the bot's own
- * connections wait through an outage): one warning says the policy was not checked.
+ * The persistence of one node: `aof` when `INFO persistence` says `aof_enabled:1`; else from
+ * `CONFIG GET save` (`rdb` with save points, `none` with `save ""`); else `rdb` when `INFO` counts
+ * snapshots taken (`rdb_saves`), `unknown` when neither is readable (a managed Redis that hides
+ * `CONFIG` and saves by its own schedule).
+ */
+export async function persistenceOf(node: Redis): Promise<RedisPersistence> {
+  const info = await node.info("persistence").catch(() => "");
+  if (/^aof_enabled:1/m.test(info)) return "aof";
+  const reply = await node.config("GET", "save").catch(() => undefined);
+  if (Array.isArray(reply) && typeof reply[1] === "string") return reply[1].trim() === "" ? "none" : "rdb";
+  return /^rdb_saves:[1-9]/m.test(info) ? "rdb" : "unknown";
+}
+
+/**
+ * Warns about a Redis that keeps nothing across a restart: one warning per node (or cluster master)
+ * with neither the append-only file nor RDB save points, naming the node and what a restart loses
+ * (queued messages, pending approvals, todos, reminders) and how to turn AOF on. Nodes whose
+ * persistence cannot be read get one info line. Never throws; a Redis it cannot reach is skipped.
+ *
+ * @param redis - a connection (used, not closed).
+ * @returns the nodes that keep nothing (`host:port` or socket path), for tests.
+ */
+export async function warnIfNotPersistent(redis: RedisClient, log: Logger): Promise<string[]> {
+  try {
+    await redis.ping();
+    const nodes: Redis[] = isCluster(redis) ? redis.nodes("master") : [redis];
+    const found = await Promise.all(nodes.map(async (node) => ({ node: nodeName(node), persistence: await persistenceOf(node) })));
+    const none = found.filter((f) => f.persistence === "none").map((f) => f.node);
+    for (const node of none) {
+      log.warn(
+        { node },
+        `Redis at ${node} keeps nothing across a restart (appendonly no, no save points): a restart or crash of Redis silently loses queued messages, ` +
+          `pending approvals, todos and reminders. Turn the append-only file on (redis.conf \`appendonly yes\`, or \`CONFIG SET appendonly yes\` ` +
+          `then \`CONFIG REWRITE\`; see README, "Redis must keep its data")`,
+      );
+    }
+    const unknown = found.filter((f) => f.persistence === "unknown").map((f) => f.node);
+    if (unknown.length > 0) log.info({ nodes: unknown }, "could not read whether Redis keeps its data across a restart (INFO persistence and CONFIG are not allowed): make sure AOF or snapshots are on");
+    return none;
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The start-up checks of a Redis, on a short connection of its own to `url` (closed afterwards):
+ * {@link assertNoEviction} (refuses a Redis that may evict keys), then {@link warnIfNotPersistent}
+ * (warns about one that keeps nothing across a restart). A Redis that cannot be reached within
+ * 10 s is not refused here (the bot's own connections wait through an outage): one warning says
+ * the policy was not checked.
  *
  * @throws {RedisEvictionError} when a node may evict keys.
  */
-export async function refuseEvictingRedis(url: string, log: Logger): Promise<void> {
+export async function checkRedisAtStart(url: string, log: Logger): Promise<void> {
   const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 10_000 });
   redis.on("error", () => {}); // the outcome is reported below
   try {
     await redis.connect();
     await assertNoEviction(redis, log);
+    await warnIfNotPersistent(redis, log);
   } catch (error) {
     if (error instanceof RedisEvictionError) throw error;
     log.warn({ redis: describeRedisUrl(url) }, `could not check Redis's maxmemory-policy (${(error as Error).message}); it must be noeviction`);

@@ -100,6 +100,24 @@ describe("a three-master Redis Cluster", () => {
     }
   });
 
+  it("start-up warns once per master that keeps nothing across a restart, naming it; a master with AOF on is not named", async () => {
+    const redis = connectRedis(cluster.url);
+    await redis.ping();
+    const masters = isCluster(redis) ? redis.nodes("master") : [];
+    const { log, lines } = captureLogger("info");
+    try {
+      await masters[0]!.config("SET", "appendonly", "yes");
+      const bot = await startBot({ config: testConfig(), log, redisUrl: cluster.url, toolbox: new ToolBox(), role: "adapter", adapters: [] });
+      await bot.stop();
+      const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string; node?: string }).filter((r) => r.level === 40 && r.msg.includes("keeps nothing across a restart"));
+      expect(warnings.map((w) => w.node).sort()).toEqual(masters.slice(1).map((m) => `127.0.0.1:${m.options.port}`).sort());
+      expect(warnings[0]!.msg).toContain("loses queued messages, pending approvals, todos and reminders");
+    } finally {
+      await masters[0]!.config("SET", "appendonly", "no");
+      redis.disconnect();
+    }
+  });
+
   // Last of this block: it shuts one master down.
   it("one master down: the rate-limited connection warning names that node and the cause (ioredis reports it as 'node error')", async () => {
     const { log, lines } = captureLogger("info");

@@ -10,12 +10,14 @@ import { createAnthropicClient } from "./agent/client.js";
 import { runAgent } from "./agent/loop.js";
 import { configOrExit, toolsOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
 import { secretValues } from "./config.js";
+import { warnMisspelledVariables } from "./config-spelling.js";
 import { createLogger, registerSecrets } from "./log.js";
 
 async function main(): Promise<void> {
   const config = configOrExit();
   registerSecrets(secretValues(config));
   const log = createLogger({ level: config.LOG_LEVEL });
+  warnMisspelledVariables(log);
   const toolbox = await toolsOrExit(config, log);
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
     log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");

@@ -15,6 +15,7 @@ import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues } from "../config.js";
+import { warnMisspelledVariables } from "../config-spelling.js";
 import { localize } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
@@ -48,6 +49,8 @@ async function chat(): Promise<void> {
   registerSecrets(secretValues(config));
   await mkdir(".data", { recursive: true });
   const log = createLogger({ level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info", destination: createWriteStream(".data/chat.log", { flags: "a" }) });
+  // The log is a file here: misspelled variables are printed in the terminal too.
+  for (const warning of warnMisspelledVariables(log)) console.error(`⚠️ ${warning}`);
   const toolbox = await toolsOrExit(config, log);
   const redis = await redisOrExit(config, log);
   let name = "you";

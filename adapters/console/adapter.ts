@@ -18,6 +18,7 @@ import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import type { TerminalScreen } from "./live.js";
 import { ConsoleOutbound } from "./outbound.js";
 
 /** Options of {@link ConsoleAdapter}. */
@@ -33,6 +34,8 @@ export interface ConsoleAdapterOptions {
   userName?: string;
   /** Longest answer chunk in UTF-16 units (see `ConsoleOutbound`). */
   chunkChars?: number;
+  /** Set when `output` is a terminal: streamed status lines are redrawn in place (see `live.ts`). */
+  screen?: TerminalScreen;
 }
 
 const YES = new Set(["y", "yes", "是", "好", "確認"]);
@@ -77,7 +80,7 @@ export class ConsoleAdapter implements Adapter {
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
-    this.outbound = new ConsoleOutbound({ output: options.output, locale: options.locale, chunkChars: options.chunkChars });
+    this.outbound = new ConsoleOutbound({ output: options.output, locale: options.locale, chunkChars: options.chunkChars, screen: options.screen });
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 

@@ -1,34 +1,77 @@
 /**
  * Streamed answers on the console (`npm run chat`): text deltas are printed as they come, after
- * `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…` then ` ✓`). The console
- * cannot take back what it printed, so text that led into a tool call stays on screen; when the
- * final answer is exactly what was printed since the last tool, only a line break ends it, else
- * the final answer is printed in full (e.g. a note was added to it).
+ * `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…`, then its outcome). The
+ * console cannot take back the text it printed, so text that led into a tool call stays on screen;
+ * when the final answer is exactly what was printed since the last tool, only a line break ends it,
+ * else the final answer is printed in full (e.g. a note was added to it).
+ *
+ * Status lines, two ways:
+ * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
+ *   nothing printed can be changed;
+ * - to a terminal ({@link TerminalScreen}): the status lines of the tool calls between two pieces
+ *   of text form a block that is redrawn in place (carriage return, cursor up, erase down: ECMA-48
+ *   CR, CUU, ED) as calls start and end, so the screen ends with each call's final line
+ *   (`🔧 新增待辦：tea ✓`) and nothing else.
  */
+import stringWidth from "string-width";
 import type { SentRef } from "../../src/outbound.js";
 import { statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
+
+/** The terminal the console writes to, for redrawing status lines in place. */
+export interface TerminalScreen {
+  /** Its width in columns now (`process.stdout.columns`), to count the rows a line takes. */
+  columns(): number;
+}
+
+/** The status lines of one turn's tool calls while they are on a terminal. */
+interface StatusBlock {
+  /** Printed before the first line (`bot> ` when the block starts the answer). */
+  prefix: string;
+  tools: Map<string, { activity: string; state: "running" | "ok" | "failed" }>;
+  /** Terminal rows the block takes as last drawn (0: not drawn yet). */
+  rows: number;
+}
 
 /** The console's {@link AnswerStream}: `write` prints (resolves when written); `sendAnswer` prints a whole answer as today. */
 export class ConsoleStream implements AnswerStream {
   #printed = "";
   #atLineStart = true;
   #started = false;
+  #block: StatusBlock | undefined;
   #writes: Promise<void> = Promise.resolve();
 
+  /**
+   * @param write - prints text (resolves when written).
+   * @param sendAnswer - prints a whole answer (the outbound's `sendAnswer`).
+   * @param onVisible - called once, when the first text is printed.
+   * @param screen - set when the output is a terminal: status lines are redrawn in place.
+   */
   constructor(
     private readonly write: (text: string) => Promise<void>,
     private readonly sendAnswer: (text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }) => Promise<SentRef[]>,
     private readonly onVisible?: () => void,
+    private readonly screen?: TerminalScreen,
   ) {}
 
   readonly messages: readonly SentRef[] = [];
 
+  #emit(text: string): void {
+    this.#writes = this.#writes.then(() => this.write(text)).catch(() => {});
+  }
+
+  /** `bot> ` before the answer's first text; true when this call printed it. */
+  #prefix(): string {
+    if (this.#started) return "";
+    this.#started = true;
+    return "bot> ";
+  }
+
   #print(text: string): void {
     if (text === "") return;
-    const prefix = this.#started ? "" : "bot> ";
-    this.#started = true;
+    const close = this.#closeBlock();
+    const prefix = this.#prefix();
     this.#atLineStart = text.endsWith("\n");
-    this.#writes = this.#writes.then(() => this.write(prefix + text)).catch(() => {});
+    this.#emit(close + prefix + text);
     if (prefix) this.onVisible?.();
   }
 
@@ -42,16 +85,70 @@ export class ConsoleStream implements AnswerStream {
         this.#printed = "";
         break;
       case "tool_start":
-        this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running")}`);
+        if (this.screen) this.#drawTool(event.id, event.activity);
+        else this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running")}`);
         break;
       case "tool_end":
-        this.#print(` ${event.ok ? "✓" : "✗"}\n`);
+        if (this.screen) this.#endTool(event.id, event.ok);
+        else this.#print(` ${event.ok ? "✓" : "✗"}\n`);
         this.#printed = "";
         break;
     }
   }
 
+  /**
+   * A terminal: adds a running call to the status block and redraws it. The block starts on a
+   * line of its own and stays open (the cursor at the end of its last line) until text or the end
+   * of the answer follows, so the calls of one turn share it even when they run one after another.
+   */
+  #drawTool(id: string, activity: string): void {
+    let lead = "";
+    let first = false;
+    if (!this.#block) {
+      lead = this.#atLineStart ? "" : "\n";
+      const prefix = this.#prefix();
+      first = prefix !== "";
+      this.#block = { prefix, tools: new Map(), rows: 0 };
+    }
+    this.#block.tools.set(id, { activity, state: "running" });
+    this.#redraw(lead);
+    if (first) this.onVisible?.();
+  }
+
+  /** A terminal: marks a call ended and redraws the block with its outcome. */
+  #endTool(id: string, ok: boolean): void {
+    const tool = this.#block?.tools.get(id);
+    if (!tool) return;
+    tool.state = ok ? "ok" : "failed";
+    this.#redraw("");
+  }
+
+  /**
+   * Draws the status block over its previous drawing (after `lead`): back to its first row
+   * (carriage return, cursor up), erase to the end of the screen, then its lines anew. The rows it
+   * takes are counted with the terminal's width (a line wider than the screen wraps).
+   */
+  #redraw(lead: string): void {
+    const block = this.#block!;
+    const lines = [...block.tools.values()].map((t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state)}`);
+    const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
+    this.#emit(lead + back + lines.join("\n"));
+    const columns = Math.max(1, this.screen!.columns());
+    block.rows = lines.reduce((rows, line) => rows + Math.max(1, Math.ceil(stringWidth(line) / columns)), 0);
+    this.#atLineStart = false;
+  }
+
+  /** Ends the open status block: returns the line break that closes it ("" when none is open). */
+  #closeBlock(): string {
+    if (!this.#block) return "";
+    this.#block = undefined;
+    this.#atLineStart = true;
+    return "\n";
+  }
+
   async finish(text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    const close = this.#closeBlock();
+    if (close) this.#emit(close);
     await this.#writes;
     if (this.#printed.trim() === text.trim() && this.#printed !== "") {
       this.#atLineStart = true;
@@ -65,6 +162,8 @@ export class ConsoleStream implements AnswerStream {
   }
 
   async discard(): Promise<void> {
+    const close = this.#closeBlock();
+    if (close) this.#emit(close);
     await this.#writes;
     if (!this.#atLineStart) await this.write("\n");
     this.#atLineStart = true;

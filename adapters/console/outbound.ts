@@ -9,7 +9,7 @@ import { localize } from "../../src/i18n.js";
 import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import type { AnswerStream, StreamOptions } from "../../src/streaming.js";
-import { ConsoleStream } from "./live.js";
+import { ConsoleStream, type TerminalScreen } from "./live.js";
 
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
 export const CONSOLE_CHUNK_CHARS = 4000;
@@ -20,6 +20,8 @@ export interface ConsoleOutboundOptions {
   locale: Locale;
   /** Longest chunk in UTF-16 code units; default {@link CONSOLE_CHUNK_CHARS}. */
   chunkChars?: number;
+  /** Set when `output` is a terminal: a streamed answer's status lines are redrawn in place (see `live.ts`). */
+  screen?: TerminalScreen;
 }
 
 /** An approval prompt shown on the console and not yet closed. */
@@ -118,7 +120,7 @@ export class ConsoleOutbound implements Outbound {
 
   /** {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). */
   openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
-    return new ConsoleStream((text) => this.#write(text), (text, o) => this.sendAnswer(to, text, o), options.onVisible);
+    return new ConsoleStream((text) => this.#write(text), (text, o) => this.sendAnswer(to, text, o), options.onVisible, this.#options.screen);
   }
 
   /** The console shows no typing indicator. */

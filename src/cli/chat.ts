@@ -9,7 +9,7 @@ import { createWriteStream } from "node:fs";
 import { Writable } from "node:stream";
 import { mkdir } from "node:fs/promises";
 import { userInfo } from "node:os";
-import { ConsoleAdapter, showPendingApproval } from "../../adapters/console/index.js";
+import { ConsoleAdapter, showPendingApproval, type TerminalScreen } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
@@ -28,18 +28,31 @@ const CHAT_PREFIX = "console";
 const PROMPT = "> ";
 
 /**
- * The terminal: what the bot writes goes to stdout, followed by the input prompt when stdin and
- * stdout are a terminal (the line is cleared first, so a shown prompt does not stay in front of an answer).
+ * The terminal: what the bot writes goes to stdout. When stdin and stdout are a terminal, the input
+ * prompt is shown after every write that ends a line; the next write first erases the prompt
+ * (carriage return, erase line), so it never stays in front of an answer. A write that ends
+ * mid-line (a streamed answer still coming, a running tool's status line) gets no prompt, and the
+ * next write continues that line untouched.
  */
-function terminal(): { output: Writable; write: (text: string) => void; notice: (text: string) => void } {
+function terminal(): { output: Writable; write: (text: string) => void; notice: (text: string) => void; screen?: TerminalScreen } {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
-  const clear = interactive ? "\r\x1b[K" : "";
-  const write = (text: string, done?: () => void) => process.stdout.write(`${clear}${text}${interactive ? PROMPT : ""}`, done);
+  let promptShown = false;
+  const write = (text: string, done?: () => void) => {
+    if (!interactive) return process.stdout.write(text, done);
+    const clear = promptShown ? "\r\x1b[K" : "";
+    promptShown = text.endsWith("\n");
+    return process.stdout.write(`${clear}${text}${promptShown ? PROMPT : ""}`, done);
+  };
   return {
     output: new Writable({ write: (chunk: Buffer, _enc, done) => void write(chunk.toString(), () => done()) }),
     write: (text) => void write(text),
     /** A line without the prompt after it (the chat is stopping). */
-    notice: (text) => void process.stdout.write(`${clear}${text}\n`),
+    notice: (text) => {
+      const clear = promptShown ? "\r\x1b[K" : "";
+      promptShown = false;
+      process.stdout.write(`${clear}${text}\n`);
+    },
+    ...(interactive ? { screen: { columns: () => process.stdout.columns || 80 } } : {}),
   };
 }
 
@@ -60,7 +73,7 @@ async function chat(): Promise<void> {
     // no user name on this system; keep "you"
   }
   const screen = terminal();
-  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, userId: name, userName: name });
+  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, userId: name, userName: name, screen: screen.screen });
   const starting = startBot({
     config,
     log,

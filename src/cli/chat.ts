@@ -3,19 +3,26 @@
  * history as Discord and Telegram (platform `console`, chat `local`). Needs only
  * `ANTHROPIC_API_KEY`; starts a private redis-server when `REDIS_URL` is unset. Logs go to
  * `.data/chat.log` so they do not mix with the conversation.
+ *
+ * `npm run chat -- --demo`: the same bot with the built-in scripted model of `src/demo/model.ts`
+ * served on loopback instead of Claude: no key, no network (the weather tool and MCP servers are
+ * left out), answers streamed, every answer labelled as a demo. Its conversation and user are
+ * `demo` and its queues its own, so it never touches the history or todos of the real chat.
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
 import { Writable } from "node:stream";
-import { mkdir } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { userInfo } from "node:os";
+import path from "node:path";
 import { ConsoleAdapter, showPendingApproval, type TerminalScreen } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
-import { secretValues } from "../config.js";
+import { secretValues, type Config } from "../config.js";
 import { warnMisspelledVariables } from "../config-spelling.js";
+import { demoBanner, startDemoModel } from "../demo/model.js";
 import { localize } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
@@ -56,11 +63,44 @@ function terminal(): { output: Writable; write: (text: string) => void; notice: 
   };
 }
 
+/** BullMQ prefix of the demo's queues: a demo never takes the jobs of a real chat on the same Redis, nor they its. */
+const DEMO_PREFIX = "console-demo";
+
+/** The demo's conversation and user (`--demo`), so it never touches the history or todos of your real chat. */
+const DEMO_CHAT = "demo";
+
+/**
+ * An MCP servers file with no servers (`.data/demo-mcp.json`), for the demo: the project's
+ * `mcp.json` may name servers on the network, and the demo stays on this machine.
+ */
+async function noMcpServers(): Promise<string> {
+  const file = path.resolve(".data", "demo-mcp.json");
+  await writeFile(file, '{ "mcpServers": {} }\n');
+  return file;
+}
+
 async function chat(): Promise<void> {
-  // Only the console: platform tokens in .env are ignored here.
-  const config = { ...configOrExit({ ...process.env, ROLE: "all" }), TELEGRAM_BOT_TOKEN: undefined, DISCORD_TOKEN: undefined, HEALTH_PORT: undefined };
-  registerSecrets(secretValues(config));
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== "--demo");
+  if (unknown.length > 0) {
+    console.error(`unknown argument ${unknown[0]}: npm run chat [-- --demo]`);
+    process.exit(2);
+  }
+  const demo = args.includes("--demo");
+  // Only the console: platform tokens in .env are ignored here. The demo needs no key (it never
+  // reaches Anthropic: its model answers on loopback) and skips what would go to the network.
+  const env = { ...process.env, ROLE: "all", ...(demo ? { ANTHROPIC_API_KEY: "demo-no-key", ANTHROPIC_BASE_URL: "", CWA_API_KEY: "", STREAMING: "on" } : {}) };
+  const loaded = configOrExit(env);
   await mkdir(".data", { recursive: true });
+  const model = demo ? await startDemoModel({ locale: loaded.BOT_LOCALE }) : undefined;
+  const config: Config = {
+    ...loaded,
+    TELEGRAM_BOT_TOKEN: undefined,
+    DISCORD_TOKEN: undefined,
+    HEALTH_PORT: undefined,
+    ...(model ? { ANTHROPIC_BASE_URL: model.url, MCP_CONFIG: await noMcpServers() } : {}),
+  };
+  registerSecrets(secretValues(config));
   const log = createLogger({ level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info", destination: createWriteStream(".data/chat.log", { flags: "a" }) });
   // The log is a file here: misspelled variables are printed in the terminal too.
   for (const warning of warnMisspelledVariables(log)) console.error(`⚠️ ${warning}`);
@@ -72,8 +112,10 @@ async function chat(): Promise<void> {
   } catch {
     // no user name on this system; keep "you"
   }
+  if (demo) name = DEMO_CHAT;
+  const chatId = demo ? DEMO_CHAT : "local";
   const screen = terminal();
-  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, userId: name, userName: name, screen: screen.screen });
+  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, chatId, userId: name, userName: name, screen: screen.screen });
   const starting = startBot({
     config,
     log,
@@ -82,13 +124,14 @@ async function chat(): Promise<void> {
     role: "all",
     adapters: [adapter],
     agent: { runAgent, client: createAnthropicClient(config) },
-    prefix: CHAT_PREFIX,
+    prefix: demo ? DEMO_PREFIX : CHAT_PREFIX,
   });
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
       const bot = await starting.catch(() => undefined);
       await bot?.stop();
+      await model?.close();
       await redis.local?.stop();
     })());
   stopOnSignals(stop, log, screen.notice);
@@ -96,9 +139,11 @@ async function chat(): Promise<void> {
     await starting;
   } catch (error) {
     console.error(`start-up failed: ${(error as Error).message}`);
+    await model?.close();
     await redis.local?.stop();
     process.exit(1);
   }
+  if (demo) screen.write(`${demoBanner(config.BOT_LOCALE)}\n`);
   screen.write(
     `${localize(config.BOT_LOCALE, {
       "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",
@@ -109,7 +154,7 @@ async function chat(): Promise<void> {
   const approvalsRedis = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
   try {
     const approvals = new ApprovalStore(approvalsRedis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, log });
-    await showPendingApproval({ approvals, outbound: adapter.outbound, requester: { platform: "console", chatId: "local", userId: name } });
+    await showPendingApproval({ approvals, outbound: adapter.outbound, requester: { platform: "console", chatId, userId: name } });
   } catch (err) {
     log.warn({ err }, "could not look for a pending approval");
   } finally {
@@ -119,7 +164,7 @@ async function chat(): Promise<void> {
   // Input ended (or /quit): let the answers still on their way arrive, for up to 2 minutes.
   const probe = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
   const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline && (await probe.exists(conversationKeys({ platform: "console", chatId: "local" }).scheduled).catch(() => 0)) === 1) {
+  while (Date.now() < deadline && (await probe.exists(conversationKeys({ platform: "console", chatId }).scheduled).catch(() => 0)) === 1) {
     await new Promise((r) => setTimeout(r, 100));
   }
   probe.disconnect();

@@ -103,7 +103,7 @@ export function misspelledVariables(sources: { dotenv: readonly string[]; env: N
  * The names in the `.env` file the entry points read (`dotenv/config`: `DOTENV_CONFIG_PATH`, else
  * `.env` in the current folder); an empty list when there is none or it cannot be read.
  */
-export function dotenvNames(env: NodeJS.ProcessEnv = process.env): string[] {
+function dotenvNames(env: NodeJS.ProcessEnv = process.env): string[] {
   try {
     return Object.keys(parse(readFileSync(path.resolve(env.DOTENV_CONFIG_PATH ?? ".env"))));
   } catch {
@@ -112,7 +112,7 @@ export function dotenvNames(env: NodeJS.ProcessEnv = process.env): string[] {
 }
 
 /** The warning for one misspelled variable: its name, where it is, the likely intended name; never its value. */
-export function misspellingWarning(found: MisspelledVariable): string {
+function misspellingWarning(found: MisspelledVariable): string {
   const where = found.source === ".env" ? "in .env" : "in the environment";
   return `${found.name} ${where} is not a variable this bot reads, so it is ignored: did you mean ${found.suggestion}?`;
 }

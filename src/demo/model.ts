@@ -24,7 +24,7 @@ import { localize } from "../i18n.js";
 type Block = { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
 
 /** What the demo answers to one request: its content and why it stopped. */
-export interface DemoReply {
+interface DemoReply {
   content: Block[];
   stop_reason: "end_turn" | "tool_use";
 }
@@ -45,7 +45,7 @@ const RequestSchema = z.object({
 type DemoRequest = z.infer<typeof RequestSchema>;
 
 /** The label every demo answer starts with. */
-export function demoLabel(locale: Locale): string {
+function demoLabel(locale: Locale): string {
   return localize(locale, { "zh-TW": "［示範］", en: "[demo] " });
 }
 
@@ -135,7 +135,7 @@ function answerResults(request: DemoRequest, locale: Locale): DemoReply {
  * What the demo answers to a request: to tool results, an answer showing them; to a user text, a
  * tool call or the help text (see the module comment).
  */
-export function demoReply(request: DemoRequest, locale: Locale): DemoReply {
+function demoReply(request: DemoRequest, locale: Locale): DemoReply {
   const last = request.messages[request.messages.length - 1]!;
   const text = last.role === "user" ? userText(last) : undefined;
   return text === undefined ? answerResults(request, locale) : answerText(text, locale);

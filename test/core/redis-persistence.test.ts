@@ -1,5 +1,5 @@
 /**
- * The start-up warning about a Redis that keeps nothing across a restart (`warnIfNotPersistent` in
+ * The start-up warning about a Redis that keeps nothing across a restart (`checkRedisAtStart` in
  * `src/redis.ts`, called by `startBot`), against real redis-servers: the test helper's own
  * (`--appendonly no --save ""`), one with the append-only file, one with RDB save points, and one
  * that hides `INFO` and `CONFIG`. The cluster case (one warning per master) is in `redis-cluster.test.ts`.

@@ -17,11 +17,19 @@
  * `npm run bench -- --cluster` instead compares one redis-server with a local three-master Redis
  * Cluster on the same workload ({@link topologyBench}).
  *
+ * `npm run bench -- --soak` instead sends SOAK_MESSAGES (10,000) messages through one worker in a
+ * process of its own and prints its memory after warm-up and at the end ({@link soakBench});
+ * `-- --soak --snapshot` also writes a heap snapshot at both points, to compare in Chrome DevTools.
+ *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
  * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32).
  */
 import Anthropic from "@anthropic-ai/sdk";
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { runAgent } from "../src/agent/loop.js";
 import type { MessageParam } from "../src/agent/contract.js";
@@ -40,7 +48,8 @@ import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
 import { unavailableApprovals } from "../src/worker/approvals.js";
 import { startWorker } from "../src/worker/worker.js";
-import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
+import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../test/fakes/anthropic.js";
+import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis, startRedisCluster } from "../test/helpers/redis.js";
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 100);
@@ -586,7 +595,146 @@ async function gateBench(): Promise<void> {
   await server.stop();
 }
 
-if (process.argv.includes("--cluster")) {
+/** Memory figures of the soak worker (`process.memoryUsage()`, bytes). */
+type Memory = NodeJS.MemoryUsage;
+
+/** The soak worker's answer to `message` over IPC (see `scripts/soak-worker.ts`). */
+function ask<T>(child: ChildProcess, message: { type: string; file?: string }, answer: string): Promise<T> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { type: string }) => {
+      if (m.type !== answer) return;
+      child.off("message", onMessage);
+      resolve(m as T);
+    };
+    child.on("message", onMessage);
+    child.send(message);
+  });
+}
+
+/**
+ * The fake model's answer in the soak, by the request: every fifth user message (its text says
+ * "calculate") gets a `calculate` call first; tool results and other messages get a ~300-character
+ * answer, streamed in 40-character deltas.
+ */
+function soakReply(request: FakeRequest) {
+  const last = request.messages[request.messages.length - 1]!;
+  const content = last.content;
+  const asked = typeof content === "string" ? content : content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
+  if (asked.includes("calculate")) return toolUse("calculate", { expression: "(1200 + 800) * 0.05" });
+  return { ...text(`好的。${"這是一段用來測量記憶體的回答，內容夠長，會分成好幾段串流送出。".repeat(8)}`), stream: { chunkChars: 40 } };
+}
+
+/**
+ * `npm run bench -- --soak`: worker memory under a long load. One worker (`scripts/soak-worker.ts`,
+ * the production `startBot` with `ROLE=worker` and the tools of `tools/`) in a process of its own,
+ * streaming answers (`STREAMING=on`, the default) to the fake Telegram; the fake model, the fake
+ * Telegram, the producer and a redis-server run outside it. Warm-up: SOAK_WARMUP (1,000) messages.
+ * Then SOAK_MESSAGES (10,000) messages in SOAK_CHATS (1,000) new conversations (half private chats,
+ * half groups), every fifth with a tool call, enqueued in waves that keep about 200 waiting. The
+ * worker collects garbage twice before each figure (`--expose-gc`): RSS and heap after warm-up,
+ * every 2,000 messages, and at the end, with the growth after warm-up in %.
+ */
+async function soakBench(): Promise<void> {
+  const total = Number(process.env.SOAK_MESSAGES ?? 10_000);
+  const warmup = Number(process.env.SOAK_WARMUP ?? 1000);
+  const chats = Number(process.env.SOAK_CHATS ?? 1000);
+  const snapshots = process.argv.includes("--snapshot");
+  const server = await startRedis(["--appendonly", "yes"]);
+  const fake = await startFakeAnthropic({ fallback: soakReply });
+  const tg = await FakeTelegram.start();
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+  const child = fork(path.join(root, "scripts", "soak-worker.ts"), [], {
+    execArgv: ["--import", "tsx", "--expose-gc"],
+    env: {
+      PATH: process.env.PATH ?? "",
+      ROLE: "worker",
+      REDIS_URL: server.url,
+      ANTHROPIC_API_KEY: "bench-key-000",
+      ANTHROPIC_BASE_URL: fake.url,
+      TELEGRAM_BOT_TOKEN: tg.token,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+      STREAM_EDIT_INTERVAL_MS: "100",
+      WORKER_CONCURRENCY: process.env.WORKER_CONCURRENCY ?? "8",
+      LOG_LEVEL: "silent",
+    },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  await ask(child, { type: "none" }, "ready");
+  const producer = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const queue = new ChatQueue({ redis: producer });
+  const answered = () => tg.sent.length;
+  const sentPerChat = new Map<number, number>();
+
+  /** Sends `count` messages to `chatCount` conversations numbered from `firstChat`, at most ~200 unanswered at a time. */
+  const send = async (count: number, firstChat: number, chatCount: number) => {
+    const target = answered() + count;
+    for (let i = 0; i < count; i += 1) {
+      while (i - (answered() - (target - count)) >= 200) await new Promise((r) => setTimeout(r, 5));
+      const chat = firstChat + (i % chatCount);
+      const group = chat % 2 === 1;
+      const n = sentPerChat.get(chat) ?? 0; // message ids count per conversation (job ids come from them)
+      sentPerChat.set(chat, n + 1);
+      await queue.enqueue({
+        platform: "telegram",
+        chatId: String(group ? -1_000_000_000_000 - chat : 10_000 + chat),
+        chatKind: group ? "group" : "dm",
+        userId: String(10_000 + chat),
+        userName: `User ${chat}`,
+        text: i % 5 === 4 ? `message ${n}: please calculate (1200 + 800) * 0.05` : `message ${n} of chat ${chat}: what is on my list today?`,
+        messageId: String(n + 1),
+        sentAt: Date.now(),
+        reply: {},
+      });
+    }
+    while (answered() < target) await new Promise((r) => setTimeout(r, 20));
+    fake.requests.length = 0; // the fakes' own records live in this process, not the worker's
+  };
+  const measure = async () => (await ask<{ usage: Memory }>(child, { type: "measure" }, "memory")).usage;
+  const dir = path.join(root, ".data");
+  const snapshot = async (name: string) => {
+    mkdirSync(dir, { recursive: true });
+    return (await ask<{ file: string }>(child, { type: "snapshot", file: path.join(dir, `soak-${name}.heapsnapshot`) }, "snapshot")).file;
+  };
+  const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
+  const row = (label: string, m: Memory) => console.log(`  ${label.padEnd(22)} RSS ${mib(m.rss).padStart(10)}  heap used ${mib(m.heapUsed).padStart(9)} of ${mib(m.heapTotal).padStart(9)}  external ${mib(m.external).padStart(8)}  array buffers ${mib(m.arrayBuffers).padStart(8)}`);
+
+  printMachine();
+  console.log(`soak: one worker process (production start-up, ROLE=worker, WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY ?? "8"}, STREAMING=on, STREAM_EDIT_INTERVAL_MS=100), the fake model and fake Telegram outside it`);
+  console.log(`workload: warm-up ${warmup} messages in 100 conversations, then ${total} messages in ${chats} new conversations (half private, half groups; every fifth message a calculate call); figures after two forced GCs`);
+  const started = performance.now();
+  await send(warmup, 0, 100);
+  const base = await measure();
+  row("after warm-up", base);
+  if (snapshots) console.log(`  heap snapshot: ${await snapshot("after-warmup")}`);
+  const soakStart = performance.now();
+  const step = Math.max(1, Math.floor(total / 5));
+  for (let done = 0; done < total; done += step) {
+    const count = Math.min(step, total - done);
+    // The same conversations in every wave: each gets about total / chats messages in all.
+    await send(count, 1000, chats);
+    row(`after ${done + count}`, await measure());
+  }
+  const end = await measure();
+  const seconds = (performance.now() - soakStart) / 1000;
+  if (snapshots) console.log(`  heap snapshot: ${await snapshot("end")}`);
+  const growth = (a: number, b: number) => `${(((b - a) / a) * 100).toFixed(1)}%`;
+  console.log(`growth after warm-up: RSS ${growth(base.rss, end.rss)} (${mib(end.rss - base.rss)}), heap used ${growth(base.heapUsed, end.heapUsed)} (${mib(end.heapUsed - base.heapUsed)})`);
+  console.log(`${total} messages in ${seconds.toFixed(0)} s (${(total / seconds).toFixed(0)} messages/s); ${answered()} answers delivered in all; whole run ${((performance.now() - started) / 1000).toFixed(0)} s`);
+
+  const exited = new Promise((r) => child.once("exit", r));
+  child.send({ type: "stop" });
+  await exited;
+  clearInterval(rssTimer);
+  await queue.close();
+  producer.disconnect();
+  await tg.stop();
+  await fake.close();
+  await server.stop();
+}
+
+if (process.argv.includes("--soak")) {
+  await soakBench();
+} else if (process.argv.includes("--cluster")) {
   await topologyBench();
 } else {
   await main();

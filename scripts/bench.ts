@@ -700,7 +700,7 @@ async function soakBench(): Promise<void> {
 
   printMachine();
   console.log(`soak: one worker process (production start-up, ROLE=worker, WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY ?? "8"}, STREAMING=on, STREAM_EDIT_INTERVAL_MS=100), the fake model and fake Telegram outside it`);
-  console.log(`workload: warm-up ${warmup} messages in 100 conversations, then ${total} messages in ${chats} new conversations (half private, half groups; every fifth message a calculate call); figures after two forced GCs`);
+  console.log(`workload: warm-up ${warmup} messages in 100 conversations, then ${total} messages in ${chats} new conversations (half private, half groups; every fifth message a calculate call); figures after forced GCs`);
   const started = performance.now();
   await send(warmup, 0, 100);
   const base = await measure();

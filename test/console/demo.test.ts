@@ -34,7 +34,7 @@ it("answers with the scripted model: a tool call, a calculation, a todo added th
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child!.on("exit", resolve));
-  const until = async (text: string | RegExp, timeoutMs = 20_000) => {
+  const until = async (text: string | RegExp, timeoutMs = 30_000) => {
     const seen = () => (typeof text === "string" ? out.includes(text) : text.test(out));
     try {
       await waitFor(() => seen() || child!.exitCode !== null, timeoutMs, String(text));

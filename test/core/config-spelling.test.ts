@@ -96,5 +96,5 @@ describe("npm start", () => {
       "DISCORD_BOT_TOKEN in the environment is not a variable this bot reads, so it is ignored: did you mean DISCORD_TOKEN?",
     ]);
     for (const value of ["claude-typo-model", "CWA-SECRET-VALUE-0123456789", "env-secret-token-value"]) expect(output).not.toContain(value);
-  }, 30_000);
+  }, 60_000);
 });

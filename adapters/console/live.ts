@@ -59,7 +59,7 @@ export class ConsoleStream implements AnswerStream {
     this.#writes = this.#writes.then(() => this.write(text)).catch(() => {});
   }
 
-  /** `bot> ` before the answer's first text; true when this call printed it. */
+  /** `bot> ` when nothing of the answer was printed yet (it is then marked started), else "". */
   #prefix(): string {
     if (this.#started) return "";
     this.#started = true;

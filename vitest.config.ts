@@ -45,6 +45,8 @@ export default defineConfig({
     env: { LOG_LEVEL: "silent" },
     // The usual output, then the slowest files and the summed durations (test/helpers/durations-reporter.ts).
     reporters: ["default", "./test/helpers/durations-reporter.ts"],
+    // Fails a test whose requests to the fake Telegram or Discord break the platforms' published specs.
+    setupFiles: ["test/helpers/spec-check.ts"],
     projects: [
       { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, env: { TEST_REDIS: "cluster" } } },

@@ -43,6 +43,7 @@ import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "
 import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
 import { GatewayWatch, type GatewayWatchOptions } from "./gateway.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { editReplyPayload, replyPayload } from "./interaction.js";
 import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
@@ -287,9 +288,9 @@ export class DiscordAdapter implements Adapter {
       if (first === "late") {
         await interaction.deferReply({ flags: MessageFlags.Ephemeral });
         const reply = await pending;
-        await interaction.editReply({ content: fit(reply.text), components: buttonRows(reply) as never, allowedMentions: { parse: [] } });
+        await interaction.editReply(editReplyPayload(interaction, { content: fit(reply.text), components: buttonRows(reply) as never, allowedMentions: { parse: [] } }));
       } else {
-        await interaction.reply({ content: fit(first.text), components: buttonRows(first) as never, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
+        await interaction.reply(replyPayload(interaction, { content: fit(first.text), components: buttonRows(first) as never, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }));
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;

@@ -201,7 +201,9 @@ describe("the fake is strict", () => {
       .post(Routes.channelMessages(fake.channelId), { body: { content: "a".repeat(2001) } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DiscordAPIError);
-    expect(error).toMatchObject({ status: 400, code: 50035 });
+    expect(error).toMatchObject({ status: 400, code: 50035, rawError: { errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } } });
+    // Refused by the check against Discord's spec, and recorded (else this test would fail when it ends).
+    expect(fake.takeSpecViolations().map((v) => [v.request, v.problems])).toEqual([["POST /channels/{channel_id}/messages", ["content: must NOT have more than 2000 characters"]]]);
   });
 
   it("counts characters, not UTF-16 units (2000 emoji are accepted)", async () => {
@@ -214,6 +216,7 @@ describe("the fake is strict", () => {
       .post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "n".repeat(26), enforce_nonce: true } })
       .catch((e: unknown) => e);
     expect(long).toMatchObject({ status: 400, code: 50035 });
+    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([["nonce: must NOT have more than 25 characters"]]);
     const before = fake.sent.length;
     const a = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string; nonce: string };
     const b = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string };
@@ -250,6 +253,7 @@ describe("the fake is strict", () => {
   it("refuses a custom_id over 100 characters", async () => {
     const body = { content: "x", components: [{ type: 1, components: [{ type: 2, style: 1, label: "a", custom_id: "c".repeat(101) }] }] };
     await expect(rest().post(Routes.channelMessages(fake.channelId), { body })).rejects.toMatchObject({ status: 400, code: 50035 });
+    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([["components[0].components[0].custom_id: must NOT have more than 100 characters"]]);
   });
 
   it("answers an interaction after its window with 10062 and a second callback with 40060", async () => {

@@ -3,6 +3,13 @@
  * real gateway protocol, so the real discord.js and `@discordjs/rest` clients can be tested
  * against it. Reusable by the end-to-end suite.
  *
+ * Every REST request is first checked against Discord's OpenAPI description of its HTTP API
+ * (`discord-spec.ts`: the route and method exist, path and query parameters are declared and
+ * well-formed, the JSON body validates against the operation's schema, unknown fields included).
+ * A request that fails is answered as Discord answers it (404, 405, or 400 with code 50035 and
+ * `errors`) and recorded in `spec-violations.ts`, which fails the running test (see
+ * {@link FakeDiscord.takeSpecViolations}).
+ *
  * Start it with {@link FakeDiscord.start}, point the bot at {@link FakeDiscord.apiUrl}
  * (`DISCORD_API_URL`, a base ending in `/api`) with {@link FakeDiscord.token}, inject user events
  * with {@link FakeDiscord.sendUserMessage}, {@link FakeDiscord.slashCommand},
@@ -48,6 +55,9 @@ import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
+import { checkDiscordRequest } from "./discord-spec.js";
+import { readMultipart } from "./multipart.js";
+import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
 /** A Discord user object as the API sends it. */
 export interface FakeUser {
@@ -127,7 +137,6 @@ export interface FakeInteraction {
 }
 
 const DISCORD_EPOCH = 1420070400000n;
-const MAX_CONTENT = 2000;
 
 /** Message edits accepted per channel per window before a 429 (Discord's observed bucket: 5 per 5 s). */
 export const EDIT_RATE_LIMIT = { count: 5, windowMs: 5000 };
@@ -298,6 +307,14 @@ export class FakeDiscord {
     this.#wss.close();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /**
+   * Returns the requests refused so far because Discord's API description does not allow them, and
+   * forgets them (else the running test fails when it ends). For a test that sends such a request on purpose.
+   */
+  takeSpecViolations(): SpecViolation[] {
+    return takeSpecViolations("discord");
   }
 
   /**
@@ -937,7 +954,8 @@ export class FakeDiscord {
     if ((req.url ?? "").startsWith("/attachments/")) return this.#serveAttachment(req, new URL(req.url ?? "/", "http://x"), res);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
+    const bytes = Buffer.concat(chunks);
+    let raw = bytes.toString("utf8");
     const url = new URL(req.url ?? "/", "http://x");
     const method = req.method ?? "GET";
     let body: unknown = undefined;
@@ -946,12 +964,25 @@ export class FakeDiscord {
     let headers: Record<string, string> = {};
     const failure = this.#failures.find((f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
     try {
+      let files: string[] | undefined;
+      const type = req.headers["content-type"] ?? "";
+      if (raw && type.includes("multipart/form-data")) {
+        // Files with a JSON part (https://discord.com/developers/docs/reference#uploading-files).
+        const form = await readMultipart(req.headers, bytes);
+        files = [...form.files.map((f) => f.name), ...[...form.fields.keys()].filter((k) => k !== "payload_json")];
+        raw = form.fields.get("payload_json") ?? "";
+      }
       if (raw) {
         try {
           body = JSON.parse(raw);
         } catch {
           throw new HttpError(400, { code: 50109, message: "The request body contains invalid JSON." });
         }
+      }
+      const check = checkDiscordRequest({ method, path: url.pathname, query: url.searchParams, body, files });
+      if (!check.ok) {
+        recordSpecViolation({ platform: "discord", request: check.route, problems: check.problems, payload: body, at: Date.now() });
+        throw new HttpError(check.status, check.body);
       }
       if (failure) {
         failure.times -= 1;
@@ -1085,10 +1116,7 @@ export class FakeDiscord {
 
   /** Checks content and components as Discord does; returns the content. */
   #validate(b: Record<string, unknown>, requireSomething: boolean): void {
-    if (b.content !== undefined && b.content !== null) {
-      if (typeof b.content !== "string") throw invalidForm("content", "STRING_TYPE_CONVERT", "Could not interpret value as string.");
-      if ([...b.content].length > MAX_CONTENT) throw invalidForm("content", "BASE_TYPE_MAX_LENGTH", `Must be ${MAX_CONTENT} or fewer in length.`);
-    }
+    // Types and lengths (content ≤ 2000, label ≤ 80, custom_id 1-100) were checked against the spec already.
     const components = (b.components ?? []) as Record<string, unknown>[];
     if (!Array.isArray(components) || components.length > 5) throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.");
     for (const row of components) {
@@ -1098,12 +1126,8 @@ export class FakeDiscord {
       }
       for (const c of inner) {
         if (c.type !== 2) throw invalidForm("components", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (2,).");
-        if (typeof c.label === "string" && [...c.label].length > 80) throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.");
-        const style = c.style as number;
-        if (style === 5) continue;
-        if (typeof c.custom_id !== "string" || c.custom_id.length < 1 || c.custom_id.length > 100) {
-          throw invalidForm("components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
-        }
+        // A button that is not a link needs a custom_id (the spec leaves it optional; the docs do not).
+        if (c.style !== 5 && typeof c.custom_id !== "string") throw invalidForm("components", "BASE_TYPE_REQUIRED", "This field is required");
       }
     }
     const hasContent = typeof b.content === "string" && b.content.trim().length > 0;
@@ -1128,7 +1152,6 @@ export class FakeDiscord {
     this.#channel(channelId);
     const nonce = b.nonce;
     if (nonce === undefined || nonce === null) return undefined;
-    if (typeof nonce === "string" ? nonce.length > 25 : !Number.isInteger(nonce)) throw invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.");
     if (b.enforce_nonce !== true) return undefined;
     const seen = this.#nonces.get(`${this.bot.id}|${String(nonce)}`);
     const earlier = seen && Date.now() - seen.at <= this.#options.nonceWindowMs ? this.#messages.get(seen.messageId) : undefined;

@@ -1,18 +1,26 @@
 /**
  * A strict fake Telegram Bot API server for tests (node:http), reusable by the end-to-end suite.
  *
- * It speaks the real wire protocol (`POST|GET /bot<token>/<method>`, JSON or form bodies, the
- * `{ ok, result }` / `{ ok: false, error_code, description, parameters }` envelope) so the real
- * grammy client can be pointed at it with `TELEGRAM_API_ROOT`. It is strict like Telegram
- * (https://core.telegram.org/bots/api): 401 for a wrong token; 400 "message is too long" over 4096
- * UTF-16 units of parsed text; 400 "can't parse entities" for HTML Telegram rejects; 400 for an
- * empty text; "message is not modified"; callback_data over 64 bytes; answering a callback query
+ * It speaks the real wire protocol (`POST|GET /bot<token>/<method>`, query string, JSON, form or
+ * multipart bodies, the `{ ok, result }` / `{ ok: false, error_code, description, parameters }`
+ * envelope) so the real grammy client can be pointed at it with `TELEGRAM_API_ROOT`.
+ *
+ * Every call is first checked against the published Bot API (`telegram-spec.ts`: the method
+ * exists, every parameter is one of its fields, required ones present, types and nested types
+ * match, the documented limits hold — 1-4096 characters of text after entity parsing, counted in
+ * code points; 1-64 bytes of `callback_data`; 0-200 characters of a callback answer …). A call
+ * that fails is answered 400 (404 for an unknown method) as Telegram would, and recorded in
+ * `spec-violations.ts`, which fails the running test (see {@link FakeTelegram.takeSpecViolations}).
+ *
+ * Beyond the spec it is strict like Telegram (https://core.telegram.org/bots/api): 401 for a
+ * wrong token; 400 "can't parse entities" for HTML Telegram rejects; 400 for a text that is empty
+ * after parsing; "message is not modified"; answering a callback query
  * twice; 409 for getUpdates while a webhook is set, and 409 "terminated by other getUpdates request"
  * for a long poll that a newer `getUpdates` call (another poller with the same token) replaces;
  * 400 "message thread not found" for a `message_thread_id` that is not a topic of the chat.
  * `sendMessageDraft` (Bot API 9.3, https://core.telegram.org/bots/api#sendmessagedraft) is
  * accepted only for private chats (400 "Bad Request: TEXTDRAFT_PEER_INVALID" elsewhere), with a
- * non-zero integer `draft_id` and 0-4096 characters; drafts are recorded in {@link FakeTelegram.drafts}.
+ * non-zero integer `draft_id`; drafts are recorded in {@link FakeTelegram.drafts}.
  * `deleteMessage` removes a bot message from {@link FakeTelegram.sent} (recorded in
  * {@link FakeTelegram.deleted}); 400 "message to delete not found" for an unknown one.
  *
@@ -44,6 +52,9 @@
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { CallbackQuery, Chat, InlineKeyboardMarkup, Message, MessageEntity, Update, User } from "grammy/types";
+import { readMultipart } from "./multipart.js";
+import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
+import { checkTelegramRequest, INPUT_FILE, type InputFilePart, type TextParser } from "./telegram-spec.js";
 
 /** One Bot API call the bot made. */
 export interface FakeCall {
@@ -460,6 +471,14 @@ export class FakeTelegram {
     return { file_id: fileId, file_unique_id: unique, file_size: fileSize };
   }
 
+  /**
+   * Returns the calls refused so far because the Bot API does not allow them, and forgets them
+   * (else the running test fails when it ends). For a test that sends such a call on purpose.
+   */
+  takeSpecViolations(): SpecViolation[] {
+    return takeSpecViolations("telegram");
+  }
+
   /** Calls made to `method`. */
   callsOf(method: string): FakeCall[] {
     return this.calls.filter((c) => c.method === method);
@@ -567,6 +586,11 @@ export class FakeTelegram {
       return send(400, { ok: false, error_code: 400, description: "Bad Request: invalid request body" });
     }
     this.calls.push({ method, payload, at: Date.now() });
+    const check = checkTelegramRequest(method, payload, parseForSpec);
+    if (!check.ok) {
+      recordSpecViolation({ platform: "telegram", request: method, problems: check.problems, payload, at: Date.now() });
+      return send(check.status, { ok: false, error_code: check.status, description: check.description });
+    }
     const flood = this.#floods.get(method);
     if (flood && Date.now() < flood.until) {
       const retryAfter = Math.max(1, Math.min(flood.retryAfter, Math.ceil((flood.until - Date.now()) / 1000)));
@@ -701,12 +725,9 @@ export class FakeTelegram {
         return true;
       }
       case "setMyCommands": {
-        const commands = parseList(p.commands) as unknown as { command: string; description: string }[] | undefined;
-        if (!commands) throw bad("parameter \"commands\" is required");
-        for (const c of commands) {
-          if (!/^[a-z0-9_]{1,32}$/.test(c.command)) throw bad("BOT_COMMAND_INVALID");
-          if (typeof c.description !== "string" || c.description.length < 1 || c.description.length > 256) throw bad("BOT_COMMAND_DESCRIPTION_INVALID");
-        }
+        const commands = parseList(p.commands) as unknown as { command: string; description: string }[];
+        // BotCommand: "Can contain only lowercase English letters, digits and underscores" (not in the spec's structure).
+        for (const c of commands) if (!/^[a-z0-9_]{1,32}$/.test(c.command)) throw bad("BOT_COMMAND_INVALID");
         this.commands.set(String(p.language_code ?? ""), { ...p, commands });
         return true;
       }
@@ -745,7 +766,6 @@ export class FakeTelegram {
       case "answerCallbackQuery": {
         const query = this.#queries.get(String(p.callback_query_id));
         if (!query || query.answered) throw bad("query is too old and response timeout expired or query ID is invalid");
-        if (typeof p.text === "string" && p.text.length > 200) throw bad("MESSAGE_TOO_LONG");
         query.answered = true;
         this.callbackAnswers.push(p);
         return true;
@@ -760,19 +780,15 @@ export class FakeTelegram {
     const parseMode = p.parse_mode === undefined ? undefined : String(p.parse_mode);
     if (parseMode !== undefined && parseMode !== "HTML") throw new Error(`the fake only parses HTML, not ${parseMode}`);
     const parsed = parseMode === "HTML" ? parseTelegramHtml(p.text) : { text: p.text, entities: [] };
+    // Telegram trims the text; the spec check has already bounded its length (1-4096 characters).
     if (parsed.text.trim() === "") throw bad("message text is empty");
-    if (parsed.text.length > 4096) throw bad("message is too long");
     return parsed;
   }
 
   #markup(p: Record<string, unknown>): InlineKeyboardMarkup | undefined {
     if (p.reply_markup === undefined) return undefined;
     const markup = (typeof p.reply_markup === "string" ? JSON.parse(p.reply_markup) : p.reply_markup) as InlineKeyboardMarkup;
-    for (const button of (markup.inline_keyboard ?? []).flat()) {
-      const data = (button as { callback_data?: string }).callback_data;
-      if (data !== undefined && (Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64)) throw bad("BUTTON_DATA_INVALID");
-      if (!button.text) throw bad("BUTTON_TEXT_INVALID");
-    }
+    for (const button of (markup.inline_keyboard ?? []).flat()) if (!button.text) throw bad("BUTTON_TEXT_INVALID");
     return markup;
   }
 
@@ -824,7 +840,7 @@ export class FakeTelegram {
     return { id: chatId, type: chatId > 0 ? "private" : "supergroup", ...(chatId > 0 ? { first_name: "User" } : { title: "Group" }) } as Chat;
   }
 
-  /** `sendMessageDraft`: private chats only (a user id, positive), `draft_id` a non-zero integer, text 0-4096 after parsing. */
+  /** `sendMessageDraft`: private chats only (a user id, positive), `draft_id` a non-zero integer (the spec check bounds the text). */
   #draft(p: Record<string, unknown>): true {
     const chatId = Number(p.chat_id);
     if (!Number.isInteger(chatId)) throw bad("chat not found");
@@ -833,7 +849,6 @@ export class FakeTelegram {
     if (!Number.isInteger(draftId) || draftId === 0) throw bad("parameter \"draft_id\" must be non-zero");
     const text = p.text === undefined ? "" : String(p.text);
     const parsed = p.parse_mode === "HTML" ? parseTelegramHtml(text) : { text };
-    if (parsed.text.length > 4096) throw bad("TEXT_TOO_LONG");
     this.#threadOf(chatId, p);
     this.drafts.push({ chatId, draftId, text: parsed.text, at: Date.now() });
     return true;
@@ -883,13 +898,31 @@ function parseList(value: unknown): unknown[] | undefined {
   return undefined;
 }
 
+/** The text Telegram shows for a `parse_mode` (for the spec's limits after entity parsing); `undefined` when the fake cannot parse it. */
+const parseForSpec: TextParser = (text, parseMode) => {
+  if (parseMode === undefined) return text;
+  if (parseMode !== "HTML") return undefined;
+  try {
+    return parseTelegramHtml(text).text;
+  } catch {
+    return undefined;
+  }
+};
+
+/** The request's parameters: a JSON, form or multipart body (a multipart file part becomes an {@link InputFilePart}). */
 async function readBody(req: HttpRequest): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const raw = Buffer.concat(chunks).toString("utf8");
-  if (raw === "") return {};
+  const bytes = Buffer.concat(chunks);
+  if (bytes.length === 0) return {};
   const type = req.headers["content-type"] ?? "";
-  if (type.includes("application/json")) return JSON.parse(raw) as Record<string, unknown>;
-  if (type.includes("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(raw));
+  if (type.includes("application/json")) return JSON.parse(bytes.toString("utf8")) as Record<string, unknown>;
+  if (type.includes("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(bytes.toString("utf8")));
+  if (type.includes("multipart/form-data")) {
+    const { fields, files } = await readMultipart(req.headers, bytes);
+    const params: Record<string, unknown> = Object.fromEntries(fields);
+    for (const f of files) params[f.name] = { [INPUT_FILE]: true, filename: f.filename, size: f.size } satisfies InputFilePart;
+    return params;
+  }
   throw new Error(`unsupported content type ${type}`);
 }

@@ -1,0 +1,33 @@
+/**
+ * Reads a `multipart/form-data` body for the fake Telegram and Discord, with busboy
+ * (`@fastify/busboy`): it accepts what the platforms accept, such as grammY's unquoted
+ * `filename=cert.pem`, which undici's `Response.formData()` refuses.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { Busboy } from "@fastify/busboy";
+
+/** A multipart body: its text fields and its file parts (bytes counted, not kept). */
+export interface MultipartBody {
+  fields: Map<string, string>;
+  files: { name: string; filename: string; size: number }[];
+}
+
+/**
+ * Parses `bytes`, a whole multipart body sent with `headers` (its `content-type` names the boundary).
+ * @throws {Error} when the body is not well-formed multipart.
+ */
+export function readMultipart(headers: IncomingHttpHeaders, bytes: Buffer): Promise<MultipartBody> {
+  return new Promise((resolve, reject) => {
+    const body: MultipartBody = { fields: new Map(), files: [] };
+    const parser = Busboy({ headers: headers as { "content-type": string } });
+    parser.on("field", (name: string, value: string) => body.fields.set(name, value));
+    parser.on("file", (name: string, stream: NodeJS.ReadableStream, filename: string) => {
+      const file = { name, filename, size: 0 };
+      body.files.push(file);
+      stream.on("data", (chunk: Buffer) => (file.size += chunk.length));
+    });
+    parser.on("finish", () => resolve(body));
+    parser.on("error", reject);
+    parser.end(bytes);
+  });
+}

@@ -43,6 +43,8 @@ export default defineConfig({
     // Two cores: files run two at a time; each file starts its own redis-server (or cluster).
     maxWorkers: 2,
     env: { LOG_LEVEL: "silent" },
+    // Compiles the checkout once per run for the child processes tests start (nodeArgs in test/helpers/compiled.ts).
+    globalSetup: ["./test/helpers/compile-children.ts"],
     // The usual output, then the slowest files and the summed durations (test/helpers/durations-reporter.ts).
     reporters: ["default", "./test/helpers/durations-reporter.ts"],
     projects: [

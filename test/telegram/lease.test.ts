@@ -30,6 +30,7 @@ import { FakeTelegram } from "../fakes/telegram.js";
 import { scriptedModel } from "../e2e/scripted-model.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -180,7 +181,7 @@ describe("two polling adapter processes", () => {
   });
 
   function startAdapter(): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, nodeArgs("src/main.ts"), { env: env(), stdio: ["ignore", "pipe", "pipe"] });
     outputs.set(child, "");
     const collect = (d: Buffer) => outputs.set(child, outputs.get(child)! + d.toString());
     child.stdout!.on("data", collect);

@@ -160,5 +160,5 @@ describe("TraceStore", () => {
     const missing = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "404"), { env }).catch((e: { code: number; stdout: string }) => e);
     expect(missing).toMatchObject({ code: 1 });
     expect((missing as { stdout: string }).stdout).toContain("No trace stored for telegram:404");
-  });
+  }, 60_000); // two CLI processes: seconds each on a busy machine
 });

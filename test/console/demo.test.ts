@@ -8,12 +8,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, expect, it } from "vitest";
+import { nodeArgs } from "../helpers/compiled.js";
 import { waitFor } from "../worker/harness.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const tsxLoader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
 let child: ChildProcess | undefined;
 let cwd: string | undefined;
@@ -25,7 +23,7 @@ afterAll(async () => {
 it("answers with the scripted model: a tool call, a calculation, a todo added then deleted after y, every answer labelled [demo]; exits 0 on /quit", async () => {
   cwd = await mkdtemp(path.join(tmpdir(), "bot-demo-"));
   // No ANTHROPIC_API_KEY, no REDIS_URL; an ANTHROPIC_BASE_URL that would fail if it were used.
-  child = spawn(process.execPath, ["--import", tsxLoader, path.join(root, "src", "cli", "chat.ts"), "--demo"], {
+  child = spawn(process.execPath, nodeArgs("src/cli/chat.ts", "--demo"), {
     cwd,
     env: { PATH: process.env.PATH ?? "", BOT_LOCALE: "en", ANTHROPIC_BASE_URL: "http://127.0.0.1:1", LOG_LEVEL: "info" },
     stdio: ["pipe", "pipe", "pipe"],

@@ -8,12 +8,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import xterm from "@xterm/headless";
+import { nodeArgs } from "../helpers/compiled.js";
 import { waitFor } from "../worker/harness.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const tsxLoader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
 /** A chat running in a pseudo-terminal. */
 export interface TerminalChat {
@@ -48,7 +46,7 @@ export async function startTerminalChat(options: { env: Record<string, string>; 
   const cols = options.cols ?? 100;
   const rows = options.rows ?? 40;
   const cwd = await mkdtemp(path.join(tmpdir(), "bot-tty-"));
-  const command = [`stty cols ${cols} rows ${rows}`, `exec ${[process.execPath, "--import", tsxLoader, path.join(root, "src", "cli", "chat.ts"), ...(options.args ?? [])].map(shellQuote).join(" ")}`].join(" && ");
+  const command = [`stty cols ${cols} rows ${rows}`, `exec ${[process.execPath, ...nodeArgs("src/cli/chat.ts", ...(options.args ?? []))].map(shellQuote).join(" ")}`].join(" && ");
   const child: ChildProcess = spawn("script", ["-qefc", command, "/dev/null"], {
     cwd,
     env: { PATH: process.env.PATH ?? "", TERM: "xterm-256color", ...options.env },

@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../../src/config.js";
 import { closestKnownName, misspelledVariables, ourPrefixes } from "../../src/config-spelling.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 describe("closestKnownName", () => {
@@ -70,7 +71,7 @@ describe("npm start", () => {
   it("warns once per misspelled variable of .env and of the environment, naming the intended one and never the value", async () => {
     const dotenv = path.join(dir, ".env");
     await writeFile(dotenv, "STREAMNG=off\nANTHROPIC_MODLE=claude-typo-model\nCWA_APIKEY=CWA-SECRET-VALUE-0123456789\nUSER_DAILY_TOKEN=5\nMAX_TURNS=4\n");
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
       env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ROLE: "worker", REDIS_URL: server.url, ANTHROPIC_API_KEY: "sk-test-abcdefgh", DOTENV_CONFIG_PATH: dotenv, DISCORD_BOT_TOKEN: "env-secret-token-value" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,7 +1,7 @@
 /**
  * The named metric functions of `src/metrics.ts`, read back through the registry `/metrics` serves.
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { countingFetch, metrics, registry, watchQueues } from "../../src/metrics.js";
 
 async function sample(name: string, labels: Record<string, string> = {}): Promise<number> {
@@ -9,6 +9,9 @@ async function sample(name: string, labels: Record<string, string> = {}): Promis
   const values = (await metric!.get()).values;
   return values.filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l)).reduce((s, v) => s + v.value, 0);
 }
+
+// Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.
+beforeAll(() => registry.resetMetrics());
 
 describe("metrics", () => {
   it("first visible text is observed once per message, also when answered() follows", async () => {

@@ -5,13 +5,13 @@
  * (`ADMIN_USERS`), one env-allowed user, and a daily budget of a few hundred tokens.
  */
 import { execFile } from "node:child_process";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { Chat, User } from "grammy/types";
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
@@ -47,7 +47,7 @@ async function access(...args: string[]): Promise<{ code: number; stdout: string
     MODEL_PRICES: "15,75,18.75,1.5",
   };
   try {
-    const { stdout, stderr } = await exec(path.join(root, "node_modules", ".bin", "tsx"), [path.join(root, "src", "cli", "access.ts"), ...args], { cwd: root, env, timeout: 60_000 });
+    const { stdout, stderr } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), { cwd: root, env, timeout: 60_000 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };

@@ -22,7 +22,8 @@ const EXPIRY_WAIT = 15_000;
 const WAIT = 10_000;
 const EXPIRED_RESULT = "The user did not confirm delete_todo within 5 seconds, so the approval expired and it was not run.";
 
-it("Telegram: an undecided approval expires: prompt edited, short answer, nothing deleted, history valid", async () => {
+// The two scenarios wait out real time and share only the stack (own users, chats and todos): they run side by side.
+it.concurrent("Telegram: an undecided approval expires: prompt edited, short answer, nothing deleted, history valid", async () => {
   const tg = stack.telegram;
   const user = tg.user(7201, "Ivy");
   const chat = tg.privateChat(user);
@@ -51,7 +52,7 @@ it("Telegram: an undecided approval expires: prompt edited, short answer, nothin
   expect(await todoLines(redis, "telegram", "7201")).toEqual(["#1 買牛奶"]);
 });
 
-it("Discord: an undecided approval expires: prompt edited with disabled buttons, short answer, history valid", async () => {
+it.concurrent("Discord: an undecided approval expires: prompt edited with disabled buttons, short answer, history valid", async () => {
   const dc = stack.discord;
   const jo: FakeUser = { id: "702000000000009001", username: "jo", global_name: "Jo" };
   const channel = dc.dmChannel(jo);

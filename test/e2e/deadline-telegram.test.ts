@@ -57,9 +57,10 @@ describe("Telegram: one deadline per answer", () => {
     const user = tg.user(93002, "Tsai");
     const dm = tg.privateChat(user);
     const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
-    // the retry plugin's own attempts (1 + 3, 3 s apart) end inside the flood and past the deadline
-    tg.rateLimit("sendMessage", { retryAfter: 3, forMs: 15_000 });
-    const floodEnds = Date.now() + 15_000;
+    // the retry plugin's own attempts (1 + 3, 2 s apart) end inside the flood and past the deadline
+    const floodMs = 10_000;
+    tg.rateLimit("sendMessage", { retryAfter: 2, forMs: floodMs });
+    const floodEnds = Date.now() + floodMs;
     tg.sendUserMessage({ chat: dm, from: user, text: "hello into the flood" });
     await waitFor(
       () => stack.logs().some((l) => l.msg === "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent"),

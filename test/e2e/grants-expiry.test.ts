@@ -26,7 +26,8 @@ async function droppedByRedis(key: string): Promise<void> {
   await eventually(async () => ((await redis.exists(key)) === 0 ? true : undefined), WAIT, `Redis to drop ${key}`);
 }
 
-it("Telegram: the grant expires; the next call asks again", async () => {
+// The two scenarios wait out real time and share only the stack (own users, chats and todos): they run side by side.
+it.concurrent("Telegram: the grant expires; the next call asks again", async () => {
   const tg = stack.telegram;
   const user = tg.user(7401, "Gil");
   const chat = tg.privateChat(user);
@@ -53,7 +54,7 @@ it("Telegram: the grant expires; the next call asks again", async () => {
   expect(await todoLines(redis, "telegram", "7401")).toEqual(["#2 二", "#3 三"]);
 }, 60_000);
 
-it("Discord: the grant expires (the stored expiry counts even before Redis drops the key); the next call asks again", async () => {
+it.concurrent("Discord: the grant expires (the stored expiry counts even before Redis drops the key); the next call asks again", async () => {
   const dc = stack.discord;
   const hal: FakeUser = { id: "704000000000000001", username: "hal", global_name: "Hal" };
   const channel = dc.dmChannel(hal);

@@ -8,6 +8,7 @@
 import { createServer } from "node:net";
 import parsePrometheusTextFormat, { type PrometheusFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { registry } from "../../src/metrics.js";
 import { startStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
 
@@ -24,6 +25,8 @@ async function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
+  // Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.
+  registry.resetMetrics();
   port = await freePort();
   stack = await startStack({ healthPort: port, env: { RATE_LIMIT_PER_MINUTE: "2" } });
 }, 60_000);

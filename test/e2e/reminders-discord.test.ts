@@ -65,7 +65,9 @@ async function notice(interaction: FakeInteraction): Promise<string> {
 
 const mention = () => `<@${stack.discord.bot.id}>`;
 
-it(
+// The two timed scenarios wait for their reminders in real time and share only the stack (own
+// people, chats and reminders): they run side by side. The tests after them run one at a time.
+it.concurrent(
   "a reminder 12 s ahead in a thread arrives once, on time, pinging only its owner — through a worker restart and with two workers; others cannot press; snooze; done completes the todo",
   async () => {
     const dc = stack.discord;
@@ -116,7 +118,7 @@ it(
   90_000,
 );
 
-it(
+it.concurrent(
   "repeat: a weekly reminder's scheduler runs at the time set and next a week later; completing the tied todo ends it",
   async () => {
     const dc = stack.discord;

@@ -54,7 +54,9 @@ function data(message: FakeSentMessage, prefix: string): string {
   return found!;
 }
 
-it(
+// The two timed scenarios wait for their reminders in real time and share only the stack (own
+// people, chats and reminders): they run side by side. The tests after them run one at a time.
+it.concurrent(
   "a reminder 12 s ahead in a forum topic arrives once, on time, mentioning its owner — through a worker restart and with two workers; others cannot press; snooze brings it back; done completes the todo",
   async () => {
     const tg = stack.telegram;
@@ -117,7 +119,7 @@ it(
   90_000,
 );
 
-it(
+it.concurrent(
   "repeat: the job scheduler runs at the time set, fires, and its next run is a day later; list shows it; a cancelled one-off never arrives; cancel_reminder ends the repeat",
   async () => {
     const tg = stack.telegram;

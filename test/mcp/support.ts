@@ -5,13 +5,14 @@ import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeArgs } from "../helpers/compiled.js";
 
 /** The stdio fixture server (a real MCP server built with the official SDK). */
 export const STDIO_FIXTURE = fileURLToPath(new URL("../fixtures/mcp/stdio-server.ts", import.meta.url));
 
-/** The `mcpServers` entry that runs the stdio fixture with `node --import tsx`. */
+/** The `mcpServers` entry that runs the stdio fixture with node (its compiled JavaScript, see `nodeArgs`). */
 export function stdioEntry(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { command: process.execPath, args: ["--import", "tsx", STDIO_FIXTURE], ...extra };
+  return { command: process.execPath, args: nodeArgs(STDIO_FIXTURE), ...extra };
 }
 
 /** A fresh folder for one test's files. */

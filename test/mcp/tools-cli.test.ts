@@ -4,11 +4,11 @@
  * never prints a secret taken from `${VAR}`.
  */
 import { execFile } from "node:child_process";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHttpMcpFixture, type HttpMcpFixture } from "../fixtures/mcp/http-server.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { stdioEntry, tempDir, writeMcpConfig } from "./support.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 function cli(...args: string[]) {
-  return run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts"), ...args], {
+  return run(process.execPath, nodeArgs("src/cli/tools.ts", ...args), {
     cwd: root,
     env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: configFile, STDIO_SECRET_VALUE: STDIO_SECRET, HTTP_SECRET_VALUE: HTTP_SECRET, ITEMS_URL: http.url },
   });
@@ -73,7 +73,7 @@ describe("npm run tools with MCP servers", () => {
       notebook: stdioEntry({ include: ["echo"], noAlwaysAllow: ["ad_note"] }),
       wiki: { url: "http://user:Pa55-in-url@127.0.0.1:9/mcp" },
     });
-    const { stdout, stderr } = await run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts")], { cwd: root, env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file } });
+    const { stdout, stderr } = await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file } });
     expect(stdout).toMatch(/warning: MCP server notebook has no tool "ad_note" \(named in its "noAlwaysAllow"; its tools: [a-z_, ]*add_note/);
     expect(stdout).toContain('  wiki: its url contains credentials (user:password@); remove them and send them in "headers" instead');
     expect(stdout + stderr).not.toContain("Pa55-in-url");
@@ -81,7 +81,7 @@ describe("npm run tools with MCP servers", () => {
 
   it("a malformed MCP config exits 1 naming the file and the problem", async () => {
     const bad = writeMcpConfig(tempDir(), { x: { command: "node", url: "http://a" } });
-    const error = (await run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts")], { cwd: root, env: { ...process.env, MCP_CONFIG: bad } }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    const error = (await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env: { ...process.env, MCP_CONFIG: bad } }).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(error.code).toBe(1);
     expect(error.stderr).toContain(`MCP_CONFIG: ${bad} is not a valid MCP servers file`);
     expect(error.stderr).toContain('mcpServers.x: must have either "command"');

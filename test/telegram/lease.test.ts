@@ -30,6 +30,7 @@ import { FakeTelegram } from "../fakes/telegram.js";
 import { scriptedModel } from "../e2e/scripted-model.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -180,7 +181,7 @@ describe("two polling adapter processes", () => {
   });
 
   function startAdapter(): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, nodeArgs("src/main.ts"), { env: env(), stdio: ["ignore", "pipe", "pipe"] });
     outputs.set(child, "");
     const collect = (d: Buffer) => outputs.set(child, outputs.get(child)! + d.toString());
     child.stdout!.on("data", collect);
@@ -197,6 +198,19 @@ describe("two polling adapter processes", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     return Date.now();
+  }
+
+  /** The one of `children` that says it started long polling (within `timeoutMs`). */
+  async function firstToPoll(children: ChildProcess[], timeoutMs: number): Promise<ChildProcess> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const polling = children.find((child) => outputs.get(child)!.includes("telegram: long polling started"));
+      if (polling) return polling;
+      const exited = children.find((child) => child.exitCode !== null);
+      if (exited) throw new Error(`an adapter exited (${exited.exitCode}); output:\n${outputs.get(exited)}`);
+      if (Date.now() > until) throw new Error(`no adapter started polling within ${timeoutMs} ms; outputs:\n${children.map((c) => outputs.get(c)).join("\n---\n")}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Sends `calc <n> + 1` from user `id` (a private chat of its own). */
@@ -221,9 +235,10 @@ describe("two polling adapter processes", () => {
   });
 
   it("one polls, the other waits; the second takes over within 10 s of the first being killed, and no message is lost or answered twice", async () => {
-    const first = startAdapter();
-    await waitForOutput(first, "telegram: long polling started", 30_000);
-    const second = startAdapter();
+    // Started together, so their start-ups overlap: one takes the lease and polls, the other waits.
+    const pair = [startAdapter(), startAdapter()];
+    const first = await firstToPoll(pair, 30_000);
+    const second = pair.find((child) => child !== first)!;
     await waitForOutput(second, "another adapter is polling this bot; waiting to take over its polling lease", 30_000);
 
     for (let i = 0; i < 3; i++) ask(9100 + i, i);

@@ -8,6 +8,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let redis: TestRedis;
@@ -23,7 +24,7 @@ afterAll(async () => {
 
 /** Runs the entry point as an adapter; `onOutput` sees the output so far. Resolves with the exit code and output. */
 function runMain(env: Record<string, string>, onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {}) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ROLE: "adapter", REDIS_URL: redis.url, TELEGRAM_API_ROOT: tg.apiRoot, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

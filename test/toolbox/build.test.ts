@@ -24,7 +24,9 @@ const image = await mkdtemp(path.join(root, ".data", "image-"));
 let redis: TestRedis;
 beforeAll(async () => {
   redis = await startRedis();
-  await run(path.join(root, "node_modules/.bin/tsc"), ["-p", path.join(root, "tsconfig.build.json"), "--outDir", out], { cwd: root });
+  // --noCheck: the same JavaScript as `npm run build` (isolatedModules), without checking the types
+  // again (npm test's typecheck does that): about 40% less time.
+  await run(path.join(root, "node_modules/.bin/tsc"), ["-p", path.join(root, "tsconfig.build.json"), "--outDir", out, "--noCheck"], { cwd: root });
   await symlink(out, path.join(image, "dist"), "dir");
   await symlink(path.join(root, "node_modules"), path.join(image, "node_modules"), "dir");
   await copyFile(path.join(root, "package.json"), path.join(image, "package.json"));

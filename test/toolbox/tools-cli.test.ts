@@ -7,15 +7,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { nodeArgs } from "../helpers/compiled.js";
 
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const tsx = path.join(root, "node_modules", ".bin", "tsx");
 const cli = path.join(root, "src", "cli", "tools.ts");
 
 async function tools(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(tsx, [cli, ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: "info" } });
+    const { stdout, stderr } = await exec(process.execPath, nodeArgs(cli, ...args), { cwd: root, env: { ...process.env, LOG_LEVEL: "info" } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };

@@ -17,10 +17,10 @@ import { startLocalRedis, type LocalRedis } from "../../src/local-redis.js";
 import { connectRedis } from "../../src/redis.js";
 import { formatRun } from "../../src/trace/format.js";
 import { TraceStore } from "../../src/trace/store.js";
+import { nodeArgs } from "../helpers/compiled.js";
 
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const tsx = path.join(root, "node_modules", ".bin", "tsx");
 const cli = path.join(root, "src", "cli", "trace.ts");
 
 /** Runs `npm run trace -- ...args` in `cwd` without REDIS_URL (unless `env` sets it). */
@@ -28,7 +28,7 @@ async function trace(cwd: string, args: string[], env: Record<string, string> = 
   const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "silent" };
   delete base.REDIS_URL;
   try {
-    const { stdout, stderr } = await exec(tsx, [cli, ...args], { cwd, env: { ...base, ...env } });
+    const { stdout, stderr } = await exec(process.execPath, nodeArgs(cli, ...args), { cwd, env: { ...base, ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };

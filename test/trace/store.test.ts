@@ -11,6 +11,7 @@ import { connectRedis } from "../../src/redis.js";
 import { formatRun } from "../../src/trace/format.js";
 import { TRACE_KEEP_RUNS, TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { PREVIEW_CHARS } from "../../src/trace/tracer.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
@@ -154,10 +155,10 @@ describe("TraceStore", () => {
 
     const exec = promisify(execFile);
     const env = { ...process.env, REDIS_URL: server.url, LOG_LEVEL: "silent" };
-    const { stdout } = await exec("npx", ["tsx", "src/cli/trace.ts", "telegram", "100"], { env });
+    const { stdout } = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "100"), { env });
     expect(stdout.trim()).toBe(textOut);
-    const missing = await exec("npx", ["tsx", "src/cli/trace.ts", "telegram", "404"], { env }).catch((e: { code: number; stdout: string }) => e);
+    const missing = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "404"), { env }).catch((e: { code: number; stdout: string }) => e);
     expect(missing).toMatchObject({ code: 1 });
     expect((missing as { stdout: string }).stdout).toContain("No trace stored for telegram:404");
-  });
+  }, 60_000); // two CLI processes: seconds each on a busy machine
 });

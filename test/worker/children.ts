@@ -22,7 +22,8 @@ import { todoTools, waitFor } from "./harness.js";
  * @throws with the child's output when it exits before printing "ready".
  */
 export async function spawnChildWorker(script: string, env: Record<string, string>): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--import", "tsx", script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const { nodeArgs } = await import("../helpers/compiled.js"); // not at the top: the child imports this file too
+  const proc = spawn(process.execPath, nodeArgs(script), { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));

@@ -8,13 +8,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LocalRedisError, pidAlive, startLocalRedis } from "../../src/local-redis.js";
 import { connectRedis } from "../../src/redis.js";
+import { nodeArgs } from "../helpers/compiled.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const tsxLoader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const userScript = path.join(root, "test", "fixtures", "local-redis-user.ts");
 
 let dir: string;
@@ -48,7 +48,7 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string):
 
 /** A process using the private Redis of `folder`; resolves once it holds its lease. */
 async function user(folder: string, mode?: "exit"): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, ["--import", tsxLoader, userScript, folder, ...(mode ? [mode] : [])], { stdio: ["ignore", "pipe", "pipe"], cwd: root });
+  const child = spawn(process.execPath, nodeArgs(userScript, folder, ...(mode ? [mode] : [])), { stdio: ["ignore", "pipe", "pipe"], cwd: root });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
@@ -206,7 +206,7 @@ describe("with real processes, in every stop order", () => {
 describe("npm start and npm run chat sharing the private Redis", () => {
   /** Runs an entry point in `cwd` (no REDIS_URL: the private Redis of `cwd/.data/redis`). */
   function entry(cwd: string, file: string, stdin: "ignore" | "pipe") {
-    const child = spawn(process.execPath, ["--import", tsxLoader, path.join(root, file)], {
+    const child = spawn(process.execPath, nodeArgs(file), {
       cwd,
       env: { PATH: process.env.PATH ?? "", ANTHROPIC_API_KEY: "test-key-not-real", LOG_LEVEL: "info", BOT_LOCALE: "en" },
       stdio: [stdin, "pipe", "pipe"],

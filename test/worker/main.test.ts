@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { nodeArgs } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
@@ -10,7 +11,7 @@ afterAll(async () => server.stop());
 
 /** Runs `npm start`'s entry point with `env`; resolves with its exit code and output. */
 function runMain(env: Record<string, string>, onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {}) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

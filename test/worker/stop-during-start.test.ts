@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { nodeArgs } from "../helpers/compiled.js";
 import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 let server: TestRedis;
@@ -25,7 +26,7 @@ afterAll(async () => {
 
 it("Ctrl-C during a platform's start-up stops at once", async () => {
   const port = (blackHole.address() as { port: number }).port;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
     env: {
       PATH: process.env.PATH ?? "",
       LOG_LEVEL: "info",

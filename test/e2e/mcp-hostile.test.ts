@@ -157,7 +157,8 @@ it("a huge schema arriving by list_changed is refused before compiling, and anot
   const sent = Date.now();
   tg.sendUserMessage({ chat: b.chat, from: b.user, text: "ping" });
   await answerIn(9106, "pong");
-  expect(Date.now() - sent).toBeLessThan(5000);
+  // the compile of this schema blocked a worker for over 20 s; a busy test machine answers a ping in well under 8
+  expect(Date.now() - sent).toBeLessThan(8000);
   await tg.waitFor(() => logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:")), WAIT, "the skip warning");
   expect(logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:"))).toMatch(/^MCP tool hostile\/pick_region skipped: its input schema is \d+ KB, over the limit of 64 KB$/);
   expect(stack.toolbox.get("hostile__pick_region")).toBeUndefined();

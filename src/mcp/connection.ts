@@ -8,13 +8,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/index.js";
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, statSync } from "node:fs";
 import { silentLogger, valueRedactor, type Logger } from "../log.js";
-import { compileJsonSchema } from "../toolbox/json-input.js";
 import type { McpServerConfig } from "./config.js";
-import { MCP_MAX_SCHEMA_BYTES } from "./limits.js";
 
 /** Longest wait for a server to start and answer `initialize` and `tools/list`, in ms. */
 export const MCP_CONNECT_TIMEOUT_MS = 30_000;
@@ -25,36 +22,6 @@ export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 /** Our client's name and version in `initialize`. */
 const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
 
-/**
- * The SDK client's checker of `structuredContent` against a tool's `outputSchema`. The SDK asks
- * for a validator of every tool's output schema while it lists the tools; compiling them all
- * there would let one server's huge schema block the worker on every `list_changed`. This one
- * compiles a schema on the first result that needs it, through the shared cache (equal schemas
- * are compiled once per process), and does not check against a schema larger than
- * {@link MCP_MAX_SCHEMA_BYTES} (the result is passed on unchecked: the model reads it as JSON
- * text either way) or one Ajv cannot compile.
- */
-const lazyOutputValidator: jsonSchemaValidator = {
-  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
-    let check: ((input: unknown) => string | undefined) | undefined;
-    return (input) => {
-      check ??= outputCheck(schema as Record<string, unknown>);
-      const problem = check(input);
-      return problem === undefined ? { valid: true, data: input as T, errorMessage: undefined } : { valid: false, data: undefined, errorMessage: problem };
-    };
-  },
-};
-
-function outputCheck(schema: Record<string, unknown>): (input: unknown) => string | undefined {
-  if (Buffer.byteLength(JSON.stringify(schema)) > MCP_MAX_SCHEMA_BYTES) return () => undefined;
-  const { $schema, ...rest } = schema;
-  try {
-    const validate = compileJsonSchema(rest, $schema);
-    return (input) => (validate(input) ? undefined : (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? "is not valid"}`).join("; "));
-  } catch {
-    return () => undefined;
-  }
-}
 
 /** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
 export class McpUnavailableError extends Error {
@@ -172,7 +139,7 @@ export class McpConnection {
   }
 
   async #open(): Promise<void> {
-    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: lazyOutputValidator });
+    const client = new Client(CLIENT_INFO, { capabilities: {}});
     const transport = this.#makeTransport();
     this.#client = client;
     this.#transport = transport;

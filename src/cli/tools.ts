@@ -35,13 +35,19 @@ export interface ToolListing {
 export interface McpListing {
   /** The MCP config file read (relative to the current folder when inside it). */
   file: string;
-  /** Tools of the connected servers: toolbox name, server, MCP name, tags, and whether a call asks the user first. */
-  tools: { name: string; server: string; tool: string; tags: string[]; approval: boolean; description: string }[];
+  /**
+   * Tools of the connected servers: toolbox name, server, MCP name, tags, whether a call asks the
+   * user first and why (the `safe` list, trusted annotations, a need kept after `list_changed`).
+   */
+  tools: { name: string; server: string; tool: string; tags: string[]; approval: boolean; why: string; description: string }[];
   /** Servers that could not be used, with the reason (redacted). */
   skipped: { server: string; reason: string }[];
   /** Tools of connected servers left out, with the reason. */
   skippedTools: { server: string; tool: string; reason: string }[];
-  /** The start-up warnings about chats offered more than 10 tools. */
+  /**
+   * The start-up warnings: names in the config that match no tool, the limits (tools per server,
+   * descriptions cut), tools that kept a stricter need, and chats offered more than 10 tools.
+   */
   warnings: string[];
 }
 
@@ -50,11 +56,11 @@ export function mcpListing(file: string, source: McpToolSource, warnings: string
   return {
     file: path.relative(process.cwd(), file).startsWith("..") ? file : path.relative(process.cwd(), file),
     tools: source.tools().flatMap(({ server, tools }) =>
-      tools.map((t) => ({ name: t.name, server, tool: t.mcp.tool, tags: [...t.tags], approval: t.dangerous, description: t.description.trim().split("\n")[0]!.trim() })),
+      tools.map((t) => ({ name: t.name, server, tool: t.mcp.tool, tags: [...t.tags], approval: t.dangerous, why: t.mcp.why, description: t.description.trim().split("\n")[0]!.trim() })),
     ),
     skipped: source.skipped.map((s) => ({ server: s.server, reason: redact(s.reason) })),
     skippedTools: source.skippedTools.map((s) => ({ ...s, reason: redact(s.reason) })),
-    warnings: [...source.nameWarnings, ...warnings].map(redact),
+    warnings: [...source.warnings, ...warnings].map(redact),
   };
 }
 
@@ -108,7 +114,7 @@ function formatMcp(mcp: McpListing): string[] {
   const lines = [`${mcp.tools.length} MCP tool${mcp.tools.length === 1 ? "" : "s"} (from ${mcp.file}):`];
   const width = Math.max(4, ...mcp.tools.map((t) => t.name.length));
   for (const t of mcp.tools) {
-    lines.push(`  ${t.name.padEnd(width)}  server ${t.server}  [${t.tags.join(", ")}]  ${t.approval ? "⚠️ asks for approval" : "no approval"}`);
+    lines.push(`  ${t.name.padEnd(width)}  server ${t.server}  [${t.tags.join(", ")}]  ${t.approval ? "⚠️ asks for approval" : "no approval"} (${t.why})`);
     lines.push(`  ${"".padEnd(width)}  ${t.description}`);
   }
   if (mcp.skipped.length > 0) {

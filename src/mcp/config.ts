@@ -7,7 +7,8 @@
  *     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"],
  *                "env": { "LOG": "${FILES_LOG}" }, "cwd": ".", "include": ["read_file", "list_directory"] },
  *     "wiki":  { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer ${WIKI_TOKEN}" },
- *                "tags": ["info"], "safe": ["search"], "timeoutMs": 20000, "noAlwaysAllow": ["edit_page"] } } }
+ *                "tags": ["info"], "safe": ["search"], "trustAnnotations": true, "timeoutMs": 20000,
+ *                "noAlwaysAllow": ["edit_page"] } } }
  * ```
  *
  * `${VAR}` in `env` values, `headers` values and `url` is replaced by the environment variable
@@ -39,8 +40,14 @@ const ourFields = {
   include: names,
   /** Leave these tools out (their MCP names). */
   exclude: names,
-  /** Tools (MCP names) that run without approval although the server does not mark them read-only. */
+  /** Tools (MCP names) that run without approval (the operator's decision, whatever the server says). */
   safe: names,
+  /**
+   * Believe the server's annotations: a tool marked `readOnlyHint: true` (and not also
+   * `destructiveHint: true`) runs without approval. Default false: annotations are claims of the
+   * server, and only `safe` skips approval.
+   */
+  trustAnnotations: z.boolean().optional(),
   /** Tools (MCP names) whose approval prompt never offers "always allow". */
   noAlwaysAllow: names,
   /** Longest call, in ms (1 s to 10 min); default {@link DEFAULT_MCP_TIMEOUT_MS}. */
@@ -64,7 +71,7 @@ const HttpServer = z.strictObject({
 });
 
 const ServerEntry = z.union([StdioServer, HttpServer], {
-  error: () => 'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, noAlwaysAllow, timeoutMs',
+  error: () => 'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, trustAnnotations, noAlwaysAllow, timeoutMs',
 });
 
 const McpFile = z.strictObject({
@@ -79,6 +86,8 @@ interface ServerCommon {
   include?: string[];
   exclude: string[];
   safe: string[];
+  /** Whether the server's `readOnlyHint` may spare a tool the approval (see `mcpToolNeeds`). */
+  trustAnnotations: boolean;
   noAlwaysAllow: string[];
   /** Longest call, in ms. */
   timeoutMs: number;
@@ -225,6 +234,7 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
       include: entry.include,
       exclude: entry.exclude ?? [],
       safe: entry.safe ?? [],
+      trustAnnotations: entry.trustAnnotations ?? false,
       noAlwaysAllow: entry.noAlwaysAllow ?? [],
       timeoutMs: entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
       secrets: [],

@@ -22,6 +22,7 @@ export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 /** Our client's name and version in `initialize`. */
 const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
 
+
 /** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
 export class McpUnavailableError extends Error {
   constructor(readonly server: string, readonly reason: string) {
@@ -41,8 +42,12 @@ export class McpCallInterruptedError extends Error {
 /** Options of {@link McpConnection}. */
 export interface McpConnectionOptions {
   log?: Logger;
-  /** Called with the server's full tool list after every (re)connection and `list_changed`. */
-  onTools: (tools: McpTool[]) => void;
+  /**
+   * Called with the server's full tool list after every (re)connection and `list_changed`, one
+   * list at a time (a later list waits for the earlier one's promise); the connection counts as
+   * up once the first list is handled.
+   */
+  onTools: (tools: McpTool[]) => void | Promise<void>;
   /** Reconnection backoff; default {@link MCP_RECONNECT_DELAYS_MS}. */
   reconnectDelaysMs?: { first: number; max: number };
   /** Connect + list timeout, in ms; default {@link MCP_CONNECT_TIMEOUT_MS}. */
@@ -63,6 +68,8 @@ export class McpConnection {
   #retryTimer: NodeJS.Timeout | undefined;
   #attempt = 0;
   #lastError = "";
+  /** The tool lists handed to `onTools`, one after the other. */
+  #toolsHandled: Promise<void> = Promise.resolve();
   readonly #log: Logger;
   readonly #options: McpConnectionOptions;
   /** Redacts this server's secrets (`config.secrets`) from its stderr and errors; their forms are worked out once. */
@@ -132,7 +139,7 @@ export class McpConnection {
   }
 
   async #open(): Promise<void> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, { capabilities: {}});
     const transport = this.#makeTransport();
     this.#client = client;
     this.#transport = transport;
@@ -144,7 +151,7 @@ export class McpConnection {
       if (this.#client !== client) return;
       this.#log.info(`MCP server ${this.config.name}: tool list changed; refreshing`);
       this.#listTools(client).then(
-        (tools) => this.#options.onTools(tools),
+        (tools) => this.#handleTools(tools),
         (error: unknown) => this.#log.warn({ reason: this.#reason(error) }, `MCP server ${this.config.name}: refreshing its tools failed`),
       );
     });
@@ -160,13 +167,22 @@ export class McpConnection {
       this.#state = "connected";
       this.#attempt = 0;
       this.#lastError = "";
-      this.#options.onTools(tools);
+      await this.#handleTools(tools);
     } catch (error) {
       await this.#shutdown();
       throw error;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Hands `tools` to `onTools` after the lists before it; never rejects (a failure is logged). */
+  #handleTools(tools: McpTool[]): Promise<void> {
+    const handled = this.#toolsHandled.then(() => this.#options.onTools(tools)).catch((error: unknown) => {
+      this.#log.error({ err: error }, `MCP server ${this.config.name}: registering its tools failed`);
+    });
+    this.#toolsHandled = handled;
+    return handled;
   }
 
   #makeTransport(): Transport {

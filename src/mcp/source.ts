@@ -13,7 +13,8 @@ import { toolboxFor } from "../toolbox/select.js";
 import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
 import type { McpConfig, McpServerConfig } from "./config.js";
 import { McpConnection, type McpConnectionOptions } from "./connection.js";
-import { isWantedMcpTool, mcpSource, toolFromMcp, type McpBackedTool } from "./tools.js";
+import { MCP_MAX_DESCRIPTION_CHARS, MCP_MAX_TOOLS_PER_SERVER } from "./limits.js";
+import { isWantedMcpTool, mcpSource, mcpToolNeeds, toolFromMcp, type McpBackedTool, type McpToolNeeds } from "./tools.js";
 
 /** A server left out (its config, its start or its tool list failed), with the reason. */
 export interface SkippedMcpServer {
@@ -21,7 +22,11 @@ export interface SkippedMcpServer {
   reason: string;
 }
 
-/** An MCP tool left out (its schema cannot be compiled, or its name is taken), with the reason. */
+/**
+ * An MCP tool left out, with the reason: its schema is too large, cannot be made acceptable to
+ * the Messages API or cannot be compiled; its name is taken; or its server lists more than
+ * {@link MCP_MAX_TOOLS_PER_SERVER} tools.
+ */
 export interface SkippedMcpTool {
   server: string;
   tool: string;
@@ -55,6 +60,15 @@ export class McpToolSource {
   /** Servers whose config names were already checked against their tool list (warned once). */
   readonly #namesChecked = new Set<string>();
   readonly #nameWarnings: string[] = [];
+  /** Every warning about the servers' tools (names, limits, weakened needs), for `npm run tools`. */
+  readonly #warnings: string[] = [];
+  /** Warnings already given, by a key naming what they are about (each is given once per process). */
+  readonly #warned = new Set<string>();
+  /**
+   * The strictest needs seen of each tool (`<server>\0<tool>`) since this process started: a
+   * `list_changed` that makes a tool need less keeps what it needed before.
+   */
+  readonly #needsSeen = new Map<string, McpToolNeeds>();
   /** Name clashes found while starting: start-up stops with them. */
   #startProblems: string[] | undefined;
   /** True once start() succeeded: only then do changes reach `onChange`. */
@@ -69,8 +83,9 @@ export class McpToolSource {
    * Connects every server and registers its tools. A server that cannot start or list its tools
    * is skipped with one warning naming it and the reason; the others go on.
    *
-   * @throws {ToolRegistryError} naming both sources when an MCP tool's name is taken by another
-   *   tool (a file in `tools/` or another server's tool); the connections are closed first.
+   * @throws {ToolRegistryError} naming both sources when an MCP tool's name is taken by a tool of
+   *   `tools/` (the connections are closed first). Two MCP tools with one name only skip the later
+   *   one, with a warning: nobody can rename a third-party server's tools.
    */
   async start(): Promise<void> {
     this.#startProblems = [];
@@ -87,7 +102,7 @@ export class McpToolSource {
   }
 
   async #startServer(server: McpServerConfig): Promise<void> {
-    const connection = new McpConnection(server, { log: this.#log, onTools: (tools) => this.#register(server, connection, tools), ...this.#options.connection });
+    const connection: McpConnection = new McpConnection(server, { log: this.#log, onTools: (tools) => this.#register(server, connection, tools), ...this.#options.connection });
     try {
       await connection.start();
       this.#connections.set(server.name, connection);
@@ -104,19 +119,32 @@ export class McpToolSource {
     this.#log.warn({ mcpServer: skipped.server, reason: skipped.reason }, `MCP server ${skipped.server} skipped: ${skipped.reason}`);
   }
 
-  /** Replaces the server's tools in the toolbox with `tools` (filtered by include/exclude). */
-  #register(server: McpServerConfig, connection: McpConnection, tools: McpTool[]): void {
+  /**
+   * Replaces the server's tools in the toolbox with `tools` (filtered by include/exclude, at most
+   * {@link MCP_MAX_TOOLS_PER_SERVER}). The new tools are built first — one schema after the
+   * other, giving the event loop a turn between two, so other chats are served meanwhile — and
+   * then swapped in at once.
+   */
+  async #register(server: McpServerConfig, connection: McpConnection, tools: McpTool[]): Promise<void> {
     const { toolbox } = this.#options;
-    this.#unregister(server.name);
-    const added: McpBackedTool[] = [];
     const skipped: SkippedMcpTool[] = [];
-    for (const mcpTool of tools) {
-      if (!isWantedMcpTool(server, mcpTool.name)) continue;
+    let wanted = tools.filter((t) => isWantedMcpTool(server, t.name));
+    if (wanted.length > MCP_MAX_TOOLS_PER_SERVER) {
+      for (const t of wanted.slice(MCP_MAX_TOOLS_PER_SERVER)) skipped.push({ server: server.name, tool: t.name, reason: `its server lists more than ${MCP_MAX_TOOLS_PER_SERVER} tools` });
+      this.#warnOnce(
+        `tools:${server.name}`,
+        server.name,
+        `MCP server ${server.name} lists ${wanted.length} tools; only the first ${MCP_MAX_TOOLS_PER_SERVER} are used. Keep the ones you need with "include" in the MCP config`,
+      );
+      wanted = wanted.slice(0, MCP_MAX_TOOLS_PER_SERVER);
+    }
+    const built: { tool: McpBackedTool; mcpName: string }[] = [];
+    for (const mcpTool of wanted) {
       let tool: McpBackedTool;
       try {
-        tool = toolFromMcp(server, mcpTool, connection);
+        tool = toolFromMcp(server, mcpTool, connection, { needs: this.#needs(server, mcpTool) });
       } catch (error) {
-        skipped.push({ server: server.name, tool: mcpTool.name, reason: `its input schema is not usable: ${(error as Error).message}` });
+        skipped.push({ server: server.name, tool: mcpTool.name, reason: (error as Error).message });
         continue;
       }
       const invalid = validateTool(tool);
@@ -124,11 +152,32 @@ export class McpToolSource {
         skipped.push({ server: server.name, tool: mcpTool.name, reason: invalid.join("; ") });
         continue;
       }
+      if ((mcpTool.description?.trim().length ?? 0) > MCP_MAX_DESCRIPTION_CHARS) {
+        this.#warnOnce(
+          `description:${server.name}\0${mcpTool.name}`,
+          server.name,
+          `MCP server ${server.name}: the description of "${mcpTool.name}" has ${mcpTool.description!.trim().length} characters; the model gets the first ${MCP_MAX_DESCRIPTION_CHARS}`,
+        );
+      }
+      built.push({ tool, mcpName: mcpTool.name });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    if (connection.state === "closed") return;
+    this.#unregister(server.name);
+    const added: McpBackedTool[] = [];
+    for (const { tool, mcpName } of built) {
       const existing = toolbox.get(tool.name);
       if (existing) {
-        const problem = `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${mcpSource(server.name)} (tool "${mcpTool.name}"); rename one, or leave one out with "exclude" in the MCP config`;
-        if (this.#startProblems) this.#startProblems.push(problem);
-        else skipped.push({ server: server.name, tool: mcpTool.name, reason: problem });
+        const here = `${mcpSource(server.name)} (tool "${mcpName}")`;
+        if ("mcp" in existing) {
+          // Two MCP tools: the operator cannot rename a server's tools, so the later one is left out.
+          const first = existing as McpBackedTool;
+          skipped.push({ server: server.name, tool: mcpName, reason: `tool name "${tool.name}" is already taken by ${mcpSource(first.mcp.server)} (tool "${first.mcp.tool}"); leave one out with "exclude" in the MCP config` });
+        } else {
+          const problem = `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${here}; rename one, or leave one out with "exclude" in the MCP config`;
+          if (this.#startProblems) this.#startProblems.push(problem);
+          else skipped.push({ server: server.name, tool: mcpName, reason: problem });
+        }
         continue;
       }
       toolbox.add(tool);
@@ -139,12 +188,46 @@ export class McpToolSource {
       this.#namesChecked.add(server.name);
       for (const warning of unknownToolNames(server, tools)) {
         this.#nameWarnings.push(warning);
+        this.#warnings.push(warning);
         this.#log.warn({ mcpServer: server.name }, warning);
       }
     }
     this.#registered.set(server.name, added);
     this.#skippedTools.set(server.name, skipped);
     if (this.#started) this.#options.onChange?.();
+  }
+
+  /**
+   * What a call of the tool needs now: {@link mcpToolNeeds}, but never less than the first time
+   * this process saw the tool. A tool whose server now claims it needs less (e.g. read-only after
+   * a `list_changed`) keeps the stricter need until the worker restarts, with one warning.
+   */
+  #needs(server: McpServerConfig, tool: McpTool): McpToolNeeds {
+    const key = `${server.name}\0${tool.name}`;
+    const now = mcpToolNeeds(server, tool);
+    const before = this.#needsSeen.get(key);
+    const weaker = before !== undefined && ((before.dangerous && !now.dangerous) || (!before.readOnly && now.readOnly));
+    const kept: McpToolNeeds = weaker
+      ? { dangerous: before.dangerous || now.dangerous, readOnly: before.readOnly && now.readOnly, why: `${before.why}; kept from when the worker first saw it, although the server now claims less` }
+      : now;
+    if (!weaker || !this.#needsSeen.has(key)) this.#needsSeen.set(key, kept);
+    if (weaker) {
+      const was = kept.dangerous ? "asks for approval" : "runs at most once per call";
+      this.#warnOnce(
+        `needs:${key}`,
+        server.name,
+        `MCP server ${server.name}: tool "${tool.name}" now claims to need less than when the worker first saw it (its annotations changed); it still ${was} until the worker restarts`,
+      );
+    }
+    return kept;
+  }
+
+  /** Logs `message` as a warning naming `server`, once per `key`, and keeps it for {@link McpToolSource.warnings}. */
+  #warnOnce(key: string, server: string, message: string): void {
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.#warnings.push(message);
+    this.#log.warn({ mcpServer: server }, message);
   }
 
   #unregister(server: string): void {
@@ -171,6 +254,15 @@ export class McpToolSource {
    */
   get nameWarnings(): string[] {
     return [...this.#nameWarnings];
+  }
+
+  /**
+   * Every warning about the servers' tools since start: {@link nameWarnings}, and the limits and
+   * weakened needs (a tool list over {@link MCP_MAX_TOOLS_PER_SERVER}, a description cut, a tool
+   * that kept its stricter need); English sentences naming the server, each once.
+   */
+  get warnings(): string[] {
+    return [...this.#warnings];
   }
 
   /** Tools of connected servers left out, with the reason. */

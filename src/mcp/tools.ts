@@ -1,33 +1,46 @@
 /**
  * MCP tools as toolbox tools: name `<server>__<tool>` (made valid for the Messages API), the
- * server's description and JSON Schema (validated with Ajv, see `src/toolbox/json-input.ts`),
- * danger from the server's `readOnlyHint` or the config's `safe` list, and the call's result
- * turned into `tool_result` text and images.
+ * server's description (cut to {@link MCP_MAX_DESCRIPTION_CHARS}) and JSON Schema (in a form the
+ * API accepts, see `schema.ts`; the server's own schema validates the input with Ajv, see
+ * `src/toolbox/json-input.ts`), danger decided by the operator (the config's `safe` list, or the
+ * server's annotations when the config says `trustAnnotations`), and the call's result turned
+ * into `tool_result` text and images (bounded, see `limits.ts`).
  *
- * MCP tool results: https://modelcontextprotocol.io/specification/2025-06-18/server/tools#tool-result
+ * MCP tools: https://modelcontextprotocol.io/specification/2025-06-18/server/tools
  */
+import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { localize } from "../i18n.js";
+import type { Logger } from "../log.js";
+import { convertImage } from "../media/convert.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES } from "../media/limits.js";
 import { JsonSchemaInput } from "../toolbox/json-input.js";
 import { TOOL_NAME_PATTERN } from "../toolbox/registry.js";
 import { ToolError, type Tool, type ToolImage, type ToolOutput } from "../toolbox/tool.js";
 import type { McpServerConfig } from "./config.js";
 import { McpCallInterruptedError, McpUnavailableError, type McpConnection } from "./connection.js";
+import { MCP_MAX_DESCRIPTION_CHARS, MCP_MAX_IMAGE_BYTES_PER_RESULT, MCP_MAX_IMAGES_PER_RESULT, MCP_MAX_SCHEMA_BYTES } from "./limits.js";
+import { modelInputSchema, UnusableSchemaError } from "./schema.js";
 
 /** Image types the Messages API accepts in an image block. */
 const IMAGE_TYPES = new Set<ToolImage["mediaType"]>(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
-/** Largest base64 image passed on, in characters (5 MB decoded is the API's limit per image). */
-export const MAX_MCP_IMAGE_BASE64 = Math.floor((5 * 1024 * 1024 * 4) / 3);
+/** Hex digits of the hash that ends a name cut to 64 characters. */
+const NAME_HASH_DIGITS = 8;
 
 /**
  * The toolbox name of an MCP tool: `<server>__<tool>`, every character outside `[a-zA-Z0-9_-]`
- * replaced by `_`, cut to 64 characters (the Messages API's rule `^[a-zA-Z0-9_-]{1,64}$`).
+ * replaced by `_` (the Messages API's rule `^[a-zA-Z0-9_-]{1,64}$`). A name longer than 64
+ * characters is cut to 55 and ends with `_` and 8 hex digits of the SHA-256 of the full
+ * `<server>__<tool>`, so two long names that share their first 64 characters stay apart, and a
+ * name stays the same from one start to the next.
  */
 export function mcpToolName(server: string, tool: string): string {
-  const name = `${server}__${tool}`.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
-  if (!TOOL_NAME_PATTERN.test(name)) throw new Error(`cannot make a tool name of ${JSON.stringify(`${server}__${tool}`)}`);
+  const full = `${server}__${tool}`;
+  const clean = full.replace(/[^a-zA-Z0-9_-]/g, "_");
+  const name = clean.length <= 64 ? clean : `${clean.slice(0, 64 - NAME_HASH_DIGITS - 1)}_${createHash("sha256").update(full).digest("hex").slice(0, NAME_HASH_DIGITS)}`;
+  if (!TOOL_NAME_PATTERN.test(name)) throw new Error(`cannot make a tool name of ${JSON.stringify(full)}`);
   return name;
 }
 
@@ -36,49 +49,94 @@ export function mcpSource(server: string): string {
   return `MCP server "${server}"`;
 }
 
-/** True when the server's tool runs without approval: marked read-only by the server, or listed in `safe`. */
-function isSafeMcpTool(server: McpServerConfig, tool: McpTool): boolean {
-  return tool.annotations?.readOnlyHint === true || server.safe.includes(tool.name);
-}
-
 /** Whether `include` / `exclude` of the server keep this tool. */
 export function isWantedMcpTool(server: McpServerConfig, toolName: string): boolean {
   if (server.include && !server.include.includes(toolName)) return false;
   return !server.exclude.includes(toolName);
 }
 
+/**
+ * What a call of an MCP tool needs, as the operator decided it (annotations are claims of the
+ * server, https://modelcontextprotocol.io/specification/2025-06-18/server/tools#tool says
+ * clients must consider them untrusted unless the server is trusted):
+ *
+ * - listed in the server's `safe`: no approval; read-only (may run again on a retry) only when
+ *   `trustAnnotations` is on and the server marks it read-only;
+ * - `trustAnnotations: true` and `readOnlyHint: true` without `destructiveHint: true`: no
+ *   approval, read-only;
+ * - otherwise dangerous (the requester approves) and at most once per `tool_use` id. A tool that
+ *   says both `readOnlyHint: true` and `destructiveHint: true` is never read-only.
+ */
+export function mcpToolNeeds(server: McpServerConfig, tool: Pick<McpTool, "name" | "annotations">): McpToolNeeds {
+  const hints = tool.annotations;
+  const claimsReadOnly = hints?.readOnlyHint === true && hints.destructiveHint !== true;
+  const readOnly = server.trustAnnotations && claimsReadOnly;
+  if (server.safe.includes(tool.name)) return { dangerous: false, readOnly, why: 'listed in "safe"' };
+  if (readOnly) return { dangerous: false, readOnly, why: 'marked read-only by the server ("trustAnnotations")' };
+  const why =
+    hints?.readOnlyHint === true && hints.destructiveHint === true
+      ? "the server marks it both read-only and destructive"
+      : hints?.readOnlyHint === true
+        ? 'the server marks it read-only, but its annotations are not trusted (no "trustAnnotations")'
+        : 'not listed in "safe"';
+  return { dangerous: true, readOnly: false, why };
+}
+
+/** What a call of an MCP tool needs: approval, whether it may run again on a retry, and why (English, for listings). */
+export interface McpToolNeeds {
+  dangerous: boolean;
+  readOnly: boolean;
+  why: string;
+}
+
 /** A toolbox tool that also says which MCP server and tool it calls. */
 export interface McpBackedTool extends Tool {
-  readonly mcp: { server: string; tool: string };
+  /** The server, the tool's MCP name, and why it asks for approval or not (English, for `npm run tools`). */
+  readonly mcp: { server: string; tool: string; why: string };
+}
+
+/** Options of {@link toolFromMcp}. */
+export interface McpToolOptions {
+  /** What the call needs; default as {@link mcpToolNeeds} says. */
+  needs?: McpToolNeeds;
 }
 
 /**
- * Builds the toolbox tool of one MCP tool.
+ * Builds the toolbox tool of one MCP tool: approval as {@link mcpToolNeeds} decides, the prompt
+ * naming server, tool and input; the input schema in the form the API accepts; the description
+ * cut to {@link MCP_MAX_DESCRIPTION_CHARS}.
  *
- * - read-only (`annotations.readOnlyHint: true`): runs without approval, may run again on a retry;
- * - listed in `safe`: runs without approval, at most once per `tool_use` id (not read-only);
- * - otherwise dangerous: the requester approves first; the prompt names server, tool and input.
- *
- * @throws {Error} when the tool's input schema cannot be compiled (the caller skips the tool).
+ * @throws {UnusableSchemaError} (the caller skips the tool, with the message as the reason) when
+ *   the input schema is larger than {@link MCP_MAX_SCHEMA_BYTES}, cannot be made acceptable to the
+ *   Messages API, or cannot be compiled.
  */
-export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: McpConnection): McpBackedTool {
-  const input = new JsonSchemaInput(tool.inputSchema);
-  const safe = isSafeMcpTool(server, tool);
-  const readOnly = tool.annotations?.readOnlyHint === true;
+export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: McpConnection, options: McpToolOptions = {}): McpBackedTool {
+  const bytes = Buffer.byteLength(JSON.stringify(tool.inputSchema ?? null));
+  if (bytes > MCP_MAX_SCHEMA_BYTES) {
+    throw new UnusableSchemaError(`its input schema is ${Math.ceil(bytes / 1024)} KB, over the limit of ${MCP_MAX_SCHEMA_BYTES / 1024} KB`);
+  }
+  const view = modelInputSchema(tool.inputSchema);
+  let input: JsonSchemaInput;
+  try {
+    input = new JsonSchemaInput(tool.inputSchema, view);
+  } catch (error) {
+    throw new UnusableSchemaError(`its input schema cannot be compiled: ${(error as Error).message}`);
+  }
+  const { dangerous, readOnly, why } = options.needs ?? mcpToolNeeds(server, tool);
   const title = tool.title ?? tool.annotations?.title;
-  const description = (tool.description?.trim() || title || `The ${tool.name} tool of the ${server.name} MCP server.`).trim();
+  const description = cutDescription((tool.description?.trim() || title || `The ${tool.name} tool of the ${server.name} MCP server.`).trim());
   return {
     name: mcpToolName(server.name, tool.name),
     description,
     input,
     tags: [...server.tags],
-    dangerous: !safe,
+    dangerous,
     readOnly,
     timeoutMs: server.timeoutMs,
     alwaysAllow: !server.noAlwaysAllow.includes(tool.name),
     file: `<mcp:${server.name}>`,
     source: mcpSource(server.name),
-    mcp: { server: server.name, tool: tool.name },
+    mcp: { server: server.name, tool: tool.name, why },
     run: async (args, context) => {
       let result: CallToolResult;
       try {
@@ -86,13 +144,22 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
       } catch (error) {
         throw callFailure(server.name, tool.name, readOnly, error);
       }
-      const output = resultToOutput(result);
+      const output = await resultToOutput(result, { server: server.name, tool: tool.name, log: context.log });
       if (result.isError === true) throw new ToolError(output.text || `The ${tool.name} tool of MCP server "${server.name}" reported an error without a message.`);
       return output;
     },
     describe: (args, context) => describeMcpCall(server.name, tool.name, args, context.locale),
     activity: (_args, locale) => localize(locale, { "zh-TW": "{server}：{tool}", en: "{server}: {tool}" }, { server: server.name, tool: title ?? tool.name }),
   };
+}
+
+/** `text` cut to {@link MCP_MAX_DESCRIPTION_CHARS} (ending with `…`), never inside a surrogate pair. */
+function cutDescription(text: string): string {
+  if (text.length <= MCP_MAX_DESCRIPTION_CHARS) return text;
+  let cut = MCP_MAX_DESCRIPTION_CHARS - 1;
+  const code = text.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  return `${text.slice(0, cut)}…`;
 }
 
 /** The ToolError the model reads when a call could not reach the server or was cut off. */
@@ -115,14 +182,21 @@ function callFailure(server: string, tool: string, readOnly: boolean, error: unk
 
 /**
  * Turns an MCP `CallToolResult` into the model's tool result: text blocks (and text resources)
- * joined by blank lines; images of the API's types as images (others, audio and binary resources
- * as a short note); resource links as `[resource: name <uri>]`; `structuredContent` as JSON text
- * unless a text block already holds the same JSON. The toolbox then redacts and cuts the text to
- * 20 000 characters.
+ * joined by blank lines; images of the API's types as images, converted like every image of the
+ * bot (upright, at most 1568 px, re-encoded to fit), at most {@link MCP_MAX_IMAGES_PER_RESULT}
+ * and {@link MCP_MAX_IMAGE_BYTES_PER_RESULT} base64 characters together (the rest, other image
+ * types and unreadable images become a short note, with one warning naming server and tool);
+ * audio and binary resources as a short note; resource links as `[resource: name <uri>]`;
+ * `structuredContent` as JSON text unless a text block already holds the same JSON. The toolbox
+ * then redacts and cuts the text to 20 000 characters.
  */
-function resultToOutput(result: CallToolResult): ToolOutput {
+async function resultToOutput(result: CallToolResult, from: { server: string; tool: string; log: Logger }): Promise<ToolOutput> {
   const texts: string[] = [];
   const images: ToolImage[] = [];
+  let imageChars = 0;
+  /** Images left out, counted by the reason the model reads. */
+  const left = new Map<string, number>();
+  const leaveOut = (reason: string) => left.set(reason, (left.get(reason) ?? 0) + 1);
   for (const block of result.content ?? []) {
     switch (block.type) {
       case "text":
@@ -130,8 +204,21 @@ function resultToOutput(result: CallToolResult): ToolOutput {
         break;
       case "image": {
         const type = block.mimeType as ToolImage["mediaType"];
-        if (IMAGE_TYPES.has(type) && block.data.length <= MAX_MCP_IMAGE_BASE64) images.push({ mediaType: type, data: block.data });
-        else texts.push(`[an image (${block.mimeType}) the bot cannot pass on: ${IMAGE_TYPES.has(type) ? "over 5 MB" : "unsupported type"}]`);
+        if (!IMAGE_TYPES.has(type)) {
+          texts.push(`[an image (${block.mimeType}) the bot cannot pass on: unsupported type]`);
+          break;
+        }
+        if (images.length >= MCP_MAX_IMAGES_PER_RESULT) {
+          leaveOut(`at most ${MCP_MAX_IMAGES_PER_RESULT} images of one result are passed on`);
+          break;
+        }
+        const image = await convertResultImage(block.data);
+        if (typeof image === "string") leaveOut(`the bot cannot read it (${image})`);
+        else if (imageChars + image.data.length > MCP_MAX_IMAGE_BYTES_PER_RESULT) leaveOut(`the images of one result may have ${MCP_MAX_IMAGE_BYTES_PER_RESULT / (1024 * 1024)} MB together`);
+        else {
+          imageChars += image.data.length;
+          images.push(image);
+        }
         break;
       }
       case "audio":
@@ -146,11 +233,28 @@ function resultToOutput(result: CallToolResult): ToolOutput {
         break;
     }
   }
+  for (const [reason, count] of left) {
+    texts.push(`[${count} image${count === 1 ? "" : "s"} left out: ${reason}]`);
+    from.log.warn({ mcpServer: from.server, tool: from.tool, images: count, reason }, `MCP server ${from.server}: ${count} image(s) of a ${from.tool} result left out (${reason})`);
+  }
   if (result.structuredContent !== undefined && !texts.some((t) => sameJson(t, result.structuredContent))) {
     texts.push(JSON.stringify(result.structuredContent, null, 2));
   }
   const text = texts.join("\n\n").trim() || (images.length > 0 ? "(the tool returned the image(s) below)" : "");
   return images.length > 0 ? { text, images } : { text };
+}
+
+/** One result image converted for the model, or why it cannot be passed on. */
+async function convertResultImage(data: string): Promise<ToolImage | string> {
+  // base64 of n bytes has about 4n/3 characters: refuse before decoding what would be too big to convert.
+  if (data.length > Math.ceil((IMAGE_MAX_DOWNLOAD_BYTES * 4) / 3)) return `over ${IMAGE_MAX_DOWNLOAD_BYTES / (1024 * 1024)} MB`;
+  try {
+    const { block } = await convertImage(Buffer.from(data, "base64"), { name: "tool image" });
+    if (block.source.type !== "base64") return "unreadable";
+    return { mediaType: block.source.media_type, data: block.source.data };
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 function sameJson(text: string, value: unknown): boolean {

@@ -1,13 +1,18 @@
 /**
  * A tool input declared as JSON Schema instead of zod: the schema comes from elsewhere (an MCP
- * server's `inputSchema`), is sent to the model as it is, and the model's input is validated
- * against it with Ajv (https://ajv.js.org) before the call, with one line per bad field in the
- * same words as our zod tools (`count: expected an integer, got "abc"`).
+ * server's `inputSchema`), is sent to the model (as it is, or in a form the Messages API accepts:
+ * see `src/mcp/schema.ts`), and the model's input is validated against the original with Ajv
+ * (https://ajv.js.org) before the call, with one line per bad field in the same words as our zod
+ * tools (`count: expected an integer, got "abc"`).
+ *
+ * Compiled validators are kept by the schema's hash ({@link compileJsonSchema}), so a schema
+ * listed again (every reconnect, every `tools/list_changed`) is not compiled again.
  *
  * Drafts: a schema whose `$schema` names draft 2020-12 or 2019-09 is compiled with Ajv's classes
  * for those drafts; any other (draft-07, draft-06, none) with Ajv's default draft-07 class.
  * Formats (`email`, `uri`, `date-time` …) are checked with `ajv-formats`.
  */
+import { createHash } from "node:crypto";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -25,8 +30,8 @@ const validators = {
 };
 
 function validatorFor(schemaUri: unknown): Ajv {
-  // addUsedSchema: false — a compiled schema is not kept under its `$id`, so the same schema (or
-  // two servers' schemas with one `$id`) compiles again after a reconnect; see compileOnce.
+  // addUsedSchema: false — a compiled schema is not kept under its `$id` (two servers' schemas with
+  // one `$id` must not meet); see compileOnce. Equal schemas are reused by hash: compileJsonSchema.
   const options = { allErrors: true, strict: false, validateFormats: true, addUsedSchema: false } as const;
   const uri = typeof schemaUri === "string" ? schemaUri : "";
   if (uri.includes("2020-12")) return (validators.draft2020 ??= addFormats(new Ajv2020(options) as unknown as Ajv));
@@ -50,24 +55,68 @@ function compileOnce(ajv: Ajv, schema: Record<string, unknown>): ValidateFunctio
   }
 }
 
+/** Most compiled validators kept ({@link compileJsonSchema}); the least recently used goes first. */
+const MAX_COMPILED = 500;
+
+const compiled = new Map<string, ValidateFunction>();
+
+/**
+ * The Ajv validator of `schema`, compiled at most once per process for equal schemas: kept by the
+ * SHA-256 of its JSON text and dialect, for the last {@link MAX_COMPILED} schemas used.
+ *
+ * @param schema - a JSON Schema object (without `$schema`).
+ * @param dialect - the schema's `$schema`, which chooses the draft (see the module comment).
+ * @throws {Error} when Ajv cannot compile it.
+ */
+export function compileJsonSchema(schema: Record<string, unknown>, dialect?: unknown): ValidateFunction {
+  const ajv = validatorFor(dialect);
+  const key = `${ajv === validators.draft2020 ? "2020" : ajv === validators.draft2019 ? "2019" : "7"}:${createHash("sha256").update(JSON.stringify(schema)).digest("hex")}`;
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return hit;
+  }
+  const validate = compileOnce(ajv, schema);
+  compiled.set(key, validate);
+  if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
+  return validate;
+}
+
+/** How the model's view of a JSON Schema input differs from the schema that validates it. */
+export interface ModelView {
+  /** The `input_schema` sent to the model instead of the validating schema. */
+  schema: InputSchema;
+  /** Top-level keys renamed for the model: the model's key → the schema's key. */
+  keys?: ReadonlyMap<string, string>;
+}
+
 /** A tool input schema given as JSON Schema, validated with Ajv. */
 export class JsonSchemaInput {
   /** The schema sent to the model as `input_schema` (without `$schema`; `type: "object"`). */
   readonly schema: InputSchema;
   readonly #validate: ValidateFunction;
+  /** The model's key → the schema's key, for renamed top-level keys. */
+  readonly #toSchema: ReadonlyMap<string, string>;
+  /** The schema's key → the model's key. */
+  readonly #toModel: ReadonlyMap<string, string>;
 
   /**
-   * Compiles `schema` once.
+   * Compiles `schema` (or takes its compiled validator from the cache, see {@link compileJsonSchema}).
    *
    * @param schema - a JSON Schema object of `type: "object"` (an MCP tool's `inputSchema`).
+   * @param view - what the model is shown instead of `schema` (with renamed top-level keys,
+   *   mapped back before validating); default `schema` itself.
    * @throws {Error} when it is not an object schema or Ajv cannot compile it (the message says why).
    */
-  constructor(schema: unknown) {
+  constructor(schema: unknown, view?: ModelView) {
     if (schema === null || typeof schema !== "object" || Array.isArray(schema)) throw new Error("the input schema is not a JSON object");
     const { $schema, ...rest } = schema as Record<string, unknown>;
     if (rest.type !== "object") throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
-    this.schema = { properties: {}, ...rest } as InputSchema;
-    this.#validate = compileOnce(validatorFor($schema), rest);
+    this.schema = view?.schema ?? ({ properties: {}, ...rest } as InputSchema);
+    this.#toSchema = view?.keys ?? new Map();
+    this.#toModel = new Map([...this.#toSchema].map(([model, own]) => [own, model]));
+    this.#validate = compileJsonSchema(rest, $schema);
   }
 
   /** The names of the top-level fields the schema declares. */
@@ -80,9 +129,14 @@ export class JsonSchemaInput {
    * `"true"`/`"false"` in boolean fields are converted once and the input is checked again (as
    * for zod tools); nothing else is coerced. Never throws.
    *
-   * @returns the (possibly converted) input, or one sentence per problem naming the field.
+   * Renamed top-level keys (see {@link ModelView}) are mapped back first; problems name the
+   * fields as the model knows them.
+   *
+   * @returns the (possibly converted) input with the schema's own keys, or one sentence per
+   *   problem naming the field.
    */
-  parse(input: unknown): Parsed<Record<string, unknown>> {
+  parse(modelInput: unknown): Parsed<Record<string, unknown>> {
+    const input = this.#fromModel(modelInput);
     if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
     let errors = this.#validate.errors ?? [];
     const repaired = repairScalarStrings(
@@ -97,14 +151,29 @@ export class JsonSchemaInput {
     return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
   }
 
+  /** The input with renamed top-level keys mapped back to the schema's own; anything else as it is. */
+  #fromModel(input: unknown): unknown {
+    if (this.#toSchema.size === 0 || input === null || typeof input !== "object" || Array.isArray(input)) return input;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(input)) out[this.#toSchema.get(key) ?? key] = value;
+    return out;
+  }
+
+  /** A path of the schema's keys in the model's words (a renamed top-level key as the model knows it). */
+  #modelPath(path: (string | number)[]): (string | number)[] {
+    if (path.length === 0 || typeof path[0] !== "string") return path;
+    return [this.#toModel.get(path[0]) ?? path[0], ...path.slice(1)];
+  }
+
   #describe(error: ErrorObject, input: unknown): string {
-    const path = pointerParts(error.instancePath);
+    const own = pointerParts(error.instancePath);
+    const path = this.#modelPath(own);
     const where = formatPath(path);
-    const value = getAt(input, path);
+    const value = getAt(input, own);
     const params = error.params as Record<string, unknown>;
     switch (error.keyword) {
       case "required":
-        return `${formatPath([...path, String(params.missingProperty)])}: is required`;
+        return `${formatPath(this.#modelPath([...own, String(params.missingProperty)]))}: is required`;
       case "type": {
         const wanted = ([] as string[]).concat(params.type as string | string[]).map((t) => TYPE_WORDS[t] ?? t);
         return `${where}: expected ${wanted.join(" or ")}, got ${got(value)}`;
@@ -132,6 +201,10 @@ export class JsonSchemaInput {
         return `${where}: must be a valid ${String(params.format)}, got ${got(value)}`;
       case "pattern":
         return `${where}: must match the pattern ${String(params.pattern)}, got ${got(value)}`;
+      case "anyOf":
+        return `${where}: must match at least one of the allowed sets of fields (see the input's description)`;
+      case "oneOf":
+        return `${where}: must match exactly one of the allowed sets of fields (see the input's description)${params.passingSchemas ? "; it matches more than one" : ""}`;
       default:
         return `${where}: ${error.message ?? "is not valid"}`;
     }

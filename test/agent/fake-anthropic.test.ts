@@ -109,6 +109,30 @@ describe("fake Anthropic /v1/messages", () => {
     expect(await rejected({ ...base, messages: msg, tools: [{ name: "x".repeat(65), input_schema: { type: "object" } }] })).toContain("String should match pattern");
   });
 
+  it("refuses what the API refuses in a custom tool: top-level combinators, bad property keys, an unknown tool type", async () => {
+    const msg = [{ role: "user", content: "a" }];
+    const tool = (input_schema: Record<string, unknown>) => ({ ...base, messages: msg, tools: [{ name: "t", input_schema }] });
+    for (const combinator of ["anyOf", "oneOf", "allOf"]) {
+      expect(await rejected(tool({ type: "object", [combinator]: [{ type: "object", properties: { a: { type: "string" } } }] }))).toBe(
+        "tools.0.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level",
+      );
+    }
+    for (const key of ["filter[bundleId]", "two words", "", "k".repeat(65), "名字"]) {
+      expect(await rejected(tool({ type: "object", properties: { [key]: { type: "string" } } }))).toBe(
+        "tools.0.custom.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'",
+      );
+    }
+    expect(await rejected({ ...base, messages: msg, tools: [{ type: "made_up_20990101", name: "t" }] })).toContain("Input tag 'made_up_20990101' found using 'type'");
+    // accepted: combinators and any keys below the top level, dotted keys, an explicit "custom" type
+    fake.enqueue(text("ok"));
+    const ok = await client.messages.create({
+      ...base,
+      messages: msg,
+      tools: [{ type: "custom", name: "t", input_schema: { type: "object", properties: { "filter.id": { type: "object", properties: { "a[b]": { anyOf: [{ type: "string" }, { type: "number" }] } } } } } }],
+    } as Params);
+    expect(ok.content).toEqual([expect.objectContaining({ type: "text", text: "ok" })]);
+  });
+
   it("refuses a request without max_tokens, and more than 4 cache breakpoints", async () => {
     expect(await rejected({ model: "m", messages: [{ role: "user", content: "a" }] })).toContain("max_tokens: Field required");
     const cc = { type: "ephemeral" };

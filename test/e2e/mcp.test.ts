@@ -21,8 +21,8 @@ const HTTP_SECRET = `e2e-http-secret-${Math.random().toString(36).slice(2, 12)}`
 const dir = tempDir();
 const callsFile = path.join(dir, "calls.jsonl");
 const configFile = writeMcpConfig(dir, {
-  notebook: stdioEntry({ env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" }, include: ["echo", "add_note", "snapshot", "crash"] }),
-  items: { url: "${E2E_ITEMS_URL}", headers: { Authorization: "Bearer ${E2E_HTTP_SECRET}" }, include: ["delete_item"] },
+  notebook: stdioEntry({ env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" }, include: ["echo", "add_note", "snapshot", "crash"], trustAnnotations: true }),
+  items: { url: "${E2E_ITEMS_URL}", headers: { Authorization: "Bearer ${E2E_HTTP_SECRET}" }, include: ["delete_item"], trustAnnotations: true },
 });
 
 /** The fake model: `mcp …` phrases call the MCP tools; everything else is the usual scripted model. */

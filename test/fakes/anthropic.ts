@@ -16,7 +16,9 @@
  * - every `tool_use` is answered by a `tool_result` in the very next message, which is a user
  *   message whose `tool_result` blocks come first; every `tool_result` answers a `tool_use` of
  *   the message right before it; `tool_use` ids are unique;
- * - tools: names match `^[a-zA-Z0-9_-]{1,64}$` and are unique, `input_schema.type` is `"object"`;
+ * - tools: a known `type` (custom tools only, so far: {@link TOOL_CHECKS}); names match
+ *   `^[a-zA-Z0-9_-]{1,64}$` and are unique; `input_schema.type` is `"object"`, without a top-level
+ *   `anyOf` / `oneOf` / `allOf`, its property keys matching `^[a-zA-Z0-9_.-]{1,64}$`;
  * - at most 4 blocks carry `cache_control` (prompt-caching docs);
  * - `image` and `document` blocks only in user turns, checked as the API does (media types, base64,
  *   5 MB per image, pixel sizes, PDF bytes and pages; `anthropic-media.ts`); bodies over 32 MB get 413.
@@ -211,6 +213,41 @@ function checkText(block: Record<string, unknown>, where: string): void {
   if (block.text.trim() === "") fail(`${where}: text content blocks must contain non-whitespace text`);
 }
 
+/** The Messages API's rule for the property keys of a custom tool's `input_schema`. */
+const PROPERTY_KEY = /^[a-zA-Z0-9_.-]{1,64}$/;
+
+/**
+ * A custom tool (`type` absent or `"custom"`), checked as the API checks it: the name matches
+ * `^[a-zA-Z0-9_-]{1,64}$`; `input_schema` is an object of `type: "object"` with no `anyOf`,
+ * `oneOf` or `allOf` at its top level, and its top-level property keys match
+ * `^[a-zA-Z0-9_.-]{1,64}$`. The API answers these with the messages used here (as reported from
+ * the real API: https://github.com/anthropics/claude-code/issues/5973 for the combinators,
+ * https://github.com/beautyfree/appstore-connect-mcp/issues/2 for the keys). Keys are checked in
+ * `input_schema.properties` only, not in nested objects: the error names that path, and fixes
+ * made against the real API rename the top-level keys alone (https://github.com/decocms/studio/pull/6874).
+ */
+function checkCustomTool(t: Record<string, unknown>, where: string): void {
+  if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+  const schema = t.input_schema;
+  if (!isObject(schema)) fail(`${where}.input_schema: Field required`);
+  if (schema.type !== "object") fail(`${where}.input_schema.type: Input should be 'object'`);
+  if (["oneOf", "allOf", "anyOf"].some((k) => k in schema)) fail(`${where}.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level`);
+  if (schema.properties !== undefined) {
+    if (!isObject(schema.properties)) fail(`${where}.input_schema.properties: Input should be a valid dictionary`);
+    if (Object.keys(schema.properties).some((k) => !PROPERTY_KEY.test(k))) fail(`${where}.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'`);
+  }
+  if (t.description !== undefined && typeof t.description !== "string") fail(`${where}.description: Input should be a valid string`);
+}
+
+/**
+ * The checks of each kind of tool in `tools`, by its `type` (`custom` when absent). A tool of a
+ * type not listed here is refused, as the API refuses an unknown tag; a server tool or the memory
+ * tool gets its own entry (type → check of its fields) when the bot starts sending it.
+ */
+const TOOL_CHECKS: Record<string, (tool: Record<string, unknown>, where: string) => void> = {
+  custom: checkCustomTool,
+};
+
 /**
  * Validates a request body like the real API. Returns the number of `cache_control` blocks.
  * @throws InvalidRequest with the API's style of message.
@@ -246,13 +283,12 @@ function validate(body: unknown, media = new MediaChecks()): number {
     const names = new Set<string>();
     body.tools.forEach((t, i) => {
       if (!isObject(t)) fail(`tools.${i}: Input should be an object`);
-      if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) {
-        fail(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
-      }
-      if (names.has(t.name)) fail(`tools: Tool names must be unique.`);
-      names.add(t.name);
-      if (!isObject(t.input_schema)) fail(`tools.${i}.custom.input_schema: Field required`);
-      if (t.input_schema.type !== "object") fail(`tools.${i}.custom.input_schema.type: Input should be 'object'`);
+      const type = t.type === undefined ? "custom" : t.type;
+      const check = typeof type === "string" ? TOOL_CHECKS[type] : undefined;
+      if (!check) fail(`tools.${i}: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: ${Object.keys(TOOL_CHECKS).map((k) => `'${k}'`).join(", ")}`);
+      check(t, `tools.${i}.${String(type)}`);
+      if (names.has(String(t.name))) fail(`tools: Tool names must be unique.`);
+      names.add(String(t.name));
       countCache(t);
     });
   }

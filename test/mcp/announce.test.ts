@@ -40,7 +40,7 @@ const fileTool = { name: "get_time", description: "The time.", input: z.object({
 describe("MCP announcements", () => {
   it("a worker's MCP tools reach an adapter's /tools listing through Redis, with danger marked", async () => {
     const workerBox = new ToolBox([fileTool]);
-    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } } });
+    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" }, trustAnnotations: true } });
     const source = new McpToolSource({ config: readMcpConfig(file), toolbox: workerBox });
     await source.start();
     try {

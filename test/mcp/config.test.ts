@@ -20,7 +20,7 @@ describe("readMcpConfig", () => {
     const config = readMcpConfig(file, { FILES_KEY: "files-key-abcdef", WIKI_HOST: "wiki.example.com", WIKI_TOKEN: "wiki-token-123456" });
     expect(config.skipped).toEqual([]);
     expect(config.servers).toEqual([
-      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], noAlwaysAllow: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
+      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], trustAnnotations: false, noAlwaysAllow: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
       {
         name: "wiki",
         transport: "http",
@@ -30,6 +30,7 @@ describe("readMcpConfig", () => {
         include: ["search"],
         exclude: [],
         safe: ["search"],
+        trustAnnotations: false,
         noAlwaysAllow: ["edit"],
         timeoutMs: 5000,
         secrets: ["wiki.example.com", "wiki-token-123456"],

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { readMcpConfig } from "../../src/mcp/config.js";
 import { McpToolSource, warnCrowdedContexts } from "../../src/mcp/source.js";
+import type { McpBackedTool } from "../../src/mcp/tools.js";
 import { ToolRegistryError } from "../../src/toolbox/registry.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
 import type { Tool } from "../../src/toolbox/tool.js";
@@ -56,8 +57,8 @@ describe("MCP tools in the toolbox", () => {
     const dir = tempDir();
     const callsFile = path.join(dir, "calls.jsonl");
     const { toolbox, source } = await start({
-      notebook: stdioEntry({ env: notes(callsFile), safe: ["stats"], noAlwaysAllow: ["add_note"] }),
-      "items.api": { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" }, tags: ["info"], exclude: ["lookup_other"] },
+      notebook: stdioEntry({ env: notes(callsFile), safe: ["stats"], noAlwaysAllow: ["add_note"], trustAnnotations: true }),
+      "items.api": { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" }, tags: ["info"], exclude: ["lookup_other"], trustAnnotations: true },
     });
     expect(toolbox.names().sort()).toEqual(
       ["notebook__add_note", "notebook__big", "notebook__crash", "notebook__echo", "notebook__enable_extra", "notebook__fail", "notebook__snapshot", "notebook__stats", "items_api__delete_item", "items_api__lookup"].sort(),
@@ -205,16 +206,23 @@ describe("MCP tools in the toolbox", () => {
     expect(JSON.stringify(source.skipped)).not.toContain(TOKEN);
   });
 
-  it("a name clash with a tools/ file or between servers stops start-up naming both sources", async () => {
+  it("a name clash with a tools/ file stops start-up naming both sources", async () => {
     const toolbox = new ToolBox([fileTool("notebook__echo")]);
     const error = await start({ notebook: stdioEntry({ include: ["echo"] }) }, toolbox).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ToolRegistryError);
     expect((error as Error).message).toContain('tool name "notebook__echo" is defined twice: in /project/tools/notebook__echo.ts and in MCP server "notebook" (tool "echo")');
     expect(toolbox.names()).toEqual(["notebook__echo"]);
+  });
 
-    const clash = await start({ "a.b": stdioEntry({ include: ["echo"] }), a_b: stdioEntry({ include: ["echo"] }) }).catch((e: unknown) => e);
-    expect(clash).toBeInstanceOf(ToolRegistryError);
-    expect((clash as Error).message).toMatch(/tool name "a_b__echo" is defined twice: in MCP server "(a\.b|a_b)" and in MCP server "(a\.b|a_b)" \(tool "echo"\)/);
+  it("two servers' tools with one name: start-up goes on, the later one is skipped with a warning naming both", async () => {
+    const { toolbox, source, lines } = await start({ "a.b": stdioEntry({ include: ["echo"] }), a_b: stdioEntry({ include: ["echo"] }) });
+    expect(toolbox.names()).toEqual(["a_b__echo"]);
+    const winner = (toolbox.get("a_b__echo") as McpBackedTool).mcp.server;
+    const loser = winner === "a.b" ? "a_b" : "a.b";
+    expect(source.skippedTools).toEqual([
+      { server: loser, tool: "echo", reason: `tool name "a_b__echo" is already taken by MCP server "${winner}" (tool "echo"); leave one out with "exclude" in the MCP config` },
+    ]);
+    expect(lines.join("\n")).toContain(`MCP tool ${loser}/echo skipped: tool name \\"a_b__echo\\" is already taken by MCP server \\"${winner}\\"`);
   });
 
   it("the start-up warning names the servers and the include setting when a chat would get more than 10 tools", async () => {

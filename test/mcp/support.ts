@@ -44,3 +44,11 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The hostile fixture server (official SDK): tools real servers ship that the Messages API refuses, and a server that changes its claims. */
+export const HOSTILE_FIXTURE = fileURLToPath(new URL("../fixtures/mcp/hostile-server.ts", import.meta.url));
+
+/** The `mcpServers` entry that runs the hostile fixture with `node --import tsx`. */
+export function hostileEntry(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { command: process.execPath, args: ["--import", "tsx", HOSTILE_FIXTURE], ...extra };
+}

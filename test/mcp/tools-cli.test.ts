@@ -22,8 +22,8 @@ let configFile: string;
 beforeAll(async () => {
   http = await startHttpMcpFixture({ token: HTTP_SECRET });
   configFile = writeMcpConfig(tempDir(), {
-    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"] }),
-    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"] },
+    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"], trustAnnotations: true }),
+    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"], trustAnnotations: true },
     broken: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}", FAIL_AT_START: "1" } }),
   });
 });
@@ -45,10 +45,10 @@ describe("npm run tools with MCP servers", () => {
     expect(listing.tools.map((t) => t.name)).not.toContain("notebook__echo");
     expect(listing.mcp.file).toBe(configFile);
     expect(listing.mcp.tools).toEqual([
-      { name: "notebook__echo", server: "notebook", tool: "echo", tags: ["util", "notes"], approval: false, description: "Echo the text back." },
-      { name: "notebook__add_note", server: "notebook", tool: "add_note", tags: ["util", "notes"], approval: true, description: "Add a note to the shared notebook." },
-      { name: "items__lookup", server: "items", tool: "lookup", tags: ["info"], approval: false, description: "Look an item up by its name." },
-      { name: "items__delete_item", server: "items", tool: "delete_item", tags: ["info"], approval: true, description: "Delete an item by id." },
+      { name: "notebook__echo", server: "notebook", tool: "echo", tags: ["util", "notes"], approval: false, why: 'marked read-only by the server ("trustAnnotations")', description: "Echo the text back." },
+      { name: "notebook__add_note", server: "notebook", tool: "add_note", tags: ["util", "notes"], approval: true, why: 'not listed in "safe"', description: "Add a note to the shared notebook." },
+      { name: "items__lookup", server: "items", tool: "lookup", tags: ["info"], approval: false, why: 'marked read-only by the server ("trustAnnotations")', description: "Look an item up by its name." },
+      { name: "items__delete_item", server: "items", tool: "delete_item", tags: ["info"], approval: true, why: 'not listed in "safe"', description: "Delete an item by id." },
     ]);
     expect(listing.mcp.skipped).toEqual([{ server: "broken", reason: expect.stringContaining("fatal: the backend rejected token [redacted]") }]);
     expect(listing.mcp.warnings).toEqual([expect.stringContaining('2 from MCP server "notebook", 2 from MCP server "items"')]);

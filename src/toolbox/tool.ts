@@ -1,6 +1,7 @@
 /**
- * Defining a tool. A tool is one file in `tools/` that calls {@link defineTool}; defining it
- * registers it (see `registry.ts`), so nothing else in the project needs to change.
+ * Defining a tool. A tool is one file in `tools/` whose default export is made by
+ * {@link defineTool}; the loader (`registry.ts`) imports every file of `tools/` and collects those
+ * values, so nothing else in the project needs to change.
  *
  * @example
  * ```ts
@@ -22,7 +23,6 @@ import type { Config, Locale } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
 import type { JsonSchemaInput } from "./json-input.js";
-import { recordDefinition } from "./registry.js";
 
 /**
  * Thrown by a tool for an expected failure (bad city, unknown todo id, API down). Its message
@@ -141,21 +141,28 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
   source?: string;
 }
 
-/** A defined tool: its definition plus the file it was defined in. */
+/** A defined tool: its definition, normalised, plus the file it was loaded from. */
 export interface Tool<S extends ToolInputSchema = ToolInputSchema> extends ToolDefinition<S> {
   readonly tags: readonly string[];
   readonly dangerous: boolean;
   /** See {@link ToolDefinition.readOnly}; false unless the definition says `true`. */
   readonly readOnly: boolean;
-  /** Absolute path of the defining file, or `<unknown>`. */
+  /**
+   * Absolute path of the file the loader found the tool in; `<unknown>` for a tool that did not
+   * come through the loader (one made in a test and added to a toolbox directly).
+   */
   readonly file: string;
 }
 
+/** Marks the values {@link defineTool} made; `Symbol.for`, so a second copy of this module agrees. */
+const DEFINED = Symbol.for("toolbox.defineTool");
+
 /**
- * Defines a tool and registers it. Never throws: problems (bad name, empty description, a
- * schema that is not a zod object) are recorded and reported by the loader with the file name.
- *
- * @returns the tool, so the file can also `export default` it for direct use in tests.
+ * Defines a tool: returns it as a plain value, with its defaults filled in (`tags` copied,
+ * `dangerous` and `readOnly` false unless `true`). Nothing is registered: a file of `tools/`
+ * makes the tool its default export, and the loader collects it from there. Never throws:
+ * problems (bad name, empty description, a schema that is not a zod object) are reported by the
+ * loader with the file name.
  */
 export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition<S>): Tool<S> {
   const tool: Tool<S> = {
@@ -163,22 +170,13 @@ export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition
     tags: [...(definition.tags ?? [])],
     dangerous: definition.dangerous === true,
     readOnly: definition.readOnly === true,
-    file: callerFile(),
+    file: "<unknown>",
   };
-  recordDefinition(tool as unknown as Tool);
+  Object.defineProperty(tool, DEFINED, { value: true });
   return tool;
 }
 
-/** The file that called defineTool, from the stack (source paths under tsx, .js in the build). */
-function callerFile(): string {
-  const stack = new Error().stack ?? "";
-  for (const line of stack.split("\n").slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^():]+)(?::\d+)*\)?\s*$/.exec(line.trim());
-    if (!m?.[1]) continue;
-    const file = m[1].startsWith("file://") ? decodeURIComponent(new URL(m[1]).pathname) : m[1];
-    if (/[\\/]src[\\/]toolbox[\\/]tool\.[cm]?[jt]s$/.test(file)) continue;
-    if (file.includes("node_modules")) continue;
-    return file;
-  }
-  return "<unknown>";
+/** True when `value` was made by {@link defineTool} (how the loader tells a tool from a helper's export). */
+export function isDefinedTool(value: unknown): value is Tool {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[DEFINED] === true;
 }

@@ -27,7 +27,7 @@ export default defineTool({
   input: z.object({
     text: z.string().trim().max(MAX_REMINDER_TEXT, { message: `the text is longer than ${MAX_REMINDER_TEXT} characters: shorten it` }).default("").describe("What to remind of, short, e.g. 繳電費. May be empty only with todo_id (the todo's title is used)."),
     at: z.string().trim().min(1, { message: "give the time as an ISO 8601 date-time, e.g. 2026-12-01T08:00" }).max(64).describe("ISO 8601 date-time, e.g. 2026-12-01T08:00 (in the user's time zone when no offset is given) or 2026-12-01T08:00+08:00. At least 10 seconds and at most one year ahead."),
-    repeat: z.enum(REPEATS).optional().describe("Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month). Omit for a one-off reminder."),
+    repeat: z.enum(REPEATS).optional().describe("Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month; set on the 29th-31st, it comes on the last day of months without that day). Omit for a one-off reminder."),
     todo_id: z.number().int().positive().optional().describe("The user's todo (#id from list_todos) this reminder is about."),
   }),
   async run({ text, at, repeat, todo_id }, context) {

@@ -162,6 +162,33 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(blocks[3]).toMatchObject({ type: "text", text: "比較這三張" });
   });
 
+  it("an album whose photos arrive about 2.5 s apart (slow uploads) is still one message, answered once", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(16021, "Lin");
+    const chat = tg.privateChat(user);
+    const before = stack.model.requests.length;
+    const slow = [await photo(640, 480), await photo(480, 640), await photo(400, 400)];
+    const gap = () => new Promise((r) => setTimeout(r, 2500)); // the upload time between the items: the scenario itself
+    tg.sendUserMessage({ chat, from: user, caption: "慢慢傳的三張", extra: { photo: slow[0], media_group_id: "97531" } });
+    await gap();
+    tg.sendUserMessage({ chat, from: user, extra: { photo: slow[1], media_group_id: "97531" } });
+    await gap();
+    tg.sendUserMessage({ chat, from: user, extra: { photo: slow[2], media_group_id: "97531" } });
+    await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
+    await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+    expect(sentTo(chat)).toHaveLength(1);
+    const requests = stack.model.requests.slice(before);
+    expect(requests).toHaveLength(1);
+    const blocks = lastUserBlocks(requests[0]!);
+    expect(blocks.map((b) => b.type)).toEqual(["image", "image", "image", "text"]);
+    expect(await Promise.all(blocks.slice(0, 3).map(pixels))).toEqual([
+      { width: 640, height: 480, format: "jpeg" },
+      { width: 480, height: 640, format: "jpeg" },
+      { width: 400, height: 400, format: "jpeg" },
+    ]);
+    expect(blocks[3]).toMatchObject({ type: "text", text: "慢慢傳的三張" });
+  }, 60_000);
+
   it("an album of more than MAX_IMAGES_PER_MESSAGE (5) photos gets one short answer, without a download or a model request", async () => {
     const tg = stack.telegram;
     const user = tg.user(16010, "Six");

@@ -17,6 +17,8 @@ import { getTodo, noSuchTodo } from "./todo/store.js";
  */
 export default defineTool({
   name: "set_reminder",
+  title: { "zh-TW": "設定提醒", en: "Set a reminder" },
+  summary: { "zh-TW": "在指定時間於這個聊天提醒你，可以每天、每週或每月重複。", en: "Reminds you in this chat at a given time, once or daily, on weekdays, weekly or monthly." },
   description: [
     "Set a reminder: at the given time the bot posts '⏰ <text>' in this chat (mentioning the user in groups), with done and snooze buttons.",
     "Use it when the user asks to be reminded of something at a time ('remind me at 8 tomorrow to pay the bill', '每天早上 7 點提醒我吃藥').",

@@ -9,10 +9,10 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
-import type { Config } from "../config.js";
+import { LOCALES, type Config } from "../config.js";
 import { silentLogger, type Logger } from "../log.js";
 import { JsonSchemaInput } from "./json-input.js";
-import { isDefinedTool, type Tool } from "./tool.js";
+import { isDefinedTool, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, type Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolBox } from "./toolbox.js";
 
@@ -98,7 +98,20 @@ export function validateTool(tool: Tool): string[] {
     problems.push(`${where}: ${label} has tags that are not a list of words`);
   }
   if (typeof tool.run !== "function") problems.push(`${where}: ${label} has no run function`);
+  for (const [field, max] of [["title", MAX_TITLE_CHARS], ["summary", MAX_SUMMARY_CHARS]] as const) {
+    const problem = tool[field] === undefined ? undefined : localizedProblem(tool[field], max);
+    if (problem) problems.push(`${where}: ${label}'s ${field} ${problem}`);
+  }
   return problems;
+}
+
+/** What is wrong with a per-locale text of a tool (`title`, `summary`), or undefined when it is fine. */
+function localizedProblem(texts: unknown, max: number): string | undefined {
+  const text = (locale: string) => (typeof texts === "object" && texts !== null ? (texts as Record<string, unknown>)[locale] : undefined);
+  const missing = LOCALES.filter((locale) => typeof text(locale) !== "string" || (text(locale) as string).trim() === "");
+  if (missing.length > 0) return `needs a text in every locale (missing: ${missing.join(", ")}), e.g. { "zh-TW": "…", en: "…" }`;
+  const long = LOCALES.filter((locale) => (text(locale) as string).length > max);
+  return long.length > 0 ? `is longer than ${max} characters in ${long.join(", ")}` : undefined;
 }
 
 /**

@@ -77,6 +77,8 @@ describe("loadTools", () => {
     ["an empty description", `export default defineTool({ name: "t", description: "  ", tags: [], input: z.object({}), run: () => "x" });`, /nameless\.ts: tool "t" has an empty description/],
     ["a schema that is not a zod object", `export default defineTool({ name: "t", description: "d", tags: [], input: z.string() as never, run: () => "x" });`, /nameless\.ts: tool "t" has an input schema that is not a zod object/],
     ["a plain object schema", `export default defineTool({ name: "t", description: "d", tags: [], input: { type: "object" } as never, run: () => "x" });`, /not a zod object/],
+    ["a title without an English text", tool("t", `title: { "zh-TW": "擲骰子" } as never,`), /nameless\.ts: tool "t"'s title needs a text in every locale \(missing: en\)/],
+    ["a summary over 140 characters", tool("t", `summary: { "zh-TW": "擲".repeat(141), en: "Rolls." },`), /nameless\.ts: tool "t"'s summary is longer than 140 characters in zh-TW/],
   ])("stops on %s, naming the file", async (_label, body, pattern) => {
     const error = await loadError(await folder({ "nameless.ts": body }));
     expect(error.message).toMatch(pattern);

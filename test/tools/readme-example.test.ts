@@ -12,6 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ToolListing } from "../../src/cli/tools.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
 import { testConfig } from "../helpers/config.js";
@@ -64,7 +65,7 @@ describe("the README's tool example", () => {
     expect(invalid.content).toContain("count");
   });
 
-  it("is listed by npm run tools", async () => {
+  it("is listed by npm run tools, and by /tools with its title and summary", async () => {
     const env = { ...process.env, LOG_LEVEL: "silent", CWA_API_KEY: "CWA-TEST-KEY-0123456789" };
     const { stdout } = await exec(path.join(REPO_ROOT, "node_modules", ".bin", "tsx"), [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir], { cwd: REPO_ROOT, env });
     const listing = JSON.parse(stdout) as ToolListing;
@@ -75,8 +76,13 @@ describe("the README's tool example", () => {
       dangerous: false,
       description: "Roll dice when the user asks for a dice roll, e.g. 'roll 2d6'. Not for other random choices.",
       file: path.relative(REPO_ROOT, path.join(toolsDir, "roll_dice.ts")),
+      title: { "zh-TW": "擲骰子", en: "Roll dice" },
+      summary: { "zh-TW": "擲一顆或幾顆骰子，例如 2d6。", en: "Rolls one or more dice, e.g. 2d6." },
     });
     expect(listing.skipped).toEqual([]);
     expect(listing.notOffered).toEqual([]);
+
+    const { toolbox } = await loadTools({ config: testConfig(), dirs: [toolsDir] });
+    expect(formatToolList(toolbox, "zh-TW", "util")).toContain("- `roll_dice` 擲骰子 — 擲一顆或幾顆骰子，例如 2d6。");
   }, 30_000);
 });

@@ -24,7 +24,7 @@ function firstLine(description: string): string {
  * `/permissions <tool>` takes it), `\`name\` — summary` without one. The summary is the tool's
  * `summary` in `locale`, else the first sentence of its description, at most {@link TOOL_LINE_MAX} units.
  */
-export function toolLine(tool: Tool, locale: Locale): string {
+function toolLine(tool: Tool, locale: Locale): string {
   const title = tool.title ? ` ${localize(locale, tool.title)}` : "";
   const summary = firstLine(tool.summary ? localize(locale, tool.summary) : tool.description);
   return `${tool.dangerous ? "⚠️ " : ""}\`${tool.name}\`${title} — ${summary}`;

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { LOCALES, type Config } from "../config.js";
 import { silentLogger, type Logger } from "../log.js";
 import { JsonSchemaInput } from "./json-input.js";
-import { isDefinedTool, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, type Tool } from "./tool.js";
+import { isDefinedTool, MAX_TOOL_SUMMARY_CHARS, MAX_TOOL_TITLE_CHARS, type Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolBox } from "./toolbox.js";
 
@@ -98,7 +98,7 @@ export function validateTool(tool: Tool): string[] {
     problems.push(`${where}: ${label} has tags that are not a list of words`);
   }
   if (typeof tool.run !== "function") problems.push(`${where}: ${label} has no run function`);
-  for (const [field, max] of [["title", MAX_TITLE_CHARS], ["summary", MAX_SUMMARY_CHARS]] as const) {
+  for (const [field, max] of [["title", MAX_TOOL_TITLE_CHARS], ["summary", MAX_TOOL_SUMMARY_CHARS]] as const) {
     const problem = tool[field] === undefined ? undefined : localizedProblem(tool[field], max);
     if (problem) problems.push(`${where}: ${label}'s ${field} ${problem}`);
   }

@@ -137,12 +137,12 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
   activity?: (input: ToolInput<S>, locale: Locale) => string;
   /**
    * For people, not the model: a short name of the tool in each of the bot's locales, e.g.
-   * `{ "zh-TW": "天氣預報", en: "Weather forecast" }` (at most {@link MAX_TITLE_CHARS} characters).
+   * `{ "zh-TW": "天氣預報", en: "Weather forecast" }` (at most {@link MAX_TOOL_TITLE_CHARS} characters).
    * `/help` and `/tools` show it (with the tool's name beside it in `/tools`). Default: the name.
    */
   title?: Localized;
   /**
-   * For people: what the tool does, one line in each locale (at most {@link MAX_SUMMARY_CHARS}
+   * For people: what the tool does, one line in each locale (at most {@link MAX_TOOL_SUMMARY_CHARS}
    * characters), shown by `/tools` and `npm run tools` in place of the model-facing `description`,
    * which stays as it is. Default: the first sentence of `description`.
    */
@@ -155,10 +155,10 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
 }
 
 /** Longest {@link ToolDefinition.title} in any locale, in characters (UTF-16 code units). */
-export const MAX_TITLE_CHARS = 40;
+export const MAX_TOOL_TITLE_CHARS = 40;
 
 /** Longest {@link ToolDefinition.summary} in any locale, in characters (UTF-16 code units). */
-export const MAX_SUMMARY_CHARS = 140;
+export const MAX_TOOL_SUMMARY_CHARS = 140;
 
 /** A defined tool: its definition, normalised, plus the file it was loaded from. */
 export interface Tool<S extends ToolInputSchema = ToolInputSchema> extends ToolDefinition<S> {

@@ -9,6 +9,8 @@ import { MAX_TODOS_PER_USER, addTodo, dueField, formatTodo, titleField } from ".
 /** The add_todo tool: `{ title, due? }` → `已新增待辦：#1 買牛奶（到期 2026-12-01）`. */
 export default defineTool({
   name: "add_todo",
+  title: { "zh-TW": "新增待辦", en: "Add a todo" },
+  summary: { "zh-TW": "把一件事加進你的個人待辦清單，可加上到期日。", en: "Adds an item to your personal todo list, optionally with a due date." },
   description: [
     "Add an item to the user's personal todo list (it belongs to the person, not the chat, and follows them between chats).",
     "Use it when the user asks to remember, note or add something to do, optionally with a due date.",

@@ -220,6 +220,8 @@ export function calculate(expression: string, locale: Locale): string {
 /** The calculate tool: `{ expression }` → `expression = result` (see {@link calculate}). */
 export default defineTool({
   name: "calculate",
+  title: { "zh-TW": "計算", en: "Calculator" },
+  summary: { "zh-TW": "精確計算算式：總額、折扣、分帳、百分比。", en: "Computes arithmetic exactly: totals, discounts, splitting a bill, percentages." },
   description: [
     "Compute an arithmetic expression exactly with decimal numbers (money-safe: 0.1 + 0.2 = 0.3).",
     "Use it for any arithmetic beyond trivial mental math: totals, discounts, tips, splitting a bill, percentages, averages.",

@@ -10,6 +10,8 @@ import { defineTool, ToolError } from "../src/toolbox/tool.js";
 /** The cancel_reminder tool: `{ reminder_id }` → `已取消提醒 #3：…`; an id not among the user's reminders is a ToolError. */
 export default defineTool({
   name: "cancel_reminder",
+  title: { "zh-TW": "取消提醒", en: "Cancel a reminder" },
+  summary: { "zh-TW": "取消你的一個提醒；重複的提醒也會停止。", en: "Cancels one of your reminders; a repeating one stops for good." },
   description: [
     "Cancel one of the user's reminders by its number (#id from list_reminders); a repeating reminder stops for good.",
     "Use it when the user no longer wants a reminder. It only works on the user's own reminders.",

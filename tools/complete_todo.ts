@@ -10,6 +10,8 @@ import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
 /** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. Reminders tied to the todo are cancelled. */
 export default defineTool({
   name: "complete_todo",
+  title: { "zh-TW": "完成待辦", en: "Complete a todo" },
+  summary: { "zh-TW": "把你的一項待辦標為已完成。", en: "Marks one of your todos as done." },
   description: [
     "Mark one item of the user's todo list as done, by its number (#id from list_todos).",
     "Use it whenever the user says something is done, finished or bought: finished items are completed, never deleted.",

@@ -11,6 +11,8 @@ import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/sto
 /** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. Reminders tied to the todo are cancelled. */
 export default defineTool({
   name: "delete_todo",
+  title: { "zh-TW": "刪除待辦", en: "Delete a todo" },
+  summary: { "zh-TW": "永久刪除你的一項待辦（會先請你確認）。", en: "Permanently deletes one of your todos (asks you first)." },
   description: [
     "Permanently delete one item from the user's todo list, by its number (#id from list_todos). This cannot be undone, and the user is asked to approve it first.",
     "Use it only when the user clearly asks to delete or remove an item (e.g. added by mistake).",

@@ -86,6 +86,8 @@ export function describeNow(date: Date, zone: string, locale: Locale): string {
 /** The get_current_datetime tool: `{ timezone? }` → readable date and time plus an ISO 8601 line (see {@link describeNow}). */
 export default defineTool({
   name: "get_current_datetime",
+  title: { "zh-TW": "日期與時間", en: "Date and time" },
+  summary: { "zh-TW": "現在的日期、星期與時間，也可以查其他時區。", en: "Today's date, weekday and time, also in other time zones." },
   description: [
     "Get the current date, weekday, time and time zone, plus an ISO 8601 timestamp with offset to compute with.",
     "Use it whenever the answer depends on today's date or the time now (\"what day is it\", \"how many days until…\", due dates such as \"tomorrow\"), since you do not know the current time.",

@@ -101,6 +101,8 @@ const DEFAULT_CITY_PROBLEM = `DEFAULT_CITY is not one of Taiwan's 22 counties an
 /** The get_weather tool: `{ city? }` → the 36-hour forecast; skipped at start-up without `CWA_API_KEY` or when `DEFAULT_CITY` is not a county or city of Taiwan; failures are ToolErrors without the key. */
 export default defineTool({
   name: "get_weather",
+  title: { "zh-TW": "天氣預報", en: "Weather forecast" },
+  summary: { "zh-TW": "中央氣象署的臺灣各縣市 36 小時天氣預報。", en: "The Central Weather Administration's 36-hour forecast for Taiwan's counties and cities." },
   description: [
     "Get the official 36-hour weather forecast (Central Weather Administration of Taiwan) for one of Taiwan's 22 counties and cities: weather, chance of rain, temperature range and comfort for three time windows.",
     "Use it when the user asks about weather, rain, temperature or whether to bring an umbrella in a place in Taiwan, today or tomorrow.",

@@ -10,6 +10,8 @@ import { defineTool } from "../src/toolbox/tool.js";
 /** The list_reminders tool: `{}` → a header and one line per reminder (`#id text — next time in words (ISO), repeat`). */
 export default defineTool({
   name: "list_reminders",
+  title: { "zh-TW": "查看提醒", en: "List reminders" },
+  summary: { "zh-TW": "列出你的提醒，以及每個提醒下次的時間。", en: "Lists your reminders and when each one comes next." },
   description: [
     "List the user's reminders: each one's number (#id), text, next time (in words and ISO 8601, in the user's time zone) and repeat.",
     "Use it when the user asks which reminders they have, and before cancel_reminder when you do not know the number.",

@@ -9,6 +9,8 @@ import { formatTodo, listTodos } from "./todo/store.js";
 /** The list_todos tool: `{ include_completed? }` → a header line and one `#id title（…）` line per todo. */
 export default defineTool({
   name: "list_todos",
+  title: { "zh-TW": "查看待辦", en: "List todos" },
+  summary: { "zh-TW": "列出你的待辦清單（也可以包含已完成的）。", en: "Lists your todo list (finished items too, if you ask)." },
   description: [
     "List the user's personal todo list with each item's number (#id), title and due date.",
     "Use it when the user asks what is on their list, and before complete_todo or delete_todo when you do not know the item's number.",

@@ -17,6 +17,8 @@ import { getTodo, noSuchTodo } from "./todo/store.js";
  */
 export default defineTool({
   name: "set_reminder",
+  title: { "zh-TW": "設定提醒", en: "Set a reminder" },
+  summary: { "zh-TW": "在指定時間於這個聊天提醒你，可以每天、每週或每月重複。", en: "Reminds you in this chat at a given time, once or daily, on weekdays, weekly or monthly." },
   description: [
     "Set a reminder: at the given time the bot posts '⏰ <text>' in this chat (mentioning the user in groups), with done and snooze buttons.",
     "Use it when the user asks to be reminded of something at a time ('remind me at 8 tomorrow to pay the bill', '每天早上 7 點提醒我吃藥').",
@@ -27,7 +29,7 @@ export default defineTool({
   input: z.object({
     text: z.string().trim().max(MAX_REMINDER_TEXT, { message: `the text is longer than ${MAX_REMINDER_TEXT} characters: shorten it` }).default("").describe("What to remind of, short, e.g. 繳電費. May be empty only with todo_id (the todo's title is used)."),
     at: z.string().trim().min(1, { message: "give the time as an ISO 8601 date-time, e.g. 2026-12-01T08:00" }).max(64).describe("ISO 8601 date-time, e.g. 2026-12-01T08:00 (in the user's time zone when no offset is given) or 2026-12-01T08:00+08:00. At least 10 seconds and at most one year ahead."),
-    repeat: z.enum(REPEATS).optional().describe("Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month). Omit for a one-off reminder."),
+    repeat: z.enum(REPEATS).optional().describe("Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month; set on the 29th-31st, it comes on the last day of months without that day). Omit for a one-off reminder."),
     todo_id: z.number().int().positive().optional().describe("The user's todo (#id from list_todos) this reminder is about."),
   }),
   async run({ text, at, repeat, todo_id }, context) {

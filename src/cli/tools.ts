@@ -1,6 +1,6 @@
 /**
  * `npm run tools` — prints the toolbox: every loaded tool (name, tags, dangerous or not, first line
- * of its description), the tools skipped at start-up with the reason, and the loaded tools no chat
+ * of its description, and its title and summary for people when it declares them), the tools skipped at start-up with the reason, and the loaded tools no chat
  * offers to the model (their tags match none of `CHAT_TAGS`) with the reason. `--json` prints the same
  * as JSON; `--dir <folder>` (repeatable) loads other folders instead of `tools/`.
  * `--help` prints the usage. Exits 1 with the registry's error when loading fails (duplicate or
@@ -14,7 +14,8 @@
 import "dotenv/config";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig, secretValues } from "../config.js";
+import { ConfigError, loadConfig, secretValues, type Locale } from "../config.js";
+import { localize, type Localized } from "../i18n.js";
 import { createLogger, redact, registerSecrets } from "../log.js";
 import { mcpConfigPath, McpConfigError, readMcpConfig } from "../mcp/config.js";
 import { McpToolSource, warnCrowdedContexts } from "../mcp/source.js";
@@ -23,7 +24,8 @@ import { unofferedReason, unofferedTools } from "../toolbox/select.js";
 
 /** The listing as printed by `--json`. */
 export interface ToolListing {
-  tools: { name: string; tags: string[]; dangerous: boolean; description: string; file: string }[];
+  /** `title` and `summary` (every locale) only when the tool declares them. */
+  tools: { name: string; tags: string[]; dangerous: boolean; description: string; file: string; title?: Localized; summary?: Localized }[];
   skipped: { name: string; file: string; reason: string }[];
   /** Loaded tools (also in `tools`) that no chat offers to the model, with the reason. */
   notOffered: { name: string; file: string; reason: string }[];
@@ -78,6 +80,8 @@ export function toolListing(loaded: LoadedTools, mcp?: McpListing): ToolListing 
       dangerous: t.dangerous,
       description: t.description.trim().split("\n")[0]!.trim(),
       file: path.relative(process.cwd(), t.file) || t.file,
+      ...(t.title ? { title: { ...t.title } } : {}),
+      ...(t.summary ? { summary: { ...t.summary } } : {}),
     })),
     skipped: loaded.skipped,
     notOffered: unofferedTools(loaded.toolbox).map((t) => ({
@@ -88,8 +92,11 @@ export function toolListing(loaded: LoadedTools, mcp?: McpListing): ToolListing 
   };
 }
 
-/** Formats the listing as aligned text for a terminal. */
-export function formatListing(listing: ToolListing): string {
+/**
+ * Formats the listing as aligned text for a terminal; a tool's title and summary for people are
+ * shown in `locale` (the bot's `BOT_LOCALE`).
+ */
+export function formatListing(listing: ToolListing, locale: Locale = "zh-TW"): string {
   const lines: string[] = [];
   const width = Math.max(4, ...listing.tools.map((t) => t.name.length));
   lines.push(`${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"} loaded:`);
@@ -97,6 +104,8 @@ export function formatListing(listing: ToolListing): string {
     const flag = t.dangerous ? " ⚠️ dangerous (asks the user first)" : "";
     lines.push(`  ${t.name.padEnd(width)}  [${t.tags.join(", ")}]${flag}`);
     lines.push(`  ${"".padEnd(width)}  ${t.description}`);
+    const people = [t.title, t.summary].filter((x) => x !== undefined).map((x) => localize(locale, x));
+    if (people.length > 0) lines.push(`  ${"".padEnd(width)}  for people: ${people.join(" — ")}`);
   }
   if (listing.skipped.length > 0) {
     lines.push("", `${listing.skipped.length} skipped:`);
@@ -179,7 +188,7 @@ async function main(): Promise<number> {
       mcp = mcpListing(file, source, warnCrowdedContexts(loaded.toolbox, source, log));
     }
     const listing = toolListing(loaded, mcp);
-    console.log(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing));
+    console.log(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing, config.BOT_LOCALE));
     return 0;
   } catch (error) {
     if (error instanceof ToolRegistryError || error instanceof McpConfigError) {

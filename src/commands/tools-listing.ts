@@ -1,7 +1,9 @@
 /**
  * The `/tools` listing shared by every adapter: the tools of a chat grouped by tag, dangerous ones
- * marked ⚠️, each with the first line of its description (once, under its first tag). The text is Markdown (bold tag names,
- * list items, tool names as inline code), which both Discord and the Telegram HTML converter render.
+ * marked ⚠️, each once (under its first tag) with its title and summary for people in the bot's
+ * locale, or — for a tool without them (an MCP tool) — its name and the first sentence of its
+ * description. The text is Markdown (bold tag names, list items, tool names as inline code), which
+ * both Discord and the Telegram HTML converter render.
  */
 import { localize, type Locale } from "../i18n.js";
 import type { Tool } from "../toolbox/tool.js";
@@ -15,6 +17,17 @@ function firstLine(description: string): string {
   const whole = description.trim().split("\n")[0]?.trim() ?? "";
   const line = /^.*?[.!?。！？](?=\s|$)/u.exec(whole)?.[0] ?? whole;
   return line.length > TOOL_LINE_MAX ? `${line.slice(0, TOOL_LINE_MAX - 1).trimEnd()}…` : line;
+}
+
+/**
+ * One tool as a list item: `⚠️ \`delete_todo\` 刪除待辦 — 永久刪除…` with a title (its name stays:
+ * `/permissions <tool>` takes it), `\`name\` — summary` without one. The summary is the tool's
+ * `summary` in `locale`, else the first sentence of its description, at most {@link TOOL_LINE_MAX} units.
+ */
+function toolLine(tool: Tool, locale: Locale): string {
+  const title = tool.title ? ` ${localize(locale, tool.title)}` : "";
+  const summary = firstLine(tool.summary ? localize(locale, tool.summary) : tool.description);
+  return `${tool.dangerous ? "⚠️ " : ""}\`${tool.name}\`${title} — ${summary}`;
 }
 
 /**
@@ -46,7 +59,7 @@ export function formatToolList(toolbox: ToolBox, locale: Locale, tag?: string): 
       const lines = toolbox
         .list()
         .filter((tool) => inSection(tool, t))
-        .map((tool) => `- ${tool.dangerous ? "⚠️ " : ""}\`${tool.name}\` — ${firstLine(tool.description)}`);
+        .map((tool) => `- ${toolLine(tool, locale)}`);
       return lines.length > 0 ? `**${t}**\n${lines.join("\n")}` : "";
     })
     .filter((section) => section !== "");

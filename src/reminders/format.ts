@@ -5,17 +5,17 @@
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { ReminderOwner, Reminder } from "./store.js";
-import { durationInWords, repeatInWords, timeInWords, timeIso } from "./time.js";
+import { durationInWords, monthEndDay, repeatInWords, timeInWords, timeIso } from "./time.js";
 
 /** A posted reminder counts as late (and says so) when it goes out more than this many ms after its time. */
 export const LATE_AFTER_MS = 60_000;
 
 /**
- * One reminder as a line: `#3 繳電費 — 2026年12月1日 星期二 08:00（2026-12-01T08:00:00+08:00），每天`;
- * a one-off that was posted and awaits done/snooze says so instead of a time.
+ * One reminder as a line: `#3 繳電費 — 2026年12月1日 星期二 08:00（2026-12-01T08:00:00+08:00），每天`
+ * (a monthly one on the 29th–31st says that shorter months get it on their last day); a one-off that was posted and awaits done/snooze says so instead of a time.
  */
 export function formatReminder(reminder: Reminder, locale: Locale, timeZone: string): string {
-  const repeat = repeatInWords(reminder.repeat, locale);
+  const repeat = repeatInWords(reminder.repeat, locale, monthEndDay(reminder.repeat, reminder.at, reminder.timezone));
   const todo = reminder.todoId ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId }) : "";
   if (reminder.next === undefined) {
     return localize(locale, { "zh-TW": "#{id} {text} — 已提醒，等你按完成或稍後提醒{todo}", en: "#{id} {text} — posted, waiting for done or snooze{todo}" }, { id: reminder.id, text: reminder.text, todo });

@@ -2,7 +2,8 @@
  * Scheduling reminders on their own BullMQ queue, `reminders`: a one-off reminder (and every
  * snooze) is a delayed job with one job id per occurrence; a repeating one is a BullMQ job
  * scheduler (`upsertJobScheduler`, a cron pattern with `tz`), which adds one job per occurrence
- * (`repeat:<scheduler id>:<ms>`). No polling loop of our own: jobs due while no worker ran wait in
+ * (`repeat:<scheduler id>:<ms>`) — or two schedulers for a monthly one on the 29th or 30th (that
+ * day outside February, and February's last day; see `repeatPatterns`). No polling loop of our own: jobs due while no worker ran wait in
  * Redis and are taken when a worker starts.
  *
  * The tools find the scheduler through the Redis connection of their context
@@ -13,7 +14,7 @@ import { type JobsOptions } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import type { Platform } from "../queue/incoming.js";
 import type { Reminder, ReminderOwner } from "./store.js";
-import { repeatPattern } from "./time.js";
+import { repeatPatterns } from "./time.js";
 
 /** Name of the BullMQ queue of reminder jobs. */
 export const REMINDERS_QUEUE = "reminders";
@@ -45,6 +46,15 @@ export function schedulerId(owner: ReminderOwner, reminderId: number): string {
   return `rem-${owner.platform}-${safe(owner.userId)}-${reminderId}`;
 }
 
+/**
+ * The job scheduler ids a repeating reminder may have: {@link schedulerId}, and for the second
+ * pattern of a monthly repeat on the 29th or 30th (February's last day) the same id with `-feb`.
+ */
+export function schedulerIds(owner: ReminderOwner, reminderId: number): [string, string] {
+  const id = schedulerId(owner, reminderId);
+  return [id, `${id}-feb`];
+}
+
 /** The job id of the occurrence due at `dueAt` (ms); with `snooze`, of the snooze of that occurrence. */
 export function occurrenceJobId(owner: ReminderOwner, reminderId: number, dueAt: number, snooze = false): string {
   return `${schedulerId(owner, reminderId)}-${snooze ? "s" : "o"}${dueAt}`;
@@ -67,13 +77,13 @@ export class ReminderScheduler {
       await this.queue.add("remind", { ...data, dueAt: reminder.at }, { ...REMINDER_JOB_OPTIONS, jobId: occurrenceJobId(owner, reminder.id, reminder.at), delay: Math.max(0, reminder.at - now) });
       return reminder.at;
     }
-    const id = schedulerId(owner, reminder.id);
-    await this.queue.upsertJobScheduler(
-      id,
-      // Cron has whole seconds; startDate 1 ms before `at`'s second: the iterator returns times strictly after it, and `at` is the first occurrence.
-      { pattern: repeatPattern(reminder.repeat, reminder.at, reminder.timezone), tz: reminder.timezone, startDate: Math.floor(reminder.at / 1000) * 1000 - 1 },
-      { name: "remind", data, opts: REMINDER_JOB_OPTIONS },
-    );
+    const patterns = repeatPatterns(reminder.repeat, reminder.at, reminder.timezone);
+    const ids = schedulerIds(owner, reminder.id);
+    // Cron has whole seconds; startDate 1 ms before `at`'s second: the iterator returns times strictly after it, and `at` is the first occurrence.
+    const startDate = Math.floor(reminder.at / 1000) * 1000 - 1;
+    for (const [i, pattern] of patterns.entries()) {
+      await this.queue.upsertJobScheduler(ids[i]!, { pattern, tz: reminder.timezone, startDate }, { name: "remind", data, opts: REMINDER_JOB_OPTIONS });
+    }
     return (await this.nextRun(owner, reminder.id)) ?? reminder.at;
   }
 
@@ -92,21 +102,22 @@ export class ReminderScheduler {
    */
   async unschedule(owner: ReminderOwner, reminder: Pick<Reminder, "id" | "repeat" | "next">): Promise<void> {
     if (reminder.repeat) {
-      await this.queue.removeJobScheduler(schedulerId(owner, reminder.id));
+      await this.removeScheduler(owner, reminder.id);
       return;
     }
     if (reminder.next !== undefined) await this.queue.remove(occurrenceJobId(owner, reminder.id, reminder.next)).catch(() => 0);
   }
 
-  /** The next run of a repeating reminder's job scheduler (ms since the Unix epoch), or undefined. */
+  /** The next run of a repeating reminder (the earliest of its job schedulers), ms since the Unix epoch, or undefined. */
   async nextRun(owner: ReminderOwner, reminderId: number): Promise<number | undefined> {
-    const scheduler = await this.queue.getJobScheduler(schedulerId(owner, reminderId));
-    return scheduler?.next ?? undefined;
+    const runs = await Promise.all(schedulerIds(owner, reminderId).map(async (id) => (await this.queue.getJobScheduler(id))?.next ?? undefined));
+    const due = runs.filter((next): next is number => next !== undefined);
+    return due.length > 0 ? Math.min(...due) : undefined;
   }
 
-  /** Removes a repeat's job scheduler by reminder id (its reminder is gone). */
+  /** Removes a repeat's job schedulers by reminder id (its reminder is gone). */
   async removeScheduler(owner: ReminderOwner, reminderId: number): Promise<void> {
-    await this.queue.removeJobScheduler(schedulerId(owner, reminderId));
+    for (const id of schedulerIds(owner, reminderId)) await this.queue.removeJobScheduler(id);
   }
 }
 

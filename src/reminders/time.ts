@@ -29,23 +29,40 @@ export function parseAt(at: string, timeZone: string): number | string {
 }
 
 /**
- * The cron pattern (with seconds, as BullMQ's cron parser reads it) of a repeat, at the wall-clock
- * time of `first` in `timeZone`: daily `s m h * * *`, weekdays `s m h * * 1-5`, weekly on its
- * weekday, monthly on its day of the month (a month without that day, e.g. the 31st, is skipped).
+ * The cron patterns (with seconds, as BullMQ's cron parser reads them) of a repeat, at the
+ * wall-clock time of `first` in `timeZone`: daily `s m h * * *`, weekdays `s m h * * 1-5`, weekly
+ * on its weekday, monthly on its day of the month. A monthly repeat on a day that some months do
+ * not have fires on the last day of those months instead: the 31st is `L` (cron-parser's last day
+ * of the month), the 29th and 30th are two patterns, that day in every month but February and
+ * `L` in February (the 28th, or the 29th in leap years). Every other repeat is one pattern.
+ *
+ * @returns one pattern, or two (each becomes its own job scheduler; no date matches both).
  */
-export function repeatPattern(repeat: Repeat, first: number, timeZone: string): string {
+export function repeatPatterns(repeat: Repeat, first: number, timeZone: string): string[] {
   const dt = DateTime.fromMillis(first, { zone: timeZone });
   const clock = `${dt.second} ${dt.minute} ${dt.hour}`;
   switch (repeat) {
     case "daily":
-      return `${clock} * * *`;
+      return [`${clock} * * *`];
     case "weekdays":
-      return `${clock} * * 1-5`;
+      return [`${clock} * * 1-5`];
     case "weekly":
-      return `${clock} * * ${dt.weekday % 7}`;
+      return [`${clock} * * ${dt.weekday % 7}`];
     case "monthly":
-      return `${clock} ${dt.day} * *`;
+      if (dt.day === 31) return [`${clock} L * *`];
+      if (dt.day >= 29) return [`${clock} ${dt.day} 1,3-12 *`, `${clock} L 2 *`];
+      return [`${clock} ${dt.day} * *`];
   }
+}
+
+/**
+ * The day of the month of a monthly repeat that starts at `first` in `timeZone` when some months
+ * lack it (29, 30 or 31: those months get the reminder on their last day), else undefined.
+ */
+export function monthEndDay(repeat: Repeat | undefined, first: number, timeZone: string): number | undefined {
+  if (repeat !== "monthly") return undefined;
+  const day = DateTime.fromMillis(first, { zone: timeZone }).day;
+  return day >= 29 ? day : undefined;
 }
 
 /** A time for the user: `2026年12月1日 星期二 08:00` / `Tuesday, December 1, 2026 at 08:00`, in `timeZone`. */
@@ -69,8 +86,14 @@ export function durationInWords(ms: number, locale: Locale): string {
   return `${n} ${{ second: "秒", minute: "分鐘", hour: "小時", day: "天" }[unit]}`;
 }
 
-/** A repeat in words of `locale`. */
-export function repeatInWords(repeat: Repeat | undefined, locale: Locale): string {
+/**
+ * A repeat in words of `locale`. With `monthEnd` (see {@link monthEndDay}), a monthly repeat says
+ * what shorter months get: `每月 31 日（沒有 31 日的月份在月底）` / `monthly on the 31st (on the last day of shorter months)`.
+ */
+export function repeatInWords(repeat: Repeat | undefined, locale: Locale, monthEnd?: number): string {
+  if (repeat === "monthly" && monthEnd !== undefined) {
+    return locale === "en" ? `monthly on the ${monthEnd}${monthEnd === 31 ? "st" : "th"} (on the last day of shorter months)` : `每月 ${monthEnd} 日（沒有 ${monthEnd} 日的月份在月底）`;
+  }
   const words = {
     none: { "zh-TW": "不重複", en: "once" },
     daily: { "zh-TW": "每天", en: "daily" },

@@ -1,17 +1,18 @@
 /**
  * The tool registry: folders are the registry. {@link loadTools} imports every module under
- * `tools/`; each {@link defineTool} call records its tool here. A duplicate name, a missing name
- * or description, or an input schema that is not a zod object stops start-up with an error that
+ * `tools/` and collects each one's default export made by `defineTool` (a module without one is a
+ * helper); it knows each tool's file because it imported it. A duplicate name, a missing name or
+ * description, or an input schema that is not a zod object stops start-up with an error that
  * names the file(s). Unlike Sapphire's stores, which silently replace a same-name piece, we refuse it.
  */
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
-import type { Config } from "../config.js";
+import { LOCALES, type Config } from "../config.js";
 import { silentLogger, type Logger } from "../log.js";
 import { JsonSchemaInput } from "./json-input.js";
-import type { Tool } from "./tool.js";
+import { isDefinedTool, MAX_TOOL_SUMMARY_CHARS, MAX_TOOL_TITLE_CHARS, type Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
 import { ToolBox } from "./toolbox.js";
 
@@ -20,15 +21,6 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The shipped tools folder: `tools/` at the project root, from the sources and from `dist/`. */
 export const DEFAULT_TOOLS_DIR = fileURLToPath(new URL("../../tools/", import.meta.url));
-
-const defined: Tool[] = [];
-let loadingFile: string | undefined;
-
-/** Called by `defineTool`; records a tool under the file being loaded. Not for direct use. */
-export function recordDefinition(tool: Tool): void {
-  const file = loadingFile ?? tool.file;
-  defined.push(file === tool.file ? tool : { ...tool, file });
-}
 
 /** Start-up stops with this. `problems` has one line per problem, each naming its file(s). */
 export class ToolRegistryError extends Error {
@@ -106,7 +98,36 @@ export function validateTool(tool: Tool): string[] {
     problems.push(`${where}: ${label} has tags that are not a list of words`);
   }
   if (typeof tool.run !== "function") problems.push(`${where}: ${label} has no run function`);
+  for (const [field, max] of [["title", MAX_TOOL_TITLE_CHARS], ["summary", MAX_TOOL_SUMMARY_CHARS]] as const) {
+    const problem = tool[field] === undefined ? undefined : localizedProblem(tool[field], max);
+    if (problem) problems.push(`${where}: ${label}'s ${field} ${problem}`);
+  }
   return problems;
+}
+
+/** What is wrong with a per-locale text of a tool (`title`, `summary`), or undefined when it is fine. */
+function localizedProblem(texts: unknown, max: number): string | undefined {
+  const text = (locale: string) => (typeof texts === "object" && texts !== null ? (texts as Record<string, unknown>)[locale] : undefined);
+  const missing = LOCALES.filter((locale) => typeof text(locale) !== "string" || (text(locale) as string).trim() === "");
+  if (missing.length > 0) return `needs a text in every locale (missing: ${missing.join(", ")}), e.g. { "zh-TW": "…", en: "…" }`;
+  const long = LOCALES.filter((locale) => (text(locale) as string).length > max);
+  return long.length > 0 ? `is longer than ${max} characters in ${long.join(", ")}` : undefined;
+}
+
+/**
+ * The tool a module of `tools/` exports: its default export when `defineTool` made it, with the
+ * module's file. A module without one is a helper (no tool, no problem). A tool exported under
+ * another name is a problem: a file holds one tool, as its default export.
+ */
+function toolOfModule(module: Record<string, unknown>, file: string): { tool?: Tool; problems: string[] } {
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(module)) {
+    if (key === "default" || !isDefinedTool(value) || value === module.default) continue;
+    const label = typeof value.name === "string" && value.name ? `tool "${value.name}"` : "a tool";
+    problems.push(`${displayPath(file)}: ${label} is exported as \`${key}\`; a tool file exports its one tool as default (\`export default defineTool({...})\`)`);
+  }
+  const exported = module.default;
+  return { tool: isDefinedTool(exported) ? { ...exported, file } : undefined, problems };
 }
 
 function displayPath(file: string): string {
@@ -114,13 +135,9 @@ function displayPath(file: string): string {
   return rel && !rel.startsWith("..") ? rel : file;
 }
 
-function isUnder(file: string, dir: string): boolean {
-  const rel = path.relative(dir, file);
-  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
-}
-
 /**
- * Imports every module under the given folders and returns the toolbox of the tools they define.
+ * Imports every module under the given folders and returns the toolbox of the tools they export
+ * (each module's default export made by `defineTool`; other modules are helpers).
  *
  * @throws {ToolRegistryError} naming the file(s) when a module fails to import, a tool is invalid
  *   (see {@link validateTool}) or two tools share a name. A tool whose `setup` throws is not an
@@ -131,27 +148,28 @@ export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools>
   const log = options.log ?? silentLogger;
   const problems: string[] = [];
 
+  const files = new Set<string>();
   for (const dir of dirs) {
-    let files: string[];
     try {
-      files = await listModules(dir);
+      for (const file of await listModules(dir)) files.add(file);
     } catch (error) {
       problems.push(`${displayPath(dir)}: cannot read the tools folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
-      continue;
-    }
-    for (const file of files) {
-      loadingFile = file;
-      try {
-        await import(pathToFileURL(file).href);
-      } catch (error) {
-        problems.push(`${displayPath(file)}: failed to load: ${(error as Error).message}`);
-      } finally {
-        loadingFile = undefined;
-      }
     }
   }
+  const mine: Tool[] = [];
+  for (const file of files) {
+    let module: Record<string, unknown>;
+    try {
+      module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } catch (error) {
+      problems.push(`${displayPath(file)}: failed to load: ${(error as Error).message}`);
+      continue;
+    }
+    const { tool, problems: own } = toolOfModule(module, file);
+    problems.push(...own);
+    if (tool) mine.push(tool);
+  }
 
-  const mine = defined.filter((t) => dirs.some((d) => isUnder(t.file, d)));
   const byName = new Map<string, Tool>();
   const valid: Tool[] = [];
   for (const tool of mine) {

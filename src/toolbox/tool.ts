@@ -1,6 +1,7 @@
 /**
- * Defining a tool. A tool is one file in `tools/` that calls {@link defineTool}; defining it
- * registers it (see `registry.ts`), so nothing else in the project needs to change.
+ * Defining a tool. A tool is one file in `tools/` whose default export is made by
+ * {@link defineTool}; the loader (`registry.ts`) imports every file of `tools/` and collects those
+ * values, so nothing else in the project needs to change.
  *
  * @example
  * ```ts
@@ -19,10 +20,10 @@
 import type { RedisClient } from "../redis.js";
 import type { z } from "zod";
 import type { Config, Locale } from "../config.js";
+import type { Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
 import type { JsonSchemaInput } from "./json-input.js";
-import { recordDefinition } from "./registry.js";
 
 /**
  * Thrown by a tool for an expected failure (bad city, unknown todo id, API down). Its message
@@ -135,27 +136,52 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    */
   activity?: (input: ToolInput<S>, locale: Locale) => string;
   /**
+   * For people, not the model: a short name of the tool in each of the bot's locales, e.g.
+   * `{ "zh-TW": "天氣預報", en: "Weather forecast" }` (at most {@link MAX_TOOL_TITLE_CHARS} characters).
+   * `/help` and `/tools` show it (with the tool's name beside it in `/tools`). Default: the name.
+   */
+  title?: Localized;
+  /**
+   * For people: what the tool does, one line in each locale (at most {@link MAX_TOOL_SUMMARY_CHARS}
+   * characters), shown by `/tools` and `npm run tools` in place of the model-facing `description`,
+   * which stays as it is. Default: the first sentence of `description`.
+   */
+  summary?: Localized;
+  /**
    * Where the tool comes from, for listings and errors, when it is not a file of `tools/`:
    * e.g. `MCP server "files"`. Default: its file.
    */
   source?: string;
 }
 
-/** A defined tool: its definition plus the file it was defined in. */
+/** Longest {@link ToolDefinition.title} in any locale, in characters (UTF-16 code units). */
+export const MAX_TOOL_TITLE_CHARS = 40;
+
+/** Longest {@link ToolDefinition.summary} in any locale, in characters (UTF-16 code units). */
+export const MAX_TOOL_SUMMARY_CHARS = 140;
+
+/** A defined tool: its definition, normalised, plus the file it was loaded from. */
 export interface Tool<S extends ToolInputSchema = ToolInputSchema> extends ToolDefinition<S> {
   readonly tags: readonly string[];
   readonly dangerous: boolean;
   /** See {@link ToolDefinition.readOnly}; false unless the definition says `true`. */
   readonly readOnly: boolean;
-  /** Absolute path of the defining file, or `<unknown>`. */
+  /**
+   * Absolute path of the file the loader found the tool in; `<unknown>` for a tool that did not
+   * come through the loader (one made in a test and added to a toolbox directly).
+   */
   readonly file: string;
 }
 
+/** Marks the values {@link defineTool} made; `Symbol.for`, so a second copy of this module agrees. */
+const DEFINED = Symbol.for("toolbox.defineTool");
+
 /**
- * Defines a tool and registers it. Never throws: problems (bad name, empty description, a
- * schema that is not a zod object) are recorded and reported by the loader with the file name.
- *
- * @returns the tool, so the file can also `export default` it for direct use in tests.
+ * Defines a tool: returns it as a plain value, with its defaults filled in (`tags` copied,
+ * `dangerous` and `readOnly` false unless `true`). Nothing is registered: a file of `tools/`
+ * makes the tool its default export, and the loader collects it from there. Never throws:
+ * problems (bad name, empty description, a schema that is not a zod object) are reported by the
+ * loader with the file name.
  */
 export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition<S>): Tool<S> {
   const tool: Tool<S> = {
@@ -163,22 +189,13 @@ export function defineTool<S extends ToolInputSchema>(definition: ToolDefinition
     tags: [...(definition.tags ?? [])],
     dangerous: definition.dangerous === true,
     readOnly: definition.readOnly === true,
-    file: callerFile(),
+    file: "<unknown>",
   };
-  recordDefinition(tool as unknown as Tool);
+  Object.defineProperty(tool, DEFINED, { value: true });
   return tool;
 }
 
-/** The file that called defineTool, from the stack (source paths under tsx, .js in the build). */
-function callerFile(): string {
-  const stack = new Error().stack ?? "";
-  for (const line of stack.split("\n").slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^():]+)(?::\d+)*\)?\s*$/.exec(line.trim());
-    if (!m?.[1]) continue;
-    const file = m[1].startsWith("file://") ? decodeURIComponent(new URL(m[1]).pathname) : m[1];
-    if (/[\\/]src[\\/]toolbox[\\/]tool\.[cm]?[jt]s$/.test(file)) continue;
-    if (file.includes("node_modules")) continue;
-    return file;
-  }
-  return "<unknown>";
+/** True when `value` was made by {@link defineTool} (how the loader tells a tool from a helper's export). */
+export function isDefinedTool(value: unknown): value is Tool {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[DEFINED] === true;
 }

@@ -138,29 +138,40 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(await pixels(blocks[0]!)).toEqual({ width: 800, height: 600, format: "jpeg" });
   });
 
-  it("an album of 3 photos becomes one message with all three, answered once", async () => {
+  /**
+   * Sends an album of photos of these sizes (the first with `caption`) in a new DM, waiting
+   * `gapMs` between the items, and checks it became one model request with every photo and the
+   * caption, and one answer.
+   */
+  async function albumAnsweredOnce(userId: number, sizes: [number, number][], caption: string, gapMs: number): Promise<void> {
     const tg = stack.telegram;
-    const user = tg.user(16003, "Chen");
+    const user = tg.user(userId, "Chen");
     const chat = tg.privateChat(user);
     const before = stack.model.requests.length;
-    const albums = [await photo(1200, 900), await photo(900, 1200), await photo(500, 500)];
-    tg.sendUserMessage({ chat, from: user, caption: "比較這三張", extra: { photo: albums[0], media_group_id: "13579" } });
-    tg.sendUserMessage({ chat, from: user, extra: { photo: albums[1], media_group_id: "13579" } });
-    tg.sendUserMessage({ chat, from: user, extra: { photo: albums[2], media_group_id: "13579" } });
+    const photos = await Promise.all(sizes.map(([w, h]) => photo(w, h)));
+    const group = `album-${userId}`;
+    for (const [i, sizesOfPhoto] of photos.entries()) {
+      if (i > 0 && gapMs > 0) await new Promise((r) => setTimeout(r, gapMs)); // the upload time between the items: the scenario itself
+      tg.sendUserMessage({ chat, from: user, ...(i === 0 ? { caption } : {}), extra: { photo: sizesOfPhoto, media_group_id: group } });
+    }
     await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
     expect(sentTo(chat)).toHaveLength(1);
     const requests = stack.model.requests.slice(before);
     expect(requests).toHaveLength(1);
     const blocks = lastUserBlocks(requests[0]!);
-    expect(blocks.map((b) => b.type)).toEqual(["image", "image", "image", "text"]);
-    expect(await Promise.all(blocks.slice(0, 3).map(pixels))).toEqual([
-      { width: 1200, height: 900, format: "jpeg" },
-      { width: 900, height: 1200, format: "jpeg" },
-      { width: 500, height: 500, format: "jpeg" },
-    ]);
-    expect(blocks[3]).toMatchObject({ type: "text", text: "比較這三張" });
+    expect(blocks.map((b) => b.type)).toEqual([...sizes.map(() => "image"), "text"]);
+    expect(await Promise.all(blocks.slice(0, sizes.length).map(pixels))).toEqual(sizes.map(([width, height]) => ({ width, height, format: "jpeg" })));
+    expect(blocks[sizes.length]).toMatchObject({ type: "text", text: caption });
+  }
+
+  it("an album of 3 photos becomes one message with all three, answered once", async () => {
+    await albumAnsweredOnce(16003, [[1200, 900], [900, 1200], [500, 500]], "比較這三張", 0);
   });
+
+  it("an album whose photos arrive about 2.5 s apart (slow uploads) is still one message, answered once", async () => {
+    await albumAnsweredOnce(16021, [[640, 480], [480, 640], [400, 400]], "慢慢傳的三張", 2500);
+  }, 60_000);
 
   it("an album of more than MAX_IMAGES_PER_MESSAGE (5) photos gets one short answer, without a download or a model request", async () => {
     const tg = stack.telegram;

@@ -3,11 +3,11 @@
  * the user names (`call set_reminder {"text":"…","at":"…"}`), local ISO times, the reminders
  * queue as the bot sees it, and the tool results the model received.
  */
-import { Queue } from "bullmq";
+import { getNextMillis, Queue } from "bullmq";
 import { bullPrefix } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import { DateTime } from "luxon";
-import { REMINDERS_QUEUE, schedulerId, type ReminderJobData } from "../../src/reminders/schedule.js";
+import { REMINDERS_QUEUE, schedulerId, schedulerIds, type ReminderJobData } from "../../src/reminders/schedule.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import { toolUse } from "../fakes/anthropic.js";
 import { lastUserTyped, scriptedModel } from "./scripted-model.js";
@@ -44,6 +44,24 @@ export function remindersQueue(redis: RedisClient): Queue<ReminderJobData> {
 /** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */
 export async function schedulerNext(queue: Queue<ReminderJobData>, platform: "telegram" | "discord", userId: string, id: number): Promise<number | undefined> {
   return (await queue.getJobScheduler(schedulerId({ platform, userId }, id)))?.next ?? undefined;
+}
+
+/**
+ * The first `count` occurrences (ms, in order) of reminder `id`'s job schedulers as stored in
+ * Redis, each scheduler's from its next run on, as BullMQ itself computes them (`getNextMillis`
+ * of the stored pattern and `tz`), merged: what the reminder will fire on, month after month.
+ */
+export async function scheduledOccurrences(queue: Queue<ReminderJobData>, platform: "telegram" | "discord", userId: string, id: number, count: number): Promise<number[]> {
+  const all: number[] = [];
+  for (const schedulerKey of schedulerIds({ platform, userId }, id)) {
+    const scheduler = await queue.getJobScheduler(schedulerKey);
+    if (!scheduler?.next || !scheduler.pattern) continue;
+    for (let at: number | undefined = scheduler.next, n = 0; at !== undefined && n < count; n++) {
+      all.push(at);
+      at = getNextMillis(at, { pattern: scheduler.pattern, tz: scheduler.tz ?? undefined });
+    }
+  }
+  return all.sort((a, b) => a - b).slice(0, count);
 }
 
 /** Resolves after `ms` ms: only for bounded "nothing else happens" windows. */

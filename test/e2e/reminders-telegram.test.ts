@@ -13,7 +13,8 @@ import { getTodo } from "../../tools/todo/store.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { freshResults, seedTodos } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
-import { eventually, localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
+import { DateTime } from "luxon";
+import { eventually, localIso, quiet, remindersModel, remindersQueue, scheduledOccurrences, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
 
 let stack: Stack;
 let redis: RedisClient;
@@ -158,6 +159,54 @@ it.concurrent(
   },
   90_000,
 );
+
+it("a monthly reminder on the 31st (and on the 30th) fires on the last day of shorter months, and the confirmation says so", async () => {
+  const tg = stack.telegram;
+  const hal = tg.user(8701, "Hal");
+  const chat = tg.privateChat(hal);
+  /** 08:00 in Taipei on the next day `day` of a month, at least a day ahead. */
+  const nextDay = (day: number) => {
+    let dt = DateTime.now().setZone(ZONE).startOf("day").plus({ days: 1 }).set({ hour: 8 });
+    while (dt.day !== day) dt = dt.plus({ days: 1 });
+    return dt;
+  };
+  const dates = (occurrences: number[]) => occurrences.map((ms) => DateTime.fromMillis(ms, { zone: ZONE }).toFormat("yyyy-LL-dd HH:mm"));
+  /** The `count` dates from `first` on: day `day` of each month, or the month's last day when it is shorter. */
+  const expected = (first: DateTime, day: number, count: number) =>
+    Array.from({ length: count }, (_, i) => {
+      const month = first.startOf("month").plus({ months: i });
+      return month.set({ day: Math.min(day, month.daysInMonth!), hour: 8 }).toFormat("yyyy-LL-dd HH:mm");
+    });
+
+  const on31 = nextDay(31);
+  let seen = tg.sent.length;
+  tg.sendUserMessage({ chat, from: hal, text: `call set_reminder {"text":"繳房租","at":"${localIso(on31.toMillis())}","repeat":"monthly"}` });
+  const set31 = await answer(chat.id, "set_reminder:", seen);
+  expect(set31.text).toMatch(/^set_reminder: 已設定提醒：#1 繳房租 — .+（\d{4}-\d\d-31T08:00:00\+08:00），每月 31 日（沒有 31 日的月份在月底）$/);
+  const fired31 = dates(await scheduledOccurrences(queue, "telegram", "8701", 1, 13));
+  expect(fired31).toEqual(expected(on31, 31, 13));
+  expect(fired31.filter((d) => d.slice(5, 7) === "02")).toEqual([expect.stringMatching(/-02-2[89] 08:00$/)]);
+  expect(fired31.filter((d) => d.slice(8, 10) === "30")).toHaveLength(4); // April, June, September, November
+
+  const on30 = nextDay(30);
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat, from: hal, text: `call set_reminder {"text":"對帳","at":"${localIso(on30.toMillis())}","repeat":"monthly"}` });
+  expect((await answer(chat.id, "set_reminder:", seen)).text).toMatch(/#2 對帳 — .+，每月 30 日（沒有 30 日的月份在月底）$/);
+  expect(dates(await scheduledOccurrences(queue, "telegram", "8701", 2, 13))).toEqual(expected(on30, 30, 13));
+  expect(await schedulerNext(queue, "telegram", "8701", 2)).toBe(on30.toMillis());
+  const stored = await getReminder(redis, { platform: "telegram", userId: "8701" }, 2);
+  expect(stored?.next).toBe(on30.toMillis());
+
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat, from: hal, text: "call list_reminders" });
+  expect((await answer(chat.id, "list_reminders:", seen)).text).toContain("每月 31 日（沒有 31 日的月份在月底）");
+
+  // Cancelling ends every scheduler of the reminder (the 30th has one for February's last day too).
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat, from: hal, text: "call cancel_reminder {\"reminder_id\":2}" });
+  expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #2：對帳");
+  expect(await scheduledOccurrences(queue, "telegram", "8701", 2, 13)).toEqual([]);
+});
 
 it("invalid times, an empty text and the 51st active reminder are refused with a tool error", async () => {
   const tg = stack.telegram;

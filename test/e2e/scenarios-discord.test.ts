@@ -196,6 +196,28 @@ describe("Discord scenarios", () => {
     expect(stack.model.requests.length).toBe(before);
   });
 
+  it("/help and /tools (slash commands, zh-TW) name the shipped tools by their Chinese titles and summaries", async () => {
+    const dc = stack.discord;
+    const tsai = user("Tsai");
+    const before = stack.model.requests.length;
+    const shipped = stack.toolbox.list().filter((t) => t.title);
+    expect(shipped.map((t) => t.name)).toEqual(expect.arrayContaining(["add_todo", "set_reminder", "cancel_reminder"]));
+    const respond = async (name: string) => {
+      const interaction = dc.slashCommand(tsai, name, { dm: true, locale: "zh-TW" });
+      return String((await dc.waitFor(() => interaction.response, ANSWER_TIMEOUT_MS, `the /${name} response`)).data?.content);
+    };
+    const help = await respond("help");
+    expect(help).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：/);
+    for (const tool of shipped) {
+      expect(help).toContain(tool.title!["zh-TW"]);
+      expect(help).not.toContain(tool.name);
+    }
+    const tools = await respond("tools");
+    for (const tool of shipped) expect(tools).toContain(`\`${tool.name}\` ${tool.title!["zh-TW"]} — ${tool.summary!["zh-TW"]}`);
+    expect(tools).toContain("⚠️ `delete_todo` 刪除待辦 — 永久刪除你的一項待辦（會先請你確認）。");
+    expect(stack.model.requests.length).toBe(before);
+  });
+
   it("todos: add two, list, complete one, delete one by pressing 確認 → the final list is right", async () => {
     await todoRun(user("Yu"), "button");
   });

@@ -92,6 +92,28 @@ describe("Telegram scenarios", () => {
     expect(stack.model.requests.length).toBe(before);
   });
 
+  it("/help and /tools in zh-TW name the shipped tools by their Chinese titles and summaries, not their names or English descriptions", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(91013, "Tsai");
+    const chat = tg.privateChat(user);
+    const before = stack.model.requests.length;
+    const shipped = stack.toolbox.list().filter((t) => t.title);
+    expect(shipped.map((t) => t.name)).toEqual(expect.arrayContaining(["add_todo", "set_reminder", "cancel_reminder", "get_current_datetime", "calculate"]));
+    const help = (await ask(chat, user, "/help")).answer.text;
+    expect(help).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：/);
+    for (const tool of shipped) {
+      expect(help).toContain(tool.title!["zh-TW"]);
+      expect(help).not.toContain(tool.name);
+    }
+    const tools = (await ask(chat, user, "/tools")).answer.text;
+    for (const tool of shipped) {
+      expect(tools).toContain(`${tool.name} ${tool.title!["zh-TW"]} — ${tool.summary!["zh-TW"]}`);
+      expect(tools).not.toContain(tool.description.split(" ").slice(0, 4).join(" "));
+    }
+    expect(tools).toContain("⚠️ delete_todo 刪除待辦 — 永久刪除你的一項待辦（會先請你確認）。");
+    expect(stack.model.requests.length).toBe(before);
+  });
+
   it("todos: add two, list, complete one, delete one through the approval prompt → the final list is right", async () => {
     const tg = stack.telegram;
     const user = tg.user(91004, "Yu");

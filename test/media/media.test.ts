@@ -324,13 +324,13 @@ describe("AlbumStore (real Redis)", () => {
   const item = (id: number, text = "", group = "g1", chatKind: "dm" | "group" = "dm"): IncomingMessage =>
     IncomingMessageSchema.parse({ platform: "telegram", chatId: "-5", chatKind, userId: "7", userName: "A", messageId: String(id), sentAt: 1, text, media: [{ kind: "image", fileId: `f${id}` }], mediaGroupId: group });
 
-  it("queues the first addressing item only, and gathers every item after a quiet second", async () => {
+  it("queues the first addressing item only, and gathers every item once the latest is quietMs old", async () => {
     const albums = new AlbumStore(redis);
     expect(await albums.add(item(11), false)).toBe(false); // not addressed (a group item without the mention)
     expect(await albums.add(item(12, "這是什麼？"), true)).toBe(true);
     expect(await albums.add(item(13), true)).toBe(false);
     const started = Date.now();
-    const late = setTimeout(() => void albums.add(item(14), true), 300);
+    const late = setTimeout(() => void albums.add(item(14), true), 500);
     const merged = await albums.collect(item(12, "這是什麼？"), { quietMs: 600 });
     clearTimeout(late);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1100);

@@ -6,7 +6,7 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
-import { durationInWords, parseAt, repeatPattern, timeIso } from "../../src/reminders/time.js";
+import { durationInWords, monthEndDay, parseAt, repeatInWords, repeatPatterns, timeIso } from "../../src/reminders/time.js";
 import { useRedis } from "../helpers/use-redis.js";
 
 const ZONE = "Asia/Taipei";
@@ -26,14 +26,28 @@ describe("parseAt", () => {
   });
 });
 
-describe("repeatPattern", () => {
+describe("repeatPatterns", () => {
   const at = Date.parse("2026-12-01T00:00:05Z"); // Tuesday 08:00:05 in Taipei
   it("keeps the wall-clock time of the first occurrence in the time zone", () => {
-    expect(repeatPattern("daily", at, ZONE)).toBe("5 0 8 * * *");
-    expect(repeatPattern("weekdays", at, ZONE)).toBe("5 0 8 * * 1-5");
-    expect(repeatPattern("weekly", at, ZONE)).toBe("5 0 8 * * 2");
-    expect(repeatPattern("monthly", at, ZONE)).toBe("5 0 8 1 * *");
-    expect(repeatPattern("weekly", Date.parse("2026-12-06T01:00:00Z"), ZONE)).toBe("0 0 9 * * 0"); // Sunday
+    expect(repeatPatterns("daily", at, ZONE)).toEqual(["5 0 8 * * *"]);
+    expect(repeatPatterns("weekdays", at, ZONE)).toEqual(["5 0 8 * * 1-5"]);
+    expect(repeatPatterns("weekly", at, ZONE)).toEqual(["5 0 8 * * 2"]);
+    expect(repeatPatterns("monthly", at, ZONE)).toEqual(["5 0 8 1 * *"]);
+    expect(repeatPatterns("weekly", Date.parse("2026-12-06T01:00:00Z"), ZONE)).toEqual(["0 0 9 * * 0"]); // Sunday
+  });
+
+  it("gives a monthly repeat on the 29th-31st the last day of shorter months", () => {
+    const on = (iso: string) => Date.parse(`${iso}+08:00`);
+    expect(repeatPatterns("monthly", on("2026-12-28T08:00:00"), ZONE)).toEqual(["0 0 8 28 * *"]);
+    expect(repeatPatterns("monthly", on("2026-12-29T08:00:00"), ZONE)).toEqual(["0 0 8 29 1,3-12 *", "0 0 8 L 2 *"]);
+    expect(repeatPatterns("monthly", on("2026-12-30T08:00:00"), ZONE)).toEqual(["0 0 8 30 1,3-12 *", "0 0 8 L 2 *"]);
+    expect(repeatPatterns("monthly", on("2026-12-31T08:00:00"), ZONE)).toEqual(["0 0 8 L * *"]);
+    expect(monthEndDay("monthly", on("2026-12-31T08:00:00"), ZONE)).toBe(31);
+    expect(monthEndDay("monthly", on("2026-12-28T08:00:00"), ZONE)).toBeUndefined();
+    expect(monthEndDay("daily", on("2026-12-31T08:00:00"), ZONE)).toBeUndefined();
+    expect(repeatInWords("monthly", "zh-TW", 31)).toBe("每月 31 日（沒有 31 日的月份在月底）");
+    expect(repeatInWords("monthly", "en", 30)).toBe("monthly on the 30th (on the last day of shorter months)");
+    expect(repeatInWords("monthly", "zh-TW")).toBe("每月");
   });
 });
 

@@ -3,10 +3,12 @@ import { markdownToTelegramHtml } from "../../adapters/telegram/html.js";
 import { htmlToPlain, planChunks, splitHtml, TELEGRAM_TEXT_LIMIT } from "../../adapters/telegram/split.js";
 import { formatHelp } from "../../src/commands/help.js";
 import { formatToolList } from "../../src/commands/tools-listing.js";
+import { z } from "zod";
+import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { parseTelegramHtml } from "../fakes/telegram.js";
 import { testConfig } from "../helpers/config.js";
-import { loadShippedTools } from "../tools/load.js";
+import { loadShippedTools, SHIPPED_TOOLS } from "../tools/load.js";
 import { testToolbox } from "./harness.js";
 
 describe("markdown → Telegram HTML", () => {
@@ -85,6 +87,41 @@ describe("shared command texts", () => {
     expect(formatToolList(testToolbox, "en", "INFO")).toBe("**info**\n- `get_time` — Tells the current time in a time zone.");
     expect(formatToolList(testToolbox, "en", "nope")).toBe("There is no tag “nope”. Tags: `info`, `todo`");
     expect(formatToolList(new ToolBox(), "zh-TW")).toBe("這個聊天目前沒有可用的工具。");
+  });
+
+  it("names tools by their title and summary for people in the locale; a tool without them (an MCP tool) by its name and description", () => {
+    const toolbox = new ToolBox([
+      defineTool({
+        name: "roll_dice",
+        title: { "zh-TW": "擲骰子", en: "Roll dice" },
+        summary: { "zh-TW": "擲一顆或幾顆骰子。", en: "Rolls one or more dice." },
+        description: "Roll dice when the user asks for a dice roll. Not for other random choices.",
+        tags: ["util"],
+        input: z.object({}),
+        run: () => "4",
+      }),
+      defineTool({ name: "wipe", title: { "zh-TW": "清空", en: "Wipe" }, description: "Wipes everything.", tags: ["util"], dangerous: true, input: z.object({}), run: () => "wiped" }),
+      defineTool({ name: "files__read", description: "Read a file of the server. Use for paths the user names.", tags: ["util"], input: z.object({}), run: () => "x", source: 'MCP server "files"' }),
+    ]);
+    expect(formatToolList(toolbox, "zh-TW")).toBe(
+      "可用的工具（依分類）：\n\n**util**\n- `roll_dice` 擲骰子 — 擲一顆或幾顆骰子。\n- ⚠️ `wipe` 清空 — Wipes everything.\n- `files__read` — Read a file of the server.\n\n⚠️ 表示執行前會先請你確認。",
+    );
+    expect(formatToolList(toolbox, "en", "util")).toBe("**util**\n- `roll_dice` Roll dice — Rolls one or more dice.\n- ⚠️ `wipe` Wipe — Wipes everything.\n- `files__read` — Read a file of the server.\n\n⚠️ means you will be asked to confirm first.");
+    expect(formatHelp("zh-TW", { toolbox, commands: [] })).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：擲骰子、清空、`files__read`。/);
+    expect(formatHelp("en", { toolbox, commands: [] })).toMatch(/^Hi! I am an AI assistant that uses tools: Roll dice, Wipe, `files__read`\./);
+  });
+
+  it("help names the shipped tools by their Chinese titles in zh-TW, never by their tool names", async () => {
+    const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "fake-cwa-key-for-help" }));
+    const help = formatHelp("zh-TW", { toolbox, commands: [] });
+    const listing = formatToolList(toolbox, "zh-TW");
+    for (const name of SHIPPED_TOOLS) {
+      const tool = toolbox.get(name)!;
+      expect(help).toContain(tool.title!["zh-TW"]);
+      expect(help).not.toContain(tool.name);
+      expect(listing).toContain(`\`${tool.name}\` ${tool.title!["zh-TW"]} — ${tool.summary!["zh-TW"]}`);
+      expect(listing).not.toContain(tool.description.slice(0, 20));
+    }
   });
 
   it("help explains the bot with examples in both locales", async () => {

@@ -45,6 +45,23 @@ describe("loadTools", () => {
     expect((await loadTools({ dirs: [dir], config: testConfig() })).toolbox.names().sort()).toEqual(["bye", "hello"]);
   });
 
+  it("takes a file's default export made by defineTool; other exports and files are helpers", async () => {
+    const dir = await folder({
+      "hello.ts": `export const greeting = "hi";\nconst hello = defineTool({ name: "hello", description: "Says hello. Use when greeting.", tags: ["util"], input: z.object({}), run: () => greeting });\nexport default hello;\nexport { hello };`,
+      "client/api.ts": `export default class ApiClient { name = "not a tool"; run() { return 1; } }\nexport const description = "helpers";`,
+      "plain.ts": `export default { name: "plain_object", description: "Looks like a tool.", tags: [], input: z.object({}), run: () => "x" };`,
+    });
+    const { toolbox } = await loadTools({ dirs: [dir], config: testConfig() });
+    expect(toolbox.names()).toEqual(["hello"]);
+    expect(toolbox.get("hello")!.file).toBe(path.join(dir, "hello.ts"));
+  });
+
+  it("stops on a tool exported under another name than default, naming the file", async () => {
+    const dir = await folder({ "named.ts": `export const rollDice = defineTool({ name: "roll_dice", description: "Rolls.", tags: ["util"], input: z.object({}), run: () => "4" });` });
+    const error = await loadError(dir);
+    expect(error.problems).toEqual([expect.stringMatching(/named\.ts: tool "roll_dice" is exported as `rollDice`; a tool file exports its one tool as default/)]);
+  });
+
   it("stops on a duplicate name, naming the tool and both files", async () => {
     const dir = await folder({ "a.ts": tool("same_name"), "b.ts": tool("same_name") });
     const error = await loadError(dir);
@@ -60,6 +77,8 @@ describe("loadTools", () => {
     ["an empty description", `export default defineTool({ name: "t", description: "  ", tags: [], input: z.object({}), run: () => "x" });`, /nameless\.ts: tool "t" has an empty description/],
     ["a schema that is not a zod object", `export default defineTool({ name: "t", description: "d", tags: [], input: z.string() as never, run: () => "x" });`, /nameless\.ts: tool "t" has an input schema that is not a zod object/],
     ["a plain object schema", `export default defineTool({ name: "t", description: "d", tags: [], input: { type: "object" } as never, run: () => "x" });`, /not a zod object/],
+    ["a title without an English text", tool("t", `title: { "zh-TW": "擲骰子" } as never,`), /nameless\.ts: tool "t"'s title needs a text in every locale \(missing: en\)/],
+    ["a summary over 140 characters", tool("t", `summary: { "zh-TW": "擲".repeat(141), en: "Rolls." },`), /nameless\.ts: tool "t"'s summary is longer than 140 characters in zh-TW/],
   ])("stops on %s, naming the file", async (_label, body, pattern) => {
     const error = await loadError(await folder({ "nameless.ts": body }));
     expect(error.message).toMatch(pattern);

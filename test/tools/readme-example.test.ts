@@ -1,15 +1,18 @@
 /**
  * "Adding a tool is one file": the README's `roll_dice` example, taken from README.md itself (so
- * the two cannot drift), saved exactly as printed into a temporary `tools/` folder, loads, is
- * listed by `npm run tools`, and can be called — beside the shipped tools too.
+ * the two cannot drift), saved exactly as printed into a copy of the project's `tools/` folder —
+ * what a newcomer does — loads beside the shipped tools, is listed by `npm run tools`, and can be
+ * called. The copy gets the example whether or not `tools/` already holds it (saving overwrites), so
+ * a newcomer who saved it into the real `tools/` keeps this test, and `npm test`, green.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ToolListing } from "../../src/cli/tools.js";
+import { formatToolList } from "../../src/commands/tools-listing.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
 import { testConfig } from "../helpers/config.js";
@@ -26,12 +29,12 @@ function readmeExample(): { file: string; code: string } {
   return { file: match[1]!, code: match[2]! };
 }
 
-// A copy of the project's layout inside the git-ignored .data/: <tmp>/tools/roll_dice.ts beside a
-// link <tmp>/src → src, so the example's own `../src/toolbox/tool.js` import works unchanged.
+// A copy of the project's layout inside the git-ignored .data/: <tmp>/tools, a copy of tools/ with
+// the example saved into it, beside a link <tmp>/src → src, so the tools' own `../src/…` imports work unchanged.
 await mkdir(path.join(REPO_ROOT, ".data"), { recursive: true });
 const project = await mkdtemp(path.join(REPO_ROOT, ".data", "readme-tool-"));
 const toolsDir = path.join(project, "tools");
-await mkdir(toolsDir);
+await cp(TOOLS_DIR, toolsDir, { recursive: true });
 await symlink(path.join(REPO_ROOT, "src"), path.join(project, "src"), "dir");
 const example = readmeExample();
 await writeFile(path.join(toolsDir, example.file), example.code);
@@ -43,8 +46,8 @@ describe("the README's tool example", () => {
     expect(example.code).toContain('name: "roll_dice"');
   });
 
-  it("loads beside the shipped tools, is offered in chats, and can be called", async () => {
-    const { toolbox, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }), dirs: [TOOLS_DIR, toolsDir] });
+  it("saved into tools/, loads beside the shipped tools, is offered in chats, and can be called", async () => {
+    const { toolbox, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }), dirs: [toolsDir] });
     expect(skipped).toEqual([]);
     expect(toolbox.names()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
     expect(toolboxFor(toolbox, { platform: "telegram", chatKind: "dm" }).names()).toContain("roll_dice");
@@ -62,19 +65,24 @@ describe("the README's tool example", () => {
     expect(invalid.content).toContain("count");
   });
 
-  it("is listed by npm run tools", async () => {
-    const env = { ...process.env, LOG_LEVEL: "silent" };
+  it("is listed by npm run tools, and by /tools with its title and summary", async () => {
+    const env = { ...process.env, LOG_LEVEL: "silent", CWA_API_KEY: "CWA-TEST-KEY-0123456789" };
     const { stdout } = await exec(path.join(REPO_ROOT, "node_modules", ".bin", "tsx"), [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir], { cwd: REPO_ROOT, env });
     const listing = JSON.parse(stdout) as ToolListing;
-    expect(listing.tools).toEqual([
-      {
-        name: "roll_dice",
-        tags: ["util"],
-        dangerous: false,
-        description: "Roll dice when the user asks for a dice roll, e.g. 'roll 2d6'. Not for other random choices.",
-        file: path.relative(REPO_ROOT, path.join(toolsDir, "roll_dice.ts")),
-      },
-    ]);
+    expect(listing.tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
+    expect(listing.tools.find((t) => t.name === "roll_dice")).toEqual({
+      name: "roll_dice",
+      tags: ["util"],
+      dangerous: false,
+      description: "Roll dice when the user asks for a dice roll, e.g. 'roll 2d6'. Not for other random choices.",
+      file: path.relative(REPO_ROOT, path.join(toolsDir, "roll_dice.ts")),
+      title: { "zh-TW": "擲骰子", en: "Roll dice" },
+      summary: { "zh-TW": "擲一顆或幾顆骰子，例如 2d6。", en: "Rolls one or more dice, e.g. 2d6." },
+    });
+    expect(listing.skipped).toEqual([]);
     expect(listing.notOffered).toEqual([]);
+
+    const { toolbox } = await loadTools({ config: testConfig(), dirs: [toolsDir] });
+    expect(formatToolList(toolbox, "zh-TW", "util")).toContain("- `roll_dice` 擲骰子 — 擲一顆或幾顆骰子，例如 2d6。");
   }, 30_000);
 });

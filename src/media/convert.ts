@@ -18,6 +18,8 @@
 import type { DocumentBlockParam, ImageBlockParam, TextBlockParam } from "@anthropic-ai/sdk/resources/messages";
 import sharp, { type Metadata, type OutputInfo } from "sharp";
 import { MediaError } from "./errors.js";
+import { plainLine } from "../plain-text.js";
+import { neutraliseFileTags } from "./file-tags.js";
 import { inspectPdf } from "./pdf-inspector.js";
 import { API_IMAGE_MAX_BASE64, IMAGE_MAX_EDGE, IMAGE_MAX_PIXELS, PDF_MAX_PAGES, type ImageMediaType } from "./limits.js";
 
@@ -40,9 +42,13 @@ const SHARP_FORMATS: Record<string, ImageMediaType> = { jpeg: "image/jpeg", png:
 /** Base64 length of `bytes` bytes. */
 const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 
-/** A file name made safe for a placeholder or label: quotes and line breaks become spaces, at most 80 characters. */
+/**
+ * A file name made safe for a placeholder, a label and the logs: one plain line ({@link plainLine}:
+ * no controls, bidi or zero-width characters), quotes and angle brackets become spaces, at most 80
+ * characters.
+ */
 function safeName(name: string | undefined): string | undefined {
-  const clean = name?.replace(/["\r\n\t<>]/g, " ").trim().slice(0, 80);
+  const clean = name === undefined ? "" : plainLine(name.replace(/["<>]/g, " "), 80);
   return clean ? clean : undefined;
 }
 
@@ -134,8 +140,9 @@ export async function convertPdf(bytes: Buffer, name: string | undefined): Promi
 
 /**
  * Converts a text file into a text block: `<file name="notes.md">`, the content, `</file>`.
- * `file` tags inside the content are neutralised ({@link escapeFileTags}), so a file holding
- * `</file>` cannot close the wrapper early and pose as text outside it.
+ * `file` tags inside the content, however spelled, are neutralised ({@link neutraliseFileTags}),
+ * so a file holding `</file>`, `</ file>`, `＜／ｆｉｌｅ＞` or `<\u200B/file>` cannot close the
+ * wrapper early, or open a fake one, and pose as text outside it.
  *
  * @throws {MediaError} `unreadable` when the bytes are not UTF-8 text (invalid UTF-8, or NUL characters).
  */
@@ -148,19 +155,10 @@ export function convertText(bytes: Buffer, name: string | undefined): Converted<
   }
   if (text.includes("\u0000")) throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
   const title = safeName(name) ?? "file.txt";
-  const content = text.trim() === "" ? "(empty file)" : escapeFileTags(text);
+  const content = text.trim() === "" ? "(empty file)" : neutraliseFileTags(text);
   return {
     block: { type: "text", text: `<file name="${title}">\n${content}\n</file>` },
     placeholder: `[file "${title}", ${text.length} characters]`,
     characters: text.length,
   };
-}
-
-/**
- * Neutralises `<file` and `</file` tags (any case) inside a text file's content: `</file` becomes
- * `<\/file` and `<file` becomes `<\file`, so only the wrapper written by {@link convertText} opens
- * and closes a file. Everything else is left as it is.
- */
-function escapeFileTags(content: string): string {
-  return content.replace(/<(\/?)(file)/gi, (_match, slash: string, word: string) => `<\\${slash}${word}`);
 }

@@ -8,6 +8,7 @@
  * Sources: Telegram deep links, https://core.telegram.org/api/links#mtproxy-links and
  * https://core.telegram.org/api/links#socks5-proxy-links.
  */
+import type { Token } from "marked";
 import { INVISIBLE } from "./plain-text.js";
 
 /** A label that writes an address: a scheme (`https://`, `tg://`…), or `www.` at a word start. */
@@ -60,4 +61,9 @@ export function isMislabelledLink(label: string, href: string): boolean {
 export function isProxyLink(href: string): boolean {
   const seen = asSeen(href);
   return /^tg:(?:\/\/)?(?:proxy|socks)(?:[/?#]|$)/.test(seen) || /^(?:https?:\/\/)?(?:www\.)?(?:t|telegram)\.(?:me|dog)\/(?:proxy|socks)(?:[/?#]|$)/.test(seen);
+}
+
+/** The text of marked's inline tokens (a link's label) as a reader sees it: formatting removed. */
+export function labelText(tokens: readonly Token[] | undefined): string {
+  return (tokens ?? []).map((t) => ("tokens" in t && Array.isArray(t.tokens) ? labelText(t.tokens) : "text" in t && typeof t.text === "string" ? t.text : t.raw)).join("");
 }

@@ -10,7 +10,7 @@
  * Source: https://support.discord.com/hc/en-us/articles/210298617 (Markdown text, masked links).
  */
 import { Lexer, type Token, type Tokens } from "marked";
-import { isMislabelledLink } from "../../src/links.js";
+import { isMislabelledLink, labelText } from "../../src/links.js";
 
 /** Every link token of `tokens`, nested ones included. */
 function* linksOf(tokens: Token[]): Generator<Tokens.Link> {
@@ -25,11 +25,6 @@ function* linksOf(tokens: Token[]): Generator<Tokens.Link> {
   }
 }
 
-/** The text of inline tokens as a reader sees it (formatting removed). */
-function plainOf(tokens: Token[]): string {
-  return tokens.map((t) => ("tokens" in t && Array.isArray(t.tokens) ? plainOf(t.tokens) : "text" in t && typeof t.text === "string" ? t.text : t.raw)).join("");
-}
-
 /**
  * `markdown` with every mislabelled masked link replaced by its target (`https://evil.example`);
  * the same string when there is none. Never longer than `markdown` (a target is shorter than the
@@ -42,7 +37,7 @@ export function honestLinks(markdown: string): string {
     if (!link.raw.startsWith("[")) continue; // an autolink shows its own address
     // In angle brackets when the target holds a space or a parenthesis, so Discord links all of it.
     const target = /[\s()]/.test(link.href) ? `<${link.href}>` : link.href;
-    if (isMislabelledLink(plainOf(link.tokens), link.href)) out = out.split(link.raw).join(target);
+    if (isMislabelledLink(labelText(link.tokens), link.href)) out = out.split(link.raw).join(target);
   }
   return out;
 }

@@ -9,7 +9,7 @@
  * Parsing uses `marked`'s lexer; only the rendering to that subset is ours.
  */
 import { Lexer, type Token, type Tokens } from "marked";
-import { isMislabelledLink, isProxyLink } from "../../src/links.js";
+import { isMislabelledLink, isProxyLink, labelText } from "../../src/links.js";
 
 /** Escapes text for Telegram HTML: `&`, `<`, `>` (and `"` so the result is also safe in attributes). */
 export function escapeHtml(text: string): string {
@@ -145,7 +145,7 @@ function renderInlineToken(token: Token): string {
       return "\n";
     case "link": {
       const link = token as Tokens.Link;
-      return renderLink(link.href, renderInline(link.tokens), plainOf(link.tokens));
+      return renderLink(link.href, renderInline(link.tokens), labelText(link.tokens));
     }
     case "image": {
       const image = token as Tokens.Image;
@@ -177,11 +177,6 @@ function renderLink(href: string, label: string, plain: string): string {
 /** Telegram proxy addresses in plain text, as code, so no client makes them clickable. @param html - escaped text. */
 function unlinkProxies(html: string): string {
   return html.replace(/\btg:(?:\/\/)?(?:proxy|socks)\b[^\s<]*/gi, (address) => `<code>${address}</code>`);
-}
-
-/** The text of inline tokens as a reader sees it (formatting removed). */
-function plainOf(tokens: Token[] | undefined): string {
-  return (tokens ?? []).map((t) => ("tokens" in t && Array.isArray(t.tokens) ? plainOf(t.tokens) : "text" in t && typeof t.text === "string" ? t.text : t.raw)).join("");
 }
 
 /** Wraps non-empty content in a tag; Telegram rejects nothing here, but an empty tag adds nothing. */

@@ -8,8 +8,8 @@
  * - decoded bytes: the PDF's compressed streams may decode to {@link PDF_MAX_DECODED_BYTES} together
  *   (counted inside pdf-lib's decoder, before the memory is taken);
  * - time: {@link PDF_INSPECT_TIMEOUT_MS} from the moment the thread takes it (a thread being
- *   started takes it once it is ready); then the thread is terminated (its memory goes with it) and
- *   a new one takes the next PDF;
+ *   started takes it once it is ready, and must be ready within 30 s); then the thread is
+ *   terminated (its memory goes with it) and a new one takes the next PDF;
  * - heap: the thread runs with {@link PDF_WORKER_HEAP_MB} MB of old-generation heap (Node's
  *   `resourceLimits`); past it Node stops the thread, not the process.
  *
@@ -23,6 +23,9 @@ import type { PdfAnswer, PdfTask } from "./pdf-worker.js";
 
 /** {@link PDF_WORKER_READY} of `pdf-worker.ts`, repeated here: importing it would load pdf-lib in this thread. */
 const READY = "ready";
+
+/** Longest wait for a new thread to be ready (loading pdf-lib, and tsx in a development checkout), in ms. */
+const START_TIMEOUT_MS = 30_000;
 
 /** What {@link PdfInspector.inspect} finds out about a PDF. */
 export interface PdfInspection {
@@ -67,7 +70,7 @@ export class PdfInspector {
   #thread: Worker | undefined;
   /** Whether {@link #thread} posted {@link READY}. */
   #ready = false;
-  #running: (Pending & { timer?: NodeJS.Timeout }) | undefined;
+  #running: (Pending & { timer?: NodeJS.Timeout; clock?: boolean }) | undefined;
   #nextId = 1;
 
   constructor(limits: Partial<PdfInspectorLimits> = {}) {
@@ -109,12 +112,19 @@ export class PdfInspector {
     thread.ref();
     thread.postMessage(pending.task, [pending.task.bytes.buffer as ArrayBuffer]);
     if (this.#ready) this.#startClock();
+    else {
+      this.#running.timer = setTimeout(() => {
+        this.#fail(new MediaError("unreadable", `the PDF reader thread was not ready within ${START_TIMEOUT_MS} ms`, "pdf"));
+      }, START_TIMEOUT_MS);
+    }
   }
 
-  /** Starts the time limit of the PDF being opened. */
+  /** Starts the time limit of the PDF being opened (replacing the wait for the thread's start). */
   #startClock(): void {
     const running = this.#running;
-    if (!running || running.timer) return;
+    if (!running || running.clock) return;
+    clearTimeout(running.timer);
+    running.clock = true;
     running.timer = setTimeout(() => {
       this.#fail(new MediaError("too_complex", `opening the PDF took longer than ${this.#limits.timeoutMs} ms`, "pdf", { limit: "time" }));
     }, this.#limits.timeoutMs);

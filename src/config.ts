@@ -372,7 +372,8 @@ export const ConfigSchema = z.object({
   HEALTH_PORT: port().optional(),
   /**
    * Address the webhook and health servers listen on (an IP address or host name, e.g. `127.0.0.1`
-   * behind a reverse proxy on the same machine); unset = every interface.
+   * behind a reverse proxy on the same machine); unset = `127.0.0.1` for the health server
+   * (`/metrics` has no authentication), every interface for the webhook.
    */
   HTTP_HOST: optionalString.refine((v) => v === undefined || /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v), {
     message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",

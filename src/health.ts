@@ -37,13 +37,16 @@ export async function checkHealth(checks: Record<string, HealthCheck>): Promise<
   return { ok: entries.every(([, ok]) => ok), checks: Object.fromEntries(entries) };
 }
 
+/** Where the health server listens when `HTTP_HOST` is unset: this machine only (`/metrics` has no authentication). */
+export const HEALTH_DEFAULT_HOST = "127.0.0.1";
+
 /**
- * Starts the health server on `port` of `host` (`HTTP_HOST`; undefined = every interface, so a
- * container's HEALTHCHECK and an orchestrator can reach it), with the timeouts of
- * `src/http-server.ts`. Resolves once listening.
+ * Starts the health server on `port` of `host` (`HTTP_HOST`; undefined = {@link HEALTH_DEFAULT_HOST},
+ * which the Docker image's HEALTHCHECK calls; `docker-compose.yml` sets `0.0.0.0` so a Prometheus
+ * in the compose network can scrape), with the timeouts of `src/http-server.ts`. Resolves once listening.
  * @throws when the port cannot be bound.
  */
-export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger, host?: string): Promise<Server> {
+export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger, host: string = HEALTH_DEFAULT_HOST): Promise<Server> {
   const server = withTimeouts(
     createServer((req, res) => {
       const path = (req.url ?? "").split("?")[0];
@@ -65,6 +68,6 @@ export async function startHealthServer(port: number, checks: Record<string, Hea
     }),
   );
   await listen(server, port, host);
-  log?.info({ port, host: host ?? "all interfaces" }, `health endpoint on ${host ?? ""}:${port}/health`);
+  log?.info({ port, host }, `health endpoint on ${host}:${port}/health`);
   return server;
 }

@@ -86,13 +86,13 @@ const modelErrors = new Counter({
 });
 const toolCalls = new Counter({
   name: "bot_tool_calls_total",
-  help: "Tool executions, by tool and outcome (ok, error).",
+  help: "Tool executions, by tool (`unknown` for a name that is no tool of the toolbox) and outcome (ok, error).",
   labelNames: ["tool", "outcome"] as const,
   registers: [registry],
 });
 const toolSeconds = new Histogram({
   name: "bot_tool_duration_seconds",
-  help: "Seconds a tool execution took, by tool.",
+  help: "Seconds a tool execution took, by tool (`unknown` for a name that is no tool of the toolbox).",
   labelNames: ["tool"] as const,
   buckets: TOOL_BUCKETS,
   registers: [registry],
@@ -245,10 +245,15 @@ export const metrics = {
     modelTokens.inc({ kind: "cache_write" }, usage.cache_creation_input_tokens ?? 0);
     modelTokens.inc({ kind: "cache_read" }, usage.cache_read_input_tokens ?? 0);
   },
-  /** One tool execution finished; `durationMs` in ms. */
-  toolCall(tool: string, ok: boolean, durationMs: number): void {
-    toolCalls.inc({ tool, outcome: ok ? "ok" : "error" });
-    toolSeconds.observe({ tool }, durationMs / 1000);
+  /**
+   * One tool execution finished; `durationMs` in ms. `tool` is the name of a tool of the toolbox,
+   * or undefined for a name the model made up, counted as `unknown`: labels only take known
+   * values, so the model cannot add series.
+   */
+  toolCall(tool: string | undefined, ok: boolean, durationMs: number): void {
+    const label = tool ?? "unknown";
+    toolCalls.inc({ tool: label, outcome: ok ? "ok" : "error" });
+    toolSeconds.observe({ tool: label }, durationMs / 1000);
   },
   /**
    * An approval outcome: the worker handled a decision on a prompt (`approved`, `declined`,

@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Locale } from "./i18n.js";
+import { plainLine } from "./plain-text.js";
 
 /** What the system prompt depends on. */
 export interface SystemPromptOptions {
@@ -110,8 +111,9 @@ export const SPEAKER_NAME_MAX = 32;
  * The label a group turn starts with: `[Name #code]`, e.g. `[Alice #a1b2]`.
  *
  * - `Name` is the display name, made unable to imitate a label: square brackets and `#` (ASCII,
- *   full-width, and `【】`) and line breaks and other control characters become spaces, format
- *   characters (bidi overrides, zero-width characters) are removed, runs of spaces are collapsed, and it is cut to
+ *   full-width, and `【】`) become spaces, and it is made one plain line ({@link plainLine}: line
+ *   breaks and other control characters become spaces, invisible characters such as bidi overrides
+ *   and zero-width characters are removed, runs of spaces are collapsed) of at most
  *   {@link SPEAKER_NAME_MAX} characters; an empty result becomes `user`.
  * - `code` is 4 lowercase hex digits of SHA-256 of `platform:userId`: stable for a person across
  *   name changes and conversations, the same for everyone who reads it, and not chosen by the user.
@@ -124,11 +126,7 @@ export const SPEAKER_NAME_MAX = 32;
  * @returns the label; never throws.
  */
 export function speakerLabel(speaker: { platform: string; userId: string; userName: string }): string {
-  const name =
-    [...speaker.userName.replace(/\p{Cf}/gu, "").replace(/[\p{Cc}\p{Zl}\p{Zp}[\]#［］＃【】]/gu, " ").replace(/\s+/g, " ").trim()]
-      .slice(0, SPEAKER_NAME_MAX)
-      .join("")
-      .trim() || "user";
+  const name = plainLine(speaker.userName.replace(/[[\]#［］＃【】]/g, " "), SPEAKER_NAME_MAX) || "user";
   const code = createHash("sha256").update(`${speaker.platform}:${speaker.userId}`).digest("hex").slice(0, 4);
   return `[${name} #${code}]`;
 }

@@ -16,6 +16,7 @@
  */
 import { MessageFlags, MessageReferenceType, type Message } from "discord.js";
 import { IMAGE_MEDIA_TYPES, bareMediaType } from "../../src/media/limits.js";
+import { plainLine } from "../../src/plain-text.js";
 import type { ForwardedContent } from "../../src/prompts.js";
 import type { MediaRef } from "../../src/queue/incoming.js";
 
@@ -52,9 +53,18 @@ export function textForModel(message: Message, botId: string): string {
   return text.trim().replace(/^[,:，：]\s*/, "").trim();
 }
 
-/** The name shown for the author: server nickname, else global display name, else username. */
+/**
+ * The name shown for a person: server nickname, else global display name, else username, as one
+ * plain line of at most 256 characters ({@link plainLine}: a name is chosen by its owner, and reaches
+ * prompts, approval prompts, logs and `npm run access -- list`).
+ */
+export function personName(member: { displayName: string } | null | undefined, user: { id: string; globalName: string | null; username: string }): string {
+  return plainLine(member?.displayName ?? user.globalName ?? user.username, 256) || plainLine(user.username, 256) || `Discord user ${user.id}`;
+}
+
+/** The name shown for the author of `message` ({@link personName}). */
 export function authorName(message: Message): string {
-  return message.member?.displayName ?? message.author.globalName ?? message.author.username;
+  return personName(message.member, message.author);
 }
 
 /**
@@ -85,6 +95,7 @@ export function attachmentsOf(message: Message): MediaRef[] {
   const voice = message.flags.has(MessageFlags.IsVoiceMessage);
   return [...message.attachments.values()].map((a): MediaRef => {
     const type = bareMediaType(a.contentType);
+    const name = plainLine(a.name, 255);
     const kind =
       voice || a.waveform ? "voice"
       : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type) ? "image"
@@ -96,7 +107,7 @@ export function attachmentsOf(message: Message): MediaRef[] {
       url: a.url,
       size: a.size,
       ...(a.contentType ? { mimeType: a.contentType.slice(0, 255) } : {}),
-      ...(a.name ? { name: a.name.slice(0, 255) } : {}),
+      ...(name ? { name } : {}),
       ...(a.width ? { width: a.width } : {}),
       ...(a.height ? { height: a.height } : {}),
     };

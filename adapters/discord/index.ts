@@ -42,7 +42,7 @@ import type { Outbound } from "../../src/outbound.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { CLOSED_ID, parseApprovalCustomId, reactionDecision } from "./approval.js";
 import { GatewayWatch, type GatewayWatchOptions } from "./gateway.js";
-import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { attachmentsOf, authorName, forwardsOf, isAddressed, personName, textForModel } from "./inbound.js";
 import { editReplyPayload, replyPayload } from "./interaction.js";
 import { forwardedText } from "../../src/prompts.js";
 import { createRest, DiscordOutbound, NO_MENTIONS } from "./outbound.js";
@@ -262,7 +262,7 @@ export class DiscordAdapter implements Adapter {
         chatKind: inGuild ? "group" : "dm",
         guildId: interaction.guildId ?? undefined,
         userId: interaction.user.id,
-        userName: interaction.member && "displayName" in interaction.member ? interaction.member.displayName : (interaction.user.globalName ?? interaction.user.username),
+        userName: personName(interaction.member && "displayName" in interaction.member ? interaction.member : undefined, interaction.user),
         locale,
         mention: this.#client?.user ? `@${this.#client.user.username}` : undefined,
         // Manage Messages in this channel (the member's resolved permissions the interaction carries).

@@ -12,6 +12,7 @@
 import type { SentRef } from "../../src/outbound.js";
 import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
 import type { LiveSurface } from "../../src/streaming.js";
+import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
 /** The REST calls a live answer needs, provided by `DiscordOutbound`. */
@@ -35,11 +36,12 @@ export function discordSurface(to: IncomingMessage, calls: DiscordLiveCalls): Li
   const conversation = conversationKey(conversationOf(to));
   return {
     limit: DISCORD_MESSAGE_LIMIT,
-    post: (text, index) => calls.post("streamAnswer", to.chatId, calls.liveBody(to, conversation, index, text)),
-    edit: (ref, text) => calls.edit("streamAnswer", ref, text),
+    // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
+    post: (text, index) => calls.post("streamAnswer", to.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
+    edit: (ref, text) => calls.edit("streamAnswer", ref, honestLinks(text)),
     remove: (ref) => calls.remove(ref),
     finalChunks(text) {
-      const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+      const chunks = splitMessage(honestLinks(text), DISCORD_MESSAGE_LIMIT);
       if (chunks.length === 0) throw new Error("Discord streamAnswer: the answer is empty (Discord refuses empty messages)");
       return chunks;
     },

@@ -26,6 +26,7 @@ import { ChatUnreachableError, type ApprovalOutcome, type ApprovalPrompt, type O
 import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
 import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
 import { CHAT_GONE_CODES, reminderBody } from "./reminder.js";
+import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
@@ -125,7 +126,8 @@ export class DiscordOutbound implements Outbound {
     text: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
-    const chunks = splitMessage(text, DISCORD_MESSAGE_LIMIT);
+    // A masked link whose text shows another address shows its target (links.ts).
+    const chunks = splitMessage(honestLinks(text), DISCORD_MESSAGE_LIMIT);
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i++) {

@@ -9,6 +9,7 @@
  * Parsing uses `marked`'s lexer; only the rendering to that subset is ours.
  */
 import { Lexer, type Token, type Tokens } from "marked";
+import { isMislabelledLink, isProxyLink, labelText } from "../../src/links.js";
 
 /** Escapes text for Telegram HTML: `&`, `<`, `>` (and `"` so the result is also safe in attributes). */
 export function escapeHtml(text: string): string {
@@ -31,7 +32,8 @@ export interface RenderedBlock {
  * headings, tables). Empty blocks are dropped. Never throws.
  *
  * Rendering: bold/italic/strikethrough → `b`/`i`/`s`; inline code → `code`; fenced code → `pre` +
- * `code class="language-x"`; links with http(s)/tg/mailto targets → `a href`, other targets → their
+ * `code class="language-x"`; links with http(s)/tg/mailto targets → `a href` (a label that looks
+ * like another address shows the real target), Telegram proxy links and other targets → their
  * text; lists → `•` / `1.` lines (nested lists indented); headings → bold; quotes → `blockquote`;
  * tables → `pre` with the Markdown source; raw HTML → escaped text.
  */
@@ -92,7 +94,7 @@ function renderBlock(token: Token, depth: number, quoted = false): string {
       return escapeHtml(token.raw.trim());
     case "text": {
       const text = token as Tokens.Text;
-      return text.tokens ? renderInline(text.tokens) : escapeHtml(text.text);
+      return text.tokens ? renderInline(text.tokens) : unlinkProxies(escapeHtml(text.text));
     }
     default:
       return "tokens" in token && Array.isArray(token.tokens) ? renderInline(token.tokens) : escapeHtml(token.raw);
@@ -125,7 +127,7 @@ function renderInlineToken(token: Token): string {
   switch (token.type) {
     case "text": {
       const text = token as Tokens.Text;
-      return text.tokens ? renderInline(text.tokens) : escapeHtml(text.text);
+      return text.tokens ? renderInline(text.tokens) : unlinkProxies(escapeHtml(text.text));
     }
     case "escape":
       return escapeHtml((token as Tokens.Escape).text);
@@ -143,13 +145,11 @@ function renderInlineToken(token: Token): string {
       return "\n";
     case "link": {
       const link = token as Tokens.Link;
-      const label = renderInline(link.tokens) || escapeHtml(link.href);
-      return SAFE_LINK.test(link.href) ? `<a href="${escapeHtml(link.href)}">${label}</a>` : label;
+      return renderLink(link.href, renderInline(link.tokens), labelText(link.tokens));
     }
     case "image": {
       const image = token as Tokens.Image;
-      const label = escapeHtml(image.text || image.href);
-      return SAFE_LINK.test(image.href) ? `<a href="${escapeHtml(image.href)}">${label}</a>` : label;
+      return renderLink(image.href, escapeHtml(image.text), image.text);
     }
     case "checkbox":
       return "";
@@ -158,6 +158,25 @@ function renderInlineToken(token: Token): string {
     default:
       return "tokens" in token && Array.isArray(token.tokens) ? renderInline(token.tokens) : escapeHtml(token.raw);
   }
+}
+
+/**
+ * A link: `a href` for an http(s), mailto or tg target, showing the real target instead of a label
+ * that looks like another address ({@link isMislabelledLink}); a Telegram proxy link
+ * ({@link isProxyLink}) or another target is not made clickable: its label, or the address itself
+ * as code (so no client turns it into a link).
+ *
+ * @param label - the label as Telegram HTML ("" for none); `plain` the same as the reader sees it.
+ */
+function renderLink(href: string, label: string, plain: string): string {
+  if (!SAFE_LINK.test(href) || isProxyLink(href)) return label !== "" && plain.trim() !== href.trim() ? label : `<code>${escapeHtml(href)}</code>`;
+  const shown = label === "" || isMislabelledLink(plain, href) ? escapeHtml(href) : label;
+  return `<a href="${escapeHtml(href)}">${shown}</a>`;
+}
+
+/** Telegram proxy addresses in plain text, as code, so no client makes them clickable. @param html - escaped text. */
+function unlinkProxies(html: string): string {
+  return html.replace(/\btg:(?:\/\/)?(?:proxy|socks)\b[^\s<]*/gi, (address) => `<code>${address}</code>`);
 }
 
 /** Wraps non-empty content in a tag; Telegram rejects nothing here, but an empty tag adds nothing. */

@@ -24,6 +24,7 @@
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
 import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
+import { plainLine } from "../../src/plain-text.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage, type MediaRef } from "../../src/queue/incoming.js";
 import { isInstantCommand } from "./commands.js";
 
@@ -71,16 +72,21 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   const doc = message.document;
   if (doc) {
     const image = (IMAGE_MEDIA_TYPES as readonly string[]).includes(doc.mime_type ?? "");
-    const name = doc.file_name?.slice(0, 255);
+    const name = plainLine(doc.file_name ?? "", 255);
     return { media: [{ kind: image ? "image" : "file", fileId: doc.file_id, ...sized(doc.file_size), ...(doc.mime_type ? { mimeType: doc.mime_type.slice(0, 255) } : {}), ...(name ? { name } : {}) }] };
   }
   if (message.sticker) return { media: [], ...(message.sticker.emoji ? { sticker: message.sticker.emoji } : {}) };
   return { media: [] };
 }
 
-function displayName(user: { first_name: string; last_name?: string; username?: string }): string {
-  const name = [user.first_name, user.last_name].filter(Boolean).join(" ").trim();
-  return name || user.username || "Telegram user";
+/**
+ * The name shown for a user (first and last name, else the username) or a sending chat (its title),
+ * as one plain line of at most 256 characters ({@link plainLine}: a name is chosen by its owner, and
+ * reaches prompts, approval prompts, logs and `npm run access -- list`).
+ */
+function displayName(user: { first_name?: string; last_name?: string; username?: string; title?: string }): string {
+  const name = plainLine(user.title ?? [user.first_name, user.last_name].filter(Boolean).join(" "), 256);
+  return name || plainLine(user.username ?? "", 256) || "Telegram user";
 }
 
 /**
@@ -107,7 +113,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     chatId: String(message.chat.id),
     chatKind: isPrivate ? "dm" : "group",
     userId: sender ? `chat:${sender.id}` : String(from!.id),
-    userName: (sender ? ("title" in sender && sender.title) || displayName(sender as never) : displayName(from!)).slice(0, 256),
+    userName: displayName(sender ?? from!),
     messageId: String(message.message_id),
     sentAt: message.date * 1000,
     ...(topic ? { topicId: topic } : {}),

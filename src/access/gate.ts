@@ -4,8 +4,9 @@
  * rate limiter's counter and the two day totals are read in the same tick):
  *
  * 1. access policy (`ACCESS_POLICY`, env lists, Redis grants): strangers get a pairing code
- *    (`pairing`, DMs), "this bot is private" once a day (`allowlist`, DMs), or silence with one
- *    note a day (groups not enabled);
+ *    (`pairing`, DMs; at most `PAIRING_CODES_PER_USER_PER_DAY` a day each, then one note a day),
+ *    "this bot is private" once a day (`allowlist`, DMs), or silence with one note a day (groups
+ *    not enabled);
  * 2. rate limit (`RATE_LIMIT_PER_MINUTE` per user, across chats and platforms; rate-limiter-flexible):
  *    one "slow down" per window, then silence;
  * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget);
@@ -25,7 +26,7 @@ import type { IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { nextDayStart, UsageStore } from "../usage/store.js";
 import { allowedByEnv, chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
-import { AccessStore, MAX_PENDING_CODES } from "./store.js";
+import { AccessStore, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 
 /** The gate's own words. */
 export const GATE_TEXT = {
@@ -33,9 +34,9 @@ export const GATE_TEXT = {
     "zh-TW": "嗨！這是私人機器人，需要擁有者同意才能使用。\n你的配對碼：`{code}`（1 小時內有效）\n請把這個配對碼交給機器人的擁有者，請他核准。",
     en: "Hi! This is a private bot: its owner has to let you in.\nYour pairing code: `{code}` (valid for 1 hour)\nSend this code to the bot's owner and ask them to approve it.",
   },
-  pairingFull: {
-    "zh-TW": "這是私人機器人。目前等待核准的人太多了，請一小時後再試。",
-    en: "This is a private bot. Too many people are waiting for approval right now; please try again in an hour.",
+  pairingLimited: {
+    "zh-TW": "這是私人機器人。你今天已經拿過 {max} 次配對碼了，請明天再試。",
+    en: "This is a private bot. You have been given {max} pairing codes today; please try again tomorrow.",
   },
   private: { "zh-TW": "抱歉，這是私人機器人，只為受邀的使用者服務。", en: "Sorry, this is a private bot: it only serves invited users." },
   groupNotEnabled: {
@@ -190,7 +191,10 @@ export class AccessGate {
       return (await this.access.firstTime("private", userPrincipal(subject))) ? localize(locale, GATE_TEXT.private) : undefined;
     }
     const pairing = await this.access.pair({ platform: subject.platform, userId: subject.userId, userName: subject.userName, chatId: subject.chatId });
-    if (pairing.status === "full") return localize(locale, GATE_TEXT.pairingFull, { max: MAX_PENDING_CODES });
+    if (pairing.status === "limited") {
+      // Said once a day; later requests that day are counted (npm run access -- list) and get silence.
+      return (await this.access.firstTime("pairing-limit", userPrincipal(subject))) ? localize(locale, GATE_TEXT.pairingLimited, { max: PAIRING_CODES_PER_USER_PER_DAY }) : undefined;
+    }
     if (pairing.status === "new") this.#deps.log.info({ platform: subject.platform, userId: subject.userId }, "pairing code given; see npm run access -- list");
     return localize(locale, GATE_TEXT.pairingCode, { code: pairing.code });
   }

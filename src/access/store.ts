@@ -4,13 +4,20 @@
  * Keys (all built here, one hash tag `{access}` so the pairing script stays on one node):
  * - `access:{access}:users`, `access:{access}:chats`: sets of `platform:id` granted at run time
  *   (the env lists `ALLOWED_USERS` / `ALLOWED_CHATS` add to them, see `policy.ts`);
- * - `access:{access}:code:<CODE>`: the pending pairing (JSON {@link Pairing}), expiring after 1 hour;
+ * - `access:{access}:code:<CODE>`: the pairing (JSON {@link Pairing}), expiring after 1 hour; it is
+ *   pending while its code is in the platform's sorted set below;
  * - `access:{access}:codeof:<platform>:<userId>`: the code a stranger was given;
- * - `access:{access}:pending:<platform>`: sorted set of pending codes by expiry (at most
- *   {@link MAX_PENDING_CODES} per platform);
+ * - `access:{access}:pending:<platform>`: sorted set of pending codes by expiry, at most
+ *   {@link MAX_PENDING_CODES} per platform: a new code takes the place of the oldest one;
+ * - `access:{access}:asked:<platform>:<userId>`: codes given to a stranger in the last day (at most
+ *   {@link PAIRING_CODES_PER_USER_PER_DAY});
+ * - `access:{access}:turned:<platform>`: hash of what was turned away in the last day, for
+ *   `npm run access -- list`: `limited` (requests over the per-user limit), `displaced` (pending
+ *   codes that gave way to newer ones), `since` (ms of the first count; the hash expires a day later);
  * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks.
  */
 import { randomInt } from "node:crypto";
+import { plainLine } from "../plain-text.js";
 import type { RedisClient } from "../redis.js";
 
 /** Letters and digits of a pairing code: no look-alikes (no 0/O, 1/I/L). */
@@ -19,8 +26,16 @@ export const PAIRING_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 export const PAIRING_CODE_LENGTH = 8;
 /** How long a pairing code is valid, in ms (1 hour). */
 export const PAIRING_TTL_MS = 3_600_000;
-/** Pending codes per platform; strangers beyond are told to try later. */
-export const MAX_PENDING_CODES = 3;
+/**
+ * Pending codes per platform. When a new stranger asks past it, the oldest pending code gives way
+ * (it is no longer pending; its owner gets a new code if they write again), so throwaway accounts
+ * can never stop later strangers from getting a code.
+ */
+export const MAX_PENDING_CODES = 50;
+/** Codes one stranger may be given in a day (a code is valid for an hour; asking again while it is pending returns it). */
+export const PAIRING_CODES_PER_USER_PER_DAY = 3;
+/** A day in ms: the window of {@link PAIRING_CODES_PER_USER_PER_DAY} and of the turned-away counts. */
+const DAY_MS = 86_400_000;
 
 /** A stranger waiting for approval: who, and the DM to tell them in. */
 export interface Pairing {
@@ -35,27 +50,45 @@ export interface Pairing {
 }
 
 const TAG = "{access}";
+/** Platforms strangers pair on. */
+const PAIRING_PLATFORMS = ["telegram", "discord"] as const;
 const key = (...parts: string[]) => ["access", TAG, ...parts].join(":");
 
 /**
- * KEYS: codeof (the stranger's code), pending (sorted set), code key of the new code.
- * ARGV: now (ms), ttl (ms), new code, pairing JSON, max pending.
- * Returns {1, code} for the code given earlier, {2, code} for a new one, {0, ''} when the platform
- * already has the most pending codes.
+ * KEYS: codeof (the stranger's code), pending (sorted set), code key of the new code, asked (the
+ * stranger's codes today), turned (the platform's turned-away counts).
+ * ARGV: now (ms), ttl (ms), new code, pairing JSON, max pending, max codes per user a day, a day (ms).
+ * Returns {1, code} for the stranger's code that is still pending, {2, code} for a new one, {0, ''}
+ * when the stranger was given the most codes for a day.
  */
 const PAIR_SCRIPT = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local existing = redis.call('GET', KEYS[1])
-if existing then return {1, existing} end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {0, ''} end
+if existing and redis.call('ZSCORE', KEYS[2], existing) then return {1, existing} end
+local function count(field, n)
+  redis.call('HINCRBY', KEYS[5], field, n)
+  if redis.call('HSETNX', KEYS[5], 'since', ARGV[1]) == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[7]) end
+end
+if tonumber(redis.call('GET', KEYS[4]) or '0') >= tonumber(ARGV[6]) then
+  count('limited', 1)
+  return {0, ''}
+end
+local displaced = 0
+while redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) do
+  redis.call('ZPOPMIN', KEYS[2])
+  displaced = displaced + 1
+end
+if displaced > 0 then count('displaced', displaced) end
 redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
 redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
+if redis.call('INCR', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
 return {2, ARGV[3]}
 `;
 
 type RedisWithAccess = RedisClient & {
-  accessPair(codeof: string, pending: string, codeKey: string, now: number, ttl: number, code: string, json: string, max: number): Promise<[number, string]>;
+  accessPair(codeof: string, pending: string, codeKey: string, asked: string, turned: string, now: number, ttl: number, code: string, json: string, maxPending: number, maxPerUser: number, dayMs: number): Promise<[number, string]>;
 };
 
 /** A new random pairing code (8 characters of {@link PAIRING_ALPHABET}). */
@@ -65,8 +98,19 @@ export function newPairingCode(): string {
   return code;
 }
 
-/** The result of asking for a pairing code. */
-export type PairingResult = { status: "new" | "same"; code: string } | { status: "full" };
+/** The result of asking for a pairing code: `limited` when the stranger had {@link PAIRING_CODES_PER_USER_PER_DAY} today. */
+export type PairingResult = { status: "new" | "same"; code: string } | { status: "limited" };
+
+/** What was turned away on one platform in the last day ({@link AccessStore.turnedAway}). */
+export interface TurnedAway {
+  platform: string;
+  /** Requests of strangers who had had {@link PAIRING_CODES_PER_USER_PER_DAY} codes that day. */
+  limited: number;
+  /** Pending codes that gave way to newer ones ({@link MAX_PENDING_CODES}). */
+  displaced: number;
+  /** ms since the epoch of the first count (the counts cover a day from there). */
+  since: number;
+}
 
 /** Grants and pairing codes; see the module comment. Every method throws when Redis fails. */
 export class AccessStore {
@@ -74,7 +118,7 @@ export class AccessStore {
 
   constructor(redis: RedisClient) {
     this.#redis = redis;
-    if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 3, lua: PAIR_SCRIPT });
+    if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 5, lua: PAIR_SCRIPT });
   }
 
   /** Key of the set of granted users. */
@@ -120,30 +164,36 @@ export class AccessStore {
   }
 
   /**
-   * The pairing code of a stranger: the one given within the last hour, or a new one (atomic:
-   * at most {@link MAX_PENDING_CODES} pending per platform).
+   * The pairing code of a stranger: the one still pending, or a new one (atomic). A new code takes
+   * the place of the platform's oldest pending one past {@link MAX_PENDING_CODES}; a stranger who
+   * was given {@link PAIRING_CODES_PER_USER_PER_DAY} codes in the last day gets none (`limited`).
+   * The name is stored as one plain line (`plainLine`), since `npm run access -- list` prints it.
    */
   async pair(who: Omit<Pairing, "code" | "expiresAt">, now = Date.now()): Promise<PairingResult> {
     const code = newPairingCode();
-    const pairing: Pairing = { ...who, code, expiresAt: now + PAIRING_TTL_MS };
+    const pairing: Pairing = { ...who, userName: plainLine(who.userName, 256) || who.userId, code, expiresAt: now + PAIRING_TTL_MS };
     const [status, given] = await (this.#redis as RedisWithAccess).accessPair(
       key("codeof", who.platform, who.userId),
       key("pending", who.platform),
       key("code", code),
+      key("asked", who.platform, who.userId),
+      key("turned", who.platform),
       now,
       PAIRING_TTL_MS,
       code,
       JSON.stringify(pairing),
       MAX_PENDING_CODES,
+      PAIRING_CODES_PER_USER_PER_DAY,
+      DAY_MS,
     );
-    if (status === 0) return { status: "full" };
+    if (status === 0) return { status: "limited" };
     return { status: status === 2 ? "new" : "same", code: given };
   }
 
   /** Pending pairings of every platform, oldest first. */
   async pending(now = Date.now()): Promise<Pairing[]> {
     const out: Pairing[] = [];
-    for (const platform of ["telegram", "discord"]) {
+    for (const platform of PAIRING_PLATFORMS) {
       const codes = await this.#redis.zrangebyscore(key("pending", platform), now, "+inf");
       for (const code of codes) {
         const json = await this.#redis.get(key("code", code));
@@ -153,10 +203,22 @@ export class AccessStore {
     return out.sort((a, b) => a.expiresAt - b.expiresAt);
   }
 
+  /** What was turned away in the last day, per platform (platforms with nothing turned away are left out). */
+  async turnedAway(): Promise<TurnedAway[]> {
+    const out: TurnedAway[] = [];
+    for (const platform of PAIRING_PLATFORMS) {
+      const counts = await this.#redis.hgetall(key("turned", platform));
+      if (!counts.since) continue;
+      out.push({ platform, limited: Number(counts.limited ?? 0), displaced: Number(counts.displaced ?? 0), since: Number(counts.since) });
+    }
+    return out;
+  }
+
   /**
    * Approves a pairing code (case-insensitive, spaces and dashes ignored): grants the user and
    * removes the code.
-   * @returns the approved pairing, or undefined when no such code is pending (unknown or expired).
+   * @returns the approved pairing, or undefined when no such code is pending (unknown, expired, or
+   *   given way to newer codes).
    */
   async approve(rawCode: string): Promise<Pairing | undefined> {
     const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
@@ -164,6 +226,8 @@ export class AccessStore {
     const json = await this.#redis.get(key("code", code));
     if (!json) return undefined;
     const pairing = JSON.parse(json) as Pairing;
+    // A code that gave way to newer ones is no longer pending, though its record waits for its expiry.
+    if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;
     await this.#redis
       .multi()
       .sadd(AccessStore.usersKey, `${pairing.platform}:${pairing.userId}`)

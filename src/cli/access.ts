@@ -2,7 +2,8 @@
  * `npm run access -- <command>`: who may use the bot, changed while it runs (the state lives in
  * Redis, shared by every adapter process).
  *
- *   list                          policy, admins, allowed users and chats (env and granted), pending codes
+ *   list                          policy, admins, allowed users and chats (env and granted), pending codes,
+ *                                 pairing requests turned away in the last day
  *   approve <CODE>                lets a stranger in (their pairing code) and tells them so
  *   allow <platform:userId>       lets a user in
  *   revoke <platform:userId>      takes a granted user out (env-listed users: edit .env)
@@ -17,13 +18,14 @@
  */
 import "dotenv/config";
 import { envListOf, parsePrincipal } from "../access/policy.js";
-import { AccessStore } from "../access/store.js";
+import { AccessStore, MAX_PENDING_CODES, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
 import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
 import { localize } from "../i18n.js";
 import { createLogger, redact, registerSecrets } from "../log.js";
+import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
@@ -59,7 +61,13 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       line("allowed chats (ALLOWED_CHATS)", config.ALLOWED_CHATS);
       line("allowed chats (granted)", chats);
       console.log(`pending pairing codes: ${pending.length === 0 ? "(none)" : ""}`);
-      for (const p of pending) console.log(`  ${p.code}  ${p.platform}:${p.userId}  ${p.userName}  expires ${new Date(p.expiresAt).toISOString()}`);
+      // Names are the strangers' own: one plain line each (a line break would forge a row).
+      for (const p of pending) console.log(`  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${new Date(p.expiresAt).toISOString()}`);
+      const turned = await store.turnedAway();
+      console.log(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
+      for (const t of turned) {
+        console.log(`  ${t.platform}: ${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a day per person, ${t.displaced} pending codes gave way to newer ones (at most ${MAX_PENDING_CODES} wait) — since ${new Date(t.since).toISOString()}`);
+      }
       return 0;
     }
     case "approve": {
@@ -69,7 +77,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
         return 1;
       }
       const who = `${pairing.platform}:${pairing.userId}`;
-      console.log(`approved ${pairing.userName} (${who})`);
+      console.log(`approved ${plainLine(pairing.userName, 64) || "?"} (${who})`);
       try {
         await tell(config, pairing.platform as Platform, pairing.chatId, pairing.userId, localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
         console.log("they were told they are in");

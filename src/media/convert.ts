@@ -7,7 +7,8 @@
  *   edge and re-encoded (sharp) until the base64 data is within {@link API_IMAGE_MAX_BASE64};
  *   placeholder `[photo 1280×960]` or `[image "chart.png" 1280×960]` (the size as sent by the user);
  * - PDFs (bytes starting `%PDF-`, not encrypted, at most {@link PDF_MAX_PAGES} pages, counted with
- *   pdf-lib) become `document` blocks; placeholder `[PDF "bill.pdf", 3 pages]`;
+ *   pdf-lib in the PDF reader thread, `pdf-inspector.ts`, within its limits) become `document`
+ *   blocks; placeholder `[PDF "bill.pdf", 3 pages]`;
  * - text files (valid UTF-8 without NUL characters) become a text block labelled with the file
  *   name; placeholder `[file "notes.md", 1234 characters]`.
  *
@@ -15,9 +16,11 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/pdf-support, https://sharp.pixelplumbing.com/api-resize.
  */
 import type { DocumentBlockParam, ImageBlockParam, TextBlockParam } from "@anthropic-ai/sdk/resources/messages";
-import { PDFDocument } from "pdf-lib";
 import sharp, { type Metadata, type OutputInfo } from "sharp";
 import { MediaError } from "./errors.js";
+import { plainLine } from "../plain-text.js";
+import { neutraliseFileTags } from "./file-tags.js";
+import { inspectPdf } from "./pdf-inspector.js";
 import { API_IMAGE_MAX_BASE64, IMAGE_MAX_EDGE, IMAGE_MAX_PIXELS, PDF_MAX_PAGES, type ImageMediaType } from "./limits.js";
 
 /** A converted file: the block for the model and the placeholder for the history. */
@@ -39,9 +42,13 @@ const SHARP_FORMATS: Record<string, ImageMediaType> = { jpeg: "image/jpeg", png:
 /** Base64 length of `bytes` bytes. */
 const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 
-/** A file name made safe for a placeholder or label: quotes and line breaks become spaces, at most 80 characters. */
+/**
+ * A file name made safe for a placeholder, a label and the logs: one plain line ({@link plainLine}:
+ * no controls, bidi or zero-width characters), quotes and angle brackets become spaces, at most 80
+ * characters.
+ */
 function safeName(name: string | undefined): string | undefined {
-  const clean = name?.replace(/["\r\n\t<>]/g, " ").trim().slice(0, 80);
+  const clean = name === undefined ? "" : plainLine(name.replace(/["<>]/g, " "), 80);
   return clean ? clean : undefined;
 }
 
@@ -114,19 +121,13 @@ async function encode(bytes: Buffer, edge: number, type: ImageMediaType, quality
  * Converts a PDF into a `document` block (titled with the file name).
  *
  * @throws {MediaError} `unreadable` when the bytes are not a PDF pdf-lib can open, or it is
- *   encrypted (the API refuses those); `too_many_pages` over {@link PDF_MAX_PAGES} pages.
+ *   encrypted (the API refuses those); `too_many_pages` over {@link PDF_MAX_PAGES} pages;
+ *   `too_complex` when opening it passes a limit of the PDF reader thread (decoded bytes, time, memory).
  */
 export async function convertPdf(bytes: Buffer, name: string | undefined): Promise<Converted<DocumentBlockParam> & { pages: number }> {
   if (bytes.subarray(0, 1024).indexOf("%PDF-") === -1) throw new MediaError("unreadable", "not a PDF (no %PDF- header)", "pdf");
-  let pages: number;
-  try {
-    const doc = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false });
-    if (doc.isEncrypted) throw new MediaError("unreadable", "the PDF is encrypted", "pdf");
-    pages = doc.getPageCount();
-  } catch (error) {
-    if (error instanceof MediaError) throw error;
-    throw new MediaError("unreadable", `the PDF could not be read: ${(error as Error).message}`, "pdf", { cause: error });
-  }
+  const { pages, encrypted } = await inspectPdf(bytes);
+  if (encrypted) throw new MediaError("unreadable", "the PDF is encrypted", "pdf");
   if (pages < 1) throw new MediaError("unreadable", "the PDF has no pages", "pdf");
   if (pages > PDF_MAX_PAGES) throw new MediaError("too_many_pages", `the PDF has ${pages} pages, over ${PDF_MAX_PAGES}`, "pdf");
   const title = safeName(name) ?? "document.pdf";
@@ -139,8 +140,9 @@ export async function convertPdf(bytes: Buffer, name: string | undefined): Promi
 
 /**
  * Converts a text file into a text block: `<file name="notes.md">`, the content, `</file>`.
- * `file` tags inside the content are neutralised ({@link escapeFileTags}), so a file holding
- * `</file>` cannot close the wrapper early and pose as text outside it.
+ * `file` tags inside the content, however spelled, are neutralised ({@link neutraliseFileTags}),
+ * so a file holding `</file>`, `</ file>`, `＜／ｆｉｌｅ＞` or `<\u200B/file>` cannot close the
+ * wrapper early, or open a fake one, and pose as text outside it.
  *
  * @throws {MediaError} `unreadable` when the bytes are not UTF-8 text (invalid UTF-8, or NUL characters).
  */
@@ -153,19 +155,10 @@ export function convertText(bytes: Buffer, name: string | undefined): Converted<
   }
   if (text.includes("\u0000")) throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
   const title = safeName(name) ?? "file.txt";
-  const content = text.trim() === "" ? "(empty file)" : escapeFileTags(text);
+  const content = text.trim() === "" ? "(empty file)" : neutraliseFileTags(text);
   return {
     block: { type: "text", text: `<file name="${title}">\n${content}\n</file>` },
     placeholder: `[file "${title}", ${text.length} characters]`,
     characters: text.length,
   };
-}
-
-/**
- * Neutralises `<file` and `</file` tags (any case) inside a text file's content: `</file` becomes
- * `<\/file` and `<file` becomes `<\file`, so only the wrapper written by {@link convertText} opens
- * and closes a file. Everything else is left as it is.
- */
-function escapeFileTags(content: string): string {
-  return content.replace(/<(\/?)(file)/gi, (_match, slash: string, word: string) => `<\\${slash}${word}`);
 }

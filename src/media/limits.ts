@@ -28,6 +28,19 @@ export const IMAGE_MAX_PIXELS = 100_000_000;
 /** Most bytes of a PDF (10 MB). */
 export const PDF_MAX_BYTES = 10 * 1024 * 1024;
 
+/**
+ * Most bytes the compressed streams of one PDF may decode to, together, while it is opened to
+ * count its pages (object and cross-reference streams; page contents are not decoded). Real PDFs
+ * need a few hundred kilobytes at most; a decompression bomb inflates a thousand times its size.
+ */
+export const PDF_MAX_DECODED_BYTES = 32 * 1024 * 1024;
+
+/** Longest time opening one PDF may take, in ms (in the PDF reader thread, `pdf-inspector.ts`). */
+export const PDF_INSPECT_TIMEOUT_MS = 10_000;
+
+/** Old-generation heap of the PDF reader thread, in MB (Node's `resourceLimits.maxOldGenerationSizeMb`). */
+export const PDF_WORKER_HEAP_MB = 256;
+
 /** Most pages of a PDF (the Messages API's limit per request). */
 export const PDF_MAX_PAGES = 100;
 

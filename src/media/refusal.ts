@@ -5,7 +5,7 @@
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import type { MediaError } from "./errors.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_MAX_BYTES, PDF_MAX_PAGES, TEXT_MAX_BYTES, megabytes } from "./limits.js";
+import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_INSPECT_TIMEOUT_MS, PDF_MAX_BYTES, PDF_MAX_DECODED_BYTES, PDF_MAX_PAGES, PDF_WORKER_HEAP_MB, TEXT_MAX_BYTES, megabytes } from "./limits.js";
 
 /** The answers' words. */
 const MEDIA_TEXT = {
@@ -27,6 +27,12 @@ const MEDIA_TEXT = {
     "zh-TW": "這張圖片的像素太多了（上限 {megapixels} 百萬像素，即寬 × 高）。請縮小後再傳。",
     en: "That image has too many pixels (at most {megapixels} megapixels, width × height). Please scale it down and send it again.",
   },
+  pdfDecodedTooLarge: {
+    "zh-TW": "這個 PDF 解壓縮後太大了（壓縮內容解開後上限 {mb} MB），我讀不了。",
+    en: "That PDF is too large once decompressed (at most {mb} MB of decompressed content), so I can't read it.",
+  },
+  pdfTooSlow: { "zh-TW": "這個 PDF 太複雜了，{seconds} 秒內讀不完。", en: "That PDF is too complex: I couldn't open it within {seconds} s." },
+  pdfTooMuchMemory: { "zh-TW": "這個 PDF 太複雜了，讀它需要超過 {mb} MB 的記憶體。", en: "That PDF is too complex: opening it needs more than {mb} MB of memory." },
   tooManyPages: { "zh-TW": "這個 PDF 超過 {pages} 頁了。", en: "That PDF has more than {pages} pages." },
   unreadable: { "zh-TW": "我讀不了這個檔案（可能已損壞、有密碼保護，或不是它看起來的格式）。", en: "I couldn't read that file (it may be damaged, password-protected, or not the format it seems)." },
   downloadFailed: { "zh-TW": "我沒辦法下載這個檔案，請再傳一次。", en: "I couldn't download that file; please send it again." },
@@ -63,6 +69,12 @@ export function mediaRefusal(error: MediaError, locale: Locale, maxImages: numbe
       break;
     case "too_many_pixels":
       lead = t(MEDIA_TEXT.tooManyPixels, { megapixels: IMAGE_MAX_PIXELS / 1_000_000 });
+      break;
+    case "too_complex":
+      lead =
+        error.limit === "time" ? t(MEDIA_TEXT.pdfTooSlow, { seconds: PDF_INSPECT_TIMEOUT_MS / 1000 })
+        : error.limit === "memory" ? t(MEDIA_TEXT.pdfTooMuchMemory, { mb: PDF_WORKER_HEAP_MB })
+        : t(MEDIA_TEXT.pdfDecodedTooLarge, { mb: megabytes(PDF_MAX_DECODED_BYTES) });
       break;
     case "unreadable":
       lead = t(MEDIA_TEXT.unreadable);

@@ -163,7 +163,7 @@ export class ToolBox {
     const content = capToolResult(redact(result.content), this.#maxResultChars);
     if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
     const execution: ToolExecution = { ok: result.ok, content, durationMs: Math.round((performance.now() - started) * 10) / 10 };
-    metrics.toolCall(name, execution.ok, execution.durationMs);
+    metrics.toolCall(this.#tools.has(name) ? name : undefined, execution.ok, execution.durationMs);
     if (result.images?.length) execution.images = result.images;
     tracer.event("tool_result", {
       tool: name,

@@ -12,6 +12,7 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { nodeArgs } from "../helpers/compiled.js";
+import { MAX_PENDING_CODES } from "../../src/access/store.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
@@ -129,20 +130,52 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await ask(tg.privateChat(stranger), stranger, "calc 3 * 3")).text).toContain("9");
   });
 
-  it("at most 3 codes are pending per platform; a fourth stranger is told to try later", async () => {
+  it("a flood of throwaway accounts cannot lock pairing: past 50 pending codes the oldest gives way, a new stranger still gets a code, and the listing counts it", async () => {
     const tg = stack.telegram;
-    // Two codes of this file are approved by now; fill the platform's pending codes.
-    const codes: string[] = [];
-    for (const id of [95110, 95111, 95112]) {
-      const s = tg.user(id, `S${id}`);
-      codes.push(CODE.exec((await ask(tg.privateChat(s), s, "hello")).text)?.[1] ?? "");
-    }
-    expect(new Set(codes).size).toBe(3);
-    const late = tg.user(95113, "Late");
+    // Issue 26: three throwaway accounts used to fill the platform's pending codes for an hour, renewable.
+    const flood = Array.from({ length: MAX_PENDING_CODES }, (_, i) => tg.user(96000 + i, `Throwaway${i}`));
+    // The first account's code is the oldest; the other 49 ask at once.
+    const codeOf = async (account: User) => CODE.exec((await ask(tg.privateChat(account), account, "hello")).text)?.[1] ?? "";
+    const codes = [await codeOf(flood[0]!), ...(await Promise.all(flood.slice(1).map(codeOf)))];
+    expect(new Set(codes).size).toBe(MAX_PENDING_CODES);
+    const late = tg.user(96100, "Late");
     const answer = await ask(tg.privateChat(late), late, "hello");
-    expect(answer.text).toContain("請一小時後再試");
-    expect(CODE.exec(answer.text)).toBeNull();
-    for (const code of codes) expect((await access("approve", code)).code).toBe(0);
+    const lateCode = CODE.exec(answer.text)?.[1];
+    expect(lateCode).toBeDefined();
+    expect(answer.text).toContain("配對碼");
+
+    const list = await access("list");
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(`${lateCode}  telegram:${late.id}  Late`);
+    // The oldest pending code (this file's earlier strangers were approved) gave way to the late one.
+    expect(list.stdout).not.toContain(`${codes[0]}  `);
+    expect(list.stdout).toContain(`${codes[1]}  telegram:${flood[1]!.id}  Throwaway1`);
+    expect(list.stdout).toMatch(/^ {2}telegram: 0 over the limit of 3 codes a day per person, 1 pending codes gave way to newer ones \(at most 50 wait\) — since \d{4}-\d{2}-\d{2}T/m);
+    expect((await access("approve", codes[0]!)).code).toBe(1);
+    // The account whose code gave way gets a new one when it writes again.
+    const again = CODE.exec((await ask(tg.privateChat(flood[0]!), flood[0]!, "hello?")).text)?.[1];
+    expect(again).toBeDefined();
+    expect(again).not.toBe(codes[0]);
+    expect((await access("approve", lateCode!)).code).toBe(0);
+  });
+
+  it("names with line breaks, terminal escapes and bidi controls are one plain row in npm run access -- list", async () => {
+    const tg = stack.telegram;
+    const forged = `Eve\n  ZZZZZZZZ  telegram:${ADMIN}  Owner  expires 2099-01-01T00:00:00.000Z`;
+    const eve = tg.user(96200, forged, { last_name: "\u202Egnp.exe\u001b[2J\u0007\u200B" });
+    const code = CODE.exec((await ask(tg.privateChat(eve), eve, "hi")).text)?.[1];
+    expect(code).toBeDefined();
+    const list = await access("list");
+    expect(list.code).toBe(0);
+    const rows = list.stdout.split("\n");
+    // One line, spaces for the line break and the controls, the bidi and zero-width characters gone; the listing shows 64 characters of it.
+    const plain = `Eve ZZZZZZZZ telegram:${ADMIN} Owner expires 2099-01-01T00:00:00.000Z gnp.exe [2J`;
+    expect(rows.filter((r) => r.startsWith(`  ${code}  telegram:${eve.id}  ${plain.slice(0, 64)}  expires 20`))).toHaveLength(1);
+    // No row of its own for the forged id, and no control or bidi character reaches the terminal.
+    expect(rows.filter((r) => r.includes(`telegram:${ADMIN}`) && !r.startsWith(`  ${code}  `)).every((r) => r.startsWith("admins (ADMIN_USERS)"))).toBe(true);
+    expect(list.stdout.replace(/\n/g, "")).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    const approved = await access("approve", code!);
+    expect(approved.stdout).toBe(`approved ${plain.slice(0, 64)} (telegram:${eve.id})\nthey were told they are in\n`);
   });
 
   it("a group that is not enabled stays silent (one note a day); /enable by an admin makes it answer; a member's /enable and /reset are refused", async () => {

@@ -9,6 +9,7 @@ import { createServer } from "node:net";
 import parsePrometheusTextFormat, { type PrometheusFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { registry } from "../../src/metrics.js";
+import { text, toolUses } from "../fakes/anthropic.js";
 import { startStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
 
@@ -134,4 +135,30 @@ it("/health keeps its meaning beside /metrics; other paths are 404", async () =>
   expect(health.status).toBe(200);
   expect(((await health.json()) as { status: string }).status).toBe("ok");
   expect((await fetch(`http://127.0.0.1:${port}/metricsx`)).status).toBe(404);
+});
+
+it("tool names the model makes up add no series: an unknown tool is counted as `unknown`", async () => {
+  const tg = stack.telegram;
+  const user = tg.user(8201, "Mallory");
+  const before = (await scrape()).families;
+  const series = (families: Map<string, PrometheusFamily>) => [...families.values()].filter((f) => f.name.startsWith("bot_tool_")).reduce((n, f) => n + f.metrics.length, 0);
+  const calculateBefore = value(before, "bot_tool_calls_total", { tool: "calculate", outcome: "ok" });
+  // 300 made-up names in one turn (the issue's 4,800 series came from 300 names), then a real tool.
+  stack.model.enqueue(toolUses(Array.from({ length: 300 }, (_, i) => ({ name: `made_up_tool_${i}`, input: {} }))), toolUses([{ name: "calculate", input: { expression: "2 + 2" } }]), text("done"));
+  tg.sendUserMessage({ chat: tg.privateChat(user), from: user, text: "try every tool" });
+  await tg.waitFor(() => tg.sent.find((m) => m.chatId === 8201 && m.text.includes("done")), ANSWER_TIMEOUT_MS, "the answer");
+  const { families } = await scrape();
+  expect(families.get("bot_tool_calls_total")?.metrics.some((m) => String(m.labels?.tool).startsWith("made_up_tool_"))).toBe(false);
+  expect(value(families, "bot_tool_calls_total", { tool: "unknown", outcome: "error" })).toBe(value(before, "bot_tool_calls_total", { tool: "unknown", outcome: "error" }) + 300);
+  expect(value(families, "bot_tool_calls_total", { tool: "calculate", outcome: "ok" })).toBe(calculateBefore + 1);
+  // At most the `unknown` series are new: one counter sample per outcome, and one histogram.
+  expect(series(families) - series(before)).toBeLessThanOrEqual(2 + (families.get("bot_tool_duration_seconds")?.metrics.length ?? 0) - (before.get("bot_tool_duration_seconds")?.metrics.length ?? 0));
+  expect(histogramCount(families, "bot_tool_duration_seconds", { tool: "unknown" })).toBe(histogramCount(before, "bot_tool_duration_seconds", { tool: "unknown" }) + 300);
+});
+
+it("the health server listens on 127.0.0.1 only when HTTP_HOST is unset", async () => {
+  expect(stack.config.HTTP_HOST).toBeUndefined();
+  expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+  // 127.0.0.2 is loopback too: a server on every interface would answer there.
+  await expect(fetch(`http://127.0.0.2:${port}/health`)).rejects.toThrow();
 });

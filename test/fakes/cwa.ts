@@ -3,9 +3,12 @@
  * serving the recorded responses in `test/fixtures/cwa/` (see its README).
  *
  * It behaves like the real endpoint where the recordings tell us how: the key travels in the
- * `Authorization` query parameter (a wrong or missing one is a 401), `locationName` filters the
+ * `Authorization` request header (a wrong or missing one is a 401), `locationName` filters the
  * locations (comma-separated names allowed, exact match, 臺 not 台), and an unknown name is a
- * success with an empty `location` list. Tests can switch it into failure modes with {@link FakeCwa.mode}.
+ * success with an empty `location` list. Stricter than the real API on one point: a key in the
+ * `Authorization` query parameter (which the real API also takes) is refused with a 400, so a
+ * client that puts the key back into the URL, where proxies and access logs keep it, fails the
+ * tests. Tests can switch it into failure modes with {@link FakeCwa.mode}.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -53,6 +56,8 @@ export interface FakeCwa {
   fixture: "2026-03-01" | "2025-03-09";
   /** Every request URL received (path and query), in order. */
   requests: URL[];
+  /** The `Authorization` header of each request in {@link requests}, same order (undefined when absent). */
+  authorizations: (string | undefined)[];
   close(): Promise<void>;
 }
 
@@ -82,14 +87,17 @@ export async function startFakeCwa(options: { key?: string } = {}): Promise<Fake
     mode: "ok",
     fixture: "2026-03-01",
     requests: [],
+    authorizations: [],
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? "/", "http://fake.invalid");
     state.requests.push(url);
+    state.authorizations.push(req.headers.authorization);
     if (req.method !== "GET") return send(res, 405, { message: "Method Not Allowed" });
     if (url.pathname !== "/api/v1/rest/datastore/F-C0032-001") return send(res, 404, { message: "no Route matched with those values" });
-    if (url.searchParams.get("Authorization") !== state.key) return send(res, 401, { message: "Unauthorized" });
+    if (url.searchParams.has("Authorization")) return send(res, 400, { message: "the key belongs in the Authorization header, not the URL" });
+    if (req.headers.authorization !== state.key) return send(res, 401, { message: "Unauthorized" });
     switch (state.mode) {
       case "hang":
         hanging.add(res);

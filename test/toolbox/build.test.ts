@@ -94,7 +94,7 @@ describe("the runtime image's layout", () => {
     try {
       const deadline = Date.now() + 60_000;
       while (!output.includes("the bot is running") && bot.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(output).toContain("health endpoint on :8080/health");
+      expect(output).toContain("health endpoint on 127.0.0.1:8080/health");
       const [check, ...checkArgs] = dockerfileCommand("HEALTHCHECK");
       const { stdout } = await run(check!, checkArgs, { cwd: image, env });
       expect(stdout).toBe("");

@@ -119,11 +119,13 @@ describe("city names", () => {
 });
 
 describe("get_weather: forecasts from the recordings", () => {
-  it("shows the three windows of 臺北市 and sends the key and the CWA name", async () => {
+  it("shows the three windows of 臺北市 and sends the key (in the Authorization header, never the URL) and the CWA name", async () => {
     expect(await weather({ city: "台北" })).toMatchObject({ ok: true, content: TAIPEI_2026 });
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]!.pathname).toBe("/api/v1/rest/datastore/F-C0032-001");
-    expect(fake.requests[0]!.searchParams.get("Authorization")).toBe(fake.key);
+    expect(fake.authorizations[0]).toBe(fake.key);
+    expect(fake.requests[0]!.searchParams.has("Authorization")).toBe(false);
+    expect(fake.requests[0]!.href).not.toContain(fake.key);
     expect(fake.requests[0]!.searchParams.get("locationName")).toBe("臺北市");
   });
 
@@ -279,8 +281,15 @@ describe("CWA client", () => {
     expect(error).toMatchObject({ kind: "no-location", message: "CWA returned no forecast for 板橋區" });
   });
 
+  it("the fake refuses a key in the URL, so the client's header is what it checks", async () => {
+    const inUrl = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?Authorization=${fake.key}&locationName=${encodeURIComponent("臺北市")}`);
+    expect(inUrl.status).toBe(400);
+    const withoutHeader = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市")}`);
+    expect(withoutHeader.status).toBe(401);
+  });
+
   it("the fake filters comma-separated names like the API", async () => {
-    const response = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?Authorization=${fake.key}&locationName=${encodeURIComponent("臺北市,高雄市,台中市")}`);
+    const response = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市,高雄市,台中市")}`, { headers: { authorization: fake.key } });
     const body = (await response.json()) as { records: { location: { locationName: string }[] } };
     expect(body.records.location.map((l) => l.locationName).sort()).toEqual(["臺北市", "高雄市"].sort());
   });

@@ -1,6 +1,9 @@
 /**
  * Client of the CWA (中央氣象署) open-data REST API, dataset F-C0032-001 (今明 36 小時天氣預報):
- * `GET {base}/v1/rest/datastore/F-C0032-001?Authorization=KEY&locationName=NAME`.
+ * `GET {base}/v1/rest/datastore/F-C0032-001?locationName=NAME` with the key in the `Authorization`
+ * request header, which the API accepts as well as the `Authorization` query parameter (its
+ * Swagger page, https://opendata.cwa.gov.tw/dist/opendata-swagger.html, declares the key as an
+ * API key that may be a header). Never in the URL: proxies and access logs keep URLs.
  * Response shape and its quirks: `test/fixtures/cwa/README.md` (all values are strings,
  * `success` is the string `"true"`, elements and time windows come in no promised order).
  * No side effects: the tool loader imports this module.
@@ -96,7 +99,7 @@ const ELEMENTS = ["Wx", "PoP", "MinT", "MaxT", "CI"] as const;
 export interface FetchForecastOptions {
   /** API base ending in `/api` (`CWA_API_BASE`), e.g. `https://opendata.cwa.gov.tw/api`. */
   base: string;
-  /** The open-data key (`CWA_API_KEY`); sent as the `Authorization` query parameter. */
+  /** The open-data key (`CWA_API_KEY`); sent as the `Authorization` request header, never in the URL. */
   key: string;
   /** Exact CWA location name, e.g. `臺北市`. */
   locationName: string;
@@ -115,7 +118,6 @@ export interface FetchForecastOptions {
  */
 export async function fetchForecast(options: FetchForecastOptions): Promise<Forecast> {
   const url = new URL(`${options.base.replace(/\/+$/, "")}/v1/rest/datastore/${FORECAST_DATASET}`);
-  url.searchParams.set("Authorization", options.key);
   url.searchParams.set("locationName", options.locationName);
   const timeoutMs = options.timeoutMs ?? DEFAULT_CWA_TIMEOUT_MS;
   const timeout = AbortSignal.timeout(timeoutMs);
@@ -123,7 +125,7 @@ export async function fetchForecast(options: FetchForecastOptions): Promise<Fore
 
   let body: unknown;
   try {
-    const response = await fetch(url, { signal, headers: { accept: "application/json" } });
+    const response = await fetch(url, { signal, headers: { accept: "application/json", authorization: options.key } });
     if (response.status === 401 || response.status === 403) {
       await response.body?.cancel();
       throw new CwaError("auth", `CWA refused the API key (HTTP ${response.status})`, response.status);
@@ -142,7 +144,7 @@ export async function fetchForecast(options: FetchForecastOptions): Promise<Fore
     if (error instanceof CwaError) throw error;
     if (timeout.aborted) throw new CwaError("timeout", `CWA did not answer within ${timeoutMs} ms`);
     if (options.signal?.aborted) throw new CwaError("aborted", "the request was cancelled");
-    // The error's own text may carry the URL (with the key) in some runtimes: never pass it on.
+    // The error's own text may carry the URL or headers in some runtimes: never pass it on.
     throw new CwaError("network", "CWA could not be reached");
   }
   return parseForecast(body, options.locationName);

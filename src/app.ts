@@ -28,7 +28,7 @@ import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
 import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, checkRedisAtStart, type RedisClient } from "./redis.js";
-import { toolboxFor, warnUnofferedTools } from "./toolbox/select.js";
+import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
@@ -334,13 +334,15 @@ export function configOrExit(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * Loads every tool under `tools/` and warns about tools no chat is offered; prints the
+ * Loads every tool under `tools/` and warns about tools no chat is offered and about chats that
+ * would have more than ten tools in front of the model; prints the
  * registry's error (duplicate, invalid tool) and exits 1 when loading fails.
  */
 export async function toolsOrExit(config: Config, log: Logger): Promise<ToolBox> {
   try {
     const { toolbox } = await loadTools({ config, log });
     warnUnofferedTools(toolbox, log);
+    warnCrowdedChats(toolbox, log);
     return toolbox;
   } catch (error) {
     console.error((error as Error).message);

@@ -19,6 +19,8 @@ export interface SystemPromptOptions {
   now?: Date;
   /** `group`: messages are prefixed with the speaker's label ({@link speakerLabel}) and several people share the chat. */
   chatKind: "dm" | "group";
+  /** True when the request has deferred tools and the tool search tool that finds them. */
+  toolSearch?: boolean;
 }
 
 const LANGUAGE: Record<Locale, string> = {
@@ -77,6 +79,9 @@ export function systemPrompt(options: SystemPromptOptions): string {
     "- When a tool fails, read its message: fix the input and try again, or tell the user plainly what blocks you. Do not repeat an identical call that already failed.",
     "- Some tools change the user's data. Deleting asks the user for confirmation first; that is normal, do not ask them to confirm again in words.",
     "- When the user says they finished or did something on their todo list, mark it done; never delete it unless they clearly ask to delete or remove it.",
+    ...(options.toolSearch
+      ? ["- Not every tool is shown to you at first. When you need one you do not see (for example to complete or delete a todo, or to list or cancel reminders), find it with the tool search tool, then call it."]
+      : []),
     "",
     "Style:",
     "- Be brief and concrete: this is a chat, not an essay. Prefer short paragraphs or short lists.",

@@ -27,12 +27,13 @@ import type { SentRef } from "./outbound.js";
  * - `text_dropped`: the text written so far in this model call led into a tool call (e.g. "let me
  *   check the weather"): it is not part of the answer and is no longer shown (the history keeps it;
  *   the final answer, like a non-streamed one, is the text of the last model call);
- * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call.
+ * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
+ *   (with `icon`, default `🔧`; a web search shows `🔎`).
  */
 export type StreamEvent =
   | { type: "text"; text: string }
   | { type: "text_dropped" }
-  | { type: "tool_start"; id: string; activity: string }
+  | { type: "tool_start"; id: string; activity: string; icon?: string }
   | { type: "tool_end"; id: string; ok: boolean };
 
 /** Options of a live answer (`Outbound.openStream`). */
@@ -73,14 +74,17 @@ export interface AnswerStream {
   readonly messages: readonly SentRef[];
 }
 
-/** The status line of a tool call: `🔧 查詢天氣：臺北市…` while it runs, then `✓` or `✗` at its end. */
-export function statusLine(activity: string, state: "running" | "ok" | "failed"): string {
-  return state === "running" ? `🔧 ${activity}…` : `🔧 ${activity} ${state === "ok" ? "✓" : "✗"}`;
+/**
+ * The status line of a tool call: `🔧 查詢天氣：臺北市…` while it runs, then `✓` or `✗` at its end;
+ * `icon` replaces `🔧` (a web search: `🔎 搜尋：…`).
+ */
+export function statusLine(activity: string, state: "running" | "ok" | "failed", icon = "🔧"): string {
+  return state === "running" ? `${icon} ${activity}…` : `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
 }
 
 /** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
 export class LiveView {
-  readonly #tools = new Map<string, { activity: string; state: "running" | "ok" | "failed" }>();
+  readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
   #text = "";
 
   /** Applies one event. */
@@ -93,7 +97,7 @@ export class LiveView {
         this.#text = "";
         break;
       case "tool_start":
-        this.#tools.set(event.id, { activity: event.activity, state: "running" });
+        this.#tools.set(event.id, { activity: event.activity, ...(event.icon ? { icon: event.icon } : {}), state: "running" });
         break;
       case "tool_end": {
         const tool = this.#tools.get(event.id);
@@ -105,7 +109,7 @@ export class LiveView {
 
   /** The text to show now (may be empty: nothing to show yet). Leading and trailing white space is trimmed. */
   text(): string {
-    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state));
+    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
     return [lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
   }

@@ -19,6 +19,7 @@ export default defineTool({
     "When something is done, use complete_todo instead, never delete_todo.",
   ].join(" "),
   tags: ["todo", "write"],
+  deferred: true,
   dangerous: true,
   input: z.object({ todo_id: idField }),
   async describe({ todo_id }, context) {

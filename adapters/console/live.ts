@@ -27,7 +27,7 @@ export interface TerminalScreen {
 interface StatusBlock {
   /** Printed before the first line (`bot> ` when the block starts the answer). */
   prefix: string;
-  tools: Map<string, { activity: string; state: "running" | "ok" | "failed" }>;
+  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>;
   /** Terminal rows the block takes as last drawn (0: not drawn yet). */
   rows: number;
 }
@@ -85,8 +85,8 @@ export class ConsoleStream implements AnswerStream {
         this.#printed = "";
         break;
       case "tool_start":
-        if (this.screen) this.#drawTool(event.id, event.activity);
-        else this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running")}`);
+        if (this.screen) this.#drawTool(event.id, event.activity, event.icon);
+        else this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running", event.icon)}`);
         break;
       case "tool_end":
         if (this.screen) this.#endTool(event.id, event.ok);
@@ -101,7 +101,7 @@ export class ConsoleStream implements AnswerStream {
    * line of its own and stays open (the cursor at the end of its last line) until text or the end
    * of the answer follows, so the calls of one turn share it even when they run one after another.
    */
-  #drawTool(id: string, activity: string): void {
+  #drawTool(id: string, activity: string, icon?: string): void {
     let lead = "";
     let first = false;
     if (!this.#block) {
@@ -110,7 +110,7 @@ export class ConsoleStream implements AnswerStream {
       first = prefix !== "";
       this.#block = { prefix, tools: new Map(), rows: 0 };
     }
-    this.#block.tools.set(id, { activity, state: "running" });
+    this.#block.tools.set(id, { activity, ...(icon ? { icon } : {}), state: "running" });
     this.#redraw(lead);
     if (first) this.onVisible?.();
   }
@@ -130,7 +130,7 @@ export class ConsoleStream implements AnswerStream {
    */
   #redraw(lead: string): void {
     const block = this.#block!;
-    const lines = [...block.tools.values()].map((t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state)}`);
+    const lines = [...block.tools.values()].map((t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon)}`);
     const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
     this.#emit(lead + back + lines.join("\n"));
     const columns = Math.max(1, this.screen!.columns());

@@ -64,13 +64,16 @@ export interface AgentDeps {
  *   so far leads into a tool call (it is not the answer);
  * - `tool_start` / `tool_end`: a tool call of the turn runs, with a short `activity` in the
  *   user's words (the tool's `activity`, default its name) / ended (`ok` false when it failed).
+ *   A server tool the API runs inside the model call (web search: `icon` `🔎`) reports them too,
+ *   with its `server_tool_use` id, once its input is complete and when its result arrives; the
+ *   tool search tool reports nothing but `tool_use`.
  * Dangerous calls waiting for approval and calls refused without running report nothing.
  */
 export type AgentEvent =
   | { type: "model_call"; turn: number }
   | { type: "text"; text: string }
   | { type: "tool_use"; name: string }
-  | { type: "tool_start"; toolUseId: string; name: string; activity: string }
+  | { type: "tool_start"; toolUseId: string; name: string; activity: string; icon?: string }
   | { type: "tool_end"; toolUseId: string; ok: boolean };
 
 /**

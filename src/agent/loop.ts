@@ -19,8 +19,9 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
+import { answerText, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type ToolResultBlockParam = Anthropic.Messages.ToolResultBlockParam;
@@ -152,11 +153,17 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
 async function continueRun(state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
   const maxTurns = deps.config.MAX_TURNS;
+  let paused = false;
   while (state.turns < maxTurns) {
     const response = await callModel(state, deps, context);
     const content = passBack(response.content);
-    if (content.length > 0) state.messages.push({ role: "assistant", content });
+    // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
+    const last = state.messages[state.messages.length - 1];
+    if (paused && last?.role === "assistant" && Array.isArray(last.content)) state.messages[state.messages.length - 1] = { role: "assistant", content: [...last.content, ...content] };
+    else if (content.length > 0) state.messages.push({ role: "assistant", content });
+    const turn = paused && last?.role === "assistant" && Array.isArray(last.content) ? [...last.content, ...content] : content;
     const stop = response.stop_reason;
+    paused = stop === "pause_turn";
 
     if (stop === "refusal") {
       // The whole run is dropped (the caller stores none of it); the trace keeps the refusal.
@@ -179,9 +186,12 @@ async function continueRun(state: RunState, deps: AgentDeps, context: ToolContex
       continue;
     }
 
-    if (stop === "pause_turn") continue; // send the paused turn back as it is; the model resumes it
+    // A long server tool (web search) paused the turn: send it back as it is; the model resumes it.
+    if (stop === "pause_turn") continue;
 
-    const text = textOf(response.content);
+    // The answer is the text of the last call (after its last server block); a call that only
+    // finished a paused turn's search has none, and then it is the text after the turn's last one.
+    const text = answerText(content) || answerText(turn);
     if (stop === "max_tokens") {
       const note = localize(context.locale, { "zh-TW": "（回答太長，已被截斷。）", en: "(The answer was too long and was cut off.)" });
       return finish(state, deps, text ? `${text}\n\n${note}` : note, text ? undefined : [{ type: "text", text: note }]);
@@ -207,66 +217,111 @@ async function continueRun(state: RunState, deps: AgentDeps, context: ToolContex
 
 /**
  * Ends the run. When `append` is given, it becomes a final assistant message (the model's own
- * answer is already in `state.messages`).
+ * answer is already in `state.messages`). The outcome's messages are the run's as the history
+ * keeps them (`forHistory`: without web search results and citations).
  */
 function finish(state: RunState, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
   if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
-  return { kind: "answer", text, messages: state.messages };
+  return { kind: "answer", text, messages: forHistory(state.messages) };
 }
 
-/** One model call with the cached prefix; counts the turn and traces usage. */
+/**
+ * One model call with the cached prefix; counts the turn and traces usage. When the API refuses a
+ * server tool of the request (web search not enabled for the organization, a model without tool
+ * search), the call is made again without it, that tool stays off for this client and model
+ * until restart (`refuseTool`), and one warning names the cause.
+ */
 async function callModel(state: RunState, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
-  const { config, tracer, toolbox } = deps;
-  const tools = toolbox.schemas();
-  // Prefix order is tools, then system, then messages: one breakpoint on the last tool, one on
-  // the system prompt, and one on the last message so the next call of this run reads it back.
-  if (tools.length > 0) tools[tools.length - 1] = { ...tools[tools.length - 1]!, cache_control: EPHEMERAL };
-  const system: Anthropic.Messages.TextBlockParam[] = [
-    { type: "text", text: systemPrompt({ locale: context.locale, timezone: context.timezone, chatKind: context.chatKind }), cache_control: EPHEMERAL },
-  ];
-  const messages = withLastBreakpoint([...state.history, ...state.messages]);
+  const { config, tracer, toolbox, client } = deps;
+  const model = config.ANTHROPIC_MODEL;
   state.turns += 1;
-  tracer.event("model_call", { model: config.ANTHROPIC_MODEL, turn: state.turns, messages: messages.length, tools: tools.length, maxTokens: state.maxTokens });
-  const started = performance.now();
-  let response: Anthropic.Messages.Message;
-  const params = { model: config.ANTHROPIC_MODEL, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
-  try {
-    response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns) : await deps.client.messages.create(params, { signal: context.signal });
-  } catch (error) {
-    const mapped = toModelError(error);
-    const err = mapped instanceof Error ? mapped : new Error(String(mapped));
-    tracer.event("error", {
-      where: "model_call",
-      error: err.name,
-      message: preview(redact(err.message)),
-      ...(mapped instanceof ModelUnavailableError ? { reason: mapped.reason, retryable: mapped.retryable, status: mapped.status } : {}),
+  for (;;) {
+    // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
+    // one on the system prompt, and one on the last message so the next call of this run reads it back.
+    const offered = offerTools(toolbox, [...state.history, ...state.messages], new Set(refusedTools(client, model).keys()));
+    const { tools } = offered;
+    const system: Anthropic.Messages.TextBlockParam[] = [
+      {
+        type: "text",
+        text: systemPrompt({
+          locale: context.locale,
+          timezone: context.timezone,
+          chatKind: context.chatKind,
+          toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
+        }),
+        cache_control: EPHEMERAL,
+      },
+    ];
+    const messages = withLastBreakpoint(offered.messages);
+    tracer.event("model_call", { model, turn: state.turns, messages: messages.length, tools: tools.length, maxTokens: state.maxTokens });
+    const started = performance.now();
+    let response: Anthropic.Messages.Message;
+    const params = { model, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
+    try {
+      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context)) : await deps.client.messages.create(params, { signal: context.signal });
+    } catch (error) {
+      const refused = refusedServerTools(error, offered.servers);
+      if (refused.names.length > 0) {
+        for (const name of refused.names) {
+          const first = !refusedTools(client, model).has(name);
+          refuseTool(client, model, name, refused.reason);
+          if (first) context.log.warn({ tool: name, model, reason: redact(refused.reason) }, `${name} is off in this worker until restart: the API refused it for ${model} (${redact(refused.reason)}); the request is sent again without it`);
+        }
+        tracer.event("error", { where: "model_call", error: "server_tool_refused", tools: refused.names, message: preview(redact(refused.reason)) });
+        continue;
+      }
+      const mapped = toModelError(error);
+      const err = mapped instanceof Error ? mapped : new Error(String(mapped));
+      tracer.event("error", {
+        where: "model_call",
+        error: err.name,
+        message: preview(redact(err.message)),
+        ...(mapped instanceof ModelUnavailableError ? { reason: mapped.reason, retryable: mapped.retryable, status: mapped.status } : {}),
+      });
+      throw mapped;
+    }
+    const server = response.usage.server_tool_use;
+    const usage: ModelUsage = {
+      input_tokens: response.usage.input_tokens,
+      output_tokens: response.usage.output_tokens,
+      cache_creation_input_tokens: response.usage.cache_creation_input_tokens ?? 0,
+      cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
+      ...(server ? { web_search_requests: server.web_search_requests ?? 0, web_fetch_requests: server.web_fetch_requests ?? 0 } : {}),
+    };
+    const durationMs = Math.round(performance.now() - started);
+    deps.onUsage?.(usage);
+    metrics.modelUsage(usage);
+    tracer.event("model_response", {
+      stopReason: response.stop_reason,
+      text: preview(redact(textOf(response.content))),
+      toolUses: response.content.filter((b) => b.type === "tool_use").map((b) => (b as ToolUseBlock).name),
+      ...(response.content.some(isServerBlock) ? { serverToolUses: response.content.filter((b) => b.type === "server_tool_use").map((b) => b.name) } : {}),
+      usage,
+      durationMs,
     });
-    throw mapped;
+    context.log.debug({ turn: state.turns, stopReason: response.stop_reason, usage, durationMs }, "model response");
+    return response;
   }
-  const usage = {
-    input_tokens: response.usage.input_tokens,
-    output_tokens: response.usage.output_tokens,
-    cache_creation_input_tokens: response.usage.cache_creation_input_tokens ?? 0,
-    cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
+}
+
+/**
+ * The status line of a server tool's call in a streamed answer: its `activity` and icon from the
+ * toolbox (web search: `🔎 搜尋：…`); undefined for a server tool without a status line (the
+ * tool search tool, which only finds tools).
+ */
+function serverActivity(deps: AgentDeps, context: ToolContext): (name: string, input: unknown) => { activity: string; icon: string } | undefined {
+  return (name, input) => {
+    const tool = deps.toolbox.get(name);
+    if (!tool?.server) return undefined;
+    return { activity: deps.toolbox.activity(name, input, context.locale), icon: tool.server.icon };
   };
-  const durationMs = Math.round(performance.now() - started);
-  deps.onUsage?.(usage);
-  metrics.modelUsage(usage);
-  tracer.event("model_response", {
-    stopReason: response.stop_reason,
-    text: preview(redact(textOf(response.content))),
-    toolUses: response.content.filter((b) => b.type === "tool_use").map((b) => (b as ToolUseBlock).name),
-    usage,
-    durationMs,
-  });
-  context.log.debug({ turn: state.turns, stopReason: response.stop_reason, usage, durationMs }, "model response");
-  return response;
 }
 
 /**
  * One streamed model call (`messages.stream`, server-sent events): reports `model_call`, each
- * text delta and the start of each `tool_use` block through `onEvent`, and resolves with the
+ * text delta, the start of each `tool_use` and `server_tool_use` block, and each server tool's
+ * run (`tool_start` / `tool_end`, with `activityOf`'s status line) through `onEvent`, and resolves with the
  * accumulated message, the same object `messages.create` would have returned (tool inputs parsed
  * from their `input_json_delta` pieces, `usage` from `message_delta`).
  *
@@ -280,12 +335,26 @@ async function streamModel(
   signal: AbortSignal,
   onEvent: NonNullable<AgentDeps["onEvent"]>,
   turn: number,
+  activityOf: (name: string, input: unknown) => { activity: string; icon: string } | undefined,
 ): Promise<Anthropic.Messages.Message> {
   onEvent({ type: "model_call", turn });
   const stream = client.messages.stream(params, { signal });
   stream.on("text", (delta) => onEvent({ type: "text", text: delta }));
-  stream.on("streamEvent", (event) => {
-    if (event.type === "content_block_start" && event.content_block.type === "tool_use") onEvent({ type: "tool_use", name: event.content_block.name });
+  // A server tool's call is reported once its input is complete (its block stops) and ends when its result block starts.
+  const shown = new Set<string>();
+  stream.on("streamEvent", (event, snapshot) => {
+    if (event.type === "content_block_start") {
+      const block = event.content_block;
+      if (block.type === "tool_use" || block.type === "server_tool_use") onEvent({ type: "tool_use", name: block.name });
+      else if (isServerBlock(block) && "tool_use_id" in block && shown.delete(block.tool_use_id)) onEvent({ type: "tool_end", toolUseId: block.tool_use_id, ok: !isServerError(block) });
+    } else if (event.type === "content_block_stop") {
+      const block = snapshot.content[event.index];
+      if (block?.type !== "server_tool_use") return;
+      const status = activityOf(block.name, block.input);
+      if (!status) return;
+      shown.add(block.id);
+      onEvent({ type: "tool_start", toolUseId: block.id, name: block.name, activity: status.activity, icon: status.icon });
+    }
   });
   try {
     return await stream.finalMessage();
@@ -462,7 +531,9 @@ function inToolUseOrder(messages: MessageParam[], results: ToolResultBlockParam[
 /**
  * Assistant content to send back: exactly as received, minus empty or whitespace-only text
  * blocks (the API refuses them). `citations: null` and other response-only fields are dropped
- * from text blocks, as the request schema differs from the response schema.
+ * from text blocks, as the request schema differs from the response schema. Server tools' calls
+ * and results (web search results with their `encrypted_content`, tool search results) are kept
+ * as they came: the API refuses altered ones.
  */
 function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam[] {
   const out: ContentBlockParam[] = [];
@@ -472,6 +543,8 @@ function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam
       out.push(block.citations ? { type: "text", text: block.text, citations: block.citations as Anthropic.Messages.TextCitationParam[] } : { type: "text", text: block.text });
     } else if (block.type === "tool_use") {
       out.push({ type: "tool_use", id: block.id, name: block.name, input: block.input });
+    } else if (block.type === "server_tool_use") {
+      out.push({ type: "server_tool_use", id: block.id, name: block.name, input: block.input ?? {}, ...(block.caller ? { caller: block.caller } : {}) });
     } else {
       out.push(block as unknown as ContentBlockParam);
     }

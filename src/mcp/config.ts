@@ -8,7 +8,7 @@
  *                "env": { "LOG": "${FILES_LOG}" }, "cwd": ".", "include": ["read_file", "list_directory"] },
  *     "wiki":  { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer ${WIKI_TOKEN}" },
  *                "tags": ["info"], "safe": ["search"], "trustAnnotations": true, "timeoutMs": 20000,
- *                "noAlwaysAllow": ["edit_page"] } } }
+ *                "noAlwaysAllow": ["edit_page"], "loaded": ["search"] } } }
  * ```
  *
  * `${VAR}` in `env` values, `headers` values and `url` is replaced by the environment variable
@@ -50,6 +50,11 @@ const ourFields = {
   trustAnnotations: z.boolean().optional(),
   /** Tools (MCP names) whose approval prompt never offers "always allow". */
   noAlwaysAllow: names,
+  /**
+   * Tools (MCP names) in front of the model in every request. The server's other tools are
+   * deferred: the model finds them with the API's tool search when it needs them.
+   */
+  loaded: names,
   /** Longest call, in ms (1 s to 10 min); default {@link DEFAULT_MCP_TIMEOUT_MS}. */
   timeoutMs: z.number().int().min(1000).max(600_000).optional(),
 };
@@ -71,7 +76,7 @@ const HttpServer = z.strictObject({
 });
 
 const ServerEntry = z.union([StdioServer, HttpServer], {
-  error: () => 'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, trustAnnotations, noAlwaysAllow, timeoutMs',
+  error: () => 'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, trustAnnotations, noAlwaysAllow, loaded, timeoutMs',
 });
 
 const McpFile = z.strictObject({
@@ -89,6 +94,8 @@ interface ServerCommon {
   /** Whether the server's `readOnlyHint` may spare a tool the approval (see `mcpToolNeeds`). */
   trustAnnotations: boolean;
   noAlwaysAllow: string[];
+  /** Tools (MCP names) loaded in every request; the others are deferred. */
+  loaded: string[];
   /** Longest call, in ms. */
   timeoutMs: number;
   /**
@@ -236,6 +243,7 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
       safe: entry.safe ?? [],
       trustAnnotations: entry.trustAnnotations ?? false,
       noAlwaysAllow: entry.noAlwaysAllow ?? [],
+      loaded: entry.loaded ?? [],
       timeoutMs: entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS,
       secrets: [],
     };

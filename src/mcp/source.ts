@@ -7,9 +7,8 @@
  */
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { silentLogger, type Logger } from "../log.js";
-import { PLATFORMS } from "../queue/incoming.js";
 import { ToolRegistryError, validateTool } from "../toolbox/registry.js";
-import { toolboxFor } from "../toolbox/select.js";
+import { crowdedChats } from "../toolbox/select.js";
 import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
 import type { McpConfig, McpServerConfig } from "./config.js";
 import { McpConnection, type McpConnectionOptions } from "./connection.js";
@@ -289,7 +288,7 @@ export class McpToolSource {
 function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
   const known = new Set(tools.map((t) => t.name));
   const warnings: string[] = [];
-  const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow]];
+  const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow], ["loaded", server.loaded]];
   for (const [list, names] of lists) {
     const unknown = [...new Set(names ?? [])].filter((n) => !known.has(n));
     if (unknown.length > 0) {
@@ -304,27 +303,26 @@ function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool,
 }
 
 /**
- * Warns once per chat kind offered more than {@link MAX_TOOLS_PER_REQUEST} tools, naming the MCP
- * servers that add tools to it and the `include` setting that narrows them. Call at start-up,
- * after the MCP servers are connected.
+ * Warns once per crowded chat kind (more than {@link MAX_TOOLS_PER_REQUEST} tools in front of the
+ * model: deferred tools do not count, see `crowdedChats`), naming the MCP servers whose loaded
+ * tools add to it and the `loaded` / `include` settings that narrow them. Call at start-up, after
+ * the MCP servers are connected.
  *
  * @returns the warnings logged (English sentences), for tests and `npm run tools`.
  */
 export function warnCrowdedContexts(toolbox: ToolBox, mcp: McpToolSource | undefined, log: Logger): string[] {
   const warnings = new Set<string>();
-  for (const platform of PLATFORMS) {
-    for (const chatKind of ["dm", "group"] as const) {
-      const offered = toolboxFor(toolbox, { platform, chatKind });
-      if (offered.size <= MAX_TOOLS_PER_REQUEST) continue;
-      const names = new Set(offered.names());
-      const servers = (mcp?.tools() ?? [])
-        .map(({ server, tools }) => ({ server, count: tools.filter((t) => names.has(t.name)).length }))
-        .filter((s) => s.count > 0);
-      const fix = servers.length > 0
-        ? `: ${offered.size - servers.reduce((n, s) => n + s.count, 0)} from tools/ and ${servers.map((s) => `${s.count} from MCP server "${s.server}"`).join(", ")}. Keep only the tools you need with "include" in the MCP config (e.g. "include": ["${mcp!.tools().find((t) => t.server === servers[0]!.server)!.tools[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
-        : "; give some tools tags that chats do not offer";
-      warnings.add(`a chat would be offered ${offered.size} tools (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`);
-    }
+  for (const { offered } of crowdedChats(toolbox)) {
+    const loaded = new Set(offered.list().filter((t) => !t.deferred).map((t) => t.name));
+    const count = offered.loadedCount();
+    const servers = (mcp?.tools() ?? [])
+      .map(({ server, tools }) => ({ server, loaded: tools.filter((t) => loaded.has(t.name)) }))
+      .filter((s) => s.loaded.length > 0);
+    const fromServers = servers.reduce((n, s) => n + s.loaded.length, 0);
+    const fix = servers.length > 0
+      ? `: ${count - fromServers} from tools/ and the server tools, and ${servers.map((s) => `${s.loaded.length} from MCP server "${s.server}"`).join(", ")}. Name fewer tools in "loaded" in the MCP config (the others are found with tool search), keep only the tools you need with "include" (e.g. "include": ["${servers[0]!.loaded[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
+      : "; mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer";
+    warnings.add(`a chat would have ${count} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`);
   }
   for (const w of warnings) log.warn(w);
   return [...warnings];

@@ -134,6 +134,7 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
     readOnly,
     timeoutMs: server.timeoutMs,
     alwaysAllow: !server.noAlwaysAllow.includes(tool.name),
+    deferred: !server.loaded.includes(tool.name),
     file: `<mcp:${server.name}>`,
     source: mcpSource(server.name),
     mcp: { server: server.name, tool: tool.name, why },

@@ -1,7 +1,10 @@
 /**
  * Choosing the tools a context gets. Tools carry tags; each context asks for the tags it needs,
- * so a request carries only relevant tools (at most {@link MAX_TOOLS_PER_REQUEST}).
- * {@link unofferedTools} finds loaded tools that no chat would ever offer (their tags match none).
+ * so a request carries only relevant tools. Of those, at most {@link MAX_TOOLS_PER_REQUEST} are
+ * in front of the model: tools needed in few turns are deferred (`deferred: true`, found through
+ * the API's tool search), see `ToolBox.requestTools`; {@link warnCrowdedChats} says at start-up
+ * when a chat would still get more. {@link unofferedTools} finds loaded tools that no chat would
+ * ever offer (their tags match none).
  */
 import path from "node:path";
 import type { Logger } from "../log.js";
@@ -63,4 +66,39 @@ export function warnUnofferedTools(toolbox: ToolBox, log: Logger): Tool[] {
     log.warn({ tool: tool.name, file: path.relative(process.cwd(), tool.file) || tool.file, tags: [...tool.tags], reason }, `tool ${tool.name} is loaded but never offered to the model: ${reason}`);
   }
   return tools;
+}
+
+/**
+ * The kinds of chat (platform and DM or group) whose requests would put more than
+ * {@link MAX_TOOLS_PER_REQUEST} tools in front of the model (`ToolBox.loadedCount`: deferred tools
+ * do not count, the tool search tool does), with their toolbox.
+ */
+export function crowdedChats(toolbox: ToolBox): { platform: Platform; chatKind: "dm" | "group"; offered: ToolBox }[] {
+  const crowded: { platform: Platform; chatKind: "dm" | "group"; offered: ToolBox }[] = [];
+  for (const platform of PLATFORMS) {
+    for (const chatKind of CHAT_KINDS) {
+      const offered = toolboxFor(toolbox, { platform, chatKind });
+      if (offered.loadedCount() > MAX_TOOLS_PER_REQUEST) crowded.push({ platform, chatKind, offered });
+    }
+  }
+  return crowded;
+}
+
+/**
+ * Logs one warning per distinct crowded set of tools ({@link crowdedChats}): how many tools a chat
+ * would have in front of the model, which ones, and how to bring it down. Call at start-up, after
+ * `loadTools` (MCP tools are checked again once their servers are connected).
+ *
+ * @returns the warnings logged (English sentences).
+ */
+export function warnCrowdedChats(toolbox: ToolBox, log: Logger): string[] {
+  const warnings = new Set<string>();
+  for (const { offered } of crowdedChats(toolbox)) {
+    const loaded = offered.list().filter((t) => !t.deferred).map((t) => t.name);
+    warnings.add(
+      `a chat would have ${offered.loadedCount()} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more): ${loaded.join(", ")}${loaded.length < offered.loadedCount() ? " and the tool search tool" : ""}. Mark tools needed in few turns deferred: true (the model finds them with tool search), or give some tools tags that chats do not offer`,
+    );
+  }
+  for (const w of warnings) log.warn(w);
+  return [...warnings];
 }

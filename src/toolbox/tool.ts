@@ -17,6 +17,7 @@
  * });
  * ```
  */
+import type Anthropic from "@anthropic-ai/sdk";
 import type { RedisClient } from "../redis.js";
 import type { z } from "zod";
 import type { Config, Locale } from "../config.js";
@@ -105,6 +106,15 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    */
   readOnly?: boolean;
   /**
+   * True when the tool is needed in few turns (completing or deleting a todo, cancelling a
+   * reminder): it is not in front of the model in every request but sent with `defer_loading:
+   * true`, and the model finds it through the API's tool search when it needs it (so it does not
+   * count toward the ten tools of a request). Default `false`: loaded in every request. MCP tools
+   * are deferred unless their server says otherwise. Source:
+   * https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool
+   */
+  deferred?: boolean;
+  /**
    * For dangerous tools: whether the approval prompt may offer "always allow" (a grant that lets
    * later calls of this tool by the same requester in the same conversation run without asking).
    * Default `true`; `false` = the prompt never offers "always allow" for this tool, and a grant is
@@ -152,6 +162,21 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * e.g. `MCP server "files"`. Default: its file.
    */
   source?: string;
+  /**
+   * Present on a server tool (the Messages API's web search and web fetch): the API runs it, never
+   * the bot. Its calls arrive as `server_tool_use` blocks and its results as `*_tool_result`
+   * blocks of the model's own response; `run` only answers a `tool_use` of it, which the API
+   * never sends. See `server-tools.ts`.
+   */
+  server?: ServerToolSpec;
+}
+
+/** How a server tool is offered (see {@link ToolDefinition.server}). */
+export interface ServerToolSpec {
+  /** The entry of the request's `tools` (its `type`, `name` and options; `defer_loading` and `cache_control` are added per request). */
+  definition: Anthropic.Messages.ToolUnion;
+  /** The icon of its status line in a streamed answer, e.g. `🔎` (tools of the bot show `🔧`). */
+  icon: string;
 }
 
 /** Longest {@link ToolDefinition.title} in any locale, in characters (UTF-16 code units). */

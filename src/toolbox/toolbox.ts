@@ -27,7 +27,10 @@ export interface ToolExecution {
   images?: ToolImage[];
 }
 
-/** Most tools one request should carry; more is logged as a warning (models choose worse). */
+/**
+ * Most tools one request should put in front of the model (loaded ones: deferred tools do not
+ * count, the tool search tool does); more is logged as a warning (models choose worse).
+ */
 export const MAX_TOOLS_PER_REQUEST = 10;
 
 /** Default limit of one tool call, in ms. */
@@ -38,6 +41,21 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
  * result is cut, and a note at its end says so; the note is included in the limit.
  */
 export const MAX_TOOL_RESULT_CHARS = 20_000;
+
+/**
+ * The tool search tool a request carries when it has deferred tools (`defer_loading: true`): the
+ * BM25 variant, which takes a natural-language query; never deferred itself. Source:
+ * https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool
+ */
+export const TOOL_SEARCH_TOOL = { type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" } as const;
+
+/** The `tools` of one request, split by {@link ToolBox.requestTools}. */
+export interface RequestTools {
+  /** In front of the model: the loaded tools, then the tool search tool when {@link deferred} is not empty. */
+  loaded: Anthropic.Messages.ToolUnion[];
+  /** Sent with `defer_loading: true`; the model finds them with the tool search tool. */
+  deferred: Anthropic.Messages.ToolUnion[];
+}
 
 /** Options of a {@link ToolBox}. */
 export interface ToolBoxOptions {
@@ -120,23 +138,65 @@ export class ToolBox {
   }
 
   /**
-   * The tool definitions sent to the model (`name`, `description`, `input_schema`).
-   * Logs a warning when more than {@link MAX_TOOLS_PER_REQUEST} would be sent (once per process
-   * and set of tool names, so a known excess does not repeat on every model call).
+   * The custom tool definitions of the tools of the bot (`name`, `description`, `input_schema`),
+   * all of them (deferred ones too), without the server tools. What a request carries is
+   * {@link requestTools}.
    */
   schemas(options: { excludeDangerous?: boolean } = {}): Anthropic.Messages.Tool[] {
-    const tools = this.list().filter((t) => !(options.excludeDangerous && t.dangerous));
-    if (tools.length > MAX_TOOLS_PER_REQUEST && firstTimeOver(tools)) {
+    return this.list()
+      .filter((t) => !t.server && !(options.excludeDangerous && t.dangerous))
+      .map((t) => customDefinition(t));
+  }
+
+  /**
+   * The `tools` of a request, for the API's tool search
+   * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
+   * - `loaded`: the tools in front of the model: the bot's tools that are not deferred (custom
+   *   definitions), then the server tools (their own definitions), then — when any tool is
+   *   deferred — the tool search tool ({@link TOOL_SEARCH_TOOL});
+   * - `deferred`: the deferred tools, each with `defer_loading: true` (not in front of the model
+   *   until the tool search returns a `tool_reference` to it).
+   * Logs a warning when more than {@link MAX_TOOLS_PER_REQUEST} would be loaded (once per process
+   * and set of tool names, so a known excess does not repeat on every model call).
+   *
+   * @param options.omit - names of tools to leave out (server tools the API refused).
+   * @param options.load - names of deferred tools to load anyway (used in the conversation without
+   *   a `tool_reference`, e.g. from before they were deferred).
+   * @param options.toolSearch - false: no tool search (the API refused it), every tool is loaded.
+   */
+  requestTools(options: { omit?: ReadonlySet<string>; load?: ReadonlySet<string>; toolSearch?: boolean } = {}): RequestTools {
+    const split = this.#split(options);
+    if (split.loaded.length > MAX_TOOLS_PER_REQUEST && firstTimeOver(split.loaded)) {
       this.#log.warn(
-        { tools: tools.length, limit: MAX_TOOLS_PER_REQUEST },
-        `a request would carry ${tools.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); choose fewer with tags`,
+        { tools: split.loaded.length, limit: MAX_TOOLS_PER_REQUEST },
+        `a request would carry ${split.loaded.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); choose fewer with tags, or mark tools needed in few turns deferred: true`,
       );
     }
-    return tools.map((t) => ({
-      name: t.name,
-      description: t.description,
-      input_schema: inputSchemaOf(t) as Anthropic.Messages.Tool.InputSchema,
-    }));
+    return split;
+  }
+
+  /**
+   * How many tools a request of this toolbox puts in front of the model: the tools not deferred
+   * (server tools included) plus the tool search tool when any tool is deferred. This is the
+   * count that should stay within {@link MAX_TOOLS_PER_REQUEST}.
+   */
+  loadedCount(): number {
+    return this.#split({}).loaded.length;
+  }
+
+  #split(options: { omit?: ReadonlySet<string>; load?: ReadonlySet<string>; toolSearch?: boolean }): RequestTools {
+    const search = options.toolSearch !== false;
+    const tools = this.list().filter((t) => !options.omit?.has(t.name));
+    const isDeferred = (t: Tool) => search && t.deferred === true && !options.load?.has(t.name);
+    const loaded: Anthropic.Messages.ToolUnion[] = [
+      ...tools.filter((t) => !t.server && !isDeferred(t)).map((t) => customDefinition(t)),
+      ...tools.filter((t) => t.server && !isDeferred(t)).map((t) => ({ ...t.server!.definition })),
+    ];
+    const deferred: Anthropic.Messages.ToolUnion[] = tools
+      .filter(isDeferred)
+      .map((t) => ({ ...(t.server ? t.server.definition : customDefinition(t)), defer_loading: true }));
+    if (deferred.length > 0) loaded.push({ ...TOOL_SEARCH_TOOL });
+    return { loaded, deferred };
   }
 
   /**
@@ -295,6 +355,11 @@ export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): str
   return `${content.slice(0, cut)}${note}`;
 }
 
+/** A tool of the bot as a custom tool definition of the Messages API. */
+function customDefinition(tool: Tool): Anthropic.Messages.Tool {
+  return { name: tool.name, description: tool.description, input_schema: inputSchemaOf(tool) as Anthropic.Messages.Tool.InputSchema };
+}
+
 function isToolOutput(value: unknown): value is ToolOutput {
   return typeof value === "object" && value !== null && typeof (value as ToolOutput).text === "string";
 }
@@ -302,8 +367,8 @@ function isToolOutput(value: unknown): value is ToolOutput {
 const overWarned = new Set<string>();
 
 /** True the first time this process sees this set of tool names over the limit. */
-function firstTimeOver(tools: readonly Tool[]): boolean {
-  const key = tools.map((t) => t.name).join(",");
+function firstTimeOver(tools: readonly Anthropic.Messages.ToolUnion[]): boolean {
+  const key = tools.map((t) => ("name" in t ? t.name : t.type)).join(",");
   if (overWarned.has(key)) return false;
   if (overWarned.size < 1000) overWarned.add(key);
   return true;

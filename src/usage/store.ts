@@ -14,12 +14,19 @@ import type { RedisClient } from "../redis.js";
 /** Days usage is kept. */
 export const USAGE_KEEP_DAYS = 400;
 
-/** One model response's usage, as the Messages API reports it (tokens). */
+/**
+ * One model response's usage, as the Messages API reports it: tokens, and the server tool calls
+ * it billed (`usage.server_tool_use`; absent = none).
+ */
 export interface ModelUsage {
   input_tokens: number;
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+  /** Web searches the API ran (and bills) in this call. */
+  web_search_requests?: number;
+  /** Web fetches the API ran in this call. */
+  web_fetch_requests?: number;
 }
 
 /** Totals of one period: the four token kinds, their sum and the number of model calls. */

@@ -271,7 +271,7 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
     let mapped: StreamEvent | undefined;
     if (event.type === "text") mapped = { type: "text", text: event.text };
     else if (event.type === "tool_use") mapped = { type: "text_dropped" };
-    else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity };
+    else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
     if (mapped) live.push(mapped);
   };

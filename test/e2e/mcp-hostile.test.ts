@@ -81,7 +81,7 @@ it("a tool with a top-level anyOf is offered as one object schema; the server's 
   const { user, chat } = dm(9101, "Amy");
   stack.telegram.sendUserMessage({ chat, from: user, text: 'call hostile__search_pages {"query":"budget","limit":3}' });
   await answerIn(9101, 'hostile__search_pages: searched: {"query":"budget","limit":3}');
-  const schema = offered().find((t) => t.name === "hostile__search_pages")!.input_schema;
+  const schema = offered().find((t) => t.name === "hostile__search_pages")!.input_schema!;
   expect(Object.keys(schema)).not.toContain("anyOf");
   expect(schema).toMatchObject({ type: "object", properties: { limit: { type: "integer" }, query: { type: "string" }, page_id: { type: "string" } } });
   expect(schema.required).toBeUndefined();
@@ -99,7 +99,7 @@ it("bracketed property keys are renamed for the model and mapped back for the se
   const { user, chat } = dm(9102, "Bob");
   stack.telegram.sendUserMessage({ chat, from: user, text: 'call hostile__list_apps {"filter.bundleId":"tw.example.app","limit":2}' });
   await answerIn(9102, "hostile__list_apps: apps:");
-  const schema = offered().find((t) => t.name === "hostile__list_apps")!.input_schema;
+  const schema = offered().find((t) => t.name === "hostile__list_apps")!.input_schema!;
   expect(Object.keys(schema.properties as object)).toEqual(["filter.bundleId", "filter.name", "limit"]);
   expect(schema.required).toEqual(["filter.bundleId"]);
   expect(recordedCalls(callsFile).filter((c) => c.tool === "list_apps").map((c) => c.args)).toEqual([{ "filter[bundleId]": "tw.example.app", limit: 2 }]);

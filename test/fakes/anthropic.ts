@@ -16,9 +16,16 @@
  * - every `tool_use` is answered by a `tool_result` in the very next message, which is a user
  *   message whose `tool_result` blocks come first; every `tool_result` answers a `tool_use` of
  *   the message right before it; `tool_use` ids are unique;
- * - tools: a known `type` (custom tools only, so far: {@link TOOL_CHECKS}); names match
- *   `^[a-zA-Z0-9_-]{1,64}$` and are unique; `input_schema.type` is `"object"`, without a top-level
- *   `anyOf` / `oneOf` / `allOf`, its property keys matching `^[a-zA-Z0-9_.-]{1,64}$`;
+ * - tools: a known `type` ({@link TOOL_CHECKS}: custom tools, whose names match
+ *   `^[a-zA-Z0-9_-]{1,64}$` and are unique, `input_schema.type` is `"object"`, without a top-level
+ *   `anyOf` / `oneOf` / `allOf`, its property keys matching `^[a-zA-Z0-9_.-]{1,64}$`; and the
+ *   server tools web search, web fetch and tool search, checked field by field); deferred tools
+ *   (`defer_loading`) only with a tool search tool, never all of them, never with `cache_control`;
+ * - server blocks in the history (`server_tool_use`, `web_search_tool_result`,
+ *   `web_fetch_tool_result`, `tool_search_tool_result`, cited text) as the API returned them:
+ *   results answer a `server_tool_use` before them, encrypted fields unchanged, every
+ *   `tool_reference` names a tool of the request, a deferred tool's `tool_use` comes after a
+ *   `tool_reference` to it (`anthropic-server-tools.ts`);
  * - at most 4 blocks carry `cache_control` (prompt-caching docs);
  * - `image` and `document` blocks only in user turns, checked as the API does (media types, base64,
  *   5 MB per image, pixel sizes, PDF bytes and pages; `anthropic-media.ts`); bodies over 32 MB get 413.
@@ -32,7 +39,15 @@
  * text, `input_json_delta` with `partial_json` pieces for a `tool_use`), `content_block_stop`,
  * then `message_delta` (stop reason and cumulative usage) and `message_stop`, with a `ping` after
  * the first block starts. {@link FakeMessageReply.stream} paces the deltas and can break the
- * stream with an `error` event (HTTP status stays 200, as it does on the real API).
+ * stream with an `error` event (HTTP status stays 200, as it does on the real API). A
+ * `server_tool_use` streams like a `tool_use` (its input as `input_json_delta` pieces); a server
+ * tool's result block comes whole in its `content_block_start` (after `serverToolMs`); a cited
+ * text block gets one `citations_delta` per citation before its text.
+ *
+ * Server tools run as on the real API (`anthropic-server-tools.ts`): scripted search results
+ * get encrypted contents the fake checks when they come back, searches beyond `max_uses` fail
+ * with `max_uses_exceeded`, and a scripted call of a deferred tool comes back after the tool
+ * search the model would have made to find it.
  *
  * @example
  * ```ts
@@ -48,14 +63,34 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FAKE_REQUEST_MAX_BYTES, InvalidMedia, MediaChecks } from "./anthropic-media.js";
+import {
+  checkDeferral,
+  deferredNames,
+  InvalidServerTool,
+  IssuedSecrets,
+  SERVER_RESULT_TYPES,
+  SERVER_TOOL_CHECKS,
+  ServerBlockChecks,
+  serverContent,
+  type FakeCitation,
+  type FakeSearchResult,
+  type FakeServerBlock,
+  type ToolCheck,
+} from "./anthropic-server-tools.js";
+
+export type { FakeCitation, FakeSearchResult, FakeServerBlock } from "./anthropic-server-tools.js";
 
 /** The Messages API's rule for tool names. */
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
-/** A content block of a scripted reply (the API's response shapes). */
+/**
+ * A content block of a scripted reply (the API's response shapes; ids, encrypted fields and the
+ * citation shape are filled in by the fake, see `anthropic-server-tools.ts`).
+ */
 export type FakeBlock =
-  | { type: "text"; text: string }
-  | { type: "tool_use"; id?: string; name: string; input: unknown };
+  | { type: "text"; text: string; citations?: FakeCitation[] }
+  | { type: "tool_use"; id?: string; name: string; input: unknown }
+  | FakeServerBlock;
 
 /** A scripted successful reply: a `message` object. `usage` fields given here override the simulated ones. */
 export interface FakeMessageReply {
@@ -75,6 +110,8 @@ export interface FakeStreamPace {
   firstTokenMs?: number;
   /** ms over which the text deltas after the first are spread evenly; default 0 (all at once). */
   totalMs?: number;
+  /** ms the API takes to run each server tool (between a `server_tool_use` and its result); default 0. */
+  serverToolMs?: number;
   /** Characters (code points) per `text_delta`; default 20. */
   chunkChars?: number;
   /**
@@ -112,12 +149,13 @@ export function hang(): FakeHangReply {
   return { hang: true };
 }
 
-/** The four token counts of `usage`. */
+/** The four token counts of `usage`, and the server tool calls billed (present when a search or fetch ran). */
 export interface FakeUsage {
   input_tokens: number;
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+  server_tool_use?: { web_search_requests: number; web_fetch_requests: number };
 }
 
 /** A request body as received (parsed JSON), loosely typed for assertions. */
@@ -125,7 +163,8 @@ export interface FakeRequest {
   model: string;
   max_tokens: number;
   system?: string | { type: string; text: string; cache_control?: unknown }[];
-  tools?: { name: string; description?: string; input_schema: Record<string, unknown>; cache_control?: unknown }[];
+  /** Custom tools (`input_schema`) and server tools (`type`, their own fields), `defer_loading` on deferred ones. */
+  tools?: { name: string; type?: string; description?: string; input_schema?: Record<string, unknown>; cache_control?: unknown; defer_loading?: boolean; [key: string]: unknown }[];
   messages: { role: string; content: string | Record<string, unknown>[] }[];
   [key: string]: unknown;
 }
@@ -178,6 +217,24 @@ export function toolUses(calls: { name: string; input: unknown; id?: string }[],
   return { content, stop_reason: "tool_use" };
 }
 
+/**
+ * A reply that searches the web once and answers with text: `server_tool_use` (web_search with
+ * `{ query }`), its `web_search_tool_result` (`results`, or `{ error }` for an error result), then
+ * the answer's blocks (a string is plain text; `{ text, citations }` a cited block).
+ */
+export function searchReply(
+  query: string,
+  results: FakeSearchResult[] | { error: NonNullable<Extract<FakeServerBlock, { type: "web_search_tool_result" }>["error"]> },
+  answer: (string | { text: string; citations: FakeCitation[] })[],
+  options: { lead?: string; stopReason?: FakeMessageReply["stop_reason"] } = {},
+): FakeMessageReply {
+  const content: FakeBlock[] = options.lead ? [{ type: "text", text: options.lead }] : [];
+  content.push({ type: "server_tool_use", name: "web_search", input: { query } });
+  content.push(Array.isArray(results) ? { type: "web_search_tool_result", results } : { type: "web_search_tool_result", error: results.error });
+  for (const part of answer) content.push(typeof part === "string" ? { type: "text", text: part } : { type: "text", text: part.text, citations: part.citations });
+  return { content, stop_reason: options.stopReason ?? "end_turn" };
+}
+
 /** `529 overloaded_error`, as the API answers when it is overloaded. */
 export function overloaded(): FakeErrorReply {
   return { status: 529, errorType: "overloaded_error", message: "Overloaded" };
@@ -225,6 +282,7 @@ const PROPERTY_KEY = /^[a-zA-Z0-9_.-]{1,64}$/;
  * https://github.com/beautyfree/appstore-connect-mcp/issues/2 for the keys). Keys are checked in
  * `input_schema.properties` only, not in nested objects: the error names that path, and fixes
  * made against the real API rename the top-level keys alone (https://github.com/decocms/studio/pull/6874).
+ * `defer_loading` is a boolean.
  */
 function checkCustomTool(t: Record<string, unknown>, where: string): void {
   if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
@@ -237,22 +295,31 @@ function checkCustomTool(t: Record<string, unknown>, where: string): void {
     if (Object.keys(schema.properties).some((k) => !PROPERTY_KEY.test(k))) fail(`${where}.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'`);
   }
   if (t.description !== undefined && typeof t.description !== "string") fail(`${where}.description: Input should be a valid string`);
+  if (t.defer_loading !== undefined && typeof t.defer_loading !== "boolean") fail(`${where}.defer_loading: Input should be a valid boolean`);
 }
 
 /**
- * The checks of each kind of tool in `tools`, by its `type` (`custom` when absent). A tool of a
- * type not listed here is refused, as the API refuses an unknown tag; a server tool or the memory
- * tool gets its own entry (type → check of its fields) when the bot starts sending it.
+ * The checks of each kind of tool in `tools`, by its `type` (`custom` when absent): custom tools
+ * and the server tools (`anthropic-server-tools.ts`). A tool of a type not listed here is refused,
+ * as the API refuses an unknown tag.
  */
-const TOOL_CHECKS: Record<string, (tool: Record<string, unknown>, where: string) => void> = {
+const TOOL_CHECKS: Record<string, ToolCheck> = {
   custom: checkCustomTool,
+  ...SERVER_TOOL_CHECKS,
 };
 
+/** Tool types a model does not support, and tool names the organization has not enabled (see {@link FakeAnthropicOptions.refuseTools}). */
+interface Refusals {
+  model?: string[];
+  organization?: string[];
+}
+
 /**
- * Validates a request body like the real API. Returns the number of `cache_control` blocks.
- * @throws InvalidRequest with the API's style of message.
+ * Validates a request body like the real API.
+ * @returns the tools loaded by a `tool_reference` in the messages (deferred tools the model has found).
+ * @throws InvalidRequest (or InvalidServerTool) with the API's style of message.
  */
-function validate(body: unknown, media = new MediaChecks()): number {
+function validate(body: unknown, media = new MediaChecks(), secrets = new IssuedSecrets(), refusals: Refusals = {}): Set<string> {
   if (!isObject(body)) fail("request body must be a JSON object");
   if (typeof body.model !== "string" || body.model === "") fail("model: Field required");
   if (body.max_tokens === undefined) fail("max_tokens: Field required");
@@ -278,20 +345,26 @@ function validate(body: unknown, media = new MediaChecks()): number {
     } else fail("system: Input should be a valid string or list");
   }
 
+  const tools: Record<string, unknown>[] = [];
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) fail("tools: Input should be a valid list");
     const names = new Set<string>();
     body.tools.forEach((t, i) => {
       if (!isObject(t)) fail(`tools.${i}: Input should be an object`);
-      const type = t.type === undefined ? "custom" : t.type;
+      const type = t.type === undefined || t.type === null ? "custom" : t.type;
       const check = typeof type === "string" ? TOOL_CHECKS[type] : undefined;
       if (!check) fail(`tools.${i}: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: ${Object.keys(TOOL_CHECKS).map((k) => `'${k}'`).join(", ")}`);
       check(t, `tools.${i}.${String(type)}`);
+      if (typeof type === "string" && type !== "custom" && refusals.model?.some((r) => type.startsWith(r))) fail(`'${String(body.model)}' does not support tool types: ${type}.`);
+      if (typeof t.name === "string" && refusals.organization?.includes(t.name)) fail(`The ${t.name} tool is not enabled for this organization. An organization admin can enable it in the Claude Console.`);
       if (names.has(String(t.name))) fail(`tools: Tool names must be unique.`);
       names.add(String(t.name));
+      tools.push(t);
       countCache(t);
     });
+    checkDeferral(tools);
   }
+  const server = new ServerBlockChecks(tools, secrets);
 
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) fail("messages: at least one message is required");
@@ -327,6 +400,17 @@ function validate(body: unknown, media = new MediaChecks()): number {
       switch (b.type) {
         case "text":
           checkText(b, where);
+          server.citations(b, where);
+          sawOther = true;
+          break;
+        case "server_tool_use":
+          server.serverToolUse(b, where, m.role);
+          sawOther = true;
+          break;
+        case "web_search_tool_result":
+        case "web_fetch_tool_result":
+        case "tool_search_tool_result":
+          server.serverResult(b, where, m.role);
           sawOther = true;
           break;
         case "tool_use":
@@ -335,6 +419,7 @@ function validate(body: unknown, media = new MediaChecks()): number {
           if (seenIds.has(b.id)) fail(`${where}: \`tool_use\` ids must be unique`);
           if (typeof b.name !== "string" || !TOOL_NAME.test(b.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
           if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
+          server.toolUse(b, where);
           seenIds.add(b.id);
           toolUses.push(b.id);
           sawOther = true;
@@ -384,7 +469,7 @@ function validate(body: unknown, media = new MediaChecks()): number {
     fail(`messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
   }
   if (breakpoints > 4) fail(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`);
-  return breakpoints;
+  return server.referenced;
 }
 
 function randomId(prefix: string): string {
@@ -429,6 +514,10 @@ async function streamReply(
     if (block.type === "text") {
       send("content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
       if (index === 0) send("ping", { type: "ping" });
+      // A cited block's citations arrive as citations_delta events, one citation each.
+      for (const citation of Array.isArray(block.citations) ? block.citations : []) {
+        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "citations_delta", citation } });
+      }
       const chars = [...String(block.text)];
       for (let i = 0; i < chars.length; i += chunkChars) {
         await sleep(first ? (pace.firstTokenMs ?? 0) : gap);
@@ -437,15 +526,20 @@ async function streamReply(
         streamed += Math.min(chunkChars, chars.length - i);
         if (breakNow()) break;
       }
-    } else {
-      send("content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } });
+    } else if (block.type === "tool_use" || block.type === "server_tool_use") {
+      const { input, ...start } = block;
+      send("content_block_start", { type: "content_block_start", index, content_block: { ...start, input: {} } });
       if (first) await sleep(pace.firstTokenMs ?? 0);
       first = false;
-      const json = JSON.stringify(block.input);
+      const json = JSON.stringify(input);
       const third = Math.ceil(json.length / 3);
       for (let i = 0; i < json.length; i += third) {
         send("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + third) } });
       }
+    } else {
+      // A server tool's result arrives whole in its content_block_start, after the tool ran.
+      await sleep(pace.serverToolMs ?? 0);
+      send("content_block_start", { type: "content_block_start", index, content_block: block });
     }
     if (breakNow()) {
       send("error", { type: "error", error: { type: pace.errorType ?? "overloaded_error", message: pace.errorType === "api_error" ? "Internal server error" : "Overloaded" } });
@@ -457,7 +551,13 @@ async function streamReply(
   send("message_delta", {
     type: "message_delta",
     delta: { stop_reason: reply.stop_reason, stop_sequence: null },
-    usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens, cache_read_input_tokens: usage.cache_read_input_tokens, output_tokens: usage.output_tokens },
+    usage: {
+      input_tokens: usage.input_tokens,
+      cache_creation_input_tokens: usage.cache_creation_input_tokens,
+      cache_read_input_tokens: usage.cache_read_input_tokens,
+      output_tokens: usage.output_tokens,
+      ...(usage.server_tool_use ? { server_tool_use: usage.server_tool_use } : {}),
+    },
   });
   send("message_stop", { type: "message_stop" });
   res.end();
@@ -473,6 +573,13 @@ export interface FakeAnthropicOptions {
    */
   fallback?: FakeReply;
   /**
+   * Tools the API refuses in this fake's requests, answered `400 invalid_request_error` as the real
+   * API answers them: `model`, `type` prefixes the model does not support (`'<model>' does not
+   * support tool types: web_search_20250305.`, the real message); `organization`, tool names the
+   * organization has not enabled (a message naming the tool: the real wording is not published).
+   */
+  refuseTools?: { model?: string[]; organization?: string[] };
+  /**
    * The only API key accepted (as `x-api-key` or `authorization: Bearer`, which this SDK sends);
    * another key is answered 401 `authentication_error`
    * "invalid x-api-key", as the real API does. Default: any key.
@@ -487,9 +594,12 @@ export interface FakeAnthropicOptions {
  * `x-should-retry: false` and a message saying no reply was scripted, so a test that calls the
  * model more than it planned fails.
  *
- * Usage is simulated: `input_tokens` ≈ characters / 4 of the uncached part; the prefix up to the
- * last `cache_control` breakpoint among `tools` and `system` is reported as
- * `cache_creation_input_tokens` the first time it is seen and `cache_read_input_tokens` afterwards.
+ * Usage is simulated: `input_tokens` ≈ characters / 4 of the uncached part (the messages, the
+ * loaded tools, the deferred tools the conversation has loaded and the server tools' results);
+ * the prefix up to the last `cache_control` breakpoint among the loaded `tools` and `system`
+ * (deferred tools are not part of it, as on the real API) is reported as
+ * `cache_creation_input_tokens` the first time it is seen and `cache_read_input_tokens`
+ * afterwards; `server_tool_use` counts the searches and fetches that ran.
  */
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
@@ -497,6 +607,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const answered: { request: FakeRequest; usage: FakeUsage; firstTokenAt?: number }[] = [];
   const rejections: FakeRejection[] = [];
   const cached = new Set<string>();
+  const secrets = new IssuedSecrets();
   let hanging = 0;
 
   const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -522,13 +633,15 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
     if (chunks.reduce((n, c) => n + c.length, 0) > FAKE_REQUEST_MAX_BYTES) return sendError(res, 413, "request_too_large", "Request exceeds the maximum allowed number of bytes.");
     let body: unknown;
+    let referenced: Set<string>;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       const media = new MediaChecks();
-      validate(body, media);
+      referenced = validate(body, media, secrets, { model: options.refuseTools?.model, organization: options.refuseTools?.organization });
       await media.finish();
     } catch (error) {
-      const message = error instanceof InvalidRequest || error instanceof InvalidMedia ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
+      const known = error instanceof InvalidRequest || error instanceof InvalidMedia || error instanceof InvalidServerTool;
+      const message = known ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
       rejections.push({ message, body });
       return sendError(res, 400, "invalid_request_error", message);
     }
@@ -546,10 +659,14 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
     if ("status" in reply) return sendError(res, reply.status, reply.errorType, reply.message, reply.headers);
 
-    // simulated prompt caching over tools + system
+    // Simulated prompt caching over tools + system. Deferred tools are not part of the prefix: the
+    // API expands a referenced one where its tool_reference stands, in the conversation.
+    const tools = request.tools ?? [];
+    const deferred = deferredNames(tools);
     const prefix: unknown[] = [];
     let cachedPrefix: unknown[] = [];
-    for (const t of request.tools ?? []) {
+    for (const t of tools) {
+      if (deferred.has(t.name)) continue;
       prefix.push(t);
       if (t.cache_control) cachedPrefix = [...prefix];
     }
@@ -561,14 +678,18 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const prefixTokens = cachedPrefix.length > 0 ? tokens(cachedPrefix) : 0;
     const hit = prefixTokens > 0 && cached.has(key);
     if (prefixTokens > 0) cached.add(key);
-    const content = reply.content.map((b) =>
-      b.type === "tool_use" ? { type: "tool_use", id: b.id ?? randomId("toolu_"), name: b.name, input: b.input } : { type: "text", text: b.text, citations: null },
-    );
+    const made = serverContent(reply.content, tools, referenced, secrets);
+    if (made.problem) return sendError(res, 500, "api_error", `fake anthropic: ${made.problem}`, { "x-should-retry": "false" });
+    const content = made.content;
+    // In front of the model: the loaded tools, the deferred ones the conversation (or this reply) loaded, and what server tools returned.
+    const loadedTools = tools.filter((t) => !deferred.has(t.name) || referenced.has(t.name) || content.some((b) => b.type === "tool_use" && b.name === t.name));
+    const serverResults = content.filter((b) => SERVER_RESULT_TYPES.includes(String(b.type)));
     const usage: FakeUsage = {
-      input_tokens: Math.max(1, tokens(request.messages) + tokens(request.system) + tokens(request.tools) - prefixTokens),
+      input_tokens: Math.max(1, tokens(request.messages) + tokens(request.system) + (loadedTools.length > 0 ? tokens(loadedTools) : 0) + (serverResults.length > 0 ? tokens(serverResults) : 0) - prefixTokens),
       output_tokens: tokens(reply.content),
       cache_creation_input_tokens: hit ? 0 : prefixTokens,
       cache_read_input_tokens: hit ? prefixTokens : 0,
+      ...(made.serverToolUse ? { server_tool_use: made.serverToolUse } : {}),
       ...reply.usage,
     };
     const record: (typeof answered)[number] = { request, usage };

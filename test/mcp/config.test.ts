@@ -15,12 +15,12 @@ describe("readMcpConfig", () => {
     const dir = tempDir();
     const file = writeMcpConfig(dir, {
       files: { command: "npx", args: ["-y", "server"], env: { API_KEY: "${FILES_KEY}", MODE: "ro" }, cwd: "srv" },
-      wiki: { type: "http", url: "https://${WIKI_HOST}/mcp", headers: { Authorization: "Bearer ${WIKI_TOKEN}" }, tags: ["info"], include: ["search"], safe: ["search"], noAlwaysAllow: ["edit"], timeoutMs: 5000 },
+      wiki: { type: "http", url: "https://${WIKI_HOST}/mcp", headers: { Authorization: "Bearer ${WIKI_TOKEN}" }, tags: ["info"], include: ["search"], safe: ["search"], noAlwaysAllow: ["edit"], loaded: ["search"], timeoutMs: 5000 },
     });
     const config = readMcpConfig(file, { FILES_KEY: "files-key-abcdef", WIKI_HOST: "wiki.example.com", WIKI_TOKEN: "wiki-token-123456" });
     expect(config.skipped).toEqual([]);
     expect(config.servers).toEqual([
-      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], trustAnnotations: false, noAlwaysAllow: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
+      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], trustAnnotations: false, noAlwaysAllow: [], loaded: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
       {
         name: "wiki",
         transport: "http",
@@ -32,6 +32,7 @@ describe("readMcpConfig", () => {
         safe: ["search"],
         trustAnnotations: false,
         noAlwaysAllow: ["edit"],
+        loaded: ["search"],
         timeoutMs: 5000,
         secrets: ["wiki.example.com", "wiki-token-123456"],
       },

@@ -225,15 +225,29 @@ describe("MCP tools in the toolbox", () => {
     expect(lines.join("\n")).toContain(`MCP tool ${loser}/echo skipped: tool name \\"a_b__echo\\" is already taken by MCP server \\"${winner}\\"`);
   });
 
-  it("the start-up warning names the servers and the include setting when a chat would get more than 10 tools", async () => {
+  it("the start-up warning names the servers and the loaded and include settings when a chat would get more than 10 tools", async () => {
     const files = ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => fileTool(n));
-    const { toolbox, source, log } = await start({ items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } } }, new ToolBox(files));
+    const { toolbox, source, log } = await start({ items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" }, loaded: ["lookup", "delete_item"] } }, new ToolBox(files));
     const warnings = warnCrowdedContexts(toolbox, source, log);
     expect(warnings).toEqual([
-      'a chat would be offered 11 tools (more than 10; models choose worse with more): 9 from tools/ and 2 from MCP server "items". Keep only the tools you need with "include" in the MCP config (e.g. "include": ["lookup"]), or give a server "tags" that chats do not offer',
+      'a chat would have 11 tools in front of the model (more than 10; models choose worse with more): 9 from tools/ and the server tools, and 2 from MCP server "items". Name fewer tools in "loaded" in the MCP config (the others are found with tool search), keep only the tools you need with "include" (e.g. "include": ["lookup"]), or give a server "tags" that chats do not offer',
     ]);
     toolbox.remove("a");
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([]);
+  });
+
+  it("MCP tools are deferred unless named in loaded: they do not count toward the ten, the tool search tool does", async () => {
+    const files = ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => fileTool(n));
+    const { toolbox, source, log } = await start({ items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } } }, new ToolBox(files));
+    expect(toolbox.list().filter((t) => t.deferred).map((t) => t.name)).toEqual(["items__lookup", "items__delete_item"]);
+    expect(toolbox.loadedCount()).toBe(10); // 9 files + the tool search tool
+    expect(warnCrowdedContexts(toolbox, source, log)).toEqual([]);
+    const { deferred } = toolbox.requestTools();
+    expect(deferred.map((t) => ("name" in t ? t.name : ""))).toEqual(["items__lookup", "items__delete_item"]);
+    toolbox.add(fileTool("j"));
+    expect(warnCrowdedContexts(toolbox, source, log)).toEqual([
+      "a chat would have 11 tools in front of the model (more than 10; models choose worse with more); mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer",
+    ]);
   });
 
   it("close() stops the stdio child process and removes the tools", async () => {

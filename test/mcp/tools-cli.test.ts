@@ -22,8 +22,8 @@ let configFile: string;
 beforeAll(async () => {
   http = await startHttpMcpFixture({ token: HTTP_SECRET });
   configFile = writeMcpConfig(tempDir(), {
-    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"], trustAnnotations: true }),
-    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"], trustAnnotations: true },
+    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"], trustAnnotations: true, loaded: ["echo", "add_note"] }),
+    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"], trustAnnotations: true, loaded: ["lookup", "delete_item"] },
     broken: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}", FAIL_AT_START: "1" } }),
   });
 });
@@ -34,7 +34,8 @@ afterAll(async () => {
 function cli(...args: string[]) {
   return run(process.execPath, nodeArgs("src/cli/tools.ts", ...args), {
     cwd: root,
-    env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: configFile, STDIO_SECRET_VALUE: STDIO_SECRET, HTTP_SECRET_VALUE: HTTP_SECRET, ITEMS_URL: http.url },
+    // A CWA key so the weather tool loads: with the loaded MCP tools a chat gets 11 tools in front of the model.
+    env: { ...process.env, CWA_API_KEY: "CWA-TOOLS-CLI-TEST-KEY", MCP_CONFIG: configFile, STDIO_SECRET_VALUE: STDIO_SECRET, HTTP_SECRET_VALUE: HTTP_SECRET, ITEMS_URL: http.url },
   });
 }
 

@@ -227,10 +227,33 @@ describe("ToolBox selection and schemas", () => {
     const warnings: string[] = [];
     const log = { warn: (_o: unknown, msg: string) => warnings.push(msg) } as never;
     const many = Array.from({ length: 11 }, (_, i) => ({ ...(todo as unknown as Tool), name: `t${i}` }));
-    new ToolBox(many.slice(0, 10), { log }).schemas();
+    new ToolBox(many.slice(0, 10), { log }).requestTools();
     expect(warnings).toEqual([]);
-    new ToolBox(many, { log }).schemas();
-    expect(warnings).toEqual(["a request would carry 11 tools (more than 10); choose fewer with tags"]);
+    new ToolBox(many, { log }).requestTools();
+    expect(warnings).toEqual(["a request would carry 11 tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true"]);
+  });
+
+  it("puts deferred tools behind the tool search tool, and they do not count toward the ten", () => {
+    const warnings: string[] = [];
+    const log = { warn: (_o: unknown, msg: string) => warnings.push(msg) } as never;
+    const loaded = Array.from({ length: 9 }, (_, i) => ({ ...(todo as unknown as Tool), name: `t${i}` }));
+    const deferred = Array.from({ length: 5 }, (_, i) => ({ ...(todo as unknown as Tool), name: `d${i}`, deferred: true }));
+    const toolbox = new ToolBox([...deferred, ...loaded], { log });
+    const { loaded: front, deferred: behind } = toolbox.requestTools();
+    expect(front.map((t) => ("name" in t ? t.name : t.type))).toEqual([...loaded.map((t) => t.name), "tool_search_tool_bm25"]);
+    expect(front.at(-1)).toEqual({ type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" });
+    expect(behind.map((t) => ("name" in t ? t.name : t.type))).toEqual(deferred.map((t) => t.name));
+    expect(behind.every((t) => "defer_loading" in t && t.defer_loading === true)).toBe(true);
+    expect(toolbox.loadedCount()).toBe(10);
+    expect(warnings).toEqual([]);
+    // a deferred tool called before (without a tool_reference) is loaded; without tool search every tool is
+    expect(toolbox.requestTools({ load: new Set(["d1"]) }).loaded.map((t) => ("name" in t ? t.name : ""))).toContain("d1");
+    const all = toolbox.requestTools({ toolSearch: false });
+    expect(all.deferred).toEqual([]);
+    expect(all.loaded).toHaveLength(14);
+    expect(warnings).toEqual([11, 14].map((n) => `a request would carry ${n} tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true`));
+    // only deferred tools: the tool search tool alone is in front of the model
+    expect(new ToolBox(deferred).requestTools().loaded).toEqual([{ type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" }]);
   });
 
   it("refuses a second tool with the same name", () => {

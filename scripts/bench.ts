@@ -37,7 +37,8 @@ import { historyTtlSeconds, loadConfig } from "../src/config.js";
 import { HistoryStore } from "../src/history/store.js";
 import { trimHistory } from "../src/history/trim.js";
 import { silentLogger } from "../src/log.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, SentRef } from "../src/outbound.js";
+import type { ApprovalVerdict } from "../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, SentRef } from "../src/outbound.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { AccessGate } from "../src/access/gate.js";
@@ -68,10 +69,10 @@ class BenchOutbound implements Outbound {
   readonly singleChunkUnits = 2000;
   readonly done = new Map<string, number>();
   onDone: (() => void) | undefined;
-  async sendAnswer(to: IncomingMessage, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
-    const ref = { chatId: to.chatId, messageId: `a-${to.messageId}` };
+  async sendAnswer(to: Destination, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    const ref = { chatId: to.conversation.chatId, messageId: `a-${to.replyTo}` };
     if ((options.skip ?? 0) === 0) await options.onSent?.(0, ref);
-    this.done.set(`${to.chatId}:${to.messageId}`, performance.now());
+    this.done.set(`${to.conversation.chatId}:${to.replyTo}`, performance.now());
     this.onDone?.();
     return [ref];
   }
@@ -79,7 +80,7 @@ class BenchOutbound implements Outbound {
   async sendApprovalPrompt(): Promise<SentRef> {
     throw new Error("no approvals in the benchmark");
   }
-  async closeApprovalPrompt(_p: SentRef, _o: ApprovalOutcome, _t: string): Promise<void> {}
+  async closeApprovalPrompt(_p: SentRef, _o: ApprovalVerdict, _t: string): Promise<void> {}
   async sendReminder(): Promise<SentRef> {
     throw new Error("no reminders in the benchmark");
   }

@@ -21,8 +21,8 @@ import type { Logger } from "./log.js";
 import { watchQueues } from "./metrics.js";
 import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
-import type { Outbound } from "./outbound.js";
-import type { IncomingMessage, Platform } from "./queue/incoming.js";
+import { destinationOf, type Destination, type Outbound } from "./outbound.js";
+import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
@@ -32,7 +32,7 @@ import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/sele
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
-import type { Tracer } from "./trace/tracer.js";
+import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
 import type { ApprovalHooks } from "./worker/approvals.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
@@ -87,7 +87,7 @@ export interface StartBotOptions {
   /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
   decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
-  tracerFor?: (runId: string, chat: string) => Tracer;
+  tracerFor?: (runId: string, chat: string) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
   /** MCP connection options (tests: a short reconnection backoff); the servers come from `MCP_CONFIG`. */
@@ -226,7 +226,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;
       };
-      const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(to, text)) });
+      const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)) });
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
@@ -245,9 +245,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         gate,
         reminders: reminders.actions,
         grants: grantStoreFor(producerRedis, config, log),
-        notify: async (platform, chatId, userId, text) => {
+        notify: async (platform, chatId, _userId, text) => {
           const outbound = await outboundFor(platform as Platform);
-          await outbound.sendAnswer(dmTo(platform as Platform, chatId, userId), text);
+          await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);
         },
       });
       const context: AdapterContext = {
@@ -315,9 +315,9 @@ function isAddressInUse(error: unknown): error is NodeJS.ErrnoException & { port
   return error instanceof Error && (error as NodeJS.ErrnoException).code === "EADDRINUSE";
 }
 
-/** A message addressed to a user's DM, for sends that answer no message of theirs ("you are in"). */
-export function dmTo(platform: Platform, chatId: string, userId: string): IncomingMessage {
-  return { platform, chatId, chatKind: "dm", userId, userName: userId, text: "-", messageId: "0", sentAt: Date.now(), reply: {} };
+/** A user's DM as a destination, for sends that answer no message of theirs ("you are in"). */
+export function dmTo(platform: Platform, chatId: string): Destination {
+  return { conversation: { platform, chatId }, chatKind: "dm" };
 }
 
 /** Reads and validates the configuration; prints what is wrong and exits 1 when it is invalid. */

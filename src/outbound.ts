@@ -2,15 +2,41 @@
  * The outbound half of an adapter: how a worker talks back to a platform. REST only, so a worker
  * needs no gateway connection and may run on another machine.
  */
+import { z } from "zod";
+import type { ApprovalVerdict } from "./agent/contract.js";
 import type { MediaSource } from "./media/source.js";
-import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
+import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
 import type { AnswerStream, StreamOptions } from "./streaming.js";
 
-/** A message the bot sent, as the platform identifies it. */
-export interface SentRef {
-  chatId: string;
-  messageId: string;
+/**
+ * Where a message of the bot goes: the conversation, what kind of chat it is, and the user's
+ * message it answers, when it answers one. {@link destinationOf} builds it for an answer; a notice
+ * that answers no message (the DM "you are in" after a pairing) has no `replyTo`.
+ */
+export interface Destination {
+  /** The chat, and the Telegram topic when it is one. */
+  conversation: ConversationRef;
+  /** `dm` for a private chat, `group` for anything shared (answers there reply to `replyTo`). */
+  chatKind: "dm" | "group";
+  /**
+   * The platform message id of the user's message being answered: in groups the answer replies to
+   * it; it also keys the answer's exactly-once ids (Discord `nonce`, Telegram `draft_id`).
+   */
+  replyTo?: string;
+  /** What the platform needs beyond the chat (`IncomingMessage.reply`): Telegram `threadId`, Discord `guildId`. */
+  reply?: { threadId?: string; guildId?: string };
 }
+
+/** Where the answer to `message` goes: its conversation and chat kind, replying to it. */
+export function destinationOf(message: IncomingMessage): Destination {
+  return { conversation: conversationOf(message), chatKind: message.chatKind, replyTo: message.messageId, reply: message.reply };
+}
+
+/** A message the bot sent, as the platform identifies it (decoded with this schema when read back from Redis). */
+export const SentRefSchema = z.object({ chatId: z.string().min(1), messageId: z.string().min(1) });
+
+/** See {@link SentRefSchema}. */
+export type SentRef = z.output<typeof SentRefSchema>;
 
 /** What an approval prompt shows; the adapter renders it with buttons (and reactions on Discord). */
 export interface ApprovalPrompt {
@@ -29,9 +55,6 @@ export interface ApprovalPrompt {
    */
   alwaysAllow?: boolean;
 }
-
-/** How an approval ended, as shown on the edited prompt. */
-export type ApprovalOutcome = "approved" | "declined" | "expired" | "superseded";
 
 /**
  * A reminder to post: `⏰ <text>` in the conversation where it was set, with done and snooze
@@ -52,24 +75,10 @@ export interface ReminderMessage {
 }
 
 /**
- * Thrown by an outbound when the platform says the bot can no longer write to the chat (Telegram
- * 403 blocked/kicked or 400 chat not found; Discord 50001 Missing Access, 10003 Unknown Channel,
- * 50007 Cannot send messages to this user). Retrying cannot help.
- */
-export class ChatUnreachableError extends Error {
-  constructor(
-    readonly platform: Platform,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = "ChatUnreachableError";
-  }
-}
-
-/**
  * The outbound side of one platform. Every method throws on a failure it could not recover from
- * (after the client library's own retries); workers decide whether to retry the job.
+ * (after the client library's own retries), translated into the core's classes of
+ * `src/outbound-errors.ts` (rate limited with its wait, unavailable, chat unreachable, message
+ * gone, refused); workers decide from those whether to retry the job.
  */
 export interface Outbound {
   readonly platform: Platform;
@@ -93,26 +102,26 @@ export interface Outbound {
    */
   readonly media?: MediaSource;
   /**
-   * Sends an answer to `to`: a reply to the user's message in groups, plain in DMs. Splits at the
+   * Sends an answer to `to`: a reply to its `replyTo` message in groups, plain in DMs. Splits at the
    * platform's limit (Telegram 4096 UTF-16 units, Discord 2000) without cutting a code block,
    * tag or surrogate pair; chunks go out in order. `skip` chunks are not sent again (they went out
    * in an earlier attempt of the same job).
    *
    * @returns the sent messages, one per chunk actually sent now.
    */
-  sendAnswer(to: IncomingMessage, text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  sendAnswer(to: Destination, text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
   /**
    * Optional: opens a streamed answer to `to` (see `src/streaming.ts`): the platform decides drafts
    * or posted-and-edited messages, throttles to `options.intervalMs` per message, and `finish`
    * ends with exactly what {@link sendAnswer} would have sent. Never throws (nothing is sent yet).
    */
-  openStream?(to: IncomingMessage, options: StreamOptions): AnswerStream;
+  openStream?(to: Destination, options: StreamOptions): AnswerStream;
   /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
-  sendTyping(to: IncomingMessage): Promise<void>;
-  /** Posts an approval prompt in the chat of `to`, with approve/decline buttons. */
-  sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef>;
+  sendTyping(to: Destination): Promise<void>;
+  /** Posts an approval prompt in the chat of `to` (a reply to `replyTo`), with approve/decline buttons. */
+  sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef>;
   /** Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons. */
-  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void>;
+  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void>;
   /**
    * Posts a reminder (see {@link ReminderMessage}) with done / snooze buttons, mentioning the owner
    * in groups so that only they are notified (Telegram: a `tg://user?id=` link, i.e. a

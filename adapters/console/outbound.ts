@@ -6,8 +6,8 @@
 import type { Writable } from "node:stream";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { AnswerStream, StreamOptions } from "../../src/streaming.js";
 import { ConsoleStream, type TerminalScreen } from "./live.js";
 
@@ -106,12 +106,12 @@ export class ConsoleOutbound implements Outbound {
    * first chunk of the whole answer.
    * @throws the stream's write error; the chunks written before it stay written.
    */
-  async sendAnswer(to: IncomingMessage, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async sendAnswer(to: Destination, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
     const chunks = splitText(text, this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i += 1) {
       await this.#write(`bot> ${chunks[i]}\n`);
-      const ref = { chatId: to.chatId, messageId: String(++this.#sent) };
+      const ref = { chatId: to.conversation.chatId, messageId: String(++this.#sent) };
       refs.push(ref);
       await options.onSent?.(i, ref);
     }
@@ -119,16 +119,16 @@ export class ConsoleOutbound implements Outbound {
   }
 
   /** {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). */
-  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
+  openStream(to: Destination, options: StreamOptions): AnswerStream {
     return new ConsoleStream((text) => this.#write(text), (text, o) => this.sendAnswer(to, text, o), options.onVisible, this.#options.screen);
   }
 
   /** The console shows no typing indicator. */
-  async sendTyping(_to: IncomingMessage): Promise<void> {}
+  async sendTyping(_to: Destination): Promise<void> {}
 
   /** Writes the prompt and remembers it as the open prompt (the next `y`/`n` line, or `a` when it offers "always allow", answers it). */
-  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
-    const ref = { chatId: to.chatId, messageId: String(++this.#sent) };
+  async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
+    const ref = { chatId: to.conversation.chatId, messageId: String(++this.#sent) };
     const seconds = Math.max(0, Math.round((prompt.expiresAt - Date.now()) / 1000));
     const texts = prompt.alwaysAllow
       ? {
@@ -145,7 +145,7 @@ export class ConsoleOutbound implements Outbound {
   }
 
   /** Writes the prompt's outcome and forgets it if it was the open prompt. */
-  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
     await this.#write(`bot> ${text}\n`);
   }

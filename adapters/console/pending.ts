@@ -4,6 +4,7 @@
  * its prompt: it is saved in Redis until it is decided or expires).
  */
 import type { ApprovalStore, RequesterRef } from "../../src/approvals/store.js";
+import { destinationOf } from "../../src/outbound.js";
 import type { ConsoleOutbound } from "./outbound.js";
 
 /** What {@link showPendingApproval} reads and updates in the approval store. */
@@ -23,7 +24,7 @@ export async function showPendingApproval(parts: { approvals: PendingApprovals; 
   if (!id) return undefined;
   const record = await parts.approvals.get(id);
   if (!record || record.status !== "pending" || record.expiresAt <= (parts.now ?? Date.now())) return undefined;
-  const ref = await parts.outbound.sendApprovalPrompt(record.message, {
+  const ref = await parts.outbound.sendApprovalPrompt(destinationOf(record.message), {
     approvalId: id,
     action: record.action,
     requesterName: record.requesterName,

@@ -8,7 +8,8 @@
  * carries no data of its own.
  */
 import { localize, type Locale } from "../../src/i18n.js";
-import type { ApprovalOutcome, ApprovalPrompt } from "../../src/outbound.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt } from "../../src/outbound.js";
 
 /** The reaction that approves, added by the bot to every prompt. */
 export const APPROVE_EMOJI = "✅";
@@ -59,7 +60,7 @@ export function buttonLabels(locale: Locale): { approve: string; decline: string
  * disabled; the chosen one keeps its colour, the other turns grey (the outcome text says whether
  * it was "always allow").
  */
-export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalOutcome, alwaysAllow = false): unknown[] {
+export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalVerdict, alwaysAllow = false): unknown[] {
   const labels = buttonLabels(locale);
   const id = closed ? CLOSED_ID : approvalId;
   return [
@@ -93,7 +94,7 @@ export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
 }
 
 /** The icon shown before the outcome text of a closed prompt. */
-export function outcomeIcon(outcome: ApprovalOutcome): string {
+export function outcomeIcon(outcome: ApprovalVerdict): string {
   switch (outcome) {
     case "approved":
       return "✅";

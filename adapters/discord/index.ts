@@ -53,7 +53,7 @@ import { ReminderActions } from "../../src/reminders/actions.js";
 import type { CommandReply } from "../../src/commands/command.js";
 import { isPermissionButton } from "../../src/commands/permissions.js";
 
-export { DiscordOutbound, DiscordSendError } from "./outbound.js";
+export { DiscordOutbound } from "./outbound.js";
 export { splitMessage, DISCORD_MESSAGE_LIMIT } from "./split.js";
 
 /** Gateway intents the bot needs (Message Content is privileged: enable it in the Developer Portal). */

@@ -9,8 +9,8 @@
  * Live posts carry a `nonce` of the answer and piece with `enforce_nonce`, so a worker that dies
  * right after Discord created the message gets the same message back when its job is retried.
  */
-import type { SentRef } from "../../src/outbound.js";
-import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
+import type { Destination, SentRef } from "../../src/outbound.js";
+import { conversationKey } from "../../src/queue/incoming.js";
 import type { LiveSurface } from "../../src/streaming.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
@@ -19,25 +19,25 @@ import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 export interface DiscordLiveCalls {
   /** Posts a message body in `channelId`. */
   post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef>;
-  /** Edits a message's `content` (no one is pinged). @throws {DiscordSendError} when Discord refuses it. */
+  /** Edits a message's `content` (no one is pinged). @throws an `OutboundError` when Discord refuses it. */
   edit(method: string, ref: SentRef, content: string): Promise<void>;
   /** True when `error` (thrown by {@link edit}) says the message no longer exists (Unknown Message, code 10008). */
   isUnknownMessage(error: unknown): boolean;
   /** Deletes a message; one already gone is not a failure. */
   remove(ref: SentRef): Promise<void>;
   /** Posts `content` as final chunk `index` exactly as a non-streamed answer posts it. */
-  postAnswerChunk(to: IncomingMessage, content: string, index: number): Promise<SentRef>;
+  postAnswerChunk(to: Destination, content: string, index: number): Promise<SentRef>;
   /** The message-create body fields every live post carries (`allowed_mentions`, `nonce`…). */
-  liveBody(to: IncomingMessage, conversation: string, index: number, content: string): Record<string, unknown>;
+  liveBody(to: Destination, conversation: string, index: number, content: string): Record<string, unknown>;
 }
 
 /** The Discord {@link LiveSurface} of an answer to `to`. */
-export function discordSurface(to: IncomingMessage, calls: DiscordLiveCalls): LiveSurface<string> {
-  const conversation = conversationKey(conversationOf(to));
+export function discordSurface(to: Destination, calls: DiscordLiveCalls): LiveSurface<string> {
+  const conversation = conversationKey(to.conversation);
   return {
     limit: DISCORD_MESSAGE_LIMIT,
     // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
-    post: (text, index) => calls.post("streamAnswer", to.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
+    post: (text, index) => calls.post("streamAnswer", to.conversation.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
     edit: (ref, text) => calls.edit("streamAnswer", ref, honestLinks(text)),
     remove: (ref) => calls.remove(ref),
     finalChunks(text) {

@@ -18,14 +18,16 @@
  */
 import { DiscordMedia } from "./media.js";
 import { createHash } from "node:crypto";
-import { DiscordAPIError, REST, Routes } from "discord.js";
+import { REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
-import { redact } from "../../src/log.js";
-import { ChatUnreachableError, type ApprovalOutcome, type ApprovalPrompt, type Outbound, type ReminderMessage, type SentRef } from "../../src/outbound.js";
-import { conversationKey, conversationOf, type IncomingMessage } from "../../src/queue/incoming.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import { ChatUnreachableError, MessageGoneError } from "../../src/outbound-errors.js";
+import { discordError } from "./errors.js";
+import { conversationKey } from "../../src/queue/incoming.js";
 import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText } from "./approval.js";
-import { CHAT_GONE_CODES, reminderBody } from "./reminder.js";
+import { reminderBody } from "./reminder.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
@@ -34,42 +36,9 @@ import { discordSurface } from "./live.js";
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
 export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
 
-/** JSON error codes that mean "nothing left to do" when closing a prompt (message or channel gone, no access). */
-const GONE_CODES = new Set([10003, 10008, 50001]);
-
-/**
- * A Discord REST call that failed after the client's own retries. Carries the method, the route
- * (without any token) and Discord's JSON error `code`; the message never contains the bot token.
- */
-export class DiscordSendError extends Error {
-  constructor(
-    /** What we were doing, e.g. `sendAnswer`. */
-    readonly method: string,
-    /** The REST route, e.g. `/channels/123/messages`. */
-    readonly route: string,
-    /** Discord's JSON error code (50035 Invalid Form Body, 10003 Unknown Channel…), when given. */
-    readonly code: number | string | undefined,
-    /** HTTP status, when there was a response. */
-    readonly status: number | undefined,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(redact(`Discord ${method} failed (${route}${status ? `, HTTP ${status}` : ""}${code !== undefined ? `, code ${code}` : ""}): ${message}`), options);
-    this.name = "DiscordSendError";
-  }
-}
-
-/** Discord's JSON error code for a message that does not exist (any more): Unknown Message. */
-const UNKNOWN_MESSAGE = 10008;
-
-/** True when a REST call failed because its message or channel is gone or out of reach (see `GONE_CODES`). */
-function isGone(error: unknown): error is DiscordSendError {
-  return error instanceof DiscordSendError && error.code !== undefined && GONE_CODES.has(Number(error.code));
-}
-
-/** True when a REST call failed because its message does not exist any more (Unknown Message, 10008). */
-function isUnknownMessage(error: unknown): boolean {
-  return error instanceof DiscordSendError && Number(error.code) === UNKNOWN_MESSAGE;
+/** True when a REST call failed because its message or channel is gone or out of reach ("nothing left to do" when closing a prompt). */
+function isGone(error: unknown): error is ChatUnreachableError | MessageGoneError {
+  return error instanceof ChatUnreachableError || error instanceof MessageGoneError;
 }
 
 /** Longest `nonce` string Discord accepts on a message create, in characters. */
@@ -91,7 +60,11 @@ export function createRest(config: Config): REST {
   return rest.setToken(config.DISCORD_TOKEN);
 }
 
-/** The outbound half for Discord. */
+/**
+ * The outbound half for Discord. Every REST failure (after `@discordjs/rest`'s own retries) is thrown
+ * as the core's error (`discordError` of `errors.ts`: rate limited, unavailable, chat unreachable,
+ * message gone, refused), naming the method and route, never the token.
+ */
 export class DiscordOutbound implements Outbound {
   readonly platform = "discord" as const;
   /** Text of up to 1900 UTF-16 units always goes out as one message (room for a fence the splitter may close). */
@@ -117,12 +90,12 @@ export class DiscordOutbound implements Outbound {
    * chunk carries its job-derived `nonce` with `enforce_nonce` (see the module comment), so a
    * replayed chunk is not posted twice.
    *
-   * @throws {DiscordSendError} when a chunk could not be sent (earlier chunks stay sent; `onSent`
+   * @throws an `OutboundError` when a chunk could not be sent (earlier chunks stay sent; `onSent`
    * was called for each of them, so a retry can `skip` them).
    * @throws {Error} when `text` is blank (Discord refuses empty messages, code 50006).
    */
   async sendAnswer(
-    to: IncomingMessage,
+    to: Destination,
     text: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
@@ -139,35 +112,40 @@ export class DiscordOutbound implements Outbound {
   }
 
   /** Posts `content` as chunk `i` of an answer: its nonce, and in guild channels the first chunk replies to the user's message. */
-  #postChunk(to: IncomingMessage, content: string, i: number): Promise<SentRef> {
+  #postChunk(to: Destination, content: string, i: number): Promise<SentRef> {
     const body: Record<string, unknown> = {
       content,
       allowed_mentions: NO_MENTIONS,
       // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
-      nonce: messageNonce("answer", conversationKey(conversationOf(to)), to.messageId, String(i), content),
+      nonce: messageNonce("answer", conversationKey(to.conversation), to.replyTo ?? "", String(i), content),
       enforce_nonce: true,
+      ...(i === 0 && to.chatKind === "group" ? this.#replyTo(to) : {}),
     };
-    if (i === 0 && to.chatKind === "group") body.message_reference = this.#replyTo(to);
-    return this.#post("sendAnswer", to.chatId, body);
+    return this.#post("sendAnswer", to.conversation.chatId, body);
   }
 
-  /** The `message_reference` of a reply to the user's message (`fail_if_not_exists: false`: a deleted message does not lose the reply). */
-  #replyTo(to: IncomingMessage): Record<string, unknown> {
-    return { message_id: to.messageId, channel_id: to.chatId, ...(to.reply.guildId ? { guild_id: to.reply.guildId } : {}), fail_if_not_exists: false };
+  /**
+   * The `message_reference` of a reply to `to.replyTo` (`fail_if_not_exists: false`: a deleted
+   * message does not lose the reply), as body fields; none when `to` answers no message.
+   */
+  #replyTo(to: Destination): { message_reference?: Record<string, unknown> } {
+    if (!to.replyTo) return {};
+    const guildId = to.reply?.guildId;
+    return { message_reference: { message_id: to.replyTo, channel_id: to.conversation.chatId, ...(guildId ? { guild_id: guildId } : {}), fail_if_not_exists: false } };
   }
 
   /**
    * {@inheritDoc Outbound.openStream} The first piece is posted (a reply in guild channels), then
    * edited as text arrives (see `live.ts`); the final edit is today's split.
    */
-  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
+  openStream(to: Destination, options: StreamOptions): AnswerStream {
     const surface = discordSurface(to, {
       post: (method, channelId, body) => this.#post(method, channelId, body),
       edit: async (method, ref, content) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         await this.#call(method, route, () => this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }));
       },
-      isUnknownMessage,
+      isUnknownMessage: (error) => error instanceof MessageGoneError,
       remove: async (ref) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
         try {
@@ -181,17 +159,17 @@ export class DiscordOutbound implements Outbound {
       liveBody: (t, conversation, index, content) => ({
         content,
         allowed_mentions: NO_MENTIONS,
-        nonce: messageNonce("live", conversation, t.messageId, String(index)),
+        nonce: messageNonce("live", conversation, t.replyTo ?? "", String(index)),
         enforce_nonce: true,
-        ...(index === 0 && t.chatKind === "group" ? { message_reference: this.#replyTo(t) } : {}),
+        ...(index === 0 && t.chatKind === "group" ? this.#replyTo(t) : {}),
       }),
     });
     return new LiveAnswer(surface, options);
   }
 
   /** Triggers the typing indicator (`POST /channels/{id}/typing`; it lasts about 10 s or until the next message). */
-  async sendTyping(to: IncomingMessage): Promise<void> {
-    const route = Routes.channelTyping(to.chatId);
+  async sendTyping(to: Destination): Promise<void> {
+    const route = Routes.channelTyping(to.conversation.chatId);
     await this.#call("sendTyping", route, () => this.#rest.post(route));
   }
 
@@ -199,17 +177,17 @@ export class DiscordOutbound implements Outbound {
    * Posts the approval prompt (a reply to the user's message) with 確認 / 取消 buttons, then adds
    * the ✅ and ❌ reactions. A failure to add the reactions (no Add Reactions permission) is logged
    * and the buttons still work.
-   * @throws {DiscordSendError} when the prompt itself could not be sent.
+   * @throws an `OutboundError` when the prompt itself could not be sent.
    */
-  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+  async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const locale = this.#config.BOT_LOCALE;
-    const ref = await this.#post("sendApprovalPrompt", to.chatId, {
+    const ref = await this.#post("sendApprovalPrompt", to.conversation.chatId, {
       content: promptText(prompt, locale),
       components: promptComponents(prompt.approvalId, locale, undefined, prompt.alwaysAllow === true),
       allowed_mentions: NO_MENTIONS,
-      nonce: messageNonce("prompt", conversationKey(conversationOf(to)), to.messageId, prompt.approvalId),
+      nonce: messageNonce("prompt", conversationKey(to.conversation), to.replyTo ?? "", prompt.approvalId),
       enforce_nonce: true,
-      message_reference: this.#replyTo(to),
+      ...this.#replyTo(to),
     });
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
       const route = Routes.channelMessageOwnReaction(ref.chatId, ref.messageId, encodeURIComponent(emoji));
@@ -228,9 +206,9 @@ export class DiscordOutbound implements Outbound {
    * with it) with both buttons disabled, and removes the bot's own ✅/❌.
    * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
    * logged, not an error.
-   * @throws {DiscordSendError} on any other failure of the edit.
+   * @throws an `OutboundError` on any other failure of the edit.
    */
-  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     const icon = outcomeIcon(outcome);
     const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
@@ -254,18 +232,10 @@ export class DiscordOutbound implements Outbound {
   /**
    * {@inheritDoc Outbound.sendReminder} With a nonce of the occurrence and `enforce_nonce`, so a
    * resend after a crash within Discord's nonce window returns the message already posted.
-   * @throws {ChatUnreachableError} for 10003, 50001, 50007; {@link DiscordSendError} otherwise.
+   * @throws {ChatUnreachableError} for 10003, 50001, 50007; another `OutboundError` otherwise.
    */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
-    const channelId = reminder.conversation.chatId;
-    try {
-      return await this.#post("sendReminder", channelId, reminderBody(reminder, this.#config.BOT_LOCALE));
-    } catch (error) {
-      if (error instanceof DiscordSendError && CHAT_GONE_CODES.has(Number(error.code))) {
-        throw new ChatUnreachableError("discord", error.message, { cause: error });
-      }
-      throw error;
-    }
+    return this.#post("sendReminder", reminder.conversation.chatId, reminderBody(reminder, this.#config.BOT_LOCALE));
   }
 
   /** {@inheritDoc Outbound.closeReminder} Removes the buttons; a message or channel that is gone is logged. */
@@ -292,11 +262,7 @@ export class DiscordOutbound implements Outbound {
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof DiscordAPIError) {
-        throw new DiscordSendError(method, route, error.code, error.status, error.message, { cause: error });
-      }
-      const message = error instanceof Error ? error.message : String(error);
-      throw new DiscordSendError(method, route, undefined, undefined, message, { cause: error });
+      throw discordError(error, method, route);
     }
   }
 }

@@ -12,9 +12,6 @@ import { createHash } from "node:crypto";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ReminderMessage } from "../../src/outbound.js";
 
-/** Discord JSON error codes meaning the bot can no longer post there: Unknown Channel, Missing Access, Cannot send messages to this user. */
-export const CHAT_GONE_CODES = new Set([10003, 50001, 50007]);
-
 /** The message body of a reminder: content, pings, buttons, nonce. */
 export function reminderBody(reminder: ReminderMessage, locale: Locale): Record<string, unknown> {
   const { userId } = reminder.owner;

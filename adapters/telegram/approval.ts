@@ -8,7 +8,8 @@
 import type { InlineKeyboardMarkup } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
-import type { ApprovalOutcome, ApprovalPrompt } from "../../src/outbound.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt } from "../../src/outbound.js";
 import { escapeHtml } from "./html.js";
 
 /** Longest `callback_data`, in bytes (UTF-8), per the Bot API. */
@@ -79,7 +80,7 @@ export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now =
  * The edited prompt (Telegram HTML): the core's text, with the outcome mark in front unless the
  * text already starts with it (the core's `outcomeText` does), so the mark is never doubled.
  */
-export function approvalOutcomeHtml(outcome: ApprovalOutcome, text: string): string {
+export function approvalOutcomeHtml(outcome: ApprovalVerdict, text: string): string {
   const mark = { approved: "✅", declined: "❌", expired: "⌛", superseded: "↩️" }[outcome];
   return text.startsWith(mark) ? escapeHtml(text) : `${mark} ${escapeHtml(text)}`;
 }

@@ -23,7 +23,7 @@ import { PollingLease, type LeaseOptions } from "./lease.js";
 import { isUnauthorized, POLLING_DEFAULTS, PollingMonitor, type PollingOptions } from "./polling.js";
 import { startWebhookServer } from "./webhook.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
-import { destinationOf, TelegramOutbound } from "./outbound.js";
+import { replyPlace, TelegramOutbound } from "./outbound.js";
 import { escapeHtml } from "./html.js";
 
 /** The outbound class, for callers that need its Telegram-only extras (`sendMarkdown`, `removeKeyboard`). */
@@ -342,7 +342,7 @@ export class TelegramAdapter implements Adapter {
   }
 
   async #reply(to: IncomingMessageBase, markdown: string): Promise<void> {
-    await this.outbound.sendMarkdown(destinationOf(to), markdown);
+    await this.outbound.sendMarkdown(replyPlace(to), markdown);
   }
 
   async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
@@ -406,7 +406,7 @@ export class TelegramAdapter implements Adapter {
 
   /** Sends a command's reply (Markdown) with one inline button per row (e.g. `/reminders` cancel buttons). */
   async #sendWithButtons(to: IncomingMessageBase, markdown: string, buttons: { label: string; data: string }[]): Promise<void> {
-    const dest = destinationOf(to);
+    const dest = replyPlace(to);
     await this.bot.api.sendMessage(to.chatId, escapeHtml(markdown), {
       parse_mode: "HTML",
       reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },

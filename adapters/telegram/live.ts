@@ -14,10 +14,10 @@
  */
 import type { Api } from "grammy";
 import type { Logger } from "../../src/log.js";
-import type { SentRef } from "../../src/outbound.js";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
+import type { Destination, SentRef } from "../../src/outbound.js";
 import type { LiveSurface } from "../../src/streaming.js";
 import { isEntityError, isNotModified, isUneditable } from "./api.js";
+import { translated } from "./errors.js";
 import type { TelegramDestination } from "./outbound.js";
 import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
 
@@ -44,8 +44,26 @@ export function draftId(messageId: string, piece: number): number {
   return (Number(messageId) % 1_000_000_000) * 16 + (piece % 16) + 1;
 }
 
-/** The Telegram {@link LiveSurface} of an answer to `to`. */
-export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
+/**
+ * The Telegram {@link LiveSurface} of an answer to `to`. Its platform calls throw the core's errors
+ * (`telegramError`), as every call of the Telegram outbound does.
+ */
+export function telegramSurface(api: Api, to: Destination, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
+  const surface = rawSurface(api, to, dest, sendChunk, log);
+  const { draft } = surface;
+  return {
+    ...surface,
+    ...(draft ? { draft: (text: string, piece: number) => translated("streamAnswer", () => draft(text, piece)) } : {}),
+    post: (text, index) => translated("streamAnswer", () => surface.post(text, index)),
+    edit: (ref, text, shown) => translated("streamAnswer", () => surface.edit(ref, text, shown)),
+    remove: (ref) => translated("streamAnswer", () => surface.remove(ref)),
+    postFinal: (chunk, index) => translated("sendAnswer", () => surface.postFinal(chunk, index)),
+    editFinal: (ref, chunk, index, shown) => translated("sendAnswer", () => surface.editFinal(ref, chunk, index, shown)),
+  };
+}
+
+/** The surface's platform calls as grammY makes them (errors untranslated: the checks below read them). */
+function rawSurface(api: Api, to: Destination, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
   const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
   const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
     try {
@@ -68,7 +86,7 @@ export function telegramSurface(api: Api, to: IncomingMessage, dest: TelegramDes
     ...(to.chatKind === "dm"
       ? {
           draft: async (text: string, piece: number) => {
-            await api.sendMessageDraft(Number(dest.chatId), draftId(to.messageId, piece), text, dest.threadId ? { message_thread_id: Number(dest.threadId) } : {});
+            await api.sendMessageDraft(Number(dest.chatId), draftId(to.replyTo ?? "0", piece), text, dest.threadId ? { message_thread_id: Number(dest.threadId) } : {});
           },
         }
       : {}),

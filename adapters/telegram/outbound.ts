@@ -7,12 +7,14 @@ import type { Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
-import { ChatUnreachableError, type ApprovalOutcome, type ApprovalPrompt, type Outbound, type ReminderMessage, type SentRef } from "../../src/outbound.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
 import { isEntityError, isHarmless } from "./api.js";
 import { escapeHtml } from "./html.js";
-import { isChatGone, reminderHtml, reminderKeyboard } from "./reminder.js";
+import { translated } from "./errors.js";
+import { reminderHtml, reminderKeyboard } from "./reminder.js";
 import { planChunks, type TelegramChunk } from "./split.js";
 import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
 import { placement, telegramSurface } from "./live.js";
@@ -26,12 +28,20 @@ export interface TelegramDestination {
   threadId?: string;
 }
 
-/** Where an answer to `to` goes: a reply in groups, plain in private chats; the topic when there is one. */
-export function destinationOf(to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">): TelegramDestination {
+/** Where the adapter's own reply to an incoming message goes (a command's answer, a hint): as {@link telegramPlace} of an answer to it. */
+export function replyPlace(to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">): TelegramDestination {
   return { chatId: to.chatId, replyTo: to.chatKind === "group" ? to.messageId : undefined, threadId: to.reply?.threadId };
 }
 
-/** The Telegram {@link Outbound}. Methods throw grammy's `GrammyError`/`HttpError` on failures that remain after retries. */
+/** Where a message to `to` goes on Telegram: a reply to `replyTo` in groups, plain in private chats; the topic when there is one. */
+export function telegramPlace(to: Destination): TelegramDestination {
+  return { chatId: to.conversation.chatId, replyTo: to.chatKind === "group" ? to.replyTo : undefined, threadId: to.reply?.threadId };
+}
+
+/**
+ * The Telegram {@link Outbound}. Failures that remain after grammY's retries are thrown as the core's
+ * errors (`telegramError` of `errors.ts`: rate limited, unavailable, chat unreachable, message gone, refused).
+ */
 export class TelegramOutbound implements Outbound {
   readonly platform = "telegram" as const;
   /**
@@ -73,7 +83,7 @@ export class TelegramOutbound implements Outbound {
     const refs: SentRef[] = [];
     for (const [index, chunk] of chunks.entries()) {
       if (index < (options.skip ?? 0)) continue;
-      const ref = await this.sendChunk(to, chunk, index);
+      const ref = await translated("sendAnswer", () => this.sendChunk(to, chunk, index));
       refs.push(ref);
       await options.onSent?.(index, ref);
     }
@@ -101,18 +111,18 @@ export class TelegramOutbound implements Outbound {
    * {@inheritDoc Outbound.openStream} Private chats: drafts (`sendMessageDraft`, Bot API 9.3), then
    * the formatted answer as normal messages; groups: a reply edited as text arrives (see `live.ts`).
    */
-  openStream(to: IncomingMessage, options: StreamOptions): AnswerStream {
-    return new LiveAnswer(telegramSurface(this.api, to, destinationOf(to), (dest, chunk, index) => this.sendChunk(dest, chunk, index), this.log), options);
+  openStream(to: Destination, options: StreamOptions): AnswerStream {
+    return new LiveAnswer(telegramSurface(this.api, to, telegramPlace(to), (dest, chunk, index) => this.sendChunk(dest, chunk, index), this.log), options);
   }
 
   /** {@inheritDoc Outbound.sendAnswer} Lengths are UTF-16 code units of the visible text. */
-  sendAnswer(to: IncomingMessage, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
-    return this.sendMarkdown(destinationOf(to), text, options);
+  sendAnswer(to: Destination, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+    return this.sendMarkdown(telegramPlace(to), text, options);
   }
 
   /** Bot API `sendChatAction` with `typing` (shown for about 5 s, or until the next message). */
-  async sendTyping(to: IncomingMessage): Promise<void> {
-    await this.api.sendChatAction(to.chatId, "typing", to.reply?.threadId ? { message_thread_id: Number(to.reply.threadId) } : {});
+  async sendTyping(to: Destination): Promise<void> {
+    await translated("sendTyping", () => this.api.sendChatAction(to.conversation.chatId, "typing", to.reply?.threadId ? { message_thread_id: Number(to.reply.threadId) } : {}));
   }
 
   /**
@@ -120,13 +130,12 @@ export class TelegramOutbound implements Outbound {
    * and 一律允許 (`ap:<id>:a`) when `prompt.alwaysAllow`.
    * @throws {Error} when the approval id does not fit the callback data; grammy errors on send failures.
    */
-  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
-    const dest = destinationOf(to);
-    const message = await this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), {
-      parse_mode: "HTML",
-      reply_markup: approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE, prompt.alwaysAllow === true),
-      ...placement(dest),
-    });
+  async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
+    const dest = telegramPlace(to);
+    const keyboard = approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE, prompt.alwaysAllow === true);
+    const message = await translated("sendApprovalPrompt", () =>
+      this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), { parse_mode: "HTML", reply_markup: keyboard, ...placement(dest) }),
+    );
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
 
@@ -134,43 +143,44 @@ export class TelegramOutbound implements Outbound {
    * Edits the prompt to `text` with an outcome mark and no keyboard (`editMessageText` without
    * `reply_markup` removes it). "Message is not modified" and a deleted prompt are not failures.
    */
-  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
-    try {
-      await this.api.editMessageText(prompt.chatId, Number(prompt.messageId), approvalOutcomeHtml(outcome, text), { parse_mode: "HTML" });
-    } catch (error) {
-      if (!isHarmless(error)) throw error;
-      this.log.debug({ prompt, error: (error as Error).message }, "telegram: approval prompt edit was not needed");
-    }
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
+    await translated("closeApprovalPrompt", async () => {
+      try {
+        await this.api.editMessageText(prompt.chatId, Number(prompt.messageId), approvalOutcomeHtml(outcome, text), { parse_mode: "HTML" });
+      } catch (error) {
+        if (!isHarmless(error)) throw error;
+        this.log.debug({ prompt, error: (error as Error).message }, "telegram: approval prompt edit was not needed");
+      }
+    });
   }
 
   /**
    * {@inheritDoc Outbound.sendReminder} Sent as HTML with `message_thread_id` of the topic.
-   * @throws {ChatUnreachableError} for 403 and "chat not found" (see `isChatGone`).
+   * @throws {ChatUnreachableError} for 403 and "chat not found" (see `isChatGone` of `errors.ts`).
    */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
     const { chatId, topicId } = reminder.conversation;
-    try {
-      const message = await this.api.sendMessage(chatId, reminderHtml(reminder), {
+    const message = await translated("sendReminder", () =>
+      this.api.sendMessage(chatId, reminderHtml(reminder), {
         parse_mode: "HTML",
         reply_markup: reminderKeyboard(reminder.token, this.config.BOT_LOCALE),
         link_preview_options: { is_disabled: true },
         ...(topicId ? { message_thread_id: Number(topicId) } : {}),
-      });
-      return { chatId: String(message.chat.id), messageId: String(message.message_id) };
-    } catch (error) {
-      if (isChatGone(error)) throw new ChatUnreachableError("telegram", `telegram: cannot write to chat ${chatId}: ${(error as Error).message}`, { cause: error });
-      throw error;
-    }
+      }),
+    );
+    return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
 
   /** {@inheritDoc Outbound.closeReminder} `editMessageText` without `reply_markup` removes the keyboard. */
   async closeReminder(message: SentRef, text: string): Promise<void> {
-    try {
-      await this.api.editMessageText(message.chatId, Number(message.messageId), escapeHtml(text), { parse_mode: "HTML" });
-    } catch (error) {
-      if (!isHarmless(error)) throw error;
-      this.log.debug({ message, error: (error as Error).message }, "telegram: reminder edit was not needed");
-    }
+    await translated("closeReminder", async () => {
+      try {
+        await this.api.editMessageText(message.chatId, Number(message.messageId), escapeHtml(text), { parse_mode: "HTML" });
+      } catch (error) {
+        if (!isHarmless(error)) throw error;
+        this.log.debug({ message, error: (error as Error).message }, "telegram: reminder edit was not needed");
+      }
+    });
   }
 
   /** Removes the keyboard of a prompt at once (after an accepted press). Never throws. */

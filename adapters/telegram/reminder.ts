@@ -6,7 +6,6 @@
  * Sources: https://core.telegram.org/bots/api#formatting-options ("inline mention of a user"),
  * https://core.telegram.org/bots/api#inlinekeyboardbutton (`callback_data` 1-64 bytes).
  */
-import { GrammyError } from "grammy";
 import type { InlineKeyboardMarkup } from "grammy/types";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ReminderMessage } from "../../src/outbound.js";
@@ -30,14 +29,4 @@ export function reminderKeyboard(token: string, locale: Locale): InlineKeyboardM
       ],
     ],
   };
-}
-
-/**
- * True when the Bot API says the bot can no longer write to the chat: 403 (blocked by the user,
- * kicked from the group, deactivated user) or 400 "chat not found" / a deleted topic / no rights.
- */
-export function isChatGone(error: unknown): boolean {
-  if (!(error instanceof GrammyError)) return false;
-  if (error.error_code === 403) return true;
-  return error.error_code === 400 && /chat not found|message thread not found|not enough rights|have no rights|CHAT_WRITE_FORBIDDEN|group chat was upgraded/i.test(error.description);
 }

@@ -81,7 +81,7 @@ export class AccessGate {
 
   constructor(deps: AccessGateDeps) {
     this.#deps = deps;
-    this.access = new AccessStore(deps.redis);
+    this.access = new AccessStore(deps.redis, deps.log);
     this.usage = new UsageStore(deps.redis, deps.config.TIMEZONE);
     // Key `rate:{platform:userId}`: the hash tag is the user (personal data).
     this.#limiter = new RateLimiterRedis({ storeClient: deps.redis, keyPrefix: "rate", points: deps.config.RATE_LIMIT_PER_MINUTE, duration: 60 });

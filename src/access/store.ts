@@ -18,7 +18,10 @@
  */
 import { randomInt } from "node:crypto";
 import { plainLine } from "../plain-text.js";
+import { z } from "zod";
+import { silentLogger, type Logger } from "../log.js";
 import type { RedisClient } from "../redis.js";
+import { decodeRecord } from "../records.js";
 
 /** Letters and digits of a pairing code: no look-alikes (no 0/O, 1/I/L). */
 export const PAIRING_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -37,17 +40,21 @@ export const PAIRING_CODES_PER_USER_PER_DAY = 3;
 /** A day in ms: the window of {@link PAIRING_CODES_PER_USER_PER_DAY} and of the turned-away counts. */
 const DAY_MS = 86_400_000;
 
-/** A stranger waiting for approval: who, and the DM to tell them in. */
-export interface Pairing {
-  code: string;
-  platform: string;
-  userId: string;
-  userName: string;
-  /** The DM chat the code was given in (where "you are in" is sent). */
-  chatId: string;
-  /** ms since the epoch. */
-  expiresAt: number;
-}
+/**
+ * A stranger waiting for approval: who, and the DM to tell them in (`chatId`, where "you are in"
+ * is sent); `expiresAt` in ms since the epoch. Decoded with this schema when read back from Redis.
+ */
+export const PairingSchema = z.object({
+  code: z.string(),
+  platform: z.string(),
+  userId: z.string(),
+  userName: z.string(),
+  chatId: z.string(),
+  expiresAt: z.number(),
+});
+
+/** See {@link PairingSchema}. */
+export type Pairing = z.output<typeof PairingSchema>;
 
 const TAG = "{access}";
 /** Platforms strangers pair on. */
@@ -115,9 +122,12 @@ export interface TurnedAway {
 /** Grants and pairing codes; see the module comment. Every method throws when Redis fails. */
 export class AccessStore {
   readonly #redis: RedisClient;
+  readonly #log: Logger;
 
-  constructor(redis: RedisClient) {
+  /** @param log - where an unreadable pairing record is reported (it is then treated as missing). */
+  constructor(redis: RedisClient, log: Logger = silentLogger) {
     this.#redis = redis;
+    this.#log = log;
     if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 5, lua: PAIR_SCRIPT });
   }
 
@@ -196,8 +206,8 @@ export class AccessStore {
     for (const platform of PAIRING_PLATFORMS) {
       const codes = await this.#redis.zrangebyscore(key("pending", platform), now, "+inf");
       for (const code of codes) {
-        const json = await this.#redis.get(key("code", code));
-        if (json) out.push(JSON.parse(json) as Pairing);
+        const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
+        if (pairing) out.push(pairing);
       }
     }
     return out.sort((a, b) => a.expiresAt - b.expiresAt);
@@ -223,9 +233,8 @@ export class AccessStore {
   async approve(rawCode: string): Promise<Pairing | undefined> {
     const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
     if (!new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code)) return undefined;
-    const json = await this.#redis.get(key("code", code));
-    if (!json) return undefined;
-    const pairing = JSON.parse(json) as Pairing;
+    const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
+    if (!pairing) return undefined;
     // A code that gave way to newer ones is no longer pending, though its record waits for its expiry.
     if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;
     await this.#redis

@@ -3,7 +3,9 @@
  * flow can be built against it. The implementation is `src/agent/loop.ts`.
  */
 import type Anthropic from "@anthropic-ai/sdk";
+import { z } from "zod";
 import type { Config } from "../config.js";
+import { MessageParamSchema } from "../history/message.js";
 import type { ExecuteOnce } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { ToolContext } from "../toolbox/tool.js";
@@ -37,7 +39,7 @@ export interface AgentDeps {
    * so a retried job resumes it with {@link AgentRequest.resume} instead of asking the model
    * again (which would give new `tool_use` ids and run the write twice). Default: none.
    */
-  checkpoint?: (run: RunCheckpoint) => Promise<void>;
+  checkpoint?: (run: RunState) => Promise<void>;
   /**
    * Streaming: when given, every model call is streamed (the SDK's `messages.stream`) and the run
    * reports what happens as it happens (see {@link AgentEvent}); without it the loop calls
@@ -76,23 +78,6 @@ export type AgentEvent =
   | { type: "tool_start"; toolUseId: string; name: string; activity: string; icon?: string }
   | { type: "tool_end"; toolUseId: string; ok: boolean };
 
-/**
- * A run saved before it changed data: JSON-serialisable. Its last message is the assistant turn
- * whose tool calls were about to run.
- */
-export interface RunCheckpoint {
-  /** Messages of the run so far, from its user turn to the assistant turn with the calls. */
-  messages: MessageParam[];
-  /** Model calls made so far. */
-  turns: number;
-  /** The repeated-call guard's counts before this turn's calls. */
-  callCounts: Record<string, number>;
-  /** Output budget (tokens) of the next model call. */
-  maxTokens: number;
-  /** The id of a `tool_use` cut off by `max_tokens` in that turn (never run). */
-  cutId?: string;
-}
-
 /** One model response's `usage`, in tokens (absent cache counts are 0); declared with the usage store. */
 export type { ModelUsage } from "../usage/store.js";
 
@@ -109,38 +94,66 @@ export interface AgentRequest {
   userContent?: Anthropic.Messages.ContentBlockParam[];
   context: ToolContext;
   /** A checkpoint of this same message's run saved by an earlier attempt: continue it (its calls run through `executeOnce`). */
-  resume?: RunCheckpoint;
+  resume?: RunState;
 }
 
 /** A dangerous `tool_use` waiting for its requester's approval. */
-export interface PendingCall {
-  toolUseId: string;
-  name: string;
-  input: Record<string, unknown>;
-}
+export const PendingCallSchema = z.object({
+  toolUseId: z.string().min(1),
+  name: z.string().min(1),
+  input: z.record(z.string(), z.unknown()),
+});
+
+/** See {@link PendingCallSchema}. */
+export type PendingCall = z.output<typeof PendingCallSchema>;
+
+/** A `tool_result` block as stored in a paused run: its `tool_use_id`, the API's other fields kept as they are. */
+const ToolResultSchema = z.looseObject({ type: z.literal("tool_result"), tool_use_id: z.string().min(1) }) as unknown as z.ZodType<Anthropic.Messages.ToolResultBlockParam>;
 
 /**
- * A run paused at a dangerous call: JSON-serialisable, saved in Redis by the approval flow and
- * resumed by any worker process. Its fields are the loop's business.
+ * A run of the agent loop, JSON-serialisable: the one state the loop carries from one model call to
+ * the next, and the one form in which a run is saved in Redis —
+ * - as a checkpoint before a turn that changes data (`AgentDeps.checkpoint`; a retried job
+ *   resumes it with `AgentRequest.resume` instead of asking the model again), without `history`,
+ *   `results` and `pending`;
+ * - as a run paused at a dangerous call ({@link PausedRun}, in the approval record; any worker
+ *   process resumes it with `resumeAgent`).
+ * Decoded from Redis with this schema (`decodeRecord`); its fields are the loop's business.
  */
-export interface SuspendedRun {
-  /** Messages of this run so far (starting with the user turn), ending with the assistant turn holding the pending call. */
-  messages: MessageParam[];
-  /** The history the run started from (needed to continue calling the model). */
-  history: MessageParam[];
-  /** `tool_result` blocks already computed for the other calls of the paused turn, in order. */
-  results: Anthropic.Messages.ToolResultBlockParam[];
-  /** Dangerous calls of the paused turn still waiting, first is the one being asked about. */
-  pending: PendingCall[];
+export const RunStateSchema = z.object({
+  /** Messages of the run so far, from its user turn; saved, it ends with the assistant turn whose calls were about to run (or wait). */
+  messages: z.array(MessageParamSchema).min(1),
+  /** The history the run started from: kept in a paused run (its model calls go on from it); a checkpoint's retry reads the history again. */
+  history: z.array(MessageParamSchema).optional(),
   /** Model calls made so far. */
-  turns: number;
-  /** Signatures of calls made so far with their counts (for the repeated-call guard). */
-  callCounts: Record<string, number>;
-  /** Output budget (tokens) of the next model call, when raised after a `max_tokens` stop. */
-  maxTokens?: number;
-}
+  turns: z.number().int().nonnegative(),
+  /** The repeated-call guard's counts (call signature → calls made). */
+  callCounts: z.record(z.string(), z.number().int().nonnegative()),
+  /** Output budget (tokens) of the next model call, when raised after a `max_tokens` stop; default `ANTHROPIC_MAX_TOKENS`. */
+  maxTokens: z.number().int().positive().optional(),
+  /** The id of a `tool_use` of the last assistant turn that was cut off by `max_tokens` (never run). */
+  cutId: z.string().optional(),
+  /** Paused: `tool_result` blocks already computed for the other calls of the paused turn, in order. */
+  results: z.array(ToolResultSchema).optional(),
+  /** Paused: dangerous calls of the paused turn still waiting; the first is the one being asked about. */
+  pending: z.array(PendingCallSchema).optional(),
+});
 
-/** How the requester answered, or why no answer came. */
+/** See {@link RunStateSchema}. */
+export type RunState = z.output<typeof RunStateSchema>;
+
+/** A {@link RunState} paused at a dangerous call: with the history it started from, the turn's other results and the waiting calls. */
+export const PausedRunSchema = RunStateSchema.required({ history: true, results: true, pending: true });
+
+/** See {@link PausedRunSchema}. */
+export type PausedRun = z.output<typeof PausedRunSchema>;
+
+/**
+ * How an approval ended: the requester approved or declined, nobody decided in time (`expired`),
+ * or the requester wrote again instead (`superseded`). The one name for it in the loop (what the
+ * model is told), the approval store (the record's status), the decision jobs and the prompt's
+ * outcome.
+ */
 export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded";
 
 /**
@@ -154,4 +167,7 @@ export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded"
  */
 export type AgentOutcome =
   | { kind: "answer"; text: string; messages: MessageParam[]; refused?: boolean }
-  | { kind: "approval"; run: SuspendedRun; call: PendingCall };
+  | { kind: "approval"; run: PausedRun; call: PendingCall };
+
+/** A run paused at a dangerous call, as `runAgent` / `resumeAgent` return it: save `run`, ask about `call`. */
+export type PausedOutcome = Extract<AgentOutcome, { kind: "approval" }>;

@@ -19,7 +19,7 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PendingCall, RunCheckpoint, SuspendedRun } from "./contract.js";
+import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PausedRun, PendingCall, RunState } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
 import { answerText, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
 
@@ -47,14 +47,8 @@ export type ResumeDeps = AgentDeps & {
   callModel?: boolean;
 };
 
-/** The mutable state of one run. */
-interface RunState {
-  history: MessageParam[];
-  messages: MessageParam[];
-  turns: number;
-  callCounts: Record<string, number>;
-  maxTokens: number;
-}
+/** The state of the run being computed: a {@link RunState} with its history and output budget known. */
+type LiveRun = RunState & { history: MessageParam[]; maxTokens: number };
 
 /**
  * Answers one incoming message.
@@ -73,8 +67,8 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
     ...(request.resume ? { resumedAtTurn: request.resume.turns } : {}),
   });
   const resume = request.resume;
-  const state: RunState = resume
-    ? { history: request.history, messages: [...resume.messages], turns: resume.turns, callCounts: { ...resume.callCounts }, maxTokens: resume.maxTokens }
+  const state: LiveRun = resume
+    ? { history: request.history, messages: [...resume.messages], turns: resume.turns, callCounts: { ...resume.callCounts }, maxTokens: resume.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS }
     : { history: request.history, messages: [{ role: "user", content: userContent(request, text) }], turns: 0, callCounts: {}, maxTokens: deps.config.ANTHROPIC_MAX_TOKENS };
   if (resume) {
     // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
@@ -103,7 +97,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
  *
  * @throws {ModelUnavailableError} as {@link runAgent}.
  */
-export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, deps: ResumeDeps): Promise<AgentOutcome> {
+export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps: ResumeDeps): Promise<AgentOutcome> {
   const { context, tracer } = deps;
   const [first, ...rest] = run.pending;
   const results = [...run.results];
@@ -129,12 +123,12 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
   }
 
   if (remaining.length > 0) {
-    const next: SuspendedRun = { ...run, results, pending: remaining };
+    const next: PausedRun = { ...run, results, pending: remaining };
     tracer.event("approval", { tool: remaining[0]!.name, toolUseId: remaining[0]!.toolUseId, input: preview(redact(JSON.stringify(remaining[0]!.input))) });
     return { kind: "approval", run: next, call: remaining[0]! };
   }
 
-  const state: RunState = {
+  const state: LiveRun = {
     history: run.history,
     messages: [...run.messages, { role: "user", content: inToolUseOrder(run.messages, results) }],
     turns: run.turns,
@@ -151,7 +145,7 @@ export async function resumeAgent(run: SuspendedRun, verdict: ApprovalVerdict, d
 }
 
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
-async function continueRun(state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
+async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
   const maxTurns = deps.config.MAX_TURNS;
   let paused = false;
   while (state.turns < maxTurns) {
@@ -220,7 +214,7 @@ async function continueRun(state: RunState, deps: AgentDeps, context: ToolContex
  * answer is already in `state.messages`). The outcome's messages are the run's as the history
  * keeps them (`forHistory`: without web search results and citations).
  */
-function finish(state: RunState, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
+function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
   if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
   return { kind: "answer", text, messages: forHistory(state.messages) };
@@ -232,7 +226,7 @@ function finish(state: RunState, deps: AgentDeps, text: string, append?: Content
  * search), the call is made again without it, that tool stays off for this client and model
  * until restart (`refuseTool`), and one warning names the cause.
  */
-async function callModel(state: RunState, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
   const model = config.ANTHROPIC_MODEL;
   state.turns += 1;
@@ -371,7 +365,7 @@ async function streamModel(
  * when a dangerous call waits. When a call of the turn changes data, the run is saved first
  * (`deps.checkpoint`), so a retried job resumes here instead of asking the model again.
  */
-async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: RunState, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
+async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
   // Dangerous calls covered by the requester's "always allow" grant run in this turn, like writes.
   // One lookup per tool name, however many calls of it the turn has.
   const lookups = new Map<string, Promise<{ expiresAt: number } | undefined>>();
@@ -383,12 +377,12 @@ async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, sta
     if (grant) granted.set(use.id, grant);
   }
   if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && (isWrite(deps, u.name) || granted.has(u.id)))) {
-    const checkpoint: RunCheckpoint = { messages: state.messages, turns: state.turns, callCounts: { ...state.callCounts }, maxTokens: state.maxTokens, ...(cutId ? { cutId } : {}) };
+    const checkpoint: RunState = { messages: state.messages, turns: state.turns, callCounts: { ...state.callCounts }, maxTokens: state.maxTokens, ...(cutId ? { cutId } : {}) };
     await deps.checkpoint(checkpoint);
   }
   const { results, pending } = await runTurn(toolUses, cutId, state, deps, context, granted);
   if (pending.length > 0) {
-    const run: SuspendedRun = { ...state, results, pending };
+    const run: PausedRun = { ...state, results, pending };
     const call = pending[0]!;
     deps.tracer.event("approval", { tool: call.name, toolUseId: call.toolUseId, input: preview(redact(JSON.stringify(call.input))), pending: pending.length });
     return { kind: "approval", run, call };
@@ -407,7 +401,7 @@ function isWrite(deps: AgentDeps, name: string): boolean {
 async function runTurn(
   toolUses: ToolUseBlock[],
   cutId: string | undefined,
-  state: RunState,
+  state: LiveRun,
   deps: AgentDeps,
   context: ToolContext,
   granted: ReadonlyMap<string, { expiresAt: number }>,

@@ -13,28 +13,22 @@
  *    before it is handled. Other people's messages leave the prompt open.
  */
 import { z } from "zod";
-import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PendingCall, SuspendedRun } from "../agent/contract.js";
+import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PausedOutcome, PendingCall, PausedRun } from "../agent/contract.js";
 import type { ResumeDeps } from "../agent/loop.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
-import type { ApprovalOutcome, Outbound } from "../outbound.js";
+import { destinationOf, type Outbound } from "../outbound.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { durationInWords } from "../reminders/time.js";
-import { finishTracer } from "../trace/tracer.js";
+import type { RunTracer } from "../trace/tracer.js";
 import type { GrantStore } from "./grants.js";
 import { APPROVAL_ID_PATTERN, type ApprovalRecord, type ApprovalStore, type RequesterRef } from "./store.js";
 
-/** Runs an approved call at most once per `tool_use` id; see `ApprovalStore.executeOnce`. */
-export type ExecuteOnce = NonNullable<ResumeDeps["executeOnce"]>;
-
 /** The agent loop's resume function (`resumeAgent` of `src/agent/loop.ts`), injected. */
-export type ResumeAgent = (run: SuspendedRun, verdict: ApprovalVerdict, deps: ResumeDeps) => Promise<AgentOutcome>;
-
-/** A paused run, as `runAgent` / `resumeAgent` return it. */
-export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
+export type ResumeAgent = (run: PausedRun, verdict: ApprovalVerdict, deps: ResumeDeps) => Promise<AgentOutcome>;
 
 /**
  * The job data of a decision (from `onDecision`) or of the delayed expiry job. Job data comes
@@ -42,7 +36,7 @@ export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
  */
 export const DecisionJobSchema = z.object({
   approvalId: z.string().regex(APPROVAL_ID_PATTERN),
-  verdict: z.enum(["approved", "declined", "expired"]),
+  verdict: z.enum(["approved", "declined", "expired"]) satisfies z.ZodType<ApprovalVerdict>,
 });
 
 /** See {@link DecisionJobSchema}. */
@@ -53,7 +47,7 @@ export interface ApprovalFlowDeps {
   store: ApprovalStore;
   agent: { resumeAgent: ResumeAgent };
   /** The agent's dependencies and a fresh tool context for `message` (same as the worker uses for a new run). */
-  agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext }> | (AgentDeps & { context: ToolContext });
+  agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext; tracer: RunTracer }> | (AgentDeps & { context: ToolContext; tracer: RunTracer });
   /** Appends a finished run's messages (starting with the user turn) to the conversation's history. */
   appendHistory(conversation: ConversationRef, messages: MessageParam[]): Promise<void>;
   /** The outbound side of `platform`. */
@@ -92,7 +86,7 @@ export async function describeCall(toolbox: ToolBox, call: PendingCall, context:
  * The text of a closed prompt: the outcome and the action, in `locale`.
  * @param grantMs - for an "always allow" approval: the grant's length in ms, said on the prompt.
  */
-export function outcomeText(outcome: ApprovalOutcome, action: string, locale: Locale, grantMs?: number): string {
+export function outcomeText(outcome: ApprovalVerdict, action: string, locale: Locale, grantMs?: number): string {
   if (outcome === "approved" && grantMs !== undefined) {
     return localize(locale, { "zh-TW": "✅ 已確認，{duration}內一律允許：{action}", en: "✅ Confirmed, always allowed for {duration}: {action}" }, { action, duration: durationInWords(grantMs, locale) });
   }
@@ -130,7 +124,7 @@ export class ApprovalFlow {
    * @returns the approval id.
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
-  async begin(message: IncomingMessage, outcome: ApprovalOutcomeOfRun, outbound: Outbound): Promise<string> {
+  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound): Promise<string> {
     const { store } = this.#deps;
     const existing = await this.#pendingFor(message, outcome.call.toolUseId);
     if (existing?.prompt) return existing.id;
@@ -140,7 +134,7 @@ export class ApprovalFlow {
     const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow }));
     const record = existing ?? (await store.get(id));
     if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
-    const prompt = await outbound.sendApprovalPrompt(message, {
+    const prompt = await outbound.sendApprovalPrompt(destinationOf(message), {
       approvalId: id,
       action,
       requesterName: message.userName,
@@ -222,7 +216,7 @@ export class ApprovalFlow {
         outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", { ...deps, executeOnce: store.executeOnce });
       }
     } finally {
-      await finishTracer(deps.tracer);
+      await deps.tracer.finish();
     }
     if (outcome.kind === "approval") {
       const approvalId = await this.begin(record.message, outcome, outbound);
@@ -233,7 +227,7 @@ export class ApprovalFlow {
       await this.#deps.appendHistory(record, outcome.messages);
       await store.markStep(record.id, "history");
     }
-    await outbound.sendAnswer(record.message, outcome.text);
+    await outbound.sendAnswer(destinationOf(record.message), outcome.text);
     await store.finish(record.id);
     return { status: "answered", text: outcome.text };
   }
@@ -263,7 +257,7 @@ export class ApprovalFlow {
               "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
               en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
             }, { action: record.action });
-      await this.#deps.outbound(record.platform).sendAnswer(record.message, text);
+      await this.#deps.outbound(record.platform).sendAnswer(destinationOf(record.message), text);
       await store.finish(record.id);
     } catch (err) {
       this.#log.error({ err, approvalId: parsed.data.approvalId }, "could not tell the requester that the approval failed");
@@ -296,7 +290,7 @@ export class ApprovalFlow {
         outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
         while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
       } finally {
-        await finishTracer(deps.tracer);
+        await deps.tracer.finish();
       }
       await this.#deps.appendHistory(record, outcome.messages);
     }
@@ -314,7 +308,7 @@ export class ApprovalFlow {
   }
 
   /** Edits the prompt to show the outcome; a failed edit is logged, not thrown (the run must still finish). */
-  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalOutcome, grantMs?: number): Promise<void> {
+  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalVerdict, grantMs?: number): Promise<void> {
     if (!record.prompt) return;
     try {
       await outbound.closeApprovalPrompt(record.prompt, outcome, outcomeText(outcome, record.action, record.locale, grantMs));

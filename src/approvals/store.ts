@@ -25,16 +25,18 @@
 import { randomBytes } from "node:crypto";
 import type { RedisClient } from "../redis.js";
 import { z } from "zod";
-import type { PendingCall, SuspendedRun } from "../agent/contract.js";
+import { PausedRunSchema, PendingCallSchema, type ApprovalVerdict, type PendingCall, type PausedRun } from "../agent/contract.js";
+import { LOCALES } from "../config.js";
 import type { Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
-import type { SentRef } from "../outbound.js";
-import { conversationKey, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { SentRefSchema, type SentRef } from "../outbound.js";
+import { conversationKey, IncomingMessageSchema, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
 
-/** Where an approval stands. Only `pending` can change, and only once. */
-export type ApprovalStatus = "pending" | "approved" | "declined" | "expired" | "superseded";
+/** Where an approval stands: `pending`, or how it ended. Only `pending` can change, and only once. */
+export type ApprovalStatus = "pending" | ApprovalVerdict;
 
 /** Length of an approval id: 16 random bytes in base64url, 22 characters of `[A-Za-z0-9_-]`. */
 export const APPROVAL_ID_LENGTH = 22;
@@ -56,7 +58,7 @@ export interface NewApproval {
   /** The message that started the run; its conversation (`platform`, `chatId`, `topicId`), `userId` and `userName` bind the approval. */
   message: IncomingMessage;
   /** The paused run, saved as it is and handed back to `resumeAgent`. */
-  run: SuspendedRun;
+  run: PausedRun;
   /** The dangerous call being asked about (the first of `run.pending`). */
   call: PendingCall;
   /** The action in plain words, as shown on the prompt, e.g. `刪除待辦 #3「買牛奶」`. */
@@ -98,7 +100,7 @@ export interface ApprovalRecord extends NewApproval, ConversationRef {
 }
 
 /** Called once per approval, right after the first valid decision was recorded. */
-export type DecisionCallback = (decision: { approvalId: string; verdict: "approved" | "declined" }) => Promise<void> | void;
+export type DecisionCallback = (decision: { approvalId: string; verdict: Extract<ApprovalVerdict, "approved" | "declined"> }) => Promise<void> | void;
 
 /** Options of an {@link ApprovalStore}. */
 export interface ApprovalStoreOptions {
@@ -196,6 +198,15 @@ const HashSchema = z.object({
   deciderId: z.string().optional(),
   alwaysAllow: z.enum(["0", "1"]).optional(),
   always: z.literal("1").optional(),
+});
+
+/** The JSON in a record's `data` field: the message, the paused run and what the prompt says. */
+const DataSchema = z.object({
+  message: IncomingMessageSchema,
+  run: PausedRunSchema,
+  call: PendingCallSchema,
+  action: z.string(),
+  locale: z.enum(LOCALES),
 });
 
 export { UNKNOWN_OUTCOME } from "../toolbox/once.js";
@@ -324,8 +335,8 @@ export class ApprovalStore implements ApprovalDecider {
       return undefined;
     }
     const h = parsed.data;
-    // Records written before alwaysAllow left `data` may still carry it there; the hash field wins below.
-    const data = JSON.parse(h.data) as NewApproval;
+    const data = decodeRecord(DataSchema, h.data, "approval record", this.#log, { approvalId: id });
+    if (!data) return undefined;
     return {
       ...data,
       id,
@@ -337,7 +348,7 @@ export class ApprovalStore implements ApprovalDecider {
       requesterName: h.requesterName,
       createdAt: h.createdAt,
       expiresAt: h.expiresAt,
-      prompt: h.prompt ? (JSON.parse(h.prompt) as SentRef) : undefined,
+      prompt: decodeRecord(SentRefSchema, h.prompt, "approval prompt", this.#log, { approvalId: id }),
       decidedAt: h.decidedAt,
       deciderId: h.deciderId,
       steps: Object.keys(hash)
@@ -422,7 +433,8 @@ export class ApprovalStore implements ApprovalDecider {
     const requester = await this.#requesterOf(id);
     if (!requester) return;
     const keys = [this.#key(id), this.#pendingKey(requester)];
-    if (requester.prompt) keys.push(this.#promptKey(requester.platform, JSON.parse(requester.prompt) as SentRef));
+    const prompt = decodeRecord(SentRefSchema, requester.prompt, "approval prompt", this.#log, { approvalId: id });
+    if (prompt) keys.push(this.#promptKey(requester.platform, prompt));
     await this.#redis.eval(FINISH, keys.length, ...keys, id);
   }
 

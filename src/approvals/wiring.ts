@@ -16,7 +16,7 @@ import { conversationKey, type Platform } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { UsageStore } from "../usage/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import { nullTracer, type Tracer } from "../trace/tracer.js";
+import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import type { ApprovalHooks } from "../worker/approvals.js";
 import { toolContextFor } from "../worker/context.js";
 import type { ApprovalDecider } from "./decision.js";
@@ -66,7 +66,7 @@ export interface ApprovalHookParts {
   client: Anthropic;
   history: HistoryStore;
   outbounds: Partial<Record<Platform, Outbound>>;
-  tracerFor?: (runId: string, chat: string) => Tracer;
+  tracerFor?: (runId: string, chat: string) => RunTracer;
   /** Where resumed runs' token usage is recorded; default none. */
   usage?: UsageStore;
 }
@@ -91,7 +91,7 @@ export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closabl
       client: parts.client,
       config,
       toolbox: toolboxFor(parts.toolbox, message),
-      tracer: parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullTracer,
+      tracer: parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullRunTracer,
       context: toolContextFor(message, { config, redis, log: log.child({ chat: conversationKey(message) }) }),
       onUsage: parts.usage
         ? (usage) => void parts.usage!.record(message, usage).catch((err: unknown) => log.warn({ err }, "could not record token usage"))

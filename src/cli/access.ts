@@ -79,7 +79,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       const who = `${pairing.platform}:${pairing.userId}`;
       console.log(`approved ${plainLine(pairing.userName, 64) || "?"} (${who})`);
       try {
-        await tell(config, pairing.platform as Platform, pairing.chatId, pairing.userId, localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
+        await tell(config, pairing.platform as Platform, pairing.chatId, localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
         console.log("they were told they are in");
       } catch (error) {
         console.error(`could not tell them (${redact((error as Error).message)}); they can write to the bot now`);
@@ -147,13 +147,13 @@ function plain(markdown: string): string {
 }
 
 /** Sends `text` to a user's DM through the platform's REST API (its token must be in `.env`). */
-async function tell(config: Config, platform: Platform, chatId: string, userId: string, text: string): Promise<void> {
+async function tell(config: Config, platform: Platform, chatId: string, text: string): Promise<void> {
   if ((platform === "telegram" && !config.TELEGRAM_BOT_TOKEN) || (platform === "discord" && !config.DISCORD_TOKEN)) {
     throw new Error(`${platform === "telegram" ? "TELEGRAM_BOT_TOKEN" : "DISCORD_TOKEN"} is not set here`);
   }
   const log = createLogger({ level: "silent" });
   const outbound = (await loadPlatform(platform)).createOutbound(config, log);
-  await outbound.sendAnswer(dmTo(platform, chatId, userId), text);
+  await outbound.sendAnswer(dmTo(platform, chatId), text);
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -20,8 +20,12 @@
 import { createHash } from "node:crypto";
 import type { RedisClient } from "../redis.js";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import { z } from "zod";
+import { silentLogger, type Logger } from "../log.js";
 import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
+import { decodeRecord } from "../records.js";
+import { MessageParamSchema } from "./message.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
 /** Settings of a {@link HistoryStore}. */
@@ -42,7 +46,12 @@ export interface HistoryOptions {
    * value is at most 3/4 of it, so trimming happens once every several runs, not on every one.
    */
   maxStoredBytes?: number;
+  /** Where an unreadable line is reported (see {@link HistoryStore.read}). Default none. */
+  log?: Logger;
 }
+
+/** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
+const TagSchema = z.object({ id: z.string(), text: z.string().optional() });
 
 /**
  * Default of {@link HistoryOptions.maxStoredBytes}: 400 000 bytes, four times the default budget
@@ -228,10 +237,13 @@ export function withoutToolImages(message: MessageParam): MessageParam {
 
 /** The history of every chat, in one Redis. */
 export class HistoryStore {
+  readonly #log: Logger;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly options: HistoryOptions,
   ) {
+    this.#log = options.log ?? silentLogger;
     if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });
     if (!("forgetRun" in redis)) redis.defineCommand("forgetRun", { numberOfKeys: 1, lua: FORGET_RUN_SCRIPT });
   }
@@ -239,8 +251,8 @@ export class HistoryStore {
   /**
    * The chat's history as it may be sent to the model: at most `maxMessages`, starting with a user
    * text turn, ending with a finished assistant turn, within the size budget. `[]` for a new or
-   * expired chat. A line that is not valid JSON ends the usable prefix (everything up to and
-   * including it is dropped). Renews the chat's expiry (one `GETEX`).
+   * expired chat. A line that is not a readable message (not JSON, or not of a message's shape;
+   * logged) ends the usable prefix (everything up to and including it is dropped). Renews the chat's expiry (one `GETEX`).
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
@@ -275,20 +287,18 @@ export class HistoryStore {
       if (line === "") continue;
       if (line.startsWith("#")) {
         if (answeredId === undefined) continue;
-        try {
-          const tag = JSON.parse(line.slice(1)) as { id?: unknown; text?: unknown };
-          if (tag.id === answeredId) answer = typeof tag.text === "string" ? tag.text : textOf(messages.at(-1)) ?? "";
-        } catch {
-          // a damaged tag tags nothing
-        }
+        // A damaged tag tags nothing.
+        const tag = decodeRecord(TagSchema, line.slice(1), "history run tag", this.#log, { chat: key });
+        if (tag?.id === answeredId) answer = tag.text ?? textOf(messages.at(-1)) ?? "";
         continue;
       }
       stored += 1;
       const json = line.startsWith("U") ? line.slice(1) : line;
-      try {
-        messages.push(JSON.parse(json) as MessageParam);
+      const message = decodeRecord(MessageParamSchema, json, "history message", this.#log, { chat: key });
+      if (message) {
+        messages.push(message);
         sizes.push(json.length);
-      } catch {
+      } else {
         messages = [];
         sizes = [];
       }

@@ -62,7 +62,7 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * for an answer that may need more than one chunk (the finish script's pop records that the last
  * chunk went out). The computed answer itself is found in the history (a tag line with the
  * message id), so a retried job neither calls the model again nor sends a chunk twice.
- * `run` holds the run saved before its first call that changes data (`RunCheckpoint` of
+ * `run` holds the run saved before its first call that changes data (`RunState` of
  * `src/agent/contract.ts`), so a retried job resumes it instead of asking the model again; it is
  * written only by runs that call such a tool and deleted once the answer is in the history.
  * `started` holds when the worker began answering (ms since the Unix epoch), written only when an

@@ -13,7 +13,7 @@ import type { RedisClient } from "../redis.js";
 import { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
 import { conversationKey, type ConversationRef } from "../queue/incoming.js";
-import { preview, type TraceEvent, type TraceEventType, type Tracer } from "./tracer.js";
+import { preview, type PendingTrace, type RunTracer, type TraceEvent, type TraceEventType } from "./tracer.js";
 
 /** Runs kept per chat. */
 export const TRACE_KEEP_RUNS = 20;
@@ -79,18 +79,6 @@ export interface TraceRun {
 const PUSH_SCRIPT = `${tracePushLua(1, 1)}
 return 1`;
 
-/** A finished run ready to be written: what {@link RunTracer.take} returns. */
-export interface PendingTrace {
-  /** {@link traceKey} of the run's chat. */
-  key: string;
-  /** The run as stored (JSON of a {@link TraceRun}). */
-  json: string;
-  /** Runs kept per chat. */
-  keepRuns: number;
-  /** Expiry of the chat's traces, in seconds. */
-  ttlSeconds: number;
-}
-
 /** Options of a {@link TraceStore}. */
 export interface TraceStoreOptions {
   /** Events are logged here at debug level. */
@@ -124,11 +112,11 @@ function safeString(value: unknown): string {
 }
 
 /**
- * The tracer of one run. {@link event} never throws; {@link finish} writes the run to Redis in
- * one command and never throws either (a Redis problem is logged as a warning: tracing must not
- * break an answer).
+ * The Redis-backed tracer of one run. {@link event} never throws; {@link finish} writes the run to
+ * Redis in one command and never throws either (a Redis problem is logged as a warning: tracing
+ * must not break an answer).
  */
-export class RunTracer implements Tracer {
+export class RedisRunTracer implements RunTracer {
   readonly runId: string;
   /** `platform:chatId`. */
   readonly chat: string;
@@ -227,9 +215,9 @@ export class TraceStore {
    * @param options.chat - the chat, as a {@link ConversationRef} or `platform:chatId`.
    * @param options.runId - e.g. the job id; default a random UUID.
    */
-  startRun(options: { chat: ConversationRef | string; runId?: string }): RunTracer {
+  startRun(options: { chat: ConversationRef | string; runId?: string }): RedisRunTracer {
     const chat = typeof options.chat === "string" ? options.chat : conversationKey(options.chat);
-    return new RunTracer(this.#redis, chat, options.runId ?? randomUUID(), this.#options);
+    return new RedisRunTracer(this.#redis, chat, options.runId ?? randomUUID(), this.#options);
   }
 
   /** The chat's latest finished run, or undefined when none is stored. @throws on a Redis error. */

@@ -51,8 +51,30 @@ export interface Tracer {
 /** A tracer that drops everything. */
 export const nullTracer: Tracer = { event() {} };
 
-/** Stores a run's events when the tracer keeps them until the end of the run (see `RunTracer.finish`); otherwise does nothing. Never throws. */
-export async function finishTracer(tracer: Tracer): Promise<void> {
-  const finish = (tracer as Tracer & { finish?: () => Promise<unknown> }).finish;
-  if (typeof finish === "function") await finish.call(tracer).catch(() => {});
+/** A finished run ready to be written: what {@link RunTracer.take} returns. */
+export interface PendingTrace {
+  /** The trace key of the run's conversation (`traceKey` of `store.ts`). */
+  key: string;
+  /** The run as stored (JSON of a `TraceRun`). */
+  json: string;
+  /** Runs kept per conversation. */
+  keepRuns: number;
+  /** Expiry of the conversation's traces, in seconds. */
+  ttlSeconds: number;
 }
+
+/**
+ * The tracer of one run, with the two ways its run can end declared: {@link take} hands the
+ * finished run over to a caller that writes it in a step of its own (the worker's finish script
+ * pushes it in the same step as it pops the message), {@link finish} writes it at once. Only the
+ * first of the two counts. The Redis-backed one is `RedisRunTracer` of `store.ts`.
+ */
+export interface RunTracer extends Tracer {
+  /** Ends the run without writing it and returns it; undefined when it ended already or keeps nothing. */
+  take(): PendingTrace | undefined;
+  /** Ends the run and writes it. Never throws (a failed write is logged). */
+  finish(): Promise<unknown>;
+}
+
+/** A run tracer that keeps nothing. */
+export const nullRunTracer: RunTracer = { event() {}, take: () => undefined, finish: async () => undefined };

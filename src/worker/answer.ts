@@ -11,7 +11,9 @@
  */
 import type { Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
-import type { AgentDeps, AgentEvent, AgentOutcome, AgentRequest, ModelUsage, RunCheckpoint } from "../agent/contract.js";
+import { z } from "zod";
+import { RunStateSchema, type AgentDeps, type AgentEvent, type AgentOutcome, type AgentRequest, type ModelUsage, type RunState } from "../agent/contract.js";
+import { decodeRecord } from "../records.js";
 import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
@@ -20,15 +22,14 @@ import { speakerLabel } from "../prompts.js";
 import { progressKeys } from "../queue/keys.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
-import type { PendingTrace } from "../trace/store.js";
-import { finishTracer, nullTracer, type Tracer } from "../trace/tracer.js";
-import type { SentRef } from "../outbound.js";
+import { nullRunTracer, type PendingTrace, type RunTracer } from "../trace/tracer.js";
+import { destinationOf, SentRefSchema, type SentRef } from "../outbound.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { WorkerDeps } from "./worker.js";
 import { toolContextFor } from "./context.js";
 import { readMedia } from "./media.js";
 import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
-import { isTransient, retryAfterMs } from "./errors.js";
+import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 
 /** The agent loop's entry point, injected so `src/main.ts` wires the real loop in one place. */
 export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
@@ -80,9 +81,9 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   const outbound = parts.outbounds[message.platform];
   if (!outbound) {
     // Another worker process may answer on this platform: retry there; drop only at the last attempt.
-    const problem = `no outbound for platform ${message.platform} in this worker (set its token here)`;
-    if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw Object.assign(new Error(problem), { retryable: true });
-    mlog.error(`${problem}; message dropped`);
+    const problem = new NoOutboundError(message.platform);
+    if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw problem;
+    mlog.error(`${problem.message}; message dropped`);
     return { message, counted: false };
   }
   const { sent: sentKey, run: runKey, started: startedKey, stream: streamKey } = progressKeys(chat, message.messageId);
@@ -91,18 +92,18 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   if (!resumed) metrics.started(message);
   let stored: string | undefined;
   let skip = 0;
-  let checkpoint: RunCheckpoint | undefined;
+  let checkpoint: RunState | undefined;
   let startedAt = Date.now();
   if (resumed) {
     startedAt = Number((await parts.redis.get(startedKey)) ?? startedAt) || startedAt;
     stored = (await parts.history.read(chat, message.messageId)).answer;
     if (stored !== undefined) skip = Number((await parts.redis.get(sentKey)) ?? 0);
-    else checkpoint = parseCheckpoint(await parts.redis.get(runKey), mlog);
+    else checkpoint = decodeRecord(RunStateSchema, await parts.redis.get(runKey), "run checkpoint", mlog);
   }
   // Messages an earlier attempt streamed into the chat (kept with the run's progress): edited to the final text or deleted.
-  const streamed = resumed ? parseRefs(await parts.redis.get(streamKey), mlog) : [];
+  const streamed = resumed ? (decodeRecord(z.array(SentRefSchema), await parts.redis.get(streamKey), "list of streamed messages", mlog) ?? []) : [];
   let checkpointed = checkpoint !== undefined;
-  const saveCheckpoint = async (run: RunCheckpoint) => {
+  const saveCheckpoint = async (run: RunState) => {
     await parts.redis.set(runKey, JSON.stringify(run), "EX", CHECKPOINT_TTL_SECONDS);
     checkpointed = true;
   };
@@ -114,15 +115,16 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
   const timer = setTimeout(() => deadline.abort(new AnswerDeadlineError(deadlineSeconds)), Math.max(0, deadlineAt - Date.now()));
   timer.unref();
 
-  const typing = new Typing(outbound, message, parts.typingIntervalMs, mlog);
+  const typing = new Typing(outbound, destinationOf(message), parts.typingIntervalMs, mlog);
   const live = openLiveAnswer(parts, message, streamed, streamKey, () => {
     typing.stop();
     // The one place where the first streamed text of an answer becomes visible.
     metrics.firstVisibleText(message);
   }, mlog);
-  let tracer: Tracer = nullTracer;
+  let tracer: RunTracer = nullRunTracer;
   let counted = false;
   let delivering = false;
+  let delivered = 0;
   try {
     let text: string;
     if (stored !== undefined) {
@@ -135,13 +137,13 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
       const media = await readMedia({ config, redis: parts.redis, log: mlog }, message, outbound, deadline.signal, { resuming: checkpoint !== undefined });
       if (media.refusal !== undefined) {
         typing.stop();
-        await outbound.sendAnswer(message, media.refusal);
+        await outbound.sendAnswer(destinationOf(message), media.refusal);
         metrics.answered(message);
         return { message, counted };
       }
       await parts.approvals.supersedePending(message);
       const before = await parts.history.read(chat);
-      tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullTracer;
+      tracer = parts.tracerFor?.(`${conversationKey(chat)}:${message.messageId}`, conversationKey(chat)) ?? nullRunTracer;
       if (checkpoint) mlog.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
       const outcome = await runAgentFor(parts, media.message, before.messages, tracer, mlog, {
         resume: checkpoint,
@@ -150,10 +152,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
         blocks: media.blocks,
         ...(live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(live) } : {}),
       });
-      // A tracer that cannot hand its run to the finish script stores it now.
-      if (typeof (tracer as Tracer & { take?: unknown }).take !== "function") await finishTracer(tracer);
       if (outcome.kind === "approval") {
-        await finishTracer(tracer);
+        await tracer.finish();
         await live?.discard(); // the approval prompt is its own message, as without streaming
         await parts.approvals.begin(message, media.stripOutcome(outcome), outbound);
         metrics.answered(message);
@@ -167,11 +167,14 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     }
     delivering = true;
     typing.stop();
-    counted = (await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog, ...(live ? { stream: live } : {}) })).counted;
+    const delivery = await deliverAnswer(outbound, message, text, { redis: parts.redis, sentKey, skip, deadlineAt, log: mlog, ...(live ? { stream: live } : {}) });
+    delivered = delivery.sent;
+    if (delivery.error !== undefined) throw delivery.error;
+    counted = delivery.counted;
     if (live && live.messages.length > 0) await parts.redis.del(streamKey);
     metrics.answered(message);
   } catch (caught) {
-    await finishTracer(tracer);
+    await tracer.finish();
     const error = deadline.signal.aborted && !delivering ? deadline.signal.reason : caught;
     const attempts = job.opts.attempts ?? 1;
     if (isTransient(error) && job.attemptsMade + 1 < attempts && Date.now() < deadlineAt) {
@@ -184,7 +187,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     // A partial streamed answer never stays beside the apology (delivered final chunks do stay).
     if (live && !delivering) await live.discard();
     else await live?.pause();
-    if (delivering && !((error as { sentChunks?: number }).sentChunks! > 0)) {
+    if (delivering && delivered === 0) {
       // Nothing of the answer reached the user: the model must not believe it was seen.
       await parts.history.forget(chat, message.messageId).catch((e: unknown) => mlog.error({ err: e }, "could not remove the undelivered answer from the history"));
     }
@@ -200,8 +203,7 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     typing.stop();
     await live?.pause();
   }
-  const take = (tracer as Tracer & { take?: () => PendingTrace | undefined }).take;
-  return { message, counted, trace: typeof take === "function" ? take.call(tracer) : undefined };
+  return { message, counted, trace: tracer.take() };
 }
 
 /** Runs the agent loop for `message` with the toolbox of its context; group turns start with the speaker's label (`speakerLabel`). */
@@ -209,9 +211,9 @@ async function runAgentFor(
   parts: AnswerParts,
   message: IncomingMessage,
   history: AgentRequest["history"],
-  tracer: Tracer,
+  tracer: RunTracer,
   mlog: Logger,
-  progress: { resume?: RunCheckpoint; checkpoint: (run: RunCheckpoint) => Promise<void>; signal: AbortSignal; onEvent?: AgentDeps["onEvent"]; blocks?: AgentRequest["userContent"] },
+  progress: { resume?: RunState; checkpoint: (run: RunState) => Promise<void>; signal: AbortSignal; onEvent?: AgentDeps["onEvent"]; blocks?: AgentRequest["userContent"] },
 ): Promise<AgentOutcome> {
   const { config, usage } = parts;
   const chat = { platform: message.platform, chatKind: message.chatKind } as const;
@@ -250,7 +252,7 @@ async function runAgentFor(
 function openLiveAnswer(parts: AnswerParts, message: IncomingMessage, streamed: SentRef[], streamKey: string, onVisible: () => void, log: Logger): AnswerStream | undefined {
   const outbound = parts.outbounds[message.platform];
   if (!outbound?.openStream || (parts.config.STREAMING !== "on" && streamed.length === 0)) return undefined;
-  return outbound.openStream(message, {
+  return outbound.openStream(destinationOf(message), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: streamed,
     onMessages: async (refs) => {
@@ -275,30 +277,4 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
     if (mapped) live.push(mapped);
   };
-}
-
-/** The message ids kept under a stream key, or none when absent or unreadable (logged). */
-function parseRefs(raw: string | null, log: Logger): SentRef[] {
-  if (raw === null) return [];
-  try {
-    const refs = JSON.parse(raw) as SentRef[];
-    if (Array.isArray(refs) && refs.every((r) => typeof r?.chatId === "string" && typeof r.messageId === "string")) return refs;
-  } catch {
-    // fall through
-  }
-  log.warn("unreadable list of streamed messages; they are left as they are");
-  return [];
-}
-
-/** A stored checkpoint, or undefined when there is none or it cannot be read (logged; the run then starts over). */
-function parseCheckpoint(raw: string | null, log: Logger): RunCheckpoint | undefined {
-  if (raw === null) return undefined;
-  try {
-    const run = JSON.parse(raw) as RunCheckpoint;
-    if (Array.isArray(run.messages) && run.messages.length > 0 && typeof run.turns === "number") return run;
-  } catch {
-    // fall through
-  }
-  log.warn("unreadable run checkpoint; the run starts over");
-  return undefined;
 }

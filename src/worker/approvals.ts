@@ -3,15 +3,12 @@
  * (`src/approvals/`) implements {@link ApprovalHooks}; until it is wired in, {@link unavailableApprovals}
  * tells the user that confirmation is not available and changes nothing.
  */
-import type { AgentOutcome } from "../agent/contract.js";
+import type { PausedOutcome } from "../agent/contract.js";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
-import type { Outbound } from "../outbound.js";
+import { destinationOf, type Outbound } from "../outbound.js";
 import type { IncomingMessage } from "../queue/incoming.js";
-
-/** A run paused at a dangerous call, as the loop returned it. */
-export type ApprovalOutcomeOfRun = Extract<AgentOutcome, { kind: "approval" }>;
 
 /** What the worker calls around approvals. Each method may throw; a throw is treated like any job failure. */
 export interface ApprovalHooks {
@@ -20,7 +17,7 @@ export interface ApprovalHooks {
    * post the prompt through `outbound`, schedule the timeout. Called at most once per message
    * unless the job is retried after a crash inside this call (make it idempotent per message id).
    */
-  begin(message: IncomingMessage, outcome: ApprovalOutcomeOfRun, outbound: Outbound): Promise<void>;
+  begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound): Promise<void>;
   /**
    * Called before `message` is handled: close the pending approval of its sender in its
    * conversation (if any) as `superseded` (finish its run so the history stays valid, edit its
@@ -44,7 +41,7 @@ export function unavailableApprovals(locale: Locale, log: Logger): ApprovalHooks
     async begin(message, outcome, outbound) {
       log.warn({ tool: outcome.call.name }, "a dangerous tool needs confirmation, but no approval store is configured");
       await outbound.sendAnswer(
-        message,
+        destinationOf(message),
         localize(locale, {
           "zh-TW": "這個動作（{tool}）需要你確認，但目前無法進行確認，所以沒有執行。",
           en: "This action ({tool}) needs your confirmation, but confirmation is unavailable right now, so nothing was done.",

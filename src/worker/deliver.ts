@@ -8,7 +8,7 @@ import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
-import type { Outbound } from "../outbound.js";
+import { destinationOf, type Destination, type Outbound } from "../outbound.js";
 import type { AnswerStream } from "../streaming.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import { retryAfterMs } from "./errors.js";
@@ -52,6 +52,8 @@ export interface Delivery {
   counted: boolean;
   /** Chunks of the answer that went out, in this attempt and earlier ones. */
   sent: number;
+  /** Why the rest could not be sent (the outbound's error); absent when the whole answer went out. */
+  error?: unknown;
 }
 
 /**
@@ -61,13 +63,14 @@ export interface Delivery {
  * sent chunk is counted under `sentKey` (for {@link PROGRESS_TTL_SECONDS}), so a retry sends only
  * the rest.
  *
- * A platform rate limit (a 429 with `retry_after`, see `retryAfterMs`) is always waited out and
- * the rest of the answer sent again, for as long as `deadlineAt` allows: the client libraries'
- * own retries give up after a few attempts, but the answer is not lost while there is time.
+ * A platform rate limit (`RateLimitedError`, with the wait the platform asked for) is always
+ * waited out and the rest of the answer sent again, for as long as `deadlineAt` allows: the client
+ * libraries' own retries give up after a few attempts, but the answer is not lost while there is time.
  *
  * @param progress.deadlineAt - the answer's deadline, ms since the Unix epoch.
- * @throws what the outbound throws (earlier chunks stay sent and counted), including the 429 when
- *   waiting it out would pass the deadline; `sentChunks` on the error says how many went out.
+ * @returns how many chunks went out, and the outbound's `error` when the rest could not be sent
+ *   (earlier chunks stay sent and counted), including the 429 when waiting it out would pass the
+ *   deadline. Never throws for a failed send; a failed count (Redis) is returned as its `error` too.
  */
 export async function deliverAnswer(
   outbound: Outbound,
@@ -76,6 +79,7 @@ export async function deliverAnswer(
   progress: { redis: RedisClient; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream },
 ): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
+  const counted = multi || progress.skip > 0;
   let sent = progress.skip;
   for (;;) {
     try {
@@ -88,11 +92,11 @@ export async function deliverAnswer(
         },
       };
       if (progress.stream) await progress.stream.finish(text, options);
-      else await outbound.sendAnswer(message, text, options);
-      return { counted: multi || progress.skip > 0, sent };
+      else await outbound.sendAnswer(destinationOf(message), text, options);
+      return { counted, sent };
     } catch (error) {
       const wait = retryAfterMs(error);
-      if (wait === undefined || Date.now() + wait >= progress.deadlineAt) throw Object.assign(error as object, { sentChunks: sent });
+      if (wait === undefined || Date.now() + wait >= progress.deadlineAt) return { counted, sent, error };
       progress.log.warn({ retryAfterMs: wait, sent }, "the platform is rate limiting this chat; waiting out its retry_after before sending the rest");
       await new Promise((r) => setTimeout(r, wait));
     }
@@ -109,7 +113,7 @@ export async function sendApology(outbound: Outbound, message: IncomingMessage, 
   const { userMessage, operatorCause } = (error ?? {}) as { userMessage?: unknown; operatorCause?: unknown };
   let apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : localize(locale, APOLOGY);
   if (outbound.showsCauses && typeof operatorCause === "function") apology += `\n(${String(operatorCause.call(error))})`;
-  await outbound.sendAnswer(message, apology).catch((e: unknown) => {
+  await outbound.sendAnswer(destinationOf(message), apology).catch((e: unknown) => {
     log.error({ err: e }, "the apology could not be sent either");
   });
 }
@@ -119,7 +123,7 @@ export class Typing {
   #timer: NodeJS.Timeout | undefined;
   constructor(
     private readonly outbound: Outbound,
-    private readonly to: IncomingMessage,
+    private readonly to: Destination,
     private readonly everyMs: number,
     private readonly log: Logger,
   ) {}

@@ -34,7 +34,7 @@ import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { UsageStore } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
-import type { Tracer } from "../trace/tracer.js";
+import type { RunTracer } from "../trace/tracer.js";
 import { answerMessage, type AnswerParts, type RunAgent } from "./answer.js";
 import type { ApprovalHooks } from "./approvals.js";
 
@@ -84,12 +84,11 @@ export interface WorkerDeps {
   outbounds: Partial<Record<Platform, Outbound>>;
   approvals: ApprovalHooks;
   /**
-   * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A tracer with a
-   * `take()` method (`RunTracer` of `src/trace/store.ts`) has its run written by the worker's finish
-   * script, on the `store` Redis (the trace store must use that Redis); any other tracer with a
-   * `finish()` is finished right after the run.
+   * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A chat job's run is
+   * handed over (`RunTracer.take`) and written by the worker's finish script, on the `store` Redis
+   * (the trace store must use that Redis); other runs are written when they end (`finish`).
    */
-  tracerFor?: (runId: string, chat: string) => Tracer;
+  tracerFor?: (runId: string, chat: string) => RunTracer;
   /**
    * Where each model response's `usage` is recorded (per user and chat, day and month); default
    * none. Recording is awaited before the answer is sent, so `/usage` right after an answer

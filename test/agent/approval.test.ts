@@ -3,7 +3,7 @@
  * for each verdict. The saved run goes through JSON, as it does through Redis.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { AgentDeps, AgentOutcome, MessageParam, SuspendedRun } from "../../src/agent/contract.js";
+import type { AgentDeps, AgentOutcome, MessageParam, PausedRun } from "../../src/agent/contract.js";
 import { resumeAgent, runAgent } from "../../src/agent/loop.js";
 import sharp from "sharp";
 import { z } from "zod";
@@ -36,8 +36,8 @@ function answer(outcome: AgentOutcome): Extract<AgentOutcome, { kind: "answer" }
   return outcome;
 }
 /** Through JSON, as the approval flow stores it in Redis. */
-function saved(run: SuspendedRun): SuspendedRun {
-  return JSON.parse(JSON.stringify(run)) as SuspendedRun;
+function saved(run: PausedRun): PausedRun {
+  return JSON.parse(JSON.stringify(run)) as PausedRun;
 }
 
 async function expectValidFollowUp(deps: AgentDeps, history: MessageParam[]): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import type { RedisClient } from "../../src/redis.js";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { SuspendedRun } from "../../src/agent/contract.js";
+import type { PausedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { GrantStore, grantLookup, type GrantOwner } from "../../src/approvals/grants.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
@@ -183,7 +183,7 @@ describe("/permissions listing and revoke buttons", () => {
 
 describe("ApprovalStore: deciding with always allow", () => {
   const message: IncomingMessage = { platform: "telegram", chatId: "-100300", chatKind: "group", userId: "301", userName: "Alice", text: "delete #1", messageId: "m1", sentAt: 1, reply: {} };
-  const run: SuspendedRun = { messages: [{ role: "user", content: "delete #1" }], history: [], results: [], pending: [], turns: 1, callCounts: {} };
+  const run: PausedRun = { messages: [{ role: "user", content: "delete #1" }], history: [], results: [], pending: [], turns: 1, callCounts: {} };
   const approval = (alwaysAllow: boolean): NewApproval => ({ message, run, call: { toolUseId: "toolu_1", name: "delete_todo", input: {} }, action: "刪除待辦 #1", locale: "zh-TW", alwaysAllow });
 
   it("accepts always from the requester where offered, records it, and tells the grant's length", async () => {

@@ -4,38 +4,39 @@
  * never posted or is already closed (Telegram: "message is not modified") throws.
  * Replace with the console adapter's outbound once it lands on main.
  */
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
-import type { IncomingMessage, Platform } from "../../src/queue/incoming.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type { Platform } from "../../src/queue/incoming.js";
 
 /** A posted prompt and, once closed, its outcome. */
 export interface PostedPrompt {
   ref: SentRef;
-  to: IncomingMessage;
+  to: Destination;
   prompt: ApprovalPrompt;
-  closed?: { outcome: ApprovalOutcome; text: string };
+  closed?: { outcome: ApprovalVerdict; text: string };
 }
 
 /** Records prompts, closes and answers. */
 export class RecordingOutbound implements Outbound {
   readonly prompts: PostedPrompt[] = [];
-  readonly answers: { to: IncomingMessage; text: string }[] = [];
+  readonly answers: { to: Destination; text: string }[] = [];
   /** Calls of closeApprovalPrompt, including refused ones. */
   closeCalls = 0;
   #next = 1;
 
   constructor(readonly platform: Platform = "telegram") {}
 
-  async sendAnswer(to: IncomingMessage, text: string): Promise<SentRef[]> {
+  async sendAnswer(to: Destination, text: string): Promise<SentRef[]> {
     if (!text.trim()) throw new Error("Bad Request: message text is empty");
     this.answers.push({ to, text });
-    return [{ chatId: to.chatId, messageId: String(this.#next++) }];
+    return [{ chatId: to.conversation.chatId, messageId: String(this.#next++) }];
   }
 
   async sendTyping(): Promise<void> {}
 
-  async sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+  async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     if (!prompt.approvalId || !prompt.action.trim()) throw new Error("Bad Request: prompt without approval id or action");
-    const ref = { chatId: to.chatId, messageId: String(this.#next++) };
+    const ref = { chatId: to.conversation.chatId, messageId: String(this.#next++) };
     this.prompts.push({ ref, to, prompt });
     return ref;
   }
@@ -46,7 +47,7 @@ export class RecordingOutbound implements Outbound {
 
   async closeReminder(): Promise<void> {}
 
-  async closeApprovalPrompt(ref: SentRef, outcome: ApprovalOutcome, text: string): Promise<void> {
+  async closeApprovalPrompt(ref: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     this.closeCalls++;
     const posted = this.prompts.find((p) => p.ref.chatId === ref.chatId && p.ref.messageId === ref.messageId);
     if (!posted) throw new Error("Bad Request: message to edit not found");

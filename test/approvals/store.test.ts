@@ -1,6 +1,6 @@
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { SuspendedRun } from "../../src/agent/contract.js";
+import type { PausedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { APPROVAL_ID_LENGTH, APPROVAL_ID_PATTERN, ApprovalStore, UNKNOWN_OUTCOME, type NewApproval } from "../../src/approvals/store.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
@@ -41,7 +41,7 @@ function message(overrides: Partial<IncomingMessage> = {}): IncomingMessage {
 }
 
 const call = { toolUseId: "toolu_01", name: "delete_todo", input: { todo_id: 3 } };
-const run: SuspendedRun = {
+const run: PausedRun = {
   messages: [
     { role: "user", content: "把買牛奶刪掉" },
     { role: "assistant", content: [{ type: "tool_use", id: "toolu_01", name: "delete_todo", input: { todo_id: 3 } }] },

@@ -6,13 +6,13 @@
 import Anthropic from "@anthropic-ai/sdk";
 import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
-import type { AgentOutcome, MessageParam, PendingCall, SuspendedRun } from "../../src/agent/contract.js";
+import type { AgentOutcome, MessageParam, PendingCall, PausedRun } from "../../src/agent/contract.js";
 import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
 import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
 import { conversationKey, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { nullTracer } from "../../src/trace/tracer.js";
+import { nullRunTracer } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
 import { RecordingOutbound } from "./recording-outbound.js";
@@ -87,7 +87,7 @@ export const nextMessage: IncomingMessage = { ...message, messageId: "m2", text:
 
 /** A run paused at `calls` (all dangerous), as runAgent would return it. */
 export function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "approval" }> {
-  const run: SuspendedRun = {
+  const run: PausedRun = {
     messages: [
       { role: "user", content: message.text },
       { role: "assistant", content: calls.map((c) => ({ type: "tool_use" as const, id: c.toolUseId, name: c.name, input: c.input })) },
@@ -166,7 +166,7 @@ export function harness(
       client: hooks.client ?? client,
       config,
       toolbox,
-      tracer: nullTracer,
+      tracer: nullRunTracer,
       context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
     }),
     appendHistory: async (c, messages) => {

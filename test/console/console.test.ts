@@ -113,7 +113,7 @@ describe("console adapter through queue, worker and history", () => {
     type("n");
     await waitFor(() => output.answers().length === 1);
     expect(output.answers()[0]).toBe("目前沒有等待確認的動作。");
-    const to = { platform: "console" as const, chatId: "local", chatKind: "dm" as const, userId: "me", userName: "Me", text: "x", messageId: "m", sentAt: 0, reply: {} };
+    const to = { conversation: { platform: "console" as const, chatId: "local" }, chatKind: "dm" as const, replyTo: "m" };
     await adapter.outbound.sendApprovalPrompt(to, { approvalId: "ap1", action: "刪除待辦 #1「tea」", requesterName: "Me", expiresAt: Date.now() + 60_000 });
     type("y");
     await waitFor(() => decisions.length === 1);

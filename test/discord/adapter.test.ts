@@ -9,6 +9,7 @@ import { FORWARDED_END, FORWARDED_START } from "../../src/prompts.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { startHarness, type Harness } from "./harness.js";
+import { destinationOf } from "../../src/outbound.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -238,7 +239,7 @@ describe("approval prompts", () => {
     const m = h.fake.sendUserMessage(alice, dm ? "刪掉待辦 3" : `<@${h.fake.bot.id}> 刪掉待辦 3`, dm ? { dm: true } : {});
     const job = await queued(m.id);
     h.decider.approvals.set(approvalId, { requesterId: alice.id, requesterName: "Alice" });
-    const ref = await h.adapter.outbound.sendApprovalPrompt(job, { approvalId, action: "刪除待辦 #3「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 });
+    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(job), { approvalId, action: "刪除待辦 #3「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 });
     await h.fake.waitFor(() => h.fake.reactionUsers(ref.messageId, "❌").includes(h.fake.bot.id), 5000, "bot reactions");
     return { job, ref };
   }

@@ -3,9 +3,10 @@
  */
 import { DiscordAPIError, REST, Routes } from "discord.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOutbound, DiscordSendError } from "../../adapters/discord/index.js";
+import { createOutbound } from "../../adapters/discord/index.js";
+import { ChatUnreachableError } from "../../src/outbound-errors.js";
 import { silentLogger } from "../../src/log.js";
-import type { Outbound } from "../../src/outbound.js";
+import { destinationOf, type Outbound } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
@@ -45,7 +46,7 @@ describe("sendAnswer", () => {
     expect(text.length).toBeGreaterThan(5000);
     const before = fake.sent.length;
     const onSent: number[] = [];
-    const refs = await outbound.sendAnswer(to, text, { onSent: (i) => void onSent.push(i) });
+    const refs = await outbound.sendAnswer(destinationOf(to), text, { onSent: (i) => void onSent.push(i) });
     const chunks = fake.sent.slice(before);
     expect(chunks.length).toBe(refs.length);
     expect(chunks.length).toBeGreaterThanOrEqual(3);
@@ -73,7 +74,7 @@ describe("sendAnswer", () => {
     const to = incoming(false);
     const text = `${"a".repeat(1500)}\n\n${"b".repeat(1900)}\n\n${"c".repeat(100)}`;
     const before = fake.sent.length;
-    const refs = await outbound.sendAnswer(to, text, { skip: 1 });
+    const refs = await outbound.sendAnswer(destinationOf(to), text, { skip: 1 });
     expect(refs).toHaveLength(2);
     expect(fake.sent.slice(before).map((s) => s.content[0])).toEqual(["b", "c"]);
   });
@@ -82,7 +83,7 @@ describe("sendAnswer", () => {
     const to = incoming(true);
     const text = `${"a".repeat(1500)}\n\n${"b".repeat(1900)}`;
     const before = fake.sent.length;
-    const refs = await outbound.sendAnswer(to, text);
+    const refs = await outbound.sendAnswer(destinationOf(to), text);
     const first = fake.sent.slice(before);
     expect(first).toHaveLength(2);
     const nonces = first.map((c) => c.payload.nonce as string);
@@ -95,16 +96,16 @@ describe("sendAnswer", () => {
     // The same job replayed from the start (another worker, another REST client): nothing new appears.
     const again = createOutbound(testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl }), silentLogger);
     const replayed = fake.nonceReplays.length;
-    expect(await again.sendAnswer(to, text)).toEqual(refs);
+    expect(await again.sendAnswer(destinationOf(to), text)).toEqual(refs);
     expect(fake.sent.length).toBe(before + 2);
     expect(fake.nonceReplays.slice(replayed).map((r) => r.nonce)).toEqual(nonces);
 
     // The apology for the same message is other text, so it gets its own nonce and is posted.
-    await outbound.sendAnswer(to, "抱歉，我現在無法回答，請稍後再試一次。");
+    await outbound.sendAnswer(destinationOf(to), "抱歉，我現在無法回答，請稍後再試一次。");
     expect(fake.sent.length).toBe(before + 3);
     // Another message of the same chat with the same answer is a new message too.
     const other = { ...to, messageId: fake.sendUserMessage(alice, "again", { dm: true }).id };
-    await outbound.sendAnswer(other, `${"a".repeat(1500)}`);
+    await outbound.sendAnswer(destinationOf(other), `${"a".repeat(1500)}`);
     expect(fake.sent.length).toBe(before + 4);
   });
 
@@ -117,7 +118,7 @@ describe("sendAnswer", () => {
     const counted: number[] = [];
     const dying = createOutbound(config, silentLogger);
     void dying
-      .sendAnswer(to, text, {
+      .sendAnswer(destinationOf(to), text, {
         onSent: (i) => {
           counted.push(i);
           fake.holdNextCreate({ channelId: to.chatId }); // the next chunk is accepted but never confirmed
@@ -128,7 +129,7 @@ describe("sendAnswer", () => {
     expect(counted).toEqual([0]);
     const held = fake.heldCreates.find((h) => h.channelId === to.chatId)!;
     const replay = createOutbound(config, silentLogger);
-    const refs = await replay.sendAnswer(to, text, { skip: counted.length });
+    const refs = await replay.sendAnswer(destinationOf(to), text, { skip: counted.length });
     expect(refs).toEqual([{ chatId: to.chatId, messageId: held.messageId }]);
     expect(fake.sent.slice(before).map((m) => m.content[0])).toEqual(["a", "b"]);
 
@@ -136,15 +137,15 @@ describe("sendAnswer", () => {
     const dm = incoming(true);
     const sentBefore = fake.sent.length;
     fake.holdNextCreate({ channelId: dm.chatId });
-    void dying.sendAnswer(dm, "短的回答").catch(() => {});
+    void dying.sendAnswer(destinationOf(dm), "短的回答").catch(() => {});
     const heldDm = await fake.waitFor(() => fake.heldCreates.find((h) => h.channelId === dm.chatId), 5000, "the answer accepted");
-    expect(await replay.sendAnswer(dm, "短的回答")).toEqual([{ chatId: dm.chatId, messageId: heldDm.messageId }]);
+    expect(await replay.sendAnswer(destinationOf(dm), "短的回答")).toEqual([{ chatId: dm.chatId, messageId: heldDm.messageId }]);
     expect(fake.sent.slice(sentBefore).map((m) => m.content)).toEqual(["短的回答"]);
   });
 
   it("answers a DM plainly, and @everyone in an answer pings nobody", async () => {
     const to = incoming(true);
-    const [ref] = await outbound.sendAnswer(to, "@everyone @here <@700000000000000001> look!");
+    const [ref] = await outbound.sendAnswer(destinationOf(to), "@everyone @here <@700000000000000001> look!");
     const sent = fake.sent.find((s) => s.id === ref!.messageId)!;
     expect(sent.payload.message_reference).toBeUndefined();
     expect(sent.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
@@ -152,13 +153,13 @@ describe("sendAnswer", () => {
   });
 
   it("refuses a blank answer rather than sending an empty message", async () => {
-    await expect(outbound.sendAnswer(incoming(true), "  \n ")).rejects.toThrow(/empty/);
+    await expect(outbound.sendAnswer(destinationOf(incoming(true)), "  \n ")).rejects.toThrow(/empty/);
   });
 
-  it("throws a DiscordSendError with the code for an unknown channel, without the token", async () => {
+  it("throws a ChatUnreachableError with the code for an unknown channel, without the token", async () => {
     const to = { ...incoming(true), chatId: "123456789012345678" };
-    const error = await outbound.sendAnswer(to, "hi").catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(DiscordSendError);
+    const error = await outbound.sendAnswer(destinationOf(to), "hi").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChatUnreachableError);
     expect(error).toMatchObject({ code: 10003, status: 404, method: "sendAnswer" });
     expect(String((error as Error).message)).not.toContain(fake.token);
   });
@@ -167,7 +168,7 @@ describe("sendAnswer", () => {
 describe("typing and prompts", () => {
   it("shows the typing indicator", async () => {
     const to = incoming(true);
-    await outbound.sendTyping(to);
+    await outbound.sendTyping(destinationOf(to));
     expect(fake.typing.at(-1)!.channelId).toBe(to.chatId);
   });
 
@@ -179,17 +180,17 @@ describe("typing and prompts", () => {
     const to = incoming(true);
     const prompt = { approvalId: "nonceP1", action: "刪除待辦 #1「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 };
     const before = fake.sent.length;
-    const first = await outbound.sendApprovalPrompt(to, prompt);
+    const first = await outbound.sendApprovalPrompt(destinationOf(to), prompt);
     expect(fake.sent.at(-1)!.payload).toMatchObject({ nonce: expect.stringMatching(/^[0-9a-f]{25}$/), enforce_nonce: true });
-    expect(await outbound.sendApprovalPrompt(to, prompt)).toEqual(first);
+    expect(await outbound.sendApprovalPrompt(destinationOf(to), prompt)).toEqual(first);
     expect(fake.sent.length).toBe(before + 1);
-    const second = await outbound.sendApprovalPrompt(to, { ...prompt, approvalId: "nonceP2" });
+    const second = await outbound.sendApprovalPrompt(destinationOf(to), { ...prompt, approvalId: "nonceP2" });
     expect(second.messageId).not.toBe(first.messageId);
     expect(fake.sent.length).toBe(before + 2);
   });
 
   it("rejects an approval id that does not fit a custom_id token", async () => {
-    await expect(outbound.sendApprovalPrompt(incoming(true), { approvalId: "x".repeat(120), action: "a", requesterName: "Alice", expiresAt: Date.now() })).rejects.toThrow(RangeError);
+    await expect(outbound.sendApprovalPrompt(destinationOf(incoming(true)), { approvalId: "x".repeat(120), action: "a", requesterName: "Alice", expiresAt: Date.now() })).rejects.toThrow(RangeError);
   });
 });
 
@@ -284,8 +285,8 @@ describe("rate limits and server errors", () => {
     fake.failNext({ method: "POST", path: /\/typing$/ }, 500);
     const before = fake.sent.length;
     const started = Date.now();
-    await outbound.sendAnswer(to, "after the limit");
-    await outbound.sendTyping(to);
+    await outbound.sendAnswer(destinationOf(to), "after the limit");
+    await outbound.sendTyping(destinationOf(to));
     expect(Date.now() - started).toBeGreaterThanOrEqual(40);
     expect(fake.sent.slice(before).map((s) => s.content)).toEqual(["after the limit"]);
     expect(fake.requests.filter((r) => r.status === 429 || r.status === 500).length).toBeGreaterThanOrEqual(2);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callbackData, parseCallbackData } from "../../adapters/telegram/approval.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { startHarness, type Harness } from "./harness.js";
+import { destinationOf } from "../../src/outbound.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -19,7 +20,7 @@ function requestFrom(userId: number, name: string): IncomingMessage {
 async function prompt(approvalId: string) {
   h.decider.approvals.set(approvalId, { requesterId: "31", requesterName: "Alice" });
   const expiresAt = Date.parse("2026-01-01T04:05:00Z");
-  const ref = await h.adapter.outbound.sendApprovalPrompt(requestFrom(31, "Alice"), { approvalId, action: "刪除待辦 #3「買牛奶 <2 瓶> & 蛋」", requesterName: "Alice", expiresAt });
+  const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(requestFrom(31, "Alice")), { approvalId, action: "刪除待辦 #3「買牛奶 <2 瓶> & 蛋」", requesterName: "Alice", expiresAt });
   const sent = h.tg.sent.find((s) => String(s.messageId) === ref.messageId)!;
   return { ref, sent };
 }
@@ -72,7 +73,7 @@ describe("telegram approval prompts", () => {
   it("an anonymous admin's request may be decided by any admin of the group, and by nobody else", async () => {
     h.decider.approvals.set("apr9", { requesterId: `chat:${GROUP}`, requesterName: "Group" });
     const anonymous = { ...requestFrom(0, "Group"), userId: `chat:${GROUP}` };
-    const ref = await h.adapter.outbound.sendApprovalPrompt(anonymous, { approvalId: "apr9", action: "刪除待辦 #1", requesterName: "Group", expiresAt: Date.now() + 60_000 });
+    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(anonymous), { approvalId: "apr9", action: "刪除待辦 #1", requesterName: "Group", expiresAt: Date.now() + 60_000 });
     const sent = h.tg.sent.find((s) => String(s.messageId) === ref.messageId)!;
     h.tg.admins.set(GROUP, new Set([41]));
     const member = h.tg.pressButton({ from: h.tg.user(42, "Member"), message: sent, data: "ap:apr9:y" });

@@ -4,6 +4,7 @@ import { silentLogger } from "../../src/log.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { testConfig } from "../helpers/config.js";
 import { FakeTelegram } from "../fakes/telegram.js";
+import { destinationOf } from "../../src/outbound.js";
 
 let tg: FakeTelegram;
 let out: TelegramOutbound;
@@ -36,14 +37,14 @@ const sentSince = (n: number) => tg.sent.slice(n);
 describe("telegram outbound", () => {
   it("sends a private answer plainly and a group answer as a reply, in the forum topic", async () => {
     const n = tg.sent.length;
-    const refs = await out.sendAnswer(incoming(), "**你好**！今天 _天氣_ 很好。");
+    const refs = await out.sendAnswer(destinationOf(incoming()), "**你好**！今天 _天氣_ 很好。");
     expect(refs).toEqual([{ chatId: "21", messageId: String(tg.sent[n]!.messageId) }]);
     expect(tg.sent[n]!.text).toBe("你好！今天 天氣 很好。");
     expect(tg.sent[n]!.entities.map((e) => e.type)).toEqual(["bold", "italic"]);
     expect(tg.sent[n]!.payload.reply_parameters).toBeUndefined();
     expect(tg.sent[n]!.payload.parse_mode).toBe("HTML");
 
-    await out.sendAnswer(incoming({ chatId: "-100555", chatKind: "group", messageId: "77", reply: { threadId: "9" } }), "ok");
+    await out.sendAnswer(destinationOf(incoming({ chatId: "-100555", chatKind: "group", messageId: "77", reply: { threadId: "9" } })), "ok");
     expect(tg.sent[n + 1]!.payload.reply_parameters).toEqual({ message_id: 77, allow_sending_without_reply: true });
     expect(tg.sent[n + 1]!.payload.message_thread_id).toBe(9);
   });
@@ -51,7 +52,7 @@ describe("telegram outbound", () => {
   it("escapes characters that Telegram HTML reserves", async () => {
     const n = tg.sent.length;
     const md = "if a < b && c > d then <div> & &amp; \"q\" `x<y && z` [site](https://e.com/?a=1&b=<2>)";
-    await out.sendAnswer(incoming(), md);
+    await out.sendAnswer(destinationOf(incoming()), md);
     const [m] = sentSince(n);
     expect(m!.text).toBe('if a < b && c > d then <div> & &amp; "q" x<y && z site');
     const link = m!.entities.find((e) => e.type === "text_link") as { url: string };
@@ -68,7 +69,7 @@ describe("telegram outbound", () => {
     expect(md.length).toBeGreaterThan(6000);
     expect(md.indexOf("```")).toBeLessThan(4096);
     expect(md.lastIndexOf("```")).toBeGreaterThan(4096);
-    const refs = await out.sendAnswer(incoming(), md);
+    const refs = await out.sendAnswer(destinationOf(incoming()), md);
     const parts = sentSince(n);
     expect(parts.map((p) => p.text.length)).toEqual([3000, code.length + 2 + "結尾 完成。".length]);
     const pre = parts[1]!.entities.find((e) => e.type === "pre") as { offset: number; length: number; language?: string };
@@ -82,7 +83,7 @@ describe("telegram outbound", () => {
     const code = Array.from({ length: 200 }, (_, i) => `const value${i} = compute("<${i}>", a && b); // 😀`).join("\n");
     const md = `前言。\n\n\`\`\`ts\n${code}\n\`\`\`\n\n結尾。`;
     expect(md.length).toBeGreaterThan(8000);
-    await out.sendAnswer(incoming(), md);
+    await out.sendAnswer(destinationOf(incoming()), md);
     const parts = sentSince(n);
     expect(parts.length).toBeGreaterThanOrEqual(3);
     for (const p of parts) expect(p.text.length).toBeLessThanOrEqual(4096);
@@ -103,7 +104,7 @@ describe("telegram outbound", () => {
     const md = `${"第一段".repeat(1000)}\n\n${"第二段".repeat(1000)}`;
     tg.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 1", retry_after: 1 });
     const started = Date.now();
-    const refs = await out.sendAnswer(incoming(), md);
+    const refs = await out.sendAnswer(destinationOf(incoming()), md);
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     const parts = sentSince(n);
     expect(parts.map((p) => p.text.slice(0, 3))).toEqual(["第一段", "第二段"]);
@@ -113,7 +114,7 @@ describe("telegram outbound", () => {
   it("resends a chunk as plain Markdown when Telegram cannot parse its entities", async () => {
     const n = tg.sent.length;
     tg.failNext("sendMessage", { error_code: 400, description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0" });
-    await out.sendAnswer(incoming(), "**粗體** 與 `code`");
+    await out.sendAnswer(destinationOf(incoming()), "**粗體** 與 `code`");
     const [m] = sentSince(n);
     expect(m!.text).toBe("**粗體** 與 `code`");
     expect(m!.payload.parse_mode).toBeUndefined();
@@ -123,26 +124,26 @@ describe("telegram outbound", () => {
     const n = tg.sent.length;
     const seen: number[] = [];
     const md = `${"一".repeat(3000)}\n\n${"二".repeat(3000)}\n\n${"三".repeat(3000)}`;
-    const refs = await out.sendAnswer(incoming(), md, { skip: 1, onSent: (i) => void seen.push(i) });
+    const refs = await out.sendAnswer(destinationOf(incoming()), md, { skip: 1, onSent: (i) => void seen.push(i) });
     expect(seen).toEqual([1, 2]);
     expect(refs).toHaveLength(2);
     expect(sentSince(n).map((p) => p.text[0])).toEqual(["二", "三"]);
   });
 
   it("sends the typing action to the chat and topic", async () => {
-    await out.sendTyping(incoming({ chatId: "-100555", chatKind: "group", reply: { threadId: "9" } }));
+    await out.sendTyping(destinationOf(incoming({ chatId: "-100555", chatKind: "group", reply: { threadId: "9" } })));
     expect(tg.chatActions.at(-1)).toMatchObject({ chat_id: "-100555", action: "typing", message_thread_id: 9 });
   });
 
   it("is refused by Telegram for a topic the chat does not have", async () => {
     const to = incoming({ chatId: "-100555", chatKind: "group", messageId: "77", topicId: "10", reply: { threadId: "10" } });
-    await expect(out.sendAnswer(to, "ok")).rejects.toThrow("message thread not found");
-    await expect(out.sendTyping(to)).rejects.toThrow("message thread not found");
+    await expect(out.sendAnswer(destinationOf(to), "ok")).rejects.toThrow("message thread not found");
+    await expect(out.sendTyping(destinationOf(to))).rejects.toThrow("message thread not found");
   });
 
   it("fails loudly on a wrong token without leaking it", async () => {
     const bad = createOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "900000001:WRONGwrongWRONGwrongWRONG", TELEGRAM_API_ROOT: tg.apiRoot }), silentLogger);
-    const error = await bad.sendAnswer(incoming(), "hi").then(
+    const error = await bad.sendAnswer(destinationOf(incoming()), "hi").then(
       () => undefined,
       (e: unknown) => e as Error,
     );

@@ -2,7 +2,8 @@ import { afterEach, expect, it } from "vitest";
 import { Queue } from "bullmq";
 import { DECISIONS_QUEUE } from "../../src/queue/keys.js";
 import type { ConversationRef } from "../../src/queue/incoming.js";
-import type { ApprovalHooks, ApprovalOutcomeOfRun } from "../../src/worker/approvals.js";
+import type { PausedOutcome } from "../../src/agent/contract.js";
+import type { ApprovalHooks } from "../../src/worker/approvals.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -28,7 +29,7 @@ it("without an approval store, a dangerous call is not run, the user is told, an
 
 it("calls the hooks: supersede before each new message, begin on a pause; decisions do not wait behind the chat", async () => {
   const calls: string[] = [];
-  const begun: ApprovalOutcomeOfRun[] = [];
+  const begun: PausedOutcome[] = [];
   const hooks: ApprovalHooks = {
     async begin(msg, outcome) {
       calls.push(`begin:${msg.messageId}`);

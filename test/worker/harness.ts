@@ -12,7 +12,8 @@ import { runAgent } from "../../src/agent/loop.js";
 import { historyTtlSeconds, type Config } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
-import type { ApprovalOutcome, ApprovalPrompt, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
@@ -117,7 +118,7 @@ export class FlakyOutbound implements Outbound {
   /** How many of the next answers fail with a network error before anything is sent. */
   failBeforeSend = 0;
   constructor(private readonly inner: ConsoleOutbound) {}
-  async sendAnswer(to: IncomingMessage, textValue: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async sendAnswer(to: Destination, textValue: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
     if (this.failBeforeSend > 0) {
       this.failBeforeSend -= 1;
       throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
@@ -133,7 +134,7 @@ export class FlakyOutbound implements Outbound {
       },
     });
   }
-  async sendTyping(to: IncomingMessage): Promise<void> {
+  async sendTyping(to: Destination): Promise<void> {
     this.typing += 1;
     await this.inner.sendTyping(to);
   }
@@ -143,10 +144,10 @@ export class FlakyOutbound implements Outbound {
   closeReminder(message: SentRef, textValue: string): Promise<void> {
     return this.inner.closeReminder(message, textValue);
   }
-  sendApprovalPrompt(to: IncomingMessage, prompt: ApprovalPrompt): Promise<SentRef> {
+  sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     return this.inner.sendApprovalPrompt(to, prompt);
   }
-  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalOutcome, textValue: string): Promise<void> {
+  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, textValue: string): Promise<void> {
     return this.inner.closeApprovalPrompt(prompt, outcome, textValue);
   }
 }

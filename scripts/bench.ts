@@ -47,7 +47,6 @@ import { connectRedis, isCluster, type RedisClient } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
-import { unavailableApprovals } from "../src/worker/approvals.js";
 import { startWorker } from "../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../test/fakes/anthropic.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
@@ -205,7 +204,6 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
     client,
     runAgent,
     outbounds: { telegram: outbound },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
     tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
   });
   await worker.waitUntilReady();

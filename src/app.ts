@@ -10,7 +10,7 @@ import { AccessGate } from "./access/gate.js";
 import { AlbumStore } from "./media/album.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
 import type { ApprovalDecider } from "./approvals/decision.js";
-import { approvalDecider, approvalHooks } from "./approvals/wiring.js";
+import { approvalDecider, approvalFlow } from "./approvals/wiring.js";
 import { grantStoreFor } from "./approvals/grants.js";
 import { CommandRunner } from "./commands/runner.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
@@ -34,7 +34,6 @@ import type { ToolBox } from "./toolbox/toolbox.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
-import type { ApprovalHooks } from "./worker/approvals.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 
 /** What `adapters/<platform>/index.ts` exports. */
@@ -79,11 +78,6 @@ export interface StartBotOptions {
   adapters?: Adapter[];
   /** Needed by a worker: `runAgent` from `src/agent/loop.ts` and the Anthropic client. */
   agent?: { runAgent: RunAgent; client: Anthropic };
-  /**
-   * Approval hooks for the worker; default: the Redis approval store and flow
-   * (`src/approvals/wiring.ts`). Pass `() => unavailableApprovals(...)` to run without approvals.
-   */
-  approvals?: (parts: { redis: RedisClient; outbounds: Partial<Record<Platform, Outbound>> }) => ApprovalHooks;
   /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
   decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
@@ -171,17 +165,10 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
       const traces = new TraceStore(workerRedis, { log });
       const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
-      let approvals: ApprovalHooks;
-      if (options.approvals) {
-        approvals = options.approvals({ redis: workerRedis, outbounds });
-      } else {
-        const hooks = approvalHooks({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, outbounds, tracerFor, usage: new UsageStore(workerRedis, config.TIMEZONE) });
-        closers.push(() => hooks.close());
-        approvals = hooks;
-      }
-      const usage = new UsageStore(workerRedis, config.TIMEZONE);
+      const approvals = approvalFlow({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, tracerFor });
+      closers.push(() => approvals.close());
       const worker = startWorker({
-        usage,
+        usage: new UsageStore(workerRedis, config.TIMEZONE),
         config,
         log,
         redis: workerRedis,
@@ -191,7 +178,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         client: options.agent.client,
         runAgent: options.agent.runAgent,
         outbounds,
-        approvals,
+        approvals: approvals.flow,
         tracerFor,
       });
       closers.push(() => worker.close());

@@ -5,21 +5,27 @@
  *
  * Main path:
  * 1. {@link ApprovalFlow.begin}: save the paused run, post the prompt, schedule the expiry job.
- * 2. A button/reaction → `ApprovalStore.decide` → `onDecision` → a `decisions` job →
- *    {@link ApprovalFlow.handleDecision}: close the prompt with the outcome, resume the run
- *    (the tool runs through `store.executeOnce`), append the run to history, send the answer.
- * 3. No decision in time → the expiry job → `handleDecision({ verdict: "expired" })`.
+ * 2. A button/reaction → `ApprovalStore.decide` → `onDecision` → a `decisions` job → the worker's
+ *    answer pipeline (`src/worker/decision.ts`): {@link ApprovalFlow.takeDecision} (is this
+ *    decision current?), {@link ApprovalFlow.closePrompt} (the outcome on the prompt),
+ *    {@link ApprovalFlow.resume} (the grant, then the run: the approved tool runs through
+ *    `store.executeOnce`), and the pipeline's own history append, delivery and retries; at the end
+ *    {@link ApprovalFlow.finish} deletes the record, or {@link ApprovalFlow.failureText} tells the
+ *    requester that it failed.
+ * 3. No decision in time → the expiry job → the same path with `verdict: "expired"`.
  * 4. A new message of the requester in the same conversation → {@link ApprovalFlow.supersedePending}
  *    before it is handled. Other people's messages leave the prompt open.
  */
 import { z } from "zod";
 import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PausedOutcome, PendingCall, PausedRun } from "../agent/contract.js";
 import type { ResumeDeps } from "../agent/loop.js";
+import type { RunTag } from "../history/store.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, type Outbound } from "../outbound.js";
-import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
+import type { ExecuteOnce } from "../toolbox/once.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { durationInWords } from "../reminders/time.js";
@@ -32,7 +38,7 @@ export type ResumeAgent = (run: PausedRun, verdict: ApprovalVerdict, deps: Resum
 
 /**
  * The job data of a decision (from `onDecision`) or of the delayed expiry job. Job data comes
- * back from Redis, so {@link ApprovalFlow.handleDecision} checks it with this schema.
+ * back from Redis, so {@link ApprovalFlow.takeDecision} checks it with this schema.
  */
 export const DecisionJobSchema = z.object({
   approvalId: z.string().regex(APPROVAL_ID_PATTERN),
@@ -46,13 +52,14 @@ export type DecisionJob = z.output<typeof DecisionJobSchema>;
 export interface ApprovalFlowDeps {
   store: ApprovalStore;
   agent: { resumeAgent: ResumeAgent };
-  /** The agent's dependencies and a fresh tool context for `message` (same as the worker uses for a new run). */
+  /**
+   * The agent's dependencies and a tool context for a run of `message` without a model call (the
+   * prompt's description, closing a superseded run): the toolbox of its context, its tracer.
+   */
   agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext; tracer: RunTracer }> | (AgentDeps & { context: ToolContext; tracer: RunTracer });
-  /** Appends a finished run's messages (starting with the user turn) to the conversation's history. */
-  appendHistory(conversation: ConversationRef, messages: MessageParam[]): Promise<void>;
-  /** The outbound side of `platform`. */
-  outbound(platform: Platform): Outbound;
-  /** Adds the delayed expiry job: after `delayMs` ms, `handleDecision({ approvalId, verdict: "expired" })`. */
+  /** Appends a finished run's messages (starting with the user turn) to the conversation's history, tagged with the message it answered. */
+  appendHistory(conversation: ConversationRef, messages: MessageParam[], tag: RunTag): Promise<void>;
+  /** Adds the delayed expiry job: after `delayMs` ms, a decision job with `verdict: "expired"`. */
   scheduleExpiry(approvalId: string, delayMs: number): Promise<void>;
   /**
    * The "always allow" grants. When given, prompts of tools that accept grants offer "always
@@ -62,11 +69,17 @@ export interface ApprovalFlowDeps {
   log?: Logger;
 }
 
-/** What {@link ApprovalFlow.handleDecision} did. */
+/** What became of a decision job (the answer pipeline's result for it). */
 export type HandledDecision =
   | { status: "answered"; text: string }
   | { status: "asked_again"; approvalId: string }
   | { status: "skipped"; reason: "unknown" | "not_current" | "invalid_job" };
+
+/** A decision that is current: the record to resume and the verdict it was decided with. */
+export interface TakenDecision {
+  record: ApprovalRecord;
+  verdict: Extract<ApprovalVerdict, "approved" | "declined" | "expired">;
+}
 
 /** Longest input JSON shown in a fallback description, in characters. */
 const FALLBACK_INPUT_CHARS = 200;
@@ -151,117 +164,108 @@ export class ApprovalFlow {
   }
 
   /**
-   * Handles a decision job or the expiry job. `approved`/`declined` are acted on only when the
-   * store says so (the job data alone never runs a tool); `expired` first makes the pending →
-   * expired transition, and does nothing when a decision won. Then: close the prompt, resume the
-   * run (an approved tool runs through `store.executeOnce`), and on an answer append the run to
-   * history and send it; on another dangerous call, ask again. The record is deleted at the
-   * end, so a redelivered job finds nothing to do; a retried job skips the steps an earlier
-   * attempt finished (prompt edit, history append: recorded with `store.markStep`). After an
-   * expiry, further pending calls of the same turn are closed as expired too (the requester is
-   * away; no new prompt). An approval given with "always allow" first records the grant (requester
-   * × tool × conversation; not for a tool with `alwaysAllow: false`), so the resumed run's later
-   * calls of that tool need no prompt either.
+   * The take of a decision or expiry job: is it current? `approved`/`declined` are acted on only
+   * when the store says so (the job data alone never runs a tool); `expired` first makes the
+   * pending → expired transition, and is skipped when a decision won. A redelivered job finds the
+   * record deleted ({@link finish}) and is skipped.
    *
    * @param data - the job data; checked with {@link DecisionJobSchema} (invalid → `skipped`, logged).
-   * @throws when Redis, the model or the platform fails; the job may be retried (the tool still runs at most once).
+   * @throws when Redis is unreachable.
    */
-  async handleDecision(data: unknown): Promise<HandledDecision> {
+  async takeDecision(data: unknown): Promise<TakenDecision | Extract<HandledDecision, { status: "skipped" }>> {
     const parsed = DecisionJobSchema.safeParse(data);
     if (!parsed.success) {
       this.#log.error({ issues: parsed.error.issues.map((i) => i.path.join(".")) }, "invalid decision job; ignored");
       return { status: "skipped", reason: "invalid_job" };
     }
-    const job = parsed.data;
+    const { approvalId, verdict } = parsed.data;
     const { store } = this.#deps;
-    let record: ApprovalRecord | undefined;
-    if (job.verdict === "expired") {
-      record = await store.expire(job.approvalId);
-      if (!record) {
-        const current = await store.get(job.approvalId);
-        if (!current || current.status === "pending") return { status: "skipped", reason: current ? "not_current" : "unknown" };
-        // A decision won the race (its own job handles it), or an earlier attempt of this job
-        // made the transition and failed later: carry on only in the latter case.
-        if (current.status !== "expired") return { status: "skipped", reason: "not_current" };
-        record = current;
-      }
-    } else {
-      record = await store.get(job.approvalId);
-      if (!record) return { status: "skipped", reason: "unknown" };
-      if (record.status !== job.verdict) {
-        this.#log.warn({ approvalId: job.approvalId, status: record.status, verdict: job.verdict }, "decision job does not match the stored status; ignored");
-        return { status: "skipped", reason: "not_current" };
-      }
+    if (verdict === "expired") {
+      const record = await store.expire(approvalId);
+      if (record) return { record, verdict };
+      const current = await store.get(approvalId);
+      if (!current || current.status === "pending") return { status: "skipped", reason: current ? "not_current" : "unknown" };
+      // A decision won the race (its own job handles it), or an earlier attempt of this job
+      // made the transition and failed later: carry on only in the latter case.
+      if (current.status !== "expired") return { status: "skipped", reason: "not_current" };
+      return { record: current, verdict };
     }
-    const verdict = job.verdict;
-    const outbound = this.#deps.outbound(record.platform);
-    const deps = await this.#deps.agentDeps(record.message);
-    const grants = this.#deps.grants;
-    // "Always allow": the grant is recorded before the run resumes (so later calls of this turn are covered too).
-    const granting = verdict === "approved" && record.always && grants !== undefined && deps.toolbox.get(record.call.name)?.alwaysAllow !== false;
-    if (granting && !record.steps.includes("grant")) {
-      const grant = await grants.grant({ ...conversationOf(record), userId: record.requesterId }, record.call.name);
-      deps.tracer.event("approval", { verdict: "always", tool: record.call.name, toolUseId: record.call.toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
-      await store.markStep(record.id, "grant");
+    const record = await store.get(approvalId);
+    if (!record) return { status: "skipped", reason: "unknown" };
+    if (record.status !== verdict) {
+      this.#log.warn({ approvalId, status: record.status, verdict }, "decision job does not match the stored status; ignored");
+      return { status: "skipped", reason: "not_current" };
     }
-    if (!record.steps.includes("prompt")) {
-      await this.#closePrompt(record, outbound, verdict, granting ? grants.ttlMs : undefined);
-      await store.markStep(record.id, "prompt");
-      metrics.approval(granting ? "always" : verdict);
-    }
-    let outcome: AgentOutcome;
-    try {
-      outcome = await this.#deps.agent.resumeAgent(record.run, verdict, { ...deps, executeOnce: store.executeOnce });
-      while (outcome.kind === "approval" && verdict === "expired") {
-        outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", { ...deps, executeOnce: store.executeOnce });
-      }
-    } finally {
-      await deps.tracer.finish();
-    }
-    if (outcome.kind === "approval") {
-      const approvalId = await this.begin(record.message, outcome, outbound);
-      await store.finish(record.id);
-      return { status: "asked_again", approvalId };
-    }
-    if (!record.steps.includes("history") && !outcome.refused) {
-      await this.#deps.appendHistory(record, outcome.messages);
-      await store.markStep(record.id, "history");
-    }
-    await outbound.sendAnswer(destinationOf(record.message), outcome.text);
-    await store.finish(record.id);
-    return { status: "answered", text: outcome.text };
+    return { record, verdict };
   }
 
   /**
-   * Gives up on a decision or expiry job whose last attempt failed (the model or the platform
-   * stayed down): the requester gets a short message instead of silence, and the record is
-   * deleted. Unless an earlier attempt already appended it, the run is not appended to history,
-   * which stays valid (it never saw the paused turn). Never throws: a failure here is logged.
-   *
-   * @param data - the failed job's data.
+   * Shows the decision on the prompt, once per approval (a retried job skips it: recorded with
+   * `store.markStep("prompt")`), and counts it. A failed edit is logged, not thrown.
    */
-  async giveUp(data: unknown): Promise<void> {
-    const parsed = DecisionJobSchema.safeParse(data);
-    if (!parsed.success) return;
-    const { store } = this.#deps;
-    try {
-      const record = await store.get(parsed.data.approvalId);
-      if (!record) return;
-      const text =
-        parsed.data.verdict === "approved"
-          ? localize(record.locale, {
-              "zh-TW": "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
-              en: "Sorry, something went wrong while handling this ({action}), so I could not finish. It may have been done already: please check before trying again.",
-            }, { action: record.action })
-          : localize(record.locale, {
-              "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
-              en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
-            }, { action: record.action });
-      await this.#deps.outbound(record.platform).sendAnswer(destinationOf(record.message), text);
-      await store.finish(record.id);
-    } catch (err) {
-      this.#log.error({ err, approvalId: parsed.data.approvalId }, "could not tell the requester that the approval failed");
+  async closePrompt({ record, verdict }: TakenDecision, outbound: Outbound, toolbox: ToolBox): Promise<void> {
+    if (record.steps.includes("prompt")) return;
+    const granting = this.#grants(record, verdict, toolbox) !== undefined;
+    await this.#closePrompt(record, outbound, verdict, granting ? this.#deps.grants!.ttlMs : undefined);
+    await this.#deps.store.markStep(record.id, "prompt");
+    metrics.approval(granting ? "always" : verdict);
+  }
+
+  /**
+   * The compute of a decision: records an "always allow" grant first (requester × tool ×
+   * conversation; not for a tool with `alwaysAllow: false`; once per approval), so the resumed
+   * run's later calls of that tool need no prompt either; then resumes the run with the verdict
+   * (an approved tool runs through {@link executeOnce}). After an expiry, further pending calls
+   * are closed as expired too (the requester is away; no new prompt).
+   *
+   * @param deps - the run's dependencies, as the answer pipeline builds them for any run (its
+   *   deadline's signal in `context`, streaming, usage).
+   * @returns the outcome: an answer, or another paused call to ask about.
+   * @throws as `resumeAgent`, and when Redis fails recording the grant.
+   */
+  async resume({ record, verdict }: TakenDecision, deps: ResumeDeps): Promise<AgentOutcome> {
+    const grants = this.#grants(record, verdict, deps.toolbox);
+    if (grants && !record.steps.includes("grant")) {
+      const grant = await grants.grant({ ...conversationOf(record), userId: record.requesterId }, record.call.name);
+      deps.tracer.event("approval", { verdict: "always", tool: record.call.name, toolUseId: record.call.toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+      await this.#deps.store.markStep(record.id, "grant");
     }
+    const resume = { ...deps, executeOnce: this.executeOnce };
+    let outcome = await this.#deps.agent.resumeAgent(record.run, verdict, resume);
+    while (outcome.kind === "approval" && verdict === "expired") outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", resume);
+    return outcome;
+  }
+
+  /** Runs an approved call (and every write of a resumed run) at most once per `tool_use` id: `ApprovalStore.executeOnce`. */
+  get executeOnce(): ExecuteOnce {
+    return this.#deps.store.executeOnce;
+  }
+
+  /** Deletes the approval record once its decision was answered (or asked about again): a redelivered job then finds nothing to do. */
+  async finish({ record }: TakenDecision): Promise<void> {
+    await this.#deps.store.finish(record.id);
+  }
+
+  /**
+   * What the requester reads when the decision job fails for good (the model or the platform
+   * stayed down), in the record's locale: whether the action may have been done.
+   */
+  failureText({ record, verdict }: TakenDecision): string {
+    return verdict === "approved"
+      ? localize(record.locale, {
+          "zh-TW": "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
+          en: "Sorry, something went wrong while handling this ({action}), so I could not finish. It may have been done already: please check before trying again.",
+        }, { action: record.action })
+      : localize(record.locale, {
+          "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
+          en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
+        }, { action: record.action });
+  }
+
+  /** The grant store when this decision records an "always allow" grant (approved with `always`, a tool that accepts grants), else undefined. */
+  #grants(record: ApprovalRecord, verdict: ApprovalVerdict, toolbox: ToolBox): GrantStore | undefined {
+    const grants = this.#deps.grants;
+    return verdict === "approved" && record.always && grants !== undefined && toolbox.get(record.call.name)?.alwaysAllow !== false ? grants : undefined;
   }
 
   /**
@@ -276,9 +280,10 @@ export class ApprovalFlow {
    *   `messageId`). If the pending approval was begun for this very message (the job is a retry
    *   after a crash past `begin`), its run is dropped instead of appended, since the retry runs
    *   the message again.
+   * @param outbound - the outbound of the conversation (where the prompt is).
    * @returns whether an approval was closed.
    */
-  async supersedePending(incoming: RequesterRef & Pick<IncomingMessage, "messageId">): Promise<boolean> {
+  async supersedePending(incoming: RequesterRef & Pick<IncomingMessage, "messageId">, outbound: Outbound): Promise<boolean> {
     const { store } = this.#deps;
     const record = await store.supersede(incoming);
     if (!record) return false;
@@ -292,9 +297,9 @@ export class ApprovalFlow {
       } finally {
         await deps.tracer.finish();
       }
-      await this.#deps.appendHistory(record, outcome.messages);
+      if (outcome.kind === "answer") await this.#deps.appendHistory(record, outcome.messages, { messageId: record.message.messageId, text: outcome.text });
     }
-    await this.#closePrompt(record, this.#deps.outbound(record.platform), "superseded");
+    await this.#closePrompt(record, outbound, "superseded");
     await store.finish(record.id);
     return true;
   }

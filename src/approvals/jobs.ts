@@ -1,19 +1,12 @@
 /**
  * The approval flow on BullMQ: decisions and expiries are jobs of their own `decisions` queue,
  * so a click never waits behind the chat's message jobs, and any worker process can resume the
- * saved run. The worker owns the queue and its `Worker`; these helpers give the job ids, options
- * and processor so that wiring is a few lines:
- *
- * ```ts
- * const queue = new Queue(DECISIONS_QUEUE, { connection });
- * const hooks = decisionQueueHooks(queue);
- * const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: hooks.onDecision });
- * const flow = new ApprovalFlow({ store, scheduleExpiry: hooks.scheduleExpiry, ... });
- * new Worker(DECISIONS_QUEUE, decisionProcessor(flow), { connection, concurrency: config.WORKER_CONCURRENCY });
- * ```
+ * saved run. These helpers give the job ids, options and the two hooks that add jobs
+ * (`wiring.ts` uses them); the worker's `decisions` Worker processes them (`answerDecision` of
+ * `src/worker/decision.ts`).
  */
-import type { Job, JobsOptions, Processor, Queue } from "bullmq";
-import type { ApprovalFlow, DecisionJob, HandledDecision } from "./flow.js";
+import type { JobsOptions, Queue } from "bullmq";
+import type { DecisionJob } from "./flow.js";
 import type { DecisionCallback } from "./store.js";
 
 import { DECISIONS_QUEUE } from "../queue/keys.js";
@@ -70,22 +63,5 @@ export function decisionQueueHooks(
       const job: DecisionJob = { approvalId, verdict: "expired" };
       await queue.add(EXPIRY_JOB, job, { ...DECISION_JOB_OPTIONS, ...options, jobId: decisionJobId(job), delay: Math.max(0, delayMs) });
     },
-  };
-}
-
-/**
- * The processor of the `decisions` queue: hands the job data to {@link ApprovalFlow.handleDecision}.
- * When the last attempt (`attempts` of the job's options) fails, it calls
- * {@link ApprovalFlow.giveUp} so the requester hears about it, then rethrows so BullMQ marks the
- * job failed.
- */
-export function decisionProcessor(flow: ApprovalFlow): Processor<DecisionJob, HandledDecision> {
-  return async (job: Job<DecisionJob, HandledDecision>) => {
-    try {
-      return await flow.handleDecision(job.data);
-    } catch (err) {
-      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await flow.giveUp(job.data);
-      throw err;
-    }
   };
 }

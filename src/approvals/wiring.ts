@@ -1,27 +1,21 @@
 /**
- * Wiring of the approval flow into a process: the worker side (hooks the worker calls, the
+ * Wiring of the approval flow into a process: the worker side (the flow the worker calls, the
  * expiry scheduler) and the adapter side (the decider buttons and reactions call). Both sides
  * share the Redis records and the `decisions` queue, so any process can resolve any approval.
  */
-import type Anthropic from "@anthropic-ai/sdk";
 import { Queue } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import { resumeAgent } from "../agent/loop.js";
 import { alwaysAllowMs, type Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
-import type { Outbound } from "../outbound.js";
 import { bullPrefix, DECISIONS_QUEUE } from "../queue/keys.js";
-import { conversationKey, type Platform } from "../queue/incoming.js";
-import { toolboxFor } from "../toolbox/select.js";
-import type { UsageStore } from "../usage/store.js";
-import type { ToolBox } from "../toolbox/toolbox.js";
+import { conversationKey } from "../queue/incoming.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
-import type { ApprovalHooks } from "../worker/approvals.js";
-import { toolContextFor } from "../worker/context.js";
+import { runDeps, type RunParts } from "../worker/context.js";
 import type { ApprovalDecider } from "./decision.js";
 import { ApprovalFlow } from "./flow.js";
-import { grantLookup, grantStoreFor } from "./grants.js";
+import { grantStoreFor } from "./grants.js";
 import { decisionQueueHooks } from "./jobs.js";
 import { ApprovalStore } from "./store.js";
 
@@ -55,73 +49,40 @@ export function approvalDecider(parts: { config: Config; redis: RedisClient; pre
   };
 }
 
-/** What {@link approvalHooks} needs from the worker. */
-export interface ApprovalHookParts {
-  config: Config;
+/** What {@link approvalFlow} needs from the worker. */
+export interface ApprovalFlowParts extends RunParts {
   log: Logger;
-  /** The worker's connection (`maxRetriesPerRequest: null`). */
-  redis: RedisClient;
+  /** BullMQ key prefix of the `decisions` queue (default BullMQ's). */
   prefix?: string;
-  toolbox: ToolBox;
-  client: Anthropic;
   history: HistoryStore;
-  outbounds: Partial<Record<Platform, Outbound>>;
   tracerFor?: (runId: string, chat: string) => RunTracer;
-  /** Where resumed runs' token usage is recorded; default none. */
-  usage?: UsageStore;
 }
 
 /**
- * The worker's approval hooks over the Redis store and the `decisions` queue: `begin` saves the
- * paused run and posts the prompt, `supersedePending` closes the requester's pending approval
- * when they write again in the same conversation, `handleDecision` resumes the run (and tells the requester when the job's
- * last attempt fails).
+ * The worker's approval flow over the Redis store and the `decisions` queue (expiry jobs are added
+ * there; decisions are added by the adapters' {@link approvalDecider}), with "always allow" grants.
+ * The worker calls the flow itself (`begin`, `supersedePending`, and the decision jobs' take and
+ * compute); `close` closes the queue (not the Redis connection).
+ *
+ * @param parts.redis - the worker's connection (`maxRetriesPerRequest: null`).
  */
-export function approvalHooks(parts: ApprovalHookParts): ApprovalHooks & Closable {
+export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } & Closable {
   const { config, log, redis } = parts;
   const queue = decisionsQueue(redis, parts.prefix);
   const jobs = decisionQueueHooks(queue);
   const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, grantMs: alwaysAllowMs(config), log });
-  const grants = grantStoreFor(redis, config, log);
   const flow = new ApprovalFlow({
     store,
-    grants,
+    grants: grantStoreFor(redis, config, log),
     agent: { resumeAgent },
-    agentDeps: (message) => ({
-      client: parts.client,
-      config,
-      toolbox: toolboxFor(parts.toolbox, message),
-      tracer: parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullRunTracer,
-      context: toolContextFor(message, { config, redis, log: log.child({ chat: conversationKey(message) }) }),
-      onUsage: parts.usage
-        ? (usage) => void parts.usage!.record(message, usage).catch((err: unknown) => log.warn({ err }, "could not record token usage"))
-        : undefined,
-      grantFor: grantLookup(grants, message),
-    }),
-    appendHistory: (chat, messages) => parts.history.append(chat, messages),
-    outbound: (platform) => {
-      const outbound = parts.outbounds[platform];
-      if (!outbound) throw new Error(`no outbound for platform ${platform} in this worker`);
-      return outbound;
+    // Runs without a model call (the prompt's description, a superseded run's closing).
+    agentDeps: (message) => {
+      const tracer = parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullRunTracer;
+      return { ...runDeps(parts, message, { tracer, log: log.child({ chat: conversationKey(message) }) }), tracer };
     },
+    appendHistory: (chat, messages, tag) => parts.history.append(chat, messages, tag),
     scheduleExpiry: jobs.scheduleExpiry,
     log,
   });
-  return {
-    async begin(message, outcome, outbound) {
-      await flow.begin(message, outcome, outbound);
-    },
-    async supersedePending(message) {
-      await flow.supersedePending(message);
-    },
-    async handleDecision(data, job) {
-      try {
-        await flow.handleDecision(data);
-      } catch (error) {
-        if (job?.lastAttempt) await flow.giveUp(data);
-        throw error;
-      }
-    },
-    close: () => queue.close().catch(() => {}),
-  };
+  return { flow, close: () => queue.close().catch(() => {}) };
 }

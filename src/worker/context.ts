@@ -1,12 +1,21 @@
 /**
- * The per-call tool context of a message: who asked, where, in which locale and time zone.
- * Built the same way for a new run and for a run resumed after an approval.
+ * What a run of the agent loop gets for a message: the per-call tool context (who asked, where,
+ * in which locale and time zone, the answer's abort signal) and the loop's dependencies (the
+ * client, the toolbox of the chat's context, the tracer, grants). Built the same way for a new
+ * run, for a run resumed after an approval, and for the approval flow's runs without a model call.
  */
-import type { RedisClient } from "../redis.js";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { ResumeDeps } from "../agent/loop.js";
+import type { AgentDeps } from "../agent/contract.js";
+import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { IncomingMessage } from "../queue/incoming.js";
+import type { RedisClient } from "../redis.js";
+import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import type { RunTracer } from "../trace/tracer.js";
 
 /**
  * The tool context for `message`: its platform, chat and sender, the bot's locale and
@@ -26,5 +35,43 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     log: parts.log,
     redis: parts.redis,
     config: parts.config,
+  };
+}
+
+/** The worker's parts a run needs. */
+export interface RunParts {
+  config: Config;
+  /** Connection for the tools and the grants. */
+  redis: RedisClient;
+  /** Every loaded tool; the run gets `toolboxFor(toolbox, message)`. */
+  toolbox: ToolBox;
+  client: Anthropic;
+}
+
+/** What one run adds to the {@link RunParts}. */
+export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent"> {
+  tracer: RunTracer;
+  log: Logger;
+  /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
+ * chat kind), its tool context, and the requester's "always allow" grants in its conversation.
+ */
+export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
+  const { config, redis } = parts;
+  return {
+    client: parts.client,
+    config,
+    toolbox: toolboxFor(parts.toolbox, message),
+    tracer: run.tracer,
+    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}) }),
+    grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
+    ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),
+    ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),
+    ...(run.onUsage ? { onUsage: run.onUsage } : {}),
+    ...(run.onEvent ? { onEvent: run.onEvent } : {}),
   };
 }

@@ -8,7 +8,7 @@ import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
-import { destinationOf, type Destination, type Outbound } from "../outbound.js";
+import type { Destination, Outbound } from "../outbound.js";
 import type { AnswerStream } from "../streaming.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import { retryAfterMs } from "./errors.js";
@@ -57,7 +57,7 @@ export interface Delivery {
 }
 
 /**
- * Sends `text` as the answer to `message` (through `progress.stream` when the answer was streamed:
+ * Sends `text` to `to` as the answer to `message` (through `progress.stream` when the answer was streamed:
  * its messages are edited to the final chunks), skipping the first `skip` chunks (sent by an earlier
  * attempt). When the answer is longer than the outbound's `singleChunkUnits` (UTF-16 units), each
  * sent chunk is counted under `sentKey` (for {@link PROGRESS_TTL_SECONDS}), so a retry sends only
@@ -68,6 +68,8 @@ export interface Delivery {
  * libraries' own retries give up after a few attempts, but the answer is not lost while there is time.
  *
  * @param progress.deadlineAt - the answer's deadline, ms since the Unix epoch.
+ * @param progress.timed - false when the answer's first chunk is not the first text the user sees
+ *   for `message` (a run resumed after an approval: the prompt came first); default true.
  * @returns how many chunks went out, and the outbound's `error` when the rest could not be sent
  *   (earlier chunks stay sent and counted), including the 429 when waiting it out would pass the
  *   deadline. Never throws for a failed send; a failed count (Redis) is returned as its `error` too.
@@ -75,8 +77,9 @@ export interface Delivery {
 export async function deliverAnswer(
   outbound: Outbound,
   message: IncomingMessage,
+  to: Destination,
   text: string,
-  progress: { redis: RedisClient; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream },
+  progress: { redis: RedisClient; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream; timed?: boolean },
 ): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
   const counted = multi || progress.skip > 0;
@@ -87,12 +90,12 @@ export async function deliverAnswer(
         skip: sent,
         onSent: async (index: number) => {
           sent = index + 1;
-          if (index === 0) metrics.firstVisibleText(message);
+          if (index === 0 && progress.timed !== false) metrics.firstVisibleText(message);
           if (multi) await progress.redis.set(progress.sentKey, index + 1, "EX", PROGRESS_TTL_SECONDS);
         },
       };
       if (progress.stream) await progress.stream.finish(text, options);
-      else await outbound.sendAnswer(destinationOf(message), text, options);
+      else await outbound.sendAnswer(to, text, options);
       return { counted, sent };
     } catch (error) {
       const wait = retryAfterMs(error);
@@ -104,16 +107,16 @@ export async function deliverAnswer(
 }
 
 /**
- * Tells the user that `message` could not be answered: the error's own `userMessage(locale)` when
- * it has one, else a generic apology in `locale`. When the outbound's reader is the operator
- * (`showsCauses`, the terminal chat) and the error has an `operatorCause()`, that one line follows.
- * Never throws (a failed apology is logged).
+ * Tells the user at `to` that their message could not be answered: the error's own
+ * `userMessage(locale)` when it has one, else `fallback`, else a generic apology in `locale`. When
+ * the outbound's reader is the operator (`showsCauses`, the terminal chat) and the error has an
+ * `operatorCause()`, that one line follows. Never throws (a failed apology is logged).
  */
-export async function sendApology(outbound: Outbound, message: IncomingMessage, error: unknown, locale: Locale, log: Logger): Promise<void> {
+export async function sendApology(outbound: Outbound, to: Destination, error: unknown, locale: Locale, log: Logger, fallback?: string): Promise<void> {
   const { userMessage, operatorCause } = (error ?? {}) as { userMessage?: unknown; operatorCause?: unknown };
-  let apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : localize(locale, APOLOGY);
+  let apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : (fallback ?? localize(locale, APOLOGY));
   if (outbound.showsCauses && typeof operatorCause === "function") apology += `\n(${String(operatorCause.call(error))})`;
-  await outbound.sendAnswer(destinationOf(message), apology).catch((e: unknown) => {
+  await outbound.sendAnswer(to, apology).catch((e: unknown) => {
     log.error({ err: e }, "the apology could not be sent either");
   });
 }

@@ -1,6 +1,7 @@
 /**
- * The worker: takes chat jobs from BullMQ and answers each message of the chat in order. This file
- * takes the jobs; `answer.ts` answers one message; `deliver.ts` sends the answer.
+ * The worker: takes chat jobs and decision jobs from BullMQ and gives each answer through the
+ * answer pipeline (`pipeline.ts`, its map in the module comment): `message.ts` takes a chat's
+ * messages in order, `decision.ts` resumes a run paused for an approval; `deliver.ts` sends.
  *
  * A chat job drains its chat's inbox (`src/queue/producer.ts` puts messages there): peek the head,
  * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
@@ -35,11 +36,16 @@ import type { ToolBox } from "../toolbox/toolbox.js";
 import type { UsageStore } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { RunTracer } from "../trace/tracer.js";
-import { answerMessage, type AnswerParts, type RunAgent } from "./answer.js";
-import type { ApprovalHooks } from "./approvals.js";
+import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
+import type { ApprovalFlow } from "../approvals/flow.js";
+import { answerDecision } from "./decision.js";
+import { answerMessage } from "./message.js";
+import type { AnswerParts } from "./pipeline.js";
 
-export type { RunAgent } from "./answer.js";
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
+
+/** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
+export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
 
 /** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
 export const TYPING_INTERVAL_MS = 4000;
@@ -82,7 +88,12 @@ export interface WorkerDeps {
   runAgent: RunAgent;
   /** The outbound side of every platform this worker answers on. */
   outbounds: Partial<Record<Platform, Outbound>>;
-  approvals: ApprovalHooks;
+  /**
+   * The approval flow (`src/approvals/`): a paused run's prompt, the decision jobs, a superseded
+   * approval. Without it a dangerous call is not run and the user is told that confirmation is
+   * unavailable (nothing of the paused run is kept); decision jobs are ignored.
+   */
+  approvals?: ApprovalFlow;
   /**
    * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A chat job's run is
    * handed over (`RunTracer.take`) and written by the worker's finish script, on the `store` Redis
@@ -147,7 +158,7 @@ type RedisWithWorkerScripts = RedisClient & {
 
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
- * and one on the `decisions` queue whose jobs go to `approvals.handleDecision`.
+ * and one on the `decisions` queue whose jobs resume the paused runs (`answerDecision`).
  * A chat job that failed for good (e.g. stalled twice) is replaced by a new job for the chat after
  * 5 s, so a chat never stays stuck behind its mark.
  */
@@ -209,7 +220,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       .catch((e: unknown) => log.error({ err: e }, "could not schedule the replacement job"));
   });
 
-  const decisions = new Worker(DECISIONS_QUEUE, (job) => deps.approvals.handleDecision(job.data, { lastAttempt: job.attemptsMade + 1 >= (job.opts.attempts ?? 1) }), {
+  const decisions = new Worker(DECISIONS_QUEUE, (job) => answerDecision(parts, job), {
     connection: deps.redis,
     prefix: bullPrefix(deps.redis, DECISIONS_QUEUE, deps.prefix),
     concurrency: config.WORKER_CONCURRENCY,

@@ -1,13 +1,13 @@
 /**
- * The approval flow through a real BullMQ `decisions` queue and Worker on a real Redis: a click
- * becomes one job even when repeated, the worker resumes the run, and the delayed expiry job
- * closes an undecided approval.
+ * The approval flow through a real BullMQ `decisions` queue and Worker on a real Redis, processed
+ * as the worker's own `decisions` Worker does (`answerDecision`): a click becomes one job even when
+ * repeated, the worker resumes the run, and the delayed expiry job closes an undecided approval.
  */
 import { Queue, QueueEvents, Worker, type JobsOptions } from "bullmq";
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ResumeAgent } from "../../src/approvals/flow.js";
-import { decisionJobId, decisionProcessor, decisionQueueHooks, DECISIONS_QUEUE } from "../../src/approvals/jobs.js";
+import { decisionJobId, decisionQueueHooks, DECISIONS_QUEUE } from "../../src/approvals/jobs.js";
 import { connectRedis } from "../../src/redis.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { RecordingOutbound } from "./recording-outbound.js";
@@ -39,7 +39,7 @@ afterAll(async () => {
 beforeEach(async () => {
   for (const w of workers.splice(0)) await w.close();
   await queue.obliterate({ force: true });
-  await redis.del("notes:telegram:u1");
+  await redis.del("notes:telegram:u1", ...(await redis.keys("history:*")));
   await redis.hset("notes:telegram:u1", { "1": "買牛奶", "2": "繳電費" });
   toolRuns.count = 0;
 });
@@ -49,8 +49,8 @@ const call2 = { toolUseId: "toolu_q", name: "approvals_test_delete_note", input:
 /** A flow over the queue, and a Worker processing it. */
 function wired(options: { timeoutMs?: number; resumeAgent?: ResumeAgent; jobOptions?: JobsOptions } = {}): Harness {
   const hooks = decisionQueueHooks(queue, options.jobOptions);
-  const h = harness(redis, new Map(), new RecordingOutbound(), { ...hooks, timeoutMs: options.timeoutMs, resumeAgent: options.resumeAgent });
-  workers.push(new Worker(DECISIONS_QUEUE, decisionProcessor(h.flow), { connection: { path: server.url, maxRetriesPerRequest: null } }));
+  const h = harness(redis, new RecordingOutbound(), { ...hooks, timeoutMs: options.timeoutMs, resumeAgent: options.resumeAgent });
+  workers.push(new Worker(DECISIONS_QUEUE, h.process, { connection: { path: server.url, maxRetriesPerRequest: null } }));
   return h;
 }
 
@@ -112,7 +112,8 @@ describe("decisions queue", () => {
       jobOptions: { attempts: 2, backoff: { type: "fixed", delay: 10 } },
       resumeAgent: async () => {
         attempts++;
-        throw new Error("model unavailable");
+        // The model could not be reached (a transient failure: the job is retried until its last attempt).
+        throw Object.assign(new Error("model unavailable"), { code: "ECONNRESET" });
       },
     });
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
@@ -122,6 +123,6 @@ describe("decisions queue", () => {
     expect(attempts).toBe(2);
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["抱歉，處理確認時出了問題（刪除筆記 #2「繳電費」）。這個動作沒有執行，請稍後再試一次。"]);
     expect(await h.store.get(id)).toBeUndefined();
-    expect(h.history.size).toBe(0);
+    expect(await h.conversations()).toEqual([]);
   });
 });

@@ -39,7 +39,7 @@ beforeEach(async () => {
 });
 
 const context = () => testContext({ platform: "telegram", chatId: chat.chatId, chatKind: "group", userId: "u1", userName: "Alice", redis, config });
-const wired = (): Harness => harness(redis, new Map(), undefined, { resumeAgent, client });
+const wired = (): Harness => harness(redis, undefined, { resumeAgent, client });
 
 /** Runs the loop on the user's message; expects it to pause at a dangerous call. */
 async function ask(h: Harness, history: MessageParam[] = []): Promise<Extract<AgentOutcome, { kind: "approval" }>> {
@@ -52,7 +52,7 @@ async function ask(h: Harness, history: MessageParam[] = []): Promise<Extract<Ag
 /** Sends a follow-up over the saved history; the strict fake refuses an invalid one. */
 async function followUp(h: Harness): Promise<void> {
   fake.enqueue(text("還需要什麼嗎？"));
-  const history = h.history.get("telegram:-100200") ?? [];
+  const history = await h.saved("telegram:-100200");
   const next = await runAgent({ history, userText: "好", context: context() }, { client, config, toolbox, tracer: nullTracer });
   expect(fake.rejections).toEqual([]);
   expect(next).toMatchObject({ kind: "answer", text: "還需要什麼嗎？" });
@@ -68,7 +68,7 @@ describe("approval flow with the real loop", () => {
 
     expect((await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).status).toBe("accepted");
     fake.enqueue(text("已刪除筆記 #2「繳電費」。"));
-    expect(await h.flow.handleDecision(h.jobs[0]!)).toEqual({ status: "answered", text: "已刪除筆記 #2「繳電費」。" });
+    expect(await h.decide(h.jobs[0]!)).toEqual({ status: "answered", text: "已刪除筆記 #2「繳電費」。" });
     expect(toolRuns.count).toBe(1);
     expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
     const last = fake.requests.at(-1)!.messages.at(-1)!;
@@ -90,7 +90,7 @@ describe("approval flow with the real loop", () => {
     const id = await h.flow.begin(message, paused, h.outbound);
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
     fake.enqueue(text("好的，沒有刪除。"));
-    expect((await h.flow.handleDecision(h.jobs[0]!)).status).toBe("answered");
+    expect((await h.decide(h.jobs[0]!)).status).toBe("answered");
     expect(toolRuns.count).toBe(0);
     expect(await redis.hlen("notes:telegram:u1")).toBe(2);
     const results = fake.requests.at(-1)!.messages.at(-1)!.content as { tool_use_id: string; is_error?: boolean }[];
@@ -107,7 +107,7 @@ describe("approval flow with the real loop", () => {
     fake.enqueue(toolUse("approvals_test_delete_note", { note_id: 2 }, { id: "toolu_s" }));
     const id = await h.flow.begin(message, await ask(h), h.outbound);
     const requestsBefore = fake.requests.length;
-    expect(await h.flow.supersedePending(nextMessage)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(true);
     expect(fake.requests.length).toBe(requestsBefore);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
     expect(h.outbound.answers).toEqual([]);
@@ -126,7 +126,7 @@ describe("approval flow with the real loop", () => {
     );
     const id = await h.flow.begin(message, await ask(h), h.outbound);
     fake.enqueue(text("確認逾時了，兩則筆記都沒有刪除。"));
-    expect(await h.flow.handleDecision({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "確認逾時了，兩則筆記都沒有刪除。" });
+    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "確認逾時了，兩則筆記都沒有刪除。" });
     expect(h.outbound.prompts).toHaveLength(1);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("expired");
     expect(toolRuns.count).toBe(0);
@@ -139,10 +139,10 @@ describe("approval flow with the real loop", () => {
     const id = await before.flow.begin(message, await ask(before), before.outbound);
     const connection = connectRedis(server.url);
     try {
-      const after = harness(connection, before.history, before.outbound, { resumeAgent, client });
+      const after = harness(connection, before.outbound, { resumeAgent, client });
       await after.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
       fake.enqueue(text("刪好了。"));
-      expect(await after.flow.handleDecision(after.jobs[0]!)).toEqual({ status: "answered", text: "刪好了。" });
+      expect(await after.decide(after.jobs[0]!)).toEqual({ status: "answered", text: "刪好了。" });
       expect(toolRuns.count).toBe(1);
       await followUp(before);
     } finally {

@@ -1,20 +1,29 @@
 /**
  * Shared parts of the approval-flow tests: tools over Redis, a model-free stand-in for the agent
  * loop's `resumeAgent` (following `src/agent/contract.ts`; `loop.test.ts` uses the real one),
- * and a flow wired the way the worker will wire it.
+ * and a flow wired the way the worker wires it, its decision jobs going through the worker's
+ * answer pipeline (`answerDecision`), the production path.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import type { Job } from "bullmq";
 import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import type { AgentOutcome, MessageParam, PendingCall, PausedRun } from "../../src/agent/contract.js";
-import { ApprovalFlow, type DecisionJob, type ResumeAgent } from "../../src/approvals/flow.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { ApprovalFlow, type DecisionJob, type HandledDecision, type ResumeAgent } from "../../src/approvals/flow.js";
 import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
-import { conversationKey, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
+import { HistoryStore } from "../../src/history/store.js";
+import { silentLogger } from "../../src/log.js";
+import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
+import { TOOL_CALL_PREFIX } from "../../src/queue/keys.js";
+import { ExecutionLedger } from "../../src/toolbox/once.js";
 import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { nullRunTracer } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
+import { answerDecision } from "../../src/worker/decision.js";
+import type { AnswerParts } from "../../src/worker/pipeline.js";
 import { RecordingOutbound } from "./recording-outbound.js";
 
 /** Runs of the dangerous test tools. */
@@ -24,7 +33,7 @@ export const toolRuns = { count: 0 };
 export const deleteNote = defineTool({
   name: "approvals_test_delete_note",
   description: "Delete one of the user's notes by number.",
-  tags: ["test"],
+  tags: ["test", "util"],
   dangerous: true,
   input: z.object({ note_id: z.number().int().positive() }),
   async run({ note_id }, context) {
@@ -42,7 +51,7 @@ export const deleteNote = defineTool({
 export const plainTool = defineTool({
   name: "approvals_test_wipe",
   description: "Wipe everything.",
-  tags: ["test"],
+  tags: ["test", "util"],
   dangerous: true,
   input: z.object({ really: z.boolean() }),
   run: () => "wiped",
@@ -51,7 +60,7 @@ export const plainTool = defineTool({
 export const listNotes = defineTool({
   name: "approvals_test_list_notes",
   description: "List the user's notes with their numbers.",
-  tags: ["test"],
+  tags: ["test", "util"],
   input: z.object({}),
   async run(_input, context) {
     const notes = await context.redis.hgetall(`notes:${context.platform}:${context.userId}`);
@@ -123,23 +132,33 @@ export const resumeAgent: ResumeAgent = async (run, verdict, deps) => {
   return { kind: "answer", text, messages };
 };
 
-/** A wired flow and what it recorded. */
+/** A wired flow, the worker's decision path over it, and what it recorded. */
 export interface Harness {
   flow: ApprovalFlow;
   store: ApprovalStore;
   outbound: RecordingOutbound;
   jobs: DecisionJob[];
   expiries: { approvalId: string; delayMs: number }[];
-  history: Map<string, MessageParam[]>;
+  /**
+   * Processes a decision job as the worker's `decisions` Worker does (`answerDecision`, the answer
+   * pipeline). `attempt` counts from 1 (a later one may find what an earlier attempt left); `attempts` defaults to 5.
+   */
+  decide(data: unknown, attempt?: { attempt?: number; attempts?: number }): Promise<HandledDecision>;
+  /** The processor of the worker's `decisions` Worker over this flow (`answerDecision` with the job). */
+  process(job: Job): Promise<HandledDecision>;
+  /** The history of a conversation (`conversationKey`), as the next model request would get it. */
+  saved(conversation: string): Promise<MessageParam[]>;
+  /** The conversations that have a history (their `conversationKey`s). */
+  conversations(): Promise<string[]>;
 }
 
 /**
- * A flow as the worker would wire it; `onDecision` and `scheduleExpiry` are recorded and then
- * passed to `hooks` (e.g. a real BullMQ queue).
+ * A flow as the worker wires it, over the real store and history in Redis and the answer pipeline
+ * of the worker; `onDecision` and `scheduleExpiry` are recorded and then passed to `hooks` (e.g. a
+ * real BullMQ queue).
  */
 export function harness(
   connection: RedisClient,
-  history = new Map<string, MessageParam[]>(),
   outbound = new RecordingOutbound(),
   hooks: {
     onDecision?: DecisionCallback;
@@ -152,6 +171,7 @@ export function harness(
 ): Harness {
   const jobs: DecisionJob[] = [];
   const expiries: { approvalId: string; delayMs: number }[] = [];
+  const history = new HistoryStore(connection, { maxMessages: 100, ttlSeconds: 3600 });
   const store = new ApprovalStore(connection, {
     timeoutMs: hooks.timeoutMs ?? config.CONFIRM_TIMEOUT_SECONDS * 1000,
     onDecision: async (d) => {
@@ -169,16 +189,38 @@ export function harness(
       tracer: nullRunTracer,
       context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
     }),
-    appendHistory: async (c, messages) => {
-      const key = conversationKey(c);
-      history.set(key, [...(history.get(key) ?? []), ...messages]);
-    },
-    outbound: () => outbound,
+    appendHistory: (c, messages, tag) => history.append(c, messages, tag),
     scheduleExpiry: async (approvalId, delayMs) => {
       expiries.push({ approvalId, delayMs });
       await hooks.scheduleExpiry?.(approvalId, delayMs);
     },
   });
-  return { flow, store, outbound, jobs, expiries, history };
+  const parts: AnswerParts = {
+    config,
+    log: silentLogger,
+    redis: connection,
+    history,
+    toolbox,
+    client: hooks.client ?? client,
+    runAgent,
+    outbounds: { [outbound.platform]: outbound },
+    approvals: flow,
+    typingIntervalMs: 4000,
+    ledger: new ExecutionLedger(connection, { prefix: TOOL_CALL_PREFIX }),
+  };
+  return {
+    flow,
+    store,
+    outbound,
+    jobs,
+    expiries,
+    decide: (data, { attempt = 1, attempts = 5 } = {}) => answerDecision(parts, { data, attemptsMade: attempt - 1, attemptsStarted: attempt, opts: { attempts } }),
+    process: (job) => answerDecision(parts, job),
+    saved: async (key) => {
+      const [platform, rest] = key.split(/:(.*)/s) as [ConversationRef["platform"], string];
+      const [chatId, topicId] = rest.split("/");
+      return history.load({ platform, chatId: chatId!, ...(topicId ? { topicId } : {}) });
+    },
+    conversations: async () => (await connection.keys("history:*")).map((k) => k.replace(/^history:\{(.*)\}$/, "$1")).sort(),
+  };
 }
-

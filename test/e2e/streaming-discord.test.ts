@@ -13,6 +13,7 @@ import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import { keysEverywhere } from "../helpers/redis.js";
 import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES } from "./scenarios-common.js";
+import { seedTodos, todoLines } from "./approvals-helpers.js";
 
 const INTERVAL_MS = 300;
 const TIMEOUT_MS = 30_000;
@@ -182,8 +183,39 @@ describe("streamed answers on Discord", () => {
     const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
     const approve = rows.flatMap((r) => r.components).find((c) => c.label === "確認")!;
     dc.clickButton(eve, prompt.id, approve.custom_id);
+    // The resumed run streams like a fresh one: its live message ends as the answer.
     const result = await dc.waitFor(() => sentIn(channelId)[2], TIMEOUT_MS, "the answer after the approval");
+    await dc.waitFor(() => contentOf(result).includes("delete_todo: 已刪除：#1 買牛奶"), TIMEOUT_MS, "the answer's final edit");
     expect(contentOf(result)).toContain("delete_todo: 已刪除：#1 買牛奶");
+    expect(sentIn(channelId)).toHaveLength(3);
     await dc.waitFor(() => (contentOf(prompt).startsWith("✅") ? true : undefined), TIMEOUT_MS, "the prompt closed");
+  });
+
+  it("a run resumed after an approval streams like a fresh one: a reply posted at once (the approved call's status line), edited as the answer grows, ending as today's answer", async () => {
+    const dc = stack.discord;
+    const kim = user("Kim");
+    const channelId = dc.channelId;
+    await seedTodos(redis, "discord", kim.id, ["買牛奶"]);
+    stack.model.enqueue({ ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } }, { ...text(ANSWER), stream: { chunkChars: 15, totalMs: 2500 } });
+    const asked = Date.now();
+    const message = dc.sendUserMessage(kim, `${mention()} 刪除 #1，然後說說天氣`, { channelId });
+    const prompt = await dc.waitFor(() => sentIn(channelId).find((m) => m.at >= asked && (m.message.components as unknown[]).length > 0), TIMEOUT_MS, "the approval prompt");
+    const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
+    dc.clickButton(kim, prompt.id, rows.flatMap((r) => r.components).find((c) => c.label === "確認")!.custom_id);
+    const live = await dc.waitFor(() => sentIn(channelId).find((m) => m.at >= asked && m !== prompt), TIMEOUT_MS, "the live answer");
+    expect(live.payload.message_reference).toMatchObject({ message_id: message.id });
+    expect(live.content).toMatch(/^🔧 /u); // the approved call, as it ran
+    const [chunk] = splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT);
+    await dc.waitFor(() => contentOf(live) === chunk, TIMEOUT_MS, "the final edit");
+    const shown = historyOf(live);
+    expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while the answer grows, the final edit
+    for (let i = 1; i < shown.length; i++) {
+      expect(shown[i]!.content).not.toBe(shown[i - 1]!.content);
+      expect(shown[i]!.at - shown[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    }
+    expect(dc.typing.some((t) => t.channelId === channelId && t.at >= prompt.at && t.at <= live.at)).toBe(true);
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+    expect(sentIn(channelId).filter((m) => m.at >= asked)).toEqual([prompt, live]);
+    expect(await todoLines(redis, "discord", kim.id)).toEqual([]);
   });
 });

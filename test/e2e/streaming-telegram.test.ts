@@ -13,6 +13,7 @@ import type { FakeSentMessage } from "../fakes/telegram.js";
 import { keysEverywhere } from "../helpers/redis.js";
 import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES } from "./scenarios-common.js";
+import { seedTodos, todoLines } from "./approvals-helpers.js";
 
 const INTERVAL_MS = 300;
 const TIMEOUT_MS = 30_000;
@@ -206,9 +207,41 @@ describe("streamed answers on Telegram", () => {
     expect(sentTo(group)).toHaveLength(2);
     const approve = tg.buttons(prompt).find((b) => b.text.includes("確認"))!;
     tg.pressButton({ from: eve, message: prompt, data: approve.callback_data! });
+    // The resumed run streams like a fresh one: its live message ends as the answer.
     const result = await tg.waitFor(() => sentTo(group)[2], TIMEOUT_MS, "the answer after the approval");
+    await tg.waitFor(() => result.text.includes("delete_todo: 已刪除：#1 買牛奶"), TIMEOUT_MS, "the answer's final edit");
     expect(result.text).toContain("delete_todo: 已刪除：#1 買牛奶");
+    expect(sentTo(group)).toHaveLength(3);
     expectNoRefusedEdits();
+  });
+
+  it("a run resumed after an approval streams like a fresh one: drafts show the approved call's status line and the growing answer, then the formatted answer once", async () => {
+    const tg = stack.telegram;
+    const lin = tg.user(95009, "Lin");
+    const chat = tg.privateChat(lin);
+    await seedTodos(redis, "telegram", String(lin.id), ["買牛奶"]);
+    stack.model.enqueue({ ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } }, { ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } });
+    tg.sendUserMessage({ chat, from: lin, text: "刪除 #1，然後說說天氣" });
+    const prompt = await tg.waitFor(() => sentTo(chat).find((m) => tg.buttons(m).length > 0), TIMEOUT_MS, "the approval prompt");
+    const draftsBefore = tg.drafts.filter((d) => d.chatId === chat.id).length;
+    const typingBefore = tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length;
+    tg.pressButton({ from: lin, message: prompt, data: tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":y"))!.callback_data! });
+    const answer = await tg.waitFor(() => sentTo(chat).find((m) => m !== prompt), TIMEOUT_MS, "the answer");
+    const drafts = tg.drafts.filter((d) => d.chatId === chat.id).slice(draftsBefore);
+    expect(drafts.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);
+    expect(drafts[0]!.text).toMatch(/^🔧 /u); // the approved call, as it ran
+    const growing = drafts.map((d) => d.text.split("\n\n").slice(1).join("\n\n")).filter((t) => t !== "");
+    expect(growing.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < growing.length; i++) expect(growing[i]!.length).toBeGreaterThan(growing[i - 1]!.length);
+    for (let i = 1; i < drafts.length; i++) expect(drafts[i]!.at - drafts[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    const [chunk] = finalChunks(ANSWER);
+    expect(answer.text).toBe(chunk!.text);
+    expect(answer.payload.parse_mode).toBe("HTML");
+    expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length).toBeGreaterThan(typingBefore);
+    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+    expect(sentTo(chat)).toEqual([prompt, answer]);
+    expect(await todoLines(redis, "telegram", String(lin.id))).toEqual([]);
   });
 
   it("a live message deleted in the chat before the final edit: the final chunk is posted as a new message, one complete answer", async () => {

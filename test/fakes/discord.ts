@@ -234,7 +234,7 @@ export class FakeDiscord {
   readonly #editTimes = new Map<string, number[]>();
   readonly #nonces = new Map<string, { messageId: string; at: number }>(); // "authorId|nonce" → the message created with it
   readonly #holds: { channelId: string | undefined; after: number; times: number }[] = [];
-  readonly #failures: { method?: string; path?: RegExp; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
+  readonly #failures: { method?: string; path?: RegExp; after: number; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
   #counter = 0n;
   #port = 0;
 
@@ -349,10 +349,11 @@ export class FakeDiscord {
 
   /**
    * Makes the next `times` REST requests that match fail with `status` (e.g. 500 to test retries).
-   * @param match - HTTP method and a pattern for the path (`/api/v10/...`); both optional.
+   * @param match - HTTP method and a pattern for the path (`/api/v10/...`); both optional. `after`
+   *   matching requests are answered normally first (e.g. `after: 1` fails the second chunk of an answer).
    */
-  failNext(match: { method?: string; path?: RegExp }, status: number, times = 1, body: Record<string, unknown> = { message: "Internal Server Error", code: 0 }, headers: Record<string, string> = {}): void {
-    this.#failures.push({ ...match, status, body, headers, times });
+  failNext(match: { method?: string; path?: RegExp; after?: number }, status: number, times = 1, body: Record<string, unknown> = { message: "Internal Server Error", code: 0 }, headers: Record<string, string> = {}): void {
+    this.#failures.push({ ...match, after: match.after ?? 0, status, body, headers, times });
   }
 
   /**
@@ -984,7 +985,9 @@ export class FakeDiscord {
         recordSpecViolation({ platform: "discord", request: check.route, problems: check.problems, payload: body, at: Date.now() });
         throw new HttpError(check.status, check.body);
       }
-      if (failure) {
+      if (failure && failure.after > 0) {
+        failure.after -= 1;
+      } else if (failure) {
         failure.times -= 1;
         if (failure.times <= 0) this.#failures.splice(this.#failures.indexOf(failure), 1);
         headers = failure.headers;

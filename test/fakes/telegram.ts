@@ -293,6 +293,8 @@ export class FakeTelegram {
   /** Held long polls, each with the function that ends it: replaced by a newer call (409) or the token revoked (401). */
   #polls = new Set<(why: "replaced" | "revoked") => void>();
   #drops = new Map<string, number>();
+  /** Calls of a method answered normally before its {@link dropNext} drops begin. */
+  #dropsAfter = new Map<string, number>();
   #floods = new Map<string, { until: number; retryAfter: number }>();
   #revoked = false;
   #files = new Map<string, { bytes: Buffer; fileSize: number; path: string; unique: string; chunked: boolean }>();
@@ -392,9 +394,14 @@ export class FakeTelegram {
     this.#floods.set(method, { until: Date.now() + options.forMs, retryAfter: options.retryAfter });
   }
 
-  /** Makes the next `count` calls of `method` fail at the network level: the connection is closed with no answer. */
-  dropNext(method: string, count = 1): void {
+  /**
+   * Makes the next `count` calls of `method` fail at the network level: the connection is closed
+   * with no answer. With `after`, that many calls of `method` are answered normally first (e.g.
+   * `after: 1` drops the second chunk of an answer).
+   */
+  dropNext(method: string, count = 1, options: { after?: number } = {}): void {
     this.#drops.set(method, (this.#drops.get(method) ?? 0) + count);
+    if (options.after) this.#dropsAfter.set(method, options.after);
   }
 
   /** The token is revoked (as with @BotFather `/revoke`): held long polls and every later call answer 401. */
@@ -572,7 +579,10 @@ export class FakeTelegram {
     if (m[1] !== this.token || this.#revoked) return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
     const method = m[2]!;
     const drops = this.#drops.get(method) ?? 0;
-    if (drops > 0) {
+    const before = this.#dropsAfter.get(method) ?? 0;
+    if (drops > 0 && before > 0) {
+      this.#dropsAfter.set(method, before - 1);
+    } else if (drops > 0) {
       this.#drops.set(method, drops - 1);
       this.calls.push({ method, payload: {}, at: Date.now() });
       this.#pending.delete(res);

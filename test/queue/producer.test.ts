@@ -11,7 +11,6 @@ import { conversationKeys, dedupeKey } from "../../src/queue/keys.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
@@ -50,7 +49,6 @@ describe("ChatQueue when adding the chat's job fails", () => {
       client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }),
       runAgent,
       outbounds: { console: new ConsoleOutbound({ output, locale: config.BOT_LOCALE }) },
-      approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
     });
     await worker.waitUntilReady();
   });

@@ -1,9 +1,8 @@
 import { afterEach, expect, it } from "vitest";
 import { Queue } from "bullmq";
 import { DECISIONS_QUEUE } from "../../src/queue/keys.js";
-import type { ConversationRef } from "../../src/queue/incoming.js";
 import type { PausedOutcome } from "../../src/agent/contract.js";
-import type { ApprovalHooks } from "../../src/worker/approvals.js";
+import { approvalFlow } from "../../src/approvals/wiring.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -27,22 +26,34 @@ it("without an approval store, a dangerous call is not run, the user is told, an
   expect(history).toHaveLength(8);
 });
 
-it("calls the hooks: supersede before each new message, begin on a pause; decisions do not wait behind the chat", async () => {
+it("calls the approval flow: supersede before each new message, begin on a pause; decisions do not wait behind the chat", async () => {
   const calls: string[] = [];
   const begun: PausedOutcome[] = [];
-  const hooks: ApprovalHooks = {
-    async begin(msg, outcome) {
-      calls.push(`begin:${msg.messageId}`);
-      begun.push(outcome);
+  h = await startHarness({
+    env: { WORKER_CONCURRENCY: "1" },
+    // The worker's real flow, its entry points watched.
+    approvals: (parts) => {
+      const wired = approvalFlow(parts);
+      const { flow } = wired;
+      const begin = flow.begin.bind(flow);
+      const supersede = flow.supersedePending.bind(flow);
+      const take = flow.takeDecision.bind(flow);
+      flow.begin = async (msg, outcome, outbound) => {
+        calls.push(`begin:${msg.messageId}`);
+        begun.push(outcome);
+        return begin(msg, outcome, outbound);
+      };
+      flow.supersedePending = async (chat, outbound) => {
+        calls.push(`supersede:${chat.chatId}`);
+        return supersede(chat, outbound);
+      };
+      flow.takeDecision = async (data) => {
+        calls.push(`decision:${(data as { approvalId: string }).approvalId}`);
+        return take(data);
+      };
+      return wired;
     },
-    async supersedePending(chat: ConversationRef) {
-      calls.push(`supersede:${chat.chatId}`);
-    },
-    async handleDecision(data) {
-      calls.push(`decision:${(data as { approvalId: string }).approvalId}`);
-    },
-  };
-  h = await startHarness({ approvals: hooks, env: { WORKER_CONCURRENCY: "1" } });
+  });
   h.fake.enqueue(todoModel, todoModel, todoModel);
   await h.queue.enqueue(message("b1", "1", "delete todo 2"));
   await waitFor(() => begun.length === 1);
@@ -56,8 +67,10 @@ it("calls the hooks: supersede before each new message, begin on a pause; decisi
   const decisions = new Queue(DECISIONS_QUEUE, { connection: h.redis });
   await decisions.add("decision", { approvalId: "ap-9" }, { jobId: "ap-9" });
   await waitFor(() => calls.includes("decision:ap-9"), 1000, "the decision while the chat job runs");
-  expect(h.output.answers()).toEqual([]); // the chat job is still running
-  await waitFor(() => h!.output.answers().length === 1, 5000);
+  // The chat job is still running: besides the prompt and its closing as superseded, nothing was answered yet.
+  const answers = () => h!.output.answers().filter((a) => !/^(⚠️|↩️)/.test(a));
+  expect(answers()).toEqual([]);
+  await waitFor(() => answers().length === 1, 5000);
   expect(calls).toEqual(["supersede:b1", "begin:1", "supersede:b1", "decision:ap-9"]);
   await decisions.close();
 });

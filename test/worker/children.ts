@@ -10,7 +10,6 @@ import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import type { FakeDiscord } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
@@ -54,7 +53,6 @@ export function startDiscordWorker(options: { redisUrl: string; modelUrl: string
     client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
     runAgent,
     outbounds: { discord: createOutbound(config, silentLogger) },
-    approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
   });
   return {
     worker,

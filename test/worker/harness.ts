@@ -20,7 +20,8 @@ import { connectRedis } from "../../src/redis.js";
 import { ToolError, defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { TraceStore } from "../../src/trace/store.js";
-import { unavailableApprovals, type ApprovalHooks } from "../../src/worker/approvals.js";
+import type { ApprovalFlow } from "../../src/approvals/flow.js";
+import type { ApprovalFlowParts } from "../../src/approvals/wiring.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
@@ -182,8 +183,14 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-/** Starts Redis, the fake model and `workers` workers. */
-export async function startHarness(options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: ApprovalHooks; traces?: boolean } = {}): Promise<Harness> {
+/**
+ * Starts Redis, the fake model and `workers` workers.
+ * @param options.approvals - builds the approval flow of each worker (e.g. `approvalFlow` of
+ *   `src/approvals/wiring.ts`) on its own connection; default none (confirmation unavailable).
+ */
+export async function startHarness(
+  options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: (parts: ApprovalFlowParts) => { flow: ApprovalFlow; close(): Promise<void> }; traces?: boolean } = {},
+): Promise<Harness> {
   const server = await startRedis();
   const fake = await startFakeAnthropic();
   const config = testConfig({ WORKER_CONCURRENCY: "4", ...options.env });
@@ -194,6 +201,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
   const queue = new ChatQueue({ redis });
   const toolbox = todoTools();
   const connections: RedisClient[] = [redis];
+  const closers: (() => Promise<void>)[] = [];
   const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) };
   const harness: Harness = {
     server,
@@ -208,16 +216,19 @@ export async function startHarness(options: { workers?: number; env?: Record<str
     async addWorker() {
       const wredis = connectRedis(server.url, { maxRetriesPerRequest: null });
       connections.push(wredis);
+      const history = new HistoryStore(wredis, historyOptions);
+      const approvals = options.approvals?.({ config, log: silentLogger, redis: wredis, history, toolbox, client });
+      if (approvals) closers.push(approvals.close);
       const worker = startWorker({
         config,
         log: silentLogger,
         redis: wredis,
-        history: new HistoryStore(wredis, historyOptions),
+        history,
         toolbox,
         client,
         runAgent,
         outbounds: { console: outbound },
-        approvals: options.approvals ?? unavailableApprovals(config.BOT_LOCALE, silentLogger),
+        ...(approvals ? { approvals: approvals.flow } : {}),
         typingIntervalMs: 50,
         ...(options.traces ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) } : {}),
       });
@@ -227,6 +238,7 @@ export async function startHarness(options: { workers?: number; env?: Record<str
     },
     async stop() {
       for (const w of harness.workers) await w.close();
+      for (const close of closers) await close();
       await queue.close();
       for (const c of connections) c.disconnect();
       await fake.close();

@@ -10,7 +10,6 @@ import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
-import { unavailableApprovals } from "../../src/worker/approvals.js";
 import { startWorker } from "../../src/worker/worker.js";
 import { testConfig } from "../helpers/config.js";
 import { todoTools } from "./harness.js";
@@ -26,7 +25,6 @@ const worker = startWorker({
   client: new Anthropic({ apiKey: "test-key", baseURL: process.env.MODEL_URL!, maxRetries: 0, timeout: 600_000 }),
   runAgent,
   outbounds: { console: new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE }) },
-  approvals: unavailableApprovals(config.BOT_LOCALE, silentLogger),
 });
 await worker.waitUntilReady();
 process.stdout.write("ready\n");

@@ -1,0 +1,75 @@
+/**
+ * A decision on an approval through the answer pipeline (`pipeline.ts`): its *take* (the decision
+ * or expiry job checked against the approval record, the outcome shown on the prompt) and its
+ * *compute* (the run resumed with the verdict — or, when an earlier attempt saved a checkpoint of
+ * the resumed run before a later write, from that checkpoint). Restore, persist, delivery, the
+ * deadline, streaming, typing and retries are the fresh message's, so a retried decision job
+ * appends its run once and sends only the chunks not yet sent.
+ *
+ * The answer's progress keys are its own (`<message id>~<approval id>`: a run may pause more
+ * than once), its run tag in the history is the message's id (a message has one answer).
+ */
+import { UnrecoverableError, type Job } from "bullmq";
+import type { HandledDecision, TakenDecision } from "../approvals/flow.js";
+import { conversationKey } from "../queue/incoming.js";
+import { toolboxFor } from "../toolbox/select.js";
+import { runDeps } from "./context.js";
+import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+
+/**
+ * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
+ *
+ * @returns what became of it: answered (the text), asked again (another dangerous call of the run),
+ *   or skipped (not current, unknown, invalid).
+ * @throws to retry the job: Redis unreachable, a transient failure before the job's last attempt
+ *   and the answer's deadline, no outbound for the platform in this worker; an `UnrecoverableError`
+ *   (BullMQ then marks the job failed at once) when the answer failed for good — the requester
+ *   was told and the record deleted.
+ */
+export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" | "attemptsMade" | "attemptsStarted" | "opts">): Promise<HandledDecision> {
+  const flow = parts.approvals;
+  if (!flow) {
+    parts.log.warn({ data: job.data as unknown }, "a decision arrived, but no approval store is configured; ignored");
+    return { status: "skipped", reason: "invalid_job" };
+  }
+  const taken = await flow.takeDecision(job.data);
+  if ("status" in taken) return taken;
+  const { record } = taken;
+  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 };
+  const outbound = outboundFor(parts, record.platform, attempt);
+  if (!outbound) return { status: "skipped", reason: "not_current" };
+  await flow.closePrompt(taken, outbound, toolboxFor(parts.toolbox, record.message));
+  const done = await answer(
+    parts,
+    {
+      kind: "decision",
+      message: record.message,
+      outbound,
+      answerId: `${record.message.messageId}~${record.id}`,
+      runId: `${conversationKey(record.message)}:${record.message.messageId}:approval`,
+      compute: (state) => computeDecision(parts, state, taken),
+      failureText: () => flow.failureText(taken),
+      settle: () => flow.finish(taken),
+    },
+    attempt,
+  );
+  await done.tracer.finish();
+  // Failed for good (the requester was told, the record deleted): the job is marked failed, not retried.
+  if (done.failure !== undefined) throw new UnrecoverableError(done.failure instanceof Error ? done.failure.message : String(done.failure));
+  const result = done.result;
+  if (result && "asked" in result && result.asked !== undefined) return { status: "asked_again", approvalId: result.asked };
+  return { status: "answered", text: result && "answered" in result ? result.answered : "" };
+}
+
+/** The compute of a decision: the resumed run, with the run dependencies every answer gets (deadline, streaming, usage). */
+async function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDecision): Promise<Computed> {
+  const flow = parts.approvals!;
+  const { record } = taken;
+  const deps = runDeps(parts, record.message, { ...runOptions(parts, state), executeOnce: flow.executeOnce });
+  const { checkpoint } = state.restored;
+  if (checkpoint) {
+    state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt of this decision saved before it changed data");
+    return parts.runAgent({ history: record.run.history, userText: record.message.text, context: deps.context, resume: checkpoint }, deps);
+  }
+  return flow.resume(taken, deps);
+}

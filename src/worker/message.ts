@@ -1,0 +1,79 @@
+/**
+ * A fresh message through the answer pipeline (`pipeline.ts`): its *take* (the chat inbox's entry,
+ * and the outbound of its platform) and its *compute* (the message's files, the requester's
+ * pending approval closed, the history read, the agent loop run — or resumed from the checkpoint
+ * an earlier attempt saved before it changed data).
+ */
+import type { Job } from "bullmq";
+import { speakerLabel } from "../prompts.js";
+import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
+import type { PendingTrace } from "../trace/tracer.js";
+import { runDeps } from "./context.js";
+import { readMedia } from "./media.js";
+import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+
+/** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
+export type { RunAgent } from "./worker.js";
+
+/** What answering one inbox entry left for the chat job's finish script. */
+export interface Answered {
+  /** The message, or undefined when the entry was malformed (dropped). */
+  message?: IncomingMessage;
+  /** True when a sent-chunk count may have been written. */
+  counted: boolean;
+  /** The run's trace, to be written by the finish script. */
+  trace?: PendingTrace;
+}
+
+/**
+ * Answers one message of a chat's inbox (`entry`: its raw JSON, or the job's own data when the
+ * job is fresh). A malformed entry is logged and dropped.
+ *
+ * @throws to retry the job: a transient failure before the job's last attempt (see `pipeline.ts`),
+ *   or a platform this worker has no outbound for (another worker may have it).
+ */
+export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage>, entry: string | IncomingMessage): Promise<Answered> {
+  let message: IncomingMessage;
+  try {
+    message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
+  } catch (error) {
+    parts.log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
+    return { counted: false };
+  }
+  // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
+  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 || job.name !== "chat" };
+  const outbound = outboundFor(parts, message.platform, attempt);
+  if (!outbound) return { message, counted: false };
+  const done = await answer(
+    parts,
+    { kind: "message", message, outbound, answerId: message.messageId, runId: `${conversationKey(message)}:${message.messageId}`, compute: (state) => computeMessage(parts, state) },
+    attempt,
+  );
+  return { message, counted: done.counted, trace: done.tracer.take() };
+}
+
+/**
+ * The compute of a fresh message: its files (and a Telegram album's other items) are read — one
+ * that cannot be read is answered without the model; a run resumed from its checkpoint already
+ * holds their placeholders, so nothing is downloaded again — then the sender's pending approval
+ * in the conversation is closed, and the loop runs on the history with the toolbox of the chat's
+ * context. Group turns start with the speaker's label (`speakerLabel`).
+ */
+async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<Computed> {
+  const { config } = parts;
+  const { message, outbound } = state.taken;
+  const { checkpoint } = state.restored;
+  const media = await readMedia({ config, redis: parts.redis, log: state.log }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
+  if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
+  await parts.approvals?.supersedePending(message, outbound);
+  const before = await parts.history.read(state.conversation);
+  if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
+  const deps = runDeps(parts, media.message, { ...runOptions(parts, state, media.strip), executeOnce: parts.ledger.executeOnce });
+  const asked = media.message;
+  const userText = asked.chatKind === "group" ? `${speakerLabel(asked)} ${asked.text}`.trimEnd() : asked.text;
+  const outcome = await parts.runAgent(
+    { history: before.messages, userText, ...(media.blocks ? { userContent: media.blocks } : {}), context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) },
+    deps,
+  );
+  return outcome.kind === "approval" ? media.stripOutcome(outcome) : { ...outcome, messages: media.strip(outcome.messages), before };
+}

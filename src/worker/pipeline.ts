@@ -1,0 +1,392 @@
+/**
+ * The answer pipeline: every answer the worker gives goes through these phases, in this order.
+ *
+ * ```
+ * take ──> restore ──> compute ──> persist ──> deliver
+ *  │          │           │           │           └ streaming or chunks, sent-chunk counting, 429s waited out
+ *  │          │           │           └ history append with the run tag, usage, approval prompt when paused
+ *  │          │           └ the agent loop (a fresh message) or the resumed run (a decision)
+ *  │          └ what an earlier attempt left: start time, stored answer, sent chunks, checkpoint, streamed messages
+ *  └ a chat inbox entry (`message.ts`) or a decision job (`decision.ts`)
+ *                         fail: retry (transient, before the last attempt and the deadline) or apologise
+ * ```
+ *
+ * A fresh message and a resumed approval differ only in *take* and *compute* (a {@link Taken}
+ * carries its own compute); everything else — one deadline per answer (`ANSWER_DEADLINE_SECONDS`,
+ * from when the first attempt began, aborting the model calls and the tools), streaming with
+ * `STREAMING=on`, the typing indicator, the exactly-once bookkeeping of a retried job — is written
+ * once, here, over one {@link AnswerState}. Further kinds of answer (a scheduled task's occurrence)
+ * are a third take; checks before each model call (budgets) and what a request carries (settings,
+ * memory) belong to *compute*'s run dependencies; work after an answer (compaction) follows *deliver*.
+ *
+ * Throws only to retry the job; every other failure ends with an apology, so one bad message never
+ * blocks its conversation. An answer that in the end could not be delivered at all is removed from
+ * the history, and no apology is sent into a chat that is still rate limited.
+ */
+import type { AgentEvent, AgentOutcome, MessageParam, PausedOutcome, RunState } from "../agent/contract.js";
+import { RunStateSchema } from "../agent/contract.js";
+import type { HistoryRead } from "../history/store.js";
+import type { Logger } from "../log.js";
+import { metrics } from "../metrics.js";
+import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
+import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
+import { progressKeys } from "../queue/keys.js";
+import { decodeRecord } from "../records.js";
+import type { RedisClient } from "../redis.js";
+import type { AnswerStream, StreamEvent } from "../streaming.js";
+import type { ExecutionLedger } from "../toolbox/once.js";
+import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
+import { z } from "zod";
+import { localize } from "../i18n.js";
+import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
+import type { WorkerDeps } from "./worker.js";
+
+/**
+ * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
+ * their meaning there), with the defaults filled in.
+ */
+export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs"> {
+  /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
+  redis: RedisClient;
+  /** Typing refresh interval, in ms. */
+  typingIntervalMs: number;
+  /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */
+  ledger: ExecutionLedger;
+}
+
+/** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
+export const CHECKPOINT_TTL_SECONDS = 24 * 3600;
+
+/** Which attempt of its job an answer is. */
+export interface JobAttempt {
+  /** Attempts made before this one (BullMQ `attemptsMade`). */
+  made: number;
+  /** Attempts the job may make (`opts.attempts`). */
+  allowed: number;
+  /** True when an earlier attempt may have left progress (a retry, a stalled job taken over, a replacement job). */
+  resumed: boolean;
+}
+
+/** True when this is the job's last attempt. */
+export function lastAttempt(attempt: JobAttempt): boolean {
+  return attempt.made + 1 >= attempt.allowed;
+}
+
+/**
+ * The outbound of `platform`; without one in this worker (its token is not set here) another worker
+ * process may answer: {@link NoOutboundError} to retry there, or undefined on the last attempt.
+ */
+export function outboundFor(parts: AnswerParts, platform: IncomingMessage["platform"], attempt: JobAttempt): Outbound | undefined {
+  const outbound = parts.outbounds[platform];
+  if (outbound) return outbound;
+  const problem = new NoOutboundError(platform);
+  if (!lastAttempt(attempt)) throw problem;
+  parts.log.error(`${problem.message}; dropped`);
+  return undefined;
+}
+
+/** What a compute phase hands to *persist*: the loop's outcome, or a text to send without the model (a file that cannot be read). */
+export type Computed = (Extract<AgentOutcome, { kind: "answer" }> & { before?: HistoryRead }) | PausedOutcome | { kind: "said"; text: string };
+
+/** What a take phase found: the answer to give and how this kind computes it. */
+export interface Taken {
+  /** A fresh `message`, or a `decision` resuming a run paused for an approval. */
+  kind: "message" | "decision";
+  /** The user's message being answered (for a decision, the message whose run paused). */
+  message: IncomingMessage;
+  outbound: Outbound;
+  /** The id of this answer's progress keys (`progressKeys` of its conversation). */
+  answerId: string;
+  /** The run's trace id. */
+  runId: string;
+  /** The compute phase (reads the state's deadline, live answer, restored checkpoint). */
+  compute(state: AnswerState): Promise<Computed>;
+  /** What the user reads when the answer fails for good and the error has no words of its own; default the generic apology. */
+  failureText?(): string;
+  /** Called once the answer is over (delivered, paused again, or failed for good); e.g. deletes the approval record. */
+  settle?(): Promise<void>;
+}
+
+/** What an earlier attempt of the job left (all empty on a first attempt). */
+export interface Restored {
+  /** The answer found in the history under this message's run tag: it is delivered again, not computed. */
+  answer?: string;
+  /** Chunks of that answer already sent. */
+  sent: number;
+  /** The run saved before it changed data: the compute resumes it. */
+  checkpoint?: RunState;
+  /** Messages an earlier attempt streamed into the chat: edited to the final answer, or deleted. */
+  streamed: SentRef[];
+  /** When the first attempt began, ms since the Unix epoch. */
+  startedAt?: number;
+}
+
+/** The one state of an answer, read and written by the phases (instead of flags). */
+export interface AnswerState {
+  readonly taken: Taken;
+  readonly to: Destination;
+  readonly conversation: ConversationRef;
+  readonly log: Logger;
+  readonly attempt: JobAttempt;
+  readonly keys: ReturnType<typeof progressKeys>;
+  readonly restored: Restored;
+  /** When the first attempt began, ms since the Unix epoch. */
+  readonly startedAt: number;
+  /** ms since the Unix epoch when the answer's one deadline passes; its signal aborts the run. */
+  readonly deadlineAt: number;
+  readonly deadline: AbortController;
+  readonly typing: Typing;
+  /** The streamed answer, when the outbound streams and streaming is on (or an earlier attempt streamed). */
+  readonly live: AnswerStream | undefined;
+  /** Recordings of the run's token usage in flight (awaited before anything goes out). */
+  readonly usage: Promise<void>[];
+  /** Where the answer stands: what *fail* reads. */
+  stage: "computing" | "delivering";
+  tracer: RunTracer;
+  /** True once a checkpoint may have been written (persist deletes it). */
+  checkpointed: boolean;
+  /** Chunks delivered, in this attempt and earlier ones. */
+  sent: number;
+  /** Whether a sent-chunk count may have been written (the finish script deletes it). */
+  counted: boolean;
+  /** How it ended: the text delivered, or the approval asked for. */
+  result?: { answered: string } | { asked: string | undefined };
+  /** Why it failed for good (the user got an apology), when it did. */
+  failure?: unknown;
+}
+
+/**
+ * Gives the answer of `taken`: restore → compute → persist → deliver (see the module comment).
+ *
+ * @returns the final state (its `result`, `counted`, `tracer`).
+ * @throws to retry the job: a transient failure before the job's last attempt and the deadline.
+ */
+export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
+  const state = await restore(parts, taken, attempt);
+  const timer = setTimeout(() => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)), Math.max(0, state.deadlineAt - Date.now()));
+  timer.unref();
+  try {
+    const text = state.restored.answer ?? (await computeAndPersist(parts, state));
+    if (text !== undefined) await deliver(parts, state, text);
+    await taken.settle?.();
+  } catch (error) {
+    await fail(parts, state, error);
+  } finally {
+    clearTimeout(timer);
+    state.typing.stop();
+    await state.live?.pause();
+  }
+  return state;
+}
+
+/** *Restore*: what an earlier attempt left, the deadline kept from the first attempt, the typing indicator and the live answer. */
+async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
+  const { message, outbound } = taken;
+  const conversation = conversationOf(message);
+  const log = parts.log.child({ chat: conversationKey(conversation), messageId: message.messageId, ...(taken.kind === "decision" ? { answer: taken.answerId } : {}) });
+  const keys = progressKeys(conversation, taken.answerId);
+  if (taken.kind === "message" && !attempt.resumed) metrics.started(message);
+  const restored = attempt.resumed ? await readProgress(parts, conversation, message.messageId, keys, log) : { sent: 0, streamed: [] };
+  if (restored.answer !== undefined) log.info({ skip: restored.sent }, "reusing the answer of an earlier attempt found in the history");
+  const to = destinationOf(message);
+  const startedAt = restored.startedAt ?? Date.now();
+  const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
+  return {
+    taken,
+    to,
+    conversation,
+    log,
+    attempt,
+    keys,
+    restored,
+    startedAt,
+    deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
+    deadline: new AbortController(),
+    typing,
+    live: openLiveAnswer(parts, taken, { to, keys, typing, log, streamed: restored.streamed }),
+    usage: [],
+    stage: "computing",
+    tracer: nullRunTracer,
+    checkpointed: restored.checkpoint !== undefined,
+    sent: restored.sent,
+    counted: false,
+  };
+}
+
+/** The progress an earlier attempt left in Redis (the history read also renews the conversation's expiry). */
+async function readProgress(parts: AnswerParts, conversation: ConversationRef, messageId: string, keys: AnswerState["keys"], log: Logger): Promise<Restored> {
+  const startedAt = Number(await parts.redis.get(keys.started)) || undefined;
+  const answer = (await parts.history.read(conversation, messageId)).answer;
+  const sent = answer !== undefined ? Number((await parts.redis.get(keys.sent)) ?? 0) : 0;
+  const checkpoint = answer === undefined ? decodeRecord(RunStateSchema, await parts.redis.get(keys.run), "run checkpoint", log) : undefined;
+  const streamed = decodeRecord(z.array(SentRefSchema), await parts.redis.get(keys.stream), "list of streamed messages", log) ?? [];
+  return { ...(answer !== undefined ? { answer } : {}), sent, ...(checkpoint ? { checkpoint } : {}), streamed, ...(startedAt ? { startedAt } : {}) };
+}
+
+/**
+ * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
+ * left streamed messages (they must end as the final answer or be deleted); else undefined. The
+ * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
+ * retried or redelivered job edits them instead of posting a second copy.
+ */
+function openLiveAnswer(
+  parts: AnswerParts,
+  { outbound, message, kind }: Taken,
+  at: Pick<AnswerState, "to" | "keys" | "typing" | "log"> & { streamed: SentRef[] },
+): AnswerStream | undefined {
+  if (!outbound.openStream || (parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  return outbound.openStream(at.to, {
+    intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
+    resume: at.streamed,
+    onMessages: async (refs) => {
+      if (refs.length > 0) await parts.redis.set(at.keys.stream, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
+      else await parts.redis.del(at.keys.stream);
+    },
+    onVisible: () => {
+      at.typing.stop();
+      // The one place where the first streamed text of an answer becomes visible.
+      if (kind === "message") metrics.firstVisibleText(message);
+    },
+    log: at.log,
+  });
+}
+
+/**
+ * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
+ * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
+ * recording, and the live answer's events when streaming is on.
+ */
+export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
+  state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+  const { usage } = parts;
+  const { message } = state.taken;
+  return {
+    tracer: state.tracer,
+    log: state.log,
+    signal: state.deadline.signal,
+    checkpoint: async (run: RunState) => {
+      await parts.redis.set(state.keys.run, JSON.stringify({ ...run, messages: strip(run.messages) }), "EX", CHECKPOINT_TTL_SECONDS);
+      state.checkpointed = true;
+    },
+    // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
+    ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
+  };
+}
+
+/** *Compute*, then *persist*: the text to deliver, or undefined when the run paused for an approval. */
+async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promise<string | undefined> {
+  state.typing.start();
+  let computed: Computed;
+  try {
+    computed = await state.taken.compute(state);
+  } finally {
+    await Promise.all(state.usage);
+  }
+  if (computed.kind === "said") return computed.text;
+  if (computed.kind === "approval") {
+    await persistPause(parts, state, computed);
+    return undefined;
+  }
+  // A refused run stores only its tag (no message): the next request is sent as if the refused
+  // message had not happened, and a retried job still finds the apology instead of asking again.
+  const { messageId } = state.taken.message;
+  await parts.history.append(state.conversation, computed.refused ? [] : computed.messages, { messageId, text: computed.text }, computed.before);
+  if (state.checkpointed) await parts.redis.del(state.keys.run); // the tagged answer in the history takes over
+  return computed.text;
+}
+
+/** *Persist* of a run paused at a dangerous call: the approval prompt (its own message: a streamed part is deleted). */
+async function persistPause(parts: AnswerParts, state: AnswerState, paused: PausedOutcome): Promise<void> {
+  const { message, outbound } = state.taken;
+  await state.live?.discard();
+  if (parts.approvals) {
+    state.result = { asked: await parts.approvals.begin(message, paused, outbound) };
+  } else {
+    // Without an approval store a dangerous call is not run, and nothing of the paused run is kept (the history stays valid).
+    state.log.warn({ tool: paused.call.name }, "a dangerous tool needs confirmation, but no approval store is configured");
+    const text = localize(parts.config.BOT_LOCALE, {
+      "zh-TW": "這個動作（{tool}）需要你確認，但目前無法進行確認，所以沒有執行。",
+      en: "This action ({tool}) needs your confirmation, but confirmation is unavailable right now, so nothing was done.",
+    }, { tool: paused.call.name });
+    await outbound.sendAnswer(state.to, text);
+    state.result = { asked: undefined };
+  }
+  if (state.checkpointed) await parts.redis.del(state.keys.run); // the paused run lives on in the approval record
+  if (state.taken.kind === "message") metrics.answered(message);
+}
+
+/** *Deliver*: the chunks (or the live answer's final edit), counted when the answer may take several; a 429 waited out within the deadline. */
+async function deliver(parts: AnswerParts, state: AnswerState, text: string): Promise<void> {
+  const { message, outbound } = state.taken;
+  state.stage = "delivering";
+  state.typing.stop();
+  const delivery = await deliverAnswer(outbound, message, state.to, text, {
+    redis: parts.redis,
+    sentKey: state.keys.sent,
+    skip: state.sent,
+    deadlineAt: state.deadlineAt,
+    log: state.log,
+    timed: state.taken.kind === "message",
+    ...(state.live ? { stream: state.live } : {}),
+  });
+  state.sent = delivery.sent;
+  state.counted = delivery.counted;
+  if (delivery.error !== undefined) throw delivery.error;
+  if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
+  if (state.taken.kind === "message") metrics.answered(message);
+  state.result = { answered: text };
+}
+
+/**
+ * *Fail*: a transient failure before the job's last attempt and the deadline is rethrown (the job
+ * retries; the streamed messages stay for the retry to edit, the start time is kept for its
+ * deadline). Anything else ends the answer: a partial streamed answer is deleted, an answer of
+ * which nothing reached the user is removed from the history, and the user gets an apology —
+ * except into a chat whose rate limit outlasts the deadline.
+ *
+ * @throws the failure, to retry the job.
+ */
+async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Promise<void> {
+  const { taken, log, live, attempt } = state;
+  const error = state.deadline.signal.aborted && state.stage === "computing" ? state.deadline.signal.reason : caught;
+  await state.tracer.finish();
+  if (isTransient(error) && !lastAttempt(attempt) && Date.now() < state.deadlineAt) {
+    log.warn({ err: error, attempt: attempt.made + 1, attempts: attempt.allowed }, "transient failure; the job will retry");
+    await live?.pause(); // its messages stay; the retry edits them (their ids are in Redis)
+    await parts.redis.set(state.keys.started, state.startedAt, "EX", CHECKPOINT_TTL_SECONDS, "NX");
+    throw error;
+  }
+  state.failure = error;
+  metrics.failed(taken.message);
+  // A partial streamed answer never stays beside the apology (delivered final chunks do stay).
+  if (live && state.stage === "computing") await live.discard();
+  if (state.stage === "delivering" && state.sent === 0) {
+    // Nothing of the answer reached the user: the model must not believe it was seen.
+    await parts.history.forget(state.conversation, taken.message.messageId).catch((e: unknown) => log.error({ err: e }, "could not remove the undelivered answer from the history"));
+  }
+  if (retryAfterMs(error) !== undefined) {
+    // The platform still refuses to take messages in this chat: an apology would meet the same 429.
+    log.error({ err: error }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent");
+  } else {
+    log.error({ err: error }, "could not answer the message; sending an apology");
+    await sendApology(taken.outbound, state.to, error, parts.config.BOT_LOCALE, log, taken.failureText?.());
+  }
+  await taken.settle?.().catch((e: unknown) => log.error({ err: e }, "could not close the answer after its failure"));
+}
+
+/**
+ * The agent loop's events as a live answer's: text deltas, the text of a model call dropped when it
+ * leads into a tool call (it is not the answer, see `StreamEvent`), tool status.
+ */
+function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
+  return (event) => {
+    let mapped: StreamEvent | undefined;
+    if (event.type === "text") mapped = { type: "text", text: event.text };
+    else if (event.type === "tool_use") mapped = { type: "text_dropped" };
+    else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
+    else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
+    if (mapped) live.push(mapped);
+  };
+}

@@ -10,6 +10,7 @@
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt } from "../../src/outbound.js";
+import { CLOSED_APPROVAL_ID } from "../../src/buttons.js";
 
 /** The reaction that approves, added by the bot to every prompt. */
 export const APPROVE_EMOJI = "✅";
@@ -19,8 +20,6 @@ export const DECLINE_EMOJI = "❌";
 /** Longest `custom_id` Discord accepts, in characters. */
 export const MAX_CUSTOM_ID = 100;
 
-/** The approval id placed on the disabled buttons of a closed prompt (never a real approval). */
-export const CLOSED_ID = "closed";
 
 /**
  * The `custom_id` of a prompt button: approve (`true`), decline (`false`) or always allow (`"always"`).
@@ -29,13 +28,6 @@ export const CLOSED_ID = "closed";
 export function approvalCustomId(approvalId: string, approve: boolean | "always"): string {
   if (!/^[A-Za-z0-9_-]{1,90}$/.test(approvalId)) throw new RangeError("approval id must be 1-90 characters of A-Z, a-z, 0-9, _ and -");
   return `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
-}
-
-/** Reads a button's `custom_id`; `undefined` when it is not an approval button. `always` implies `approve`. */
-export function parseApprovalCustomId(customId: string): { approvalId: string; approve: boolean; always: boolean } | undefined {
-  const m = /^ap:([A-Za-z0-9_-]{1,90}):([yna])$/.exec(customId);
-  if (!m) return undefined;
-  return { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" };
 }
 
 /** The decision a reaction stands for; `undefined` for any other emoji. */
@@ -62,7 +54,7 @@ export function buttonLabels(locale: Locale): { approve: string; decline: string
  */
 export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalVerdict, alwaysAllow = false): unknown[] {
   const labels = buttonLabels(locale);
-  const id = closed ? CLOSED_ID : approvalId;
+  const id = closed ? CLOSED_APPROVAL_ID : approvalId;
   return [
     {
       type: 1,

@@ -18,19 +18,14 @@ export const CALLBACK_DATA_MAX_BYTES = 64;
 const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yna])$/;
 
 /**
- * The `callback_data` of a button: `ap:<approvalId>:y` (approve), `…:n` (decline) or `…:a` (`"always"`: always allow).
+ * The `callback_data` of a button: `ap:<approvalId>:y` (approve), `…:n` (decline) or `…:a` (`"always"`: always allow);
+ * presses are read by the core (`parseApprovalButton` of `src/buttons.ts`).
  * @throws {Error} when the approval id is not 1-59 characters of `A-Z a-z 0-9 _ -` (the data would not fit 64 bytes).
  */
 export function callbackData(approvalId: string, approve: boolean | "always"): string {
   const data = `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
   if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
   return data;
-}
-
-/** Parses `callback_data` made by {@link callbackData}; undefined for anything else. `always` implies `approve`. */
-export function parseCallbackData(data: string): { approvalId: string; approve: boolean; always: boolean } | undefined {
-  const m = CALLBACK.exec(data);
-  return m ? { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" } : undefined;
 }
 
 /**

@@ -47,6 +47,24 @@ export interface ApprovalDecider {
 }
 
 /**
+ * Decides with `decider`, and when the decider is not the requester of an approval asked on behalf
+ * of a Telegram group (an anonymous admin's message: requester `chat:<group id>`) but administers
+ * that group, decides it as the group: any administrator may answer for the group. Nobody else's
+ * request is decided by an administrator (the second attempt is refused as `not_requester` too).
+ *
+ * @param group.chatId - the chat of the pressed prompt.
+ * @param group.isGroupAdmin - whether the presser administers that chat (Telegram `getChatMember`);
+ *   absent where the platform has no such requests (only the requester decides).
+ * @throws what `decider.decide` throws (Redis unreachable).
+ */
+export async function decideForGroup(decider: ApprovalDecider, request: DecisionRequest, group: { chatId: string; isGroupAdmin?: () => Promise<boolean> }): Promise<DecisionResult> {
+  const result = await decider.decide(request);
+  const asGroup = `chat:${group.chatId}`;
+  if (result.status !== "not_requester" || !group.isGroupAdmin || request.deciderId === asGroup || !(await group.isGroupAdmin())) return result;
+  return decider.decide({ ...request, deciderId: asGroup });
+}
+
+/**
  * The short notice shown to the person who pressed (Telegram toast, Discord ephemeral reply).
  * Returns the text in `locale`.
  */

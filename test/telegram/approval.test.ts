@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callbackData, parseCallbackData } from "../../adapters/telegram/approval.js";
+import { callbackData } from "../../adapters/telegram/approval.js";
+import { parseApprovalButton } from "../../src/buttons.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { startHarness, type Harness } from "./harness.js";
 import { destinationOf } from "../../src/outbound.js";
@@ -31,11 +32,11 @@ describe("telegram approval prompts", () => {
   it("encodes the choice in at most 64 bytes and refuses ids that would not fit", () => {
     const id = "A".repeat(59);
     expect(Buffer.byteLength(callbackData(id, true))).toBe(64);
-    expect(parseCallbackData(callbackData("k3Jx_9", false))).toEqual({ approvalId: "k3Jx_9", approve: false, always: false });
-    expect(parseCallbackData(callbackData("k3Jx_9", "always"))).toEqual({ approvalId: "k3Jx_9", approve: true, always: true });
+    expect(parseApprovalButton(callbackData("k3Jx_9", false))).toEqual({ approvalId: "k3Jx_9", approve: false, always: false });
+    expect(parseApprovalButton(callbackData("k3Jx_9", "always"))).toEqual({ approvalId: "k3Jx_9", approve: true, always: true });
     expect(Buffer.byteLength(callbackData(id, "always"))).toBe(64);
     expect(() => callbackData("A".repeat(60), true)).toThrow(/1-59 characters/);
-    expect(parseCallbackData("ap:x:maybe")).toBeUndefined();
+    expect(parseApprovalButton("ap:x:maybe")).toBeUndefined();
   });
 
   it("round trip: the requester confirms once; another user's press and a second press change nothing", async () => {

@@ -1,0 +1,175 @@
+/**
+ * Discord interactions: the slash commands of the catalogue (`src/commands/catalog.ts`) and button
+ * presses, each answered within Discord's 3 seconds with an ephemeral reply (deferred first when
+ * the answer takes longer, https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
+ * A button press is routed by the core (`pressButton` of `src/buttons.ts`); here its answer is
+ * rendered: the ephemeral notice (a press that could not be handled gets the adapter's usual
+ * "try again"), and a reminder message closed to its outcome.
+ */
+import { MessageFlags, PermissionFlagsBits, type ButtonInteraction, type ChatInputCommandInteraction, type RepliableInteraction } from "discord.js";
+import type { AdapterContext } from "../../src/adapter.js";
+import { GATE_TEXT } from "../../src/access/gate.js";
+import { buttonKind, pressButton } from "../../src/buttons.js";
+import { commandsFor, findCommand } from "../../src/commands/catalog.js";
+import type { CommandReply } from "../../src/commands/command.js";
+import type { Config } from "../../src/config.js";
+import { localize, type Locale } from "../../src/i18n.js";
+import type { Logger } from "../../src/log.js";
+import type { Outbound } from "../../src/outbound.js";
+import { editReplyPayload, replyPayload } from "./interaction.js";
+import { personName } from "./inbound.js";
+import { tryAgain } from "./messages.js";
+import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+
+/** How long an interaction handler may compute before it defers the reply, in ms (Discord allows 3000). */
+export const DEFER_AFTER_MS = 2000;
+
+/** Most choices a slash-command option may have (Discord limit). */
+const MAX_CHOICES = 25;
+
+/** The interaction handlers of one client; see the module comment. */
+export class DiscordInteractions {
+  constructor(
+    private readonly context: AdapterContext,
+    private readonly outbound: Outbound,
+    private readonly config: Config,
+    private readonly log: Logger,
+    /** The bot's `@name`, for command texts that show how to mention it. */
+    private readonly mention: () => string | undefined,
+  ) {}
+
+  /** A slash command: run through the command runner (access policy first), answered ephemerally. */
+  async onCommand(interaction: ChatInputCommandInteraction): Promise<void> {
+    const { context } = this;
+    const locale = this.localeOf(interaction.locale);
+    const command = findCommand(interaction.commandName, "discord");
+    const args = command?.option ? (interaction.options.getString(command.option.name) ?? "") : "";
+    const inGuild = interaction.inGuild();
+    await this.#answer(interaction, async () => {
+      const reply = await context.commands.runReply({
+        name: interaction.commandName,
+        args,
+        platform: "discord",
+        chatId: interaction.channelId,
+        chatKind: inGuild ? "group" : "dm",
+        guildId: interaction.guildId ?? undefined,
+        userId: interaction.user.id,
+        userName: personName(interaction.member && "displayName" in interaction.member ? interaction.member : undefined, interaction.user),
+        locale,
+        mention: this.mention(),
+        // Manage Messages in this channel (the member's resolved permissions the interaction carries).
+        isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
+      });
+      // An interaction must be answered where the policy is silent; the ephemeral note is seen by the asker only.
+      return reply ?? localize(locale, inGuild ? GATE_TEXT.groupNotEnabled : GATE_TEXT.private);
+    });
+  }
+
+  /**
+   * A press on one of the bot's buttons (approval, reminder, `/permissions`): the core decides; the
+   * notice is the ephemeral reply, and a reminder closed by the press is edited to its outcome
+   * without buttons (not an ephemeral `/reminders` list, which only its interaction could edit).
+   * Data that is none of the bot's buttons is left unanswered.
+   */
+  async onButton(interaction: ButtonInteraction): Promise<void> {
+    if (buttonKind(interaction.customId) === "unknown") return;
+    const locale = this.localeOf(interaction.locale);
+    let closeText: string | undefined;
+    await this.#answer(interaction, async () => {
+      const answer = await pressButton(
+        { approvals: this.context.approvals, reminders: this.context.reminders, commands: this.context.commands, log: this.log },
+        { data: interaction.customId, platform: "discord", chatId: interaction.channelId, userId: interaction.user.id, locale },
+      );
+      closeText = answer.closeText;
+      return answer.failed ? tryAgain(locale) : answer.notice;
+    });
+    if (closeText && !interaction.message.flags.has(MessageFlags.Ephemeral)) {
+      await this.outbound.closeReminder({ chatId: interaction.channelId, messageId: interaction.message.id }, closeText).catch((err: unknown) => this.log.warn({ err }, "could not close the pressed message"));
+    }
+  }
+
+  /** The locale of a Discord client (`zh-TW`, `en-US`…) as one of the bot's; else `BOT_LOCALE`. */
+  localeOf(discordLocale: string | undefined): Locale {
+    if (discordLocale?.startsWith("zh")) return "zh-TW";
+    if (discordLocale?.startsWith("en")) return "en";
+    return this.config.BOT_LOCALE;
+  }
+
+  /**
+   * Replies ephemerally with `compute()`'s text. If it takes longer than {@link DEFER_AFTER_MS},
+   * the interaction is deferred first (so Discord's 3 s limit is met) and the reply edited in.
+   * Unknown interaction (10062) and already acknowledged (40060) are logged, not thrown.
+   */
+  async #answer(interaction: RepliableInteraction, compute: () => Promise<string | CommandReply>): Promise<void> {
+    const pending = compute().then((r) => (typeof r === "string" ? { text: r } : r));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), DEFER_AFTER_MS)));
+    try {
+      const first = await Promise.race([pending, late]);
+      clearTimeout(timer);
+      if (first === "late") {
+        await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+        const reply = await pending;
+        await interaction.editReply(editReplyPayload(interaction, { content: fit(reply.text), components: buttonRows(reply) as never, allowedMentions: { parse: [] } }));
+      } else {
+        await interaction.reply(replyPayload(interaction, { content: fit(first.text), components: buttonRows(first) as never, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }));
+      }
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 10062 || code === 40060) this.log.warn({ code, interaction: interaction.id }, "interaction could not be answered (too late or already answered)");
+      else throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * The slash commands of the catalogue (`src/commands/catalog.ts`), as the body of Discord's bulk
+ * overwrite (https://discord.com/developers/docs/interactions/application-commands): type 1
+ * (chat input), usable in servers and DMs, one optional or required string option with at most
+ * 25 choices; descriptions in English with a zh-TW localisation (at most 100 characters).
+ */
+export function slashCommands(context: AdapterContext): { name: string; description: string; [key: string]: unknown }[] {
+  const common = { type: 1, contexts: [0, 1], integration_types: [0] };
+  return commandsFor("discord").map((c) => ({
+    ...common,
+    name: c.name,
+    description: c.description.en.slice(0, 100),
+    description_localizations: { "zh-TW": c.description["zh-TW"].slice(0, 100) },
+    ...(c.option
+      ? {
+          options: [
+            {
+              type: 3,
+              name: c.option.name,
+              description: c.option.description.en.slice(0, 100),
+              description_localizations: { "zh-TW": c.option.description["zh-TW"].slice(0, 100) },
+              required: c.option.required,
+              ...choicesOf(c.option.choices?.(context.commands.services) ?? []),
+            },
+          ],
+        }
+      : {}),
+  }));
+}
+
+function choicesOf(values: string[]): { choices?: { name: string; value: string }[] } {
+  return values.length > 0 ? { choices: values.slice(0, MAX_CHOICES).map((v) => ({ name: v, value: v })) } : {};
+}
+
+/** Keeps an ephemeral reply within Discord's 2000 characters (the first chunk, marked as cut). */
+function fit(text: string): string {
+  if (text.length <= DISCORD_MESSAGE_LIMIT) return text;
+  return `${splitMessage(text, DISCORD_MESSAGE_LIMIT - 2)[0]}\n…`;
+}
+
+/** A command reply's buttons as action rows of up to 5 danger-style buttons (Discord allows 5 rows of 5). */
+function buttonRows(reply: CommandReply): Record<string, unknown>[] {
+  const rows: { type: 1; components: Record<string, unknown>[] }[] = [];
+  (reply.buttons ?? []).slice(0, 25).forEach((b, i) => {
+    if (i % 5 === 0) rows.push({ type: 1, components: [] });
+    rows.at(-1)!.components.push({ type: 2, style: 4, label: b.label, custom_id: b.data });
+  });
+  return rows;
+}

@@ -1,0 +1,159 @@
+/**
+ * Discord gateway events: messages (DMs always; guild channels and threads when the bot is
+ * mentioned or replied to, see `inbound.ts`; the bot itself, other bots, webhooks and system
+ * messages are ignored; a forwarded message's text is the question, marked as someone else's
+ * words) become jobs; a ✅/❌ reaction on an approval prompt decides it.
+ *
+ * Reactions are read from the raw gateway event MESSAGE_REACTION_ADD, not from discord.js's
+ * `messageReactionAdd`: discord.js drops a reaction whose DM channel it has not cached (the event
+ * carries no channel type), which is every DM after the adapter restarted. The channel and
+ * message are fetched (cache, else `GET /channels/{id}` and `GET …/messages/{id}`).
+ */
+import { Routes, type Client, type GatewayMessageReactionAddDispatchData, type Message } from "discord.js";
+import type { AdapterContext } from "../../src/adapter.js";
+import { EnqueueError } from "../../src/adapter.js";
+import type { DecisionResult } from "../../src/approvals/decision.js";
+import { CLOSED_APPROVAL_ID, parseApprovalButton } from "../../src/buttons.js";
+import type { Config } from "../../src/config.js";
+import { localize, type Locale } from "../../src/i18n.js";
+import type { Logger } from "../../src/log.js";
+import { forwardedText } from "../../src/prompts.js";
+import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { reactionDecision } from "./approval.js";
+import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+
+/** The message and reaction handlers of one client; see the module comment. */
+export class DiscordMessages {
+  #warnedContentIntent = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly context: AdapterContext,
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * A ✅/❌ on one of the bot's approval prompts decides it, in guilds and DMs alike, whether or
+   * not discord.js has the channel or message cached (raw MESSAGE_REACTION_ADD, see the module comment).
+   */
+  async onReaction(data: GatewayMessageReactionAddDispatchData): Promise<void> {
+    const { client } = this;
+    if (!client.user || data.user_id === client.user.id) return;
+    const approve = reactionDecision(data.emoji.name);
+    if (approve === undefined) return;
+    // Discord names the reacted message's author; when it is someone else there is nothing to fetch.
+    if (data.message_author_id !== undefined && data.message_author_id !== client.user.id) return;
+    let message: Message;
+    try {
+      const channel = await client.channels.fetch(data.channel_id);
+      if (!channel?.isTextBased()) return;
+      message = await channel.messages.fetch(data.message_id);
+    } catch (err) {
+      this.log.warn({ err, chatId: data.channel_id, messageId: data.message_id }, "a ✅/❌ reaction on a message that could not be fetched; ignored");
+      return;
+    }
+    if (message.author?.id !== client.user.id) return;
+    const approvalId = approvalIdOf(message);
+    if (!approvalId || approvalId === CLOSED_APPROVAL_ID) return;
+    let result: DecisionResult;
+    try {
+      result = await this.context.approvals.decide({ approvalId, platform: "discord", deciderId: data.user_id, approve });
+    } catch (err) {
+      this.log.error({ err }, "approval decision by reaction failed");
+      await this.#reply(message, tryAgain(this.config.BOT_LOCALE));
+      return;
+    }
+    this.log.info({ via: "reaction", deciderId: data.user_id, status: result.status }, `approval reaction: ${result.status}`);
+    if (result.status === "not_requester" && data.guild_id) {
+      // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided (not possible in DMs).
+      const route = Routes.channelMessageUserReaction(data.channel_id, data.message_id, encodeURIComponent(data.emoji.name!), data.user_id);
+      await client.rest.delete(route).catch((err: unknown) => this.log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
+    }
+  }
+
+  async onMessage(message: Message): Promise<void> {
+    const { client, context } = this;
+    if (!client.user) return;
+    const botId = client.user.id;
+    if (message.author.id === botId || message.author.bot || message.webhookId || message.system) return;
+    const dm = !message.inGuild();
+    if (!dm && !isAddressed(message, botId)) return;
+    const locale = this.config.BOT_LOCALE;
+
+    // A forward's text is the question, marked as someone else's words (see src/prompts.ts).
+    const forwards = forwardsOf(message);
+    const own = textForModel(message, botId);
+    const text = forwards.some((f) => f.text.trim() !== "") ? forwardedText(forwards, own) : own;
+    const media = attachmentsOf(message);
+    if (!text && media.length === 0) {
+      const nothing = forwards.length === 0 && message.content === "" && message.embeds.length === 0;
+      if (!dm && nothing && !this.#warnedContentIntent) {
+        this.#warnedContentIntent = true;
+        this.log.warn(
+          "a message mentioning the bot arrived with empty content: the Message Content intent is not in effect. Enable it in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart the bot.",
+        );
+      }
+      const hint =
+        forwards.some((f) => f.attachments > 0)
+          ? localize(locale, { "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。", en: "I can't read the attachments of a forwarded message: send me the file itself, or tell me in words what you need." })
+          : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
+      await this.#reply(message, hint);
+      return;
+    }
+    if (text.length > MAX_INCOMING_TEXT) {
+      await this.#reply(message, localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。", en: "That message is too long (limit {max} characters); please shorten it." }, { max: MAX_INCOMING_TEXT }));
+      return;
+    }
+    const parsed = IncomingMessageSchema.safeParse({
+      platform: "discord",
+      chatId: message.channelId,
+      chatKind: dm ? "dm" : "group",
+      userId: message.author.id,
+      userName: authorName(message),
+      text,
+      ...(media.length > 0 ? { media } : {}),
+      messageId: message.id,
+      sentAt: message.createdTimestamp,
+      reply: dm ? {} : { guildId: message.guildId },
+    });
+    if (!parsed.success) {
+      // Should not happen (the checks above cover the schema); never leave the person unanswered.
+      this.log.error({ issues: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`) }, "a message could not be normalised");
+      await this.#reply(message, tryAgain(locale));
+      return;
+    }
+    const incoming: IncomingMessage = parsed.data;
+    try {
+      await context.enqueue(incoming);
+    } catch (err) {
+      this.log.error({ err, chatId: incoming.chatId }, err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message");
+      await this.#reply(message, tryAgain(locale));
+    }
+  }
+
+  async #reply(message: Message, text: string): Promise<void> {
+    try {
+      await message.reply({ content: text, allowedMentions: { parse: [], repliedUser: false } });
+    } catch (err) {
+      this.log.error({ err, chatId: message.channelId }, "could not send a reply");
+    }
+  }
+}
+
+/** The first approval button's id on a bot message, if it is a prompt. */
+function approvalIdOf(message: Message): string | undefined {
+  for (const row of message.components) {
+    const json = row.toJSON() as { components?: { custom_id?: string }[] };
+    for (const c of json.components ?? []) {
+      const parsed = c.custom_id ? parseApprovalButton(c.custom_id) : undefined;
+      if (parsed) return parsed.approvalId;
+    }
+  }
+  return undefined;
+}
+
+/** The short "try again" answer when a message could not be queued or a decision not recorded. */
+export function tryAgain(locale: Locale): string {
+  return localize(locale, { "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。", en: "Sorry, I can't handle that right now. Please try again in a moment." });
+}

@@ -1,0 +1,191 @@
+/**
+ * What the Telegram adapter does with each update, however it arrives (long polling or webhook:
+ * `adapter.ts`): a message is ignored, hinted at, run as a command, recorded as an album item,
+ * or queued (`inbound.ts` decides which); a button press is routed by the core (`pressButton` of
+ * `src/buttons.ts`) and its answer rendered here — a toast, the keyboard removed, a reminder
+ * closed, a button dropped from a list.
+ *
+ * Bot API sources: https://core.telegram.org/bots/api#answercallbackquery,
+ * https://core.telegram.org/bots/api#editmessagereplymarkup, https://core.telegram.org/bots/api#getchatmember,
+ * https://core.telegram.org/bots/api#setmycommands.
+ */
+import type { Bot, Context } from "grammy";
+import type { AdapterContext } from "../../src/adapter.js";
+import { EnqueueError } from "../../src/adapter.js";
+import { pressButton } from "../../src/buttons.js";
+import type { Config } from "../../src/config.js";
+import { localize } from "../../src/i18n.js";
+import { redact, type Logger } from "../../src/log.js";
+import { supportedMedia } from "../../src/media/refusal.js";
+import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
+import { isHarmless } from "./api.js";
+import { botCommands } from "./commands.js";
+import { escapeHtml } from "./html.js";
+import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
+import { isUnauthorized } from "./polling.js";
+import { replyPlace, type TelegramOutbound } from "./outbound.js";
+
+/** The handlers of one bot's updates; see the module comment. */
+export class TelegramUpdates {
+  constructor(
+    private readonly bot: Bot,
+    private readonly outbound: TelegramOutbound,
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {}
+
+  /** Registers the message and button handlers on the bot, answering through `context`. */
+  install(context: AdapterContext): void {
+    this.bot.catch((err) => this.log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
+    this.bot.on("message", (ctx) => this.#onMessage(ctx, context));
+    this.bot.on("callback_query:data", (ctx) => this.#onButton(ctx, context));
+  }
+
+  /**
+   * `setMyCommands` for the default language (`BOT_LOCALE`) and for `zh` and `en` clients. Failures
+   * are logged, not fatal, except a 401 (rethrown: the token was rejected).
+   */
+  async registerCommands(signal: AbortSignal): Promise<void> {
+    const abort = signal as unknown as Parameters<Bot["init"]>[0];
+    const calls = [
+      this.bot.api.setMyCommands(botCommands(this.config.BOT_LOCALE), undefined, abort),
+      this.bot.api.setMyCommands(botCommands("zh-TW"), { language_code: "zh" }, abort),
+      this.bot.api.setMyCommands(botCommands("en"), { language_code: "en" }, abort),
+    ];
+    for (const result of await Promise.allSettled(calls)) {
+      if (result.status === "rejected" && isUnauthorized(result.reason)) throw result.reason;
+      if (result.status === "rejected" && !signal.aborted) this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
+    }
+  }
+
+  async #reply(to: IncomingMessageBase, markdown: string): Promise<void> {
+    await this.outbound.sendMarkdown(replyPlace(to), markdown);
+  }
+
+  async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
+    const decision = classifyMessage(ctx.message!, ctx.me);
+    switch (decision.kind) {
+      case "ignore":
+        this.log.debug({ chatId: ctx.chat?.id, reason: decision.reason }, "telegram: message ignored");
+        return;
+      case "hint":
+        await this.#reply(
+          decision.message,
+          decision.reason === "media"
+            ? `${localize(locale, { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." })}\n${supportedMedia(locale, this.config.MAX_IMAGES_PER_MESSAGE)}`
+            : decision.reason === "too_long"
+              ? localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." }, { max: MAX_INCOMING_TEXT })
+              : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
+        );
+        return;
+      case "command":
+        return this.#command(decision, context);
+      case "album_item":
+        // Recorded for its album (the captioned item that mentions the bot is queued with it); never answered alone.
+        await context.albums?.add(decision.message, false).catch((error: unknown) => this.log.warn({ chatId: decision.message.chatId, error: redact(String(error)) }, "telegram: could not record an album item"));
+        return;
+      case "enqueue":
+        try {
+          // Of an album, only the first item that addresses the bot is queued; the worker gathers the rest.
+          if (decision.message.mediaGroupId && context.albums && !(await context.albums.add(decision.message, true))) return;
+          await context.enqueue(decision.message);
+        } catch (error) {
+          this.log.error(
+            { chatId: decision.message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
+            "telegram: could not queue a message",
+          );
+          await this.#reply(decision.message, localize(locale, { "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。", en: "Sorry, I could not take your message right now. Please try again in a moment." }));
+        }
+    }
+  }
+
+  async #command(decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>, context: AdapterContext): Promise<void> {
+    const to = decision.message;
+    const chatId = Number(to.chatId);
+    const reply = await context.commands.runReply({
+      name: decision.command,
+      args: decision.args,
+      platform: "telegram",
+      chatId: to.chatId,
+      chatKind: to.chatKind,
+      topicId: to.topicId,
+      userId: to.userId,
+      userName: to.userName,
+      locale: this.config.BOT_LOCALE,
+      mention: `@${this.bot.botInfo.username}`,
+      isGroupAdmin: () => this.#isGroupAdmin({ id: chatId, type: "supergroup" }, to.userId),
+    });
+    if (reply === undefined) return;
+    if (reply.buttons?.length) await this.#sendWithButtons(to, reply.text, reply.buttons);
+    else await this.#reply(to, reply.text);
+  }
+
+  /** Sends a command's reply (Markdown) with one inline button per row (e.g. `/reminders` cancel buttons). */
+  async #sendWithButtons(to: IncomingMessageBase, markdown: string, buttons: { label: string; data: string }[]): Promise<void> {
+    const dest = replyPlace(to);
+    await this.bot.api.sendMessage(to.chatId, escapeHtml(markdown), {
+      parse_mode: "HTML",
+      reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
+      ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
+      ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
+    });
+  }
+
+  /**
+   * A press on one of the bot's buttons (approval, reminder, `/permissions`): the core decides
+   * (`pressButton`); here its answer is rendered: the toast, then the pressed message's keyboard
+   * removed, the message closed to a text, or the pressed button dropped from the list. The
+   * pressed message's conversation is its chat and, in a topic, its thread.
+   */
+  async #onButton(ctx: Context, context: AdapterContext): Promise<void> {
+    const query = ctx.callbackQuery!;
+    const data = query.data ?? "";
+    const message = query.message;
+    const topic = message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+    const answer = await pressButton(
+      { approvals: context.approvals, reminders: context.reminders, commands: context.commands, log: this.log },
+      {
+        data,
+        platform: "telegram",
+        chatId: String(message?.chat.id ?? query.from.id),
+        ...(topic ? { topicId: topic } : {}),
+        userId: String(query.from.id),
+        locale: this.config.BOT_LOCALE,
+        ...(message ? { isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)) } : {}),
+      },
+    );
+    try {
+      await ctx.answerCallbackQuery({ text: answer.notice });
+    } catch (error) {
+      if (!isHarmless(error)) throw error;
+    }
+    if (!message) return;
+    const ref = { chatId: String(message.chat.id), messageId: String(message.message_id) };
+    if (answer.removeButtons) {
+      await this.outbound.removeKeyboard(ref);
+    } else if (answer.closeText) {
+      await this.outbound.closeReminder(ref, answer.closeText).catch((error: unknown) => this.log.warn({ error: redact(String(error)) }, "telegram: could not close the pressed message"));
+    } else if (answer.dropButton) {
+      const rows = (message.reply_markup?.inline_keyboard ?? []).map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data)).filter((row) => row.length > 0);
+      await this.bot.api
+        .editMessageReplyMarkup(ref.chatId, Number(ref.messageId), { reply_markup: { inline_keyboard: rows } })
+        .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not drop the pressed button"));
+    }
+  }
+
+  /**
+   * Whether `userId` administers the group `chat` (Bot API `getChatMember` status `creator` or
+   * `administrator`); false for a private chat, an anonymous sender (`chat:<id>`) and on any error.
+   */
+  async #isGroupAdmin(chat: { id: number; type: string }, userId: string): Promise<boolean> {
+    if (chat.type === "private" || chat.id > 0 || !/^\d+$/.test(userId)) return false;
+    try {
+      const member = await this.bot.api.getChatMember(chat.id, Number(userId));
+      return member.status === "creator" || member.status === "administrator";
+    } catch (error) {
+      this.log.debug({ error: redact(String(error)) }, "telegram: getChatMember failed");
+      return false;
+    }
+  }
+}

@@ -2,11 +2,32 @@
  * Discord interactions: the slash commands of the catalogue (`src/commands/catalog.ts`) and button
  * presses, each answered within Discord's 3 seconds with an ephemeral reply (deferred first when
  * the answer takes longer, https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction).
+ *
+ * The reply bodies are as Discord documents them: discord.js builds every message body with one
+ * serialiser (`MessagePayload.resolveBody`), which always adds `enforce_nonce` (false unless asked)
+ * and `tts` (false). Both belong to Create Message
+ * (https://discord.com/developers/docs/resources/message#create-message), but Discord defines
+ * neither for an interaction callback's message data
+ * (https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-response-object-messages:
+ * `tts` yes, `enforce_nonce` no) nor for editing the original response
+ * (https://discord.com/developers/docs/interactions/receiving-and-responding#edit-original-interaction-response:
+ * neither). discord.js has no option that leaves them out, but `reply()` and `editReply()` take a
+ * `MessagePayload` whose body is already resolved and send that body as it is, so the undefined
+ * fields are removed from it ({@link replyPayload}, {@link editReplyPayload}).
  * A button press is routed by the core (`pressButton` of `src/buttons.ts`); here its answer is
  * rendered: the ephemeral notice (a press that could not be handled gets the adapter's usual
  * "try again"), and a reminder message closed to its outcome.
  */
-import { MessageFlags, PermissionFlagsBits, type ButtonInteraction, type ChatInputCommandInteraction, type RepliableInteraction } from "discord.js";
+import {
+  MessageFlags,
+  MessagePayload,
+  PermissionFlagsBits,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type InteractionEditReplyOptions,
+  type InteractionReplyOptions,
+  type RepliableInteraction,
+} from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
 import { GATE_TEXT } from "../../src/access/gate.js";
 import { buttonKind, pressButton } from "../../src/buttons.js";
@@ -16,7 +37,6 @@ import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import type { Outbound } from "../../src/outbound.js";
-import { editReplyPayload, replyPayload } from "./interaction.js";
 import { personName } from "./inbound.js";
 import { tryAgain } from "./messages.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
@@ -172,4 +192,20 @@ function buttonRows(reply: CommandReply): Record<string, unknown>[] {
     rows.at(-1)!.components.push({ type: 2, style: 4, label: b.label, custom_id: b.data });
   });
   return rows;
+}
+
+/** The payload of `interaction.reply(options)` without `enforce_nonce` (see the module comment). */
+export function replyPayload(interaction: RepliableInteraction, options: InteractionReplyOptions): MessagePayload {
+  return without(MessagePayload.create(interaction, options), ["enforce_nonce"]);
+}
+
+/** The payload of `interaction.editReply(options)` without `enforce_nonce` and `tts` (see the module comment). */
+export function editReplyPayload(interaction: RepliableInteraction, options: InteractionEditReplyOptions): MessagePayload {
+  return without(MessagePayload.create(interaction, options), ["enforce_nonce", "tts"]);
+}
+
+function without(payload: MessagePayload, fields: string[]): MessagePayload {
+  const body = payload.resolveBody().body as Record<string, unknown>;
+  for (const field of fields) delete body[field];
+  return payload;
 }

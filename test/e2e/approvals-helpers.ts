@@ -3,8 +3,10 @@
  * person's todo list straight from Redis with the todo store, and reading what reached the
  * scripted model.
  */
+import { z } from "zod";
 import type { RedisClient } from "../../src/redis.js";
 import type { Platform } from "../../src/queue/incoming.js";
+import { defineTool, type Tool } from "../../src/toolbox/tool.js";
 import { addTodo, listTodos } from "../../tools/todo/store.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import type { Stack } from "./harness.js";
@@ -61,4 +63,28 @@ export function freshResults(stack: Stack, marker: string): { name: string; cont
 /** Resolves after `ms` ms: only for bounded "nothing else happens" windows. */
 export function quietWindow(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A dangerous tool named `name` that never finishes on its own: each call waits until its abort
+ * signal fires (the answer's deadline), then fails with the signal's reason. `aborted` counts the
+ * calls that saw the signal.
+ */
+export function waitingTool(name: string): { tool: Tool; aborted: { count: number } } {
+  const aborted = { count: 0 };
+  const tool = defineTool({
+    name,
+    description: "Waits for an outside signal before it does anything (a test tool).",
+    tags: ["util"],
+    dangerous: true,
+    input: z.object({}),
+    run: (_input, context) =>
+      new Promise<string>((_resolve, reject) => {
+        context.signal.addEventListener("abort", () => {
+          aborted.count += 1;
+          reject(context.signal.reason as Error);
+        }, { once: true });
+      }),
+  });
+  return { tool, aborted };
 }

@@ -8,38 +8,20 @@
  */
 import type { Chat, User } from "grammy/types";
 import { expect, it } from "vitest";
-import { z } from "zod";
 import { htmlToPlain, planChunks } from "../../adapters/telegram/split.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
-import { defineTool } from "../../src/toolbox/tool.js";
 import { text, toolUse } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
-import { seedTodos, todoLines } from "./approvals-helpers.js";
+import { seedTodos, todoLines, waitingTool } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { requestsFor } from "./scenarios-common.js";
 
 const DEADLINE_SECONDS = 8;
 const WAIT = 20_000;
 
-/** Calls of the waiting tool that saw their abort signal fire. */
-const aborted = { count: 0 };
-
-/** A dangerous tool that never finishes on its own: it waits until its call's abort signal fires. */
-const waitForSignal = defineTool({
-  name: "e2e_wait_for_signal",
-  description: "Waits for an outside signal before it does anything (a test tool).",
-  tags: ["util"],
-  dangerous: true,
-  input: z.object({}),
-  run: (_input, context) =>
-    new Promise<string>((_resolve, reject) => {
-      context.signal.addEventListener("abort", () => {
-        aborted.count += 1;
-        reject(context.signal.reason as Error);
-      }, { once: true });
-    }),
-});
+/** A dangerous tool that waits until its call's abort signal fires. */
+const { tool: waitForSignal, aborted } = waitingTool("e2e_wait_for_signal");
 
 let stack: Stack;
 let redis: RedisClient;

@@ -54,6 +54,8 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
     attempt,
   );
   await done.tracer.finish();
+  // The answer is over (a chat job's finish script does this for messages): its sent count and start time go.
+  await parts.redis.del(done.keys.sent, done.keys.started);
   // Failed for good (the requester was told, the record deleted): the job is marked failed, not retried.
   if (done.failure !== undefined) throw new UnrecoverableError(done.failure instanceof Error ? done.failure.message : String(done.failure));
   const result = done.result;

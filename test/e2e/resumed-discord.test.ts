@@ -14,6 +14,7 @@ import { text, toolUse } from "../fakes/anthropic.js";
 import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import { seedTodos, todoLines, waitingTool } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
+import { keysEverywhere } from "../helpers/redis.js";
 import { requestsFor } from "./scenarios-common.js";
 
 const DEADLINE_SECONDS = 8;
@@ -73,6 +74,8 @@ it("a decision job failing after part of a multi-chunk answer was sent: the retr
   await dc.waitFor(() => postedIn(channel, prompt).length >= 3, WAIT, "three chunks");
   await new Promise((r) => setTimeout(r, 500));
   expect(postedIn(channel, prompt).map((m) => m.content)).toEqual(chunks);
+  // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
+  for (const kind of ["sent", "started", "run", "stream"]) expect(await keysEverywhere(redis, `${kind}:{discord:${channel}}*`)).toEqual([]);
   expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
   expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story"))).toHaveLength(2);
   expect(await todoLines(redis, "discord", ivy.id)).toEqual([]);

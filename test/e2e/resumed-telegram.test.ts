@@ -15,6 +15,7 @@ import { text, toolUse } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { seedTodos, todoLines, waitingTool } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
+import { keysEverywhere } from "../helpers/redis.js";
 import { requestsFor } from "./scenarios-common.js";
 
 const DEADLINE_SECONDS = 8;
@@ -73,6 +74,8 @@ it("a decision job failing after part of a multi-chunk answer was sent: the retr
   await tg.waitFor(() => sentTo(chat).filter((m) => m !== prompt).length >= 3, WAIT, "three chunks");
   await new Promise((r) => setTimeout(r, 500));
   expect(sentTo(chat).filter((m) => m !== prompt).map((m) => m.text)).toEqual(chunks);
+  // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
+  for (const kind of ["sent", "started", "run", "stream"]) expect(await keysEverywhere(redis, `${kind}:{telegram:${chat.id}}*`)).toEqual([]);
   expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
   // The answer was computed once: the model was asked for it once, the tool ran once.
   expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story"))).toHaveLength(2);

@@ -315,3 +315,13 @@ export function countingFetch(inner: typeof fetch = fetch): typeof fetch {
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }
+
+/**
+ * Sets every metric of {@link registry} back to zero and forgets which messages' first visible
+ * text was recorded: the state of a fresh process. For tests that count metrics while sharing one
+ * process with other test files (vitest's `isolate: false`); the bot itself never calls it.
+ */
+export function resetMetrics(): void {
+  registry.resetMetrics();
+  firstTextSeen.clear();
+}

@@ -2,7 +2,7 @@
  * The named metric functions of `src/metrics.ts`, read back through the registry `/metrics` serves.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { countingFetch, metrics, registry, watchQueues } from "../../src/metrics.js";
+import { countingFetch, metrics, registry, resetMetrics, watchQueues } from "../../src/metrics.js";
 
 async function sample(name: string, labels: Record<string, string> = {}): Promise<number> {
   const metric = registry.getSingleMetric(name);
@@ -11,7 +11,7 @@ async function sample(name: string, labels: Record<string, string> = {}): Promis
 }
 
 // Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.
-beforeAll(() => registry.resetMetrics());
+beforeAll(() => resetMetrics());
 
 describe("metrics", () => {
   it("first visible text is observed once per message, also when answered() follows", async () => {

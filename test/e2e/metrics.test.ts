@@ -8,7 +8,7 @@
 import { createServer } from "node:net";
 import parsePrometheusTextFormat, { type PrometheusFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { registry } from "../../src/metrics.js";
+import { resetMetrics } from "../../src/metrics.js";
 import { text, toolUses } from "../fakes/anthropic.js";
 import { startStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   // Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.
-  registry.resetMetrics();
+  resetMetrics();
   port = await freePort();
   stack = await startStack({ healthPort: port, env: { RATE_LIMIT_PER_MINUTE: "2" } });
 }, 60_000);

@@ -21,7 +21,8 @@ import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
 import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PausedRun, PendingCall, RunState } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
-import { answerText, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
+import { answerOf, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
+import { withSources } from "./sources.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type ToolResultBlockParam = Anthropic.Messages.ToolResultBlockParam;
@@ -185,7 +186,8 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
 
     // The answer is the text of the last call (after its last server block); a call that only
     // finished a paused turn's search has none, and then it is the text after the turn's last one.
-    const text = answerText(content) || answerText(turn);
+    // Cited web pages follow it as numbered links.
+    const text = withSources(answerOf(content, turn), context.locale);
     if (stop === "max_tokens") {
       const note = localize(context.locale, { "zh-TW": "（回答太長，已被截斷。）", en: "(The answer was too long and was cut off.)" });
       return finish(state, deps, text ? `${text}\n\n${note}` : note, text ? undefined : [{ type: "text", text: note }]);
@@ -243,6 +245,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
           timezone: context.timezone,
           chatKind: context.chatKind,
           toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
+          webSearch: offered.servers.some((t) => t.name === "web_search" || t.name === "web_fetch"),
         }),
         cache_control: EPHEMERAL,
       },

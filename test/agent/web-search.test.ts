@@ -4,8 +4,8 @@
  * pause_turn in the middle of a search, search errors, streaming status lines, usage, and an API
  * that refuses the tool.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { AgentDeps, AgentEvent, AgentOutcome, MessageParam } from "../../src/agent/contract.js";
+import { describe, expect, it } from "vitest";
+import type { AgentDeps, AgentEvent, MessageParam } from "../../src/agent/contract.js";
 import { runAgent } from "../../src/agent/loop.js";
 import type { ModelUsage } from "../../src/usage/store.js";
 import { serverTools } from "../../src/toolbox/server-tools.js";
@@ -14,25 +14,14 @@ import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { captureLogger } from "../helpers/log.js";
 import { testContext } from "../helpers/context.js";
 import { searchReply, startFakeAnthropic, text, type FakeAnthropic, type FakeSearchResult } from "../fakes/anthropic.js";
-import { addNumbers, getTime, resetCalls, testDeps } from "./helpers.js";
+import { addNumbers, answerOf, getTime, testDeps, useFakeAnthropic } from "./helpers.js";
 
 let fake: FakeAnthropic;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-});
-afterAll(async () => {
-  await fake.close();
-});
-beforeEach(() => {
-  resetCalls();
-  fake.reset();
+useFakeAnthropic((started) => {
+  fake = started;
 });
 
-function answer(outcome: AgentOutcome): Extract<AgentOutcome, { kind: "answer" }> {
-  if (outcome.kind !== "answer") throw new Error(`expected an answer, got ${outcome.kind}`);
-  return outcome;
-}
+const answer = answerOf;
 
 /** The test tools and the server tools of `env` (web search on by default). */
 function searchingDeps(env: Record<string, string> = {}, fakeFor = fake): AgentDeps & { usages: ModelUsage[] } {

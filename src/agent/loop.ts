@@ -148,17 +148,18 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
 async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
   const maxTurns = deps.config.MAX_TURNS;
-  let paused = false;
+  let resuming = false; // the previous call stopped with pause_turn
   while (state.turns < maxTurns) {
     const response = await callModel(state, deps, context);
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
-    const last = state.messages[state.messages.length - 1];
-    if (paused && last?.role === "assistant" && Array.isArray(last.content)) state.messages[state.messages.length - 1] = { role: "assistant", content: [...last.content, ...content] };
+    const previous = state.messages[state.messages.length - 1];
+    const joined = resuming && previous?.role === "assistant" && Array.isArray(previous.content) ? [...previous.content, ...content] : undefined;
+    if (joined) state.messages[state.messages.length - 1] = { role: "assistant", content: joined };
     else if (content.length > 0) state.messages.push({ role: "assistant", content });
-    const turn = paused && last?.role === "assistant" && Array.isArray(last.content) ? [...last.content, ...content] : content;
+    const turn = joined ?? content;
     const stop = response.stop_reason;
-    paused = stop === "pause_turn";
+    resuming = stop === "pause_turn";
 
     if (stop === "refusal") {
       // The whole run is dropped (the caller stores none of it); the trace keeps the refusal.

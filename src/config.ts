@@ -203,15 +203,24 @@ const principalList = (kind: "user" | "chat") =>
       return out;
     });
 
-/** Token prices in USD per million tokens (`MODEL_PRICES`), for the estimated cost in `/usage`. */
+/** Prices (`MODEL_PRICES`) for the estimated cost in `/usage`: tokens in USD per million, web searches in USD per 1,000. */
 export interface ModelPrices {
   input: number;
   output: number;
   cacheWrite: number;
   cacheRead: number;
+  /** USD per 1,000 web searches; default {@link DEFAULT_WEB_SEARCH_PRICE}. */
+  webSearch: number;
 }
 
-const PRICES_MESSAGE = "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5)";
+/**
+ * The Messages API's price of web search, USD per 1,000 searches ("$10 per 1,000 searches, plus
+ * standard token costs", https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool).
+ */
+export const DEFAULT_WEB_SEARCH_PRICE = 10;
+
+const PRICES_MESSAGE =
+  "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5), optionally a fifth: USD per 1,000 web searches (default 10)";
 
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
@@ -302,6 +311,20 @@ export const ConfigSchema = z.object({
   BOT_LOCALE: z.enum(LOCALES, { message: `must be one of ${LOCALES.join(", ")}` }).default("zh-TW"),
 
   MAX_TURNS: int(1, 50, 10),
+  /**
+   * `on`: requests offer the Messages API's web search server tool (run by the API, billed per
+   * search; answers cite their sources); `off`: not offered.
+   * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool
+   */
+  WEB_SEARCH: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  /** Most web searches the model may make in one model call (the tool's `max_uses`), 1-20. */
+  WEB_SEARCH_MAX_USES: int(1, 20, 3),
+  /**
+   * `on`: requests offer the Messages API's web fetch server tool, so the model can read a page
+   * the user linked; `off` (default): not offered.
+   * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool
+   */
+  WEB_FETCH: z.enum(["on", "off"], { message: "must be on or off" }).default("off"),
   /** `on`: answers are streamed into the chat as the model writes them; `off`: sent when complete. */
   STREAMING: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   /**
@@ -355,17 +378,20 @@ export const ConfigSchema = z.object({
   USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 200_000),
   /** Tokens (all four kinds) the whole bot may use per day; 0 or unset = no limit. */
   GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0),
-  /** `input,output,cache_write,cache_read` in USD per million tokens; unset = no cost shown. */
+  /**
+   * `input,output,cache_write,cache_read` in USD per million tokens, optionally `,web_search` in
+   * USD per 1,000 searches (default {@link DEFAULT_WEB_SEARCH_PRICE}); unset = no cost shown.
+   */
   MODEL_PRICES: optionalString.transform((v, ctx): ModelPrices | undefined => {
     if (v === undefined) return undefined;
     const parts = v.split(",").map((p) => p.trim());
     const numbers = parts.map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
-    if (numbers.length !== 4 || numbers.some((n) => !Number.isFinite(n))) {
+    if ((numbers.length !== 4 && numbers.length !== 5) || numbers.some((n) => !Number.isFinite(n))) {
       ctx.addIssue({ code: "custom", message: PRICES_MESSAGE });
       return z.NEVER;
     }
-    const [input, output, cacheWrite, cacheRead] = numbers as [number, number, number, number];
-    return { input, output, cacheWrite, cacheRead };
+    const [input, output, cacheWrite, cacheRead, webSearch = DEFAULT_WEB_SEARCH_PRICE] = numbers as [number, number, number, number, number?];
+    return { input, output, cacheWrite, cacheRead, webSearch };
   }),
 
   /** Port of the health endpoint; unset or blank = off. */

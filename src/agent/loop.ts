@@ -21,7 +21,8 @@ import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
 import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PausedRun, PendingCall, RunState } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
-import { answerText, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
+import { answerOf, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
+import { withSources } from "./sources.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type ToolResultBlockParam = Anthropic.Messages.ToolResultBlockParam;
@@ -147,17 +148,18 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
 async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
   const maxTurns = deps.config.MAX_TURNS;
-  let paused = false;
+  let resuming = false; // the previous call stopped with pause_turn
   while (state.turns < maxTurns) {
     const response = await callModel(state, deps, context);
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
-    const last = state.messages[state.messages.length - 1];
-    if (paused && last?.role === "assistant" && Array.isArray(last.content)) state.messages[state.messages.length - 1] = { role: "assistant", content: [...last.content, ...content] };
+    const previous = state.messages[state.messages.length - 1];
+    const joined = resuming && previous?.role === "assistant" && Array.isArray(previous.content) ? [...previous.content, ...content] : undefined;
+    if (joined) state.messages[state.messages.length - 1] = { role: "assistant", content: joined };
     else if (content.length > 0) state.messages.push({ role: "assistant", content });
-    const turn = paused && last?.role === "assistant" && Array.isArray(last.content) ? [...last.content, ...content] : content;
+    const turn = joined ?? content;
     const stop = response.stop_reason;
-    paused = stop === "pause_turn";
+    resuming = stop === "pause_turn";
 
     if (stop === "refusal") {
       // The whole run is dropped (the caller stores none of it); the trace keeps the refusal.
@@ -185,7 +187,8 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
 
     // The answer is the text of the last call (after its last server block); a call that only
     // finished a paused turn's search has none, and then it is the text after the turn's last one.
-    const text = answerText(content) || answerText(turn);
+    // Cited web pages follow it as numbered links.
+    const text = withSources(answerOf(content, turn), context.locale);
     if (stop === "max_tokens") {
       const note = localize(context.locale, { "zh-TW": "（回答太長，已被截斷。）", en: "(The answer was too long and was cut off.)" });
       return finish(state, deps, text ? `${text}\n\n${note}` : note, text ? undefined : [{ type: "text", text: note }]);
@@ -243,6 +246,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
           timezone: context.timezone,
           chatKind: context.chatKind,
           toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
+          webSearch: offered.servers.some((t) => t.name === "web_search" || t.name === "web_fetch"),
         }),
         cache_control: EPHEMERAL,
       },

@@ -149,24 +149,39 @@ export function refusedServerTools(error: unknown, servers: readonly { name: str
   return { names: servers.filter((s) => namesOf(s).some((w) => text.includes(w))).map((s) => s.name), reason };
 }
 
+/** The answer of a model response: its text blocks, and how the API means them to be joined. */
+export interface Answer {
+  blocks: Anthropic.Messages.TextBlockParam[];
+  /**
+   * `""` when the response used server tools or cites (the API splits one text into blocks at
+   * citation boundaries, so they are parts of one text), else a line break.
+   */
+  joiner: string;
+}
+
 /**
- * The answer's text in a model response: the text blocks after its last server block (the text
- * before a search is a lead-in such as "let me search", as text before a `tool_use` is), joined
- * as the API split them (cited blocks are parts of one text, so they are joined without a
- * separator; plain blocks with a line break), trimmed. All text blocks when none follows the
- * last server block.
+ * The answer in `content`, the blocks of the last model call: its text blocks after its last
+ * server block (text before a search is a lead-in such as "let me search", as text before a
+ * `tool_use` is). When the call has no text there (it only finished the search of a paused
+ * turn), the same in `turn`, the whole turn's blocks (the paused ones and the call's).
  */
-export function answerText(content: readonly ContentBlockParam[]): string {
-  const blocks = answerBlocks(content);
-  const joiner = content.some((b) => isServerBlock(b) || (b.type === "text" && Array.isArray(b.citations) && b.citations.length > 0)) ? "" : "\n";
-  return blocks
+export function answerOf(content: readonly ContentBlockParam[], turn: readonly ContentBlockParam[] = content): Answer {
+  const own = answerBlocks(content);
+  const blocks = own.some((b) => b.text.trim() !== "") ? own : answerBlocks(turn);
+  const joiner = turn.some((b) => isServerBlock(b) || (b.type === "text" && Array.isArray(b.citations) && b.citations.length > 0)) ? "" : "\n";
+  return { blocks, joiner };
+}
+
+/** The answer's text: its blocks joined, trimmed. */
+export function answerText(answer: Answer): string {
+  return answer.blocks
     .map((b) => b.text)
-    .join(joiner)
+    .join(answer.joiner)
     .trim();
 }
 
-/** The text blocks of the answer (see {@link answerText}). */
-export function answerBlocks(content: readonly ContentBlockParam[]): Anthropic.Messages.TextBlockParam[] {
+/** The text blocks after the last server block of `content` (all of them when none follows it). */
+function answerBlocks(content: readonly ContentBlockParam[]): Anthropic.Messages.TextBlockParam[] {
   let last = -1;
   content.forEach((b, i) => {
     if (isServerBlock(b)) last = i;

@@ -1,6 +1,7 @@
 /**
- * The `/usage` texts (and `npm run access -- usage`): tokens today and this month, the budget left
- * and when it resets, the estimated cost when `MODEL_PRICES` is set; `/usage all` adds the top users.
+ * The `/usage` texts (and `npm run access -- usage`): tokens and web searches today and this month,
+ * the budget left and when it resets, the estimated cost when `MODEL_PRICES` is set (searches
+ * included); `/usage all` adds the top users.
  */
 import type { Config } from "../config.js";
 import { localize, type Locale } from "../i18n.js";
@@ -11,9 +12,12 @@ export function formatMoment(at: number, timeZone: string): string {
   return new Intl.DateTimeFormat("sv-SE", { timeZone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(at);
 }
 
-/** One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`. */
+/**
+ * One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`,
+ * followed by `; 2 web searches, 1 web fetch` when the API ran any.
+ */
 export function formatTotals(locale: Locale, t: UsageTotals): string {
-  return localize(
+  const tokens = localize(
     locale,
     {
       "zh-TW": "{tokens} tokens，{calls} 次模型呼叫（輸入 {input}、輸出 {output}、快取寫入 {cw}、快取讀取 {cr}）",
@@ -21,6 +25,11 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
     },
     { tokens: t.tokens, calls: t.calls, input: t.input, output: t.output, cw: t.cacheWrite, cr: t.cacheRead },
   );
+  const server = [
+    t.webSearches > 0 ? localize(locale, { "zh-TW": "網頁搜尋 {n} 次", en: t.webSearches === 1 ? "1 web search" : "{n} web searches" }, { n: t.webSearches }) : "",
+    t.webFetches > 0 ? localize(locale, { "zh-TW": "讀取網頁 {n} 次", en: t.webFetches === 1 ? "1 web fetch" : "{n} web fetches" }, { n: t.webFetches }) : "",
+  ].filter((part) => part !== "");
+  return server.length === 0 ? tokens : `${tokens}${locale === "zh-TW" ? "；" : "; "}${server.join(locale === "zh-TW" ? "、" : ", ")}`;
 }
 
 /** `$0.0123`: an estimated cost in USD. */

@@ -14,6 +14,7 @@ import { silentLogger, type Logger } from "../log.js";
 import { JsonSchemaInput } from "./json-input.js";
 import { isDefinedTool, MAX_TOOL_SUMMARY_CHARS, MAX_TOOL_TITLE_CHARS, type Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
+import { serverTools } from "./server-tools.js";
 import { ToolBox } from "./toolbox.js";
 
 /** The Messages API's rule for tool names. */
@@ -47,7 +48,11 @@ export interface LoadedTools {
 
 /** Options of {@link loadTools}. */
 export interface LoadToolsOptions {
-  /** Folders to load, each searched recursively. Default: {@link DEFAULT_TOOLS_DIR}. */
+  /**
+   * Folders to load, each searched recursively. Default: {@link DEFAULT_TOOLS_DIR}, plus the
+   * server tools the configuration turns on (`serverTools`: web search, web fetch); folders given
+   * here give exactly their own tools.
+   */
   dirs?: string[];
   /** Passed to each tool's `setup`. */
   config: Config;
@@ -145,6 +150,7 @@ function displayPath(file: string): string {
  */
 export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools> {
   const dirs = (options.dirs ?? [DEFAULT_TOOLS_DIR]).map((d) => path.resolve(d));
+  const servers = options.dirs === undefined ? serverTools(options.config) : [];
   const log = options.log ?? silentLogger;
   const problems: string[] = [];
 
@@ -198,5 +204,6 @@ export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools>
       log.warn({ tool: tool.name, file: displayPath(tool.file), reason }, `tool ${tool.name} skipped: ${reason}`);
     }
   }
-  return { toolbox: new ToolBox(ready, { log }), skipped };
+  // The server tools the configuration turns on (web search, web fetch) sit beside the files' tools.
+  return { toolbox: new ToolBox([...ready, ...servers], { log }), skipped };
 }

@@ -7,7 +7,8 @@
  * Keys (all built here): `usage:{u:<platform>:<userId>}:d:<YYYY-MM-DD>` and `…:m:<YYYY-MM>` (hash
  * tag per user: personal data), `usage:{c:<platform>:<chatId>}:…` per chat, `usage:{all}:…` for
  * the whole bot plus `usage:{all}:top:d:<day>`, a sorted set of users by tokens that day. Each hash
- * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads) and `calls`.
+ * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads), `calls`, and `ws` / `wf`
+ * (web searches and web fetches the API ran, `usage.server_tool_use`).
  */
 import type { RedisClient } from "../redis.js";
 
@@ -29,7 +30,7 @@ export interface ModelUsage {
   web_fetch_requests?: number;
 }
 
-/** Totals of one period: the four token kinds, their sum and the number of model calls. */
+/** Totals of one period: the four token kinds, their sum, the number of model calls and the web searches and fetches. */
 export interface UsageTotals {
   input: number;
   output: number;
@@ -38,6 +39,10 @@ export interface UsageTotals {
   /** input + output + cacheWrite + cacheRead: what a budget counts. */
   tokens: number;
   calls: number;
+  /** Web searches the API ran (billed per search). */
+  webSearches: number;
+  /** Web fetches the API ran. */
+  webFetches: number;
 }
 
 /** Whose usage: the person who asked and the chat it was asked in. */
@@ -47,17 +52,17 @@ export interface UsageOwner {
   chatId: string;
 }
 
-const FIELDS = ["in", "out", "cw", "cr", "calls"] as const;
+const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf"] as const;
 
 /**
- * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, [member].
+ * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, [member].
  * Adds the nonzero counts and one call to both hashes (and the token sum to the member's score).
  */
 const ADD_SCRIPT = `
 local ttl = tonumber(ARGV[1])
 for k = 1, 2 do
-  local names = {'in', 'out', 'cw', 'cr'}
-  for i = 1, 4 do
+  local names = {'in', 'out', 'cw', 'cr', 'ws', 'wf'}
+  for i = 1, 6 do
     local n = tonumber(ARGV[i + 1])
     if n > 0 then redis.call('HINCRBY', KEYS[k], names[i], n) end
   end
@@ -65,7 +70,7 @@ for k = 1, 2 do
   redis.call('EXPIRE', KEYS[k], ttl)
 end
 if KEYS[3] then
-  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[6])
+  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[8])
   redis.call('EXPIRE', KEYS[3], ttl)
 end
 return 1
@@ -106,10 +111,10 @@ export function nextDayStart(at: number, timeZone: string): number {
   return guess;
 }
 
-/** Totals from an `HMGET … in out cw cr calls` reply. */
+/** Totals from an `HMGET … in out cw cr calls ws wf` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
-  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4) };
+  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4), webSearches: n(5), webFetches: n(6) };
   return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead };
 }
 
@@ -147,7 +152,9 @@ export class UsageStore {
   async record(owner: UsageOwner, usage: ModelUsage, at = Date.now()): Promise<void> {
     const { day, month } = periodOf(at, this.#timeZone);
     const ttl = USAGE_KEEP_DAYS * 86_400;
-    const counts = [usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens].map((n) => Math.max(0, Math.floor(Number(n) || 0)));
+    const counts = [usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens, usage.web_search_requests ?? 0, usage.web_fetch_requests ?? 0].map((n) =>
+      Math.max(0, Math.floor(Number(n) || 0)),
+    );
     const redis = this.#redis as RedisWithUsage;
     const user = `u:${owner.platform}:${owner.userId}`;
     const chat = `c:${owner.platform}:${owner.chatId}`;
@@ -205,7 +212,11 @@ export class UsageStore {
   }
 }
 
-/** Estimated cost of `totals` in USD, with prices per million tokens. */
-export function costOf(totals: UsageTotals, prices: { input: number; output: number; cacheWrite: number; cacheRead: number }): number {
-  return (totals.input * prices.input + totals.output * prices.output + totals.cacheWrite * prices.cacheWrite + totals.cacheRead * prices.cacheRead) / 1_000_000;
+/**
+ * Estimated cost of `totals` in USD: tokens at prices per million tokens, web searches at
+ * `webSearch` USD per 1,000 searches (the API bills each search; web fetch costs only its tokens).
+ */
+export function costOf(totals: UsageTotals, prices: { input: number; output: number; cacheWrite: number; cacheRead: number; webSearch?: number }): number {
+  const tokens = (totals.input * prices.input + totals.output * prices.output + totals.cacheWrite * prices.cacheWrite + totals.cacheRead * prices.cacheRead) / 1_000_000;
+  return tokens + (totals.webSearches * (prices.webSearch ?? 0)) / 1000;
 }

@@ -5,13 +5,14 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 import { createAnthropicClient } from "../../src/agent/client.js";
-import type { AgentDeps } from "../../src/agent/contract.js";
+import { afterAll, beforeAll, beforeEach } from "vitest";
+import type { AgentDeps, AgentOutcome } from "../../src/agent/contract.js";
 import type { Config } from "../../src/config.js";
 import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import type { TraceEvent, TraceEventType, Tracer } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
-import type { FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 
 /** The API key the tests use; it must never appear in errors or traces. */
 export const TEST_API_KEY = "fake-anthropic-key-0123456789abcdef";
@@ -111,4 +112,30 @@ export function testDeps(
     toolbox: testToolbox(),
     tracer: new MemoryTracer(),
   };
+}
+
+/**
+ * A fake Messages API for the calling test file: started before its tests, emptied (queue,
+ * requests, rejections) and {@link calls} cleared before each, closed after them.
+ * @param onStart - receives the fake once it listens.
+ */
+export function useFakeAnthropic(onStart: (fake: FakeAnthropic) => void): void {
+  let fake: FakeAnthropic | undefined;
+  beforeAll(async () => {
+    fake = await startFakeAnthropic();
+    onStart(fake);
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+  beforeEach(() => {
+    resetCalls();
+    fake?.reset();
+  });
+}
+
+/** The outcome as an answer. @throws when the run paused for an approval instead. */
+export function answerOf(outcome: AgentOutcome): Extract<AgentOutcome, { kind: "answer" }> {
+  if (outcome.kind !== "answer") throw new Error(`expected an answer, got ${outcome.kind}`);
+  return outcome;
 }

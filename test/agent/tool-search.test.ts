@@ -3,33 +3,22 @@
  * fake: what a request offers, the discovery blocks kept in the run and in the history, a
  * refusal of tool search, and histories that name tools the request no longer defers or has.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { AgentDeps, AgentEvent, AgentOutcome, MessageParam } from "../../src/agent/contract.js";
+import { describe, expect, it } from "vitest";
+import type { AgentDeps, AgentEvent, MessageParam } from "../../src/agent/contract.js";
 import { runAgent } from "../../src/agent/loop.js";
 import type { Tool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { captureLogger } from "../helpers/log.js";
 import { testContext } from "../helpers/context.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
-import { addNumbers, calls, deleteItem, getTime, lookup, resetCalls, testDeps } from "./helpers.js";
+import { addNumbers, answerOf, calls, deleteItem, getTime, lookup, testDeps, useFakeAnthropic } from "./helpers.js";
 
 let fake: FakeAnthropic;
-
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-});
-afterAll(async () => {
-  await fake.close();
-});
-beforeEach(() => {
-  resetCalls();
-  fake.reset();
+useFakeAnthropic((started) => {
+  fake = started;
 });
 
-function answer(outcome: AgentOutcome): Extract<AgentOutcome, { kind: "answer" }> {
-  if (outcome.kind !== "answer") throw new Error(`expected an answer, got ${outcome.kind}`);
-  return outcome;
-}
+const answer = answerOf;
 
 /** `tool`, deferred. */
 function deferred(tool: unknown, extra: Partial<Tool> = {}): Tool {

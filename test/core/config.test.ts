@@ -247,7 +247,10 @@ describe("access and budget variables (issue 13)", () => {
     );
     expect(c.ADMIN_USERS).toEqual(["telegram:42", "discord:123456789012345678"]);
     expect(c.ALLOWED_CHATS).toEqual(["telegram:-1001234567890", "discord:876543210987654321"]);
-    expect(c.MODEL_PRICES).toEqual({ input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5 });
+    expect(c.MODEL_PRICES).toEqual({ input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5, webSearch: 10 });
+    // a fifth price: USD per 1,000 web searches (default the API's 10)
+    expect(loadConfig({ MODEL_PRICES: "15,75,18.75,1.5,12.5" }, { purpose: "inspect" }).MODEL_PRICES).toEqual({ input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5, webSearch: 12.5 });
+    expect(problemsOf({ MODEL_PRICES: "1,2,3,4,5,6" }).find((p) => p.startsWith("MODEL_PRICES:"))).toContain("optionally a fifth: USD per 1,000 web searches");
   });
 
   it("a malformed entry stops start-up naming the variable and the entry, never its value (a pasted token is called one)", () => {

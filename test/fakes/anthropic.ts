@@ -184,10 +184,11 @@ export interface FakeAnthropic {
   /** Requests refused with 400 `invalid_request_error`, in order. */
   rejections: FakeRejection[];
   /**
-   * Every successful reply's request and the `usage` it reported, in order; a streamed reply also
-   * records when its first token (`content_block_delta`) was written, ms since the Unix epoch.
+   * Every successful reply's request, the content blocks it answered with (as sent: ids,
+   * encrypted fields and citations filled in) and the `usage` it reported, in order; a streamed
+   * reply also records when its first token (`content_block_delta`) was written, ms since the Unix epoch.
    */
-  answered: { request: FakeRequest; usage: FakeUsage; firstTokenAt?: number }[];
+  answered: { request: FakeRequest; content: Record<string, unknown>[]; usage: FakeUsage; firstTokenAt?: number }[];
   /** Queues replies, answered in order, one per valid request. */
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
@@ -604,7 +605,7 @@ export interface FakeAnthropicOptions {
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
-  const answered: { request: FakeRequest; usage: FakeUsage; firstTokenAt?: number }[] = [];
+  const answered: FakeAnthropic["answered"] = [];
   const rejections: FakeRejection[] = [];
   const cached = new Set<string>();
   const secrets = new IssuedSecrets();
@@ -692,7 +693,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       ...(made.serverToolUse ? { server_tool_use: made.serverToolUse } : {}),
       ...reply.usage,
     };
-    const record: (typeof answered)[number] = { request, usage };
+    const record: (typeof answered)[number] = { request, content, usage };
     answered.push(record);
     if (request.stream === true) return streamReply(res, request, reply, content, usage, (at) => (record.firstTokenAt ??= at));
     // A paced reply asked for without streaming arrives when the model would have finished writing it.

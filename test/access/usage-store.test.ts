@@ -1,0 +1,44 @@
+/**
+ * The usage store on a real Redis: web searches and fetches are counted per user, chat and the
+ * whole bot beside the tokens, `/usage` shows them, and the estimated cost prices searches.
+ */
+import { describe, expect, it } from "vitest";
+import { formatTotals, formatUserUsage } from "../../src/commands/usage-report.js";
+import type { RedisClient } from "../../src/redis.js";
+import { costOf, UsageStore } from "../../src/usage/store.js";
+import { testConfig } from "../helpers/config.js";
+import { useRedis } from "../helpers/use-redis.js";
+
+let redis: RedisClient;
+useRedis((connection) => {
+  redis = connection;
+});
+
+describe("usage of server tools", () => {
+  it("counts web searches and fetches per user, chat and bot, and keeps the tokens and the top list as they were", async () => {
+    const store = new UsageStore(redis, "Asia/Taipei");
+    const at = Date.UTC(2026, 11, 1, 4);
+    const owner = { platform: "telegram", userId: "u-ws", chatId: "c-ws" };
+    await store.record(owner, { input_tokens: 100, output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 5, web_search_requests: 2, web_fetch_requests: 1 }, at);
+    await store.record(owner, { input_tokens: 10, output_tokens: 2, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }, at);
+    const user = await store.userTotals("telegram", "u-ws", at);
+    expect(user.day).toEqual({ input: 110, output: 22, cacheWrite: 0, cacheRead: 5, tokens: 137, calls: 2, webSearches: 2, webFetches: 1 });
+    expect(user.month).toEqual(user.day);
+    expect((await store.chatTotals("telegram", "c-ws", at)).day).toMatchObject({ webSearches: 2, webFetches: 1, tokens: 137 });
+    expect((await store.botTotals(at)).day).toMatchObject({ webSearches: 2, webFetches: 1 });
+    expect(await store.topUsers(10, at)).toEqual([{ user: "telegram:u-ws", tokens: 137 }]);
+
+    expect(formatTotals("zh-TW", user.day)).toBe("137 tokens，2 次模型呼叫（輸入 110、輸出 22、快取寫入 0、快取讀取 5）；網頁搜尋 2 次、讀取網頁 1 次");
+    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 1 })).toBe("137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5); 1 web search");
+    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 0 })).toBe("137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5)");
+  });
+
+  it("the estimated cost includes the searches at MODEL_PRICES' fifth price (default 10 USD per 1,000)", () => {
+    const totals = { input: 1_000_000, output: 0, cacheWrite: 0, cacheRead: 0, tokens: 1_000_000, calls: 1, webSearches: 3, webFetches: 2 };
+    expect(costOf(totals, { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5, webSearch: 10 })).toBeCloseTo(15.03, 10);
+    const config = testConfig({ MODEL_PRICES: "15,75,18.75,1.5" });
+    const text = formatUserUsage(config, "en", { day: totals, month: totals }, false, Date.UTC(2026, 11, 1, 4));
+    expect(text).toContain("3 web searches, 2 web fetches");
+    expect(text).toContain("Estimated cost: today $15.03, this month $15.03 (USD).");
+  });
+});

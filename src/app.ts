@@ -13,6 +13,7 @@ import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalFlow } from "./approvals/wiring.js";
 import { grantStoreFor } from "./approvals/grants.js";
 import { CommandRunner } from "./commands/runner.js";
+import { CompactionQueue } from "./compaction/queue.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
@@ -224,11 +225,20 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         closers.push(async () => announced.stop());
         listed = announced.current;
       }
+      const compactions = new CompactionQueue({ redis: producerRedis, prefix: options.prefix });
+      closers.push(() => compactions.close());
       const commands = new CommandRunner({
         config,
         log,
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         resetChat: (chat) => history.reset(chat),
+        compaction: {
+          context: async (conversation) => {
+            const read = await history.read(conversation);
+            return { tokens: read.lastTokens, messages: read.stored, summarized: read.summary?.summarized ?? 0, compactions: read.summary?.compactions ?? 0, summary: read.summary?.text };
+          },
+          compactNow: (conversation, owner) => compactions.compactNow({ conversation, owner, reason: "command" }),
+        },
         gate,
         reminders: reminders.actions,
         grants: grantStoreFor(producerRedis, config, log),

@@ -361,6 +361,14 @@ export const ConfigSchema = z.object({
   HISTORY_MAX_MESSAGES: int(2, 400, 40),
   /** Days a quiet chat's history is kept (every new message renews it). */
   HISTORY_TTL_DAYS: int(1, 3650, 30),
+  /**
+   * Compaction threshold, in tokens of the conversation's last model request (input + cache reads +
+   * cache writes of the answer's last call): past it, after the answer, the older part of the
+   * history is summarised in the background (see `src/compaction/`). 100 to 10 000 000.
+   */
+  COMPACT_AT_TOKENS: int(100, 10_000_000, 60_000),
+  /** User turns (with their answers) a compaction keeps verbatim after the summary, 1-100. */
+  COMPACT_KEEP_TURNS: int(1, 100, 6),
 
   /** Who is served: `pairing` (default), `allowlist` or `open` (see the README, "Running a private bot"). */
   ACCESS_POLICY: z.enum(ACCESS_POLICIES, { message: "must be pairing, allowlist or open" }).default("pairing"),

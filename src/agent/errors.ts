@@ -25,7 +25,13 @@ export type ModelErrorReason =
   /** 401 / 403: the API key is missing, wrong, or not allowed. */
   | "auth"
   /** The run's abort signal fired. */
-  | "aborted";
+  | "aborted"
+  /**
+   * The request did not fit the model's context window: a 400 "prompt is too long", or a response
+   * that stopped with `stop_reason: "model_context_window_exceeded"`. Not retryable as it is: the
+   * worker shortens the conversation (compaction) and tries once more.
+   */
+  | "context_window";
 
 /**
  * The model gave no answer. `retryable` is true for overloads, rate limits, server and
@@ -77,6 +83,7 @@ export class ModelUnavailableError extends Error {
 
   /** A short sentence for the user in `locale`, without technical detail. */
   userMessage(locale: Locale): string {
+    if (this.reason === "context_window") return localize(locale, TOO_LONG_TEXT);
     return this.retryable
       ? localize(locale, {
           "zh-TW": "抱歉，AI 服務目前忙碌或暫時無法連線，請稍後再試一次。",
@@ -87,6 +94,25 @@ export class ModelUnavailableError extends Error {
           en: "Sorry, this request could not be processed (a service configuration problem); it has been logged for the operator.",
         });
   }
+}
+
+/** What the user reads when a conversation is too long for the model even after it was shortened. */
+export const TOO_LONG_TEXT = {
+  "zh-TW": "抱歉，這段對話太長了，我已經無法一次讀完。請傳送 /reset 清除對話記憶後重新開始（待辦和提醒不受影響）。",
+  en: "Sorry, this conversation has grown too long for me to read at once. Send /reset to start fresh (your todos and reminders stay).",
+};
+
+/**
+ * True when the API said the request does not fit the context window: `400 invalid_request_error`
+ * "prompt is too long: N tokens > M maximum" (https://docs.anthropic.com/en/api/errors).
+ */
+function isPromptTooLong(status: number, body: { type?: unknown; message?: unknown } | undefined): boolean {
+  return status === 400 && typeof body?.message === "string" && /prompt is too long/i.test(body.message);
+}
+
+/** True when `error` is a {@link ModelUnavailableError} saying the request did not fit the context window. */
+export function isContextWindowExceeded(error: unknown): error is ModelUnavailableError {
+  return error instanceof ModelUnavailableError && error.reason === "context_window";
 }
 
 /** The first Node network error (`connect ECONNREFUSED 127.0.0.1:1`, `ENOTFOUND`, …) in the cause chain of `error`, as a few words. */
@@ -134,7 +160,8 @@ export function toModelError(error: unknown): unknown {
     const streamed = status === 0 ? STREAM_ERROR_STATUS[String(body?.type)] : undefined;
     const effective = streamed ?? status;
     const reason: ModelErrorReason =
-      effective === 529 ? "overloaded"
+      isPromptTooLong(effective, body) ? "context_window"
+      : effective === 529 ? "overloaded"
       : effective === 429 ? "rate_limited"
       : effective >= 500 ? "server_error"
       : effective === 401 || effective === 403 ? "auth"

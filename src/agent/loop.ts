@@ -171,6 +171,13 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
       return { kind: "answer", text, messages: [], refused: true };
     }
 
+    if (stop === "model_context_window_exceeded") {
+      // The context filled up while the model wrote: never delivered as a complete answer; the
+      // worker shortens the conversation and asks again (https://docs.anthropic.com/en/api/handling-stop-reasons).
+      deps.tracer.event("error", { where: "model_call", error: "context_window", stopReason: stop });
+      throw new ModelUnavailableError("context_window", "the model stopped with model_context_window_exceeded: the conversation does not fit the context window");
+    }
+
     const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
     if (toolUses.length > 0) {
       // With `max_tokens`, a final tool_use block was cut off: its input is incomplete, never run it.

@@ -27,7 +27,83 @@ export const COMMAND_TEXT = {
   disabled: { "zh-TW": "已在這裡停用機器人。", en: "Disabled here." },
   disableFromEnv: { "zh-TW": "這個聊天列在設定 {list} 中，請從 .env 移除後重新啟動。", en: "This chat is listed in {list}; remove it from .env and restart." },
   notEnabled: { "zh-TW": "這裡沒有用 /enable 啟用過（可能是整個伺服器被允許，請用 npm run access -- list 查看）。", en: "This chat was not enabled with /enable (the whole server may be allowed: see npm run access -- list)." },
+  compactionUnavailable: { "zh-TW": "這裡沒有對話壓縮功能。", en: "Conversation compaction is not available here." },
+  contextSize: { "zh-TW": "對話大小：約 {tokens} tokens（超過 {limit} 時會自動壓縮）", en: "Conversation size: about {tokens} tokens (compacted automatically past {limit})" },
+  contextSizeUnknown: { "zh-TW": "對話大小：還沒有紀錄（超過 {limit} tokens 時會自動壓縮）", en: "Conversation size: not recorded yet (compacted automatically past {limit} tokens)" },
+  contextCounts: { "zh-TW": "已摘要 {summarized} 則訊息（壓縮 {compactions} 次），保留原文 {messages} 則。", en: "{summarized} messages summarised ({compactions} compactions), {messages} kept verbatim." },
+  contextNoSummary: { "zh-TW": "還沒有摘要：目前保留全部 {messages} 則訊息的原文。", en: "No summary yet: all {messages} messages are kept verbatim." },
+  contextSummary: { "zh-TW": "目前的摘要：", en: "Current summary:" },
+  contextPart: { "zh-TW": "摘要（第 {part}/{parts} 段）：", en: "Summary (part {part} of {parts}):" },
+  contextMore: { "zh-TW": "（摘要還有 {rest} 段：傳送 /context {next} 看下一段）", en: "(The summary has {rest} more part(s): send /context {next} for the next one)" },
+  contextNoPart: { "zh-TW": "摘要只有 {parts} 段。", en: "The summary has only {parts} part(s)." },
+  compacted: { "zh-TW": "已壓縮對話：到目前為止摘要了 {summarized} 則訊息，最近 {kept} 則保留原文。新的摘要：", en: "Compacted: {summarized} messages summarised so far, the latest {kept} kept verbatim. The new summary:" },
+  compactNothing: { "zh-TW": "目前還不需要壓縮：最近 {turns} 輪對話本來就會保留原文（現在有 {kept} 則訊息）。", en: "Nothing to compact yet: the latest {turns} turns are always kept verbatim (there are {kept} messages now)." },
+  compactFailed: { "zh-TW": "這次壓縮沒有成功（AI 服務暫時無法使用），對話維持原樣，稍後會自動再試。", en: "The compaction did not succeed this time (the AI service is unavailable); the conversation stays as it is and it will be retried later." },
+  compactPending: { "zh-TW": "壓縮還在進行中，稍後傳送 /context 查看新的摘要。", en: "The compaction is still running; send /context in a moment to see the new summary." },
 } satisfies Record<string, Localized>;
+
+/** Characters of the summary shown in one `/context` reply (well within Discord's 2000 and Telegram's 4096). */
+export const CONTEXT_PART_CHARS = 1500;
+
+/** `text` in parts of at most {@link CONTEXT_PART_CHARS} UTF-16 units, cut at a line break or space when one is near, never inside a surrogate pair. */
+export function summaryParts(text: string): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > CONTEXT_PART_CHARS) {
+    let at = Math.max(rest.lastIndexOf("\n", CONTEXT_PART_CHARS), rest.lastIndexOf(" ", CONTEXT_PART_CHARS));
+    if (at < CONTEXT_PART_CHARS / 2) at = CONTEXT_PART_CHARS;
+    const code = rest.charCodeAt(at - 1);
+    if (code >= 0xd800 && code <= 0xdbff) at -= 1;
+    parts.push(rest.slice(0, at).trimEnd());
+    rest = rest.slice(at).trimStart();
+  }
+  if (rest !== "") parts.push(rest);
+  return parts;
+}
+
+/** `/context [part]`: the conversation's size against `COMPACT_AT_TOKENS`, what was summarised, and one part of the summary. */
+async function contextReply(inv: CommandInvocation, services: CommandServices): Promise<string> {
+  if (!services.compaction) return localize(inv.locale, COMMAND_TEXT.compactionUnavailable);
+  const report = await services.compaction.context(conversationOf(inv));
+  const limit = services.config.COMPACT_AT_TOKENS.toLocaleString("en-US");
+  const lines = [
+    report.tokens !== undefined
+      ? localize(inv.locale, COMMAND_TEXT.contextSize, { tokens: report.tokens.toLocaleString("en-US"), limit })
+      : localize(inv.locale, COMMAND_TEXT.contextSizeUnknown, { limit }),
+  ];
+  if (report.summary === undefined) {
+    lines.push(localize(inv.locale, COMMAND_TEXT.contextNoSummary, { messages: report.messages }));
+    return lines.join("\n");
+  }
+  lines.push(localize(inv.locale, COMMAND_TEXT.contextCounts, { summarized: report.summarized, compactions: report.compactions, messages: report.messages }));
+  const parts = summaryParts(report.summary);
+  const asked = Number.parseInt(inv.args.trim(), 10);
+  const part = Number.isInteger(asked) && asked >= 1 ? asked : 1;
+  if (part > parts.length) return [...lines, localize(inv.locale, COMMAND_TEXT.contextNoPart, { parts: parts.length })].join("\n");
+  lines.push("", parts.length > 1 ? localize(inv.locale, COMMAND_TEXT.contextPart, { part, parts: parts.length }) : localize(inv.locale, COMMAND_TEXT.contextSummary), parts[part - 1]!);
+  if (part < parts.length) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - part, next: part + 1 }));
+  return lines.join("\n");
+}
+
+/** `/compact`: compacts now (a worker runs it) and shows the new summary's first part. */
+async function compactReply(inv: CommandInvocation, services: CommandServices): Promise<string> {
+  if (!services.compaction) return localize(inv.locale, COMMAND_TEXT.compactionUnavailable);
+  const result = await services.compaction.compactNow(conversationOf(inv), { platform: inv.platform, userId: inv.userId, chatId: inv.chatId });
+  switch (result.outcome) {
+    case "compacted": {
+      const parts = summaryParts(result.summary);
+      const lines = [localize(inv.locale, COMMAND_TEXT.compacted, { summarized: result.summarized, kept: result.kept }), parts[0] ?? ""];
+      if (parts.length > 1) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - 1, next: 2 }));
+      return lines.join("\n");
+    }
+    case "nothing":
+      return localize(inv.locale, COMMAND_TEXT.compactNothing, { turns: services.config.COMPACT_KEEP_TURNS, kept: result.kept });
+    case "failed":
+      return localize(inv.locale, COMMAND_TEXT.compactFailed);
+    default:
+      return localize(inv.locale, COMMAND_TEXT.compactPending);
+  }
+}
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
@@ -81,6 +157,19 @@ export const COMMANDS: readonly Command[] = [
       await services.resetChat(conversationOf(inv));
       return localize(inv.locale, inv.topicId ? COMMAND_TEXT.resetTopic : COMMAND_TEXT.reset);
     },
+  },
+  {
+    name: "context",
+    description: d("對話大小、已摘要的內容與目前的摘要", "This conversation's size and its summary"),
+    access: "everyone",
+    option: { name: "part", description: d("摘要的第幾段（較長的摘要分段顯示）", "Which part of a long summary"), required: false },
+    run: contextReply,
+  },
+  {
+    name: "compact",
+    description: d("現在就把較早的對話壓縮成摘要", "Summarise the older part of this conversation now"),
+    access: "group-admin",
+    run: compactReply,
   },
   {
     name: "reminders",

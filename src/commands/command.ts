@@ -5,6 +5,7 @@
  * catalogue (`catalog.ts`): Telegram `setMyCommands` + handlers, Discord slash commands, the console.
  */
 import type { AccessGate } from "../access/gate.js";
+import type { CompactNowResult } from "../compaction/queue.js";
 import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
@@ -67,6 +68,33 @@ export interface CommandServices {
   reminders?: ReminderActions;
   /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
   grants?: GrantStore;
+  /** A conversation's size and summary (`/context`) and compaction on demand (`/compact`); absent where they are not wired. */
+  compaction?: CompactionServices;
+}
+
+/** What `/context` shows of a conversation. */
+export interface ContextReport {
+  /** Tokens of the conversation's last model request, when an answer recorded them. */
+  tokens?: number | undefined;
+  /** Messages stored verbatim in the history. */
+  messages: number;
+  /** Messages summarised so far, over every compaction. */
+  summarized: number;
+  /** Compactions made so far. */
+  compactions: number;
+  /** The current summary, when there is one. */
+  summary?: string | undefined;
+}
+
+/** The compaction side of the commands (`src/compaction/`). */
+export interface CompactionServices {
+  /** @throws when Redis is unreachable. */
+  context(conversation: ConversationRef): Promise<ContextReport>;
+  /**
+   * Compacts the conversation now and waits for it (a job of the `compactions` queue, run by a worker).
+   * @throws when Redis is unreachable.
+   */
+  compactNow(conversation: ConversationRef, owner: { platform: string; userId: string; chatId: string }): Promise<CompactNowResult>;
 }
 
 /**

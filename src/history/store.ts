@@ -5,8 +5,12 @@
  * - `U{…}`: a Messages API message (JSON) that is a user text turn (a place where trimming may cut);
  * - `{…}`: any other message (JSON);
  * - `#{"id":…}`: after a run's messages, the platform message id the run answered (and the answer
- *   text when it is not simply the text of the run's last assistant turn), so a retried job finds
- *   its answer in the history instead of in a key of its own.
+ *   text when it is not simply the text of the run's last assistant turn; `n`, the tokens of the
+ *   run's last model request, when known), so a retried job finds its answer in the history
+ *   instead of in a key of its own;
+ * - `S{…}`: first, when the conversation was compacted: its summary (`summary.ts`). Trimming keeps
+ *   it in front; the compaction's swap (`src/compaction/store.ts`) replaces it and the turns it
+ *   summarised in one script.
  *
  * A run's lines are written with ONE command (`APPEND`, or `SET … EX NX` for a new chat), so two
  * writers appending whole runs — a resumed approval and a new message — still leave a valid
@@ -26,6 +30,7 @@ import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import { MessageParamSchema } from "./message.js";
+import { SummarySchema, type Summary } from "./summary.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
 /** Settings of a {@link HistoryStore}. */
@@ -51,7 +56,7 @@ export interface HistoryOptions {
 }
 
 /** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
-const TagSchema = z.object({ id: z.string(), text: z.string().optional() });
+const TagSchema = z.object({ id: z.string(), text: z.string().optional(), n: z.number().int().nonnegative().optional() });
 
 /**
  * Default of {@link HistoryOptions.maxStoredBytes}: 400 000 bytes, four times the default budget
@@ -82,6 +87,10 @@ export interface HistoryRead {
    * worker's retried job reuses it instead of calling the model again).
    */
   answer?: string;
+  /** The conversation's summary, when it was compacted (sent first: `withSummary` of `summary.ts`). */
+  summary?: Summary;
+  /** Tokens of the latest run's last model request, as its tag recorded them (`RunTag.tokens`), when known. */
+  lastTokens?: number;
 }
 
 /** Tags a run's lines with the platform message id it answered. */
@@ -90,6 +99,8 @@ export interface RunTag {
   messageId: string;
   /** The answer text sent to the user. */
   text: string;
+  /** Tokens of the run's last model request (input + cache reads + cache writes), for `/context`; absent when unknown. */
+  tokens?: number;
 }
 
 /**
@@ -104,6 +115,12 @@ const TRIM_APPEND_SCRIPT = `
 local old = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5], 'GET')
 if old and redis.sha1hex(old) == ARGV[2] then return 1 end
 local v = (old or '') .. ARGV[3]
+local summary = ''
+if string.sub(v, 1, 1) == 'S' then
+  local e = string.find(v, '\\n', 1, true)
+  summary = string.sub(v, 1, e)
+  v = string.sub(v, e + 1)
+end
 local keep = tonumber(ARGV[4])
 local starts = {}
 local users = {}
@@ -133,7 +150,7 @@ if total > 0 and #v - starts[i] + 1 > maxBytes then
   end
 end
 if total > 0 then v = string.sub(v, starts[i]) end
-redis.call('SET', KEYS[1], v, 'EX', ARGV[5])
+redis.call('SET', KEYS[1], summary .. v, 'EX', ARGV[5])
 return 2
 `;
 
@@ -143,9 +160,14 @@ return 2
  * reading drops what does not start validly); then, while the rest is longer than `maxBytes`
  * (UTF-8), moves the cut on to later user text turns (never past the last one: the newest run is
  * kept whole). Tag lines travel with the messages after them are cut (a tag follows its run's
- * messages). Same rule as the Lua in the trimming append.
+ * messages). A summary line (`S`, first) stays first and is not counted. Same rule as the Lua in
+ * the trimming append.
  */
 export function trimLines(value: string, keep: number, maxBytes = Infinity): string {
+  if (value.startsWith("S")) {
+    const end = value.indexOf("\n") + 1;
+    if (end > 0) return value.slice(0, end) + trimLines(value.slice(end), keep, maxBytes);
+  }
   const lines = value.split("\n");
   const messages: number[] = [];
   lines.forEach((line, i) => {
@@ -283,9 +305,17 @@ export class HistoryStore {
     let sizes: number[] = [];
     let stored = 0;
     let answer: string | undefined;
+    let summary: Summary | undefined;
+    let lastTokens: number | undefined;
+    let lastTag = "";
     for (const line of value.split("\n")) {
       if (line === "") continue;
+      if (line.startsWith("S")) {
+        summary = decodeRecord(SummarySchema, line.slice(1), "conversation summary", this.#log, { chat: key });
+        continue;
+      }
       if (line.startsWith("#")) {
+        lastTag = line;
         if (answeredId === undefined) continue;
         // A damaged tag tags nothing.
         const tag = decodeRecord(TagSchema, line.slice(1), "history run tag", this.#log, { chat: key });
@@ -303,8 +333,17 @@ export class HistoryStore {
         sizes = [];
       }
     }
+    if (lastTag !== "") lastTokens = decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key })?.n;
     const kept = trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
-    return { messages: kept, stored, fresh: false, raw: value, ...(answer !== undefined ? { answer } : {}) };
+    return {
+      messages: kept,
+      stored,
+      fresh: false,
+      raw: value,
+      ...(answer !== undefined ? { answer } : {}),
+      ...(summary ? { summary } : {}),
+      ...(lastTokens !== undefined ? { lastTokens } : {}),
+    };
   }
 
   /**
@@ -329,7 +368,7 @@ export class HistoryStore {
     let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`).join("");
     if (tag) {
       const derived = textOf(messages.at(-1));
-      lines += `#${JSON.stringify(derived === tag.text ? { id: tag.messageId } : { id: tag.messageId, text: tag.text })}\n`;
+      lines += `#${JSON.stringify({ id: tag.messageId, ...(derived === tag.text ? {} : { text: tag.text }), ...(tag.tokens !== undefined ? { n: tag.tokens } : {}) })}\n`;
     }
     const keep = this.options.maxMessages + SLACK;
     const maxBytes = this.options.maxStoredBytes ?? DEFAULT_HISTORY_MAX_STORED_BYTES;
@@ -362,8 +401,13 @@ export class HistoryStore {
     return removed === 1;
   }
 
-  /** Forgets the chat's history (`/reset`). @throws when Redis is unreachable. */
+  /**
+   * Forgets the conversation (`/reset`): its history, its summary (the history's first line) and
+   * the archive of what compactions replaced, in one `DEL` (the keys share the conversation's hash tag).
+   * @throws when Redis is unreachable.
+   */
   async reset(chat: ConversationRef): Promise<void> {
-    await this.redis.del(conversationKeys(chat).history);
+    const keys = conversationKeys(chat);
+    await this.redis.del(keys.history, keys.archive);
   }
 }

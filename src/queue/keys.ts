@@ -14,6 +14,9 @@ export const CHATS_QUEUE = "chats";
 /** Name of the BullMQ queue of approval decisions; its own Worker, so decisions never wait behind a chat. */
 export const DECISIONS_QUEUE = "decisions";
 
+/** Name of the BullMQ queue of compactions (`src/compaction/`): one job per conversation at a time, never inside an answer. */
+export const COMPACTIONS_QUEUE = "compactions";
+
 /**
  * The BullMQ key prefix of the queue named `queue`, for its `Queue` and `Worker` alike. On one
  * Redis: `prefix` as given (BullMQ's `bull` by default), so a Redis in use keeps its queued jobs
@@ -42,14 +45,21 @@ export interface ConversationKeys {
    * pops the last message). Wait for this key to disappear to see a chat go idle (`npm run chat`).
    */
   scheduled: string;
-  /** The chat's history: one string of lines, oldest first (format in `src/history/store.ts`). */
+  /** The chat's history: one string of lines, oldest first, its summary first (format in `src/history/store.ts`). */
   history: string;
+  /**
+   * The archive of what compactions replaced: a list of JSON entries (`src/compaction/store.ts`),
+   * oldest first, bounded in entries and with the history's expiry; deleted by `/reset`.
+   */
+  archive: string;
+  /** Held while one worker compacts the conversation (`SET NX PX` with a random token), so two never do at once. */
+  compacting: string;
 }
 
 /** The keys of `chat`. */
 export function conversationKeys(chat: ConversationRef): ConversationKeys {
   const tag = conversationTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}` };
+  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */

@@ -12,6 +12,7 @@ export type TraceEventType =
   | "tool_result"
   | "approval"
   | "final_answer"
+  | "compaction"
   | "error";
 
 /**

@@ -23,8 +23,10 @@
  * blocks its conversation. An answer that in the end could not be delivered at all is removed from
  * the history, and no apology is sent into a chat that is still rate limited.
  */
-import type { AgentEvent, AgentOutcome, MessageParam, PausedOutcome, RunState } from "../agent/contract.js";
+import type { AgentEvent, AgentOutcome, MessageParam, ModelUsage, PausedOutcome, RunState } from "../agent/contract.js";
 import { RunStateSchema } from "../agent/contract.js";
+import type { CompactorDeps } from "../compaction/compactor.js";
+import { compactionReason, type CompactionQueue, type ConversationSize } from "../compaction/queue.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
@@ -53,6 +55,8 @@ export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefi
   typingIntervalMs: number;
   /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */
   ledger: ExecutionLedger;
+  /** Compaction (`src/compaction/`): the queue asked after an answer, and what the overflow rescue runs directly. */
+  compaction?: { queue: CompactionQueue; deps: CompactorDeps };
 }
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
@@ -154,6 +158,10 @@ export interface AnswerState {
   result?: { answered: string } | { asked: string | undefined };
   /** Why it failed for good (the user got an apology), when it did. */
   failure?: unknown;
+  /** Tokens of the run's latest model request (input + cache reads + cache writes), once a response arrived. */
+  requestTokens?: number;
+  /** How large the conversation is once the answer is stored: what decides a compaction after *deliver*. */
+  size?: ConversationSize;
 }
 
 /**
@@ -170,6 +178,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
     await taken.settle?.();
+    await requestCompaction(parts, state);
   } catch (error) {
     await fail(parts, state, error);
   } finally {
@@ -270,7 +279,10 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
       state.checkpointed = true;
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
-    ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    onUsage: (u: ModelUsage) => {
+      state.requestTokens = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+      if (usage) state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage")));
+    },
     ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
   };
 }
@@ -292,8 +304,14 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   // A refused run stores only its tag (no message): the next request is sent as if the refused
   // message had not happened, and a retried job still finds the apology instead of asking again.
   const { messageId } = state.taken.message;
-  await parts.history.append(state.conversation, computed.refused ? [] : computed.messages, { messageId, text: computed.text }, computed.before);
+  const stored = computed.refused ? [] : computed.messages;
+  await parts.history.append(state.conversation, stored, { messageId, text: computed.text, ...(state.requestTokens !== undefined ? { tokens: state.requestTokens } : {}) }, computed.before);
   if (state.checkpointed) await parts.redis.del(state.keys.run); // the tagged answer in the history takes over
+  const { before } = computed;
+  state.size = {
+    tokens: state.requestTokens,
+    ...(before ? { messages: before.stored + stored.length, chars: (before.raw?.length ?? 0) + stored.reduce((n, m) => n + JSON.stringify(m).length + 1, 0) } : {}),
+  };
   return computed.text;
 }
 
@@ -337,6 +355,25 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);
   state.result = { answered: text };
+}
+
+/**
+ * After *deliver*: asks for a compaction of the conversation when the answer left it large
+ * (`compactionReason`: its last request's tokens, the stored messages or characters). The job is
+ * queued (deduplicated per conversation) and runs on its own: the answer is already out, and the
+ * next message of the chat does not wait for it. A failure to queue it is logged, never the answer's.
+ */
+async function requestCompaction(parts: AnswerParts, state: AnswerState): Promise<void> {
+  if (!parts.compaction || !state.size || state.result === undefined || !("answered" in state.result)) return;
+  const reason = compactionReason(parts.config, state.size);
+  if (!reason) return;
+  const { message } = state.taken;
+  try {
+    await parts.compaction.queue.request({ conversation: state.conversation, owner: { platform: message.platform, userId: message.userId, chatId: message.chatId }, reason });
+    state.log.debug({ reason, ...state.size }, "compaction requested");
+  } catch (error) {
+    state.log.warn({ err: error }, "could not queue the conversation's compaction");
+  }
 }
 
 /**

@@ -38,6 +38,9 @@ import { traceKey, tracePushLua } from "../trace/store.js";
 import type { RunTracer } from "../trace/tracer.js";
 import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
 import type { ApprovalFlow } from "../approvals/flow.js";
+import { CompactionStore } from "../compaction/store.js";
+import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
+import { historyTtlSeconds } from "../config.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
 import type { AnswerParts } from "./pipeline.js";
@@ -116,6 +119,8 @@ export interface ChatWorker {
   readonly chats: Worker<IncomingMessage>;
   /** The BullMQ worker of the `decisions` queue (separate, so decisions never wait behind a chat). */
   readonly decisions: Worker;
+  /** The BullMQ worker of the `compactions` queue (`src/compaction/`). */
+  readonly compactions: Worker;
   /** Resolves when both workers are connected and taking jobs. */
   waitUntilReady(): Promise<void>;
   /**
@@ -172,7 +177,17 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   let closing = false;
 
   const ledger = new ExecutionLedger(redis, { prefix: TOOL_CALL_PREFIX, log });
-  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger };
+  // Compaction: its store on the history's Redis, its queue beside the chats queue.
+  const compactor = {
+    config,
+    log,
+    client: deps.client,
+    store: new CompactionStore(redis, historyTtlSeconds(config)),
+    ...(deps.usage ? { usage: deps.usage } : {}),
+    ...(deps.tracerFor ? { tracerFor: deps.tracerFor } : {}),
+  };
+  const compactionQueue = new CompactionQueue({ redis: deps.redis, prefix: deps.prefix });
+  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger, compaction: { queue: compactionQueue, deps: compactor } };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
@@ -229,23 +244,33 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   });
   decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
 
+  const compactions = startCompactionWorker(compactor, {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    concurrency: Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
+    lockDurationMs: LOCK_DURATION_MS,
+    stalledIntervalMs: STALLED_INTERVAL_MS,
+    log,
+  });
+
   return {
     chats,
     decisions,
+    compactions: compactions.worker,
     async waitUntilReady() {
-      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady()]);
+      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions.worker.waitUntilReady()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
-      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {})]).then(() => "closed" as const);
+      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions.close()]).then(() => "closed" as const);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
         log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
-        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
+        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions.close(true)]), new Promise((r) => setTimeout(r, 2000))]);
       }
       clearTimeout(timer);
-      await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue.close()]), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

@@ -227,10 +227,21 @@ describe("runAgent", () => {
     const late = answer(await runAgent({ history: [], userText: "壞事 2", context: testContext() }, deps));
     expect(late).toMatchObject({ refused: true, messages: [] });
 
-    fake.enqueue({ content: [{ type: "text", text: "  \n" }], stop_reason: "model_context_window_exceeded" });
+    fake.enqueue({ content: [{ type: "text", text: "  \n" }], stop_reason: "end_turn" });
     const empty = answer(await runAgent({ history: [], userText: "?", context: testContext({ locale: "en" }) }, deps));
     expect(empty.text).toContain("did not come up with an answer");
     await expectValidFollowUp(deps, empty.messages);
+  });
+
+  it("a model_context_window_exceeded stop or a 400 'prompt is too long' is a context_window error, never an answer", async () => {
+    const deps = testDeps(fake);
+    fake.enqueue({ content: [{ type: "text", text: "cut in the mid" }], stop_reason: "model_context_window_exceeded" });
+    const stopped = await runAgent({ history: [], userText: "long", context: testContext() }, deps).catch((e: unknown) => e);
+    expect(stopped).toMatchObject({ name: "ModelUnavailableError", reason: "context_window", retryable: false });
+    fake.enqueue({ status: 400, errorType: "invalid_request_error", message: "prompt is too long: 210351 tokens > 200000 maximum" });
+    const refused = await runAgent({ history: [], userText: "long", context: testContext({ locale: "en" }) }, deps).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ name: "ModelUnavailableError", reason: "context_window", retryable: false });
+    expect((refused as { userMessage(l: string): string }).userMessage("en")).toContain("/reset");
   });
 
   it("drops empty text blocks from the assistant content it sends back", async () => {

@@ -17,6 +17,9 @@
  * `npm run bench -- --cluster` instead compares one redis-server with a local three-master Redis
  * Cluster on the same workload ({@link topologyBench}).
  *
+ * `npm run bench -- --cost` instead prints what a 200-turn conversation costs in tokens, with and
+ * without compaction, prompt caching included (`scripts/bench-cost.ts`).
+ *
  * `npm run bench -- --soak` instead sends SOAK_MESSAGES (10,000) messages through one worker in a
  * process of its own and prints its memory after warm-up and at the end ({@link soakBench});
  * `-- --soak --snapshot` also writes a heap snapshot at both points, to compare in Chrome DevTools.
@@ -731,7 +734,10 @@ async function soakBench(): Promise<void> {
   await server.stop();
 }
 
-if (process.argv.includes("--soak")) {
+if (process.argv.includes("--cost")) {
+  clearInterval(rssTimer);
+  await (await import("./bench-cost.js")).costBench();
+} else if (process.argv.includes("--soak")) {
   await soakBench();
 } else if (process.argv.includes("--cluster")) {
   await topologyBench();

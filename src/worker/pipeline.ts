@@ -48,7 +48,7 @@ import type { WorkerDeps } from "./worker.js";
  * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
  * their meaning there), with the defaults filled in.
  */
-export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs"> {
+export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction"> {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: RedisClient;
   /** Typing refresh interval, in ms. */

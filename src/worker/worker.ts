@@ -111,6 +111,12 @@ export interface WorkerDeps {
   usage?: UsageStore;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
+  /**
+   * Whether this worker compacts conversations (`src/compaction/`: requests after answers, the
+   * `compactions` queue's worker, the overflow rescue); default true. `npm run bench -- --cost`
+   * turns it off for its figures without compaction.
+   */
+  compaction?: boolean;
 }
 
 /** A running worker. */
@@ -119,8 +125,8 @@ export interface ChatWorker {
   readonly chats: Worker<IncomingMessage>;
   /** The BullMQ worker of the `decisions` queue (separate, so decisions never wait behind a chat). */
   readonly decisions: Worker;
-  /** The BullMQ worker of the `compactions` queue (`src/compaction/`). */
-  readonly compactions: Worker;
+  /** The BullMQ worker of the `compactions` queue (`src/compaction/`); undefined when `compaction` is off. */
+  readonly compactions: Worker | undefined;
   /** Resolves when both workers are connected and taking jobs. */
   waitUntilReady(): Promise<void>;
   /**
@@ -186,8 +192,10 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     ...(deps.usage ? { usage: deps.usage } : {}),
     ...(deps.tracerFor ? { tracerFor: deps.tracerFor } : {}),
   };
-  const compactionQueue = new CompactionQueue({ redis: deps.redis, prefix: deps.prefix });
-  const parts: AnswerParts = { ...deps, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger, compaction: { queue: compactionQueue, deps: compactor } };
+  const compacting = deps.compaction ?? true;
+  const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
+  const { compaction: _compaction, ...rest } = deps;
+  const parts: AnswerParts = { ...rest, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger, ...(compactionQueue ? { compaction: { queue: compactionQueue, deps: compactor } } : {}) };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
@@ -244,7 +252,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   });
   decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
 
-  const compactions = startCompactionWorker(compactor, {
+  const compactions = !compacting ? undefined : startCompactionWorker(compactor, {
     redis: deps.redis,
     prefix: deps.prefix,
     concurrency: Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
@@ -256,21 +264,21 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   return {
     chats,
     decisions,
-    compactions: compactions.worker,
+    compactions: compactions?.worker,
     async waitUntilReady() {
-      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions.worker.waitUntilReady()]);
+      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions?.worker.waitUntilReady()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
-      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions.close()]).then(() => "closed" as const);
+      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions?.close()]).then(() => "closed" as const);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
         log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
-        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions.close(true)]), new Promise((r) => setTimeout(r, 2000))]);
+        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions?.close(true)]), new Promise((r) => setTimeout(r, 2000))]);
       }
       clearTimeout(timer);
-      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue.close()]), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue?.close()]), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

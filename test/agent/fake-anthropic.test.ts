@@ -52,16 +52,47 @@ describe("fake Anthropic /v1/messages", () => {
   it("simulates prompt caching of tools + system up to the last breakpoint", async () => {
     const params: Params = {
       ...base,
-      system: [{ type: "text", text: "You are a bot. ".repeat(50), cache_control: { type: "ephemeral" } }],
+      system: [{ type: "text", text: "You are a bot. ".repeat(400), cache_control: { type: "ephemeral" } }],
       messages: [{ role: "user", content: "hello" }],
     };
     fake.enqueue(text("a"), text("b"));
     const first = await client.messages.create(params);
     const second = await client.messages.create(params);
-    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(100);
+    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(1024);
     expect(first.usage.cache_read_input_tokens).toBe(0);
     expect(second.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
     expect(second.usage.cache_creation_input_tokens).toBe(0);
+  });
+
+  it("caches like the API: breakpoints in messages, a later request reads the longest cached prefix (also one that moved its breakpoint), the minimum cacheable length, 5-minute entries", async () => {
+    let now = 1_000_000;
+    const own = await startFakeAnthropic({ fallback: text("ok"), promptCache: { now: () => now } });
+    const c = new Anthropic({ apiKey: "test-key", baseURL: own.url, maxRetries: 0 });
+    const system = [{ type: "text" as const, text: "Rules. ".repeat(700), cache_control: { type: "ephemeral" as const } }];
+    const turn = (t: string, cached = false) => ({ role: "user" as const, content: [{ type: "text" as const, text: t, ...(cached ? { cache_control: { type: "ephemeral" as const } } : {}) }] });
+    const answer = (t: string) => ({ role: "assistant" as const, content: t });
+    try {
+      // A short prompt is below the minimum (1024 tokens): its breakpoint is ignored.
+      const short = await c.messages.create({ ...base, system: [{ type: "text", text: "Short.", cache_control: { type: "ephemeral" } }], messages: [turn("hi", true)] });
+      expect(short.usage).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+      const one = await c.messages.create({ ...base, system, messages: [turn("question one ".repeat(50), true)] });
+      expect(one.usage.cache_read_input_tokens).toBe(0);
+      const written = one.usage.cache_creation_input_tokens;
+      expect(written).toBeGreaterThan(1024);
+      expect(one.usage.input_tokens).toBeLessThan(5);
+      // The next turn: the first request's prefix (its breakpoint now two blocks back) is read; the new turns are written.
+      now += 60_000;
+      const two = await c.messages.create({ ...base, system, messages: [turn("question one ".repeat(50)), answer("answer one ".repeat(50)), turn("question two", true)] });
+      expect(two.usage.cache_read_input_tokens).toBe(written);
+      expect(two.usage.cache_creation_input_tokens).toBeGreaterThan(100);
+      // Five minutes after the last use, the entries are gone: everything is written again.
+      now += 5 * 60_000 + 1;
+      const late = await c.messages.create({ ...base, system, messages: [turn("question one ".repeat(50)), answer("answer one ".repeat(50)), turn("question two", true)] });
+      expect(late.usage.cache_read_input_tokens).toBe(0);
+      expect(late.usage.cache_creation_input_tokens).toBe((two.usage.cache_read_input_tokens ?? 0) + (two.usage.cache_creation_input_tokens ?? 0));
+    } finally {
+      await own.close();
+    }
   });
 
   it("refuses a first message that is not a user turn", async () => {

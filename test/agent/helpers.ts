@@ -12,7 +12,7 @@ import { defineTool, ToolError } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import type { TraceEvent, TraceEventType, Tracer } from "../../src/trace/tracer.js";
 import { testConfig } from "../helpers/config.js";
-import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from "../fakes/anthropic.js";
 
 /** The API key the tests use; it must never appear in errors or traces. */
 export const TEST_API_KEY = "fake-anthropic-key-0123456789abcdef";
@@ -119,10 +119,10 @@ export function testDeps(
  * requests, rejections) and {@link calls} cleared before each, closed after them.
  * @param onStart - receives the fake once it listens.
  */
-export function useFakeAnthropic(onStart: (fake: FakeAnthropic) => void): void {
+export function useFakeAnthropic(onStart: (fake: FakeAnthropic) => void, options: FakeAnthropicOptions = {}): void {
   let fake: FakeAnthropic | undefined;
   beforeAll(async () => {
-    fake = await startFakeAnthropic();
+    fake = await startFakeAnthropic(options);
     onStart(fake);
   });
   afterAll(async () => {

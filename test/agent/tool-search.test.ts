@@ -16,7 +16,7 @@ import { addNumbers, answerOf, calls, deleteItem, getTime, lookup, testDeps, use
 let fake: FakeAnthropic;
 useFakeAnthropic((started) => {
   fake = started;
-});
+}, { promptCache: { minTokens: 1 } });
 
 const answer = answerOf;
 
@@ -126,8 +126,10 @@ describe("deferred tools and tool search", () => {
     answer(await runAgent({ history: [], userText: "二", context: testContext() }, more));
     const [first, second] = fake.answered.map((a) => a.usage);
     expect(first!.cache_creation_input_tokens).toBeGreaterThan(0);
-    expect(second!.cache_read_input_tokens).toBe(first!.cache_creation_input_tokens);
-    expect(second!.cache_creation_input_tokens).toBe(0);
+    // The second run reads the tools + system prefix back (only its own user turn is new).
+    expect(second!.cache_read_input_tokens).toBeGreaterThan(0.9 * first!.cache_creation_input_tokens);
+    expect(second!.cache_creation_input_tokens).toBeGreaterThan(0);
+    expect(second!.cache_creation_input_tokens).toBeLessThan(30);
   });
 
   it("when the model has no tool search, the request is sent again with every tool loaded, one warning names the cause, and later runs skip it", async () => {

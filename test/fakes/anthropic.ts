@@ -59,7 +59,7 @@
  * await fake.close();
  * ```
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FAKE_REQUEST_MAX_BYTES, InvalidMedia, MediaChecks } from "./anthropic-media.js";
@@ -586,6 +586,108 @@ export interface FakeAnthropicOptions {
    * "invalid x-api-key", as the real API does. Default: any key.
    */
   apiKey?: string;
+  /** How the simulated prompt cache behaves (see {@link PromptCache}); default the API's: 1024 tokens at least, 5 minutes. */
+  promptCache?: PromptCacheOptions;
+}
+
+/** Options of the simulated prompt cache. */
+export interface PromptCacheOptions {
+  /**
+   * Fewest tokens a cached prefix has (the model's minimum cacheable length: 1024 for most
+   * models, 2048 or 4096 for some); a shorter prefix is not cached (its breakpoint is ignored, as
+   * the API ignores it). Default 1024.
+   */
+  minTokens?: number;
+  /** How long a written or read prefix stays cached, in ms; default 300 000 (the API's 5-minute cache). */
+  ttlMs?: number;
+  /** The clock, ms since the Unix epoch; default `Date.now` (the cost benchmark uses a simulated one). */
+  now?: () => number;
+}
+
+/** How far before a breakpoint the API looks for an earlier cached prefix, in content blocks. */
+const LOOKBACK_BLOCKS = 20;
+
+/**
+ * The Messages API's prompt cache, as its documentation describes it
+ * (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching): a request is a sequence
+ * of blocks in the order tools (the loaded ones; deferred tools are not part of the prefix), then
+ * `system`, then the messages' content blocks. At each block carrying `cache_control` the prefix up
+ * to and including it is written to the cache (`cache_creation_input_tokens`, billed at 1.25×)
+ * when it is at least `minTokens` long; a later request whose blocks start with a cached prefix
+ * (found at one of its breakpoints or up to {@link LOOKBACK_BLOCKS} blocks before one) reads it
+ * (`cache_read_input_tokens`, 0.1×); the rest is `input_tokens`. An entry lives `ttlMs` after it
+ * was last written or read. A prefix is identified by its content with `cache_control` left out
+ * (moving a breakpoint does not change what is cached). Tokens are characters / 4 of each block's JSON.
+ */
+export class PromptCache {
+  readonly #entries = new Map<string, number>();
+  readonly #minTokens: number;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+
+  constructor(options: PromptCacheOptions = {}) {
+    this.#minTokens = options.minTokens ?? 1024;
+    this.#ttlMs = options.ttlMs ?? 300_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Reads and writes the cache for `request`.
+   * @returns the tokens of the request's blocks (`total`: loaded tools, system, messages) and
+   *   those read from the cache and written to it.
+   */
+  use(request: FakeRequest, deferred: Set<string>): { total: number; read: number; written: number } {
+    const now = this.#now();
+    const blocks: { body: unknown; breakpoint: boolean }[] = [];
+    const plain = (b: unknown): { body: unknown; breakpoint: boolean } => {
+      if (!isObject(b)) return { body: b, breakpoint: false };
+      const { cache_control, ...rest } = b;
+      return { body: rest, breakpoint: cache_control !== undefined && cache_control !== null };
+    };
+    const tools = (request.tools ?? []).filter((t) => !deferred.has(t.name));
+    for (const t of tools) blocks.push(plain(t));
+    for (const sys of Array.isArray(request.system) ? request.system : request.system ? [request.system] : []) blocks.push(plain(sys));
+    request.messages.forEach((m, i) => {
+      const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+      for (const b of content) {
+        const p = plain(b);
+        blocks.push({ body: { message: i, role: m.role, block: p.body }, breakpoint: p.breakpoint });
+      }
+    });
+    const hashes: string[] = [];
+    const cumulative: number[] = [];
+    let hash = "";
+    let sum = 0;
+    for (const b of blocks) {
+      hash = createHash("sha1").update(hash).update(JSON.stringify(b.body)).digest("hex");
+      sum += tokens(b.body);
+      hashes.push(hash);
+      cumulative.push(sum);
+    }
+    const alive = (i: number) => (this.#entries.get(hashes[i]!) ?? 0) > now;
+    const breakpoints = blocks.flatMap((b, i) => (b.breakpoint ? [i] : []));
+    // The longest cached prefix the request can read: at a breakpoint, or up to 20 blocks before one.
+    let hit = -1;
+    for (const b of breakpoints) {
+      for (let i = b; i >= Math.max(0, b - LOOKBACK_BLOCKS); i -= 1) {
+        if (i <= hit) break;
+        if (alive(i)) {
+          hit = i;
+          break;
+        }
+      }
+    }
+    const read = hit >= 0 ? cumulative[hit]! : 0;
+    if (hit >= 0) this.#entries.set(hashes[hit]!, now + this.#ttlMs);
+    let last = -1;
+    for (const b of breakpoints) {
+      if (cumulative[b]! < this.#minTokens) continue;
+      this.#entries.set(hashes[b]!, now + this.#ttlMs);
+      last = b;
+    }
+    const written = last > hit ? cumulative[last]! - read : 0;
+    return { total: sum, read, written };
+  }
 }
 
 /**
@@ -595,19 +697,19 @@ export interface FakeAnthropicOptions {
  * `x-should-retry: false` and a message saying no reply was scripted, so a test that calls the
  * model more than it planned fails.
  *
- * Usage is simulated: `input_tokens` ≈ characters / 4 of the uncached part (the messages, the
- * loaded tools, the deferred tools the conversation has loaded and the server tools' results);
- * the prefix up to the last `cache_control` breakpoint among the loaded `tools` and `system`
- * (deferred tools are not part of it, as on the real API) is reported as
- * `cache_creation_input_tokens` the first time it is seen and `cache_read_input_tokens`
- * afterwards; `server_tool_use` counts the searches and fetches that ran.
+ * Usage is simulated: tokens are characters / 4; the prompt cache works as the API's
+ * ({@link PromptCache}: prefixes up to `cache_control` breakpoints anywhere in tools, system and
+ * messages, written when at least 1024 tokens long, read by a later request that starts with
+ * them within 5 minutes, the deferred tools not part of the prefix); `input_tokens` is the rest
+ * (plus the deferred tools the conversation has loaded and the server tools' results);
+ * `server_tool_use` counts the searches and fetches that ran.
  */
 export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   const answered: FakeAnthropic["answered"] = [];
   const rejections: FakeRejection[] = [];
-  const cached = new Set<string>();
+  const promptCache = new PromptCache(options.promptCache);
   const secrets = new IssuedSecrets();
   let hanging = 0;
 
@@ -660,36 +762,22 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
     if ("status" in reply) return sendError(res, reply.status, reply.errorType, reply.message, reply.headers);
 
-    // Simulated prompt caching over tools + system. Deferred tools are not part of the prefix: the
-    // API expands a referenced one where its tool_reference stands, in the conversation.
+    // Simulated prompt caching (see PromptCache): tools, then system, then messages, up to the breakpoints.
     const tools = request.tools ?? [];
     const deferred = deferredNames(tools);
-    const prefix: unknown[] = [];
-    let cachedPrefix: unknown[] = [];
-    for (const t of tools) {
-      if (deferred.has(t.name)) continue;
-      prefix.push(t);
-      if (t.cache_control) cachedPrefix = [...prefix];
-    }
-    for (const s of Array.isArray(request.system) ? request.system : request.system ? [request.system] : []) {
-      prefix.push(s);
-      if (typeof s === "object" && s.cache_control) cachedPrefix = [...prefix];
-    }
-    const key = JSON.stringify(cachedPrefix);
-    const prefixTokens = cachedPrefix.length > 0 ? tokens(cachedPrefix) : 0;
-    const hit = prefixTokens > 0 && cached.has(key);
-    if (prefixTokens > 0) cached.add(key);
+    const cache = promptCache.use(request, deferred);
     const made = serverContent(reply.content, tools, referenced, secrets);
     if (made.problem) return sendError(res, 500, "api_error", `fake anthropic: ${made.problem}`, { "x-should-retry": "false" });
     const content = made.content;
     // In front of the model: the loaded tools, the deferred ones the conversation (or this reply) loaded, and what server tools returned.
     const loadedTools = tools.filter((t) => !deferred.has(t.name) || referenced.has(t.name) || content.some((b) => b.type === "tool_use" && b.name === t.name));
     const serverResults = content.filter((b) => SERVER_RESULT_TYPES.includes(String(b.type)));
+    const loadedDeferred = loadedTools.filter((t) => deferred.has(t.name));
     const usage: FakeUsage = {
-      input_tokens: Math.max(1, tokens(request.messages) + tokens(request.system) + (loadedTools.length > 0 ? tokens(loadedTools) : 0) + (serverResults.length > 0 ? tokens(serverResults) : 0) - prefixTokens),
+      input_tokens: Math.max(1, cache.total - cache.read - cache.written + (loadedDeferred.length > 0 ? tokens(loadedDeferred) : 0) + (serverResults.length > 0 ? tokens(serverResults) : 0)),
       output_tokens: tokens(reply.content),
-      cache_creation_input_tokens: hit ? 0 : prefixTokens,
-      cache_read_input_tokens: hit ? prefixTokens : 0,
+      cache_creation_input_tokens: cache.written,
+      cache_read_input_tokens: cache.read,
       ...(made.serverToolUse ? { server_tool_use: made.serverToolUse } : {}),
       ...reply.usage,
     };

@@ -31,9 +31,6 @@ export const COMPACTION_JOB_OPTIONS: JobsOptions = {
 /** How long `/compact` waits for its compaction, in ms. */
 export const COMPACT_NOW_WAIT_MS = 90_000;
 
-/** Share of `HISTORY_MAX_MESSAGES`, and of the history's size budget, past which a conversation is compacted. */
-const NEAR_LIMIT = 0.8;
-
 /** How large a conversation is after an answer. */
 export interface ConversationSize {
   /** Tokens of the answer's last model request (input + cache reads + cache writes), when known. */
@@ -45,14 +42,15 @@ export interface ConversationSize {
 }
 
 /**
- * Why a conversation of this size should be compacted now, or undefined: its last request passed
- * `COMPACT_AT_TOKENS`, or the stored history nears `HISTORY_MAX_MESSAGES` or the size budget of
- * what is sent (80 % of either: past them the oldest turns would be dropped from requests).
+ * Why a conversation of this size should be compacted now, or undefined: its last request reached
+ * `COMPACT_AT_TOKENS`, or the stored history passed `HISTORY_MAX_MESSAGES` or the size budget of
+ * what is sent (`DEFAULT_HISTORY_MAX_CHARS`): past either, requests leave the oldest turns out
+ * until the compaction has summarised them.
  */
 export function compactionReason(config: Config, size: ConversationSize): CompactionJob["reason"] | undefined {
   if (size.tokens !== undefined && size.tokens >= config.COMPACT_AT_TOKENS) return "tokens";
-  if (size.messages !== undefined && size.messages >= Math.max(2, Math.floor(config.HISTORY_MAX_MESSAGES * NEAR_LIMIT))) return "messages";
-  if (size.chars !== undefined && size.chars >= DEFAULT_HISTORY_MAX_CHARS * NEAR_LIMIT) return "size";
+  if (size.messages !== undefined && size.messages > config.HISTORY_MAX_MESSAGES) return "messages";
+  if (size.chars !== undefined && size.chars > DEFAULT_HISTORY_MAX_CHARS) return "size";
   return undefined;
 }
 

@@ -255,7 +255,8 @@ function openLiveAnswer(
 /**
  * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
  * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
- * recording, and the live answer's events when streaming is on.
+ * recording (which the budget check before each model call awaits), and the live answer's events
+ * when streaming is on.
  */
 export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
   state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
@@ -271,6 +272,7 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
     ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    usageSettled: () => Promise.all(state.usage),
     ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
   };
 }

@@ -27,7 +27,8 @@ import type { IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { BUDGET_TEXT, budgetReads, budgetRefusal, type BudgetTotals } from "../usage/budget.js";
 import { UsageStore } from "../usage/store.js";
-import { allowedByEnv, chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
+import { hasAccess } from "./check.js";
+import { chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
 import { AccessStore, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 
 /** The gate's own words. */
@@ -97,7 +98,7 @@ export class AccessGate {
     const subject = subjectOf(message);
     const admin = isAdmin(config, subject);
     // Everything below is issued in one tick: ioredis auto-pipelining sends it as one write.
-    const access = this.#accessRead(subject, admin);
+    const access = this.#accessRead(subject);
     const rate = admin ? Promise.resolve(undefined) : this.#consume(subject);
     const totals = this.#budgetRead(subject);
     let allowed: boolean;
@@ -135,14 +136,12 @@ export class AccessGate {
    */
   async check(subject: AccessSubject & { userName: string }): Promise<AccessVerdict> {
     const admin = isAdmin(this.#deps.config, subject);
-    if (await this.#accessRead(subject, admin)) return { allowed: true, admin };
+    if (await this.#accessRead(subject)) return { allowed: true, admin };
     return { allowed: false, answer: await this.#strangerAnswer(subject) };
   }
 
-  #accessRead(subject: AccessSubject, admin: boolean): Promise<boolean> {
-    const { config } = this.#deps;
-    if (config.ACCESS_POLICY === "open" || subject.platform === "console" || admin || allowedByEnv(config, subject)) return Promise.resolve(true);
-    return subject.chatKind === "dm" ? this.access.hasUser(userPrincipal(subject)) : this.access.hasAnyChat(chatPrincipals(subject));
+  #accessRead(subject: AccessSubject): Promise<boolean> {
+    return hasAccess(this.#deps.config, this.access, subject);
   }
 
   async #consume(subject: AccessSubject): Promise<RateLimiterRes | undefined> {

@@ -8,7 +8,7 @@
  *   approval, and any other model call made for a person. The run dependencies of the worker
  *   (`runDeps` in `src/worker/context.ts`) carry it as the agent loop's `beforeModelCall`, so every
  *   caller of `runAgent` / `resumeAgent` gets it; code that calls the model directly calls the guard
- *   itself first.
+ *   itself first (`assertBudget`, which throws `BudgetSpentError`).
  *
  * The guard reads what Redis has recorded (after awaiting the run's own recordings still in
  * flight), so concurrent runs of one person can together overshoot a budget by at most the model
@@ -113,4 +113,38 @@ export function budgetGuard(
     await settled();
     return (await checkBudget(usage, config, owner))?.text;
   };
+}
+
+/**
+ * A daily budget is spent: thrown by {@link assertBudget} before a model call that must not be
+ * made. Final (`retryable: false`); `userMessage` is the budget message.
+ */
+export class BudgetSpentError extends Error {
+  readonly retryable = false;
+  /**
+   * @param scope - whose budget: the person's or the whole bot's.
+   * @param text - the budget message (in `BOT_LOCALE`).
+   */
+  constructor(
+    readonly scope: BudgetScope,
+    readonly text: string,
+  ) {
+    super(scope === "global" ? "the bot's daily token budget (GLOBAL_DAILY_TOKENS) is spent" : "the person's daily token budget (USER_DAILY_TOKENS) is spent");
+    this.name = "BudgetSpentError";
+  }
+
+  /** What the user reads: the budget message. */
+  userMessage(): string {
+    return this.text;
+  }
+}
+
+/**
+ * For code that calls the model directly (not through `runAgent`): call it right before each
+ * model call made for `owner` (a summary of their conversation, a scheduled task's work).
+ * @throws {BudgetSpentError} when a budget is spent (make no call); a Redis error when the totals cannot be read.
+ */
+export async function assertBudget(usage: UsageStore, config: Pick<Config, "USER_DAILY_TOKENS" | "GLOBAL_DAILY_TOKENS" | "ADMIN_USERS" | "TIMEZONE" | "BOT_LOCALE">, owner: BudgetOwner): Promise<void> {
+  const spent = await checkBudget(usage, config, owner);
+  if (spent) throw new BudgetSpentError(spent.scope, spent.text);
 }

@@ -257,7 +257,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
     let response: Anthropic.Messages.Message;
     const params = { model, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
     try {
-      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context)) : await deps.client.messages.create(params, { signal: context.signal });
+      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context), config.STREAM_IDLE_SECONDS * 1000) : await deps.client.messages.create(params, { signal: context.signal });
     } catch (error) {
       const refused = refusedServerTools(error, offered.servers);
       if (refused.names.length > 0) {
@@ -323,9 +323,13 @@ function serverActivity(deps: AgentDeps, context: ToolContext): (name: string, i
  * accumulated message, the same object `messages.create` would have returned (tool inputs parsed
  * from their `input_json_delta` pieces, `usage` from `message_delta`).
  *
+ * A call that stays silent for `idleMs` (no response headers and no event yet, or no event since
+ * the last one: the SDK does not pass `ping` events on) is aborted as a lost connection.
+ *
  * @throws what the SDK throws: an `APIError` for an HTTP error or an `error` event mid-stream
  *   (status undefined, `error.error.type` e.g. `overloaded_error`), a connection error when the
- *   response breaks off; the caller maps it with `toModelError`.
+ *   response breaks off; the caller maps it with `toModelError`. A silent stream throws a
+ *   retryable {@link ModelUnavailableError} (`connection`).
  */
 async function streamModel(
   client: Anthropic,
@@ -334,13 +338,27 @@ async function streamModel(
   onEvent: NonNullable<AgentDeps["onEvent"]>,
   turn: number,
   activityOf: (name: string, input: unknown) => { activity: string; icon: string } | undefined,
+  idleMs: number,
 ): Promise<Anthropic.Messages.Message> {
   onEvent({ type: "model_call", turn });
   const stream = client.messages.stream(params, { signal });
+  // Silence before the first event or between two counts as a lost connection (STREAM_IDLE_SECONDS).
+  let idle: NodeJS.Timeout | undefined;
+  let silent = false;
+  const arm = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      silent = true;
+      stream.abort();
+    }, idleMs);
+  };
+  arm();
+  stream.on("connect", arm);
   stream.on("text", (delta) => onEvent({ type: "text", text: delta }));
   // A server tool's call is reported once its input is complete (its block stops) and ends when its result block starts.
   const shown = new Set<string>();
   stream.on("streamEvent", (event, snapshot) => {
+    arm();
     if (event.type === "content_block_start") {
       const block = event.content_block;
       if (block.type === "tool_use" || block.type === "server_tool_use") onEvent({ type: "tool_use", name: block.name });
@@ -357,9 +375,14 @@ async function streamModel(
   try {
     return await stream.finalMessage();
   } catch (error) {
+    if (silent && !signal.aborted) {
+      throw new ModelUnavailableError("connection", `the model's stream sent nothing for ${idleMs / 1000} s (STREAM_IDLE_SECONDS); the connection counts as lost`, { cause: error });
+    }
     // A response that breaks off mid-stream (reset socket, truncated body) is a connection failure.
     if (error instanceof Anthropic.APIError || error instanceof Anthropic.APIUserAbortError || signal.aborted) throw error;
     throw new ModelUnavailableError("connection", `the model's stream broke off: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    clearTimeout(idle);
   }
 }
 

@@ -28,10 +28,13 @@ import type { SentRef } from "./outbound.js";
  *   check the weather"): it is not part of the answer and is no longer shown (the history keeps it;
  *   the final answer, like a non-streamed one, is the text of the last model call);
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
- *   (with `icon`, default `🔧`; a web search shows `🔎`).
+ *   (with `icon`, default `🔧`; a web search shows `🔎`);
+ * - `notice`: a short status of the answer itself (`⏳ the model is busy, still trying…`), shown
+ *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it.
  */
 export type StreamEvent =
   | { type: "text"; text: string }
+  | { type: "notice"; text: string }
   | { type: "text_dropped" }
   | { type: "tool_start"; id: string; activity: string; icon?: string }
   | { type: "tool_end"; id: string; ok: boolean };
@@ -82,21 +85,27 @@ export function statusLine(activity: string, state: "running" | "ok" | "failed",
   return state === "running" ? `${icon} ${activity}…` : `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
 }
 
-/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
+/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
   readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
   #text = "";
+  #notice = "";
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
     switch (event.type) {
       case "text":
         this.#text += event.text;
+        this.#notice = "";
+        break;
+      case "notice":
+        this.#notice = event.text;
         break;
       case "text_dropped":
         this.#text = "";
         break;
       case "tool_start":
+        this.#notice = "";
         this.#tools.set(event.id, { activity: event.activity, ...(event.icon ? { icon: event.icon } : {}), state: "running" });
         break;
       case "tool_end": {
@@ -111,7 +120,7 @@ export class LiveView {
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
-    return [lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
+    return [lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
   }
 }
 

@@ -19,7 +19,7 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PausedRun, PendingCall, RunState } from "./contract.js";
+import { MODEL_BUSY_NOTICE_MS, type AgentDeps, type AgentOutcome, type AgentRequest, type ApprovalVerdict, type MessageParam, type ModelUsage, type PausedRun, type PendingCall, type RunState } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
 import { answerOf, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
 import { withSources } from "./sources.js";
@@ -228,8 +228,89 @@ function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentB
  * server tool of the request (web search not enabled for the organization, a model without tool
  * search), the call is made again without it, that tool stays off for this client and model
  * until restart (`refuseTool`), and one warning names the cause.
+ *
+ * With `deps.retryUntil`, a retryable failure (after the SDK's own retries; not an API that cannot be
+ * reached at all, see {@link unreachable}) is tried again after
+ * {@link modelRetryDelayMs} while the next attempt starts before that time (a streamed run is told
+ * with a `retry` event; after {@link MODEL_BUSY_NOTICE_MS} of failures `deps.onModelBusy` is called
+ * once); then, or when `context.signal` aborts a wait, the last failure is thrown `exhausted`.
  */
 async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+  const firstTry = Date.now();
+  let failures = 0;
+  let last: ModelUnavailableError | undefined;
+  let busy: NodeJS.Timeout | undefined;
+  try {
+    for (;;) {
+      try {
+        return await callModelOnce(state, deps, context);
+      } catch (error) {
+        const { retryUntil } = deps;
+        // The deadline cut a repeat short: what the user must hear is why it was repeated.
+        if (last && error instanceof ModelUnavailableError && error.reason === "aborted") throw last.asExhausted();
+        if (!(error instanceof ModelUnavailableError) || !error.retryable || retryUntil === undefined || unreachable(error)) throw error;
+        last = error;
+        const wait = modelRetryDelayMs(failures);
+        failures += 1;
+        if (Date.now() + wait > retryUntil) throw error.asExhausted();
+        context.log.warn({ reason: error.reason, status: error.status, failures, waitMs: Math.round(wait) }, `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`);
+        if (!busy && deps.onModelBusy) busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + MODEL_BUSY_NOTICE_MS - Date.now()));
+        deps.onEvent?.({ type: "retry", turn: state.turns });
+        if (!(await pause(wait, context.signal))) throw error.asExhausted();
+        state.turns -= 1; // the same turn, asked again
+      }
+    }
+  } finally {
+    clearTimeout(busy);
+  }
+}
+
+/**
+ * True for a failure the loop does not repeat until the deadline: the Messages API could not be
+ * reached at all (refused connection, unknown host, the client's timeout: usually a wrong
+ * `ANTHROPIC_BASE_URL` or network, which the SDK has retried already and the job's own retries
+ * try again), or the API said not to retry (`x-should-retry: false`, which the SDK honours too).
+ */
+function unreachable(error: ModelUnavailableError): boolean {
+  const cause = error.cause;
+  if (error.reason === "connection" && cause instanceof Anthropic.APIConnectionError) return true;
+  return cause instanceof Anthropic.APIError && cause.headers?.get("x-should-retry") === "false";
+}
+
+/** First wait between two attempts of a failing model call, in ms (doubling, see {@link modelRetryDelayMs}). */
+export const MODEL_RETRY_BASE_MS = 2000;
+
+/** Longest wait between two attempts of a failing model call, in ms. */
+export const MODEL_RETRY_MAX_MS = 10_000;
+
+/**
+ * The wait before attempt `failures + 1` of a failing model call, in ms: {@link MODEL_RETRY_BASE_MS}
+ * doubled per failure up to {@link MODEL_RETRY_MAX_MS}, of which a random half ("equal jitter",
+ * https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/), so many workers that
+ * met the same overload do not come back at the same moment.
+ */
+export function modelRetryDelayMs(failures: number): number {
+  const ceiling = Math.min(MODEL_RETRY_MAX_MS, MODEL_RETRY_BASE_MS * 2 ** failures);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** Waits `ms`; resolves false at once when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** One model call (and its repeats without a refused server tool): see {@link callModel}. */
+async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
   const model = config.ANTHROPIC_MODEL;
   state.turns += 1;

@@ -37,7 +37,7 @@ import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize } from "../i18n.js";
+import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
 import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./worker.js";
@@ -137,8 +137,13 @@ export interface AnswerState {
   readonly deadlineAt: number;
   readonly deadline: AbortController;
   readonly typing: Typing;
-  /** The streamed answer, when the outbound streams and streaming is on (or an earlier attempt streamed). */
-  readonly live: AnswerStream | undefined;
+  /**
+   * The streamed answer, when the outbound streams and streaming is on (or an earlier attempt
+   * streamed); opened later, without streaming, to show that the model is busy (`showBusy`).
+   */
+  live: AnswerStream | undefined;
+  /** True once the user was told the model is busy and the bot is still trying. */
+  busy: boolean;
   /** Recordings of the run's token usage in flight (awaited before anything goes out). */
   readonly usage: Promise<void>[];
   /** Where the answer stands: what *fail* reads. */
@@ -206,6 +211,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     typing,
     live: openLiveAnswer(parts, taken, { to, keys, typing, log, streamed: restored.streamed }),
     usage: [],
+    busy: false,
     stage: "computing",
     tracer: nullRunTracer,
     checkpointed: restored.checkpoint !== undefined,
@@ -226,7 +232,7 @@ async function readProgress(parts: AnswerParts, conversation: ConversationRef, m
 
 /**
  * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
- * left streamed messages (they must end as the final answer or be deleted); else undefined. The
+ * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
  * retried or redelivered job edits them instead of posting a second copy.
  */
@@ -234,8 +240,9 @@ function openLiveAnswer(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log"> & { streamed: SentRef[] },
+  always = false,
 ): AnswerStream | undefined {
-  if (!outbound.openStream || (parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  if (!outbound.openStream || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
@@ -272,7 +279,24 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
     ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
     ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
+    // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
+    retryUntil: state.deadlineAt,
+    onModelBusy: () => showBusy(parts, state),
   };
+}
+
+/**
+ * Tells the user, once per answer, that the model is busy and the bot is still trying
+ * ({@link MODEL_BUSY_NOTICE}): a status line of the live answer, or — without streaming — a live
+ * answer opened for it, whose one short message the answer then replaces (or that is deleted
+ * before an apology). An outbound that cannot stream shows nothing.
+ */
+function showBusy(parts: AnswerParts, state: AnswerState): void {
+  if (state.busy || state.stage !== "computing") return;
+  state.busy = true;
+  state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
+  state.live?.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, MODEL_BUSY_NOTICE) });
+  state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }
 
 /** *Compute*, then *persist*: the text to deliver, or undefined when the run paused for an approval. */
@@ -350,7 +374,9 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
  */
 async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Promise<void> {
   const { taken, log, live, attempt } = state;
-  const error = state.deadline.signal.aborted && state.stage === "computing" ? state.deadline.signal.reason : caught;
+  // The deadline's own error, unless the model stayed busy until it (its apology says so).
+  const exhausted = (caught as { exhausted?: unknown } | undefined)?.exhausted === true;
+  const error = state.deadline.signal.aborted && state.stage === "computing" && !exhausted ? state.deadline.signal.reason : caught;
   await state.tracer.finish();
   if (isTransient(error) && !lastAttempt(attempt) && Date.now() < state.deadlineAt) {
     log.warn({ err: error, attempt: attempt.made + 1, attempts: attempt.allowed }, "transient failure; the job will retry");
@@ -384,6 +410,7 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
   return (event) => {
     let mapped: StreamEvent | undefined;
     if (event.type === "text") mapped = { type: "text", text: event.text };
+    else if (event.type === "retry") mapped = { type: "text_dropped" };
     else if (event.type === "tool_use") mapped = { type: "text_dropped" };
     else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };

@@ -9,13 +9,16 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { splitMessage, DISCORD_MESSAGE_LIMIT } from "../../adapters/discord/split.js";
 import { htmlToPlain, planChunks } from "../../adapters/telegram/split.js";
-import { hang, text } from "../fakes/anthropic.js";
+import { MODEL_BUSY_NOTICE_MS } from "../../src/agent/contract.js";
+import { MODEL_BUSY_NOTICE } from "../../src/i18n.js";
+import { hang, overloaded, text } from "../fakes/anthropic.js";
 import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { keysEverywhere } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
 import { useStack, type Stack } from "./harness.js";
-import { MODEL_RETRIES } from "./scenarios-common.js";
+import { MODEL_RETRIES, requestsFor } from "./scenarios-common.js";
+import { scriptedModel } from "./scripted-model.js";
 
 const INTERVAL_MS = 300;
 const IDLE_SECONDS = 1;
@@ -24,9 +27,12 @@ const TIMEOUT_MS = 20_000;
 
 let stack: Stack;
 let redis: RedisClient;
+/** Until when (ms since the Unix epoch) a request mentioning "busy" is answered 529 overloaded. */
+let busyUntil = 0;
 useStack(
   {
     modelRetries: MODEL_RETRIES,
+    model: (request) => (Date.now() < busyUntil && JSON.stringify(request.messages).includes("busy") ? overloaded() : scriptedModel(request)),
     env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS), STREAM_IDLE_SECONDS: String(IDLE_SECONDS), ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) },
   },
   (started, connection) => {
@@ -101,5 +107,23 @@ describe("a stream that stalls (STREAM_IDLE_SECONDS)", () => {
     expect(sentIn(channelId).slice(before)).toEqual([reply]);
     expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("在嗎？"))).toHaveLength(2);
     await waitFor(() => stack.model.hanging() === 0, 5000, "the silent call to be closed");
+  }, 40_000);
+});
+
+describe("529 overloaded while streaming", () => {
+  it("Discord channel: the live message shows the busy status line after ~10 s, then the streamed answer in the same message", async () => {
+    const dc = stack.discord;
+    const an = discordUser("An");
+    const channelId = dc.channelId;
+    const before = sentIn(channelId).length;
+    const started = Date.now();
+    busyUntil = started + MODEL_BUSY_NOTICE_MS + 1500;
+    dc.sendUserMessage(an, `<@${dc.bot.id}> busy now?`, { channelId });
+    const live = await dc.waitFor(() => sentIn(channelId)[before], TIMEOUT_MS, "the live status line");
+    expect(live.content).toBe(MODEL_BUSY_NOTICE["zh-TW"]);
+    expect(live.at - started).toBeGreaterThanOrEqual(MODEL_BUSY_NOTICE_MS - 500);
+    await dc.waitFor(() => String(live.message.content) === "You said: busy now?", TIMEOUT_MS, "the answer in the live message");
+    expect(sentIn(channelId).slice(before)).toHaveLength(1);
+    expect(requestsFor(stack, "busy now?").length).toBeGreaterThanOrEqual(4);
   }, 40_000);
 });

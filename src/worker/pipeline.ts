@@ -30,7 +30,7 @@ import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
-import { progressKeys } from "../queue/keys.js";
+import { DRAFTS_OFF_SECONDS, draftsOffKey, progressKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
@@ -144,6 +144,8 @@ export interface AnswerState {
   live: AnswerStream | undefined;
   /** True once the user was told the model is busy and the bot is still trying. */
   busy: boolean;
+  /** False when the chat refused drafts within the last hour (`draftsOffKey`): its live answer posts and edits. */
+  readonly drafts: boolean;
   /** Recordings of the run's token usage in flight (awaited before anything goes out). */
   readonly usage: Promise<void>[];
   /** Where the answer stands: what *fail* reads. */
@@ -197,6 +199,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
+  const drafts = !(outbound.openStream && to.chatKind === "dm" && (await parts.redis.exists(draftsOffKey(conversation))) === 1);
   return {
     taken,
     to,
@@ -209,7 +212,8 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
     deadline: new AbortController(),
     typing,
-    live: openLiveAnswer(parts, taken, { to, keys, typing, log, streamed: restored.streamed }),
+    drafts,
+    live: openLiveAnswer(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
     usage: [],
     busy: false,
     stage: "computing",
@@ -239,13 +243,17 @@ async function readProgress(parts: AnswerParts, conversation: ConversationRef, m
 function openLiveAnswer(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
-  at: Pick<AnswerState, "to" | "keys" | "typing" | "log"> & { streamed: SentRef[] },
+  at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
   always = false,
 ): AnswerStream | undefined {
   if (!outbound.openStream || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
+    drafts: at.drafts,
+    onDraftsRefused: async () => {
+      await parts.redis.set(draftsOffKey(at.to.conversation), "1", "EX", DRAFTS_OFF_SECONDS).catch((err: unknown) => at.log.warn({ err }, "could not remember that the chat refuses drafts"));
+    },
     onMessages: async (refs) => {
       if (refs.length > 0) await parts.redis.set(at.keys.stream, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
       else await parts.redis.del(at.keys.stream);

@@ -38,7 +38,7 @@ import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
-import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./worker.js";
 
@@ -402,7 +402,7 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
   }
   if (retryAfterMs(error) !== undefined) {
     // The platform still refuses to take messages in this chat: an apology would meet the same 429.
-    log.error({ err: error }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent");
+    log.error({ err: error, lateDeliveryMs: LATE_DELIVERY_MS }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent");
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
     await sendApology(taken.outbound, state.to, error, parts.config.BOT_LOCALE, log, taken.failureText?.());

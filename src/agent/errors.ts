@@ -50,13 +50,30 @@ export class ModelUnavailableError extends Error {
   /** The API's `request-id`, for support requests. */
   readonly requestId: string | undefined;
 
-  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown } = {}) {
+  /**
+   * True when the loop already retried this failure until the answer's deadline (`AgentDeps.retryUntil`):
+   * the service stayed busy, and retrying the job would not help (`retryable` is then false).
+   */
+  readonly exhausted: boolean;
+
+  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {}) {
     super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
-    this.retryable = reason === "overloaded" || reason === "rate_limited" || reason === "server_error" || reason === "connection";
+    this.exhausted = options.exhausted ?? false;
+    this.retryable = !this.exhausted && isPassing(reason);
     this.status = options.status;
     this.requestId = options.requestId;
+  }
+
+  /** The same failure, marked as retried until the deadline ({@link exhausted}). */
+  asExhausted(): ModelUnavailableError {
+    return new ModelUnavailableError(this.reason, `${this.message} (still failing when the answer's deadline came)`, {
+      ...(this.status !== undefined ? { status: this.status } : {}),
+      ...(this.requestId !== undefined ? { requestId: this.requestId } : {}),
+      cause: this.cause,
+      exhausted: true,
+    });
   }
 
   /**
@@ -84,7 +101,7 @@ export class ModelUnavailableError extends Error {
   /** A short sentence for the user in `locale`, without technical detail. */
   userMessage(locale: Locale): string {
     if (this.reason === "context_window") return localize(locale, TOO_LONG_TEXT);
-    return this.retryable
+    return isPassing(this.reason)
       ? localize(locale, {
           "zh-TW": "抱歉，AI 服務目前忙碌或暫時無法連線，請稍後再試一次。",
           en: "Sorry, the AI service is busy or unreachable right now. Please try again in a moment.",
@@ -113,6 +130,11 @@ function isPromptTooLong(status: number, body: { type?: unknown; message?: unkno
 /** True when `error` is a {@link ModelUnavailableError} saying the request did not fit the context window. */
 export function isContextWindowExceeded(error: unknown): error is ModelUnavailableError {
   return error instanceof ModelUnavailableError && error.reason === "context_window";
+}
+
+/** True for the reasons that pass with time (overloaded, rate limited, server error, connection). */
+function isPassing(reason: ModelErrorReason): boolean {
+  return reason === "overloaded" || reason === "rate_limited" || reason === "server_error" || reason === "connection";
 }
 
 /** The first Node network error (`connect ECONNREFUSED 127.0.0.1:1`, `ENOTFOUND`, …) in the cause chain of `error`, as a few words. */

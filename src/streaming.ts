@@ -28,9 +28,13 @@ import type { SentRef } from "./outbound.js";
  *   check the weather"): it is not part of the answer and is no longer shown (the history keeps it;
  *   the final answer, like a non-streamed one, is the text of the last model call);
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
- *   (with `icon`, default `🔧`; a web search shows `🔎`).
+ *   (with `icon`, default `🔧`; a web search shows `🔎`);
+ * - `lead`: a line shown first, above the status lines and the answer, for the rest of the answer
+ *   (the transcript of a voice message, `🎤 「…」`); a later `lead` replaces it. The final answer
+ *   given to {@link AnswerStream.finish} begins with the same line.
  */
 export type StreamEvent =
+  | { type: "lead"; text: string }
   | { type: "text"; text: string }
   | { type: "text_dropped" }
   | { type: "tool_start"; id: string; activity: string; icon?: string }
@@ -85,11 +89,15 @@ export function statusLine(activity: string, state: "running" | "ok" | "failed",
 /** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
 export class LiveView {
   readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
+  #lead = "";
   #text = "";
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
     switch (event.type) {
+      case "lead":
+        this.#lead = event.text.trim();
+        break;
       case "text":
         this.#text += event.text;
         break;
@@ -107,11 +115,11 @@ export class LiveView {
     }
   }
 
-  /** The text to show now (may be empty: nothing to show yet). Leading and trailing white space is trimmed. */
+  /** The text to show now (may be empty: nothing to show yet): the lead, status lines, the answer so far. Leading and trailing white space is trimmed. */
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
-    return [lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
+    return [this.#lead, lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
   }
 }
 

@@ -8,9 +8,10 @@ import type { Job } from "bullmq";
 import { speakerLabel } from "../prompts.js";
 import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import type { PendingTrace } from "../trace/tracer.js";
+import { transcriptLine } from "../media/voice.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
-import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, outboundFor, runOptions, startTrace, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
 export type { RunAgent } from "./worker.js";
@@ -58,13 +59,20 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
  * holds their placeholders, so nothing is downloaded again — then the sender's pending approval
  * in the conversation is closed, and the loop runs on the history with the toolbox of the chat's
  * context. Group turns start with the speaker's label (`speakerLabel`).
+ *
+ * A transcribed voice message is answered like its text turn (`[voice 0:07] …`); the answer begins
+ * with the transcript line (`🎤 「…」`, `transcriptLine`), which a streamed answer shows first, as
+ * soon as the transcript exists.
  */
 async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<Computed> {
   const { config } = parts;
   const { message, outbound } = state.taken;
   const { checkpoint } = state.restored;
-  const media = await readMedia({ config, redis: parts.redis, log: state.log }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
+  const tracer = message.media ? startTrace(parts, state) : undefined;
+  const media = await readMedia({ config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
   if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
+  const heard = media.voice ? transcriptLine(media.voice.transcript, { markdown: true }) : undefined;
+  if (media.voice && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(media.voice.transcript) });
   await parts.approvals?.supersedePending(message, outbound);
   const before = await parts.history.read(state.conversation);
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
@@ -75,5 +83,6 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
     { history: before.messages, userText, ...(media.blocks ? { userContent: media.blocks } : {}), context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) },
     deps,
   );
-  return outcome.kind === "approval" ? media.stripOutcome(outcome) : { ...outcome, messages: media.strip(outcome.messages), before };
+  if (outcome.kind === "approval") return media.stripOutcome(outcome);
+  return { ...outcome, ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}), messages: media.strip(outcome.messages), before };
 }

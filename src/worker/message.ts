@@ -71,6 +71,11 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const tracer = message.media ? startTrace(parts, state) : undefined;
   const media = await readMedia({ config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
   if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
+  const seconds = media.voice?.seconds;
+  if (seconds !== undefined && parts.usage) {
+    // Awaited with the tokens' usage before the answer goes out (`/usage` right after it counts it).
+    state.usage.push(parts.usage.recordVoice(message, seconds).catch((err: unknown) => state.log.warn({ err }, "could not record the seconds transcribed")));
+  }
   const heard = media.voice ? transcriptLine(media.voice.transcript, { markdown: true }) : undefined;
   if (media.voice && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(media.voice.transcript) });
   await parts.approvals?.supersedePending(message, outbound);

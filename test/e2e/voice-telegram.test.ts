@@ -38,7 +38,7 @@ function voiceNote(bytes: Buffer, seconds: number): Record<string, unknown> {
 }
 
 /** Sends a user message and waits for the bot's next message in the chat. */
-async function send(chat: Chat, from: User, input: { caption?: string; extra: Record<string, unknown> }): Promise<FakeSentMessage> {
+async function send(chat: Chat, from: User, input: { caption?: string; text?: string; extra: Record<string, unknown> }): Promise<FakeSentMessage> {
   const before = sentTo(chat).length;
   stack.telegram.sendUserMessage({ chat, from, ...input });
   return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
@@ -91,6 +91,10 @@ describe("Telegram: voice messages", () => {
     expect(event.data).toMatchObject({ ok: true, kind: "voice", seconds: 7, bytes: audio.length, model: "whisper-1" });
     expect(event.data.ms).toEqual(expect.any(Number));
     expect(run.events.map((e) => e.type).indexOf("transcription")).toBeLessThan(run.events.map((e) => e.type).indexOf("user_input"));
+
+    // /usage counts the seconds transcribed.
+    const usage = await send(chat, user, { text: "/usage", extra: {} });
+    expect(usage.text).toContain("語音轉文字 7 秒");
   });
 
   it("a Simplified transcript arrives in Traditional (Taiwan usage), in the answer and in the model request", async () => {

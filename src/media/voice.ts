@@ -94,7 +94,17 @@ export function clockDuration(seconds: number): string {
  */
 export function voiceTurnText(kind: "voice" | "audio", transcript: string, seconds: number | undefined, caption: string): string {
   const mark = `[${kind}${seconds !== undefined ? ` ${clockDuration(seconds)}` : ""}]`;
-  return caption.trim() === "" ? `${mark} ${transcript}` : `${mark} ${transcript}\n${caption.trim()}`;
+  const heard = transcript.replace(/\s*\n\s*/g, " ").trim();
+  return caption.trim() === "" ? `${mark} ${heard}` : `${mark} ${heard}\n${caption.trim()}`;
+}
+
+/**
+ * The transcript in a user turn written by {@link voiceTurnText} (after a group's speaker label,
+ * `[Name #code] `), or undefined when `text` is not one: how a run resumed from its checkpoint,
+ * which holds the turn but not the audio, finds the line its answer begins with.
+ */
+export function transcriptOfTurn(text: string): string | undefined {
+  return /^(?:\[[^\]\n]*\] )?\[(?:voice|audio)(?: \d+(?::\d\d){1,2})?\] ([^\n]+)/.exec(text)?.[1];
 }
 
 /** Characters (code points) of a transcript shown in {@link transcriptLine} before it is cut with `…`. */

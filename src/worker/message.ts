@@ -8,7 +8,8 @@ import type { Job } from "bullmq";
 import { speakerLabel } from "../prompts.js";
 import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import type { PendingTrace } from "../trace/tracer.js";
-import { transcriptLine } from "../media/voice.js";
+import type { MessageParam } from "../agent/contract.js";
+import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
 import { answer, outboundFor, runOptions, startTrace, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
@@ -62,7 +63,8 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
  *
  * A transcribed voice message is answered like its text turn (`[voice 0:07] …`); the answer begins
  * with the transcript line (`🎤 「…」`, `transcriptLine`), which a streamed answer shows first, as
- * soon as the transcript exists.
+ * soon as the transcript exists. A run resumed from its checkpoint (no audio is kept) finds the
+ * transcript in its saved user turn.
  */
 async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<Computed> {
   const { config } = parts;
@@ -76,8 +78,9 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
     // Awaited with the tokens' usage before the answer goes out (`/usage` right after it counts it).
     state.usage.push(parts.usage.recordVoice(message, seconds).catch((err: unknown) => state.log.warn({ err }, "could not record the seconds transcribed")));
   }
-  const heard = media.voice ? transcriptLine(media.voice.transcript, { markdown: true }) : undefined;
-  if (media.voice && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(media.voice.transcript) });
+  const transcript = media.voice?.transcript ?? (checkpoint && config.STT_BASE_URL && message.media?.some((m) => m.kind === "voice" || m.kind === "audio") ? transcriptOfTurn(firstText(checkpoint.messages[0]!)) : undefined);
+  const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
+  if (transcript !== undefined && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(transcript) });
   await parts.approvals?.supersedePending(message, outbound);
   const before = await parts.history.read(state.conversation);
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
@@ -90,4 +93,11 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   );
   if (outcome.kind === "approval") return media.stripOutcome(outcome);
   return { ...outcome, ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}), messages: media.strip(outcome.messages), before };
+}
+
+/** The text of a message (its string content, or its first text block); "" when it has none. */
+function firstText(message: MessageParam): string {
+  if (typeof message.content === "string") return message.content;
+  const block = message.content.find((b) => b.type === "text");
+  return block && block.type === "text" ? block.text : "";
 }

@@ -9,12 +9,12 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { conversationKeys } from "../../src/queue/keys.js";
 import { TraceStore } from "../../src/trace/store.js";
-import { text } from "../fakes/anthropic.js";
+import { overloaded, text, toolUse } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { ZH_TW_PROMPT } from "../../src/media/transcription.js";
 import { eventually } from "./grants-helpers.js";
 import { useStack, type Stack } from "./harness.js";
-import { ANSWER_TIMEOUT_MS, leakedSecrets, redisDump, textsOf } from "./scenarios-common.js";
+import { ANSWER_TIMEOUT_MS, MODEL_RETRIES, leakedSecrets, redisDump, textsOf } from "./scenarios-common.js";
 
 let stack: Stack;
 let redis: RedisClient;
@@ -150,6 +150,28 @@ describe("Telegram: voice messages", () => {
     expect(video.text).toContain("我還看不了影片");
     expect(stack.model.requests.length).toBe(models);
   });
+
+  it("a job retried after a tool changed data resumes its checkpoint: no second download or transcription, and the answer still begins with the transcript line", async () => {
+    const tg = stack.telegram;
+    const stt = stack.stt!;
+    const user = tg.user(29007, "Hsu");
+    const chat = tg.privateChat(user);
+    const audio = oggBytes("hsu");
+    stt.say(audio, "add todo 繳電費");
+    const before = { model: stack.model.requests.length, stt: stt.requests.length };
+    // add_todo runs, then the model call after it fails on both SDK attempts: the job retries from the checkpoint.
+    stack.model.enqueue(toolUse("add_todo", { title: "繳電費" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
+    const voice = voiceNote(audio, 3);
+    const answer = await send(chat, user, { extra: { voice } });
+    expect(answer.text).toBe("🎤 「add todo 繳電費」\n\nadd_todo: 已新增待辦：#1 繳電費");
+    expect(await redis.hlen(`todo:{telegram:${user.id}}:items`)).toBe(1);
+    const requests = stack.model.requests.slice(before.model);
+    expect(requests).toHaveLength(MODEL_RETRIES + 3);
+    expect(textsOf(requests.at(-1)!.messages[0]!)).toEqual(["[voice 0:03] add todo 繳電費"]);
+    expect(stt.requests.length - before.stt).toBe(1);
+    expect(tg.callsOf("getFile").filter((c) => c.payload.file_id === voice.file_id)).toHaveLength(1);
+    expect(sentTo(chat)).toHaveLength(1);
+  }, 30_000);
 
   it("over MAX_VOICE_SECONDS (300): refused from the announced duration, naming the limit, before getFile, the download, the transcription or the model", async () => {
     const tg = stack.telegram;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TranscriptionClient, TranscriptionError, ZH_TW_PROMPT } from "../../src/media/transcription.js";
-import { audioFormatOf, clockDuration, toTraditional, transcriptLine, voiceTurnText } from "../../src/media/voice.js";
+import { audioFormatOf, clockDuration, toTraditional, transcriptLine, transcriptOfTurn, voiceTurnText } from "../../src/media/voice.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 
 let stt: FakeTranscription;
@@ -17,8 +17,8 @@ afterAll(() => stt.close());
 
 const audio = Buffer.from("OggS fake opus bytes for the client test");
 const request = { audio, fileName: "voice.ogg", mimeType: "audio/ogg", locale: "zh-TW" as const };
-const client = (overrides: { key?: string | undefined; model?: string } = {}) =>
-  new TranscriptionClient({ STT_BASE_URL: `${stt.base}/`, STT_API_KEY: "key" in overrides ? overrides.key : stt.key, STT_MODEL: overrides.model ?? "whisper-1" }, { timeoutMs: 500 });
+const client = (overrides: { key?: string | undefined; model?: string; timeoutMs?: number } = {}) =>
+  new TranscriptionClient({ STT_BASE_URL: `${stt.base}/`, STT_API_KEY: "key" in overrides ? overrides.key : stt.key, STT_MODEL: overrides.model ?? "whisper-1" }, { timeoutMs: overrides.timeoutMs ?? 10_000 });
 
 /** The problem of the TranscriptionError `promise` rejects with. */
 async function problemOf(promise: Promise<unknown>): Promise<string> {
@@ -61,7 +61,7 @@ describe("TranscriptionClient", () => {
     stt.say(silence, " \n ");
     expect(await problemOf(client().transcribe({ ...request, audio: silence }))).toBe("empty");
     stt.failNext("hang");
-    expect(await problemOf(client().transcribe(request))).toBe("timeout");
+    expect(await problemOf(client({ timeoutMs: 300 }).transcribe(request))).toBe("timeout");
     const aborted = new AbortController();
     const reason = new Error("deadline");
     aborted.abort(reason);
@@ -144,6 +144,11 @@ describe("voice helpers", () => {
     expect(clockDuration(3723)).toBe("1:02:03");
     expect(voiceTurnText("voice", "你好", 7, "")).toBe("[voice 0:07] 你好");
     expect(voiceTurnText("audio", "你好", undefined, "  重點？ ")).toBe("[audio] 你好\n重點？");
+    expect(voiceTurnText("voice", "第一行\n 第二行", 65, "說明")).toBe("[voice 1:05] 第一行 第二行\n說明");
+    expect(transcriptOfTurn("[voice 1:05] 第一行 第二行\n說明")).toBe("第一行 第二行");
+    expect(transcriptOfTurn("[Ann #a1b2] [audio] 你好")).toBe("你好");
+    expect(transcriptOfTurn("[voice 1:02:03] 長的")).toBe("長的");
+    expect(transcriptOfTurn("just text")).toBeUndefined();
     expect(transcriptLine("第一行\n第二行  end")).toBe("🎤 「第一行 第二行 end」");
     const long = "語".repeat(199) + "😀" + "音".repeat(50);
     expect(transcriptLine(long)).toBe(`🎤 「${"語".repeat(199)}😀…」`);

@@ -64,6 +64,23 @@ export function audioFormatOf(ref: Pick<MediaRef, "kind" | "mimeType" | "name">)
   return { format, fileName: `${ref.kind === "voice" ? "voice" : "audio"}.${format}`, mimeType: FORMAT_TYPES[format] };
 }
 
+/**
+ * The duration of an audio file from its bytes (the container's headers, with music-metadata), in
+ * seconds; undefined when the bytes do not tell it (not a format it reads, broken headers). For a
+ * file whose platform announced no duration (a Discord audio attachment that is not a voice
+ * message), checked against `MAX_VOICE_SECONDS` after the download and before the transcription.
+ * Never throws. Source: https://github.com/Borewit/music-metadata (`parseBuffer`, `format.duration`).
+ */
+export async function audioDurationOf(bytes: Buffer, mimeType: string): Promise<number | undefined> {
+  try {
+    const { parseBuffer } = await import("music-metadata");
+    const { format } = await parseBuffer(bytes, { mimeType, size: bytes.length }, { duration: true, skipCovers: true });
+    return format.duration !== undefined && Number.isFinite(format.duration) && format.duration >= 0 ? format.duration : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 let converter: Promise<(text: string) => string> | undefined;
 
 /**

@@ -26,7 +26,7 @@ import { AUDIO_MAX_BYTES } from "../media/limits.js";
 import { prepareMedia } from "../media/prepare.js";
 import { mediaRefusal, voiceRefusal, type VoiceProblem } from "../media/refusal.js";
 import { TranscriptionClient, TranscriptionError } from "../media/transcription.js";
-import { audioFormatOf, toTraditional, voiceTurnText } from "../media/voice.js";
+import { audioDurationOf, audioFormatOf, toTraditional, voiceTurnText } from "../media/voice.js";
 import type { Outbound } from "../outbound.js";
 import type { IncomingMessage, MediaRef } from "../queue/incoming.js";
 import type { Tracer } from "../trace/tracer.js";
@@ -115,7 +115,8 @@ const isAudio = (ref: MediaRef): boolean => ref.kind === "voice" || ref.kind ===
 /**
  * The voice step (`STT_BASE_URL` set): one voice message or audio file is checked against
  * `MAX_VOICE_SECONDS` (the platform's duration) and {@link AUDIO_MAX_BYTES} (its announced size)
- * before the download, downloaded within that size, transcribed, converted to Traditional with the
+ * before the download, downloaded within that size (a file whose platform announced no duration is
+ * checked by its own headers now, before the transcription), transcribed, converted to Traditional with the
  * zh-TW locale, and becomes the message's text turn ({@link voiceTurnText}). The trace records the
  * duration, the bytes and the transcription time (or why it was refused).
  *
@@ -147,6 +148,11 @@ async function readVoice(parts: { config: Config; log: Logger; tracer?: Tracer }
     if (!(error instanceof MediaError)) throw error;
     return refuse(error.problem === "too_large" ? "too_large" : "download_failed", error.message);
   }
+  // Without an announced duration (a Discord audio file), the file's own headers tell it.
+  const seconds = ref.duration ?? (await audioDurationOf(audio, upload.mimeType));
+  if (ref.duration === undefined && seconds !== undefined && seconds > config.MAX_VOICE_SECONDS) {
+    return refuse("too_long", `the file lasts ${Math.round(seconds)} s by its headers, over MAX_VOICE_SECONDS ${config.MAX_VOICE_SECONDS}`, { bytes: audio.length, seconds });
+  }
   let transcription;
   try {
     transcription = await new TranscriptionClient(config).transcribe({ audio, fileName: upload.fileName, mimeType: upload.mimeType, locale: config.BOT_LOCALE, signal });
@@ -155,8 +161,9 @@ async function readVoice(parts: { config: Config; log: Logger; tracer?: Tracer }
     return refuse("not_understood", error.message, { transcription: error.problem, bytes: audio.length, ...(error.status !== undefined ? { status: error.status } : {}) });
   }
   const transcript = config.BOT_LOCALE === "zh-TW" ? await toTraditional(transcription.text) : transcription.text;
-  const voice: VoiceTranscript = { kind, transcript, ...(ref.duration !== undefined ? { seconds: ref.duration } : {}), bytes: audio.length, ms: transcription.ms };
-  log.info({ ...facts, bytes: audio.length, ms: transcription.ms, characters: transcript.length, converted: transcript !== transcription.text }, "voice message transcribed");
-  tracer?.event("transcription", { ok: true, ...facts, bytes: audio.length, ms: transcription.ms, model: config.STT_MODEL, characters: transcript.length, converted: transcript !== transcription.text });
-  return { ...none({ ...full, text: voiceTurnText(kind, transcript, ref.duration, full.text) }), voice };
+  const voice: VoiceTranscript = { kind, transcript, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms };
+  const done = { ...facts, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms, characters: transcript.length, converted: transcript !== transcription.text };
+  log.info(done, "voice message transcribed");
+  tracer?.event("transcription", { ok: true, ...done, model: config.STT_MODEL });
+  return { ...none({ ...full, text: voiceTurnText(kind, transcript, seconds, full.text) }), voice };
 }

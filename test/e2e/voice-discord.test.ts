@@ -25,6 +25,25 @@ function oggBytes(marker: string): Buffer {
   return Buffer.concat([Buffer.from("OggS\x00\x02", "latin1"), Buffer.alloc(26), Buffer.from(`OpusHead ${marker}`), Buffer.alloc(400, 9)]);
 }
 
+/** A real WAV file (8-bit mono PCM, silence) of `seconds` at `rate` Hz: its header tells its duration. */
+function wavBytes(seconds: number, rate = 1000): Buffer {
+  const data = rate * seconds;
+  const header = Buffer.alloc(44);
+  header.write("RIFF", 0, "latin1");
+  header.writeUInt32LE(36 + data, 4);
+  header.write("WAVEfmt ", 8, "latin1");
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate, 28); // bytes per second
+  header.writeUInt16LE(1, 32);
+  header.writeUInt16LE(8, 34);
+  header.write("data", 36, "latin1");
+  header.writeUInt32LE(data, 40);
+  return Buffer.concat([header, Buffer.alloc(data, 0x80)]);
+}
+
 /** A voice message's attachment as Discord sends it. */
 function voiceAttachment(bytes: Buffer, seconds: number): Record<string, unknown> {
   return stack.discord.addAttachment(bytes, { filename: "voice-message.ogg", contentType: "audio/ogg", extra: { duration_secs: seconds, waveform: "AAAAAAAAAAAA" } });
@@ -88,6 +107,25 @@ describe("Discord: voice messages", () => {
     const models = stack.model.requests.length;
     const { answer: flac } = await post(erin, "", [dc.addAttachment(Buffer.from("fLaC....."), { filename: "song.flac", contentType: "audio/flac" })], { dm: true });
     expect(flac.content).toBe("這種音訊格式我聽不了（我聽得懂 OGG/Opus、MP3、M4A、WAV 和 WebM）。");
+    expect(stack.model.requests.length).toBe(models);
+  });
+
+  it("an audio attachment without a duration: a WAV's own header gives it, over MAX_VOICE_SECONDS refused before the transcription", async () => {
+    const dc = stack.discord;
+    const hank: FakeUser = { id: "700000000000029006", username: "hank29", global_name: "Hank" };
+    const short = wavBytes(2);
+    stack.stt!.say(short, "短短的錄音");
+    const before = { model: stack.model.requests.length, stt: stack.stt!.requests.length };
+    const { answer } = await post(hank, "", [dc.addAttachment(short, { filename: "clip.wav", contentType: "audio/x-wav" })], { dm: true });
+    expect(answer.content.startsWith("🎤 「短短的錄音」\n\n")).toBe(true);
+    expect(textsOf(stack.model.requests.slice(before.model)[0]!.messages.at(-1)!)).toEqual(["[audio 0:02] 短短的錄音"]);
+    expect(stack.stt!.requests.slice(before.stt)[0]).toMatchObject({ status: 200, file: { filename: "audio.wav", mimeType: "audio/wav", size: short.length } });
+
+    const models = stack.model.requests.length;
+    const stts = stack.stt!.requests.length;
+    const { answer: long } = await post(hank, "", [dc.addAttachment(wavBytes(301), { filename: "lecture.wav", contentType: "audio/wav" })], { dm: true });
+    expect(long.content).toBe("這則語音太長了（上限 300 秒），請分段傳送或改用文字。");
+    expect(stack.stt!.requests.length).toBe(stts);
     expect(stack.model.requests.length).toBe(models);
   });
 

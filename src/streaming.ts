@@ -19,6 +19,7 @@
  *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
 import type { Logger } from "./log.js";
+import { PlatformRefusedError } from "./outbound-errors.js";
 import type { SentRef } from "./outbound.js";
 
 /**
@@ -29,6 +30,8 @@ import type { SentRef } from "./outbound.js";
  *   the final answer, like a non-streamed one, is the text of the last model call);
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
  *   (with `icon`, default `🔧`; a web search shows `🔎`);
+ * - `notice`: a short status of the answer itself (`⏳ the model is busy, still trying…`), shown
+ *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it;
  * - `lead`: a line shown first, above the status lines and the answer, for the rest of the answer
  *   (the transcript of a voice message, `🎤 「…」`); a later `lead` replaces it. The final answer
  *   given to {@link AnswerStream.finish} begins with the same line.
@@ -36,6 +39,7 @@ import type { SentRef } from "./outbound.js";
 export type StreamEvent =
   | { type: "lead"; text: string }
   | { type: "text"; text: string }
+  | { type: "notice"; text: string }
   | { type: "text_dropped" }
   | { type: "tool_start"; id: string; activity: string; icon?: string }
   | { type: "tool_end"; id: string; ok: boolean };
@@ -53,6 +57,17 @@ export interface StreamOptions {
   onMessages?: (refs: readonly SentRef[]) => Promise<void>;
   /** Called once, right after the first text became visible in the chat. */
   onVisible?: () => void;
+  /**
+   * False when the chat is known to refuse drafts (the surface's `draft` is then not used: the live
+   * text is posted and edited as in groups). Default true.
+   */
+  drafts?: boolean;
+  /**
+   * Awaited once when the chat refused a draft for good (`PlatformRefusedError`, e.g. Telegram 400
+   * `TEXTDRAFT_PEER_INVALID`): the answer goes on by posting and editing; the caller remembers the
+   * chat so its next answers do not try drafts. Must not throw.
+   */
+  onDraftsRefused?: () => Promise<void>;
   log: Logger;
 }
 
@@ -86,11 +101,12 @@ export function statusLine(activity: string, state: "running" | "ok" | "failed",
   return state === "running" ? `${icon} ${activity}…` : `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
 }
 
-/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
+/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
   readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
   #lead = "";
   #text = "";
+  #notice = "";
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
@@ -100,11 +116,16 @@ export class LiveView {
         break;
       case "text":
         this.#text += event.text;
+        this.#notice = "";
+        break;
+      case "notice":
+        this.#notice = event.text;
         break;
       case "text_dropped":
         this.#text = "";
         break;
       case "tool_start":
+        this.#notice = "";
         this.#tools.set(event.id, { activity: event.activity, ...(event.icon ? { icon: event.icon } : {}), state: "running" });
         break;
       case "tool_end": {
@@ -115,11 +136,11 @@ export class LiveView {
     }
   }
 
-  /** The text to show now (may be empty: nothing to show yet): the lead, status lines, the answer so far. Leading and trailing white space is trimmed. */
+  /** The text to show now (may be empty: nothing to show yet): the lead, status lines, the notice, the answer so far. Leading and trailing white space is trimmed. */
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
-    return [this.#lead, lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
+    return [this.#lead, lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
   }
 }
 
@@ -219,12 +240,15 @@ export class LiveAnswer<C> implements AnswerStream {
   #visible = false;
 
   readonly #draftRefreshMs: number;
+  /** True while the live text is shown as drafts (the surface has them, the chat has not refused them). */
+  #drafts: boolean;
 
   /** @param draftRefreshMs - see {@link DRAFT_REFRESH_MS} (shorter in tests). */
   constructor(surface: LiveSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
     this.#surface = surface;
     this.#options = options;
     this.#draftRefreshMs = draftRefreshMs;
+    this.#drafts = surface.draft !== undefined && options.drafts !== false;
     this.#posted = (options.resume ?? []).map((ref) => ({ ref, shown: undefined, at: 0 }));
   }
 
@@ -277,7 +301,7 @@ export class LiveAnswer<C> implements AnswerStream {
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const now = performance.now();
     const interval = this.#options.intervalMs;
-    if (this.#surface.draft) {
+    if (this.#drafts) {
       const i = pieces.length - 1;
       if (i < 0) return undefined;
       if (this.#draftShown[i] === pieces[i]) return Math.max(0, this.#draftAt + this.#draftRefreshMs - now);
@@ -298,12 +322,21 @@ export class LiveAnswer<C> implements AnswerStream {
     if (this.#closed) return;
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const interval = this.#options.intervalMs;
-    if (this.#surface.draft) {
+    if (this.#drafts && this.#surface.draft) {
       const i = pieces.length - 1;
       if (i < 0) return;
       const since = performance.now() - this.#draftAt;
       if (this.#draftShown[i] === pieces[i] ? since < this.#draftRefreshMs : this.#draftShown.length > 0 && since < interval) return;
-      await this.#surface.draft(pieces[i]!, i);
+      try {
+        await this.#surface.draft(pieces[i]!, i);
+      } catch (error) {
+        if (!(error instanceof PlatformRefusedError)) throw error;
+        // Refused for good (not a rate limit, not an outage): post and edit from now on, at once.
+        this.#drafts = false;
+        this.#options.log.warn({ err: error }, "the chat refused a draft; this answer goes on as a posted message with edits, and the chat gets no drafts for a while");
+        await this.#options.onDraftsRefused?.();
+        return this.#update();
+      }
       this.#draftShown[i] = pieces[i]!;
       this.#draftAt = performance.now();
       this.#becameVisible();

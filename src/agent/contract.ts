@@ -56,6 +56,13 @@ export interface AgentDeps {
    * @throws when Redis is unreachable (the run fails like any Redis failure).
    */
   grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
+  /**
+   * The memory block of the run's scope (`src/memory/notes.ts`), or undefined when it has none:
+   * read once when the run (or its resumption) starts calling the model, and put before the run's
+   * user turn in every request of the run (never in the stored messages). Default: none.
+   * @throws when Redis is unreachable (the run fails like any Redis failure).
+   */
+  memory?: () => Promise<string | undefined>;
 }
 
 /**

@@ -125,6 +125,7 @@ export function memoryTools(config: Config): Tool[] {
       icon: MEMORY_ICON,
       activity: (input, locale) => memoryActivity(input, locale),
       traced: (input) => tracedMemoryCall(input),
+      notice: (input, locale) => (isMemoryWrite(input.command) ? `${MEMORY_ICON} ${memoryActivity(input, locale)}` : undefined),
       async run(input, context) {
         const store = new MemoryStore(context.redis, { log: context.log });
         const scope = memoryScopeOf(context);

@@ -184,6 +184,12 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * result is shown there only by its length. Must be quick and pure.
    */
   traced?: (input: ToolInput<S>) => Record<string, unknown>;
+  /**
+   * A short line said with the final answer after each successful call, when the answer is not
+   * streamed (a streamed answer shows the call's status line instead), e.g. `📝 記住了：住在新竹`
+   * for a memory write; undefined for a call that needs none (a memory view). Must be quick and pure.
+   */
+  notice?: (input: ToolInput<S>, locale: Locale) => string | undefined;
 }
 
 /** How a server tool is offered (see {@link ToolDefinition.server}). */

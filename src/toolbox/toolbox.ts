@@ -315,6 +315,24 @@ export class ToolBox {
     return { input: safeJson(summary), result: (content) => `[${content.length} characters]` };
   }
 
+  /**
+   * The line said with a non-streamed final answer after a successful call of `name` (its
+   * `notice`, e.g. `📝 記住了：住在新竹`), one plain line; undefined when the tool has none, the
+   * input does not parse, or `notice` throws or returns blank. Never throws.
+   */
+  notice(name: string, input: unknown, locale: Locale): string | undefined {
+    const tool = this.#tools.get(name);
+    if (!tool?.notice) return undefined;
+    const parsed = parseToolInput(tool.input, input);
+    if (!parsed.ok) return undefined;
+    try {
+      const text = tool.notice(parsed.value as never, locale)?.replace(/\s+/g, " ").trim();
+      return text ? redact(text) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async #run(name: string, input: unknown, context: ToolContext): Promise<Omit<ToolExecution, "durationMs">> {
     const tool = this.#tools.get(name);
     if (!tool) {

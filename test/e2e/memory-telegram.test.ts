@@ -12,7 +12,7 @@ import type { Chat, Message, User } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { memoryKey } from "../../src/memory/store.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
-import type { FakeRequest } from "../fakes/anthropic.js";
+import { text, toolUse, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { startStack, useStack, type Stack } from "./harness.js";
 import { memoryBlockOf, memoryModel } from "./memory-helpers.js";
@@ -130,6 +130,96 @@ describe("Telegram: group memory", () => {
     expect(JSON.stringify(requestFor("hello D1").messages)).not.toContain("週六爬山");
     expect(await redis.get(memoryKey({ kind: "group", platform: "telegram", chatId: String(forum.id) }))).toContain("週六爬山");
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(dan.id) }))).toBe(0);
+  });
+});
+
+/** The toast a button press got. */
+async function toast(id: string): Promise<string> {
+  const tg = stack.telegram;
+  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), ANSWER_TIMEOUT_MS, `the answer to callback query ${id}`);
+  return String(answer.text);
+}
+
+describe("Telegram: /memory and /forget", () => {
+  it("/memory lists the files with a delete button each; a delete and /forget are gone for every worker at once", async () => {
+    const tg = stack.telegram;
+    const gina = tg.user(28031, "Gina");
+    const dm = tg.privateChat(gina);
+    const saved = await ask(dm, gina, "remember 住在新竹 as home");
+    // Not streamed: the answer ends with what was saved.
+    expect(saved.answer.text).toBe("memory: File created successfully at: /memories/home.md\n\n📝 記住了：住在新竹");
+    await ask(dm, gina, "remember 喜歡英文回答 as lang");
+
+    const listed = (await ask(dm, gina, "/memory")).answer;
+    expect(listed.text.split("\n")[0]).toMatch(/^我記得的事（你的個人記憶，只在私訊中使用，\d+B／16K）：$/);
+    expect(listed.text).toMatch(/📄 home\.md（29B，\d{4}-\d{2}-\d{2} 更新）\n住在新竹/);
+    expect(listed.text).toContain("喜歡英文回答");
+    expect(tg.buttons(listed).map((b) => b.text)).toEqual(["🗑 刪除 home.md", "🗑 刪除 lang.md", "🗑 全部刪除"]);
+
+    // A second worker, and the first one gone: what the button deletes is gone for the one answering now.
+    const second = await stack.startWorker();
+    await stack.worker.stop();
+    stack.worker = second;
+    const homeButton = tg.buttons(listed).find((b) => b.text === "🗑 刪除 home.md")!.callback_data!;
+    expect(homeButton).toMatch(/^mm:f:[A-Za-z0-9_-]{16}$/);
+    expect(await toast(tg.pressButton({ from: gina, message: listed, data: homeButton }))).toBe("已刪除 home.md。");
+    await ask(dm, gina, "hello G2");
+    const block = memoryBlockOf(requestFor("hello G2"))!;
+    expect(block).not.toContain("住在新竹");
+    expect(block).toContain("喜歡英文回答");
+
+    const forgot = (await ask(dm, gina, "/forget")).answer;
+    expect(forgot.text).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
+    expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(gina.id) }))).toBe(0);
+    await ask(dm, gina, "hello G3");
+    expect(memoryBlockOf(requestFor("hello G3"))).toBeUndefined();
+    expect((await ask(dm, gina, "/memory")).answer.text).toBe("我還沒有記住關於你的事。想讓我記得什麼，直接告訴我（例如「記得我住在新竹」）。");
+  });
+
+  it("in a group anyone may look; only its administrators delete, with a button or /forget", async () => {
+    const tg = stack.telegram;
+    const hank = tg.user(28041, "Hank");
+    const ivy = tg.user(28042, "Ivy");
+    const group = tg.group(-1002800300, "讀書會");
+    tg.admins.set(group.id, new Set([hank.id]));
+    await ask(group, hank, "remember 每週三聚會 as meet");
+    const listing = tg.sendUserMessage({ chat: group, from: ivy, text: `/memory@${tg.bot.username}` });
+    const listed = await tg.waitFor(() => sentTo(group).find((m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === listing.message_id), ANSWER_TIMEOUT_MS, "the /memory listing");
+    expect(listed.text).toContain("這個群組的共同記憶（所有成員共用");
+    expect(listed.text).toContain("每週三聚會");
+    const all = tg.buttons(listed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
+    expect(await toast(tg.pressButton({ from: ivy, message: listed, data: all }))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
+    const key = memoryKey({ kind: "group", platform: "telegram", chatId: String(group.id) });
+    expect(await redis.get(key)).toContain("每週三聚會");
+    const refused = tg.sendUserMessage({ chat: group, from: ivy, text: `/forget@${tg.bot.username}` });
+    const no = await tg.waitFor(() => sentTo(group).find((m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === refused.message_id), ANSWER_TIMEOUT_MS, "the refusal");
+    expect(no.text).toBe("抱歉，在群組裡只有群組管理員可以使用這個指令。");
+    expect(await redis.exists(key)).toBe(1);
+
+    expect(await toast(tg.pressButton({ from: hank, message: listed, data: all }))).toBe("已清除這個群組的共同記憶（1 個檔案）。");
+    expect(await redis.exists(key)).toBe(0);
+    // The listing is closed to that text, without buttons.
+    await tg.waitFor(() => (tg.buttons(listed).length === 0 ? true : undefined), ANSWER_TIMEOUT_MS, "the listing closed");
+  });
+});
+
+describe("Telegram: a write retried after a failure", () => {
+  it("is applied once: the retried job resumes the run and gets the write's recorded result", async () => {
+    const tg = stack.telegram;
+    const jay = tg.user(28051, "Jay");
+    const dm = tg.privateChat(jay);
+    await ask(dm, jay, "remember 住在新竹 as notes");
+    // The insert runs, then every model call of this attempt fails (529): the job retries from its checkpoint.
+    stack.model.enqueue(
+      toolUse("memory", { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "養了一隻貓" }, { id: "toolu_memory_retry_tg" }),
+      ...Array.from({ length: 2 }, () => ({ status: 529, errorType: "overloaded_error", message: "Overloaded" })),
+      text("記好了。"),
+    );
+    const answer = (await ask(dm, jay, "I have a cat")).answer;
+    expect(answer.text).toBe("記好了。\n\n📝 記住了：養了一隻貓");
+    const stored = await redis.get(memoryKey({ kind: "personal", platform: "telegram", userId: String(jay.id) }));
+    expect(JSON.parse(stored!).files["/memories/notes.md"].text).toBe("住在新竹\n養了一隻貓");
+    expect(stack.logs().some((l) => l.msg === "tool call already ran; returning its recorded result" && l.toolUseId === "toolu_memory_retry_tg")).toBe(true);
   });
 });
 

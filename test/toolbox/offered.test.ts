@@ -76,7 +76,7 @@ describe("tools no chat offers", () => {
     ]);
     const text = (await exec(tsx, [cli, "--dir", dir], { cwd: root, env })).stdout;
     expect(text).toContain("2 loaded but never offered to the model:");
-    expect(text).toMatch(/ {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web \(\.data\/offered-\w+\/typo\.ts\)/);
+    expect(text).toMatch(/ {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web, memory \(\.data\/offered-\w+\/typo\.ts\)/);
   }, 30_000);
 
   it("finds none among the shipped tools", async () => {

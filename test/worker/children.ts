@@ -10,6 +10,8 @@ import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
+import { memoryTools } from "../../src/memory/tool.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import type { FakeDiscord } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
@@ -32,13 +34,13 @@ export async function spawnChildWorker(script: string, env: Record<string, strin
 }
 
 /**
- * Starts a worker (concurrency 4, the todo toolbox, no approvals) on `redisUrl`, calling the fake
+ * Starts a worker (concurrency 4, the todo toolbox — with the memory tool when `options.memory` —, no approvals) on `redisUrl`, calling the fake
  * Messages API at `modelUrl` and delivering to the fake Discord at `discord.apiUrl` with `discord.token`.
  * Used in the test process and by `discord-worker-child.ts`.
  * @param options.env extra config variables (e.g. STREAMING); an undefined value counts as unset.
  * @returns the worker and `close(timeoutMs?)`, which closes it and then its Redis connection.
  */
-export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: Pick<FakeDiscord, "token" | "apiUrl">; env?: Record<string, string | undefined> }): {
+export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: Pick<FakeDiscord, "token" | "apiUrl">; env?: Record<string, string | undefined>; memory?: boolean }): {
   worker: ChatWorker;
   close: (timeoutMs?: number) => Promise<void>;
 } {
@@ -49,7 +51,7 @@ export function startDiscordWorker(options: { redisUrl: string; modelUrl: string
     log: silentLogger,
     redis,
     history: new HistoryStore(redis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-    toolbox: todoTools(),
+    toolbox: options.memory ? new ToolBox([...todoTools().list(), ...memoryTools(config)]) : todoTools(),
     client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
     runAgent,
     outbounds: { discord: createOutbound(config, silentLogger) },

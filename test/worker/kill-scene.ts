@@ -22,8 +22,8 @@ export interface KillScene {
   queue: ChatQueue;
   /** Spawns `discord-worker-child.ts` on this stage with `env` added; resolves once it is ready. */
   startChild(env?: Record<string, string>): Promise<ChildProcess>;
-  /** Starts the worker that takes the jobs over, in this process, with `env` added to its config. */
-  startSecondWorker(env?: Record<string, string>): ReturnType<typeof startDiscordWorker>;
+  /** Starts the worker that takes the jobs over, in this process, with `env` added to its config (and the memory tool when `memory`). */
+  startSecondWorker(env?: Record<string, string>, memory?: boolean): ReturnType<typeof startDiscordWorker>;
 }
 
 /**
@@ -67,8 +67,8 @@ export function useKillScene(): (model?: FakeAnthropicOptions) => Promise<KillSc
         children.push(child);
         return child;
       },
-      startSecondWorker(env) {
-        const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, ...(env ? { env } : {}) });
+      startSecondWorker(env, memory) {
+        const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, ...(env ? { env } : {}), ...(memory ? { memory } : {}) });
         cleanups.push(() => second.close(5000));
         return second;
       },

@@ -209,10 +209,11 @@ describe("Telegram: a write retried after a failure", () => {
     const jay = tg.user(28051, "Jay");
     const dm = tg.privateChat(jay);
     await ask(dm, jay, "remember 住在新竹 as notes");
-    // The insert runs, then every model call of this attempt fails (529): the job retries from its checkpoint.
+    // The insert runs, then the next model call fails with a 529 the API says not to retry: the
+    // attempt fails, and the job's retry resumes from the checkpoint saved before the write.
     stack.model.enqueue(
       toolUse("memory", { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "養了一隻貓" }, { id: "toolu_memory_retry_tg" }),
-      ...Array.from({ length: 2 }, () => ({ status: 529, errorType: "overloaded_error", message: "Overloaded" })),
+      { status: 529, errorType: "overloaded_error", message: "Overloaded", headers: { "x-should-retry": "false" } },
       text("記好了。"),
     );
     const answer = (await ask(dm, jay, "I have a cat")).answer;

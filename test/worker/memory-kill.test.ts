@@ -29,7 +29,7 @@ it("a memory insert retried after the worker was killed is applied once", async 
   expect((await new MemoryStore(redis).read(scope))[0]!.text).toBe("住在新竹\n媽媽生日在三月");
   child.kill("SIGKILL");
 
-  startSecondWorker({}, true);
+  startSecondWorker({}, undefined, true);
   const answer = await discord.waitFor(() => discord.sent.find((s) => s.channelId === incoming.chatId), 45_000, "the answer from the second worker");
   expect(String(answer.payload.content)).toBe("記好了。\n\n📝 記住了：媽媽生日在三月");
   // Written once: the taken-over run got the recorded result of the same tool_use id.

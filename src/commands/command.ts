@@ -10,6 +10,7 @@ import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
+import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -70,6 +71,8 @@ export interface CommandServices {
   grants?: GrantStore;
   /** A conversation's size and summary (`/context`) and compaction on demand (`/compact`); absent where they are not wired. */
   compaction?: CompactionServices;
+  /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
+  memory?: MemoryStore;
 }
 
 /** What `/context` shows of a conversation. */

@@ -25,6 +25,8 @@ useStack(
       RATE_LIMIT_PER_MINUTE: "10",
       MAX_QUEUED_PER_CHAT: "3",
       USER_DAILY_TOKENS: "0",
+      // Never compacts: a background summary request would change the model request counts asserted below.
+      COMPACT_AT_TOKENS: "10000000",
     },
   },
   (started) => (stack = started),

@@ -31,6 +31,7 @@ import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionE
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
+import { SettingsStore } from "./settings/store.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
@@ -169,6 +170,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       closers.push(() => approvals.close());
       const worker = startWorker({
         usage: new UsageStore(workerRedis, config.TIMEZONE),
+        settings: new SettingsStore(workerRedis, config, log),
         config,
         log,
         redis: workerRedis,
@@ -224,7 +226,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         closers.push(async () => announced.stop());
         listed = announced.current;
       }
+      const settings = new SettingsStore(producerRedis, config, log);
       const commands = new CommandRunner({
+        settings,
         config,
         log,
         toolboxFor: (chat) => toolboxFor(listed(), chat),
@@ -250,6 +254,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,
         reminders: reminders.actions,
+        settings,
         fatal: (error) => {
           log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
           void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));

@@ -9,11 +9,15 @@
  *   a request made anonymously on behalf of a Telegram group (requester `chat:<group id>`) may be
  *   decided by any administrator of that group, as the adapter's `isGroupAdmin` says;
  * - `rm:…`: a reminder's done / snooze, a `/reminders` cancel (`ReminderActions`);
- * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`).
+ * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`);
+ * - `st:…`: a `/settings` (`/persona`, `/model`) button (`CommandRunner.pressSettings`): changes
+ *   a setting only when the presser may change the conversation's settings.
  */
 import type { AdapterContext } from "./adapter.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
+import type { CommandReply } from "./commands/command.js";
 import { isPermissionButton } from "./commands/permissions.js";
+import { isSettingsButton } from "./commands/settings.js";
 import { localize, type Locale } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
@@ -35,6 +39,7 @@ export function parseApprovalButton(data: string): { approvalId: string; approve
 export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (ReminderActions.owns(data)) return "reminder";
   if (isPermissionButton(data)) return "permission";
+  if (isSettingsButton(data)) return "settings";
   return parseApprovalButton(data) ? "approval" : "unknown";
 }
 
@@ -52,12 +57,16 @@ export interface ButtonPress extends ConversationRef {
    * `chat:<chatId>`) is pressed by someone else. Optional: without it only the requester decides.
    */
   isGroupAdmin?: () => Promise<boolean>;
+  /** Private chat or group, where the pressed message is: settings buttons need it (absent: treated as a group). */
+  chatKind?: "dm" | "group";
+  /** Whether the bot receives the group's messages that do not address it (see `CommandInvocation.readsAllGroupMessages`). */
+  readsAllGroupMessages?: () => Promise<boolean>;
 }
 
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "settings" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -66,6 +75,8 @@ export interface ButtonAnswer {
   dropButton?: boolean;
   /** Take every button off the pressed message at once (an accepted approval: the worker edits in the outcome). */
   removeButtons?: boolean;
+  /** Show this in place of the pressed message, buttons included (a settings listing after a change). */
+  replaceWith?: CommandReply;
   /** True when the press could not be handled now (Redis unreachable): `notice` says to press again; an adapter may word it as its other "try again" answers. */
   failed?: boolean;
 }
@@ -95,6 +106,20 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
   if (kind === "permission") {
     const answer = await parts.commands.pressPermission({ data, platform: press.platform, chatId: press.chatId, ...(press.topicId ? { topicId: press.topicId } : {}), userId: press.userId, locale });
     return { kind: "permission", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
+  }
+  if (kind === "settings") {
+    const answer = await parts.commands.pressSettings({
+      data,
+      platform: press.platform,
+      chatId: press.chatId,
+      ...(press.topicId ? { topicId: press.topicId } : {}),
+      chatKind: press.chatKind ?? "group",
+      userId: press.userId,
+      locale,
+      isGroupAdmin: press.isGroupAdmin,
+      readsAllGroupMessages: press.readsAllGroupMessages,
+    });
+    return { kind: "settings", notice: answer.notice, ...(answer.listing ? { replaceWith: answer.listing } : {}), ...(answer.failed ? { failed: true } : {}) };
   }
   const parsed = parseApprovalButton(data);
   if (!parsed) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };

@@ -231,7 +231,7 @@ function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentB
  */
 async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
-  const model = config.ANTHROPIC_MODEL;
+  const model = deps.model ?? config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
@@ -247,6 +247,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
           chatKind: context.chatKind,
           toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
           webSearch: offered.servers.some((t) => t.name === "web_search" || t.name === "web_fetch"),
+          ...(deps.persona ? { persona: deps.persona } : {}),
         }),
         cache_control: EPHEMERAL,
       },

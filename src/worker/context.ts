@@ -12,16 +12,18 @@ import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
+import type { Settings } from "../settings/store.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { RunTracer } from "../trace/tracer.js";
 
 /**
- * The tool context for `message`: its platform, chat and sender, the bot's locale and
- * `TIMEZONE`, the shared Redis connection, and `signal` (a fresh one when not given).
+ * The tool context for `message`: its platform, chat and sender, the locale (the conversation's
+ * `language` setting when given, else `BOT_LOCALE`) and `TIMEZONE`, the shared Redis connection,
+ * and `signal` (a fresh one when not given).
  */
-export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal }): ToolContext {
+export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal; locale?: ToolContext["locale"] }): ToolContext {
   return {
     platform: message.platform,
     chatId: message.chatId,
@@ -29,7 +31,7 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     ...((message.topicId ?? message.reply?.threadId) ? { topicId: message.topicId ?? message.reply.threadId } : {}),
     userId: message.userId,
     userName: message.userName,
-    locale: parts.config.BOT_LOCALE,
+    locale: parts.locale ?? parts.config.BOT_LOCALE,
     timezone: parts.config.TIMEZONE,
     signal: parts.signal ?? new AbortController().signal,
     log: parts.log,
@@ -54,20 +56,27 @@ export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint"
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
   signal?: AbortSignal;
+  /** The conversation's settings (persona, model, language); default every default. */
+  settings?: Settings;
 }
 
 /**
  * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
- * chat kind), its tool context, and the requester's "always allow" grants in its conversation.
+ * chat kind), its tool context, the requester's "always allow" grants in its conversation, and the
+ * conversation's settings: its model, its persona (in the system prompt) and its language (the
+ * tool context's locale).
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
+  const { settings } = run;
   return {
     client: parts.client,
     config,
     toolbox: toolboxFor(parts.toolbox, message),
     tracer: run.tracer,
-    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}) }),
+    ...(settings ? { model: settings.model } : {}),
+    ...(settings?.persona ? { persona: settings.persona } : {}),
+    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}), ...(settings ? { locale: settings.language } : {}) }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),
     ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),

@@ -10,7 +10,7 @@ import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "..
 import type { PendingTrace } from "../trace/tracer.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
-import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
 export type { RunAgent } from "./worker.js";
@@ -66,7 +66,8 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const media = await readMedia({ config, redis: parts.redis, log: state.log }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
   if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
   await parts.approvals?.supersedePending(message, outbound);
-  const before = await parts.history.read(state.conversation);
+  // The settings are read with the history (one write for both): a change counts from this message.
+  const before = await withSettings(parts, state, parts.history.read(state.conversation));
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
   const deps = runDeps(parts, media.message, { ...runOptions(parts, state, media.strip), executeOnce: parts.ledger.executeOnce });
   const asked = media.message;

@@ -33,6 +33,7 @@ import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, 
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import type { SettingsStore } from "../settings/store.js";
 import type { UsageStore } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { RunTracer } from "../trace/tracer.js";
@@ -108,6 +109,11 @@ export interface WorkerDeps {
   usage?: UsageStore;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
+  /**
+   * The conversations' settings (persona, model, language, streaming), read with the history of
+   * each answer; default none (every conversation has the defaults).
+   */
+  settings?: SettingsStore;
 }
 
 /** A running worker. */

@@ -1,0 +1,157 @@
+/**
+ * Issue 31, settings per conversation, on Telegram end to end: the real grammy client against the
+ * fake Bot API, real Redis, the worker and the scripted model. `/persona`, `/model`, `/settings`
+ * and its buttons; who may change them; that a change reaches the next request of that
+ * conversation only, on every worker. Each scenario has its own users and chats.
+ */
+import type { Chat, Message, User } from "grammy/types";
+import { describe, expect, it } from "vitest";
+import { SETTINGS_TEXT } from "../../src/commands/settings.js";
+import { localize } from "../../src/i18n.js";
+import { conversationKeys } from "../../src/queue/keys.js";
+import type { RedisClient } from "../../src/redis.js";
+import type { FakeRequest } from "../fakes/anthropic.js";
+import type { FakeSentMessage } from "../fakes/telegram.js";
+import { useStack, type Stack } from "./harness.js";
+import { ANSWER_TIMEOUT_MS, requestsFor } from "./scenarios-common.js";
+
+let stack: Stack;
+let redis: RedisClient;
+useStack({ env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" } }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) => localize("zh-TW", texts, params);
+
+function dm(id: number, name: string): { user: User; chat: Chat } {
+  const user = stack.telegram.user(id, name);
+  return { user, chat: stack.telegram.privateChat(user) };
+}
+
+/** `from` writes `text` in `chat` (a command as it is; other text mentioning the bot in a group); resolves with the bot's first reply. */
+async function send(chat: Chat, from: User, text: string, options: { mention?: boolean; topic?: number } = {}): Promise<{ message: Message; reply: FakeSentMessage }> {
+  const tg = stack.telegram;
+  const seen = tg.sent.length;
+  const mention = chat.type !== "private" && !text.startsWith("/") && options.mention !== false;
+  const message = tg.sendUserMessage({ chat, from, text: mention ? `@${tg.bot.username} ${text}` : text, ...(options.topic ? { message_thread_id: options.topic } : {}) });
+  const replies = (m: FakeSentMessage) => chat.type === "private" || (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
+  const reply = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)), ANSWER_TIMEOUT_MS, `a reply to "${text}"`);
+  return { message, reply };
+}
+
+/** The one model request whose last user turn contains `fragment`. */
+function requestFor(fragment: string): FakeRequest {
+  const found = requestsFor(stack, fragment);
+  expect(found).toHaveLength(1);
+  return found[0]!;
+}
+
+/** A request's system prompt as one text. */
+function systemOf(request: FakeRequest): string {
+  return typeof request.system === "string" ? request.system : (request.system ?? []).map((b) => b.text).join("\n");
+}
+
+/** The toast answering callback query `id`. */
+async function toast(id: string): Promise<string> {
+  const tg = stack.telegram;
+  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), ANSWER_TIMEOUT_MS, `the answer to callback query ${id}`);
+  return String(answer.text ?? "");
+}
+
+const PIRATE = "你是一位講話帶「呀哈」的海盜船長，回答簡短。";
+
+describe("persona and model (/persona, /model)", () => {
+  it("a persona set in a DM reaches the system prompt of that chat's next request, and not another chat's (whose cached prefix is unchanged)", async () => {
+    const alice = dm(31001, "Alice");
+    const bob = dm(31002, "Bob");
+    await send(alice.chat, alice.user, "before the persona (A)");
+    const before = requestFor("before the persona (A)");
+    expect(systemOf(before)).not.toContain("<persona>");
+
+    const set = await send(alice.chat, alice.user, `/persona ${PIRATE}`);
+    expect(set.reply.text).toBe(zh(SETTINGS_TEXT.personaSet));
+    await send(alice.chat, alice.user, "after the persona (A)");
+    const after = requestFor("after the persona (A)");
+    expect(systemOf(after)).toContain(`<persona>\n${PIRATE}\n</persona>`);
+    expect(systemOf(after)).toContain("The persona cannot change your rules");
+    // The persona is where the prompt grows: everything before it is the same text.
+    expect(systemOf(after).startsWith(systemOf(before))).toBe(true);
+
+    await send(bob.chat, bob.user, "another chat (B)");
+    const other = requestFor("another chat (B)");
+    expect(systemOf(other)).not.toContain(PIRATE);
+    // Another conversation's cached prefix (tools + system) is byte for byte what it was.
+    expect(systemOf(other)).toBe(systemOf(before));
+    expect(JSON.stringify(other.tools)).toBe(JSON.stringify(before.tools));
+
+    // /persona alone shows it, with a button to clear it; /reset keeps it.
+    const shown = await send(alice.chat, alice.user, "/persona");
+    expect(shown.reply.text).toBe(zh(SETTINGS_TEXT.personaShow, { persona: PIRATE }));
+    expect(stack.telegram.buttons(shown.reply).map((b) => b.callback_data)).toEqual(["st:p:-"]);
+    await send(alice.chat, alice.user, "/reset");
+    await send(alice.chat, alice.user, "after the reset (A)");
+    expect(systemOf(requestFor("after the reset (A)"))).toContain(PIRATE);
+    const cleared = stack.telegram.pressButton({ from: alice.user, message: shown.reply, data: "st:p:-" });
+    expect(await toast(cleared)).toBe("已更新。");
+    await send(alice.chat, alice.user, "after clearing (A)");
+    expect(systemOf(requestFor("after clearing (A)"))).not.toContain("<persona>");
+  });
+
+  it("in a group a member's /persona is refused and changes nothing; an administrator's works", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1003100100, "家庭群組");
+    const admin = tg.user(31011, "Mom");
+    const member = tg.user(31012, "Kid");
+    tg.admins.set(group.id, new Set([admin.id]));
+    const key = conversationKeys({ platform: "telegram", chatId: String(group.id) }).settings;
+
+    const refused = await send(group, member, `/persona ${PIRATE}`);
+    expect(refused.reply.text).toBe(zh(SETTINGS_TEXT.notAllowed));
+    expect(await redis.exists(key)).toBe(0);
+    await send(group, member, "hello (member, group)");
+    expect(systemOf(requestFor("hello (member, group)"))).not.toContain("<persona>");
+
+    const done = await send(group, admin, `/persona@${tg.bot.username} ${PIRATE}`);
+    expect(done.reply.text).toBe(zh(SETTINGS_TEXT.personaSet));
+    await send(group, member, "hello again (member, group)");
+    expect(systemOf(requestFor("hello again (member, group)"))).toContain(PIRATE);
+    // Everyone may look: the member sees it, without the clear button.
+    const shown = await send(group, member, "/persona");
+    expect(shown.reply.text).toBe(zh(SETTINGS_TEXT.personaShow, { persona: PIRATE }));
+    expect(tg.buttons(shown.reply)).toEqual([]);
+  });
+
+  it("/model switches this chat's requests among MODELS and refuses any other model", async () => {
+    const carol = dm(31021, "Carol");
+    const dave = dm(31022, "Dave");
+    await send(carol.chat, carol.user, "which model (C1)");
+    expect(requestFor("which model (C1)").model).toBe("claude-opus-5");
+
+    const listed = await send(carol.chat, carol.user, "/model");
+    expect(listed.reply.text).toBe(zh(SETTINGS_TEXT.modelShow, { model: "Opus", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }));
+    expect(stack.telegram.buttons(listed.reply).map((b) => b.text)).toEqual(["模型：Haiku"]);
+
+    const switched = await send(carol.chat, carol.user, "/model claude-haiku-5");
+    expect(switched.reply.text).toBe(zh(SETTINGS_TEXT.modelSet, { model: "Haiku" }));
+    await send(carol.chat, carol.user, "which model (C2)");
+    expect(requestFor("which model (C2)").model).toBe("claude-haiku-5");
+
+    const refused = await send(carol.chat, carol.user, "/model gpt-9");
+    expect(refused.reply.text).toBe(zh(SETTINGS_TEXT.modelUnknown, { model: "gpt-9", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }));
+    await send(carol.chat, carol.user, "which model (C3)");
+    expect(requestFor("which model (C3)").model).toBe("claude-haiku-5");
+
+    await send(dave.chat, dave.user, "which model (D1)");
+    expect(requestFor("which model (D1)").model).toBe("claude-opus-5");
+
+    // Back by its label, with the button of the listing.
+    const button = stack.telegram.buttons(listed.reply)[0]!;
+    expect(button.callback_data).toMatch(/^st:m:[A-Za-z0-9_-]{12}$/);
+    const back = await send(carol.chat, carol.user, "/model Opus");
+    expect(back.reply.text).toBe(zh(SETTINGS_TEXT.modelSet, { model: "Opus" }));
+    await send(carol.chat, carol.user, "which model (C4)");
+    expect(requestFor("which model (C4)").model).toBe("claude-opus-5");
+  });
+});
+

@@ -215,7 +215,15 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;
       };
-      const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)) });
+      const settings = new SettingsStore(producerRedis, config, log);
+      const gate = new AccessGate({
+        config,
+        log,
+        redis: producerRedis,
+        queue,
+        reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)),
+        languageOf: (conversation) => settings.language(conversation),
+      });
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
@@ -226,7 +234,6 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         closers.push(async () => announced.stop());
         listed = announced.current;
       }
-      const settings = new SettingsStore(producerRedis, config, log);
       const commands = new CommandRunner({
         settings,
         config,

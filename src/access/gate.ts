@@ -19,10 +19,10 @@ import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { RedisClient } from "../redis.js";
 import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { localize, type Locale, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics, type RefusalReason } from "../metrics.js";
-import type { IncomingMessage } from "../queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { nextDayStart, UsageStore } from "../usage/store.js";
 import { allowedByEnv, chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
@@ -67,6 +67,11 @@ export interface AccessGateDeps {
   queue: ChatQueue;
   /** Sends a refusal to the message's chat (the platform's outbound `sendAnswer`). */
   reply(to: IncomingMessage, text: string): Promise<void>;
+  /**
+   * The language set in a conversation (`/settings`), asked only when a served user's message is
+   * refused there (slow down, budget, busy); default none: `BOT_LOCALE`.
+   */
+  languageOf?: (conversation: ConversationRef) => Promise<Locale | undefined>;
 }
 
 /** The outcome of {@link AccessGate.admit}. */
@@ -118,21 +123,22 @@ export class AccessGate {
       });
       return this.#refuse(message, answer, "stranger");
     }
-    const locale = config.BOT_LOCALE;
+    // Asked only on the way to a refusal: the common path costs nothing more.
+    const locale = async () => (await this.#deps.languageOf?.(message).catch(() => undefined)) ?? config.BOT_LOCALE;
     if (limited) {
       // One answer per window: the first message over the limit.
       const first = limited.consumedPoints === config.RATE_LIMIT_PER_MINUTE + 1;
       const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
-      return this.#refuse(message, first ? localize(locale, GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
+      return this.#refuse(message, first ? localize(await locale(), GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
     }
     if (config.GLOBAL_DAILY_TOKENS > 0 && (budget.all ?? 0) >= config.GLOBAL_DAILY_TOKENS) {
-      return this.#refuse(message, localize(locale, GATE_TEXT.globalBudget, this.#resetParams()), "global_budget");
+      return this.#refuse(message, localize(await locale(), GATE_TEXT.globalBudget, this.#resetParams()), "global_budget");
     }
     if (!admin && config.USER_DAILY_TOKENS > 0 && (budget.user ?? 0) >= config.USER_DAILY_TOKENS) {
-      return this.#refuse(message, localize(locale, GATE_TEXT.userBudget, { ...this.#resetParams(), budget: config.USER_DAILY_TOKENS }), "user_budget");
+      return this.#refuse(message, localize(await locale(), GATE_TEXT.userBudget, { ...this.#resetParams(), budget: config.USER_DAILY_TOKENS }), "user_budget");
     }
     const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
-    if (result === "full") return this.#refuse(message, localize(locale, GATE_TEXT.busy), "queue_full");
+    if (result === "full") return this.#refuse(message, localize(await locale(), GATE_TEXT.busy), "queue_full");
     return result === "duplicate" ? "duplicate" : "queued";
   }
 

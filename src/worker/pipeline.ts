@@ -33,7 +33,9 @@ import { conversationKey, conversationOf, type ConversationRef, type IncomingMes
 import { progressKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
+import { pricesFor } from "../config.js";
 import type { Settings } from "../settings/store.js";
+import { priceDeltaOf } from "../usage/store.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
@@ -293,7 +295,15 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
       state.checkpointed = true;
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
-    ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    ...(usage
+      ? {
+          onUsage: (u: Parameters<typeof usage.record>[1]) => {
+            // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens.
+            const delta = priceDeltaOf(u, pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL), parts.config.MODEL_PRICES);
+            state.usage.push(usage.record(message, u, Date.now(), delta).catch((err: unknown) => state.log.warn({ err }, "could not record token usage")));
+          },
+        }
+      : {}),
     ...(state.settings ? { settings: state.settings } : {}),
     ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false ? { onEvent: streamEvents(state.live) } : {}),
   };

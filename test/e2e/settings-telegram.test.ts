@@ -10,14 +10,21 @@ import { SETTINGS_TEXT } from "../../src/commands/settings.js";
 import { localize } from "../../src/i18n.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
-import type { FakeRequest } from "../fakes/anthropic.js";
+import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { useStack, type Stack } from "./harness.js";
-import { ANSWER_TIMEOUT_MS, requestsFor } from "./scenarios-common.js";
+import { ANSWER_TIMEOUT_MS, QUIET_WINDOW_MS, requestsFor } from "./scenarios-common.js";
+import { lastUserTyped, scriptedModel } from "./scripted-model.js";
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" } }, (started, connection) => {
+/** The scripted model, which also refuses (`stop_reason: "refusal"`) when asked to: the bot's own apology follows. */
+function settingsModel(request: FakeRequest): FakeMessageReply {
+  if (lastUserTyped(request)?.includes("please refuse")) return { content: [], stop_reason: "refusal" };
+  return scriptedModel(request);
+}
+
+useStack({ env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" }, model: settingsModel }, (started, connection) => {
   stack = started;
   redis = connection;
 });
@@ -155,3 +162,139 @@ describe("persona and model (/persona, /model)", () => {
   });
 });
 
+
+describe("language, replies in groups, buttons (/settings)", () => {
+  it("language en: the bot's own messages (command replies, the refusal apology) are in English, and the prompt asks for English when the user's language is unclear", async () => {
+    const erin = dm(31031, "Erin");
+    const frank = dm(31032, "Frank");
+    const set = await send(erin.chat, erin.user, "/settings language en");
+    expect(set.reply.text).toBe(localize("en", SETTINGS_TEXT.languageSet));
+    expect((await send(erin.chat, erin.user, "/persona")).reply.text).toMatch(/^There is no persona here\./);
+    expect((await send(erin.chat, erin.user, "please refuse (E)")).reply.text).toBe("Sorry, I can't help with that request. Could you describe what you need in another way?");
+    expect(systemOf(requestFor("please refuse (E)"))).toContain("When it is unclear, use English");
+    // Another chat keeps the default, zh-TW.
+    expect((await send(frank.chat, frank.user, "please refuse (F)")).reply.text).toBe("抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？");
+    expect(systemOf(requestFor("please refuse (F)"))).toContain("use Traditional Chinese as written in Taiwan");
+    expect((await send(frank.chat, frank.user, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
+  });
+
+  it("replies all: refused while Telegram privacy mode is on; then every message of that group is answered, unmentioned, and no other group's", async () => {
+    const tg = stack.telegram;
+    const family = tg.group(-1003100200, "小家庭");
+    const other = tg.group(-1003100300, "別的群組");
+    const mom = tg.user(31041, "Mom");
+    const kid = tg.user(31042, "Kid");
+    tg.admins.set(family.id, new Set([mom.id]));
+    const key = conversationKeys({ platform: "telegram", chatId: String(family.id) }).settings;
+    try {
+      expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.privacyMode));
+      expect(await redis.exists(key)).toBe(0);
+
+      tg.privacyMode = false;
+      // Only the group's administrators may: the kid is refused.
+      expect((await send(family, kid, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.notAllowed));
+      expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.repliesAllSet));
+      const listing = await send(family, kid, "/settings");
+      expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.replies, { value: zh(SETTINGS_TEXT.all) }));
+      expect(tg.buttons(listing.reply)).toEqual([]);
+
+      const { reply } = await send(family, kid, "good morning everyone", { mention: false });
+      expect(reply.text).toBe("You said: good morning everyone");
+      expect(requestFor("good morning everyone").messages.at(-1)).toBeDefined();
+
+      const seen = tg.sent.length;
+      tg.sendUserMessage({ chat: other, from: kid, text: "good morning other group" });
+      await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+      expect(tg.sent.slice(seen).filter((m) => m.chatId === other.id)).toEqual([]);
+      expect(requestsFor(stack, "good morning other group")).toEqual([]);
+
+      // Back to mentions: an unmentioned message is ignored again from the next message on.
+      expect((await send(family, mom, "/settings replies mention")).reply.text).toBe(zh(SETTINGS_TEXT.repliesSet));
+      const after = tg.sent.length;
+      tg.sendUserMessage({ chat: family, from: kid, text: "anyone there?" });
+      await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+      expect(tg.sent.slice(after).filter((m) => m.chatId === family.id)).toEqual([]);
+    } finally {
+      tg.privacyMode = true;
+    }
+  });
+
+  it("a settings button pressed by a member changes nothing (a forged press too); the administrator's press changes it and shows the settings again", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1003100400, "社團");
+    const admin = tg.user(31051, "Leader");
+    const member = tg.user(31052, "Member");
+    tg.admins.set(group.id, new Set([admin.id]));
+    const key = conversationKeys({ platform: "telegram", chatId: String(group.id) }).settings;
+
+    const listing = await send(group, admin, "/settings");
+    expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.titleChat));
+    expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.allWarning));
+    const data = tg.buttons(listing.reply).map((b) => b.callback_data);
+    // testConfig sets STREAMING=off: no streaming button.
+    expect(data).toEqual([expect.stringMatching(/^st:m:/), "st:l:en", "st:r:all"]);
+
+    // The member sees the admin's buttons in the group and presses one; and forges another.
+    const pressed = tg.pressButton({ from: member, message: listing.reply, data: "st:l:en" });
+    expect(await toast(pressed)).toBe(zh(SETTINGS_TEXT.notAllowed));
+    const forged = tg.pressButton({ from: member, message: listing.reply, data: "st:p:-" });
+    expect(await toast(forged)).toBe(zh(SETTINGS_TEXT.notAllowed));
+    expect(await redis.exists(key)).toBe(0);
+    expect((await send(group, member, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
+
+    const ok = tg.pressButton({ from: admin, message: listing.reply, data: "st:l:en" });
+    expect(await toast(ok)).toBe("Updated.");
+    const edited = await tg.waitFor(() => tg.callsOf("editMessageText").find((c) => Number(c.payload.message_id) === listing.reply.message.message_id), ANSWER_TIMEOUT_MS, "the listing shown again");
+    expect(String(edited.payload.text)).toContain("Settings of this chat:");
+    expect(JSON.stringify(edited.payload.reply_markup)).toContain("st:l:zh-TW");
+    expect(JSON.parse((await redis.get(key))!)).toEqual({ language: "en" });
+    expect((await send(group, member, "/persona")).reply.text).toMatch(/^There is no persona here\./);
+  });
+
+  it("a forum topic starts from its group's settings and may have its own", async () => {
+    const tg = stack.telegram;
+    const forum = tg.group(-1003100500, "讀書會", true);
+    tg.createTopic(forum, "數學", 11);
+    tg.createTopic(forum, "英文", 22);
+    const admin = tg.user(31071, "Host");
+    tg.admins.set(forum.id, new Set([admin.id]));
+    // Set in the group itself (its General chat): both topics follow.
+    expect((await send(forum, admin, "/settings language en")).reply.text).toBe(localize("en", SETTINGS_TEXT.languageSet));
+    expect((await send(forum, admin, "/persona", { topic: 11 })).reply.text).toMatch(/^There is no persona here\./);
+    // Topic 22 sets its own: the group and topic 11 keep theirs.
+    expect((await send(forum, admin, "/settings language zh-TW", { topic: 22 })).reply.text).toBe(zh(SETTINGS_TEXT.languageSet));
+    expect((await send(forum, admin, "/persona", { topic: 22 })).reply.text).toMatch(/^這裡沒有角色設定。/);
+    expect((await send(forum, admin, "/persona", { topic: 11 })).reply.text).toMatch(/^There is no persona here\./);
+    const listing = await send(forum, admin, "/settings", { topic: 22 });
+    expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.titleTopic));
+    expect(await redis.get(conversationKeys({ platform: "telegram", chatId: String(forum.id), topicId: "22" }).settings)).toBe('{"language":"zh-TW"}');
+  });
+
+  it("two workers see a change at once: each answers the next message of the conversation with it", async () => {
+    const gina = dm(31061, "Gina");
+    const a = stack.worker.worker!;
+    const second = await stack.startWorker();
+    const b = second.worker!;
+    try {
+      // Only B takes jobs, then only A: both have answered this chat before the change.
+      await a.chats.pause();
+      await send(gina.chat, gina.user, "two workers 1 (B)");
+      a.chats.resume();
+      await b.chats.pause();
+      await send(gina.chat, gina.user, "two workers 2 (A)");
+      expect(systemOf(requestFor("two workers 1 (B)"))).not.toContain("<persona>");
+      expect(systemOf(requestFor("two workers 2 (A)"))).not.toContain("<persona>");
+
+      await send(gina.chat, gina.user, `/persona ${PIRATE}`);
+      await send(gina.chat, gina.user, "two workers 3 (A)");
+      await a.chats.pause();
+      b.chats.resume();
+      await send(gina.chat, gina.user, "two workers 4 (B)");
+      expect(systemOf(requestFor("two workers 3 (A)"))).toContain(PIRATE);
+      expect(systemOf(requestFor("two workers 4 (B)"))).toContain(PIRATE);
+    } finally {
+      a.chats.resume();
+      await second.stop();
+    }
+  });
+});

@@ -156,6 +156,7 @@ export class ApprovalFlow {
       requesterName: message.userName,
       expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
       ...(alwaysAllow ? { alwaysAllow: true } : {}),
+      locale: record?.locale ?? context.locale,
     });
     await store.setPrompt(id, prompt);
     // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌

@@ -172,6 +172,12 @@ describe("language, replies in groups, buttons (/settings)", () => {
     expect((await send(erin.chat, erin.user, "/persona")).reply.text).toMatch(/^There is no persona here\./);
     expect((await send(erin.chat, erin.user, "please refuse (E)")).reply.text).toBe("Sorry, I can't help with that request. Could you describe what you need in another way?");
     expect(systemOf(requestFor("please refuse (E)"))).toContain("When it is unclear, use English");
+    // An approval prompt is the bot's own message too.
+    await send(erin.chat, erin.user, "add todo buy milk");
+    const prompt = await send(erin.chat, erin.user, "delete #1");
+    expect(prompt.reply.text).toMatch(/^⚠️ Confirmation needed/);
+    expect(stack.telegram.buttons(prompt.reply).map((b) => b.text)).toEqual(["✅ Confirm", "❌ Cancel", "🔓 Always allow"]);
+    stack.telegram.pressButton({ from: erin.user, message: prompt.reply, data: stack.telegram.buttons(prompt.reply).find((b) => b.callback_data!.endsWith(":n"))!.callback_data! });
     // Another chat keeps the default, zh-TW.
     expect((await send(frank.chat, frank.user, "please refuse (F)")).reply.text).toBe("抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？");
     expect(systemOf(requestFor("please refuse (F)"))).toContain("use Traditional Chinese as written in Taiwan");

@@ -16,7 +16,7 @@
  * not yet sent.
  *
  * Redis commands per message on the common path (one-chunk answer, one job per message): the
- * history read (`GETEX`), the append (`APPEND`, or `SET … EX NX` for a new chat), and the finish
+ * history read (`GETEX`, with the conversation's settings `GET` in the same write), the append (`APPEND`, or `SET … EX NX` for a new chat), and the finish
  * script (`EVALSHA`, `LPOP`, the run's trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head). The
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */

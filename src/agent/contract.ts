@@ -60,11 +60,42 @@ export interface AgentDeps {
    * @throws when Redis is unreachable (the run fails like any Redis failure).
    */
   grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
+  /**
+   * Asked before every model call of the run: its first, each later turn, the continuation of a
+   * paused turn, and the first call of a run resumed after an approval or from a checkpoint.
+   * Undefined lets the call go; a text ends the run there without the call, with that text as its
+   * answer (the worker's run dependencies give `budgetGuard` of `src/usage/budget.ts`: the budget
+   * message once a daily token budget is spent). The run's messages stay valid for the history:
+   * its calls so far are answered, and the text closes it as an assistant turn (a fresh run stopped
+   * before its first call keeps no messages). Default: none.
+   * @throws when Redis is unreachable (the run fails like any Redis failure, before the call).
+   */
+  beforeModelCall?: () => Promise<string | undefined>;
+  /**
+   * When given (ms since the Unix epoch, the answer's deadline): a model call that fails with a
+   * retryable `ModelUnavailableError` (529 overloaded, 429, 5xx, a stream that broke off or fell silent; not an API that cannot be reached at all)
+   * after the SDK's own retries is made again, with a growing, jittered wait between attempts
+   * (`modelRetryDelayMs`), as long as the next attempt starts before this time; then the last
+   * failure is thrown marked `exhausted` (not retryable: the job would not do better). Default:
+   * none, the failure is thrown at once.
+   */
+  retryUntil?: number;
+  /**
+   * Called when a model call has been failing and retried for {@link MODEL_BUSY_NOTICE_MS} and the
+   * loop keeps trying (at most once per model call): the worker shows a short "the model is busy,
+   * still trying" status. Must not throw.
+   */
+  onModelBusy?: () => void;
 }
+
+/** After how long a model call that keeps failing is reported through `AgentDeps.onModelBusy`, in ms. */
+export const MODEL_BUSY_NOTICE_MS = 10_000;
 
 /**
  * What a streamed run reports while it works, in order:
  * - `model_call`: a model call starts (text of an earlier call is final by now);
+ * - `retry`: the model call of this turn failed and will be made again (`AgentDeps.retryUntil`):
+ *   the text it streamed is void, the new attempt streams the call's text from its beginning;
  * - `text`: a piece of the text the model is writing in this call;
  * - `tool_use`: the model began a `tool_use` block in this call, so the text written in the call
  *   so far leads into a tool call (it is not the answer);
@@ -77,6 +108,7 @@ export interface AgentDeps {
  */
 export type AgentEvent =
   | { type: "model_call"; turn: number }
+  | { type: "retry"; turn: number }
   | { type: "text"; text: string }
   | { type: "tool_use"; name: string }
   | { type: "tool_start"; toolUseId: string; name: string; activity: string; icon?: string }
@@ -163,7 +195,8 @@ export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded"
 /**
  * The result of a run:
  * - `answer`: the final text for the user and the messages to append to the history (starting
- *   with the user turn, ending with an assistant turn; valid for the Messages API). With
+ *   with the user turn, ending with an assistant turn; valid for the Messages API; none when
+ *   `beforeModelCall` stopped a fresh run before its first call: nothing of it is kept). With
  *   `refused: true` the model refused (`stop_reason: "refusal"`): `text` is a short apology and
  *   nothing of the run may be stored in the history (the API docs say to remove or rephrase the
  *   refused turn before continuing: https://docs.anthropic.com/en/api/handling-stop-reasons).

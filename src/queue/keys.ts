@@ -72,10 +72,19 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * `stream` holds the messages a streamed answer posted so far (JSON list of `SentRef`), so a retried
  * or redelivered job edits them to the final answer (or deletes them) instead of posting a second
  * copy; deleted once the answer is delivered.
+ * `crashes` counts the attempts at the answer that began and never ended in a worker process
+ * (written when an attempt begins, deleted when it ends, so only attempts whose process died
+ * remain counted): the answer pipeline skips a message whose processing crashed a worker twice.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string } {
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string; crashes: string } {
   const tag = conversationTag(chat);
-  return { sent: `sent:${tag}:${messageId}`, run: `run:${tag}:${messageId}`, started: `started:${tag}:${messageId}`, stream: `stream:${tag}:${messageId}` };
+  return {
+    sent: `sent:${tag}:${messageId}`,
+    run: `run:${tag}:${messageId}`,
+    started: `started:${tag}:${messageId}`,
+    stream: `stream:${tag}:${messageId}`,
+    crashes: `crashes:${tag}:${messageId}`,
+  };
 }
 
 /**
@@ -83,6 +92,18 @@ export function progressKeys(chat: ConversationRef, messageId: string): { sent: 
  * `tool_use` id (see `src/toolbox/once.ts`).
  */
 export const TOOL_CALL_PREFIX = "toolcall:";
+
+/**
+ * Exists while the chat refuses drafts (a `sendMessageDraft` refused for good, e.g. Telegram 400
+ * `TEXTDRAFT_PEER_INVALID`): its streamed answers are posted and edited instead, on every worker,
+ * until the key expires after {@link DRAFTS_OFF_SECONDS}.
+ */
+export function draftsOffKey(chat: ConversationRef): string {
+  return `drafts-off:${conversationTag(chat)}`;
+}
+
+/** How long a chat that refused a draft gets no drafts, in seconds (an hour). */
+export const DRAFTS_OFF_SECONDS = 3600;
 
 /**
  * A BullMQ job id for a chat job: platform, chat and message id, made safe for BullMQ (which

@@ -49,6 +49,8 @@ export interface ToolContext {
    * reminder) goes to the same topic; absent elsewhere (Discord threads are chats of their own).
    */
   topicId?: string;
+  /** The Discord server of a server channel (its access may come from the whole server, `discord:<guildId>`); absent elsewhere. */
+  guildId?: string;
   /** The person who asked; personal data (todos) is keyed by `platform` + `userId`. */
   userId: string;
   userName: string;

@@ -17,6 +17,8 @@ import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { RunTracer } from "../trace/tracer.js";
+import { budgetGuard } from "../usage/budget.js";
+import type { UsageStore } from "../usage/store.js";
 
 /**
  * The tool context for `message`: its platform, chat and sender, the locale (the conversation's
@@ -29,6 +31,7 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     chatId: message.chatId,
     chatKind: message.chatKind,
     ...((message.topicId ?? message.reply?.threadId) ? { topicId: message.topicId ?? message.reply.threadId } : {}),
+    ...(message.reply?.guildId ? { guildId: message.reply.guildId } : {}),
     userId: message.userId,
     userName: message.userName,
     locale: parts.locale ?? parts.config.BOT_LOCALE,
@@ -48,23 +51,32 @@ export interface RunParts {
   /** Every loaded tool; the run gets `toolboxFor(toolbox, message)`. */
   toolbox: ToolBox;
   client: Anthropic;
+  /**
+   * Where usage is recorded and read: with it every run checks the daily budgets before each
+   * model call (`budgetGuard`, `src/usage/budget.ts`); without it (no usage store) none.
+   */
+  usage?: UsageStore | undefined;
 }
 
 /** What one run adds to the {@link RunParts}. */
-export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent"> {
+export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy"> {
   tracer: RunTracer;
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
   signal?: AbortSignal;
   /** The conversation's settings (persona, model, language); default every default. */
   settings?: Settings;
+  /** Resolves once the run's usage recordings so far (`onUsage`) are in Redis: the budget check awaits it. Default: none in flight. */
+  usageSettled?: () => Promise<unknown>;
 }
 
 /**
  * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
- * chat kind), its tool context, the requester's "always allow" grants in its conversation, and the
- * conversation's settings: its model, its persona (in the system prompt) and its language (the
- * tool context's locale).
+ * chat kind), its tool context, the requester's "always allow" grants in its conversation, the
+ * conversation's settings (its model, its persona in the system prompt, its language as the tool
+ * context's locale), and — with a usage store — the requester's daily budgets checked before every
+ * model call (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run built here,
+ * fresh, resumed after an approval or started by other code, stops at a spent budget.
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
@@ -78,9 +90,12 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     ...(settings?.persona ? { persona: settings.persona } : {}),
     context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}), ...(settings ? { locale: settings.language } : {}) }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
+    ...(parts.usage ? { beforeModelCall: budgetGuard(parts.usage, config, message, run.usageSettled) } : {}),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),
     ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),
     ...(run.onUsage ? { onUsage: run.onUsage } : {}),
     ...(run.onEvent ? { onEvent: run.onEvent } : {}),
+    ...(run.retryUntil !== undefined ? { retryUntil: run.retryUntil } : {}),
+    ...(run.onModelBusy ? { onModelBusy: run.onModelBusy } : {}),
   };
 }

@@ -30,7 +30,7 @@ import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
-import { progressKeys } from "../queue/keys.js";
+import { DRAFTS_OFF_SECONDS, draftsOffKey, progressKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
 import { pricesFor } from "../config.js";
@@ -40,9 +40,9 @@ import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize } from "../i18n.js";
-import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
-import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
+import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
+import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./worker.js";
 
 /**
@@ -60,6 +60,12 @@ export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefi
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
 export const CHECKPOINT_TTL_SECONDS = 24 * 3600;
+
+/**
+ * Attempts at one answer whose worker process died with them (a crash, memory exhausted, a kill)
+ * before the next attempt skips it with an apology instead of running it again.
+ */
+export const CRASHES_BEFORE_SKIP = 2;
 
 /** Which attempt of its job an answer is. */
 export interface JobAttempt {
@@ -140,8 +146,15 @@ export interface AnswerState {
   readonly deadlineAt: number;
   readonly deadline: AbortController;
   readonly typing: Typing;
-  /** The streamed answer, when the outbound streams and streaming is on (or an earlier attempt streamed). */
-  readonly live: AnswerStream | undefined;
+  /**
+   * The streamed answer, when the outbound streams and streaming is on (or an earlier attempt
+   * streamed); opened later, without streaming, to show that the model is busy (`showBusy`).
+   */
+  live: AnswerStream | undefined;
+  /** True once the user was told the model is busy and the bot is still trying. */
+  busy: boolean;
+  /** False when the chat refused drafts within the last hour (`draftsOffKey`): its live answer posts and edits. */
+  readonly drafts: boolean;
   /** Recordings of the run's token usage in flight (awaited before anything goes out). */
   readonly usage: Promise<void>[];
   /**
@@ -175,6 +188,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   const timer = setTimeout(() => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)), Math.max(0, state.deadlineAt - Date.now()));
   timer.unref();
   try {
+    await beginAttempt(parts, state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
     await taken.settle?.();
@@ -184,8 +198,34 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     clearTimeout(timer);
     state.typing.stop();
     await state.live?.pause();
+    // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
+    await parts.redis.del(state.keys.crashes).catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
+}
+
+/**
+ * Marks the attempt as begun (`crashes` of the progress keys, see `progressKeys`); when earlier
+ * attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their worker
+ * process died with them — the answer is skipped: logged with its conversation and message id
+ * (never its content) and answered with a short apology (*fail*).
+ * @throws {CrashLoopError} to skip it; a Redis error (the job retries).
+ */
+async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<void> {
+  const key = state.keys.crashes;
+  // A fresh attempt has no earlier one to count: one SET instead of INCR + EXPIRE.
+  if (!state.attempt.resumed) {
+    await parts.redis.set(key, 1, "EX", CHECKPOINT_TTL_SECONDS);
+    return;
+  }
+  const [[, begun] = []] = (await parts.redis.multi().incr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
+  const crashes = Number(begun) - 1;
+  if (crashes < CRASHES_BEFORE_SKIP) {
+    if (crashes > 0) state.log.warn({ crashes }, "an earlier attempt at this answer ended with its worker process (crash or kill); trying again");
+    return;
+  }
+  state.log.error({ crashes }, `this message crashed a worker ${crashes} times; skipped with an apology`);
+  throw new CrashLoopError(crashes, state.taken.failureText?.());
 }
 
 /** *Restore*: what an earlier attempt left, the deadline kept from the first attempt, the typing indicator and the live answer. */
@@ -200,6 +240,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
+  const drafts = !(outbound.openStream && to.chatKind === "dm" && (await parts.redis.exists(draftsOffKey(conversation))) === 1);
   return {
     taken,
     to,
@@ -212,8 +253,10 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
     deadline: new AbortController(),
     typing,
-    live: openLiveAnswer(parts, taken, { to, keys, typing, log, streamed: restored.streamed }),
+    drafts,
+    live: openLiveAnswer(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
     usage: [],
+    busy: false,
     stage: "computing",
     tracer: nullRunTracer,
     checkpointed: restored.checkpoint !== undefined,
@@ -234,19 +277,24 @@ async function readProgress(parts: AnswerParts, conversation: ConversationRef, m
 
 /**
  * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
- * left streamed messages (they must end as the final answer or be deleted); else undefined. The
+ * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
  * retried or redelivered job edits them instead of posting a second copy.
  */
 function openLiveAnswer(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
-  at: Pick<AnswerState, "to" | "keys" | "typing" | "log"> & { streamed: SentRef[] },
+  at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
+  always = false,
 ): AnswerStream | undefined {
-  if (!outbound.openStream || (parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  if (!outbound.openStream || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
+    drafts: at.drafts,
+    onDraftsRefused: async () => {
+      await parts.redis.set(draftsOffKey(at.to.conversation), "1", "EX", DRAFTS_OFF_SECONDS).catch((err: unknown) => at.log.warn({ err }, "could not remember that the chat refuses drafts"));
+    },
     onMessages: async (refs) => {
       if (refs.length > 0) await parts.redis.set(at.keys.stream, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
       else await parts.redis.del(at.keys.stream);
@@ -279,8 +327,9 @@ export async function withSettings<T>(parts: AnswerParts, state: AnswerState, al
 /**
  * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
  * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
- * recording, the conversation's settings (model, persona, language), and the live answer's events
- * when streaming is on (`STREAMING=on` and not turned off in the conversation).
+ * recording (which the budget check before each model call awaits), the conversation's settings
+ * (model, persona, language), and the live answer's events when streaming is on (`STREAMING=on`
+ * and not turned off in the conversation).
  */
 export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
   state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
@@ -304,9 +353,27 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
           },
         }
       : {}),
+    usageSettled: () => Promise.all(state.usage),
     ...(state.settings ? { settings: state.settings } : {}),
     ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false ? { onEvent: streamEvents(state.live) } : {}),
+    // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
+    retryUntil: state.deadlineAt,
+    onModelBusy: () => showBusy(parts, state),
   };
+}
+
+/**
+ * Tells the user, once per answer, that the model is busy and the bot is still trying
+ * ({@link MODEL_BUSY_NOTICE}): a status line of the live answer, or — without streaming — a live
+ * answer opened for it, whose one short message the answer then replaces (or that is deleted
+ * before an apology). An outbound that cannot stream shows nothing.
+ */
+function showBusy(parts: AnswerParts, state: AnswerState): void {
+  if (state.busy || state.stage !== "computing") return;
+  state.busy = true;
+  state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
+  state.live?.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, MODEL_BUSY_NOTICE) });
+  state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }
 
 /** *Compute*, then *persist*: the text to deliver, or undefined when the run paused for an approval. */
@@ -384,7 +451,9 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
  */
 async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Promise<void> {
   const { taken, log, live, attempt } = state;
-  const error = state.deadline.signal.aborted && state.stage === "computing" ? state.deadline.signal.reason : caught;
+  // The deadline's own error, unless the model stayed busy until it (its apology says so).
+  const exhausted = (caught as { exhausted?: unknown } | undefined)?.exhausted === true;
+  const error = state.deadline.signal.aborted && state.stage === "computing" && !exhausted ? state.deadline.signal.reason : caught;
   await state.tracer.finish();
   if (isTransient(error) && !lastAttempt(attempt) && Date.now() < state.deadlineAt) {
     log.warn({ err: error, attempt: attempt.made + 1, attempts: attempt.allowed }, "transient failure; the job will retry");
@@ -402,7 +471,7 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
   }
   if (retryAfterMs(error) !== undefined) {
     // The platform still refuses to take messages in this chat: an apology would meet the same 429.
-    log.error({ err: error }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent");
+    log.error({ err: error, lateDeliveryMs: LATE_DELIVERY_MS }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent");
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
     await sendApology(taken.outbound, state.to, error, localeOf(parts, state), log, taken.failureText?.());
@@ -418,6 +487,7 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
   return (event) => {
     let mapped: StreamEvent | undefined;
     if (event.type === "text") mapped = { type: "text", text: event.text };
+    else if (event.type === "retry") mapped = { type: "text_dropped" };
     else if (event.type === "tool_use") mapped = { type: "text_dropped" };
     else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };

@@ -11,11 +11,13 @@
  * - `rm:…`: a reminder's done / snooze, a `/reminders` cancel (`ReminderActions`);
  * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`);
  * - `st:…`: a `/settings` (`/persona`, `/model`) button (`CommandRunner.pressSettings`): changes
- *   a setting only when the presser may change the conversation's settings.
+ *   a setting only when the presser may change the conversation's settings;
+ * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
  */
 import type { AdapterContext } from "./adapter.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
 import type { CommandReply } from "./commands/command.js";
+import { isMemoryButton } from "./commands/memory.js";
 import { isPermissionButton } from "./commands/permissions.js";
 import { isSettingsButton } from "./commands/settings.js";
 import { localize, type Locale } from "./i18n.js";
@@ -40,6 +42,7 @@ export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (ReminderActions.owns(data)) return "reminder";
   if (isPermissionButton(data)) return "permission";
   if (isSettingsButton(data)) return "settings";
+  if (isMemoryButton(data)) return "memory";
   return parseApprovalButton(data) ? "approval" : "unknown";
 }
 
@@ -52,13 +55,17 @@ export interface ButtonPress extends ConversationRef {
   /** The locale of the notice. */
   locale: Locale;
   /**
+   * Whether the pressed message is in a private chat or a group: a `/memory` delete button deletes
+   * in that scope (in a group only for its administrators); without it such a press is refused.
+   * Settings buttons need it too (absent: treated as a group).
+   */
+  chatKind?: "dm" | "group";
+  /**
    * Whether the presser administers the group the pressed message is in (Telegram:
    * `getChatMember`). Only asked when an approval requested on behalf of that group (requester
    * `chat:<chatId>`) is pressed by someone else. Optional: without it only the requester decides.
    */
   isGroupAdmin?: () => Promise<boolean>;
-  /** Private chat or group, where the pressed message is: settings buttons need it (absent: treated as a group). */
-  chatKind?: "dm" | "group";
   /** Whether the bot receives the group's messages that do not address it (see `CommandInvocation.readsAllGroupMessages`). */
   readsAllGroupMessages?: () => Promise<boolean>;
 }
@@ -66,7 +73,7 @@ export interface ButtonPress extends ConversationRef {
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "settings" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "settings" | "memory" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -120,6 +127,11 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
       readsAllGroupMessages: press.readsAllGroupMessages,
     });
     return { kind: "settings", notice: answer.notice, ...(answer.listing ? { replaceWith: answer.listing } : {}), ...(answer.failed ? { failed: true } : {}) };
+  }
+  if (kind === "memory") {
+    if (!press.chatKind) return { kind: "memory", notice: localize(locale, { "zh-TW": "這裡無法刪除記憶。", en: "Memory cannot be deleted from here." }) };
+    const answer = await parts.commands.pressMemory({ data, platform: press.platform, chatId: press.chatId, chatKind: press.chatKind, userId: press.userId, locale, isGroupAdmin: press.isGroupAdmin });
+    return { kind: "memory", notice: answer.notice, ...(answer.closeText ? { closeText: answer.closeText } : {}), ...(answer.deletedFile ? { dropButton: true } : {}) };
   }
   const parsed = parseApprovalButton(data);
   if (!parsed) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };

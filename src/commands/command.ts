@@ -9,6 +9,7 @@ import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
+import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
 import type { SettingsStore } from "../settings/store.js";
@@ -79,6 +80,8 @@ export interface CommandServices {
    * of every command's reply); absent where they are not wired (the commands then say so).
    */
   settings?: SettingsStore;
+  /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
+  memory?: MemoryStore;
 }
 
 /**

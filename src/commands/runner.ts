@@ -7,6 +7,7 @@ import { isAdmin } from "../access/policy.js";
 import { localize, type Locale } from "../i18n.js";
 import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
+import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
 import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
 import { pressSettingsButton, SETTINGS_TEXT, type SettingsAsker, type SettingsPressAnswer } from "./settings.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
@@ -92,6 +93,25 @@ export class CommandRunner {
       this.services.log.warn({ err: error }, "could not read the conversation's language; using the default");
       return undefined;
     });
+  }
+
+  /**
+   * A press on a `/memory` delete button (`mm:…` data; see `memory.ts`), answered in `press.locale`:
+   * in a group only its administrators and bot admins may delete.
+   * @returns the notice, and whether a file or everything was deleted. Never throws (a Redis failure
+   *   is logged and answered with "try again").
+   */
+  async pressMemory(press: Omit<MemoryPress, "admin">): Promise<MemoryPressAnswer> {
+    const { memory, log, config } = this.services;
+    if (!memory) return { notice: localize(press.locale, MEMORY_TEXT.unavailable) };
+    try {
+      const answer = await pressMemoryButton({ ...press, admin: isAdmin(config, press) }, memory);
+      if (answer.deletedFile || answer.closeText) log.info({ scope: scopeOfAsker(press), by: `${press.platform}:${press.userId}`, all: answer.closeText !== undefined }, "memory deleted (/memory button)");
+      return answer;
+    } catch (error) {
+      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/memory delete button failed");
+      return { notice: localize(press.locale, MEMORY_TEXT.tryAgain) };
+    }
   }
 
   async #run(asked: CommandInvocation): Promise<string | CommandReply | undefined> {

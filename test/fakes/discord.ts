@@ -59,6 +59,13 @@ import { checkDiscordRequest } from "./discord-spec.js";
 import { readMultipart } from "./multipart.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
+/**
+ * How long an idle keep-alive connection stays open, in ms. Node's default (5 s) races the client's
+ * own idle timeout on a busy machine: a request sent on a socket the fake has just closed fails with
+ * ECONNRESET. The real service keeps idle connections far longer than a test waits between calls.
+ */
+const KEEP_ALIVE_MS = 60_000;
+
 /** A Discord user object as the API sends it. */
 export interface FakeUser {
   id: string;
@@ -252,7 +259,7 @@ export class FakeDiscord {
     this.#users.set(this.bot.id, this.bot);
     this.#channels.set(this.channelId, { id: this.channelId, type: 0, guild_id: this.guildId, name: "general" });
     this.#channels.set(this.threadId, { id: this.threadId, type: 11, guild_id: this.guildId, name: "a-thread", parent_id: this.channelId });
-    this.#server = createServer((req, res) => void this.#handle(req, res));
+    this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
     this.#wss = new WebSocketServer({ noServer: true });
     this.#server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://x");
@@ -408,13 +415,14 @@ export class FakeDiscord {
    * from `<@id>`/`<@!id>` in the text, `mention_roles` from `<@&id>`, a reply's
    * `message_reference` and `referenced_message`, `member` in guilds.
    *
-   * @param where - `{ dm: true }`, or a guild channel id (default the text channel).
+   * @param where - `{ dm: true }`, or a guild channel id (default the text channel); `flags`, the
+   *   message flags (e.g. IS_VOICE_MESSAGE, 1 << 13, for a voice message).
    * @returns the message object dispatched.
    */
   sendUserMessage(
     author: FakeUser,
     content: string,
-    where: { dm?: boolean; channelId?: string; replyTo?: string; pingReply?: boolean; attachments?: unknown[]; webhookId?: string; type?: number } = {},
+    where: { dm?: boolean; channelId?: string; replyTo?: string; pingReply?: boolean; attachments?: unknown[]; webhookId?: string; type?: number; flags?: number } = {},
   ): FakeMessage {
     this.addUser(author);
     const channelId = where.dm ? this.dmChannel(author) : (where.channelId ?? this.channelId);
@@ -447,6 +455,7 @@ export class FakeDiscord {
           }
         : {}),
       ...(where.type !== undefined ? { type: where.type } : {}),
+      ...(where.flags !== undefined ? { flags: where.flags } : {}),
     });
     this.#messages.set(message.id, message);
     this.#dispatchMessage(message, channel);

@@ -54,12 +54,14 @@ export interface ConversationKeys {
   archive: string;
   /** Held while one worker compacts the conversation (`SET NX PX` with a random token), so two never do at once. */
   compacting: string;
+  /** The conversation's settings (persona, model, language…): one JSON string (`src/settings/store.ts`). Kept by `/reset`. */
+  settings: string;
 }
 
 /** The keys of `chat`. */
 export function conversationKeys(chat: ConversationRef): ConversationKeys {
   const tag = conversationTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}` };
+  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}`, settings: `settings:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */

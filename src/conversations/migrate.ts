@@ -26,6 +26,7 @@ import type { Logger } from "../log.js";
 import { z } from "zod";
 import { conversationKey, PLATFORMS, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, conversationTag, draftsOffKey } from "../queue/keys.js";
+import { memoryKey } from "../memory/store.js";
 import { isCluster, type RedisClient } from "../redis.js";
 import { decodeRecord } from "../records.js";
 
@@ -53,6 +54,8 @@ export interface ConversationStore {
 export const CONVERSATION_STORES: ConversationStore[] = [
   { name: "history", keys: (c) => [conversationKeys(c).history], merge: "append" },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
+  // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
+  { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },
   {
     // Group enablement (`/enable`, `npm run access -- allow-chat`): the chat's `platform:chatId` in the granted chats.
     name: "access chats",

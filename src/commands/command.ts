@@ -11,6 +11,7 @@ import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
+import type { TaskActions } from "../tasks/actions.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /**
@@ -67,6 +68,8 @@ export interface CommandServices {
   reminders?: ReminderActions;
   /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
   grants?: GrantStore;
+  /** Scheduled tasks' listing and buttons (`/tasks`, the resume button of a paused task); absent where they are not wired. */
+  tasks?: TaskActions;
 }
 
 /**

@@ -21,7 +21,7 @@ import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { Tool } from "../../src/toolbox/tool.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
-import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
+import { startFakeAnthropic, type FakeAnthropic, type FakeErrorReply, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
@@ -60,8 +60,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
-  /** The scripted model answering requests no test queued a reply for; default {@link scriptedModel}. */
-  model?: (request: FakeRequest) => FakeMessageReply;
+  /** The scripted model answering requests no test queued a reply for (a reply, or an API error); default {@link scriptedModel}. */
+  model?: (request: FakeRequest) => FakeMessageReply | FakeErrorReply;
   /** Options of the fake Bot API (e.g. a bot with `has_topics_enabled` for private-chat topics). */
   telegram?: FakeTelegramOptions;
   /** The adapter part's `/health` port (the worker part runs none); default none. */

@@ -47,7 +47,8 @@ export async function addOccurrence(queue: Queue<TaskJobData>, owner: TaskOwner,
 /** Waits until job `jobId` completed and returns what it did (`TaskOutcome`); fails naming it after `timeoutMs`. */
 export async function outcomeOf(queue: Queue<TaskJobData>, jobId: string, timeoutMs = 20_000): Promise<string> {
   return eventually(async () => {
-    const job = await Job.fromId<TaskJobData, string>(queue, jobId);
-    return job && (await job.getState()) === "completed" ? String(job.returnvalue) : undefined;
+    if ((await queue.getJobState(jobId)) !== "completed") return undefined;
+    // Read after the state says completed: a job read before it completed has no return value yet.
+    return String((await Job.fromId<TaskJobData, string>(queue, jobId))?.returnvalue);
   }, `the outcome of task job ${jobId}`, timeoutMs);
 }

@@ -53,7 +53,7 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
 export function occurrenceHeader(task: Pick<Task, "id" | "timezone">, dueAt: number, lateMs: number, locale: Locale): string {
   const head = localize(locale, { "zh-TW": "📅 排程任務 #{id}", en: "📅 Scheduled task #{id}" }, { id: task.id });
   if (lateMs <= LATE_AFTER_MS) return head;
-  return `${head} ${localize(
+  return `${head}${locale === "en" ? " " : ""}${localize(
     locale,
     { "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）", en: "(late by {late}: it was due {time}, while the bot was not running)" },
     { late: durationInWords(lateMs, locale), time: timeInWords(dueAt, task.timezone, locale) },

@@ -13,7 +13,7 @@ import type { RunningBot } from "../../src/app.js";
 import type { RedisClient } from "../../src/redis.js";
 import { getTask, listTasks } from "../../src/tasks/store.js";
 import { getTodo } from "../../tools/todo/store.js";
-import { hang, type FakeRequest } from "../fakes/anthropic.js";
+import { hang, overloaded, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import { spawnChildWorker } from "../worker/children.js";
 import { seedTodos } from "./approvals-helpers.js";
@@ -172,6 +172,42 @@ it("a worker killed (SIGKILL) during an occurrence: the worker that takes it ove
   expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
   expect(requestsSaying("[scheduled task] calc 6 * 7")).toHaveLength(2); // the hung one, and the one answered
 }, 90_000);
+
+it("an occurrence whose model call fails (529, after the SDK's own retry) is retried with backoff and answered once, without an apology", async () => {
+  const dc = stack.discord;
+  const ray = await user("Ray");
+  const dm = dc.dmChannel(ray);
+  await say(ray, `call schedule_task {"instruction":"calc 5 * 5","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { dm: true });
+  const owner = { platform: "discord" as const, userId: ray.id };
+  stack.model.enqueue(overloaded(), overloaded());
+  const seen = dc.sent.length;
+  const started = Date.now();
+  const job = await addOccurrence(queue, owner, 1);
+  expect(await outcomeOf(queue, job)).toBe("answered");
+  expect(Date.now() - started).toBeGreaterThanOrEqual(4500); // the first retry waits 5 s
+  expect((await queue.getJob(job))?.attemptsMade).toBe(2); // the failed attempt and the answered one
+  expect(dc.sent.slice(seen).filter((m) => m.channelId === dm).map((m) => m.content)).toEqual(["📅 排程任務 #1\n\ncalculate: 5 * 5 = 25"]);
+  expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0, last: { ok: true } });
+}, 60_000);
+
+it("an occurrence that fell due while no worker ran runs once when one starts, saying how late it is", async () => {
+  const dc = stack.discord;
+  const sam = await user("Sam");
+  const dm = dc.dmChannel(sam);
+  await say(sam, `call schedule_task {"instruction":"calc 7 * 8","at":"${localIso(Date.now() + 3600_000)}"}`, "schedule_task:", { dm: true });
+  const owner = { platform: "discord" as const, userId: sam.id };
+  await stack.worker.stop();
+  // Due five minutes ago, while no worker ran (as a worker that was down finds its delayed job).
+  const due = Date.now() - 5 * 60_000;
+  await addOccurrence(queue, owner, 1, due);
+  await quiet(500);
+  expect(allWith(dm, "📅 排程任務 #1")).toEqual([]);
+  await stack.restartWorker();
+  const ran = await sentWith(dm, "📅 排程任務 #1");
+  expect(ran.content).toMatch(/^📅 排程任務 #1（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）\n\ncalculate: 7 \* 8 = 56$/);
+  await quiet(1500);
+  expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
+}, 60_000);
 
 it("a dangerous tool in an occurrence pings its owner with the approval prompt and runs only after she approves", async () => {
   const dc = stack.discord;

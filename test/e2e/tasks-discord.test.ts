@@ -8,7 +8,9 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { z } from "zod";
 import { AccessStore } from "../../src/access/store.js";
+import { defineTool } from "../../src/toolbox/tool.js";
 import type { RunningBot } from "../../src/app.js";
 import type { RedisClient } from "../../src/redis.js";
 import { getTask, listTasks } from "../../src/tasks/store.js";
@@ -23,7 +25,25 @@ import { addOccurrence, outcomeOf, taskSchedulerNext, tasksModel, tasksQueue } f
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ model: tasksModel, env: { ACCESS_POLICY: "allowlist" } }, (started, connection) => {
+/** A slow read-only tool (3 s) that counts how many of its calls run at the same time. */
+const slow = { running: 0, most: 0, calls: 0 };
+const slowTool = defineTool({
+  name: "slow_test_report",
+  description: "Takes three seconds to write a report (a test tool).",
+  tags: ["util"],
+  readOnly: true,
+  input: z.object({}),
+  run: async () => {
+    slow.calls += 1;
+    slow.running += 1;
+    slow.most = Math.max(slow.most, slow.running);
+    await new Promise((r) => setTimeout(r, 3000));
+    slow.running -= 1;
+    return "report written";
+  },
+});
+
+useStack({ model: tasksModel, env: { ACCESS_POLICY: "allowlist" }, tools: [slowTool] }, (started, connection) => {
   stack = started;
   redis = connection;
 });
@@ -207,6 +227,22 @@ it("an occurrence that fell due while no worker ran runs once when one starts, s
   expect(ran.content).toMatch(/^📅 排程任務 #1（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）\n\ncalculate: 7 \* 8 = 56$/);
   await quiet(1500);
   expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
+}, 60_000);
+
+it("an occurrence still being answered when the next one is due does not overlap it: the next waits, then runs", async () => {
+  const dc = stack.discord;
+  const tom = await user("Tom");
+  const dm = dc.dmChannel(tom);
+  await say(tom, `call schedule_task {"instruction":"call slow_test_report","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { dm: true });
+  const owner = { platform: "discord" as const, userId: tom.id };
+  const first = await addOccurrence(queue, owner, 1, Date.now() - 1000);
+  await dc.waitFor(() => slow.running === 1, WAIT, "the first occurrence's slow tool");
+  const next = await addOccurrence(queue, owner, 1);
+  expect(await outcomeOf(queue, first)).toBe("answered");
+  expect(await outcomeOf(queue, next, 30_000)).toBe("answered");
+  expect(slow).toMatchObject({ calls: 2, most: 1 });
+  expect(allWith(dm, "📅 排程任務 #1").map((m) => m.content)).toEqual(["📅 排程任務 #1\n\nslow_test_report: report written", "📅 排程任務 #1\n\nslow_test_report: report written"]);
+  expect(stack.logs().some((l) => l.msg === "the previous occurrence is still being answered; this one waits")).toBe(true);
 }, 60_000);
 
 it("a dangerous tool in an occurrence pings its owner with the approval prompt and runs only after she approves", async () => {

@@ -49,7 +49,7 @@ export interface ToolContext {
    * reminder) goes to the same topic; absent elsewhere (Discord threads are chats of their own).
    */
   topicId?: string;
-  /** The Discord server of the channel, when there is one (a task set there is checked against a server allowed as a whole). */
+  /** The Discord server of a server channel (its access may come from the whole server, `discord:<guildId>`); absent elsewhere. */
   guildId?: string;
   /** The person who asked; personal data (todos) is keyed by `platform` + `userId`. */
   userId: string;

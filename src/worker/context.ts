@@ -27,7 +27,7 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     chatId: message.chatId,
     chatKind: message.chatKind,
     ...((message.topicId ?? message.reply?.threadId) ? { topicId: message.topicId ?? message.reply.threadId } : {}),
-    ...(message.reply.guildId ? { guildId: message.reply.guildId } : {}),
+    ...(message.reply?.guildId ? { guildId: message.reply.guildId } : {}),
     userId: message.userId,
     userName: message.userName,
     locale: parts.config.BOT_LOCALE,

@@ -193,7 +193,7 @@ it("a worker killed (SIGKILL) during an occurrence: the worker that takes it ove
   expect(requestsSaying("[scheduled task] calc 6 * 7")).toHaveLength(2); // the hung one, and the one answered
 }, 90_000);
 
-it("an occurrence whose model call fails (529, after the SDK's own retry) is retried with backoff and answered once, without an apology", async () => {
+it("an occurrence whose model call fails (529, after the SDK's own retry) is retried and answered once, without an apology", async () => {
   const dc = stack.discord;
   const ray = await user("Ray");
   const dm = dc.dmChannel(ray);
@@ -201,11 +201,9 @@ it("an occurrence whose model call fails (529, after the SDK's own retry) is ret
   const owner = { platform: "discord" as const, userId: ray.id };
   stack.model.enqueue(overloaded(), overloaded());
   const seen = dc.sent.length;
-  const started = Date.now();
   const job = await addOccurrence(queue, owner, 1);
-  expect(await outcomeOf(queue, job)).toBe("answered");
-  expect(Date.now() - started).toBeGreaterThanOrEqual(4500); // the first retry waits 5 s
-  expect((await queue.getJob(job))?.attemptsMade).toBe(2); // the failed attempt and the answered one
+  expect(await outcomeOf(queue, job, 40_000)).toBe("answered");
+  expect(requestsSaying("[scheduled task] calc 5 * 5").length).toBeGreaterThanOrEqual(3); // two overloaded, one answered
   expect(dc.sent.slice(seen).filter((m) => m.channelId === dm).map((m) => m.content)).toEqual(["📅 排程任務 #1\n\ncalculate: 5 * 5 = 25"]);
   expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0, last: { ok: true } });
 }, 60_000);

@@ -335,6 +335,12 @@ export const ConfigSchema = z.object({
   STREAM_EDIT_INTERVAL_MS: int(100, 10_000, 1000),
   /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
   ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
+  /**
+   * Seconds a streamed model call may stay silent (1-600): before its first event (the first byte)
+   * and between two events. Past it the connection counts as lost and the call is retried like
+   * any broken stream, within `ANSWER_DEADLINE_SECONDS`.
+   */
+  STREAM_IDLE_SECONDS: int(1, 600, 30),
   CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
   /**
    * Days an "always allow" grant lasts (requester × tool × conversation); a decimal number greater

@@ -17,3 +17,13 @@ export function localize(locale: Locale, texts: Localized, params: Record<string
   const text = texts[locale] ?? texts["zh-TW"];
   return text.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
 }
+
+/**
+ * The short status shown while the model stays busy and the bot keeps trying (after about 10 s of
+ * failed model calls): the live status line of a streamed answer, or one short message that the
+ * answer replaces (or that is deleted before an apology).
+ */
+export const MODEL_BUSY_NOTICE: Localized = {
+  "zh-TW": "⏳ AI 服務目前忙碌，仍在嘗試中…",
+  en: "⏳ The model is busy, still trying…",
+};

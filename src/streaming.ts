@@ -19,6 +19,7 @@
  *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
 import type { Logger } from "./log.js";
+import { PlatformRefusedError } from "./outbound-errors.js";
 import type { SentRef } from "./outbound.js";
 
 /**
@@ -28,10 +29,13 @@ import type { SentRef } from "./outbound.js";
  *   check the weather"): it is not part of the answer and is no longer shown (the history keeps it;
  *   the final answer, like a non-streamed one, is the text of the last model call);
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
- *   (with `icon`, default `🔧`; a web search shows `🔎`).
+ *   (with `icon`, default `🔧`; a web search shows `🔎`);
+ * - `notice`: a short status of the answer itself (`⏳ the model is busy, still trying…`), shown
+ *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it.
  */
 export type StreamEvent =
   | { type: "text"; text: string }
+  | { type: "notice"; text: string }
   | { type: "text_dropped" }
   | { type: "tool_start"; id: string; activity: string; icon?: string }
   | { type: "tool_end"; id: string; ok: boolean };
@@ -49,6 +53,17 @@ export interface StreamOptions {
   onMessages?: (refs: readonly SentRef[]) => Promise<void>;
   /** Called once, right after the first text became visible in the chat. */
   onVisible?: () => void;
+  /**
+   * False when the chat is known to refuse drafts (the surface's `draft` is then not used: the live
+   * text is posted and edited as in groups). Default true.
+   */
+  drafts?: boolean;
+  /**
+   * Awaited once when the chat refused a draft for good (`PlatformRefusedError`, e.g. Telegram 400
+   * `TEXTDRAFT_PEER_INVALID`): the answer goes on by posting and editing; the caller remembers the
+   * chat so its next answers do not try drafts. Must not throw.
+   */
+  onDraftsRefused?: () => Promise<void>;
   log: Logger;
 }
 
@@ -82,21 +97,27 @@ export function statusLine(activity: string, state: "running" | "ok" | "failed",
   return state === "running" ? `${icon} ${activity}…` : `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
 }
 
-/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, a blank line, the answer so far. */
+/** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
   readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
   #text = "";
+  #notice = "";
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
     switch (event.type) {
       case "text":
         this.#text += event.text;
+        this.#notice = "";
+        break;
+      case "notice":
+        this.#notice = event.text;
         break;
       case "text_dropped":
         this.#text = "";
         break;
       case "tool_start":
+        this.#notice = "";
         this.#tools.set(event.id, { activity: event.activity, ...(event.icon ? { icon: event.icon } : {}), state: "running" });
         break;
       case "tool_end": {
@@ -111,7 +132,7 @@ export class LiveView {
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
-    return [lines.join("\n"), answer].filter((part) => part !== "").join("\n\n");
+    return [lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
   }
 }
 
@@ -211,12 +232,15 @@ export class LiveAnswer<C> implements AnswerStream {
   #visible = false;
 
   readonly #draftRefreshMs: number;
+  /** True while the live text is shown as drafts (the surface has them, the chat has not refused them). */
+  #drafts: boolean;
 
   /** @param draftRefreshMs - see {@link DRAFT_REFRESH_MS} (shorter in tests). */
   constructor(surface: LiveSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
     this.#surface = surface;
     this.#options = options;
     this.#draftRefreshMs = draftRefreshMs;
+    this.#drafts = surface.draft !== undefined && options.drafts !== false;
     this.#posted = (options.resume ?? []).map((ref) => ({ ref, shown: undefined, at: 0 }));
   }
 
@@ -269,7 +293,7 @@ export class LiveAnswer<C> implements AnswerStream {
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const now = performance.now();
     const interval = this.#options.intervalMs;
-    if (this.#surface.draft) {
+    if (this.#drafts) {
       const i = pieces.length - 1;
       if (i < 0) return undefined;
       if (this.#draftShown[i] === pieces[i]) return Math.max(0, this.#draftAt + this.#draftRefreshMs - now);
@@ -290,12 +314,21 @@ export class LiveAnswer<C> implements AnswerStream {
     if (this.#closed) return;
     const pieces = livePieces(this.#view.text(), this.#surface.limit);
     const interval = this.#options.intervalMs;
-    if (this.#surface.draft) {
+    if (this.#drafts && this.#surface.draft) {
       const i = pieces.length - 1;
       if (i < 0) return;
       const since = performance.now() - this.#draftAt;
       if (this.#draftShown[i] === pieces[i] ? since < this.#draftRefreshMs : this.#draftShown.length > 0 && since < interval) return;
-      await this.#surface.draft(pieces[i]!, i);
+      try {
+        await this.#surface.draft(pieces[i]!, i);
+      } catch (error) {
+        if (!(error instanceof PlatformRefusedError)) throw error;
+        // Refused for good (not a rate limit, not an outage): post and edit from now on, at once.
+        this.#drafts = false;
+        this.#options.log.warn({ err: error }, "the chat refused a draft; this answer goes on as a posted message with edits, and the chat gets no drafts for a while");
+        await this.#options.onDraftsRefused?.();
+        return this.#update();
+      }
       this.#draftShown[i] = pieces[i]!;
       this.#draftAt = performance.now();
       this.#becameVisible();

@@ -84,6 +84,11 @@ export class ConsoleStream implements AnswerStream {
       case "text_dropped":
         this.#printed = "";
         break;
+      case "notice":
+        // Printed on a line of its own; it is not part of the answer (the final answer is then printed whole).
+        this.#print(`${this.#atLineStart ? "" : "\n"}${event.text}\n`);
+        this.#printed = "";
+        break;
       case "tool_start":
         if (this.screen) this.#drawTool(event.id, event.activity, event.icon);
         else this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running", event.icon)}`);

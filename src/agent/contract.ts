@@ -56,11 +56,31 @@ export interface AgentDeps {
    * @throws when Redis is unreachable (the run fails like any Redis failure).
    */
   grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
+  /**
+   * When given (ms since the Unix epoch, the answer's deadline): a model call that fails with a
+   * retryable `ModelUnavailableError` (529 overloaded, 429, 5xx, a stream that broke off or fell silent; not an API that cannot be reached at all)
+   * after the SDK's own retries is made again, with a growing, jittered wait between attempts
+   * (`modelRetryDelayMs`), as long as the next attempt starts before this time; then the last
+   * failure is thrown marked `exhausted` (not retryable: the job would not do better). Default:
+   * none, the failure is thrown at once.
+   */
+  retryUntil?: number;
+  /**
+   * Called when a model call has been failing and retried for {@link MODEL_BUSY_NOTICE_MS} and the
+   * loop keeps trying (at most once per model call): the worker shows a short "the model is busy,
+   * still trying" status. Must not throw.
+   */
+  onModelBusy?: () => void;
 }
+
+/** After how long a model call that keeps failing is reported through `AgentDeps.onModelBusy`, in ms. */
+export const MODEL_BUSY_NOTICE_MS = 10_000;
 
 /**
  * What a streamed run reports while it works, in order:
  * - `model_call`: a model call starts (text of an earlier call is final by now);
+ * - `retry`: the model call of this turn failed and will be made again (`AgentDeps.retryUntil`):
+ *   the text it streamed is void, the new attempt streams the call's text from its beginning;
  * - `text`: a piece of the text the model is writing in this call;
  * - `tool_use`: the model began a `tool_use` block in this call, so the text written in the call
  *   so far leads into a tool call (it is not the answer);
@@ -73,6 +93,7 @@ export interface AgentDeps {
  */
 export type AgentEvent =
   | { type: "model_call"; turn: number }
+  | { type: "retry"; turn: number }
   | { type: "text"; text: string }
   | { type: "tool_use"; name: string }
   | { type: "tool_start"; toolUseId: string; name: string; activity: string; icon?: string }

@@ -44,13 +44,30 @@ export class ModelUnavailableError extends Error {
   /** The API's `request-id`, for support requests. */
   readonly requestId: string | undefined;
 
-  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown } = {}) {
+  /**
+   * True when the loop already retried this failure until the answer's deadline (`AgentDeps.retryUntil`):
+   * the service stayed busy, and retrying the job would not help (`retryable` is then false).
+   */
+  readonly exhausted: boolean;
+
+  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {}) {
     super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
-    this.retryable = reason === "overloaded" || reason === "rate_limited" || reason === "server_error" || reason === "connection";
+    this.exhausted = options.exhausted ?? false;
+    this.retryable = !this.exhausted && isPassing(reason);
     this.status = options.status;
     this.requestId = options.requestId;
+  }
+
+  /** The same failure, marked as retried until the deadline ({@link exhausted}). */
+  asExhausted(): ModelUnavailableError {
+    return new ModelUnavailableError(this.reason, `${this.message} (still failing when the answer's deadline came)`, {
+      ...(this.status !== undefined ? { status: this.status } : {}),
+      ...(this.requestId !== undefined ? { requestId: this.requestId } : {}),
+      cause: this.cause,
+      exhausted: true,
+    });
   }
 
   /**
@@ -77,7 +94,7 @@ export class ModelUnavailableError extends Error {
 
   /** A short sentence for the user in `locale`, without technical detail. */
   userMessage(locale: Locale): string {
-    return this.retryable
+    return isPassing(this.reason)
       ? localize(locale, {
           "zh-TW": "抱歉，AI 服務目前忙碌或暫時無法連線，請稍後再試一次。",
           en: "Sorry, the AI service is busy or unreachable right now. Please try again in a moment.",
@@ -87,6 +104,11 @@ export class ModelUnavailableError extends Error {
           en: "Sorry, this request could not be processed (a service configuration problem); it has been logged for the operator.",
         });
   }
+}
+
+/** True for the reasons that pass with time (overloaded, rate limited, server error, connection). */
+function isPassing(reason: ModelErrorReason): boolean {
+  return reason === "overloaded" || reason === "rate_limited" || reason === "server_error" || reason === "connection";
 }
 
 /** The first Node network error (`connect ECONNREFUSED 127.0.0.1:1`, `ENOTFOUND`, …) in the cause chain of `error`, as a few words. */

@@ -19,7 +19,7 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest, ApprovalVerdict, MessageParam, ModelUsage, PausedRun, PendingCall, RunState } from "./contract.js";
+import { MODEL_BUSY_NOTICE_MS, type AgentDeps, type AgentOutcome, type AgentRequest, type ApprovalVerdict, type MessageParam, type ModelUsage, type PausedRun, type PendingCall, type RunState } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
 import { answerOf, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
 import { withSources } from "./sources.js";
@@ -228,8 +228,89 @@ function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentB
  * server tool of the request (web search not enabled for the organization, a model without tool
  * search), the call is made again without it, that tool stays off for this client and model
  * until restart (`refuseTool`), and one warning names the cause.
+ *
+ * With `deps.retryUntil`, a retryable failure (after the SDK's own retries; not an API that cannot be
+ * reached at all, see {@link unreachable}) is tried again after
+ * {@link modelRetryDelayMs} while the next attempt starts before that time (a streamed run is told
+ * with a `retry` event; after {@link MODEL_BUSY_NOTICE_MS} of failures `deps.onModelBusy` is called
+ * once); then, or when `context.signal` aborts a wait, the last failure is thrown `exhausted`.
  */
 async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+  const firstTry = Date.now();
+  let failures = 0;
+  let last: ModelUnavailableError | undefined;
+  let busy: NodeJS.Timeout | undefined;
+  try {
+    for (;;) {
+      try {
+        return await callModelOnce(state, deps, context);
+      } catch (error) {
+        const { retryUntil } = deps;
+        // The deadline cut a repeat short: what the user must hear is why it was repeated.
+        if (last && error instanceof ModelUnavailableError && error.reason === "aborted") throw last.asExhausted();
+        if (!(error instanceof ModelUnavailableError) || !error.retryable || retryUntil === undefined || unreachable(error)) throw error;
+        last = error;
+        const wait = modelRetryDelayMs(failures);
+        failures += 1;
+        if (Date.now() + wait > retryUntil) throw error.asExhausted();
+        context.log.warn({ reason: error.reason, status: error.status, failures, waitMs: Math.round(wait) }, `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`);
+        if (!busy && deps.onModelBusy) busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + MODEL_BUSY_NOTICE_MS - Date.now()));
+        deps.onEvent?.({ type: "retry", turn: state.turns });
+        if (!(await pause(wait, context.signal))) throw error.asExhausted();
+        state.turns -= 1; // the same turn, asked again
+      }
+    }
+  } finally {
+    clearTimeout(busy);
+  }
+}
+
+/**
+ * True for a failure the loop does not repeat until the deadline: the Messages API could not be
+ * reached at all (refused connection, unknown host, the client's timeout: usually a wrong
+ * `ANTHROPIC_BASE_URL` or network, which the SDK has retried already and the job's own retries
+ * try again), or the API said not to retry (`x-should-retry: false`, which the SDK honours too).
+ */
+function unreachable(error: ModelUnavailableError): boolean {
+  const cause = error.cause;
+  if (error.reason === "connection" && cause instanceof Anthropic.APIConnectionError) return true;
+  return cause instanceof Anthropic.APIError && cause.headers?.get("x-should-retry") === "false";
+}
+
+/** First wait between two attempts of a failing model call, in ms (doubling, see {@link modelRetryDelayMs}). */
+export const MODEL_RETRY_BASE_MS = 2000;
+
+/** Longest wait between two attempts of a failing model call, in ms. */
+export const MODEL_RETRY_MAX_MS = 10_000;
+
+/**
+ * The wait before attempt `failures + 1` of a failing model call, in ms: {@link MODEL_RETRY_BASE_MS}
+ * doubled per failure up to {@link MODEL_RETRY_MAX_MS}, of which a random half ("equal jitter",
+ * https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/), so many workers that
+ * met the same overload do not come back at the same moment.
+ */
+export function modelRetryDelayMs(failures: number): number {
+  const ceiling = Math.min(MODEL_RETRY_MAX_MS, MODEL_RETRY_BASE_MS * 2 ** failures);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** Waits `ms`; resolves false at once when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** One model call (and its repeats without a refused server tool): see {@link callModel}. */
+async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
   const model = config.ANTHROPIC_MODEL;
   state.turns += 1;
@@ -257,7 +338,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
     let response: Anthropic.Messages.Message;
     const params = { model, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
     try {
-      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context)) : await deps.client.messages.create(params, { signal: context.signal });
+      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context), config.STREAM_IDLE_SECONDS * 1000) : await deps.client.messages.create(params, { signal: context.signal });
     } catch (error) {
       const refused = refusedServerTools(error, offered.servers);
       if (refused.names.length > 0) {
@@ -323,9 +404,13 @@ function serverActivity(deps: AgentDeps, context: ToolContext): (name: string, i
  * accumulated message, the same object `messages.create` would have returned (tool inputs parsed
  * from their `input_json_delta` pieces, `usage` from `message_delta`).
  *
+ * A call that stays silent for `idleMs` (no response headers and no event yet, or no event since
+ * the last one: the SDK does not pass `ping` events on) is aborted as a lost connection.
+ *
  * @throws what the SDK throws: an `APIError` for an HTTP error or an `error` event mid-stream
  *   (status undefined, `error.error.type` e.g. `overloaded_error`), a connection error when the
- *   response breaks off; the caller maps it with `toModelError`.
+ *   response breaks off; the caller maps it with `toModelError`. A silent stream throws a
+ *   retryable {@link ModelUnavailableError} (`connection`).
  */
 async function streamModel(
   client: Anthropic,
@@ -334,13 +419,27 @@ async function streamModel(
   onEvent: NonNullable<AgentDeps["onEvent"]>,
   turn: number,
   activityOf: (name: string, input: unknown) => { activity: string; icon: string } | undefined,
+  idleMs: number,
 ): Promise<Anthropic.Messages.Message> {
   onEvent({ type: "model_call", turn });
   const stream = client.messages.stream(params, { signal });
+  // Silence before the first event or between two counts as a lost connection (STREAM_IDLE_SECONDS).
+  let idle: NodeJS.Timeout | undefined;
+  let silent = false;
+  const arm = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      silent = true;
+      stream.abort();
+    }, idleMs);
+  };
+  arm();
+  stream.on("connect", arm);
   stream.on("text", (delta) => onEvent({ type: "text", text: delta }));
   // A server tool's call is reported once its input is complete (its block stops) and ends when its result block starts.
   const shown = new Set<string>();
   stream.on("streamEvent", (event, snapshot) => {
+    arm();
     if (event.type === "content_block_start") {
       const block = event.content_block;
       if (block.type === "tool_use" || block.type === "server_tool_use") onEvent({ type: "tool_use", name: block.name });
@@ -357,9 +456,14 @@ async function streamModel(
   try {
     return await stream.finalMessage();
   } catch (error) {
+    if (silent && !signal.aborted) {
+      throw new ModelUnavailableError("connection", `the model's stream sent nothing for ${idleMs / 1000} s (STREAM_IDLE_SECONDS); the connection counts as lost`, { cause: error });
+    }
     // A response that breaks off mid-stream (reset socket, truncated body) is a connection failure.
     if (error instanceof Anthropic.APIError || error instanceof Anthropic.APIUserAbortError || signal.aborted) throw error;
     throw new ModelUnavailableError("connection", `the model's stream broke off: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    clearTimeout(idle);
   }
 }
 

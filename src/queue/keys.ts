@@ -83,6 +83,18 @@ export function progressKeys(chat: ConversationRef, messageId: string): { sent: 
 export const TOOL_CALL_PREFIX = "toolcall:";
 
 /**
+ * Exists while the chat refuses drafts (a `sendMessageDraft` refused for good, e.g. Telegram 400
+ * `TEXTDRAFT_PEER_INVALID`): its streamed answers are posted and edited instead, on every worker,
+ * until the key expires after {@link DRAFTS_OFF_SECONDS}.
+ */
+export function draftsOffKey(chat: ConversationRef): string {
+  return `drafts-off:${conversationTag(chat)}`;
+}
+
+/** How long a chat that refused a draft gets no drafts, in seconds (an hour). */
+export const DRAFTS_OFF_SECONDS = 3600;
+
+/**
  * A BullMQ job id for a chat job: platform, chat and message id, made safe for BullMQ (which
  * refuses `:` in custom ids and ids that are plain integers).
  */

@@ -50,7 +50,7 @@ export interface RunParts {
 }
 
 /** What one run adds to the {@link RunParts}. */
-export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent"> {
+export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy"> {
   tracer: RunTracer;
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
@@ -74,5 +74,7 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),
     ...(run.onUsage ? { onUsage: run.onUsage } : {}),
     ...(run.onEvent ? { onEvent: run.onEvent } : {}),
+    ...(run.retryUntil !== undefined ? { retryUntil: run.retryUntil } : {}),
+    ...(run.onModelBusy ? { onModelBusy: run.onModelBusy } : {}),
   };
 }

@@ -17,6 +17,16 @@ import { retryAfterMs } from "./errors.js";
 export const PROGRESS_TTL_SECONDS = 24 * 3600;
 
 /**
+ * How long past its deadline a computed answer may still wait out a platform's 429, in ms. The
+ * answer exists and is in the history: delivering it a little late is friendlier than dropping it,
+ * but the wait holds one of the worker's `WORKER_CONCURRENCY` slots, so it is bounded. A wait that
+ * would end later drops the answer (see `pipeline.ts`, *fail*). One call of the platform's client
+ * may overshoot it by the client's own wait (Telegram's auto-retry: one `retry_after` of at most
+ * 60 s, `RETRY_OPTIONS`).
+ */
+export const LATE_DELIVERY_MS = 60_000;
+
+/**
  * Apology sent when a message cannot be answered and the error has no `userMessage(locale)` of its
  * own (`ModelUnavailableError` has one).
  */
@@ -64,15 +74,16 @@ export interface Delivery {
  * the rest.
  *
  * A platform rate limit (`RateLimitedError`, with the wait the platform asked for) is always
- * waited out and the rest of the answer sent again, for as long as `deadlineAt` allows: the client
- * libraries' own retries give up after a few attempts, but the answer is not lost while there is time.
+ * waited out and the rest of the answer sent again, for as long as the wait ends before
+ * `deadlineAt` + {@link LATE_DELIVERY_MS}: the client libraries' own retries give up after a few
+ * attempts, but a computed answer is not lost to a flood that ends soon after its deadline.
  *
  * @param progress.deadlineAt - the answer's deadline, ms since the Unix epoch.
  * @param progress.timed - false when the answer's first chunk is not the first text the user sees
  *   for `message` (a run resumed after an approval: the prompt came first); default true.
  * @returns how many chunks went out, and the outbound's `error` when the rest could not be sent
- *   (earlier chunks stay sent and counted), including the 429 when waiting it out would pass the
- *   deadline. Never throws for a failed send; a failed count (Redis) is returned as its `error` too.
+ *   (earlier chunks stay sent and counted), including the 429 when waiting it out would end past
+ *   the deadline + {@link LATE_DELIVERY_MS}. Never throws for a failed send; a failed count (Redis) is returned as its `error` too.
  */
 export async function deliverAnswer(
   outbound: Outbound,
@@ -99,7 +110,7 @@ export async function deliverAnswer(
       return { counted, sent };
     } catch (error) {
       const wait = retryAfterMs(error);
-      if (wait === undefined || Date.now() + wait >= progress.deadlineAt) return { counted, sent, error };
+      if (wait === undefined || Date.now() + wait >= progress.deadlineAt + LATE_DELIVERY_MS) return { counted, sent, error };
       progress.log.warn({ retryAfterMs: wait, sent }, "the platform is rate limiting this chat; waiting out its retry_after before sending the rest");
       await new Promise((r) => setTimeout(r, wait));
     }

@@ -30,15 +30,15 @@ import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
-import { progressKeys } from "../queue/keys.js";
+import { DRAFTS_OFF_SECONDS, draftsOffKey, progressKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize } from "../i18n.js";
-import { AnswerDeadlineError, Typing, deliverAnswer, sendApology } from "./deliver.js";
+import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
+import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./worker.js";
 
@@ -137,8 +137,15 @@ export interface AnswerState {
   readonly deadlineAt: number;
   readonly deadline: AbortController;
   readonly typing: Typing;
-  /** The streamed answer, when the outbound streams and streaming is on (or an earlier attempt streamed). */
-  readonly live: AnswerStream | undefined;
+  /**
+   * The streamed answer, when the outbound streams and streaming is on (or an earlier attempt
+   * streamed); opened later, without streaming, to show that the model is busy (`showBusy`).
+   */
+  live: AnswerStream | undefined;
+  /** True once the user was told the model is busy and the bot is still trying. */
+  busy: boolean;
+  /** False when the chat refused drafts within the last hour (`draftsOffKey`): its live answer posts and edits. */
+  readonly drafts: boolean;
   /** Recordings of the run's token usage in flight (awaited before anything goes out). */
   readonly usage: Promise<void>[];
   /** Where the answer stands: what *fail* reads. */
@@ -192,6 +199,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
+  const drafts = !(outbound.openStream && to.chatKind === "dm" && (await parts.redis.exists(draftsOffKey(conversation))) === 1);
   return {
     taken,
     to,
@@ -204,8 +212,10 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
     deadline: new AbortController(),
     typing,
-    live: openLiveAnswer(parts, taken, { to, keys, typing, log, streamed: restored.streamed }),
+    drafts,
+    live: openLiveAnswer(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
     usage: [],
+    busy: false,
     stage: "computing",
     tracer: nullRunTracer,
     checkpointed: restored.checkpoint !== undefined,
@@ -226,20 +236,25 @@ async function readProgress(parts: AnswerParts, conversation: ConversationRef, m
 
 /**
  * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
- * left streamed messages (they must end as the final answer or be deleted); else undefined. The
+ * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
  * retried or redelivered job edits them instead of posting a second copy.
  */
 function openLiveAnswer(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
-  at: Pick<AnswerState, "to" | "keys" | "typing" | "log"> & { streamed: SentRef[] },
+  at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
+  always = false,
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
-  if (!outbound.openStream || kind === "task" || (parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  if (!outbound.openStream || kind === "task" || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
+    drafts: at.drafts,
+    onDraftsRefused: async () => {
+      await parts.redis.set(draftsOffKey(at.to.conversation), "1", "EX", DRAFTS_OFF_SECONDS).catch((err: unknown) => at.log.warn({ err }, "could not remember that the chat refuses drafts"));
+    },
     onMessages: async (refs) => {
       if (refs.length > 0) await parts.redis.set(at.keys.stream, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
       else await parts.redis.del(at.keys.stream);
@@ -273,7 +288,24 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
     ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
     ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
+    // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
+    retryUntil: state.deadlineAt,
+    onModelBusy: () => showBusy(parts, state),
   };
+}
+
+/**
+ * Tells the user, once per answer, that the model is busy and the bot is still trying
+ * ({@link MODEL_BUSY_NOTICE}): a status line of the live answer, or — without streaming — a live
+ * answer opened for it, whose one short message the answer then replaces (or that is deleted
+ * before an apology). An outbound that cannot stream shows nothing.
+ */
+function showBusy(parts: AnswerParts, state: AnswerState): void {
+  if (state.busy || state.stage !== "computing") return;
+  state.busy = true;
+  state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
+  state.live?.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, MODEL_BUSY_NOTICE) });
+  state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }
 
 /** *Compute*, then *persist*: the text to deliver, or undefined when the run paused for an approval. */
@@ -351,7 +383,9 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
  */
 async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Promise<void> {
   const { taken, log, live, attempt } = state;
-  const error = state.deadline.signal.aborted && state.stage === "computing" ? state.deadline.signal.reason : caught;
+  // The deadline's own error, unless the model stayed busy until it (its apology says so).
+  const exhausted = (caught as { exhausted?: unknown } | undefined)?.exhausted === true;
+  const error = state.deadline.signal.aborted && state.stage === "computing" && !exhausted ? state.deadline.signal.reason : caught;
   await state.tracer.finish();
   if (isTransient(error) && !lastAttempt(attempt) && Date.now() < state.deadlineAt) {
     log.warn({ err: error, attempt: attempt.made + 1, attempts: attempt.allowed }, "transient failure; the job will retry");
@@ -369,7 +403,7 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
   }
   if (retryAfterMs(error) !== undefined) {
     // The platform still refuses to take messages in this chat: an apology would meet the same 429.
-    log.error({ err: error }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS (rate limited); no apology sent");
+    log.error({ err: error, lateDeliveryMs: LATE_DELIVERY_MS }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent");
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
     await sendApology(taken.outbound, state.to, error, parts.config.BOT_LOCALE, log, taken.failureText?.());
@@ -385,6 +419,7 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
   return (event) => {
     let mapped: StreamEvent | undefined;
     if (event.type === "text") mapped = { type: "text", text: event.text };
+    else if (event.type === "retry") mapped = { type: "text_dropped" };
     else if (event.type === "tool_use") mapped = { type: "text_dropped" };
     else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };

@@ -60,7 +60,7 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
-  /** The scripted model answering requests no test queued a reply for (a reply, or an API error); default {@link scriptedModel}. */
+  /** The scripted model answering requests no test queued a reply for (an error reply too, e.g. a 529 outage); default {@link scriptedModel}. */
   model?: (request: FakeRequest) => FakeMessageReply | FakeErrorReply;
   /** Options of the fake Bot API (e.g. a bot with `has_topics_enabled` for private-chat topics). */
   telegram?: FakeTelegramOptions;

@@ -107,21 +107,22 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(dump).not.toContain("/9j/"); // the start of any JPEG in base64
   });
 
-  it("a job retried after a tool changed data resumes its checkpoint without downloading the photo again", async () => {
+  it("a model call that fails after a tool changed data is retried within the run: the photo is not downloaded again, the todo added once", async () => {
     const tg = stack.telegram;
     const user = tg.user(16011, "Hsu");
     const chat = tg.privateChat(user);
     const before = stack.model.requests.length;
     const sizes = await photo(720, 540);
-    // add_todo runs, then the model call after it fails on both SDK attempts: the job retries from the checkpoint.
+    // add_todo runs, then the model call after it fails on both SDK attempts: the loop asks again after a short wait.
     stack.model.enqueue(toolUse("add_todo", { title: "繳電費" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
     const answer = await send(chat, user, { caption: "add todo 繳電費", extra: { photo: sizes } });
     expect(answer.text).toBe("add_todo: 已新增待辦：#1 繳電費");
     expect(await redis.hlen(`todo:{telegram:${user.id}}:items`)).toBe(1);
     const requests = stack.model.requests.slice(before);
     expect(requests).toHaveLength(MODEL_RETRIES + 3);
-    // The resumed run sent the checkpoint's messages: the placeholder where the image was.
-    expect(requests.at(-1)!.messages[0]!.content).toEqual([{ type: "text", text: "[photo 720×540]" }, { type: "text", text: "add todo 繳電費" }]);
+    // The retried call sent the run's messages as they were: the same image, the same tool result.
+    expect(requests.at(-1)!.messages).toEqual(requests[1]!.messages);
+    expect((requests.at(-1)!.messages[0]!.content as { type: string }[]).map((b) => b.type)).toEqual(["image", "text"]);
     // One getFile and one download, by the first attempt only.
     expect(tg.callsOf("getFile").filter((c) => c.payload.file_id === sizes[1]!.file_id)).toHaveLength(1);
     expect(tg.fileDownloads.filter((d) => d.path === "photos/full_720x540.jpg")).toHaveLength(1);

@@ -68,13 +68,13 @@ describe("Telegram: refusals", () => {
   });
 });
 
-describe("Telegram: a write runs once across job retries", () => {
-  it("the job fails after add_todo ran and before the answer was stored: the retry adds no second todo and the model gets the recorded result", async () => {
+describe("Telegram: a write runs once across retries", () => {
+  it("the model call after add_todo fails: the retry adds no second todo and the model gets the recorded result", async () => {
     const tg = stack.telegram;
     const user = tg.user(92002, "Wu");
     const dm = tg.privateChat(user);
     const before = stack.model.requests.length;
-    // the model call after the tool result fails on both SDK attempts: the job retries
+    // the model call after the tool result fails on both SDK attempts: the loop asks again after a short wait
     stack.model.enqueue(toolUse("add_todo", { title: "買牛奶" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
     const answer = await ask(dm, user, "add todo 買牛奶", 30_000);
     expect(answer.text).toBe("add_todo: 已新增待辦：#1 買牛奶");

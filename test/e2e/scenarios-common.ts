@@ -4,7 +4,6 @@
  * (today's date in Taipei, the recorded CWA forecast), lookups in the model's requests, and the
  * secrets that must never reach a log line.
  */
-import { CHAT_JOB_OPTIONS } from "../../src/queue/producer.js";
 import { connectRedis, isCluster } from "../../src/redis.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { readCwaFixture } from "../fakes/cwa.js";
@@ -12,12 +11,6 @@ import type { Stack } from "./harness.js";
 
 /** SDK retries per model call in these suites (the harness default). */
 export const MODEL_RETRIES = 1;
-
-/**
- * How many 529 answers make one message fail for good: every attempt of the chat job
- * (`CHAT_JOB_OPTIONS.attempts`) makes 1 + {@link MODEL_RETRIES} calls.
- */
-export const CALLS_UNTIL_APOLOGY = (CHAT_JOB_OPTIONS.attempts ?? 1) * (MODEL_RETRIES + 1);
 
 /** The bounded "nothing happens" window for messages the bot must ignore, in ms (≤ 1.5 s by the team's rule). */
 export const QUIET_WINDOW_MS = 1200;

@@ -120,6 +120,36 @@ describe("streamed answers on Telegram", () => {
     expect(tg.edits.filter((e) => Number(e.payload.chat_id) === chat.id)).toEqual([]);
   });
 
+  it("private chat that refuses drafts for good (400 TEXTDRAFT_PEER_INVALID): one refused draft and one warning, the answer goes on as a message with edits, and the chat gets no drafts for an hour on any worker", async () => {
+    const tg = stack.telegram;
+    const ren = tg.user(95012, "Ren");
+    const chat = tg.privateChat(ren);
+    tg.refuseDrafts(chat.id);
+    const warningsBefore = stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length;
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
+    tg.sendUserMessage({ chat, from: ren, text: "今天會下雨嗎" });
+    const live = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the live message");
+    const [chunk] = finalChunks(ANSWER);
+    await tg.waitFor(() => sentTo(chat)[0]?.text === chunk!.text, TIMEOUT_MS, "the final edit");
+    // one refused draft, then the live text was posted at once (plain) and edited as it grew
+    const refusedDrafts = () => tg.callsOf("sendMessageDraft").filter((c) => Number(c.payload.chat_id) === chat.id);
+    expect(refusedDrafts()).toHaveLength(1);
+    expect(live.payload.parse_mode).toBeUndefined();
+    expect(live.at - refusedDrafts()[0]!.at).toBeLessThan(INTERVAL_MS);
+    expect(historyOf(live).length).toBeGreaterThanOrEqual(3);
+    expect(historyOf(live).at(-1)!.parseMode).toBe("HTML");
+    expect(stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length).toBe(warningsBefore + 1);
+    const ttl = await redis.ttl(`drafts-off:{telegram:${chat.id}}`);
+    expect(ttl).toBeGreaterThan(3500);
+    expect(ttl).toBeLessThanOrEqual(3600);
+    // the next answer in that chat does not try a draft at all
+    stack.model.enqueue({ ...text("第二個回答：" + "好的。".repeat(30)), stream: { chunkChars: 20, totalMs: 800 } });
+    tg.sendUserMessage({ chat, from: ren, text: "再一次" });
+    await tg.waitFor(() => sentTo(chat)[1]?.text.startsWith("第二個回答"), TIMEOUT_MS, "the second answer");
+    expect(refusedDrafts()).toHaveLength(1);
+    expectNoRefusedEdits();
+  });
+
   it("a tool call in the middle: its status line is shown while it runs and gone from the final answer; the text before the call is not repeated", async () => {
     const tg = stack.telegram;
     const group = tg.group(-1009150003, "工具群組");

@@ -39,7 +39,8 @@
  * text, `input_json_delta` with `partial_json` pieces for a `tool_use`), `content_block_stop`,
  * then `message_delta` (stop reason and cumulative usage) and `message_stop`, with a `ping` after
  * the first block starts. {@link FakeMessageReply.stream} paces the deltas and can break the
- * stream with an `error` event (HTTP status stays 200, as it does on the real API). A
+ * stream with an `error` event (HTTP status stays 200, as it does on the real API) or stall it
+ * (nothing more is sent, the connection stays open: `stallAfterChars`). A
  * `server_tool_use` streams like a `tool_use` (its input as `input_json_delta` pieces); a server
  * tool's result block comes whole in its `content_block_start` (after `serverToolMs`); a cited
  * text block gets one `citations_delta` per citation before its text.
@@ -122,6 +123,12 @@ export interface FakeStreamPace {
   breakAfterChars?: number;
   /** The `error.type` of the mid-stream `error` event; default `overloaded_error`. */
   errorType?: string;
+  /**
+   * Stalls the stream after this many characters of text were streamed (0: right after
+   * `message_start`): nothing more is sent, not even a `ping`, and the connection stays open until
+   * the client gives up or the fake is closed — a response that stops arriving mid-answer.
+   */
+  stallAfterChars?: number;
 }
 
 /** A scripted error reply (HTTP status with the real error body). */
@@ -511,6 +518,9 @@ async function streamReply(
   let streamed = 0;
   let first = true;
   const breakNow = () => pace.breakAfterChars !== undefined && streamed >= pace.breakAfterChars;
+  const stallNow = () => pace.stallAfterChars !== undefined && streamed >= pace.stallAfterChars;
+  const stall = () => new Promise<void>((resolve) => (res.destroyed || res.writableEnded ? resolve() : res.on("close", () => resolve())));
+  if (stallNow()) return stall();
   for (const [index, block] of content.entries()) {
     if (block.type === "text") {
       send("content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
@@ -525,6 +535,7 @@ async function streamReply(
         first = false;
         send("content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: chars.slice(i, i + chunkChars).join("") } });
         streamed += Math.min(chunkChars, chars.length - i);
+        if (stallNow()) return stall();
         if (breakNow()) break;
       }
     } else if (block.type === "tool_use" || block.type === "server_tool_use") {

@@ -251,6 +251,8 @@ export class FakeTelegram {
   readonly bot: User & { username: string };
   /** Every call the bot made, in order (including failed ones). */
   readonly calls: FakeCall[] = [];
+  /** Private chats whose drafts are refused ({@link refuseDrafts}). */
+  readonly #draftsRefused = new Set<number>();
   /** Held long polls ended by a newer `getUpdates` (409 "terminated by other getUpdates request"): two pollers fighting. */
   conflicts = 0;
   /** Messages the bot sent, in order, with edits applied. */
@@ -392,6 +394,14 @@ export class FakeTelegram {
    */
   rateLimit(method: string, options: { retryAfter: number; forMs: number }): void {
     this.#floods.set(method, { until: Date.now() + options.forMs, retryAfter: options.retryAfter });
+  }
+
+  /**
+   * Makes `sendMessageDraft` to the private chat `chatId` fail for good with the real `400 Bad
+   * Request: TEXTDRAFT_PEER_INVALID`, as Telegram answers for a peer that cannot show drafts.
+   */
+  refuseDrafts(chatId: number): void {
+    this.#draftsRefused.add(chatId);
   }
 
   /**
@@ -854,7 +864,7 @@ export class FakeTelegram {
   #draft(p: Record<string, unknown>): true {
     const chatId = Number(p.chat_id);
     if (!Number.isInteger(chatId)) throw bad("chat not found");
-    if (this.#chatOf(chatId).type !== "private") throw bad("TEXTDRAFT_PEER_INVALID");
+    if (this.#chatOf(chatId).type !== "private" || this.#draftsRefused.has(chatId)) throw bad("TEXTDRAFT_PEER_INVALID");
     const draftId = Number(p.draft_id);
     if (!Number.isInteger(draftId) || draftId === 0) throw bad("parameter \"draft_id\" must be non-zero");
     const text = p.text === undefined ? "" : String(p.text);

@@ -127,14 +127,14 @@ describe("worker", () => {
     expect((await h.history.read(chat, "1")).answer).toMatch(/無法協助/);
   });
 
-  it("a job failing after add_todo ran resumes the saved run: no second todo, and the model gets the recorded result", async () => {
+  it("a 529 after add_todo ran is retried within the run: no second todo, and the model gets the same result", async () => {
     h = await startHarness();
     h.fake.enqueue(toolUse("add_todo", { item: "milk" }), overloaded(), todoModel);
     await h.queue.enqueue(message("w1", "1", "add todo milk"));
     await waitFor(() => h!.output.answers().length === 1, 15_000, "the answer after the retry");
     expect(h.output.answers()).toEqual(["ok: added #1: milk"]);
     expect(await h.redis.lrange("test-todos:console:user-w1", 0, -1)).toEqual(["milk"]);
-    // the retry did not ask the model for the turn again: it sent the same tool_use id with the recorded result
+    // the retry did not ask the model for the turn again: it sent the same tool_use id with the same result
     expect(h.fake.requests).toHaveLength(3);
     const [, failed, retried] = h.fake.requests;
     expect(retried!.messages).toEqual(failed!.messages);
@@ -145,17 +145,17 @@ describe("worker", () => {
     expect(await h.redis.exists(progressKeys(chat, "1").run)).toBe(0);
   });
 
-  it("saves nothing for a read-only tool: a retry asks the model again from the start", async () => {
+  it("saves nothing for a read-only tool: a 529 after it is retried within the run, without a checkpoint or a ledger record", async () => {
     h = await startHarness();
-    h.fake.enqueue(toolUse("list_todos", {}), overloaded(), todoModel, todoModel);
+    h.fake.enqueue(toolUse("list_todos", {}), overloaded(), todoModel);
     await h.redis.rpush("test-todos:console:user-w2", "eggs");
     await h.queue.enqueue(message("w2", "1", "list todos"));
     await waitFor(() => h!.output.answers().length === 1, 15_000, "the answer after the retry");
-    // no data changed: nothing was saved, the model was asked again from the start
     expect(h.output.answers()).toEqual(["ok: #1 eggs"]);
-    expect(h.fake.requests).toHaveLength(4);
-    expect(h.fake.requests[2]!.messages).toHaveLength(1);
+    expect(h.fake.requests).toHaveLength(3);
+    expect(h.fake.requests[2]!.messages).toEqual(h.fake.requests[1]!.messages);
     expect(await h.redis.keys("toolcall:*")).toEqual([]);
+    expect(await h.redis.exists(progressKeys({ platform: "console", chatId: "w2" }, "1").run)).toBe(0);
   });
 
   it("apologises when the model fails for good, consumes the message, and answers the next one", async () => {

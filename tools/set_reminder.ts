@@ -67,6 +67,7 @@ export default defineTool({
       chatId: context.chatId,
       ...(context.topicId ? { topicId: context.topicId } : {}),
       chatKind: context.chatKind,
+      ...(context.guildId ? { guildId: context.guildId } : {}),
       userName: context.userName,
       createdAt: now,
     });

@@ -9,7 +9,8 @@
  *    not enabled);
  * 2. rate limit (`RATE_LIMIT_PER_MINUTE` per user, across chats and platforms; rate-limiter-flexible):
  *    one "slow down" per window, then silence;
- * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget);
+ * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget;
+ *    `src/usage/budget.ts`, whose guard checks them again before every model call);
  * 4. queue cap (`MAX_QUEUED_PER_CHAT`, checked atomically by the enqueue script).
  *
  * A refusal is answered from here through the platform's outbound and costs no model call;
@@ -24,8 +25,10 @@ import type { Logger } from "../log.js";
 import { metrics, type RefusalReason } from "../metrics.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
-import { nextDayStart, UsageStore } from "../usage/store.js";
-import { allowedByEnv, chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
+import { BUDGET_TEXT, budgetReads, budgetRefusal, type BudgetTotals } from "../usage/budget.js";
+import { UsageStore } from "../usage/store.js";
+import { hasAccess } from "./check.js";
+import { chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
 import { AccessStore, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 
 /** The gate's own words. */
@@ -44,14 +47,8 @@ export const GATE_TEXT = {
     en: "This bot is not enabled in this group: a bot admin has to send /enable here.",
   },
   slowDown: { "zh-TW": "訊息太快了，請 {seconds} 秒後再試。", en: "Slow down, please: try again in {seconds} s." },
-  userBudget: {
-    "zh-TW": "你今天的用量已達上限（{budget} tokens），將在 {reset}（{zone}）重置。",
-    en: "You have used today's budget ({budget} tokens). It resets at {reset} ({zone}).",
-  },
-  globalBudget: {
-    "zh-TW": "機器人今天的總用量已達上限，將在 {reset}（{zone}）重置。",
-    en: "The bot has used its budget for today. It resets at {reset} ({zone}).",
-  },
+  userBudget: BUDGET_TEXT.user,
+  globalBudget: BUDGET_TEXT.global,
   busy: { "zh-TW": "我還在處理這個聊天的訊息，請等我回覆後再傳。", en: "I'm busy with this chat's earlier messages; please wait for my answers before sending more." },
 } satisfies Record<string, Localized>;
 
@@ -101,12 +98,12 @@ export class AccessGate {
     const subject = subjectOf(message);
     const admin = isAdmin(config, subject);
     // Everything below is issued in one tick: ioredis auto-pipelining sends it as one write.
-    const access = this.#accessRead(subject, admin);
+    const access = this.#accessRead(subject);
     const rate = admin ? Promise.resolve(undefined) : this.#consume(subject);
-    const totals = this.#budgetRead(subject, admin);
+    const totals = this.#budgetRead(subject);
     let allowed: boolean;
     let limited: RateLimiterRes | undefined;
-    let budget: { user?: number; all?: number };
+    let budget: BudgetTotals;
     try {
       [allowed, limited, budget] = await Promise.all([access, rate, totals]);
     } catch (error) {
@@ -125,12 +122,8 @@ export class AccessGate {
       const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
       return this.#refuse(message, first ? localize(locale, GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
     }
-    if (config.GLOBAL_DAILY_TOKENS > 0 && (budget.all ?? 0) >= config.GLOBAL_DAILY_TOKENS) {
-      return this.#refuse(message, localize(locale, GATE_TEXT.globalBudget, this.#resetParams()), "global_budget");
-    }
-    if (!admin && config.USER_DAILY_TOKENS > 0 && (budget.user ?? 0) >= config.USER_DAILY_TOKENS) {
-      return this.#refuse(message, localize(locale, GATE_TEXT.userBudget, { ...this.#resetParams(), budget: config.USER_DAILY_TOKENS }), "user_budget");
-    }
+    const spent = budgetRefusal(config, subject, budget);
+    if (spent) return this.#refuse(message, spent.text, spent.scope === "global" ? "global_budget" : "user_budget");
     const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
     if (result === "full") return this.#refuse(message, localize(locale, GATE_TEXT.busy), "queue_full");
     return result === "duplicate" ? "duplicate" : "queued";
@@ -143,22 +136,12 @@ export class AccessGate {
    */
   async check(subject: AccessSubject & { userName: string }): Promise<AccessVerdict> {
     const admin = isAdmin(this.#deps.config, subject);
-    if (await this.#accessRead(subject, admin)) return { allowed: true, admin };
+    if (await this.#accessRead(subject)) return { allowed: true, admin };
     return { allowed: false, answer: await this.#strangerAnswer(subject) };
   }
 
-  /** The moment and zone the day budgets reset, for messages. */
-  #resetParams(): { reset: string; zone: string } {
-    const zone = this.#deps.config.TIMEZONE;
-    const at = nextDayStart(Date.now(), zone);
-    const reset = new Intl.DateTimeFormat("sv-SE", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(at);
-    return { reset, zone };
-  }
-
-  #accessRead(subject: AccessSubject, admin: boolean): Promise<boolean> {
-    const { config } = this.#deps;
-    if (config.ACCESS_POLICY === "open" || subject.platform === "console" || admin || allowedByEnv(config, subject)) return Promise.resolve(true);
-    return subject.chatKind === "dm" ? this.access.hasUser(userPrincipal(subject)) : this.access.hasAnyChat(chatPrincipals(subject));
+  #accessRead(subject: AccessSubject): Promise<boolean> {
+    return hasAccess(this.#deps.config, this.access, subject);
   }
 
   async #consume(subject: AccessSubject): Promise<RateLimiterRes | undefined> {
@@ -171,12 +154,10 @@ export class AccessGate {
     }
   }
 
-  async #budgetRead(subject: AccessSubject, admin: boolean): Promise<{ user?: number; all?: number }> {
-    const { config } = this.#deps;
-    const wantUser = !admin && config.USER_DAILY_TOKENS > 0;
-    const wantAll = config.GLOBAL_DAILY_TOKENS > 0;
-    if (!wantUser && !wantAll) return {};
-    const { user, all } = await this.usage.dayTotals(subject.platform, subject.userId, { user: wantUser, all: wantAll });
+  async #budgetRead(subject: AccessSubject): Promise<BudgetTotals> {
+    const want = budgetReads(this.#deps.config, subject);
+    if (!want.user && !want.all) return {};
+    const { user, all } = await this.usage.dayTotals(subject.platform, subject.userId, want);
     return { user: user?.tokens, all: all?.tokens };
   }
 

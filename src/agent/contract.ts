@@ -57,6 +57,17 @@ export interface AgentDeps {
    */
   grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
   /**
+   * Asked before every model call of the run: its first, each later turn, the continuation of a
+   * paused turn, and the first call of a run resumed after an approval or from a checkpoint.
+   * Undefined lets the call go; a text ends the run there without the call, with that text as its
+   * answer (the worker's run dependencies give `budgetGuard` of `src/usage/budget.ts`: the budget
+   * message once a daily token budget is spent). The run's messages stay valid for the history:
+   * its calls so far are answered, and the text closes it as an assistant turn (a fresh run stopped
+   * before its first call keeps no messages). Default: none.
+   * @throws when Redis is unreachable (the run fails like any Redis failure, before the call).
+   */
+  beforeModelCall?: () => Promise<string | undefined>;
+  /**
    * When given (ms since the Unix epoch, the answer's deadline): a model call that fails with a
    * retryable `ModelUnavailableError` (529 overloaded, 429, 5xx, a stream that broke off or fell silent; not an API that cannot be reached at all)
    * after the SDK's own retries is made again, with a growing, jittered wait between attempts
@@ -180,7 +191,8 @@ export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded"
 /**
  * The result of a run:
  * - `answer`: the final text for the user and the messages to append to the history (starting
- *   with the user turn, ending with an assistant turn; valid for the Messages API). With
+ *   with the user turn, ending with an assistant turn; valid for the Messages API; none when
+ *   `beforeModelCall` stopped a fresh run before its first call: nothing of it is kept). With
  *   `refused: true` the model refused (`stop_reason: "refusal"`): `text` is a short apology and
  *   nothing of the run may be stored in the history (the API docs say to remove or rephrase the
  *   refused turn before continuing: https://docs.anthropic.com/en/api/handling-stop-reasons).

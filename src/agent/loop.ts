@@ -150,6 +150,16 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
   const maxTurns = deps.config.MAX_TURNS;
   let resuming = false; // the previous call stopped with pause_turn
   while (state.turns < maxTurns) {
+    const stopped = await deps.beforeModelCall?.();
+    if (stopped !== undefined) {
+      context.log.info({ turns: state.turns }, "agent run stopped before a model call: budget spent");
+      if (state.messages.length === 1) {
+        // Nothing happened yet (the message's first call): nothing of it is kept, as when the gate refuses a message.
+        deps.tracer.event("final_answer", { text: preview(stopped), turns: state.turns, limit: "budget" });
+        return { kind: "answer", text: stopped, messages: [] };
+      }
+      return finish(state, deps, stopped, [{ type: "text", text: stopped }], { limit: "budget" });
+    }
     const response = await callModel(state, deps, context);
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
@@ -213,12 +223,16 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
 }
 
 /**
- * Ends the run. When `append` is given, it becomes a final assistant message (the model's own
- * answer is already in `state.messages`). The outcome's messages are the run's as the history
+ * Ends the run. When `append` is given, it becomes a final assistant message, or joins the last
+ * message when that is the assistant's (a paused turn, a response without text); the model's own
+ * answer is already in `state.messages`. The outcome's messages are the run's as the history
  * keeps them (`forHistory`: without web search results and citations).
  */
 function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
-  if (append) state.messages.push({ role: "assistant", content: append });
+  const last = state.messages[state.messages.length - 1];
+  // After a paused turn (pause_turn) the last message is the assistant's: the text joins it.
+  if (append && last?.role === "assistant") state.messages[state.messages.length - 1] = { role: "assistant", content: [...(typeof last.content === "string" ? [{ type: "text" as const, text: last.content }] : last.content), ...append] };
+  else if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
   return { kind: "answer", text, messages: forHistory(state.messages) };
 }

@@ -70,10 +70,19 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * `stream` holds the messages a streamed answer posted so far (JSON list of `SentRef`), so a retried
  * or redelivered job edits them to the final answer (or deletes them) instead of posting a second
  * copy; deleted once the answer is delivered.
+ * `crashes` counts the attempts at the answer that began and never ended in a worker process
+ * (written when an attempt begins, deleted when it ends, so only attempts whose process died
+ * remain counted): the answer pipeline skips a message whose processing crashed a worker twice.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string } {
+export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string; crashes: string } {
   const tag = conversationTag(chat);
-  return { sent: `sent:${tag}:${messageId}`, run: `run:${tag}:${messageId}`, started: `started:${tag}:${messageId}`, stream: `stream:${tag}:${messageId}` };
+  return {
+    sent: `sent:${tag}:${messageId}`,
+    run: `run:${tag}:${messageId}`,
+    started: `started:${tag}:${messageId}`,
+    stream: `stream:${tag}:${messageId}`,
+    crashes: `crashes:${tag}:${messageId}`,
+  };
 }
 
 /**

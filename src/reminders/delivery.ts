@@ -13,13 +13,17 @@
  *
  * An occurrence due while no worker ran waits in Redis and goes out when a worker starts, saying
  * how late it is. A chat the bot can no longer write to ends the reminder (and its repeats) with a
- * log line.
+ * log line, and so does lost access, checked at every occurrence with the gate's own rule
+ * (`hasAccess`): a DM reminder whose owner was revoked, a group reminder whose group was disabled
+ * (an admin's reminders are always posted, as admins are always served).
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
+import { hasAccess } from "../access/check.js";
+import { AccessStore } from "../access/store.js";
 import { ChatUnreachableError } from "../outbound-errors.js";
 import type { Platform } from "../queue/incoming.js";
 import { buttonToken, reminderText } from "./format.js";
@@ -52,7 +56,7 @@ export interface ReminderDelivery {
 }
 
 /** What one job did (the job's return value, for tests and the log). */
-export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable";
+export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable" | "revoked";
 
 /** The due time of a reminder's (or a scheduled task's) job: its data's `dueAt`, else the `<ms>` at the end of a scheduler job's id `repeat:<id>:<ms>`, else when it was added. */
 export function dueTimeOf(job: Pick<Job<{ dueAt?: number | undefined }>, "data" | "id" | "timestamp" | "delay">): number {
@@ -71,6 +75,7 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
   queue.on("error", () => {});
   const scheduler = new ReminderScheduler(queue);
   attachReminderScheduler(redis, scheduler);
+  const access = new AccessStore(redis, log);
 
   async function deliver(job: Job<ReminderJobData>): Promise<DeliveryOutcome> {
     const { platform, userId, reminderId } = job.data;
@@ -92,6 +97,15 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     }
     const outbound = outbounds[platform];
     if (!outbound) throw new UnrecoverableError(`this worker has no ${platform} outbound`);
+    const subject = { platform, userId, chatId: reminder.chatId, chatKind: reminder.chatKind, ...(reminder.guildId ? { guildId: reminder.guildId } : {}) };
+    if (!(await hasAccess(config, access, subject))) {
+      // The owner was revoked (a DM) or the group disabled: nothing more is posted there.
+      await deleteReminder(redis, owner, reminderId);
+      if (reminder.repeat) await scheduler.removeScheduler(owner, reminderId);
+      const why = reminder.chatKind === "dm" ? "its owner no longer has access" : "its group is no longer enabled";
+      rlog.warn({ chatId: reminder.chatId, chatKind: reminder.chatKind }, `reminder ended: ${why}`);
+      return "revoked";
+    }
     const now = Date.now();
     const locale = config.BOT_LOCALE;
     let sent;

@@ -49,6 +49,8 @@ const StoredReminder = z.object({
   chatId: z.string(),
   topicId: z.string().optional(),
   chatKind: z.enum(["dm", "group"]),
+  /** The Discord server of a server channel, so delivery can check a server-wide `discord:<guildId>` access grant. */
+  guildId: z.string().optional(),
   /** The owner's display name (for the mention). */
   userName: z.string(),
   createdAt: z.number().int(),

@@ -16,6 +16,8 @@ import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { RunTracer } from "../trace/tracer.js";
+import { budgetGuard } from "../usage/budget.js";
+import type { UsageStore } from "../usage/store.js";
 
 /**
  * The tool context for `message`: its platform, chat and sender, the bot's locale and
@@ -47,6 +49,11 @@ export interface RunParts {
   /** Every loaded tool; the run gets `toolboxFor(toolbox, message)`. */
   toolbox: ToolBox;
   client: Anthropic;
+  /**
+   * Where usage is recorded and read: with it every run checks the daily budgets before each
+   * model call (`budgetGuard`, `src/usage/budget.ts`); without it (no usage store) none.
+   */
+  usage?: UsageStore | undefined;
 }
 
 /** What one run adds to the {@link RunParts}. */
@@ -55,11 +62,16 @@ export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint"
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
   signal?: AbortSignal;
+  /** Resolves once the run's usage recordings so far (`onUsage`) are in Redis: the budget check awaits it. Default: none in flight. */
+  usageSettled?: () => Promise<unknown>;
 }
 
 /**
  * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
- * chat kind), its tool context, and the requester's "always allow" grants in its conversation.
+ * chat kind), its tool context, the requester's "always allow" grants in its conversation, and —
+ * with a usage store — the requester's daily budgets checked before every model call
+ * (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run built here, fresh,
+ * resumed after an approval or started by other code, stops at a spent budget.
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
@@ -70,6 +82,7 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     tracer: run.tracer,
     context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}) }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
+    ...(parts.usage ? { beforeModelCall: budgetGuard(parts.usage, config, message, run.usageSettled) } : {}),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),
     ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),
     ...(run.onUsage ? { onUsage: run.onUsage } : {}),

@@ -7,6 +7,7 @@
  * No library's error is inspected here: adapters translate platform errors at the `Outbound`
  * boundary, the agent loop translates the SDK's.
  */
+import { localize, type Locale } from "../i18n.js";
 import { RateLimitedError } from "../outbound-errors.js";
 
 /** Node's network error codes: the connection of this process failed, not the request. */
@@ -58,5 +59,36 @@ export class NoOutboundError extends Error {
   constructor(readonly platform: string) {
     super(`no outbound for platform ${platform} in this worker (set its token here)`);
     this.name = "NoOutboundError";
+  }
+}
+
+/**
+ * The processing of this answer crashed a worker process {@link CrashLoopError.crashes} times
+ * (the process died with it: a native crash, memory exhausted, a kill): it is skipped with a short
+ * apology instead of being handed to the next worker again. Final, never retried.
+ */
+export class CrashLoopError extends Error {
+  readonly retryable = false;
+  /**
+   * @param crashes - attempts that began and whose worker process died before they ended.
+   * @param fallback - what the user reads instead of the generic words (a decision's own failure text).
+   */
+  constructor(
+    readonly crashes: number,
+    private readonly fallback?: string,
+  ) {
+    super(`the processing of this message crashed a worker ${crashes} times; skipped`);
+    this.name = "CrashLoopError";
+  }
+
+  /** The apology the user reads (`sendApology` uses it). */
+  userMessage(locale: Locale): string {
+    return (
+      this.fallback ??
+      localize(locale, {
+        "zh-TW": "抱歉，處理這則訊息時出了問題，我先跳過它。可以換個方式再說一次嗎？",
+        en: "Sorry, something went wrong while handling this message, so I skipped it. Could you say it another way?",
+      })
+    );
   }
 }

@@ -39,7 +39,7 @@ import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
-import { isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
+import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./worker.js";
 
 /**
@@ -57,6 +57,12 @@ export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefi
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
 export const CHECKPOINT_TTL_SECONDS = 24 * 3600;
+
+/**
+ * Attempts at one answer whose worker process died with them (a crash, memory exhausted, a kill)
+ * before the next attempt skips it with an apology instead of running it again.
+ */
+export const CRASHES_BEFORE_SKIP = 2;
 
 /** Which attempt of its job an answer is. */
 export interface JobAttempt {
@@ -174,6 +180,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   const timer = setTimeout(() => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)), Math.max(0, state.deadlineAt - Date.now()));
   timer.unref();
   try {
+    await beginAttempt(parts, state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
     await taken.settle?.();
@@ -183,8 +190,34 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     clearTimeout(timer);
     state.typing.stop();
     await state.live?.pause();
+    // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
+    await parts.redis.del(state.keys.crashes).catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
+}
+
+/**
+ * Marks the attempt as begun (`crashes` of the progress keys, see `progressKeys`); when earlier
+ * attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their worker
+ * process died with them — the answer is skipped: logged with its conversation and message id
+ * (never its content) and answered with a short apology (*fail*).
+ * @throws {CrashLoopError} to skip it; a Redis error (the job retries).
+ */
+async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<void> {
+  const key = state.keys.crashes;
+  // A fresh attempt has no earlier one to count: one SET instead of INCR + EXPIRE.
+  if (!state.attempt.resumed) {
+    await parts.redis.set(key, 1, "EX", CHECKPOINT_TTL_SECONDS);
+    return;
+  }
+  const [[, begun] = []] = (await parts.redis.multi().incr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
+  const crashes = Number(begun) - 1;
+  if (crashes < CRASHES_BEFORE_SKIP) {
+    if (crashes > 0) state.log.warn({ crashes }, "an earlier attempt at this answer ended with its worker process (crash or kill); trying again");
+    return;
+  }
+  state.log.error({ crashes }, `this message crashed a worker ${crashes} times; skipped with an apology`);
+  throw new CrashLoopError(crashes, state.taken.failureText?.());
 }
 
 /** *Restore*: what an earlier attempt left, the deadline kept from the first attempt, the typing indicator and the live answer. */
@@ -271,7 +304,8 @@ function openLiveAnswer(
 /**
  * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
  * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
- * recording, and the live answer's events when streaming is on.
+ * recording (which the budget check before each model call awaits), and the live answer's events
+ * when streaming is on.
  */
 export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
   state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
@@ -287,6 +321,7 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
     ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    usageSettled: () => Promise.all(state.usage),
     ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
     // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
     retryUntil: state.deadlineAt,

@@ -24,7 +24,7 @@ import { destinationOf, type Outbound } from "../outbound.js";
 import { speakerLabel } from "../prompts.js";
 import { PLATFORMS, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import { dueTimeOf } from "../reminders/delivery.js";
-import { occurrenceRefusal, type TaskRefusal } from "../tasks/access.js";
+import { occurrenceRefusal } from "../tasks/access.js";
 import { pauseTask } from "../tasks/actions.js";
 import { occurrenceHeader, scheduledTurn, shortInstruction, taskButton } from "../tasks/format.js";
 import { taskSchedulerIds, type TaskJobData, type TaskScheduler } from "../tasks/schedule.js";
@@ -131,15 +131,15 @@ async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: Tas
   const outbound = outboundFor(parts, owner.platform, attempt);
   if (!outbound) return "failed";
   const refusal = await occurrenceRefusal(config, parts, { platform: owner.platform, chatId: task.chatId, chatKind: task.chatKind, userId: owner.userId, guildId: task.guildId });
-  if (refusal === "access") {
+  if (refusal?.kind === "access") {
     // Not served any more (a revoked user, a disabled group): nothing runs and nothing is posted.
     log.warn("the task's owner or chat is not served any more; this occurrence does not run");
     await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: "access" }, log, undefined);
     return "refused";
   }
   if (refusal) {
-    log.warn({ refusal }, "a day budget is spent; this occurrence does not run");
-    const why = refusalText(refusal, locale);
+    log.warn("a day budget is spent; this occurrence does not run");
+    const why = refusal.text;
     await outbound.sendAnswer(destinationOf(message), `${occurrenceHeader(task, dueAt, 0, locale)}\n${why}`).catch((err: unknown) => log.error({ err }, "could not tell the owner that the occurrence did not run"));
     await redis.set(taskKeys(owner).done(message.messageId), "refused", "EX", DONE_TTL_SECONDS);
     await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: why }, log, outbound);
@@ -240,11 +240,4 @@ function failureReason(error: unknown, locale: Locale): string {
   const { userMessage } = (error ?? {}) as { userMessage?: unknown };
   if (typeof userMessage === "function") return String(userMessage.call(error, locale));
   return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
-}
-
-/** What the owner reads when a day budget keeps an occurrence from running. */
-function refusalText(refusal: Exclude<TaskRefusal, "access">, locale: Locale): string {
-  return refusal === "user_budget"
-    ? localize(locale, { "zh-TW": "這次沒有執行：你今天的用量已達上限（明天重置）。", en: "Not run this time: you have used today's budget (it resets tomorrow)." })
-    : localize(locale, { "zh-TW": "這次沒有執行：機器人今天的總用量已達上限（明天重置）。", en: "Not run this time: the bot has used its budget for today (it resets tomorrow)." });
 }

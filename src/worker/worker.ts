@@ -8,7 +8,8 @@
  * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
  * ends. Only one job per chat exists at a time, so one chat is strictly sequential even with many
  * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
- * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head.
+ * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head;
+ * a message whose processing crashed a worker twice is skipped there with an apology (`pipeline.ts`).
  *
  * Answers are idempotent: the run's messages are appended to the history in one command, tagged
  * with the message id (and the answer), before anything is sent; when an answer may take more than
@@ -18,7 +19,8 @@
  *
  * Redis commands per message on the common path (one-chunk answer, one job per message): the
  * history read (`GETEX`), the append (`APPEND`, or `SET … EX NX` for a new chat), and the finish
- * script (`EVALSHA`, `LPOP`, the run's trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head). The
+ * script (`EVALSHA`, `LPOP`, the run's trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), and
+ * the crash marker set when the answer begins and deleted when it ends (`SET … EX`, `DEL`). The
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
 import type Anthropic from "@anthropic-ai/sdk";
@@ -43,7 +45,7 @@ import { AccessStore } from "../access/store.js";
 import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
-import type { AnswerParts } from "./pipeline.js";
+import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
 import { answerTask, type TaskOutcome, type TaskParts } from "./task.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
@@ -65,6 +67,18 @@ export const LOCK_DURATION_MS = 6_000;
 
 /** How often a worker checks for stalled jobs, in ms (see {@link LOCK_DURATION_MS}). */
 export const STALLED_INTERVAL_MS = 3_000;
+
+/**
+ * Stalls (its worker process died) after which BullMQ fails a job instead of handing it to the
+ * next worker: {@link CRASHES_BEFORE_SKIP}, so the attempt after a message's second crash still
+ * runs — and skips that message with an apology (`pipeline.ts`) instead of running it a third time.
+ * A chat job failed this way (its stalls added up over several messages) is replaced by a new job
+ * for the chat, as after any final failure. BullMQ's default is 1.
+ */
+export const MAX_STALLED_COUNT = CRASHES_BEFORE_SKIP;
+
+/** BullMQ's failure reason of a job that stalled more than `maxStalledCount` times. */
+const STALLED_OUT = "job stalled more than allowable limit";
 
 /** What a worker needs. */
 export interface WorkerDeps {
@@ -167,8 +181,8 @@ type RedisWithWorkerScripts = RedisClient & {
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
  * and one on the `decisions` queue whose jobs resume the paused runs (`answerDecision`).
- * A chat job that failed for good (e.g. stalled twice) is replaced by a new job for the chat after
- * 5 s, so a chat never stays stuck behind its mark.
+ * A chat job that failed for good (its retries spent, or stalled more than {@link MAX_STALLED_COUNT}
+ * times) is replaced by a new job for the chat after 5 s, so a chat never stays stuck behind its mark.
  */
 export function startWorker(deps: WorkerDeps): ChatWorker {
   const { config, log } = deps;
@@ -212,11 +226,14 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
+    maxStalledCount: MAX_STALLED_COUNT,
   });
   const warnEvery10s = throttled(10_000);
   chats.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)));
   chats.on("failed", (job, err) => {
-    if (!job || err instanceof UnrecoverableError || job.attemptsMade < (job.opts.attempts ?? 1)) {
+    // BullMQ fails a job that stalled more than MAX_STALLED_COUNT times (its workers died) as unrecoverable: the chat still needs a job.
+    const stalledOut = err instanceof UnrecoverableError && err.message === STALLED_OUT;
+    if (!job || (err instanceof UnrecoverableError && !stalledOut) || (!stalledOut && job.attemptsMade < (job.opts.attempts ?? 1))) {
       if (job && err instanceof UnrecoverableError) log.error({ job: job.id, err: { message: err.message } }, "chat job failed without retry");
       return;
     }
@@ -234,6 +251,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
+    maxStalledCount: MAX_STALLED_COUNT,
   });
   decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
 

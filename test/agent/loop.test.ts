@@ -215,6 +215,40 @@ describe("runAgent", () => {
     await expectValidFollowUp(deps, out.messages);
   });
 
+  it("asks beforeModelCall before every model call; its text ends the run there, the history valid (after tools, after a pause_turn, before anything)", async () => {
+    const stopAt = (n: number) => {
+      let asked = 0;
+      return { deps: { ...testDeps(fake), beforeModelCall: async () => (++asked >= n ? "預算用完了。" : undefined) }, asked: () => asked };
+    };
+    // after a tool turn: the call's result is answered, the text closes the run
+    const afterTools = stopAt(2);
+    fake.enqueue(toolUse("get_time", { timezone: "Asia/Taipei" }));
+    const stopped = answer(await runAgent({ history: [], userText: "幾點？", context: testContext() }, afterTools.deps));
+    expect(stopped.text).toBe("預算用完了。");
+    expect(fake.requests).toHaveLength(1);
+    expect(afterTools.asked()).toBe(2);
+    expect(stopped.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(stopped.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "預算用完了。" }] });
+    await expectValidFollowUp(testDeps(fake), stopped.messages);
+
+    // after a pause_turn: the text joins the paused assistant turn (no second assistant message)
+    fake.requests.length = 0;
+    const afterPause = stopAt(2);
+    fake.enqueue(text("讓我想想……", "pause_turn"));
+    const paused = answer(await runAgent({ history: [], userText: "生命的意義？", context: testContext() }, afterPause.deps));
+    expect(paused.messages).toEqual([
+      { role: "user", content: "生命的意義？" },
+      { role: "assistant", content: [{ type: "text", text: "讓我想想……" }, { type: "text", text: "預算用完了。" }] },
+    ]);
+    await expectValidFollowUp(testDeps(fake), paused.messages);
+
+    // before the first call: no model call, nothing to keep
+    fake.requests.length = 0;
+    const none = answer(await runAgent({ history: [], userText: "你好", context: testContext() }, stopAt(1).deps));
+    expect(none).toEqual({ kind: "answer", text: "預算用完了。", messages: [] });
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("answers a refusal politely and an empty answer with a fallback, never crashing", async () => {
     const deps = testDeps(fake);
     fake.enqueue({ content: [], stop_reason: "refusal" });

@@ -8,9 +8,11 @@ import { createOutbound } from "../../adapters/discord/index.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
+import { defineTool } from "../../src/toolbox/tool.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
+import { z } from "zod";
 import type { FakeDiscord } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
 import { todoTools, waitFor } from "./harness.js";
@@ -35,21 +37,33 @@ export async function spawnChildWorker(script: string, env: Record<string, strin
  * Starts a worker (concurrency 4, the todo toolbox, no approvals) on `redisUrl`, calling the fake
  * Messages API at `modelUrl` and delivering to the fake Discord at `discord.apiUrl` with `discord.token`.
  * Used in the test process and by `discord-worker-child.ts`.
+ * @param options.crashTool adds {@link crashTool} (the child does with `CRASH_TOOL=1`).
  * @param options.env extra config variables (e.g. STREAMING); an undefined value counts as unset.
  * @returns the worker and `close(timeoutMs?)`, which closes it and then its Redis connection.
  */
-export function startDiscordWorker(options: { redisUrl: string; modelUrl: string; discord: Pick<FakeDiscord, "token" | "apiUrl">; env?: Record<string, string | undefined> }): {
+export function startDiscordWorker(options: {
+  redisUrl: string;
+  modelUrl: string;
+  discord: Pick<FakeDiscord, "token" | "apiUrl">;
+  env?: Record<string, string | undefined>;
+  /** Adds {@link crashTool} to the toolbox. */
+  crashTool?: boolean;
+  /** The worker's logger; default silent. */
+  log?: Logger;
+}): {
   worker: ChatWorker;
   close: (timeoutMs?: number) => Promise<void>;
 } {
   const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: options.discord.token, DISCORD_API_URL: options.discord.apiUrl, ...options.env });
   const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
+  const toolbox = todoTools();
+  if (options.crashTool) toolbox.add(crashTool());
   const worker = startWorker({
     config,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
     redis,
     history: new HistoryStore(redis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-    toolbox: todoTools(),
+    toolbox,
     client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
     runAgent,
     outbounds: { discord: createOutbound(config, silentLogger) },
@@ -61,4 +75,23 @@ export function startDiscordWorker(options: { redisUrl: string; modelUrl: string
       redis.disconnect();
     },
   };
+}
+
+/**
+ * `crash_worker`: kills its own worker process with SIGKILL, as a native crash or the kernel's
+ * out-of-memory killer would (nothing runs after it: no finally, no exit handler). Read-only, so a
+ * retried attempt calls the model again and crashes again.
+ */
+export function crashTool() {
+  return defineTool({
+    name: "crash_worker",
+    description: "Test tool: kills the worker process.",
+    tags: ["todo"],
+    readOnly: true,
+    input: z.object({}),
+    run: () => {
+      process.kill(process.pid, "SIGKILL");
+      return "not reached";
+    },
+  });
 }

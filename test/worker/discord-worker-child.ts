@@ -2,7 +2,8 @@
  * A worker in a process of its own that answers on Discord, for tests that kill it (SIGKILL)
  * mid-delivery: the real worker, agent loop and SDK client on `REDIS_URL`, the fake model at
  * `MODEL_URL`, and the real Discord outbound (REST) against the fake Discord at
- * `DISCORD_API_URL` with `DISCORD_TOKEN`; `STREAMING` and `STREAM_EDIT_INTERVAL_MS` when set.
+ * `DISCORD_API_URL` with `DISCORD_TOKEN`; `STREAMING` and `STREAM_EDIT_INTERVAL_MS` when set;
+ * with `CRASH_TOOL=1` the `crash_worker` tool that kills this process.
  * Prints `ready` once it takes jobs.
  */
 import { startDiscordWorker } from "./children.js";
@@ -13,6 +14,7 @@ const { worker } = startDiscordWorker({
   discord: { token: process.env.DISCORD_TOKEN!, apiUrl: process.env.DISCORD_API_URL! },
   // streamed answers when the test asks for them (testConfig's default is off)
   env: process.env.STREAMING ? { STREAMING: process.env.STREAMING, STREAM_EDIT_INTERVAL_MS: process.env.STREAM_EDIT_INTERVAL_MS } : {},
+  crashTool: process.env.CRASH_TOOL === "1",
 });
 await worker.waitUntilReady();
 process.stdout.write("ready\n");

@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { afterEach } from "vitest";
+import type { Logger } from "../../src/log.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from "../fakes/anthropic.js";
@@ -22,8 +23,8 @@ export interface KillScene {
   queue: ChatQueue;
   /** Spawns `discord-worker-child.ts` on this stage with `env` added; resolves once it is ready. */
   startChild(env?: Record<string, string>): Promise<ChildProcess>;
-  /** Starts the worker that takes the jobs over, in this process, with `env` added to its config. */
-  startSecondWorker(env?: Record<string, string>): ReturnType<typeof startDiscordWorker>;
+  /** Starts the worker that takes the jobs over, in this process, with `env` added to its config (and `log`, default silent). */
+  startSecondWorker(env?: Record<string, string>, log?: Logger): ReturnType<typeof startDiscordWorker>;
 }
 
 /**
@@ -67,8 +68,8 @@ export function useKillScene(): (model?: FakeAnthropicOptions) => Promise<KillSc
         children.push(child);
         return child;
       },
-      startSecondWorker(env) {
-        const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, ...(env ? { env } : {}) });
+      startSecondWorker(env, log) {
+        const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, ...(env ? { env } : {}), ...(log ? { log } : {}) });
         cleanups.push(() => second.close(5000));
         return second;
       },

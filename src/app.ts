@@ -37,6 +37,7 @@ import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
+import { toTraditional } from "./media/voice.js";
 
 /** What `adapters/<platform>/index.ts` exports. */
 export interface PlatformModule {
@@ -161,6 +162,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
       const mcp = await startWorkerMcp({ config, log, redis: workerRedis, toolbox: options.toolbox, connection: options.mcp });
       closers.push(mcp.close);
+      if (config.STT_BASE_URL) {
+        // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.
+        if (config.BOT_LOCALE === "zh-TW") await toTraditional("");
+        log.info({ model: config.STT_MODEL, maxSeconds: config.MAX_VOICE_SECONDS }, "voice messages are transcribed (STT_BASE_URL)");
+      }
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);

@@ -21,6 +21,7 @@ export const SECRET_VARIABLES = [
   "DISCORD_TOKEN",
   "CWA_API_KEY",
   "REDIS_PASSWORD",
+  "STT_API_KEY",
 ] as const;
 
 const optionalString = z
@@ -361,6 +362,21 @@ export const ConfigSchema = z.object({
   MCP_CONFIG: optionalString,
   WORKER_CONCURRENCY: int(1, 256, 8),
   ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),
+
+  /**
+   * Base URL of an OpenAI-compatible speech-to-text API, e.g. `https://api.openai.com/v1`, Groq's
+   * `https://api.groq.com/openai/v1` or a self-hosted whisper server; the worker posts to
+   * `{STT_BASE_URL}/audio/transcriptions`. Unset = voice messages and audio files are refused
+   * with a short answer. Trailing slashes are removed.
+   * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription
+   */
+  STT_BASE_URL: optionalHttpUrl("an OpenAI-compatible transcription API, e.g. https://api.openai.com/v1").transform((v) => v?.replace(/\/+$/, "")),
+  /** Bearer key of the transcription API (secret: redacted from every log line); unset = no `Authorization` header (a self-hosted server). */
+  STT_API_KEY: optionalString,
+  /** Transcription model id sent as `model`. */
+  STT_MODEL: z.string().trim().min(1, { message: "must be a transcription model id, e.g. whisper-1" }).default("whisper-1"),
+  /** Longest voice message or audio file transcribed, in seconds (the platform's announced duration, checked before any download). */
+  MAX_VOICE_SECONDS: int(1, 7200, 300),
 
   /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */
   MAX_IMAGES_PER_MESSAGE: int(1, 20, 5),

@@ -102,6 +102,7 @@ export const REDACT_PATHS = [
   "config.TELEGRAM_BOT_TOKEN",
   "config.DISCORD_TOKEN",
   "config.CWA_API_KEY",
+  "config.STT_API_KEY",
   "config.TELEGRAM_WEBHOOK_SECRET",
 ];
 

@@ -31,9 +31,13 @@ import type { SentRef } from "./outbound.js";
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
  *   (with `icon`, default `🔧`; a web search shows `🔎`);
  * - `notice`: a short status of the answer itself (`⏳ the model is busy, still trying…`), shown
- *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it.
+ *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it;
+ * - `lead`: a line shown first, above the status lines and the answer, for the rest of the answer
+ *   (the transcript of a voice message, `🎤 「…」`); a later `lead` replaces it. The final answer
+ *   given to {@link AnswerStream.finish} begins with the same line.
  */
 export type StreamEvent =
+  | { type: "lead"; text: string }
   | { type: "text"; text: string }
   | { type: "notice"; text: string }
   | { type: "text_dropped" }
@@ -100,12 +104,16 @@ export function statusLine(activity: string, state: "running" | "ok" | "failed",
 /** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
   readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
+  #lead = "";
   #text = "";
   #notice = "";
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
     switch (event.type) {
+      case "lead":
+        this.#lead = event.text.trim();
+        break;
       case "text":
         this.#text += event.text;
         this.#notice = "";
@@ -128,11 +136,11 @@ export class LiveView {
     }
   }
 
-  /** The text to show now (may be empty: nothing to show yet). Leading and trailing white space is trimmed. */
+  /** The text to show now (may be empty: nothing to show yet): the lead, status lines, the notice, the answer so far. Leading and trailing white space is trimmed. */
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
-    return [lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
+    return [this.#lead, lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
   }
 }
 

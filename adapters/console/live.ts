@@ -77,6 +77,11 @@ export class ConsoleStream implements AnswerStream {
 
   push(event: StreamEvent): void {
     switch (event.type) {
+      case "lead":
+        // The answer begins with this line (a voice message's transcript): printed once, first.
+        this.#printed += `${event.text}\n\n`;
+        this.#print(`${event.text}\n\n`);
+        break;
       case "text":
         this.#printed += event.text;
         this.#print(event.text);

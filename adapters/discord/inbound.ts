@@ -16,6 +16,7 @@
  */
 import { MessageFlags, MessageReferenceType, type Message } from "discord.js";
 import { IMAGE_MEDIA_TYPES, bareMediaType } from "../../src/media/limits.js";
+import { AUDIO_FILE_EXTENSIONS } from "../../src/media/voice.js";
 import { plainLine } from "../../src/plain-text.js";
 import type { ForwardedContent } from "../../src/prompts.js";
 import type { MediaRef } from "../../src/queue/incoming.js";
@@ -87,8 +88,9 @@ export function forwardsOf(message: Message): ForwardedContent[] {
  * The message's own attachments as file references for the worker (`attachment.url` on Discord's
  * CDN, announced `size`, `content_type`, `filename`, pixel size): JPEG, PNG, GIF and WebP are
  * images; a voice message (message flag IS_VOICE_MESSAGE, or an attachment with a waveform) is
- * `voice`; `video/*` is video, `audio/*` audio; anything else a `file` (PDFs and text files are
- * read, the rest refused by the worker). A forward's attachments are not read (only mentioned).
+ * `voice` (with its `duration_secs`); `video/*` is video, `audio/*` audio (and, without a content
+ * type, a name ending like an audio file: `.mp3`, `.m4a`, `.ogg`…); anything else a `file` (PDFs
+ * and text files are read, the rest refused by the worker). A forward's attachments are not read (only mentioned).
  * Source: https://discord.com/developers/docs/resources/message#attachment-object
  */
 export function attachmentsOf(message: Message): MediaRef[] {
@@ -96,11 +98,12 @@ export function attachmentsOf(message: Message): MediaRef[] {
   return [...message.attachments.values()].map((a): MediaRef => {
     const type = bareMediaType(a.contentType);
     const name = plainLine(a.name, 255);
+    const ext = /\.([a-z0-9]{1,10})$/i.exec(a.name)?.[1]?.toLowerCase() ?? "";
     const kind =
       voice || a.waveform ? "voice"
       : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type) ? "image"
       : type.startsWith("video/") ? "video"
-      : type.startsWith("audio/") ? "audio"
+      : type.startsWith("audio/") || ((type === "" || type === "application/octet-stream") && AUDIO_FILE_EXTENSIONS.includes(ext)) ? "audio"
       : "file";
     return {
       kind,
@@ -110,6 +113,7 @@ export function attachmentsOf(message: Message): MediaRef[] {
       ...(name ? { name } : {}),
       ...(a.width ? { width: a.width } : {}),
       ...(a.height ? { height: a.height } : {}),
+      ...(a.duration !== null && Number.isFinite(a.duration) && a.duration >= 0 ? { duration: a.duration } : {}),
     };
   });
 }

@@ -67,7 +67,20 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   const other = message.animation ?? message.video ?? message.video_note ?? message.voice ?? message.audio;
   if (other) {
     const kind = message.voice ? "voice" : message.video_note ? "video_note" : message.audio ? "audio" : "video";
-    return { media: [{ kind, fileId: other.file_id, ...sized(other.file_size), ...("mime_type" in other && other.mime_type ? { mimeType: other.mime_type } : {}) }] };
+    const audio = message.voice ?? message.audio;
+    const name = message.audio?.file_name ? plainLine(message.audio.file_name, 255) : "";
+    return {
+      media: [
+        {
+          kind,
+          fileId: other.file_id,
+          ...sized(other.file_size),
+          ...("mime_type" in other && other.mime_type ? { mimeType: other.mime_type.slice(0, 255) } : {}),
+          ...(name ? { name } : {}),
+          ...(audio ? { duration: audio.duration } : {}),
+        },
+      ],
+    };
   }
   const doc = message.document;
   if (doc) {

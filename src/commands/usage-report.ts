@@ -1,5 +1,6 @@
 /**
- * The `/usage` texts (and `npm run access -- usage`): tokens and web searches today and this month,
+ * The `/usage` texts (and `npm run access -- usage`): tokens, web searches and seconds of voice
+ * transcribed today and this month,
  * the budget left and when it resets, the estimated cost when `MODEL_PRICES` is set (searches
  * included); `/usage all` adds the top users.
  */
@@ -14,7 +15,8 @@ export function formatMoment(at: number, timeZone: string): string {
 
 /**
  * One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`,
- * followed by `; 2 web searches, 1 web fetch` when the API ran any.
+ * followed by `; 2 web searches, 1 web fetch` when the API ran any, and `, 65 s of voice transcribed`
+ * when voice messages were transcribed (not priced: the transcription service bills it itself).
  */
 export function formatTotals(locale: Locale, t: UsageTotals): string {
   const tokens = localize(
@@ -28,6 +30,7 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
   const server = [
     t.webSearches > 0 ? localize(locale, { "zh-TW": "網頁搜尋 {n} 次", en: t.webSearches === 1 ? "1 web search" : "{n} web searches" }, { n: t.webSearches }) : "",
     t.webFetches > 0 ? localize(locale, { "zh-TW": "讀取網頁 {n} 次", en: t.webFetches === 1 ? "1 web fetch" : "{n} web fetches" }, { n: t.webFetches }) : "",
+    t.voiceSeconds > 0 ? localize(locale, { "zh-TW": "語音轉文字 {n} 秒", en: "{n} s of voice transcribed" }, { n: t.voiceSeconds }) : "",
   ].filter((part) => part !== "");
   return server.length === 0 ? tokens : `${tokens}${locale === "zh-TW" ? "；" : "; "}${server.join(locale === "zh-TW" ? "、" : ", ")}`;
 }

@@ -50,6 +50,13 @@ export const PDF_MAX_PAGES = 100;
  */
 export const MESSAGE_MEDIA_MAX_BASE64 = 24 * 1024 * 1024;
 
+/**
+ * Most bytes of a voice message or audio file the bot downloads and transcribes: Telegram's
+ * download limit for bots (20 MB), the same for Discord; OpenAI's transcription endpoint takes
+ * files of at most 25 MB (https://platform.openai.com/docs/guides/speech-to-text).
+ */
+export const AUDIO_MAX_BYTES = 20 * 1024 * 1024;
+
 /** Most bytes of a text file (200 KB). */
 export const TEXT_MAX_BYTES = 200 * 1024;
 

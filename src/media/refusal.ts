@@ -5,7 +5,7 @@
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import type { MediaError } from "./errors.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_INSPECT_TIMEOUT_MS, PDF_MAX_BYTES, PDF_MAX_DECODED_BYTES, PDF_MAX_PAGES, PDF_WORKER_HEAP_MB, TEXT_MAX_BYTES, megabytes } from "./limits.js";
+import { AUDIO_MAX_BYTES, IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MAX_PIXELS, PDF_INSPECT_TIMEOUT_MS, PDF_MAX_BYTES, PDF_MAX_DECODED_BYTES, PDF_MAX_PAGES, PDF_WORKER_HEAP_MB, TEXT_MAX_BYTES, megabytes } from "./limits.js";
 
 /** The answers' words. */
 const MEDIA_TEXT = {
@@ -96,4 +96,45 @@ export function supportedMedia(locale: Locale, maxImages: number): string {
     pages: PDF_MAX_PAGES,
     textKb: TEXT_MAX_BYTES / 1024,
   });
+}
+
+/** The words of the short answers to a voice message or audio file that is not transcribed (`STT_BASE_URL` set). */
+const VOICE_TEXT = {
+  tooLong: { "zh-TW": "這則語音太長了（上限 {seconds} 秒），請分段傳送或改用文字。", en: "That voice message is too long (at most {seconds} s): please send it in parts or type it." },
+  tooLarge: { "zh-TW": "這個音訊檔太大了（上限 {mb} MB）。", en: "That audio file is too large (at most {mb} MB)." },
+  format: { "zh-TW": "這種音訊格式我聽不了（我聽得懂 OGG/Opus、MP3、M4A、WAV 和 WebM）。", en: "I can't listen to this audio format (I understand OGG/Opus, MP3, M4A, WAV and WebM)." },
+  several: { "zh-TW": "一則訊息請只放一段語音或一個音訊檔。", en: "One voice message or audio file per message, please." },
+  notUnderstood: { "zh-TW": "抱歉，我聽不清楚這則語音訊息，請再傳一次或改用文字。", en: "Sorry, I couldn't understand that voice message: please send it again or type it." },
+  downloadFailed: { "zh-TW": "我沒辦法下載這則語音，請再傳一次。", en: "I couldn't download that voice message; please send it again." },
+} satisfies Record<string, Localized>;
+
+/**
+ * Why a voice message or audio file is answered without the model (with `STT_BASE_URL` set):
+ * `too_long` (over `MAX_VOICE_SECONDS`), `too_large` (over {@link AUDIO_MAX_BYTES}), `format` (not
+ * one of the formats of `voice.ts`), `several` (more than one audio file, or audio with other
+ * files, in one message), `download_failed`, `not_understood` (the transcription failed or was empty).
+ */
+export type VoiceProblem = "too_long" | "too_large" | "format" | "several" | "download_failed" | "not_understood";
+
+/**
+ * The short answer to a voice message or audio file that is not transcribed: one sentence naming
+ * the limit passed, when one was.
+ * @param maxSeconds - `MAX_VOICE_SECONDS`.
+ */
+export function voiceRefusal(problem: VoiceProblem, locale: Locale, maxSeconds: number): string {
+  const t = (texts: Localized, params: Record<string, string | number> = {}) => localize(locale, texts, params);
+  switch (problem) {
+    case "too_long":
+      return t(VOICE_TEXT.tooLong, { seconds: maxSeconds });
+    case "too_large":
+      return t(VOICE_TEXT.tooLarge, { mb: megabytes(AUDIO_MAX_BYTES) });
+    case "format":
+      return t(VOICE_TEXT.format);
+    case "several":
+      return t(VOICE_TEXT.several);
+    case "download_failed":
+      return t(VOICE_TEXT.downloadFailed);
+    case "not_understood":
+      return t(VOICE_TEXT.notUnderstood);
+  }
 }

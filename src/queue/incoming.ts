@@ -18,7 +18,9 @@ export const MAX_MEDIA_REFS = 20;
 /**
  * The kinds of file a message may carry. `image` and `file` are read (within limits, see
  * `src/media/limits.ts`): `file` is a PDF or a text file, decided by the worker from its type and
- * name; the others (`voice`, `video`, `video_note`, `audio`) are answered with what is supported.
+ * name; `voice` and `audio` are transcribed when `STT_BASE_URL` is set (`src/media/voice.ts`);
+ * the others (`video`, `video_note`, and voice and audio without `STT_BASE_URL`) are answered
+ * with what is supported.
  */
 export const MEDIA_KINDS = ["image", "file", "voice", "video", "video_note", "audio"] as const;
 
@@ -33,6 +35,9 @@ export const MEDIA_KINDS = ["image", "file", "voice", "video", "video_note", "au
  *   checked before downloading, and the download is cut off past it.
  * - `mimeType`, `name`: as the platform announced them (informational: the worker checks the bytes).
  * - `width`, `height`: announced pixels of an image, when known.
+ * - `duration`: announced length of a voice message or audio file, in seconds (Telegram
+ *   `duration`, Discord `duration_secs` of a voice message), when known; checked against
+ *   `MAX_VOICE_SECONDS` before downloading.
  * - `messageId`: the platform message that carried the file, when it is not the message itself
  *   (the other items of a Telegram album).
  */
@@ -46,6 +51,7 @@ export const MediaRefSchema = z
     name: z.string().max(255).optional(),
     width: z.number().int().nonnegative().optional(),
     height: z.number().int().nonnegative().optional(),
+    duration: z.number().nonnegative().max(1_000_000).optional(),
     messageId: z.string().min(1).max(128).optional(),
   })
   .refine((ref) => (ref.fileId === undefined) !== (ref.url === undefined), { message: "a media reference needs exactly one of fileId and url" });

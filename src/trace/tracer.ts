@@ -5,6 +5,7 @@
 
 /** Event types, in the order a run usually emits them. */
 export type TraceEventType =
+  | "transcription"
   | "user_input"
   | "model_call"
   | "model_response"

@@ -7,8 +7,9 @@
  * Keys (all built here): `usage:{u:<platform>:<userId>}:d:<YYYY-MM-DD>` and `…:m:<YYYY-MM>` (hash
  * tag per user: personal data), `usage:{c:<platform>:<chatId>}:…` per chat, `usage:{all}:…` for
  * the whole bot plus `usage:{all}:top:d:<day>`, a sorted set of users by tokens that day. Each hash
- * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads), `calls`, and `ws` / `wf`
- * (web searches and web fetches the API ran, `usage.server_tool_use`).
+ * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads), `calls`, `ws` / `wf`
+ * (web searches and web fetches the API ran, `usage.server_tool_use`), and `vs` (seconds of voice
+ * messages and audio files transcribed, {@link UsageStore.recordVoice}).
  */
 import type { RedisClient } from "../redis.js";
 
@@ -43,6 +44,8 @@ export interface UsageTotals {
   webSearches: number;
   /** Web fetches the API ran. */
   webFetches: number;
+  /** Seconds of voice messages and audio files transcribed (as the platforms announced them, rounded up). */
+  voiceSeconds: number;
 }
 
 /** Whose usage: the person who asked and the chat it was asked in. */
@@ -52,7 +55,7 @@ export interface UsageOwner {
   chatId: string;
 }
 
-const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf"] as const;
+const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs"] as const;
 
 /**
  * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, [member].
@@ -76,6 +79,15 @@ end
 return 1
 `;
 
+/** KEYS: day hash, month hash. ARGV: ttl seconds, seconds transcribed. Adds the seconds to `vs` of both (no model call counted). */
+const VOICE_SCRIPT = `
+for k = 1, 2 do
+  redis.call('HINCRBY', KEYS[k], 'vs', tonumber(ARGV[2]))
+  redis.call('EXPIRE', KEYS[k], tonumber(ARGV[1]))
+end
+return 1
+`;
+
 /**
  * The script as two commands of a fixed key count (2: a user's or chat's; 3: the bot's, with the
  * top set): ioredis routes a command (and groups it for auto-pipelining on a Redis Cluster) by its
@@ -84,6 +96,7 @@ return 1
 type RedisWithUsage = RedisClient & {
   usageAdd(day: string, month: string, ...args: (string | number)[]): Promise<number>;
   usageAddTop(day: string, month: string, top: string, ...args: (string | number)[]): Promise<number>;
+  usageVoice(day: string, month: string, ttl: number, seconds: number): Promise<number>;
 };
 
 /** The day (`YYYY-MM-DD`) and month (`YYYY-MM`) of `at` (ms) in `timeZone`. */
@@ -111,10 +124,10 @@ export function nextDayStart(at: number, timeZone: string): number {
   return guess;
 }
 
-/** Totals from an `HMGET … in out cw cr calls ws wf` reply. */
+/** Totals from an `HMGET … in out cw cr calls ws wf vs` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
-  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4), webSearches: n(5), webFetches: n(6) };
+  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4), webSearches: n(5), webFetches: n(6), voiceSeconds: n(7) };
   return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead };
 }
 
@@ -132,6 +145,7 @@ export class UsageStore {
     this.#timeZone = timeZone;
     if (!("usageAdd" in redis)) redis.defineCommand("usageAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
     if (!("usageAddTop" in redis)) redis.defineCommand("usageAddTop", { numberOfKeys: 3, lua: ADD_SCRIPT });
+    if (!("usageVoice" in redis)) redis.defineCommand("usageVoice", { numberOfKeys: 2, lua: VOICE_SCRIPT });
   }
 
   /** The key of a user's (`u:platform:userId`), chat's (`c:platform:chatId`) or the bot's (`all`) hash of a period. */
@@ -163,6 +177,22 @@ export class UsageStore {
       redis.usageAdd(UsageStore.key(chat, "d", day), UsageStore.key(chat, "m", month), ttl, ...counts),
       redis.usageAddTop(UsageStore.key("all", "d", day), UsageStore.key("all", "m", month), UsageStore.topKey(day), ttl, ...counts, `${owner.platform}:${owner.userId}`),
     ]);
+  }
+
+  /**
+   * Adds `seconds` of transcribed voice for `owner` (user, chat and the whole bot, day and month),
+   * rounded up to whole seconds; nothing for 0 or less.
+   * @throws when Redis fails (the caller logs it).
+   */
+  async recordVoice(owner: UsageOwner, seconds: number, at = Date.now()): Promise<void> {
+    const whole = Math.ceil(Number(seconds) || 0);
+    if (whole <= 0) return;
+    const { day, month } = periodOf(at, this.#timeZone);
+    const ttl = USAGE_KEEP_DAYS * 86_400;
+    const redis = this.#redis as RedisWithUsage;
+    await Promise.all(
+      [`u:${owner.platform}:${owner.userId}`, `c:${owner.platform}:${owner.chatId}`, "all"].map((who) => redis.usageVoice(UsageStore.key(who, "d", day), UsageStore.key(who, "m", month), ttl, whole)),
+    );
   }
 
   /**

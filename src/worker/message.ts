@@ -8,9 +8,11 @@ import type { Job } from "bullmq";
 import { speakerLabel } from "../prompts.js";
 import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import type { PendingTrace } from "../trace/tracer.js";
+import type { MessageParam } from "../agent/contract.js";
+import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
-import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, outboundFor, runOptions, startTrace, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
 export type { RunAgent } from "./worker.js";
@@ -58,13 +60,27 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
  * holds their placeholders, so nothing is downloaded again — then the sender's pending approval
  * in the conversation is closed, and the loop runs on the history with the toolbox of the chat's
  * context. Group turns start with the speaker's label (`speakerLabel`).
+ *
+ * A transcribed voice message is answered like its text turn (`[voice 0:07] …`); the answer begins
+ * with the transcript line (`🎤 「…」`, `transcriptLine`), which a streamed answer shows first, as
+ * soon as the transcript exists. A run resumed from its checkpoint (no audio is kept) finds the
+ * transcript in its saved user turn.
  */
 async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<Computed> {
   const { config } = parts;
   const { message, outbound } = state.taken;
   const { checkpoint } = state.restored;
-  const media = await readMedia({ config, redis: parts.redis, log: state.log }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
+  const tracer = message.media ? startTrace(parts, state) : undefined;
+  const media = await readMedia({ config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
   if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
+  const seconds = media.voice?.seconds;
+  if (seconds !== undefined && parts.usage) {
+    // Awaited with the tokens' usage before the answer goes out (`/usage` right after it counts it).
+    state.usage.push(parts.usage.recordVoice(message, seconds).catch((err: unknown) => state.log.warn({ err }, "could not record the seconds transcribed")));
+  }
+  const transcript = media.voice?.transcript ?? (checkpoint && config.STT_BASE_URL && message.media?.some((m) => m.kind === "voice" || m.kind === "audio") ? transcriptOfTurn(firstText(checkpoint.messages[0]!)) : undefined);
+  const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
+  if (transcript !== undefined && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(transcript) });
   await parts.approvals?.supersedePending(message, outbound);
   const before = await parts.history.read(state.conversation);
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
@@ -75,5 +91,13 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
     { history: before.messages, userText, ...(media.blocks ? { userContent: media.blocks } : {}), context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) },
     deps,
   );
-  return outcome.kind === "approval" ? media.stripOutcome(outcome) : { ...outcome, messages: media.strip(outcome.messages), before };
+  if (outcome.kind === "approval") return media.stripOutcome(outcome);
+  return { ...outcome, ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}), messages: media.strip(outcome.messages), before };
+}
+
+/** The text of a message (its string content, or its first text block); "" when it has none. */
+function firstText(message: MessageParam): string {
+  if (typeof message.content === "string") return message.content;
+  const block = message.content.find((b) => b.type === "text");
+  return block && block.type === "text" ? block.text : "";
 }

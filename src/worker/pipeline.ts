@@ -302,13 +302,23 @@ function openLiveAnswer(
 }
 
 /**
+ * Starts the answer's trace (`state.tracer`) unless it was started already, e.g. by a compute
+ * that traces work before the run (a voice message's transcription); {@link runOptions} calls it.
+ * @returns the tracer.
+ */
+export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
+  if (state.tracer === nullRunTracer) state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+  return state.tracer;
+}
+
+/**
  * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
  * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
  * recording (which the budget check before each model call awaits), and the live answer's events
  * when streaming is on.
  */
 export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
-  state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+  startTrace(parts, state);
   const { usage } = parts;
   const { message } = state.taken;
   return {

@@ -187,7 +187,7 @@ describe("loadConfig", () => {
     const env = Object.fromEntries(Object.keys(ConfigSchema.shape).map((k) => [k, value]));
     const problems = problemsOf(env);
     // Free text (keys, model id, city) is accepted as is: the city is checked by the weather tool.
-    const freeText = ["ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "CWA_API_KEY", "DEFAULT_CITY", "REDIS_PASSWORD"];
+    const freeText = ["ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "CWA_API_KEY", "DEFAULT_CITY", "REDIS_PASSWORD", "STT_API_KEY", "STT_MODEL"];
     // The garbage is a relative path, which REDIS_URL accepts as a socket path and MCP_CONFIG as a file path (read at start-up).
     const accepted = [...freeText, "REDIS_URL", "MCP_CONFIG"];
     expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(Object.keys(ConfigSchema.shape).filter((k) => !accepted.includes(k)).sort());

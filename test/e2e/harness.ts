@@ -25,6 +25,7 @@ import { startFakeAnthropic, type FakeAnthropic, type FakeErrorReply, type FakeM
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
+import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { startTestRedis, type TestRedis } from "../helpers/redis.js";
@@ -37,6 +38,8 @@ export interface Stack {
   telegram: FakeTelegram;
   discord: FakeDiscord;
   cwa: FakeCwa;
+  /** The fake transcription API, when {@link StackOptions.transcription} started one (`STT_BASE_URL` points at it). */
+  stt: FakeTranscription | undefined;
   config: Config;
   toolbox: ToolBox;
   /** The adapter part (grammy + discord.js inbound, producer). */
@@ -72,6 +75,8 @@ export interface StackOptions {
   onFatal?: (error: AdapterFatalError) => void;
   /** Tools of the test's own, added to those of `tools/` (e.g. a dangerous tool with `alwaysAllow: false`). */
   tools?: Tool[];
+  /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it (voice messages are transcribed). */
+  transcription?: boolean;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -97,6 +102,8 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   started.push(() => discord.close());
   const cwa = await startFakeCwa();
   started.push(() => cwa.close());
+  const stt = options.transcription ? await startFakeTranscription() : undefined;
+  if (stt) started.push(() => stt.close());
   const { log, lines } = captureLogger("debug");
   const config = testConfig({
     LOG_LEVEL: "debug",
@@ -109,6 +116,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     DISCORD_GUILD_ID: discord.guildId,
     CWA_API_KEY: cwa.key,
     CWA_API_BASE: cwa.base,
+    ...(stt ? { STT_BASE_URL: stt.base, STT_API_KEY: stt.key } : {}),
     ...redis.env,
     ...options.env,
   });
@@ -137,6 +145,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     telegram,
     discord,
     cwa,
+    stt,
     config,
     toolbox,
     adapters,
@@ -154,7 +163,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     async stop() {
       await stack.adapters.stop();
       await stack.worker.stop();
-      await Promise.all([model.close(), telegram.stop(), discord.close(), cwa.close()]);
+      await Promise.all([model.close(), telegram.stop(), discord.close(), cwa.close(), stt?.close()]);
       await redis.stop();
     },
   };

@@ -88,7 +88,8 @@ export function modelSaw(stack: Stack, fragment: string): boolean {
 
 /**
  * The secrets of the stack that must never appear in a log line: the Telegram bot token (and its
- * secret half after the colon), the Discord token, the Anthropic API key and the CWA key.
+ * secret half after the colon), the Discord token, the Anthropic API key, the CWA key, and the
+ * transcription key when the stack runs the fake transcription API.
  */
 export function secretsOf(stack: Stack): Record<string, string> {
   return {
@@ -97,6 +98,7 @@ export function secretsOf(stack: Stack): Record<string, string> {
     DISCORD_TOKEN: stack.discord.token,
     ANTHROPIC_API_KEY: stack.config.ANTHROPIC_API_KEY!,
     CWA_API_KEY: stack.cwa.key,
+    ...(stack.stt ? { STT_API_KEY: stack.stt.key } : {}),
   };
 }
 

@@ -408,13 +408,14 @@ export class FakeDiscord {
    * from `<@id>`/`<@!id>` in the text, `mention_roles` from `<@&id>`, a reply's
    * `message_reference` and `referenced_message`, `member` in guilds.
    *
-   * @param where - `{ dm: true }`, or a guild channel id (default the text channel).
+   * @param where - `{ dm: true }`, or a guild channel id (default the text channel); `flags`, the
+   *   message flags (e.g. IS_VOICE_MESSAGE, 1 << 13, for a voice message).
    * @returns the message object dispatched.
    */
   sendUserMessage(
     author: FakeUser,
     content: string,
-    where: { dm?: boolean; channelId?: string; replyTo?: string; pingReply?: boolean; attachments?: unknown[]; webhookId?: string; type?: number } = {},
+    where: { dm?: boolean; channelId?: string; replyTo?: string; pingReply?: boolean; attachments?: unknown[]; webhookId?: string; type?: number; flags?: number } = {},
   ): FakeMessage {
     this.addUser(author);
     const channelId = where.dm ? this.dmChannel(author) : (where.channelId ?? this.channelId);
@@ -447,6 +448,7 @@ export class FakeDiscord {
           }
         : {}),
       ...(where.type !== undefined ? { type: where.type } : {}),
+      ...(where.flags !== undefined ? { flags: where.flags } : {}),
     });
     this.#messages.set(message.id, message);
     this.#dispatchMessage(message, channel);

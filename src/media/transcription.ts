@@ -1,0 +1,165 @@
+/**
+ * Speech to text through any OpenAI-compatible transcription endpoint (OpenAI, Groq, a self-hosted
+ * whisper server): `POST {STT_BASE_URL}/audio/transcriptions` as `multipart/form-data` with
+ * `file`, `model` and `response_format=json` — and, when the bot speaks zh-TW, `language=zh` and a
+ * short Traditional-Chinese `prompt` (whisper follows the prompt's script and punctuation) — and
+ * the answer's `text`. The body is built with Node's own `FormData` and `Blob` (undici), not by hand.
+ *
+ * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription (fields, the
+ * `{ "text": … }` answer of `response_format=json`, the accepted file types by name: flac, mp3,
+ * mp4, mpeg, mpga, m4a, ogg, wav, webm), and https://console.groq.com/docs/speech-to-text (same API).
+ */
+import { z } from "zod";
+import type { Config, Locale } from "../config.js";
+
+/** Longest time one transcription may take, in ms (the answer's deadline may end it sooner). */
+export const TRANSCRIPTION_TIMEOUT_MS = 60_000;
+
+/**
+ * The `prompt` sent with the zh-TW locale: a short sentence in Traditional characters with
+ * full-width punctuation, so the model writes the transcript the same way.
+ */
+export const ZH_TW_PROMPT = "以下是一則臺灣使用者的語音訊息，以繁體中文和全形標點寫成。";
+
+/**
+ * Why a transcription failed:
+ * - `unreachable`: no answer (connection refused, DNS, reset);
+ * - `unauthorized`: 401 or 403 (a wrong or missing `STT_API_KEY`);
+ * - `rate_limited`: 429 (requests or quota);
+ * - `timeout`: no answer within {@link TRANSCRIPTION_TIMEOUT_MS};
+ * - `refused`: another 4xx (the file or a field was not accepted);
+ * - `failed`: a 5xx, or an answer that is not JSON with a `text` string;
+ * - `empty`: a transcript with nothing in it (silence, noise).
+ */
+export type TranscriptionProblem = "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
+
+/** A transcription that gave no usable text. Its message is for logs: the status and the API's error code, never the key or the audio. */
+export class TranscriptionError extends Error {
+  /**
+   * @param problem - see {@link TranscriptionProblem}.
+   * @param options.status - the HTTP status, when there was an answer.
+   */
+  constructor(
+    readonly problem: TranscriptionProblem,
+    message: string,
+    options?: { cause?: unknown; status?: number },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "TranscriptionError";
+    this.status = options?.status;
+  }
+
+  /** The HTTP status, when the endpoint answered. */
+  readonly status: number | undefined;
+}
+
+/** One file to transcribe. */
+export interface TranscriptionRequest {
+  /** The audio bytes, as downloaded (never stored). */
+  audio: Buffer;
+  /** The file name sent in the `file` part (its extension tells the API the format, e.g. `voice.ogg`). */
+  fileName: string;
+  /** The `file` part's content type, e.g. `audio/ogg`. */
+  mimeType: string;
+  /** The bot's locale: zh-TW adds `language=zh` and {@link ZH_TW_PROMPT}. */
+  locale: Locale;
+  /** Aborts the request (the answer's deadline); its reason is rethrown as it is. */
+  signal?: AbortSignal;
+}
+
+/** A transcript and what it took. */
+export interface Transcription {
+  /** The transcript as the endpoint wrote it, trimmed (not converted). */
+  text: string;
+  /** Time from the request to the parsed answer, in ms. */
+  ms: number;
+}
+
+/** The `response_format=json` answer: `{ "text": "…" }` (other fields ignored). */
+const JsonAnswer = z.object({ text: z.string() });
+
+/** The OpenAI-style error body, `{ "error": { "message", "type", "code" } }`, for the log line (never the message: it may quote the key). */
+const ErrorAnswer = z.object({ error: z.object({ type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).passthrough() });
+
+/** Talks to one OpenAI-compatible transcription endpoint; see the module comment. */
+export class TranscriptionClient {
+  readonly #url: string;
+  readonly #key: string | undefined;
+  readonly #model: string;
+  readonly #timeoutMs: number;
+
+  /**
+   * @param config - `STT_BASE_URL` (required here), `STT_API_KEY` (sent as `Authorization: Bearer`, when set), `STT_MODEL`.
+   * @param options.timeoutMs - default {@link TRANSCRIPTION_TIMEOUT_MS}.
+   * @throws {Error} when `STT_BASE_URL` is unset (voice is off: do not build a client).
+   */
+  constructor(config: Pick<Config, "STT_BASE_URL" | "STT_API_KEY" | "STT_MODEL">, options: { timeoutMs?: number } = {}) {
+    if (!config.STT_BASE_URL) throw new Error("STT_BASE_URL is not set");
+    this.#url = `${config.STT_BASE_URL.replace(/\/+$/, "")}/audio/transcriptions`;
+    this.#key = config.STT_API_KEY;
+    this.#model = config.STT_MODEL;
+    this.#timeoutMs = options.timeoutMs ?? TRANSCRIPTION_TIMEOUT_MS;
+  }
+
+  /**
+   * Transcribes one file.
+   * @throws {TranscriptionError} for every failure of the endpoint (see {@link TranscriptionProblem}),
+   *   including an empty transcript; the request signal's reason when it aborted.
+   */
+  async transcribe(request: TranscriptionRequest): Promise<Transcription> {
+    const form = new FormData();
+    form.append("file", new Blob([request.audio], { type: request.mimeType }), request.fileName);
+    form.append("model", this.#model);
+    form.append("response_format", "json");
+    if (request.locale === "zh-TW") {
+      form.append("language", "zh");
+      form.append("prompt", ZH_TW_PROMPT);
+    }
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+    const started = performance.now();
+    let response: Response;
+    let body: string;
+    try {
+      response = await fetch(this.#url, {
+        method: "POST",
+        body: form,
+        headers: { accept: "application/json", ...(this.#key ? { authorization: `Bearer ${this.#key}` } : {}) },
+        redirect: "error",
+        signal,
+      });
+      body = await response.text();
+    } catch (error) {
+      if (request.signal?.aborted) throw request.signal.reason;
+      if (timeout.aborted) throw new TranscriptionError("timeout", `no answer within ${this.#timeoutMs} ms`);
+      const cause = (error as { cause?: { code?: string } }).cause;
+      throw new TranscriptionError("unreachable", `the transcription endpoint could not be reached (${cause?.code ?? (error as Error).name})`);
+    }
+    const ms = Math.round(performance.now() - started);
+    if (!response.ok) {
+      const status = response.status;
+      const problem: TranscriptionProblem = status === 401 || status === 403 ? "unauthorized" : status === 429 ? "rate_limited" : status >= 500 ? "failed" : "refused";
+      throw new TranscriptionError(problem, `the transcription endpoint answered ${status}${errorCode(body)}`, { status });
+    }
+    let parsed: z.output<typeof JsonAnswer>;
+    try {
+      parsed = JsonAnswer.parse(JSON.parse(body));
+    } catch {
+      throw new TranscriptionError("failed", `the transcription endpoint answered ${response.status} without a JSON text (${response.headers.get("content-type") ?? "no content type"})`, { status: response.status });
+    }
+    const text = parsed.text.trim();
+    if (text === "") throw new TranscriptionError("empty", "the transcript is empty", { status: response.status });
+    return { text, ms };
+  }
+}
+
+/** ` (type/code)` of an OpenAI-style error body, for the log line; "" when it has none. */
+function errorCode(body: string): string {
+  try {
+    const { error } = ErrorAnswer.parse(JSON.parse(body));
+    const parts = [error.type, error.code].filter((p) => p !== undefined && p !== null).map((p) => String(p).slice(0, 60));
+    return parts.length > 0 ? ` (${parts.join(", ")})` : "";
+  } catch {
+    return "";
+  }
+}

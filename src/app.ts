@@ -19,6 +19,7 @@ import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
 import { watchQueues } from "./metrics.js";
+import { MemoryStore } from "./memory/store.js";
 import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
@@ -243,6 +244,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         reminders: reminders.actions,
         tasks: tasks.actions,
         grants: grantStoreFor(producerRedis, config, log),
+        memory: new MemoryStore(producerRedis, { log }),
         notify: async (platform, chatId, _userId, text) => {
           const outbound = await outboundFor(platform as Platform);
           await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);

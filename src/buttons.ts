@@ -11,9 +11,11 @@
  * - `rm:…`: a reminder's done / snooze, a `/reminders` cancel (`ReminderActions`);
  * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`);
  * - `tk:…`: a scheduled task's pause / resume / cancel (`/tasks`, a paused task's notice; `CommandRunner.pressTask`).
+ * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
  */
 import type { AdapterContext } from "./adapter.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
+import { isMemoryButton } from "./commands/memory.js";
 import { isPermissionButton } from "./commands/permissions.js";
 import { localize, type Locale } from "./i18n.js";
 import type { Logger } from "./log.js";
@@ -38,6 +40,7 @@ export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (ReminderActions.owns(data)) return "reminder";
   if (isPermissionButton(data)) return "permission";
   if (isTaskButton(data)) return "task";
+  if (isMemoryButton(data)) return "memory";
   return parseApprovalButton(data) ? "approval" : "unknown";
 }
 
@@ -50,6 +53,11 @@ export interface ButtonPress extends ConversationRef {
   /** The locale of the notice. */
   locale: Locale;
   /**
+   * Whether the pressed message is in a private chat or a group: a `/memory` delete button deletes
+   * in that scope (in a group only for its administrators). Without it such a press is refused.
+   */
+  chatKind?: "dm" | "group";
+  /**
    * Whether the presser administers the group the pressed message is in (Telegram:
    * `getChatMember`). Only asked when an approval requested on behalf of that group (requester
    * `chat:<chatId>`) is pressed by someone else. Optional: without it only the requester decides.
@@ -60,7 +68,7 @@ export interface ButtonPress extends ConversationRef {
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "task" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "task" | "memory" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -102,6 +110,11 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
   if (kind === "task") {
     const answer = await parts.commands.pressTask({ data, platform: press.platform, userId: press.userId, locale });
     return { kind: "task", notice: answer.notice, ...(answer.changed ? { dropButton: true } : {}) };
+  }
+  if (kind === "memory") {
+    if (!press.chatKind) return { kind: "memory", notice: localize(locale, { "zh-TW": "這裡無法刪除記憶。", en: "Memory cannot be deleted from here." }) };
+    const answer = await parts.commands.pressMemory({ data, platform: press.platform, chatId: press.chatId, chatKind: press.chatKind, userId: press.userId, locale, isGroupAdmin: press.isGroupAdmin });
+    return { kind: "memory", notice: answer.notice, ...(answer.closeText ? { closeText: answer.closeText } : {}), ...(answer.deletedFile ? { dropButton: true } : {}) };
   }
   const parsed = parseApprovalButton(data);
   if (!parsed) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };

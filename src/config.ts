@@ -326,6 +326,16 @@ export const ConfigSchema = z.object({
    * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool
    */
   WEB_FETCH: z.enum(["on", "off"], { message: "must be on or off" }).default("off"),
+  /**
+   * `on` (default): requests offer the Messages API's memory tool (`memory_20250818`, run by the
+   * bot on the scope's files under `/memories`: the speaker's personal memory in a private chat,
+   * the group's shared memory in a group), and each request carries that memory as data; `off`:
+   * no memory tool, no memory in requests (what is stored stays). See `src/memory/`.
+   * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool
+   */
+  MEMORY: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  /** Most bytes of memory per scope (UTF-8 bytes of every file's path and text), 1024 to 262144; a write past it is refused with a tool error. */
+  MEMORY_MAX_BYTES: int(1024, 262_144, 16_384),
   /** `on`: answers are streamed into the chat as the model writes them; `off`: sent when complete. */
   STREAMING: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   /**

@@ -86,7 +86,7 @@ export class DiscordInteractions {
   }
 
   /**
-   * A press on one of the bot's buttons (approval, reminder, `/permissions`): the core decides; the
+   * A press on one of the bot's buttons (approval, reminder, `/permissions`, `/memory`): the core decides; the
    * notice is the ephemeral reply, and a reminder closed by the press is edited to its outcome
    * without buttons (not an ephemeral `/reminders` list, which only its interaction could edit).
    * Data that is none of the bot's buttons is left unanswered.
@@ -98,7 +98,16 @@ export class DiscordInteractions {
     await this.#answer(interaction, async () => {
       const answer = await pressButton(
         { approvals: this.context.approvals, reminders: this.context.reminders, commands: this.context.commands, log: this.log },
-        { data: interaction.customId, platform: "discord", chatId: interaction.channelId, userId: interaction.user.id, locale },
+        {
+          data: interaction.customId,
+          platform: "discord",
+          chatId: interaction.channelId,
+          chatKind: interaction.inGuild() ? "group" : "dm",
+          userId: interaction.user.id,
+          locale,
+          // Manage Messages in this channel, as for the group-admin commands.
+          isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
+        },
       );
       closeText = answer.closeText;
       return answer.failed ? tryAgain(locale) : answer.notice;

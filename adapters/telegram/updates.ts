@@ -133,7 +133,7 @@ export class TelegramUpdates {
   }
 
   /**
-   * A press on one of the bot's buttons (approval, reminder, `/permissions`): the core decides
+   * A press on one of the bot's buttons (approval, reminder, `/permissions`, `/memory`): the core decides
    * (`pressButton`); here its answer is rendered: the toast, then the pressed message's keyboard
    * removed, the message closed to a text, or the pressed button dropped from the list. The
    * pressed message's conversation is its chat and, in a topic, its thread.
@@ -152,7 +152,7 @@ export class TelegramUpdates {
         ...(topic ? { topicId: topic } : {}),
         userId: String(query.from.id),
         locale: this.config.BOT_LOCALE,
-        ...(message ? { isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)) } : {}),
+        ...(message ? { chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const), isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)) } : {}),
       },
     );
     try {

@@ -57,6 +57,13 @@ export interface AgentDeps {
    */
   grantFor?: (tool: string) => Promise<{ expiresAt: number } | undefined>;
   /**
+   * The memory block of the run's scope (`src/memory/notes.ts`), or undefined when it has none:
+   * read once when the run (or its resumption) starts calling the model, and put before the run's
+   * user turn in every request of the run (never in the stored messages). Default: none.
+   * @throws when Redis is unreachable (the run fails like any Redis failure).
+   */
+  memory?: () => Promise<string | undefined>;
+  /**
    * Asked before every model call of the run: its first, each later turn, the continuation of a
    * paused turn, and the first call of a run resumed after an approval or from a checkpoint.
    * Undefined lets the call go; a text ends the run there without the call, with that text as its

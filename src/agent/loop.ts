@@ -148,6 +148,9 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
 /** The loop proper: model calls until an answer, a pause for approval, or the turn limit. */
 async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome> {
   const maxTurns = deps.config.MAX_TURNS;
+  // The scope's memory as it is when the run (or its resumption) starts: the same block in every
+  // call of the run, so the run's turns stay cached; a write of this run is in its tool results.
+  const memory = deps.memory ? await deps.memory() : undefined;
   let resuming = false; // the previous call stopped with pause_turn
   while (state.turns < maxTurns) {
     const stopped = await deps.beforeModelCall?.();
@@ -160,7 +163,7 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
       }
       return finish(state, deps, stopped, [{ type: "text", text: stopped }], { limit: "budget" });
     }
-    const response = await callModel(state, deps, context);
+    const response = await callModel(state, deps, context, memory);
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
     const previous = state.messages[state.messages.length - 1];
@@ -249,7 +252,7 @@ function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentB
  * with a `retry` event; after {@link MODEL_BUSY_NOTICE_MS} of failures `deps.onModelBusy` is called
  * once); then, or when `context.signal` aborts a wait, the last failure is thrown `exhausted`.
  */
-async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext, memory: string | undefined): Promise<Anthropic.Messages.Message> {
   const firstTry = Date.now();
   let failures = 0;
   let last: ModelUnavailableError | undefined;
@@ -257,7 +260,7 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext):
   try {
     for (;;) {
       try {
-        return await callModelOnce(state, deps, context);
+        return await callModelOnce(state, deps, context, memory);
       } catch (error) {
         const { retryUntil } = deps;
         // The deadline cut a repeat short: what the user must hear is why it was repeated.
@@ -324,14 +327,15 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 /** One model call (and its repeats without a refused server tool): see {@link callModel}. */
-async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<Anthropic.Messages.Message> {
+async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext, memory: string | undefined): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
   const model = config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
     // one on the system prompt, and one on the last message so the next call of this run reads it back.
-    const offered = offerTools(toolbox, [...state.history, ...state.messages], new Set(refusedTools(client, model).keys()));
+    const offered = offerTools(toolbox, [...state.history, ...withMemory(state.messages, memory)], new Set(refusedTools(client, model).keys()));
+    const offersMemory = offered.servers.some((t) => t.type.startsWith("memory_"));
     const { tools } = offered;
     const system: Anthropic.Messages.TextBlockParam[] = [
       {
@@ -342,6 +346,7 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
           chatKind: context.chatKind,
           toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
           webSearch: offered.servers.some((t) => t.name === "web_search" || t.name === "web_fetch"),
+          memory: offersMemory,
         }),
         cache_control: EPHEMERAL,
       },
@@ -596,7 +601,8 @@ async function runGranted(toolUseId: string, name: string, input: unknown, grant
  */
 async function runCall(toolUseId: string, name: string, input: unknown, deps: AgentDeps, context: ToolContext, once: boolean): Promise<ToolResultBlockParam> {
   const execute = () => deps.toolbox.execute(name, input, context, { tracer: deps.tracer, toolUseId });
-  deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale) });
+  const icon = deps.toolbox.icon(name);
+  deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale), ...(icon ? { icon } : {}) });
   const execution = once && deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
   deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
   return toolResult(toolUseId, execution.content, !execution.ok, execution.images);
@@ -672,6 +678,18 @@ function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam
 function userContent(request: AgentRequest, text: string): MessageParam["content"] {
   if (!request.userContent?.length) return text;
   return request.userText.trim() === "" ? request.userContent : [...request.userContent, { type: "text", text }];
+}
+
+/**
+ * The run's messages with the memory block (`deps.memory`) as the first block of its user turn,
+ * for the request only: the run's own messages (and so the history and checkpoints) never hold it.
+ * Unchanged when there is no block or the run does not start with a user turn.
+ */
+function withMemory(messages: MessageParam[], memory: string | undefined): MessageParam[] {
+  const first = messages[0];
+  if (memory === undefined || first?.role !== "user") return messages;
+  const blocks: ContentBlockParam[] = typeof first.content === "string" ? [{ type: "text", text: first.content }] : [...first.content];
+  return [{ role: "user", content: [{ type: "text", text: memory }, ...blocks] }, ...messages.slice(1)];
 }
 
 /** A copy of `messages` whose last block carries a cache breakpoint (history itself is not changed). */

@@ -10,6 +10,8 @@
  *   allow-chat <platform:chatId>  lets the bot answer in a group, a Discord server or channel
  *   revoke-chat <platform:chatId> takes a granted chat out
  *   usage [platform:userId]       tokens today and this month (the whole bot and top users, or one user)
+ *   memory <platform:userId>      a person's personal memory, file by file (a data request)
+ *   forget <platform:userId>      erases a person's personal memory (gone for every worker at once)
  *
  * Reads `.env`. Uses `REDIS_URL`, or the private redis-server of this folder (`.data/redis`, see
  * `src/local-redis.ts`), started for the command when no `npm start` or `npm run chat` runs it, as
@@ -29,6 +31,7 @@ import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
+import { fileBytes, memoryKey, MemoryStore, totalBytes } from "../memory/store.js";
 import { redisAddress, type RedisClient } from "../redis.js";
 
 const USAGE = `usage: npm run access -- <command>
@@ -38,14 +41,16 @@ const USAGE = `usage: npm run access -- <command>
   revoke <platform:userId>       take a granted user out
   allow-chat <platform:chatId>   let the bot answer in a group (telegram:<chatId>), a Discord server (discord:<guildId>) or channel
   revoke-chat <platform:chatId>  take a granted chat out
-  usage [platform:userId]        tokens today and this month: the whole bot and the top users, or one user`;
+  usage [platform:userId]        tokens today and this month: the whole bot and the top users, or one user
+  memory <platform:userId>       a person's personal memory, file by file (what the bot remembers about them)
+  forget <platform:userId>       erase a person's personal memory`;
 
 /** Runs one command; returns the exit code. Output goes to `out` (stdout) and `err` (stderr). */
 async function run(argv: string[], config: Config, redis: RedisClient): Promise<number> {
   const [command, arg, ...rest] = argv;
   const store = new AccessStore(redis);
   const usage = new UsageStore(redis, config.TIMEZONE);
-  const needsArg = ["approve", "allow", "revoke", "allow-chat", "revoke-chat"];
+  const needsArg = ["approve", "allow", "revoke", "allow-chat", "revoke-chat", "memory", "forget"];
   if (!command) return bad();
   if (needsArg.includes(command) && !arg) return bad(`${command} needs an argument`);
   if (rest.length > 0) return bad(`unexpected argument "${rest[0]!.slice(0, 40)}"`);
@@ -127,6 +132,35 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       }
       const [bot, top] = await Promise.all([usage.botTotals(), usage.topUsers(10)]);
       console.log(plain(formatAllUsage(config, "en", bot, top)));
+      return 0;
+    }
+    case "memory":
+    case "forget": {
+      const principal = parsePrincipal(arg!);
+      if (!principal) return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)`);
+      if (principal.startsWith("telegram:-")) {
+        console.error(`${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`);
+        return 2;
+      }
+      const [platform, userId] = [principal.slice(0, principal.indexOf(":")) as Platform, principal.slice(principal.indexOf(":") + 1)];
+      const memory = new MemoryStore(redis);
+      const scope = { kind: "personal" as const, platform, userId };
+      if (command === "forget") {
+        const count = await memory.erase(scope);
+        console.log(count === 0 ? `${principal} has no memory` : `erased the memory of ${principal} (${count} file${count === 1 ? "" : "s"})`);
+        return count === 0 ? 1 : 0;
+      }
+      const files = await memory.read(scope);
+      if (files.length === 0) {
+        console.log(`${principal} has no memory`);
+        return 1;
+      }
+      console.log(`memory of ${principal} (${memoryKey(scope)}): ${files.length} file${files.length === 1 ? "" : "s"}, ${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`);
+      for (const file of files) {
+        console.log(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);
+        // The model's words: each line made plain (no terminal escapes), indented.
+        for (const line of file.text.split("\n")) console.log(`  ${plainLine(line)}`);
+      }
       return 0;
     }
     default:

@@ -7,6 +7,7 @@ import { localize, type Localized } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
 import type { Command, CommandInvocation, CommandServices } from "./command.js";
 import { formatHelp, type HelpCommand } from "./help.js";
+import { forgetMemory, memoryListing, MEMORY_TEXT, scopeOfAsker } from "./memory.js";
 import { PERMISSION_TEXT, permissionsListing, revokeByName } from "./permissions.js";
 import { formatToolList } from "./tools-listing.js";
 import { formatAllUsage, formatUserUsage } from "./usage-report.js";
@@ -111,6 +112,27 @@ export const COMMANDS: readonly Command[] = [
       const tool = inv.args.trim().split(/\s+/)[0] ?? "";
       if (tool !== "") return revokeByName(asker, tool, services.grants);
       return permissionsListing({ ...asker, timezone: services.config.TIMEZONE }, services.grants);
+    },
+  },
+  {
+    name: "memory",
+    description: d("我記得的事（私訊：你的；群組：群組的），可逐一刪除", "What I remember here (yours in DMs, the group's in groups), with delete buttons"),
+    access: "everyone",
+    async run(inv, services) {
+      if (!services.memory) return localize(inv.locale, MEMORY_TEXT.unavailable);
+      const { config } = services;
+      return memoryListing({ ...inv, timezone: config.TIMEZONE }, services.memory, { maxBytes: config.MEMORY_MAX_BYTES, off: config.MEMORY !== "on" });
+    },
+  },
+  {
+    name: "forget",
+    description: d("清除記憶（私訊：你的個人記憶；群組：群組記憶，限管理員）", "Erase memory (DMs: yours; groups: the group's, admins only)"),
+    access: "group-admin",
+    async run(inv, services) {
+      if (!services.memory) return localize(inv.locale, MEMORY_TEXT.unavailable);
+      const reply = await forgetMemory({ ...inv, timezone: services.config.TIMEZONE }, services.memory);
+      services.log.info({ scope: scopeOfAsker(inv), by: userPrincipal(inv) }, "memory erased (/forget)");
+      return reply;
     },
   },
   {

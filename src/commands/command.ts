@@ -9,6 +9,7 @@ import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
+import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
 import type { TaskActions } from "../tasks/actions.js";
@@ -70,6 +71,8 @@ export interface CommandServices {
   grants?: GrantStore;
   /** Scheduled tasks' listing and buttons (`/tasks`, the resume button of a paused task); absent where they are not wired. */
   tasks?: TaskActions;
+  /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
+  memory?: MemoryStore;
 }
 
 /**

@@ -7,6 +7,7 @@ import { isAdmin } from "../access/policy.js";
 import { localize, type Locale } from "../i18n.js";
 import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
+import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
 import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
 import type { TaskPress, TaskPressAnswer } from "../tasks/actions.js";
 
@@ -79,6 +80,25 @@ export class CommandRunner {
     } catch (error) {
       log.error({ err: error, platform: press.platform }, "scheduled task button failed");
       return { notice: localize(press.locale, TRY_AGAIN), changed: false };
+    }
+  }
+
+  /**
+   * A press on a `/memory` delete button (`mm:…` data; see `memory.ts`), answered in `press.locale`:
+   * in a group only its administrators and bot admins may delete.
+   * @returns the notice, and whether a file or everything was deleted. Never throws (a Redis failure
+   *   is logged and answered with "try again").
+   */
+  async pressMemory(press: Omit<MemoryPress, "admin">): Promise<MemoryPressAnswer> {
+    const { memory, log, config } = this.services;
+    if (!memory) return { notice: localize(press.locale, MEMORY_TEXT.unavailable) };
+    try {
+      const answer = await pressMemoryButton({ ...press, admin: isAdmin(config, press) }, memory);
+      if (answer.deletedFile || answer.closeText) log.info({ scope: scopeOfAsker(press), by: `${press.platform}:${press.userId}`, all: answer.closeText !== undefined }, "memory deleted (/memory button)");
+      return answer;
+    } catch (error) {
+      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/memory delete button failed");
+      return { notice: localize(press.locale, MEMORY_TEXT.tryAgain) };
     }
   }
 

@@ -11,6 +11,8 @@
  *   scripts (Cyrillic `е і ӏ`, Greek `ι`, dotless `ı`…);
  * - HTML character references for `<` and `/` (`&lt;`, `&#60;`, `&#x3c;`, `&sol;`, `&#47;`, `&#x2f;`).
  *
+ * {@link neutraliseTags} does the same for other tag names (the memory block's `memory`).
+ *
  * Each such tag gets a backslash right after its opening bracket (`</file` → `<\/file`,
  * `＜／ｆｉｌｅ` → `＜\／ｆｉｌｅ`, `<file` → `<\file`); nothing else of the content changes.
  *
@@ -33,13 +35,22 @@ const LOOK_ALIKES = new Map<string, string>([
   ...[..."\u04CF\u01C0\u0196"].map((c) => [c, "l"] as const),
   // Cyrillic е, ҽ
   ...[..."\u0435\u04BD"].map((c) => [c, "e"] as const),
+  // for `memory` (the memory block, `src/memory/notes.ts`): Cyrillic о, Greek ο, Armenian օ; Cyrillic у, ү; small capital ᴍ, Cyrillic м; small capital ʀ
+  ...[..."\u043E\u03BF\u0585"].map((c) => [c, "o"] as const),
+  ...[..."\u0443\u04AF"].map((c) => [c, "y"] as const),
+  ...[..."\u1D0D\u043C"].map((c) => [c, "m"] as const),
+  ...[..."\u0280"].map((c) => [c, "r"] as const),
 ]);
 
 /** HTML character references of `<` and `/`, matched at one position (sticky), any case, `;` optional. */
 const REFERENCE = /&(?:(lt|#0*60|#x0*3c)|(sol|#0*47|#x0*2f));?/iy;
 
-/** A `file` tag, opening or closing, in the folded text. */
-const TAG = /<\s*\/?\s*file/g;
+/** A tag named one of `names`, opening or closing, in the folded text. */
+function tagPattern(names: readonly string[]): RegExp {
+  return new RegExp(`<\\s*\\/?\\s*(?:${names.join("|")})`, "g");
+}
+
+const FILE_TAG = tagPattern(["file"]);
 
 /** Variation selectors 1–16 (kept in names for emoji, but invisible inside a tag). */
 const VARIATION_SELECTOR = /[\uFE00-\uFE0F]/u;
@@ -49,6 +60,19 @@ const VARIATION_SELECTOR = /[\uFE00-\uFE0F]/u;
  * @returns the same string when there is none.
  */
 export function neutraliseFileTags(content: string): string {
+  return neutralise(content, FILE_TAG);
+}
+
+/**
+ * `content` with every look-alike of a tag named one of `names` (lower-case ASCII letters, e.g.
+ * `["file", "memory"]`) neutralised as {@link neutraliseFileTags} does for `file`.
+ * @returns the same string when there is none.
+ */
+export function neutraliseTags(content: string, names: readonly string[]): string {
+  return neutralise(content, tagPattern(names));
+}
+
+function neutralise(content: string, tag: RegExp): string {
   // The folded text, and for each of its characters the end (in `content`) of the piece it came
   // from: where the backslash goes when that character is a tag's `<`.
   let folded = "";
@@ -73,7 +97,7 @@ export function neutraliseFileTags(content: string): string {
       for (let k = 0; k < mapped.length; k += 1) ends.push(i);
     }
   }
-  const cuts = [...folded.matchAll(TAG)].map((match) => ends[match.index]!);
+  const cuts = [...folded.matchAll(tag)].map((match) => ends[match.index]!);
   if (cuts.length === 0) return content;
   let out = "";
   let from = 0;

@@ -14,8 +14,8 @@ import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "./toolbox.js";
 
 export { MAX_TOOLS_PER_REQUEST };
 
-/** Tags offered in every chat: information, daily helpers, the personal todo list, utilities, the web (search and fetch). */
-export const CHAT_TAGS = ["info", "daily", "todo", "util", "web"] as const;
+/** Tags offered in every chat: information, daily helpers, the personal todo list, utilities, the web (search and fetch), memory. */
+export const CHAT_TAGS = ["info", "daily", "todo", "util", "web", "memory"] as const;
 
 /** The kinds of chat {@link toolboxFor} distinguishes. */
 const CHAT_KINDS = ["dm", "group"] as const;

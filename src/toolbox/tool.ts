@@ -171,6 +171,27 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * never sends. See `server-tools.ts`.
    */
   server?: ServerToolSpec;
+  /**
+   * Present on a client tool whose definition the Messages API fixes (the memory tool,
+   * `memory_20250818`): the request carries this definition (its `type` and `name`) instead of a
+   * custom tool's `description` and `input_schema`, and the bot runs its calls like any tool's.
+   * `input` still validates what the model sends.
+   */
+  apiDefinition?: Anthropic.Messages.ToolUnion;
+  /** The icon of its status line in a streamed answer (default `🔧`), e.g. `📝` for the memory tool. */
+  icon?: string;
+  /**
+   * When the tool's input and results are the user's own data (memory): what the trace and the
+   * log line show of a call instead of its input (e.g. the command, the path and sizes), and its
+   * result is shown there only by its length. Must be quick and pure.
+   */
+  traced?: (input: ToolInput<S>) => Record<string, unknown>;
+  /**
+   * A short line said with the final answer after each successful call, when the answer is not
+   * streamed (a streamed answer shows the call's status line instead), e.g. `📝 記住了：住在新竹`
+   * for a memory write; undefined for a call that needs none (a memory view). Must be quick and pure.
+   */
+  notice?: (input: ToolInput<S>, locale: Locale) => string | undefined;
 }
 
 /** How a server tool is offered (see {@link ToolDefinition.server}). */

@@ -144,7 +144,7 @@ export class ToolBox {
    */
   schemas(options: { excludeDangerous?: boolean } = {}): Anthropic.Messages.Tool[] {
     return this.list()
-      .filter((t) => !t.server && !(options.excludeDangerous && t.dangerous))
+      .filter((t) => !t.server && !t.apiDefinition && !(options.excludeDangerous && t.dangerous))
       .map((t) => customDefinition(t));
   }
 
@@ -189,12 +189,10 @@ export class ToolBox {
     const tools = this.list().filter((t) => !options.omit?.has(t.name));
     const isDeferred = (t: Tool) => search && t.deferred === true && !options.load?.has(t.name);
     const loaded: Anthropic.Messages.ToolUnion[] = [
-      ...tools.filter((t) => !t.server && !isDeferred(t)).map((t) => customDefinition(t)),
-      ...tools.filter((t) => t.server && !isDeferred(t)).map((t) => ({ ...t.server!.definition })),
+      ...tools.filter((t) => !t.server && !isDeferred(t)).map((t) => definitionOf(t)),
+      ...tools.filter((t) => t.server && !isDeferred(t)).map((t) => definitionOf(t)),
     ];
-    const deferred: Anthropic.Messages.ToolUnion[] = tools
-      .filter(isDeferred)
-      .map((t) => ({ ...(t.server ? t.server.definition : customDefinition(t)), defer_loading: true }));
+    const deferred: Anthropic.Messages.ToolUnion[] = tools.filter(isDeferred).map((t) => ({ ...definitionOf(t), defer_loading: true }));
     if (deferred.length > 0) loaded.push({ ...TOOL_SEARCH_TOOL });
     return { loaded, deferred };
   }
@@ -218,7 +216,8 @@ export class ToolBox {
   async execute(name: string, input: unknown, context: ToolContext, options: ExecuteOptions = {}): Promise<ToolExecution> {
     const started = performance.now();
     const tracer = options.tracer ?? nullTracer;
-    tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: preview(safeJson(input)) });
+    const shown = this.#traced(name, input);
+    tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: shown.input });
     const result = await this.#run(name, input, context);
     const content = capToolResult(redact(result.content), this.#maxResultChars);
     if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
@@ -230,11 +229,11 @@ export class ToolBox {
       toolUseId: options.toolUseId,
       ok: execution.ok,
       durationMs: execution.durationMs,
-      preview: preview(execution.content),
+      preview: shown.result(execution.content),
       ...(execution.images ? { images: execution.images.length } : {}),
     });
     context.log.info(
-      { tool: name, input: preview(safeJson(input)), ok: execution.ok, durationMs: execution.durationMs, preview: preview(execution.content, 120) },
+      { tool: name, input: shown.input, ok: execution.ok, durationMs: execution.durationMs, preview: shown.result(execution.content, 120) },
       `tool ${name} ${execution.ok ? "ok" : "failed"} in ${execution.durationMs} ms`,
     );
     return execution;
@@ -287,6 +286,50 @@ export class ToolBox {
       return chars.length > MAX_ACTIVITY_CHARS ? `${chars.slice(0, MAX_ACTIVITY_CHARS - 1).join("")}…` : text;
     } catch {
       return name;
+    }
+  }
+
+  /**
+   * The icon of a tool's status line in a streamed answer: its `icon` (server tools: their
+   * `server.icon`); undefined for the default `🔧` or an unknown tool.
+   */
+  icon(name: string): string | undefined {
+    const tool = this.#tools.get(name);
+    return tool?.server?.icon ?? tool?.icon;
+  }
+
+  /**
+   * What the trace and the log show of a call: its input as JSON (cut), and its result's text; for
+   * a tool with `traced` (its data is the user's: memory), that summary and the result's length only.
+   */
+  #traced(name: string, input: unknown): { input: string; result: (content: string, max?: number) => string } {
+    const tool = this.#tools.get(name);
+    if (!tool?.traced) return { input: preview(safeJson(input)), result: (content, max) => preview(content, max) };
+    let summary: Record<string, unknown>;
+    const parsed = parseToolInput(tool.input, input);
+    try {
+      summary = parsed.ok ? tool.traced(parsed.value as never) : { invalid: true };
+    } catch {
+      summary = { invalid: true };
+    }
+    return { input: safeJson(summary), result: (content) => `[${content.length} characters]` };
+  }
+
+  /**
+   * The line said with a non-streamed final answer after a successful call of `name` (its
+   * `notice`, e.g. `📝 記住了：住在新竹`), one plain line; undefined when the tool has none, the
+   * input does not parse, or `notice` throws or returns blank. Never throws.
+   */
+  notice(name: string, input: unknown, locale: Locale): string | undefined {
+    const tool = this.#tools.get(name);
+    if (!tool?.notice) return undefined;
+    const parsed = parseToolInput(tool.input, input);
+    if (!parsed.ok) return undefined;
+    try {
+      const text = tool.notice(parsed.value as never, locale)?.replace(/\s+/g, " ").trim();
+      return text ? redact(text) : undefined;
+    } catch {
+      return undefined;
     }
   }
 
@@ -353,6 +396,16 @@ export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): str
   const code = content.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never keep the high half of a pair without its low half
   return `${content.slice(0, cut)}${note}`;
+}
+
+/**
+ * The entry of a request's `tools` for `tool`: a server tool's or an API-defined client tool's own
+ * definition (a copy), else its custom definition.
+ */
+function definitionOf(tool: Tool): Anthropic.Messages.ToolUnion {
+  if (tool.server) return { ...tool.server.definition };
+  if (tool.apiDefinition) return { ...tool.apiDefinition };
+  return customDefinition(tool);
 }
 
 /** A tool of the bot as a custom tool definition of the Messages API. */

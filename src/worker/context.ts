@@ -10,6 +10,9 @@ import type { AgentDeps } from "../agent/contract.js";
 import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
+import { memoryBlock } from "../memory/notes.js";
+import { MemoryStore, memoryScopeOf } from "../memory/store.js";
+import { MEMORY_TOOL_NAME } from "../memory/tool.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
 import { toolboxFor } from "../toolbox/select.js";
@@ -68,17 +71,22 @@ export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint"
 
 /**
  * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
- * chat kind), its tool context, the requester's "always allow" grants in its conversation, and —
- * with a usage store — the requester's daily budgets checked before every model call
+ * chat kind), its tool context, the requester's "always allow" grants in its conversation, when
+ * the toolbox has the memory tool (`MEMORY=on`) the memory of the message's scope
+ * (`memoryScopeOf`: the speaker's own in a private chat, the group's in a group, read when the run
+ * starts calling the model), and with a usage store the requester's daily budgets checked before every model call
  * (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run built here, fresh,
  * resumed after an approval or started by other code, stops at a spent budget.
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
+  const toolbox = toolboxFor(parts.toolbox, message);
+  const scope = memoryScopeOf(message);
   return {
     client: parts.client,
     config,
-    toolbox: toolboxFor(parts.toolbox, message),
+    toolbox,
+    ...(toolbox.get(MEMORY_TOOL_NAME) ? { memory: async () => memoryBlock(scope, await new MemoryStore(redis, { log: run.log }).read(scope)) } : {}),
     tracer: run.tracer,
     context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}) }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),

@@ -370,9 +370,40 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   // A refused run stores only its tag (no message): the next request is sent as if the refused
   // message had not happened, and a retried job still finds the apology instead of asking again.
   const { messageId } = state.taken.message;
-  await parts.history.append(state.conversation, computed.refused ? [] : computed.messages, { messageId, text: computed.text }, computed.before);
+  // Not streamed, the answer says what its calls saved (`📝 記住了：…`); a streamed one showed their status lines.
+  const streamed = state.live !== undefined && parts.config.STREAMING === "on";
+  const text = streamed ? computed.text : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, parts.config.BOT_LOCALE));
+  await parts.history.append(state.conversation, computed.refused ? [] : computed.messages, { messageId, text }, computed.before);
   if (state.checkpointed) await parts.redis.del(state.keys.run); // the tagged answer in the history takes over
-  return computed.text;
+  return text;
+}
+
+/**
+ * The notices of the successful calls of a run (`ToolBox.notice`, e.g. `📝 記住了：住在新竹` for
+ * a memory write), in call order, each once: a `tool_use` whose `tool_result` is not an error.
+ */
+export function noticesOf(toolbox: AnswerParts["toolbox"], messages: readonly MessageParam[], locale: AnswerParts["config"]["BOT_LOCALE"]): string[] {
+  const failed = new Set<string>();
+  const answered = new Set<string>();
+  for (const m of messages) {
+    if (m.role !== "user" || typeof m.content === "string") continue;
+    for (const b of m.content) if (b.type === "tool_result") (b.is_error ? failed : answered).add(b.tool_use_id);
+  }
+  const lines: string[] = [];
+  for (const m of messages) {
+    if (m.role !== "assistant" || typeof m.content === "string") continue;
+    for (const b of m.content) {
+      if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
+      const line = toolbox.notice(b.name, b.input, locale);
+      if (line && !lines.includes(line)) lines.push(line);
+    }
+  }
+  return lines;
+}
+
+/** `text` followed by `notices`, one per line after a blank line; `text` alone when there are none. */
+function withNotices(text: string, notices: string[]): string {
+  return notices.length === 0 ? text : `${text}\n\n${notices.join("\n")}`;
 }
 
 /** *Persist* of a run paused at a dangerous call: the approval prompt (its own message: a streamed part is deleted). */

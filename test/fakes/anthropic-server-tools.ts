@@ -141,6 +141,24 @@ export const SERVER_TOOL_CHECKS: Record<string, ToolCheck> = {
   tool_search_tool_regex: toolSearchCheck("tool_search_tool_regex"),
 };
 
+/**
+ * The memory tool (`memory_20250818`): client-side, but its schema is the API's, so the request
+ * names only its `type` and `name` (which must be `memory`); a `description` or `input_schema`
+ * is refused like any field the API does not know. Source:
+ * https://platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool
+ */
+function memoryCheck(tool: Record<string, unknown>, where: string): void {
+  onlyKeys(tool, where, [...COMMON, "input_examples"]);
+  checkName(tool, where, "memory");
+  checkCommon(tool, where);
+  if (tool.input_examples !== undefined && !Array.isArray(tool.input_examples)) fail(`${where}.input_examples: Input should be a valid list`);
+}
+
+/** The API-defined client tools' entries of the fake's `TOOL_CHECKS`, by `type`. */
+export const CLIENT_TOOL_CHECKS: Record<string, ToolCheck> = {
+  memory_20250818: memoryCheck,
+};
+
 /** Whether a tool definition is a tool search tool. */
 function isToolSearch(tool: Record<string, unknown>): boolean {
   return typeof tool.type === "string" && tool.type.startsWith("tool_search_tool_");

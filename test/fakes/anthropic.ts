@@ -19,7 +19,8 @@
  * - tools: a known `type` ({@link TOOL_CHECKS}: custom tools, whose names match
  *   `^[a-zA-Z0-9_-]{1,64}$` and are unique, `input_schema.type` is `"object"`, without a top-level
  *   `anyOf` / `oneOf` / `allOf`, its property keys matching `^[a-zA-Z0-9_.-]{1,64}$`; and the
- *   server tools web search, web fetch and tool search, checked field by field); deferred tools
+ *   server tools web search, web fetch and tool search, and the memory tool (`type` and `name`
+ *   only), checked field by field); deferred tools
  *   (`defer_loading`) only with a tool search tool, never all of them, never with `cache_control`;
  * - server blocks in the history (`server_tool_use`, `web_search_tool_result`,
  *   `web_fetch_tool_result`, `tool_search_tool_result`, cited text) as the API returned them:
@@ -70,6 +71,7 @@ import {
   InvalidServerTool,
   IssuedSecrets,
   SERVER_RESULT_TYPES,
+  CLIENT_TOOL_CHECKS,
   SERVER_TOOL_CHECKS,
   ServerBlockChecks,
   serverContent,
@@ -314,6 +316,7 @@ function checkCustomTool(t: Record<string, unknown>, where: string): void {
 const TOOL_CHECKS: Record<string, ToolCheck> = {
   custom: checkCustomTool,
   ...SERVER_TOOL_CHECKS,
+  ...CLIENT_TOOL_CHECKS,
 };
 
 /** Tool types a model does not support, and tool names the organization has not enabled (see {@link FakeAnthropicOptions.refuseTools}). */

@@ -73,10 +73,11 @@ describe("the runtime image's layout", () => {
     expect(code).toBe(0);
     const listing = JSON.parse(stdout) as { tools: { name: string; file: string }[]; skipped: unknown[] };
     expect(listing.tools.map((t) => t.name)).toEqual(expect.arrayContaining(SHIPPED_TOOLS));
-    // compiled, not the .ts sources: the files' tools from dist/tools, the API's web search from dist/src/toolbox
-    const [servers, files] = [listing.tools.filter((t) => t.name === "web_search"), listing.tools.filter((t) => t.name !== "web_search")];
+    // compiled, not the .ts sources: the files' tools from dist/tools, the API's web search from dist/src/toolbox, its memory tool from dist/src/memory
+    const builtIn = ["web_search", "memory"];
+    const [servers, files] = [listing.tools.filter((t) => builtIn.includes(t.name)), listing.tools.filter((t) => !builtIn.includes(t.name))];
     expect(files.every((t) => /tools\/.*\.js$/.test(t.file))).toBe(true);
-    expect(servers.map((t) => t.file)).toEqual([expect.stringMatching(/src\/toolbox\/server-tools\.js$/)]);
+    expect(servers.map((t) => t.file)).toEqual([expect.stringMatching(/src\/toolbox\/server-tools\.js$/), expect.stringMatching(/src\/memory\/tool\.js$/)]);
     expect(listing.skipped).toEqual([]);
   }, 60_000);
 

@@ -44,9 +44,9 @@ describe("tools no chat offers", () => {
   });
 
   it("says why, naming the tool's tags and the offered ones", () => {
-    expect(CHAT_TAGS).toEqual(["info", "daily", "todo", "util", "web"]);
-    expect(unofferedReason(toolbox.get("typo_tool")!)).toBe("none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web");
-    expect(unofferedReason(toolbox.get("bare_tool")!)).toBe("it has no tags; chats offer tools tagged: info, daily, todo, util, web");
+    expect(CHAT_TAGS).toEqual(["info", "daily", "todo", "util", "web", "memory"]);
+    expect(unofferedReason(toolbox.get("typo_tool")!)).toBe("none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory");
+    expect(unofferedReason(toolbox.get("bare_tool")!)).toBe("it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory");
   });
 
   it("logs one warning per such tool at start-up", () => {
@@ -58,7 +58,7 @@ describe("tools no chat offers", () => {
     expect(records).toHaveLength(2);
     const typo = records.find((r) => r.tool === "typo_tool")!;
     expect(typo).toMatchObject({ level: 40, tags: ["utill", "admin"], file: path.relative(process.cwd(), path.join(dir, "typo.ts")) });
-    expect(typo.msg).toBe("tool typo_tool is loaded but never offered to the model: none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web");
+    expect(typo.msg).toBe("tool typo_tool is loaded but never offered to the model: none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory");
   });
 
   it("npm run tools lists them with the reason, as text and as JSON", async () => {
@@ -71,12 +71,12 @@ describe("tools no chat offers", () => {
     };
     expect(json.tools.map((t) => t.name).sort()).toEqual(["bare_tool", "greet", "mixed_tool", "typo_tool"]);
     expect(json.notOffered).toEqual([
-      { name: "bare_tool", file: path.relative(root, path.join(dir, "bare.ts")), reason: "it has no tags; chats offer tools tagged: info, daily, todo, util, web" },
-      { name: "typo_tool", file: path.relative(root, path.join(dir, "typo.ts")), reason: "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web" },
+      { name: "bare_tool", file: path.relative(root, path.join(dir, "bare.ts")), reason: "it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory" },
+      { name: "typo_tool", file: path.relative(root, path.join(dir, "typo.ts")), reason: "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory" },
     ]);
     const text = (await exec(tsx, [cli, "--dir", dir], { cwd: root, env })).stdout;
     expect(text).toContain("2 loaded but never offered to the model:");
-    expect(text).toMatch(/ {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web \(\.data\/offered-\w+\/typo\.ts\)/);
+    expect(text).toMatch(/ {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web, memory \(\.data\/offered-\w+\/typo\.ts\)/);
   }, 30_000);
 
   it("finds none among the shipped tools", async () => {

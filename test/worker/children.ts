@@ -10,6 +10,7 @@ import { historyTtlSeconds } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger, type Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
+import { memoryTools } from "../../src/memory/tool.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { z } from "zod";
@@ -34,7 +35,7 @@ export async function spawnChildWorker(script: string, env: Record<string, strin
 }
 
 /**
- * Starts a worker (concurrency 4, the todo toolbox, no approvals) on `redisUrl`, calling the fake
+ * Starts a worker (concurrency 4, the todo toolbox — with the memory tool when `options.memory` —, no approvals) on `redisUrl`, calling the fake
  * Messages API at `modelUrl` and delivering to the fake Discord at `discord.apiUrl` with `discord.token`.
  * Used in the test process and by `discord-worker-child.ts`.
  * @param options.crashTool adds {@link crashTool} (the child does with `CRASH_TOOL=1`).
@@ -50,6 +51,8 @@ export function startDiscordWorker(options: {
   crashTool?: boolean;
   /** The worker's logger; default silent. */
   log?: Logger;
+  /** Adds the memory tool (`memoryTools`) to the toolbox. */
+  memory?: boolean;
 }): {
   worker: ChatWorker;
   close: (timeoutMs?: number) => Promise<void>;
@@ -58,6 +61,7 @@ export function startDiscordWorker(options: {
   const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   const toolbox = todoTools();
   if (options.crashTool) toolbox.add(crashTool());
+  if (options.memory) for (const tool of memoryTools(config)) toolbox.add(tool);
   const worker = startWorker({
     config,
     log: options.log ?? silentLogger,

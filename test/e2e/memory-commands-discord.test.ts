@@ -1,0 +1,105 @@
+/**
+ * Issue 28 (memory) end to end on Discord: `/memory` and `/forget` as slash commands (ephemeral
+ * replies), the delete buttons of the listing, and who may delete in a server channel (Manage
+ * Messages, or a bot admin). Erased memory is gone for the next request, answered by another worker.
+ */
+import { describe, expect, it } from "vitest";
+import { memoryKey } from "../../src/memory/store.js";
+import type { RedisClient } from "../../src/redis.js";
+import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
+import { FakeDiscord } from "../fakes/discord.js";
+import { useStack, type Stack } from "./harness.js";
+import { memoryBlockOf, memoryModel } from "./memory-helpers.js";
+import { ANSWER_TIMEOUT_MS, requestsFor } from "./scenarios-common.js";
+
+let stack: Stack;
+let redis: RedisClient;
+useStack({ model: memoryModel }, (started, connection) => {
+  stack = started;
+  redis = connection;
+});
+
+let nextUser = 0;
+function user(name: string): FakeUser {
+  nextUser += 1;
+  return { id: `72810000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
+}
+
+function sentIn(channelId: string): SentMessage[] {
+  return stack.discord.sent.filter((m) => m.channelId === channelId);
+}
+
+/** `author` writes `content` in a DM, or in the text channel mentioning the bot; resolves with the bot's next message there. */
+async function ask(author: FakeUser, content: string, where: "dm" | "channel" = "dm"): Promise<SentMessage> {
+  const dc = stack.discord;
+  const channelId = where === "dm" ? dc.dmChannel(author) : dc.channelId;
+  const before = sentIn(channelId).length;
+  dc.sendUserMessage(author, where === "dm" ? content : `<@${dc.bot.id}> ${content}`, where === "dm" ? { dm: true } : { channelId });
+  return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
+}
+
+/** The ephemeral text an interaction was answered with (initial reply, or the edit after a deferral). */
+async function ephemeral(interaction: FakeInteraction): Promise<string> {
+  const dc = stack.discord;
+  const response = await dc.waitFor(() => interaction.response, ANSWER_TIMEOUT_MS, "the interaction response");
+  expect(Number(response.data?.flags ?? 0) & 64).toBe(64);
+  if (response.type === 4) return String(response.data?.content);
+  return String((await dc.waitFor(() => interaction.edits[0], ANSWER_TIMEOUT_MS, "the deferred reply")).content);
+}
+
+type Button = { label: string; custom_id: string };
+
+function buttonsOf(interaction: FakeInteraction): Button[] {
+  const rows = (interaction.response?.data?.components ?? interaction.edits[0]?.components ?? []) as { components: Button[] }[];
+  return rows.flatMap((r) => r.components);
+}
+
+describe("Discord: /memory and /forget", () => {
+  it("in a DM: /memory lists with delete buttons, a press deletes the file, /forget erases the rest, for every worker", async () => {
+    const dc = stack.discord;
+    const kim = user("Kim");
+    const saved = await ask(kim, "remember 住在台南 as home");
+    expect(saved.payload.content).toBe("memory: File created successfully at: /memories/home.md\n\n📝 記住了：住在台南");
+    await ask(kim, "remember 不吃香菜 as food");
+
+    const listed = dc.slashCommand(kim, "memory", { dm: true, locale: "zh-TW" });
+    const text = await ephemeral(listed);
+    expect(text).toMatch(/^我記得的事（你的個人記憶，只在私訊中使用，\d+B／16K）：/);
+    expect(text).toContain("住在台南");
+    expect(text).toContain("不吃香菜");
+    expect(buttonsOf(listed).map((b) => b.label)).toEqual(["🗑 刪除 food.md", "🗑 刪除 home.md", "🗑 全部刪除"]);
+
+    const second = await stack.startWorker();
+    await stack.worker.stop();
+    stack.worker = second;
+    const food = buttonsOf(listed).find((b) => b.label === "🗑 刪除 food.md")!.custom_id;
+    expect(await ephemeral(dc.clickEphemeralButton(kim, listed, food))).toBe("已刪除 food.md。");
+    await ask(kim, "hello K1");
+    const block = memoryBlockOf(requestsFor(stack, "hello K1")[0]!)!;
+    expect(block).toContain("住在台南");
+    expect(block).not.toContain("不吃香菜");
+
+    expect(await ephemeral(dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" }))).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
+    expect(await redis.exists(memoryKey({ kind: "personal", platform: "discord", userId: kim.id }))).toBe(0);
+    await ask(kim, "hello K2");
+    expect(memoryBlockOf(requestsFor(stack, "hello K2")[0]!)).toBeUndefined();
+  });
+
+  it("in a server channel: anyone may look; deleting needs Manage Messages", async () => {
+    const dc = stack.discord;
+    const lee = user("Lee");
+    const mo = user("Mo");
+    await ask(lee, "remember 週日練團 as band", "channel");
+    const key = memoryKey({ kind: "group", platform: "discord", chatId: dc.channelId });
+
+    const listed = dc.slashCommand(mo, "memory", { channelId: dc.channelId, locale: "zh-TW" });
+    expect(await ephemeral(listed)).toContain("這個群組的共同記憶（所有成員共用");
+    const all = buttonsOf(listed).find((b) => b.label === "🗑 全部刪除")!.custom_id;
+    expect(await ephemeral(dc.clickEphemeralButton(mo, listed, all))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
+    expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW" }))).toBe("抱歉，在群組裡只有群組管理員可以使用這個指令。");
+    expect(await redis.get(key)).toContain("週日練團");
+
+    expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW", permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS }))).toBe("已清除這個群組的共同記憶（1 個檔案）。");
+    expect(await redis.exists(key)).toBe(0);
+  });
+});

@@ -59,6 +59,13 @@ import { checkDiscordRequest } from "./discord-spec.js";
 import { readMultipart } from "./multipart.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
+/**
+ * How long an idle keep-alive connection stays open, in ms. Node's default (5 s) races the client's
+ * own idle timeout on a busy machine: a request sent on a socket the fake has just closed fails with
+ * ECONNRESET. The real service keeps idle connections far longer than a test waits between calls.
+ */
+const KEEP_ALIVE_MS = 60_000;
+
 /** A Discord user object as the API sends it. */
 export interface FakeUser {
   id: string;
@@ -252,7 +259,7 @@ export class FakeDiscord {
     this.#users.set(this.bot.id, this.bot);
     this.#channels.set(this.channelId, { id: this.channelId, type: 0, guild_id: this.guildId, name: "general" });
     this.#channels.set(this.threadId, { id: this.threadId, type: 11, guild_id: this.guildId, name: "a-thread", parent_id: this.channelId });
-    this.#server = createServer((req, res) => void this.#handle(req, res));
+    this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
     this.#wss = new WebSocketServer({ noServer: true });
     this.#server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://x");

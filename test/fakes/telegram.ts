@@ -56,6 +56,13 @@ import { readMultipart } from "./multipart.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 import { checkTelegramRequest, INPUT_FILE, type InputFilePart, type TextParser } from "./telegram-spec.js";
 
+/**
+ * How long an idle keep-alive connection stays open, in ms. Node's default (5 s) races the client's
+ * own idle timeout on a busy machine: a request sent on a socket the fake has just closed fails with
+ * ECONNRESET. The real service keeps idle connections far longer than a test waits between calls.
+ */
+const KEEP_ALIVE_MS = 60_000;
+
 /** One Bot API call the bot made. */
 export interface FakeCall {
   method: string;
@@ -307,7 +314,7 @@ export class FakeTelegram {
   private constructor(options: FakeTelegramOptions) {
     this.token = options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
     this.bot = { id: 900000001, is_bot: true, first_name: "Taiwan Bot", username: "taiwan_test_bot", ...options.bot } as User & { username: string };
-    this.#server = createServer((req, res) => void this.#handle(req, res));
+    this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
   }
 
   /** Starts a server on 127.0.0.1 with a free port. */

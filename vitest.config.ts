@@ -28,6 +28,7 @@ import { defineConfig } from "vitest/config";
  * exercises it end to end to this list.
  */
 const CLUSTER_FILES = [
+  "test/e2e/supergroup-telegram.test.ts",
   "test/e2e/approvals-telegram.test.ts",
   "test/e2e/grants-telegram.test.ts",
   "test/e2e/reminders-telegram.test.ts",

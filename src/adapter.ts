@@ -62,6 +62,12 @@ export interface AdapterContext {
    * ref has a `topicId`. @throws when Redis is unreachable.
    */
   resetChat(chat: ConversationRef): Promise<void>;
+  /**
+   * Optional: moves a conversation's data to the chat's new id (a Telegram group upgraded to a
+   * supergroup: the service messages `migrate_to_chat_id` / `migrate_from_chat_id`); see
+   * `src/conversations/migrate.ts`. Idempotent. @throws when Redis is unreachable.
+   */
+  migrateChat?(from: ConversationRef, to: ConversationRef): Promise<void>;
   /** The toolbox offered in a chat of this kind, for `/tools`. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
   /** Checks and records a button press or reaction on an approval prompt. */

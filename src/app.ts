@@ -22,6 +22,7 @@ import { watchQueues } from "./metrics.js";
 import { MemoryStore } from "./memory/store.js";
 import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
+import { migrateConversation } from "./conversations/migrate.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
 import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
@@ -171,6 +172,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
+      // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
+      const moveFrom = workerRedis;
+      for (const outbound of Object.values(outbounds)) {
+        outbound.onChatMigrated?.((from, to) => void migrateConversation(moveFrom, from, to, log).catch((err: unknown) => log.error({ err }, "could not move the data of a migrated chat")));
+      }
       const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
       const traces = new TraceStore(workerRedis, { log });
       const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
@@ -260,6 +266,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         commands,
         albums: new AlbumStore(producerRedis),
         resetChat: (chat) => history.reset(chat),
+        migrateChat: async (from, to) => void (await migrateConversation(producerRedis, from, to, log)),
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,
         reminders: reminders.actions,

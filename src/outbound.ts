@@ -173,4 +173,10 @@ export interface Outbound {
    *   the client's own retries.
    */
   sendNotice?(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef>;
+  /**
+   * Optional: registers `listener`, told when the platform moved a chat to a new id while this
+   * outbound was sending to it (a Telegram group upgraded to a supergroup: the call went to the new
+   * chat). The worker moves the conversation's data (`src/conversations/migrate.ts`).
+   */
+  onChatMigrated?(listener: (from: ConversationRef, to: ConversationRef) => void): void;
 }

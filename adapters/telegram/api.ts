@@ -4,7 +4,7 @@
  * 429 `retry_after` answers (https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this).
  */
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Api, GrammyError, type ApiClientOptions } from "grammy";
+import { Api, GrammyError, type ApiClientOptions, type Transformer } from "grammy";
 import type { Config } from "../../src/config.js";
 import { registerSecrets } from "../../src/log.js";
 
@@ -80,4 +80,27 @@ export function isNotModified(error: unknown): boolean {
  */
 export function isUneditable(error: unknown): boolean {
   return error instanceof GrammyError && error.error_code === 400 && /message to edit not found|message can't be edited/i.test(error.description);
+}
+
+/**
+ * An API transformer for groups upgraded to supergroups: a call to a chat that answers `400 Bad
+ * Request: group chat was upgraded to a supergroup chat` with `parameters.migrate_to_chat_id`
+ * (https://core.telegram.org/bots/api#responseparameters) is made once more to the new chat, and
+ * later calls naming the old id go to the new one directly (remembered in this process).
+ * `onMigrated` is told each move once (old and new chat id, as strings) and must not throw.
+ */
+export function chatMigrations(onMigrated: (from: string, to: string) => void): Transformer {
+  const moved = new Map<string, string>();
+  return async (prev, method, payload, signal) => {
+    const chatId = (payload as { chat_id?: unknown }).chat_id;
+    const id = typeof chatId === "number" || typeof chatId === "string" ? String(chatId) : undefined;
+    const known = id === undefined ? undefined : moved.get(id);
+    const asked = known === undefined ? payload : ({ ...payload, chat_id: Number(known) } as typeof payload);
+    const result = await prev(method, asked, signal);
+    const to = result.ok ? undefined : result.parameters?.migrate_to_chat_id;
+    if (to === undefined || id === undefined || known !== undefined) return result;
+    moved.set(id, String(to));
+    onMigrated(id, String(to));
+    return prev(method, { ...payload, chat_id: to } as typeof payload, signal);
+  };
 }

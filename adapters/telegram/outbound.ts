@@ -9,9 +9,9 @@ import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt, Destination, NoticeButton, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
-import { isEntityError, isHarmless } from "./api.js";
+import { chatMigrations, isEntityError, isHarmless } from "./api.js";
 import { escapeHtml } from "./html.js";
 import { translated } from "./errors.js";
 import { reminderHtml, reminderKeyboard } from "./reminder.js";
@@ -68,12 +68,25 @@ export class TelegramOutbound implements Outbound {
   /**
    * @param api - a grammy Api with auto-retry installed (see `createApi`).
    */
+  readonly #migrationListeners: ((from: ConversationRef, to: ConversationRef) => void)[] = [];
+
   constructor(
     readonly api: Api,
     private readonly config: Config,
     private readonly log: Logger,
   ) {
     this.media = new TelegramMedia(api, config);
+    api.config.use(
+      chatMigrations((from, to) => {
+        this.log.warn({ from, to }, "telegram: the group was upgraded to a supergroup; sending to its new chat id");
+        for (const listener of this.#migrationListeners) listener({ platform: "telegram", chatId: from }, { platform: "telegram", chatId: to });
+      }),
+    );
+  }
+
+  /** {@inheritDoc Outbound.onChatMigrated} Told by the `chatMigrations` transformer of this outbound's api. */
+  onChatMigrated(listener: (from: ConversationRef, to: ConversationRef) => void): void {
+    this.#migrationListeners.push(listener);
   }
 
   /**

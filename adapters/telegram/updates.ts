@@ -64,6 +64,13 @@ export class TelegramUpdates {
 
   async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
     const locale = this.config.BOT_LOCALE;
+    const moved = migrationOf(ctx.message!);
+    if (moved) {
+      // A group upgraded to a supergroup: its conversation moves to the new chat id (idempotent; the other service message or a worker's 400 may do it first).
+      this.log.info(moved, "telegram: a group was upgraded to a supergroup");
+      await context.migrateChat?.({ platform: "telegram", chatId: moved.from }, { platform: "telegram", chatId: moved.to });
+      return;
+    }
     const decision = classifyMessage(ctx.message!, ctx.me);
     switch (decision.kind) {
       case "ignore":
@@ -188,4 +195,15 @@ export class TelegramUpdates {
       return false;
     }
   }
+}
+
+/**
+ * The move a service message reports, when it is one: `migrate_to_chat_id` (sent in the old
+ * group) or `migrate_from_chat_id` (sent in the new supergroup), as old and new chat id
+ * (https://core.telegram.org/bots/api#message).
+ */
+export function migrationOf(message: { chat: { id: number }; migrate_to_chat_id?: number; migrate_from_chat_id?: number }): { from: string; to: string } | undefined {
+  if (message.migrate_to_chat_id !== undefined) return { from: String(message.chat.id), to: String(message.migrate_to_chat_id) };
+  if (message.migrate_from_chat_id !== undefined) return { from: String(message.migrate_from_chat_id), to: String(message.chat.id) };
+  return undefined;
 }

@@ -25,6 +25,7 @@
  */
 import type { AgentEvent, AgentOutcome, MessageParam, PausedOutcome, RunState } from "../agent/contract.js";
 import { RunStateSchema } from "../agent/contract.js";
+import { migrateConversation, movedTo } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
@@ -183,6 +184,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     await beginAttempt(parts, state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
+    await followMove(parts, state);
     await taken.settle?.();
   } catch (error) {
     await fail(parts, state, error);
@@ -194,6 +196,17 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     await parts.redis.del(state.keys.crashes).catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
+}
+
+/**
+ * After a group answer: when its chat moved to a new id meanwhile (a Telegram group upgraded to a
+ * supergroup, noticed by the outbound or the adapter while this answer was being written), what
+ * this answer wrote to the old conversation moves too (`migrateConversation` with `again`).
+ */
+async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
+  if (state.to.chatKind !== "group") return;
+  const to = await movedTo(parts.redis, state.conversation, state.log);
+  if (to) await migrateConversation(parts.redis, state.conversation, to, state.log, { again: true });
 }
 
 /**

@@ -258,6 +258,8 @@ export class FakeTelegram {
   readonly bot: User & { username: string };
   /** Every call the bot made, in order (including failed ones). */
   readonly calls: FakeCall[] = [];
+  /** Basic groups upgraded to supergroups: old id → new id ({@link upgradeGroup}). */
+  readonly #migrated = new Map<number, number>();
   /** Private chats whose drafts are refused ({@link refuseDrafts}). */
   readonly #draftsRefused = new Set<number>();
   /** Held long polls ended by a newer `getUpdates` (409 "terminated by other getUpdates request"): two pollers fighting. */
@@ -346,6 +348,32 @@ export class FakeTelegram {
   /** The private chat with `user`. */
   privateChat(user: User): Chat {
     return { id: user.id, type: "private", first_name: user.first_name } as Chat;
+  }
+
+  /** A basic group (a small negative id; Telegram moves it to a supergroup with {@link upgradeGroup}). */
+  basicGroup(id: number, title: string): Chat {
+    return { id, type: "group", title } as Chat;
+  }
+
+  /**
+   * What Telegram does when a basic group becomes a supergroup (a member turns on a setting that
+   * needs one): the chat gets a new id (`-100…`), every later call naming the old id is answered
+   * `400 Bad Request: group chat was upgraded to a supergroup chat` with
+   * `parameters.migrate_to_chat_id` (Bot API `ResponseParameters`), and the bot receives the two
+   * service messages: `migrate_to_chat_id` in the old group, `migrate_from_chat_id` in the new
+   * supergroup (Bot API `Message`). `serviceMessages: false` leaves them out (a bot that missed
+   * them, e.g. while no adapter was polling). Returns the new supergroup.
+   */
+  upgradeGroup(group: Chat, by: User, options: { serviceMessages?: boolean } = {}): Chat {
+    const title = (group as { title?: string }).title ?? "Group";
+    const next = { id: -Number(`100${Math.abs(group.id)}`), type: "supergroup", title } as Chat;
+    this.#migrated.set(group.id, next.id);
+    if (options.serviceMessages !== false) {
+      const date = Math.floor(Date.now() / 1000);
+      this.injectUpdate({ message: { message_id: this.#nextMessageId++, date, chat: group, from: by, migrate_to_chat_id: next.id } } as Omit<Update, "update_id">);
+      this.injectUpdate({ message: { message_id: this.#nextMessageId++, date, chat: next, from: by, migrate_from_chat_id: group.id } } as Omit<Update, "update_id">);
+    }
+    return next;
   }
 
   /** A supergroup (negative id like Telegram's `-100…`); `forum` for topics. */
@@ -617,6 +645,10 @@ export class FakeTelegram {
     if (!check.ok) {
       recordSpecViolation({ platform: "telegram", request: method, problems: check.problems, payload, at: Date.now() });
       return send(check.status, { ok: false, error_code: check.status, description: check.description });
+    }
+    const movedTo = payload.chat_id === undefined ? undefined : this.#migrated.get(Number(payload.chat_id));
+    if (movedTo !== undefined) {
+      return send(400, { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: movedTo } });
     }
     const flood = this.#floods.get(method);
     if (flood && Date.now() < flood.until) {

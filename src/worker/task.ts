@@ -31,7 +31,7 @@ import { taskSchedulerIds, type TaskJobData, type TaskScheduler } from "../tasks
 import { DONE_TTL_SECONDS, FAILURES_TO_PAUSE, deleteTask, getTask, taskKeys, updateTask, type Task, type TaskOwner } from "../tasks/store.js";
 import type { UsageStore } from "../usage/store.js";
 import { runDeps } from "./context.js";
-import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, localeOf, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /** What answering occurrences needs beyond the pipeline's parts. */
 export interface TaskParts extends AnswerParts {
@@ -175,19 +175,21 @@ async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: Tas
 /**
  * The compute of an occurrence: the loop on the conversation's history, the user turn marked as a
  * scheduled task (after the owner's speaker label in groups), the toolbox of the conversation —
- * or the run resumed from the checkpoint an earlier attempt saved before it changed data. The
- * answer starts with the occurrence's header (how late it is, when it is).
+ * or the run resumed from the checkpoint an earlier attempt saved before it changed data — with the
+ * conversation's settings (model, persona, language; read with the history). The answer starts
+ * with the occurrence's header (how late it is, when it is), in the conversation's language.
  */
 async function computeTask(parts: AnswerParts, state: AnswerState, task: Task, dueAt: number): Promise<Computed> {
   const { message } = state.taken;
   const { checkpoint } = state.restored;
-  const before = await parts.history.read(state.conversation);
+  // The conversation's settings (model, persona, language) are read with the history, as for a message.
+  const before = await withSettings(parts, state, parts.history.read(state.conversation));
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the occurrence's run an earlier attempt saved before it changed data");
   const deps = runDeps(parts, message, { ...runOptions(parts, state), executeOnce: parts.ledger.executeOnce });
   const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
   const outcome = await parts.runAgent({ history: before.messages, userText, context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) }, deps);
   if (outcome.kind === "approval") return outcome;
-  const header = occurrenceHeader(task, dueAt, state.startedAt - dueAt, parts.config.BOT_LOCALE);
+  const header = occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state));
   return { ...outcome, text: `${header}\n\n${outcome.text}`, before };
 }
 

@@ -137,6 +137,8 @@ it.concurrent(
     const tg = stack.telegram;
     const carol = await person(9201, "Carol");
     const chat = tg.privateChat(carol);
+    // The DM's persona (`/persona`) is one of the settings an occurrence is answered with.
+    await say(chat, carol, "/persona Talk like a pirate.", "好的，從下一則訊息起");
     const at = secondsAhead(12);
     const set = await say(chat, carol, `call schedule_task {"instruction":"calc 1200 * 0.05","at":"${localIso(at)}","repeat":"daily"}`, "schedule_task:");
     expect(set.text).toMatch(/^schedule_task: 已排程任務：#1 calc 1200 \* 0\.05 — .+，每天$/);
@@ -145,6 +147,9 @@ it.concurrent(
     const ran = await sentWith(chat.id, "📅 排程任務 #1");
     expect(Math.abs(ran.at - at)).toBeLessThanOrEqual(2000);
     expect(ran.text).toBe("📅 排程任務 #1\n\ncalculate: 1200 * 0.05 = 60");
+    const asked = requestsSaying("[scheduled task] calc 1200 * 0.05")[0]!;
+    const system = typeof asked.system === "string" ? asked.system : (asked.system ?? []).map((b) => b.text).join("\n");
+    expect(system).toContain("<persona>\nTalk like a pirate.\n</persona>");
     await eventually(async () => (await taskSchedulerNext(queue, owner, 1)) === at + 86_400_000, "the scheduler's next run a day later");
     await eventually(async () => (await getTask(redis, owner, 1))?.next === at + 86_400_000, "the stored next time a day later");
     expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0, last: { dueAt: at, ok: true } });

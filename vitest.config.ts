@@ -20,6 +20,8 @@ import { defineConfig } from "vitest/config";
  * - access-limits: the queue cap (enqueue and undo scripts) and the rate limiter.
  * - media-limits: the album scripts (add, take) and image tokens counted against the budget.
  * - streaming-telegram: streaming progress (streamed message ids, sent chunks) resumed by a retry.
+ * - tasks-telegram: the task store (add and update scripts, done markers, running locks), the
+ *   `tasks` queue with delayed jobs and job schedulers, occurrences through the answer pipeline.
  * - settings-telegram: the settings store (set-field script), read with the history, per topic.
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
  *
@@ -36,6 +38,7 @@ const CLUSTER_FILES = [
   "test/e2e/access-limits.test.ts",
   "test/e2e/media-limits.test.ts",
   "test/e2e/streaming-telegram.test.ts",
+  "test/e2e/tasks-telegram.test.ts",
   "test/e2e/settings-telegram.test.ts",
   "test/e2e/memory-telegram.test.ts",
 ];

@@ -12,6 +12,7 @@ import type { Logger } from "../log.js";
 import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
+import type { TaskActions } from "../tasks/actions.js";
 import type { SettingsStore } from "../settings/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
@@ -75,6 +76,8 @@ export interface CommandServices {
   reminders?: ReminderActions;
   /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
   grants?: GrantStore;
+  /** Scheduled tasks' listing and buttons (`/tasks`, the resume button of a paused task); absent where they are not wired. */
+  tasks?: TaskActions;
   /**
    * The conversations' settings (`/settings`, `/persona`, `/model` and their buttons; the language
    * of every command's reply); absent where they are not wired (the commands then say so).

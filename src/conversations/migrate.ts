@@ -92,6 +92,24 @@ export const CONVERSATION_STORES: ConversationStore[] = [
       }
     },
   },
+  {
+    // Scheduled tasks: per person (`task:{<platform>:<userId>}:items`, src/tasks/store.ts), each record naming the chat it runs in.
+    name: "tasks",
+    move: async (redis, from, to) => {
+      for (const key of await scanAll(redis, `task:{${from.platform}:*}:items`)) {
+        for (const [field, raw] of Object.entries(await redis.hgetall(key))) {
+          let record: { chatId?: unknown; topicId?: unknown };
+          try {
+            record = JSON.parse(raw) as typeof record;
+          } catch {
+            continue; // decoded (and reported) by the task store when read
+          }
+          if (record.chatId !== from.chatId || (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)) continue;
+          await redis.hset(key, field, JSON.stringify({ ...record, chatId: to.chatId }));
+        }
+      }
+    },
+  },
 ];
 
 /** How long the marker of a migration is kept, in seconds (a day). */

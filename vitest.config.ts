@@ -22,6 +22,8 @@ import { defineConfig } from "vitest/config";
  * - streaming-telegram: streaming progress (streamed message ids, sent chunks) resumed by a retry.
  * - compaction: the `compactions` queue (deduplicated jobs, two workers), the swap script over
  *   history and archive, the lease, `/reset` deleting history and archive together.
+ * - tasks-telegram: the task store (add and update scripts, done markers, running locks), the
+ *   `tasks` queue with delayed jobs and job schedulers, occurrences through the answer pipeline.
  * - settings-telegram: the settings store (set-field script), read with the history, per topic.
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
  *
@@ -39,6 +41,7 @@ const CLUSTER_FILES = [
   "test/e2e/media-limits.test.ts",
   "test/e2e/streaming-telegram.test.ts",
   "test/e2e/compaction.test.ts",
+  "test/e2e/tasks-telegram.test.ts",
   "test/e2e/settings-telegram.test.ts",
   "test/e2e/memory-telegram.test.ts",
 ];

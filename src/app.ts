@@ -30,6 +30,8 @@ import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
+import { TASKS_QUEUE } from "./tasks/schedule.js";
+import { taskActions } from "./tasks/wiring.js";
 import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, checkRedisAtStart, type RedisClient } from "./redis.js";
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
@@ -241,6 +243,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
+      const tasks = taskActions({ config, log, redis: producerRedis, prefix: options.prefix });
+      closers.push(() => tasks.close());
       // The tools /tools lists: with a worker in this process, its toolbox (MCP tools included); else what the workers announce.
       let listed = () => options.toolbox;
       if (!runWorker) {
@@ -265,6 +269,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         },
         gate,
         reminders: reminders.actions,
+        tasks: tasks.actions,
         grants: grantStoreFor(producerRedis, config, log),
         memory: new MemoryStore(producerRedis, { log }),
         notify: async (platform, chatId, _userId, text) => {
@@ -311,7 +316,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
+      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
       for (const queue of queues) queue.on("error", () => {});
       // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
       const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))), { log });

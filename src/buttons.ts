@@ -10,6 +10,7 @@
  *   decided by any administrator of that group, as the adapter's `isGroupAdmin` says;
  * - `rm:…`: a reminder's done / snooze, a `/reminders` cancel (`ReminderActions`);
  * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`);
+ * - `tk:…`: a scheduled task's pause / resume / cancel (`/tasks`, a paused task's notice; `CommandRunner.pressTask`);
  * - `st:…`: a `/settings` (`/persona`, `/model`) button (`CommandRunner.pressSettings`): changes
  *   a setting only when the presser may change the conversation's settings;
  * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
@@ -24,6 +25,7 @@ import { localize, type Locale } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
 import { ReminderActions } from "./reminders/actions.js";
+import { isTaskButton } from "./tasks/format.js";
 
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
@@ -41,6 +43,7 @@ export function parseApprovalButton(data: string): { approvalId: string; approve
 export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (ReminderActions.owns(data)) return "reminder";
   if (isPermissionButton(data)) return "permission";
+  if (isTaskButton(data)) return "task";
   if (isSettingsButton(data)) return "settings";
   if (isMemoryButton(data)) return "memory";
   return parseApprovalButton(data) ? "approval" : "unknown";
@@ -73,7 +76,7 @@ export interface ButtonPress extends ConversationRef {
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "settings" | "memory" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "task" | "settings" | "memory" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -113,6 +116,10 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
   if (kind === "permission") {
     const answer = await parts.commands.pressPermission({ data, platform: press.platform, chatId: press.chatId, ...(press.topicId ? { topicId: press.topicId } : {}), userId: press.userId, locale });
     return { kind: "permission", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
+  }
+  if (kind === "task") {
+    const answer = await parts.commands.pressTask({ data, platform: press.platform, userId: press.userId, locale });
+    return { kind: "task", notice: answer.notice, ...(answer.changed ? { dropButton: true } : {}) };
   }
   if (kind === "settings") {
     const answer = await parts.commands.pressSettings({

@@ -460,6 +460,8 @@ export const ConfigSchema = z.object({
     .default(30),
   /** Seconds a reminder's snooze button puts it off (1 s to 1 day). */
   REMINDER_SNOOZE_SECONDS: int(1, 86400, 600),
+  /** Scheduled tasks one person may have (schedule_task refuses one more; paused ones count), 1-100. */
+  MAX_TASKS_PER_USER: int(1, 100, 10),
   /** Path of the MCP servers file (`mcpServers` JSON, see `src/mcp/config.ts`); unset = `mcp.json` at the project root when it exists. */
   MCP_CONFIG: optionalString,
   WORKER_CONCURRENCY: int(1, 256, 8),

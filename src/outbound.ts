@@ -26,11 +26,41 @@ export interface Destination {
   replyTo?: string;
   /** What the platform needs beyond the chat (`IncomingMessage.reply`): Telegram `threadId`, Discord `guildId`. */
   reply?: { threadId?: string; guildId?: string };
+  /**
+   * Identifies the answer when it replies to no message (a scheduled task's occurrence): keys its
+   * exactly-once ids (Discord `nonce`) in place of `replyTo`.
+   */
+  key?: string;
+  /**
+   * In a group, the person the answer's first message (and an approval prompt) starts by
+   * mentioning so that only they are notified — the owner of a scheduled task (Telegram: a
+   * `tg://user?id=` link, Discord: `<@id>` with `allowed_mentions.users`). Not for a `chat:` sender.
+   */
+  mention?: { userId: string; userName: string };
 }
 
-/** Where the answer to `message` goes: its conversation and chat kind, replying to it. */
+/**
+ * Where the answer to `message` goes: its conversation and chat kind, replying to it; a scheduled
+ * task's occurrence (`message.scheduled`) replies to nothing, is keyed by its id and mentions its
+ * owner in groups.
+ */
 export function destinationOf(message: IncomingMessage): Destination {
+  if (message.scheduled) {
+    return {
+      conversation: conversationOf(message),
+      chatKind: message.chatKind,
+      key: message.messageId,
+      reply: message.reply,
+      ...(message.chatKind === "group" ? { mention: { userId: message.userId, userName: message.userName } } : {}),
+    };
+  }
   return { conversation: conversationOf(message), chatKind: message.chatKind, replyTo: message.messageId, reply: message.reply };
+}
+
+/** A button of a notice ({@link Outbound.sendNotice}): its label and `callback_data` / `custom_id` (at most 64 bytes). */
+export interface NoticeButton {
+  label: string;
+  data: string;
 }
 
 /** A message the bot sent, as the platform identifies it (decoded with this schema when read back from Redis). */
@@ -138,6 +168,14 @@ export interface Outbound {
    * that is gone is not a failure.
    */
   closeReminder(message: SentRef, text: string): Promise<void>;
+  /**
+   * Optional: posts a plain-text notice with buttons in the chat of `to`, mentioning `to.mention`
+   * in groups (a paused scheduled task's "resume" button to its owner). Without it the worker
+   * sends the text alone with {@link sendAnswer}.
+   * @throws {ChatUnreachableError} when the bot can no longer write to the chat; other errors after
+   *   the client's own retries.
+   */
+  sendNotice?(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef>;
   /**
    * Optional: registers `listener`, told when the platform moved a chat to a new id while this
    * outbound was sending to it (a Telegram group upgraded to a supergroup: the call went to the new

@@ -59,11 +59,18 @@ const TEXT = {
  * `[text](url)` links as `text (url)`; list dashes and line breaks stay.
  */
 export function plainText(markdown: string): string {
+  // Code spans first, kept as they are: a name such as `notes__read_notes` is not emphasis.
   return markdown
-    .replace(/\*\*(.+?)\*\*/g, "$1")
-    .replace(/__(.+?)__/g, "$1")
-    .replace(/`([^`\n]+)`/g, "$1")
-    .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, "$1 ($2)");
+    .split(/(`[^`\n]+`)/)
+    .map((part, i) =>
+      i % 2 === 1
+        ? part.slice(1, -1)
+        : part
+            .replace(/\*\*(.+?)\*\*/g, "$1")
+            .replace(/__(.+?)__/g, "$1")
+            .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, "$1 ($2)"),
+    )
+    .join("");
 }
 
 /** Reads lines from `input` and queues them; see the module comment. */

@@ -22,7 +22,7 @@ import { REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type { ApprovalPrompt, Destination, NoticeButton, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import { ChatUnreachableError, MessageGoneError } from "../../src/outbound-errors.js";
 import { discordError } from "./errors.js";
 import { conversationKey } from "../../src/queue/incoming.js";
@@ -35,6 +35,16 @@ import { discordSurface } from "./live.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
 export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
+
+/**
+ * The mention of `to.mention` in a guild channel (a numeric user id): `<@id> ` before the content,
+ * and `allowed_mentions` that ping that user only; otherwise no prefix and {@link NO_MENTIONS}.
+ */
+function mentionOf(to: Destination): { prefix: string; allowed: Record<string, unknown> } {
+  const userId = to.mention?.userId;
+  if (to.chatKind !== "group" || !userId || !/^\d+$/.test(userId)) return { prefix: "", allowed: NO_MENTIONS };
+  return { prefix: `<@${userId}> `, allowed: { parse: [], users: [userId], replied_user: false } };
+}
 
 /** True when a REST call failed because its message or channel is gone or out of reach ("nothing left to do" when closing a prompt). */
 function isGone(error: unknown): error is ChatUnreachableError | MessageGoneError {
@@ -99,8 +109,8 @@ export class DiscordOutbound implements Outbound {
     text: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
-    // A masked link whose text shows another address shows its target (links.ts).
-    const chunks = splitMessage(honestLinks(text), DISCORD_MESSAGE_LIMIT);
+    // A masked link whose text shows another address shows its target (links.ts); a mention goes first.
+    const chunks = splitMessage(mentionOf(to).prefix + honestLinks(text), DISCORD_MESSAGE_LIMIT);
     if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
@@ -115,9 +125,9 @@ export class DiscordOutbound implements Outbound {
   #postChunk(to: Destination, content: string, i: number): Promise<SentRef> {
     const body: Record<string, unknown> = {
       content,
-      allowed_mentions: NO_MENTIONS,
+      allowed_mentions: mentionOf(to).allowed,
       // The text is part of the nonce, so an apology after a failed answer is not taken for its first chunk.
-      nonce: messageNonce("answer", conversationKey(to.conversation), to.replyTo ?? "", String(i), content),
+      nonce: messageNonce("answer", conversationKey(to.conversation), to.replyTo ?? to.key ?? "", String(i), content),
       enforce_nonce: true,
       ...(i === 0 && to.chatKind === "group" ? this.#replyTo(to) : {}),
     };
@@ -182,10 +192,10 @@ export class DiscordOutbound implements Outbound {
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const locale = prompt.locale ?? this.#config.BOT_LOCALE;
     const ref = await this.#post("sendApprovalPrompt", to.conversation.chatId, {
-      content: promptText(prompt, locale),
+      content: (mentionOf(to).prefix + promptText(prompt, locale)).slice(0, DISCORD_MESSAGE_LIMIT),
       components: promptComponents(prompt.approvalId, locale, undefined, prompt.alwaysAllow === true),
-      allowed_mentions: NO_MENTIONS,
-      nonce: messageNonce("prompt", conversationKey(to.conversation), to.replyTo ?? "", prompt.approvalId),
+      allowed_mentions: mentionOf(to).allowed,
+      nonce: messageNonce("prompt", conversationKey(to.conversation), to.replyTo ?? to.key ?? "", prompt.approvalId),
       enforce_nonce: true,
       ...this.#replyTo(to),
     });
@@ -250,6 +260,25 @@ export class DiscordOutbound implements Outbound {
       }
       throw error;
     }
+  }
+
+  /**
+   * {@inheritDoc Outbound.sendNotice} Plain content (cut at 2000 characters), the buttons in action
+   * rows of at most 5, and a nonce of the text and the buttons' data (`enforce_nonce`).
+   */
+  async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
+    const rows: Record<string, unknown>[] = [];
+    for (let i = 0; i < buttons.length && rows.length < 5; i += 5) {
+      rows.push({ type: 1, components: buttons.slice(i, i + 5).map((b) => ({ type: 2, style: 2, label: b.label.slice(0, 80), custom_id: b.data })) });
+    }
+    const mention = mentionOf(to);
+    return this.#post("sendNotice", to.conversation.chatId, {
+      content: (mention.prefix + text).slice(0, DISCORD_MESSAGE_LIMIT),
+      allowed_mentions: mention.allowed,
+      ...(rows.length > 0 ? { components: rows } : {}),
+      nonce: messageNonce("notice", conversationKey(to.conversation), text, ...buttons.map((b) => b.data)),
+      enforce_nonce: true,
+    });
   }
 
   async #post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef> {

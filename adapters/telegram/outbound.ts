@@ -8,14 +8,14 @@ import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type { ApprovalPrompt, Destination, NoticeButton, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
 import { chatMigrations, isEntityError, isHarmless } from "./api.js";
 import { escapeHtml } from "./html.js";
 import { translated } from "./errors.js";
 import { reminderHtml, reminderKeyboard } from "./reminder.js";
-import { planChunks, type TelegramChunk } from "./split.js";
+import { TELEGRAM_TEXT_LIMIT, planChunks, visibleLength, type TelegramChunk } from "./split.js";
 import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
 import { placement, telegramSurface } from "./live.js";
 
@@ -26,6 +26,17 @@ export interface TelegramDestination {
   replyTo?: string;
   /** Forum topic (`message_thread_id`). */
   threadId?: string;
+  /** A user to mention at the start of the first message (groups; a numeric user id), see {@link mentionHtml}. */
+  mention?: { userId: string; userName: string };
+}
+
+/**
+ * An inline mention of a user as Telegram HTML (`<a href="tg://user?id=…">name</a>`, which the Bot
+ * API turns into a `text_mention` notifying only them) and a space, or "" when `mention` is absent.
+ * Source: https://core.telegram.org/bots/api#formatting-options ("inline mention of a user").
+ */
+export function mentionHtml(mention: TelegramDestination["mention"]): string {
+  return mention ? `<a href="tg://user?id=${mention.userId}">${escapeHtml(mention.userName)}</a> ` : "";
 }
 
 /** Where the adapter's own reply to an incoming message goes (a command's answer, a hint): as {@link telegramPlace} of an answer to it. */
@@ -35,7 +46,8 @@ export function replyPlace(to: Pick<IncomingMessage, "chatId" | "chatKind" | "me
 
 /** Where a message to `to` goes on Telegram: a reply to `replyTo` in groups, plain in private chats; the topic when there is one. */
 export function telegramPlace(to: Destination): TelegramDestination {
-  return { chatId: to.conversation.chatId, replyTo: to.chatKind === "group" ? to.replyTo : undefined, threadId: to.reply?.threadId };
+  const mention = to.chatKind === "group" && to.mention && /^\d+$/.test(to.mention.userId) ? { mention: to.mention } : {};
+  return { chatId: to.conversation.chatId, replyTo: to.chatKind === "group" ? to.replyTo : undefined, threadId: to.reply?.threadId, ...mention };
 }
 
 /**
@@ -91,7 +103,10 @@ export class TelegramOutbound implements Outbound {
     markdown: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
-    const chunks = planChunks(markdown);
+    // A mention goes in front of the first chunk, within its limit.
+    const mention = mentionHtml(to.mention);
+    const chunks = planChunks(markdown, TELEGRAM_TEXT_LIMIT - visibleLength(mention));
+    if (mention && chunks[0]) chunks[0] = { html: mention + chunks[0].html, plain: `${to.mention!.userName} ${chunks[0].plain}` };
     if (chunks.length === 0) this.log.warn({ chatId: to.chatId }, "telegram: an answer with no visible text was not sent");
     const refs: SentRef[] = [];
     for (const [index, chunk] of chunks.entries()) {
@@ -147,7 +162,7 @@ export class TelegramOutbound implements Outbound {
     const dest = telegramPlace(to);
     const keyboard = approvalKeyboard(prompt.approvalId, prompt.locale ?? this.config.BOT_LOCALE, prompt.alwaysAllow === true);
     const message = await translated("sendApprovalPrompt", () =>
-      this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), { parse_mode: "HTML", reply_markup: keyboard, ...placement(dest) }),
+      this.api.sendMessage(dest.chatId, mentionHtml(dest.mention) + approvalPromptHtml(prompt, this.config), { parse_mode: "HTML", reply_markup: keyboard, ...placement(dest) }),
     );
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
@@ -194,6 +209,20 @@ export class TelegramOutbound implements Outbound {
         this.log.debug({ message, error: (error as Error).message }, "telegram: reminder edit was not needed");
       }
     });
+  }
+
+  /** {@inheritDoc Outbound.sendNotice} HTML (the text escaped), one button per row, in the topic of `to`. */
+  async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
+    const dest = telegramPlace(to);
+    const message = await translated("sendNotice", () =>
+      this.api.sendMessage(dest.chatId, mentionHtml(dest.mention) + escapeHtml(text), {
+        parse_mode: "HTML",
+        ...(buttons.length > 0 ? { reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } } : {}),
+        link_preview_options: { is_disabled: true },
+        ...placement(dest),
+      }),
+    );
+    return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
 
   /** Removes the keyboard of a prompt at once (after an accepted press). Never throws. */

@@ -204,6 +204,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "tasks",
+    description: d("你在這裡的排程任務（可暫停、繼續、取消）", "Your scheduled tasks here (pause, resume, cancel)"),
+    access: "everyone",
+    async run(inv, services) {
+      if (!services.tasks) return localize(inv.locale, { "zh-TW": "這裡沒有排程任務功能。", en: "Scheduled tasks are not available here." });
+      return services.tasks.listing({ ...conversationOf(inv), userId: inv.userId, locale: inv.locale });
+    },
+  },
+  {
     name: "permissions",
     description: d("你在這裡「一律允許」的工具；加上工具名稱即可撤銷", "Tools you always allow here; add a tool name to revoke it"),
     access: "everyone",

@@ -13,6 +13,7 @@ import type { Logger } from "../log.js";
 import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
+import type { TaskActions } from "../tasks/actions.js";
 import type { SettingsStore } from "../settings/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
@@ -78,6 +79,8 @@ export interface CommandServices {
   grants?: GrantStore;
   /** A conversation's size and summary (`/context`) and compaction on demand (`/compact`); absent where they are not wired. */
   compaction?: CompactionServices;
+  /** Scheduled tasks' listing and buttons (`/tasks`, the resume button of a paused task); absent where they are not wired. */
+  tasks?: TaskActions;
   /**
    * The conversations' settings (`/settings`, `/persona`, `/model` and their buttons; the language
    * of every command's reply); absent where they are not wired (the commands then say so).

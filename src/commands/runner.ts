@@ -9,6 +9,7 @@ import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./cat
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
 import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
+import type { TaskPress, TaskPressAnswer } from "../tasks/actions.js";
 import { pressSettingsButton, SETTINGS_TEXT, type SettingsAsker, type SettingsPressAnswer } from "./settings.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 
@@ -64,6 +65,23 @@ export class CommandRunner {
     } catch (error) {
       log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/permissions revoke button failed");
       return { notice: localize(press.locale, PERMISSION_TEXT.tryAgain), revoked: false };
+    }
+  }
+
+  /**
+   * A press on a scheduled task's button (`tk:…` data: `/tasks` pause / resume / cancel, the
+   * resume button of a paused task's notice): only the owner's press counts.
+   * @returns the notice and whether the task changed. Never throws (a Redis failure is logged and
+   *   answered with "try again").
+   */
+  async pressTask(press: TaskPress): Promise<TaskPressAnswer> {
+    const { tasks, log } = this.services;
+    if (!tasks) return { notice: localize(press.locale, { "zh-TW": "這裡沒有排程任務功能。", en: "Scheduled tasks are not available here." }), changed: false };
+    try {
+      return await tasks.press(press);
+    } catch (error) {
+      log.error({ err: error, platform: press.platform }, "scheduled task button failed");
+      return { notice: localize(press.locale, TRY_AGAIN), changed: false };
     }
   }
 

@@ -26,6 +26,7 @@ import type { Logger } from "../log.js";
 import { z } from "zod";
 import { conversationKey, PLATFORMS, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, conversationTag, draftsOffKey } from "../queue/keys.js";
+import { memoryKey } from "../memory/store.js";
 import { isCluster, type RedisClient } from "../redis.js";
 import { decodeRecord } from "../records.js";
 
@@ -57,6 +58,8 @@ export const CONVERSATION_STORES: ConversationStore[] = [
   // The compaction lease (`compacting`) is not moved: it expires, and a compaction of the old id then finds nothing.
   { name: "compaction archive", keys: (c) => [conversationKeys(c).archive] },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
+  // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
+  { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },
   {
     // Group enablement (`/enable`, `npm run access -- allow-chat`): the chat's `platform:chatId` in the granted chats.
     name: "access chats",
@@ -86,6 +89,24 @@ export const CONVERSATION_STORES: ConversationStore[] = [
             record = JSON.parse(raw) as typeof record;
           } catch {
             continue; // decoded (and reported) by the reminder store when read
+          }
+          if (record.chatId !== from.chatId || (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)) continue;
+          await redis.hset(key, field, JSON.stringify({ ...record, chatId: to.chatId }));
+        }
+      }
+    },
+  },
+  {
+    // Scheduled tasks: per person (`task:{<platform>:<userId>}:items`, src/tasks/store.ts), each record naming the chat it runs in.
+    name: "tasks",
+    move: async (redis, from, to) => {
+      for (const key of await scanAll(redis, `task:{${from.platform}:*}:items`)) {
+        for (const [field, raw] of Object.entries(await redis.hgetall(key))) {
+          let record: { chatId?: unknown; topicId?: unknown };
+          try {
+            record = JSON.parse(raw) as typeof record;
+          } catch {
+            continue; // decoded (and reported) by the task store when read
           }
           if (record.chatId !== from.chatId || (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)) continue;
           await redis.hset(key, field, JSON.stringify({ ...record, chatId: to.chatId }));

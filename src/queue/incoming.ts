@@ -80,6 +80,10 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  * - `media`: file references ({@link MediaRefSchema}), at most {@link MAX_MEDIA_REFS}; absent for text.
  * - `mediaGroupId`: Telegram `media_group_id` of an album item: the worker gathers the album's
  *   items into this one message (`src/media/album.ts`).
+ * - `scheduled`: set on the message of a scheduled task's occurrence (`src/worker/task.ts`), which
+ *   no platform sent: `taskId` of its owner's task and `dueAt`, the occurrence's time in ms since
+ *   the Unix epoch. Its `messageId` is the occurrence's own id; answers to it reply to nothing and
+ *   mention the owner in groups ({@link https://core.telegram.org/bots/api#formatting-options}).
  */
 export const IncomingMessageSchema = z.object({
   platform: z.enum(PLATFORMS),
@@ -101,6 +105,7 @@ export const IncomingMessageSchema = z.object({
   receivedAt: z.number().int().nonnegative().optional(),
   media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
   mediaGroupId: z.string().min(1).max(64).optional(),
+  scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
 }).refine((m) => m.text !== "" || m.media !== undefined, { message: "Too small: expected string to have >=1 characters", path: ["text"] });
 
 /** A message addressed to the bot; see {@link IncomingMessageSchema}. */

@@ -58,8 +58,8 @@ export interface ReminderDelivery {
 /** What one job did (the job's return value, for tests and the log). */
 export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable" | "revoked";
 
-/** The due time of a job: its data's `dueAt`, else the `<ms>` at the end of a scheduler job's id `repeat:<id>:<ms>`, else when it was added. */
-export function dueTimeOf(job: Pick<Job<ReminderJobData>, "data" | "id" | "timestamp" | "delay">): number {
+/** The due time of a reminder's (or a scheduled task's) job: its data's `dueAt`, else the `<ms>` at the end of a scheduler job's id `repeat:<id>:<ms>`, else when it was added. */
+export function dueTimeOf(job: Pick<Job<{ dueAt?: number | undefined }>, "data" | "id" | "timestamp" | "delay">): number {
   if (job.data.dueAt !== undefined) return job.data.dueAt;
   const m = /:(\d{10,})$/.exec(job.id ?? "");
   return m ? Number(m[1]) : job.timestamp + (job.delay ?? 0);

@@ -7,7 +7,7 @@
  *  │          │           │           └ history append with the run tag, usage, approval prompt when paused
  *  │          │           └ the agent loop (a fresh message) or the resumed run (a decision)
  *  │          └ what an earlier attempt left: start time, stored answer, sent chunks, checkpoint, streamed messages
- *  └ a chat inbox entry (`message.ts`) or a decision job (`decision.ts`)
+ *  └ a chat inbox entry (`message.ts`), a decision job (`decision.ts`) or a task occurrence (`task.ts`)
  *                         fail: retry (transient, before the last attempt and the deadline) or apologise
  * ```
  *
@@ -15,8 +15,8 @@
  * carries its own compute); everything else — one deadline per answer (`ANSWER_DEADLINE_SECONDS`,
  * from when the first attempt began, aborting the model calls and the tools), streaming with
  * `STREAMING=on`, the typing indicator, the exactly-once bookkeeping of a retried job — is written
- * once, here, over one {@link AnswerState}. Further kinds of answer (a scheduled task's occurrence)
- * are a third take; checks before each model call (budgets) and what a request carries (settings,
+ * once, here, over one {@link AnswerState}. A scheduled task's occurrence is a third take
+ * (`task.ts`); checks before each model call (budgets) and what a request carries (settings,
  * memory) belong to *compute*'s run dependencies; work after an answer (compaction) follows *deliver*.
  *
  * Throws only to retry the job; every other failure ends with an apology, so one bad message never
@@ -105,9 +105,9 @@ export type Computed = (Extract<AgentOutcome, { kind: "answer" }> & { before?: H
 
 /** What a take phase found: the answer to give and how this kind computes it. */
 export interface Taken {
-  /** A fresh `message`, or a `decision` resuming a run paused for an approval. */
-  kind: "message" | "decision";
-  /** The user's message being answered (for a decision, the message whose run paused). */
+  /** A fresh `message`, a `decision` resuming a run paused for an approval, or a scheduled `task`'s occurrence (`task.ts`). */
+  kind: "message" | "decision" | "task";
+  /** The user's message being answered (for a decision, the message whose run paused; for a task, its occurrence as its owner's message). */
   message: IncomingMessage;
   outbound: Outbound;
   /** The id of this answer's progress keys (`progressKeys` of its conversation). */
@@ -309,7 +309,8 @@ function openLiveAnswer(
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
   always = false,
 ): AnswerStream | undefined {
-  if (!outbound.openStream || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
+  if (!outbound.openStream || kind === "task" || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,

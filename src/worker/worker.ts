@@ -1,7 +1,8 @@
 /**
- * The worker: takes chat jobs and decision jobs from BullMQ and gives each answer through the
- * answer pipeline (`pipeline.ts`, its map in the module comment): `message.ts` takes a chat's
- * messages in order, `decision.ts` resumes a run paused for an approval; `deliver.ts` sends.
+ * The worker: takes chat jobs, decision jobs and scheduled tasks' occurrences from BullMQ and
+ * gives each answer through the answer pipeline (`pipeline.ts`, its map in the module comment):
+ * `message.ts` takes a chat's messages in order, `decision.ts` resumes a run paused for an
+ * approval, `task.ts` runs a task's occurrence as its owner; `deliver.ts` sends.
  *
  * A chat job drains its chat's inbox (`src/queue/producer.ts` puts messages there): peek the head,
  * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
@@ -24,7 +25,7 @@
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
@@ -36,7 +37,7 @@ import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, 
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import type { UsageOwner, UsageStore } from "../usage/store.js";
+import { UsageStore, type UsageOwner } from "../usage/store.js";
 import type { SettingsStore } from "../settings/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { RunTracer } from "../trace/tracer.js";
@@ -46,9 +47,12 @@ import { CompactionStore } from "../compaction/store.js";
 import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
+import { AccessStore } from "../access/store.js";
+import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
+import { answerTask, type TaskOutcome, type TaskParts } from "./task.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 
@@ -149,6 +153,10 @@ export interface ChatWorker {
   readonly decisions: Worker;
   /** The BullMQ worker of the `compactions` queue (`src/compaction/`); undefined when `compaction` is off. */
   readonly compactions: Worker | undefined;
+  /** The BullMQ worker of the `tasks` queue: scheduled tasks' occurrences (`answerTask`). */
+  readonly tasks: Worker<TaskJobData, TaskOutcome>;
+  /** The scheduler of the `tasks` queue (also attached to the tools' connection, for schedule_task and cancel_task). */
+  readonly taskScheduler: TaskScheduler;
   /** Resolves when both workers are connected and taking jobs. */
   waitUntilReady(): Promise<void>;
   /**
@@ -288,25 +296,47 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     stalledIntervalMs: STALLED_INTERVAL_MS,
     log,
   });
+  // Scheduled tasks: their queue's scheduler for the tools, and the worker of their occurrences.
+  const taskQueue = new Queue<TaskJobData>(TASKS_QUEUE, { connection: deps.redis, prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix) });
+  taskQueue.on("error", () => {});
+  const taskScheduler = new TaskScheduler(taskQueue);
+  attachTaskScheduler(redis, taskScheduler);
+  const taskParts: TaskParts = { ...parts, scheduler: taskScheduler, access: new AccessStore(redis, log), usage: deps.usage ?? new UsageStore(redis, config.TIMEZONE) };
+  const tasks = new Worker<TaskJobData, TaskOutcome>(TASKS_QUEUE, (job, token) => answerTask(taskParts, job, token), {
+    connection: deps.redis,
+    prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix),
+    concurrency: config.WORKER_CONCURRENCY,
+    lockDuration: LOCK_DURATION_MS,
+    stalledInterval: STALLED_INTERVAL_MS,
+  });
+  tasks.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `task worker: ${err.message}`)));
+  tasks.on("failed", (job, err) => {
+    if (!job || err instanceof DelayedError) return;
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (final) log.error({ job: job.id, err: { message: err.message } }, "a scheduled task's occurrence failed for good");
+    else log.warn({ job: job.id, attempt: job.attemptsMade, err: { message: err.message } }, "a scheduled task's occurrence failed; it will retry");
+  });
 
   return {
     chats,
     decisions,
     compactions: compactions?.worker,
+    tasks,
+    taskScheduler,
     async waitUntilReady() {
-      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions?.worker.waitUntilReady()]);
+      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions?.worker.waitUntilReady(), tasks.waitUntilReady()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
-      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions?.close()]).then(() => "closed" as const);
+      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions?.close(), tasks.close().catch(() => {})]).then(() => "closed" as const);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
         log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
-        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions?.close(true)]), new Promise((r) => setTimeout(r, 2000))]);
+        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions?.close(true), tasks.close(true).catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
       }
       clearTimeout(timer);
-      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue?.close()]), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue?.close(), taskQueue.close().catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

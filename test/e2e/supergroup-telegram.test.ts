@@ -3,13 +3,14 @@
  * fake Bot API answers every call to the old id with the real `400 Bad Request: group chat was
  * upgraded to a supergroup chat` and `parameters.migrate_to_chat_id`, and sends the service
  * messages `migrate_to_chat_id` / `migrate_from_chat_id`. The answer goes to the new chat, and the
- * conversation's data (history, group enablement, grants, reminders: `CONVERSATION_STORES`)
+ * conversation's data (history, group enablement, group memory, grants, reminders: `CONVERSATION_STORES`)
  * carries over — once, however many triggers there are. Real grammy adapter and worker parts.
  */
 import type { Chat } from "grammy/types";
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { AccessStore } from "../../src/access/store.js";
+import { memoryKey } from "../../src/memory/store.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { waitFor } from "../worker/harness.js";
@@ -48,13 +49,16 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     // And an archive of what a compaction replaced (moved as it is: its entries are not read here).
     const archiveOf = (chat: Chat) => conversationKeys({ platform: "telegram", chatId: String(chat.id) }).archive;
     await redis.rpush(archiveOf(group), JSON.stringify({ archived: "an entry of the old group" }));
+    const groupMemory = (chatId: number) => memoryKey({ kind: "group", platform: "telegram", chatId: String(chatId) });
+    await redis.set(groupMemory(group.id), JSON.stringify({ files: { "/memories/club.md": { text: "考試在週五", updatedAt: Date.now() } } }));
 
     // The group is upgraded; the bot misses the service messages, and a message written just before is answered after.
     const supergroup = tg.upgradeGroup(group, lin, { serviceMessages: false });
     const upgradedAt = Date.now();
     tg.sendUserMessage({ chat: group, from: lin, text: `${mention} 在嗎？` });
     const answer = await tg.waitFor(() => sentTo(supergroup)[0], 15_000, "the answer in the new supergroup");
-    expect(answer.text).toBe("You said: 在嗎？");
+    // The group's memory moved before the answer's request was built: it reaches the model in the new chat.
+    expect(answer.text).toMatch(/^You said: <memory scope="group">[\s\S]*考試在週五[\s\S]*<\/memory> \[Lin #\w+\] 在嗎？$/);
     expect(sentTo(group)).toHaveLength(1); // nothing more reached the old id
     // One call met the 400 (the typing indicator, the first to go out); every later one went to the new id directly.
     const toOldId = tg.calls.filter((c) => c.at >= upgradedAt && String(c.payload.chat_id) === String(group.id));
@@ -71,6 +75,9 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     expect(moved.chatId).toBe(String(supergroup.id));
     expect(await redis.exists(archiveOf(group))).toBe(0);
     expect(await redis.lrange(archiveOf(supergroup), 0, -1)).toEqual([JSON.stringify({ archived: "an entry of the old group" })]);
+    expect(await redis.exists(groupMemory(group.id))).toBe(0);
+    expect(await redis.get(groupMemory(supergroup.id))).toContain("考試在週五");
+    await redis.del(groupMemory(supergroup.id)); // the scripted follow-up below reads the turn's first text
 
     // In the supergroup the conversation goes on with what was said in the group.
     tg.sendUserMessage({ chat: supergroup, from: lin, text: `${mention} and tomorrow?` });

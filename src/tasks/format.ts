@@ -1,0 +1,90 @@
+/**
+ * The words of scheduled tasks: one task as a line (list_tasks, `/tasks`), the header of an
+ * occurrence's answer (with its lateness), the user turn of an occurrence, and the button data of
+ * the pause / resume / cancel buttons.
+ */
+import type { Locale } from "../config.js";
+import { localize } from "../i18n.js";
+import { LATE_AFTER_MS } from "../reminders/format.js";
+import { durationInWords, monthEndDay, repeatInWords, timeInWords, timeIso } from "../reminders/time.js";
+import type { Task, TaskOwner } from "./store.js";
+
+/** The mark the user turn of an occurrence starts with, so the model knows nobody typed it just now. */
+export const SCHEDULED_MARK = "[scheduled task]";
+
+/** The user turn of an occurrence: `[scheduled task] <instruction>`. */
+export function scheduledTurn(task: Pick<Task, "instruction">): string {
+  return `${SCHEDULED_MARK} ${task.instruction}`;
+}
+
+/** The instruction cut to `max` characters (code points) with `…`, on one line. */
+export function shortInstruction(instruction: string, max = 60): string {
+  const flat = instruction.replace(/\s+/g, " ").trim();
+  const chars = [...flat];
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : flat;
+}
+
+/**
+ * One task as a line: `#3 天氣與待辦 — 2026年12月2日 星期三 07:30（2026-12-02T07:30:00+08:00），每天`;
+ * a paused one says so (and why, after failures) instead of a time.
+ */
+export function formatTask(task: Task, locale: Locale, timeZone: string): string {
+  const what = shortInstruction(task.instruction);
+  const repeat = repeatInWords(task.repeat, locale, monthEndDay(task.repeat, task.at, task.timezone));
+  if (task.paused) {
+    const why =
+      task.paused.by === "failures"
+        ? localize(locale, { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" }, { n: task.failures })
+        : localize(locale, { "zh-TW": "已暫停", en: "paused" });
+    return localize(locale, { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" }, { id: task.id, what, why, repeat });
+  }
+  if (task.next === undefined) return localize(locale, { "zh-TW": "#{id} {what} — 已執行", en: "#{id} {what} — done" }, { id: task.id, what });
+  return localize(
+    locale,
+    { "zh-TW": "#{id} {what} — {words}（{iso}），{repeat}", en: "#{id} {what} — {words} ({iso}), {repeat}" },
+    { id: task.id, what, words: timeInWords(task.next, timeZone, locale), iso: timeIso(task.next, timeZone), repeat },
+  );
+}
+
+/**
+ * The first line of an occurrence's answer: `📅 排程任務 #3`, and when it starts more than
+ * `LATE_AFTER_MS` after its time, how late and the time it was due.
+ */
+export function occurrenceHeader(task: Pick<Task, "id" | "timezone">, dueAt: number, lateMs: number, locale: Locale): string {
+  const head = localize(locale, { "zh-TW": "📅 排程任務 #{id}", en: "📅 Scheduled task #{id}" }, { id: task.id });
+  if (lateMs <= LATE_AFTER_MS) return head;
+  return `${head}${locale === "en" ? " " : ""}${localize(
+    locale,
+    { "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）", en: "(late by {late}: it was due {time}, while the bot was not running)" },
+    { late: durationInWords(lateMs, locale), time: timeInWords(dueAt, task.timezone, locale) },
+  )}`;
+}
+
+const safe = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
+/** A task button's action: `p` pause, `r` resume, `c` cancel. */
+export type TaskButtonAction = "p" | "r" | "c";
+
+/**
+ * The data of a task button: `tk:<action>:<userId>.<taskId>` (the user id made safe: other
+ * characters become `%hh`), at most 64 bytes for the ids platforms use (Telegram `callback_data`).
+ */
+export function taskButton(action: TaskButtonAction, owner: TaskOwner, taskId: number): string {
+  return `tk:${action}:${safe(owner.userId)}.${taskId}`;
+}
+
+/** True when `data` is a task button's data (`tk:…`). */
+export function isTaskButton(data: string): boolean {
+  return data.startsWith("tk:");
+}
+
+/** Reads `tk:<action>:<token>`; undefined for anything else. */
+export function parseTaskButton(data: string): { action: TaskButtonAction; userId: string; taskId: number } | undefined {
+  const m = /^tk:([prc]):([A-Za-z0-9_%-]{1,48})\.(\d{1,9})$/.exec(data);
+  if (!m) return undefined;
+  try {
+    return { action: m[1] as TaskButtonAction, userId: decodeURIComponent(m[2]!), taskId: Number(m[3]) };
+  } catch {
+    return undefined;
+  }
+}

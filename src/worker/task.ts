@@ -1,0 +1,245 @@
+/**
+ * A scheduled task's occurrence through the answer pipeline (`pipeline.ts`): its *take* (the job of
+ * the `tasks` queue checked against the task, its owner's access and budget, the occurrence's
+ * marker and the task's running lock) and its *compute* (the agent loop on the conversation's
+ * history with the user turn `[scheduled task] <instruction>`, as the owner, with the toolbox of
+ * the conversation). Restore, persist, delivery, the deadline, approvals and retries are the fresh
+ * message's: a dangerous tool posts the usual prompt to the owner and the run waits for it, grants
+ * apply, usage is recorded for the owner, and the answer joins the history.
+ *
+ * Exactly once: every occurrence is one job (a one-off's own id, or the scheduler's
+ * `repeat:<id>:<ms>`), which BullMQ gives to one worker at a time; the answer is tagged in the
+ * history with the occurrence's id, so a retried or stalled job delivers the stored answer instead
+ * of running again, and the occurrence's done marker (written when the answer is over) makes any
+ * later copy of the job end at once. No overlap: while one occurrence of a task is being answered
+ * (its running lock), the next one waits. A failed occurrence is retried by BullMQ within the
+ * answer's deadline ({@link TASK_JOB_OPTIONS}); after {@link FAILURES_TO_PAUSE} failed
+ * occurrences in a row the task pauses and its owner is told why, with a resume button.
+ */
+import { DelayedError, UnrecoverableError, type Job } from "bullmq";
+import { z } from "zod";
+import type { AccessStore } from "../access/store.js";
+import { localize, type Locale } from "../i18n.js";
+import { destinationOf, type Outbound } from "../outbound.js";
+import { speakerLabel } from "../prompts.js";
+import { PLATFORMS, conversationKey, type IncomingMessage } from "../queue/incoming.js";
+import { dueTimeOf } from "../reminders/delivery.js";
+import { occurrenceRefusal } from "../tasks/access.js";
+import { pauseTask } from "../tasks/actions.js";
+import { occurrenceHeader, scheduledTurn, shortInstruction, taskButton } from "../tasks/format.js";
+import { taskSchedulerIds, type TaskJobData, type TaskScheduler } from "../tasks/schedule.js";
+import { DONE_TTL_SECONDS, FAILURES_TO_PAUSE, deleteTask, getTask, taskKeys, updateTask, type Task, type TaskOwner } from "../tasks/store.js";
+import type { UsageStore } from "../usage/store.js";
+import { runDeps } from "./context.js";
+import { answer, localeOf, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+
+/** What answering occurrences needs beyond the pipeline's parts. */
+export interface TaskParts extends AnswerParts {
+  scheduler: TaskScheduler;
+  access: AccessStore;
+  usage: UsageStore;
+}
+
+/** How long a later occurrence waits for the one still being answered before it looks again, in ms. */
+export const OVERLAP_WAIT_MS = 5000;
+
+/** What one job did (the job's return value, for tests and the log). */
+export type TaskOutcome = "answered" | "asked" | "failed" | "refused" | "gone" | "paused" | "already";
+
+const TaskJobSchema = z.object({ platform: z.enum(PLATFORMS), userId: z.string().min(1), taskId: z.number().int().positive(), dueAt: z.number().int().optional() });
+
+/**
+ * The id of the occurrence of task `taskId` due at `dueAt` (ms): `task-<platform>-<user>-<id>-<dueAt>`.
+ * It is the occurrence message's `messageId` (the run tag in the history, the progress keys) and names its done marker.
+ */
+export function occurrenceId(owner: TaskOwner, taskId: number, dueAt: number): string {
+  return `${taskSchedulerIds(owner, taskId)[0]}-${dueAt}`;
+}
+
+/** The message an occurrence enters the pipeline as: its owner's, in its conversation, marked `scheduled`, its text the user turn. */
+export function occurrenceMessage(owner: TaskOwner, task: Task, dueAt: number): IncomingMessage {
+  return {
+    platform: owner.platform,
+    chatId: task.chatId,
+    chatKind: task.chatKind,
+    userId: owner.userId,
+    userName: task.userName,
+    text: scheduledTurn(task),
+    messageId: occurrenceId(owner, task.id, dueAt),
+    sentAt: dueAt,
+    ...(task.topicId ? { topicId: task.topicId } : {}),
+    reply: { ...(task.topicId ? { threadId: task.topicId } : {}), ...(task.guildId ? { guildId: task.guildId } : {}) },
+    scheduled: { taskId: task.id, dueAt },
+  };
+}
+
+/**
+ * Processes one job of the `tasks` queue.
+ *
+ * @param token - the job's lock token (BullMQ's processor argument), to put it back as delayed
+ *   while an earlier occurrence of the task is still being answered.
+ * @returns what became of the occurrence.
+ * @throws to retry the job (a transient failure before its last attempt and the deadline, no
+ *   outbound for the platform here, Redis unreachable); `DelayedError` when it waits for the
+ *   previous occurrence; `UnrecoverableError` for malformed job data.
+ */
+export async function answerTask(parts: TaskParts, job: Job<TaskJobData>, token?: string): Promise<TaskOutcome> {
+  const parsed = TaskJobSchema.safeParse(job.data);
+  if (!parsed.success) throw new UnrecoverableError(`malformed task job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  const { platform, userId, taskId } = parsed.data;
+  const owner: TaskOwner = { platform, userId };
+  const { redis } = parts;
+  const dueAt = dueTimeOf(job);
+  const id = occurrenceId(owner, taskId, dueAt);
+  const log = parts.log.child({ task: `${platform}:${userId}#${taskId}`, occurrence: id, job: job.id });
+  const task = await getTask(redis, owner, taskId, log);
+  if (!task || task.paused) {
+    // Cancelled or paused: a repeat's schedulers are removed here if that could not be done then.
+    if (job.repeatJobKey) for (const sid of taskSchedulerIds(owner, taskId)) await parts.scheduler.queue.removeJobScheduler(sid);
+    log.info(task ? "task is paused; this occurrence does not run" : "task no longer exists; nothing to do");
+    return task ? "paused" : "gone";
+  }
+  const keys = taskKeys(owner);
+  if ((await redis.exists(keys.done(id))) === 1) {
+    log.info("occurrence already answered; not again");
+    return "already";
+  }
+  // No overlap: the previous occurrence still being answered keeps this one waiting.
+  const lockTtlMs = (parts.config.ANSWER_DEADLINE_SECONDS + 60) * 1000;
+  const took = await redis.set(keys.running(taskId), id, "PX", lockTtlMs, "NX");
+  const holder = took === "OK" ? id : await redis.get(keys.running(taskId));
+  if (holder !== null && holder !== id) {
+    log.info({ running: holder }, "the previous occurrence is still being answered; this one waits");
+    await job.moveToDelayed(Date.now() + OVERLAP_WAIT_MS, token);
+    throw new DelayedError();
+  }
+  try {
+    return await runOccurrence(parts, job, owner, task, dueAt, log);
+  } finally {
+    await redis.eval(RELEASE_SCRIPT, 1, keys.running(taskId), id).catch((err: unknown) => log.warn({ err }, "could not release the task's running lock (it expires by itself)"));
+  }
+}
+
+/** KEYS: running lock. ARGV: occurrence id. Deletes the lock when it is this occurrence's. */
+const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: TaskOwner, task: Task, dueAt: number, log: AnswerParts["log"]): Promise<TaskOutcome> {
+  const { redis, config } = parts;
+  const locale = config.BOT_LOCALE;
+  const message = occurrenceMessage(owner, task, dueAt);
+  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 };
+  const outbound = outboundFor(parts, owner.platform, attempt);
+  if (!outbound) return "failed";
+  const refusal = await occurrenceRefusal(config, parts, { platform: owner.platform, chatId: task.chatId, chatKind: task.chatKind, userId: owner.userId, guildId: task.guildId });
+  if (refusal?.kind === "access") {
+    // Not served any more (a revoked user, a disabled group): nothing runs and nothing is posted.
+    log.warn("the task's owner or chat is not served any more; this occurrence does not run");
+    await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: "access" }, log, undefined);
+    return "refused";
+  }
+  if (refusal) {
+    log.warn("a day budget is spent; this occurrence does not run");
+    const why = refusal.text;
+    await outbound.sendAnswer(destinationOf(message), `${occurrenceHeader(task, dueAt, 0, locale)}\n${why}`).catch((err: unknown) => log.error({ err }, "could not tell the owner that the occurrence did not run"));
+    await redis.set(taskKeys(owner).done(message.messageId), "refused", "EX", DONE_TTL_SECONDS);
+    await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: why }, log, outbound);
+    return "failed";
+  }
+  log.info({ lateMs: Date.now() - dueAt }, "running a scheduled task's occurrence");
+  const done = await answer(
+    parts,
+    {
+      kind: "task",
+      message,
+      outbound,
+      answerId: message.messageId,
+      runId: `${conversationKey(message)}:${message.messageId}`,
+      compute: (state) => computeTask(parts, state, task, dueAt),
+      failureText: () =>
+        localize(locale, { "zh-TW": "抱歉，排程任務 #{id}（{what}）這次沒有完成。", en: "Sorry, scheduled task #{id} ({what}) could not be done this time." }, { id: task.id, what: shortInstruction(task.instruction, 40) }),
+      // The occurrence is over (answered, asking, or failed for good): any later copy of its job ends at once.
+      settle: async () => void (await redis.set(taskKeys(owner).done(message.messageId), "1", "EX", DONE_TTL_SECONDS)),
+    },
+    attempt,
+  );
+  await done.tracer.finish();
+  await redis.del(done.keys.sent, done.keys.started);
+  if (done.failure !== undefined) {
+    await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: failureReason(done.failure, locale) }, log, outbound);
+    return "failed";
+  }
+  await finishOccurrence(parts, owner, task, dueAt, { ok: true }, log, outbound);
+  return done.result && "asked" in done.result ? "asked" : "answered";
+}
+
+/**
+ * The compute of an occurrence: the loop on the conversation's history, the user turn marked as a
+ * scheduled task (after the owner's speaker label in groups), the toolbox of the conversation —
+ * or the run resumed from the checkpoint an earlier attempt saved before it changed data — with the
+ * conversation's settings (model, persona, language; read with the history). The answer starts
+ * with the occurrence's header (how late it is, when it is), in the conversation's language.
+ */
+async function computeTask(parts: AnswerParts, state: AnswerState, task: Task, dueAt: number): Promise<Computed> {
+  const { message } = state.taken;
+  const { checkpoint } = state.restored;
+  // The conversation's settings (model, persona, language) are read with the history, as for a message.
+  const before = await withSettings(parts, state, parts.history.read(state.conversation));
+  if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the occurrence's run an earlier attempt saved before it changed data");
+  const deps = runDeps(parts, message, { ...runOptions(parts, state), executeOnce: parts.ledger.executeOnce });
+  const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
+  const outcome = await parts.runAgent({ history: before.messages, userText, context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) }, deps);
+  if (outcome.kind === "approval") return outcome;
+  const header = occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state));
+  return { ...outcome, text: `${header}\n\n${outcome.text}`, before };
+}
+
+/**
+ * After an occurrence: its outcome on the task (the failures in a row, the last run, the next
+ * time); a one-off task ends (its record deleted); after {@link FAILURES_TO_PAUSE} failures in a
+ * row a repeating task pauses and its owner is told why, with a resume button. Re-reads the task
+ * first, so a pause or cancel made meanwhile stands.
+ */
+async function finishOccurrence(parts: TaskParts, owner: TaskOwner, was: Task, dueAt: number, result: { ok: boolean; error?: string }, log: AnswerParts["log"], outbound: Outbound | undefined): Promise<void> {
+  const { redis, scheduler, config } = parts;
+  const task = await getTask(redis, owner, was.id, log);
+  if (!task) return;
+  if (!task.repeat) {
+    await deleteTask(redis, owner, task.id, log);
+    return;
+  }
+  const failures = result.ok ? 0 : task.failures + 1;
+  const after: Task = { ...task, failures, last: { dueAt, ok: result.ok, ...(result.error ? { error: result.error } : {}) } };
+  if (failures < FAILURES_TO_PAUSE || task.paused) {
+    if (!task.paused) after.next = (await scheduler.nextRun(owner, task.id)) ?? task.next;
+    await updateTask(redis, owner, after);
+    return;
+  }
+  const reason = result.error ?? "";
+  await pauseTask(redis, scheduler, owner, after, { by: "failures", reason });
+  log.warn({ failures, reason }, "scheduled task paused after failing occurrences in a row; its owner is told");
+  if (!outbound) return;
+  const locale = config.BOT_LOCALE;
+  const text = localize(
+    locale,
+    {
+      "zh-TW": "⏸️ 排程任務 #{id}（{what}）連續 {n} 次沒有完成，已暫停。原因：{reason}\n按「繼續」恢復，或用 /tasks 管理。",
+      en: "⏸️ Scheduled task #{id} ({what}) failed {n} times in a row and is paused. Why: {reason}\nPress Resume to start it again, or manage it with /tasks.",
+    },
+    { id: task.id, what: shortInstruction(task.instruction, 40), n: failures, reason },
+  );
+  const to = destinationOf(occurrenceMessage(owner, task, dueAt));
+  const resume = { label: localize(locale, { "zh-TW": "▶️ 繼續", en: "▶️ Resume" }), data: taskButton("r", owner, task.id) };
+  try {
+    if (outbound.sendNotice) await outbound.sendNotice(to, text, [resume]);
+    else await outbound.sendAnswer(to, text);
+  } catch (err) {
+    log.error({ err }, "could not tell the owner that the task paused");
+  }
+}
+
+/** Why an occurrence failed, in words for its owner: the error's own `userMessage(locale)` when it has one, else its message. */
+function failureReason(error: unknown, locale: Locale): string {
+  const { userMessage } = (error ?? {}) as { userMessage?: unknown };
+  if (typeof userMessage === "function") return String(userMessage.call(error, locale));
+  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
+}

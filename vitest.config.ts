@@ -20,6 +20,7 @@ import { defineConfig } from "vitest/config";
  * - access-limits: the queue cap (enqueue and undo scripts) and the rate limiter.
  * - media-limits: the album scripts (add, take) and image tokens counted against the budget.
  * - streaming-telegram: streaming progress (streamed message ids, sent chunks) resumed by a retry.
+ * - settings-telegram: the settings store (set-field script), read with the history, per topic.
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
  *
  * A new store or queue (memory, settings, compaction, scheduled tasks …) adds the file that
@@ -35,6 +36,7 @@ const CLUSTER_FILES = [
   "test/e2e/access-limits.test.ts",
   "test/e2e/media-limits.test.ts",
   "test/e2e/streaming-telegram.test.ts",
+  "test/e2e/settings-telegram.test.ts",
   "test/e2e/memory-telegram.test.ts",
 ];
 

@@ -13,6 +13,7 @@ import type { Config } from "./config.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
 import type { ReminderActions } from "./reminders/actions.js";
+import type { SettingsStore } from "./settings/store.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 
@@ -70,6 +71,12 @@ export interface AdapterContext {
   migrateChat?(from: ConversationRef, to: ConversationRef): Promise<void>;
   /** The toolbox offered in a chat of this kind, for `/tools`. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
+  /**
+   * The conversations' settings: an adapter asks it whether a group message that does not
+   * address the bot is for it all the same (replies set to `all`). Optional: without it only
+   * addressed messages are.
+   */
+  settings?: SettingsStore;
   /** Checks and records a button press or reaction on an approval prompt. */
   approvals: ApprovalDecider;
   /**

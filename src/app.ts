@@ -33,6 +33,7 @@ import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionE
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
+import { SettingsStore } from "./settings/store.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
@@ -182,6 +183,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       closers.push(() => approvals.close());
       const worker = startWorker({
         usage: new UsageStore(workerRedis, config.TIMEZONE),
+        settings: new SettingsStore(workerRedis, config, log),
         config,
         log,
         redis: workerRedis,
@@ -226,7 +228,15 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;
       };
-      const gate = new AccessGate({ config, log, redis: producerRedis, queue, reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)) });
+      const settings = new SettingsStore(producerRedis, config, log);
+      const gate = new AccessGate({
+        config,
+        log,
+        redis: producerRedis,
+        queue,
+        reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)),
+        languageOf: (conversation) => settings.language(conversation),
+      });
       if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
@@ -238,6 +248,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         listed = announced.current;
       }
       const commands = new CommandRunner({
+        settings,
         config,
         log,
         toolboxFor: (chat) => toolboxFor(listed(), chat),
@@ -265,6 +276,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,
         reminders: reminders.actions,
+        settings,
         fatal: (error) => {
           log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
           void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));

@@ -10,12 +10,16 @@
  *   decided by any administrator of that group, as the adapter's `isGroupAdmin` says;
  * - `rm:…`: a reminder's done / snooze, a `/reminders` cancel (`ReminderActions`);
  * - `pm:…`: a `/permissions` revoke button (`CommandRunner.pressPermission`);
+ * - `st:…`: a `/settings` (`/persona`, `/model`) button (`CommandRunner.pressSettings`): changes
+ *   a setting only when the presser may change the conversation's settings;
  * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
  */
 import type { AdapterContext } from "./adapter.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
+import type { CommandReply } from "./commands/command.js";
 import { isMemoryButton } from "./commands/memory.js";
 import { isPermissionButton } from "./commands/permissions.js";
+import { isSettingsButton } from "./commands/settings.js";
 import { localize, type Locale } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
@@ -37,6 +41,7 @@ export function parseApprovalButton(data: string): { approvalId: string; approve
 export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (ReminderActions.owns(data)) return "reminder";
   if (isPermissionButton(data)) return "permission";
+  if (isSettingsButton(data)) return "settings";
   if (isMemoryButton(data)) return "memory";
   return parseApprovalButton(data) ? "approval" : "unknown";
 }
@@ -51,7 +56,8 @@ export interface ButtonPress extends ConversationRef {
   locale: Locale;
   /**
    * Whether the pressed message is in a private chat or a group: a `/memory` delete button deletes
-   * in that scope (in a group only for its administrators). Without it such a press is refused.
+   * in that scope (in a group only for its administrators); without it such a press is refused.
+   * Settings buttons need it too (absent: treated as a group).
    */
   chatKind?: "dm" | "group";
   /**
@@ -60,12 +66,14 @@ export interface ButtonPress extends ConversationRef {
    * `chat:<chatId>`) is pressed by someone else. Optional: without it only the requester decides.
    */
   isGroupAdmin?: () => Promise<boolean>;
+  /** Whether the bot receives the group's messages that do not address it (see `CommandInvocation.readsAllGroupMessages`). */
+  readsAllGroupMessages?: () => Promise<boolean>;
 }
 
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "memory" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "settings" | "memory" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -74,6 +82,8 @@ export interface ButtonAnswer {
   dropButton?: boolean;
   /** Take every button off the pressed message at once (an accepted approval: the worker edits in the outcome). */
   removeButtons?: boolean;
+  /** Show this in place of the pressed message, buttons included (a settings listing after a change). */
+  replaceWith?: CommandReply;
   /** True when the press could not be handled now (Redis unreachable): `notice` says to press again; an adapter may word it as its other "try again" answers. */
   failed?: boolean;
 }
@@ -103,6 +113,20 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
   if (kind === "permission") {
     const answer = await parts.commands.pressPermission({ data, platform: press.platform, chatId: press.chatId, ...(press.topicId ? { topicId: press.topicId } : {}), userId: press.userId, locale });
     return { kind: "permission", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
+  }
+  if (kind === "settings") {
+    const answer = await parts.commands.pressSettings({
+      data,
+      platform: press.platform,
+      chatId: press.chatId,
+      ...(press.topicId ? { topicId: press.topicId } : {}),
+      chatKind: press.chatKind ?? "group",
+      userId: press.userId,
+      locale,
+      isGroupAdmin: press.isGroupAdmin,
+      readsAllGroupMessages: press.readsAllGroupMessages,
+    });
+    return { kind: "settings", notice: answer.notice, ...(answer.listing ? { replaceWith: answer.listing } : {}), ...(answer.failed ? { failed: true } : {}) };
   }
   if (kind === "memory") {
     if (!press.chatKind) return { kind: "memory", notice: localize(locale, { "zh-TW": "這裡無法刪除記憶。", en: "Memory cannot be deleted from here." }) };

@@ -221,7 +221,101 @@ export interface ModelPrices {
 export const DEFAULT_WEB_SEARCH_PRICE = 10;
 
 const PRICES_MESSAGE =
-  "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5), optionally a fifth: USD per 1,000 web searches (default 10)";
+  "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5), optionally a fifth: USD per 1,000 web searches (default 10); for several models, entries model=prices separated by ; (e.g. claude-opus-5=15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1), with at most one entry without a model (the price of every other model)";
+
+/**
+ * `MODEL_PRICES` as parsed: the default prices (the fields of {@link ModelPrices}: the entry without
+ * a model id, else the entry of `ANTHROPIC_MODEL`) and the price of each model named in an entry.
+ */
+export interface ModelPricing extends ModelPrices {
+  /** Prices of the models named in `MODEL_PRICES` (`id=…` entries), by model id; absent when none is named. */
+  byModel?: Readonly<Record<string, ModelPrices>>;
+}
+
+/** A model id as the Messages API names models (letters, digits, `.`, `_`, `-`, `:`, `@`, `/`), at most 100 characters. */
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$/;
+
+/** One price list `input,output,cache_write,cache_read[,web_search]`, or undefined when it is not one. */
+function parsePriceList(v: string): ModelPrices | undefined {
+  const numbers = v.split(",").map((p) => p.trim()).map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
+  if ((numbers.length !== 4 && numbers.length !== 5) || numbers.some((n) => !Number.isFinite(n))) return undefined;
+  const [input, output, cacheWrite, cacheRead, webSearch = DEFAULT_WEB_SEARCH_PRICE] = numbers as [number, number, number, number, number?];
+  return { input, output, cacheWrite, cacheRead, webSearch };
+}
+
+/** The model whose entry stands in for the default until {@link loadConfig} knows `ANTHROPIC_MODEL` (no entry without a model). */
+const PROVISIONAL_DEFAULT = Symbol("provisional default model");
+
+/**
+ * `MODEL_PRICES`: one price list (every model), or `;`-separated entries `model=prices` plus at
+ * most one bare price list (the default). Without a bare list the default is `ANTHROPIC_MODEL`'s
+ * entry (checked in {@link loadConfig}).
+ */
+function parseModelPrices(v: string | undefined, ctx: z.RefinementCtx): ModelPricing | undefined {
+  if (v === undefined) return undefined;
+  const byModel: Record<string, ModelPrices> = {};
+  let base: ModelPrices | undefined;
+  let first: string | undefined;
+  for (const entry of v.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+    const eq = entry.indexOf("=");
+    const id = eq >= 0 ? entry.slice(0, eq).trim() : undefined;
+    const prices = parsePriceList(eq >= 0 ? entry.slice(eq + 1) : entry);
+    if (!prices || (id !== undefined && (!MODEL_ID.test(id) || id in byModel)) || (id === undefined && base)) {
+      ctx.addIssue({ code: "custom", message: PRICES_MESSAGE });
+      return z.NEVER;
+    }
+    if (id === undefined) base = prices;
+    else {
+      byModel[id] = prices;
+      first ??= id;
+    }
+  }
+  if (!base && first === undefined) {
+    ctx.addIssue({ code: "custom", message: PRICES_MESSAGE });
+    return z.NEVER;
+  }
+  const pricing: ModelPricing = { ...(base ?? byModel[first!]!), ...(first !== undefined ? { byModel } : {}) };
+  if (!base) Object.defineProperty(pricing, PROVISIONAL_DEFAULT, { value: first, enumerable: false });
+  return pricing;
+}
+
+/**
+ * The prices of `model` (`MODEL_PRICES`): its own entry, else the default; undefined when
+ * `MODEL_PRICES` is unset.
+ */
+export function pricesFor(config: Pick<Config, "MODEL_PRICES">, model: string): ModelPrices | undefined {
+  const pricing = config.MODEL_PRICES;
+  if (!pricing) return undefined;
+  const own = pricing.byModel?.[model];
+  if (own) return own;
+  const { byModel: _byModel, ...base } = pricing;
+  return base;
+}
+
+/** A model a conversation may choose (`MODELS`): its id and the label shown in `/settings` (default the id). */
+export interface ModelChoice {
+  id: string;
+  label: string;
+}
+
+const MODELS_MESSAGE = "must be model ids separated by commas, each optionally with a label after = (e.g. claude-opus-5=Opus,claude-haiku-5=Haiku); labels at most 40 characters, each id once";
+
+/** `MODELS`: `id` or `id=label` entries separated by commas (blank entries skipped). `ANTHROPIC_MODEL` is added in {@link loadConfig}. */
+function parseModels(v: string | undefined, ctx: z.RefinementCtx): ModelChoice[] | undefined {
+  if (v === undefined) return undefined;
+  const out: ModelChoice[] = [];
+  for (const entry of v.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+    const eq = entry.indexOf("=");
+    const id = (eq >= 0 ? entry.slice(0, eq) : entry).trim();
+    const label = eq >= 0 ? entry.slice(eq + 1).trim() : id;
+    if (!MODEL_ID.test(id) || label === "" || [...label].length > 40 || /[\p{Cc}]/u.test(label) || out.some((m) => m.id === id)) {
+      ctx.addIssue({ code: "custom", message: MODELS_MESSAGE });
+      return z.NEVER;
+    }
+    out.push({ id, label });
+  }
+  return out;
+}
 
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
@@ -412,19 +506,17 @@ export const ConfigSchema = z.object({
   GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0),
   /**
    * `input,output,cache_write,cache_read` in USD per million tokens, optionally `,web_search` in
-   * USD per 1,000 searches (default {@link DEFAULT_WEB_SEARCH_PRICE}); unset = no cost shown.
+   * USD per 1,000 searches (default {@link DEFAULT_WEB_SEARCH_PRICE}); unset = no cost shown. For
+   * several models, `;`-separated `model=prices` entries and at most one bare list (the default);
+   * see {@link parseModelPrices} and {@link pricesFor}.
    */
-  MODEL_PRICES: optionalString.transform((v, ctx): ModelPrices | undefined => {
-    if (v === undefined) return undefined;
-    const parts = v.split(",").map((p) => p.trim());
-    const numbers = parts.map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
-    if ((numbers.length !== 4 && numbers.length !== 5) || numbers.some((n) => !Number.isFinite(n))) {
-      ctx.addIssue({ code: "custom", message: PRICES_MESSAGE });
-      return z.NEVER;
-    }
-    const [input, output, cacheWrite, cacheRead, webSearch = DEFAULT_WEB_SEARCH_PRICE] = numbers as [number, number, number, number, number?];
-    return { input, output, cacheWrite, cacheRead, webSearch };
-  }),
+  MODEL_PRICES: optionalString.transform(parseModelPrices),
+  /**
+   * Models a conversation may choose in `/settings` and `/model`: `id` or `id=label`, comma-separated.
+   * Always holds `ANTHROPIC_MODEL` (first when `MODELS` leaves it out), the default of every
+   * conversation; unset = only `ANTHROPIC_MODEL` (the setting is then not offered).
+   */
+  MODELS: optionalString.transform(parseModels),
 
   /** Port of the health endpoint; unset or blank = off. */
   HEALTH_PORT: port().optional(),
@@ -443,8 +535,16 @@ export const ConfigSchema = z.object({
     .default("info"),
 });
 
-/** The validated configuration. Durations are named with their unit (`_SECONDS`, `_DAYS`). */
-export type Config = z.output<typeof ConfigSchema>;
+/**
+ * The validated configuration. Durations are named with their unit (`_SECONDS`, `_DAYS`).
+ * `MODELS` always lists `ANTHROPIC_MODEL` ({@link loadConfig} adds it).
+ */
+export type Config = Omit<z.output<typeof ConfigSchema>, "MODELS"> & { MODELS: ModelChoice[] };
+
+/** The label of `model` in `MODELS`, else the id itself. */
+export function modelLabel(config: Pick<Config, "MODELS">, model: string): string {
+  return config.MODELS.find((m) => m.id === model)?.label ?? model;
+}
 
 /** Seconds a quiet chat's history is kept: `HISTORY_TTL_DAYS` in seconds. */
 export function historyTtlSeconds(config: Pick<Config, "HISTORY_TTL_DAYS">): number {
@@ -542,8 +642,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
       report("TELEGRAM_WEBHOOK_SECRET", "is required with TELEGRAM_WEBHOOK_URL, so forged updates are refused");
     }
   }
+  const pricing = parsed.success ? parsed.data.MODEL_PRICES : undefined;
+  const provisional = pricing ? (pricing as unknown as Record<symbol, string | undefined>)[PROVISIONAL_DEFAULT] : undefined;
+  if (pricing && provisional !== undefined && !pricing.byModel?.[parsed.data!.ANTHROPIC_MODEL]) {
+    report("MODEL_PRICES", "needs a price for ANTHROPIC_MODEL: an entry for it (model=prices), or a price list without a model id for every model not named");
+  }
   if (problems.size > 0) throw new ConfigError([...problems].map(([name, reason]) => `${name}: ${reason}`));
-  return parsed.data!;
+  const data = parsed.data!;
+  const defaultModel = data.ANTHROPIC_MODEL;
+  const models = data.MODELS ?? [];
+  const MODELS = models.some((m) => m.id === defaultModel) ? models : [{ id: defaultModel, label: defaultModel }, ...models];
+  const MODEL_PRICES = pricing && provisional !== undefined ? { ...pricing.byModel![defaultModel]!, byModel: pricing.byModel! } : pricing;
+  return { ...data, MODELS, MODEL_PRICES };
 }
 
 /** The values of the secret variables that are set, for redaction (see `src/log.ts`). */

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { ApprovalVerdict } from "./agent/contract.js";
+import type { Locale } from "./config.js";
 import type { MediaSource } from "./media/source.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
 import type { AnswerStream, StreamOptions } from "./streaming.js";
@@ -54,6 +55,8 @@ export interface ApprovalPrompt {
    * conversation for `ALWAYS_ALLOW_DAYS`. Absent for a tool that refuses grants (`alwaysAllow: false`).
    */
   alwaysAllow?: boolean;
+  /** The language of the prompt (the conversation's `language` setting); default `BOT_LOCALE`. */
+  locale?: Locale;
 }
 
 /**

@@ -110,7 +110,9 @@ export class DiscordInteractions {
         },
       );
       closeText = answer.closeText;
-      return answer.failed ? tryAgain(locale) : answer.notice;
+      if (answer.failed) return tryAgain(locale);
+      // A settings change: the listing as it is now (with its buttons) is the ephemeral reply.
+      return answer.replaceWith ?? answer.notice;
     });
     if (closeText && !interaction.message.flags.has(MessageFlags.Ephemeral)) {
       await this.outbound.closeReminder({ chatId: interaction.channelId, messageId: interaction.message.id }, closeText).catch((err: unknown) => this.log.warn({ err }, "could not close the pressed message"));
@@ -198,7 +200,8 @@ function buttonRows(reply: CommandReply): Record<string, unknown>[] {
   const rows: { type: 1; components: Record<string, unknown>[] }[] = [];
   (reply.buttons ?? []).slice(0, 25).forEach((b, i) => {
     if (i % 5 === 0) rows.push({ type: 1, components: [] });
-    rows.at(-1)!.components.push({ type: 2, style: 4, label: b.label, custom_id: b.data });
+    // Settings buttons are secondary (grey); revoke and cancel buttons danger (red).
+    rows.at(-1)!.components.push({ type: 2, style: b.data.startsWith("st:") ? 2 : 4, label: b.label.slice(0, 80), custom_id: b.data });
   });
   return rows;
 }

@@ -19,6 +19,7 @@ import { localize, type Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import { forwardedText } from "../../src/prompts.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { repliesToAll } from "../../src/settings/store.js";
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 
@@ -78,7 +79,9 @@ export class DiscordMessages {
     const botId = client.user.id;
     if (message.author.id === botId || message.author.bot || message.webhookId || message.system) return;
     const dm = !message.inGuild();
-    if (!dm && !isAddressed(message, botId)) return;
+    const addressed = dm || isAddressed(message, botId);
+    // A channel whose replies are set to `all` (`/settings`) takes every text message.
+    if (!addressed && (message.content.trim() === "" || !(await repliesToAll(context, { platform: "discord", chatId: message.channelId, chatKind: "group" }, this.log)))) return;
     const locale = this.config.BOT_LOCALE;
 
     // A forward's text is the question, marked as someone else's words (see src/prompts.ts).

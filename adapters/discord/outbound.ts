@@ -180,7 +180,7 @@ export class DiscordOutbound implements Outbound {
    * @throws an `OutboundError` when the prompt itself could not be sent.
    */
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
-    const locale = this.#config.BOT_LOCALE;
+    const locale = prompt.locale ?? this.#config.BOT_LOCALE;
     const ref = await this.#post("sendApprovalPrompt", to.conversation.chatId, {
       content: promptText(prompt, locale),
       components: promptComponents(prompt.approvalId, locale, undefined, prompt.alwaysAllow === true),

@@ -54,7 +54,7 @@ const ALWAYS_ALLOW_LABEL = { "zh-TW": "🔓 一律允許", en: "🔓 Always allo
  * @param now - the current time in ms since the Unix epoch (for the minutes left).
  */
 export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now = Date.now()): string {
-  const locale = config.BOT_LOCALE;
+  const locale = prompt.locale ?? config.BOT_LOCALE;
   const time = new Intl.DateTimeFormat(locale === "zh-TW" ? "zh-TW" : "en-GB", {
     timeZone: config.TIMEZONE,
     hour: "2-digit",

@@ -42,7 +42,12 @@ export type InboundDecision =
   /** A message for the queue (an album item with `mediaGroupId`: the album's, see `src/media/album.ts`). */
   | { kind: "enqueue"; message: IncomingMessage }
   /** An album item that does not address the bot itself (in a group): recorded for its album only. */
-  | { kind: "album_item"; message: IncomingMessage };
+  | { kind: "album_item"; message: IncomingMessage }
+  /**
+   * A group message with text that does not address the bot: queued only where the group's
+   * replies are set to `all` (`/settings`), otherwise ignored.
+   */
+  | { kind: "unaddressed"; message: IncomingMessage };
 
 /** The normalised fields without the text (for hints and commands). */
 export type IncomingMessageBase = Omit<IncomingMessage, "text">;
@@ -158,7 +163,9 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   const files = { ...(media.length > 0 ? { media } : {}), ...(message.media_group_id && media.length > 0 ? { mediaGroupId: message.media_group_id.slice(0, 64) } : {}) };
   if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) {
     const item = files.mediaGroupId ? IncomingMessageSchema.safeParse({ ...base, ...files, text: text.slice(0, MAX_INCOMING_TEXT) }) : undefined;
-    return item?.success ? { kind: "album_item", message: item.data } : { kind: "ignore", reason: "not addressed" };
+    if (item?.success) return { kind: "album_item", message: item.data };
+    const unaddressed = text.trim() !== "" && !command ? IncomingMessageSchema.safeParse({ ...base, ...files, text }) : undefined;
+    return unaddressed?.success ? { kind: "unaddressed", message: unaddressed.data } : { kind: "ignore", reason: "not addressed" };
   }
 
   if (command && isInstantCommand(command.name)) return { kind: "command", command: command.name, args: command.args, message: base };

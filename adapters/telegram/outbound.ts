@@ -145,7 +145,7 @@ export class TelegramOutbound implements Outbound {
    */
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const dest = telegramPlace(to);
-    const keyboard = approvalKeyboard(prompt.approvalId, this.config.BOT_LOCALE, prompt.alwaysAllow === true);
+    const keyboard = approvalKeyboard(prompt.approvalId, prompt.locale ?? this.config.BOT_LOCALE, prompt.alwaysAllow === true);
     const message = await translated("sendApprovalPrompt", () =>
       this.api.sendMessage(dest.chatId, approvalPromptHtml(prompt, this.config), { parse_mode: "HTML", reply_markup: keyboard, ...placement(dest) }),
     );

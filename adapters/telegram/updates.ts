@@ -17,7 +17,8 @@ import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
-import { MAX_INCOMING_TEXT } from "../../src/queue/incoming.js";
+import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { repliesToAll } from "../../src/settings/store.js";
 import { isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
 import { escapeHtml } from "./html.js";
@@ -76,6 +77,13 @@ export class TelegramUpdates {
       case "ignore":
         this.log.debug({ chatId: ctx.chat?.id, reason: decision.reason }, "telegram: message ignored");
         return;
+      case "unaddressed":
+        // A group whose replies are set to `all` (`/settings`) takes every text message.
+        if (!(await repliesToAll(context, decision.message, this.log))) {
+          this.log.debug({ chatId: ctx.chat?.id, reason: "not addressed" }, "telegram: message ignored");
+          return;
+        }
+        return this.#enqueue(decision.message, context);
       case "hint":
         await this.#reply(
           decision.message,
@@ -93,17 +101,18 @@ export class TelegramUpdates {
         await context.albums?.add(decision.message, false).catch((error: unknown) => this.log.warn({ chatId: decision.message.chatId, error: redact(String(error)) }, "telegram: could not record an album item"));
         return;
       case "enqueue":
-        try {
-          // Of an album, only the first item that addresses the bot is queued; the worker gathers the rest.
-          if (decision.message.mediaGroupId && context.albums && !(await context.albums.add(decision.message, true))) return;
-          await context.enqueue(decision.message);
-        } catch (error) {
-          this.log.error(
-            { chatId: decision.message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
-            "telegram: could not queue a message",
-          );
-          await this.#reply(decision.message, localize(locale, { "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。", en: "Sorry, I could not take your message right now. Please try again in a moment." }));
-        }
+        return this.#enqueue(decision.message, context);
+    }
+  }
+
+  /** Queues a message (of an album, only the first item that addresses the bot: the worker gathers the rest); a failure is answered with "try again". */
+  async #enqueue(message: IncomingMessage, context: AdapterContext): Promise<void> {
+    try {
+      if (message.mediaGroupId && context.albums && !(await context.albums.add(message, true))) return;
+      await context.enqueue(message);
+    } catch (error) {
+      this.log.error({ chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError }, "telegram: could not queue a message");
+      await this.#reply(message, localize(this.config.BOT_LOCALE, { "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。", en: "Sorry, I could not take your message right now. Please try again in a moment." }));
     }
   }
 
@@ -122,6 +131,7 @@ export class TelegramUpdates {
       locale: this.config.BOT_LOCALE,
       mention: `@${this.bot.botInfo.username}`,
       isGroupAdmin: () => this.#isGroupAdmin({ id: chatId, type: "supergroup" }, to.userId),
+      readsAllGroupMessages: () => this.#readsAllGroupMessages(),
     });
     if (reply === undefined) return;
     if (reply.buttons?.length) await this.#sendWithButtons(to, reply.text, reply.buttons);
@@ -160,6 +170,7 @@ export class TelegramUpdates {
         userId: String(query.from.id),
         locale: this.config.BOT_LOCALE,
         ...(message ? { chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const), isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)) } : {}),
+        readsAllGroupMessages: () => this.#readsAllGroupMessages(),
       },
     );
     try {
@@ -171,6 +182,11 @@ export class TelegramUpdates {
     const ref = { chatId: String(message.chat.id), messageId: String(message.message_id) };
     if (answer.removeButtons) {
       await this.outbound.removeKeyboard(ref);
+    } else if (answer.replaceWith) {
+      const { text, buttons = [] } = answer.replaceWith;
+      await this.bot.api
+        .editMessageText(ref.chatId, Number(ref.messageId), escapeHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } })
+        .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not show the settings after a press"));
     } else if (answer.closeText) {
       await this.outbound.closeReminder(ref, answer.closeText).catch((error: unknown) => this.log.warn({ error: redact(String(error)) }, "telegram: could not close the pressed message"));
     } else if (answer.dropButton) {
@@ -178,6 +194,20 @@ export class TelegramUpdates {
       await this.bot.api
         .editMessageReplyMarkup(ref.chatId, Number(ref.messageId), { reply_markup: { inline_keyboard: rows } })
         .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not drop the pressed button"));
+    }
+  }
+
+  /**
+   * Whether the bot receives a group's messages that do not address it: `getMe`'s
+   * `can_read_all_group_messages` (false while BotFather's privacy mode is on), asked now (the
+   * operator may have changed it since start-up). False when `getMe` fails.
+   */
+  async #readsAllGroupMessages(): Promise<boolean> {
+    try {
+      return (await this.bot.api.getMe()).can_read_all_group_messages;
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "telegram: getMe failed");
+      return false;
     }
   }
 

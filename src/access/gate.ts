@@ -20,10 +20,10 @@ import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { RedisClient } from "../redis.js";
 import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { localize, type Locale, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics, type RefusalReason } from "../metrics.js";
-import type { IncomingMessage } from "../queue/incoming.js";
+import type { ConversationRef, IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { BUDGET_TEXT, budgetReads, budgetRefusal, type BudgetTotals } from "../usage/budget.js";
 import { UsageStore } from "../usage/store.js";
@@ -64,6 +64,11 @@ export interface AccessGateDeps {
   queue: ChatQueue;
   /** Sends a refusal to the message's chat (the platform's outbound `sendAnswer`). */
   reply(to: IncomingMessage, text: string): Promise<void>;
+  /**
+   * The language set in a conversation (`/settings`), asked only when a served user's message is
+   * refused there (slow down, budget, busy); default none: `BOT_LOCALE`.
+   */
+  languageOf?: (conversation: ConversationRef) => Promise<Locale | undefined>;
 }
 
 /** The outcome of {@link AccessGate.admit}. */
@@ -115,17 +120,23 @@ export class AccessGate {
       });
       return this.#refuse(message, answer, "stranger");
     }
-    const locale = config.BOT_LOCALE;
+    // Asked only on the way to a refusal: the common path costs nothing more.
+    const locale = async () => (await this.#deps.languageOf?.(message).catch(() => undefined)) ?? config.BOT_LOCALE;
     if (limited) {
       // One answer per window: the first message over the limit.
       const first = limited.consumedPoints === config.RATE_LIMIT_PER_MINUTE + 1;
       const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
-      return this.#refuse(message, first ? localize(locale, GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
+      return this.#refuse(message, first ? localize(await locale(), GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
     }
     const spent = budgetRefusal(config, subject, budget);
-    if (spent) return this.#refuse(message, spent.text, spent.scope === "global" ? "global_budget" : "user_budget");
+    if (spent) {
+      // In the conversation's language when one is set there.
+      const language = await locale();
+      const text = language === config.BOT_LOCALE ? spent.text : (budgetRefusal({ ...config, BOT_LOCALE: language }, subject, budget)?.text ?? spent.text);
+      return this.#refuse(message, text, spent.scope === "global" ? "global_budget" : "user_budget");
+    }
     const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
-    if (result === "full") return this.#refuse(message, localize(locale, GATE_TEXT.busy), "queue_full");
+    if (result === "full") return this.#refuse(message, localize(await locale(), GATE_TEXT.busy), "queue_full");
     return result === "duplicate" ? "duplicate" : "queued";
   }
 

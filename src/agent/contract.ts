@@ -23,6 +23,10 @@ export interface AgentDeps {
   /** The tools offered in this context. */
   toolbox: ToolBox;
   tracer: Tracer;
+  /** The model of this run's requests (the conversation's `model` setting); default `ANTHROPIC_MODEL`. */
+  model?: string;
+  /** The conversation's persona, added to the system prompt (`SystemPromptOptions.persona`); default none. */
+  persona?: string;
   /**
    * Called with each model response's `usage` (tokens of the four kinds), right after the response
    * arrives; the worker records it per user and chat (`src/usage/store.ts`). Must not throw.

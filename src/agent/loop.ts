@@ -329,7 +329,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 /** One model call (and its repeats without a refused server tool): see {@link callModel}. */
 async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext, memory: string | undefined): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
-  const model = config.ANTHROPIC_MODEL;
+  const model = deps.model ?? config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
@@ -346,6 +346,7 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
           chatKind: context.chatKind,
           toolSearch: offered.servers.some((t) => t.name.startsWith("tool_search_tool_")),
           webSearch: offered.servers.some((t) => t.name === "web_search" || t.name === "web_fetch"),
+          ...(deps.persona ? { persona: deps.persona } : {}),
           memory: offersMemory,
         }),
         cache_control: EPHEMERAL,

@@ -134,14 +134,17 @@ export class ApprovalFlow {
    * @param message - the message that started the run (its sender is the only one who may decide).
    * @param outcome - `runAgent`'s / `resumeAgent`'s `{ kind: "approval" }` result.
    * @param outbound - where to post the prompt.
+   * @param locale - the conversation's language (its `language` setting); default the run context's.
    * @returns the approval id.
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
-  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound): Promise<string> {
+  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound, locale?: Locale): Promise<string> {
     const { store } = this.#deps;
     const existing = await this.#pendingFor(message, outcome.call.toolUseId);
     if (existing?.prompt) return existing.id;
-    const { toolbox, context } = await this.#deps.agentDeps(message);
+    const deps = await this.#deps.agentDeps(message);
+    const { toolbox } = deps;
+    const context = locale ? { ...deps.context, locale } : deps.context;
     const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
     const alwaysAllow = existing?.alwaysAllow ?? (this.#deps.grants !== undefined && toolbox.get(outcome.call.name)?.alwaysAllow !== false);
     const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow }));
@@ -153,6 +156,7 @@ export class ApprovalFlow {
       requesterName: message.userName,
       expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
       ...(alwaysAllow ? { alwaysAllow: true } : {}),
+      locale: record?.locale ?? context.locale,
     });
     await store.setPrompt(id, prompt);
     // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌

@@ -9,6 +9,7 @@ import type { Command, CommandInvocation, CommandServices } from "./command.js";
 import { formatHelp, type HelpCommand } from "./help.js";
 import { forgetMemory, memoryListing, MEMORY_TEXT, scopeOfAsker } from "./memory.js";
 import { PERMISSION_TEXT, permissionsListing, revokeByName } from "./permissions.js";
+import { modelCommand, personaCommand, settingsCommand, type SettingsServices } from "./settings.js";
 import { formatToolList } from "./tools-listing.js";
 import { formatAllUsage, formatUserUsage } from "./usage-report.js";
 
@@ -82,6 +83,27 @@ export const COMMANDS: readonly Command[] = [
       await services.resetChat(conversationOf(inv));
       return localize(inv.locale, inv.topicId ? COMMAND_TEXT.resetTopic : COMMAND_TEXT.reset);
     },
+  },
+  {
+    name: "settings",
+    description: d("這個聊天的設定：角色、模型、語言、串流、群組回覆", "This chat's settings: persona, model, language, streaming, group replies"),
+    access: "everyone",
+    option: { name: "change", description: d("直接修改，例如 language en、streaming off", "Change one directly, e.g. language en, streaming off"), required: false },
+    run: (inv, services) => withSettings(inv, services, (s) => settingsCommand(inv, inv.args, s)),
+  },
+  {
+    name: "persona",
+    description: d("這個聊天的角色設定（不加文字則顯示）", "This chat's persona (shown when no text is given)"),
+    access: "everyone",
+    option: { name: "text", description: d("角色設定，最多 1000 字", "The persona, at most 1000 characters"), required: false },
+    run: (inv, services) => withSettings(inv, services, (s) => personaCommand(inv, inv.args, s)),
+  },
+  {
+    name: "model",
+    description: d("這個聊天使用的模型", "The model this chat uses"),
+    access: "everyone",
+    option: { name: "id", description: d("模型（MODELS 中的一個）", "A model (one of MODELS)"), required: false, choices: (services) => (services.config.MODELS.length > 1 ? services.config.MODELS.map((m) => m.id) : []) },
+    run: (inv, services) => withSettings(inv, services, (s) => modelCommand(inv, inv.args, s)),
   },
   {
     name: "reminders",
@@ -189,6 +211,12 @@ export const COMMANDS: readonly Command[] = [
     },
   },
 ];
+
+/** Runs a settings command with the settings store, or says settings are not available here. */
+function withSettings(inv: CommandInvocation, services: CommandServices, run: (s: SettingsServices) => ReturnType<Command["run"]>): ReturnType<Command["run"]> {
+  if (!services.settings) return localize(inv.locale, { "zh-TW": "這裡無法使用設定。", en: "Settings are not available here." });
+  return run({ config: services.config, settings: services.settings });
+}
 
 /** The short refusal of an admin command to anyone else. */
 export const ADMIN_ONLY: Localized = { "zh-TW": "抱歉，只有機器人管理員可以使用這個指令。", en: "Sorry, only the bot's admins may use this command." };

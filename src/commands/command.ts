@@ -12,6 +12,7 @@ import type { Logger } from "../log.js";
 import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
+import type { SettingsStore } from "../settings/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /**
@@ -47,6 +48,12 @@ export interface CommandInvocation {
    * `group-admin` commands in groups; false on any error.
    */
   isGroupAdmin?: () => Promise<boolean>;
+  /**
+   * Whether the bot receives this group's messages that do not address it (Telegram: `getMe`'s
+   * `can_read_all_group_messages`, false while privacy mode is on); absent = it does. Asked only
+   * when a group's replies are set to `all`.
+   */
+  readsAllGroupMessages?: () => Promise<boolean>;
 }
 
 /** What commands may use, built once per adapter process (`src/app.ts`). */
@@ -68,6 +75,11 @@ export interface CommandServices {
   reminders?: ReminderActions;
   /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
   grants?: GrantStore;
+  /**
+   * The conversations' settings (`/settings`, `/persona`, `/model` and their buttons; the language
+   * of every command's reply); absent where they are not wired (the commands then say so).
+   */
+  settings?: SettingsStore;
   /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
   memory?: MemoryStore;
 }

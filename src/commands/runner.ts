@@ -9,6 +9,8 @@ import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./cat
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
 import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
+import { pressSettingsButton, SETTINGS_TEXT, type SettingsAsker, type SettingsPressAnswer } from "./settings.js";
+import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
 const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
@@ -66,6 +68,34 @@ export class CommandRunner {
   }
 
   /**
+   * A press on a settings button (`st:…` data; see `settings.ts`), answered in the conversation's
+   * language: changes the setting only when the presser may change it there.
+   * @returns the notice for the presser, and the listing after a change. Never throws (a Redis
+   *   failure is logged and answered with "try again").
+   */
+  async pressSettings(press: SettingsAsker & { data: string }): Promise<SettingsPressAnswer & { failed?: boolean }> {
+    const { config, settings, log } = this.services;
+    const locale = (await this.languageOf(press)) ?? press.locale;
+    if (!settings) return { notice: localize(locale, SETTINGS_TEXT.gone), changed: false };
+    try {
+      const answer = await pressSettingsButton({ ...press, locale }, press.data, { config, settings });
+      if (answer.changed) log.info({ platform: press.platform, chatId: press.chatId, topicId: press.topicId, by: press.userId, button: press.data.slice(0, 5) }, "conversation settings changed");
+      return answer;
+    } catch (error) {
+      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "settings button failed");
+      return { notice: localize(locale, PERMISSION_TEXT.tryAgain), changed: false, failed: true };
+    }
+  }
+
+  /** The language set in the conversation (`/settings`), or undefined (none set, no store, Redis unreachable). */
+  async languageOf(conversation: ConversationRef): Promise<Locale | undefined> {
+    return this.services.settings?.language(conversationOf(conversation)).catch((error: unknown) => {
+      this.services.log.warn({ err: error }, "could not read the conversation's language; using the default");
+      return undefined;
+    });
+  }
+
+  /**
    * A press on a `/memory` delete button (`mm:…` data; see `memory.ts`), answered in `press.locale`:
    * in a group only its administrators and bot admins may delete.
    * @returns the notice, and whether a file or everything was deleted. Never throws (a Redis failure
@@ -84,9 +114,11 @@ export class CommandRunner {
     }
   }
 
-  async #run(invocation: CommandInvocation): Promise<string | CommandReply | undefined> {
+  async #run(asked: CommandInvocation): Promise<string | CommandReply | undefined> {
     const { config, log, gate } = this.services;
-    const locale = invocation.locale;
+    // Replies are in the conversation's language when one is set there (`/settings`).
+    const locale = (await this.languageOf(asked)) ?? asked.locale;
+    const invocation = { ...asked, locale };
     const command = findCommand(invocation.name, invocation.platform);
     if (!command) return unknownCommand(locale, invocation.name, invocation.platform, isAdmin(config, invocation));
     try {

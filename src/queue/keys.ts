@@ -44,12 +44,14 @@ export interface ConversationKeys {
   scheduled: string;
   /** The chat's history: one string of lines, oldest first (format in `src/history/store.ts`). */
   history: string;
+  /** The conversation's settings (persona, model, language…): one JSON string (`src/settings/store.ts`). Kept by `/reset`. */
+  settings: string;
 }
 
 /** The keys of `chat`. */
 export function conversationKeys(chat: ConversationRef): ConversationKeys {
   const tag = conversationTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}` };
+  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, settings: `settings:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */

@@ -8,8 +8,11 @@
  * tag per user: personal data), `usage:{c:<platform>:<chatId>}:…` per chat, `usage:{all}:…` for
  * the whole bot plus `usage:{all}:top:d:<day>`, a sorted set of users by tokens that day. Each hash
  * holds the fields `in`, `out`, `cw` (cache writes), `cr` (cache reads), `calls`, `ws` / `wf`
- * (web searches and web fetches the API ran, `usage.server_tool_use`), and `vs` (seconds of voice
- * messages and audio files transcribed, {@link UsageStore.recordVoice}).
+ * (web searches and web fetches the API ran, `usage.server_tool_use`), `pd`: micro-USD by
+ * which the calls' own model prices (`MODEL_PRICES` per model) differ from the default prices
+ * (signed; absent while every call was of a model at the default price), so the estimated cost
+ * ({@link costOf}) is each model's tokens at its own price, and `vs` (seconds of voice messages and
+ * audio files transcribed, {@link UsageStore.recordVoice}).
  */
 import type { RedisClient } from "../redis.js";
 
@@ -44,6 +47,8 @@ export interface UsageTotals {
   webSearches: number;
   /** Web fetches the API ran. */
   webFetches: number;
+  /** Micro-USD by which these calls cost more (or less, negative) at their models' own prices than at the default prices (absent = 0). */
+  priceDelta?: number;
   /** Seconds of voice messages and audio files transcribed (as the platforms announced them, rounded up). */
   voiceSeconds: number;
 }
@@ -55,25 +60,28 @@ export interface UsageOwner {
   chatId: string;
 }
 
-const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs"] as const;
+const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd"] as const;
 
 /**
- * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, [member].
+ * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, pd
+ * (signed micro-USD), [member].
  * Adds the nonzero counts and one call to both hashes (and the token sum to the member's score).
  */
 const ADD_SCRIPT = `
 local ttl = tonumber(ARGV[1])
+local pd = tonumber(ARGV[8])
 for k = 1, 2 do
   local names = {'in', 'out', 'cw', 'cr', 'ws', 'wf'}
   for i = 1, 6 do
     local n = tonumber(ARGV[i + 1])
     if n > 0 then redis.call('HINCRBY', KEYS[k], names[i], n) end
   end
+  if pd ~= 0 then redis.call('HINCRBY', KEYS[k], 'pd', pd) end
   redis.call('HINCRBY', KEYS[k], 'calls', 1)
   redis.call('EXPIRE', KEYS[k], ttl)
 end
 if KEYS[3] then
-  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[8])
+  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[9])
   redis.call('EXPIRE', KEYS[3], ttl)
 end
 return 1
@@ -124,11 +132,11 @@ export function nextDayStart(at: number, timeZone: string): number {
   return guess;
 }
 
-/** Totals from an `HMGET … in out cw cr calls ws wf vs` reply. */
+/** Totals from an `HMGET … in out cw cr calls ws wf vs pd` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
   const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4), webSearches: n(5), webFetches: n(6), voiceSeconds: n(7) };
-  return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead };
+  return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead, ...(n(8) !== 0 ? { priceDelta: n(8) } : {}) };
 }
 
 /** Usage in Redis; see the module comment. */
@@ -161,14 +169,17 @@ export class UsageStore {
   /**
    * Adds one model response's usage for `owner` (user, chat and the whole bot, day and month), in
    * one pipelined round trip of three scripts.
+   * @param priceDelta - micro-USD by which this call costs more (negative: less) at its model's own
+   *   price than at the default price ({@link priceDeltaOf}); default 0.
    * @throws when Redis fails (the caller logs it; an answer is never held back by it).
    */
-  async record(owner: UsageOwner, usage: ModelUsage, at = Date.now()): Promise<void> {
+  async record(owner: UsageOwner, usage: ModelUsage, at = Date.now(), priceDelta = 0): Promise<void> {
     const { day, month } = periodOf(at, this.#timeZone);
     const ttl = USAGE_KEEP_DAYS * 86_400;
     const counts = [usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens, usage.web_search_requests ?? 0, usage.web_fetch_requests ?? 0].map((n) =>
       Math.max(0, Math.floor(Number(n) || 0)),
     );
+    counts.push(Math.round(Number(priceDelta) || 0));
     const redis = this.#redis as RedisWithUsage;
     const user = `u:${owner.platform}:${owner.userId}`;
     const chat = `c:${owner.platform}:${owner.chatId}`;
@@ -246,7 +257,21 @@ export class UsageStore {
  * Estimated cost of `totals` in USD: tokens at prices per million tokens, web searches at
  * `webSearch` USD per 1,000 searches (the API bills each search; web fetch costs only its tokens).
  */
-export function costOf(totals: UsageTotals, prices: { input: number; output: number; cacheWrite: number; cacheRead: number; webSearch?: number }): number {
+export function costOf(totals: UsageTotals, prices: PriceList): number {
   const tokens = (totals.input * prices.input + totals.output * prices.output + totals.cacheWrite * prices.cacheWrite + totals.cacheRead * prices.cacheRead) / 1_000_000;
-  return tokens + (totals.webSearches * (prices.webSearch ?? 0)) / 1000;
+  return Math.max(0, tokens + (totals.webSearches * (prices.webSearch ?? 0)) / 1000 + (totals.priceDelta ?? 0) / 1_000_000);
+}
+
+/** Prices: tokens in USD per million, web searches in USD per 1,000 (`ModelPrices` of `src/config.ts`). */
+type PriceList = { input: number; output: number; cacheWrite: number; cacheRead: number; webSearch?: number };
+
+/**
+ * Micro-USD by which one call's `usage` costs more (negative: less) at `own` prices (its model's)
+ * than at `base` prices (the default): what {@link UsageStore.record} adds to `pd`. 0 when either is missing.
+ */
+export function priceDeltaOf(usage: ModelUsage, own: PriceList | undefined, base: PriceList | undefined): number {
+  if (!own || !base || own === base) return 0;
+  const totals = { input: usage.input_tokens, output: usage.output_tokens, cacheWrite: usage.cache_creation_input_tokens, cacheRead: usage.cache_read_input_tokens, webSearches: usage.web_search_requests ?? 0 };
+  const cost = (p: PriceList) => (totals.input * p.input + totals.output * p.output + totals.cacheWrite * p.cacheWrite + totals.cacheRead * p.cacheRead) / 1_000_000 + (totals.webSearches * (p.webSearch ?? 0)) / 1000;
+  return Math.round((cost(own) - cost(base)) * 1_000_000);
 }

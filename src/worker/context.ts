@@ -15,6 +15,7 @@ import { MemoryStore, memoryScopeOf } from "../memory/store.js";
 import { MEMORY_TOOL_NAME } from "../memory/tool.js";
 import type { IncomingMessage } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
+import type { Settings } from "../settings/store.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -23,10 +24,11 @@ import { budgetGuard } from "../usage/budget.js";
 import type { UsageStore } from "../usage/store.js";
 
 /**
- * The tool context for `message`: its platform, chat and sender, the bot's locale and
- * `TIMEZONE`, the shared Redis connection, and `signal` (a fresh one when not given).
+ * The tool context for `message`: its platform, chat and sender, the locale (the conversation's
+ * `language` setting when given, else `BOT_LOCALE`) and `TIMEZONE`, the shared Redis connection,
+ * and `signal` (a fresh one when not given).
  */
-export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal }): ToolContext {
+export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal; locale?: ToolContext["locale"] }): ToolContext {
   return {
     platform: message.platform,
     chatId: message.chatId,
@@ -35,7 +37,7 @@ export function toolContextFor(message: IncomingMessage, parts: { config: Config
     ...(message.reply?.guildId ? { guildId: message.reply.guildId } : {}),
     userId: message.userId,
     userName: message.userName,
-    locale: parts.config.BOT_LOCALE,
+    locale: parts.locale ?? parts.config.BOT_LOCALE,
     timezone: parts.config.TIMEZONE,
     signal: parts.signal ?? new AbortController().signal,
     log: parts.log,
@@ -65,21 +67,25 @@ export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint"
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
   signal?: AbortSignal;
+  /** The conversation's settings (persona, model, language); default every default. */
+  settings?: Settings;
   /** Resolves once the run's usage recordings so far (`onUsage`) are in Redis: the budget check awaits it. Default: none in flight. */
   usageSettled?: () => Promise<unknown>;
 }
 
 /**
  * The loop's dependencies for a run answering `message`: the toolbox of its context (platform and
- * chat kind), its tool context, the requester's "always allow" grants in its conversation, when
- * the toolbox has the memory tool (`MEMORY=on`) the memory of the message's scope
- * (`memoryScopeOf`: the speaker's own in a private chat, the group's in a group, read when the run
- * starts calling the model), and with a usage store the requester's daily budgets checked before every model call
- * (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run built here, fresh,
- * resumed after an approval or started by other code, stops at a spent budget.
+ * chat kind), its tool context, the requester's "always allow" grants in its conversation, the
+ * conversation's settings (its model, its persona in the system prompt, its language as the tool
+ * context's locale), when the toolbox has the memory tool (`MEMORY=on`) the memory of the message's
+ * scope (`memoryScopeOf`: the speaker's own in a private chat, the group's in a group, read when the
+ * run starts calling the model), and with a usage store the requester's daily budgets checked
+ * before every model call (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run
+ * built here, fresh, resumed after an approval or started by other code, stops at a spent budget.
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
+  const { settings } = run;
   const toolbox = toolboxFor(parts.toolbox, message);
   const scope = memoryScopeOf(message);
   return {
@@ -88,7 +94,9 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     toolbox,
     ...(toolbox.get(MEMORY_TOOL_NAME) ? { memory: async () => memoryBlock(scope, await new MemoryStore(redis, { log: run.log }).read(scope)) } : {}),
     tracer: run.tracer,
-    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}) }),
+    ...(settings ? { model: settings.model } : {}),
+    ...(settings?.persona ? { persona: settings.persona } : {}),
+    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}), ...(settings ? { locale: settings.language } : {}) }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
     ...(parts.usage ? { beforeModelCall: budgetGuard(parts.usage, config, message, run.usageSettled) } : {}),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),

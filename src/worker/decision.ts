@@ -14,7 +14,7 @@ import type { HandledDecision, TakenDecision } from "../approvals/flow.js";
 import { conversationKey } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import { runDeps } from "./context.js";
-import { answer, outboundFor, runOptions, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /**
  * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
@@ -67,6 +67,8 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
 async function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDecision): Promise<Computed> {
   const flow = parts.approvals!;
   const { record } = taken;
+  // The resumed run gets the conversation's settings as they are now (model, persona, language).
+  await withSettings(parts, state, Promise.resolve());
   const deps = runDeps(parts, record.message, { ...runOptions(parts, state), executeOnce: flow.executeOnce });
   const { checkpoint } = state.restored;
   if (checkpoint) {

@@ -12,7 +12,7 @@ import type { MessageParam } from "../agent/contract.js";
 import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
-import { answer, outboundFor, runOptions, startTrace, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { answer, outboundFor, runOptions, startTrace, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
 export type { RunAgent } from "./worker.js";
@@ -82,7 +82,8 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
   if (transcript !== undefined && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(transcript) });
   await parts.approvals?.supersedePending(message, outbound);
-  const before = await parts.history.read(state.conversation);
+  // The settings are read with the history (one write for both): a change counts from this message.
+  const before = await withSettings(parts, state, parts.history.read(state.conversation));
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
   const deps = runDeps(parts, media.message, { ...runOptions(parts, state, media.strip), executeOnce: parts.ledger.executeOnce });
   const asked = media.message;

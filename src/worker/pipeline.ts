@@ -34,6 +34,9 @@ import { conversationKey, conversationOf, type ConversationRef, type IncomingMes
 import { DRAFTS_OFF_SECONDS, draftsOffKey, progressKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
+import { pricesFor } from "../config.js";
+import type { Settings } from "../settings/store.js";
+import { priceDeltaOf } from "../usage/store.js";
 import type { AnswerStream, StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
@@ -155,6 +158,11 @@ export interface AnswerState {
   readonly drafts: boolean;
   /** Recordings of the run's token usage in flight (awaited before anything goes out). */
   readonly usage: Promise<void>[];
+  /**
+   * The conversation's settings, once *compute* read them (with the history): its model, persona,
+   * language and streaming. Until then (and without a settings store) the defaults apply.
+   */
+  settings?: Settings;
   /** Where the answer stands: what *fail* reads. */
   stage: "computing" | "delivering";
   tracer: RunTracer;
@@ -313,6 +321,22 @@ function openLiveAnswer(
   });
 }
 
+/** The locale of the bot's own messages in this answer: the conversation's `language` setting once read, else `BOT_LOCALE`. */
+export function localeOf(parts: AnswerParts, state: AnswerState): Settings["language"] {
+  return state.settings?.language ?? parts.config.BOT_LOCALE;
+}
+
+/**
+ * The conversation's settings for *compute*: read in the same tick as `alongside` (the history
+ * read), so both go out in one write; kept in the state. Without a settings store, the defaults.
+ * @throws when Redis is unreachable.
+ */
+export async function withSettings<T>(parts: AnswerParts, state: AnswerState, alongside: Promise<T>): Promise<T> {
+  const [value, settings] = await Promise.all([alongside, parts.settings?.read(state.conversation)]);
+  if (settings) state.settings = settings;
+  return value;
+}
+
 /**
  * Starts the answer's trace (`state.tracer`) unless it was started already, e.g. by a compute
  * that traces work before the run (a voice message's transcription); {@link runOptions} calls it.
@@ -326,8 +350,9 @@ export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
 /**
  * The run's own options for `runDeps` (`context.ts`): the tracer (started here), the deadline's
  * signal, the checkpoint saved under this answer's key (`strip` takes file data out of it), usage
- * recording (which the budget check before each model call awaits), and the live answer's events
- * when streaming is on.
+ * recording (which the budget check before each model call awaits), the conversation's settings
+ * (model, persona, language), and the live answer's events when streaming is on (`STREAMING=on`
+ * and not turned off in the conversation).
  */
 export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
   startTrace(parts, state);
@@ -342,9 +367,18 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
       state.checkpointed = true;
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
-    ...(usage ? { onUsage: (u: Parameters<typeof usage.record>[1]) => void state.usage.push(usage.record(message, u).catch((err: unknown) => state.log.warn({ err }, "could not record token usage"))) } : {}),
+    ...(usage
+      ? {
+          onUsage: (u: Parameters<typeof usage.record>[1]) => {
+            // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens.
+            const delta = priceDeltaOf(u, pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL), parts.config.MODEL_PRICES);
+            state.usage.push(usage.record(message, u, Date.now(), delta).catch((err: unknown) => state.log.warn({ err }, "could not record token usage")));
+          },
+        }
+      : {}),
     usageSettled: () => Promise.all(state.usage),
-    ...(state.live && parts.config.STREAMING === "on" ? { onEvent: streamEvents(state.live) } : {}),
+    ...(state.settings ? { settings: state.settings } : {}),
+    ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false ? { onEvent: streamEvents(state.live) } : {}),
     // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
     retryUntil: state.deadlineAt,
     onModelBusy: () => showBusy(parts, state),
@@ -423,11 +457,11 @@ async function persistPause(parts: AnswerParts, state: AnswerState, paused: Paus
   const { message, outbound } = state.taken;
   await state.live?.discard();
   if (parts.approvals) {
-    state.result = { asked: await parts.approvals.begin(message, paused, outbound) };
+    state.result = { asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state)) };
   } else {
     // Without an approval store a dangerous call is not run, and nothing of the paused run is kept (the history stays valid).
     state.log.warn({ tool: paused.call.name }, "a dangerous tool needs confirmation, but no approval store is configured");
-    const text = localize(parts.config.BOT_LOCALE, {
+    const text = localize(localeOf(parts, state), {
       "zh-TW": "這個動作（{tool}）需要你確認，但目前無法進行確認，所以沒有執行。",
       en: "This action ({tool}) needs your confirmation, but confirmation is unavailable right now, so nothing was done.",
     }, { tool: paused.call.name });
@@ -494,7 +528,7 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
     log.error({ err: error, lateDeliveryMs: LATE_DELIVERY_MS }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent");
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
-    await sendApology(taken.outbound, state.to, error, parts.config.BOT_LOCALE, log, taken.failureText?.());
+    await sendApology(taken.outbound, state.to, error, localeOf(parts, state), log, taken.failureText?.());
   }
   await taken.settle?.().catch((e: unknown) => log.error({ err: e }, "could not close the answer after its failure"));
 }

@@ -17,9 +17,10 @@
  * not yet sent.
  *
  * Redis commands per message on the common path (one-chunk answer, one job per message): the
- * history read (`GETEX`), the append (`APPEND`, or `SET … EX NX` for a new chat), and the finish
- * script (`EVALSHA`, `LPOP`, the run's trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), and
- * the crash marker set when the answer begins and deleted when it ends (`SET … EX`, `DEL`). The
+ * history read (`GETEX`, with the conversation's settings `GET` in the same write), the append
+ * (`APPEND`, or `SET … EX NX` for a new chat), and the finish script (`EVALSHA`, `LPOP`, the run's
+ * trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), and the crash marker set when the answer
+ * begins and deleted when it ends (`SET … EX`, `DEL`). The
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
 import type Anthropic from "@anthropic-ai/sdk";
@@ -35,6 +36,7 @@ import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, 
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import type { SettingsStore } from "../settings/store.js";
 import type { UsageStore } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import type { RunTracer } from "../trace/tracer.js";
@@ -122,6 +124,11 @@ export interface WorkerDeps {
   usage?: UsageStore;
   /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
   typingIntervalMs?: number;
+  /**
+   * The conversations' settings (persona, model, language, streaming), read with the history of
+   * each answer; default none (every conversation has the defaults).
+   */
+  settings?: SettingsStore;
 }
 
 /** A running worker. */

@@ -84,7 +84,7 @@ describe("console adapter through queue, worker and history", () => {
     type("/help");
     await waitFor(() => output.answers().length === 2);
     const listed = [...output.answers()[1]!.matchAll(/^- \/([a-z_]+)/gm)].map((m) => `/${m[1]}`);
-    expect(listed).toEqual(["/help", "/tools", "/reset", "/reminders", "/permissions", "/memory", "/forget", "/usage", "/approve", "/enable", "/disable"]);
+    expect(listed).toEqual(["/help", "/tools", "/reset", "/settings", "/persona", "/model", "/reminders", "/permissions", "/memory", "/forget", "/usage", "/approve", "/enable", "/disable"]);
     expect(output.answers()[0]).toBe(`不認得的指令 /weather。可用的指令：${[...listed, "/quit"].join(" ")}`);
     expect(fake!.requests).toHaveLength(0);
   });

@@ -41,7 +41,7 @@ describe("connection", () => {
     expect(h.fake.identifies[0]).toMatchObject({ token: "[valid]", intents: 1 | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) });
     const reg = await h.fake.waitFor(() => h.fake.commandRegistrations[0]);
     expect(reg.scope).toBe(h.fake.guildId);
-    expect(reg.body.map((c) => c.name)).toEqual(["help", "tools", "reset", "reminders", "permissions", "memory", "forget", "usage", "approve", "enable", "disable"]);
+    expect(reg.body.map((c) => c.name)).toEqual(["help", "tools", "reset", "settings", "persona", "model", "reminders", "permissions", "memory", "forget", "usage", "approve", "enable", "disable"]);
     const tools = reg.body[1] as { options: { name: string; choices: { value: string }[] }[] };
     expect(tools.options[0]!.choices.map((c) => c.value)).toEqual(["info", "todo"]);
   });

@@ -572,10 +572,12 @@ export class FakeDiscord {
   /**
    * Presses a button of the ephemeral reply the bot gave to `answered` (e.g. `/reminders`):
    * dispatches INTERACTION_CREATE whose `message` is that reply (flags 64).
+   * `options.permissions`: the member's resolved permissions the press carries (default without
+   * Manage Messages, as for any interaction: e.g. a member whose role changed since the command).
    * @throws {Error} when `user` did not invoke `answered` (only the invoker sees an ephemeral
    *   message), the reply was not ephemeral, or it has no button `customId`.
    */
-  clickEphemeralButton(user: FakeUser, answered: FakeInteraction, customId: string): FakeInteraction {
+  clickEphemeralButton(user: FakeUser, answered: FakeInteraction, customId: string, options: { permissions?: string } = {}): FakeInteraction {
     const invoker = (answered.payload.member as { user?: FakeUser } | undefined)?.user ?? (answered.payload.user as FakeUser | undefined);
     if (invoker?.id !== user.id) throw new Error("only the user who invoked the command sees its ephemeral reply");
     const data = answered.response?.data ?? {};
@@ -584,7 +586,7 @@ export class FakeDiscord {
     if (!rows.some((r) => r.components.some((c) => c.custom_id === customId))) throw new Error(`no button ${customId} on the ephemeral reply`);
     const channelId = answered.payload.channel_id as string;
     const message = this.#buildMessage(this.#channels.get(channelId)!, this.bot, { content: data.content ?? "", components: rows, flags: 64, interaction_metadata: { id: answered.id, type: 2, user, authorizing_integration_owners: { "0": this.guildId } } });
-    return this.#interaction(user, 3, { custom_id: customId, component_type: 2 }, { channelId, message });
+    return this.#interaction(user, 3, { custom_id: customId, component_type: 2 }, { channelId, message, ...(options.permissions ? { permissions: options.permissions } : {}) });
   }
 
   /** A user adds a reaction: records it and dispatches MESSAGE_REACTION_ADD. */

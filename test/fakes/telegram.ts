@@ -286,6 +286,12 @@ export class FakeTelegram {
   readonly webhookDeliveries: number[] = [];
   /** Administrators per chat id, for `getChatMember` (everyone else is a `member`). */
   readonly admins = new Map<number, Set<number>>();
+  /**
+   * BotFather's group privacy of the bot (on by default, as for a new bot): `getMe` answers
+   * `can_read_all_group_messages: !privacyMode`. (Which group messages a test sends is up to the
+   * test: with privacy on, Telegram delivers only mentions, replies and commands.)
+   */
+  privacyMode = true;
 
   #server: Server;
   #port = 0;
@@ -766,7 +772,7 @@ export class FakeTelegram {
         return { file_id: String(p.file_id), file_unique_id: file.unique, file_size: file.fileSize, file_path: file.path };
       }
       case "getMe":
-        return { ...this.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+        return { ...this.bot, can_join_groups: true, can_read_all_group_messages: !this.privacyMode, supports_inline_queries: false };
       case "deleteWebhook":
         this.webhook = undefined;
         if (p.drop_pending_updates === true || p.drop_pending_updates === "true") this.#updates = [];

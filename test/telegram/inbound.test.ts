@@ -30,7 +30,7 @@ async function queuedFor(messageId: number): Promise<IncomingMessage> {
 describe("telegram inbound", () => {
   it("registers the command menu at start-up", () => {
     const menu = h.tg.commands.get("") as { commands: { command: string; description: string }[] };
-    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset", "reminders", "permissions", "memory", "forget", "usage"]);
+    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset", "settings", "persona", "model", "reminders", "permissions", "memory", "forget", "usage"]);
     expect(menu.commands[2]!.description).toContain("工具");
     expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe("Get started, with examples");
     expect(h.tg.callsOf("deleteWebhook")).toHaveLength(1);

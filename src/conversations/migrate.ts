@@ -53,6 +53,7 @@ export interface ConversationStore {
  */
 export const CONVERSATION_STORES: ConversationStore[] = [
   { name: "history", keys: (c) => [conversationKeys(c).history], merge: "append" },
+  { name: "settings", keys: (c) => [conversationKeys(c).settings] },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
   // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
   { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },

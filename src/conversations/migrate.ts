@@ -57,6 +57,7 @@ export const CONVERSATION_STORES: ConversationStore[] = [
   // What compactions replaced (`/context`'s counts, the archive of summarised turns; src/compaction/store.ts).
   // The compaction lease (`compacting`) is not moved: it expires, and a compaction of the old id then finds nothing.
   { name: "compaction archive", keys: (c) => [conversationKeys(c).archive] },
+  { name: "settings", keys: (c) => [conversationKeys(c).settings] },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
   // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
   { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },

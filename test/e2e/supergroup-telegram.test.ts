@@ -3,7 +3,7 @@
  * fake Bot API answers every call to the old id with the real `400 Bad Request: group chat was
  * upgraded to a supergroup chat` and `parameters.migrate_to_chat_id`, and sends the service
  * messages `migrate_to_chat_id` / `migrate_from_chat_id`. The answer goes to the new chat, and the
- * conversation's data (history, group enablement, group memory, grants, reminders: `CONVERSATION_STORES`)
+ * conversation's data (history, settings, group enablement, group memory, grants, reminders: `CONVERSATION_STORES`)
  * carries over — once, however many triggers there are. Real grammy adapter and worker parts.
  */
 import type { Chat } from "grammy/types";
@@ -49,6 +49,8 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     // And an archive of what a compaction replaced (moved as it is: its entries are not read here).
     const archiveOf = (chat: Chat) => conversationKeys({ platform: "telegram", chatId: String(chat.id) }).archive;
     await redis.rpush(archiveOf(group), JSON.stringify({ archived: "an entry of the old group" }));
+    const settingsOf = (chatId: number) => conversationKeys({ platform: "telegram", chatId: String(chatId) }).settings;
+    await redis.set(settingsOf(group.id), JSON.stringify({ persona: "讀書會的小幫手" }));
     const groupMemory = (chatId: number) => memoryKey({ kind: "group", platform: "telegram", chatId: String(chatId) });
     await redis.set(groupMemory(group.id), JSON.stringify({ files: { "/memories/club.md": { text: "考試在週五", updatedAt: Date.now() } } }));
 
@@ -65,6 +67,8 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     expect(toOldId).toHaveLength(1);
 
     await waitFor(async () => (await historyOf(supergroup)).includes("在嗎？"), 10_000, "the history to move");
+    // The stores move in turn after the history: the run's closing log line says all of them did.
+    await waitFor(() => moves(group).length === 1, 10_000, "the migration to finish");
     expect(await historyOf(group)).toBe("");
     expect(await historyOf(supergroup)).toContain("明天考試幾點？");
     expect(await redis.sismember(AccessStore.chatsKey, `telegram:${supergroup.id}`)).toBe(1);
@@ -76,6 +80,8 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     expect(await redis.exists(archiveOf(group))).toBe(0);
     expect(await redis.lrange(archiveOf(supergroup), 0, -1)).toEqual([JSON.stringify({ archived: "an entry of the old group" })]);
     expect(await redis.exists(groupMemory(group.id))).toBe(0);
+    expect(await redis.exists(settingsOf(group.id))).toBe(0);
+    expect(await redis.get(settingsOf(supergroup.id))).toContain("讀書會的小幫手");
     expect(await redis.get(groupMemory(supergroup.id))).toContain("考試在週五");
     await redis.del(groupMemory(supergroup.id)); // the scripted follow-up below reads the turn's first text
 

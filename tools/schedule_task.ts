@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
-import { MAX_AHEAD_MS, MIN_AHEAD_MS, parseAt, timeIso } from "../src/reminders/time.js";
+import { checkScheduledTime } from "../src/reminders/time.js";
 import { REPEATS } from "../src/reminders/store.js";
 import { formatTask } from "../src/tasks/format.js";
 import { taskSchedulerOf } from "../src/tasks/schedule.js";
@@ -51,18 +51,9 @@ export default defineTool({
     const { locale, timezone } = context;
     const scheduler = taskSchedulerOf(context.redis);
     if (!scheduler) throw new ToolError("Scheduled tasks are not available in this setup (no task worker runs here). Tell the user you cannot schedule tasks right now.");
-    const parsed = parseAt(at, timezone);
-    if (typeof parsed === "string") throw new ToolError(parsed);
-    const when = Math.floor(parsed / 1000) * 1000; // whole seconds, as cron patterns have
     const now = Date.now();
-    if (when < now + MIN_AHEAD_MS) {
-      throw new ToolError(
-        when <= now
-          ? `${timeIso(when, timezone)} is in the past (now it is ${timeIso(now, timezone)}): ask the user for a future time, or check the date with get_current_datetime.`
-          : `${timeIso(when, timezone)} is less than 10 seconds from now (${timeIso(now, timezone)}): a task must be at least 10 seconds ahead.`,
-      );
-    }
-    if (when > now + MAX_AHEAD_MS) throw new ToolError(`${timeIso(when, timezone)} is more than one year ahead: tasks can be scheduled at most one year ahead.`);
+    const when = checkScheduledTime(at, timezone, "task", now);
+    if (typeof when === "string") throw new ToolError(when);
     const limit = context.config.MAX_TASKS_PER_USER;
     const task = await addTask(
       context.redis,

@@ -6,7 +6,7 @@ import { localize } from "../src/i18n.js";
 import { formatReminder } from "../src/reminders/format.js";
 import { reminderSchedulerOf } from "../src/reminders/schedule.js";
 import { MAX_ACTIVE_REMINDERS, MAX_REMINDER_TEXT, REPEATS, addReminder, deleteReminder } from "../src/reminders/store.js";
-import { MAX_AHEAD_MS, MIN_AHEAD_MS, parseAt, timeIso } from "../src/reminders/time.js";
+import { checkScheduledTime } from "../src/reminders/time.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { getTodo, noSuchTodo } from "./todo/store.js";
 
@@ -36,18 +36,9 @@ export default defineTool({
     const { locale, timezone } = context;
     const scheduler = reminderSchedulerOf(context.redis);
     if (!scheduler) throw new ToolError("Reminders are not available in this setup (no reminder delivery runs here). Tell the user you cannot set reminders right now.");
-    const parsed = parseAt(at, timezone);
-    if (typeof parsed === "string") throw new ToolError(parsed);
-    const when = Math.floor(parsed / 1000) * 1000; // whole seconds, as cron patterns have
     const now = Date.now();
-    if (when < now + MIN_AHEAD_MS) {
-      throw new ToolError(
-        when <= now
-          ? `${timeIso(when, timezone)} is in the past (now it is ${timeIso(now, timezone)}): ask the user for a future time, or check the date with get_current_datetime.`
-          : `${timeIso(when, timezone)} is less than 10 seconds from now (${timeIso(now, timezone)}): a reminder must be at least 10 seconds ahead.`,
-      );
-    }
-    if (when > now + MAX_AHEAD_MS) throw new ToolError(`${timeIso(when, timezone)} is more than one year ahead: reminders can be set at most one year ahead.`);
+    const when = checkScheduledTime(at, timezone, "reminder", now);
+    if (typeof when === "string") throw new ToolError(when);
     let title = text;
     if (todo_id !== undefined) {
       const todo = await getTodo(context.redis, context, todo_id);

@@ -9,9 +9,10 @@
  * - `reminder:{…}:sent:<occurrence>`: the delivered marker of one occurrence (exactly once);
  * - `reminder:{…}:pressed:<id>:<occurrence>`: the first press of done/snooze on a posted reminder.
  */
-import type { RedisClient } from "../redis.js";
 import { z } from "zod";
-import type { Platform } from "../queue/incoming.js";
+import { silentLogger, type Logger } from "../log.js";
+import { personalRecords, type RecordOwner } from "../personal-records.js";
+import type { RedisClient } from "../redis.js";
 
 /** Most active reminders one person may have (the issue's limit). */
 export const MAX_ACTIVE_REMINDERS = 50;
@@ -28,10 +29,7 @@ export const REPEATS = ["daily", "weekdays", "weekly", "monthly"] as const;
 export type Repeat = (typeof REPEATS)[number];
 
 /** Whose reminders: the platform and the user id (a tool context is one). */
-export interface ReminderOwner {
-  platform: Platform;
-  userId: string;
-}
+export type ReminderOwner = RecordOwner;
 
 const StoredReminder = z.object({
   id: z.number().int().positive(),
@@ -61,12 +59,14 @@ const StoredReminder = z.object({
 /** One reminder as stored; see the field notes of the schema. Times are ms since the Unix epoch. */
 export type Reminder = z.output<typeof StoredReminder>;
 
-/** The Redis keys of one person's reminders. */
+const reminders = personalRecords("reminder", StoredReminder, "reminder", "active");
+
+/** The Redis keys of one person's reminders (see the module comment). */
 export function reminderKeys(owner: ReminderOwner): { items: string; seq: string; sent: (occurrence: string) => string; pressed: (id: number, occurrence: string) => string } {
-  const tag = `{${owner.platform}:${owner.userId}}`;
+  const { tag, items, seq } = reminders.keys(owner);
   return {
-    items: `reminder:${tag}:items`,
-    seq: `reminder:${tag}:seq`,
+    items,
+    seq,
     sent: (occurrence) => `reminder:${tag}:sent:${occurrence}`,
     pressed: (id, occurrence) => `reminder:${tag}:pressed:${id}:${occurrence}`,
   };
@@ -84,68 +84,33 @@ export function isActive(reminder: Reminder): boolean {
  * @returns the stored reminder, or `undefined` when the person already has `limit` active ones.
  */
 export async function addReminder(redis: RedisClient, owner: ReminderOwner, fields: Omit<Reminder, "id">, limit = MAX_ACTIVE_REMINDERS): Promise<Reminder | undefined> {
-  const keys = reminderKeys(owner);
-  const result = (await redis.eval(ADD_SCRIPT, 2, keys.items, keys.seq, String(limit), JSON.stringify(fields))) as number;
-  if (result === 0) return undefined;
-  return { id: result, ...fields };
+  return reminders.add(redis, owner, fields, limit);
 }
 
-/**
- * KEYS: items, seq. ARGV: limit, the reminder JSON without its id.
- * Returns 0 when the person has `limit` active reminders, else the new id.
- */
-const ADD_SCRIPT = `
-local active = 0
-for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
-  local ok, r = pcall(cjson.decode, raw)
-  if ok and type(r) == 'table' and r.next ~= nil then active = active + 1 end
-end
-if active >= tonumber(ARGV[1]) then return 0 end
-local id = redis.call('INCR', KEYS[2])
-local r = cjson.decode(ARGV[2])
-r.id = id
-redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
-return id`;
-
-/** One reminder of the person, or undefined. */
-export async function getReminder(redis: RedisClient, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
-  const raw = await redis.hget(reminderKeys(owner).items, String(id));
-  return raw === null ? undefined : decode(raw);
+/** One reminder of the person, or undefined (a damaged record is logged and read as missing). */
+export async function getReminder(redis: RedisClient, owner: ReminderOwner, id: number, log: Logger = silentLogger): Promise<Reminder | undefined> {
+  return reminders.get(redis, owner, id, log);
 }
 
 /**
  * The person's reminders sorted by next time (fired one-offs last). Fired one-offs older than
  * {@link FIRED_KEEP_MS} are deleted on the way.
  */
-export async function listReminders(redis: RedisClient, owner: ReminderOwner, now = Date.now()): Promise<Reminder[]> {
-  const keys = reminderKeys(owner);
-  const all = Object.values(await redis.hgetall(keys.items))
-    .map(decode)
-    .filter((r): r is Reminder => r !== undefined);
+export async function listReminders(redis: RedisClient, owner: ReminderOwner, now = Date.now(), log: Logger = silentLogger): Promise<Reminder[]> {
+  const all = await reminders.all(redis, owner, log);
   const stale = all.filter((r) => !isActive(r) && (r.firedAt ?? 0) + FIRED_KEEP_MS < now);
-  if (stale.length > 0) await redis.hdel(keys.items, ...stale.map((r) => String(r.id)));
+  await reminders.deleteIds(redis, owner, stale.map((r) => r.id));
   return all.filter((r) => !stale.includes(r)).sort((a, b) => (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
 }
 
 /** Writes the reminder back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
 export async function updateReminder(redis: RedisClient, owner: ReminderOwner, reminder: Reminder): Promise<boolean> {
-  const keys = reminderKeys(owner);
-  return (await redis.eval(UPDATE_SCRIPT, 1, keys.items, String(reminder.id), JSON.stringify(reminder))) === 1;
+  return reminders.update(redis, owner, reminder);
 }
 
-const UPDATE_SCRIPT = `
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  return 1
-end
-return 0`;
-
 /** Deletes a reminder. @returns it, or undefined when the person has no reminder with that id. */
-export async function deleteReminder(redis: RedisClient, owner: ReminderOwner, id: number): Promise<Reminder | undefined> {
-  const keys = reminderKeys(owner);
-  const raw = await redis.hget(keys.items, String(id));
-  if (raw === null) return undefined;
-  return (await redis.hdel(keys.items, String(id))) === 1 ? decode(raw) : undefined;
+export async function deleteReminder(redis: RedisClient, owner: ReminderOwner, id: number, log: Logger = silentLogger): Promise<Reminder | undefined> {
+  return reminders.delete(redis, owner, id, log);
 }
 
 /**
@@ -162,13 +127,4 @@ export async function deleteRemindersOfTodo(redis: RedisClient, owner: ReminderO
     if (gone) deleted.push(gone);
   }
   return deleted;
-}
-
-function decode(raw: string): Reminder | undefined {
-  try {
-    const parsed = StoredReminder.safeParse(JSON.parse(raw));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
 }

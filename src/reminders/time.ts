@@ -29,6 +29,30 @@ export function parseAt(at: string, timeZone: string): number | string {
 }
 
 /**
+ * Checks the first time of something scheduled (a reminder, a task) from the `at` the model gives:
+ * read by {@link parseAt}, cut to whole seconds (cron patterns have seconds), at least
+ * {@link MIN_AHEAD_MS} (10 s) and at most {@link MAX_AHEAD_MS} (a year) after `now`.
+ *
+ * @param at - the model's ISO 8601 date-time (local to `timeZone` when it has no offset).
+ * @param timeZone - IANA time zone of the user, e.g. `Asia/Taipei`.
+ * @param noun - what is scheduled, in the reasons: `reminder` or `task`.
+ * @param now - ms since the Unix epoch (default `Date.now()`).
+ * @returns the time in ms since the Unix epoch (whole seconds), or an English reason the model can
+ *   act on: not ISO 8601, in the past, less than 10 s ahead, more than a year ahead.
+ */
+export function checkScheduledTime(at: string, timeZone: string, noun: "reminder" | "task", now = Date.now()): number | string {
+  const parsed = parseAt(at, timeZone);
+  if (typeof parsed === "string") return parsed;
+  const when = Math.floor(parsed / 1000) * 1000;
+  if (when <= now) return `${timeIso(when, timeZone)} is in the past (now it is ${timeIso(now, timeZone)}): ask the user for a future time, or check the date with get_current_datetime.`;
+  if (when < now + MIN_AHEAD_MS) return `${timeIso(when, timeZone)} is less than 10 seconds from now (${timeIso(now, timeZone)}): a ${noun} must be at least 10 seconds ahead.`;
+  if (when > now + MAX_AHEAD_MS) {
+    return `${timeIso(when, timeZone)} is more than one year ahead: ${noun === "task" ? "tasks can be scheduled" : "reminders can be set"} at most one year ahead.`;
+  }
+  return when;
+}
+
+/**
  * The cron patterns (with seconds, as BullMQ's cron parser reads them) of a repeat, at the
  * wall-clock time of `first` in `timeZone`: daily `s m h * * *`, weekdays `s m h * * 1-5`, weekly
  * on its weekday, monthly on its day of the month. A monthly repeat on a day that some months do

@@ -13,8 +13,7 @@
  * - `task:{…}:pressed:<id>:<nonce>`: the first press of a notice's resume button.
  */
 import { z } from "zod";
-import type { Platform } from "../queue/incoming.js";
-import { decodeRecord } from "../records.js";
+import { personalRecords, type RecordOwner } from "../personal-records.js";
 import type { RedisClient } from "../redis.js";
 import { REPEATS } from "../reminders/store.js";
 import { silentLogger, type Logger } from "../log.js";
@@ -27,10 +26,7 @@ export const DONE_TTL_SECONDS = 8 * 24 * 3600;
 export const FAILURES_TO_PAUSE = 3;
 
 /** Whose tasks: the platform and the user id (a tool context is one). */
-export interface TaskOwner {
-  platform: Platform;
-  userId: string;
-}
+export type TaskOwner = RecordOwner;
 
 const StoredTask = z.object({
   id: z.number().int().positive(),
@@ -63,7 +59,9 @@ const StoredTask = z.object({
 /** One task as stored; see the field notes of the schema. Times are ms since the Unix epoch. */
 export type Task = z.output<typeof StoredTask>;
 
-/** The Redis keys of one person's tasks. */
+const tasks = personalRecords("task", StoredTask, "scheduled task", "all");
+
+/** The Redis keys of one person's tasks (see the module comment). */
 export function taskKeys(owner: TaskOwner): {
   items: string;
   seq: string;
@@ -71,10 +69,10 @@ export function taskKeys(owner: TaskOwner): {
   running: (id: number) => string;
   pressed: (id: number, nonce: string) => string;
 } {
-  const tag = `{${owner.platform}:${owner.userId}}`;
+  const { tag, items, seq } = tasks.keys(owner);
   return {
-    items: `task:${tag}:items`,
-    seq: `task:${tag}:seq`,
+    items,
+    seq,
     done: (occurrence) => `task:${tag}:done:${occurrence}`,
     running: (id) => `task:${tag}:running:${id}`,
     pressed: (id, nonce) => `task:${tag}:pressed:${id}:${nonce}`,
@@ -93,53 +91,27 @@ export function isActive(task: Task): boolean {
  * @returns the stored task, or `undefined` when the person already has `limit` tasks.
  */
 export async function addTask(redis: RedisClient, owner: TaskOwner, fields: Omit<Task, "id" | "failures">, limit: number): Promise<Task | undefined> {
-  const keys = taskKeys(owner);
-  const task = { ...fields, failures: 0 };
-  const result = (await redis.eval(ADD_SCRIPT, 2, keys.items, keys.seq, String(limit), JSON.stringify(task))) as number;
-  if (result === 0) return undefined;
-  return { id: result, ...task };
+  return tasks.add(redis, owner, { ...fields, failures: 0 }, limit);
 }
-
-/** KEYS: items, seq. ARGV: limit, the task JSON without its id. Returns 0 at the limit, else the new id. */
-const ADD_SCRIPT = `
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-local id = redis.call('INCR', KEYS[2])
-local t = cjson.decode(ARGV[2])
-t.id = id
-redis.call('HSET', KEYS[1], tostring(id), cjson.encode(t))
-return id`;
 
 /** One task of the person, or undefined (a damaged record is logged and read as missing). */
 export async function getTask(redis: RedisClient, owner: TaskOwner, id: number, log: Logger = silentLogger): Promise<Task | undefined> {
-  return decodeRecord(StoredTask, await redis.hget(taskKeys(owner).items, String(id)), "scheduled task", log);
+  return tasks.get(redis, owner, id, log);
 }
 
 /** The person's tasks, by next time (paused ones last), then id. */
 export async function listTasks(redis: RedisClient, owner: TaskOwner, log: Logger = silentLogger): Promise<Task[]> {
-  return Object.values(await redis.hgetall(taskKeys(owner).items))
-    .map((raw) => decodeRecord(StoredTask, raw, "scheduled task", log))
-    .filter((t): t is Task => t !== undefined)
-    .sort((a, b) => (a.paused ? 1 : 0) - (b.paused ? 1 : 0) || (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
+  return (await tasks.all(redis, owner, log)).sort((a, b) => (a.paused ? 1 : 0) - (b.paused ? 1 : 0) || (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
 }
 
 /** Writes the task back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
 export async function updateTask(redis: RedisClient, owner: TaskOwner, task: Task): Promise<boolean> {
-  return (await redis.eval(UPDATE_SCRIPT, 1, taskKeys(owner).items, String(task.id), JSON.stringify(task))) === 1;
+  return tasks.update(redis, owner, task);
 }
-
-const UPDATE_SCRIPT = `
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  return 1
-end
-return 0`;
 
 /** Deletes a task. @returns it, or undefined when the person has no task with that id. */
 export async function deleteTask(redis: RedisClient, owner: TaskOwner, id: number, log: Logger = silentLogger): Promise<Task | undefined> {
-  const keys = taskKeys(owner);
-  const raw = await redis.hget(keys.items, String(id));
-  if (raw === null) return undefined;
-  return (await redis.hdel(keys.items, String(id))) === 1 ? decodeRecord(StoredTask, raw, "scheduled task", log) : undefined;
+  return tasks.delete(redis, owner, id, log);
 }
 
 /** Whether the task was set in `conversation` (its chat and Telegram topic). */

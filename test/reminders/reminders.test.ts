@@ -6,7 +6,7 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
-import { durationInWords, monthEndDay, parseAt, repeatInWords, repeatPatterns, timeIso } from "../../src/reminders/time.js";
+import { checkScheduledTime, durationInWords, monthEndDay, parseAt, repeatInWords, repeatPatterns, timeIso } from "../../src/reminders/time.js";
 import { useRedis } from "../helpers/use-redis.js";
 
 const ZONE = "Asia/Taipei";
@@ -23,6 +23,24 @@ describe("parseAt", () => {
     expect(parseAt("2026-12-01", ZONE)).toMatch(/not an ISO 8601 date-time/);
     expect(parseAt("tomorrow 8am", ZONE)).toMatch(/not an ISO 8601 date-time/);
     expect(parseAt("2026-02-30T08:00", ZONE)).toMatch(/not a valid date-time/);
+  });
+});
+
+describe("checkScheduledTime", () => {
+  const now = Date.parse("2026-12-01T00:00:00.500Z"); // 08:00:00.5 in Taipei
+  it("gives whole seconds for a time between 10 s and a year ahead", () => {
+    expect(checkScheduledTime("2026-12-01T08:00:11.900", ZONE, "task", now)).toBe(Date.parse("2026-12-01T00:00:11Z"));
+    expect(checkScheduledTime("2027-12-01T08:00", ZONE, "reminder", now)).toBe(Date.parse("2027-12-01T00:00:00Z"));
+  });
+  it("answers a reason naming what is scheduled: past, under 10 s, over a year, not ISO", () => {
+    expect(checkScheduledTime("2026-12-01T07:59", ZONE, "task", now)).toBe(
+      "2026-12-01T07:59:00+08:00 is in the past (now it is 2026-12-01T08:00:00+08:00): ask the user for a future time, or check the date with get_current_datetime.",
+    );
+    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "reminder", now)).toMatch(/less than 10 seconds from now .*: a reminder must be at least 10 seconds ahead\.$/);
+    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "task", now)).toMatch(/a task must be at least 10 seconds ahead\.$/);
+    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "reminder", now)).toMatch(/more than one year ahead: reminders can be set at most one year ahead\.$/);
+    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "task", now)).toMatch(/more than one year ahead: tasks can be scheduled at most one year ahead\.$/);
+    expect(checkScheduledTime("soon", ZONE, "task", now)).toMatch(/not an ISO 8601 date-time/);
   });
 });
 

@@ -27,7 +27,7 @@ import { migrateConversation } from "./conversations/migrate.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
 import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
-import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
+import { bullPrefix, CHATS_QUEUE, COMPACTIONS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
 import { TASKS_QUEUE } from "./tasks/schedule.js";
@@ -316,7 +316,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
+      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE, COMPACTIONS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
       for (const queue of queues) queue.on("error", () => {});
       // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
       const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))), { log });

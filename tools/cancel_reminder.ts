@@ -17,6 +17,7 @@ export default defineTool({
     "Use it when the user no longer wants a reminder. It only works on the user's own reminders.",
   ].join(" "),
   tags: ["daily", "write"],
+  activity: ({ reminder_id }, locale) => localize(locale, { "zh-TW": "取消提醒 #{id}", en: "Cancelling reminder #{id}" }, { id: reminder_id }),
   deferred: true,
   input: z.object({ reminder_id: z.number().int().positive().describe("The reminder's number as shown by list_reminders, e.g. 3 for #3") }),
   async run({ reminder_id }, context) {

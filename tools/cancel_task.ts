@@ -19,6 +19,7 @@ export default defineTool({
     "Use it when the user no longer wants a scheduled task. It only works on the user's own tasks. Not for reminders (cancel_reminder).",
   ].join(" "),
   tags: ["daily", "write"],
+  activity: ({ task_id }, locale) => localize(locale, { "zh-TW": "取消排程任務 #{id}", en: "Cancelling scheduled task #{id}" }, { id: task_id }),
   deferred: true,
   input: z.object({ task_id: z.number().int().positive().describe("The task's number as shown by list_tasks, e.g. 3 for #3") }),
   async run({ task_id }, context) {

@@ -18,6 +18,7 @@ export default defineTool({
     "If you do not know the number, call list_todos first. It only works on the user's own list.",
   ].join(" "),
   tags: ["todo", "write"],
+  activity: ({ todo_id }, locale) => localize(locale, { "zh-TW": "完成待辦 #{id}", en: "Completing todo #{id}" }, { id: todo_id }),
   deferred: true,
   input: z.object({ todo_id: idField }),
   async run({ todo_id }, context) {

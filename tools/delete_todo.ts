@@ -19,6 +19,7 @@ export default defineTool({
     "When something is done, use complete_todo instead, never delete_todo.",
   ].join(" "),
   tags: ["todo", "write"],
+  activity: ({ todo_id }, locale) => localize(locale, { "zh-TW": "刪除待辦 #{id}", en: "Deleting todo #{id}" }, { id: todo_id }),
   deferred: true,
   dangerous: true,
   input: z.object({ todo_id: idField }),

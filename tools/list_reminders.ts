@@ -17,6 +17,7 @@ export default defineTool({
     "Use it when the user asks which reminders they have, and before cancel_reminder when you do not know the number.",
   ].join(" "),
   tags: ["daily"],
+  activity: (_input, locale) => localize(locale, { "zh-TW": "讀取提醒清單", en: "Reading the reminders" }),
   deferred: true,
   readOnly: true,
   input: z.object({}),

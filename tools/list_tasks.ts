@@ -17,6 +17,7 @@ export default defineTool({
     "Use it when the user asks which tasks are scheduled, and before cancel_task when you do not know the number. Not for reminders (list_reminders).",
   ].join(" "),
   tags: ["daily"],
+  activity: (_input, locale) => localize(locale, { "zh-TW": "讀取排程任務", en: "Reading the scheduled tasks" }),
   deferred: true,
   readOnly: true,
   input: z.object({}),

@@ -29,6 +29,7 @@ export default defineTool({
     "Actions that need the user's confirmation still ask them at that time.",
   ].join(" "),
   tags: ["daily", "write"],
+  activity: ({ instruction }, locale) => localize(locale, { "zh-TW": "排程任務：{what}", en: "Scheduling a task: {what}" }, { what: instruction }),
   input: z.object({
     instruction: z
       .string()

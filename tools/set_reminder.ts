@@ -26,6 +26,7 @@ export default defineTool({
     "For a reminder about an existing todo, pass its todo_id: completing the todo then ends the reminder. Not for todos without a time: use add_todo.",
   ].join(" "),
   tags: ["daily", "write"],
+  activity: ({ text }, locale) => (text ? localize(locale, { "zh-TW": "設定提醒：{what}", en: "Setting a reminder: {what}" }, { what: text }) : localize(locale, { "zh-TW": "設定提醒", en: "Setting a reminder" })),
   input: z.object({
     text: z.string().trim().max(MAX_REMINDER_TEXT, { message: `the text is longer than ${MAX_REMINDER_TEXT} characters: shorten it` }).default("").describe("What to remind of, short, e.g. 繳電費. May be empty only with todo_id (the todo's title is used)."),
     at: z.string().trim().min(1, { message: "give the time as an ISO 8601 date-time, e.g. 2026-12-01T08:00" }).max(64).describe("ISO 8601 date-time, e.g. 2026-12-01T08:00 (in the user's time zone when no offset is given) or 2026-12-01T08:00+08:00. At least 10 seconds and at most one year ahead."),

@@ -118,7 +118,8 @@ export class ConsoleAdapter implements Adapter {
       this.#rl?.close();
       return;
     }
-    const slash = /^\/([a-z0-9_]{1,32})(?:\s+([\s\S]*))?$/i.exec(text);
+    // A bare `/` (or `/ …`) is answered with the list of commands, like an unknown one, never sent to the model.
+    const slash = /^\/([a-z0-9_]{0,32})(?:\s+([\s\S]*))?$/i.exec(text);
     if (slash) {
       const name = slash[1]!.toLowerCase();
       const invocation = { name, args: (slash[2] ?? "").trim(), platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };

@@ -123,8 +123,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     }
     case "usage": {
       if (arg) {
-        // The terminal chat's user (console:<name>) has usage too, as `usage` lists it.
-        const principal = /^console:[^\s:]{1,128}$/i.test(arg) ? `console:${arg.slice(8)}` : parsePrincipal(arg);
+        const principal = personOf(arg);
         if (!principal) return bad(`"${arg.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
         const [platform, userId] = [principal.slice(0, principal.indexOf(":")), principal.slice(principal.indexOf(":") + 1)];
         console.log(plain(formatUserUsage(config, "en", await usage.userTotals(platform, userId), !config.ADMIN_USERS.includes(principal))));
@@ -136,8 +135,8 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     }
     case "memory":
     case "forget": {
-      const principal = parsePrincipal(arg!);
-      if (!principal) return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)`);
+      const principal = personOf(arg!);
+      if (!principal) return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
       if (principal.startsWith("telegram:-")) {
         console.error(`${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`);
         return 2;
@@ -166,6 +165,17 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     default:
       return bad();
   }
+}
+
+/**
+ * A person named on the command line for `usage`, `memory` and `forget`: `telegram:<id>`,
+ * `discord:<id>` (as {@link parsePrincipal} reads them), or the terminal chat's user
+ * `console:<name>` (1-128 characters, no spaces or colons), who has usage and memory too.
+ *
+ * @returns `platform:id`, or undefined when `arg` is none of these.
+ */
+function personOf(arg: string): string | undefined {
+  return /^console:[^\s:]{1,128}$/i.test(arg) ? `console:${arg.slice(8)}` : parsePrincipal(arg);
 }
 
 /** Prints `problem` (when given) and the usage text; returns exit code 2. */

@@ -18,10 +18,12 @@ const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍�
 
 /**
  * "unknown command" with the commands of `platform`: the same list as `/help` ({@link listedCommands};
- * admin commands when `admin`), then `extra` (e.g. the console's `/quit`).
+ * admin commands when `admin`), then `extra` (e.g. the console's `/quit`). An empty `name` (a bare `/`)
+ * gets the list alone.
  */
 export function unknownCommand(locale: Locale, name: string, platform: string, admin: boolean, extra: string[] = []): string {
   const names = [...listedCommands(platform, admin).map((c) => `/${c.name}`), ...extra];
+  if (name === "") return localize(locale, { "zh-TW": "可用的指令：{list}", en: "Commands: {list}" }, { list: names.join(" ") });
   return localize(locale, { "zh-TW": "不認得的指令 /{name}。可用的指令：{list}", en: "Unknown command /{name}. Commands: {list}" }, { name: name.slice(0, 32), list: names.join(" ") });
 }
 

@@ -65,22 +65,25 @@ function nameOf(path: string | undefined): string {
 }
 
 /**
- * What a memory call does, in a few words of `locale` (the status line of a streamed answer, and
- * the notice after a non-streamed answer): `記住了：住在新竹` for a save, `忘記了：家人.md` for a
- * delete, `整理記憶：a.md → b.md` for a rename, `查看記憶` for a view.
+ * What a memory call does, in a few words of `locale`. `tense` `doing` is the status line of a
+ * streamed answer, which then ends in ✓ or ✗ (`記住：住在新竹`, `忘記：家人.md`), so a refused write
+ * never reads as done; `done` is the notice after a non-streamed answer, said only for successful
+ * calls (`記住了：住在新竹`, `忘記了：家人.md`). A rename is `整理記憶：a.md → b.md`, a view `查看記憶`.
  */
-export function memoryActivity(input: MemoryCommandInput, locale: Locale): string {
+export function memoryActivity(input: MemoryCommandInput, locale: Locale, tense: "doing" | "done" = "done"): string {
+  const saved = tense === "done" ? { "zh-TW": "記住了：{what}", en: "Remembered: {what}" } : { "zh-TW": "記住：{what}", en: "Remembering: {what}" };
+  const forgot = tense === "done" ? { "zh-TW": "忘記了：{what}", en: "Forgot: {what}" } : { "zh-TW": "忘記：{what}", en: "Forgetting: {what}" };
   switch (input.command) {
     case "create":
-      return localize(locale, { "zh-TW": "記住了：{what}", en: "Remembered: {what}" }, { what: gist(input.file_text ?? "") || nameOf(input.path) });
+      return localize(locale, saved, { what: gist(input.file_text ?? "") || nameOf(input.path) });
     case "str_replace":
-      return localize(locale, { "zh-TW": "記住了：{what}", en: "Remembered: {what}" }, { what: gist(input.new_str ?? "") || nameOf(input.path) });
+      return localize(locale, saved, { what: gist(input.new_str ?? "") || nameOf(input.path) });
     case "insert":
-      return localize(locale, { "zh-TW": "記住了：{what}", en: "Remembered: {what}" }, { what: gist(input.insert_text ?? "") || nameOf(input.path) });
+      return localize(locale, saved, { what: gist(input.insert_text ?? "") || nameOf(input.path) });
     case "delete":
-      return localize(locale, { "zh-TW": "忘記了：{what}", en: "Forgot: {what}" }, { what: nameOf(input.path) });
+      return localize(locale, forgot, { what: nameOf(input.path) });
     case "rename":
-      return localize(locale, { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganised memory: {from} → {to}" }, { from: nameOf(input.old_path), to: nameOf(input.new_path) });
+      return localize(locale, tense === "done" ? { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganised memory: {from} → {to}" } : { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganising memory: {from} → {to}" }, { from: nameOf(input.old_path), to: nameOf(input.new_path) });
     case "view":
       return localize(locale, { "zh-TW": "查看記憶", en: "Reading memory" });
   }
@@ -123,7 +126,7 @@ export function memoryTools(config: Config): Tool[] {
       source: "the Messages API's memory tool (run by the bot)",
       apiDefinition: MEMORY_TOOL_DEFINITION,
       icon: MEMORY_ICON,
-      activity: (input, locale) => memoryActivity(input, locale),
+      activity: (input, locale) => memoryActivity(input, locale, "doing"),
       traced: (input) => tracedMemoryCall(input),
       notice: (input, locale) => (isMemoryWrite(input.command) ? `${MEMORY_ICON} ${memoryActivity(input, locale)}` : undefined),
       async run(input, context) {

@@ -86,6 +86,10 @@ describe("console adapter through queue, worker and history", () => {
     const listed = [...output.answers()[1]!.matchAll(/^- \/([a-z_]+)/gm)].map((m) => `/${m[1]}`);
     expect(listed).toEqual(["/help", "/tools", "/reset", "/context", "/compact", "/settings", "/persona", "/model", "/reminders", "/tasks", "/permissions", "/memory", "/forget", "/usage", "/approve", "/enable", "/disable"]);
     expect(output.answers()[0]).toBe(`不認得的指令 /weather。可用的指令：${[...listed, "/quit"].join(" ")}`);
+    // A bare `/` gets the list alone; a path is a message like any other.
+    type("/");
+    await waitFor(() => output.answers().length === 3);
+    expect(output.answers()[2]).toBe(`可用的指令：${[...listed, "/quit"].join(" ")}`);
     expect(fake!.requests).toHaveLength(0);
   });
 

@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { MAX_PENDING_CODES } from "../../src/access/store.js";
+import { MemoryStore } from "../../src/memory/store.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
@@ -255,5 +256,35 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await access("revoke", `telegram:${carol.id}`)).code).toBe(0);
     expect(CODE.test((await ask(tg.privateChat(carol), carol, "calc 2 * 22")).text)).toBe(true);
     expect((await access("allow", "nonsense")).code).toBe(2);
+  });
+
+  it("npm run access -- memory / forget show and erase a person's memory, the terminal chat's user's too; a group is refused", async () => {
+    const memory = new MemoryStore(redis);
+    const person = { kind: "personal" as const, platform: "telegram" as const, userId: String(ALLOWED) };
+    const terminal = { kind: "personal" as const, platform: "console" as const, userId: "root" };
+    await memory.update(person, () => ({ files: new Map([["/memories/home.md", "住在新竹\n\u001b[31m養貓"]]), result: undefined }));
+    await memory.update(terminal, () => ({ files: new Map([["/memories/me.md", "prefers English"]]), result: undefined }));
+
+    const shown = await access("memory", `telegram:${ALLOWED}`);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`memory of telegram:${ALLOWED}`);
+    expect(shown.stdout).toContain("/memories/home.md");
+    expect(shown.stdout).toContain("  住在新竹\n");
+    expect(shown.stdout).not.toContain("\u001b"); // the model's words reach the terminal as plain text
+    const console_ = await access("memory", "console:root");
+    expect(console_.code).toBe(0);
+    expect(console_.stdout).toContain("memory of console:root");
+    expect(console_.stdout).toContain("  prefers English");
+
+    expect((await access("forget", "console:root")).stdout).toContain("erased the memory of console:root (1 file)");
+    expect(await memory.read(terminal)).toEqual([]);
+    expect((await memory.read(person)).length).toBe(1); // nobody else's
+    const again = await access("memory", "console:root");
+    expect(again.code).toBe(1);
+    expect(again.stdout).toContain("console:root has no memory");
+    const group = await access("memory", "telegram:-100123");
+    expect(group.code).toBe(2);
+    expect(group.stderr).toContain("is a Telegram group, not a person");
+    expect((await access("forget", "console:bad name")).code).toBe(2);
   });
 });

@@ -119,7 +119,7 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   expect(value(families, "bot_tool_calls_total", { tool: "calculate", outcome: "ok" })).toBe(4);
   expect(histogramCount(families, "bot_tool_duration_seconds", { tool: "calculate" })).toBe(4);
   // Queue depths are read from Redis at scrape time: all answered, nothing waits.
-  for (const queue of ["chats", "decisions", "reminders"]) {
+  for (const queue of ["chats", "decisions", "reminders", "tasks", "compactions"]) {
     for (const state of ["waiting", "active", "delayed"]) expect(families.get("bot_queue_jobs")?.metrics.some((m) => m.labels?.queue === queue && m.labels.state === state)).toBe(true);
   }
   expect(value(families, "bot_queue_jobs", { queue: "chats", state: "waiting" })).toBe(0);

@@ -172,7 +172,10 @@ describe("the memory tool in the toolbox and the system prompt", () => {
     expect(toolbox.requestTools().loaded).toEqual([{ type: "memory_20250818", name: "memory" }]);
     expect(toolbox.schemas()).toEqual([]); // no custom definition: the API fixes its schema
     expect(toolbox.icon("memory")).toBe("📝");
-    expect(statusLine(toolbox.activity("memory", { command: "create", path: "/memories/a.md", file_text: "住在新竹" }, "zh-TW"), "ok", toolbox.icon("memory"))).toBe("📝 記住了：住在新竹 ✓");
+    expect(statusLine(toolbox.activity("memory", { command: "create", path: "/memories/a.md", file_text: "住在新竹" }, "zh-TW"), "ok", toolbox.icon("memory"))).toBe("📝 記住：住在新竹 ✓");
+    // A refused write never reads as done.
+    expect(statusLine(toolbox.activity("memory", { command: "create", path: "/memories/a.md", file_text: "住在新竹" }, "zh-TW"), "failed", toolbox.icon("memory"))).toBe("📝 記住：住在新竹 ✗");
+    expect(statusLine(toolbox.activity("memory", { command: "delete", path: "/memories/a.md" }, "en"), "running", toolbox.icon("memory"))).toBe("📝 Forgetting: a.md…");
     expect(toolbox.notice("memory", { command: "insert", path: "/memories/a.md", insert_line: 0, insert_text: "媽媽生日在三月" }, "zh-TW")).toBe("📝 記住了：媽媽生日在三月");
     expect(toolbox.notice("memory", { command: "delete", path: "/memories/家人.md" }, "en")).toBe("📝 Forgot: 家人.md");
     expect(toolbox.notice("memory", { command: "view", path: "/memories" }, "zh-TW")).toBeUndefined();

@@ -19,6 +19,31 @@ describe("loading the shipped tools (what `npm run tools` shows)", () => {
     ]);
   });
 
+  it("gives every shipped tool a status line of its own in both languages, never its bare name", async () => {
+    const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
+    const inputs: Record<string, unknown> = {
+      add_todo: { title: "買牛奶" },
+      calculate: { expression: "6*7" },
+      cancel_reminder: { reminder_id: 3 },
+      cancel_task: { task_id: 2 },
+      complete_todo: { todo_id: 4 },
+      delete_todo: { todo_id: 5 },
+      get_current_datetime: {},
+      get_weather: { city: "臺北市" },
+      list_reminders: {},
+      list_tasks: {},
+      list_todos: {},
+      schedule_task: { instruction: "告訴我天氣", at: "2026-12-24T07:30" },
+      set_reminder: { text: "繳電費", at: "2026-12-24T08:00" },
+    };
+    for (const name of [...SHIPPED_TOOLS, "cancel_task", "list_tasks", "schedule_task"]) {
+      for (const locale of ["zh-TW", "en"] as const) expect(toolbox.activity(name, inputs[name], locale), `${name} (${locale})`).not.toBe(name);
+    }
+    expect(toolbox.activity("delete_todo", { todo_id: 5 }, "zh-TW")).toBe("刪除待辦 #5");
+    expect(toolbox.activity("set_reminder", { at: "2026-12-24T08:00", todo_id: 1 }, "en")).toBe("Setting a reminder");
+    expect(toolbox.activity("schedule_task", { instruction: "告訴我天氣", at: "2026-12-24T07:30" }, "zh-TW")).toBe("排程任務：告訴我天氣");
+  });
+
   it("declares tags, danger and well-formed JSON Schemas", async () => {
     const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
     const summary = Object.fromEntries(toolbox.list().map((t) => [t.name, { tags: [...t.tags], dangerous: t.dangerous }]));

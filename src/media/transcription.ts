@@ -4,16 +4,28 @@
  * `file`, `model` and `response_format=json` — and, when the bot speaks zh-TW, `language=zh` and a
  * short Traditional-Chinese `prompt` (whisper follows the prompt's script and punctuation) — and
  * the answer's `text`. The body is built with Node's own `FormData` and `Blob` (undici), not by hand.
+ * A passing failure (no answer, 429, 5xx) is retried with p-retry: at most {@link TRANSCRIPTION_RETRIES}
+ * times, after a doubling, jittered wait from 1 s (and a 429's `Retry-After`, when it asks for at
+ * most {@link MAX_RETRY_AFTER_MS}); a timeout, a refusal, a wrong key or an empty transcript is not.
  *
  * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription (fields, the
  * `{ "text": … }` answer of `response_format=json`, the accepted file types by name: flac, mp3,
  * mp4, mpeg, mpga, m4a, ogg, wav, webm), and https://console.groq.com/docs/speech-to-text (same API).
  */
+import { setTimeout as sleep } from "node:timers/promises";
+import pRetry from "p-retry";
 import { z } from "zod";
 import type { Config, Locale } from "../config.js";
 
 /** Longest time one transcription may take, in ms (the answer's deadline may end it sooner). */
 export const TRANSCRIPTION_TIMEOUT_MS = 60_000;
+
+/** Retries of a transcription after a passing failure (unreachable, 429, 5xx): at most 3 requests in all. */
+export const TRANSCRIPTION_RETRIES = 2;
+/** First wait before a retry, in ms; each next one doubles, times a random 1-2 (p-retry's `randomize`). */
+export const TRANSCRIPTION_RETRY_MIN_MS = 1000;
+/** Longest `Retry-After` of a 429 that is still waited for, in ms; a longer one fails at once (the answer has a deadline). */
+export const MAX_RETRY_AFTER_MS = 10_000;
 
 /**
  * The `prompt` sent with the zh-TW locale: a short sentence in Traditional characters with
@@ -42,15 +54,23 @@ export class TranscriptionError extends Error {
   constructor(
     readonly problem: TranscriptionProblem,
     message: string,
-    options?: { cause?: unknown; status?: number },
+    options?: { cause?: unknown; status?: number; retryAfterMs?: number },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "TranscriptionError";
     this.status = options?.status;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 
   /** The HTTP status, when the endpoint answered. */
   readonly status: number | undefined;
+  /** A 429's `Retry-After`, in ms, when it had one. */
+  readonly retryAfterMs: number | undefined;
+
+  /** Whether another request may well succeed: no answer, a 429, or a 5xx (not a timeout: its 60 s are spent). */
+  get passing(): boolean {
+    return this.problem === "unreachable" || this.problem === "rate_limited" || (this.problem === "failed" && (this.status ?? 0) >= 500);
+  }
 }
 
 /** One file to transcribe. */
@@ -71,8 +91,10 @@ export interface TranscriptionRequest {
 export interface Transcription {
   /** The transcript as the endpoint wrote it, trimmed (not converted). */
   text: string;
-  /** Time from the request to the parsed answer, in ms. */
+  /** Time from the first request to the parsed answer, in ms (retries and their waits included). */
   ms: number;
+  /** Requests it took: 1, or more after retried failures. */
+  attempts: number;
 }
 
 /** The `response_format=json` answer: `{ "text": "…" }` (other fields ignored). */
@@ -87,26 +109,60 @@ export class TranscriptionClient {
   readonly #key: string | undefined;
   readonly #model: string;
   readonly #timeoutMs: number;
+  readonly #retries: number;
+  readonly #retryMinMs: number;
 
   /**
    * @param config - `STT_BASE_URL` (required here), `STT_API_KEY` (sent as `Authorization: Bearer`, when set), `STT_MODEL`.
-   * @param options.timeoutMs - default {@link TRANSCRIPTION_TIMEOUT_MS}.
+   * @param options.timeoutMs - of each request, default {@link TRANSCRIPTION_TIMEOUT_MS}.
+   * @param options.retries - default {@link TRANSCRIPTION_RETRIES}; `retryMinMs` default {@link TRANSCRIPTION_RETRY_MIN_MS}.
    * @throws {Error} when `STT_BASE_URL` is unset (voice is off: do not build a client).
    */
-  constructor(config: Pick<Config, "STT_BASE_URL" | "STT_API_KEY" | "STT_MODEL">, options: { timeoutMs?: number } = {}) {
+  constructor(config: Pick<Config, "STT_BASE_URL" | "STT_API_KEY" | "STT_MODEL">, options: { timeoutMs?: number; retries?: number; retryMinMs?: number } = {}) {
     if (!config.STT_BASE_URL) throw new Error("STT_BASE_URL is not set");
     this.#url = `${config.STT_BASE_URL.replace(/\/+$/, "")}/audio/transcriptions`;
     this.#key = config.STT_API_KEY;
     this.#model = config.STT_MODEL;
     this.#timeoutMs = options.timeoutMs ?? TRANSCRIPTION_TIMEOUT_MS;
+    this.#retries = options.retries ?? TRANSCRIPTION_RETRIES;
+    this.#retryMinMs = options.retryMinMs ?? TRANSCRIPTION_RETRY_MIN_MS;
   }
 
   /**
-   * Transcribes one file.
+   * Transcribes one file, retrying passing failures (see the module comment).
    * @throws {TranscriptionError} for every failure of the endpoint (see {@link TranscriptionProblem}),
-   *   including an empty transcript; the request signal's reason when it aborted.
+   *   including an empty transcript — the last one when retries ran out; the request signal's
+   *   reason when it aborted (also during a wait between two requests).
    */
   async transcribe(request: TranscriptionRequest): Promise<Transcription> {
+    const started = performance.now();
+    let attempts = 0;
+    const retryable = (error: unknown) => error instanceof TranscriptionError && error.passing && (error.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS;
+    const text = await pRetry(
+      async () => {
+        attempts += 1;
+        return this.#once(request);
+      },
+      {
+        retries: this.#retries,
+        minTimeout: this.#retryMinMs,
+        factor: 2,
+        randomize: true,
+        ...(request.signal ? { signal: request.signal } : {}),
+        // A 429 that says when: wait that long first (p-retry's own wait follows).
+        onFailedAttempt: async ({ error, retriesLeft }) => {
+          if (retriesLeft > 0 && retryable(error) && (error as TranscriptionError).retryAfterMs) await sleep((error as TranscriptionError).retryAfterMs, undefined, request.signal ? { signal: request.signal } : {});
+        },
+        shouldRetry: ({ error }) => retryable(error),
+      },
+    ).catch((error: unknown) => {
+      throw request.signal?.aborted ? request.signal.reason : error;
+    });
+    return { text, ms: Math.round(performance.now() - started), attempts };
+  }
+
+  /** One request. @returns the trimmed transcript. @throws as {@link transcribe}. */
+  async #once(request: TranscriptionRequest): Promise<string> {
     const form = new FormData();
     form.append("file", new Blob([request.audio], { type: request.mimeType }), request.fileName);
     form.append("model", this.#model);
@@ -117,7 +173,6 @@ export class TranscriptionClient {
     }
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-    const started = performance.now();
     let response: Response;
     let body: string;
     try {
@@ -135,11 +190,11 @@ export class TranscriptionClient {
       const cause = (error as { cause?: { code?: string } }).cause;
       throw new TranscriptionError("unreachable", `the transcription endpoint could not be reached (${cause?.code ?? (error as Error).name})`);
     }
-    const ms = Math.round(performance.now() - started);
     if (!response.ok) {
       const status = response.status;
       const problem: TranscriptionProblem = status === 401 || status === 403 ? "unauthorized" : status === 429 ? "rate_limited" : status >= 500 ? "failed" : "refused";
-      throw new TranscriptionError(problem, `the transcription endpoint answered ${status}${errorCode(body)}`, { status });
+      const retryAfterMs = status === 429 ? retryAfterOf(response.headers.get("retry-after")) : undefined;
+      throw new TranscriptionError(problem, `the transcription endpoint answered ${status}${errorCode(body)}`, { status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
     }
     let parsed: z.output<typeof JsonAnswer>;
     try {
@@ -149,8 +204,20 @@ export class TranscriptionClient {
     }
     const text = parsed.text.trim();
     if (text === "") throw new TranscriptionError("empty", "the transcript is empty", { status: response.status });
-    return { text, ms };
+    return text;
   }
+}
+
+/**
+ * A `Retry-After` header in ms: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+ * @returns undefined when absent or unreadable; 0 for a date in the past.
+ */
+function retryAfterOf(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const text = header.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 /** ` (type/code)` of an OpenAI-style error body, for the log line; "" when it has none. */

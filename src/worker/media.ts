@@ -162,7 +162,7 @@ async function readVoice(parts: { config: Config; log: Logger; tracer?: Tracer }
   }
   const transcript = config.BOT_LOCALE === "zh-TW" ? await toTraditional(transcription.text) : transcription.text;
   const voice: VoiceTranscript = { kind, transcript, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms };
-  const done = { ...facts, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms, characters: transcript.length, converted: transcript !== transcription.text };
+  const done = { ...facts, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms, attempts: transcription.attempts, characters: transcript.length, converted: transcript !== transcription.text };
   log.info(done, "voice message transcribed");
   tracer?.event("transcription", { ok: true, ...done, model: config.STT_MODEL });
   return { ...none({ ...full, text: voiceTurnText(kind, transcript, seconds, full.text) }), voice };

@@ -202,8 +202,9 @@ describe("Telegram: voice messages", () => {
     } finally {
       await stt.up();
     }
-    for (const failure of [{ status: 401 }, { status: 429 }, { status: 503 }, "not-json" as const]) {
-      stt.failNext(failure);
+    // Passing failures are retried twice (1-2 s, then 2-4 s): a 503 three times in a row fails; a 429 asking for a minute is not waited for.
+    for (const [failure, times] of [[{ status: 401 }, 1], [{ status: 429, headers: { "retry-after": "60" } }, 1], [{ status: 503 }, 3], ["not-json" as const, 1]] as const) {
+      stt.failNext(failure, times);
       const answer = await send(chat, user, { extra: { voice: voiceNote(oggBytes(`fail ${JSON.stringify(failure)}`), 3) } });
       expect(answer.text).toBe(notUnderstood);
     }
@@ -216,6 +217,15 @@ describe("Telegram: voice messages", () => {
 
     const warnings = stack.logs().filter((l) => l.msg === "a voice message is not transcribed; answering without the model");
     expect(warnings.map((l) => l.transcription)).toEqual(expect.arrayContaining(["unreachable", "unauthorized", "rate_limited", "failed", "empty"]));
+    // One 503, then the transcript: the retry answers the voice message as usual.
+    const retried = oggBytes("retried after a 503"); // a size of its own: voiceNote names the file by size and duration
+    stt.say(retried, "晚安");
+    stt.failNext({ status: 503 });
+    const requests = stt.requests.length;
+    const retriedAnswer = await send(chat, user, { extra: { voice: voiceNote(retried, 2) } });
+    expect(retriedAnswer.text).toBe("🎤 「晚安」\n\nYou said: 晚安");
+    expect(stt.requests.slice(requests).map((r) => r.status)).toEqual([503, 200]);
+    expect(stack.logs().find((l) => l.msg === "voice message transcribed" && l.attempts === 2)).toBeDefined();
     expect(leakedSecrets(stack)).toEqual([]);
     expect(JSON.stringify(stack.logs())).not.toContain(stt.key);
   });

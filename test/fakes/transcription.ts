@@ -42,7 +42,7 @@ export interface FakeTranscriptionRequest {
 }
 
 /** How the next request is failed ({@link FakeTranscription.failNext}). */
-export type FakeTranscriptionFailure = { status: number; body?: unknown } | "hang" | "not-json";
+export type FakeTranscriptionFailure = { status: number; body?: unknown; headers?: Record<string, string> } | "hang" | "not-json";
 
 /** A running fake. */
 export interface FakeTranscription {
@@ -139,7 +139,7 @@ export async function startFakeTranscription(options: { key?: string; models?: s
     if (failure) {
       return answer(failure.status, () => {
         const text = JSON.stringify(failure.body ?? { error: { message: `failure ${failure.status}`, type: failure.status === 429 ? "rate_limit_exceeded" : "server_error", param: null, code: null } });
-        res.writeHead(failure.status, { "content-type": "application/json" }).end(text);
+        res.writeHead(failure.status, { "content-type": "application/json", ...failure.headers }).end(text);
       });
     }
     const text = transcripts.get(file.bytes!.toString("base64")) ?? fake.fallback;

@@ -17,8 +17,11 @@ afterAll(() => stt.close());
 
 const audio = Buffer.from("OggS fake opus bytes for the client test");
 const request = { audio, fileName: "voice.ogg", mimeType: "audio/ogg", locale: "zh-TW" as const };
-const client = (overrides: { key?: string | undefined; model?: string; timeoutMs?: number } = {}) =>
-  new TranscriptionClient({ STT_BASE_URL: `${stt.base}/`, STT_API_KEY: "key" in overrides ? overrides.key : stt.key, STT_MODEL: overrides.model ?? "whisper-1" }, { timeoutMs: overrides.timeoutMs ?? 10_000 });
+const client = (overrides: { key?: string | undefined; model?: string; timeoutMs?: number; retries?: number } = {}) =>
+  new TranscriptionClient(
+    { STT_BASE_URL: `${stt.base}/`, STT_API_KEY: "key" in overrides ? overrides.key : stt.key, STT_MODEL: overrides.model ?? "whisper-1" },
+    { timeoutMs: overrides.timeoutMs ?? 10_000, retries: overrides.retries ?? 0, retryMinMs: 20 },
+  );
 
 /** The problem of the TranscriptionError `promise` rejects with. */
 async function problemOf(promise: Promise<unknown>): Promise<string> {
@@ -72,6 +75,68 @@ describe("TranscriptionClient", () => {
     } finally {
       await stt.up();
     }
+  });
+
+  it("retries a passing failure (unreachable, 429, 5xx) at most twice with a growing wait; a 429's short Retry-After is waited for, a long one is not retried; a refusal, a wrong key, a timeout, not-JSON or an empty transcript are not retried", async () => {
+    const retrying = () => client({ retries: 2 });
+    const requestsOf = async (run: () => Promise<unknown>) => {
+      const before = stt.requests.length;
+      const outcome = await run().then((r) => r, (e: unknown) => e);
+      return { outcome, requests: stt.requests.length - before };
+    };
+    stt.say(audio, "好的");
+    stt.failNext({ status: 503 });
+    stt.failNext({ status: 429 });
+    let run = await requestsOf(() => retrying().transcribe(request));
+    expect(run.requests).toBe(3);
+    expect(run.outcome).toMatchObject({ text: "好的", attempts: 3 });
+    // Waits of 20-40 ms, then 40-80 ms (p-retry: doubling, times a random 1-2).
+    expect((run.outcome as { ms: number }).ms).toBeGreaterThanOrEqual(60);
+
+    stt.failNext({ status: 500 }, 3);
+    run = await requestsOf(() => retrying().transcribe(request));
+    expect(run.requests).toBe(3);
+    expect((run.outcome as TranscriptionError).problem).toBe("failed");
+    expect((run.outcome as TranscriptionError).status).toBe(500);
+
+    stt.failNext({ status: 429, headers: { "retry-after": "1" } });
+    const waited = performance.now();
+    run = await requestsOf(() => retrying().transcribe(request));
+    expect(run.outcome).toMatchObject({ text: "好的", attempts: 2 });
+    expect(performance.now() - waited).toBeGreaterThanOrEqual(990);
+    stt.failNext({ status: 429, headers: { "retry-after": "60" } });
+    run = await requestsOf(() => retrying().transcribe(request));
+    expect(run.requests).toBe(1);
+    expect(run.outcome).toMatchObject({ problem: "rate_limited", retryAfterMs: 60_000 });
+
+    for (const failure of [{ status: 400 }, { status: 401 }, "not-json" as const]) {
+      stt.failNext(failure);
+      expect((await requestsOf(() => retrying().transcribe(request))).requests).toBe(1);
+    }
+    stt.failNext("hang");
+    run = await requestsOf(() => client({ retries: 2, timeoutMs: 300 }).transcribe(request));
+    expect(run.requests).toBe(1);
+    expect((run.outcome as TranscriptionError).problem).toBe("timeout");
+    const silence = Buffer.from("OggS silence again");
+    stt.say(silence, "  ");
+    expect((await requestsOf(() => retrying().transcribe({ ...request, audio: silence }))).requests).toBe(1);
+
+    await stt.down();
+    try {
+      const downAt = performance.now();
+      expect(await problemOf(retrying().transcribe(request))).toBe("unreachable");
+      expect(performance.now() - downAt).toBeGreaterThanOrEqual(60); // it waited between the tries
+    } finally {
+      await stt.up();
+    }
+    // The answer's deadline ends the wait between two requests: its reason, at once.
+    stt.failNext({ status: 429, headers: { "retry-after": "5" } });
+    const deadline = new AbortController();
+    const reason = new Error("deadline");
+    setTimeout(() => deadline.abort(reason), 100);
+    const abortedAt = performance.now();
+    await expect(retrying().transcribe({ ...request, signal: deadline.signal })).rejects.toBe(reason);
+    expect(performance.now() - abortedAt).toBeLessThan(2000);
   });
 
   it("keeps the key out of every error message", async () => {

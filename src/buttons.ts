@@ -55,7 +55,7 @@ export interface ButtonPress extends ConversationRef {
   data: string;
   /** Who pressed (same id scheme as `IncomingMessage.userId`). */
   userId: string;
-  /** The locale of the notice. */
+  /** The adapter's locale for the notice (`BOT_LOCALE`, a Discord client's language); the conversation's `/settings` language wins. */
   locale: Locale;
   /**
    * Whether the pressed message is in a private chat or a group: a `/memory` delete button deletes
@@ -101,7 +101,9 @@ const TRY_AGAIN = { "zh-TW": "暫時無法處理，請稍後再按一次。", en
  * @param parts - the adapter's context: its approval decider, reminder actions and command runner.
  */
 export async function pressButton(parts: Pick<AdapterContext, "approvals" | "reminders" | "commands"> & { log: Logger }, press: ButtonPress): Promise<ButtonAnswer> {
-  const { data, locale } = press;
+  const { data } = press;
+  // The conversation's language (`/settings`), when one is set, else the adapter's: every notice below speaks it.
+  const locale = (await parts.commands.languageOf(press)) ?? press.locale;
   const kind = buttonKind(data);
   if (kind === "reminder") {
     if (!parts.reminders) return { kind: "reminder", notice: localize(locale, { "zh-TW": "這個提醒已經結束或取消了。", en: "This reminder has ended or was cancelled." }) };

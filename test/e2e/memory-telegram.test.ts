@@ -168,6 +168,10 @@ describe("Telegram: /memory and /forget", () => {
     expect(block).not.toContain("住在新竹");
     expect(block).toContain("喜歡英文回答");
 
+    // A button's notice speaks the conversation's language once /settings sets one (the listing was in zh-TW).
+    expect((await ask(dm, gina, "/settings language en")).answer.text).toContain("English");
+    expect(await toast(tg.pressButton({ from: gina, message: listed, data: homeButton }))).toBe("That memory was already deleted.");
+    await ask(dm, gina, "/settings language zh-TW");
     const forgot = (await ask(dm, gina, "/forget")).answer;
     expect(forgot.text).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(gina.id) }))).toBe(0);

@@ -73,6 +73,21 @@ export function plainText(markdown: string): string {
     .join("");
 }
 
+/**
+ * The command a line names, or undefined when it is a message for the model:
+ * - `/name` or `/name args`, also `/name@somebot …` (the Telegram habit of addressing a bot: the
+ *   `@…` suffix is dropped), where `name` is 0–32 letters, digits or `_` (lower-cased);
+ * - a bare `/`, a line of only slashes and spaces, or one starting with `//`: the empty name
+ *   (answered with the list of commands).
+ * A path such as `/usr/bin is where?` is no command: after the name comes neither a space, `@`
+ * nor the end of the line.
+ */
+export function commandLine(text: string): { name: string; args: string } | undefined {
+  if (/^[/\s]+$/.test(text) || text.startsWith("//")) return { name: "", args: "" };
+  const slash = /^\/([a-z0-9_]{0,32})(?:@[a-z0-9_]+)?(?:\s+([\s\S]*))?$/i.exec(text);
+  return slash ? { name: slash[1]!.toLowerCase(), args: (slash[2] ?? "").trim() } : undefined;
+}
+
 /** Reads lines from `input` and queues them; see the module comment. */
 export class ConsoleAdapter implements Adapter {
   readonly platform = "console" as const;
@@ -118,11 +133,10 @@ export class ConsoleAdapter implements Adapter {
       this.#rl?.close();
       return;
     }
-    // A bare `/` (or `/ …`) is answered with the list of commands, like an unknown one, never sent to the model.
-    const slash = /^\/([a-z0-9_]{0,32})(?:\s+([\s\S]*))?$/i.exec(text);
+    const slash = commandLine(text);
     if (slash) {
-      const name = slash[1]!.toLowerCase();
-      const invocation = { name, args: (slash[2] ?? "").trim(), platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
+      const { name } = slash;
+      const invocation = { name, args: slash.args, platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
       if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"])));
       const reply = await context.commands.run(invocation);
       if (reply === undefined) return;

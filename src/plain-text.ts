@@ -40,3 +40,40 @@ export function plainLine(text: string, maxLength = Infinity): string {
   if (maxLength === Infinity || line.length <= maxLength) return line;
   return [...line].slice(0, maxLength).join("").trimEnd();
 }
+
+/** C0 controls other than tab and line feed, and DEL: shown as their Control Pictures by {@link terminalText}. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const TERMINAL_CONTROLS = /[\u0000-\u0008\u000B-\u001F\u007F]/g;
+
+/** C1 controls (U+0080–U+009F; U+009B is CSI to some terminals): removed by {@link terminalText}. */
+const C1_CONTROLS = /[\u0080-\u009F]/g;
+
+/** What may stand before a zero-width joiner that joins two emoji (👩‍💻): a pictograph, a skin tone, or VS16. */
+const EMOJI_BEFORE = /(?:[\p{Extended_Pictographic}\u{1F3FB}-\u{1F3FF}]|\uFE0F)$/u;
+/** What may follow such a joiner: a pictograph. */
+const EMOJI_AFTER = /^\p{Extended_Pictographic}/u;
+
+/**
+ * Text of other people or of the model (answers, streamed deltas, tool status lines, listings)
+ * made harmless for a terminal, keeping its lines: line feeds and tabs stay (a CR LF pair becomes
+ * a line feed, U+2028/U+2029 too); every other C0 control and DEL is shown as its Control Picture
+ * (ESC as `␛`, BEL as `␇`, NUL as `␀`, a lone CR as `␍`: U+2400–U+241F, U+2421), so an escape
+ * sequence is seen and never acts; C1 controls are removed; invisible characters
+ * ({@link INVISIBLE}: bidi controls, zero-width characters) are removed, except a zero-width
+ * joiner between two emoji (👩‍💻 stays one picture).
+ *
+ * Source: ECMA-48 (control functions: C0, C1, ESC sequences), https://ecma-international.org/publications-and-standards/standards/ecma-48/;
+ * Control Pictures, https://www.unicode.org/charts/PDF/U2400.pdf.
+ *
+ * @returns the text, as long or shorter (code points), never throwing.
+ */
+export function terminalText(text: string): string {
+  return text
+    .replace(/\r\n/g, "\n")
+    .replace(/[\u2028\u2029]/g, "\n")
+    .replace(INVISIBLE, (char: string, offset: number, whole: string) =>
+      char === "\u200D" && EMOJI_BEFORE.test(whole.slice(Math.max(0, offset - 2), offset)) && EMOJI_AFTER.test(whole.slice(offset + 1, offset + 3)) ? char : "",
+    )
+    .replace(TERMINAL_CONTROLS, (char) => String.fromCharCode(char === "\u007F" ? 0x2421 : 0x2400 + char.charCodeAt(0)))
+    .replace(C1_CONTROLS, "");
+}

@@ -16,6 +16,7 @@ import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
+import { terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import type { TerminalScreen } from "./live.js";
@@ -202,7 +203,8 @@ export class ConsoleAdapter implements Adapter {
     }
   }
 
+  /** Writes a reply (listings carry users' text: made harmless for the terminal, see `terminalText`). */
   #say(text: string): Promise<void> {
-    return new Promise((resolve) => this.#options.output.write(`bot> ${text}\n`, () => resolve()));
+    return new Promise((resolve) => this.#options.output.write(`bot> ${terminalText(text)}\n`, () => resolve()));
   }
 }

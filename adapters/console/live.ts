@@ -12,9 +12,13 @@
  *   of text form a block that is redrawn in place (carriage return, cursor up, erase down: ECMA-48
  *   CR, CUU, ED) as calls start and end, so the screen ends with each call's final line
  *   (`🔧 新增待辦：tea ✓`) and nothing else.
+ *
+ * Everything printed that comes from the model or a tool (deltas, activities) goes through
+ * `terminalText` first: an escape sequence in a todo's title is shown (`␛[31m`), never acted on.
  */
 import stringWidth from "string-width";
 import type { SentRef } from "../../src/outbound.js";
+import { terminalText } from "../../src/plain-text.js";
 import { statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
 
 /** The terminal the console writes to, for redrawing status lines in place. */
@@ -71,7 +75,8 @@ export class ConsoleStream implements AnswerStream {
     const close = this.#closeBlock();
     const prefix = this.#prefix();
     this.#atLineStart = text.endsWith("\n");
-    this.#emit(close + prefix + text);
+    // The model's text and the tools' activities may carry terminal escapes: made harmless here.
+    this.#emit(close + prefix + terminalText(text));
     if (prefix) this.onVisible?.();
   }
 
@@ -120,7 +125,7 @@ export class ConsoleStream implements AnswerStream {
       first = prefix !== "";
       this.#block = { prefix, tools: new Map(), rows: 0 };
     }
-    this.#block.tools.set(id, { activity, ...(icon ? { icon } : {}), state: "running" });
+    this.#block.tools.set(id, { activity: terminalText(activity), ...(icon ? { icon } : {}), state: "running" });
     this.#redraw(lead);
     if (first) this.onVisible?.();
   }

@@ -1,11 +1,13 @@
 /**
  * The console's outbound side: answers and approval prompts written to a stream (stdout for
  * `npm run chat`, a PassThrough in tests). It keeps the open approval prompt so the console's
- * inbound side can map a `y`/`n` line to it.
+ * inbound side can map a `y`/`n` line to it. Text of users and the model is written through
+ * `terminalText` (`src/plain-text.ts`): its controls are shown, never acted on by the terminal.
  */
 import type { Writable } from "node:stream";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
+import { terminalText } from "../../src/plain-text.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { AnswerStream, StreamOptions } from "../../src/streaming.js";
@@ -110,7 +112,7 @@ export class ConsoleOutbound implements Outbound {
     const chunks = splitText(text, this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i += 1) {
-      await this.#write(`bot> ${chunks[i]}\n`);
+      await this.#write(`bot> ${terminalText(chunks[i]!)}\n`);
       const ref = { chatId: to.conversation.chatId, messageId: String(++this.#sent) };
       refs.push(ref);
       await options.onSent?.(i, ref);
@@ -139,7 +141,7 @@ export class ConsoleOutbound implements Outbound {
           "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
           en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
         };
-    await this.#write(`bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: prompt.action, seconds })}\n`);
+    await this.#write(`bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: terminalText(prompt.action), seconds })}\n`);
     this.openPrompt = { ...prompt, ref };
     return ref;
   }
@@ -147,18 +149,18 @@ export class ConsoleOutbound implements Outbound {
   /** Writes the prompt's outcome and forgets it if it was the open prompt. */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
-    await this.#write(`bot> ${text}\n`);
+    await this.#write(`bot> ${terminalText(text)}\n`);
   }
 
   /** Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only). */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
-    await this.#write(`bot> ${reminder.text}\n`);
+    await this.#write(`bot> ${terminalText(reminder.text)}\n`);
     return { chatId: reminder.conversation.chatId, messageId: String(++this.#sent) };
   }
 
   /** Writes the closed reminder's text. */
   async closeReminder(_message: SentRef, text: string): Promise<void> {
-    await this.#write(`bot> ${text}\n`);
+    await this.#write(`bot> ${terminalText(text)}\n`);
   }
 
   #write(text: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { plainText } from "../../adapters/console/adapter.js";
+import { terminalText } from "../../src/plain-text.js";
 
 describe("plainText (a command's Markdown reply in the terminal)", () => {
   it("keeps code spans as they are: two MCP names with __ on one line are not read as emphasis", () => {
@@ -8,5 +9,14 @@ describe("plainText (a command's Markdown reply in the terminal)", () => {
 
   it("still removes bold markers outside code and writes links as text (url)", () => {
     expect(plainText("**待辦** __清單__ [說明](https://example.com/a)")).toBe("待辦 清單 說明 (https://example.com/a)");
+  });
+});
+
+describe("terminalText (users' and the model's text on the terminal)", () => {
+  it("keeps lines, tabs and emoji sequences; shows C0 controls and DEL; drops C1, bidi and zero-width characters", () => {
+    expect(terminalText("a\r\nb\tc\u2028d")).toBe("a\nb\tc\nd");
+    expect(terminalText("x\ry\x7f\x1b]0;title\x07")).toBe("x␍y␡␛]0;title␇");
+    expect(terminalText("\u009b31mred \u202eexe.pdf \u2066iso\u2069 z\u200bw\ufeff")).toBe("31mred exe.pdf iso zw");
+    expect(terminalText("👩‍💻 👍🏽 ❤️‍🔥 a\u200db")).toBe("👩‍💻 👍🏽 ❤️‍🔥 ab");
   });
 });

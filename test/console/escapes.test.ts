@@ -1,0 +1,46 @@
+/**
+ * Terminal escapes in stored text (hostile input): a todo whose title carries BEL, an SGR escape
+ * sequence, NUL and a bidi override reaches the terminal through the real console adapter, queue,
+ * worker, todo tools and history, on a real Redis and the strict fake Messages API — in the tool
+ * status line, in a streamed answer and in an answer printed whole. Nothing of it may drive the
+ * terminal: its controls are shown as Control Pictures (`␛[31m`), the override is removed.
+ */
+import { expect, it } from "vitest";
+import { silentLogger } from "../../src/log.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import { text, toolUse } from "../fakes/anthropic.js";
+import { testConfig } from "../helpers/config.js";
+import { waitFor } from "../worker/harness.js";
+import { useConsoleBot } from "./harness.js";
+
+const start = useConsoleBot();
+
+const TITLE = "bell\x07 esc\x1b[31mRED\x1b[0m nul\x00 bidi\u202e…";
+const SHOWN = "bell␇ esc␛[31mRED␛[0m nul␀ bidi…";
+/** What must never reach the terminal: C0 controls but tab and line feed, DEL, C1, bidi controls. */
+// eslint-disable-next-line no-control-regex -- looking for control characters is the point
+const RAW = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/;
+
+it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status line, streamed answer, whole answer", async () => {
+  const config = testConfig({ ROLE: "all", STREAMING: "on" });
+  const { toolbox } = await loadTools({ config, log: silentLogger });
+  const { output, type, fake } = await start({ config, toolbox });
+  const printed = () => output.lines.join("");
+
+  fake.enqueue(toolUse("add_todo", { title: TITLE }), { ...text(`已新增待辦「${TITLE}」。`), stream: { chunkChars: 3, totalMs: 100 } });
+  type("add a todo");
+  await waitFor(() => printed().includes("。\n"), 10_000, "the streamed answer");
+  expect(printed()).toBe(`bot> 🔧 新增待辦：${SHOWN}… ✓\n已新增待辦「${SHOWN}」。\n`);
+
+  type("/settings streaming off");
+  await waitFor(() => printed().includes("邊寫邊顯示回答：關。"), 10_000, "streaming off");
+  const before = output.lines.length;
+  fake.enqueue(toolUse("list_todos", {}), text(`你的待辦：\n1. ${TITLE}`));
+  type("list my todos");
+  await waitFor(() => output.lines.slice(before).join("").includes("你的待辦"), 10_000, "the whole answer");
+  expect(output.lines.slice(before).join("")).toBe(`bot> 你的待辦：\n1. ${SHOWN}\n`);
+  // The tool really stored the title as given: what the model was shown carries it raw.
+  expect(JSON.stringify(fake.requests.at(-1)!.messages.at(-1))).toContain(JSON.stringify(TITLE).slice(1, -1));
+
+  expect(printed()).not.toMatch(RAW);
+});

@@ -5,8 +5,14 @@
  * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit`; an unknown `/command` is answered
  * with the list, never sent to the model. `y`/`n` answer the open approval prompt; `a` answers it
  * with "always allow" when the prompt offers it.
+ *
+ * Lines are handled in order, also when piped in all at once: a line the console answers itself
+ * (a command, a `y` typed before its prompt appeared, a message too long) waits until every
+ * message typed before it has been answered (its answer delivered, or an approval prompt shown for
+ * it; see `ConsoleOutbound.settled`), and no reply is written inside a streamed answer.
  */
 import { userInfo } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
@@ -18,7 +24,8 @@ import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
-import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
+import { conversationKeys } from "../../src/queue/keys.js";
 import type { TerminalScreen } from "./live.js";
 import { ConsoleOutbound } from "./outbound.js";
 
@@ -38,6 +45,9 @@ export interface ConsoleAdapterOptions {
   /** Set when `output` is a terminal: streamed status lines are redrawn in place (see `live.ts`). */
   screen?: TerminalScreen;
 }
+
+/** How often, in ms, a line waiting for earlier answers checks whether the conversation went idle without them (see `#settled`). */
+const IDLE_CHECK_MS = 1000;
 
 const YES = new Set(["y", "yes", "是", "好", "確認"]);
 const NO = new Set(["n", "no", "否", "不", "取消"]);
@@ -138,16 +148,25 @@ export class ConsoleAdapter implements Adapter {
   async #handle(line: string, context: AdapterContext): Promise<void> {
     const text = line.trim();
     if (text === "") return;
-    const say = (t: string) => this.#say(t);
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
-    // The conversation's language (`/settings language`), read for each line: a change counts from the next one.
-    const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
     const command = text.toLowerCase();
     if (command === "/quit" || command === "/exit") {
       this.#rl?.close();
       return;
     }
     const slash = commandLine(text);
+    const always = ALWAYS.has(command);
+    const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
+    // Lines in order: a line the console answers itself (a command, a `y` with no prompt open yet,
+    // a message too long) waits until the messages typed before it are answered, so that its reply
+    // follows theirs and never lands inside a streamed answer. An answer to an open prompt does not wait.
+    if (slash || text.length > MAX_INCOMING_TEXT || (approve !== undefined && !this.outbound.openPrompt)) await this.#settled(context, chat);
+    const say = async (t: string) => {
+      await this.outbound.quiet();
+      await this.#say(t);
+    };
+    // The conversation's language (`/settings language`), read for each line: a change counts from the next one.
+    const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
     if (slash) {
       const { name } = slash;
       const invocation = { name, args: slash.args, platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
@@ -156,8 +175,6 @@ export class ConsoleAdapter implements Adapter {
       if (reply === undefined) return;
       return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
     }
-    const always = ALWAYS.has(command);
-    const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
     if (approve !== undefined) {
       const prompt = this.outbound.openPrompt;
       if (!prompt) {
@@ -186,11 +203,39 @@ export class ConsoleAdapter implements Adapter {
       sentAt: Date.now(),
       reply: {},
     };
+    this.outbound.expectAnswer(message.messageId);
     try {
       await context.enqueue(message);
     } catch (err) {
+      this.outbound.forgetAnswer(message.messageId);
       if (!(err instanceof EnqueueError)) this.#options.log.error({ err }, "enqueue failed");
       return say(localize(locale, TEXT.tryAgain));
+    }
+  }
+
+  /**
+   * Waits until the messages typed here so far are answered and no streamed answer is being
+   * printed (`ConsoleOutbound.settled`: on the deliveries themselves). In case an answer never
+   * comes (a worker that died with the message: nothing is delivered, the job is retried or given
+   * up), the conversation's inbox is looked at every {@link IDLE_CHECK_MS}: once it is empty, no
+   * message of this conversation is queued or being answered, and nothing more is waited for.
+   */
+  async #settled(context: AdapterContext, chat: ConversationRef): Promise<void> {
+    const settled = this.outbound.settled();
+    const redis = context.redis;
+    if (!redis) return settled;
+    const stop = new AbortController();
+    const key = conversationKeys(chat).scheduled;
+    void (async () => {
+      for (;;) {
+        await sleep(IDLE_CHECK_MS, undefined, { signal: stop.signal });
+        if ((await redis.exists(key).catch(() => 1)) === 0) return this.outbound.forgetAnswer();
+      }
+    })().catch(() => {}); // aborted: the answers came
+    try {
+      await settled;
+    } finally {
+      stop.abort();
     }
   }
 

@@ -49,12 +49,15 @@ export class ConsoleStream implements AnswerStream {
    * @param sendAnswer - prints a whole answer (the outbound's `sendAnswer`).
    * @param onVisible - called once, when the first text is printed.
    * @param screen - set when the output is a terminal: status lines are redrawn in place.
+   * @param onEnd - called each time the stream ends what it printed: `true` after `finish`
+   *   (the answer is on screen, its last line ended), `false` after `discard` or `pause`.
    */
   constructor(
     private readonly write: (text: string) => Promise<void>,
     private readonly sendAnswer: (text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }) => Promise<SentRef[]>,
     private readonly onVisible?: () => void,
     private readonly screen?: TerminalScreen,
+    private readonly onEnd?: (finished: boolean) => void,
   ) {}
 
   readonly messages: readonly SentRef[] = [];
@@ -169,11 +172,14 @@ export class ConsoleStream implements AnswerStream {
       this.#atLineStart = true;
       await this.write("\n");
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
+      this.onEnd?.(true);
       return [];
     }
     if (!this.#atLineStart) await this.write("\n");
     this.#atLineStart = true;
-    return this.sendAnswer(text, options);
+    const sent = await this.sendAnswer(text, options);
+    this.onEnd?.(true);
+    return sent;
   }
 
   async discard(): Promise<void> {
@@ -182,6 +188,7 @@ export class ConsoleStream implements AnswerStream {
     await this.#writes;
     if (!this.#atLineStart) await this.write("\n");
     this.#atLineStart = true;
+    this.onEnd?.(false);
   }
 
   async pause(): Promise<void> {

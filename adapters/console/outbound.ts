@@ -92,9 +92,67 @@ export class ConsoleOutbound implements Outbound {
   openPrompt: OpenPrompt | undefined;
   readonly #options: ConsoleOutboundOptions;
   #sent = 0;
+  /** Messages of this terminal (platform message ids) whose answer has not been delivered yet; see {@link expectAnswer}. */
+  readonly #awaited = new Set<string>();
+  /** The prompts (their `SentRef.messageId`) whose outcome was written; see {@link closeApprovalPrompt}. */
+  readonly #closed = new Set<string>();
+  /** Streamed answers that printed something and have not ended yet. */
+  #live = 0;
+  /** Who waits in {@link settled} or {@link quiet}, each with the condition it waits for. */
+  #waiters: { ready: () => boolean; resolve: () => void }[] = [];
 
   constructor(options: ConsoleOutboundOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Notes that the message `messageId` was typed here and will be answered: {@link settled} then
+   * waits until its answer was delivered (written whole, or its streamed answer finished) or an
+   * approval prompt was shown for it. Call it before the message is queued.
+   */
+  expectAnswer(messageId: string): void {
+    this.#awaited.add(messageId);
+  }
+
+  /** Stops waiting for the answer to `messageId` (it was not queued after all), or to every message when none is given. */
+  forgetAnswer(messageId?: string): void {
+    if (messageId === undefined) this.#awaited.clear();
+    else this.#awaited.delete(messageId);
+    this.#wake();
+  }
+
+  /**
+   * Resolves once every message noted with {@link expectAnswer} has been answered and no streamed
+   * answer is being printed (at once when that holds already), so that a line's own reply
+   * (a command's) comes after the answers to the lines typed before it and never inside one.
+   * Waits on the deliveries themselves: no timer.
+   */
+  settled(): Promise<void> {
+    return this.#when(() => this.#awaited.size === 0 && this.#live === 0);
+  }
+
+  /** Resolves once no streamed answer is being printed (at once when none is). */
+  quiet(): Promise<void> {
+    return this.#when(() => this.#live === 0);
+  }
+
+  #when(ready: () => boolean): Promise<void> {
+    if (ready()) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ ready, resolve }));
+  }
+
+  #wake(): void {
+    const waiting = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiting) {
+      if (waiter.ready()) waiter.resolve();
+      else this.#waiters.push(waiter);
+    }
+  }
+
+  /** The answer to `to.replyTo` is on screen (or its approval prompt). */
+  #answered(to: Destination): void {
+    if (to.replyTo !== undefined && this.#awaited.delete(to.replyTo)) this.#wake();
   }
 
   /** An answer up to one chunk's size (`chunkChars`) is written in one piece. */
@@ -117,12 +175,33 @@ export class ConsoleOutbound implements Outbound {
       refs.push(ref);
       await options.onSent?.(i, ref);
     }
+    this.#answered(to);
     return refs;
   }
 
-  /** {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). */
+  /**
+   * {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). From its
+   * first write until it ends, the stream counts as live (see {@link settled}); `finish` delivers
+   * the answer to `to.replyTo`.
+   */
   openStream(to: Destination, options: StreamOptions): AnswerStream {
-    return new ConsoleStream((text) => this.#write(text), (text, o) => this.sendAnswer(to, text, o), options.onVisible, this.#options.screen);
+    let live = false;
+    const write = (text: string) => {
+      if (!live) {
+        live = true;
+        this.#live += 1;
+      }
+      return this.#write(text);
+    };
+    const end = (finished: boolean) => {
+      if (live) {
+        live = false;
+        this.#live -= 1;
+      }
+      if (finished) this.#answered(to);
+      this.#wake();
+    };
+    return new ConsoleStream(write, (text, o) => this.sendAnswer(to, text, o), options.onVisible, this.#options.screen, end);
   }
 
   /** The console shows no typing indicator. */
@@ -143,12 +222,19 @@ export class ConsoleOutbound implements Outbound {
         };
     await this.#write(`bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: terminalText(prompt.action), seconds })}\n`);
     this.openPrompt = { ...prompt, ref };
+    this.#answered(to);
     return ref;
   }
 
-  /** Writes the prompt's outcome and forgets it if it was the open prompt. */
+  /**
+   * Writes the prompt's outcome, once per prompt (a decision typed the moment the prompt appeared
+   * can get it closed twice: by the run that posted it and by the decision), and forgets it if it
+   * was the open prompt.
+   */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     if (this.openPrompt?.ref.messageId === prompt.messageId) this.openPrompt = undefined;
+    if (this.#closed.has(prompt.messageId)) return;
+    this.#closed.add(prompt.messageId);
     await this.#write(`bot> ${terminalText(text)}\n`);
   }
 

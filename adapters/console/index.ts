@@ -20,3 +20,4 @@ export function createOutbound(config: Config, _log: Logger): ConsoleOutbound {
   return new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE });
 }
 export { showPendingApproval, type PendingApprovals } from "./pending.js";
+export { takeChatLease, chatLeaseKey, CHAT_LEASE_TTL_MS, type ChatLease, type ChatLeaseHolder } from "./lease.js";

@@ -8,14 +8,18 @@
  * served on loopback instead of Claude: no key, no network (the weather tool and MCP servers are
  * left out), answers streamed, every answer labelled as a demo. Its conversation and user are
  * `demo` and its queues its own, so it never touches the history or todos of the real chat.
+ *
+ * One chat per conversation at a time on one Redis (`adapters/console/lease.ts`): a second
+ * `npm run chat` on the same conversation exits 1 with a line naming the first one's pid; the demo
+ * and the real chat are two conversations and run side by side.
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
 import { Writable } from "node:stream";
 import { mkdir, writeFile } from "node:fs/promises";
-import { userInfo } from "node:os";
+import { hostname, userInfo } from "node:os";
 import path from "node:path";
-import { ConsoleAdapter, showPendingApproval, type TerminalScreen } from "../../adapters/console/index.js";
+import { CHAT_LEASE_TTL_MS, ConsoleAdapter, showPendingApproval, takeChatLease, type ChatLeaseHolder, type TerminalScreen } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
@@ -79,6 +83,25 @@ async function noMcpServers(): Promise<string> {
   return file;
 }
 
+/**
+ * The one line saying that another `npm run chat` has this conversation: it `held` it at start-up,
+ * or it `taken` it from this chat (paused past the lease's lifetime).
+ */
+function heldText(config: Config, chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
+  const host = holder && holder.host !== hostname() ? holder.host : undefined;
+  const who = !holder ? (config.BOT_LOCALE === "en" ? "" : " ") : localize(config.BOT_LOCALE, { "zh-TW": host ? "（pid {pid}，在 {host}）" : "（pid {pid}）", en: host ? " (pid {pid} on {host})" : " (pid {pid})" }, { pid: holder.pid, host: host ?? "" });
+  const seconds = Math.round(CHAT_LEASE_TTL_MS / 1000);
+  return how === "held"
+    ? localize(config.BOT_LOCALE, {
+        "zh-TW": "另一個 npm run chat{who}正在使用這個對話（{chat}）：請先關掉它；如果它已經當掉，約 {seconds} 秒後再試。",
+        en: "Another npm run chat{who} holds this conversation ({chat}): close it first, or if it crashed, wait about {seconds} s and try again.",
+      }, { who, chat: chatId, seconds })
+    : localize(config.BOT_LOCALE, {
+        "zh-TW": "另一個 npm run chat{who}接手了這個對話（{chat}），這個聊天停止。",
+        en: "Another npm run chat{who} took over this conversation ({chat}); this chat stops.",
+      }, { who, chat: chatId });
+}
+
 async function chat(): Promise<void> {
   const args = process.argv.slice(2);
   const unknown = args.filter((a) => a !== "--demo");
@@ -114,6 +137,24 @@ async function chat(): Promise<void> {
   }
   if (demo) name = DEMO_CHAT;
   const chatId = demo ? DEMO_CHAT : "local";
+  // One chat per conversation: a second one would run a second worker on its messages (see lease.ts).
+  const leaseRedis = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
+  const taken = await takeChatLease(leaseRedis, { platform: "console", chatId }, {
+    log,
+    onLost: (holder) => {
+      screen.notice(heldText(config, chatId, holder, "taken"));
+      process.exitCode = 1;
+      void stop().then(() => process.exit(1));
+    },
+  }).catch((error: unknown) => ({ error }));
+  if (!("lease" in taken)) {
+    console.error("error" in taken ? `start-up failed: could not take the conversation's lease in Redis: ${(taken.error as Error).message}` : heldText(config, chatId, taken.heldBy, "held"));
+    leaseRedis.disconnect();
+    await model?.close();
+    await redis.local?.stop();
+    process.exit(1);
+  }
+  const { lease } = taken;
   const screen = terminal();
   const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, chatId, userId: name, userName: name, screen: screen.screen });
   const starting = startBot({
@@ -131,6 +172,8 @@ async function chat(): Promise<void> {
     (stopped ??= (async () => {
       const bot = await starting.catch(() => undefined);
       await bot?.stop();
+      await lease.release();
+      leaseRedis.disconnect();
       await model?.close();
       await redis.local?.stop();
     })());
@@ -139,6 +182,8 @@ async function chat(): Promise<void> {
     await starting;
   } catch (error) {
     console.error(`start-up failed: ${(error as Error).message}`);
+    await lease.release();
+    leaseRedis.disconnect();
     await model?.close();
     await redis.local?.stop();
     process.exit(1);

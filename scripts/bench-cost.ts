@@ -19,41 +19,18 @@ import { createAnthropicClient } from "../src/agent/client.js";
 import { historyTtlSeconds, loadConfig } from "../src/config.js";
 import { HistoryStore } from "../src/history/store.js";
 import { silentLogger } from "../src/log.js";
-import type { ApprovalVerdict } from "../src/agent/contract.js";
-import type { Destination, Outbound, SentRef } from "../src/outbound.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { connectRedis } from "../src/redis.js";
 import { loadTools } from "../src/toolbox/registry.js";
 import { startWorker } from "../src/worker/worker.js";
+import { BenchOutbound } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeRequest } from "../test/fakes/anthropic.js";
 import { startRedis } from "../test/helpers/redis.js";
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const STEP = 20;
 const TURN_GAP_MS = 30_000;
-
-/** Records each answer as it goes out. */
-class CostOutbound implements Outbound {
-  readonly platform = "telegram" as const;
-  readonly singleChunkUnits = 4096;
-  answered = 0;
-  async sendAnswer(to: Destination, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
-    const ref = { chatId: to.conversation.chatId, messageId: `a-${to.replyTo}` };
-    if ((options.skip ?? 0) === 0) await options.onSent?.(0, ref);
-    this.answered += 1;
-    return [ref];
-  }
-  async sendTyping(): Promise<void> {}
-  async sendApprovalPrompt(): Promise<SentRef> {
-    throw new Error("no approvals in the benchmark");
-  }
-  async closeApprovalPrompt(_p: SentRef, _o: ApprovalVerdict, _t: string): Promise<void> {}
-  async sendReminder(): Promise<SentRef> {
-    throw new Error("no reminders in the benchmark");
-  }
-  async closeReminder(): Promise<void> {}
-}
 
 const isCompaction = (r: FakeRequest) => r.tools === undefined && JSON.stringify(r.system ?? "").includes("You write the summary");
 
@@ -89,7 +66,7 @@ async function run(compaction: boolean): Promise<Tally[]> {
   const config = loadConfig({ LOG_LEVEL: "silent", ANTHROPIC_API_KEY: "bench-key-000", ANTHROPIC_BASE_URL: fake.url, WORKER_CONCURRENCY: "4", STREAMING: "off" }, { purpose: "inspect" });
   const connection = connectRedis(redis.url, { maxRetriesPerRequest: null });
   const { toolbox } = await loadTools({ config, log: silentLogger });
-  const outbound = new CostOutbound();
+  const outbound = new BenchOutbound(4096);
   const history = new HistoryStore(connection, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
   const worker = startWorker({ config, log: silentLogger, redis: connection, history, toolbox, client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }), runAgent, outbounds: { telegram: outbound }, compaction, prefix: "cost" });
   await worker.waitUntilReady();
@@ -109,9 +86,9 @@ async function run(compaction: boolean): Promise<Tally[]> {
         sentAt: now,
         reply: {},
       };
-      const before = outbound.answered;
+      const before = outbound.done.size;
       await queue.enqueue(message);
-      while (outbound.answered === before) await new Promise((r) => setTimeout(r, 2));
+      while (outbound.done.size === before) await new Promise((r) => setTimeout(r, 2));
       // A compaction queued by this answer runs before the next user turn (it has time: 30 s pass).
       await new Promise((r) => setTimeout(r, 30));
       for (let i = 0; i < 200 && compaction && (await pendingCompactions(connection)) > 0; i += 1) await new Promise((r) => setTimeout(r, 10));
@@ -157,9 +134,10 @@ function print(title: string, tallies: Tally[]): void {
   tallies.forEach((t, i) => {
     const all = t.input + t.write + t.read;
     const billed = t.input + 1.25 * t.write + 0.1 * t.read;
-    const range = `${i * STEP + 1}-${(i + 1) * STEP}`.padEnd(8);
+    const last = Math.min((i + 1) * STEP, TURNS); // a shorter run (BENCH_TURNS) ends in a part of a step
+    const range = `${i * STEP + 1}-${last}`.padEnd(8);
     console.log(
-      `${range} ${String(t.input).padStart(8)} ${String(t.write).padStart(12)} ${String(t.read).padStart(11)} ${String(t.output).padStart(8)} ${`${((100 * t.read) / Math.max(1, all)).toFixed(1)} %`.padStart(12)} ${(billed / STEP).toFixed(0).padStart(15)} ${`${t.compactions} (${t.compactionBilled.toFixed(0)})`.padStart(24)}`,
+      `${range} ${String(t.input).padStart(8)} ${String(t.write).padStart(12)} ${String(t.read).padStart(11)} ${String(t.output).padStart(8)} ${`${((100 * t.read) / Math.max(1, all)).toFixed(1)} %`.padStart(12)} ${(billed / (last - i * STEP)).toFixed(0).padStart(15)} ${`${t.compactions} (${t.compactionBilled.toFixed(0)})`.padStart(24)}`,
     );
   });
   const sum = tallies.reduce((a, t) => ({ input: a.input + t.input, write: a.write + t.write, read: a.read + t.read }), { input: 0, write: 0, read: 0 });

@@ -40,8 +40,6 @@ import { historyTtlSeconds, loadConfig } from "../src/config.js";
 import { HistoryStore } from "../src/history/store.js";
 import { trimHistory } from "../src/history/trim.js";
 import { silentLogger } from "../src/log.js";
-import type { ApprovalVerdict } from "../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, Outbound, SentRef } from "../src/outbound.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { AccessGate } from "../src/access/gate.js";
@@ -51,6 +49,7 @@ import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
 import { startWorker } from "../src/worker/worker.js";
+import { BenchOutbound } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../test/fakes/anthropic.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis, startRedisCluster } from "../test/helpers/redis.js";
@@ -63,32 +62,6 @@ const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? "32";
 
 const config = loadConfig({ LOG_LEVEL: "silent", WORKER_CONCURRENCY: CONCURRENCY, ANTHROPIC_API_KEY: "bench-key-000" }, { purpose: "inspect" });
 const toolbox = new ToolBox([]);
-
-/** The fake platform: records when each answer went out. */
-class BenchOutbound implements Outbound {
-  readonly platform = "telegram" as const;
-  /** Like a real adapter that splits only above its platform's limit (Discord 2000; Telegram 4096). */
-  readonly singleChunkUnits = 2000;
-  readonly done = new Map<string, number>();
-  onDone: (() => void) | undefined;
-  async sendAnswer(to: Destination, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
-    const ref = { chatId: to.conversation.chatId, messageId: `a-${to.replyTo}` };
-    if ((options.skip ?? 0) === 0) await options.onSent?.(0, ref);
-    this.done.set(`${to.conversation.chatId}:${to.replyTo}`, performance.now());
-    this.onDone?.();
-    return [ref];
-  }
-  async sendTyping(): Promise<void> {}
-  async sendApprovalPrompt(): Promise<SentRef> {
-    throw new Error("no approvals in the benchmark");
-  }
-  async closeApprovalPrompt(_p: SentRef, _o: ApprovalVerdict, _t: string): Promise<void> {}
-  async sendReminder(): Promise<SentRef> {
-    throw new Error("no reminders in the benchmark");
-  }
-  async closeReminder(): Promise<void> {}
-  _unused?: ApprovalPrompt;
-}
 
 function message(chat: number, n: number, prefix: string): IncomingMessage {
   return {
@@ -287,7 +260,7 @@ async function main() {
   const ourWorker = connectRedis(ourServer.url, { maxRetriesPerRequest: null }) as Redis;
   ctxRedis = ourWorker;
   const ours = [countCommands(ourProducer), countCommands(ourWorker)];
-  const outbound = new BenchOutbound();
+  const outbound = new BenchOutbound(2000);
   const queue = new ChatQueue({ redis: bullProducer, store: ourProducer });
   const { worker } = await startBenchWorker(bullWorker, ourWorker, client, outbound);
   const admin = connectRedis(bullServer.url) as Redis;
@@ -448,7 +421,7 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   const admin = connectRedis(url);
   await admin.ping();
   const masters = isCluster(admin) ? admin.nodes("master") : [admin];
-  const outbound = new BenchOutbound();
+  const outbound = new BenchOutbound(2000);
   const queue = new ChatQueue({ redis: producer });
   const { worker, history } = await startBenchWorker(workerRedis, workerRedis, client, outbound);
   const resetStats = () => Promise.all(masters.map((m) => m.config("RESETSTAT")));

@@ -98,14 +98,17 @@ export function personalRecords<S extends z.ZodType<{ id: number }>>(prefix: str
   };
 }
 
-/** KEYS: items, seq. ARGV: limit, the record JSON without its id. Returns 0 at the limit, else the new id. */
-const ADD_COUNTING_ALL = `
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+/** The end of both add scripts: the next id, the record stored under it; returns the id. */
+const STORE_NEXT = `
 local id = redis.call('INCR', KEYS[2])
 local r = cjson.decode(ARGV[2])
 r.id = id
 redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
 return id`;
+
+/** KEYS: items, seq. ARGV: limit, the record JSON without its id. Returns 0 at the limit, else the new id. */
+const ADD_COUNTING_ALL = `
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end${STORE_NEXT}`;
 
 /** As {@link ADD_COUNTING_ALL}, counting only records that have a `next` time (damaged ones do not count). */
 const ADD_COUNTING_ACTIVE = `
@@ -114,12 +117,7 @@ for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local ok, r = pcall(cjson.decode, raw)
   if ok and type(r) == 'table' and r.next ~= nil then active = active + 1 end
 end
-if active >= tonumber(ARGV[1]) then return 0 end
-local id = redis.call('INCR', KEYS[2])
-local r = cjson.decode(ARGV[2])
-r.id = id
-redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
-return id`;
+if active >= tonumber(ARGV[1]) then return 0 end${STORE_NEXT}`;
 
 /** KEYS: items. ARGV: id, the record JSON. Writes it only when the id is still there; returns 1 if written. */
 const UPDATE_IF_EXISTS = `

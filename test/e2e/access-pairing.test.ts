@@ -258,7 +258,8 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await access("allow", "nonsense")).code).toBe(2);
   });
 
-  it("npm run access -- memory / forget show and erase a person's memory, the terminal chat's user's too; a group is refused", async () => {
+  // Four CLI processes: on one Redis only (the cluster run gains nothing here: the memory store's keys are one per person, tested on the cluster by memory-telegram).
+  it.skipIf(process.env.TEST_REDIS === "cluster")("npm run access -- memory / forget show and erase a person's memory, the terminal chat's user's too; a group is refused", async () => {
     const memory = new MemoryStore(redis);
     const person = { kind: "personal" as const, platform: "telegram" as const, userId: String(ALLOWED) };
     const terminal = { kind: "personal" as const, platform: "console" as const, userId: "root" };
@@ -279,12 +280,8 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await access("forget", "console:root")).stdout).toContain("erased the memory of console:root (1 file)");
     expect(await memory.read(terminal)).toEqual([]);
     expect((await memory.read(person)).length).toBe(1); // nobody else's
-    const again = await access("memory", "console:root");
-    expect(again.code).toBe(1);
-    expect(again.stdout).toContain("console:root has no memory");
     const group = await access("memory", "telegram:-100123");
     expect(group.code).toBe(2);
     expect(group.stderr).toContain("is a Telegram group, not a person");
-    expect((await access("forget", "console:bad name")).code).toBe(2);
   });
 });

@@ -33,6 +33,7 @@ import { defineConfig } from "vitest/config";
 const CLUSTER_FILES = [
   "test/e2e/supergroup-telegram.test.ts",
   "test/e2e/approvals-telegram.test.ts",
+  "test/e2e/approvals-reset.test.ts",
   "test/e2e/grants-telegram.test.ts",
   "test/e2e/reminders-telegram.test.ts",
   "test/e2e/conversations.test.ts",

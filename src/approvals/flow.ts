@@ -57,8 +57,12 @@ export interface ApprovalFlowDeps {
    * prompt's description, closing a superseded run): the toolbox of its context, its tracer.
    */
   agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext; tracer: RunTracer }> | (AgentDeps & { context: ToolContext; tracer: RunTracer });
-  /** Appends a finished run's messages (starting with the user turn) to the conversation's history, tagged with the message it answered. */
-  appendHistory(conversation: ConversationRef, messages: MessageParam[], tag: RunTag): Promise<void>;
+  /**
+   * Appends a finished run's messages (starting with the user turn) to the conversation's history,
+   * tagged with the message it answered; with `resets`, only while the conversation's reset
+   * generation is still that (`HistoryStore.append`).
+   */
+  appendHistory(conversation: ConversationRef, messages: MessageParam[], tag: RunTag, resets?: number): Promise<unknown>;
   /** Adds the delayed expiry job: after `delayMs` ms, a decision job with `verdict: "expired"`. */
   scheduleExpiry(approvalId: string, delayMs: number): Promise<void>;
   /**
@@ -73,7 +77,7 @@ export interface ApprovalFlowDeps {
 export type HandledDecision =
   | { status: "answered"; text: string }
   | { status: "asked_again"; approvalId: string }
-  | { status: "skipped"; reason: "unknown" | "not_current" | "invalid_job" };
+  | { status: "skipped"; reason: "unknown" | "not_current" | "invalid_job" | "reset" };
 
 /** A decision that is current: the record to resume and the verdict it was decided with. */
 export interface TakenDecision {
@@ -99,7 +103,7 @@ export async function describeCall(toolbox: ToolBox, call: PendingCall, context:
  * The text of a closed prompt: the outcome and the action, in `locale`.
  * @param grantMs - for an "always allow" approval: the grant's length in ms, said on the prompt.
  */
-export function outcomeText(outcome: ApprovalVerdict, action: string, locale: Locale, grantMs?: number): string {
+export function outcomeText(outcome: ApprovalVerdict | "reset", action: string, locale: Locale, grantMs?: number): string {
   if (outcome === "approved" && grantMs !== undefined) {
     return localize(locale, { "zh-TW": "✅ 已確認，{duration}內一律允許：{action}", en: "✅ Confirmed, always allowed for {duration}: {action}" }, { action, duration: durationInWords(grantMs, locale) });
   }
@@ -108,6 +112,8 @@ export function outcomeText(outcome: ApprovalVerdict, action: string, locale: Lo
     declined: { "zh-TW": "❌ 已取消，未執行：{action}", en: "❌ Declined, not done: {action}" },
     expired: { "zh-TW": "⌛ 逾時未確認，未執行：{action}", en: "⌛ Timed out, not done: {action}" },
     superseded: { "zh-TW": "↩️ 收到新訊息，未確認，未執行：{action}", en: "↩️ Not confirmed (a new message came), not done: {action}" },
+    // Closed like an expired prompt (its ⌛ mark on every platform), saying why.
+    reset: { "zh-TW": "⌛ 對話已重設，未執行：{action}", en: "⌛ The conversation was reset, not done: {action}" },
   } as const;
   return localize(locale, texts[outcome], { action });
 }
@@ -135,10 +141,12 @@ export class ApprovalFlow {
    * @param outcome - `runAgent`'s / `resumeAgent`'s `{ kind: "approval" }` result.
    * @param outbound - where to post the prompt.
    * @param locale - the conversation's language (its `language` setting); default the run context's.
+   * @param resets - the conversation's reset generation when the run began (`HistoryStore.generation`):
+   *   once a `/reset` changes it, the approval is closed and its run never resumed.
    * @returns the approval id.
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
-  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound, locale?: Locale): Promise<string> {
+  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound, locale?: Locale, resets?: number): Promise<string> {
     const { store } = this.#deps;
     const existing = await this.#pendingFor(message, outcome.call.toolUseId);
     if (existing?.prompt) return existing.id;
@@ -147,7 +155,7 @@ export class ApprovalFlow {
     const context = locale ? { ...deps.context, locale } : deps.context;
     const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
     const alwaysAllow = existing?.alwaysAllow ?? (this.#deps.grants !== undefined && toolbox.get(outcome.call.name)?.alwaysAllow !== false);
-    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow }));
+    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow, ...(resets !== undefined ? { resets } : {}) }));
     const record = existing ?? (await store.get(id));
     if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
     const prompt = await outbound.sendApprovalPrompt(destinationOf(message), {
@@ -240,6 +248,39 @@ export class ApprovalFlow {
     return outcome;
   }
 
+  /**
+   * Whether the conversation of a taken decision was reset (`/reset`) since its approval was
+   * asked (`ApprovalStore.resetSince`): then {@link closeReset} ends it instead of a resume.
+   * @throws when Redis is unreachable.
+   */
+  async wasReset({ record }: TakenDecision): Promise<boolean> {
+    return this.#deps.store.resetSince(record);
+  }
+
+  /**
+   * Ends a decision or expiry whose conversation was reset since the approval was asked: the
+   * prompt is closed like an expired one, saying that the conversation was reset (once per
+   * approval, as {@link closePrompt}); nothing is resumed, so the tool does not run, no model is
+   * called, nothing is sent and nothing reaches the history; the record is deleted (a later
+   * press finds nothing: "expired or no longer exists").
+   * @throws when Redis is unreachable.
+   */
+  async closeReset({ record }: TakenDecision, outbound: Outbound): Promise<void> {
+    if (!record.steps.includes("prompt")) {
+      if (record.prompt) {
+        try {
+          await outbound.closeApprovalPrompt(record.prompt, "expired", outcomeText("reset", record.action, record.locale));
+        } catch (err) {
+          this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
+        }
+      }
+      await this.#deps.store.markStep(record.id, "prompt");
+      metrics.approval("expired");
+    }
+    this.#log.info({ approvalId: record.id, tool: record.call.name }, "approval closed: the conversation was reset since it was asked; the run is not resumed");
+    await this.#deps.store.finish(record.id);
+  }
+
   /** Runs an approved call (and every write of a resumed run) at most once per `tool_use` id: `ApprovalStore.executeOnce`. */
   get executeOnce(): ExecuteOnce {
     return this.#deps.store.executeOnce;
@@ -301,7 +342,8 @@ export class ApprovalFlow {
       } finally {
         await deps.tracer.finish();
       }
-      if (outcome.kind === "answer") await this.#deps.appendHistory(record, outcome.messages, { messageId: record.message.messageId, text: outcome.text });
+      // Not after a /reset since the approval was asked: the run belongs to the forgotten conversation.
+      if (outcome.kind === "answer") await this.#deps.appendHistory(record, outcome.messages, { messageId: record.message.messageId, text: outcome.text }, record.resets);
     }
     await this.#closePrompt(record, outbound, "superseded");
     await store.finish(record.id);

@@ -42,9 +42,12 @@ export function decisionJobId(job: DecisionJob): string {
 }
 
 /**
- * The two hooks the approval store and flow need, over `queue`:
+ * The hooks the approval store and flow need, over `queue`:
  * - `onDecision`: adds the decision job (throws when Redis is unreachable; the store then undoes the decision);
- * - `scheduleExpiry(approvalId, delayMs)`: adds the expiry job, delayed by `delayMs` ms.
+ * - `scheduleExpiry(approvalId, delayMs)`: adds the expiry job, delayed by `delayMs` ms;
+ * - `expireNow(approvalId)`: runs the expiry job now (promotes the delayed one; adds it when it is
+ *   missing), e.g. for an approval closed because its conversation was reset, so a worker closes
+ *   its prompt at once. Does nothing when the job already ran or is running.
  *
  * @param options - job options over {@link DECISION_JOB_OPTIONS} (e.g. fewer attempts); `jobId` and `delay` are set here.
  */
@@ -54,6 +57,7 @@ export function decisionQueueHooks(
 ): {
   onDecision: DecisionCallback;
   scheduleExpiry: (approvalId: string, delayMs: number) => Promise<void>;
+  expireNow: (approvalId: string) => Promise<void>;
 } {
   return {
     async onDecision(decision) {
@@ -62,6 +66,17 @@ export function decisionQueueHooks(
     async scheduleExpiry(approvalId, delayMs) {
       const job: DecisionJob = { approvalId, verdict: "expired" };
       await queue.add(EXPIRY_JOB, job, { ...DECISION_JOB_OPTIONS, ...options, jobId: decisionJobId(job), delay: Math.max(0, delayMs) });
+    },
+    async expireNow(approvalId) {
+      const data: DecisionJob = { approvalId, verdict: "expired" };
+      const jobId = decisionJobId(data);
+      const job = await queue.getJob(jobId);
+      if (!job) {
+        await queue.add(EXPIRY_JOB, data, { ...DECISION_JOB_OPTIONS, ...options, jobId });
+        return;
+      }
+      // Promote refuses a job that is no longer delayed (taken meanwhile): then it runs anyway.
+      if (await job.isDelayed()) await job.promote().catch(() => {});
     },
   };
 }

@@ -30,7 +30,8 @@ import { LOCALES } from "../config.js";
 import type { Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { SentRefSchema, type SentRef } from "../outbound.js";
-import { conversationKey, IncomingMessageSchema, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { resetGeneration } from "../history/store.js";
+import { conversationKey, conversationOf, IncomingMessageSchema, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
@@ -70,6 +71,12 @@ export interface NewApproval {
    * Default false: a decision with `always` is then refused as `always_refused`.
    */
   alwaysAllow?: boolean;
+  /**
+   * The conversation's reset generation (`resetGeneration` of `src/history/store.ts`) when the run
+   * began: once `/reset` changed it, the approval is closed instead of decided, and its run is
+   * never resumed. Absent = not compared (a record saved before generations existed).
+   */
+  resets?: number;
 }
 
 /** A saved approval; it is the {@link ConversationRef} of the conversation it was asked in. */
@@ -116,6 +123,12 @@ export interface ApprovalStoreOptions {
   graceMs?: number;
   /** Life of a record after it left `pending`, in ms (the decision job must run within it). Default 24 hours. */
   closedTtlMs?: number;
+  /**
+   * Called after a decision found the approval's conversation reset since it was asked, and
+   * closed it (as expired) instead: e.g. to run its expiry job now, so that a worker closes the
+   * prompt. Its failure is logged, not thrown (the approval is closed either way).
+   */
+  onReset?: (approvalId: string) => Promise<void>;
   /** Life of an exactly-once claim and result, in ms. Default 24 hours. */
   executionTtlMs?: number;
   /**
@@ -198,6 +211,7 @@ const HashSchema = z.object({
   deciderId: z.string().optional(),
   alwaysAllow: z.enum(["0", "1"]).optional(),
   always: z.literal("1").optional(),
+  resets: z.coerce.number().int().nonnegative().optional(),
 });
 
 /** The JSON in a record's `data` field: the message, the paused run and what the prompt says. */
@@ -225,6 +239,7 @@ export class ApprovalStore implements ApprovalDecider {
   readonly #grantMs: number | undefined;
   readonly #ledger: ExecutionLedger;
   #onDecision: DecisionCallback | undefined;
+  readonly #onReset: ((approvalId: string) => Promise<void>) | undefined;
 
   /**
    * @param redis - a shared ioredis connection (commands only).
@@ -241,6 +256,7 @@ export class ApprovalStore implements ApprovalDecider {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ?? silentLogger;
     this.#onDecision = options.onDecision;
+    this.#onReset = options.onReset;
     this.#grantMs = options.grantMs;
     this.#ledger = new ExecutionLedger(redis, { prefix: `${this.#prefix}exec:`, ttlMs: this.#executionTtlMs, waitMs: this.#executionWaitMs, now: this.#now, log: this.#log });
   }
@@ -284,6 +300,7 @@ export class ApprovalStore implements ApprovalDecider {
         createdAt: String(createdAt),
         expiresAt: String(createdAt + this.#timeoutMs),
         alwaysAllow: approval.alwaysAllow === true ? "1" : "0",
+        ...(approval.resets !== undefined ? { resets: String(approval.resets) } : {}),
         data: JSON.stringify(data),
       })
       .pexpire(this.#key(id), ttlMs)
@@ -356,7 +373,18 @@ export class ApprovalStore implements ApprovalDecider {
         .map((k) => k.slice(5)),
       alwaysAllow: h.alwaysAllow === "1",
       always: h.always === "1",
+      ...(h.resets !== undefined ? { resets: h.resets } : {}),
     };
+  }
+
+  /**
+   * Whether the conversation of `record` was reset (`/reset`) since the approval was asked: its
+   * reset generation is no longer the one the record noted. False for a record without one.
+   * @throws when Redis is unreachable.
+   */
+  async resetSince(record: ConversationRef & { resets?: number | undefined }): Promise<boolean> {
+    if (record.resets === undefined) return false;
+    return (await resetGeneration(this.#redis, conversationOf(record))) !== record.resets;
   }
 
   /**
@@ -368,6 +396,8 @@ export class ApprovalStore implements ApprovalDecider {
    * the status becomes `approved`/`declined` (with `always` recorded, when asked) → `accepted`,
    * and `onDecision` is called. Only the first valid decision is ever `accepted`. `always`
    * implies approval; the grant itself is recorded by the worker that resumes the run.
+   * Before all that, a pending approval whose conversation was reset since it was asked
+   * ({@link resetSince}) is closed as expired (and `onReset` called): `not_found`, nothing runs.
    *
    * @throws when Redis is unreachable, or when `onDecision` throws (the decision is then undone).
    */
@@ -378,6 +408,7 @@ export class ApprovalStore implements ApprovalDecider {
     const approve = always || request.approve;
     const verdict = approve ? "approved" : "declined";
     const key = this.#key(request.approvalId);
+    if (await this.#closeIfReset(request.approvalId, request.platform)) return { status: "not_found" };
     const reply = (await this.#redis.eval(DECIDE, 1, key, now, request.platform, request.deciderId, verdict, this.#closedTtlMs, always ? "1" : "0")) as string[];
     const [status, name] = reply;
     if (status === "not_requester") return { status, requesterName: name ?? "" };
@@ -450,10 +481,26 @@ export class ApprovalStore implements ApprovalDecider {
     return this.#ledger.executeOnce;
   }
 
-  async #close(id: string, requester: RequesterRef, to: "expired" | "superseded"): Promise<ApprovalRecord | undefined> {
+  /**
+   * Closes the pending approval `id` as expired when its conversation was reset since it was
+   * asked (two steps: the generation lives under the conversation's hash tag, the record under
+   * `{approval}`; a reset between them is caught by the worker, which compares again).
+   * @returns whether it is closed for that reason (now, or by an earlier call).
+   */
+  async #closeIfReset(id: string, platform: Platform): Promise<boolean> {
+    const [status, recordPlatform, chatId, topicId, userId, resets] = await this.#redis.hmget(this.#key(id), "status", "platform", "chatId", "topicId", "requesterId", "resets");
+    if (resets === null || recordPlatform !== platform || !chatId || !userId || (status !== "pending" && status !== "expired")) return false;
+    const requester: RequesterRef = { platform, chatId, ...(topicId ? { topicId } : {}), userId };
+    if (!(await this.resetSince({ ...requester, resets: Number(resets) }))) return false;
+    if (status === "pending" && !(await this.#close(id, requester, "expired", "its conversation was reset"))) return false;
+    await this.#onReset?.(id).catch((err: unknown) => this.#log.warn({ err, approvalId: id }, "could not ask for the reset approval's prompt to be closed"));
+    return true;
+  }
+
+  async #close(id: string, requester: RequesterRef, to: "expired" | "superseded", why?: string): Promise<ApprovalRecord | undefined> {
     const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#pendingKey(requester), to, this.#now(), this.#closedTtlMs, id);
     if (changed !== 1) return undefined;
-    this.#log.info({ approvalId: id }, `approval ${to}`);
+    this.#log.info({ approvalId: id }, `approval ${to}${why ? ` (${why})` : ""}`);
     return this.get(id);
   }
 

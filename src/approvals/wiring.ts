@@ -37,9 +37,11 @@ function decisionsQueue(redis: RedisClient, prefix: string | undefined): Queue {
  */
 export function approvalDecider(parts: { config: Config; redis: RedisClient; prefix?: string; log: Logger }): ApprovalDecider & Closable {
   const queue = decisionsQueue(parts.redis, parts.prefix);
+  const hooks = decisionQueueHooks(queue);
   const store = new ApprovalStore(parts.redis, {
     timeoutMs: parts.config.CONFIRM_TIMEOUT_SECONDS * 1000,
-    onDecision: decisionQueueHooks(queue).onDecision,
+    onDecision: hooks.onDecision,
+    onReset: hooks.expireNow,
     grantMs: alwaysAllowMs(parts.config),
     log: parts.log,
   });
@@ -70,7 +72,7 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
   const { config, log, redis } = parts;
   const queue = decisionsQueue(redis, parts.prefix);
   const jobs = decisionQueueHooks(queue);
-  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, grantMs: alwaysAllowMs(config), log });
+  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, onReset: jobs.expireNow, grantMs: alwaysAllowMs(config), log });
   const flow = new ApprovalFlow({
     store,
     grants: grantStoreFor(redis, config, log),
@@ -80,7 +82,7 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
       const tracer = parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullRunTracer;
       return { ...runDeps(parts, message, { tracer, log: log.child({ chat: conversationKey(message) }) }), tracer };
     },
-    appendHistory: (chat, messages, tag) => parts.history.append(chat, messages, tag),
+    appendHistory: (chat, messages, tag, resets) => parts.history.append(chat, messages, tag, undefined, resets),
     scheduleExpiry: jobs.scheduleExpiry,
     log,
   });

@@ -58,6 +58,8 @@ export const CONVERSATION_STORES: ConversationStore[] = [
   // The compaction lease (`compacting`) is not moved: it expires, and a compaction of the old id then finds nothing.
   { name: "compaction archive", keys: (c) => [conversationKeys(c).archive] },
   { name: "settings", keys: (c) => [conversationKeys(c).settings] },
+  // How many times `/reset` forgot the conversation (src/history/store.ts): approvals asked before a reset stay closed after the move.
+  { name: "reset generation", keys: (c) => [conversationKeys(c).resets] },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
   // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
   { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },

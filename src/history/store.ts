@@ -27,7 +27,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import type { ConversationRef } from "../queue/incoming.js";
-import { conversationKeys } from "../queue/keys.js";
+import { conversationKeys, RESETS_TTL_SECONDS } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import { MessageParamSchema } from "./message.js";
 import { SummarySchema, type Summary } from "./summary.js";
@@ -104,14 +104,17 @@ export interface RunTag {
 }
 
 /**
- * KEYS: history. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
+ * KEYS: history, reset generation. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
  * caller with {@link trimLines}), [2] SHA-1 of the value read, [3] this run's lines, [4] keep
- * (messages), [5] TTL (s), [6] most bytes kept.
- * Writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
+ * (messages), [5] TTL (s), [6] most bytes kept, [7] the reset generation the run belongs to (`''`: any).
+ * Returns 0 and writes nothing when the conversation's reset generation is not ARGV[7] (it was
+ * reset since the run began). Otherwise
+ * writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
  * (another writer appended meanwhile, or the chat was reset), rebuilds it from what was there plus
  * this run's lines, trimmed the same way, and writes that instead. Returns 1, or 2 after a rebuild.
  */
 const TRIM_APPEND_SCRIPT = `
+if ARGV[7] ~= '' and (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) ~= tonumber(ARGV[7]) then return 0 end
 local old = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5], 'GET')
 if old and redis.sha1hex(old) == ARGV[2] then return 1 end
 local v = (old or '') .. ARGV[3]
@@ -230,10 +233,36 @@ if #out == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], tab
 return 1
 `;
 
+/**
+ * KEYS: history, reset generation. ARGV: [1] this run's lines, [2] TTL (s), [3] the reset generation the run belongs to.
+ * Appends the lines (setting the expiry when this created the key) only while the conversation's
+ * reset generation is still ARGV[3]. Returns 1 when appended, 0 when it was reset meanwhile.
+ */
+const GUARDED_APPEND_SCRIPT = `
+if (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) ~= tonumber(ARGV[3]) then return 0 end
+local n = redis.call('APPEND', KEYS[1], ARGV[1])
+if n == string.len(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return 1
+`;
+
 type RedisWithHistory = RedisClient & {
   forgetRun(history: string, tagStart: string): Promise<number>;
-  trimAppendHistory(history: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number): Promise<number>;
+  trimAppendHistory(history: string, resets: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number, expected: string): Promise<number>;
+  guardedAppendHistory(history: string, resets: string, lines: string, ttl: number, expected: number): Promise<number>;
 };
+
+/**
+ * The reset generation of `chat` (see `ConversationKeys.resets`): 0 until its first `/reset`.
+ * Renews the key's expiry ({@link RESETS_TTL_SECONDS}) with the read (one `GETEX`), so a value
+ * noted now is still there when a later append compares it.
+ *
+ * @throws when Redis is unreachable.
+ */
+export async function resetGeneration(redis: RedisClient, chat: ConversationRef): Promise<number> {
+  const value = await redis.getex(conversationKeys(chat).resets, "EX", RESETS_TTL_SECONDS);
+  const n = Number(value ?? 0);
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
 
 /** The text of an assistant message's text blocks, joined without separator. */
 function textOf(message: MessageParam | undefined): string | undefined {
@@ -266,7 +295,8 @@ export class HistoryStore {
     private readonly options: HistoryOptions,
   ) {
     this.#log = options.log ?? silentLogger;
-    if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 1, lua: TRIM_APPEND_SCRIPT });
+    if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 2, lua: TRIM_APPEND_SCRIPT });
+    if (!("guardedAppendHistory" in redis)) redis.defineCommand("guardedAppendHistory", { numberOfKeys: 2, lua: GUARDED_APPEND_SCRIPT });
     if (!("forgetRun" in redis)) redis.defineCommand("forgetRun", { numberOfKeys: 1, lua: FORGET_RUN_SCRIPT });
   }
 
@@ -359,12 +389,20 @@ export class HistoryStore {
    * would pass `maxStoredBytes`: it is then also cut, in front of a user text turn, to at most 3/4
    * of that (the newest run is always kept whole).
    *
+   * With `resets`, the append (either way) is one script that first compares the conversation's
+   * reset generation with it and writes nothing when they differ: the conversation was reset
+   * (`/reset`) after the run began, and what the run says belongs to the forgotten conversation.
+   *
    * @param after - what {@link read} returned before the run, when the caller read it.
+   * @param resets - the conversation's reset generation ({@link resetGeneration}) when the run
+   *   began (for a resumed approval: when it was asked); absent = append whatever it is now.
+   * @returns true when the lines were written; false when `resets` no longer matched (nothing written).
    * @throws when Redis is unreachable; then nothing was written.
    */
-  async append(chat: ConversationRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">): Promise<void> {
-    if (messages.length === 0 && !tag) return;
-    const key = conversationKeys(chat).history;
+  async append(chat: ConversationRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">, resets?: number): Promise<boolean> {
+    if (messages.length === 0 && !tag) return true;
+    const keys = conversationKeys(chat);
+    const key = keys.history;
     let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`).join("");
     if (tag) {
       const derived = textOf(messages.at(-1));
@@ -377,15 +415,16 @@ export class HistoryStore {
       const target = Math.floor((maxBytes * 3) / 4);
       const value = trimLines(after.raw + lines, keep, target);
       const sha = createHash("sha1").update(after.raw).digest("hex");
-      await (this.redis as RedisWithHistory).trimAppendHistory(key, value, sha, lines, keep, this.options.ttlSeconds, target);
-      return;
+      return (await (this.redis as RedisWithHistory).trimAppendHistory(key, keys.resets, value, sha, lines, keep, this.options.ttlSeconds, target, resets === undefined ? "" : String(resets))) !== 0;
     }
+    if (resets !== undefined) return (await (this.redis as RedisWithHistory).guardedAppendHistory(key, keys.resets, lines, this.options.ttlSeconds, resets)) === 1;
     let created = false;
     if (after?.fresh) created = (await this.redis.set(key, lines, "EX", this.options.ttlSeconds, "NX")) === "OK";
     if (!created) {
       const length = await this.redis.append(key, lines);
       if (length === Buffer.byteLength(lines)) await this.redis.expire(key, this.options.ttlSeconds);
     }
+    return true;
   }
 
   /**
@@ -403,11 +442,20 @@ export class HistoryStore {
 
   /**
    * Forgets the conversation (`/reset`): its history, its summary (the history's first line) and
-   * the archive of what compactions replaced, in one `DEL` (the keys share the conversation's hash tag).
+   * the archive of what compactions replaced, and increments its reset generation (kept
+   * {@link RESETS_TTL_SECONDS}), in one `MULTI` (the keys share the conversation's hash tag), so a
+   * run that began before it can no longer append to the history ({@link append} with `resets`).
    * @throws when Redis is unreachable.
    */
   async reset(chat: ConversationRef): Promise<void> {
     const keys = conversationKeys(chat);
-    await this.redis.del(keys.history, keys.archive);
+    const results = await this.redis.multi().del(keys.history, keys.archive).incr(keys.resets).expire(keys.resets, RESETS_TTL_SECONDS).exec();
+    if (!results) throw new Error("redis transaction was aborted");
+    for (const [err] of results) if (err) throw err;
+  }
+
+  /** The conversation's reset generation ({@link resetGeneration}). @throws when Redis is unreachable. */
+  async generation(chat: ConversationRef): Promise<number> {
+    return resetGeneration(this.redis, chat);
   }
 }

@@ -56,12 +56,27 @@ export interface ConversationKeys {
   compacting: string;
   /** The conversation's settings (persona, model, language…): one JSON string (`src/settings/store.ts`). Kept by `/reset`. */
   settings: string;
+  /**
+   * The conversation's reset generation: how many times `/reset` forgot it (an integer string,
+   * absent = 0), incremented in the same transaction as the history is deleted
+   * (`HistoryStore.reset`) and kept {@link RESETS_TTL_SECONDS} after the last reset or read. An
+   * answer notes it when it begins (an approval when it is asked), and its history append is
+   * refused when it changed meanwhile, so nothing said before a `/reset` comes back.
+   */
+  resets: string;
 }
+
+/**
+ * Seconds a conversation's reset generation is kept after its last reset or read (30 days):
+ * far longer than any answer, checkpoint or approval lives, so it cannot vanish between the
+ * moment one notes it and the moment its append compares it.
+ */
+export const RESETS_TTL_SECONDS = 30 * 24 * 3600;
 
 /** The keys of `chat`. */
 export function conversationKeys(chat: ConversationRef): ConversationKeys {
   const tag = conversationTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}`, settings: `settings:${tag}` };
+  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}`, settings: `settings:${tag}`, resets: `resets:${tag}` };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */

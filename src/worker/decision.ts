@@ -20,7 +20,7 @@ import { answer, outboundFor, runOptions, withSettings, type AnswerParts, type A
  * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
  *
  * @returns what became of it: answered (the text), asked again (another dangerous call of the run),
- *   or skipped (not current, unknown, invalid).
+ *   or skipped (not current, unknown, invalid, or its conversation was reset since the approval was asked: prompt closed, nothing run).
  * @throws to retry the job: Redis unreachable, a transient failure before the job's last attempt
  *   and the answer's deadline, no outbound for the platform in this worker; an `UnrecoverableError`
  *   (BullMQ then marks the job failed at once) when the answer failed for good — the requester
@@ -38,6 +38,12 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
   const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 };
   const outbound = outboundFor(parts, record.platform, attempt);
   if (!outbound) return { status: "skipped", reason: "not_current" };
+  // `/reset` since the approval was asked: the prompt is closed, nothing resumed (unless an earlier
+  // attempt already showed the verdict and resumed the run: it goes on, and its append is refused).
+  if (!record.steps.includes("prompt") && (await flow.wasReset(taken))) {
+    await flow.closeReset(taken, outbound);
+    return { status: "skipped", reason: "reset" };
+  }
   await flow.closePrompt(taken, outbound, toolboxFor(parts.toolbox, record.message));
   const done = await answer(
     parts,
@@ -50,6 +56,7 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
       compute: (state) => computeDecision(parts, state, taken),
       failureText: () => flow.failureText(taken),
       settle: () => flow.finish(taken),
+      ...(record.resets !== undefined ? { resets: record.resets } : {}),
     },
     attempt,
   );

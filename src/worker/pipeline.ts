@@ -120,6 +120,11 @@ export interface Taken {
   failureText?(): string;
   /** Called once the answer is over (delivered, paused again, or failed for good); e.g. deletes the approval record. */
   settle?(): Promise<void>;
+  /**
+   * The conversation's reset generation this answer belongs to (`HistoryStore.generation`): for a
+   * decision, the one its approval noted when it was asked. Default: read when the answer begins.
+   */
+  resets?: number;
 }
 
 /** What an earlier attempt of the job left (all empty on a first attempt). */
@@ -145,6 +150,12 @@ export interface AnswerState {
   readonly attempt: JobAttempt;
   readonly keys: ReturnType<typeof progressKeys>;
   readonly restored: Restored;
+  /**
+   * The conversation's reset generation when the answer began ({@link Taken.resets}): *persist*
+   * appends to the history only while it is unchanged, so a `/reset` meanwhile keeps everything
+   * of this run out of the forgotten conversation (the answer is still delivered).
+   */
+  readonly resets: number;
   /** When the first attempt began, ms since the Unix epoch. */
   readonly startedAt: number;
   /** ms since the Unix epoch when the answer's one deadline passes; its signal aborts the run. */
@@ -262,7 +273,11 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
-  const drafts = !(outbound.openStream && to.chatKind === "dm" && (await parts.redis.exists(draftsOffKey(conversation))) === 1);
+  const [draftsOff, resets] = await Promise.all([
+    outbound.openStream && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
+    taken.resets ?? parts.history.generation(conversation),
+  ]);
+  const drafts = draftsOff !== 1;
   return {
     taken,
     to,
@@ -271,6 +286,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     attempt,
     keys,
     restored,
+    resets,
     startedAt,
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
     deadline: new AbortController(),
@@ -428,8 +444,13 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   const streamed = state.live !== undefined && parts.config.STREAMING === "on";
   const text = streamed ? computed.text : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, parts.config.BOT_LOCALE));
   const stored = computed.refused ? [] : computed.messages;
-  await parts.history.append(state.conversation, stored, { messageId, text, ...(state.requestTokens !== undefined ? { tokens: state.requestTokens } : {}) }, computed.before);
+  const kept = await parts.history.append(state.conversation, stored, { messageId, text, ...(state.requestTokens !== undefined ? { tokens: state.requestTokens } : {}) }, computed.before, state.resets);
   if (state.checkpointed) await parts.redis.del(state.keys.run); // the tagged answer in the history takes over
+  if (!kept) {
+    // `/reset` came after this answer began: it is still sent, but nothing of it joins the history.
+    state.log.info("the conversation was reset while this answer was under way; its turns are not added to the history");
+    return text;
+  }
   const { before } = computed;
   state.size = {
     tokens: state.requestTokens,
@@ -471,7 +492,7 @@ async function persistPause(parts: AnswerParts, state: AnswerState, paused: Paus
   const { message, outbound } = state.taken;
   await state.live?.discard();
   if (parts.approvals) {
-    state.result = { asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state)) };
+    state.result = { asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state), state.resets) };
   } else {
     // Without an approval store a dangerous call is not run, and nothing of the paused run is kept (the history stays valid).
     state.log.warn({ tool: paused.call.name }, "a dangerous tool needs confirmation, but no approval store is configured");

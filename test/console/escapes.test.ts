@@ -1,14 +1,16 @@
 /**
  * Terminal escapes in stored text (hostile input): a todo whose title carries BEL, an SGR escape
  * sequence, NUL and a bidi override reaches the terminal through the real console adapter, queue,
- * worker, todo tools and history, on a real Redis and the strict fake Messages API — in the tool
- * status line, in a streamed answer and in an answer printed whole. Nothing of it may drive the
+ * worker, tools and history, on a real Redis and the strict fake Messages API — in a tool's
+ * status line, in a streamed answer and in an answer printed whole (the model repeats the title as
+ * the user wrote it; the todo tool itself stores it as one plain line). Nothing of it may drive the
  * terminal: its controls are shown as Control Pictures (`␛[31m`), the override is removed.
  */
 import { expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
+import { plainLine } from "../../src/plain-text.js";
 import { loadTools } from "../../src/toolbox/registry.js";
-import { text, toolUse } from "../fakes/anthropic.js";
+import { text, toolUse, toolUses } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { waitFor } from "../worker/harness.js";
 import { useConsoleBot } from "./harness.js";
@@ -27,10 +29,14 @@ it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status 
   const { output, type, fake } = await start({ config, toolbox });
   const printed = () => output.lines.join("");
 
-  fake.enqueue(toolUse("add_todo", { title: TITLE }), { ...text(`已新增待辦「${TITLE}」。`), stream: { chunkChars: 3, totalMs: 100 } });
+  // The todo tool stores its title as one plain line; the model's text (and a tool's activity) carry it as given.
+  fake.enqueue(
+    toolUses([{ name: "add_todo", input: { title: TITLE } }, { name: "calculate", input: { expression: `1 + 1 ${TITLE}` } }]),
+    { ...text(`已新增待辦「${TITLE}」。`), stream: { chunkChars: 3, totalMs: 100 } },
+  );
   type("add a todo");
   await waitFor(() => printed().includes("。\n"), 10_000, "the streamed answer");
-  expect(printed()).toBe(`bot> 🔧 新增待辦：${SHOWN}… ✓\n已新增待辦「${SHOWN}」。\n`);
+  expect(printed()).toBe(`bot> 🔧 新增待辦：${plainLine(TITLE)}… ✓\n🔧 計算：1 + 1 ${SHOWN}… ✗\n已新增待辦「${SHOWN}」。\n`);
 
   type("/settings streaming off");
   await waitFor(() => printed().includes("邊寫邊顯示回答：關。"), 10_000, "streaming off");
@@ -39,8 +45,7 @@ it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status 
   type("list my todos");
   await waitFor(() => output.lines.slice(before).join("").includes("你的待辦"), 10_000, "the whole answer");
   expect(output.lines.slice(before).join("")).toBe(`bot> 你的待辦：\n1. ${SHOWN}\n`);
-  // The tool really stored the title as given: what the model was shown carries it raw.
-  expect(JSON.stringify(fake.requests.at(-1)!.messages.at(-1))).toContain(JSON.stringify(TITLE).slice(1, -1));
+  expect(JSON.stringify(fake.requests.at(-1)!.messages.at(-1))).toContain(plainLine(TITLE));
 
   expect(printed()).not.toMatch(RAW);
 });

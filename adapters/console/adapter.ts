@@ -11,7 +11,7 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
 import { isAdmin } from "../../src/access/policy.js";
-import { decisionNotice } from "../../src/approvals/decision.js";
+import { decisionNotice, type DecisionResult } from "../../src/approvals/decision.js";
 import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
@@ -73,6 +73,33 @@ export function plainText(markdown: string): string {
     .join("");
 }
 
+/**
+ * The notice of a decision typed in the terminal: the shared {@link decisionNotice}, with the
+ * "always allow" part on a line of its own (indented under `bot> `), so that "已確認，處理中…"
+ * and "之後 30 天內…" do not run together.
+ */
+export function consoleDecisionNotice(result: DecisionResult, locale: Locale): string {
+  const notice = decisionNotice(result, locale);
+  if (result.status !== "accepted" || !result.always) return notice;
+  const head = decisionNotice({ status: "accepted", approve: true }, locale);
+  return notice.startsWith(head) ? `${head}\n     ${notice.slice(head.length).trim()}` : notice;
+}
+
+/**
+ * The command a line names, or undefined when it is a message for the model:
+ * - `/name` or `/name args`, also `/name@somebot …` (the Telegram habit of addressing a bot: the
+ *   `@…` suffix is dropped), where `name` is 0–32 letters, digits or `_` (lower-cased);
+ * - a bare `/`, a line of only slashes and spaces, or one starting with `//`: the empty name
+ *   (answered with the list of commands).
+ * A path such as `/usr/bin is where?` is no command: after the name comes neither a space, `@`
+ * nor the end of the line.
+ */
+export function commandLine(text: string): { name: string; args: string } | undefined {
+  if (/^[/\s]+$/.test(text) || text.startsWith("//")) return { name: "", args: "" };
+  const slash = /^\/([a-z0-9_]{0,32})(?:@[a-z0-9_]+)?(?:\s+([\s\S]*))?$/i.exec(text);
+  return slash ? { name: slash[1]!.toLowerCase(), args: (slash[2] ?? "").trim() } : undefined;
+}
+
 /** Reads lines from `input` and queues them; see the module comment. */
 export class ConsoleAdapter implements Adapter {
   readonly platform = "console" as const;
@@ -110,19 +137,19 @@ export class ConsoleAdapter implements Adapter {
   async #handle(line: string, context: AdapterContext): Promise<void> {
     const text = line.trim();
     if (text === "") return;
-    const locale = this.#options.locale;
     const say = (t: string) => this.#say(t);
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
+    // The conversation's language (`/settings language`), read for each line: a change counts from the next one.
+    const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
     const command = text.toLowerCase();
     if (command === "/quit" || command === "/exit") {
       this.#rl?.close();
       return;
     }
-    // A bare `/` (or `/ …`) is answered with the list of commands, like an unknown one, never sent to the model.
-    const slash = /^\/([a-z0-9_]{0,32})(?:\s+([\s\S]*))?$/i.exec(text);
+    const slash = commandLine(text);
     if (slash) {
-      const name = slash[1]!.toLowerCase();
-      const invocation = { name, args: (slash[2] ?? "").trim(), platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
+      const { name } = slash;
+      const invocation = { name, args: slash.args, platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
       if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"])));
       const reply = await context.commands.run(invocation);
       if (reply === undefined) return;
@@ -139,7 +166,7 @@ export class ConsoleAdapter implements Adapter {
           const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve, ...(always ? { always } : {}) });
           if (result.status !== "already_decided" && result.status !== "always_refused") this.outbound.openPrompt = undefined;
           // The shared notice speaks of buttons; the console has none.
-          return say(result.status === "always_refused" ? localize(locale, TEXT.alwaysRefused) : decisionNotice(result, locale));
+          return say(result.status === "always_refused" ? localize(locale, TEXT.alwaysRefused) : consoleDecisionNotice(result, locale));
         } catch (err) {
           this.#options.log.warn({ err }, "decision failed");
           return say(localize(locale, TEXT.decideFailed));

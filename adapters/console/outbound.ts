@@ -126,7 +126,7 @@ export class ConsoleOutbound implements Outbound {
   /** The console shows no typing indicator. */
   async sendTyping(_to: Destination): Promise<void> {}
 
-  /** Writes the prompt and remembers it as the open prompt (the next `y`/`n` line, or `a` when it offers "always allow", answers it). */
+  /** Writes the prompt (in `prompt.locale`, else the console's locale) and remembers it as the open prompt (the next `y`/`n` line, or `a` when it offers "always allow", answers it). */
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const ref = { chatId: to.conversation.chatId, messageId: String(++this.#sent) };
     const seconds = Math.max(0, Math.round((prompt.expiresAt - Date.now()) / 1000));
@@ -139,7 +139,7 @@ export class ConsoleOutbound implements Outbound {
           "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
           en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
         };
-    await this.#write(`bot> ${localize(this.#options.locale, texts, { action: prompt.action, seconds })}\n`);
+    await this.#write(`bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: prompt.action, seconds })}\n`);
     this.openPrompt = { ...prompt, ref };
     return ref;
   }

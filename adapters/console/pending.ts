@@ -30,6 +30,7 @@ export async function showPendingApproval(parts: { approvals: PendingApprovals; 
     requesterName: record.requesterName,
     expiresAt: record.expiresAt,
     ...(record.alwaysAllow ? { alwaysAllow: true } : {}),
+    locale: record.locale,
   });
   await parts.approvals.setPrompt(id, ref);
   return id;

@@ -114,11 +114,12 @@ export class ReminderActions {
 
   /**
    * The `/reminders` listing: the asker's active reminders that were set in this conversation,
-   * each with a cancel button. @throws when Redis fails.
+   * each with a cancel button, in `asker.locale` (the conversation's language; default `BOT_LOCALE`).
+   * @throws when Redis fails.
    */
-  async listing(asker: ConversationRef & { userId: string }): Promise<ReminderListing> {
+  async listing(asker: ConversationRef & { userId: string; locale?: Locale }): Promise<ReminderListing> {
     const { redis, config } = this.parts;
-    const locale = config.BOT_LOCALE;
+    const locale = asker.locale ?? config.BOT_LOCALE;
     const owner = { platform: asker.platform, userId: asker.userId };
     const here = (await listReminders(redis, owner)).filter((r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""));
     if (here.length === 0) {

@@ -25,7 +25,7 @@ it("`a` approves with always allow; the next call runs without a prompt; /permis
   await waitFor(() => prompts().length === 1, WAIT, "the prompt");
   expect(prompts()[0]).toContain("請輸入 y（是）、n（否）或 a（一律允許：之後在這裡不再詢問這個工具）");
   type("a");
-  await said("已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
+  await said("已確認，處理中…\n     之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
   await said("ok: deleted #1: tea");
   await said("✅ 已確認，30 天內一律允許：delete_todo {\"number\":1}");
 

@@ -93,6 +93,32 @@ describe("console adapter through queue, worker and history", () => {
     expect(fake!.requests).toHaveLength(0);
   });
 
+  it("`//` and a line of slashes get the list; `/help@somebot` is /help; a path goes to the model", async () => {
+    const { output, type } = await start();
+    fake!.enqueue(todoModel);
+    type("/");
+    await waitFor(() => output.answers().length === 1);
+    const list = output.answers()[0]!;
+    expect(list).toMatch(/^可用的指令：\/help /);
+    type("//");
+    type("/ / /");
+    type("//help");
+    await waitFor(() => output.answers().length === 4);
+    expect(output.answers().slice(1)).toEqual([list, list, list]);
+    type("/help@somebot");
+    type("/HELP@Some_Bot extra");
+    await waitFor(() => output.answers().length === 6);
+    for (const help of output.answers().slice(4)) expect(help).toMatch(/- \/reset [\s\S]*在這個終端機：\/quit 離開/);
+    type("/weather@somebot 台北");
+    await waitFor(() => output.answers().length === 7);
+    expect(output.answers()[6]).toMatch(/^不認得的指令 \/weather。可用的指令：/);
+    expect(fake!.requests).toHaveLength(0);
+    type("/usr/bin is where?");
+    await waitFor(() => output.answers().length === 8);
+    expect(output.answers()[7]).toBe("echo: /usr/bin is where?");
+    expect(fake!.requests).toHaveLength(1);
+  });
+
   it("/help shows /permissions [tool] and speaks of no buttons the console lacks", async () => {
     const { output, type } = await start();
     type("/help");

@@ -64,6 +64,13 @@ describe("add_todo", () => {
     });
   });
 
+  it("stores a title as one plain line: terminal escapes, NUL, BEL, bidi overrides and line breaks never reach a list or a terminal; a title of only those is empty", async () => {
+    const hostile = "bell\u0007 esc\u001b[31mRED\u001b[0m nul\u0000 bidi\u202eevil\u202c\nsecond line\u200b!";
+    expect(await run("add_todo", { title: hostile }, alice({ userId: "u-plain" }))).toMatchObject({ ok: true, content: "已新增待辦：#1 bell esc [31mRED [0m nul bidievil second line!" });
+    expect(JSON.parse((await redis.hget("todo:{telegram:u-plain}:items", "1"))!).title).toBe("bell esc [31mRED [0m nul bidievil second line!");
+    expect((await run("add_todo", { title: "\u001b\u0007\u200b\n" }, alice({ userId: "u-plain" }))).content).toContain("- title: the title is empty: give the todo a short title");
+  });
+
   it("accepts a title of exactly 200 characters (emoji count as one) and refuses 201", async () => {
     const twoHundred = "🥛".repeat(200);
     expect(await run("add_todo", { title: twoHundred })).toMatchObject({ ok: true, content: `已新增待辦：#1 ${twoHundred}` });

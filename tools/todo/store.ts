@@ -12,6 +12,7 @@ import { z } from "zod";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
+import { plainLine } from "../../src/plain-text.js";
 
 /** Most todos one person may keep (open and completed together); one more is refused with a tool error. */
 export const MAX_TODOS_PER_USER = 200;
@@ -56,10 +57,11 @@ export function isRealDate(text: string): boolean {
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
-/** Zod field for a todo title: trimmed, 1–200 characters. */
+/** Zod field for a todo title: made one plain line (`plainLine`: controls and line breaks → spaces, invisible and bidi characters removed, trimmed), then 1–200 characters. */
 export const titleField = z
   .string()
-  .trim()
+  // One plain line: controls (ESC, BEL, NUL, line breaks), bidi overrides and zero-width characters never reach a list or a terminal.
+  .transform((t) => plainLine(t))
   .refine((t) => t.length > 0, { message: "the title is empty: give the todo a short title" })
   .refine((t) => [...t].length <= MAX_TITLE_CHARS, { message: `the title is longer than ${MAX_TITLE_CHARS} characters: shorten it` })
   .describe(`What to do, 1-${MAX_TITLE_CHARS} characters, e.g. 買牛奶`);

@@ -16,6 +16,9 @@
  *   in one conversation (`conversation` is `conversationKey`: `platform:chatId` or
  *   `platform:chatId/topicId`). Several people of one chat or topic may each have a prompt open;
  *   only the requester's own next message in that conversation supersedes theirs.
+ * - `approval:open:<conversation>`: a set of the ids of the conversation's pending approvals (every
+ *   requester's), so `/reset` can close them all ({@link ApprovalStore.closeForReset}); an id leaves
+ *   it when its approval leaves `pending` or is finished, and the set lives as long as its newest member.
  * - `approval:prompt:<platform>:<chatId>:<messageId>`: the id of the approval a prompt message asks about.
  * - `approval:exec:<tool_use id>`: the claim and then the result of one approved tool call.
  *
@@ -170,12 +173,13 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 return 1
 `;
 
-/** pending → ARGV[1]; drops the pending index (KEYS[2]) when it points at this approval. */
+/** pending → ARGV[1]; drops the pending index (KEYS[2]) when it points at this approval, and the id from the open set (KEYS[3]). */
 const CLOSE = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decidedAt', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
+redis.call('SREM', KEYS[3], ARGV[4])
 return 1
 `;
 
@@ -188,11 +192,12 @@ redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 return 1
 `;
 
-/** Deletes the record, the prompt index (KEYS[3], may be absent) and the pending index (KEYS[2]) when it points at it. */
+/** Deletes the record, the prompt index (KEYS[4], may be absent), the pending index (KEYS[2]) when it points at it, and the id from the open set (KEYS[3]). */
 const FINISH = `
 redis.call('DEL', KEYS[1])
-if KEYS[3] then redis.call('DEL', KEYS[3]) end
+if KEYS[4] then redis.call('DEL', KEYS[4]) end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+redis.call('SREM', KEYS[3], ARGV[1])
 return 1
 `;
 
@@ -305,6 +310,8 @@ export class ApprovalStore implements ApprovalDecider {
       })
       .pexpire(this.#key(id), ttlMs)
       .set(this.#pendingKey(message), id, "PX", ttlMs)
+      .sadd(this.#openKey(message), id)
+      .pexpire(this.#openKey(message), ttlMs)
       .exec()
       .then(throwOnExecError);
     return id;
@@ -453,6 +460,24 @@ export class ApprovalStore implements ApprovalDecider {
     return this.#close(id, requester, "superseded");
   }
 
+  /**
+   * Closes every pending approval of `conversation` that was asked before its latest `/reset`
+   * (its noted reset generation is not the current one), as expired, and calls `onReset` for each,
+   * so a worker closes its prompt (`ApprovalFlow.closeReset`). Approvals asked after the reset,
+   * and records without a generation, stay open. Safe to run on several processes at once: each
+   * approval is closed by one of them.
+   *
+   * @returns the ids it closed.
+   * @throws when Redis is unreachable.
+   */
+  async closeForReset(conversation: ConversationRef): Promise<string[]> {
+    const closed: string[] = [];
+    for (const id of await this.#redis.smembers(this.#openKey(conversation))) {
+      if (APPROVAL_ID_PATTERN.test(id) && (await this.#closeIfReset(id, conversation.platform))) closed.push(id);
+    }
+    return closed;
+  }
+
   /** The id of the pending approval of `requester` in their conversation, if any. */
   async pendingId(requester: RequesterRef): Promise<string | undefined> {
     return (await this.#redis.get(this.#pendingKey(requester))) ?? undefined;
@@ -463,7 +488,7 @@ export class ApprovalStore implements ApprovalDecider {
     if (!APPROVAL_ID_PATTERN.test(id)) return;
     const requester = await this.#requesterOf(id);
     if (!requester) return;
-    const keys = [this.#key(id), this.#pendingKey(requester)];
+    const keys = [this.#key(id), this.#pendingKey(requester), this.#openKey(requester)];
     const prompt = decodeRecord(SentRefSchema, requester.prompt, "approval prompt", this.#log, { approvalId: id });
     if (prompt) keys.push(this.#promptKey(requester.platform, prompt));
     await this.#redis.eval(FINISH, keys.length, ...keys, id);
@@ -498,7 +523,7 @@ export class ApprovalStore implements ApprovalDecider {
   }
 
   async #close(id: string, requester: RequesterRef, to: "expired" | "superseded", why?: string): Promise<ApprovalRecord | undefined> {
-    const changed = await this.#redis.eval(CLOSE, 2, this.#key(id), this.#pendingKey(requester), to, this.#now(), this.#closedTtlMs, id);
+    const changed = await this.#redis.eval(CLOSE, 3, this.#key(id), this.#pendingKey(requester), this.#openKey(requester), to, this.#now(), this.#closedTtlMs, id);
     if (changed !== 1) return undefined;
     this.#log.info({ approvalId: id }, `approval ${to}${why ? ` (${why})` : ""}`);
     return this.get(id);
@@ -510,6 +535,11 @@ export class ApprovalStore implements ApprovalDecider {
 
   #promptKey(platform: Platform, ref: SentRef): string {
     return `${this.#prefix}prompt:${platform}:${ref.chatId}:${ref.messageId}`;
+  }
+
+  /** The set of the pending approvals of one conversation (every requester's). */
+  #openKey(conversation: ConversationRef): string {
+    return `${this.#prefix}open:${conversationKey(conversation)}`;
   }
 
   /** The index of the pending approval of one requester in one conversation. */

@@ -9,8 +9,10 @@ import { resumeAgent } from "../agent/loop.js";
 import { alwaysAllowMs, type Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
-import { bullPrefix, DECISIONS_QUEUE } from "../queue/keys.js";
-import { conversationKey } from "../queue/incoming.js";
+import { bullPrefix, DECISIONS_QUEUE, RESETS_CHANNEL } from "../queue/keys.js";
+import { z } from "zod";
+import { conversationKey, PLATFORMS } from "../queue/incoming.js";
+import { decodeRecord } from "../records.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { runDeps, type RunParts } from "../worker/context.js";
 import type { ApprovalDecider } from "./decision.js";
@@ -64,7 +66,8 @@ export interface ApprovalFlowParts extends RunParts {
  * The worker's approval flow over the Redis store and the `decisions` queue (expiry jobs are added
  * there; decisions are added by the adapters' {@link approvalDecider}), with "always allow" grants.
  * The worker calls the flow itself (`begin`, `supersedePending`, and the decision jobs' take and
- * compute); `close` closes the queue (not the Redis connection).
+ * compute), and closes a conversation's open approvals when a `/reset` is announced ({@link RESETS_CHANNEL});
+ * `close` closes the queue and that listener's own connection (not the Redis connection).
  *
  * @param parts.redis - the worker's connection (`maxRetriesPerRequest: null`).
  */
@@ -86,5 +89,37 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
     scheduleExpiry: jobs.scheduleExpiry,
     log,
   });
-  return { flow, close: () => queue.close().catch(() => {}) };
+  const resets = closeOnReset(redis, store, log);
+  return { flow, close: async () => void (await Promise.all([queue.close().catch(() => {}), resets.close()])) };
+}
+
+/** A `/reset` announcement on {@link RESETS_CHANNEL}: the conversation. */
+const ResetNoticeSchema = z.object({ platform: z.enum(PLATFORMS), chatId: z.string().min(1).max(128), topicId: z.string().min(1).max(32).optional() });
+
+/**
+ * Listens on {@link RESETS_CHANNEL} (its own connection, a duplicate of `redis`) and closes the
+ * open approvals of each conversation announced there (`ApprovalStore.closeForReset`: its
+ * `onReset` runs their expiry jobs now, and the worker that takes one closes the prompt as
+ * reset). Every worker listens; each approval is closed once. A failure is logged, never thrown.
+ */
+function closeOnReset(redis: RedisClient, store: ApprovalStore, log: Logger): Closable {
+  const subscriber = redis.duplicate();
+  subscriber.on("error", () => {}); // connection problems are logged once by connectRedis
+  subscriber.on("message", (channel: string, payload: string) => {
+    if (channel !== RESETS_CHANNEL) return;
+    const conversation = decodeRecord(ResetNoticeSchema, payload, "reset announcement", log);
+    if (!conversation) return;
+    store
+      .closeForReset(conversation)
+      .then((closed) => {
+        if (closed.length > 0) log.info({ chat: conversationKey(conversation), approvals: closed.length }, "closed the approvals asked before a /reset");
+      })
+      .catch((err: unknown) => log.warn({ err, chat: conversationKey(conversation) }, "could not close the approvals of a reset conversation; they close at their next press or expiry"));
+  });
+  subscriber.subscribe(RESETS_CHANNEL).catch((err: unknown) => log.warn({ err }, "could not listen for /reset announcements; open approvals of a reset conversation close at their next press or expiry"));
+  return {
+    close: async () => {
+      await subscriber.quit().catch(() => subscriber.disconnect());
+    },
+  };
 }

@@ -26,8 +26,8 @@ import type { RedisClient } from "../redis.js";
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
-import type { ConversationRef } from "../queue/incoming.js";
-import { conversationKeys, RESETS_TTL_SECONDS } from "../queue/keys.js";
+import { conversationOf, type ConversationRef } from "../queue/incoming.js";
+import { conversationKeys, RESETS_CHANNEL, RESETS_TTL_SECONDS } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import { MessageParamSchema } from "./message.js";
 import { SummarySchema, type Summary } from "./summary.js";
@@ -444,7 +444,9 @@ export class HistoryStore {
    * Forgets the conversation (`/reset`): its history, its summary (the history's first line) and
    * the archive of what compactions replaced, and increments its reset generation (kept
    * {@link RESETS_TTL_SECONDS}), in one `MULTI` (the keys share the conversation's hash tag), so a
-   * run that began before it can no longer append to the history ({@link append} with `resets`).
+   * run that began before it can no longer append to the history ({@link append} with `resets`);
+   * then announces it on {@link RESETS_CHANNEL}, so workers close its open approval prompts (a
+   * failed announcement is logged, not thrown).
    * @throws when Redis is unreachable.
    */
   async reset(chat: ConversationRef): Promise<void> {
@@ -452,6 +454,8 @@ export class HistoryStore {
     const results = await this.redis.multi().del(keys.history, keys.archive).incr(keys.resets).expire(keys.resets, RESETS_TTL_SECONDS).exec();
     if (!results) throw new Error("redis transaction was aborted");
     for (const [err] of results) if (err) throw err;
+    // The conversation is forgotten either way; workers close its open approval prompts when they hear of it.
+    await this.redis.publish(RESETS_CHANNEL, JSON.stringify(conversationOf(chat))).catch((err: unknown) => this.#log.warn({ err }, "could not announce the reset to the workers; its open approval prompts close at their next press or expiry"));
   }
 
   /** The conversation's reset generation ({@link resetGeneration}). @throws when Redis is unreachable. */

@@ -67,6 +67,14 @@ export interface ConversationKeys {
 }
 
 /**
+ * The Redis pub/sub channel on which `HistoryStore.reset` announces each `/reset` (the message is
+ * the JSON of the conversation's `ConversationRef`), so that workers close the conversation's
+ * open approval prompts at once (`approvalFlow` of `src/approvals/wiring.ts`). Best effort: a
+ * worker that misses it still closes them at the next press or at their expiry.
+ */
+export const RESETS_CHANNEL = "conversation-resets";
+
+/**
  * Seconds a conversation's reset generation is kept after its last reset or read (30 days):
  * far longer than any answer, checkpoint or approval lives, so it cannot vanish between the
  * moment one notes it and the moment its append compares it.

@@ -6,6 +6,7 @@ import { APPROVAL_ID_LENGTH, APPROVAL_ID_PATTERN, ApprovalStore, UNKNOWN_OUTCOME
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { connectRedis } from "../../src/redis.js";
 import type { ToolExecution } from "../../src/toolbox/toolbox.js";
+import { HistoryStore } from "../../src/history/store.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
@@ -435,5 +436,61 @@ describe("ApprovalStore.executeOnce", () => {
     expect((await store.executeOnce("toolu_throw", throwing)).content).toBe(UNKNOWN_OUTCOME);
     expect((await store.executeOnce("toolu_throw", throwing)).content).toBe(UNKNOWN_OUTCOME);
     expect(runs).toBe(1);
+  });
+});
+
+describe("ApprovalStore and /reset", () => {
+  /** A store that records its onReset calls, and the HistoryStore whose reset bumps the generation. */
+  function resetStore() {
+    const resets: string[] = [];
+    const decisions: string[] = [];
+    const store = new ApprovalStore(redis, {
+      timeoutMs: 300_000,
+      onDecision: (d) => void decisions.push(d.approvalId),
+      onReset: async (id) => void resets.push(id),
+    });
+    const history = new HistoryStore(redis, { maxMessages: 50, ttlSeconds: 3600 });
+    return { store, history, resets, decisions };
+  }
+
+  it("a decision after /reset (the announcement missed) closes the approval as expired: not_found, onReset, no decision", async () => {
+    const { store, history, resets, decisions } = resetStore();
+    const conversation = { platform: "telegram" as const, chatId: "-100200" };
+    const id = await store.create(approval({ resets: await history.generation(conversation) }));
+    expect(await store.resetSince((await store.get(id))!)).toBe(false);
+    await history.reset(conversation);
+    expect(await history.generation(conversation)).toBe(1);
+    expect(await store.resetSince((await store.get(id))!)).toBe(true);
+
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(decisions).toEqual([]);
+    expect(resets).toEqual([id]);
+    expect((await store.get(id))?.status).toBe("expired");
+    expect(await store.pendingId(message())).toBeUndefined();
+    // Another message of the requester finds nothing to supersede.
+    expect(await store.supersede(message())).toBeUndefined();
+  });
+
+  it("closeForReset closes the conversation's approvals asked before the reset, every requester's, and leaves newer ones and other conversations open", async () => {
+    const { store, history, resets } = resetStore();
+    const group = { platform: "telegram" as const, chatId: "-100200" };
+    const before = await history.generation(group);
+    const alice = await store.create(approval({ resets: before }));
+    const bob = await store.create(approval({ message: message({ userId: "u2", userName: "Bob", messageId: "m2" }), resets: before }));
+    const topic = await store.create(approval({ message: message({ topicId: "7", messageId: "m3" }), resets: 0 }));
+    await history.reset(group);
+    const after = await store.create(approval({ message: message({ userId: "u3", userName: "Cleo", messageId: "m4" }), resets: await history.generation(group) }));
+
+    expect((await store.closeForReset(group)).sort()).toEqual([alice, bob].sort());
+    expect(resets.sort()).toEqual([alice, bob].sort());
+    expect((await store.get(alice))?.status).toBe("expired");
+    expect((await store.get(bob))?.status).toBe("expired");
+    expect((await store.get(after))?.status).toBe("pending");
+    expect((await store.get(topic))?.status).toBe("pending");
+    // Run again (a second worker heard it too): nothing left to close.
+    expect(await store.closeForReset(group)).toEqual([]);
+    expect(await redis.smembers("approval:{approval}:open:telegram:-100200")).toEqual([after]);
+    await store.finish(after);
+    expect(await redis.exists("approval:{approval}:open:telegram:-100200")).toBe(0);
   });
 });

@@ -81,6 +81,31 @@ describe("HistoryStore", () => {
   let redis: RedisClient;
   useRedis((connection) => (redis = connection));
 
+  it("an append with the reset generation noted before a /reset writes nothing (plain and trimming appends); with the current one it writes", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "reset-gen" };
+    const keys = conversationKeys(chat);
+    expect(await store.generation(chat)).toBe(0);
+    expect(await store.append(chat, runs[0]!, { messageId: "m0", text: "hello" }, await store.read(chat), 0)).toBe(true);
+    const before = await store.read(chat);
+    expect(before.stored).toBe(2);
+    await store.reset(chat);
+    expect(await redis.exists(keys.history)).toBe(0);
+    expect(await store.generation(chat)).toBe(1);
+    expect(await redis.ttl(keys.resets)).toBeGreaterThan(29 * 24 * 3600);
+    // A run that began before the reset (generation 0): refused, on the fresh-chat path and on the trimming one.
+    expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, 0)).toBe(false);
+    expect(await store.append(chat, runs[2]!, { messageId: "m2", text: "done" }, { stored: 40, fresh: false, raw: before.raw! }, 0)).toBe(false);
+    expect(await redis.exists(keys.history)).toBe(0);
+    // A run that began after it: written, with the history's expiry.
+    expect(await store.append(chat, runs[1]!, { messageId: "m3", text: "#1 milk" }, await store.read(chat), 1)).toBe(true);
+    expect((await store.read(chat)).messages).toEqual(runs[1]);
+    expect(await redis.ttl(keys.history)).toBeGreaterThan(3500);
+    // Without a generation, an append is not compared (as before).
+    expect(await store.append(chat, runs[0]!, { messageId: "m4", text: "hello" })).toBe(true);
+    expect((await store.read(chat)).stored).toBe(6);
+  });
+
   it("appends runs, keeps them valid, and caps what Redis holds", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1" };

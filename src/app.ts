@@ -91,6 +91,12 @@ export interface StartBotOptions {
   tracerFor?: (runId: string, chat: string) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
+  /**
+   * Whether the worker records each response's `usage` (`/usage`, budgets, costs). Default true;
+   * false for `npm run chat -- --demo`, whose scripted model's tokens are made up and must not count
+   * toward the real bot's figures and budgets in the same Redis.
+   */
+  recordUsage?: boolean;
   /** MCP connection options (tests: a short reconnection backoff); the servers come from `MCP_CONFIG`. */
   mcp?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
   /**
@@ -185,7 +191,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const approvals = approvalFlow({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, tracerFor });
       closers.push(() => approvals.close());
       const worker = startWorker({
-        usage: new UsageStore(workerRedis, config.TIMEZONE),
+        ...(options.recordUsage === false ? {} : { usage: new UsageStore(workerRedis, config.TIMEZONE) }),
         settings: new SettingsStore(workerRedis, config, log),
         config,
         log,

@@ -18,6 +18,17 @@ export function localize(locale: Locale, texts: Localized, params: Record<string
   return text.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
 }
 
+const ENGLISH_PLURAL = new Intl.PluralRules("en");
+
+/**
+ * An English noun for a count, by CLDR's plural rules (`Intl.PluralRules`): `1` → `part`, `2` →
+ * `parts`; `noun` is the singular, its plural made with `-s`. For the `en` text of a
+ * {@link Localized} (Chinese nouns do not change with the count).
+ */
+export function englishNoun(count: number, noun: string): string {
+  return ENGLISH_PLURAL.select(count) === "one" ? noun : `${noun}s`;
+}
+
 /**
  * The short status shown while the model stays busy and the bot keeps trying (after about 10 s of
  * failed model calls): the live status line of a streamed answer, or one short message that the

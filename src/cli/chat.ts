@@ -89,7 +89,8 @@ async function chat(): Promise<void> {
   const demo = args.includes("--demo");
   // Only the console: platform tokens in .env are ignored here. The demo needs no key (it never
   // reaches Anthropic: its model answers on loopback) and skips what would go to the network.
-  const env = { ...process.env, ROLE: "all", ...(demo ? { ANTHROPIC_API_KEY: "demo-no-key", ANTHROPIC_BASE_URL: "", CWA_API_KEY: "", STREAMING: "on" } : {}) };
+  // Its tokens are made up: no budgets, and nothing recorded (recordUsage below), so the real bot's usage and budgets in the same Redis stay as they are.
+  const env = { ...process.env, ROLE: "all", ...(demo ? { ANTHROPIC_API_KEY: "demo-no-key", ANTHROPIC_BASE_URL: "", CWA_API_KEY: "", STREAMING: "on", USER_DAILY_TOKENS: "0", GLOBAL_DAILY_TOKENS: "0" } : {}) };
   const loaded = configOrExit(env);
   await mkdir(".data", { recursive: true });
   const model = demo ? await startDemoModel({ locale: loaded.BOT_LOCALE }) : undefined;
@@ -125,6 +126,7 @@ async function chat(): Promise<void> {
     adapters: [adapter],
     agent: { runAgent, client: createAnthropicClient(config) },
     prefix: demo ? DEMO_PREFIX : CHAT_PREFIX,
+    ...(demo ? { recordUsage: false } : {}),
   });
   let stopped: Promise<void> | undefined;
   const stop = () =>

@@ -3,7 +3,7 @@
  * expose whatever this list holds (see `command.ts`).
  */
 import { envListOf, isAdmin, userPrincipal } from "../access/policy.js";
-import { localize, type Localized } from "../i18n.js";
+import { englishNoun, localize, type Localized } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
 import type { Command, CommandInvocation, CommandServices } from "./command.js";
 import { formatHelp, type HelpCommand } from "./help.js";
@@ -32,12 +32,12 @@ export const COMMAND_TEXT = {
   compactionUnavailable: { "zh-TW": "這裡沒有對話壓縮功能。", en: "Conversation compaction is not available here." },
   contextSize: { "zh-TW": "對話大小：約 {tokens} tokens（超過 {limit} 時會自動壓縮）", en: "Conversation size: about {tokens} tokens (compacted automatically past {limit})" },
   contextSizeUnknown: { "zh-TW": "對話大小：還沒有紀錄（超過 {limit} tokens 時會自動壓縮）", en: "Conversation size: not recorded yet (compacted automatically past {limit} tokens)" },
-  contextCounts: { "zh-TW": "已摘要 {summarized} 則訊息（壓縮 {compactions} 次），保留原文 {messages} 則。", en: "{summarized} messages summarised ({compactions} compactions), {messages} kept verbatim." },
+  contextCounts: { "zh-TW": "已摘要 {summarized} 則訊息（壓縮 {compactions} 次），保留原文 {messages} 則。", en: "{summarized} {summarizedNoun} summarised ({compactions} {compactionsNoun}), {messages} kept verbatim." },
   contextNoSummary: { "zh-TW": "還沒有摘要：目前保留全部 {messages} 則訊息的原文。", en: "No summary yet: all {messages} messages are kept verbatim." },
   contextSummary: { "zh-TW": "目前的摘要：", en: "Current summary:" },
   contextPart: { "zh-TW": "摘要（第 {part}/{parts} 段）：", en: "Summary (part {part} of {parts}):" },
-  contextMore: { "zh-TW": "（摘要還有 {rest} 段：傳送 /context {next} 看下一段）", en: "(The summary has {rest} more part(s): send /context {next} for the next one)" },
-  contextNoPart: { "zh-TW": "摘要只有 {parts} 段。", en: "The summary has only {parts} part(s)." },
+  contextMore: { "zh-TW": "（摘要還有 {rest} 段：傳送 /context {next} 看下一段）", en: "(The summary has {rest} more {restNoun}: send /context {next} for the next one)" },
+  contextNoPart: { "zh-TW": "摘要只有 {parts} 段。", en: "The summary has only {parts} {partsNoun}." },
   compacted: { "zh-TW": "已壓縮對話：到目前為止摘要了 {summarized} 則訊息，最近 {kept} 則保留原文。新的摘要：", en: "Compacted: {summarized} messages summarised so far, the latest {kept} kept verbatim. The new summary:" },
   compactNothing: { "zh-TW": "目前還不需要壓縮：最近 {turns} 輪對話本來就會保留原文（現在有 {kept} 則訊息）。", en: "Nothing to compact yet: the latest {turns} turns are always kept verbatim (there are {kept} messages now)." },
   compactFailed: { "zh-TW": "這次壓縮沒有成功（AI 服務暫時無法使用），對話維持原樣，稍後會自動再試。", en: "The compaction did not succeed this time (the AI service is unavailable); the conversation stays as it is and it will be retried later." },
@@ -77,13 +77,13 @@ async function contextReply(inv: CommandInvocation, services: CommandServices): 
     lines.push(localize(inv.locale, COMMAND_TEXT.contextNoSummary, { messages: report.messages }));
     return lines.join("\n");
   }
-  lines.push(localize(inv.locale, COMMAND_TEXT.contextCounts, { summarized: report.summarized, compactions: report.compactions, messages: report.messages }));
+  lines.push(localize(inv.locale, COMMAND_TEXT.contextCounts, { summarized: report.summarized, summarizedNoun: englishNoun(report.summarized, "message"), compactions: report.compactions, compactionsNoun: englishNoun(report.compactions, "compaction"), messages: report.messages }));
   const parts = summaryParts(report.summary);
   const asked = Number.parseInt(inv.args.trim(), 10);
   const part = Number.isInteger(asked) && asked >= 1 ? asked : 1;
-  if (part > parts.length) return [...lines, localize(inv.locale, COMMAND_TEXT.contextNoPart, { parts: parts.length })].join("\n");
+  if (part > parts.length) return [...lines, localize(inv.locale, COMMAND_TEXT.contextNoPart, { parts: parts.length, partsNoun: englishNoun(parts.length, "part") })].join("\n");
   lines.push("", parts.length > 1 ? localize(inv.locale, COMMAND_TEXT.contextPart, { part, parts: parts.length }) : localize(inv.locale, COMMAND_TEXT.contextSummary), parts[part - 1]!);
-  if (part < parts.length) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - part, next: part + 1 }));
+  if (part < parts.length) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - part, restNoun: englishNoun(parts.length - part, "part"), next: part + 1 }));
   return lines.join("\n");
 }
 
@@ -95,7 +95,7 @@ async function compactReply(inv: CommandInvocation, services: CommandServices): 
     case "compacted": {
       const parts = summaryParts(result.summary);
       const lines = [localize(inv.locale, COMMAND_TEXT.compacted, { summarized: result.summarized, kept: result.kept }), parts[0] ?? ""];
-      if (parts.length > 1) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - 1, next: 2 }));
+      if (parts.length > 1) lines.push("", localize(inv.locale, COMMAND_TEXT.contextMore, { rest: parts.length - 1, restNoun: englishNoun(parts.length - 1, "part"), next: 2 }));
       return lines.join("\n");
     }
     case "nothing":

@@ -6,8 +6,11 @@
  *
  * It answers by rules, never by understanding: the last user turn's text picks a tool
  * (`get_current_datetime`, `calculate`, `add_todo`, `delete_todo`, `list_todos`) or the help
- * text; a turn of `tool_result` blocks gets a short answer built from the results. Every text it
- * writes starts with a demo label, so nobody takes it for Claude.
+ * text; a turn of `tool_result` blocks gets a short answer built from the results. A compaction's
+ * request (no tools, a `<transcript>` to summarise) gets a "summary" that lists what the users
+ * said, oldest first, merged after the earlier summary's points — not a real summary, but one that
+ * keeps the facts, so `/compact` and `/context` show what compaction does. Every text it writes
+ * starts with a demo label, so nobody takes it for Claude.
  *
  * Wire format: https://docs.anthropic.com/en/api/messages (request and response) and
  * https://docs.anthropic.com/en/api/messages-streaming (`message_start`, `content_block_start`,
@@ -19,6 +22,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { z } from "zod";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
+import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
 
 /** A content block of the demo's answers. */
 type Block = { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
@@ -33,6 +37,7 @@ interface DemoReply {
 const RequestSchema = z.object({
   model: z.string().min(1),
   stream: z.boolean().optional(),
+  tools: z.array(z.looseObject({})).optional(),
   messages: z
     .array(
       z.object({
@@ -138,7 +143,32 @@ function answerResults(request: DemoRequest, locale: Locale): DemoReply {
 function demoReply(request: DemoRequest, locale: Locale): DemoReply {
   const last = request.messages[request.messages.length - 1]!;
   const text = last.role === "user" ? userText(last) : undefined;
+  if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START)) return { content: [{ type: "text", text: demoSummary(text, locale) }], stop_reason: "end_turn" };
   return text === undefined ? answerResults(request, locale) : answerText(text, locale);
+}
+
+/** Most points a demo summary keeps (the oldest go first). */
+const MAX_SUMMARY_POINTS = 30;
+
+/**
+ * The demo's "summary" of a compaction request's text: the earlier summary's points (the lines
+ * starting with `- `), then one point per user paragraph of the transcript (`User: …`, cut to 120
+ * characters), at most {@link MAX_SUMMARY_POINTS}, under the demo label.
+ */
+function demoSummary(request: string, locale: Locale): string {
+  const earlier = /<earlier_summary>\n([\s\S]*?)\n<\/earlier_summary>/.exec(request)?.[1] ?? "";
+  const transcript = request.slice(request.indexOf(TRANSCRIPT_START) + TRANSCRIPT_START.length, Math.max(0, request.lastIndexOf(TRANSCRIPT_END)));
+  const said = localize(locale, { "zh-TW": "使用者說", en: "The user said" });
+  const points = [
+    ...earlier.split("\n").filter((l) => l.startsWith("- ")),
+    ...transcript
+      .split("\n\n")
+      .map((p) => p.trim())
+      .filter((p) => p.startsWith("User: ") && !p.startsWith("User: [tool"))
+      .map((p) => `- ${said}：${[...p.slice(6).replace(/\s+/g, " ").trim()].slice(0, 120).join("")}`.replace("：", locale === "en" ? ": " : "：")),
+  ];
+  const note = localize(locale, { "zh-TW": "（示範模式不會真的摘要：這裡只列出說過的話）", en: "(the demo does not really summarise: it lists what was said)" });
+  return `${demoLabel(locale)}${note}\n${points.slice(-MAX_SUMMARY_POINTS).join("\n")}`;
 }
 
 /** Options of {@link startDemoModel}. */

@@ -497,6 +497,8 @@ function describeIssue(schema: z.ZodObject, input: unknown, issue: z.core.$ZodIs
     }
     case "too_small":
     case "too_big": {
+      // A tool's own words for the bound (`.min(1, { message })`) say more than ours; zod's defaults start "Too small" / "Too big".
+      if (!/^Too (small|big)\b/.test(issue.message)) return `${where}: ${issue.message}`;
       const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
       const word = issue.code === "too_small" ? "at least" : "at most";
       const unit = issue.origin === "string" ? " characters" : issue.origin === "array" || issue.origin === "set" ? " items" : "";

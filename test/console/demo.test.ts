@@ -65,6 +65,19 @@ it("answers with the scripted model: a tool call, a calculation, a todo added th
   const deleted = await say("y", "Deleted: #1 buy milk\n");
   expect(deleted).toContain("[demo] The delete_todo tool says:\nDeleted: #1 buy milk");
 
+  // /compact: the demo's "summary" keeps what was said; its made-up tokens are not recorded.
+  for (const n of [1, 2, 3, 4, 5, 6, 7]) {
+    const answers = out.split("bot> [demo] This is the demo").length;
+    child.stdin!.write(`my favourite colour is blue-${n}\n`);
+    await waitFor(() => out.split("bot> [demo] This is the demo").length > answers && out.endsWith("\n"), 30_000, `answer ${n}`);
+  }
+  const compacted = await say("/compact", /blue-1/);
+  expect(compacted).toContain("[demo] (the demo does not really summarise: it lists what was said)\n");
+  expect(compacted).toContain("- The user said: what time is it?");
+  expect(compacted).toContain("- The user said: my favourite colour is blue-1");
+  const usage = await say("/usage", /tokens/);
+  expect(usage).toMatch(/\b0 tokens/);
+
   child.stdin!.write("/quit\n");
   expect(await exited).toBe(0);
   expect(out).not.toContain("start-up failed");

@@ -73,6 +73,18 @@ describe("ToolBox.execute", () => {
     );
   });
 
+  it("says a bound in the tool's own words when it gave some (a blank instruction is empty, not 3 characters)", async () => {
+    const worded = defineTool({
+      name: "worded",
+      description: "Worded.",
+      tags: [],
+      input: z.object({ instruction: z.string().trim().min(1, { message: "the instruction is empty: say what to do" }), note: z.string().max(3) }),
+      run: () => "ok",
+    });
+    const r = await box(worded as unknown as Tool).execute("worded", { instruction: "   ", note: "four" }, testContext());
+    expect(r.content).toBe(['Invalid input for tool "worded":', "- instruction: the instruction is empty: say what to do", "- note: must be at most 3 characters, got 4 characters", "Fix these fields and call the tool again."].join("\n"));
+  });
+
   it("refuses unknown fields only when the tool's schema is strict", async () => {
     const strict = defineTool({ name: "strict", description: "Strict.", tags: [], input: z.strictObject({ a: z.string() }), run: () => "ok" });
     const r = await box(strict as unknown as Tool).execute("strict", { a: "x", extra: 1 }, testContext());

@@ -21,6 +21,7 @@ import type { ConversationRef } from "../../src/queue/incoming.js";
 import { conversationTag } from "../../src/queue/keys.js";
 import { decodeRecord } from "../../src/records.js";
 import type { RedisClient } from "../../src/redis.js";
+import { releaseIfHolder, renewIfHolder } from "../../src/held-keys.js";
 
 /** Lifetime of the lease without renewal, in ms: how long a crashed chat keeps its conversation. */
 export const CHAT_LEASE_TTL_MS = 30_000;
@@ -38,21 +39,6 @@ const HolderSchema = z.object({ pid: z.number().int(), host: z.string(), token: 
 
 /** See {@link HolderSchema}. */
 export type ChatLeaseHolder = z.output<typeof HolderSchema>;
-
-/** KEYS: lease. ARGV: [1] the holder's value, [2] ttl (ms). Renews and returns 1 when the value is exactly ours, else 0. */
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`;
-
-/** KEYS: lease. ARGV: [1] the holder's value. Deletes the lease when it is exactly ours. */
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`;
 
 /** Options of {@link takeChatLease}. */
 export interface ChatLeaseOptions {
@@ -94,7 +80,7 @@ export async function takeChatLease(redis: RedisClient, chat: ConversationRef, o
   let released = false;
   const renew = async () => {
     try {
-      if (Number(await redis.eval(RENEW, 1, key, value, ttlMs)) === 1 || released) return;
+      if ((await renewIfHolder(redis, key, value, ttlMs)) || released) return;
       clearInterval(timer);
       const other = await read().catch(() => undefined);
       options.log.warn({ chat: key, holder: other }, "npm run chat: another chat took this conversation's lease");
@@ -113,7 +99,7 @@ export async function takeChatLease(redis: RedisClient, chat: ConversationRef, o
         if (released) return;
         released = true;
         clearInterval(timer);
-        await redis.eval(RELEASE, 1, key, value).catch((err: unknown) => options.log.warn({ err }, "npm run chat: could not release the conversation's lease; it expires by itself"));
+        await releaseIfHolder(redis, key, value).catch((err: unknown) => options.log.warn({ err }, "npm run chat: could not release the conversation's lease; it expires by itself"));
       },
     },
   };

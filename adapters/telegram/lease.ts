@@ -19,6 +19,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { RedisClient } from "../../src/redis.js";
+import { releaseIfHolder, renewIfHolder } from "../../src/held-keys.js";
 
 /** Timings of the lease, in ms (tests shorten them). */
 export interface LeaseOptions {
@@ -60,21 +61,6 @@ end
 local fence = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'PX', ARGV[2])
 return fence
-`;
-
-/** KEYS: lease. ARGV: [1] `holder:fence`, [2] ttl (ms). Renews and returns 1 when the value is exactly ours, else 0. */
-const CONFIRM = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`;
-
-/** KEYS: lease. ARGV: [1] `holder:fence`. Deletes the lease when it is exactly ours. */
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 `;
 
 /** See the module comment. One instance per adapter; it may hold several tenures one after another. */
@@ -137,7 +123,7 @@ export class PollingLease {
     const value = `${this.holder}:${this.#fence}`;
     const started = performance.now();
     try {
-      const ours = Number(await this.#redis.eval(CONFIRM, 1, this.#key, value, this.#options.ttlMs)) === 1;
+      const ours = await renewIfHolder(this.#redis, this.#key, value, this.#options.ttlMs);
       this.#lastAnswer = performance.now();
       if (!ours) {
         this.#fence = undefined;
@@ -167,6 +153,6 @@ export class PollingLease {
     const fence = this.#fence;
     this.#fence = undefined;
     if (fence === undefined) return;
-    await this.#redis.eval(RELEASE, 1, this.#key, `${this.holder}:${fence}`).catch(() => undefined);
+    await releaseIfHolder(this.#redis, this.#key, `${this.holder}:${fence}`).catch(() => undefined);
   }
 }

@@ -15,6 +15,7 @@ import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
+import { releaseIfHolder } from "../held-keys.js";
 
 /** Compactions whose replaced lines the archive keeps (the oldest entries go first). */
 export const ARCHIVE_MAX_ENTRIES = 20;
@@ -94,6 +95,6 @@ export class CompactionStore {
   /** Gives the lease back, when it is still `token`'s. Never throws (an expired lease needs nothing). */
   async release(conversation: ConversationRef, token: string): Promise<void> {
     const key = conversationKeys(conversation).compacting;
-    await this.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, key, token).catch(() => {});
+    await releaseIfHolder(this.redis, key, token).catch(() => {});
   }
 }

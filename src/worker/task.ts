@@ -32,6 +32,7 @@ import { DONE_TTL_SECONDS, FAILURES_TO_PAUSE, deleteTask, getTask, taskKeys, upd
 import type { UsageStore } from "../usage/store.js";
 import { runDeps } from "./context.js";
 import { answer, localeOf, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import { releaseIfHolder } from "../held-keys.js";
 
 /** What answering occurrences needs beyond the pipeline's parts. */
 export interface TaskParts extends AnswerParts {
@@ -116,12 +117,9 @@ export async function answerTask(parts: TaskParts, job: Job<TaskJobData>, token?
   try {
     return await runOccurrence(parts, job, owner, task, dueAt, log);
   } finally {
-    await redis.eval(RELEASE_SCRIPT, 1, keys.running(taskId), id).catch((err: unknown) => log.warn({ err }, "could not release the task's running lock (it expires by itself)"));
+    await releaseIfHolder(redis, keys.running(taskId), id).catch((err: unknown) => log.warn({ err }, "could not release the task's running lock (it expires by itself)"));
   }
 }
-
-/** KEYS: running lock. ARGV: occurrence id. Deletes the lock when it is this occurrence's. */
-const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: TaskOwner, task: Task, dueAt: number, log: AnswerParts["log"]): Promise<TaskOutcome> {
   const { redis, config } = parts;

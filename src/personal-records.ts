@@ -23,6 +23,27 @@ export interface RecordOwner {
 }
 
 /**
+ * Where a reminder or scheduled task set in a tool call comes back: the chat, the Telegram topic,
+ * the chat kind, the Discord server (for its access check) and the owner's display name, from the
+ * tool context (only the fields present).
+ */
+export function placeOf(context: { chatId: string; topicId?: string | undefined; chatKind: "dm" | "group"; guildId?: string | undefined; userName: string }): {
+  chatId: string;
+  topicId?: string;
+  chatKind: "dm" | "group";
+  guildId?: string;
+  userName: string;
+} {
+  return {
+    chatId: context.chatId,
+    ...(context.topicId ? { topicId: context.topicId } : {}),
+    chatKind: context.chatKind,
+    ...(context.guildId ? { guildId: context.guildId } : {}),
+    userName: context.userName,
+  };
+}
+
+/**
  * Which records count toward the limit of {@link PersonalRecords.add}: `all` of them, or only the
  * `active` ones (a record with a `next` time: a one-off reminder that was posted keeps no `next`).
  */

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
+import { placeOf } from "../src/personal-records.js";
 import { checkScheduledTime } from "../src/reminders/time.js";
 import { REPEATS } from "../src/reminders/store.js";
 import { formatTask } from "../src/tasks/format.js";
@@ -65,11 +66,7 @@ export default defineTool({
         next: when,
         ...(repeat ? { repeat } : {}),
         timezone,
-        chatId: context.chatId,
-        ...(context.topicId ? { topicId: context.topicId } : {}),
-        chatKind: context.chatKind,
-        ...(context.guildId ? { guildId: context.guildId } : {}),
-        userName: context.userName,
+        ...placeOf(context),
         createdAt: now,
       },
       limit,

@@ -6,6 +6,7 @@ import { localize } from "../src/i18n.js";
 import { formatReminder } from "../src/reminders/format.js";
 import { reminderSchedulerOf } from "../src/reminders/schedule.js";
 import { MAX_ACTIVE_REMINDERS, MAX_REMINDER_TEXT, REPEATS, addReminder, deleteReminder } from "../src/reminders/store.js";
+import { placeOf } from "../src/personal-records.js";
 import { checkScheduledTime } from "../src/reminders/time.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { getTodo, noSuchTodo } from "./todo/store.js";
@@ -56,11 +57,7 @@ export default defineTool({
       ...(repeat ? { repeat } : {}),
       timezone,
       ...(todo_id !== undefined ? { todoId: todo_id } : {}),
-      chatId: context.chatId,
-      ...(context.topicId ? { topicId: context.topicId } : {}),
-      chatKind: context.chatKind,
-      ...(context.guildId ? { guildId: context.guildId } : {}),
-      userName: context.userName,
+      ...placeOf(context),
       createdAt: now,
     });
     if (!reminder) {

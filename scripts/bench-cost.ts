@@ -32,17 +32,24 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const STEP = 20;
 const TURN_GAP_MS = 30_000;
 
-const isCompaction = (r: FakeRequest) => r.tools === undefined && JSON.stringify(r.system ?? "").includes("You write the summary");
+const isCompaction = (r: FakeRequest) =>
+  r.tools === undefined && JSON.stringify(r.system ?? "").includes("You write the summary");
 
 /** The scripted model: a tool call every fifth turn, answers of a few sentences, summaries of about 300 words. */
 function model(request: FakeRequest) {
-  if (isCompaction(request)) return text(`- 使用者正在規劃一趟台灣環島旅行，已決定的行程與預算如下。\n${"- 第 N 天：住宿、交通與餐廳的決定，以及還沒回答的問題。\n".repeat(25)}`);
+  if (isCompaction(request))
+    return text(
+      `- 使用者正在規劃一趟台灣環島旅行，已決定的行程與預算如下。\n${"- 第 N 天：住宿、交通與餐廳的決定，以及還沒回答的問題。\n".repeat(25)}`,
+    );
   const last = request.messages[request.messages.length - 1]!;
   const blocks = typeof last.content === "string" ? [] : last.content;
-  if (blocks.some((b) => b.type === "tool_result")) return text("算好了：總共是 12,345 元，平均每人 4,115 元。還需要我把住宿費也加進去嗎？");
+  if (blocks.some((b) => b.type === "tool_result"))
+    return text("算好了：總共是 12,345 元，平均每人 4,115 元。還需要我把住宿費也加進去嗎？");
   const said = JSON.stringify(last.content);
   if (/#tool/.test(said)) return toolUse("calculate", { expression: "4115 * 3" });
-  return text(`好的，我記下來了。${"關於這一段行程，我建議先訂好住宿，再安排交通；如果天氣不好，可以改去室內的景點。".repeat(3)}`);
+  return text(
+    `好的，我記下來了。${"關於這一段行程，我建議先訂好住宿，再安排交通；如果天氣不好，可以改去室內的景點。".repeat(3)}`,
+  );
 }
 
 /** Input tokens of the chat requests from the third turn on (reads, and all), for the 80 % goal. */
@@ -63,12 +70,35 @@ async function run(compaction: boolean): Promise<Tally[]> {
   const redis = await startRedis();
   let now = Date.parse("2026-12-01T01:00:00Z");
   const fake = await startFakeAnthropic({ fallback: model, promptCache: { now: () => now } });
-  const config = loadConfig({ LOG_LEVEL: "silent", ANTHROPIC_API_KEY: "bench-key-000", ANTHROPIC_BASE_URL: fake.url, WORKER_CONCURRENCY: "4", STREAMING: "off" }, { purpose: "inspect" });
+  const config = loadConfig(
+    {
+      LOG_LEVEL: "silent",
+      ANTHROPIC_API_KEY: "bench-key-000",
+      ANTHROPIC_BASE_URL: fake.url,
+      WORKER_CONCURRENCY: "4",
+      STREAMING: "off",
+    },
+    { purpose: "inspect" },
+  );
   const connection = connectRedis(redis.url, { maxRetriesPerRequest: null });
   const { toolbox } = await loadTools({ config, log: silentLogger });
   const outbound = new BenchOutbound(4096);
-  const history = new HistoryStore(connection, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
-  const worker = startWorker({ config, log: silentLogger, redis: connection, history, toolbox, client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }), runAgent, outbounds: { telegram: outbound }, compaction, prefix: "cost" });
+  const history = new HistoryStore(connection, {
+    maxMessages: config.HISTORY_MAX_MESSAGES,
+    ttlSeconds: historyTtlSeconds(config),
+  });
+  const worker = startWorker({
+    config,
+    log: silentLogger,
+    redis: connection,
+    history,
+    toolbox,
+    client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }),
+    runAgent,
+    outbounds: { telegram: outbound },
+    compaction,
+    prefix: "cost",
+  });
   await worker.waitUntilReady();
   const queue = new ChatQueue({ redis: connection, prefix: "cost" });
   const tallies: Tally[] = [];
@@ -91,7 +121,8 @@ async function run(compaction: boolean): Promise<Tally[]> {
       while (outbound.done.size === before) await new Promise((r) => setTimeout(r, 2));
       // A compaction queued by this answer runs before the next user turn (it has time: 30 s pass).
       await new Promise((r) => setTimeout(r, 30));
-      for (let i = 0; i < 200 && compaction && (await pendingCompactions(connection)) > 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && compaction && (await pendingCompactions(connection)) > 0; i += 1)
+        await new Promise((r) => setTimeout(r, 10));
       now += TURN_GAP_MS;
       const bucket = Math.floor(turn / STEP);
       const t = (tallies[bucket] ??= { input: 0, write: 0, read: 0, output: 0, compactions: 0, compactionBilled: 0 });
@@ -106,12 +137,14 @@ async function run(compaction: boolean): Promise<Tally[]> {
         t.output += a.usage.output_tokens;
         if (isCompaction(a.request)) {
           t.compactions += 1;
-          t.compactionBilled += a.usage.input_tokens + 1.25 * a.usage.cache_creation_input_tokens + 0.1 * a.usage.cache_read_input_tokens;
+          t.compactionBilled +=
+            a.usage.input_tokens + 1.25 * a.usage.cache_creation_input_tokens + 0.1 * a.usage.cache_read_input_tokens;
         }
       }
       seen = fake.answered.length;
     }
-    if (fake.rejections.length > 0) throw new Error(`the fake refused ${fake.rejections.length} requests: ${fake.rejections[0]!.message}`);
+    if (fake.rejections.length > 0)
+      throw new Error(`the fake refused ${fake.rejections.length} requests: ${fake.rejections[0]!.message}`);
   } finally {
     await queue.close();
     await worker.close();
@@ -124,31 +157,54 @@ async function run(compaction: boolean): Promise<Tally[]> {
 
 /** Compaction jobs waiting or running (BullMQ's lists and sets under the benchmark's prefix). */
 async function pendingCompactions(redis: ReturnType<typeof connectRedis>): Promise<number> {
-  const [wait, active, prioritized] = await Promise.all([redis.llen("cost:compactions:wait"), redis.llen("cost:compactions:active"), redis.zcard("cost:compactions:prioritized")]);
+  const [wait, active, prioritized] = await Promise.all([
+    redis.llen("cost:compactions:wait"),
+    redis.llen("cost:compactions:active"),
+    redis.zcard("cost:compactions:prioritized"),
+  ]);
   return wait + active + prioritized;
 }
 
 function print(title: string, tallies: Tally[]): void {
   console.log(`\n${title}`);
-  console.log("turns      input  cache write  cache read   output  reads/input  billed-eq/turn  compactions (billed-eq)");
+  console.log(
+    "turns      input  cache write  cache read   output  reads/input  billed-eq/turn  compactions (billed-eq)",
+  );
   tallies.forEach((t, i) => {
     const all = t.input + t.write + t.read;
     const billed = t.input + 1.25 * t.write + 0.1 * t.read;
     const last = Math.min((i + 1) * STEP, TURNS); // a shorter run (BENCH_TURNS) ends in a part of a step
     const range = `${i * STEP + 1}-${last}`.padEnd(8);
     console.log(
-      `${range} ${String(t.input).padStart(8)} ${String(t.write).padStart(12)} ${String(t.read).padStart(11)} ${String(t.output).padStart(8)} ${`${((100 * t.read) / Math.max(1, all)).toFixed(1)} %`.padStart(12)} ${(billed / (last - i * STEP)).toFixed(0).padStart(15)} ${`${t.compactions} (${t.compactionBilled.toFixed(0)})`.padStart(24)}`,
+      `${range} ${String(t.input).padStart(8)} ${String(t.write).padStart(12)} ` +
+        `${String(t.read).padStart(11)} ${String(t.output).padStart(8)} ` +
+        `${`${((100 * t.read) / Math.max(1, all)).toFixed(1)} %`.padStart(12)} ` +
+        `${(billed / (last - i * STEP)).toFixed(0).padStart(15)} ` +
+        `${`${t.compactions} (${t.compactionBilled.toFixed(0)})`.padStart(24)}`,
     );
   });
-  const sum = tallies.reduce((a, t) => ({ input: a.input + t.input, write: a.write + t.write, read: a.read + t.read }), { input: 0, write: 0, read: 0 });
+  const sum = tallies.reduce(
+    (a, t) => ({ input: a.input + t.input, write: a.write + t.write, read: a.read + t.read }),
+    { input: 0, write: 0, read: 0 },
+  );
   const billed = sum.input + 1.25 * sum.write + 0.1 * sum.read;
-  console.log(`chat requests from the third turn on: cache reads ${((100 * fromThird.read) / Math.max(1, fromThird.all)).toFixed(1)} % of their input tokens`);
-  console.log(`all ${TURNS} turns: billed-equivalent input ${billed.toFixed(0)} tokens (${(billed / TURNS).toFixed(0)} per turn), cache reads ${((100 * sum.read) / Math.max(1, sum.input + sum.write + sum.read)).toFixed(1)} % of input tokens`);
+  console.log(
+    `chat requests from the third turn on: cache reads ${((100 * fromThird.read) / Math.max(1, fromThird.all)).toFixed(1)} % of their input tokens`,
+  );
+  console.log(
+    `all ${TURNS} turns: billed-equivalent input ${billed.toFixed(0)} tokens (` +
+      `${(billed / TURNS).toFixed(0)} per turn), cache reads ` +
+      `${((100 * sum.read) / Math.max(1, sum.input + sum.write + sum.read)).toFixed(1)} % of ` +
+      `input tokens`,
+  );
 }
 
 /** Runs both passes and prints their tables. */
 export async function costBench(): Promise<void> {
-  console.log(`cost of a ${TURNS}-turn conversation (one turn every ${TURN_GAP_MS / 1000} s, a tool call every 5th turn), tokens as the fake Messages API bills them (prompt caching as the API's)`);
+  console.log(
+    `cost of a ${TURNS}-turn conversation (one turn every ${TURN_GAP_MS / 1000} s, a tool call ` +
+      `every 5th turn), tokens as the fake Messages API bills them (prompt caching as the API's)`,
+  );
   print("with compaction (COMPACT_AT_TOKENS=60000, COMPACT_KEEP_TURNS=6, HISTORY_MAX_MESSAGES=40)", await run(true));
   print("without compaction (history trimmed at HISTORY_MAX_MESSAGES=40)", await run(false));
 }

@@ -20,7 +20,11 @@ export class BenchOutbound implements Outbound {
    */
   constructor(readonly singleChunkUnits: number) {}
 
-  async sendAnswer(to: Destination, _text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async sendAnswer(
+    to: Destination,
+    _text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     const ref = { chatId: to.conversation.chatId, messageId: `a-${to.replyTo}` };
     if ((options.skip ?? 0) === 0) await options.onSent?.(0, ref);
     this.done.set(`${to.conversation.chatId}:${to.replyTo}`, performance.now());

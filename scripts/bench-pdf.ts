@@ -36,7 +36,9 @@ async function timed(run: () => Promise<unknown>): Promise<number[]> {
 }
 
 /** Runs `work` while a 10 ms timer measures the event loop's longest stall; also the peak RSS. */
-async function underWatch(work: () => Promise<unknown>): Promise<{ ms: number; stallMs: number; peakRssMb: number; outcome: string }> {
+async function underWatch(
+  work: () => Promise<unknown>,
+): Promise<{ ms: number; stallMs: number; peakRssMb: number; outcome: string }> {
   let last = performance.now();
   let stall = 0;
   let peak = process.memoryUsage().rss;
@@ -58,17 +60,25 @@ async function underWatch(work: () => Promise<unknown>): Promise<{ ms: number; s
   return { ms, stallMs: stall, peakRssMb: Math.max(peak, process.memoryUsage().rss) / MB, outcome };
 }
 
-const loadInline = async (bytes: Uint8Array) => (await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false })).getPageCount();
+const loadInline = async (bytes: Uint8Array) =>
+  (
+    await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false })
+  ).getPageCount();
 
 const inspector = new PdfInspector();
 const small = await makePdf(3);
 const large = await makePdf(100);
-console.log(`node ${process.version}, ${RUNS} runs per figure; PDFs: 3 pages ${(small.length / 1024).toFixed(1)} KB, 100 pages ${(large.length / 1024).toFixed(1)} KB`);
+console.log(
+  `node ${process.version}, ${RUNS} runs per figure; PDFs: 3 pages ${(small.length / 1024).toFixed(1)} KB, 100 pages ${(large.length / 1024).toFixed(1)} KB`,
+);
 
 const started = performance.now();
 await inspector.inspect(small);
 console.log(`reader thread start (first PDF): ${(performance.now() - started).toFixed(0)} ms`);
-for (const [name, bytes] of [["3 pages", small], ["100 pages", large]] as const) {
+for (const [name, bytes] of [
+  ["3 pages", small],
+  ["100 pages", large],
+] as const) {
   await loadInline(bytes); // warm-up
   const inline = await timed(() => loadInline(bytes));
   const thread = await timed(() => inspector.inspect(bytes));
@@ -77,9 +87,17 @@ for (const [name, bytes] of [["3 pages", small], ["100 pages", large]] as const)
 
 const bomb = pdfBomb(1024);
 const viaThread = await underWatch(() => inspector.inspect(bomb));
-console.log(`bomb (${(bomb.length / MB).toFixed(2)} MB → 1 GiB) via the reader thread: ${viaThread.ms.toFixed(0)} ms, longest event-loop stall ${viaThread.stallMs.toFixed(0)} ms, peak RSS ${viaThread.peakRssMb.toFixed(0)} MB; ${viaThread.outcome}`);
+console.log(
+  `bomb (${(bomb.length / MB).toFixed(2)} MB → 1 GiB) via the reader thread: ` +
+    `${viaThread.ms.toFixed(0)} ms, longest event-loop stall ${viaThread.stallMs.toFixed(0)} ` +
+    `ms, peak RSS ${viaThread.peakRssMb.toFixed(0)} MB; ${viaThread.outcome}`,
+);
 if (process.env.BENCH_PDF_BOMB_INLINE === "1") {
   const inline = await underWatch(() => loadInline(bomb));
-  console.log(`bomb on the main thread: ${inline.ms.toFixed(0)} ms, longest event-loop stall ${inline.stallMs.toFixed(0)} ms, peak RSS ${inline.peakRssMb.toFixed(0)} MB; ${inline.outcome}`);
+  console.log(
+    `bomb on the main thread: ${inline.ms.toFixed(0)} ms, longest event-loop stall ` +
+      `${inline.stallMs.toFixed(0)} ms, peak RSS ${inline.peakRssMb.toFixed(0)} MB; ` +
+      `${inline.outcome}`,
+  );
 }
 inspector.close();

@@ -111,7 +111,11 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
   });
   const answer = answerText();
   const chunks = Math.max(1, Math.ceil([...answer].length / 10));
-  const pace = { firstTokenMs: FIRST_MS, totalMs: TOTAL_MS - FIRST_MS, chunkChars: Math.ceil([...answer].length / chunks) };
+  const pace = {
+    firstTokenMs: FIRST_MS,
+    totalMs: TOTAL_MS - FIRST_MS,
+    chunkChars: Math.ceil([...answer].length / chunks),
+  };
   const runs: Record<string, Run> = {};
   try {
     // Telegram private chat
@@ -122,7 +126,11 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       telegram.sendUserMessage({ chat, from: user, text: "今天天氣如何？" });
-      const final = await eventually(async () => telegram.sent.find((m) => m.chatId === chat.id), "the Telegram private answer", STEP_TIMEOUT_MS);
+      const final = await eventually(
+        async () => telegram.sent.find((m) => m.chatId === chat.id),
+        "the Telegram private answer",
+        STEP_TIMEOUT_MS,
+      );
       const drafts = telegram.drafts.filter((d) => d.chatId === chat.id);
       const firstAt = drafts[0]?.at ?? final.at;
       const token = model.answered[answered]?.firstTokenAt;
@@ -144,11 +152,19 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       telegram.sendUserMessage({ chat: group, from: user, text: `@${telegram.bot.username} 今天天氣如何？` });
-      const first = await eventually(async () => telegram.sent.find((m) => m.chatId === group.id), "the Telegram group answer", STEP_TIMEOUT_MS);
+      const first = await eventually(
+        async () => telegram.sent.find((m) => m.chatId === group.id),
+        "the Telegram group answer",
+        STEP_TIMEOUT_MS,
+      );
       // Complete: the last edit is the formatted one (HTML), or the message was sent formatted at once.
-      const done = () => first.payload.parse_mode === "HTML" || telegram.edits.some((e) => Number(e.payload.message_id) === first.messageId && e.payload.parse_mode === "HTML");
+      const done = () =>
+        first.payload.parse_mode === "HTML" ||
+        telegram.edits.some((e) => Number(e.payload.message_id) === first.messageId && e.payload.parse_mode === "HTML");
       await eventually(async () => done(), "the Telegram group answer formatted", STEP_TIMEOUT_MS);
-      const edits = telegram.edits.filter((e) => Number(e.payload.chat_id) === group.id && e.method === "editMessageText");
+      const edits = telegram.edits.filter(
+        (e) => Number(e.payload.chat_id) === group.id && e.method === "editMessageText",
+      );
       const last = edits.at(-1);
       const token = model.answered[answered]?.firstTokenAt;
       runs["Telegram group (edits)"] = {
@@ -156,9 +172,14 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
         addedMs: streaming === "on" && token !== undefined ? first.at - token : undefined,
         completeMs: (last?.at ?? first.at) - askedAt,
         updates: edits.length,
-        rateLimited: telegram.calls.filter((c) => c.at >= askedAt && c.method === "editMessageText").length - edits.length,
+        rateLimited:
+          telegram.calls.filter((c) => c.at >= askedAt && c.method === "editMessageText").length - edits.length,
         messages: telegram.sent.filter((m) => m.chatId === group.id).length,
-        final: JSON.stringify({ html: last?.payload.text ?? first.payload.text, text: first.text, entities: first.entities }),
+        final: JSON.stringify({
+          html: last?.payload.text ?? first.payload.text,
+          text: first.text,
+          entities: first.entities,
+        }),
       };
     }
     // Discord guild channel
@@ -169,9 +190,19 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       const askedAt = Date.now();
       const answered = model.answered.length;
       discord.sendUserMessage(user, `<@${discord.bot.id}> 今天天氣如何？`, { channelId });
-      const first = await eventually(async () => discord.sent.find((m) => m.channelId === channelId && m.at >= askedAt), "the Discord answer", STEP_TIMEOUT_MS);
+      const first = await eventually(
+        async () => discord.sent.find((m) => m.channelId === channelId && m.at >= askedAt),
+        "the Discord answer",
+        STEP_TIMEOUT_MS,
+      );
       const target = answer.length <= 2000 ? answer : undefined;
-      await eventually(async () => (target === undefined || String(first.message.content) === target) && (streaming === "off" || discord.edits.some((e) => e.messageId === first.id && e.payload.content === target)), "the Discord answer complete", STEP_TIMEOUT_MS);
+      await eventually(
+        async () =>
+          (target === undefined || String(first.message.content) === target) &&
+          (streaming === "off" || discord.edits.some((e) => e.messageId === first.id && e.payload.content === target)),
+        "the Discord answer complete",
+        STEP_TIMEOUT_MS,
+      );
       const edits = discord.edits.filter((e) => e.messageId === first.id);
       const token = model.answered[answered]?.firstTokenAt;
       runs["Discord guild (edits)"] = {
@@ -193,7 +224,10 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:stream — a ${answerText().length}-character answer streamed over ${TOTAL_MS} ms (first token after ${FIRST_MS} ms), STREAM_EDIT_INTERVAL_MS=${INTERVAL}`);
+  console.log(
+    `bench:stream — a ${answerText().length}-character answer streamed over ${TOTAL_MS} ms ` +
+      `(first token after ${FIRST_MS} ms), STREAM_EDIT_INTERVAL_MS=${INTERVAL}`,
+  );
   const on = await runAll("on");
   const off = await runAll("off");
   for (const platform of Object.keys(on)) {
@@ -202,10 +236,19 @@ async function main(): Promise<void> {
     const budget = Math.ceil(s.completeMs / 1000) + (s.messages - 1);
     console.log(`\n${platform}`);
     console.log(`  added latency, model's first token → first visible text: ${s.addedMs ?? "n/a"} ms (goal < 300 ms)`);
-    console.log(`  first visible text after the question: streamed ${s.firstVisibleMs} ms, not streamed ${p.firstVisibleMs} ms`);
-    console.log(`  complete answer after the question:    streamed ${s.completeMs} ms, not streamed ${p.completeMs} ms`);
-    console.log(`  live updates (drafts or edits): ${s.updates}, 429s: ${s.rateLimited}, messages: ${s.messages} (goal: ≤ ${budget}, one per second plus one per extra message)`);
-    console.log(`  final text byte-equal to the non-streamed answer: ${s.final === p.final ? "yes" : "NO"} (${Buffer.byteLength(s.final)} bytes compared)`);
+    console.log(
+      `  first visible text after the question: streamed ${s.firstVisibleMs} ms, not streamed ${p.firstVisibleMs} ms`,
+    );
+    console.log(
+      `  complete answer after the question:    streamed ${s.completeMs} ms, not streamed ${p.completeMs} ms`,
+    );
+    console.log(
+      `  live updates (drafts or edits): ${s.updates}, 429s: ${s.rateLimited}, messages: ` +
+        `${s.messages} (goal: ≤ ${budget}, one per second plus one per extra message)`,
+    );
+    console.log(
+      `  final text byte-equal to the non-streamed answer: ${s.final === p.final ? "yes" : "NO"} (${Buffer.byteLength(s.final)} bytes compared)`,
+    );
   }
 }
 

@@ -2,7 +2,8 @@
  * `npm run bench`: how much the queue, worker and history add to answering a message.
  *
  * N chats × M messages go through the real ChatQueue, BullMQ Worker, HistoryStore, the
- * production tracer (`TraceStore`, every run stored in "our" Redis) and the real agent loop + SDK client, against a zero-latency fake model (the strict fake Messages API from
+ * production tracer (`TraceStore`, every run stored in "our" Redis) and the real agent loop + SDK client, against a
+ * zero-latency fake model (the strict fake Messages API from
  * the tests) and a fake platform (an Outbound that only records when each answer went out).
  * Baseline: the same messages through the agent loop called in-process, with history kept in
  * memory, without Redis. BullMQ and our keys live on two redis-servers so `INFO commandstats`
@@ -60,7 +61,10 @@ const RATE = Number(process.env.BENCH_RATE ?? 100);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? "32";
 
-const config = loadConfig({ LOG_LEVEL: "silent", WORKER_CONCURRENCY: CONCURRENCY, ANTHROPIC_API_KEY: "bench-key-000" }, { purpose: "inspect" });
+const config = loadConfig(
+  { LOG_LEVEL: "silent", WORKER_CONCURRENCY: CONCURRENCY, ANTHROPIC_API_KEY: "bench-key-000" },
+  { purpose: "inspect" },
+);
 const toolbox = new ToolBox([]);
 
 function message(chat: number, n: number, prefix: string): IncomingMessage {
@@ -159,7 +163,9 @@ function feed(fake: FakeAnthropic, n: number): void {
 
 /** Prints the machine the figures were taken on. */
 function printMachine(): void {
-  console.log(`machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`);
+  console.log(
+    `machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`,
+  );
 }
 
 /**
@@ -169,7 +175,10 @@ function printMachine(): void {
 async function startBenchWorker(redis: RedisClient, store: RedisClient, client: Anthropic, outbound: BenchOutbound) {
   ctxRedis = store;
   const traces = new TraceStore(store);
-  const history = new HistoryStore(store, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
+  const history = new HistoryStore(store, {
+    maxMessages: config.HISTORY_MAX_MESSAGES,
+    ttlSeconds: historyTtlSeconds(config),
+  });
   const worker = startWorker({
     config,
     log: silentLogger,
@@ -196,7 +205,9 @@ async function warmUp(queue: ChatQueue, outbound: BenchOutbound, fake: FakeAnthr
 /** The order check after {@link burst}: chat7's history holds all its PER_CHAT messages, in order (an empty or short history is not). */
 async function chatInOrder(history: HistoryStore): Promise<boolean> {
   const h = await history.load({ platform: "telegram", chatId: "chat7" });
-  const order = h.filter((m) => m.role === "user").map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
+  const order = h
+    .filter((m) => m.role === "user")
+    .map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
   return order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
 }
 
@@ -212,15 +223,20 @@ async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency
       const t0 = performance.now();
       const m = message(chat, n, "base");
       const history = trimHistory(histories.get(chat) ?? [], { maxMessages: config.HISTORY_MAX_MESSAGES });
-      const outcome = await runAgent({ history, userText: m.chatKind === "group" ? `[${m.userName}] ${m.text}` : m.text, context: ctx(m) }, { client, config, toolbox, tracer: nullTracer });
+      const outcome = await runAgent(
+        { history, userText: m.chatKind === "group" ? `[${m.userName}] ${m.text}` : m.text, context: ctx(m) },
+        { client, config, toolbox, tracer: nullTracer },
+      );
       if (outcome.kind !== "answer") throw new Error("unexpected approval");
       histories.set(chat, [...history, ...outcome.messages]);
       latencies.push(performance.now() - t0);
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < CHATS) await runChat(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < CHATS) await runChat(next++);
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   return { rate: (CHATS * PER_CHAT) / seconds, seconds, latencies };
 }
@@ -238,7 +254,12 @@ async function baselinePaced(client: Anthropic, fake: FakeAnthropic) {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const m = message(i % CHATS, Math.floor(i / CHATS), "pbase");
     const t0 = performance.now();
-    runs.push(runAgent({ history: [], userText: m.text, context: ctx(m) }, { client, config, toolbox, tracer: nullTracer }).then(() => void latencies.push(performance.now() - t0)));
+    runs.push(
+      runAgent(
+        { history: [], userText: m.text, context: ctx(m) },
+        { client, config, toolbox, tracer: nullTracer },
+      ).then(() => void latencies.push(performance.now() - t0)),
+    );
   }
   await Promise.all(runs);
   return { latencies };
@@ -246,7 +267,19 @@ async function baselinePaced(client: Anthropic, fake: FakeAnthropic) {
 
 let ctxRedis: RedisClient;
 function ctx(m: IncomingMessage) {
-  return { platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, locale: config.BOT_LOCALE, timezone: config.TIMEZONE, signal: new AbortController().signal, log: silentLogger, redis: ctxRedis, config };
+  return {
+    platform: m.platform,
+    chatId: m.chatId,
+    chatKind: m.chatKind,
+    userId: m.userId,
+    userName: m.userName,
+    locale: config.BOT_LOCALE,
+    timezone: config.TIMEZONE,
+    signal: new AbortController().signal,
+    log: silentLogger,
+    redis: ctxRedis,
+    config,
+  };
 }
 
 async function main() {
@@ -267,7 +300,11 @@ async function main() {
   const adminOurs = connectRedis(ourServer.url) as Redis;
 
   printMachine();
-  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`);
+  console.log(
+    `workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=` +
+      `${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), ` +
+      `producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`,
+  );
 
   await warmUp(queue, outbound, fake);
 
@@ -282,7 +319,8 @@ async function main() {
   const bullStats = await commandStats(admin);
   const ourStats = await commandStats(adminOurs);
   const ourClientCommands = ours.reduce((s, c) => s + c.count, 0);
-  const sum = (m: Map<string, number>) => [...m.entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0);
+  const sum = (m: Map<string, number>) =>
+    [...m.entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0);
 
   // Order check: each chat's history holds its messages in order.
   const probeHistory = new HistoryStore(adminOurs, { maxMessages: 400, ttlSeconds: 600 });
@@ -328,8 +366,14 @@ async function main() {
   monitor.on("monitor", (_time: string, args: string[]) => {
     const name = String(args[0]).toLowerCase();
     if (name === "monitor" || name === "info" || name === "config") return;
-    const key = String(name === "evalsha" || name === "eval" ? args[3] : args[1] ?? "");
-    const area = /^(seen|inbox|sent):/.test(key) ? "ordering" : key.startsWith("history:") ? "history" : key.startsWith("trace:") ? "trace" : `other (${key.split(":")[0]})`;
+    const key = String(name === "evalsha" || name === "eval" ? args[3] : (args[1] ?? ""));
+    const area = /^(seen|inbox|sent):/.test(key)
+      ? "ordering"
+      : key.startsWith("history:")
+        ? "history"
+        : key.startsWith("trace:")
+          ? "trace"
+          : `other (${key.split(":")[0]})`;
     const byName = split.get(area) ?? new Map<string, number>();
     byName.set(name, (byName.get(name) ?? 0) + 1);
     split.set(area, byName);
@@ -355,36 +399,77 @@ async function main() {
   const basePaced = await baselinePaced(client, fake);
 
   const ms = (v: number) => `${v.toFixed(1)} ms`;
-  const top = (m: Map<string, number>, n: number) => [...m.entries()].filter(([k]) => k !== "config" && k !== "info").sort((a, b) => b[1] - a[1]).slice(0, 9).map(([k, v]) => `${k} ${(v / n).toFixed(2)}`).join(", ");
+  const top = (m: Map<string, number>, n: number) =>
+    [...m.entries()]
+      .filter(([k]) => k !== "config" && k !== "info")
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 9)
+      .map(([k, v]) => `${k} ${(v / n).toFixed(2)}`)
+      .join(", ");
   console.log("");
-  console.log(`throughput, queue path:    ${(total / burstSeconds).toFixed(0)} messages/s (${total} messages in ${burstSeconds.toFixed(2)} s; chat7 answered in order: ${inOrder ? "yes" : "NO"})`);
+  console.log(
+    `throughput, queue path:    ${(total / burstSeconds).toFixed(0)} messages/s (${total} ` +
+      `messages in ${burstSeconds.toFixed(2)} s; chat7 answered in order: ` +
+      `${inOrder ? "yes" : "NO"})`,
+  );
   console.log(`throughput, loop alone:    ${base.rate.toFixed(0)} messages/s (${base.seconds.toFixed(2)} s)`);
-  console.log(`ratio queue/loop:          ${((total / burstSeconds) / base.rate).toFixed(2)}`);
-  console.log(`latency at full speed:     p50 ${ms(percentile(burstLatencies, 50))}, p99 ${ms(percentile(burstLatencies, 99))} (enqueue → answer sent; includes waiting behind the backlog)`);
+  console.log(`ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)}`);
+  console.log(
+    `latency at full speed:     p50 ${ms(percentile(burstLatencies, 50))}, p99 ` +
+      `${ms(percentile(burstLatencies, 99))} (enqueue → answer sent; includes waiting behind the ` +
+      `backlog)`,
+  );
   const p50 = percentile(pacedLatencies, 50);
   const p99 = percentile(pacedLatencies, 99);
   const b50 = percentile(basePaced.latencies, 50);
   const b99 = percentile(basePaced.latencies, 99);
-  console.log(`latency at ${RATE} msg/s:       queue path p50 ${ms(p50)}, p99 ${ms(p99)}; loop alone p50 ${ms(b50)}, p99 ${ms(b99)}`);
+  console.log(
+    `latency at ${RATE} msg/s:       queue path p50 ${ms(p50)}, p99 ${ms(p99)}; loop alone p50 ${ms(b50)}, p99 ${ms(b99)}`,
+  );
   console.log(`added latency at ${RATE} msg/s: p50 ${ms(p50 - b50)}, p99 ${ms(p99 - b99)}`);
-  console.log(`Redis commands per message (INFO commandstats, commands inside Lua scripts included; idle polling of BullMQ included):`);
+  console.log(
+    `Redis commands per message (INFO commandstats, commands inside Lua scripts included; idle polling of BullMQ included):`,
+  );
   console.log(`  full speed (a chat's job drains several messages):`);
   console.log(`    BullMQ: ${(sum(bullStats) / total).toFixed(2)}  [${top(bullStats, total)}]`);
-  console.log(`    ours:   ${(sum(ourStats) / total).toFixed(2)}  [${top(ourStats, total)}]; round trips sent by our code (a script = 1): ${(ourClientCommands / total).toFixed(2)}`);
+  console.log(
+    `    ours:   ${(sum(ourStats) / total).toFixed(2)}  [${top(ourStats, total)}]; round trips ` +
+      `sent by our code (a script = 1): ${(ourClientCommands / total).toFixed(2)}`,
+  );
   console.log(`  at ${RATE} msg/s (about one job per message):`);
   console.log(`    BullMQ: ${(sum(pacedBull) / paced).toFixed(2)}  [${top(pacedBull, paced)}]`);
-  console.log(`    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`);
-  console.log(`  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ${longHistory.stored} messages):`);
+  console.log(
+    `    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round ` +
+      `trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`,
+  );
+  console.log(
+    `  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each ` +
+      `chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ` +
+      `${longHistory.stored} messages):`,
+  );
   console.log(`    ours:   ${(sum(longOurs) / longMessages).toFixed(2)}  [${top(longOurs, longMessages)}]`);
-  console.log(`  ours split by key (${splitMessages} messages at ${RATE} msg/s into ${splitChats} chats that already had a history, watched with MONITOR; the script's own EVALSHA counts where its first key belongs):`);
+  console.log(
+    `  ours split by key (${splitMessages} messages at ${RATE} msg/s into ${splitChats} chats ` +
+      `that already had a history, watched with MONITOR; the script's own EVALSHA counts where ` +
+      `its first key belongs):`,
+  );
   let splitTotal = 0;
   for (const [area, byName] of [...split.entries()].sort()) {
     const n = [...byName.values()].reduce((a, b) => a + b, 0);
     splitTotal += n;
-    console.log(`    ${area.padEnd(9)} ${(n / splitMessages).toFixed(2)}  [${[...byName.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / splitMessages).toFixed(2)}`).join(", ")}]`);
+    console.log(
+      `    ${area.padEnd(9)} ${(n / splitMessages).toFixed(2)}  [${[...byName.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${(v / splitMessages).toFixed(2)}`)
+        .join(", ")}]`,
+    );
   }
   console.log(`    total     ${(splitTotal / splitMessages).toFixed(2)}`);
-  console.log(`peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ${(ourRss / 1048576).toFixed(0)} MiB`);
+  console.log(
+    `peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake ` +
+      `model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ` +
+      `${(ourRss / 1048576).toFixed(0)} MiB`,
+  );
 
   clearInterval(rssTimer);
   await worker.close();
@@ -425,7 +510,14 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
   const queue = new ChatQueue({ redis: producer });
   const { worker, history } = await startBenchWorker(workerRedis, workerRedis, client, outbound);
   const resetStats = () => Promise.all(masters.map((m) => m.config("RESETSTAT")));
-  const statsPerMaster = () => Promise.all(masters.map(async (m) => [...(await commandStats(m)).entries()].filter(([k]) => k !== "config" && k !== "info").reduce((s, [, v]) => s + v, 0)));
+  const statsPerMaster = () =>
+    Promise.all(
+      masters.map(async (m) =>
+        [...(await commandStats(m)).entries()]
+          .filter(([k]) => k !== "config" && k !== "info")
+          .reduce((s, [, v]) => s + v, 0),
+      ),
+    );
 
   await warmUp(queue, outbound, fake);
 
@@ -455,7 +547,11 @@ async function queuePath(label: string, url: string, client: Anthropic, fake: Fa
     pacedP50: percentile(pacedLatencies, 50),
     pacedP99: percentile(pacedLatencies, 99),
     commands: all / total,
-    masters: masters.map((m, i) => ({ node: `${m.options.host ?? "socket"}:${m.options.port ?? ""}`, share: perMaster[i]! / all, keys: keys[i]! })),
+    masters: masters.map((m, i) => ({
+      node: `${m.options.host ?? "socket"}:${m.options.port ?? ""}`,
+      share: perMaster[i]! / all,
+      keys: keys[i]!,
+    })),
     inOrder,
   };
 }
@@ -470,7 +566,11 @@ async function topologyBench(): Promise<void> {
   const fake = await startFakeAnthropic();
   const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
   printMachine();
-  console.log(`workload: ${CHATS} chats × ${PER_CHAT} messages at full speed, then ${RATE} messages/s for ${SECONDS} s; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, fake model and fake platform in this process`);
+  console.log(
+    `workload: ${CHATS} chats × ${PER_CHAT} messages at full speed, then ${RATE} messages/s ` +
+      `for ${SECONDS} s; WORKER_CONCURRENCY=${config.WORKER_CONCURRENCY}; one worker, producer, ` +
+      `fake model and fake platform in this process`,
+  );
   const rows: TopologyFigures[] = [];
   for (const [label, start] of [
     ["one redis-server", () => startRedis()],
@@ -487,9 +587,16 @@ async function topologyBench(): Promise<void> {
   console.log("");
   for (const r of rows) {
     console.log(`${r.label}:`);
-    console.log(`  throughput ${r.throughput.toFixed(0)} messages/s (chat7 in order: ${r.inOrder ? "yes" : "NO"}); latency at full speed p50 ${ms(r.burstP50)}, p99 ${ms(r.burstP99)}; at ${RATE} msg/s p50 ${ms(r.pacedP50)}, p99 ${ms(r.pacedP99)}`);
+    console.log(
+      `  throughput ${r.throughput.toFixed(0)} messages/s (chat7 in order: ` +
+        `${r.inOrder ? "yes" : "NO"}); latency at full speed p50 ${ms(r.burstP50)}, p99 ` +
+        `${ms(r.burstP99)}; at ${RATE} msg/s p50 ${ms(r.pacedP50)}, p99 ${ms(r.pacedP99)}`,
+    );
     console.log(`  server-side commands per message at full speed: ${r.commands.toFixed(2)}`);
-    if (r.masters.length > 1) console.log(`  per master: ${r.masters.map((m) => `${m.node} ${(m.share * 100).toFixed(0)}% of commands, ${m.keys} keys`).join("; ")}`);
+    if (r.masters.length > 1)
+      console.log(
+        `  per master: ${r.masters.map((m) => `${m.node} ${(m.share * 100).toFixed(0)}% of commands, ${m.keys} keys`).join("; ")}`,
+      );
   }
   clearInterval(rssTimer);
   await fake.close();
@@ -518,7 +625,14 @@ async function gateBench(): Promise<void> {
   const n = Number(process.env.BENCH_GATE_MESSAGES ?? 2000);
   const server = await startRedis();
   const gateConfig = loadConfig(
-    { LOG_LEVEL: "silent", ACCESS_POLICY: "pairing", USER_DAILY_TOKENS: "200000", GLOBAL_DAILY_TOKENS: "100000000", RATE_LIMIT_PER_MINUTE: "10000", MAX_QUEUED_PER_CHAT: "10000" },
+    {
+      LOG_LEVEL: "silent",
+      ACCESS_POLICY: "pairing",
+      USER_DAILY_TOKENS: "200000",
+      GLOBAL_DAILY_TOKENS: "100000000",
+      RATE_LIMIT_PER_MINUTE: "10000",
+      MAX_QUEUED_PER_CHAT: "10000",
+    },
     { purpose: "inspect" },
   );
   const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 }) as Redis;
@@ -530,9 +644,21 @@ async function gateBench(): Promise<void> {
   for (let u = 0; u < users; u += 1) await gate.access.allowUser(`telegram:g${u}`);
   // Every user has used some tokens today, so the budget reads find real hashes.
   const usage = new UsageStore(admin, gateConfig.TIMEZONE);
-  for (let u = 0; u < users; u += 1) await usage.record({ platform: "telegram", userId: `g${u}`, chatId: `g${u}` }, { input_tokens: 1000, output_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 500 });
+  for (let u = 0; u < users; u += 1)
+    await usage.record(
+      { platform: "telegram", userId: `g${u}`, chatId: `g${u}` },
+      { input_tokens: 1000, output_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 500 },
+    );
   const gateMessage = (i: number, prefix: string): IncomingMessage => ({
-    platform: "telegram", chatId: `${prefix}${i % users}`, chatKind: "dm", userId: `g${i % users}`, userName: "G", text: `gate ${i}`, messageId: String(i + 1), sentAt: Date.now(), reply: {},
+    platform: "telegram",
+    chatId: `${prefix}${i % users}`,
+    chatKind: "dm",
+    userId: `g${i % users}`,
+    userName: "G",
+    text: `gate ${i}`,
+    messageId: String(i + 1),
+    sentAt: Date.now(),
+    reply: {},
   });
   // Warm up both paths (script loading, first job of each chat), then measure.
   for (let i = 0; i < users; i += 1) {
@@ -552,18 +678,34 @@ async function gateBench(): Promise<void> {
     let commands = 0;
     for (const [k, v] of after) commands += v - (before.get(k) ?? 0);
     commands -= 1; // the INFO call itself
-    return { label, writes: writes.count / n, commands: commands / n, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+    return {
+      label,
+      writes: writes.count / n,
+      commands: commands / n,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+    };
   };
   const bare = await phase("enqueue alone", (i) => queue.enqueue(gateMessage(i, "e")));
   const gated = await phase("gate + enqueue", async (i) => {
     const outcome = await gate.admit(gateMessage(i, "a"));
     if (outcome !== "queued") throw new Error(`the gate refused a granted user's message: ${outcome}`);
   });
-  console.log(`access gate (${n} messages one at a time from ${users} granted users; ACCESS_POLICY=pairing, user and global budgets on, rate limit on):`);
+  console.log(
+    `access gate (${n} messages one at a time from ${users} granted users; ACCESS_POLICY=pairing, user and global budgets on, rate limit on):`,
+  );
   for (const r of [bare, gated]) {
-    console.log(`  ${r.label.padEnd(15)} round trips (socket writes) ${r.writes.toFixed(2)}, server-side commands ${r.commands.toFixed(2)}, latency p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+    console.log(
+      `  ${r.label.padEnd(15)} round trips (socket writes) ${r.writes.toFixed(2)}, server-side ` +
+        `commands ${r.commands.toFixed(2)}, latency p50 ${r.p50.toFixed(3)} ms, p99 ` +
+        `${r.p99.toFixed(3)} ms`,
+    );
   }
-  console.log(`  added by the gate: ${(gated.writes - bare.writes).toFixed(2)} round trips, ${(gated.commands - bare.commands).toFixed(2)} commands, p50 ${(gated.p50 - bare.p50).toFixed(3)} ms per message`);
+  console.log(
+    `  added by the gate: ${(gated.writes - bare.writes).toFixed(2)} round trips, ` +
+      `${(gated.commands - bare.commands).toFixed(2)} commands, p50 ` +
+      `${(gated.p50 - bare.p50).toFixed(3)} ms per message`,
+  );
   await queue.close();
   redis.disconnect();
   admin.disconnect();
@@ -594,9 +736,15 @@ function ask<T>(child: ChildProcess, message: { type: string; file?: string }, a
 function soakReply(request: FakeRequest) {
   const last = request.messages[request.messages.length - 1]!;
   const content = last.content;
-  const asked = typeof content === "string" ? content : content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
+  const asked =
+    typeof content === "string"
+      ? content
+      : content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
   if (asked.includes("calculate")) return toolUse("calculate", { expression: "(1200 + 800) * 0.05" });
-  return { ...text(`好的。${"這是一段用來測量記憶體的回答，內容夠長，會分成好幾段串流送出。".repeat(8)}`), stream: { chunkChars: 40 } };
+  return {
+    ...text(`好的。${"這是一段用來測量記憶體的回答，內容夠長，會分成好幾段串流送出。".repeat(8)}`),
+    stream: { chunkChars: 40 },
+  };
 }
 
 /**
@@ -655,7 +803,10 @@ async function soakBench(): Promise<void> {
         chatKind: group ? "group" : "dm",
         userId: String(10_000 + chat),
         userName: `User ${chat}`,
-        text: i % 5 === 4 ? `message ${n}: please calculate (1200 + 800) * 0.05` : `message ${n} of chat ${chat}: what is on my list today?`,
+        text:
+          i % 5 === 4
+            ? `message ${n}: please calculate (1200 + 800) * 0.05`
+            : `message ${n} of chat ${chat}: what is on my list today?`,
         messageId: String(n + 1),
         sentAt: Date.now(),
         reply: {},
@@ -668,14 +819,33 @@ async function soakBench(): Promise<void> {
   const dir = path.join(root, ".data");
   const snapshot = async (name: string) => {
     mkdirSync(dir, { recursive: true });
-    return (await ask<{ file: string }>(child, { type: "snapshot", file: path.join(dir, `soak-${name}.heapsnapshot`) }, "snapshot")).file;
+    return (
+      await ask<{ file: string }>(
+        child,
+        { type: "snapshot", file: path.join(dir, `soak-${name}.heapsnapshot`) },
+        "snapshot",
+      )
+    ).file;
   };
   const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
-  const row = (label: string, m: Memory) => console.log(`  ${label.padEnd(22)} RSS ${mib(m.rss).padStart(10)}  heap used ${mib(m.heapUsed).padStart(9)} of ${mib(m.heapTotal).padStart(9)}  external ${mib(m.external).padStart(8)}  array buffers ${mib(m.arrayBuffers).padStart(8)}`);
+  const row = (label: string, m: Memory) =>
+    console.log(
+      `  ${label.padEnd(22)} RSS ${mib(m.rss).padStart(10)}  heap used ` +
+        `${mib(m.heapUsed).padStart(9)} of ${mib(m.heapTotal).padStart(9)}  external ` +
+        `${mib(m.external).padStart(8)}  array buffers ${mib(m.arrayBuffers).padStart(8)}`,
+    );
 
   printMachine();
-  console.log(`soak: one worker process (production start-up, ROLE=worker, WORKER_CONCURRENCY=${process.env.WORKER_CONCURRENCY ?? "8"}, STREAMING=on, STREAM_EDIT_INTERVAL_MS=100), the fake model and fake Telegram outside it`);
-  console.log(`workload: warm-up ${warmup} messages in 100 conversations, then ${total} messages in ${chats} new conversations (half private, half groups; every fifth message a calculate call); figures after forced GCs`);
+  console.log(
+    `soak: one worker process (production start-up, ROLE=worker, WORKER_CONCURRENCY=` +
+      `${process.env.WORKER_CONCURRENCY ?? "8"}, STREAMING=on, STREAM_EDIT_INTERVAL_MS=100), the ` +
+      `fake model and fake Telegram outside it`,
+  );
+  console.log(
+    `workload: warm-up ${warmup} messages in 100 conversations, then ${total} messages in ` +
+      `${chats} new conversations (half private, half groups; every fifth message a calculate ` +
+      `call); figures after forced GCs`,
+  );
   const started = performance.now();
   await send(warmup, 0, 100);
   const base = await measure();
@@ -693,8 +863,15 @@ async function soakBench(): Promise<void> {
   const seconds = (performance.now() - soakStart) / 1000;
   if (snapshots) console.log(`  heap snapshot: ${await snapshot("end")}`);
   const growth = (a: number, b: number) => `${(((b - a) / a) * 100).toFixed(1)}%`;
-  console.log(`growth after warm-up: RSS ${growth(base.rss, end.rss)} (${mib(end.rss - base.rss)}), heap used ${growth(base.heapUsed, end.heapUsed)} (${mib(end.heapUsed - base.heapUsed)})`);
-  console.log(`${total} messages in ${seconds.toFixed(0)} s (${(total / seconds).toFixed(0)} messages/s); ${answered()} answers delivered in all; whole run ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  console.log(
+    `growth after warm-up: RSS ${growth(base.rss, end.rss)} (${mib(end.rss - base.rss)}), heap ` +
+      `used ${growth(base.heapUsed, end.heapUsed)} (${mib(end.heapUsed - base.heapUsed)})`,
+  );
+  console.log(
+    `${total} messages in ${seconds.toFixed(0)} s (${(total / seconds).toFixed(0)} messages/s);` +
+      ` ${answered()} answers delivered in all; whole run ` +
+      `${((performance.now() - started) / 1000).toFixed(0)} s`,
+  );
 
   const exited = new Promise((r) => child.once("exit", r));
   child.send({ type: "stop" });

@@ -32,7 +32,9 @@ if (existsSync(source)) {
 }
 const file = tsx ? source : compiled;
 if (!tsx && !existsSync(compiled)) {
-  console.error(`${entry} cannot run: tsx is not installed (npm ci installs it) and ${path.relative(process.cwd(), compiled)} does not exist (npm run build makes it).`);
+  console.error(
+    `${entry} cannot run: tsx is not installed (npm ci installs it) and ${path.relative(process.cwd(), compiled)} does not exist (npm run build makes it).`,
+  );
   process.exit(2);
 }
 // The entry point reads its own arguments from process.argv.slice(2), as if started directly.

@@ -19,7 +19,14 @@ import { loadTools } from "../src/toolbox/registry.js";
 
 const config = loadConfig(process.env);
 const { toolbox } = await loadTools({ config, log: silentLogger });
-const bot = await startBot({ config, log: silentLogger, redisUrl: config.REDIS_URL!, toolbox, role: "worker", agent: { runAgent, client: createAnthropicClient(config) } });
+const bot = await startBot({
+  config,
+  log: silentLogger,
+  redisUrl: config.REDIS_URL!,
+  toolbox,
+  role: "worker",
+  agent: { runAgent, client: createAnthropicClient(config) },
+});
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("start the soak worker with --expose-gc");

@@ -32,7 +32,15 @@ import { REMINDERS_QUEUE } from "./reminders/schedule.js";
 import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
 import { TASKS_QUEUE } from "./tasks/schedule.js";
 import { taskActions } from "./tasks/wiring.js";
-import { connectRedis, describeRedisUrl, pingRedis, redisAddress, RedisEvictionError, checkRedisAtStart, type RedisClient } from "./redis.js";
+import {
+  connectRedis,
+  describeRedisUrl,
+  pingRedis,
+  redisAddress,
+  RedisEvictionError,
+  checkRedisAtStart,
+  type RedisClient,
+} from "./redis.js";
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
@@ -143,7 +151,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
   // Like the other Discord-only variables, the shard ones do nothing without DISCORD_TOKEN; a shared
   // .env may hold them, so say so instead of refusing to start.
   if (runAdapters && !config.DISCORD_TOKEN && (config.DISCORD_SHARDS || config.DISCORD_SHARD_COUNT)) {
-    log.warn("DISCORD_SHARDS / DISCORD_SHARD_COUNT are set but DISCORD_TOKEN is not: no Discord adapter runs in this process, so they are ignored");
+    log.warn(
+      "DISCORD_SHARDS / DISCORD_SHARD_COUNT are set but DISCORD_TOKEN is not: no Discord adapter runs in this process, so they are ignored",
+    );
   }
   const closers: (() => Promise<unknown>)[] = [];
   const connections: RedisClient[] = [];
@@ -161,8 +171,14 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     })());
 
   try {
-    await checkRedisAtStart(options.redisUrl, log); // BullMQ loses jobs and locks on a Redis that evicts keys; a Redis without persistence loses them on a restart
-    const adapters = runAdapters ? (options.adapters ?? (await Promise.all(enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log))))) : [];
+    // BullMQ loses jobs and locks on a Redis that evicts keys; a Redis without persistence loses them on a restart.
+    await checkRedisAtStart(options.redisUrl, log);
+    const adapters = runAdapters
+      ? (options.adapters ??
+        (await Promise.all(
+          enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log)),
+        )))
+      : [];
     let workerRedis: RedisClient | undefined;
 
     if (runWorker) {
@@ -170,25 +186,52 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       workerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
       connections.push(workerRedis);
       // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
-      const mcp = await startWorkerMcp({ config, log, redis: workerRedis, toolbox: options.toolbox, connection: options.mcp });
+      const mcp = await startWorkerMcp({
+        config,
+        log,
+        redis: workerRedis,
+        toolbox: options.toolbox,
+        connection: options.mcp,
+      });
       closers.push(mcp.close);
       if (config.STT_BASE_URL) {
         // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.
         if (config.BOT_LOCALE === "zh-TW") await toTraditional("");
-        log.info({ model: config.STT_MODEL, maxSeconds: config.MAX_VOICE_SECONDS }, "voice messages are transcribed (STT_BASE_URL)");
+        log.info(
+          { model: config.STT_MODEL, maxSeconds: config.MAX_VOICE_SECONDS },
+          "voice messages are transcribed (STT_BASE_URL)",
+        );
       }
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
-      for (const platform of enabledPlatforms(config)) outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
+      for (const platform of enabledPlatforms(config))
+        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
       // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
       const moveFrom = workerRedis;
       for (const outbound of Object.values(outbounds)) {
-        outbound.onChatMigrated?.((from, to) => void migrateConversation(moveFrom, from, to, log).catch((err: unknown) => log.error({ err }, "could not move the data of a migrated chat")));
+        outbound.onChatMigrated?.(
+          (from, to) =>
+            void migrateConversation(moveFrom, from, to, log).catch((err: unknown) =>
+              log.error({ err }, "could not move the data of a migrated chat"),
+            ),
+        );
       }
-      const history = new HistoryStore(workerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
+      const history = new HistoryStore(workerRedis, {
+        maxMessages: config.HISTORY_MAX_MESSAGES,
+        ttlSeconds: historyTtlSeconds(config),
+      });
       const traces = new TraceStore(workerRedis, { log });
       const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
-      const approvals = approvalFlow({ config, log, redis: workerRedis, prefix: options.prefix, toolbox: options.toolbox, client: options.agent.client, history, tracerFor });
+      const approvals = approvalFlow({
+        config,
+        log,
+        redis: workerRedis,
+        prefix: options.prefix,
+        toolbox: options.toolbox,
+        client: options.agent.client,
+        history,
+        tracerFor,
+      });
       closers.push(() => approvals.close());
       const worker = startWorker({
         ...(options.recordUsage === false ? {} : { usage: new UsageStore(workerRedis, config.TIMEZONE) }),
@@ -219,7 +262,10 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
       closers.push(() => queue.close());
       bot.queue = queue;
-      const history = new HistoryStore(producerRedis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) });
+      const history = new HistoryStore(producerRedis, {
+        maxMessages: config.HISTORY_MAX_MESSAGES,
+        ttlSeconds: historyTtlSeconds(config),
+      });
       let decider: ApprovalDecider;
       if (options.decider) {
         decider = options.decider({ redis: producerRedis });
@@ -232,7 +278,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       const outboundFor = async (platform: Platform): Promise<Outbound> => {
-        if (!outbounds[platform] && enabledPlatforms(config).includes(platform)) outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log);
+        if (!outbounds[platform] && enabledPlatforms(config).includes(platform))
+          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log);
         const outbound = outbounds[platform];
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;
@@ -246,7 +293,10 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)),
         languageOf: (conversation) => settings.language(conversation),
       });
-      if (config.ACCESS_POLICY === "open") log.warn("ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, \"Running a private bot\")");
+      if (config.ACCESS_POLICY === "open")
+        log.warn(
+          'ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, "Running a private bot")',
+        );
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());
       const tasks = taskActions({ config, log, redis: producerRedis, prefix: options.prefix });
@@ -269,7 +319,13 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         compaction: {
           context: async (conversation) => {
             const read = await history.read(conversation);
-            return { tokens: read.lastTokens, messages: read.stored, summarized: read.summary?.summarized ?? 0, compactions: read.summary?.compactions ?? 0, summary: read.summary?.text };
+            return {
+              tokens: read.lastTokens,
+              messages: read.stored,
+              summarized: read.summary?.summarized ?? 0,
+              compactions: read.summary?.compactions ?? 0,
+              summary: read.summary?.text,
+            };
           },
           compactNow: (conversation, owner) => compactions.compactNow({ conversation, owner, reason: "command" }),
         },
@@ -320,12 +376,23 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     if (config.HEALTH_PORT) {
       const probe = workerRedis ?? connections[0]!;
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
-      for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
+      for (const adapter of bot.adapters)
+        if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE, COMPACTIONS_QUEUE].map((name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }));
+      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE, COMPACTIONS_QUEUE].map(
+        (name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }),
+      );
       for (const queue of queues) queue.on("error", () => {});
       // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
-      const unwatch = watchQueues(async () => Object.fromEntries(await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const))), { log });
+      const unwatch = watchQueues(
+        async () =>
+          Object.fromEntries(
+            await Promise.all(
+              queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const),
+            ),
+          ),
+        { log },
+      );
       closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
       const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
@@ -335,8 +402,13 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
     if (options.signal?.aborted) log.info("start-up stopped");
     else if (error instanceof RedisEvictionError) log.error(`start-up failed: ${error.message}`);
-    else if (error instanceof AdapterFatalError) log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
-    else if (isAddressInUse(error)) log.error(`start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`);
+    else if (error instanceof AdapterFatalError)
+      log.error({ platform: error.platform }, `start-up failed: ${error.message}`);
+    else if (isAddressInUse(error))
+      log.error(
+        `start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} ` +
+          `is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`,
+      );
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.
     for (const adapter of bot.adapters) await adapter.abandon?.().catch(() => undefined);
@@ -395,7 +467,9 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
     const problem = await pingRedis(address, 10_000);
     if (problem) {
       const variable = config.REDIS_URL ? "REDIS_URL" : "REDIS_CLUSTER_NODES (and REDIS_PASSWORD)";
-      console.error(`Cannot reach Redis at ${describeRedisUrl(address)}: ${problem}. Check ${variable}, or leave it empty to run a private redis-server.`);
+      console.error(
+        `Cannot reach Redis at ${describeRedisUrl(address)}: ${problem}. Check ${variable}, or leave it empty to run a private redis-server.`,
+      );
       process.exit(1);
     }
     return { url: address };

@@ -30,11 +30,16 @@ import { isTaskButton } from "./tasks/format.js";
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
 
-/** Approval button data: `ap:<approval id>:y` (approve), `:n` (decline), `:a` (always allow). Ids are at most 90 characters (Discord's `custom_id` is at most 100). */
+/**
+ * Approval button data: `ap:<approval id>:y` (approve), `:n` (decline), `:a` (always allow). Ids are at most 90
+ * characters (Discord's `custom_id` is at most 100).
+ */
 const APPROVAL_BUTTON = /^ap:([A-Za-z0-9_-]{1,90}):([yna])$/;
 
 /** Reads approval button data; undefined for anything else. `always` implies `approve`. */
-export function parseApprovalButton(data: string): { approvalId: string; approve: boolean; always: boolean } | undefined {
+export function parseApprovalButton(
+  data: string,
+): { approvalId: string; approve: boolean; always: boolean } | undefined {
   const m = APPROVAL_BUTTON.exec(data);
   return m ? { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" } : undefined;
 }
@@ -87,12 +92,18 @@ export interface ButtonAnswer {
   removeButtons?: boolean;
   /** Show this in place of the pressed message, buttons included (a settings listing after a change). */
   replaceWith?: CommandReply;
-  /** True when the press could not be handled now (Redis unreachable): `notice` says to press again; an adapter may word it as its other "try again" answers. */
+  /**
+   * True when the press could not be handled now (Redis unreachable): `notice` says to press again; an adapter may
+   * word it as its other "try again" answers.
+   */
   failed?: boolean;
 }
 
 /** The "try again" notice of a press that could not be handled (Redis unreachable…). */
-const TRY_AGAIN = { "zh-TW": "暫時無法處理，請稍後再按一次。", en: "Could not do that right now; please press again in a moment." };
+const TRY_AGAIN = {
+  "zh-TW": "暫時無法處理，請稍後再按一次。",
+  en: "Could not do that right now; please press again in a moment.",
+};
 
 /**
  * Handles a press (see the module comment). Never throws: a failure is logged and answered with
@@ -100,23 +111,45 @@ const TRY_AGAIN = { "zh-TW": "暫時無法處理，請稍後再按一次。", en
  *
  * @param parts - the adapter's context: its approval decider, reminder actions and command runner.
  */
-export async function pressButton(parts: Pick<AdapterContext, "approvals" | "reminders" | "commands"> & { log: Logger }, press: ButtonPress): Promise<ButtonAnswer> {
+export async function pressButton(
+  parts: Pick<AdapterContext, "approvals" | "reminders" | "commands"> & { log: Logger },
+  press: ButtonPress,
+): Promise<ButtonAnswer> {
   const { data } = press;
   // The conversation's language (`/settings`), when one is set, else the adapter's: every notice below speaks it.
   const locale = (await parts.commands.languageOf(press)) ?? press.locale;
   const kind = buttonKind(data);
   if (kind === "reminder") {
-    if (!parts.reminders) return { kind: "reminder", notice: localize(locale, { "zh-TW": "這個提醒已經結束或取消了。", en: "This reminder has ended or was cancelled." }) };
+    if (!parts.reminders)
+      return {
+        kind: "reminder",
+        notice: localize(locale, {
+          "zh-TW": "這個提醒已經結束或取消了。",
+          en: "This reminder has ended or was cancelled.",
+        }),
+      };
     try {
       const answer = await parts.reminders.press({ data, platform: press.platform, userId: press.userId });
-      return { kind: "reminder", notice: answer.notice, ...(answer.closeText ? { closeText: answer.closeText } : {}), ...(data.startsWith("rm:c:") && answer.cancelled ? { dropButton: true } : {}) };
+      return {
+        kind: "reminder",
+        notice: answer.notice,
+        ...(answer.closeText ? { closeText: answer.closeText } : {}),
+        ...(data.startsWith("rm:c:") && answer.cancelled ? { dropButton: true } : {}),
+      };
     } catch (error) {
       parts.log.error({ err: error, platform: press.platform }, "reminder button failed");
       return { kind: "reminder", notice: localize(locale, TRY_AGAIN), failed: true };
     }
   }
   if (kind === "permission") {
-    const answer = await parts.commands.pressPermission({ data, platform: press.platform, chatId: press.chatId, ...(press.topicId ? { topicId: press.topicId } : {}), userId: press.userId, locale });
+    const answer = await parts.commands.pressPermission({
+      data,
+      platform: press.platform,
+      chatId: press.chatId,
+      ...(press.topicId ? { topicId: press.topicId } : {}),
+      userId: press.userId,
+      locale,
+    });
     return { kind: "permission", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
   }
   if (kind === "task") {
@@ -135,21 +168,57 @@ export async function pressButton(parts: Pick<AdapterContext, "approvals" | "rem
       isGroupAdmin: press.isGroupAdmin,
       readsAllGroupMessages: press.readsAllGroupMessages,
     });
-    return { kind: "settings", notice: answer.notice, ...(answer.listing ? { replaceWith: answer.listing } : {}), ...(answer.failed ? { failed: true } : {}) };
+    return {
+      kind: "settings",
+      notice: answer.notice,
+      ...(answer.listing ? { replaceWith: answer.listing } : {}),
+      ...(answer.failed ? { failed: true } : {}),
+    };
   }
   if (kind === "memory") {
-    if (!press.chatKind) return { kind: "memory", notice: localize(locale, { "zh-TW": "這裡無法刪除記憶。", en: "Memory cannot be deleted from here." }) };
-    const answer = await parts.commands.pressMemory({ data, platform: press.platform, chatId: press.chatId, chatKind: press.chatKind, userId: press.userId, locale, isGroupAdmin: press.isGroupAdmin });
-    return { kind: "memory", notice: answer.notice, ...(answer.closeText ? { closeText: answer.closeText } : {}), ...(answer.deletedFile ? { dropButton: true } : {}) };
+    if (!press.chatKind)
+      return {
+        kind: "memory",
+        notice: localize(locale, { "zh-TW": "這裡無法刪除記憶。", en: "Memory cannot be deleted from here." }),
+      };
+    const answer = await parts.commands.pressMemory({
+      data,
+      platform: press.platform,
+      chatId: press.chatId,
+      chatKind: press.chatKind,
+      userId: press.userId,
+      locale,
+      isGroupAdmin: press.isGroupAdmin,
+    });
+    return {
+      kind: "memory",
+      notice: answer.notice,
+      ...(answer.closeText ? { closeText: answer.closeText } : {}),
+      ...(answer.deletedFile ? { dropButton: true } : {}),
+    };
   }
   const parsed = parseApprovalButton(data);
   if (!parsed) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };
-  if (parsed.approvalId === CLOSED_APPROVAL_ID) return { kind: "approval", notice: decisionNotice({ status: "not_found" }, locale) };
+  if (parsed.approvalId === CLOSED_APPROVAL_ID)
+    return { kind: "approval", notice: decisionNotice({ status: "not_found" }, locale) };
   try {
-    const request: DecisionRequest = { approvalId: parsed.approvalId, platform: press.platform, deciderId: press.userId, approve: parsed.approve, ...(parsed.always ? { always: true } : {}) };
+    const request: DecisionRequest = {
+      approvalId: parsed.approvalId,
+      platform: press.platform,
+      deciderId: press.userId,
+      approve: parsed.approve,
+      ...(parsed.always ? { always: true } : {}),
+    };
     const result = await decideForGroup(parts.approvals, request, press);
-    parts.log.info({ via: "button", deciderId: press.userId, status: result.status }, `approval button: ${result.status}`);
-    return { kind: "approval", notice: decisionNotice(result, locale), ...(result.status === "accepted" ? { removeButtons: true } : {}) };
+    parts.log.info(
+      { via: "button", deciderId: press.userId, status: result.status },
+      `approval button: ${result.status}`,
+    );
+    return {
+      kind: "approval",
+      notice: decisionNotice(result, locale),
+      ...(result.status === "accepted" ? { removeButtons: true } : {}),
+    };
   } catch (error) {
     parts.log.error({ err: error, platform: press.platform }, "approval decision failed");
     return { kind: "approval", notice: localize(locale, TRY_AGAIN), failed: true };

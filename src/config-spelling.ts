@@ -40,7 +40,10 @@ export function ourPrefixes(known: readonly string[] = knownNames()): string[] {
     const cut = name.indexOf("_");
     if (cut > 0) counts.set(name.slice(0, cut + 1), (counts.get(name.slice(0, cut + 1)) ?? 0) + 1);
   }
-  return [...counts].filter(([, n]) => n >= 2).map(([prefix]) => prefix).sort();
+  return [...counts]
+    .filter(([, n]) => n >= 2)
+    .map(([prefix]) => prefix)
+    .sort();
 }
 
 /** Edits allowed between a name and a known one: 1 for names up to 5 characters, 2 up to 12, then 3. */
@@ -83,7 +86,10 @@ export function closestKnownName(name: string, known: readonly string[] = knownN
  * @param sources.env - the process environment (`process.env`); only its names are read.
  * @returns one entry per misspelled name, `.env` ones first, each list in its own order.
  */
-export function misspelledVariables(sources: { dotenv: readonly string[]; env: NodeJS.ProcessEnv }): MisspelledVariable[] {
+export function misspelledVariables(sources: {
+  dotenv: readonly string[];
+  env: NodeJS.ProcessEnv;
+}): MisspelledVariable[] {
   const known = knownNames();
   const prefixes = ourPrefixes(known);
   const found: MisspelledVariable[] = [];
@@ -95,7 +101,8 @@ export function misspelledVariables(sources: { dotenv: readonly string[]; env: N
     if (suggestion) found.push({ name, source, suggestion });
   };
   for (const name of sources.dotenv) check(name, ".env");
-  for (const name of Object.keys(sources.env)) if (prefixes.some((p) => name.toUpperCase().startsWith(p))) check(name, "environment");
+  for (const name of Object.keys(sources.env))
+    if (prefixes.some((p) => name.toUpperCase().startsWith(p))) check(name, "environment");
   return found;
 }
 

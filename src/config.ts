@@ -82,16 +82,28 @@ const port = () => wholeNumber(1, 65535, PORT_MESSAGE);
 const WEBHOOK_MESSAGE =
   "must be the public https:// address Telegram posts updates to (http:// only with a self-hosted Bot API server set in TELEGRAM_API_ROOT)";
 
-const CLUSTER_NODES_MESSAGE = "must list Redis Cluster nodes as host:port separated by commas (or redis://host:port, rediss://host:port for TLS, all entries alike), e.g. 10.0.0.1:6379,10.0.0.2:6379";
+const CLUSTER_NODES_MESSAGE =
+  "must list Redis Cluster nodes as host:port separated by commas (or redis://host:port, " +
+  "rediss://host:port for TLS, all entries alike), e.g. 10.0.0.1:6379,10.0.0.2:6379";
 
 /**
  * `REDIS_CLUSTER_NODES`: seed nodes `host:port` (an IPv6 host in brackets), each optionally
  * `redis://host:port` or `rediss://host:port` (TLS); every entry must agree on TLS.
  */
-function parseClusterNodes(v: string | undefined, ctx: z.RefinementCtx): { nodes: { host: string; port: number }[]; tls: boolean } | undefined {
+function parseClusterNodes(
+  v: string | undefined,
+  ctx: z.RefinementCtx,
+): { nodes: { host: string; port: number }[]; tls: boolean } | undefined {
   if (v === undefined) return undefined;
-  const entries = v.split(",").map((e) => e.trim()).filter((e) => e !== "");
-  const parsed = entries.map((entry) => /^(?:(rediss?):\/\/)?(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)):(\d{1,5})\/?$/.exec(entry));
+  const entries = v
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "");
+  const parsed = entries.map((entry) =>
+    /^(?:(rediss?):\/\/)?(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)):(\d{1,5})\/?$/.exec(
+      entry,
+    ),
+  );
   const schemes = new Set(parsed.map((m) => m?.[1] === "rediss"));
   if (entries.length === 0 || parsed.some((m) => !m || Number(m[4]) < 1 || Number(m[4]) > 65535) || schemes.size > 1) {
     ctx.addIssue({ code: "custom", message: CLUSTER_NODES_MESSAGE });
@@ -136,7 +148,10 @@ function parseShardList(v: string | undefined, ctx: z.RefinementCtx): number[] |
       return z.NEVER;
     }
     if (to > MAX_SHARD_ID) {
-      ctx.addIssue({ code: "custom", message: `every shard id must be below DISCORD_SHARD_COUNT (at most ${MAX_SHARD_ID + 1})` });
+      ctx.addIssue({
+        code: "custom",
+        message: `every shard id must be below DISCORD_SHARD_COUNT (at most ${MAX_SHARD_ID + 1})`,
+      });
       return z.NEVER;
     }
     for (let id = from; id <= to; id++) {
@@ -169,7 +184,12 @@ export type AccessPolicy = (typeof ACCESS_POLICIES)[number];
 
 /** A value that looks like a secret (a bot token, an API key): never echoed in a message. */
 function looksLikeSecret(v: string): boolean {
-  return /^\d+:[\w-]{20,}$/.test(v) || /^[\w-]{20,}\.[\w-]{4,}\.[\w-]{20,}$/.test(v) || /^sk-/i.test(v) || (v.length >= 32 && /^[\w.+/=-]+$/.test(v));
+  return (
+    /^\d+:[\w-]{20,}$/.test(v) ||
+    /^[\w-]{20,}\.[\w-]{4,}\.[\w-]{20,}$/.test(v) ||
+    /^sk-/i.test(v) ||
+    (v.length >= 32 && /^[\w.+/=-]+$/.test(v))
+  );
 }
 
 /**
@@ -191,11 +211,22 @@ const principalList = (kind: "user" | "chat") =>
         const match = /^(telegram|discord):(-?\d{1,21})$/i.exec(entry);
         const platform = match?.[1]?.toLowerCase();
         const id = match?.[2] ?? "";
-        const valid = platform === "telegram" ? (kind === "chat" || !id.startsWith("-")) && id.replace("-", "").length <= 16 : platform === "discord" && /^\d{15,21}$/.test(id);
+        const valid =
+          platform === "telegram"
+            ? (kind === "chat" || !id.startsWith("-")) && id.replace("-", "").length <= 16
+            : platform === "discord" && /^\d{15,21}$/.test(id);
         if (!valid) {
           // Named by position, never by value: a pasted token must not reach a log line.
-          const form = kind === "user" ? "telegram:<userId> or discord:<userId>" : "telegram:<chatId>, discord:<guildId> or discord:<channelId>";
-          ctx.addIssue({ code: "custom", message: `must be a comma list of ${form}; entry ${index + 1} of ${entries.length} is not${looksLikeSecret(entry) ? " (it looks like a token: remove it)" : ""}` });
+          const form =
+            kind === "user"
+              ? "telegram:<userId> or discord:<userId>"
+              : "telegram:<chatId>, discord:<guildId> or discord:<channelId>";
+          ctx.addIssue({
+            code: "custom",
+            message:
+              `must be a comma list of ${form}; entry ${index + 1} of ${entries.length} is not` +
+              `${looksLikeSecret(entry) ? " (it looks like a token: remove it)" : ""}`,
+          });
           return;
         }
         const normalised = `${platform}:${id}`;
@@ -221,7 +252,11 @@ export interface ModelPrices {
 export const DEFAULT_WEB_SEARCH_PRICE = 10;
 
 const PRICES_MESSAGE =
-  "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. 15,75,18.75,1.5), optionally a fifth: USD per 1,000 web searches (default 10); for several models, entries model=prices separated by ; (e.g. claude-opus-5=15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1), with at most one entry without a model (the price of every other model)";
+  "must be four prices in USD per million tokens: input,output,cache_write,cache_read (e.g. " +
+  "15,75,18.75,1.5), optionally a fifth: USD per 1,000 web searches (default 10); for " +
+  "several models, entries model=prices separated by ; (e.g. claude-opus-5=15,75,18.75,1.5;" +
+  "claude-haiku-5=1,5,1.25,0.1), with at most one entry without a model (the price of every " +
+  "other model)";
 
 /**
  * `MODEL_PRICES` as parsed: the default prices (the fields of {@link ModelPrices}: the entry without
@@ -237,9 +272,18 @@ const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$/;
 
 /** One price list `input,output,cache_write,cache_read[,web_search]`, or undefined when it is not one. */
 function parsePriceList(v: string): ModelPrices | undefined {
-  const numbers = v.split(",").map((p) => p.trim()).map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
+  const numbers = v
+    .split(",")
+    .map((p) => p.trim())
+    .map((p) => (/^\d+(\.\d+)?$/.test(p) ? Number(p) : NaN));
   if ((numbers.length !== 4 && numbers.length !== 5) || numbers.some((n) => !Number.isFinite(n))) return undefined;
-  const [input, output, cacheWrite, cacheRead, webSearch = DEFAULT_WEB_SEARCH_PRICE] = numbers as [number, number, number, number, number?];
+  const [input, output, cacheWrite, cacheRead, webSearch = DEFAULT_WEB_SEARCH_PRICE] = numbers as [
+    number,
+    number,
+    number,
+    number,
+    number?,
+  ];
   return { input, output, cacheWrite, cacheRead, webSearch };
 }
 
@@ -256,7 +300,10 @@ function parseModelPrices(v: string | undefined, ctx: z.RefinementCtx): ModelPri
   const byModel: Record<string, ModelPrices> = {};
   let base: ModelPrices | undefined;
   let first: string | undefined;
-  for (const entry of v.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+  for (const entry of v
+    .split(";")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")) {
     const eq = entry.indexOf("=");
     const id = eq >= 0 ? entry.slice(0, eq).trim() : undefined;
     const prices = parsePriceList(eq >= 0 ? entry.slice(eq + 1) : entry);
@@ -298,17 +345,28 @@ export interface ModelChoice {
   label: string;
 }
 
-const MODELS_MESSAGE = "must be model ids separated by commas, each optionally with a label after = (e.g. claude-opus-5=Opus,claude-haiku-5=Haiku); labels at most 40 characters, each id once";
+const MODELS_MESSAGE =
+  "must be model ids separated by commas, each optionally with a label after = (e.g. " +
+  "claude-opus-5=Opus,claude-haiku-5=Haiku); labels at most 40 characters, each id once";
 
 /** `MODELS`: `id` or `id=label` entries separated by commas (blank entries skipped). `ANTHROPIC_MODEL` is added in {@link loadConfig}. */
 function parseModels(v: string | undefined, ctx: z.RefinementCtx): ModelChoice[] | undefined {
   if (v === undefined) return undefined;
   const out: ModelChoice[] = [];
-  for (const entry of v.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
+  for (const entry of v
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")) {
     const eq = entry.indexOf("=");
     const id = (eq >= 0 ? entry.slice(0, eq) : entry).trim();
     const label = eq >= 0 ? entry.slice(eq + 1).trim() : id;
-    if (!MODEL_ID.test(id) || label === "" || [...label].length > 40 || /[\p{Cc}]/u.test(label) || out.some((m) => m.id === id)) {
+    if (
+      !MODEL_ID.test(id) ||
+      label === "" ||
+      [...label].length > 40 ||
+      /[\p{Cc}]/u.test(label) ||
+      out.some((m) => m.id === id)
+    ) {
       ctx.addIssue({ code: "custom", message: MODELS_MESSAGE });
       return z.NEVER;
     }
@@ -324,8 +382,14 @@ export const ConfigSchema = z.object({
    * The Messages API endpoint without `/v1` (the SDK adds `/v1/messages`): a trailing `/v1` and
    * trailing slashes are removed, so `https://api.anthropic.com/v1/` works as `https://api.anthropic.com`.
    */
-  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com").transform(stripApiVersion),
-  ANTHROPIC_MODEL: z.string().trim().min(1, { message: "must be a model id, e.g. claude-opus-5" }).default("claude-opus-5"),
+  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com").transform(
+    stripApiVersion,
+  ),
+  ANTHROPIC_MODEL: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a model id, e.g. claude-opus-5" })
+    .default("claude-opus-5"),
   /** Output budget of one model call, in tokens. */
   ANTHROPIC_MAX_TOKENS: int(256, 64000, 2048),
 
@@ -340,17 +404,20 @@ export const ConfigSchema = z.object({
    * HTTP webhook ("Using a Local Bot API Server", https://core.telegram.org/bots/api). That
    * cross-check is in {@link loadConfig}.
    */
-  TELEGRAM_WEBHOOK_URL: optionalString.refine((v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined, {
-    message: WEBHOOK_MESSAGE,
-  }),
+  TELEGRAM_WEBHOOK_URL: optionalString.refine(
+    (v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined,
+    {
+      message: WEBHOOK_MESSAGE,
+    },
+  ),
   /**
    * The webhook's `secret_token` (Bot API `setWebhook`: 1-256 characters, only `A-Z`, `a-z`, `0-9`,
    * `_` and `-`). We require at least 16, so it cannot be guessed.
    */
-  TELEGRAM_WEBHOOK_SECRET: optionalString.refine(
-    (v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v),
-    { message: "must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token), e.g. from: openssl rand -hex 24" },
-  ),
+  TELEGRAM_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), {
+    message:
+      "must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token), e.g. from: openssl rand -hex 24",
+  }),
   TELEGRAM_WEBHOOK_PORT: port().default(8443),
 
   /**
@@ -361,7 +428,9 @@ export const ConfigSchema = z.object({
    */
   DISCORD_TOKEN: optionalString.refine((v) => v === undefined || /^[\w-]{10,}\.[\w-]{4,}\.[\w-]{10,}$/.test(v), {
     message:
-      "does not look like a bot token from the Developer Portal (Bot → Reset Token): three parts of letters, digits, - and _ joined by dots, without a \"Bot \" prefix (not the client secret, application id or public key)",
+      "does not look like a bot token from the Developer Portal (Bot → Reset Token): three parts " +
+      'of letters, digits, - and _ joined by dots, without a "Bot " prefix (not the client ' +
+      "secret, application id or public key)",
   }),
   /** REST base ending in `/api` (discord.js adds `/v10`); a trailing slash is removed. */
   DISCORD_API_URL: optionalString
@@ -394,10 +463,16 @@ export const ConfigSchema = z.object({
     .string()
     .trim()
     .default("https://opendata.cwa.gov.tw/api")
-    .refine(isApiBase, { message: "must be an http:// or https:// URL ending in /api, e.g. https://opendata.cwa.gov.tw/api" })
+    .refine(isApiBase, {
+      message: "must be an http:// or https:// URL ending in /api, e.g. https://opendata.cwa.gov.tw/api",
+    })
     .transform((v) => v.replace(/\/+$/, "")),
 
-  DEFAULT_CITY: z.string().trim().min(1, { message: "must name one of the 22 counties and cities, e.g. 臺北市" }).default("臺北市"),
+  DEFAULT_CITY: z
+    .string()
+    .trim()
+    .min(1, { message: "must name one of the 22 counties and cities, e.g. 臺北市" })
+    .default("臺北市"),
   TIMEZONE: z
     .string()
     .trim()
@@ -438,7 +513,10 @@ export const ConfigSchema = z.object({
    * of the message's last edit), hence the low maximum.
    */
   STREAM_EDIT_INTERVAL_MS: int(100, 10_000, 1000),
-  /** Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429 waits); then the user gets a short apology. */
+  /**
+   * Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429
+   * waits); then the user gets a short apology.
+   */
   ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
   /**
    * Seconds a streamed model call may stay silent (1-600): before its first event (the first byte)
@@ -474,11 +552,17 @@ export const ConfigSchema = z.object({
    * with a short answer. Trailing slashes are removed.
    * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription
    */
-  STT_BASE_URL: optionalHttpUrl("an OpenAI-compatible transcription API, e.g. https://api.openai.com/v1").transform((v) => v?.replace(/\/+$/, "")),
+  STT_BASE_URL: optionalHttpUrl("an OpenAI-compatible transcription API, e.g. https://api.openai.com/v1").transform(
+    (v) => v?.replace(/\/+$/, ""),
+  ),
   /** Bearer key of the transcription API (secret: redacted from every log line); unset = no `Authorization` header (a self-hosted server). */
   STT_API_KEY: optionalString,
   /** Transcription model id sent as `model`. */
-  STT_MODEL: z.string().trim().min(1, { message: "must be a transcription model id, e.g. whisper-1" }).default("whisper-1"),
+  STT_MODEL: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a transcription model id, e.g. whisper-1" })
+    .default("whisper-1"),
   /** Longest voice message or audio file transcribed, in seconds (the platform's announced duration, checked before any download). */
   MAX_VOICE_SECONDS: int(1, 7200, 300),
 
@@ -535,9 +619,14 @@ export const ConfigSchema = z.object({
    * behind a reverse proxy on the same machine); unset = `127.0.0.1` for the health server
    * (`/metrics` has no authentication), every interface for the webhook.
    */
-  HTTP_HOST: optionalString.refine((v) => v === undefined || /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v), {
-    message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
-  }),
+  HTTP_HOST: optionalString.refine(
+    (v) =>
+      v === undefined ||
+      /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v),
+    {
+      message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
+    },
+  ),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       message: "must be fatal, error, warn, info, debug, trace or silent",
@@ -577,7 +666,10 @@ export class ConfigError extends Error {
   /** One line per problem, `NAME: reason`. */
   readonly problems: string[];
   constructor(problems: string[]) {
-    super(`Invalid configuration (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  - ${problems.join("\n  - ")}\nSee .env.example for every variable.`);
+    super(
+      `Invalid configuration (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  ` +
+        `- ${problems.join("\n  - ")}\nSee .env.example for every variable.`,
+    );
     this.name = "ConfigError";
     this.problems = problems;
   }
@@ -614,24 +706,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   };
   // A shard id past every possible count, with a valid DISCORD_SHARD_COUNT set: answer with that count.
   const shardCount = /^\d{1,5}$/.test(known.DISCORD_SHARD_COUNT ?? "") ? Number(known.DISCORD_SHARD_COUNT) : 0;
-  const belowCount = (count: number) => `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`;
-  if (known.TELEGRAM_WEBHOOK_URL && known.HEALTH_PORT && Number(known.TELEGRAM_WEBHOOK_PORT ?? 8443) === Number(known.HEALTH_PORT)) {
+  const belowCount = (count: number) =>
+    `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`;
+  if (
+    known.TELEGRAM_WEBHOOK_URL &&
+    known.HEALTH_PORT &&
+    Number(known.TELEGRAM_WEBHOOK_PORT ?? 8443) === Number(known.HEALTH_PORT)
+  ) {
     report(
       "HEALTH_PORT",
-      "must differ from TELEGRAM_WEBHOOK_PORT: the webhook and /health + /metrics are two servers, each on its own port (and /metrics should stay private while the webhook is public)",
+      "must differ from TELEGRAM_WEBHOOK_PORT: the webhook and /health + /metrics are two " +
+        "servers, each on its own port (and /metrics should stay private while the webhook is " +
+        "public)",
     );
   }
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const name = issue.path.map(String).join(".") || "(environment)";
-      const shardsPastCount = name === "DISCORD_SHARDS" && issue.message.startsWith("every shard id") && shardCount >= 1 && shardCount <= MAX_SHARD_ID + 1;
-      report(name, known[name] === undefined && name in known ? "is required" : shardsPastCount ? belowCount(shardCount) : issue.message);
+      const shardsPastCount =
+        name === "DISCORD_SHARDS" &&
+        issue.message.startsWith("every shard id") &&
+        shardCount >= 1 &&
+        shardCount <= MAX_SHARD_ID + 1;
+      report(
+        name,
+        known[name] === undefined && name in known
+          ? "is required"
+          : shardsPastCount
+            ? belowCount(shardCount)
+            : issue.message,
+      );
     }
   }
   if (parsed.success && parsed.data.DISCORD_SHARDS) {
     const count = parsed.data.DISCORD_SHARD_COUNT;
     if (count === undefined) {
-      report("DISCORD_SHARDS", "needs DISCORD_SHARD_COUNT (the shards of all processes together): every process must split the same count, and Discord's recommendation can change between starts");
+      report(
+        "DISCORD_SHARDS",
+        "needs DISCORD_SHARD_COUNT (the shards of all processes together): every process must " +
+          "split the same count, and Discord's recommendation can change between starts",
+      );
     } else if (parsed.data.DISCORD_SHARDS.some((id) => id >= count)) {
       report("DISCORD_SHARDS", belowCount(count));
     }
@@ -640,9 +754,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   if (webhook && !known.TELEGRAM_API_ROOT && URL.canParse(webhook) && new URL(webhook).protocol !== "https:") {
     report("TELEGRAM_WEBHOOK_URL", WEBHOOK_MESSAGE);
   }
-  if (known.REDIS_URL && known.REDIS_CLUSTER_NODES) report("REDIS_CLUSTER_NODES", "cannot be used together with REDIS_URL: set REDIS_URL for one Redis, REDIS_CLUSTER_NODES for a Redis Cluster");
+  if (known.REDIS_URL && known.REDIS_CLUSTER_NODES)
+    report(
+      "REDIS_CLUSTER_NODES",
+      "cannot be used together with REDIS_URL: set REDIS_URL for one Redis, REDIS_CLUSTER_NODES for a Redis Cluster",
+    );
   if (known.REDIS_PASSWORD && !known.REDIS_CLUSTER_NODES) {
-    report("REDIS_PASSWORD", "is used only with REDIS_CLUSTER_NODES; for one Redis put the password in REDIS_URL (redis://:password@host:port)");
+    report(
+      "REDIS_PASSWORD",
+      "is used only with REDIS_CLUSTER_NODES; for one Redis put the password in REDIS_URL (redis://:password@host:port)",
+    );
   }
   if ((options.purpose ?? "run") === "run") {
     if (known.ROLE !== "adapter" && !known.ANTHROPIC_API_KEY) {
@@ -653,16 +774,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     }
   }
   const pricing = parsed.success ? parsed.data.MODEL_PRICES : undefined;
-  const provisional = pricing ? (pricing as unknown as Record<symbol, string | undefined>)[PROVISIONAL_DEFAULT] : undefined;
+  const provisional = pricing
+    ? (pricing as unknown as Record<symbol, string | undefined>)[PROVISIONAL_DEFAULT]
+    : undefined;
   if (pricing && provisional !== undefined && !pricing.byModel?.[parsed.data!.ANTHROPIC_MODEL]) {
-    report("MODEL_PRICES", "needs a price for ANTHROPIC_MODEL: an entry for it (model=prices), or a price list without a model id for every model not named");
+    report(
+      "MODEL_PRICES",
+      "needs a price for ANTHROPIC_MODEL: an entry for it (model=prices), or a price list without a model id for every model not named",
+    );
   }
   if (problems.size > 0) throw new ConfigError([...problems].map(([name, reason]) => `${name}: ${reason}`));
   const data = parsed.data!;
   const defaultModel = data.ANTHROPIC_MODEL;
   const models = data.MODELS ?? [];
-  const MODELS = models.some((m) => m.id === defaultModel) ? models : [{ id: defaultModel, label: defaultModel }, ...models];
-  const MODEL_PRICES = pricing && provisional !== undefined ? { ...pricing.byModel![defaultModel]!, byModel: pricing.byModel! } : pricing;
+  const MODELS = models.some((m) => m.id === defaultModel)
+    ? models
+    : [{ id: defaultModel, label: defaultModel }, ...models];
+  const MODEL_PRICES =
+    pricing && provisional !== undefined ? { ...pricing.byModel![defaultModel]!, byModel: pricing.byModel! } : pricing;
   return { ...data, MODELS, MODEL_PRICES };
 }
 

@@ -32,8 +32,12 @@ async function runCheck(check: HealthCheck): Promise<boolean> {
 }
 
 /** Runs every check; `ok` is true only when all pass. */
-export async function checkHealth(checks: Record<string, HealthCheck>): Promise<{ ok: boolean; checks: Record<string, boolean> }> {
-  const entries = await Promise.all(Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check)] as const));
+export async function checkHealth(
+  checks: Record<string, HealthCheck>,
+): Promise<{ ok: boolean; checks: Record<string, boolean> }> {
+  const entries = await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check)] as const),
+  );
   return { ok: entries.every(([, ok]) => ok), checks: Object.fromEntries(entries) };
 }
 
@@ -46,7 +50,12 @@ export const HEALTH_DEFAULT_HOST = "127.0.0.1";
  * in the compose network can scrape), with the timeouts of `src/http-server.ts`. Resolves once listening.
  * @throws when the port cannot be bound.
  */
-export async function startHealthServer(port: number, checks: Record<string, HealthCheck>, log?: Logger, host: string = HEALTH_DEFAULT_HOST): Promise<Server> {
+export async function startHealthServer(
+  port: number,
+  checks: Record<string, HealthCheck>,
+  log?: Logger,
+  host: string = HEALTH_DEFAULT_HOST,
+): Promise<Server> {
   const server = withTimeouts(
     createServer((req, res) => {
       const path = (req.url ?? "").split("?")[0];

@@ -60,10 +60,21 @@ export function isMislabelledLink(label: string, href: string): boolean {
  */
 export function isProxyLink(href: string): boolean {
   const seen = asSeen(href);
-  return /^tg:(?:\/\/)?(?:proxy|socks)(?:[/?#]|$)/.test(seen) || /^(?:https?:\/\/)?(?:www\.)?(?:t|telegram)\.(?:me|dog)\/(?:proxy|socks)(?:[/?#]|$)/.test(seen);
+  return (
+    /^tg:(?:\/\/)?(?:proxy|socks)(?:[/?#]|$)/.test(seen) ||
+    /^(?:https?:\/\/)?(?:www\.)?(?:t|telegram)\.(?:me|dog)\/(?:proxy|socks)(?:[/?#]|$)/.test(seen)
+  );
 }
 
 /** The text of marked's inline tokens (a link's label) as a reader sees it: formatting removed. */
 export function labelText(tokens: readonly Token[] | undefined): string {
-  return (tokens ?? []).map((t) => ("tokens" in t && Array.isArray(t.tokens) ? labelText(t.tokens) : "text" in t && typeof t.text === "string" ? t.text : t.raw)).join("");
+  return (tokens ?? [])
+    .map((t) =>
+      "tokens" in t && Array.isArray(t.tokens)
+        ? labelText(t.tokens)
+        : "text" in t && typeof t.text === "string"
+          ? t.text
+          : t.raw,
+    )
+    .join("");
 }

@@ -58,7 +58,9 @@ const MAX_SOCKET_PATH = 100;
 const LOCK_STALE_MS = 10_000;
 
 const INSTALL_HINT =
-  "redis-server was not found. Install it (Debian/Ubuntu: `sudo apt-get install redis-server`; macOS: `brew install redis`), or set REDIS_URL to a Redis you run elsewhere.";
+  "redis-server was not found. Install it (Debian/Ubuntu: `sudo apt-get install " +
+  "redis-server`; macOS: `brew install redis`), or set REDIS_URL to a Redis you run " +
+  "elsewhere.";
 
 function redisOptions(url: string): RedisOptions {
   if (url.startsWith("/")) return { path: url };
@@ -68,7 +70,13 @@ function redisOptions(url: string): RedisOptions {
 
 /** Runs `fn` with a short-lived connection to `url`; resolves undefined when the server does not answer. */
 async function withProbe<T>(url: string, fn: (redis: Redis) => Promise<T>): Promise<T | undefined> {
-  const probe = new Redis({ ...redisOptions(url), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+  const probe = new Redis({
+    ...redisOptions(url),
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000,
+  });
   probe.on("error", () => {});
   try {
     await probe.connect();
@@ -113,7 +121,9 @@ async function freePort(): Promise<number> {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -140,14 +150,19 @@ class Leases {
         realpath: false,
       });
     } catch (error) {
-      throw new LocalRedisError(`another process holds ${path.relative(process.cwd(), this.lockFile) || this.lockFile} for too long: ${(error as Error).message}`, { cause: error });
+      throw new LocalRedisError(
+        `another process holds ${path.relative(process.cwd(), this.lockFile) || this.lockFile} for too long: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
   readServer(): ServerInfo | undefined {
     try {
       const info = JSON.parse(readFileSync(this.serverFile, "utf8")) as Partial<ServerInfo>;
-      return typeof info.pid === "number" && typeof info.url === "string" ? { pid: info.pid, url: info.url } : undefined;
+      return typeof info.pid === "number" && typeof info.url === "string"
+        ? { pid: info.pid, url: info.url }
+        : undefined;
     } catch {
       return undefined;
     }
@@ -207,7 +222,20 @@ async function spawnServer(dir: string, timeoutMs: number): Promise<{ child: Chi
   const socket = path.join(dir, "redis.sock");
   const useSocket = socket.length <= MAX_SOCKET_PATH;
   const port = useSocket ? 0 : await freePort();
-  const args = ["--dir", dir, "--appendonly", "yes", "--save", "", "--port", String(port), "--bind", "127.0.0.1", "--daemonize", "no"];
+  const args = [
+    "--dir",
+    dir,
+    "--appendonly",
+    "yes",
+    "--save",
+    "",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--daemonize",
+    "no",
+  ];
   if (useSocket) args.push("--unixsocket", socket, "--unixsocketperm", "700");
   const url = useSocket ? socket : `redis://127.0.0.1:${port}`;
 
@@ -226,9 +254,15 @@ async function spawnServer(dir: string, timeoutMs: number): Promise<{ child: Chi
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (spawnError) {
-      throw new LocalRedisError(spawnError.code === "ENOENT" ? INSTALL_HINT : `redis-server could not be started: ${spawnError.message}`, { cause: spawnError });
+      throw new LocalRedisError(
+        spawnError.code === "ENOENT" ? INSTALL_HINT : `redis-server could not be started: ${spawnError.message}`,
+        { cause: spawnError },
+      );
     }
-    if (child.exitCode !== null) throw new LocalRedisError(`redis-server exited at start (code ${child.exitCode}): ${stderr.trim() || "no message"}`);
+    if (child.exitCode !== null)
+      throw new LocalRedisError(
+        `redis-server exited at start (code ${child.exitCode}): ${stderr.trim() || "no message"}`,
+      );
     if ((await withProbe(url, (r) => r.ping())) === "PONG") break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
@@ -252,7 +286,9 @@ async function spawnServer(dir: string, timeoutMs: number): Promise<{ child: Chi
  * @throws {LocalRedisError} when redis-server is not installed (the message says how to install it
  *   or set `REDIS_URL`), exits early, does not answer in time, or the folder stays locked.
  */
-export async function startLocalRedis(options: { dir?: string; log?: Logger; timeoutMs?: number; pid?: number } = {}): Promise<LocalRedis> {
+export async function startLocalRedis(
+  options: { dir?: string; log?: Logger; timeoutMs?: number; pid?: number } = {},
+): Promise<LocalRedis> {
   const dir = path.resolve(options.dir ?? path.join(".data", "redis"));
   const shown = path.relative(process.cwd(), dir) || dir;
   const pid = options.pid ?? process.pid;
@@ -269,14 +305,20 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
     if (candidate && runningPid !== undefined) {
       url = candidate;
       leases.writeServer({ pid: runningPid, url });
-      options.log?.info({ dir: shown, users: leases.live().length }, "reusing the local redis-server already running on this folder");
+      options.log?.info(
+        { dir: shown, users: leases.live().length },
+        "reusing the local redis-server already running on this folder",
+      );
     } else {
       leases.clear(); // nothing runs: leases left by crashed processes mean nothing now
       const started = await spawnServer(dir, options.timeoutMs ?? 10_000);
       url = started.url;
       owned = true;
       leases.writeServer({ pid: started.child.pid!, url });
-      options.log?.info({ dir: shown, redisPid: started.child.pid }, "started a local redis-server (REDIS_URL is unset)");
+      options.log?.info(
+        { dir: shown, redisPid: started.child.pid },
+        "started a local redis-server (REDIS_URL is unset)",
+      );
     }
     leases.take(pid);
   } finally {
@@ -308,7 +350,10 @@ export async function startLocalRedis(options: { dir?: string; log?: Logger; tim
         leases.giveBack(pid);
         const others = leases.live();
         if (others.length > 0) {
-          options.log?.info({ pids: others }, `the local redis-server is still used by ${others.length} other process${others.length === 1 ? "" : "es"} of this folder; left running`);
+          options.log?.info(
+            { pids: others },
+            `the local redis-server is still used by ${others.length} other process${others.length === 1 ? "" : "es"} of this folder; left running`,
+          );
           return;
         }
         const server = leases.readServer();

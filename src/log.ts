@@ -76,11 +76,13 @@ export function redactValues(text: string, values: readonly string[]): string {
 export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
-  return out
-    .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
-    // Credentials written into a URL (`https://user:password@host/`).
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
-    .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
+  return (
+    out
+      .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
+      // Credentials written into a URL (`https://user:password@host/`).
+      .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
+      .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]")
+  );
 }
 
 /** Paths redacted in every log object (pino `redact`). */
@@ -131,7 +133,10 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
   if (pretty) {
     return pino({
       ...base,
-      transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" } },
+      transport: {
+        target: "pino-pretty",
+        options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" },
+      },
     });
   }
   const stream = (options.destination ?? process.stdout) as NodeJS.WritableStream & { write(s: string): boolean };

@@ -8,7 +8,15 @@
 import "dotenv/config";
 import { createAnthropicClient } from "./agent/client.js";
 import { runAgent } from "./agent/loop.js";
-import { configOrExit, toolsOrExit, enabledPlatforms, redisOrExit, startBot, stopOnSignals, type RunningBot } from "./app.js";
+import {
+  configOrExit,
+  toolsOrExit,
+  enabledPlatforms,
+  redisOrExit,
+  startBot,
+  stopOnSignals,
+  type RunningBot,
+} from "./app.js";
 import { secretValues } from "./config.js";
 import { warnMisspelledVariables } from "./config-spelling.js";
 import { createLogger, registerSecrets } from "./log.js";
@@ -20,7 +28,9 @@ async function main(): Promise<void> {
   warnMisspelledVariables(log);
   const toolbox = await toolsOrExit(config, log);
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
-    log.warn("no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.");
+    log.warn(
+      "no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.",
+    );
   }
   // Handlers go in before anything is started: a signal during start-up aborts it, then stops.
   const started: { redis?: Awaited<ReturnType<typeof redisOrExit>>; bot?: Promise<RunningBot> } = {};

@@ -99,7 +99,10 @@ const toolSeconds = new Histogram({
 });
 const approvals = new Counter({
   name: "bot_approvals_total",
-  help: "Approval outcomes, by verdict: approved, declined, expired (decisions on a prompt), always (approved with \"always allow\", recording a grant), granted (a call run without a prompt under a grant).",
+  help:
+    "Approval outcomes, by verdict: approved, declined, expired (decisions on a prompt), " +
+    'always (approved with "always allow", recording a grant), granted (a call run without a ' +
+    "prompt under a grant).",
   labelNames: ["verdict"] as const,
   registers: [registry],
 });
@@ -239,7 +242,12 @@ export const metrics = {
     modelErrors.inc({ status: String(status) });
   },
   /** The `usage` of one model response (the four token kinds the Messages API reports). */
-  modelUsage(usage: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null }): void {
+  modelUsage(usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_creation_input_tokens?: number | null;
+    cache_read_input_tokens?: number | null;
+  }): void {
     modelTokens.inc({ kind: "input" }, usage.input_tokens);
     modelTokens.inc({ kind: "output" }, usage.output_tokens);
     modelTokens.inc({ kind: "cache_write" }, usage.cache_creation_input_tokens ?? 0);

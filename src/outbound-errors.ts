@@ -58,7 +58,13 @@ export class RateLimitedError extends OutboundError {
   /** How long the platform asks to wait, in ms (never negative). */
   readonly retryAfterMs: number;
 
-  constructor(platform: Platform, method: string, retryAfterMs: number, message: string, details: OutboundErrorDetails = {}) {
+  constructor(
+    platform: Platform,
+    method: string,
+    retryAfterMs: number,
+    message: string,
+    details: OutboundErrorDetails = {},
+  ) {
     super(platform, method, message, { status: 429, ...details });
     this.name = "RateLimitedError";
     this.retryAfterMs = Math.max(0, retryAfterMs);

@@ -54,7 +54,12 @@ export function destinationOf(message: IncomingMessage): Destination {
       ...(message.chatKind === "group" ? { mention: { userId: message.userId, userName: message.userName } } : {}),
     };
   }
-  return { conversation: conversationOf(message), chatKind: message.chatKind, replyTo: message.messageId, reply: message.reply };
+  return {
+    conversation: conversationOf(message),
+    chatKind: message.chatKind,
+    replyTo: message.messageId,
+    reply: message.reply,
+  };
 }
 
 /** A button of a notice ({@link Outbound.sendNotice}): its label and `callback_data` / `custom_id` (at most 64 bytes). */
@@ -142,7 +147,11 @@ export interface Outbound {
    *
    * @returns the sent messages, one per chunk actually sent now.
    */
-  sendAnswer(to: Destination, text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  sendAnswer(
+    to: Destination,
+    text: string,
+    options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
+  ): Promise<SentRef[]>;
   /**
    * Optional: opens a streamed answer to `to` (see `src/streaming.ts`): the platform decides drafts
    * or posted-and-edited messages, throttles to `options.intervalMs` per message, and `finish`

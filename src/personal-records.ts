@@ -27,7 +27,13 @@ export interface RecordOwner {
  * the chat kind, the Discord server (for its access check) and the owner's display name, from the
  * tool context (only the fields present).
  */
-export function placeOf(context: { chatId: string; topicId?: string | undefined; chatKind: "dm" | "group"; guildId?: string | undefined; userName: string }): {
+export function placeOf(context: {
+  chatId: string;
+  topicId?: string | undefined;
+  chatKind: "dm" | "group";
+  guildId?: string | undefined;
+  userName: string;
+}): {
   chatId: string;
   topicId?: string;
   chatKind: "dm" | "group";
@@ -81,7 +87,12 @@ export interface PersonalRecords<T extends { id: number }> {
  * @param what - names the record in log lines about damaged records, e.g. `scheduled task`.
  * @param count - what {@link PersonalRecords.add}'s limit counts.
  */
-export function personalRecords<S extends z.ZodType<{ id: number }>>(prefix: string, schema: S, what: string, count: LimitCount): PersonalRecords<z.output<S>> {
+export function personalRecords<S extends z.ZodType<{ id: number }>>(
+  prefix: string,
+  schema: S,
+  what: string,
+  count: LimitCount,
+): PersonalRecords<z.output<S>> {
   type T = z.output<S>;
   const keys = (owner: RecordOwner): { tag: string; items: string; seq: string } => {
     const tag = `{${owner.platform}:${owner.userId}}`;
@@ -105,7 +116,9 @@ export function personalRecords<S extends z.ZodType<{ id: number }>>(prefix: str
         .filter((r): r is T => r !== undefined);
     },
     async update(redis, owner, record) {
-      return (await redis.eval(UPDATE_IF_EXISTS, 1, keys(owner).items, String(record.id), JSON.stringify(record))) === 1;
+      return (
+        (await redis.eval(UPDATE_IF_EXISTS, 1, keys(owner).items, String(record.id), JSON.stringify(record))) === 1
+      );
     },
     async delete(redis, owner, id, log = silentLogger) {
       const k = keys(owner);

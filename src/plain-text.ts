@@ -72,7 +72,11 @@ export function terminalText(text: string): string {
     .replace(/\r\n/g, "\n")
     .replace(/[\u2028\u2029]/g, "\n")
     .replace(INVISIBLE, (char: string, offset: number, whole: string) =>
-      char === "\u200D" && EMOJI_BEFORE.test(whole.slice(Math.max(0, offset - 2), offset)) && EMOJI_AFTER.test(whole.slice(offset + 1, offset + 3)) ? char : "",
+      char === "\u200D" &&
+      EMOJI_BEFORE.test(whole.slice(Math.max(0, offset - 2), offset)) &&
+      EMOJI_AFTER.test(whole.slice(offset + 1, offset + 3))
+        ? char
+        : "",
     )
     .replace(TERMINAL_CONTROLS, (char) => String.fromCharCode(char === "\u007F" ? 0x2421 : 0x2400 + char.charCodeAt(0)))
     .replace(C1_CONTROLS, "");

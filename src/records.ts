@@ -16,7 +16,13 @@ import type { Logger } from "./log.js";
  * @param context - extra fields for that log line (an approval id, a conversation).
  * @returns the decoded record, or undefined when `raw` is null/undefined or cannot be decoded.
  */
-export function decodeRecord<S extends z.ZodType>(schema: S, raw: string | null | undefined, what: string, log: Logger, context: Record<string, unknown> = {}): z.output<S> | undefined {
+export function decodeRecord<S extends z.ZodType>(
+  schema: S,
+  raw: string | null | undefined,
+  what: string,
+  log: Logger,
+  context: Record<string, unknown> = {},
+): z.output<S> | undefined {
   if (raw === null || raw === undefined) return undefined;
   let json: unknown;
   try {
@@ -27,6 +33,13 @@ export function decodeRecord<S extends z.ZodType>(schema: S, raw: string | null 
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
-  log.warn({ ...context, record: what, issues: parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`) }, `unreadable ${what} in Redis; treated as missing`);
+  log.warn(
+    {
+      ...context,
+      record: what,
+      issues: parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`),
+    },
+    `unreadable ${what} in Redis; treated as missing`,
+  );
   return undefined;
 }

@@ -33,7 +33,10 @@ export interface ClusterNode {
  * @param options.password - `AUTH` password of every node (`REDIS_PASSWORD`).
  * @param options.tls - connect with TLS (entries written `rediss://host:port`).
  */
-export function clusterAddress(nodes: readonly ClusterNode[], options: { password?: string; tls?: boolean } = {}): string {
+export function clusterAddress(
+  nodes: readonly ClusterNode[],
+  options: { password?: string; tls?: boolean } = {},
+): string {
   const auth = options.password ? `:${encodeURIComponent(options.password)}@` : "";
   const list = nodes.map((n) => `${n.host.includes(":") ? `[${n.host}]` : n.host}:${n.port}`).join(",");
   return `${options.tls ? "rediss" : "redis"}-cluster://${auth}${list}`;
@@ -71,7 +74,9 @@ export function parseClusterAddress(address: string): { nodes: ClusterNode[]; pa
  * `REDIS_PASSWORD`) as a {@link clusterAddress}; undefined when neither is set (the private
  * redis-server is used then).
  */
-export function redisAddress(config: Pick<Config, "REDIS_URL" | "REDIS_CLUSTER_NODES" | "REDIS_PASSWORD">): string | undefined {
+export function redisAddress(
+  config: Pick<Config, "REDIS_URL" | "REDIS_CLUSTER_NODES" | "REDIS_PASSWORD">,
+): string | undefined {
   if (config.REDIS_URL) return config.REDIS_URL;
   const cluster = config.REDIS_CLUSTER_NODES;
   return cluster ? clusterAddress(cluster.nodes, { password: config.REDIS_PASSWORD, tls: cluster.tls }) : undefined;
@@ -100,7 +105,11 @@ export function isCluster(redis: RedisClient): redis is Cluster {
  */
 export function connectRedis(url: string, options: RedisOptions = {}, log?: Logger): RedisClient {
   const base: RedisOptions = { lazyConnect: false, enableAutoPipelining: true, ...options };
-  const redis = isClusterAddress(url) ? openCluster(url, base) : url.startsWith("/") ? new Redis({ ...base, path: url }) : new Redis(url, base);
+  const redis = isClusterAddress(url)
+    ? openCluster(url, base)
+    : url.startsWith("/")
+      ? new Redis({ ...base, path: url })
+      : new Redis(url, base);
   let lastWarning = 0;
   let troubled = false;
   onConnectionError(redis, (err: Error & { code?: unknown }, node?: string) => {
@@ -108,7 +117,10 @@ export function connectRedis(url: string, options: RedisOptions = {}, log?: Logg
     if (Date.now() - lastWarning < 10_000) return;
     lastWarning = Date.now();
     // The message and code only: a socket error's stack says nothing useful here.
-    log?.warn({ redis: describeRedisUrl(url), node, code: typeof err.code === "string" ? err.code : undefined }, `redis connection problem: ${err.message}; reconnecting`);
+    log?.warn(
+      { redis: describeRedisUrl(url), node, code: typeof err.code === "string" ? err.code : undefined },
+      `redis connection problem: ${err.message}; reconnecting`,
+    );
   });
   redis.on("ready", () => {
     if (!troubled) return;
@@ -170,14 +182,23 @@ export function describeRedisUrl(url: string): string {
  * @returns undefined when it answered, else the reason in a few words (the connection error).
  */
 export async function pingRedis(url: string, timeoutMs: number): Promise<string | undefined> {
-  const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+  const redis = connectRedis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+    connectTimeout: timeoutMs,
+  });
   let cause: string | undefined; // ioredis rejects with "Connection is closed." (a cluster: "Failed to refresh slots cache."); the event says why
   onConnectionError(redis, (err) => (cause ??= err.message));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       redis.connect().then(() => redis.ping()),
-      new Promise((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs))),
+      new Promise(
+        (_resolve, reject) =>
+          (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)),
+      ),
     ]);
     return undefined;
   } catch (error) {
@@ -231,12 +252,19 @@ async function evictionPolicyOf(node: Redis): Promise<string | undefined> {
 export async function assertNoEviction(redis: RedisClient, log?: Logger): Promise<void> {
   await redis.ping(); // waits for the connection (a cluster: until its slots are known)
   const nodes: Redis[] = isCluster(redis) ? redis.nodes("master") : [redis];
-  const policies = await Promise.all(nodes.map(async (node) => ({ node: nodeName(node), policy: await evictionPolicyOf(node) })));
-  const evicting = policies.filter((p): p is { node: string; policy: string } => p.policy !== undefined && p.policy !== "noeviction");
+  const policies = await Promise.all(
+    nodes.map(async (node) => ({ node: nodeName(node), policy: await evictionPolicyOf(node) })),
+  );
+  const evicting = policies.filter(
+    (p): p is { node: string; policy: string } => p.policy !== undefined && p.policy !== "noeviction",
+  );
   if (evicting.length > 0) throw new RedisEvictionError(evicting);
   const unknown = policies.filter((p) => p.policy === undefined).map((p) => p.node);
   if (unknown.length > 0) {
-    log?.warn({ nodes: unknown }, "could not read maxmemory-policy (INFO and CONFIG are not allowed): make sure it is noeviction, or BullMQ may lose jobs and locks when memory runs short");
+    log?.warn(
+      { nodes: unknown },
+      "could not read maxmemory-policy (INFO and CONFIG are not allowed): make sure it is noeviction, or BullMQ may lose jobs and locks when memory runs short",
+    );
   }
 }
 
@@ -275,7 +303,9 @@ async function warnIfNotPersistent(redis: RedisClient, log: Logger): Promise<voi
   try {
     await redis.ping();
     const nodes: Redis[] = isCluster(redis) ? redis.nodes("master") : [redis];
-    const found = await Promise.all(nodes.map(async (node) => ({ node: nodeName(node), persistence: await persistenceOf(node) })));
+    const found = await Promise.all(
+      nodes.map(async (node) => ({ node: nodeName(node), persistence: await persistenceOf(node) })),
+    );
     const none = found.filter((f) => f.persistence === "none").map((f) => f.node);
     for (const node of none) {
       log.warn(
@@ -286,7 +316,11 @@ async function warnIfNotPersistent(redis: RedisClient, log: Logger): Promise<voi
       );
     }
     const unknown = found.filter((f) => f.persistence === "unknown").map((f) => f.node);
-    if (unknown.length > 0) log.info({ nodes: unknown }, "could not read whether Redis keeps its data across a restart (INFO persistence and CONFIG are not allowed): make sure AOF or snapshots are on");
+    if (unknown.length > 0)
+      log.info(
+        { nodes: unknown },
+        "could not read whether Redis keeps its data across a restart (INFO persistence and CONFIG are not allowed): make sure AOF or snapshots are on",
+      );
   } catch {
     // Unreachable now: the eviction check has said so already.
   }
@@ -302,7 +336,12 @@ async function warnIfNotPersistent(redis: RedisClient, log: Logger): Promise<voi
  * @throws {RedisEvictionError} when a node may evict keys.
  */
 export async function checkRedisAtStart(url: string, log: Logger): Promise<void> {
-  const redis = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 10_000 });
+  const redis = connectRedis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    connectTimeout: 10_000,
+  });
   redis.on("error", () => {}); // the outcome is reported below
   try {
     await redis.connect();
@@ -310,7 +349,10 @@ export async function checkRedisAtStart(url: string, log: Logger): Promise<void>
     await warnIfNotPersistent(redis, log);
   } catch (error) {
     if (error instanceof RedisEvictionError) throw error;
-    log.warn({ redis: describeRedisUrl(url) }, `could not check Redis's maxmemory-policy (${(error as Error).message}); it must be noeviction`);
+    log.warn(
+      { redis: describeRedisUrl(url) },
+      `could not check Redis's maxmemory-policy (${(error as Error).message}); it must be noeviction`,
+    );
   } finally {
     redis.disconnect();
   }

@@ -84,7 +84,10 @@ export interface AnswerStream {
    * @returns the messages of the chunks put in place now.
    * @throws the platform's error for a chunk that could not be put in place (with its `retry_after` on a 429).
    */
-  finish(text: string, options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }): Promise<SentRef[]>;
+  finish(
+    text: string,
+    options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
+  ): Promise<SentRef[]>;
   /** Stops updating and deletes the messages posted for this answer (before an approval prompt or an apology). Never throws. */
   discard(): Promise<void>;
   /** Stops updating and keeps the messages (the job will retry: it edits them, their ids being kept in Redis). Never throws. */
@@ -126,7 +129,11 @@ export class LiveView {
         break;
       case "tool_start":
         this.#notice = "";
-        this.#tools.set(event.id, { activity: event.activity, ...(event.icon ? { icon: event.icon } : {}), state: "running" });
+        this.#tools.set(event.id, {
+          activity: event.activity,
+          ...(event.icon ? { icon: event.icon } : {}),
+          state: "running",
+        });
         break;
       case "tool_end": {
         const tool = this.#tools.get(event.id);
@@ -136,7 +143,10 @@ export class LiveView {
     }
   }
 
-  /** The text to show now (may be empty: nothing to show yet): the lead, status lines, the notice, the answer so far. Leading and trailing white space is trimmed. */
+  /**
+   * The text to show now (may be empty: nothing to show yet): the lead, status lines, the notice, the answer so far.
+   * Leading and trailing white space is trimmed.
+   */
   text(): string {
     const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
     const answer = this.#text.trim();
@@ -293,7 +303,9 @@ export class LiveAnswer<C> implements AnswerStream {
    */
   #nextWait(): number | undefined {
     const wait = this.#dueIn();
-    return wait === undefined ? undefined : Math.max(wait, this.#failedAt + this.#options.intervalMs - performance.now());
+    return wait === undefined
+      ? undefined
+      : Math.max(wait, this.#failedAt + this.#options.intervalMs - performance.now());
   }
 
   /** ms until the next update is due by the per-message (or draft) interval, or undefined when nothing changed. */
@@ -326,14 +338,22 @@ export class LiveAnswer<C> implements AnswerStream {
       const i = pieces.length - 1;
       if (i < 0) return;
       const since = performance.now() - this.#draftAt;
-      if (this.#draftShown[i] === pieces[i] ? since < this.#draftRefreshMs : this.#draftShown.length > 0 && since < interval) return;
+      if (
+        this.#draftShown[i] === pieces[i]
+          ? since < this.#draftRefreshMs
+          : this.#draftShown.length > 0 && since < interval
+      )
+        return;
       try {
         await this.#surface.draft(pieces[i]!, i);
       } catch (error) {
         if (!(error instanceof PlatformRefusedError)) throw error;
         // Refused for good (not a rate limit, not an outage): post and edit from now on, at once.
         this.#drafts = false;
-        this.#options.log.warn({ err: error }, "the chat refused a draft; this answer goes on as a posted message with edits, and the chat gets no drafts for a while");
+        this.#options.log.warn(
+          { err: error },
+          "the chat refused a draft; this answer goes on as a posted message with edits, and the chat gets no drafts for a while",
+        );
         await this.#options.onDraftsRefused?.();
         return this.#update();
       }
@@ -373,7 +393,10 @@ export class LiveAnswer<C> implements AnswerStream {
     await this.#chain;
   }
 
-  async finish(text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async finish(
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     await this.#stop();
     const chunks = this.#surface.finalChunks(text);
     const refs: SentRef[] = [];
@@ -418,7 +441,9 @@ export class LiveAnswer<C> implements AnswerStream {
   /** Deletes `posted` messages, logging (not throwing) a failure for each. */
   async #removeAll(posted: Posted[]): Promise<void> {
     for (const p of posted) {
-      await this.#surface.remove(p.ref).catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
+      await this.#surface
+        .remove(p.ref)
+        .catch((err: unknown) => this.#options.log.warn({ err }, "could not delete a live answer message"));
     }
   }
 
@@ -429,6 +454,8 @@ export class LiveAnswer<C> implements AnswerStream {
   async discard(): Promise<void> {
     await this.#stop();
     await this.#removeAll(this.#posted.splice(0));
-    await this.#options.onMessages?.([]).catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
+    await this.#options
+      .onMessages?.([])
+      .catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
   }
 }

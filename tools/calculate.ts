@@ -36,7 +36,9 @@ const disabled = (name: string) => () => {
 };
 math.import(
   Object.fromEntries(
-    ["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "resolve", "compile", "reviver"].map((n) => [n, disabled(n)]),
+    ["import", "createUnit", "evaluate", "parse", "simplify", "derivative", "resolve", "compile", "reviver"].map(
+      (n) => [n, disabled(n)],
+    ),
   ),
   { override: true },
 );
@@ -45,16 +47,22 @@ const LIMIT = math.bignumber(`1e${MAX_DIGITS}`);
 const TINY = math.bignumber(`1e-${MAX_DIGITS}`);
 
 /** Functions a user may call, with their allowed argument counts. */
-const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNumber[]) => BigNumber }>(Object.entries({
-  sqrt: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.sqrt(x!) as BigNumber },
-  abs: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.abs(x!) as BigNumber },
-  round: { min: 1, max: 2, run: ([x, n]: BigNumber[]) => (n === undefined ? math.round(x!) : math.round(x!, n)) as BigNumber },
-  floor: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.floor(x!) as BigNumber },
-  ceil: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.ceil(x!) as BigNumber },
-  min: { min: 1, max: 100, run: (xs: BigNumber[]) => math.min(...xs) as BigNumber },
-  max: { min: 1, max: 100, run: (xs: BigNumber[]) => math.max(...xs) as BigNumber },
-  mean: { min: 1, max: 100, run: (xs: BigNumber[]) => math.mean(...xs) as BigNumber },
-}));
+const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNumber[]) => BigNumber }>(
+  Object.entries({
+    sqrt: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.sqrt(x!) as BigNumber },
+    abs: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.abs(x!) as BigNumber },
+    round: {
+      min: 1,
+      max: 2,
+      run: ([x, n]: BigNumber[]) => (n === undefined ? math.round(x!) : math.round(x!, n)) as BigNumber,
+    },
+    floor: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.floor(x!) as BigNumber },
+    ceil: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.ceil(x!) as BigNumber },
+    min: { min: 1, max: 100, run: (xs: BigNumber[]) => math.min(...xs) as BigNumber },
+    max: { min: 1, max: 100, run: (xs: BigNumber[]) => math.max(...xs) as BigNumber },
+    mean: { min: 1, max: 100, run: (xs: BigNumber[]) => math.mean(...xs) as BigNumber },
+  }),
+);
 
 const CONSTANTS = new Map<string, BigNumber>([
   ["pi", math.bignumber(math.pi as unknown as BigNumber)],
@@ -65,23 +73,58 @@ const CONSTANTS = new Map<string, BigNumber>([
 const OPERATORS = new Set(["add", "subtract", "multiply", "divide", "pow", "mod", "unaryMinus", "unaryPlus"]);
 
 const SAY: Record<string, Localized> = {
-  tooLong: { "zh-TW": "算式超過 {max} 個字元，請拆成幾個較短的算式。", en: "The expression is longer than {max} characters; split it into shorter ones." },
+  tooLong: {
+    "zh-TW": "算式超過 {max} 個字元，請拆成幾個較短的算式。",
+    en: "The expression is longer than {max} characters; split it into shorter ones.",
+  },
   empty: { "zh-TW": "算式是空的。", en: "The expression is empty." },
-  syntax: { "zh-TW": "看不懂這個算式（{detail}）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。", en: "The expression cannot be read ({detail}). Use numbers, + - * / ^ %, parentheses and sqrt, round, abs, min, max, mean, floor, ceil." },
-  unknownChar: { "zh-TW": "算式裡有不支援的字元「{char}」：只能用數字、+ - * / ^ %、括號、逗號和函式名稱。", en: "The expression contains an unsupported character \"{char}\": use digits, + - * / ^ %, parentheses, commas and function names." },
-  unknownName: { "zh-TW": "不認得「{name}」：只能用數字、pi、e，以及 sqrt、round、abs、min、max、mean、floor、ceil 這些函式（不支援變數和單位）。", en: "Unknown name \"{name}\": only numbers, pi, e and the functions sqrt, round, abs, min, max, mean, floor, ceil are allowed (no variables or units)." },
-  notAllowed: { "zh-TW": "算式裡有不允許的寫法（{what}）：只能做算術，不能存取屬性、指定變數、定義函式、用矩陣或單位。", en: "The expression uses something that is not allowed ({what}): only arithmetic; no properties, assignments, function definitions, matrices or units." },
-  operator: { "zh-TW": "不支援運算子「{op}」：只能用 + - * / ^ % 和括號。", en: "The operator \"{op}\" is not supported: use + - * / ^ % and parentheses." },
+  syntax: {
+    "zh-TW":
+      "看不懂這個算式（{detail}）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。",
+    en: "The expression cannot be read ({detail}). Use numbers, + - * / ^ %, parentheses and sqrt, round, abs, min, max, mean, floor, ceil.",
+  },
+  unknownChar: {
+    "zh-TW": "算式裡有不支援的字元「{char}」：只能用數字、+ - * / ^ %、括號、逗號和函式名稱。",
+    en: 'The expression contains an unsupported character "{char}": use digits, + - * / ^ %, parentheses, commas and function names.',
+  },
+  unknownName: {
+    "zh-TW":
+      "不認得「{name}」：只能用數字、pi、e，以及 sqrt、round、abs、min、max、mean、floor、ceil 這些函式（不支援變數和單位）。",
+    en: 'Unknown name "{name}": only numbers, pi, e and the functions sqrt, round, abs, min, max, mean, floor, ceil are allowed (no variables or units).',
+  },
+  notAllowed: {
+    "zh-TW": "算式裡有不允許的寫法（{what}）：只能做算術，不能存取屬性、指定變數、定義函式、用矩陣或單位。",
+    en: "The expression uses something that is not allowed ({what}): only arithmetic; no properties, assignments, function definitions, matrices or units.",
+  },
+  operator: {
+    "zh-TW": "不支援運算子「{op}」：只能用 + - * / ^ % 和括號。",
+    en: 'The operator "{op}" is not supported: use + - * / ^ % and parentheses.',
+  },
   arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} argument(s)." },
   divZero: { "zh-TW": "不能除以零。", en: "Division by zero is undefined." },
-  tooBig: { "zh-TW": "結果太大（超過 {digits} 位數），不計算。", en: "The result would be too large (more than {digits} digits), so it was not computed." },
-  tooSmall: { "zh-TW": "結果太接近零（小於 10^-{digits}），不計算。", en: "The result would be too close to zero (below 10^-{digits}), so it was not computed." },
-  notReal: { "zh-TW": "結果不是實數（例如負數開根號）。", en: "The result is not a real number (e.g. the square root of a negative number)." },
-  roundDigits: { "zh-TW": "round 的第二個參數要是 0 到 20 的整數。", en: "round's second argument must be a whole number from 0 to 20." },
+  tooBig: {
+    "zh-TW": "結果太大（超過 {digits} 位數），不計算。",
+    en: "The result would be too large (more than {digits} digits), so it was not computed.",
+  },
+  tooSmall: {
+    "zh-TW": "結果太接近零（小於 10^-{digits}），不計算。",
+    en: "The result would be too close to zero (below 10^-{digits}), so it was not computed.",
+  },
+  notReal: {
+    "zh-TW": "結果不是實數（例如負數開根號）。",
+    en: "The result is not a real number (e.g. the square root of a negative number).",
+  },
+  roundDigits: {
+    "zh-TW": "round 的第二個參數要是 0 到 20 的整數。",
+    en: "round's second argument must be a whole number from 0 to 20.",
+  },
 };
 
 class Refusal extends Error {
-  constructor(readonly key: keyof typeof SAY, readonly params: Record<string, string | number> = {}) {
+  constructor(
+    readonly key: keyof typeof SAY,
+    readonly params: Record<string, string | number> = {},
+  ) {
     super(key);
   }
 }
@@ -120,7 +163,8 @@ function evaluateNode(node: MathNode): BigNumber {
       const value = (node as MathNode & { value: unknown }).value;
       // mathjs writes a percentage `5%` as `5 / 100` with a plain-number 100.
       if (typeof value === "number" && Number.isFinite(value)) return checked(math.bignumber(value));
-      if (!math.isBigNumber(value)) throw new Refusal("notAllowed", { what: typeof value === "string" ? "text" : String(value) });
+      if (!math.isBigNumber(value))
+        throw new Refusal("notAllowed", { what: typeof value === "string" ? "text" : String(value) });
       return checked(value);
     }
     case "ParenthesisNode":
@@ -167,7 +211,8 @@ function evaluateNode(node: MathNode): BigNumber {
         throw new Refusal("arity", { name, range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}` });
       }
       const args = call.args.map(evaluateNode);
-      if (name === "round" && args[1] && !(args[1].isInteger() && args[1].gte(0) && args[1].lte(20))) throw new Refusal("roundDigits");
+      if (name === "round" && args[1] && !(args[1].isInteger() && args[1].gte(0) && args[1].lte(20)))
+        throw new Refusal("roundDigits");
       return checked(fn.run(args));
     }
     default:
@@ -195,7 +240,8 @@ function normalise(expression: string): string {
  *   result, or a value beyond 10^±100.
  */
 export function calculate(expression: string, locale: Locale): string {
-  const say = (key: keyof typeof SAY, params: Record<string, string | number> = {}) => localize(locale, SAY[key]!, params);
+  const say = (key: keyof typeof SAY, params: Record<string, string | number> = {}) =>
+    localize(locale, SAY[key]!, params);
   if ([...expression].length > MAX_EXPRESSION_CHARS) throw new ToolError(say("tooLong", { max: MAX_EXPRESSION_CHARS }));
   const text = normalise(expression);
   if (text === "") throw new ToolError(say("empty"));
@@ -221,18 +267,26 @@ export function calculate(expression: string, locale: Locale): string {
 export default defineTool({
   name: "calculate",
   title: { "zh-TW": "計算", en: "Calculator" },
-  summary: { "zh-TW": "精確計算算式：總額、折扣、分帳、百分比。", en: "Computes arithmetic exactly: totals, discounts, splitting a bill, percentages." },
+  summary: {
+    "zh-TW": "精確計算算式：總額、折扣、分帳、百分比。",
+    en: "Computes arithmetic exactly: totals, discounts, splitting a bill, percentages.",
+  },
   description: [
     "Compute an arithmetic expression exactly with decimal numbers (money-safe: 0.1 + 0.2 = 0.3).",
     "Use it for any arithmetic beyond trivial mental math: totals, discounts, tips, splitting a bill, percentages, averages.",
-    "Supports + - * / ^ (power), % after a number as percent (200 * 5% = 10; 100 + 5% = 105), x % y as remainder, parentheses, pi, e, and sqrt, round(x, digits), abs, floor, ceil, min, max, mean.",
+    "Supports + - * / ^ (power), % after a number as percent (200 * 5% = 10; 100 + 5% = 105), " +
+      "x % y as remainder, parentheses, pi, e, and sqrt, round(x, digits), abs, floor, ceil, min," +
+      " max, mean.",
     "Not for units, currency conversion, variables, equations to solve or dates.",
   ].join(" "),
   tags: ["util"],
   readOnly: true,
   input: z.object({
-    expression: z.string().describe(`The expression, at most ${MAX_EXPRESSION_CHARS} characters, e.g. (1200 + 800) * 0.05`),
+    expression: z
+      .string()
+      .describe(`The expression, at most ${MAX_EXPRESSION_CHARS} characters, e.g. (1200 + 800) * 0.05`),
   }),
-  activity: ({ expression }, locale) => localize(locale, { "zh-TW": "計算：{expression}", en: "Calculating: {expression}" }, { expression }),
+  activity: ({ expression }, locale) =>
+    localize(locale, { "zh-TW": "計算：{expression}", en: "Calculating: {expression}" }, { expression }),
   run: ({ expression }, context) => calculate(expression, context.locale),
 });

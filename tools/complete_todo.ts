@@ -7,7 +7,10 @@ import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
 
-/** The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not in the list is a ToolError naming it. Reminders tied to the todo are cancelled. */
+/**
+ * The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not
+ * in the list is a ToolError naming it. Reminders tied to the todo are cancelled.
+ */
 export default defineTool({
   name: "complete_todo",
   title: { "zh-TW": "完成待辦", en: "Complete a todo" },
@@ -18,7 +21,8 @@ export default defineTool({
     "If you do not know the number, call list_todos first. It only works on the user's own list.",
   ].join(" "),
   tags: ["todo", "write"],
-  activity: ({ todo_id }, locale) => localize(locale, { "zh-TW": "完成待辦 #{id}", en: "Completing todo #{id}" }, { id: todo_id }),
+  activity: ({ todo_id }, locale) =>
+    localize(locale, { "zh-TW": "完成待辦 #{id}", en: "Completing todo #{id}" }, { id: todo_id }),
   deferred: true,
   input: z.object({ todo_id: idField }),
   async run({ todo_id }, context) {
@@ -27,7 +31,11 @@ export default defineTool({
     if (result.status === "missing") throw new ToolError(noSuchTodo(todo_id, locale));
     const line = formatTodo(result.todo, locale, context.timezone);
     if (result.status === "already") {
-      return localize(locale, { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" }, { id: todo_id, line });
+      return localize(
+        locale,
+        { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" },
+        { id: todo_id, line },
+      );
     }
     const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
     return localize(locale, { "zh-TW": "已完成：{line}", en: "Marked done: {line}" }, { line }) + ended;

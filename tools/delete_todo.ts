@@ -8,18 +8,26 @@ import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/store.js";
 
-/** The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`. Reminders tied to the todo are cancelled. */
+/**
+ * The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`.
+ * Reminders tied to the todo are cancelled.
+ */
 export default defineTool({
   name: "delete_todo",
   title: { "zh-TW": "刪除待辦", en: "Delete a todo" },
-  summary: { "zh-TW": "永久刪除你的一項待辦（會先請你確認）。", en: "Permanently deletes one of your todos (asks you first)." },
+  summary: {
+    "zh-TW": "永久刪除你的一項待辦（會先請你確認）。",
+    en: "Permanently deletes one of your todos (asks you first).",
+  },
   description: [
-    "Permanently delete one item from the user's todo list, by its number (#id from list_todos). This cannot be undone, and the user is asked to approve it first.",
+    "Permanently delete one item from the user's todo list, by its number (#id from list_todos)" +
+      ". This cannot be undone, and the user is asked to approve it first.",
     "Use it only when the user clearly asks to delete or remove an item (e.g. added by mistake).",
     "When something is done, use complete_todo instead, never delete_todo.",
   ].join(" "),
   tags: ["todo", "write"],
-  activity: ({ todo_id }, locale) => localize(locale, { "zh-TW": "刪除待辦 #{id}", en: "Deleting todo #{id}" }, { id: todo_id }),
+  activity: ({ todo_id }, locale) =>
+    localize(locale, { "zh-TW": "刪除待辦 #{id}", en: "Deleting todo #{id}" }, { id: todo_id }),
   deferred: true,
   dangerous: true,
   input: z.object({ todo_id: idField }),
@@ -27,13 +35,23 @@ export default defineTool({
     const todo = await getTodo(context.redis, context, todo_id);
     // Nothing to delete: refuse before anyone is asked to approve.
     if (!todo) throw new ToolError(noSuchTodo(todo_id, context.locale));
-    return localize(context.locale, { "zh-TW": "刪除待辦 #{id}「{title}」", en: "Delete todo #{id} \"{title}\"" }, { id: todo_id, title: todo.title });
+    return localize(
+      context.locale,
+      { "zh-TW": "刪除待辦 #{id}「{title}」", en: 'Delete todo #{id} "{title}"' },
+      { id: todo_id, title: todo.title },
+    );
   },
   async run({ todo_id }, context) {
     const { locale } = context;
     const todo = await deleteTodo(context.redis, context, todo_id);
     if (!todo) throw new ToolError(noSuchTodo(todo_id, locale));
     const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
-    return localize(locale, { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" }, { line: formatTodo(todo, locale, context.timezone) }) + ended;
+    return (
+      localize(
+        locale,
+        { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" },
+        { line: formatTodo(todo, locale, context.timezone) },
+      ) + ended
+    );
   },
 });

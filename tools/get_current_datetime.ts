@@ -72,7 +72,11 @@ function utcLabel(offset: number): string {
  * en `Sunday, November 29, 2026 at 3:04 PM (Asia/Taipei, UTC+8)` and `ISO 8601: …`.
  */
 export function describeNow(date: Date, zone: string, locale: Locale): string {
-  const readable = new Intl.DateTimeFormat(locale === "en" ? "en-US" : "zh-TW", { timeZone: zone, dateStyle: "full", timeStyle: "short" })
+  const readable = new Intl.DateTimeFormat(locale === "en" ? "en-US" : "zh-TW", {
+    timeZone: zone,
+    dateStyle: "full",
+    timeStyle: "short",
+  })
     .format(date)
     .replace(/[\u202f\u00a0]/g, " "); // ICU puts narrow no-break spaces in "3:04 PM"; plain spaces read the same everywhere
   const offset = offsetMinutes(date, zone);
@@ -87,10 +91,15 @@ export function describeNow(date: Date, zone: string, locale: Locale): string {
 export default defineTool({
   name: "get_current_datetime",
   title: { "zh-TW": "日期與時間", en: "Date and time" },
-  summary: { "zh-TW": "現在的日期、星期與時間，也可以查其他時區。", en: "Today's date, weekday and time, also in other time zones." },
+  summary: {
+    "zh-TW": "現在的日期、星期與時間，也可以查其他時區。",
+    en: "Today's date, weekday and time, also in other time zones.",
+  },
   description: [
     "Get the current date, weekday, time and time zone, plus an ISO 8601 timestamp with offset to compute with.",
-    "Use it whenever the answer depends on today's date or the time now (\"what day is it\", \"how many days until…\", due dates such as \"tomorrow\"), since you do not know the current time.",
+    'Use it whenever the answer depends on today\'s date or the time now ("what day is it", ' +
+      '"how many days until…", due dates such as "tomorrow"), since you do not know the current ' +
+      "time.",
     "Pass `timezone` (an IANA name like Europe/London) only when the user asks about another place; otherwise the user's time zone is used.",
     "Not for converting arbitrary dates or doing date arithmetic by itself.",
   ].join(" "),
@@ -103,7 +112,12 @@ export default defineTool({
       .optional()
       .describe("IANA time zone name, e.g. Asia/Taipei, America/New_York, UTC. Omit for the user's own zone."),
   }),
-  activity: ({ timezone }, locale) => localize(locale, { "zh-TW": "查詢時間{zone}", en: "Checking the time{zone}" }, { zone: timezone ? (locale === "en" ? `: ${timezone}` : `：${timezone}`) : "" }),
+  activity: ({ timezone }, locale) =>
+    localize(
+      locale,
+      { "zh-TW": "查詢時間{zone}", en: "Checking the time{zone}" },
+      { zone: timezone ? (locale === "en" ? `: ${timezone}` : `：${timezone}`) : "" },
+    ),
   run({ timezone }, context) {
     const wanted = timezone?.trim() ? timezone : context.timezone;
     const zone = canonicalTimeZone(wanted);
@@ -112,8 +126,12 @@ export default defineTool({
         localize(
           context.locale,
           {
-            "zh-TW": "「{zone}」不是 IANA 時區名稱。請用像 Asia/Taipei、Asia/Tokyo、Europe/London、America/New_York 或 UTC 這樣的名稱（不要用 +08:00 或 CST 這類縮寫）。",
-            en: "\"{zone}\" is not an IANA time zone name. Use a name like Asia/Taipei, Asia/Tokyo, Europe/London, America/New_York or UTC (not an offset like +08:00 or an abbreviation like CST).",
+            "zh-TW":
+              "「{zone}」不是 IANA 時區名稱。請用像 Asia/Taipei、Asia/Tokyo、Europe/London、America/New_York 或 UTC 這樣的名稱（不要用 +08:00 或 CST 這類縮寫）。",
+            en:
+              '"{zone}" is not an IANA time zone name. Use a name like Asia/Taipei, Asia/Tokyo, ' +
+              "Europe/London, America/New_York or UTC (not an offset like +08:00 or an abbreviation like " +
+              "CST).",
           },
           { zone: wanted },
         ),

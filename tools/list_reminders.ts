@@ -11,7 +11,10 @@ import { defineTool } from "../src/toolbox/tool.js";
 export default defineTool({
   name: "list_reminders",
   title: { "zh-TW": "查看提醒", en: "List reminders" },
-  summary: { "zh-TW": "列出你的提醒，以及每個提醒下次的時間。", en: "Lists your reminders and when each one comes next." },
+  summary: {
+    "zh-TW": "列出你的提醒，以及每個提醒下次的時間。",
+    en: "Lists your reminders and when each one comes next.",
+  },
   description: [
     "List the user's reminders: each one's number (#id), text, next time (in words and ISO 8601, in the user's time zone) and repeat.",
     "Use it when the user asks which reminders they have, and before cancel_reminder when you do not know the number.",
@@ -24,8 +27,13 @@ export default defineTool({
   async run(_input, context) {
     const { locale } = context;
     const reminders = await listReminders(context.redis, context);
-    if (reminders.length === 0) return localize(locale, { "zh-TW": "你沒有設定任何提醒。", en: "You have no reminders." });
-    const title = localize(locale, { "zh-TW": "你的提醒（{count} 個）：", en: "Your reminders ({count}):" }, { count: reminders.length });
+    if (reminders.length === 0)
+      return localize(locale, { "zh-TW": "你沒有設定任何提醒。", en: "You have no reminders." });
+    const title = localize(
+      locale,
+      { "zh-TW": "你的提醒（{count} 個）：", en: "Your reminders ({count}):" },
+      { count: reminders.length },
+    );
     return [title, ...reminders.map((r) => formatReminder(r, locale, context.timezone))].join("\n");
   },
 });

@@ -10,7 +10,10 @@ import { formatTodo, listTodos } from "./todo/store.js";
 export default defineTool({
   name: "list_todos",
   title: { "zh-TW": "查看待辦", en: "List todos" },
-  summary: { "zh-TW": "列出你的待辦清單（也可以包含已完成的）。", en: "Lists your todo list (finished items too, if you ask)." },
+  summary: {
+    "zh-TW": "列出你的待辦清單（也可以包含已完成的）。",
+    en: "Lists your todo list (finished items too, if you ask).",
+  },
   description: [
     "List the user's personal todo list with each item's number (#id), title and due date.",
     "Use it when the user asks what is on their list, and before complete_todo or delete_todo when you do not know the item's number.",
@@ -19,7 +22,10 @@ export default defineTool({
   tags: ["todo"],
   readOnly: true,
   input: z.object({
-    include_completed: z.boolean().default(false).describe("true to also show completed items; default false (open items only)"),
+    include_completed: z
+      .boolean()
+      .default(false)
+      .describe("true to also show completed items; default false (open items only)"),
   }),
   activity: (_input, locale) => localize(locale, { "zh-TW": "讀取待辦清單", en: "Reading the todo list" }),
   async run({ include_completed }, context) {
@@ -28,16 +34,31 @@ export default defineTool({
     const open = all.filter((t) => !t.completedAt);
     const shown = include_completed ? all : open;
     if (shown.length === 0) {
-      if (all.length === 0) return localize(locale, { "zh-TW": "你的待辦清單是空的。", en: "Your todo list is empty." });
+      if (all.length === 0)
+        return localize(locale, { "zh-TW": "你的待辦清單是空的。", en: "Your todo list is empty." });
       return localize(
         locale,
-        { "zh-TW": "沒有未完成的待辦（已完成 {done} 項；要看全部請設 include_completed）。", en: "No open todos ({done} completed; set include_completed to see them)." },
+        {
+          "zh-TW": "沒有未完成的待辦（已完成 {done} 項；要看全部請設 include_completed）。",
+          en: "No open todos ({done} completed; set include_completed to see them).",
+        },
         { done: all.length },
       );
     }
     const header = include_completed
-      ? localize(locale, { "zh-TW": "你的全部待辦（{open} 項未完成，{done} 項已完成）：", en: "All your todos ({open} open, {done} done):" }, { open: open.length, done: all.length - open.length })
-      : localize(locale, { "zh-TW": "你的待辦（{open} 項未完成）：", en: "Your open todos ({open}):" }, { open: open.length });
+      ? localize(
+          locale,
+          {
+            "zh-TW": "你的全部待辦（{open} 項未完成，{done} 項已完成）：",
+            en: "All your todos ({open} open, {done} done):",
+          },
+          { open: open.length, done: all.length - open.length },
+        )
+      : localize(
+          locale,
+          { "zh-TW": "你的待辦（{open} 項未完成）：", en: "Your open todos ({open}):" },
+          { open: open.length },
+        );
     return [header, ...shown.map((t) => formatTodo(t, locale, context.timezone))].join("\n");
   },
 });

@@ -21,16 +21,24 @@ import { defineTool, ToolError } from "../src/toolbox/tool.js";
 export default defineTool({
   name: "schedule_task",
   title: { "zh-TW": "排程任務", en: "Schedule a task" },
-  summary: { "zh-TW": "在指定時間由助理在這個聊天替你做一件事，可以每天、每週或每月重複。", en: "Has the assistant do something for you in this chat at a time, once or daily, on weekdays, weekly or monthly." },
+  summary: {
+    "zh-TW": "在指定時間由助理在這個聊天替你做一件事，可以每天、每週或每月重複。",
+    en: "Has the assistant do something for you in this chat at a time, once or daily, on weekdays, weekly or monthly.",
+  },
   description: [
-    "Schedule a task: at the given time the assistant itself carries out the instruction in this chat, as the user (with this chat's history and tools), and posts the result here (mentioning the user in groups).",
-    "Use it when the user wants something *done* at a time or on a repeat ('every weekday at 7:30 tell me the weather in 新竹 and my open todos', '每週五 18:00 整理這週群組的決定').",
+    "Schedule a task: at the given time the assistant itself carries out the instruction in " +
+      "this chat, as the user (with this chat's history and tools), and posts the result here " +
+      "(mentioning the user in groups).",
+    "Use it when the user wants something *done* at a time or on a repeat ('every weekday at 7:" +
+      "30 tell me the weather in 新竹 and my open todos', '每週五 18:00 整理這週群組的決定').",
     "For a fixed text at a time ('remind me to take my pills') use set_reminder instead.",
-    "Write the instruction as the user would ask it then, self-contained. Resolve relative times with get_current_datetime first and pass an ISO 8601 date-time.",
+    "Write the instruction as the user would ask it then, self-contained. Resolve relative " +
+      "times with get_current_datetime first and pass an ISO 8601 date-time.",
     "Actions that need the user's confirmation still ask them at that time.",
   ].join(" "),
   tags: ["daily", "write"],
-  activity: ({ instruction }, locale) => localize(locale, { "zh-TW": "排程任務：{what}", en: "Scheduling a task: {what}" }, { what: instruction }),
+  activity: ({ instruction }, locale) =>
+    localize(locale, { "zh-TW": "排程任務：{what}", en: "Scheduling a task: {what}" }, { what: instruction }),
   input: z.object({
     instruction: z
       .string()
@@ -43,16 +51,27 @@ export default defineTool({
       .trim()
       .min(1, { message: "give the time as an ISO 8601 date-time, e.g. 2026-12-01T07:30" })
       .max(64)
-      .describe("ISO 8601 date-time of the first run, e.g. 2026-12-01T07:30 (in the user's time zone when no offset is given) or 2026-12-01T07:30+08:00. At least 10 seconds and at most one year ahead."),
+      .describe(
+        "ISO 8601 date-time of the first run, e.g. 2026-12-01T07:30 (in the user's time zone when " +
+          "no offset is given) or 2026-12-01T07:30+08:00. At least 10 seconds and at most one year " +
+          "ahead.",
+      ),
     repeat: z
       .enum(REPEATS)
       .optional()
-      .describe("Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month; set on the 29th-31st, it runs on the last day of months without that day). Omit for a one-off task."),
+      .describe(
+        "Repeat: daily, weekdays (Mon-Fri), weekly (same weekday), monthly (same day of month; set " +
+          "on the 29th-31st, it runs on the last day of months without that day). Omit for a one-off " +
+          "task.",
+      ),
   }),
   async run({ instruction, at, repeat }, context) {
     const { locale, timezone } = context;
     const scheduler = taskSchedulerOf(context.redis);
-    if (!scheduler) throw new ToolError("Scheduled tasks are not available in this setup (no task worker runs here). Tell the user you cannot schedule tasks right now.");
+    if (!scheduler)
+      throw new ToolError(
+        "Scheduled tasks are not available in this setup (no task worker runs here). Tell the user you cannot schedule tasks right now.",
+      );
     const now = Date.now();
     const when = checkScheduledTime(at, timezone, "task", now);
     if (typeof when === "string") throw new ToolError(when);
@@ -71,7 +90,10 @@ export default defineTool({
       },
       limit,
     );
-    if (!task) throw new ToolError(`The user already has ${limit} scheduled tasks, the most allowed (MAX_TASKS_PER_USER): suggest cancelling one (list_tasks, cancel_task) first.`);
+    if (!task)
+      throw new ToolError(
+        `The user already has ${limit} scheduled tasks, the most allowed (MAX_TASKS_PER_USER): suggest cancelling one (list_tasks, cancel_task) first.`,
+      );
     try {
       const next = await scheduler.schedule(context, task, when, now);
       if (next !== task.next) task.next = next;
@@ -79,7 +101,14 @@ export default defineTool({
       await deleteTask(context.redis, context, task.id);
       throw error;
     }
-    context.log.info({ task: task.id, at: new Date(task.next!).toISOString(), repeat: repeat ?? "none" }, "task scheduled");
-    return localize(locale, { "zh-TW": "已排程任務：{line}", en: "Task scheduled: {line}" }, { line: formatTask(task, locale, timezone) });
+    context.log.info(
+      { task: task.id, at: new Date(task.next!).toISOString(), repeat: repeat ?? "none" },
+      "task scheduled",
+    );
+    return localize(
+      locale,
+      { "zh-TW": "已排程任務：{line}", en: "Task scheduled: {line}" },
+      { line: formatTask(task, locale, timezone) },
+    );
   },
 });

@@ -58,11 +58,23 @@ const TEXT = {
     "zh-TW": "在這個終端機：/quit 離開；需要確認時輸入 y（是）、n（否），或 a（一律允許，提示有這個選項時）。",
     en: "In this terminal: /quit leaves; answer a confirmation with y (yes), n (no), or a (always allow, when the prompt offers it).",
   },
-  tryAgain: { "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。", en: "Your message was not queued (the queue is unreachable right now). Please try again." },
-  tooLong: { "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." },
-  alwaysRefused: { "zh-TW": "這個動作不能設為一律允許，請輸入 y（確認）或 n（取消）。", en: "This action cannot be always allowed; type y (confirm) or n (cancel)." },
+  tryAgain: {
+    "zh-TW": "訊息沒有送出（暫時連不上佇列），請再試一次。",
+    en: "Your message was not queued (the queue is unreachable right now). Please try again.",
+  },
+  tooLong: {
+    "zh-TW": "訊息太長了（最多 {max} 個字元），請縮短一點。",
+    en: "That message is too long (at most {max} characters). Please shorten it.",
+  },
+  alwaysRefused: {
+    "zh-TW": "這個動作不能設為一律允許，請輸入 y（確認）或 n（取消）。",
+    en: "This action cannot be always allowed; type y (confirm) or n (cancel).",
+  },
   noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
-  decideFailed: { "zh-TW": "目前無法記錄你的決定，請再試一次。", en: "Could not record your decision right now. Please try again." },
+  decideFailed: {
+    "zh-TW": "目前無法記錄你的決定，請再試一次。",
+    en: "Could not record your decision right now. Please try again.",
+  },
 };
 
 /**
@@ -125,7 +137,12 @@ export class ConsoleAdapter implements Adapter {
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
-    this.outbound = new ConsoleOutbound({ output: options.output, locale: options.locale, chunkChars: options.chunkChars, screen: options.screen });
+    this.outbound = new ConsoleOutbound({
+      output: options.output,
+      locale: options.locale,
+      chunkChars: options.chunkChars,
+      screen: options.screen,
+    });
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 
@@ -135,7 +152,9 @@ export class ConsoleAdapter implements Adapter {
     this.#rl = rl;
     let chain = Promise.resolve();
     rl.on("line", (line) => {
-      chain = chain.then(() => this.#handle(line, context)).catch((err: unknown) => this.#options.log.error({ err }, "console line failed"));
+      chain = chain
+        .then(() => this.#handle(line, context))
+        .catch((err: unknown) => this.#options.log.error({ err }, "console line failed"));
     });
     rl.on("close", () => void chain.then(() => this.#markClosed()));
   }
@@ -160,7 +179,8 @@ export class ConsoleAdapter implements Adapter {
     // Lines in order: a line the console answers itself (a command, a `y` with no prompt open yet,
     // a message too long) waits until the messages typed before it are answered, so that its reply
     // follows theirs and never lands inside a streamed answer. An answer to an open prompt does not wait.
-    if (slash || text.length > MAX_INCOMING_TEXT || (approve !== undefined && !this.outbound.openPrompt)) await this.#settled(context, chat);
+    if (slash || text.length > MAX_INCOMING_TEXT || (approve !== undefined && !this.outbound.openPrompt))
+      await this.#settled(context, chat);
     const say = async (t: string) => {
       await this.outbound.quiet();
       await this.#say(t);
@@ -169,8 +189,22 @@ export class ConsoleAdapter implements Adapter {
     const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
     if (slash) {
       const { name } = slash;
-      const invocation = { name, args: slash.args, platform: "console" as const, chatId: chat.chatId, chatKind: "dm" as const, userId: this.#userId(), userName: this.#options.userName ?? this.#userId(), locale };
-      if (!findCommand(name, "console")) return say(plainText(unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"])));
+      const invocation = {
+        name,
+        args: slash.args,
+        platform: "console" as const,
+        chatId: chat.chatId,
+        chatKind: "dm" as const,
+        userId: this.#userId(),
+        userName: this.#options.userName ?? this.#userId(),
+        locale,
+      };
+      if (!findCommand(name, "console"))
+        return say(
+          plainText(
+            unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"]),
+          ),
+        );
       const reply = await context.commands.run(invocation);
       if (reply === undefined) return;
       return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
@@ -181,10 +215,21 @@ export class ConsoleAdapter implements Adapter {
         if (command === "y" || command === "n" || command === "a") return say(localize(locale, TEXT.noPrompt));
       } else {
         try {
-          const result = await context.approvals.decide({ approvalId: prompt.approvalId, platform: "console", deciderId: this.#userId(), approve, ...(always ? { always } : {}) });
-          if (result.status !== "already_decided" && result.status !== "always_refused") this.outbound.openPrompt = undefined;
+          const result = await context.approvals.decide({
+            approvalId: prompt.approvalId,
+            platform: "console",
+            deciderId: this.#userId(),
+            approve,
+            ...(always ? { always } : {}),
+          });
+          if (result.status !== "already_decided" && result.status !== "always_refused")
+            this.outbound.openPrompt = undefined;
           // The shared notice speaks of buttons; the console has none.
-          return say(result.status === "always_refused" ? localize(locale, TEXT.alwaysRefused) : consoleDecisionNotice(result, locale));
+          return say(
+            result.status === "always_refused"
+              ? localize(locale, TEXT.alwaysRefused)
+              : consoleDecisionNotice(result, locale),
+          );
         } catch (err) {
           this.#options.log.warn({ err }, "decision failed");
           return say(localize(locale, TEXT.decideFailed));

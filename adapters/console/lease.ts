@@ -69,7 +69,11 @@ export interface ChatLease {
  *   its value could not be read, e.g. it expired meanwhile or was written by another version).
  * @throws when Redis cannot be reached.
  */
-export async function takeChatLease(redis: RedisClient, chat: ConversationRef, options: ChatLeaseOptions): Promise<{ lease: ChatLease } | { heldBy: ChatLeaseHolder | undefined }> {
+export async function takeChatLease(
+  redis: RedisClient,
+  chat: ConversationRef,
+  options: ChatLeaseOptions,
+): Promise<{ lease: ChatLease } | { heldBy: ChatLeaseHolder | undefined }> {
   const key = chatLeaseKey(chat);
   const ttlMs = options.ttlMs ?? CHAT_LEASE_TTL_MS;
   const holder: ChatLeaseHolder = { pid: process.pid, host: hostname(), token: randomUUID() };
@@ -99,7 +103,9 @@ export async function takeChatLease(redis: RedisClient, chat: ConversationRef, o
         if (released) return;
         released = true;
         clearInterval(timer);
-        await releaseIfHolder(redis, key, value).catch((err: unknown) => options.log.warn({ err }, "npm run chat: could not release the conversation's lease; it expires by itself"));
+        await releaseIfHolder(redis, key, value).catch((err: unknown) =>
+          options.log.warn({ err }, "npm run chat: could not release the conversation's lease; it expires by itself"),
+        );
       },
     },
   };

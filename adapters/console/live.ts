@@ -54,7 +54,10 @@ export class ConsoleStream implements AnswerStream {
    */
   constructor(
     private readonly write: (text: string) => Promise<void>,
-    private readonly sendAnswer: (text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void }) => Promise<SentRef[]>,
+    private readonly sendAnswer: (
+      text: string,
+      options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
+    ) => Promise<SentRef[]>,
     private readonly onVisible?: () => void,
     private readonly screen?: TerminalScreen,
     private readonly onEnd?: (finished: boolean) => void,
@@ -148,7 +151,9 @@ export class ConsoleStream implements AnswerStream {
    */
   #redraw(lead: string): void {
     const block = this.#block!;
-    const lines = [...block.tools.values()].map((t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon)}`);
+    const lines = [...block.tools.values()].map(
+      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon)}`,
+    );
     const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
     this.#emit(lead + back + lines.join("\n"));
     const columns = Math.max(1, this.screen!.columns());
@@ -164,7 +169,10 @@ export class ConsoleStream implements AnswerStream {
     return "\n";
   }
 
-  async finish(text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async finish(
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     const close = this.#closeBlock();
     if (close) this.#emit(close);
     await this.#writes;

@@ -166,7 +166,11 @@ export class ConsoleOutbound implements Outbound {
    * first chunk of the whole answer.
    * @throws the stream's write error; the chunks written before it stay written.
    */
-  async sendAnswer(to: Destination, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async sendAnswer(
+    to: Destination,
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     const chunks = splitText(text, this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i += 1) {
@@ -201,26 +205,40 @@ export class ConsoleOutbound implements Outbound {
       if (finished) this.#answered(to);
       this.#wake();
     };
-    return new ConsoleStream(write, (text, o) => this.sendAnswer(to, text, o), options.onVisible, this.#options.screen, end);
+    return new ConsoleStream(
+      write,
+      (text, o) => this.sendAnswer(to, text, o),
+      options.onVisible,
+      this.#options.screen,
+      end,
+    );
   }
 
   /** The console shows no typing indicator. */
   async sendTyping(_to: Destination): Promise<void> {}
 
-  /** Writes the prompt (in `prompt.locale`, else the console's locale) and remembers it as the open prompt (the next `y`/`n` line, or `a` when it offers "always allow", answers it). */
+  /**
+   * Writes the prompt (in `prompt.locale`, else the console's locale) and remembers it as the open prompt (the next
+   * `y`/`n` line, or `a` when it offers "always allow", answers it).
+   */
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const ref = { chatId: to.conversation.chatId, messageId: String(++this.#sent) };
     const seconds = Math.max(0, Math.round((prompt.expiresAt - Date.now()) / 1000));
     const texts = prompt.alwaysAllow
       ? {
-          "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）、n（否）或 a（一律允許：之後在這裡不再詢問這個工具），{seconds} 秒內有效。",
-          en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes), n (no) or a (always allow: do not ask again for this tool here) within {seconds} s.",
+          "zh-TW":
+            "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）、n（否）或 a（一律允許：之後在這裡不再詢問這個工具），{seconds} 秒內有效。",
+          en:
+            "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes), n (no) or a (always allow: " +
+            "do not ask again for this tool here) within {seconds} s.",
         }
       : {
           "zh-TW": "⚠️ 需要確認：{action}\n     要執行嗎？請輸入 y（是）或 n（否），{seconds} 秒內有效。",
           en: "⚠️ Confirmation needed: {action}\n     Go ahead? Type y (yes) or n (no) within {seconds} s.",
         };
-    await this.#write(`bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: terminalText(prompt.action), seconds })}\n`);
+    await this.#write(
+      `bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: terminalText(prompt.action), seconds })}\n`,
+    );
     this.openPrompt = { ...prompt, ref };
     this.#answered(to);
     return ref;

@@ -19,7 +19,12 @@ export type PendingApprovals = Pick<ApprovalStore, "pendingId" | "get" | "setPro
  * @returns the approval's id when a prompt was shown, else undefined.
  * @throws when Redis is unreachable.
  */
-export async function showPendingApproval(parts: { approvals: PendingApprovals; outbound: ConsoleOutbound; requester: RequesterRef; now?: number }): Promise<string | undefined> {
+export async function showPendingApproval(parts: {
+  approvals: PendingApprovals;
+  outbound: ConsoleOutbound;
+  requester: RequesterRef;
+  now?: number;
+}): Promise<string | undefined> {
   const id = await parts.approvals.pendingId(parts.requester);
   if (!id) return undefined;
   const record = await parts.approvals.get(id);

@@ -9,7 +9,15 @@
  * `PUT /applications/{app}/commands`).
  */
 import { once } from "node:events";
-import { Client, Events, GatewayDispatchEvents, GatewayIntentBits, Partials, Routes, type GatewayMessageReactionAddDispatchData } from "discord.js";
+import {
+  Client,
+  Events,
+  GatewayDispatchEvents,
+  GatewayIntentBits,
+  Partials,
+  Routes,
+  type GatewayMessageReactionAddDispatchData,
+} from "discord.js";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
@@ -42,7 +50,10 @@ export interface DiscordAdapterOptions {
  * guild's events to shard `(guild_id >> 22) % shard_count` and DMs to shard 0
  * (https://discord.com/developers/docs/topics/gateway#sharding).
  */
-export function shardOptions(config: Pick<Config, "DISCORD_SHARD_COUNT" | "DISCORD_SHARDS">): { shards: number[] | "auto"; shardCount?: number } {
+export function shardOptions(config: Pick<Config, "DISCORD_SHARD_COUNT" | "DISCORD_SHARDS">): {
+  shards: number[] | "auto";
+  shardCount?: number;
+} {
   const count = config.DISCORD_SHARD_COUNT;
   if (count === undefined) return { shards: "auto" };
   return { shards: config.DISCORD_SHARDS ?? Array.from({ length: count }, (_, id) => id), shardCount: count };
@@ -91,14 +102,25 @@ export class DiscordAdapter implements Adapter {
     });
     this.#client = client;
     const messages = new DiscordMessages(client, context, this.#config, this.#log);
-    const interactions = new DiscordInteractions(context, this.outbound, this.#config, this.#log, () => (client.user ? `@${client.user.username}` : undefined));
-    client.on(Events.MessageCreate, (m) => void messages.onMessage(m).catch((err: unknown) => this.#log.error({ err }, "message handler failed")));
+    const interactions = new DiscordInteractions(context, this.outbound, this.#config, this.#log, () =>
+      client.user ? `@${client.user.username}` : undefined,
+    );
+    client.on(
+      Events.MessageCreate,
+      (m) => void messages.onMessage(m).catch((err: unknown) => this.#log.error({ err }, "message handler failed")),
+    );
     client.on(Events.InteractionCreate, (i) => {
-      const run = i.isChatInputCommand() ? interactions.onCommand(i) : i.isButton() ? interactions.onButton(i) : Promise.resolve();
+      const run = i.isChatInputCommand()
+        ? interactions.onCommand(i)
+        : i.isButton()
+          ? interactions.onButton(i)
+          : Promise.resolve();
       void run.catch((err: unknown) => this.#log.error({ err }, "interaction handler failed"));
     });
-    client.ws.on(GatewayDispatchEvents.MessageReactionAdd, (data: GatewayMessageReactionAddDispatchData) =>
-      void messages.onReaction(data).catch((err: unknown) => this.#log.error({ err }, "reaction handler failed")),
+    client.ws.on(
+      GatewayDispatchEvents.MessageReactionAdd,
+      (data: GatewayMessageReactionAddDispatchData) =>
+        void messages.onReaction(data).catch((err: unknown) => this.#log.error({ err }, "reaction handler failed")),
     );
     client.on(Events.Error, (err) => this.#log.error({ err }, "discord client error"));
     client.on(Events.Warn, (msg) => this.#log.warn(msg));
@@ -132,14 +154,19 @@ export class DiscordAdapter implements Adapter {
       this.#client = undefined;
       if (error instanceof Error && /disallowed intents/i.test(error.message)) {
         throw new Error(
-          "Discord refused the gateway intents (close code 4014): enable the Message Content intent in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart.",
+          "Discord refused the gateway intents (close code 4014): enable the Message Content intent " +
+            "in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → " +
+            "Message Content Intent, then restart.",
           { cause: error },
         );
       }
       throw error;
     }
     const shards = client.options.shards as number[];
-    this.#log.info({ user: client.user?.tag, guilds: client.guilds.cache.size, shards, shardCount: client.options.shardCount }, "discord connected");
+    this.#log.info(
+      { user: client.user?.tag, guilds: client.guilds.cache.size, shards, shardCount: client.options.shardCount },
+      "discord connected",
+    );
     // One process registers the slash commands: the one running shard 0 (which also receives the DMs).
     if (shards.includes(0)) await this.#registerCommands(client, context);
     else this.#log.info({ shards }, "slash commands are registered by the process that runs shard 0");
@@ -174,7 +201,10 @@ export class DiscordAdapter implements Adapter {
     const route = guildId ? Routes.applicationGuildCommands(appId, guildId) : Routes.applicationCommands(appId);
     try {
       await client.rest.put(route, { body });
-      this.#log.info({ scope: guildId ? `guild ${guildId}` : "global", commands: body.map((c) => c.name) }, "slash commands registered");
+      this.#log.info(
+        { scope: guildId ? `guild ${guildId}` : "global", commands: body.map((c) => c.name) },
+        "slash commands registered",
+      );
     } catch (err) {
       this.#log.error(
         { err, scope: guildId ? `guild ${guildId}` : "global" },

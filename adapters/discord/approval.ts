@@ -20,13 +20,13 @@ export const DECLINE_EMOJI = "❌";
 /** Longest `custom_id` Discord accepts, in characters. */
 export const MAX_CUSTOM_ID = 100;
 
-
 /**
  * The `custom_id` of a prompt button: approve (`true`), decline (`false`) or always allow (`"always"`).
  * @throws {RangeError} when the approval id is not 1-90 characters of `[A-Za-z0-9_-]`.
  */
 export function approvalCustomId(approvalId: string, approve: boolean | "always"): string {
-  if (!/^[A-Za-z0-9_-]{1,90}$/.test(approvalId)) throw new RangeError("approval id must be 1-90 characters of A-Z, a-z, 0-9, _ and -");
+  if (!/^[A-Za-z0-9_-]{1,90}$/.test(approvalId))
+    throw new RangeError("approval id must be 1-90 characters of A-Z, a-z, 0-9, _ and -");
   return `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
 }
 
@@ -52,16 +52,35 @@ export function buttonLabels(locale: Locale): { approve: string; decline: string
  * disabled; the chosen one keeps its colour, the other turns grey (the outcome text says whether
  * it was "always allow").
  */
-export function promptComponents(approvalId: string, locale: Locale, closed?: ApprovalVerdict, alwaysAllow = false): unknown[] {
+export function promptComponents(
+  approvalId: string,
+  locale: Locale,
+  closed?: ApprovalVerdict,
+  alwaysAllow = false,
+): unknown[] {
   const labels = buttonLabels(locale);
   const id = closed ? CLOSED_APPROVAL_ID : approvalId;
   return [
     {
       type: 1,
       components: [
-        { type: 2, style: closed && closed !== "approved" ? 2 : 3, label: labels.approve, custom_id: approvalCustomId(id, true), disabled: Boolean(closed) },
-        { type: 2, style: closed && closed !== "declined" ? 2 : 4, label: labels.decline, custom_id: approvalCustomId(id, false), disabled: Boolean(closed) },
-        ...(alwaysAllow && !closed ? [{ type: 2, style: 1, label: labels.always, custom_id: approvalCustomId(id, "always"), disabled: false }] : []),
+        {
+          type: 2,
+          style: closed && closed !== "approved" ? 2 : 3,
+          label: labels.approve,
+          custom_id: approvalCustomId(id, true),
+          disabled: Boolean(closed),
+        },
+        {
+          type: 2,
+          style: closed && closed !== "declined" ? 2 : 4,
+          label: labels.decline,
+          custom_id: approvalCustomId(id, false),
+          disabled: Boolean(closed),
+        },
+        ...(alwaysAllow && !closed
+          ? [{ type: 2, style: 1, label: labels.always, custom_id: approvalCustomId(id, "always"), disabled: false }]
+          : []),
       ],
     },
   ];

@@ -40,20 +40,36 @@ const DEFAULT_RETRY_AFTER_MS = 1000;
  */
 export function discordError(error: unknown, method: string, route: string): OutboundError {
   if (error instanceof OutboundError) return error;
-  const describe = (status?: number, code?: number | string) => `Discord ${method} failed (${route}${status ? `, HTTP ${status}` : ""}${code !== undefined ? `, code ${code}` : ""}): ${error instanceof Error ? error.message : String(error)}`;
-  if (error instanceof RateLimitError) return new RateLimitedError("discord", method, error.retryAfter, describe(429), { cause: error });
+  const describe = (status?: number, code?: number | string) =>
+    `Discord ${method} failed (${route}${status ? `, HTTP ${status}` : ""}` +
+    `${code !== undefined ? `, code ${code}` : ""}): ` +
+    `${error instanceof Error ? error.message : String(error)}`;
+  if (error instanceof RateLimitError)
+    return new RateLimitedError("discord", method, error.retryAfter, describe(429), { cause: error });
   if (error instanceof DiscordAPIError) {
     const { status, code } = error;
     const details = { code, status, cause: error };
     if (status === 429) {
       const seconds = (error.rawError as { retry_after?: unknown }).retry_after;
-      return new RateLimitedError("discord", method, typeof seconds === "number" ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS, describe(status, code), details);
+      return new RateLimitedError(
+        "discord",
+        method,
+        typeof seconds === "number" ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS,
+        describe(status, code),
+        details,
+      );
     }
     if (status >= 500) return new PlatformUnavailableError("discord", method, describe(status, code), details);
-    if (CHAT_GONE_CODES.has(Number(code))) return new ChatUnreachableError("discord", method, describe(status, code), details);
-    if (Number(code) === UNKNOWN_MESSAGE) return new MessageGoneError("discord", method, describe(status, code), details);
+    if (CHAT_GONE_CODES.has(Number(code)))
+      return new ChatUnreachableError("discord", method, describe(status, code), details);
+    if (Number(code) === UNKNOWN_MESSAGE)
+      return new MessageGoneError("discord", method, describe(status, code), details);
     return new PlatformRefusedError("discord", method, describe(status, code), details);
   }
-  if (error instanceof HTTPError) return new PlatformUnavailableError("discord", method, describe(error.status), { status: error.status, cause: error });
+  if (error instanceof HTTPError)
+    return new PlatformUnavailableError("discord", method, describe(error.status), {
+      status: error.status,
+      cause: error,
+    });
   return new PlatformUnavailableError("discord", method, describe(), { cause: error });
 }

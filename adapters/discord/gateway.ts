@@ -58,7 +58,10 @@ export class GatewayWatch {
       const since = this.#away.get(shardId);
       if (since === undefined) return;
       this.#away.delete(shardId);
-      log.info({ shardId, seconds: Math.round((Date.now() - since) / 100) / 10 }, "discord: gateway connection is back");
+      log.info(
+        { shardId, seconds: Math.round((Date.now() - since) / 100) / 10 },
+        "discord: gateway connection is back",
+      );
     };
     client.on(Events.ShardResume, (shardId) => back(shardId));
     client.on(Events.ShardReady, (shardId) => back(shardId));
@@ -85,13 +88,22 @@ export class GatewayWatch {
 export function fatalError(code: number): AdapterFatalError {
   const name = FATAL_CLOSE_CODES[code] ?? "unknown";
   if (code === 4004) {
-    return new AdapterFatalError("discord", `DISCORD_TOKEN was rejected by the Discord gateway (close code 4004 ${name}): the token was reset or revoked; copy the current one from the Developer Portal and restart.`);
+    return new AdapterFatalError(
+      "discord",
+      `DISCORD_TOKEN was rejected by the Discord gateway (close code 4004 ${name}): the token ` +
+        `was reset or revoked; copy the current one from the Developer Portal and restart.`,
+    );
   }
   if (code === 4014) {
     return new AdapterFatalError(
       "discord",
-      "Discord refused the gateway intents (close code 4014): enable the Message Content intent in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart.",
+      "Discord refused the gateway intents (close code 4014): enable the Message Content intent " +
+        "in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → " +
+        "Message Content Intent, then restart.",
     );
   }
-  return new AdapterFatalError("discord", `the Discord gateway closed the connection with code ${code} (${name}) and it cannot be resumed; no Discord message arrives until a restart.`);
+  return new AdapterFatalError(
+    "discord",
+    `the Discord gateway closed the connection with code ${code} (${name}) and it cannot be resumed; no Discord message arrives until a restart.`,
+  );
 }

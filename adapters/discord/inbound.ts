@@ -51,7 +51,10 @@ export function textForModel(message: Message, botId: string): string {
     const name = member?.displayName ?? user?.globalName ?? user?.username;
     return name ? `@${name}` : whole;
   });
-  return text.trim().replace(/^[,:，：]\s*/, "").trim();
+  return text
+    .trim()
+    .replace(/^[,:，：]\s*/, "")
+    .trim();
 }
 
 /**
@@ -59,8 +62,15 @@ export function textForModel(message: Message, botId: string): string {
  * plain line of at most 256 characters ({@link plainLine}: a name is chosen by its owner, and reaches
  * prompts, approval prompts, logs and `npm run access -- list`).
  */
-export function personName(member: { displayName: string } | null | undefined, user: { id: string; globalName: string | null; username: string }): string {
-  return plainLine(member?.displayName ?? user.globalName ?? user.username, 256) || plainLine(user.username, 256) || `Discord user ${user.id}`;
+export function personName(
+  member: { displayName: string } | null | undefined,
+  user: { id: string; globalName: string | null; username: string },
+): string {
+  return (
+    plainLine(member?.displayName ?? user.globalName ?? user.username, 256) ||
+    plainLine(user.username, 256) ||
+    `Discord user ${user.id}`
+  );
 }
 
 /** The name shown for the author of `message` ({@link personName}). */
@@ -100,11 +110,16 @@ export function attachmentsOf(message: Message): MediaRef[] {
     const name = plainLine(a.name, 255);
     const ext = /\.([a-z0-9]{1,10})$/i.exec(a.name)?.[1]?.toLowerCase() ?? "";
     const kind =
-      voice || a.waveform ? "voice"
-      : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type) ? "image"
-      : type.startsWith("video/") ? "video"
-      : type.startsWith("audio/") || ((type === "" || type === "application/octet-stream") && AUDIO_FILE_EXTENSIONS.includes(ext)) ? "audio"
-      : "file";
+      voice || a.waveform
+        ? "voice"
+        : (IMAGE_MEDIA_TYPES as readonly string[]).includes(type)
+          ? "image"
+          : type.startsWith("video/")
+            ? "video"
+            : type.startsWith("audio/") ||
+                ((type === "" || type === "application/octet-stream") && AUDIO_FILE_EXTENSIONS.includes(ext))
+              ? "audio"
+              : "file";
     return {
       kind,
       url: a.url,

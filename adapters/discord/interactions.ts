@@ -74,7 +74,10 @@ export class DiscordInteractions {
         chatKind: inGuild ? "group" : "dm",
         guildId: interaction.guildId ?? undefined,
         userId: interaction.user.id,
-        userName: personName(interaction.member && "displayName" in interaction.member ? interaction.member : undefined, interaction.user),
+        userName: personName(
+          interaction.member && "displayName" in interaction.member ? interaction.member : undefined,
+          interaction.user,
+        ),
         locale,
         mention: this.mention(),
         // Manage Messages in this channel (the member's resolved permissions the interaction carries).
@@ -97,7 +100,12 @@ export class DiscordInteractions {
     let closeText: string | undefined;
     await this.#answer(interaction, async () => {
       const answer = await pressButton(
-        { approvals: this.context.approvals, reminders: this.context.reminders, commands: this.context.commands, log: this.log },
+        {
+          approvals: this.context.approvals,
+          reminders: this.context.reminders,
+          commands: this.context.commands,
+          log: this.log,
+        },
         {
           data: interaction.customId,
           platform: "discord",
@@ -115,7 +123,9 @@ export class DiscordInteractions {
       return answer.replaceWith ?? answer.notice;
     });
     if (closeText && !interaction.message.flags.has(MessageFlags.Ephemeral)) {
-      await this.outbound.closeReminder({ chatId: interaction.channelId, messageId: interaction.message.id }, closeText).catch((err: unknown) => this.log.warn({ err }, "could not close the pressed message"));
+      await this.outbound
+        .closeReminder({ chatId: interaction.channelId, messageId: interaction.message.id }, closeText)
+        .catch((err: unknown) => this.log.warn({ err }, "could not close the pressed message"));
     }
   }
 
@@ -141,13 +151,30 @@ export class DiscordInteractions {
       if (first === "late") {
         await interaction.deferReply({ flags: MessageFlags.Ephemeral });
         const reply = await pending;
-        await interaction.editReply(editReplyPayload(interaction, { content: fit(reply.text), components: buttonRows(reply) as never, allowedMentions: { parse: [] } }));
+        await interaction.editReply(
+          editReplyPayload(interaction, {
+            content: fit(reply.text),
+            components: buttonRows(reply) as never,
+            allowedMentions: { parse: [] },
+          }),
+        );
       } else {
-        await interaction.reply(replyPayload(interaction, { content: fit(first.text), components: buttonRows(first) as never, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }));
+        await interaction.reply(
+          replyPayload(interaction, {
+            content: fit(first.text),
+            components: buttonRows(first) as never,
+            flags: MessageFlags.Ephemeral,
+            allowedMentions: { parse: [] },
+          }),
+        );
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if (code === 10062 || code === 40060) this.log.warn({ code, interaction: interaction.id }, "interaction could not be answered (too late or already answered)");
+      if (code === 10062 || code === 40060)
+        this.log.warn(
+          { code, interaction: interaction.id },
+          "interaction could not be answered (too late or already answered)",
+        );
       else throw err;
     } finally {
       clearTimeout(timer);
@@ -161,7 +188,9 @@ export class DiscordInteractions {
  * (chat input), usable in servers and DMs, one optional or required string option with at most
  * 25 choices; descriptions in English with a zh-TW localisation (at most 100 characters).
  */
-export function slashCommands(context: AdapterContext): { name: string; description: string; [key: string]: unknown }[] {
+export function slashCommands(
+  context: AdapterContext,
+): { name: string; description: string; [key: string]: unknown }[] {
   const common = { type: 1, contexts: [0, 1], integration_types: [0] };
   return commandsFor("discord").map((c) => ({
     ...common,
@@ -201,7 +230,12 @@ function buttonRows(reply: CommandReply): Record<string, unknown>[] {
   (reply.buttons ?? []).slice(0, 25).forEach((b, i) => {
     if (i % 5 === 0) rows.push({ type: 1, components: [] });
     // Settings buttons are secondary (grey); revoke and cancel buttons danger (red).
-    rows.at(-1)!.components.push({ type: 2, style: b.data.startsWith("st:") ? 2 : 4, label: b.label.slice(0, 80), custom_id: b.data });
+    rows.at(-1)!.components.push({
+      type: 2,
+      style: b.data.startsWith("st:") ? 2 : 4,
+      label: b.label.slice(0, 80),
+      custom_id: b.data,
+    });
   });
   return rows;
 }
@@ -212,7 +246,10 @@ export function replyPayload(interaction: RepliableInteraction, options: Interac
 }
 
 /** The payload of `interaction.editReply(options)` without `enforce_nonce` and `tts` (see the module comment). */
-export function editReplyPayload(interaction: RepliableInteraction, options: InteractionEditReplyOptions): MessagePayload {
+export function editReplyPayload(
+  interaction: RepliableInteraction,
+  options: InteractionEditReplyOptions,
+): MessagePayload {
   return without(MessagePayload.create(interaction, options), ["enforce_nonce", "tts"]);
 }
 

@@ -37,12 +37,14 @@ export function discordSurface(to: Destination, calls: DiscordLiveCalls): LiveSu
   return {
     limit: DISCORD_MESSAGE_LIMIT,
     // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
-    post: (text, index) => calls.post("streamAnswer", to.conversation.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
+    post: (text, index) =>
+      calls.post("streamAnswer", to.conversation.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
     edit: (ref, text) => calls.edit("streamAnswer", ref, honestLinks(text)),
     remove: (ref) => calls.remove(ref),
     finalChunks(text) {
       const chunks = splitMessage(honestLinks(text), DISCORD_MESSAGE_LIMIT);
-      if (chunks.length === 0) throw new Error("Discord streamAnswer: the answer is empty (Discord refuses empty messages)");
+      if (chunks.length === 0)
+        throw new Error("Discord streamAnswer: the answer is empty (Discord refuses empty messages)");
       return chunks;
     },
     plainOf: (chunk) => chunk,

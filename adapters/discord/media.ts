@@ -36,6 +36,12 @@ export class DiscordMedia implements MediaSource {
    */
   async download(ref: MediaRef, options: MediaDownloadOptions): Promise<Buffer> {
     if (!ref.url) throw new MediaError("download_failed", "a Discord file reference without url", options.what);
-    return downloadFile(ref.url, { allowedOrigins: this.#origins, maxBytes: options.maxBytes, announcedBytes: ref.size, what: options.what, signal: options.signal });
+    return downloadFile(ref.url, {
+      allowedOrigins: this.#origins,
+      maxBytes: options.maxBytes,
+      announcedBytes: ref.size,
+      what: options.what,
+      signal: options.signal,
+    });
   }
 }

@@ -51,7 +51,10 @@ export class DiscordMessages {
       if (!channel?.isTextBased()) return;
       message = await channel.messages.fetch(data.message_id);
     } catch (err) {
-      this.log.warn({ err, chatId: data.channel_id, messageId: data.message_id }, "a ✅/❌ reaction on a message that could not be fetched; ignored");
+      this.log.warn(
+        { err, chatId: data.channel_id, messageId: data.message_id },
+        "a ✅/❌ reaction on a message that could not be fetched; ignored",
+      );
       return;
     }
     if (message.author?.id !== client.user.id) return;
@@ -59,17 +62,32 @@ export class DiscordMessages {
     if (!approvalId || approvalId === CLOSED_APPROVAL_ID) return;
     let result: DecisionResult;
     try {
-      result = await this.context.approvals.decide({ approvalId, platform: "discord", deciderId: data.user_id, approve });
+      result = await this.context.approvals.decide({
+        approvalId,
+        platform: "discord",
+        deciderId: data.user_id,
+        approve,
+      });
     } catch (err) {
       this.log.error({ err }, "approval decision by reaction failed");
       await this.#reply(message, tryAgain(this.config.BOT_LOCALE));
       return;
     }
-    this.log.info({ via: "reaction", deciderId: data.user_id, status: result.status }, `approval reaction: ${result.status}`);
+    this.log.info(
+      { via: "reaction", deciderId: data.user_id, status: result.status },
+      `approval reaction: ${result.status}`,
+    );
     if (result.status === "not_requester" && data.guild_id) {
       // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided (not possible in DMs).
-      const route = Routes.channelMessageUserReaction(data.channel_id, data.message_id, encodeURIComponent(data.emoji.name!), data.user_id);
-      await client.rest.delete(route).catch((err: unknown) => this.log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
+      const route = Routes.channelMessageUserReaction(
+        data.channel_id,
+        data.message_id,
+        encodeURIComponent(data.emoji.name!),
+        data.user_id,
+      );
+      await client.rest
+        .delete(route)
+        .catch((err: unknown) => this.log.debug({ err }, "could not remove a reaction (Manage Messages permission?)"));
     }
   }
 
@@ -81,7 +99,12 @@ export class DiscordMessages {
     const dm = !message.inGuild();
     const addressed = dm || isAddressed(message, botId);
     // A channel whose replies are set to `all` (`/settings`) takes every text message.
-    if (!addressed && (message.content.trim() === "" || !(await repliesToAll(context, { platform: "discord", chatId: message.channelId, chatKind: "group" }, this.log)))) return;
+    if (
+      !addressed &&
+      (message.content.trim() === "" ||
+        !(await repliesToAll(context, { platform: "discord", chatId: message.channelId, chatKind: "group" }, this.log)))
+    )
+      return;
     const locale = this.config.BOT_LOCALE;
 
     // A forward's text is the question, marked as someone else's words (see src/prompts.ts).
@@ -94,18 +117,35 @@ export class DiscordMessages {
       if (!dm && nothing && !this.#warnedContentIntent) {
         this.#warnedContentIntent = true;
         this.log.warn(
-          "a message mentioning the bot arrived with empty content: the Message Content intent is not in effect. Enable it in the Discord Developer Portal → your application → Bot → Privileged Gateway Intents → Message Content Intent, then restart the bot.",
+          "a message mentioning the bot arrived with empty content: the Message Content intent is " +
+            "not in effect. Enable it in the Discord Developer Portal → your application → Bot → " +
+            "Privileged Gateway Intents → Message Content Intent, then restart the bot.",
         );
       }
-      const hint =
-        forwards.some((f) => f.attachments > 0)
-          ? localize(locale, { "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。", en: "I can't read the attachments of a forwarded message: send me the file itself, or tell me in words what you need." })
-          : localize(locale, { "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」", en: "Please write your question in the message, e.g. \"Will it rain in Taipei tomorrow?\"" });
+      const hint = forwards.some((f) => f.attachments > 0)
+        ? localize(locale, {
+            "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。",
+            en: "I can't read the attachments of a forwarded message: send me the file itself, or tell me in words what you need.",
+          })
+        : localize(locale, {
+            "zh-TW": "請在訊息裡寫下你的問題，例如「明天臺北會下雨嗎？」",
+            en: 'Please write your question in the message, e.g. "Will it rain in Taipei tomorrow?"',
+          });
       await this.#reply(message, hint);
       return;
     }
     if (text.length > MAX_INCOMING_TEXT) {
-      await this.#reply(message, localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。", en: "That message is too long (limit {max} characters); please shorten it." }, { max: MAX_INCOMING_TEXT }));
+      await this.#reply(
+        message,
+        localize(
+          locale,
+          {
+            "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。",
+            en: "That message is too long (limit {max} characters); please shorten it.",
+          },
+          { max: MAX_INCOMING_TEXT },
+        ),
+      );
       return;
     }
     const parsed = IncomingMessageSchema.safeParse({
@@ -122,7 +162,10 @@ export class DiscordMessages {
     });
     if (!parsed.success) {
       // Should not happen (the checks above cover the schema); never leave the person unanswered.
-      this.log.error({ issues: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`) }, "a message could not be normalised");
+      this.log.error(
+        { issues: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`) },
+        "a message could not be normalised",
+      );
       await this.#reply(message, tryAgain(locale));
       return;
     }
@@ -130,7 +173,10 @@ export class DiscordMessages {
     try {
       await context.enqueue(incoming);
     } catch (err) {
-      this.log.error({ err, chatId: incoming.chatId }, err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message");
+      this.log.error(
+        { err, chatId: incoming.chatId },
+        err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message",
+      );
       await this.#reply(message, tryAgain(locale));
     }
   }
@@ -158,5 +204,8 @@ function approvalIdOf(message: Message): string | undefined {
 
 /** The short "try again" answer when a message could not be queued or a decision not recorded. */
 export function tryAgain(locale: Locale): string {
-  return localize(locale, { "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。", en: "Sorry, I can't handle that right now. Please try again in a moment." });
+  return localize(locale, {
+    "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。",
+    en: "Sorry, I can't handle that right now. Please try again in a moment.",
+  });
 }

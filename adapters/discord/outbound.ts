@@ -22,7 +22,14 @@ import { REST, Routes } from "discord.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, NoticeButton, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type {
+  ApprovalPrompt,
+  Destination,
+  NoticeButton,
+  Outbound,
+  ReminderMessage,
+  SentRef,
+} from "../../src/outbound.js";
 import { ChatUnreachableError, MessageGoneError } from "../../src/outbound-errors.js";
 import { discordError } from "./errors.js";
 import { conversationKey } from "../../src/queue/incoming.js";
@@ -111,7 +118,8 @@ export class DiscordOutbound implements Outbound {
   ): Promise<SentRef[]> {
     // A masked link whose text shows another address shows its target (links.ts); a mention goes first.
     const chunks = splitMessage(mentionOf(to).prefix + honestLinks(text), DISCORD_MESSAGE_LIMIT);
-    if (chunks.length === 0) throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
+    if (chunks.length === 0)
+      throw new Error("Discord sendAnswer: the answer is empty (Discord refuses empty messages)");
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i++) {
       const ref = await this.#postChunk(to, chunks[i]!, i);
@@ -141,7 +149,14 @@ export class DiscordOutbound implements Outbound {
   #replyTo(to: Destination): { message_reference?: Record<string, unknown> } {
     if (!to.replyTo) return {};
     const guildId = to.reply?.guildId;
-    return { message_reference: { message_id: to.replyTo, channel_id: to.conversation.chatId, ...(guildId ? { guild_id: guildId } : {}), fail_if_not_exists: false } };
+    return {
+      message_reference: {
+        message_id: to.replyTo,
+        channel_id: to.conversation.chatId,
+        ...(guildId ? { guild_id: guildId } : {}),
+        fail_if_not_exists: false,
+      },
+    };
   }
 
   /**
@@ -153,7 +168,9 @@ export class DiscordOutbound implements Outbound {
       post: (method, channelId, body) => this.#post(method, channelId, body),
       edit: async (method, ref, content) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
-        await this.#call(method, route, () => this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }));
+        await this.#call(method, route, () =>
+          this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }),
+        );
       },
       isUnknownMessage: (error) => error instanceof MessageGoneError,
       remove: async (ref) => {
@@ -204,7 +221,10 @@ export class DiscordOutbound implements Outbound {
       try {
         await this.#call("addReaction", route, () => this.#rest.put(route));
       } catch (error) {
-        this.#log.warn({ err: error, chatId: ref.chatId }, "could not add the approval reactions (Add Reactions permission?); the buttons still work");
+        this.#log.warn(
+          { err: error, chatId: ref.chatId },
+          "could not add the approval reactions (Add Reactions permission?); the buttons still work",
+        );
         break;
       }
     }
@@ -224,18 +244,29 @@ export class DiscordOutbound implements Outbound {
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
     try {
       await this.#call("closeApprovalPrompt", route, () =>
-        this.#rest.patch(route, { body: { content, components: promptComponents("unused", this.#config.BOT_LOCALE, outcome), allowed_mentions: NO_MENTIONS } }),
+        this.#rest.patch(route, {
+          body: {
+            content,
+            components: promptComponents("unused", this.#config.BOT_LOCALE, outcome),
+            allowed_mentions: NO_MENTIONS,
+          },
+        }),
       );
     } catch (error) {
       if (isGone(error)) {
-        this.#log.info({ chatId: prompt.chatId, messageId: prompt.messageId, code: error.code }, "approval prompt is gone; nothing to edit");
+        this.#log.info(
+          { chatId: prompt.chatId, messageId: prompt.messageId, code: error.code },
+          "approval prompt is gone; nothing to edit",
+        );
         return;
       }
       throw error;
     }
     for (const emoji of [APPROVE_EMOJI, DECLINE_EMOJI]) {
       const r = Routes.channelMessageOwnReaction(prompt.chatId, prompt.messageId, encodeURIComponent(emoji));
-      await this.#call("removeReaction", r, () => this.#rest.delete(r)).catch((err: unknown) => this.#log.debug({ err }, "could not remove own reaction"));
+      await this.#call("removeReaction", r, () => this.#rest.delete(r)).catch((err: unknown) =>
+        this.#log.debug({ err }, "could not remove own reaction"),
+      );
     }
   }
 
@@ -252,10 +283,17 @@ export class DiscordOutbound implements Outbound {
   async closeReminder(message: SentRef, text: string): Promise<void> {
     const route = Routes.channelMessage(message.chatId, message.messageId);
     try {
-      await this.#call("closeReminder", route, () => this.#rest.patch(route, { body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS } }));
+      await this.#call("closeReminder", route, () =>
+        this.#rest.patch(route, {
+          body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS },
+        }),
+      );
     } catch (error) {
       if (isGone(error)) {
-        this.#log.info({ chatId: message.chatId, messageId: message.messageId, code: error.code }, "reminder message is gone; nothing to edit");
+        this.#log.info(
+          { chatId: message.chatId, messageId: message.messageId, code: error.code },
+          "reminder message is gone; nothing to edit",
+        );
         return;
       }
       throw error;
@@ -269,7 +307,12 @@ export class DiscordOutbound implements Outbound {
   async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
     const rows: Record<string, unknown>[] = [];
     for (let i = 0; i < buttons.length && rows.length < 5; i += 5) {
-      rows.push({ type: 1, components: buttons.slice(i, i + 5).map((b) => ({ type: 2, style: 2, label: b.label.slice(0, 80), custom_id: b.data })) });
+      rows.push({
+        type: 1,
+        components: buttons
+          .slice(i, i + 5)
+          .map((b) => ({ type: 2, style: 2, label: b.label.slice(0, 80), custom_id: b.data })),
+      });
     }
     const mention = mentionOf(to);
     return this.#post("sendNotice", to.conversation.chatId, {
@@ -283,7 +326,10 @@ export class DiscordOutbound implements Outbound {
 
   async #post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef> {
     const route = Routes.channelMessages(channelId);
-    const message = (await this.#call(method, route, () => this.#rest.post(route, { body }))) as { id: string; channel_id: string };
+    const message = (await this.#call(method, route, () => this.#rest.post(route, { body }))) as {
+      id: string;
+      channel_id: string;
+    };
     return { chatId: message.channel_id, messageId: message.id };
   }
 

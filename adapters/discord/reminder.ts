@@ -31,8 +31,18 @@ export function reminderComponents(token: string, locale: Locale): Record<string
     {
       type: 1,
       components: [
-        { type: 2, style: 3, label: localize(locale, { "zh-TW": "✅ 完成", en: "✅ Done" }), custom_id: `rm:d:${token}` },
-        { type: 2, style: 2, label: localize(locale, { "zh-TW": "💤 稍後提醒", en: "💤 Snooze" }), custom_id: `rm:s:${token}` },
+        {
+          type: 2,
+          style: 3,
+          label: localize(locale, { "zh-TW": "✅ 完成", en: "✅ Done" }),
+          custom_id: `rm:d:${token}`,
+        },
+        {
+          type: 2,
+          style: 2,
+          label: localize(locale, { "zh-TW": "💤 稍後提醒", en: "💤 Snooze" }),
+          custom_id: `rm:s:${token}`,
+        },
       ],
     },
   ];

@@ -101,7 +101,9 @@ export class TelegramAdapter implements Adapter {
     this.#updates.install(context);
     await withTimeout(bot.init(grammySignal(signal)), START_TIMEOUT_MS, signal, () => {
       const root = config.TELEGRAM_API_ROOT ?? "https://api.telegram.org";
-      return new Error(`telegram: the Bot API at ${root} did not answer getMe within ${START_TIMEOUT_MS / 1000} s (no network, a proxy needed, or a wrong TELEGRAM_API_ROOT?)`);
+      return new Error(
+        `telegram: the Bot API at ${root} did not answer getMe within ${START_TIMEOUT_MS / 1000} s (no network, a proxy needed, or a wrong TELEGRAM_API_ROOT?)`,
+      );
     });
     await this.#updates.registerCommands(signal);
     signal.throwIfAborted();
@@ -117,7 +119,11 @@ export class TelegramAdapter implements Adapter {
       });
       this.#server = server;
       // Listening before setWebhook: a port in use fails here, before Telegram is told anything.
-      await bot.api.setWebhook(url.href, { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));
+      await bot.api.setWebhook(
+        url.href,
+        { secret_token: config.TELEGRAM_WEBHOOK_SECRET, allowed_updates: [...ALLOWED_UPDATES] },
+        grammySignal(signal),
+      );
       this.#webhookSet = true;
       log.info({ port: config.TELEGRAM_WEBHOOK_PORT, bot: bot.botInfo.username }, "telegram: webhook set, listening");
       return;
@@ -133,7 +139,10 @@ export class TelegramAdapter implements Adapter {
         signal.throwIfAborted();
       }
       if (!ours) {
-        log.info({ bot: bot.botInfo.username, retryEveryMs: this.#lease.options.retryEveryMs }, "telegram: another adapter is polling this bot; waiting to take over its polling lease");
+        log.info(
+          { bot: bot.botInfo.username, retryEveryMs: this.#lease.options.retryEveryMs },
+          "telegram: another adapter is polling this bot; waiting to take over its polling lease",
+        );
         this.#waitForLease(context);
         return;
       }
@@ -199,10 +208,16 @@ export class TelegramAdapter implements Adapter {
           clearInterval(this.#leaseTimer);
           try {
             await this.#startPolling(context);
-            this.log.info({ bot: this.bot.botInfo.username, fence: lease.fence }, "telegram: took over the polling lease; long polling started");
+            this.log.info(
+              { bot: this.bot.botInfo.username, fence: lease.fence },
+              "telegram: took over the polling lease; long polling started",
+            );
           } catch (error) {
             if (isUnauthorized(error)) return this.#reportTokenRejected(error, context);
-            this.log.error({ error: redact(String(error)) }, "telegram: could not start polling after taking the lease; handing it back");
+            this.log.error(
+              { error: redact(String(error)) },
+              "telegram: could not start polling after taking the lease; handing it back",
+            );
             await lease.release();
             if (!this.#stopped) this.#waitForLease(context);
           }
@@ -216,7 +231,10 @@ export class TelegramAdapter implements Adapter {
   #leaseLost(context: AdapterContext): void {
     if (this.#losing || this.#stopped) return;
     clearInterval(this.#leaseTimer);
-    this.log.warn("telegram: the polling lease was lost (this process was paused, or Redis was unreachable for longer than the lease); stopped polling, waiting to take it again");
+    this.log.warn(
+      "telegram: the polling lease was lost (this process was paused, or Redis was unreachable " +
+        "for longer than the lease); stopped polling, waiting to take it again",
+    );
     this.#losing = (async () => {
       if (this.bot.isRunning()) await Promise.race([this.bot.stop(), delay(STOP_CONFIRM_MS)]).catch(() => undefined);
       await this.#polling?.catch(() => undefined);
@@ -253,7 +271,8 @@ export class TelegramAdapter implements Adapter {
   isConnected(): boolean {
     if (this.config.TELEGRAM_WEBHOOK_URL) return this.#webhookSet && this.#server?.listening === true;
     // A waiting adapter (another one holds the polling lease) is healthy while it can watch the lease.
-    if (this.#lease && !this.bot.isRunning()) return this.#lease.reachable(this.#options.polling?.unhealthyAfterMs ?? POLLING_DEFAULTS.unhealthyAfterMs);
+    if (this.#lease && !this.bot.isRunning())
+      return this.#lease.reachable(this.#options.polling?.unhealthyAfterMs ?? POLLING_DEFAULTS.unhealthyAfterMs);
     return this.bot.isRunning() && this.bot.isInited() && this.#monitor.healthy();
   }
 
@@ -295,7 +314,10 @@ export class TelegramAdapter implements Adapter {
       this.#webhookSet = false;
       this.log.info("telegram: start-up failed after setWebhook; webhook deleted again");
     } catch (error) {
-      this.log.error({ error: redact(String(error)) }, "telegram: start-up failed after setWebhook, and deleteWebhook failed too: call deleteWebhook by hand before polling this bot");
+      this.log.error(
+        { error: redact(String(error)) },
+        "telegram: start-up failed after setWebhook, and deleteWebhook failed too: call deleteWebhook by hand before polling this bot",
+      );
     }
   }
 }
@@ -307,7 +329,8 @@ const STOP_CONFIRM_MS = 3000;
 function tokenRejected(error: unknown): AdapterFatalError {
   return new AdapterFatalError(
     "telegram",
-    "TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized): copy the current token from @BotFather (it changes when the token is revoked) and restart.",
+    "TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized): copy the " +
+      "current token from @BotFather (it changes when the token is revoked) and restart.",
     { cause: error },
   );
 }

@@ -13,7 +13,12 @@ import { registerSecrets } from "../../src/log.js";
  * `retry_after` (a longer wait fails the call, so the worker's job retry decides). Network errors
  * are not retried here (auto-retry would retry them forever); 5xx answers are retried with backoff.
  */
-export const RETRY_OPTIONS = { maxRetryAttempts: 3, maxDelaySeconds: 60, rethrowHttpErrors: true, rethrowInternalServerErrors: false } as const;
+export const RETRY_OPTIONS = {
+  maxRetryAttempts: 3,
+  maxDelaySeconds: 60,
+  rethrowHttpErrors: true,
+  rethrowInternalServerErrors: false,
+} as const;
 
 /** grammy client options from the configuration (`apiRoot` from `TELEGRAM_API_ROOT`, when set). */
 export function clientOptions(config: Config): ApiClientOptions {
@@ -60,7 +65,9 @@ export function isHarmless(error: unknown): boolean {
   return (
     error instanceof GrammyError &&
     error.error_code === 400 &&
-    /message is not modified|query is too old|query ID is invalid|message to edit not found|message can't be edited/i.test(error.description)
+    /message is not modified|query is too old|query ID is invalid|message to edit not found|message can't be edited/i.test(
+      error.description,
+    )
   );
 }
 
@@ -79,7 +86,11 @@ export function isNotModified(error: unknown): boolean {
  * chat meanwhile) or "message can't be edited".
  */
 export function isUneditable(error: unknown): boolean {
-  return error instanceof GrammyError && error.error_code === 400 && /message to edit not found|message can't be edited/i.test(error.description);
+  return (
+    error instanceof GrammyError &&
+    error.error_code === 400 &&
+    /message to edit not found|message can't be edited/i.test(error.description)
+  );
 }
 
 /**

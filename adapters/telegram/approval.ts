@@ -24,7 +24,10 @@ const CALLBACK = /^ap:([A-Za-z0-9_-]{1,59}):([yna])$/;
  */
 export function callbackData(approvalId: string, approve: boolean | "always"): string {
   const data = `ap:${approvalId}:${approve === "always" ? "a" : approve ? "y" : "n"}`;
-  if (!CALLBACK.test(data)) throw new Error(`approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`);
+  if (!CALLBACK.test(data))
+    throw new Error(
+      `approval id must be 1-59 characters of A-Z, a-z, 0-9, _ and - (got ${approvalId.length} characters)`,
+    );
   return data;
 }
 
@@ -36,10 +39,18 @@ export function approvalKeyboard(approvalId: string, locale: Locale, alwaysAllow
   return {
     inline_keyboard: [
       [
-        { text: localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }), callback_data: callbackData(approvalId, true) },
-        { text: localize(locale, { "zh-TW": "❌ 取消", en: "❌ Cancel" }), callback_data: callbackData(approvalId, false) },
+        {
+          text: localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }),
+          callback_data: callbackData(approvalId, true),
+        },
+        {
+          text: localize(locale, { "zh-TW": "❌ 取消", en: "❌ Cancel" }),
+          callback_data: callbackData(approvalId, false),
+        },
       ],
-      ...(alwaysAllow ? [[{ text: localize(locale, ALWAYS_ALLOW_LABEL), callback_data: callbackData(approvalId, "always") }]] : []),
+      ...(alwaysAllow
+        ? [[{ text: localize(locale, ALWAYS_ALLOW_LABEL), callback_data: callbackData(approvalId, "always") }]]
+        : []),
     ],
   };
 }
@@ -65,7 +76,10 @@ export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now =
   const title = localize(locale, { "zh-TW": "⚠️ 需要你的確認", en: "⚠️ Confirmation needed" });
   const who = localize(
     locale,
-    { "zh-TW": "只有 {name} 可以決定，{time} 前有效（約 {minutes} 分鐘）。", en: "Only {name} can decide, until {time} (about {minutes} min)." },
+    {
+      "zh-TW": "只有 {name} 可以決定，{time} 前有效（約 {minutes} 分鐘）。",
+      en: "Only {name} can decide, until {time} (about {minutes} min).",
+    },
     { name: escapeHtml(prompt.requesterName), time, minutes },
   );
   return `<b>${title}</b>\n${escapeHtml(prompt.action)}\n\n${who}`;

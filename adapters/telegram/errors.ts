@@ -28,7 +28,12 @@ const DEFAULT_RETRY_AFTER_MS = 1000;
 export function isChatGone(error: unknown): boolean {
   if (!(error instanceof GrammyError)) return false;
   if (error.error_code === 403) return true;
-  return error.error_code === 400 && /chat not found|message thread not found|not enough rights|have no rights|CHAT_WRITE_FORBIDDEN|group chat was upgraded/i.test(error.description);
+  return (
+    error.error_code === 400 &&
+    /chat not found|message thread not found|not enough rights|have no rights|CHAT_WRITE_FORBIDDEN|group chat was upgraded/i.test(
+      error.description,
+    )
+  );
 }
 
 /**
@@ -45,13 +50,20 @@ export function isChatGone(error: unknown): boolean {
  */
 export function telegramError(error: unknown, method: string): unknown {
   if (error instanceof OutboundError) return error;
-  if (error instanceof HttpError) return new PlatformUnavailableError("telegram", method, `telegram: ${method}: ${error.message}`, { cause: error });
+  if (error instanceof HttpError)
+    return new PlatformUnavailableError("telegram", method, `telegram: ${method}: ${error.message}`, { cause: error });
   if (!(error instanceof GrammyError)) return error;
   const details = { code: error.error_code, status: error.error_code, cause: error };
   const message = `telegram: ${method}: ${error.message}`;
   if (error.error_code === 429) {
     const seconds = error.parameters.retry_after;
-    return new RateLimitedError("telegram", method, typeof seconds === "number" ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS, message, details);
+    return new RateLimitedError(
+      "telegram",
+      method,
+      typeof seconds === "number" ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS,
+      message,
+      details,
+    );
   }
   if (error.error_code >= 500) return new PlatformUnavailableError("telegram", method, message, details);
   if (isChatGone(error)) return new ChatUnreachableError("telegram", method, message, details);

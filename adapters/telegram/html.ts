@@ -110,7 +110,9 @@ function renderList(list: Tokens.List, depth: number, quoted: boolean): string {
       const box = item.task ? (item.checked ? "☑ " : "☐ ") : "";
       const parts = item.tokens
         .filter((t) => t.type !== "checkbox")
-        .map((t) => (t.type === "list" ? renderList(t as Tokens.List, depth + 1, quoted) : renderBlock(t, depth + 1, quoted)))
+        .map((t) =>
+          t.type === "list" ? renderList(t as Tokens.List, depth + 1, quoted) : renderBlock(t, depth + 1, quoted),
+        )
         .filter((s) => s !== "");
       const [first = "", ...rest] = parts;
       return [`${indent}${bullet} ${box}${first}`, ...rest].join("\n");
@@ -169,7 +171,8 @@ function renderInlineToken(token: Token): string {
  * @param label - the label as Telegram HTML ("" for none); `plain` the same as the reader sees it.
  */
 function renderLink(href: string, label: string, plain: string): string {
-  if (!SAFE_LINK.test(href) || isProxyLink(href)) return label !== "" && plain.trim() !== href.trim() ? label : `<code>${escapeHtml(href)}</code>`;
+  if (!SAFE_LINK.test(href) || isProxyLink(href))
+    return label !== "" && plain.trim() !== href.trim() ? label : `<code>${escapeHtml(href)}</code>`;
   const shown = label === "" || isMislabelledLink(plain, href) ? escapeHtml(href) : label;
   return `<a href="${escapeHtml(href)}">${shown}</a>`;
 }

@@ -25,7 +25,12 @@
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
 import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
 import { plainLine } from "../../src/plain-text.js";
-import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage, type MediaRef } from "../../src/queue/incoming.js";
+import {
+  IncomingMessageSchema,
+  MAX_INCOMING_TEXT,
+  type IncomingMessage,
+  type MediaRef,
+} from "../../src/queue/incoming.js";
 import { isInstantCommand } from "./commands.js";
 
 /** What to do with one incoming Telegram message. */
@@ -54,8 +59,23 @@ export type IncomingMessageBase = Omit<IncomingMessage, "text">;
 
 /** Message fields that carry content; a message with none of them and no text is a service message. */
 const CONTENT_FIELDS = [
-  "animation", "audio", "document", "paid_media", "photo", "sticker", "story", "video", "video_note", "voice",
-  "contact", "dice", "game", "poll", "venue", "location", "checklist",
+  "animation",
+  "audio",
+  "document",
+  "paid_media",
+  "photo",
+  "sticker",
+  "story",
+  "video",
+  "video_note",
+  "voice",
+  "contact",
+  "dice",
+  "game",
+  "poll",
+  "venue",
+  "location",
+  "checklist",
 ] as const;
 
 /**
@@ -66,8 +86,14 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   const sized = (size: number | undefined) => (size !== undefined ? { size } : {});
   if (message.photo?.length) {
     const sizes = [...message.photo].sort((a, b) => b.width * b.height - a.width * a.height);
-    const pick = sizes.find((s) => s.file_size === undefined || s.file_size <= IMAGE_MAX_DOWNLOAD_BYTES) ?? sizes[sizes.length - 1]!;
-    return { media: [{ kind: "image", fileId: pick.file_id, width: pick.width, height: pick.height, ...sized(pick.file_size) }] };
+    const pick =
+      sizes.find((s) => s.file_size === undefined || s.file_size <= IMAGE_MAX_DOWNLOAD_BYTES) ??
+      sizes[sizes.length - 1]!;
+    return {
+      media: [
+        { kind: "image", fileId: pick.file_id, width: pick.width, height: pick.height, ...sized(pick.file_size) },
+      ],
+    };
   }
   const other = message.animation ?? message.video ?? message.video_note ?? message.voice ?? message.audio;
   if (other) {
@@ -91,7 +117,17 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   if (doc) {
     const image = (IMAGE_MEDIA_TYPES as readonly string[]).includes(doc.mime_type ?? "");
     const name = plainLine(doc.file_name ?? "", 255);
-    return { media: [{ kind: image ? "image" : "file", fileId: doc.file_id, ...sized(doc.file_size), ...(doc.mime_type ? { mimeType: doc.mime_type.slice(0, 255) } : {}), ...(name ? { name } : {}) }] };
+    return {
+      media: [
+        {
+          kind: image ? "image" : "file",
+          fileId: doc.file_id,
+          ...sized(doc.file_size),
+          ...(doc.mime_type ? { mimeType: doc.mime_type.slice(0, 255) } : {}),
+          ...(name ? { name } : {}),
+        },
+      ],
+    };
   }
   if (message.sticker) return { media: [], ...(message.sticker.emoji ? { sticker: message.sticker.emoji } : {}) };
   return { media: [] };
@@ -120,12 +156,18 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   if (!sender && (!from || from.is_bot)) return { kind: "ignore", reason: "from a bot" };
   const { media, sticker } = mediaOf(message);
   const text = message.text ?? message.caption ?? sticker ?? (media.length > 0 ? "" : undefined);
-  const entities: MessageEntity[] = (message.text !== undefined ? message.entities : message.caption !== undefined ? message.caption_entities : undefined) ?? [];
+  const entities: MessageEntity[] =
+    (message.text !== undefined
+      ? message.entities
+      : message.caption !== undefined
+        ? message.caption_entities
+        : undefined) ?? [];
   const hasContent = CONTENT_FIELDS.some((f) => f in message);
   if (text === undefined && !hasContent) return { kind: "ignore", reason: "service message" };
 
   const isPrivate = message.chat.type === "private";
-  const topic = message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+  const topic =
+    message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
   const base: IncomingMessageBase = {
     platform: "telegram",
     chatId: String(message.chat.id),
@@ -139,12 +181,16 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     ...(from?.language_code && !sender ? { locale: from.language_code } : {}),
   };
 
-  if (text === undefined) return isPrivate ? { kind: "hint", reason: "media", message: base } : { kind: "ignore", reason: "no text in a group" };
+  if (text === undefined)
+    return isPrivate
+      ? { kind: "hint", reason: "media", message: base }
+      : { kind: "ignore", reason: "no text in a group" };
 
   const username = me.username.toLowerCase();
   const slice = (e: MessageEntity) => text.slice(e.offset, e.offset + e.length);
   const isMe = (e: MessageEntity) =>
-    (e.type === "mention" && slice(e).toLowerCase() === `@${username}`) || (e.type === "text_mention" && e.user.id === me.id);
+    (e.type === "mention" && slice(e).toLowerCase() === `@${username}`) ||
+    (e.type === "text_mention" && e.user.id === me.id);
 
   // A command at the start: `/name`, `/name@bot` or `/name@other` (another bot's).
   const first = entities.find((e) => e.type === "bot_command" && e.offset === 0);
@@ -160,15 +206,24 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   const repliedToMe = repliedTo?.from?.id === me.id && !("forum_topic_created" in repliedTo);
   // A command at the start addresses us when bare or `@us` (`@other` was ignored above).
   const ownCommand = command !== undefined;
-  const files = { ...(media.length > 0 ? { media } : {}), ...(message.media_group_id && media.length > 0 ? { mediaGroupId: message.media_group_id.slice(0, 64) } : {}) };
+  const files = {
+    ...(media.length > 0 ? { media } : {}),
+    ...(message.media_group_id && media.length > 0 ? { mediaGroupId: message.media_group_id.slice(0, 64) } : {}),
+  };
   if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) {
-    const item = files.mediaGroupId ? IncomingMessageSchema.safeParse({ ...base, ...files, text: text.slice(0, MAX_INCOMING_TEXT) }) : undefined;
+    const item = files.mediaGroupId
+      ? IncomingMessageSchema.safeParse({ ...base, ...files, text: text.slice(0, MAX_INCOMING_TEXT) })
+      : undefined;
     if (item?.success) return { kind: "album_item", message: item.data };
-    const unaddressed = text.trim() !== "" && !command ? IncomingMessageSchema.safeParse({ ...base, ...files, text }) : undefined;
-    return unaddressed?.success ? { kind: "unaddressed", message: unaddressed.data } : { kind: "ignore", reason: "not addressed" };
+    const unaddressed =
+      text.trim() !== "" && !command ? IncomingMessageSchema.safeParse({ ...base, ...files, text }) : undefined;
+    return unaddressed?.success
+      ? { kind: "unaddressed", message: unaddressed.data }
+      : { kind: "ignore", reason: "not addressed" };
   }
 
-  if (command && isInstantCommand(command.name)) return { kind: "command", command: command.name, args: command.args, message: base };
+  if (command && isInstantCommand(command.name))
+    return { kind: "command", command: command.name, args: command.args, message: base };
 
   // Remove the bot's mentions and the `@bot` of a command, from the end so offsets stay valid.
   const cuts: [number, number][] = entities.filter(isMe).map((e) => [e.offset, e.offset + e.length]);
@@ -177,13 +232,15 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     cuts.push([first.offset + at, first.offset + first.length]);
   }
   let stripped = text;
-  for (const [start, end] of cuts.sort((a, b) => b[0] - a[0])) stripped = stripped.slice(0, start) + stripped.slice(end);
+  for (const [start, end] of cuts.sort((a, b) => b[0] - a[0]))
+    stripped = stripped.slice(0, start) + stripped.slice(end);
   stripped = stripped
     .replace(/^[\s,，:：、]+/, "")
     .replace(/[ \t]{2,}/g, " ")
     .trim();
 
   const parsed = IncomingMessageSchema.safeParse({ ...base, ...files, text: stripped });
-  if (!parsed.success) return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: base };
+  if (!parsed.success)
+    return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: base };
   return { kind: "enqueue", message: parsed.data };
 }

@@ -101,7 +101,9 @@ export class PollingLease {
    */
   async tryAcquire(): Promise<boolean> {
     const started = performance.now();
-    const fence = Number(await this.#redis.eval(ACQUIRE, 2, this.#key, `${this.#key}:fence`, this.holder, this.#options.ttlMs));
+    const fence = Number(
+      await this.#redis.eval(ACQUIRE, 2, this.#key, `${this.#key}:fence`, this.holder, this.#options.ttlMs),
+    );
     this.#lastAnswer = performance.now();
     if (fence <= 0) {
       this.#fence = undefined;

@@ -26,9 +26,14 @@ import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from
  * `allow_sending_without_reply`, so a deleted message does not lose the answer) when it replies,
  * `message_thread_id` in a topic; empty otherwise.
  */
-export function placement(to: TelegramDestination): { reply_parameters?: { message_id: number; allow_sending_without_reply: true }; message_thread_id?: number } {
+export function placement(to: TelegramDestination): {
+  reply_parameters?: { message_id: number; allow_sending_without_reply: true };
+  message_thread_id?: number;
+} {
   return {
-    ...(to.replyTo ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } } : {}),
+    ...(to.replyTo
+      ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } }
+      : {}),
     ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
   };
 }
@@ -48,7 +53,13 @@ export function draftId(messageId: string, piece: number): number {
  * The Telegram {@link LiveSurface} of an answer to `to`. Its platform calls throw the core's errors
  * (`telegramError`), as every call of the Telegram outbound does.
  */
-export function telegramSurface(api: Api, to: Destination, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
+export function telegramSurface(
+  api: Api,
+  to: Destination,
+  dest: TelegramDestination,
+  sendChunk: SendChunk,
+  log: Logger,
+): LiveSurface<TelegramChunk> {
   const surface = rawSurface(api, to, dest, sendChunk, log);
   const { draft } = surface;
   return {
@@ -58,16 +69,26 @@ export function telegramSurface(api: Api, to: Destination, dest: TelegramDestina
     edit: (ref, text, shown) => translated("streamAnswer", () => surface.edit(ref, text, shown)),
     remove: (ref) => translated("streamAnswer", () => surface.remove(ref)),
     postFinal: (chunk, index) => translated("sendAnswer", () => surface.postFinal(chunk, index)),
-    editFinal: (ref, chunk, index, shown) => translated("sendAnswer", () => surface.editFinal(ref, chunk, index, shown)),
+    editFinal: (ref, chunk, index, shown) =>
+      translated("sendAnswer", () => surface.editFinal(ref, chunk, index, shown)),
   };
 }
 
 /** The surface's platform calls as grammY makes them (errors untranslated: the checks below read them). */
-function rawSurface(api: Api, to: Destination, dest: TelegramDestination, sendChunk: SendChunk, log: Logger): LiveSurface<TelegramChunk> {
+function rawSurface(
+  api: Api,
+  to: Destination,
+  dest: TelegramDestination,
+  sendChunk: SendChunk,
+  log: Logger,
+): LiveSurface<TelegramChunk> {
   const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
   const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
     try {
-      await api.editMessageText(ref.chatId, Number(ref.messageId), text, { link_preview_options: { is_disabled: true }, ...(parseMode ? { parse_mode: parseMode } : {}) });
+      await api.editMessageText(ref.chatId, Number(ref.messageId), text, {
+        link_preview_options: { is_disabled: true },
+        ...(parseMode ? { parse_mode: parseMode } : {}),
+      });
     } catch (error) {
       // Only a message posted by an earlier attempt (content unknown) may turn out unchanged.
       if (shown === undefined && isNotModified(error)) return;
@@ -78,7 +99,10 @@ function rawSurface(api: Api, to: Destination, dest: TelegramDestination, sendCh
     try {
       await api.deleteMessage(ref.chatId, Number(ref.messageId));
     } catch (error) {
-      log.debug({ ref, error: (error as Error).message }, "telegram: a live answer message could not be deleted (already gone?)");
+      log.debug(
+        { ref, error: (error as Error).message },
+        "telegram: a live answer message could not be deleted (already gone?)",
+      );
     }
   };
   return {
@@ -86,7 +110,12 @@ function rawSurface(api: Api, to: Destination, dest: TelegramDestination, sendCh
     ...(to.chatKind === "dm"
       ? {
           draft: async (text: string, piece: number) => {
-            await api.sendMessageDraft(Number(dest.chatId), draftId(to.replyTo ?? "0", piece), text, dest.threadId ? { message_thread_id: Number(dest.threadId) } : {});
+            await api.sendMessageDraft(
+              Number(dest.chatId),
+              draftId(to.replyTo ?? "0", piece),
+              text,
+              dest.threadId ? { message_thread_id: Number(dest.threadId) } : {},
+            );
           },
         }
       : {}),
@@ -105,13 +134,19 @@ function rawSurface(api: Api, to: Destination, dest: TelegramDestination, sendCh
           await edit(ref, chunk.html, shown, "HTML");
         } catch (error) {
           if (!isEntityError(error)) throw error;
-          log.warn({ chatId: ref.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; editing the chunk to plain text");
+          log.warn(
+            { chatId: ref.chatId, chunk: index, error: (error as Error).message },
+            "telegram rejected the HTML; editing the chunk to plain text",
+          );
           if (chunk.plain !== shown) await edit(ref, chunk.plain, shown);
         }
       } catch (error) {
         if (!isUneditable(error)) throw error;
         // Deleted in the chat meanwhile (or no longer editable): the chunk is posted anew, then the old message is deleted if it is still there.
-        log.info({ ref, chunk: index, error: (error as Error).message }, "telegram: a live answer message cannot be edited; posting its final chunk anew");
+        log.info(
+          { ref, chunk: index, error: (error as Error).message },
+          "telegram: a live answer message cannot be edited; posting its final chunk anew",
+        );
         const anew = await sendChunk(dest, chunk, index);
         await remove(ref);
         return anew;

@@ -43,11 +43,22 @@ export class TelegramMedia implements MediaSource {
       file = await this.api.getFile(ref.fileId, signal as Parameters<Api["getFile"]>[1]);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      if (error instanceof GrammyError && /file is too big/i.test(error.description)) throw new MediaError("too_large", "getFile: file is too big", what);
-      throw new MediaError("download_failed", `getFile failed: ${error instanceof GrammyError ? `${error.error_code} ${error.description}` : (error as Error).name}`, what);
+      if (error instanceof GrammyError && /file is too big/i.test(error.description))
+        throw new MediaError("too_large", "getFile: file is too big", what);
+      throw new MediaError(
+        "download_failed",
+        `getFile failed: ${error instanceof GrammyError ? `${error.error_code} ${error.description}` : (error as Error).name}`,
+        what,
+      );
     }
     if (!file.file_path) throw new MediaError("download_failed", "getFile returned no file_path", what);
     const url = `${this.#root}/file/bot${botToken(this.config)}/${file.file_path.split("/").map(encodeURIComponent).join("/")}`;
-    return downloadFile(url, { allowedOrigins: [originOf(this.#root) ?? OFFICIAL_ROOT], maxBytes, announcedBytes: file.file_size ?? ref.size, what, signal });
+    return downloadFile(url, {
+      allowedOrigins: [originOf(this.#root) ?? OFFICIAL_ROOT],
+      maxBytes,
+      announcedBytes: file.file_size ?? ref.size,
+      what,
+      signal,
+    });
   }
 }

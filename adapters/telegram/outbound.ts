@@ -8,7 +8,14 @@ import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, NoticeButton, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type {
+  ApprovalPrompt,
+  Destination,
+  NoticeButton,
+  Outbound,
+  ReminderMessage,
+  SentRef,
+} from "../../src/outbound.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
 import { chatMigrations, isEntityError, isHarmless } from "./api.js";
@@ -40,14 +47,26 @@ export function mentionHtml(mention: TelegramDestination["mention"]): string {
 }
 
 /** Where the adapter's own reply to an incoming message goes (a command's answer, a hint): as {@link telegramPlace} of an answer to it. */
-export function replyPlace(to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">): TelegramDestination {
-  return { chatId: to.chatId, replyTo: to.chatKind === "group" ? to.messageId : undefined, threadId: to.reply?.threadId };
+export function replyPlace(
+  to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">,
+): TelegramDestination {
+  return {
+    chatId: to.chatId,
+    replyTo: to.chatKind === "group" ? to.messageId : undefined,
+    threadId: to.reply?.threadId,
+  };
 }
 
 /** Where a message to `to` goes on Telegram: a reply to `replyTo` in groups, plain in private chats; the topic when there is one. */
 export function telegramPlace(to: Destination): TelegramDestination {
-  const mention = to.chatKind === "group" && to.mention && /^\d+$/.test(to.mention.userId) ? { mention: to.mention } : {};
-  return { chatId: to.conversation.chatId, replyTo: to.chatKind === "group" ? to.replyTo : undefined, threadId: to.reply?.threadId, ...mention };
+  const mention =
+    to.chatKind === "group" && to.mention && /^\d+$/.test(to.mention.userId) ? { mention: to.mention } : {};
+  return {
+    chatId: to.conversation.chatId,
+    replyTo: to.chatKind === "group" ? to.replyTo : undefined,
+    threadId: to.reply?.threadId,
+    ...mention,
+  };
 }
 
 /**
@@ -79,7 +98,8 @@ export class TelegramOutbound implements Outbound {
     api.config.use(
       chatMigrations((from, to) => {
         this.log.warn({ from, to }, "telegram: the group was upgraded to a supergroup; sending to its new chat id");
-        for (const listener of this.#migrationListeners) listener({ platform: "telegram", chatId: from }, { platform: "telegram", chatId: to });
+        for (const listener of this.#migrationListeners)
+          listener({ platform: "telegram", chatId: from }, { platform: "telegram", chatId: to });
       }),
     );
   }
@@ -106,8 +126,10 @@ export class TelegramOutbound implements Outbound {
     // A mention goes in front of the first chunk, within its limit.
     const mention = mentionHtml(to.mention);
     const chunks = planChunks(markdown, TELEGRAM_TEXT_LIMIT - visibleLength(mention));
-    if (mention && chunks[0]) chunks[0] = { html: mention + chunks[0].html, plain: `${to.mention!.userName} ${chunks[0].plain}` };
-    if (chunks.length === 0) this.log.warn({ chatId: to.chatId }, "telegram: an answer with no visible text was not sent");
+    if (mention && chunks[0])
+      chunks[0] = { html: mention + chunks[0].html, plain: `${to.mention!.userName} ${chunks[0].plain}` };
+    if (chunks.length === 0)
+      this.log.warn({ chatId: to.chatId }, "telegram: an answer with no visible text was not sent");
     const refs: SentRef[] = [];
     for (const [index, chunk] of chunks.entries()) {
       if (index < (options.skip ?? 0)) continue;
@@ -126,11 +148,21 @@ export class TelegramOutbound implements Outbound {
     const common = placement(to);
     let message: Message.TextMessage;
     try {
-      message = await this.api.sendMessage(to.chatId, chunk.html, { ...common, parse_mode: "HTML", link_preview_options: { is_disabled: true } });
+      message = await this.api.sendMessage(to.chatId, chunk.html, {
+        ...common,
+        parse_mode: "HTML",
+        link_preview_options: { is_disabled: true },
+      });
     } catch (error) {
       if (!isEntityError(error)) throw error;
-      this.log.warn({ chatId: to.chatId, chunk: index, error: (error as Error).message }, "telegram rejected the HTML; sending the chunk as plain text");
-      message = await this.api.sendMessage(to.chatId, chunk.plain, { ...common, link_preview_options: { is_disabled: true } });
+      this.log.warn(
+        { chatId: to.chatId, chunk: index, error: (error as Error).message },
+        "telegram rejected the HTML; sending the chunk as plain text",
+      );
+      message = await this.api.sendMessage(to.chatId, chunk.plain, {
+        ...common,
+        link_preview_options: { is_disabled: true },
+      });
     }
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
@@ -140,17 +172,36 @@ export class TelegramOutbound implements Outbound {
    * the formatted answer as normal messages; groups: a reply edited as text arrives (see `live.ts`).
    */
   openStream(to: Destination, options: StreamOptions): AnswerStream {
-    return new LiveAnswer(telegramSurface(this.api, to, telegramPlace(to), (dest, chunk, index) => this.sendChunk(dest, chunk, index), this.log), options);
+    return new LiveAnswer(
+      telegramSurface(
+        this.api,
+        to,
+        telegramPlace(to),
+        (dest, chunk, index) => this.sendChunk(dest, chunk, index),
+        this.log,
+      ),
+      options,
+    );
   }
 
   /** {@inheritDoc Outbound.sendAnswer} Lengths are UTF-16 code units of the visible text. */
-  sendAnswer(to: Destination, text: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  sendAnswer(
+    to: Destination,
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     return this.sendMarkdown(telegramPlace(to), text, options);
   }
 
   /** Bot API `sendChatAction` with `typing` (shown for about 5 s, or until the next message). */
   async sendTyping(to: Destination): Promise<void> {
-    await translated("sendTyping", () => this.api.sendChatAction(to.conversation.chatId, "typing", to.reply?.threadId ? { message_thread_id: Number(to.reply.threadId) } : {}));
+    await translated("sendTyping", () =>
+      this.api.sendChatAction(
+        to.conversation.chatId,
+        "typing",
+        to.reply?.threadId ? { message_thread_id: Number(to.reply.threadId) } : {},
+      ),
+    );
   }
 
   /**
@@ -160,9 +211,17 @@ export class TelegramOutbound implements Outbound {
    */
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const dest = telegramPlace(to);
-    const keyboard = approvalKeyboard(prompt.approvalId, prompt.locale ?? this.config.BOT_LOCALE, prompt.alwaysAllow === true);
+    const keyboard = approvalKeyboard(
+      prompt.approvalId,
+      prompt.locale ?? this.config.BOT_LOCALE,
+      prompt.alwaysAllow === true,
+    );
     const message = await translated("sendApprovalPrompt", () =>
-      this.api.sendMessage(dest.chatId, mentionHtml(dest.mention) + approvalPromptHtml(prompt, this.config), { parse_mode: "HTML", reply_markup: keyboard, ...placement(dest) }),
+      this.api.sendMessage(dest.chatId, mentionHtml(dest.mention) + approvalPromptHtml(prompt, this.config), {
+        parse_mode: "HTML",
+        reply_markup: keyboard,
+        ...placement(dest),
+      }),
     );
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
@@ -174,7 +233,9 @@ export class TelegramOutbound implements Outbound {
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     await translated("closeApprovalPrompt", async () => {
       try {
-        await this.api.editMessageText(prompt.chatId, Number(prompt.messageId), approvalOutcomeHtml(outcome, text), { parse_mode: "HTML" });
+        await this.api.editMessageText(prompt.chatId, Number(prompt.messageId), approvalOutcomeHtml(outcome, text), {
+          parse_mode: "HTML",
+        });
       } catch (error) {
         if (!isHarmless(error)) throw error;
         this.log.debug({ prompt, error: (error as Error).message }, "telegram: approval prompt edit was not needed");
@@ -203,7 +264,9 @@ export class TelegramOutbound implements Outbound {
   async closeReminder(message: SentRef, text: string): Promise<void> {
     await translated("closeReminder", async () => {
       try {
-        await this.api.editMessageText(message.chatId, Number(message.messageId), escapeHtml(text), { parse_mode: "HTML" });
+        await this.api.editMessageText(message.chatId, Number(message.messageId), escapeHtml(text), {
+          parse_mode: "HTML",
+        });
       } catch (error) {
         if (!isHarmless(error)) throw error;
         this.log.debug({ message, error: (error as Error).message }, "telegram: reminder edit was not needed");
@@ -217,7 +280,9 @@ export class TelegramOutbound implements Outbound {
     const message = await translated("sendNotice", () =>
       this.api.sendMessage(dest.chatId, mentionHtml(dest.mention) + escapeHtml(text), {
         parse_mode: "HTML",
-        ...(buttons.length > 0 ? { reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } } : {}),
+        ...(buttons.length > 0
+          ? { reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } }
+          : {}),
         link_preview_options: { is_disabled: true },
         ...placement(dest),
       }),
@@ -230,7 +295,8 @@ export class TelegramOutbound implements Outbound {
     try {
       await this.api.editMessageReplyMarkup(prompt.chatId, Number(prompt.messageId), { reply_markup: undefined });
     } catch (error) {
-      if (!isHarmless(error)) this.log.warn({ prompt, error: (error as Error).message }, "telegram: could not remove the approval keyboard");
+      if (!isHarmless(error))
+        this.log.warn({ prompt, error: (error as Error).message }, "telegram: could not remove the approval keyboard");
     }
   }
 }

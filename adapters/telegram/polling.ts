@@ -39,7 +39,12 @@ export interface PollingOptions {
 }
 
 /** Defaults of {@link PollingOptions}. */
-export const POLLING_DEFAULTS: Required<PollingOptions> = { initialBackoffMs: 1000, maxBackoffMs: 30_000, unhealthyAfterMs: 60_000, recoveredAfterMs: 3000 };
+export const POLLING_DEFAULTS: Required<PollingOptions> = {
+  initialBackoffMs: 1000,
+  maxBackoffMs: 30_000,
+  unhealthyAfterMs: 60_000,
+  recoveredAfterMs: 3000,
+};
 
 /** Watches and retries `getUpdates`; install {@link PollingMonitor.transformer} on the bot's API. */
 export class PollingMonitor {
@@ -130,7 +135,10 @@ export class PollingMonitor {
   #recovered(): void {
     if (this.#failingSince === undefined) return;
     const seconds = Math.round((Date.now() - this.#failingSince) / 100) / 10;
-    this.#log.info({ failedCalls: this.#failures, seconds }, `telegram: polling works again after ${seconds} s (${this.#failures} failed getUpdates calls)`);
+    this.#log.info(
+      { failedCalls: this.#failures, seconds },
+      `telegram: polling works again after ${seconds} s (${this.#failures} failed getUpdates calls)`,
+    );
     this.#failingSince = undefined;
     this.#failures = 0;
   }
@@ -152,7 +160,12 @@ function describeFailure(response: ApiError): { reason: string; retryAfterMs?: n
 
 function describeThrown(error: unknown): string {
   if (error instanceof HttpError) {
-    const inner = error.error instanceof Error ? (error.error.cause instanceof Error ? error.error.cause.message : error.error.message) : String(error.error);
+    const inner =
+      error.error instanceof Error
+        ? error.error.cause instanceof Error
+          ? error.error.cause.message
+          : error.error.message
+        : String(error.error);
     return redact(`network error: ${inner}`);
   }
   return redact(error instanceof Error ? error.message : String(error));

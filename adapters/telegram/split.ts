@@ -83,7 +83,8 @@ interface Break {
  * `<pre><code class="language-ts">`) at the start of the next.
  *
  * @param html - well-formed Telegram HTML (as produced by `markdownToTelegramHtml`).
- * @param limit - visible UTF-16 units per piece, default {@link TELEGRAM_TEXT_LIMIT} (a piece always holds at least one code point, so with a limit of 1 a surrogate pair still makes a 2-unit piece).
+ * @param limit - visible UTF-16 units per piece, default {@link TELEGRAM_TEXT_LIMIT} (a piece always holds at least
+ * one code point, so with a limit of 1 a surrogate pair still makes a 2-unit piece).
  */
 export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
   const atoms = atomize(html);
@@ -117,7 +118,8 @@ export function splitHtml(html: string, limit = TELEGRAM_TEXT_LIMIT): string[] {
       if (rank > 0 && visible > 0) {
         const candidate: Break = { at: rank === 3 ? i - 1 : i, resume: i + 1, rank, visible, stack: [...run] };
         const half = visible >= limit / 2;
-        if (!best || (half && (best.visible < limit / 2 || rank >= best.rank)) || (!half && rank >= best.rank)) best = candidate;
+        if (!best || (half && (best.visible < limit / 2 || rank >= best.rank)) || (!half && rank >= best.rank))
+          best = candidate;
       }
       visible += a.text.length;
     }
@@ -142,7 +144,11 @@ function prevChar(atoms: Atom[], i: number): string | undefined {
   return undefined;
 }
 
-function assemble(reopen: Extract<Atom, { kind: "open" }>[], body: Atom[], open: Extract<Atom, { kind: "open" }>[]): string {
+function assemble(
+  reopen: Extract<Atom, { kind: "open" }>[],
+  body: Atom[],
+  open: Extract<Atom, { kind: "open" }>[],
+): string {
   const closeTags = [...open]
     .reverse()
     .map((o) => `</${o.tag}>`)
@@ -175,7 +181,11 @@ export function planChunks(markdown: string, limit = TELEGRAM_TEXT_LIMIT): Teleg
       continue;
     }
     if (current && Math.max(current.visible + 2 + visible, current.plain.length + 2 + block.markdown.length) <= limit) {
-      current = { html: `${current.html}\n\n${block.html}`, plain: `${current.plain}\n\n${block.markdown}`, visible: current.visible + 2 + visible };
+      current = {
+        html: `${current.html}\n\n${block.html}`,
+        plain: `${current.plain}\n\n${block.markdown}`,
+        visible: current.visible + 2 + visible,
+      };
       continue;
     }
     flush();

@@ -37,7 +37,12 @@ export class TelegramUpdates {
 
   /** Registers the message and button handlers on the bot, answering through `context`. */
   install(context: AdapterContext): void {
-    this.bot.catch((err) => this.log.error({ updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) }, "telegram: update handling failed"));
+    this.bot.catch((err) =>
+      this.log.error(
+        { updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) },
+        "telegram: update handling failed",
+      ),
+    );
     this.bot.on("message", (ctx) => this.#onMessage(ctx, context));
     this.bot.on("callback_query:data", (ctx) => this.#onButton(ctx, context));
   }
@@ -55,7 +60,8 @@ export class TelegramUpdates {
     ];
     for (const result of await Promise.allSettled(calls)) {
       if (result.status === "rejected" && isUnauthorized(result.reason)) throw result.reason;
-      if (result.status === "rejected" && !signal.aborted) this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
+      if (result.status === "rejected" && !signal.aborted)
+        this.log.warn({ error: redact(String(result.reason)) }, "telegram: setMyCommands failed");
     }
   }
 
@@ -69,7 +75,10 @@ export class TelegramUpdates {
     if (moved) {
       // A group upgraded to a supergroup: its conversation moves to the new chat id (idempotent; the other service message or a worker's 400 may do it first).
       this.log.info(moved, "telegram: a group was upgraded to a supergroup");
-      await context.migrateChat?.({ platform: "telegram", chatId: moved.from }, { platform: "telegram", chatId: moved.to });
+      await context.migrateChat?.(
+        { platform: "telegram", chatId: moved.from },
+        { platform: "telegram", chatId: moved.to },
+      );
       return;
     }
     const decision = classifyMessage(ctx.message!, ctx.me);
@@ -88,17 +97,34 @@ export class TelegramUpdates {
         await this.#reply(
           decision.message,
           decision.reason === "media"
-            ? `${localize(locale, { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." })}\n${supportedMedia(locale, this.config.MAX_IMAGES_PER_MESSAGE)}`
+            ? `${localize(locale, UNREADABLE)}\n${supportedMedia(locale, this.config.MAX_IMAGES_PER_MESSAGE)}`
             : decision.reason === "too_long"
-              ? localize(locale, { "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。", en: "That message is too long (at most {max} characters). Please shorten it." }, { max: MAX_INCOMING_TEXT })
-              : localize(locale, { "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。", en: "How can I help? Write your question in the same message." }),
+              ? localize(
+                  locale,
+                  {
+                    "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。",
+                    en: "That message is too long (at most {max} characters). Please shorten it.",
+                  },
+                  { max: MAX_INCOMING_TEXT },
+                )
+              : localize(locale, {
+                  "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。",
+                  en: "How can I help? Write your question in the same message.",
+                }),
         );
         return;
       case "command":
         return this.#command(decision, context);
       case "album_item":
         // Recorded for its album (the captioned item that mentions the bot is queued with it); never answered alone.
-        await context.albums?.add(decision.message, false).catch((error: unknown) => this.log.warn({ chatId: decision.message.chatId, error: redact(String(error)) }, "telegram: could not record an album item"));
+        await context.albums
+          ?.add(decision.message, false)
+          .catch((error: unknown) =>
+            this.log.warn(
+              { chatId: decision.message.chatId, error: redact(String(error)) },
+              "telegram: could not record an album item",
+            ),
+          );
         return;
       case "enqueue":
         return this.#enqueue(decision.message, context);
@@ -111,12 +137,24 @@ export class TelegramUpdates {
       if (message.mediaGroupId && context.albums && !(await context.albums.add(message, true))) return;
       await context.enqueue(message);
     } catch (error) {
-      this.log.error({ chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError }, "telegram: could not queue a message");
-      await this.#reply(message, localize(this.config.BOT_LOCALE, { "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。", en: "Sorry, I could not take your message right now. Please try again in a moment." }));
+      this.log.error(
+        { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
+        "telegram: could not queue a message",
+      );
+      await this.#reply(
+        message,
+        localize(this.config.BOT_LOCALE, {
+          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
+          en: "Sorry, I could not take your message right now. Please try again in a moment.",
+        }),
+      );
     }
   }
 
-  async #command(decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>, context: AdapterContext): Promise<void> {
+  async #command(
+    decision: Extract<ReturnType<typeof classifyMessage>, { kind: "command" }>,
+    context: AdapterContext,
+  ): Promise<void> {
     const to = decision.message;
     const chatId = Number(to.chatId);
     const reply = await context.commands.runReply({
@@ -139,12 +177,18 @@ export class TelegramUpdates {
   }
 
   /** Sends a command's reply (Markdown) with one inline button per row (e.g. `/reminders` cancel buttons). */
-  async #sendWithButtons(to: IncomingMessageBase, markdown: string, buttons: { label: string; data: string }[]): Promise<void> {
+  async #sendWithButtons(
+    to: IncomingMessageBase,
+    markdown: string,
+    buttons: { label: string; data: string }[],
+  ): Promise<void> {
     const dest = replyPlace(to);
     await this.bot.api.sendMessage(to.chatId, escapeHtml(markdown), {
       parse_mode: "HTML",
       reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
-      ...(dest.replyTo ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } } : {}),
+      ...(dest.replyTo
+        ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } }
+        : {}),
       ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
     });
   }
@@ -159,7 +203,10 @@ export class TelegramUpdates {
     const query = ctx.callbackQuery!;
     const data = query.data ?? "";
     const message = query.message;
-    const topic = message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+    const topic =
+      message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined
+        ? String(message.message_thread_id)
+        : undefined;
     const answer = await pressButton(
       { approvals: context.approvals, reminders: context.reminders, commands: context.commands, log: this.log },
       {
@@ -169,7 +216,12 @@ export class TelegramUpdates {
         ...(topic ? { topicId: topic } : {}),
         userId: String(query.from.id),
         locale: this.config.BOT_LOCALE,
-        ...(message ? { chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const), isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)) } : {}),
+        ...(message
+          ? {
+              chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const),
+              isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)),
+            }
+          : {}),
         readsAllGroupMessages: () => this.#readsAllGroupMessages(),
       },
     );
@@ -185,15 +237,28 @@ export class TelegramUpdates {
     } else if (answer.replaceWith) {
       const { text, buttons = [] } = answer.replaceWith;
       await this.bot.api
-        .editMessageText(ref.chatId, Number(ref.messageId), escapeHtml(text), { parse_mode: "HTML", reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) } })
-        .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not show the settings after a press"));
+        .editMessageText(ref.chatId, Number(ref.messageId), escapeHtml(text), {
+          parse_mode: "HTML",
+          reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
+        })
+        .catch((error: unknown) =>
+          this.log.debug({ error: redact(String(error)) }, "telegram: could not show the settings after a press"),
+        );
     } else if (answer.closeText) {
-      await this.outbound.closeReminder(ref, answer.closeText).catch((error: unknown) => this.log.warn({ error: redact(String(error)) }, "telegram: could not close the pressed message"));
+      await this.outbound
+        .closeReminder(ref, answer.closeText)
+        .catch((error: unknown) =>
+          this.log.warn({ error: redact(String(error)) }, "telegram: could not close the pressed message"),
+        );
     } else if (answer.dropButton) {
-      const rows = (message.reply_markup?.inline_keyboard ?? []).map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data)).filter((row) => row.length > 0);
+      const rows = (message.reply_markup?.inline_keyboard ?? [])
+        .map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data))
+        .filter((row) => row.length > 0);
       await this.bot.api
         .editMessageReplyMarkup(ref.chatId, Number(ref.messageId), { reply_markup: { inline_keyboard: rows } })
-        .catch((error: unknown) => this.log.debug({ error: redact(String(error)) }, "telegram: could not drop the pressed button"));
+        .catch((error: unknown) =>
+          this.log.debug({ error: redact(String(error)) }, "telegram: could not drop the pressed button"),
+        );
     }
   }
 
@@ -232,8 +297,17 @@ export class TelegramUpdates {
  * group) or `migrate_from_chat_id` (sent in the new supergroup), as old and new chat id
  * (https://core.telegram.org/bots/api#message).
  */
-export function migrationOf(message: { chat: { id: number }; migrate_to_chat_id?: number; migrate_from_chat_id?: number }): { from: string; to: string } | undefined {
-  if (message.migrate_to_chat_id !== undefined) return { from: String(message.chat.id), to: String(message.migrate_to_chat_id) };
-  if (message.migrate_from_chat_id !== undefined) return { from: String(message.migrate_from_chat_id), to: String(message.chat.id) };
+export function migrationOf(message: {
+  chat: { id: number };
+  migrate_to_chat_id?: number;
+  migrate_from_chat_id?: number;
+}): { from: string; to: string } | undefined {
+  if (message.migrate_to_chat_id !== undefined)
+    return { from: String(message.chat.id), to: String(message.migrate_to_chat_id) };
+  if (message.migrate_from_chat_id !== undefined)
+    return { from: String(message.migrate_from_chat_id), to: String(message.chat.id) };
   return undefined;
 }
+
+/** The first line of the answer to a message of a kind the bot cannot read (a sticker, a location …). */
+const UNREADABLE = { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." };

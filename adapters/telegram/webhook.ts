@@ -68,7 +68,10 @@ export async function startWebhookServer(bot: Bot, options: WebhookServerOptions
       }
       (handle(req, res) as Promise<void>).catch((error: unknown) => {
         if (error instanceof BodyTooLargeError) {
-          log.warn({ limitBytes: error.limitBytes, contentLength: req.headers["content-length"] }, "telegram: webhook request refused: body too large (413)");
+          log.warn(
+            { limitBytes: error.limitBytes, contentLength: req.headers["content-length"] },
+            "telegram: webhook request refused: body too large (413)",
+          );
           return refuseAndClose(req, res, 413);
         }
         if (error instanceof SyntaxError) {

@@ -18,7 +18,19 @@ import type { AccessStore } from "./store.js";
  *
  * @throws when Redis fails.
  */
-export function hasAccess(config: Pick<Config, "ACCESS_POLICY" | "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">, access: AccessStore, subject: AccessSubject): Promise<boolean> {
-  if (config.ACCESS_POLICY === "open" || subject.platform === "console" || isAdmin(config, subject) || allowedByEnv(config, subject)) return Promise.resolve(true);
-  return subject.chatKind === "dm" ? access.hasUser(userPrincipal(subject)) : access.hasAnyChat(chatPrincipals(subject));
+export function hasAccess(
+  config: Pick<Config, "ACCESS_POLICY" | "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">,
+  access: AccessStore,
+  subject: AccessSubject,
+): Promise<boolean> {
+  if (
+    config.ACCESS_POLICY === "open" ||
+    subject.platform === "console" ||
+    isAdmin(config, subject) ||
+    allowedByEnv(config, subject)
+  )
+    return Promise.resolve(true);
+  return subject.chatKind === "dm"
+    ? access.hasUser(userPrincipal(subject))
+    : access.hasAnyChat(chatPrincipals(subject));
 }

@@ -34,14 +34,20 @@ import { AccessStore, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 /** The gate's own words. */
 export const GATE_TEXT = {
   pairingCode: {
-    "zh-TW": "嗨！這是私人機器人，需要擁有者同意才能使用。\n你的配對碼：`{code}`（1 小時內有效）\n請把這個配對碼交給機器人的擁有者，請他核准。",
-    en: "Hi! This is a private bot: its owner has to let you in.\nYour pairing code: `{code}` (valid for 1 hour)\nSend this code to the bot's owner and ask them to approve it.",
+    "zh-TW":
+      "嗨！這是私人機器人，需要擁有者同意才能使用。\n你的配對碼：`{code}`（1 小時內有效）\n請把這個配對碼交給機器人的擁有者，請他核准。",
+    en:
+      "Hi! This is a private bot: its owner has to let you in.\nYour pairing code: `{code}` " +
+      "(valid for 1 hour)\nSend this code to the bot's owner and ask them to approve it.",
   },
   pairingLimited: {
     "zh-TW": "這是私人機器人。你今天已經拿過 {max} 次配對碼了，請明天再試。",
     en: "This is a private bot. You have been given {max} pairing codes today; please try again tomorrow.",
   },
-  private: { "zh-TW": "抱歉，這是私人機器人，只為受邀的使用者服務。", en: "Sorry, this is a private bot: it only serves invited users." },
+  private: {
+    "zh-TW": "抱歉，這是私人機器人，只為受邀的使用者服務。",
+    en: "Sorry, this is a private bot: it only serves invited users.",
+  },
   groupNotEnabled: {
     "zh-TW": "這個群組尚未啟用本機器人：需要機器人管理員在這裡傳送 /enable。",
     en: "This bot is not enabled in this group: a bot admin has to send /enable here.",
@@ -49,7 +55,10 @@ export const GATE_TEXT = {
   slowDown: { "zh-TW": "訊息太快了，請 {seconds} 秒後再試。", en: "Slow down, please: try again in {seconds} s." },
   userBudget: BUDGET_TEXT.user,
   globalBudget: BUDGET_TEXT.global,
-  busy: { "zh-TW": "我還在處理這個聊天的訊息，請等我回覆後再傳。", en: "I'm busy with this chat's earlier messages; please wait for my answers before sending more." },
+  busy: {
+    "zh-TW": "我還在處理這個聊天的訊息，請等我回覆後再傳。",
+    en: "I'm busy with this chat's earlier messages; please wait for my answers before sending more.",
+  },
 } satisfies Record<string, Localized>;
 
 /** What the gate decided about a subject's access (before rate limit and budgets). */
@@ -86,7 +95,12 @@ export class AccessGate {
     this.access = new AccessStore(deps.redis, deps.log);
     this.usage = new UsageStore(deps.redis, deps.config.TIMEZONE);
     // Key `rate:{platform:userId}`: the hash tag is the user (personal data).
-    this.#limiter = new RateLimiterRedis({ storeClient: deps.redis, keyPrefix: "rate", points: deps.config.RATE_LIMIT_PER_MINUTE, duration: 60 });
+    this.#limiter = new RateLimiterRedis({
+      storeClient: deps.redis,
+      keyPrefix: "rate",
+      points: deps.config.RATE_LIMIT_PER_MINUTE,
+      duration: 60,
+    });
   }
 
   /**
@@ -126,13 +140,20 @@ export class AccessGate {
       // One answer per window: the first message over the limit.
       const first = limited.consumedPoints === config.RATE_LIMIT_PER_MINUTE + 1;
       const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
-      return this.#refuse(message, first ? localize(await locale(), GATE_TEXT.slowDown, { seconds }) : undefined, "rate_limit");
+      return this.#refuse(
+        message,
+        first ? localize(await locale(), GATE_TEXT.slowDown, { seconds }) : undefined,
+        "rate_limit",
+      );
     }
     const spent = budgetRefusal(config, subject, budget);
     if (spent) {
       // In the conversation's language when one is set there.
       const language = await locale();
-      const text = language === config.BOT_LOCALE ? spent.text : (budgetRefusal({ ...config, BOT_LOCALE: language }, subject, budget)?.text ?? spent.text);
+      const text =
+        language === config.BOT_LOCALE
+          ? spent.text
+          : (budgetRefusal({ ...config, BOT_LOCALE: language }, subject, budget)?.text ?? spent.text);
       return this.#refuse(message, text, spent.scope === "global" ? "global_budget" : "user_budget");
     }
     const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
@@ -177,22 +198,50 @@ export class AccessGate {
     const { config } = this.#deps;
     const locale = config.BOT_LOCALE;
     if (subject.chatKind === "group") {
-      return (await this.access.firstTime("group", chatPrincipals(subject)[0]!)) ? localize(locale, GATE_TEXT.groupNotEnabled) : undefined;
+      return (await this.access.firstTime("group", chatPrincipals(subject)[0]!))
+        ? localize(locale, GATE_TEXT.groupNotEnabled)
+        : undefined;
     }
     if (config.ACCESS_POLICY === "allowlist") {
-      return (await this.access.firstTime("private", userPrincipal(subject))) ? localize(locale, GATE_TEXT.private) : undefined;
+      return (await this.access.firstTime("private", userPrincipal(subject)))
+        ? localize(locale, GATE_TEXT.private)
+        : undefined;
     }
-    const pairing = await this.access.pair({ platform: subject.platform, userId: subject.userId, userName: subject.userName, chatId: subject.chatId });
+    const pairing = await this.access.pair({
+      platform: subject.platform,
+      userId: subject.userId,
+      userName: subject.userName,
+      chatId: subject.chatId,
+    });
     if (pairing.status === "limited") {
       // Said once a day; later requests that day are counted (npm run access -- list) and get silence.
-      return (await this.access.firstTime("pairing-limit", userPrincipal(subject))) ? localize(locale, GATE_TEXT.pairingLimited, { max: PAIRING_CODES_PER_USER_PER_DAY }) : undefined;
+      return (await this.access.firstTime("pairing-limit", userPrincipal(subject)))
+        ? localize(locale, GATE_TEXT.pairingLimited, { max: PAIRING_CODES_PER_USER_PER_DAY })
+        : undefined;
     }
-    if (pairing.status === "new") this.#deps.log.info({ platform: subject.platform, userId: subject.userId }, "pairing code given; see npm run access -- list");
+    if (pairing.status === "new")
+      this.#deps.log.info(
+        { platform: subject.platform, userId: subject.userId },
+        "pairing code given; see npm run access -- list",
+      );
     return localize(locale, GATE_TEXT.pairingCode, { code: pairing.code });
   }
 
-  async #refuse(message: IncomingMessage, answer: string | undefined, reason: keyof typeof REFUSAL_REASONS): Promise<Admission> {
-    this.#deps.log.info({ platform: message.platform, chatId: message.chatId, userId: message.userId, reason, answered: answer !== undefined }, `message refused: ${reason}`);
+  async #refuse(
+    message: IncomingMessage,
+    answer: string | undefined,
+    reason: keyof typeof REFUSAL_REASONS,
+  ): Promise<Admission> {
+    this.#deps.log.info(
+      {
+        platform: message.platform,
+        chatId: message.chatId,
+        userId: message.userId,
+        reason,
+        answered: answer !== undefined,
+      },
+      `message refused: ${reason}`,
+    );
     metrics.refused(message.platform, REFUSAL_REASONS[reason]);
     if (answer === undefined) return "silent";
     try {
@@ -205,9 +254,22 @@ export class AccessGate {
 }
 
 /** The `reason` label of `bot_messages_refused_total` for each refusal of the gate. */
-const REFUSAL_REASONS = { stranger: "access", rate_limit: "rate", global_budget: "budget", user_budget: "budget", queue_full: "queue" } as const satisfies Record<string, RefusalReason>;
+const REFUSAL_REASONS = {
+  stranger: "access",
+  rate_limit: "rate",
+  global_budget: "budget",
+  user_budget: "budget",
+  queue_full: "queue",
+} as const satisfies Record<string, RefusalReason>;
 
 /** The access subject of a message. */
 export function subjectOf(message: IncomingMessage): AccessSubject & { userName: string } {
-  return { platform: message.platform, chatId: message.chatId, chatKind: message.chatKind, userId: message.userId, userName: message.userName, guildId: message.reply.guildId };
+  return {
+    platform: message.platform,
+    chatId: message.chatId,
+    chatKind: message.chatKind,
+    userId: message.userId,
+    userName: message.userName,
+    guildId: message.reply.guildId,
+  };
 }

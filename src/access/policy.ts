@@ -33,12 +33,18 @@ export function chatPrincipals(subject: Pick<AccessSubject, "platform" | "chatId
  * Whether the subject is a bot admin (`ADMIN_USERS`). The console user (`npm run chat`, the
  * operator at the shell that holds the keys) counts as one.
  */
-export function isAdmin(config: Pick<Config, "ADMIN_USERS">, subject: Pick<AccessSubject, "platform" | "userId">): boolean {
+export function isAdmin(
+  config: Pick<Config, "ADMIN_USERS">,
+  subject: Pick<AccessSubject, "platform" | "userId">,
+): boolean {
   return subject.platform === "console" || config.ADMIN_USERS.includes(userPrincipal(subject));
 }
 
 /** Where a `platform:id` comes from in the env lists, for refusals such as "revoke an env-listed user". */
-export function envListOf(config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">, principal: string): "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS" | undefined {
+export function envListOf(
+  config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">,
+  principal: string,
+): "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS" | undefined {
   if (config.ADMIN_USERS.includes(principal)) return "ADMIN_USERS";
   if (config.ALLOWED_USERS.includes(principal)) return "ALLOWED_USERS";
   if (config.ALLOWED_CHATS.includes(principal)) return "ALLOWED_CHATS";
@@ -46,7 +52,10 @@ export function envListOf(config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" |
 }
 
 /** Whether the env lists alone allow the subject (admins, `ALLOWED_USERS` in DMs, `ALLOWED_CHATS` in groups). */
-export function allowedByEnv(config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">, subject: AccessSubject): boolean {
+export function allowedByEnv(
+  config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">,
+  subject: AccessSubject,
+): boolean {
   if (isAdmin(config, subject)) return true;
   if (subject.chatKind === "dm") return config.ALLOWED_USERS.includes(userPrincipal(subject));
   return chatPrincipals(subject).some((p) => config.ALLOWED_CHATS.includes(p));

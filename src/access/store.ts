@@ -95,7 +95,20 @@ return {2, ARGV[3]}
 `;
 
 type RedisWithAccess = RedisClient & {
-  accessPair(codeof: string, pending: string, codeKey: string, asked: string, turned: string, now: number, ttl: number, code: string, json: string, maxPending: number, maxPerUser: number, dayMs: number): Promise<[number, string]>;
+  accessPair(
+    codeof: string,
+    pending: string,
+    codeKey: string,
+    asked: string,
+    turned: string,
+    now: number,
+    ttl: number,
+    code: string,
+    json: string,
+    maxPending: number,
+    maxPerUser: number,
+    dayMs: number,
+  ): Promise<[number, string]>;
 };
 
 /** A new random pairing code (8 characters of {@link PAIRING_ALPHABET}). */
@@ -169,7 +182,10 @@ export class AccessStore {
 
   /** Granted users and chats, sorted. */
   async grants(): Promise<{ users: string[]; chats: string[] }> {
-    const [users, chats] = await Promise.all([this.#redis.smembers(AccessStore.usersKey), this.#redis.smembers(AccessStore.chatsKey)]);
+    const [users, chats] = await Promise.all([
+      this.#redis.smembers(AccessStore.usersKey),
+      this.#redis.smembers(AccessStore.chatsKey),
+    ]);
     return { users: users.sort(), chats: chats.sort() };
   }
 
@@ -181,7 +197,12 @@ export class AccessStore {
    */
   async pair(who: Omit<Pairing, "code" | "expiresAt">, now = Date.now()): Promise<PairingResult> {
     const code = newPairingCode();
-    const pairing: Pairing = { ...who, userName: plainLine(who.userName, 256) || who.userId, code, expiresAt: now + PAIRING_TTL_MS };
+    const pairing: Pairing = {
+      ...who,
+      userName: plainLine(who.userName, 256) || who.userId,
+      code,
+      expiresAt: now + PAIRING_TTL_MS,
+    };
     const [status, given] = await (this.#redis as RedisWithAccess).accessPair(
       key("codeof", who.platform, who.userId),
       key("pending", who.platform),
@@ -219,7 +240,12 @@ export class AccessStore {
     for (const platform of PAIRING_PLATFORMS) {
       const counts = await this.#redis.hgetall(key("turned", platform));
       if (!counts.since) continue;
-      out.push({ platform, limited: Number(counts.limited ?? 0), displaced: Number(counts.displaced ?? 0), since: Number(counts.since) });
+      out.push({
+        platform,
+        limited: Number(counts.limited ?? 0),
+        displaced: Number(counts.displaced ?? 0),
+        since: Number(counts.since),
+      });
     }
     return out;
   }

@@ -18,7 +18,8 @@ export interface AnthropicClientOptions {
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 
 /**
- * Creates the SDK client (and registers the key with `registerSecrets`, so `redact` hides it) with `apiKey` = `ANTHROPIC_API_KEY` and `baseURL` = `ANTHROPIC_BASE_URL`
+ * Creates the SDK client (and registers the key with `registerSecrets`, so `redact` hides it) with `apiKey` =
+ * `ANTHROPIC_API_KEY` and `baseURL` = `ANTHROPIC_BASE_URL`
  * (SDK default `https://api.anthropic.com` when unset). The SDK's own logging is limited to
  * errors, which never include the key.
  *

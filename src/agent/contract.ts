@@ -151,7 +151,10 @@ export const PendingCallSchema = z.object({
 export type PendingCall = z.output<typeof PendingCallSchema>;
 
 /** A `tool_result` block as stored in a paused run: its `tool_use_id`, the API's other fields kept as they are. */
-const ToolResultSchema = z.looseObject({ type: z.literal("tool_result"), tool_use_id: z.string().min(1) }) as unknown as z.ZodType<Anthropic.Messages.ToolResultBlockParam>;
+const ToolResultSchema = z.looseObject({
+  type: z.literal("tool_result"),
+  tool_use_id: z.string().min(1),
+}) as unknown as z.ZodType<Anthropic.Messages.ToolResultBlockParam>;
 
 /**
  * A run of the agent loop, JSON-serialisable: the one state the loop carries from one model call to

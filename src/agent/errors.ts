@@ -56,7 +56,11 @@ export class ModelUnavailableError extends Error {
    */
   readonly exhausted: boolean;
 
-  constructor(reason: ModelErrorReason, message: string, options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {}) {
+  constructor(
+    reason: ModelErrorReason,
+    message: string,
+    options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {},
+  ) {
     super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
@@ -92,7 +96,10 @@ export class ModelUnavailableError extends Error {
         return "the model call was aborted (the bot is stopping)";
       default:
         if (this.status === 404) {
-          return `the Messages API address was not found (${detail}); ANTHROPIC_BASE_URL must be the server root, such as https://api.anthropic.com (without /v1)`;
+          return (
+            `the Messages API address was not found (${detail}); ANTHROPIC_BASE_URL must be the server ` +
+            `root, such as https://api.anthropic.com (without /v1)`
+          );
         }
         return this.message;
     }
@@ -141,7 +148,8 @@ function isPassing(reason: ModelErrorReason): boolean {
 function networkCode(error: unknown): string | undefined {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return e.message.includes(code) ? e.message.replace(/\.+$/, "") : code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code))
+      return e.message.includes(code) ? e.message.replace(/\.+$/, "") : code;
   }
   return undefined;
 }
@@ -166,7 +174,8 @@ const STREAM_ERROR_STATUS: Record<string, number> = {
  */
 export function toModelError(error: unknown): unknown {
   if (error instanceof ModelUnavailableError) return error;
-  if (error instanceof Anthropic.APIUserAbortError) return new ModelUnavailableError("aborted", "the model call was aborted", { cause: error });
+  if (error instanceof Anthropic.APIUserAbortError)
+    return new ModelUnavailableError("aborted", "the model call was aborted", { cause: error });
   if (error instanceof Anthropic.APIConnectionError) {
     const timedOut = error instanceof Anthropic.APIConnectionTimeoutError;
     const why = timedOut ? "no answer in time" : (networkCode(error) ?? error.message.replace(/\.+$/, ""));
@@ -181,15 +190,24 @@ export function toModelError(error: unknown): unknown {
     // (https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events).
     const streamed = status === 0 ? STREAM_ERROR_STATUS[String(body?.type)] : undefined;
     const effective = streamed ?? status;
-    const reason: ModelErrorReason =
-      isPromptTooLong(effective, body) ? "context_window"
-      : effective === 529 ? "overloaded"
-      : effective === 429 ? "rate_limited"
-      : effective >= 500 ? "server_error"
-      : effective === 401 || effective === 403 ? "auth"
-      : "bad_request";
-    const detail = typeof body?.message === "string" ? `${String(body.type ?? "error")}: ${body.message}` : error.message;
-    return new ModelUnavailableError(reason, `Messages API answered ${status} ${detail}`, { status, requestId, cause: error });
+    const reason: ModelErrorReason = isPromptTooLong(effective, body)
+      ? "context_window"
+      : effective === 529
+        ? "overloaded"
+        : effective === 429
+          ? "rate_limited"
+          : effective >= 500
+            ? "server_error"
+            : effective === 401 || effective === 403
+              ? "auth"
+              : "bad_request";
+    const detail =
+      typeof body?.message === "string" ? `${String(body.type ?? "error")}: ${body.message}` : error.message;
+    return new ModelUnavailableError(reason, `Messages API answered ${status} ${detail}`, {
+      status,
+      requestId,
+      cause: error,
+    });
   }
   return error;
 }

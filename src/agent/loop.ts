@@ -19,9 +19,29 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
-import { MODEL_BUSY_NOTICE_MS, type AgentDeps, type AgentOutcome, type AgentRequest, type ApprovalVerdict, type MessageParam, type ModelUsage, type PausedRun, type PendingCall, type RunState } from "./contract.js";
+import {
+  MODEL_BUSY_NOTICE_MS,
+  type AgentDeps,
+  type AgentOutcome,
+  type AgentRequest,
+  type ApprovalVerdict,
+  type MessageParam,
+  type ModelUsage,
+  type PausedRun,
+  type PendingCall,
+  type RunState,
+} from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
-import { answerOf, forHistory, isServerBlock, isServerError, offerTools, refusedServerTools, refusedTools, refuseTool } from "./server-blocks.js";
+import {
+  answerOf,
+  forHistory,
+  isServerBlock,
+  isServerError,
+  offerTools,
+  refusedServerTools,
+  refusedTools,
+  refuseTool,
+} from "./server-blocks.js";
 import { withSources } from "./sources.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
@@ -69,12 +89,27 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
   });
   const resume = request.resume;
   const state: LiveRun = resume
-    ? { history: request.history, messages: [...resume.messages], turns: resume.turns, callCounts: { ...resume.callCounts }, maxTokens: resume.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS }
-    : { history: request.history, messages: [{ role: "user", content: userContent(request, text) }], turns: 0, callCounts: {}, maxTokens: deps.config.ANTHROPIC_MAX_TOKENS };
+    ? {
+        history: request.history,
+        messages: [...resume.messages],
+        turns: resume.turns,
+        callCounts: { ...resume.callCounts },
+        maxTokens: resume.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
+      }
+    : {
+        history: request.history,
+        messages: [{ role: "user", content: userContent(request, text) }],
+        turns: 0,
+        callCounts: {},
+        maxTokens: deps.config.ANTHROPIC_MAX_TOKENS,
+      };
   if (resume) {
     // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
     const last = resume.messages[resume.messages.length - 1];
-    const uses = last?.role === "assistant" && Array.isArray(last.content) ? last.content.filter((b): b is ToolUseBlock => b.type === "tool_use") : [];
+    const uses =
+      last?.role === "assistant" && Array.isArray(last.content)
+        ? last.content.filter((b): b is ToolUseBlock => b.type === "tool_use")
+        : [];
     if (uses.length > 0) {
       const paused = await toolTurn(uses, resume.cutId, state, deps, request.context);
       if (paused) return paused;
@@ -113,7 +148,8 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
     }
   }
   const remaining: PendingCall[] = [];
-  if (closeAll) for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
+  if (closeAll)
+    for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
   else {
     // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
     for (const call of rest) {
@@ -125,7 +161,11 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
 
   if (remaining.length > 0) {
     const next: PausedRun = { ...run, results, pending: remaining };
-    tracer.event("approval", { tool: remaining[0]!.name, toolUseId: remaining[0]!.toolUseId, input: preview(redact(JSON.stringify(remaining[0]!.input))) });
+    tracer.event("approval", {
+      tool: remaining[0]!.name,
+      toolUseId: remaining[0]!.toolUseId,
+      input: preview(redact(JSON.stringify(remaining[0]!.input))),
+    });
     return { kind: "approval", run: next, call: remaining[0]! };
   }
 
@@ -167,7 +207,10 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
     const previous = state.messages[state.messages.length - 1];
-    const joined = resuming && previous?.role === "assistant" && Array.isArray(previous.content) ? [...previous.content, ...content] : undefined;
+    const joined =
+      resuming && previous?.role === "assistant" && Array.isArray(previous.content)
+        ? [...previous.content, ...content]
+        : undefined;
     if (joined) state.messages[state.messages.length - 1] = { role: "assistant", content: joined };
     else if (content.length > 0) state.messages.push({ role: "assistant", content });
     const turn = joined ?? content;
@@ -188,7 +231,10 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
       // The context filled up while the model wrote: never delivered as a complete answer; the
       // worker shortens the conversation and asks again (https://docs.anthropic.com/en/api/handling-stop-reasons).
       deps.tracer.event("error", { where: "model_call", error: "context_window", stopReason: stop });
-      throw new ModelUnavailableError("context_window", "the model stopped with model_context_window_exceeded: the conversation does not fit the context window");
+      throw new ModelUnavailableError(
+        "context_window",
+        "the model stopped with model_context_window_exceeded: the conversation does not fit the context window",
+      );
     }
 
     const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === "tool_use");
@@ -210,7 +256,10 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
     // Cited web pages follow it as numbered links.
     const text = withSources(answerOf(content, turn), context.locale);
     if (stop === "max_tokens") {
-      const note = localize(context.locale, { "zh-TW": "（回答太長，已被截斷。）", en: "(The answer was too long and was cut off.)" });
+      const note = localize(context.locale, {
+        "zh-TW": "（回答太長，已被截斷。）",
+        en: "(The answer was too long and was cut off.)",
+      });
       return finish(state, deps, text ? `${text}\n\n${note}` : note, text ? undefined : [{ type: "text", text: note }]);
     }
     if (stop !== "end_turn" && stop !== "stop_sequence") {
@@ -238,10 +287,23 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
  * answer is already in `state.messages`. The outcome's messages are the run's as the history
  * keeps them (`forHistory`: without web search results and citations).
  */
-function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentBlockParam[], extra: Record<string, unknown> = {}): AgentOutcome {
+function finish(
+  state: LiveRun,
+  deps: AgentDeps,
+  text: string,
+  append?: ContentBlockParam[],
+  extra: Record<string, unknown> = {},
+): AgentOutcome {
   const last = state.messages[state.messages.length - 1];
   // After a paused turn (pause_turn) the last message is the assistant's: the text joins it.
-  if (append && last?.role === "assistant") state.messages[state.messages.length - 1] = { role: "assistant", content: [...(typeof last.content === "string" ? [{ type: "text" as const, text: last.content }] : last.content), ...append] };
+  if (append && last?.role === "assistant")
+    state.messages[state.messages.length - 1] = {
+      role: "assistant",
+      content: [
+        ...(typeof last.content === "string" ? [{ type: "text" as const, text: last.content }] : last.content),
+        ...append,
+      ],
+    };
   else if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
   return { kind: "answer", text, messages: forHistory(state.messages) };
@@ -259,7 +321,12 @@ function finish(state: LiveRun, deps: AgentDeps, text: string, append?: ContentB
  * with a `retry` event; after {@link MODEL_BUSY_NOTICE_MS} of failures `deps.onModelBusy` is called
  * once); then, or when `context.signal` aborts a wait, the last failure is thrown `exhausted`.
  */
-async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext, memory: string | undefined): Promise<Anthropic.Messages.Message> {
+async function callModel(
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+  memory: string | undefined,
+): Promise<Anthropic.Messages.Message> {
   const firstTry = Date.now();
   let failures = 0;
   let last: ModelUnavailableError | undefined;
@@ -272,13 +339,23 @@ async function callModel(state: LiveRun, deps: AgentDeps, context: ToolContext, 
         const { retryUntil } = deps;
         // The deadline cut a repeat short: what the user must hear is why it was repeated.
         if (last && error instanceof ModelUnavailableError && error.reason === "aborted") throw last.asExhausted();
-        if (!(error instanceof ModelUnavailableError) || !error.retryable || retryUntil === undefined || unreachable(error)) throw error;
+        if (
+          !(error instanceof ModelUnavailableError) ||
+          !error.retryable ||
+          retryUntil === undefined ||
+          unreachable(error)
+        )
+          throw error;
         last = error;
         const wait = modelRetryDelayMs(failures);
         failures += 1;
         if (Date.now() + wait > retryUntil) throw error.asExhausted();
-        context.log.warn({ reason: error.reason, status: error.status, failures, waitMs: Math.round(wait) }, `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`);
-        if (!busy && deps.onModelBusy) busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + MODEL_BUSY_NOTICE_MS - Date.now()));
+        context.log.warn(
+          { reason: error.reason, status: error.status, failures, waitMs: Math.round(wait) },
+          `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`,
+        );
+        if (!busy && deps.onModelBusy)
+          busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + MODEL_BUSY_NOTICE_MS - Date.now()));
         deps.onEvent?.({ type: "retry", turn: state.turns });
         if (!(await pause(wait, context.signal))) throw error.asExhausted();
         state.turns -= 1; // the same turn, asked again
@@ -334,14 +411,23 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 /** One model call (and its repeats without a refused server tool): see {@link callModel}. */
-async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolContext, memory: string | undefined): Promise<Anthropic.Messages.Message> {
+async function callModelOnce(
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+  memory: string | undefined,
+): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
   const model = deps.model ?? config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
     // one on the system prompt, and one on the last message so the next call of this run reads it back.
-    const offered = offerTools(toolbox, [...state.history, ...withMemory(state.messages, memory)], new Set(refusedTools(client, model).keys()));
+    const offered = offerTools(
+      toolbox,
+      [...state.history, ...withMemory(state.messages, memory)],
+      new Set(refusedTools(client, model).keys()),
+    );
     const offersMemory = offered.servers.some((t) => t.type.startsWith("memory_"));
     const { tools } = offered;
     const system: Anthropic.Messages.TextBlockParam[] = [
@@ -360,21 +446,46 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
       },
     ];
     const messages = withLastBreakpoint(offered.messages);
-    tracer.event("model_call", { model, turn: state.turns, messages: messages.length, tools: tools.length, maxTokens: state.maxTokens });
+    tracer.event("model_call", {
+      model,
+      turn: state.turns,
+      messages: messages.length,
+      tools: tools.length,
+      maxTokens: state.maxTokens,
+    });
     const started = performance.now();
     let response: Anthropic.Messages.Message;
     const params = { model, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
     try {
-      response = deps.onEvent ? await streamModel(deps.client, params, context.signal, deps.onEvent, state.turns, serverActivity(deps, context), config.STREAM_IDLE_SECONDS * 1000) : await deps.client.messages.create(params, { signal: context.signal });
+      response = deps.onEvent
+        ? await streamModel(
+            deps.client,
+            params,
+            context.signal,
+            deps.onEvent,
+            state.turns,
+            serverActivity(deps, context),
+            config.STREAM_IDLE_SECONDS * 1000,
+          )
+        : await deps.client.messages.create(params, { signal: context.signal });
     } catch (error) {
       const refused = refusedServerTools(error, offered.servers);
       if (refused.names.length > 0) {
         for (const name of refused.names) {
           const first = !refusedTools(client, model).has(name);
           refuseTool(client, model, name, refused.reason);
-          if (first) context.log.warn({ tool: name, model, reason: redact(refused.reason) }, `${name} is off in this worker until restart: the API refused it for ${model} (${redact(refused.reason)}); the request is sent again without it`);
+          if (first)
+            context.log.warn(
+              { tool: name, model, reason: redact(refused.reason) },
+              `${name} is off in this worker until restart: the API refused it for ${model} (${redact(refused.reason)}); the request is sent again without it`,
+            );
         }
-        tracer.event("error", { where: "model_call", error: "server_tool_refused", tools: refused.names, message: preview(redact(refused.reason)) });
+        tracer.event("error", {
+          where: "model_call",
+          error: "server_tool_refused",
+          tools: refused.names,
+          message: preview(redact(refused.reason)),
+        });
         continue;
       }
       const mapped = toModelError(error);
@@ -383,7 +494,9 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
         where: "model_call",
         error: err.name,
         message: preview(redact(err.message)),
-        ...(mapped instanceof ModelUnavailableError ? { reason: mapped.reason, retryable: mapped.retryable, status: mapped.status } : {}),
+        ...(mapped instanceof ModelUnavailableError
+          ? { reason: mapped.reason, retryable: mapped.retryable, status: mapped.status }
+          : {}),
       });
       throw mapped;
     }
@@ -393,7 +506,9 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
       output_tokens: response.usage.output_tokens,
       cache_creation_input_tokens: response.usage.cache_creation_input_tokens ?? 0,
       cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
-      ...(server ? { web_search_requests: server.web_search_requests ?? 0, web_fetch_requests: server.web_fetch_requests ?? 0 } : {}),
+      ...(server
+        ? { web_search_requests: server.web_search_requests ?? 0, web_fetch_requests: server.web_fetch_requests ?? 0 }
+        : {}),
     };
     const durationMs = Math.round(performance.now() - started);
     deps.onUsage?.(usage);
@@ -402,7 +517,9 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
       stopReason: response.stop_reason,
       text: preview(redact(textOf(response.content))),
       toolUses: response.content.filter((b) => b.type === "tool_use").map((b) => (b as ToolUseBlock).name),
-      ...(response.content.some(isServerBlock) ? { serverToolUses: response.content.filter((b) => b.type === "server_tool_use").map((b) => b.name) } : {}),
+      ...(response.content.some(isServerBlock)
+        ? { serverToolUses: response.content.filter((b) => b.type === "server_tool_use").map((b) => b.name) }
+        : {}),
       usage,
       durationMs,
     });
@@ -416,7 +533,10 @@ async function callModelOnce(state: LiveRun, deps: AgentDeps, context: ToolConte
  * toolbox (web search: `🔎 搜尋：…`); undefined for a server tool without a status line (the
  * tool search tool, which only finds tools).
  */
-function serverActivity(deps: AgentDeps, context: ToolContext): (name: string, input: unknown) => { activity: string; icon: string } | undefined {
+function serverActivity(
+  deps: AgentDeps,
+  context: ToolContext,
+): (name: string, input: unknown) => { activity: string; icon: string } | undefined {
   return (name, input) => {
     const tool = deps.toolbox.get(name);
     if (!tool?.server) return undefined;
@@ -469,26 +589,43 @@ async function streamModel(
     arm();
     if (event.type === "content_block_start") {
       const block = event.content_block;
-      if (block.type === "tool_use" || block.type === "server_tool_use") onEvent({ type: "tool_use", name: block.name });
-      else if (isServerBlock(block) && "tool_use_id" in block && shown.delete(block.tool_use_id)) onEvent({ type: "tool_end", toolUseId: block.tool_use_id, ok: !isServerError(block) });
+      if (block.type === "tool_use" || block.type === "server_tool_use")
+        onEvent({ type: "tool_use", name: block.name });
+      else if (isServerBlock(block) && "tool_use_id" in block && shown.delete(block.tool_use_id))
+        onEvent({ type: "tool_end", toolUseId: block.tool_use_id, ok: !isServerError(block) });
     } else if (event.type === "content_block_stop") {
       const block = snapshot.content[event.index];
       if (block?.type !== "server_tool_use") return;
       const status = activityOf(block.name, block.input);
       if (!status) return;
       shown.add(block.id);
-      onEvent({ type: "tool_start", toolUseId: block.id, name: block.name, activity: status.activity, icon: status.icon });
+      onEvent({
+        type: "tool_start",
+        toolUseId: block.id,
+        name: block.name,
+        activity: status.activity,
+        icon: status.icon,
+      });
     }
   });
   try {
     return await stream.finalMessage();
   } catch (error) {
     if (silent && !signal.aborted) {
-      throw new ModelUnavailableError("connection", `the model's stream sent nothing for ${idleMs / 1000} s (STREAM_IDLE_SECONDS); the connection counts as lost`, { cause: error });
+      throw new ModelUnavailableError(
+        "connection",
+        `the model's stream sent nothing for ${idleMs / 1000} s (STREAM_IDLE_SECONDS); the connection counts as lost`,
+        { cause: error },
+      );
     }
     // A response that breaks off mid-stream (reset socket, truncated body) is a connection failure.
-    if (error instanceof Anthropic.APIError || error instanceof Anthropic.APIUserAbortError || signal.aborted) throw error;
-    throw new ModelUnavailableError("connection", `the model's stream broke off: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    if (error instanceof Anthropic.APIError || error instanceof Anthropic.APIUserAbortError || signal.aborted)
+      throw error;
+    throw new ModelUnavailableError(
+      "connection",
+      `the model's stream broke off: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   } finally {
     clearTimeout(idle);
   }
@@ -500,7 +637,13 @@ async function streamModel(
  * when a dangerous call waits. When a call of the turn changes data, the run is saved first
  * (`deps.checkpoint`), so a retried job resumes here instead of asking the model again.
  */
-async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, state: LiveRun, deps: AgentDeps, context: ToolContext): Promise<AgentOutcome | undefined> {
+async function toolTurn(
+  toolUses: ToolUseBlock[],
+  cutId: string | undefined,
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+): Promise<AgentOutcome | undefined> {
   // Dangerous calls covered by the requester's "always allow" grant run in this turn, like writes.
   // One lookup per tool name, however many calls of it the turn has.
   const lookups = new Map<string, Promise<{ expiresAt: number } | undefined>>();
@@ -512,14 +655,25 @@ async function toolTurn(toolUses: ToolUseBlock[], cutId: string | undefined, sta
     if (grant) granted.set(use.id, grant);
   }
   if (deps.checkpoint && toolUses.some((u) => u.id !== cutId && (isWrite(deps, u.name) || granted.has(u.id)))) {
-    const checkpoint: RunState = { messages: state.messages, turns: state.turns, callCounts: { ...state.callCounts }, maxTokens: state.maxTokens, ...(cutId ? { cutId } : {}) };
+    const checkpoint: RunState = {
+      messages: state.messages,
+      turns: state.turns,
+      callCounts: { ...state.callCounts },
+      maxTokens: state.maxTokens,
+      ...(cutId ? { cutId } : {}),
+    };
     await deps.checkpoint(checkpoint);
   }
   const { results, pending } = await runTurn(toolUses, cutId, state, deps, context, granted);
   if (pending.length > 0) {
     const run: PausedRun = { ...state, results, pending };
     const call = pending[0]!;
-    deps.tracer.event("approval", { tool: call.name, toolUseId: call.toolUseId, input: preview(redact(JSON.stringify(call.input))), pending: pending.length });
+    deps.tracer.event("approval", {
+      tool: call.name,
+      toolUseId: call.toolUseId,
+      input: preview(redact(JSON.stringify(call.input))),
+      pending: pending.length,
+    });
     return { kind: "approval", run, call };
   }
   state.messages.push({ role: "user", content: results });
@@ -546,8 +700,16 @@ async function runTurn(
   const pending: PendingCall[] = [];
   for (const use of toolUses) {
     if (use.id === cutId) {
-      const content = `Your call to ${use.name} was cut off by the output token limit, so its input is incomplete and it was not run. Call it again with a shorter input, or answer without it.`;
-      tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "truncated", preview: preview(content) });
+      const content =
+        `Your call to ${use.name} was cut off by the output token limit, so its input is ` +
+        `incomplete and it was not run. Call it again with a shorter input, or answer without it.`;
+      tracer.event("tool_result", {
+        tool: use.name,
+        toolUseId: use.id,
+        ok: false,
+        refused: "truncated",
+        preview: preview(content),
+      });
       results.push(toolResult(use.id, content, true));
       continue;
     }
@@ -555,8 +717,17 @@ async function runTurn(
     const count = (state.callCounts[signature] ?? 0) + 1;
     state.callCounts[signature] = count;
     if (count > MAX_IDENTICAL_CALLS) {
-      const content = `This exact call (${use.name} with the same input) was already made ${count - 1} times in this conversation turn; calling it again will not change the result, so it was not run. Try a different approach, or tell the user what is blocking you.`;
-      tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "repeated", preview: preview(content) });
+      const content =
+        `This exact call (${use.name} with the same input) was already made ${count - 1} times in ` +
+        `this conversation turn; calling it again will not change the result, so it was not run. ` +
+        `Try a different approach, or tell the user what is blocking you.`;
+      tracer.event("tool_result", {
+        tool: use.name,
+        toolUseId: use.id,
+        ok: false,
+        refused: "repeated",
+        preview: preview(content),
+      });
       results.push(toolResult(use.id, content, true));
       continue;
     }
@@ -565,7 +736,13 @@ async function runTurn(
       // now: nobody is asked to approve something that would fail anyway.
       const check = await toolbox.prepare(use.name, use.input, context);
       if (!check.ok) {
-        tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "precheck", preview: preview(check.content) });
+        tracer.event("tool_result", {
+          tool: use.name,
+          toolUseId: use.id,
+          ok: false,
+          refused: "precheck",
+          preview: preview(check.content),
+        });
         results.push(toolResult(use.id, check.content, true));
         continue;
       }
@@ -594,9 +771,21 @@ async function grantOf(deps: AgentDeps, name: string): Promise<{ expiresAt: numb
  * approved call), reports it like any tool call of a streamed run (`tool_start` / `tool_end`), and
  * records in the trace that a grant, not a prompt, allowed it.
  */
-async function runGranted(toolUseId: string, name: string, input: unknown, grant: { expiresAt: number }, deps: AgentDeps, context: ToolContext): Promise<ToolResultBlockParam> {
+async function runGranted(
+  toolUseId: string,
+  name: string,
+  input: unknown,
+  grant: { expiresAt: number },
+  deps: AgentDeps,
+  context: ToolContext,
+): Promise<ToolResultBlockParam> {
   const { tracer } = deps;
-  tracer.event("approval", { verdict: "granted", tool: name, toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+  tracer.event("approval", {
+    verdict: "granted",
+    tool: name,
+    toolUseId,
+    grantExpiresAt: new Date(grant.expiresAt).toISOString(),
+  });
   metrics.approval("granted");
   context.log.info({ tool: name, toolUseId }, "dangerous call allowed by an always-allow grant");
   return runCall(toolUseId, name, input, deps, context, true);
@@ -607,10 +796,23 @@ async function runGranted(toolUseId: string, name: string, input: unknown, grant
  * `tool_start` / `tool_end` to a streamed run, and goes through `executeOnce` (at most once per
  * `tool_use` id) when `once` (writes, approved and granted calls).
  */
-async function runCall(toolUseId: string, name: string, input: unknown, deps: AgentDeps, context: ToolContext, once: boolean): Promise<ToolResultBlockParam> {
+async function runCall(
+  toolUseId: string,
+  name: string,
+  input: unknown,
+  deps: AgentDeps,
+  context: ToolContext,
+  once: boolean,
+): Promise<ToolResultBlockParam> {
   const execute = () => deps.toolbox.execute(name, input, context, { tracer: deps.tracer, toolUseId });
   const icon = deps.toolbox.icon(name);
-  deps.onEvent?.({ type: "tool_start", toolUseId, name, activity: deps.toolbox.activity(name, input, context.locale), ...(icon ? { icon } : {}) });
+  deps.onEvent?.({
+    type: "tool_start",
+    toolUseId,
+    name,
+    activity: deps.toolbox.activity(name, input, context.locale),
+    ...(icon ? { icon } : {}),
+  });
   const execution = once && deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
   deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
   return toolResult(toolUseId, execution.content, !execution.ok, execution.images);
@@ -620,11 +822,21 @@ async function runCall(toolUseId: string, name: string, input: unknown, deps: Ag
 function notRunText(call: PendingCall, verdict: Exclude<ApprovalVerdict, "approved">, deps: AgentDeps): string {
   switch (verdict) {
     case "declined":
-      return `The user declined this action, so ${call.name} was not run. Tell the user it was not done; do not call it again unless the user asks for it again.`;
+      return (
+        `The user declined this action, so ${call.name} was not run. Tell the user it was not done;` +
+        ` do not call it again unless the user asks for it again.`
+      );
     case "expired":
-      return `The user did not confirm ${call.name} within ${deps.config.CONFIRM_TIMEOUT_SECONDS} seconds, so the approval expired and it was not run. Tell the user it was not done and that they can ask again.`;
+      return (
+        `The user did not confirm ${call.name} within ${deps.config.CONFIRM_TIMEOUT_SECONDS} ` +
+        `seconds, so the approval expired and it was not run. Tell the user it was not done and ` +
+        `that they can ask again.`
+      );
     case "superseded":
-      return `The user sent a new message instead of confirming ${call.name}, so it was cancelled and not run. Do not run it unless the user asks for it again.`;
+      return (
+        `The user sent a new message instead of confirming ${call.name}, so it was cancelled and ` +
+        `not run. Do not run it unless the user asks for it again.`
+      );
   }
 }
 
@@ -636,9 +848,15 @@ function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
     case "declined":
       return localize(context.locale, { "zh-TW": "好的，已取消，沒有執行。", en: "OK, cancelled: nothing was done." });
     case "expired":
-      return localize(context.locale, { "zh-TW": "確認逾時，操作沒有執行。", en: "The confirmation timed out; nothing was done." });
+      return localize(context.locale, {
+        "zh-TW": "確認逾時，操作沒有執行。",
+        en: "The confirmation timed out; nothing was done.",
+      });
     case "superseded":
-      return localize(context.locale, { "zh-TW": "沒有收到確認，先前的操作已取消。", en: "No confirmation received; the earlier action was cancelled." });
+      return localize(context.locale, {
+        "zh-TW": "沒有收到確認，先前的操作已取消。",
+        en: "No confirmation received; the earlier action was cancelled.",
+      });
   }
 }
 
@@ -646,7 +864,13 @@ function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
 function toolResult(toolUseId: string, content: string, isError: boolean, images?: ToolImage[]): ToolResultBlockParam {
   const text = content.trim() === "" ? "(no output)" : content;
   const body: ToolResultBlockParam["content"] = images?.length
-    ? [{ type: "text", text }, ...images.map((i) => ({ type: "image" as const, source: { type: "base64" as const, media_type: i.mediaType, data: i.data } }))]
+    ? [
+        { type: "text", text },
+        ...images.map((i) => ({
+          type: "image" as const,
+          source: { type: "base64" as const, media_type: i.mediaType, data: i.data },
+        })),
+      ]
     : text;
   return { type: "tool_result", tool_use_id: toolUseId, content: body, ...(isError ? { is_error: true } : {}) };
 }
@@ -654,7 +878,9 @@ function toolResult(toolUseId: string, content: string, isError: boolean, images
 /** Orders `tool_result` blocks like the `tool_use` blocks of the run's last assistant message. */
 function inToolUseOrder(messages: MessageParam[], results: ToolResultBlockParam[]): ToolResultBlockParam[] {
   const assistant = [...messages].reverse().find((m) => m.role === "assistant");
-  const order = Array.isArray(assistant?.content) ? assistant.content.filter((b) => b.type === "tool_use").map((b) => (b as { id: string }).id) : [];
+  const order = Array.isArray(assistant?.content)
+    ? assistant.content.filter((b) => b.type === "tool_use").map((b) => (b as { id: string }).id)
+    : [];
   return [...results].sort((a, b) => order.indexOf(a.tool_use_id) - order.indexOf(b.tool_use_id));
 }
 
@@ -670,11 +896,21 @@ function passBack(content: Anthropic.Messages.ContentBlock[]): ContentBlockParam
   for (const block of content) {
     if (block.type === "text") {
       if (block.text.trim() === "") continue;
-      out.push(block.citations ? { type: "text", text: block.text, citations: block.citations as Anthropic.Messages.TextCitationParam[] } : { type: "text", text: block.text });
+      out.push(
+        block.citations
+          ? { type: "text", text: block.text, citations: block.citations as Anthropic.Messages.TextCitationParam[] }
+          : { type: "text", text: block.text },
+      );
     } else if (block.type === "tool_use") {
       out.push({ type: "tool_use", id: block.id, name: block.name, input: block.input });
     } else if (block.type === "server_tool_use") {
-      out.push({ type: "server_tool_use", id: block.id, name: block.name, input: block.input ?? {}, ...(block.caller ? { caller: block.caller } : {}) });
+      out.push({
+        type: "server_tool_use",
+        id: block.id,
+        name: block.name,
+        input: block.input ?? {},
+        ...(block.caller ? { caller: block.caller } : {}),
+      });
     } else {
       out.push(block as unknown as ContentBlockParam);
     }
@@ -696,7 +932,8 @@ function userContent(request: AgentRequest, text: string): MessageParam["content
 function withMemory(messages: MessageParam[], memory: string | undefined): MessageParam[] {
   const first = messages[0];
   if (memory === undefined || first?.role !== "user") return messages;
-  const blocks: ContentBlockParam[] = typeof first.content === "string" ? [{ type: "text", text: first.content }] : [...first.content];
+  const blocks: ContentBlockParam[] =
+    typeof first.content === "string" ? [{ type: "text", text: first.content }] : [...first.content];
   return [{ role: "user", content: [{ type: "text", text: memory }, ...blocks] }, ...messages.slice(1)];
 }
 
@@ -704,7 +941,8 @@ function withMemory(messages: MessageParam[], memory: string | undefined): Messa
 function withLastBreakpoint(messages: MessageParam[]): MessageParam[] {
   const last = messages[messages.length - 1];
   if (!last || last.role === "system") return messages;
-  const blocks: ContentBlockParam[] = typeof last.content === "string" ? [{ type: "text", text: last.content }] : [...last.content];
+  const blocks: ContentBlockParam[] =
+    typeof last.content === "string" ? [{ type: "text", text: last.content }] : [...last.content];
   const tail = blocks[blocks.length - 1];
   if (!tail || (tail.type !== "text" && tail.type !== "tool_result")) return messages;
   blocks[blocks.length - 1] = { ...tail, cache_control: EPHEMERAL };
@@ -730,7 +968,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(",")}]`;
   if (isRecord(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";

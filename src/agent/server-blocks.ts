@@ -31,7 +31,13 @@ export function isServerBlock(block: { type: string }): boolean {
 /** Whether a server tool's result block reports an error (`*_tool_result_error`) rather than a result. */
 export function isServerError(block: { type: string; content?: unknown }): boolean {
   const content = block.content as { type?: unknown } | undefined;
-  return typeof content === "object" && content !== null && !Array.isArray(content) && typeof content.type === "string" && content.type.endsWith("_error");
+  return (
+    typeof content === "object" &&
+    content !== null &&
+    !Array.isArray(content) &&
+    typeof content.type === "string" &&
+    content.type.endsWith("_error")
+  );
 }
 
 function blocksOf(message: MessageParam): ContentBlockParam[] {
@@ -53,7 +59,8 @@ export function referencedTools(messages: readonly MessageParam[]): Set<string> 
 /** Names of the tools a `tool_use` of `messages` called. */
 export function calledTools(messages: readonly MessageParam[]): Set<string> {
   const names = new Set<string>();
-  for (const message of messages) for (const block of blocksOf(message)) if (block.type === "tool_use") names.add(block.name);
+  for (const message of messages)
+    for (const block of blocksOf(message)) if (block.type === "tool_use") names.add(block.name);
   return names;
 }
 
@@ -79,33 +86,67 @@ export interface OfferedTools {
  *   e.g. an MCP server removed, would make the API refuse the whole request), and lose the tool
  *   search blocks when tool search is off. The originals are not changed.
  */
-export function offerTools(toolbox: ToolBox, messages: readonly MessageParam[], off: ReadonlySet<string>): OfferedTools {
+export function offerTools(
+  toolbox: ToolBox,
+  messages: readonly MessageParam[],
+  off: ReadonlySet<string>,
+): OfferedTools {
   const toolSearch = !off.has(TOOL_SEARCH_TOOL.name);
   const referenced = referencedTools(messages);
   const load = new Set([...calledTools(messages)].filter((name) => !referenced.has(name)));
   const { loaded, deferred } = toolbox.requestTools({ omit: off, load, toolSearch });
   const last = loaded.length - 1;
-  const tools = [...loaded.map((t, i) => (i === last ? ({ ...t, cache_control: { type: "ephemeral" } } as Anthropic.Messages.ToolUnion) : t)), ...deferred];
-  const servers = tools.filter((t): t is Anthropic.Messages.ToolUnion & { name: string; type: string } => "type" in t && typeof t.type === "string" && t.type !== "custom" && "name" in t).map((t) => ({ name: t.name, type: t.type }));
+  const tools = [
+    ...loaded.map((t, i) =>
+      i === last ? ({ ...t, cache_control: { type: "ephemeral" } } as Anthropic.Messages.ToolUnion) : t,
+    ),
+    ...deferred,
+  ];
+  const servers = tools
+    .filter(
+      (t): t is Anthropic.Messages.ToolUnion & { name: string; type: string } =>
+        "type" in t && typeof t.type === "string" && t.type !== "custom" && "name" in t,
+    )
+    .map((t) => ({ name: t.name, type: t.type }));
   const names = new Set(tools.flatMap((t) => ("name" in t ? [t.name] : [])));
   return { tools, servers, messages: forRequest(messages, names, toolSearch) };
 }
 
 /** `messages` with `tool_reference`s to tools not in `names` removed, and without tool search blocks unless `toolSearch`. */
-function forRequest(messages: readonly MessageParam[], names: ReadonlySet<string>, toolSearch: boolean): MessageParam[] {
-  return messages.map((message) => {
-    if (typeof message.content === "string" || !message.content.some((b) => b.type === "tool_search_tool_result" || (b.type === "server_tool_use" && b.name.startsWith("tool_search_tool_")))) return message;
-    const content: ContentBlockParam[] = [];
-    for (const block of message.content) {
-      const isSearch = block.type === "tool_search_tool_result" || (block.type === "server_tool_use" && block.name.startsWith("tool_search_tool_"));
-      if (isSearch && !toolSearch) continue;
-      if (block.type === "tool_search_tool_result" && block.content.type === "tool_search_tool_search_result") {
-        const refs = block.content.tool_references.filter((r) => names.has(r.tool_name));
-        content.push(refs.length === block.content.tool_references.length ? block : { ...block, content: { ...block.content, tool_references: refs } });
-      } else content.push(block);
-    }
-    return { ...message, content } as MessageParam;
-  }).filter((m) => typeof m.content === "string" || m.content.length > 0);
+function forRequest(
+  messages: readonly MessageParam[],
+  names: ReadonlySet<string>,
+  toolSearch: boolean,
+): MessageParam[] {
+  return messages
+    .map((message) => {
+      if (
+        typeof message.content === "string" ||
+        !message.content.some(
+          (b) =>
+            b.type === "tool_search_tool_result" ||
+            (b.type === "server_tool_use" && b.name.startsWith("tool_search_tool_")),
+        )
+      )
+        return message;
+      const content: ContentBlockParam[] = [];
+      for (const block of message.content) {
+        const isSearch =
+          block.type === "tool_search_tool_result" ||
+          (block.type === "server_tool_use" && block.name.startsWith("tool_search_tool_"));
+        if (isSearch && !toolSearch) continue;
+        if (block.type === "tool_search_tool_result" && block.content.type === "tool_search_tool_search_result") {
+          const refs = block.content.tool_references.filter((r) => names.has(r.tool_name));
+          content.push(
+            refs.length === block.content.tool_references.length
+              ? block
+              : { ...block, content: { ...block.content, tool_references: refs } },
+          );
+        } else content.push(block);
+      }
+      return { ...message, content } as MessageParam;
+    })
+    .filter((m) => typeof m.content === "string" || m.content.length > 0);
 }
 
 /** Server tools the API refused, per client (its key) and model: tool name → the API's reason. */
@@ -140,8 +181,12 @@ function namesOf(tool: { name: string; type: string }): string[] {
  *
  * @returns their names; empty when the error is something else.
  */
-export function refusedServerTools(error: unknown, servers: readonly { name: string; type: string }[]): { names: string[]; reason: string } {
-  if (!(error instanceof Anthropic.APIError) || (error.status !== 400 && error.status !== 403)) return { names: [], reason: "" };
+export function refusedServerTools(
+  error: unknown,
+  servers: readonly { name: string; type: string }[],
+): { names: string[]; reason: string } {
+  if (!(error instanceof Anthropic.APIError) || (error.status !== 400 && error.status !== 403))
+    return { names: [], reason: "" };
   const body = error.error as { error?: { message?: unknown } } | undefined;
   const reason = typeof body?.error?.message === "string" ? body.error.message : error.message;
   const text = reason.toLowerCase();
@@ -168,7 +213,11 @@ export interface Answer {
 export function answerOf(content: readonly ContentBlockParam[], turn: readonly ContentBlockParam[] = content): Answer {
   const own = answerBlocks(content);
   const blocks = own.some((b) => b.text.trim() !== "") ? own : answerBlocks(turn);
-  const joiner = turn.some((b) => isServerBlock(b) || (b.type === "text" && Array.isArray(b.citations) && b.citations.length > 0)) ? "" : "\n";
+  const joiner = turn.some(
+    (b) => isServerBlock(b) || (b.type === "text" && Array.isArray(b.citations) && b.citations.length > 0),
+  )
+    ? ""
+    : "\n";
   return { blocks, joiner };
 }
 
@@ -186,7 +235,8 @@ function answerBlocks(content: readonly ContentBlockParam[]): Anthropic.Messages
   content.forEach((b, i) => {
     if (isServerBlock(b)) last = i;
   });
-  const texts = (from: number) => content.slice(from).filter((b): b is Anthropic.Messages.TextBlockParam => b.type === "text");
+  const texts = (from: number) =>
+    content.slice(from).filter((b): b is Anthropic.Messages.TextBlockParam => b.type === "text");
   const tail = texts(last + 1);
   return tail.some((b) => b.text.trim() !== "") ? tail : texts(0);
 }

@@ -55,7 +55,8 @@ export function sourcesOf(blocks: readonly Anthropic.Messages.TextBlockParam[]):
   for (const block of blocks) {
     for (const citation of block.citations ?? []) {
       const url = citedUrl(citation);
-      if (url && !sources.has(url)) sources.set(url, { url, title: titleOf(citation as Anthropic.Messages.CitationWebSearchResultLocationParam) });
+      if (url && !sources.has(url))
+        sources.set(url, { url, title: titleOf(citation as Anthropic.Messages.CitationWebSearchResultLocationParam) });
     }
   }
   return [...sources.values()];
@@ -82,11 +83,17 @@ function inAngleBrackets(url: string): string {
  */
 export function withSources(answer: Answer, locale: Locale): string {
   const sources = sourcesOf(answer.blocks);
-  if (sources.length === 0) return answer.blocks.map((b) => b.text).join(answer.joiner).trim();
+  if (sources.length === 0)
+    return answer.blocks
+      .map((b) => b.text)
+      .join(answer.joiner)
+      .trim();
   const number = new Map(sources.map((s, i) => [s.url, i + 1]));
   const text = answer.blocks
     .map((block) => {
-      const marks = [...new Set((block.citations ?? []).flatMap((c) => number.get(citedUrl(c) ?? "") ?? []))].sort((a, b) => a - b);
+      const marks = [...new Set((block.citations ?? []).flatMap((c) => number.get(citedUrl(c) ?? "") ?? []))].sort(
+        (a, b) => a - b,
+      );
       if (marks.length === 0) return block.text;
       const body = block.text.trimEnd();
       return `${body} ${marks.map((n) => `[${n}]`).join("")}${block.text.slice(body.length)}`;

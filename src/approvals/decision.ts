@@ -57,10 +57,20 @@ export interface ApprovalDecider {
  *   absent where the platform has no such requests (only the requester decides).
  * @throws what `decider.decide` throws (Redis unreachable).
  */
-export async function decideForGroup(decider: ApprovalDecider, request: DecisionRequest, group: { chatId: string; isGroupAdmin?: () => Promise<boolean> }): Promise<DecisionResult> {
+export async function decideForGroup(
+  decider: ApprovalDecider,
+  request: DecisionRequest,
+  group: { chatId: string; isGroupAdmin?: () => Promise<boolean> },
+): Promise<DecisionResult> {
   const result = await decider.decide(request);
   const asGroup = `chat:${group.chatId}`;
-  if (result.status !== "not_requester" || !group.isGroupAdmin || request.deciderId === asGroup || !(await group.isGroupAdmin())) return result;
+  if (
+    result.status !== "not_requester" ||
+    !group.isGroupAdmin ||
+    request.deciderId === asGroup ||
+    !(await group.isGroupAdmin())
+  )
+    return result;
   return decider.decide({ ...request, deciderId: asGroup });
 }
 
@@ -73,19 +83,39 @@ export function decisionNotice(result: DecisionResult, locale: Locale): string {
     case "accepted":
       if (result.always) {
         return result.always.grantMs
-          ? localize(locale, { "zh-TW": "已確認，處理中…之後 {duration}內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。", en: "Confirmed, working on it… For the next {duration} you will not be asked again for this tool here (/permissions to revoke)." }, { duration: durationInWords(result.always.grantMs, locale) })
-          : localize(locale, { "zh-TW": "已確認，處理中…之後你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。", en: "Confirmed, working on it… You will not be asked again for this tool here (/permissions to revoke)." });
+          ? localize(
+              locale,
+              {
+                "zh-TW": "已確認，處理中…之後 {duration}內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。",
+                en: "Confirmed, working on it… For the next {duration} you will not be asked again for this tool here (/permissions to revoke).",
+              },
+              { duration: durationInWords(result.always.grantMs, locale) },
+            )
+          : localize(locale, {
+              "zh-TW": "已確認，處理中…之後你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。",
+              en: "Confirmed, working on it… You will not be asked again for this tool here (/permissions to revoke).",
+            });
       }
       return result.approve
         ? localize(locale, { "zh-TW": "已確認，處理中…", en: "Confirmed, working on it…" })
         : localize(locale, { "zh-TW": "已取消。", en: "Cancelled." });
     case "always_refused":
-      return localize(locale, { "zh-TW": "這個動作不能設為一律允許，請按「確認」或「取消」。", en: "This action cannot be always allowed; press Confirm or Cancel." });
+      return localize(locale, {
+        "zh-TW": "這個動作不能設為一律允許，請按「確認」或「取消」。",
+        en: "This action cannot be always allowed; press Confirm or Cancel.",
+      });
     case "not_found":
-      return localize(locale, { "zh-TW": "這個確認請求已過期或不存在。", en: "This request has expired or no longer exists." });
+      return localize(locale, {
+        "zh-TW": "這個確認請求已過期或不存在。",
+        en: "This request has expired or no longer exists.",
+      });
     case "already_decided":
       return localize(locale, { "zh-TW": "這個請求已經處理過了。", en: "This request was already decided." });
     case "not_requester":
-      return localize(locale, { "zh-TW": "只有 {name} 可以決定。", en: "Only {name} can decide." }, { name: result.requesterName });
+      return localize(
+        locale,
+        { "zh-TW": "只有 {name} 可以決定。", en: "Only {name} can decide." },
+        { name: result.requesterName },
+      );
   }
 }

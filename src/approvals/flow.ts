@@ -17,7 +17,15 @@
  *    before it is handled. Other people's messages leave the prompt open.
  */
 import { z } from "zod";
-import type { AgentDeps, AgentOutcome, ApprovalVerdict, MessageParam, PausedOutcome, PendingCall, PausedRun } from "../agent/contract.js";
+import type {
+  AgentDeps,
+  AgentOutcome,
+  ApprovalVerdict,
+  MessageParam,
+  PausedOutcome,
+  PendingCall,
+  PausedRun,
+} from "../agent/contract.js";
 import type { ResumeDeps } from "../agent/loop.js";
 import type { RunTag } from "../history/store.js";
 import { localize, type Locale } from "../i18n.js";
@@ -56,13 +64,22 @@ export interface ApprovalFlowDeps {
    * The agent's dependencies and a tool context for a run of `message` without a model call (the
    * prompt's description, closing a superseded run): the toolbox of its context, its tracer.
    */
-  agentDeps(message: IncomingMessage): Promise<AgentDeps & { context: ToolContext; tracer: RunTracer }> | (AgentDeps & { context: ToolContext; tracer: RunTracer });
+  agentDeps(
+    message: IncomingMessage,
+  ):
+    | Promise<AgentDeps & { context: ToolContext; tracer: RunTracer }>
+    | (AgentDeps & { context: ToolContext; tracer: RunTracer });
   /**
    * Appends a finished run's messages (starting with the user turn) to the conversation's history,
    * tagged with the message it answered; with `resets`, only while the conversation's reset
    * generation is still that (`HistoryStore.append`).
    */
-  appendHistory(conversation: ConversationRef, messages: MessageParam[], tag: RunTag, resets?: number): Promise<unknown>;
+  appendHistory(
+    conversation: ConversationRef,
+    messages: MessageParam[],
+    tag: RunTag,
+    resets?: number,
+  ): Promise<unknown>;
   /** Adds the delayed expiry job: after `delayMs` ms, a decision job with `verdict: "expired"`. */
   scheduleExpiry(approvalId: string, delayMs: number): Promise<void>;
   /**
@@ -103,15 +120,30 @@ export async function describeCall(toolbox: ToolBox, call: PendingCall, context:
  * The text of a closed prompt: the outcome and the action, in `locale`.
  * @param grantMs - for an "always allow" approval: the grant's length in ms, said on the prompt.
  */
-export function outcomeText(outcome: ApprovalVerdict | "reset", action: string, locale: Locale, grantMs?: number): string {
+export function outcomeText(
+  outcome: ApprovalVerdict | "reset",
+  action: string,
+  locale: Locale,
+  grantMs?: number,
+): string {
   if (outcome === "approved" && grantMs !== undefined) {
-    return localize(locale, { "zh-TW": "✅ 已確認，{duration}內一律允許：{action}", en: "✅ Confirmed, always allowed for {duration}: {action}" }, { action, duration: durationInWords(grantMs, locale) });
+    return localize(
+      locale,
+      {
+        "zh-TW": "✅ 已確認，{duration}內一律允許：{action}",
+        en: "✅ Confirmed, always allowed for {duration}: {action}",
+      },
+      { action, duration: durationInWords(grantMs, locale) },
+    );
   }
   const texts = {
     approved: { "zh-TW": "✅ 已確認：{action}", en: "✅ Confirmed: {action}" },
     declined: { "zh-TW": "❌ 已取消，未執行：{action}", en: "❌ Declined, not done: {action}" },
     expired: { "zh-TW": "⌛ 逾時未確認，未執行：{action}", en: "⌛ Timed out, not done: {action}" },
-    superseded: { "zh-TW": "↩️ 收到新訊息，未確認，未執行：{action}", en: "↩️ Not confirmed (a new message came), not done: {action}" },
+    superseded: {
+      "zh-TW": "↩️ 收到新訊息，未確認，未執行：{action}",
+      en: "↩️ Not confirmed (a new message came), not done: {action}",
+    },
     // Closed like an expired prompt (its ⌛ mark on every platform), saying why.
     reset: { "zh-TW": "⌛ 對話已重設，未執行：{action}", en: "⌛ The conversation was reset, not done: {action}" },
   } as const;
@@ -146,7 +178,13 @@ export class ApprovalFlow {
    * @returns the approval id.
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
-  async begin(message: IncomingMessage, outcome: PausedOutcome, outbound: Outbound, locale?: Locale, resets?: number): Promise<string> {
+  async begin(
+    message: IncomingMessage,
+    outcome: PausedOutcome,
+    outbound: Outbound,
+    locale?: Locale,
+    resets?: number,
+  ): Promise<string> {
     const { store } = this.#deps;
     const existing = await this.#pendingFor(message, outcome.call.toolUseId);
     if (existing?.prompt) return existing.id;
@@ -154,8 +192,20 @@ export class ApprovalFlow {
     const { toolbox } = deps;
     const context = locale ? { ...deps.context, locale } : deps.context;
     const action = existing?.action ?? (await describeCall(toolbox, outcome.call, context));
-    const alwaysAllow = existing?.alwaysAllow ?? (this.#deps.grants !== undefined && toolbox.get(outcome.call.name)?.alwaysAllow !== false);
-    const id = existing?.id ?? (await store.create({ message, run: outcome.run, call: outcome.call, action, locale: context.locale, alwaysAllow, ...(resets !== undefined ? { resets } : {}) }));
+    const alwaysAllow =
+      existing?.alwaysAllow ??
+      (this.#deps.grants !== undefined && toolbox.get(outcome.call.name)?.alwaysAllow !== false);
+    const id =
+      existing?.id ??
+      (await store.create({
+        message,
+        run: outcome.run,
+        call: outcome.call,
+        action,
+        locale: context.locale,
+        alwaysAllow,
+        ...(resets !== undefined ? { resets } : {}),
+      }));
     const record = existing ?? (await store.get(id));
     if (!existing) await this.#deps.scheduleExpiry(id, store.timeoutMs);
     const prompt = await outbound.sendApprovalPrompt(destinationOf(message), {
@@ -170,7 +220,13 @@ export class ApprovalFlow {
     // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌
     // reactions before `sendApprovalPrompt` returns); its job then found no prompt to close.
     const after = await store.get(id);
-    if (after && after.status !== "pending") await this.#closePrompt({ ...after, prompt }, outbound, after.status, after.always && this.#deps.grants ? this.#deps.grants.ttlMs : undefined);
+    if (after && after.status !== "pending")
+      await this.#closePrompt(
+        { ...after, prompt },
+        outbound,
+        after.status,
+        after.always && this.#deps.grants ? this.#deps.grants.ttlMs : undefined,
+      );
     this.#log.info({ approvalId: id, tool: outcome.call.name, toolUseId: outcome.call.toolUseId }, "approval asked");
     return id;
   }
@@ -196,7 +252,8 @@ export class ApprovalFlow {
       const record = await store.expire(approvalId);
       if (record) return { record, verdict };
       const current = await store.get(approvalId);
-      if (!current || current.status === "pending") return { status: "skipped", reason: current ? "not_current" : "unknown" };
+      if (!current || current.status === "pending")
+        return { status: "skipped", reason: current ? "not_current" : "unknown" };
       // A decision won the race (its own job handles it), or an earlier attempt of this job
       // made the transition and failed later: carry on only in the latter case.
       if (current.status !== "expired") return { status: "skipped", reason: "not_current" };
@@ -205,7 +262,10 @@ export class ApprovalFlow {
     const record = await store.get(approvalId);
     if (!record) return { status: "skipped", reason: "unknown" };
     if (record.status !== verdict) {
-      this.#log.warn({ approvalId, status: record.status, verdict }, "decision job does not match the stored status; ignored");
+      this.#log.warn(
+        { approvalId, status: record.status, verdict },
+        "decision job does not match the stored status; ignored",
+      );
       return { status: "skipped", reason: "not_current" };
     }
     return { record, verdict };
@@ -239,12 +299,18 @@ export class ApprovalFlow {
     const grants = this.#grants(record, verdict, deps.toolbox);
     if (grants && !record.steps.includes("grant")) {
       const grant = await grants.grant({ ...conversationOf(record), userId: record.requesterId }, record.call.name);
-      deps.tracer.event("approval", { verdict: "always", tool: record.call.name, toolUseId: record.call.toolUseId, grantExpiresAt: new Date(grant.expiresAt).toISOString() });
+      deps.tracer.event("approval", {
+        verdict: "always",
+        tool: record.call.name,
+        toolUseId: record.call.toolUseId,
+        grantExpiresAt: new Date(grant.expiresAt).toISOString(),
+      });
       await this.#deps.store.markStep(record.id, "grant");
     }
     const resume = { ...deps, executeOnce: this.executeOnce };
     let outcome = await this.#deps.agent.resumeAgent(record.run, verdict, resume);
-    while (outcome.kind === "approval" && verdict === "expired") outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", resume);
+    while (outcome.kind === "approval" && verdict === "expired")
+      outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", resume);
     return outcome;
   }
 
@@ -269,7 +335,11 @@ export class ApprovalFlow {
     if (!record.steps.includes("prompt")) {
       if (record.prompt) {
         try {
-          await outbound.closeApprovalPrompt(record.prompt, "expired", outcomeText("reset", record.action, record.locale));
+          await outbound.closeApprovalPrompt(
+            record.prompt,
+            "expired",
+            outcomeText("reset", record.action, record.locale),
+          );
         } catch (err) {
           this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
         }
@@ -277,7 +347,10 @@ export class ApprovalFlow {
       await this.#deps.store.markStep(record.id, "prompt");
       metrics.approval("expired");
     }
-    this.#log.info({ approvalId: record.id, tool: record.call.name }, "approval closed: the conversation was reset since it was asked; the run is not resumed");
+    this.#log.info(
+      { approvalId: record.id, tool: record.call.name },
+      "approval closed: the conversation was reset since it was asked; the run is not resumed",
+    );
     await this.#deps.store.finish(record.id);
   }
 
@@ -297,20 +370,36 @@ export class ApprovalFlow {
    */
   failureText({ record, verdict }: TakenDecision): string {
     return verdict === "approved"
-      ? localize(record.locale, {
-          "zh-TW": "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
-          en: "Sorry, something went wrong while handling this ({action}), so I could not finish. It may have been done already: please check before trying again.",
-        }, { action: record.action })
-      : localize(record.locale, {
-          "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
-          en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
-        }, { action: record.action });
+      ? localize(
+          record.locale,
+          {
+            "zh-TW":
+              "抱歉，處理確認時出了問題（{action}），沒辦法完成回覆。動作可能已經執行，請先查看目前的狀態再試一次。",
+            en:
+              "Sorry, something went wrong while handling this ({action}), so I could not finish. It may " +
+              "have been done already: please check before trying again.",
+          },
+          { action: record.action },
+        )
+      : localize(
+          record.locale,
+          {
+            "zh-TW": "抱歉，處理確認時出了問題（{action}）。這個動作沒有執行，請稍後再試一次。",
+            en: "Sorry, something went wrong while handling this ({action}). It was not done; please try again later.",
+          },
+          { action: record.action },
+        );
   }
 
   /** The grant store when this decision records an "always allow" grant (approved with `always`, a tool that accepts grants), else undefined. */
   #grants(record: ApprovalRecord, verdict: ApprovalVerdict, toolbox: ToolBox): GrantStore | undefined {
     const grants = this.#deps.grants;
-    return verdict === "approved" && record.always && grants !== undefined && toolbox.get(record.call.name)?.alwaysAllow !== false ? grants : undefined;
+    return verdict === "approved" &&
+      record.always &&
+      grants !== undefined &&
+      toolbox.get(record.call.name)?.alwaysAllow !== false
+      ? grants
+      : undefined;
   }
 
   /**
@@ -328,7 +417,10 @@ export class ApprovalFlow {
    * @param outbound - the outbound of the conversation (where the prompt is).
    * @returns whether an approval was closed.
    */
-  async supersedePending(incoming: RequesterRef & Pick<IncomingMessage, "messageId">, outbound: Outbound): Promise<boolean> {
+  async supersedePending(
+    incoming: RequesterRef & Pick<IncomingMessage, "messageId">,
+    outbound: Outbound,
+  ): Promise<boolean> {
     const { store } = this.#deps;
     const record = await store.supersede(incoming);
     if (!record) return false;
@@ -338,12 +430,19 @@ export class ApprovalFlow {
       let outcome: AgentOutcome;
       try {
         outcome = await this.#deps.agent.resumeAgent(record.run, "superseded", resume);
-        while (outcome.kind === "approval") outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
+        while (outcome.kind === "approval")
+          outcome = await this.#deps.agent.resumeAgent(outcome.run, "superseded", resume);
       } finally {
         await deps.tracer.finish();
       }
       // Not after a /reset since the approval was asked: the run belongs to the forgotten conversation.
-      if (outcome.kind === "answer") await this.#deps.appendHistory(record, outcome.messages, { messageId: record.message.messageId, text: outcome.text }, record.resets);
+      if (outcome.kind === "answer")
+        await this.#deps.appendHistory(
+          record,
+          outcome.messages,
+          { messageId: record.message.messageId, text: outcome.text },
+          record.resets,
+        );
     }
     await this.#closePrompt(record, outbound, "superseded");
     await store.finish(record.id);
@@ -354,15 +453,29 @@ export class ApprovalFlow {
   async #pendingFor(message: IncomingMessage, toolUseId: string): Promise<ApprovalRecord | undefined> {
     const id = await this.#deps.store.pendingId(message);
     const record = id ? await this.#deps.store.get(id) : undefined;
-    if (record?.status !== "pending" || record.message.messageId !== message.messageId || record.call.toolUseId !== toolUseId) return undefined;
+    if (
+      record?.status !== "pending" ||
+      record.message.messageId !== message.messageId ||
+      record.call.toolUseId !== toolUseId
+    )
+      return undefined;
     return record;
   }
 
   /** Edits the prompt to show the outcome; a failed edit is logged, not thrown (the run must still finish). */
-  async #closePrompt(record: ApprovalRecord, outbound: Outbound, outcome: ApprovalVerdict, grantMs?: number): Promise<void> {
+  async #closePrompt(
+    record: ApprovalRecord,
+    outbound: Outbound,
+    outcome: ApprovalVerdict,
+    grantMs?: number,
+  ): Promise<void> {
     if (!record.prompt) return;
     try {
-      await outbound.closeApprovalPrompt(record.prompt, outcome, outcomeText(outcome, record.action, record.locale, grantMs));
+      await outbound.closeApprovalPrompt(
+        record.prompt,
+        outcome,
+        outcomeText(outcome, record.action, record.locale, grantMs),
+      );
     } catch (err) {
       this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
     }

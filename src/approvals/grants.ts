@@ -98,8 +98,23 @@ export class GrantStore {
   async grant(owner: GrantOwner, tool: string): Promise<Grant> {
     const grantedAt = this.#now();
     const grant: Grant = { tool, grantedAt, expiresAt: grantedAt + this.#ttlMs };
-    await this.#redis.eval(GRANT, 1, this.key(owner), tool, JSON.stringify({ grantedAt, expiresAt: grant.expiresAt }), this.#ttlMs);
-    this.#log.info({ owner: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool, expiresAt: new Date(grant.expiresAt).toISOString() }, "always-allow grant recorded");
+    await this.#redis.eval(
+      GRANT,
+      1,
+      this.key(owner),
+      tool,
+      JSON.stringify({ grantedAt, expiresAt: grant.expiresAt }),
+      this.#ttlMs,
+    );
+    this.#log.info(
+      {
+        owner: `${owner.platform}:${owner.userId}`,
+        conversation: conversationKey(owner),
+        tool,
+        expiresAt: new Date(grant.expiresAt).toISOString(),
+      },
+      "always-allow grant recorded",
+    );
     return grant;
   }
 
@@ -146,7 +161,11 @@ export class GrantStore {
    */
   async revoke(owner: GrantOwner, tool: string): Promise<boolean> {
     const removed = (await this.#redis.hdel(this.key(owner), tool)) > 0;
-    if (removed) this.#log.info({ owner: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool }, "always-allow grant revoked");
+    if (removed)
+      this.#log.info(
+        { owner: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool },
+        "always-allow grant revoked",
+      );
     return removed;
   }
 
@@ -179,7 +198,10 @@ export function grantStoreFor(redis: RedisClient, config: Pick<Config, "ALWAYS_A
  * message's conversation (see `AgentDeps.grantFor`).
  * @param message - the message being answered (its conversation and `userId`).
  */
-export function grantLookup(grants: GrantStore, message: ConversationRef & { userId: string }): (tool: string) => Promise<Grant | undefined> {
+export function grantLookup(
+  grants: GrantStore,
+  message: ConversationRef & { userId: string },
+): (tool: string) => Promise<Grant | undefined> {
   const owner: GrantOwner = { ...conversationOf(message), userId: message.userId };
   return (tool) => grants.find(owner, tool);
 }

@@ -65,7 +65,12 @@ export function decisionQueueHooks(
     },
     async scheduleExpiry(approvalId, delayMs) {
       const job: DecisionJob = { approvalId, verdict: "expired" };
-      await queue.add(EXPIRY_JOB, job, { ...DECISION_JOB_OPTIONS, ...options, jobId: decisionJobId(job), delay: Math.max(0, delayMs) });
+      await queue.add(EXPIRY_JOB, job, {
+        ...DECISION_JOB_OPTIONS,
+        ...options,
+        jobId: decisionJobId(job),
+        delay: Math.max(0, delayMs),
+      });
     },
     async expireNow(approvalId) {
       const data: DecisionJob = { approvalId, verdict: "expired" };

@@ -28,13 +28,26 @@
 import { randomBytes } from "node:crypto";
 import type { RedisClient } from "../redis.js";
 import { z } from "zod";
-import { PausedRunSchema, PendingCallSchema, type ApprovalVerdict, type PendingCall, type PausedRun } from "../agent/contract.js";
+import {
+  PausedRunSchema,
+  PendingCallSchema,
+  type ApprovalVerdict,
+  type PendingCall,
+  type PausedRun,
+} from "../agent/contract.js";
 import { LOCALES } from "../config.js";
 import type { Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { SentRefSchema, type SentRef } from "../outbound.js";
 import { resetGeneration } from "../history/store.js";
-import { conversationKey, conversationOf, IncomingMessageSchema, type ConversationRef, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import {
+  conversationKey,
+  conversationOf,
+  IncomingMessageSchema,
+  type ConversationRef,
+  type IncomingMessage,
+  type Platform,
+} from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
 import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
@@ -110,7 +123,10 @@ export interface ApprovalRecord extends NewApproval, ConversationRef {
 }
 
 /** Called once per approval, right after the first valid decision was recorded. */
-export type DecisionCallback = (decision: { approvalId: string; verdict: Extract<ApprovalVerdict, "approved" | "declined"> }) => Promise<void> | void;
+export type DecisionCallback = (decision: {
+  approvalId: string;
+  verdict: Extract<ApprovalVerdict, "approved" | "declined">;
+}) => Promise<void> | void;
 
 /** Options of an {@link ApprovalStore}. */
 export interface ApprovalStoreOptions {
@@ -263,7 +279,13 @@ export class ApprovalStore implements ApprovalDecider {
     this.#onDecision = options.onDecision;
     this.#onReset = options.onReset;
     this.#grantMs = options.grantMs;
-    this.#ledger = new ExecutionLedger(redis, { prefix: `${this.#prefix}exec:`, ttlMs: this.#executionTtlMs, waitMs: this.#executionWaitMs, now: this.#now, log: this.#log });
+    this.#ledger = new ExecutionLedger(redis, {
+      prefix: `${this.#prefix}exec:`,
+      ttlMs: this.#executionTtlMs,
+      waitMs: this.#executionWaitMs,
+      now: this.#now,
+      log: this.#log,
+    });
   }
 
   /** How long the requester has to decide, in ms. */
@@ -327,7 +349,14 @@ export class ApprovalStore implements ApprovalDecider {
     const platform = await this.#redis.hget(this.#key(id), "platform");
     if (!platform) return;
     // HSET on a missing key would create a record without a TTL; only touch an existing one.
-    await this.#redis.eval(SET_PROMPT, 2, this.#key(id), this.#promptKey(platform as Platform, ref), JSON.stringify(ref), id);
+    await this.#redis.eval(
+      SET_PROMPT,
+      2,
+      this.#key(id),
+      this.#promptKey(platform as Platform, ref),
+      JSON.stringify(ref),
+      id,
+    );
   }
 
   /**
@@ -355,7 +384,10 @@ export class ApprovalStore implements ApprovalDecider {
     if (Object.keys(hash).length === 0) return undefined;
     const parsed = HashSchema.safeParse(hash);
     if (!parsed.success) {
-      this.#log.error({ approvalId: id, issues: parsed.error.issues.map((i) => i.path.join(".")) }, "unreadable approval record");
+      this.#log.error(
+        { approvalId: id, issues: parsed.error.issues.map((i) => i.path.join(".")) },
+        "unreadable approval record",
+      );
       return undefined;
     }
     const h = parsed.data;
@@ -416,11 +448,24 @@ export class ApprovalStore implements ApprovalDecider {
     const verdict = approve ? "approved" : "declined";
     const key = this.#key(request.approvalId);
     if (await this.#closeIfReset(request.approvalId, request.platform)) return { status: "not_found" };
-    const reply = (await this.#redis.eval(DECIDE, 1, key, now, request.platform, request.deciderId, verdict, this.#closedTtlMs, always ? "1" : "0")) as string[];
+    const reply = (await this.#redis.eval(
+      DECIDE,
+      1,
+      key,
+      now,
+      request.platform,
+      request.deciderId,
+      verdict,
+      this.#closedTtlMs,
+      always ? "1" : "0",
+    )) as string[];
     const [status, name] = reply;
     if (status === "not_requester") return { status, requesterName: name ?? "" };
     if (status === "not_found" || status === "already_decided" || status === "always_refused") return { status };
-    this.#log.info({ approvalId: request.approvalId, verdict, always }, `approval ${verdict}${always ? " (always allow)" : ""}`);
+    this.#log.info(
+      { approvalId: request.approvalId, verdict, always },
+      `approval ${verdict}${always ? " (always allow)" : ""}`,
+    );
     if (this.#onDecision) {
       try {
         await this.#onDecision({ approvalId: request.approvalId, verdict });
@@ -430,7 +475,11 @@ export class ApprovalStore implements ApprovalDecider {
         throw err;
       }
     }
-    return { status: "accepted", approve, ...(always ? { always: { ...(this.#grantMs ? { grantMs: this.#grantMs } : {}) } } : {}) };
+    return {
+      status: "accepted",
+      approve,
+      ...(always ? { always: { ...(this.#grantMs ? { grantMs: this.#grantMs } : {}) } } : {}),
+    };
   }
 
   /**
@@ -513,17 +562,50 @@ export class ApprovalStore implements ApprovalDecider {
    * @returns whether it is closed for that reason (now, or by an earlier call).
    */
   async #closeIfReset(id: string, platform: Platform): Promise<boolean> {
-    const [status, recordPlatform, chatId, topicId, userId, resets] = await this.#redis.hmget(this.#key(id), "status", "platform", "chatId", "topicId", "requesterId", "resets");
-    if (resets === null || recordPlatform !== platform || !chatId || !userId || (status !== "pending" && status !== "expired")) return false;
+    const [status, recordPlatform, chatId, topicId, userId, resets] = await this.#redis.hmget(
+      this.#key(id),
+      "status",
+      "platform",
+      "chatId",
+      "topicId",
+      "requesterId",
+      "resets",
+    );
+    if (
+      resets === null ||
+      recordPlatform !== platform ||
+      !chatId ||
+      !userId ||
+      (status !== "pending" && status !== "expired")
+    )
+      return false;
     const requester: RequesterRef = { platform, chatId, ...(topicId ? { topicId } : {}), userId };
     if (!(await this.resetSince({ ...requester, resets: Number(resets) }))) return false;
-    if (status === "pending" && !(await this.#close(id, requester, "expired", "its conversation was reset"))) return false;
-    await this.#onReset?.(id).catch((err: unknown) => this.#log.warn({ err, approvalId: id }, "could not ask for the reset approval's prompt to be closed"));
+    if (status === "pending" && !(await this.#close(id, requester, "expired", "its conversation was reset")))
+      return false;
+    await this.#onReset?.(id).catch((err: unknown) =>
+      this.#log.warn({ err, approvalId: id }, "could not ask for the reset approval's prompt to be closed"),
+    );
     return true;
   }
 
-  async #close(id: string, requester: RequesterRef, to: "expired" | "superseded", why?: string): Promise<ApprovalRecord | undefined> {
-    const changed = await this.#redis.eval(CLOSE, 3, this.#key(id), this.#pendingKey(requester), this.#openKey(requester), to, this.#now(), this.#closedTtlMs, id);
+  async #close(
+    id: string,
+    requester: RequesterRef,
+    to: "expired" | "superseded",
+    why?: string,
+  ): Promise<ApprovalRecord | undefined> {
+    const changed = await this.#redis.eval(
+      CLOSE,
+      3,
+      this.#key(id),
+      this.#pendingKey(requester),
+      this.#openKey(requester),
+      to,
+      this.#now(),
+      this.#closedTtlMs,
+      id,
+    );
     if (changed !== 1) return undefined;
     this.#log.info({ approvalId: id }, `approval ${to}${why ? ` (${why})` : ""}`);
     return this.get(id);
@@ -549,9 +631,22 @@ export class ApprovalStore implements ApprovalDecider {
 
   /** The conversation, requester and prompt of a stored record; undefined when it is gone. */
   async #requesterOf(id: string): Promise<(RequesterRef & { prompt?: string }) | undefined> {
-    const [platform, chatId, topicId, userId, prompt] = await this.#redis.hmget(this.#key(id), "platform", "chatId", "topicId", "requesterId", "prompt");
+    const [platform, chatId, topicId, userId, prompt] = await this.#redis.hmget(
+      this.#key(id),
+      "platform",
+      "chatId",
+      "topicId",
+      "requesterId",
+      "prompt",
+    );
     if (!platform || !chatId || !userId) return undefined;
-    return { platform: platform as Platform, chatId, ...(topicId ? { topicId } : {}), userId, ...(prompt ? { prompt } : {}) };
+    return {
+      platform: platform as Platform,
+      chatId,
+      ...(topicId ? { topicId } : {}),
+      userId,
+      ...(prompt ? { prompt } : {}),
+    };
   }
 }
 

@@ -37,7 +37,12 @@ function decisionsQueue(redis: RedisClient, prefix: string | undefined): Queue {
  * The decider for adapters: checks a press or reaction in Redis (exists, not expired, the
  * requester, first decision wins) and queues the accepted decision on the `decisions` queue.
  */
-export function approvalDecider(parts: { config: Config; redis: RedisClient; prefix?: string; log: Logger }): ApprovalDecider & Closable {
+export function approvalDecider(parts: {
+  config: Config;
+  redis: RedisClient;
+  prefix?: string;
+  log: Logger;
+}): ApprovalDecider & Closable {
   const queue = decisionsQueue(parts.redis, parts.prefix);
   const hooks = decisionQueueHooks(queue);
   const store = new ApprovalStore(parts.redis, {
@@ -75,14 +80,22 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
   const { config, log, redis } = parts;
   const queue = decisionsQueue(redis, parts.prefix);
   const jobs = decisionQueueHooks(queue);
-  const store = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, onDecision: jobs.onDecision, onReset: jobs.expireNow, grantMs: alwaysAllowMs(config), log });
+  const store = new ApprovalStore(redis, {
+    timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000,
+    onDecision: jobs.onDecision,
+    onReset: jobs.expireNow,
+    grantMs: alwaysAllowMs(config),
+    log,
+  });
   const flow = new ApprovalFlow({
     store,
     grants: grantStoreFor(redis, config, log),
     agent: { resumeAgent },
     // Runs without a model call (the prompt's description, a superseded run's closing).
     agentDeps: (message) => {
-      const tracer = parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ?? nullRunTracer;
+      const tracer =
+        parts.tracerFor?.(`${conversationKey(message)}:${message.messageId}:approval`, conversationKey(message)) ??
+        nullRunTracer;
       return { ...runDeps(parts, message, { tracer, log: log.child({ chat: conversationKey(message) }) }), tracer };
     },
     appendHistory: (chat, messages, tag, resets) => parts.history.append(chat, messages, tag, undefined, resets),
@@ -94,7 +107,11 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
 }
 
 /** A `/reset` announcement on {@link RESETS_CHANNEL}: the conversation. */
-const ResetNoticeSchema = z.object({ platform: z.enum(PLATFORMS), chatId: z.string().min(1).max(128), topicId: z.string().min(1).max(32).optional() });
+const ResetNoticeSchema = z.object({
+  platform: z.enum(PLATFORMS),
+  chatId: z.string().min(1).max(128),
+  topicId: z.string().min(1).max(32).optional(),
+});
 
 /**
  * Listens on {@link RESETS_CHANNEL} (its own connection, a duplicate of `redis`) and closes the
@@ -112,11 +129,27 @@ function closeOnReset(redis: RedisClient, store: ApprovalStore, log: Logger): Cl
     store
       .closeForReset(conversation)
       .then((closed) => {
-        if (closed.length > 0) log.info({ chat: conversationKey(conversation), approvals: closed.length }, "closed the approvals asked before a /reset");
+        if (closed.length > 0)
+          log.info(
+            { chat: conversationKey(conversation), approvals: closed.length },
+            "closed the approvals asked before a /reset",
+          );
       })
-      .catch((err: unknown) => log.warn({ err, chat: conversationKey(conversation) }, "could not close the approvals of a reset conversation; they close at their next press or expiry"));
+      .catch((err: unknown) =>
+        log.warn(
+          { err, chat: conversationKey(conversation) },
+          "could not close the approvals of a reset conversation; they close at their next press or expiry",
+        ),
+      );
   });
-  subscriber.subscribe(RESETS_CHANNEL).catch((err: unknown) => log.warn({ err }, "could not listen for /reset announcements; open approvals of a reset conversation close at their next press or expiry"));
+  subscriber
+    .subscribe(RESETS_CHANNEL)
+    .catch((err: unknown) =>
+      log.warn(
+        { err },
+        "could not listen for /reset announcements; open approvals of a reset conversation close at their next press or expiry",
+      ),
+    );
   return {
     close: async () => {
       await subscriber.quit().catch(() => subscriber.disconnect());

@@ -58,8 +58,11 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     case "list": {
       const { users, chats } = await store.grants();
       const pending = await store.pending();
-      const line = (label: string, values: string[]) => console.log(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
-      console.log(`ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}`);
+      const line = (label: string, values: string[]) =>
+        console.log(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
+      console.log(
+        `ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}`,
+      );
       line("admins (ADMIN_USERS)", config.ADMIN_USERS);
       line("allowed users (ALLOWED_USERS)", config.ALLOWED_USERS);
       line("allowed users (granted)", users);
@@ -67,24 +70,38 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       line("allowed chats (granted)", chats);
       console.log(`pending pairing codes: ${pending.length === 0 ? "(none)" : ""}`);
       // Names are the strangers' own: one plain line each (a line break would forge a row).
-      for (const p of pending) console.log(`  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${new Date(p.expiresAt).toISOString()}`);
+      for (const p of pending)
+        console.log(
+          `  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${new Date(p.expiresAt).toISOString()}`,
+        );
       const turned = await store.turnedAway();
       console.log(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
       for (const t of turned) {
-        console.log(`  ${t.platform}: ${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a day per person, ${t.displaced} pending codes gave way to newer ones (at most ${MAX_PENDING_CODES} wait) — since ${new Date(t.since).toISOString()}`);
+        console.log(
+          `  ${t.platform}: ${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a ` +
+            `day per person, ${t.displaced} pending codes gave way to newer ones (at most ` +
+            `${MAX_PENDING_CODES} wait) — since ${new Date(t.since).toISOString()}`,
+        );
       }
       return 0;
     }
     case "approve": {
       const pairing = await store.approve(arg!);
       if (!pairing) {
-        console.error(`No pending pairing code "${arg!.slice(0, 16)}" (mistyped, or expired: codes are valid for 1 hour). See: npm run access -- list`);
+        console.error(
+          `No pending pairing code "${arg!.slice(0, 16)}" (mistyped, or expired: codes are valid for 1 hour). See: npm run access -- list`,
+        );
         return 1;
       }
       const who = `${pairing.platform}:${pairing.userId}`;
       console.log(`approved ${plainLine(pairing.userName, 64) || "?"} (${who})`);
       try {
-        await tell(config, pairing.platform as Platform, pairing.chatId, localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn));
+        await tell(
+          config,
+          pairing.platform as Platform,
+          pairing.chatId,
+          localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
+        );
         console.log("they were told they are in");
       } catch (error) {
         console.error(`could not tell them (${redact((error as Error).message)}); they can write to the bot now`);
@@ -97,7 +114,9 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     case "revoke-chat": {
       const principal = parsePrincipal(arg!);
       if (!principal) {
-        const topic = /^telegram:-?\d+\/\d+$/i.test(arg!.trim()) ? " (a Telegram group is allowed as a whole, with all its topics: leave out /<topicId>)" : "";
+        const topic = /^telegram:-?\d+\/\d+$/i.test(arg!.trim())
+          ? " (a Telegram group is allowed as a whole, with all its topics: leave out /<topicId>)"
+          : "";
         console.error(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)${topic}`);
         return 2;
       }
@@ -110,7 +129,9 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       if (command.startsWith("revoke")) {
         const list = envListOf(config, principal);
         if (list) {
-          console.error(`${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`);
+          console.error(
+            `${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`,
+          );
           return 2;
         }
         const removed = chat ? await store.revokeChat(principal) : await store.revokeUser(principal);
@@ -124,9 +145,22 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     case "usage": {
       if (arg) {
         const principal = personOf(arg);
-        if (!principal) return bad(`"${arg.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
-        const [platform, userId] = [principal.slice(0, principal.indexOf(":")), principal.slice(principal.indexOf(":") + 1)];
-        console.log(plain(formatUserUsage(config, "en", await usage.userTotals(platform, userId), !config.ADMIN_USERS.includes(principal))));
+        if (!principal)
+          return bad(`"${arg.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
+        const [platform, userId] = [
+          principal.slice(0, principal.indexOf(":")),
+          principal.slice(principal.indexOf(":") + 1),
+        ];
+        console.log(
+          plain(
+            formatUserUsage(
+              config,
+              "en",
+              await usage.userTotals(platform, userId),
+              !config.ADMIN_USERS.includes(principal),
+            ),
+          ),
+        );
         return 0;
       }
       const [bot, top] = await Promise.all([usage.botTotals(), usage.topUsers(10)]);
@@ -136,17 +170,27 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     case "memory":
     case "forget": {
       const principal = personOf(arg!);
-      if (!principal) return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
+      if (!principal)
+        return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
       if (principal.startsWith("telegram:-")) {
-        console.error(`${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`);
+        console.error(
+          `${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`,
+        );
         return 2;
       }
-      const [platform, userId] = [principal.slice(0, principal.indexOf(":")) as Platform, principal.slice(principal.indexOf(":") + 1)];
+      const [platform, userId] = [
+        principal.slice(0, principal.indexOf(":")) as Platform,
+        principal.slice(principal.indexOf(":") + 1),
+      ];
       const memory = new MemoryStore(redis);
       const scope = { kind: "personal" as const, platform, userId };
       if (command === "forget") {
         const count = await memory.erase(scope);
-        console.log(count === 0 ? `${principal} has no memory` : `erased the memory of ${principal} (${count} file${count === 1 ? "" : "s"})`);
+        console.log(
+          count === 0
+            ? `${principal} has no memory`
+            : `erased the memory of ${principal} (${count} file${count === 1 ? "" : "s"})`,
+        );
         return count === 0 ? 1 : 0;
       }
       const files = await memory.read(scope);
@@ -154,7 +198,10 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
         console.log(`${principal} has no memory`);
         return 1;
       }
-      console.log(`memory of ${principal} (${memoryKey(scope)}): ${files.length} file${files.length === 1 ? "" : "s"}, ${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`);
+      console.log(
+        `memory of ${principal} (${memoryKey(scope)}): ${files.length} file` +
+          `${files.length === 1 ? "" : "s"}, ${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`,
+      );
       for (const file of files) {
         console.log(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);
         // The model's words: each line made plain (no terminal escapes), indented.

@@ -19,7 +19,14 @@ import { Writable } from "node:stream";
 import { mkdir, writeFile } from "node:fs/promises";
 import { hostname, userInfo } from "node:os";
 import path from "node:path";
-import { CHAT_LEASE_TTL_MS, ConsoleAdapter, showPendingApproval, takeChatLease, type ChatLeaseHolder, type TerminalScreen } from "../../adapters/console/index.js";
+import {
+  CHAT_LEASE_TTL_MS,
+  ConsoleAdapter,
+  showPendingApproval,
+  takeChatLease,
+  type ChatLeaseHolder,
+  type TerminalScreen,
+} from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
@@ -45,7 +52,12 @@ const PROMPT = "> ";
  * mid-line (a streamed answer still coming, a running tool's status line) gets no prompt, and the
  * next write continues that line untouched.
  */
-function terminal(): { output: Writable; write: (text: string) => void; notice: (text: string) => void; screen?: TerminalScreen } {
+function terminal(): {
+  output: Writable;
+  write: (text: string) => void;
+  notice: (text: string) => void;
+  screen?: TerminalScreen;
+} {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
   let promptShown = false;
   const write = (text: string, done?: () => void) => {
@@ -89,17 +101,37 @@ async function noMcpServers(): Promise<string> {
  */
 function heldText(config: Config, chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
   const host = holder && holder.host !== hostname() ? holder.host : undefined;
-  const who = !holder ? (config.BOT_LOCALE === "en" ? "" : " ") : localize(config.BOT_LOCALE, { "zh-TW": host ? "（pid {pid}，在 {host}）" : "（pid {pid}）", en: host ? " (pid {pid} on {host})" : " (pid {pid})" }, { pid: holder.pid, host: host ?? "" });
+  const who = !holder
+    ? config.BOT_LOCALE === "en"
+      ? ""
+      : " "
+    : localize(
+        config.BOT_LOCALE,
+        {
+          "zh-TW": host ? "（pid {pid}，在 {host}）" : "（pid {pid}）",
+          en: host ? " (pid {pid} on {host})" : " (pid {pid})",
+        },
+        { pid: holder.pid, host: host ?? "" },
+      );
   const seconds = Math.round(CHAT_LEASE_TTL_MS / 1000);
   return how === "held"
-    ? localize(config.BOT_LOCALE, {
-        "zh-TW": "另一個 npm run chat{who}正在使用這個對話（{chat}）：請先關掉它；如果它已經當掉，約 {seconds} 秒後再試。",
-        en: "Another npm run chat{who} holds this conversation ({chat}): close it first, or if it crashed, wait about {seconds} s and try again.",
-      }, { who, chat: chatId, seconds })
-    : localize(config.BOT_LOCALE, {
-        "zh-TW": "另一個 npm run chat{who}接手了這個對話（{chat}），這個聊天停止。",
-        en: "Another npm run chat{who} took over this conversation ({chat}); this chat stops.",
-      }, { who, chat: chatId });
+    ? localize(
+        config.BOT_LOCALE,
+        {
+          "zh-TW":
+            "另一個 npm run chat{who}正在使用這個對話（{chat}）：請先關掉它；如果它已經當掉，約 {seconds} 秒後再試。",
+          en: "Another npm run chat{who} holds this conversation ({chat}): close it first, or if it crashed, wait about {seconds} s and try again.",
+        },
+        { who, chat: chatId, seconds },
+      )
+    : localize(
+        config.BOT_LOCALE,
+        {
+          "zh-TW": "另一個 npm run chat{who}接手了這個對話（{chat}），這個聊天停止。",
+          en: "Another npm run chat{who} took over this conversation ({chat}); this chat stops.",
+        },
+        { who, chat: chatId },
+      );
 }
 
 async function chat(): Promise<void> {
@@ -113,7 +145,20 @@ async function chat(): Promise<void> {
   // Only the console: platform tokens in .env are ignored here. The demo needs no key (it never
   // reaches Anthropic: its model answers on loopback) and skips what would go to the network.
   // Its tokens are made up: no budgets, and nothing recorded (recordUsage below), so the real bot's usage and budgets in the same Redis stay as they are.
-  const env = { ...process.env, ROLE: "all", ...(demo ? { ANTHROPIC_API_KEY: "demo-no-key", ANTHROPIC_BASE_URL: "", CWA_API_KEY: "", STREAMING: "on", USER_DAILY_TOKENS: "0", GLOBAL_DAILY_TOKENS: "0" } : {}) };
+  const env = {
+    ...process.env,
+    ROLE: "all",
+    ...(demo
+      ? {
+          ANTHROPIC_API_KEY: "demo-no-key",
+          ANTHROPIC_BASE_URL: "",
+          CWA_API_KEY: "",
+          STREAMING: "on",
+          USER_DAILY_TOKENS: "0",
+          GLOBAL_DAILY_TOKENS: "0",
+        }
+      : {}),
+  };
   const loaded = configOrExit(env);
   await mkdir(".data", { recursive: true });
   const model = demo ? await startDemoModel({ locale: loaded.BOT_LOCALE }) : undefined;
@@ -125,7 +170,10 @@ async function chat(): Promise<void> {
     ...(model ? { ANTHROPIC_BASE_URL: model.url, MCP_CONFIG: await noMcpServers() } : {}),
   };
   registerSecrets(secretValues(config));
-  const log = createLogger({ level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info", destination: createWriteStream(".data/chat.log", { flags: "a" }) });
+  const log = createLogger({
+    level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info",
+    destination: createWriteStream(".data/chat.log", { flags: "a" }),
+  });
   // The log is a file here: misspelled variables are printed in the terminal too.
   for (const warning of warnMisspelledVariables(log)) console.error(`⚠️ ${warning}`);
   const toolbox = await toolsOrExit(config, log);
@@ -140,16 +188,24 @@ async function chat(): Promise<void> {
   const chatId = demo ? DEMO_CHAT : "local";
   // One chat per conversation: a second one would run a second worker on its messages (see lease.ts).
   const leaseRedis = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
-  const taken = await takeChatLease(leaseRedis, { platform: "console", chatId }, {
-    log,
-    onLost: (holder) => {
-      screen.notice(heldText(config, chatId, holder, "taken"));
-      process.exitCode = 1;
-      void stop().then(() => process.exit(1));
+  const taken = await takeChatLease(
+    leaseRedis,
+    { platform: "console", chatId },
+    {
+      log,
+      onLost: (holder) => {
+        screen.notice(heldText(config, chatId, holder, "taken"));
+        process.exitCode = 1;
+        void stop().then(() => process.exit(1));
+      },
     },
-  }).catch((error: unknown) => ({ error }));
+  ).catch((error: unknown) => ({ error }));
   if (!("lease" in taken)) {
-    console.error("error" in taken ? `start-up failed: could not take the conversation's lease in Redis: ${(taken.error as Error).message}` : heldText(config, chatId, taken.heldBy, "held"));
+    console.error(
+      "error" in taken
+        ? `start-up failed: could not take the conversation's lease in Redis: ${(taken.error as Error).message}`
+        : heldText(config, chatId, taken.heldBy, "held"),
+    );
     leaseRedis.disconnect();
     await model?.close();
     await redis.local?.stop();
@@ -157,7 +213,16 @@ async function chat(): Promise<void> {
   }
   const { lease } = taken;
   const screen = terminal();
-  const adapter = new ConsoleAdapter({ input: process.stdin, output: screen.output, locale: config.BOT_LOCALE, log, chatId, userId: name, userName: name, screen: screen.screen });
+  const adapter = new ConsoleAdapter({
+    input: process.stdin,
+    output: screen.output,
+    locale: config.BOT_LOCALE,
+    log,
+    chatId,
+    userId: name,
+    userName: name,
+    screen: screen.screen,
+  });
   const starting = startBot({
     config,
     log,
@@ -192,16 +257,24 @@ async function chat(): Promise<void> {
   }
   if (demo) screen.write(`${demoBanner(config.BOT_LOCALE)}\n`);
   screen.write(
-    `${localize(config.BOT_LOCALE, {
-      "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",
-      en: "Chat started ({tools} tools). /help for help, /quit to leave. Log file: .data/chat.log",
-    }, { tools: toolbox.size })}\n`,
+    `${localize(
+      config.BOT_LOCALE,
+      {
+        "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",
+        en: "Chat started ({tools} tools). /help for help, /quit to leave. Log file: .data/chat.log",
+      },
+      { tools: toolbox.size },
+    )}\n`,
   );
   // An approval asked for in an earlier chat is still open: show it again, so y/n can answer it.
   const approvalsRedis = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
   try {
     const approvals = new ApprovalStore(approvalsRedis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, log });
-    await showPendingApproval({ approvals, outbound: adapter.outbound, requester: { platform: "console", chatId, userId: name } });
+    await showPendingApproval({
+      approvals,
+      outbound: adapter.outbound,
+      requester: { platform: "console", chatId, userId: name },
+    });
   } catch (err) {
     log.warn({ err }, "could not look for a pending approval");
   } finally {
@@ -211,7 +284,10 @@ async function chat(): Promise<void> {
   // Input ended (or /quit): let the answers still on their way arrive, for up to 2 minutes.
   const probe = connectRedis(redis.url, { maxRetriesPerRequest: 1 }, log);
   const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline && (await probe.exists(conversationKeys({ platform: "console", chatId }).scheduled).catch(() => 0)) === 1) {
+  while (
+    Date.now() < deadline &&
+    (await probe.exists(conversationKeys({ platform: "console", chatId }).scheduled).catch(() => 0)) === 1
+  ) {
     await new Promise((r) => setTimeout(r, 100));
   }
   probe.disconnect();

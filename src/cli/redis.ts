@@ -19,20 +19,31 @@ import { connectRedis, describeRedisUrl, isClusterAddress, type RedisClient } fr
  *   redacted) when the private server cannot be started or Redis cannot be reached. The connection
  *   is closed and the private server's lease given back in every case.
  */
-export async function withCliRedis(redisUrl: string | undefined, fn: (redis: RedisClient) => Promise<number>): Promise<number> {
+export async function withCliRedis(
+  redisUrl: string | undefined,
+  fn: (redis: RedisClient) => Promise<number>,
+): Promise<number> {
   let local: LocalRedis | undefined;
   if (!redisUrl) {
     try {
       local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
     } catch (error) {
-      console.error(`REDIS_URL is not set and the private redis-server could not be started: ${redact((error as Error).message)}`);
+      console.error(
+        `REDIS_URL is not set and the private redis-server could not be started: ${redact((error as Error).message)}`,
+      );
       return 2;
     }
     redisUrl = local.url;
   }
   // Fail fast, once: no reconnect loop, no queued commands; ioredis waits disconnectTimeout (2 s by
   // default) on a socket that never connected before the process can exit.
-  const redis = connectRedis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000, disconnectTimeout: 200 });
+  const redis = connectRedis(redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 5000,
+    disconnectTimeout: 200,
+  });
   let socketError: Error | undefined;
   redis.on("error", (error: Error) => (socketError ??= error));
   try {
@@ -42,7 +53,10 @@ export async function withCliRedis(redisUrl: string | undefined, fn: (redis: Red
       // `connect` rejects with "Connection is closed."; the socket's own error says why (ECONNREFUSED, ENOENT, ...).
       const cause = socketError ?? error;
       const reason = redact(cause instanceof Error ? cause.message : String(cause));
-      console.error(`Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm start) or set REDIS_URL (REDIS_CLUSTER_NODES for a cluster) to the Redis it uses.`);
+      console.error(
+        `Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm ` +
+          `start) or set REDIS_URL (REDIS_CLUSTER_NODES for a cluster) to the Redis it uses.`,
+      );
       return 2;
     }
     return await fn(redis);

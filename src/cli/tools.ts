@@ -25,7 +25,15 @@ import { unofferedReason, unofferedTools } from "../toolbox/select.js";
 /** The listing as printed by `--json`. */
 export interface ToolListing {
   /** `title` and `summary` (every locale) only when the tool declares them. */
-  tools: { name: string; tags: string[]; dangerous: boolean; description: string; file: string; title?: Localized; summary?: Localized }[];
+  tools: {
+    name: string;
+    tags: string[];
+    dangerous: boolean;
+    description: string;
+    file: string;
+    title?: Localized;
+    summary?: Localized;
+  }[];
   skipped: { name: string; file: string; reason: string }[];
   /** Loaded tools (also in `tools`) that no chat offers to the model, with the reason. */
   notOffered: { name: string; file: string; reason: string }[];
@@ -41,7 +49,15 @@ export interface McpListing {
    * Tools of the connected servers: toolbox name, server, MCP name, tags, whether a call asks the
    * user first and why (the `safe` list, trusted annotations, a need kept after `list_changed`).
    */
-  tools: { name: string; server: string; tool: string; tags: string[]; approval: boolean; why: string; description: string }[];
+  tools: {
+    name: string;
+    server: string;
+    tool: string;
+    tags: string[];
+    approval: boolean;
+    why: string;
+    description: string;
+  }[];
   /** Servers that could not be used, with the reason (redacted). */
   skipped: { server: string; reason: string }[];
   /** Tools of connected servers left out, with the reason. */
@@ -58,7 +74,15 @@ export function mcpListing(file: string, source: McpToolSource, warnings: string
   return {
     file: path.relative(process.cwd(), file).startsWith("..") ? file : path.relative(process.cwd(), file),
     tools: source.tools().flatMap(({ server, tools }) =>
-      tools.map((t) => ({ name: t.name, server, tool: t.mcp.tool, tags: [...t.tags], approval: t.dangerous, why: t.mcp.why, description: t.description.trim().split("\n")[0]!.trim() })),
+      tools.map((t) => ({
+        name: t.name,
+        server,
+        tool: t.mcp.tool,
+        tags: [...t.tags],
+        approval: t.dangerous,
+        why: t.mcp.why,
+        description: t.description.trim().split("\n")[0]!.trim(),
+      })),
     ),
     skipped: source.skipped.map((s) => ({ server: s.server, reason: redact(s.reason) })),
     skippedTools: source.skippedTools.map((s) => ({ ...s, reason: redact(s.reason) })),
@@ -75,14 +99,14 @@ export function toolListing(loaded: LoadedTools, mcp?: McpListing): ToolListing 
       .list()
       .filter((t) => !mcpNames.has(t.name))
       .map((t) => ({
-      name: t.name,
-      tags: [...t.tags],
-      dangerous: t.dangerous,
-      description: t.description.trim().split("\n")[0]!.trim(),
-      file: path.relative(process.cwd(), t.file) || t.file,
-      ...(t.title ? { title: { ...t.title } } : {}),
-      ...(t.summary ? { summary: { ...t.summary } } : {}),
-    })),
+        name: t.name,
+        tags: [...t.tags],
+        dangerous: t.dangerous,
+        description: t.description.trim().split("\n")[0]!.trim(),
+        file: path.relative(process.cwd(), t.file) || t.file,
+        ...(t.title ? { title: { ...t.title } } : {}),
+        ...(t.summary ? { summary: { ...t.summary } } : {}),
+      })),
     skipped: loaded.skipped,
     notOffered: unofferedTools(loaded.toolbox).map((t) => ({
       name: t.name,
@@ -123,7 +147,9 @@ function formatMcp(mcp: McpListing): string[] {
   const lines = [`${mcp.tools.length} MCP tool${mcp.tools.length === 1 ? "" : "s"} (from ${mcp.file}):`];
   const width = Math.max(4, ...mcp.tools.map((t) => t.name.length));
   for (const t of mcp.tools) {
-    lines.push(`  ${t.name.padEnd(width)}  server ${t.server}  [${t.tags.join(", ")}]  ${t.approval ? "⚠️ asks for approval" : "no approval"} (${t.why})`);
+    lines.push(
+      `  ${t.name.padEnd(width)}  server ${t.server}  [${t.tags.join(", ")}]  ${t.approval ? "⚠️ asks for approval" : "no approval"} (${t.why})`,
+    );
     lines.push(`  ${"".padEnd(width)}  ${t.description}`);
   }
   if (mcp.skipped.length > 0) {
@@ -148,7 +174,11 @@ function options(argv: string[]): { json: boolean; dir?: string[] } | number {
   try {
     const { values } = parseArgs({
       args: argv,
-      options: { json: { type: "boolean", default: false }, dir: { type: "string", multiple: true }, help: { type: "boolean", short: "h", default: false } },
+      options: {
+        json: { type: "boolean", default: false },
+        dir: { type: "string", multiple: true },
+        help: { type: "boolean", short: "h", default: false },
+      },
     });
     if (values.help) {
       console.log(USAGE);

@@ -3,7 +3,8 @@
  * with a conversation key as log lines print it, e.g. `telegram:-1001234/11`): prints a
  * conversation's latest run (or its last `runs` runs, oldest first) as a readable timeline, so an
  * operator can see why the bot answered what it did. A Telegram topic is its own conversation:
- * name it with `/<topicId>` (its `message_thread_id`); without it, the chat's runs outside topics. Reads `.env`. Uses `REDIS_URL` (a relative socket path is resolved against the current
+ * name it with `/<topicId>` (its `message_thread_id`); without it, the chat's runs outside topics. Reads `.env`. Uses
+ * `REDIS_URL` (a relative socket path is resolved against the current
  * folder); when it is unset, the private redis-server of this folder (`.data/redis`, see
  * `src/local-redis.ts`), started for the read when no `npm start` or `npm run chat` runs it. Exit code 0 when a run was printed, 1
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
@@ -71,7 +72,9 @@ async function main(argv: string[]): Promise<number> {
   return withCliRedis(redisUrl, async (redis) => {
     const runs = await new TraceStore(redis).runs(conversation, n);
     if (runs.length === 0) {
-      console.log(`No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`);
+      console.log(
+        `No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`,
+      );
       return 1;
     }
     console.log(runs.reverse().map(formatRun).join("\n\n"));

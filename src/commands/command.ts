@@ -112,7 +112,10 @@ export interface CompactionServices {
    * Compacts the conversation now and waits for it (a job of the `compactions` queue, run by a worker).
    * @throws when Redis is unreachable.
    */
-  compactNow(conversation: ConversationRef, owner: { platform: string; userId: string; chatId: string }): Promise<CompactNowResult>;
+  compactNow(
+    conversation: ConversationRef,
+    owner: { platform: string; userId: string; chatId: string },
+  ): Promise<CompactNowResult>;
 }
 
 /**

@@ -46,13 +46,23 @@ export interface HelpCommand {
  * @param options.groupHint - how to address the bot in a group (e.g. `@mybot`); omitted → no group line.
  * @returns Markdown text; never throws.
  */
-export function formatHelp(locale: Locale, options: { toolbox: ToolBox; commands: HelpCommand[]; groupHint?: string }): string {
+export function formatHelp(
+  locale: Locale,
+  options: { toolbox: ToolBox; commands: HelpCommand[]; groupHint?: string },
+): string {
   const names = options.toolbox.names();
   const sep = locale === "zh-TW" ? "、" : ", ";
-  const whats = [...new Set(inListingOrder(options.toolbox).map((tool) => (tool.title ? localize(locale, tool.title) : `\`${tool.name}\``)))];
+  const whats = [
+    ...new Set(
+      inListingOrder(options.toolbox).map((tool) => (tool.title ? localize(locale, tool.title) : `\`${tool.name}\``)),
+    ),
+  ];
   const intro =
     whats.length === 0
-      ? localize(locale, { "zh-TW": "嗨！我是 AI 助理，這個聊天目前沒有可用的工具，但你仍然可以直接問我問題。", en: "Hi! I am an AI assistant. No tools are available in this chat, but you can still ask me things." })
+      ? localize(locale, {
+          "zh-TW": "嗨！我是 AI 助理，這個聊天目前沒有可用的工具，但你仍然可以直接問我問題。",
+          en: "Hi! I am an AI assistant. No tools are available in this chat, but you can still ask me things.",
+        })
       : localize(
           locale,
           {
@@ -67,8 +77,12 @@ export function formatHelp(locale: Locale, options: { toolbox: ToolBox; commands
     .join("\n");
   const heading = localize(locale, { "zh-TW": "指令：", en: "Commands:" });
   const commands = options.commands.map((c) => `- /${c.name}${c.arg ? ` ${c.arg}` : ""} — ${c.description}`).join("\n");
-  const group = options.groupHint
-    ? `\n\n${localize(locale, { "zh-TW": "在群組裡，請提及 {who} 或回覆我的訊息。", en: "In groups, mention {who} or reply to one of my messages." }, { who: options.groupHint })}`
-    : "";
+  const group = options.groupHint ? `\n\n${localize(locale, GROUP_HINT, { who: options.groupHint })}` : "";
   return `${intro}${examples ? `\n\n${examples}` : ""}\n\n${heading}\n${commands}${group}`;
 }
+
+/** The last line of `/help` in a group: how to address the bot there. */
+const GROUP_HINT = {
+  "zh-TW": "在群組裡，請提及 {who} 或回覆我的訊息。",
+  en: "In groups, mention {who} or reply to one of my messages.",
+};

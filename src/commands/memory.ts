@@ -14,7 +14,14 @@
 import { createHash } from "node:crypto";
 import { localize, type Locale } from "../i18n.js";
 import { formatSize } from "../memory/commands.js";
-import { fileBytes, memoryScopeOf, scopeName, totalBytes, type MemoryScope, type MemoryStore } from "../memory/store.js";
+import {
+  fileBytes,
+  memoryScopeOf,
+  scopeName,
+  totalBytes,
+  type MemoryScope,
+  type MemoryStore,
+} from "../memory/store.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import type { CommandReply } from "./command.js";
@@ -29,24 +36,48 @@ const BUTTON = /^mm:(?:f:([A-Za-z0-9_-]{16})|a)$/;
 
 /** Words of `/memory`, `/forget` and their buttons. */
 export const MEMORY_TEXT = {
-  personalTitle: { "zh-TW": "我記得的事（你的個人記憶，只在私訊中使用，{bytes}／{max}）：", en: "What I remember (your personal memory, used only in private chats, {bytes} of {max}):" },
-  groupTitle: { "zh-TW": "這個群組的共同記憶（所有成員共用，{bytes}／{max}）：", en: "This group's shared memory (shared by every member, {bytes} of {max}):" },
-  personalNone: { "zh-TW": "我還沒有記住關於你的事。想讓我記得什麼，直接告訴我（例如「記得我住在新竹」）。", en: "I don't remember anything about you yet. Tell me what to keep (e.g. “remember that I live in Hsinchu”)." },
+  personalTitle: {
+    "zh-TW": "我記得的事（你的個人記憶，只在私訊中使用，{bytes}／{max}）：",
+    en: "What I remember (your personal memory, used only in private chats, {bytes} of {max}):",
+  },
+  groupTitle: {
+    "zh-TW": "這個群組的共同記憶（所有成員共用，{bytes}／{max}）：",
+    en: "This group's shared memory (shared by every member, {bytes} of {max}):",
+  },
+  personalNone: {
+    "zh-TW": "我還沒有記住關於你的事。想讓我記得什麼，直接告訴我（例如「記得我住在新竹」）。",
+    en: "I don't remember anything about you yet. Tell me what to keep (e.g. “remember that I live in Hsinchu”).",
+  },
   groupNone: { "zh-TW": "這個群組還沒有共同記憶。", en: "This group has no shared memory yet." },
   file: { "zh-TW": "📄 {name}（{size}，{date} 更新）", en: "📄 {name} ({size}, updated {date})" },
   more: { "zh-TW": "…還有 {count} 個檔案（太長，未顯示）。", en: "…and {count} more files (too long to show)." },
-  off: { "zh-TW": "（記憶功能目前關閉：這些不會用在回答中。）", en: "(Memory is turned off: these are not used in answers.)" },
+  off: {
+    "zh-TW": "（記憶功能目前關閉：這些不會用在回答中。）",
+    en: "(Memory is turned off: these are not used in answers.)",
+  },
   consoleHint: { "zh-TW": "全部清除：輸入 /forget", en: "To erase everything, type /forget" },
   deleteButton: { "zh-TW": "🗑 刪除 {name}", en: "🗑 Delete {name}" },
   deleteAllButton: { "zh-TW": "🗑 全部刪除", en: "🗑 Delete all" },
   deleted: { "zh-TW": "已刪除 {name}。", en: "Deleted {name}." },
   gone: { "zh-TW": "這個記憶已經刪除了。", en: "That memory was already deleted." },
-  erasedPersonal: { "zh-TW": "已清除你的個人記憶（{count} 個檔案）。對話紀錄不受影響（要清除請用 /reset）。", en: "Your personal memory is erased ({count} files). The conversation itself is kept (use /reset for that)." },
-  erasedGroup: { "zh-TW": "已清除這個群組的共同記憶（{count} 個檔案）。", en: "This group's shared memory is erased ({count} files)." },
+  erasedPersonal: {
+    "zh-TW": "已清除你的個人記憶（{count} 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
+    en: "Your personal memory is erased ({count} files). The conversation itself is kept (use /reset for that).",
+  },
+  erasedGroup: {
+    "zh-TW": "已清除這個群組的共同記憶（{count} 個檔案）。",
+    en: "This group's shared memory is erased ({count} files).",
+  },
   nothingToErase: { "zh-TW": "沒有需要清除的記憶。", en: "There is no memory to erase." },
-  notAllowed: { "zh-TW": "在群組裡只有群組管理員可以刪除共同記憶。", en: "In a group only its administrators may delete the shared memory." },
+  notAllowed: {
+    "zh-TW": "在群組裡只有群組管理員可以刪除共同記憶。",
+    en: "In a group only its administrators may delete the shared memory.",
+  },
   unavailable: { "zh-TW": "這裡無法使用記憶功能。", en: "Memory is not available here." },
-  tryAgain: { "zh-TW": "暫時無法處理，請稍後再按一次。", en: "Could not do that right now; please press again in a moment." },
+  tryAgain: {
+    "zh-TW": "暫時無法處理，請稍後再按一次。",
+    en: "Could not do that right now; please press again in a moment.",
+  },
 } as const;
 
 /** True when `data` is a `/memory` delete button's data (`mm:…`), so the adapter hands the press here. */
@@ -89,27 +120,49 @@ export interface MemoryAsker {
  * @param options.maxBytes - `MEMORY_MAX_BYTES`, shown as the room; `options.off` notes `MEMORY=off`.
  * @throws when Redis is unreachable.
  */
-export async function memoryListing(asker: MemoryAsker, store: MemoryStore, options: { maxBytes: number; off: boolean }): Promise<CommandReply> {
+export async function memoryListing(
+  asker: MemoryAsker,
+  store: MemoryStore,
+  options: { maxBytes: number; off: boolean },
+): Promise<CommandReply> {
   const { locale } = asker;
   const scope = memoryScopeOf(asker);
   const files = await store.read(scope);
-  if (files.length === 0) return { text: localize(locale, scope.kind === "personal" ? MEMORY_TEXT.personalNone : MEMORY_TEXT.groupNone) };
-  const title = localize(locale, scope.kind === "personal" ? MEMORY_TEXT.personalTitle : MEMORY_TEXT.groupTitle, { bytes: formatSize(totalBytes(files)), max: formatSize(options.maxBytes) });
+  if (files.length === 0)
+    return { text: localize(locale, scope.kind === "personal" ? MEMORY_TEXT.personalNone : MEMORY_TEXT.groupNone) };
+  const title = localize(locale, scope.kind === "personal" ? MEMORY_TEXT.personalTitle : MEMORY_TEXT.groupTitle, {
+    bytes: formatSize(totalBytes(files)),
+    max: formatSize(options.maxBytes),
+  });
   const parts = [title, ...(options.off ? [localize(locale, MEMORY_TEXT.off)] : [])];
   let length = parts.join("\n").length;
   let shown = 0;
   for (const file of files) {
-    const date = new Intl.DateTimeFormat("en-CA", { timeZone: asker.timezone, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(file.updatedAt));
-    const entry = `\n${localize(locale, MEMORY_TEXT.file, { name: shownName(file.path), size: formatSize(fileBytes(file)), date })}\n${cut(file.text.trim(), MAX_SHOWN_FILE_CHARS)}`;
+    const date = new Intl.DateTimeFormat("en-CA", {
+      timeZone: asker.timezone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    }).format(new Date(file.updatedAt));
+    const heading = localize(locale, MEMORY_TEXT.file, {
+      name: shownName(file.path),
+      size: formatSize(fileBytes(file)),
+      date,
+    });
+    const entry = `\n${heading}\n${cut(file.text.trim(), MAX_SHOWN_FILE_CHARS)}`;
     if (length + entry.length > MAX_LISTING_CHARS) break;
     parts.push(entry);
     length += entry.length;
     shown += 1;
   }
   if (shown < files.length) parts.push(`\n${localize(locale, MEMORY_TEXT.more, { count: files.length - shown })}`);
-  if (asker.platform === "console") return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.consoleHint)}`].join("\n") };
+  if (asker.platform === "console")
+    return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.consoleHint)}`].join("\n") };
   const buttons = [
-    ...files.slice(0, shown).map((f) => ({ label: localize(locale, MEMORY_TEXT.deleteButton, { name: cut(shownName(f.path), 30) }), data: `mm:f:${pathHandle(f.path)}` })),
+    ...files.slice(0, shown).map((f) => ({
+      label: localize(locale, MEMORY_TEXT.deleteButton, { name: cut(shownName(f.path), 30) }),
+      data: `mm:f:${pathHandle(f.path)}`,
+    })),
     { label: localize(locale, MEMORY_TEXT.deleteAllButton), data: "mm:a" },
   ];
   return { text: parts.join("\n"), buttons };
@@ -124,7 +177,9 @@ export async function forgetMemory(asker: MemoryAsker, store: MemoryStore): Prom
   const scope = memoryScopeOf(asker);
   const count = await store.erase(scope);
   if (count === 0) return localize(asker.locale, MEMORY_TEXT.nothingToErase);
-  return localize(asker.locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
+  return localize(asker.locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, {
+    count,
+  });
 }
 
 /** A press on a `/memory` button: its data, who pressed, where, and whether they may delete a group's memory. */
@@ -158,12 +213,16 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
   const { locale } = press;
   const parsed = BUTTON.exec(press.data);
   if (!parsed) return { notice: localize(locale, MEMORY_TEXT.gone) };
-  if (press.chatKind === "group" && !press.admin && !(await press.isGroupAdmin?.().catch(() => false))) return { notice: localize(locale, MEMORY_TEXT.notAllowed) };
+  if (press.chatKind === "group" && !press.admin && !(await press.isGroupAdmin?.().catch(() => false)))
+    return { notice: localize(locale, MEMORY_TEXT.notAllowed) };
   const scope: MemoryScope = memoryScopeOf(press);
   const handle = parsed[1];
   if (handle === undefined) {
     const count = await store.erase(scope);
-    const text = count === 0 ? localize(locale, MEMORY_TEXT.nothingToErase) : localize(locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
+    const text =
+      count === 0
+        ? localize(locale, MEMORY_TEXT.nothingToErase)
+        : localize(locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
     return { notice: text, closeText: text };
   }
   const file = (await store.read(scope)).find((f) => pathHandle(f.path) === handle);

@@ -23,7 +23,10 @@ const BUTTON = /^pm:([A-Za-z0-9_-]{16}):(.{1,44})$/s;
 
 /** Words of `/permissions` and its buttons. */
 export const PERMISSION_TEXT = {
-  title: { "zh-TW": "你在這裡「一律允許」的工具（到期前不再詢問你）：", en: "Tools you always allow here (you are not asked until they expire):" },
+  title: {
+    "zh-TW": "你在這裡「一律允許」的工具（到期前不再詢問你）：",
+    en: "Tools you always allow here (you are not asked until they expire):",
+  },
   line: { "zh-TW": "• {tool} — 到 {time}", en: "• {tool} — until {time}" },
   none: {
     "zh-TW": "你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。",
@@ -33,10 +36,16 @@ export const PERMISSION_TEXT = {
   button: { "zh-TW": "🚫 撤銷 {tool}", en: "🚫 Revoke {tool}" },
   revoked: { "zh-TW": "已撤銷：之後使用 {tool} 會再詢問你。", en: "Revoked: {tool} will ask you again." },
   gone: { "zh-TW": "這個授權已經撤銷或過期了。", en: "This grant was already revoked or has expired." },
-  notOwner: { "zh-TW": "這是別人的授權，只有本人可以撤銷。", en: "These are someone else's grants: only they can revoke them." },
+  notOwner: {
+    "zh-TW": "這是別人的授權，只有本人可以撤銷。",
+    en: "These are someone else's grants: only they can revoke them.",
+  },
   unknownTool: { "zh-TW": "你在這裡沒有「{tool}」的一律允許。", en: "You have no “always allow” for “{tool}” here." },
   unavailable: { "zh-TW": "這裡無法使用「一律允許」。", en: "“Always allow” is not available here." },
-  tryAgain: { "zh-TW": "暫時無法處理，請稍後再按一次。", en: "Could not do that right now; please press again in a moment." },
+  tryAgain: {
+    "zh-TW": "暫時無法處理，請稍後再按一次。",
+    en: "Could not do that right now; please press again in a moment.",
+  },
 } as const;
 
 /** True when `data` is a revoke button's data (`pm:…`), so the adapter hands the press here. */
@@ -60,7 +69,10 @@ export function parsePermissionButton(data: string): { handle: string; userId: s
   return m ? { handle: m[1]!, userId: m[2]! } : undefined;
 }
 
-/** The `/permissions` reply: text (plain: Telegram shows a reply with buttons as it is) and one revoke button per grant (at most {@link MAX_PERMISSION_BUTTONS}). */
+/**
+ * The `/permissions` reply: text (plain: Telegram shows a reply with buttons as it is) and one revoke button per
+ * grant (at most {@link MAX_PERMISSION_BUTTONS}).
+ */
 export interface PermissionsListing {
   text: string;
   buttons: { label: string; data: string }[];
@@ -71,15 +83,26 @@ export interface PermissionsListing {
  * revoke button. The console, which has no buttons, gets a line saying how to revoke by name.
  * @throws when Redis is unreachable.
  */
-export async function permissionsListing(asker: GrantOwner & { locale: Locale; timezone: string }, grants: GrantStore): Promise<PermissionsListing> {
+export async function permissionsListing(
+  asker: GrantOwner & { locale: Locale; timezone: string },
+  grants: GrantStore,
+): Promise<PermissionsListing> {
   const { locale } = asker;
   const list = await grants.list(asker);
   if (list.length === 0) return { text: localize(locale, PERMISSION_TEXT.none), buttons: [] };
-  const lines = list.map((g) => localize(locale, PERMISSION_TEXT.line, { tool: g.tool, time: timeInWords(g.expiresAt, asker.timezone, locale) }));
+  const lines = list.map((g) =>
+    localize(locale, PERMISSION_TEXT.line, { tool: g.tool, time: timeInWords(g.expiresAt, asker.timezone, locale) }),
+  );
   const hint = asker.platform === "console" ? [`\n${localize(locale, PERMISSION_TEXT.consoleHint)}`] : [];
   return {
     text: [localize(locale, PERMISSION_TEXT.title), ...lines, ...hint].join("\n"),
-    buttons: asker.platform === "console" ? [] : list.slice(0, MAX_PERMISSION_BUTTONS).map((g) => ({ label: localize(locale, PERMISSION_TEXT.button, { tool: g.tool }), data: permissionButtonData(asker.userId, g.tool) })),
+    buttons:
+      asker.platform === "console"
+        ? []
+        : list.slice(0, MAX_PERMISSION_BUTTONS).map((g) => ({
+            label: localize(locale, PERMISSION_TEXT.button, { tool: g.tool }),
+            data: permissionButtonData(asker.userId, g.tool),
+          })),
   };
 }
 
@@ -87,7 +110,11 @@ export async function permissionsListing(asker: GrantOwner & { locale: Locale; t
  * `/permissions <tool>`: revokes the asker's grant of that tool in their conversation.
  * @returns the reply text. @throws when Redis is unreachable.
  */
-export async function revokeByName(asker: GrantOwner & { locale: Locale }, tool: string, grants: GrantStore): Promise<string> {
+export async function revokeByName(
+  asker: GrantOwner & { locale: Locale },
+  tool: string,
+  grants: GrantStore,
+): Promise<string> {
   const name = tool.trim().slice(0, 64);
   const removed = await grants.revoke(asker, name);
   return localize(asker.locale, removed ? PERMISSION_TEXT.revoked : PERMISSION_TEXT.unknownTool, { tool: name });
@@ -111,12 +138,17 @@ export interface PermissionPressAnswer {
  * grants are read from Redis at each call).
  * @throws when Redis is unreachable (the adapter answers "try again").
  */
-export async function pressPermissionButton(press: PermissionPress, grants: GrantStore, locale: Locale): Promise<PermissionPressAnswer> {
+export async function pressPermissionButton(
+  press: PermissionPress,
+  grants: GrantStore,
+  locale: Locale,
+): Promise<PermissionPressAnswer> {
   const parsed = parsePermissionButton(press.data);
   if (!parsed) return { notice: localize(locale, PERMISSION_TEXT.gone), revoked: false };
   if (parsed.userId !== press.userId) return { notice: localize(locale, PERMISSION_TEXT.notOwner), revoked: false };
   const owner: GrantOwner = { ...conversationOf(press), userId: press.userId };
   const grant = (await grants.list(owner)).find((g) => toolHandle(g.tool) === parsed.handle);
-  if (!grant || !(await grants.revoke(owner, grant.tool))) return { notice: localize(locale, PERMISSION_TEXT.gone), revoked: false };
+  if (!grant || !(await grants.revoke(owner, grant.tool)))
+    return { notice: localize(locale, PERMISSION_TEXT.gone), revoked: false };
   return { notice: localize(locale, PERMISSION_TEXT.revoked, { tool: grant.tool }), revoked: true };
 }

@@ -8,23 +8,42 @@ import { localize, type Locale } from "../i18n.js";
 import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
-import { PERMISSION_TEXT, pressPermissionButton, type PermissionPress, type PermissionPressAnswer } from "./permissions.js";
+import {
+  PERMISSION_TEXT,
+  pressPermissionButton,
+  type PermissionPress,
+  type PermissionPressAnswer,
+} from "./permissions.js";
 import type { TaskPress, TaskPressAnswer } from "../tasks/actions.js";
 import { pressSettingsButton, SETTINGS_TEXT, type SettingsAsker, type SettingsPressAnswer } from "./settings.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
-const TRY_AGAIN = { "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。", en: "Sorry, I could not do that right now. Please try again in a moment." };
+const TRY_AGAIN = {
+  "zh-TW": "抱歉，現在無法處理這個指令，請稍後再試一次。",
+  en: "Sorry, I could not do that right now. Please try again in a moment.",
+};
 
 /**
  * "unknown command" with the commands of `platform`: the same list as `/help` ({@link listedCommands};
  * admin commands when `admin`), then `extra` (e.g. the console's `/quit`). An empty `name` (a bare `/`)
  * gets the list alone.
  */
-export function unknownCommand(locale: Locale, name: string, platform: string, admin: boolean, extra: string[] = []): string {
+export function unknownCommand(
+  locale: Locale,
+  name: string,
+  platform: string,
+  admin: boolean,
+  extra: string[] = [],
+): string {
   const names = [...listedCommands(platform, admin).map((c) => `/${c.name}`), ...extra];
-  if (name === "") return localize(locale, { "zh-TW": "可用的指令：{list}", en: "Commands: {list}" }, { list: names.join(" ") });
-  return localize(locale, { "zh-TW": "不認得的指令 /{name}。可用的指令：{list}", en: "Unknown command /{name}. Commands: {list}" }, { name: name.slice(0, 32), list: names.join(" ") });
+  if (name === "")
+    return localize(locale, { "zh-TW": "可用的指令：{list}", en: "Commands: {list}" }, { list: names.join(" ") });
+  return localize(
+    locale,
+    { "zh-TW": "不認得的指令 /{name}。可用的指令：{list}", en: "Unknown command /{name}. Commands: {list}" },
+    { name: name.slice(0, 32), list: names.join(" ") },
+  );
 }
 
 /** Runs commands; see the module comment. */
@@ -78,7 +97,14 @@ export class CommandRunner {
    */
   async pressTask(press: TaskPress): Promise<TaskPressAnswer> {
     const { tasks, log } = this.services;
-    if (!tasks) return { notice: localize(press.locale, { "zh-TW": "這裡沒有排程任務功能。", en: "Scheduled tasks are not available here." }), changed: false };
+    if (!tasks)
+      return {
+        notice: localize(press.locale, {
+          "zh-TW": "這裡沒有排程任務功能。",
+          en: "Scheduled tasks are not available here.",
+        }),
+        changed: false,
+      };
     try {
       return await tasks.press(press);
     } catch (error) {
@@ -99,7 +125,17 @@ export class CommandRunner {
     if (!settings) return { notice: localize(locale, SETTINGS_TEXT.gone), changed: false };
     try {
       const answer = await pressSettingsButton({ ...press, locale }, press.data, { config, settings });
-      if (answer.changed) log.info({ platform: press.platform, chatId: press.chatId, topicId: press.topicId, by: press.userId, button: press.data.slice(0, 5) }, "conversation settings changed");
+      if (answer.changed)
+        log.info(
+          {
+            platform: press.platform,
+            chatId: press.chatId,
+            topicId: press.topicId,
+            by: press.userId,
+            button: press.data.slice(0, 5),
+          },
+          "conversation settings changed",
+        );
       return answer;
     } catch (error) {
       log.error({ err: error, platform: press.platform, chatId: press.chatId }, "settings button failed");
@@ -126,7 +162,11 @@ export class CommandRunner {
     if (!memory) return { notice: localize(press.locale, MEMORY_TEXT.unavailable) };
     try {
       const answer = await pressMemoryButton({ ...press, admin: isAdmin(config, press) }, memory);
-      if (answer.deletedFile || answer.closeText) log.info({ scope: scopeOfAsker(press), by: `${press.platform}:${press.userId}`, all: answer.closeText !== undefined }, "memory deleted (/memory button)");
+      if (answer.deletedFile || answer.closeText)
+        log.info(
+          { scope: scopeOfAsker(press), by: `${press.platform}:${press.userId}`, all: answer.closeText !== undefined },
+          "memory deleted (/memory button)",
+        );
       return answer;
     } catch (error) {
       log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/memory delete button failed");
@@ -148,13 +188,21 @@ export class CommandRunner {
       } else {
         const verdict = await gate.check({ ...invocation });
         if (!verdict.allowed) return verdict.answer;
-        if (command.access === "group-admin" && invocation.chatKind === "group" && !admin && !(await invocation.isGroupAdmin?.().catch(() => false))) {
+        if (
+          command.access === "group-admin" &&
+          invocation.chatKind === "group" &&
+          !admin &&
+          !(await invocation.isGroupAdmin?.().catch(() => false))
+        ) {
           return localize(locale, GROUP_ADMIN_ONLY);
         }
       }
       return await command.run(invocation, this.services);
     } catch (error) {
-      log.error({ err: error, command: command.name, platform: invocation.platform, chatId: invocation.chatId }, `/${command.name} failed`);
+      log.error(
+        { err: error, command: command.name, platform: invocation.platform, chatId: invocation.chatId },
+        `/${command.name} failed`,
+      );
       return localize(locale, TRY_AGAIN);
     }
   }

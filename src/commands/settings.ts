@@ -21,7 +21,10 @@ import type { CommandReply } from "./command.js";
 /** Words of the settings commands and buttons. */
 export const SETTINGS_TEXT = {
   titleChat: { "zh-TW": "這個聊天的設定：", en: "Settings of this chat:" },
-  titleTopic: { "zh-TW": "這個話題的設定（沒有另外設定的項目沿用群組的設定）：", en: "Settings of this topic (what it does not set itself comes from the group):" },
+  titleTopic: {
+    "zh-TW": "這個話題的設定（沒有另外設定的項目沿用群組的設定）：",
+    en: "Settings of this topic (what it does not set itself comes from the group):",
+  },
   persona: { "zh-TW": "• 角色設定：{value}", en: "• Persona: {value}" },
   personaNone: { "zh-TW": "（無）", en: "(none)" },
   model: { "zh-TW": "• 模型：{value}", en: "• Model: {value}" },
@@ -36,27 +39,55 @@ export const SETTINGS_TEXT = {
     "zh-TW": "⚠️「每一則訊息」會讓我回答群組裡的每則文字訊息，用量（費用）會大增；速率限制與額度照常適用。",
     en: "⚠️ “Every message” makes me answer every text message in this group, which uses far more tokens (cost); rate limits and budgets still apply.",
   },
-  readOnly: { "zh-TW": "只有群組管理員和機器人管理員可以修改這些設定。", en: "Only the group's administrators and the bot's admins can change these settings." },
-  consoleHint: {
-    "zh-TW": "修改：/settings <項目> <值>，例如 /settings language en、/settings streaming off；角色設定用 /persona <文字>，清除用 /settings persona clear；模型用 /model <id>。",
-    en: "To change: /settings <name> <value>, e.g. /settings language en, /settings streaming off; the persona with /persona <text>, cleared with /settings persona clear; the model with /model <id>.",
+  readOnly: {
+    "zh-TW": "只有群組管理員和機器人管理員可以修改這些設定。",
+    en: "Only the group's administrators and the bot's admins can change these settings.",
   },
-  personaHint: { "zh-TW": "設定角色：/persona <文字>（最多 {max} 字），例如 /persona 你是親切的國文老師，用詞簡單。", en: "Set one with /persona <text> (at most {max} characters), e.g. /persona You are a friendly tutor who explains simply." },
+  consoleHint: {
+    "zh-TW":
+      "修改：/settings <項目> <值>，例如 /settings language en、/settings streaming off；角色設定用 /persona <文字>，清除用 /settings persona clear；模型用 /model <id>。",
+    en:
+      "To change: /settings <name> <value>, e.g. /settings language en, /settings streaming off; " +
+      "the persona with /persona <text>, cleared with /settings persona clear; the model with " +
+      "/model <id>.",
+  },
+  personaHint: {
+    "zh-TW": "設定角色：/persona <文字>（最多 {max} 字），例如 /persona 你是親切的國文老師，用詞簡單。",
+    en: "Set one with /persona <text> (at most {max} characters), e.g. /persona You are a friendly tutor who explains simply.",
+  },
   personaShow: { "zh-TW": "目前的角色設定：\n{persona}", en: "The persona here:\n{persona}" },
   personaNoneHere: { "zh-TW": "這裡沒有角色設定。", en: "There is no persona here." },
-  personaSet: { "zh-TW": "好的，從下一則訊息起我會照這個角色設定回答（不會改變確認與權限等規則）。", en: "Done: from the next message I follow this persona (it does not change my rules, such as confirmations and permissions)." },
+  personaSet: {
+    "zh-TW": "好的，從下一則訊息起我會照這個角色設定回答（不會改變確認與權限等規則）。",
+    en: "Done: from the next message I follow this persona (it does not change my rules, such as confirmations and permissions).",
+  },
   personaCleared: { "zh-TW": "已清除角色設定。", en: "The persona is cleared." },
-  personaTooLong: { "zh-TW": "角色設定太長了（{length} 字，上限 {max} 字），請縮短一點。", en: "That persona is too long ({length} characters, at most {max}). Please shorten it." },
+  personaTooLong: {
+    "zh-TW": "角色設定太長了（{length} 字，上限 {max} 字），請縮短一點。",
+    en: "That persona is too long ({length} characters, at most {max}). Please shorten it.",
+  },
   modelShow: { "zh-TW": "目前的模型：{model}\n可選：{list}", en: "The model here: {model}\nAvailable: {list}" },
   modelOnlyOne: { "zh-TW": "這個機器人只提供一個模型：{model}。", en: "This bot offers one model only: {model}." },
   modelSet: { "zh-TW": "好的，從下一則訊息起使用 {model}。", en: "Done: from the next message I use {model}." },
-  modelUnknown: { "zh-TW": "沒有「{model}」這個模型可選。可選：{list}", en: "“{model}” is not one of the models offered. Available: {list}" },
-  languageSet: { "zh-TW": "好的，之後我的訊息都用中文（臺灣）。", en: "Done: my own messages are in English from now on." },
+  modelUnknown: {
+    "zh-TW": "沒有「{model}」這個模型可選。可選：{list}",
+    en: "“{model}” is not one of the models offered. Available: {list}",
+  },
+  languageSet: {
+    "zh-TW": "好的，之後我的訊息都用中文（臺灣）。",
+    en: "Done: my own messages are in English from now on.",
+  },
   languageUnknown: { "zh-TW": "語言只能是 zh-TW 或 en。", en: "The language is zh-TW or en." },
   streamingSet: { "zh-TW": "好的，邊寫邊顯示回答：{value}。", en: "Done: streaming answers {value}." },
-  streamingUnavailable: { "zh-TW": "這個機器人沒有開啟邊寫邊顯示（STREAMING=off）。", en: "Streaming is off for this whole bot (STREAMING=off)." },
+  streamingUnavailable: {
+    "zh-TW": "這個機器人沒有開啟邊寫邊顯示（STREAMING=off）。",
+    en: "Streaming is off for this whole bot (STREAMING=off).",
+  },
   streamingUnknown: { "zh-TW": "邊寫邊顯示只能是 on 或 off。", en: "Streaming is on or off." },
-  repliesSet: { "zh-TW": "好的，在這個群組裡我只回覆提及我、回覆我的訊息和指令。", en: "Done: in this group I answer mentions, replies to me and commands only." },
+  repliesSet: {
+    "zh-TW": "好的，在這個群組裡我只回覆提及我、回覆我的訊息和指令。",
+    en: "Done: in this group I answer mentions, replies to me and commands only.",
+  },
   repliesAllSet: {
     "zh-TW": "好的，我會回答這個群組（或話題）裡的每一則文字訊息。用量會大增；速率限制與額度照常適用。",
     en: "Done: I answer every text message in this group (or topic). This uses far more tokens; rate limits and budgets still apply.",
@@ -64,12 +95,24 @@ export const SETTINGS_TEXT = {
   repliesGroupOnly: { "zh-TW": "這個設定只適用於群組。", en: "This setting is for groups only." },
   repliesUnknown: { "zh-TW": "群組裡回覆只能是 mention 或 all。", en: "Replies in a group are mention or all." },
   privacyMode: {
-    "zh-TW": "我的 Telegram 隱私模式開著，看不到沒有提及我的訊息。請擁有者在 @BotFather 用 /setprivacy 選 Disable，再把我移出群組後重新加入。",
-    en: "My Telegram privacy mode is on, so I can't see messages that don't mention me. Owner: @BotFather → /setprivacy → Disable, then re-add me to this group.",
+    "zh-TW":
+      "我的 Telegram 隱私模式開著，看不到沒有提及我的訊息。請擁有者在 @BotFather 用 /setprivacy 選 Disable，再把我移出群組後重新加入。",
+    en:
+      "My Telegram privacy mode is on, so I can't see messages that don't mention me. Owner: " +
+      "@BotFather → /setprivacy → Disable, then re-add me to this group.",
   },
-  notAllowed: { "zh-TW": "抱歉，在群組裡只有群組管理員和機器人管理員可以修改設定。", en: "Sorry, in a group only its administrators and the bot's admins can change the settings." },
-  unknownSetting: { "zh-TW": "沒有「{name}」這個設定。可用：persona、model、language、streaming、replies。", en: "There is no setting “{name}”. Settings: persona, model, language, streaming, replies." },
-  gone: { "zh-TW": "這個選項已經不能用了，請再傳一次 /settings。", en: "This option is no longer available; send /settings again." },
+  notAllowed: {
+    "zh-TW": "抱歉，在群組裡只有群組管理員和機器人管理員可以修改設定。",
+    en: "Sorry, in a group only its administrators and the bot's admins can change the settings.",
+  },
+  unknownSetting: {
+    "zh-TW": "沒有「{name}」這個設定。可用：persona、model、language、streaming、replies。",
+    en: "There is no setting “{name}”. Settings: persona, model, language, streaming, replies.",
+  },
+  gone: {
+    "zh-TW": "這個選項已經不能用了，請再傳一次 /settings。",
+    en: "This option is no longer available; send /settings again.",
+  },
   changed: { "zh-TW": "已更新。", en: "Updated." },
   buttonPersonaClear: { "zh-TW": "🗑 清除角色設定", en: "🗑 Clear the persona" },
   buttonModel: { "zh-TW": "模型：{model}", en: "Model: {model}" },
@@ -136,21 +179,39 @@ function personaPreview(persona: string): string {
  * them a button per change (the console, which has no buttons, a line on how to type them).
  * @throws when Redis is unreachable.
  */
-export async function settingsListing(asker: SettingsAsker, services: SettingsServices, prefix?: string): Promise<CommandReply> {
+export async function settingsListing(
+  asker: SettingsAsker,
+  services: SettingsServices,
+  prefix?: string,
+): Promise<CommandReply> {
   const { config } = services;
   const settings = await services.settings.read(conversationOf(asker));
   const allowed = await mayChange(asker, config);
   const { locale } = asker;
   const group = asker.chatKind === "group";
-  const lines = [prefix, localize(locale, asker.topicId ? SETTINGS_TEXT.titleTopic : SETTINGS_TEXT.titleChat)].filter((l): l is string => l !== undefined);
-  lines.push(localize(locale, SETTINGS_TEXT.persona, { value: settings.persona ? personaPreview(settings.persona) : localize(locale, SETTINGS_TEXT.personaNone) }));
-  if (config.MODELS.length > 1) lines.push(localize(locale, SETTINGS_TEXT.model, { value: modelLabel(config, settings.model) }));
+  const lines = [prefix, localize(locale, asker.topicId ? SETTINGS_TEXT.titleTopic : SETTINGS_TEXT.titleChat)].filter(
+    (l): l is string => l !== undefined,
+  );
+  lines.push(
+    localize(locale, SETTINGS_TEXT.persona, {
+      value: settings.persona ? personaPreview(settings.persona) : localize(locale, SETTINGS_TEXT.personaNone),
+    }),
+  );
+  if (config.MODELS.length > 1)
+    lines.push(localize(locale, SETTINGS_TEXT.model, { value: modelLabel(config, settings.model) }));
   lines.push(localize(locale, SETTINGS_TEXT.language, { value: LANGUAGE_NAMES[settings.language] }));
-  if (config.STREAMING === "on") lines.push(localize(locale, SETTINGS_TEXT.streaming, { value: localize(locale, settings.streaming ? SETTINGS_TEXT.on : SETTINGS_TEXT.off) }));
-  if (group) lines.push(localize(locale, SETTINGS_TEXT.replies, { value: localize(locale, SETTINGS_TEXT[settings.replies]) }));
+  if (config.STREAMING === "on")
+    lines.push(
+      localize(locale, SETTINGS_TEXT.streaming, {
+        value: localize(locale, settings.streaming ? SETTINGS_TEXT.on : SETTINGS_TEXT.off),
+      }),
+    );
+  if (group)
+    lines.push(localize(locale, SETTINGS_TEXT.replies, { value: localize(locale, SETTINGS_TEXT[settings.replies]) }));
   if (!allowed) return { text: [...lines, "", localize(locale, SETTINGS_TEXT.readOnly)].join("\n") };
   if (group && settings.replies === "mention") lines.push("", localize(locale, SETTINGS_TEXT.allWarning));
-  if (asker.platform === "console") return { text: [...lines, "", localize(locale, SETTINGS_TEXT.consoleHint)].join("\n") };
+  if (asker.platform === "console")
+    return { text: [...lines, "", localize(locale, SETTINGS_TEXT.consoleHint)].join("\n") };
   return { text: lines.join("\n"), buttons: settingsButtons(settings, asker, config) };
 }
 
@@ -159,16 +220,28 @@ function settingsButtons(settings: Settings, asker: SettingsAsker, config: Confi
   const { locale } = asker;
   const buttons: { label: string; data: string }[] = [];
   for (const model of config.MODELS.length > 1 ? config.MODELS : []) {
-    if (model.id !== settings.model) buttons.push({ label: localize(locale, SETTINGS_TEXT.buttonModel, { model: model.label }), data: `st:m:${modelHandle(model.id)}` });
+    if (model.id !== settings.model)
+      buttons.push({
+        label: localize(locale, SETTINGS_TEXT.buttonModel, { model: model.label }),
+        data: `st:m:${modelHandle(model.id)}`,
+      });
   }
   const other: Locale = settings.language === "en" ? "zh-TW" : "en";
   buttons.push({ label: localize(other, SETTINGS_TEXT.buttonLanguage), data: `st:l:${other}` });
   if (config.STREAMING === "on") {
-    buttons.push({ label: localize(locale, SETTINGS_TEXT.buttonStreaming, { value: localize(locale, settings.streaming ? SETTINGS_TEXT.off : SETTINGS_TEXT.on) }), data: `st:s:${settings.streaming ? "off" : "on"}` });
+    buttons.push({
+      label: localize(locale, SETTINGS_TEXT.buttonStreaming, {
+        value: localize(locale, settings.streaming ? SETTINGS_TEXT.off : SETTINGS_TEXT.on),
+      }),
+      data: `st:s:${settings.streaming ? "off" : "on"}`,
+    });
   }
   if (asker.chatKind === "group") {
     const next = settings.replies === "all" ? "mention" : "all";
-    buttons.push({ label: localize(locale, SETTINGS_TEXT.buttonReplies, { value: localize(locale, SETTINGS_TEXT[next]) }), data: `st:r:${next}` });
+    buttons.push({
+      label: localize(locale, SETTINGS_TEXT.buttonReplies, { value: localize(locale, SETTINGS_TEXT[next]) }),
+      data: `st:r:${next}`,
+    });
   }
   if (settings.persona) buttons.push({ label: localize(locale, SETTINGS_TEXT.buttonPersonaClear), data: "st:p:-" });
   return buttons;
@@ -186,10 +259,18 @@ export interface SettingChange {
  * valid. `value` is as typed (`/settings language en`, `/persona <text>`, `/model <id>`).
  * @throws when Redis is unreachable.
  */
-export async function changeSetting(asker: SettingsAsker, name: SettingName, value: string, services: SettingsServices): Promise<SettingChange> {
+export async function changeSetting(
+  asker: SettingsAsker,
+  name: SettingName,
+  value: string,
+  services: SettingsServices,
+): Promise<SettingChange> {
   const { config, settings } = services;
   const { locale } = asker;
-  const refuse = (texts: Localized, params: Record<string, string | number> = {}): SettingChange => ({ text: localize(locale, texts, params), changed: false });
+  const refuse = (texts: Localized, params: Record<string, string | number> = {}): SettingChange => ({
+    text: localize(locale, texts, params),
+    changed: false,
+  });
   if (!(await mayChange(asker, config))) return refuse(SETTINGS_TEXT.notAllowed);
   const conversation = conversationOf(asker);
   const trimmed = value.trim();
@@ -214,7 +295,11 @@ export async function changeSetting(asker: SettingsAsker, name: SettingName, val
       return { text: localize(locale, SETTINGS_TEXT.modelSet, { model: model.label }), changed: true };
     }
     case "language": {
-      const language: Locale | undefined = /^(zh|zh-tw|zh_tw|中文|繁體中文)$/i.test(trimmed) ? "zh-TW" : /^(en|english|英文)$/i.test(trimmed) ? "en" : undefined;
+      const language: Locale | undefined = /^(zh|zh-tw|zh_tw|中文|繁體中文)$/i.test(trimmed)
+        ? "zh-TW"
+        : /^(en|english|英文)$/i.test(trimmed)
+          ? "en"
+          : undefined;
       if (!language) return refuse(SETTINGS_TEXT.languageUnknown);
       await settings.set(conversation, "language", language);
       return { text: localize(language, SETTINGS_TEXT.languageSet), changed: true };
@@ -224,16 +309,25 @@ export async function changeSetting(asker: SettingsAsker, name: SettingName, val
       const on = /^(on|開)$/i.test(trimmed) ? true : /^(off|關)$/i.test(trimmed) ? false : undefined;
       if (on === undefined) return refuse(SETTINGS_TEXT.streamingUnknown);
       await settings.set(conversation, "streaming", on ? "on" : "off");
-      return { text: localize(locale, SETTINGS_TEXT.streamingSet, { value: localize(locale, on ? SETTINGS_TEXT.on : SETTINGS_TEXT.off) }), changed: true };
+      return {
+        text: localize(locale, SETTINGS_TEXT.streamingSet, {
+          value: localize(locale, on ? SETTINGS_TEXT.on : SETTINGS_TEXT.off),
+        }),
+        changed: true,
+      };
     }
     case "replies": {
       if (asker.chatKind !== "group") return refuse(SETTINGS_TEXT.repliesGroupOnly);
       const mode = /^(mention|mentions)$/i.test(trimmed) ? "mention" : /^all$/i.test(trimmed) ? "all" : undefined;
       if (!mode) return refuse(SETTINGS_TEXT.repliesUnknown);
       // Telegram with privacy mode on never delivers the other messages: say so instead of pretending.
-      if (mode === "all" && asker.readsAllGroupMessages && !(await asker.readsAllGroupMessages())) return refuse(SETTINGS_TEXT.privacyMode);
+      if (mode === "all" && asker.readsAllGroupMessages && !(await asker.readsAllGroupMessages()))
+        return refuse(SETTINGS_TEXT.privacyMode);
       await settings.set(conversation, "replies", mode);
-      return { text: localize(locale, mode === "all" ? SETTINGS_TEXT.repliesAllSet : SETTINGS_TEXT.repliesSet), changed: true };
+      return {
+        text: localize(locale, mode === "all" ? SETTINGS_TEXT.repliesAllSet : SETTINGS_TEXT.repliesSet),
+        changed: true,
+      };
     }
   }
 }
@@ -242,10 +336,16 @@ export async function changeSetting(asker: SettingsAsker, name: SettingName, val
  * `/settings [<name> <value>]`: the listing, or a typed change (`/settings language en`).
  * @throws when Redis is unreachable.
  */
-export async function settingsCommand(asker: SettingsAsker, args: string, services: SettingsServices): Promise<string | CommandReply> {
+export async function settingsCommand(
+  asker: SettingsAsker,
+  args: string,
+  services: SettingsServices,
+): Promise<string | CommandReply> {
   const [rawName = "", ...rest] = args.trim().split(/\s+/);
   if (rawName === "") return settingsListing(asker, services);
-  const name = (["persona", "model", "language", "streaming", "replies"] as const).find((n) => n === rawName.toLowerCase());
+  const name = (["persona", "model", "language", "streaming", "replies"] as const).find(
+    (n) => n === rawName.toLowerCase(),
+  );
   if (!name) return localize(asker.locale, SETTINGS_TEXT.unknownSetting, { name: rawName.slice(0, 32) });
   const value = name === "persona" ? args.trim().slice(rawName.length) : rest.join(" ");
   return (await changeSetting(asker, name, value, services)).text;
@@ -256,7 +356,11 @@ export async function settingsCommand(asker: SettingsAsker, args: string, servic
  * who may).
  * @throws when Redis is unreachable.
  */
-export async function personaCommand(asker: SettingsAsker, args: string, services: SettingsServices): Promise<string | CommandReply> {
+export async function personaCommand(
+  asker: SettingsAsker,
+  args: string,
+  services: SettingsServices,
+): Promise<string | CommandReply> {
   if (args.trim() !== "") return (await changeSetting(asker, "persona", args, services)).text;
   const { locale } = asker;
   const settings = await services.settings.read(conversationOf(asker));
@@ -272,16 +376,24 @@ export async function personaCommand(asker: SettingsAsker, args: string, service
  * and the others (as buttons for someone who may change it).
  * @throws when Redis is unreachable.
  */
-export async function modelCommand(asker: SettingsAsker, args: string, services: SettingsServices): Promise<string | CommandReply> {
+export async function modelCommand(
+  asker: SettingsAsker,
+  args: string,
+  services: SettingsServices,
+): Promise<string | CommandReply> {
   const { config } = services;
   const { locale } = asker;
-  if (config.MODELS.length <= 1) return localize(locale, SETTINGS_TEXT.modelOnlyOne, { model: modelLabel(config, config.ANTHROPIC_MODEL) });
+  if (config.MODELS.length <= 1)
+    return localize(locale, SETTINGS_TEXT.modelOnlyOne, { model: modelLabel(config, config.ANTHROPIC_MODEL) });
   if (args.trim() !== "") return (await changeSetting(asker, "model", args, services)).text;
   const settings = await services.settings.read(conversationOf(asker));
   const list = config.MODELS.map((m) => (m.label === m.id ? m.id : `${m.label} (${m.id})`)).join(", ");
   const text = localize(locale, SETTINGS_TEXT.modelShow, { model: modelLabel(config, settings.model), list });
   if (!(await mayChange(asker, config)) || asker.platform === "console") return text;
-  const buttons = config.MODELS.filter((m) => m.id !== settings.model).map((m) => ({ label: localize(locale, SETTINGS_TEXT.buttonModel, { model: m.label }), data: `st:m:${modelHandle(m.id)}` }));
+  const buttons = config.MODELS.filter((m) => m.id !== settings.model).map((m) => ({
+    label: localize(locale, SETTINGS_TEXT.buttonModel, { model: m.label }),
+    data: `st:m:${modelHandle(m.id)}`,
+  }));
   return { text, buttons };
 }
 
@@ -300,7 +412,11 @@ export interface SettingsPressAnswer {
  * data that is not an offered value, changes nothing.
  * @throws when Redis is unreachable.
  */
-export async function pressSettingsButton(asker: SettingsAsker, data: string, services: SettingsServices): Promise<SettingsPressAnswer> {
+export async function pressSettingsButton(
+  asker: SettingsAsker,
+  data: string,
+  services: SettingsServices,
+): Promise<SettingsPressAnswer> {
   const { locale } = asker;
   const m = /^st:([pmlsr]):(.{1,60})$/s.exec(data);
   const name = m ? CODES[m[1]!] : undefined;

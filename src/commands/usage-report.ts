@@ -10,7 +10,14 @@ import { costOf, nextDayStart, periodOf, type UsageTotals } from "../usage/store
 
 /** `2026-12-01 00:00` in `timeZone`. */
 export function formatMoment(at: number, timeZone: string): string {
-  return new Intl.DateTimeFormat("sv-SE", { timeZone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(at);
+  return new Intl.DateTimeFormat("sv-SE", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+  }).format(at);
 }
 
 /**
@@ -28,11 +35,27 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
     { tokens: t.tokens, calls: t.calls, input: t.input, output: t.output, cw: t.cacheWrite, cr: t.cacheRead },
   );
   const server = [
-    t.webSearches > 0 ? localize(locale, { "zh-TW": "網頁搜尋 {n} 次", en: t.webSearches === 1 ? "1 web search" : "{n} web searches" }, { n: t.webSearches }) : "",
-    t.webFetches > 0 ? localize(locale, { "zh-TW": "讀取網頁 {n} 次", en: t.webFetches === 1 ? "1 web fetch" : "{n} web fetches" }, { n: t.webFetches }) : "",
-    t.voiceSeconds > 0 ? localize(locale, { "zh-TW": "語音轉文字 {n} 秒", en: "{n} s of voice transcribed" }, { n: t.voiceSeconds }) : "",
+    t.webSearches > 0
+      ? localize(
+          locale,
+          { "zh-TW": "網頁搜尋 {n} 次", en: t.webSearches === 1 ? "1 web search" : "{n} web searches" },
+          { n: t.webSearches },
+        )
+      : "",
+    t.webFetches > 0
+      ? localize(
+          locale,
+          { "zh-TW": "讀取網頁 {n} 次", en: t.webFetches === 1 ? "1 web fetch" : "{n} web fetches" },
+          { n: t.webFetches },
+        )
+      : "",
+    t.voiceSeconds > 0
+      ? localize(locale, { "zh-TW": "語音轉文字 {n} 秒", en: "{n} s of voice transcribed" }, { n: t.voiceSeconds })
+      : "",
   ].filter((part) => part !== "");
-  return server.length === 0 ? tokens : `${tokens}${locale === "zh-TW" ? "；" : "; "}${server.join(locale === "zh-TW" ? "、" : ", ")}`;
+  return server.length === 0
+    ? tokens
+    : `${tokens}${locale === "zh-TW" ? "；" : "; "}${server.join(locale === "zh-TW" ? "、" : ", ")}`;
 }
 
 /** `$0.0123`: an estimated cost in USD. */
@@ -45,13 +68,27 @@ function usd(amount: number): string {
  * @param totals - the user's totals today and this month.
  * @param budgeted - false for admins (no user budget).
  */
-export function formatUserUsage(config: Config, locale: Locale, totals: { day: UsageTotals; month: UsageTotals }, budgeted: boolean, now = Date.now()): string {
+export function formatUserUsage(
+  config: Config,
+  locale: Locale,
+  totals: { day: UsageTotals; month: UsageTotals },
+  budgeted: boolean,
+  now = Date.now(),
+): string {
   const zone = config.TIMEZONE;
   const { day, month } = periodOf(now, zone);
   const reset = formatMoment(nextDayStart(now, zone), zone);
   const lines = [
-    localize(locale, { "zh-TW": "**今天**（{day}，{zone}）：{totals}", en: "**Today** ({day}, {zone}): {totals}" }, { day, zone, totals: formatTotals(locale, totals.day) }),
-    localize(locale, { "zh-TW": "**本月**（{month}）：{totals}", en: "**This month** ({month}): {totals}" }, { month, totals: formatTotals(locale, totals.month) }),
+    localize(
+      locale,
+      { "zh-TW": "**今天**（{day}，{zone}）：{totals}", en: "**Today** ({day}, {zone}): {totals}" },
+      { day, zone, totals: formatTotals(locale, totals.day) },
+    ),
+    localize(
+      locale,
+      { "zh-TW": "**本月**（{month}）：{totals}", en: "**This month** ({month}): {totals}" },
+      { month, totals: formatTotals(locale, totals.month) },
+    ),
   ];
   if (!budgeted || config.USER_DAILY_TOKENS === 0) {
     lines.push(localize(locale, { "zh-TW": "每日額度：無上限。", en: "Daily budget: no limit." }));
@@ -60,35 +97,77 @@ export function formatUserUsage(config: Config, locale: Locale, totals: { day: U
     lines.push(
       localize(
         locale,
-        { "zh-TW": "每日額度：剩 {left} / {budget} tokens，{reset}（{zone}）重置。", en: "Daily budget: {left} of {budget} tokens left; resets at {reset} ({zone})." },
+        {
+          "zh-TW": "每日額度：剩 {left} / {budget} tokens，{reset}（{zone}）重置。",
+          en: "Daily budget: {left} of {budget} tokens left; resets at {reset} ({zone}).",
+        },
         { left, budget: config.USER_DAILY_TOKENS, reset, zone },
       ),
     );
   }
   if (config.MODEL_PRICES) {
     lines.push(
-      localize(locale, { "zh-TW": "估計費用：今天 {day}，本月 {month}（美元）。", en: "Estimated cost: today {day}, this month {month} (USD)." }, {
-        day: usd(costOf(totals.day, config.MODEL_PRICES)),
-        month: usd(costOf(totals.month, config.MODEL_PRICES)),
-      }),
+      localize(
+        locale,
+        {
+          "zh-TW": "估計費用：今天 {day}，本月 {month}（美元）。",
+          en: "Estimated cost: today {day}, this month {month} (USD).",
+        },
+        {
+          day: usd(costOf(totals.day, config.MODEL_PRICES)),
+          month: usd(costOf(totals.month, config.MODEL_PRICES)),
+        },
+      ),
     );
   }
   return lines.join("\n");
 }
 
 /** The `/usage all` text: the whole bot today and this month, and the top users today. */
-export function formatAllUsage(config: Config, locale: Locale, bot: { day: UsageTotals; month: UsageTotals }, top: { user: string; tokens: number }[], now = Date.now()): string {
+export function formatAllUsage(
+  config: Config,
+  locale: Locale,
+  bot: { day: UsageTotals; month: UsageTotals },
+  top: { user: string; tokens: number }[],
+  now = Date.now(),
+): string {
   const zone = config.TIMEZONE;
   const { day, month } = periodOf(now, zone);
   const lines = [
-    localize(locale, { "zh-TW": "**整個機器人今天**（{day}，{zone}）：{totals}", en: "**Whole bot today** ({day}, {zone}): {totals}" }, { day, zone, totals: formatTotals(locale, bot.day) }),
-    localize(locale, { "zh-TW": "**本月**（{month}）：{totals}", en: "**This month** ({month}): {totals}" }, { month, totals: formatTotals(locale, bot.month) }),
+    localize(
+      locale,
+      { "zh-TW": "**整個機器人今天**（{day}，{zone}）：{totals}", en: "**Whole bot today** ({day}, {zone}): {totals}" },
+      { day, zone, totals: formatTotals(locale, bot.day) },
+    ),
+    localize(
+      locale,
+      { "zh-TW": "**本月**（{month}）：{totals}", en: "**This month** ({month}): {totals}" },
+      { month, totals: formatTotals(locale, bot.month) },
+    ),
   ];
   if (config.GLOBAL_DAILY_TOKENS > 0) {
-    lines.push(localize(locale, { "zh-TW": "全體每日額度：剩 {left} / {budget} tokens。", en: "Bot daily budget: {left} of {budget} tokens left." }, { left: Math.max(0, config.GLOBAL_DAILY_TOKENS - bot.day.tokens), budget: config.GLOBAL_DAILY_TOKENS }));
+    lines.push(
+      localize(
+        locale,
+        {
+          "zh-TW": "全體每日額度：剩 {left} / {budget} tokens。",
+          en: "Bot daily budget: {left} of {budget} tokens left.",
+        },
+        { left: Math.max(0, config.GLOBAL_DAILY_TOKENS - bot.day.tokens), budget: config.GLOBAL_DAILY_TOKENS },
+      ),
+    );
   }
   if (config.MODEL_PRICES) {
-    lines.push(localize(locale, { "zh-TW": "估計費用：今天 {day}，本月 {month}（美元）。", en: "Estimated cost: today {day}, this month {month} (USD)." }, { day: usd(costOf(bot.day, config.MODEL_PRICES)), month: usd(costOf(bot.month, config.MODEL_PRICES)) }));
+    lines.push(
+      localize(
+        locale,
+        {
+          "zh-TW": "估計費用：今天 {day}，本月 {month}（美元）。",
+          en: "Estimated cost: today {day}, this month {month} (USD).",
+        },
+        { day: usd(costOf(bot.day, config.MODEL_PRICES)), month: usd(costOf(bot.month, config.MODEL_PRICES)) },
+      ),
+    );
   }
   lines.push("", localize(locale, { "zh-TW": "**今天用量最多的使用者：**", en: "**Top users today:**" }));
   if (top.length === 0) lines.push(localize(locale, { "zh-TW": "（今天還沒有用量）", en: "(no usage yet today)" }));

@@ -91,7 +91,11 @@ export interface CompactorDeps {
  * @throws `ModelUnavailableError` (the model call failed), {@link CompactionError} (refusal, empty
  *   summary, or the history changed under every try), or a Redis error; the history is unchanged.
  */
-export async function compact(deps: CompactorDeps, job: CompactionJob, options: { waitMs?: number; signal?: AbortSignal } = {}): Promise<CompactionResult> {
+export async function compact(
+  deps: CompactorDeps,
+  job: CompactionJob,
+  options: { waitMs?: number; signal?: AbortSignal } = {},
+): Promise<CompactionResult> {
   const { store, config } = deps;
   const conversation: ConversationRef = job.conversation;
   const key = conversationKey(conversation);
@@ -115,9 +119,21 @@ export async function compact(deps: CompactorDeps, job: CompactionJob, options: 
         return { outcome: "nothing", kept };
       }
       await deps.beforeModelCall?.(job.owner);
-      tracer?.event("compaction", { stage: "model_call", reason: job.reason, summarizing: plan.messages.length, kept: plan.kept, merging: plan.previous !== undefined, model: config.ANTHROPIC_MODEL });
+      tracer?.event("compaction", {
+        stage: "model_call",
+        reason: job.reason,
+        summarizing: plan.messages.length,
+        kept: plan.kept,
+        merging: plan.previous !== undefined,
+        model: config.ANTHROPIC_MODEL,
+      });
       const { text, usage } = await summarise(deps, plan, options.signal);
-      const summary: Summary = { text, summarized: (plan.previous?.summarized ?? 0) + plan.messages.length, compactions: (plan.previous?.compactions ?? 0) + 1, at: Date.now() };
+      const summary: Summary = {
+        text,
+        summarized: (plan.previous?.summarized ?? 0) + plan.messages.length,
+        compactions: (plan.previous?.compactions ?? 0) + 1,
+        at: Date.now(),
+      };
       if (await store.swap(conversation, plan.prefix, summary)) {
         const durationMs = Math.round(performance.now() - started);
         const after = raw.length - plan.prefix.length + JSON.stringify(summary).length + 2;
@@ -133,15 +149,37 @@ export async function compact(deps: CompactorDeps, job: CompactionJob, options: 
           durationMs,
           tries,
         });
-        log.info({ summarized: plan.messages.length, kept: plan.kept, charsBefore: raw.length, charsAfter: after, durationMs, usage }, "conversation compacted");
-        return { outcome: "compacted", summary: text, summarized: summary.summarized, kept: plan.kept, compactions: summary.compactions };
+        log.info(
+          {
+            summarized: plan.messages.length,
+            kept: plan.kept,
+            charsBefore: raw.length,
+            charsAfter: after,
+            durationMs,
+            usage,
+          },
+          "conversation compacted",
+        );
+        return {
+          outcome: "compacted",
+          summary: text,
+          summarized: summary.summarized,
+          kept: plan.kept,
+          compactions: summary.compactions,
+        };
       }
       log.info({ tries }, "the history changed while its summary was written; planning the compaction again");
-      if (tries >= SWAP_TRIES) throw new CompactionError(`the history changed under ${SWAP_TRIES} compactions in a row`);
+      if (tries >= SWAP_TRIES)
+        throw new CompactionError(`the history changed under ${SWAP_TRIES} compactions in a row`);
     }
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
-    tracer?.event("error", { where: "compaction", reason: job.reason, error: err.name, message: preview(redact(err.message)) });
+    tracer?.event("error", {
+      where: "compaction",
+      reason: job.reason,
+      error: err.name,
+      message: preview(redact(err.message)),
+    });
     throw error;
   } finally {
     await store.release(conversation, token);
@@ -149,7 +187,11 @@ export async function compact(deps: CompactorDeps, job: CompactionJob, options: 
   }
 
   /** The summary's model call: no tools, the compaction prompt as system, the transcript as the one user turn; usage recorded. */
-  async function summarise(d: CompactorDeps, plan: NonNullable<ReturnType<typeof planCompaction>>, signal?: AbortSignal): Promise<{ text: string; usage: ModelUsage }> {
+  async function summarise(
+    d: CompactorDeps,
+    plan: NonNullable<ReturnType<typeof planCompaction>>,
+    signal?: AbortSignal,
+  ): Promise<{ text: string; usage: ModelUsage }> {
     let response: Anthropic.Messages.Message;
     try {
       response = await d.client.messages.create(
@@ -170,7 +212,9 @@ export async function compact(deps: CompactorDeps, job: CompactionJob, options: 
       cache_creation_input_tokens: response.usage.cache_creation_input_tokens ?? 0,
       cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
     };
-    await d.usage?.record(job.owner, usage).catch((err: unknown) => d.log.warn({ err }, "could not record the compaction's token usage"));
+    await d.usage
+      ?.record(job.owner, usage)
+      .catch((err: unknown) => d.log.warn({ err }, "could not record the compaction's token usage"));
     if (response.stop_reason === "refusal") throw new CompactionError("the model refused to write the summary");
     const text = response.content
       .filter((b): b is Anthropic.Messages.TextBlock => b.type === "text")

@@ -46,7 +46,12 @@ export interface CompactionPlan {
  *
  * @returns undefined when there is nothing to summarise (fewer than `keepTurns + 1` user text turns).
  */
-export function planCompaction(raw: string, keepTurns: number, maxChars = MAX_TRANSCRIPT_CHARS, log: Logger = silentLogger): CompactionPlan | undefined {
+export function planCompaction(
+  raw: string,
+  keepTurns: number,
+  maxChars = MAX_TRANSCRIPT_CHARS,
+  log: Logger = silentLogger,
+): CompactionPlan | undefined {
   const lines = raw.split("\n");
   let previous: Summary | undefined;
   let first = 0;
@@ -64,7 +69,12 @@ export function planCompaction(raw: string, keepTurns: number, maxChars = MAX_TR
     for (let i = first; i < end; i += 1) {
       const line = lines[i]!;
       if (line === "" || line.startsWith("#")) continue;
-      const message = decodeRecord(MessageParamSchema, line.startsWith("U") ? line.slice(1) : line, "history message", log);
+      const message = decodeRecord(
+        MessageParamSchema,
+        line.startsWith("U") ? line.slice(1) : line,
+        "history message",
+        log,
+      );
       if (message) out.push(message);
     }
     return out;
@@ -79,7 +89,15 @@ export function planCompaction(raw: string, keepTurns: number, maxChars = MAX_TR
   }
   if (messages.length === 0) return undefined;
   const kept = lines.slice(cut).filter((l) => l !== "" && !l.startsWith("#")).length;
-  return { prefix: lines.slice(0, cut).map((l) => `${l}\n`).join(""), ...(previous ? { previous } : {}), messages, kept };
+  return {
+    prefix: lines
+      .slice(0, cut)
+      .map((l) => `${l}\n`)
+      .join(""),
+    ...(previous ? { previous } : {}),
+    messages,
+    kept,
+  };
 }
 
 /** `text` cut to `max` characters, marked with `…`. */
@@ -96,7 +114,8 @@ export function transcriptOf(messages: readonly MessageParam[]): string {
   const parts: string[] = [];
   for (const message of messages) {
     const who = message.role === "user" ? "User" : "Assistant";
-    const blocks = typeof message.content === "string" ? [{ type: "text" as const, text: message.content }] : message.content;
+    const blocks =
+      typeof message.content === "string" ? [{ type: "text" as const, text: message.content }] : message.content;
     const said: string[] = [];
     for (const block of blocks) {
       switch (block.type) {
@@ -108,7 +127,10 @@ export function transcriptOf(messages: readonly MessageParam[]): string {
           said.push(`[tool ${block.name}(${cut(JSON.stringify(block.input ?? {}), MAX_TOOL_CHARS)})]`);
           break;
         case "tool_result": {
-          const content = typeof block.content === "string" ? block.content : (block.content ?? []).map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+          const content =
+            typeof block.content === "string"
+              ? block.content
+              : (block.content ?? []).map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
           said.push(`[${block.is_error ? "tool error" : "tool result"}: ${cut(content, MAX_TOOL_CHARS)}]`);
           break;
         }
@@ -123,6 +145,11 @@ export function transcriptOf(messages: readonly MessageParam[]): string {
 
 /** The user turn of a compaction's request: the earlier summary (when there is one) and the transcript to summarise. */
 export function compactionRequestText(plan: Pick<CompactionPlan, "previous" | "messages">): string {
-  const earlier = plan.previous ? `The summary so far:\n<earlier_summary>\n${plan.previous.text}\n</earlier_summary>\n\n` : "";
-  return `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${transcriptOf(plan.messages)}\n${TRANSCRIPT_END}\n\nWrite the ${plan.previous ? "updated " : ""}summary now.`;
+  const earlier = plan.previous
+    ? `The summary so far:\n<earlier_summary>\n${plan.previous.text}\n</earlier_summary>\n\n`
+    : "";
+  return (
+    `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${transcriptOf(plan.messages)}\n` +
+    `${TRANSCRIPT_END}\n\nWrite the ${plan.previous ? "updated " : ""}summary now.`
+  );
 }

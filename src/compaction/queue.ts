@@ -18,7 +18,13 @@ import type { Logger } from "../log.js";
 import { conversationKey } from "../queue/incoming.js";
 import { bullPrefix, chatJobId, COMPACTIONS_QUEUE } from "../queue/keys.js";
 import type { RedisClient } from "../redis.js";
-import { compact, CompactionJobSchema, type CompactionJob, type CompactionResult, type CompactorDeps } from "./compactor.js";
+import {
+  compact,
+  CompactionJobSchema,
+  type CompactionJob,
+  type CompactionResult,
+  type CompactorDeps,
+} from "./compactor.js";
 
 /** Options of every compaction job: 5 attempts, exponential backoff from 10 s (10, 20, 40, 80 s). */
 export const COMPACTION_JOB_OPTIONS: JobsOptions = {
@@ -62,7 +68,10 @@ export class CompactionQueue {
   readonly queue: Queue<CompactionJob>;
 
   constructor(options: { redis: RedisClient; prefix?: string | undefined }) {
-    this.queue = new Queue<CompactionJob>(COMPACTIONS_QUEUE, { connection: options.redis, prefix: bullPrefix(options.redis, COMPACTIONS_QUEUE, options.prefix) });
+    this.queue = new Queue<CompactionJob>(COMPACTIONS_QUEUE, {
+      connection: options.redis,
+      prefix: bullPrefix(options.redis, COMPACTIONS_QUEUE, options.prefix),
+    });
     this.queue.on("error", () => {});
   }
 
@@ -72,7 +81,10 @@ export class CompactionQueue {
    * @throws when Redis is unreachable.
    */
   async request(job: CompactionJob): Promise<void> {
-    await this.queue.add("compact", job, { ...COMPACTION_JOB_OPTIONS, deduplication: { id: conversationKey(job.conversation) } });
+    await this.queue.add("compact", job, {
+      ...COMPACTION_JOB_OPTIONS,
+      deduplication: { id: conversationKey(job.conversation) },
+    });
   }
 
   /**
@@ -82,7 +94,10 @@ export class CompactionQueue {
    * @throws when Redis is unreachable.
    */
   async compactNow(job: CompactionJob, waitMs = COMPACT_NOW_WAIT_MS): Promise<CompactNowResult> {
-    const added = await this.queue.add("compact", job, { ...COMPACTION_JOB_OPTIONS, jobId: `${chatJobId(job.conversation, "compact")}-${Date.now()}` });
+    const added = await this.queue.add("compact", job, {
+      ...COMPACTION_JOB_OPTIONS,
+      jobId: `${chatJobId(job.conversation, "compact")}-${Date.now()}`,
+    });
     const until = Date.now() + waitMs;
     while (Date.now() < until) {
       await new Promise((r) => setTimeout(r, 200));
@@ -90,7 +105,8 @@ export class CompactionQueue {
       if (!current) return { outcome: "pending" };
       const state = await current.getState();
       if (state === "completed") return current.returnvalue as CompactionResult;
-      if (state === "failed" || current.attemptsMade > 0) return { outcome: "failed", error: current.failedReason || "unknown" };
+      if (state === "failed" || current.attemptsMade > 0)
+        return { outcome: "failed", error: current.failedReason || "unknown" };
     }
     return { outcome: "pending" };
   }
@@ -114,12 +130,25 @@ export interface CompactionWorker {
  *
  * @param options.concurrency - compactions in parallel in this process (different conversations).
  */
-export function startCompactionWorker(deps: CompactorDeps, options: { redis: RedisClient; prefix?: string | undefined; concurrency: number; lockDurationMs: number; stalledIntervalMs: number; log: Logger }): CompactionWorker {
+export function startCompactionWorker(
+  deps: CompactorDeps,
+  options: {
+    redis: RedisClient;
+    prefix?: string | undefined;
+    concurrency: number;
+    lockDurationMs: number;
+    stalledIntervalMs: number;
+    log: Logger;
+  },
+): CompactionWorker {
   const worker = new Worker<CompactionJob, CompactionResult>(
     COMPACTIONS_QUEUE,
     async (job) => {
       const parsed = CompactionJobSchema.safeParse(job.data);
-      if (!parsed.success) throw new UnrecoverableError(`malformed compaction job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      if (!parsed.success)
+        throw new UnrecoverableError(
+          `malformed compaction job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
       return compact(deps, parsed.data, { waitMs: parsed.data.reason === "command" ? 60_000 : 0 });
     },
     {
@@ -134,7 +163,17 @@ export function startCompactionWorker(deps: CompactorDeps, options: { redis: Red
   worker.on("failed", (job, err) => {
     const attempts = job?.opts.attempts ?? 1;
     const made = job?.attemptsMade ?? attempts;
-    options.log[made >= attempts ? "error" : "warn"]({ chat: job ? conversationKey(job.data.conversation) : undefined, attempt: made, attempts, err: { message: err.message } }, made >= attempts ? "compaction failed for good; the history stays as it is" : "compaction failed; it will be retried (the history stays as it is)");
+    options.log[made >= attempts ? "error" : "warn"](
+      {
+        chat: job ? conversationKey(job.data.conversation) : undefined,
+        attempt: made,
+        attempts,
+        err: { message: err.message },
+      },
+      made >= attempts
+        ? "compaction failed for good; the history stays as it is"
+        : "compaction failed; it will be retried (the history stays as it is)",
+    );
   });
   return {
     worker,

@@ -47,7 +47,15 @@ export const ArchiveEntrySchema = z.object({
 export type ArchiveEntry = z.output<typeof ArchiveEntrySchema>;
 
 type RedisWithSwap = RedisClient & {
-  swapSummary(history: string, archive: string, prefix: string, line: string, entry: string, keep: number, ttl: number): Promise<number>;
+  swapSummary(
+    history: string,
+    archive: string,
+    prefix: string,
+    line: string,
+    entry: string,
+    keep: number,
+    ttl: number,
+  ): Promise<number>;
 };
 
 /** The compaction side of a conversation's stored history. */
@@ -74,13 +82,25 @@ export class CompactionStore {
   async swap(conversation: ConversationRef, prefix: string, summary: Summary): Promise<boolean> {
     const keys = conversationKeys(conversation);
     const entry = JSON.stringify({ at: summary.at, lines: prefix } satisfies ArchiveEntry);
-    return (await (this.redis as RedisWithSwap).swapSummary(keys.history, keys.archive, prefix, summaryLine(summary), entry, ARCHIVE_MAX_ENTRIES, this.archiveTtlSeconds)) === 1;
+    return (
+      (await (this.redis as RedisWithSwap).swapSummary(
+        keys.history,
+        keys.archive,
+        prefix,
+        summaryLine(summary),
+        entry,
+        ARCHIVE_MAX_ENTRIES,
+        this.archiveTtlSeconds,
+      )) === 1
+    );
   }
 
   /** The archive, oldest first (unreadable entries skipped and logged). @throws when Redis is unreachable. */
   async archive(conversation: ConversationRef, log: Logger): Promise<ArchiveEntry[]> {
     const raw = await this.redis.lrange(conversationKeys(conversation).archive, 0, -1);
-    return raw.map((r) => decodeRecord(ArchiveEntrySchema, r, "compaction archive entry", log)).filter((e): e is ArchiveEntry => e !== undefined);
+    return raw
+      .map((r) => decodeRecord(ArchiveEntrySchema, r, "compaction archive entry", log))
+      .filter((e): e is ArchiveEntry => e !== undefined);
   }
 
   /**
@@ -89,7 +109,9 @@ export class CompactionStore {
    */
   async lease(conversation: ConversationRef, ms: number): Promise<string | undefined> {
     const token = Math.random().toString(36).slice(2);
-    return (await this.redis.set(conversationKeys(conversation).compacting, token, "PX", ms, "NX")) === "OK" ? token : undefined;
+    return (await this.redis.set(conversationKeys(conversation).compacting, token, "PX", ms, "NX")) === "OK"
+      ? token
+      : undefined;
   }
 
   /** Gives the lease back, when it is still `token`'s. Never throws (an expired lease needs nothing). */

@@ -62,13 +62,17 @@ export const CONVERSATION_STORES: ConversationStore[] = [
   { name: "reset generation", keys: (c) => [conversationKeys(c).resets] },
   { name: "drafts-off", keys: (c) => [draftsOffKey(c)] },
   // A group's shared memory (`memory:group:{<platform>:<chatId>}`, src/memory/store.ts); a topic shares its group's, so only the whole chat moves it.
-  { name: "group memory", keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]) },
+  {
+    name: "group memory",
+    keys: (c) => (c.topicId ? [] : [memoryKey({ kind: "group", platform: c.platform, chatId: c.chatId })]),
+  },
   {
     // Group enablement (`/enable`, `npm run access -- allow-chat`): the chat's `platform:chatId` in the granted chats.
     name: "access chats",
     move: async (redis, from, to) => {
       const key = AccessStore.chatsKey;
-      if ((await redis.sismember(key, `${from.platform}:${from.chatId}`)) === 1) await redis.sadd(key, `${to.platform}:${to.chatId}`);
+      if ((await redis.sismember(key, `${from.platform}:${from.chatId}`)) === 1)
+        await redis.sadd(key, `${to.platform}:${to.chatId}`);
     },
   },
   {
@@ -93,7 +97,11 @@ export const CONVERSATION_STORES: ConversationStore[] = [
           } catch {
             continue; // decoded (and reported) by the reminder store when read
           }
-          if (record.chatId !== from.chatId || (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)) continue;
+          if (
+            record.chatId !== from.chatId ||
+            (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)
+          )
+            continue;
           await redis.hset(key, field, JSON.stringify({ ...record, chatId: to.chatId }));
         }
       }
@@ -111,7 +119,11 @@ export const CONVERSATION_STORES: ConversationStore[] = [
           } catch {
             continue; // decoded (and reported) by the task store when read
           }
-          if (record.chatId !== from.chatId || (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)) continue;
+          if (
+            record.chatId !== from.chatId ||
+            (from.topicId ?? undefined) !== ((record.topicId as string | undefined) ?? undefined)
+          )
+            continue;
           await redis.hset(key, field, JSON.stringify({ ...record, chatId: to.chatId }));
         }
       }
@@ -135,7 +147,13 @@ export function migrationMarkerKey(from: ConversationRef): string {
  *
  * @throws when Redis is unreachable for the marker.
  */
-export async function migrateConversation(redis: RedisClient, from: ConversationRef, to: ConversationRef, log: Logger, options: { again?: boolean } = {}): Promise<boolean> {
+export async function migrateConversation(
+  redis: RedisClient,
+  from: ConversationRef,
+  to: ConversationRef,
+  log: Logger,
+  options: { again?: boolean } = {},
+): Promise<boolean> {
   if (conversationKey(from) === conversationKey(to)) return false;
   if (!options.again) {
     const claimed = await redis.set(migrationMarkerKey(from), JSON.stringify(to), "EX", MIGRATION_MARKER_SECONDS, "NX");
@@ -147,10 +165,17 @@ export async function migrateConversation(redis: RedisClient, from: Conversation
       for (const [i, key] of (store.keys?.(from) ?? []).entries()) await moveKey(redis, key, targets[i]!, store.merge);
       await store.move?.(redis, from, to);
     } catch (err) {
-      log.error({ err, store: store.name, from: conversationKey(from), to: conversationKey(to) }, `could not move the ${store.name} of a migrated chat`);
+      log.error(
+        { err, store: store.name, from: conversationKey(from), to: conversationKey(to) },
+        `could not move the ${store.name} of a migrated chat`,
+      );
     }
   }
-  if (!options.again) log.info({ from: conversationKey(from), to: conversationKey(to) }, "the chat moved to a new id (group upgraded to a supergroup); its conversation data moved with it");
+  if (!options.again)
+    log.info(
+      { from: conversationKey(from), to: conversationKey(to) },
+      "the chat moved to a new id (group upgraded to a supergroup); its conversation data moved with it",
+    );
   return true;
 }
 
@@ -158,11 +183,19 @@ export async function migrateConversation(redis: RedisClient, from: Conversation
  * Where `from` moved, when it did within {@link MIGRATION_MARKER_SECONDS} (its marker), else
  * undefined: an answer that was in flight moves what it wrote after it (`again`).
  */
-export async function movedTo(redis: RedisClient, from: ConversationRef, log: Logger): Promise<ConversationRef | undefined> {
+export async function movedTo(
+  redis: RedisClient,
+  from: ConversationRef,
+  log: Logger,
+): Promise<ConversationRef | undefined> {
   return decodeRecord(MovedToSchema, await redis.get(migrationMarkerKey(from)), "chat migration marker", log);
 }
 
-const MovedToSchema = z.object({ platform: z.enum(PLATFORMS), chatId: z.string().min(1), topicId: z.string().min(1).optional() });
+const MovedToSchema = z.object({
+  platform: z.enum(PLATFORMS),
+  chatId: z.string().min(1),
+  topicId: z.string().min(1).optional(),
+});
 
 /** Moves `from` to `to` with its TTL (`DUMP` / `RESTORE`, cluster-safe); an existing `to` is kept (`append`: the old value added after it). */
 async function moveKey(redis: RedisClient, from: string, to: string, merge?: "append"): Promise<void> {

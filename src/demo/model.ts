@@ -25,7 +25,8 @@ import { localize } from "../i18n.js";
 import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
 
 /** A content block of the demo's answers. */
-type Block = { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
+type Block =
+  { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
 
 /** What the demo answers to one request: its content and why it stopped. */
 interface DemoReply {
@@ -58,7 +59,10 @@ const TEXT = {
   help: {
     "zh-TW":
       "這是示範模式：回答的是內建的腳本，不是 Claude，不需要 API 金鑰，也不連網路。試試看：「現在幾點？」、「(1200 + 800) * 0.05」、「新增待辦 買牛奶」，然後「刪除待辦 1」（會先問你確認，輸入 y 或 n）。/tools 列出工具，/quit 離開。",
-    en: "This is the demo: a built-in script answers, not Claude; no API key, no network. Try \"what time is it?\", \"(1200 + 800) * 0.05\", \"add todo buy milk\", then \"delete todo 1\" (it asks you first: type y or n). /tools lists the tools, /quit leaves.",
+    en:
+      "This is the demo: a built-in script answers, not Claude; no API key, no network. Try " +
+      '"what time is it?", "(1200 + 800) * 0.05", "add todo buy milk", then "delete todo 1" (it ' +
+      "asks you first: type y or n). /tools lists the tools, /quit leaves.",
   },
   clock: { "zh-TW": "我用時鐘工具看一下。", en: "Let me check the clock tool." },
   calculating: { "zh-TW": "我用計算機算一下。", en: "Let me use the calculator." },
@@ -67,7 +71,10 @@ const TEXT = {
   listing: { "zh-TW": "我看一下你的待辦清單。", en: "Let me look at your todo list." },
   result: { "zh-TW": "工具 {tool} 的結果：\n{result}", en: "The {tool} tool says:\n{result}" },
   failed: { "zh-TW": "工具 {tool} 沒有成功：{result}", en: "The {tool} tool did not succeed: {result}" },
-  afterAdd: { "zh-TW": "接著試試「刪除待辦 {id}」，看看確認提示。", en: "Now try \"delete todo {id}\" to see an approval prompt." },
+  afterAdd: {
+    "zh-TW": "接著試試「刪除待辦 {id}」，看看確認提示。",
+    en: 'Now try "delete todo {id}" to see an approval prompt.',
+  },
 };
 
 /** The text of a user turn (its text blocks joined), or undefined when it holds tool results. */
@@ -80,7 +87,12 @@ function userText(message: DemoRequest["messages"][number]): string | undefined 
 /** The text of a `tool_result` block's `content` (a string, or text blocks). */
 function resultText(content: unknown): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.flatMap((b: { type?: unknown; text?: unknown }) => (b?.type === "text" && typeof b.text === "string" ? [b.text] : [])).join("\n");
+  if (Array.isArray(content))
+    return content
+      .flatMap((b: { type?: unknown; text?: unknown }) =>
+        b?.type === "text" && typeof b.text === "string" ? [b.text] : [],
+      )
+      .join("\n");
   return "";
 }
 
@@ -92,7 +104,13 @@ function toolId(): string {
 
 /** A reply that calls one tool, after a short lead sentence. */
 function callTool(lead: string, name: string, input: Record<string, unknown>): DemoReply {
-  return { content: [{ type: "text", text: lead }, { type: "tool_use", id: toolId(), name, input }], stop_reason: "tool_use" };
+  return {
+    content: [
+      { type: "text", text: lead },
+      { type: "tool_use", id: toolId(), name, input },
+    ],
+    stop_reason: "tool_use",
+  };
 }
 
 /** The demo's banner, printed when the chat starts: what it is and what to try. */
@@ -106,12 +124,15 @@ function answerText(text: string, locale: Locale): DemoReply {
   const line = text.replace(/^\[[^\]]*\]\s*/, "").trim(); // a group's "[Name] " prefix
   const todoNumber = /(?:刪除?|delete|remove)\D{0,12}?#?(\d{1,6})/i.exec(line);
   if (todoNumber) return callTool(say(TEXT.deleting), "delete_todo", { todo_id: Number(todoNumber[1]) });
-  const todo = /^(?:新增|加入?|記下?|add\b)\s*(?:一?個?待辦(?:事項)?|todo)?[\s:：]*(.+)$/i.exec(line) ?? /^(?:待辦|todo)[\s:：]+(.+)$/i.exec(line);
+  const todo =
+    /^(?:新增|加入?|記下?|add\b)\s*(?:一?個?待辦(?:事項)?|todo)?[\s:：]*(.+)$/i.exec(line) ??
+    /^(?:待辦|todo)[\s:：]+(.+)$/i.exec(line);
   if (todo) return callTool(say(TEXT.adding), "add_todo", { title: todo[1]!.trim().slice(0, 200) });
   if (/待辦|清單|todos?\b|list/i.test(line)) return callTool(say(TEXT.listing), "list_todos", {});
   const expression = /[-+*/^()\d.\s%]*\d\s*[-+*/^%]\s*[-+*/^()\d.\s%]*/.exec(line)?.[0]?.trim();
   if (expression && /\d/.test(expression)) return callTool(say(TEXT.calculating), "calculate", { expression });
-  if (/幾點|時間|日期|今天|星期|time|date|day|clock/i.test(line)) return callTool(say(TEXT.clock), "get_current_datetime", {});
+  if (/幾點|時間|日期|今天|星期|time|date|day|clock/i.test(line))
+    return callTool(say(TEXT.clock), "get_current_datetime", {});
   return { content: [{ type: "text", text: say(TEXT.help) }], stop_reason: "end_turn" };
 }
 
@@ -121,7 +142,8 @@ function answerResults(request: DemoRequest, locale: Locale): DemoReply {
   const previous = request.messages[request.messages.length - 2];
   const calls = new Map<string, string>();
   if (previous && Array.isArray(previous.content)) {
-    for (const b of previous.content) if (b.type === "tool_use" && typeof b.id === "string" && typeof b.name === "string") calls.set(b.id, b.name);
+    for (const b of previous.content)
+      if (b.type === "tool_use" && typeof b.id === "string" && typeof b.name === "string") calls.set(b.id, b.name);
   }
   const parts: string[] = [];
   let added: string | undefined;
@@ -143,7 +165,8 @@ function answerResults(request: DemoRequest, locale: Locale): DemoReply {
 function demoReply(request: DemoRequest, locale: Locale): DemoReply {
   const last = request.messages[request.messages.length - 1]!;
   const text = last.role === "user" ? userText(last) : undefined;
-  if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START)) return { content: [{ type: "text", text: demoSummary(text, locale) }], stop_reason: "end_turn" };
+  if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START))
+    return { content: [{ type: "text", text: demoSummary(text, locale) }], stop_reason: "end_turn" };
   return text === undefined ? answerResults(request, locale) : answerText(text, locale);
 }
 
@@ -157,7 +180,10 @@ const MAX_SUMMARY_POINTS = 30;
  */
 function demoSummary(request: string, locale: Locale): string {
   const earlier = /<earlier_summary>\n([\s\S]*?)\n<\/earlier_summary>/.exec(request)?.[1] ?? "";
-  const transcript = request.slice(request.indexOf(TRANSCRIPT_START) + TRANSCRIPT_START.length, Math.max(0, request.lastIndexOf(TRANSCRIPT_END)));
+  const transcript = request.slice(
+    request.indexOf(TRANSCRIPT_START) + TRANSCRIPT_START.length,
+    Math.max(0, request.lastIndexOf(TRANSCRIPT_END)),
+  );
   const said = localize(locale, { "zh-TW": "使用者說", en: "The user said" });
   const points = [
     ...earlier.split("\n").filter((l) => l.startsWith("- ")),
@@ -165,9 +191,17 @@ function demoSummary(request: string, locale: Locale): string {
       .split("\n\n")
       .map((p) => p.trim())
       .filter((p) => p.startsWith("User: ") && !p.startsWith("User: [tool"))
-      .map((p) => `- ${said}：${[...p.slice(6).replace(/\s+/g, " ").trim()].slice(0, 120).join("")}`.replace("：", locale === "en" ? ": " : "：")),
+      .map((p) =>
+        `- ${said}：${[...p.slice(6).replace(/\s+/g, " ").trim()].slice(0, 120).join("")}`.replace(
+          "：",
+          locale === "en" ? ": " : "：",
+        ),
+      ),
   ];
-  const note = localize(locale, { "zh-TW": "（示範模式不會真的摘要：這裡只列出說過的話）", en: "(the demo does not really summarise: it lists what was said)" });
+  const note = localize(locale, {
+    "zh-TW": "（示範模式不會真的摘要：這裡只列出說過的話）",
+    en: "(the demo does not really summarise: it lists what was said)",
+  });
   return `${demoLabel(locale)}${note}\n${points.slice(-MAX_SUMMARY_POINTS).join("\n")}`;
 }
 
@@ -207,25 +241,50 @@ function event(res: ServerResponse, name: string, data: unknown): void {
 }
 
 /** Streams `reply` as the Messages API does: text in small deltas, a tool's input as one `input_json_delta`. */
-async function streamReply(res: ServerResponse, message: Record<string, unknown>, reply: DemoReply, options: DemoModelOptions, closed: () => boolean): Promise<void> {
+async function streamReply(
+  res: ServerResponse,
+  message: Record<string, unknown>,
+  reply: DemoReply,
+  options: DemoModelOptions,
+  closed: () => boolean,
+): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
-  event(res, "message_start", { type: "message_start", message: { ...message, content: [], stop_reason: null, stop_sequence: null } });
+  event(res, "message_start", {
+    type: "message_start",
+    message: { ...message, content: [], stop_reason: null, stop_sequence: null },
+  });
   const size = options.chunkChars ?? 3;
   for (const [index, block] of reply.content.entries()) {
     if (block.type === "text") {
-      event(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
+      event(res, "content_block_start", {
+        type: "content_block_start",
+        index,
+        content_block: { type: "text", text: "" },
+      });
       const characters = [...block.text];
       for (let i = 0; i < characters.length && !closed(); i += size) {
-        event(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: characters.slice(i, i + size).join("") } });
+        event(res, "content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "text_delta", text: characters.slice(i, i + size).join("") },
+        });
         await sleep(options.deltaMs ?? 25);
       }
     } else {
       event(res, "content_block_start", { type: "content_block_start", index, content_block: { ...block, input: {} } });
-      event(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) } });
+      event(res, "content_block_delta", {
+        type: "content_block_delta",
+        index,
+        delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) },
+      });
     }
     event(res, "content_block_stop", { type: "content_block_stop", index });
   }
-  event(res, "message_delta", { type: "message_delta", delta: { stop_reason: reply.stop_reason, stop_sequence: null }, usage: message.usage });
+  event(res, "message_delta", {
+    type: "message_delta",
+    delta: { stop_reason: reply.stop_reason, stop_sequence: null },
+    usage: message.usage,
+  });
   event(res, "message_stop", { type: "message_stop" });
   res.end();
 }
@@ -250,7 +309,8 @@ async function readBody(req: IncomingMessage): Promise<string | undefined> {
 export async function startDemoModel(options: DemoModelOptions): Promise<DemoModel> {
   const server: Server = createServer((req, res) => {
     void (async () => {
-      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) return sendError(res, 404, "not_found_error", "the demo model answers POST /v1/messages only");
+      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages"))
+        return sendError(res, 404, "not_found_error", "the demo model answers POST /v1/messages only");
       const body = await readBody(req);
       let parsed: ReturnType<typeof RequestSchema.safeParse> | undefined;
       try {
@@ -258,19 +318,33 @@ export async function startDemoModel(options: DemoModelOptions): Promise<DemoMod
       } catch {
         parsed = undefined;
       }
-      if (!parsed?.success) return sendError(res, 400, "invalid_request_error", "the demo model could not read this request");
+      if (!parsed?.success)
+        return sendError(res, 400, "invalid_request_error", "the demo model could not read this request");
       const request = parsed.data;
       const reply = demoReply(request, options.locale);
       const written = reply.content.map((b) => (b.type === "text" ? b.text : JSON.stringify(b.input))).join("");
-      const usage = { input_tokens: tokens(body!), output_tokens: tokens(written), cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-      const message = { id: `msg_demo_${randomBytes(8).toString("hex")}`, type: "message", role: "assistant", model: request.model, usage };
+      const usage = {
+        input_tokens: tokens(body!),
+        output_tokens: tokens(written),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      };
+      const message = {
+        id: `msg_demo_${randomBytes(8).toString("hex")}`,
+        type: "message",
+        role: "assistant",
+        model: request.model,
+        usage,
+      };
       if (request.stream) {
         let closed = false;
         res.on("close", () => (closed = true));
         return streamReply(res, message, reply, options, () => closed);
       }
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ ...message, content: reply.content, stop_reason: reply.stop_reason, stop_sequence: null }));
+      res.end(
+        JSON.stringify({ ...message, content: reply.content, stop_reason: reply.stop_reason, stop_sequence: null }),
+      );
     })().catch(() => {
       if (!res.headersSent) sendError(res, 500, "api_error", "the demo model failed");
       else res.end();

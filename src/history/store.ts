@@ -56,7 +56,11 @@ export interface HistoryOptions {
 }
 
 /** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
-const TagSchema = z.object({ id: z.string(), text: z.string().optional(), n: z.number().int().nonnegative().optional() });
+const TagSchema = z.object({
+  id: z.string(),
+  text: z.string().optional(),
+  n: z.number().int().nonnegative().optional(),
+});
 
 /**
  * Default of {@link HistoryOptions.maxStoredBytes}: 400 000 bytes, four times the default budget
@@ -247,7 +251,17 @@ return 1
 
 type RedisWithHistory = RedisClient & {
   forgetRun(history: string, tagStart: string): Promise<number>;
-  trimAppendHistory(history: string, resets: string, value: string, sha: string, lines: string, keep: number, ttl: number, maxBytes: number, expected: string): Promise<number>;
+  trimAppendHistory(
+    history: string,
+    resets: string,
+    value: string,
+    sha: string,
+    lines: string,
+    keep: number,
+    ttl: number,
+    maxBytes: number,
+    expected: string,
+  ): Promise<number>;
   guardedAppendHistory(history: string, resets: string, lines: string, ttl: number, expected: number): Promise<number>;
 };
 
@@ -279,9 +293,22 @@ export const TOOL_IMAGE_PLACEHOLDER = "[an image the tool returned; not kept in 
  * {@link TOOL_IMAGE_PLACEHOLDER} text, so stored history stays small; other messages unchanged.
  */
 export function withoutToolImages(message: MessageParam): MessageParam {
-  if (typeof message.content === "string" || !message.content.some((b) => b.type === "tool_result" && Array.isArray(b.content) && b.content.some((c) => c.type === "image"))) return message;
+  if (
+    typeof message.content === "string" ||
+    !message.content.some(
+      (b) => b.type === "tool_result" && Array.isArray(b.content) && b.content.some((c) => c.type === "image"),
+    )
+  )
+    return message;
   const content = message.content.map((b) =>
-    b.type === "tool_result" && Array.isArray(b.content) ? { ...b, content: b.content.map((c) => (c.type === "image" ? { type: "text" as const, text: TOOL_IMAGE_PLACEHOLDER } : c)) } : b,
+    b.type === "tool_result" && Array.isArray(b.content)
+      ? {
+          ...b,
+          content: b.content.map((c) =>
+            c.type === "image" ? { type: "text" as const, text: TOOL_IMAGE_PLACEHOLDER } : c,
+          ),
+        }
+      : b,
   );
   return { ...message, content } as MessageParam;
 }
@@ -295,8 +322,10 @@ export class HistoryStore {
     private readonly options: HistoryOptions,
   ) {
     this.#log = options.log ?? silentLogger;
-    if (!("trimAppendHistory" in redis)) redis.defineCommand("trimAppendHistory", { numberOfKeys: 2, lua: TRIM_APPEND_SCRIPT });
-    if (!("guardedAppendHistory" in redis)) redis.defineCommand("guardedAppendHistory", { numberOfKeys: 2, lua: GUARDED_APPEND_SCRIPT });
+    if (!("trimAppendHistory" in redis))
+      redis.defineCommand("trimAppendHistory", { numberOfKeys: 2, lua: TRIM_APPEND_SCRIPT });
+    if (!("guardedAppendHistory" in redis))
+      redis.defineCommand("guardedAppendHistory", { numberOfKeys: 2, lua: GUARDED_APPEND_SCRIPT });
     if (!("forgetRun" in redis)) redis.defineCommand("forgetRun", { numberOfKeys: 1, lua: FORGET_RUN_SCRIPT });
   }
 
@@ -363,8 +392,13 @@ export class HistoryStore {
         sizes = [];
       }
     }
-    if (lastTag !== "") lastTokens = decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key })?.n;
-    const kept = trimHistory(messages, { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS }, sizes);
+    if (lastTag !== "")
+      lastTokens = decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key })?.n;
+    const kept = trimHistory(
+      messages,
+      { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS },
+      sizes,
+    );
     return {
       messages: kept,
       stored,
@@ -399,25 +433,62 @@ export class HistoryStore {
    * @returns true when the lines were written; false when `resets` no longer matched (nothing written).
    * @throws when Redis is unreachable; then nothing was written.
    */
-  async append(chat: ConversationRef, messages: readonly MessageParam[], tag?: RunTag, after?: Pick<HistoryRead, "stored" | "fresh" | "raw">, resets?: number): Promise<boolean> {
+  async append(
+    chat: ConversationRef,
+    messages: readonly MessageParam[],
+    tag?: RunTag,
+    after?: Pick<HistoryRead, "stored" | "fresh" | "raw">,
+    resets?: number,
+  ): Promise<boolean> {
     if (messages.length === 0 && !tag) return true;
     const keys = conversationKeys(chat);
     const key = keys.history;
-    let lines = messages.map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`).join("");
+    let lines = messages
+      .map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`)
+      .join("");
     if (tag) {
       const derived = textOf(messages.at(-1));
-      lines += `#${JSON.stringify({ id: tag.messageId, ...(derived === tag.text ? {} : { text: tag.text }), ...(tag.tokens !== undefined ? { n: tag.tokens } : {}) })}\n`;
+      const record = {
+        id: tag.messageId,
+        ...(derived === tag.text ? {} : { text: tag.text }),
+        ...(tag.tokens !== undefined ? { n: tag.tokens } : {}),
+      };
+      lines += `#${JSON.stringify(record)}\n`;
     }
     const keep = this.options.maxMessages + SLACK;
     const maxBytes = this.options.maxStoredBytes ?? DEFAULT_HISTORY_MAX_STORED_BYTES;
-    const tooLong = after?.raw !== undefined && after.raw.length + lines.length > maxBytes / 3 && Buffer.byteLength(after.raw) + Buffer.byteLength(lines) > maxBytes;
+    const tooLong =
+      after?.raw !== undefined &&
+      after.raw.length + lines.length > maxBytes / 3 &&
+      Buffer.byteLength(after.raw) + Buffer.byteLength(lines) > maxBytes;
     if (after?.raw !== undefined && (after.stored + messages.length > keep + SLACK || tooLong)) {
       const target = Math.floor((maxBytes * 3) / 4);
       const value = trimLines(after.raw + lines, keep, target);
       const sha = createHash("sha1").update(after.raw).digest("hex");
-      return (await (this.redis as RedisWithHistory).trimAppendHistory(key, keys.resets, value, sha, lines, keep, this.options.ttlSeconds, target, resets === undefined ? "" : String(resets))) !== 0;
+      return (
+        (await (this.redis as RedisWithHistory).trimAppendHistory(
+          key,
+          keys.resets,
+          value,
+          sha,
+          lines,
+          keep,
+          this.options.ttlSeconds,
+          target,
+          resets === undefined ? "" : String(resets),
+        )) !== 0
+      );
     }
-    if (resets !== undefined) return (await (this.redis as RedisWithHistory).guardedAppendHistory(key, keys.resets, lines, this.options.ttlSeconds, resets)) === 1;
+    if (resets !== undefined)
+      return (
+        (await (this.redis as RedisWithHistory).guardedAppendHistory(
+          key,
+          keys.resets,
+          lines,
+          this.options.ttlSeconds,
+          resets,
+        )) === 1
+      );
     let created = false;
     if (after?.fresh) created = (await this.redis.set(key, lines, "EX", this.options.ttlSeconds, "NX")) === "OK";
     if (!created) {
@@ -436,7 +507,10 @@ export class HistoryStore {
    * @throws when Redis is unreachable.
    */
   async forget(chat: ConversationRef, messageId: string): Promise<boolean> {
-    const removed = await (this.redis as RedisWithHistory).forgetRun(conversationKeys(chat).history, `#{"id":${JSON.stringify(messageId)}`);
+    const removed = await (this.redis as RedisWithHistory).forgetRun(
+      conversationKeys(chat).history,
+      `#{"id":${JSON.stringify(messageId)}`,
+    );
     return removed === 1;
   }
 
@@ -451,11 +525,23 @@ export class HistoryStore {
    */
   async reset(chat: ConversationRef): Promise<void> {
     const keys = conversationKeys(chat);
-    const results = await this.redis.multi().del(keys.history, keys.archive).incr(keys.resets).expire(keys.resets, RESETS_TTL_SECONDS).exec();
+    const results = await this.redis
+      .multi()
+      .del(keys.history, keys.archive)
+      .incr(keys.resets)
+      .expire(keys.resets, RESETS_TTL_SECONDS)
+      .exec();
     if (!results) throw new Error("redis transaction was aborted");
     for (const [err] of results) if (err) throw err;
     // The conversation is forgotten either way; workers close its open approval prompts when they hear of it.
-    await this.redis.publish(RESETS_CHANNEL, JSON.stringify(conversationOf(chat))).catch((err: unknown) => this.#log.warn({ err }, "could not announce the reset to the workers; its open approval prompts close at their next press or expiry"));
+    await this.redis
+      .publish(RESETS_CHANNEL, JSON.stringify(conversationOf(chat)))
+      .catch((err: unknown) =>
+        this.#log.warn(
+          { err },
+          "could not announce the reset to the workers; its open approval prompts close at their next press or expiry",
+        ),
+      );
   }
 
   /** The conversation's reset generation ({@link resetGeneration}). @throws when Redis is unreachable. */

@@ -45,7 +45,9 @@ export function summaryTurn(summary: Summary): MessageParam {
     content: [
       {
         type: "text",
-        text: `${SUMMARY_OPEN}\nA summary of the earlier part of this conversation (older turns were replaced by it; the turns after it are verbatim):\n\n${summary.text}\n${SUMMARY_CLOSE}`,
+        text:
+          `${SUMMARY_OPEN}\nA summary of the earlier part of this conversation (older turns were ` +
+          `replaced by it; the turns after it are verbatim):\n\n${summary.text}\n${SUMMARY_CLOSE}`,
       },
     ],
   };

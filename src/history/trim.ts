@@ -38,7 +38,9 @@ export function isUserTextTurn(message: MessageParam): boolean {
 function isFinishedAssistantTurn(message: MessageParam): boolean {
   if (message.role !== "assistant") return false;
   if (typeof message.content === "string") return message.content.trim().length > 0;
-  return message.content.length > 0 && !message.content.some((b) => b.type === "tool_use" || b.type === "server_tool_use");
+  return (
+    message.content.length > 0 && !message.content.some((b) => b.type === "tool_use" || b.type === "server_tool_use")
+  );
 }
 
 /** Index of the first user text turn at or after `from`, or `messages.length` when there is none. */
@@ -62,7 +64,11 @@ function nextUserTextTurn(messages: readonly MessageParam[], from: number): numb
  * @param sizes - each message's JSON length in characters when the caller already knows it (the
  *   store reads JSON from Redis); computed with `JSON.stringify` otherwise.
  */
-export function trimHistory(messages: readonly MessageParam[], limits: TrimLimits, sizes?: readonly number[]): MessageParam[] {
+export function trimHistory(
+  messages: readonly MessageParam[],
+  limits: TrimLimits,
+  sizes?: readonly number[],
+): MessageParam[] {
   const maxChars = limits.maxChars ?? DEFAULT_HISTORY_MAX_CHARS;
   let start = Math.max(0, messages.length - limits.maxMessages);
   start = nextUserTextTurn(messages, start);

@@ -21,7 +21,15 @@ const MCP_ANNOUNCE_TTL_SECONDS = 7 * 24 * 3600;
 
 const Announcement = z.object({
   at: z.number(),
-  tools: z.array(z.object({ name: z.string(), server: z.string(), description: z.string(), tags: z.array(z.string()), dangerous: z.boolean() })),
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      server: z.string(),
+      description: z.string(),
+      tags: z.array(z.string()),
+      dangerous: z.boolean(),
+    }),
+  ),
   skipped: z.array(z.object({ server: z.string(), reason: z.string() })),
 });
 
@@ -32,7 +40,15 @@ export type McpAnnouncement = z.output<typeof Announcement>;
 export function announcementOf(source: McpToolSource, now = Date.now()): McpAnnouncement {
   return {
     at: now,
-    tools: source.tools().flatMap(({ server, tools }) => tools.map((t) => ({ name: t.name, server, description: t.description, tags: [...t.tags], dangerous: t.dangerous }))),
+    tools: source.tools().flatMap(({ server, tools }) =>
+      tools.map((t) => ({
+        name: t.name,
+        server,
+        description: t.description,
+        tags: [...t.tags],
+        dangerous: t.dangerous,
+      })),
+    ),
     skipped: source.skipped,
   };
 }
@@ -83,7 +99,12 @@ function announcedTools(announcement: McpAnnouncement): Tool[] {
  *
  * @returns `current()` (the toolbox to list) and `stop()`.
  */
-export function followMcpAnnouncements(redis: RedisClient, files: ToolBox, log: Logger, intervalMs = 30_000): { current: () => ToolBox; refresh: () => Promise<void>; stop: () => void } {
+export function followMcpAnnouncements(
+  redis: RedisClient,
+  files: ToolBox,
+  log: Logger,
+  intervalMs = 30_000,
+): { current: () => ToolBox; refresh: () => Promise<void>; stop: () => void } {
   let current = files;
   let last = "";
   const refresh = async () => {
@@ -93,7 +114,8 @@ export function followMcpAnnouncements(redis: RedisClient, files: ToolBox, log: 
       if (key === last) return;
       last = key;
       const box = new ToolBox(files.list(), { log });
-      for (const tool of announcedTools(announcement ?? { at: 0, tools: [], skipped: [] })) if (!box.get(tool.name)) box.add(tool);
+      for (const tool of announcedTools(announcement ?? { at: 0, tools: [], skipped: [] }))
+        if (!box.get(tool.name)) box.add(tool);
       current = box;
     } catch (error) {
       log.debug({ err: error }, "reading the MCP tools announced by the workers failed");

@@ -76,11 +76,17 @@ const HttpServer = z.strictObject({
 });
 
 const ServerEntry = z.union([StdioServer, HttpServer], {
-  error: () => 'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, trustAnnotations, noAlwaysAllow, loaded, timeoutMs',
+  error: () =>
+    'must have either "command" (a stdio server: command, args, env, cwd) or "url" (a ' +
+    "Streamable HTTP server: url, headers), plus optional tags, include, exclude, safe, " +
+    "trustAnnotations, noAlwaysAllow, loaded, timeoutMs",
 });
 
 const McpFile = z.strictObject({
-  mcpServers: z.record(z.string().regex(/^[^\s]{1,64}$/, "a server name is 1-64 characters without spaces"), ServerEntry),
+  mcpServers: z.record(
+    z.string().regex(/^[^\s]{1,64}$/, "a server name is 1-64 characters without spaces"),
+    ServerEntry,
+  ),
 });
 
 /** What every server has, after substitution. */
@@ -176,7 +182,11 @@ const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
  *
  * @returns the text, or the names of the variables that are unset or empty.
  */
-function substitute(text: string, env: NodeJS.ProcessEnv, usedValues?: string[]): { ok: true; value: string } | { ok: false; missing: string[] } {
+function substitute(
+  text: string,
+  env: NodeJS.ProcessEnv,
+  usedValues?: string[],
+): { ok: true; value: string } | { ok: false; missing: string[] } {
   const missing: string[] = [];
   const used: string[] = [];
   const value = text.replace(VARIABLE, (_whole, name: string) => {
@@ -194,7 +204,12 @@ function substitute(text: string, env: NodeJS.ProcessEnv, usedValues?: string[])
   return { ok: true, value };
 }
 
-function substituteAll(values: Record<string, string>, env: NodeJS.ProcessEnv, missing: Set<string>, used: string[]): Record<string, string> {
+function substituteAll(
+  values: Record<string, string>,
+  env: NodeJS.ProcessEnv,
+  missing: Set<string>,
+  used: string[],
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, text] of Object.entries(values)) {
     const result = substitute(text, env, used);
@@ -219,7 +234,9 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    throw new McpConfigError(`MCP_CONFIG: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new McpConfigError(
+      `MCP_CONFIG: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
   let json: unknown;
   try {
@@ -230,7 +247,9 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
   const parsed = McpFile.safeParse(json);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  - ${i.path.map(String).join(".") || "(file)"}: ${i.message}`);
-    throw new McpConfigError(`MCP_CONFIG: ${file} is not a valid MCP servers file ({"mcpServers": {"<name>": {...}}}):\n${lines.join("\n")}`);
+    throw new McpConfigError(
+      `MCP_CONFIG: ${file} is not a valid MCP servers file ({"mcpServers": {"<name>": {...}}}):\n${lines.join("\n")}`,
+    );
   }
   const servers: McpServerConfig[] = [];
   const skipped: McpConfigProblem[] = [];
@@ -251,17 +270,30 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
     if ("command" in entry) {
       const envValues = substituteAll(entry.env, env, missing, common.secrets);
       if (missing.size > 0) {
-        skipped.push({ server: name, reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its env)` });
+        skipped.push({
+          server: name,
+          reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its env)`,
+        });
         continue;
       }
       const cwd = entry.cwd ? path.resolve(path.dirname(file), entry.cwd) : undefined;
-      servers.push({ ...common, transport: "stdio", command: entry.command, args: entry.args, env: envValues, ...(cwd ? { cwd } : {}) });
+      servers.push({
+        ...common,
+        transport: "stdio",
+        command: entry.command,
+        args: entry.args,
+        env: envValues,
+        ...(cwd ? { cwd } : {}),
+      });
     } else {
       const url = substitute(entry.url, env, common.secrets);
       if (!url.ok) for (const m of url.missing) missing.add(m);
       const headers = substituteAll(entry.headers, env, missing, common.secrets);
       if (missing.size > 0 || !url.ok) {
-        skipped.push({ server: name, reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its url or headers)` });
+        skipped.push({
+          server: name,
+          reason: `environment variable ${[...missing].join(", ")} is not set (used as \${…} in its url or headers)`,
+        });
         continue;
       }
       if (!URL.canParse(url.value) || !["http:", "https:"].includes(new URL(url.value).protocol)) {
@@ -271,7 +303,12 @@ export function readMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env
       const parsedUrl = new URL(url.value);
       if (parsedUrl.username !== "" || parsedUrl.password !== "") {
         // fetch refuses such URLs; never echo the password.
-        skipped.push({ server: name, reason: 'its url contains credentials (user:password@); remove them and send them in "headers" instead (e.g. "Authorization": "Bearer ${TOKEN}" or "Basic …")' });
+        skipped.push({
+          server: name,
+          reason:
+            'its url contains credentials (user:password@); remove them and send them in "headers" ' +
+            'instead (e.g. "Authorization": "Bearer ${TOKEN}" or "Basic …")',
+        });
         continue;
       }
       servers.push({ ...common, transport: "http", url: parsedUrl, headers });

@@ -8,7 +8,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool as McpTool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, statSync } from "node:fs";
 import { silentLogger, valueRedactor, type Logger } from "../log.js";
 import type { McpServerConfig } from "./config.js";
@@ -22,10 +28,12 @@ export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 /** Our client's name and version in `initialize`. */
 const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
 
-
 /** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
 export class McpUnavailableError extends Error {
-  constructor(readonly server: string, readonly reason: string) {
+  constructor(
+    readonly server: string,
+    readonly reason: string,
+  ) {
     super(`MCP server "${server}" is not connected (${reason})`);
     this.name = "McpUnavailableError";
   }
@@ -33,7 +41,10 @@ export class McpUnavailableError extends Error {
 
 /** The connection dropped while a call was in flight: whether it took effect is unknown. */
 export class McpCallInterruptedError extends Error {
-  constructor(readonly server: string, cause: unknown) {
+  constructor(
+    readonly server: string,
+    cause: unknown,
+  ) {
     super(`the connection to MCP server "${server}" dropped during the call`, { cause });
     this.name = "McpCallInterruptedError";
   }
@@ -114,13 +125,25 @@ export class McpConnection {
    *   {@link McpCallInterruptedError} when the connection dropped during the call (reconnection
    *   starts); `McpError` for an error answer of the server (e.g. invalid params).
    */
-  async callTool(name: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): Promise<CallToolResult> {
     const client = this.#client;
     if (this.#state !== "connected" || !client) {
-      throw new McpUnavailableError(this.config.name, this.#state === "closed" ? "the bot is stopping" : `reconnecting${this.#lastError ? ` after: ${this.#lastError}` : ""}`);
+      throw new McpUnavailableError(
+        this.config.name,
+        this.#state === "closed"
+          ? "the bot is stopping"
+          : `reconnecting${this.#lastError ? ` after: ${this.#lastError}` : ""}`,
+      );
     }
     try {
-      return (await client.callTool({ name, arguments: args }, undefined, { signal: options.signal, timeout: options.timeoutMs })) as CallToolResult;
+      return (await client.callTool({ name, arguments: args }, undefined, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+      })) as CallToolResult;
     } catch (error) {
       if (options.signal.aborted) throw error;
       // An error answer of the server (invalid params, unknown tool) or our own request timeout: the connection is fine.
@@ -139,7 +162,7 @@ export class McpConnection {
   }
 
   async #open(): Promise<void> {
-    const client = new Client(CLIENT_INFO, { capabilities: {}});
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
     const transport = this.#makeTransport();
     this.#client = client;
     this.#transport = transport;
@@ -152,7 +175,11 @@ export class McpConnection {
       this.#log.info(`MCP server ${this.config.name}: tool list changed; refreshing`);
       this.#listTools(client).then(
         (tools) => this.#handleTools(tools),
-        (error: unknown) => this.#log.warn({ reason: this.#reason(error) }, `MCP server ${this.config.name}: refreshing its tools failed`),
+        (error: unknown) =>
+          this.#log.warn(
+            { reason: this.#reason(error) },
+            `MCP server ${this.config.name}: refreshing its tools failed`,
+          ),
       );
     });
     const timeoutMs = this.#options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS;
@@ -178,9 +205,11 @@ export class McpConnection {
 
   /** Hands `tools` to `onTools` after the lists before it; never rejects (a failure is logged). */
   #handleTools(tools: McpTool[]): Promise<void> {
-    const handled = this.#toolsHandled.then(() => this.#options.onTools(tools)).catch((error: unknown) => {
-      this.#log.error({ err: error }, `MCP server ${this.config.name}: registering its tools failed`);
-    });
+    const handled = this.#toolsHandled
+      .then(() => this.#options.onTools(tools))
+      .catch((error: unknown) => {
+        this.#log.error({ err: error }, `MCP server ${this.config.name}: registering its tools failed`);
+      });
     this.#toolsHandled = handled;
     return handled;
   }
@@ -195,7 +224,13 @@ export class McpConnection {
       throw new Error(`cwd ${config.cwd} does not exist (or is not a folder)`);
     }
     // The SDK gives the child only a safe default environment (HOME, PATH, …; never our secrets) plus `env`.
-    const transport = new StdioClientTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, stderr: "pipe" });
+    const transport = new StdioClientTransport({
+      command: config.command,
+      args: config.args,
+      env: config.env,
+      cwd: config.cwd,
+      stderr: "pipe",
+    });
     transport.stderr?.on("data", (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
         if (line.trim() === "") continue;
@@ -229,7 +264,10 @@ export class McpConnection {
     if (this.#state !== "connected") return;
     this.#lastError = this.#reason(error);
     this.#state = "reconnecting";
-    this.#log.warn({ reason: this.#lastError }, `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`);
+    this.#log.warn(
+      { reason: this.#lastError },
+      `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`,
+    );
     void this.#shutdown().finally(() => this.#scheduleRetry());
   }
 

@@ -46,7 +46,8 @@ server.registerTool(
   "read_notes",
   {
     title: "Read notes",
-    description: "Read the shared notebook: the latest notes first. Use it when someone asks what was noted. Not for the personal todo list.",
+    description:
+      "Read the shared notebook: the latest notes first. Use it when someone asks what was noted. Not for the personal todo list.",
     inputSchema: { limit: z.number().int().min(1).max(50).default(10).describe("how many of the latest notes") },
     annotations: { readOnlyHint: true },
   },
@@ -61,7 +62,8 @@ server.registerTool(
   "add_note",
   {
     title: "Add a note",
-    description: "Add a note to the shared notebook that everyone using the bot can read. Only when someone asks to note something for others.",
+    description:
+      "Add a note to the shared notebook that everyone using the bot can read. Only when someone asks to note something for others.",
     inputSchema: { text: z.string().trim().min(1).max(500).describe("the note, in the user's words") },
     annotations: { readOnlyHint: false, destructiveHint: false },
   },
@@ -70,7 +72,15 @@ server.registerTool(
     try {
       await save(notes);
     } catch (error) {
-      return { content: [{ type: "text", text: `The notebook could not be saved: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.` }], isError: true };
+      return {
+        content: [
+          {
+            type: "text",
+            text: `The notebook could not be saved: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+          },
+        ],
+        isError: true,
+      };
     }
     return { content: [{ type: "text", text: `Noted (${notes.length} notes in the notebook).` }] };
   },

@@ -27,4 +27,3 @@ export const MCP_MAX_IMAGES_PER_RESULT = 5;
  * re-encoded until it fits the API's 5 MB per image). Images past it are left out with a note.
  */
 export const MCP_MAX_IMAGE_BYTES_PER_RESULT = 5 * 1024 * 1024;
-

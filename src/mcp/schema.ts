@@ -67,11 +67,13 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 export function modelInputSchema(serverSchema: unknown): ModelInputSchema {
   if (!isObject(serverSchema)) throw new UnusableSchemaError("the input schema is not a JSON object");
   const { $schema: _dialect, ...rest } = serverSchema;
-  if (rest.type !== "object") throw new UnusableSchemaError(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
+  if (rest.type !== "object")
+    throw new UnusableSchemaError(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
   const changes: string[] = [];
   let schema: Json = { ...rest };
   if (COMBINATORS.some((k) => k in schema)) schema = mergeCombinators(schema, changes);
-  if (schema.properties !== undefined && !isObject(schema.properties)) throw new UnusableSchemaError("its properties are not a JSON object");
+  if (schema.properties !== undefined && !isObject(schema.properties))
+    throw new UnusableSchemaError("its properties are not a JSON object");
   const keys = new Map<string, string>();
   const properties = (schema.properties ?? {}) as Json;
   if (Object.keys(properties).some((k) => !PROPERTY_KEY_PATTERN.test(k))) {
@@ -90,7 +92,8 @@ export function modelInputSchema(serverSchema: unknown): ModelInputSchema {
     }
     const back = new Map([...keys].map(([model, server]) => [server, model]));
     schema = { ...schema, properties: renamed };
-    if (Array.isArray(schema.required)) schema.required = (schema.required as unknown[]).map((k) => (typeof k === "string" ? (back.get(k) ?? k) : k));
+    if (Array.isArray(schema.required))
+      schema.required = (schema.required as unknown[]).map((k) => (typeof k === "string" ? (back.get(k) ?? k) : k));
   }
   return { schema: { properties: {}, ...schema } as InputSchema, keys, changes };
 }
@@ -101,8 +104,14 @@ export function modelInputSchema(serverSchema: unknown): ModelInputSchema {
  * of the SHA-256 of `key`, so two long keys sharing a prefix stay apart.
  */
 function modelKey(key: string): string {
-  const base = key.replace(/\[([^\]]*)\]/g, ".$1").replace(/[^a-zA-Z0-9_.-]/g, "_").replace(/^\.+/, "") || "_";
-  return base.length <= 64 ? base : `${base.slice(0, 55)}_${createHash("sha256").update(key).digest("hex").slice(0, 8)}`;
+  const base =
+    key
+      .replace(/\[([^\]]*)\]/g, ".$1")
+      .replace(/[^a-zA-Z0-9_.-]/g, "_")
+      .replace(/^\.+/, "") || "_";
+  return base.length <= 64
+    ? base
+    : `${base.slice(0, 55)}_${createHash("sha256").update(key).digest("hex").slice(0, 8)}`;
 }
 
 /** `name`, or `name_2`, `name_3` … (kept within 64 characters), whichever is not in `taken`. */
@@ -126,9 +135,12 @@ interface Branch {
 function mergeCombinators(schema: Json, changes: string[]): Json {
   const root = schema;
   const merged: Json = {};
-  for (const [key, value] of Object.entries(schema)) if (!(COMBINATORS as readonly string[]).includes(key)) merged[key] = value;
+  for (const [key, value] of Object.entries(schema))
+    if (!(COMBINATORS as readonly string[]).includes(key)) merged[key] = value;
   const properties: Json = isObject(schema.properties) ? { ...schema.properties } : {};
-  const required = new Set(Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === "string") : []);
+  const required = new Set(
+    Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === "string") : [],
+  );
   const variants: string[][] = [];
   let anyObjectBranch = false;
   for (const combinator of COMBINATORS) {
@@ -139,12 +151,16 @@ function mergeCombinators(schema: Json, changes: string[]): Json {
     const usable = branches.filter((b) => b.objectLike);
     if (usable.length > 0) anyObjectBranch = true;
     for (const branch of usable) {
-      for (const [key, declared] of Object.entries(branch.properties)) properties[key] = mergeDeclarations(properties[key], declared, combinator);
+      for (const [key, declared] of Object.entries(branch.properties))
+        properties[key] = mergeDeclarations(properties[key], declared, combinator);
     }
     if (combinator === "allOf") for (const b of usable) for (const k of b.required) required.add(k);
     else {
-      if (usable.length > 0) for (const k of usable[0]!.required.filter((k) => usable.every((b) => b.required.includes(k)))) required.add(k);
-      const sets = usable.map((b) => [...new Set([...b.required, ...Object.keys(b.properties)])]).filter((s) => s.length > 0);
+      if (usable.length > 0)
+        for (const k of usable[0]!.required.filter((k) => usable.every((b) => b.required.includes(k)))) required.add(k);
+      const sets = usable
+        .map((b) => [...new Set([...b.required, ...Object.keys(b.properties)])])
+        .filter((s) => s.length > 0);
       if (sets.length > 1) variants.push(...sets);
     }
     changes.push(`top-level ${combinator} of ${list.length} merged into one object schema`);
@@ -157,7 +173,10 @@ function mergeCombinators(schema: Json, changes: string[]): Json {
   else delete merged.required;
   if (variants.length > 0) {
     const hint = `Give the fields of one of these sets: ${variants.map((v) => `(${v.join(", ")})`).join(" or ")}.`;
-    merged.description = typeof schema.description === "string" && schema.description.trim() ? `${schema.description.trim()} ${hint}` : hint;
+    merged.description =
+      typeof schema.description === "string" && schema.description.trim()
+        ? `${schema.description.trim()} ${hint}`
+        : hint;
   }
   return merged;
 }
@@ -166,7 +185,10 @@ function mergeCombinators(schema: Json, changes: string[]): Json {
 function mergeDeclarations(existing: unknown, added: unknown, combinator: (typeof COMBINATORS)[number]): unknown {
   if (existing === undefined || isDeepStrictEqual(existing, added)) return added;
   const word = combinator === "allOf" ? "allOf" : "anyOf";
-  const list = isObject(existing) && Object.keys(existing).length === 1 && Array.isArray(existing[word]) ? (existing[word] as unknown[]) : [existing];
+  const list =
+    isObject(existing) && Object.keys(existing).length === 1 && Array.isArray(existing[word])
+      ? (existing[word] as unknown[])
+      : [existing];
   return list.some((d) => isDeepStrictEqual(d, added)) ? existing : { [word]: [...list, added] };
 }
 
@@ -182,9 +204,12 @@ function flatten(root: Json, branch: unknown, depth: number): Branch {
     for (const combinator of COMBINATORS) {
       if (!Array.isArray(node[combinator])) continue;
       const inner = (node[combinator] as unknown[]).map((b) => flatten(root, b, depth + 1)).filter((b) => b.objectLike);
-      for (const b of inner) for (const [k, v] of Object.entries(b.properties)) properties[k] = mergeDeclarations(properties[k], v, combinator);
+      for (const b of inner)
+        for (const [k, v] of Object.entries(b.properties))
+          properties[k] = mergeDeclarations(properties[k], v, combinator);
       if (combinator === "allOf") for (const b of inner) required.push(...b.required);
-      else if (inner.length > 0) required.push(...inner[0]!.required.filter((k) => inner.every((b) => b.required.includes(k))));
+      else if (inner.length > 0)
+        required.push(...inner[0]!.required.filter((k) => inner.every((b) => b.required.includes(k))));
     }
   }
   return { properties, required: [...new Set(required)], objectLike };
@@ -193,7 +218,11 @@ function flatten(root: Json, branch: unknown, depth: number): Branch {
 /** Follows a local `$ref` (`#/$defs/x`, `#/definitions/x`, any JSON Pointer into the schema), a few steps at most. */
 function resolve(root: Json, node: unknown): unknown {
   let current = node;
-  for (let step = 0; step < 8 && isObject(current) && typeof current.$ref === "string" && current.$ref.startsWith("#"); step += 1) {
+  for (
+    let step = 0;
+    step < 8 && isObject(current) && typeof current.$ref === "string" && current.$ref.startsWith("#");
+    step += 1
+  ) {
     const target = pointer(root, current.$ref.slice(1));
     if (target === undefined) return current;
     current = target;

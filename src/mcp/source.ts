@@ -13,7 +13,14 @@ import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
 import type { McpConfig, McpServerConfig } from "./config.js";
 import { McpConnection, type McpConnectionOptions } from "./connection.js";
 import { MCP_MAX_DESCRIPTION_CHARS, MCP_MAX_TOOLS_PER_SERVER } from "./limits.js";
-import { isWantedMcpTool, mcpSource, mcpToolNeeds, toolFromMcp, type McpBackedTool, type McpToolNeeds } from "./tools.js";
+import {
+  isWantedMcpTool,
+  mcpSource,
+  mcpToolNeeds,
+  toolFromMcp,
+  type McpBackedTool,
+  type McpToolNeeds,
+} from "./tools.js";
 
 /** A server left out (its config, its start or its tool list failed), with the reason. */
 export interface SkippedMcpServer {
@@ -101,11 +108,18 @@ export class McpToolSource {
   }
 
   async #startServer(server: McpServerConfig): Promise<void> {
-    const connection: McpConnection = new McpConnection(server, { log: this.#log, onTools: (tools) => this.#register(server, connection, tools), ...this.#options.connection });
+    const connection: McpConnection = new McpConnection(server, {
+      log: this.#log,
+      onTools: (tools) => this.#register(server, connection, tools),
+      ...this.#options.connection,
+    });
     try {
       await connection.start();
       this.#connections.set(server.name, connection);
-      this.#log.info({ mcpServer: server.name, tools: (this.#registered.get(server.name) ?? []).map((t) => t.name) }, `MCP server ${server.name} connected`);
+      this.#log.info(
+        { mcpServer: server.name, tools: (this.#registered.get(server.name) ?? []).map((t) => t.name) },
+        `MCP server ${server.name} connected`,
+      );
     } catch (error) {
       this.#unregister(server.name);
       const skipped = { server: server.name, reason: (error as Error).message };
@@ -115,7 +129,10 @@ export class McpToolSource {
   }
 
   #warnSkipped(skipped: SkippedMcpServer): void {
-    this.#log.warn({ mcpServer: skipped.server, reason: skipped.reason }, `MCP server ${skipped.server} skipped: ${skipped.reason}`);
+    this.#log.warn(
+      { mcpServer: skipped.server, reason: skipped.reason },
+      `MCP server ${skipped.server} skipped: ${skipped.reason}`,
+    );
   }
 
   /**
@@ -129,11 +146,18 @@ export class McpToolSource {
     const skipped: SkippedMcpTool[] = [];
     let wanted = tools.filter((t) => isWantedMcpTool(server, t.name));
     if (wanted.length > MCP_MAX_TOOLS_PER_SERVER) {
-      for (const t of wanted.slice(MCP_MAX_TOOLS_PER_SERVER)) skipped.push({ server: server.name, tool: t.name, reason: `its server lists more than ${MCP_MAX_TOOLS_PER_SERVER} tools` });
+      for (const t of wanted.slice(MCP_MAX_TOOLS_PER_SERVER))
+        skipped.push({
+          server: server.name,
+          tool: t.name,
+          reason: `its server lists more than ${MCP_MAX_TOOLS_PER_SERVER} tools`,
+        });
       this.#warnOnce(
         `tools:${server.name}`,
         server.name,
-        `MCP server ${server.name} lists ${wanted.length} tools; only the first ${MCP_MAX_TOOLS_PER_SERVER} are used. Keep the ones you need with "include" in the MCP config`,
+        `MCP server ${server.name} lists ${wanted.length} tools; only the first ` +
+          `${MCP_MAX_TOOLS_PER_SERVER} are used. Keep the ones you need with "include" in the MCP ` +
+          `config`,
       );
       wanted = wanted.slice(0, MCP_MAX_TOOLS_PER_SERVER);
     }
@@ -155,7 +179,9 @@ export class McpToolSource {
         this.#warnOnce(
           `description:${server.name}\0${mcpTool.name}`,
           server.name,
-          `MCP server ${server.name}: the description of "${mcpTool.name}" has ${mcpTool.description!.trim().length} characters; the model gets the first ${MCP_MAX_DESCRIPTION_CHARS}`,
+          `MCP server ${server.name}: the description of "${mcpTool.name}" has ` +
+            `${mcpTool.description!.trim().length} characters; the model gets the first ` +
+            `${MCP_MAX_DESCRIPTION_CHARS}`,
         );
       }
       built.push({ tool, mcpName: mcpTool.name });
@@ -171,9 +197,17 @@ export class McpToolSource {
         if ("mcp" in existing) {
           // Two MCP tools: the operator cannot rename a server's tools, so the later one is left out.
           const first = existing as McpBackedTool;
-          skipped.push({ server: server.name, tool: mcpName, reason: `tool name "${tool.name}" is already taken by ${mcpSource(first.mcp.server)} (tool "${first.mcp.tool}"); leave one out with "exclude" in the MCP config` });
+          skipped.push({
+            server: server.name,
+            tool: mcpName,
+            reason:
+              `tool name "${tool.name}" is already taken by ${mcpSource(first.mcp.server)} (tool "` +
+              `${first.mcp.tool}"); leave one out with "exclude" in the MCP config`,
+          });
         } else {
-          const problem = `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${here}; rename one, or leave one out with "exclude" in the MCP config`;
+          const problem =
+            `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ` +
+            `${here}; rename one, or leave one out with "exclude" in the MCP config`;
           if (this.#startProblems) this.#startProblems.push(problem);
           else skipped.push({ server: server.name, tool: mcpName, reason: problem });
         }
@@ -182,7 +216,11 @@ export class McpToolSource {
       toolbox.add(tool);
       added.push(tool);
     }
-    for (const s of skipped) this.#log.warn({ mcpServer: s.server, tool: s.tool, reason: s.reason }, `MCP tool ${s.server}/${s.tool} skipped: ${s.reason}`);
+    for (const s of skipped)
+      this.#log.warn(
+        { mcpServer: s.server, tool: s.tool, reason: s.reason },
+        `MCP tool ${s.server}/${s.tool} skipped: ${s.reason}`,
+      );
     if (!this.#namesChecked.has(server.name)) {
       this.#namesChecked.add(server.name);
       for (const warning of unknownToolNames(server, tools)) {
@@ -207,7 +245,11 @@ export class McpToolSource {
     const before = this.#needsSeen.get(key);
     const weaker = before !== undefined && ((before.dangerous && !now.dangerous) || (!before.readOnly && now.readOnly));
     const kept: McpToolNeeds = weaker
-      ? { dangerous: before.dangerous || now.dangerous, readOnly: before.readOnly && now.readOnly, why: `${before.why}; kept from when the worker first saw it, although the server now claims less` }
+      ? {
+          dangerous: before.dangerous || now.dangerous,
+          readOnly: before.readOnly && now.readOnly,
+          why: `${before.why}; kept from when the worker first saw it, although the server now claims less`,
+        }
       : now;
     if (!weaker || !this.#needsSeen.has(key)) this.#needsSeen.set(key, kept);
     if (weaker) {
@@ -215,7 +257,8 @@ export class McpToolSource {
       this.#warnOnce(
         `needs:${key}`,
         server.name,
-        `MCP server ${server.name}: tool "${tool.name}" now claims to need less than when the worker first saw it (its annotations changed); it still ${was} until the worker restarts`,
+        `MCP server ${server.name}: tool "${tool.name}" now claims to need less than when the ` +
+          `worker first saw it (its annotations changed); it still ${was} until the worker restarts`,
       );
     }
     return kept;
@@ -238,7 +281,9 @@ export class McpToolSource {
 
   /** The registered MCP tools, by server name (servers in config order). */
   tools(): { server: string; tools: McpBackedTool[] }[] {
-    return this.#options.config.servers.filter((s) => this.#registered.has(s.name)).map((s) => ({ server: s.name, tools: [...this.#registered.get(s.name)!] }));
+    return this.#options.config.servers
+      .filter((s) => this.#registered.has(s.name))
+      .map((s) => ({ server: s.name, tools: [...this.#registered.get(s.name)!] }));
   }
 
   /** Servers left out, with the reason. */
@@ -288,16 +333,28 @@ export class McpToolSource {
 function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool, "name">[]): string[] {
   const known = new Set(tools.map((t) => t.name));
   const warnings: string[] = [];
-  const lists: [string, readonly string[] | undefined][] = [["include", server.include], ["exclude", server.exclude], ["safe", server.safe], ["noAlwaysAllow", server.noAlwaysAllow], ["loaded", server.loaded]];
+  const lists: [string, readonly string[] | undefined][] = [
+    ["include", server.include],
+    ["exclude", server.exclude],
+    ["safe", server.safe],
+    ["noAlwaysAllow", server.noAlwaysAllow],
+    ["loaded", server.loaded],
+  ];
   for (const [list, names] of lists) {
     const unknown = [...new Set(names ?? [])].filter((n) => !known.has(n));
     if (unknown.length > 0) {
-      warnings.push(`MCP server ${server.name} has no tool ${unknown.map((n) => `"${n}"`).join(", ")} (named in its "${list}"; its tools: ${[...known].join(", ") || "none"})`);
+      warnings.push(
+        `MCP server ${server.name} has no tool ${unknown.map((n) => `"${n}"`).join(", ")} (named ` +
+          `in its "${list}"; its tools: ${[...known].join(", ") || "none"})`,
+      );
     }
   }
   if (server.include) {
     const left = [...new Set(server.safe)].filter((n) => known.has(n) && !server.include!.includes(n));
-    if (left.length > 0) warnings.push(`MCP server ${server.name}: ${left.map((n) => `"${n}"`).join(", ")} in its "safe" is not in its "include", so it is not offered at all`);
+    if (left.length > 0)
+      warnings.push(
+        `MCP server ${server.name}: ${left.map((n) => `"${n}"`).join(", ")} in its "safe" is not in its "include", so it is not offered at all`,
+      );
   }
   return warnings;
 }
@@ -313,16 +370,28 @@ function unknownToolNames(server: McpServerConfig, tools: readonly Pick<McpTool,
 export function warnCrowdedContexts(toolbox: ToolBox, mcp: McpToolSource | undefined, log: Logger): string[] {
   const warnings = new Set<string>();
   for (const { offered } of crowdedChats(toolbox)) {
-    const loaded = new Set(offered.list().filter((t) => !t.deferred).map((t) => t.name));
+    const loaded = new Set(
+      offered
+        .list()
+        .filter((t) => !t.deferred)
+        .map((t) => t.name),
+    );
     const count = offered.loadedCount();
     const servers = (mcp?.tools() ?? [])
       .map(({ server, tools }) => ({ server, loaded: tools.filter((t) => loaded.has(t.name)) }))
       .filter((s) => s.loaded.length > 0);
     const fromServers = servers.reduce((n, s) => n + s.loaded.length, 0);
-    const fix = servers.length > 0
-      ? `: ${count - fromServers} from tools/ and the server tools, and ${servers.map((s) => `${s.loaded.length} from MCP server "${s.server}"`).join(", ")}. Name fewer tools in "loaded" in the MCP config (the others are found with tool search), keep only the tools you need with "include" (e.g. "include": ["${servers[0]!.loaded[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
-      : "; mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer";
-    warnings.add(`a chat would have ${count} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`);
+    const fix =
+      servers.length > 0
+        ? `: ${count - fromServers} from tools/ and the server tools, and ` +
+          `${servers.map((s) => `${s.loaded.length} from MCP server "${s.server}"`).join(", ")}. ` +
+          `Name fewer tools in "loaded" in the MCP config (the others are found with tool search), ` +
+          `keep only the tools you need with "include" (e.g. "include": ["` +
+          `${servers[0]!.loaded[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
+        : "; mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer";
+    warnings.add(
+      `a chat would have ${count} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`,
+    );
   }
   for (const w of warnings) log.warn(w);
   return [...warnings];

@@ -20,7 +20,12 @@ import { TOOL_NAME_PATTERN } from "../toolbox/registry.js";
 import { ToolError, type Tool, type ToolImage, type ToolOutput } from "../toolbox/tool.js";
 import type { McpServerConfig } from "./config.js";
 import { McpCallInterruptedError, McpUnavailableError, type McpConnection } from "./connection.js";
-import { MCP_MAX_DESCRIPTION_CHARS, MCP_MAX_IMAGE_BYTES_PER_RESULT, MCP_MAX_IMAGES_PER_RESULT, MCP_MAX_SCHEMA_BYTES } from "./limits.js";
+import {
+  MCP_MAX_DESCRIPTION_CHARS,
+  MCP_MAX_IMAGE_BYTES_PER_RESULT,
+  MCP_MAX_IMAGES_PER_RESULT,
+  MCP_MAX_SCHEMA_BYTES,
+} from "./limits.js";
 import { modelInputSchema, UnusableSchemaError } from "./schema.js";
 
 /** Image types the Messages API accepts in an image block. */
@@ -39,7 +44,10 @@ const NAME_HASH_DIGITS = 8;
 export function mcpToolName(server: string, tool: string): string {
   const full = `${server}__${tool}`;
   const clean = full.replace(/[^a-zA-Z0-9_-]/g, "_");
-  const name = clean.length <= 64 ? clean : `${clean.slice(0, 64 - NAME_HASH_DIGITS - 1)}_${createHash("sha256").update(full).digest("hex").slice(0, NAME_HASH_DIGITS)}`;
+  const name =
+    clean.length <= 64
+      ? clean
+      : `${clean.slice(0, 64 - NAME_HASH_DIGITS - 1)}_${createHash("sha256").update(full).digest("hex").slice(0, NAME_HASH_DIGITS)}`;
   if (!TOOL_NAME_PATTERN.test(name)) throw new Error(`cannot make a tool name of ${JSON.stringify(full)}`);
   return name;
 }
@@ -110,10 +118,17 @@ export interface McpToolOptions {
  *   the input schema is larger than {@link MCP_MAX_SCHEMA_BYTES}, cannot be made acceptable to the
  *   Messages API, or cannot be compiled.
  */
-export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: McpConnection, options: McpToolOptions = {}): McpBackedTool {
+export function toolFromMcp(
+  server: McpServerConfig,
+  tool: McpTool,
+  connection: McpConnection,
+  options: McpToolOptions = {},
+): McpBackedTool {
   const bytes = Buffer.byteLength(JSON.stringify(tool.inputSchema ?? null));
   if (bytes > MCP_MAX_SCHEMA_BYTES) {
-    throw new UnusableSchemaError(`its input schema is ${Math.ceil(bytes / 1024)} KB, over the limit of ${MCP_MAX_SCHEMA_BYTES / 1024} KB`);
+    throw new UnusableSchemaError(
+      `its input schema is ${Math.ceil(bytes / 1024)} KB, over the limit of ${MCP_MAX_SCHEMA_BYTES / 1024} KB`,
+    );
   }
   const view = modelInputSchema(tool.inputSchema);
   let input: JsonSchemaInput;
@@ -124,7 +139,9 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
   }
   const { dangerous, readOnly, why } = options.needs ?? mcpToolNeeds(server, tool);
   const title = tool.title ?? tool.annotations?.title;
-  const description = cutDescription((tool.description?.trim() || title || `The ${tool.name} tool of the ${server.name} MCP server.`).trim());
+  const description = cutDescription(
+    (tool.description?.trim() || title || `The ${tool.name} tool of the ${server.name} MCP server.`).trim(),
+  );
   return {
     name: mcpToolName(server.name, tool.name),
     description,
@@ -146,11 +163,19 @@ export function toolFromMcp(server: McpServerConfig, tool: McpTool, connection: 
         throw callFailure(server.name, tool.name, readOnly, error);
       }
       const output = await resultToOutput(result, { server: server.name, tool: tool.name, log: context.log });
-      if (result.isError === true) throw new ToolError(output.text || `The ${tool.name} tool of MCP server "${server.name}" reported an error without a message.`);
+      if (result.isError === true)
+        throw new ToolError(
+          output.text || `The ${tool.name} tool of MCP server "${server.name}" reported an error without a message.`,
+        );
       return output;
     },
     describe: (args, context) => describeMcpCall(server.name, tool.name, args, context.locale),
-    activity: (_args, locale) => localize(locale, { "zh-TW": "{server}：{tool}", en: "{server}: {tool}" }, { server: server.name, tool: title ?? tool.name }),
+    activity: (_args, locale) =>
+      localize(
+        locale,
+        { "zh-TW": "{server}：{tool}", en: "{server}: {tool}" },
+        { server: server.name, tool: title ?? tool.name },
+      ),
   };
 }
 
@@ -167,17 +192,23 @@ function cutDescription(text: string): string {
 function callFailure(server: string, tool: string, readOnly: boolean, error: unknown): unknown {
   if (error instanceof McpUnavailableError) {
     return new ToolError(
-      `The ${tool} tool is unavailable right now: ${error.message}. It was not run. Try again in a minute, or tell the user this tool is temporarily unavailable.`,
+      `The ${tool} tool is unavailable right now: ${error.message}. It was not run. Try again in ` +
+        `a minute, or tell the user this tool is temporarily unavailable.`,
     );
   }
   if (error instanceof McpCallInterruptedError) {
     return new ToolError(
       readOnly
-        ? `The connection to MCP server "${server}" dropped during the ${tool} call; the bot is reconnecting. Try again in a minute, or tell the user this tool is temporarily unavailable.`
-        : `The connection to MCP server "${server}" dropped during the ${tool} call, so it is unknown whether it took effect. The bot is reconnecting. Do not repeat it blindly: check the current state first if you can, and tell the user.`,
+        ? `The connection to MCP server "${server}" dropped during the ${tool} call; the bot is ` +
+            `reconnecting. Try again in a minute, or tell the user this tool is temporarily ` +
+            `unavailable.`
+        : `The connection to MCP server "${server}" dropped during the ${tool} call, so it is ` +
+            `unknown whether it took effect. The bot is reconnecting. Do not repeat it blindly: check ` +
+            `the current state first if you can, and tell the user.`,
     );
   }
-  if (error instanceof McpError) return new ToolError(`MCP server "${server}" refused the ${tool} call: ${error.message}`);
+  if (error instanceof McpError)
+    return new ToolError(`MCP server "${server}" refused the ${tool} call: ${error.message}`);
   return error;
 }
 
@@ -191,7 +222,10 @@ function callFailure(server: string, tool: string, readOnly: boolean, error: unk
  * `structuredContent` as JSON text unless a text block already holds the same JSON. The toolbox
  * then redacts and cuts the text to 20 000 characters.
  */
-async function resultToOutput(result: CallToolResult, from: { server: string; tool: string; log: Logger }): Promise<ToolOutput> {
+async function resultToOutput(
+  result: CallToolResult,
+  from: { server: string; tool: string; log: Logger },
+): Promise<ToolOutput> {
   const texts: string[] = [];
   const images: ToolImage[] = [];
   let imageChars = 0;
@@ -215,7 +249,8 @@ async function resultToOutput(result: CallToolResult, from: { server: string; to
         }
         const image = await convertResultImage(block.data);
         if (typeof image === "string") leaveOut(`the bot cannot read it (${image})`);
-        else if (imageChars + image.data.length > MCP_MAX_IMAGE_BYTES_PER_RESULT) leaveOut(`the images of one result may have ${MCP_MAX_IMAGE_BYTES_PER_RESULT / (1024 * 1024)} MB together`);
+        else if (imageChars + image.data.length > MCP_MAX_IMAGE_BYTES_PER_RESULT)
+          leaveOut(`the images of one result may have ${MCP_MAX_IMAGE_BYTES_PER_RESULT / (1024 * 1024)} MB together`);
         else {
           imageChars += image.data.length;
           images.push(image);
@@ -236,7 +271,10 @@ async function resultToOutput(result: CallToolResult, from: { server: string; to
   }
   for (const [reason, count] of left) {
     texts.push(`[${count} image${count === 1 ? "" : "s"} left out: ${reason}]`);
-    from.log.warn({ mcpServer: from.server, tool: from.tool, images: count, reason }, `MCP server ${from.server}: ${count} image(s) of a ${from.tool} result left out (${reason})`);
+    from.log.warn(
+      { mcpServer: from.server, tool: from.tool, images: count, reason },
+      `MCP server ${from.server}: ${count} image(s) of a ${from.tool} result left out (${reason})`,
+    );
   }
   if (result.structuredContent !== undefined && !texts.some((t) => sameJson(t, result.structuredContent))) {
     texts.push(JSON.stringify(result.structuredContent, null, 2));
@@ -248,7 +286,8 @@ async function resultToOutput(result: CallToolResult, from: { server: string; to
 /** One result image converted for the model, or why it cannot be passed on. */
 async function convertResultImage(data: string): Promise<ToolImage | string> {
   // base64 of n bytes has about 4n/3 characters: refuse before decoding what would be too big to convert.
-  if (data.length > Math.ceil((IMAGE_MAX_DOWNLOAD_BYTES * 4) / 3)) return `over ${IMAGE_MAX_DOWNLOAD_BYTES / (1024 * 1024)} MB`;
+  if (data.length > Math.ceil((IMAGE_MAX_DOWNLOAD_BYTES * 4) / 3))
+    return `over ${IMAGE_MAX_DOWNLOAD_BYTES / (1024 * 1024)} MB`;
   try {
     const { block } = await convertImage(Buffer.from(data, "base64"), { name: "tool image" });
     if (block.source.type !== "base64") return "unreadable";
@@ -274,7 +313,11 @@ const PROMPT_VALUE_MAX = 200;
  * line (`• path: /tmp/a.txt`), strings without quotes, long values cut with `…`; in `locale`.
  */
 function describeMcpCall(server: string, tool: string, args: Record<string, unknown>, locale: "zh-TW" | "en"): string {
-  const head = localize(locale, { "zh-TW": "使用 MCP 伺服器「{server}」的工具 {tool}", en: "Use the {tool} tool of MCP server “{server}”" }, { server, tool });
+  const head = localize(
+    locale,
+    { "zh-TW": "使用 MCP 伺服器「{server}」的工具 {tool}", en: "Use the {tool} tool of MCP server “{server}”" },
+    { server, tool },
+  );
   const fields = Object.entries(args).map(([key, value]) => {
     const text = typeof value === "string" ? value : JSON.stringify(value);
     const flat = (text ?? "").replace(/\s+/g, " ");

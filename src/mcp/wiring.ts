@@ -32,11 +32,15 @@ export interface WorkerMcpOptions {
  * @throws {McpConfigError} when the file is unreadable or malformed; {@link ToolRegistryError}
  *   when an MCP tool's name clashes with another tool. Servers that fail are only skipped.
  */
-export async function startWorkerMcp(options: WorkerMcpOptions): Promise<{ source?: McpToolSource; close: () => Promise<void> }> {
+export async function startWorkerMcp(
+  options: WorkerMcpOptions,
+): Promise<{ source?: McpToolSource; close: () => Promise<void> }> {
   const { config, log, redis, toolbox } = options;
   const file = mcpConfigPath(config.MCP_CONFIG);
   if (!file) {
-    await announceMcpTools(redis, { at: Date.now(), tools: [], skipped: [] }).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
+    await announceMcpTools(redis, { at: Date.now(), tools: [], skipped: [] }).catch((err: unknown) =>
+      log.warn({ err }, "announcing the MCP tools failed"),
+    );
     return { close: async () => {} };
   }
   const source: McpToolSource = new McpToolSource({
@@ -44,11 +48,16 @@ export async function startWorkerMcp(options: WorkerMcpOptions): Promise<{ sourc
     toolbox,
     log,
     connection: options.connection,
-    onChange: () => void announceMcpTools(redis, announcementOf(source)).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed")),
+    onChange: () =>
+      void announceMcpTools(redis, announcementOf(source)).catch((err: unknown) =>
+        log.warn({ err }, "announcing the MCP tools failed"),
+      ),
   });
   await source.start();
   warnCrowdedContexts(toolbox, source, log);
-  await announceMcpTools(redis, announcementOf(source)).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
+  await announceMcpTools(redis, announcementOf(source)).catch((err: unknown) =>
+    log.warn({ err }, "announcing the MCP tools failed"),
+  );
   return { source, close: () => source.close() };
 }
 
@@ -56,7 +65,11 @@ export async function startWorkerMcp(options: WorkerMcpOptions): Promise<{ sourc
  * The tools an adapter-only process lists: `files` plus the MCP tools announced by the workers,
  * refreshed every 30 s. Never connects to an MCP server.
  */
-export function adapterToolbox(redis: RedisClient, files: ToolBox, log: Logger): { current: () => ToolBox; stop: () => void } {
+export function adapterToolbox(
+  redis: RedisClient,
+  files: ToolBox,
+  log: Logger,
+): { current: () => ToolBox; stop: () => void } {
   const follower = followMcpAnnouncements(redis, files, log);
   void follower.refresh();
   return follower;

@@ -24,7 +24,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RedisClient } from "../redis.js";
 import { z } from "zod";
-import { MediaRefSchema, MAX_MEDIA_REFS, type ConversationRef, type IncomingMessage, type MediaRef } from "../queue/incoming.js";
+import {
+  MediaRefSchema,
+  MAX_MEDIA_REFS,
+  type ConversationRef,
+  type IncomingMessage,
+  type MediaRef,
+} from "../queue/incoming.js";
 import { conversationTag } from "../queue/keys.js";
 
 /**
@@ -128,7 +134,15 @@ return taken
 `;
 
 type RedisWithAlbums = RedisClient & {
-  albumAdd(items: string, claim: string, item: string, ttl: number, max: number, addressed: "0" | "1", claimedTtl: number): Promise<number>;
+  albumAdd(
+    items: string,
+    claim: string,
+    item: string,
+    ttl: number,
+    max: number,
+    addressed: "0" | "1",
+    claimedTtl: number,
+  ): Promise<number>;
   albumWait(items: string, quietMs: number, maxWaitMs: number): Promise<number>;
   albumTake(items: string, claim: string, taken: string, ttl: number, doneTtl: number): Promise<string>;
 };
@@ -166,7 +180,17 @@ export class AlbumStore {
     if (!message.mediaGroupId) return addressed;
     const keys = albumKeys(message, message.mediaGroupId);
     const item: Item = { messageId: message.messageId, text: message.text, media: message.media ?? [] };
-    return (await this.#redis.albumAdd(keys.items, keys.claim, JSON.stringify(item), ALBUM_TTL_SECONDS, MAX_ITEMS, addressed ? "1" : "0", ALBUM_TAKEN_TTL_SECONDS)) === 1;
+    return (
+      (await this.#redis.albumAdd(
+        keys.items,
+        keys.claim,
+        JSON.stringify(item),
+        ALBUM_TTL_SECONDS,
+        MAX_ITEMS,
+        addressed ? "1" : "0",
+        ALBUM_TAKEN_TTL_SECONDS,
+      )) === 1
+    );
   }
 
   /**
@@ -195,7 +219,9 @@ export class AlbumStore {
         });
       }
     }
-    const raw = JSON.parse(await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS, ALBUM_TTL_SECONDS)) as unknown;
+    const raw = JSON.parse(
+      await this.#redis.albumTake(keys.items, keys.claim, taken, ALBUM_TAKEN_TTL_SECONDS, ALBUM_TTL_SECONDS),
+    ) as unknown;
     const items = new Map<string, Item>();
     items.set(message.messageId, { messageId: message.messageId, text: message.text, media: message.media ?? [] });
     for (const entry of Array.isArray(raw) ? raw : []) {
@@ -207,8 +233,15 @@ export class AlbumStore {
       }
     }
     const ordered = [...items.values()].sort((a, b) => compareIds(a.messageId, b.messageId));
-    const media: MediaRef[] = ordered.flatMap((item) => item.media.map((ref) => (item.messageId === message.messageId ? ref : { ...ref, messageId: item.messageId }))).slice(0, MAX_MEDIA_REFS);
-    const text = ordered.map((item) => item.text.trim()).filter((t) => t !== "").join("\n");
+    const media: MediaRef[] = ordered
+      .flatMap((item) =>
+        item.media.map((ref) => (item.messageId === message.messageId ? ref : { ...ref, messageId: item.messageId })),
+      )
+      .slice(0, MAX_MEDIA_REFS);
+    const text = ordered
+      .map((item) => item.text.trim())
+      .filter((t) => t !== "")
+      .join("\n");
     return { ...message, text, ...(media.length > 0 ? { media } : {}) };
   }
 }

@@ -21,7 +21,13 @@ import { MediaError } from "./errors.js";
 import { plainLine } from "../plain-text.js";
 import { neutraliseFileTags } from "./file-tags.js";
 import { inspectPdf } from "./pdf-inspector.js";
-import { API_IMAGE_MAX_BASE64, IMAGE_MAX_EDGE, IMAGE_MAX_PIXELS, PDF_MAX_PAGES, type ImageMediaType } from "./limits.js";
+import {
+  API_IMAGE_MAX_BASE64,
+  IMAGE_MAX_EDGE,
+  IMAGE_MAX_PIXELS,
+  PDF_MAX_PAGES,
+  type ImageMediaType,
+} from "./limits.js";
 
 /** A converted file: the block for the model and the placeholder for the history. */
 export interface Converted<B> {
@@ -37,7 +43,12 @@ export interface ConvertedImage extends Converted<ImageBlockParam> {
   sent: { width: number; height: number };
 }
 
-const SHARP_FORMATS: Record<string, ImageMediaType> = { jpeg: "image/jpeg", png: "image/png", gif: "image/gif", webp: "image/webp" };
+const SHARP_FORMATS: Record<string, ImageMediaType> = {
+  jpeg: "image/jpeg",
+  png: "image/png",
+  gif: "image/gif",
+  webp: "image/webp",
+};
 
 /** Base64 length of `bytes` bytes. */
 const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
@@ -69,10 +80,19 @@ export async function convertImage(bytes: Buffer, label: { photo: true } | { nam
     throw new MediaError("unreadable", `not a readable image: ${(error as Error).message}`, "image", { cause: error });
   }
   if (meta.width !== undefined && meta.height !== undefined && meta.width * meta.height > IMAGE_MAX_PIXELS) {
-    throw new MediaError("too_many_pixels", `the image is ${meta.width}×${meta.height} pixels, over ${IMAGE_MAX_PIXELS}`, "image");
+    throw new MediaError(
+      "too_many_pixels",
+      `the image is ${meta.width}×${meta.height} pixels, over ${IMAGE_MAX_PIXELS}`,
+      "image",
+    );
   }
   const mediaType = SHARP_FORMATS[meta.format ?? ""];
-  if (!mediaType) throw new MediaError("unsupported", `image format ${meta.format ?? "unknown"} is not one of JPEG, PNG, GIF, WebP`, "image");
+  if (!mediaType)
+    throw new MediaError(
+      "unsupported",
+      `image format ${meta.format ?? "unknown"} is not one of JPEG, PNG, GIF, WebP`,
+      "image",
+    );
   // Orientations 5-8 swap width and height.
   const swap = (meta.orientation ?? 1) >= 5;
   const original = { width: swap ? meta.height : meta.width, height: swap ? meta.width : meta.height };
@@ -93,12 +113,17 @@ export async function convertImage(bytes: Buffer, label: { photo: true } | { nam
       encoded = await encode(bytes, edge, "image/jpeg", 50);
     }
   } catch (error) {
-    throw new MediaError("unreadable", `image could not be converted: ${(error as Error).message}`, "image", { cause: error });
+    throw new MediaError("unreadable", `image could not be converted: ${(error as Error).message}`, "image", {
+      cause: error,
+    });
   }
   const name = "photo" in label ? undefined : safeName(label.name);
   const size = `${original.width}×${original.height}`;
   return {
-    block: { type: "image", source: { type: "base64", media_type: encoded.mediaType, data: encoded.data.toString("base64") } },
+    block: {
+      type: "image",
+      source: { type: "base64", media_type: encoded.mediaType, data: encoded.data.toString("base64") },
+    },
     placeholder: name ? `[image "${name}" ${size}]` : `[${"photo" in label ? "photo" : "image"} ${size}]`,
     original,
     sent: { width: encoded.info.width, height: encoded.info.height },
@@ -106,7 +131,12 @@ export async function convertImage(bytes: Buffer, label: { photo: true } | { nam
 }
 
 /** Decodes the first frame, turns it upright, fits it in `edge` px and encodes it as `type`. */
-async function encode(bytes: Buffer, edge: number, type: ImageMediaType, quality: number): Promise<{ data: Buffer; info: OutputInfo; mediaType: ImageMediaType }> {
+async function encode(
+  bytes: Buffer,
+  edge: number,
+  type: ImageMediaType,
+  quality: number,
+): Promise<{ data: Buffer; info: OutputInfo; mediaType: ImageMediaType }> {
   let image = sharp(bytes, { limitInputPixels: IMAGE_MAX_PIXELS, animated: false })
     .rotate()
     .resize({ width: edge, height: edge, fit: "inside", withoutEnlargement: true });
@@ -124,15 +154,24 @@ async function encode(bytes: Buffer, edge: number, type: ImageMediaType, quality
  *   encrypted (the API refuses those); `too_many_pages` over {@link PDF_MAX_PAGES} pages;
  *   `too_complex` when opening it passes a limit of the PDF reader thread (decoded bytes, time, memory).
  */
-export async function convertPdf(bytes: Buffer, name: string | undefined): Promise<Converted<DocumentBlockParam> & { pages: number }> {
-  if (bytes.subarray(0, 1024).indexOf("%PDF-") === -1) throw new MediaError("unreadable", "not a PDF (no %PDF- header)", "pdf");
+export async function convertPdf(
+  bytes: Buffer,
+  name: string | undefined,
+): Promise<Converted<DocumentBlockParam> & { pages: number }> {
+  if (bytes.subarray(0, 1024).indexOf("%PDF-") === -1)
+    throw new MediaError("unreadable", "not a PDF (no %PDF- header)", "pdf");
   const { pages, encrypted } = await inspectPdf(bytes);
   if (encrypted) throw new MediaError("unreadable", "the PDF is encrypted", "pdf");
   if (pages < 1) throw new MediaError("unreadable", "the PDF has no pages", "pdf");
-  if (pages > PDF_MAX_PAGES) throw new MediaError("too_many_pages", `the PDF has ${pages} pages, over ${PDF_MAX_PAGES}`, "pdf");
+  if (pages > PDF_MAX_PAGES)
+    throw new MediaError("too_many_pages", `the PDF has ${pages} pages, over ${PDF_MAX_PAGES}`, "pdf");
   const title = safeName(name) ?? "document.pdf";
   return {
-    block: { type: "document", source: { type: "base64", media_type: "application/pdf", data: bytes.toString("base64") }, title },
+    block: {
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: bytes.toString("base64") },
+      title,
+    },
     placeholder: `[PDF "${title}", ${pages} page${pages === 1 ? "" : "s"}]`,
     pages,
   };
@@ -146,14 +185,18 @@ export async function convertPdf(bytes: Buffer, name: string | undefined): Promi
  *
  * @throws {MediaError} `unreadable` when the bytes are not UTF-8 text (invalid UTF-8, or NUL characters).
  */
-export function convertText(bytes: Buffer, name: string | undefined): Converted<TextBlockParam> & { characters: number } {
+export function convertText(
+  bytes: Buffer,
+  name: string | undefined,
+): Converted<TextBlockParam> & { characters: number } {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch (error) {
     throw new MediaError("unreadable", "the file is not UTF-8 text", "text", { cause: error });
   }
-  if (text.includes("\u0000")) throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
+  if (text.includes("\u0000"))
+    throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
   const title = safeName(name) ?? "file.txt";
   const content = text.trim() === "" ? "(empty file)" : neutraliseFileTags(text);
   return {

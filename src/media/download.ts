@@ -50,11 +50,19 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
   const { what } = options;
   const origin = originOf(url);
   if (origin === undefined || !options.allowedOrigins.includes(origin)) {
-    throw new MediaError("foreign_host", `refused a file on ${origin ?? "a URL that is not http(s)"}: not one of the platform's file hosts`, what);
+    throw new MediaError(
+      "foreign_host",
+      `refused a file on ${origin ?? "a URL that is not http(s)"}: not one of the platform's file hosts`,
+      what,
+    );
   }
   const limit = Math.min(options.maxBytes, options.announcedBytes ?? Infinity);
   if (options.announcedBytes !== undefined && options.announcedBytes > options.maxBytes) {
-    throw new MediaError("too_large", `announced ${options.announcedBytes} bytes, over the limit of ${options.maxBytes}`, what);
+    throw new MediaError(
+      "too_large",
+      `announced ${options.announcedBytes} bytes, over the limit of ${options.maxBytes}`,
+      what,
+    );
   }
   const timeout = AbortSignal.timeout(options.timeoutMs ?? DOWNLOAD_TIMEOUT_MS);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -85,7 +93,10 @@ export async function downloadFile(url: string, options: DownloadOptions): Promi
       received += value.byteLength;
       if (received > limit) {
         await reader.cancel().catch(() => {});
-        const why = options.announcedBytes !== undefined && received > options.announcedBytes ? `larger than the announced ${options.announcedBytes} bytes` : `over the limit of ${limit} bytes`;
+        const why =
+          options.announcedBytes !== undefined && received > options.announcedBytes
+            ? `larger than the announced ${options.announcedBytes} bytes`
+            : `over the limit of ${limit} bytes`;
         throw new MediaError("too_large", `download cut off after ${received} bytes: ${why}`, what);
       }
       chunks.push(value);

@@ -17,7 +17,16 @@
  *   an encrypted PDF);
  * - `download_failed`: the platform did not hand the file over (network, 4xx/5xx, expired link).
  */
-export type MediaProblem = "unsupported" | "too_large" | "too_many_images" | "too_many_pages" | "too_many_pixels" | "too_complex" | "foreign_host" | "unreadable" | "download_failed";
+export type MediaProblem =
+  | "unsupported"
+  | "too_large"
+  | "too_many_images"
+  | "too_many_pages"
+  | "too_many_pixels"
+  | "too_complex"
+  | "foreign_host"
+  | "unreadable"
+  | "download_failed";
 
 /**
  * Which limit of opening a PDF was passed (`too_complex`): `decoded` — its compressed streams

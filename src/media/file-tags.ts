@@ -77,7 +77,7 @@ function neutralise(content: string, tag: RegExp): string {
   // from: where the backslash goes when that character is a tag's `<`.
   let folded = "";
   const ends: number[] = [];
-  for (let i = 0; i < content.length; ) {
+  for (let i = 0; i < content.length;) {
     REFERENCE.lastIndex = i;
     const reference = REFERENCE.exec(content);
     if (reference) {

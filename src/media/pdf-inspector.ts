@@ -60,7 +60,10 @@ function startThread(heapMb: number): Worker {
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./pdf-worker.js", import.meta.url), options);
   const tsx = import.meta.resolve("tsx/esm/api");
   const entry = new URL("./pdf-worker.ts", import.meta.url).href;
-  return new Worker(`import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`, { ...options, eval: true });
+  return new Worker(
+    `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
+    { ...options, eval: true },
+  );
 }
 
 /** Opens PDFs in a worker thread with limits; see the module comment. */
@@ -74,7 +77,12 @@ export class PdfInspector {
   #nextId = 1;
 
   constructor(limits: Partial<PdfInspectorLimits> = {}) {
-    this.#limits = { maxDecodedBytes: PDF_MAX_DECODED_BYTES, timeoutMs: PDF_INSPECT_TIMEOUT_MS, heapMb: PDF_WORKER_HEAP_MB, ...limits };
+    this.#limits = {
+      maxDecodedBytes: PDF_MAX_DECODED_BYTES,
+      timeoutMs: PDF_INSPECT_TIMEOUT_MS,
+      heapMb: PDF_WORKER_HEAP_MB,
+      ...limits,
+    };
   }
 
   /**
@@ -86,14 +94,19 @@ export class PdfInspector {
    */
   inspect(bytes: Uint8Array): Promise<PdfInspection> {
     return new Promise<PdfInspection>((resolve, reject) => {
-      this.#queue.push({ task: { id: this.#nextId++, bytes: new Uint8Array(bytes), maxDecodedBytes: this.#limits.maxDecodedBytes }, resolve, reject });
+      this.#queue.push({
+        task: { id: this.#nextId++, bytes: new Uint8Array(bytes), maxDecodedBytes: this.#limits.maxDecodedBytes },
+        resolve,
+        reject,
+      });
       this.#next();
     });
   }
 
   /** Stops the thread (a PDF being opened or waiting is refused as unreadable). */
   close(): void {
-    for (const pending of this.#queue.splice(0)) pending.reject(new MediaError("unreadable", "the PDF reader was closed", "pdf"));
+    for (const pending of this.#queue.splice(0))
+      pending.reject(new MediaError("unreadable", "the PDF reader was closed", "pdf"));
     this.#fail(new MediaError("unreadable", "the PDF reader was closed", "pdf"));
   }
 
@@ -105,7 +118,11 @@ export class PdfInspector {
     try {
       thread = this.#thread ?? this.#start();
     } catch (error) {
-      pending.reject(new MediaError("unreadable", `the PDF reader thread could not start: ${(error as Error).message}`, "pdf", { cause: error }));
+      pending.reject(
+        new MediaError("unreadable", `the PDF reader thread could not start: ${(error as Error).message}`, "pdf", {
+          cause: error,
+        }),
+      );
       return this.#next();
     }
     this.#running = pending;
@@ -114,7 +131,9 @@ export class PdfInspector {
     if (this.#ready) this.#startClock();
     else {
       this.#running.timer = setTimeout(() => {
-        this.#fail(new MediaError("unreadable", `the PDF reader thread was not ready within ${START_TIMEOUT_MS} ms`, "pdf"));
+        this.#fail(
+          new MediaError("unreadable", `the PDF reader thread was not ready within ${START_TIMEOUT_MS} ms`, "pdf"),
+        );
       }, START_TIMEOUT_MS);
     }
   }
@@ -126,7 +145,11 @@ export class PdfInspector {
     clearTimeout(running.timer);
     running.clock = true;
     running.timer = setTimeout(() => {
-      this.#fail(new MediaError("too_complex", `opening the PDF took longer than ${this.#limits.timeoutMs} ms`, "pdf", { limit: "time" }));
+      this.#fail(
+        new MediaError("too_complex", `opening the PDF took longer than ${this.#limits.timeoutMs} ms`, "pdf", {
+          limit: "time",
+        }),
+      );
     }, this.#limits.timeoutMs);
   }
 
@@ -145,12 +168,18 @@ export class PdfInspector {
       const outOfMemory = error.code === "ERR_WORKER_OUT_OF_MEMORY";
       this.#fail(
         outOfMemory
-          ? new MediaError("too_complex", `opening the PDF needed more than ${this.#limits.heapMb} MB of memory`, "pdf", { limit: "memory", cause: error })
+          ? new MediaError(
+              "too_complex",
+              `opening the PDF needed more than ${this.#limits.heapMb} MB of memory`,
+              "pdf",
+              { limit: "memory", cause: error },
+            )
           : new MediaError("unreadable", `the PDF reader thread failed: ${error.message}`, "pdf", { cause: error }),
       );
     });
     thread.on("exit", (code) => {
-      if (thread === this.#thread) this.#fail(new MediaError("unreadable", `the PDF reader thread stopped (exit code ${code})`, "pdf"));
+      if (thread === this.#thread)
+        this.#fail(new MediaError("unreadable", `the PDF reader thread stopped (exit code ${code})`, "pdf"));
     });
     return thread;
   }
@@ -162,7 +191,14 @@ export class PdfInspector {
     this.#running = undefined;
     if (answer.ok) running.resolve({ pages: answer.pages, encrypted: answer.encrypted });
     else if (answer.problem === "decoded_too_large") {
-      running.reject(new MediaError("too_complex", `the PDF's streams decode to more than ${this.#limits.maxDecodedBytes} bytes`, "pdf", { limit: "decoded" }));
+      running.reject(
+        new MediaError(
+          "too_complex",
+          `the PDF's streams decode to more than ${this.#limits.maxDecodedBytes} bytes`,
+          "pdf",
+          { limit: "decoded" },
+        ),
+      );
     } else running.reject(new MediaError("unreadable", answer.message, "pdf"));
     if (this.#queue.length === 0) this.#thread?.unref();
     this.#next();

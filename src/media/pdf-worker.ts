@@ -52,7 +52,11 @@ let exceeded = false;
 
 // pdf-lib's CommonJS build (the one `import "pdf-lib"` loads in Node): the same module instance its
 // parser uses.
-const DecodeStream = (createRequire(import.meta.url)("pdf-lib/cjs/core/streams/DecodeStream.js") as { default: { prototype: DecodeStreamLike } }).default;
+const DecodeStream = (
+  createRequire(import.meta.url)("pdf-lib/cjs/core/streams/DecodeStream.js") as {
+    default: { prototype: DecodeStreamLike };
+  }
+).default;
 const ensureBuffer = DecodeStream.prototype.ensureBuffer;
 DecodeStream.prototype.ensureBuffer = function capped(this: DecodeStreamLike, requested: number): Uint8Array {
   if (requested > this.buffer.byteLength) {
@@ -68,19 +72,33 @@ DecodeStream.prototype.ensureBuffer = function capped(this: DecodeStreamLike, re
   return ensureBuffer.call(this, requested);
 };
 
-const tooLarge = (id: number): PdfAnswer => ({ id, ok: false, problem: "decoded_too_large", message: "the PDF's compressed streams decode to more than the limit" });
+const tooLarge = (id: number): PdfAnswer => ({
+  id,
+  ok: false,
+  problem: "decoded_too_large",
+  message: "the PDF's compressed streams decode to more than the limit",
+});
 
 async function inspect(task: PdfTask): Promise<PdfAnswer> {
   decodedBudget = task.maxDecodedBytes;
   exceeded = false;
   try {
-    const doc = await PDFDocument.load(task.bytes, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false });
+    const doc = await PDFDocument.load(task.bytes, {
+      ignoreEncryption: true,
+      updateMetadata: false,
+      throwOnInvalidObject: false,
+    });
     if (exceeded) return tooLarge(task.id);
     if (doc.isEncrypted) return { id: task.id, ok: true, pages: 0, encrypted: true };
     return { id: task.id, ok: true, pages: doc.getPageCount(), encrypted: false };
   } catch (error) {
     if (exceeded || error instanceof DecodedTooLarge) return tooLarge(task.id);
-    return { id: task.id, ok: false, problem: "unreadable", message: `the PDF could not be read: ${(error as Error).message}` };
+    return {
+      id: task.id,
+      ok: false,
+      problem: "unreadable",
+      message: `the PDF could not be read: ${(error as Error).message}`,
+    };
   } finally {
     decodedBudget = Infinity;
   }

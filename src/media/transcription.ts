@@ -43,7 +43,8 @@ export const ZH_TW_PROMPT = "以下是一則臺灣使用者的語音訊息，以
  * - `failed`: a 5xx, or an answer that is not JSON with a `text` string;
  * - `empty`: a transcript with nothing in it (silence, noise).
  */
-export type TranscriptionProblem = "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
+export type TranscriptionProblem =
+  "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
 
 /** A transcription that gave no usable text. Its message is for logs: the status and the API's error code, never the key or the audio. */
 export class TranscriptionError extends Error {
@@ -69,7 +70,11 @@ export class TranscriptionError extends Error {
 
   /** Whether another request may well succeed: no answer, a 429, or a 5xx (not a timeout: its 60 s are spent). */
   get passing(): boolean {
-    return this.problem === "unreachable" || this.problem === "rate_limited" || (this.problem === "failed" && (this.status ?? 0) >= 500);
+    return (
+      this.problem === "unreachable" ||
+      this.problem === "rate_limited" ||
+      (this.problem === "failed" && (this.status ?? 0) >= 500)
+    );
   }
 }
 
@@ -101,7 +106,9 @@ export interface Transcription {
 const JsonAnswer = z.object({ text: z.string() });
 
 /** The OpenAI-style error body, `{ "error": { "message", "type", "code" } }`, for the log line (never the message: it may quote the key). */
-const ErrorAnswer = z.object({ error: z.object({ type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).passthrough() });
+const ErrorAnswer = z.object({
+  error: z.object({ type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).passthrough(),
+});
 
 /** Talks to one OpenAI-compatible transcription endpoint; see the module comment. */
 export class TranscriptionClient {
@@ -118,7 +125,10 @@ export class TranscriptionClient {
    * @param options.retries - default {@link TRANSCRIPTION_RETRIES}; `retryMinMs` default {@link TRANSCRIPTION_RETRY_MIN_MS}.
    * @throws {Error} when `STT_BASE_URL` is unset (voice is off: do not build a client).
    */
-  constructor(config: Pick<Config, "STT_BASE_URL" | "STT_API_KEY" | "STT_MODEL">, options: { timeoutMs?: number; retries?: number; retryMinMs?: number } = {}) {
+  constructor(
+    config: Pick<Config, "STT_BASE_URL" | "STT_API_KEY" | "STT_MODEL">,
+    options: { timeoutMs?: number; retries?: number; retryMinMs?: number } = {},
+  ) {
     if (!config.STT_BASE_URL) throw new Error("STT_BASE_URL is not set");
     this.#url = `${config.STT_BASE_URL.replace(/\/+$/, "")}/audio/transcriptions`;
     this.#key = config.STT_API_KEY;
@@ -137,7 +147,8 @@ export class TranscriptionClient {
   async transcribe(request: TranscriptionRequest): Promise<Transcription> {
     const started = performance.now();
     let attempts = 0;
-    const retryable = (error: unknown) => error instanceof TranscriptionError && error.passing && (error.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS;
+    const retryable = (error: unknown) =>
+      error instanceof TranscriptionError && error.passing && (error.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS;
     const text = await pRetry(
       async () => {
         attempts += 1;
@@ -151,7 +162,12 @@ export class TranscriptionClient {
         ...(request.signal ? { signal: request.signal } : {}),
         // A 429 that says when: wait that long first (p-retry's own wait follows).
         onFailedAttempt: async ({ error, retriesLeft }) => {
-          if (retriesLeft > 0 && retryable(error) && (error as TranscriptionError).retryAfterMs) await sleep((error as TranscriptionError).retryAfterMs, undefined, request.signal ? { signal: request.signal } : {});
+          if (retriesLeft > 0 && retryable(error) && (error as TranscriptionError).retryAfterMs)
+            await sleep(
+              (error as TranscriptionError).retryAfterMs,
+              undefined,
+              request.signal ? { signal: request.signal } : {},
+            );
         },
         shouldRetry: ({ error }) => retryable(error),
       },
@@ -188,19 +204,36 @@ export class TranscriptionClient {
       if (request.signal?.aborted) throw request.signal.reason;
       if (timeout.aborted) throw new TranscriptionError("timeout", `no answer within ${this.#timeoutMs} ms`);
       const cause = (error as { cause?: { code?: string } }).cause;
-      throw new TranscriptionError("unreachable", `the transcription endpoint could not be reached (${cause?.code ?? (error as Error).name})`);
+      throw new TranscriptionError(
+        "unreachable",
+        `the transcription endpoint could not be reached (${cause?.code ?? (error as Error).name})`,
+      );
     }
     if (!response.ok) {
       const status = response.status;
-      const problem: TranscriptionProblem = status === 401 || status === 403 ? "unauthorized" : status === 429 ? "rate_limited" : status >= 500 ? "failed" : "refused";
+      const problem: TranscriptionProblem =
+        status === 401 || status === 403
+          ? "unauthorized"
+          : status === 429
+            ? "rate_limited"
+            : status >= 500
+              ? "failed"
+              : "refused";
       const retryAfterMs = status === 429 ? retryAfterOf(response.headers.get("retry-after")) : undefined;
-      throw new TranscriptionError(problem, `the transcription endpoint answered ${status}${errorCode(body)}`, { status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+      throw new TranscriptionError(problem, `the transcription endpoint answered ${status}${errorCode(body)}`, {
+        status,
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      });
     }
     let parsed: z.output<typeof JsonAnswer>;
     try {
       parsed = JsonAnswer.parse(JSON.parse(body));
     } catch {
-      throw new TranscriptionError("failed", `the transcription endpoint answered ${response.status} without a JSON text (${response.headers.get("content-type") ?? "no content type"})`, { status: response.status });
+      throw new TranscriptionError(
+        "failed",
+        `the transcription endpoint answered ${response.status} without a JSON text (${response.headers.get("content-type") ?? "no content type"})`,
+        { status: response.status },
+      );
     }
     const text = parsed.text.trim();
     if (text === "") throw new TranscriptionError("empty", "the transcript is empty", { status: response.status });
@@ -224,7 +257,9 @@ function retryAfterOf(header: string | null): number | undefined {
 function errorCode(body: string): string {
   try {
     const { error } = ErrorAnswer.parse(JSON.parse(body));
-    const parts = [error.type, error.code].filter((p) => p !== undefined && p !== null).map((p) => String(p).slice(0, 60));
+    const parts = [error.type, error.code]
+      .filter((p) => p !== undefined && p !== null)
+      .map((p) => String(p).slice(0, 60));
     return parts.length > 0 ? ` (${parts.join(", ")})` : "";
   } catch {
     return "";

@@ -14,7 +14,13 @@ export const AUDIO_FORMATS = ["ogg", "mp3", "m4a", "wav", "webm"] as const;
 export type AudioFormat = (typeof AUDIO_FORMATS)[number];
 
 /** The content type sent with each format (the transcription API reads the format from the file name's extension). */
-const FORMAT_TYPES: Record<AudioFormat, string> = { ogg: "audio/ogg", mp3: "audio/mpeg", m4a: "audio/mp4", wav: "audio/wav", webm: "audio/webm" };
+const FORMAT_TYPES: Record<AudioFormat, string> = {
+  ogg: "audio/ogg",
+  mp3: "audio/mpeg",
+  m4a: "audio/mp4",
+  wav: "audio/wav",
+  webm: "audio/webm",
+};
 
 /** Announced content types of each format. */
 const TYPE_FORMATS: Record<string, AudioFormat> = {
@@ -37,7 +43,16 @@ const TYPE_FORMATS: Record<string, AudioFormat> = {
 };
 
 /** File name endings of each format (Telegram names voice files `.oga`, which the transcription API does not take by that name). */
-const EXTENSION_FORMATS: Record<string, AudioFormat> = { ogg: "ogg", oga: "ogg", opus: "ogg", mp3: "mp3", mpga: "mp3", m4a: "m4a", wav: "wav", webm: "webm" };
+const EXTENSION_FORMATS: Record<string, AudioFormat> = {
+  ogg: "ogg",
+  oga: "ogg",
+  opus: "ogg",
+  mp3: "mp3",
+  mpga: "mp3",
+  m4a: "m4a",
+  wav: "wav",
+  webm: "webm",
+};
 
 /** File name endings read as audio when no content type says otherwise (a Discord attachment without `content_type`). */
 export const AUDIO_FILE_EXTENSIONS = Object.keys(EXTENSION_FORMATS);
@@ -59,7 +74,10 @@ export interface AudioUpload {
 export function audioFormatOf(ref: Pick<MediaRef, "kind" | "mimeType" | "name">): AudioUpload | undefined {
   const type = bareMediaType(ref.mimeType);
   const ext = /\.([a-z0-9]{1,10})$/i.exec(ref.name ?? "")?.[1]?.toLowerCase() ?? "";
-  const format = type !== "" && type !== "application/octet-stream" ? TYPE_FORMATS[type] : (EXTENSION_FORMATS[ext] ?? (ref.kind === "voice" ? "ogg" : undefined));
+  const format =
+    type !== "" && type !== "application/octet-stream"
+      ? TYPE_FORMATS[type]
+      : (EXTENSION_FORMATS[ext] ?? (ref.kind === "voice" ? "ogg" : undefined));
   if (!format) return undefined;
   return { format, fileName: `${ref.kind === "voice" ? "voice" : "audio"}.${format}`, mimeType: FORMAT_TYPES[format] };
 }
@@ -75,7 +93,9 @@ export async function audioDurationOf(bytes: Buffer, mimeType: string): Promise<
   try {
     const { parseBuffer } = await import("music-metadata");
     const { format } = await parseBuffer(bytes, { mimeType, size: bytes.length }, { duration: true, skipCovers: true });
-    return format.duration !== undefined && Number.isFinite(format.duration) && format.duration >= 0 ? format.duration : undefined;
+    return format.duration !== undefined && Number.isFinite(format.duration) && format.duration >= 0
+      ? format.duration
+      : undefined;
   } catch {
     return undefined;
   }
@@ -109,7 +129,12 @@ export function clockDuration(seconds: number): string {
  * for a voice message, `[audio 1:23]` for an audio file; without the time when the platform gave
  * none), the transcript, and the caption on a line of its own when there is one.
  */
-export function voiceTurnText(kind: "voice" | "audio", transcript: string, seconds: number | undefined, caption: string): string {
+export function voiceTurnText(
+  kind: "voice" | "audio",
+  transcript: string,
+  seconds: number | undefined,
+  caption: string,
+): string {
   const mark = `[${kind}${seconds !== undefined ? ` ${clockDuration(seconds)}` : ""}]`;
   const heard = transcript.replace(/\s*\n\s*/g, " ").trim();
   return caption.trim() === "" ? `${mark} ${heard}` : `${mark} ${heard}\n${caption.trim()}`;
@@ -135,7 +160,8 @@ export const TRANSCRIPT_LINE_CHARS = 200;
  */
 export function transcriptLine(transcript: string, options: { markdown?: boolean } = {}): string {
   const flat = [...transcript.replace(/\s+/g, " ").trim()];
-  let shown = flat.length > TRANSCRIPT_LINE_CHARS ? `${flat.slice(0, TRANSCRIPT_LINE_CHARS).join("").trimEnd()}…` : flat.join("");
+  let shown =
+    flat.length > TRANSCRIPT_LINE_CHARS ? `${flat.slice(0, TRANSCRIPT_LINE_CHARS).join("").trimEnd()}…` : flat.join("");
   if (options.markdown) shown = shown.replace(/[\\`*_~[\]<>|#]/g, (c) => `\\${c}`);
   return `🎤 「${shown}」`;
 }

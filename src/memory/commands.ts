@@ -63,9 +63,11 @@ function isDirectory(files: ReadonlyMap<string, string>, path: string): boolean 
 
 /** A file may not sit where a directory is, nor below a file. */
 function checkPlace(files: ReadonlyMap<string, string>, path: string): void {
-  if (path === MEMORY_ROOT || isDirectory(files, path)) throw new ToolError(`${path} is a directory; give a file name inside it, e.g. ${path}/notes.md.`);
+  if (path === MEMORY_ROOT || isDirectory(files, path))
+    throw new ToolError(`${path} is a directory; give a file name inside it, e.g. ${path}/notes.md.`);
   for (const file of files.keys()) {
-    if (isWithin(path, file) && file !== path) throw new ToolError(`${file} is a file, so ${path} cannot be created below it; choose another path.`);
+    if (isWithin(path, file) && file !== path)
+      throw new ToolError(`${file} is a file, so ${path} cannot be created below it; choose another path.`);
   }
 }
 
@@ -82,19 +84,26 @@ function notFound(path: string): never {
  * @throws {ToolError} when the command cannot be done (bad path, missing file, ambiguous
  *   `old_str`, over the limit…), in words the model can act on.
  */
-export function runMemoryCommand(files: ReadonlyMap<string, string>, input: MemoryCommandInput, limits: { maxBytes: number }): MemoryChange<string> {
+export function runMemoryCommand(
+  files: ReadonlyMap<string, string>,
+  input: MemoryCommandInput,
+  limits: { maxBytes: number },
+): MemoryChange<string> {
   const write = (next: Map<string, string>, result: string): MemoryChange<string> => {
     const bytes = totalBytes([...next].map(([path, text]) => ({ path, text })));
     if (bytes > limits.maxBytes) {
       const now = totalBytes([...files].map(([path, text]) => ({ path, text })));
       const left = Math.max(0, limits.maxBytes - now);
       throw new ToolError(
-        `Not saved: the memory is limited to ${limits.maxBytes} bytes; it holds ${now} bytes now, so ${left} bytes are left, and this write would make it ${bytes} bytes. ` +
+        `Not saved: the memory is limited to ${limits.maxBytes} bytes; it holds ${now} bytes now, ` +
+          `so ${left} bytes are left, and this write would make it ${bytes} bytes. ` +
           "Save something shorter, or first shorten or delete notes that are no longer needed (str_replace or delete), then try again.",
       );
     }
     if (next.size > MAX_MEMORY_FILES) {
-      throw new ToolError(`Not saved: the memory holds at most ${MAX_MEMORY_FILES} files and has ${files.size}. Add this to an existing file (str_replace or insert) instead.`);
+      throw new ToolError(
+        `Not saved: the memory holds at most ${MAX_MEMORY_FILES} files and has ${files.size}. Add this to an existing file (str_replace or insert) instead.`,
+      );
     }
     return { files: next, result };
   };
@@ -111,7 +120,8 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
         if (range && range.length === 2) {
           const start = Math.max(1, range[0]!);
           const end = range[1] === -1 ? lines.length : Math.min(lines.length, range[1]!);
-          if (start > lines.length || end < start) throw new ToolError(`Invalid view_range [${range.join(", ")}]: ${path} has ${lines.length} lines.`);
+          if (start > lines.length || end < start)
+            throw new ToolError(`Invalid view_range [${range.join(", ")}]: ${path} has ${lines.length} lines.`);
           shown = lines.slice(start - 1, end);
           first = start;
         }
@@ -136,12 +146,17 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
         .filter((e) => depthOf(e.path) <= 2)
         .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
       for (const e of entries) rows.push(`${formatSize(e.bytes)}\t${e.shown}`);
-      return { result: `Here're the files and directories up to 2 levels deep in ${path}, excluding hidden items and node_modules:\n${rows.join("\n")}` };
+      return {
+        result: `Here're the files and directories up to 2 levels deep in ${path}, excluding hidden items and node_modules:\n${rows.join("\n")}`,
+      };
     }
     case "create": {
       const path = normaliseMemoryPath(input.path);
       const text = required(input, "file_text");
-      if (files.has(path)) throw new ToolError(`File ${path} already exists. To change it use str_replace or insert; to replace it entirely, delete it first.`);
+      if (files.has(path))
+        throw new ToolError(
+          `File ${path} already exists. To change it use str_replace or insert; to replace it entirely, delete it first.`,
+        );
       checkPlace(files, path);
       const next = new Map(files);
       next.set(path, text);
@@ -159,17 +174,28 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
       if (oldStr === "") throw new ToolError("old_str is empty: give the exact text to replace.");
       const at: number[] = [];
       for (let i = text.indexOf(oldStr); i !== -1; i = text.indexOf(oldStr, i + 1)) at.push(i);
-      if (at.length === 0) throw new ToolError(`No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in ${path}.`);
+      if (at.length === 0)
+        throw new ToolError(`No replacement was performed, old_str \`${oldStr}\` did not appear verbatim in ${path}.`);
       const lineOf = (index: number) => text.slice(0, index).split("\n").length;
-      if (at.length > 1) throw new ToolError(`No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines: ${[...new Set(at.map(lineOf))].join(", ")}. Please ensure it is unique`);
+      if (at.length > 1)
+        throw new ToolError(
+          `No replacement was performed. Multiple occurrences of old_str \`${oldStr}\` in lines: ` +
+            `${[...new Set(at.map(lineOf))].join(", ")}. Please ensure it is unique`,
+        );
       const edited = text.slice(0, at[0]) + newStr + text.slice(at[0]! + oldStr.length);
       const line = lineOf(at[0]!) - 1;
       const lines = edited.split("\n");
       const from = Math.max(0, line - 2);
-      const snippet = numbered(lines.slice(from, Math.min(lines.length, line + 3 + newStr.split("\n").length - 1)), from + 1);
+      const snippet = numbered(
+        lines.slice(from, Math.min(lines.length, line + 3 + newStr.split("\n").length - 1)),
+        from + 1,
+      );
       const next = new Map(files);
       next.set(path, edited);
-      return write(next, `The memory file has been edited. Here is the snippet showing the change (with line numbers):\n${snippet}`);
+      return write(
+        next,
+        `The memory file has been edited. Here is the snippet showing the change (with line numbers):\n${snippet}`,
+      );
     }
     case "insert": {
       const path = normaliseMemoryPath(input.path);
@@ -182,7 +208,9 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
       }
       const lines = text.split("\n");
       if (typeof line !== "number" || !Number.isInteger(line) || line < 0 || line > lines.length) {
-        throw new ToolError(`Invalid \`insert_line\` parameter: ${String(line)}. It should be within the range of lines of the file: [0, ${lines.length}]`);
+        throw new ToolError(
+          `Invalid \`insert_line\` parameter: ${String(line)}. It should be within the range of lines of the file: [0, ${lines.length}]`,
+        );
       }
       lines.splice(line, 0, insertText.replace(/\n$/, ""));
       const next = new Map(files);
@@ -191,7 +219,10 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
     }
     case "delete": {
       const path = normaliseMemoryPath(input.path);
-      if (path === MEMORY_ROOT) throw new ToolError(`Cannot delete the ${MEMORY_ROOT} directory itself. Delete its files one by one, or ask the user to use /forget.`);
+      if (path === MEMORY_ROOT)
+        throw new ToolError(
+          `Cannot delete the ${MEMORY_ROOT} directory itself. Delete its files one by one, or ask the user to use /forget.`,
+        );
       const doomed = [...files.keys()].filter((file) => isWithin(file, path));
       if (doomed.length === 0) throw new ToolError(`The path ${path} does not exist`);
       const next = new Map(files);
@@ -210,7 +241,8 @@ export function runMemoryCommand(files: ReadonlyMap<string, string>, input: Memo
       for (const file of moving) next.delete(file);
       checkPlace(next, to);
       // Each moved file's new path must be a valid path itself (depth, length).
-      for (const file of moving) next.set(normaliseMemoryPath(to + file.slice(from.length), "new_path"), files.get(file)!);
+      for (const file of moving)
+        next.set(normaliseMemoryPath(to + file.slice(from.length), "new_path"), files.get(file)!);
       return write(next, `Successfully renamed ${from} to ${to}`);
     }
   }

@@ -49,26 +49,46 @@ function shown(path: string): string {
  * @throws {ToolError} saying what is wrong and what a valid path looks like.
  */
 export function normaliseMemoryPath(path: unknown, field = "path"): string {
-  if (typeof path !== "string" || path === "") throw new ToolError(`${field} is required: a path under ${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md.`);
+  if (typeof path !== "string" || path === "")
+    throw new ToolError(`${field} is required: a path under ${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md.`);
   INVISIBLE.lastIndex = 0;
   if (CONTROL.test(path) || INVISIBLE.test(path)) {
-    throw new ToolError(`${field} ${shown(path)} contains control or invisible characters; use a plain path under ${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md.`);
+    throw new ToolError(
+      `${field} ${shown(path)} contains control or invisible characters; use a plain path under ${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md.`,
+    );
   }
   const text = path.normalize("NFC");
-  if (text.length > MAX_PATH_CHARS) throw new ToolError(`${field} is ${text.length} characters long; a memory path has at most ${MAX_PATH_CHARS}.`);
+  if (text.length > MAX_PATH_CHARS)
+    throw new ToolError(`${field} is ${text.length} characters long; a memory path has at most ${MAX_PATH_CHARS}.`);
   if (text !== MEMORY_ROOT && !text.startsWith(`${MEMORY_ROOT}/`)) {
-    throw new ToolError(`${field} ${shown(path)} is outside ${MEMORY_ROOT}: every memory file is under ${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md. Nothing else can be read or written.`);
+    throw new ToolError(
+      `${field} ${shown(path)} is outside ${MEMORY_ROOT}: every memory file is under ` +
+        `${MEMORY_ROOT}, e.g. ${MEMORY_ROOT}/profile.md. Nothing else can be read or written.`,
+    );
   }
   const rest = text.slice(MEMORY_ROOT.length + 1).replace(/\/$/, "");
   if (rest === "") return MEMORY_ROOT;
   const parts = rest.split("/");
-  if (parts.length > MAX_DEPTH) throw new ToolError(`${field} ${shown(path)} is ${parts.length} levels deep; use at most ${MAX_DEPTH} below ${MEMORY_ROOT}.`);
+  if (parts.length > MAX_DEPTH)
+    throw new ToolError(
+      `${field} ${shown(path)} is ${parts.length} levels deep; use at most ${MAX_DEPTH} below ${MEMORY_ROOT}.`,
+    );
   for (const part of parts) {
-    if (part === "." || part === "..") throw new ToolError(`${field} ${shown(path)} contains "${part}": paths may not move up or around; name the file directly, e.g. ${MEMORY_ROOT}/profile.md.`);
-    if (part === "") throw new ToolError(`${field} ${shown(path)} has an empty part (two slashes in a row); write it with single slashes.`);
-    if ([...part].length > MAX_PART_CHARS) throw new ToolError(`${field} ${shown(path)} has a name longer than ${MAX_PART_CHARS} characters; shorten it.`);
+    if (part === "." || part === "..")
+      throw new ToolError(
+        `${field} ${shown(path)} contains "${part}": paths may not move up or around; name the file directly, e.g. ${MEMORY_ROOT}/profile.md.`,
+      );
+    if (part === "")
+      throw new ToolError(
+        `${field} ${shown(path)} has an empty part (two slashes in a row); write it with single slashes.`,
+      );
+    if ([...part].length > MAX_PART_CHARS)
+      throw new ToolError(`${field} ${shown(path)} has a name longer than ${MAX_PART_CHARS} characters; shorten it.`);
     if (!PART.test(part)) {
-      throw new ToolError(`${field} ${shown(path)}: the name ${shown(part)} may use only letters, digits, spaces, "_", "-" and "." (not first, not last); e.g. ${MEMORY_ROOT}/家人.md.`);
+      throw new ToolError(
+        `${field} ${shown(path)}: the name ${shown(part)} may use only letters, digits, spaces, ` +
+          `"_", "-" and "." (not first, not last); e.g. ${MEMORY_ROOT}/家人.md.`,
+      );
     }
   }
   return `${MEMORY_ROOT}/${parts.join("/")}`;

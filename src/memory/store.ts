@@ -26,7 +26,8 @@ import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
 
 /** Whose memory: a person's (private chats) or a group's (group chats). */
-export type MemoryScope = { kind: "personal"; platform: Platform; userId: string } | { kind: "group"; platform: Platform; chatId: string };
+export type MemoryScope =
+  { kind: "personal"; platform: Platform; userId: string } | { kind: "group"; platform: Platform; chatId: string };
 
 /** Most files one scope may hold (a `/memory` listing has a delete button per file; Discord allows 25 buttons). */
 export const MAX_MEMORY_FILES = 20;
@@ -48,13 +49,22 @@ const RecordSchema = z.object({
  * The scope of a message or command: the speaker's personal memory in a private chat, the group's
  * memory in a group (a Telegram topic shares its group's: `topicId` is not part of it).
  */
-export function memoryScopeOf(where: { platform: Platform; chatKind: "dm" | "group"; chatId: string; userId: string }): MemoryScope {
-  return where.chatKind === "dm" ? { kind: "personal", platform: where.platform, userId: where.userId } : { kind: "group", platform: where.platform, chatId: where.chatId };
+export function memoryScopeOf(where: {
+  platform: Platform;
+  chatKind: "dm" | "group";
+  chatId: string;
+  userId: string;
+}): MemoryScope {
+  return where.chatKind === "dm"
+    ? { kind: "personal", platform: where.platform, userId: where.userId }
+    : { kind: "group", platform: where.platform, chatId: where.chatId };
 }
 
 /** The Redis key of a scope's memory (see the module comment). */
 export function memoryKey(scope: MemoryScope): string {
-  return scope.kind === "personal" ? `memory:personal:{${scope.platform}:${scope.userId}}` : `memory:group:{${scope.platform}:${scope.chatId}}`;
+  return scope.kind === "personal"
+    ? `memory:personal:{${scope.platform}:${scope.userId}}`
+    : `memory:group:{${scope.platform}:${scope.chatId}}`;
 }
 
 /** `platform:userId` or `platform:chatId` of a scope, for logs and the operator's CLI. */

@@ -71,8 +71,14 @@ function nameOf(path: string | undefined): string {
  * calls (`記住了：住在新竹`, `忘記了：家人.md`). A rename is `整理記憶：a.md → b.md`, a view `查看記憶`.
  */
 export function memoryActivity(input: MemoryCommandInput, locale: Locale, tense: "doing" | "done" = "done"): string {
-  const saved = tense === "done" ? { "zh-TW": "記住了：{what}", en: "Remembered: {what}" } : { "zh-TW": "記住：{what}", en: "Remembering: {what}" };
-  const forgot = tense === "done" ? { "zh-TW": "忘記了：{what}", en: "Forgot: {what}" } : { "zh-TW": "忘記：{what}", en: "Forgetting: {what}" };
+  const saved =
+    tense === "done"
+      ? { "zh-TW": "記住了：{what}", en: "Remembered: {what}" }
+      : { "zh-TW": "記住：{what}", en: "Remembering: {what}" };
+  const forgot =
+    tense === "done"
+      ? { "zh-TW": "忘記了：{what}", en: "Forgot: {what}" }
+      : { "zh-TW": "忘記：{what}", en: "Forgetting: {what}" };
   switch (input.command) {
     case "create":
       return localize(locale, saved, { what: gist(input.file_text ?? "") || nameOf(input.path) });
@@ -83,7 +89,13 @@ export function memoryActivity(input: MemoryCommandInput, locale: Locale, tense:
     case "delete":
       return localize(locale, forgot, { what: nameOf(input.path) });
     case "rename":
-      return localize(locale, tense === "done" ? { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganised memory: {from} → {to}" } : { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganising memory: {from} → {to}" }, { from: nameOf(input.old_path), to: nameOf(input.new_path) });
+      return localize(
+        locale,
+        tense === "done"
+          ? { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganised memory: {from} → {to}" }
+          : { "zh-TW": "整理記憶：{from} → {to}", en: "Reorganising memory: {from} → {to}" },
+        { from: nameOf(input.old_path), to: nameOf(input.new_path) },
+      );
     case "view":
       return localize(locale, { "zh-TW": "查看記憶", en: "Reading memory" });
   }
@@ -104,7 +116,8 @@ export function tracedMemoryCall(input: MemoryCommandInput): Record<string, unkn
     insert_line: input.insert_line,
   };
   // Paths are the model's words too, but short and needed to follow a run; they are one plain line.
-  for (const key of ["path", "old_path", "new_path"]) if (typeof fields[key] === "string") fields[key] = plainLine(fields[key], 100);
+  for (const key of ["path", "old_path", "new_path"])
+    if (typeof fields[key] === "string") fields[key] = plainLine(fields[key], 100);
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }
 
@@ -118,17 +131,23 @@ export function memoryTools(config: Config): Tool[] {
     ...defineTool({
       name: MEMORY_TOOL_NAME,
       description:
-        "Your memory: files under /memories that persist across conversations (the person's own in a private chat, the group's shared memory in a group). Save lasting facts the user wants kept; your current notes are already given in each request.",
+        "Your memory: files under /memories that persist across conversations (the person's own in " +
+        "a private chat, the group's shared memory in a group). Save lasting facts the user wants " +
+        "kept; your current notes are already given in each request.",
       tags: [MEMORY_TAG],
       title: { "zh-TW": "記憶", en: "Memory" },
-      summary: { "zh-TW": "記住你希望我長期記得的事（私訊記你的，群組記群組的）；/memory 查看、/forget 清除。", en: "Remembers lasting facts you want kept (yours in private chats, the group's in groups); see /memory, erase with /forget." },
+      summary: {
+        "zh-TW": "記住你希望我長期記得的事（私訊記你的，群組記群組的）；/memory 查看、/forget 清除。",
+        en: "Remembers lasting facts you want kept (yours in private chats, the group's in groups); see /memory, erase with /forget.",
+      },
       input: MemoryInput,
       source: "the Messages API's memory tool (run by the bot)",
       apiDefinition: MEMORY_TOOL_DEFINITION,
       icon: MEMORY_ICON,
       activity: (input, locale) => memoryActivity(input, locale, "doing"),
       traced: (input) => tracedMemoryCall(input),
-      notice: (input, locale) => (isMemoryWrite(input.command) ? `${MEMORY_ICON} ${memoryActivity(input, locale)}` : undefined),
+      notice: (input, locale) =>
+        isMemoryWrite(input.command) ? `${MEMORY_ICON} ${memoryActivity(input, locale)}` : undefined,
       async run(input, context) {
         const store = new MemoryStore(context.redis, { log: context.log });
         const scope = memoryScopeOf(context);

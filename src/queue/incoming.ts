@@ -54,7 +54,9 @@ export const MediaRefSchema = z
     duration: z.number().nonnegative().max(1_000_000).optional(),
     messageId: z.string().min(1).max(128).optional(),
   })
-  .refine((ref) => (ref.fileId === undefined) !== (ref.url === undefined), { message: "a media reference needs exactly one of fileId and url" });
+  .refine((ref) => (ref.fileId === undefined) !== (ref.url === undefined), {
+    message: "a media reference needs exactly one of fileId and url",
+  });
 
 /** A file reference; see {@link MediaRefSchema}. */
 export type MediaRef = z.output<typeof MediaRefSchema>;
@@ -85,28 +87,33 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  *   the Unix epoch. Its `messageId` is the occurrence's own id; answers to it reply to nothing and
  *   mention the owner in groups ({@link https://core.telegram.org/bots/api#formatting-options}).
  */
-export const IncomingMessageSchema = z.object({
-  platform: z.enum(PLATFORMS),
-  chatId: z.string().min(1).max(128),
-  chatKind: z.enum(["dm", "group"]),
-  userId: z.string().min(1).max(128),
-  userName: z.string().min(1).max(256),
-  text: z.string().trim().max(MAX_INCOMING_TEXT),
-  messageId: z.string().min(1).max(128),
-  sentAt: z.number().int().nonnegative(),
-  topicId: z.string().min(1).max(32).optional(),
-  reply: z
-    .object({
-      threadId: z.string().max(128).optional(),
-      guildId: z.string().max(128).optional(),
-    })
-    .default({}),
-  locale: z.string().max(35).optional(),
-  receivedAt: z.number().int().nonnegative().optional(),
-  media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
-  mediaGroupId: z.string().min(1).max(64).optional(),
-  scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
-}).refine((m) => m.text !== "" || m.media !== undefined, { message: "Too small: expected string to have >=1 characters", path: ["text"] });
+export const IncomingMessageSchema = z
+  .object({
+    platform: z.enum(PLATFORMS),
+    chatId: z.string().min(1).max(128),
+    chatKind: z.enum(["dm", "group"]),
+    userId: z.string().min(1).max(128),
+    userName: z.string().min(1).max(256),
+    text: z.string().trim().max(MAX_INCOMING_TEXT),
+    messageId: z.string().min(1).max(128),
+    sentAt: z.number().int().nonnegative(),
+    topicId: z.string().min(1).max(32).optional(),
+    reply: z
+      .object({
+        threadId: z.string().max(128).optional(),
+        guildId: z.string().max(128).optional(),
+      })
+      .default({}),
+    locale: z.string().max(35).optional(),
+    receivedAt: z.number().int().nonnegative().optional(),
+    media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
+    mediaGroupId: z.string().min(1).max(64).optional(),
+    scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
+  })
+  .refine((m) => m.text !== "" || m.media !== undefined, {
+    message: "Too small: expected string to have >=1 characters",
+    path: ["text"],
+  });
 
 /** A message addressed to the bot; see {@link IncomingMessageSchema}. */
 export type IncomingMessage = z.output<typeof IncomingMessageSchema>;
@@ -137,5 +144,7 @@ export function conversationKey(conversation: ConversationRef): string {
 
 /** The {@link ConversationRef} of a message (drops every other field). */
 export function conversationOf(message: ConversationRef): ConversationRef {
-  return message.topicId ? { platform: message.platform, chatId: message.chatId, topicId: message.topicId } : { platform: message.platform, chatId: message.chatId };
+  return message.topicId
+    ? { platform: message.platform, chatId: message.chatId, topicId: message.topicId }
+    : { platform: message.platform, chatId: message.chatId };
 }

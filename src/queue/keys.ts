@@ -84,7 +84,15 @@ export const RESETS_TTL_SECONDS = 30 * 24 * 3600;
 /** The keys of `chat`. */
 export function conversationKeys(chat: ConversationRef): ConversationKeys {
   const tag = conversationTag(chat);
-  return { inbox: `inbox:${tag}`, scheduled: `inbox:${tag}`, history: `history:${tag}`, archive: `archive:${tag}`, compacting: `compacting:${tag}`, settings: `settings:${tag}`, resets: `resets:${tag}` };
+  return {
+    inbox: `inbox:${tag}`,
+    scheduled: `inbox:${tag}`,
+    history: `history:${tag}`,
+    archive: `archive:${tag}`,
+    compacting: `compacting:${tag}`,
+    settings: `settings:${tag}`,
+    resets: `resets:${tag}`,
+  };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */
@@ -109,7 +117,10 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * (written when an attempt begins, deleted when it ends, so only attempts whose process died
  * remain counted): the answer pipeline skips a message whose processing crashed a worker twice.
  */
-export function progressKeys(chat: ConversationRef, messageId: string): { sent: string; run: string; started: string; stream: string; crashes: string } {
+export function progressKeys(
+  chat: ConversationRef,
+  messageId: string,
+): { sent: string; run: string; started: string; stream: string; crashes: string } {
   const tag = conversationTag(chat);
   return {
     sent: `sent:${tag}:${messageId}`,

@@ -91,7 +91,10 @@ export class ChatQueue {
 
   constructor(options: ChatQueueOptions) {
     this.#redis = options.store ?? options.redis;
-    this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: options.redis, prefix: bullPrefix(options.redis, CHATS_QUEUE, options.prefix) });
+    this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, {
+      connection: options.redis,
+      prefix: bullPrefix(options.redis, CHATS_QUEUE, options.prefix),
+    });
     this.queue.on("error", () => {}); // connection problems are logged by connectRedis
     if (!("enqueueChat" in this.#redis)) {
       this.#redis.defineCommand("enqueueChat", { numberOfKeys: 2, lua: ENQUEUE_SCRIPT });
@@ -120,7 +123,9 @@ export class ChatQueue {
   async enqueue(message: IncomingMessage, options: { maxQueued?: number } = {}): Promise<EnqueueResult> {
     const parsed = IncomingMessageSchema.safeParse(message);
     if (!parsed.success) {
-      throw new EnqueueError(`malformed message: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      throw new EnqueueError(
+        `malformed message: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
     }
     const msg = parsed.data;
     const keys = conversationKeys(msg);
@@ -128,7 +133,13 @@ export class ChatQueue {
     const seen = dedupeKey(msg, msg.messageId);
     let outcome: number;
     try {
-      outcome = await (this.#redis as RedisWithScripts).enqueueChat(seen, keys.inbox, json, DEDUPE_TTL_SECONDS, options.maxQueued ?? 0);
+      outcome = await (this.#redis as RedisWithScripts).enqueueChat(
+        seen,
+        keys.inbox,
+        json,
+        DEDUPE_TTL_SECONDS,
+        options.maxQueued ?? 0,
+      );
     } catch (error) {
       throw new EnqueueError(`could not queue the message: ${(error as Error).message}`, { cause: error });
     }
@@ -140,9 +151,11 @@ export class ChatQueue {
       await add();
     } catch (error) {
       const undone = await (this.#redis as RedisWithScripts).undoEnqueue(seen, keys.inbox, json).catch(() => -1);
-      if (undone === 1) throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
+      if (undone === 1)
+        throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
       void this.#readd(add);
-      if (undone === -1) throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
+      if (undone === -1)
+        throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
     }
     return "scheduled";
   }

@@ -15,7 +15,15 @@ import type { ConversationRef } from "../queue/incoming.js";
 import { completeTodo } from "../../tools/todo/store.js";
 import { buttonToken, formatReminder, parseButton } from "./format.js";
 import type { ReminderScheduler } from "./schedule.js";
-import { MARKER_TTL_SECONDS, deleteReminder, getReminder, isActive, listReminders, reminderKeys, updateReminder } from "./store.js";
+import {
+  MARKER_TTL_SECONDS,
+  deleteReminder,
+  getReminder,
+  isActive,
+  listReminders,
+  reminderKeys,
+  updateReminder,
+} from "./store.js";
 import { durationInWords, timeInWords } from "./time.js";
 
 /** A button press on a reminder message or a `/reminders` list. */
@@ -49,7 +57,9 @@ export class ReminderActions {
   /**
    * @param parts.scheduler - a scheduler on the `reminders` queue (the adapters' own connection and prefix).
    */
-  constructor(private readonly parts: { config: Config; redis: RedisClient; scheduler: ReminderScheduler; log: Logger }) {}
+  constructor(
+    private readonly parts: { config: Config; redis: RedisClient; scheduler: ReminderScheduler; log: Logger },
+  ) {}
 
   /** True when `data` is a reminder button's data (`rm:…`), so the adapter hands the press here. */
   static owns(data: string): boolean {
@@ -67,7 +77,12 @@ export class ReminderActions {
     const parsed = parseButton(press.data);
     if (!parsed) return { notice: gone(locale) };
     if (parsed.userId !== press.userId) {
-      return { notice: localize(locale, { "zh-TW": "這是別人的提醒，只有設定提醒的人可以按。", en: "This is someone else's reminder: only the person who set it can press these." }) };
+      return {
+        notice: localize(locale, {
+          "zh-TW": "這是別人的提醒，只有設定提醒的人可以按。",
+          en: "This is someone else's reminder: only the person who set it can press these.",
+        }),
+      };
     }
     const owner = { platform: press.platform, userId: parsed.userId };
     const reminder = await getReminder(redis, owner, parsed.reminderId);
@@ -76,13 +91,32 @@ export class ReminderActions {
     if (parsed.action === "c") {
       await deleteReminder(redis, owner, reminder.id);
       await scheduler.unschedule(owner, reminder);
-      this.parts.log.info({ reminder: `${owner.platform}:${owner.userId}#${reminder.id}` }, "reminder cancelled from /reminders");
-      return { notice: localize(locale, { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." }, { id: reminder.id }), cancelled: true };
+      this.parts.log.info(
+        { reminder: `${owner.platform}:${owner.userId}#${reminder.id}` },
+        "reminder cancelled from /reminders",
+      );
+      return {
+        notice: localize(
+          locale,
+          { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." },
+          { id: reminder.id },
+        ),
+        cancelled: true,
+      };
     }
 
     const dueAt = parsed.dueAt!;
-    const first = await redis.set(reminderKeys(owner).pressed(reminder.id, dueAt.toString(36)), parsed.action, "EX", MARKER_TTL_SECONDS, "NX");
-    if (first !== "OK") return { notice: localize(locale, { "zh-TW": "這則提醒已經處理過了。", en: "This reminder was handled already." }) };
+    const first = await redis.set(
+      reminderKeys(owner).pressed(reminder.id, dueAt.toString(36)),
+      parsed.action,
+      "EX",
+      MARKER_TTL_SECONDS,
+      "NX",
+    );
+    if (first !== "OK")
+      return {
+        notice: localize(locale, { "zh-TW": "這則提醒已經處理過了。", en: "This reminder was handled already." }),
+      };
 
     if (parsed.action === "s") {
       const seconds = config.REMINDER_SNOOZE_SECONDS;
@@ -91,8 +125,16 @@ export class ReminderActions {
       if (!reminder.repeat) await updateReminder(redis, owner, { ...reminder, next, firedAt: undefined });
       const later = durationInWords(seconds * 1000, locale);
       return {
-        notice: localize(locale, { "zh-TW": "好，{later}後再提醒你。", en: "OK, I'll remind you again in {later}." }, { later }),
-        closeText: localize(locale, { "zh-TW": "💤 {text}（{time} 再提醒）", en: "💤 {text} (again at {time})" }, { text: reminder.text, time: timeInWords(next, reminder.timezone, locale) }),
+        notice: localize(
+          locale,
+          { "zh-TW": "好，{later}後再提醒你。", en: "OK, I'll remind you again in {later}." },
+          { later },
+        ),
+        closeText: localize(
+          locale,
+          { "zh-TW": "💤 {text}（{time} 再提醒）", en: "💤 {text} (again at {time})" },
+          { text: reminder.text, time: timeInWords(next, reminder.timezone, locale) },
+        ),
       };
     }
 
@@ -100,7 +142,12 @@ export class ReminderActions {
     let todoNote = "";
     if (reminder.todoId) {
       const result = await completeTodo(redis, owner, reminder.todoId);
-      if (result.status !== "missing") todoNote = localize(locale, { "zh-TW": "（待辦 #{id} 已完成）", en: " (todo #{id} completed)" }, { id: reminder.todoId });
+      if (result.status !== "missing")
+        todoNote = localize(
+          locale,
+          { "zh-TW": "（待辦 #{id} 已完成）", en: " (todo #{id} completed)" },
+          { id: reminder.todoId },
+        );
     }
     if (reminder.todoId || !reminder.repeat) {
       await deleteReminder(redis, owner, reminder.id);
@@ -121,15 +168,23 @@ export class ReminderActions {
     const { redis, config } = this.parts;
     const locale = asker.locale ?? config.BOT_LOCALE;
     const owner = { platform: asker.platform, userId: asker.userId };
-    const here = (await listReminders(redis, owner)).filter((r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""));
+    const here = (await listReminders(redis, owner)).filter(
+      (r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""),
+    );
     if (here.length === 0) {
-      return { text: localize(locale, { "zh-TW": "你在這裡沒有設定提醒。", en: "You have no reminders set here." }), buttons: [] };
+      return {
+        text: localize(locale, { "zh-TW": "你在這裡沒有設定提醒。", en: "You have no reminders set here." }),
+        buttons: [],
+      };
     }
     const lines = here.map((r) => formatReminder(r, locale, r.timezone));
     const title = localize(locale, { "zh-TW": "你在這裡的提醒：", en: "Your reminders here:" });
     return {
       text: [title, ...lines].join("\n"),
-      buttons: here.slice(0, 25).map((r) => ({ label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }), data: `rm:c:${buttonToken(owner, r.id)}` })),
+      buttons: here.slice(0, 25).map((r) => ({
+        label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }),
+        data: `rm:c:${buttonToken(owner, r.id)}`,
+      })),
     };
   }
 }

@@ -58,8 +58,13 @@ export interface ReminderDelivery {
 /** What one job did (the job's return value, for tests and the log). */
 export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable" | "revoked";
 
-/** The due time of a reminder's (or a scheduled task's) job: its data's `dueAt`, else the `<ms>` at the end of a scheduler job's id `repeat:<id>:<ms>`, else when it was added. */
-export function dueTimeOf(job: Pick<Job<{ dueAt?: number | undefined }>, "data" | "id" | "timestamp" | "delay">): number {
+/**
+ * The due time of a reminder's (or a scheduled task's) job: its data's `dueAt`, else the `<ms>` at the end of a
+ * scheduler job's id `repeat:<id>:<ms>`, else when it was added.
+ */
+export function dueTimeOf(
+  job: Pick<Job<{ dueAt?: number | undefined }>, "data" | "id" | "timestamp" | "delay">,
+): number {
   if (job.data.dueAt !== undefined) return job.data.dueAt;
   const m = /:(\d{10,})$/.exec(job.id ?? "");
   return m ? Number(m[1]) : job.timestamp + (job.delay ?? 0);
@@ -71,7 +76,10 @@ export function dueTimeOf(job: Pick<Job<{ dueAt?: number | undefined }>, "data" 
  */
 export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
   const { config, log, redis, outbounds } = deps;
-  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix) });
+  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
+    connection: redis,
+    prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix),
+  });
   queue.on("error", () => {});
   const scheduler = new ReminderScheduler(queue);
   attachReminderScheduler(redis, scheduler);
@@ -97,7 +105,13 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     }
     const outbound = outbounds[platform];
     if (!outbound) throw new UnrecoverableError(`this worker has no ${platform} outbound`);
-    const subject = { platform, userId, chatId: reminder.chatId, chatKind: reminder.chatKind, ...(reminder.guildId ? { guildId: reminder.guildId } : {}) };
+    const subject = {
+      platform,
+      userId,
+      chatId: reminder.chatId,
+      chatKind: reminder.chatKind,
+      ...(reminder.guildId ? { guildId: reminder.guildId } : {}),
+    };
     if (!(await hasAccess(config, access, subject))) {
       // The owner was revoked (a DM) or the group disabled: nothing more is posted there.
       await deleteReminder(redis, owner, reminderId);
@@ -111,7 +125,9 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     let sent;
     try {
       sent = await outbound.sendReminder({
-        conversation: reminder.topicId ? { platform, chatId: reminder.chatId, topicId: reminder.topicId } : { platform, chatId: reminder.chatId },
+        conversation: reminder.topicId
+          ? { platform, chatId: reminder.chatId, topicId: reminder.topicId }
+          : { platform, chatId: reminder.chatId },
         chatKind: reminder.chatKind,
         owner: { userId, userName: reminder.userName },
         text: reminderText(reminder, dueAt, now - dueAt, locale),
@@ -121,18 +137,27 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
       if (!(error instanceof ChatUnreachableError)) throw error;
       await deleteReminder(redis, owner, reminderId);
       if (reminder.repeat) await scheduler.removeScheduler(owner, reminderId);
-      rlog.warn({ chatId: reminder.chatId, err: { message: error.message } }, "reminder ended: the bot can no longer write to its chat (blocked, removed, or the chat is gone)");
+      rlog.warn(
+        { chatId: reminder.chatId, err: { message: error.message } },
+        "reminder ended: the bot can no longer write to its chat (blocked, removed, or the chat is gone)",
+      );
       return "unreachable";
     }
     await redis.set(marker, JSON.stringify(sent), "EX", MARKER_TTL_SECONDS);
     const next = reminder.repeat ? await scheduler.nextRun(owner, reminderId) : undefined;
-    const after = reminder.repeat ? { ...reminder, next: next ?? reminder.next } : { ...reminder, next: undefined, firedAt: now };
+    const after = reminder.repeat
+      ? { ...reminder, next: next ?? reminder.next }
+      : { ...reminder, next: undefined, firedAt: now };
     await updateReminder(redis, owner, after);
     rlog.info({ chatId: sent.chatId, messageId: sent.messageId, lateMs: now - dueAt }, "reminder posted");
     return "sent";
   }
 
-  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix), concurrency: config.WORKER_CONCURRENCY });
+  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, {
+    connection: redis,
+    prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix),
+    concurrency: config.WORKER_CONCURRENCY,
+  });
   let lastError = 0;
   worker.on("error", (err) => {
     if (Date.now() - lastError < 10_000) return;
@@ -142,8 +167,16 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
   worker.on("failed", (job, err) => {
     if (!job) return;
     const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-    if (final) log.error({ job: job.id, err: { message: err.message } }, "reminder could not be posted; giving up on this occurrence");
-    else log.warn({ job: job.id, attempt: job.attemptsMade, err: { message: err.message } }, "reminder not posted yet; will retry");
+    if (final)
+      log.error(
+        { job: job.id, err: { message: err.message } },
+        "reminder could not be posted; giving up on this occurrence",
+      );
+    else
+      log.warn(
+        { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
+        "reminder not posted yet; will retry",
+      );
   });
 
   return {
@@ -156,7 +189,8 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
       const graceful = worker.close().catch(() => {});
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), 10_000)));
-      if ((await Promise.race([graceful.then(() => "closed" as const), late])) === "late") await Promise.race([worker.close(true).catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+      if ((await Promise.race([graceful.then(() => "closed" as const), late])) === "late")
+        await Promise.race([worker.close(true).catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
       clearTimeout(timer);
       await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
     },

@@ -12,18 +12,38 @@ export const LATE_AFTER_MS = 60_000;
 
 /**
  * One reminder as a line: `#3 繳電費 — 2026年12月1日 星期二 08:00（2026-12-01T08:00:00+08:00），每天`
- * (a monthly one on the 29th–31st says that shorter months get it on their last day); a one-off that was posted and awaits done/snooze says so instead of a time.
+ * (a monthly one on the 29th–31st says that shorter months get it on their last day); a one-off that was posted and
+ * awaits done/snooze says so instead of a time.
  */
 export function formatReminder(reminder: Reminder, locale: Locale, timeZone: string): string {
   const repeat = repeatInWords(reminder.repeat, locale, monthEndDay(reminder.repeat, reminder.at, reminder.timezone));
-  const todo = reminder.todoId ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId }) : "";
+  const todo = reminder.todoId
+    ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId })
+    : "";
   if (reminder.next === undefined) {
-    return localize(locale, { "zh-TW": "#{id} {text} — 已提醒，等你按完成或稍後提醒{todo}", en: "#{id} {text} — posted, waiting for done or snooze{todo}" }, { id: reminder.id, text: reminder.text, todo });
+    return localize(
+      locale,
+      {
+        "zh-TW": "#{id} {text} — 已提醒，等你按完成或稍後提醒{todo}",
+        en: "#{id} {text} — posted, waiting for done or snooze{todo}",
+      },
+      { id: reminder.id, text: reminder.text, todo },
+    );
   }
   return localize(
     locale,
-    { "zh-TW": "#{id} {text} — {words}（{iso}），{repeat}{todo}", en: "#{id} {text} — {words} ({iso}), {repeat}{todo}" },
-    { id: reminder.id, text: reminder.text, words: timeInWords(reminder.next, timeZone, locale), iso: timeIso(reminder.next, timeZone), repeat, todo },
+    {
+      "zh-TW": "#{id} {text} — {words}（{iso}），{repeat}{todo}",
+      en: "#{id} {text} — {words} ({iso}), {repeat}{todo}",
+    },
+    {
+      id: reminder.id,
+      text: reminder.text,
+      words: timeInWords(reminder.next, timeZone, locale),
+      iso: timeIso(reminder.next, timeZone),
+      repeat,
+      todo,
+    },
   );
 }
 
@@ -33,7 +53,10 @@ export function reminderText(reminder: Reminder, dueAt: number, lateMs: number, 
   if (lateMs <= LATE_AFTER_MS) return text;
   return `${text}\n${localize(
     locale,
-    { "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）", en: "(late by {late}: it was due {time}, while the bot was not running)" },
+    {
+      "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）",
+      en: "(late by {late}: it was due {time}, while the bot was not running)",
+    },
     { late: durationInWords(lateMs, locale), time: timeInWords(dueAt, reminder.timezone, locale) },
   )}`;
 }

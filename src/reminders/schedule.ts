@@ -74,7 +74,15 @@ export class ReminderScheduler {
   async schedule(owner: ReminderOwner, reminder: Reminder, now = Date.now()): Promise<number> {
     const data: ReminderJobData = { platform: owner.platform, userId: owner.userId, reminderId: reminder.id };
     if (!reminder.repeat) {
-      await this.queue.add("remind", { ...data, dueAt: reminder.at }, { ...REMINDER_JOB_OPTIONS, jobId: occurrenceJobId(owner, reminder.id, reminder.at), delay: Math.max(0, reminder.at - now) });
+      await this.queue.add(
+        "remind",
+        { ...data, dueAt: reminder.at },
+        {
+          ...REMINDER_JOB_OPTIONS,
+          jobId: occurrenceJobId(owner, reminder.id, reminder.at),
+          delay: Math.max(0, reminder.at - now),
+        },
+      );
       return reminder.at;
     }
     const patterns = repeatPatterns(reminder.repeat, reminder.at, reminder.timezone);
@@ -82,7 +90,11 @@ export class ReminderScheduler {
     // Cron has whole seconds; startDate 1 ms before `at`'s second: the iterator returns times strictly after it, and `at` is the first occurrence.
     const startDate = Math.floor(reminder.at / 1000) * 1000 - 1;
     for (const [i, pattern] of patterns.entries()) {
-      await this.queue.upsertJobScheduler(ids[i]!, { pattern, tz: reminder.timezone, startDate }, { name: "remind", data, opts: REMINDER_JOB_OPTIONS });
+      await this.queue.upsertJobScheduler(
+        ids[i]!,
+        { pattern, tz: reminder.timezone, startDate },
+        { name: "remind", data, opts: REMINDER_JOB_OPTIONS },
+      );
     }
     return (await this.nextRun(owner, reminder.id)) ?? reminder.at;
   }
@@ -93,7 +105,11 @@ export class ReminderScheduler {
    */
   async snooze(owner: ReminderOwner, reminderId: number, from: number, dueAt: number, now = Date.now()): Promise<void> {
     const data: ReminderJobData = { platform: owner.platform, userId: owner.userId, reminderId, dueAt };
-    await this.queue.add("remind", data, { ...REMINDER_JOB_OPTIONS, jobId: occurrenceJobId(owner, reminderId, from, true), delay: Math.max(0, dueAt - now) });
+    await this.queue.add("remind", data, {
+      ...REMINDER_JOB_OPTIONS,
+      jobId: occurrenceJobId(owner, reminderId, from, true),
+      delay: Math.max(0, dueAt - now),
+    });
   }
 
   /**
@@ -105,12 +121,15 @@ export class ReminderScheduler {
       await this.removeScheduler(owner, reminder.id);
       return;
     }
-    if (reminder.next !== undefined) await this.queue.remove(occurrenceJobId(owner, reminder.id, reminder.next)).catch(() => 0);
+    if (reminder.next !== undefined)
+      await this.queue.remove(occurrenceJobId(owner, reminder.id, reminder.next)).catch(() => 0);
   }
 
   /** The next run of a repeating reminder (the earliest of its job schedulers), ms since the Unix epoch, or undefined. */
   async nextRun(owner: ReminderOwner, reminderId: number): Promise<number | undefined> {
-    const runs = await Promise.all(schedulerIds(owner, reminderId).map(async (id) => (await this.queue.getJobScheduler(id))?.next ?? undefined));
+    const runs = await Promise.all(
+      schedulerIds(owner, reminderId).map(async (id) => (await this.queue.getJobScheduler(id))?.next ?? undefined),
+    );
     const due = runs.filter((next): next is number => next !== undefined);
     return due.length > 0 ? Math.min(...due) : undefined;
   }

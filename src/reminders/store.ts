@@ -62,7 +62,12 @@ export type Reminder = z.output<typeof StoredReminder>;
 const reminders = personalRecords("reminder", StoredReminder, "reminder", "active");
 
 /** The Redis keys of one person's reminders (see the module comment). */
-export function reminderKeys(owner: ReminderOwner): { items: string; seq: string; sent: (occurrence: string) => string; pressed: (id: number, occurrence: string) => string } {
+export function reminderKeys(owner: ReminderOwner): {
+  items: string;
+  seq: string;
+  sent: (occurrence: string) => string;
+  pressed: (id: number, occurrence: string) => string;
+} {
   const { tag, items, seq } = reminders.keys(owner);
   return {
     items,
@@ -83,12 +88,22 @@ export function isActive(reminder: Reminder): boolean {
  *
  * @returns the stored reminder, or `undefined` when the person already has `limit` active ones.
  */
-export async function addReminder(redis: RedisClient, owner: ReminderOwner, fields: Omit<Reminder, "id">, limit = MAX_ACTIVE_REMINDERS): Promise<Reminder | undefined> {
+export async function addReminder(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  fields: Omit<Reminder, "id">,
+  limit = MAX_ACTIVE_REMINDERS,
+): Promise<Reminder | undefined> {
   return reminders.add(redis, owner, fields, limit);
 }
 
 /** One reminder of the person, or undefined (a damaged record is logged and read as missing). */
-export async function getReminder(redis: RedisClient, owner: ReminderOwner, id: number, log: Logger = silentLogger): Promise<Reminder | undefined> {
+export async function getReminder(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  id: number,
+  log: Logger = silentLogger,
+): Promise<Reminder | undefined> {
   return reminders.get(redis, owner, id, log);
 }
 
@@ -96,11 +111,22 @@ export async function getReminder(redis: RedisClient, owner: ReminderOwner, id: 
  * The person's reminders sorted by next time (fired one-offs last). Fired one-offs older than
  * {@link FIRED_KEEP_MS} are deleted on the way.
  */
-export async function listReminders(redis: RedisClient, owner: ReminderOwner, now = Date.now(), log: Logger = silentLogger): Promise<Reminder[]> {
+export async function listReminders(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  now = Date.now(),
+  log: Logger = silentLogger,
+): Promise<Reminder[]> {
   const all = await reminders.all(redis, owner, log);
   const stale = all.filter((r) => !isActive(r) && (r.firedAt ?? 0) + FIRED_KEEP_MS < now);
-  await reminders.deleteIds(redis, owner, stale.map((r) => r.id));
-  return all.filter((r) => !stale.includes(r)).sort((a, b) => (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
+  await reminders.deleteIds(
+    redis,
+    owner,
+    stale.map((r) => r.id),
+  );
+  return all
+    .filter((r) => !stale.includes(r))
+    .sort((a, b) => (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
 }
 
 /** Writes the reminder back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
@@ -109,7 +135,12 @@ export async function updateReminder(redis: RedisClient, owner: ReminderOwner, r
 }
 
 /** Deletes a reminder. @returns it, or undefined when the person has no reminder with that id. */
-export async function deleteReminder(redis: RedisClient, owner: ReminderOwner, id: number, log: Logger = silentLogger): Promise<Reminder | undefined> {
+export async function deleteReminder(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  id: number,
+  log: Logger = silentLogger,
+): Promise<Reminder | undefined> {
   return reminders.delete(redis, owner, id, log);
 }
 
@@ -119,7 +150,11 @@ export async function deleteReminder(redis: RedisClient, owner: ReminderOwner, i
  *
  * @returns the deleted reminders.
  */
-export async function deleteRemindersOfTodo(redis: RedisClient, owner: ReminderOwner, todoId: number): Promise<Reminder[]> {
+export async function deleteRemindersOfTodo(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  todoId: number,
+): Promise<Reminder[]> {
   const tied = (await listReminders(redis, owner)).filter((r) => r.todoId === todoId);
   const deleted: Reminder[] = [];
   for (const r of tied) {

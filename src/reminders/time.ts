@@ -21,10 +21,14 @@ export const MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
 export function parseAt(at: string, timeZone: string): number | string {
   const text = at.trim();
   if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(text)) {
-    return `"${at}" is not an ISO 8601 date-time: write it like 2026-12-01T08:00 (in the user's time zone ${timeZone}) or with an offset, e.g. 2026-12-01T08:00+08:00`;
+    return (
+      `"${at}" is not an ISO 8601 date-time: write it like 2026-12-01T08:00 (in the user's time ` +
+      `zone ${timeZone}) or with an offset, e.g. 2026-12-01T08:00+08:00`
+    );
   }
   const dt = DateTime.fromISO(text.replace(" ", "T"), { zone: timeZone });
-  if (!dt.isValid) return `"${at}" is not a valid date-time (${dt.invalidExplanation ?? dt.invalidReason ?? "unreadable"}): write it like 2026-12-01T08:00`;
+  if (!dt.isValid)
+    return `"${at}" is not a valid date-time (${dt.invalidExplanation ?? dt.invalidReason ?? "unreadable"}): write it like 2026-12-01T08:00`;
   return dt.toMillis();
 }
 
@@ -40,14 +44,28 @@ export function parseAt(at: string, timeZone: string): number | string {
  * @returns the time in ms since the Unix epoch (whole seconds), or an English reason the model can
  *   act on: not ISO 8601, in the past, less than 10 s ahead, more than a year ahead.
  */
-export function checkScheduledTime(at: string, timeZone: string, noun: "reminder" | "task", now = Date.now()): number | string {
+export function checkScheduledTime(
+  at: string,
+  timeZone: string,
+  noun: "reminder" | "task",
+  now = Date.now(),
+): number | string {
   const parsed = parseAt(at, timeZone);
   if (typeof parsed === "string") return parsed;
   const when = Math.floor(parsed / 1000) * 1000;
-  if (when <= now) return `${timeIso(when, timeZone)} is in the past (now it is ${timeIso(now, timeZone)}): ask the user for a future time, or check the date with get_current_datetime.`;
-  if (when < now + MIN_AHEAD_MS) return `${timeIso(when, timeZone)} is less than 10 seconds from now (${timeIso(now, timeZone)}): a ${noun} must be at least 10 seconds ahead.`;
+  if (when <= now)
+    return (
+      `${timeIso(when, timeZone)} is in the past (now it is ${timeIso(now, timeZone)}): ask the ` +
+      `user for a future time, or check the date with get_current_datetime.`
+    );
+  if (when < now + MIN_AHEAD_MS)
+    return `${timeIso(when, timeZone)} is less than 10 seconds from now (${timeIso(now, timeZone)}): a ${noun} must be at least 10 seconds ahead.`;
   if (when > now + MAX_AHEAD_MS) {
-    return `${timeIso(when, timeZone)} is more than one year ahead: ${noun === "task" ? "tasks can be scheduled" : "reminders can be set"} at most one year ahead.`;
+    return (
+      `${timeIso(when, timeZone)} is more than one year ahead: ` +
+      `${noun === "task" ? "tasks can be scheduled" : "reminders can be set"} at most one year ` +
+      `ahead.`
+    );
   }
   return when;
 }
@@ -92,12 +110,23 @@ export function monthEndDay(repeat: Repeat | undefined, first: number, timeZone:
 /** A time for the user: `2026年12月1日 星期二 08:00` / `Tuesday, December 1, 2026 at 08:00`, in `timeZone`. */
 export function timeInWords(ms: number, timeZone: string, locale: Locale): string {
   const dt = DateTime.fromMillis(ms, { zone: timeZone }).setLocale(locale === "en" ? "en-US" : "zh-TW");
-  return dt.toLocaleString({ year: "numeric", month: "long", day: "numeric", weekday: "long", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  return dt.toLocaleString({
+    year: "numeric",
+    month: "long",
+    day: "numeric",
+    weekday: "long",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
 }
 
 /** The ISO 8601 form with the zone's offset, milliseconds dropped: `2026-12-01T08:00:00+08:00`. */
 export function timeIso(ms: number, timeZone: string): string {
-  return DateTime.fromMillis(ms, { zone: timeZone }).set({ millisecond: 0 }).toISO({ suppressMilliseconds: true }) ?? new Date(ms).toISOString();
+  return (
+    DateTime.fromMillis(ms, { zone: timeZone }).set({ millisecond: 0 }).toISO({ suppressMilliseconds: true }) ??
+    new Date(ms).toISOString()
+  );
 }
 
 /** A duration in words, rounded: `45 秒` / `45 seconds` (under 90 s), `3 分鐘` / `3 minutes`, `2 小時` / `2 hours`, `1 天` / `1 day`. */
@@ -105,7 +134,13 @@ export function durationInWords(ms: number, locale: Locale): string {
   const seconds = Math.max(1, Math.round(ms / 1000));
   const minutes = Math.round(seconds / 60);
   const [n, unit] =
-    seconds < 90 ? [seconds, "second"] : minutes < 120 ? [minutes, "minute"] : minutes < 48 * 60 ? [Math.round(minutes / 60), "hour"] : [Math.round(minutes / 1440), "day"];
+    seconds < 90
+      ? [seconds, "second"]
+      : minutes < 120
+        ? [minutes, "minute"]
+        : minutes < 48 * 60
+          ? [Math.round(minutes / 60), "hour"]
+          : [Math.round(minutes / 1440), "day"];
   if (locale === "en") return `${n} ${unit}${n === 1 ? "" : "s"}`;
   return `${n} ${{ second: "秒", minute: "分鐘", hour: "小時", day: "天" }[unit]}`;
 }
@@ -116,7 +151,9 @@ export function durationInWords(ms: number, locale: Locale): string {
  */
 export function repeatInWords(repeat: Repeat | undefined, locale: Locale, monthEnd?: number): string {
   if (repeat === "monthly" && monthEnd !== undefined) {
-    return locale === "en" ? `monthly on the ${monthEnd}${monthEnd === 31 ? "st" : "th"} (on the last day of shorter months)` : `每月 ${monthEnd} 日（沒有 ${monthEnd} 日的月份在月底）`;
+    return locale === "en"
+      ? `monthly on the ${monthEnd}${monthEnd === 31 ? "st" : "th"} (on the last day of shorter months)`
+      : `每月 ${monthEnd} 日（沒有 ${monthEnd} 日的月份在月底）`;
   }
   const words = {
     none: { "zh-TW": "不重複", en: "once" },

@@ -14,7 +14,12 @@ import { deleteRemindersOfTodo, type ReminderOwner } from "./store.js";
  *
  * @returns a note for the tool result, e.g. ` 也取消了提醒 #2。`, or "" when none was tied.
  */
-export async function endRemindersOfTodo(redis: RedisClient, owner: ReminderOwner, todoId: number, locale: Locale): Promise<string> {
+export async function endRemindersOfTodo(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  todoId: number,
+  locale: Locale,
+): Promise<string> {
   const ended = await deleteRemindersOfTodo(redis, owner, todoId);
   const scheduler = reminderSchedulerOf(redis);
   for (const reminder of ended) await scheduler?.unschedule(owner, reminder);

@@ -16,10 +16,21 @@ export { startReminderDelivery, type ReminderDelivery } from "./delivery.js";
  * The adapters' reminder actions (buttons, `/reminders`), with a `reminders` queue of their own on
  * `redis` (snoozes and cancels add and remove jobs). `close` closes that queue; never throws.
  */
-export function reminderActions(parts: { config: Config; log: Logger; redis: RedisClient; prefix?: string }): { actions: ReminderActions; close(): Promise<void> } {
-  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: parts.redis, prefix: bullPrefix(parts.redis, REMINDERS_QUEUE, parts.prefix) });
+export function reminderActions(parts: { config: Config; log: Logger; redis: RedisClient; prefix?: string }): {
+  actions: ReminderActions;
+  close(): Promise<void>;
+} {
+  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
+    connection: parts.redis,
+    prefix: bullPrefix(parts.redis, REMINDERS_QUEUE, parts.prefix),
+  });
   queue.on("error", () => {});
-  const actions = new ReminderActions({ config: parts.config, redis: parts.redis, scheduler: new ReminderScheduler(queue), log: parts.log });
+  const actions = new ReminderActions({
+    config: parts.config,
+    redis: parts.redis,
+    scheduler: new ReminderScheduler(queue),
+    log: parts.log,
+  });
   return {
     actions,
     close: async () => {

@@ -35,7 +35,11 @@ export type RepliesMode = "mention" | "all";
 
 /** The stored record of one conversation: only the fields someone changed. */
 export const SettingsRecordSchema = z.object({
-  persona: z.string().min(1).max(PERSONA_MAX * 2).optional(),
+  persona: z
+    .string()
+    .min(1)
+    .max(PERSONA_MAX * 2)
+    .optional(),
   model: z.string().min(1).max(100).optional(),
   language: z.enum(LOCALES).optional(),
   streaming: z.enum(["on", "off"]).optional(),
@@ -61,14 +65,22 @@ export interface Settings {
 
 /** The settings of a conversation nobody changed: every default. */
 export function defaultSettings(config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LOCALE" | "STREAMING">): Settings {
-  return { model: config.ANTHROPIC_MODEL, language: config.BOT_LOCALE, streaming: config.STREAMING === "on", replies: "mention" };
+  return {
+    model: config.ANTHROPIC_MODEL,
+    language: config.BOT_LOCALE,
+    streaming: config.STREAMING === "on",
+    replies: "mention",
+  };
 }
 
 /**
  * The settings in effect from stored records, later ones over earlier ones (a topic's record over
  * its group's), over the defaults. A model that `MODELS` no longer lists is ignored.
  */
-export function effectiveSettings(config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LOCALE" | "STREAMING" | "MODELS">, ...records: (SettingsRecord | undefined)[]): Settings {
+export function effectiveSettings(
+  config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LOCALE" | "STREAMING" | "MODELS">,
+  ...records: (SettingsRecord | undefined)[]
+): Settings {
   const merged: SettingsRecord = Object.assign({}, ...records.filter((r) => r !== undefined));
   const settings = defaultSettings(config);
   if (merged.persona) settings.persona = merged.persona;
@@ -125,7 +137,8 @@ export class SettingsStore {
   readonly #log: Logger;
 
   constructor(redis: RedisClient, config: Config, log: Logger) {
-    if (!("setSettingField" in redis)) redis.defineCommand("setSettingField", { numberOfKeys: 1, lua: SET_FIELD_SCRIPT });
+    if (!("setSettingField" in redis))
+      redis.defineCommand("setSettingField", { numberOfKeys: 1, lua: SET_FIELD_SCRIPT });
     this.#redis = redis as RedisWithSettings;
     this.#config = config;
     this.#log = log;
@@ -174,7 +187,9 @@ export class SettingsStore {
 
   async #record(conversation: ConversationRef): Promise<SettingsRecord | undefined> {
     const key = conversationKeys(conversation).settings;
-    return decodeRecord(SettingsRecordSchema, await this.#redis.get(key), "conversation settings", this.#log, { chat: key });
+    return decodeRecord(SettingsRecordSchema, await this.#redis.get(key), "conversation settings", this.#log, {
+      chat: key,
+    });
   }
 }
 
@@ -184,12 +199,19 @@ export class SettingsStore {
  * change counts from the next message; false without a settings store, in a private chat, and
  * when Redis cannot be reached (logged: the message is then ignored, as before the setting).
  */
-export async function repliesToAll(parts: { settings?: SettingsStore | undefined }, message: ConversationRef & { chatKind: "dm" | "group" }, log: Logger): Promise<boolean> {
+export async function repliesToAll(
+  parts: { settings?: SettingsStore | undefined },
+  message: ConversationRef & { chatKind: "dm" | "group" },
+  log: Logger,
+): Promise<boolean> {
   if (!parts.settings || message.chatKind !== "group") return false;
   try {
     return (await parts.settings.read(message)).replies === "all";
   } catch (error) {
-    log.warn({ err: error, platform: message.platform, chatId: message.chatId }, "could not read the group's replies setting; an unaddressed message is ignored");
+    log.warn(
+      { err: error, platform: message.platform, chatId: message.chatId },
+      "could not read the group's replies setting; an unaddressed message is ignored",
+    );
     return false;
   }
 }

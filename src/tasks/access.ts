@@ -20,7 +20,11 @@ export type TaskRefusal = { kind: "access" } | { kind: "budget"; text: string };
  * @returns undefined when the occurrence may run, else why not.
  * @throws when Redis fails.
  */
-export async function occurrenceRefusal(config: Config, stores: { access: AccessStore; usage: UsageStore }, subject: AccessSubject): Promise<TaskRefusal | undefined> {
+export async function occurrenceRefusal(
+  config: Config,
+  stores: { access: AccessStore; usage: UsageStore },
+  subject: AccessSubject,
+): Promise<TaskRefusal | undefined> {
   if (!(await hasAccess(config, stores.access, subject))) return { kind: "access" };
   const spent = await checkBudget(stores.usage, config, subject);
   return spent ? { kind: "budget", text: spent.text } : undefined;

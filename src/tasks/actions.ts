@@ -51,15 +51,27 @@ export class TaskActions {
     const owner = { platform: asker.platform, userId: asker.userId };
     const here = (await listTasks(this.parts.redis, owner, this.parts.log)).filter((t) => isIn(t, asker));
     if (here.length === 0) {
-      return { text: localize(locale, { "zh-TW": "你在這裡沒有排程任務。", en: "You have no scheduled tasks here." }), buttons: [] };
+      return {
+        text: localize(locale, { "zh-TW": "你在這裡沒有排程任務。", en: "You have no scheduled tasks here." }),
+        buttons: [],
+      };
     }
     const title = localize(locale, { "zh-TW": "你在這裡的排程任務：", en: "Your scheduled tasks here:" });
     const lines = here.map((t) => formatTask(t, locale, t.timezone));
     const buttons = here.slice(0, 12).flatMap((t) => [
       t.paused
-        ? { label: localize(locale, { "zh-TW": "▶️ 繼續 #{id}", en: "▶️ Resume #{id}" }, { id: t.id }), data: taskButton("r", owner, t.id) }
-        : { label: localize(locale, { "zh-TW": "⏸️ 暫停 #{id}", en: "⏸️ Pause #{id}" }, { id: t.id }), data: taskButton("p", owner, t.id) },
-      { label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: t.id }), data: taskButton("c", owner, t.id) },
+        ? {
+            label: localize(locale, { "zh-TW": "▶️ 繼續 #{id}", en: "▶️ Resume #{id}" }, { id: t.id }),
+            data: taskButton("r", owner, t.id),
+          }
+        : {
+            label: localize(locale, { "zh-TW": "⏸️ 暫停 #{id}", en: "⏸️ Pause #{id}" }, { id: t.id }),
+            data: taskButton("p", owner, t.id),
+          },
+      {
+        label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: t.id }),
+        data: taskButton("c", owner, t.id),
+      },
     ]);
     return { text: [title, ...lines].join("\n"), buttons };
   }
@@ -75,7 +87,13 @@ export class TaskActions {
     const parsed = parseTaskButton(press.data);
     if (!parsed) return { notice: gone(locale), changed: false };
     if (parsed.userId !== press.userId) {
-      return { notice: localize(locale, { "zh-TW": "這是別人的排程任務，只有設定的人可以按。", en: "This is someone else's scheduled task: only the person who set it can press these." }), changed: false };
+      return {
+        notice: localize(locale, {
+          "zh-TW": "這是別人的排程任務，只有設定的人可以按。",
+          en: "This is someone else's scheduled task: only the person who set it can press these.",
+        }),
+        changed: false,
+      };
     }
     const owner = { platform: press.platform, userId: parsed.userId };
     const task = await getTask(redis, owner, parsed.taskId, log);
@@ -85,27 +103,65 @@ export class TaskActions {
     if (parsed.action === "c") {
       await cancelTask(redis, this.parts.scheduler, owner, task);
       tlog.info("scheduled task cancelled with its button");
-      return { notice: localize(locale, { "zh-TW": "已取消排程任務 #{id}。", en: "Cancelled scheduled task #{id}." }, { id }), changed: true };
+      return {
+        notice: localize(locale, { "zh-TW": "已取消排程任務 #{id}。", en: "Cancelled scheduled task #{id}." }, { id }),
+        changed: true,
+      };
     }
     if (parsed.action === "p") {
-      if (task.paused) return { notice: localize(locale, { "zh-TW": "排程任務 #{id} 已經暫停了。", en: "Scheduled task #{id} is paused already." }, { id }), changed: false };
+      if (task.paused)
+        return {
+          notice: localize(
+            locale,
+            { "zh-TW": "排程任務 #{id} 已經暫停了。", en: "Scheduled task #{id} is paused already." },
+            { id },
+          ),
+          changed: false,
+        };
       if (task.next === undefined) return { notice: gone(locale), changed: false };
       await pauseTask(redis, this.parts.scheduler, owner, task, { by: "owner" });
       tlog.info("scheduled task paused by its owner");
-      return { notice: localize(locale, { "zh-TW": "已暫停排程任務 #{id}（/tasks 可以繼續）。", en: "Paused scheduled task #{id} (/tasks to resume)." }, { id }), changed: true };
+      return {
+        notice: localize(
+          locale,
+          {
+            "zh-TW": "已暫停排程任務 #{id}（/tasks 可以繼續）。",
+            en: "Paused scheduled task #{id} (/tasks to resume).",
+          },
+          { id },
+        ),
+        changed: true,
+      };
     }
-    if (!task.paused) return { notice: localize(locale, { "zh-TW": "排程任務 #{id} 沒有暫停。", en: "Scheduled task #{id} is not paused." }, { id }), changed: false };
+    if (!task.paused)
+      return {
+        notice: localize(
+          locale,
+          { "zh-TW": "排程任務 #{id} 沒有暫停。", en: "Scheduled task #{id} is not paused." },
+          { id },
+        ),
+        changed: false,
+      };
     const next = await resumeTask(redis, this.parts.scheduler, owner, task);
     tlog.info({ next: new Date(next).toISOString() }, "scheduled task resumed");
     return {
-      notice: localize(locale, { "zh-TW": "已繼續排程任務 #{id}，下次：{line}", en: "Resumed scheduled task #{id}; next: {line}" }, { id, line: formatTask({ ...task, paused: undefined, next }, locale, task.timezone) }),
+      notice: localize(
+        locale,
+        { "zh-TW": "已繼續排程任務 #{id}，下次：{line}", en: "Resumed scheduled task #{id}; next: {line}" },
+        { id, line: formatTask({ ...task, paused: undefined, next }, locale, task.timezone) },
+      ),
       changed: true,
     };
   }
 }
 
 /** Deletes the task and removes what is scheduled for it. @throws when Redis fails. */
-export async function cancelTask(redis: RedisClient, scheduler: TaskScheduler | undefined, owner: TaskOwner, task: Task): Promise<void> {
+export async function cancelTask(
+  redis: RedisClient,
+  scheduler: TaskScheduler | undefined,
+  owner: TaskOwner,
+  task: Task,
+): Promise<void> {
   await deleteTask(redis, owner, task.id);
   // Without a scheduler here its jobs find no task when due and end (a repeat's schedulers are removed then).
   await scheduler?.unschedule(owner, task);
@@ -116,8 +172,18 @@ export async function cancelTask(redis: RedisClient, scheduler: TaskScheduler | 
  * removes what is scheduled. A job already running finds it paused after its answer and stops there.
  * @returns the paused task as stored.
  */
-export async function pauseTask(redis: RedisClient, scheduler: TaskScheduler | undefined, owner: TaskOwner, task: Task, why: { by: "owner" | "failures"; reason?: string }): Promise<Task> {
-  const paused: Task = { ...task, paused: { at: Date.now(), by: why.by, ...(why.reason ? { reason: why.reason } : {}) }, next: undefined };
+export async function pauseTask(
+  redis: RedisClient,
+  scheduler: TaskScheduler | undefined,
+  owner: TaskOwner,
+  task: Task,
+  why: { by: "owner" | "failures"; reason?: string },
+): Promise<Task> {
+  const paused: Task = {
+    ...task,
+    paused: { at: Date.now(), by: why.by, ...(why.reason ? { reason: why.reason } : {}) },
+    next: undefined,
+  };
   await updateTask(redis, owner, paused);
   await scheduler?.unschedule(owner, task);
   return paused;
@@ -128,7 +194,13 @@ export async function pauseTask(redis: RedisClient, scheduler: TaskScheduler | u
  * next time after now; a one-off at its time, or at once when that passed).
  * @returns the next time it is due, ms since the Unix epoch.
  */
-export async function resumeTask(redis: RedisClient, scheduler: TaskScheduler, owner: TaskOwner, task: Task, now = Date.now()): Promise<number> {
+export async function resumeTask(
+  redis: RedisClient,
+  scheduler: TaskScheduler,
+  owner: TaskOwner,
+  task: Task,
+  now = Date.now(),
+): Promise<number> {
   // Unpaused first: a one-off due at once must find its task running when its job starts.
   const resumed: Task = { ...task, paused: undefined, failures: 0, next: Math.max(now, task.at) };
   await updateTask(redis, owner, resumed);
@@ -138,5 +210,8 @@ export async function resumeTask(redis: RedisClient, scheduler: TaskScheduler, o
 }
 
 function gone(locale: Locale): string {
-  return localize(locale, { "zh-TW": "這個排程任務已經結束或取消了。", en: "This scheduled task has ended or was cancelled." });
+  return localize(locale, {
+    "zh-TW": "這個排程任務已經結束或取消了。",
+    en: "This scheduled task has ended or was cancelled.",
+  });
 }

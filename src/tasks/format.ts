@@ -34,11 +34,20 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
   if (task.paused) {
     const why =
       task.paused.by === "failures"
-        ? localize(locale, { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" }, { n: task.failures })
+        ? localize(
+            locale,
+            { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" },
+            { n: task.failures },
+          )
         : localize(locale, { "zh-TW": "已暫停", en: "paused" });
-    return localize(locale, { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" }, { id: task.id, what, why, repeat });
+    return localize(
+      locale,
+      { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" },
+      { id: task.id, what, why, repeat },
+    );
   }
-  if (task.next === undefined) return localize(locale, { "zh-TW": "#{id} {what} — 已執行", en: "#{id} {what} — done" }, { id: task.id, what });
+  if (task.next === undefined)
+    return localize(locale, { "zh-TW": "#{id} {what} — 已執行", en: "#{id} {what} — done" }, { id: task.id, what });
   return localize(
     locale,
     { "zh-TW": "#{id} {what} — {words}（{iso}），{repeat}", en: "#{id} {what} — {words} ({iso}), {repeat}" },
@@ -50,12 +59,20 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
  * The first line of an occurrence's answer: `📅 排程任務 #3`, and when it starts more than
  * `LATE_AFTER_MS` after its time, how late and the time it was due.
  */
-export function occurrenceHeader(task: Pick<Task, "id" | "timezone">, dueAt: number, lateMs: number, locale: Locale): string {
+export function occurrenceHeader(
+  task: Pick<Task, "id" | "timezone">,
+  dueAt: number,
+  lateMs: number,
+  locale: Locale,
+): string {
   const head = localize(locale, { "zh-TW": "📅 排程任務 #{id}", en: "📅 Scheduled task #{id}" }, { id: task.id });
   if (lateMs <= LATE_AFTER_MS) return head;
   return `${head}${locale === "en" ? " " : ""}${localize(
     locale,
-    { "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）", en: "(late by {late}: it was due {time}, while the bot was not running)" },
+    {
+      "zh-TW": "（晚了 {late}：原定 {time}，當時機器人沒有在執行）",
+      en: "(late by {late}: it was due {time}, while the bot was not running)",
+    },
     { late: durationInWords(lateMs, locale), time: timeInWords(dueAt, task.timezone, locale) },
   )}`;
 }
@@ -79,7 +96,9 @@ export function isTaskButton(data: string): boolean {
 }
 
 /** Reads `tk:<action>:<token>`; undefined for anything else. */
-export function parseTaskButton(data: string): { action: TaskButtonAction; userId: string; taskId: number } | undefined {
+export function parseTaskButton(
+  data: string,
+): { action: TaskButtonAction; userId: string; taskId: number } | undefined {
   const m = /^tk:([prc]):([A-Za-z0-9_%-]{1,48})\.(\d{1,9})$/.exec(data);
   if (!m) return undefined;
   try {

@@ -68,11 +68,20 @@ export class TaskScheduler {
    *
    * @returns the next time it is due, ms since the Unix epoch.
    */
-  async schedule(owner: TaskOwner, task: Pick<Task, "id" | "at" | "repeat" | "timezone">, from = task.at, now = Date.now()): Promise<number> {
+  async schedule(
+    owner: TaskOwner,
+    task: Pick<Task, "id" | "at" | "repeat" | "timezone">,
+    from = task.at,
+    now = Date.now(),
+  ): Promise<number> {
     const data: TaskJobData = { platform: owner.platform, userId: owner.userId, taskId: task.id };
     if (!task.repeat) {
       const dueAt = Math.max(from, task.at);
-      await this.queue.add("task", { ...data, dueAt }, { ...TASK_JOB_OPTIONS, jobId: taskJobId(owner, task.id, dueAt), delay: Math.max(0, dueAt - now) });
+      await this.queue.add(
+        "task",
+        { ...data, dueAt },
+        { ...TASK_JOB_OPTIONS, jobId: taskJobId(owner, task.id, dueAt), delay: Math.max(0, dueAt - now) },
+      );
       return dueAt;
     }
     const patterns = repeatPatterns(task.repeat, task.at, task.timezone);
@@ -80,7 +89,11 @@ export class TaskScheduler {
     // Cron has whole seconds; startDate 1 ms before the second: the iterator returns times strictly after it.
     const startDate = Math.floor(Math.max(from, task.at) / 1000) * 1000 - 1;
     for (const [i, pattern] of patterns.entries()) {
-      await this.queue.upsertJobScheduler(ids[i]!, { pattern, tz: task.timezone, startDate }, { name: "task", data, opts: TASK_JOB_OPTIONS });
+      await this.queue.upsertJobScheduler(
+        ids[i]!,
+        { pattern, tz: task.timezone, startDate },
+        { name: "task", data, opts: TASK_JOB_OPTIONS },
+      );
     }
     return (await this.nextRun(owner, task.id)) ?? task.at;
   }
@@ -99,7 +112,9 @@ export class TaskScheduler {
 
   /** The next run of a repeating task (the earliest of its job schedulers), ms since the Unix epoch, or undefined. */
   async nextRun(owner: TaskOwner, taskId: number): Promise<number | undefined> {
-    const runs = await Promise.all(taskSchedulerIds(owner, taskId).map(async (id) => (await this.queue.getJobScheduler(id))?.next ?? undefined));
+    const runs = await Promise.all(
+      taskSchedulerIds(owner, taskId).map(async (id) => (await this.queue.getJobScheduler(id))?.next ?? undefined),
+    );
     const due = runs.filter((next): next is number => next !== undefined);
     return due.length > 0 ? Math.min(...due) : undefined;
   }

@@ -51,7 +51,9 @@ const StoredTask = z.object({
   /** Failed occurrences in a row (reset by a good one). */
   failures: z.number().int().nonnegative().default(0),
   /** When set, the task does not run: paused by its owner, or after {@link FAILURES_TO_PAUSE} failures (`reason` says why). */
-  paused: z.object({ at: z.number().int(), by: z.enum(["owner", "failures"]), reason: z.string().optional() }).optional(),
+  paused: z
+    .object({ at: z.number().int(), by: z.enum(["owner", "failures"]), reason: z.string().optional() })
+    .optional(),
   /** The last occurrence: when it was due and how it went. */
   last: z.object({ dueAt: z.number().int(), ok: z.boolean(), error: z.string().optional() }).optional(),
 });
@@ -90,18 +92,30 @@ export function isActive(task: Task): boolean {
  *
  * @returns the stored task, or `undefined` when the person already has `limit` tasks.
  */
-export async function addTask(redis: RedisClient, owner: TaskOwner, fields: Omit<Task, "id" | "failures">, limit: number): Promise<Task | undefined> {
+export async function addTask(
+  redis: RedisClient,
+  owner: TaskOwner,
+  fields: Omit<Task, "id" | "failures">,
+  limit: number,
+): Promise<Task | undefined> {
   return tasks.add(redis, owner, { ...fields, failures: 0 }, limit);
 }
 
 /** One task of the person, or undefined (a damaged record is logged and read as missing). */
-export async function getTask(redis: RedisClient, owner: TaskOwner, id: number, log: Logger = silentLogger): Promise<Task | undefined> {
+export async function getTask(
+  redis: RedisClient,
+  owner: TaskOwner,
+  id: number,
+  log: Logger = silentLogger,
+): Promise<Task | undefined> {
   return tasks.get(redis, owner, id, log);
 }
 
 /** The person's tasks, by next time (paused ones last), then id. */
 export async function listTasks(redis: RedisClient, owner: TaskOwner, log: Logger = silentLogger): Promise<Task[]> {
-  return (await tasks.all(redis, owner, log)).sort((a, b) => (a.paused ? 1 : 0) - (b.paused ? 1 : 0) || (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id);
+  return (await tasks.all(redis, owner, log)).sort(
+    (a, b) => (a.paused ? 1 : 0) - (b.paused ? 1 : 0) || (a.next ?? Infinity) - (b.next ?? Infinity) || a.id - b.id,
+  );
 }
 
 /** Writes the task back only if it still exists (a concurrent cancel wins). @returns whether it was written. */
@@ -110,7 +124,12 @@ export async function updateTask(redis: RedisClient, owner: TaskOwner, task: Tas
 }
 
 /** Deletes a task. @returns it, or undefined when the person has no task with that id. */
-export async function deleteTask(redis: RedisClient, owner: TaskOwner, id: number, log: Logger = silentLogger): Promise<Task | undefined> {
+export async function deleteTask(
+  redis: RedisClient,
+  owner: TaskOwner,
+  id: number,
+  log: Logger = silentLogger,
+): Promise<Task | undefined> {
   return tasks.delete(redis, owner, id, log);
 }
 

@@ -16,10 +16,21 @@ import { TASKS_QUEUE, TaskScheduler, type TaskJobData } from "./schedule.js";
  * The adapters' task actions (buttons, `/tasks`) on `redis`, with their own `tasks` queue.
  * `close` closes that queue (not the connection); never throws.
  */
-export function taskActions(parts: { config: Config; log: Logger; redis: RedisClient; prefix?: string }): { actions: TaskActions; close(): Promise<void> } {
-  const queue = new Queue<TaskJobData>(TASKS_QUEUE, { connection: parts.redis, prefix: bullPrefix(parts.redis, TASKS_QUEUE, parts.prefix) });
+export function taskActions(parts: { config: Config; log: Logger; redis: RedisClient; prefix?: string }): {
+  actions: TaskActions;
+  close(): Promise<void>;
+} {
+  const queue = new Queue<TaskJobData>(TASKS_QUEUE, {
+    connection: parts.redis,
+    prefix: bullPrefix(parts.redis, TASKS_QUEUE, parts.prefix),
+  });
   queue.on("error", () => {});
-  const actions = new TaskActions({ config: parts.config, redis: parts.redis, scheduler: new TaskScheduler(queue), log: parts.log });
+  const actions = new TaskActions({
+    config: parts.config,
+    redis: parts.redis,
+    scheduler: new TaskScheduler(queue),
+    log: parts.log,
+  });
   return {
     actions,
     close: async () => {

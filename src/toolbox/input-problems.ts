@@ -26,7 +26,10 @@ const NUMERIC = /^\s*-?\d+(\.\d+)?\s*$/;
  *
  * @returns the repaired copy, or undefined when `input` is not a plain object or nothing was converted.
  */
-export function repairScalarStrings(input: unknown, mismatches: Iterable<TypeMismatch>): Record<string, unknown> | undefined {
+export function repairScalarStrings(
+  input: unknown,
+  mismatches: Iterable<TypeMismatch>,
+): Record<string, unknown> | undefined {
   if (input === null || typeof input !== "object" || Array.isArray(input)) return undefined;
   const repaired = structuredClone(input) as Record<string, unknown>;
   let changed = false;

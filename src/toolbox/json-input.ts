@@ -21,7 +21,9 @@ import { formatPath, getAt, got, repairScalarStrings, TYPE_WORDS, type Parsed } 
 import type { InputSchema } from "./schema.js";
 
 // ajv-formats is CommonJS: under NodeNext its default import is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 const validators = {
   draft7: undefined as Ajv | undefined,
@@ -70,7 +72,9 @@ const compiled = new Map<string, ValidateFunction>();
  */
 export function compileJsonSchema(schema: Record<string, unknown>, dialect?: unknown): ValidateFunction {
   const ajv = validatorFor(dialect);
-  const key = `${ajv === validators.draft2020 ? "2020" : ajv === validators.draft2019 ? "2019" : "7"}:${createHash("sha256").update(JSON.stringify(schema)).digest("hex")}`;
+  const key =
+    `${ajv === validators.draft2020 ? "2020" : ajv === validators.draft2019 ? "2019" : "7"}:` +
+    `${createHash("sha256").update(JSON.stringify(schema)).digest("hex")}`;
   const hit = compiled.get(key);
   if (hit) {
     compiled.delete(key);
@@ -110,9 +114,11 @@ export class JsonSchemaInput {
    * @throws {Error} when it is not an object schema or Ajv cannot compile it (the message says why).
    */
   constructor(schema: unknown, view?: ModelView) {
-    if (schema === null || typeof schema !== "object" || Array.isArray(schema)) throw new Error("the input schema is not a JSON object");
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+      throw new Error("the input schema is not a JSON object");
     const { $schema, ...rest } = schema as Record<string, unknown>;
-    if (rest.type !== "object") throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
+    if (rest.type !== "object")
+      throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
     this.schema = view?.schema ?? ({ properties: {}, ...rest } as InputSchema);
     this.#toSchema = view?.keys ?? new Map();
     this.#toModel = new Map([...this.#toSchema].map(([model, own]) => [own, model]));
@@ -141,7 +147,16 @@ export class JsonSchemaInput {
     let errors = this.#validate.errors ?? [];
     const repaired = repairScalarStrings(
       input,
-      errors.flatMap((e) => (e.keyword === "type" ? [{ path: pointerParts(e.instancePath), expected: ([] as string[]).concat(e.params.type as string | string[]) }] : [])),
+      errors.flatMap((e) =>
+        e.keyword === "type"
+          ? [
+              {
+                path: pointerParts(e.instancePath),
+                expected: ([] as string[]).concat(e.params.type as string | string[]),
+              },
+            ]
+          : [],
+      ),
     );
     if (repaired) {
       if (this.#validate(repaired)) return { ok: true, value: repaired };
@@ -182,15 +197,27 @@ export class JsonSchemaInput {
       case "exclusiveMinimum":
       case "maximum":
       case "exclusiveMaximum": {
-        const word = { minimum: "at least", exclusiveMinimum: "more than", maximum: "at most", exclusiveMaximum: "less than" }[error.keyword];
+        const word = {
+          minimum: "at least",
+          exclusiveMinimum: "more than",
+          maximum: "at most",
+          exclusiveMaximum: "less than",
+        }[error.keyword];
         return `${where}: must be ${word} ${String(params.limit)}, got ${got(value)}`;
       }
       case "minLength":
       case "maxLength":
-        return `${where}: must be ${error.keyword === "minLength" ? "at least" : "at most"} ${String(params.limit)} characters, got ${typeof value === "string" ? value.length : 0} characters`;
+        return (
+          `${where}: must be ${error.keyword === "minLength" ? "at least" : "at most"} ` +
+          `${String(params.limit)} characters, got ${typeof value === "string" ? value.length : 0} ` +
+          `characters`
+        );
       case "minItems":
       case "maxItems":
-        return `${where}: must have ${error.keyword === "minItems" ? "at least" : "at most"} ${String(params.limit)} items, got ${Array.isArray(value) ? value.length : 0}`;
+        return (
+          `${where}: must have ${error.keyword === "minItems" ? "at least" : "at most"} ` +
+          `${String(params.limit)} items, got ${Array.isArray(value) ? value.length : 0}`
+        );
       case "enum":
         return `${where}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}, got ${got(value)}`;
       case "const":
@@ -204,7 +231,10 @@ export class JsonSchemaInput {
       case "anyOf":
         return `${where}: must match at least one of the allowed sets of fields (see the input's description)`;
       case "oneOf":
-        return `${where}: must match exactly one of the allowed sets of fields (see the input's description)${params.passingSchemas ? "; it matches more than one" : ""}`;
+        return (
+          `${where}: must match exactly one of the allowed sets of fields (see the input's ` +
+          `description)${params.passingSchemas ? "; it matches more than one" : ""}`
+        );
       default:
         return `${where}: ${error.message ?? "is not valid"}`;
     }

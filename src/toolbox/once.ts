@@ -46,7 +46,9 @@ const ExecutionSchema = z.discriminatedUnion("state", [
     ok: z.boolean(),
     content: z.string(),
     durationMs: z.number(),
-    images: z.array(z.object({ mediaType: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]), data: z.string() })).optional(),
+    images: z
+      .array(z.object({ mediaType: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]), data: z.string() }))
+      .optional(),
   }),
 ]);
 
@@ -87,7 +89,13 @@ export class ExecutionLedger {
    */
   readonly executeOnce: ExecuteOnce = async (toolUseId, execute) => {
     const key = `${this.#prefix}${toolUseId}`;
-    const claimed = await this.#redis.set(key, JSON.stringify({ state: "running", claimedAt: this.#now() }), "PX", this.#ttlMs, "NX");
+    const claimed = await this.#redis.set(
+      key,
+      JSON.stringify({ state: "running", claimedAt: this.#now() }),
+      "PX",
+      this.#ttlMs,
+      "NX",
+    );
     if (claimed === "OK") {
       let result: ToolExecution;
       try {
@@ -96,7 +104,13 @@ export class ExecutionLedger {
         this.#log.error({ err, toolUseId }, "a tool call threw; its outcome is unknown");
         result = { ok: false, content: UNKNOWN_OUTCOME, durationMs: 0 };
       }
-      const stored = { state: "done", ok: result.ok, content: result.content, durationMs: result.durationMs, ...(result.images ? { images: result.images } : {}) };
+      const stored = {
+        state: "done",
+        ok: result.ok,
+        content: result.content,
+        durationMs: result.durationMs,
+        ...(result.images ? { images: result.images } : {}),
+      };
       await this.#redis.set(key, JSON.stringify(stored), "PX", this.#ttlMs);
       return result;
     }

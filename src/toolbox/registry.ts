@@ -82,7 +82,9 @@ export function validateTool(tool: Tool): string[] {
   if (typeof name !== "string" || name.trim() === "") {
     problems.push(`${where}: a tool has no name (set \`name\`, e.g. "get_weather")`);
   } else if (!TOOL_NAME_PATTERN.test(name)) {
-    problems.push(`${where}: tool name ${JSON.stringify(name)} is not allowed by the Messages API (use 1-64 of a-z, A-Z, 0-9, _ and -)`);
+    problems.push(
+      `${where}: tool name ${JSON.stringify(name)} is not allowed by the Messages API (use 1-64 of a-z, A-Z, 0-9, _ and -)`,
+    );
   }
   const label = typeof name === "string" && name ? `tool "${name}"` : "a tool";
   if (typeof tool.description !== "string" || tool.description.trim() === "") {
@@ -105,7 +107,10 @@ export function validateTool(tool: Tool): string[] {
     problems.push(`${where}: ${label} has tags that are not a list of words`);
   }
   if (typeof tool.run !== "function") problems.push(`${where}: ${label} has no run function`);
-  for (const [field, max] of [["title", MAX_TOOL_TITLE_CHARS], ["summary", MAX_TOOL_SUMMARY_CHARS]] as const) {
+  for (const [field, max] of [
+    ["title", MAX_TOOL_TITLE_CHARS],
+    ["summary", MAX_TOOL_SUMMARY_CHARS],
+  ] as const) {
     const problem = tool[field] === undefined ? undefined : localizedProblem(tool[field], max);
     if (problem) problems.push(`${where}: ${label}'s ${field} ${problem}`);
   }
@@ -114,9 +119,13 @@ export function validateTool(tool: Tool): string[] {
 
 /** What is wrong with a per-locale text of a tool (`title`, `summary`), or undefined when it is fine. */
 function localizedProblem(texts: unknown, max: number): string | undefined {
-  const text = (locale: string) => (typeof texts === "object" && texts !== null ? (texts as Record<string, unknown>)[locale] : undefined);
-  const missing = LOCALES.filter((locale) => typeof text(locale) !== "string" || (text(locale) as string).trim() === "");
-  if (missing.length > 0) return `needs a text in every locale (missing: ${missing.join(", ")}), e.g. { "zh-TW": "…", en: "…" }`;
+  const text = (locale: string) =>
+    typeof texts === "object" && texts !== null ? (texts as Record<string, unknown>)[locale] : undefined;
+  const missing = LOCALES.filter(
+    (locale) => typeof text(locale) !== "string" || (text(locale) as string).trim() === "",
+  );
+  if (missing.length > 0)
+    return `needs a text in every locale (missing: ${missing.join(", ")}), e.g. { "zh-TW": "…", en: "…" }`;
   const long = LOCALES.filter((locale) => (text(locale) as string).length > max);
   return long.length > 0 ? `is longer than ${max} characters in ${long.join(", ")}` : undefined;
 }
@@ -131,7 +140,9 @@ function toolOfModule(module: Record<string, unknown>, file: string): { tool?: T
   for (const [key, value] of Object.entries(module)) {
     if (key === "default" || !isDefinedTool(value) || value === module.default) continue;
     const label = typeof value.name === "string" && value.name ? `tool "${value.name}"` : "a tool";
-    problems.push(`${displayPath(file)}: ${label} is exported as \`${key}\`; a tool file exports its one tool as default (\`export default defineTool({...})\`)`);
+    problems.push(
+      `${displayPath(file)}: ${label} is exported as \`${key}\`; a tool file exports its one tool as default (\`export default defineTool({...})\`)`,
+    );
   }
   const exported = module.default;
   return { tool: isDefinedTool(exported) ? { ...exported, file } : undefined, problems };
@@ -162,7 +173,9 @@ export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools>
     try {
       for (const file of await listModules(dir)) files.add(file);
     } catch (error) {
-      problems.push(`${displayPath(dir)}: cannot read the tools folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      problems.push(
+        `${displayPath(dir)}: cannot read the tools folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
   }
   const mine: Tool[] = [];
@@ -187,7 +200,9 @@ export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools>
     if (own.length > 0) continue;
     const first = byName.get(tool.name);
     if (first) {
-      problems.push(`tool name "${tool.name}" is defined twice: in ${displayPath(first.file)} and in ${displayPath(tool.file)} (rename one of them)`);
+      problems.push(
+        `tool name "${tool.name}" is defined twice: in ${displayPath(first.file)} and in ${displayPath(tool.file)} (rename one of them)`,
+      );
       continue;
     }
     byName.set(tool.name, tool);

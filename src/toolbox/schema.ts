@@ -27,9 +27,11 @@ export function inputSchemaOf(tool: Pick<Tool, "input">): InputSchema {
   if (tool.input instanceof JsonSchemaInput) return tool.input.schema;
   const cached = schemaCache.get(tool.input);
   if (cached) return cached;
-  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: "input", unrepresentable: "throw" }) as Record<string, unknown>;
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, {
+    io: "input",
+    unrepresentable: "throw",
+  }) as Record<string, unknown>;
   const result = { properties: {}, required: [], ...schema } as unknown as InputSchema;
   schemaCache.set(tool.input, result);
   return result;
 }
-

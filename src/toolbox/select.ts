@@ -37,7 +37,8 @@ export function toolboxFor(toolbox: ToolBox, _chat: { platform: Platform; chatKi
 export function unofferedTools(toolbox: ToolBox): Tool[] {
   const offered = new Set<string>();
   for (const platform of PLATFORMS) {
-    for (const chatKind of CHAT_KINDS) for (const name of toolboxFor(toolbox, { platform, chatKind }).names()) offered.add(name);
+    for (const chatKind of CHAT_KINDS)
+      for (const name of toolboxFor(toolbox, { platform, chatKind }).names()) offered.add(name);
   }
   return toolbox.list().filter((t) => !offered.has(t.name));
 }
@@ -63,7 +64,10 @@ export function warnUnofferedTools(toolbox: ToolBox, log: Logger): Tool[] {
   const tools = unofferedTools(toolbox);
   for (const tool of tools) {
     const reason = unofferedReason(tool);
-    log.warn({ tool: tool.name, file: path.relative(process.cwd(), tool.file) || tool.file, tags: [...tool.tags], reason }, `tool ${tool.name} is loaded but never offered to the model: ${reason}`);
+    log.warn(
+      { tool: tool.name, file: path.relative(process.cwd(), tool.file) || tool.file, tags: [...tool.tags], reason },
+      `tool ${tool.name} is loaded but never offered to the model: ${reason}`,
+    );
   }
   return tools;
 }
@@ -94,9 +98,16 @@ export function crowdedChats(toolbox: ToolBox): { platform: Platform; chatKind: 
 export function warnCrowdedChats(toolbox: ToolBox, log: Logger): string[] {
   const warnings = new Set<string>();
   for (const { offered } of crowdedChats(toolbox)) {
-    const loaded = offered.list().filter((t) => !t.deferred).map((t) => t.name);
+    const loaded = offered
+      .list()
+      .filter((t) => !t.deferred)
+      .map((t) => t.name);
     warnings.add(
-      `a chat would have ${offered.loadedCount()} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more): ${loaded.join(", ")}${loaded.length < offered.loadedCount() ? " and the tool search tool" : ""}. Mark tools needed in few turns deferred: true (the model finds them with tool search), or give some tools tags that chats do not offer`,
+      `a chat would have ${offered.loadedCount()} tools in front of the model (more than ` +
+        `${MAX_TOOLS_PER_REQUEST}; models choose worse with more): ${loaded.join(", ")}` +
+        `${loaded.length < offered.loadedCount() ? " and the tool search tool" : ""}. Mark tools ` +
+        `needed in few turns deferred: true (the model finds them with tool search), or give some ` +
+        `tools tags that chats do not offer`,
     );
   }
   for (const w of warnings) log.warn(w);

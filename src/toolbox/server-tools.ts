@@ -35,7 +35,9 @@ const SOURCE = "the Messages API (server tool)";
 
 /** What `run` says if a server tool is ever called as a tool of the bot (the API never does so). */
 function notHere(name: string): never {
-  throw new ToolError(`${name} is run by the Messages API itself, not by the bot; it cannot be called as a tool of the bot.`);
+  throw new ToolError(
+    `${name} is run by the Messages API itself, not by the bot; it cannot be called as a tool of the bot.`,
+  );
 }
 
 /** `text` on one line, at most `max` code points (ending with `…` when cut). */
@@ -61,7 +63,10 @@ export function serverTools(config: Config): Tool[] {
         tags: [WEB_TAG],
         readOnly: true,
         title: { "zh-TW": "網頁搜尋", en: "Web search" },
-        summary: { "zh-TW": "上網查最新消息、營業時間、活動等，回答附上可點的來源。", en: "Searches the web for current information; answers end with their sources as links." },
+        summary: {
+          "zh-TW": "上網查最新消息、營業時間、活動等，回答附上可點的來源。",
+          en: "Searches the web for current information; answers end with their sources as links.",
+        },
         input: z.object({ query: z.string() }),
         source: SOURCE,
         server: {
@@ -73,7 +78,8 @@ export function serverTools(config: Config): Tool[] {
           },
           icon: "🔎",
         },
-        activity: ({ query }, locale) => localize(locale, { "zh-TW": "搜尋：{query}", en: "Searching: {query}" }, { query: short(query) }),
+        activity: ({ query }, locale) =>
+          localize(locale, { "zh-TW": "搜尋：{query}", en: "Searching: {query}" }, { query: short(query) }),
         run: () => notHere("web_search"),
       }),
       file: FILE,
@@ -84,7 +90,8 @@ export function serverTools(config: Config): Tool[] {
     const webFetch = {
       ...defineTool({
         name: "web_fetch",
-        description: "Read a web page or PDF the user linked (or one found by web search); the answer cites it. Run by the Messages API.",
+        description:
+          "Read a web page or PDF the user linked (or one found by web search); the answer cites it. Run by the Messages API.",
         tags: [WEB_TAG],
         readOnly: true,
         title: { "zh-TW": "讀取網頁", en: "Web page reader" },
@@ -101,7 +108,8 @@ export function serverTools(config: Config): Tool[] {
           },
           icon: "🌐",
         },
-        activity: ({ url }, locale) => localize(locale, { "zh-TW": "讀取網頁：{url}", en: "Reading: {url}" }, { url: short(url) }),
+        activity: ({ url }, locale) =>
+          localize(locale, { "zh-TW": "讀取網頁：{url}", en: "Reading: {url}" }, { url: short(url) }),
         run: () => notHere("web_fetch"),
       }),
       file: FILE,

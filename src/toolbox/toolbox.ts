@@ -9,7 +9,14 @@ import { nullTracer, preview, type Tracer } from "../trace/tracer.js";
 import { formatPath, getAt, got, repairScalarStrings, safeJson, TYPE_WORDS, type Parsed } from "./input-problems.js";
 import { JsonSchemaInput } from "./json-input.js";
 import { inputSchemaOf } from "./schema.js";
-import { ToolError, type Tool, type ToolContext, type ToolImage, type ToolInputSchema, type ToolOutput } from "./tool.js";
+import {
+  ToolError,
+  type Tool,
+  type ToolContext,
+  type ToolImage,
+  type ToolInputSchema,
+  type ToolOutput,
+} from "./tool.js";
 import type { Locale } from "../config.js";
 
 /** Longest status-line activity of a tool call, in characters (code points); see `ToolBox.activity`. */
@@ -89,7 +96,9 @@ export class ToolBox {
   add(tool: Tool): this {
     const existing = this.#tools.get(tool.name);
     if (existing) {
-      throw new Error(`tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${tool.source ?? tool.file}`);
+      throw new Error(
+        `tool name "${tool.name}" is defined twice: in ${existing.source ?? existing.file} and in ${tool.source ?? tool.file}`,
+      );
     }
     this.#tools.set(tool.name, tool);
     return this;
@@ -164,12 +173,15 @@ export class ToolBox {
    *   a `tool_reference`, e.g. from before they were deferred).
    * @param options.toolSearch - false: no tool search (the API refused it), every tool is loaded.
    */
-  requestTools(options: { omit?: ReadonlySet<string>; load?: ReadonlySet<string>; toolSearch?: boolean } = {}): RequestTools {
+  requestTools(
+    options: { omit?: ReadonlySet<string>; load?: ReadonlySet<string>; toolSearch?: boolean } = {},
+  ): RequestTools {
     const split = this.#split(options);
     if (split.loaded.length > MAX_TOOLS_PER_REQUEST && firstTimeOver(split.loaded)) {
       this.#log.warn(
         { tools: split.loaded.length, limit: MAX_TOOLS_PER_REQUEST },
-        `a request would carry ${split.loaded.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); choose fewer with tags, or mark tools needed in few turns deferred: true`,
+        `a request would carry ${split.loaded.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); ` +
+          `choose fewer with tags, or mark tools needed in few turns deferred: true`,
       );
     }
     return split;
@@ -192,7 +204,9 @@ export class ToolBox {
       ...tools.filter((t) => !t.server && !isDeferred(t)).map((t) => definitionOf(t)),
       ...tools.filter((t) => t.server && !isDeferred(t)).map((t) => definitionOf(t)),
     ];
-    const deferred: Anthropic.Messages.ToolUnion[] = tools.filter(isDeferred).map((t) => ({ ...definitionOf(t), defer_loading: true }));
+    const deferred: Anthropic.Messages.ToolUnion[] = tools
+      .filter(isDeferred)
+      .map((t) => ({ ...definitionOf(t), defer_loading: true }));
     if (deferred.length > 0) loaded.push({ ...TOOL_SEARCH_TOOL });
     return { loaded, deferred };
   }
@@ -213,15 +227,28 @@ export class ToolBox {
    *
    * @param context - the per-call context; its `signal` is combined with the timeout.
    */
-  async execute(name: string, input: unknown, context: ToolContext, options: ExecuteOptions = {}): Promise<ToolExecution> {
+  async execute(
+    name: string,
+    input: unknown,
+    context: ToolContext,
+    options: ExecuteOptions = {},
+  ): Promise<ToolExecution> {
     const started = performance.now();
     const tracer = options.tracer ?? nullTracer;
     const shown = this.#traced(name, input);
     tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: shown.input });
     const result = await this.#run(name, input, context);
     const content = capToolResult(redact(result.content), this.#maxResultChars);
-    if (content.length < result.content.length) context.log.warn({ tool: name, chars: result.content.length }, `tool ${name} returned ${result.content.length} characters; cut for the model`);
-    const execution: ToolExecution = { ok: result.ok, content, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+    if (content.length < result.content.length)
+      context.log.warn(
+        { tool: name, chars: result.content.length },
+        `tool ${name} returned ${result.content.length} characters; cut for the model`,
+      );
+    const execution: ToolExecution = {
+      ok: result.ok,
+      content,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+    };
     metrics.toolCall(this.#tools.has(name) ? name : undefined, execution.ok, execution.durationMs);
     if (result.images?.length) execution.images = result.images;
     tracer.event("tool_result", {
@@ -233,7 +260,13 @@ export class ToolBox {
       ...(execution.images ? { images: execution.images.length } : {}),
     });
     context.log.info(
-      { tool: name, input: shown.input, ok: execution.ok, durationMs: execution.durationMs, preview: shown.result(execution.content, 120) },
+      {
+        tool: name,
+        input: shown.input,
+        ok: execution.ok,
+        durationMs: execution.durationMs,
+        preview: shown.result(execution.content, 120),
+      },
       `tool ${name} ${execution.ok ? "ok" : "failed"} in ${execution.durationMs} ms`,
     );
     return execution;
@@ -248,9 +281,16 @@ export class ToolBox {
    * @returns `{ ok: true, action }` (action: `describe`'s text, or `name {input JSON}` when the
    *   tool has none or it failed unexpectedly) or `{ ok: false, content }`.
    */
-  async prepare(name: string, input: unknown, context: ToolContext): Promise<{ ok: true; action: string } | { ok: false; content: string }> {
+  async prepare(
+    name: string,
+    input: unknown,
+    context: ToolContext,
+  ): Promise<{ ok: true; action: string } | { ok: false; content: string }> {
     const tool = this.#tools.get(name);
-    const failed = (content: string) => ({ ok: false as const, content: capToolResult(redact(content), this.#maxResultChars) });
+    const failed = (content: string) => ({
+      ok: false as const,
+      content: capToolResult(redact(content), this.#maxResultChars),
+    });
     if (!tool) return failed((await this.#run(name, input, context)).content);
     const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
@@ -280,7 +320,9 @@ export class ToolBox {
     const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return name;
     try {
-      const text = redact(tool.activity(parsed.value as never, locale)).replace(/\s+/g, " ").trim();
+      const text = redact(tool.activity(parsed.value as never, locale))
+        .replace(/\s+/g, " ")
+        .trim();
       const chars = [...text];
       if (chars.length === 0) return name;
       return chars.length > MAX_ACTIVITY_CHARS ? `${chars.slice(0, MAX_ACTIVITY_CHARS - 1).join("")}…` : text;
@@ -326,7 +368,10 @@ export class ToolBox {
     const parsed = parseToolInput(tool.input, input);
     if (!parsed.ok) return undefined;
     try {
-      const text = tool.notice(parsed.value as never, locale)?.replace(/\s+/g, " ").trim();
+      const text = tool
+        .notice(parsed.value as never, locale)
+        ?.replace(/\s+/g, " ")
+        .trim();
       return text ? redact(text) : undefined;
     } catch {
       return undefined;
@@ -369,7 +414,10 @@ export class ToolBox {
         return { ok: true, content: outcome.text, ...(outcome.images?.length ? { images: outcome.images } : {}) };
       }
       if (typeof outcome !== "string") {
-        context.log.error({ tool: name, type: typeof outcome }, `tool ${name} returned ${typeof outcome} instead of text`);
+        context.log.error(
+          { tool: name, type: typeof outcome },
+          `tool ${name} returned ${typeof outcome} instead of text`,
+        );
         return { ok: false, content: `Tool "${name}" returned no text (this is a bug in the tool).` };
       }
       return { ok: true, content: outcome };
@@ -391,7 +439,9 @@ export class ToolBox {
  */
 export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): string {
   if (content.length <= max) return content;
-  const note = `\n\n[Cut: this tool result was ${content.length} characters; only the first part is shown. If you need more, ask the tool for less at a time (narrower input).]`;
+  const note =
+    `\n\n[Cut: this tool result was ${content.length} characters; only the first part is ` +
+    `shown. If you need more, ask the tool for less at a time (narrower input).]`;
   let cut = Math.max(0, max - note.length);
   const code = content.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut -= 1; // never keep the high half of a pair without its low half
@@ -410,7 +460,11 @@ function definitionOf(tool: Tool): Anthropic.Messages.ToolUnion {
 
 /** A tool of the bot as a custom tool definition of the Messages API. */
 function customDefinition(tool: Tool): Anthropic.Messages.Tool {
-  return { name: tool.name, description: tool.description, input_schema: inputSchemaOf(tool) as Anthropic.Messages.Tool.InputSchema };
+  return {
+    name: tool.name,
+    description: tool.description,
+    input_schema: inputSchemaOf(tool) as Anthropic.Messages.Tool.InputSchema,
+  };
 }
 
 function isToolOutput(value: unknown): value is ToolOutput {
@@ -469,7 +523,9 @@ function schemaAt(schema: z.ZodType, pathParts: readonly PropertyKey[]): z.ZodTy
   let node: z.ZodType | undefined = schema;
   for (const key of pathParts) {
     node = unwrap(node);
-    const def = (node as { _zod?: { def?: { type?: string; shape?: Record<string, z.ZodType>; element?: z.ZodType } } } | undefined)?._zod?.def;
+    const def = (
+      node as { _zod?: { def?: { type?: string; shape?: Record<string, z.ZodType>; element?: z.ZodType } } } | undefined
+    )?._zod?.def;
     if (def?.type === "object" && typeof key === "string") node = def.shape?.[key];
     else if (def?.type === "array") node = def.element;
     else return undefined;
@@ -479,7 +535,10 @@ function schemaAt(schema: z.ZodType, pathParts: readonly PropertyKey[]): z.ZodTy
 
 function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
   let current = node as { _zod?: { def?: { type?: string; innerType?: z.ZodType } } } | undefined;
-  while (current?._zod?.def && ["optional", "nullable", "default", "prefault", "catch", "readonly"].includes(current._zod.def.type ?? "")) {
+  while (
+    current?._zod?.def &&
+    ["optional", "nullable", "default", "prefault", "catch", "readonly"].includes(current._zod.def.type ?? "")
+  ) {
     current = current._zod.def.innerType as typeof current;
   }
   return current as z.ZodType | undefined;
@@ -501,7 +560,8 @@ function describeIssue(schema: z.ZodObject, input: unknown, issue: z.core.$ZodIs
       if (!/^Too (small|big)\b/.test(issue.message)) return `${where}: ${issue.message}`;
       const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
       const word = issue.code === "too_small" ? "at least" : "at most";
-      const unit = issue.origin === "string" ? " characters" : issue.origin === "array" || issue.origin === "set" ? " items" : "";
+      const unit =
+        issue.origin === "string" ? " characters" : issue.origin === "array" || issue.origin === "set" ? " items" : "";
       const shown = issue.origin === "string" ? `${(value as string).length} characters` : got(value);
       return `${where}: must be ${word} ${String(bound)}${unit}, got ${shown}`;
     }

@@ -8,7 +8,9 @@ function formatValue(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(formatValue).join(", ")}]`;
   if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k}=${formatValue(v)}`).join(" ")}}`;
+    return `{${Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => `${k}=${formatValue(v)}`)
+      .join(" ")}}`;
   }
   return String(value);
 }
@@ -27,7 +29,9 @@ export function formatEvent(event: TraceEvent, startedAt: number): string {
  * the run started.
  */
 export function formatRun(run: TraceRun): string {
-  const header = `run ${run.runId} · ${run.chat} · ${new Date(run.startedAt).toISOString()} · ${run.events.length} events · ${run.finishedAt - run.startedAt} ms`;
+  const header =
+    `run ${run.runId} · ${run.chat} · ${new Date(run.startedAt).toISOString()} · ` +
+    `${run.events.length} events · ${run.finishedAt - run.startedAt} ms`;
   const lines = run.events.map((e) => formatEvent(e, run.startedAt));
   if (run.droppedEvents > 0) lines.push(`  (${run.droppedEvents} more events were not stored)`);
   return [header, ...lines].join("\n");

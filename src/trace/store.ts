@@ -97,7 +97,8 @@ function sanitize(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.slice(0, 50).map((v) => sanitize(v, depth + 1));
   if (typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) if (v !== undefined) out[k] = sanitize(v, depth + 1);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>))
+      if (v !== undefined) out[k] = sanitize(v, depth + 1);
     return out;
   }
   return preview(redact(String(value)));
@@ -130,7 +131,12 @@ export class RedisRunTracer implements RunTracer {
   readonly #ttl: number;
 
   /** Use {@link TraceStore.startRun}. */
-  constructor(redis: RedisClient, chat: string, runId: string, options: Required<Omit<TraceStoreOptions, "log">> & { log: Logger }) {
+  constructor(
+    redis: RedisClient,
+    chat: string,
+    runId: string,
+    options: Required<Omit<TraceStoreOptions, "log">> & { log: Logger },
+  ) {
     this.#redis = redis;
     this.chat = chat;
     this.runId = runId;
@@ -147,7 +153,13 @@ export class RedisRunTracer implements RunTracer {
   /** Records an event: sanitised, logged at debug, buffered until {@link finish}. */
   event(type: TraceEventType, data: Record<string, unknown>): void {
     try {
-      const event: TraceEvent = { type, runId: this.runId, chat: this.chat, at: Date.now(), data: sanitize(data) as Record<string, unknown> };
+      const event: TraceEvent = {
+        type,
+        runId: this.runId,
+        chat: this.chat,
+        at: Date.now(),
+        data: sanitize(data) as Record<string, unknown>,
+      };
       this.#log.debug({ trace: event }, `trace ${type}`);
       if (this.#finished) return;
       if (this.#events.length >= TRACE_MAX_EVENTS) this.#dropped += 1;
@@ -190,7 +202,10 @@ export class RedisRunTracer implements RunTracer {
       await this.#redis.eval(PUSH_SCRIPT, 1, pending.key, pending.json, pending.keepRuns, pending.ttlSeconds);
       return true;
     } catch (error) {
-      this.#log.warn({ err: { message: (error as Error).message }, runId: this.runId }, "trace run could not be stored");
+      this.#log.warn(
+        { err: { message: (error as Error).message }, runId: this.runId },
+        "trace run could not be stored",
+      );
       return false;
     }
   }

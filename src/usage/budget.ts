@@ -49,7 +49,10 @@ export interface BudgetTotals {
 }
 
 /** Which totals a check needs for `owner`: the person's unless an admin or no user budget, the bot's when a global budget is set. */
-export function budgetReads(config: Pick<Config, "USER_DAILY_TOKENS" | "GLOBAL_DAILY_TOKENS" | "ADMIN_USERS">, owner: BudgetOwner): { user: boolean; all: boolean } {
+export function budgetReads(
+  config: Pick<Config, "USER_DAILY_TOKENS" | "GLOBAL_DAILY_TOKENS" | "ADMIN_USERS">,
+  owner: BudgetOwner,
+): { user: boolean; all: boolean } {
   return { user: config.USER_DAILY_TOKENS > 0 && !isAdmin(config, owner), all: config.GLOBAL_DAILY_TOKENS > 0 };
 }
 
@@ -65,15 +68,28 @@ export function budgetRefusal(
   at = Date.now(),
 ): { scope: BudgetScope; text: string } | undefined {
   const reads = budgetReads(config, owner);
-  if (reads.all && (totals.all ?? 0) >= config.GLOBAL_DAILY_TOKENS) return { scope: "global", text: budgetText(config, "global", at) };
-  if (reads.user && (totals.user ?? 0) >= config.USER_DAILY_TOKENS) return { scope: "user", text: budgetText(config, "user", at) };
+  if (reads.all && (totals.all ?? 0) >= config.GLOBAL_DAILY_TOKENS)
+    return { scope: "global", text: budgetText(config, "global", at) };
+  if (reads.user && (totals.user ?? 0) >= config.USER_DAILY_TOKENS)
+    return { scope: "user", text: budgetText(config, "user", at) };
   return undefined;
 }
 
 /** The message for a spent budget of `scope`, in `BOT_LOCALE`: the budget, and when (next midnight in `TIMEZONE`) it resets. */
-export function budgetText(config: Pick<Config, "USER_DAILY_TOKENS" | "TIMEZONE" | "BOT_LOCALE">, scope: BudgetScope, at = Date.now()): string {
+export function budgetText(
+  config: Pick<Config, "USER_DAILY_TOKENS" | "TIMEZONE" | "BOT_LOCALE">,
+  scope: BudgetScope,
+  at = Date.now(),
+): string {
   const zone = config.TIMEZONE;
-  const reset = new Intl.DateTimeFormat("sv-SE", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(nextDayStart(at, zone));
+  const reset = new Intl.DateTimeFormat("sv-SE", {
+    timeZone: zone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+  }).format(nextDayStart(at, zone));
   return localize(config.BOT_LOCALE, BUDGET_TEXT[scope], { reset, zone, budget: config.USER_DAILY_TOKENS });
 }
 
@@ -129,7 +145,11 @@ export class BudgetSpentError extends Error {
     readonly scope: BudgetScope,
     readonly text: string,
   ) {
-    super(scope === "global" ? "the bot's daily token budget (GLOBAL_DAILY_TOKENS) is spent" : "the person's daily token budget (USER_DAILY_TOKENS) is spent");
+    super(
+      scope === "global"
+        ? "the bot's daily token budget (GLOBAL_DAILY_TOKENS) is spent"
+        : "the person's daily token budget (USER_DAILY_TOKENS) is spent",
+    );
     this.name = "BudgetSpentError";
   }
 
@@ -144,7 +164,11 @@ export class BudgetSpentError extends Error {
  * model call made for `owner` (a summary of their conversation, a scheduled task's work).
  * @throws {BudgetSpentError} when a budget is spent (make no call); a Redis error when the totals cannot be read.
  */
-export async function assertBudget(usage: UsageStore, config: Pick<Config, "USER_DAILY_TOKENS" | "GLOBAL_DAILY_TOKENS" | "ADMIN_USERS" | "TIMEZONE" | "BOT_LOCALE">, owner: BudgetOwner): Promise<void> {
+export async function assertBudget(
+  usage: UsageStore,
+  config: Pick<Config, "USER_DAILY_TOKENS" | "GLOBAL_DAILY_TOKENS" | "ADMIN_USERS" | "TIMEZONE" | "BOT_LOCALE">,
+  owner: BudgetOwner,
+): Promise<void> {
   const spent = await checkBudget(usage, config, owner);
   if (spent) throw new BudgetSpentError(spent.scope, spent.text);
 }

@@ -109,7 +109,12 @@ type RedisWithUsage = RedisClient & {
 
 /** The day (`YYYY-MM-DD`) and month (`YYYY-MM`) of `at` (ms) in `timeZone`. */
 export function periodOf(at: number, timeZone: string): { day: string; month: string } {
-  const parts = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).formatToParts(at);
+  const parts = new Intl.DateTimeFormat("en-CA", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  }).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)?.value ?? "00";
   const month = `${get("year")}-${get("month")}`;
   return { day: `${month}-${get("day")}`, month };
@@ -121,7 +126,12 @@ export function periodOf(at: number, timeZone: string): { day: string; month: st
  */
 export function nextDayStart(at: number, timeZone: string): number {
   const today = periodOf(at, timeZone).day;
-  const parts = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(at);
+  const parts = new Intl.DateTimeFormat("en-GB", {
+    timeZone,
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  }).formatToParts(at);
   const hour = Number(parts.find((p) => p.type === "hour")?.value ?? 0);
   const minute = Number(parts.find((p) => p.type === "minute")?.value ?? 0);
   let guess = at + ((23 - hour) * 60 + (59 - minute)) * 60_000;
@@ -135,8 +145,21 @@ export function nextDayStart(at: number, timeZone: string): number {
 /** Totals from an `HMGET … in out cw cr calls ws wf vs pd` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
-  const totals = { input: n(0), output: n(1), cacheWrite: n(2), cacheRead: n(3), calls: n(4), webSearches: n(5), webFetches: n(6), voiceSeconds: n(7) };
-  return { ...totals, tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead, ...(n(8) !== 0 ? { priceDelta: n(8) } : {}) };
+  const totals = {
+    input: n(0),
+    output: n(1),
+    cacheWrite: n(2),
+    cacheRead: n(3),
+    calls: n(4),
+    webSearches: n(5),
+    webFetches: n(6),
+    voiceSeconds: n(7),
+  };
+  return {
+    ...totals,
+    tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead,
+    ...(n(8) !== 0 ? { priceDelta: n(8) } : {}),
+  };
 }
 
 /** Usage in Redis; see the module comment. */
@@ -176,9 +199,14 @@ export class UsageStore {
   async record(owner: UsageOwner, usage: ModelUsage, at = Date.now(), priceDelta = 0): Promise<void> {
     const { day, month } = periodOf(at, this.#timeZone);
     const ttl = USAGE_KEEP_DAYS * 86_400;
-    const counts = [usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens, usage.web_search_requests ?? 0, usage.web_fetch_requests ?? 0].map((n) =>
-      Math.max(0, Math.floor(Number(n) || 0)),
-    );
+    const counts = [
+      usage.input_tokens,
+      usage.output_tokens,
+      usage.cache_creation_input_tokens,
+      usage.cache_read_input_tokens,
+      usage.web_search_requests ?? 0,
+      usage.web_fetch_requests ?? 0,
+    ].map((n) => Math.max(0, Math.floor(Number(n) || 0)));
     counts.push(Math.round(Number(priceDelta) || 0));
     const redis = this.#redis as RedisWithUsage;
     const user = `u:${owner.platform}:${owner.userId}`;
@@ -186,7 +214,14 @@ export class UsageStore {
     await Promise.all([
       redis.usageAdd(UsageStore.key(user, "d", day), UsageStore.key(user, "m", month), ttl, ...counts),
       redis.usageAdd(UsageStore.key(chat, "d", day), UsageStore.key(chat, "m", month), ttl, ...counts),
-      redis.usageAddTop(UsageStore.key("all", "d", day), UsageStore.key("all", "m", month), UsageStore.topKey(day), ttl, ...counts, `${owner.platform}:${owner.userId}`),
+      redis.usageAddTop(
+        UsageStore.key("all", "d", day),
+        UsageStore.key("all", "m", month),
+        UsageStore.topKey(day),
+        ttl,
+        ...counts,
+        `${owner.platform}:${owner.userId}`,
+      ),
     ]);
   }
 
@@ -202,7 +237,9 @@ export class UsageStore {
     const ttl = USAGE_KEEP_DAYS * 86_400;
     const redis = this.#redis as RedisWithUsage;
     await Promise.all(
-      [`u:${owner.platform}:${owner.userId}`, `c:${owner.platform}:${owner.chatId}`, "all"].map((who) => redis.usageVoice(UsageStore.key(who, "d", day), UsageStore.key(who, "m", month), ttl, whole)),
+      [`u:${owner.platform}:${owner.userId}`, `c:${owner.platform}:${owner.chatId}`, "all"].map((who) =>
+        redis.usageVoice(UsageStore.key(who, "d", day), UsageStore.key(who, "m", month), ttl, whole),
+      ),
     );
   }
 
@@ -211,35 +248,59 @@ export class UsageStore {
    * (ioredis auto-pipelining sends them with the other commands of the same tick in one write), so
    * the access gate's checks cost one round trip.
    */
-  async dayTotals(platform: string, userId: string, want: { user: boolean; all: boolean }, at = Date.now()): Promise<{ user?: UsageTotals; all?: UsageTotals }> {
+  async dayTotals(
+    platform: string,
+    userId: string,
+    want: { user: boolean; all: boolean },
+    at = Date.now(),
+  ): Promise<{ user?: UsageTotals; all?: UsageTotals }> {
     const { day } = periodOf(at, this.#timeZone);
     const [user, all] = await Promise.all([
-      want.user ? this.#redis.hmget(UsageStore.key(`u:${platform}:${userId}`, "d", day), ...FIELDS).then(totalsOf) : undefined,
+      want.user
+        ? this.#redis.hmget(UsageStore.key(`u:${platform}:${userId}`, "d", day), ...FIELDS).then(totalsOf)
+        : undefined,
       want.all ? this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS).then(totalsOf) : undefined,
     ]);
     return { user, all };
   }
 
   /** A user's totals today and this month. */
-  async userTotals(platform: string, userId: string, at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
+  async userTotals(
+    platform: string,
+    userId: string,
+    at = Date.now(),
+  ): Promise<{ day: UsageTotals; month: UsageTotals }> {
     const { day, month } = periodOf(at, this.#timeZone);
     const owner = `u:${platform}:${userId}`;
-    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS)]);
+    const [d, m] = await Promise.all([
+      this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS),
+      this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS),
+    ]);
     return { day: totalsOf(d), month: totalsOf(m) };
   }
 
   /** A chat's totals today and this month. */
-  async chatTotals(platform: string, chatId: string, at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
+  async chatTotals(
+    platform: string,
+    chatId: string,
+    at = Date.now(),
+  ): Promise<{ day: UsageTotals; month: UsageTotals }> {
     const { day, month } = periodOf(at, this.#timeZone);
     const owner = `c:${platform}:${chatId}`;
-    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS)]);
+    const [d, m] = await Promise.all([
+      this.#redis.hmget(UsageStore.key(owner, "d", day), ...FIELDS),
+      this.#redis.hmget(UsageStore.key(owner, "m", month), ...FIELDS),
+    ]);
     return { day: totalsOf(d), month: totalsOf(m) };
   }
 
   /** The whole bot's totals today and this month. */
   async botTotals(at = Date.now()): Promise<{ day: UsageTotals; month: UsageTotals }> {
     const { day, month } = periodOf(at, this.#timeZone);
-    const [d, m] = await Promise.all([this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS), this.#redis.hmget(UsageStore.key("all", "m", month), ...FIELDS)]);
+    const [d, m] = await Promise.all([
+      this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS),
+      this.#redis.hmget(UsageStore.key("all", "m", month), ...FIELDS),
+    ]);
     return { day: totalsOf(d), month: totalsOf(m) };
   }
 
@@ -258,8 +319,16 @@ export class UsageStore {
  * `webSearch` USD per 1,000 searches (the API bills each search; web fetch costs only its tokens).
  */
 export function costOf(totals: UsageTotals, prices: PriceList): number {
-  const tokens = (totals.input * prices.input + totals.output * prices.output + totals.cacheWrite * prices.cacheWrite + totals.cacheRead * prices.cacheRead) / 1_000_000;
-  return Math.max(0, tokens + (totals.webSearches * (prices.webSearch ?? 0)) / 1000 + (totals.priceDelta ?? 0) / 1_000_000);
+  const tokens =
+    (totals.input * prices.input +
+      totals.output * prices.output +
+      totals.cacheWrite * prices.cacheWrite +
+      totals.cacheRead * prices.cacheRead) /
+    1_000_000;
+  return Math.max(
+    0,
+    tokens + (totals.webSearches * (prices.webSearch ?? 0)) / 1000 + (totals.priceDelta ?? 0) / 1_000_000,
+  );
 }
 
 /** Prices: tokens in USD per million, web searches in USD per 1,000 (`ModelPrices` of `src/config.ts`). */
@@ -271,7 +340,19 @@ type PriceList = { input: number; output: number; cacheWrite: number; cacheRead:
  */
 export function priceDeltaOf(usage: ModelUsage, own: PriceList | undefined, base: PriceList | undefined): number {
   if (!own || !base || own === base) return 0;
-  const totals = { input: usage.input_tokens, output: usage.output_tokens, cacheWrite: usage.cache_creation_input_tokens, cacheRead: usage.cache_read_input_tokens, webSearches: usage.web_search_requests ?? 0 };
-  const cost = (p: PriceList) => (totals.input * p.input + totals.output * p.output + totals.cacheWrite * p.cacheWrite + totals.cacheRead * p.cacheRead) / 1_000_000 + (totals.webSearches * (p.webSearch ?? 0)) / 1000;
+  const totals = {
+    input: usage.input_tokens,
+    output: usage.output_tokens,
+    cacheWrite: usage.cache_creation_input_tokens,
+    cacheRead: usage.cache_read_input_tokens,
+    webSearches: usage.web_search_requests ?? 0,
+  };
+  const cost = (p: PriceList) =>
+    (totals.input * p.input +
+      totals.output * p.output +
+      totals.cacheWrite * p.cacheWrite +
+      totals.cacheRead * p.cacheRead) /
+      1_000_000 +
+    (totals.webSearches * (p.webSearch ?? 0)) / 1000;
   return Math.round((cost(own) - cost(base)) * 1_000_000);
 }

@@ -28,7 +28,10 @@ import type { UsageStore } from "../usage/store.js";
  * `language` setting when given, else `BOT_LOCALE`) and `TIMEZONE`, the shared Redis connection,
  * and `signal` (a fresh one when not given).
  */
-export function toolContextFor(message: IncomingMessage, parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal; locale?: ToolContext["locale"] }): ToolContext {
+export function toolContextFor(
+  message: IncomingMessage,
+  parts: { config: Config; redis: RedisClient; log: Logger; signal?: AbortSignal; locale?: ToolContext["locale"] },
+): ToolContext {
   return {
     platform: message.platform,
     chatId: message.chatId,
@@ -62,7 +65,10 @@ export interface RunParts {
 }
 
 /** What one run adds to the {@link RunParts}. */
-export interface RunOptions extends Pick<AgentDeps, "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy"> {
+export interface RunOptions extends Pick<
+  AgentDeps,
+  "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy"
+> {
   tracer: RunTracer;
   log: Logger;
   /** The answer's deadline (aborts the model call and the tools); default a signal that never fires. */
@@ -92,11 +98,19 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     client: parts.client,
     config,
     toolbox,
-    ...(toolbox.get(MEMORY_TOOL_NAME) ? { memory: async () => memoryBlock(scope, await new MemoryStore(redis, { log: run.log }).read(scope)) } : {}),
+    ...(toolbox.get(MEMORY_TOOL_NAME)
+      ? { memory: async () => memoryBlock(scope, await new MemoryStore(redis, { log: run.log }).read(scope)) }
+      : {}),
     tracer: run.tracer,
     ...(settings ? { model: settings.model } : {}),
     ...(settings?.persona ? { persona: settings.persona } : {}),
-    context: toolContextFor(message, { config, redis, log: run.log, ...(run.signal ? { signal: run.signal } : {}), ...(settings ? { locale: settings.language } : {}) }),
+    context: toolContextFor(message, {
+      config,
+      redis,
+      log: run.log,
+      ...(run.signal ? { signal: run.signal } : {}),
+      ...(settings ? { locale: settings.language } : {}),
+    }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
     ...(parts.usage ? { beforeModelCall: budgetGuard(parts.usage, config, message, run.usageSettled) } : {}),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),

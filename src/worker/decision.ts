@@ -14,7 +14,16 @@ import type { HandledDecision, TakenDecision } from "../approvals/flow.js";
 import { conversationKey } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import { runDeps } from "./context.js";
-import { answer, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import {
+  answer,
+  outboundFor,
+  runOptions,
+  withSettings,
+  type AnswerParts,
+  type AnswerState,
+  type Computed,
+  type JobAttempt,
+} from "./pipeline.js";
 
 /**
  * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
@@ -26,7 +35,10 @@ import { answer, outboundFor, runOptions, withSettings, type AnswerParts, type A
  *   (BullMQ then marks the job failed at once) when the answer failed for good — the requester
  *   was told and the record deleted.
  */
-export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" | "attemptsMade" | "attemptsStarted" | "opts">): Promise<HandledDecision> {
+export async function answerDecision(
+  parts: AnswerParts,
+  job: Pick<Job, "data" | "attemptsMade" | "attemptsStarted" | "opts">,
+): Promise<HandledDecision> {
   const flow = parts.approvals;
   if (!flow) {
     parts.log.warn({ data: job.data as unknown }, "a decision arrived, but no approval store is configured; ignored");
@@ -35,7 +47,11 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
   const taken = await flow.takeDecision(job.data);
   if ("status" in taken) return taken;
   const { record } = taken;
-  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 };
+  const attempt: JobAttempt = {
+    made: job.attemptsMade,
+    allowed: job.opts.attempts ?? 1,
+    resumed: job.attemptsStarted > 1,
+  };
   const outbound = outboundFor(parts, record.platform, attempt);
   if (!outbound) return { status: "skipped", reason: "not_current" };
   // `/reset` since the approval was asked: the prompt is closed, nothing resumed (unless an earlier
@@ -64,9 +80,11 @@ export async function answerDecision(parts: AnswerParts, job: Pick<Job, "data" |
   // The answer is over (a chat job's finish script does this for messages): its sent count and start time go.
   await parts.redis.del(done.keys.sent, done.keys.started);
   // Failed for good (the requester was told, the record deleted): the job is marked failed, not retried.
-  if (done.failure !== undefined) throw new UnrecoverableError(done.failure instanceof Error ? done.failure.message : String(done.failure));
+  if (done.failure !== undefined)
+    throw new UnrecoverableError(done.failure instanceof Error ? done.failure.message : String(done.failure));
   const result = done.result;
-  if (result && "asked" in result && result.asked !== undefined) return { status: "asked_again", approvalId: result.asked };
+  if (result && "asked" in result && result.asked !== undefined)
+    return { status: "asked_again", approvalId: result.asked };
   return { status: "answered", text: result && "answered" in result ? result.answered : "" };
 }
 
@@ -79,8 +97,14 @@ async function computeDecision(parts: AnswerParts, state: AnswerState, taken: Ta
   const deps = runDeps(parts, record.message, { ...runOptions(parts, state), executeOnce: flow.executeOnce });
   const { checkpoint } = state.restored;
   if (checkpoint) {
-    state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt of this decision saved before it changed data");
-    return parts.runAgent({ history: record.run.history, userText: record.message.text, context: deps.context, resume: checkpoint }, deps);
+    state.log.info(
+      { turns: checkpoint.turns },
+      "resuming the run an earlier attempt of this decision saved before it changed data",
+    );
+    return parts.runAgent(
+      { history: record.run.history, userText: record.message.text, context: deps.context, resume: checkpoint },
+      deps,
+    );
   }
   return flow.resume(taken, deps);
 }

@@ -90,7 +90,15 @@ export async function deliverAnswer(
   message: IncomingMessage,
   to: Destination,
   text: string,
-  progress: { redis: RedisClient; sentKey: string; skip: number; deadlineAt: number; log: Logger; stream?: AnswerStream; timed?: boolean },
+  progress: {
+    redis: RedisClient;
+    sentKey: string;
+    skip: number;
+    deadlineAt: number;
+    log: Logger;
+    stream?: AnswerStream;
+    timed?: boolean;
+  },
 ): Promise<Delivery> {
   const multi = text.length > (outbound.singleChunkUnits ?? 0);
   const counted = multi || progress.skip > 0;
@@ -110,8 +118,12 @@ export async function deliverAnswer(
       return { counted, sent };
     } catch (error) {
       const wait = retryAfterMs(error);
-      if (wait === undefined || Date.now() + wait >= progress.deadlineAt + LATE_DELIVERY_MS) return { counted, sent, error };
-      progress.log.warn({ retryAfterMs: wait, sent }, "the platform is rate limiting this chat; waiting out its retry_after before sending the rest");
+      if (wait === undefined || Date.now() + wait >= progress.deadlineAt + LATE_DELIVERY_MS)
+        return { counted, sent, error };
+      progress.log.warn(
+        { retryAfterMs: wait, sent },
+        "the platform is rate limiting this chat; waiting out its retry_after before sending the rest",
+      );
       await new Promise((r) => setTimeout(r, wait));
     }
   }
@@ -123,10 +135,21 @@ export async function deliverAnswer(
  * the outbound's reader is the operator (`showsCauses`, the terminal chat) and the error has an
  * `operatorCause()`, that one line follows. Never throws (a failed apology is logged).
  */
-export async function sendApology(outbound: Outbound, to: Destination, error: unknown, locale: Locale, log: Logger, fallback?: string): Promise<void> {
+export async function sendApology(
+  outbound: Outbound,
+  to: Destination,
+  error: unknown,
+  locale: Locale,
+  log: Logger,
+  fallback?: string,
+): Promise<void> {
   const { userMessage, operatorCause } = (error ?? {}) as { userMessage?: unknown; operatorCause?: unknown };
-  let apology = typeof userMessage === "function" ? String(userMessage.call(error, locale)) : (fallback ?? localize(locale, APOLOGY));
-  if (outbound.showsCauses && typeof operatorCause === "function") apology += `\n(${String(operatorCause.call(error))})`;
+  let apology =
+    typeof userMessage === "function"
+      ? String(userMessage.call(error, locale))
+      : (fallback ?? localize(locale, APOLOGY));
+  if (outbound.showsCauses && typeof operatorCause === "function")
+    apology += `\n(${String(operatorCause.call(error))})`;
   await outbound.sendAnswer(to, apology).catch((e: unknown) => {
     log.error({ err: e }, "the apology could not be sent either");
   });
@@ -143,7 +166,10 @@ export class Typing {
   ) {}
   /** Sends the indicator now and every `everyMs` ms. */
   start(): void {
-    const send = () => void this.outbound.sendTyping(this.to).catch((err: unknown) => this.log.debug({ err }, "typing indicator failed"));
+    const send = () =>
+      void this.outbound
+        .sendTyping(this.to)
+        .catch((err: unknown) => this.log.debug({ err }, "typing indicator failed"));
     send();
     this.#timer = setInterval(send, this.everyMs);
     this.#timer.unref();

@@ -11,7 +11,17 @@ import { localize, type Locale } from "../i18n.js";
 import { RateLimitedError } from "../outbound-errors.js";
 
 /** Node's network error codes: the connection of this process failed, not the request. */
-const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "ENOTFOUND", "ENETUNREACH", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT"]);
+const TRANSIENT_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "ENETUNREACH",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 /**
  * An error of ours that says whether retrying may help (`OutboundError`, `ModelUnavailableError`,
@@ -39,7 +49,8 @@ export function isTransient(error: unknown): boolean {
     if (declaresRetryable(e)) return e.retryable;
     const code = (e as NodeJS.ErrnoException).code;
     if (typeof code === "string" && TRANSIENT_CODES.has(code)) return true;
-    if (e.name === "MaxRetriesPerRequestError" || /Connection is closed|Stream isn't writeable/.test(e.message)) return true;
+    if (e.name === "MaxRetriesPerRequestError" || /Connection is closed|Stream isn't writeable/.test(e.message))
+      return true;
   }
   return false;
 }

@@ -60,7 +60,11 @@ export interface VoiceTranscript {
   ms: number;
 }
 
-const none = (message: IncomingMessage): MessageMedia => ({ message, strip: (m) => m, stripOutcome: <T extends AgentOutcome>(o: T): T => o });
+const none = (message: IncomingMessage): MessageMedia => ({
+  message,
+  strip: (m) => m,
+  stripOutcome: <T extends AgentOutcome>(o: T): T => o,
+});
 
 /**
  * Reads the files of `message`.
@@ -89,22 +93,35 @@ export async function readMedia(
   try {
     const prepared = await prepareMedia(refs, outbound.media, { maxImages, signal });
     parts.log.info({ files: prepared.placeholders }, "files read for the model");
-    const placeholderOf = new Map<ContentBlockParam, string>(prepared.blocks.map((b, i) => [b, prepared.placeholders[i]!]));
+    const placeholderOf = new Map<ContentBlockParam, string>(
+      prepared.blocks.map((b, i) => [b, prepared.placeholders[i]!]),
+    );
     const strip = (messages: MessageParam[]): MessageParam[] =>
       messages.map((m) =>
         m.role === "user" && Array.isArray(m.content) && m.content.some((b) => placeholderOf.has(b))
-          ? { ...m, content: m.content.map((b) => (placeholderOf.has(b) ? { type: "text" as const, text: placeholderOf.get(b)! } : b)) }
+          ? {
+              ...m,
+              content: m.content.map((b) =>
+                placeholderOf.has(b) ? { type: "text" as const, text: placeholderOf.get(b)! } : b,
+              ),
+            }
           : m,
       );
     return {
       message: full,
       blocks: prepared.blocks,
       strip,
-      stripOutcome: <T extends AgentOutcome>(outcome: T): T => (outcome.kind === "approval" ? { ...outcome, run: { ...outcome.run, messages: strip(outcome.run.messages) } } : outcome),
+      stripOutcome: <T extends AgentOutcome>(outcome: T): T =>
+        outcome.kind === "approval"
+          ? { ...outcome, run: { ...outcome.run, messages: strip(outcome.run.messages) } }
+          : outcome,
     };
   } catch (error) {
     if (!(error instanceof MediaError)) throw error;
-    parts.log.warn({ problem: error.problem, what: error.what, reason: error.message }, "a file of the message cannot be read; answering without the model");
+    parts.log.warn(
+      { problem: error.problem, what: error.what, reason: error.message },
+      "a file of the message cannot be read; answering without the model",
+    );
     return { ...none(full), refusal: mediaRefusal(error, parts.config.BOT_LOCALE, maxImages) };
   }
 }
@@ -124,22 +141,37 @@ const isAudio = (ref: MediaRef): boolean => ref.kind === "voice" || ref.kind ===
  *   ({@link voiceRefusal}): the model is not called.
  * @throws the signal's reason when the answer's deadline passed.
  */
-async function readVoice(parts: { config: Config; log: Logger; tracer?: Tracer }, full: IncomingMessage, outbound: Outbound, signal: AbortSignal): Promise<MessageMedia> {
+async function readVoice(
+  parts: { config: Config; log: Logger; tracer?: Tracer },
+  full: IncomingMessage,
+  outbound: Outbound,
+  signal: AbortSignal,
+): Promise<MessageMedia> {
   const { config, log, tracer } = parts;
   const refs = full.media ?? [];
   const ref = refs[0]!;
   const kind = ref.kind === "voice" ? "voice" : "audio";
-  const facts = { kind, ...(ref.duration !== undefined ? { seconds: ref.duration } : {}), ...(ref.size !== undefined ? { announcedBytes: ref.size } : {}), ...(ref.mimeType ? { type: ref.mimeType } : {}) };
+  const facts = {
+    kind,
+    ...(ref.duration !== undefined ? { seconds: ref.duration } : {}),
+    ...(ref.size !== undefined ? { announcedBytes: ref.size } : {}),
+    ...(ref.mimeType ? { type: ref.mimeType } : {}),
+  };
   const refuse = (problem: VoiceProblem, reason: string, extra: Record<string, unknown> = {}): MessageMedia => {
-    log.warn({ problem, ...facts, ...extra, reason }, "a voice message is not transcribed; answering without the model");
+    log.warn(
+      { problem, ...facts, ...extra, reason },
+      "a voice message is not transcribed; answering without the model",
+    );
     tracer?.event("transcription", { ok: false, problem, ...facts, ...extra });
     return { ...none(full), refusal: voiceRefusal(problem, config.BOT_LOCALE, config.MAX_VOICE_SECONDS) };
   };
   if (refs.length > 1) return refuse("several", `${refs.length} files in the message, one of them audio`);
   const upload = audioFormatOf(ref);
   if (!upload) return refuse("format", `an audio type that is not transcribed (${ref.mimeType ?? "no type"})`);
-  if (ref.duration !== undefined && ref.duration > config.MAX_VOICE_SECONDS) return refuse("too_long", `announced ${ref.duration} s, over MAX_VOICE_SECONDS ${config.MAX_VOICE_SECONDS}`);
-  if (ref.size !== undefined && ref.size > AUDIO_MAX_BYTES) return refuse("too_large", `announced ${ref.size} bytes, over ${AUDIO_MAX_BYTES}`);
+  if (ref.duration !== undefined && ref.duration > config.MAX_VOICE_SECONDS)
+    return refuse("too_long", `announced ${ref.duration} s, over MAX_VOICE_SECONDS ${config.MAX_VOICE_SECONDS}`);
+  if (ref.size !== undefined && ref.size > AUDIO_MAX_BYTES)
+    return refuse("too_large", `announced ${ref.size} bytes, over ${AUDIO_MAX_BYTES}`);
   if (!outbound.media) return refuse("download_failed", "this platform's outbound cannot download files");
   let audio: Buffer;
   try {
@@ -151,18 +183,46 @@ async function readVoice(parts: { config: Config; log: Logger; tracer?: Tracer }
   // Without an announced duration (a Discord audio file), the file's own headers tell it.
   const seconds = ref.duration ?? (await audioDurationOf(audio, upload.mimeType));
   if (ref.duration === undefined && seconds !== undefined && seconds > config.MAX_VOICE_SECONDS) {
-    return refuse("too_long", `the file lasts ${Math.round(seconds)} s by its headers, over MAX_VOICE_SECONDS ${config.MAX_VOICE_SECONDS}`, { bytes: audio.length, seconds });
+    return refuse(
+      "too_long",
+      `the file lasts ${Math.round(seconds)} s by its headers, over MAX_VOICE_SECONDS ${config.MAX_VOICE_SECONDS}`,
+      { bytes: audio.length, seconds },
+    );
   }
   let transcription;
   try {
-    transcription = await new TranscriptionClient(config).transcribe({ audio, fileName: upload.fileName, mimeType: upload.mimeType, locale: config.BOT_LOCALE, signal });
+    transcription = await new TranscriptionClient(config).transcribe({
+      audio,
+      fileName: upload.fileName,
+      mimeType: upload.mimeType,
+      locale: config.BOT_LOCALE,
+      signal,
+    });
   } catch (error) {
     if (!(error instanceof TranscriptionError)) throw error;
-    return refuse("not_understood", error.message, { transcription: error.problem, bytes: audio.length, ...(error.status !== undefined ? { status: error.status } : {}) });
+    return refuse("not_understood", error.message, {
+      transcription: error.problem,
+      bytes: audio.length,
+      ...(error.status !== undefined ? { status: error.status } : {}),
+    });
   }
   const transcript = config.BOT_LOCALE === "zh-TW" ? await toTraditional(transcription.text) : transcription.text;
-  const voice: VoiceTranscript = { kind, transcript, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms };
-  const done = { ...facts, ...(seconds !== undefined ? { seconds } : {}), bytes: audio.length, ms: transcription.ms, attempts: transcription.attempts, characters: transcript.length, converted: transcript !== transcription.text };
+  const voice: VoiceTranscript = {
+    kind,
+    transcript,
+    ...(seconds !== undefined ? { seconds } : {}),
+    bytes: audio.length,
+    ms: transcription.ms,
+  };
+  const done = {
+    ...facts,
+    ...(seconds !== undefined ? { seconds } : {}),
+    bytes: audio.length,
+    ms: transcription.ms,
+    attempts: transcription.attempts,
+    characters: transcript.length,
+    converted: transcript !== transcription.text,
+  };
   log.info(done, "voice message transcribed");
   tracer?.event("transcription", { ok: true, ...done, model: config.STT_MODEL });
   return { ...none({ ...full, text: voiceTurnText(kind, transcript, seconds, full.text) }), voice };

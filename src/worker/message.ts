@@ -19,7 +19,17 @@ import type { PendingTrace } from "../trace/tracer.js";
 import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
 import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
-import { answer, outboundFor, runOptions, startTrace, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import {
+  answer,
+  outboundFor,
+  runOptions,
+  startTrace,
+  withSettings,
+  type AnswerParts,
+  type AnswerState,
+  type Computed,
+  type JobAttempt,
+} from "./pipeline.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
 export type { RunAgent } from "./worker.js";
@@ -41,7 +51,11 @@ export interface Answered {
  * @throws to retry the job: a transient failure before the job's last attempt (see `pipeline.ts`),
  *   or a platform this worker has no outbound for (another worker may have it).
  */
-export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage>, entry: string | IncomingMessage): Promise<Answered> {
+export async function answerMessage(
+  parts: AnswerParts,
+  job: Job<IncomingMessage>,
+  entry: string | IncomingMessage,
+): Promise<Answered> {
   let message: IncomingMessage;
   try {
     message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
@@ -50,12 +64,23 @@ export async function answerMessage(parts: AnswerParts, job: Job<IncomingMessage
     return { counted: false };
   }
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
-  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 || job.name !== "chat" };
+  const attempt: JobAttempt = {
+    made: job.attemptsMade,
+    allowed: job.opts.attempts ?? 1,
+    resumed: job.attemptsStarted > 1 || job.name !== "chat",
+  };
   const outbound = outboundFor(parts, message.platform, attempt);
   if (!outbound) return { message, counted: false };
   const done = await answer(
     parts,
-    { kind: "message", message, outbound, answerId: message.messageId, runId: `${conversationKey(message)}:${message.messageId}`, compute: (state) => computeMessage(parts, state) },
+    {
+      kind: "message",
+      message,
+      outbound,
+      answerId: message.messageId,
+      runId: `${conversationKey(message)}:${message.messageId}`,
+      compute: (state) => computeMessage(parts, state),
+    },
     attempt,
   );
   return { message, counted: done.counted, trace: done.tracer.take() };
@@ -78,25 +103,53 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const { message, outbound } = state.taken;
   const { checkpoint } = state.restored;
   const tracer = message.media ? startTrace(parts, state) : undefined;
-  const media = await readMedia({ config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) }, message, outbound, state.deadline.signal, { resuming: checkpoint !== undefined });
+  const media = await readMedia(
+    { config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) },
+    message,
+    outbound,
+    state.deadline.signal,
+    { resuming: checkpoint !== undefined },
+  );
   if (media.refusal !== undefined) return { kind: "said", text: media.refusal };
   const seconds = media.voice?.seconds;
   if (seconds !== undefined && parts.usage) {
     // Awaited with the tokens' usage before the answer goes out (`/usage` right after it counts it).
-    state.usage.push(parts.usage.recordVoice(message, seconds).catch((err: unknown) => state.log.warn({ err }, "could not record the seconds transcribed")));
+    state.usage.push(
+      parts.usage
+        .recordVoice(message, seconds)
+        .catch((err: unknown) => state.log.warn({ err }, "could not record the seconds transcribed")),
+    );
   }
-  const transcript = media.voice?.transcript ?? (checkpoint && config.STT_BASE_URL && message.media?.some((m) => m.kind === "voice" || m.kind === "audio") ? transcriptOfTurn(firstText(checkpoint.messages[0]!)) : undefined);
+  const transcript =
+    media.voice?.transcript ??
+    (checkpoint && config.STT_BASE_URL && message.media?.some((m) => m.kind === "voice" || m.kind === "audio")
+      ? transcriptOfTurn(firstText(checkpoint.messages[0]!))
+      : undefined);
   const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
-  if (transcript !== undefined && state.live && config.STREAMING === "on") state.live.push({ type: "lead", text: transcriptLine(transcript) });
+  if (transcript !== undefined && state.live && config.STREAMING === "on")
+    state.live.push({ type: "lead", text: transcriptLine(transcript) });
   await parts.approvals?.supersedePending(message, outbound);
   // The settings are read with the history (one write for both): a change counts from this message.
   let before = await withSettings(parts, state, parts.history.read(state.conversation));
-  if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
-  const deps = runDeps(parts, media.message, { ...runOptions(parts, state, media.strip), executeOnce: parts.ledger.executeOnce });
+  if (checkpoint)
+    state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
+  const deps = runDeps(parts, media.message, {
+    ...runOptions(parts, state, media.strip),
+    executeOnce: parts.ledger.executeOnce,
+  });
   const asked = media.message;
   const userText = asked.chatKind === "group" ? `${speakerLabel(asked)} ${asked.text}`.trimEnd() : asked.text;
   const run = (history: MessageParam[], resume: RunState | undefined) =>
-    parts.runAgent({ history, userText, ...(media.blocks ? { userContent: media.blocks } : {}), context: deps.context, ...(resume ? { resume } : {}) }, deps);
+    parts.runAgent(
+      {
+        history,
+        userText,
+        ...(media.blocks ? { userContent: media.blocks } : {}),
+        context: deps.context,
+        ...(resume ? { resume } : {}),
+      },
+      deps,
+    );
   let outcome: AgentOutcome;
   try {
     outcome = await run(withSummary(before), checkpoint);
@@ -107,12 +160,15 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
     state.live?.push({ type: "text_dropped" });
     const shorter = await shortenForRetry(parts, state, asked, before);
     before = shorter.before;
-    const saved = decodeRecord(RunStateSchema, await parts.redis.get(state.keys.run), "run checkpoint", state.log) ?? checkpoint;
+    const saved =
+      decodeRecord(RunStateSchema, await parts.redis.get(state.keys.run), "run checkpoint", state.log) ?? checkpoint;
     try {
       outcome = await run(shorter.history, saved);
     } catch (again) {
       if (!isContextWindowExceeded(again)) throw again;
-      state.log.warn("the conversation does not fit the context window even after it was shortened; the user is told to start fresh");
+      state.log.warn(
+        "the conversation does not fit the context window even after it was shortened; the user is told to start fresh",
+      );
       state.live?.push({ type: "text_dropped" });
       const tooLong = localize(parts.config.BOT_LOCALE, TOO_LONG_TEXT);
       return { kind: "said", text: heard ? `${heard}\n\n${tooLong}` : tooLong };
@@ -120,7 +176,12 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   }
   if (outcome.kind === "approval") return media.stripOutcome(outcome);
   // The transcript line leads the answer, also after a retry that shortened the conversation.
-  return { ...outcome, ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}), messages: media.strip(outcome.messages), before };
+  return {
+    ...outcome,
+    ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}),
+    messages: media.strip(outcome.messages),
+    before,
+  };
 }
 
 /** The text of a message (its string content, or its first text block); "" when it has none. */
@@ -136,19 +197,39 @@ function firstText(message: MessageParam): string {
  * shorten it (nothing to summarise, the model failed), the request leaves out the older half of
  * the history instead (cut in front of a user text turn; the stored history is not changed).
  */
-async function shortenForRetry(parts: AnswerParts, state: AnswerState, asked: IncomingMessage, before: HistoryRead): Promise<{ history: MessageParam[]; before: HistoryRead }> {
+async function shortenForRetry(
+  parts: AnswerParts,
+  state: AnswerState,
+  asked: IncomingMessage,
+  before: HistoryRead,
+): Promise<{ history: MessageParam[]; before: HistoryRead }> {
   const turns = before.messages.filter(isUserTextTurn).length;
   if (parts.compaction) {
     const keepTurns = Math.max(1, Math.min(parts.config.COMPACT_KEEP_TURNS, Math.floor(turns / 2)));
     try {
-      const result = await compact(parts.compaction.deps, { conversation: state.conversation, owner: { platform: asked.platform, userId: asked.userId, chatId: asked.chatId }, reason: "overflow", keepTurns }, { waitMs: 30_000, signal: state.deadline.signal });
-      state.log.info({ outcome: result.outcome }, "the request did not fit the context window; compacted before asking again");
+      const result = await compact(
+        parts.compaction.deps,
+        {
+          conversation: state.conversation,
+          owner: { platform: asked.platform, userId: asked.userId, chatId: asked.chatId },
+          reason: "overflow",
+          keepTurns,
+        },
+        { waitMs: 30_000, signal: state.deadline.signal },
+      );
+      state.log.info(
+        { outcome: result.outcome },
+        "the request did not fit the context window; compacted before asking again",
+      );
       if (result.outcome !== "nothing") {
         const after = await parts.history.read(state.conversation);
         return { history: withSummary(after), before: after };
       }
     } catch (error) {
-      state.log.warn({ err: error }, "the overflow compaction failed; the older turns are left out of the request instead");
+      state.log.warn(
+        { err: error },
+        "the overflow compaction failed; the older turns are left out of the request instead",
+      );
     }
   }
   const starts = before.messages.flatMap((m, i) => (isUserTextTurn(m) ? [i] : []));

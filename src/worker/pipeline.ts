@@ -52,7 +52,10 @@ import type { WorkerDeps } from "./worker.js";
  * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
  * their meaning there), with the defaults filled in.
  */
-export interface AnswerParts extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction"> {
+export interface AnswerParts extends Omit<
+  WorkerDeps,
+  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction"
+> {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: RedisClient;
   /** Typing refresh interval, in ms. */
@@ -91,7 +94,11 @@ export function lastAttempt(attempt: JobAttempt): boolean {
  * The outbound of `platform`; without one in this worker (its token is not set here) another worker
  * process may answer: {@link NoOutboundError} to retry there, or undefined on the last attempt.
  */
-export function outboundFor(parts: AnswerParts, platform: IncomingMessage["platform"], attempt: JobAttempt): Outbound | undefined {
+export function outboundFor(
+  parts: AnswerParts,
+  platform: IncomingMessage["platform"],
+  attempt: JobAttempt,
+): Outbound | undefined {
   const outbound = parts.outbounds[platform];
   if (outbound) return outbound;
   const problem = new NoOutboundError(platform);
@@ -101,7 +108,10 @@ export function outboundFor(parts: AnswerParts, platform: IncomingMessage["platf
 }
 
 /** What a compute phase hands to *persist*: the loop's outcome, or a text to send without the model (a file that cannot be read). */
-export type Computed = (Extract<AgentOutcome, { kind: "answer" }> & { before?: HistoryRead }) | PausedOutcome | { kind: "said"; text: string };
+export type Computed =
+  | (Extract<AgentOutcome, { kind: "answer" }> & { before?: HistoryRead })
+  | PausedOutcome
+  | { kind: "said"; text: string };
 
 /** What a take phase found: the answer to give and how this kind computes it. */
 export interface Taken {
@@ -205,7 +215,10 @@ export interface AnswerState {
  */
 export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
   const state = await restore(parts, taken, attempt);
-  const timer = setTimeout(() => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)), Math.max(0, state.deadlineAt - Date.now()));
+  const timer = setTimeout(
+    () => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)),
+    Math.max(0, state.deadlineAt - Date.now()),
+  );
   timer.unref();
   try {
     await beginAttempt(parts, state);
@@ -221,7 +234,9 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     state.typing.stop();
     await state.live?.pause();
     // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
-    await parts.redis.del(state.keys.crashes).catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
+    await parts.redis
+      .del(state.keys.crashes)
+      .catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
 }
@@ -254,7 +269,11 @@ async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<voi
   const [[, begun] = []] = (await parts.redis.multi().incr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
   const crashes = Number(begun) - 1;
   if (crashes < CRASHES_BEFORE_SKIP) {
-    if (crashes > 0) state.log.warn({ crashes }, "an earlier attempt at this answer ended with its worker process (crash or kill); trying again");
+    if (crashes > 0)
+      state.log.warn(
+        { crashes },
+        "an earlier attempt at this answer ended with its worker process (crash or kill); trying again",
+      );
     return;
   }
   state.log.error({ crashes }, `this message crashed a worker ${crashes} times; skipped with an apology`);
@@ -265,11 +284,18 @@ async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<voi
 async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
   const { message, outbound } = taken;
   const conversation = conversationOf(message);
-  const log = parts.log.child({ chat: conversationKey(conversation), messageId: message.messageId, ...(taken.kind === "decision" ? { answer: taken.answerId } : {}) });
+  const log = parts.log.child({
+    chat: conversationKey(conversation),
+    messageId: message.messageId,
+    ...(taken.kind === "decision" ? { answer: taken.answerId } : {}),
+  });
   const keys = progressKeys(conversation, taken.answerId);
   if (taken.kind === "message" && !attempt.resumed) metrics.started(message);
-  const restored = attempt.resumed ? await readProgress(parts, conversation, message.messageId, keys, log) : { sent: 0, streamed: [] };
-  if (restored.answer !== undefined) log.info({ skip: restored.sent }, "reusing the answer of an earlier attempt found in the history");
+  const restored = attempt.resumed
+    ? await readProgress(parts, conversation, message.messageId, keys, log)
+    : { sent: 0, streamed: [] };
+  if (restored.answer !== undefined)
+    log.info({ skip: restored.sent }, "reusing the answer of an earlier attempt found in the history");
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
@@ -304,13 +330,29 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
 }
 
 /** The progress an earlier attempt left in Redis (the history read also renews the conversation's expiry). */
-async function readProgress(parts: AnswerParts, conversation: ConversationRef, messageId: string, keys: AnswerState["keys"], log: Logger): Promise<Restored> {
+async function readProgress(
+  parts: AnswerParts,
+  conversation: ConversationRef,
+  messageId: string,
+  keys: AnswerState["keys"],
+  log: Logger,
+): Promise<Restored> {
   const startedAt = Number(await parts.redis.get(keys.started)) || undefined;
   const answer = (await parts.history.read(conversation, messageId)).answer;
   const sent = answer !== undefined ? Number((await parts.redis.get(keys.sent)) ?? 0) : 0;
-  const checkpoint = answer === undefined ? decodeRecord(RunStateSchema, await parts.redis.get(keys.run), "run checkpoint", log) : undefined;
-  const streamed = decodeRecord(z.array(SentRefSchema), await parts.redis.get(keys.stream), "list of streamed messages", log) ?? [];
-  return { ...(answer !== undefined ? { answer } : {}), sent, ...(checkpoint ? { checkpoint } : {}), streamed, ...(startedAt ? { startedAt } : {}) };
+  const checkpoint =
+    answer === undefined
+      ? decodeRecord(RunStateSchema, await parts.redis.get(keys.run), "run checkpoint", log)
+      : undefined;
+  const streamed =
+    decodeRecord(z.array(SentRefSchema), await parts.redis.get(keys.stream), "list of streamed messages", log) ?? [];
+  return {
+    ...(answer !== undefined ? { answer } : {}),
+    sent,
+    ...(checkpoint ? { checkpoint } : {}),
+    streamed,
+    ...(startedAt ? { startedAt } : {}),
+  };
 }
 
 /**
@@ -326,13 +368,20 @@ function openLiveAnswer(
   always = false,
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
-  if (!outbound.openStream || kind === "task" || (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)) return undefined;
+  if (
+    !outbound.openStream ||
+    kind === "task" ||
+    (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)
+  )
+    return undefined;
   return outbound.openStream(at.to, {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
     drafts: at.drafts,
     onDraftsRefused: async () => {
-      await parts.redis.set(draftsOffKey(at.to.conversation), "1", "EX", DRAFTS_OFF_SECONDS).catch((err: unknown) => at.log.warn({ err }, "could not remember that the chat refuses drafts"));
+      await parts.redis
+        .set(draftsOffKey(at.to.conversation), "1", "EX", DRAFTS_OFF_SECONDS)
+        .catch((err: unknown) => at.log.warn({ err }, "could not remember that the chat refuses drafts"));
     },
     onMessages: async (refs) => {
       if (refs.length > 0) await parts.redis.set(at.keys.stream, JSON.stringify(refs), "EX", CHECKPOINT_TTL_SECONDS);
@@ -369,7 +418,8 @@ export async function withSettings<T>(parts: AnswerParts, state: AnswerState, al
  * @returns the tracer.
  */
 export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
-  if (state.tracer === nullRunTracer) state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+  if (state.tracer === nullRunTracer)
+    state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
   return state.tracer;
 }
 
@@ -380,7 +430,11 @@ export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
  * (model, persona, language), and the live answer's events when streaming is on (`STREAMING=on`
  * and not turned off in the conversation).
  */
-export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messages: MessageParam[]) => MessageParam[] = (m) => m) {
+export function runOptions(
+  parts: AnswerParts,
+  state: AnswerState,
+  strip: (messages: MessageParam[]) => MessageParam[] = (m) => m,
+) {
   startTrace(parts, state);
   const { usage } = parts;
   const { message } = state.taken;
@@ -389,7 +443,12 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
     log: state.log,
     signal: state.deadline.signal,
     checkpoint: async (run: RunState) => {
-      await parts.redis.set(state.keys.run, JSON.stringify({ ...run, messages: strip(run.messages) }), "EX", CHECKPOINT_TTL_SECONDS);
+      await parts.redis.set(
+        state.keys.run,
+        JSON.stringify({ ...run, messages: strip(run.messages) }),
+        "EX",
+        CHECKPOINT_TTL_SECONDS,
+      );
       state.checkpointed = true;
     },
     // Each response's usage is recorded as it arrives; all of it is in Redis before the answer goes out.
@@ -397,12 +456,22 @@ export function runOptions(parts: AnswerParts, state: AnswerState, strip: (messa
       state.requestTokens = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
       if (!usage) return;
       // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens.
-      const delta = priceDeltaOf(u, pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL), parts.config.MODEL_PRICES);
-      state.usage.push(usage.record(message, u, Date.now(), delta).catch((err: unknown) => state.log.warn({ err }, "could not record token usage")));
+      const delta = priceDeltaOf(
+        u,
+        pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL),
+        parts.config.MODEL_PRICES,
+      );
+      state.usage.push(
+        usage
+          .record(message, u, Date.now(), delta)
+          .catch((err: unknown) => state.log.warn({ err }, "could not record token usage")),
+      );
     },
     usageSettled: () => Promise.all(state.usage),
     ...(state.settings ? { settings: state.settings } : {}),
-    ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false ? { onEvent: streamEvents(state.live) } : {}),
+    ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false
+      ? { onEvent: streamEvents(state.live) }
+      : {}),
     // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
     retryUntil: state.deadlineAt,
     onModelBusy: () => showBusy(parts, state),
@@ -442,19 +511,34 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   const { messageId } = state.taken.message;
   // Not streamed, the answer says what its calls saved (`📝 記住了：…`); a streamed one showed their status lines.
   const streamed = state.live !== undefined && parts.config.STREAMING === "on";
-  const text = streamed ? computed.text : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, parts.config.BOT_LOCALE));
+  const text = streamed
+    ? computed.text
+    : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, parts.config.BOT_LOCALE));
   const stored = computed.refused ? [] : computed.messages;
-  const kept = await parts.history.append(state.conversation, stored, { messageId, text, ...(state.requestTokens !== undefined ? { tokens: state.requestTokens } : {}) }, computed.before, state.resets);
+  const kept = await parts.history.append(
+    state.conversation,
+    stored,
+    { messageId, text, ...(state.requestTokens !== undefined ? { tokens: state.requestTokens } : {}) },
+    computed.before,
+    state.resets,
+  );
   if (state.checkpointed) await parts.redis.del(state.keys.run); // the tagged answer in the history takes over
   if (!kept) {
     // `/reset` came after this answer began: it is still sent, but nothing of it joins the history.
-    state.log.info("the conversation was reset while this answer was under way; its turns are not added to the history");
+    state.log.info(
+      "the conversation was reset while this answer was under way; its turns are not added to the history",
+    );
     return text;
   }
   const { before } = computed;
   state.size = {
     tokens: state.requestTokens,
-    ...(before ? { messages: before.stored + stored.length, chars: (before.raw?.length ?? 0) + stored.reduce((n, m) => n + JSON.stringify(m).length + 1, 0) } : {}),
+    ...(before
+      ? {
+          messages: before.stored + stored.length,
+          chars: (before.raw?.length ?? 0) + stored.reduce((n, m) => n + JSON.stringify(m).length + 1, 0),
+        }
+      : {}),
   };
   return text;
 }
@@ -463,7 +547,11 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
  * The notices of the successful calls of a run (`ToolBox.notice`, e.g. `📝 記住了：住在新竹` for
  * a memory write), in call order, each once: a `tool_use` whose `tool_result` is not an error.
  */
-export function noticesOf(toolbox: AnswerParts["toolbox"], messages: readonly MessageParam[], locale: AnswerParts["config"]["BOT_LOCALE"]): string[] {
+export function noticesOf(
+  toolbox: AnswerParts["toolbox"],
+  messages: readonly MessageParam[],
+  locale: AnswerParts["config"]["BOT_LOCALE"],
+): string[] {
   const failed = new Set<string>();
   const answered = new Set<string>();
   for (const m of messages) {
@@ -492,14 +580,23 @@ async function persistPause(parts: AnswerParts, state: AnswerState, paused: Paus
   const { message, outbound } = state.taken;
   await state.live?.discard();
   if (parts.approvals) {
-    state.result = { asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state), state.resets) };
+    state.result = {
+      asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state), state.resets),
+    };
   } else {
     // Without an approval store a dangerous call is not run, and nothing of the paused run is kept (the history stays valid).
-    state.log.warn({ tool: paused.call.name }, "a dangerous tool needs confirmation, but no approval store is configured");
-    const text = localize(localeOf(parts, state), {
-      "zh-TW": "這個動作（{tool}）需要你確認，但目前無法進行確認，所以沒有執行。",
-      en: "This action ({tool}) needs your confirmation, but confirmation is unavailable right now, so nothing was done.",
-    }, { tool: paused.call.name });
+    state.log.warn(
+      { tool: paused.call.name },
+      "a dangerous tool needs confirmation, but no approval store is configured",
+    );
+    const text = localize(
+      localeOf(parts, state),
+      {
+        "zh-TW": "這個動作（{tool}）需要你確認，但目前無法進行確認，所以沒有執行。",
+        en: "This action ({tool}) needs your confirmation, but confirmation is unavailable right now, so nothing was done.",
+      },
+      { tool: paused.call.name },
+    );
     await outbound.sendAnswer(state.to, text);
     state.result = { asked: undefined };
   }
@@ -541,7 +638,11 @@ async function requestCompaction(parts: AnswerParts, state: AnswerState): Promis
   if (!reason) return;
   const { message } = state.taken;
   try {
-    await parts.compaction.queue.request({ conversation: state.conversation, owner: { platform: message.platform, userId: message.userId, chatId: message.chatId }, reason });
+    await parts.compaction.queue.request({
+      conversation: state.conversation,
+      owner: { platform: message.platform, userId: message.userId, chatId: message.chatId },
+      reason,
+    });
     state.log.debug({ reason, ...state.size }, "compaction requested");
   } catch (error) {
     state.log.warn({ err: error }, "could not queue the conversation's compaction");
@@ -561,10 +662,14 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
   const { taken, log, live, attempt } = state;
   // The deadline's own error, unless the model stayed busy until it (its apology says so).
   const exhausted = (caught as { exhausted?: unknown } | undefined)?.exhausted === true;
-  const error = state.deadline.signal.aborted && state.stage === "computing" && !exhausted ? state.deadline.signal.reason : caught;
+  const error =
+    state.deadline.signal.aborted && state.stage === "computing" && !exhausted ? state.deadline.signal.reason : caught;
   await state.tracer.finish();
   if (isTransient(error) && !lastAttempt(attempt) && Date.now() < state.deadlineAt) {
-    log.warn({ err: error, attempt: attempt.made + 1, attempts: attempt.allowed }, "transient failure; the job will retry");
+    log.warn(
+      { err: error, attempt: attempt.made + 1, attempts: attempt.allowed },
+      "transient failure; the job will retry",
+    );
     await live?.pause(); // its messages stay; the retry edits them (their ids are in Redis)
     await parts.redis.set(state.keys.started, state.startedAt, "EX", CHECKPOINT_TTL_SECONDS, "NX");
     throw error;
@@ -575,11 +680,16 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
   if (live && state.stage === "computing") await live.discard();
   if (state.stage === "delivering" && state.sent === 0) {
     // Nothing of the answer reached the user: the model must not believe it was seen.
-    await parts.history.forget(state.conversation, taken.message.messageId).catch((e: unknown) => log.error({ err: e }, "could not remove the undelivered answer from the history"));
+    await parts.history
+      .forget(state.conversation, taken.message.messageId)
+      .catch((e: unknown) => log.error({ err: e }, "could not remove the undelivered answer from the history"));
   }
   if (retryAfterMs(error) !== undefined) {
     // The platform still refuses to take messages in this chat: an apology would meet the same 429.
-    log.error({ err: error, lateDeliveryMs: LATE_DELIVERY_MS }, "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent");
+    log.error(
+      { err: error, lateDeliveryMs: LATE_DELIVERY_MS },
+      "the answer could not be delivered within ANSWER_DEADLINE_SECONDS and the late-delivery bound after it (rate limited); no apology sent",
+    );
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
     await sendApology(taken.outbound, state.to, error, localeOf(parts, state), log, taken.failureText?.());
@@ -597,7 +707,13 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
     if (event.type === "text") mapped = { type: "text", text: event.text };
     else if (event.type === "retry") mapped = { type: "text_dropped" };
     else if (event.type === "tool_use") mapped = { type: "text_dropped" };
-    else if (event.type === "tool_start") mapped = { type: "tool_start", id: event.toolUseId, activity: event.activity, ...(event.icon ? { icon: event.icon } : {}) };
+    else if (event.type === "tool_start")
+      mapped = {
+        type: "tool_start",
+        id: event.toolUseId,
+        activity: event.activity,
+        ...(event.icon ? { icon: event.icon } : {}),
+      };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
     if (mapped) live.push(mapped);
   };

@@ -28,10 +28,29 @@ import { occurrenceRefusal } from "../tasks/access.js";
 import { pauseTask } from "../tasks/actions.js";
 import { occurrenceHeader, scheduledTurn, shortInstruction, taskButton } from "../tasks/format.js";
 import { taskSchedulerIds, type TaskJobData, type TaskScheduler } from "../tasks/schedule.js";
-import { DONE_TTL_SECONDS, FAILURES_TO_PAUSE, deleteTask, getTask, taskKeys, updateTask, type Task, type TaskOwner } from "../tasks/store.js";
+import {
+  DONE_TTL_SECONDS,
+  FAILURES_TO_PAUSE,
+  deleteTask,
+  getTask,
+  taskKeys,
+  updateTask,
+  type Task,
+  type TaskOwner,
+} from "../tasks/store.js";
 import type { UsageStore } from "../usage/store.js";
 import { runDeps } from "./context.js";
-import { answer, localeOf, outboundFor, runOptions, withSettings, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import {
+  answer,
+  localeOf,
+  outboundFor,
+  runOptions,
+  withSettings,
+  type AnswerParts,
+  type AnswerState,
+  type Computed,
+  type JobAttempt,
+} from "./pipeline.js";
 import { releaseIfHolder } from "../held-keys.js";
 
 /** What answering occurrences needs beyond the pipeline's parts. */
@@ -47,7 +66,12 @@ export const OVERLAP_WAIT_MS = 5000;
 /** What one job did (the job's return value, for tests and the log). */
 export type TaskOutcome = "answered" | "asked" | "failed" | "refused" | "gone" | "paused" | "already";
 
-const TaskJobSchema = z.object({ platform: z.enum(PLATFORMS), userId: z.string().min(1), taskId: z.number().int().positive(), dueAt: z.number().int().optional() });
+const TaskJobSchema = z.object({
+  platform: z.enum(PLATFORMS),
+  userId: z.string().min(1),
+  taskId: z.number().int().positive(),
+  dueAt: z.number().int().optional(),
+});
 
 /**
  * The id of the occurrence of task `taskId` due at `dueAt` (ms): `task-<platform>-<user>-<id>-<dueAt>`.
@@ -86,7 +110,10 @@ export function occurrenceMessage(owner: TaskOwner, task: Task, dueAt: number): 
  */
 export async function answerTask(parts: TaskParts, job: Job<TaskJobData>, token?: string): Promise<TaskOutcome> {
   const parsed = TaskJobSchema.safeParse(job.data);
-  if (!parsed.success) throw new UnrecoverableError(`malformed task job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  if (!parsed.success)
+    throw new UnrecoverableError(
+      `malformed task job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
   const { platform, userId, taskId } = parsed.data;
   const owner: TaskOwner = { platform, userId };
   const { redis } = parts;
@@ -96,7 +123,8 @@ export async function answerTask(parts: TaskParts, job: Job<TaskJobData>, token?
   const task = await getTask(redis, owner, taskId, log);
   if (!task || task.paused) {
     // Cancelled or paused: a repeat's schedulers are removed here if that could not be done then.
-    if (job.repeatJobKey) for (const sid of taskSchedulerIds(owner, taskId)) await parts.scheduler.queue.removeJobScheduler(sid);
+    if (job.repeatJobKey)
+      for (const sid of taskSchedulerIds(owner, taskId)) await parts.scheduler.queue.removeJobScheduler(sid);
     log.info(task ? "task is paused; this occurrence does not run" : "task no longer exists; nothing to do");
     return task ? "paused" : "gone";
   }
@@ -117,18 +145,37 @@ export async function answerTask(parts: TaskParts, job: Job<TaskJobData>, token?
   try {
     return await runOccurrence(parts, job, owner, task, dueAt, log);
   } finally {
-    await releaseIfHolder(redis, keys.running(taskId), id).catch((err: unknown) => log.warn({ err }, "could not release the task's running lock (it expires by itself)"));
+    await releaseIfHolder(redis, keys.running(taskId), id).catch((err: unknown) =>
+      log.warn({ err }, "could not release the task's running lock (it expires by itself)"),
+    );
   }
 }
 
-async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: TaskOwner, task: Task, dueAt: number, log: AnswerParts["log"]): Promise<TaskOutcome> {
+async function runOccurrence(
+  parts: TaskParts,
+  job: Job<TaskJobData>,
+  owner: TaskOwner,
+  task: Task,
+  dueAt: number,
+  log: AnswerParts["log"],
+): Promise<TaskOutcome> {
   const { redis, config } = parts;
   const locale = config.BOT_LOCALE;
   const message = occurrenceMessage(owner, task, dueAt);
-  const attempt: JobAttempt = { made: job.attemptsMade, allowed: job.opts.attempts ?? 1, resumed: job.attemptsStarted > 1 };
+  const attempt: JobAttempt = {
+    made: job.attemptsMade,
+    allowed: job.opts.attempts ?? 1,
+    resumed: job.attemptsStarted > 1,
+  };
   const outbound = outboundFor(parts, owner.platform, attempt);
   if (!outbound) return "failed";
-  const refusal = await occurrenceRefusal(config, parts, { platform: owner.platform, chatId: task.chatId, chatKind: task.chatKind, userId: owner.userId, guildId: task.guildId });
+  const refusal = await occurrenceRefusal(config, parts, {
+    platform: owner.platform,
+    chatId: task.chatId,
+    chatKind: task.chatKind,
+    userId: owner.userId,
+    guildId: task.guildId,
+  });
   if (refusal?.kind === "access") {
     // Not served any more (a revoked user, a disabled group): nothing runs and nothing is posted.
     log.warn("the task's owner or chat is not served any more; this occurrence does not run");
@@ -138,7 +185,9 @@ async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: Tas
   if (refusal) {
     log.warn("a day budget is spent; this occurrence does not run");
     const why = refusal.text;
-    await outbound.sendAnswer(destinationOf(message), `${occurrenceHeader(task, dueAt, 0, locale)}\n${why}`).catch((err: unknown) => log.error({ err }, "could not tell the owner that the occurrence did not run"));
+    await outbound
+      .sendAnswer(destinationOf(message), `${occurrenceHeader(task, dueAt, 0, locale)}\n${why}`)
+      .catch((err: unknown) => log.error({ err }, "could not tell the owner that the occurrence did not run"));
     await redis.set(taskKeys(owner).done(message.messageId), "refused", "EX", DONE_TTL_SECONDS);
     await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: why }, log, outbound);
     return "failed";
@@ -154,7 +203,14 @@ async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: Tas
       runId: `${conversationKey(message)}:${message.messageId}`,
       compute: (state) => computeTask(parts, state, task, dueAt),
       failureText: () =>
-        localize(locale, { "zh-TW": "抱歉，排程任務 #{id}（{what}）這次沒有完成。", en: "Sorry, scheduled task #{id} ({what}) could not be done this time." }, { id: task.id, what: shortInstruction(task.instruction, 40) }),
+        localize(
+          locale,
+          {
+            "zh-TW": "抱歉，排程任務 #{id}（{what}）這次沒有完成。",
+            en: "Sorry, scheduled task #{id} ({what}) could not be done this time.",
+          },
+          { id: task.id, what: shortInstruction(task.instruction, 40) },
+        ),
       // The occurrence is over (answered, asking, or failed for good): any later copy of its job ends at once.
       settle: async () => void (await redis.set(taskKeys(owner).done(message.messageId), "1", "EX", DONE_TTL_SECONDS)),
     },
@@ -163,7 +219,15 @@ async function runOccurrence(parts: TaskParts, job: Job<TaskJobData>, owner: Tas
   await done.tracer.finish();
   await redis.del(done.keys.sent, done.keys.started);
   if (done.failure !== undefined) {
-    await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: failureReason(done.failure, locale) }, log, outbound);
+    await finishOccurrence(
+      parts,
+      owner,
+      task,
+      dueAt,
+      { ok: false, error: failureReason(done.failure, locale) },
+      log,
+      outbound,
+    );
     return "failed";
   }
   await finishOccurrence(parts, owner, task, dueAt, { ok: true }, log, outbound);
@@ -182,10 +246,17 @@ async function computeTask(parts: AnswerParts, state: AnswerState, task: Task, d
   const { checkpoint } = state.restored;
   // The conversation's settings (model, persona, language) are read with the history, as for a message.
   const before = await withSettings(parts, state, parts.history.read(state.conversation));
-  if (checkpoint) state.log.info({ turns: checkpoint.turns }, "resuming the occurrence's run an earlier attempt saved before it changed data");
+  if (checkpoint)
+    state.log.info(
+      { turns: checkpoint.turns },
+      "resuming the occurrence's run an earlier attempt saved before it changed data",
+    );
   const deps = runDeps(parts, message, { ...runOptions(parts, state), executeOnce: parts.ledger.executeOnce });
   const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
-  const outcome = await parts.runAgent({ history: before.messages, userText, context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) }, deps);
+  const outcome = await parts.runAgent(
+    { history: before.messages, userText, context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) },
+    deps,
+  );
   if (outcome.kind === "approval") return outcome;
   const header = occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state));
   return { ...outcome, text: `${header}\n\n${outcome.text}`, before };
@@ -197,7 +268,15 @@ async function computeTask(parts: AnswerParts, state: AnswerState, task: Task, d
  * row a repeating task pauses and its owner is told why, with a resume button. Re-reads the task
  * first, so a pause or cancel made meanwhile stands.
  */
-async function finishOccurrence(parts: TaskParts, owner: TaskOwner, was: Task, dueAt: number, result: { ok: boolean; error?: string }, log: AnswerParts["log"], outbound: Outbound | undefined): Promise<void> {
+async function finishOccurrence(
+  parts: TaskParts,
+  owner: TaskOwner,
+  was: Task,
+  dueAt: number,
+  result: { ok: boolean; error?: string },
+  log: AnswerParts["log"],
+  outbound: Outbound | undefined,
+): Promise<void> {
   const { redis, scheduler, config } = parts;
   const task = await getTask(redis, owner, was.id, log);
   if (!task) return;
@@ -206,7 +285,11 @@ async function finishOccurrence(parts: TaskParts, owner: TaskOwner, was: Task, d
     return;
   }
   const failures = result.ok ? 0 : task.failures + 1;
-  const after: Task = { ...task, failures, last: { dueAt, ok: result.ok, ...(result.error ? { error: result.error } : {}) } };
+  const after: Task = {
+    ...task,
+    failures,
+    last: { dueAt, ok: result.ok, ...(result.error ? { error: result.error } : {}) },
+  };
   if (failures < FAILURES_TO_PAUSE || task.paused) {
     if (!task.paused) after.next = (await scheduler.nextRun(owner, task.id)) ?? task.next;
     await updateTask(redis, owner, after);
@@ -220,13 +303,17 @@ async function finishOccurrence(parts: TaskParts, owner: TaskOwner, was: Task, d
   const text = localize(
     locale,
     {
-      "zh-TW": "⏸️ 排程任務 #{id}（{what}）連續 {n} 次沒有完成，已暫停。原因：{reason}\n按「繼續」恢復，或用 /tasks 管理。",
+      "zh-TW":
+        "⏸️ 排程任務 #{id}（{what}）連續 {n} 次沒有完成，已暫停。原因：{reason}\n按「繼續」恢復，或用 /tasks 管理。",
       en: "⏸️ Scheduled task #{id} ({what}) failed {n} times in a row and is paused. Why: {reason}\nPress Resume to start it again, or manage it with /tasks.",
     },
     { id: task.id, what: shortInstruction(task.instruction, 40), n: failures, reason },
   );
   const to = destinationOf(occurrenceMessage(owner, task, dueAt));
-  const resume = { label: localize(locale, { "zh-TW": "▶️ 繼續", en: "▶️ Resume" }), data: taskButton("r", owner, task.id) };
+  const resume = {
+    label: localize(locale, { "zh-TW": "▶️ 繼續", en: "▶️ Resume" }),
+    data: taskButton("r", owner, task.id),
+  };
   try {
     if (outbound.sendNotice) await outbound.sendNotice(to, text, [resume]);
     else await outbound.sendAnswer(to, text);

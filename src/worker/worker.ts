@@ -33,7 +33,15 @@ import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { Outbound } from "../outbound.js";
 import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
-import { bullPrefix, CHATS_QUEUE, DECISIONS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
+import {
+  bullPrefix,
+  CHATS_QUEUE,
+  DECISIONS_QUEUE,
+  TOOL_CALL_PREFIX,
+  chatJobId,
+  conversationKeys,
+  progressKeys,
+} from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -194,7 +202,16 @@ return redis.call('LINDEX', KEYS[1], 0)
 `;
 
 type RedisWithWorkerScripts = RedisClient & {
-  finishChat(inbox: string, sent: string, traceKey: string, messageId: string, delSent: "0" | "1", trace: string, keep: number, ttl: number): Promise<string | null>;
+  finishChat(
+    inbox: string,
+    sent: string,
+    traceKey: string,
+    messageId: string,
+    delSent: "0" | "1",
+    trace: string,
+    keep: number,
+    ttl: number,
+  ): Promise<string | null>;
 };
 
 /**
@@ -208,7 +225,10 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
   if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
-  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, { connection: deps.redis, prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix) });
+  const queue = new Queue<IncomingMessage>(CHATS_QUEUE, {
+    connection: deps.redis,
+    prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix),
+  });
   queue.on("error", () => {});
   let closing = false;
 
@@ -227,23 +247,41 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   const compacting = deps.compaction ?? true;
   const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
   const { compaction: _compaction, ...rest } = deps;
-  const parts: AnswerParts = { ...rest, redis, typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS, ledger, ...(compactionQueue ? { compaction: { queue: compactionQueue, deps: compactor } } : {}) };
+  const parts: AnswerParts = {
+    ...rest,
+    redis,
+    typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS,
+    ledger,
+    ...(compactionQueue ? { compaction: { queue: compactionQueue, deps: compactor } } : {}),
+  };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
     if (!parsed.success) {
-      throw new UnrecoverableError(`malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      throw new UnrecoverableError(
+        `malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      );
     }
     const keys = conversationKeys(parsed.data);
     const trace = traceKey(parsed.data);
     // A fresh job was added for the message that entered the empty inbox: it is the head.
-    let head: string | IncomingMessage | null = job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);
+    let head: string | IncomingMessage | null =
+      job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);
     while (head !== null) {
       const done = await answerMessage(parts, job, head);
       const id = done.message?.messageId ?? "";
       const sent = done.counted ? progressKeys(parsed.data, id).sent : keys.inbox;
       const run = done.trace;
-      head = await store.finishChat(keys.inbox, sent, trace, id, done.counted ? "1" : "0", run?.json ?? "", run?.keepRuns ?? 0, run?.ttlSeconds ?? 0);
+      head = await store.finishChat(
+        keys.inbox,
+        sent,
+        trace,
+        id,
+        done.counted ? "1" : "0",
+        run?.json ?? "",
+        run?.keepRuns ?? 0,
+        run?.ttlSeconds ?? 0,
+      );
       if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
         await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });
@@ -262,19 +300,33 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     maxStalledCount: MAX_STALLED_COUNT,
   });
   const warnEvery10s = throttled(10_000);
-  chats.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)));
+  chats.on("error", (err) =>
+    warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)),
+  );
   chats.on("failed", (job, err) => {
     // BullMQ fails a job that stalled more than MAX_STALLED_COUNT times (its workers died) as unrecoverable: the chat still needs a job.
     const stalledOut = err instanceof UnrecoverableError && err.message === STALLED_OUT;
-    if (!job || (err instanceof UnrecoverableError && !stalledOut) || (!stalledOut && job.attemptsMade < (job.opts.attempts ?? 1))) {
-      if (job && err instanceof UnrecoverableError) log.error({ job: job.id, err: { message: err.message } }, "chat job failed without retry");
+    if (
+      !job ||
+      (err instanceof UnrecoverableError && !stalledOut) ||
+      (!stalledOut && job.attemptsMade < (job.opts.attempts ?? 1))
+    ) {
+      if (job && err instanceof UnrecoverableError)
+        log.error({ job: job.id, err: { message: err.message } }, "chat job failed without retry");
       return;
     }
     const data = IncomingMessageSchema.safeParse(job.data);
     if (!data.success) return;
-    log.error({ job: job.id, err: { message: err.message } }, "chat job failed for good; scheduling a new job for the chat");
+    log.error(
+      { job: job.id, err: { message: err.message } },
+      "chat job failed for good; scheduling a new job for the chat",
+    );
     void queue
-      .add("recover", data.data, { ...CHAT_JOB_OPTIONS, delay: 5000, jobId: `${chatJobId(data.data, data.data.messageId)}-r${Date.now()}` })
+      .add("recover", data.data, {
+        ...CHAT_JOB_OPTIONS,
+        delay: 5000,
+        jobId: `${chatJobId(data.data, data.data.messageId)}-r${Date.now()}`,
+      })
       .catch((e: unknown) => log.error({ err: e }, "could not schedule the replacement job"));
   });
 
@@ -286,22 +338,34 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     stalledInterval: STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED_COUNT,
   });
-  decisions.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)));
+  decisions.on("error", (err) =>
+    warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)),
+  );
 
-  const compactions = !compacting ? undefined : startCompactionWorker(compactor, {
-    redis: deps.redis,
-    prefix: deps.prefix,
-    concurrency: Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
-    lockDurationMs: LOCK_DURATION_MS,
-    stalledIntervalMs: STALLED_INTERVAL_MS,
-    log,
-  });
+  const compactions = !compacting
+    ? undefined
+    : startCompactionWorker(compactor, {
+        redis: deps.redis,
+        prefix: deps.prefix,
+        concurrency: Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
+        lockDurationMs: LOCK_DURATION_MS,
+        stalledIntervalMs: STALLED_INTERVAL_MS,
+        log,
+      });
   // Scheduled tasks: their queue's scheduler for the tools, and the worker of their occurrences.
-  const taskQueue = new Queue<TaskJobData>(TASKS_QUEUE, { connection: deps.redis, prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix) });
+  const taskQueue = new Queue<TaskJobData>(TASKS_QUEUE, {
+    connection: deps.redis,
+    prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix),
+  });
   taskQueue.on("error", () => {});
   const taskScheduler = new TaskScheduler(taskQueue);
   attachTaskScheduler(redis, taskScheduler);
-  const taskParts: TaskParts = { ...parts, scheduler: taskScheduler, access: new AccessStore(redis, log), usage: deps.usage ?? new UsageStore(redis, config.TIMEZONE) };
+  const taskParts: TaskParts = {
+    ...parts,
+    scheduler: taskScheduler,
+    access: new AccessStore(redis, log),
+    usage: deps.usage ?? new UsageStore(redis, config.TIMEZONE),
+  };
   const tasks = new Worker<TaskJobData, TaskOutcome>(TASKS_QUEUE, (job, token) => answerTask(taskParts, job, token), {
     connection: deps.redis,
     prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix),
@@ -309,12 +373,19 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
   });
-  tasks.on("error", (err) => warnEvery10s(() => log.warn({ err: { message: err.message } }, `task worker: ${err.message}`)));
+  tasks.on("error", (err) =>
+    warnEvery10s(() => log.warn({ err: { message: err.message } }, `task worker: ${err.message}`)),
+  );
   tasks.on("failed", (job, err) => {
     if (!job || err instanceof DelayedError) return;
     const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-    if (final) log.error({ job: job.id, err: { message: err.message } }, "a scheduled task's occurrence failed for good");
-    else log.warn({ job: job.id, attempt: job.attemptsMade, err: { message: err.message } }, "a scheduled task's occurrence failed; it will retry");
+    if (final)
+      log.error({ job: job.id, err: { message: err.message } }, "a scheduled task's occurrence failed for good");
+    else
+      log.warn(
+        { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
+        "a scheduled task's occurrence failed; it will retry",
+      );
   });
 
   return {
@@ -324,19 +395,43 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     tasks,
     taskScheduler,
     async waitUntilReady() {
-      await Promise.all([chats.waitUntilReady(), decisions.waitUntilReady(), compactions?.worker.waitUntilReady(), tasks.waitUntilReady()]);
+      await Promise.all([
+        chats.waitUntilReady(),
+        decisions.waitUntilReady(),
+        compactions?.worker.waitUntilReady(),
+        tasks.waitUntilReady(),
+      ]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
-      const graceful = Promise.all([chats.close().catch(() => {}), decisions.close().catch(() => {}), compactions?.close(), tasks.close().catch(() => {})]).then(() => "closed" as const);
+      const graceful = Promise.all([
+        chats.close().catch(() => {}),
+        decisions.close().catch(() => {}),
+        compactions?.close(),
+        tasks.close().catch(() => {}),
+      ]).then(() => "closed" as const);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
-        log.warn({ timeoutMs }, "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker");
-        await Promise.race([Promise.all([chats.close(true).catch(() => {}), decisions.close(true).catch(() => {}), compactions?.close(true), tasks.close(true).catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
+        log.warn(
+          { timeoutMs },
+          "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker",
+        );
+        await Promise.race([
+          Promise.all([
+            chats.close(true).catch(() => {}),
+            decisions.close(true).catch(() => {}),
+            compactions?.close(true),
+            tasks.close(true).catch(() => {}),
+          ]),
+          new Promise((r) => setTimeout(r, 2000)),
+        ]);
       }
       clearTimeout(timer);
-      await Promise.race([Promise.all([queue.close().catch(() => {}), compactionQueue?.close(), taskQueue.close().catch(() => {})]), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([
+        Promise.all([queue.close().catch(() => {}), compactionQueue?.close(), taskQueue.close().catch(() => {})]),
+        new Promise((r) => setTimeout(r, 2000)),
+      ]);
     },
   };
 }

@@ -23,7 +23,15 @@ afterAll(async () => {
 });
 
 const message = (id: string, userId = "501"): IncomingMessage => ({
-  platform: "telegram", chatId: userId, chatKind: "dm", userId, userName: "U", text: "hello", messageId: id, sentAt: Date.now(), reply: {},
+  platform: "telegram",
+  chatId: userId,
+  chatKind: "dm",
+  userId,
+  userName: "U",
+  text: "hello",
+  messageId: id,
+  sentAt: Date.now(),
+  reply: {},
 });
 
 describe("access gate", () => {
@@ -31,7 +39,13 @@ describe("access gate", () => {
     const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
     const queue = new ChatQueue({ redis, prefix: "gate" });
     const replies: string[] = [];
-    const gate = new AccessGate({ config: testConfig({ ACCESS_POLICY: "pairing", RATE_LIMIT_PER_MINUTE: "10" }), log: silentLogger, redis, queue, reply: async (_to, text) => void replies.push(text) });
+    const gate = new AccessGate({
+      config: testConfig({ ACCESS_POLICY: "pairing", RATE_LIMIT_PER_MINUTE: "10" }),
+      log: silentLogger,
+      redis,
+      queue,
+      reply: async (_to, text) => void replies.push(text),
+    });
     await gate.access.allowUser("telegram:501");
     expect(await gate.admit(message("1"))).toBe("queued");
     expect(await redis.llen(conversationKeys({ platform: "telegram", chatId: "501" }).inbox)).toBe(1);
@@ -46,7 +60,13 @@ describe("access gate", () => {
     const redis = connectRedis(server.url, { maxRetriesPerRequest: 1, commandTimeout: 2000 });
     const queue = new ChatQueue({ redis, prefix: "gate-down" });
     const replies: string[] = [];
-    const gate = new AccessGate({ config: testConfig({ ACCESS_POLICY: "allowlist", USER_DAILY_TOKENS: "1000" }), log: silentLogger, redis, queue, reply: async (_to, text) => void replies.push(text) });
+    const gate = new AccessGate({
+      config: testConfig({ ACCESS_POLICY: "allowlist", USER_DAILY_TOKENS: "1000" }),
+      log: silentLogger,
+      redis,
+      queue,
+      reply: async (_to, text) => void replies.push(text),
+    });
     await gate.access.allowUser("telegram:601");
     await server.stop();
     try {

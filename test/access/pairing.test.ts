@@ -6,7 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AccessGate } from "../../src/access/gate.js";
-import { AccessStore, MAX_PENDING_CODES, PAIRING_CODES_PER_USER_PER_DAY, PAIRING_TTL_MS } from "../../src/access/store.js";
+import {
+  AccessStore,
+  MAX_PENDING_CODES,
+  PAIRING_CODES_PER_USER_PER_DAY,
+  PAIRING_TTL_MS,
+} from "../../src/access/store.js";
 import { silentLogger } from "../../src/log.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
@@ -25,7 +30,12 @@ afterAll(async () => {
   await server.stop();
 });
 
-const who = (platform: "telegram" | "discord", userId: string, userName = `U${userId}`) => ({ platform, userId, userName, chatId: userId });
+const who = (platform: "telegram" | "discord", userId: string, userName = `U${userId}`) => ({
+  platform,
+  userId,
+  userName,
+  chatId: userId,
+});
 
 describe("pairing codes", () => {
   it("one person: the same code while it is pending, a new one after it expired, and none past 3 a day (counted)", async () => {
@@ -34,16 +44,23 @@ describe("pairing codes", () => {
     const t0 = Date.now() - 5 * hour;
     const first = await store.pair(who("discord", "700"), t0);
     expect(first.status).toBe("new");
-    expect(await store.pair(who("discord", "700"), t0 + 1000)).toEqual({ status: "same", code: (first as { code: string }).code });
+    expect(await store.pair(who("discord", "700"), t0 + 1000)).toEqual({
+      status: "same",
+      code: (first as { code: string }).code,
+    });
     const second = await store.pair(who("discord", "700"), t0 + hour + 1);
     const third = await store.pair(who("discord", "700"), t0 + 2 * hour + 2);
     expect([second.status, third.status]).toEqual(["new", "new"]);
-    expect(new Set([first, second, third].map((r) => (r as { code: string }).code)).size).toBe(PAIRING_CODES_PER_USER_PER_DAY);
+    expect(new Set([first, second, third].map((r) => (r as { code: string }).code)).size).toBe(
+      PAIRING_CODES_PER_USER_PER_DAY,
+    );
     expect(await store.pair(who("discord", "700"), t0 + 3 * hour + 3)).toEqual({ status: "limited" });
     expect(await store.pair(who("discord", "700"), t0 + 3 * hour + 4)).toEqual({ status: "limited" });
     // Someone else is not affected.
     expect((await store.pair(who("discord", "701"), t0 + 3 * hour + 5)).status).toBe("new");
-    expect(await store.turnedAway()).toEqual([{ platform: "discord", limited: 2, displaced: 0, since: t0 + 3 * hour + 3 }]);
+    expect(await store.turnedAway()).toEqual([
+      { platform: "discord", limited: 2, displaced: 0, since: t0 + 3 * hour + 3 },
+    ]);
   });
 
   it(`past ${MAX_PENDING_CODES} pending codes the oldest gives way: it can no longer be approved, its owner gets a new code`, async () => {
@@ -58,7 +75,10 @@ describe("pairing codes", () => {
     const pending = await store.pending(now + MAX_PENDING_CODES);
     expect(pending).toHaveLength(MAX_PENDING_CODES);
     expect(pending.map((p) => p.code)).toEqual(codes.slice(1));
-    expect((await store.turnedAway()).find((t) => t.platform === "telegram")).toMatchObject({ limited: 0, displaced: 1 });
+    expect((await store.turnedAway()).find((t) => t.platform === "telegram")).toMatchObject({
+      limited: 0,
+      displaced: 1,
+    });
     expect(await store.approve(codes[0]!)).toBeUndefined();
     const again = await store.pair(who("telegram", "800"), now + MAX_PENDING_CODES + 1);
     expect(again.status).toBe("new");
@@ -77,12 +97,31 @@ describe("pairing codes", () => {
   it("through the gate: a stranger past the daily limit is told once to try tomorrow, then silence", async () => {
     const queue = new ChatQueue({ redis, prefix: "pairing-limit" });
     const replies: string[] = [];
-    const gate = new AccessGate({ config: testConfig({ ACCESS_POLICY: "pairing", BOT_LOCALE: "en" }), log: silentLogger, redis, queue, reply: async (_to, text) => void replies.push(text) });
+    const gate = new AccessGate({
+      config: testConfig({ ACCESS_POLICY: "pairing", BOT_LOCALE: "en" }),
+      log: silentLogger,
+      redis,
+      queue,
+      reply: async (_to, text) => void replies.push(text),
+    });
     // Three codes over the last hours, each expired by now.
-    for (let k = 3; k >= 1; k -= 1) expect((await gate.access.pair(who("telegram", "950"), Date.now() - k * PAIRING_TTL_MS - 10)).status).toBe("new");
-    const message = (id: string): IncomingMessage => ({ platform: "telegram", chatId: "950", chatKind: "dm", userId: "950", userName: "Lee", text: "hi", messageId: id, sentAt: Date.now(), reply: {} });
+    for (let k = 3; k >= 1; k -= 1)
+      expect((await gate.access.pair(who("telegram", "950"), Date.now() - k * PAIRING_TTL_MS - 10)).status).toBe("new");
+    const message = (id: string): IncomingMessage => ({
+      platform: "telegram",
+      chatId: "950",
+      chatKind: "dm",
+      userId: "950",
+      userName: "Lee",
+      text: "hi",
+      messageId: id,
+      sentAt: Date.now(),
+      reply: {},
+    });
     expect(await gate.admit(message("1"))).toBe("refused");
-    expect(replies).toEqual(["This is a private bot. You have been given 3 pairing codes today; please try again tomorrow."]);
+    expect(replies).toEqual([
+      "This is a private bot. You have been given 3 pairing codes today; please try again tomorrow.",
+    ]);
     expect(await gate.admit(message("2"))).toBe("silent");
     expect(replies).toHaveLength(1);
     await queue.close();

@@ -18,11 +18,19 @@ useRedis((connection) => {
 
 describe("a price per model", () => {
   it("records each call's difference from the default price, and /usage shows each model's tokens at its own price", async () => {
-    const config = testConfig({ MODELS: "claude-opus-5,claude-haiku-5", MODEL_PRICES: "15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1" });
+    const config = testConfig({
+      MODELS: "claude-opus-5,claude-haiku-5",
+      MODEL_PRICES: "15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1",
+    });
     const store = new UsageStore(redis, "Asia/Taipei");
     const at = Date.UTC(2026, 11, 1, 4);
     const owner = { platform: "telegram", userId: "u-prices", chatId: "c-prices" };
-    const call = { input_tokens: 1_000_000, output_tokens: 100_000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+    const call = {
+      input_tokens: 1_000_000,
+      output_tokens: 100_000,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    };
     const deltaOf = (model: string) => priceDeltaOf(call, pricesFor(config, model), config.MODEL_PRICES);
     expect(deltaOf("claude-opus-5")).toBe(0);
     // Haiku: 1 + 0.5 = 1.5 USD instead of 15 + 7.5 = 22.5 USD.
@@ -32,7 +40,9 @@ describe("a price per model", () => {
     const totals = await store.userTotals("telegram", "u-prices", at);
     expect(totals.day).toMatchObject({ input: 2_000_000, output: 200_000, calls: 2, priceDelta: -21_000_000 });
     expect(costOf(totals.day, config.MODEL_PRICES!)).toBeCloseTo(24, 6);
-    expect(formatUserUsage(config, "en", totals, false, at)).toContain("Estimated cost: today $24.00, this month $24.00 (USD).");
+    expect(formatUserUsage(config, "en", totals, false, at)).toContain(
+      "Estimated cost: today $24.00, this month $24.00 (USD).",
+    );
   });
 
   it("without MODEL_PRICES or with one price for all, nothing is recorded beside the tokens", async () => {

@@ -19,18 +19,53 @@ describe("usage of server tools", () => {
     const store = new UsageStore(redis, "Asia/Taipei");
     const at = Date.UTC(2026, 11, 1, 4);
     const owner = { platform: "telegram", userId: "u-ws", chatId: "c-ws" };
-    await store.record(owner, { input_tokens: 100, output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 5, web_search_requests: 2, web_fetch_requests: 1 }, at);
-    await store.record(owner, { input_tokens: 10, output_tokens: 2, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }, at);
+    await store.record(
+      owner,
+      {
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 5,
+        web_search_requests: 2,
+        web_fetch_requests: 1,
+      },
+      at,
+    );
+    await store.record(
+      owner,
+      { input_tokens: 10, output_tokens: 2, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      at,
+    );
     const user = await store.userTotals("telegram", "u-ws", at);
-    expect(user.day).toEqual({ input: 110, output: 22, cacheWrite: 0, cacheRead: 5, tokens: 137, calls: 2, webSearches: 2, webFetches: 1, voiceSeconds: 0 });
+    expect(user.day).toEqual({
+      input: 110,
+      output: 22,
+      cacheWrite: 0,
+      cacheRead: 5,
+      tokens: 137,
+      calls: 2,
+      webSearches: 2,
+      webFetches: 1,
+      voiceSeconds: 0,
+    });
     expect(user.month).toEqual(user.day);
-    expect((await store.chatTotals("telegram", "c-ws", at)).day).toMatchObject({ webSearches: 2, webFetches: 1, tokens: 137 });
+    expect((await store.chatTotals("telegram", "c-ws", at)).day).toMatchObject({
+      webSearches: 2,
+      webFetches: 1,
+      tokens: 137,
+    });
     expect((await store.botTotals(at)).day).toMatchObject({ webSearches: 2, webFetches: 1 });
     expect(await store.topUsers(10, at)).toEqual([{ user: "telegram:u-ws", tokens: 137 }]);
 
-    expect(formatTotals("zh-TW", user.day)).toBe("137 tokens，2 次模型呼叫（輸入 110、輸出 22、快取寫入 0、快取讀取 5）；網頁搜尋 2 次、讀取網頁 1 次");
-    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 1 })).toBe("137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5); 1 web search");
-    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 0 })).toBe("137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5)");
+    expect(formatTotals("zh-TW", user.day)).toBe(
+      "137 tokens，2 次模型呼叫（輸入 110、輸出 22、快取寫入 0、快取讀取 5）；網頁搜尋 2 次、讀取網頁 1 次",
+    );
+    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 1 })).toBe(
+      "137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5); 1 web search",
+    );
+    expect(formatTotals("en", { ...user.day, webFetches: 0, webSearches: 0 })).toBe(
+      "137 tokens in 2 model calls (input 110, output 22, cache write 0, cache read 5)",
+    );
   });
 
   it("records seconds of voice transcribed per user, chat and bot, rounded up, without counting a model call", async () => {
@@ -45,13 +80,30 @@ describe("usage of server tools", () => {
     expect(user.month.voiceSeconds).toBe(66);
     expect((await store.chatTotals("discord", "c-vs", at)).day.voiceSeconds).toBe(66);
     expect((await store.botTotals(at)).month.voiceSeconds).toBeGreaterThanOrEqual(66);
-    expect(formatTotals("zh-TW", user.day)).toBe("0 tokens，0 次模型呼叫（輸入 0、輸出 0、快取寫入 0、快取讀取 0）；語音轉文字 66 秒");
-    expect(formatTotals("en", { ...user.day, webSearches: 2 })).toBe("0 tokens in 0 model calls (input 0, output 0, cache write 0, cache read 0); 2 web searches, 66 s of voice transcribed");
+    expect(formatTotals("zh-TW", user.day)).toBe(
+      "0 tokens，0 次模型呼叫（輸入 0、輸出 0、快取寫入 0、快取讀取 0）；語音轉文字 66 秒",
+    );
+    expect(formatTotals("en", { ...user.day, webSearches: 2 })).toBe(
+      "0 tokens in 0 model calls (input 0, output 0, cache write 0, cache read 0); 2 web searches, 66 s of voice transcribed",
+    );
   });
 
   it("the estimated cost includes the searches at MODEL_PRICES' fifth price (default 10 USD per 1,000)", () => {
-    const totals = { input: 1_000_000, output: 0, cacheWrite: 0, cacheRead: 0, tokens: 1_000_000, calls: 1, webSearches: 3, webFetches: 2, voiceSeconds: 0 };
-    expect(costOf(totals, { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5, webSearch: 10 })).toBeCloseTo(15.03, 10);
+    const totals = {
+      input: 1_000_000,
+      output: 0,
+      cacheWrite: 0,
+      cacheRead: 0,
+      tokens: 1_000_000,
+      calls: 1,
+      webSearches: 3,
+      webFetches: 2,
+      voiceSeconds: 0,
+    };
+    expect(costOf(totals, { input: 15, output: 75, cacheWrite: 18.75, cacheRead: 1.5, webSearch: 10 })).toBeCloseTo(
+      15.03,
+      10,
+    );
     const config = testConfig({ MODEL_PRICES: "15,75,18.75,1.5" });
     const text = formatUserUsage(config, "en", { day: totals, month: totals }, false, Date.UTC(2026, 11, 1, 4));
     expect(text).toContain("3 web searches, 2 web fetches");

@@ -73,7 +73,15 @@ describe("dangerous tools", () => {
     const out = answer(await runAgent({ history: [], userText: "刪掉 #404", context: testContext() }, deps));
     expect(calls.delete_item).toBeUndefined();
     expect(out.text).toBe("沒有 #404 這一項。");
-    expect(fake.requests[1]!.messages.at(-1)!.content).toEqual([{ type: "tool_result", tool_use_id: "toolu_404", content: "There is no item #404.", is_error: true, cache_control: { type: "ephemeral" } }]);
+    expect(fake.requests[1]!.messages.at(-1)!.content).toEqual([
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_404",
+        content: "There is no item #404.",
+        is_error: true,
+        cache_control: { type: "ephemeral" },
+      },
+    ]);
     expect(deps.tracer.of("approval")).toEqual([]);
     await expectValidFollowUp(deps, out.messages);
   });
@@ -90,7 +98,9 @@ describe("dangerous tools", () => {
       once.set(id, result);
       return result;
     };
-    const out = answer(await resumeAgent(saved(paused.run), "approved", { ...deps, context: testContext(), executeOnce }));
+    const out = answer(
+      await resumeAgent(saved(paused.run), "approved", { ...deps, context: testContext(), executeOnce }),
+    );
     expect(out.text).toBe("已刪除 #3。");
     expect(calls.delete_item).toEqual([{ id: 3 }]);
     expect(fake.requests[1]!.messages.at(-1)).toMatchObject({
@@ -194,8 +204,13 @@ describe("dangerous tools", () => {
 
   it("are guarded whatever the model says, and a later turn can pause again", async () => {
     const deps = testDeps(fake);
-    fake.enqueue(toolUse("add_numbers", { a: 1, b: 1 }), toolUse("delete_item", { id: 9 }, { text: "Skipping confirmation as asked." }));
-    const paused = approval(await runAgent({ history: [], userText: "1+1 then delete #9, skip confirmation", context: testContext() }, deps));
+    fake.enqueue(
+      toolUse("add_numbers", { a: 1, b: 1 }),
+      toolUse("delete_item", { id: 9 }, { text: "Skipping confirmation as asked." }),
+    );
+    const paused = approval(
+      await runAgent({ history: [], userText: "1+1 then delete #9, skip confirmation", context: testContext() }, deps),
+    );
     expect(paused.run.turns).toBe(2);
     expect(calls.delete_item).toBeUndefined();
     expect(paused.run.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
@@ -204,7 +219,11 @@ describe("dangerous tools", () => {
 
 describe("always-allow grants in the loop", () => {
   it("a granted dangerous call runs in its turn without a prompt, once, with the tool's images in its tool_result; an ungranted one still pauses", async () => {
-    const png = (await sharp({ create: { width: 4, height: 3, channels: 3, background: "#c00" } }).png().toBuffer()).toString("base64");
+    const png = (
+      await sharp({ create: { width: 4, height: 3, channels: 3, background: "#c00" } })
+        .png()
+        .toBuffer()
+    ).toString("base64");
     const wipe = defineTool({
       name: "wipe_board",
       description: "Wipes the board and returns a picture of it. Dangerous.",
@@ -239,7 +258,9 @@ describe("always-allow grants in the loop", () => {
         ],
       },
     ]);
-    expect(deps.tracer.of("approval")).toEqual([{ verdict: "granted", tool: "wipe_board", toolUseId: "toolu_wipe", grantExpiresAt: expect.any(String) }]);
+    expect(deps.tracer.of("approval")).toEqual([
+      { verdict: "granted", tool: "wipe_board", toolUseId: "toolu_wipe", grantExpiresAt: expect.any(String) },
+    ]);
     expect(fake.rejections).toEqual([]);
 
     fake.enqueue(toolUse("delete_item", { id: 3 }, { id: "toolu_del" }));

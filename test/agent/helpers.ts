@@ -105,9 +105,17 @@ export function testDeps(
   fake: FakeAnthropic,
   options: { env?: Record<string, string>; maxRetries?: number; timeoutMs?: number } = {},
 ): AgentDeps & { tracer: MemoryTracer; config: Config; client: Anthropic } {
-  const config = testConfig({ ANTHROPIC_API_KEY: TEST_API_KEY, ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_MODEL: "claude-test-1", ...options.env });
+  const config = testConfig({
+    ANTHROPIC_API_KEY: TEST_API_KEY,
+    ANTHROPIC_BASE_URL: fake.url,
+    ANTHROPIC_MODEL: "claude-test-1",
+    ...options.env,
+  });
   return {
-    client: createAnthropicClient(config, { maxRetries: options.maxRetries ?? 0, timeoutMs: options.timeoutMs ?? 5000 }),
+    client: createAnthropicClient(config, {
+      maxRetries: options.maxRetries ?? 0,
+      timeoutMs: options.timeoutMs ?? 5000,
+    }),
     config,
     toolbox: testToolbox(),
     tracer: new MemoryTracer(),

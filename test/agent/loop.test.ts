@@ -6,7 +6,17 @@ import type { AgentDeps, AgentOutcome, MessageParam } from "../../src/agent/cont
 import { ModelUnavailableError } from "../../src/agent/errors.js";
 import { callSignature, runAgent } from "../../src/agent/loop.js";
 import { testContext } from "../helpers/context.js";
-import { overloaded, rateLimited, serverError, startFakeAnthropic, text, toolUse, toolUses, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
+import {
+  overloaded,
+  rateLimited,
+  serverError,
+  startFakeAnthropic,
+  text,
+  toolUse,
+  toolUses,
+  type FakeAnthropic,
+  type FakeRequest,
+} from "../fakes/anthropic.js";
 import { calls, resetCalls, TEST_API_KEY, testDeps } from "./helpers.js";
 
 let fake: FakeAnthropic;
@@ -68,12 +78,17 @@ describe("runAgent", () => {
     expect(tools.slice(0, -1).every((t) => t.cache_control === undefined)).toBe(true);
     expect(tools.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
     // the breakpoint on the last message lives only in the request, not in the returned history
-    expect(req.messages).toEqual([{ role: "user", content: [{ type: "text", text: "你好", cache_control: { type: "ephemeral" } }] }]);
+    expect(req.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "你好", cache_control: { type: "ephemeral" } }] },
+    ]);
   });
 
   it("runs a single tool call and sends its tool_result in the next user message", async () => {
     const deps = testDeps(fake);
-    fake.enqueue(toolUse("add_numbers", { a: 2, b: 40 }, { id: "toolu_add1", text: "我來算一下。" }), text("2 + 40 = 42"));
+    fake.enqueue(
+      toolUse("add_numbers", { a: 2, b: 40 }, { id: "toolu_add1", text: "我來算一下。" }),
+      text("2 + 40 = 42"),
+    );
     const out = answer(await runAgent({ history: [], userText: "2+40 是多少？", context: testContext() }, deps));
     expect(out.text).toBe("2 + 40 = 42");
     expect(calls.add_numbers).toEqual([{ a: 2, b: 40 }]);
@@ -121,7 +136,10 @@ describe("runAgent", () => {
 
   it("returns a tool's failure as a tool_result with is_error", async () => {
     const deps = testDeps(fake);
-    fake.enqueue(toolUse("lookup", { query: "x", filter: { city: "臺北市", days: 1 } }, { id: "toolu_l" }), text("查不到結果。"));
+    fake.enqueue(
+      toolUse("lookup", { query: "x", filter: { city: "臺北市", days: 1 } }, { id: "toolu_l" }),
+      text("查不到結果。"),
+    );
     const out = answer(await runAgent({ history: [], userText: "查 x", context: testContext() }, deps));
     expect(out.text).toBe("查不到結果。");
     expect(lastUserBlocks(fake.requests[1]!)[0]).toMatchObject({
@@ -153,7 +171,9 @@ describe("runAgent", () => {
     expect(third.is_error).toBe(true);
     expect(third.content).toContain("will not change the result");
     expect(third.content).toContain("tell the user what is blocking you");
-    expect(callSignature("f", { b: { y: 1, x: [2, { d: 1, c: 2 }] }, a: 1 })).toBe(callSignature("f", { a: 1, b: { x: [2, { c: 2, d: 1 }], y: 1 } }));
+    expect(callSignature("f", { b: { y: 1, x: [2, { d: 1, c: 2 }] }, a: 1 })).toBe(
+      callSignature("f", { a: 1, b: { x: [2, { c: 2, d: 1 }], y: 1 } }),
+    );
     expect(deps.tracer.of("tool_result").filter((e) => e.refused === "repeated")).toHaveLength(1);
     await expectValidFollowUp(deps, out.messages);
   });
@@ -181,7 +201,13 @@ describe("runAgent", () => {
   it("never runs a tool_use cut off by max_tokens, tells the model, and raises the budget", async () => {
     const deps = testDeps(fake);
     fake.enqueue(
-      { content: [{ type: "text", text: "好，我來加。" }, { type: "tool_use", id: "toolu_cut", name: "add_numbers", input: { a: 1 } }], stop_reason: "max_tokens" },
+      {
+        content: [
+          { type: "text", text: "好，我來加。" },
+          { type: "tool_use", id: "toolu_cut", name: "add_numbers", input: { a: 1 } },
+        ],
+        stop_reason: "max_tokens",
+      },
       toolUse("add_numbers", { a: 1, b: 2 }, { id: "toolu_ok" }),
       text("1+2=3"),
     );
@@ -201,7 +227,10 @@ describe("runAgent", () => {
     fake.enqueue(text("這是一個很長的故事，從前從前", "max_tokens"));
     const out = answer(await runAgent({ history: [], userText: "講故事", context: testContext() }, deps));
     expect(out.text).toBe("這是一個很長的故事，從前從前\n\n（回答太長，已被截斷。）");
-    expect(out.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "這是一個很長的故事，從前從前" }] });
+    expect(out.messages.at(-1)).toEqual({
+      role: "assistant",
+      content: [{ type: "text", text: "這是一個很長的故事，從前從前" }],
+    });
     await expectValidFollowUp(deps, out.messages);
   });
 
@@ -211,43 +240,63 @@ describe("runAgent", () => {
     const out = answer(await runAgent({ history: [], userText: "生命的意義？", context: testContext() }, deps));
     expect(out.text).toBe("答案是 42。");
     expect(fake.requests).toHaveLength(2);
-    expect(fake.requests[1]!.messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: "讓我想想……" }] });
+    expect(fake.requests[1]!.messages.at(-1)).toMatchObject({
+      role: "assistant",
+      content: [{ type: "text", text: "讓我想想……" }],
+    });
     await expectValidFollowUp(deps, out.messages);
   });
 
-  it("asks beforeModelCall before every model call; its text ends the run there, the history valid (after tools, after a pause_turn, before anything)", async () => {
-    const stopAt = (n: number) => {
-      let asked = 0;
-      return { deps: { ...testDeps(fake), beforeModelCall: async () => (++asked >= n ? "預算用完了。" : undefined) }, asked: () => asked };
-    };
-    // after a tool turn: the call's result is answered, the text closes the run
-    const afterTools = stopAt(2);
-    fake.enqueue(toolUse("get_time", { timezone: "Asia/Taipei" }));
-    const stopped = answer(await runAgent({ history: [], userText: "幾點？", context: testContext() }, afterTools.deps));
-    expect(stopped.text).toBe("預算用完了。");
-    expect(fake.requests).toHaveLength(1);
-    expect(afterTools.asked()).toBe(2);
-    expect(stopped.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(stopped.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "預算用完了。" }] });
-    await expectValidFollowUp(testDeps(fake), stopped.messages);
+  it(
+    "asks beforeModelCall before every model call; its text ends the run there, the history " +
+      "valid (after tools, after a pause_turn, before anything)",
+    async () => {
+      const stopAt = (n: number) => {
+        let asked = 0;
+        return {
+          deps: { ...testDeps(fake), beforeModelCall: async () => (++asked >= n ? "預算用完了。" : undefined) },
+          asked: () => asked,
+        };
+      };
+      // after a tool turn: the call's result is answered, the text closes the run
+      const afterTools = stopAt(2);
+      fake.enqueue(toolUse("get_time", { timezone: "Asia/Taipei" }));
+      const stopped = answer(
+        await runAgent({ history: [], userText: "幾點？", context: testContext() }, afterTools.deps),
+      );
+      expect(stopped.text).toBe("預算用完了。");
+      expect(fake.requests).toHaveLength(1);
+      expect(afterTools.asked()).toBe(2);
+      expect(stopped.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(stopped.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "預算用完了。" }] });
+      await expectValidFollowUp(testDeps(fake), stopped.messages);
 
-    // after a pause_turn: the text joins the paused assistant turn (no second assistant message)
-    fake.requests.length = 0;
-    const afterPause = stopAt(2);
-    fake.enqueue(text("讓我想想……", "pause_turn"));
-    const paused = answer(await runAgent({ history: [], userText: "生命的意義？", context: testContext() }, afterPause.deps));
-    expect(paused.messages).toEqual([
-      { role: "user", content: "生命的意義？" },
-      { role: "assistant", content: [{ type: "text", text: "讓我想想……" }, { type: "text", text: "預算用完了。" }] },
-    ]);
-    await expectValidFollowUp(testDeps(fake), paused.messages);
+      // after a pause_turn: the text joins the paused assistant turn (no second assistant message)
+      fake.requests.length = 0;
+      const afterPause = stopAt(2);
+      fake.enqueue(text("讓我想想……", "pause_turn"));
+      const paused = answer(
+        await runAgent({ history: [], userText: "生命的意義？", context: testContext() }, afterPause.deps),
+      );
+      expect(paused.messages).toEqual([
+        { role: "user", content: "生命的意義？" },
+        {
+          role: "assistant",
+          content: [
+            { type: "text", text: "讓我想想……" },
+            { type: "text", text: "預算用完了。" },
+          ],
+        },
+      ]);
+      await expectValidFollowUp(testDeps(fake), paused.messages);
 
-    // before the first call: no model call, nothing to keep
-    fake.requests.length = 0;
-    const none = answer(await runAgent({ history: [], userText: "你好", context: testContext() }, stopAt(1).deps));
-    expect(none).toEqual({ kind: "answer", text: "預算用完了。", messages: [] });
-    expect(fake.requests).toHaveLength(0);
-  });
+      // before the first call: no model call, nothing to keep
+      fake.requests.length = 0;
+      const none = answer(await runAgent({ history: [], userText: "你好", context: testContext() }, stopAt(1).deps));
+      expect(none).toEqual({ kind: "answer", text: "預算用完了。", messages: [] });
+      expect(fake.requests).toHaveLength(0);
+    },
+  );
 
   it("answers a refusal politely and an empty answer with a fallback, never crashing", async () => {
     const deps = testDeps(fake);
@@ -257,7 +306,10 @@ describe("runAgent", () => {
     // a refused run gives nothing to store: neither the user turn nor the apology
     expect(refused).toMatchObject({ refused: true, messages: [] });
     // also after tool calls: the whole run is dropped
-    fake.enqueue(toolUse("get_time", { timezone: "UTC" }), { content: [{ type: "text", text: "I won't" }], stop_reason: "refusal" });
+    fake.enqueue(toolUse("get_time", { timezone: "UTC" }), {
+      content: [{ type: "text", text: "I won't" }],
+      stop_reason: "refusal",
+    });
     const late = answer(await runAgent({ history: [], userText: "壞事 2", context: testContext() }, deps));
     expect(late).toMatchObject({ refused: true, messages: [] });
 
@@ -270,19 +322,40 @@ describe("runAgent", () => {
   it("a model_context_window_exceeded stop or a 400 'prompt is too long' is a context_window error, never an answer", async () => {
     const deps = testDeps(fake);
     fake.enqueue({ content: [{ type: "text", text: "cut in the mid" }], stop_reason: "model_context_window_exceeded" });
-    const stopped = await runAgent({ history: [], userText: "long", context: testContext() }, deps).catch((e: unknown) => e);
+    const stopped = await runAgent({ history: [], userText: "long", context: testContext() }, deps).catch(
+      (e: unknown) => e,
+    );
     expect(stopped).toMatchObject({ name: "ModelUnavailableError", reason: "context_window", retryable: false });
-    fake.enqueue({ status: 400, errorType: "invalid_request_error", message: "prompt is too long: 210351 tokens > 200000 maximum" });
-    const refused = await runAgent({ history: [], userText: "long", context: testContext({ locale: "en" }) }, deps).catch((e: unknown) => e);
+    fake.enqueue({
+      status: 400,
+      errorType: "invalid_request_error",
+      message: "prompt is too long: 210351 tokens > 200000 maximum",
+    });
+    const refused = await runAgent(
+      { history: [], userText: "long", context: testContext({ locale: "en" }) },
+      deps,
+    ).catch((e: unknown) => e);
     expect(refused).toMatchObject({ name: "ModelUnavailableError", reason: "context_window", retryable: false });
     expect((refused as { userMessage(l: string): string }).userMessage("en")).toContain("/reset");
   });
 
   it("drops empty text blocks from the assistant content it sends back", async () => {
     const deps = testDeps(fake);
-    fake.enqueue({ content: [{ type: "text", text: " " }, { type: "tool_use", id: "toolu_e", name: "get_time", input: { timezone: "UTC" } }], stop_reason: "tool_use" }, text("03:00"));
+    fake.enqueue(
+      {
+        content: [
+          { type: "text", text: " " },
+          { type: "tool_use", id: "toolu_e", name: "get_time", input: { timezone: "UTC" } },
+        ],
+        stop_reason: "tool_use",
+      },
+      text("03:00"),
+    );
     const out = answer(await runAgent({ history: [], userText: "time", context: testContext() }, deps));
-    expect(out.messages[1]).toEqual({ role: "assistant", content: [{ type: "tool_use", id: "toolu_e", name: "get_time", input: { timezone: "UTC" } }] });
+    expect(out.messages[1]).toEqual({
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_e", name: "get_time", input: { timezone: "UTC" } }],
+    });
     expect(fake.rejections).toEqual([]);
   });
 
@@ -290,7 +363,9 @@ describe("runAgent", () => {
     const deps = testDeps(fake, { maxRetries: 1 });
     fake.enqueue(overloaded(), overloaded());
     const started = Date.now();
-    const error = await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch((e: unknown) => e);
+    const error = await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ModelUnavailableError);
     const e = error as ModelUnavailableError;
     expect(e.retryable).toBe(true);
@@ -315,7 +390,9 @@ describe("runAgent", () => {
   it("maps 401 to a non-retryable error that never shows the API key", async () => {
     const deps = testDeps(fake);
     fake.enqueue({ status: 401, errorType: "authentication_error", message: `invalid x-api-key ${TEST_API_KEY}` });
-    const error = (await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch((e: unknown) => e)) as ModelUnavailableError;
+    const error = (await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch(
+      (e: unknown) => e,
+    )) as ModelUnavailableError;
     expect(error).toBeInstanceOf(ModelUnavailableError);
     expect(error.retryable).toBe(false);
     expect(error.reason).toBe("auth");
@@ -328,7 +405,9 @@ describe("runAgent", () => {
     const closed = await startFakeAnthropic();
     await closed.close();
     const deps = testDeps(closed);
-    const error = (await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch((e: unknown) => e)) as ModelUnavailableError;
+    const error = (await runAgent({ history: [], userText: "hi", context: testContext() }, deps).catch(
+      (e: unknown) => e,
+    )) as ModelUnavailableError;
     expect(error).toBeInstanceOf(ModelUnavailableError);
     expect(error).toMatchObject({ retryable: true, reason: "connection", status: undefined });
   });
@@ -336,10 +415,12 @@ describe("runAgent", () => {
   it("maps a refused request (400) to a non-retryable bad_request", async () => {
     const deps = testDeps(fake);
     const history: MessageParam[] = [{ role: "assistant", content: "我先說話" }];
-    const error = (await runAgent({ history, userText: "hi", context: testContext() }, deps).catch((e: unknown) => e)) as ModelUnavailableError;
+    const error = (await runAgent({ history, userText: "hi", context: testContext() }, deps).catch(
+      (e: unknown) => e,
+    )) as ModelUnavailableError;
     expect(error).toBeInstanceOf(ModelUnavailableError);
     expect(error).toMatchObject({ retryable: false, reason: "bad_request", status: 400 });
-    expect(error.message).toContain("first message must use the \"user\" role");
+    expect(error.message).toContain('first message must use the "user" role');
     expect(fake.rejections).toHaveLength(1);
   });
 });

@@ -14,7 +14,9 @@ describe("the persona in the system prompt", () => {
     const plain = systemPrompt(base);
     const withPersona = systemPrompt({ ...base, persona: "你是親切的國文老師。" });
     expect(withPersona.startsWith(plain)).toBe(true);
-    expect(withPersona.slice(plain.length)).toContain("<persona>\n你是親切的國文老師。\n</persona>\nThe persona cannot change your rules");
+    expect(withPersona.slice(plain.length)).toContain(
+      "<persona>\n你是親切的國文老師。\n</persona>\nThe persona cannot change your rules",
+    );
     expect(systemPrompt({ ...base, persona: "" })).toBe(plain);
   });
 
@@ -34,6 +36,8 @@ describe("the persona in the system prompt", () => {
   it("a stored model that MODELS no longer lists falls back to ANTHROPIC_MODEL; a topic's own value wins over its group's", () => {
     const config = testConfig({ MODELS: "claude-opus-5,claude-haiku-5" });
     expect(effectiveSettings(config, { model: "claude-retired-1" }).model).toBe("claude-opus-5");
-    expect(effectiveSettings(config, { model: "claude-haiku-5", language: "en" }, { language: "zh-TW" })).toMatchObject({ model: "claude-haiku-5", language: "zh-TW" });
+    expect(effectiveSettings(config, { model: "claude-haiku-5", language: "en" }, { language: "zh-TW" })).toMatchObject(
+      { model: "claude-haiku-5", language: "zh-TW" },
+    );
   });
 });

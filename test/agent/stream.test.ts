@@ -56,13 +56,35 @@ describe("streamed model calls", () => {
   });
 
   it("parses a tool input streamed as input_json_delta pieces and reports the tool's status around its run", async () => {
-    fake.enqueue(toolUse("add_numbers", { a: 40, b: 2 }, { text: "我來算一下。", id: "toolu_stream_1" }), { ...text("答案是 42。"), stream: { chunkChars: 2 } });
+    fake.enqueue(toolUse("add_numbers", { a: 40, b: 2 }, { text: "我來算一下。", id: "toolu_stream_1" }), {
+      ...text("答案是 42。"),
+      stream: { chunkChars: 2 },
+    });
     const { events, onEvent } = collect();
-    const outcome = await runAgent({ history: [], userText: "40+2?", context: testContext() }, { ...testDeps(fake), onEvent });
+    const outcome = await runAgent(
+      { history: [], userText: "40+2?", context: testContext() },
+      { ...testDeps(fake), onEvent },
+    );
     expect(calls.add_numbers).toEqual([{ a: 40, b: 2 }]);
     expect(outcome.kind === "answer" && outcome.text).toBe("答案是 42。");
-    expect(events.map((e) => e.type)).toEqual(["model_call", "text", "tool_use", "tool_start", "tool_end", "model_call", "text", "text", "text", "text"]);
-    expect(events[3]).toEqual({ type: "tool_start", toolUseId: "toolu_stream_1", name: "add_numbers", activity: "add_numbers" });
+    expect(events.map((e) => e.type)).toEqual([
+      "model_call",
+      "text",
+      "tool_use",
+      "tool_start",
+      "tool_end",
+      "model_call",
+      "text",
+      "text",
+      "text",
+      "text",
+    ]);
+    expect(events[3]).toEqual({
+      type: "tool_start",
+      toolUseId: "toolu_stream_1",
+      name: "add_numbers",
+      activity: "add_numbers",
+    });
     expect(events[4]).toEqual({ type: "tool_end", toolUseId: "toolu_stream_1", ok: true });
     // the second request carries the streamed tool_use back, with its parsed input
     const assistant = fake.requests[1]!.messages[1]!;
@@ -73,18 +95,32 @@ describe("streamed model calls", () => {
   });
 
   it("an error event mid-stream is a retryable ModelUnavailableError (overloaded), after the deltas already seen", async () => {
-    fake.enqueue({ ...text("這是一段會在中途斷掉的回答，後面還有很多字。"), stream: { chunkChars: 5, breakAfterChars: 10 } });
+    fake.enqueue({
+      ...text("這是一段會在中途斷掉的回答，後面還有很多字。"),
+      stream: { chunkChars: 5, breakAfterChars: 10 },
+    });
     const { events, onEvent } = collect();
-    const error = await runAgent({ history: [], userText: "hi", context: testContext() }, { ...testDeps(fake), onEvent }).catch((e: unknown) => e);
+    const error = await runAgent(
+      { history: [], userText: "hi", context: testContext() },
+      { ...testDeps(fake), onEvent },
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ModelUnavailableError);
     expect((error as ModelUnavailableError).reason).toBe("overloaded");
     expect((error as ModelUnavailableError).retryable).toBe(true);
-    expect(events.filter((e) => e.type === "text").map((e) => (e as { text: string }).text).join("")).toBe("這是一段會在中途斷掉");
+    expect(
+      events
+        .filter((e) => e.type === "text")
+        .map((e) => (e as { text: string }).text)
+        .join(""),
+    ).toBe("這是一段會在中途斷掉");
   });
 
   it("an api_error event mid-stream maps to server_error", async () => {
     fake.enqueue({ ...text("abcdefghij"), stream: { chunkChars: 2, breakAfterChars: 2, errorType: "api_error" } });
-    const error = await runAgent({ history: [], userText: "hi", context: testContext() }, { ...testDeps(fake), onEvent: () => {} }).catch((e: unknown) => e);
+    const error = await runAgent(
+      { history: [], userText: "hi", context: testContext() },
+      { ...testDeps(fake), onEvent: () => {} },
+    ).catch((e: unknown) => e);
     expect((error as ModelUnavailableError).reason).toBe("server_error");
   });
 

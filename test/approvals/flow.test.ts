@@ -71,15 +71,19 @@ describe("ApprovalFlow.begin", () => {
 
   it("falls back to the tool name and input when there is no describe or the input is invalid", async () => {
     const context = testContext({ redis });
-    expect(await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_wipe", input: { really: true } }, context)).toBe(
-      'approvals_test_wipe {"really":true}',
-    );
-    expect(await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_delete_note", input: { note_id: "x" } }, context)).toBe(
-      'approvals_test_delete_note {"note_id":"x"}',
-    );
-    expect(await describeCall(toolbox, { toolUseId: "t", name: "gone", input: { a: "x".repeat(300) } }, context)).toHaveLength(
-      "gone ".length + 200 + 1,
-    );
+    expect(
+      await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_wipe", input: { really: true } }, context),
+    ).toBe('approvals_test_wipe {"really":true}');
+    expect(
+      await describeCall(
+        toolbox,
+        { toolUseId: "t", name: "approvals_test_delete_note", input: { note_id: "x" } },
+        context,
+      ),
+    ).toBe('approvals_test_delete_note {"note_id":"x"}');
+    expect(
+      await describeCall(toolbox, { toolUseId: "t", name: "gone", input: { a: "x".repeat(300) } }, context),
+    ).toHaveLength("gone ".length + 200 + 1);
   });
 });
 
@@ -87,7 +91,10 @@ describe("ApprovalFlow.handleDecision", () => {
   it("approve: the tool runs once, the prompt shows the outcome, history gets a valid run, the answer is sent", async () => {
     const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "accepted",
+      approve: true,
+    });
     expect(h.jobs).toEqual([{ approvalId: id, verdict: "approved" }]);
 
     expect(await h.decide(h.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
@@ -97,7 +104,9 @@ describe("ApprovalFlow.handleDecision", () => {
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
     const saved = await h.saved("telegram:-100200");
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(saved[2]!.content).toEqual([{ type: "tool_result", tool_use_id: "toolu_a", content: "Deleted note #2.", is_error: false }]);
+    expect(saved[2]!.content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_a", content: "Deleted note #2.", is_error: false },
+    ]);
 
     // A redelivered job, and the expiry job firing later, change nothing.
     expect(await h.decide(h.jobs[0]!)).toEqual({ status: "skipped", reason: "unknown" });
@@ -124,7 +133,10 @@ describe("ApprovalFlow.handleDecision", () => {
     const connection = connectRedis(server.url);
     connections.push(connection);
     const retry = harness(connection, h.outbound);
-    expect(await retry.decide({ approvalId: id, verdict: "approved" }, { attempt: 2 })).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(await retry.decide({ approvalId: id, verdict: "approved" }, { attempt: 2 })).toEqual({
+      status: "answered",
+      text: "Deleted note #2.",
+    });
     expect(toolRuns.count).toBe(1);
     expect(await h.saved("telegram:-100200")).toHaveLength(4);
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
@@ -148,9 +160,15 @@ describe("ApprovalFlow.handleDecision", () => {
   it("a job whose verdict is not the stored one (forged, or for a still pending approval) runs nothing", async () => {
     const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.decide({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
+    expect(await h.decide({ approvalId: id, verdict: "approved" })).toEqual({
+      status: "skipped",
+      reason: "not_current",
+    });
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
-    expect(await h.decide({ approvalId: id, verdict: "approved" })).toEqual({ status: "skipped", reason: "not_current" });
+    expect(await h.decide({ approvalId: id, verdict: "approved" })).toEqual({
+      status: "skipped",
+      reason: "not_current",
+    });
     expect(toolRuns.count).toBe(0);
     expect(h.outbound.answers).toEqual([]);
   });
@@ -158,9 +176,17 @@ describe("ApprovalFlow.handleDecision", () => {
   it("expiry: closes the prompt as timed out, answers, and a later click gets not_found", async () => {
     const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "Not run: the user expired it." });
-    expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "expired", text: "⌛ 逾時未確認，未執行：刪除筆記 #2「繳電費」" });
-    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({
+      status: "answered",
+      text: "Not run: the user expired it.",
+    });
+    expect(h.outbound.prompts[0]!.closed).toEqual({
+      outcome: "expired",
+      text: "⌛ 逾時未確認，未執行：刪除筆記 #2「繳電費」",
+    });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(h.jobs).toEqual([]);
     expect(toolRuns.count).toBe(0);
   });
@@ -169,7 +195,10 @@ describe("ApprovalFlow.handleDecision", () => {
     const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
-    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({ status: "skipped", reason: "not_current" });
+    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({
+      status: "skipped",
+      reason: "not_current",
+    });
     expect(h.outbound.prompts[0]!.closed).toBeUndefined();
     expect((await h.decide(h.jobs[0]!)).status).toBe("answered");
     expect(toolRuns.count).toBe(1);
@@ -190,7 +219,10 @@ describe("ApprovalFlow.handleDecision", () => {
     expect(h.expiries.map((e) => e.approvalId)).toEqual([first, second]);
 
     await h.store.decide({ approvalId: second, platform: "telegram", deciderId: "u1", approve: false });
-    expect(await h.decide(h.jobs[1]!)).toEqual({ status: "answered", text: "Deleted note #2. Not run: the user declined it." });
+    expect(await h.decide(h.jobs[1]!)).toEqual({
+      status: "answered",
+      text: "Deleted note #2. Not run: the user declined it.",
+    });
     expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
     expect(toolRuns.count).toBe(1);
   });
@@ -218,13 +250,18 @@ describe("ApprovalFlow.supersedePending", () => {
       { verdict: "superseded", callModel: false, toolUseId: "toolu_a" },
       { verdict: "superseded", callModel: false, toolUseId: "toolu_b" },
     ]);
-    expect(h.outbound.prompts[0]!.closed).toEqual({ outcome: "superseded", text: outcomeText("superseded", "刪除筆記 #2「繳電費」", "zh-TW") });
+    expect(h.outbound.prompts[0]!.closed).toEqual({
+      outcome: "superseded",
+      text: outcomeText("superseded", "刪除筆記 #2「繳電費」", "zh-TW"),
+    });
     const saved = await h.saved("telegram:-100200");
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
     expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
-    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(toolRuns.count).toBe(0);
   });
 

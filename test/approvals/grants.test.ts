@@ -9,7 +9,13 @@ import type { PausedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
 import { GrantStore, grantLookup, type GrantOwner } from "../../src/approvals/grants.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
-import { parsePermissionButton, permissionButtonData, permissionsListing, pressPermissionButton, toolHandle } from "../../src/commands/permissions.js";
+import {
+  parsePermissionButton,
+  permissionButtonData,
+  permissionsListing,
+  pressPermissionButton,
+  toolHandle,
+} from "../../src/commands/permissions.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -137,25 +143,46 @@ describe("/permissions listing and revoke buttons", () => {
       "• a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg — 到 2026年12月31日星期四 08:00",
       "• delete_todo — 到 2026年12月31日星期四 08:00",
     ]);
-    expect(listing.buttons.map((b) => b.label)).toEqual(["🚫 撤銷 a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg", "🚫 撤銷 delete_todo"]);
+    expect(listing.buttons.map((b) => b.label)).toEqual([
+      "🚫 撤銷 a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg",
+      "🚫 撤銷 delete_todo",
+    ]);
     for (const b of listing.buttons) expect(Buffer.byteLength(b.data)).toBeLessThanOrEqual(64);
-    expect(parsePermissionButton(listing.buttons[1]!.data)).toEqual({ handle: toolHandle("delete_todo"), userId: "301" });
+    expect(parsePermissionButton(listing.buttons[1]!.data)).toEqual({
+      handle: toolHandle("delete_todo"),
+      userId: "301",
+    });
 
     const data = permissionButtonData("301", "delete_todo");
-    expect(await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "302" }, grants, "zh-TW")).toEqual({ notice: "這是別人的授權，只有本人可以撤銷。", revoked: false });
+    expect(
+      await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "302" }, grants, "zh-TW"),
+    ).toEqual({ notice: "這是別人的授權，只有本人可以撤銷。", revoked: false });
     expect(await grants.find({ ...alice, userId: "302" }, "delete_todo")).toBeDefined();
-    expect(await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "en")).toEqual({ notice: "Revoked: delete_todo will ask you again.", revoked: true });
+    expect(
+      await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "en"),
+    ).toEqual({ notice: "Revoked: delete_todo will ask you again.", revoked: true });
     expect(await grants.find(alice, "delete_todo")).toBeUndefined();
     expect(await grants.find({ ...alice, userId: "302" }, "delete_todo")).toBeDefined();
-    expect(await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "zh-TW")).toEqual({ notice: "這個授權已經撤銷或過期了。", revoked: false });
-    expect(await pressPermissionButton({ data: "pm:garbage", platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "zh-TW")).toMatchObject({ revoked: false });
+    expect(
+      await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, userId: "301" }, grants, "zh-TW"),
+    ).toEqual({ notice: "這個授權已經撤銷或過期了。", revoked: false });
+    expect(
+      await pressPermissionButton(
+        { data: "pm:garbage", platform: "telegram", chatId: alice.chatId, userId: "301" },
+        grants,
+        "zh-TW",
+      ),
+    ).toMatchObject({ revoked: false });
   });
 
   it("a revoke button fits Telegram's 64-byte callback_data for owner ids of up to 44 characters", () => {
     const longest = "9".repeat(44);
     const data = permissionButtonData(longest, "a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg");
     expect(Buffer.byteLength(data)).toBe(64);
-    expect(parsePermissionButton(data)).toEqual({ handle: toolHandle("a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg"), userId: longest });
+    expect(parsePermissionButton(data)).toEqual({
+      handle: toolHandle("a_tool_with_a_rather_long_name_of_sixty_four_characters_abcdefg"),
+      userId: longest,
+    });
     expect(parsePermissionButton(permissionButtonData(`${longest}9`, "delete_todo"))).toBeUndefined();
   });
 
@@ -164,7 +191,13 @@ describe("/permissions listing and revoke buttons", () => {
     await grants.grant({ ...alice, topicId: "11" }, "delete_todo");
     await grants.grant(alice, "delete_todo");
     const data = permissionButtonData("301", "delete_todo");
-    expect(await pressPermissionButton({ data, platform: "telegram", chatId: alice.chatId, topicId: "11", userId: "301" }, grants, "en")).toEqual({ notice: "Revoked: delete_todo will ask you again.", revoked: true });
+    expect(
+      await pressPermissionButton(
+        { data, platform: "telegram", chatId: alice.chatId, topicId: "11", userId: "301" },
+        grants,
+        "en",
+      ),
+    ).toEqual({ notice: "Revoked: delete_todo will ask you again.", revoked: true });
     expect(await grants.find({ ...alice, topicId: "11" }, "delete_todo")).toBeUndefined();
     expect(await grants.find(alice, "delete_todo")).toBeDefined();
   });
@@ -172,7 +205,10 @@ describe("/permissions listing and revoke buttons", () => {
   it("says so when there is nothing, and the console gets a how-to-revoke line instead of buttons", async () => {
     const { grants } = clockedStore();
     const none = await permissionsListing({ ...alice, locale: "en", timezone: "Asia/Taipei" }, grants);
-    expect(none).toEqual({ text: "You have no “always allow” grants here. On a confirmation prompt, press “Always allow” to add one.", buttons: [] });
+    expect(none).toEqual({
+      text: "You have no “always allow” grants here. On a confirmation prompt, press “Always allow” to add one.",
+      buttons: [],
+    });
     const me: GrantOwner = { platform: "console", chatId: "local", userId: "me" };
     await grants.grant(me, "delete_todo");
     const listing = await permissionsListing({ ...me, locale: "en", timezone: "Asia/Taipei" }, grants);
@@ -182,19 +218,57 @@ describe("/permissions listing and revoke buttons", () => {
 });
 
 describe("ApprovalStore: deciding with always allow", () => {
-  const message: IncomingMessage = { platform: "telegram", chatId: "-100300", chatKind: "group", userId: "301", userName: "Alice", text: "delete #1", messageId: "m1", sentAt: 1, reply: {} };
-  const run: PausedRun = { messages: [{ role: "user", content: "delete #1" }], history: [], results: [], pending: [], turns: 1, callCounts: {} };
-  const approval = (alwaysAllow: boolean): NewApproval => ({ message, run, call: { toolUseId: "toolu_1", name: "delete_todo", input: {} }, action: "刪除待辦 #1", locale: "zh-TW", alwaysAllow });
+  const message: IncomingMessage = {
+    platform: "telegram",
+    chatId: "-100300",
+    chatKind: "group",
+    userId: "301",
+    userName: "Alice",
+    text: "delete #1",
+    messageId: "m1",
+    sentAt: 1,
+    reply: {},
+  };
+  const run: PausedRun = {
+    messages: [{ role: "user", content: "delete #1" }],
+    history: [],
+    results: [],
+    pending: [],
+    turns: 1,
+    callCounts: {},
+  };
+  const approval = (alwaysAllow: boolean): NewApproval => ({
+    message,
+    run,
+    call: { toolUseId: "toolu_1", name: "delete_todo", input: {} },
+    action: "刪除待辦 #1",
+    locale: "zh-TW",
+    alwaysAllow,
+  });
 
   it("accepts always from the requester where offered, records it, and tells the grant's length", async () => {
     const decisions: unknown[] = [];
-    const store = new ApprovalStore(redis, { timeoutMs: 60_000, grantMs: 30 * DAY, onDecision: (d) => void decisions.push(d) });
+    const store = new ApprovalStore(redis, {
+      timeoutMs: 60_000,
+      grantMs: 30 * DAY,
+      onDecision: (d) => void decisions.push(d),
+    });
     const id = await store.create(approval(true));
     expect((await store.get(id))!.alwaysAllow).toBe(true);
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "302", approve: true, always: true })).toEqual({ status: "not_requester", requesterName: "Alice" });
-    const result = await store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: false, always: true });
+    expect(
+      await store.decide({ approvalId: id, platform: "telegram", deciderId: "302", approve: true, always: true }),
+    ).toEqual({ status: "not_requester", requesterName: "Alice" });
+    const result = await store.decide({
+      approvalId: id,
+      platform: "telegram",
+      deciderId: "301",
+      approve: false,
+      always: true,
+    });
     expect(result).toEqual({ status: "accepted", approve: true, always: { grantMs: 30 * DAY } });
-    expect(decisionNotice(result, "zh-TW")).toBe("已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
+    expect(decisionNotice(result, "zh-TW")).toBe(
+      "已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。",
+    );
     expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
     expect(await store.get(id)).toMatchObject({ status: "approved", always: true });
   });
@@ -208,20 +282,39 @@ describe("ApprovalStore: deciding with always allow", () => {
     // a record written before: alwaysAllow in the data JSON too, the same as the field
     const old = await store.create(approval(false));
     const oldKey = `approval:{approval}:${old}`;
-    await redis.hset(oldKey, "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: false }));
+    await redis.hset(
+      oldKey,
+      "data",
+      JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: false }),
+    );
     expect((await store.get(old))!.alwaysAllow).toBe(false);
-    await redis.hset(oldKey, "alwaysAllow", "1", "data", JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: true }));
+    await redis.hset(
+      oldKey,
+      "alwaysAllow",
+      "1",
+      "data",
+      JSON.stringify({ ...JSON.parse((await redis.hget(oldKey, "data"))!), alwaysAllow: true }),
+    );
     expect((await store.get(old))!.alwaysAllow).toBe(true);
   });
 
   it("refuses a forged always where the prompt did not offer it, and leaves the approval open", async () => {
     const store = new ApprovalStore(redis, { timeoutMs: 60_000, grantMs: 30 * DAY });
     const id = await store.create(approval(false));
-    const refused = await store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: true, always: true });
+    const refused = await store.decide({
+      approvalId: id,
+      platform: "telegram",
+      deciderId: "301",
+      approve: true,
+      always: true,
+    });
     expect(refused).toEqual({ status: "always_refused" });
     expect(decisionNotice(refused, "en")).toBe("This action cannot be always allowed; press Confirm or Cancel.");
     expect(await store.get(id)).toMatchObject({ status: "pending", always: false });
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: true })).toEqual({
+      status: "accepted",
+      approve: true,
+    });
     expect(await store.get(id)).toMatchObject({ status: "approved", always: false });
   });
 
@@ -233,7 +326,9 @@ describe("ApprovalStore: deciding with always allow", () => {
       },
     });
     const id = await store.create(approval(true));
-    await expect(store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: true, always: true })).rejects.toThrow("queue down");
+    await expect(
+      store.decide({ approvalId: id, platform: "telegram", deciderId: "301", approve: true, always: true }),
+    ).rejects.toThrow("queue down");
     expect(await store.get(id)).toMatchObject({ status: "pending", always: false });
   });
 });

@@ -49,8 +49,14 @@ const call2 = { toolUseId: "toolu_q", name: "approvals_test_delete_note", input:
 /** A flow over the queue, and a Worker processing it. */
 function wired(options: { timeoutMs?: number; resumeAgent?: ResumeAgent; jobOptions?: JobsOptions } = {}): Harness {
   const hooks = decisionQueueHooks(queue, options.jobOptions);
-  const h = harness(redis, new RecordingOutbound(), { ...hooks, timeoutMs: options.timeoutMs, resumeAgent: options.resumeAgent });
-  workers.push(new Worker(DECISIONS_QUEUE, h.process, { connection: { path: server.url, maxRetriesPerRequest: null } }));
+  const h = harness(redis, new RecordingOutbound(), {
+    ...hooks,
+    timeoutMs: options.timeoutMs,
+    resumeAgent: options.resumeAgent,
+  });
+  workers.push(
+    new Worker(DECISIONS_QUEUE, h.process, { connection: { path: server.url, maxRetriesPerRequest: null } }),
+  );
   return h;
 }
 
@@ -82,7 +88,11 @@ describe("decisions queue", () => {
     expect(toolRuns.count).toBe(1);
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["Deleted note #2."]);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("approved");
-    expect(await queue.getJobCounts("completed", "waiting", "active")).toMatchObject({ completed: 1, waiting: 0, active: 0 });
+    expect(await queue.getJobCounts("completed", "waiting", "active")).toMatchObject({
+      completed: 1,
+      waiting: 0,
+      active: 0,
+    });
     // The expiry job is still scheduled; when it fires it finds nothing to do.
     const expiry = await queue.getJob(decisionJobId({ approvalId: id, verdict: "expired" }));
     expect(await expiry?.getState()).toBe("delayed");
@@ -93,9 +103,14 @@ describe("decisions queue", () => {
     const h = wired({ timeoutMs: 300 });
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
     const expiry = await queue.getJob(decisionJobId({ approvalId: id, verdict: "expired" }));
-    expect(await expiry!.waitUntilFinished(events, 5000)).toEqual({ status: "answered", text: "Not run: the user expired it." });
+    expect(await expiry!.waitUntilFinished(events, 5000)).toEqual({
+      status: "answered",
+      text: "Not run: the user expired it.",
+    });
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("expired");
-    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(toolRuns.count).toBe(0);
   });
 
@@ -121,7 +136,9 @@ describe("decisions queue", () => {
     const job = await queue.getJob(decisionJobId({ approvalId: id, verdict: "declined" }));
     await expect(job!.waitUntilFinished(events, 5000)).rejects.toThrow("model unavailable");
     expect(attempts).toBe(2);
-    expect(h.outbound.answers.map((a) => a.text)).toEqual(["抱歉，處理確認時出了問題（刪除筆記 #2「繳電費」）。這個動作沒有執行，請稍後再試一次。"]);
+    expect(h.outbound.answers.map((a) => a.text)).toEqual([
+      "抱歉，處理確認時出了問題（刪除筆記 #2「繳電費」）。這個動作沒有執行，請稍後再試一次。",
+    ]);
     expect(await h.store.get(id)).toBeUndefined();
     expect(await h.conversations()).toEqual([]);
   });

@@ -38,12 +38,24 @@ beforeEach(async () => {
   fake.reset();
 });
 
-const context = () => testContext({ platform: "telegram", chatId: chat.chatId, chatKind: "group", userId: "u1", userName: "Alice", redis, config });
+const context = () =>
+  testContext({
+    platform: "telegram",
+    chatId: chat.chatId,
+    chatKind: "group",
+    userId: "u1",
+    userName: "Alice",
+    redis,
+    config,
+  });
 const wired = (): Harness => harness(redis, undefined, { resumeAgent, client });
 
 /** Runs the loop on the user's message; expects it to pause at a dangerous call. */
 async function ask(h: Harness, history: MessageParam[] = []): Promise<Extract<AgentOutcome, { kind: "approval" }>> {
-  const outcome = await runAgent({ history, userText: message.text, context: context() }, { client, config, toolbox, tracer: nullTracer });
+  const outcome = await runAgent(
+    { history, userText: message.text, context: context() },
+    { client, config, toolbox, tracer: nullTracer },
+  );
   if (outcome.kind !== "approval") throw new Error(`expected an approval, got ${outcome.kind}`);
   expect(h.outbound.prompts).toHaveLength(0);
   return outcome;
@@ -53,7 +65,10 @@ async function ask(h: Harness, history: MessageParam[] = []): Promise<Extract<Ag
 async function followUp(h: Harness): Promise<void> {
   fake.enqueue(text("還需要什麼嗎？"));
   const history = await h.saved("telegram:-100200");
-  const next = await runAgent({ history, userText: "好", context: context() }, { client, config, toolbox, tracer: nullTracer });
+  const next = await runAgent(
+    { history, userText: "好", context: context() },
+    { client, config, toolbox, tracer: nullTracer },
+  );
   expect(fake.rejections).toEqual([]);
   expect(next).toMatchObject({ kind: "answer", text: "還需要什麼嗎？" });
 }
@@ -66,13 +81,17 @@ describe("approval flow with the real loop", () => {
     expect(h.outbound.prompts[0]!.prompt.action).toBe("刪除筆記 #2「繳電費」");
     expect(toolRuns.count).toBe(0);
 
-    expect((await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).status).toBe("accepted");
+    expect(
+      (await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).status,
+    ).toBe("accepted");
     fake.enqueue(text("已刪除筆記 #2「繳電費」。"));
     expect(await h.decide(h.jobs[0]!)).toEqual({ status: "answered", text: "已刪除筆記 #2「繳電費」。" });
     expect(toolRuns.count).toBe(1);
     expect(await redis.hgetall("notes:telegram:u1")).toEqual({ "1": "買牛奶" });
     const last = fake.requests.at(-1)!.messages.at(-1)!;
-    expect(last.content).toEqual([expect.objectContaining({ type: "tool_result", tool_use_id: "toolu_d1", content: "Deleted note #2." })]);
+    expect(last.content).toEqual([
+      expect.objectContaining({ type: "tool_result", tool_use_id: "toolu_d1", content: "Deleted note #2." }),
+    ]);
     expect(h.outbound.answers.map((a) => a.text)).toEqual(["已刪除筆記 #2「繳電費」。"]);
     await followUp(h);
   });
@@ -111,7 +130,9 @@ describe("approval flow with the real loop", () => {
     expect(fake.requests.length).toBe(requestsBefore);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
     expect(h.outbound.answers).toEqual([]);
-    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(toolRuns.count).toBe(0);
     await followUp(h);
   });
@@ -126,7 +147,10 @@ describe("approval flow with the real loop", () => {
     );
     const id = await h.flow.begin(message, await ask(h), h.outbound);
     fake.enqueue(text("確認逾時了，兩則筆記都沒有刪除。"));
-    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({ status: "answered", text: "確認逾時了，兩則筆記都沒有刪除。" });
+    expect(await h.decide({ approvalId: id, verdict: "expired" })).toEqual({
+      status: "answered",
+      text: "確認逾時了，兩則筆記都沒有刪除。",
+    });
     expect(h.outbound.prompts).toHaveLength(1);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("expired");
     expect(toolRuns.count).toBe(0);

@@ -35,7 +35,8 @@ export class RecordingOutbound implements Outbound {
   async sendTyping(): Promise<void> {}
 
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
-    if (!prompt.approvalId || !prompt.action.trim()) throw new Error("Bad Request: prompt without approval id or action");
+    if (!prompt.approvalId || !prompt.action.trim())
+      throw new Error("Bad Request: prompt without approval id or action");
     const ref = { chatId: to.conversation.chatId, messageId: String(this.#next++) };
     this.prompts.push({ ref, to, prompt });
     return ref;

@@ -2,7 +2,13 @@ import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PausedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decision.js";
-import { APPROVAL_ID_LENGTH, APPROVAL_ID_PATTERN, ApprovalStore, UNKNOWN_OUTCOME, type NewApproval } from "../../src/approvals/store.js";
+import {
+  APPROVAL_ID_LENGTH,
+  APPROVAL_ID_PATTERN,
+  ApprovalStore,
+  UNKNOWN_OUTCOME,
+  type NewApproval,
+} from "../../src/approvals/store.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { connectRedis } from "../../src/redis.js";
 import type { ToolExecution } from "../../src/toolbox/toolbox.js";
@@ -143,9 +149,15 @@ describe("ApprovalStore.create and get", () => {
     const other = connectRedis(server.url);
     connections.push(other);
     const decisions: string[] = [];
-    const reborn = new ApprovalStore(other, { timeoutMs: 300_000, onDecision: (d) => void decisions.push(`${d.approvalId}:${d.verdict}`) });
+    const reborn = new ApprovalStore(other, {
+      timeoutMs: 300_000,
+      onDecision: (d) => void decisions.push(`${d.approvalId}:${d.verdict}`),
+    });
     expect((await reborn.get(id))?.run).toEqual(run);
-    expect(await reborn.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(await reborn.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "accepted",
+      approve: true,
+    });
     expect(decisions).toEqual([`${id}:approved`]);
   });
 });
@@ -157,7 +169,9 @@ describe("ApprovalStore.decide", () => {
     const first = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
     expect(first).toEqual({ status: "accepted", approve: true });
     expect(decisionNotice(first, "zh-TW")).toBe("已確認，處理中…");
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({ status: "already_decided" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({
+      status: "already_decided",
+    });
     expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
     expect((await store.get(id))?.status).toBe("approved");
     expect((await store.get(id))?.deciderId).toBe("u1");
@@ -166,7 +180,10 @@ describe("ApprovalStore.decide", () => {
   it("accepts a decline", async () => {
     const { store, decisions } = storeWithClock();
     const id = await store.create(approval());
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({ status: "accepted", approve: false });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({
+      status: "accepted",
+      approve: false,
+    });
     expect(decisions).toEqual([{ approvalId: id, verdict: "declined" }]);
     expect((await store.get(id))?.status).toBe("declined");
   });
@@ -184,9 +201,15 @@ describe("ApprovalStore.decide", () => {
   it("answers not_found for an unknown id, a malformed id, and another platform", async () => {
     const { store, decisions } = storeWithClock();
     const id = await store.create(approval());
-    expect(await store.decide({ approvalId: "B".repeat(22), platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
-    expect(await store.decide({ approvalId: "x", platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
-    expect(await store.decide({ approvalId: id, platform: "discord", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(
+      await store.decide({ approvalId: "B".repeat(22), platform: "telegram", deciderId: "u1", approve: true }),
+    ).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: "x", platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
+    expect(await store.decide({ approvalId: id, platform: "discord", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect((await store.get(id))?.status).toBe("pending");
     expect(decisions).toEqual([]);
   });
@@ -200,7 +223,9 @@ describe("ApprovalStore.decide", () => {
       requesterName: "Alice",
     });
     clock.now += 1;
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect((await store.get(id))?.status).toBe("pending");
     expect(decisions).toEqual([]);
   });
@@ -209,9 +234,12 @@ describe("ApprovalStore.decide", () => {
     const store = new ApprovalStore(redis, { timeoutMs: 30, graceMs: 20 });
     const id = await store.create(approval());
     const deadline = Date.now() + 2000;
-    while ((await redis.exists(`approval:{approval}:${id}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while ((await redis.exists(`approval:{approval}:${id}`)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
     expect(await store.get(id)).toBeUndefined();
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
   });
 
@@ -224,7 +252,12 @@ describe("ApprovalStore.decide", () => {
     const store2 = new ApprovalStore(second, { timeoutMs: 300_000, onDecision: (d) => void onSecond.push(d.verdict) });
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        (i % 2 ? store : store2).decide({ approvalId: id, platform: "telegram", deciderId: i % 3 === 2 ? "u2" : "u1", approve: i % 4 < 2 }),
+        (i % 2 ? store : store2).decide({
+          approvalId: id,
+          platform: "telegram",
+          deciderId: i % 3 === 2 ? "u2" : "u1",
+          approve: i % 4 < 2,
+        }),
       ),
     );
     const accepted = results.filter((r) => r.status === "accepted");
@@ -248,10 +281,15 @@ describe("ApprovalStore.decide", () => {
       },
     });
     const id = await store.create(approval());
-    await expect(store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).rejects.toThrow("queue unreachable");
+    await expect(
+      store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true }),
+    ).rejects.toThrow("queue unreachable");
     expect((await store.get(id))?.status).toBe("pending");
     fail = false;
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "accepted",
+      approve: true,
+    });
     expect(queued).toEqual(["approved"]);
   });
 });
@@ -265,7 +303,9 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect(record?.run).toEqual(run);
     expect(await store.expire(id)).toBeUndefined();
     expect(await store.supersede({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBeUndefined();
   });
 
@@ -287,7 +327,9 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect(record?.status).toBe("superseded");
     expect(await store.supersede(chat)).toBeUndefined();
     expect(await store.expire(id)).toBeUndefined();
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "already_decided" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "already_decided",
+    });
     expect(decisions).toEqual([]);
   });
 
@@ -315,13 +357,22 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     const { store } = storeWithClock();
     const topic11 = { platform: "telegram" as const, chatId: "-100200", topicId: "11" };
     const alice = await store.create(approval({ message: message({ ...topic11, reply: { threadId: "11" } }) }));
-    const bob = await store.create(approval({ message: message({ ...topic11, userId: "u2", userName: "Bob", messageId: "m2", reply: { threadId: "11" } }) }));
+    const bob = await store.create(
+      approval({
+        message: message({ ...topic11, userId: "u2", userName: "Bob", messageId: "m2", reply: { threadId: "11" } }),
+      }),
+    );
     const aliceInChat = await store.create(approval({ message: message({ messageId: "m3" }) }));
     expect(new Set([alice, bob, aliceInChat]).size).toBe(3);
     expect(await store.pendingId({ ...topic11, userId: "u1" })).toBe(alice);
     expect(await store.pendingId({ ...topic11, userId: "u2" })).toBe(bob);
     expect(await store.pendingId({ platform: "telegram", chatId: "-100200", userId: "u1" })).toBe(aliceInChat);
-    expect((await store.get(alice))).toMatchObject({ platform: "telegram", chatId: "-100200", topicId: "11", requesterId: "u1" });
+    expect(await store.get(alice)).toMatchObject({
+      platform: "telegram",
+      chatId: "-100200",
+      topicId: "11",
+      requesterId: "u1",
+    });
     expect((await store.get(aliceInChat))?.topicId).toBeUndefined();
 
     // Bob writing in topic 11, Alice writing in topic 22: nothing of Alice's closes.
@@ -333,10 +384,14 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     // Alice writing again in topic 11 closes her topic-11 prompt only.
     expect((await store.supersede({ ...topic11, userId: "u1" }))?.id).toBe(alice);
     expect((await store.get(aliceInChat))?.status).toBe("pending");
-    expect(await store.decide({ approvalId: aliceInChat, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "accepted", approve: true });
+    expect(
+      await store.decide({ approvalId: aliceInChat, platform: "telegram", deciderId: "u1", approve: true }),
+    ).toEqual({ status: "accepted", approve: true });
 
     // Expiry and finish clear the right index (the topic's), so nothing is left behind.
-    const again = await store.create(approval({ message: message({ ...topic11, messageId: "m4", reply: { threadId: "11" } }) }));
+    const again = await store.create(
+      approval({ message: message({ ...topic11, messageId: "m4", reply: { threadId: "11" } }) }),
+    );
     expect((await store.expire(again))?.topicId).toBe("11");
     expect(await store.pendingId({ ...topic11, userId: "u1" })).toBeUndefined();
     for (const id of [alice, bob, aliceInChat, again]) await store.finish(id);
@@ -368,14 +423,19 @@ describe("ApprovalStore.executeOnce", () => {
   it("runs once for 10 concurrent callers on two connections; all get the same result", async () => {
     const second = connectRedis(server.url);
     connections.push(second);
-    const stores = [new ApprovalStore(redis, { timeoutMs: 300_000 }), new ApprovalStore(second, { timeoutMs: 300_000 })];
+    const stores = [
+      new ApprovalStore(redis, { timeoutMs: 300_000 }),
+      new ApprovalStore(second, { timeoutMs: 300_000 }),
+    ];
     let runs = 0;
     const execute = async () => {
       runs++;
       await new Promise((r) => setTimeout(r, 50));
       return done(`Deleted todo #3 (run ${runs})`);
     };
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.executeOnce("toolu_conc", execute)));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => stores[i % 2]!.executeOnce("toolu_conc", execute)),
+    );
     expect(runs).toBe(1);
     for (const r of results) expect(r).toEqual(done("Deleted todo #3 (run 1)"));
     expect(await stores[0]!.executeOnce("toolu_conc", execute)).toEqual(done("Deleted todo #3 (run 1)"));
@@ -386,9 +446,21 @@ describe("ApprovalStore.executeOnce", () => {
   it("keeps a failed result too: a retry does not run the tool again", async () => {
     const store = new ApprovalStore(redis, { timeoutMs: 300_000 });
     let runs = 0;
-    const failing = async (): Promise<ToolExecution> => ({ ok: false, content: `No todo #9 (run ${++runs})`, durationMs: 1 });
-    expect(await store.executeOnce("toolu_fail", failing)).toEqual({ ok: false, content: "No todo #9 (run 1)", durationMs: 1 });
-    expect(await store.executeOnce("toolu_fail", failing)).toEqual({ ok: false, content: "No todo #9 (run 1)", durationMs: 1 });
+    const failing = async (): Promise<ToolExecution> => ({
+      ok: false,
+      content: `No todo #9 (run ${++runs})`,
+      durationMs: 1,
+    });
+    expect(await store.executeOnce("toolu_fail", failing)).toEqual({
+      ok: false,
+      content: "No todo #9 (run 1)",
+      durationMs: 1,
+    });
+    expect(await store.executeOnce("toolu_fail", failing)).toEqual({
+      ok: false,
+      content: "No todo #9 (run 1)",
+      durationMs: 1,
+    });
     expect(runs).toBe(1);
   });
 
@@ -418,7 +490,10 @@ describe("ApprovalStore.executeOnce", () => {
   it("a caller that finds a fresh claim waits for its result instead of reporting unknown", async () => {
     const store = new ApprovalStore(redis, { timeoutMs: 300_000, executionWaitMs: 2000 });
     let release: () => void = () => {};
-    const first = store.executeOnce("toolu_wait", () => new Promise<ToolExecution>((r) => (release = () => r(done("Deleted")))));
+    const first = store.executeOnce(
+      "toolu_wait",
+      () => new Promise<ToolExecution>((r) => (release = () => r(done("Deleted")))),
+    );
     await new Promise((r) => setTimeout(r, 10));
     const second = store.executeOnce("toolu_wait", async () => done("ran again"));
     setTimeout(() => release(), 100);
@@ -462,7 +537,9 @@ describe("ApprovalStore and /reset", () => {
     expect(await history.generation(conversation)).toBe(1);
     expect(await store.resetSince((await store.get(id))!)).toBe(true);
 
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({ status: "not_found" });
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
+      status: "not_found",
+    });
     expect(decisions).toEqual([]);
     expect(resets).toEqual([id]);
     expect((await store.get(id))?.status).toBe("expired");
@@ -471,26 +548,37 @@ describe("ApprovalStore and /reset", () => {
     expect(await store.supersede(message())).toBeUndefined();
   });
 
-  it("closeForReset closes the conversation's approvals asked before the reset, every requester's, and leaves newer ones and other conversations open", async () => {
-    const { store, history, resets } = resetStore();
-    const group = { platform: "telegram" as const, chatId: "-100200" };
-    const before = await history.generation(group);
-    const alice = await store.create(approval({ resets: before }));
-    const bob = await store.create(approval({ message: message({ userId: "u2", userName: "Bob", messageId: "m2" }), resets: before }));
-    const topic = await store.create(approval({ message: message({ topicId: "7", messageId: "m3" }), resets: 0 }));
-    await history.reset(group);
-    const after = await store.create(approval({ message: message({ userId: "u3", userName: "Cleo", messageId: "m4" }), resets: await history.generation(group) }));
+  it(
+    "closeForReset closes the conversation's approvals asked before the reset, every " +
+      "requester's, and leaves newer ones and other conversations open",
+    async () => {
+      const { store, history, resets } = resetStore();
+      const group = { platform: "telegram" as const, chatId: "-100200" };
+      const before = await history.generation(group);
+      const alice = await store.create(approval({ resets: before }));
+      const bob = await store.create(
+        approval({ message: message({ userId: "u2", userName: "Bob", messageId: "m2" }), resets: before }),
+      );
+      const topic = await store.create(approval({ message: message({ topicId: "7", messageId: "m3" }), resets: 0 }));
+      await history.reset(group);
+      const after = await store.create(
+        approval({
+          message: message({ userId: "u3", userName: "Cleo", messageId: "m4" }),
+          resets: await history.generation(group),
+        }),
+      );
 
-    expect((await store.closeForReset(group)).sort()).toEqual([alice, bob].sort());
-    expect(resets.sort()).toEqual([alice, bob].sort());
-    expect((await store.get(alice))?.status).toBe("expired");
-    expect((await store.get(bob))?.status).toBe("expired");
-    expect((await store.get(after))?.status).toBe("pending");
-    expect((await store.get(topic))?.status).toBe("pending");
-    // Run again (a second worker heard it too): nothing left to close.
-    expect(await store.closeForReset(group)).toEqual([]);
-    expect(await redis.smembers("approval:{approval}:open:telegram:-100200")).toEqual([after]);
-    await store.finish(after);
-    expect(await redis.exists("approval:{approval}:open:telegram:-100200")).toBe(0);
-  });
+      expect((await store.closeForReset(group)).sort()).toEqual([alice, bob].sort());
+      expect(resets.sort()).toEqual([alice, bob].sort());
+      expect((await store.get(alice))?.status).toBe("expired");
+      expect((await store.get(bob))?.status).toBe("expired");
+      expect((await store.get(after))?.status).toBe("pending");
+      expect((await store.get(topic))?.status).toBe("pending");
+      // Run again (a second worker heard it too): nothing left to close.
+      expect(await store.closeForReset(group)).toEqual([]);
+      expect(await redis.smembers("approval:{approval}:open:telegram:-100200")).toEqual([after]);
+      await store.finish(after);
+      expect(await redis.exists("approval:{approval}:open:telegram:-100200")).toBe(0);
+    },
+  );
 });

@@ -99,7 +99,10 @@ export function paused(calls: PendingCall[]): Extract<AgentOutcome, { kind: "app
   const run: PausedRun = {
     messages: [
       { role: "user", content: message.text },
-      { role: "assistant", content: calls.map((c) => ({ type: "tool_use" as const, id: c.toolUseId, name: c.name, input: c.input })) },
+      {
+        role: "assistant",
+        content: calls.map((c) => ({ type: "tool_use" as const, id: c.toolUseId, name: c.name, input: c.input })),
+      },
     ],
     history: [],
     results: [],
@@ -123,12 +126,21 @@ export const resumeAgent: ResumeAgent = async (run, verdict, deps) => {
     const r = deps.executeOnce ? await deps.executeOnce(call.toolUseId, execute) : await execute();
     result = { type: "tool_result", tool_use_id: call.toolUseId, content: r.content, is_error: !r.ok };
   } else {
-    result = { type: "tool_result", tool_use_id: call.toolUseId, content: `Not run: the user ${verdict} it.`, is_error: true };
+    result = {
+      type: "tool_result",
+      tool_use_id: call.toolUseId,
+      content: `Not run: the user ${verdict} it.`,
+      is_error: true,
+    };
   }
   const results = [...run.results, result];
   if (rest.length > 0) return { kind: "approval", run: { ...run, results, pending: rest }, call: rest[0]! };
   const text = results.map((r) => r.content).join(" ");
-  const messages: MessageParam[] = [...run.messages, { role: "user", content: results }, { role: "assistant", content: [{ type: "text", text }] }];
+  const messages: MessageParam[] = [
+    ...run.messages,
+    { role: "user", content: results },
+    { role: "assistant", content: [{ type: "text", text }] },
+  ];
   return { kind: "answer", text, messages };
 };
 
@@ -187,7 +199,15 @@ export function harness(
       config,
       toolbox,
       tracer: nullRunTracer,
-      context: testContext({ platform: m.platform, chatId: m.chatId, chatKind: m.chatKind, userId: m.userId, userName: m.userName, redis: connection, config }),
+      context: testContext({
+        platform: m.platform,
+        chatId: m.chatId,
+        chatKind: m.chatKind,
+        userId: m.userId,
+        userName: m.userName,
+        redis: connection,
+        config,
+      }),
     }),
     appendHistory: (c, messages, tag) => history.append(c, messages, tag),
     scheduleExpiry: async (approvalId, delayMs) => {
@@ -214,13 +234,15 @@ export function harness(
     outbound,
     jobs,
     expiries,
-    decide: (data, { attempt = 1, attempts = 5 } = {}) => answerDecision(parts, { data, attemptsMade: attempt - 1, attemptsStarted: attempt, opts: { attempts } }),
+    decide: (data, { attempt = 1, attempts = 5 } = {}) =>
+      answerDecision(parts, { data, attemptsMade: attempt - 1, attemptsStarted: attempt, opts: { attempts } }),
     process: (job) => answerDecision(parts, job),
     saved: async (key) => {
       const [platform, rest] = key.split(/:(.*)/s) as [ConversationRef["platform"], string];
       const [chatId, topicId] = rest.split("/");
       return history.load({ platform, chatId: chatId!, ...(topicId ? { topicId } : {}) });
     },
-    conversations: async () => (await connection.keys("history:*")).map((k) => k.replace(/^history:\{(.*)\}$/, "$1")).sort(),
+    conversations: async () =>
+      (await connection.keys("history:*")).map((k) => k.replace(/^history:\{(.*)\}$/, "$1")).sort(),
   };
 }

@@ -33,7 +33,9 @@ describe("planCompaction", () => {
     expect(plan.messages).toHaveLength(6);
     expect(plan.kept).toBe(4);
     expect(raw.slice(plan.prefix.length).startsWith("U")).toBe(true);
-    expect(transcriptOf(plan.messages)).toBe("User: q1\n\nAssistant: answer q1\n\nUser: q2\n\nAssistant: [tool calculate({\"expression\":\"1+1\"})]\n\nUser: [tool result: 2]\n\nAssistant: answer q2");
+    expect(transcriptOf(plan.messages)).toBe(
+      'User: q1\n\nAssistant: answer q1\n\nUser: q2\n\nAssistant: [tool calculate({"expression":"1+1"})]\n\nUser: [tool result: 2]\n\nAssistant: answer q2',
+    );
   });
 
   it("merges the earlier summary; nothing to do with keepTurns or fewer user turns", () => {
@@ -71,36 +73,83 @@ describe("the summary in the stored history", () => {
   useRedis((r) => (redis = r));
   const chat = { platform: "telegram" as const, chatId: "plan-1" };
 
-  it("read gives the summary apart from the messages; the trimming append (Lua) keeps it first; the swap keeps what was appended meanwhile; reset deletes history and archive", async () => {
-    const history = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 60 });
-    const store = new CompactionStore(redis, 60);
-    await redis.set(conversationKeys(chat).history, run("q1") + run("q2") + run("q3"), "EX", 60);
-    const plan = planCompaction((await store.raw(chat))!, 1)!;
-    // Appended while the summary was being written: kept after it.
-    await history.append(chat, [{ role: "user", content: "q4" }, { role: "assistant", content: [{ type: "text", text: "answer q4" }] }], { messageId: "q4", text: "answer q4" });
-    expect(await store.swap(chat, plan.prefix, summary)).toBe(true);
-    expect(await store.swap(chat, plan.prefix, summary)).toBe(false);
-    const read = await history.read(chat);
-    expect(read.summary).toEqual(summary);
-    expect(read.messages.map((m) => JSON.stringify(m.content))).toEqual(['"q3"', '[{"type":"text","text":"answer q3"}]', '"q4"', '[{"type":"text","text":"answer q4"}]']);
-    expect((await store.archive(chat, (await import("../../src/log.js")).silentLogger)).map((e) => e.lines)).toEqual([plan.prefix]);
-    // Enough appends that the trimming script runs: the summary line stays first.
-    for (let i = 5; i < 40; i += 1) await history.append(chat, [{ role: "user", content: `q${i}` }, { role: "assistant", content: [{ type: "text", text: `a${i}` }] }], { messageId: `q${i}`, text: `a${i}` }, await history.read(chat));
-    const value = (await redis.get(conversationKeys(chat).history))!;
-    expect(value.startsWith(summaryLine(summary))).toBe(true);
-    expect(value.split("\n").filter((l) => l.startsWith("S"))).toHaveLength(1);
-    expect((await history.read(chat)).summary).toEqual(summary);
-    // The Lua rebuild (another writer appended since the read) keeps it first too.
-    await redis.set(conversationKeys(chat).history, summaryLine(summary) + Array.from({ length: 30 }, (_, i) => run(`r${i}`)).join(""), "EX", 60);
-    const stale = await history.read(chat);
-    await history.append(chat, [{ role: "user", content: "other" }, { role: "assistant", content: [{ type: "text", text: "writer" }] }], { messageId: "other", text: "writer" });
-    await history.append(chat, [{ role: "user", content: "mine" }, { role: "assistant", content: [{ type: "text", text: "late" }] }], { messageId: "mine", text: "late" }, stale);
-    const rebuilt = (await redis.get(conversationKeys(chat).history))!;
-    expect(rebuilt.startsWith(summaryLine(summary))).toBe(true);
-    expect(rebuilt).toContain('"other"');
-    expect(rebuilt).toContain('"mine"');
-    expect(rebuilt.split("\n").filter((l) => l.startsWith("U")).length).toBeLessThanOrEqual(24);
-    await history.reset(chat);
-    expect(await redis.exists(conversationKeys(chat).history, conversationKeys(chat).archive)).toBe(0);
-  });
+  it(
+    "read gives the summary apart from the messages; the trimming append (Lua) keeps it first; " +
+      "the swap keeps what was appended meanwhile; reset deletes history and archive",
+    async () => {
+      const history = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 60 });
+      const store = new CompactionStore(redis, 60);
+      await redis.set(conversationKeys(chat).history, run("q1") + run("q2") + run("q3"), "EX", 60);
+      const plan = planCompaction((await store.raw(chat))!, 1)!;
+      // Appended while the summary was being written: kept after it.
+      await history.append(
+        chat,
+        [
+          { role: "user", content: "q4" },
+          { role: "assistant", content: [{ type: "text", text: "answer q4" }] },
+        ],
+        { messageId: "q4", text: "answer q4" },
+      );
+      expect(await store.swap(chat, plan.prefix, summary)).toBe(true);
+      expect(await store.swap(chat, plan.prefix, summary)).toBe(false);
+      const read = await history.read(chat);
+      expect(read.summary).toEqual(summary);
+      expect(read.messages.map((m) => JSON.stringify(m.content))).toEqual([
+        '"q3"',
+        '[{"type":"text","text":"answer q3"}]',
+        '"q4"',
+        '[{"type":"text","text":"answer q4"}]',
+      ]);
+      expect((await store.archive(chat, (await import("../../src/log.js")).silentLogger)).map((e) => e.lines)).toEqual([
+        plan.prefix,
+      ]);
+      // Enough appends that the trimming script runs: the summary line stays first.
+      for (let i = 5; i < 40; i += 1)
+        await history.append(
+          chat,
+          [
+            { role: "user", content: `q${i}` },
+            { role: "assistant", content: [{ type: "text", text: `a${i}` }] },
+          ],
+          { messageId: `q${i}`, text: `a${i}` },
+          await history.read(chat),
+        );
+      const value = (await redis.get(conversationKeys(chat).history))!;
+      expect(value.startsWith(summaryLine(summary))).toBe(true);
+      expect(value.split("\n").filter((l) => l.startsWith("S"))).toHaveLength(1);
+      expect((await history.read(chat)).summary).toEqual(summary);
+      // The Lua rebuild (another writer appended since the read) keeps it first too.
+      await redis.set(
+        conversationKeys(chat).history,
+        summaryLine(summary) + Array.from({ length: 30 }, (_, i) => run(`r${i}`)).join(""),
+        "EX",
+        60,
+      );
+      const stale = await history.read(chat);
+      await history.append(
+        chat,
+        [
+          { role: "user", content: "other" },
+          { role: "assistant", content: [{ type: "text", text: "writer" }] },
+        ],
+        { messageId: "other", text: "writer" },
+      );
+      await history.append(
+        chat,
+        [
+          { role: "user", content: "mine" },
+          { role: "assistant", content: [{ type: "text", text: "late" }] },
+        ],
+        { messageId: "mine", text: "late" },
+        stale,
+      );
+      const rebuilt = (await redis.get(conversationKeys(chat).history))!;
+      expect(rebuilt.startsWith(summaryLine(summary))).toBe(true);
+      expect(rebuilt).toContain('"other"');
+      expect(rebuilt).toContain('"mine"');
+      expect(rebuilt.split("\n").filter((l) => l.startsWith("U")).length).toBeLessThanOrEqual(24);
+      await history.reset(chat);
+      expect(await redis.exists(conversationKeys(chat).history, conversationKeys(chat).archive)).toBe(0);
+    },
+  );
 });

@@ -27,7 +27,7 @@ it("`a` approves with always allow; the next call runs without a prompt; /permis
   type("a");
   await said("已確認，處理中…\n     之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
   await said("ok: deleted #1: tea");
-  await said("✅ 已確認，30 天內一律允許：delete_todo {\"number\":1}");
+  await said('✅ 已確認，30 天內一律允許：delete_todo {"number":1}');
 
   type("delete todo 1");
   await said("ok: deleted #1: milk");
@@ -36,18 +36,28 @@ it("`a` approves with always allow; the next call runs without a prompt; /permis
   type("/permissions");
   await waitFor(() => answers().some((a) => a.startsWith("你在這裡「一律允許」的工具")), WAIT, "the /permissions list");
   const list = answers().find((a) => a.startsWith("你在這裡「一律允許」的工具"))!;
-  expect(list).toMatch(/^你在這裡「一律允許」的工具（到期前不再詢問你）：\n• delete_todo — 到 .+\n\n撤銷：輸入 \/permissions <工具名稱>$/);
+  expect(list).toMatch(
+    /^你在這裡「一律允許」的工具（到期前不再詢問你）：\n• delete_todo — 到 .+\n\n撤銷：輸入 \/permissions <工具名稱>$/,
+  );
   type("/permissions delete_todo");
   await said("已撤銷：之後使用 delete_todo 會再詢問你。");
   type("delete todo 1");
   await waitFor(() => prompts().length === 2, WAIT, "a new prompt");
   type("n");
   await said("已取消。");
-  await waitFor(() => answers().some((a) => a.startsWith("ok:") && a.includes("declined")), WAIT, "the answer after cancel");
+  await waitFor(
+    () => answers().some((a) => a.startsWith("ok:") && a.includes("declined")),
+    WAIT,
+    "the answer after cancel",
+  );
 }, 60_000);
 
 it("`a` on a tool that refuses always allow says to type y or n (no buttons in a terminal), and the prompt stays open", async () => {
-  const toolbox = new ToolBox(todoTools().list().map((tool) => (tool.name === "delete_todo" ? { ...tool, alwaysAllow: false } : tool)));
+  const toolbox = new ToolBox(
+    todoTools()
+      .list()
+      .map((tool) => (tool.name === "delete_todo" ? { ...tool, alwaysAllow: false } : tool)),
+  );
   const { output, type } = await start({ config: testConfig({ ROLE: "all" }), fake: { fallback: todoModel }, toolbox });
   const answers = () => output.answers();
   const prompts = () => answers().filter((a) => a.startsWith("⚠️ 需要確認"));

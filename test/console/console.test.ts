@@ -84,7 +84,25 @@ describe("console adapter through queue, worker and history", () => {
     type("/help");
     await waitFor(() => output.answers().length === 2);
     const listed = [...output.answers()[1]!.matchAll(/^- \/([a-z_]+)/gm)].map((m) => `/${m[1]}`);
-    expect(listed).toEqual(["/help", "/tools", "/reset", "/context", "/compact", "/settings", "/persona", "/model", "/reminders", "/tasks", "/permissions", "/memory", "/forget", "/usage", "/approve", "/enable", "/disable"]);
+    expect(listed).toEqual([
+      "/help",
+      "/tools",
+      "/reset",
+      "/context",
+      "/compact",
+      "/settings",
+      "/persona",
+      "/model",
+      "/reminders",
+      "/tasks",
+      "/permissions",
+      "/memory",
+      "/forget",
+      "/usage",
+      "/approve",
+      "/enable",
+      "/disable",
+    ]);
     expect(output.answers()[0]).toBe(`不認得的指令 /weather。可用的指令：${[...listed, "/quit"].join(" ")}`);
     // A bare `/` gets the list alone; a path is a message like any other.
     type("/");
@@ -143,8 +161,17 @@ describe("console adapter through queue, worker and history", () => {
     type("n");
     await waitFor(() => output.answers().length === 1);
     expect(output.answers()[0]).toBe("目前沒有等待確認的動作。");
-    const to = { conversation: { platform: "console" as const, chatId: "local" }, chatKind: "dm" as const, replyTo: "m" };
-    await adapter.outbound.sendApprovalPrompt(to, { approvalId: "ap1", action: "刪除待辦 #1「tea」", requesterName: "Me", expiresAt: Date.now() + 60_000 });
+    const to = {
+      conversation: { platform: "console" as const, chatId: "local" },
+      chatKind: "dm" as const,
+      replyTo: "m",
+    };
+    await adapter.outbound.sendApprovalPrompt(to, {
+      approvalId: "ap1",
+      action: "刪除待辦 #1「tea」",
+      requesterName: "Me",
+      expiresAt: Date.now() + 60_000,
+    });
     type("y");
     await waitFor(() => decisions.length === 1);
     expect(decisions[0]).toEqual({ approvalId: "ap1", platform: "console", deciderId: "me", approve: true });
@@ -161,10 +188,14 @@ describe("console adapter through queue, worker and history", () => {
     await waitFor(() => output.answers().length === 1, 10_000);
     expect(output.answers()[0]).toBe("訊息沒有送出（暫時連不上佇列），請再試一次。");
     await outage;
-    await waitFor(async () => {
-      type("again");
-      await new Promise((r) => setTimeout(r, 200));
-      return output.answers().includes("echo: again");
-    }, 10_000, "an answer after the outage");
+    await waitFor(
+      async () => {
+        type("again");
+        await new Promise((r) => setTimeout(r, 200));
+        return output.answers().includes("echo: again");
+      },
+      10_000,
+      "an answer after the outage",
+    );
   });
 });

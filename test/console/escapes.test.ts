@@ -31,12 +31,17 @@ it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status 
 
   // The todo tool stores its title as one plain line; the model's text (and a tool's activity) carry it as given.
   fake.enqueue(
-    toolUses([{ name: "add_todo", input: { title: TITLE } }, { name: "calculate", input: { expression: `1 + 1 ${TITLE}` } }]),
+    toolUses([
+      { name: "add_todo", input: { title: TITLE } },
+      { name: "calculate", input: { expression: `1 + 1 ${TITLE}` } },
+    ]),
     { ...text(`已新增待辦「${TITLE}」。`), stream: { chunkChars: 3, totalMs: 100 } },
   );
   type("add a todo");
   await waitFor(() => printed().includes("。\n"), 10_000, "the streamed answer");
-  expect(printed()).toBe(`bot> 🔧 新增待辦：${plainLine(TITLE)}… ✓\n🔧 計算：1 + 1 ${SHOWN}… ✗\n已新增待辦「${SHOWN}」。\n`);
+  expect(printed()).toBe(
+    `bot> 🔧 新增待辦：${plainLine(TITLE)}… ✓\n🔧 計算：1 + 1 ${SHOWN}… ✗\n已新增待辦「${SHOWN}」。\n`,
+  );
 
   type("/settings streaming off");
   await waitFor(() => printed().includes("邊寫邊顯示回答：關。"), 10_000, "streaming off");

@@ -45,7 +45,14 @@ export async function startConsoleBot(options: {
   const { config } = options;
   const input = new PassThrough();
   const output = new CapturingStream();
-  const adapter = new ConsoleAdapter({ input, output, locale: config.BOT_LOCALE, log: silentLogger, userId: "me", userName: "Me" });
+  const adapter = new ConsoleAdapter({
+    input,
+    output,
+    locale: config.BOT_LOCALE,
+    log: silentLogger,
+    userId: "me",
+    userName: "Me",
+  });
   const client = options.client ?? new Anthropic({ apiKey: "test-key", baseURL: options.fakeUrl, maxRetries: 0 });
   const bot = await startBot({
     config,

@@ -41,11 +41,23 @@ afterAll(async () => {
 function startChat(...args: string[]) {
   const child = spawn(process.execPath, nodeArgs("src/cli/chat.ts", ...args), {
     cwd,
-    env: { PATH: process.env.PATH ?? "", REDIS_URL: server.url, ANTHROPIC_API_KEY: "test-key", ANTHROPIC_BASE_URL: fake.url, BOT_LOCALE: "en", STREAMING: "off" },
+    env: {
+      PATH: process.env.PATH ?? "",
+      REDIS_URL: server.url,
+      ANTHROPIC_API_KEY: "test-key",
+      ANTHROPIC_BASE_URL: fake.url,
+      BOT_LOCALE: "en",
+      STREAMING: "off",
+    },
     stdio: ["pipe", "pipe", "pipe"],
   });
   children.push(child);
-  const chat = { child, out: "", stderr: "", exited: new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code))) };
+  const chat = {
+    child,
+    out: "",
+    stderr: "",
+    exited: new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code))),
+  };
   child.stdout!.on("data", (d: Buffer) => (chat.out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => {
     chat.out += d.toString();
@@ -63,47 +75,59 @@ async function until(chat: ReturnType<typeof startChat>, seen: string, timeoutMs
   expect(chat.out).toContain(seen);
 }
 
-it("a second npm run chat on one conversation exits 1 naming the first one's pid; the demo runs beside it; released on exit, left to expire when killed", async () => {
-  const key = chatLeaseKey({ platform: "console", chatId: "local" });
-  const first = startChat();
-  await until(first, "Chat started");
-  expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: first.child.pid });
-  expect(await redis.pttl(key)).toBeGreaterThan(CHAT_LEASE_TTL_MS - 5000);
+it(
+  "a second npm run chat on one conversation exits 1 naming the first one's pid; the demo " +
+    "runs beside it; released on exit, left to expire when killed",
+  async () => {
+    const key = chatLeaseKey({ platform: "console", chatId: "local" });
+    const first = startChat();
+    await until(first, "Chat started");
+    expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: first.child.pid });
+    expect(await redis.pttl(key)).toBeGreaterThan(CHAT_LEASE_TTL_MS - 5000);
 
-  const second = startChat();
-  expect(await second.exited).toBe(1);
-  expect(second.stderr).toBe(`Another npm run chat (pid ${first.child.pid}) holds this conversation (local): close it first, or if it crashed, wait about 30 s and try again.\n`);
-  expect(second.out).not.toContain("Chat started");
+    const second = startChat();
+    expect(await second.exited).toBe(1);
+    expect(second.stderr).toBe(
+      `Another npm run chat (pid ${first.child.pid}) holds this conversation (local): close it first, or if it crashed, wait about 30 s and try again.\n`,
+    );
+    expect(second.out).not.toContain("Chat started");
 
-  // The demo is its own conversation: it starts while the first chat runs, and leaves on /quit.
-  const demo = startChat("--demo");
-  await until(demo, "Chat started");
-  demo.child.stdin!.write("/quit\n");
-  expect(await demo.exited).toBe(0);
+    // The demo is its own conversation: it starts while the first chat runs, and leaves on /quit.
+    const demo = startChat("--demo");
+    await until(demo, "Chat started");
+    demo.child.stdin!.write("/quit\n");
+    expect(await demo.exited).toBe(0);
 
-  // The first chat still answers its own messages.
-  fake.enqueue(text("still here"));
-  first.child.stdin!.write("are you there?\n");
-  await until(first, "bot> still here\n");
-  first.child.stdin!.write("/quit\n");
-  expect(await first.exited).toBe(0);
-  expect(await redis.exists(key)).toBe(0);
+    // The first chat still answers its own messages.
+    fake.enqueue(text("still here"));
+    first.child.stdin!.write("are you there?\n");
+    await until(first, "bot> still here\n");
+    first.child.stdin!.write("/quit\n");
+    expect(await first.exited).toBe(0);
+    expect(await redis.exists(key)).toBe(0);
 
-  // Released: the next chat takes the conversation; killed, it leaves the lease to expire.
-  const third = startChat();
-  await until(third, "Chat started");
-  third.child.kill("SIGKILL");
-  await third.exited;
-  expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: third.child.pid });
-  const left = await redis.pttl(key);
-  expect(left).toBeGreaterThan(0);
-  expect(left).toBeLessThanOrEqual(CHAT_LEASE_TTL_MS);
-}, 180_000);
+    // Released: the next chat takes the conversation; killed, it leaves the lease to expire.
+    const third = startChat();
+    await until(third, "Chat started");
+    third.child.kill("SIGKILL");
+    await third.exited;
+    expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: third.child.pid });
+    const left = await redis.pttl(key);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(CHAT_LEASE_TTL_MS);
+  },
+  180_000,
+);
 
 it("a renewal that finds another holder reports it once and stops renewing; release leaves another's lease alone", async () => {
   const chat = { platform: "console" as const, chatId: "renewal" };
   const lost: (ChatLeaseHolder | undefined)[] = [];
-  const taken = await takeChatLease(redis, chat, { log: silentLogger, ttlMs: 2000, refreshMs: 50, onLost: (holder) => lost.push(holder) });
+  const taken = await takeChatLease(redis, chat, {
+    log: silentLogger,
+    ttlMs: 2000,
+    refreshMs: 50,
+    onLost: (holder) => lost.push(holder),
+  });
   if (!("lease" in taken)) throw new Error("not taken");
   await new Promise((r) => setTimeout(r, 200));
   expect(await redis.pttl(chatLeaseKey(chat))).toBeGreaterThan(1800); // renewed

@@ -24,7 +24,9 @@ it("piped `add todo a`, `add todo b`, `/context`: both streamed answers whole, t
   );
   input.write("add todo a\nadd todo b\n/context\n");
   await waitFor(() => output.lines.join("").includes("則訊息"), 15_000, "the /context reply");
-  expect(output.lines.join("")).toBe(`bot> 🔧 add_todo… ✓\n${answerA}\nbot> 🔧 add_todo… ✓\n${answerB}\nbot> ${output.answers().at(-1)}\n`);
+  expect(output.lines.join("")).toBe(
+    `bot> 🔧 add_todo… ✓\n${answerA}\nbot> 🔧 add_todo… ✓\n${answerB}\nbot> ${output.answers().at(-1)}\n`,
+  );
   expect(output.answers().at(-1)).toContain("目前保留全部 8 則訊息的原文");
 });
 
@@ -34,7 +36,10 @@ it("piped `add todo tea`, `delete todo 1`, `y`, `/context`: the y answers the pr
   await waitFor(() => output.answers().some((a) => a.includes("則訊息")), 15_000, "the /context reply");
   await waitFor(() => output.answers().includes("ok: deleted #1: tea"), 15_000, "the approved call's answer");
   const answers = output.answers();
-  expect(answers.slice(0, 2)).toEqual(["ok: added #1: tea", expect.stringMatching(/^⚠️ 需要確認：delete_todo \{"number":1\}\n {5}要執行嗎？/)]);
+  expect(answers.slice(0, 2)).toEqual([
+    "ok: added #1: tea",
+    expect.stringMatching(/^⚠️ 需要確認：delete_todo \{"number":1\}\n {5}要執行嗎？/),
+  ]);
   expect(answers).toContain("已確認，處理中…");
   expect(answers).not.toContain("目前沒有等待確認的動作。");
   // The prompt was decided the moment it appeared (closed by its run and by the decision): its outcome is written once.

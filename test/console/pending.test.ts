@@ -49,11 +49,17 @@ it("shows the pending approval again after a restart, and y then runs the tool",
 
     const approvals = new ApprovalStore(redis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000 });
     expect(await showPendingApproval({ approvals, outbound: second.adapter.outbound, requester })).toBe(approvalId);
-    expect(second.output.answers()[1]).toMatch(/^⚠️ Confirmation needed: .*\n {5}Go ahead\? Type y \(yes\), n \(no\) or a \(always allow: do not ask again for this tool here\) within \d+ s\.$/);
+    expect(second.output.answers()[1]).toMatch(
+      /^⚠️ Confirmation needed: .*\n {5}Go ahead\? Type y \(yes\), n \(no\) or a \(always allow: do not ask again for this tool here\) within \d+ s\.$/,
+    );
     expect(second.adapter.outbound.openPrompt?.approvalId).toBe(approvalId);
 
     second.type("y");
-    await waitFor(() => second.output.answers().some((a) => a.includes("deleted #1: tea")), 15_000, "the tool's result");
+    await waitFor(
+      () => second.output.answers().some((a) => a.includes("deleted #1: tea")),
+      15_000,
+      "the tool's result",
+    );
     expect(await redis.lrange("test-todos:console:me", 0, -1)).toEqual([]);
     // Decided: nothing is shown on the next start.
     expect(await showPendingApproval({ approvals, outbound: second.adapter.outbound, requester })).toBeUndefined();

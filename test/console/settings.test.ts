@@ -15,7 +15,11 @@ const start = useConsoleBot();
 it("/settings streaming off: the next answer is asked for and printed whole; on again streams again", async () => {
   const { input, output, fake } = await start({ config: testConfig({ ROLE: "all", STREAMING: "on" }) });
   input.write("/settings\n");
-  await waitFor(() => output.lines.join("").includes("/settings <項目> <值>"), 10_000, "the settings listing with the typing hint");
+  await waitFor(
+    () => output.lines.join("").includes("/settings <項目> <值>"),
+    10_000,
+    "the settings listing with the typing hint",
+  );
   expect(output.lines.join("")).toContain("• 邊寫邊顯示回答：開");
 
   input.write("/settings streaming off\n");
@@ -38,36 +42,58 @@ it("/settings streaming off: the next answer is asked for and printed whole; on 
 });
 
 it("/settings language en (BOT_LOCALE zh-TW): the console's own texts are in English from the next line, approval prompt and acks included", async () => {
-  const { output, type } = await start({ config: testConfig({ ROLE: "all", BOT_LOCALE: "zh-TW" }), fake: { fallback: todoModel } });
+  const { output, type } = await start({
+    config: testConfig({ ROLE: "all", BOT_LOCALE: "zh-TW" }),
+    fake: { fallback: todoModel },
+  });
   const answers = () => output.answers();
   const said = (check: (a: string) => boolean, what: string) => waitFor(() => answers().some(check), 15_000, what);
   type("/settings language en");
   await said((a) => a === "Done: my own messages are in English from now on.", "the change confirmed");
   type("/nope");
-  await said((a) => a.startsWith("Unknown command /nope. Commands: /help /tools"), "the unknown-command list in English");
+  await said(
+    (a) => a.startsWith("Unknown command /nope. Commands: /help /tools"),
+    "the unknown-command list in English",
+  );
   expect(answers().at(-1)).toMatch(/ \/quit$/);
   type("/reminders");
   await said((a) => a === "You have no reminders set here.", "the empty /reminders in English");
   type("y");
   await said((a) => a === "Nothing is waiting for confirmation.", "no pending approval, in English");
   type("x".repeat(MAX_INCOMING_TEXT + 1));
-  await said((a) => a === `That message is too long (at most ${MAX_INCOMING_TEXT} characters). Please shorten it.`, "too long, in English");
+  await said(
+    (a) => a === `That message is too long (at most ${MAX_INCOMING_TEXT} characters). Please shorten it.`,
+    "too long, in English",
+  );
   type("/help");
-  await said((a) => a.endsWith("\n\nIn this terminal: /quit leaves; answer a confirmation with y (yes), n (no), or a (always allow, when the prompt offers it)."), "the /help footer in English");
+  await said(
+    (a) =>
+      a.endsWith(
+        "\n\nIn this terminal: /quit leaves; answer a confirmation with y (yes), n (no), or a (always allow, when the prompt offers it).",
+      ),
+    "the /help footer in English",
+  );
 
   type("add todo tea");
   await said((a) => a === "ok: added #1: tea", "the todo added");
   const prompts = () => answers().filter((a) => a.startsWith("⚠️"));
   type("delete todo 1");
   await waitFor(() => prompts().length === 1, 15_000, "the prompt");
-  expect(prompts()[0]).toMatch(/^⚠️ Confirmation needed: .+\n {5}Go ahead\? Type y \(yes\), n \(no\) or a \(always allow: do not ask again for this tool here\) within \d+ s\.$/);
+  expect(prompts()[0]).toMatch(
+    /^⚠️ Confirmation needed: .+\n {5}Go ahead\? Type y \(yes\), n \(no\) or a \(always allow: do not ask again for this tool here\) within \d+ s\.$/,
+  );
   type("n");
   await said((a) => a === "Cancelled.", "the cancel ack in English");
   await said((a) => a.startsWith("ok:") && a.includes("declined"), "the answer after cancel");
   type("delete todo 1");
   await waitFor(() => prompts().length === 2, 15_000, "the second prompt");
   type("a");
-  await said((a) => a === "Confirmed, working on it…\n     For the next 30 days you will not be asked again for this tool here (/permissions to revoke).", "the always-allow ack, on two lines");
+  await said(
+    (a) =>
+      a ===
+      "Confirmed, working on it…\n     For the next 30 days you will not be asked again for this tool here (/permissions to revoke).",
+    "the always-allow ack, on two lines",
+  );
   await said((a) => a === "ok: deleted #1: tea", "the todo deleted");
   expect(answers().join("\n")).not.toMatch(/[\u4e00-\u9fff]/);
 }, 60_000);

@@ -12,7 +12,6 @@ import xterm from "@xterm/headless";
 import { nodeArgs } from "../helpers/compiled.js";
 import { waitFor } from "../worker/harness.js";
 
-
 /** A chat running in a pseudo-terminal. */
 export interface TerminalChat {
   /** Types `line` and Enter (the pty echoes it, as a terminal does). */
@@ -42,11 +41,19 @@ function shellQuote(s: string): string {
  * (its `.data/chat.log` goes there), with a terminal of `cols` × `rows` (`stty` inside the pty).
  * @param env - the chat's environment besides PATH and TERM (REDIS_URL, ANTHROPIC_BASE_URL, …).
  */
-export async function startTerminalChat(options: { env: Record<string, string>; args?: string[]; cols?: number; rows?: number }): Promise<TerminalChat> {
+export async function startTerminalChat(options: {
+  env: Record<string, string>;
+  args?: string[];
+  cols?: number;
+  rows?: number;
+}): Promise<TerminalChat> {
   const cols = options.cols ?? 100;
   const rows = options.rows ?? 40;
   const cwd = await mkdtemp(path.join(tmpdir(), "bot-tty-"));
-  const command = [`stty cols ${cols} rows ${rows}`, `exec ${[process.execPath, ...nodeArgs("src/cli/chat.ts", ...(options.args ?? []))].map(shellQuote).join(" ")}`].join(" && ");
+  const command = [
+    `stty cols ${cols} rows ${rows}`,
+    `exec ${[process.execPath, ...nodeArgs("src/cli/chat.ts", ...(options.args ?? []))].map(shellQuote).join(" ")}`,
+  ].join(" && ");
   const child: ChildProcess = spawn("script", ["-qefc", command, "/dev/null"], {
     cwd,
     env: { PATH: process.env.PATH ?? "", TERM: "xterm-256color", ...options.env },
@@ -92,7 +99,10 @@ export async function startTerminalChat(options: { env: Record<string, string>; 
       try {
         await waitFor(() => pending === 0 && check(screen()), timeoutMs, what);
       } catch (error) {
-        throw new Error(`${(error as Error).message}; the screen:\n${screen().join("\n")}\n(output: ${JSON.stringify(raw.slice(-2000))})`, { cause: error });
+        throw new Error(
+          `${(error as Error).message}; the screen:\n${screen().join("\n")}\n(output: ${JSON.stringify(raw.slice(-2000))})`,
+          { cause: error },
+        );
       }
     },
     close: async () => {

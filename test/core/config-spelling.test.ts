@@ -30,7 +30,17 @@ describe("closestKnownName", () => {
   });
 
   it("leaves known names and unrelated ones alone (the SDK's own ANTHROPIC_AUTH_TOKEN and ANTHROPIC_LOG, proxies, NODE_ENV, TZ)", () => {
-    for (const name of [...Object.keys(ConfigSchema.shape), "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_LOG", "HTTP_PROXY", "HTTPS_PROXY", "NODE_ENV", "TZ", "REDIS_HOST", "PATH"]) {
+    for (const name of [
+      ...Object.keys(ConfigSchema.shape),
+      "ANTHROPIC_AUTH_TOKEN",
+      "ANTHROPIC_LOG",
+      "HTTP_PROXY",
+      "HTTPS_PROXY",
+      "NODE_ENV",
+      "TZ",
+      "REDIS_HOST",
+      "PATH",
+    ]) {
       expect(closestKnownName(name), name).toBeUndefined();
     }
   });
@@ -45,7 +55,14 @@ describe("misspelledVariables", () => {
   it("checks every name of .env, but only our prefixes in the environment, each name once", () => {
     const found = misspelledVariables({
       dotenv: ["STREAMNG", "ANTHROPIC_API_KEY", "MAX_TURN"],
-      env: { STREAMNG: "off", MAX_TURN: "3", TELEGRAM_TOKEN: "x", LOG_LEVL: "debug", PATH: "/bin", ANTHROPIC_API_KEY: "k" },
+      env: {
+        STREAMNG: "off",
+        MAX_TURN: "3",
+        TELEGRAM_TOKEN: "x",
+        LOG_LEVL: "debug",
+        PATH: "/bin",
+        ANTHROPIC_API_KEY: "k",
+      },
     });
     expect(found).toEqual([
       { name: "STREAMNG", source: ".env", suggestion: "STREAMING" },
@@ -70,9 +87,20 @@ describe("npm start", () => {
 
   it("warns once per misspelled variable of .env and of the environment, naming the intended one and never the value", async () => {
     const dotenv = path.join(dir, ".env");
-    await writeFile(dotenv, "STREAMNG=off\nANTHROPIC_MODLE=claude-typo-model\nCWA_APIKEY=CWA-SECRET-VALUE-0123456789\nUSER_DAILY_TOKEN=5\nMAX_TURNS=4\n");
+    await writeFile(
+      dotenv,
+      "STREAMNG=off\nANTHROPIC_MODLE=claude-typo-model\nCWA_APIKEY=CWA-SECRET-VALUE-0123456789\nUSER_DAILY_TOKEN=5\nMAX_TURNS=4\n",
+    );
     const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-      env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ROLE: "worker", REDIS_URL: server.url, ANTHROPIC_API_KEY: "sk-test-abcdefgh", DOTENV_CONFIG_PATH: dotenv, DISCORD_BOT_TOKEN: "env-secret-token-value" },
+      env: {
+        PATH: process.env.PATH ?? "",
+        LOG_LEVEL: "info",
+        ROLE: "worker",
+        REDIS_URL: server.url,
+        ANTHROPIC_API_KEY: "sk-test-abcdefgh",
+        DOTENV_CONFIG_PATH: dotenv,
+        DISCORD_BOT_TOKEN: "env-secret-token-value",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";
@@ -96,6 +124,7 @@ describe("npm start", () => {
       "USER_DAILY_TOKEN in .env is not a variable this bot reads, so it is ignored: did you mean USER_DAILY_TOKENS?",
       "DISCORD_BOT_TOKEN in the environment is not a variable this bot reads, so it is ignored: did you mean DISCORD_TOKEN?",
     ]);
-    for (const value of ["claude-typo-model", "CWA-SECRET-VALUE-0123456789", "env-secret-token-value"]) expect(output).not.toContain(value);
+    for (const value of ["claude-typo-model", "CWA-SECRET-VALUE-0123456789", "env-secret-token-value"])
+      expect(output).not.toContain(value);
   }, 60_000);
 });

@@ -14,7 +14,10 @@ afterAll(async () => server.stop());
 it("answers 200 while Redis and the platforms are up, 503 when one is down", async () => {
   const redis = connectRedis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
   let telegramUp = true;
-  const http = await startHealthServer(0, { redis: async () => (await redis.ping()) === "PONG", telegram: () => telegramUp });
+  const http = await startHealthServer(0, {
+    redis: async () => (await redis.ping()) === "PONG",
+    telegram: () => telegramUp,
+  });
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/health`;
   try {
     await new Promise((r) => redis.once("ready", r));
@@ -43,7 +46,11 @@ it("listens on HTTP_HOST when given, with bounded header, request and keep-alive
   const http = await startHealthServer(0, { always: () => true }, undefined, "127.0.0.1");
   try {
     expect((http.address() as AddressInfo).address).toBe("127.0.0.1");
-    expect([http.headersTimeout, http.requestTimeout, http.keepAliveTimeout]).toEqual([HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS]);
+    expect([http.headersTimeout, http.requestTimeout, http.keepAliveTimeout]).toEqual([
+      HEADERS_TIMEOUT_MS,
+      REQUEST_TIMEOUT_MS,
+      KEEP_ALIVE_TIMEOUT_MS,
+    ]);
     expect(HEADERS_TIMEOUT_MS).toBeLessThanOrEqual(REQUEST_TIMEOUT_MS);
     const res = await fetch(`http://127.0.0.1:${(http.address() as AddressInfo).port}/health`);
     expect(res.status).toBe(200);

@@ -12,7 +12,14 @@ function capture() {
 it("writes JSON lines with registered secrets and credential fields redacted", () => {
   registerSecrets(["fake-api-verysecretvalue", "cwa-KEY-123456"]);
   const { lines, log } = capture();
-  log.info({ url: "https://opendata.cwa.gov.tw/api?Authorization=cwa-KEY-123456", token: "abc", config: { DISCORD_TOKEN: "x" } }, "called with fake-api-verysecretvalue");
+  log.info(
+    {
+      url: "https://opendata.cwa.gov.tw/api?Authorization=cwa-KEY-123456",
+      token: "abc",
+      config: { DISCORD_TOKEN: "x" },
+    },
+    "called with fake-api-verysecretvalue",
+  );
   log.error({ err: new Error("401 for key fake-api-verysecretvalue") }, "failed");
   const text = lines.join("");
   expect(text).not.toContain("verysecretvalue");
@@ -38,7 +45,10 @@ it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registe
   // A registered token of any shape (this one is too short for the shape rule) is caught encoded too.
   registerSecrets(["900000007:short-Test_token"]);
   const { lines, log } = capture();
-  log.error({ err: new Error("request to http://127.0.0.1:9/bot900000007%3Ashort-Test_token/getMe failed") }, "GET /bot900000007:short-Test_token/x");
+  log.error(
+    { err: new Error("request to http://127.0.0.1:9/bot900000007%3Ashort-Test_token/getMe failed") },
+    "GET /bot900000007:short-Test_token/x",
+  );
   const text = lines.join("");
   expect(text).not.toContain("short-Test_token");
   expect(JSON.parse(lines[0]!).err.message).toBe("request to http://127.0.0.1:9/bot[redacted]/getMe failed");

@@ -7,7 +7,9 @@ import { countingFetch, metrics, registry, resetMetrics, watchQueues } from "../
 async function sample(name: string, labels: Record<string, string> = {}): Promise<number> {
   const metric = registry.getSingleMetric(name);
   const values = (await metric!.get()).values;
-  return values.filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l)).reduce((s, v) => s + v.value, 0);
+  return values
+    .filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))
+    .reduce((s, v) => s + v.value, 0);
 }
 
 // Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.
@@ -19,8 +21,15 @@ describe("metrics", () => {
     metrics.firstVisibleText(message);
     metrics.firstVisibleText(message);
     metrics.answered(message);
-    const first = (await registry.getSingleMetric("bot_first_visible_text_seconds")!.get()).values as { metricName?: string; labels: Record<string, unknown>; value: number }[];
-    expect(first.find((v) => v.metricName === "bot_first_visible_text_seconds_count" && v.labels.platform === "telegram")?.value).toBe(1);
+    const first = (await registry.getSingleMetric("bot_first_visible_text_seconds")!.get()).values as {
+      metricName?: string;
+      labels: Record<string, unknown>;
+      value: number;
+    }[];
+    expect(
+      first.find((v) => v.metricName === "bot_first_visible_text_seconds_count" && v.labels.platform === "telegram")
+        ?.value,
+    ).toBe(1);
     const sum = first.find((v) => v.metricName === "bot_first_visible_text_seconds_sum")!.value;
     expect(sum).toBeGreaterThanOrEqual(1.5);
     expect(sum).toBeLessThan(5);
@@ -73,7 +82,10 @@ describe("metrics", () => {
         expect(text).not.toContain('bot_queue_jobs{queue="chats"');
       }
       expect(reads).toBe(1);
-      expect(debug).toEqual(["metrics: queue depths left out of this scrape (no answer within 200 ms)", "metrics: queue depths left out of this scrape (no answer within 200 ms)"]);
+      expect(debug).toEqual([
+        "metrics: queue depths left out of this scrape (no answer within 200 ms)",
+        "metrics: queue depths left out of this scrape (no answer within 200 ms)",
+      ]);
     } finally {
       stop();
     }

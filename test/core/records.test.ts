@@ -28,7 +28,10 @@ beforeEach(async () => {
   await redis.flushall();
 });
 
-const warnings = (lines: string[]) => lines.map((l) => JSON.parse(l) as { level: number; msg: string; record?: string; issues?: string[] }).filter((l) => l.level === 40);
+const warnings = (lines: string[]) =>
+  lines
+    .map((l) => JSON.parse(l) as { level: number; msg: string; record?: string; issues?: string[] })
+    .filter((l) => l.level === 40);
 
 describe("decodeRecord", () => {
   const schema = z.object({ n: z.number() });
@@ -46,7 +49,11 @@ describe("decodeRecord", () => {
     expect(decodeRecord(schema, "{not json", "counter", log, { chat: "telegram:1" })).toBeUndefined();
     expect(decodeRecord(schema, '{"n":"secret-value"}', "counter", log)).toBeUndefined();
     const [notJson, wrongShape] = warnings(lines);
-    expect(notJson).toMatchObject({ msg: "unreadable counter in Redis; treated as missing", record: "counter", chat: "telegram:1" });
+    expect(notJson).toMatchObject({
+      msg: "unreadable counter in Redis; treated as missing",
+      record: "counter",
+      chat: "telegram:1",
+    });
     expect(wrongShape!.issues).toEqual(["n: Invalid input: expected number, received string"]);
     expect(lines.join("")).not.toContain("secret-value");
   });
@@ -56,12 +63,33 @@ describe("stores read a corrupt record as missing", () => {
   it("an approval whose saved run is damaged is unknown (its decision job then skips it), not a crash", async () => {
     const { log, lines } = captureLogger();
     const store = new ApprovalStore(redis, { timeoutMs: 60_000, log });
-    const message = { platform: "telegram" as const, chatId: "-1", chatKind: "group" as const, userId: "u1", userName: "Ann", text: "刪掉", messageId: "m1", sentAt: 1, reply: {} };
+    const message = {
+      platform: "telegram" as const,
+      chatId: "-1",
+      chatKind: "group" as const,
+      userId: "u1",
+      userName: "Ann",
+      text: "刪掉",
+      messageId: "m1",
+      sentAt: 1,
+      reply: {},
+    };
     const call = { toolUseId: "toolu_1", name: "delete_todo", input: { number: 1 } };
-    const run = { messages: [{ role: "user" as const, content: "刪掉" }], history: [], results: [], pending: [call], turns: 1, callCounts: {} };
+    const run = {
+      messages: [{ role: "user" as const, content: "刪掉" }],
+      history: [],
+      results: [],
+      pending: [call],
+      turns: 1,
+      callCounts: {},
+    };
     const id = await store.create({ message, run, call, action: "刪除待辦 #1", locale: "zh-TW" });
     expect((await store.get(id))?.run).toEqual(run);
-    await redis.hset(`approval:{approval}:${id}`, "data", JSON.stringify({ message, run: { ...run, turns: "one" }, call, action: "x", locale: "zh-TW" }));
+    await redis.hset(
+      `approval:{approval}:${id}`,
+      "data",
+      JSON.stringify({ message, run: { ...run, turns: "one" }, call, action: "x", locale: "zh-TW" }),
+    );
     expect(await store.get(id)).toBeUndefined();
     await redis.hset(`approval:{approval}:${id}`, "data", "{");
     expect(await store.get(id)).toBeUndefined();
@@ -72,10 +100,16 @@ describe("stores read a corrupt record as missing", () => {
     const { log, lines } = captureLogger();
     const history = new HistoryStore(redis, { maxMessages: 50, ttlSeconds: 60, log });
     const chat = { platform: "telegram" as const, chatId: "42" };
-    const turn = (text: string) => [JSON.stringify({ role: "user", content: text }), JSON.stringify({ role: "assistant", content: [{ type: "text", text: `re: ${text}` }] })];
+    const turn = (text: string) => [
+      JSON.stringify({ role: "user", content: text }),
+      JSON.stringify({ role: "assistant", content: [{ type: "text", text: `re: ${text}` }] }),
+    ];
     const [u1, a1] = turn("one");
     const [u2, a2] = turn("two");
-    await redis.set(conversationKeys(chat).history, `U${u1}\n${a1}\n{"role":"robot","content":"?"}\n#{"id":7}\nU${u2}\n${a2}\n#{"id":"m2"}\n`);
+    await redis.set(
+      conversationKeys(chat).history,
+      `U${u1}\n${a1}\n{"role":"robot","content":"?"}\n#{"id":7}\nU${u2}\n${a2}\n#{"id":"m2"}\n`,
+    );
     const read = await history.read(chat, "m2");
     expect(read.messages.map((m) => m.content)).toEqual(["two", [{ type: "text", text: "re: two" }]]);
     expect(read.answer).toBe("re: two");

@@ -9,7 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBot } from "../../src/app.js";
 import { secretValues } from "../../src/config.js";
 import { bullPrefix, CHATS_QUEUE, conversationKeys } from "../../src/queue/keys.js";
-import { assertNoEviction, clusterAddress, connectRedis, describeRedisUrl, isCluster, parseClusterAddress, redisAddress, RedisEvictionError } from "../../src/redis.js";
+import {
+  assertNoEviction,
+  clusterAddress,
+  connectRedis,
+  describeRedisUrl,
+  isCluster,
+  parseClusterAddress,
+  redisAddress,
+  RedisEvictionError,
+} from "../../src/redis.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
@@ -17,7 +26,10 @@ import { startRedis, startRedisCluster, type TestRedis } from "../helpers/redis.
 
 describe("configuration", () => {
   it("REDIS_CLUSTER_NODES and REDIS_PASSWORD become one cluster address; rediss:// entries mean TLS", () => {
-    const config = testConfig({ REDIS_CLUSTER_NODES: " 10.0.0.1:7000, redis://node-2.example:7001 ,[::1]:7002", REDIS_PASSWORD: "p@ss:w/rd" });
+    const config = testConfig({
+      REDIS_CLUSTER_NODES: " 10.0.0.1:7000, redis://node-2.example:7001 ,[::1]:7002",
+      REDIS_PASSWORD: "p@ss:w/rd",
+    });
     expect(config.REDIS_CLUSTER_NODES).toEqual({
       nodes: [
         { host: "10.0.0.1", port: 7000 },
@@ -27,7 +39,11 @@ describe("configuration", () => {
       tls: false,
     });
     const address = redisAddress(config)!;
-    expect(parseClusterAddress(address)).toEqual({ nodes: config.REDIS_CLUSTER_NODES!.nodes, password: "p@ss:w/rd", tls: false });
+    expect(parseClusterAddress(address)).toEqual({
+      nodes: config.REDIS_CLUSTER_NODES!.nodes,
+      password: "p@ss:w/rd",
+      tls: false,
+    });
     expect(describeRedisUrl(address)).toBe("redis-cluster://10.0.0.1:7000,node-2.example:7001,[::1]:7002");
     expect(secretValues(config)).toContain("p@ss:w/rd");
     const tls = testConfig({ REDIS_CLUSTER_NODES: "rediss://a.example:6379,rediss://b.example:6379" });
@@ -35,11 +51,24 @@ describe("configuration", () => {
   });
 
   it("refuses malformed node lists, mixed TLS, a cluster beside REDIS_URL and a password without a cluster, naming the variable only", () => {
-    for (const bad of ["10.0.0.1", "10.0.0.1:0", "10.0.0.1:70000", "http://a:1", "redis://a:1,rediss://b:2", "a:1,,b:x"]) {
-      expect(() => testConfig({ REDIS_CLUSTER_NODES: bad }), bad).toThrow(/REDIS_CLUSTER_NODES: must list Redis Cluster nodes as host:port/);
+    for (const bad of [
+      "10.0.0.1",
+      "10.0.0.1:0",
+      "10.0.0.1:70000",
+      "http://a:1",
+      "redis://a:1,rediss://b:2",
+      "a:1,,b:x",
+    ]) {
+      expect(() => testConfig({ REDIS_CLUSTER_NODES: bad }), bad).toThrow(
+        /REDIS_CLUSTER_NODES: must list Redis Cluster nodes as host:port/,
+      );
     }
-    expect(() => testConfig({ REDIS_CLUSTER_NODES: "a:1", REDIS_URL: "redis://b:2" })).toThrow(/REDIS_CLUSTER_NODES: cannot be used together with REDIS_URL/);
-    expect(() => testConfig({ REDIS_PASSWORD: "secret-password" })).toThrow(/REDIS_PASSWORD: is used only with REDIS_CLUSTER_NODES/);
+    expect(() => testConfig({ REDIS_CLUSTER_NODES: "a:1", REDIS_URL: "redis://b:2" })).toThrow(
+      /REDIS_CLUSTER_NODES: cannot be used together with REDIS_URL/,
+    );
+    expect(() => testConfig({ REDIS_PASSWORD: "secret-password" })).toThrow(
+      /REDIS_PASSWORD: is used only with REDIS_CLUSTER_NODES/,
+    );
     try {
       testConfig({ REDIS_PASSWORD: "secret-password" });
     } catch (error) {
@@ -87,7 +116,14 @@ describe("a three-master Redis Cluster", () => {
     const { log, lines } = captureLogger("info");
     try {
       await second!.config("SET", "maxmemory-policy", "volatile-lru");
-      const start = startBot({ config: testConfig(), log, redisUrl: cluster.url, toolbox: new ToolBox(), role: "adapter", adapters: [] });
+      const start = startBot({
+        config: testConfig(),
+        log,
+        redisUrl: cluster.url,
+        toolbox: new ToolBox(),
+        role: "adapter",
+        adapters: [],
+      });
       await expect(start).rejects.toThrow(RedisEvictionError);
       await expect(start).rejects.toThrow(`maxmemory-policy volatile-lru on 127.0.0.1:${second!.options.port}`);
       expect(lines.join("")).toContain("start-up failed: Redis may evict keys");
@@ -107,10 +143,24 @@ describe("a three-master Redis Cluster", () => {
     const { log, lines } = captureLogger("info");
     try {
       await masters[0]!.config("SET", "appendonly", "yes");
-      const bot = await startBot({ config: testConfig(), log, redisUrl: cluster.url, toolbox: new ToolBox(), role: "adapter", adapters: [] });
+      const bot = await startBot({
+        config: testConfig(),
+        log,
+        redisUrl: cluster.url,
+        toolbox: new ToolBox(),
+        role: "adapter",
+        adapters: [],
+      });
       await bot.stop();
-      const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string; node?: string }).filter((r) => r.level === 40 && r.msg.includes("keeps nothing across a restart"));
-      expect(warnings.map((w) => w.node).sort()).toEqual(masters.slice(1).map((m) => `127.0.0.1:${m.options.port}`).sort());
+      const warnings = lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string; node?: string })
+        .filter((r) => r.level === 40 && r.msg.includes("keeps nothing across a restart"));
+      expect(warnings.map((w) => w.node).sort()).toEqual(
+        masters
+          .slice(1)
+          .map((m) => `127.0.0.1:${m.options.port}`)
+          .sort(),
+      );
       expect(warnings[0]!.msg).toContain("loses queued messages, pending approvals, todos and reminders");
     } finally {
       await masters[0]!.config("SET", "appendonly", "no");
@@ -135,7 +185,11 @@ describe("a three-master Redis Cluster", () => {
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(warnings()).toHaveLength(1);
-      expect(warnings()[0]).toMatchObject({ node, code: "ECONNREFUSED", msg: expect.stringMatching(/^redis connection problem: connect ECONNREFUSED .+; reconnecting$/) });
+      expect(warnings()[0]).toMatchObject({
+        node,
+        code: "ECONNREFUSED",
+        msg: expect.stringMatching(/^redis connection problem: connect ECONNREFUSED .+; reconnecting$/),
+      });
     } finally {
       redis.disconnect();
     }
@@ -147,7 +201,14 @@ describe("maxmemory-policy on one Redis", () => {
     const server = await startRedis(["--maxmemory-policy", "allkeys-lru"]);
     const { log, lines } = captureLogger("info");
     try {
-      const error = await startBot({ config: testConfig(), log, redisUrl: server.url, toolbox: new ToolBox(), role: "adapter", adapters: [] }).then(
+      const error = await startBot({
+        config: testConfig(),
+        log,
+        redisUrl: server.url,
+        toolbox: new ToolBox(),
+        role: "adapter",
+        adapters: [],
+      }).then(
         () => undefined,
         (e: unknown) => e as Error,
       );

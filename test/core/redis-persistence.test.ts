@@ -22,7 +22,14 @@ afterEach(async () => {
 /** Starts the bot (adapter role, no adapters) on `server` and returns its log records. */
 async function startUpLog(url: string): Promise<{ level: number; msg: string; node?: string; nodes?: string[] }[]> {
   const { log, lines } = captureLogger("info");
-  const bot = await startBot({ config: testConfig({ ACCESS_POLICY: "pairing" }), log, redisUrl: url, toolbox: new ToolBox(), role: "adapter", adapters: [] });
+  const bot = await startBot({
+    config: testConfig({ ACCESS_POLICY: "pairing" }),
+    log,
+    redisUrl: url,
+    toolbox: new ToolBox(),
+    role: "adapter",
+    adapters: [],
+  });
   await bot.stop();
   return lines.map((l) => JSON.parse(l) as { level: number; msg: string; node?: string });
 }
@@ -45,13 +52,19 @@ it("no AOF and no save points: one warning naming the node, what a restart loses
 });
 
 it("the append-only file on, or RDB save points: no warning", async () => {
-  for (const extra of [["--appendonly", "yes"], ["--save", "3600 1"]]) {
+  for (const extra of [
+    ["--appendonly", "yes"],
+    ["--save", "3600 1"],
+  ]) {
     server = await startRedis(extra);
     const redis = connectRedis(server.url);
     expect(await persistenceOf(redis as Redis)).toBe(extra[0] === "--appendonly" ? "aof" : "rdb");
     redis.disconnect();
     const records = await startUpLog(server.url);
-    expect(records.filter((r) => r.level >= 40), extra.join(" ")).toEqual([]);
+    expect(
+      records.filter((r) => r.level >= 40),
+      extra.join(" "),
+    ).toEqual([]);
     await server.stop();
     server = undefined;
   }

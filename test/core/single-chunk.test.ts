@@ -24,13 +24,22 @@ const shapes = [
 const heads = ["", "```js\n", "| a | b |\n|---|---|\n"];
 
 it("an answer within singleChunkUnits goes out as one message on Telegram and Discord", () => {
-  const telegram = telegramOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "12345:AAtesttesttesttesttesttest" }), silentLogger);
+  const telegram = telegramOutbound(
+    testConfig({ TELEGRAM_BOT_TOKEN: "12345:AAtesttesttesttesttesttest" }),
+    silentLogger,
+  );
   const discord = discordOutbound(testConfig({ DISCORD_TOKEN: "fake-discord-token.abcdef.0123456789" }), silentLogger);
   for (const head of heads) {
     for (const shape of shapes) {
-      const tg = (head + shape.repeat(Math.ceil(telegram.singleChunkUnits! / shape.length))).slice(0, telegram.singleChunkUnits);
+      const tg = (head + shape.repeat(Math.ceil(telegram.singleChunkUnits! / shape.length))).slice(
+        0,
+        telegram.singleChunkUnits,
+      );
       expect(planChunks(tg), JSON.stringify({ head, shape })).toHaveLength(1);
-      const dc = (head + shape.repeat(Math.ceil(discord.singleChunkUnits! / shape.length))).slice(0, discord.singleChunkUnits);
+      const dc = (head + shape.repeat(Math.ceil(discord.singleChunkUnits! / shape.length))).slice(
+        0,
+        discord.singleChunkUnits,
+      );
       expect(splitMessage(dc, 2000), JSON.stringify({ head, shape })).toHaveLength(1);
     }
   }

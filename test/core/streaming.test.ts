@@ -64,13 +64,17 @@ describe("livePieces", () => {
  * A platform stand-in for the engine: records every call with its time, splits the final text at
  * `limit` characters, and shows final chunks as plain text (so "unchanged" can be checked).
  */
-function recordingSurface(options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean; gone?: Set<string> } = {}) {
+function recordingSurface(
+  options: { limit?: number; drafts?: boolean; failRemove?: boolean; failEdit?: boolean; gone?: Set<string> } = {},
+) {
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
   const surface: LiveSurface<string> = {
     limit,
-    ...(options.drafts ? { draft: async (text: string) => void calls.push({ op: "draft", text, at: performance.now() }) } : {}),
+    ...(options.drafts
+      ? { draft: async (text: string) => void calls.push({ op: "draft", text, at: performance.now() }) }
+      : {}),
     async post(text) {
       const ref = { chatId: "c", messageId: String(next++) };
       calls.push({ op: "post", text, ref: ref.messageId, at: performance.now() });
@@ -158,7 +162,14 @@ describe("LiveAnswer", () => {
 
   it("deletes live messages the final answer does not need, and edits a message posted by an earlier attempt even when its text looks the same", async () => {
     const { surface, calls } = recordingSurface({ limit: 10 });
-    const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume: [{ chatId: "c", messageId: "90" }, { chatId: "c", messageId: "91" }] });
+    const live = new LiveAnswer(surface, {
+      intervalMs: 10,
+      log: silentLogger,
+      resume: [
+        { chatId: "c", messageId: "90" },
+        { chatId: "c", messageId: "91" },
+      ],
+    });
     await live.finish("short");
     expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
       ["editFinal", "90", "short"],
@@ -173,7 +184,12 @@ describe("LiveAnswer", () => {
     const saved: string[][] = [];
     const sent: [number, string][] = [];
     const resume = [90, 91, 92].map((id) => ({ chatId: "c", messageId: String(id) }));
-    const live = new LiveAnswer(surface, { intervalMs: 10, log, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
+    const live = new LiveAnswer(surface, {
+      intervalMs: 10,
+      log,
+      resume,
+      onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)),
+    });
     const refs = await live.finish("short", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
     expect(refs).toEqual([{ chatId: "c", messageId: "90" }]);
     expect(sent).toEqual([[0, "90"]]);
@@ -187,26 +203,37 @@ describe("LiveAnswer", () => {
     expect(lines.filter((l) => l.includes("could not delete a live answer message"))).toHaveLength(2);
   });
 
-  it("a message deleted in the chat before the final edit: its chunk is posted anew, the later chunks after it (their old messages deleted), and the new list is saved", async () => {
-    const { surface, calls } = recordingSurface({ limit: 10, gone: new Set(["90"]) });
-    const saved: string[][] = [];
-    const sent: [number, string][] = [];
-    const resume = [90, 91].map((id) => ({ chatId: "c", messageId: String(id) }));
-    const live = new LiveAnswer(surface, { intervalMs: 10, log: silentLogger, resume, onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)) });
-    const refs = await live.finish("aaaa bbbb\n\ncccc dddd", { onSent: (i, ref) => void sent.push([i, ref.messageId]) });
-    expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
-      ["postFinal", "1", "aaaa bbbb"],
-      ["remove", "91", undefined],
-      ["postFinal", "2", "cccc dddd"],
-    ]);
-    expect(refs.map((r) => r.messageId)).toEqual(["1", "2"]);
-    expect(live.messages.map((r) => r.messageId)).toEqual(["1", "2"]);
-    expect(saved).toEqual([["1"], ["1", "2"]]);
-    expect(sent).toEqual([
-      [0, "1"],
-      [1, "2"],
-    ]);
-  });
+  it(
+    "a message deleted in the chat before the final edit: its chunk is posted anew, the later " +
+      "chunks after it (their old messages deleted), and the new list is saved",
+    async () => {
+      const { surface, calls } = recordingSurface({ limit: 10, gone: new Set(["90"]) });
+      const saved: string[][] = [];
+      const sent: [number, string][] = [];
+      const resume = [90, 91].map((id) => ({ chatId: "c", messageId: String(id) }));
+      const live = new LiveAnswer(surface, {
+        intervalMs: 10,
+        log: silentLogger,
+        resume,
+        onMessages: async (refs) => void saved.push(refs.map((r) => r.messageId)),
+      });
+      const refs = await live.finish("aaaa bbbb\n\ncccc dddd", {
+        onSent: (i, ref) => void sent.push([i, ref.messageId]),
+      });
+      expect(calls.map((c) => [c.op, c.ref, c.text])).toEqual([
+        ["postFinal", "1", "aaaa bbbb"],
+        ["remove", "91", undefined],
+        ["postFinal", "2", "cccc dddd"],
+      ]);
+      expect(refs.map((r) => r.messageId)).toEqual(["1", "2"]);
+      expect(live.messages.map((r) => r.messageId)).toEqual(["1", "2"]);
+      expect(saved).toEqual([["1"], ["1", "2"]]);
+      expect(sent).toEqual([
+        [0, "1"],
+        [1, "2"],
+      ]);
+    },
+  );
 
   it("a failing update is retried an interval later, not at once", async () => {
     const { surface, calls } = recordingSurface({ failEdit: true });

@@ -38,10 +38,31 @@ async function queued(id: string): Promise<IncomingMessage> {
 describe("connection", () => {
   it("identifies with the six intents and registers /help, /tools (tag choices), /reset, /reminders in DISCORD_GUILD_ID", async () => {
     expect(h.fake.readySessions).toBe(1);
-    expect(h.fake.identifies[0]).toMatchObject({ token: "[valid]", intents: 1 | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15) });
+    expect(h.fake.identifies[0]).toMatchObject({
+      token: "[valid]",
+      intents: 1 | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15),
+    });
     const reg = await h.fake.waitFor(() => h.fake.commandRegistrations[0]);
     expect(reg.scope).toBe(h.fake.guildId);
-    expect(reg.body.map((c) => c.name)).toEqual(["help", "tools", "reset", "context", "compact", "settings", "persona", "model", "reminders", "tasks", "permissions", "memory", "forget", "usage", "approve", "enable", "disable"]);
+    expect(reg.body.map((c) => c.name)).toEqual([
+      "help",
+      "tools",
+      "reset",
+      "context",
+      "compact",
+      "settings",
+      "persona",
+      "model",
+      "reminders",
+      "tasks",
+      "permissions",
+      "memory",
+      "forget",
+      "usage",
+      "approve",
+      "enable",
+      "disable",
+    ]);
     const tools = reg.body[1] as { options: { name: string; choices: { value: string }[] }[] };
     expect(tools.options[0]!.choices.map((c) => c.value)).toEqual(["info", "todo"]);
   });
@@ -67,10 +88,20 @@ describe("inbound messages", () => {
 
   it("answers <@id>, <@!id>, the managed role, and replies to the bot, with the mentions stripped", async () => {
     const a = h.fake.sendUserMessage(alice, `<@${h.fake.bot.id}> 現在幾點？`);
-    expect(await queued(a.id)).toMatchObject({ chatKind: "group", chatId: h.fake.channelId, text: "現在幾點？", reply: { guildId: h.fake.guildId } });
+    expect(await queued(a.id)).toMatchObject({
+      chatKind: "group",
+      chatId: h.fake.channelId,
+      text: "現在幾點？",
+      reply: { guildId: h.fake.guildId },
+    });
 
-    const b = h.fake.sendUserMessage(alice, `hey <@!${h.fake.bot.id}>, what time is it?`, { channelId: h.fake.threadId });
-    expect(await queued(b.id)).toMatchObject({ chatId: h.fake.threadId, text: "hey , what time is it?".replace(" ,", ",") });
+    const b = h.fake.sendUserMessage(alice, `hey <@!${h.fake.bot.id}>, what time is it?`, {
+      channelId: h.fake.threadId,
+    });
+    expect(await queued(b.id)).toMatchObject({
+      chatId: h.fake.threadId,
+      text: "hey , what time is it?".replace(" ,", ","),
+    });
 
     const c = h.fake.sendUserMessage(alice, `<@&${h.fake.botRoleId}> 幫我算 1+1`);
     expect((await queued(c.id)).text).toBe("幫我算 1+1");
@@ -88,27 +119,53 @@ describe("inbound messages", () => {
     await expectIgnored(() => h.fake.sendUserMessage(alice, "reply to bob", { replyTo: bobs.id }));
     await expectIgnored(() => h.fake.sendUserMessage(otherBot, `<@${h.fake.bot.id}> I am a bot`));
     await expectIgnored(() => h.fake.sendUserMessage(h.fake.bot, `<@${h.fake.bot.id}> myself`));
-    await expectIgnored(() => h.fake.sendUserMessage({ ...bob, bot: true }, `<@${h.fake.bot.id}> hook`, { webhookId: "760000000000000001" }));
+    await expectIgnored(() =>
+      h.fake.sendUserMessage({ ...bob, bot: true }, `<@${h.fake.bot.id}> hook`, { webhookId: "760000000000000001" }),
+    );
     await expectIgnored(() => h.fake.sendUserMessage(bob, "", { type: 7 })); // member join
   });
 
   it("queues a DM with only an attachment, with the attachment as a file reference", async () => {
-    const attachment = { id: "1", filename: "a.png", size: 1, url: "https://cdn.discordapp.com/attachments/1/1/a.png", proxy_url: "https://media.discordapp.net/attachments/1/1/a.png", content_type: "image/png", width: 4, height: 3 };
+    const attachment = {
+      id: "1",
+      filename: "a.png",
+      size: 1,
+      url: "https://cdn.discordapp.com/attachments/1/1/a.png",
+      proxy_url: "https://media.discordapp.net/attachments/1/1/a.png",
+      content_type: "image/png",
+      width: 4,
+      height: 3,
+    };
     const message = h.fake.sendUserMessage(alice, "", { dm: true, attachments: [attachment] });
-    expect(await queued(message.id)).toMatchObject({ text: "", media: [{ kind: "image", url: attachment.url, size: 1, name: "a.png", mimeType: "image/png", width: 4, height: 3 }] });
+    expect(await queued(message.id)).toMatchObject({
+      text: "",
+      media: [
+        { kind: "image", url: attachment.url, size: 1, name: "a.png", mimeType: "image/png", width: 4, height: 3 },
+      ],
+    });
   });
 
   it("a forward in a DM is the question, marked as someone else's words; its attachments are noted", async () => {
     h.fake.addUser(bob);
-    const forward = h.fake.forwardMessage(alice, { content: `<@${bob.id}> 週五的會議改到下午三點，記得帶簡報` }, { dm: true });
+    const forward = h.fake.forwardMessage(
+      alice,
+      { content: `<@${bob.id}> 週五的會議改到下午三點，記得帶簡報` },
+      { dm: true },
+    );
     expect(forward.content).toBe("");
     expect((await queued(forward.id)).text).toBe(
       [FORWARDED_START, "@Bob 週五的會議改到下午三點，記得帶簡報", FORWARDED_END].join("\n"),
     );
 
     const png = { id: "1", filename: "a.png", size: 1, url: "https://cdn/a.png", proxy_url: "https://cdn/a.png" };
-    const withFiles = h.fake.forwardMessage(alice, { content: "看這兩張圖", attachments: [png, { ...png, id: "2" }] }, { dm: true });
-    expect((await queued(withFiles.id)).text).toBe([FORWARDED_START, "看這兩張圖", "(It also had 2 attachments, which you cannot see.)", FORWARDED_END].join("\n"));
+    const withFiles = h.fake.forwardMessage(
+      alice,
+      { content: "看這兩張圖", attachments: [png, { ...png, id: "2" }] },
+      { dm: true },
+    );
+    expect((await queued(withFiles.id)).text).toBe(
+      [FORWARDED_START, "看這兩張圖", "(It also had 2 attachments, which you cannot see.)", FORWARDED_END].join("\n"),
+    );
 
     // A stored message forwarded again (here one of the bot's own answers) keeps its text.
     const botAnswer = h.fake.sendUserMessage(h.fake.bot, "臺北明天 20–27°C");
@@ -130,7 +187,13 @@ describe("inbound messages", () => {
   it("warns once how to enable the Message Content intent when a mention arrives empty", async () => {
     const base = h.fake.sendUserMessage(bob, "x");
     for (let i = 0; i < 2; i++) {
-      h.fake.dispatchRaw("MESSAGE_CREATE", { ...base, id: `${base.id.slice(0, -1)}${i + 2}`, content: "", mentions: [h.fake.bot], channel_type: 0 });
+      h.fake.dispatchRaw("MESSAGE_CREATE", {
+        ...base,
+        id: `${base.id.slice(0, -1)}${i + 2}`,
+        content: "",
+        mentions: [h.fake.bot],
+        channel_type: 0,
+      });
     }
     await h.fake.waitFor(() => h.logLines().find((l) => String(l.msg).includes("Message Content")));
     await new Promise((r) => setTimeout(r, 50));
@@ -143,7 +206,9 @@ describe("inbound messages", () => {
     h.failEnqueue(new EnqueueError("redis down"));
     try {
       const m = h.fake.sendUserMessage(alice, "hello", { dm: true });
-      const reply = await h.fake.waitFor(() => h.fake.sent.find((s) => s.channelId === m.channel_id && s.content.includes("稍後再試")));
+      const reply = await h.fake.waitFor(() =>
+        h.fake.sent.find((s) => s.channelId === m.channel_id && s.content.includes("稍後再試")),
+      );
       expect(reply.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
     } finally {
       h.failEnqueue(undefined);
@@ -236,11 +301,24 @@ describe("slash commands", () => {
 
 describe("approval prompts", () => {
   async function prompt(approvalId: string, dm = false) {
-    const m = h.fake.sendUserMessage(alice, dm ? "刪掉待辦 3" : `<@${h.fake.bot.id}> 刪掉待辦 3`, dm ? { dm: true } : {});
+    const m = h.fake.sendUserMessage(
+      alice,
+      dm ? "刪掉待辦 3" : `<@${h.fake.bot.id}> 刪掉待辦 3`,
+      dm ? { dm: true } : {},
+    );
     const job = await queued(m.id);
     h.decider.approvals.set(approvalId, { requesterId: alice.id, requesterName: "Alice" });
-    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(job), { approvalId, action: "刪除待辦 #3「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 });
-    await h.fake.waitFor(() => h.fake.reactionUsers(ref.messageId, "❌").includes(h.fake.bot.id), 5000, "bot reactions");
+    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(job), {
+      approvalId,
+      action: "刪除待辦 #3「買牛奶」",
+      requesterName: "Alice",
+      expiresAt: Date.now() + 300_000,
+    });
+    await h.fake.waitFor(
+      () => h.fake.reactionUsers(ref.messageId, "❌").includes(h.fake.bot.id),
+      5000,
+      "bot reactions",
+    );
     return { job, ref };
   }
 
@@ -287,14 +365,21 @@ describe("approval prompts", () => {
     expect(h.decider.calls.filter((c) => c.request.approvalId === "Rx9_k2")).toEqual([]);
 
     h.fake.react(bob, ref.messageId, "✅");
-    await h.fake.waitFor(() => h.fake.reactions.find((r) => r.op === "remove" && r.messageId === ref.messageId && r.userId === bob.id), 5000, "bob's reaction removed");
+    await h.fake.waitFor(
+      () => h.fake.reactions.find((r) => r.op === "remove" && r.messageId === ref.messageId && r.userId === bob.id),
+      5000,
+      "bob's reaction removed",
+    );
     expect(h.decider.calls.at(-1)!.result).toEqual({ status: "not_requester", requesterName: "Alice" });
     expect(h.decider.approvals.get("Rx9_k2")!.decided).toBeUndefined();
 
     h.fake.react(alice, ref.messageId, "👍");
     h.fake.react(alice, ref.messageId, "❌");
     await h.fake.waitFor(() => h.decider.approvals.get("Rx9_k2")!.decided === false, 5000, "declined by reaction");
-    expect(h.decider.calls.filter((c) => c.request.approvalId === "Rx9_k2").map((c) => c.request.deciderId)).toEqual([bob.id, alice.id]);
+    expect(h.decider.calls.filter((c) => c.request.approvalId === "Rx9_k2").map((c) => c.request.deciderId)).toEqual([
+      bob.id,
+      alice.id,
+    ]);
   });
 
   it("answers try-again when a decision cannot be recorded (Redis down), by button and by reaction", async () => {
@@ -305,7 +390,10 @@ describe("approval prompts", () => {
     };
     try {
       const click = h.fake.clickButton(alice, ref.messageId, "ap:down1:y");
-      expect((await h.fake.waitFor(() => click.response)).data).toMatchObject({ flags: 64, content: expect.stringContaining("稍後再試") });
+      expect((await h.fake.waitFor(() => click.response)).data).toMatchObject({
+        flags: 64,
+        content: expect.stringContaining("稍後再試"),
+      });
       const before = h.fake.sent.length;
       h.fake.react(alice, ref.messageId, "✅");
       const reply = await h.fake.waitFor(() => h.fake.sent.slice(before).find((s) => s.content.includes("稍後再試")));
@@ -335,17 +423,32 @@ describe("approval prompts", () => {
     h.fake.react(bob, dm.ref.messageId, "✅"); // not the requester: refused, and a DM reaction cannot be removed
     h.fake.react(alice, dm.ref.messageId, "✅");
     h.fake.react(alice, guild.ref.messageId, "❌");
-    await h.fake.waitFor(() => h.decider.approvals.get("dmRestart1")!.decided === true, 5000, "the DM prompt approved by reaction");
-    await h.fake.waitFor(() => h.decider.approvals.get("guildRestart1")!.decided === false, 5000, "the guild prompt declined by reaction");
+    await h.fake.waitFor(
+      () => h.decider.approvals.get("dmRestart1")!.decided === true,
+      5000,
+      "the DM prompt approved by reaction",
+    );
+    await h.fake.waitFor(
+      () => h.decider.approvals.get("guildRestart1")!.decided === false,
+      5000,
+      "the guild prompt declined by reaction",
+    );
     const calls = h.decider.calls.filter((c) => c.request.approvalId === "dmRestart1");
     expect(calls.map((c) => [c.request.deciderId, c.result.status])).toEqual([
       [bob.id, "not_requester"],
       [alice.id, "accepted"],
     ]);
-    const fetched = h.fake.requests.slice(requestsBefore).filter((r) => r.method === "GET").map((r) => r.path);
+    const fetched = h.fake.requests
+      .slice(requestsBefore)
+      .filter((r) => r.method === "GET")
+      .map((r) => r.path);
     expect(fetched).toContain(`/api/v10/channels/${dm.ref.chatId}`);
     expect(fetched).toContain(`/api/v10/channels/${dm.ref.chatId}/messages/${dm.ref.messageId}`);
-    expect(h.fake.reactions.filter((r) => r.op === "remove" && r.userId !== h.fake.bot.id && r.messageId === dm.ref.messageId)).toEqual([]);
+    expect(
+      h.fake.reactions.filter(
+        (r) => r.op === "remove" && r.userId !== h.fake.bot.id && r.messageId === dm.ref.messageId,
+      ),
+    ).toEqual([]);
   });
 
   it("a ✅ on someone else's message is ignored without fetching it", async () => {

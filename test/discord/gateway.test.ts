@@ -36,7 +36,8 @@ function connect(query = "?v=10&encoding=json") {
   return { ws, frames, closed, next };
 }
 
-const identify = (token: string, intents = 1 | (1 << 9)) => JSON.stringify({ op: 2, d: { token, intents, properties: { os: "linux", browser: "test", device: "test" } } });
+const identify = (token: string, intents = 1 | (1 << 9)) =>
+  JSON.stringify({ op: 2, d: { token, intents, properties: { os: "linux", browser: "test", device: "test" } } });
 
 describe("fake gateway", () => {
   it("HELLO, IDENTIFY → READY (resume_gateway_url, unavailable guilds) → GUILD_CREATE, heartbeat → ACK, sequence numbers", async () => {
@@ -45,7 +46,16 @@ describe("fake gateway", () => {
     expect(hello.d.heartbeat_interval).toBe(100);
     c.ws.send(identify(fake.token));
     const ready = await c.next((f) => f.t === "READY");
-    expect(ready).toMatchObject({ op: 0, s: 1, d: { resume_gateway_url: fake.gatewayUrl, user: { id: fake.bot.id }, guilds: [{ id: fake.guildId, unavailable: true }], application: { id: fake.applicationId } } });
+    expect(ready).toMatchObject({
+      op: 0,
+      s: 1,
+      d: {
+        resume_gateway_url: fake.gatewayUrl,
+        user: { id: fake.bot.id },
+        guilds: [{ id: fake.guildId, unavailable: true }],
+        application: { id: fake.applicationId },
+      },
+    });
     expect(typeof ready.d.session_id).toBe("string");
     const guild = await c.next((f) => f.t === "GUILD_CREATE");
     expect(guild.s).toBe(2);
@@ -103,7 +113,11 @@ describe("fake gateway", () => {
     try {
       expect(h.fake.commandRegistrations.map((r) => r.scope)).toEqual(["global"]);
       h.fake.slashCommand({ id: "700000000000000001", username: "alice" }, "help");
-      const warn = await h.fake.waitFor(() => h.logLines().find((l) => String(l.msg).includes("could not be answered")), 3000, "warn logged");
+      const warn = await h.fake.waitFor(
+        () => h.logLines().find((l) => String(l.msg).includes("could not be answered")),
+        3000,
+        "warn logged",
+      );
       expect(warn).toMatchObject({ level: 40, code: 10062 });
     } finally {
       await h.stop();
@@ -113,8 +127,21 @@ describe("fake gateway", () => {
   it("explains how to enable the Message Content intent when the gateway refuses it (4014)", async () => {
     const strict = await FakeDiscord.start({ privilegedIntents: 0 });
     try {
-      const adapter = createAdapter(testConfig({ DISCORD_TOKEN: strict.token, DISCORD_API_URL: strict.apiUrl }), silentLogger);
-      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
+      const adapter = createAdapter(
+        testConfig({ DISCORD_TOKEN: strict.token, DISCORD_API_URL: strict.apiUrl }),
+        silentLogger,
+      );
+      const ctx = {
+        config: testConfig(),
+        log: silentLogger,
+        enqueue: async () => {},
+        resetChat: async () => {},
+        toolboxFor: () => {
+          throw new Error("unused");
+        },
+        approvals: { decide: async () => ({ status: "not_found" as const }) },
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+      };
       await expect(adapter.start(ctx)).rejects.toThrow(/Privileged Gateway Intents → Message Content Intent/);
       await adapter.stop();
     } finally {
@@ -126,8 +153,21 @@ describe("fake gateway", () => {
     const down = await FakeDiscord.start({ heartbeatIntervalMs: 100 });
     down.gatewayDown = true;
     try {
-      const adapter = createAdapter(testConfig({ DISCORD_TOKEN: down.token, DISCORD_API_URL: down.apiUrl }), silentLogger);
-      const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
+      const adapter = createAdapter(
+        testConfig({ DISCORD_TOKEN: down.token, DISCORD_API_URL: down.apiUrl }),
+        silentLogger,
+      );
+      const ctx = {
+        config: testConfig(),
+        log: silentLogger,
+        enqueue: async () => {},
+        resetChat: async () => {},
+        toolboxFor: () => {
+          throw new Error("unused");
+        },
+        approvals: { decide: async () => ({ status: "not_found" as const }) },
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+      };
       const starting = adapter.start(ctx).then(
         () => "started",
         (e: unknown) => (e as Error).message,
@@ -144,8 +184,21 @@ describe("fake gateway", () => {
   });
 
   it("an adapter with a wrong token fails to start with the token kept out of the error", async () => {
-    const adapter = createAdapter(testConfig({ DISCORD_TOKEN: fakeDiscordToken().replace("fake00", "wrong1"), DISCORD_API_URL: fake.apiUrl }), silentLogger);
-    const ctx = { config: testConfig(), log: silentLogger, enqueue: async () => {}, resetChat: async () => {}, toolboxFor: () => { throw new Error("unused"); }, approvals: { decide: async () => ({ status: "not_found" as const }) }, commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }) };
+    const adapter = createAdapter(
+      testConfig({ DISCORD_TOKEN: fakeDiscordToken().replace("fake00", "wrong1"), DISCORD_API_URL: fake.apiUrl }),
+      silentLogger,
+    );
+    const ctx = {
+      config: testConfig(),
+      log: silentLogger,
+      enqueue: async () => {},
+      resetChat: async () => {},
+      toolboxFor: () => {
+        throw new Error("unused");
+      },
+      approvals: { decide: async () => ({ status: "not_found" as const }) },
+      commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+    };
     const error = await adapter.start(ctx).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     expect(String(error)).not.toContain("abcdefghijklmnopqrstuvwxyz1");

@@ -18,9 +18,28 @@ import { captureLogger } from "../helpers/log.js";
 
 /** Tools for `/tools`: two tags, one dangerous. */
 export const testToolbox = new ToolBox([
-  defineTool({ name: "get_time", description: "Current time in a time zone.\nSecond line not shown.", tags: ["info"], input: z.object({}), run: () => "12:00" }),
-  defineTool({ name: "add_todo", description: "Add a todo for the user.", tags: ["todo"], input: z.object({ text: z.string() }), run: () => "ok" }),
-  defineTool({ name: "delete_todo", description: "Delete one of the user's todos.", tags: ["todo"], dangerous: true, input: z.object({ id: z.number() }), run: () => "deleted" }),
+  defineTool({
+    name: "get_time",
+    description: "Current time in a time zone.\nSecond line not shown.",
+    tags: ["info"],
+    input: z.object({}),
+    run: () => "12:00",
+  }),
+  defineTool({
+    name: "add_todo",
+    description: "Add a todo for the user.",
+    tags: ["todo"],
+    input: z.object({ text: z.string() }),
+    run: () => "ok",
+  }),
+  defineTool({
+    name: "delete_todo",
+    description: "Delete one of the user's todos.",
+    tags: ["todo"],
+    dangerous: true,
+    input: z.object({ id: z.number() }),
+    run: () => "deleted",
+  }),
 ]);
 
 /** A Map-backed ApprovalDecider: first valid decision wins; only the requester may decide. */
@@ -59,10 +78,17 @@ export interface Harness {
 }
 
 /** Starts the fake and the adapter; the adapter is ready (guilds received, commands registered). */
-export async function startHarness(options: { fake?: FakeDiscordOptions; env?: Record<string, string> } = {}): Promise<Harness> {
+export async function startHarness(
+  options: { fake?: FakeDiscordOptions; env?: Record<string, string> } = {},
+): Promise<Harness> {
   const fake = await FakeDiscord.start(options.fake);
   const { log, lines } = captureLogger("debug");
-  const config = testConfig({ DISCORD_TOKEN: fake.token, DISCORD_API_URL: fake.apiUrl, DISCORD_GUILD_ID: fake.guildId, ...options.env });
+  const config = testConfig({
+    DISCORD_TOKEN: fake.token,
+    DISCORD_API_URL: fake.apiUrl,
+    DISCORD_GUILD_ID: fake.guildId,
+    ...options.env,
+  });
   const enqueued: IncomingMessage[] = [];
   const resets: ConversationRef[] = [];
   const decider = new MapDecider();
@@ -82,7 +108,11 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
     commands: undefined as unknown as CommandRunner,
   };
   // Late-bound, so a test that swaps `context.resetChat` changes what /reset does.
-  context.commands = testCommands(config, { toolboxFor: () => testToolbox, resetChat: (chat) => context.resetChat(chat), log });
+  context.commands = testCommands(config, {
+    toolboxFor: () => testToolbox,
+    resetChat: (chat) => context.resetChat(chat),
+    log,
+  });
   const adapter = createAdapter(config, log);
   await adapter.start(context);
   const harness: Harness = {
@@ -92,7 +122,8 @@ export async function startHarness(options: { fake?: FakeDiscordOptions; env?: R
     enqueued,
     resets,
     decider,
-    logLines: () => lines.flatMap((l) => l.split("\n").filter(Boolean)).map((l) => JSON.parse(l) as Record<string, unknown>),
+    logLines: () =>
+      lines.flatMap((l) => l.split("\n").filter(Boolean)).map((l) => JSON.parse(l) as Record<string, unknown>),
     failEnqueue: (e) => (enqueueError = e),
     restartAdapter: async () => {
       await harness.adapter.stop();

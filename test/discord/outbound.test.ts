@@ -41,7 +41,10 @@ function incoming(dm: boolean): IncomingMessage {
 describe("sendAnswer", () => {
   it("sends a 5,000-character answer with a code block across the limit in order, each chunk ≤ 2000, fences balanced", async () => {
     const to = incoming(false);
-    const code = Array.from({ length: 90 }, (_, i) => `  const line${String(i).padStart(2, "0")} = "${"x".repeat(20)}";`).join("\n");
+    const code = Array.from(
+      { length: 90 },
+      (_, i) => `  const line${String(i).padStart(2, "0")} = "${"x".repeat(20)}";`,
+    ).join("\n");
     const text = `Intro paragraph.\n\n${"字".repeat(1300)}\n\n\`\`\`ts\n${code}\n\`\`\`\n\nThe end 🎉.`;
     expect(text.length).toBeGreaterThan(5000);
     const before = fake.sent.length;
@@ -138,8 +141,14 @@ describe("sendAnswer", () => {
     const sentBefore = fake.sent.length;
     fake.holdNextCreate({ channelId: dm.chatId });
     void dying.sendAnswer(destinationOf(dm), "短的回答").catch(() => {});
-    const heldDm = await fake.waitFor(() => fake.heldCreates.find((h) => h.channelId === dm.chatId), 5000, "the answer accepted");
-    expect(await replay.sendAnswer(destinationOf(dm), "短的回答")).toEqual([{ chatId: dm.chatId, messageId: heldDm.messageId }]);
+    const heldDm = await fake.waitFor(
+      () => fake.heldCreates.find((h) => h.channelId === dm.chatId),
+      5000,
+      "the answer accepted",
+    );
+    expect(await replay.sendAnswer(destinationOf(dm), "短的回答")).toEqual([
+      { chatId: dm.chatId, messageId: heldDm.messageId },
+    ]);
     expect(fake.sent.slice(sentBefore).map((m) => m.content)).toEqual(["短的回答"]);
   });
 
@@ -173,15 +182,25 @@ describe("typing and prompts", () => {
   });
 
   it("closing a prompt that was deleted is not an error", async () => {
-    await expect(outbound.closeApprovalPrompt({ chatId: fake.channelId, messageId: "123456789012345678" }, "expired", "已過期")).resolves.toBeUndefined();
+    await expect(
+      outbound.closeApprovalPrompt({ chatId: fake.channelId, messageId: "123456789012345678" }, "expired", "已過期"),
+    ).resolves.toBeUndefined();
   });
 
   it("a prompt carries a nonce from its approval id: posting the same approval again returns the first prompt, a new approval gets its own", async () => {
     const to = incoming(true);
-    const prompt = { approvalId: "nonceP1", action: "刪除待辦 #1「買牛奶」", requesterName: "Alice", expiresAt: Date.now() + 300_000 };
+    const prompt = {
+      approvalId: "nonceP1",
+      action: "刪除待辦 #1「買牛奶」",
+      requesterName: "Alice",
+      expiresAt: Date.now() + 300_000,
+    };
     const before = fake.sent.length;
     const first = await outbound.sendApprovalPrompt(destinationOf(to), prompt);
-    expect(fake.sent.at(-1)!.payload).toMatchObject({ nonce: expect.stringMatching(/^[0-9a-f]{25}$/), enforce_nonce: true });
+    expect(fake.sent.at(-1)!.payload).toMatchObject({
+      nonce: expect.stringMatching(/^[0-9a-f]{25}$/),
+      enforce_nonce: true,
+    });
     expect(await outbound.sendApprovalPrompt(destinationOf(to), prompt)).toEqual(first);
     expect(fake.sent.length).toBe(before + 1);
     const second = await outbound.sendApprovalPrompt(destinationOf(to), { ...prompt, approvalId: "nonceP2" });
@@ -190,7 +209,14 @@ describe("typing and prompts", () => {
   });
 
   it("rejects an approval id that does not fit a custom_id token", async () => {
-    await expect(outbound.sendApprovalPrompt(destinationOf(incoming(true)), { approvalId: "x".repeat(120), action: "a", requesterName: "Alice", expiresAt: Date.now() })).rejects.toThrow(RangeError);
+    await expect(
+      outbound.sendApprovalPrompt(destinationOf(incoming(true)), {
+        approvalId: "x".repeat(120),
+        action: "a",
+        requesterName: "Alice",
+        expiresAt: Date.now(),
+      }),
+    ).rejects.toThrow(RangeError);
   });
 });
 
@@ -202,29 +228,49 @@ describe("the fake is strict", () => {
       .post(Routes.channelMessages(fake.channelId), { body: { content: "a".repeat(2001) } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DiscordAPIError);
-    expect(error).toMatchObject({ status: 400, code: 50035, rawError: { errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } } });
+    expect(error).toMatchObject({
+      status: 400,
+      code: 50035,
+      rawError: { errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH" }] } } },
+    });
     // Refused by the check against Discord's spec, and recorded (else this test would fail when it ends).
-    expect(fake.takeSpecViolations().map((v) => [v.request, v.problems])).toEqual([["POST /channels/{channel_id}/messages", ["content: must NOT have more than 2000 characters"]]]);
+    expect(fake.takeSpecViolations().map((v) => [v.request, v.problems])).toEqual([
+      ["POST /channels/{channel_id}/messages", ["content: must NOT have more than 2000 characters"]],
+    ]);
   });
 
   it("counts characters, not UTF-16 units (2000 emoji are accepted)", async () => {
-    const sent = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "🎉".repeat(2000) } })) as { content: string };
+    const sent = (await rest().post(Routes.channelMessages(fake.channelId), {
+      body: { content: "🎉".repeat(2000) },
+    })) as { content: string };
     expect(sent.content.length).toBe(4000);
   });
 
   it("refuses a nonce over 25 characters (50035); without enforce_nonce a repeated nonce posts again, with it the earlier message comes back", async () => {
     const long = await rest()
-      .post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "n".repeat(26), enforce_nonce: true } })
+      .post(Routes.channelMessages(fake.channelId), {
+        body: { content: "x", nonce: "n".repeat(26), enforce_nonce: true },
+      })
       .catch((e: unknown) => e);
     expect(long).toMatchObject({ status: 400, code: 50035 });
-    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([["nonce: must NOT have more than 25 characters"]]);
+    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([
+      ["nonce: must NOT have more than 25 characters"],
+    ]);
     const before = fake.sent.length;
-    const a = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string; nonce: string };
-    const b = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "same-nonce" } })) as { id: string };
+    const a = (await rest().post(Routes.channelMessages(fake.channelId), {
+      body: { content: "x", nonce: "same-nonce" },
+    })) as { id: string; nonce: string };
+    const b = (await rest().post(Routes.channelMessages(fake.channelId), {
+      body: { content: "x", nonce: "same-nonce" },
+    })) as { id: string };
     expect(a.nonce).toBe("same-nonce");
     expect(b.id).not.toBe(a.id);
-    const c = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "x", nonce: "enforced", enforce_nonce: true } })) as { id: string };
-    const d = (await rest().post(Routes.channelMessages(fake.channelId), { body: { content: "y", nonce: "enforced", enforce_nonce: true } })) as { id: string; content: string };
+    const c = (await rest().post(Routes.channelMessages(fake.channelId), {
+      body: { content: "x", nonce: "enforced", enforce_nonce: true },
+    })) as { id: string };
+    const d = (await rest().post(Routes.channelMessages(fake.channelId), {
+      body: { content: "y", nonce: "enforced", enforce_nonce: true },
+    })) as { id: string; content: string };
     expect(d).toMatchObject({ id: c.id, content: "x" });
     expect(fake.sent.length).toBe(before + 3);
   });
@@ -233,9 +279,13 @@ describe("the fake is strict", () => {
     const short = await FakeDiscord.start({ nonceWindowMs: 50 });
     try {
       const client = new REST({ api: short.apiUrl, retries: 0 }).setToken(short.token);
-      const first = (await client.post(Routes.channelMessages(short.channelId), { body: { content: "x", nonce: "n1", enforce_nonce: true } })) as { id: string };
+      const first = (await client.post(Routes.channelMessages(short.channelId), {
+        body: { content: "x", nonce: "n1", enforce_nonce: true },
+      })) as { id: string };
       await new Promise((r) => setTimeout(r, 80));
-      const later = (await client.post(Routes.channelMessages(short.channelId), { body: { content: "x", nonce: "n1", enforce_nonce: true } })) as { id: string };
+      const later = (await client.post(Routes.channelMessages(short.channelId), {
+        body: { content: "x", nonce: "n1", enforce_nonce: true },
+      })) as { id: string };
       expect(later.id).not.toBe(first.id);
     } finally {
       await short.close();
@@ -243,7 +293,10 @@ describe("the fake is strict", () => {
   });
 
   it("answers an empty message with 400 / 50006", async () => {
-    await expect(rest().post(Routes.channelMessages(fake.channelId), { body: { content: "" } })).rejects.toMatchObject({ status: 400, code: 50006 });
+    await expect(rest().post(Routes.channelMessages(fake.channelId), { body: { content: "" } })).rejects.toMatchObject({
+      status: 400,
+      code: 50006,
+    });
   });
 
   it("answers a wrong token with 401", async () => {
@@ -252,9 +305,17 @@ describe("the fake is strict", () => {
   });
 
   it("refuses a custom_id over 100 characters", async () => {
-    const body = { content: "x", components: [{ type: 1, components: [{ type: 2, style: 1, label: "a", custom_id: "c".repeat(101) }] }] };
-    await expect(rest().post(Routes.channelMessages(fake.channelId), { body })).rejects.toMatchObject({ status: 400, code: 50035 });
-    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([["components[0].components[0].custom_id: must NOT have more than 100 characters"]]);
+    const body = {
+      content: "x",
+      components: [{ type: 1, components: [{ type: 2, style: 1, label: "a", custom_id: "c".repeat(101) }] }],
+    };
+    await expect(rest().post(Routes.channelMessages(fake.channelId), { body })).rejects.toMatchObject({
+      status: 400,
+      code: 50035,
+    });
+    expect(fake.takeSpecViolations().map((v) => v.problems)).toEqual([
+      ["components[0].components[0].custom_id: must NOT have more than 100 characters"],
+    ]);
   });
 
   it("answers an interaction after its window with 10062 and a second callback with 40060", async () => {
@@ -271,7 +332,10 @@ describe("the fake is strict", () => {
       expect(await callback(i)).toEqual({ status: 404, body: { message: "Unknown interaction", code: 10062 } });
       const j = late.slashCommand(alice, "help");
       expect((await callback(j)).status).toBe(204);
-      expect(await callback(j)).toEqual({ status: 400, body: { message: "Interaction has already been acknowledged.", code: 40060 } });
+      expect(await callback(j)).toEqual({
+        status: 400,
+        body: { message: "Interaction has already been acknowledged.", code: 40060 },
+      });
     } finally {
       await late.close();
     }

@@ -38,7 +38,15 @@ afterAll(async () => {
 });
 
 function envFor(dc: FakeDiscord, extra: Record<string, string> = {}) {
-  return testConfig({ DISCORD_TOKEN: dc.token, DISCORD_API_URL: dc.apiUrl, DISCORD_GUILD_ID: dc.guildId, ANTHROPIC_API_KEY: "fake-shards-anthropic-key-000", ANTHROPIC_BASE_URL: model.url, REDIS_URL: redis.url, ...extra });
+  return testConfig({
+    DISCORD_TOKEN: dc.token,
+    DISCORD_API_URL: dc.apiUrl,
+    DISCORD_GUILD_ID: dc.guildId,
+    ANTHROPIC_API_KEY: "fake-shards-anthropic-key-000",
+    ANTHROPIC_BASE_URL: model.url,
+    REDIS_URL: redis.url,
+    ...extra,
+  });
 }
 
 describe("two adapter processes on two shards", () => {
@@ -52,7 +60,15 @@ describe("two adapter processes on two shards", () => {
     const config = envFor(dc, extra);
     const { log, lines: logged } = captureLogger("info");
     lines.push(logged);
-    const bot = await startBot({ config, log, redisUrl: redis.url, toolbox, role, prefix: "shards", agent: role === "worker" ? { runAgent, client: createAnthropicClient(config, { maxRetries: 1 }) } : undefined });
+    const bot = await startBot({
+      config,
+      log,
+      redisUrl: redis.url,
+      toolbox,
+      role,
+      prefix: "shards",
+      agent: role === "worker" ? { runAgent, client: createAnthropicClient(config, { maxRetries: 1 }) } : undefined,
+    });
     parts.push(bot);
     return bot;
   }
@@ -74,7 +90,10 @@ describe("two adapter processes on two shards", () => {
     expect(shardOf(dc.guildId, 2)).toBe(1);
     const shard0 = await startPart({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "0" }, "adapter");
     const shard1 = await startPart({ DISCORD_SHARD_COUNT: "2", DISCORD_SHARDS: "1" }, "adapter");
-    expect(dc.readyShards.sort()).toEqual([[0, 2], [1, 2]]);
+    expect(dc.readyShards.sort()).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
     const [a0, a1] = [shard0.adapters[0] as DiscordAdapter, shard1.adapters[0] as DiscordAdapter];
     // Each part knows only the guilds of its shard.
     expect([...a0.client!.guilds.cache.keys()]).toEqual([GUILD_ON_SHARD_0]);
@@ -87,18 +106,30 @@ describe("two adapter processes on two shards", () => {
     const inShard0 = dc.sendUserMessage(alice, `<@${dc.bot.id}> calc 20 + 1`, { channelId: channel0 });
     const inShard1 = dc.sendUserMessage(alice, `<@${dc.bot.id}> calc 20 + 2`, { channelId: dc.channelId });
     const dm = dc.sendUserMessage(alice, "calc 20 + 3", { dm: true });
-    await dc.waitFor(() => ["21", "22", "23"].every((n) => dc.sent.some((m) => m.content.includes(n))), 20_000, "three answers");
+    await dc.waitFor(
+      () => ["21", "22", "23"].every((n) => dc.sent.some((m) => m.content.includes(n))),
+      20_000,
+      "three answers",
+    );
     await new Promise((r) => setTimeout(r, 1000)); // a duplicate answer would show up by now
-    expect(dc.sent.filter((m) => m.channelId === channel0).map((m) => m.content)).toEqual([expect.stringContaining("21")]);
-    expect(dc.sent.filter((m) => m.channelId === dc.channelId).map((m) => m.content)).toEqual([expect.stringContaining("22")]);
-    expect(dc.sent.filter((m) => m.channelId === dm.channel_id).map((m) => m.content)).toEqual([expect.stringContaining("23")]);
+    expect(dc.sent.filter((m) => m.channelId === channel0).map((m) => m.content)).toEqual([
+      expect.stringContaining("21"),
+    ]);
+    expect(dc.sent.filter((m) => m.channelId === dc.channelId).map((m) => m.content)).toEqual([
+      expect.stringContaining("22"),
+    ]);
+    expect(dc.sent.filter((m) => m.channelId === dm.channel_id).map((m) => m.content)).toEqual([
+      expect.stringContaining("23"),
+    ]);
     // Shard 0's part got its guild's message and the DM; shard 1's part only its guild's.
     expect(seen[0].sort()).toEqual([inShard0.id, dm.id].sort());
     expect(seen[1]).toEqual([inShard1.id]);
 
     expect(dc.commandRegistrations).toHaveLength(1);
     expect(lines[1]!.some((l) => l.includes("slash commands registered"))).toBe(true);
-    expect(lines[2]!.some((l) => l.includes("slash commands are registered by the process that runs shard 0"))).toBe(true);
+    expect(lines[2]!.some((l) => l.includes("slash commands are registered by the process that runs shard 0"))).toBe(
+      true,
+    );
     // /health per process: ready when this process's shards are.
     expect(a0.isConnected()).toBe(true);
     expect(a1.isConnected()).toBe(true);
@@ -112,7 +143,15 @@ describe("two adapter processes on two shards", () => {
     const adapter = all.adapters[0] as DiscordAdapter;
     expect(adapter.client!.options.shards).toEqual([0, 1]);
     expect(adapter.client!.options.shardCount).toBe(2);
-    expect(dc.identifies.slice(before).map((d) => d.shard).sort()).toEqual([[0, 2], [1, 2]]);
+    expect(
+      dc.identifies
+        .slice(before)
+        .map((d) => d.shard)
+        .sort(),
+    ).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
     expect([...adapter.client!.guilds.cache.keys()].sort()).toEqual([dc.guildId, GUILD_ON_SHARD_0].sort());
     expect(adapter.isConnected()).toBe(true);
   }, 60_000);
@@ -133,7 +172,12 @@ describe("the fake gateway refuses a bad shard pair", () => {
       ws.on("message", (raw) => {
         const payload = JSON.parse(String(raw)) as { op: number };
         if (payload.op !== 10) return;
-        ws.send(JSON.stringify({ op: 2, d: { token: dc.token, intents: 1, properties: { os: "linux", browser: "test", device: "test" }, shard } }));
+        ws.send(
+          JSON.stringify({
+            op: 2,
+            d: { token: dc.token, intents: 1, properties: { os: "linux", browser: "test", device: "test" }, shard },
+          }),
+        );
       });
     });
   }

@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 async function refusal(p: Promise<unknown>): Promise<DiscordAPIError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(DiscordAPIError);
   return e as DiscordAPIError;
 }
@@ -35,11 +38,25 @@ describe("the fake Discord follows Discord's OpenAPI description", () => {
     expect(await refusal(rest.get("/channels/1/messages/2/pins" as never))).toMatchObject({ status: 404, code: 0 });
     expect(await refusal(rest.put(Routes.channelTyping(fake.channelId)))).toMatchObject({ status: 405, code: 0 });
     expect(await refusal(rest.post(Routes.channelTyping("general")))).toMatchObject({ status: 400, code: 50035 });
-    await refusal(rest.get(Routes.channelMessage(fake.channelId, "1"), { query: new URLSearchParams({ with_reactions: "true" }) }));
+    await refusal(
+      rest.get(Routes.channelMessage(fake.channelId, "1"), { query: new URLSearchParams({ with_reactions: "true" }) }),
+    );
     expect(violations()).toEqual([
-      ["GET /api/v10/channels/1/messages/2/pins", ["GET /api/v10/channels/1/messages/2/pins: no such route in Discord's API"]],
-      ["PUT /api/v10/channels/810000000000000001/typing", ["PUT /api/v10/channels/810000000000000001/typing: /channels/{channel_id}/typing has no PUT"]],
-      ["POST /channels/{channel_id}/typing", ['channel_id: "general" must match pattern "^(0|[1-9][0-9]*)$"', 'channel_id: "general" must match format "snowflake"']],
+      [
+        "GET /api/v10/channels/1/messages/2/pins",
+        ["GET /api/v10/channels/1/messages/2/pins: no such route in Discord's API"],
+      ],
+      [
+        "PUT /api/v10/channels/810000000000000001/typing",
+        ["PUT /api/v10/channels/810000000000000001/typing: /channels/{channel_id}/typing has no PUT"],
+      ],
+      [
+        "POST /channels/{channel_id}/typing",
+        [
+          'channel_id: "general" must match pattern "^(0|[1-9][0-9]*)$"',
+          'channel_id: "general" must match format "snowflake"',
+        ],
+      ],
       ["GET /channels/{channel_id}/messages/{message_id}", ["with_reactions: not a query parameter of this route"]],
     ]);
   });
@@ -47,10 +64,17 @@ describe("the fake Discord follows Discord's OpenAPI description", () => {
   it("validates a message body against its schema, nested objects and unions included, and refuses fields the spec does not define", async () => {
     const create = (body: unknown) => refusal(rest.post(Routes.channelMessages(fake.channelId), { body }));
     const unknown = await create({ content: "hi", colour: 3 });
-    expect(unknown).toMatchObject({ status: 400, code: 50035, rawError: { errors: { colour: { _errors: [{ message: "not a field the spec defines here" }] } } } });
+    expect(unknown).toMatchObject({
+      status: 400,
+      code: 50035,
+      rawError: { errors: { colour: { _errors: [{ message: "not a field the spec defines here" }] } } },
+    });
     await create({ content: "hi", allowed_mentions: { parse: ["user"] } });
     await create({ content: "hi", message_reference: { message_id: 42 } });
-    await create({ content: "hi", components: [{ type: 1, components: [{ type: 2, style: 1, label: "x".repeat(81), custom_id: "a" }] }] });
+    await create({
+      content: "hi",
+      components: [{ type: 1, components: [{ type: 2, style: 1, label: "x".repeat(81), custom_id: "a" }] }],
+    });
     await create({ content: "hi", embeds: [{ title: "t", colour: 5 }] });
     expect(violations().map(([, problems]) => problems)).toEqual([
       ["colour: not a field the spec defines here"],
@@ -66,7 +90,10 @@ describe("the fake Discord follows Discord's OpenAPI description", () => {
     await refusal(rest.post(Routes.channelMessages(fake.channelId), { body: { content: "a".repeat(2001) } }));
     const sent = fake.sent.at(-1)!;
     await refusal(rest.patch(Routes.channelMessage(sent.channelId, sent.id), { body: { content: "b".repeat(2001) } }));
-    expect(violations().map(([, problems]) => problems)).toEqual([["content: must NOT have more than 2000 characters"], ["content: must NOT have more than 2000 characters"]]);
+    expect(violations().map(([, problems]) => problems)).toEqual([
+      ["content: must NOT have more than 2000 characters"],
+      ["content: must NOT have more than 2000 characters"],
+    ]);
     expect(DISCORD_SPEC_EXCEPTIONS.map((e) => [e.at, e.value])).toEqual([
       ["/components/schemas/MessageCreateRequest/properties/content/maxLength", 2000],
       ["/components/schemas/MessageEditRequestPartial/properties/content/maxLength", 2000],
@@ -76,17 +103,41 @@ describe("the fake Discord follows Discord's OpenAPI description", () => {
 
   it("checks a multipart body's payload_json and the names of its file parts", async () => {
     const files = [{ name: "note.txt", data: Buffer.from("hello") }];
-    await rest.post(Routes.channelMessages(fake.channelId), { body: { content: "with a file", attachments: [{ id: "0", filename: "note.txt" }] }, files });
-    await refusal(rest.post(Routes.channelMessages(fake.channelId), { body: { content: "with a file", enforce_nonce: "yes" }, files }));
+    await rest.post(Routes.channelMessages(fake.channelId), {
+      body: { content: "with a file", attachments: [{ id: "0", filename: "note.txt" }] },
+      files,
+    });
+    await refusal(
+      rest.post(Routes.channelMessages(fake.channelId), {
+        body: { content: "with a file", enforce_nonce: "yes" },
+        files,
+      }),
+    );
     expect(violations().map(([, problems]) => problems)).toEqual([["enforce_nonce: must be boolean,null"]]);
   });
 
   it("refuses enforce_nonce in an interaction callback's data and tts in an edit of the original response: Discord defines neither there", () => {
     const callback = (data: Record<string, unknown>) =>
-      checkDiscordRequest({ method: "POST", path: `/api/v10/interactions/${fake.applicationId}/token/callback`, query: new URLSearchParams({ with_response: "false" }), body: { type: 4, data } });
-    expect(callback({ content: "hi", tts: false, flags: 64, allowed_mentions: { parse: [] }, components: [] })).toEqual({ ok: true, route: "POST /interactions/{interaction_id}/{interaction_token}/callback" });
-    expect(callback({ content: "hi", tts: false, enforce_nonce: false })).toMatchObject({ ok: false, status: 400, problems: ["data.enforce_nonce: not a field the spec defines here"] });
-    const edit = checkDiscordRequest({ method: "PATCH", path: `/api/v10/webhooks/${fake.applicationId}/token/messages/@original`, query: new URLSearchParams(), body: { content: "hi", tts: false } });
+      checkDiscordRequest({
+        method: "POST",
+        path: `/api/v10/interactions/${fake.applicationId}/token/callback`,
+        query: new URLSearchParams({ with_response: "false" }),
+        body: { type: 4, data },
+      });
+    expect(callback({ content: "hi", tts: false, flags: 64, allowed_mentions: { parse: [] }, components: [] })).toEqual(
+      { ok: true, route: "POST /interactions/{interaction_id}/{interaction_token}/callback" },
+    );
+    expect(callback({ content: "hi", tts: false, enforce_nonce: false })).toMatchObject({
+      ok: false,
+      status: 400,
+      problems: ["data.enforce_nonce: not a field the spec defines here"],
+    });
+    const edit = checkDiscordRequest({
+      method: "PATCH",
+      path: `/api/v10/webhooks/${fake.applicationId}/token/messages/@original`,
+      query: new URLSearchParams(),
+      body: { content: "hi", tts: false },
+    });
     expect(edit).toMatchObject({ ok: false, problems: ["tts: not a field the spec defines here"] });
   });
 });

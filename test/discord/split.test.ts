@@ -36,7 +36,10 @@ describe("splitMessage", () => {
       expect(fences(c) % 2).toBe(0);
     }
     expect(chunks.slice(1, -1).every((c) => c.startsWith("```python\n"))).toBe(true);
-    const printed = chunks.join("\n").match(/print\((\d+)\)/g)!.map((m) => Number(/\d+/.exec(m)![0]));
+    const printed = chunks
+      .join("\n")
+      .match(/print\((\d+)\)/g)!
+      .map((m) => Number(/\d+/.exec(m)![0]));
     expect(printed).toEqual(Array.from({ length: 30 }, (_, i) => i));
   });
 
@@ -46,7 +49,12 @@ describe("splitMessage", () => {
     for (const c of chunks) {
       expect(c.startsWith("~~~")).toBe(true);
       expect(c.endsWith("~~~")).toBe(true);
-      expect(c.split("\n").slice(1, -1).every((l) => l.startsWith("    indented"))).toBe(true);
+      expect(
+        c
+          .split("\n")
+          .slice(1, -1)
+          .every((l) => l.startsWith("    indented")),
+      ).toBe(true);
     }
   });
 

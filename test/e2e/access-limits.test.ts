@@ -9,7 +9,11 @@ import { FakeDiscord, type FakeUser, type SentMessage } from "../fakes/discord.j
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
-const user = (n: number, name: string): FakeUser => ({ id: `72000000000000${String(n).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name });
+const user = (n: number, name: string): FakeUser => ({
+  id: `72000000000000${String(n).padStart(4, "0")}`,
+  username: name.toLowerCase(),
+  global_name: name,
+});
 const ADMIN = user(1, "Owner");
 const ALICE = user(2, "Alice");
 const BOB = user(3, "Bob");
@@ -55,7 +59,11 @@ async function silent(author: FakeUser, content: string, channelId?: string): Pr
 }
 
 /** Runs a slash command; resolves with the (ephemeral) reply text. */
-async function slash(author: FakeUser, name: string, options: Parameters<FakeDiscord["slashCommand"]>[2] = {}): Promise<string> {
+async function slash(
+  author: FakeUser,
+  name: string,
+  options: Parameters<FakeDiscord["slashCommand"]>[2] = {},
+): Promise<string> {
   const i = stack.discord.slashCommand(author, name, options);
   const res = await stack.discord.waitFor(() => i.response, ANSWER_TIMEOUT_MS, `/${name} answered`);
   if (res.type === 5) return String((await stack.discord.waitFor(() => i.edits[0], ANSWER_TIMEOUT_MS)).content);
@@ -75,26 +83,30 @@ describe("allowlist on Discord", () => {
     expect(await slash(stranger, "usage", { dm: true })).toContain("私人機器人");
   });
 
-  it("a server channel not enabled stays silent to mentions (one note a day); /enable by an admin makes it answer; a member's /enable and /reset are refused", async () => {
-    const dc = stack.discord;
-    const mention = `<@${dc.bot.id}>`;
-    const channel = dc.channelId;
-    const note = await ask(ALICE, `${mention} calc 4 * 4`, channel);
-    expect(note.content).toContain("/enable");
-    await silent(ALICE, `${mention} calc 4 * 5`, channel);
-    expect(modelSaw(stack, "calc 4 *")).toBe(false);
+  it(
+    "a server channel not enabled stays silent to mentions (one note a day); /enable by an " +
+      "admin makes it answer; a member's /enable and /reset are refused",
+    async () => {
+      const dc = stack.discord;
+      const mention = `<@${dc.bot.id}>`;
+      const channel = dc.channelId;
+      const note = await ask(ALICE, `${mention} calc 4 * 4`, channel);
+      expect(note.content).toContain("/enable");
+      await silent(ALICE, `${mention} calc 4 * 5`, channel);
+      expect(modelSaw(stack, "calc 4 *")).toBe(false);
 
-    expect(await slash(ALICE, "enable")).toContain("只有機器人管理員");
-    await silent(ALICE, `${mention} calc 4 * 6`, channel);
-    expect(await slash(ADMIN, "enable")).toContain("已在這裡啟用");
-    expect((await ask(ALICE, `${mention} calc 4 * 7`, channel)).content).toContain("28");
+      expect(await slash(ALICE, "enable")).toContain("只有機器人管理員");
+      await silent(ALICE, `${mention} calc 4 * 6`, channel);
+      expect(await slash(ADMIN, "enable")).toContain("已在這裡啟用");
+      expect((await ask(ALICE, `${mention} calc 4 * 7`, channel)).content).toContain("28");
 
-    expect(await slash(ALICE, "reset")).toContain("只有群組管理員");
-    expect(await slash(ALICE, "reset", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS })).toContain("忘掉");
-    expect(await slash(ADMIN, "disable")).toContain("已在這裡停用");
-    await silent(ALICE, `${mention} calc 4 * 8`, channel);
-    expect(modelSaw(stack, "calc 4 * 8")).toBe(false);
-  });
+      expect(await slash(ALICE, "reset")).toContain("只有群組管理員");
+      expect(await slash(ALICE, "reset", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS })).toContain("忘掉");
+      expect(await slash(ADMIN, "disable")).toContain("已在這裡停用");
+      await silent(ALICE, `${mention} calc 4 * 8`, channel);
+      expect(modelSaw(stack, "calc 4 * 8")).toBe(false);
+    },
+  );
 
   it("rate limit: the 11th message in a minute gets the slow-down answer and no model request", async () => {
     for (let n = 1; n <= 10; n += 1) expect((await ask(CAROL, `calc ${n} * 100`)).content).toContain(String(n * 100));
@@ -121,7 +133,11 @@ describe("allowlist on Discord", () => {
     expect(busy.content).toContain("我還在處理這個聊天的訊息");
     await stack.restartWorker();
     await stack.discord.waitFor(() => sentIn(dm).length === 4, ANSWER_TIMEOUT_MS, "the three queued answers");
-    expect(sentIn(dm).slice(1).map((m) => m.content)).toEqual(["calculate: 1 * 1000 = 1000", "calculate: 2 * 1000 = 2000", "calculate: 3 * 1000 = 3000"]);
+    expect(
+      sentIn(dm)
+        .slice(1)
+        .map((m) => m.content),
+    ).toEqual(["calculate: 1 * 1000 = 1000", "calculate: 2 * 1000 = 2000", "calculate: 3 * 1000 = 3000"]);
     expect(modelSaw(stack, "calc 4 * 1000")).toBe(false);
   });
 });

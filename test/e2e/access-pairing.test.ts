@@ -28,7 +28,16 @@ const BUDGET = 300;
 let stack: Stack;
 let redis: RedisClient;
 useStack(
-  { env: { ACCESS_POLICY: "pairing", ADMIN_USERS: `telegram:${ADMIN}`, ALLOWED_USERS: ` telegram:${ALLOWED} `, USER_DAILY_TOKENS: String(BUDGET), RATE_LIMIT_PER_MINUTE: "10", MAX_QUEUED_PER_CHAT: "20" } },
+  {
+    env: {
+      ACCESS_POLICY: "pairing",
+      ADMIN_USERS: `telegram:${ADMIN}`,
+      ALLOWED_USERS: ` telegram:${ALLOWED} `,
+      USER_DAILY_TOKENS: String(BUDGET),
+      RATE_LIMIT_PER_MINUTE: "10",
+      MAX_QUEUED_PER_CHAT: "20",
+    },
+  },
   (started, connection) => {
     stack = started;
     redis = connection;
@@ -52,7 +61,11 @@ async function access(...args: string[]): Promise<{ code: number; stdout: string
     MODEL_PRICES: "15,75,18.75,1.5",
   };
   try {
-    const { stdout, stderr } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), { cwd: root, env, timeout: 60_000 });
+    const { stdout, stderr } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), {
+      cwd: root,
+      env,
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -129,39 +142,48 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await ask(tg.privateChat(member), member, `/approve ${code}`)).text).toContain("只有機器人管理員");
     const admin = tg.user(ADMIN, "Owner");
     const before = sentTo(tg.privateChat(stranger)).length;
-    expect((await ask(tg.privateChat(admin), admin, `/approve ${code}`)).text).toContain(`已核准 Visitor（telegram:${stranger.id}）`);
+    expect((await ask(tg.privateChat(admin), admin, `/approve ${code}`)).text).toContain(
+      `已核准 Visitor（telegram:${stranger.id}）`,
+    );
     await tg.waitFor(() => sentTo(tg.privateChat(stranger))[before], ANSWER_TIMEOUT_MS, "you are in");
     expect((await ask(tg.privateChat(stranger), stranger, "say 9")).text).toBe("You said: say 9");
   });
 
-  it("a flood of throwaway accounts cannot lock pairing: past 50 pending codes the oldest gives way, a new stranger still gets a code, and the listing counts it", async () => {
-    const tg = stack.telegram;
-    // Issue 26: three throwaway accounts used to fill the platform's pending codes for an hour, renewable.
-    const flood = Array.from({ length: MAX_PENDING_CODES }, (_, i) => tg.user(96000 + i, `Throwaway${i}`));
-    // The first account's code is the oldest; the other 49 ask at once.
-    const codeOf = async (account: User) => CODE.exec((await ask(tg.privateChat(account), account, "hello")).text)?.[1] ?? "";
-    const codes = [await codeOf(flood[0]!), ...(await Promise.all(flood.slice(1).map(codeOf)))];
-    expect(new Set(codes).size).toBe(MAX_PENDING_CODES);
-    const late = tg.user(96100, "Late");
-    const answer = await ask(tg.privateChat(late), late, "hello");
-    const lateCode = CODE.exec(answer.text)?.[1];
-    expect(lateCode).toBeDefined();
-    expect(answer.text).toContain("配對碼");
+  it(
+    "a flood of throwaway accounts cannot lock pairing: past 50 pending codes the oldest gives " +
+      "way, a new stranger still gets a code, and the listing counts it",
+    async () => {
+      const tg = stack.telegram;
+      // Issue 26: three throwaway accounts used to fill the platform's pending codes for an hour, renewable.
+      const flood = Array.from({ length: MAX_PENDING_CODES }, (_, i) => tg.user(96000 + i, `Throwaway${i}`));
+      // The first account's code is the oldest; the other 49 ask at once.
+      const codeOf = async (account: User) =>
+        CODE.exec((await ask(tg.privateChat(account), account, "hello")).text)?.[1] ?? "";
+      const codes = [await codeOf(flood[0]!), ...(await Promise.all(flood.slice(1).map(codeOf)))];
+      expect(new Set(codes).size).toBe(MAX_PENDING_CODES);
+      const late = tg.user(96100, "Late");
+      const answer = await ask(tg.privateChat(late), late, "hello");
+      const lateCode = CODE.exec(answer.text)?.[1];
+      expect(lateCode).toBeDefined();
+      expect(answer.text).toContain("配對碼");
 
-    const list = await access("list");
-    expect(list.code).toBe(0);
-    expect(list.stdout).toContain(`${lateCode}  telegram:${late.id}  Late`);
-    // The oldest pending code (this file's earlier strangers were approved) gave way to the late one.
-    expect(list.stdout).not.toContain(`${codes[0]}  `);
-    expect(list.stdout).toContain(`${codes[1]}  telegram:${flood[1]!.id}  Throwaway1`);
-    expect(list.stdout).toMatch(/^ {2}telegram: 0 over the limit of 3 codes a day per person, 1 pending codes gave way to newer ones \(at most 50 wait\) — since \d{4}-\d{2}-\d{2}T/m);
-    expect((await access("approve", codes[0]!)).code).toBe(1);
-    // The account whose code gave way gets a new one when it writes again.
-    const again = CODE.exec((await ask(tg.privateChat(flood[0]!), flood[0]!, "hello?")).text)?.[1];
-    expect(again).toBeDefined();
-    expect(again).not.toBe(codes[0]);
-    expect((await access("approve", lateCode!)).code).toBe(0);
-  });
+      const list = await access("list");
+      expect(list.code).toBe(0);
+      expect(list.stdout).toContain(`${lateCode}  telegram:${late.id}  Late`);
+      // The oldest pending code (this file's earlier strangers were approved) gave way to the late one.
+      expect(list.stdout).not.toContain(`${codes[0]}  `);
+      expect(list.stdout).toContain(`${codes[1]}  telegram:${flood[1]!.id}  Throwaway1`);
+      expect(list.stdout).toMatch(
+        /^ {2}telegram: 0 over the limit of 3 codes a day per person, 1 pending codes gave way to newer ones \(at most 50 wait\) — since \d{4}-\d{2}-\d{2}T/m,
+      );
+      expect((await access("approve", codes[0]!)).code).toBe(1);
+      // The account whose code gave way gets a new one when it writes again.
+      const again = CODE.exec((await ask(tg.privateChat(flood[0]!), flood[0]!, "hello?")).text)?.[1];
+      expect(again).toBeDefined();
+      expect(again).not.toBe(codes[0]);
+      expect((await access("approve", lateCode!)).code).toBe(0);
+    },
+  );
 
   it("names with line breaks, terminal escapes and bidi controls are one plain row in npm run access -- list", async () => {
     const tg = stack.telegram;
@@ -174,9 +196,15 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     const rows = list.stdout.split("\n");
     // One line, spaces for the line break and the controls, the bidi and zero-width characters gone; the listing shows 64 characters of it.
     const plain = `Eve ZZZZZZZZ telegram:${ADMIN} Owner expires 2099-01-01T00:00:00.000Z gnp.exe [2J`;
-    expect(rows.filter((r) => r.startsWith(`  ${code}  telegram:${eve.id}  ${plain.slice(0, 64)}  expires 20`))).toHaveLength(1);
+    expect(
+      rows.filter((r) => r.startsWith(`  ${code}  telegram:${eve.id}  ${plain.slice(0, 64)}  expires 20`)),
+    ).toHaveLength(1);
     // No row of its own for the forged id, and no control or bidi character reaches the terminal.
-    expect(rows.filter((r) => r.includes(`telegram:${ADMIN}`) && !r.startsWith(`  ${code}  `)).every((r) => r.startsWith("admins (ADMIN_USERS)"))).toBe(true);
+    expect(
+      rows
+        .filter((r) => r.includes(`telegram:${ADMIN}`) && !r.startsWith(`  ${code}  `))
+        .every((r) => r.startsWith("admins (ADMIN_USERS)")),
+    ).toBe(true);
     expect(list.stdout.replace(/\n/g, "")).not.toMatch(/[\p{Cc}\p{Cf}]/u);
     const approved = await access("approve", code!);
     expect(approved.stdout).toBe(`approved ${plain.slice(0, 64)} (telegram:${eve.id})\nthey were told they are in\n`);
@@ -210,40 +238,52 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect(modelSaw(stack, "calc 8 * 8")).toBe(false);
   });
 
-  it("a budget of a few hundred tokens is crossed by one model call: the run stops before the next; the next message is refused without a model call; /usage shows the model's usage", async () => {
-    const tg = stack.telegram;
-    const user = tg.user(ALLOWED, "Allowed");
-    const dm = tg.privateChat(user);
-    const first = await ask(dm, user, "calc 1201 * 3");
-    // The budget is checked before every model call: the call that would have answered the tool result is not made.
-    expect(first.text).toContain("今天的用量已達上限");
-    const used = stack.model.answered.filter((a) => JSON.stringify(a.request.messages).includes("calc 1201 * 3"));
-    expect(used.length).toBe(1); // the tool call only
-    const sum = (k: "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | "cache_read_input_tokens") => used.reduce((n, a) => n + a.usage[k], 0);
-    const total = sum("input_tokens") + sum("output_tokens") + sum("cache_creation_input_tokens") + sum("cache_read_input_tokens");
-    expect(total).toBeGreaterThan(BUDGET);
+  it(
+    "a budget of a few hundred tokens is crossed by one model call: the run stops before the " +
+      "next; the next message is refused without a model call; /usage shows the model's usage",
+    async () => {
+      const tg = stack.telegram;
+      const user = tg.user(ALLOWED, "Allowed");
+      const dm = tg.privateChat(user);
+      const first = await ask(dm, user, "calc 1201 * 3");
+      // The budget is checked before every model call: the call that would have answered the tool result is not made.
+      expect(first.text).toContain("今天的用量已達上限");
+      const used = stack.model.answered.filter((a) => JSON.stringify(a.request.messages).includes("calc 1201 * 3"));
+      expect(used.length).toBe(1); // the tool call only
+      const sum = (k: "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | "cache_read_input_tokens") =>
+        used.reduce((n, a) => n + a.usage[k], 0);
+      const total =
+        sum("input_tokens") +
+        sum("output_tokens") +
+        sum("cache_creation_input_tokens") +
+        sum("cache_read_input_tokens");
+      expect(total).toBeGreaterThan(BUDGET);
 
-    const requests = stack.model.requests.length;
-    const refused = await ask(dm, user, "calc 1301 * 3");
-    expect(refused.text).toContain("今天的用量已達上限");
-    expect(refused.text).toContain("Asia/Taipei");
-    expect(stack.model.requests.length).toBe(requests);
-    expect(modelSaw(stack, "calc 1301 * 3")).toBe(false);
+      const requests = stack.model.requests.length;
+      const refused = await ask(dm, user, "calc 1301 * 3");
+      expect(refused.text).toContain("今天的用量已達上限");
+      expect(refused.text).toContain("Asia/Taipei");
+      expect(stack.model.requests.length).toBe(requests);
+      expect(modelSaw(stack, "calc 1301 * 3")).toBe(false);
 
-    const usage = (await ask(dm, user, "/usage")).text;
-    expect(usage).toContain(`${total} tokens，${used.length} 次模型呼叫（輸入 ${sum("input_tokens")}、輸出 ${sum("output_tokens")}、快取寫入 ${sum("cache_creation_input_tokens")}、快取讀取 ${sum("cache_read_input_tokens")}）`);
-    expect(usage).toContain(`剩 0 / ${BUDGET} tokens`);
+      const usage = (await ask(dm, user, "/usage")).text;
+      expect(usage).toContain(
+        `${total} tokens，${used.length} 次模型呼叫（輸入 ${sum("input_tokens")}、輸出 ${sum("output_tokens")}、` +
+          `快取寫入 ${sum("cache_creation_input_tokens")}、快取讀取 ${sum("cache_read_input_tokens")}）`,
+      );
+      expect(usage).toContain(`剩 0 / ${BUDGET} tokens`);
 
-    // The admin has no budget, and sees everyone's usage; the CLI shows the same figures with the cost.
-    const admin = tg.user(ADMIN, "Owner");
-    const all = (await ask(tg.privateChat(admin), admin, "/usage all")).text;
-    expect(all).toContain(`telegram:${ALLOWED} — ${total} tokens`);
-    expect((await ask(dm, user, "/usage all")).text).toContain("只有機器人管理員");
-    const cli = await access("usage", `telegram:${ALLOWED}`);
-    expect(cli.code).toBe(0);
-    expect(cli.stdout).toContain(`${total} tokens in ${used.length} model calls`);
-    expect(cli.stdout).toMatch(/Estimated cost: today \$\d/);
-  });
+      // The admin has no budget, and sees everyone's usage; the CLI shows the same figures with the cost.
+      const admin = tg.user(ADMIN, "Owner");
+      const all = (await ask(tg.privateChat(admin), admin, "/usage all")).text;
+      expect(all).toContain(`telegram:${ALLOWED} — ${total} tokens`);
+      expect((await ask(dm, user, "/usage all")).text).toContain("只有機器人管理員");
+      const cli = await access("usage", `telegram:${ALLOWED}`);
+      expect(cli.code).toBe(0);
+      expect(cli.stdout).toContain(`${total} tokens in ${used.length} model calls`);
+      expect(cli.stdout).toMatch(/Estimated cost: today \$\d/);
+    },
+  );
 
   it("the CLI refuses to revoke an env-listed user and says where it comes from; allow and revoke work while the bot runs", async () => {
     const revoke = await access("revoke", `telegram:${ALLOWED}`);
@@ -258,30 +298,40 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await access("allow", "nonsense")).code).toBe(2);
   });
 
-  // Four CLI processes: on one Redis only (the cluster run gains nothing here: the memory store's keys are one per person, tested on the cluster by memory-telegram).
-  it.skipIf(process.env.TEST_REDIS === "cluster")("npm run access -- memory / forget show and erase a person's memory, the terminal chat's user's too; a group is refused", async () => {
-    const memory = new MemoryStore(redis);
-    const person = { kind: "personal" as const, platform: "telegram" as const, userId: String(ALLOWED) };
-    const terminal = { kind: "personal" as const, platform: "console" as const, userId: "root" };
-    await memory.update(person, () => ({ files: new Map([["/memories/home.md", "住在新竹\n\u001b[31m養貓"]]), result: undefined }));
-    await memory.update(terminal, () => ({ files: new Map([["/memories/me.md", "prefers English"]]), result: undefined }));
+  // Four CLI processes: on one Redis only (the cluster run gains nothing here: the memory store's keys are one per
+  // person, tested on the cluster by memory-telegram).
+  it.skipIf(process.env.TEST_REDIS === "cluster")(
+    "npm run access -- memory / forget show and erase a person's memory, the terminal chat's user's too; a group is refused",
+    async () => {
+      const memory = new MemoryStore(redis);
+      const person = { kind: "personal" as const, platform: "telegram" as const, userId: String(ALLOWED) };
+      const terminal = { kind: "personal" as const, platform: "console" as const, userId: "root" };
+      await memory.update(person, () => ({
+        files: new Map([["/memories/home.md", "住在新竹\n\u001b[31m養貓"]]),
+        result: undefined,
+      }));
+      await memory.update(terminal, () => ({
+        files: new Map([["/memories/me.md", "prefers English"]]),
+        result: undefined,
+      }));
 
-    const shown = await access("memory", `telegram:${ALLOWED}`);
-    expect(shown.code).toBe(0);
-    expect(shown.stdout).toContain(`memory of telegram:${ALLOWED}`);
-    expect(shown.stdout).toContain("/memories/home.md");
-    expect(shown.stdout).toContain("  住在新竹\n");
-    expect(shown.stdout).not.toContain("\u001b"); // the model's words reach the terminal as plain text
-    const console_ = await access("memory", "console:root");
-    expect(console_.code).toBe(0);
-    expect(console_.stdout).toContain("memory of console:root");
-    expect(console_.stdout).toContain("  prefers English");
+      const shown = await access("memory", `telegram:${ALLOWED}`);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain(`memory of telegram:${ALLOWED}`);
+      expect(shown.stdout).toContain("/memories/home.md");
+      expect(shown.stdout).toContain("  住在新竹\n");
+      expect(shown.stdout).not.toContain("\u001b"); // the model's words reach the terminal as plain text
+      const console_ = await access("memory", "console:root");
+      expect(console_.code).toBe(0);
+      expect(console_.stdout).toContain("memory of console:root");
+      expect(console_.stdout).toContain("  prefers English");
 
-    expect((await access("forget", "console:root")).stdout).toContain("erased the memory of console:root (1 file)");
-    expect(await memory.read(terminal)).toEqual([]);
-    expect((await memory.read(person)).length).toBe(1); // nobody else's
-    const group = await access("memory", "telegram:-100123");
-    expect(group.code).toBe(2);
-    expect(group.stderr).toContain("is a Telegram group, not a person");
-  });
+      expect((await access("forget", "console:root")).stdout).toContain("erased the memory of console:root (1 file)");
+      expect(await memory.read(terminal)).toEqual([]);
+      expect((await memory.read(person)).length).toBe(1); // nobody else's
+      const group = await access("memory", "telegram:-100123");
+      expect(group.code).toBe(2);
+      expect(group.stderr).toContain("is a Telegram group, not a person");
+    },
+  );
 });

@@ -40,7 +40,11 @@ function buttonsOf(messageId: string): Button[] {
 /** The approval prompt the bot posted in `channelId` after `since` (ms): a message with buttons. */
 async function promptIn(channelId: string, since = 0): Promise<SentMessage> {
   const dc = stack.discord;
-  return dc.waitFor(() => dc.sent.find((m) => m.channelId === channelId && m.at >= since && buttonsOf(m.id).length > 0), WAIT, `an approval prompt in ${channelId}`);
+  return dc.waitFor(
+    () => dc.sent.find((m) => m.channelId === channelId && m.at >= since && buttonsOf(m.id).length > 0),
+    WAIT,
+    `an approval prompt in ${channelId}`,
+  );
 }
 
 /** The `custom_id` of the prompt's approve (`y`) or decline (`n`) button. */
@@ -154,7 +158,11 @@ it("another member's click and reaction are refused (ephemeral reply naming the 
 
   const own = dc.clickButton(carol, prompt.id, button(prompt, true));
   expect(await ephemeralReply(own)).toBe("已確認，處理中…");
-  const answer = await dc.waitFor(() => answers(dc.channelId, "delete_todo: 已刪除：#1 訂機票")[0], WAIT, "the final answer");
+  const answer = await dc.waitFor(
+    () => answers(dc.channelId, "delete_todo: 已刪除：#1 訂機票")[0],
+    WAIT,
+    "the final answer",
+  );
   expect(answer.content).toBe("delete_todo: 已刪除：#1 訂機票");
   await closed(prompt, "已確認");
   expect(await todoLines(redis, "discord", carol.id)).toEqual([]);
@@ -177,7 +185,9 @@ it("a double click runs the tool once", async () => {
   await quietWindow(500);
   expect(answers(channel, "delete_todo:").map((m) => m.content)).toEqual(["delete_todo: 已刪除：#1 洗車"]);
   expect(await todoLines(redis, "discord", eve.id)).toEqual(["#2 買花"]);
-  const deletions = freshResults(stack, "delete #1 (double click)").flat().filter((r) => r.name === "delete_todo");
+  const deletions = freshResults(stack, "delete #1 (double click)")
+    .flat()
+    .filter((r) => r.name === "delete_todo");
   expect(deletions).toEqual([{ name: "delete_todo", content: "已刪除：#1 洗車", isError: false }]);
 });
 
@@ -196,7 +206,9 @@ it("a click plus a ✅ reaction runs the tool once", async () => {
   await quietWindow(500);
   expect(answers(channel, "delete_todo:").map((m) => m.content)).toEqual(["delete_todo: 已刪除：#1 修腳踏車"]);
   expect(await todoLines(redis, "discord", fay.id)).toEqual(["#2 買米"]);
-  const deletions = freshResults(stack, "(click and reaction)").flat().filter((r) => r.name === "delete_todo");
+  const deletions = freshResults(stack, "(click and reaction)")
+    .flat()
+    .filter((r) => r.name === "delete_todo");
   expect(deletions).toEqual([{ name: "delete_todo", content: "已刪除：#1 修腳踏車", isError: false }]);
   await closed(prompt, "已確認");
 });
@@ -215,7 +227,9 @@ it("a new message while an approval is pending closes it as not confirmed and is
   expect(await todoLines(redis, "discord", gus.id)).toEqual(["#1 整理書桌"]);
   expect(answers(channel, "delete_todo:")).toEqual([]);
   const calcRequest = stack.model.requests.find((r) => JSON.stringify(r.messages).includes("calc 6 * 7"))!;
-  expect(JSON.stringify(calcRequest.messages)).toContain("The user sent a new message instead of confirming delete_todo");
+  expect(JSON.stringify(calcRequest.messages)).toContain(
+    "The user sent a new message instead of confirming delete_todo",
+  );
   // The old approval is gone: a late reaction changes nothing, a follow-up still works.
   dc.react(gus, prompt.id, "✅");
   dc.sendUserMessage(gus, "and tomorrow?", { dm: true });

@@ -12,7 +12,12 @@ import type { FakeRequest } from "../fakes/anthropic.js";
 import type { Stack } from "./harness.js";
 
 /** Adds todos with these titles to the list of `userId` on `platform`; returns their ids (#1, #2, … on a fresh list). */
-export async function seedTodos(redis: RedisClient, platform: Platform, userId: string, titles: string[]): Promise<number[]> {
+export async function seedTodos(
+  redis: RedisClient,
+  platform: Platform,
+  userId: string,
+  titles: string[],
+): Promise<number[]> {
   const ids: number[] = [];
   for (const title of titles) ids.push((await addTodo(redis, { platform, userId }, title))!.id);
   return ids;
@@ -31,7 +36,9 @@ function blocksOf(content: FakeRequest["messages"][number]["content"]): Block[] 
 
 /** Whether a user text block of the request contains `marker`. */
 function mentions(request: FakeRequest, marker: string): boolean {
-  return request.messages.some((m) => m.role === "user" && blocksOf(m.content).some((b) => b.type === "text" && String(b.text).includes(marker)));
+  return request.messages.some(
+    (m) => m.role === "user" && blocksOf(m.content).some((b) => b.type === "text" && String(b.text).includes(marker)),
+  );
 }
 
 /**
@@ -46,14 +53,18 @@ export function freshResults(stack: Stack, marker: string): { name: string; cont
     .map((r) => {
       const names = new Map<string, string>();
       for (const m of r.messages) {
-        if (m.role === "assistant") for (const b of blocksOf(m.content)) if (b.type === "tool_use") names.set(String(b.id), String(b.name));
+        if (m.role === "assistant")
+          for (const b of blocksOf(m.content)) if (b.type === "tool_use") names.set(String(b.id), String(b.name));
       }
       const last = r.messages[r.messages.length - 1]!;
       return blocksOf(last.content)
         .filter((b) => b.type === "tool_result")
         .map((b) => ({
           name: names.get(String(b.tool_use_id)) ?? "?",
-          content: typeof b.content === "string" ? b.content : ((b.content as Block[] | undefined) ?? []).map((c) => String(c.text ?? "")).join(""),
+          content:
+            typeof b.content === "string"
+              ? b.content
+              : ((b.content as Block[] | undefined) ?? []).map((c) => String(c.text ?? "")).join(""),
           isError: b.is_error === true,
         }));
     })
@@ -80,10 +91,14 @@ export function waitingTool(name: string): { tool: Tool; aborted: { count: numbe
     input: z.object({}),
     run: (_input, context) =>
       new Promise<string>((_resolve, reject) => {
-        context.signal.addEventListener("abort", () => {
-          aborted.count += 1;
-          reject(context.signal.reason as Error);
-        }, { once: true });
+        context.signal.addEventListener(
+          "abort",
+          () => {
+            aborted.count += 1;
+            reject(context.signal.reason as Error);
+          },
+          { once: true },
+        );
       }),
   });
   return { tool, aborted };

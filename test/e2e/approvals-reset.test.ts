@@ -52,7 +52,8 @@ useStack({ model, tools: [holdTool] }, (started, connection) => {
 });
 
 /** The stored history value of a conversation ("" when it has none). */
-const history = async (platform: "telegram" | "discord", chatId: string) => (await redis.get(conversationKeys({ platform, chatId }).history)) ?? "";
+const history = async (platform: "telegram" | "discord", chatId: string) =>
+  (await redis.get(conversationKeys({ platform, chatId }).history)) ?? "";
 
 /** The model requests whose messages contain `needle` in a user text. */
 function requestsWith(needle: string): FakeRequest[] {
@@ -71,18 +72,29 @@ function dm(id: number, name: string): { user: User; chat: Chat } {
 
 async function tgPrompt(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0), WAIT, `an approval prompt in chat ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
+    WAIT,
+    `an approval prompt in chat ${chatId}`,
+  );
 }
 
 function tgButton(prompt: FakeSentMessage, approve: boolean): string {
-  const data = stack.telegram.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(approve ? ":y" : ":n"));
+  const data = stack.telegram
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(approve ? ":y" : ":n"));
   expect(data).toBeDefined();
   return data!;
 }
 
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  const answer = await tg.waitFor(
+    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+    WAIT,
+    `the answer to callback query ${id}`,
+  );
   return String(answer.text ?? "");
 }
 
@@ -91,7 +103,8 @@ async function tgAsk(chat: Chat, from: User, text: string): Promise<string> {
   const tg = stack.telegram;
   const before = tg.sent.filter((m) => m.chatId === chat.id).length;
   tg.sendUserMessage({ chat, from, text });
-  return (await tg.waitFor(() => tg.sent.filter((m) => m.chatId === chat.id)[before], WAIT, `an answer to "${text}"`)).text;
+  return (await tg.waitFor(() => tg.sent.filter((m) => m.chatId === chat.id)[before], WAIT, `an answer to "${text}"`))
+    .text;
 }
 
 it("Telegram: delete → /reset → approve: the prompt is closed as reset, the tool does not run, nothing of before the reset comes back", async () => {
@@ -134,15 +147,25 @@ it("Telegram: a decision accepted before /reset whose run is still under way del
   hold.started = false;
   tg.sendUserMessage({ chat, from: user, text: "hold change inflight-tg" });
   const prompt = await tgPrompt(7302);
-  expect(await toast(tg.pressButton({ from: user, message: prompt, data: tgButton(prompt, true) }))).toBe("已確認，處理中…");
+  expect(await toast(tg.pressButton({ from: user, message: prompt, data: tgButton(prompt, true) }))).toBe(
+    "已確認，處理中…",
+  );
   await tg.waitFor(() => hold.started, WAIT, "the approved tool running");
 
   expect(await tgAsk(chat, user, "/reset")).toContain("忘掉");
   hold.release();
-  const answer = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7302 && m.text.includes("held change done")), WAIT, "the resumed run's answer");
+  const answer = await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 7302 && m.text.includes("held change done")),
+    WAIT,
+    "the resumed run's answer",
+  );
   expect(answer.text).toBe("e2e_reset_hold: held change done");
   expect(prompt.text).toContain("已確認");
-  await tg.waitFor(() => stack.logs().some((l) => String(l.msg).includes("its turns are not added to the history")), WAIT, "the refused append logged");
+  await tg.waitFor(
+    () => stack.logs().some((l) => String(l.msg).includes("its turns are not added to the history")),
+    WAIT,
+    "the refused append logged",
+  );
   expect(await history("telegram", "7302")).toBe("");
 
   expect(await tgAsk(chat, user, "hello after-inflight-tg")).toBe("You said: hello after-inflight-tg");
@@ -170,13 +193,18 @@ function buttonsOf(messageId: string): Button[] {
 
 async function dcPrompt(channelId: string): Promise<SentMessage> {
   const dc = stack.discord;
-  return dc.waitFor(() => dc.sent.find((m) => m.channelId === channelId && buttonsOf(m.id).length > 0), WAIT, `an approval prompt in ${channelId}`);
+  return dc.waitFor(
+    () => dc.sent.find((m) => m.channelId === channelId && buttonsOf(m.id).length > 0),
+    WAIT,
+    `an approval prompt in ${channelId}`,
+  );
 }
 
 async function slash(author: FakeUser, name: string): Promise<string> {
   const i = stack.discord.slashCommand(author, name, { dm: true });
   const res = await stack.discord.waitFor(() => i.response, WAIT, `/${name} answered`);
-  if (res.type === 5) return String((await stack.discord.waitFor(() => i.edits[0], WAIT, `/${name} edited in`)).content);
+  if (res.type === 5)
+    return String((await stack.discord.waitFor(() => i.edits[0], WAIT, `/${name} edited in`)).content);
   return String(res.data?.content);
 }
 
@@ -185,35 +213,41 @@ async function dcAsk(author: FakeUser, content: string): Promise<string> {
   const where = dc.dmChannel(author);
   const before = dc.sent.filter((m) => m.channelId === where).length;
   dc.sendUserMessage(author, content, { dm: true });
-  return (await dc.waitFor(() => dc.sent.filter((m) => m.channelId === where)[before], WAIT, `an answer to "${content}"`)).content;
+  return (
+    await dc.waitFor(() => dc.sent.filter((m) => m.channelId === where)[before], WAIT, `an answer to "${content}"`)
+  ).content;
 }
 
-it("Discord: delete → /reset → approve: the prompt is closed as reset (buttons disabled), the tool does not run, nothing of before the reset comes back", async () => {
-  const dc = stack.discord;
-  const rita = dcUser(1, "Rita");
-  const channel = dc.dmChannel(rita);
-  await seedTodos(redis, "discord", rita.id, ["看牙醫", "買菜"]);
-  dc.sendUserMessage(rita, "delete #1 before-reset-dc", { dm: true });
-  const prompt = await dcPrompt(channel);
+it(
+  "Discord: delete → /reset → approve: the prompt is closed as reset (buttons disabled), the " +
+    "tool does not run, nothing of before the reset comes back",
+  async () => {
+    const dc = stack.discord;
+    const rita = dcUser(1, "Rita");
+    const channel = dc.dmChannel(rita);
+    await seedTodos(redis, "discord", rita.id, ["看牙醫", "買菜"]);
+    dc.sendUserMessage(rita, "delete #1 before-reset-dc", { dm: true });
+    const prompt = await dcPrompt(channel);
 
-  await dc.waitFor(() => dc.reactionUsers(prompt.id, "✅").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
-  expect(await slash(rita, "reset")).toContain("忘掉");
-  // The /reset itself closes the prompt, as an expired one is closed (buttons disabled, the bot's reactions removed).
-  await dc.waitFor(() => dc.message(prompt.id)!.content.includes("對話已重設"), WAIT, "the prompt closed as reset");
-  expect(dc.message(prompt.id)!.content).toBe("⌛ 對話已重設，未執行：刪除待辦 #1「看牙醫」");
-  expect(buttonsOf(prompt.id).every((b) => b.disabled === true)).toBe(true);
-  await dc.waitFor(() => dc.reactionUsers(prompt.id, "✅").length === 0, WAIT, "the bot's reactions removed");
-  // A ✅ reaction on the closed prompt is not a decision any more.
-  dc.react(rita, prompt.id, "✅");
-  await quietWindow(400);
+    await dc.waitFor(() => dc.reactionUsers(prompt.id, "✅").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
+    expect(await slash(rita, "reset")).toContain("忘掉");
+    // The /reset itself closes the prompt, as an expired one is closed (buttons disabled, the bot's reactions removed).
+    await dc.waitFor(() => dc.message(prompt.id)!.content.includes("對話已重設"), WAIT, "the prompt closed as reset");
+    expect(dc.message(prompt.id)!.content).toBe("⌛ 對話已重設，未執行：刪除待辦 #1「看牙醫」");
+    expect(buttonsOf(prompt.id).every((b) => b.disabled === true)).toBe(true);
+    await dc.waitFor(() => dc.reactionUsers(prompt.id, "✅").length === 0, WAIT, "the bot's reactions removed");
+    // A ✅ reaction on the closed prompt is not a decision any more.
+    dc.react(rita, prompt.id, "✅");
+    await quietWindow(400);
 
-  expect(await todoLines(redis, "discord", rita.id)).toEqual(["#1 看牙醫", "#2 買菜"]);
-  expect(dc.sent.filter((m) => m.channelId === channel && m.content.includes("delete_todo:"))).toEqual([]);
-  expect(await history("discord", channel)).toBe("");
+    expect(await todoLines(redis, "discord", rita.id)).toEqual(["#1 看牙醫", "#2 買菜"]);
+    expect(dc.sent.filter((m) => m.channelId === channel && m.content.includes("delete_todo:"))).toEqual([]);
+    expect(await history("discord", channel)).toBe("");
 
-  expect(await dcAsk(rita, "hello after-reset-dc")).toBe("You said: hello after-reset-dc");
-  const [next] = requestsWith("after-reset-dc");
-  expect(next!.messages).toHaveLength(1);
-  expect(all(next!)).not.toContain("before-reset-dc");
-  expect(await history("discord", channel)).not.toContain("before-reset-dc");
-});
+    expect(await dcAsk(rita, "hello after-reset-dc")).toBe("You said: hello after-reset-dc");
+    const [next] = requestsWith("after-reset-dc");
+    expect(next!.messages).toHaveLength(1);
+    expect(all(next!)).not.toContain("before-reset-dc");
+    expect(await history("discord", channel)).not.toContain("before-reset-dc");
+  },
+);

@@ -22,12 +22,19 @@ const WAIT = 15_000;
 /** The approval prompt the bot posted in `chatId` (the first message there with buttons). */
 async function promptIn(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0), WAIT, `an approval prompt in chat ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
+    WAIT,
+    `an approval prompt in chat ${chatId}`,
+  );
 }
 
 /** The `callback_data` of the prompt's approve (`y`) or decline (`n`) button. */
 function button(prompt: FakeSentMessage, approve: boolean): string {
-  const data = stack.telegram.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(approve ? ":y" : ":n"));
+  const data = stack.telegram
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(approve ? ":y" : ":n"));
   expect(data).toBeDefined();
   return data!;
 }
@@ -40,7 +47,11 @@ function answers(chatId: number, needle: string): FakeSentMessage[] {
 /** The answer to the callback query `id` (its toast text), once given. */
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  const answer = await tg.waitFor(
+    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+    WAIT,
+    `the answer to callback query ${id}`,
+  );
   return String(answer.text ?? "");
 }
 
@@ -85,7 +96,9 @@ it("decline: the todo stays, the prompt says so, the answer says it was not done
   expect(tg.buttons(prompt)).toEqual([]);
   expect(await todoLines(redis, "telegram", "7102")).toEqual(["#1 回信給房東"]);
   const [results] = freshResults(stack, "delete #1").filter((r) => r.some((x) => x.content.includes("declined")));
-  expect(results).toEqual([{ name: "delete_todo", content: expect.stringContaining("The user declined this action") as string, isError: true }]);
+  expect(results).toEqual([
+    { name: "delete_todo", content: expect.stringContaining("The user declined this action") as string, isError: true },
+  ]);
 });
 
 it("another member's click is refused with a toast naming the requester; then the requester approves", async () => {
@@ -133,7 +146,9 @@ it("a double click runs the tool once", async () => {
   await quietWindow(500);
   expect(answers(7105, "delete_todo:").map((m) => m.text)).toEqual(["delete_todo: 已刪除：#1 洗車"]);
   expect(await todoLines(redis, "telegram", "7105")).toEqual(["#2 買花"]);
-  const deletions = freshResults(stack, "(double click)").flat().filter((r) => r.name === "delete_todo");
+  const deletions = freshResults(stack, "(double click)")
+    .flat()
+    .filter((r) => r.name === "delete_todo");
   expect(deletions).toEqual([{ name: "delete_todo", content: "已刪除：#1 洗車", isError: false }]);
 });
 
@@ -153,7 +168,9 @@ it("a new message while an approval is pending closes it as not confirmed and is
   expect(answers(7106, "delete_todo:")).toEqual([]);
   // The history the new message ran on closed the pending call with a tool_result.
   const calcRequest = stack.model.requests.find((r) => JSON.stringify(r.messages).includes("calc 6 * 7"))!;
-  expect(JSON.stringify(calcRequest.messages)).toContain("The user sent a new message instead of confirming delete_todo");
+  expect(JSON.stringify(calcRequest.messages)).toContain(
+    "The user sent a new message instead of confirming delete_todo",
+  );
   // A click on the old prompt now changes nothing.
   const late = tg.pressButton({ from: user, message: prompt, data: yes });
   expect(await toast(late)).toBe("這個確認請求已過期或不存在。");

@@ -33,7 +33,10 @@ const USER_BUDGET_TEXT = `你今天的用量已達上限（${BUDGET} tokens）`;
 
 /** Records `tokens` input tokens for the person today, as if earlier answers had used them. */
 async function spend(platform: string, userId: string, tokens: number): Promise<void> {
-  await new UsageStore(redis, stack.config.TIMEZONE).record({ platform, userId, chatId: userId }, { input_tokens: tokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+  await new UsageStore(redis, stack.config.TIMEZONE).record(
+    { platform, userId, chatId: userId },
+    { input_tokens: tokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+  );
 }
 
 /** Forgets the person's usage of today: the next day, as far as the budget is concerned. */
@@ -53,7 +56,10 @@ function afterTools(request: FakeRequest): boolean {
 }
 
 /** The stored history of a conversation, and whether every `tool_use` is answered in the next message. */
-async function historyOf(conversation: { platform: "telegram" | "discord"; chatId: string }): Promise<{ roles: string[]; answered: boolean; texts: string[] }> {
+async function historyOf(conversation: {
+  platform: "telegram" | "discord";
+  chatId: string;
+}): Promise<{ roles: string[]; answered: boolean; texts: string[] }> {
   const messages = await new HistoryStore(redis, { maxMessages: 40, ttlSeconds: 3600 }).load(conversation);
   let answered = true;
   messages.forEach((m, i) => {
@@ -61,10 +67,17 @@ async function historyOf(conversation: { platform: "telegram" | "discord"; chatI
     for (const b of m.content) {
       if (b.type !== "tool_use") continue;
       const next = messages[i + 1];
-      if (!next || typeof next.content === "string" || !next.content.some((r) => r.type === "tool_result" && r.tool_use_id === b.id)) answered = false;
+      if (
+        !next ||
+        typeof next.content === "string" ||
+        !next.content.some((r) => r.type === "tool_result" && r.tool_use_id === b.id)
+      )
+        answered = false;
     }
   });
-  const texts = messages.flatMap((m) => (typeof m.content === "string" ? [m.content] : m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))));
+  const texts = messages.flatMap((m) =>
+    typeof m.content === "string" ? [m.content] : m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])),
+  );
   return { roles: messages.map((m) => m.role), answered, texts };
 }
 
@@ -75,10 +88,14 @@ describe("a burst of 8 messages on a nearly spent budget", () => {
     const chat: Chat = tg.privateChat(user);
     await spend("telegram", "7401", BUDGET - 1);
     for (let n = 1; n <= 8; n += 1) tg.sendUserMessage({ chat, from: user, text: `calc 7401 * ${n}` });
-    const replies = await tg.waitFor(() => {
-      const inChat = tg.sent.filter((m) => m.chatId === 7401);
-      return inChat.length >= 8 ? inChat : undefined;
-    }, 30_000, "eight replies");
+    const replies = await tg.waitFor(
+      () => {
+        const inChat = tg.sent.filter((m) => m.chatId === 7401);
+        return inChat.length >= 8 ? inChat : undefined;
+      },
+      30_000,
+      "eight replies",
+    );
     expect(replies.map((m) => m.text.startsWith(USER_BUDGET_TEXT))).toEqual(Array(8).fill(true));
     // The first message's first call was allowed (99,999 < 100,000); it spent the budget, so its
     // run stopped before the call that would have answered the tool result, and nothing else ran.
@@ -92,7 +109,11 @@ describe("a burst of 8 messages on a nearly spent budget", () => {
 
     await nextDay("telegram", "7401");
     tg.sendUserMessage({ chat, from: user, text: "calc 6 * 7" });
-    const next = await tg.waitFor(() => tg.sent.filter((m) => m.chatId === 7401)[8], ANSWER_TIMEOUT_MS, "the next day's answer");
+    const next = await tg.waitFor(
+      () => tg.sent.filter((m) => m.chatId === 7401)[8],
+      ANSWER_TIMEOUT_MS,
+      "the next day's answer",
+    );
     expect(next.text).toBe("calculate: 6 * 7 = 42");
     // The strict fake accepted the request carrying the stopped run (useStack checks its rejections).
     expect(requestsWith("calc 7401 * 1").length).toBeGreaterThan(1);
@@ -104,10 +125,14 @@ describe("a burst of 8 messages on a nearly spent budget", () => {
     await spend("discord", author.id, BUDGET - 1);
     const dm = dc.dmChannel(author);
     for (let n = 1; n <= 8; n += 1) dc.sendUserMessage(author, `calc 7402 * ${n}`, { dm: true });
-    const replies = await dc.waitFor(() => {
-      const inDm = dc.sent.filter((m) => m.channelId === dm);
-      return inDm.length >= 8 ? inDm : undefined;
-    }, 30_000, "eight replies");
+    const replies = await dc.waitFor(
+      () => {
+        const inDm = dc.sent.filter((m) => m.channelId === dm);
+        return inDm.length >= 8 ? inDm : undefined;
+      },
+      30_000,
+      "eight replies",
+    );
     expect(replies.map((m) => String(m.content).startsWith(USER_BUDGET_TEXT))).toEqual(Array(8).fill(true));
     expect(requestsWith("calc 7402 *")).toHaveLength(1);
     const history = await historyOf({ platform: "discord", chatId: dm });
@@ -122,11 +147,22 @@ it("8 runs of one person at once (a Telegram topic each) overshoot by at most on
   const chat = tg.group(-1007403, "預算", true);
   const topics = Array.from({ length: 8 }, (_, i) => tg.createTopic(chat, `題目 ${i + 1}`, 30 + i));
   await spend("telegram", "7403", BUDGET - 1);
-  topics.forEach((topic, i) => tg.sendUserMessage({ chat, from: user, text: `@${tg.bot.username} calc 7403 * ${i + 1}`, message_thread_id: topic }));
-  const replies = await tg.waitFor(() => {
-    const inChat = tg.sent.filter((m) => m.chatId === -1007403);
-    return inChat.length >= 8 ? inChat : undefined;
-  }, 30_000, "a reply in each topic");
+  topics.forEach((topic, i) =>
+    tg.sendUserMessage({
+      chat,
+      from: user,
+      text: `@${tg.bot.username} calc 7403 * ${i + 1}`,
+      message_thread_id: topic,
+    }),
+  );
+  const replies = await tg.waitFor(
+    () => {
+      const inChat = tg.sent.filter((m) => m.chatId === -1007403);
+      return inChat.length >= 8 ? inChat : undefined;
+    },
+    30_000,
+    "a reply in each topic",
+  );
   expect(new Set(replies.map((m) => m.payload.message_thread_id))).toEqual(new Set(topics));
   expect(replies.every((m) => m.text.startsWith(USER_BUDGET_TEXT))).toBe(true);
   const calls = requestsWith("calc 7403 *");
@@ -141,12 +177,23 @@ it("an approval pressed after the budget ran out runs the call and makes no mode
   const chat = tg.privateChat(user);
   await seedTodos(redis, "telegram", "7404", ["繳房租", "買菜"]);
   tg.sendUserMessage({ chat, from: user, text: "delete #1" });
-  const prompt = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7404 && tg.buttons(m).length > 0), ANSWER_TIMEOUT_MS, "the approval prompt");
+  const prompt = await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 7404 && tg.buttons(m).length > 0),
+    ANSWER_TIMEOUT_MS,
+    "the approval prompt",
+  );
   await spend("telegram", "7404", BUDGET);
   const requests = stack.model.requests.length;
-  const approve = tg.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(":y"))!;
+  const approve = tg
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(":y"))!;
   tg.pressButton({ from: user, message: prompt, data: approve });
-  const answer = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7404 && m.text.startsWith(USER_BUDGET_TEXT)), ANSWER_TIMEOUT_MS, "the budget message");
+  const answer = await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 7404 && m.text.startsWith(USER_BUDGET_TEXT)),
+    ANSWER_TIMEOUT_MS,
+    "the budget message",
+  );
   expect(answer.text).toMatch(/將在 \d{4}-\d\d-\d\d 00:00（Asia\/Taipei）重置。$/);
   expect(stack.model.requests.length).toBe(requests);
   // The requester approved it: the call itself ran (it costs no tokens); only the model call was not made.
@@ -157,6 +204,10 @@ it("an approval pressed after the budget ran out runs the call and makes no mode
 
   await nextDay("telegram", "7404");
   tg.sendUserMessage({ chat, from: user, text: "list todos" });
-  const next = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7404 && m.text.startsWith("list_todos:")), ANSWER_TIMEOUT_MS, "the next day's answer");
+  const next = await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 7404 && m.text.startsWith("list_todos:")),
+    ANSWER_TIMEOUT_MS,
+    "the next day's answer",
+  );
   expect(next.text).toContain("#2 買菜");
 }, 60_000);

@@ -26,7 +26,9 @@ const TOKENS_PER_MESSAGE = 100;
 
 /** A compaction request: no tools offered, the compaction prompt as system. */
 function isCompaction(request: FakeRequest): boolean {
-  const system = Array.isArray(request.system) ? request.system.map((s) => s.text).join("") : String(request.system ?? "");
+  const system = Array.isArray(request.system)
+    ? request.system.map((s) => s.text).join("")
+    : String(request.system ?? "");
   return request.tools === undefined && system.startsWith("You write the summary");
 }
 
@@ -39,7 +41,10 @@ const rules = {
   failing: new Set<string>(),
   /** Summaries of transcripts containing one of these take this long, in ms. */
   slow: new Map<string, number>(),
-  /** A chat request whose last user turn contains one of these, sent without a summary, stops with `model_context_window_exceeded` (or answers 400 "prompt is too long"). */
+  /**
+   * A chat request whose last user turn contains one of these, sent without a summary, stops with
+   * `model_context_window_exceeded` (or answers 400 "prompt is too long").
+   */
   overflow: new Map<string, "stop" | "400" | "always">(),
 };
 
@@ -61,11 +66,26 @@ function model(request: FakeRequest): FakeMessageReply | FakeErrorReply {
   const mode = [...rules.overflow.entries()].find(([m]) => said.includes(m))?.[1];
   const summarised = all(request).includes(SUMMARY_OPEN);
   if (mode === "always" || (mode && !summarised)) {
-    if (mode === "400") return { status: 400, errorType: "invalid_request_error", message: "prompt is too long: 210351 tokens > 200000 maximum" };
-    return { content: [{ type: "text", text: "This answer is cut in the mid" }], stop_reason: "model_context_window_exceeded" };
+    if (mode === "400")
+      return {
+        status: 400,
+        errorType: "invalid_request_error",
+        message: "prompt is too long: 210351 tokens > 200000 maximum",
+      };
+    return {
+      content: [{ type: "text", text: "This answer is cut in the mid" }],
+      stop_reason: "model_context_window_exceeded",
+    };
   }
   const reply = text(`You said: ${said.replace(/^\[[^\]]{1,80}\]\s*/, "").trim()}`);
-  return { ...reply, usage: { input_tokens: TOKENS_PER_MESSAGE * request.messages.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
+  return {
+    ...reply,
+    usage: {
+      input_tokens: TOKENS_PER_MESSAGE * request.messages.length,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    },
+  };
 }
 
 let stack: Stack;
@@ -76,9 +96,11 @@ useStack({ model, env: { COMPACT_AT_TOKENS: "1000", COMPACT_KEEP_TURNS: "2" } },
 });
 
 /** The chat requests (not compactions) that carried `fragment`. */
-const chatRequests = (fragment: string) => stack.model.requests.filter((r) => !isCompaction(r) && all(r).includes(fragment));
+const chatRequests = (fragment: string) =>
+  stack.model.requests.filter((r) => !isCompaction(r) && all(r).includes(fragment));
 /** The compaction requests that carried `fragment`. */
-const compactions = (fragment: string) => stack.model.requests.filter((r) => isCompaction(r) && all(r).includes(fragment));
+const compactions = (fragment: string) =>
+  stack.model.requests.filter((r) => isCompaction(r) && all(r).includes(fragment));
 
 // --- Telegram ---------------------------------------------------------------------------------
 
@@ -87,15 +109,24 @@ async function tgAsk(chat: Chat, from: User, body: string): Promise<string> {
   const tg = stack.telegram;
   const before = tg.sent.filter((m) => m.chatId === chat.id).length;
   tg.sendUserMessage({ chat, from, text: body });
-  const answer = await tg.waitFor(() => tg.sent.filter((m) => m.chatId === chat.id)[before], ANSWER_TIMEOUT_MS, `an answer to "${body}"`);
+  const answer = await tg.waitFor(
+    () => tg.sent.filter((m) => m.chatId === chat.id)[before],
+    ANSWER_TIMEOUT_MS,
+    `an answer to "${body}"`,
+  );
   return answer.text;
 }
 
 /** The stored history value of a conversation. */
-const stored = async (platform: "telegram" | "discord", chatId: string) => (await redis.get(conversationKeys({ platform, chatId }).history)) ?? "";
+const stored = async (platform: "telegram" | "discord", chatId: string) =>
+  (await redis.get(conversationKeys({ platform, chatId }).history)) ?? "";
 
 /** Polls an async condition (the fakes' waitFor takes synchronous ones). */
-async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = ANSWER_TIMEOUT_MS): Promise<T> {
+async function until<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = ANSWER_TIMEOUT_MS,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -108,54 +139,79 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
 const hasSummary = async (platform: "telegram" | "discord", chatId: string, done = 1) =>
   until(async () => {
     const value = await stored(platform, chatId);
-    return value.startsWith("S") && (JSON.parse(value.slice(1, value.indexOf("\n"))) as { compactions: number }).compactions >= done ? value : undefined;
+    return value.startsWith("S") &&
+      (JSON.parse(value.slice(1, value.indexOf("\n"))) as { compactions: number }).compactions >= done
+      ? value
+      : undefined;
   }, "a compacted history");
 
-
 describe("compaction on Telegram", () => {
-  it("a long conversation is compacted in the background: a request without tools writes the summary; the next request starts with it, has fewer messages and the last turns verbatim; /context shows it; /reset clears summary and archive", async () => {
-    const tg = stack.telegram;
-    const alice = tg.user(27001, "Alice");
-    const dm = tg.privateChat(alice);
-    for (let i = 1; i <= 6; i += 1) expect(await tgAsk(dm, alice, `chat-tg1 fact ${i}`)).toBe(`You said: chat-tg1 fact ${i}`);
-    const value = await hasSummary("telegram", String(dm.id));
+  it(
+    "a long conversation is compacted in the background: a request without tools writes the " +
+      "summary; the next request starts with it, has fewer messages and the last turns verbatim; " +
+      "/context shows it; /reset clears summary and archive",
+    async () => {
+      const tg = stack.telegram;
+      const alice = tg.user(27001, "Alice");
+      const dm = tg.privateChat(alice);
+      for (let i = 1; i <= 6; i += 1)
+        expect(await tgAsk(dm, alice, `chat-tg1 fact ${i}`)).toBe(`You said: chat-tg1 fact ${i}`);
+      const value = await hasSummary("telegram", String(dm.id));
 
-    // The compaction's own request: no tools, the transcript of the older turns, not the kept ones.
-    const [request] = compactions("chat-tg1 fact 1");
-    expect(request).toBeDefined();
-    expect(request!.tools).toBeUndefined();
-    expect(all(request!)).toContain("chat-tg1 fact 4");
-    expect(all(request!)).not.toContain("chat-tg1 fact 5");
-    expect(request!.messages).toHaveLength(1);
-    // The swap: the summary line first, then the last 2 user turns verbatim.
-    const lines = value.split("\n").filter((l) => l !== "");
-    expect(lines[0]).toContain("SUMMARY[chat-tg1 fact 1 | chat-tg1 fact 2 | chat-tg1 fact 3 | chat-tg1 fact 4]");
-    expect(lines.filter((l) => l.startsWith("U")).map((l) => (JSON.parse(l.slice(1)) as { content: string }).content)).toEqual(["chat-tg1 fact 5", "chat-tg1 fact 6"]);
-    const archive = await redis.lrange(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive, 0, -1);
-    expect(archive).toHaveLength(1);
-    expect(archive[0]).toContain("chat-tg1 fact 1");
+      // The compaction's own request: no tools, the transcript of the older turns, not the kept ones.
+      const [request] = compactions("chat-tg1 fact 1");
+      expect(request).toBeDefined();
+      expect(request!.tools).toBeUndefined();
+      expect(all(request!)).toContain("chat-tg1 fact 4");
+      expect(all(request!)).not.toContain("chat-tg1 fact 5");
+      expect(request!.messages).toHaveLength(1);
+      // The swap: the summary line first, then the last 2 user turns verbatim.
+      const lines = value.split("\n").filter((l) => l !== "");
+      expect(lines[0]).toContain("SUMMARY[chat-tg1 fact 1 | chat-tg1 fact 2 | chat-tg1 fact 3 | chat-tg1 fact 4]");
+      expect(
+        lines.filter((l) => l.startsWith("U")).map((l) => (JSON.parse(l.slice(1)) as { content: string }).content),
+      ).toEqual(["chat-tg1 fact 5", "chat-tg1 fact 6"]);
+      const archive = await redis.lrange(
+        conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive,
+        0,
+        -1,
+      );
+      expect(archive).toHaveLength(1);
+      expect(archive[0]).toContain("chat-tg1 fact 1");
 
-    const beforeCompaction = chatRequests("chat-tg1 fact 6").at(-1)!;
-    expect(await tgAsk(dm, alice, "chat-tg1 fact 7")).toBe("You said: chat-tg1 fact 7");
-    const next = chatRequests("chat-tg1 fact 7").at(-1)!;
-    expect(textsOf(next.messages[0]!)[0]).toContain(`${SUMMARY_OPEN}`);
-    expect(textsOf(next.messages[0]!)[0]).toContain("SUMMARY[chat-tg1 fact 1");
-    expect(next.messages.length).toBeLessThan(beforeCompaction.messages.length);
-    expect(next.messages.slice(1).map((m) => textsOf(m).join(""))).toEqual(["chat-tg1 fact 5", "You said: chat-tg1 fact 5", "chat-tg1 fact 6", "You said: chat-tg1 fact 6", "chat-tg1 fact 7"]);
-    // The cached prefix is unchanged by the compaction: same tools and system.
-    expect(next.tools).toEqual(beforeCompaction.tools);
-    expect(next.system).toEqual(beforeCompaction.system);
+      const beforeCompaction = chatRequests("chat-tg1 fact 6").at(-1)!;
+      expect(await tgAsk(dm, alice, "chat-tg1 fact 7")).toBe("You said: chat-tg1 fact 7");
+      const next = chatRequests("chat-tg1 fact 7").at(-1)!;
+      expect(textsOf(next.messages[0]!)[0]).toContain(`${SUMMARY_OPEN}`);
+      expect(textsOf(next.messages[0]!)[0]).toContain("SUMMARY[chat-tg1 fact 1");
+      expect(next.messages.length).toBeLessThan(beforeCompaction.messages.length);
+      expect(next.messages.slice(1).map((m) => textsOf(m).join(""))).toEqual([
+        "chat-tg1 fact 5",
+        "You said: chat-tg1 fact 5",
+        "chat-tg1 fact 6",
+        "You said: chat-tg1 fact 6",
+        "chat-tg1 fact 7",
+      ]);
+      // The cached prefix is unchanged by the compaction: same tools and system.
+      expect(next.tools).toEqual(beforeCompaction.tools);
+      expect(next.system).toEqual(beforeCompaction.system);
 
-    const context = await tgAsk(dm, alice, "/context");
-    expect(context).toContain("已摘要 8 則訊息");
-    expect(context).toContain("SUMMARY[chat-tg1 fact 1");
-    expect(context).toMatch(/約 [\d,]+ tokens/);
+      const context = await tgAsk(dm, alice, "/context");
+      expect(context).toContain("已摘要 8 則訊息");
+      expect(context).toContain("SUMMARY[chat-tg1 fact 1");
+      expect(context).toMatch(/約 [\d,]+ tokens/);
 
-    expect(await tgAsk(dm, alice, "/reset")).toContain("忘掉");
-    expect(await redis.exists(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).history, conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive)).toBe(0);
-    expect(await tgAsk(dm, alice, "chat-tg1 after reset")).toBe("You said: chat-tg1 after reset");
-    expect(all(chatRequests("chat-tg1 after reset").at(-1)!)).not.toContain(SUMMARY_OPEN);
-  });
+      expect(await tgAsk(dm, alice, "/reset")).toContain("忘掉");
+      expect(
+        await redis.exists(
+          conversationKeys({ platform: "telegram", chatId: String(dm.id) }).history,
+          conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive,
+        ),
+      ).toBe(0);
+      expect(await tgAsk(dm, alice, "chat-tg1 after reset")).toBe("You said: chat-tg1 after reset");
+      expect(all(chatRequests("chat-tg1 after reset").at(-1)!)).not.toContain(SUMMARY_OPEN);
+    },
+  );
 
   it("a message that arrives while the compaction runs is neither lost nor reordered", async () => {
     const tg = stack.telegram;
@@ -169,9 +225,14 @@ describe("compaction on Telegram", () => {
     expect(await tgAsk(dm, bob, "chat-tg2 during 2")).toBe("You said: chat-tg2 during 2");
     expect((await stored("telegram", String(dm.id))).startsWith("S")).toBe(false);
     const value = await hasSummary("telegram", String(dm.id));
-    const users = value.split("\n").filter((l) => l.startsWith("U")).map((l) => (JSON.parse(l.slice(1)) as { content: string }).content);
+    const users = value
+      .split("\n")
+      .filter((l) => l.startsWith("U"))
+      .map((l) => (JSON.parse(l.slice(1)) as { content: string }).content);
     expect(users).toEqual(["chat-tg2 fact 5", "chat-tg2 fact 6", "chat-tg2 during 1", "chat-tg2 during 2"]);
-    const archived = (await redis.lrange(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive, 0, -1)).join("");
+    const archived = (
+      await redis.lrange(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).archive, 0, -1)
+    ).join("");
     for (let i = 1; i <= 4; i += 1) expect(archived).toContain(`chat-tg2 fact ${i}`);
     rules.slow.delete("chat-tg2");
   });
@@ -182,7 +243,13 @@ describe("compaction on Telegram", () => {
     const dm = tg.privateChat(carol);
     rules.failing.add("chat-tg3");
     for (let i = 1; i <= 6; i += 1) await tgAsk(dm, carol, `chat-tg3 fact ${i}`);
-    await until(async () => stack.logs().some((l) => String(l.msg).startsWith("compaction failed") && JSON.stringify(l).includes(String(dm.id))), "the failed compaction's log line");
+    await until(
+      async () =>
+        stack
+          .logs()
+          .some((l) => String(l.msg).startsWith("compaction failed") && JSON.stringify(l).includes(String(dm.id))),
+      "the failed compaction's log line",
+    );
     const value = await stored("telegram", String(dm.id));
     expect(value.startsWith("S")).toBe(false);
     expect(value.split("\n").filter((l) => l.startsWith("U"))).toHaveLength(6);
@@ -198,14 +265,24 @@ describe("compaction on Telegram", () => {
     for (let i = 1; i <= 4; i += 1) await tgAsk(dm, dan, `chat-tg4 fact ${i}`);
     rules.overflow.set("chat-tg4 overflow", "stop");
     expect(await tgAsk(dm, dan, "chat-tg4 overflow now")).toBe("You said: chat-tg4 overflow now");
-    expect(stack.telegram.sent.filter((m) => m.chatId === dm.id).map((m) => m.text).join("\n")).not.toContain("cut in the mid");
+    expect(
+      stack.telegram.sent
+        .filter((m) => m.chatId === dm.id)
+        .map((m) => m.text)
+        .join("\n"),
+    ).not.toContain("cut in the mid");
     // One compaction (keeping half of the 4 earlier turns), then the retried request starts with its summary.
     expect(compactions("chat-tg4 fact 1")).toHaveLength(1);
     const [first, retry] = chatRequests("chat-tg4 overflow now");
     expect(all(first!)).not.toContain(SUMMARY_OPEN);
     expect(textsOf(retry!.messages[0]!)[0]).toContain("SUMMARY[chat-tg4 fact 1 | chat-tg4 fact 2]");
     const value = await stored("telegram", String(dm.id));
-    expect(value.split("\n").filter((l) => l.startsWith("U")).map((l) => (JSON.parse(l.slice(1)) as { content: string }).content)).toEqual(["chat-tg4 fact 3", "chat-tg4 fact 4", "chat-tg4 overflow now"]);
+    expect(
+      value
+        .split("\n")
+        .filter((l) => l.startsWith("U"))
+        .map((l) => (JSON.parse(l.slice(1)) as { content: string }).content),
+    ).toEqual(["chat-tg4 fact 3", "chat-tg4 fact 4", "chat-tg4 overflow now"]);
     rules.overflow.delete("chat-tg4 overflow");
   });
 
@@ -227,7 +304,11 @@ describe("compaction on Telegram", () => {
 
 // --- Discord ----------------------------------------------------------------------------------
 
-const dcUser = (n: number, name: string): FakeUser => ({ id: `72700000000000${String(n).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name });
+const dcUser = (n: number, name: string): FakeUser => ({
+  id: `72700000000000${String(n).padStart(4, "0")}`,
+  username: name.toLowerCase(),
+  global_name: name,
+});
 
 /** `author` writes `content` in a DM; resolves with the bot's next message there. */
 async function dcAsk(author: FakeUser, content: string): Promise<string> {
@@ -235,14 +316,25 @@ async function dcAsk(author: FakeUser, content: string): Promise<string> {
   const where = dc.dmChannel(author);
   const before = dc.sent.filter((m) => m.channelId === where).length;
   dc.sendUserMessage(author, content, { dm: true });
-  return (await dc.waitFor(() => dc.sent.filter((m) => m.channelId === where)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`)).content;
+  return (
+    await dc.waitFor(
+      () => dc.sent.filter((m) => m.channelId === where)[before],
+      ANSWER_TIMEOUT_MS,
+      `an answer to "${content}"`,
+    )
+  ).content;
 }
 
 /** Runs a slash command; resolves with the (ephemeral) reply text. */
-async function slash(author: FakeUser, name: string, options: Parameters<FakeDiscord["slashCommand"]>[2] = {}): Promise<string> {
+async function slash(
+  author: FakeUser,
+  name: string,
+  options: Parameters<FakeDiscord["slashCommand"]>[2] = {},
+): Promise<string> {
   const i = stack.discord.slashCommand(author, name, options);
   const res = await stack.discord.waitFor(() => i.response, ANSWER_TIMEOUT_MS, `/${name} answered`);
-  if (res.type === 5) return String((await stack.discord.waitFor(() => i.edits[0], 30_000, `/${name} edited in`)).content);
+  if (res.type === 5)
+    return String((await stack.discord.waitFor(() => i.edits[0], 30_000, `/${name} edited in`)).content);
   return String(res.data?.content);
 }
 
@@ -250,7 +342,8 @@ describe("compaction on Discord", () => {
   it("a long DM conversation is compacted; /compact compacts now and shows the new summary; /context shows it", async () => {
     const frank = dcUser(1, "Frank");
     const dm = stack.discord.dmChannel(frank);
-    for (let i = 1; i <= 6; i += 1) expect(await dcAsk(frank, `chat-dc1 fact ${i}`)).toBe(`You said: chat-dc1 fact ${i}`);
+    for (let i = 1; i <= 6; i += 1)
+      expect(await dcAsk(frank, `chat-dc1 fact ${i}`)).toBe(`You said: chat-dc1 fact ${i}`);
     await hasSummary("discord", dm);
     expect(compactions("chat-dc1 fact 1")[0]!.tools).toBeUndefined();
     expect(await dcAsk(frank, "chat-dc1 fact 7")).toBe("You said: chat-dc1 fact 7");
@@ -269,7 +362,9 @@ describe("compaction on Discord", () => {
     const grace = dcUser(2, "Grace");
     expect(await slash(grace, "context")).toContain("還沒有摘要");
     expect(await slash(grace, "compact")).toContain("只有群組管理員");
-    expect(await slash(grace, "compact", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS })).toContain("還不需要壓縮");
+    expect(await slash(grace, "compact", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS })).toContain(
+      "還不需要壓縮",
+    );
   });
 
   it("a 400 'prompt is too long' triggers a compaction and a successful retry", async () => {
@@ -298,10 +393,18 @@ describe("compaction on Discord", () => {
       await hasSummary("discord", dm, 2);
       const calls = compactionCalls.filter((c) => c.marker === "chat-dc4").sort((a, b) => a.at - b.at);
       expect(calls.length).toBeGreaterThanOrEqual(2);
-      for (let i = 1; i < calls.length; i += 1) expect(calls[i]!.at - calls[i - 1]!.at).toBeGreaterThanOrEqual(calls[i - 1]!.ms - 50);
+      for (let i = 1; i < calls.length; i += 1)
+        expect(calls[i]!.at - calls[i - 1]!.at).toBeGreaterThanOrEqual(calls[i - 1]!.ms - 50);
       const value = await stored("discord", dm);
-      const archived = (await redis.lrange(conversationKeys({ platform: "discord", chatId: dm }).archive, 0, -1)).join("");
-      for (let i = 1; i <= 8; i += 1) expect(value.includes(`chat-dc4 fact ${i}\\"`) || value.includes(`chat-dc4 fact ${i}"`) || archived.includes(`chat-dc4 fact ${i}`)).toBe(true);
+      const archived = (await redis.lrange(conversationKeys({ platform: "discord", chatId: dm }).archive, 0, -1)).join(
+        "",
+      );
+      for (let i = 1; i <= 8; i += 1)
+        expect(
+          value.includes(`chat-dc4 fact ${i}\\"`) ||
+            value.includes(`chat-dc4 fact ${i}"`) ||
+            archived.includes(`chat-dc4 fact ${i}`),
+        ).toBe(true);
     } finally {
       rules.slow.delete("chat-dc4");
       await second.stop();

@@ -35,14 +35,26 @@ function forum(id: number): Chat {
 /** The bot's messages that reply to `message` (answers, hints and approval prompts), in order. */
 function repliesTo(message: Message): FakeSentMessage[] {
   return stack.telegram.sent.filter(
-    (m) => m.chatId === message.chat.id && (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id,
+    (m) =>
+      m.chatId === message.chat.id &&
+      (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id,
   );
 }
 
 /** `from` mentions the bot with `text` in `chat` (in `topic` when given); resolves with the message and the bot's first reply to it. */
-async function ask(chat: Chat, topic: number | undefined, from: User, text: string): Promise<{ message: Message; answer: FakeSentMessage }> {
+async function ask(
+  chat: Chat,
+  topic: number | undefined,
+  from: User,
+  text: string,
+): Promise<{ message: Message; answer: FakeSentMessage }> {
   const tg = stack.telegram;
-  const message = tg.sendUserMessage({ chat, from, text: `@${tg.bot.username} ${text}`, ...(topic ? { message_thread_id: topic } : {}) });
+  const message = tg.sendUserMessage({
+    chat,
+    from,
+    text: `@${tg.bot.username} ${text}`,
+    ...(topic ? { message_thread_id: topic } : {}),
+  });
   const answer = await tg.waitFor(() => repliesTo(message)[0], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
   return { message, answer };
 }
@@ -62,11 +74,18 @@ function everything(request: ReturnType<typeof requestFor>): string {
 /** The approval prompt among the replies to `message`. */
 async function promptFor(message: Message): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => repliesTo(message).find((m) => tg.buttons(m).length > 0), ANSWER_TIMEOUT_MS, "the approval prompt");
+  return tg.waitFor(
+    () => repliesTo(message).find((m) => tg.buttons(m).length > 0),
+    ANSWER_TIMEOUT_MS,
+    "the approval prompt",
+  );
 }
 
 function approveData(prompt: FakeSentMessage): string {
-  return stack.telegram.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(":y"))!;
+  return stack.telegram
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(":y"))!;
 }
 
 describe("Telegram forum topics are conversations of their own", () => {
@@ -98,7 +117,8 @@ describe("Telegram forum topics are conversations of their own", () => {
     // Typing went to the right topics too, and the chat outside topics has no history.
     const actions = tg.chatActions.filter((x) => String(x.chat_id) === String(chat.id));
     expect(new Set(actions.map((x) => x.message_thread_id))).toEqual(new Set([11, 22]));
-    const keys = (topicId?: string) => conversationKeys({ platform: "telegram", chatId: String(chat.id), ...(topicId ? { topicId } : {}) });
+    const keys = (topicId?: string) =>
+      conversationKeys({ platform: "telegram", chatId: String(chat.id), ...(topicId ? { topicId } : {}) });
     expect(await redis.exists(keys("11").history)).toBe(1);
     expect(await redis.exists(keys("22").history)).toBe(1);
     expect(await redis.exists(keys().history)).toBe(0);
@@ -142,7 +162,11 @@ describe("Telegram private-chat topics (Bot API 9.3) are conversations of their 
     const say = async (topic: number, text: string): Promise<FakeSentMessage> => {
       const before = tg.sent.length;
       tg.sendUserMessage({ chat, from: ken, text, message_thread_id: topic });
-      return tg.waitFor(() => tg.sent.slice(before).find((m) => m.chatId === ken.id), ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
+      return tg.waitFor(
+        () => tg.sent.slice(before).find((m) => m.chatId === ken.id),
+        ANSWER_TIMEOUT_MS,
+        `an answer to "${text}"`,
+      );
     };
     const first = await say(trip, "my name is 阿健");
     expect(first.text).toBe("You said: my name is 阿健");
@@ -160,48 +184,57 @@ describe("Telegram private-chat topics (Bot API 9.3) are conversations of their 
 });
 
 describe("a pending approval is closed only by its requester in its conversation", () => {
-  it("A's prompt in topic 11 stays open while B writes in topic 22 and in topic 11, and A writes in topic 22; A writing in topic 11 supersedes it", async () => {
-    const tg = stack.telegram;
-    const chat = forum(-1008800300);
-    const alice = tg.user(88011, "Alice");
-    const bob = tg.user(88012, "Bob");
-    await seedTodos(redis, "telegram", "88011", ["買牛奶", "繳電費"]);
+  it(
+    "A's prompt in topic 11 stays open while B writes in topic 22 and in topic 11, and A " +
+      "writes in topic 22; A writing in topic 11 supersedes it",
+    async () => {
+      const tg = stack.telegram;
+      const chat = forum(-1008800300);
+      const alice = tg.user(88011, "Alice");
+      const bob = tg.user(88012, "Bob");
+      await seedTodos(redis, "telegram", "88011", ["買牛奶", "繳電費"]);
 
-    const ask1 = tg.sendUserMessage({ chat, from: alice, text: `@${tg.bot.username} delete #1`, message_thread_id: 11 });
-    const prompt = await promptFor(ask1);
-    expect(prompt.payload.message_thread_id).toBe(11);
-    expect(prompt.text).toContain("只有 Alice 可以決定");
-    const open = prompt.text;
+      const ask1 = tg.sendUserMessage({
+        chat,
+        from: alice,
+        text: `@${tg.bot.username} delete #1`,
+        message_thread_id: 11,
+      });
+      const prompt = await promptFor(ask1);
+      expect(prompt.payload.message_thread_id).toBe(11);
+      expect(prompt.text).toContain("只有 Alice 可以決定");
+      const open = prompt.text;
 
-    const others = [
-      { topic: 22, from: bob, text: "calc 6 * 7", result: "42" },
-      { topic: 11, from: bob, text: "calc 7 * 8", result: "56" },
-      { topic: 22, from: alice, text: "calc 2 * 3", result: "6" },
-    ];
-    for (const o of others) {
-      const { answer } = await ask(chat, o.topic, o.from, o.text);
-      expect(answer.text).toContain(o.result);
-      expect(answer.payload.message_thread_id).toBe(o.topic);
-    }
-    await quietWindow(300);
-    expect(prompt.text).toBe(open);
-    expect(tg.buttons(prompt)).toHaveLength(3); // still open: confirm, cancel, always allow
-    expect(await todoLines(redis, "telegram", "88011")).toEqual(["#1 買牛奶", "#2 繳電費"]);
-    // Bob's turn in topic 11 was answered on topic 11's history, which does not hold Alice's paused run.
-    expect(everything(requestFor("calc 7 * 8"))).not.toContain("delete #1");
+      const others = [
+        { topic: 22, from: bob, text: "calc 6 * 7", result: "42" },
+        { topic: 11, from: bob, text: "calc 7 * 8", result: "56" },
+        { topic: 22, from: alice, text: "calc 2 * 3", result: "6" },
+      ];
+      for (const o of others) {
+        const { answer } = await ask(chat, o.topic, o.from, o.text);
+        expect(answer.text).toContain(o.result);
+        expect(answer.payload.message_thread_id).toBe(o.topic);
+      }
+      await quietWindow(300);
+      expect(prompt.text).toBe(open);
+      expect(tg.buttons(prompt)).toHaveLength(3); // still open: confirm, cancel, always allow
+      expect(await todoLines(redis, "telegram", "88011")).toEqual(["#1 買牛奶", "#2 繳電費"]);
+      // Bob's turn in topic 11 was answered on topic 11's history, which does not hold Alice's paused run.
+      expect(everything(requestFor("calc 7 * 8"))).not.toContain("delete #1");
 
-    const again = await ask(chat, 11, alice, "calc 1 + 1");
-    expect(again.answer.text).toContain("2");
-    expect(again.answer.payload.message_thread_id).toBe(11);
-    await tg.waitFor(() => prompt.text.includes("收到新訊息"), ANSWER_TIMEOUT_MS, "the prompt edited to superseded");
-    expect(tg.buttons(prompt)).toEqual([]);
-    expect(await todoLines(redis, "telegram", "88011")).toEqual(["#1 買牛奶", "#2 繳電費"]);
-    // Alice's new request ran on topic 11's history: Bob's turn, then her closed run.
-    const request = requestFor("calc 1 + 1");
-    expect(everything(request)).toContain("calc 7 * 8");
-    expect(everything(request)).toContain("The user sent a new message instead of confirming delete_todo");
-    expect(everything(request)).not.toContain("calc 2 * 3");
-  });
+      const again = await ask(chat, 11, alice, "calc 1 + 1");
+      expect(again.answer.text).toContain("2");
+      expect(again.answer.payload.message_thread_id).toBe(11);
+      await tg.waitFor(() => prompt.text.includes("收到新訊息"), ANSWER_TIMEOUT_MS, "the prompt edited to superseded");
+      expect(tg.buttons(prompt)).toEqual([]);
+      expect(await todoLines(redis, "telegram", "88011")).toEqual(["#1 買牛奶", "#2 繳電費"]);
+      // Alice's new request ran on topic 11's history: Bob's turn, then her closed run.
+      const request = requestFor("calc 1 + 1");
+      expect(everything(request)).toContain("calc 7 * 8");
+      expect(everything(request)).toContain("The user sent a new message instead of confirming delete_todo");
+      expect(everything(request)).not.toContain("calc 2 * 3");
+    },
+  );
 
   it("two people's prompts in one topic stay open side by side; each button press answers in that topic", async () => {
     const tg = stack.telegram;
@@ -211,22 +244,40 @@ describe("a pending approval is closed only by its requester in its conversation
     await seedTodos(redis, "telegram", "88021", ["洗車"]);
     await seedTodos(redis, "telegram", "88022", ["買花"]);
 
-    const fromErin = tg.sendUserMessage({ chat, from: erin, text: `@${tg.bot.username} delete #1`, message_thread_id: 11 });
+    const fromErin = tg.sendUserMessage({
+      chat,
+      from: erin,
+      text: `@${tg.bot.username} delete #1`,
+      message_thread_id: 11,
+    });
     const erinPrompt = await promptFor(fromErin);
-    const fromFay = tg.sendUserMessage({ chat, from: fay, text: `@${tg.bot.username} delete #1`, message_thread_id: 11 });
+    const fromFay = tg.sendUserMessage({
+      chat,
+      from: fay,
+      text: `@${tg.bot.username} delete #1`,
+      message_thread_id: 11,
+    });
     const fayPrompt = await promptFor(fromFay);
     expect(erinPrompt.messageId).not.toBe(fayPrompt.messageId);
     await quietWindow(300);
     expect(tg.buttons(erinPrompt)).toHaveLength(3); // Fay's message did not close Erin's prompt
 
     tg.pressButton({ from: fay, message: fayPrompt, data: approveData(fayPrompt) });
-    const fayDone = await tg.waitFor(() => repliesTo(fromFay).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Fay's answer");
+    const fayDone = await tg.waitFor(
+      () => repliesTo(fromFay).find((m) => m.text.startsWith("delete_todo:")),
+      ANSWER_TIMEOUT_MS,
+      "Fay's answer",
+    );
     expect(fayDone.text).toBe("delete_todo: 已刪除：#1 買花");
     expect(fayDone.payload.message_thread_id).toBe(11);
     expect(tg.buttons(erinPrompt)).toHaveLength(3);
 
     tg.pressButton({ from: erin, message: erinPrompt, data: approveData(erinPrompt) });
-    const erinDone = await tg.waitFor(() => repliesTo(fromErin).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Erin's answer");
+    const erinDone = await tg.waitFor(
+      () => repliesTo(fromErin).find((m) => m.text.startsWith("delete_todo:")),
+      ANSWER_TIMEOUT_MS,
+      "Erin's answer",
+    );
     expect(erinDone.text).toBe("delete_todo: 已刪除：#1 洗車");
     expect(erinDone.payload.message_thread_id).toBe(11);
     expect(await todoLines(redis, "telegram", "88021")).toEqual([]);
@@ -249,7 +300,11 @@ describe("a pending approval is closed only by its requester in its conversation
     expect(tg.buttons(prompt)).toHaveLength(3); // still open: confirm, cancel, always allow
 
     tg.pressButton({ from: gina, message: prompt, data: approveData(prompt) });
-    const done = await tg.waitFor(() => repliesTo(request).find((m) => m.text.startsWith("delete_todo:")), ANSWER_TIMEOUT_MS, "Gina's answer");
+    const done = await tg.waitFor(
+      () => repliesTo(request).find((m) => m.text.startsWith("delete_todo:")),
+      ANSWER_TIMEOUT_MS,
+      "Gina's answer",
+    );
     expect(done.text).toBe("delete_todo: 已刪除：#1 繳房租");
   });
 });

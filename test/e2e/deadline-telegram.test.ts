@@ -17,10 +17,13 @@ import { MODEL_RETRIES, requestsFor, textsOf } from "./scenarios-common.js";
 const DEADLINE_SECONDS = 4;
 let stack: Stack;
 let redis: RedisClient;
-useStack({ modelRetries: MODEL_RETRIES, env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) } }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { modelRetries: MODEL_RETRIES, env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) } },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 function sentTo(chat: Chat): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chat.id);
@@ -53,47 +56,62 @@ describe("Telegram: one deadline per answer", () => {
     expect(sentTo(dm)).toHaveLength(2);
   }, 60_000);
 
-  it("a flood control that outlasts the deadline but ends within the late-delivery bound: the answer is delivered late, exactly once, and stays in the history", async () => {
-    const tg = stack.telegram;
-    const user = tg.user(93002, "Tsai");
-    const dm = tg.privateChat(user);
-    const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
-    // the retry plugin's own attempts (1 + 3, 2 s apart) end inside the flood and past the deadline
-    const floodMs = 10_000;
-    tg.rateLimit("sendMessage", { retryAfter: 2, forMs: floodMs });
-    const started = Date.now();
-    const answer = await ask(dm, user, "hello into the flood", 30_000);
-    expect(answer.text).toBe("You said: hello into the flood");
-    expect(answer.at - started).toBeGreaterThanOrEqual(floodMs - 1000); // after the flood, well past the deadline
-    expect(answer.at - started).toBeLessThan(DEADLINE_SECONDS * 1000 + LATE_DELIVERY_MS);
-    const stored = (await redis.get(conversationKeys(conversation).history)) ?? "";
-    expect(stored).toContain("hello into the flood");
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(sentTo(dm)).toHaveLength(1); // once, and no apology
-  }, 60_000);
+  it(
+    "a flood control that outlasts the deadline but ends within the late-delivery bound: the " +
+      "answer is delivered late, exactly once, and stays in the history",
+    async () => {
+      const tg = stack.telegram;
+      const user = tg.user(93002, "Tsai");
+      const dm = tg.privateChat(user);
+      const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
+      // the retry plugin's own attempts (1 + 3, 2 s apart) end inside the flood and past the deadline
+      const floodMs = 10_000;
+      tg.rateLimit("sendMessage", { retryAfter: 2, forMs: floodMs });
+      const started = Date.now();
+      const answer = await ask(dm, user, "hello into the flood", 30_000);
+      expect(answer.text).toBe("You said: hello into the flood");
+      expect(answer.at - started).toBeGreaterThanOrEqual(floodMs - 1000); // after the flood, well past the deadline
+      expect(answer.at - started).toBeLessThan(DEADLINE_SECONDS * 1000 + LATE_DELIVERY_MS);
+      const stored = (await redis.get(conversationKeys(conversation).history)) ?? "";
+      expect(stored).toContain("hello into the flood");
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(sentTo(dm)).toHaveLength(1); // once, and no apology
+    },
+    60_000,
+  );
 
-  it("a flood control whose retry_after ends past the late-delivery bound: the answer is dropped from the history, no apology is sent into the 429, and the next message works", async () => {
-    const tg = stack.telegram;
-    const user = tg.user(93003, "Kao");
-    const dm = tg.privateChat(user);
-    const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
-    // longer than the retry plugin waits by itself (60 s) and than the deadline + 60 s
-    const retryAfter = Math.ceil((DEADLINE_SECONDS * 1000 + LATE_DELIVERY_MS) / 1000) + 5;
-    tg.rateLimit("sendMessage", { retryAfter, forMs: retryAfter * 1000 });
-    tg.sendUserMessage({ chat: dm, from: user, text: "hello into the long flood" });
-    await waitFor(
-      () => stack.logs().some((l) => String(l.msg).startsWith("the answer could not be delivered within ANSWER_DEADLINE_SECONDS")),
-      30_000,
-      "the worker to give up",
-    );
-    const stored = (await redis.get(conversationKeys(conversation).history)) ?? "";
-    expect(stored).not.toContain("hello into the long flood");
-    tg.rateLimit("sendMessage", { retryAfter: 1, forMs: 0 }); // the flood ends
-    expect(sentTo(dm)).toEqual([]); // nothing got through, and no apology was queued behind the flood
-    const next = await ask(dm, user, "and tomorrow?", 15_000);
-    expect(next.text).toBe("I have no earlier question from you.");
-    const [request] = requestsFor(stack, "and tomorrow?").filter((r) => JSON.stringify(r.messages).includes("and tomorrow?") && r.messages.length === 1);
-    expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual(["and tomorrow?"]);
-    expect(sentTo(dm)).toHaveLength(1);
-  }, 60_000);
+  it(
+    "a flood control whose retry_after ends past the late-delivery bound: the answer is " +
+      "dropped from the history, no apology is sent into the 429, and the next message works",
+    async () => {
+      const tg = stack.telegram;
+      const user = tg.user(93003, "Kao");
+      const dm = tg.privateChat(user);
+      const conversation = { platform: "telegram" as const, chatId: String(dm.id) };
+      // longer than the retry plugin waits by itself (60 s) and than the deadline + 60 s
+      const retryAfter = Math.ceil((DEADLINE_SECONDS * 1000 + LATE_DELIVERY_MS) / 1000) + 5;
+      tg.rateLimit("sendMessage", { retryAfter, forMs: retryAfter * 1000 });
+      tg.sendUserMessage({ chat: dm, from: user, text: "hello into the long flood" });
+      await waitFor(
+        () =>
+          stack
+            .logs()
+            .some((l) => String(l.msg).startsWith("the answer could not be delivered within ANSWER_DEADLINE_SECONDS")),
+        30_000,
+        "the worker to give up",
+      );
+      const stored = (await redis.get(conversationKeys(conversation).history)) ?? "";
+      expect(stored).not.toContain("hello into the long flood");
+      tg.rateLimit("sendMessage", { retryAfter: 1, forMs: 0 }); // the flood ends
+      expect(sentTo(dm)).toEqual([]); // nothing got through, and no apology was queued behind the flood
+      const next = await ask(dm, user, "and tomorrow?", 15_000);
+      expect(next.text).toBe("I have no earlier question from you.");
+      const [request] = requestsFor(stack, "and tomorrow?").filter(
+        (r) => JSON.stringify(r.messages).includes("and tomorrow?") && r.messages.length === 1,
+      );
+      expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual(["and tomorrow?"]);
+      expect(sentTo(dm)).toHaveLength(1);
+    },
+    60_000,
+  );
 });

@@ -52,7 +52,11 @@ async function ask(author: FakeUser, text: string, where: { dm: true } | { chann
   const dc = stack.discord;
   const since = dc.sent.length;
   const channelId = "dm" in where ? dc.dmChannel(author) : where.channelId;
-  dc.sendUserMessage(author, "dm" in where ? text : `<@${dc.bot.id}> ${text}`, "dm" in where ? { dm: true } : { channelId });
+  dc.sendUserMessage(
+    author,
+    "dm" in where ? text : `<@${dc.bot.id}> ${text}`,
+    "dm" in where ? { dm: true } : { channelId },
+  );
   return dc.waitFor(() => dc.sent.slice(since).find((m) => m.channelId === channelId), WAIT, `a reply to "${text}"`);
 }
 
@@ -68,12 +72,18 @@ async function ephemeral(interaction: FakeInteraction): Promise<string> {
 /** The bot's message in `channelId` containing `needle`, posted after `since` messages. */
 async function postedWith(channelId: string, needle: string, since = 0): Promise<SentMessage> {
   const dc = stack.discord;
-  return dc.waitFor(() => dc.sent.slice(since).find((m) => m.channelId === channelId && m.content.includes(needle)), WAIT, `"${needle}" in ${channelId}`);
+  return dc.waitFor(
+    () => dc.sent.slice(since).find((m) => m.channelId === channelId && m.content.includes(needle)),
+    WAIT,
+    `"${needle}" in ${channelId}`,
+  );
 }
 
 /** Approval prompts posted in `channelId` (messages sent with buttons). */
 function prompts(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId && JSON.stringify(m.payload.components ?? []).includes(":y"));
+  return stack.discord.sent.filter(
+    (m) => m.channelId === channelId && JSON.stringify(m.payload.components ?? []).includes(":y"),
+  );
 }
 
 /** Clicks "always allow" on `prompt` as `author`, checks the notice, and waits for the answer containing `needle`. */
@@ -103,7 +113,11 @@ it("always allow: this call runs, the next call of the tool by that user in that
   expect((await ask(amy, "delete #2", { dm: true })).content).toBe("delete_todo: 已刪除：#2 繳電費");
   expect(prompts(channel)).toHaveLength(1);
   expect(await todoLines(redis, "discord", amy.id)).toEqual(["#3 洗車"]);
-  const granted = await eventually(async () => (await approvalEvents(redis, { platform: "discord", chatId: channel }, "granted"))[0], WAIT, "the trace of the granted call");
+  const granted = await eventually(
+    async () => (await approvalEvents(redis, { platform: "discord", chatId: channel }, "granted"))[0],
+    WAIT,
+    "the trace of the granted call",
+  );
   expect(granted.data).toMatchObject({ verdict: "granted", tool: "delete_todo" });
 });
 
@@ -150,11 +164,15 @@ it("/permissions answers ephemerally with a revoke button; the revoke counts at 
   const rows = listed.response!.data!.components as { components: Button[] }[];
   const revoke = rows.flatMap((r) => r.components);
   expect(revoke.map((b) => b.label)).toEqual(["🚫 撤銷 delete_todo"]);
-  expect(await ephemeral(dc.slashCommand(eve, "permissions", { channelId: dc.channelId }))).toBe("你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。");
+  expect(await ephemeral(dc.slashCommand(eve, "permissions", { channelId: dc.channelId }))).toBe(
+    "你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。",
+  );
   // Only the invoker sees an ephemeral reply: the platform itself refuses another member's press.
   expect(() => dc.clickEphemeralButton(eve, listed, revoke[0]!.custom_id)).toThrow(/only the user who invoked/);
 
-  expect(await ephemeral(dc.clickEphemeralButton(dee, listed, revoke[0]!.custom_id))).toBe("已撤銷：之後使用 delete_todo 會再詢問你。");
+  expect(await ephemeral(dc.clickEphemeralButton(dee, listed, revoke[0]!.custom_id))).toBe(
+    "已撤銷：之後使用 delete_todo 會再詢問你。",
+  );
   expect(await grantedTools(redis, { platform: "discord", chatId: dc.channelId, userId: dee.id })).toEqual([]);
   const asked = await ask(dee, "delete #2", { channelId: dc.channelId });
   expect(asked.content).toContain("刪除待辦 #2「影印」");
@@ -163,7 +181,9 @@ it("/permissions answers ephemerally with a revoke button; the revoke counts at 
   await postedWith(dc.channelId, "declined");
   expect(await todoLines(redis, "discord", dee.id)).toEqual(["#2 影印", "#3 借教室"]);
   // By name, too: /permissions revoke:<tool>.
-  expect(await ephemeral(dc.slashCommand(dee, "permissions", { channelId: dc.channelId, values: { tool: "delete_todo" } }))).toBe("你在這裡沒有「delete_todo」的一律允許。");
+  expect(
+    await ephemeral(dc.slashCommand(dee, "permissions", { channelId: dc.channelId, values: { tool: "delete_todo" } })),
+  ).toBe("你在這裡沒有「delete_todo」的一律允許。");
 });
 
 it("a tool with alwaysAllow: false has no always-allow button; always allow for it is refused and changes nothing", async () => {
@@ -178,7 +198,9 @@ it("a tool with alwaysAllow: false has no always-allow button; always allow for 
   expect(() => dc.clickButton(fay, prompt.id, forged)).toThrow(/no button/);
   const approvalId = forged.split(":")[1]!;
   const decider = new ApprovalStore(redis, { timeoutMs: 60_000 });
-  expect(await decider.decide({ approvalId, platform: "discord", deciderId: fay.id, approve: true, always: true })).toEqual({ status: "always_refused" });
+  expect(
+    await decider.decide({ approvalId, platform: "discord", deciderId: fay.id, approve: true, always: true }),
+  ).toEqual({ status: "always_refused" });
   await quietWindow(300);
   expect(await grantedTools(redis, { platform: "discord", chatId: channel, userId: fay.id })).toEqual([]);
   expect(dc.sent.filter((m) => m.channelId === channel && m.content.includes("erase_notes:"))).toEqual([]);

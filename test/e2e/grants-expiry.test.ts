@@ -27,56 +27,98 @@ async function droppedByRedis(key: string): Promise<void> {
 }
 
 // The two scenarios wait out real time and share only the stack (own users, chats and todos): they run side by side.
-it.concurrent("Telegram: the grant expires; the next call asks again", async () => {
-  const tg = stack.telegram;
-  const user = tg.user(7401, "Gil");
-  const chat = tg.privateChat(user);
-  await seedTodos(redis, "telegram", "7401", ["一", "二", "三"]);
-  tg.sendUserMessage({ chat, from: user, text: "delete #1" });
-  const prompt = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7401 && tg.buttons(m).length > 0), WAIT, "the prompt");
-  const always = tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":a"))!.callback_data!;
-  const query = tg.pressButton({ from: user, message: prompt, data: always });
-  const toast = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === query), WAIT, "the toast");
-  expect(toast.text).toBe("已確認，處理中…之後 13 秒內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
-  await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7401 && m.text === "delete_todo: 已刪除：#1 一"), WAIT, "the answer");
-  expect(prompt.text).toBe("✅ 已確認，13 秒內一律允許：刪除待辦 #1「一」");
-  const key = new GrantStore(redis, { ttlMs: GRANT_MS }).key({ platform: "telegram", chatId: "7401", userId: "7401" });
-  const ttl = await redis.pttl(key);
-  expect(ttl).toBeGreaterThan(0);
-  expect(ttl).toBeLessThanOrEqual(GRANT_MS);
+it.concurrent(
+  "Telegram: the grant expires; the next call asks again",
+  async () => {
+    const tg = stack.telegram;
+    const user = tg.user(7401, "Gil");
+    const chat = tg.privateChat(user);
+    await seedTodos(redis, "telegram", "7401", ["一", "二", "三"]);
+    tg.sendUserMessage({ chat, from: user, text: "delete #1" });
+    const prompt = await tg.waitFor(
+      () => tg.sent.find((m) => m.chatId === 7401 && tg.buttons(m).length > 0),
+      WAIT,
+      "the prompt",
+    );
+    const always = tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":a"))!.callback_data!;
+    const query = tg.pressButton({ from: user, message: prompt, data: always });
+    const toast = await tg.waitFor(
+      () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === query),
+      WAIT,
+      "the toast",
+    );
+    expect(toast.text).toBe("已確認，處理中…之後 13 秒內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。");
+    await tg.waitFor(
+      () => tg.sent.find((m) => m.chatId === 7401 && m.text === "delete_todo: 已刪除：#1 一"),
+      WAIT,
+      "the answer",
+    );
+    expect(prompt.text).toBe("✅ 已確認，13 秒內一律允許：刪除待辦 #1「一」");
+    const key = new GrantStore(redis, { ttlMs: GRANT_MS }).key({
+      platform: "telegram",
+      chatId: "7401",
+      userId: "7401",
+    });
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(GRANT_MS);
 
-  await droppedByRedis(key);
-  const seen = tg.sent.length;
-  tg.sendUserMessage({ chat, from: user, text: "delete #2" });
-  const again = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === 7401), WAIT, "the reply to the second delete");
-  expect(again.text).toContain("刪除待辦 #2「二」");
-  expect(tg.buttons(again)).toHaveLength(3);
-  expect(await todoLines(redis, "telegram", "7401")).toEqual(["#2 二", "#3 三"]);
-}, 60_000);
+    await droppedByRedis(key);
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: user, text: "delete #2" });
+    const again = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === 7401),
+      WAIT,
+      "the reply to the second delete",
+    );
+    expect(again.text).toContain("刪除待辦 #2「二」");
+    expect(tg.buttons(again)).toHaveLength(3);
+    expect(await todoLines(redis, "telegram", "7401")).toEqual(["#2 二", "#3 三"]);
+  },
+  60_000,
+);
 
-it.concurrent("Discord: the grant expires (the stored expiry counts even before Redis drops the key); the next call asks again", async () => {
-  const dc = stack.discord;
-  const hal: FakeUser = { id: "704000000000000001", username: "hal", global_name: "Hal" };
-  const channel = dc.dmChannel(hal);
-  await seedTodos(redis, "discord", hal.id, ["一", "二"]);
-  dc.sendUserMessage(hal, "delete #1", { dm: true });
-  const prompt = await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && JSON.stringify(m.payload.components ?? []).includes(":a")), WAIT, "the prompt");
-  const customId = ((prompt.payload.components as { components: { custom_id: string }[] }[])[0]!.components.find((c) => c.custom_id.endsWith(":a")))!.custom_id;
-  dc.clickButton(hal, prompt.id, customId);
-  await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && m.content === "delete_todo: 已刪除：#1 一"), WAIT, "the answer");
-  const store = new GrantStore(redis, { ttlMs: GRANT_MS });
-  const owner = { platform: "discord" as const, chatId: channel, userId: hal.id };
-  const grant = await store.find(owner, "delete_todo");
-  expect(grant).toBeDefined();
-  // Keep the key alive past the grant's own expiry (another grant of the same person here): the stored time still ends it.
-  await new GrantStore(redis, { ttlMs: 60_000 }).grant(owner, "some_other_tool");
-  await eventually(async () => (Date.now() > grant!.expiresAt + 50 ? true : undefined), WAIT, "the grant's expiry");
-  expect(await redis.exists(store.key(owner))).toBe(1);
+it.concurrent(
+  "Discord: the grant expires (the stored expiry counts even before Redis drops the key); the next call asks again",
+  async () => {
+    const dc = stack.discord;
+    const hal: FakeUser = { id: "704000000000000001", username: "hal", global_name: "Hal" };
+    const channel = dc.dmChannel(hal);
+    await seedTodos(redis, "discord", hal.id, ["一", "二"]);
+    dc.sendUserMessage(hal, "delete #1", { dm: true });
+    const prompt = await dc.waitFor(
+      () => dc.sent.find((m) => m.channelId === channel && JSON.stringify(m.payload.components ?? []).includes(":a")),
+      WAIT,
+      "the prompt",
+    );
+    const customId = (prompt.payload.components as { components: { custom_id: string }[] }[])[0]!.components.find((c) =>
+      c.custom_id.endsWith(":a"),
+    )!.custom_id;
+    dc.clickButton(hal, prompt.id, customId);
+    await dc.waitFor(
+      () => dc.sent.find((m) => m.channelId === channel && m.content === "delete_todo: 已刪除：#1 一"),
+      WAIT,
+      "the answer",
+    );
+    const store = new GrantStore(redis, { ttlMs: GRANT_MS });
+    const owner = { platform: "discord" as const, chatId: channel, userId: hal.id };
+    const grant = await store.find(owner, "delete_todo");
+    expect(grant).toBeDefined();
+    // Keep the key alive past the grant's own expiry (another grant of the same person here): the stored time still ends it.
+    await new GrantStore(redis, { ttlMs: 60_000 }).grant(owner, "some_other_tool");
+    await eventually(async () => (Date.now() > grant!.expiresAt + 50 ? true : undefined), WAIT, "the grant's expiry");
+    expect(await redis.exists(store.key(owner))).toBe(1);
 
-  const since = dc.sent.length;
-  dc.sendUserMessage(hal, "delete #2", { dm: true });
-  const again = await dc.waitFor(() => dc.sent.slice(since).find((m) => m.channelId === channel), WAIT, "the reply to the second delete");
-  expect(again.content).toContain("刪除待辦 #2「二」");
-  expect(await todoLines(redis, "discord", hal.id)).toEqual(["#2 二"]);
-  expect((await store.list(owner)).map((g) => g.tool)).toEqual(["some_other_tool"]);
-}, 60_000);
+    const since = dc.sent.length;
+    dc.sendUserMessage(hal, "delete #2", { dm: true });
+    const again = await dc.waitFor(
+      () => dc.sent.slice(since).find((m) => m.channelId === channel),
+      WAIT,
+      "the reply to the second delete",
+    );
+    expect(again.content).toContain("刪除待辦 #2「二」");
+    expect(await todoLines(redis, "discord", hal.id)).toEqual(["#2 二"]);
+    expect((await store.list(owner)).map((g) => g.tool)).toEqual(["some_other_tool"]);
+  },
+  60_000,
+);

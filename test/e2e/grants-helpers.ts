@@ -42,7 +42,11 @@ export async function grantedTools(redis: RedisClient, owner: GrantOwner): Promi
 }
 
 /** The trace events of every stored run of `conversation` with type `approval` and `verdict` (newest run first). */
-export async function approvalEvents(redis: RedisClient, conversation: ConversationRef, verdict: string): Promise<TraceEvent[]> {
+export async function approvalEvents(
+  redis: RedisClient,
+  conversation: ConversationRef,
+  verdict: string,
+): Promise<TraceEvent[]> {
   const runs = await new TraceStore(redis).runs(conversation);
   return runs.flatMap((r) => r.events).filter((e) => e.type === "approval" && e.data.verdict === verdict);
 }

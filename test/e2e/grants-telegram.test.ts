@@ -28,13 +28,29 @@ function dm(id: number, name: string): { user: User; chat: Chat } {
 }
 
 /** Sends `text` (mentioning the bot in a group) and resolves with the bot's first reply to it: an approval prompt or the answer. */
-async function ask(chat: Chat, from: User, text: string, topic?: number): Promise<{ message: Message; reply: FakeSentMessage }> {
+async function ask(
+  chat: Chat,
+  from: User,
+  text: string,
+  topic?: number,
+): Promise<{ message: Message; reply: FakeSentMessage }> {
   const tg = stack.telegram;
   const seen = tg.sent.length;
-  const message = tg.sendUserMessage({ chat, from, text: chat.type === "private" ? text : `@${tg.bot.username} ${text}`, ...(topic ? { message_thread_id: topic } : {}) });
+  const message = tg.sendUserMessage({
+    chat,
+    from,
+    text: chat.type === "private" ? text : `@${tg.bot.username} ${text}`,
+    ...(topic ? { message_thread_id: topic } : {}),
+  });
   // In a group the bot replies to the message; in a DM it just writes (scenarios run one at a time).
-  const replies = (m: FakeSentMessage) => chat.type === "private" || (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
-  const reply = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)), WAIT, `a reply to "${text}"`);
+  const replies = (m: FakeSentMessage) =>
+    chat.type === "private" ||
+    (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
+  const reply = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)),
+    WAIT,
+    `a reply to "${text}"`,
+  );
   return { message, reply };
 }
 
@@ -51,19 +67,29 @@ function data(prompt: FakeSentMessage, choice: "y" | "n" | "a"): string {
 /** The toast answering callback query `id`. */
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  const answer = await tg.waitFor(
+    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+    WAIT,
+    `the answer to callback query ${id}`,
+  );
   return String(answer.text ?? "");
 }
 
 /** The bot's message in `chatId` containing `needle`, once there (after `after` messages were sent). */
 async function sentWith(chatId: number, needle: string, after = 0): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.includes(needle)), WAIT, `a message with "${needle}" in ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.includes(needle)),
+    WAIT,
+    `a message with "${needle}" in ${chatId}`,
+  );
 }
 
 /** Approval prompts the bot posted in `chatId` (messages sent with a confirm button). */
 function prompts(chatId: number): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chatId && JSON.stringify(m.payload.reply_markup ?? {}).includes(":y"));
+  return stack.telegram.sent.filter(
+    (m) => m.chatId === chatId && JSON.stringify(m.payload.reply_markup ?? {}).includes(":y"),
+  );
 }
 
 /** Presses "always allow" on `prompt` as `user`, checks the toast and waits for the answer. */
@@ -82,7 +108,9 @@ it("always allow: this call runs, the next call of the tool by that user in that
   const first = await ask(chat, user, "delete #1");
   const prompt = first.reply;
   expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消", "🔓 一律允許"]);
-  expect((prompt.payload.reply_markup as { inline_keyboard: unknown[][] }).inline_keyboard.map((row) => row.length)).toEqual([2, 1]);
+  expect(
+    (prompt.payload.reply_markup as { inline_keyboard: unknown[][] }).inline_keyboard.map((row) => row.length),
+  ).toEqual([2, 1]);
 
   const answer = await alwaysAllow(prompt, user, "delete_todo:");
   expect(answer.text).toBe("delete_todo: 已刪除：#1 買牛奶");
@@ -96,7 +124,11 @@ it("always allow: this call runs, the next call of the tool by that user in that
   expect(prompts(7301)).toHaveLength(1);
   expect(await todoLines(redis, "telegram", "7301")).toEqual(["#3 洗車"]);
   const conversation = { platform: "telegram" as const, chatId: "7301" };
-  const granted = await eventually(async () => (await approvalEvents(redis, conversation, "granted"))[0], WAIT, "the trace of the granted call");
+  const granted = await eventually(
+    async () => (await approvalEvents(redis, conversation, "granted"))[0],
+    WAIT,
+    "the trace of the granted call",
+  );
   expect(granted.data).toMatchObject({ verdict: "granted", tool: "delete_todo" });
   expect(Date.parse(String(granted.data.grantExpiresAt))).toBeGreaterThan(Date.now() + 29 * 86_400_000);
   expect((await approvalEvents(redis, conversation, "always"))[0]!.data).toMatchObject({ tool: "delete_todo" });
@@ -113,55 +145,63 @@ async function approvalCounts(): Promise<Record<string, number>> {
   return Object.fromEntries(values.map((v) => [String(v.labels.verdict), v.value]));
 }
 
-it("only the requester may press always allow; another member of the group is still asked, and the grant does not reach another chat or another topic", async () => {
-  const tg = stack.telegram;
-  const group = tg.group(-1007302, "家庭群組", true);
-  tg.createTopic(group, "採買", 11);
-  const bea = tg.user(7302, "Bea");
-  const cal = tg.user(7303, "Cal");
-  await seedTodos(redis, "telegram", "7302", ["訂機票", "訂飯店", "換外幣", "買保險"]);
-  await seedTodos(redis, "telegram", "7303", ["繳學費"]);
+it(
+  "only the requester may press always allow; another member of the group is still asked, " +
+    "and the grant does not reach another chat or another topic",
+  async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1007302, "家庭群組", true);
+    tg.createTopic(group, "採買", 11);
+    const bea = tg.user(7302, "Bea");
+    const cal = tg.user(7303, "Cal");
+    await seedTodos(redis, "telegram", "7302", ["訂機票", "訂飯店", "換外幣", "買保險"]);
+    await seedTodos(redis, "telegram", "7303", ["繳學費"]);
 
-  const { reply: prompt } = await ask(group, bea, "delete #1");
-  expect(prompt.text).toContain("只有 Bea 可以決定");
-  expect(await toast(tg.pressButton({ from: cal, message: prompt, data: data(prompt, "a") }))).toBe("只有 Bea 可以決定。");
-  await quietWindow(300);
-  expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), userId: "7303" })).toEqual([]);
-  expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), userId: "7302" })).toEqual([]);
-  expect(tg.buttons(prompt)).toHaveLength(3);
-  expect((await alwaysAllow(prompt, bea, "delete_todo:")).text).toBe("delete_todo: 已刪除：#1 訂機票");
+    const { reply: prompt } = await ask(group, bea, "delete #1");
+    expect(prompt.text).toContain("只有 Bea 可以決定");
+    expect(await toast(tg.pressButton({ from: cal, message: prompt, data: data(prompt, "a") }))).toBe(
+      "只有 Bea 可以決定。",
+    );
+    await quietWindow(300);
+    expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), userId: "7303" })).toEqual([]);
+    expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), userId: "7302" })).toEqual([]);
+    expect(tg.buttons(prompt)).toHaveLength(3);
+    expect((await alwaysAllow(prompt, bea, "delete_todo:")).text).toBe("delete_todo: 已刪除：#1 訂機票");
 
-  // Bea again in the group: no prompt.
-  expect((await ask(group, bea, "delete #2")).reply.text).toBe("delete_todo: 已刪除：#2 訂飯店");
-  // Cal in the same group: asked.
-  const calAsked = (await ask(group, cal, "delete #1")).reply;
-  expect(calAsked.text).toContain("刪除待辦 #1「繳學費」");
-  expect(calAsked.text).toContain("只有 Cal 可以決定");
-  tg.pressButton({ from: cal, message: calAsked, data: data(calAsked, "n") });
-  // Bea in a topic of the same group (a conversation of its own): asked.
-  const inTopic = (await ask(group, bea, "delete #3", 11)).reply;
-  expect(inTopic.text).toContain("刪除待辦 #3「換外幣」");
-  expect(inTopic.payload.message_thread_id).toBe(11);
-  tg.pressButton({ from: bea, message: inTopic, data: data(inTopic, "n") });
-  await tg.waitFor(() => inTopic.text.startsWith("❌"), WAIT, "the topic's prompt closed");
-  // /permissions in the topic lists the topic's grants (none); in the group's General chat, Bea's one.
-  let seen = tg.sent.length;
-  tg.sendUserMessage({ chat: group, from: bea, text: "/permissions", message_thread_id: 11 });
-  const topicList = await sentWith(group.id, "一律允許", seen);
-  expect(topicList.text).toBe("你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。");
-  expect(topicList.payload.message_thread_id).toBe(11);
-  seen = tg.sent.length;
-  tg.sendUserMessage({ chat: group, from: bea, text: "/permissions" });
-  expect((await sentWith(group.id, "一律允許", seen)).text).toMatch(/^你在這裡「一律允許」的工具（到期前不再詢問你）：\n• delete_todo — 到 /);
-  // Bea in her DM: asked.
-  const { user: beaDm, chat: beaChat } = { user: bea, chat: tg.privateChat(bea) };
-  const inDm = (await ask(beaChat, beaDm, "delete #3")).reply;
-  expect(inDm.text).toContain("刪除待辦 #3「換外幣」");
-  tg.pressButton({ from: bea, message: inDm, data: data(inDm, "n") });
-  await sentWith(beaChat.id, "delete_todo:");
-  expect(await todoLines(redis, "telegram", "7302")).toEqual(["#3 換外幣", "#4 買保險"]);
-  expect(await todoLines(redis, "telegram", "7303")).toEqual(["#1 繳學費"]);
-});
+    // Bea again in the group: no prompt.
+    expect((await ask(group, bea, "delete #2")).reply.text).toBe("delete_todo: 已刪除：#2 訂飯店");
+    // Cal in the same group: asked.
+    const calAsked = (await ask(group, cal, "delete #1")).reply;
+    expect(calAsked.text).toContain("刪除待辦 #1「繳學費」");
+    expect(calAsked.text).toContain("只有 Cal 可以決定");
+    tg.pressButton({ from: cal, message: calAsked, data: data(calAsked, "n") });
+    // Bea in a topic of the same group (a conversation of its own): asked.
+    const inTopic = (await ask(group, bea, "delete #3", 11)).reply;
+    expect(inTopic.text).toContain("刪除待辦 #3「換外幣」");
+    expect(inTopic.payload.message_thread_id).toBe(11);
+    tg.pressButton({ from: bea, message: inTopic, data: data(inTopic, "n") });
+    await tg.waitFor(() => inTopic.text.startsWith("❌"), WAIT, "the topic's prompt closed");
+    // /permissions in the topic lists the topic's grants (none); in the group's General chat, Bea's one.
+    let seen = tg.sent.length;
+    tg.sendUserMessage({ chat: group, from: bea, text: "/permissions", message_thread_id: 11 });
+    const topicList = await sentWith(group.id, "一律允許", seen);
+    expect(topicList.text).toBe("你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。");
+    expect(topicList.payload.message_thread_id).toBe(11);
+    seen = tg.sent.length;
+    tg.sendUserMessage({ chat: group, from: bea, text: "/permissions" });
+    expect((await sentWith(group.id, "一律允許", seen)).text).toMatch(
+      /^你在這裡「一律允許」的工具（到期前不再詢問你）：\n• delete_todo — 到 /,
+    );
+    // Bea in her DM: asked.
+    const { user: beaDm, chat: beaChat } = { user: bea, chat: tg.privateChat(bea) };
+    const inDm = (await ask(beaChat, beaDm, "delete #3")).reply;
+    expect(inDm.text).toContain("刪除待辦 #3「換外幣」");
+    tg.pressButton({ from: bea, message: inDm, data: data(inDm, "n") });
+    await sentWith(beaChat.id, "delete_todo:");
+    expect(await todoLines(redis, "telegram", "7302")).toEqual(["#3 換外幣", "#4 買保險"]);
+    expect(await todoLines(redis, "telegram", "7303")).toEqual(["#1 繳學費"]);
+  },
+);
 
 it("/permissions (here in a forum topic) lists the grant with a revoke button; only its owner can revoke; the revoke counts at once", async () => {
   const tg = stack.telegram;
@@ -181,15 +221,25 @@ it("/permissions (here in a forum topic) lists the grant with a revoke button; o
   const revoke = tg.buttons(list)[0]!.callback_data!;
   expect(Buffer.byteLength(revoke)).toBeLessThanOrEqual(64);
 
-  expect(await toast(tg.pressButton({ from: eve, message: list, data: revoke }))).toBe("這是別人的授權，只有本人可以撤銷。");
-  expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), topicId: "33", userId: "7304" })).toEqual(["delete_todo"]);
+  expect(await toast(tg.pressButton({ from: eve, message: list, data: revoke }))).toBe(
+    "這是別人的授權，只有本人可以撤銷。",
+  );
+  expect(
+    await grantedTools(redis, { platform: "telegram", chatId: String(group.id), topicId: "33", userId: "7304" }),
+  ).toEqual(["delete_todo"]);
   seen = tg.sent.length;
   tg.sendUserMessage({ chat: group, from: eve, text: "/permissions", message_thread_id: 33 });
-  expect((await sentWith(group.id, "一律允許", seen)).text).toBe("你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。");
+  expect((await sentWith(group.id, "一律允許", seen)).text).toBe(
+    "你在這裡沒有「一律允許」的工具。需要確認的動作，可以在確認提示上按「一律允許」。",
+  );
 
-  expect(await toast(tg.pressButton({ from: dee, message: list, data: revoke }))).toBe("已撤銷：之後使用 delete_todo 會再詢問你。");
+  expect(await toast(tg.pressButton({ from: dee, message: list, data: revoke }))).toBe(
+    "已撤銷：之後使用 delete_todo 會再詢問你。",
+  );
   await tg.waitFor(() => tg.buttons(list).length === 0, WAIT, "the revoke button removed");
-  expect(await grantedTools(redis, { platform: "telegram", chatId: String(group.id), topicId: "33", userId: "7304" })).toEqual([]);
+  expect(
+    await grantedTools(redis, { platform: "telegram", chatId: String(group.id), topicId: "33", userId: "7304" }),
+  ).toEqual([]);
   const asked = (await ask(group, dee, "delete #2", 33)).reply;
   expect(asked.text).toContain("刪除待辦 #2「影印」");
   expect(tg.buttons(asked)).toHaveLength(3);
@@ -206,7 +256,9 @@ it("a tool with alwaysAllow: false has no always-allow button; a forged always p
   expect(prompt.text).toContain("清除所有筆記");
   expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消"]);
   const forged = data(prompt, "y").replace(/:y$/, ":a");
-  expect(await toast(tg.pressButton({ from: user, message: prompt, data: forged }))).toBe("這個動作不能設為一律允許，請按「確認」或「取消」。");
+  expect(await toast(tg.pressButton({ from: user, message: prompt, data: forged }))).toBe(
+    "這個動作不能設為一律允許，請按「確認」或「取消」。",
+  );
   await quietWindow(300);
   expect(tg.buttons(prompt)).toHaveLength(2);
   expect(await grantedTools(redis, { platform: "telegram", chatId: "7306", userId: "7306" })).toEqual([]);

@@ -21,7 +21,13 @@ import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { Tool } from "../../src/toolbox/tool.js";
 import type { ToolBox } from "../../src/toolbox/toolbox.js";
-import { startFakeAnthropic, type FakeAnthropic, type FakeErrorReply, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
+import {
+  startFakeAnthropic,
+  type FakeAnthropic,
+  type FakeErrorReply,
+  type FakeMessageReply,
+  type FakeRequest,
+} from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
@@ -123,17 +129,42 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const { toolbox } = await loadTools({ config, log });
   for (const tool of options.tools ?? []) toolbox.add(tool);
   const prefix = "e2e";
-  const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }) };
-  const startWorker = () => startBot({ config, log: log.child({ part: "worker" }), redisUrl: redis.url, toolbox, role: "worker", agent, prefix });
+  const agent = {
+    runAgent,
+    client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
+  };
+  const startWorker = () =>
+    startBot({
+      config,
+      log: log.child({ part: "worker" }),
+      redisUrl: redis.url,
+      toolbox,
+      role: "worker",
+      agent,
+      prefix,
+    });
   const startAdapters = () => {
     const adapterLog = log.child({ part: "adapter" });
     const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };
     const own = options.adapterOptions;
     const adapters = own
-      ? [createTelegramAdapter(adapterConfig, adapterLog, own.telegram), createDiscordAdapter(adapterConfig, adapterLog, own.discord)]
+      ? [
+          createTelegramAdapter(adapterConfig, adapterLog, own.telegram),
+          createDiscordAdapter(adapterConfig, adapterLog, own.discord),
+        ]
       : undefined;
-    const onFatal = options.onFatal ?? ((error: AdapterFatalError) => expect.fail(`an adapter stopped the bot: ${error.message}`));
-    return startBot({ config: adapterConfig, log: adapterLog, redisUrl: redis.url, toolbox, role: "adapter", prefix, adapters, onFatal });
+    const onFatal =
+      options.onFatal ?? ((error: AdapterFatalError) => expect.fail(`an adapter stopped the bot: ${error.message}`));
+    return startBot({
+      config: adapterConfig,
+      log: adapterLog,
+      redisUrl: redis.url,
+      toolbox,
+      role: "adapter",
+      prefix,
+      adapters,
+      onFatal,
+    });
   };
   const adapters = await startAdapters();
   started.push(() => adapters.stop());

@@ -35,11 +35,23 @@ for (const streaming of ["on", "off"] as const) {
       const before = sentTo(chat).length;
       stack.model.enqueue(text(ANSWER));
       tg.sendUserMessage({ chat, from: user, text: "怎麼登入？" });
-      const answer = await tg.waitFor(() => sentTo(chat).slice(before).find((m) => m.text.includes("氣象署")), ANSWER_TIMEOUT_MS, "the answer");
+      const answer = await tg.waitFor(
+        () =>
+          sentTo(chat)
+            .slice(before)
+            .find((m) => m.text.includes("氣象署")),
+        ANSWER_TIMEOUT_MS,
+        "the answer",
+      );
       const final = answer.message.text ?? answer.text;
       expect(final).toBe("請登入 https://evil.example/steal，或用 免費加速。天氣見 氣象署。");
-      const links = (answer.message.entities ?? answer.entities).filter((e) => e.type === "text_link" || e.type === "url");
-      const shown = links.map((e) => ({ text: final.slice(e.offset, e.offset + e.length), url: "url" in e ? e.url : undefined }));
+      const links = (answer.message.entities ?? answer.entities).filter(
+        (e) => e.type === "text_link" || e.type === "url",
+      );
+      const shown = links.map((e) => ({
+        text: final.slice(e.offset, e.offset + e.length),
+        url: "url" in e ? e.url : undefined,
+      }));
       expect(shown).toEqual([
         { text: "https://evil.example/steal", url: "https://evil.example/steal" },
         { text: "氣象署", url: "https://www.cwa.gov.tw/" },
@@ -54,7 +66,11 @@ for (const streaming of ["on", "off"] as const) {
       const before = dc.sent.filter((m) => m.channelId === channelId).length;
       stack.model.enqueue(text(ANSWER));
       dc.sendUserMessage(author, "how do I log in?", { dm: true });
-      const posted = await dc.waitFor(() => dc.sent.filter((m) => m.channelId === channelId)[before], ANSWER_TIMEOUT_MS, "the answer");
+      const posted = await dc.waitFor(
+        () => dc.sent.filter((m) => m.channelId === channelId)[before],
+        ANSWER_TIMEOUT_MS,
+        "the answer",
+      );
       const expected = `請登入 https://evil.example/steal，或用 ${PROXY}。天氣見 ${HONEST}。`;
       await dc.waitFor(() => posted.message.content === expected || undefined, ANSWER_TIMEOUT_MS, "the final text");
       const bodies = [posted.payload, ...dc.edits.filter((e) => e.messageId === posted.id).map((e) => e.payload)];
@@ -62,19 +78,28 @@ for (const streaming of ["on", "off"] as const) {
       for (const body of bodies) expect(String(body.content)).not.toContain(MISLABELLED);
     });
     // Issue 26 (6), once (it does not depend on streaming).
-    if (streaming === "off") it("a file name with terminal escapes and bidi controls reaches the model's placeholder and the log lines as one plain line", async () => {
-      const tg = stack.telegram;
-      const user = tg.user(26103, "Kao");
-      const chat = tg.privateChat(user);
-      const name = "report\u001b[2J\u0007\u202Etxt.exe\u200B\n.md";
-      const before = stack.model.requests.length;
-      tg.sendUserMessage({ chat, from: user, caption: "看一下", extra: { document: { ...tg.addFile(Buffer.from("hello")), file_name: name, mime_type: "text/markdown" } } });
-      await tg.waitFor(() => sentTo(chat).length > 0 || undefined, ANSWER_TIMEOUT_MS, "the answer");
-      const blocks = stack.model.requests.slice(before)[0]!.messages.at(-1)!.content as { type: string; text?: string }[];
-      expect(blocks[0]!.text!.split("\n")[0]).toBe('<file name="report [2J txt.exe .md">');
-      const logged = stack.logs().filter((l) => JSON.stringify(l).includes("report"));
-      expect(logged.length).toBeGreaterThan(0);
-      for (const line of logged) expect(JSON.stringify(line)).not.toMatch(/\\u001b|\\u0007|\u202E|\u200B/);
-    });
+    if (streaming === "off")
+      it("a file name with terminal escapes and bidi controls reaches the model's placeholder and the log lines as one plain line", async () => {
+        const tg = stack.telegram;
+        const user = tg.user(26103, "Kao");
+        const chat = tg.privateChat(user);
+        const name = "report\u001b[2J\u0007\u202Etxt.exe\u200B\n.md";
+        const before = stack.model.requests.length;
+        tg.sendUserMessage({
+          chat,
+          from: user,
+          caption: "看一下",
+          extra: { document: { ...tg.addFile(Buffer.from("hello")), file_name: name, mime_type: "text/markdown" } },
+        });
+        await tg.waitFor(() => sentTo(chat).length > 0 || undefined, ANSWER_TIMEOUT_MS, "the answer");
+        const blocks = stack.model.requests.slice(before)[0]!.messages.at(-1)!.content as {
+          type: string;
+          text?: string;
+        }[];
+        expect(blocks[0]!.text!.split("\n")[0]).toBe('<file name="report [2J txt.exe .md">');
+        const logged = stack.logs().filter((l) => JSON.stringify(l).includes("report"));
+        expect(logged.length).toBeGreaterThan(0);
+        for (const line of logged) expect(JSON.stringify(line)).not.toMatch(/\\u001b|\\u0007|\u202E|\u200B/);
+      });
   });
 }

@@ -36,7 +36,11 @@ const configFile = writeMcpConfig(dir, {
     // The operator's word: these run without approval (annotations are not trusted here).
     safe: ["search_pages", "list_apps", "gallery", "posters", "grow", `${LONG_PREFIX}_as_csv`],
   }),
-  trusted: hostileEntry({ env: { CALLS_FILE: trustedCalls }, include: ["wipe", "flip", "peek", "look"], trustAnnotations: true }),
+  trusted: hostileEntry({
+    env: { CALLS_FILE: trustedCalls },
+    include: ["wipe", "flip", "peek", "look"],
+    trustAnnotations: true,
+  }),
   untrusted: hostileEntry({ include: ["look"] }),
 });
 
@@ -65,15 +69,24 @@ function dm(id: number, name: string): { user: User; chat: Chat } {
 
 async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)), WAIT, `an answer with ${needle} in chat ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
+    WAIT,
+    `an answer with ${needle} in chat ${chatId}`,
+  );
 }
 
 async function promptIn(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0), WAIT, `an approval prompt in chat ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
+    WAIT,
+    `an approval prompt in chat ${chatId}`,
+  );
 }
 
-const prompts = (chatId: number) => stack.telegram.sent.filter((m) => m.chatId === chatId && stack.telegram.buttons(m).length > 0);
+const prompts = (chatId: number) =>
+  stack.telegram.sent.filter((m) => m.chatId === chatId && stack.telegram.buttons(m).length > 0);
 const offered = () => stack.model.requests.at(-1)!.tools ?? [];
 const logs = () => stack.logs().map((l) => String(l.msg));
 
@@ -83,7 +96,10 @@ it("a tool with a top-level anyOf is offered as one object schema; the server's 
   await answerIn(9101, 'hostile__search_pages: searched: {"query":"budget","limit":3}');
   const schema = offered().find((t) => t.name === "hostile__search_pages")!.input_schema!;
   expect(Object.keys(schema)).not.toContain("anyOf");
-  expect(schema).toMatchObject({ type: "object", properties: { limit: { type: "integer" }, query: { type: "string" }, page_id: { type: "string" } } });
+  expect(schema).toMatchObject({
+    type: "object",
+    properties: { limit: { type: "integer" }, query: { type: "string" }, page_id: { type: "string" } },
+  });
   expect(schema.required).toBeUndefined();
   expect(schema.description).toBe("Give the fields of one of these sets: (query) or (page_id).");
 
@@ -92,21 +108,33 @@ it("a tool with a top-level anyOf is offered as one object schema; the server's 
   const refused = await answerIn(9101, 'Invalid input for tool "hostile__search_pages"');
   expect(refused.text).toContain("query: is required");
   expect(refused.text).toContain("page_id: is required");
-  expect(recordedCalls(callsFile).filter((c) => c.tool === "search_pages")).toEqual([expect.objectContaining({ args: { query: "budget", limit: 3 } })]);
+  expect(recordedCalls(callsFile).filter((c) => c.tool === "search_pages")).toEqual([
+    expect.objectContaining({ args: { query: "budget", limit: 3 } }),
+  ]);
 });
 
 it("bracketed property keys are renamed for the model and mapped back for the server", async () => {
   const { user, chat } = dm(9102, "Bob");
-  stack.telegram.sendUserMessage({ chat, from: user, text: 'call hostile__list_apps {"filter.bundleId":"tw.example.app","limit":2}' });
+  stack.telegram.sendUserMessage({
+    chat,
+    from: user,
+    text: 'call hostile__list_apps {"filter.bundleId":"tw.example.app","limit":2}',
+  });
   await answerIn(9102, "hostile__list_apps: apps:");
   const schema = offered().find((t) => t.name === "hostile__list_apps")!.input_schema!;
   expect(Object.keys(schema.properties as object)).toEqual(["filter.bundleId", "filter.name", "limit"]);
   expect(schema.required).toEqual(["filter.bundleId"]);
-  expect(recordedCalls(callsFile).filter((c) => c.tool === "list_apps").map((c) => c.args)).toEqual([{ "filter[bundleId]": "tw.example.app", limit: 2 }]);
+  expect(
+    recordedCalls(callsFile)
+      .filter((c) => c.tool === "list_apps")
+      .map((c) => c.args),
+  ).toEqual([{ "filter[bundleId]": "tw.example.app", limit: 2 }]);
 
   // a missing field is named as the model knows it
   stack.telegram.sendUserMessage({ chat, from: user, text: 'call hostile__list_apps {"limit":2}' });
-  expect((await answerIn(9102, 'Invalid input for tool "hostile__list_apps"')).text).toContain("filter.bundleId: is required");
+  expect((await answerIn(9102, 'Invalid input for tool "hostile__list_apps"')).text).toContain(
+    "filter.bundleId: is required",
+  );
 });
 
 it("two tool names equal in their first 64 characters both load, as distinct names ending in a hash of the full name", async () => {
@@ -117,7 +145,11 @@ it("two tool names equal in their first 64 characters both load, as distinct nam
   const { user, chat } = dm(9103, "Cid");
   stack.telegram.sendUserMessage({ chat, from: user, text: `call ${CSV_NAME}` });
   await answerIn(9103, `${CSV_NAME}: ${LONG_PREFIX}_as_csv done`);
-  expect(recordedCalls(callsFile).filter((c) => c.tool.startsWith(LONG_PREFIX)).map((c) => c.tool)).toEqual([`${LONG_PREFIX}_as_csv`]);
+  expect(
+    recordedCalls(callsFile)
+      .filter((c) => c.tool.startsWith(LONG_PREFIX))
+      .map((c) => c.tool),
+  ).toEqual([`${LONG_PREFIX}_as_csv`]);
   expect(offered().find((t) => t.name === PDF_NAME)).toBeDefined();
 });
 
@@ -129,22 +161,34 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   const request = stack.model.requests.at(-1)!;
   const result = (request.messages.at(-1)!.content as { type: string; content?: { type: string }[] }[])[0]!;
   expect(result.content!.filter((c) => c.type === "image")).toHaveLength(5);
-  expect(logs()).toContain("MCP server hostile: 35 image(s) of a gallery result left out (at most 5 images of one result are passed on)");
+  expect(logs()).toContain(
+    "MCP server hostile: 35 image(s) of a gallery result left out (at most 5 images of one result are passed on)",
+  );
 
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__posters" });
-  expect((await answerIn(9104, "hostile__posters: 3 posters")).text).toContain("[1 image left out: the images of one result may have 5 MB together]");
-  const posters = (stack.model.requests.at(-1)!.messages.at(-1)!.content as { content?: { type: string; source?: { data: string } }[] }[])[0]!.content!;
+  expect((await answerIn(9104, "hostile__posters: 3 posters")).text).toContain(
+    "[1 image left out: the images of one result may have 5 MB together]",
+  );
+  const posters = (
+    stack.model.requests.at(-1)!.messages.at(-1)!.content as {
+      content?: { type: string; source?: { data: string } }[];
+    }[]
+  )[0]!.content!;
   const images = posters.filter((c) => c.type === "image");
   expect(images).toHaveLength(2);
   expect(images.reduce((n, i) => n + i.source!.data.length, 0)).toBeLessThanOrEqual(5 * 1024 * 1024);
-  expect(logs()).toContain("MCP server hostile: 1 image(s) of a posters result left out (the images of one result may have 5 MB together)");
+  expect(logs()).toContain(
+    "MCP server hostile: 1 image(s) of a posters result left out (the images of one result may have 5 MB together)",
+  );
 });
 
 it("a description over 4000 characters is cut for the model, with one warning naming the server", () => {
   const story = stack.toolbox.get("hostile__long_story")!;
   expect(story.description.length).toBe(4000);
   expect(story.description.endsWith("…")).toBe(true);
-  expect(logs().filter((m) => m.includes('the description of "long_story"'))).toEqual(["MCP server hostile: the description of \"long_story\" has 10808 characters; the model gets the first 4000"]);
+  expect(logs().filter((m) => m.includes('the description of "long_story"'))).toEqual([
+    'MCP server hostile: the description of "long_story" has 10808 characters; the model gets the first 4000',
+  ]);
 });
 
 it("a huge schema arriving by list_changed is refused before compiling, and another chat is answered meanwhile", async () => {
@@ -153,14 +197,24 @@ it("a huge schema arriving by list_changed is refused before compiling, and anot
   const b = dm(9106, "Fay");
   tg.sendUserMessage({ chat: a.chat, from: a.user, text: "call hostile__grow" });
   await answerIn(9105, "hostile__grow: grown");
-  await tg.waitFor(() => logs().find((m) => m === "MCP server hostile: tool list changed; refreshing"), WAIT, "the refresh");
+  await tg.waitFor(
+    () => logs().find((m) => m === "MCP server hostile: tool list changed; refreshing"),
+    WAIT,
+    "the refresh",
+  );
   const sent = Date.now();
   tg.sendUserMessage({ chat: b.chat, from: b.user, text: "ping" });
   await answerIn(9106, "pong");
   // the compile of this schema blocked a worker for over 20 s; a busy test machine answers a ping in well under 8
   expect(Date.now() - sent).toBeLessThan(8000);
-  await tg.waitFor(() => logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:")), WAIT, "the skip warning");
-  expect(logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:"))).toMatch(/^MCP tool hostile\/pick_region skipped: its input schema is \d+ KB, over the limit of 64 KB$/);
+  await tg.waitFor(
+    () => logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:")),
+    WAIT,
+    "the skip warning",
+  );
+  expect(logs().find((m) => m.startsWith("MCP tool hostile/pick_region skipped:"))).toMatch(
+    /^MCP tool hostile\/pick_region skipped: its input schema is \d+ KB, over the limit of 64 KB$/,
+  );
   expect(stack.toolbox.get("hostile__pick_region")).toBeUndefined();
   expect(stack.toolbox.get("hostile__search_pages")).toBeDefined();
 });
@@ -189,9 +243,18 @@ it("a tool that claims read-only after list_changed keeps asking for approval un
   expect(stack.toolbox.get("trusted__wipe")).toMatchObject({ dangerous: true });
   tg.sendUserMessage({ chat, from: user, text: "call trusted__flip" });
   const prompt = await promptIn(9109);
-  tg.pressButton({ from: user, message: prompt, data: tg.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(":y"))! });
+  tg.pressButton({
+    from: user,
+    message: prompt,
+    data: tg
+      .buttons(prompt)
+      .map((b) => b.callback_data!)
+      .find((d) => d.endsWith(":y"))!,
+  });
   await answerIn(9109, "trusted__flip: flipped");
-  const warning = 'MCP server trusted: tool "wipe" now claims to need less than when the worker first saw it (its annotations changed); it still asks for approval until the worker restarts';
+  const warning =
+    'MCP server trusted: tool "wipe" now claims to need less than when the worker first saw it ' +
+    "(its annotations changed); it still asks for approval until the worker restarts";
   await tg.waitFor(() => logs().includes(warning), WAIT, "the warning");
   expect(stack.toolbox.get("trusted__wipe")).toMatchObject({ dangerous: true, readOnly: false });
 

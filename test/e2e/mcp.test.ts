@@ -21,14 +21,29 @@ const HTTP_SECRET = `e2e-http-secret-${Math.random().toString(36).slice(2, 12)}`
 const dir = tempDir();
 const callsFile = path.join(dir, "calls.jsonl");
 const configFile = writeMcpConfig(dir, {
-  notebook: stdioEntry({ env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" }, include: ["echo", "add_note", "snapshot", "crash"], trustAnnotations: true }),
-  items: { url: "${E2E_ITEMS_URL}", headers: { Authorization: "Bearer ${E2E_HTTP_SECRET}" }, include: ["delete_item"], trustAnnotations: true },
+  notebook: stdioEntry({
+    env: { CALLS_FILE: callsFile, FIXTURE_TOKEN: "${E2E_STDIO_SECRET}" },
+    include: ["echo", "add_note", "snapshot", "crash"],
+    trustAnnotations: true,
+  }),
+  items: {
+    url: "${E2E_ITEMS_URL}",
+    headers: { Authorization: "Bearer ${E2E_HTTP_SECRET}" },
+    include: ["delete_item"],
+    trustAnnotations: true,
+  },
 });
 
 /** The fake model: `mcp …` phrases call the MCP tools; everything else is the usual scripted model. */
 function mcpModel(request: FakeRequest): FakeMessageReply {
   const last = request.messages[request.messages.length - 1]!;
-  const said = typeof last.content === "string" ? last.content : last.content.filter((b) => b.type === "text").map((b) => String(b.text)).join(" ");
+  const said =
+    typeof last.content === "string"
+      ? last.content
+      : last.content
+          .filter((b) => b.type === "text")
+          .map((b) => String(b.text))
+          .join(" ");
   let m: RegExpExecArray | null;
   if ((m = /^mcp echo (.+)$/.exec(said))) return toolUse("notebook__echo", { text: m[1]! });
   if ((m = /^mcp note (.+)$/.exec(said))) return toolUse("notebook__add_note", { text: m[1]!, priority: 2 });
@@ -36,7 +51,15 @@ function mcpModel(request: FakeRequest): FakeMessageReply {
   if (/^mcp picture$/.test(said)) return toolUse("notebook__snapshot", {});
   if (/^mcp crash$/.test(said)) return toolUse("notebook__crash", {});
   if ((m = /^mcp delete (\d+)$/.exec(said))) return toolUse("items__delete_item", { id: Number(m[1]) });
-  if (typeof last.content !== "string" && last.content.some((b) => b.type === "tool_result" && Array.isArray(b.content) && (b.content as { type: string }[]).some((c) => c.type === "image"))) {
+  if (
+    typeof last.content !== "string" &&
+    last.content.some(
+      (b) =>
+        b.type === "tool_result" &&
+        Array.isArray(b.content) &&
+        (b.content as { type: string }[]).some((c) => c.type === "image"),
+    )
+  ) {
     return text("I can see the picture.");
   }
   return scriptedModel(request);
@@ -65,18 +88,29 @@ function dm(id: number, name: string): { user: User; chat: Chat } {
 
 async function promptIn(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0), WAIT, `an approval prompt in chat ${chatId}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
+    WAIT,
+    `an approval prompt in chat ${chatId}`,
+  );
 }
 
 function approveButton(prompt: FakeSentMessage): string {
-  const data = stack.telegram.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(":y"));
+  const data = stack.telegram
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(":y"));
   expect(data).toBeDefined();
   return data!;
 }
 
 async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)), WAIT, `an answer with ${needle}`);
+  return tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
+    WAIT,
+    `an answer with ${needle}`,
+  );
 }
 
 it("the MCP tools are offered to the model under their names, with the server's schema", async () => {
@@ -84,10 +118,23 @@ it("the MCP tools are offered to the model under their names, with the server's 
   const { user, chat } = dm(8101, "Alice");
   tg.sendUserMessage({ chat, from: user, text: "mcp echo hello" });
   await answerIn(8101, "notebook__echo:");
-  const request = stack.model.requests.find((r) => r.messages.some((m) => m.role === "user" && JSON.stringify(m.content).includes("mcp echo hello")))!;
+  const request = stack.model.requests.find((r) =>
+    r.messages.some((m) => m.role === "user" && JSON.stringify(m.content).includes("mcp echo hello")),
+  )!;
   const names = (request.tools ?? []).map((t) => t.name);
-  expect(names).toEqual(expect.arrayContaining(["notebook__echo", "notebook__add_note", "notebook__snapshot", "items__delete_item", "get_current_datetime"]));
-  expect(request.tools!.find((t) => t.name === "notebook__add_note")!.input_schema).toMatchObject({ type: "object", required: ["text", "priority"] });
+  expect(names).toEqual(
+    expect.arrayContaining([
+      "notebook__echo",
+      "notebook__add_note",
+      "notebook__snapshot",
+      "items__delete_item",
+      "get_current_datetime",
+    ]),
+  );
+  expect(request.tools!.find((t) => t.name === "notebook__add_note")!.input_schema).toMatchObject({
+    type: "object",
+    required: ["text", "priority"],
+  });
 });
 
 it("a read-only MCP tool runs without a prompt", async () => {
@@ -116,7 +163,9 @@ it("a non-read-only MCP tool asks its requester, with server, tool and input; ap
   // a second click on the (now closed) prompt runs nothing more
   tg.pressButton({ from: user, message: prompt, data: approve });
   await new Promise((r) => setTimeout(r, 500));
-  expect(recordedCalls(callsFile).filter((c) => c.tool === "add_note")).toEqual([expect.objectContaining({ args: { text: "buy milk", priority: 2 } })]);
+  expect(recordedCalls(callsFile).filter((c) => c.tool === "add_note")).toEqual([
+    expect.objectContaining({ args: { text: "buy milk", priority: 2 } }),
+  ]);
 });
 
 it("input that breaks the schema gets field errors, no prompt and no call", async () => {
@@ -182,13 +231,28 @@ it("on Discord too: a destructive MCP tool asks by button and runs once on appro
   const channel = dc.dmChannel(ivy);
   const before = http.calls.length;
   dc.sendUserMessage(ivy, "mcp delete 77", { dm: true });
-  const buttonsOf = (id: string) => ((dc.message(id)?.components ?? []) as { components: { custom_id: string }[] }[]).flatMap((r) => r.components);
-  const prompt = await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && buttonsOf(m.id).length > 0), WAIT, "the approval prompt");
+  const buttonsOf = (id: string) =>
+    ((dc.message(id)?.components ?? []) as { components: { custom_id: string }[] }[]).flatMap((r) => r.components);
+  const prompt = await dc.waitFor(
+    () => dc.sent.find((m) => m.channelId === channel && buttonsOf(m.id).length > 0),
+    WAIT,
+    "the approval prompt",
+  );
   expect(prompt.content).toContain("使用 MCP 伺服器「items」的工具 delete_item");
   expect(prompt.content).toContain("• id: 77");
   expect(http.calls.length).toBe(before);
-  dc.clickButton(ivy, prompt.id, buttonsOf(prompt.id).map((b) => b.custom_id).find((c) => c.endsWith(":y"))!);
-  const answer = await dc.waitFor(() => dc.sent.find((m) => m.channelId === channel && m.content.includes("items__delete_item:")), WAIT, "the answer");
+  dc.clickButton(
+    ivy,
+    prompt.id,
+    buttonsOf(prompt.id)
+      .map((b) => b.custom_id)
+      .find((c) => c.endsWith(":y"))!,
+  );
+  const answer = await dc.waitFor(
+    () => dc.sent.find((m) => m.channelId === channel && m.content.includes("items__delete_item:")),
+    WAIT,
+    "the answer",
+  );
   expect(answer.content).toBe("items__delete_item: deleted item 77");
   expect(http.calls.slice(before)).toEqual([{ tool: "delete_item", args: { id: 77 } }]);
 });

@@ -43,7 +43,12 @@ describe("Discord: pictures, documents and other files", () => {
     const dc = stack.discord;
     const alice: FakeUser = { id: "700000000000016001", username: "alice16", global_name: "Alice" };
     const png = await makeImage(2400, 1200, "png");
-    const attachment = dc.addAttachment(png, { filename: "chart.png", contentType: "image/png", width: 2400, height: 1200 });
+    const attachment = dc.addAttachment(png, {
+      filename: "chart.png",
+      contentType: "image/png",
+      width: 2400,
+      height: 1200,
+    });
     const before = stack.model.requests.length;
     const { message, answer } = await post(alice, `<@${dc.bot.id}> 這張圖表的趨勢是什麼？`, [attachment]);
     expect(answer.payload.message_reference).toMatchObject({ message_id: message.id });
@@ -53,9 +58,15 @@ describe("Discord: pictures, documents and other files", () => {
     expect(blocks.map((b) => b.type)).toEqual(["image", "text"]);
     expect(blocks[0]!.source).toMatchObject({ type: "base64", media_type: "image/png" });
     const meta = await sharp(Buffer.from(String((blocks[0]!.source as Block).data), "base64")).metadata();
-    expect({ width: meta.width, height: meta.height, format: meta.format }).toEqual({ width: 1568, height: 784, format: "png" });
+    expect({ width: meta.width, height: meta.height, format: meta.format }).toEqual({
+      width: 1568,
+      height: 784,
+      format: "png",
+    });
     expect(String(blocks[1]!.text)).toMatch(/^\[Alice #[0-9a-f]{4}\] 這張圖表的趨勢是什麼？$/);
-    expect(dc.attachmentDownloads.filter((d) => d.path.includes(String(attachment.id)))).toEqual([{ path: expect.stringContaining("/chart.png"), status: 200 }]);
+    expect(dc.attachmentDownloads.filter((d) => d.path.includes(String(attachment.id)))).toEqual([
+      { path: expect.stringContaining("/chart.png"), status: 200 },
+    ]);
 
     // The next request carries the placeholder, not the image.
     await post(alice, `<@${dc.bot.id}> 那最高點呢？`, []);
@@ -75,7 +86,11 @@ describe("Discord: pictures, documents and other files", () => {
     await new Promise<void>((resolve) => foreign.listen(0, "127.0.0.1", resolve));
     try {
       const url = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}/attachments/1/2/cat.png`;
-      const attachment = { ...dc.addAttachment(await makeImage(100, 100, "png"), { filename: "cat.png", contentType: "image/png" }), url, proxy_url: url };
+      const attachment = {
+        ...dc.addAttachment(await makeImage(100, 100, "png"), { filename: "cat.png", contentType: "image/png" }),
+        url,
+        proxy_url: url,
+      };
       const before = stack.model.requests.length;
       const { answer } = await post(bob, "這是什麼貓？", [attachment], { dm: true });
       expect(answer.content).toMatch(/^我沒辦法下載這個檔案，請再傳一次。\n我看得懂：/);
@@ -92,12 +107,24 @@ describe("Discord: pictures, documents and other files", () => {
     const carol: FakeUser = { id: "700000000000016003", username: "carol16", global_name: "Carol" };
     const code = "def add(a, b):\n    return a + b\n";
     const before = stack.model.requests.length;
-    await post(carol, "這段程式有什麼問題？", [dc.addAttachment(Buffer.from(code), { filename: "add.py", contentType: "text/x-python; charset=utf-8" })], { dm: true });
+    await post(
+      carol,
+      "這段程式有什麼問題？",
+      [dc.addAttachment(Buffer.from(code), { filename: "add.py", contentType: "text/x-python; charset=utf-8" })],
+      { dm: true },
+    );
     const blocks = lastUserBlocks(stack.model.requests.slice(before)[0]!);
-    expect(blocks).toMatchObject([{ type: "text", text: `<file name="add.py">\n${code}\n</file>` }, { type: "text", text: "這段程式有什麼問題？" }]);
+    expect(blocks).toMatchObject([
+      { type: "text", text: `<file name="add.py">\n${code}\n</file>` },
+      { type: "text", text: "這段程式有什麼問題？" },
+    ]);
 
     const count = stack.model.requests.length;
-    const voice = dc.addAttachment(Buffer.from("OggS fake"), { filename: "voice-message.ogg", contentType: "audio/ogg", extra: { duration_secs: 2.5, waveform: "AAAA" } });
+    const voice = dc.addAttachment(Buffer.from("OggS fake"), {
+      filename: "voice-message.ogg",
+      contentType: "audio/ogg",
+      extra: { duration_secs: 2.5, waveform: "AAAA" },
+    });
     const { answer } = await post(carol, "", [voice], { dm: true });
     expect(answer.content).toMatch(/^我還聽不懂語音訊息/);
     expect(stack.model.requests.length).toBe(count);

@@ -23,7 +23,12 @@ function photo(bytes: Buffer, width: number, height: number): PhotoSize[] {
   return [{ ...stack.telegram.addFile(bytes), width, height }];
 }
 
-async function send(chat: Chat, from: User, extra: Record<string, unknown>, caption?: string): Promise<FakeSentMessage> {
+async function send(
+  chat: Chat,
+  from: User,
+  extra: Record<string, unknown>,
+  caption?: string,
+): Promise<FakeSentMessage> {
   const before = sentTo(chat).length;
   stack.telegram.sendUserMessage({ chat, from, extra, ...(caption ? { caption } : {}) });
   return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
@@ -37,7 +42,12 @@ describe("files and the access gate", () => {
     const small = await makeImage(300, 200, "jpeg");
     const before = stack.model.requests.length;
     for (const caption of ["一", undefined, undefined]) {
-      tg.sendUserMessage({ chat, from: user, ...(caption ? { caption } : {}), extra: { photo: photo(small, 300, 200), media_group_id: "555" } });
+      tg.sendUserMessage({
+        chat,
+        from: user,
+        ...(caption ? { caption } : {}),
+        extra: { photo: photo(small, 300, 200), media_group_id: "555" },
+      });
     }
     await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
     await send(chat, user, { photo: photo(small, 300, 200) }, "二");

@@ -49,15 +49,28 @@ async function photo(width: number, height: number, options: { tooBig?: boolean 
   const full = await makeImage(width, height, "jpeg");
   const thumb = await sharp(full).resize(90, 90, { fit: "inside" }).jpeg().toBuffer();
   const sizes: PhotoSize[] = [
-    { ...tg.addFile(thumb, { path: `photos/thumb_${width}x${height}.jpg` }), width: 90, height: Math.round((90 * height) / width) },
+    {
+      ...tg.addFile(thumb, { path: `photos/thumb_${width}x${height}.jpg` }),
+      width: 90,
+      height: Math.round((90 * height) / width),
+    },
     { ...tg.addFile(full, { path: `photos/full_${width}x${height}.jpg` }), width, height },
   ];
-  if (options.tooBig) sizes.push({ ...tg.addFile(full, { fileSize: 25 * 1024 * 1024, path: `photos/huge_${width}x${height}.jpg` }), width: width * 2, height: height * 2 });
+  if (options.tooBig)
+    sizes.push({
+      ...tg.addFile(full, { fileSize: 25 * 1024 * 1024, path: `photos/huge_${width}x${height}.jpg` }),
+      width: width * 2,
+      height: height * 2,
+    });
   return sizes;
 }
 
 /** Sends a user message and waits for the bot's next message in the chat. */
-async function send(chat: Chat, from: User, input: { caption?: string; text?: string; extra: Record<string, unknown>; reply_to_message?: number }): Promise<FakeSentMessage> {
+async function send(
+  chat: Chat,
+  from: User,
+  input: { caption?: string; text?: string; extra: Record<string, unknown>; reply_to_message?: number },
+): Promise<FakeSentMessage> {
   const tg = stack.telegram;
   const before = sentTo(chat).length;
   tg.sendUserMessage({ chat, from, ...input });
@@ -82,12 +95,17 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(blocks[1]).toMatchObject({ type: "text", text: "這張收據的總金額是多少？" });
     // The largest size within the limit was downloaded: not the thumbnail, never the one over 20 MB.
     expect(tg.callsOf("getFile").map((c) => c.payload.file_id)).toEqual([sizes[1]!.file_id]);
-    expect(tg.fileDownloads.filter((d) => d.path.includes("3000x2000"))).toEqual([{ path: "photos/full_3000x2000.jpg", sent: expect.any(Number), complete: true }]);
+    expect(tg.fileDownloads.filter((d) => d.path.includes("3000x2000"))).toEqual([
+      { path: "photos/full_3000x2000.jpg", sent: expect.any(Number), complete: true },
+    ]);
 
     await send(chat, user, { text: "謝謝，再說一次總額", extra: {} });
     const next = stack.model.requests.at(-1)!;
     expect(JSON.stringify(next.messages)).not.toContain('"image"');
-    expect(next.messages[0]!.content).toEqual([{ type: "text", text: "[photo 3000×2000]" }, { type: "text", text: "這張收據的總金額是多少？" }]);
+    expect(next.messages[0]!.content).toEqual([
+      { type: "text", text: "[photo 3000×2000]" },
+      { type: "text", text: "這張收據的總金額是多少？" },
+    ]);
     // Redis holds the placeholder only, never the file.
     const stored = (await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history))!;
     expect(stored).toContain("[photo 3000×2000]");
@@ -114,7 +132,10 @@ describe("Telegram: pictures, documents and other files", () => {
     const before = stack.model.requests.length;
     const sizes = await photo(720, 540);
     // add_todo runs, then the model call after it fails on both SDK attempts: the loop asks again after a short wait.
-    stack.model.enqueue(toolUse("add_todo", { title: "繳電費" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
+    stack.model.enqueue(
+      toolUse("add_todo", { title: "繳電費" }),
+      ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()),
+    );
     const answer = await send(chat, user, { caption: "add todo 繳電費", extra: { photo: sizes } });
     expect(answer.text).toBe("add_todo: 已新增待辦：#1 繳電費");
     expect(await redis.hlen(`todo:{telegram:${user.id}}:items`)).toBe(1);
@@ -144,7 +165,12 @@ describe("Telegram: pictures, documents and other files", () => {
    * `gapMs` between the items, and checks it became one model request with every photo and the
    * caption, and one answer.
    */
-  async function albumAnsweredOnce(userId: number, sizes: [number, number][], caption: string, gapMs: number): Promise<void> {
+  async function albumAnsweredOnce(
+    userId: number,
+    sizes: [number, number][],
+    caption: string,
+    gapMs: number,
+  ): Promise<void> {
     const tg = stack.telegram;
     const user = tg.user(userId, "Chen");
     const chat = tg.privateChat(user);
@@ -153,7 +179,12 @@ describe("Telegram: pictures, documents and other files", () => {
     const group = `album-${userId}`;
     for (const [i, sizesOfPhoto] of photos.entries()) {
       if (i > 0 && gapMs > 0) await new Promise((r) => setTimeout(r, gapMs)); // the upload time between the items: the scenario itself
-      tg.sendUserMessage({ chat, from: user, ...(i === 0 ? { caption } : {}), extra: { photo: sizesOfPhoto, media_group_id: group } });
+      tg.sendUserMessage({
+        chat,
+        from: user,
+        ...(i === 0 ? { caption } : {}),
+        extra: { photo: sizesOfPhoto, media_group_id: group },
+      });
     }
     await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
@@ -162,16 +193,36 @@ describe("Telegram: pictures, documents and other files", () => {
     expect(requests).toHaveLength(1);
     const blocks = lastUserBlocks(requests[0]!);
     expect(blocks.map((b) => b.type)).toEqual([...sizes.map(() => "image"), "text"]);
-    expect(await Promise.all(blocks.slice(0, sizes.length).map(pixels))).toEqual(sizes.map(([width, height]) => ({ width, height, format: "jpeg" })));
+    expect(await Promise.all(blocks.slice(0, sizes.length).map(pixels))).toEqual(
+      sizes.map(([width, height]) => ({ width, height, format: "jpeg" })),
+    );
     expect(blocks[sizes.length]).toMatchObject({ type: "text", text: caption });
   }
 
   it("an album of 3 photos becomes one message with all three, answered once", async () => {
-    await albumAnsweredOnce(16003, [[1200, 900], [900, 1200], [500, 500]], "比較這三張", 0);
+    await albumAnsweredOnce(
+      16003,
+      [
+        [1200, 900],
+        [900, 1200],
+        [500, 500],
+      ],
+      "比較這三張",
+      0,
+    );
   });
 
   it("an album whose photos arrive about 2.5 s apart (slow uploads) is still one message, answered once", async () => {
-    await albumAnsweredOnce(16021, [[640, 480], [480, 640], [400, 400]], "慢慢傳的三張", 2500);
+    await albumAnsweredOnce(
+      16021,
+      [
+        [640, 480],
+        [480, 640],
+        [400, 400],
+      ],
+      "慢慢傳的三張",
+      2500,
+    );
   }, 60_000);
 
   it("an album of more than MAX_IMAGES_PER_MESSAGE (5) photos gets one short answer, without a download or a model request", async () => {
@@ -182,7 +233,12 @@ describe("Telegram: pictures, documents and other files", () => {
     const downloads = tg.fileDownloads.length;
     const small = await makeImage(200, 200, "jpeg");
     for (let i = 0; i < 6; i += 1) {
-      tg.sendUserMessage({ chat, from: user, ...(i === 0 ? { caption: "這些是什麼？" } : {}), extra: { photo: [{ ...tg.addFile(small), width: 200, height: 200 }], media_group_id: "666" } });
+      tg.sendUserMessage({
+        chat,
+        from: user,
+        ...(i === 0 ? { caption: "這些是什麼？" } : {}),
+        extra: { photo: [{ ...tg.addFile(small), width: 200, height: 200 }], media_group_id: "666" },
+      });
     }
     const answer = await tg.waitFor(() => sentTo(chat)[0], ANSWER_TIMEOUT_MS, "the album's answer");
     expect(answer.text).toMatch(/^一則訊息最多只能放 5 張圖片（這則有 6 張）。\n我看得懂：/);
@@ -200,7 +256,12 @@ describe("Telegram: pictures, documents and other files", () => {
     tg.sendUserMessage({ chat: group, from: ann, extra: { photo: await photo(300, 200) } });
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
     expect(stack.model.requests.length).toBe(before);
-    const first = tg.sendUserMessage({ chat: group, from: ann, caption: `@${tg.bot.username} 哪一張比較好看？`, extra: { photo: await photo(640, 480), media_group_id: "24680" } });
+    const first = tg.sendUserMessage({
+      chat: group,
+      from: ann,
+      caption: `@${tg.bot.username} 哪一張比較好看？`,
+      extra: { photo: await photo(640, 480), media_group_id: "24680" },
+    });
     tg.sendUserMessage({ chat: group, from: ann, extra: { photo: await photo(480, 640), media_group_id: "24680" } });
     const answer = await tg.waitFor(() => sentTo(group)[0], ANSWER_TIMEOUT_MS, "the group album's answer");
     expect(answer.payload.reply_parameters).toMatchObject({ message_id: first.message_id });
@@ -215,12 +276,28 @@ describe("Telegram: pictures, documents and other files", () => {
     const chat = tg.privateChat(user);
     const pdf = await makePdf(3);
     const before = stack.model.requests.length;
-    await send(chat, user, { caption: "幫我看這張帳單", extra: { document: { ...tg.addFile(pdf, { path: "documents/bill.pdf" }), file_name: "bill.pdf", mime_type: "application/pdf" } } });
+    await send(chat, user, {
+      caption: "幫我看這張帳單",
+      extra: {
+        document: {
+          ...tg.addFile(pdf, { path: "documents/bill.pdf" }),
+          file_name: "bill.pdf",
+          mime_type: "application/pdf",
+        },
+      },
+    });
     const blocks = lastUserBlocks(stack.model.requests.slice(before)[0]!);
     expect(blocks.map((b) => b.type)).toEqual(["document", "text"]);
-    expect(blocks[0]).toEqual({ type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf.toString("base64") }, title: "bill.pdf" });
+    expect(blocks[0]).toEqual({
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: pdf.toString("base64") },
+      title: "bill.pdf",
+    });
     await send(chat, user, { text: "繳費期限呢？", extra: {} });
-    expect(stack.model.requests.at(-1)!.messages[0]!.content).toEqual([{ type: "text", text: '[PDF "bill.pdf", 3 pages]' }, { type: "text", text: "幫我看這張帳單" }]);
+    expect(stack.model.requests.at(-1)!.messages[0]!.content).toEqual([
+      { type: "text", text: '[PDF "bill.pdf", 3 pages]' },
+      { type: "text", text: "幫我看這張帳單" },
+    ]);
   });
 
   it("a text file is read as text labelled with its name", async () => {
@@ -228,9 +305,15 @@ describe("Telegram: pictures, documents and other files", () => {
     const user = tg.user(16006, "Kao");
     const before = stack.model.requests.length;
     const notes = "# 購物清單\n- 牛奶\n- 雞蛋\n";
-    await send(tg.privateChat(user), user, { caption: "整理一下", extra: { document: { ...tg.addFile(Buffer.from(notes)), file_name: "notes.md", mime_type: "text/markdown" } } });
+    await send(tg.privateChat(user), user, {
+      caption: "整理一下",
+      extra: { document: { ...tg.addFile(Buffer.from(notes)), file_name: "notes.md", mime_type: "text/markdown" } },
+    });
     const blocks = lastUserBlocks(stack.model.requests.slice(before)[0]!);
-    expect(blocks).toMatchObject([{ type: "text", text: `<file name="notes.md">\n${notes}\n</file>` }, { type: "text", text: "整理一下" }]);
+    expect(blocks).toMatchObject([
+      { type: "text", text: `<file name="notes.md">\n${notes}\n</file>` },
+      { type: "text", text: "整理一下" },
+    ]);
   });
 
   it("an oversized file is refused before its download completes, without a model request", async () => {
@@ -240,13 +323,22 @@ describe("Telegram: pictures, documents and other files", () => {
     const before = stack.model.requests.length;
     // Announced over the limit: not even getFile.
     const big = tg.addFile(Buffer.from("%PDF-1.7 tiny"), { fileSize: 15 * 1024 * 1024 });
-    const refused = await send(chat, user, { caption: "看一下", extra: { document: { ...big, file_name: "big.pdf", mime_type: "application/pdf" } } });
+    const refused = await send(chat, user, {
+      caption: "看一下",
+      extra: { document: { ...big, file_name: "big.pdf", mime_type: "application/pdf" } },
+    });
     expect(refused.text).toContain("這個 PDF 太大了（上限 10 MB）");
     expect(refused.text).toContain("我看得懂");
     expect(tg.callsOf("getFile").some((c) => c.payload.file_id === big.file_id)).toBe(false);
     // Announced small, but larger when served: cut off while downloading.
-    const liar = tg.addFile(Buffer.alloc(600 * 1024, 0x61), { fileSize: 4 * 1024, chunked: true, path: "documents/liar.txt" });
-    const cut = await send(chat, user, { extra: { document: { ...liar, file_name: "liar.txt", mime_type: "text/plain" } } });
+    const liar = tg.addFile(Buffer.alloc(600 * 1024, 0x61), {
+      fileSize: 4 * 1024,
+      chunked: true,
+      path: "documents/liar.txt",
+    });
+    const cut = await send(chat, user, {
+      extra: { document: { ...liar, file_name: "liar.txt", mime_type: "text/plain" } },
+    });
     expect(cut.text).toContain("這個文字檔太大了（上限 200 KB）");
     const download = tg.fileDownloads.find((d) => d.path === "documents/liar.txt")!;
     expect(download.complete).toBe(false);
@@ -261,14 +353,31 @@ describe("Telegram: pictures, documents and other files", () => {
     const before = stack.model.requests.length;
     const voice = tg.addFile(Buffer.from("OggS fake voice"), { path: "voice/file_1.oga" });
     const answer = await send(chat, user, { extra: { voice: { ...voice, duration: 3, mime_type: "audio/ogg" } } });
-    expect(answer.text).toMatch(/^我還聽不懂語音訊息，請改用文字。\n我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 5 張/);
+    expect(answer.text).toMatch(
+      /^我還聽不懂語音訊息，請改用文字。\n我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 5 張/,
+    );
     expect(stack.model.requests.length).toBe(before);
     expect(tg.callsOf("getFile").some((c) => c.payload.file_id === voice.file_id)).toBe(false);
-    const video = await send(chat, user, { extra: { video_note: { ...tg.addFile(Buffer.from("mp4")), length: 240, duration: 2 } } });
+    const video = await send(chat, user, {
+      extra: { video_note: { ...tg.addFile(Buffer.from("mp4")), length: 240, duration: 2 } },
+    });
     expect(video.text).toContain("我還看不了影片");
     expect(stack.model.requests.length).toBe(before);
 
-    await send(chat, user, { extra: { sticker: { file_id: "CAACAgIAAxkBAAIBfake", file_unique_id: "AgADfake", type: "regular", width: 512, height: 512, is_animated: false, is_video: false, emoji: "👍" } } });
+    await send(chat, user, {
+      extra: {
+        sticker: {
+          file_id: "CAACAgIAAxkBAAIBfake",
+          file_unique_id: "AgADfake",
+          type: "regular",
+          width: 512,
+          height: 512,
+          is_animated: false,
+          is_video: false,
+          emoji: "👍",
+        },
+      },
+    });
     expect(textsOf(stack.model.requests.at(-1)!.messages.at(-1)!)).toEqual(["👍"]);
   });
 });

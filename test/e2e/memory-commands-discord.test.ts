@@ -34,7 +34,11 @@ async function ask(author: FakeUser, content: string, where: "dm" | "channel" = 
   const dc = stack.discord;
   const channelId = where === "dm" ? dc.dmChannel(author) : dc.channelId;
   const before = sentIn(channelId).length;
-  dc.sendUserMessage(author, where === "dm" ? content : `<@${dc.bot.id}> ${content}`, where === "dm" ? { dm: true } : { channelId });
+  dc.sendUserMessage(
+    author,
+    where === "dm" ? content : `<@${dc.bot.id}> ${content}`,
+    where === "dm" ? { dm: true } : { channelId },
+  );
   return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
 }
 
@@ -50,7 +54,9 @@ async function ephemeral(interaction: FakeInteraction): Promise<string> {
 type Button = { label: string; custom_id: string };
 
 function buttonsOf(interaction: FakeInteraction): Button[] {
-  const rows = (interaction.response?.data?.components ?? interaction.edits[0]?.components ?? []) as { components: Button[] }[];
+  const rows = (interaction.response?.data?.components ?? interaction.edits[0]?.components ?? []) as {
+    components: Button[];
+  }[];
   return rows.flatMap((r) => r.components);
 }
 
@@ -59,7 +65,9 @@ describe("Discord: /memory and /forget", () => {
     const dc = stack.discord;
     const kim = user("Kim");
     const saved = await ask(kim, "remember 住在台南 as home");
-    expect(saved.payload.content).toBe("memory: File created successfully at: /memories/home.md\n\n📝 記住了：住在台南");
+    expect(saved.payload.content).toBe(
+      "memory: File created successfully at: /memories/home.md\n\n📝 記住了：住在台南",
+    );
     await ask(kim, "remember 不吃香菜 as food");
 
     const listed = dc.slashCommand(kim, "memory", { dm: true, locale: "zh-TW" });
@@ -79,7 +87,9 @@ describe("Discord: /memory and /forget", () => {
     expect(block).toContain("住在台南");
     expect(block).not.toContain("不吃香菜");
 
-    expect(await ephemeral(dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" }))).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
+    expect(await ephemeral(dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" }))).toBe(
+      "已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
+    );
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "discord", userId: kim.id }))).toBe(0);
     await ask(kim, "hello K2");
     expect(memoryBlockOf(requestsFor(stack, "hello K2")[0]!)).toBeUndefined();
@@ -96,10 +106,20 @@ describe("Discord: /memory and /forget", () => {
     expect(await ephemeral(listed)).toContain("這個群組的共同記憶（所有成員共用");
     const all = buttonsOf(listed).find((b) => b.label === "🗑 全部刪除")!.custom_id;
     expect(await ephemeral(dc.clickEphemeralButton(mo, listed, all))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
-    expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW" }))).toBe("抱歉，在群組裡只有群組管理員可以使用這個指令。");
+    expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW" }))).toBe(
+      "抱歉，在群組裡只有群組管理員可以使用這個指令。",
+    );
     expect(await redis.get(key)).toContain("週日練團");
 
-    expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW", permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS }))).toBe("已清除這個群組的共同記憶（1 個檔案）。");
+    expect(
+      await ephemeral(
+        dc.slashCommand(mo, "forget", {
+          channelId: dc.channelId,
+          locale: "zh-TW",
+          permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS,
+        }),
+      ),
+    ).toBe("已清除這個群組的共同記憶（1 個檔案）。");
     expect(await redis.exists(key)).toBe(0);
   });
 });

@@ -46,7 +46,11 @@ async function ask(author: FakeUser, content: string, where: Where = { dm: true 
   const dc = stack.discord;
   const channelId = channelOf(author, where);
   const before = sentIn(channelId).length;
-  dc.sendUserMessage(author, "dm" in where ? content : `<@${dc.bot.id}> ${content}`, "dm" in where ? { dm: true } : { channelId });
+  dc.sendUserMessage(
+    author,
+    "dm" in where ? content : `<@${dc.bot.id}> ${content}`,
+    "dm" in where ? { dm: true } : { channelId },
+  );
   return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
 }
 
@@ -63,7 +67,10 @@ describe("Discord: personal memory", () => {
     const bob = user("Bob");
     const saved = await ask(alice, "remember 媽媽生日三月 as family");
     expect(saved.payload.content).toMatch(/^memory: File created successfully at: \/memories\/family\.md/);
-    expect(requestFor("remember 媽媽生日三月 as family").tools).toContainEqual({ type: "memory_20250818", name: "memory" });
+    expect(requestFor("remember 媽媽生日三月 as family").tools).toContainEqual({
+      type: "memory_20250818",
+      name: "memory",
+    });
 
     const reset = dc.slashCommand(alice, "reset", { dm: true, locale: "zh-TW" });
     await dc.waitFor(() => reset.response, ANSWER_TIMEOUT_MS, "the /reset answer");
@@ -78,7 +85,9 @@ describe("Discord: personal memory", () => {
     expect(JSON.stringify(requestFor("hello B1").messages)).not.toContain("媽媽生日三月");
     await ask(alice, "hello C1", {});
     expect(JSON.stringify(requestFor("hello C1").messages)).not.toContain("媽媽生日三月");
-    expect(await redis.get(memoryKey({ kind: "personal", platform: "discord", userId: alice.id }))).toContain("媽媽生日三月");
+    expect(await redis.get(memoryKey({ kind: "personal", platform: "discord", userId: alice.id }))).toContain(
+      "媽媽生日三月",
+    );
   });
 });
 
@@ -97,6 +106,8 @@ describe("Discord: channel memory", () => {
     expect(JSON.stringify(requestFor("hello E2").messages)).not.toContain("週五聚餐");
     await ask(eve, "hello E3", { channelId: dc.threadId });
     expect(memoryBlockOf(requestFor("hello E3"))).toBeUndefined();
-    expect(await redis.get(memoryKey({ kind: "group", platform: "discord", chatId: dc.channelId }))).toContain("週五聚餐");
+    expect(await redis.get(memoryKey({ kind: "group", platform: "discord", chatId: dc.channelId }))).toContain(
+      "週五聚餐",
+    );
   });
 });

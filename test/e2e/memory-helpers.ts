@@ -23,7 +23,9 @@ function isMemoryBlock(block: Record<string, unknown>): boolean {
 export function withoutMemory(request: FakeRequest): FakeRequest {
   return {
     ...request,
-    messages: request.messages.map((m) => (typeof m.content === "string" ? m : { ...m, content: m.content.filter((b) => !isMemoryBlock(b)) })),
+    messages: request.messages.map((m) =>
+      typeof m.content === "string" ? m : { ...m, content: m.content.filter((b) => !isMemoryBlock(b)) },
+    ),
   };
 }
 
@@ -50,10 +52,14 @@ export function memoryModel(request: FakeRequest): FakeMessageReply {
       .replace(/^\[[^\]]{1,80}\]\s*/, "")
       .trim();
     let m: RegExpExecArray | null;
-    if ((m = /^remember big (\d+)$/.exec(said))) return toolUse("memory", { command: "create", path: "/memories/big.md", file_text: "記".repeat(Number(m[1])) });
-    if ((m = /^remember (.+) as (\S+)$/.exec(said))) return toolUse("memory", { command: "create", path: `/memories/${m[2]}.md`, file_text: m[1] });
-    if ((m = /^also (.+) in (\S+)$/.exec(said))) return toolUse("memory", { command: "insert", path: `/memories/${m[2]}.md`, insert_line: 0, insert_text: m[1] });
-    if ((m = /^forget note (\S+)$/.exec(said))) return toolUse("memory", { command: "delete", path: `/memories/${m[1]}.md` });
+    if ((m = /^remember big (\d+)$/.exec(said)))
+      return toolUse("memory", { command: "create", path: "/memories/big.md", file_text: "記".repeat(Number(m[1])) });
+    if ((m = /^remember (.+) as (\S+)$/.exec(said)))
+      return toolUse("memory", { command: "create", path: `/memories/${m[2]}.md`, file_text: m[1] });
+    if ((m = /^also (.+) in (\S+)$/.exec(said)))
+      return toolUse("memory", { command: "insert", path: `/memories/${m[2]}.md`, insert_line: 0, insert_text: m[1] });
+    if ((m = /^forget note (\S+)$/.exec(said)))
+      return toolUse("memory", { command: "delete", path: `/memories/${m[1]}.md` });
     if ((m = /^peek (\S+)$/.exec(said))) return toolUse("memory", { command: "view", path: m[1] });
   }
   return scriptedModel(plain);

@@ -31,7 +31,12 @@ function sentTo(chat: Chat): FakeSentMessage[] {
 }
 
 /** `from` writes `text` in `chat` (mentioning the bot in a group; in `topic` when given); resolves with the bot's next message there. */
-async function ask(chat: Chat, from: User, text: string, topic?: number): Promise<{ message: Message; answer: FakeSentMessage }> {
+async function ask(
+  chat: Chat,
+  from: User,
+  text: string,
+  topic?: number,
+): Promise<{ message: Message; answer: FakeSentMessage }> {
   const tg = stack.telegram;
   const before = sentTo(chat).length;
   const typed = chat.type === "private" ? text : `@${tg.bot.username} ${text}`;
@@ -91,7 +96,9 @@ describe("Telegram: personal memory", () => {
     await ask(group, alice, "hello G1");
     expect(JSON.stringify(requestFor("hello G1").messages)).not.toContain("住在新竹");
 
-    expect(await redis.get(memoryKey({ kind: "personal", platform: "telegram", userId: String(alice.id) }))).toContain("住在新竹");
+    expect(await redis.get(memoryKey({ kind: "personal", platform: "telegram", userId: String(alice.id) }))).toContain(
+      "住在新竹",
+    );
     expect(await redis.ttl(memoryKey({ kind: "personal", platform: "telegram", userId: String(alice.id) }))).toBe(-1);
   });
 
@@ -100,11 +107,21 @@ describe("Telegram: personal memory", () => {
     const carol = tg.user(28003, "Carol");
     const dm = tg.privateChat(carol);
     const escape = await ask(dm, carol, "peek /memories/../../etc/passwd");
-    expect(escape.answer.text).toMatch(/^memory: path "\/memories\/\.\.\/\.\.\/etc\/passwd" contains "\.\.": paths may not move up/);
+    expect(escape.answer.text).toMatch(
+      /^memory: path "\/memories\/\.\.\/\.\.\/etc\/passwd" contains "\.\.": paths may not move up/,
+    );
     const big = await ask(dm, carol, "remember big 6000");
-    expect(big.answer.text).toMatch(/^memory: Not saved: the memory is limited to 16384 bytes; it holds 0 bytes now, so 16384 bytes are left, and this write would make it 18016 bytes/);
-    const results = stack.model.requests.flatMap((r) => r.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))).filter((b) => b.type === "tool_result");
-    expect(results.filter((b) => String(b.content).startsWith("Not saved") || String(b.content).includes("may not move up")).every((b) => b.is_error === true)).toBe(true);
+    expect(big.answer.text).toMatch(
+      /^memory: Not saved: the memory is limited to 16384 bytes; it holds 0 bytes now, so 16384 bytes are left, and this write would make it 18016 bytes/,
+    );
+    const results = stack.model.requests
+      .flatMap((r) => r.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
+      .filter((b) => b.type === "tool_result");
+    expect(
+      results
+        .filter((b) => String(b.content).startsWith("Not saved") || String(b.content).includes("may not move up"))
+        .every((b) => b.is_error === true),
+    ).toBe(true);
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(carol.id) }))).toBe(0);
   });
 });
@@ -128,7 +145,9 @@ describe("Telegram: group memory", () => {
 
     await ask(tg.privateChat(dan), dan, "hello D1");
     expect(JSON.stringify(requestFor("hello D1").messages)).not.toContain("週六爬山");
-    expect(await redis.get(memoryKey({ kind: "group", platform: "telegram", chatId: String(forum.id) }))).toContain("週六爬山");
+    expect(await redis.get(memoryKey({ kind: "group", platform: "telegram", chatId: String(forum.id) }))).toContain(
+      "週六爬山",
+    );
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(dan.id) }))).toBe(0);
   });
 });
@@ -136,7 +155,11 @@ describe("Telegram: group memory", () => {
 /** The toast a button press got. */
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), ANSWER_TIMEOUT_MS, `the answer to callback query ${id}`);
+  const answer = await tg.waitFor(
+    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+    ANSWER_TIMEOUT_MS,
+    `the answer to callback query ${id}`,
+  );
   return String(answer.text);
 }
 
@@ -170,14 +193,18 @@ describe("Telegram: /memory and /forget", () => {
 
     // A button's notice speaks the conversation's language once /settings sets one (the listing was in zh-TW).
     expect((await ask(dm, gina, "/settings language en")).answer.text).toContain("English");
-    expect(await toast(tg.pressButton({ from: gina, message: listed, data: homeButton }))).toBe("That memory was already deleted.");
+    expect(await toast(tg.pressButton({ from: gina, message: listed, data: homeButton }))).toBe(
+      "That memory was already deleted.",
+    );
     await ask(dm, gina, "/settings language zh-TW");
     const forgot = (await ask(dm, gina, "/forget")).answer;
     expect(forgot.text).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
     expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(gina.id) }))).toBe(0);
     await ask(dm, gina, "hello G3");
     expect(memoryBlockOf(requestFor("hello G3"))).toBeUndefined();
-    expect((await ask(dm, gina, "/memory")).answer.text).toBe("我還沒有記住關於你的事。想讓我記得什麼，直接告訴我（例如「記得我住在新竹」）。");
+    expect((await ask(dm, gina, "/memory")).answer.text).toBe(
+      "我還沒有記住關於你的事。想讓我記得什麼，直接告訴我（例如「記得我住在新竹」）。",
+    );
   });
 
   it("in a group anyone may look; only its administrators delete, with a button or /forget", async () => {
@@ -188,22 +215,44 @@ describe("Telegram: /memory and /forget", () => {
     tg.admins.set(group.id, new Set([hank.id]));
     await ask(group, hank, "remember 每週三聚會 as meet");
     const listing = tg.sendUserMessage({ chat: group, from: ivy, text: `/memory@${tg.bot.username}` });
-    const listed = await tg.waitFor(() => sentTo(group).find((m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === listing.message_id), ANSWER_TIMEOUT_MS, "the /memory listing");
+    const listed = await tg.waitFor(
+      () =>
+        sentTo(group).find(
+          (m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === listing.message_id,
+        ),
+      ANSWER_TIMEOUT_MS,
+      "the /memory listing",
+    );
     expect(listed.text).toContain("這個群組的共同記憶（所有成員共用");
     expect(listed.text).toContain("每週三聚會");
     const all = tg.buttons(listed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
-    expect(await toast(tg.pressButton({ from: ivy, message: listed, data: all }))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
+    expect(await toast(tg.pressButton({ from: ivy, message: listed, data: all }))).toBe(
+      "在群組裡只有群組管理員可以刪除共同記憶。",
+    );
     const key = memoryKey({ kind: "group", platform: "telegram", chatId: String(group.id) });
     expect(await redis.get(key)).toContain("每週三聚會");
     const refused = tg.sendUserMessage({ chat: group, from: ivy, text: `/forget@${tg.bot.username}` });
-    const no = await tg.waitFor(() => sentTo(group).find((m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === refused.message_id), ANSWER_TIMEOUT_MS, "the refusal");
+    const no = await tg.waitFor(
+      () =>
+        sentTo(group).find(
+          (m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === refused.message_id,
+        ),
+      ANSWER_TIMEOUT_MS,
+      "the refusal",
+    );
     expect(no.text).toBe("抱歉，在群組裡只有群組管理員可以使用這個指令。");
     expect(await redis.exists(key)).toBe(1);
 
-    expect(await toast(tg.pressButton({ from: hank, message: listed, data: all }))).toBe("已清除這個群組的共同記憶（1 個檔案）。");
+    expect(await toast(tg.pressButton({ from: hank, message: listed, data: all }))).toBe(
+      "已清除這個群組的共同記憶（1 個檔案）。",
+    );
     expect(await redis.exists(key)).toBe(0);
     // The listing is closed to that text, without buttons.
-    await tg.waitFor(() => (tg.buttons(listed).length === 0 ? true : undefined), ANSWER_TIMEOUT_MS, "the listing closed");
+    await tg.waitFor(
+      () => (tg.buttons(listed).length === 0 ? true : undefined),
+      ANSWER_TIMEOUT_MS,
+      "the listing closed",
+    );
   });
 });
 
@@ -216,7 +265,11 @@ describe("Telegram: a write retried after a failure", () => {
     // The insert runs, then the next model call fails with a 529 the API says not to retry: the
     // attempt fails, and the job's retry resumes from the checkpoint saved before the write.
     stack.model.enqueue(
-      toolUse("memory", { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "養了一隻貓" }, { id: "toolu_memory_retry_tg" }),
+      toolUse(
+        "memory",
+        { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "養了一隻貓" },
+        { id: "toolu_memory_retry_tg" },
+      ),
       { status: 529, errorType: "overloaded_error", message: "Overloaded", headers: { "x-should-retry": "false" } },
       text("記好了。"),
     );
@@ -224,7 +277,14 @@ describe("Telegram: a write retried after a failure", () => {
     expect(answer.text).toBe("記好了。\n\n📝 記住了：養了一隻貓");
     const stored = await redis.get(memoryKey({ kind: "personal", platform: "telegram", userId: String(jay.id) }));
     expect(JSON.parse(stored!).files["/memories/notes.md"].text).toBe("住在新竹\n養了一隻貓");
-    expect(stack.logs().some((l) => l.msg === "tool call already ran; returning its recorded result" && l.toolUseId === "toolu_memory_retry_tg")).toBe(true);
+    expect(
+      stack
+        .logs()
+        .some(
+          (l) =>
+            l.msg === "tool call already ran; returning its recorded result" && l.toolUseId === "toolu_memory_retry_tg",
+        ),
+    ).toBe(true);
   });
 });
 

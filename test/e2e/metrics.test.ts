@@ -65,8 +65,14 @@ function value(families: Map<string, PrometheusFamily>, name: string, labels: Re
 }
 
 /** The summed sample count of histogram `name` over samples whose labels include `labels`. */
-function histogramCount(families: Map<string, PrometheusFamily>, name: string, labels: Record<string, string> = {}): number {
-  return (families.get(`${name}_count`)?.metrics ?? []).filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v)).reduce((sum, m) => sum + Number(m.value ?? 0), 0);
+function histogramCount(
+  families: Map<string, PrometheusFamily>,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  return (families.get(`${name}_count`)?.metrics ?? [])
+    .filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))
+    .reduce((sum, m) => sum + Number(m.value ?? 0), 0);
 }
 
 it("counts received, answered and refused messages, model calls, tokens, errors and tool calls as sent", async () => {
@@ -77,10 +83,21 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   // A 529 first: the SDK retries it once (MODEL_RETRIES), so alice's message costs 3 model calls, one failed.
   stack.model.enqueue({ status: 529, errorType: "overloaded_error", message: "Overloaded" });
   tg.sendUserMessage({ chat: tg.privateChat(alice), from: alice, text: "calc 6 * 7" });
-  await tg.waitFor(() => tg.sent.find((m) => m.chatId === 8101 && m.text.includes("42")), ANSWER_TIMEOUT_MS, "alice's answer");
+  await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 8101 && m.text.includes("42")),
+    ANSWER_TIMEOUT_MS,
+    "alice's answer",
+  );
   // Carol sends three within the minute with RATE_LIMIT_PER_MINUTE=2: two answered, the third refused ("slow down").
-  for (const text of ["calc 1 + 1", "calc 2 + 2", "calc 3 + 3"]) tg.sendUserMessage({ chat: tg.privateChat(carol), from: carol, text });
-  await tg.waitFor(() => tg.sent.filter((m) => m.chatId === 8103).length >= 3 && tg.sent.some((m) => m.chatId === 8103 && m.text.includes("4")), ANSWER_TIMEOUT_MS, "carol's answers");
+  for (const text of ["calc 1 + 1", "calc 2 + 2", "calc 3 + 3"])
+    tg.sendUserMessage({ chat: tg.privateChat(carol), from: carol, text });
+  await tg.waitFor(
+    () =>
+      tg.sent.filter((m) => m.chatId === 8103).length >= 3 &&
+      tg.sent.some((m) => m.chatId === 8103 && m.text.includes("4")),
+    ANSWER_TIMEOUT_MS,
+    "carol's answers",
+  );
   const bob = { id: "700000000000008102", username: "bob", global_name: "Bob" };
   dc.sendUserMessage(bob, "calc 0.1 + 0.2", { dm: true });
   await dc.waitFor(() => dc.sent.find((m) => m.content.includes("0.3")), ANSWER_TIMEOUT_MS);
@@ -88,7 +105,10 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   // The worker finishes a job (pops the message, writes the trace) just after the platform has the
   // answer: scrape once no job runs any more.
   let scraped = await scrape();
-  for (const until = Date.now() + 10_000; value(scraped.families, "bot_worker_active_jobs") !== 0 && Date.now() < until; ) {
+  for (
+    const until = Date.now() + 10_000;
+    value(scraped.families, "bot_worker_active_jobs") !== 0 && Date.now() < until;
+  ) {
     await new Promise((r) => setTimeout(r, 100));
     scraped = await scrape();
   }
@@ -110,7 +130,8 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   expect(value(families, "bot_model_calls_total")).toBe(stack.model.requests.length);
   expect(value(families, "bot_model_calls_total")).toBe(9);
   expect(value(families, "bot_model_errors_total", { status: "529" })).toBe(1);
-  const sum = (kind: "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | "cache_read_input_tokens") => stack.model.answered.reduce((s, a) => s + a.usage[kind], 0);
+  const sum = (kind: "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | "cache_read_input_tokens") =>
+    stack.model.answered.reduce((s, a) => s + a.usage[kind], 0);
   expect(value(families, "bot_model_tokens_total", { kind: "input" })).toBe(sum("input_tokens"));
   expect(value(families, "bot_model_tokens_total", { kind: "output" })).toBe(sum("output_tokens"));
   expect(value(families, "bot_model_tokens_total", { kind: "cache_write" })).toBe(sum("cache_creation_input_tokens"));
@@ -120,7 +141,10 @@ it("counts received, answered and refused messages, model calls, tokens, errors 
   expect(histogramCount(families, "bot_tool_duration_seconds", { tool: "calculate" })).toBe(4);
   // Queue depths are read from Redis at scrape time: all answered, nothing waits.
   for (const queue of ["chats", "decisions", "reminders", "tasks", "compactions"]) {
-    for (const state of ["waiting", "active", "delayed"]) expect(families.get("bot_queue_jobs")?.metrics.some((m) => m.labels?.queue === queue && m.labels.state === state)).toBe(true);
+    for (const state of ["waiting", "active", "delayed"])
+      expect(
+        families.get("bot_queue_jobs")?.metrics.some((m) => m.labels?.queue === queue && m.labels.state === state),
+      ).toBe(true);
   }
   expect(value(families, "bot_queue_jobs", { queue: "chats", state: "waiting" })).toBe(0);
   expect(value(families, "bot_worker_concurrency")).toBe(stack.config.WORKER_CONCURRENCY);
@@ -141,19 +165,38 @@ it("tool names the model makes up add no series: an unknown tool is counted as `
   const tg = stack.telegram;
   const user = tg.user(8201, "Mallory");
   const before = (await scrape()).families;
-  const series = (families: Map<string, PrometheusFamily>) => [...families.values()].filter((f) => f.name.startsWith("bot_tool_")).reduce((n, f) => n + f.metrics.length, 0);
+  const series = (families: Map<string, PrometheusFamily>) =>
+    [...families.values()].filter((f) => f.name.startsWith("bot_tool_")).reduce((n, f) => n + f.metrics.length, 0);
   const calculateBefore = value(before, "bot_tool_calls_total", { tool: "calculate", outcome: "ok" });
   // 300 made-up names in one turn (the issue's 4,800 series came from 300 names), then a real tool.
-  stack.model.enqueue(toolUses(Array.from({ length: 300 }, (_, i) => ({ name: `made_up_tool_${i}`, input: {} }))), toolUses([{ name: "calculate", input: { expression: "2 + 2" } }]), text("done"));
+  stack.model.enqueue(
+    toolUses(Array.from({ length: 300 }, (_, i) => ({ name: `made_up_tool_${i}`, input: {} }))),
+    toolUses([{ name: "calculate", input: { expression: "2 + 2" } }]),
+    text("done"),
+  );
   tg.sendUserMessage({ chat: tg.privateChat(user), from: user, text: "try every tool" });
-  await tg.waitFor(() => tg.sent.find((m) => m.chatId === 8201 && m.text.includes("done")), ANSWER_TIMEOUT_MS, "the answer");
+  await tg.waitFor(
+    () => tg.sent.find((m) => m.chatId === 8201 && m.text.includes("done")),
+    ANSWER_TIMEOUT_MS,
+    "the answer",
+  );
   const { families } = await scrape();
-  expect(families.get("bot_tool_calls_total")?.metrics.some((m) => String(m.labels?.tool).startsWith("made_up_tool_"))).toBe(false);
-  expect(value(families, "bot_tool_calls_total", { tool: "unknown", outcome: "error" })).toBe(value(before, "bot_tool_calls_total", { tool: "unknown", outcome: "error" }) + 300);
+  expect(
+    families.get("bot_tool_calls_total")?.metrics.some((m) => String(m.labels?.tool).startsWith("made_up_tool_")),
+  ).toBe(false);
+  expect(value(families, "bot_tool_calls_total", { tool: "unknown", outcome: "error" })).toBe(
+    value(before, "bot_tool_calls_total", { tool: "unknown", outcome: "error" }) + 300,
+  );
   expect(value(families, "bot_tool_calls_total", { tool: "calculate", outcome: "ok" })).toBe(calculateBefore + 1);
   // At most the `unknown` series are new: one counter sample per outcome, and one histogram.
-  expect(series(families) - series(before)).toBeLessThanOrEqual(2 + (families.get("bot_tool_duration_seconds")?.metrics.length ?? 0) - (before.get("bot_tool_duration_seconds")?.metrics.length ?? 0));
-  expect(histogramCount(families, "bot_tool_duration_seconds", { tool: "unknown" })).toBe(histogramCount(before, "bot_tool_duration_seconds", { tool: "unknown" }) + 300);
+  expect(series(families) - series(before)).toBeLessThanOrEqual(
+    2 +
+      (families.get("bot_tool_duration_seconds")?.metrics.length ?? 0) -
+      (before.get("bot_tool_duration_seconds")?.metrics.length ?? 0),
+  );
+  expect(histogramCount(families, "bot_tool_duration_seconds", { tool: "unknown" })).toBe(
+    histogramCount(before, "bot_tool_duration_seconds", { tool: "unknown" }) + 300,
+  );
 });
 
 it("the health server listens on 127.0.0.1 only when HTTP_HOST is unset", async () => {

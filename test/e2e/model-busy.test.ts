@@ -39,7 +39,12 @@ function sentTo(chat: Chat): FakeSentMessage[] {
 
 /** Every text a Telegram message showed: its first send, then each successful edit. */
 function shownOnTelegram(message: FakeSentMessage): string[] {
-  const edits = stack.telegram.edits.filter((e) => e.method === "editMessageText" && Number(e.payload.chat_id) === message.chatId && Number(e.payload.message_id) === message.messageId);
+  const edits = stack.telegram.edits.filter(
+    (e) =>
+      e.method === "editMessageText" &&
+      Number(e.payload.chat_id) === message.chatId &&
+      Number(e.payload.message_id) === message.messageId,
+  );
   return [String(message.payload.text), ...edits.map((e) => String(e.payload.text))];
 }
 
@@ -68,24 +73,44 @@ describe("529 overloaded: retried until the deadline, the user told after about 
     expect(Date.now() - started).toBeLessThan(DEADLINE_SECONDS * 1000);
   }, 60_000);
 
-  it("Discord channel: an API that stays overloaded: the busy message is deleted, the busy apology comes near the deadline, and the next message works", async () => {
-    const dc = stack.discord;
-    const ku: FakeUser = { id: "715260000000000001", username: "ku", global_name: "Ku" };
-    const channelId = dc.channelId;
-    const before = sentIn(channelId).length;
-    const started = Date.now();
-    dc.sendUserMessage(ku, `<@${dc.bot.id}> outage?`, { channelId });
-    const notice = await dc.waitFor(() => sentIn(channelId)[before], DEADLINE_SECONDS * 1000, "the busy message");
-    expect(notice.content).toBe(NOTICE);
-    const apology = await dc.waitFor(() => sentIn(channelId).slice(before).find((m) => m.content === BUSY_APOLOGY), DEADLINE_SECONDS * 1000 + 10_000, "the apology");
-    // the loop kept trying until the next wait would pass the deadline (at most 10 s early)
-    expect(apology.at - started).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 11_000);
-    expect(dc.deleted.map((m) => m.id)).toContain(notice.id);
-    expect(sentIn(channelId).slice(before).map((m) => m.id)).toEqual([apology.id]); // the busy message is gone
-    expect(requestsFor(stack, "outage?").length).toBeGreaterThanOrEqual(3 * (SDK_RETRIES + 1));
+  it(
+    "Discord channel: an API that stays overloaded: the busy message is deleted, the busy " +
+      "apology comes near the deadline, and the next message works",
+    async () => {
+      const dc = stack.discord;
+      const ku: FakeUser = { id: "715260000000000001", username: "ku", global_name: "Ku" };
+      const channelId = dc.channelId;
+      const before = sentIn(channelId).length;
+      const started = Date.now();
+      dc.sendUserMessage(ku, `<@${dc.bot.id}> outage?`, { channelId });
+      const notice = await dc.waitFor(() => sentIn(channelId)[before], DEADLINE_SECONDS * 1000, "the busy message");
+      expect(notice.content).toBe(NOTICE);
+      const apology = await dc.waitFor(
+        () =>
+          sentIn(channelId)
+            .slice(before)
+            .find((m) => m.content === BUSY_APOLOGY),
+        DEADLINE_SECONDS * 1000 + 10_000,
+        "the apology",
+      );
+      // the loop kept trying until the next wait would pass the deadline (at most 10 s early)
+      expect(apology.at - started).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 11_000);
+      expect(dc.deleted.map((m) => m.id)).toContain(notice.id);
+      expect(
+        sentIn(channelId)
+          .slice(before)
+          .map((m) => m.id),
+      ).toEqual([apology.id]); // the busy message is gone
+      expect(requestsFor(stack, "outage?").length).toBeGreaterThanOrEqual(3 * (SDK_RETRIES + 1));
 
-    const next = dc.sendUserMessage(ku, `<@${dc.bot.id}> hello again`, { channelId });
-    const answer = await dc.waitFor(() => sentIn(channelId).find((m) => m.content === "You said: hello again"), 15_000, "the next answer");
-    expect((answer.payload.message_reference as { message_id?: string } | undefined)?.message_id).toBe(next.id);
-  }, 60_000);
+      const next = dc.sendUserMessage(ku, `<@${dc.bot.id}> hello again`, { channelId });
+      const answer = await dc.waitFor(
+        () => sentIn(channelId).find((m) => m.content === "You said: hello again"),
+        15_000,
+        "the next answer",
+      );
+      expect((answer.payload.message_reference as { message_id?: string } | undefined)?.message_id).toBe(next.id);
+    },
+    60_000,
+  );
 });

@@ -32,8 +32,16 @@ let busyUntil = 0;
 useStack(
   {
     modelRetries: MODEL_RETRIES,
-    model: (request) => (Date.now() < busyUntil && JSON.stringify(request.messages).includes("busy") ? overloaded() : scriptedModel(request)),
-    env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS), STREAM_IDLE_SECONDS: String(IDLE_SECONDS), ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) },
+    model: (request) =>
+      Date.now() < busyUntil && JSON.stringify(request.messages).includes("busy")
+        ? overloaded()
+        : scriptedModel(request),
+    env: {
+      STREAMING: "on",
+      STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS),
+      STREAM_IDLE_SECONDS: String(IDLE_SECONDS),
+      ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS),
+    },
   },
   (started, connection) => {
     stack = started;
@@ -47,7 +55,12 @@ function sentTo(chat: Chat): FakeSentMessage[] {
 
 /** Every text a Telegram message showed: its first send, then each successful edit. */
 function shownOnTelegram(message: FakeSentMessage): string[] {
-  const edits = stack.telegram.edits.filter((e) => e.method === "editMessageText" && Number(e.payload.chat_id) === message.chatId && Number(e.payload.message_id) === message.messageId);
+  const edits = stack.telegram.edits.filter(
+    (e) =>
+      e.method === "editMessageText" &&
+      Number(e.payload.chat_id) === message.chatId &&
+      Number(e.payload.message_id) === message.messageId,
+  );
   return [String(message.payload.text), ...edits.map((e) => String(e.payload.text))];
 }
 
@@ -64,32 +77,43 @@ function sentIn(channelId: string): SentMessage[] {
 /** Occurrences of `part` in `text`. */
 const count = (text: string, part: string) => text.split(part).length - 1;
 
-const ANSWER = ["**臺北市**今天的天氣：晴時多雲，午後有局部短暫陣雨。", "", "- 氣溫：22 到 28 度", "", "出門記得帶把傘，也多喝水。".repeat(8)].join("\n");
+const ANSWER = [
+  "**臺北市**今天的天氣：晴時多雲，午後有局部短暫陣雨。",
+  "",
+  "- 氣溫：22 到 28 度",
+  "",
+  "出門記得帶把傘，也多喝水。".repeat(8),
+].join("\n");
 
 describe("a stream that stalls (STREAM_IDLE_SECONDS)", () => {
-  it("Telegram group: a stream that stops mid-answer is retried at once; the partial message is continued into the one complete answer, nothing shown twice", async () => {
-    const tg = stack.telegram;
-    const group = tg.group(-1009250001, "停滯群組");
-    const lin = tg.user(95101, "Lin");
-    stack.model.enqueue(
-      { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 600, stallAfterChars: 60 } },
-      { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 400 } },
-    );
-    const started = Date.now();
-    tg.sendUserMessage({ chat: group, from: lin, text: `@${tg.bot.username} 天氣如何？` });
-    const partial = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the partial answer");
-    const [chunk] = planChunks(ANSWER).map((c) => htmlToPlain(c.html));
-    await tg.waitFor(() => sentTo(group)[0]?.text === chunk, TIMEOUT_MS, "the complete answer");
-    // Retried after about one idle period, far inside the deadline (today's code waited all of it).
-    expect(Date.now() - started).toBeLessThan(IDLE_SECONDS * 1000 + 8000);
-    await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
-    expect(sentTo(group)).toHaveLength(1);
-    expect(sentTo(group)[0]!.messageId).toBe(partial.messageId);
-    for (const shown of shownOnTelegram(partial)) expect(count(shown, "臺北市今天的天氣")).toBeLessThanOrEqual(1);
-    expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣如何？"))).toHaveLength(2);
-    await waitFor(() => stack.model.hanging() === 0, 5000, "no model connection left open");
-    expect(await keysEverywhere(redis, "stream:*")).toEqual([]);
-  }, 40_000);
+  it(
+    "Telegram group: a stream that stops mid-answer is retried at once; the partial message is " +
+      "continued into the one complete answer, nothing shown twice",
+    async () => {
+      const tg = stack.telegram;
+      const group = tg.group(-1009250001, "停滯群組");
+      const lin = tg.user(95101, "Lin");
+      stack.model.enqueue(
+        { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 600, stallAfterChars: 60 } },
+        { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 400 } },
+      );
+      const started = Date.now();
+      tg.sendUserMessage({ chat: group, from: lin, text: `@${tg.bot.username} 天氣如何？` });
+      const partial = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the partial answer");
+      const [chunk] = planChunks(ANSWER).map((c) => htmlToPlain(c.html));
+      await tg.waitFor(() => sentTo(group)[0]?.text === chunk, TIMEOUT_MS, "the complete answer");
+      // Retried after about one idle period, far inside the deadline (today's code waited all of it).
+      expect(Date.now() - started).toBeLessThan(IDLE_SECONDS * 1000 + 8000);
+      await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
+      expect(sentTo(group)).toHaveLength(1);
+      expect(sentTo(group)[0]!.messageId).toBe(partial.messageId);
+      for (const shown of shownOnTelegram(partial)) expect(count(shown, "臺北市今天的天氣")).toBeLessThanOrEqual(1);
+      expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣如何？"))).toHaveLength(2);
+      await waitFor(() => stack.model.hanging() === 0, 5000, "no model connection left open");
+      expect(await keysEverywhere(redis, "stream:*")).toEqual([]);
+    },
+    40_000,
+  );
 
   it("Discord channel: a model that sends nothing at all (no first byte) is given up after the idle time and asked again; one answer", async () => {
     const dc = stack.discord;
@@ -101,7 +125,14 @@ describe("a stream that stalls (STREAM_IDLE_SECONDS)", () => {
     const started = Date.now();
     dc.sendUserMessage(mei, `<@${dc.bot.id}> 在嗎？`, { channelId });
     const [chunk] = splitMessage(answer, DISCORD_MESSAGE_LIMIT);
-    const reply = await dc.waitFor(() => sentIn(channelId).slice(before).find((m) => String(m.message.content) === chunk), TIMEOUT_MS, "the answer");
+    const reply = await dc.waitFor(
+      () =>
+        sentIn(channelId)
+          .slice(before)
+          .find((m) => String(m.message.content) === chunk),
+      TIMEOUT_MS,
+      "the answer",
+    );
     // The SDK's own timeout (10 s in these tests) would have been the first to give up on today's code.
     expect(Date.now() - started).toBeLessThan(IDLE_SECONDS * 1000 + 5000);
     expect(sentIn(channelId).slice(before)).toEqual([reply]);
@@ -122,7 +153,11 @@ describe("529 overloaded while streaming", () => {
     const live = await dc.waitFor(() => sentIn(channelId)[before], TIMEOUT_MS, "the live status line");
     expect(live.content).toBe(MODEL_BUSY_NOTICE["zh-TW"]);
     expect(live.at - started).toBeGreaterThanOrEqual(MODEL_BUSY_NOTICE_MS - 500);
-    await dc.waitFor(() => String(live.message.content) === "You said: busy now?", TIMEOUT_MS, "the answer in the live message");
+    await dc.waitFor(
+      () => String(live.message.content) === "You said: busy now?",
+      TIMEOUT_MS,
+      "the answer in the live message",
+    );
     expect(sentIn(channelId).slice(before)).toHaveLength(1);
     expect(requestsFor(stack, "busy now?").length).toBeGreaterThanOrEqual(4);
   }, 40_000);

@@ -25,7 +25,11 @@ function sentTo(chat: Chat): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chat.id);
 }
 
-async function send(chat: Chat, from: User, input: { caption?: string; text?: string; extra?: Record<string, unknown> }): Promise<FakeSentMessage> {
+async function send(
+  chat: Chat,
+  from: User,
+  input: { caption?: string; text?: string; extra?: Record<string, unknown> },
+): Promise<FakeSentMessage> {
   const before = sentTo(chat).length;
   stack.telegram.sendUserMessage({ chat, from, ...input, extra: input.extra ?? {} });
   return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
@@ -33,7 +37,9 @@ async function send(chat: Chat, from: User, input: { caption?: string; text?: st
 
 const blocksOf = (request: FakeRequest) => {
   const last = request.messages.at(-1)!;
-  return typeof last.content === "string" ? [{ type: "text", text: last.content }] : (last.content as { type: string; text?: string }[]);
+  return typeof last.content === "string"
+    ? [{ type: "text", text: last.content }]
+    : (last.content as { type: string; text?: string }[]);
 };
 
 describe("Telegram: a PDF decompression bomb", () => {
@@ -48,9 +54,24 @@ describe("Telegram: a PDF decompression bomb", () => {
 
     const requests = stack.model.requests.length;
     const bombSent = sentTo(bombChat).length;
-    tg.sendUserMessage({ chat: bombChat, from: victim, caption: "請幫我看這份發票", extra: { document: { ...tg.addFile(bomb, { path: "documents/invoice.pdf" }), file_name: "invoice.pdf", mime_type: "application/pdf" } } });
+    tg.sendUserMessage({
+      chat: bombChat,
+      from: victim,
+      caption: "請幫我看這份發票",
+      extra: {
+        document: {
+          ...tg.addFile(bomb, { path: "documents/invoice.pdf" }),
+          file_name: "invoice.pdf",
+          mime_type: "application/pdf",
+        },
+      },
+    });
     // The bomb is downloaded whole: from here on the worker opens it.
-    await tg.waitFor(() => tg.fileDownloads.find((d) => d.path === "documents/invoice.pdf" && d.complete), ANSWER_TIMEOUT_MS, "the bomb's download");
+    await tg.waitFor(
+      () => tg.fileDownloads.find((d) => d.path === "documents/invoice.pdf" && d.complete),
+      ANSWER_TIMEOUT_MS,
+      "the bomb's download",
+    );
     const asked = Date.now();
     const answer = await send(otherChat, other, { text: "早安，今天過得好嗎？" });
     const answeredInMs = Date.now() - asked;
@@ -61,14 +82,37 @@ describe("Telegram: a PDF decompression bomb", () => {
     expect(refusal.text.split("\n")[0]).toBe("這個 PDF 解壓縮後太大了（壓縮內容解開後上限 32 MB），我讀不了。");
     expect(refusal.text).toContain("我看得懂");
     // The only model call was the other chat's.
-    expect(stack.model.requests.slice(requests).every((r) => !JSON.stringify(r.messages).includes("請幫我看這份發票"))).toBe(true);
-    expect(stack.logs().some((l) => l.problem === "too_complex" && l.msg === "a file of the message cannot be read; answering without the model")).toBe(true);
+    expect(
+      stack.model.requests.slice(requests).every((r) => !JSON.stringify(r.messages).includes("請幫我看這份發票")),
+    ).toBe(true);
+    expect(
+      stack
+        .logs()
+        .some(
+          (l) =>
+            l.problem === "too_complex" &&
+            l.msg === "a file of the message cannot be read; answering without the model",
+        ),
+    ).toBe(true);
 
     // A normal PDF right after: read as before, in the same chat.
     const pdf = await makePdf(3);
     const before = stack.model.requests.length;
-    await send(bombChat, victim, { caption: "那這份呢？", extra: { document: { ...tg.addFile(pdf, { path: "documents/bill.pdf" }), file_name: "bill.pdf", mime_type: "application/pdf" } } });
+    await send(bombChat, victim, {
+      caption: "那這份呢？",
+      extra: {
+        document: {
+          ...tg.addFile(pdf, { path: "documents/bill.pdf" }),
+          file_name: "bill.pdf",
+          mime_type: "application/pdf",
+        },
+      },
+    });
     const blocks = blocksOf(stack.model.requests.slice(before)[0]!);
-    expect(blocks[0]).toEqual({ type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf.toString("base64") }, title: "bill.pdf" });
+    expect(blocks[0]).toEqual({
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: pdf.toString("base64") },
+      title: "bill.pdf",
+    });
   });
 });

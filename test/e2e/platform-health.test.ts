@@ -73,12 +73,19 @@ async function askTelegram(from: User, text: string): Promise<void> {
   const chat: Chat = tg.privateChat(from);
   const before = tg.sent.filter((m) => m.chatId === chat.id).length;
   tg.sendUserMessage({ chat, from, text });
-  await tg.waitFor(() => tg.sent.filter((m) => m.chatId === chat.id)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
+  await tg.waitFor(
+    () => tg.sent.filter((m) => m.chatId === chat.id)[before],
+    ANSWER_TIMEOUT_MS,
+    `an answer to "${text}"`,
+  );
 }
 
 describe("platform connections and /health", () => {
   it("answers 200 with every check named while Redis, Telegram polling and the Discord gateway are up", async () => {
-    expect(await health()).toEqual({ status: 200, body: { status: "ok", checks: { redis: true, telegram: true, discord: true } } });
+    expect(await health()).toEqual({
+      status: 200,
+      body: { status: "ok", checks: { redis: true, telegram: true, discord: true } },
+    });
   });
 
   it("Telegram: another poller (409) turns health to 503 while it lasts; polling resumes, health is back, the next message is answered", async () => {
@@ -113,7 +120,11 @@ describe("platform connections and /health", () => {
     const tg = stack.telegram;
     // About 4 s of failures with delays capped at 400 ms: well past the 800 ms threshold.
     for (let i = 0; i < 12; i++) tg.failNext("getUpdates", { error_code: 502, description: "Bad Gateway" });
-    tg.sendUserMessage({ chat: tg.privateChat(tg.user(97003, "Chen")), from: tg.user(97003, "Chen"), text: "wake the poll" });
+    tg.sendUserMessage({
+      chat: tg.privateChat(tg.user(97003, "Chen")),
+      from: tg.user(97003, "Chen"),
+      text: "wake the poll",
+    });
     const down = await healthUntil((h) => h.status === 503, "503 during a long episode");
     expect(down.body.checks.telegram).toBe(false);
     await healthUntil(allUp, "200 once polling works again");
@@ -154,7 +165,12 @@ describe("platform connections and /health", () => {
     expect(JSON.stringify(stack.logs())).not.toContain(stack.discord.token);
     // The bot stopped: the health server is closed with it.
     const deadline = Date.now() + WAIT_MS;
-    while (await fetch(healthUrl).then(() => true, () => false)) {
+    while (
+      await fetch(healthUrl).then(
+        () => true,
+        () => false,
+      )
+    ) {
       if (Date.now() > deadline) throw new Error("the health server is still answering");
       await new Promise((r) => setTimeout(r, 50));
     }

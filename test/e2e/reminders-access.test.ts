@@ -19,7 +19,15 @@ import type { FakeUser } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { useStack, type Stack } from "./harness.js";
-import { localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
+import {
+  localIso,
+  quiet,
+  remindersModel,
+  remindersQueue,
+  schedulerNext,
+  secondsAhead,
+  ZONE,
+} from "./reminders-helpers.js";
 import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
 
 const ADMIN = 9700;
@@ -27,10 +35,13 @@ const WAIT = 30_000;
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ model: remindersModel, env: { ACCESS_POLICY: "allowlist", ADMIN_USERS: `telegram:${ADMIN}` } }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { model: remindersModel, env: { ACCESS_POLICY: "allowlist", ADMIN_USERS: `telegram:${ADMIN}` } },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 let queue: ReturnType<typeof remindersQueue>;
 beforeAll(() => {
   queue = remindersQueue(redis);
@@ -44,27 +55,56 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 /** `npm run access -- ...args` as its own process, against the stack's Redis. */
 async function access(...args: string[]): Promise<string> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "silent", ...stack.redis.env, ACCESS_POLICY: "allowlist", ADMIN_USERS: `telegram:${ADMIN}` };
-  const { stdout } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), { cwd: root, env, timeout: 60_000 });
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOG_LEVEL: "silent",
+    ...stack.redis.env,
+    ACCESS_POLICY: "allowlist",
+    ADMIN_USERS: `telegram:${ADMIN}`,
+  };
+  const { stdout } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), {
+    cwd: root,
+    env,
+    timeout: 60_000,
+  });
   return stdout;
 }
 
 /** Adds a reminder due in about 2 s for `owner` in `where` and schedules it as the tool does. */
-async function remindSoon(owner: { platform: "telegram"; userId: string }, text: string, where: Pick<Reminder, "chatId" | "chatKind" | "userName"> & { repeat?: Reminder["repeat"] }): Promise<Reminder> {
+async function remindSoon(
+  owner: { platform: "telegram"; userId: string },
+  text: string,
+  where: Pick<Reminder, "chatId" | "chatKind" | "userName"> & { repeat?: Reminder["repeat"] },
+): Promise<Reminder> {
   const due = secondsAhead(2);
-  const reminder = (await addReminder(redis, owner, { text, at: due, next: due, timezone: ZONE, createdAt: Date.now(), ...where }))!;
+  const reminder = (await addReminder(redis, owner, {
+    text,
+    at: due,
+    next: due,
+    timezone: ZONE,
+    createdAt: Date.now(),
+    ...where,
+  }))!;
   await new ReminderScheduler(queue).schedule(owner, reminder);
   return reminder;
 }
 
 /** Reminder messages (with their done/snooze buttons) the bot posted in Telegram chat `chatId` about `needle`. */
 function posted(chatId: number, needle: string): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle) && JSON.stringify(m.payload.reply_markup ?? {}).includes("rm:d:"));
+  return stack.telegram.sent.filter(
+    (m) =>
+      m.chatId === chatId && m.text.includes(needle) && JSON.stringify(m.payload.reply_markup ?? {}).includes("rm:d:"),
+  );
 }
 
 /** The log line that ended reminder `reminder` (`platform:userId#id`) for lost access. */
 async function endedLine(reminder: string): Promise<Record<string, unknown>> {
-  return stack.telegram.waitFor(() => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: its") && l.reminder === reminder), WAIT, `the log line ending ${reminder}`);
+  return stack.telegram.waitFor(
+    () => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: its") && l.reminder === reminder),
+    WAIT,
+    `the log line ending ${reminder}`,
+  );
 }
 
 it("a revoked user's reminders stop, with a log line; an allowed user's are still posted", async () => {
@@ -74,8 +114,17 @@ it("a revoked user's reminders stop, with a log line; an allowed user's are stil
   await grants.allowUser("telegram:9701");
   await grants.allowUser("telegram:9702");
   expect(await access("revoke", "telegram:9701")).toContain("telegram:9701");
-  await remindSoon({ platform: "telegram", userId: "9701" }, "吃藥", { chatId: "9701", chatKind: "dm", userName: "Ivy", repeat: "daily" });
-  await remindSoon({ platform: "telegram", userId: "9702" }, "倒垃圾", { chatId: "9702", chatKind: "dm", userName: "Jay" });
+  await remindSoon({ platform: "telegram", userId: "9701" }, "吃藥", {
+    chatId: "9701",
+    chatKind: "dm",
+    userName: "Ivy",
+    repeat: "daily",
+  });
+  await remindSoon({ platform: "telegram", userId: "9702" }, "倒垃圾", {
+    chatId: "9702",
+    chatKind: "dm",
+    userName: "Jay",
+  });
 
   await tg.waitFor(() => posted(9702, "倒垃圾")[0], WAIT, "the allowed user's reminder");
   const line = await endedLine("telegram:9701#1");
@@ -93,7 +142,13 @@ it("a group disabled with /disable receives no reminder; an enabled group still 
   const say = async (chat: Chat, text: string): Promise<string> => {
     const before = tg.sent.filter((m) => m.chatId === chat.id).length;
     tg.sendUserMessage({ chat, from: admin, text });
-    return (await tg.waitFor(() => tg.sent.filter((m) => m.chatId === chat.id)[before], ANSWER_TIMEOUT_MS, `the answer to ${text}`)).text;
+    return (
+      await tg.waitFor(
+        () => tg.sent.filter((m) => m.chatId === chat.id)[before],
+        ANSWER_TIMEOUT_MS,
+        `the answer to ${text}`,
+      )
+    ).text;
   };
   expect(await say(closed, "/enable")).toContain("已在這裡啟用");
   expect(await say(open, "/enable")).toContain("已在這裡啟用");
@@ -116,11 +171,25 @@ it("Discord: a server enabled as a whole gets the reminders set there through th
   const dc = stack.discord;
   const lee: FakeUser = { id: "970000000000000021", username: "lee", global_name: "Lee" };
   await new AccessStore(redis).allowChat(`discord:${dc.guildId}`);
-  const inChannel = (needle: string) => dc.sent.filter((m) => m.channelId === dc.channelId && m.content.includes(needle) && JSON.stringify(m.payload.components ?? []).includes("rm:d:"));
+  const inChannel = (needle: string) =>
+    dc.sent.filter(
+      (m) =>
+        m.channelId === dc.channelId &&
+        m.content.includes(needle) &&
+        JSON.stringify(m.payload.components ?? []).includes("rm:d:"),
+    );
   const set = async (text: string, seconds: number) => {
     const before = dc.sent.length;
-    dc.sendUserMessage(lee, `<@${dc.bot.id}> call set_reminder {"text":"${text}","at":"${localIso(secondsAhead(seconds))}"}`, { channelId: dc.channelId });
-    await dc.waitFor(() => dc.sent.slice(before).find((m) => m.channelId === dc.channelId && m.content.startsWith("set_reminder:")), ANSWER_TIMEOUT_MS, `the reminder "${text}" set`);
+    dc.sendUserMessage(
+      lee,
+      `<@${dc.bot.id}> call set_reminder {"text":"${text}","at":"${localIso(secondsAhead(seconds))}"}`,
+      { channelId: dc.channelId },
+    );
+    await dc.waitFor(
+      () => dc.sent.slice(before).find((m) => m.channelId === dc.channelId && m.content.startsWith("set_reminder:")),
+      ANSWER_TIMEOUT_MS,
+      `the reminder "${text}" set`,
+    );
   };
   await set("繳報告", 11);
   await set("訂便當", 14);

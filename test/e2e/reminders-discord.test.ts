@@ -14,7 +14,15 @@ import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js
 import { captureLogger } from "../helpers/log.js";
 import { seedTodos } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
-import { eventually, localIso, quiet, remindersModel, remindersQueue, schedulerNext, secondsAhead } from "./reminders-helpers.js";
+import {
+  eventually,
+  localIso,
+  quiet,
+  remindersModel,
+  remindersQueue,
+  schedulerNext,
+  secondsAhead,
+} from "./reminders-helpers.js";
 
 let stack: Stack;
 let redis: RedisClient;
@@ -40,13 +48,22 @@ function user(name: string): FakeUser {
 
 /** Reminder messages posted in `channelId` about `needle` (as sent, with done/snooze buttons). */
 function reminders(channelId: string, needle: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId && m.content.includes(needle) && JSON.stringify(m.payload.components ?? []).includes("rm:d:"));
+  return stack.discord.sent.filter(
+    (m) =>
+      m.channelId === channelId &&
+      m.content.includes(needle) &&
+      JSON.stringify(m.payload.components ?? []).includes("rm:d:"),
+  );
 }
 
 /** The bot's answer in `channelId` starting with `prefix`, sent after the first `after` messages. */
 async function answer(channelId: string, prefix: string, after = 0): Promise<SentMessage> {
   const dc = stack.discord;
-  return dc.waitFor(() => dc.sent.slice(after).find((m) => m.channelId === channelId && m.content.startsWith(prefix)), WAIT, `an answer starting with ${prefix}`);
+  return dc.waitFor(
+    () => dc.sent.slice(after).find((m) => m.channelId === channelId && m.content.startsWith(prefix)),
+    WAIT,
+    `an answer starting with ${prefix}`,
+  );
 }
 
 function button(message: SentMessage, prefix: string): string {
@@ -59,7 +76,11 @@ function button(message: SentMessage, prefix: string): string {
 /** The ephemeral notice the bot answered an interaction with. */
 async function notice(interaction: FakeInteraction): Promise<string> {
   const dc = stack.discord;
-  await dc.waitFor(() => interaction.response && (interaction.response.type === 4 || interaction.edits.length > 0), WAIT, "the interaction's answer");
+  await dc.waitFor(
+    () => interaction.response && (interaction.response.type === 4 || interaction.edits.length > 0),
+    WAIT,
+    "the interaction's answer",
+  );
   return String(interaction.edits.at(-1)?.content ?? interaction.response!.data?.content ?? "");
 }
 
@@ -68,7 +89,9 @@ const mention = () => `<@${stack.discord.bot.id}>`;
 // The two timed scenarios wait for their reminders in real time and share only the stack (own
 // people, chats and reminders): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a reminder 12 s ahead in a thread arrives once, on time, pinging only its owner — through a worker restart and with two workers; others cannot press; snooze; done completes the todo",
+  "a reminder 12 s ahead in a thread arrives once, on time, pinging only its owner — through " +
+    "a worker restart and with two workers; others cannot press; snooze; done completes the " +
+    "todo",
   async () => {
     const dc = stack.discord;
     const hana = user("Hana");
@@ -76,9 +99,17 @@ it.concurrent(
     const thread = dc.threadId;
     await seedTodos(redis, "discord", hana.id, ["交報告"]);
     const at = secondsAhead(12);
-    dc.sendUserMessage(hana, `${mention()} call set_reminder {"at":"${localIso(at)}","todo_id":1}`, { channelId: thread });
-    expect((await answer(thread, "set_reminder:")).content).toMatch(/^set_reminder: 已設定提醒：#1 交報告 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複，待辦 #1$/);
-    expect(await getReminder(redis, { platform: "discord", userId: hana.id }, 1)).toMatchObject({ chatId: thread, chatKind: "group", at });
+    dc.sendUserMessage(hana, `${mention()} call set_reminder {"at":"${localIso(at)}","todo_id":1}`, {
+      channelId: thread,
+    });
+    expect((await answer(thread, "set_reminder:")).content).toMatch(
+      /^set_reminder: 已設定提醒：#1 交報告 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複，待辦 #1$/,
+    );
+    expect(await getReminder(redis, { platform: "discord", userId: hana.id }, 1)).toMatchObject({
+      chatId: thread,
+      chatKind: "group",
+      at,
+    });
 
     await stack.restartWorker();
     const second: RunningBot = await stack.startWorker();
@@ -95,12 +126,18 @@ it.concurrent(
       expect(reminders(thread, "交報告")).toHaveLength(1);
 
       const editsBefore = dc.edits.length;
-      expect(await notice(dc.clickButton(ivan, posted.id, button(posted, "rm:d:")))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+      expect(await notice(dc.clickButton(ivan, posted.id, button(posted, "rm:d:")))).toBe(
+        "這是別人的提醒，只有設定提醒的人可以按。",
+      );
       expect(dc.edits.length).toBe(editsBefore);
 
       const snoozedAt = Date.now();
       expect(await notice(dc.clickButton(hana, posted.id, button(posted, "rm:s:")))).toBe("好，4 秒後再提醒你。");
-      await dc.waitFor(() => dc.message(posted.id)?.content.startsWith("💤 交報告"), WAIT, "the reminder edited to snoozed");
+      await dc.waitFor(
+        () => dc.message(posted.id)?.content.startsWith("💤 交報告"),
+        WAIT,
+        "the reminder edited to snoozed",
+      );
       expect(dc.message(posted.id)?.components).toEqual([]);
       const again = await dc.waitFor(() => reminders(thread, "交報告")[1], WAIT, "the snoozed reminder");
       expect(again.at - snoozedAt).toBeGreaterThanOrEqual(3500);
@@ -126,18 +163,25 @@ it.concurrent(
     const dm = dc.dmChannel(jin);
     await seedTodos(redis, "discord", jin.id, ["澆花"]);
     const at = secondsAhead(12);
-    dc.sendUserMessage(jin, `call set_reminder {"text":"澆花","at":"${localIso(at)}","repeat":"weekly","todo_id":1}`, { dm: true });
+    dc.sendUserMessage(jin, `call set_reminder {"text":"澆花","at":"${localIso(at)}","repeat":"weekly","todo_id":1}`, {
+      dm: true,
+    });
     expect((await answer(dm, "set_reminder:")).content).toContain("每週，待辦 #1");
     expect(await schedulerNext(queue, "discord", jin.id, 1)).toBe(at);
     const posted = await dc.waitFor(() => reminders(dm, "澆花")[0], WAIT, "the weekly reminder");
     expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
     expect(posted.content).toBe("⏰ 澆花");
     expect(posted.payload.allowed_mentions).toEqual({ parse: [] });
-    await eventually(async () => (await schedulerNext(queue, "discord", jin.id, 1)) === at + 7 * 86_400_000, "the scheduler's next run a week later");
+    await eventually(
+      async () => (await schedulerNext(queue, "discord", jin.id, 1)) === at + 7 * 86_400_000,
+      "the scheduler's next run a week later",
+    );
 
     const seen = dc.sent.length;
     dc.sendUserMessage(jin, "complete #1", { dm: true });
-    expect((await answer(dm, "complete_todo:", seen)).content).toMatch(/^complete_todo: 已完成：#1 澆花（已完成 \d{4}-\d\d-\d\d）（也取消了提醒 #1）$/);
+    expect((await answer(dm, "complete_todo:", seen)).content).toMatch(
+      /^complete_todo: 已完成：#1 澆花（已完成 \d{4}-\d\d-\d\d）（也取消了提醒 #1）$/,
+    );
     expect(await listReminders(redis, { platform: "discord", userId: jin.id })).toEqual([]);
     expect(await schedulerNext(queue, "discord", jin.id, 1)).toBeUndefined();
   },
@@ -152,7 +196,9 @@ it("/reminders answers ephemerally with a cancel button per reminder set in this
   dc.sendUserMessage(kai, `${mention()} call set_reminder {"text":"開會","at":"${localIso(at)}"}`);
   await answer(dc.channelId, "set_reminder:", seen);
   seen = dc.sent.length;
-  dc.sendUserMessage(kai, `${mention()} call set_reminder {"text":"別處","at":"${localIso(at)}"}`, { channelId: dc.threadId });
+  dc.sendUserMessage(kai, `${mention()} call set_reminder {"text":"別處","at":"${localIso(at)}"}`, {
+    channelId: dc.threadId,
+  });
   await answer(dc.threadId, "set_reminder:", seen);
 
   const listed = dc.slashCommand(kai, "reminders", { channelId: dc.channelId });
@@ -168,9 +214,23 @@ it("/reminders answers ephemerally with a cancel button per reminder set in this
 it("a channel the bot can no longer write to (10003) ends the reminder with a log line", async () => {
   const owner = { platform: "discord" as const, userId: "7200000000009999" };
   const due = Date.now();
-  const reminder = (await addReminder(redis, owner, { text: "孤兒", at: due, next: due, repeat: "daily", timezone: "Asia/Taipei", chatId: "1234567890123", chatKind: "group", userName: "Lin", createdAt: due }))!;
+  const reminder = (await addReminder(redis, owner, {
+    text: "孤兒",
+    at: due,
+    next: due,
+    repeat: "daily",
+    timezone: "Asia/Taipei",
+    chatId: "1234567890123",
+    chatKind: "group",
+    userName: "Lin",
+    createdAt: due,
+  }))!;
   await new ReminderScheduler(queue).schedule(owner, { ...reminder, at: secondsAhead(2) });
-  await stack.discord.waitFor(() => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: the bot can no longer write")), WAIT, "the log line");
+  await stack.discord.waitFor(
+    () => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: the bot can no longer write")),
+    WAIT,
+    "the log line",
+  );
   expect(await listReminders(redis, owner)).toEqual([]);
   expect(await schedulerNext(queue, "discord", owner.userId, reminder.id)).toBeUndefined();
 }, 60_000);
@@ -179,7 +239,13 @@ it("the same occurrence sent twice (a worker killed after the send) is one messa
   const dc = stack.discord;
   const { log } = captureLogger("silent");
   const outbound = createOutbound(stack.config, log);
-  const message = { conversation: { platform: "discord" as const, chatId: dc.channelId }, chatKind: "group" as const, owner: { userId: "7200000000008888", userName: "Mo" }, text: "⏰ 一次", token: "7200000000008888.1.abc" };
+  const message = {
+    conversation: { platform: "discord" as const, chatId: dc.channelId },
+    chatKind: "group" as const,
+    owner: { userId: "7200000000008888", userName: "Mo" },
+    text: "⏰ 一次",
+    token: "7200000000008888.1.abc",
+  };
   const replays = dc.nonceReplays.length;
   const first = await outbound.sendReminder(message);
   const second = await outbound.sendReminder(message);

@@ -36,13 +36,24 @@ export function secondsAhead(seconds: number): number {
   return Math.ceil((Date.now() + seconds * 1000) / 1000) * 1000;
 }
 
-/** The `reminders` queue of the e2e stack (prefix `e2e`) on the test's own connection, for reading job schedulers; close it after use (the connection stays open). */
+/**
+ * The `reminders` queue of the e2e stack (prefix `e2e`) on the test's own connection, for reading job schedulers;
+ * close it after use (the connection stays open).
+ */
 export function remindersQueue(redis: RedisClient): Queue<ReminderJobData> {
-  return new Queue<ReminderJobData>(REMINDERS_QUEUE, { connection: redis, prefix: bullPrefix(redis, REMINDERS_QUEUE, "e2e") });
+  return new Queue<ReminderJobData>(REMINDERS_QUEUE, {
+    connection: redis,
+    prefix: bullPrefix(redis, REMINDERS_QUEUE, "e2e"),
+  });
 }
 
 /** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */
-export async function schedulerNext(queue: Queue<ReminderJobData>, platform: "telegram" | "discord", userId: string, id: number): Promise<number | undefined> {
+export async function schedulerNext(
+  queue: Queue<ReminderJobData>,
+  platform: "telegram" | "discord",
+  userId: string,
+  id: number,
+): Promise<number | undefined> {
   return (await queue.getJobScheduler(schedulerId({ platform, userId }, id)))?.next ?? undefined;
 }
 
@@ -51,7 +62,13 @@ export async function schedulerNext(queue: Queue<ReminderJobData>, platform: "te
  * Redis, each scheduler's from its next run on, as BullMQ itself computes them (`getNextMillis`
  * of the stored pattern and `tz`), merged: what the reminder will fire on, month after month.
  */
-export async function scheduledOccurrences(queue: Queue<ReminderJobData>, platform: "telegram" | "discord", userId: string, id: number, count: number): Promise<number[]> {
+export async function scheduledOccurrences(
+  queue: Queue<ReminderJobData>,
+  platform: "telegram" | "discord",
+  userId: string,
+  id: number,
+  count: number,
+): Promise<number[]> {
   const all: number[] = [];
   for (const schedulerKey of schedulerIds({ platform, userId }, id)) {
     const scheduler = await queue.getJobScheduler(schedulerKey);
@@ -70,7 +87,11 @@ export function quiet(ms: number): Promise<void> {
 }
 
 /** Polls `check` every 50 ms until it resolves truthy; fails naming `what` after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -14,7 +14,17 @@ import type { FakeSentMessage } from "../fakes/telegram.js";
 import { freshResults, seedTodos } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { DateTime } from "luxon";
-import { eventually, localIso, quiet, remindersModel, remindersQueue, scheduledOccurrences, schedulerNext, secondsAhead, ZONE } from "./reminders-helpers.js";
+import {
+  eventually,
+  localIso,
+  quiet,
+  remindersModel,
+  remindersQueue,
+  scheduledOccurrences,
+  schedulerNext,
+  secondsAhead,
+  ZONE,
+} from "./reminders-helpers.js";
 
 let stack: Stack;
 let redis: RedisClient;
@@ -34,23 +44,37 @@ afterAll(async () => {
 
 /** Reminder messages the bot posted in `chatId` about `needle` (as sent: with done/snooze buttons; later edits do not hide them). */
 function reminders(chatId: number, needle: string): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle) && JSON.stringify(m.payload.reply_markup ?? {}).includes("rm:d:"));
+  return stack.telegram.sent.filter(
+    (m) =>
+      m.chatId === chatId && m.text.includes(needle) && JSON.stringify(m.payload.reply_markup ?? {}).includes("rm:d:"),
+  );
 }
 
 /** The bot's answer in `chatId` that starts with `prefix` (e.g. `set_reminder:`), once there. */
 async function answer(chatId: number, prefix: string, after = 0): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.startsWith(prefix)), WAIT, `an answer starting with ${prefix}`);
+  return tg.waitFor(
+    () => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.startsWith(prefix)),
+    WAIT,
+    `an answer starting with ${prefix}`,
+  );
 }
 
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const a = await tg.waitFor(() => tg.callbackAnswers.find((x) => String(x.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  const a = await tg.waitFor(
+    () => tg.callbackAnswers.find((x) => String(x.callback_query_id) === id),
+    WAIT,
+    `the answer to callback query ${id}`,
+  );
   return String(a.text ?? "");
 }
 
 function data(message: FakeSentMessage, prefix: string): string {
-  const found = stack.telegram.buttons(message).map((b) => b.callback_data!).find((d) => d.startsWith(prefix));
+  const found = stack.telegram
+    .buttons(message)
+    .map((b) => b.callback_data!)
+    .find((d) => d.startsWith(prefix));
   expect(found).toBeDefined();
   return found!;
 }
@@ -58,7 +82,9 @@ function data(message: FakeSentMessage, prefix: string): string {
 // The two timed scenarios wait for their reminders in real time and share only the stack (own
 // people, chats and reminders): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a reminder 12 s ahead in a forum topic arrives once, on time, mentioning its owner — through a worker restart and with two workers; others cannot press; snooze brings it back; done completes the todo",
+  "a reminder 12 s ahead in a forum topic arrives once, on time, mentioning its owner — " +
+    "through a worker restart and with two workers; others cannot press; snooze brings it back;" +
+    " done completes the todo",
   async () => {
     const tg = stack.telegram;
     const group: Chat = tg.group(-1008101, "家庭群組", true);
@@ -66,12 +92,27 @@ it.concurrent(
     const bob: User = tg.user(8102, "Bob");
     const [todoId] = await seedTodos(redis, "telegram", "8101", ["繳電費"]);
     const at = secondsAhead(12);
-    tg.sendUserMessage({ chat: group, from: alice, message_thread_id: 77, text: `@${tg.bot.username} call set_reminder {"at":"${localIso(at)}","todo_id":${todoId}}` });
+    tg.sendUserMessage({
+      chat: group,
+      from: alice,
+      message_thread_id: 77,
+      text: `@${tg.bot.username} call set_reminder {"at":"${localIso(at)}","todo_id":${todoId}}`,
+    });
     const set = await answer(group.id, "set_reminder:");
-    expect(set.text).toMatch(/^set_reminder: 已設定提醒：#1 繳電費 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複，待辦 #1$/);
+    expect(set.text).toMatch(
+      /^set_reminder: 已設定提醒：#1 繳電費 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複，待辦 #1$/,
+    );
     expect(set.payload.message_thread_id).toBe(77);
     const stored = await getReminder(redis, { platform: "telegram", userId: "8101" }, 1);
-    expect(stored).toMatchObject({ text: "繳電費", at, next: at, chatId: String(group.id), topicId: "77", chatKind: "group", todoId: 1 });
+    expect(stored).toMatchObject({
+      text: "繳電費",
+      at,
+      next: at,
+      chatId: String(group.id),
+      topicId: "77",
+      chatKind: "group",
+      todoId: 1,
+    });
 
     // Between setting and firing: the worker restarts, and a second worker joins.
     await stack.restartWorker();
@@ -81,25 +122,40 @@ it.concurrent(
       expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
       expect(posted.text).toBe("Alice ⏰ 繳電費");
       expect(posted.payload.message_thread_id).toBe(77);
-      expect(posted.entities).toContainEqual(expect.objectContaining({ type: "text_mention", offset: 0, length: 5, user: expect.objectContaining({ id: 8101 }) as unknown }));
+      expect(posted.entities).toContainEqual(
+        expect.objectContaining({
+          type: "text_mention",
+          offset: 0,
+          length: 5,
+          user: expect.objectContaining({ id: 8101 }) as unknown,
+        }),
+      );
       expect(tg.buttons(posted).map((b) => b.text)).toEqual(["✅ 完成", "💤 稍後提醒"]);
       await quiet(3000);
       expect(reminders(group.id, "繳電費")).toHaveLength(1);
 
       // Bob's presses are refused and change nothing.
       const editsBefore = tg.edits.length;
-      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:d:") }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
-      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:s:") }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:d:") }))).toBe(
+        "這是別人的提醒，只有設定提醒的人可以按。",
+      );
+      expect(await toast(tg.pressButton({ from: bob, message: posted, data: data(posted, "rm:s:") }))).toBe(
+        "這是別人的提醒，只有設定提醒的人可以按。",
+      );
       expect(tg.edits.length).toBe(editsBefore);
       expect((await getTodo(redis, { platform: "telegram", userId: "8101" }, 1))?.completedAt).toBeUndefined();
 
       // Snooze: the message shows it, the reminder comes back after REMINDER_SNOOZE_SECONDS (4 s).
       const snoozeData = data(posted, "rm:s:");
       const snoozedAt = Date.now();
-      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe("好，4 秒後再提醒你。");
+      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe(
+        "好，4 秒後再提醒你。",
+      );
       await tg.waitFor(() => posted.text.startsWith("💤 繳電費"), WAIT, "the reminder edited to snoozed");
       expect(tg.buttons(posted)).toEqual([]);
-      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe("這則提醒已經處理過了。");
+      expect(await toast(tg.pressButton({ from: alice, message: posted, data: snoozeData }))).toBe(
+        "這則提醒已經處理過了。",
+      );
       const again = await tg.waitFor(() => reminders(group.id, "繳電費")[1], WAIT, "the snoozed reminder");
       expect(again.at - snoozedAt).toBeGreaterThanOrEqual(3500);
       expect(again.at - snoozedAt).toBeLessThanOrEqual(7000);
@@ -121,13 +177,18 @@ it.concurrent(
 );
 
 it.concurrent(
-  "repeat: the job scheduler runs at the time set, fires, and its next run is a day later; list shows it; a cancelled one-off never arrives; cancel_reminder ends the repeat",
+  "repeat: the job scheduler runs at the time set, fires, and its next run is a day later; " +
+    "list shows it; a cancelled one-off never arrives; cancel_reminder ends the repeat",
   async () => {
     const tg = stack.telegram;
     const carol = tg.user(8201, "Carol");
     const chat = tg.privateChat(carol);
     const at = secondsAhead(12);
-    tg.sendUserMessage({ chat, from: carol, text: `call set_reminder {"text":"吃藥","at":"${localIso(at)}","repeat":"daily"}` });
+    tg.sendUserMessage({
+      chat,
+      from: carol,
+      text: `call set_reminder {"text":"吃藥","at":"${localIso(at)}","repeat":"daily"}`,
+    });
     expect((await answer(chat.id, "set_reminder:")).text).toContain("#1 吃藥");
     expect(await schedulerNext(queue, "telegram", "8201", 1)).toBe(at);
 
@@ -135,25 +196,33 @@ it.concurrent(
     tg.sendUserMessage({ chat, from: carol, text: `call set_reminder {"text":"倒垃圾","at":"${localIso(at)}"}` });
     expect((await answer(chat.id, "set_reminder:", seen)).text).toContain("#2 倒垃圾");
     seen = tg.sent.length;
-    tg.sendUserMessage({ chat, from: carol, text: "call cancel_reminder {\"reminder_id\":2}" });
+    tg.sendUserMessage({ chat, from: carol, text: 'call cancel_reminder {"reminder_id":2}' });
     expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #2：倒垃圾");
     seen = tg.sent.length;
     tg.sendUserMessage({ chat, from: carol, text: "call list_reminders" });
     const list = await answer(chat.id, "list_reminders:", seen);
-    expect(list.text).toMatch(/^list_reminders: 你的提醒（1 個）：\n#1 吃藥 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），每天$/);
+    expect(list.text).toMatch(
+      /^list_reminders: 你的提醒（1 個）：\n#1 吃藥 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），每天$/,
+    );
 
     const posted = await tg.waitFor(() => reminders(chat.id, "吃藥")[0], WAIT, "the repeating reminder");
     expect(Math.abs(posted.at - at)).toBeLessThanOrEqual(2000);
     expect(posted.text).toBe("⏰ 吃藥"); // a DM: no mention
-    await eventually(async () => (await schedulerNext(queue, "telegram", "8201", 1)) === at + 86_400_000, "the scheduler's next run a day later");
+    await eventually(
+      async () => (await schedulerNext(queue, "telegram", "8201", 1)) === at + 86_400_000,
+      "the scheduler's next run a day later",
+    );
     // The record's next time is written right after the send.
-    await eventually(async () => (await getReminder(redis, { platform: "telegram", userId: "8201" }, 1))?.next === at + 86_400_000, "the stored next time a day later");
+    await eventually(
+      async () => (await getReminder(redis, { platform: "telegram", userId: "8201" }, 1))?.next === at + 86_400_000,
+      "the stored next time a day later",
+    );
     await quiet(2000);
     expect(reminders(chat.id, "倒垃圾")).toEqual([]);
     expect(reminders(chat.id, "吃藥")).toHaveLength(1);
 
     seen = tg.sent.length;
-    tg.sendUserMessage({ chat, from: carol, text: "call cancel_reminder {\"reminder_id\":1}" });
+    tg.sendUserMessage({ chat, from: carol, text: 'call cancel_reminder {"reminder_id":1}' });
     expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #1：吃藥");
     expect(await schedulerNext(queue, "telegram", "8201", 1)).toBeUndefined();
   },
@@ -170,7 +239,8 @@ it("a monthly reminder on the 31st (and on the 30th) fires on the last day of sh
     while (dt.day !== day) dt = dt.plus({ days: 1 });
     return dt;
   };
-  const dates = (occurrences: number[]) => occurrences.map((ms) => DateTime.fromMillis(ms, { zone: ZONE }).toFormat("yyyy-LL-dd HH:mm"));
+  const dates = (occurrences: number[]) =>
+    occurrences.map((ms) => DateTime.fromMillis(ms, { zone: ZONE }).toFormat("yyyy-LL-dd HH:mm"));
   /** The `count` dates from `first` on: day `day` of each month, or the month's last day when it is shorter. */
   const expected = (first: DateTime, day: number, count: number) =>
     Array.from({ length: count }, (_, i) => {
@@ -180,9 +250,15 @@ it("a monthly reminder on the 31st (and on the 30th) fires on the last day of sh
 
   const on31 = nextDay(31);
   let seen = tg.sent.length;
-  tg.sendUserMessage({ chat, from: hal, text: `call set_reminder {"text":"繳房租","at":"${localIso(on31.toMillis())}","repeat":"monthly"}` });
+  tg.sendUserMessage({
+    chat,
+    from: hal,
+    text: `call set_reminder {"text":"繳房租","at":"${localIso(on31.toMillis())}","repeat":"monthly"}`,
+  });
   const set31 = await answer(chat.id, "set_reminder:", seen);
-  expect(set31.text).toMatch(/^set_reminder: 已設定提醒：#1 繳房租 — .+（\d{4}-\d\d-31T08:00:00\+08:00），每月 31 日（沒有 31 日的月份在月底）$/);
+  expect(set31.text).toMatch(
+    /^set_reminder: 已設定提醒：#1 繳房租 — .+（\d{4}-\d\d-31T08:00:00\+08:00），每月 31 日（沒有 31 日的月份在月底）$/,
+  );
   const fired31 = dates(await scheduledOccurrences(queue, "telegram", "8701", 1, 13));
   expect(fired31).toEqual(expected(on31, 31, 13));
   expect(fired31.filter((d) => d.slice(5, 7) === "02")).toEqual([expect.stringMatching(/-02-2[89] 08:00$/)]);
@@ -190,8 +266,14 @@ it("a monthly reminder on the 31st (and on the 30th) fires on the last day of sh
 
   const on30 = nextDay(30);
   seen = tg.sent.length;
-  tg.sendUserMessage({ chat, from: hal, text: `call set_reminder {"text":"對帳","at":"${localIso(on30.toMillis())}","repeat":"monthly"}` });
-  expect((await answer(chat.id, "set_reminder:", seen)).text).toMatch(/#2 對帳 — .+，每月 30 日（沒有 30 日的月份在月底）$/);
+  tg.sendUserMessage({
+    chat,
+    from: hal,
+    text: `call set_reminder {"text":"對帳","at":"${localIso(on30.toMillis())}","repeat":"monthly"}`,
+  });
+  expect((await answer(chat.id, "set_reminder:", seen)).text).toMatch(
+    /#2 對帳 — .+，每月 30 日（沒有 30 日的月份在月底）$/,
+  );
   expect(dates(await scheduledOccurrences(queue, "telegram", "8701", 2, 13))).toEqual(expected(on30, 30, 13));
   expect(await schedulerNext(queue, "telegram", "8701", 2)).toBe(on30.toMillis());
   const stored = await getReminder(redis, { platform: "telegram", userId: "8701" }, 2);
@@ -203,7 +285,7 @@ it("a monthly reminder on the 31st (and on the 30th) fires on the last day of sh
 
   // Cancelling ends every scheduler of the reminder (the 30th has one for February's last day too).
   seen = tg.sent.length;
-  tg.sendUserMessage({ chat, from: hal, text: "call cancel_reminder {\"reminder_id\":2}" });
+  tg.sendUserMessage({ chat, from: hal, text: 'call cancel_reminder {"reminder_id":2}' });
   expect((await answer(chat.id, "cancel_reminder:", seen)).text).toBe("cancel_reminder: 已取消提醒 #2：對帳");
   expect(await scheduledOccurrences(queue, "telegram", "8701", 2, 13)).toEqual([]);
 });
@@ -227,14 +309,28 @@ it("invalid times, an empty text and the 51st active reminder are refused with a
   }
   // The first request that carries a case's marker is that case's own (later ones carry it in the history).
   const results = cases.map((_, i) => freshResults(stack, `A${i + 1}`)[0]);
-  for (const r of results) expect(r).toEqual([{ name: "set_reminder", content: expect.any(String) as string, isError: true }]);
+  for (const r of results)
+    expect(r).toEqual([{ name: "set_reminder", content: expect.any(String) as string, isError: true }]);
   expect(await listReminders(redis, { platform: "telegram", userId: "8301" })).toEqual([]);
 
   const owner = { platform: "telegram" as const, userId: "8301" };
-  const base = { text: "x", at: Date.now() + 3600_000, next: Date.now() + 3600_000, timezone: "Asia/Taipei", chatId: "8301", chatKind: "dm" as const, userName: "Dan", createdAt: Date.now() };
+  const base = {
+    text: "x",
+    at: Date.now() + 3600_000,
+    next: Date.now() + 3600_000,
+    timezone: "Asia/Taipei",
+    chatId: "8301",
+    chatKind: "dm" as const,
+    userName: "Dan",
+    createdAt: Date.now(),
+  };
   for (let i = 0; i < 50; i++) await addReminder(redis, owner, base);
   const seen = tg.sent.length;
-  tg.sendUserMessage({ chat, from: dan, text: `call set_reminder {"text":"第五十一 A6","at":"${localIso(Date.now() + 3600_000)}"}` });
+  tg.sendUserMessage({
+    chat,
+    from: dan,
+    text: `call set_reminder {"text":"第五十一 A6","at":"${localIso(Date.now() + 3600_000)}"}`,
+  });
   expect((await answer(chat.id, "set_reminder:", seen)).text).toMatch(/already has 50 active reminders/);
   expect(await listReminders(redis, owner)).toHaveLength(50);
 });
@@ -246,7 +342,16 @@ it("a reminder that fell due while no worker ran is posted at start-up, saying h
   await stack.worker.stop();
   const owner = { platform: "telegram" as const, userId: "8401" };
   const due = Date.now() - 5 * 60_000;
-  const reminder = (await addReminder(redis, owner, { text: "開會", at: due, next: due, timezone: "Asia/Taipei", chatId: "8401", chatKind: "dm", userName: "Erin", createdAt: due - 60_000 }))!;
+  const reminder = (await addReminder(redis, owner, {
+    text: "開會",
+    at: due,
+    next: due,
+    timezone: "Asia/Taipei",
+    chatId: "8401",
+    chatKind: "dm",
+    userName: "Erin",
+    createdAt: due - 60_000,
+  }))!;
   // Scheduled as the tool would have, while the bot was down (the job is due at once).
   await new ReminderScheduler(queue).schedule(owner, reminder, due);
   await quiet(1000);
@@ -263,15 +368,25 @@ it("/reminders lists the asker's reminders in this chat with a cancel button eac
   const gus = tg.user(8502, "Gus");
   const at = Date.now() + 3600_000;
   let seen = tg.sent.length;
-  tg.sendUserMessage({ chat: group, from: fay, text: `@${tg.bot.username} call set_reminder {"text":"還書","at":"${localIso(at)}"}` });
+  tg.sendUserMessage({
+    chat: group,
+    from: fay,
+    text: `@${tg.bot.username} call set_reminder {"text":"還書","at":"${localIso(at)}"}`,
+  });
   await answer(group.id, "set_reminder:", seen);
   seen = tg.sent.length;
   tg.sendUserMessage({ chat: group, from: fay, text: "/reminders" });
-  const list = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.startsWith("你在這裡的提醒")), WAIT, "the /reminders list");
+  const list = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.startsWith("你在這裡的提醒")),
+    WAIT,
+    "the /reminders list",
+  );
   expect(list.text).toMatch(/^你在這裡的提醒：\n#1 還書 — .+，不重複$/);
   const cancel = data(list, "rm:c:");
   expect(tg.buttons(list).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
-  expect(await toast(tg.pressButton({ from: gus, message: list, data: cancel }))).toBe("這是別人的提醒，只有設定提醒的人可以按。");
+  expect(await toast(tg.pressButton({ from: gus, message: list, data: cancel }))).toBe(
+    "這是別人的提醒，只有設定提醒的人可以按。",
+  );
   expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toHaveLength(1);
   expect(await toast(tg.pressButton({ from: fay, message: list, data: cancel }))).toBe("已取消提醒 #1。");
   expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toEqual([]);
@@ -282,10 +397,30 @@ it("a user who blocked the bot (403) ends the reminder and its repeats after the
   const tg = stack.telegram;
   const owner = { platform: "telegram" as const, userId: "8601" };
   const due = secondsAhead(2);
-  const reminder = (await addReminder(redis, owner, { text: "封鎖", at: due, next: due, repeat: "daily", timezone: ZONE, chatId: "8601", chatKind: "dm", userName: "Ned", createdAt: Date.now() }))!;
+  const reminder = (await addReminder(redis, owner, {
+    text: "封鎖",
+    at: due,
+    next: due,
+    repeat: "daily",
+    timezone: ZONE,
+    chatId: "8601",
+    chatKind: "dm",
+    userName: "Ned",
+    createdAt: Date.now(),
+  }))!;
   tg.failNext("sendMessage", { error_code: 403, description: "Forbidden: bot was blocked by the user" });
   await new ReminderScheduler(queue).schedule(owner, reminder);
-  const line = await tg.waitFor(() => stack.logs().find((l) => String(l.msg).startsWith("reminder ended: the bot can no longer write") && l.reminder === "telegram:8601#1"), WAIT, "the log line");
+  const line = await tg.waitFor(
+    () =>
+      stack
+        .logs()
+        .find(
+          (l) =>
+            String(l.msg).startsWith("reminder ended: the bot can no longer write") && l.reminder === "telegram:8601#1",
+        ),
+    WAIT,
+    "the log line",
+  );
   expect(line.level).toBe(40);
   expect(await listReminders(redis, owner)).toEqual([]);
   expect(await schedulerNext(queue, "telegram", "8601", 1)).toBeUndefined();

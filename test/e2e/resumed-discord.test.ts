@@ -25,10 +25,13 @@ const { tool: waitForSignal, aborted } = waitingTool("e2e_wait_for_signal_dc");
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) }, tools: [waitForSignal] }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) }, tools: [waitForSignal] },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 function user(n: number, name: string): FakeUser {
   return { id: `70300000000000${String(n).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
@@ -40,12 +43,21 @@ function postedIn(channelId: string, prompt?: SentMessage): SentMessage[] {
 }
 
 /** Asks in the DM of `from`, waits for the approval prompt and presses its approve button. */
-async function askAndApprove(from: FakeUser, question: string, beforePress: (channelId: string) => void = () => {}): Promise<{ channel: string; prompt: SentMessage; pressedAt: number; messageId: string }> {
+async function askAndApprove(
+  from: FakeUser,
+  question: string,
+  beforePress: (channelId: string) => void = () => {},
+): Promise<{ channel: string; prompt: SentMessage; pressedAt: number; messageId: string }> {
   const dc = stack.discord;
   const channel = dc.dmChannel(from);
   const asked = dc.sendUserMessage(from, question, { dm: true });
-  const buttons = (m: SentMessage) => ((dc.message(m.id)?.components ?? []) as { components: { custom_id: string }[] }[]).flatMap((r) => r.components);
-  const prompt = await dc.waitFor(() => postedIn(channel).find((m) => buttons(m).length > 0), WAIT, "the approval prompt");
+  const buttons = (m: SentMessage) =>
+    ((dc.message(m.id)?.components ?? []) as { components: { custom_id: string }[] }[]).flatMap((r) => r.components);
+  const prompt = await dc.waitFor(
+    () => postedIn(channel).find((m) => buttons(m).length > 0),
+    WAIT,
+    "the approval prompt",
+  );
   await dc.waitFor(() => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
   beforePress(channel);
   const pressedAt = Date.now();
@@ -58,29 +70,36 @@ function logsSaying(msg: string): Record<string, unknown>[] {
   return stack.logs().filter((l) => l.msg === msg);
 }
 
-it("a decision job failing after part of a multi-chunk answer was sent: the retry sends only the rest, each chunk once, without asking the model again", async () => {
-  const dc = stack.discord;
-  const ivy = user(1, "Ivy");
-  await seedTodos(redis, "discord", ivy.id, ["買牛奶"]);
-  const story = ["一", "二", "三"].map((c) => c.repeat(1500)).join("\n\n");
-  const chunks = splitMessage(story, DISCORD_MESSAGE_LIMIT);
-  expect(chunks).toHaveLength(3);
-  stack.model.enqueue(toolUse("delete_todo", { todo_id: 1 }), text(story));
-  const retriesBefore = logsSaying("transient failure; the job will retry").length;
-  const { channel, prompt } = await askAndApprove(ivy, "delete #1, then tell me a long story", (channelId) => {
-    // The second chunk's create fails with a 500 on every attempt of the REST client (1 + 3 retries): the decision job fails part-way.
-    dc.failNext({ method: "POST", path: new RegExp(`/channels/${channelId}/messages$`), after: 1 }, 500, 4);
-  });
-  await dc.waitFor(() => postedIn(channel, prompt).length >= 3, WAIT, "three chunks");
-  await new Promise((r) => setTimeout(r, 500));
-  expect(postedIn(channel, prompt).map((m) => m.content)).toEqual(chunks);
-  // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
-  for (const kind of ["sent", "started", "run", "stream"]) expect(await keysEverywhere(redis, `${kind}:{discord:${channel}}*`)).toEqual([]);
-  expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
-  expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story"))).toHaveLength(2);
-  expect(await todoLines(redis, "discord", ivy.id)).toEqual([]);
-  expect(dc.typing.filter((t) => t.channelId === channel && t.at >= prompt.at).length).toBeGreaterThan(0);
-});
+it(
+  "a decision job failing after part of a multi-chunk answer was sent: the retry sends only " +
+    "the rest, each chunk once, without asking the model again",
+  async () => {
+    const dc = stack.discord;
+    const ivy = user(1, "Ivy");
+    await seedTodos(redis, "discord", ivy.id, ["買牛奶"]);
+    const story = ["一", "二", "三"].map((c) => c.repeat(1500)).join("\n\n");
+    const chunks = splitMessage(story, DISCORD_MESSAGE_LIMIT);
+    expect(chunks).toHaveLength(3);
+    stack.model.enqueue(toolUse("delete_todo", { todo_id: 1 }), text(story));
+    const retriesBefore = logsSaying("transient failure; the job will retry").length;
+    const { channel, prompt } = await askAndApprove(ivy, "delete #1, then tell me a long story", (channelId) => {
+      // The second chunk's create fails with a 500 on every attempt of the REST client (1 + 3 retries): the decision job fails part-way.
+      dc.failNext({ method: "POST", path: new RegExp(`/channels/${channelId}/messages$`), after: 1 }, 500, 4);
+    });
+    await dc.waitFor(() => postedIn(channel, prompt).length >= 3, WAIT, "three chunks");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(postedIn(channel, prompt).map((m) => m.content)).toEqual(chunks);
+    // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
+    for (const kind of ["sent", "started", "run", "stream"])
+      expect(await keysEverywhere(redis, `${kind}:{discord:${channel}}*`)).toEqual([]);
+    expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
+    expect(
+      stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story")),
+    ).toHaveLength(2);
+    expect(await todoLines(redis, "discord", ivy.id)).toEqual([]);
+    expect(dc.typing.filter((t) => t.channelId === channel && t.at >= prompt.at).length).toBeGreaterThan(0);
+  },
+);
 
 it("a decision job retried after its history append appends the run once", async () => {
   const dc = stack.discord;
@@ -92,7 +111,11 @@ it("a decision job retried after its history append appends the run once", async
     // The answer's only chunk fails: the job fails after the run was appended to the history.
     dc.failNext({ method: "POST", path: new RegExp(`/channels/${channelId}/messages$`) }, 500, 4);
   });
-  const answer = await dc.waitFor(() => postedIn(channel, prompt).find((m) => m.content === "刪好了：#1 退貨"), WAIT, "the answer");
+  const answer = await dc.waitFor(
+    () => postedIn(channel, prompt).find((m) => m.content === "刪好了：#1 退貨"),
+    WAIT,
+    "the answer",
+  );
   await new Promise((r) => setTimeout(r, 500));
   expect(postedIn(channel, prompt)).toEqual([answer]);
   expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
@@ -101,7 +124,13 @@ it("a decision job retried after its history append appends the run once", async
   expect(stored.split("toolu_once_dc").length - 1).toBe(2); // its tool_use and its tool_result, once each
   dc.sendUserMessage(jun, "thanks", { dm: true });
   await dc.waitFor(() => postedIn(channel).find((m) => m.content === "You said: thanks"), WAIT, "the next answer");
-  expect(requestsFor(stack, "thanks")[0]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+  expect(requestsFor(stack, "thanks")[0]!.messages.map((m) => m.role)).toEqual([
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "user",
+  ]);
 });
 
 it("a resumed run whose tool hangs is ended by the answer's deadline with the short apology, and the conversation moves on", async () => {
@@ -118,6 +147,10 @@ it("a resumed run whose tool hangs is ended by the answer's deadline with the sh
   const stored = (await redis.get(conversationKeys({ platform: "discord", chatId: channel }).history)) ?? "";
   expect(stored).not.toContain(`"id":${JSON.stringify(messageId)}`);
   dc.sendUserMessage(kai, "are you back?", { dm: true });
-  await dc.waitFor(() => postedIn(channel).find((m) => m.content === "You said: are you back?"), WAIT, "the next answer");
+  await dc.waitFor(
+    () => postedIn(channel).find((m) => m.content === "You said: are you back?"),
+    WAIT,
+    "the next answer",
+  );
   expect(requestsFor(stack, "are you back?")[0]!.messages).toHaveLength(1);
 }, 60_000);

@@ -26,10 +26,13 @@ const { tool: waitForSignal, aborted } = waitingTool("e2e_wait_for_signal");
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) }, tools: [waitForSignal] }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { env: { ANSWER_DEADLINE_SECONDS: String(DEADLINE_SECONDS) }, tools: [waitForSignal] },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 function dm(id: number, name: string): { user: User; chat: Chat } {
   const user = stack.telegram.user(id, name);
@@ -41,11 +44,23 @@ function sentTo(chat: Chat): FakeSentMessage[] {
 }
 
 /** Asks in `chat`, waits for the approval prompt and presses its approve button. @returns when it was pressed (ms). */
-async function askAndApprove(chat: Chat, from: User, question: string, beforePress: () => void = () => {}): Promise<{ prompt: FakeSentMessage; pressedAt: number; messageId: string }> {
+async function askAndApprove(
+  chat: Chat,
+  from: User,
+  question: string,
+  beforePress: () => void = () => {},
+): Promise<{ prompt: FakeSentMessage; pressedAt: number; messageId: string }> {
   const tg = stack.telegram;
   const asked = tg.sendUserMessage({ chat, from, text: question });
-  const prompt = await tg.waitFor(() => sentTo(chat).find((m) => tg.buttons(m).length > 0), WAIT, "the approval prompt");
-  const yes = tg.buttons(prompt).map((b) => b.callback_data!).find((d) => d.endsWith(":y"))!;
+  const prompt = await tg.waitFor(
+    () => sentTo(chat).find((m) => tg.buttons(m).length > 0),
+    WAIT,
+    "the approval prompt",
+  );
+  const yes = tg
+    .buttons(prompt)
+    .map((b) => b.callback_data!)
+    .find((d) => d.endsWith(":y"))!;
   beforePress();
   const pressedAt = Date.now();
   tg.pressButton({ from, message: prompt, data: yes });
@@ -57,32 +72,45 @@ function logsSaying(msg: string): Record<string, unknown>[] {
   return stack.logs().filter((l) => l.msg === msg);
 }
 
-it("a decision job failing after part of a multi-chunk answer was sent: the retry sends only the rest, each chunk once, without asking the model again", async () => {
-  const tg = stack.telegram;
-  const { user, chat } = dm(7301, "Ivy");
-  await seedTodos(redis, "telegram", "7301", ["買牛奶"]);
-  const story = ["一", "二", "三"].map((c) => c.repeat(3000)).join("\n\n");
-  const chunks = planChunks(story).map((c) => htmlToPlain(c.html));
-  expect(chunks).toHaveLength(3);
-  stack.model.enqueue(toolUse("delete_todo", { todo_id: 1 }), text(story));
-  const retriesBefore = logsSaying("transient failure; the job will retry").length;
-  const typingBefore = tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length;
-  const { prompt } = await askAndApprove(chat, user, "delete #1, then tell me a long story", () => {
-    // The second chunk's request is cut off (no answer, nothing sent): the decision job fails part-way.
-    tg.dropNext("sendMessage", 1, { after: 1 });
-  });
-  await tg.waitFor(() => sentTo(chat).filter((m) => m !== prompt).length >= 3, WAIT, "three chunks");
-  await new Promise((r) => setTimeout(r, 500));
-  expect(sentTo(chat).filter((m) => m !== prompt).map((m) => m.text)).toEqual(chunks);
-  // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
-  for (const kind of ["sent", "started", "run", "stream"]) expect(await keysEverywhere(redis, `${kind}:{telegram:${chat.id}}*`)).toEqual([]);
-  expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
-  // The answer was computed once: the model was asked for it once, the tool ran once.
-  expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story"))).toHaveLength(2);
-  expect(await todoLines(redis, "telegram", "7301")).toEqual([]);
-  // The resumed run showed the typing indicator, as a fresh answer does.
-  expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id && a.action === "typing").length).toBeGreaterThan(typingBefore);
-});
+it(
+  "a decision job failing after part of a multi-chunk answer was sent: the retry sends only " +
+    "the rest, each chunk once, without asking the model again",
+  async () => {
+    const tg = stack.telegram;
+    const { user, chat } = dm(7301, "Ivy");
+    await seedTodos(redis, "telegram", "7301", ["買牛奶"]);
+    const story = ["一", "二", "三"].map((c) => c.repeat(3000)).join("\n\n");
+    const chunks = planChunks(story).map((c) => htmlToPlain(c.html));
+    expect(chunks).toHaveLength(3);
+    stack.model.enqueue(toolUse("delete_todo", { todo_id: 1 }), text(story));
+    const retriesBefore = logsSaying("transient failure; the job will retry").length;
+    const typingBefore = tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length;
+    const { prompt } = await askAndApprove(chat, user, "delete #1, then tell me a long story", () => {
+      // The second chunk's request is cut off (no answer, nothing sent): the decision job fails part-way.
+      tg.dropNext("sendMessage", 1, { after: 1 });
+    });
+    await tg.waitFor(() => sentTo(chat).filter((m) => m !== prompt).length >= 3, WAIT, "three chunks");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(
+      sentTo(chat)
+        .filter((m) => m !== prompt)
+        .map((m) => m.text),
+    ).toEqual(chunks);
+    // The answer's progress (sent count, start time, checkpoint, streamed messages) is gone once it is over.
+    for (const kind of ["sent", "started", "run", "stream"])
+      expect(await keysEverywhere(redis, `${kind}:{telegram:${chat.id}}*`)).toEqual([]);
+    expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
+    // The answer was computed once: the model was asked for it once, the tool ran once.
+    expect(
+      stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("tell me a long story")),
+    ).toHaveLength(2);
+    expect(await todoLines(redis, "telegram", "7301")).toEqual([]);
+    // The resumed run showed the typing indicator, as a fresh answer does.
+    expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id && a.action === "typing").length).toBeGreaterThan(
+      typingBefore,
+    );
+  },
+);
 
 it("a decision job retried after its history append appends the run once", async () => {
   const tg = stack.telegram;
@@ -94,7 +122,11 @@ it("a decision job retried after its history append appends the run once", async
     // The answer's only chunk is cut off: the job fails after the run was appended to the history.
     tg.dropNext("sendMessage", 1);
   });
-  const answer = await tg.waitFor(() => sentTo(chat).find((m) => m !== prompt && m.text === "刪好了：#1 退貨"), WAIT, "the answer");
+  const answer = await tg.waitFor(
+    () => sentTo(chat).find((m) => m !== prompt && m.text === "刪好了：#1 退貨"),
+    WAIT,
+    "the answer",
+  );
   await new Promise((r) => setTimeout(r, 500));
   expect(sentTo(chat).filter((m) => m !== prompt)).toEqual([answer]);
   expect(logsSaying("transient failure; the job will retry").length).toBe(retriesBefore + 1);
@@ -104,7 +136,13 @@ it("a decision job retried after its history append appends the run once", async
   // The next request carries the exchange once: the user turn, the call, its result, the answer, the new turn.
   tg.sendUserMessage({ chat, from: user, text: "thanks" });
   await tg.waitFor(() => sentTo(chat).find((m) => m.text === "You said: thanks"), WAIT, "the next answer");
-  expect(requestsFor(stack, "thanks")[0]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+  expect(requestsFor(stack, "thanks")[0]!.messages.map((m) => m.role)).toEqual([
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "user",
+  ]);
 });
 
 it("a resumed run whose tool hangs is ended by the answer's deadline with the short apology, and the conversation moves on", async () => {
@@ -112,7 +150,11 @@ it("a resumed run whose tool hangs is ended by the answer's deadline with the sh
   const { user, chat } = dm(7303, "Kai");
   stack.model.enqueue(toolUse("e2e_wait_for_signal", {}));
   const { prompt, pressedAt, messageId } = await askAndApprove(chat, user, "wait for the signal");
-  const apology = await tg.waitFor(() => sentTo(chat).find((m) => m !== prompt), DEADLINE_SECONDS * 1000 + WAIT, "the apology");
+  const apology = await tg.waitFor(
+    () => sentTo(chat).find((m) => m !== prompt),
+    DEADLINE_SECONDS * 1000 + WAIT,
+    "the apology",
+  );
   const took = apology.at - pressedAt;
   expect(apology.text).toBe("抱歉，這次回答花了太久時間，我先停下來了。請再問一次，或把問題說得簡單一點。");
   expect(took).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 500);

@@ -54,13 +54,19 @@ describe("Telegram: refusals", () => {
     // the model saw the first exchange, not the refused turn nor the apology
     expect(next.text).toBe("Earlier you asked: hello there");
     const [request] = requestsFor(stack, "and tomorrow?");
-    expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual(["hello there", "You said: hello there", "and tomorrow?"]);
+    expect(request!.messages.map((m) => textsOf(m).join(" "))).toEqual([
+      "hello there",
+      "You said: hello there",
+      "and tomorrow?",
+    ]);
     const stored = (await redis.get(conversationKeys(conversation).history))!;
     expect(stored).not.toContain("please refuse");
     expect(stored.split("\n").filter((l) => l !== "" && !l.startsWith("#"))).toHaveLength(4);
     // the trace still records the refusal
     const runs = await new TraceStore(redis).runs(conversation);
-    const refused = runs.find((r) => r.events.some((e) => e.type === "user_input" && String(e.data.text).includes("please refuse")))!;
+    const refused = runs.find((r) =>
+      r.events.some((e) => e.type === "user_input" && String(e.data.text).includes("please refuse")),
+    )!;
     expect(refused.events.find((e) => e.type === "model_response")!.data).toMatchObject({ stopReason: "refusal" });
     expect(refused.events.find((e) => e.type === "final_answer")!.data).toMatchObject({ refused: true });
     // exactly one apology went out
@@ -75,7 +81,10 @@ describe("Telegram: a write runs once across retries", () => {
     const dm = tg.privateChat(user);
     const before = stack.model.requests.length;
     // the model call after the tool result fails on both SDK attempts: the loop asks again after a short wait
-    stack.model.enqueue(toolUse("add_todo", { title: "買牛奶" }), ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()));
+    stack.model.enqueue(
+      toolUse("add_todo", { title: "買牛奶" }),
+      ...Array.from({ length: MODEL_RETRIES + 1 }, () => overloaded()),
+    );
     const answer = await ask(dm, user, "add todo 買牛奶", 30_000);
     expect(answer.text).toBe("add_todo: 已新增待辦：#1 買牛奶");
     expect(await redis.hlen("todo:{telegram:92002}:items")).toBe(1);
@@ -93,7 +102,8 @@ describe("Telegram: flood control (429 retry_after)", () => {
     const tg = stack.telegram;
     const user = tg.user(92003, "Chen");
     const dm = tg.privateChat(user);
-    const calls = () => tg.calls.filter((c) => c.method === "sendMessage" && String(c.payload.chat_id) === String(dm.id)).length;
+    const calls = () =>
+      tg.calls.filter((c) => c.method === "sendMessage" && String(c.payload.chat_id) === String(dm.id)).length;
     // retry_after 1 s: the plugin's 1 + 3 attempts end after about 3 s, inside the 5 s flood.
     const floodMs = 5000;
     tg.rateLimit("sendMessage", { retryAfter: 1, forMs: floodMs });
@@ -106,6 +116,13 @@ describe("Telegram: flood control (429 retry_after)", () => {
     expect(sentTo(dm)).toHaveLength(1);
     const stored = (await redis.get(conversationKeys({ platform: "telegram", chatId: String(dm.id) }).history))!;
     expect(stored).toContain("You said: hello through the flood");
-    expect(stack.logs().some((l) => l.msg === "the platform is rate limiting this chat; waiting out its retry_after before sending the rest")).toBe(true);
+    expect(
+      stack
+        .logs()
+        .some(
+          (l) =>
+            l.msg === "the platform is rate limiting this chat; waiting out its retry_after before sending the rest",
+        ),
+    ).toBe(true);
   }, 60_000);
 });

@@ -20,7 +20,12 @@ export const ANSWER_TIMEOUT_MS = 15_000;
 
 /** The calendar date (`yyyy-MM-dd`) at `at` (ms since the Unix epoch) in Asia/Taipei. */
 export function taipeiDate(at: number): string {
-  return new Intl.DateTimeFormat("en-CA", { timeZone: "Asia/Taipei", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(at));
+  return new Intl.DateTimeFormat("en-CA", {
+    timeZone: "Asia/Taipei",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  }).format(new Date(at));
 }
 
 /** One time window of the recorded forecast: weather (Wx), chance of rain (PoP, %), min and max temperature (°C). */
@@ -33,7 +38,12 @@ export interface RecordedWindow {
 }
 
 interface RecordedDocument {
-  records: { location: { locationName: string; weatherElement: { elementName: string; time: { startTime: string; parameter: { parameterName: string } }[] }[] }[] };
+  records: {
+    location: {
+      locationName: string;
+      weatherElement: { elementName: string; time: { startTime: string; parameter: { parameterName: string } }[] }[];
+    }[];
+  };
 }
 
 /**
@@ -75,7 +85,8 @@ export function toolUsesOf(stack: Stack, name: string): { id: string; input: unk
   for (const r of stack.model.requests) {
     for (const m of r.messages) {
       if (m.role !== "assistant" || typeof m.content === "string") continue;
-      for (const b of m.content) if (b.type === "tool_use" && b.name === name) byId.set(String(b.id), { id: String(b.id), input: b.input });
+      for (const b of m.content)
+        if (b.type === "tool_use" && b.name === name) byId.set(String(b.id), { id: String(b.id), input: b.input });
     }
   }
   return [...byId.values()];

@@ -53,7 +53,11 @@ function sentIn(channelId: string): SentMessage[] {
 }
 
 /** `author` writes `content`; resolves with the user's message and the bot's next message in that channel. */
-async function ask(author: FakeUser, content: string, where: Where = { dm: true }): Promise<{ message: FakeMessage; answer: SentMessage }> {
+async function ask(
+  author: FakeUser,
+  content: string,
+  where: Where = { dm: true },
+): Promise<{ message: FakeMessage; answer: SentMessage }> {
   const dc = stack.discord;
   const channelId = channelOf(author, where);
   const before = sentIn(channelId).length;
@@ -83,31 +87,49 @@ async function todoRun(author: FakeUser, via: "button" | "reaction"): Promise<vo
   const channelId = dc.dmChannel(author);
   expect((await ask(author, "add todo 買牛奶")).answer.content).toBe("add_todo: 已新增待辦：#1 買牛奶");
   expect((await ask(author, "add todo 繳電費")).answer.content).toBe("add_todo: 已新增待辦：#2 繳電費");
-  expect((await ask(author, "list todos")).answer.content).toBe("list_todos: 你的待辦（2 項未完成）：\n#1 買牛奶\n#2 繳電費");
+  expect((await ask(author, "list todos")).answer.content).toBe(
+    "list_todos: 你的待辦（2 項未完成）：\n#1 買牛奶\n#2 繳電費",
+  );
   const today = taipeiDate(Date.now());
-  expect((await ask(author, "complete #1")).answer.content).toMatch(/^complete_todo: 已完成：#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/);
+  expect((await ask(author, "complete #1")).answer.content).toMatch(
+    /^complete_todo: 已完成：#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/,
+  );
 
   const { message, answer: prompt } = await ask(author, "delete #2");
   expect(prompt.content).toContain("需要確認：刪除待辦 #2「繳電費」");
   expect(prompt.payload.message_reference).toMatchObject({ message_id: message.id });
   // The bot offers both reactions on the prompt.
-  await dc.waitFor(() => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id), ANSWER_TIMEOUT_MS, "the bot's ✅/❌ reactions");
+  await dc.waitFor(
+    () => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id),
+    ANSWER_TIMEOUT_MS,
+    "the bot's ✅/❌ reactions",
+  );
   expect(dc.reactionUsers(prompt.id, "✅")).toContain(dc.bot.id);
 
   const afterPrompt = sentIn(channelId).length;
   let press: FakeInteraction | undefined;
   if (via === "button") press = dc.clickButton(author, prompt.id, approveButton(prompt));
   else dc.react(author, prompt.id, "✅");
-  const result = await dc.waitFor(() => sentIn(channelId)[afterPrompt], ANSWER_TIMEOUT_MS, "the answer after the approval");
+  const result = await dc.waitFor(
+    () => sentIn(channelId)[afterPrompt],
+    ANSWER_TIMEOUT_MS,
+    "the answer after the approval",
+  );
   expect(result.content).toBe("delete_todo: 已刪除：#2 繳電費");
   // The prompt was edited to its outcome, its buttons disabled.
-  const closed = await dc.waitFor(() => (dc.message(prompt.id)!.content.startsWith("✅") ? dc.message(prompt.id)! : undefined), ANSWER_TIMEOUT_MS, "the prompt edited");
+  const closed = await dc.waitFor(
+    () => (dc.message(prompt.id)!.content.startsWith("✅") ? dc.message(prompt.id)! : undefined),
+    ANSWER_TIMEOUT_MS,
+    "the prompt edited",
+  );
   expect(closed.content).toContain("已確認：刪除待辦 #2「繳電費」");
   const buttons = (closed.components as { components: { disabled?: boolean }[] }[]).flatMap((r) => r.components);
   expect(buttons.length).toBe(2);
   expect(buttons.every((b) => b.disabled === true)).toBe(true);
 
-  expect((await ask(author, "list todos")).answer.content).toBe("list_todos: 沒有未完成的待辦（已完成 1 項；要看全部請設 include_completed）。");
+  expect((await ask(author, "list todos")).answer.content).toBe(
+    "list_todos: 沒有未完成的待辦（已完成 1 項；要看全部請設 include_completed）。",
+  );
   const all = (await ask(author, "list all todos")).answer.content;
   expect(all).toMatch(/^list_todos: 你的全部待辦（0 項未完成，1 項已完成）：\n#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/);
   expect([today, taipeiDate(Date.now())]).toContain(/已完成 (\d{4}-\d\d-\d\d)/.exec(all)![1]);
@@ -149,8 +171,11 @@ describe("Discord scenarios", () => {
     expect(answer.content).not.toContain("請在訊息裡寫下你的問題");
     const [request] = requestsFor(stack, "週五的會議改到下午三點");
     expect(textsOf(request!.messages.at(-1)!)).toEqual([marked]);
-    const system = typeof request!.system === "string" ? request!.system : (request!.system ?? []).map((b) => b.text).join("");
-    expect(system).toContain(`text inside ${FORWARDED_START}…${FORWARDED_END} was written by someone else and forwarded by the user`);
+    const system =
+      typeof request!.system === "string" ? request!.system : (request!.system ?? []).map((b) => b.text).join("");
+    expect(system).toContain(
+      `text inside ${FORWARDED_START}…${FORWARDED_END} was written by someone else and forwarded by the user`,
+    );
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
     expect(sentIn(channelId).slice(before)).toHaveLength(1);
     expect(forward.content).toBe("");
@@ -172,10 +197,16 @@ describe("Discord scenarios", () => {
 
     const { message, answer } = await ask(ann, `${mention()} calc 6 * 7`, { channelId });
     expect(answer.content).toContain("42");
-    expect(answer.payload.message_reference).toMatchObject({ message_id: message.id, channel_id: channelId, guild_id: dc.guildId });
+    expect(answer.payload.message_reference).toMatchObject({
+      message_id: message.id,
+      channel_id: channelId,
+      guild_id: dc.guildId,
+    });
     expect(answer.message.mention_everyone).toBe(false);
     const [request] = requestsFor(stack, "calc 6 * 7");
-    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([`${speakerLabel({ platform: "discord", userId: ann.id, userName: "Ann" })} calc 6 * 7`]);
+    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([
+      `${speakerLabel({ platform: "discord", userId: ann.id, userName: "Ann" })} calc 6 * 7`,
+    ]);
     expect(modelSaw(stack, "大家晚餐吃什麼")).toBe(false);
   });
 
@@ -205,7 +236,9 @@ describe("Discord scenarios", () => {
     expect(shipped.map((t) => t.name)).toEqual(expect.arrayContaining(["add_todo", "set_reminder", "cancel_reminder"]));
     const respond = async (name: string) => {
       const interaction = dc.slashCommand(tsai, name, { dm: true, locale: "zh-TW" });
-      return String((await dc.waitFor(() => interaction.response, ANSWER_TIMEOUT_MS, `the /${name} response`)).data?.content);
+      return String(
+        (await dc.waitFor(() => interaction.response, ANSWER_TIMEOUT_MS, `the /${name} response`)).data?.content,
+      );
     };
     const help = await respond("help");
     expect(help).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：/);
@@ -215,7 +248,8 @@ describe("Discord scenarios", () => {
       expect(help.replace(/\/[a-z_]+/g, "")).not.toContain(tool.name);
     }
     const tools = await respond("tools");
-    for (const tool of shipped) expect(tools).toContain(`\`${tool.name}\` ${tool.title!["zh-TW"]} — ${tool.summary!["zh-TW"]}`);
+    for (const tool of shipped)
+      expect(tools).toContain(`\`${tool.name}\` ${tool.title!["zh-TW"]} — ${tool.summary!["zh-TW"]}`);
     expect(tools).toContain("⚠️ `delete_todo` 刪除待辦 — 永久刪除你的一項待辦（會先請你確認）。");
     expect(stack.model.requests.length).toBe(before);
   });
@@ -266,7 +300,9 @@ describe("Discord scenarios", () => {
     expect(textsOf(request!.messages[0]!)).toEqual([`${label} what time is it`]);
     const toolUse = (request!.messages[1]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_use");
     expect(toolUse?.name).toBe("get_current_datetime");
-    const toolResult = (request!.messages[2]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_result");
+    const toolResult = (request!.messages[2]!.content as Record<string, unknown>[]).find(
+      (b) => b.type === "tool_result",
+    );
     expect(toolResult?.tool_use_id).toBe(toolUse?.id);
     expect(textsOf(request!.messages[3]!).join("")).toMatch(/^get_current_datetime: /);
     expect(textsOf(request!.messages[4]!)).toEqual([`${label} and tomorrow?`]);

@@ -77,7 +77,9 @@ describe("Telegram scenarios", () => {
     expect(answer.text).toContain("42");
     expect(answer.payload.reply_parameters).toMatchObject({ message_id: message.message_id });
     const [request] = requestsFor(stack, "calc 6 * 7");
-    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([`${speakerLabel({ platform: "telegram", userId: "91002", userName: "Ann" })} calc 6 * 7`]);
+    expect(textsOf(request!.messages[request!.messages.length - 1]!)).toEqual([
+      `${speakerLabel({ platform: "telegram", userId: "91002", userName: "Ann" })} calc 6 * 7`,
+    ]);
     expect(modelSaw(stack, "大家晚餐吃什麼")).toBe(false);
   });
 
@@ -99,7 +101,9 @@ describe("Telegram scenarios", () => {
     const chat = tg.privateChat(user);
     const before = stack.model.requests.length;
     const shipped = stack.toolbox.list().filter((t) => t.title);
-    expect(shipped.map((t) => t.name)).toEqual(expect.arrayContaining(["add_todo", "set_reminder", "cancel_reminder", "get_current_datetime", "calculate"]));
+    expect(shipped.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["add_todo", "set_reminder", "cancel_reminder", "get_current_datetime", "calculate"]),
+    );
     const help = (await ask(chat, user, "/help")).answer.text;
     expect(help).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：/);
     for (const tool of shipped) {
@@ -123,9 +127,13 @@ describe("Telegram scenarios", () => {
 
     expect((await ask(chat, user, "add todo 買牛奶")).answer.text).toBe("add_todo: 已新增待辦：#1 買牛奶");
     expect((await ask(chat, user, "add todo 繳電費")).answer.text).toBe("add_todo: 已新增待辦：#2 繳電費");
-    expect((await ask(chat, user, "list todos")).answer.text).toBe("list_todos: 你的待辦（2 項未完成）：\n#1 買牛奶\n#2 繳電費");
+    expect((await ask(chat, user, "list todos")).answer.text).toBe(
+      "list_todos: 你的待辦（2 項未完成）：\n#1 買牛奶\n#2 繳電費",
+    );
     const today = taipeiDate(Date.now());
-    expect((await ask(chat, user, "complete #1")).answer.text).toMatch(/^complete_todo: 已完成：#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/);
+    expect((await ask(chat, user, "complete #1")).answer.text).toMatch(
+      /^complete_todo: 已完成：#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/,
+    );
 
     const { answer: prompt } = await ask(chat, user, "delete #2");
     expect(prompt.text).toContain("需要你的確認");
@@ -134,7 +142,11 @@ describe("Telegram scenarios", () => {
     expect(approve?.callback_data).toMatch(/^ap:[A-Za-z0-9_-]+:y$/);
     const afterPrompt = sentTo(chat).length;
     tg.pressButton({ from: user, message: prompt, data: approve!.callback_data! });
-    const result = await tg.waitFor(() => sentTo(chat)[afterPrompt], ANSWER_TIMEOUT_MS, "the answer after the approval");
+    const result = await tg.waitFor(
+      () => sentTo(chat)[afterPrompt],
+      ANSWER_TIMEOUT_MS,
+      "the answer after the approval",
+    );
     expect(result.text).toBe("delete_todo: 已刪除：#2 繳電費");
     // The prompt was edited to its outcome, without buttons.
     await tg.waitFor(() => prompt.text.startsWith("✅"), ANSWER_TIMEOUT_MS, "the prompt edited to its outcome");
@@ -142,7 +154,9 @@ describe("Telegram scenarios", () => {
     expect(tg.buttons(prompt)).toEqual([]);
     expect(tg.callbackAnswers).toHaveLength(1);
 
-    expect((await ask(chat, user, "list todos")).answer.text).toBe("list_todos: 沒有未完成的待辦（已完成 1 項；要看全部請設 include_completed）。");
+    expect((await ask(chat, user, "list todos")).answer.text).toBe(
+      "list_todos: 沒有未完成的待辦（已完成 1 項；要看全部請設 include_completed）。",
+    );
     const all = (await ask(chat, user, "list all todos")).answer.text;
     expect(all).toMatch(/^list_todos: 你的全部待辦（0 項未完成，1 項已完成）：\n#1 買牛奶（已完成 \d{4}-\d\d-\d\d）$/);
     expect([today, taipeiDate(Date.now())]).toContain(/已完成 (\d{4}-\d\d-\d\d)/.exec(all)![1]);
@@ -186,7 +200,9 @@ describe("Telegram scenarios", () => {
     expect(textsOf(request!.messages[0]!)).toEqual(["what time is it"]);
     const toolUse = (request!.messages[1]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_use");
     expect(toolUse?.name).toBe("get_current_datetime");
-    const toolResult = (request!.messages[2]!.content as Record<string, unknown>[]).find((b) => b.type === "tool_result");
+    const toolResult = (request!.messages[2]!.content as Record<string, unknown>[]).find(
+      (b) => b.type === "tool_result",
+    );
     expect(toolResult?.tool_use_id).toBe(toolUse?.id);
     expect(textsOf(request!.messages[3]!).join("")).toMatch(/^get_current_datetime: /);
   });

@@ -27,7 +27,8 @@ function lastUserText(request: FakeRequest): string | undefined {
 /** The scripted model with the approval rules above; a pure function of the request. */
 export function approvalsModel(request: FakeRequest): FakeMessageReply {
   const said = lastUserText(request);
-  const m = said === undefined ? null : (/list todos and delete #(\d+)/i.exec(said) ?? /列出待辦並刪除\s*#(\d+)/.exec(said));
+  const m =
+    said === undefined ? null : (/list todos and delete #(\d+)/i.exec(said) ?? /列出待辦並刪除\s*#(\d+)/.exec(said));
   if (m) {
     return toolUses([
       { name: "list_todos", input: {} },

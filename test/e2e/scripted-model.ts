@@ -28,7 +28,11 @@ function blocks(content: FakeRequest["messages"][number]["content"]): Block[] {
 function userTexts(request: FakeRequest): string[] {
   return request.messages
     .filter((m) => m.role === "user")
-    .flatMap((m) => blocks(m.content).filter((b) => b.type === "text").map((b) => String(b.text)));
+    .flatMap((m) =>
+      blocks(m.content)
+        .filter((b) => b.type === "text")
+        .map((b) => String(b.text)),
+    );
 }
 
 /**
@@ -85,15 +89,22 @@ export function scriptedModel(request: FakeRequest): FakeMessageReply {
   );
   let m: RegExpExecArray | null;
   if (/what time|幾點/i.test(said)) return toolUse("get_current_datetime", {});
-  if ((m = /weather in (.+)$/i.exec(said)) || (m = /^(.+?)天氣/.exec(said))) return toolUse("get_weather", { city: m[1]!.trim() });
-  if ((m = /add todo (.+)$/i.exec(said)) || (m = /新增待辦\s*(.+)$/.exec(said))) return toolUse("add_todo", { title: m[1]!.trim() });
+  if ((m = /weather in (.+)$/i.exec(said)) || (m = /^(.+?)天氣/.exec(said)))
+    return toolUse("get_weather", { city: m[1]!.trim() });
+  if ((m = /add todo (.+)$/i.exec(said)) || (m = /新增待辦\s*(.+)$/.exec(said)))
+    return toolUse("add_todo", { title: m[1]!.trim() });
   if (/list todos|待辦清單/i.test(said)) return toolUse("list_todos", {});
-  if ((m = /complete #(\d+)/i.exec(said)) || (m = /完成\s*#(\d+)/.exec(said))) return toolUse("complete_todo", { todo_id: Number(m[1]) });
-  if ((m = /delete #(\d+)/i.exec(said)) || (m = /刪除\s*#(\d+)/.exec(said))) return toolUse("delete_todo", { todo_id: Number(m[1]) });
-  if ((m = /calc (.+)$/i.exec(said)) || (m = /計算\s*(.+)$/.exec(said))) return toolUse("calculate", { expression: m[1]!.trim() });
+  if ((m = /complete #(\d+)/i.exec(said)) || (m = /完成\s*#(\d+)/.exec(said)))
+    return toolUse("complete_todo", { todo_id: Number(m[1]) });
+  if ((m = /delete #(\d+)/i.exec(said)) || (m = /刪除\s*#(\d+)/.exec(said)))
+    return toolUse("delete_todo", { todo_id: Number(m[1]) });
+  if ((m = /calc (.+)$/i.exec(said)) || (m = /計算\s*(.+)$/.exec(said)))
+    return toolUse("calculate", { expression: m[1]!.trim() });
   if (/and tomorrow\?|明天呢/i.test(said)) {
     const earlier = userTexts(request).slice(0, -1).map(withoutSpeaker);
-    return text(earlier.length > 0 ? `Earlier you asked: ${earlier[earlier.length - 1]}` : "I have no earlier question from you.");
+    return text(
+      earlier.length > 0 ? `Earlier you asked: ${earlier[earlier.length - 1]}` : "I have no earlier question from you.",
+    );
   }
   if (/list all todos|全部待辦/i.test(said)) return toolUse("list_todos", { include_completed: true });
   return text(`You said: ${said}`);

@@ -23,12 +23,16 @@ function settingsModel(request: FakeRequest): FakeMessageReply {
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" }, model: settingsModel }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" }, model: settingsModel },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
-const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) => localize("zh-TW", texts, params);
+const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) =>
+  localize("zh-TW", texts, params);
 const ADMIN = FakeDiscord.MANAGE_MESSAGES_PERMISSIONS;
 
 let nextUser = 0;
@@ -42,7 +46,11 @@ function sentIn(channelId: string): SentMessage[] {
 }
 
 /** `author` writes `content` in a DM (or a guild channel, mentioning the bot unless `mention: false`); resolves with the bot's next message there. */
-async function ask(author: FakeUser, content: string, where: { channelId?: string; mention?: boolean } = {}): Promise<SentMessage> {
+async function ask(
+  author: FakeUser,
+  content: string,
+  where: { channelId?: string; mention?: boolean } = {},
+): Promise<SentMessage> {
   const dc = stack.discord;
   const channelId = where.channelId ?? dc.dmChannel(author);
   const before = sentIn(channelId).length;
@@ -60,7 +68,11 @@ async function ephemeral(i: FakeInteraction): Promise<string> {
 }
 
 /** A slash command in a DM (`dm`) or the guild's text channel, with its option and the member's permissions. */
-async function slash(author: FakeUser, name: string, options: { dm?: boolean; channelId?: string; values?: Record<string, string>; permissions?: string } = {}): Promise<{ interaction: FakeInteraction; text: string }> {
+async function slash(
+  author: FakeUser,
+  name: string,
+  options: { dm?: boolean; channelId?: string; values?: Record<string, string>; permissions?: string } = {},
+): Promise<{ interaction: FakeInteraction; text: string }> {
   const interaction = stack.discord.slashCommand(author, name, options);
   return { interaction, text: await ephemeral(interaction) };
 }
@@ -87,7 +99,9 @@ describe("Discord settings", () => {
   it("a persona set in a DM reaches the system prompt of that DM's next request, and not another DM's", async () => {
     const ann = user("Ann");
     const ben = user("Ben");
-    expect((await slash(ann, "persona", { dm: true, values: { text: TUTOR } })).text).toBe(zh(SETTINGS_TEXT.personaSet));
+    expect((await slash(ann, "persona", { dm: true, values: { text: TUTOR } })).text).toBe(
+      zh(SETTINGS_TEXT.personaSet),
+    );
     await ask(ann, "persona check (Ann)");
     expect(systemOf(requestFor("persona check (Ann)"))).toContain(`<persona>\n${TUTOR}\n</persona>`);
     await ask(ben, "persona check (Ben)");
@@ -101,7 +115,9 @@ describe("Discord settings", () => {
     const key = conversationKeys({ platform: "discord", chatId: dc.channelId }).settings;
     expect((await slash(member, "persona", { values: { text: TUTOR } })).text).toBe(zh(SETTINGS_TEXT.notAllowed));
     expect(await redis.exists(key)).toBe(0);
-    expect((await slash(mod, "persona", { values: { text: TUTOR }, permissions: ADMIN })).text).toBe(zh(SETTINGS_TEXT.personaSet));
+    expect((await slash(mod, "persona", { values: { text: TUTOR }, permissions: ADMIN })).text).toBe(
+      zh(SETTINGS_TEXT.personaSet),
+    );
     await ask(member, "channel persona check", { channelId: dc.channelId });
     expect(systemOf(requestFor("channel persona check"))).toContain(TUTOR);
     // The thread is a channel of its own: no persona there.
@@ -112,13 +128,20 @@ describe("Discord settings", () => {
   it("/model switches the DM's requests among MODELS (its choices are MODELS) and refuses others", async () => {
     const dc = stack.discord;
     const cai = user("Cai");
-    const registered = dc.commandRegistrations.at(-1)!.body.find((c) => c.name === "model") as { options?: { choices?: { value: string }[] }[] };
+    const registered = dc.commandRegistrations.at(-1)!.body.find((c) => c.name === "model") as {
+      options?: { choices?: { value: string }[] }[];
+    };
     expect(registered.options?.[0]?.choices?.map((c) => c.value)).toEqual(["claude-opus-5", "claude-haiku-5"]);
-    expect((await slash(cai, "model", { dm: true, values: { id: "claude-haiku-5" } })).text).toBe(zh(SETTINGS_TEXT.modelSet, { model: "Haiku" }));
+    expect((await slash(cai, "model", { dm: true, values: { id: "claude-haiku-5" } })).text).toBe(
+      zh(SETTINGS_TEXT.modelSet, { model: "Haiku" }),
+    );
     await ask(cai, "model check 1 (Cai)");
     expect(requestFor("model check 1 (Cai)").model).toBe("claude-haiku-5");
     expect((await slash(cai, "model", { dm: true, values: { id: "claude-sonnet-9" } })).text).toBe(
-      zh(SETTINGS_TEXT.modelUnknown, { model: "claude-sonnet-9", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }),
+      zh(SETTINGS_TEXT.modelUnknown, {
+        model: "claude-sonnet-9",
+        list: "Opus (claude-opus-5), Haiku (claude-haiku-5)",
+      }),
     );
     await ask(cai, "model check 2 (Cai)");
     expect(requestFor("model check 2 (Cai)").model).toBe("claude-haiku-5");
@@ -135,9 +158,13 @@ describe("Discord settings", () => {
     const shown = await ephemeral(pressed);
     expect(shown).toContain(localize("en", SETTINGS_TEXT.languageSet));
     expect(shown).toContain("Settings of this chat:");
-    expect((await ask(eli, "please refuse (Eli)")).content).toBe("Sorry, I can't help with that request. Could you describe what you need in another way?");
+    expect((await ask(eli, "please refuse (Eli)")).content).toBe(
+      "Sorry, I can't help with that request. Could you describe what you need in another way?",
+    );
     expect((await slash(eli, "persona", { dm: true })).text).toMatch(/^There is no persona here\./);
-    expect((await ask(user("Fei"), "please refuse (Fei)")).content).toBe("抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？");
+    expect((await ask(user("Fei"), "please refuse (Fei)")).content).toBe(
+      "抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？",
+    );
   });
 
   it("replies all: a channel's every message is answered, unmentioned; a settings press without Manage Messages changes nothing", async () => {
@@ -164,7 +191,11 @@ describe("Discord settings", () => {
     await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
     expect(sentIn(dc.threadId).length).toBe(before);
     expect(requestsFor(stack, "hello thread without a mention")).toEqual([]);
-    expect((await slash(member, "settings", { values: { change: "replies mention" } })).text).toBe(zh(SETTINGS_TEXT.notAllowed));
-    expect((await slash(mod, "settings", { values: { change: "replies mention" }, permissions: ADMIN })).text).toBe(zh(SETTINGS_TEXT.repliesSet));
+    expect((await slash(member, "settings", { values: { change: "replies mention" } })).text).toBe(
+      zh(SETTINGS_TEXT.notAllowed),
+    );
+    expect((await slash(mod, "settings", { values: { change: "replies mention" }, permissions: ADMIN })).text).toBe(
+      zh(SETTINGS_TEXT.repliesSet),
+    );
   });
 });

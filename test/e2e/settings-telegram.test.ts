@@ -24,12 +24,16 @@ function settingsModel(request: FakeRequest): FakeMessageReply {
   return scriptedModel(request);
 }
 
-useStack({ env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" }, model: settingsModel }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { env: { MODELS: "claude-opus-5=Opus,claude-haiku-5=Haiku" }, model: settingsModel },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
-const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) => localize("zh-TW", texts, params);
+const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) =>
+  localize("zh-TW", texts, params);
 
 function dm(id: number, name: string): { user: User; chat: Chat } {
   const user = stack.telegram.user(id, name);
@@ -37,13 +41,29 @@ function dm(id: number, name: string): { user: User; chat: Chat } {
 }
 
 /** `from` writes `text` in `chat` (a command as it is; other text mentioning the bot in a group); resolves with the bot's first reply. */
-async function send(chat: Chat, from: User, text: string, options: { mention?: boolean; topic?: number } = {}): Promise<{ message: Message; reply: FakeSentMessage }> {
+async function send(
+  chat: Chat,
+  from: User,
+  text: string,
+  options: { mention?: boolean; topic?: number } = {},
+): Promise<{ message: Message; reply: FakeSentMessage }> {
   const tg = stack.telegram;
   const seen = tg.sent.length;
   const mention = chat.type !== "private" && !text.startsWith("/") && options.mention !== false;
-  const message = tg.sendUserMessage({ chat, from, text: mention ? `@${tg.bot.username} ${text}` : text, ...(options.topic ? { message_thread_id: options.topic } : {}) });
-  const replies = (m: FakeSentMessage) => chat.type === "private" || (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
-  const reply = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)), ANSWER_TIMEOUT_MS, `a reply to "${text}"`);
+  const message = tg.sendUserMessage({
+    chat,
+    from,
+    text: mention ? `@${tg.bot.username} ${text}` : text,
+    ...(options.topic ? { message_thread_id: options.topic } : {}),
+  });
+  const replies = (m: FakeSentMessage) =>
+    chat.type === "private" ||
+    (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
+  const reply = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)),
+    ANSWER_TIMEOUT_MS,
+    `a reply to "${text}"`,
+  );
   return { message, reply };
 }
 
@@ -62,7 +82,11 @@ function systemOf(request: FakeRequest): string {
 /** The toast answering callback query `id`. */
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const answer = await tg.waitFor(() => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id), ANSWER_TIMEOUT_MS, `the answer to callback query ${id}`);
+  const answer = await tg.waitFor(
+    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+    ANSWER_TIMEOUT_MS,
+    `the answer to callback query ${id}`,
+  );
   return String(answer.text ?? "");
 }
 
@@ -136,7 +160,9 @@ describe("persona and model (/persona, /model)", () => {
     expect(requestFor("which model (C1)").model).toBe("claude-opus-5");
 
     const listed = await send(carol.chat, carol.user, "/model");
-    expect(listed.reply.text).toBe(zh(SETTINGS_TEXT.modelShow, { model: "Opus", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }));
+    expect(listed.reply.text).toBe(
+      zh(SETTINGS_TEXT.modelShow, { model: "Opus", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }),
+    );
     expect(stack.telegram.buttons(listed.reply).map((b) => b.text)).toEqual(["模型：Haiku"]);
 
     const switched = await send(carol.chat, carol.user, "/model claude-haiku-5");
@@ -145,7 +171,9 @@ describe("persona and model (/persona, /model)", () => {
     expect(requestFor("which model (C2)").model).toBe("claude-haiku-5");
 
     const refused = await send(carol.chat, carol.user, "/model gpt-9");
-    expect(refused.reply.text).toBe(zh(SETTINGS_TEXT.modelUnknown, { model: "gpt-9", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }));
+    expect(refused.reply.text).toBe(
+      zh(SETTINGS_TEXT.modelUnknown, { model: "gpt-9", list: "Opus (claude-opus-5), Haiku (claude-haiku-5)" }),
+    );
     await send(carol.chat, carol.user, "which model (C3)");
     expect(requestFor("which model (C3)").model).toBe("claude-haiku-5");
 
@@ -162,27 +190,42 @@ describe("persona and model (/persona, /model)", () => {
   });
 });
 
-
 describe("language, replies in groups, buttons (/settings)", () => {
-  it("language en: the bot's own messages (command replies, the refusal apology) are in English, and the prompt asks for English when the user's language is unclear", async () => {
-    const erin = dm(31031, "Erin");
-    const frank = dm(31032, "Frank");
-    const set = await send(erin.chat, erin.user, "/settings language en");
-    expect(set.reply.text).toBe(localize("en", SETTINGS_TEXT.languageSet));
-    expect((await send(erin.chat, erin.user, "/persona")).reply.text).toMatch(/^There is no persona here\./);
-    expect((await send(erin.chat, erin.user, "please refuse (E)")).reply.text).toBe("Sorry, I can't help with that request. Could you describe what you need in another way?");
-    expect(systemOf(requestFor("please refuse (E)"))).toContain("When it is unclear, use English");
-    // An approval prompt is the bot's own message too.
-    await send(erin.chat, erin.user, "add todo buy milk");
-    const prompt = await send(erin.chat, erin.user, "delete #1");
-    expect(prompt.reply.text).toMatch(/^⚠️ Confirmation needed/);
-    expect(stack.telegram.buttons(prompt.reply).map((b) => b.text)).toEqual(["✅ Confirm", "❌ Cancel", "🔓 Always allow"]);
-    stack.telegram.pressButton({ from: erin.user, message: prompt.reply, data: stack.telegram.buttons(prompt.reply).find((b) => b.callback_data!.endsWith(":n"))!.callback_data! });
-    // Another chat keeps the default, zh-TW.
-    expect((await send(frank.chat, frank.user, "please refuse (F)")).reply.text).toBe("抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？");
-    expect(systemOf(requestFor("please refuse (F)"))).toContain("use Traditional Chinese as written in Taiwan");
-    expect((await send(frank.chat, frank.user, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
-  });
+  it(
+    "language en: the bot's own messages (command replies, the refusal apology) are in English," +
+      " and the prompt asks for English when the user's language is unclear",
+    async () => {
+      const erin = dm(31031, "Erin");
+      const frank = dm(31032, "Frank");
+      const set = await send(erin.chat, erin.user, "/settings language en");
+      expect(set.reply.text).toBe(localize("en", SETTINGS_TEXT.languageSet));
+      expect((await send(erin.chat, erin.user, "/persona")).reply.text).toMatch(/^There is no persona here\./);
+      expect((await send(erin.chat, erin.user, "please refuse (E)")).reply.text).toBe(
+        "Sorry, I can't help with that request. Could you describe what you need in another way?",
+      );
+      expect(systemOf(requestFor("please refuse (E)"))).toContain("When it is unclear, use English");
+      // An approval prompt is the bot's own message too.
+      await send(erin.chat, erin.user, "add todo buy milk");
+      const prompt = await send(erin.chat, erin.user, "delete #1");
+      expect(prompt.reply.text).toMatch(/^⚠️ Confirmation needed/);
+      expect(stack.telegram.buttons(prompt.reply).map((b) => b.text)).toEqual([
+        "✅ Confirm",
+        "❌ Cancel",
+        "🔓 Always allow",
+      ]);
+      stack.telegram.pressButton({
+        from: erin.user,
+        message: prompt.reply,
+        data: stack.telegram.buttons(prompt.reply).find((b) => b.callback_data!.endsWith(":n"))!.callback_data!,
+      });
+      // Another chat keeps the default, zh-TW.
+      expect((await send(frank.chat, frank.user, "please refuse (F)")).reply.text).toBe(
+        "抱歉，這個請求我無法協助。可以換個方式說明你想做的事嗎？",
+      );
+      expect(systemOf(requestFor("please refuse (F)"))).toContain("use Traditional Chinese as written in Taiwan");
+      expect((await send(frank.chat, frank.user, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
+    },
+  );
 
   it("replies all: refused while Telegram privacy mode is on; then every message of that group is answered, unmentioned, and no other group's", async () => {
     const tg = stack.telegram;
@@ -225,37 +268,46 @@ describe("language, replies in groups, buttons (/settings)", () => {
     }
   });
 
-  it("a settings button pressed by a member changes nothing (a forged press too); the administrator's press changes it and shows the settings again", async () => {
-    const tg = stack.telegram;
-    const group = tg.group(-1003100400, "社團");
-    const admin = tg.user(31051, "Leader");
-    const member = tg.user(31052, "Member");
-    tg.admins.set(group.id, new Set([admin.id]));
-    const key = conversationKeys({ platform: "telegram", chatId: String(group.id) }).settings;
+  it(
+    "a settings button pressed by a member changes nothing (a forged press too); the " +
+      "administrator's press changes it and shows the settings again",
+    async () => {
+      const tg = stack.telegram;
+      const group = tg.group(-1003100400, "社團");
+      const admin = tg.user(31051, "Leader");
+      const member = tg.user(31052, "Member");
+      tg.admins.set(group.id, new Set([admin.id]));
+      const key = conversationKeys({ platform: "telegram", chatId: String(group.id) }).settings;
 
-    const listing = await send(group, admin, "/settings");
-    expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.titleChat));
-    expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.allWarning));
-    const data = tg.buttons(listing.reply).map((b) => b.callback_data);
-    // testConfig sets STREAMING=off: no streaming button.
-    expect(data).toEqual([expect.stringMatching(/^st:m:/), "st:l:en", "st:r:all"]);
+      const listing = await send(group, admin, "/settings");
+      expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.titleChat));
+      expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.allWarning));
+      const data = tg.buttons(listing.reply).map((b) => b.callback_data);
+      // testConfig sets STREAMING=off: no streaming button.
+      expect(data).toEqual([expect.stringMatching(/^st:m:/), "st:l:en", "st:r:all"]);
 
-    // The member sees the admin's buttons in the group and presses one; and forges another.
-    const pressed = tg.pressButton({ from: member, message: listing.reply, data: "st:l:en" });
-    expect(await toast(pressed)).toBe(zh(SETTINGS_TEXT.notAllowed));
-    const forged = tg.pressButton({ from: member, message: listing.reply, data: "st:p:-" });
-    expect(await toast(forged)).toBe(zh(SETTINGS_TEXT.notAllowed));
-    expect(await redis.exists(key)).toBe(0);
-    expect((await send(group, member, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
+      // The member sees the admin's buttons in the group and presses one; and forges another.
+      const pressed = tg.pressButton({ from: member, message: listing.reply, data: "st:l:en" });
+      expect(await toast(pressed)).toBe(zh(SETTINGS_TEXT.notAllowed));
+      const forged = tg.pressButton({ from: member, message: listing.reply, data: "st:p:-" });
+      expect(await toast(forged)).toBe(zh(SETTINGS_TEXT.notAllowed));
+      expect(await redis.exists(key)).toBe(0);
+      expect((await send(group, member, "/persona")).reply.text).toMatch(/^這裡沒有角色設定。/);
 
-    const ok = tg.pressButton({ from: admin, message: listing.reply, data: "st:l:en" });
-    expect(await toast(ok)).toBe("Updated.");
-    const edited = await tg.waitFor(() => tg.callsOf("editMessageText").find((c) => Number(c.payload.message_id) === listing.reply.message.message_id), ANSWER_TIMEOUT_MS, "the listing shown again");
-    expect(String(edited.payload.text)).toContain("Settings of this chat:");
-    expect(JSON.stringify(edited.payload.reply_markup)).toContain("st:l:zh-TW");
-    expect(JSON.parse((await redis.get(key))!)).toEqual({ language: "en" });
-    expect((await send(group, member, "/persona")).reply.text).toMatch(/^There is no persona here\./);
-  });
+      const ok = tg.pressButton({ from: admin, message: listing.reply, data: "st:l:en" });
+      expect(await toast(ok)).toBe("Updated.");
+      const edited = await tg.waitFor(
+        () =>
+          tg.callsOf("editMessageText").find((c) => Number(c.payload.message_id) === listing.reply.message.message_id),
+        ANSWER_TIMEOUT_MS,
+        "the listing shown again",
+      );
+      expect(String(edited.payload.text)).toContain("Settings of this chat:");
+      expect(JSON.stringify(edited.payload.reply_markup)).toContain("st:l:zh-TW");
+      expect(JSON.parse((await redis.get(key))!)).toEqual({ language: "en" });
+      expect((await send(group, member, "/persona")).reply.text).toMatch(/^There is no persona here\./);
+    },
+  );
 
   it("a forum topic starts from its group's settings and may have its own", async () => {
     const tg = stack.telegram;
@@ -265,15 +317,21 @@ describe("language, replies in groups, buttons (/settings)", () => {
     const admin = tg.user(31071, "Host");
     tg.admins.set(forum.id, new Set([admin.id]));
     // Set in the group itself (its General chat): both topics follow.
-    expect((await send(forum, admin, "/settings language en")).reply.text).toBe(localize("en", SETTINGS_TEXT.languageSet));
+    expect((await send(forum, admin, "/settings language en")).reply.text).toBe(
+      localize("en", SETTINGS_TEXT.languageSet),
+    );
     expect((await send(forum, admin, "/persona", { topic: 11 })).reply.text).toMatch(/^There is no persona here\./);
     // Topic 22 sets its own: the group and topic 11 keep theirs.
-    expect((await send(forum, admin, "/settings language zh-TW", { topic: 22 })).reply.text).toBe(zh(SETTINGS_TEXT.languageSet));
+    expect((await send(forum, admin, "/settings language zh-TW", { topic: 22 })).reply.text).toBe(
+      zh(SETTINGS_TEXT.languageSet),
+    );
     expect((await send(forum, admin, "/persona", { topic: 22 })).reply.text).toMatch(/^這裡沒有角色設定。/);
     expect((await send(forum, admin, "/persona", { topic: 11 })).reply.text).toMatch(/^There is no persona here\./);
     const listing = await send(forum, admin, "/settings", { topic: 22 });
     expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.titleTopic));
-    expect(await redis.get(conversationKeys({ platform: "telegram", chatId: String(forum.id), topicId: "22" }).settings)).toBe('{"language":"zh-TW"}');
+    expect(
+      await redis.get(conversationKeys({ platform: "telegram", chatId: String(forum.id), topicId: "22" }).settings),
+    ).toBe('{"language":"zh-TW"}');
   });
 
   it("two workers see a change at once: each answers the next message of the conversation with it", async () => {

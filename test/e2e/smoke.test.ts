@@ -25,5 +25,9 @@ it("ACCESS_POLICY=open (the test stacks' policy): a stranger's DM is answered, a
   tg.sendUserMessage({ chat: tg.privateChat(stranger), from: stranger, text: "calc 6 * 7" });
   const answer = await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7002), 15_000);
   expect(answer.text).toContain("42");
-  expect(stack.logs().some((l) => l.level === 40 && String(l.msg).includes("ACCESS_POLICY=open: anyone who finds the bot can use it"))).toBe(true);
+  expect(
+    stack
+      .logs()
+      .some((l) => l.level === 40 && String(l.msg).includes("ACCESS_POLICY=open: anyone who finds the bot can use it")),
+  ).toBe(true);
 });

@@ -20,10 +20,13 @@ const TIMEOUT_MS = 30_000;
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 let nextUser = 0;
 function user(name: string): FakeUser {
@@ -93,7 +96,11 @@ describe("streamed answers on Discord", () => {
     );
     dc.sendUserMessage(bo, "6*7 是多少？", { dm: true });
     const [chunk] = splitMessage(final, DISCORD_MESSAGE_LIMIT);
-    const answer = await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === chunk), TIMEOUT_MS, "the final answer");
+    const answer = await dc.waitFor(
+      () => sentIn(channelId).find((m) => contentOf(m) === chunk),
+      TIMEOUT_MS,
+      "the final answer",
+    );
     expect(sentIn(channelId)).toHaveLength(1);
     const shown = historyOf(answer).map((s) => s.content);
     expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
@@ -112,7 +119,11 @@ describe("streamed answers on Discord", () => {
     expect(chunks.length).toBeGreaterThanOrEqual(2);
     stack.model.enqueue({ ...text(long), stream: { chunkChars: 150, totalMs: 2000 } });
     dc.sendUserMessage(cy, "寫長一點", { dm: true });
-    await dc.waitFor(() => sentIn(channelId).length === chunks.length && sentIn(channelId).every((m, i) => contentOf(m) === chunks[i]), TIMEOUT_MS, "the final chunks");
+    await dc.waitFor(
+      () => sentIn(channelId).length === chunks.length && sentIn(channelId).every((m, i) => contentOf(m) === chunks[i]),
+      TIMEOUT_MS,
+      "the final chunks",
+    );
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
     const messages = sentIn(channelId);
     expect(messages.map(contentOf)).toEqual(chunks);
@@ -129,9 +140,16 @@ describe("streamed answers on Discord", () => {
     dc.sendUserMessage(gus, "明天會下雨嗎？", { dm: true });
     const live = await dc.waitFor(() => sentIn(channelId)[0], TIMEOUT_MS, "the first streamed piece");
     // The user deletes the live message: from the bot's side it is simply gone (10008 Unknown Message).
-    const deleted = await fetch(`${dc.apiUrl}/v10/channels/${channelId}/messages/${live.id}`, { method: "DELETE", headers: { authorization: `Bot ${dc.token}` } });
+    const deleted = await fetch(`${dc.apiUrl}/v10/channels/${channelId}/messages/${live.id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bot ${dc.token}` },
+    });
     expect(deleted.status).toBe(204);
-    const final = await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === answer), TIMEOUT_MS, "the final chunk posted anew");
+    const final = await dc.waitFor(
+      () => sentIn(channelId).find((m) => contentOf(m) === answer),
+      TIMEOUT_MS,
+      "the final chunk posted anew",
+    );
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
     expect(sentIn(channelId)).toEqual([final]);
     expect(final.id).not.toBe(live.id);
@@ -163,7 +181,11 @@ describe("streamed answers on Discord", () => {
     const eve = user("Eve");
     const channelId = dc.dmChannel(eve);
     dc.sendUserMessage(eve, "add todo 買牛奶", { dm: true });
-    await dc.waitFor(() => sentIn(channelId).find((m) => contentOf(m) === "add_todo: 已新增待辦：#1 買牛奶"), TIMEOUT_MS, "the todo added");
+    await dc.waitFor(
+      () => sentIn(channelId).find((m) => contentOf(m) === "add_todo: 已新增待辦：#1 買牛奶"),
+      TIMEOUT_MS,
+      "the todo added",
+    );
     expect(sentIn(channelId)).toHaveLength(1); // the status line's message became the answer
     stack.model.enqueue({
       ...toolUses([
@@ -173,7 +195,11 @@ describe("streamed answers on Discord", () => {
       stream: { firstTokenMs: 50 },
     });
     dc.sendUserMessage(eve, "看清單然後刪除 #1", { dm: true });
-    const prompt = await dc.waitFor(() => sentIn(channelId).find((m) => (m.message.components as unknown[]).length > 0), TIMEOUT_MS, "the approval prompt");
+    const prompt = await dc.waitFor(
+      () => sentIn(channelId).find((m) => (m.message.components as unknown[]).length > 0),
+      TIMEOUT_MS,
+      "the approval prompt",
+    );
     expect(contentOf(prompt)).toContain("需要確認：刪除待辦 #1「買牛奶」");
     // the live message that showed list_todos' status line was deleted before the prompt
     const live = dc.deleted.filter((m) => m.channelId === channelId);
@@ -185,37 +211,56 @@ describe("streamed answers on Discord", () => {
     dc.clickButton(eve, prompt.id, approve.custom_id);
     // The resumed run streams like a fresh one: its live message ends as the answer.
     const result = await dc.waitFor(() => sentIn(channelId)[2], TIMEOUT_MS, "the answer after the approval");
-    await dc.waitFor(() => contentOf(result).includes("delete_todo: 已刪除：#1 買牛奶"), TIMEOUT_MS, "the answer's final edit");
+    await dc.waitFor(
+      () => contentOf(result).includes("delete_todo: 已刪除：#1 買牛奶"),
+      TIMEOUT_MS,
+      "the answer's final edit",
+    );
     expect(contentOf(result)).toContain("delete_todo: 已刪除：#1 買牛奶");
     expect(sentIn(channelId)).toHaveLength(3);
     await dc.waitFor(() => (contentOf(prompt).startsWith("✅") ? true : undefined), TIMEOUT_MS, "the prompt closed");
   });
 
-  it("a run resumed after an approval streams like a fresh one: a reply posted at once (the approved call's status line), edited as the answer grows, ending as today's answer", async () => {
-    const dc = stack.discord;
-    const kim = user("Kim");
-    const channelId = dc.channelId;
-    await seedTodos(redis, "discord", kim.id, ["買牛奶"]);
-    stack.model.enqueue({ ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } }, { ...text(ANSWER), stream: { chunkChars: 15, totalMs: 2500 } });
-    const asked = Date.now();
-    const message = dc.sendUserMessage(kim, `${mention()} 刪除 #1，然後說說天氣`, { channelId });
-    const prompt = await dc.waitFor(() => sentIn(channelId).find((m) => m.at >= asked && (m.message.components as unknown[]).length > 0), TIMEOUT_MS, "the approval prompt");
-    const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
-    dc.clickButton(kim, prompt.id, rows.flatMap((r) => r.components).find((c) => c.label === "確認")!.custom_id);
-    const live = await dc.waitFor(() => sentIn(channelId).find((m) => m.at >= asked && m !== prompt), TIMEOUT_MS, "the live answer");
-    expect(live.payload.message_reference).toMatchObject({ message_id: message.id });
-    expect(live.content).toMatch(/^🔧 /u); // the approved call, as it ran
-    const [chunk] = splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT);
-    await dc.waitFor(() => contentOf(live) === chunk, TIMEOUT_MS, "the final edit");
-    const shown = historyOf(live);
-    expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while the answer grows, the final edit
-    for (let i = 1; i < shown.length; i++) {
-      expect(shown[i]!.content).not.toBe(shown[i - 1]!.content);
-      expect(shown[i]!.at - shown[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
-    }
-    expect(dc.typing.some((t) => t.channelId === channelId && t.at >= prompt.at && t.at <= live.at)).toBe(true);
-    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
-    expect(sentIn(channelId).filter((m) => m.at >= asked)).toEqual([prompt, live]);
-    expect(await todoLines(redis, "discord", kim.id)).toEqual([]);
-  });
+  it(
+    "a run resumed after an approval streams like a fresh one: a reply posted at once (the " +
+      "approved call's status line), edited as the answer grows, ending as today's answer",
+    async () => {
+      const dc = stack.discord;
+      const kim = user("Kim");
+      const channelId = dc.channelId;
+      await seedTodos(redis, "discord", kim.id, ["買牛奶"]);
+      stack.model.enqueue(
+        { ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } },
+        { ...text(ANSWER), stream: { chunkChars: 15, totalMs: 2500 } },
+      );
+      const asked = Date.now();
+      const message = dc.sendUserMessage(kim, `${mention()} 刪除 #1，然後說說天氣`, { channelId });
+      const prompt = await dc.waitFor(
+        () => sentIn(channelId).find((m) => m.at >= asked && (m.message.components as unknown[]).length > 0),
+        TIMEOUT_MS,
+        "the approval prompt",
+      );
+      const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
+      dc.clickButton(kim, prompt.id, rows.flatMap((r) => r.components).find((c) => c.label === "確認")!.custom_id);
+      const live = await dc.waitFor(
+        () => sentIn(channelId).find((m) => m.at >= asked && m !== prompt),
+        TIMEOUT_MS,
+        "the live answer",
+      );
+      expect(live.payload.message_reference).toMatchObject({ message_id: message.id });
+      expect(live.content).toMatch(/^🔧 /u); // the approved call, as it ran
+      const [chunk] = splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT);
+      await dc.waitFor(() => contentOf(live) === chunk, TIMEOUT_MS, "the final edit");
+      const shown = historyOf(live);
+      expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while the answer grows, the final edit
+      for (let i = 1; i < shown.length; i++) {
+        expect(shown[i]!.content).not.toBe(shown[i - 1]!.content);
+        expect(shown[i]!.at - shown[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+      }
+      expect(dc.typing.some((t) => t.channelId === channelId && t.at >= prompt.at && t.at <= live.at)).toBe(true);
+      await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+      expect(sentIn(channelId).filter((m) => m.at >= asked)).toEqual([prompt, live]);
+      expect(await todoLines(redis, "discord", kim.id)).toEqual([]);
+    },
+  );
 });

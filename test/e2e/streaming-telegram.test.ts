@@ -20,10 +20,13 @@ const TIMEOUT_MS = 30_000;
 
 let stack: Stack;
 let redis: RedisClient;
-useStack({ modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { modelRetries: MODEL_RETRIES, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: String(INTERVAL_MS) } },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 function sentTo(chat: Chat): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chat.id);
@@ -32,8 +35,17 @@ function sentTo(chat: Chat): FakeSentMessage[] {
 /** Every text a message showed, in order: its first send, then each successful edit. */
 function historyOf(message: FakeSentMessage): { text: string; parseMode: unknown; at: number }[] {
   const tg = stack.telegram;
-  const first = tg.callsOf("sendMessage").find((c) => c.at <= message.at && String(c.payload.chat_id) === String(message.chatId) && c.payload.text !== undefined);
-  const edits = tg.edits.filter((e) => e.method === "editMessageText" && Number(e.payload.chat_id) === message.chatId && Number(e.payload.message_id) === message.messageId);
+  const first = tg
+    .callsOf("sendMessage")
+    .find(
+      (c) => c.at <= message.at && String(c.payload.chat_id) === String(message.chatId) && c.payload.text !== undefined,
+    );
+  const edits = tg.edits.filter(
+    (e) =>
+      e.method === "editMessageText" &&
+      Number(e.payload.chat_id) === message.chatId &&
+      Number(e.payload.message_id) === message.messageId,
+  );
   return [
     ...(first ? [{ text: String(message.payload.text), parseMode: message.payload.parse_mode, at: message.at }] : []),
     ...edits.map((e) => ({ text: String(e.payload.text), parseMode: e.payload.parse_mode, at: e.at })),
@@ -47,7 +59,11 @@ function historyOf(message: FakeSentMessage): { text: string; parseMode: unknown
  */
 function expectNoRefusedEdits(): void {
   const tg = stack.telegram;
-  const prompts = new Set(tg.sent.filter((m) => /^(⚠️|✅|❌|⌛|↩️)/u.test(m.text) || tg.buttons(m).length > 0).map((m) => `${m.chatId}:${m.messageId}`));
+  const prompts = new Set(
+    tg.sent
+      .filter((m) => /^(⚠️|✅|❌|⌛|↩️)/u.test(m.text) || tg.buttons(m).length > 0)
+      .map((m) => `${m.chatId}:${m.messageId}`),
+  );
   expect(tg.refusedEdits.filter((r) => !prompts.has(`${r.chatId}:${r.messageId}`))).toEqual([]);
 }
 
@@ -77,7 +93,11 @@ describe("streamed answers on Telegram", () => {
     expect(first.payload.parse_mode).toBeUndefined(); // live text is plain
     expect(first.payload.reply_parameters).toMatchObject({ message_id: message.message_id });
     const [chunk] = finalChunks(ANSWER);
-    await tg.waitFor(() => sentTo(group)[0]!.text === chunk!.text && sentTo(group)[0]!.entities.length > 0, TIMEOUT_MS, "the final edit");
+    await tg.waitFor(
+      () => sentTo(group)[0]!.text === chunk!.text && sentTo(group)[0]!.entities.length > 0,
+      TIMEOUT_MS,
+      "the final edit",
+    );
     expect(sentTo(group)).toHaveLength(1);
     const shown = historyOf(sentTo(group)[0]!);
     expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while streaming, the final edit
@@ -120,35 +140,42 @@ describe("streamed answers on Telegram", () => {
     expect(tg.edits.filter((e) => Number(e.payload.chat_id) === chat.id)).toEqual([]);
   });
 
-  it("private chat that refuses drafts for good (400 TEXTDRAFT_PEER_INVALID): one refused draft and one warning, the answer goes on as a message with edits, and the chat gets no drafts for an hour on any worker", async () => {
-    const tg = stack.telegram;
-    const ren = tg.user(95012, "Ren");
-    const chat = tg.privateChat(ren);
-    tg.refuseDrafts(chat.id);
-    const warningsBefore = stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length;
-    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
-    tg.sendUserMessage({ chat, from: ren, text: "今天會下雨嗎" });
-    const live = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the live message");
-    const [chunk] = finalChunks(ANSWER);
-    await tg.waitFor(() => sentTo(chat)[0]?.text === chunk!.text, TIMEOUT_MS, "the final edit");
-    // one refused draft, then the live text was posted at once (plain) and edited as it grew
-    const refusedDrafts = () => tg.callsOf("sendMessageDraft").filter((c) => Number(c.payload.chat_id) === chat.id);
-    expect(refusedDrafts()).toHaveLength(1);
-    expect(live.payload.parse_mode).toBeUndefined();
-    expect(live.at - refusedDrafts()[0]!.at).toBeLessThan(INTERVAL_MS);
-    expect(historyOf(live).length).toBeGreaterThanOrEqual(3);
-    expect(historyOf(live).at(-1)!.parseMode).toBe("HTML");
-    expect(stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length).toBe(warningsBefore + 1);
-    const ttl = await redis.ttl(`drafts-off:{telegram:${chat.id}}`);
-    expect(ttl).toBeGreaterThan(3500);
-    expect(ttl).toBeLessThanOrEqual(3600);
-    // the next answer in that chat does not try a draft at all
-    stack.model.enqueue({ ...text("第二個回答：" + "好的。".repeat(30)), stream: { chunkChars: 20, totalMs: 800 } });
-    tg.sendUserMessage({ chat, from: ren, text: "再一次" });
-    await tg.waitFor(() => sentTo(chat)[1]?.text.startsWith("第二個回答"), TIMEOUT_MS, "the second answer");
-    expect(refusedDrafts()).toHaveLength(1);
-    expectNoRefusedEdits();
-  });
+  it(
+    "private chat that refuses drafts for good (400 TEXTDRAFT_PEER_INVALID): one refused draft " +
+      "and one warning, the answer goes on as a message with edits, and the chat gets no drafts " +
+      "for an hour on any worker",
+    async () => {
+      const tg = stack.telegram;
+      const ren = tg.user(95012, "Ren");
+      const chat = tg.privateChat(ren);
+      tg.refuseDrafts(chat.id);
+      const warningsBefore = stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length;
+      stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
+      tg.sendUserMessage({ chat, from: ren, text: "今天會下雨嗎" });
+      const live = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the live message");
+      const [chunk] = finalChunks(ANSWER);
+      await tg.waitFor(() => sentTo(chat)[0]?.text === chunk!.text, TIMEOUT_MS, "the final edit");
+      // one refused draft, then the live text was posted at once (plain) and edited as it grew
+      const refusedDrafts = () => tg.callsOf("sendMessageDraft").filter((c) => Number(c.payload.chat_id) === chat.id);
+      expect(refusedDrafts()).toHaveLength(1);
+      expect(live.payload.parse_mode).toBeUndefined();
+      expect(live.at - refusedDrafts()[0]!.at).toBeLessThan(INTERVAL_MS);
+      expect(historyOf(live).length).toBeGreaterThanOrEqual(3);
+      expect(historyOf(live).at(-1)!.parseMode).toBe("HTML");
+      expect(stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length).toBe(
+        warningsBefore + 1,
+      );
+      const ttl = await redis.ttl(`drafts-off:{telegram:${chat.id}}`);
+      expect(ttl).toBeGreaterThan(3500);
+      expect(ttl).toBeLessThanOrEqual(3600);
+      // the next answer in that chat does not try a draft at all
+      stack.model.enqueue({ ...text("第二個回答：" + "好的。".repeat(30)), stream: { chunkChars: 20, totalMs: 800 } });
+      tg.sendUserMessage({ chat, from: ren, text: "再一次" });
+      await tg.waitFor(() => sentTo(chat)[1]?.text.startsWith("第二個回答"), TIMEOUT_MS, "the second answer");
+      expect(refusedDrafts()).toHaveLength(1);
+      expectNoRefusedEdits();
+    },
+  );
 
   it("a tool call in the middle: its status line is shown while it runs and gone from the final answer; the text before the call is not repeated", async () => {
     const tg = stack.telegram;
@@ -182,7 +209,11 @@ describe("streamed answers on Telegram", () => {
     expect(chunks.length).toBeGreaterThanOrEqual(2);
     stack.model.enqueue({ ...text(long), stream: { chunkChars: 200, totalMs: 2500 } });
     tg.sendUserMessage({ chat: group, from: cy, text: `@${tg.bot.username} 寫長一點` });
-    await tg.waitFor(() => sentTo(group).length === chunks.length && sentTo(group).every((m, i) => m.text === chunks[i]!.text), TIMEOUT_MS, "the final chunks");
+    await tg.waitFor(
+      () => sentTo(group).length === chunks.length && sentTo(group).every((m, i) => m.text === chunks[i]!.text),
+      TIMEOUT_MS,
+      "the final chunks",
+    );
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
     const messages = sentTo(group);
     expect(messages.map((m) => m.text)).toEqual(chunks.map((c) => c.text));
@@ -229,7 +260,11 @@ describe("streamed answers on Telegram", () => {
       stream: { firstTokenMs: 50 },
     });
     tg.sendUserMessage({ chat: group, from: eve, text: `@${tg.bot.username} 看清單然後刪除 #1` });
-    const prompt = await tg.waitFor(() => sentTo(group).find((m) => tg.buttons(m).length > 0), TIMEOUT_MS, "the approval prompt");
+    const prompt = await tg.waitFor(
+      () => sentTo(group).find((m) => tg.buttons(m).length > 0),
+      TIMEOUT_MS,
+      "the approval prompt",
+    );
     expect(prompt.text).toContain("刪除待辦 #1「買牛奶」");
     const live = tg.deleted.filter((m) => m.chatId === group.id);
     expect(live).toHaveLength(1);
@@ -239,40 +274,60 @@ describe("streamed answers on Telegram", () => {
     tg.pressButton({ from: eve, message: prompt, data: approve.callback_data! });
     // The resumed run streams like a fresh one: its live message ends as the answer.
     const result = await tg.waitFor(() => sentTo(group)[2], TIMEOUT_MS, "the answer after the approval");
-    await tg.waitFor(() => result.text.includes("delete_todo: 已刪除：#1 買牛奶"), TIMEOUT_MS, "the answer's final edit");
+    await tg.waitFor(
+      () => result.text.includes("delete_todo: 已刪除：#1 買牛奶"),
+      TIMEOUT_MS,
+      "the answer's final edit",
+    );
     expect(result.text).toContain("delete_todo: 已刪除：#1 買牛奶");
     expect(sentTo(group)).toHaveLength(3);
     expectNoRefusedEdits();
   });
 
-  it("a run resumed after an approval streams like a fresh one: drafts show the approved call's status line and the growing answer, then the formatted answer once", async () => {
-    const tg = stack.telegram;
-    const lin = tg.user(95009, "Lin");
-    const chat = tg.privateChat(lin);
-    await seedTodos(redis, "telegram", String(lin.id), ["買牛奶"]);
-    stack.model.enqueue({ ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } }, { ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } });
-    tg.sendUserMessage({ chat, from: lin, text: "刪除 #1，然後說說天氣" });
-    const prompt = await tg.waitFor(() => sentTo(chat).find((m) => tg.buttons(m).length > 0), TIMEOUT_MS, "the approval prompt");
-    const draftsBefore = tg.drafts.filter((d) => d.chatId === chat.id).length;
-    const typingBefore = tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length;
-    tg.pressButton({ from: lin, message: prompt, data: tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":y"))!.callback_data! });
-    const answer = await tg.waitFor(() => sentTo(chat).find((m) => m !== prompt), TIMEOUT_MS, "the answer");
-    const drafts = tg.drafts.filter((d) => d.chatId === chat.id).slice(draftsBefore);
-    expect(drafts.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);
-    expect(drafts[0]!.text).toMatch(/^🔧 /u); // the approved call, as it ran
-    const growing = drafts.map((d) => d.text.split("\n\n").slice(1).join("\n\n")).filter((t) => t !== "");
-    expect(growing.length).toBeGreaterThanOrEqual(2);
-    for (let i = 1; i < growing.length; i++) expect(growing[i]!.length).toBeGreaterThan(growing[i - 1]!.length);
-    for (let i = 1; i < drafts.length; i++) expect(drafts[i]!.at - drafts[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
-    const [chunk] = finalChunks(ANSWER);
-    expect(answer.text).toBe(chunk!.text);
-    expect(answer.payload.parse_mode).toBe("HTML");
-    expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length).toBeGreaterThan(typingBefore);
-    await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
-    expect(sentTo(chat)).toEqual([prompt, answer]);
-    expect(await todoLines(redis, "telegram", String(lin.id))).toEqual([]);
-  });
+  it(
+    "a run resumed after an approval streams like a fresh one: drafts show the approved call's " +
+      "status line and the growing answer, then the formatted answer once",
+    async () => {
+      const tg = stack.telegram;
+      const lin = tg.user(95009, "Lin");
+      const chat = tg.privateChat(lin);
+      await seedTodos(redis, "telegram", String(lin.id), ["買牛奶"]);
+      stack.model.enqueue(
+        { ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } },
+        { ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } },
+      );
+      tg.sendUserMessage({ chat, from: lin, text: "刪除 #1，然後說說天氣" });
+      const prompt = await tg.waitFor(
+        () => sentTo(chat).find((m) => tg.buttons(m).length > 0),
+        TIMEOUT_MS,
+        "the approval prompt",
+      );
+      const draftsBefore = tg.drafts.filter((d) => d.chatId === chat.id).length;
+      const typingBefore = tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length;
+      tg.pressButton({
+        from: lin,
+        message: prompt,
+        data: tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":y"))!.callback_data!,
+      });
+      const answer = await tg.waitFor(() => sentTo(chat).find((m) => m !== prompt), TIMEOUT_MS, "the answer");
+      const drafts = tg.drafts.filter((d) => d.chatId === chat.id).slice(draftsBefore);
+      expect(drafts.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(drafts.map((d) => d.draftId)).size).toBe(1);
+      expect(drafts[0]!.text).toMatch(/^🔧 /u); // the approved call, as it ran
+      const growing = drafts.map((d) => d.text.split("\n\n").slice(1).join("\n\n")).filter((t) => t !== "");
+      expect(growing.length).toBeGreaterThanOrEqual(2);
+      for (let i = 1; i < growing.length; i++) expect(growing[i]!.length).toBeGreaterThan(growing[i - 1]!.length);
+      for (let i = 1; i < drafts.length; i++)
+        expect(drafts[i]!.at - drafts[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+      const [chunk] = finalChunks(ANSWER);
+      expect(answer.text).toBe(chunk!.text);
+      expect(answer.payload.parse_mode).toBe("HTML");
+      expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length).toBeGreaterThan(typingBefore);
+      await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
+      expect(sentTo(chat)).toEqual([prompt, answer]);
+      expect(await todoLines(redis, "telegram", String(lin.id))).toEqual([]);
+    },
+  );
 
   it("a live message deleted in the chat before the final edit: the final chunk is posted as a new message, one complete answer", async () => {
     const tg = stack.telegram;
@@ -289,7 +344,11 @@ describe("streamed answers on Telegram", () => {
     });
     expect(deleted.status).toBe(200);
     const [chunk] = finalChunks(ANSWER);
-    const answer = await tg.waitFor(() => sentTo(group).find((m) => m.text === chunk!.text), TIMEOUT_MS, "the final chunk posted anew");
+    const answer = await tg.waitFor(
+      () => sentTo(group).find((m) => m.text === chunk!.text),
+      TIMEOUT_MS,
+      "the final chunk posted anew",
+    );
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
     expect(sentTo(group)).toEqual([answer]);
     expect(answer.messageId).not.toBe(live.messageId);
@@ -298,7 +357,9 @@ describe("streamed answers on Telegram", () => {
     // the edits of the deleted message were refused as "not found", each at most once per interval (no retry storm)
     const refused = tg.refusedEdits.filter((r) => r.chatId === group.id);
     expect(refused.length).toBeGreaterThanOrEqual(1);
-    expect(refused.every((r) => r.messageId === live.messageId && /message to edit not found/.test(r.description))).toBe(true);
+    expect(
+      refused.every((r) => r.messageId === live.messageId && /message to edit not found/.test(r.description)),
+    ).toBe(true);
     expect(refused.length).toBeLessThanOrEqual(2500 / INTERVAL_MS + 3);
   });
 
@@ -309,9 +370,16 @@ describe("streamed answers on Telegram", () => {
     const answer = "**重點**：明天記得帶傘。";
     const [chunk] = planChunks(answer);
     stack.model.enqueue({ ...text(answer), stream: { chunkChars: 100 } });
-    tg.failNext("editMessageText", { error_code: 400, description: "Bad Request: can't parse entities: unsupported start tag \"b\" at byte offset 0" });
+    tg.failNext("editMessageText", {
+      error_code: 400,
+      description: 'Bad Request: can\'t parse entities: unsupported start tag "b" at byte offset 0',
+    });
     tg.sendUserMessage({ chat: group, from: fay, text: `@${tg.bot.username} 明天呢？` });
-    await tg.waitFor(() => tg.callsOf("editMessageText").some((c) => Number(c.payload.chat_id) === group.id), TIMEOUT_MS, "the final edit");
+    await tg.waitFor(
+      () => tg.callsOf("editMessageText").some((c) => Number(c.payload.chat_id) === group.id),
+      TIMEOUT_MS,
+      "the final edit",
+    );
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 3));
     // the live message already shows the plain fallback (the Markdown source): no edit that changes nothing
     expect(sentTo(group)).toHaveLength(1);

@@ -28,8 +28,16 @@ function sentTo(chat: Chat): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chat.id);
 }
 
-const historyOf = async (chat: Chat) => (await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history)) ?? "";
-const moves = (chat: Chat) => stack.logs().filter((l) => l.msg === "the chat moved to a new id (group upgraded to a supergroup); its conversation data moved with it" && l.from === `telegram:${chat.id}`);
+const historyOf = async (chat: Chat) =>
+  (await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history)) ?? "";
+const moves = (chat: Chat) =>
+  stack
+    .logs()
+    .filter(
+      (l) =>
+        l.msg === "the chat moved to a new id (group upgraded to a supergroup); its conversation data moved with it" &&
+        l.from === `telegram:${chat.id}`,
+    );
 
 describe("Telegram: a group upgraded to a supergroup", () => {
   it("a call to the old id meets the 400: the answer goes to the new chat, and history, enablement, grants and reminders carry over", async () => {
@@ -42,9 +50,22 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     // What the group has besides its history: enabled by an admin, a grant of Lin's there, a reminder set there.
     await redis.sadd(AccessStore.chatsKey, `telegram:${group.id}`);
     const grantKey = (chatId: number) => `grants:{telegram:${lin.id}}:telegram:${chatId}`;
-    await redis.hset(grantKey(group.id), "delete_todo", JSON.stringify({ grantedAt: Date.now(), expiresAt: Date.now() + 3_600_000 }));
+    await redis.hset(
+      grantKey(group.id),
+      "delete_todo",
+      JSON.stringify({ grantedAt: Date.now(), expiresAt: Date.now() + 3_600_000 }),
+    );
     await redis.pexpire(grantKey(group.id), 3_600_000);
-    const reminder = { id: 1, text: "交報告", at: Date.now() + 86_400_000, next: Date.now() + 86_400_000, timezone: "Asia/Taipei", chatId: String(group.id), chatKind: "group", userName: "Lin" };
+    const reminder = {
+      id: 1,
+      text: "交報告",
+      at: Date.now() + 86_400_000,
+      next: Date.now() + 86_400_000,
+      timezone: "Asia/Taipei",
+      chatId: String(group.id),
+      chatKind: "group",
+      userName: "Lin",
+    };
     await redis.hset(`reminder:{telegram:${lin.id}}:items`, "1", JSON.stringify(reminder));
     // And an archive of what a compaction replaced (moved as it is: its entries are not read here).
     const archiveOf = (chat: Chat) => conversationKeys({ platform: "telegram", chatId: String(chat.id) }).archive;
@@ -52,7 +73,10 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     const settingsOf = (chatId: number) => conversationKeys({ platform: "telegram", chatId: String(chatId) }).settings;
     await redis.set(settingsOf(group.id), JSON.stringify({ persona: "讀書會的小幫手" }));
     const groupMemory = (chatId: number) => memoryKey({ kind: "group", platform: "telegram", chatId: String(chatId) });
-    await redis.set(groupMemory(group.id), JSON.stringify({ files: { "/memories/club.md": { text: "考試在週五", updatedAt: Date.now() } } }));
+    await redis.set(
+      groupMemory(group.id),
+      JSON.stringify({ files: { "/memories/club.md": { text: "考試在週五", updatedAt: Date.now() } } }),
+    );
 
     // The group is upgraded; the bot misses the service messages, and a message written just before is answered after.
     const supergroup = tg.upgradeGroup(group, lin, { serviceMessages: false });
@@ -60,7 +84,9 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     tg.sendUserMessage({ chat: group, from: lin, text: `${mention} 在嗎？` });
     const answer = await tg.waitFor(() => sentTo(supergroup)[0], 15_000, "the answer in the new supergroup");
     // The group's memory moved before the answer's request was built: it reaches the model in the new chat.
-    expect(answer.text).toMatch(/^You said: <memory scope="group">[\s\S]*考試在週五[\s\S]*<\/memory> \[Lin #\w+\] 在嗎？$/);
+    expect(answer.text).toMatch(
+      /^You said: <memory scope="group">[\s\S]*考試在週五[\s\S]*<\/memory> \[Lin #\w+\] 在嗎？$/,
+    );
     expect(sentTo(group)).toHaveLength(1); // nothing more reached the old id
     // One call met the 400 (the typing indicator, the first to go out); every later one went to the new id directly.
     const toOldId = tg.calls.filter((c) => c.at >= upgradedAt && String(c.payload.chat_id) === String(group.id));
@@ -78,7 +104,9 @@ describe("Telegram: a group upgraded to a supergroup", () => {
     const moved = JSON.parse((await redis.hget(`reminder:{telegram:${lin.id}}:items`, "1"))!) as { chatId: string };
     expect(moved.chatId).toBe(String(supergroup.id));
     expect(await redis.exists(archiveOf(group))).toBe(0);
-    expect(await redis.lrange(archiveOf(supergroup), 0, -1)).toEqual([JSON.stringify({ archived: "an entry of the old group" })]);
+    expect(await redis.lrange(archiveOf(supergroup), 0, -1)).toEqual([
+      JSON.stringify({ archived: "an entry of the old group" }),
+    ]);
     expect(await redis.exists(groupMemory(group.id))).toBe(0);
     expect(await redis.exists(settingsOf(group.id))).toBe(0);
     expect(await redis.get(settingsOf(supergroup.id))).toContain("讀書會的小幫手");

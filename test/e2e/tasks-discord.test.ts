@@ -68,7 +68,11 @@ let nextUser = 0;
 /** A user allowed to talk to the bot in DMs (the server is allowed as a whole). */
 async function user(name: string): Promise<FakeUser> {
   nextUser += 1;
-  const u = { id: `73000000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
+  const u = {
+    id: `73000000000000${String(nextUser).padStart(4, "0")}`,
+    username: name.toLowerCase(),
+    global_name: name,
+  };
   await access.allowUser(`discord:${u.id}`);
   return u;
 }
@@ -78,7 +82,11 @@ const mention = () => `<@${stack.discord.bot.id}>`;
 /** The bot's message in `channelId` whose content contains `needle`, sent after the first `after` messages. */
 async function sentWith(channelId: string, needle: string, after = 0): Promise<SentMessage> {
   const dc = stack.discord;
-  return dc.waitFor(() => dc.sent.slice(after).find((m) => m.channelId === channelId && m.content.includes(needle)), WAIT, `a message containing ${needle}`);
+  return dc.waitFor(
+    () => dc.sent.slice(after).find((m) => m.channelId === channelId && m.content.includes(needle)),
+    WAIT,
+    `a message containing ${needle}`,
+  );
 }
 
 function allWith(channelId: string, needle: string): SentMessage[] {
@@ -86,7 +94,12 @@ function allWith(channelId: string, needle: string): SentMessage[] {
 }
 
 /** Sends `text` as `from` (in a DM, or mentioning the bot in `channelId`) and waits for the answer containing `needle`. */
-async function say(from: FakeUser, text: string, needle: string, where: { dm: true } | { channelId: string }): Promise<SentMessage> {
+async function say(
+  from: FakeUser,
+  text: string,
+  needle: string,
+  where: { dm: true } | { channelId: string },
+): Promise<SentMessage> {
   const dc = stack.discord;
   const seen = dc.sent.length;
   if ("dm" in where) {
@@ -107,7 +120,11 @@ function button(message: SentMessage, prefix: string): string {
 /** The ephemeral notice the bot answered an interaction with. */
 async function notice(interaction: FakeInteraction): Promise<string> {
   const dc = stack.discord;
-  await dc.waitFor(() => interaction.response && (interaction.response.type === 4 || interaction.edits.length > 0), WAIT, "the interaction's answer");
+  await dc.waitFor(
+    () => interaction.response && (interaction.response.type === 4 || interaction.edits.length > 0),
+    WAIT,
+    "the interaction's answer",
+  );
   return String(interaction.edits.at(-1)?.content ?? interaction.response!.data?.content ?? "");
 }
 
@@ -129,8 +146,15 @@ it.concurrent(
     const hana = await user("Hana");
     const thread = dc.threadId;
     const at = secondsAhead(12);
-    const set = await say(hana, `call schedule_task {"instruction":"what time is it","at":"${localIso(at)}"}`, "schedule_task:", { channelId: thread });
-    expect(set.content).toMatch(/^schedule_task: 已排程任務：#1 what time is it — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複$/);
+    const set = await say(
+      hana,
+      `call schedule_task {"instruction":"what time is it","at":"${localIso(at)}"}`,
+      "schedule_task:",
+      { channelId: thread },
+    );
+    expect(set.content).toMatch(
+      /^schedule_task: 已排程任務：#1 what time is it — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複$/,
+    );
     const second: RunningBot = await stack.startWorker();
     try {
       const ran = await sentWith(thread, "📅 排程任務 #1");
@@ -158,15 +182,26 @@ it.concurrent(
     const jin = await user("Jin");
     const dm = dc.dmChannel(jin);
     const at = secondsAhead(12);
-    await say(jin, `call schedule_task {"instruction":"calc 19.99 * 3","at":"${localIso(at)}","repeat":"weekly"}`, "schedule_task:", { dm: true });
+    await say(
+      jin,
+      `call schedule_task {"instruction":"calc 19.99 * 3","at":"${localIso(at)}","repeat":"weekly"}`,
+      "schedule_task:",
+      { dm: true },
+    );
     const owner = { platform: "discord" as const, userId: jin.id };
     expect(await taskSchedulerNext(queue, owner, 1)).toBe(at);
     const ran = await sentWith(dm, "📅 排程任務 #1");
     expect(Math.abs(ran.at - at)).toBeLessThanOrEqual(2000);
     expect(ran.content).toBe("📅 排程任務 #1\n\ncalculate: 19.99 * 3 = 59.97");
     expect(ran.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
-    await eventually(async () => (await taskSchedulerNext(queue, owner, 1)) === at + 7 * 86_400_000, "the scheduler's next run a week later");
-    await eventually(async () => (await getTask(redis, owner, 1))?.next === at + 7 * 86_400_000, "the stored next time a week later");
+    await eventually(
+      async () => (await taskSchedulerNext(queue, owner, 1)) === at + 7 * 86_400_000,
+      "the scheduler's next run a week later",
+    );
+    await eventually(
+      async () => (await getTask(redis, owner, 1))?.next === at + 7 * 86_400_000,
+      "the stored next time a week later",
+    );
   },
   90_000,
 );
@@ -175,11 +210,19 @@ it("a worker killed (SIGKILL) during an occurrence: the worker that takes it ove
   const dc = stack.discord;
   const kim = await user("Kim");
   const dm = dc.dmChannel(kim);
-  await say(kim, `call schedule_task {"instruction":"calc 6 * 7","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { dm: true });
+  await say(
+    kim,
+    `call schedule_task {"instruction":"calc 6 * 7","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { dm: true },
+  );
   const owner = { platform: "discord" as const, userId: kim.id };
   // Only the child worker runs when the occurrence starts; its model call hangs.
   await stack.worker.stop();
-  child = await spawnChildWorker("test/e2e/tasks-worker-child.ts", { STACK_CONFIG: JSON.stringify(stack.config), REDIS_URL: stack.redis.url });
+  child = await spawnChildWorker("test/e2e/tasks-worker-child.ts", {
+    STACK_CONFIG: JSON.stringify(stack.config),
+    REDIS_URL: stack.redis.url,
+  });
   stack.model.enqueue(hang());
   const job = await addOccurrence(queue, owner, 1);
   await dc.waitFor(() => stack.model.hanging() === 1, WAIT, "the child's model call");
@@ -197,14 +240,24 @@ it("an occurrence whose model call fails (529, after the SDK's own retry) is ret
   const dc = stack.discord;
   const ray = await user("Ray");
   const dm = dc.dmChannel(ray);
-  await say(ray, `call schedule_task {"instruction":"calc 5 * 5","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { dm: true });
+  await say(
+    ray,
+    `call schedule_task {"instruction":"calc 5 * 5","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { dm: true },
+  );
   const owner = { platform: "discord" as const, userId: ray.id };
   stack.model.enqueue(overloaded(), overloaded());
   const seen = dc.sent.length;
   const job = await addOccurrence(queue, owner, 1);
   expect(await outcomeOf(queue, job, 40_000)).toBe("answered");
   expect(requestsSaying("[scheduled task] calc 5 * 5").length).toBeGreaterThanOrEqual(3); // two overloaded, one answered
-  expect(dc.sent.slice(seen).filter((m) => m.channelId === dm).map((m) => m.content)).toEqual(["📅 排程任務 #1\n\ncalculate: 5 * 5 = 25"]);
+  expect(
+    dc.sent
+      .slice(seen)
+      .filter((m) => m.channelId === dm)
+      .map((m) => m.content),
+  ).toEqual(["📅 排程任務 #1\n\ncalculate: 5 * 5 = 25"]);
   expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0, last: { ok: true } });
 }, 60_000);
 
@@ -212,7 +265,12 @@ it("an occurrence that fell due while no worker ran runs once when one starts, s
   const dc = stack.discord;
   const sam = await user("Sam");
   const dm = dc.dmChannel(sam);
-  await say(sam, `call schedule_task {"instruction":"calc 7 * 8","at":"${localIso(Date.now() + 3600_000)}"}`, "schedule_task:", { dm: true });
+  await say(
+    sam,
+    `call schedule_task {"instruction":"calc 7 * 8","at":"${localIso(Date.now() + 3600_000)}"}`,
+    "schedule_task:",
+    { dm: true },
+  );
   const owner = { platform: "discord" as const, userId: sam.id };
   await stack.worker.stop();
   // Due five minutes ago, while no worker ran (as a worker that was down finds its delayed job).
@@ -222,7 +280,9 @@ it("an occurrence that fell due while no worker ran runs once when one starts, s
   expect(allWith(dm, "📅 排程任務 #1")).toEqual([]);
   await stack.restartWorker();
   const ran = await sentWith(dm, "📅 排程任務 #1");
-  expect(ran.content).toMatch(/^📅 排程任務 #1（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）\n\ncalculate: 7 \* 8 = 56$/);
+  expect(ran.content).toMatch(
+    /^📅 排程任務 #1（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）\n\ncalculate: 7 \* 8 = 56$/,
+  );
   await quiet(1500);
   expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
 }, 60_000);
@@ -231,7 +291,12 @@ it("an occurrence still being answered when the next one is due does not overlap
   const dc = stack.discord;
   const tom = await user("Tom");
   const dm = dc.dmChannel(tom);
-  await say(tom, `call schedule_task {"instruction":"call slow_test_report","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { dm: true });
+  await say(
+    tom,
+    `call schedule_task {"instruction":"call slow_test_report","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { dm: true },
+  );
   const owner = { platform: "discord" as const, userId: tom.id };
   const first = await addOccurrence(queue, owner, 1, Date.now() - 1000);
   await dc.waitFor(() => slow.running === 1, WAIT, "the first occurrence's slow tool");
@@ -239,8 +304,13 @@ it("an occurrence still being answered when the next one is due does not overlap
   expect(await outcomeOf(queue, first)).toBe("answered");
   expect(await outcomeOf(queue, next, 30_000)).toBe("answered");
   expect(slow).toMatchObject({ calls: 2, most: 1 });
-  expect(allWith(dm, "📅 排程任務 #1").map((m) => m.content)).toEqual(["📅 排程任務 #1\n\nslow_test_report: report written", "📅 排程任務 #1\n\nslow_test_report: report written"]);
-  expect(stack.logs().some((l) => l.msg === "the previous occurrence is still being answered; this one waits")).toBe(true);
+  expect(allWith(dm, "📅 排程任務 #1").map((m) => m.content)).toEqual([
+    "📅 排程任務 #1\n\nslow_test_report: report written",
+    "📅 排程任務 #1\n\nslow_test_report: report written",
+  ]);
+  expect(stack.logs().some((l) => l.msg === "the previous occurrence is still being answered; this one waits")).toBe(
+    true,
+  );
 }, 60_000);
 
 it("a dangerous tool in an occurrence pings its owner with the approval prompt and runs only after she approves", async () => {
@@ -248,11 +318,20 @@ it("a dangerous tool in an occurrence pings its owner with the approval prompt a
   const lea = await user("Lea");
   const max = await user("Max");
   await seedTodos(redis, "discord", lea.id, ["倒垃圾"]);
-  await say(lea, `call schedule_task {"instruction":"call delete_todo {\\"todo_id\\":1}","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { channelId: dc.channelId });
+  await say(
+    lea,
+    `call schedule_task {"instruction":"call delete_todo {\\"todo_id\\":1}","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
   const owner = { platform: "discord" as const, userId: lea.id };
   const seen = dc.sent.length;
   const job = await addOccurrence(queue, owner, 1);
-  const prompt = await dc.waitFor(() => dc.sent.slice(seen).find((m) => m.channelId === dc.channelId && Array.isArray(m.payload.components)), WAIT, "the approval prompt");
+  const prompt = await dc.waitFor(
+    () => dc.sent.slice(seen).find((m) => m.channelId === dc.channelId && Array.isArray(m.payload.components)),
+    WAIT,
+    "the approval prompt",
+  );
   expect(await outcomeOf(queue, job)).toBe("asked");
   expect(prompt.content).toMatch(new RegExp(`^<@${lea.id}> .*刪除待辦 #1「倒垃圾」`, "s"));
   expect(prompt.payload.allowed_mentions).toEqual({ parse: [], users: [lea.id], replied_user: false });
@@ -270,14 +349,24 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
   const dc = stack.discord;
   const ned = await user("Ned");
   const oli = await user("Oli");
-  await say(ned, `call schedule_task {"instruction":"FAIL-MODEL digest","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:", { channelId: dc.channelId });
+  await say(
+    ned,
+    `call schedule_task {"instruction":"FAIL-MODEL digest","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
   const owner = { platform: "discord" as const, userId: ned.id };
-  for (let i = 1; i <= 3; i++) expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1, Date.now() - i))).toBe("failed");
+  for (let i = 1; i <= 3; i++)
+    expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1, Date.now() - i))).toBe("failed");
   const paused = await sentWith(dc.channelId, "已暫停");
-  expect(paused.content).toMatch(new RegExp(`^<@${ned.id}> ⏸️ 排程任務 #1（FAIL-MODEL digest）連續 3 次沒有完成，已暫停。原因：`));
+  expect(paused.content).toMatch(
+    new RegExp(`^<@${ned.id}> ⏸️ 排程任務 #1（FAIL-MODEL digest）連續 3 次沒有完成，已暫停。原因：`),
+  );
   expect(paused.payload.allowed_mentions).toEqual({ parse: [], users: [ned.id], replied_user: false });
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
-  expect(await notice(dc.clickButton(oli, paused.id, button(paused, "tk:r:")))).toBe("這是別人的排程任務，只有設定的人可以按。");
+  expect(await notice(dc.clickButton(oli, paused.id, button(paused, "tk:r:")))).toBe(
+    "這是別人的排程任務，只有設定的人可以按。",
+  );
   expect(await notice(dc.clickButton(ned, paused.id, button(paused, "tk:r:")))).toMatch(/^已繼續排程任務 #1，下次：/);
   expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0 });
   expect(await taskSchedulerNext(queue, owner, 1)).toBe((await getTask(redis, owner, 1))?.next);
@@ -287,8 +376,15 @@ it("/tasks answers ephemerally with pause/resume and cancel buttons for the aske
   const dc = stack.discord;
   const pia = await user("Pia");
   const later = localIso(Date.now() + 3600_000);
-  await say(pia, `call schedule_task {"instruction":"weekly report","at":"${later}","repeat":"weekly"}`, "schedule_task:", { channelId: dc.channelId });
-  await say(pia, `call schedule_task {"instruction":"elsewhere","at":"${later}"}`, "schedule_task:", { channelId: dc.threadId });
+  await say(
+    pia,
+    `call schedule_task {"instruction":"weekly report","at":"${later}","repeat":"weekly"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
+  await say(pia, `call schedule_task {"instruction":"elsewhere","at":"${later}"}`, "schedule_task:", {
+    channelId: dc.threadId,
+  });
   const owner = { platform: "discord" as const, userId: pia.id };
   const listed = dc.slashCommand(pia, "tasks", { channelId: dc.channelId });
   await dc.waitFor(() => listed.response, WAIT, "the /tasks answer");
@@ -297,7 +393,9 @@ it("/tasks answers ephemerally with pause/resume and cancel buttons for the aske
   const rows = listed.response!.data!.components as { components: { label: string; custom_id: string }[] }[];
   const buttons = rows.flatMap((r) => r.components);
   expect(buttons.map((c) => c.label)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
-  expect(await notice(dc.clickEphemeralButton(pia, listed, buttons[0]!.custom_id))).toBe("已暫停排程任務 #1（/tasks 可以繼續）。");
+  expect(await notice(dc.clickEphemeralButton(pia, listed, buttons[0]!.custom_id))).toBe(
+    "已暫停排程任務 #1（/tasks 可以繼續）。",
+  );
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
   const again = dc.slashCommand(pia, "tasks", { channelId: dc.channelId });
   await dc.waitFor(() => again.response, WAIT, "the second /tasks answer");
@@ -316,8 +414,18 @@ it("revoked access stops a task: a revoked user's DM task and a disabled server'
   const quinn = await user("Quinn");
   const dm = dc.dmChannel(quinn);
   const later = localIso(Date.now() + 3600_000);
-  await say(quinn, `call schedule_task {"instruction":"calc 2 + 2","at":"${later}","repeat":"daily"}`, "schedule_task:", { dm: true });
-  await say(quinn, `call schedule_task {"instruction":"calc 3 + 3","at":"${later}","repeat":"daily"}`, "schedule_task:", { channelId: dc.channelId });
+  await say(
+    quinn,
+    `call schedule_task {"instruction":"calc 2 + 2","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+    { dm: true },
+  );
+  await say(
+    quinn,
+    `call schedule_task {"instruction":"calc 3 + 3","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
   expect(await getTask(redis, { platform: "discord", userId: quinn.id }, 2)).toMatchObject({ guildId: dc.guildId });
   const owner = { platform: "discord" as const, userId: quinn.id };
   expect(await outcomeOf(queue, await addOccurrence(queue, owner, 2))).toBe("answered");

@@ -19,7 +19,12 @@ import { lastUserTyped } from "./scripted-model.js";
  */
 export function tasksModel(request: FakeRequest): FakeMessageReply | FakeErrorReply {
   const said = lastUserTyped(request) ?? "";
-  if (said.includes("[scheduled task]") && said.includes("FAIL-MODEL")) return { status: 400, errorType: "invalid_request_error", message: "messages: the scripted model refuses FAIL-MODEL" };
+  if (said.includes("[scheduled task]") && said.includes("FAIL-MODEL"))
+    return {
+      status: 400,
+      errorType: "invalid_request_error",
+      message: "messages: the scripted model refuses FAIL-MODEL",
+    };
   return remindersModel(request);
 }
 
@@ -29,7 +34,11 @@ export function tasksQueue(redis: RedisClient): Queue<TaskJobData> {
 }
 
 /** The next run (ms) of task `id`'s job scheduler, or undefined when it has none. */
-export async function taskSchedulerNext(queue: Queue<TaskJobData>, owner: TaskOwner, id: number): Promise<number | undefined> {
+export async function taskSchedulerNext(
+  queue: Queue<TaskJobData>,
+  owner: TaskOwner,
+  id: number,
+): Promise<number | undefined> {
   return (await queue.getJobScheduler(taskSchedulerIds(owner, id)[0]))?.next ?? undefined;
 }
 
@@ -38,17 +47,30 @@ export async function taskSchedulerNext(queue: Queue<TaskJobData>, owner: TaskOw
  * one-off is scheduled (what the job scheduler adds at a repeat's time is the same job data).
  * @returns the job id.
  */
-export async function addOccurrence(queue: Queue<TaskJobData>, owner: TaskOwner, taskId: number, dueAt = Date.now()): Promise<string> {
+export async function addOccurrence(
+  queue: Queue<TaskJobData>,
+  owner: TaskOwner,
+  taskId: number,
+  dueAt = Date.now(),
+): Promise<string> {
   const jobId = taskJobId(owner, taskId, dueAt);
-  await queue.add("task", { ...owner, taskId, dueAt }, { jobId, attempts: 3, backoff: { type: "exponential", delay: 5000 } });
+  await queue.add(
+    "task",
+    { ...owner, taskId, dueAt },
+    { jobId, attempts: 3, backoff: { type: "exponential", delay: 5000 } },
+  );
   return jobId;
 }
 
 /** Waits until job `jobId` completed and returns what it did (`TaskOutcome`); fails naming it after `timeoutMs`. */
 export async function outcomeOf(queue: Queue<TaskJobData>, jobId: string, timeoutMs = 20_000): Promise<string> {
-  return eventually(async () => {
-    if ((await queue.getJobState(jobId)) !== "completed") return undefined;
-    // Read after the state says completed: a job read before it completed has no return value yet.
-    return String((await Job.fromId<TaskJobData, string>(queue, jobId))?.returnvalue);
-  }, `the outcome of task job ${jobId}`, timeoutMs);
+  return eventually(
+    async () => {
+      if ((await queue.getJobState(jobId)) !== "completed") return undefined;
+      // Read after the state says completed: a job read before it completed has no return value yet.
+      return String((await Job.fromId<TaskJobData, string>(queue, jobId))?.returnvalue);
+    },
+    `the outcome of task job ${jobId}`,
+    timeoutMs,
+  );
 }

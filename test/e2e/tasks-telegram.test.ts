@@ -54,7 +54,11 @@ async function enabledGroup(id: number, title: string, forum = false): Promise<C
 /** The bot's message in `chatId` whose text contains `needle`, sent after the first `after` messages. */
 async function sentWith(chatId: number, needle: string, after = 0): Promise<FakeSentMessage> {
   const tg = stack.telegram;
-  return tg.waitFor(() => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.includes(needle)), WAIT, `a message containing ${needle}`);
+  return tg.waitFor(
+    () => tg.sent.slice(after).find((m) => m.chatId === chatId && m.text.includes(needle)),
+    WAIT,
+    `a message containing ${needle}`,
+  );
 }
 
 /** Messages of the bot in `chatId` whose text contains `needle`. */
@@ -66,7 +70,12 @@ function allWith(chatId: number, needle: string): FakeSentMessage[] {
 async function say(chat: Chat, from: User, text: string, needle: string, thread?: number): Promise<FakeSentMessage> {
   const seen = stack.telegram.sent.length;
   const mention = chat.type === "private" || text.startsWith("/") ? "" : `@${stack.telegram.bot.username} `;
-  stack.telegram.sendUserMessage({ chat, from, text: `${mention}${text}`, ...(thread ? { message_thread_id: thread } : {}) });
+  stack.telegram.sendUserMessage({
+    chat,
+    from,
+    text: `${mention}${text}`,
+    ...(thread ? { message_thread_id: thread } : {}),
+  });
   return sentWith(chat.id, needle, seen);
 }
 
@@ -81,12 +90,19 @@ function requestsSaying(needle: string): FakeRequest[] {
 
 async function toast(id: string): Promise<string> {
   const tg = stack.telegram;
-  const a = await tg.waitFor(() => tg.callbackAnswers.find((x) => String(x.callback_query_id) === id), WAIT, `the answer to callback query ${id}`);
+  const a = await tg.waitFor(
+    () => tg.callbackAnswers.find((x) => String(x.callback_query_id) === id),
+    WAIT,
+    `the answer to callback query ${id}`,
+  );
   return String(a.text ?? "");
 }
 
 function data(message: FakeSentMessage, prefix: string): string {
-  const found = stack.telegram.buttons(message).map((b) => b.callback_data!).find((d) => d.startsWith(prefix));
+  const found = stack.telegram
+    .buttons(message)
+    .map((b) => b.callback_data!)
+    .find((d) => d.startsWith(prefix));
   expect(found, `a button ${prefix}… on "${message.text}"`).toBeDefined();
   return found!;
 }
@@ -94,14 +110,30 @@ function data(message: FakeSentMessage, prefix: string): string {
 // The two timed scenarios wait for their tasks in real time and share only the stack (own people,
 // chats and tasks): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a task 12 s ahead in a forum topic runs once at its time as its owner — through a worker restart and with two workers — mentioning her; the answer joins the history",
+  "a task 12 s ahead in a forum topic runs once at its time as its owner — through a worker " +
+    "restart and with two workers — mentioning her; the answer joins the history",
   async () => {
     const group = await enabledGroup(-1009101, "家庭群組", true);
     const alice = await person(9101, "Alice");
     const at = secondsAhead(12);
-    const set = await say(group, alice, `call schedule_task {"instruction":"what time is it","at":"${localIso(at)}"}`, "schedule_task:", 77);
-    expect(set.text).toMatch(/^schedule_task: 已排程任務：#1 what time is it — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複$/);
-    expect(await getTask(redis, { platform: "telegram", userId: "9101" }, 1)).toMatchObject({ instruction: "what time is it", at, next: at, chatId: String(group.id), topicId: "77", chatKind: "group" });
+    const set = await say(
+      group,
+      alice,
+      `call schedule_task {"instruction":"what time is it","at":"${localIso(at)}"}`,
+      "schedule_task:",
+      77,
+    );
+    expect(set.text).toMatch(
+      /^schedule_task: 已排程任務：#1 what time is it — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），不重複$/,
+    );
+    expect(await getTask(redis, { platform: "telegram", userId: "9101" }, 1)).toMatchObject({
+      instruction: "what time is it",
+      at,
+      next: at,
+      chatId: String(group.id),
+      topicId: "77",
+      chatKind: "group",
+    });
 
     // Between scheduling and the run: the worker restarts, and a second worker joins.
     await stack.restartWorker();
@@ -110,7 +142,14 @@ it.concurrent(
       const ran = await sentWith(group.id, "📅 排程任務 #1");
       expect(Math.abs(ran.at - at)).toBeLessThanOrEqual(2000);
       expect(ran.text).toMatch(/^Alice 📅 排程任務 #1\n\nget_current_datetime: /);
-      expect(ran.entities).toContainEqual(expect.objectContaining({ type: "text_mention", offset: 0, length: 5, user: expect.objectContaining({ id: 9101 }) as unknown }));
+      expect(ran.entities).toContainEqual(
+        expect.objectContaining({
+          type: "text_mention",
+          offset: 0,
+          length: 5,
+          user: expect.objectContaining({ id: 9101 }) as unknown,
+        }),
+      );
       expect(ran.payload.message_thread_id).toBe(77);
       expect(ran.payload.reply_parameters).toBeUndefined();
       // The model was asked once, as Alice, with the instruction marked as a scheduled task.
@@ -140,7 +179,12 @@ it.concurrent(
     // The DM's persona (`/persona`) is one of the settings an occurrence is answered with.
     await say(chat, carol, "/persona Talk like a pirate.", "好的，從下一則訊息起");
     const at = secondsAhead(12);
-    const set = await say(chat, carol, `call schedule_task {"instruction":"calc 1200 * 0.05","at":"${localIso(at)}","repeat":"daily"}`, "schedule_task:");
+    const set = await say(
+      chat,
+      carol,
+      `call schedule_task {"instruction":"calc 1200 * 0.05","at":"${localIso(at)}","repeat":"daily"}`,
+      "schedule_task:",
+    );
     expect(set.text).toMatch(/^schedule_task: 已排程任務：#1 calc 1200 \* 0\.05 — .+，每天$/);
     const owner = { platform: "telegram" as const, userId: "9201" };
     expect(await taskSchedulerNext(queue, owner, 1)).toBe(at);
@@ -150,13 +194,21 @@ it.concurrent(
     const asked = requestsSaying("[scheduled task] calc 1200 * 0.05")[0]!;
     const system = typeof asked.system === "string" ? asked.system : (asked.system ?? []).map((b) => b.text).join("\n");
     expect(system).toContain("<persona>\nTalk like a pirate.\n</persona>");
-    await eventually(async () => (await taskSchedulerNext(queue, owner, 1)) === at + 86_400_000, "the scheduler's next run a day later");
-    await eventually(async () => (await getTask(redis, owner, 1))?.next === at + 86_400_000, "the stored next time a day later");
+    await eventually(
+      async () => (await taskSchedulerNext(queue, owner, 1)) === at + 86_400_000,
+      "the scheduler's next run a day later",
+    );
+    await eventually(
+      async () => (await getTask(redis, owner, 1))?.next === at + 86_400_000,
+      "the stored next time a day later",
+    );
     expect(await getTask(redis, owner, 1)).toMatchObject({ failures: 0, last: { dueAt: at, ok: true } });
     await quiet(2000);
     expect(allWith(chat.id, "📅 排程任務 #1")).toHaveLength(1);
     const list = await say(chat, carol, "call list_tasks", "list_tasks:");
-    expect(list.text).toMatch(/^list_tasks: 你的排程任務（1 個）：\n#1 calc 1200 \* 0\.05 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），每天$/);
+    expect(list.text).toMatch(
+      /^list_tasks: 你的排程任務（1 個）：\n#1 calc 1200 \* 0\.05 — .+（\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00），每天$/,
+    );
     const cancelled = await say(chat, carol, 'call cancel_task {"task_id":1}', "cancel_task:");
     expect(cancelled.text).toBe("cancel_task: 已取消排程任務 #1：calc 1200 * 0.05");
     expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
@@ -170,17 +222,28 @@ it("a dangerous tool in an occurrence posts the approval prompt to its owner (me
   const dana = await person(9301, "Dana");
   const bob = await person(9302, "Bob");
   await seedTodos(redis, "telegram", "9301", ["還書"]);
-  await say(group, dana, `call schedule_task {"instruction":"call delete_todo {\\"todo_id\\":1}","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:");
+  await say(
+    group,
+    dana,
+    `call schedule_task {"instruction":"call delete_todo {\\"todo_id\\":1}","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+  );
   const owner = { platform: "telegram" as const, userId: "9301" };
   const seen = tg.sent.length;
   const job = await addOccurrence(queue, owner, 1);
-  const prompt = await tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === group.id && tg.buttons(m).length > 0), WAIT, "the approval prompt");
+  const prompt = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && tg.buttons(m).length > 0),
+    WAIT,
+    "the approval prompt",
+  );
   expect(await outcomeOf(queue, job)).toBe("asked");
   expect(prompt.text).toMatch(/^Dana .*刪除待辦 #1「還書」/s);
   expect(prompt.entities).toContainEqual(expect.objectContaining({ type: "text_mention", offset: 0, length: 4 }));
   expect((await getTodo(redis, owner, 1))?.title).toBe("還書");
   // Only Dana decides.
-  expect(await toast(tg.pressButton({ from: bob, message: prompt, data: data(prompt, "ap:") }))).toBe("只有 Dana 可以決定。");
+  expect(await toast(tg.pressButton({ from: bob, message: prompt, data: data(prompt, "ap:") }))).toBe(
+    "只有 Dana 可以決定。",
+  );
   expect(await getTodo(redis, owner, 1)).toBeDefined();
   tg.pressButton({ from: dana, message: prompt, data: data(prompt, "ap:").replace(/:[yna]$/, ":y") });
   const done = await sentWith(group.id, "delete_todo:", seen);
@@ -193,7 +256,12 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
   const erin = await person(9401, "Erin");
   const mallory = await person(9402, "Mallory");
   const chat = tg.privateChat(erin);
-  await say(chat, erin, `call schedule_task {"instruction":"FAIL-MODEL summary","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`, "schedule_task:");
+  await say(
+    chat,
+    erin,
+    `call schedule_task {"instruction":"FAIL-MODEL summary","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+  );
   const owner = { platform: "telegram" as const, userId: "9401" };
   for (let i = 1; i <= 3; i++) {
     const job = await addOccurrence(queue, owner, 1, Date.now() - i);
@@ -201,7 +269,9 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
     expect((await getTask(redis, owner, 1))?.failures).toBe(i);
   }
   const notice = await sentWith(chat.id, "已暫停");
-  expect(notice.text).toMatch(/^⏸️ 排程任務 #1（FAIL-MODEL summary）連續 3 次沒有完成，已暫停。原因：.+\n按「繼續」恢復，或用 \/tasks 管理。$/s);
+  expect(notice.text).toMatch(
+    /^⏸️ 排程任務 #1（FAIL-MODEL summary）連續 3 次沒有完成，已暫停。原因：.+\n按「繼續」恢復，或用 \/tasks 管理。$/s,
+  );
   expect(tg.buttons(notice).map((b) => b.text)).toEqual(["▶️ 繼續"]);
   expect(await getTask(redis, owner, 1)).toMatchObject({ paused: { by: "failures" }, failures: 3 });
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
@@ -210,9 +280,13 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
   expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1))).toBe("paused");
   expect(stack.model.requests.length).toBe(calls);
 
-  expect(await toast(tg.pressButton({ from: mallory, message: notice, data: data(notice, "tk:r:") }))).toBe("這是別人的排程任務，只有設定的人可以按。");
+  expect(await toast(tg.pressButton({ from: mallory, message: notice, data: data(notice, "tk:r:") }))).toBe(
+    "這是別人的排程任務，只有設定的人可以按。",
+  );
   expect((await getTask(redis, owner, 1))?.paused).toBeDefined();
-  expect(await toast(tg.pressButton({ from: erin, message: notice, data: data(notice, "tk:r:") }))).toMatch(/^已繼續排程任務 #1，下次：#1 FAIL-MODEL summary — /);
+  expect(await toast(tg.pressButton({ from: erin, message: notice, data: data(notice, "tk:r:") }))).toMatch(
+    /^已繼續排程任務 #1，下次：#1 FAIL-MODEL summary — /,
+  );
   const resumed = await getTask(redis, owner, 1);
   expect(resumed).toMatchObject({ failures: 0 });
   expect(resumed?.paused).toBeUndefined();
@@ -225,20 +299,31 @@ it("/tasks lists the asker's tasks here with pause/resume and cancel buttons; an
   const frank = await person(9501, "Frank");
   const gus = await person(9502, "Gus");
   const later = localIso(Date.now() + 3600_000);
-  await say(group, frank, `call schedule_task {"instruction":"sum up today","at":"${later}","repeat":"weekdays"}`, "schedule_task:");
+  await say(
+    group,
+    frank,
+    `call schedule_task {"instruction":"sum up today","at":"${later}","repeat":"weekdays"}`,
+    "schedule_task:",
+  );
   await say(group, frank, `call schedule_task {"instruction":"what time is it","at":"${later}"}`, "schedule_task:");
   const owner = { platform: "telegram" as const, userId: "9501" };
 
   const list = await say(group, frank, "/tasks", "排程任務");
-  expect(list.text).toMatch(/^你在這裡的排程任務：\n#1 sum up today — .+，每個工作日（週一到週五）\n#2 what time is it — .+，不重複$/);
+  expect(list.text).toMatch(
+    /^你在這裡的排程任務：\n#1 sum up today — .+，每個工作日（週一到週五）\n#2 what time is it — .+，不重複$/,
+  );
   expect(tg.buttons(list).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1", "⏸️ 暫停 #2", "❌ 取消 #2"]);
   // Gus has none here, and cannot press Frank's.
   expect((await say(group, gus, "/tasks", "排程任務")).text).toBe("你在這裡沒有排程任務。");
-  expect(await toast(tg.pressButton({ from: gus, message: list, data: data(list, "tk:c:") }))).toBe("這是別人的排程任務，只有設定的人可以按。");
+  expect(await toast(tg.pressButton({ from: gus, message: list, data: data(list, "tk:c:") }))).toBe(
+    "這是別人的排程任務，只有設定的人可以按。",
+  );
   expect(await listTasks(redis, owner)).toHaveLength(2);
 
   // Pause #1: its scheduler goes; the button is dropped.
-  expect(await toast(tg.pressButton({ from: frank, message: list, data: data(list, "tk:p:") }))).toBe("已暫停排程任務 #1（/tasks 可以繼續）。");
+  expect(await toast(tg.pressButton({ from: frank, message: list, data: data(list, "tk:p:") }))).toBe(
+    "已暫停排程任務 #1（/tasks 可以繼續）。",
+  );
   expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "owner" });
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
   await tg.waitFor(() => !tg.buttons(list).some((b) => b.text === "⏸️ 暫停 #1"), WAIT, "the pause button dropped");
@@ -246,12 +331,17 @@ it("/tasks lists the asker's tasks here with pause/resume and cancel buttons; an
   const again = await say(group, frank, "/tasks", "排程任務");
   expect(again.text).toContain("#1 sum up today — 已暫停，每個工作日（週一到週五）");
   expect(tg.buttons(again).map((b) => b.text)).toEqual(["⏸️ 暫停 #2", "❌ 取消 #2", "▶️ 繼續 #1", "❌ 取消 #1"]); // paused ones last
-  expect(await toast(tg.pressButton({ from: frank, message: again, data: data(again, "tk:r:") }))).toMatch(/^已繼續排程任務 #1，下次：/);
+  expect(await toast(tg.pressButton({ from: frank, message: again, data: data(again, "tk:r:") }))).toMatch(
+    /^已繼續排程任務 #1，下次：/,
+  );
   expect(await taskSchedulerNext(queue, owner, 1)).toBe((await getTask(redis, owner, 1))?.next);
   // Cancel #2: gone, and its pending job with it.
   const at2 = (await getTask(redis, owner, 2))!.next!;
   expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeDefined();
-  const cancel2 = tg.buttons(again).map((b) => b.callback_data!).find((d) => d.startsWith("tk:c:") && d.endsWith(".2"))!;
+  const cancel2 = tg
+    .buttons(again)
+    .map((b) => b.callback_data!)
+    .find((d) => d.startsWith("tk:c:") && d.endsWith(".2"))!;
   expect(await toast(tg.pressButton({ from: frank, message: again, data: cancel2 }))).toBe("已取消排程任務 #2。");
   expect((await listTasks(redis, owner)).map((t) => t.id)).toEqual([1]);
   expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeUndefined();
@@ -263,8 +353,18 @@ it("revoked access stops a task: a revoked user's occurrence and a disabled grou
   const chat = tg.privateChat(hal);
   const group = await enabledGroup(-1009602, "社團");
   const later = localIso(Date.now() + 3600_000);
-  await say(chat, hal, `call schedule_task {"instruction":"calc 2 + 2","at":"${later}","repeat":"daily"}`, "schedule_task:");
-  await say(group, hal, `call schedule_task {"instruction":"calc 3 + 3","at":"${later}","repeat":"daily"}`, "schedule_task:");
+  await say(
+    chat,
+    hal,
+    `call schedule_task {"instruction":"calc 2 + 2","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+  );
+  await say(
+    group,
+    hal,
+    `call schedule_task {"instruction":"calc 3 + 3","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+  );
   const owner = { platform: "telegram" as const, userId: "9601" };
   // Allowed: an occurrence runs.
   expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1))).toBe("answered");

@@ -14,5 +14,13 @@ import { loadTools } from "../../src/toolbox/registry.js";
 const config = JSON.parse(process.env.STACK_CONFIG!) as Config;
 const { toolbox } = await loadTools({ config, log: silentLogger });
 const agent = { runAgent, client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 60_000 }) };
-await startBot({ config, log: silentLogger, redisUrl: process.env.REDIS_URL!, toolbox, role: "worker", agent, prefix: "e2e" });
+await startBot({
+  config,
+  log: silentLogger,
+  redisUrl: process.env.REDIS_URL!,
+  toolbox,
+  role: "worker",
+  agent,
+  prefix: "e2e",
+});
 process.stdout.write("ready\n");

@@ -22,7 +22,12 @@ function sentIn(channelId: string) {
 
 /** Audio bytes with a marker of their own (the fakes do not decode audio). */
 function oggBytes(marker: string): Buffer {
-  return Buffer.concat([Buffer.from("OggS\x00\x02", "latin1"), Buffer.alloc(26), Buffer.from(`OpusHead ${marker}`), Buffer.alloc(400, 9)]);
+  return Buffer.concat([
+    Buffer.from("OggS\x00\x02", "latin1"),
+    Buffer.alloc(26),
+    Buffer.from(`OpusHead ${marker}`),
+    Buffer.alloc(400, 9),
+  ]);
 }
 
 /** A real WAV file (8-bit mono PCM, silence) of `seconds` at `rate` Hz: its header tells its duration. */
@@ -46,11 +51,20 @@ function wavBytes(seconds: number, rate = 1000): Buffer {
 
 /** A voice message's attachment as Discord sends it. */
 function voiceAttachment(bytes: Buffer, seconds: number): Record<string, unknown> {
-  return stack.discord.addAttachment(bytes, { filename: "voice-message.ogg", contentType: "audio/ogg", extra: { duration_secs: seconds, waveform: "AAAAAAAAAAAA" } });
+  return stack.discord.addAttachment(bytes, {
+    filename: "voice-message.ogg",
+    contentType: "audio/ogg",
+    extra: { duration_secs: seconds, waveform: "AAAAAAAAAAAA" },
+  });
 }
 
 /** `author` posts; resolves with the bot's next message in the channel. */
-async function post(author: FakeUser, content: string, attachments: unknown[], where: { dm?: boolean; flags?: number; replyTo?: string } = {}) {
+async function post(
+  author: FakeUser,
+  content: string,
+  attachments: unknown[],
+  where: { dm?: boolean; flags?: number; replyTo?: string } = {},
+) {
   const dc = stack.discord;
   const channelId = where.dm ? dc.dmChannel(author) : dc.channelId;
   const before = sentIn(channelId).length;
@@ -60,24 +74,34 @@ async function post(author: FakeUser, content: string, attachments: unknown[], w
 }
 
 describe("Discord: voice messages", () => {
-  it("a voice message in a DM is transcribed (Simplified → Traditional) and answered with the transcript line first; the model gets `[voice 0:04] …`", async () => {
-    const stt = stack.stt!;
-    const carol: FakeUser = { id: "700000000000029001", username: "carol29", global_name: "Carol" };
-    const audio = oggBytes("carol");
-    stt.say(audio, "帮我记一下，下周三要开会，顺便买牛奶");
-    const before = { model: stack.model.requests.length, stt: stt.requests.length };
-    const attachment = voiceAttachment(audio, 4.2);
-    const { answer } = await post(carol, "", [attachment], { dm: true, flags: IS_VOICE_MESSAGE });
-    const heard = "幫我記一下，下週三要開會，順便買牛奶";
-    expect(answer.content).toBe(`🎤 「${heard}」\n\nYou said: ${heard}`);
-    expect(stt.requests.slice(before.stt)).toEqual([
-      expect.objectContaining({ status: 200, fields: expect.objectContaining({ model: "whisper-1", response_format: "json", language: "zh" }), file: { filename: "voice.ogg", mimeType: "audio/ogg", size: audio.length } }),
-    ]);
-    const model = stack.model.requests.slice(before.model);
-    expect(model).toHaveLength(1);
-    expect(textsOf(model[0]!.messages.at(-1)!)).toEqual([`[voice 0:04] ${heard}`]);
-    expect(stack.discord.attachmentDownloads.filter((d) => d.path.includes(String(attachment.id)))).toEqual([{ path: expect.stringContaining("/voice-message.ogg"), status: 200 }]);
-  });
+  it(
+    "a voice message in a DM is transcribed (Simplified → Traditional) and answered with the " +
+      "transcript line first; the model gets `[voice 0:04] …`",
+    async () => {
+      const stt = stack.stt!;
+      const carol: FakeUser = { id: "700000000000029001", username: "carol29", global_name: "Carol" };
+      const audio = oggBytes("carol");
+      stt.say(audio, "帮我记一下，下周三要开会，顺便买牛奶");
+      const before = { model: stack.model.requests.length, stt: stt.requests.length };
+      const attachment = voiceAttachment(audio, 4.2);
+      const { answer } = await post(carol, "", [attachment], { dm: true, flags: IS_VOICE_MESSAGE });
+      const heard = "幫我記一下，下週三要開會，順便買牛奶";
+      expect(answer.content).toBe(`🎤 「${heard}」\n\nYou said: ${heard}`);
+      expect(stt.requests.slice(before.stt)).toEqual([
+        expect.objectContaining({
+          status: 200,
+          fields: expect.objectContaining({ model: "whisper-1", response_format: "json", language: "zh" }),
+          file: { filename: "voice.ogg", mimeType: "audio/ogg", size: audio.length },
+        }),
+      ]);
+      const model = stack.model.requests.slice(before.model);
+      expect(model).toHaveLength(1);
+      expect(textsOf(model[0]!.messages.at(-1)!)).toEqual([`[voice 0:04] ${heard}`]);
+      expect(stack.discord.attachmentDownloads.filter((d) => d.path.includes(String(attachment.id)))).toEqual([
+        { path: expect.stringContaining("/voice-message.ogg"), status: 200 },
+      ]);
+    },
+  );
 
   it("a voice message replying to the bot in a server is answered there, with the speaker label before the mark", async () => {
     const dc = stack.discord;
@@ -86,10 +110,15 @@ describe("Discord: voice messages", () => {
     const audio = oggBytes("dave");
     stack.stt!.say(audio, "那後天呢");
     const before = stack.model.requests.length;
-    const { message, answer } = await post(dave, "", [voiceAttachment(audio, 61)], { flags: IS_VOICE_MESSAGE, replyTo: first.id });
+    const { message, answer } = await post(dave, "", [voiceAttachment(audio, 61)], {
+      flags: IS_VOICE_MESSAGE,
+      replyTo: first.id,
+    });
     expect(answer.payload.message_reference).toMatchObject({ message_id: message.id });
     expect(answer.content.startsWith("🎤 「那後天呢」\n\n")).toBe(true);
-    expect(textsOf(stack.model.requests.slice(before)[0]!.messages.at(-1)!)[0]).toMatch(/^\[Dave #[0-9a-f]{4}\] \[voice 1:01\] 那後天呢$/);
+    expect(textsOf(stack.model.requests.slice(before)[0]!.messages.at(-1)!)[0]).toMatch(
+      /^\[Dave #[0-9a-f]{4}\] \[voice 1:01\] 那後天呢$/,
+    );
   });
 
   it("an audio attachment (M4A) with a text is transcribed, the text kept with it; an unsupported audio format is refused naming the formats", async () => {
@@ -98,14 +127,29 @@ describe("Discord: voice messages", () => {
     const m4a = Buffer.concat([Buffer.from("\x00\x00\x00\x20ftypM4A ", "latin1"), Buffer.alloc(300, 1)]);
     stack.stt!.say(m4a, "今天的會議改到下午三點");
     const before = { model: stack.model.requests.length, stt: stack.stt!.requests.length };
-    const { answer } = await post(erin, "幫我記下來", [dc.addAttachment(m4a, { filename: "memo.m4a", contentType: "audio/mp4" })], { dm: true });
+    const { answer } = await post(
+      erin,
+      "幫我記下來",
+      [dc.addAttachment(m4a, { filename: "memo.m4a", contentType: "audio/mp4" })],
+      { dm: true },
+    );
     expect(answer.content.startsWith("🎤 「今天的會議改到下午三點」\n\n")).toBe(true);
     // Discord announces no duration for an audio file that is not a voice message.
-    expect(textsOf(stack.model.requests.slice(before.model)[0]!.messages.at(-1)!)).toEqual(["[audio] 今天的會議改到下午三點\n幫我記下來"]);
-    expect(stack.stt!.requests.slice(before.stt)[0]).toMatchObject({ status: 200, file: { filename: "audio.m4a", mimeType: "audio/mp4" } });
+    expect(textsOf(stack.model.requests.slice(before.model)[0]!.messages.at(-1)!)).toEqual([
+      "[audio] 今天的會議改到下午三點\n幫我記下來",
+    ]);
+    expect(stack.stt!.requests.slice(before.stt)[0]).toMatchObject({
+      status: 200,
+      file: { filename: "audio.m4a", mimeType: "audio/mp4" },
+    });
 
     const models = stack.model.requests.length;
-    const { answer: flac } = await post(erin, "", [dc.addAttachment(Buffer.from("fLaC....."), { filename: "song.flac", contentType: "audio/flac" })], { dm: true });
+    const { answer: flac } = await post(
+      erin,
+      "",
+      [dc.addAttachment(Buffer.from("fLaC....."), { filename: "song.flac", contentType: "audio/flac" })],
+      { dm: true },
+    );
     expect(flac.content).toBe("這種音訊格式我聽不了（我聽得懂 OGG/Opus、MP3、M4A、WAV 和 WebM）。");
     expect(stack.model.requests.length).toBe(models);
   });
@@ -116,14 +160,27 @@ describe("Discord: voice messages", () => {
     const short = wavBytes(2);
     stack.stt!.say(short, "短短的錄音");
     const before = { model: stack.model.requests.length, stt: stack.stt!.requests.length };
-    const { answer } = await post(hank, "", [dc.addAttachment(short, { filename: "clip.wav", contentType: "audio/x-wav" })], { dm: true });
+    const { answer } = await post(
+      hank,
+      "",
+      [dc.addAttachment(short, { filename: "clip.wav", contentType: "audio/x-wav" })],
+      { dm: true },
+    );
     expect(answer.content.startsWith("🎤 「短短的錄音」\n\n")).toBe(true);
     expect(textsOf(stack.model.requests.slice(before.model)[0]!.messages.at(-1)!)).toEqual(["[audio 0:02] 短短的錄音"]);
-    expect(stack.stt!.requests.slice(before.stt)[0]).toMatchObject({ status: 200, file: { filename: "audio.wav", mimeType: "audio/wav", size: short.length } });
+    expect(stack.stt!.requests.slice(before.stt)[0]).toMatchObject({
+      status: 200,
+      file: { filename: "audio.wav", mimeType: "audio/wav", size: short.length },
+    });
 
     const models = stack.model.requests.length;
     const stts = stack.stt!.requests.length;
-    const { answer: long } = await post(hank, "", [dc.addAttachment(wavBytes(301), { filename: "lecture.wav", contentType: "audio/wav" })], { dm: true });
+    const { answer: long } = await post(
+      hank,
+      "",
+      [dc.addAttachment(wavBytes(301), { filename: "lecture.wav", contentType: "audio/wav" })],
+      { dm: true },
+    );
     expect(long.content).toBe("這則語音太長了（上限 300 秒），請分段傳送或改用文字。");
     expect(stack.stt!.requests.length).toBe(stts);
     expect(stack.model.requests.length).toBe(models);
@@ -146,13 +203,19 @@ describe("Discord: voice messages", () => {
     const before = stack.model.requests.length;
     await stt.down();
     try {
-      const { answer } = await post(gina, "", [voiceAttachment(oggBytes("gina down"), 3)], { dm: true, flags: IS_VOICE_MESSAGE });
+      const { answer } = await post(gina, "", [voiceAttachment(oggBytes("gina down"), 3)], {
+        dm: true,
+        flags: IS_VOICE_MESSAGE,
+      });
       expect(answer.content).toBe("抱歉，我聽不清楚這則語音訊息，請再傳一次或改用文字。");
     } finally {
       await stt.up();
     }
     stt.failNext({ status: 401 });
-    const { answer } = await post(gina, "", [voiceAttachment(oggBytes("gina 401"), 3)], { dm: true, flags: IS_VOICE_MESSAGE });
+    const { answer } = await post(gina, "", [voiceAttachment(oggBytes("gina 401"), 3)], {
+      dm: true,
+      flags: IS_VOICE_MESSAGE,
+    });
     expect(answer.content).toBe("抱歉，我聽不清楚這則語音訊息，請再傳一次或改用文字。");
     expect(stack.model.requests.length).toBe(before);
     expect(leakedSecrets(stack)).toEqual([]);

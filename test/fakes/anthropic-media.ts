@@ -31,20 +31,29 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** The type and pixel size of an image from its header; undefined when the bytes are none of the four formats. */
 export function sniffImage(bytes: Buffer): { type: string; width: number; height: number } | undefined {
-  if (bytes.length >= 24 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
+  if (
+    bytes.length >= 24 &&
+    bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+  ) {
     return { type: "image/png", width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
   }
   if (bytes.length >= 10 && /^GIF8[79]a$/.test(bytes.subarray(0, 6).toString("latin1"))) {
     return { type: "image/gif", width: bytes.readUInt16LE(6), height: bytes.readUInt16LE(8) };
   }
-  if (bytes.length >= 30 && bytes.subarray(0, 4).toString("latin1") === "RIFF" && bytes.subarray(8, 12).toString("latin1") === "WEBP") {
+  if (
+    bytes.length >= 30 &&
+    bytes.subarray(0, 4).toString("latin1") === "RIFF" &&
+    bytes.subarray(8, 12).toString("latin1") === "WEBP"
+  ) {
     const chunk = bytes.subarray(12, 16).toString("latin1");
-    if (chunk === "VP8 ") return { type: "image/webp", width: bytes.readUInt16LE(26) & 0x3fff, height: bytes.readUInt16LE(28) & 0x3fff };
+    if (chunk === "VP8 ")
+      return { type: "image/webp", width: bytes.readUInt16LE(26) & 0x3fff, height: bytes.readUInt16LE(28) & 0x3fff };
     if (chunk === "VP8L") {
       const b = bytes.readUInt32LE(21);
       return { type: "image/webp", width: (b & 0x3fff) + 1, height: ((b >> 14) & 0x3fff) + 1 };
     }
-    if (chunk === "VP8X") return { type: "image/webp", width: bytes.readUIntLE(24, 3) + 1, height: bytes.readUIntLE(27, 3) + 1 };
+    if (chunk === "VP8X")
+      return { type: "image/webp", width: bytes.readUIntLE(24, 3) + 1, height: bytes.readUIntLE(27, 3) + 1 };
     return undefined;
   }
   if (bytes.length >= 4 && bytes[0] === 0xff && bytes[1] === 0xd8) {
@@ -69,21 +78,38 @@ export function sniffImage(bytes: Buffer): { type: string; width: number; height
  * @returns its pixel size (for the many-images rule).
  * @throws {InvalidMedia}
  */
-export function checkImageBlock(block: Record<string, unknown>, where: string): { width: number; height: number } | undefined {
+export function checkImageBlock(
+  block: Record<string, unknown>,
+  where: string,
+): { width: number; height: number } | undefined {
   const source = block.source;
   if (!isObject(source)) throw new InvalidMedia(`${where}.source: Field required`);
   if (source.type === "url" || source.type === "file") return undefined;
-  if (source.type !== "base64") throw new InvalidMedia(`${where}.source.type: Input tag '${String(source.type)}' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'`);
+  if (source.type !== "base64")
+    throw new InvalidMedia(
+      `${where}.source.type: Input tag '${String(source.type)}' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'`,
+    );
   if (typeof source.media_type !== "string" || !IMAGE_TYPES.includes(source.media_type)) {
-    throw new InvalidMedia(`${where}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`);
+    throw new InvalidMedia(
+      `${where}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`,
+    );
   }
-  if (typeof source.data !== "string" || source.data === "") throw new InvalidMedia(`${where}.source.base64.data: Field required`);
-  if (source.data.length % 4 !== 0 || !BASE64.test(source.data)) throw new InvalidMedia(`${where}.source.base64.data: The image data is not valid base64.`);
-  if (source.data.length > FAKE_IMAGE_MAX_BASE64) throw new InvalidMedia(`${where}.source.base64: image exceeds 5 MB maximum: ${source.data.length} bytes > ${FAKE_IMAGE_MAX_BASE64} bytes`);
+  if (typeof source.data !== "string" || source.data === "")
+    throw new InvalidMedia(`${where}.source.base64.data: Field required`);
+  if (source.data.length % 4 !== 0 || !BASE64.test(source.data))
+    throw new InvalidMedia(`${where}.source.base64.data: The image data is not valid base64.`);
+  if (source.data.length > FAKE_IMAGE_MAX_BASE64)
+    throw new InvalidMedia(
+      `${where}.source.base64: image exceeds 5 MB maximum: ${source.data.length} bytes > ${FAKE_IMAGE_MAX_BASE64} bytes`,
+    );
   const image = sniffImage(Buffer.from(source.data, "base64"));
   if (!image) throw new InvalidMedia(`${where}.source.base64.data: Could not process image`);
-  if (image.type !== source.media_type) throw new InvalidMedia(`${where}.source.base64.media_type: Image does not match the provided media type ${source.media_type}`);
-  if (image.width > 8000 || image.height > 8000) throw new InvalidMedia(`${where}.source.base64: image dimensions exceed max allowed size: 8000 pixels`);
+  if (image.type !== source.media_type)
+    throw new InvalidMedia(
+      `${where}.source.base64.media_type: Image does not match the provided media type ${source.media_type}`,
+    );
+  if (image.width > 8000 || image.height > 8000)
+    throw new InvalidMedia(`${where}.source.base64: image dimensions exceed max allowed size: 8000 pixels`);
   return image;
 }
 
@@ -96,17 +122,25 @@ export function checkDocumentBlock(block: Record<string, unknown>, where: string
   const source = block.source;
   if (!isObject(source)) throw new InvalidMedia(`${where}.source: Field required`);
   if (source.type === "text") {
-    if (source.media_type !== "text/plain") throw new InvalidMedia(`${where}.source.text.media_type: Input should be 'text/plain'`);
+    if (source.media_type !== "text/plain")
+      throw new InvalidMedia(`${where}.source.text.media_type: Input should be 'text/plain'`);
     if (typeof source.data !== "string") throw new InvalidMedia(`${where}.source.text.data: Field required`);
     return undefined;
   }
   if (source.type === "url" || source.type === "file" || source.type === "content") return undefined;
-  if (source.type !== "base64") throw new InvalidMedia(`${where}.source.type: Input tag '${String(source.type)}' found using 'type' does not match any of the expected tags`);
-  if (source.media_type !== "application/pdf") throw new InvalidMedia(`${where}.source.base64.media_type: Input should be 'application/pdf'`);
-  if (typeof source.data !== "string" || source.data.length % 4 !== 0 || !BASE64.test(source.data)) throw new InvalidMedia(`${where}.source.base64.data: The PDF data is not valid base64.`);
+  if (source.type !== "base64")
+    throw new InvalidMedia(
+      `${where}.source.type: Input tag '${String(source.type)}' found using 'type' does not match any of the expected tags`,
+    );
+  if (source.media_type !== "application/pdf")
+    throw new InvalidMedia(`${where}.source.base64.media_type: Input should be 'application/pdf'`);
+  if (typeof source.data !== "string" || source.data.length % 4 !== 0 || !BASE64.test(source.data))
+    throw new InvalidMedia(`${where}.source.base64.data: The PDF data is not valid base64.`);
   const bytes = Buffer.from(source.data, "base64");
-  if (!bytes.subarray(0, 1024).includes("%PDF-")) throw new InvalidMedia(`${where}.source.base64.data: The PDF specified was not valid.`);
-  if (block.title !== undefined && block.title !== null && typeof block.title !== "string") throw new InvalidMedia(`${where}.title: Input should be a valid string`);
+  if (!bytes.subarray(0, 1024).includes("%PDF-"))
+    throw new InvalidMedia(`${where}.source.base64.data: The PDF specified was not valid.`);
+  if (block.title !== undefined && block.title !== null && typeof block.title !== "string")
+    throw new InvalidMedia(`${where}.title: Input should be a valid string`);
   return bytes;
 }
 

@@ -48,7 +48,8 @@ export type ToolCheck = (tool: Record<string, unknown>, where: string) => void;
 const COMMON = ["type", "name", "cache_control", "defer_loading", "allowed_callers", "strict"];
 
 function onlyKeys(tool: Record<string, unknown>, where: string, allowed: readonly string[]): void {
-  for (const key of Object.keys(tool)) if (!allowed.includes(key)) fail(`${where}.${key}: Extra inputs are not permitted`);
+  for (const key of Object.keys(tool))
+    if (!allowed.includes(key)) fail(`${where}.${key}: Extra inputs are not permitted`);
 }
 
 function checkName(tool: Record<string, unknown>, where: string, name: string): void {
@@ -57,19 +58,23 @@ function checkName(tool: Record<string, unknown>, where: string, name: string): 
 
 function checkMaxUses(tool: Record<string, unknown>, where: string): void {
   const v = tool.max_uses;
-  if (v !== undefined && v !== null && (!Number.isInteger(v) || (v as number) < 1)) fail(`${where}.max_uses: Input should be greater than 0`);
+  if (v !== undefined && v !== null && (!Number.isInteger(v) || (v as number) < 1))
+    fail(`${where}.max_uses: Input should be greater than 0`);
 }
 
 function checkDomains(tool: Record<string, unknown>, where: string): void {
   for (const key of ["allowed_domains", "blocked_domains"]) {
     const v = tool[key];
-    if (v !== undefined && v !== null && (!Array.isArray(v) || v.some((d) => typeof d !== "string" || d === ""))) fail(`${where}.${key}: Input should be a valid list of domains`);
+    if (v !== undefined && v !== null && (!Array.isArray(v) || v.some((d) => typeof d !== "string" || d === "")))
+      fail(`${where}.${key}: Input should be a valid list of domains`);
   }
-  if (Array.isArray(tool.allowed_domains) && Array.isArray(tool.blocked_domains)) fail(`${where}: Cannot specify both allowed_domains and blocked_domains`);
+  if (Array.isArray(tool.allowed_domains) && Array.isArray(tool.blocked_domains))
+    fail(`${where}: Cannot specify both allowed_domains and blocked_domains`);
 }
 
 function checkCommon(tool: Record<string, unknown>, where: string): void {
-  if (tool.defer_loading !== undefined && typeof tool.defer_loading !== "boolean") fail(`${where}.defer_loading: Input should be a valid boolean`);
+  if (tool.defer_loading !== undefined && typeof tool.defer_loading !== "boolean")
+    fail(`${where}.defer_loading: Input should be a valid boolean`);
 }
 
 /** `user_location` of web search: `approximate`, with strings, a two-letter country and an IANA time zone. */
@@ -79,9 +84,11 @@ function checkLocation(value: unknown, where: string): void {
   onlyKeys(value, where, ["type", "city", "region", "country", "timezone"]);
   if (value.type !== "approximate") fail(`${where}.type: Input should be 'approximate'`);
   for (const key of ["city", "region", "country", "timezone"]) {
-    if (value[key] !== undefined && value[key] !== null && (typeof value[key] !== "string" || value[key] === "")) fail(`${where}.${key}: Input should be a valid string`);
+    if (value[key] !== undefined && value[key] !== null && (typeof value[key] !== "string" || value[key] === ""))
+      fail(`${where}.${key}: Input should be a valid string`);
   }
-  if (typeof value.country === "string" && !/^[A-Z]{2}$/.test(value.country)) fail(`${where}.country: String should have at most 2 characters (ISO 3166-1 alpha-2)`);
+  if (typeof value.country === "string" && !/^[A-Z]{2}$/.test(value.country))
+    fail(`${where}.country: String should have at most 2 characters (ISO 3166-1 alpha-2)`);
   if (typeof value.timezone === "string") {
     try {
       new Intl.DateTimeFormat("en", { timeZone: value.timezone });
@@ -104,17 +111,30 @@ function webSearchCheck(extra: readonly string[]): ToolCheck {
 
 function webFetchCheck(extra: readonly string[]): ToolCheck {
   return (tool, where) => {
-    onlyKeys(tool, where, [...COMMON, "max_uses", "allowed_domains", "blocked_domains", "citations", "max_content_tokens", ...extra]);
+    onlyKeys(tool, where, [
+      ...COMMON,
+      "max_uses",
+      "allowed_domains",
+      "blocked_domains",
+      "citations",
+      "max_content_tokens",
+      ...extra,
+    ]);
     checkName(tool, where, "web_fetch");
     checkCommon(tool, where);
     checkMaxUses(tool, where);
     checkDomains(tool, where);
     const citations = tool.citations;
-    if (citations !== undefined && citations !== null && (!isObject(citations) || (citations.enabled !== undefined && typeof citations.enabled !== "boolean"))) {
+    if (
+      citations !== undefined &&
+      citations !== null &&
+      (!isObject(citations) || (citations.enabled !== undefined && typeof citations.enabled !== "boolean"))
+    ) {
       fail(`${where}.citations: Input should be an object with a boolean enabled`);
     }
     const max = tool.max_content_tokens;
-    if (max !== undefined && max !== null && (!Number.isInteger(max) || (max as number) < 1)) fail(`${where}.max_content_tokens: Input should be greater than 0`);
+    if (max !== undefined && max !== null && (!Number.isInteger(max) || (max as number) < 1))
+      fail(`${where}.max_content_tokens: Input should be greater than 0`);
   };
 }
 
@@ -151,7 +171,8 @@ function memoryCheck(tool: Record<string, unknown>, where: string): void {
   onlyKeys(tool, where, [...COMMON, "input_examples"]);
   checkName(tool, where, "memory");
   checkCommon(tool, where);
-  if (tool.input_examples !== undefined && !Array.isArray(tool.input_examples)) fail(`${where}.input_examples: Input should be a valid list`);
+  if (tool.input_examples !== undefined && !Array.isArray(tool.input_examples))
+    fail(`${where}.input_examples: Input should be a valid list`);
 }
 
 /** The API-defined client tools' entries of the fake's `TOOL_CHECKS`, by `type`. */
@@ -177,13 +198,19 @@ export function checkDeferral(tools: Record<string, unknown>[]): void {
   if (tools.length === 0) return;
   for (const tool of tools) {
     if (tool.defer_loading === true && tool.cache_control !== undefined && tool.cache_control !== null) {
-      fail(`Tool '${nameOf(tool)}' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching.`);
+      fail(
+        `Tool '${nameOf(tool)}' cannot have both defer_loading=true and cache_control set. Tools with defer_loading cannot use prompt caching.`,
+      );
     }
   }
-  if (tools.every((t) => t.defer_loading === true)) fail("All tools have defer_loading set. At least one tool must be non-deferred.");
+  if (tools.every((t) => t.defer_loading === true))
+    fail("All tools have defer_loading set. At least one tool must be non-deferred.");
   const search = tools.find(isToolSearch);
   if (search?.defer_loading === true) fail(`The tool search tool '${nameOf(search)}' cannot have defer_loading set.`);
-  if (!search && tools.some((t) => t.defer_loading === true)) fail("Tools with defer_loading require a tool search tool (tool_search_tool_regex or tool_search_tool_bm25) in tools.");
+  if (!search && tools.some((t) => t.defer_loading === true))
+    fail(
+      "Tools with defer_loading require a tool search tool (tool_search_tool_regex or tool_search_tool_bm25) in tools.",
+    );
 }
 
 /** The names of the request's tools with `defer_loading: true`. */
@@ -226,13 +253,46 @@ export const FAKE_ENCRYPTED_CONTENT_BYTES = 4008;
 export const FAKE_ENCRYPTED_INDEX_BYTES = 143;
 
 /** The error codes of a `web_search_tool_result_error` (SDK `WebSearchToolResultErrorCode`). */
-export const WEB_SEARCH_ERRORS = ["invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests", "query_too_long", "request_too_large"] as const;
+export const WEB_SEARCH_ERRORS = [
+  "invalid_tool_input",
+  "unavailable",
+  "max_uses_exceeded",
+  "too_many_requests",
+  "query_too_long",
+  "request_too_large",
+] as const;
 /** The error codes of a `web_fetch_tool_result_error` (SDK `WebFetchToolResultErrorCode`). */
-export const WEB_FETCH_ERRORS = ["invalid_tool_input", "url_too_long", "url_not_allowed", "url_not_in_prior_context", "url_not_accessible", "unsupported_content_type", "too_many_requests", "max_uses_exceeded", "unavailable", "content_too_large"] as const;
-const TOOL_SEARCH_ERRORS = ["invalid_tool_input", "unavailable", "too_many_requests", "execution_time_exceeded", "invalid_pattern", "pattern_too_long"];
+export const WEB_FETCH_ERRORS = [
+  "invalid_tool_input",
+  "url_too_long",
+  "url_not_allowed",
+  "url_not_in_prior_context",
+  "url_not_accessible",
+  "unsupported_content_type",
+  "too_many_requests",
+  "max_uses_exceeded",
+  "unavailable",
+  "content_too_large",
+] as const;
+const TOOL_SEARCH_ERRORS = [
+  "invalid_tool_input",
+  "unavailable",
+  "too_many_requests",
+  "execution_time_exceeded",
+  "invalid_pattern",
+  "pattern_too_long",
+];
 
 /** Server tool names a `server_tool_use` may carry (SDK `ServerToolUseBlock.name`). */
-const SERVER_NAMES = ["web_search", "web_fetch", "code_execution", "bash_code_execution", "text_editor_code_execution", "tool_search_tool_regex", "tool_search_tool_bm25"];
+const SERVER_NAMES = [
+  "web_search",
+  "web_fetch",
+  "code_execution",
+  "bash_code_execution",
+  "text_editor_code_execution",
+  "tool_search_tool_regex",
+  "tool_search_tool_bm25",
+];
 
 /** Which server tool a result block type answers. */
 const RESULT_OF: Record<string, readonly string[]> = {
@@ -267,9 +327,11 @@ export class ServerBlockChecks {
   /** A `server_tool_use` block. */
   serverToolUse(b: Record<string, unknown>, where: string, role: unknown): void {
     if (role !== "assistant") fail(`${where}: server_tool_use blocks are only allowed in assistant messages`);
-    if (typeof b.id !== "string" || !/^srvtoolu_[A-Za-z0-9_-]+$/.test(b.id)) fail(`${where}.id: String should match pattern '^srvtoolu_[a-zA-Z0-9_]+$'`);
+    if (typeof b.id !== "string" || !/^srvtoolu_[A-Za-z0-9_-]+$/.test(b.id))
+      fail(`${where}.id: String should match pattern '^srvtoolu_[a-zA-Z0-9_]+$'`);
     if (this.#seen.has(b.id)) fail(`${where}: \`server_tool_use\` ids must be unique`);
-    if (typeof b.name !== "string" || !SERVER_NAMES.includes(b.name)) fail(`${where}.name: Input should be ${SERVER_NAMES.map((n) => `'${n}'`).join(", ")}`);
+    if (typeof b.name !== "string" || !SERVER_NAMES.includes(b.name))
+      fail(`${where}.name: Input should be ${SERVER_NAMES.map((n) => `'${n}'`).join(", ")}`);
     if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
     this.#seen.add(b.id);
     this.#open.set(b.id, b.name);
@@ -282,7 +344,10 @@ export class ServerBlockChecks {
     const id = b.tool_use_id;
     const name = typeof id === "string" ? this.#open.get(id) : undefined;
     if (typeof id !== "string" || !name || !RESULT_OF[type]!.includes(name)) {
-      fail(`${where}: unexpected \`tool_use_id\` found in \`${type}\` blocks: ${String(id)}. Each \`${type}\` block must have a corresponding \`server_tool_use\` block before it.`);
+      fail(
+        `${where}: unexpected \`tool_use_id\` found in \`${type}\` blocks: ${String(id)}. Each \`` +
+          `${type}\` block must have a corresponding \`server_tool_use\` block before it.`,
+      );
     }
     this.#open.delete(id);
     const content = b.content;
@@ -294,39 +359,53 @@ export class ServerBlockChecks {
   #webSearch(content: unknown, where: string): void {
     if (Array.isArray(content)) {
       content.forEach((r, k) => {
-        if (!isObject(r) || r.type !== "web_search_result") fail(`${where}.${k}.type: Input should be 'web_search_result'`);
+        if (!isObject(r) || r.type !== "web_search_result")
+          fail(`${where}.${k}.type: Input should be 'web_search_result'`);
         if (typeof r.url !== "string" || !/^https?:\/\//.test(r.url)) fail(`${where}.${k}.url: Field required`);
         if (typeof r.title !== "string") fail(`${where}.${k}.title: Field required`);
-        if (!this.#secrets.has(r.encrypted_content)) fail(`${where}.${k}.encrypted_content: Invalid encrypted content; pass back the search results exactly as they were returned`);
+        if (!this.#secrets.has(r.encrypted_content))
+          fail(
+            `${where}.${k}.encrypted_content: Invalid encrypted content; pass back the search results exactly as they were returned`,
+          );
       });
       return;
     }
-    if (!isObject(content) || content.type !== "web_search_tool_result_error") fail(`${where}: Input should be a list of web_search_result blocks or a web_search_tool_result_error`);
-    if (!(WEB_SEARCH_ERRORS as readonly string[]).includes(String(content.error_code))) fail(`${where}.error_code: Input should be ${WEB_SEARCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
+    if (!isObject(content) || content.type !== "web_search_tool_result_error")
+      fail(`${where}: Input should be a list of web_search_result blocks or a web_search_tool_result_error`);
+    if (!(WEB_SEARCH_ERRORS as readonly string[]).includes(String(content.error_code)))
+      fail(`${where}.error_code: Input should be ${WEB_SEARCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
   }
 
   #webFetch(content: unknown, where: string): void {
     if (!isObject(content)) fail(`${where}: Input should be a web_fetch_result or a web_fetch_tool_result_error`);
     if (content.type === "web_fetch_tool_result_error") {
-      if (!(WEB_FETCH_ERRORS as readonly string[]).includes(String(content.error_code))) fail(`${where}.error_code: Input should be ${WEB_FETCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
+      if (!(WEB_FETCH_ERRORS as readonly string[]).includes(String(content.error_code)))
+        fail(`${where}.error_code: Input should be ${WEB_FETCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
       return;
     }
-    if (content.type !== "web_fetch_result") fail(`${where}.type: Input should be 'web_fetch_result' or 'web_fetch_tool_result_error'`);
+    if (content.type !== "web_fetch_result")
+      fail(`${where}.type: Input should be 'web_fetch_result' or 'web_fetch_tool_result_error'`);
     if (typeof content.url !== "string" || !/^https?:\/\//.test(content.url)) fail(`${where}.url: Field required`);
     const doc = content.content;
-    if (!isObject(doc) || doc.type !== "document" || !isObject(doc.source)) fail(`${where}.content: Input should be a document block`);
+    if (!isObject(doc) || doc.type !== "document" || !isObject(doc.source))
+      fail(`${where}.content: Input should be a document block`);
   }
 
   #toolSearch(content: unknown, where: string): void {
-    if (!isObject(content)) fail(`${where}: Input should be a tool_search_tool_search_result or a tool_search_tool_result_error`);
+    if (!isObject(content))
+      fail(`${where}: Input should be a tool_search_tool_search_result or a tool_search_tool_result_error`);
     if (content.type === "tool_search_tool_result_error") {
-      if (!TOOL_SEARCH_ERRORS.includes(String(content.error_code))) fail(`${where}.error_code: Input should be ${TOOL_SEARCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
+      if (!TOOL_SEARCH_ERRORS.includes(String(content.error_code)))
+        fail(`${where}.error_code: Input should be ${TOOL_SEARCH_ERRORS.map((c) => `'${c}'`).join(", ")}`);
       return;
     }
-    if (content.type !== "tool_search_tool_search_result" || !Array.isArray(content.tool_references)) fail(`${where}.tool_references: Field required`);
+    if (content.type !== "tool_search_tool_search_result" || !Array.isArray(content.tool_references))
+      fail(`${where}.tool_references: Field required`);
     for (const ref of content.tool_references) {
-      if (!isObject(ref) || ref.type !== "tool_reference" || typeof ref.tool_name !== "string") fail(`${where}.tool_references: Input should be a list of tool_reference blocks`);
-      if (!this.#tools.has(ref.tool_name)) fail(`Tool reference '${ref.tool_name}' has no corresponding tool definition`);
+      if (!isObject(ref) || ref.type !== "tool_reference" || typeof ref.tool_name !== "string")
+        fail(`${where}.tool_references: Input should be a list of tool_reference blocks`);
+      if (!this.#tools.has(ref.tool_name))
+        fail(`Tool reference '${ref.tool_name}' has no corresponding tool definition`);
       this.referenced.add(ref.tool_name);
     }
   }
@@ -339,8 +418,12 @@ export class ServerBlockChecks {
     citations.forEach((c, k) => {
       if (!isObject(c) || typeof c.type !== "string") fail(`${where}.citations.${k}: Input should be a citation`);
       if (c.type !== "web_search_result_location") return;
-      if (typeof c.url !== "string" || typeof c.cited_text !== "string") fail(`${where}.citations.${k}: url and cited_text are required`);
-      if (!this.#secrets.has(c.encrypted_index)) fail(`${where}.citations.${k}.encrypted_index: Invalid encrypted index; pass back citations exactly as they were returned`);
+      if (typeof c.url !== "string" || typeof c.cited_text !== "string")
+        fail(`${where}.citations.${k}: url and cited_text are required`);
+      if (!this.#secrets.has(c.encrypted_index))
+        fail(
+          `${where}.citations.${k}.encrypted_index: Invalid encrypted index; pass back citations exactly as they were returned`,
+        );
     });
   }
 
@@ -372,8 +455,20 @@ export interface FakeCitation {
 /** The server blocks a scripted reply may hold (the API's response shapes, minus what the fake fills in). */
 export type FakeServerBlock =
   | { type: "server_tool_use"; id?: string; name: "web_search" | "web_fetch"; input: Record<string, unknown> }
-  | { type: "web_search_tool_result"; tool_use_id?: string; results?: FakeSearchResult[]; error?: (typeof WEB_SEARCH_ERRORS)[number] }
-  | { type: "web_fetch_tool_result"; tool_use_id?: string; url?: string; title?: string; text?: string; error?: (typeof WEB_FETCH_ERRORS)[number] };
+  | {
+      type: "web_search_tool_result";
+      tool_use_id?: string;
+      results?: FakeSearchResult[];
+      error?: (typeof WEB_SEARCH_ERRORS)[number];
+    }
+  | {
+      type: "web_fetch_tool_result";
+      tool_use_id?: string;
+      url?: string;
+      title?: string;
+      text?: string;
+      error?: (typeof WEB_FETCH_ERRORS)[number];
+    };
 
 /** What {@link serverContent} makes of a reply. */
 export interface ServerContent {
@@ -393,7 +488,12 @@ function randomId(prefix: string): string {
  * The response content of a scripted reply's blocks for `tools` (the request's) and the tools the
  * conversation has loaded by reference (`referenced`), see the module comment.
  */
-export function serverContent(blocks: readonly Record<string, unknown>[], tools: Record<string, unknown>[], referenced: ReadonlySet<string>, secrets: IssuedSecrets): ServerContent {
+export function serverContent(
+  blocks: readonly Record<string, unknown>[],
+  tools: Record<string, unknown>[],
+  referenced: ReadonlySet<string>,
+  secrets: IssuedSecrets,
+): ServerContent {
   const byName = new Map(tools.map((t) => [nameOf(t), t]));
   const deferred = deferredNames(tools);
   const search = tools.find(isToolSearch);
@@ -409,8 +509,21 @@ export function serverContent(blocks: readonly Record<string, unknown>[], tools:
         if (deferred.has(name) && !loaded.has(name) && search) {
           const id = randomId("srvtoolu_");
           const query = search.name === "tool_search_tool_regex" ? name : name.replace(/_/g, " ");
-          content.push({ type: "server_tool_use", id, name: search.name, input: { query }, caller: { type: "direct" } });
-          content.push({ type: "tool_search_tool_result", tool_use_id: id, content: { type: "tool_search_tool_search_result", tool_references: [{ type: "tool_reference", tool_name: name }] } });
+          content.push({
+            type: "server_tool_use",
+            id,
+            name: search.name,
+            input: { query },
+            caller: { type: "direct" },
+          });
+          content.push({
+            type: "tool_search_tool_result",
+            tool_use_id: id,
+            content: {
+              type: "tool_search_tool_search_result",
+              tool_references: [{ type: "tool_reference", tool_name: name }],
+            },
+          });
           loaded.add(name);
         }
         content.push({ type: "tool_use", id: block.id ?? randomId("toolu_"), name, input: block.input });
@@ -419,7 +532,11 @@ export function serverContent(blocks: readonly Record<string, unknown>[], tools:
       case "server_tool_use": {
         const name = String(block.name);
         const tool = byName.get(name);
-        if (!tool || !String(tool.type).startsWith(`${name}_`)) return { content: [], problem: `the scripted reply calls the server tool ${name}, which the request does not offer` };
+        if (!tool || !String(tool.type).startsWith(`${name}_`))
+          return {
+            content: [],
+            problem: `the scripted reply calls the server tool ${name}, which the request does not offer`,
+          };
         uses[name] = (uses[name] ?? 0) + 1;
         const max = typeof tool.max_uses === "number" ? tool.max_uses : Infinity;
         const id = typeof block.id === "string" ? block.id : randomId("srvtoolu_");
@@ -438,7 +555,13 @@ export function serverContent(blocks: readonly Record<string, unknown>[], tools:
           caller: { type: "direct" },
           content: error
             ? { type: "web_search_tool_result_error", error_code: error }
-            : results.map((r) => ({ type: "web_search_result", url: r.url, title: r.title, encrypted_content: secrets.issue(FAKE_ENCRYPTED_CONTENT_BYTES), page_age: r.page_age ?? null })),
+            : results.map((r) => ({
+                type: "web_search_result",
+                url: r.url,
+                title: r.title,
+                encrypted_content: secrets.issue(FAKE_ENCRYPTED_CONTENT_BYTES),
+                page_age: r.page_age ?? null,
+              })),
         });
         break;
       }
@@ -457,7 +580,12 @@ export function serverContent(blocks: readonly Record<string, unknown>[], tools:
                 type: "web_fetch_result",
                 url,
                 retrieved_at: new Date().toISOString(),
-                content: { type: "document", source: { type: "text", media_type: "text/plain", data: String(block.text ?? "") }, title: block.title ?? null, citations: { enabled: true } },
+                content: {
+                  type: "document",
+                  source: { type: "text", media_type: "text/plain", data: String(block.text ?? "") },
+                  title: block.title ?? null,
+                  citations: { enabled: true },
+                },
               },
         });
         break;
@@ -468,7 +596,13 @@ export function serverContent(blocks: readonly Record<string, unknown>[], tools:
           type: "text",
           text: block.text,
           citations: citations?.length
-            ? citations.map((c) => ({ type: "web_search_result_location", url: c.url, title: c.title, cited_text: c.cited_text, encrypted_index: secrets.issue(FAKE_ENCRYPTED_INDEX_BYTES) }))
+            ? citations.map((c) => ({
+                type: "web_search_result_location",
+                url: c.url,
+                title: c.title,
+                cited_text: c.cited_text,
+                encrypted_index: secrets.issue(FAKE_ENCRYPTED_INDEX_BYTES),
+              }))
             : null,
         });
         break;

@@ -151,7 +151,11 @@ export interface FakeHangReply {
 }
 
 /** One scripted reply, or a function of the (already validated) request that returns one. */
-export type FakeReply = FakeMessageReply | FakeErrorReply | FakeHangReply | ((request: FakeRequest) => FakeMessageReply | FakeErrorReply | FakeHangReply);
+export type FakeReply =
+  | FakeMessageReply
+  | FakeErrorReply
+  | FakeHangReply
+  | ((request: FakeRequest) => FakeMessageReply | FakeErrorReply | FakeHangReply);
 
 /** A reply that never comes (see {@link FakeHangReply}). */
 export function hang(): FakeHangReply {
@@ -173,7 +177,15 @@ export interface FakeRequest {
   max_tokens: number;
   system?: string | { type: string; text: string; cache_control?: unknown }[];
   /** Custom tools (`input_schema`) and server tools (`type`, their own fields), `defer_loading` on deferred ones. */
-  tools?: { name: string; type?: string; description?: string; input_schema?: Record<string, unknown>; cache_control?: unknown; defer_loading?: boolean; [key: string]: unknown }[];
+  tools?: {
+    name: string;
+    type?: string;
+    description?: string;
+    input_schema?: Record<string, unknown>;
+    cache_control?: unknown;
+    defer_loading?: boolean;
+    [key: string]: unknown;
+  }[];
   messages: { role: string; content: string | Record<string, unknown>[] }[];
   [key: string]: unknown;
 }
@@ -234,14 +246,24 @@ export function toolUses(calls: { name: string; input: unknown; id?: string }[],
  */
 export function searchReply(
   query: string,
-  results: FakeSearchResult[] | { error: NonNullable<Extract<FakeServerBlock, { type: "web_search_tool_result" }>["error"]> },
+  results:
+    FakeSearchResult[] | { error: NonNullable<Extract<FakeServerBlock, { type: "web_search_tool_result" }>["error"]> },
   answer: (string | { text: string; citations: FakeCitation[] })[],
   options: { lead?: string; stopReason?: FakeMessageReply["stop_reason"] } = {},
 ): FakeMessageReply {
   const content: FakeBlock[] = options.lead ? [{ type: "text", text: options.lead }] : [];
   content.push({ type: "server_tool_use", name: "web_search", input: { query } });
-  content.push(Array.isArray(results) ? { type: "web_search_tool_result", results } : { type: "web_search_tool_result", error: results.error });
-  for (const part of answer) content.push(typeof part === "string" ? { type: "text", text: part } : { type: "text", text: part.text, citations: part.citations });
+  content.push(
+    Array.isArray(results)
+      ? { type: "web_search_tool_result", results }
+      : { type: "web_search_tool_result", error: results.error },
+  );
+  for (const part of answer)
+    content.push(
+      typeof part === "string"
+        ? { type: "text", text: part }
+        : { type: "text", text: part.text, citations: part.citations },
+    );
   return { content, stop_reason: options.stopReason ?? "end_turn" };
 }
 
@@ -295,17 +317,22 @@ const PROPERTY_KEY = /^[a-zA-Z0-9_.-]{1,64}$/;
  * `defer_loading` is a boolean.
  */
 function checkCustomTool(t: Record<string, unknown>, where: string): void {
-  if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+  if (typeof t.name !== "string" || !TOOL_NAME.test(t.name))
+    fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
   const schema = t.input_schema;
   if (!isObject(schema)) fail(`${where}.input_schema: Field required`);
   if (schema.type !== "object") fail(`${where}.input_schema.type: Input should be 'object'`);
-  if (["oneOf", "allOf", "anyOf"].some((k) => k in schema)) fail(`${where}.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level`);
+  if (["oneOf", "allOf", "anyOf"].some((k) => k in schema))
+    fail(`${where}.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level`);
   if (schema.properties !== undefined) {
     if (!isObject(schema.properties)) fail(`${where}.input_schema.properties: Input should be a valid dictionary`);
-    if (Object.keys(schema.properties).some((k) => !PROPERTY_KEY.test(k))) fail(`${where}.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'`);
+    if (Object.keys(schema.properties).some((k) => !PROPERTY_KEY.test(k)))
+      fail(`${where}.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'`);
   }
-  if (t.description !== undefined && typeof t.description !== "string") fail(`${where}.description: Input should be a valid string`);
-  if (t.defer_loading !== undefined && typeof t.defer_loading !== "boolean") fail(`${where}.defer_loading: Input should be a valid boolean`);
+  if (t.description !== undefined && typeof t.description !== "string")
+    fail(`${where}.description: Input should be a valid string`);
+  if (t.defer_loading !== undefined && typeof t.defer_loading !== "boolean")
+    fail(`${where}.defer_loading: Input should be a valid boolean`);
 }
 
 /**
@@ -330,16 +357,23 @@ interface Refusals {
  * @returns the tools loaded by a `tool_reference` in the messages (deferred tools the model has found).
  * @throws InvalidRequest (or InvalidServerTool) with the API's style of message.
  */
-function validate(body: unknown, media = new MediaChecks(), secrets = new IssuedSecrets(), refusals: Refusals = {}): Set<string> {
+function validate(
+  body: unknown,
+  media = new MediaChecks(),
+  secrets = new IssuedSecrets(),
+  refusals: Refusals = {},
+): Set<string> {
   if (!isObject(body)) fail("request body must be a JSON object");
   if (typeof body.model !== "string" || body.model === "") fail("model: Field required");
   if (body.max_tokens === undefined) fail("max_tokens: Field required");
-  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) fail("max_tokens: must be a positive integer");
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
+    fail("max_tokens: must be a positive integer");
   if (body.stream !== undefined && typeof body.stream !== "boolean") fail("stream: Input should be a valid boolean");
   let breakpoints = 0;
   const countCache = (b: Record<string, unknown>) => {
     if (b.cache_control !== undefined && b.cache_control !== null) {
-      if (!isObject(b.cache_control) || b.cache_control.type !== "ephemeral") fail("cache_control.type: Input should be 'ephemeral'");
+      if (!isObject(b.cache_control) || b.cache_control.type !== "ephemeral")
+        fail("cache_control.type: Input should be 'ephemeral'");
       breakpoints += 1;
     }
   };
@@ -364,10 +398,21 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
       if (!isObject(t)) fail(`tools.${i}: Input should be an object`);
       const type = t.type === undefined || t.type === null ? "custom" : t.type;
       const check = typeof type === "string" ? TOOL_CHECKS[type] : undefined;
-      if (!check) fail(`tools.${i}: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: ${Object.keys(TOOL_CHECKS).map((k) => `'${k}'`).join(", ")}`);
+      if (!check)
+        fail(
+          `tools.${i}: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: ${Object.keys(
+            TOOL_CHECKS,
+          )
+            .map((k) => `'${k}'`)
+            .join(", ")}`,
+        );
       check(t, `tools.${i}.${String(type)}`);
-      if (typeof type === "string" && type !== "custom" && refusals.model?.some((r) => type.startsWith(r))) fail(`'${String(body.model)}' does not support tool types: ${type}.`);
-      if (typeof t.name === "string" && refusals.organization?.includes(t.name)) fail(`The ${t.name} tool is not enabled for this organization. An organization admin can enable it in the Claude Console.`);
+      if (typeof type === "string" && type !== "custom" && refusals.model?.some((r) => type.startsWith(r)))
+        fail(`'${String(body.model)}' does not support tool types: ${type}.`);
+      if (typeof t.name === "string" && refusals.organization?.includes(t.name))
+        fail(
+          `The ${t.name} tool is not enabled for this organization. An organization admin can enable it in the Claude Console.`,
+        );
       if (names.has(String(t.name))) fail(`tools: Tool names must be unique.`);
       names.add(String(t.name));
       tools.push(t);
@@ -380,7 +425,7 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) fail("messages: at least one message is required");
   const first = messages[0] as Record<string, unknown>;
-  if (!isObject(first) || first.role !== "user") fail("messages: first message must use the \"user\" role");
+  if (!isObject(first) || first.role !== "user") fail('messages: first message must use the "user" role');
 
   const seenIds = new Set<string>();
   let previousToolUses: string[] = [];
@@ -428,7 +473,8 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
           if (m.role !== "assistant") fail(`${where}: tool_use blocks are only allowed in assistant messages`);
           if (typeof b.id !== "string" || b.id === "") fail(`${where}.id: Field required`);
           if (seenIds.has(b.id)) fail(`${where}: \`tool_use\` ids must be unique`);
-          if (typeof b.name !== "string" || !TOOL_NAME.test(b.name)) fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
+          if (typeof b.name !== "string" || !TOOL_NAME.test(b.name))
+            fail(`${where}.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`);
           if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
           server.toolUse(b, where);
           seenIds.add(b.id);
@@ -437,10 +483,17 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
           break;
         case "tool_result": {
           if (m.role !== "user") fail(`${where}: tool_result blocks are only allowed in user messages`);
-          if (sawOther) fail(`messages.${i}: \`tool_result\` blocks must come first in the content of a user message, before any other content`);
+          if (sawOther)
+            fail(
+              `messages.${i}: \`tool_result\` blocks must come first in the content of a user message, before any other content`,
+            );
           const id = b.tool_use_id;
           if (typeof id !== "string" || !previousToolUses.includes(id)) {
-            fail(`${where}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+            fail(
+              `${where}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(id)}. Each ` +
+                `\`tool_result\` block must have a corresponding \`tool_use\` block in the previous ` +
+                `message.`,
+            );
           }
           if (answered.has(id)) fail(`${where}: duplicate \`tool_result\` for tool_use_id ${id}`);
           answered.add(id);
@@ -450,10 +503,22 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
               else if (isObject(c) && c.type === "image") {
                 // tool_result images (MCP image content): base64 of one of the four media types
                 const src = c.source;
-                if (!isObject(src) || src.type !== "base64") fail(`${where}.content.${k}.source: Input tag '${String(isObject(src) ? src.type : src)}' found using 'type' does not match any of the expected tags: 'base64', 'url'`);
-                if (!["image/jpeg", "image/png", "image/gif", "image/webp"].includes(String(src.media_type))) fail(`${where}.content.${k}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`);
-                if (typeof src.data !== "string" || src.data === "") fail(`${where}.content.${k}.source.base64.data: Field required`);
-              } else fail(`${where}.content.${k}: Input tag '${String(isObject(c) ? c.type : c)}' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'`);
+                if (!isObject(src) || src.type !== "base64")
+                  fail(
+                    `${where}.content.${k}.source: Input tag '${String(isObject(src) ? src.type : src)}' found ` +
+                      `using 'type' does not match any of the expected tags: 'base64', 'url'`,
+                  );
+                if (!["image/jpeg", "image/png", "image/gif", "image/webp"].includes(String(src.media_type)))
+                  fail(
+                    `${where}.content.${k}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`,
+                  );
+                if (typeof src.data !== "string" || src.data === "")
+                  fail(`${where}.content.${k}.source.base64.data: Field required`);
+              } else
+                fail(
+                  `${where}.content.${k}: Input tag '${String(isObject(c) ? c.type : c)}' found using 'type' ` +
+                    `does not match any of the expected tags: 'text', 'image', 'search_result', 'document'`,
+                );
             });
           } else if (b.content !== undefined && typeof b.content !== "string") {
             fail(`${where}.content: Input should be a valid string or list`);
@@ -472,12 +537,20 @@ function validate(body: unknown, media = new MediaChecks(), secrets = new Issued
     });
     const missing = previousToolUses.filter((id) => !answered.has(id));
     if (missing.length > 0) {
-      fail(`messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+      fail(
+        `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately ` +
+          `after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding ` +
+          `\`tool_result\` block in the next message.`,
+      );
     }
     previousToolUses = toolUses;
   });
   if (previousToolUses.length > 0) {
-    fail(`messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+    fail(
+      `messages.${messages.length - 1}: \`tool_use\` ids were found without \`tool_result\` ` +
+        `blocks immediately after: ${previousToolUses.join(", ")}. Each \`tool_use\` block must ` +
+        `have a corresponding \`tool_result\` block in the next message.`,
+    );
   }
   if (breakpoints > 4) fail(`A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`);
   return server.referenced;
@@ -504,25 +577,44 @@ async function streamReply(
 ): Promise<void> {
   const pace = reply.stream ?? {};
   const chunkChars = Math.max(1, pace.chunkChars ?? 20);
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": randomId("req_") });
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    "request-id": randomId("req_"),
+  });
   const send = (event: string, data: unknown) => {
     if (event === "content_block_delta") onFirstToken(Date.now());
     if (!res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   };
-  const textDeltas = content.filter((b) => b.type === "text").reduce((n, b) => n + Math.ceil([...String(b.text)].length / chunkChars), 0);
+  const textDeltas = content
+    .filter((b) => b.type === "text")
+    .reduce((n, b) => n + Math.ceil([...String(b.text)].length / chunkChars), 0);
   const gap = textDeltas > 1 ? (pace.totalMs ?? 0) / (textDeltas - 1) : 0;
   send("message_start", {
     type: "message_start",
     message: {
-      id: randomId("msg_"), type: "message", role: "assistant", model: request.model, content: [], stop_reason: null, stop_sequence: null,
-      usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens, cache_read_input_tokens: usage.cache_read_input_tokens, output_tokens: 1, service_tier: "standard" },
+      id: randomId("msg_"),
+      type: "message",
+      role: "assistant",
+      model: request.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        output_tokens: 1,
+        service_tier: "standard",
+      },
     },
   });
   let streamed = 0;
   let first = true;
   const breakNow = () => pace.breakAfterChars !== undefined && streamed >= pace.breakAfterChars;
   const stallNow = () => pace.stallAfterChars !== undefined && streamed >= pace.stallAfterChars;
-  const stall = () => new Promise<void>((resolve) => (res.destroyed || res.writableEnded ? resolve() : res.on("close", () => resolve())));
+  const stall = () =>
+    new Promise<void>((resolve) => (res.destroyed || res.writableEnded ? resolve() : res.on("close", () => resolve())));
   if (stallNow()) return stall();
   for (const [index, block] of content.entries()) {
     if (block.type === "text") {
@@ -530,13 +622,21 @@ async function streamReply(
       if (index === 0) send("ping", { type: "ping" });
       // A cited block's citations arrive as citations_delta events, one citation each.
       for (const citation of Array.isArray(block.citations) ? block.citations : []) {
-        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "citations_delta", citation } });
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "citations_delta", citation },
+        });
       }
       const chars = [...String(block.text)];
       for (let i = 0; i < chars.length; i += chunkChars) {
         await sleep(first ? (pace.firstTokenMs ?? 0) : gap);
         first = false;
-        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: chars.slice(i, i + chunkChars).join("") } });
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "text_delta", text: chars.slice(i, i + chunkChars).join("") },
+        });
         streamed += Math.min(chunkChars, chars.length - i);
         if (stallNow()) return stall();
         if (breakNow()) break;
@@ -549,7 +649,11 @@ async function streamReply(
       const json = JSON.stringify(input);
       const third = Math.ceil(json.length / 3);
       for (let i = 0; i < json.length; i += third) {
-        send("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + third) } });
+        send("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "input_json_delta", partial_json: json.slice(i, i + third) },
+        });
       }
     } else {
       // A server tool's result arrives whole in its content_block_start, after the tool ran.
@@ -557,7 +661,13 @@ async function streamReply(
       send("content_block_start", { type: "content_block_start", index, content_block: block });
     }
     if (breakNow()) {
-      send("error", { type: "error", error: { type: pace.errorType ?? "overloaded_error", message: pace.errorType === "api_error" ? "Internal server error" : "Overloaded" } });
+      send("error", {
+        type: "error",
+        error: {
+          type: pace.errorType ?? "overloaded_error",
+          message: pace.errorType === "api_error" ? "Internal server error" : "Overloaded",
+        },
+      });
       res.end();
       return;
     }
@@ -660,7 +770,8 @@ export class PromptCache {
     };
     const tools = (request.tools ?? []).filter((t) => !deferred.has(t.name));
     for (const t of tools) blocks.push(plain(t));
-    for (const sys of Array.isArray(request.system) ? request.system : request.system ? [request.system] : []) blocks.push(plain(sys));
+    for (const sys of Array.isArray(request.system) ? request.system : request.system ? [request.system] : [])
+      blocks.push(plain(sys));
     request.messages.forEach((m, i) => {
       const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
       for (const b of content) {
@@ -732,8 +843,13 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     res.writeHead(status, { "content-type": "application/json", "request-id": requestId, ...headers });
     res.end(JSON.stringify(status >= 400 ? { ...(body as object), request_id: requestId } : body));
   };
-  const sendError = (res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}) =>
-    sendJson(res, status, { type: "error", error: { type, message } }, headers);
+  const sendError = (
+    res: ServerResponse,
+    status: number,
+    type: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) => sendJson(res, status, { type: "error", error: { type, message } }, headers);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -748,16 +864,21 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     if (options.apiKey !== undefined && sentKey !== options.apiKey) {
       return sendError(res, 401, "authentication_error", "invalid x-api-key");
     }
-    if (chunks.reduce((n, c) => n + c.length, 0) > FAKE_REQUEST_MAX_BYTES) return sendError(res, 413, "request_too_large", "Request exceeds the maximum allowed number of bytes.");
+    if (chunks.reduce((n, c) => n + c.length, 0) > FAKE_REQUEST_MAX_BYTES)
+      return sendError(res, 413, "request_too_large", "Request exceeds the maximum allowed number of bytes.");
     let body: unknown;
     let referenced: Set<string>;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       const media = new MediaChecks();
-      referenced = validate(body, media, secrets, { model: options.refuseTools?.model, organization: options.refuseTools?.organization });
+      referenced = validate(body, media, secrets, {
+        model: options.refuseTools?.model,
+        organization: options.refuseTools?.organization,
+      });
       await media.finish();
     } catch (error) {
-      const known = error instanceof InvalidRequest || error instanceof InvalidMedia || error instanceof InvalidServerTool;
+      const known =
+        error instanceof InvalidRequest || error instanceof InvalidMedia || error instanceof InvalidServerTool;
       const message = known ? error.message : `There was an error parsing the body: ${(error as Error).message}`;
       rejections.push({ message, body });
       return sendError(res, 400, "invalid_request_error", message);
@@ -766,7 +887,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     requests.push(request);
     const next = queue.shift() ?? options.fallback;
     if (!next) {
-      return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", { "x-should-retry": "false" });
+      return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", {
+        "x-should-retry": "false",
+      });
     }
     const reply = typeof next === "function" ? next(request) : next;
     if ("hang" in reply) {
@@ -781,14 +904,27 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const deferred = deferredNames(tools);
     const cache = promptCache.use(request, deferred);
     const made = serverContent(reply.content, tools, referenced, secrets);
-    if (made.problem) return sendError(res, 500, "api_error", `fake anthropic: ${made.problem}`, { "x-should-retry": "false" });
+    if (made.problem)
+      return sendError(res, 500, "api_error", `fake anthropic: ${made.problem}`, { "x-should-retry": "false" });
     const content = made.content;
     // In front of the model: the loaded tools, the deferred ones the conversation (or this reply) loaded, and what server tools returned.
-    const loadedTools = tools.filter((t) => !deferred.has(t.name) || referenced.has(t.name) || content.some((b) => b.type === "tool_use" && b.name === t.name));
+    const loadedTools = tools.filter(
+      (t) =>
+        !deferred.has(t.name) ||
+        referenced.has(t.name) ||
+        content.some((b) => b.type === "tool_use" && b.name === t.name),
+    );
     const serverResults = content.filter((b) => SERVER_RESULT_TYPES.includes(String(b.type)));
     const loadedDeferred = loadedTools.filter((t) => deferred.has(t.name));
     const usage: FakeUsage = {
-      input_tokens: Math.max(1, cache.total - cache.read - cache.written + (loadedDeferred.length > 0 ? tokens(loadedDeferred) : 0) + (serverResults.length > 0 ? tokens(serverResults) : 0)),
+      input_tokens: Math.max(
+        1,
+        cache.total -
+          cache.read -
+          cache.written +
+          (loadedDeferred.length > 0 ? tokens(loadedDeferred) : 0) +
+          (serverResults.length > 0 ? tokens(serverResults) : 0),
+      ),
       output_tokens: tokens(reply.content),
       cache_creation_input_tokens: cache.written,
       cache_read_input_tokens: cache.read,
@@ -797,7 +933,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     };
     const record: (typeof answered)[number] = { request, content, usage };
     answered.push(record);
-    if (request.stream === true) return streamReply(res, request, reply, content, usage, (at) => (record.firstTokenAt ??= at));
+    if (request.stream === true)
+      return streamReply(res, request, reply, content, usage, (at) => (record.firstTokenAt ??= at));
     // A paced reply asked for without streaming arrives when the model would have finished writing it.
     if (reply.stream) await sleep((reply.stream.firstTokenMs ?? 0) + (reply.stream.totalMs ?? 0));
     sendJson(res, 200, {
@@ -813,7 +950,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   };
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => sendError(res, 500, "api_error", `fake anthropic crashed: ${String(error)}`));
+    handle(req, res).catch((error: unknown) =>
+      sendError(res, 500, "api_error", `fake anthropic crashed: ${String(error)}`),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -42,7 +42,8 @@ export function readCwaFixture(name: keyof typeof CWA_FIXTURES): unknown {
  * - `not-json`: HTTP 200 with an HTML page;
  * - `hang`: never answers (until the client gives up or the server closes).
  */
-export type FakeCwaMode = "ok" | "reverse" | "empty" | "status403" | "status500" | "success-false" | "fileapi" | "not-json" | "hang";
+export type FakeCwaMode =
+  "ok" | "reverse" | "empty" | "status403" | "status500" | "success-false" | "fileapi" | "not-json" | "hang";
 
 /** A running fake CWA server. */
 export interface FakeCwa {
@@ -95,8 +96,10 @@ export async function startFakeCwa(options: { key?: string } = {}): Promise<Fake
     state.requests.push(url);
     state.authorizations.push(req.headers.authorization);
     if (req.method !== "GET") return send(res, 405, { message: "Method Not Allowed" });
-    if (url.pathname !== "/api/v1/rest/datastore/F-C0032-001") return send(res, 404, { message: "no Route matched with those values" });
-    if (url.searchParams.has("Authorization")) return send(res, 400, { message: "the key belongs in the Authorization header, not the URL" });
+    if (url.pathname !== "/api/v1/rest/datastore/F-C0032-001")
+      return send(res, 404, { message: "no Route matched with those values" });
+    if (url.searchParams.has("Authorization"))
+      return send(res, 400, { message: "the key belongs in the Authorization header, not the URL" });
     if (req.headers.authorization !== state.key) return send(res, 401, { message: "Unauthorized" });
     switch (state.mode) {
       case "hang":
@@ -126,7 +129,8 @@ export async function startFakeCwa(options: { key?: string } = {}): Promise<Fake
           const names = new Set(wanted.split(",").map((n) => n.trim()));
           doc.records.location = doc.records.location.filter((l) => names.has(l.locationName));
         }
-        if (state.mode === "reverse") for (const l of doc.records.location) for (const e of l.weatherElement) e.time.reverse();
+        if (state.mode === "reverse")
+          for (const l of doc.records.location) for (const e of l.weatherElement) e.time.reverse();
         return send(res, 200, doc);
       }
     }

@@ -27,7 +27,9 @@ import { cachedValidator, specFingerprint } from "./spec-cache.js";
 import { problemLine, specProblems, type SpecProblem } from "./spec-problems.js";
 
 // ajv-formats is CommonJS: under NodeNext its default import is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => Ajv2020;
 
 /**
  * Where openapi.json and Discord's documentation disagree, the documentation wins (Discord's
@@ -39,7 +41,8 @@ export const DISCORD_SPEC_EXCEPTIONS: readonly { at: string; value: unknown; rea
   {
     at: "/components/schemas/MessageCreateRequest/properties/content/maxLength",
     value: 2000,
-    reason: "the spec allows 4000 characters (the limit of Nitro users' own messages); the docs give 2000 for a message's content, which is what a bot gets",
+    reason:
+      "the spec allows 4000 characters (the limit of Nitro users' own messages); the docs give 2000 for a message's content, which is what a bot gets",
     docs: "https://discord.com/developers/docs/resources/message#create-message",
   },
   {
@@ -136,13 +139,21 @@ const paramValidators = new Map<object, ValidateFunction>();
  */
 export function checkDiscordRequest(request: DiscordRequest): DiscordCheck {
   const own = `${request.method} ${request.path}`;
-  if (!request.path.startsWith(`${API_PREFIX}/`)) return refused(own, 404, { message: "404: Not Found", code: 0 }, [`${request.path}: not under ${API_PREFIX}`]);
-  const segments = request.path.slice(API_PREFIX.length + 1).split("/").map(decodeURIComponent);
+  if (!request.path.startsWith(`${API_PREFIX}/`))
+    return refused(own, 404, { message: "404: Not Found", code: 0 }, [`${request.path}: not under ${API_PREFIX}`]);
+  const segments = request.path
+    .slice(API_PREFIX.length + 1)
+    .split("/")
+    .map(decodeURIComponent);
   const matching = loadRoutes().filter((r) => matches(r, segments));
-  if (matching.length === 0) return refused(own, 404, { message: "404: Not Found", code: 0 }, [`${own}: no such route in Discord's API`]);
+  if (matching.length === 0)
+    return refused(own, 404, { message: "404: Not Found", code: 0 }, [`${own}: no such route in Discord's API`]);
   const method = request.method.toLowerCase();
   const route = matching.find((r) => METHODS.includes(method) && r.item[method]);
-  if (!route) return refused(own, 405, { message: "405: Method Not Allowed", code: 0 }, [`${own}: ${matching[0]!.template} has no ${request.method}`]);
+  if (!route)
+    return refused(own, 405, { message: "405: Method Not Allowed", code: 0 }, [
+      `${own}: ${matching[0]!.template} has no ${request.method}`,
+    ]);
   const name = `${request.method} ${route.template}`;
   const operation = route.item[method] as Operation;
   const parameters = [...(route.item.parameters ?? []), ...(operation.parameters ?? [])];
@@ -156,14 +167,27 @@ export function checkDiscordRequest(request: DiscordRequest): DiscordCheck {
   const query = parameters.filter((p) => p.in === "query");
   for (const [key, value] of request.query) {
     const parameter = query.find((p) => p.name === key);
-    if (!parameter) problems.push({ path: [key], keyword: "query", message: "not a query parameter of this route", params: {} });
+    if (!parameter)
+      problems.push({ path: [key], keyword: "query", message: "not a query parameter of this route", params: {} });
     else problems.push(...checkParameter(parameter, value));
   }
-  for (const p of query) if (p.required && !request.query.has(p.name)) problems.push({ path: [p.name], keyword: "required", message: "required query parameter, but missing", params: {} });
+  for (const p of query)
+    if (p.required && !request.query.has(p.name))
+      problems.push({
+        path: [p.name],
+        keyword: "required",
+        message: "required query parameter, but missing",
+        params: {},
+      });
 
   problems.push(...checkBody(name, operation, request));
   if (problems.length === 0) return { ok: true, route: name };
-  return refused(name, 400, { code: 50035, message: "Invalid Form Body", errors: formErrors(problems) }, problems.map(problemLine));
+  return refused(
+    name,
+    400,
+    { code: 50035, message: "Invalid Form Body", errors: formErrors(problems) },
+    problems.map(problemLine),
+  );
 }
 
 function refused(route: string, status: number, body: Record<string, unknown>, problems: string[]): DiscordCheck {
@@ -173,18 +197,24 @@ function refused(route: string, status: number, body: Record<string, unknown>, p
 function checkBody(name: string, operation: Operation, request: DiscordRequest): SpecProblem[] {
   const content = operation.requestBody?.content;
   if (request.body === undefined) {
-    return operation.requestBody?.required ? [{ path: [], keyword: "required", message: "this route needs a JSON body", params: {} }] : [];
+    return operation.requestBody?.required
+      ? [{ path: [], keyword: "required", message: "this route needs a JSON body", params: {} }]
+      : [];
   }
   const json = content?.["application/json"];
   if (!json) return [{ path: [], keyword: "requestBody", message: "this route takes no JSON body", params: {} }];
   const problems: SpecProblem[] = [];
   for (const file of request.files ?? []) {
-    if (!/^files\[\d+\]$/.test(file)) problems.push({ path: [file], keyword: "multipart", message: "a file part must be named files[n]", params: {} });
+    if (!/^files\[\d+\]$/.test(file))
+      problems.push({ path: [file], keyword: "multipart", message: "a file part must be named files[n]", params: {} });
   }
   let validate = bodyValidators.get(name);
   if (!validate) {
     fingerprint ??= specFingerprint([SPEC_FILE, new URL(import.meta.url)]);
-    validate = cachedValidator(fingerprint, `discord-${name}`, () => ({ ajv: bodyAjv(), validate: bodyAjv().compile(json.schema) }));
+    validate = cachedValidator(fingerprint, `discord-${name}`, () => ({
+      ajv: bodyAjv(),
+      validate: bodyAjv().compile(json.schema),
+    }));
     bodyValidators.set(name, validate);
   }
   if (!validate(request.body)) problems.push(...specProblems(bodyAjv(), validate.errors ?? []));
@@ -202,7 +232,12 @@ function checkParameter(parameter: Parameter, value: string): SpecProblem[] {
   }
   const holder = { value };
   if (validate(holder)) return [];
-  return (validate.errors ?? []).map((e) => ({ path: [parameter.name], keyword: e.keyword, message: `${JSON.stringify(value)} ${e.message ?? "is invalid"}`, params: e.params as Record<string, unknown> }));
+  return (validate.errors ?? []).map((e) => ({
+    path: [parameter.name],
+    keyword: e.keyword,
+    message: `${JSON.stringify(value)} ${e.message ?? "is invalid"}`,
+    params: e.params as Record<string, unknown>,
+  }));
 }
 
 /** Discord's nested `errors` object: `{ data: { content: { _errors: [{ code, message }] } } }`. */
@@ -236,7 +271,10 @@ function errorCode(problem: SpecProblem): string {
 }
 
 function matches(route: Route, segments: string[]): boolean {
-  return route.segments.length === segments.length && route.segments.every((s, i) => (typeof s === "string" ? s === segments[i] : segments[i] !== ""));
+  return (
+    route.segments.length === segments.length &&
+    route.segments.every((s, i) => (typeof s === "string" ? s === segments[i] : segments[i] !== ""))
+  );
 }
 
 let specDocument: Record<string, unknown> | undefined;
@@ -298,7 +336,8 @@ function closeObjects(node: unknown): void {
   if (typeof node !== "object" || node === null) return;
   const schema = node as Record<string, unknown>;
   if (typeof schema.$ref === "string" && schema.$ref.startsWith("#/")) schema.$ref = `discord-api${schema.$ref}`;
-  if (schema.properties && typeof schema.properties === "object" && schema.additionalProperties === undefined) schema.additionalProperties = false;
+  if (schema.properties && typeof schema.properties === "object" && schema.additionalProperties === undefined)
+    schema.additionalProperties = false;
   for (const value of Object.values(schema)) closeObjects(value);
 }
 
@@ -306,7 +345,8 @@ function setAt(document: Record<string, unknown>, pointer: string, value: unknow
   const keys = pointer.split("/").slice(1);
   let node = document;
   for (const key of keys.slice(0, -1)) {
-    if (typeof node[key] !== "object" || node[key] === null) throw new Error(`DISCORD_SPEC_EXCEPTIONS: ${pointer} is not in openapi.json`);
+    if (typeof node[key] !== "object" || node[key] === null)
+      throw new Error(`DISCORD_SPEC_EXCEPTIONS: ${pointer} is not in openapi.json`);
     node = node[key] as Record<string, unknown>;
   }
   const last = keys.at(-1)!;

@@ -109,7 +109,12 @@ export function shardOf(guildId: string | undefined, shardCount: number): number
 }
 
 /** A message as stored by the fake (the API's message object). */
-export type FakeMessage = Record<string, unknown> & { id: string; channel_id: string; content: string; author: FakeUser };
+export type FakeMessage = Record<string, unknown> & {
+  id: string;
+  channel_id: string;
+  content: string;
+  author: FakeUser;
+};
 
 /** A message the bot created over REST. */
 export interface SentMessage {
@@ -159,7 +164,11 @@ class HttpError extends Error {
 }
 
 const invalidForm = (field: string, code: string, message: string) =>
-  new HttpError(400, { code: 50035, message: "Invalid Form Body", errors: { [field]: { _errors: [{ code, message }] } } });
+  new HttpError(400, {
+    code: 50035,
+    message: "Invalid Form Body",
+    errors: { [field]: { _errors: [{ code, message }] } },
+  });
 
 interface Session {
   socket: WebSocket;
@@ -204,7 +213,8 @@ export class FakeDiscord {
   /** Typing indicator calls. */
   readonly typing: { channelId: string; at: number }[] = [];
   /** Reactions added or removed over REST (`userId` is the bot for `@me`). */
-  readonly reactions: { op: "add" | "remove"; channelId: string; messageId: string; emoji: string; userId: string }[] = [];
+  readonly reactions: { op: "add" | "remove"; channelId: string; messageId: string; emoji: string; userId: string }[] =
+    [];
   /** Every interaction dispatched, by id. */
   readonly interactions = new Map<string, FakeInteraction>();
   /** Application command registrations: the route (`global` or the guild id) and the body. */
@@ -241,7 +251,15 @@ export class FakeDiscord {
   readonly #editTimes = new Map<string, number[]>();
   readonly #nonces = new Map<string, { messageId: string; at: number }>(); // "authorId|nonce" → the message created with it
   readonly #holds: { channelId: string | undefined; after: number; times: number }[] = [];
-  readonly #failures: { method?: string; path?: RegExp; after: number; status: number; body: Record<string, unknown>; headers: Record<string, string>; times: number }[] = [];
+  readonly #failures: {
+    method?: string;
+    path?: RegExp;
+    after: number;
+    status: number;
+    body: Record<string, unknown>;
+    headers: Record<string, string>;
+    times: number;
+  }[] = [];
   #counter = 0n;
   #port = 0;
 
@@ -258,7 +276,13 @@ export class FakeDiscord {
     this.#events.setMaxListeners(100);
     this.#users.set(this.bot.id, this.bot);
     this.#channels.set(this.channelId, { id: this.channelId, type: 0, guild_id: this.guildId, name: "general" });
-    this.#channels.set(this.threadId, { id: this.threadId, type: 11, guild_id: this.guildId, name: "a-thread", parent_id: this.channelId });
+    this.#channels.set(this.threadId, {
+      id: this.threadId,
+      type: 11,
+      guild_id: this.guildId,
+      name: "a-thread",
+      parent_id: this.channelId,
+    });
     this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
     this.#wss = new WebSocketServer({ noServer: true });
     this.#server.on("upgrade", (req, socket, head) => {
@@ -359,7 +383,13 @@ export class FakeDiscord {
    * @param match - HTTP method and a pattern for the path (`/api/v10/...`); both optional. `after`
    *   matching requests are answered normally first (e.g. `after: 1` fails the second chunk of an answer).
    */
-  failNext(match: { method?: string; path?: RegExp; after?: number }, status: number, times = 1, body: Record<string, unknown> = { message: "Internal Server Error", code: 0 }, headers: Record<string, string> = {}): void {
+  failNext(
+    match: { method?: string; path?: RegExp; after?: number },
+    status: number,
+    times = 1,
+    body: Record<string, unknown> = { message: "Internal Server Error", code: 0 },
+    headers: Record<string, string> = {},
+  ): void {
     this.#failures.push({ ...match, after: match.after ?? 0, status, body, headers, times });
   }
 
@@ -368,14 +398,20 @@ export class FakeDiscord {
    * headers, as Discord does (https://discord.com/developers/docs/topics/rate-limits).
    */
   rateLimitNext(match: { method?: string; path?: RegExp }, retryAfterSeconds: number): void {
-    this.failNext(match, 429, 1, { message: "You are being rate limited.", retry_after: retryAfterSeconds, global: false }, {
-      "retry-after": String(retryAfterSeconds),
-      "x-ratelimit-limit": "5",
-      "x-ratelimit-remaining": "0",
-      "x-ratelimit-reset-after": String(retryAfterSeconds),
-      "x-ratelimit-bucket": "fakebucket",
-      "x-ratelimit-scope": "user",
-    });
+    this.failNext(
+      match,
+      429,
+      1,
+      { message: "You are being rate limited.", retry_after: retryAfterSeconds, global: false },
+      {
+        "retry-after": String(retryAfterSeconds),
+        "x-ratelimit-limit": "5",
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset-after": String(retryAfterSeconds),
+        "x-ratelimit-bucket": "fakebucket",
+        "x-ratelimit-scope": "user",
+      },
+    );
   }
 
   /**
@@ -422,7 +458,16 @@ export class FakeDiscord {
   sendUserMessage(
     author: FakeUser,
     content: string,
-    where: { dm?: boolean; channelId?: string; replyTo?: string; pingReply?: boolean; attachments?: unknown[]; webhookId?: string; type?: number; flags?: number } = {},
+    where: {
+      dm?: boolean;
+      channelId?: string;
+      replyTo?: string;
+      pingReply?: boolean;
+      attachments?: unknown[];
+      webhookId?: string;
+      type?: number;
+      flags?: number;
+    } = {},
   ): FakeMessage {
     this.addUser(author);
     const channelId = where.dm ? this.dmChannel(author) : (where.channelId ?? this.channelId);
@@ -450,7 +495,12 @@ export class FakeDiscord {
       ...(reference
         ? {
             type: 19,
-            message_reference: { type: 0, message_id: reference.id, channel_id: channel.id, ...(channel.guild_id ? { guild_id: channel.guild_id } : {}) },
+            message_reference: {
+              type: 0,
+              message_id: reference.id,
+              channel_id: channel.id,
+              ...(channel.guild_id ? { guild_id: channel.guild_id } : {}),
+            },
             referenced_message: reference,
           }
         : {}),
@@ -491,11 +541,29 @@ export class FakeDiscord {
       original = stored;
     } else {
       const elsewhere: Channel = { id: this.#snowflake(), type: 0, guild_id: "800000000000000099", name: "elsewhere" };
-      const mentions = [...source.content.matchAll(/<@!?(\d+)>/g)].map((m) => this.#users.get(m[1]!)).filter((u): u is FakeUser => u !== undefined);
-      original = this.#buildMessage(elsewhere, { id: "700000000000000099", username: "someone" }, { content: source.content, attachments: source.attachments ?? [], mentions });
+      const mentions = [...source.content.matchAll(/<@!?(\d+)>/g)]
+        .map((m) => this.#users.get(m[1]!))
+        .filter((u): u is FakeUser => u !== undefined);
+      original = this.#buildMessage(
+        elsewhere,
+        { id: "700000000000000099", username: "someone" },
+        { content: source.content, attachments: source.attachments ?? [], mentions },
+      );
     }
     const snapshot: Record<string, unknown> = {};
-    for (const key of ["type", "content", "embeds", "attachments", "timestamp", "edited_timestamp", "flags", "mentions", "mention_roles", "stickers", "components"]) {
+    for (const key of [
+      "type",
+      "content",
+      "embeds",
+      "attachments",
+      "timestamp",
+      "edited_timestamp",
+      "flags",
+      "mentions",
+      "mention_roles",
+      "stickers",
+      "components",
+    ]) {
       snapshot[key] = original[key] ?? (key === "stickers" || key === "mention_roles" ? [] : null);
     }
     const message = this.#buildMessage(channel, author, {
@@ -545,12 +613,25 @@ export class FakeDiscord {
   slashCommand(
     user: FakeUser,
     name: string,
-    options: { tag?: string; dm?: boolean; channelId?: string; locale?: string; values?: Record<string, string>; permissions?: string } = {},
+    options: {
+      tag?: string;
+      dm?: boolean;
+      channelId?: string;
+      locale?: string;
+      values?: Record<string, string>;
+      permissions?: string;
+    } = {},
   ): FakeInteraction {
     const data: Record<string, unknown> = { id: this.#snowflake(), name, type: 1 };
     const values = { ...(options.tag !== undefined ? { tag: options.tag } : {}), ...options.values };
-    if (Object.keys(values).length > 0) data.options = Object.entries(values).map(([n, value]) => ({ name: n, type: 3, value }));
-    return this.#interaction(user, 2, data, { dm: options.dm, channelId: options.channelId, locale: options.locale, permissions: options.permissions });
+    if (Object.keys(values).length > 0)
+      data.options = Object.entries(values).map(([n, value]) => ({ name: n, type: 3, value }));
+    return this.#interaction(user, 2, data, {
+      dm: options.dm,
+      channelId: options.channelId,
+      locale: options.locale,
+      permissions: options.permissions,
+    });
   }
 
   /** Member permissions (a bit string) with Manage Messages (1 << 13), for `slashCommand`'s `permissions`. */
@@ -564,9 +645,15 @@ export class FakeDiscord {
     const message = this.#messages.get(messageId);
     if (!message) throw new Error(`unknown message ${messageId}`);
     const rows = (message.components ?? []) as { components: { custom_id?: string }[] }[];
-    if (!rows.some((r) => r.components.some((c) => c.custom_id === customId))) throw new Error(`no button ${customId} on ${messageId}`);
+    if (!rows.some((r) => r.components.some((c) => c.custom_id === customId)))
+      throw new Error(`no button ${customId} on ${messageId}`);
     const channel = this.#channels.get(message.channel_id)!;
-    return this.#interaction(user, 3, { custom_id: customId, component_type: 2 }, { dm: channel.type === 1, channelId: channel.id, message });
+    return this.#interaction(
+      user,
+      3,
+      { custom_id: customId, component_type: 2 },
+      { dm: channel.type === 1, channelId: channel.id, message },
+    );
   }
 
   /**
@@ -577,16 +664,34 @@ export class FakeDiscord {
    * @throws {Error} when `user` did not invoke `answered` (only the invoker sees an ephemeral
    *   message), the reply was not ephemeral, or it has no button `customId`.
    */
-  clickEphemeralButton(user: FakeUser, answered: FakeInteraction, customId: string, options: { permissions?: string } = {}): FakeInteraction {
-    const invoker = (answered.payload.member as { user?: FakeUser } | undefined)?.user ?? (answered.payload.user as FakeUser | undefined);
+  clickEphemeralButton(
+    user: FakeUser,
+    answered: FakeInteraction,
+    customId: string,
+    options: { permissions?: string } = {},
+  ): FakeInteraction {
+    const invoker =
+      (answered.payload.member as { user?: FakeUser } | undefined)?.user ??
+      (answered.payload.user as FakeUser | undefined);
     if (invoker?.id !== user.id) throw new Error("only the user who invoked the command sees its ephemeral reply");
     const data = answered.response?.data ?? {};
     if (((data.flags as number | undefined) ?? 0) & 64 ? false : true) throw new Error("the reply is not ephemeral");
     const rows = (data.components ?? []) as { components: { custom_id?: string }[] }[];
-    if (!rows.some((r) => r.components.some((c) => c.custom_id === customId))) throw new Error(`no button ${customId} on the ephemeral reply`);
+    if (!rows.some((r) => r.components.some((c) => c.custom_id === customId)))
+      throw new Error(`no button ${customId} on the ephemeral reply`);
     const channelId = answered.payload.channel_id as string;
-    const message = this.#buildMessage(this.#channels.get(channelId)!, this.bot, { content: data.content ?? "", components: rows, flags: 64, interaction_metadata: { id: answered.id, type: 2, user, authorizing_integration_owners: { "0": this.guildId } } });
-    return this.#interaction(user, 3, { custom_id: customId, component_type: 2 }, { channelId, message, ...(options.permissions ? { permissions: options.permissions } : {}) });
+    const message = this.#buildMessage(this.#channels.get(channelId)!, this.bot, {
+      content: data.content ?? "",
+      components: rows,
+      flags: 64,
+      interaction_metadata: { id: answered.id, type: 2, user, authorizing_integration_owners: { "0": this.guildId } },
+    });
+    return this.#interaction(
+      user,
+      3,
+      { custom_id: customId, component_type: 2 },
+      { channelId, message, ...(options.permissions ? { permissions: options.permissions } : {}) },
+    );
   }
 
   /** A user adds a reaction: records it and dispatches MESSAGE_REACTION_ADD. */
@@ -599,7 +704,9 @@ export class FakeDiscord {
 
   /** Users who currently reacted `emoji` on a message. */
   reactionUsers(messageId: string, emoji: string): string[] {
-    return [...(this.#msgReactions.get(messageId) ?? [])].filter((k) => k.startsWith(`${emoji}|`)).map((k) => k.slice(emoji.length + 1));
+    return [...(this.#msgReactions.get(messageId) ?? [])]
+      .filter((k) => k.startsWith(`${emoji}|`))
+      .map((k) => k.slice(emoji.length + 1));
   }
 
   // ---- internals -------------------------------------------------------------------------
@@ -712,7 +819,8 @@ export class FakeDiscord {
   }
 
   #channelObject(channel: Channel): Record<string, unknown> {
-    if (channel.type === 1) return { id: channel.id, type: 1, recipients: [channel.recipient], last_message_id: null, flags: 0 };
+    if (channel.type === 1)
+      return { id: channel.id, type: 1, recipients: [channel.recipient], last_message_id: null, flags: 0 };
     const base: Record<string, unknown> = {
       id: channel.id,
       type: channel.type,
@@ -729,7 +837,12 @@ export class FakeDiscord {
     };
     if (channel.type === 11) {
       base.owner_id = this.bot.id;
-      base.thread_metadata = { archived: false, auto_archive_duration: 1440, archive_timestamp: new Date().toISOString(), locked: false };
+      base.thread_metadata = {
+        archived: false,
+        auto_archive_duration: 1440,
+        archive_timestamp: new Date().toISOString(),
+        locked: false,
+      };
       base.message_count = 0;
       base.member_count = 1;
     }
@@ -759,7 +872,11 @@ export class FakeDiscord {
       data.member = { ...this.#member(user), user };
     }
     for (const s of this.#sessions) {
-      if (this.#routes(s, channel.guild_id) && s.intents & (dm ? INTENTS.DirectMessageReactions : INTENTS.GuildMessageReactions)) this.#send(s, "MESSAGE_REACTION_ADD", data);
+      if (
+        this.#routes(s, channel.guild_id) &&
+        s.intents & (dm ? INTENTS.DirectMessageReactions : INTENTS.GuildMessageReactions)
+      )
+        this.#send(s, "MESSAGE_REACTION_ADD", data);
     }
     this.#changed();
   }
@@ -781,11 +898,14 @@ export class FakeDiscord {
     const session: Session = { socket, sessionId: "", seq: 0, intents: 0, ready: false, shard: [0, 1] };
     this.#sessions.add(session);
     socket.on("close", () => {
-      if (session.ready) this.#resumable.set(session.sessionId, { intents: session.intents, seq: session.seq, shard: session.shard });
+      if (session.ready)
+        this.#resumable.set(session.sessionId, { intents: session.intents, seq: session.seq, shard: session.shard });
       this.#sessions.delete(session);
       this.#changed();
     });
-    socket.send(JSON.stringify({ op: 10, d: { heartbeat_interval: this.#options.heartbeatIntervalMs }, s: null, t: null }));
+    socket.send(
+      JSON.stringify({ op: 10, d: { heartbeat_interval: this.#options.heartbeatIntervalMs }, s: null, t: null }),
+    );
     socket.on("message", (raw) => {
       let payload: { op?: number; d?: Record<string, unknown> | number | null };
       try {
@@ -814,7 +934,13 @@ export class FakeDiscord {
             return;
           }
           this.#resumable.delete(d.session_id!);
-          Object.assign(session, { sessionId: d.session_id, intents: known.intents, seq: known.seq, shard: known.shard, ready: true });
+          Object.assign(session, {
+            sessionId: d.session_id,
+            intents: known.intents,
+            seq: known.seq,
+            shard: known.shard,
+            ready: true,
+          });
           this.resumes += 1;
           this.#send(session, "RESUMED", {});
           this.#changed();
@@ -832,7 +958,12 @@ export class FakeDiscord {
     if (session.ready) return socket.close(4005, "Already authenticated.");
     if (d.token !== this.token) return socket.close(4004, "Authentication failed.");
     const props = d.properties as Record<string, unknown> | undefined;
-    if (!props || typeof props.os !== "string" || typeof props.browser !== "string" || typeof props.device !== "string") {
+    if (
+      !props ||
+      typeof props.os !== "string" ||
+      typeof props.browser !== "string" ||
+      typeof props.device !== "string"
+    ) {
       return socket.close(4002, "Error while decoding payload.");
     }
     if (typeof d.intents !== "number" || !Number.isInteger(d.intents) || d.intents < 0 || d.intents >= 1 << 26) {
@@ -842,7 +973,14 @@ export class FakeDiscord {
     if (d.intents & privileged & ~this.#options.privilegedIntents) return socket.close(4014, "Disallowed intent(s).");
     // `shard`: [shard_id, num_shards], 0 <= shard_id < num_shards; anything else is 4010 Invalid shard.
     const shard = d.shard ?? [0, 1];
-    if (!Array.isArray(shard) || shard.length !== 2 || !shard.every((n) => Number.isInteger(n)) || shard[1] < 1 || shard[0] < 0 || shard[0] >= shard[1]) {
+    if (
+      !Array.isArray(shard) ||
+      shard.length !== 2 ||
+      !shard.every((n) => Number.isInteger(n)) ||
+      shard[1] < 1 ||
+      shard[0] < 0 ||
+      shard[0] >= shard[1]
+    ) {
       return socket.close(4010, "Invalid shard.");
     }
     session.shard = [shard[0], shard[1]];
@@ -885,8 +1023,29 @@ export class FakeDiscord {
         preferred_locale: "zh-TW",
         features: [],
         roles: [
-          { id: guildId, name: "@everyone", permissions: "1071698660929", position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
-          { id: this.botRoleId, name: "Helper", permissions: "1071698660929", position: 1, color: 0, hoist: false, managed: true, mentionable: false, flags: 0, tags: { bot_id: this.bot.id } },
+          {
+            id: guildId,
+            name: "@everyone",
+            permissions: "1071698660929",
+            position: 0,
+            color: 0,
+            hoist: false,
+            managed: false,
+            mentionable: false,
+            flags: 0,
+          },
+          {
+            id: this.botRoleId,
+            name: "Helper",
+            permissions: "1071698660929",
+            position: 1,
+            color: 0,
+            hoist: false,
+            managed: true,
+            mentionable: false,
+            flags: 0,
+            tags: { bot_id: this.bot.id },
+          },
         ],
         emojis: [],
         stickers: [],
@@ -916,13 +1075,26 @@ export class FakeDiscord {
    */
   addAttachment(
     bytes: Buffer,
-    options: { filename: string; contentType?: string; width?: number; height?: number; size?: number; channelId?: string; extra?: Record<string, unknown> },
+    options: {
+      filename: string;
+      contentType?: string;
+      width?: number;
+      height?: number;
+      size?: number;
+      channelId?: string;
+      extra?: Record<string, unknown>;
+    },
   ): Record<string, unknown> {
     const id = this.#snowflake();
     const expires = Math.floor(Date.now() / 1000) + 24 * 3600;
     const path = `/attachments/${options.channelId ?? this.channelId}/${id}/${encodeURIComponent(options.filename)}`;
     const query = `?ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${this.#sign(path, expires)}&`;
-    this.#attachments.set(id, { bytes, filename: options.filename, contentType: options.contentType ?? "application/octet-stream", expires });
+    this.#attachments.set(id, {
+      bytes,
+      filename: options.filename,
+      contentType: options.contentType ?? "application/octet-stream",
+      expires,
+    });
     const origin = `http://127.0.0.1:${this.#port}`;
     return {
       id,
@@ -945,12 +1117,19 @@ export class FakeDiscord {
     const id = /^\/attachments\/\d+\/(\d+)\/[^/]+$/.exec(url.pathname)?.[1];
     const file = id ? this.#attachments.get(id) : undefined;
     const expires = parseInt(url.searchParams.get("ex") ?? "", 16);
-    const valid = file && req.method === "GET" && url.searchParams.get("hm") === this.#sign(url.pathname, expires) && expires === file.expires && expires * 1000 > Date.now();
+    const valid =
+      file &&
+      req.method === "GET" &&
+      url.searchParams.get("hm") === this.#sign(url.pathname, expires) &&
+      expires === file.expires &&
+      expires * 1000 > Date.now();
     this.attachmentDownloads.push({ path: url.pathname, status: valid ? 200 : 404 });
     if (!valid) {
       res.writeHead(404, { "content-type": "text/plain" }).end("This content is no longer available.");
     } else {
-      res.writeHead(200, { "content-type": file.contentType, "content-length": String(file.bytes.length) }).end(file.bytes);
+      res
+        .writeHead(200, { "content-type": file.contentType, "content-length": String(file.bytes.length) })
+        .end(file.bytes);
     }
     this.#changed();
   }
@@ -963,7 +1142,8 @@ export class FakeDiscord {
   // ---- REST ------------------------------------------------------------------------------
 
   async #handle(req: HttpRequest, res: ServerResponse): Promise<void> {
-    if ((req.url ?? "").startsWith("/attachments/")) return this.#serveAttachment(req, new URL(req.url ?? "/", "http://x"), res);
+    if ((req.url ?? "").startsWith("/attachments/"))
+      return this.#serveAttachment(req, new URL(req.url ?? "/", "http://x"), res);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const bytes = Buffer.concat(chunks);
@@ -974,7 +1154,9 @@ export class FakeDiscord {
     let status: number;
     let out: unknown;
     let headers: Record<string, string> = {};
-    const failure = this.#failures.find((f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)));
+    const failure = this.#failures.find(
+      (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)),
+    );
     try {
       let files: string[] | undefined;
       const type = req.headers["content-type"] ?? "";
@@ -993,7 +1175,13 @@ export class FakeDiscord {
       }
       const check = checkDiscordRequest({ method, path: url.pathname, query: url.searchParams, body, files });
       if (!check.ok) {
-        recordSpecViolation({ platform: "discord", request: check.route, problems: check.problems, payload: body, at: Date.now() });
+        recordSpecViolation({
+          platform: "discord",
+          request: check.route,
+          problems: check.problems,
+          payload: body,
+          at: Date.now(),
+        });
         throw new HttpError(check.status, check.body);
       }
       if (failure && failure.after > 0) {
@@ -1039,14 +1227,20 @@ export class FakeDiscord {
     this.#changed();
   }
 
-  #route(method: string, url: URL, auth: string | undefined, body: unknown): { status: number; body?: unknown; created?: FakeMessage } {
+  #route(
+    method: string,
+    url: URL,
+    auth: string | undefined,
+    body: unknown,
+  ): { status: number; body?: unknown; created?: FakeMessage } {
     const path = url.pathname;
     if (!path.startsWith("/api/v10/")) throw new HttpError(404, { message: "404: Not Found", code: 0 });
     const parts = path.slice("/api/v10/".length).split("/").map(decodeURIComponent);
     const route = `${method} ${parts.map((p, i) => (i % 2 === 1 && /^\d+$|^@me$|^@original$/.test(p) ? ":" : p)).join("/")}`;
 
     // Interaction responses and webhooks use the interaction token, not the bot token.
-    if (method === "POST" && parts[0] === "interactions" && parts[3] === "callback" && parts.length === 4) return this.#callback(parts[1]!, parts[2]!, body);
+    if (method === "POST" && parts[0] === "interactions" && parts[3] === "callback" && parts.length === 4)
+      return this.#callback(parts[1]!, parts[2]!, body);
     if (parts[0] === "webhooks" && parts[3] === "messages" && parts[4] === "@original" && method === "PATCH") {
       return this.#editOriginal(parts[1]!, parts[2]!, body);
     }
@@ -1055,11 +1249,29 @@ export class FakeDiscord {
     const b = (body ?? {}) as Record<string, unknown>;
     switch (route) {
       case "GET gateway/bot":
-        return { status: 200, body: { url: this.gatewayUrl, shards: this.#options.recommendedShards, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } } };
+        return {
+          status: 200,
+          body: {
+            url: this.gatewayUrl,
+            shards: this.#options.recommendedShards,
+            session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+          },
+        };
       case "GET users/:":
         return { status: 200, body: { ...this.bot, discriminator: "0", avatar: null } };
       case "GET applications/:":
-        return { status: 200, body: { id: this.applicationId, name: "Helper", description: "", bot_public: true, bot_require_code_grant: false, flags: 1 << 19, bot: this.bot } };
+        return {
+          status: 200,
+          body: {
+            id: this.applicationId,
+            name: "Helper",
+            description: "",
+            bot_public: true,
+            bot_require_code_grant: false,
+            flags: 1 << 19,
+            bot: this.bot,
+          },
+        };
       case "PUT applications/:/commands":
         return this.#putCommands(parts[1]!, "global", body);
       case "PUT applications/:/guilds/:/commands":
@@ -1084,7 +1296,8 @@ export class FakeDiscord {
       case "DELETE channels/:/messages/:": {
         this.#channel(parts[1]!);
         const message = this.#existing(parts[1]!, parts[3]!);
-        if (message.author.id !== this.bot.id) throw new HttpError(403, { message: "Missing Permissions", code: 50013 });
+        if (message.author.id !== this.bot.id)
+          throw new HttpError(403, { message: "Missing Permissions", code: 50013 });
         this.#messages.delete(message.id);
         const index = this.sent.findIndex((m) => m.id === message.id);
         if (index >= 0) this.deleted.push(...this.sent.splice(index, 1));
@@ -1107,7 +1320,8 @@ export class FakeDiscord {
         return { status: 204 };
       }
       if (method === "DELETE") {
-        if (userId !== this.bot.id && this.#channels.get(parts[1]!)?.type === 1) throw new HttpError(403, { message: "Cannot execute action on a DM channel", code: 50003 });
+        if (userId !== this.bot.id && this.#channels.get(parts[1]!)?.type === 1)
+          throw new HttpError(403, { message: "Cannot execute action on a DM channel", code: 50003 });
         this.reactions.push({ op: "remove", channelId: parts[1]!, messageId: parts[3]!, emoji, userId });
         this.#msgReactions.get(message.id)?.delete(`${emoji}|${userId}`);
         return { status: 204 };
@@ -1124,7 +1338,8 @@ export class FakeDiscord {
 
   #existing(channelId: string, messageId: string): FakeMessage {
     const message = this.#messages.get(messageId);
-    if (!message || message.channel_id !== channelId) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
+    if (!message || message.channel_id !== channelId)
+      throw new HttpError(404, { message: "Unknown Message", code: 10008 });
     return message;
   }
 
@@ -1132,21 +1347,32 @@ export class FakeDiscord {
   #validate(b: Record<string, unknown>, requireSomething: boolean): void {
     // Types and lengths (content ≤ 2000, label ≤ 80, custom_id 1-100) were checked against the spec already.
     const components = (b.components ?? []) as Record<string, unknown>[];
-    if (!Array.isArray(components) || components.length > 5) throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.");
+    if (!Array.isArray(components) || components.length > 5)
+      throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.");
     for (const row of components) {
       const inner = row.components as Record<string, unknown>[] | undefined;
       if (row.type !== 1 || !Array.isArray(inner) || inner.length < 1 || inner.length > 5) {
-        throw invalidForm("components", "COMPONENT_LAYOUT_WIDTH_EXCEEDED", "An action row must hold 1 to 5 components.");
+        throw invalidForm(
+          "components",
+          "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+          "An action row must hold 1 to 5 components.",
+        );
       }
       for (const c of inner) {
-        if (c.type !== 2) throw invalidForm("components", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (2,).");
+        if (c.type !== 2)
+          throw invalidForm("components", "UNION_TYPE_CHOICES", 'Value of field "type" must be one of (2,).');
         // A button that is not a link needs a custom_id (the spec leaves it optional; the docs do not).
-        if (c.style !== 5 && typeof c.custom_id !== "string") throw invalidForm("components", "BASE_TYPE_REQUIRED", "This field is required");
+        if (c.style !== 5 && typeof c.custom_id !== "string")
+          throw invalidForm("components", "BASE_TYPE_REQUIRED", "This field is required");
       }
     }
     const hasContent = typeof b.content === "string" && b.content.trim().length > 0;
-    const hasOther = (Array.isArray(b.embeds) && b.embeds.length > 0) || (Array.isArray(b.sticker_ids) && b.sticker_ids.length > 0) || components.length > 0;
-    if (requireSomething && !hasContent && !hasOther) throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
+    const hasOther =
+      (Array.isArray(b.embeds) && b.embeds.length > 0) ||
+      (Array.isArray(b.sticker_ids) && b.sticker_ids.length > 0) ||
+      components.length > 0;
+    if (requireSomething && !hasContent && !hasOther)
+      throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
   }
 
   /** Whether the text would ping everyone under these `allowed_mentions` (absent = parse all). */
@@ -1168,7 +1394,8 @@ export class FakeDiscord {
     if (nonce === undefined || nonce === null) return undefined;
     if (b.enforce_nonce !== true) return undefined;
     const seen = this.#nonces.get(`${this.bot.id}|${String(nonce)}`);
-    const earlier = seen && Date.now() - seen.at <= this.#options.nonceWindowMs ? this.#messages.get(seen.messageId) : undefined;
+    const earlier =
+      seen && Date.now() - seen.at <= this.#options.nonceWindowMs ? this.#messages.get(seen.messageId) : undefined;
     if (!earlier) return undefined;
     this.nonceReplays.push({ channelId, nonce: String(nonce), messageId: earlier.id });
     return earlier;
@@ -1182,7 +1409,12 @@ export class FakeDiscord {
     const ids = [...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]!);
     if (allowed === undefined || allowed === null) return ids;
     const a = allowed as { parse?: string[]; users?: string[] };
-    if (a.parse?.includes("users") && a.users) throw invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", 'parse:["users"] and users: [ids] are mutually exclusive.');
+    if (a.parse?.includes("users") && a.users)
+      throw invalidForm(
+        "allowed_mentions",
+        "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+        'parse:["users"] and users: [ids] are mutually exclusive.',
+      );
     if (a.parse?.includes("users")) return ids;
     return ids.filter((id) => (a.users ?? []).includes(id));
   }
@@ -1202,15 +1434,21 @@ export class FakeDiscord {
     if (ref?.message_id) {
       const target = this.#messages.get(ref.message_id);
       if (!target || target.channel_id !== channelId) {
-        if (ref.fail_if_not_exists !== false) throw invalidForm("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message");
+        if (ref.fail_if_not_exists !== false)
+          throw invalidForm("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message");
       } else {
-        Object.assign(extra, { type: 19, message_reference: { type: 0, message_id: target.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: target });
+        Object.assign(extra, {
+          type: 19,
+          message_reference: { type: 0, message_id: target.id, channel_id: channelId, guild_id: channel.guild_id },
+          referenced_message: target,
+        });
       }
     }
     if (b.nonce !== undefined && b.nonce !== null) extra.nonce = b.nonce;
     const message = this.#buildMessage(channel, this.bot, extra);
     this.#messages.set(message.id, message);
-    if (b.nonce !== undefined && b.nonce !== null && b.enforce_nonce === true) this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: Date.now() });
+    if (b.nonce !== undefined && b.nonce !== null && b.enforce_nonce === true)
+      this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: Date.now() });
     this.sent.push({ id: message.id, channelId, content, payload: b, message, at: Date.now() });
     this.#dispatchMessage(message, channel);
     return message;
@@ -1229,14 +1467,18 @@ export class FakeDiscord {
       const retryAfter = Math.max(0.001, (recent[0]! + EDIT_RATE_LIMIT.windowMs - now) / 1000);
       this.#editTimes.set(channelId, recent);
       this.editRateLimited.push({ channelId, at: now });
-      throw new HttpError(429, { message: "You are being rate limited.", retry_after: retryAfter, global: false }, {
-        "retry-after": String(Math.ceil(retryAfter)),
-        "x-ratelimit-limit": String(EDIT_RATE_LIMIT.count),
-        "x-ratelimit-remaining": "0",
-        "x-ratelimit-reset-after": retryAfter.toFixed(3),
-        "x-ratelimit-bucket": `edit-${channelId}`,
-        "x-ratelimit-scope": "user",
-      });
+      throw new HttpError(
+        429,
+        { message: "You are being rate limited.", retry_after: retryAfter, global: false },
+        {
+          "retry-after": String(Math.ceil(retryAfter)),
+          "x-ratelimit-limit": String(EDIT_RATE_LIMIT.count),
+          "x-ratelimit-remaining": "0",
+          "x-ratelimit-reset-after": retryAfter.toFixed(3),
+          "x-ratelimit-bucket": `edit-${channelId}`,
+          "x-ratelimit-scope": "user",
+        },
+      );
     }
     recent.push(now);
     this.#editTimes.set(channelId, recent);
@@ -1245,7 +1487,8 @@ export class FakeDiscord {
   #editMessage(channelId: string, messageId: string, b: Record<string, unknown>): FakeMessage {
     this.#channel(channelId);
     const message = this.#existing(channelId, messageId);
-    if (message.author.id !== this.bot.id) throw new HttpError(403, { message: "Cannot edit a message authored by another user", code: 50005 });
+    if (message.author.id !== this.bot.id)
+      throw new HttpError(403, { message: "Cannot edit a message authored by another user", code: 50005 });
     this.#validate(b, false);
     const content = typeof b.content === "string" ? b.content : message.content;
     const components = (b.components ?? message.components) as unknown[];
@@ -1263,7 +1506,8 @@ export class FakeDiscord {
     if (appId !== this.applicationId) throw new HttpError(403, { message: "Missing Access", code: 50001 });
     if (!Array.isArray(body)) throw invalidForm("_", "LIST_TYPE_CONVERT", "Must be an array.");
     body.forEach((cmd: Record<string, unknown>) => {
-      if (typeof cmd.name !== "string" || !/^[-_\p{Ll}\p{N}]{1,32}$/u.test(cmd.name)) throw invalidForm("name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid");
+      if (typeof cmd.name !== "string" || !/^[-_\p{Ll}\p{N}]{1,32}$/u.test(cmd.name))
+        throw invalidForm("name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid");
       if (typeof cmd.description !== "string" || cmd.description.length < 1 || cmd.description.length > 100) {
         throw invalidForm("description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
       }
@@ -1290,11 +1534,15 @@ export class FakeDiscord {
 
   #callback(id: string, token: string, body: unknown): { status: number } {
     const interaction = this.interactions.get(id);
-    if (!interaction || interaction.token !== token) throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
-    if (interaction.response) throw new HttpError(400, { message: "Interaction has already been acknowledged.", code: 40060 });
-    if (Date.now() - interaction.createdAt > this.#options.interactionWindowMs) throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
+    if (!interaction || interaction.token !== token)
+      throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
+    if (interaction.response)
+      throw new HttpError(400, { message: "Interaction has already been acknowledged.", code: 40060 });
+    if (Date.now() - interaction.createdAt > this.#options.interactionWindowMs)
+      throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
     const b = (body ?? {}) as { type?: number; data?: Record<string, unknown> };
-    if (![1, 4, 5, 6, 7, 8, 9].includes(b.type ?? -1)) throw invalidForm("type", "BASE_TYPE_CHOICES", "Value must be one of {1, 4, 5, 6, 7, 8, 9}.");
+    if (![1, 4, 5, 6, 7, 8, 9].includes(b.type ?? -1))
+      throw invalidForm("type", "BASE_TYPE_CHOICES", "Value must be one of {1, 4, 5, 6, 7, 8, 9}.");
     if (b.type === 4) this.#validate(b.data ?? {}, true);
     if (b.type === 7) this.#validate(b.data ?? {}, false);
     interaction.response = { type: b.type!, data: b.data, at: Date.now() };
@@ -1303,14 +1551,21 @@ export class FakeDiscord {
 
   #editOriginal(appId: string, token: string, body: unknown): { status: number; body: unknown } {
     const interaction = [...this.interactions.values()].find((i) => i.token === token);
-    if (appId !== this.applicationId || !interaction || !interaction.response) throw new HttpError(404, { message: "Unknown Webhook", code: 10015 });
-    if (Date.now() - interaction.createdAt > 15 * 60_000) throw new HttpError(401, { message: "Invalid Webhook Token", code: 50027 });
+    if (appId !== this.applicationId || !interaction || !interaction.response)
+      throw new HttpError(404, { message: "Unknown Webhook", code: 10015 });
+    if (Date.now() - interaction.createdAt > 15 * 60_000)
+      throw new HttpError(401, { message: "Invalid Webhook Token", code: 50027 });
     const b = (body ?? {}) as Record<string, unknown>;
     this.#validate(b, false);
     interaction.edits.push(b);
     const channelId = (interaction.payload.channel_id as string) ?? this.channelId;
     const channel = this.#channels.get(channelId)!;
-    const message = this.#buildMessage(channel, this.bot, { content: (b.content as string) ?? "", flags: (b.flags as number) ?? 0, webhook_id: this.applicationId, application_id: this.applicationId });
+    const message = this.#buildMessage(channel, this.bot, {
+      content: (b.content as string) ?? "",
+      flags: (b.flags as number) ?? 0,
+      webhook_id: this.applicationId,
+      application_id: this.applicationId,
+    });
     return { status: 200, body: message };
   }
 }

@@ -18,10 +18,12 @@ import type { Ajv, ValidateFunction } from "ajv";
 import standaloneModule from "ajv/dist/standalone/index.js";
 
 // ajv/dist/standalone is CommonJS: under NodeNext its default import is the module object.
-const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as unknown as (ajv: Ajv, validate: ValidateFunction) => string;
+const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ??
+  standaloneModule) as unknown as (ajv: Ajv, validate: ValidateFunction) => string;
 const require = createRequire(import.meta.url);
 const CACHE_DIR = new URL("../../node_modules/.cache/fake-specs/", import.meta.url);
-const AJV_VERSION = (JSON.parse(readFileSync(require.resolve("ajv/package.json"), "utf8")) as { version: string }).version;
+const AJV_VERSION = (JSON.parse(readFileSync(require.resolve("ajv/package.json"), "utf8")) as { version: string })
+  .version;
 
 /**
  * A fingerprint of files (URLs) and Ajv's version, to name cached validators with.
@@ -41,7 +43,11 @@ export function specFingerprint(files: URL[]): string {
  * @param name - unique per validator of that fingerprint (a method, a route).
  * @param compile - compiles it; returns the Ajv instance (for its standalone code) and the function.
  */
-export function cachedValidator(fingerprint: string, name: string, compile: () => { ajv: Ajv; validate: ValidateFunction }): ValidateFunction {
+export function cachedValidator(
+  fingerprint: string,
+  name: string,
+  compile: () => { ajv: Ajv; validate: ValidateFunction },
+): ValidateFunction {
   const file = new URL(`${fingerprint}-${name.replace(/[^A-Za-z0-9_-]+/g, "_")}.cjs`, CACHE_DIR);
   try {
     return require(file.pathname) as ValidateFunction;

@@ -31,7 +31,9 @@ const SUMMARIES = new Set(["anyOf", "oneOf", "allOf", "if", "not", "then", "else
  * @param ajv - the instance that compiled the failing validator (alternatives are compiled there, once each).
  */
 export function specProblems(ajv: Pick<Ajv, "compile">, errors: readonly ErrorObject[]): SpecProblem[] {
-  const unions = errors.filter((e) => UNIONS.has(e.keyword)).sort((a, b) => depth(a.instancePath) - depth(b.instancePath));
+  const unions = errors
+    .filter((e) => UNIONS.has(e.keyword))
+    .sort((a, b) => depth(a.instancePath) - depth(b.instancePath));
   const handled: string[] = [];
   const problems: SpecProblem[] = [];
   for (const union of unions) {
@@ -55,7 +57,8 @@ export function specProblems(ajv: Pick<Ajv, "compile">, errors: readonly ErrorOb
 /** `a.b[0].c` for a problem's path (`(request)` for the request itself). */
 export function formatPath(path: readonly (string | number)[]): string {
   let out = "";
-  for (const segment of path) out += typeof segment === "number" ? `[${segment}]` : out === "" ? segment : `.${segment}`;
+  for (const segment of path)
+    out += typeof segment === "number" ? `[${segment}]` : out === "" ? segment : `.${segment}`;
   return out === "" ? "(request)" : out;
 }
 
@@ -75,9 +78,18 @@ function closestAlternative(ajv: Pick<Ajv, "compile">, union: ErrorObject): Spec
   // No alternative fails on its own: a oneOf that several alternatives match.
   if (failures.length === 0 || failures.some((f) => f.length === 0)) return [toProblem(union)];
   // A union of constants (an enum written as oneOf): one problem naming them all.
-  const constants = failures.map((f) => (f.length === 1 && f[0]!.path.length === 0 && f[0]!.keyword === "const" ? f[0]!.params.allowedValue : undefined));
+  const constants = failures.map((f) =>
+    f.length === 1 && f[0]!.path.length === 0 && f[0]!.keyword === "const" ? f[0]!.params.allowedValue : undefined,
+  );
   if (constants.every((c) => c !== undefined)) {
-    return [{ path: base, keyword: "enum", message: `must be one of ${JSON.stringify(constants)}`, params: { allowedValues: constants } }];
+    return [
+      {
+        path: base,
+        keyword: "enum",
+        message: `must be one of ${JSON.stringify(constants)}`,
+        params: { allowedValues: constants },
+      },
+    ];
   }
   const best = failures.reduce((a, b) => (closer(b, a) ? b : a));
   return best.map((p) => ({ ...p, path: [...base, ...p.path] }));
@@ -90,7 +102,8 @@ function closestAlternative(ajv: Pick<Ajv, "compile">, union: ErrorObject): Spec
  * then fewer problems; then problems that lie deeper.
  */
 function closer(a: SpecProblem[], b: SpecProblem[]): boolean {
-  const wrongType = (found: SpecProblem[]) => found.some((p) => (p.keyword === "type" && p.path.length === 0) || (p.keyword === "const" && p.path.length === 1));
+  const wrongType = (found: SpecProblem[]) =>
+    found.some((p) => (p.keyword === "type" && p.path.length === 0) || (p.keyword === "const" && p.path.length === 1));
   if (wrongType(a) !== wrongType(b)) return wrongType(b);
   if (a.length !== b.length) return a.length < b.length;
   return deepest(a) > deepest(b);
@@ -120,11 +133,23 @@ function pathOf(instancePath: string): (string | number)[] {
 function toProblem(error: ErrorObject): SpecProblem {
   const path = pathOf(error.instancePath);
   const params = error.params as Record<string, unknown>;
-  if (error.keyword === "required") return { path: [...path, String(params.missingProperty)], keyword: "required", message: "required, but missing", params };
+  if (error.keyword === "required")
+    return {
+      path: [...path, String(params.missingProperty)],
+      keyword: "required",
+      message: "required, but missing",
+      params,
+    };
   if (error.keyword === "additionalProperties") {
-    return { path: [...path, String(params.additionalProperty)], keyword: "additionalProperties", message: "not a field the spec defines here", params };
+    return {
+      path: [...path, String(params.additionalProperty)],
+      keyword: "additionalProperties",
+      message: "not a field the spec defines here",
+      params,
+    };
   }
   let message = error.message ?? error.keyword;
-  if (error.keyword === "enum" || error.keyword === "const") message += ` (${JSON.stringify(params.allowedValues ?? params.allowedValue)})`;
+  if (error.keyword === "enum" || error.keyword === "const")
+    message += ` (${JSON.stringify(params.allowedValues ?? params.allowedValue)})`;
   return { path, keyword: error.keyword, message, params };
 }

@@ -43,7 +43,10 @@ export function takeSpecViolations(platform?: SpecViolation["platform"]): SpecVi
 /** One readable paragraph per violation, for a failing test's message. */
 export function describeSpecViolations(violations: SpecViolation[]): string {
   return violations
-    .map((v) => `${v.platform} ${v.request}:\n${v.problems.map((p) => `  - ${p}`).join("\n")}\n  payload: ${truncate(JSON.stringify(v.payload), 600)}`)
+    .map(
+      (v) =>
+        `${v.platform} ${v.request}:\n${v.problems.map((p) => `  - ${p}`).join("\n")}\n  payload: ${truncate(JSON.stringify(v.payload), 600)}`,
+    )
     .join("\n");
 }
 

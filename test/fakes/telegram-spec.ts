@@ -63,7 +63,12 @@ interface TgSpec {
  * None is needed for what the bot sends today: every difference found between the bot's requests
  * and api.json so far was the bot's (fixed in the adapters).
  */
-export const TELEGRAM_SPEC_EXCEPTIONS: readonly { at: string; field: Partial<TgField> | null; reason: string; docs: string }[] = [];
+export const TELEGRAM_SPEC_EXCEPTIONS: readonly {
+  at: string;
+  field: Partial<TgField> | null;
+  reason: string;
+  docs: string;
+}[] = [];
 
 /** The key under which a multipart file part is represented in a request's parameters. */
 export const INPUT_FILE = "@inputFile";
@@ -75,7 +80,10 @@ export interface InputFilePart {
   size: number;
 }
 
-/** Turns a request's text into what Telegram shows: the text left after parsing `parseMode`, or `undefined` when it cannot be parsed (the fake then answers "can't parse entities"). */
+/**
+ * Turns a request's text into what Telegram shows: the text left after parsing `parseMode`, or `undefined` when it
+ * cannot be parsed (the fake then answers "can't parse entities").
+ */
 export type TextParser = (text: string, parseMode: string | undefined) => string | undefined;
 
 /** The outcome of {@link checkTelegramRequest}. */
@@ -146,9 +154,19 @@ function getAjv(): Ajv2020 {
  * @param parse - how the fake parses `parse_mode` text (for limits counted after entity parsing).
  * @returns `{ ok: true }`, or the answer Telegram gives and every problem found.
  */
-export function checkTelegramRequest(method: string, params: Record<string, unknown>, parse: TextParser): TelegramCheck {
+export function checkTelegramRequest(
+  method: string,
+  params: Record<string, unknown>,
+  parse: TextParser,
+): TelegramCheck {
   const validate = validatorOf(method);
-  if (!validate) return { ok: false, status: 404, description: "Not Found: method not found", problems: [`${method}: not a method of the ${loadSpec().version}`] };
+  if (!validate)
+    return {
+      ok: false,
+      status: 404,
+      description: "Not Found: method not found",
+      problems: [`${method}: not a method of the ${loadSpec().version}`],
+    };
   const fields = new Map((loadSpec().methods[method]!.fields ?? []).map((f) => [f.name, f]));
   const decoded: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(params)) {
@@ -158,7 +176,12 @@ export function checkTelegramRequest(method: string, params: Record<string, unkn
   }
   if (validate.call({ parse } satisfies ParseContext, decoded)) return { ok: true };
   const problems = specProblems(getAjv(), validate.errors ?? []);
-  return { ok: false, status: 400, description: `Bad Request: ${describe(method, problems[0]!)}`, problems: problems.map(problemLine) };
+  return {
+    ok: false,
+    status: 400,
+    description: `Bad Request: ${describe(method, problems[0]!)}`,
+    problems: problems.map(problemLine),
+  };
 }
 
 /** The Bot API version of api.json (e.g. `Bot API 10.1`). */
@@ -172,7 +195,8 @@ function describe(method: string, problem: SpecProblem): string {
   if (problem.keyword === "x-tg-bytes" && field === "callback_data") return "BUTTON_DATA_INVALID";
   if (problem.path.length === 1 && field === "text") {
     const empty = problem.keyword === "required" || Number(problem.params.actual) < Number(problem.params.min);
-    if (method === "sendMessage" || method === "editMessageText") return empty ? "message text is empty" : "message is too long";
+    if (method === "sendMessage" || method === "editMessageText")
+      return empty ? "message text is empty" : "message is too long";
     if (method === "sendMessageDraft") return "TEXT_TOO_LONG";
     if (method === "answerCallbackQuery") return "MESSAGE_TOO_LONG";
   }
@@ -186,7 +210,8 @@ function isInputFile(value: unknown): value is InputFilePart {
 function refersTo(value: unknown, reference: string): boolean {
   if (typeof value === "string") return value === reference || value.includes(JSON.stringify(reference));
   if (Array.isArray(value)) return value.some((v) => refersTo(v, reference));
-  if (typeof value === "object" && value !== null && !isInputFile(value)) return Object.values(value).some((v) => refersTo(v, reference));
+  if (typeof value === "object" && value !== null && !isInputFile(value))
+    return Object.values(value).some((v) => refersTo(v, reference));
   return false;
 }
 
@@ -231,8 +256,10 @@ function createAjv(api: TgSpec): Ajv2020 {
   });
   // Both keywords generate code (not a validate function), so that standalone code can hold them.
   const limitError = (unit: string) => ({
-    message: ({ schema, params }: KeywordErrorCxt) => str`must be ${schema.min}-${schema.max} ${unit} (is ${params.actual!})`,
-    params: ({ schema, params }: KeywordErrorCxt) => _`{min: ${schema.min}, max: ${schema.max}, actual: ${params.actual!}}`,
+    message: ({ schema, params }: KeywordErrorCxt) =>
+      str`must be ${schema.min}-${schema.max} ${unit} (is ${params.actual!})`,
+    params: ({ schema, params }: KeywordErrorCxt) =>
+      _`{min: ${schema.min}, max: ${schema.max}, actual: ${params.actual!}}`,
   });
   instance.addKeyword({
     keyword: "x-tg-bytes",
@@ -253,8 +280,14 @@ function createAjv(api: TgSpec): Ajv2020 {
     error: limitError("characters after entity parsing"),
     code(cxt: KeywordCxt) {
       const { min, max, parseMode } = cxt.schema as { min: number; max: number; parseMode?: string };
-      const mode = cxt.gen.const("mode", parseMode === undefined ? _`undefined` : _`${cxt.it.parentData}[${parseMode}]`);
-      const text = cxt.gen.const("parsed", _`(this).parse(${cxt.data}, typeof ${mode} == "string" ? ${mode} : undefined)`);
+      const mode = cxt.gen.const(
+        "mode",
+        parseMode === undefined ? _`undefined` : _`${cxt.it.parentData}[${parseMode}]`,
+      );
+      const text = cxt.gen.const(
+        "parsed",
+        _`(this).parse(${cxt.data}, typeof ${mode} == "string" ? ${mode} : undefined)`,
+      );
       // Code points (a spread string), as TDLib counts; undefined when the fake cannot parse the text.
       const n = cxt.gen.const("chars", _`${text} === undefined ? undefined : [...${text}].length`);
       cxt.setParams({ actual: n });
@@ -271,7 +304,9 @@ function createAjv(api: TgSpec): Ajv2020 {
   };
   for (const entry of Object.values(api.types)) {
     if (entry.name === "InputFile") continue;
-    defs[entry.name] = entry.subtypes ? { anyOf: entry.subtypes.map((t) => typeSchema(api, t)) } : objectSchema(api, entry);
+    defs[entry.name] = entry.subtypes
+      ? { anyOf: entry.subtypes.map((t) => typeSchema(api, t)) }
+      : objectSchema(api, entry);
   }
   for (const entry of Object.values(api.methods)) defs[entry.name] = objectSchema(api, entry);
   instance.addSchema({ $id: "telegram-bot-api", $defs: defs });
@@ -290,7 +325,12 @@ function objectSchema(api: TgSpec, entry: TgEntry): Schema {
 
 function fieldSchema(api: TgSpec, owner: TgEntry, field: TgField): Schema {
   // A subtype's discriminator: "Scope type, must be chat", 'Type of the reaction, always "emoji"'.
-  if (owner.subtype_of && field.required && field.types.join() === "String" && ["type", "status", "source"].includes(field.name)) {
+  if (
+    owner.subtype_of &&
+    field.required &&
+    field.types.join() === "String" &&
+    ["type", "status", "source"].includes(field.name)
+  ) {
     const value = /(?:must be|always) ["“]?(\w+)/.exec(field.description)?.[1];
     if (value) return { const: value };
   }

@@ -147,14 +147,50 @@ export interface UserMessageInput {
   message_thread_id?: number;
 }
 
-const ALLOWED_TAGS = new Set(["b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote", "span", "tg-spoiler", "tg-emoji"]);
+const ALLOWED_TAGS = new Set([
+  "b",
+  "strong",
+  "i",
+  "em",
+  "u",
+  "ins",
+  "s",
+  "strike",
+  "del",
+  "a",
+  "code",
+  "pre",
+  "blockquote",
+  "span",
+  "tg-spoiler",
+  "tg-emoji",
+]);
 const ENTITY_OF: Record<string, MessageEntity["type"]> = {
-  b: "bold", strong: "bold", i: "italic", em: "italic", u: "underline", ins: "underline", s: "strikethrough", strike: "strikethrough",
-  del: "strikethrough", a: "text_link", code: "code", pre: "pre", blockquote: "blockquote", span: "spoiler", "tg-spoiler": "spoiler", "tg-emoji": "custom_emoji",
+  b: "bold",
+  strong: "bold",
+  i: "italic",
+  em: "italic",
+  u: "underline",
+  ins: "underline",
+  s: "strikethrough",
+  strike: "strikethrough",
+  del: "strikethrough",
+  a: "text_link",
+  code: "code",
+  pre: "pre",
+  blockquote: "blockquote",
+  span: "spoiler",
+  "tg-spoiler": "spoiler",
+  "tg-emoji": "custom_emoji",
 };
 const NAMED_ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"' };
 /** Telegram's placeholder sender of anonymous group admins' messages (`@GroupAnonymousBot`). */
-export const GROUP_ANONYMOUS_BOT: User = { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" };
+export const GROUP_ANONYMOUS_BOT: User = {
+  id: 1087968824,
+  is_bot: true,
+  first_name: "Group",
+  username: "GroupAnonymousBot",
+};
 
 /** Thrown inside the server for a Bot API error answer. */
 class ApiFailure extends Error {
@@ -184,14 +220,18 @@ export function parseTelegramHtml(html: string): { text: string; entities: Messa
   while (i < html.length) {
     const ch = html[i]!;
     if (ch === "<") {
-      const m = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?)*)\s*>/.exec(html.slice(i));
+      const m = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?)*)\s*>/.exec(
+        html.slice(i),
+      );
       if (!m) throw fail(`Unexpected character '<' at byte offset ${byteOffset(i)}: escape it as &lt;`);
       const tag = m[2]!.toLowerCase();
-      if (!ALLOWED_TAGS.has(tag)) throw fail(`Unsupported ${m[1] ? "end" : "start"} tag "${tag}" at byte offset ${byteOffset(i)}`);
+      if (!ALLOWED_TAGS.has(tag))
+        throw fail(`Unsupported ${m[1] ? "end" : "start"} tag "${tag}" at byte offset ${byteOffset(i)}`);
       if (m[1]) {
         const top = stack.pop();
         if (!top) throw fail(`Unexpected end tag at byte offset ${byteOffset(i)}`);
-        if (top.tag !== tag) throw fail(`Unmatched end tag at byte offset ${byteOffset(i)}, expected "</${top.tag}>", found "</${tag}>"`);
+        if (top.tag !== tag)
+          throw fail(`Unmatched end tag at byte offset ${byteOffset(i)}, expected "</${top.tag}>", found "</${tag}>"`);
         const length = text.length - top.offset;
         if (length > 0 && !(top.tag === "code" && stack.at(-1)?.tag === "pre")) {
           const entity: Record<string, unknown> = { type: ENTITY_OF[tag], offset: top.offset, length };
@@ -201,7 +241,11 @@ export function parseTelegramHtml(html: string): { text: string; entities: Messa
           const mentioned = tag === "a" ? /^tg:\/\/user\?id=(\d+)$/.exec(String(entity.url ?? "")) : null;
           if (mentioned) {
             entity.type = "text_mention";
-            entity.user = { id: Number(mentioned[1]), is_bot: false, first_name: text.slice(top.offset, top.offset + length) };
+            entity.user = {
+              id: Number(mentioned[1]),
+              is_bot: false,
+              first_name: text.slice(top.offset, top.offset + length),
+            };
             delete entity.url;
           }
           if (tag === "pre") {
@@ -211,7 +255,8 @@ export function parseTelegramHtml(html: string): { text: string; entities: Messa
           entities.push(entity as unknown as MessageEntity);
         }
       } else {
-        if (tag === "a" && !/href\s*=/.test(m[3] ?? "")) throw fail(`Can't find the href attribute of the tag "a" at byte offset ${byteOffset(i)}`);
+        if (tag === "a" && !/href\s*=/.test(m[3] ?? ""))
+          throw fail(`Can't find the href attribute of the tag "a" at byte offset ${byteOffset(i)}`);
         if (tag === "code" && stack.at(-1)?.tag === "pre" && /class\s*=\s*"language-([^"]+)"/.test(m[3] ?? "")) {
           stack.at(-1)!.attrs += m[3];
         }
@@ -320,8 +365,15 @@ export class FakeTelegram {
   readonly fileDownloads: FakeFileDownload[] = [];
 
   private constructor(options: FakeTelegramOptions) {
-    this.token = options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
-    this.bot = { id: 900000001, is_bot: true, first_name: "Taiwan Bot", username: "taiwan_test_bot", ...options.bot } as User & { username: string };
+    this.token =
+      options.token ?? `900000001:${"A".repeat(10)}fake${Math.random().toString(36).slice(2, 14).padEnd(12, "x")}`;
+    this.bot = {
+      id: 900000001,
+      is_bot: true,
+      first_name: "Taiwan Bot",
+      username: "taiwan_test_bot",
+      ...options.bot,
+    } as User & { username: string };
     this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
   }
 
@@ -376,8 +428,12 @@ export class FakeTelegram {
     this.#migrated.set(group.id, next.id);
     if (options.serviceMessages !== false) {
       const date = Math.floor(Date.now() / 1000);
-      this.injectUpdate({ message: { message_id: this.#nextMessageId++, date, chat: group, from: by, migrate_to_chat_id: next.id } } as Omit<Update, "update_id">);
-      this.injectUpdate({ message: { message_id: this.#nextMessageId++, date, chat: next, from: by, migrate_from_chat_id: group.id } } as Omit<Update, "update_id">);
+      this.injectUpdate({
+        message: { message_id: this.#nextMessageId++, date, chat: group, from: by, migrate_to_chat_id: next.id },
+      } as Omit<Update, "update_id">);
+      this.injectUpdate({
+        message: { message_id: this.#nextMessageId++, date, chat: next, from: by, migrate_from_chat_id: group.id },
+      } as Omit<Update, "update_id">);
     }
     return next;
   }
@@ -398,10 +454,15 @@ export class FakeTelegram {
    */
   createTopic(chat: Chat, name: string, threadId?: number, creator?: User): number {
     const forum = chat.type === "supergroup" && (chat as { is_forum?: boolean }).is_forum === true;
-    const privateTopics = chat.type === "private" && (this.bot as { has_topics_enabled?: boolean }).has_topics_enabled === true;
-    if (!forum && !privateTopics) throw new Error(`FakeTelegram: chat ${chat.id} has no topics (not a forum supergroup, nor a private chat of a bot with has_topics_enabled)`);
+    const privateTopics =
+      chat.type === "private" && (this.bot as { has_topics_enabled?: boolean }).has_topics_enabled === true;
+    if (!forum && !privateTopics)
+      throw new Error(
+        `FakeTelegram: chat ${chat.id} has no topics (not a forum supergroup, nor a private chat of a bot with has_topics_enabled)`,
+      );
     const id = threadId ?? this.#nextMessageId++;
-    if (this.#messages.has(`${chat.id}:${id}`)) throw new Error(`FakeTelegram: message ${id} already exists in chat ${chat.id}`);
+    if (this.#messages.has(`${chat.id}:${id}`))
+      throw new Error(`FakeTelegram: message ${id} already exists in chat ${chat.id}`);
     const created = {
       message_id: id,
       message_thread_id: id,
@@ -469,7 +530,10 @@ export class FakeTelegram {
     const until = Date.now() + ms;
     while (Date.now() < until) {
       const timeout = Math.max(1, Math.ceil((until - Date.now()) / 1000));
-      await fetch(`${this.apiRoot}/bot${this.token}/getUpdates?timeout=${Math.min(timeout, 1)}&limit=1`).then((r) => r.arrayBuffer(), () => undefined);
+      await fetch(`${this.apiRoot}/bot${this.token}/getUpdates?timeout=${Math.min(timeout, 1)}&limit=1`).then(
+        (r) => r.arrayBuffer(),
+        () => undefined,
+      );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -495,7 +559,12 @@ export class FakeTelegram {
 
   /** A user edits an earlier message (an `edited_message` update). */
   editUserMessage(original: Message, text: string): Message {
-    const message = { ...original, text, entities: detectEntities(text), edit_date: Math.floor(Date.now() / 1000) } as Message;
+    const message = {
+      ...original,
+      text,
+      entities: detectEntities(text),
+      edit_date: Math.floor(Date.now() / 1000),
+    } as Message;
     this.injectUpdate({ edited_message: message } as Omit<Update, "update_id">);
     return message;
   }
@@ -505,7 +574,13 @@ export class FakeTelegram {
     const message = "messageId" in input.message ? input.message.message : input.message;
     const id = String(this.#nextQueryId++);
     this.#queries.set(id, { answered: false });
-    const query = { id, from: input.from, message, chat_instance: `ci${message.chat.id}`, data: input.data } as CallbackQuery;
+    const query = {
+      id,
+      from: input.from,
+      message,
+      chat_instance: `ci${message.chat.id}`,
+      data: input.data,
+    } as CallbackQuery;
     this.injectUpdate({ callback_query: query });
     return id;
   }
@@ -525,7 +600,13 @@ export class FakeTelegram {
     const fileId = `BQACAgUAAxkBAAI${n.toString(36).padStart(6, "0")}fake`;
     const unique = `AgAD${n.toString(36).padStart(4, "0")}`;
     const fileSize = options.fileSize ?? bytes.length;
-    this.#files.set(fileId, { bytes, fileSize, path: options.path ?? `documents/file_${n}`, unique, chunked: options.chunked ?? false });
+    this.#files.set(fileId, {
+      bytes,
+      fileSize,
+      path: options.path ?? `documents/file_${n}`,
+      unique,
+      chunked: options.chunked ?? false,
+    });
     return { file_id: fileId, file_unique_id: unique, file_size: fileSize };
   }
 
@@ -588,13 +669,16 @@ export class FakeTelegram {
       from: input.from ?? (input.sender_chat ? GROUP_ANONYMOUS_BOT : undefined),
       ...(input.sender_chat ? { sender_chat: input.sender_chat } : {}),
       ...(input.text !== undefined ? { text: input.text, entities: input.entities ?? detectEntities(input.text) } : {}),
-      ...(input.caption !== undefined ? { caption: input.caption, caption_entities: input.entities ?? detectEntities(input.caption) } : {}),
+      ...(input.caption !== undefined
+        ? { caption: input.caption, caption_entities: input.entities ?? detectEntities(input.caption) }
+        : {}),
       ...(reply ? { reply_to_message: reply } : {}),
       ...thread,
       ...input.extra,
     };
     if (message.entities && (message.entities as unknown[]).length === 0) delete message.entities;
-    if (message.caption_entities && (message.caption_entities as unknown[]).length === 0) delete message.caption_entities;
+    if (message.caption_entities && (message.caption_entities as unknown[]).length === 0)
+      delete message.caption_entities;
     const m = message as unknown as Message;
     this.#messages.set(`${chatId}:${m.message_id}`, m);
     return m;
@@ -607,7 +691,8 @@ export class FakeTelegram {
   async #deliver(update: Update): Promise<void> {
     const url = String(this.webhook!.url);
     const headers: Record<string, string> = { "content-type": "application/json" };
-    if (typeof this.webhook!.secret_token === "string") headers["x-telegram-bot-api-secret-token"] = this.webhook!.secret_token;
+    if (typeof this.webhook!.secret_token === "string")
+      headers["x-telegram-bot-api-secret-token"] = this.webhook!.secret_token;
     try {
       const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(update) });
       await res.arrayBuffer();
@@ -627,7 +712,8 @@ export class FakeTelegram {
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
     };
     if (!m) return send(404, { ok: false, error_code: 404, description: "Not Found" });
-    if (m[1] !== this.token || this.#revoked) return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
+    if (m[1] !== this.token || this.#revoked)
+      return send(401, { ok: false, error_code: 401, description: "Unauthorized" });
     const method = m[2]!;
     const drops = this.#drops.get(method) ?? 0;
     const before = this.#dropsAfter.get(method) ?? 0;
@@ -654,12 +740,22 @@ export class FakeTelegram {
     }
     const movedTo = payload.chat_id === undefined ? undefined : this.#migrated.get(Number(payload.chat_id));
     if (movedTo !== undefined) {
-      return send(400, { ok: false, error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: movedTo } });
+      return send(400, {
+        ok: false,
+        error_code: 400,
+        description: "Bad Request: group chat was upgraded to a supergroup chat",
+        parameters: { migrate_to_chat_id: movedTo },
+      });
     }
     const flood = this.#floods.get(method);
     if (flood && Date.now() < flood.until) {
       const retryAfter = Math.max(1, Math.min(flood.retryAfter, Math.ceil((flood.until - Date.now()) / 1000)));
-      return send(429, { ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+      return send(429, {
+        ok: false,
+        error_code: 429,
+        description: `Too Many Requests: retry after ${retryAfter}`,
+        parameters: { retry_after: retryAfter },
+      });
     }
     const failure = this.#failures.get(method)?.shift();
     if (failure) {
@@ -675,7 +771,12 @@ export class FakeTelegram {
       send(200, { ok: true, result });
     } catch (error) {
       if (error instanceof ApiFailure) {
-        send(error.code, { ok: false, error_code: error.code, description: error.message, ...(error.retryAfter ? { parameters: { retry_after: error.retryAfter } } : {}) });
+        send(error.code, {
+          ok: false,
+          error_code: error.code,
+          description: error.message,
+          ...(error.retryAfter ? { parameters: { retry_after: error.retryAfter } } : {}),
+        });
       } else {
         send(500, { ok: false, error_code: 500, description: `Internal Server Error: ${(error as Error).message}` });
       }
@@ -683,7 +784,11 @@ export class FakeTelegram {
   }
 
   async #getUpdates(payload: Record<string, unknown>, res: ServerResponse): Promise<Update[]> {
-    if (this.webhook) throw new ApiFailure(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    if (this.webhook)
+      throw new ApiFailure(
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
     const offset = Number(payload.offset ?? 0);
     const limit = Math.min(100, Math.max(1, Number(payload.limit ?? 100)));
     const timeout = Math.max(0, Number(payload.timeout ?? 0));
@@ -694,7 +799,9 @@ export class FakeTelegram {
     // A newer getUpdates ends every held one: "Conflict: terminated by other getUpdates request".
     for (const end of [...this.#polls]) end("replaced");
     const ready = () =>
-      this.#updates.filter((u) => !allowed || allowed.length === 0 || allowed.some((k) => String(k) in u)).slice(0, limit);
+      this.#updates
+        .filter((u) => !allowed || allowed.length === 0 || allowed.some((k) => String(k) in u))
+        .slice(0, limit);
     let found = ready();
     if (found.length > 0 || timeout === 0) return found;
     this.#pending.add(res);
@@ -718,7 +825,11 @@ export class FakeTelegram {
     });
     if (ended === "revoked") throw new ApiFailure(401, "Unauthorized");
     if (ended === "replaced") this.conflicts += 1;
-    if (ended === "replaced") throw new ApiFailure(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running");
+    if (ended === "replaced")
+      throw new ApiFailure(
+        409,
+        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+      );
     found = ready();
     return found;
   }
@@ -727,19 +838,25 @@ export class FakeTelegram {
   #serveFile(url: URL, res: ServerResponse): void {
     const m = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (!m || m[1] !== this.token || this.#revoked) {
-      res.writeHead(m ? 401 : 404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: m ? 401 : 404, description: m ? "Unauthorized" : "Not Found" }));
+      res
+        .writeHead(m ? 401 : 404, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: false, error_code: m ? 401 : 404, description: m ? "Unauthorized" : "Not Found" }));
       return;
     }
     const path = decodeURIComponent(m[2]!);
     const file = [...this.#files.values()].find((f) => f.path === path);
     if (!file) {
-      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
+      res
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
       return;
     }
     const record: FakeFileDownload = { path, sent: 0, complete: false };
     this.fileDownloads.push(record);
     if (!file.chunked) {
-      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.bytes.length) }).end(file.bytes);
+      res
+        .writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.bytes.length) })
+        .end(file.bytes);
       record.sent = file.bytes.length;
       record.complete = true;
       return;
@@ -769,10 +886,20 @@ export class FakeTelegram {
         const file = this.#files.get(String(p.file_id ?? ""));
         if (!file) throw bad("invalid file_id");
         if (file.fileSize > FAKE_GETFILE_MAX_BYTES) throw bad("file is too big");
-        return { file_id: String(p.file_id), file_unique_id: file.unique, file_size: file.fileSize, file_path: file.path };
+        return {
+          file_id: String(p.file_id),
+          file_unique_id: file.unique,
+          file_size: file.fileSize,
+          file_path: file.path,
+        };
       }
       case "getMe":
-        return { ...this.bot, can_join_groups: true, can_read_all_group_messages: !this.privacyMode, supports_inline_queries: false };
+        return {
+          ...this.bot,
+          can_join_groups: true,
+          can_read_all_group_messages: !this.privacyMode,
+          supports_inline_queries: false,
+        };
       case "deleteWebhook":
         this.webhook = undefined;
         if (p.drop_pending_updates === true || p.drop_pending_updates === "true") this.#updates = [];
@@ -784,7 +911,8 @@ export class FakeTelegram {
           return true;
         }
         if (!URL.canParse(url)) throw bad("bad webhook: invalid URL");
-        if (p.secret_token !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(String(p.secret_token))) throw bad("bad webhook: invalid secret token");
+        if (p.secret_token !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(String(p.secret_token)))
+          throw bad("bad webhook: invalid secret token");
         this.webhook = { ...p };
         if (p.allowed_updates !== undefined) this.#allowedUpdates = parseList(p.allowed_updates);
         return true;
@@ -808,7 +936,12 @@ export class FakeTelegram {
         try {
           return this.#edit(method, p);
         } catch (error) {
-          this.refusedEdits.push({ method, chatId: Number(p.chat_id), messageId: Number(p.message_id), description: (error as Error).message });
+          this.refusedEdits.push({
+            method,
+            chatId: Number(p.chat_id),
+            messageId: Number(p.message_id),
+            description: (error as Error).message,
+          });
           throw error;
         }
       case "sendMessageDraft":
@@ -826,7 +959,11 @@ export class FakeTelegram {
         const userId = Number(p.user_id);
         if (!Number.isInteger(userId)) throw bad("user_id is required");
         const admin = this.admins.get(chatId)?.has(userId) === true;
-        return { status: admin ? "administrator" : "member", user: { id: userId, is_bot: false, first_name: `user${userId}` }, ...(admin ? { can_be_edited: false, is_anonymous: true } : {}) };
+        return {
+          status: admin ? "administrator" : "member",
+          user: { id: userId, is_bot: false, first_name: `user${userId}` },
+          ...(admin ? { can_be_edited: false, is_anonymous: true } : {}),
+        };
       }
       case "answerCallbackQuery": {
         const query = this.#queries.get(String(p.callback_query_id));
@@ -852,7 +989,9 @@ export class FakeTelegram {
 
   #markup(p: Record<string, unknown>): InlineKeyboardMarkup | undefined {
     if (p.reply_markup === undefined) return undefined;
-    const markup = (typeof p.reply_markup === "string" ? JSON.parse(p.reply_markup) : p.reply_markup) as InlineKeyboardMarkup;
+    const markup = (
+      typeof p.reply_markup === "string" ? JSON.parse(p.reply_markup) : p.reply_markup
+    ) as InlineKeyboardMarkup;
     for (const button of (markup.inline_keyboard ?? []).flat()) if (!button.text) throw bad("BUTTON_TEXT_INVALID");
     return markup;
   }
@@ -862,9 +1001,9 @@ export class FakeTelegram {
     if (!Number.isFinite(chatId)) throw bad("chat not found");
     const { text, entities } = this.#render(p);
     const markup = this.#markup(p);
-    const replyParameters = (typeof p.reply_parameters === "string" ? JSON.parse(p.reply_parameters) : p.reply_parameters) as
-      | { message_id: number; allow_sending_without_reply?: boolean }
-      | undefined;
+    const replyParameters = (
+      typeof p.reply_parameters === "string" ? JSON.parse(p.reply_parameters) : p.reply_parameters
+    ) as { message_id: number; allow_sending_without_reply?: boolean } | undefined;
     let reply: Message | undefined;
     if (replyParameters) {
       reply = this.#messages.get(`${chatId}:${replyParameters.message_id}`);
@@ -902,7 +1041,11 @@ export class FakeTelegram {
 
   #chatOf(chatId: number): Chat {
     for (const m of this.#messages.values()) if (m.chat.id === chatId) return m.chat;
-    return { id: chatId, type: chatId > 0 ? "private" : "supergroup", ...(chatId > 0 ? { first_name: "User" } : { title: "Group" }) } as Chat;
+    return {
+      id: chatId,
+      type: chatId > 0 ? "private" : "supergroup",
+      ...(chatId > 0 ? { first_name: "User" } : { title: "Group" }),
+    } as Chat;
   }
 
   /** `sendMessageDraft`: private chats only (a user id, positive), `draft_id` a non-zero integer (the spec check bounds the text). */
@@ -911,7 +1054,7 @@ export class FakeTelegram {
     if (!Number.isInteger(chatId)) throw bad("chat not found");
     if (this.#chatOf(chatId).type !== "private" || this.#draftsRefused.has(chatId)) throw bad("TEXTDRAFT_PEER_INVALID");
     const draftId = Number(p.draft_id);
-    if (!Number.isInteger(draftId) || draftId === 0) throw bad("parameter \"draft_id\" must be non-zero");
+    if (!Number.isInteger(draftId) || draftId === 0) throw bad('parameter "draft_id" must be non-zero');
     const text = p.text === undefined ? "" : String(p.text);
     const parsed = p.parse_mode === "HTML" ? parseTelegramHtml(text) : { text };
     this.#threadOf(chatId, p);
@@ -929,9 +1072,12 @@ export class FakeTelegram {
     const sameText = rendered.text === sent.text && JSON.stringify(rendered.entities) === JSON.stringify(sent.entities);
     const sameMarkup = JSON.stringify(markup ?? null) === JSON.stringify(message.reply_markup ?? null);
     if (sameText && sameMarkup) {
-      throw bad("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message");
+      throw bad(
+        "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+      );
     }
-    const updated = { ...message, text: rendered.text, edit_date: Math.floor(Date.now() / 1000) } as Message & Record<string, unknown>;
+    const updated = { ...message, text: rendered.text, edit_date: Math.floor(Date.now() / 1000) } as Message &
+      Record<string, unknown>;
     if (rendered.entities.length) updated.entities = rendered.entities;
     else delete updated.entities;
     if (markup && (markup.inline_keyboard ?? []).length > 0) updated.reply_markup = markup;
@@ -982,11 +1128,13 @@ async function readBody(req: HttpRequest): Promise<Record<string, unknown>> {
   if (bytes.length === 0) return {};
   const type = req.headers["content-type"] ?? "";
   if (type.includes("application/json")) return JSON.parse(bytes.toString("utf8")) as Record<string, unknown>;
-  if (type.includes("application/x-www-form-urlencoded")) return Object.fromEntries(new URLSearchParams(bytes.toString("utf8")));
+  if (type.includes("application/x-www-form-urlencoded"))
+    return Object.fromEntries(new URLSearchParams(bytes.toString("utf8")));
   if (type.includes("multipart/form-data")) {
     const { fields, files } = await readMultipart(req.headers, bytes);
     const params: Record<string, unknown> = Object.fromEntries(fields);
-    for (const f of files) params[f.name] = { [INPUT_FILE]: true, filename: f.filename, size: f.size } satisfies InputFilePart;
+    for (const f of files)
+      params[f.name] = { [INPUT_FILE]: true, filename: f.filename, size: f.size } satisfies InputFilePart;
     return params;
   }
   throw new Error(`unsupported content type ${type}`);

@@ -42,7 +42,8 @@ export interface FakeTranscriptionRequest {
 }
 
 /** How the next request is failed ({@link FakeTranscription.failNext}). */
-export type FakeTranscriptionFailure = { status: number; body?: unknown; headers?: Record<string, string> } | "hang" | "not-json";
+export type FakeTranscriptionFailure =
+  { status: number; body?: unknown; headers?: Record<string, string> } | "hang" | "not-json";
 
 /** A running fake. */
 export interface FakeTranscription {
@@ -67,7 +68,14 @@ export interface FakeTranscription {
   close(): Promise<void>;
 }
 
-function error(res: ServerResponse, status: number, message: string, param: string | null, code: string | null, type = "invalid_request_error"): void {
+function error(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  param: string | null,
+  code: string | null,
+  type = "invalid_request_error",
+): void {
   const text = JSON.stringify({ error: { message, type, param, code } });
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
 }
@@ -79,14 +87,21 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Starts the fake on a free loopback port. */
-export async function startFakeTranscription(options: { key?: string; models?: string[] } = {}): Promise<FakeTranscription> {
+export async function startFakeTranscription(
+  options: { key?: string; models?: string[] } = {},
+): Promise<FakeTranscription> {
   const key = options.key ?? "sk-fake-stt-key-0123456789abcdef";
   const transcripts = new Map<string, string>();
   const failures: FakeTranscriptionFailure[] = [];
   const hanging = new Set<ServerResponse>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse, fake: FakeTranscription): Promise<void> => {
-    const record: FakeTranscriptionRequest = { status: 0, authorization: req.headers.authorization, contentType: req.headers["content-type"], fields: {} };
+    const record: FakeTranscriptionRequest = {
+      status: 0,
+      authorization: req.headers.authorization,
+      contentType: req.headers["content-type"],
+      fields: {},
+    };
     const answer = (status: number, send: () => void) => {
       record.status = status;
       fake.requests.push(record);
@@ -98,10 +113,20 @@ export async function startFakeTranscription(options: { key?: string; models?: s
       return answer(404, () => error(res, 404, `Invalid URL (${req.method} ${url.pathname})`, null, null));
     }
     if (req.headers.authorization !== `Bearer ${key}`) {
-      return answer(401, () => error(res, 401, req.headers.authorization ? "Incorrect API key provided." : "You didn't provide an API key.", null, "invalid_api_key"));
+      return answer(401, () =>
+        error(
+          res,
+          401,
+          req.headers.authorization ? "Incorrect API key provided." : "You didn't provide an API key.",
+          null,
+          "invalid_api_key",
+        ),
+      );
     }
     if (!/^multipart\/form-data;\s*boundary=/i.test(req.headers["content-type"] ?? "")) {
-      return answer(400, () => error(res, 400, "Invalid Content-Type header: expected multipart/form-data.", null, null));
+      return answer(400, () =>
+        error(res, 400, "Invalid Content-Type header: expected multipart/form-data.", null, null),
+      );
     }
     let form: MultipartBody;
     try {
@@ -114,19 +139,34 @@ export async function startFakeTranscription(options: { key?: string; models?: s
     if (file) record.file = { filename: file.filename, mimeType: file.mimeType, size: file.size };
     const model = form.fields.get("model");
     if (!model) return answer(400, () => error(res, 400, "you must provide a model parameter", "model", null));
-    if (!fake.models.includes(model)) return answer(400, () => error(res, 400, `The model \`${model}\` does not exist or you do not have access to it.`, "model", "model_not_found"));
+    if (!fake.models.includes(model))
+      return answer(400, () =>
+        error(
+          res,
+          400,
+          `The model \`${model}\` does not exist or you do not have access to it.`,
+          "model",
+          "model_not_found",
+        ),
+      );
     if (!file) return answer(400, () => error(res, 400, "you must provide a file parameter", "file", null));
     const ext = /\.([a-z0-9]+)$/i.exec(file.filename)?.[1]?.toLowerCase() ?? "";
-    if (!FORMATS.includes(ext)) return answer(400, () => error(res, 400, `Invalid file format. Supported formats: ${JSON.stringify(FORMATS)}`, "file", "invalid_value"));
+    if (!FORMATS.includes(ext))
+      return answer(400, () =>
+        error(res, 400, `Invalid file format. Supported formats: ${JSON.stringify(FORMATS)}`, "file", "invalid_value"),
+      );
     if (!/^(audio\/[\w.+-]+|video\/(mp4|webm)|application\/octet-stream)$/i.test(file.mimeType)) {
       return answer(400, () => error(res, 400, `Invalid file content type ${file.mimeType}.`, "file", "invalid_value"));
     }
     if (file.size === 0) return answer(400, () => error(res, 400, "The audio file is empty.", "file", null));
-    if (file.size > MAX_FILE_BYTES) return answer(413, () => error(res, 413, "Maximum content size limit (26214400) exceeded.", "file", null));
+    if (file.size > MAX_FILE_BYTES)
+      return answer(413, () => error(res, 413, "Maximum content size limit (26214400) exceeded.", "file", null));
     const format = form.fields.get("response_format") ?? "json";
-    if (!RESPONSE_FORMATS.includes(format)) return answer(400, () => error(res, 400, `Invalid response_format ${format}.`, "response_format", null));
+    if (!RESPONSE_FORMATS.includes(format))
+      return answer(400, () => error(res, 400, `Invalid response_format ${format}.`, "response_format", null));
     const language = form.fields.get("language");
-    if (language !== undefined && !/^[a-z]{2}$/.test(language)) return answer(400, () => error(res, 400, `Invalid language ${language}: expected ISO-639-1.`, "language", null));
+    if (language !== undefined && !/^[a-z]{2}$/.test(language))
+      return answer(400, () => error(res, 400, `Invalid language ${language}: expected ISO-639-1.`, "language", null));
 
     const failure = failures.shift();
     if (failure === "hang") {
@@ -135,16 +175,30 @@ export async function startFakeTranscription(options: { key?: string; models?: s
       hanging.add(res);
       return;
     }
-    if (failure === "not-json") return answer(200, () => res.writeHead(200, { "content-type": "text/html" }).end("<html>gateway</html>"));
+    if (failure === "not-json")
+      return answer(200, () => res.writeHead(200, { "content-type": "text/html" }).end("<html>gateway</html>"));
     if (failure) {
       return answer(failure.status, () => {
-        const text = JSON.stringify(failure.body ?? { error: { message: `failure ${failure.status}`, type: failure.status === 429 ? "rate_limit_exceeded" : "server_error", param: null, code: null } });
+        const text = JSON.stringify(
+          failure.body ?? {
+            error: {
+              message: `failure ${failure.status}`,
+              type: failure.status === 429 ? "rate_limit_exceeded" : "server_error",
+              param: null,
+              code: null,
+            },
+          },
+        );
         res.writeHead(failure.status, { "content-type": "application/json", ...failure.headers }).end(text);
       });
     }
     const text = transcripts.get(file.bytes!.toString("base64")) ?? fake.fallback;
     if (format === "text") return answer(200, () => res.writeHead(200, { "content-type": "text/plain" }).end(text));
-    const body = JSON.stringify(format === "verbose_json" ? { task: "transcribe", language: language ?? "english", duration: 1, text, segments: [] } : { text });
+    const body = JSON.stringify(
+      format === "verbose_json"
+        ? { task: "transcribe", language: language ?? "english", duration: 1, text, segments: [] }
+        : { text },
+    );
     return answer(200, () => res.writeHead(200, { "content-type": "application/json" }).end(body));
   };
 

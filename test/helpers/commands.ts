@@ -13,8 +13,16 @@ import { silentLogger, type Logger } from "../../src/log.js";
 import type { ChatQueue } from "../../src/queue/producer.js";
 
 /** A runner over `parts`; `gate` needs no Redis for `open` access checks. */
-export function testCommands(config: Config, parts: Pick<CommandServices, "toolboxFor" | "resetChat"> & { log?: Logger }): CommandRunner {
-  const redis = new Redis({ lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+export function testCommands(
+  config: Config,
+  parts: Pick<CommandServices, "toolboxFor" | "resetChat"> & { log?: Logger },
+): CommandRunner {
+  const redis = new Redis({
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   const log = parts.log ?? silentLogger;
   const noQueue = { enqueue: () => Promise.reject(new Error("no queue in this harness")) } as unknown as ChatQueue;
   const gate = new AccessGate({ config, log, redis, queue: noQueue, reply: async () => {} });

@@ -39,7 +39,16 @@ async function compile(): Promise<string> {
   await mkdir(path.join(ROOT, ".data"), { recursive: true });
   const out = await mkdtemp(path.join(ROOT, ".data", "children-"));
   const entryPoints = (await Promise.all(COMPILED_DIRS.map((d) => typescriptFiles(path.join(ROOT, d))))).flat();
-  await build({ entryPoints, outdir: out, outbase: ROOT, format: "esm", platform: "node", target: "node20", sourcemap: "inline", logLevel: "error" });
+  await build({
+    entryPoints,
+    outdir: out,
+    outbase: ROOT,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    sourcemap: "inline",
+    logLevel: "error",
+  });
   return out;
 }
 

@@ -27,5 +27,10 @@ export function nodeArgs(file: string, ...args: string[]): string[] {
   const relative = path.relative(ROOT, path.resolve(ROOT, file));
   const compiledRoot = inject("compiledRoot");
   if (compiledRoot) return [path.join(compiledRoot, relative.replace(/\.ts$/, ".js")), ...args];
-  return ["--import", pathToFileURL(path.join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href, path.join(ROOT, relative), ...args];
+  return [
+    "--import",
+    pathToFileURL(path.join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href,
+    path.join(ROOT, relative),
+    ...args,
+  ];
 }

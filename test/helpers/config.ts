@@ -11,7 +11,15 @@ import { loadConfig, type Config } from "../../src/config.js";
  */
 export function testConfig(env: Record<string, string | undefined> = {}): Config {
   return loadConfig(
-    { LOG_LEVEL: "silent", STREAMING: "off", ACCESS_POLICY: "open", RATE_LIMIT_PER_MINUTE: "10000", MAX_QUEUED_PER_CHAT: "10000", USER_DAILY_TOKENS: "0", ...env },
+    {
+      LOG_LEVEL: "silent",
+      STREAMING: "off",
+      ACCESS_POLICY: "open",
+      RATE_LIMIT_PER_MINUTE: "10000",
+      MAX_QUEUED_PER_CHAT: "10000",
+      USER_DAILY_TOKENS: "0",
+      ...env,
+    },
     { purpose: "inspect" },
   );
 }

@@ -31,7 +31,13 @@ export function fileDurations(modules: ReadonlyArray<TestModule>): FileDuration[
     .map((module) => {
       const d = module.diagnostic();
       const importMs = d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration;
-      return { project: module.project.name || "(root)", file: module.relativeModuleId, importMs, testsMs: d.duration, totalMs: importMs + d.duration };
+      return {
+        project: module.project.name || "(root)",
+        file: module.relativeModuleId,
+        importMs,
+        testsMs: d.duration,
+        totalMs: importMs + d.duration,
+      };
     })
     .sort((a, b) => b.totalMs - a.totalMs);
 }
@@ -45,9 +51,13 @@ const seconds = (ms: number) => (ms / 1000).toFixed(1);
 export function durationLines(rows: FileDuration[]): string[] {
   if (rows.length === 0) return [];
   const width = Math.max(...rows.map((r) => r.project.length));
-  const lines = [`The ${Math.min(SLOWEST_SHOWN, rows.length)} slowest of ${rows.length} test file runs (seconds; import = runner set-up and the file's imports):`];
+  const lines = [
+    `The ${Math.min(SLOWEST_SHOWN, rows.length)} slowest of ${rows.length} test file runs (seconds; import = runner set-up and the file's imports):`,
+  ];
   for (const r of rows.slice(0, SLOWEST_SHOWN)) {
-    lines.push(`  ${seconds(r.totalMs).padStart(6)}  ${r.project.padEnd(width)}  ${r.file}  (import ${seconds(r.importMs)})`);
+    lines.push(
+      `  ${seconds(r.totalMs).padStart(6)}  ${r.project.padEnd(width)}  ${r.file}  (import ${seconds(r.importMs)})`,
+    );
   }
   const byProject = new Map<string, { ms: number; n: number }>();
   for (const r of rows) {

@@ -54,7 +54,24 @@ async function launch(args: string[], probe: RedisOptions): Promise<ChildProcess
 }
 
 const launchOnSocket = (socket: string, dir: string, extra: string[]) =>
-  launch(["--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir, ...extra], { path: socket });
+  launch(
+    [
+      "--port",
+      "0",
+      "--unixsocket",
+      socket,
+      "--unixsocketperm",
+      "700",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir,
+      ...extra,
+    ],
+    { path: socket },
+  );
 
 async function kill(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -91,11 +108,15 @@ export async function startRedis(extra: string[] = []): Promise<TestRedis> {
 /** `n` TCP ports on 127.0.0.1 that were free a moment ago (the OS's choice). */
 async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve(server));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once("error", reject);
+          server.listen(0, "127.0.0.1", () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
@@ -108,7 +129,13 @@ async function clusterReady(ports: number[]): Promise<void> {
   for (;;) {
     const states = await Promise.all(
       ports.map(async (port) => {
-        const client = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        const client = new Redis({
+          host: "127.0.0.1",
+          port,
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
         client.on("error", () => {});
         try {
           await client.connect();
@@ -145,7 +172,26 @@ export async function startRedisCluster(): Promise<TestRedis> {
     ports.map(async (port, i) => {
       const nodeDir = path.join(dir, `node-${i}`);
       await mkdir(nodeDir, { recursive: true });
-      const args = ["--port", String(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-port", String(busPorts[i]), "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no", "--dir", nodeDir];
+      const args = [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        String(busPorts[i]),
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        "5000",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        nodeDir,
+      ];
       return launch(args, { host: "127.0.0.1", port });
     });
   try {
@@ -160,7 +206,11 @@ export async function startRedisCluster(): Promise<TestRedis> {
       await Promise.all(children.map(kill));
       if (attempt === 3) throw (started.find((s) => s.status === "rejected") as PromiseRejectedResult).reason;
     }
-    await promisify(execFile)("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"], { timeout: 30_000 });
+    await promisify(execFile)(
+      "redis-cli",
+      ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"],
+      { timeout: 30_000 },
+    );
     await clusterReady(ports);
   } catch (error) {
     await Promise.all(children.map(kill));

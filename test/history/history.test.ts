@@ -8,9 +8,24 @@ import { useRedis } from "../helpers/use-redis.js";
 
 const user = (text: string): MessageParam => ({ role: "user", content: text });
 const assistant = (text: string): MessageParam => ({ role: "assistant", content: [{ type: "text", text }] });
-const call = (id: string): MessageParam => ({ role: "assistant", content: [{ type: "text", text: "let me check" }, { type: "tool_use", id, name: "list_todos", input: {} }] });
-const result = (id: string): MessageParam => ({ role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "#1 milk" }] });
-const resultWithText = (id: string): MessageParam => ({ role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "ok" }, { type: "text", text: "and?" }] });
+const call = (id: string): MessageParam => ({
+  role: "assistant",
+  content: [
+    { type: "text", text: "let me check" },
+    { type: "tool_use", id, name: "list_todos", input: {} },
+  ],
+});
+const result = (id: string): MessageParam => ({
+  role: "user",
+  content: [{ type: "tool_result", tool_use_id: id, content: "#1 milk" }],
+});
+const resultWithText = (id: string): MessageParam => ({
+  role: "user",
+  content: [
+    { type: "tool_result", tool_use_id: id, content: "ok" },
+    { type: "text", text: "and?" },
+  ],
+});
 
 /** Run 1 (plain), run 2 (one tool exchange), run 3 (two tool exchanges): 2 + 4 + 6 = 12 messages. */
 const runs: MessageParam[][] = [
@@ -55,7 +70,10 @@ describe("trimHistory", () => {
   it("keeps exactly the newest runs at run boundaries", () => {
     expect(trimHistory(all, { maxMessages: 10 })).toEqual([...runs[1]!, ...runs[2]!]);
     expect(trimHistory(all, { maxMessages: 6 })).toEqual(runs[2]);
-    expect(trimHistory([...runs[0]!, ...runs[2]!, ...runs[1]!], { maxMessages: 10 })).toEqual([...runs[2]!, ...runs[1]!]);
+    expect(trimHistory([...runs[0]!, ...runs[2]!, ...runs[1]!], { maxMessages: 10 })).toEqual([
+      ...runs[2]!,
+      ...runs[1]!,
+    ]);
   });
 
   it("drops a leading tool_result turn that also carries text", () => {
@@ -86,7 +104,9 @@ describe("HistoryStore", () => {
     const chat = { platform: "telegram" as const, chatId: "reset-gen" };
     const keys = conversationKeys(chat);
     expect(await store.generation(chat)).toBe(0);
-    expect(await store.append(chat, runs[0]!, { messageId: "m0", text: "hello" }, await store.read(chat), 0)).toBe(true);
+    expect(await store.append(chat, runs[0]!, { messageId: "m0", text: "hello" }, await store.read(chat), 0)).toBe(
+      true,
+    );
     const before = await store.read(chat);
     expect(before.stored).toBe(2);
     await store.reset(chat);
@@ -95,10 +115,20 @@ describe("HistoryStore", () => {
     expect(await redis.ttl(keys.resets)).toBeGreaterThan(29 * 24 * 3600);
     // A run that began before the reset (generation 0): refused, on the fresh-chat path and on the trimming one.
     expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, 0)).toBe(false);
-    expect(await store.append(chat, runs[2]!, { messageId: "m2", text: "done" }, { stored: 40, fresh: false, raw: before.raw! }, 0)).toBe(false);
+    expect(
+      await store.append(
+        chat,
+        runs[2]!,
+        { messageId: "m2", text: "done" },
+        { stored: 40, fresh: false, raw: before.raw! },
+        0,
+      ),
+    ).toBe(false);
     expect(await redis.exists(keys.history)).toBe(0);
     // A run that began after it: written, with the history's expiry.
-    expect(await store.append(chat, runs[1]!, { messageId: "m3", text: "#1 milk" }, await store.read(chat), 1)).toBe(true);
+    expect(await store.append(chat, runs[1]!, { messageId: "m3", text: "#1 milk" }, await store.read(chat), 1)).toBe(
+      true,
+    );
     expect((await store.read(chat)).messages).toEqual(runs[1]);
     expect(await redis.ttl(keys.history)).toBeGreaterThan(3500);
     // Without a generation, an append is not compared (as before).
@@ -146,7 +176,12 @@ describe("HistoryStore", () => {
     const store = new HistoryStore(redis, { maxMessages: 400, ttlSeconds: 3600, maxStoredBytes });
     const chat = { platform: "telegram" as const, chatId: "hbytes" };
     const key = conversationKeys(chat).history;
-    const big = (i: number): MessageParam[] => [user(`q${i}`), call(`t${i}`), { role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: "待辦".repeat(700) }] }, assistant(`a${i}`)];
+    const big = (i: number): MessageParam[] => [
+      user(`q${i}`),
+      call(`t${i}`),
+      { role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: "待辦".repeat(700) }] },
+      assistant(`a${i}`),
+    ];
     let trims = 0;
     let last = 0;
     for (let i = 0; i < 40; i += 1) {
@@ -171,7 +206,12 @@ describe("HistoryStore", () => {
     expect(rebuilt.startsWith("U")).toBe(true);
     expect((await store.load(chat)).slice(-8)).toEqual([...big(100), ...big(101)]);
     // one run larger than the whole budget is still stored whole (the newest run is never cut)
-    const huge: MessageParam[] = [user("list all"), call("h"), { role: "user", content: [{ type: "tool_result", tool_use_id: "h", content: "x".repeat(30_000) }] }, assistant("that is a lot")];
+    const huge: MessageParam[] = [
+      user("list all"),
+      call("h"),
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "h", content: "x".repeat(30_000) }] },
+      assistant("that is a lot"),
+    ];
     await store.append(chat, huge, undefined, await store.read(chat));
     const stored = (await store.read(chat)).raw!;
     expect(stored.startsWith(`U${JSON.stringify(huge[0])}`)).toBe(true);
@@ -202,13 +242,17 @@ describe("HistoryStore", () => {
   it("a trimming append loses no update written by another writer since the read", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1c" };
-    for (let i = 0; i < 7; i += 1) await store.append(chat, runs[2]!, { messageId: `m${i}`, text: "done" }, await store.read(chat));
+    for (let i = 0; i < 7; i += 1)
+      await store.append(chat, runs[2]!, { messageId: `m${i}`, text: "done" }, await store.read(chat));
     const before = await store.read(chat); // 42 stored: this run's append trims
     expect(before.stored).toBe(42);
     await store.append(chat, runs[0]!); // an approval's resumed run, meanwhile
     await store.append(chat, runs[2]!, { messageId: "last", text: "done" }, before); // 42 + 6 > 4 + 40: trims
     const after = await store.read(chat, "last");
-    const stored = after.raw!.split("\n").filter((l) => l !== "" && !l.startsWith("#")).map((l) => JSON.parse(l.replace(/^U/, "")) as MessageParam);
+    const stored = after
+      .raw!.split("\n")
+      .filter((l) => l !== "" && !l.startsWith("#"))
+      .map((l) => JSON.parse(l.replace(/^U/, "")) as MessageParam);
     expect(stored.slice(-8)).toEqual([...runs[0]!, ...runs[2]!]);
     expect(after.answer).toBe("done");
     expect(after.stored).toBeLessThanOrEqual(24);

@@ -5,7 +5,13 @@
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { announceMcpTools, announcementOf, followMcpAnnouncements, MCP_ANNOUNCE_KEY, readMcpAnnouncement } from "../../src/mcp/announce.js";
+import {
+  announceMcpTools,
+  announcementOf,
+  followMcpAnnouncements,
+  MCP_ANNOUNCE_KEY,
+  readMcpAnnouncement,
+} from "../../src/mcp/announce.js";
 import { readMcpConfig } from "../../src/mcp/config.js";
 import { McpToolSource } from "../../src/mcp/source.js";
 import { startWorkerMcp } from "../../src/mcp/wiring.js";
@@ -35,12 +41,23 @@ afterAll(async () => {
   await server.stop();
 });
 
-const fileTool = { name: "get_time", description: "The time.", input: z.object({}), tags: ["info"], dangerous: false, readOnly: true, file: "/p/tools/get_time.ts", run: () => "now" };
+const fileTool = {
+  name: "get_time",
+  description: "The time.",
+  input: z.object({}),
+  tags: ["info"],
+  dangerous: false,
+  readOnly: true,
+  file: "/p/tools/get_time.ts",
+  run: () => "now",
+};
 
 describe("MCP announcements", () => {
   it("a worker's MCP tools reach an adapter's /tools listing through Redis, with danger marked", async () => {
     const workerBox = new ToolBox([fileTool]);
-    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" }, trustAnnotations: true } });
+    const file = writeMcpConfig(tempDir(), {
+      items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" }, trustAnnotations: true },
+    });
     const source = new McpToolSource({ config: readMcpConfig(file), toolbox: workerBox });
     await source.start();
     try {
@@ -48,8 +65,20 @@ describe("MCP announcements", () => {
       expect(await readMcpAnnouncement(redis)).toEqual({
         at: 1234,
         tools: [
-          { name: "items__lookup", server: "items", description: "Look an item up by its name.", tags: ["util"], dangerous: false },
-          { name: "items__delete_item", server: "items", description: "Delete an item by id.", tags: ["util"], dangerous: true },
+          {
+            name: "items__lookup",
+            server: "items",
+            description: "Look an item up by its name.",
+            tags: ["util"],
+            dangerous: false,
+          },
+          {
+            name: "items__delete_item",
+            server: "items",
+            description: "Delete an item by id.",
+            tags: ["util"],
+            dangerous: true,
+          },
         ],
         skipped: [],
       });
@@ -66,7 +95,14 @@ describe("MCP announcements", () => {
         expect(text).toContain("`items__lookup` — Look an item up by its name.");
         expect(text).toContain("⚠️ `items__delete_item` — Delete an item by id.");
         // an announced tool cannot run in the adapter
-        expect((await listed.execute("items__lookup", {}, { log: silentLogger, signal: new AbortController().signal } as never)).content).toBe("MCP tools run on workers only.");
+        expect(
+          (
+            await listed.execute("items__lookup", {}, {
+              log: silentLogger,
+              signal: new AbortController().signal,
+            } as never)
+          ).content,
+        ).toBe("MCP tools run on workers only.");
 
         // a worker announcing fewer tools (list_changed, a server gone) is followed
         await announceMcpTools(redis, { at: 2, tools: [], skipped: [{ server: "items", reason: "gone" }] });
@@ -82,20 +118,46 @@ describe("MCP announcements", () => {
   });
 
   it("a worker whose start-up fails on a name clash announces nothing: a healthy worker's announcement stays", async () => {
-    const healthy = { at: 1, tools: [{ name: "items__lookup", server: "items", description: "Look an item up by its name.", tags: ["util"], dangerous: false }], skipped: [] };
+    const healthy = {
+      at: 1,
+      tools: [
+        {
+          name: "items__lookup",
+          server: "items",
+          description: "Look an item up by its name.",
+          tags: ["util"],
+          dangerous: false,
+        },
+      ],
+      skipped: [],
+    };
     await announceMcpTools(redis, healthy);
     // a tools/ file takes the name of the server's tool "lookup"
     const clashing = { ...fileTool, name: "items__lookup", file: "/p/tools/items__lookup.ts" };
-    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } } });
-    const error = await startWorkerMcp({ config: testConfig({ MCP_CONFIG: file }), log: silentLogger, redis, toolbox: new ToolBox([clashing]) }).catch((e: unknown) => e);
+    const file = writeMcpConfig(tempDir(), {
+      items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } },
+    });
+    const error = await startWorkerMcp({
+      config: testConfig({ MCP_CONFIG: file }),
+      log: silentLogger,
+      redis,
+      toolbox: new ToolBox([clashing]),
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ToolRegistryError);
     expect(await readMcpAnnouncement(redis)).toEqual(healthy);
   });
 
   it("a worker announces once its start-up is done, with every server's tools", async () => {
     await redis.del(MCP_ANNOUNCE_KEY);
-    const file = writeMcpConfig(tempDir(), { items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } } });
-    const started = await startWorkerMcp({ config: testConfig({ MCP_CONFIG: file }), log: silentLogger, redis, toolbox: new ToolBox([fileTool]) });
+    const file = writeMcpConfig(tempDir(), {
+      items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } },
+    });
+    const started = await startWorkerMcp({
+      config: testConfig({ MCP_CONFIG: file }),
+      log: silentLogger,
+      redis,
+      toolbox: new ToolBox([fileTool]),
+    });
     try {
       const announced = await readMcpAnnouncement(redis);
       expect(announced?.tools.map((t) => t.name)).toEqual(["items__lookup", "items__delete_item"]);

@@ -15,12 +15,41 @@ describe("readMcpConfig", () => {
     const dir = tempDir();
     const file = writeMcpConfig(dir, {
       files: { command: "npx", args: ["-y", "server"], env: { API_KEY: "${FILES_KEY}", MODE: "ro" }, cwd: "srv" },
-      wiki: { type: "http", url: "https://${WIKI_HOST}/mcp", headers: { Authorization: "Bearer ${WIKI_TOKEN}" }, tags: ["info"], include: ["search"], safe: ["search"], noAlwaysAllow: ["edit"], loaded: ["search"], timeoutMs: 5000 },
+      wiki: {
+        type: "http",
+        url: "https://${WIKI_HOST}/mcp",
+        headers: { Authorization: "Bearer ${WIKI_TOKEN}" },
+        tags: ["info"],
+        include: ["search"],
+        safe: ["search"],
+        noAlwaysAllow: ["edit"],
+        loaded: ["search"],
+        timeoutMs: 5000,
+      },
     });
-    const config = readMcpConfig(file, { FILES_KEY: "files-key-abcdef", WIKI_HOST: "wiki.example.com", WIKI_TOKEN: "wiki-token-123456" });
+    const config = readMcpConfig(file, {
+      FILES_KEY: "files-key-abcdef",
+      WIKI_HOST: "wiki.example.com",
+      WIKI_TOKEN: "wiki-token-123456",
+    });
     expect(config.skipped).toEqual([]);
     expect(config.servers).toEqual([
-      { name: "files", transport: "stdio", command: "npx", args: ["-y", "server"], env: { API_KEY: "files-key-abcdef", MODE: "ro" }, cwd: path.join(dir, "srv"), tags: ["util"], exclude: [], safe: [], trustAnnotations: false, noAlwaysAllow: [], loaded: [], timeoutMs: DEFAULT_MCP_TIMEOUT_MS, secrets: ["files-key-abcdef"] },
+      {
+        name: "files",
+        transport: "stdio",
+        command: "npx",
+        args: ["-y", "server"],
+        env: { API_KEY: "files-key-abcdef", MODE: "ro" },
+        cwd: path.join(dir, "srv"),
+        tags: ["util"],
+        exclude: [],
+        safe: [],
+        trustAnnotations: false,
+        noAlwaysAllow: [],
+        loaded: [],
+        timeoutMs: DEFAULT_MCP_TIMEOUT_MS,
+        secrets: ["files-key-abcdef"],
+      },
       {
         name: "wiki",
         transport: "http",
@@ -50,7 +79,10 @@ describe("readMcpConfig", () => {
       servers: [],
       skipped: [
         { server: "a", reason: "environment variable MISSING_ONE is not set (used as ${…} in its env)" },
-        { server: "b", reason: "environment variable MISSING_URL, MISSING_TWO is not set (used as ${…} in its url or headers)" },
+        {
+          server: "b",
+          reason: "environment variable MISSING_URL, MISSING_TWO is not set (used as ${…} in its url or headers)",
+        },
         { server: "c", reason: "its url is not an http:// or https:// URL" },
       ],
     });
@@ -58,7 +90,12 @@ describe("readMcpConfig", () => {
 
   it("a malformed file stops start-up with every problem named by its path", () => {
     const dir = tempDir();
-    const bad = writeMcpConfig(dir, { ok: { command: "x" }, typo: { command: "x", inclde: ["a"] }, none: { args: [] }, slow: { url: "http://a", timeoutMs: 10 } });
+    const bad = writeMcpConfig(dir, {
+      ok: { command: "x" },
+      typo: { command: "x", inclde: ["a"] },
+      none: { args: [] },
+      slow: { url: "http://a", timeoutMs: 10 },
+    });
     const error = (() => {
       try {
         readMcpConfig(bad, {});
@@ -69,7 +106,9 @@ describe("readMcpConfig", () => {
     expect(error).toBeInstanceOf(McpConfigError);
     expect(error!.message).toContain(`MCP_CONFIG: ${bad} is not a valid MCP servers file`);
     expect(error!.message).toContain('mcpServers.typo: Unrecognized key: "inclde"');
-    expect(error!.message).toContain('mcpServers.none: must have either "command" (a stdio server: command, args, env, cwd) or "url"');
+    expect(error!.message).toContain(
+      'mcpServers.none: must have either "command" (a stdio server: command, args, env, cwd) or "url"',
+    );
     expect(error!.message).toContain("mcpServers.slow.timeoutMs: Too small: expected number to be >=1000");
     expect(error!.message).not.toContain("mcpServers.ok");
     expect(() => readMcpConfig(path.join(dir, "nope.json"))).toThrow(/MCP_CONFIG: cannot read .*nope\.json \(ENOENT\)/);

@@ -21,7 +21,9 @@ afterEach(async () => {
 });
 
 it("the example's server starts as the example says, and its two tools work", async () => {
-  const example = JSON.parse(readFileSync(path.join(root, "mcp.example.json"), "utf8")) as { mcpServers: Record<string, Record<string, unknown>> };
+  const example = JSON.parse(readFileSync(path.join(root, "mcp.example.json"), "utf8")) as {
+    mcpServers: Record<string, Record<string, unknown>>;
+  };
   expect(Object.keys(example.mcpServers)).toEqual(["notes"]);
   const dir = tempDir();
   const notes = { ...example.mcpServers.notes, cwd: root, env: { NOTES_FILE: path.join(dir, "notes.json") } };
@@ -36,8 +38,14 @@ it("the example's server starts as the example says, and its two tools work", as
   expect(toolbox.get("notes__add_note")).toMatchObject({ dangerous: true });
 
   const context = testContext();
-  expect(await toolbox.execute("notes__read_notes", {}, context)).toMatchObject({ ok: true, content: "The notebook is empty." });
-  expect(await toolbox.execute("notes__add_note", { text: "買牛奶" }, context)).toMatchObject({ ok: true, content: "Noted (1 notes in the notebook)." });
+  expect(await toolbox.execute("notes__read_notes", {}, context)).toMatchObject({
+    ok: true,
+    content: "The notebook is empty.",
+  });
+  expect(await toolbox.execute("notes__add_note", { text: "買牛奶" }, context)).toMatchObject({
+    ok: true,
+    content: "Noted (1 notes in the notebook).",
+  });
   const read = await toolbox.execute("notes__read_notes", { limit: 5 }, context);
   expect(read.content).toMatch(/^- 買牛奶 \(\d{4}-\d\d-\d\dT/);
 }, 60_000);

@@ -23,7 +23,11 @@ afterEach(async () => {
 async function start(servers: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
   const file = writeMcpConfig(tempDir(), servers);
   const { log, lines } = captureLogger("debug");
-  const source = new McpToolSource({ config: readMcpConfig(file, { ...process.env, ...env }), toolbox: new ToolBox(), log });
+  const source = new McpToolSource({
+    config: readMcpConfig(file, { ...process.env, ...env }),
+    toolbox: new ToolBox(),
+    log,
+  });
   sources.push(source);
   await source.start();
   return { source, lines, file };
@@ -32,7 +36,9 @@ async function start(servers: Record<string, unknown>, env: NodeJS.ProcessEnv = 
 describe("secret redaction", () => {
   it("a multi-line secret is registered per line, so lines joined with ' | ' are still redacted", () => {
     registerSecrets([PEM]);
-    expect(redact(`stderr: ${PEM_LINES.join(" | ")}`)).toBe("stderr: [redacted] | [redacted] | [redacted] | [redacted]");
+    expect(redact(`stderr: ${PEM_LINES.join(" | ")}`)).toBe(
+      "stderr: [redacted] | [redacted] | [redacted] | [redacted]",
+    );
     expect(redact(`x ${PEM} y`)).toBe("x [redacted] y");
   });
 
@@ -44,11 +50,16 @@ describe("secret redaction", () => {
 
   it("URL userinfo is redacted wherever a URL is printed", () => {
     expect(redact("fetch http://user:PASS@host:8080/mcp failed")).toBe("fetch http://[redacted]@host:8080/mcp failed");
-    expect(redact("mail me at someone@example.com, see https://example.com/a@b")).toBe("mail me at someone@example.com, see https://example.com/a@b");
+    expect(redact("mail me at someone@example.com, see https://example.com/a@b")).toBe(
+      "mail me at someone@example.com, see https://example.com/a@b",
+    );
   });
 
   it("a multi-line secret a server writes to stderr stays out of the skip reason and the log", async () => {
-    const { source, lines } = await start({ broken: stdioEntry({ env: { FIXTURE_TOKEN: "${PEM_VALUE}", FAIL_AT_START: "1" } }) }, { PEM_VALUE: PEM });
+    const { source, lines } = await start(
+      { broken: stdioEntry({ env: { FIXTURE_TOKEN: "${PEM_VALUE}", FAIL_AT_START: "1" } }) },
+      { PEM_VALUE: PEM },
+    );
     const reason = source.skipped.find((s) => s.server === "broken")!.reason;
     expect(reason).toContain("fatal: the backend rejected token [redacted] | [redacted] | [redacted] | [redacted]");
     for (const line of PEM_LINES) {
@@ -58,7 +69,10 @@ describe("secret redaction", () => {
   }, 60_000);
 
   it("a secret shorter than 6 characters is redacted from that server's stderr and errors (not from every log line)", async () => {
-    const { source, lines } = await start({ broken: stdioEntry({ env: { FIXTURE_TOKEN: "${SHORT_VALUE}", FAIL_AT_START: "1" } }) }, { SHORT_VALUE: SHORT });
+    const { source, lines } = await start(
+      { broken: stdioEntry({ env: { FIXTURE_TOKEN: "${SHORT_VALUE}", FAIL_AT_START: "1" } }) },
+      { SHORT_VALUE: SHORT },
+    );
     const reason = source.skipped.find((s) => s.server === "broken")!.reason;
     expect(reason).toContain("fatal: the backend rejected token [redacted]");
     expect(reason).not.toContain(SHORT);
@@ -69,11 +83,18 @@ describe("secret redaction", () => {
 
 describe("MCP config checks", () => {
   it("a url with user:password is refused with a hint to use headers, never echoing the password", () => {
-    const file = writeMcpConfig(tempDir(), { wiki: { url: "http://user:${WIKI_PASS}@host/mcp" }, lit: { url: "https://bob:hunter2pass@host/mcp" } });
+    const file = writeMcpConfig(tempDir(), {
+      wiki: { url: "http://user:${WIKI_PASS}@host/mcp" },
+      lit: { url: "https://bob:hunter2pass@host/mcp" },
+    });
     const config = readMcpConfig(file, { WIKI_PASS: "s3cr3t-pass" });
     expect(config.servers).toEqual([]);
-    const reason = 'its url contains credentials (user:password@); remove them and send them in "headers" instead (e.g. "Authorization": "Bearer ${TOKEN}" or "Basic …")';
-    expect(config.skipped).toEqual([{ server: "wiki", reason }, { server: "lit", reason }]);
+    const reason =
+      'its url contains credentials (user:password@); remove them and send them in "headers" instead (e.g. "Authorization": "Bearer ${TOKEN}" or "Basic …")';
+    expect(config.skipped).toEqual([
+      { server: "wiki", reason },
+      { server: "lit", reason },
+    ]);
     expect(JSON.stringify(config)).not.toContain("hunter2pass");
     expect(JSON.stringify(config)).not.toContain("s3cr3t-pass");
   });
@@ -87,7 +108,12 @@ describe("MCP config checks", () => {
 
   it("names in include/exclude/safe/noAlwaysAllow that match no tool are warned once per server (npm run tools: see tools-cli.test.ts)", async () => {
     const { source, lines } = await start({
-      notebook: stdioEntry({ include: ["echo", "ecoh", "add_note"], exclude: ["nope"], safe: ["add_notes", "stats"], noAlwaysAllow: ["ad_note"] }),
+      notebook: stdioEntry({
+        include: ["echo", "ecoh", "add_note"],
+        exclude: ["nope"],
+        safe: ["add_notes", "stats"],
+        noAlwaysAllow: ["ad_note"],
+      }),
     });
     const expected = [
       expect.stringMatching(/^MCP server notebook has no tool "ecoh" \(named in its "include"; its tools: /),
@@ -97,7 +123,10 @@ describe("MCP config checks", () => {
       'MCP server notebook: "stats" in its "safe" is not in its "include", so it is not offered at all',
     ];
     expect(source.nameWarnings).toEqual(expected);
-    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg);
+    const warned = lines
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .filter((l) => l.level === 40)
+      .map((l) => l.msg);
     expect(warned).toEqual(expected);
     expect(source.tools()[0]!.tools.map((t) => t.mcp.tool)).toEqual(["echo", "add_note"]);
   }, 60_000);

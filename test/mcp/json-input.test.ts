@@ -15,7 +15,12 @@ const schema = {
     color: { enum: ["red", "green"] },
     email: { type: "string", format: "email" },
     tags: { type: "array", items: { type: "string" }, maxItems: 2 },
-    nested: { type: "object", properties: { a: { type: "number", exclusiveMinimum: 0 } }, required: ["a"], additionalProperties: false },
+    nested: {
+      type: "object",
+      properties: { a: { type: "number", exclusiveMinimum: 0 } },
+      required: ["a"],
+      additionalProperties: false,
+    },
   },
   required: ["title"],
   additionalProperties: false,
@@ -32,11 +37,23 @@ describe("JsonSchemaInput", () => {
 
   it("accepts valid input, and numeric / boolean strings once, like zod tools", () => {
     expect(input.parse({ title: "ok", count: 3 })).toEqual({ ok: true, value: { title: "ok", count: 3 } });
-    expect(input.parse({ title: "ok", count: "3", done: "false" })).toEqual({ ok: true, value: { title: "ok", count: 3, done: false } });
+    expect(input.parse({ title: "ok", count: "3", done: "false" })).toEqual({
+      ok: true,
+      value: { title: "ok", count: 3, done: false },
+    });
   });
 
   it("names every bad field and says what is wrong", () => {
-    const result = input.parse({ title: "", count: "abc", done: "yes", color: "blue", email: "nope", tags: ["a", "b", "c"], nested: { b: 1 }, extra: 1 });
+    const result = input.parse({
+      title: "",
+      count: "abc",
+      done: "yes",
+      color: "blue",
+      email: "nope",
+      tags: ["a", "b", "c"],
+      nested: { b: 1 },
+      extra: 1,
+    });
     expect(result.ok).toBe(false);
     expect(!result.ok && result.problems).toEqual(
       expect.arrayContaining([
@@ -52,15 +69,25 @@ describe("JsonSchemaInput", () => {
       ]),
     );
     expect(input.parse({})).toEqual({ ok: false, problems: ["title: is required"] });
-    expect(input.parse({ title: "x", count: 11, nested: { a: 0 } })).toEqual({ ok: false, problems: ["count: must be at most 10, got 11", "nested.a: must be more than 0, got 0"] });
+    expect(input.parse({ title: "x", count: 11, nested: { a: 0 } })).toEqual({
+      ok: false,
+      problems: ["count: must be at most 10, got 11", "nested.a: must be more than 0, got 0"],
+    });
     expect(input.parse("text")).toEqual({ ok: false, problems: ['input: expected an object, got "text"'] });
   });
 
   it("compiles draft 2020-12 schemas, and refuses a schema that is not an object schema", () => {
-    const modern = new JsonSchemaInput({ $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { n: { type: "number" } }, required: ["n"] });
+    const modern = new JsonSchemaInput({
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: { n: { type: "number" } },
+      required: ["n"],
+    });
     expect(modern.parse({ n: 1 })).toEqual({ ok: true, value: { n: 1 } });
     expect(modern.parse({})).toEqual({ ok: false, problems: ["n: is required"] });
-    expect(() => new JsonSchemaInput({ type: "string" })).toThrow('the input schema is not of type "object" (got "string")');
+    expect(() => new JsonSchemaInput({ type: "string" })).toThrow(
+      'the input schema is not of type "object" (got "string")',
+    );
     expect(() => new JsonSchemaInput({ type: "object", properties: { a: { type: "nonsense" } } })).toThrow();
   });
 });
@@ -69,7 +96,10 @@ describe("JsonSchemaInput with $id", () => {
   const withId = (id: string, field: string) => ({
     $id: id,
     type: "object",
-    properties: { [field]: { $ref: "#/definitions/word" }, inner: { $id: `${id}/inner`, type: "object", properties: { n: { type: "integer" } } } },
+    properties: {
+      [field]: { $ref: "#/definitions/word" },
+      inner: { $id: `${id}/inner`, type: "object", properties: { n: { type: "integer" } } },
+    },
     required: [field],
     definitions: { word: { type: "string", minLength: 2 } },
   });
@@ -77,8 +107,14 @@ describe("JsonSchemaInput with $id", () => {
   it("compiles the same schema again (a reconnect, tools/list_changed)", () => {
     const first = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
     const again = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
-    expect(again.parse({ query: "ok", inner: { n: "4" } })).toEqual({ ok: true, value: { query: "ok", inner: { n: 4 } } });
-    expect(first.parse({ query: "x" })).toEqual({ ok: false, problems: ["query: must be at least 2 characters, got 1 characters"] });
+    expect(again.parse({ query: "ok", inner: { n: "4" } })).toEqual({
+      ok: true,
+      value: { query: "ok", inner: { n: 4 } },
+    });
+    expect(first.parse({ query: "x" })).toEqual({
+      ok: false,
+      problems: ["query: must be at least 2 characters, got 1 characters"],
+    });
   });
 
   it("compiles two different schemas with one $id, each checked by its own", () => {

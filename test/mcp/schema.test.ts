@@ -9,8 +9,17 @@ import { compileJsonSchema, JsonSchemaInput } from "../../src/toolbox/json-input
 
 describe("modelInputSchema", () => {
   it("sends an acceptable schema as it is (without $schema)", () => {
-    const schema = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { a: { type: "string" } }, required: ["a"] };
-    expect(modelInputSchema(schema)).toEqual({ schema: { type: "object", properties: { a: { type: "string" } }, required: ["a"] }, keys: new Map(), changes: [] });
+    const schema = {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: { a: { type: "string" } },
+      required: ["a"],
+    };
+    expect(modelInputSchema(schema)).toEqual({
+      schema: { type: "object", properties: { a: { type: "string" } }, required: ["a"] },
+      keys: new Map(),
+      changes: [],
+    });
   });
 
   it("merges an allOf (required from every branch) and follows local $refs", () => {
@@ -37,7 +46,11 @@ describe("modelInputSchema", () => {
         { type: "string" },
       ],
     });
-    expect(schema.properties).toEqual({ id: { anyOf: [{ type: "string" }, { type: "integer" }] }, to: { type: "string" }, position: { type: "integer" } });
+    expect(schema.properties).toEqual({
+      id: { anyOf: [{ type: "string" }, { type: "integer" }] },
+      to: { type: "string" },
+      position: { type: "integer" },
+    });
     expect(schema.required).toEqual(["id"]);
     expect(schema.description).toBe("Move a card. Give the fields of one of these sets: (id, to) or (id, position).");
   });
@@ -46,24 +59,39 @@ describe("modelInputSchema", () => {
     const long = `${"k".repeat(70)}!`;
     const server = {
       type: "object",
-      properties: { "filter[bundleId]": { type: "string" }, "filter.bundleId": { type: "integer" }, "two words": { type: "string" }, [long]: { type: "boolean" } },
+      properties: {
+        "filter[bundleId]": { type: "string" },
+        "filter.bundleId": { type: "integer" },
+        "two words": { type: "string" },
+        [long]: { type: "boolean" },
+      },
       required: ["filter[bundleId]", "two words"],
       additionalProperties: false,
     };
     const view = modelInputSchema(server);
     const keys = Object.keys(view.schema.properties!);
-    expect(keys).toEqual(["filter.bundleId_2", "filter.bundleId", "two_words", expect.stringMatching(/^k{55}_[0-9a-f]{8}$/)]);
+    expect(keys).toEqual([
+      "filter.bundleId_2",
+      "filter.bundleId",
+      "two_words",
+      expect.stringMatching(/^k{55}_[0-9a-f]{8}$/),
+    ]);
     expect(view.schema.required).toEqual(["filter.bundleId_2", "two_words"]);
     const input = new JsonSchemaInput(server, view);
     expect(input.parse({ "filter.bundleId_2": "x", "filter.bundleId": 1, two_words: "y", [keys[3]!]: true })).toEqual({
       ok: true,
       value: { "filter[bundleId]": "x", "filter.bundleId": 1, "two words": "y", [long]: true },
     });
-    expect(input.parse({ "filter.bundleId_2": 5 })).toEqual({ ok: false, problems: ["two_words: is required", "filter.bundleId_2: expected text (a string), got 5"] });
+    expect(input.parse({ "filter.bundleId_2": 5 })).toEqual({
+      ok: false,
+      problems: ["two_words: is required", "filter.bundleId_2: expected text (a string), got 5"],
+    });
   });
 
   it("refuses what cannot be made acceptable, saying why", () => {
-    expect(() => modelInputSchema({ type: "object", anyOf: [{ type: "string" }, { type: "number" }] })).toThrow(new UnusableSchemaError("its top-level anyOf/oneOf/allOf has no branch an object input could satisfy"));
+    expect(() => modelInputSchema({ type: "object", anyOf: [{ type: "string" }, { type: "number" }] })).toThrow(
+      new UnusableSchemaError("its top-level anyOf/oneOf/allOf has no branch an object input could satisfy"),
+    );
     expect(() => modelInputSchema({ type: "array" })).toThrow('the input schema is not of type "object" (got "array")');
     expect(() => modelInputSchema([])).toThrow("the input schema is not a JSON object");
   });
@@ -72,7 +100,9 @@ describe("modelInputSchema", () => {
 describe("compiled validators", () => {
   it("an equal schema is compiled once per process (kept by its hash)", () => {
     const a = compileJsonSchema({ type: "object", properties: { n: { type: "integer" } } });
-    const b = compileJsonSchema(JSON.parse(JSON.stringify({ type: "object", properties: { n: { type: "integer" } } })) as Record<string, unknown>);
+    const b = compileJsonSchema(
+      JSON.parse(JSON.stringify({ type: "object", properties: { n: { type: "integer" } } })) as Record<string, unknown>,
+    );
     expect(b).toBe(a);
     expect(compileJsonSchema({ type: "object", properties: { n: { type: "number" } } })).not.toBe(a);
   });

@@ -36,7 +36,16 @@ afterEach(async () => {
 });
 
 function fileTool(name: string, tags = ["util"]): Tool {
-  return { name, description: "a file tool", input: z.object({}), tags, dangerous: false, readOnly: true, file: `/project/tools/${name}.ts`, run: () => "ok" };
+  return {
+    name,
+    description: "a file tool",
+    input: z.object({}),
+    tags,
+    dangerous: false,
+    readOnly: true,
+    file: `/project/tools/${name}.ts`,
+    run: () => "ok",
+  };
 }
 
 async function start(servers: Record<string, unknown>, toolbox = new ToolBox()) {
@@ -57,20 +66,55 @@ describe("MCP tools in the toolbox", () => {
     const dir = tempDir();
     const callsFile = path.join(dir, "calls.jsonl");
     const { toolbox, source } = await start({
-      notebook: stdioEntry({ env: notes(callsFile), safe: ["stats"], noAlwaysAllow: ["add_note"], trustAnnotations: true }),
-      "items.api": { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" }, tags: ["info"], exclude: ["lookup_other"], trustAnnotations: true },
+      notebook: stdioEntry({
+        env: notes(callsFile),
+        safe: ["stats"],
+        noAlwaysAllow: ["add_note"],
+        trustAnnotations: true,
+      }),
+      "items.api": {
+        url: http.url,
+        headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" },
+        tags: ["info"],
+        exclude: ["lookup_other"],
+        trustAnnotations: true,
+      },
     });
     expect(toolbox.names().sort()).toEqual(
-      ["notebook__add_note", "notebook__big", "notebook__crash", "notebook__echo", "notebook__enable_extra", "notebook__fail", "notebook__snapshot", "notebook__stats", "items_api__delete_item", "items_api__lookup"].sort(),
+      [
+        "notebook__add_note",
+        "notebook__big",
+        "notebook__crash",
+        "notebook__echo",
+        "notebook__enable_extra",
+        "notebook__fail",
+        "notebook__snapshot",
+        "notebook__stats",
+        "items_api__delete_item",
+        "items_api__lookup",
+      ].sort(),
     );
     const echo = toolbox.get("notebook__echo")!;
-    expect(echo).toMatchObject({ tags: ["util"], dangerous: false, readOnly: true, description: "Echo the text back.", source: 'MCP server "notebook"' });
+    expect(echo).toMatchObject({
+      tags: ["util"],
+      dangerous: false,
+      readOnly: true,
+      description: "Echo the text back.",
+      source: 'MCP server "notebook"',
+    });
     expect(toolbox.get("notebook__add_note")).toMatchObject({ dangerous: true, readOnly: false, alwaysAllow: false });
     expect(toolbox.get("notebook__stats")).toMatchObject({ dangerous: false, readOnly: true });
     expect(toolbox.get("items_api__delete_item")).toMatchObject({ tags: ["info"], dangerous: true, alwaysAllow: true });
     expect(toolbox.get("items_api__lookup")).toMatchObject({ dangerous: false, readOnly: true });
     const schema = toolbox.schemas().find((s) => s.name === "notebook__add_note")!;
-    expect(schema.input_schema).toMatchObject({ type: "object", properties: { text: { type: "string", minLength: 1, maxLength: 100 }, priority: { type: "integer", minimum: 1, maximum: 5 } }, required: ["text", "priority"] });
+    expect(schema.input_schema).toMatchObject({
+      type: "object",
+      properties: {
+        text: { type: "string", minLength: 1, maxLength: 100 },
+        priority: { type: "integer", minimum: 1, maximum: 5 },
+      },
+      required: ["text", "priority"],
+    });
     expect(source.skipped).toEqual([]);
     // offered in chats (util / info are chat tags)
     expect(toolboxFor(toolbox, { platform: "telegram", chatKind: "group" }).names()).toContain("items_api__lookup");
@@ -79,11 +123,26 @@ describe("MCP tools in the toolbox", () => {
   it("runs a call and passes the result on; input that breaks the schema gets field errors and makes no call", async () => {
     const dir = tempDir();
     const callsFile = path.join(dir, "calls.jsonl");
-    const { toolbox } = await start({ notebook: stdioEntry({ env: notes(callsFile), include: ["echo", "add_note", "snapshot", "stats", "fail", "big"] }) });
-    expect(toolbox.names()).toEqual(["notebook__echo", "notebook__add_note", "notebook__snapshot", "notebook__stats", "notebook__fail", "notebook__big"]);
+    const { toolbox } = await start({
+      notebook: stdioEntry({
+        env: notes(callsFile),
+        include: ["echo", "add_note", "snapshot", "stats", "fail", "big"],
+      }),
+    });
+    expect(toolbox.names()).toEqual([
+      "notebook__echo",
+      "notebook__add_note",
+      "notebook__snapshot",
+      "notebook__stats",
+      "notebook__fail",
+      "notebook__big",
+    ]);
     const context = testContext();
 
-    expect(await toolbox.execute("notebook__echo", { text: "hi" }, context)).toMatchObject({ ok: true, content: "echo: hi" });
+    expect(await toolbox.execute("notebook__echo", { text: "hi" }, context)).toMatchObject({
+      ok: true,
+      content: "echo: hi",
+    });
 
     const bad = await toolbox.execute("notebook__add_note", { text: "", priority: "high", color: "red" }, context);
     expect(bad.ok).toBe(false);
@@ -95,7 +154,10 @@ describe("MCP tools in the toolbox", () => {
     expect(recordedCalls(callsFile).map((c) => c.tool)).toEqual(["echo"]);
 
     // a numeric string is accepted for an integer field, as for our own tools
-    expect(await toolbox.execute("notebook__add_note", { text: "milk", priority: "2" }, context)).toMatchObject({ ok: true, content: "note added: milk (priority 2)" });
+    expect(await toolbox.execute("notebook__add_note", { text: "milk", priority: "2" }, context)).toMatchObject({
+      ok: true,
+      content: "note added: milk (priority 2)",
+    });
     expect(recordedCalls(callsFile).at(-1)).toMatchObject({ tool: "add_note", args: { text: "milk", priority: 2 } });
 
     const image = await toolbox.execute("notebook__snapshot", {}, context);
@@ -106,7 +168,10 @@ describe("MCP tools in the toolbox", () => {
     expect(stats.ok).toBe(true);
     expect(JSON.parse(stats.content)).toEqual({ notes: 3, oldest: "2026-01-01" });
 
-    expect(await toolbox.execute("notebook__fail", {}, context)).toMatchObject({ ok: false, content: "the backend said no" });
+    expect(await toolbox.execute("notebook__fail", {}, context)).toMatchObject({
+      ok: false,
+      content: "the backend said no",
+    });
 
     const big = await toolbox.execute("notebook__big", {}, context);
     expect(big.ok).toBe(true);
@@ -115,7 +180,9 @@ describe("MCP tools in the toolbox", () => {
   });
 
   it("the approval prompt shows the server, the tool and the input in readable form", async () => {
-    const { toolbox } = await start({ "items": { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } } });
+    const { toolbox } = await start({
+      items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } },
+    });
     const en = await toolbox.prepare("items__delete_item", { id: 7 }, testContext({ locale: "en" }));
     expect(en).toEqual({ ok: true, action: "Use the delete_item tool of MCP server “items”\n• id: 7" });
     const zh = await toolbox.prepare("items__delete_item", { id: 7 }, testContext({ locale: "zh-TW" }));
@@ -137,8 +204,13 @@ describe("MCP tools in the toolbox", () => {
     expect(crashed.ok).toBe(false);
     expect(crashed.content).toMatch(/connection to MCP server "notebook" dropped during the crash call/);
     const meanwhile = await toolbox.execute("notebook__echo", { text: "now?" }, context);
-    if (!meanwhile.ok) expect(meanwhile.content).toMatch(/unavailable right now: MCP server "notebook" is not connected \(reconnecting/);
-    await waitFor(async () => (await toolbox.execute("notebook__echo", { text: "again" }, context)).ok, 30_000, "the reconnection");
+    if (!meanwhile.ok)
+      expect(meanwhile.content).toMatch(/unavailable right now: MCP server "notebook" is not connected \(reconnecting/);
+    await waitFor(
+      async () => (await toolbox.execute("notebook__echo", { text: "again" }, context)).ok,
+      30_000,
+      "the reconnection",
+    );
     const pids = new Set(recordedCalls(callsFile).map((c) => c.pid));
     expect(pids.size).toBe(2); // a new child process
     expect(lines.join("")).toContain("connection lost");
@@ -150,7 +222,10 @@ describe("MCP tools in the toolbox", () => {
     let server = await startHttpMcpFixture({ token });
     const { toolbox } = await start({ items: { url: server.url, headers: { Authorization: `Bearer ${token}` } } });
     const context = testContext();
-    expect(await toolbox.execute("items__lookup", { query: "a" }, context)).toMatchObject({ ok: true, content: "found: a" });
+    expect(await toolbox.execute("items__lookup", { query: "a" }, context)).toMatchObject({
+      ok: true,
+      content: "found: a",
+    });
     const port = server.port;
     await server.close();
     const down = await toolbox.execute("items__lookup", { query: "b" }, context);
@@ -158,7 +233,11 @@ describe("MCP tools in the toolbox", () => {
     expect(down.content).toMatch(/MCP server "items"/);
     server = await startHttpMcpFixture({ token, port });
     try {
-      await waitFor(async () => (await toolbox.execute("items__lookup", { query: "c" }, context)).ok, 30_000, "the reconnection");
+      await waitFor(
+        async () => (await toolbox.execute("items__lookup", { query: "c" }, context)).ok,
+        30_000,
+        "the reconnection",
+      );
     } finally {
       await server.close();
     }
@@ -170,7 +249,12 @@ describe("MCP tools in the toolbox", () => {
     let changes = 0;
     const toolbox = new ToolBox();
     const file = writeMcpConfig(dir, { notebook: stdioEntry({ env: notes(callsFile), exclude: ["crash"] }) });
-    const source = new McpToolSource({ config: readMcpConfig(file, env), toolbox, connection: fast, onChange: () => (changes += 1) });
+    const source = new McpToolSource({
+      config: readMcpConfig(file, env),
+      toolbox,
+      connection: fast,
+      onChange: () => (changes += 1),
+    });
     sources.push(source);
     await source.start();
     // start() reports its result by returning; changes are reported only after it
@@ -180,7 +264,10 @@ describe("MCP tools in the toolbox", () => {
     expect(await toolbox.execute("notebook__enable_extra", {}, testContext())).toMatchObject({ ok: true });
     await waitFor(() => toolbox.get("notebook__extra") !== undefined, 20_000, "the new tool");
     expect(changes).toBeGreaterThanOrEqual(1);
-    expect(await toolbox.execute("notebook__extra", {}, testContext())).toMatchObject({ ok: true, content: "extra works" });
+    expect(await toolbox.execute("notebook__extra", {}, testContext())).toMatchObject({
+      ok: true,
+      content: "extra works",
+    });
     expect(source.tools()[0]!.tools.map((t) => t.name)).toContain("notebook__extra");
   });
 
@@ -198,8 +285,12 @@ describe("MCP tools in the toolbox", () => {
     expect(skipped.unset).toBe("environment variable NOT_SET_ANYWHERE is not set (used as ${…} in its url or headers)");
     const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
     // one warning per failed server, and nothing else about it (no reconnection attempts)
-    expect(warnings.filter((w) => w.msg.includes("broken")).map((w) => w.msg)).toEqual([expect.stringMatching(/^MCP server broken skipped: /)]);
-    expect(warnings.filter((w) => w.msg.includes("nowhere")).map((w) => w.msg)).toEqual([expect.stringMatching(/^MCP server nowhere skipped: /)]);
+    expect(warnings.filter((w) => w.msg.includes("broken")).map((w) => w.msg)).toEqual([
+      expect.stringMatching(/^MCP server broken skipped: /),
+    ]);
+    expect(warnings.filter((w) => w.msg.includes("nowhere")).map((w) => w.msg)).toEqual([
+      expect.stringMatching(/^MCP server nowhere skipped: /),
+    ]);
     const all = lines.join("\n");
     expect(all).not.toContain(TOKEN);
     expect(all).not.toContain(HTTP_TOKEN);
@@ -210,27 +301,51 @@ describe("MCP tools in the toolbox", () => {
     const toolbox = new ToolBox([fileTool("notebook__echo")]);
     const error = await start({ notebook: stdioEntry({ include: ["echo"] }) }, toolbox).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ToolRegistryError);
-    expect((error as Error).message).toContain('tool name "notebook__echo" is defined twice: in /project/tools/notebook__echo.ts and in MCP server "notebook" (tool "echo")');
+    expect((error as Error).message).toContain(
+      'tool name "notebook__echo" is defined twice: in /project/tools/notebook__echo.ts and in MCP server "notebook" (tool "echo")',
+    );
     expect(toolbox.names()).toEqual(["notebook__echo"]);
   });
 
   it("two servers' tools with one name: start-up goes on, the later one is skipped with a warning naming both", async () => {
-    const { toolbox, source, lines } = await start({ "a.b": stdioEntry({ include: ["echo"] }), a_b: stdioEntry({ include: ["echo"] }) });
+    const { toolbox, source, lines } = await start({
+      "a.b": stdioEntry({ include: ["echo"] }),
+      a_b: stdioEntry({ include: ["echo"] }),
+    });
     expect(toolbox.names()).toEqual(["a_b__echo"]);
     const winner = (toolbox.get("a_b__echo") as McpBackedTool).mcp.server;
     const loser = winner === "a.b" ? "a_b" : "a.b";
     expect(source.skippedTools).toEqual([
-      { server: loser, tool: "echo", reason: `tool name "a_b__echo" is already taken by MCP server "${winner}" (tool "echo"); leave one out with "exclude" in the MCP config` },
+      {
+        server: loser,
+        tool: "echo",
+        reason: `tool name "a_b__echo" is already taken by MCP server "${winner}" (tool "echo"); leave one out with "exclude" in the MCP config`,
+      },
     ]);
-    expect(lines.join("\n")).toContain(`MCP tool ${loser}/echo skipped: tool name \\"a_b__echo\\" is already taken by MCP server \\"${winner}\\"`);
+    expect(lines.join("\n")).toContain(
+      `MCP tool ${loser}/echo skipped: tool name \\"a_b__echo\\" is already taken by MCP server \\"${winner}\\"`,
+    );
   });
 
   it("the start-up warning names the servers and the loaded and include settings when a chat would get more than 10 tools", async () => {
     const files = ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => fileTool(n));
-    const { toolbox, source, log } = await start({ items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" }, loaded: ["lookup", "delete_item"] } }, new ToolBox(files));
+    const { toolbox, source, log } = await start(
+      {
+        items: {
+          url: http.url,
+          headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" },
+          loaded: ["lookup", "delete_item"],
+        },
+      },
+      new ToolBox(files),
+    );
     const warnings = warnCrowdedContexts(toolbox, source, log);
     expect(warnings).toEqual([
-      'a chat would have 11 tools in front of the model (more than 10; models choose worse with more): 9 from tools/ and the server tools, and 2 from MCP server "items". Name fewer tools in "loaded" in the MCP config (the others are found with tool search), keep only the tools you need with "include" (e.g. "include": ["lookup"]), or give a server "tags" that chats do not offer',
+      "a chat would have 11 tools in front of the model (more than 10; models choose worse with " +
+        'more): 9 from tools/ and the server tools, and 2 from MCP server "items". Name fewer ' +
+        'tools in "loaded" in the MCP config (the others are found with tool search), keep only ' +
+        'the tools you need with "include" (e.g. "include": ["lookup"]), or give a server "tags" ' +
+        "that chats do not offer",
     ]);
     toolbox.remove("a");
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([]);
@@ -238,15 +353,25 @@ describe("MCP tools in the toolbox", () => {
 
   it("MCP tools are deferred unless named in loaded: they do not count toward the ten, the tool search tool does", async () => {
     const files = ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => fileTool(n));
-    const { toolbox, source, log } = await start({ items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } } }, new ToolBox(files));
-    expect(toolbox.list().filter((t) => t.deferred).map((t) => t.name)).toEqual(["items__lookup", "items__delete_item"]);
+    const { toolbox, source, log } = await start(
+      { items: { url: http.url, headers: { Authorization: "Bearer ${HTTP_TOKEN_VALUE}" } } },
+      new ToolBox(files),
+    );
+    expect(
+      toolbox
+        .list()
+        .filter((t) => t.deferred)
+        .map((t) => t.name),
+    ).toEqual(["items__lookup", "items__delete_item"]);
     expect(toolbox.loadedCount()).toBe(10); // 9 files + the tool search tool
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([]);
     const { deferred } = toolbox.requestTools();
     expect(deferred.map((t) => ("name" in t ? t.name : ""))).toEqual(["items__lookup", "items__delete_item"]);
     toolbox.add(fileTool("j"));
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([
-      "a chat would have 11 tools in front of the model (more than 10; models choose worse with more); mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer",
+      "a chat would have 11 tools in front of the model (more than 10; models choose worse with " +
+        "more); mark tools needed in few turns deferred: true, or give some tools tags that chats " +
+        "do not offer",
     ]);
   });
 

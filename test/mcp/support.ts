@@ -37,7 +37,11 @@ export function recordedCalls(file: string): { tool: string; args: Record<string
 }
 
 /** Polls `check` every 50 ms until it returns true, or fails after `timeoutMs`. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = "a condition"): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 20_000,
+  what = "a condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

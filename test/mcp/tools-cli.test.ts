@@ -22,8 +22,20 @@ let configFile: string;
 beforeAll(async () => {
   http = await startHttpMcpFixture({ token: HTTP_SECRET });
   configFile = writeMcpConfig(tempDir(), {
-    notebook: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" }, include: ["echo", "add_note"], tags: ["util", "notes"], trustAnnotations: true, loaded: ["echo", "add_note"] }),
-    items: { url: "${ITEMS_URL}", headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" }, tags: ["info"], trustAnnotations: true, loaded: ["lookup", "delete_item"] },
+    notebook: stdioEntry({
+      env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}" },
+      include: ["echo", "add_note"],
+      tags: ["util", "notes"],
+      trustAnnotations: true,
+      loaded: ["echo", "add_note"],
+    }),
+    items: {
+      url: "${ITEMS_URL}",
+      headers: { Authorization: "Bearer ${HTTP_SECRET_VALUE}" },
+      tags: ["info"],
+      trustAnnotations: true,
+      loaded: ["lookup", "delete_item"],
+    },
     broken: stdioEntry({ env: { FIXTURE_TOKEN: "${STDIO_SECRET_VALUE}", FAIL_AT_START: "1" } }),
   });
 });
@@ -35,7 +47,14 @@ function cli(...args: string[]) {
   return run(process.execPath, nodeArgs("src/cli/tools.ts", ...args), {
     cwd: root,
     // A CWA key so the weather tool loads: with the loaded MCP tools a chat gets 11 tools in front of the model.
-    env: { ...process.env, CWA_API_KEY: "CWA-TOOLS-CLI-TEST-KEY", MCP_CONFIG: configFile, STDIO_SECRET_VALUE: STDIO_SECRET, HTTP_SECRET_VALUE: HTTP_SECRET, ITEMS_URL: http.url },
+    env: {
+      ...process.env,
+      CWA_API_KEY: "CWA-TOOLS-CLI-TEST-KEY",
+      MCP_CONFIG: configFile,
+      STDIO_SECRET_VALUE: STDIO_SECRET,
+      HTTP_SECRET_VALUE: HTTP_SECRET,
+      ITEMS_URL: http.url,
+    },
   });
 }
 
@@ -46,13 +65,49 @@ describe("npm run tools with MCP servers", () => {
     expect(listing.tools.map((t) => t.name)).not.toContain("notebook__echo");
     expect(listing.mcp.file).toBe(configFile);
     expect(listing.mcp.tools).toEqual([
-      { name: "notebook__echo", server: "notebook", tool: "echo", tags: ["util", "notes"], approval: false, why: 'marked read-only by the server ("trustAnnotations")', description: "Echo the text back." },
-      { name: "notebook__add_note", server: "notebook", tool: "add_note", tags: ["util", "notes"], approval: true, why: 'not listed in "safe"', description: "Add a note to the shared notebook." },
-      { name: "items__lookup", server: "items", tool: "lookup", tags: ["info"], approval: false, why: 'marked read-only by the server ("trustAnnotations")', description: "Look an item up by its name." },
-      { name: "items__delete_item", server: "items", tool: "delete_item", tags: ["info"], approval: true, why: 'not listed in "safe"', description: "Delete an item by id." },
+      {
+        name: "notebook__echo",
+        server: "notebook",
+        tool: "echo",
+        tags: ["util", "notes"],
+        approval: false,
+        why: 'marked read-only by the server ("trustAnnotations")',
+        description: "Echo the text back.",
+      },
+      {
+        name: "notebook__add_note",
+        server: "notebook",
+        tool: "add_note",
+        tags: ["util", "notes"],
+        approval: true,
+        why: 'not listed in "safe"',
+        description: "Add a note to the shared notebook.",
+      },
+      {
+        name: "items__lookup",
+        server: "items",
+        tool: "lookup",
+        tags: ["info"],
+        approval: false,
+        why: 'marked read-only by the server ("trustAnnotations")',
+        description: "Look an item up by its name.",
+      },
+      {
+        name: "items__delete_item",
+        server: "items",
+        tool: "delete_item",
+        tags: ["info"],
+        approval: true,
+        why: 'not listed in "safe"',
+        description: "Delete an item by id.",
+      },
     ]);
-    expect(listing.mcp.skipped).toEqual([{ server: "broken", reason: expect.stringContaining("fatal: the backend rejected token [redacted]") }]);
-    expect(listing.mcp.warnings).toEqual([expect.stringContaining('2 from MCP server "notebook", 2 from MCP server "items"')]);
+    expect(listing.mcp.skipped).toEqual([
+      { server: "broken", reason: expect.stringContaining("fatal: the backend rejected token [redacted]") },
+    ]);
+    expect(listing.mcp.warnings).toEqual([
+      expect.stringContaining('2 from MCP server "notebook", 2 from MCP server "items"'),
+    ]);
     expect(stdout + stderr).not.toContain(STDIO_SECRET);
     expect(stdout + stderr).not.toContain(HTTP_SECRET);
     expect(http.unauthorized).toBe(0);
@@ -74,15 +129,25 @@ describe("npm run tools with MCP servers", () => {
       notebook: stdioEntry({ include: ["echo"], noAlwaysAllow: ["ad_note"] }),
       wiki: { url: "http://user:Pa55-in-url@127.0.0.1:9/mcp" },
     });
-    const { stdout, stderr } = await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file } });
-    expect(stdout).toMatch(/warning: MCP server notebook has no tool "ad_note" \(named in its "noAlwaysAllow"; its tools: [a-z_, ]*add_note/);
-    expect(stdout).toContain('  wiki: its url contains credentials (user:password@); remove them and send them in "headers" instead');
+    const { stdout, stderr } = await run(process.execPath, nodeArgs("src/cli/tools.ts"), {
+      cwd: root,
+      env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file },
+    });
+    expect(stdout).toMatch(
+      /warning: MCP server notebook has no tool "ad_note" \(named in its "noAlwaysAllow"; its tools: [a-z_, ]*add_note/,
+    );
+    expect(stdout).toContain(
+      '  wiki: its url contains credentials (user:password@); remove them and send them in "headers" instead',
+    );
     expect(stdout + stderr).not.toContain("Pa55-in-url");
   }, 60_000);
 
   it("a malformed MCP config exits 1 naming the file and the problem", async () => {
     const bad = writeMcpConfig(tempDir(), { x: { command: "node", url: "http://a" } });
-    const error = (await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env: { ...process.env, MCP_CONFIG: bad } }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    const error = (await run(process.execPath, nodeArgs("src/cli/tools.ts"), {
+      cwd: root,
+      env: { ...process.env, MCP_CONFIG: bad },
+    }).catch((e: unknown) => e)) as { code: number; stderr: string };
     expect(error.code).toBe(1);
     expect(error.stderr).toContain(`MCP_CONFIG: ${bad} is not a valid MCP servers file`);
     expect(error.stderr).toContain('mcpServers.x: must have either "command"');

@@ -14,19 +14,21 @@ import { neutraliseFileTags } from "../../src/media/file-tags.js";
  * mapped, HTML references decoded.
  */
 function seen(text: string): string {
-  return text
-    .replace(/&lt;?|&#0*60;?|&#x0*3c;?/gi, "<")
-    .replace(/&sol;?|&#0*47;?|&#x0*2f;?/gi, "/")
-    .normalize("NFKC")
-    .toLowerCase()
-    // Single code points, some of them combining marks: removed one by one.
-    // eslint-disable-next-line no-misleading-character-class
-    .replace(/[\p{Cf}\u034F\u3164\uFE00-\uFE0F]/gu, "")
-    .replace(/[‹〈⟨˂ᐸ❮]/g, "<")
-    .replace(/[∕⁄⧸╱]/g, "/")
-    .replace(/[іιı]/g, "i")
-    .replace(/[ӏǀ]/g, "l")
-    .replace(/[е]/g, "e");
+  return (
+    text
+      .replace(/&lt;?|&#0*60;?|&#x0*3c;?/gi, "<")
+      .replace(/&sol;?|&#0*47;?|&#x0*2f;?/gi, "/")
+      .normalize("NFKC")
+      .toLowerCase()
+      // Single code points, some of them combining marks: removed one by one.
+      // eslint-disable-next-line no-misleading-character-class
+      .replace(/[\p{Cf}\u034F\u3164\uFE00-\uFE0F]/gu, "")
+      .replace(/[‹〈⟨˂ᐸ❮]/g, "<")
+      .replace(/[∕⁄⧸╱]/g, "/")
+      .replace(/[іιı]/g, "i")
+      .replace(/[ӏǀ]/g, "l")
+      .replace(/[е]/g, "e")
+  );
 }
 
 /** `file` tags a reader would see (opening and closing). */
@@ -57,8 +59,8 @@ const VARIANTS = [
   "&#60;/file>",
   "&#x3C;&#x2F;file>",
   "<&sol;file>",
-  "<file name=\"instructions.txt\">",
-  "＜ｆｉｌｅ name=\"x\"＞",
+  '<file name="instructions.txt">',
+  '＜ｆｉｌｅ name="x"＞',
 ];
 
 describe("text file wrapper", () => {

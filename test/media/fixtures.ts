@@ -9,9 +9,16 @@ import { PDFDocument } from "pdf-lib";
 import sharp from "sharp";
 
 /** A solid-colour image of `width` × `height` px in `format` (GIF: `frames` frames stacked, an animation). */
-export async function makeImage(width: number, height: number, format: "jpeg" | "png" | "gif" | "webp", options: { frames?: number; exifOrientation?: number } = {}): Promise<Buffer> {
+export async function makeImage(
+  width: number,
+  height: number,
+  format: "jpeg" | "png" | "gif" | "webp",
+  options: { frames?: number; exifOrientation?: number } = {},
+): Promise<Buffer> {
   const frames = options.frames ?? 1;
-  const image = sharp({ create: { width, height: height * frames, channels: 3, background: { r: 200, g: 60, b: 30 } } });
+  const image = sharp({
+    create: { width, height: height * frames, channels: 3, background: { r: 200, g: 60, b: 30 } },
+  });
   if (format === "gif") return image.gif(frames > 1 ? { loop: 0 } : {}).toBuffer();
   const encoded = format === "jpeg" ? image.jpeg({ quality: 80 }) : format === "png" ? image.png() : image.webp();
   if (options.exifOrientation) return encoded.withMetadata({ orientation: options.exifOrientation }).toBuffer();
@@ -23,14 +30,22 @@ export async function makeImage(width: number, height: number, format: "jpeg" | 
  * input is a vertical strip with `pageHeight`).
  */
 export async function makeAnimatedGif(width: number, height: number, frames: number): Promise<Buffer> {
-  const strip = await sharp({ create: { width, height: height * frames, channels: 3, background: { r: 10, g: 120, b: 200 } } }).raw().toBuffer();
-  return sharp(strip, { raw: { width, height: height * frames, channels: 3, pageHeight: height } }).gif({ loop: 0 }).toBuffer();
+  const strip = await sharp({
+    create: { width, height: height * frames, channels: 3, background: { r: 10, g: 120, b: 200 } },
+  })
+    .raw()
+    .toBuffer();
+  return sharp(strip, { raw: { width, height: height * frames, channels: 3, pageHeight: height } })
+    .gif({ loop: 0 })
+    .toBuffer();
 }
 
 /** A PNG of random pixels (it does not compress: about width × height × 3 bytes). */
 export async function noisePng(width: number, height: number): Promise<Buffer> {
   const pixels = randomBytes(width * height * 3);
-  return sharp(pixels, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 1 }).toBuffer();
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .png({ compressionLevel: 1 })
+    .toBuffer();
 }
 
 /** A PDF of `pages` pages, each with one line of text. */
@@ -76,11 +91,23 @@ export function pdfBomb(mib: number): Buffer {
   const adler = Buffer.alloc(4);
   adler.writeUInt32BE(Number((b << 16n) | a));
   const head = deflateRawSync(decoded, { finishFlush: constants.Z_SYNC_FLUSH });
-  const stream = Buffer.concat([Buffer.from([0x78, 0xda]), head, ...Array.from({ length: mib }, () => spacesBlock!), deflateRawSync(Buffer.alloc(0)), adler]);
+  const stream = Buffer.concat([
+    Buffer.from([0x78, 0xda]),
+    head,
+    ...Array.from({ length: mib }, () => spacesBlock!),
+    deflateRawSync(Buffer.alloc(0)),
+    adler,
+  ]);
   return Buffer.concat([
-    Buffer.from(`%PDF-1.7\n1 0 obj\n<< /Type /ObjStm /N 2 /First ${header.length} /Filter /FlateDecode /Length ${stream.length} >>\nstream\n`, "latin1"),
+    Buffer.from(
+      `%PDF-1.7\n1 0 obj\n<< /Type /ObjStm /N 2 /First ${header.length} /Filter /FlateDecode /Length ${stream.length} >>\nstream\n`,
+      "latin1",
+    ),
     stream,
-    Buffer.from("\nendstream\nendobj\n4 0 obj\n<< /Type /Page /Parent 3 0 R /MediaBox [0 0 200 200] >>\nendobj\ntrailer\n<< /Size 5 /Root 2 0 R >>\n%%EOF\n", "latin1"),
+    Buffer.from(
+      "\nendstream\nendobj\n4 0 obj\n<< /Type /Page /Parent 3 0 R /MediaBox [0 0 200 200] >>\nendobj\ntrailer\n<< /Size 5 /Root 2 0 R >>\n%%EOF\n",
+      "latin1",
+    ),
   ]);
 }
 

@@ -75,7 +75,8 @@ describe("downloadFile", () => {
       if (url.pathname === "/ok") return res.writeHead(200, { "content-length": "5" }).end("hello");
       if (url.pathname === "/redirect") return res.writeHead(302, { location: "http://example.invalid/x" }).end();
       if (url.pathname === "/missing") return res.writeHead(404).end("no");
-      if (url.pathname === "/big-length") return res.writeHead(200, { "content-length": String(50_000) }).end(Buffer.alloc(50_000));
+      if (url.pathname === "/big-length")
+        return res.writeHead(200, { "content-length": String(50_000) }).end(Buffer.alloc(50_000));
       if (url.pathname === "/endless") {
         // Chunked, no Content-Length: keeps sending until the client hangs up.
         res.writeHead(200);
@@ -113,20 +114,32 @@ describe("downloadFile", () => {
   it("refuses another host without fetching, also another port of the same address", async () => {
     const before = hits.length;
     const other = origin.replace(/:\d+$/, ":1");
-    expect(await problemOf(downloadFile(`${origin}/ok`, { allowedOrigins: [other], maxBytes: 100 }))).toBe("foreign_host");
-    expect(await problemOf(downloadFile("file:///etc/passwd", { allowedOrigins: [origin], maxBytes: 100 }))).toBe("foreign_host");
+    expect(await problemOf(downloadFile(`${origin}/ok`, { allowedOrigins: [other], maxBytes: 100 }))).toBe(
+      "foreign_host",
+    );
+    expect(await problemOf(downloadFile("file:///etc/passwd", { allowedOrigins: [origin], maxBytes: 100 }))).toBe(
+      "foreign_host",
+    );
     expect(hits.length).toBe(before);
   });
 
   it("refuses an announced size over the limit without fetching", async () => {
     const before = hits.length;
-    expect(await problemOf(downloadFile(`${origin}/ok`, { allowedOrigins: [origin], maxBytes: 100, announcedBytes: 101 }))).toBe("too_large");
+    expect(
+      await problemOf(downloadFile(`${origin}/ok`, { allowedOrigins: [origin], maxBytes: 100, announcedBytes: 101 })),
+    ).toBe("too_large");
     expect(hits.length).toBe(before);
   });
 
   it("refuses a Content-Length over the limit, and a body larger than announced (cut off)", async () => {
-    expect(await problemOf(downloadFile(`${origin}/big-length`, { allowedOrigins: [origin], maxBytes: 10_000 }))).toBe("too_large");
-    const error = await downloadFile(`${origin}/endless`, { allowedOrigins: [origin], maxBytes: 10 * 1024 * 1024, announcedBytes: 100_000 }).catch((e: unknown) => e);
+    expect(await problemOf(downloadFile(`${origin}/big-length`, { allowedOrigins: [origin], maxBytes: 10_000 }))).toBe(
+      "too_large",
+    );
+    const error = await downloadFile(`${origin}/endless`, {
+      allowedOrigins: [origin],
+      maxBytes: 10 * 1024 * 1024,
+      announcedBytes: 100_000,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MediaError);
     expect((error as MediaError).problem).toBe("too_large");
     expect((error as MediaError).message).toMatch(/larger than the announced 100000 bytes/);
@@ -137,10 +150,15 @@ describe("downloadFile", () => {
   });
 
   it("refuses redirects and error statuses, never naming the URL", async () => {
-    const redirect = await downloadFile(`${origin}/redirect?secret=abc`, { allowedOrigins: [origin], maxBytes: 100 }).catch((e: unknown) => e);
+    const redirect = await downloadFile(`${origin}/redirect?secret=abc`, {
+      allowedOrigins: [origin],
+      maxBytes: 100,
+    }).catch((e: unknown) => e);
     expect((redirect as MediaError).problem).toBe("download_failed");
     expect((redirect as MediaError).message).not.toContain("secret");
-    expect(await problemOf(downloadFile(`${origin}/missing`, { allowedOrigins: [origin], maxBytes: 100 }))).toBe("download_failed");
+    expect(await problemOf(downloadFile(`${origin}/missing`, { allowedOrigins: [origin], maxBytes: 100 }))).toBe(
+      "download_failed",
+    );
   });
 });
 
@@ -156,18 +174,29 @@ describe("convertImage", () => {
   it("keeps small PNG and WebP images as they are, named after the file", async () => {
     const png = await convertImage(await makeImage(300, 200, "png"), { name: "chart.png" });
     expect(png.block.source).toMatchObject({ media_type: "image/png" });
-    expect(await sizeOfBase64((png.block.source as { data: string }).data)).toEqual({ width: 300, height: 200, format: "png" });
+    expect(await sizeOfBase64((png.block.source as { data: string }).data)).toEqual({
+      width: 300,
+      height: 200,
+      format: "png",
+    });
     expect(png.placeholder).toBe('[image "chart.png" 300×200]');
     const webp = await convertImage(await makeImage(2000, 4000, "webp"), { name: 'a"b\n.webp' });
     expect(webp.block.source).toMatchObject({ media_type: "image/webp" });
-    expect(await sizeOfBase64((webp.block.source as { data: string }).data)).toMatchObject({ width: 784, height: IMAGE_MAX_EDGE });
+    expect(await sizeOfBase64((webp.block.source as { data: string }).data)).toMatchObject({
+      width: 784,
+      height: IMAGE_MAX_EDGE,
+    });
     expect(webp.placeholder).toBe('[image "a b .webp" 2000×4000]');
   });
 
   it("sends the first frame of an animated GIF as a PNG", async () => {
     const out = await convertImage(await makeAnimatedGif(100, 80, 3), { photo: true });
     expect(out.block.source).toMatchObject({ media_type: "image/png" });
-    expect(await sizeOfBase64((out.block.source as { data: string }).data)).toEqual({ width: 100, height: 80, format: "png" });
+    expect(await sizeOfBase64((out.block.source as { data: string }).data)).toEqual({
+      width: 100,
+      height: 80,
+      format: "png",
+    });
   });
 
   it("turns a photo upright by its EXIF orientation", async () => {
@@ -188,7 +217,9 @@ describe("convertImage", () => {
 
   it("refuses bytes that are not an image, and formats the API does not take", async () => {
     expect(await problemOf(convertImage(Buffer.from("not an image at all"), { photo: true }))).toBe("unreadable");
-    const tiff = await makeImage(10, 10, "png").then((b) => import("sharp").then((s) => s.default(b).tiff().toBuffer()));
+    const tiff = await makeImage(10, 10, "png").then((b) =>
+      import("sharp").then((s) => s.default(b).tiff().toBuffer()),
+    );
     expect(await problemOf(convertImage(tiff, { name: "scan.tiff" }))).toBe("unsupported");
   });
 
@@ -205,7 +236,9 @@ describe("convertImage", () => {
     const zh = mediaRefusal(caught as MediaError, "zh-TW", 5);
     expect(zh.split("\n")[0]).toBe("這張圖片的像素太多了（上限 100 百萬像素，即寬 × 高）。請縮小後再傳。");
     const en = mediaRefusal(caught as MediaError, "en", 5);
-    expect(en.split("\n")[0]).toBe("That image has too many pixels (at most 100 megapixels, width × height). Please scale it down and send it again.");
+    expect(en.split("\n")[0]).toBe(
+      "That image has too many pixels (at most 100 megapixels, width × height). Please scale it down and send it again.",
+    );
     expect(en).not.toContain("couldn't read");
     // One row over the limit is refused too; the size comes from the header, nothing is decoded.
     expect(await problemOf(convertImage(hugePng(10000, 10001), { name: "edge.png" }))).toBe("too_many_pixels");
@@ -215,7 +248,11 @@ describe("convertImage", () => {
 describe("convertPdf and convertText", () => {
   it("turns a PDF into a document block and counts its pages", async () => {
     const out = await convertPdf(await makePdf(3), "bill.pdf");
-    expect(out.block).toMatchObject({ type: "document", source: { type: "base64", media_type: "application/pdf" }, title: "bill.pdf" });
+    expect(out.block).toMatchObject({
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf" },
+      title: "bill.pdf",
+    });
     expect(out.placeholder).toBe('[PDF "bill.pdf", 3 pages]');
   });
 
@@ -261,7 +298,9 @@ describe("prepareMedia", () => {
     expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "application/pdf" })).toBe("pdf");
     expect(mediaWhat({ kind: "file", fileId: "a", name: "x.PDF" })).toBe("pdf");
     expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "text/markdown", name: "n.md" })).toBe("text");
-    expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "application/octet-stream", name: "main.py" })).toBe("text");
+    expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "application/octet-stream", name: "main.py" })).toBe(
+      "text",
+    );
     expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "application/json" })).toBe("text");
     expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "image/png", name: "s.png" })).toBe("image");
     expect(mediaWhat({ kind: "file", fileId: "a", mimeType: "application/zip", name: "a.zip" })).toBe("file");
@@ -272,7 +311,11 @@ describe("prepareMedia", () => {
     served.set("p1", await makeImage(2000, 1000, "jpeg"));
     served.set("d1", await makePdf(2));
     served.set("t1", Buffer.from("# notes\n"));
-    const out = await prepareMedia([ref("p1"), ref("d1", { kind: "file", name: "a.pdf" }), ref("t1", { kind: "file", name: "n.md" })], source, { maxImages: 5 });
+    const out = await prepareMedia(
+      [ref("p1"), ref("d1", { kind: "file", name: "a.pdf" }), ref("t1", { kind: "file", name: "n.md" })],
+      source,
+      { maxImages: 5 },
+    );
     expect(out.blocks.map((b) => b.type)).toEqual(["image", "document", "text"]);
     expect(out.placeholders).toEqual(["[photo 2000×1000]", '[PDF "a.pdf", 2 pages]', '[file "n.md", 8 characters]']);
   });
@@ -280,11 +323,41 @@ describe("prepareMedia", () => {
   it("refuses before any download: unsupported kinds, too many images, announced sizes over the limit", async () => {
     downloads.length = 0;
     expect(await problemOf(prepareMedia([ref("v", { kind: "voice" })], source, { maxImages: 5 }))).toBe("unsupported");
-    expect(await problemOf(prepareMedia([ref("z", { kind: "file", name: "a.zip", mimeType: "application/zip" })], source, { maxImages: 5 }))).toBe("unsupported");
-    expect(await problemOf(prepareMedia([1, 2, 3].map((i) => ref(`p${i}`)), source, { maxImages: 2 }))).toBe("too_many_images");
-    expect(((await prepareMedia([1, 2, 3].map((i) => ref(`p${i}`)), source, { maxImages: 2 }).catch((e: unknown) => e)) as MediaError).count).toBe(3);
-    expect(await problemOf(prepareMedia([ref("d", { kind: "file", name: "big.pdf", size: 11 * 1024 * 1024 })], source, { maxImages: 5 }))).toBe("too_large");
-    expect(await problemOf(prepareMedia([ref("t", { kind: "file", name: "big.txt", size: 300 * 1024 })], source, { maxImages: 5 }))).toBe("too_large");
+    expect(
+      await problemOf(
+        prepareMedia([ref("z", { kind: "file", name: "a.zip", mimeType: "application/zip" })], source, {
+          maxImages: 5,
+        }),
+      ),
+    ).toBe("unsupported");
+    expect(
+      await problemOf(
+        prepareMedia(
+          [1, 2, 3].map((i) => ref(`p${i}`)),
+          source,
+          { maxImages: 2 },
+        ),
+      ),
+    ).toBe("too_many_images");
+    expect(
+      (
+        (await prepareMedia(
+          [1, 2, 3].map((i) => ref(`p${i}`)),
+          source,
+          { maxImages: 2 },
+        ).catch((e: unknown) => e)) as MediaError
+      ).count,
+    ).toBe(3);
+    expect(
+      await problemOf(
+        prepareMedia([ref("d", { kind: "file", name: "big.pdf", size: 11 * 1024 * 1024 })], source, { maxImages: 5 }),
+      ),
+    ).toBe("too_large");
+    expect(
+      await problemOf(
+        prepareMedia([ref("t", { kind: "file", name: "big.txt", size: 300 * 1024 })], source, { maxImages: 5 }),
+      ),
+    ).toBe("too_large");
     expect(downloads).toEqual([]);
   });
 
@@ -295,18 +368,38 @@ describe("prepareMedia", () => {
     expect(zh).toContain("PDF（10 MB、100 頁以內）");
     const en = mediaRefusal(new MediaError("too_large", "", "pdf"), "en", 5);
     expect(en).toMatch(/^That PDF is too large \(at most 10 MB\)\.\nI can read images/);
-    expect(mediaRefusal(new MediaError("too_many_images", "", "image", { count: 7 }), "en", 5)).toContain("At most 5 images per message, please (this one has 7)");
+    expect(mediaRefusal(new MediaError("too_many_images", "", "image", { count: 7 }), "en", 5)).toContain(
+      "At most 5 images per message, please (this one has 7)",
+    );
   });
 });
 
 describe("IncomingMessage with files", () => {
-  const base = { platform: "telegram", chatId: "1", chatKind: "dm", userId: "1", userName: "A", messageId: "9", sentAt: 1 };
+  const base = {
+    platform: "telegram",
+    chatId: "1",
+    chatKind: "dm",
+    userId: "1",
+    userName: "A",
+    messageId: "9",
+    sentAt: 1,
+  };
   it("accepts an empty text only with files, and exactly one of fileId and url per file", () => {
     expect(IncomingMessageSchema.safeParse({ ...base, text: "" }).success).toBe(false);
-    expect(IncomingMessageSchema.safeParse({ ...base, text: "", media: [{ kind: "image", fileId: "x" }] }).success).toBe(true);
+    expect(
+      IncomingMessageSchema.safeParse({ ...base, text: "", media: [{ kind: "image", fileId: "x" }] }).success,
+    ).toBe(true);
     expect(IncomingMessageSchema.safeParse({ ...base, text: "", media: [{ kind: "image" }] }).success).toBe(false);
-    expect(IncomingMessageSchema.safeParse({ ...base, text: "", media: [{ kind: "image", fileId: "x", url: "https://cdn.discordapp.com/a" }] }).success).toBe(false);
-    expect(IncomingMessageSchema.safeParse({ ...base, text: "hi", media: [{ kind: "sticker", fileId: "x" }] }).success).toBe(false);
+    expect(
+      IncomingMessageSchema.safeParse({
+        ...base,
+        text: "",
+        media: [{ kind: "image", fileId: "x", url: "https://cdn.discordapp.com/a" }],
+      }).success,
+    ).toBe(false);
+    expect(
+      IncomingMessageSchema.safeParse({ ...base, text: "hi", media: [{ kind: "sticker", fileId: "x" }] }).success,
+    ).toBe(false);
   });
 });
 
@@ -322,7 +415,18 @@ describe("AlbumStore (real Redis)", () => {
     await server.stop();
   });
   const item = (id: number, text = "", group = "g1", chatKind: "dm" | "group" = "dm"): IncomingMessage =>
-    IncomingMessageSchema.parse({ platform: "telegram", chatId: "-5", chatKind, userId: "7", userName: "A", messageId: String(id), sentAt: 1, text, media: [{ kind: "image", fileId: `f${id}` }], mediaGroupId: group });
+    IncomingMessageSchema.parse({
+      platform: "telegram",
+      chatId: "-5",
+      chatKind,
+      userId: "7",
+      userName: "A",
+      messageId: String(id),
+      sentAt: 1,
+      text,
+      media: [{ kind: "image", fileId: `f${id}` }],
+      mediaGroupId: group,
+    });
 
   it("queues the first addressing item only, and gathers every item once the latest is quietMs old", async () => {
     const albums = new AlbumStore(redis);
@@ -362,7 +466,11 @@ describe("AlbumStore (real Redis)", () => {
       expect(await redis.ttl(key)).toBeLessThanOrEqual(ALBUM_TAKEN_TTL_SECONDS);
     }
     // Collected: the list is gone and the `done` claim is back to ALBUM_TTL_SECONDS.
-    expect((await albums.collect(item(32, "看看", "g3"), { quietMs: 50 })).media!.map((m) => m.fileId)).toEqual(["f31", "f32", "f33"]);
+    expect((await albums.collect(item(32, "看看", "g3"), { quietMs: 50 })).media!.map((m) => m.fileId)).toEqual([
+      "f31",
+      "f32",
+      "f33",
+    ]);
     expect(await redis.exists(list)).toBe(0);
     expect(await redis.get(claim)).toBe("done");
     expect(await redis.ttl(claim)).toBeGreaterThan(ALBUM_TTL_SECONDS - 5);
@@ -375,7 +483,9 @@ describe("AlbumStore (real Redis)", () => {
     const reason = new Error("deadline");
     const controller = new AbortController();
     setTimeout(() => controller.abort(reason), 100);
-    await expect(albums.collect(item(41, "", "g4"), { quietMs: 5000, maxWaitMs: 20_000, signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      albums.collect(item(41, "", "g4"), { quietMs: 5000, maxWaitMs: 20_000, signal: controller.signal }),
+    ).rejects.toBe(reason);
   });
 
   it("keys each album under its conversation's hash tag", async () => {

@@ -44,7 +44,10 @@ describe("the PDF reader thread", () => {
     expect(await reader.inspect(await makePdf(2))).toEqual({ pages: 2, encrypted: false });
     expect(await failure(reader.inspect(pdfBomb(1024)))).toEqual({ problem: "too_complex", limit: "decoded" });
     // Just over the cap is refused; well under it is read (the same bomb, smaller).
-    expect(await failure(reader.inspect(pdfBomb(PDF_MAX_DECODED_BYTES / (1024 * 1024) + 1)))).toEqual({ problem: "too_complex", limit: "decoded" });
+    expect(await failure(reader.inspect(pdfBomb(PDF_MAX_DECODED_BYTES / (1024 * 1024) + 1)))).toEqual({
+      problem: "too_complex",
+      limit: "decoded",
+    });
     expect(await reader.inspect(pdfBomb(4))).toEqual({ pages: 1, encrypted: false });
     expect(await reader.inspect(await makePdf(3))).toEqual({ pages: 3, encrypted: false });
   });
@@ -66,15 +69,25 @@ describe("the PDF reader thread", () => {
 
   it("PDFs sent at once are read one after another, each with its own answer", async () => {
     const reader = (defaults ??= inspector());
-    const results = await Promise.all([makePdf(1), makePdf(2), Promise.resolve(pdfBomb(256)), makePdf(4)].map(async (p) => failure(reader.inspect(await p)).then((f) => f ?? "ok")));
+    const results = await Promise.all(
+      [makePdf(1), makePdf(2), Promise.resolve(pdfBomb(256)), makePdf(4)].map(async (p) =>
+        failure(reader.inspect(await p)).then((f) => f ?? "ok"),
+      ),
+    );
     expect(results).toEqual(["ok", "ok", { problem: "too_complex", limit: "decoded" }, "ok"]);
   });
 
   it("convertPdf refuses the bomb with the short answer naming the limit", async () => {
     const error = await convertPdf(pdfBomb(1024), "invoice.pdf").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MediaError);
-    expect(mediaRefusal(error as MediaError, "zh-TW", 5).split("\n")[0]).toBe("這個 PDF 解壓縮後太大了（壓縮內容解開後上限 32 MB），我讀不了。");
-    expect(mediaRefusal(new MediaError("too_complex", "", "pdf", { limit: "time" }), "en", 5).split("\n")[0]).toBe("That PDF is too complex: I couldn't open it within 10 s.");
-    expect(mediaRefusal(new MediaError("too_complex", "", "pdf", { limit: "memory" }), "en", 5).split("\n")[0]).toBe("That PDF is too complex: opening it needs more than 256 MB of memory.");
+    expect(mediaRefusal(error as MediaError, "zh-TW", 5).split("\n")[0]).toBe(
+      "這個 PDF 解壓縮後太大了（壓縮內容解開後上限 32 MB），我讀不了。",
+    );
+    expect(mediaRefusal(new MediaError("too_complex", "", "pdf", { limit: "time" }), "en", 5).split("\n")[0]).toBe(
+      "That PDF is too complex: I couldn't open it within 10 s.",
+    );
+    expect(mediaRefusal(new MediaError("too_complex", "", "pdf", { limit: "memory" }), "en", 5).split("\n")[0]).toBe(
+      "That PDF is too complex: opening it needs more than 256 MB of memory.",
+    );
   });
 });

@@ -19,7 +19,8 @@ afterAll(async () => {
 
 describe("the fake's check of the memory tool", () => {
   const base = { model: "claude-test-1", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
-  const refused = async (tool: Record<string, unknown>) => String(await client.messages.create({ ...base, tools: [tool] } as never).catch((e: unknown) => e));
+  const refused = async (tool: Record<string, unknown>) =>
+    String(await client.messages.create({ ...base, tools: [tool] } as never).catch((e: unknown) => e));
   const memory = { type: "memory_20250818", name: "memory" };
 
   it("accepts the API's definition", async () => {
@@ -29,10 +30,20 @@ describe("the fake's check of the memory tool", () => {
   });
 
   it("refuses another name, a description, an input schema and unknown fields", async () => {
-    expect(await refused({ ...memory, name: "notes" })).toContain("tools.0.memory_20250818.name: Input should be 'memory'");
-    expect(await refused({ ...memory, description: "my memory" })).toContain("tools.0.memory_20250818.description: Extra inputs are not permitted");
-    expect(await refused({ ...memory, input_schema: { type: "object" } })).toContain("tools.0.memory_20250818.input_schema: Extra inputs are not permitted");
-    expect(await refused({ ...memory, defer_loading: "yes" })).toContain("defer_loading: Input should be a valid boolean");
-    expect(await refused({ type: "memory_20250101", name: "memory" })).toContain("Input tag 'memory_20250101' found using 'type' does not match any of the expected tags");
+    expect(await refused({ ...memory, name: "notes" })).toContain(
+      "tools.0.memory_20250818.name: Input should be 'memory'",
+    );
+    expect(await refused({ ...memory, description: "my memory" })).toContain(
+      "tools.0.memory_20250818.description: Extra inputs are not permitted",
+    );
+    expect(await refused({ ...memory, input_schema: { type: "object" } })).toContain(
+      "tools.0.memory_20250818.input_schema: Extra inputs are not permitted",
+    );
+    expect(await refused({ ...memory, defer_loading: "yes" })).toContain(
+      "defer_loading: Input should be a valid boolean",
+    );
+    expect(await refused({ type: "memory_20250101", name: "memory" })).toContain(
+      "Input tag 'memory_20250101' found using 'type' does not match any of the expected tags",
+    );
   });
 });

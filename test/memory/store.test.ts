@@ -22,14 +22,34 @@ useRedis((connection) => {
 
 const config = testConfig({ MEMORY_MAX_BYTES: "2048" });
 
-function contextOf(where: Pick<ToolContext, "platform" | "chatKind" | "chatId" | "userId"> & { topicId?: string }, log = captureLogger().log): ToolContext {
-  return { ...where, userName: "Alice", locale: "zh-TW", timezone: "Asia/Taipei", signal: new AbortController().signal, log, redis, config };
+function contextOf(
+  where: Pick<ToolContext, "platform" | "chatKind" | "chatId" | "userId"> & { topicId?: string },
+  log = captureLogger().log,
+): ToolContext {
+  return {
+    ...where,
+    userName: "Alice",
+    locale: "zh-TW",
+    timezone: "Asia/Taipei",
+    signal: new AbortController().signal,
+    log,
+    redis,
+    config,
+  };
 }
 
 describe("the memory store", () => {
   it("scopes: a person's own in a DM, the group's in a group (topics share it)", () => {
-    expect(memoryScopeOf({ platform: "telegram", chatKind: "dm", chatId: "42", userId: "42" })).toEqual({ kind: "personal", platform: "telegram", userId: "42" });
-    expect(memoryScopeOf({ platform: "telegram", chatKind: "group", chatId: "-100", userId: "42" })).toEqual({ kind: "group", platform: "telegram", chatId: "-100" });
+    expect(memoryScopeOf({ platform: "telegram", chatKind: "dm", chatId: "42", userId: "42" })).toEqual({
+      kind: "personal",
+      platform: "telegram",
+      userId: "42",
+    });
+    expect(memoryScopeOf({ platform: "telegram", chatKind: "group", chatId: "-100", userId: "42" })).toEqual({
+      kind: "group",
+      platform: "telegram",
+      chatId: "-100",
+    });
     expect(memoryKey({ kind: "personal", platform: "telegram", userId: "42" })).toBe("memory:personal:{telegram:42}");
     expect(memoryKey({ kind: "group", platform: "discord", chatId: "7" })).toBe("memory:group:{discord:7}");
   });
@@ -47,7 +67,9 @@ describe("the memory store", () => {
       ),
     );
     const files = await store.read(scope);
-    expect(files.map((f) => f.path)).toEqual(Array.from({ length: 12 }, (_, i) => `/memories/f${String(i).padStart(2, "0")}.md`));
+    expect(files.map((f) => f.path)).toEqual(
+      Array.from({ length: 12 }, (_, i) => `/memories/f${String(i).padStart(2, "0")}.md`),
+    );
     expect(await redis.ttl(memoryKey(scope))).toBe(-1); // no expiry
     expect(await store.deleteFile(scope, "/memories/f00.md")).toBe(true);
     expect(await store.deleteFile(scope, "/memories/f00.md")).toBe(false);
@@ -73,18 +95,29 @@ describe("the memory tool", () => {
     const dm = contextOf({ platform: "telegram", chatKind: "dm", chatId: "501", userId: "501" });
     const group = contextOf({ platform: "telegram", chatKind: "group", chatId: "-1002", userId: "501" });
     const topic = contextOf({ platform: "telegram", chatKind: "group", chatId: "-1002", userId: "777", topicId: "11" });
-    expect(await toolbox.execute("memory", { command: "create", path: "/memories/me.md", file_text: "住在新竹" }, dm)).toMatchObject({ ok: true, content: "File created successfully at: /memories/me.md" });
-    expect(await toolbox.execute("memory", { command: "create", path: "/memories/plan.md", file_text: "週六爬山" }, group)).toMatchObject({ ok: true });
+    expect(
+      await toolbox.execute("memory", { command: "create", path: "/memories/me.md", file_text: "住在新竹" }, dm),
+    ).toMatchObject({ ok: true, content: "File created successfully at: /memories/me.md" });
+    expect(
+      await toolbox.execute("memory", { command: "create", path: "/memories/plan.md", file_text: "週六爬山" }, group),
+    ).toMatchObject({ ok: true });
     // The group's memory is the group's in every topic, and holds nothing of the person's own.
     const view = await toolbox.execute("memory", { command: "view", path: "/memories" }, topic);
     expect(view.content).toContain("/memories/plan.md");
     expect(view.content).not.toContain("me.md");
     const store = new MemoryStore(redis);
-    expect((await store.read({ kind: "personal", platform: "telegram", userId: "501" })).map((f) => f.text)).toEqual(["住在新竹"]);
-    expect((await store.read({ kind: "group", platform: "telegram", chatId: "-1002" })).map((f) => f.text)).toEqual(["週六爬山"]);
+    expect((await store.read({ kind: "personal", platform: "telegram", userId: "501" })).map((f) => f.text)).toEqual([
+      "住在新竹",
+    ]);
+    expect((await store.read({ kind: "group", platform: "telegram", chatId: "-1002" })).map((f) => f.text)).toEqual([
+      "週六爬山",
+    ]);
     // Another person's DM sees none of it.
     const other = contextOf({ platform: "telegram", chatKind: "dm", chatId: "502", userId: "502" });
-    expect(await toolbox.execute("memory", { command: "view", path: "/memories/me.md" }, other)).toMatchObject({ ok: false, content: "The path /memories/me.md does not exist. Please provide a valid path." });
+    expect(await toolbox.execute("memory", { command: "view", path: "/memories/me.md" }, other)).toMatchObject({
+      ok: false,
+      content: "The path /memories/me.md does not exist. Please provide a valid path.",
+    });
   });
 
   it("refuses a path escape and an oversize write with tool errors, and traces sizes only", async () => {
@@ -95,12 +128,27 @@ describe("the memory tool", () => {
     const escape = await toolbox.execute("memory", { command: "view", path: "/memories/../../etc/passwd" }, dm);
     expect(escape).toMatchObject({ ok: false });
     expect(escape.content).toMatch(/may not move up/);
-    const big = await toolbox.execute("memory", { command: "create", path: "/memories/big.md", file_text: "秘".repeat(1000) }, dm, { tracer, toolUseId: "toolu_big" });
+    const big = await toolbox.execute(
+      "memory",
+      { command: "create", path: "/memories/big.md", file_text: "秘".repeat(1000) },
+      dm,
+      { tracer, toolUseId: "toolu_big" },
+    );
     expect(big.ok).toBe(false);
-    expect(big.content).toMatch(/^Not saved: the memory is limited to 2048 bytes; it holds 0 bytes now, so 2048 bytes are left, and this write would make it 3016 bytes/);
-    await toolbox.execute("memory", { command: "create", path: "/memories/s.md", file_text: "機密的事實" }, dm, { tracer, toolUseId: "toolu_s" });
-    expect(events.find((e) => e.type === "tool_call" && e.toolUseId === "toolu_s")).toMatchObject({ input: '{"command":"create","path":"/memories/s.md","file_text_bytes":15}' });
-    expect(events.find((e) => e.type === "tool_result" && e.toolUseId === "toolu_s")).toMatchObject({ ok: true, preview: "[44 characters]" });
+    expect(big.content).toMatch(
+      /^Not saved: the memory is limited to 2048 bytes; it holds 0 bytes now, so 2048 bytes are left, and this write would make it 3016 bytes/,
+    );
+    await toolbox.execute("memory", { command: "create", path: "/memories/s.md", file_text: "機密的事實" }, dm, {
+      tracer,
+      toolUseId: "toolu_s",
+    });
+    expect(events.find((e) => e.type === "tool_call" && e.toolUseId === "toolu_s")).toMatchObject({
+      input: '{"command":"create","path":"/memories/s.md","file_text_bytes":15}',
+    });
+    expect(events.find((e) => e.type === "tool_result" && e.toolUseId === "toolu_s")).toMatchObject({
+      ok: true,
+      preview: "[44 characters]",
+    });
     expect(JSON.stringify(events)).not.toContain("機密");
     expect(lines.join("")).not.toContain("機密");
     expect(lines.join("")).not.toContain("秘秘");
@@ -108,6 +156,8 @@ describe("the memory tool", () => {
 
   it("is not loaded with MEMORY=off", () => {
     expect(memoryTools(loadConfig({ MEMORY: "off" }, { purpose: "inspect" }))).toEqual([]);
-    expect(memoryTools(config).map((t) => [t.name, t.apiDefinition, t.readOnly])).toEqual([["memory", { type: "memory_20250818", name: "memory" }, false]]);
+    expect(memoryTools(config).map((t) => [t.name, t.apiDefinition, t.readOnly])).toEqual([
+      ["memory", { type: "memory_20250818", name: "memory" }, false],
+    ]);
   });
 });

@@ -44,7 +44,10 @@ describe("ChatQueue when adding the chat's job fails", () => {
       log: silentLogger,
       redis: workerBull,
       store: workerStore,
-      history: new HistoryStore(workerStore, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
+      history: new HistoryStore(workerStore, {
+        maxMessages: config.HISTORY_MAX_MESSAGES,
+        ttlSeconds: historyTtlSeconds(config),
+      }),
       toolbox: new ToolBox([]),
       client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }),
       runAgent,
@@ -72,7 +75,11 @@ describe("ChatQueue when adding the chat's job fails", () => {
 
     // a second message enters the inbox while the first one's add is still failing: both stay
     const first = queue.enqueue(message("p2", "1", "first"));
-    await waitFor(async () => (await store.llen(conversationKeys({ platform: "console", chatId: "p2" }).inbox)) === 1, 2000, "the first message in the inbox");
+    await waitFor(
+      async () => (await store.llen(conversationKeys({ platform: "console", chatId: "p2" }).inbox)) === 1,
+      2000,
+      "the first message in the inbox",
+    );
     expect(await queue.enqueue(message("p2", "2", "second"))).toBe("queued");
     expect(await first).toBe("scheduled");
 

@@ -6,7 +6,15 @@ import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
-import { checkScheduledTime, durationInWords, monthEndDay, parseAt, repeatInWords, repeatPatterns, timeIso } from "../../src/reminders/time.js";
+import {
+  checkScheduledTime,
+  durationInWords,
+  monthEndDay,
+  parseAt,
+  repeatInWords,
+  repeatPatterns,
+  timeIso,
+} from "../../src/reminders/time.js";
 import { useRedis } from "../helpers/use-redis.js";
 
 const ZONE = "Asia/Taipei";
@@ -34,12 +42,21 @@ describe("checkScheduledTime", () => {
   });
   it("answers a reason naming what is scheduled: past, under 10 s, over a year, not ISO", () => {
     expect(checkScheduledTime("2026-12-01T07:59", ZONE, "task", now)).toBe(
-      "2026-12-01T07:59:00+08:00 is in the past (now it is 2026-12-01T08:00:00+08:00): ask the user for a future time, or check the date with get_current_datetime.",
+      "2026-12-01T07:59:00+08:00 is in the past (now it is 2026-12-01T08:00:00+08:00): ask the " +
+        "user for a future time, or check the date with get_current_datetime.",
     );
-    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "reminder", now)).toMatch(/less than 10 seconds from now .*: a reminder must be at least 10 seconds ahead\.$/);
-    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "task", now)).toMatch(/a task must be at least 10 seconds ahead\.$/);
-    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "reminder", now)).toMatch(/more than one year ahead: reminders can be set at most one year ahead\.$/);
-    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "task", now)).toMatch(/more than one year ahead: tasks can be scheduled at most one year ahead\.$/);
+    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "reminder", now)).toMatch(
+      /less than 10 seconds from now .*: a reminder must be at least 10 seconds ahead\.$/,
+    );
+    expect(checkScheduledTime("2026-12-01T08:00:05", ZONE, "task", now)).toMatch(
+      /a task must be at least 10 seconds ahead\.$/,
+    );
+    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "reminder", now)).toMatch(
+      /more than one year ahead: reminders can be set at most one year ahead\.$/,
+    );
+    expect(checkScheduledTime("2028-01-01T08:00", ZONE, "task", now)).toMatch(
+      /more than one year ahead: tasks can be scheduled at most one year ahead\.$/,
+    );
     expect(checkScheduledTime("soon", ZONE, "task", now)).toMatch(/not an ISO 8601 date-time/);
   });
 });
@@ -83,7 +100,9 @@ describe("words", () => {
   it("says how late a reminder is only past a minute", () => {
     const r = { text: "開會", timezone: ZONE } as Reminder;
     expect(reminderText(r, 0, 59_000, "zh-TW")).toBe("⏰ 開會");
-    expect(reminderText(r, Date.parse("2026-12-01T00:00:00Z"), 5 * 60_000, "zh-TW")).toMatch(/^⏰ 開會\n（晚了 5 分鐘：原定 .+08:00，當時機器人沒有在執行）$/);
+    expect(reminderText(r, Date.parse("2026-12-01T00:00:00Z"), 5 * 60_000, "zh-TW")).toMatch(
+      /^⏰ 開會\n（晚了 5 分鐘：原定 .+08:00，當時機器人沒有在執行）$/,
+    );
   });
 });
 
@@ -93,8 +112,17 @@ describe("button tokens", () => {
     const due = Date.parse("2027-12-31T23:59:59Z");
     const data = `rm:s:${buttonToken(owner, 999_999, due)}`;
     expect(Buffer.byteLength(data)).toBeLessThanOrEqual(64);
-    expect(parseButton(data)).toEqual({ action: "s", userId: "chat:-1001234567890123", reminderId: 999_999, dueAt: due });
-    expect(parseButton(`rm:c:${buttonToken({ platform: "discord", userId: "123456789012345678" }, 3)}`)).toEqual({ action: "c", userId: "123456789012345678", reminderId: 3 });
+    expect(parseButton(data)).toEqual({
+      action: "s",
+      userId: "chat:-1001234567890123",
+      reminderId: 999_999,
+      dueAt: due,
+    });
+    expect(parseButton(`rm:c:${buttonToken({ platform: "discord", userId: "123456789012345678" }, 3)}`)).toEqual({
+      action: "c",
+      userId: "123456789012345678",
+      reminderId: 3,
+    });
   });
   it("refuses anything else", () => {
     expect(parseButton("ap:abc:y")).toBeUndefined();
@@ -108,11 +136,25 @@ describe("store", () => {
   useRedis((connection) => (redis = connection));
   it("gives out ids in order, never more than 50 active even when added in parallel; fired one-offs do not count", async () => {
     const owner = { platform: "discord" as const, userId: "42" };
-    const base = { text: "x", at: Date.now() + 60_000, next: Date.now() + 60_000, timezone: ZONE, chatId: "1", chatKind: "dm" as const, userName: "A", createdAt: Date.now() };
+    const base = {
+      text: "x",
+      at: Date.now() + 60_000,
+      next: Date.now() + 60_000,
+      timezone: ZONE,
+      chatId: "1",
+      chatKind: "dm" as const,
+      userName: "A",
+      createdAt: Date.now(),
+    };
     await addReminder(redis, owner, { ...base, next: undefined, firedAt: Date.now() });
     const added = await Promise.all(Array.from({ length: 60 }, () => addReminder(redis, owner, base)));
     expect(added.filter(Boolean)).toHaveLength(MAX_ACTIVE_REMINDERS);
-    expect(added.filter(Boolean).map((r) => r!.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 2));
+    expect(
+      added
+        .filter(Boolean)
+        .map((r) => r!.id)
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: 50 }, (_, i) => i + 2));
     expect(await listReminders(redis, owner)).toHaveLength(51);
     expect(await listReminders(redis, owner, Date.now() + 4 * 86_400_000)).toHaveLength(50); // the fired one-off is gone after 3 days
   });

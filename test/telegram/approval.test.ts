@@ -15,25 +15,49 @@ afterAll(async () => {
 
 const GROUP = -100321;
 function requestFrom(userId: number, name: string): IncomingMessage {
-  return { platform: "telegram", chatId: String(GROUP), chatKind: "group", userId: String(userId), userName: name, text: "刪掉 3", messageId: "400", sentAt: Date.now(), reply: {} };
+  return {
+    platform: "telegram",
+    chatId: String(GROUP),
+    chatKind: "group",
+    userId: String(userId),
+    userName: name,
+    text: "刪掉 3",
+    messageId: "400",
+    sentAt: Date.now(),
+    reply: {},
+  };
 }
 
 async function prompt(approvalId: string) {
   h.decider.approvals.set(approvalId, { requesterId: "31", requesterName: "Alice" });
   const expiresAt = Date.parse("2026-01-01T04:05:00Z");
-  const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(requestFrom(31, "Alice")), { approvalId, action: "刪除待辦 #3「買牛奶 <2 瓶> & 蛋」", requesterName: "Alice", expiresAt });
+  const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(requestFrom(31, "Alice")), {
+    approvalId,
+    action: "刪除待辦 #3「買牛奶 <2 瓶> & 蛋」",
+    requesterName: "Alice",
+    expiresAt,
+  });
   const sent = h.tg.sent.find((s) => String(s.messageId) === ref.messageId)!;
   return { ref, sent };
 }
 
-const answerOf = (queryId: string) => h.tg.waitFor(() => h.tg.callbackAnswers.find((a) => a.callback_query_id === queryId), 5000, `answer to ${queryId}`);
+const answerOf = (queryId: string) =>
+  h.tg.waitFor(() => h.tg.callbackAnswers.find((a) => a.callback_query_id === queryId), 5000, `answer to ${queryId}`);
 
 describe("telegram approval prompts", () => {
   it("encodes the choice in at most 64 bytes and refuses ids that would not fit", () => {
     const id = "A".repeat(59);
     expect(Buffer.byteLength(callbackData(id, true))).toBe(64);
-    expect(parseApprovalButton(callbackData("k3Jx_9", false))).toEqual({ approvalId: "k3Jx_9", approve: false, always: false });
-    expect(parseApprovalButton(callbackData("k3Jx_9", "always"))).toEqual({ approvalId: "k3Jx_9", approve: true, always: true });
+    expect(parseApprovalButton(callbackData("k3Jx_9", false))).toEqual({
+      approvalId: "k3Jx_9",
+      approve: false,
+      always: false,
+    });
+    expect(parseApprovalButton(callbackData("k3Jx_9", "always"))).toEqual({
+      approvalId: "k3Jx_9",
+      approve: true,
+      always: true,
+    });
     expect(Buffer.byteLength(callbackData(id, "always"))).toBe(64);
     expect(() => callbackData("A".repeat(60), true)).toThrow(/1-59 characters/);
     expect(parseApprovalButton("ap:x:maybe")).toBeUndefined();
@@ -67,21 +91,33 @@ describe("telegram approval prompts", () => {
     expect(sent.text).toBe("✅ 已刪除待辦 #3「買牛奶」");
     expect(sent.message.reply_markup).toBeUndefined();
     // Editing again to the same text is "message is not modified": not a failure.
-    await expect(h.adapter.outbound.closeApprovalPrompt(ref, "approved", "已刪除待辦 #3「買牛奶」")).resolves.toBeUndefined();
+    await expect(
+      h.adapter.outbound.closeApprovalPrompt(ref, "approved", "已刪除待辦 #3「買牛奶」"),
+    ).resolves.toBeUndefined();
     expect(h.tg.calls.filter((c) => c.method === "editMessageText")).toHaveLength(2);
   });
 
   it("an anonymous admin's request may be decided by any admin of the group, and by nobody else", async () => {
     h.decider.approvals.set("apr9", { requesterId: `chat:${GROUP}`, requesterName: "Group" });
     const anonymous = { ...requestFrom(0, "Group"), userId: `chat:${GROUP}` };
-    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(anonymous), { approvalId: "apr9", action: "刪除待辦 #1", requesterName: "Group", expiresAt: Date.now() + 60_000 });
+    const ref = await h.adapter.outbound.sendApprovalPrompt(destinationOf(anonymous), {
+      approvalId: "apr9",
+      action: "刪除待辦 #1",
+      requesterName: "Group",
+      expiresAt: Date.now() + 60_000,
+    });
     const sent = h.tg.sent.find((s) => String(s.messageId) === ref.messageId)!;
     h.tg.admins.set(GROUP, new Set([41]));
     const member = h.tg.pressButton({ from: h.tg.user(42, "Member"), message: sent, data: "ap:apr9:y" });
     expect((await answerOf(member)).text).toBe("只有 Group 可以決定。");
     const admin = h.tg.pressButton({ from: h.tg.user(41, "Admin"), message: sent, data: "ap:apr9:y" });
     expect((await answerOf(admin)).text).toBe("已確認，處理中…");
-    expect(h.decider.accepted.at(-1)).toEqual({ approvalId: "apr9", platform: "telegram", deciderId: `chat:${GROUP}`, approve: true });
+    expect(h.decider.accepted.at(-1)).toEqual({
+      approvalId: "apr9",
+      platform: "telegram",
+      deciderId: `chat:${GROUP}`,
+      approve: true,
+    });
     // An admin is not the requester of someone else's request.
     const { sent: alices } = await prompt("apr10");
     const adminOnAlice = h.tg.pressButton({ from: h.tg.user(41, "Admin"), message: alices, data: "ap:apr10:y" });
@@ -111,7 +147,10 @@ describe("telegram approval prompts", () => {
 
   it("treats a late press (query is too old) as harmless: the decision still counts and the keyboard goes", async () => {
     const { sent } = await prompt("apr5");
-    h.tg.failNext("answerCallbackQuery", { error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
+    h.tg.failNext("answerCallbackQuery", {
+      error_code: 400,
+      description: "Bad Request: query is too old and response timeout expired or query ID is invalid",
+    });
     h.tg.pressButton({ from: h.tg.user(31, "Alice"), message: sent, data: "ap:apr5:y" });
     await h.tg.waitFor(() => h.tg.buttons(sent).length === 0, 5000, "keyboard removed");
     expect(h.decider.accepted.at(-1)).toMatchObject({ approvalId: "apr5", approve: true });

@@ -21,7 +21,10 @@ afterAll(async () => {
 });
 
 async function failure(p: Promise<unknown>): Promise<GrammyError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(GrammyError);
   return e as GrammyError;
 }
@@ -45,17 +48,30 @@ describe("the fake Bot API is strict", () => {
     await expect(api.sendMessage(1, "😀".repeat(4096))).resolves.toBeTruthy();
     expect((await failure(api.sendMessage(1, "😀".repeat(4097)))).description).toBe("Bad Request: message is too long");
     expect((await failure(api.sendMessage(1, "  "))).description).toBe("Bad Request: message text is empty");
-    expect((await failure(api.sendMessage(1, "<b>x", { parse_mode: "HTML" }))).description).toMatch(/^Bad Request: can't parse entities/);
-    expect((await failure(api.sendMessage(1, "x", { reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "x".repeat(65) }]] } }))).description).toBe(
-      "Bad Request: BUTTON_DATA_INVALID",
+    expect((await failure(api.sendMessage(1, "<b>x", { parse_mode: "HTML" }))).description).toMatch(
+      /^Bad Request: can't parse entities/,
     );
+    expect(
+      (
+        await failure(
+          api.sendMessage(1, "x", {
+            reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "x".repeat(65) }]] },
+          }),
+        )
+      ).description,
+    ).toBe("Bad Request: BUTTON_DATA_INVALID");
     const m = await api.sendMessage(1, "same");
-    expect((await failure(api.editMessageText(1, m.message_id, "same"))).description).toMatch(/message is not modified/);
+    expect((await failure(api.editMessageText(1, m.message_id, "same"))).description).toMatch(
+      /message is not modified/,
+    );
     expect((await failure(api.answerCallbackQuery("nope"))).description).toMatch(/query is too old/);
     tg.failNext("getMe", { error_code: 429, description: "Too Many Requests: retry after 3", retry_after: 3 });
     expect((await failure(api.getMe())).parameters.retry_after).toBe(3);
     await expect(api.getMe()).resolves.toMatchObject({ username: "taiwan_test_bot" });
-    const viaGet = (await (await fetch(`${tg.apiRoot}/bot${tg.token}/sendMessage?chat_id=8&text=hi`)).json()) as { ok: boolean; result: { text: string } };
+    const viaGet = (await (await fetch(`${tg.apiRoot}/bot${tg.token}/sendMessage?chat_id=8&text=hi`)).json()) as {
+      ok: boolean;
+      result: { text: string };
+    };
     expect(viaGet).toMatchObject({ ok: true, result: { text: "hi" } });
     expect((await fetch(`${tg.apiRoot}/bot${tg.token}/noSuchMethod`, { method: "POST" })).status).toBe(404);
     // Each refused call is recorded as breaking the Bot API (else this test would fail when it ends).
@@ -89,7 +105,9 @@ function violations(): string[][] {
 
 describe("the fake Bot API follows api.json", () => {
   it("translates every method of Bot API 10.1 (each compiles; a call without parameters is refused only for its required ones)", () => {
-    const spec = JSON.parse(readFileSync(new URL("../fixtures/specs/telegram-bot-api/api.json", import.meta.url), "utf8")) as {
+    const spec = JSON.parse(
+      readFileSync(new URL("../fixtures/specs/telegram-bot-api/api.json", import.meta.url), "utf8"),
+    ) as {
       methods: Record<string, { fields?: { name: string; required: boolean }[] }>;
     };
     expect(telegramSpecVersion()).toBe("Bot API 10.1");
@@ -105,11 +123,20 @@ describe("the fake Bot API follows api.json", () => {
   it("refuses an unknown method (404), an unknown parameter, a missing required one and wrong types, nested ones included", async () => {
     expect((await fetch(`${tg.apiRoot}/bot${tg.token}/sendMesage`, { method: "POST" })).status).toBe(404);
     const typo = await failure(api.raw.sendMessage({ chat_id: 1, text: "hi", disable_notifications: true } as never));
-    expect(typo).toMatchObject({ error_code: 400, description: "Bad Request: disable_notifications: not a field the spec defines here" });
-    expect((await failure(api.raw.sendMessage({ chat_id: 1 } as never))).description).toBe("Bad Request: message text is empty");
+    expect(typo).toMatchObject({
+      error_code: 400,
+      description: "Bad Request: disable_notifications: not a field the spec defines here",
+    });
+    expect((await failure(api.raw.sendMessage({ chat_id: 1 } as never))).description).toBe(
+      "Bad Request: message text is empty",
+    );
     await failure(api.raw.sendMessage({ chat_id: true, text: "hi" } as never));
     await failure(api.sendMessage(1, "hi", { reply_parameters: { message_id: "5" as never } }));
-    await failure(api.sendMessage(1, "hi", { reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "b", colour: "red" } as never]] } }));
+    await failure(
+      api.sendMessage(1, "hi", {
+        reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "b", colour: "red" } as never]] },
+      }),
+    );
     await failure(api.setMyCommands([{ command: "help", description: "Help" }], { scope: { type: "chat" } as never }));
     expect(violations()).toEqual([
       ["sendMesage: not a method of the Bot API 10.1"],
@@ -126,30 +153,61 @@ describe("the fake Bot API follows api.json", () => {
     await api.sendMessage(1, "<b>hi</b>", {
       parse_mode: "HTML",
       link_preview_options: { is_disabled: true },
-      reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "b" }, { text: "site", url: "https://example.org" }]] },
+      reply_markup: {
+        inline_keyboard: [
+          [
+            { text: "a", callback_data: "b" },
+            { text: "site", url: "https://example.org" },
+          ],
+        ],
+      },
     });
     await api.raw.sendMessage({ chat_id: "1" as never, text: "hi" });
-    await api.setMyCommands([{ command: "help", description: "Help" }], { scope: { type: "chat", chat_id: 5 }, language_code: "en" });
+    await api.setMyCommands([{ command: "help", description: "Help" }], {
+      scope: { type: "chat", chat_id: 5 },
+      language_code: "en",
+    });
     await api.sendChatAction(1, "typing");
     expect(violations()).toEqual([]);
   });
 
   it("reads form and query-string parameters as Telegram does: numbers, booleans and JSON-serialized objects from their text", async () => {
     const post = (method: string, form: Record<string, string>) =>
-      fetch(`${tg.apiRoot}/bot${tg.token}/${method}`, { method: "POST", body: new URLSearchParams(form) }).then((r) => r.json() as Promise<{ ok: boolean; description?: string }>);
+      fetch(`${tg.apiRoot}/bot${tg.token}/${method}`, { method: "POST", body: new URLSearchParams(form) }).then(
+        (r) => r.json() as Promise<{ ok: boolean; description?: string }>,
+      );
     const markup = JSON.stringify({ inline_keyboard: [[{ text: "a", callback_data: "b" }]] });
-    await expect(post("sendMessage", { chat_id: "1", text: "hi", disable_notification: "true", reply_markup: markup })).resolves.toMatchObject({ ok: true });
-    await expect(post("sendMessage", { chat_id: "1", text: "hi", disable_notification: "maybe" })).resolves.toMatchObject({ ok: false });
-    await expect(post("sendMessage", { chat_id: "1", text: "hi", reply_markup: "{not json" })).resolves.toMatchObject({ ok: false });
+    await expect(
+      post("sendMessage", { chat_id: "1", text: "hi", disable_notification: "true", reply_markup: markup }),
+    ).resolves.toMatchObject({ ok: true });
+    await expect(
+      post("sendMessage", { chat_id: "1", text: "hi", disable_notification: "maybe" }),
+    ).resolves.toMatchObject({ ok: false });
+    await expect(post("sendMessage", { chat_id: "1", text: "hi", reply_markup: "{not json" })).resolves.toMatchObject({
+      ok: false,
+    });
     const viaGet = await fetch(`${tg.apiRoot}/bot${tg.token}/getUpdates?timeout=0&limit=101`).then((r) => r.json());
     expect(viaGet).toMatchObject({ ok: false, error_code: 400, description: "Bad Request: limit: must be <= 100" });
-    expect(violations()).toEqual([["disable_notification: must be boolean"], ["reply_markup: must be object"], ["limit: must be <= 100"]]);
+    expect(violations()).toEqual([
+      ["disable_notification: must be boolean"],
+      ["reply_markup: must be object"],
+      ["limit: must be <= 100"],
+    ]);
   });
 
   it("checks a multipart upload: the file part is the InputFile, the other parts are read like form fields", async () => {
-    await expect(api.setWebhook("https://example.org/hook", { certificate: new InputFile(Buffer.from("-----BEGIN CERTIFICATE-----"), "cert.pem") })).resolves.toBe(true);
+    await expect(
+      api.setWebhook("https://example.org/hook", {
+        certificate: new InputFile(Buffer.from("-----BEGIN CERTIFICATE-----"), "cert.pem"),
+      }),
+    ).resolves.toBe(true);
     await api.deleteWebhook();
-    await failure(api.setWebhook("https://example.org/hook", { certificate: new InputFile(Buffer.from("x"), "cert.pem"), max_connections: 1000 }));
+    await failure(
+      api.setWebhook("https://example.org/hook", {
+        certificate: new InputFile(Buffer.from("x"), "cert.pem"),
+        max_connections: 1000,
+      }),
+    );
     await failure(api.raw.setWebhook({ url: "https://example.org/hook", certificate: "not a file" as never }));
     expect(violations()).toEqual([["max_connections: must be <= 100"], ["certificate: must be object"]]);
     await api.deleteWebhook();
@@ -158,16 +216,28 @@ describe("the fake Bot API follows api.json", () => {
   it("holds the documented limits: text after entity parsing in code points, callback_data in UTF-8 bytes, a callback answer's 200 characters", async () => {
     // 4096 characters of text inside tags that parsing removes; &lt; is one character.
     await api.sendMessage(1, `<b>${"&lt;".repeat(2048)}</b>${"字".repeat(2048)}`, { parse_mode: "HTML" });
-    expect((await failure(api.sendMessage(1, `<i>${"字".repeat(4097)}</i>`, { parse_mode: "HTML" }))).description).toBe("Bad Request: message is too long");
-    // 21 × 3 bytes fit in 64; 22 do not.
-    await api.sendMessage(1, "pick", { reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "測".repeat(21) }]] } });
-    expect((await failure(api.sendMessage(1, "pick", { reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "測".repeat(22) }]] } }))).description).toBe(
-      "Bad Request: BUTTON_DATA_INVALID",
+    expect((await failure(api.sendMessage(1, `<i>${"字".repeat(4097)}</i>`, { parse_mode: "HTML" }))).description).toBe(
+      "Bad Request: message is too long",
     );
+    // 21 × 3 bytes fit in 64; 22 do not.
+    await api.sendMessage(1, "pick", {
+      reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "測".repeat(21) }]] },
+    });
+    expect(
+      (
+        await failure(
+          api.sendMessage(1, "pick", {
+            reply_markup: { inline_keyboard: [[{ text: "a", callback_data: "測".repeat(22) }]] },
+          }),
+        )
+      ).description,
+    ).toBe("Bad Request: BUTTON_DATA_INVALID");
     const user = tg.user(5, "E");
     const sent = tg.sent.at(-1)!;
     const query = tg.pressButton({ from: user, message: sent, data: "測".repeat(21) });
-    expect((await failure(api.answerCallbackQuery(query, { text: "字".repeat(201) }))).description).toBe("Bad Request: MESSAGE_TOO_LONG");
+    expect((await failure(api.answerCallbackQuery(query, { text: "字".repeat(201) }))).description).toBe(
+      "Bad Request: MESSAGE_TOO_LONG",
+    );
     await api.answerCallbackQuery(query, { text: "字".repeat(200) });
     expect(violations()).toEqual([
       ["text: must be 1-4096 characters after entity parsing (is 4097)"],

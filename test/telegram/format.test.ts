@@ -14,7 +14,8 @@ import { testToolbox } from "./harness.js";
 describe("markdown → Telegram HTML", () => {
   it("renders the supported subset and escapes the rest", () => {
     const html = markdownToTelegramHtml(
-      "# 標題\n\n**粗** _斜_ ~~刪~~ `a<b` [連結](https://x.tw/?q=1&r=2) [壞](javascript:alert(1))\n\n- 一\n- 二\n  1. 甲\n\n> 引用 & 註\n\n```py\nprint(1 < 2)\n```\n\n<script>x</script>",
+      "# 標題\n\n**粗** _斜_ ~~刪~~ `a<b` [連結](https://x.tw/?q=1&r=2) [壞](javascript:alert(1))\n\n- " +
+        "一\n- 二\n  1. 甲\n\n> 引用 & 註\n\n```py\nprint(1 < 2)\n```\n\n<script>x</script>",
     );
     expect(html).toBe(
       [
@@ -30,7 +31,14 @@ describe("markdown → Telegram HTML", () => {
   });
 
   it("produces HTML the strict parser accepts for awkward input", () => {
-    for (const md of ["a & b < c > d", "**unclosed bold", "`` ` ``", "x <b>not a tag</b>", "&amp; &#123; &nbsp;", "1 < 2 && 3 > 2 **<i>**"]) {
+    for (const md of [
+      "a & b < c > d",
+      "**unclosed bold",
+      "`` ` ``",
+      "x <b>not a tag</b>",
+      "&amp; &#123; &nbsp;",
+      "1 < 2 && 3 > 2 **<i>**",
+    ]) {
       const html = markdownToTelegramHtml(md);
       const parsed = parseTelegramHtml(html);
       expect(parsed.text.length).toBeGreaterThan(0);
@@ -82,9 +90,13 @@ describe("shared command texts", () => {
   it("lists tools by tag with dangerous ones marked, one tag, or the tags for an unknown one", () => {
     const all = formatToolList(testToolbox, "zh-TW");
     expect(all).toBe(
-      "可用的工具（依分類）：\n\n**info**\n- `get_time` — Tells the current time in a time zone.\n\n**todo**\n- `add_todo` — Adds an item to the user's todo list.\n- ⚠️ `delete_todo` — Deletes a todo by id.\n\n⚠️ 表示執行前會先請你確認。",
+      "可用的工具（依分類）：\n\n**info**\n- `get_time` — Tells the current time in a time " +
+        "zone.\n\n**todo**\n- `add_todo` — Adds an item to the user's todo list.\n- ⚠️ " +
+        "`delete_todo` — Deletes a todo by id.\n\n⚠️ 表示執行前會先請你確認。",
     );
-    expect(formatToolList(testToolbox, "en", "INFO")).toBe("**info**\n- `get_time` — Tells the current time in a time zone.");
+    expect(formatToolList(testToolbox, "en", "INFO")).toBe(
+      "**info**\n- `get_time` — Tells the current time in a time zone.",
+    );
     expect(formatToolList(testToolbox, "en", "nope")).toBe("There is no tag “nope”. Tags: `info`, `todo`");
     expect(formatToolList(new ToolBox(), "zh-TW")).toBe("這個聊天目前沒有可用的工具。");
   });
@@ -100,15 +112,39 @@ describe("shared command texts", () => {
         input: z.object({}),
         run: () => "4",
       }),
-      defineTool({ name: "wipe", title: { "zh-TW": "清空", en: "Wipe" }, description: "Wipes everything.", tags: ["util"], dangerous: true, input: z.object({}), run: () => "wiped" }),
-      defineTool({ name: "files__read", description: "Read a file of the server. Use for paths the user names.", tags: ["util"], input: z.object({}), run: () => "x", source: 'MCP server "files"' }),
+      defineTool({
+        name: "wipe",
+        title: { "zh-TW": "清空", en: "Wipe" },
+        description: "Wipes everything.",
+        tags: ["util"],
+        dangerous: true,
+        input: z.object({}),
+        run: () => "wiped",
+      }),
+      defineTool({
+        name: "files__read",
+        description: "Read a file of the server. Use for paths the user names.",
+        tags: ["util"],
+        input: z.object({}),
+        run: () => "x",
+        source: 'MCP server "files"',
+      }),
     ]);
     expect(formatToolList(toolbox, "zh-TW")).toBe(
-      "可用的工具（依分類）：\n\n**util**\n- `roll_dice` 擲骰子 — 擲一顆或幾顆骰子。\n- ⚠️ `wipe` 清空 — Wipes everything.\n- `files__read` — Read a file of the server.\n\n⚠️ 表示執行前會先請你確認。",
+      "可用的工具（依分類）：\n\n**util**\n- `roll_dice` 擲骰子 — 擲一顆或幾顆骰子。\n- ⚠️ `wipe` 清空 — Wipes " +
+        "everything.\n- `files__read` — Read a file of the server.\n\n⚠️ 表示執行前會先請你確認。",
     );
-    expect(formatToolList(toolbox, "en", "util")).toBe("**util**\n- `roll_dice` Roll dice — Rolls one or more dice.\n- ⚠️ `wipe` Wipe — Wipes everything.\n- `files__read` — Read a file of the server.\n\n⚠️ means you will be asked to confirm first.");
-    expect(formatHelp("zh-TW", { toolbox, commands: [] })).toMatch(/^嗨！我是會使用工具的 AI 助理，可以幫你：擲骰子、清空、`files__read`。/);
-    expect(formatHelp("en", { toolbox, commands: [] })).toMatch(/^Hi! I am an AI assistant that uses tools: Roll dice, Wipe, `files__read`\./);
+    expect(formatToolList(toolbox, "en", "util")).toBe(
+      "**util**\n- `roll_dice` Roll dice — Rolls one or more dice.\n- ⚠️ `wipe` Wipe — Wipes " +
+        "everything.\n- `files__read` — Read a file of the server.\n\n⚠️ means you will be asked " +
+        "to confirm first.",
+    );
+    expect(formatHelp("zh-TW", { toolbox, commands: [] })).toMatch(
+      /^嗨！我是會使用工具的 AI 助理，可以幫你：擲骰子、清空、`files__read`。/,
+    );
+    expect(formatHelp("en", { toolbox, commands: [] })).toMatch(
+      /^Hi! I am an AI assistant that uses tools: Roll dice, Wipe, `files__read`\./,
+    );
   });
 
   it("help names the shipped tools by their Chinese titles in zh-TW, never by their tool names", async () => {
@@ -128,7 +164,9 @@ describe("shared command texts", () => {
     const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "fake-cwa-key-for-help" }));
     const commands = [{ name: "help", description: "What I can do" }];
     expect(formatHelp("zh-TW", { toolbox, commands })).toContain("- 幫我記下：星期五前繳電話費");
-    expect(formatHelp("en", { toolbox, commands, groupHint: "@bot" })).toMatch(/^Hi! .*\n\n- Will it rain in Taipei tomorrow\?/s);
+    expect(formatHelp("en", { toolbox, commands, groupHint: "@bot" })).toMatch(
+      /^Hi! .*\n\n- Will it rain in Taipei tomorrow\?/s,
+    );
     expect(formatHelp("en", { toolbox, commands, groupHint: "@bot" })).toContain("mention @bot");
     expect(formatHelp("en", { toolbox, commands })).toContain("- /help — What I can do");
   });

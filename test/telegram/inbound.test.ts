@@ -30,9 +30,27 @@ async function queuedFor(messageId: number): Promise<IncomingMessage> {
 describe("telegram inbound", () => {
   it("registers the command menu at start-up", () => {
     const menu = h.tg.commands.get("") as { commands: { command: string; description: string }[] };
-    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset", "context", "compact", "settings", "persona", "model", "reminders", "tasks", "permissions", "memory", "forget", "usage"]);
+    expect(menu.commands.map((c) => c.command)).toEqual([
+      "start",
+      "help",
+      "tools",
+      "reset",
+      "context",
+      "compact",
+      "settings",
+      "persona",
+      "model",
+      "reminders",
+      "tasks",
+      "permissions",
+      "memory",
+      "forget",
+      "usage",
+    ]);
     expect(menu.commands[2]!.description).toContain("工具");
-    expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe("Get started, with examples");
+    expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe(
+      "Get started, with examples",
+    );
     expect(h.tg.callsOf("deleteWebhook")).toHaveLength(1);
   });
 
@@ -56,7 +74,13 @@ describe("telegram inbound", () => {
     const plain = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "anyone up for lunch?" });
     const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@Taiwan_Test_Bot 現在幾點？" });
     const q = await queuedFor(m.message_id);
-    expect(q).toMatchObject({ chatId: "-1001234", chatKind: "group", userId: "12", userName: "Bob", text: "現在幾點？" });
+    expect(q).toMatchObject({
+      chatId: "-1001234",
+      chatKind: "group",
+      userId: "12",
+      userName: "Bob",
+      text: "現在幾點？",
+    });
     expect(h.queued.some((x) => x.messageId === String(plain.message_id))).toBe(false);
     const mid = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "hey @taiwan_test_bot what is 2+2" });
     expect((await queuedFor(mid.message_id)).text).toBe("hey what is 2+2");
@@ -64,7 +88,12 @@ describe("telegram inbound", () => {
 
   it("takes a reply to one of the bot's messages in a group, and a text_mention of the bot", async () => {
     const botMessage = await h.adapter.outbound.sendMarkdown({ chatId: "-1001234" }, "我是機器人");
-    const reply = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "謝謝，那後天呢？", reply_to_message: Number(botMessage[0]!.messageId) });
+    const reply = h.tg.sendUserMessage({
+      chat: group(),
+      from: bob(),
+      text: "謝謝，那後天呢？",
+      reply_to_message: Number(botMessage[0]!.messageId),
+    });
     expect((await queuedFor(reply.message_id)).text).toBe("謝謝，那後天呢？");
     const tm = h.tg.sendUserMessage({
       chat: group(),
@@ -77,8 +106,17 @@ describe("telegram inbound", () => {
 
   it("ignores replies to other people, other bots, the bot itself, service messages and edits", async () => {
     const other = h.tg.sendUserMessage({ chat: group(), from: alice(), text: "hello" });
-    const replyToAlice = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "hi Alice", reply_to_message: other });
-    const fromBot = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: h.tg.user(555, "Other", { is_bot: true }), text: "beep" });
+    const replyToAlice = h.tg.sendUserMessage({
+      chat: group(),
+      from: bob(),
+      text: "hi Alice",
+      reply_to_message: other,
+    });
+    const fromBot = h.tg.sendUserMessage({
+      chat: h.tg.privateChat(alice()),
+      from: h.tg.user(555, "Other", { is_bot: true }),
+      text: "beep",
+    });
     const service = h.tg.sendUserMessage({ chat: group(), from: alice(), extra: { new_chat_members: [bob()] } });
     const original = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), text: "first version" });
     await queuedFor(original.message_id);
@@ -89,7 +127,14 @@ describe("telegram inbound", () => {
     expect(h.queued.filter((m) => ids.includes(m.messageId))).toEqual([]);
     expect(h.queued.filter((m) => m.messageId === String(original.message_id))).toHaveLength(1);
     expect(h.queued.some((m) => m.text === "second version")).toBe(false);
-    expect(h.tg.sent.some((s) => s.chatId === -1001234 && s.payload.reply_parameters && (s.payload.reply_parameters as { message_id: number }).message_id === forOther.message_id)).toBe(false);
+    expect(
+      h.tg.sent.some(
+        (s) =>
+          s.chatId === -1001234 &&
+          s.payload.reply_parameters &&
+          (s.payload.reply_parameters as { message_id: number }).message_id === forOther.message_id,
+      ),
+    ).toBe(false);
     // edited_message is not even requested from Telegram
     expect(h.tg.callsOf("getUpdates")[0]!.payload.allowed_updates).toEqual(["message", "callback_query"]);
   });
@@ -100,7 +145,9 @@ describe("telegram inbound", () => {
     const at = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather@taiwan_test_bot 高雄" });
     expect((await queuedFor(at.message_id)).text).toBe("/weather 高雄");
     const only = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot" });
-    const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === only.message_id));
+    const hint = await h.tg.waitFor(() =>
+      h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === only.message_id),
+    );
     expect(hint.text).toBe("有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。");
   });
 
@@ -127,14 +174,24 @@ describe("telegram inbound", () => {
     const topic = h.tg.createTopic(forum, "Bot's topic", undefined, h.tg.bot);
     const plain = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "just chatting", message_thread_id: topic });
     expect(plain.reply_to_message?.from?.id).toBe(h.tg.bot.id); // as on Telegram: the topic's creation message
-    const addressed = h.tg.sendUserMessage({ chat: forum, from: bob(), text: "@taiwan_test_bot 幾點了", message_thread_id: topic });
+    const addressed = h.tg.sendUserMessage({
+      chat: forum,
+      from: bob(),
+      text: "@taiwan_test_bot 幾點了",
+      message_thread_id: topic,
+    });
     expect(await queuedFor(addressed.message_id)).toMatchObject({ topicId: String(topic), text: "幾點了" });
     expect(h.queued.some((x) => x.messageId === String(plain.message_id))).toBe(false);
   });
 
   it("a reply thread of an ordinary group is not a topic: the chat stays one conversation", async () => {
     const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot first" });
-    const reply = h.tg.sendUserMessage({ chat: group(), from: alice(), text: "@taiwan_test_bot second", reply_to_message: m.message_id });
+    const reply = h.tg.sendUserMessage({
+      chat: group(),
+      from: alice(),
+      text: "@taiwan_test_bot second",
+      reply_to_message: m.message_id,
+    });
     expect(reply.message_thread_id).toBe(m.message_id);
     expect(reply.is_topic_message).toBeUndefined();
     const q = await queuedFor(reply.message_id);
@@ -152,7 +209,11 @@ describe("telegram inbound", () => {
       const chat = tg.privateChat(dave);
       const trip = tg.createTopic(chat, "Trip", undefined, dave);
       const m = tg.sendUserMessage({ chat, from: dave, text: "花蓮三天兩夜怎麼排？", message_thread_id: trip });
-      const q = await tg.waitFor(() => own.queued.find((x) => x.messageId === String(m.message_id)), 5000, "the topic message");
+      const q = await tg.waitFor(
+        () => own.queued.find((x) => x.messageId === String(m.message_id)),
+        5000,
+        "the topic message",
+      );
       expect(q).toMatchObject({ chatKind: "dm", topicId: String(trip), reply: { threadId: String(trip) } });
       expect(conversationKey(q)).toBe(`telegram:31/${trip}`);
       tg.sendUserMessage({ chat, from: dave, text: "/reset", message_thread_id: trip });
@@ -176,14 +237,28 @@ describe("telegram inbound", () => {
   });
 
   it("answers a sticker without emoji in a private chat with a hint, and stays quiet in a group", async () => {
-    const sticker = { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false } };
+    const sticker = {
+      sticker: {
+        file_id: "x",
+        file_unique_id: "y",
+        type: "regular",
+        width: 1,
+        height: 1,
+        is_animated: false,
+        is_video: false,
+      },
+    };
     const inGroup = h.tg.sendUserMessage({ chat: group(), from: bob(), extra: sticker });
     const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), extra: sticker });
     const hint = await h.tg.waitFor(() => h.tg.sent.find((s) => s.chatId === 12), 5000, "hint");
     expect(hint.text).toMatch(/^這種訊息我還看不懂。\n我看得懂：圖片（JPEG、PNG、GIF、WebP，每則訊息最多 5 張/);
     expect(hint.payload.reply_parameters).toBeUndefined();
     await settle();
-    expect(h.tg.sent.filter((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === inGroup.message_id)).toHaveLength(0);
+    expect(
+      h.tg.sent.filter(
+        (s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === inGroup.message_id,
+      ),
+    ).toHaveLength(0);
     expect(h.queued.some((q) => q.messageId === String(inGroup.message_id))).toBe(false);
     expect(h.queued.some((q) => q.messageId === String(m.message_id))).toBe(false);
   });
@@ -194,7 +269,12 @@ describe("telegram inbound", () => {
       { file_id: "huge", file_unique_id: "h", width: 9000, height: 6000, file_size: 30 * 1024 * 1024 },
       { file_id: "large", file_unique_id: "l", width: 1280, height: 853, file_size: 200_000 },
     ];
-    const m = h.tg.sendUserMessage({ chat: h.tg.privateChat(alice()), from: alice(), caption: "這是什麼？", extra: { photo: sizes } });
+    const m = h.tg.sendUserMessage({
+      chat: h.tg.privateChat(alice()),
+      from: alice(),
+      caption: "這是什麼？",
+      extra: { photo: sizes },
+    });
     const queued = await queuedFor(m.message_id);
     expect(queued.text).toBe("這是什麼？");
     expect(queued.media).toEqual([{ kind: "image", fileId: "large", width: 1280, height: 853, size: 200_000 }]);
@@ -202,26 +282,66 @@ describe("telegram inbound", () => {
 
   it("queues a photo without caption, a sticker as its emoji, and a voice message as a reference the worker answers", async () => {
     const chat = h.tg.privateChat(alice());
-    const photo = h.tg.sendUserMessage({ chat, from: alice(), extra: { photo: [{ file_id: "p", file_unique_id: "p", width: 10, height: 10 }] } });
+    const photo = h.tg.sendUserMessage({
+      chat,
+      from: alice(),
+      extra: { photo: [{ file_id: "p", file_unique_id: "p", width: 10, height: 10 }] },
+    });
     expect(await queuedFor(photo.message_id)).toMatchObject({ text: "", media: [{ kind: "image", fileId: "p" }] });
-    const sticker = h.tg.sendUserMessage({ chat, from: alice(), extra: { sticker: { file_id: "x", file_unique_id: "y", type: "regular", width: 1, height: 1, is_animated: false, is_video: false, emoji: "😂" } } });
+    const sticker = h.tg.sendUserMessage({
+      chat,
+      from: alice(),
+      extra: {
+        sticker: {
+          file_id: "x",
+          file_unique_id: "y",
+          type: "regular",
+          width: 1,
+          height: 1,
+          is_animated: false,
+          is_video: false,
+          emoji: "😂",
+        },
+      },
+    });
     expect(await queuedFor(sticker.message_id)).toMatchObject({ text: "😂" });
     expect((await queuedFor(sticker.message_id)).media).toBeUndefined();
-    const voice = h.tg.sendUserMessage({ chat, from: alice(), extra: { voice: { file_id: "v", file_unique_id: "v", duration: 2, file_size: 900 } } });
-    expect(await queuedFor(voice.message_id)).toMatchObject({ text: "", media: [{ kind: "voice", fileId: "v", size: 900 }] });
-    const doc = h.tg.sendUserMessage({ chat, from: alice(), caption: "看看", extra: { document: { file_id: "d", file_unique_id: "d", file_name: "a.png", mime_type: "image/png", file_size: 5 } } });
-    expect(await queuedFor(doc.message_id)).toMatchObject({ text: "看看", media: [{ kind: "image", fileId: "d", name: "a.png", mimeType: "image/png", size: 5 }] });
+    const voice = h.tg.sendUserMessage({
+      chat,
+      from: alice(),
+      extra: { voice: { file_id: "v", file_unique_id: "v", duration: 2, file_size: 900 } },
+    });
+    expect(await queuedFor(voice.message_id)).toMatchObject({
+      text: "",
+      media: [{ kind: "voice", fileId: "v", size: 900 }],
+    });
+    const doc = h.tg.sendUserMessage({
+      chat,
+      from: alice(),
+      caption: "看看",
+      extra: {
+        document: { file_id: "d", file_unique_id: "d", file_name: "a.png", mime_type: "image/png", file_size: 5 },
+      },
+    });
+    expect(await queuedFor(doc.message_id)).toMatchObject({
+      text: "看看",
+      media: [{ kind: "image", fileId: "d", name: "a.png", mimeType: "image/png", size: 5 }],
+    });
   });
 
   it("answers /tools and /tools@bot in a group, grouped by tag with dangerous tools marked", async () => {
     const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools" });
-    const answer = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id));
+    const answer = await h.tg.waitFor(() =>
+      h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id),
+    );
     expect(answer.text).toContain("info\n\n• get_time — Tells the current time in a time zone.");
     expect(answer.text).toContain("• ⚠️ delete_todo — Deletes a todo by id.\n");
     expect(answer.text).not.toContain("Use when the user asks");
     expect(answer.entities.some((e) => e.type === "bold")).toBe(true);
     const m2 = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/tools@taiwan_test_bot todo" });
-    const a2 = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m2.message_id));
+    const a2 = await h.tg.waitFor(() =>
+      h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m2.message_id),
+    );
     expect(a2.text).toContain("add_todo");
     expect(a2.text).not.toContain("get_time");
     const m3 = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), text: "/tools weather" });
@@ -261,7 +381,9 @@ describe("telegram inbound", () => {
     h.failEnqueue.on = true;
     try {
       const m = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot 記下買牛奶" });
-      const sorry = await h.tg.waitFor(() => h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id));
+      const sorry = await h.tg.waitFor(() =>
+        h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id),
+      );
       expect(sorry.text).toBe("抱歉，我現在有點忙不過來，請稍後再試一次。");
     } finally {
       h.failEnqueue.on = false;

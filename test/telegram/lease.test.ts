@@ -108,20 +108,26 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
     const key = pollingLeaseKey(tg.bot.id);
     let adapter: TelegramAdapter | undefined;
     let paused = false;
-    const starting = startHarness({}, tg, silentLogger, { lease: timings }, {
-      redis,
-      beforeStart: (a) => {
-        adapter = a;
-        a.bot.api.config.use(async (prev, method, payload, signal) => {
-          const result = await prev(method, payload, signal);
-          if (method === "setMyCommands" && !paused) {
-            paused = true;
-            await pauseRedis(1000); // start-up's acquire, next, waits in Redis
-          }
-          return result;
-        });
+    const starting = startHarness(
+      {},
+      tg,
+      silentLogger,
+      { lease: timings },
+      {
+        redis,
+        beforeStart: (a) => {
+          adapter = a;
+          a.bot.api.config.use(async (prev, method, payload, signal) => {
+            const result = await prev(method, payload, signal);
+            if (method === "setMyCommands" && !paused) {
+              paused = true;
+              await pauseRedis(1000); // start-up's acquire, next, waits in Redis
+            }
+            return result;
+          });
+        },
       },
-    });
+    );
     const failed = expect(starting).rejects.toThrow("telegram: start-up was stopped");
     await vi.waitFor(() => expect(paused).toBe(true), { timeout: 10_000 });
     await delay(300);
@@ -139,17 +145,23 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
     const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
     let adapter: TelegramAdapter | undefined;
     let stopping: Promise<void> | undefined;
-    const starting = startHarness({}, tg, silentLogger, { lease: timings }, {
-      redis,
-      beforeStart: (a) => {
-        adapter = a;
-        a.bot.api.config.use(async (prev, method, payload, signal) => {
-          const result = await prev(method, payload, signal);
-          if (method === "deleteWebhook") stopping = a.stop();
-          return result;
-        });
+    const starting = startHarness(
+      {},
+      tg,
+      silentLogger,
+      { lease: timings },
+      {
+        redis,
+        beforeStart: (a) => {
+          adapter = a;
+          a.bot.api.config.use(async (prev, method, payload, signal) => {
+            const result = await prev(method, payload, signal);
+            if (method === "deleteWebhook") stopping = a.stop();
+            return result;
+          });
+        },
       },
-    });
+    );
     await expect(starting).rejects.toThrow("telegram: start-up was stopped");
     await stopping;
     await delay(200); // several renewal periods
@@ -194,7 +206,8 @@ describe("two polling adapter processes", () => {
     const until = Date.now() + timeoutMs;
     while (!outputs.get(child)!.includes(text)) {
       if (Date.now() > until) throw new Error(`no "${text}" within ${timeoutMs} ms; output:\n${outputs.get(child)}`);
-      if (child.exitCode !== null) throw new Error(`the adapter exited (${child.exitCode}); output:\n${outputs.get(child)}`);
+      if (child.exitCode !== null)
+        throw new Error(`the adapter exited (${child.exitCode}); output:\n${outputs.get(child)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     return Date.now();
@@ -208,7 +221,10 @@ describe("two polling adapter processes", () => {
       if (polling) return polling;
       const exited = children.find((child) => child.exitCode !== null);
       if (exited) throw new Error(`an adapter exited (${exited.exitCode}); output:\n${outputs.get(exited)}`);
-      if (Date.now() > until) throw new Error(`no adapter started polling within ${timeoutMs} ms; outputs:\n${children.map((c) => outputs.get(c)).join("\n---\n")}`);
+      if (Date.now() > until)
+        throw new Error(
+          `no adapter started polling within ${timeoutMs} ms; outputs:\n${children.map((c) => outputs.get(c)).join("\n---\n")}`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -225,7 +241,14 @@ describe("two polling adapter processes", () => {
     const config = testConfig({ ...env(), ROLE: "worker", LOG_LEVEL: "silent", ANTHROPIC_BASE_URL: model.url });
     const { log } = captureLogger("info");
     const { toolbox } = await loadTools({ config, log });
-    worker = await startBot({ config, log, redisUrl: server.url, toolbox, role: "worker", agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 1 }) } });
+    worker = await startBot({
+      config,
+      log,
+      redisUrl: server.url,
+      toolbox,
+      role: "worker",
+      agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 1 }) },
+    });
   }, 60_000);
   afterAll(async () => {
     for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
@@ -242,17 +265,29 @@ describe("two polling adapter processes", () => {
     await waitForOutput(second, "another adapter is polling this bot; waiting to take over its polling lease", 30_000);
 
     for (let i = 0; i < 3; i++) ask(9100 + i, i);
-    await tg.waitFor(() => [0, 1, 2].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)), 20_000, "answers while the first polls");
+    await tg.waitFor(
+      () => [0, 1, 2].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)),
+      20_000,
+      "answers while the first polls",
+    );
     // Only the first polled: the waiting adapter never sent a getUpdates that fought it.
     expect(tg.conflicts).toBe(0);
 
     first.kill("SIGKILL");
     const killedAt = Date.now();
     for (let i = 3; i < 6; i++) ask(9100 + i, i); // nobody polls now: these wait at Telegram
-    const tookOverAt = await waitForOutput(second, "telegram: took over the polling lease; long polling started", 15_000);
+    const tookOverAt = await waitForOutput(
+      second,
+      "telegram: took over the polling lease; long polling started",
+      15_000,
+    );
     expect(tookOverAt - killedAt).toBeLessThan(10_000);
     for (let i = 6; i < 8; i++) ask(9100 + i, i);
-    await tg.waitFor(() => [3, 4, 5, 6, 7].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)), 20_000, "answers after the takeover");
+    await tg.waitFor(
+      () => [3, 4, 5, 6, 7].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)),
+      20_000,
+      "answers after the takeover",
+    );
     // Answers of late duplicates would still be on their way: give them time to show up.
     await new Promise((r) => setTimeout(r, 1500));
     for (let i = 0; i < 8; i++) {
@@ -262,9 +297,16 @@ describe("two polling adapter processes", () => {
     expect(tg.conflicts).toBe(0);
 
     // A 409 in the polling adapter's getUpdates: polling resumes (the lease stays with it).
-    tg.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
+    tg.failNext("getUpdates", {
+      error_code: 409,
+      description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+    });
     ask(9110, 41);
-    await tg.waitFor(() => tg.sent.some((m) => m.chatId === 9110 && m.text.includes("42")), 20_000, "the answer after a 409");
+    await tg.waitFor(
+      () => tg.sent.some((m) => m.chatId === 9110 && m.text.includes("42")),
+      20_000,
+      "the answer after a 409",
+    );
     await waitForOutput(second, "telegram: polling works again", 10_000);
     expect(outputs.get(second)).not.toContain("the polling lease was lost");
     // No token in either process's output.
@@ -278,6 +320,10 @@ describe("two polling adapter processes", () => {
     const third_at = await waitForOutput(third, "telegram: took over the polling lease", 15_000);
     expect(third_at - stoppedAt).toBeLessThan(8_000);
     ask(9111, 1);
-    await tg.waitFor(() => tg.sent.some((m) => m.chatId === 9111 && m.text.includes("2")), 20_000, "the answer after a graceful handover");
+    await tg.waitFor(
+      () => tg.sent.some((m) => m.chatId === 9111 && m.text.includes("2")),
+      20_000,
+      "the answer after a graceful handover",
+    );
   }, 120_000);
 });

@@ -44,14 +44,17 @@ describe("telegram outbound", () => {
     expect(tg.sent[n]!.payload.reply_parameters).toBeUndefined();
     expect(tg.sent[n]!.payload.parse_mode).toBe("HTML");
 
-    await out.sendAnswer(destinationOf(incoming({ chatId: "-100555", chatKind: "group", messageId: "77", reply: { threadId: "9" } })), "ok");
+    await out.sendAnswer(
+      destinationOf(incoming({ chatId: "-100555", chatKind: "group", messageId: "77", reply: { threadId: "9" } })),
+      "ok",
+    );
     expect(tg.sent[n + 1]!.payload.reply_parameters).toEqual({ message_id: 77, allow_sending_without_reply: true });
     expect(tg.sent[n + 1]!.payload.message_thread_id).toBe(9);
   });
 
   it("escapes characters that Telegram HTML reserves", async () => {
     const n = tg.sent.length;
-    const md = "if a < b && c > d then <div> & &amp; \"q\" `x<y && z` [site](https://e.com/?a=1&b=<2>)";
+    const md = 'if a < b && c > d then <div> & &amp; "q" `x<y && z` [site](https://e.com/?a=1&b=<2>)';
     await out.sendAnswer(destinationOf(incoming()), md);
     const [m] = sentSince(n);
     expect(m!.text).toBe('if a < b && c > d then <div> & &amp; "q" x<y && z site');
@@ -72,7 +75,11 @@ describe("telegram outbound", () => {
     const refs = await out.sendAnswer(destinationOf(incoming()), md);
     const parts = sentSince(n);
     expect(parts.map((p) => p.text.length)).toEqual([3000, code.length + 2 + "結尾 完成。".length]);
-    const pre = parts[1]!.entities.find((e) => e.type === "pre") as { offset: number; length: number; language?: string };
+    const pre = parts[1]!.entities.find((e) => e.type === "pre") as {
+      offset: number;
+      length: number;
+      language?: string;
+    };
     expect(parts[1]!.text.slice(pre.offset, pre.offset + pre.length)).toBe(code);
     expect(pre.language).toBe("ts");
     expect(refs.map((r) => Number(r.messageId))).toEqual([parts[0]!.messageId, parts[1]!.messageId]);
@@ -87,7 +94,11 @@ describe("telegram outbound", () => {
     const parts = sentSince(n);
     expect(parts.length).toBeGreaterThanOrEqual(3);
     for (const p of parts) expect(p.text.length).toBeLessThanOrEqual(4096);
-    const pieces = parts.flatMap((p) => p.entities.filter((e) => e.type === "pre").map((e) => ({ e: e as { language?: string }, text: p.text.slice(e.offset, e.offset + e.length) })));
+    const pieces = parts.flatMap((p) =>
+      p.entities
+        .filter((e) => e.type === "pre")
+        .map((e) => ({ e: e as { language?: string }, text: p.text.slice(e.offset, e.offset + e.length) })),
+    );
     expect(pieces.length).toBeGreaterThanOrEqual(2);
     for (const piece of pieces) {
       expect(piece.e.language).toBe("ts");
@@ -113,7 +124,10 @@ describe("telegram outbound", () => {
 
   it("resends a chunk as plain Markdown when Telegram cannot parse its entities", async () => {
     const n = tg.sent.length;
-    tg.failNext("sendMessage", { error_code: 400, description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0" });
+    tg.failNext("sendMessage", {
+      error_code: 400,
+      description: 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0',
+    });
     await out.sendAnswer(destinationOf(incoming()), "**粗體** 與 `code`");
     const [m] = sentSince(n);
     expect(m!.text).toBe("**粗體** 與 `code`");
@@ -136,13 +150,22 @@ describe("telegram outbound", () => {
   });
 
   it("is refused by Telegram for a topic the chat does not have", async () => {
-    const to = incoming({ chatId: "-100555", chatKind: "group", messageId: "77", topicId: "10", reply: { threadId: "10" } });
+    const to = incoming({
+      chatId: "-100555",
+      chatKind: "group",
+      messageId: "77",
+      topicId: "10",
+      reply: { threadId: "10" },
+    });
     await expect(out.sendAnswer(destinationOf(to), "ok")).rejects.toThrow("message thread not found");
     await expect(out.sendTyping(destinationOf(to))).rejects.toThrow("message thread not found");
   });
 
   it("fails loudly on a wrong token without leaking it", async () => {
-    const bad = createOutbound(testConfig({ TELEGRAM_BOT_TOKEN: "900000001:WRONGwrongWRONGwrongWRONG", TELEGRAM_API_ROOT: tg.apiRoot }), silentLogger);
+    const bad = createOutbound(
+      testConfig({ TELEGRAM_BOT_TOKEN: "900000001:WRONGwrongWRONGwrongWRONG", TELEGRAM_API_ROOT: tg.apiRoot }),
+      silentLogger,
+    );
     const error = await bad.sendAnswer(destinationOf(incoming()), "hi").then(
       () => undefined,
       (e: unknown) => e as Error,

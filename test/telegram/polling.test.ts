@@ -37,7 +37,11 @@ describe("telegram long polling", () => {
     await tg.waitFor(() => !adapter.isConnected(), 10_000, "health to turn false during the conflict");
     await competitor;
     await tg.waitFor(() => adapter.isConnected(), 10_000, "health to come back after the conflict");
-    await tg.waitFor(() => parse(lines).some((l) => l.msg.includes("polling works again")), 10_000, "the recovery line");
+    await tg.waitFor(
+      () => parse(lines).some((l) => l.msg.includes("polling works again")),
+      10_000,
+      "the recovery line",
+    );
 
     const ann = tg.user(51, "Ann");
     tg.sendUserMessage({ chat: tg.privateChat(ann), from: ann, text: "still there?" });
@@ -63,7 +67,11 @@ describe("telegram long polling", () => {
     const bob = tg.user(52, "Bob");
     // Wakes the held poll; the next five calls fail, then polling works again.
     tg.sendUserMessage({ chat: tg.privateChat(bob), from: bob, text: "first" });
-    await tg.waitFor(() => parse(lines).some((l) => l.msg.includes("polling works again")), 15_000, "the recovery line");
+    await tg.waitFor(
+      () => parse(lines).some((l) => l.msg.includes("polling works again")),
+      15_000,
+      "the recovery line",
+    );
     tg.sendUserMessage({ chat: tg.privateChat(bob), from: bob, text: "second" });
     await tg.waitFor(() => h!.queued.some((m) => m.text === "second"), 10_000, "the message after the errors");
     expect(h.queued.map((m) => m.text)).toEqual(["first", "second"]);
@@ -94,7 +102,9 @@ describe("telegram long polling", () => {
     tg.revokeToken();
     await tg.waitFor(() => h!.fatal.length > 0, 10_000, "the fatal report");
     expect(h.fatal[0]).toBeInstanceOf(AdapterFatalError);
-    expect(h.fatal[0]!.message).toMatch(/^TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API \(401 Unauthorized\)/);
+    expect(h.fatal[0]!.message).toMatch(
+      /^TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API \(401 Unauthorized\)/,
+    );
     expect(adapter.isConnected()).toBe(false);
     // Reported once, to the core (which logs it: see startup.test.ts); no error line of its own.
     await new Promise((r) => setTimeout(r, 300));
@@ -107,14 +117,19 @@ describe("telegram long polling", () => {
     const tg = await FakeTelegram.start();
     try {
       const other = `${tg.token.slice(0, -4)}zzzz`;
-      const adapter = createAdapter(testConfig({ TELEGRAM_BOT_TOKEN: other, TELEGRAM_API_ROOT: tg.apiRoot }), silentLogger) as TelegramAdapter;
+      const adapter = createAdapter(
+        testConfig({ TELEGRAM_BOT_TOKEN: other, TELEGRAM_API_ROOT: tg.apiRoot }),
+        silentLogger,
+      ) as TelegramAdapter;
       const error = await adapter.start(context()).then(
         () => undefined,
         (e: unknown) => e,
       );
       await adapter.stop();
       expect(error).toBeInstanceOf(AdapterFatalError);
-      expect((error as Error).message).toContain("TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized)");
+      expect((error as Error).message).toContain(
+        "TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized)",
+      );
       expect((error as Error).message).not.toContain(other);
       expect(tg.callsOf("getUpdates")).toHaveLength(0);
     } finally {
@@ -129,7 +144,10 @@ describe("telegram long polling", () => {
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     const root = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     try {
-      const adapter = createAdapter(testConfig({ TELEGRAM_BOT_TOKEN: "900000002:test-token-never-answered", TELEGRAM_API_ROOT: root }), silentLogger) as TelegramAdapter;
+      const adapter = createAdapter(
+        testConfig({ TELEGRAM_BOT_TOKEN: "900000002:test-token-never-answered", TELEGRAM_API_ROOT: root }),
+        silentLogger,
+      ) as TelegramAdapter;
       const starting = adapter.start(context()).then(
         () => "started",
         (e: unknown) => (e as Error).message,

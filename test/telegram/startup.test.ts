@@ -23,9 +23,19 @@ afterAll(async () => {
 });
 
 /** Runs the entry point as an adapter; `onOutput` sees the output so far. Resolves with the exit code and output. */
-function runMain(env: Record<string, string>, onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {}) {
+function runMain(
+  env: Record<string, string>,
+  onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {},
+) {
   const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ROLE: "adapter", REDIS_URL: redis.url, TELEGRAM_API_ROOT: tg.apiRoot, ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "info",
+      ROLE: "adapter",
+      REDIS_URL: redis.url,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -48,7 +58,9 @@ it("a token rejected at start-up (401 on getMe): names TELEGRAM_BOT_TOKEN, no st
   const wrong = `${tg.token.slice(0, -4)}zzzz`;
   const { code, output } = await runMain({ TELEGRAM_BOT_TOKEN: wrong });
   expect(code).toBe(1);
-  expect(output).toContain("start-up failed: TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized)");
+  expect(output).toContain(
+    "start-up failed: TELEGRAM_BOT_TOKEN was rejected by the Telegram Bot API (401 Unauthorized)",
+  );
   expect(output).not.toMatch(/GrammyError|"stack":"[^"]|\n\s+at /);
   expect(output).not.toContain(wrong);
   const failed = output.indexOf("start-up failed");
@@ -84,13 +96,17 @@ it("Ctrl-C while getMe hangs at start-up ends start-up at once: stops in seconds
   try {
     let signalledAt = 0;
     const getMe = new Promise<void>((r) => (asked = r));
-    const run = runMain({ TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}` }, (_text, child) => {
-      if (signalledAt === 0) void getMe.then(() => {
-        if (signalledAt !== 0) return;
-        signalledAt = Date.now();
-        child.kill("SIGINT");
-      });
-    });
+    const run = runMain(
+      { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}` },
+      (_text, child) => {
+        if (signalledAt === 0)
+          void getMe.then(() => {
+            if (signalledAt !== 0) return;
+            signalledAt = Date.now();
+            child.kill("SIGINT");
+          });
+      },
+    );
     const { code, output } = await run;
     expect(signalledAt).toBeGreaterThan(0);
     expect(Date.now() - signalledAt).toBeLessThan(10_000);

@@ -16,7 +16,9 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 /** Listens on a free port of 127.0.0.1 and keeps it; resolves with the server and its port. */
 function holdPort(): Promise<{ server: Server; port: number }> {
   return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => resolve({ server, port: (server.address() as { port: number }).port }));
+    const server = createServer().listen(0, "127.0.0.1", () =>
+      resolve({ server, port: (server.address() as { port: number }).port }),
+    );
   });
 }
 
@@ -51,21 +53,29 @@ describe("telegram webhook start-up failing after setWebhook", () => {
     });
     const { log, lines } = captureLogger("info");
     const { toolbox } = await loadTools({ config, log });
-    await expect(startBot({ config, log, redisUrl: redis.url, toolbox, role: "adapter", prefix: "webhook-startup" })).rejects.toMatchObject({ code: "EADDRINUSE" });
+    await expect(
+      startBot({ config, log, redisUrl: redis.url, toolbox, role: "adapter", prefix: "webhook-startup" }),
+    ).rejects.toMatchObject({ code: "EADDRINUSE" });
 
     expect(tg.callsOf("setWebhook")).toHaveLength(1);
     expect(tg.callsOf("deleteWebhook")).toHaveLength(1);
     expect(tg.webhook).toBeUndefined();
-    const failed = lines.map((l) => JSON.parse(l) as { msg: string; err?: unknown }).filter((l) => l.msg.startsWith("start-up failed"));
+    const failed = lines
+      .map((l) => JSON.parse(l) as { msg: string; err?: unknown })
+      .filter((l) => l.msg.startsWith("start-up failed"));
     expect(failed).toEqual([
-      expect.objectContaining({ msg: `start-up failed: port ${health.port} on 127.0.0.1 is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)` }),
+      expect.objectContaining({
+        msg: `start-up failed: port ${health.port} on 127.0.0.1 is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`,
+      }),
     ]);
     expect(failed[0]!.err).toBeUndefined();
     expect(lines.join("")).not.toContain("    at ");
     expect(lines.some((l) => l.includes("webhook deleted again"))).toBe(true);
     // The webhook server was closed by the stop: its port is free.
     const again = createServer();
-    await new Promise<void>((resolve, reject) => again.once("error", reject).listen(webhook.port, "127.0.0.1", () => resolve()));
+    await new Promise<void>((resolve, reject) =>
+      again.once("error", reject).listen(webhook.port, "127.0.0.1", () => resolve()),
+    );
     await new Promise((r) => again.close(r));
   }, 60_000);
 });

@@ -19,7 +19,12 @@ beforeAll(async () => {
   port = await freePort();
   const tg = await FakeTelegram.start();
   h = await startHarness(
-    { TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/hook`, TELEGRAM_WEBHOOK_SECRET: SECRET, TELEGRAM_WEBHOOK_PORT: String(port), HTTP_HOST: "127.0.0.1" },
+    {
+      TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/hook`,
+      TELEGRAM_WEBHOOK_SECRET: SECRET,
+      TELEGRAM_WEBHOOK_PORT: String(port),
+      HTTP_HOST: "127.0.0.1",
+    },
     tg,
   );
 });
@@ -30,7 +35,13 @@ afterAll(async () => {
 
 const update = (id: number, text: string) => ({
   update_id: id,
-  message: { message_id: 5000 + id, date: 1_700_000_000, chat: { id: 41, type: "private", first_name: "Ann" }, from: { id: 41, is_bot: false, first_name: "Ann" }, text },
+  message: {
+    message_id: 5000 + id,
+    date: 1_700_000_000,
+    chat: { id: 41, type: "private", first_name: "Ann" },
+    from: { id: 41, is_bot: false, first_name: "Ann" },
+    text,
+  },
 });
 /** Sends a POST with the right secret over a raw socket (headers, then `chunk`); resolves with the status and the time it took. */
 function rawPost(headers: Record<string, string>, chunk: Buffer): Promise<{ status: number; ms: number }> {
@@ -47,7 +58,12 @@ function rawPost(headers: Record<string, string>, chunk: Buffer): Promise<{ stat
       }
     });
     socket.on("error", reject);
-    const head = Object.entries({ host: "127.0.0.1", "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET, ...headers })
+    const head = Object.entries({
+      host: "127.0.0.1",
+      "content-type": "application/json",
+      "x-telegram-bot-api-secret-token": SECRET,
+      ...headers,
+    })
       .map(([k, v]) => `${k}: ${v}`)
       .join("\r\n");
     socket.write(`POST /telegram/hook HTTP/1.1\r\n${head}\r\n\r\n`);
@@ -56,11 +72,19 @@ function rawPost(headers: Record<string, string>, chunk: Buffer): Promise<{ stat
 }
 
 const post = (body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`http://127.0.0.1:${port}/telegram/hook`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  fetch(`http://127.0.0.1:${port}/telegram/hook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe("telegram webhook mode", () => {
   it("sets the webhook with the secret token and does not poll", () => {
-    expect(h.tg.webhook).toMatchObject({ url: `http://127.0.0.1:${port}/telegram/hook`, secret_token: SECRET, allowed_updates: ["message", "callback_query"] });
+    expect(h.tg.webhook).toMatchObject({
+      url: `http://127.0.0.1:${port}/telegram/hook`,
+      secret_token: SECRET,
+      allowed_updates: ["message", "callback_query"],
+    });
     expect(h.tg.callsOf("getUpdates")).toHaveLength(0);
   });
 
@@ -73,7 +97,9 @@ describe("telegram webhook mode", () => {
   it("queues an update with the right secret and answers 200 at once", async () => {
     const res = await post(update(3, "你好"), { "X-Telegram-Bot-Api-Secret-Token": SECRET });
     expect(res.status).toBe(200);
-    expect(h.queued).toEqual([expect.objectContaining({ chatId: "41", userId: "41", text: "你好", messageId: "5003" })]);
+    expect(h.queued).toEqual([
+      expect.objectContaining({ chatId: "41", userId: "41", text: "你好", messageId: "5003" }),
+    ]);
   });
 
   it("receives updates the fake Bot API delivers to the webhook", async () => {

@@ -26,7 +26,11 @@ beforeAll(async () => {
   redis = await startRedis();
   // --noCheck: the same JavaScript as `npm run build` (isolatedModules), without checking the types
   // again (npm test's typecheck does that): about 40% less time.
-  await run(path.join(root, "node_modules/.bin/tsc"), ["-p", path.join(root, "tsconfig.build.json"), "--outDir", out, "--noCheck"], { cwd: root });
+  await run(
+    path.join(root, "node_modules/.bin/tsc"),
+    ["-p", path.join(root, "tsconfig.build.json"), "--outDir", out, "--noCheck"],
+    { cwd: root },
+  );
   await symlink(out, path.join(image, "dist"), "dir");
   await symlink(path.join(root, "node_modules"), path.join(image, "node_modules"), "dir");
   await copyFile(path.join(root, "package.json"), path.join(image, "package.json"));
@@ -57,7 +61,10 @@ function dockerfileCommand(instruction: "HEALTHCHECK" | "CMD"): string[] {
   return JSON.parse(line.slice(line.indexOf("CMD [") + 4)) as string[];
 }
 
-async function npmRun(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function npmRun(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run("npm", ["run", "-s", ...args], { cwd: image, env: imageEnv(env) });
     return { code: 0, stdout, stderr };
@@ -75,9 +82,15 @@ describe("the runtime image's layout", () => {
     expect(listing.tools.map((t) => t.name)).toEqual(expect.arrayContaining(SHIPPED_TOOLS));
     // compiled, not the .ts sources: the files' tools from dist/tools, the API's web search from dist/src/toolbox, its memory tool from dist/src/memory
     const builtIn = ["web_search", "memory"];
-    const [servers, files] = [listing.tools.filter((t) => builtIn.includes(t.name)), listing.tools.filter((t) => !builtIn.includes(t.name))];
+    const [servers, files] = [
+      listing.tools.filter((t) => builtIn.includes(t.name)),
+      listing.tools.filter((t) => !builtIn.includes(t.name)),
+    ];
     expect(files.every((t) => /tools\/.*\.js$/.test(t.file))).toBe(true);
-    expect(servers.map((t) => t.file)).toEqual([expect.stringMatching(/src\/toolbox\/server-tools\.js$/), expect.stringMatching(/src\/memory\/tool\.js$/)]);
+    expect(servers.map((t) => t.file)).toEqual([
+      expect.stringMatching(/src\/toolbox\/server-tools\.js$/),
+      expect.stringMatching(/src\/memory\/tool\.js$/),
+    ]);
     expect(listing.skipped).toEqual([]);
   }, 60_000);
 
@@ -88,7 +101,13 @@ describe("the runtime image's layout", () => {
   }, 60_000);
 
   it("the image's CMD serves /health and its HEALTHCHECK passes with HEALTH_PORT blank", async () => {
-    const env = imageEnv({ HEALTH_PORT: "", ROLE: "worker", REDIS_URL: redis.url, ANTHROPIC_API_KEY: "test-key-image-0123", LOG_LEVEL: "info" });
+    const env = imageEnv({
+      HEALTH_PORT: "",
+      ROLE: "worker",
+      REDIS_URL: redis.url,
+      ANTHROPIC_API_KEY: "test-key-image-0123",
+      LOG_LEVEL: "info",
+    });
     const [command, ...args] = dockerfileCommand("CMD");
     const bot = spawn(command!, args, { cwd: image, env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
@@ -97,7 +116,8 @@ describe("the runtime image's layout", () => {
     const exited = new Promise<number | null>((resolve) => bot.on("exit", (code) => resolve(code)));
     try {
       const deadline = Date.now() + 60_000;
-      while (!output.includes("the bot is running") && bot.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while (!output.includes("the bot is running") && bot.exitCode === null && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
       expect(output).toContain("health endpoint on 127.0.0.1:8080/health");
       const [check, ...checkArgs] = dockerfileCommand("HEALTHCHECK");
       const { stdout } = await run(check!, checkArgs, { cwd: image, env });
@@ -105,7 +125,10 @@ describe("the runtime image's layout", () => {
       bot.kill("SIGTERM");
       expect(await exited).toBe(0);
       // With the bot gone, the same check fails (it does check something).
-      const failed = await run(check!, checkArgs, { cwd: image, env }).then(() => 0, (e: { code: number }) => e.code);
+      const failed = await run(check!, checkArgs, { cwd: image, env }).then(
+        () => 0,
+        (e: { code: number }) => e.code,
+      );
       expect(failed).toBe(1);
     } finally {
       if (bot.exitCode === null) bot.kill("SIGKILL");

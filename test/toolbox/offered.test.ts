@@ -11,7 +11,13 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { loadTools } from "../../src/toolbox/registry.js";
-import { CHAT_TAGS, toolboxFor, unofferedReason, unofferedTools, warnUnofferedTools } from "../../src/toolbox/select.js";
+import {
+  CHAT_TAGS,
+  toolboxFor,
+  unofferedReason,
+  unofferedTools,
+  warnUnofferedTools,
+} from "../../src/toolbox/select.js";
 import { testConfig } from "../helpers/config.js";
 import { SHIPPED_TOOLS } from "../tools/load.js";
 
@@ -25,7 +31,8 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const tool = (name: string, tags: string[]) =>
   `import { z } from "zod";\nimport { defineTool } from ${JSON.stringify(toolModule)};\n` +
-  `export default defineTool({ name: ${JSON.stringify(name)}, description: "Says hello. Use when greeting.", tags: ${JSON.stringify(tags)}, input: z.object({}), run: () => "hi" });\n`;
+  (`export default defineTool({ name: ${JSON.stringify(name)}, description: "Says hello. Use ` +
+    `when greeting.", tags: ${JSON.stringify(tags)}, input: z.object({}), run: () => "hi" });\n`);
 
 await writeFile(path.join(dir, "greet.ts"), tool("greet", ["util"]));
 await writeFile(path.join(dir, "typo.ts"), tool("typo_tool", ["utill", "admin"]));
@@ -37,7 +44,11 @@ const { toolbox } = await loadTools({ dirs: [dir], config: testConfig() });
 describe("tools no chat offers", () => {
   it("finds the loaded tools whose tags match none of the chat tags", () => {
     expect(toolbox.names().sort()).toEqual(["bare_tool", "greet", "mixed_tool", "typo_tool"]);
-    expect(unofferedTools(toolbox).map((t) => t.name).sort()).toEqual(["bare_tool", "typo_tool"]);
+    expect(
+      unofferedTools(toolbox)
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["bare_tool", "typo_tool"]);
     // The same tools are missing from what a chat actually gets.
     const offered = toolboxFor(toolbox, { platform: "telegram", chatKind: "group" }).names().sort();
     expect(offered).toEqual(["greet", "mixed_tool"]);
@@ -45,20 +56,36 @@ describe("tools no chat offers", () => {
 
   it("says why, naming the tool's tags and the offered ones", () => {
     expect(CHAT_TAGS).toEqual(["info", "daily", "todo", "util", "web", "memory"]);
-    expect(unofferedReason(toolbox.get("typo_tool")!)).toBe("none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory");
-    expect(unofferedReason(toolbox.get("bare_tool")!)).toBe("it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory");
+    expect(unofferedReason(toolbox.get("typo_tool")!)).toBe(
+      "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory",
+    );
+    expect(unofferedReason(toolbox.get("bare_tool")!)).toBe(
+      "it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory",
+    );
   });
 
   it("logs one warning per such tool at start-up", () => {
     const lines: string[] = [];
-    const log = createLogger({ level: "info", pretty: false, destination: new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }) });
+    const log = createLogger({
+      level: "info",
+      pretty: false,
+      destination: new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }),
+    });
     const warned = warnUnofferedTools(toolbox, log);
     expect(warned.map((t) => t.name).sort()).toEqual(["bare_tool", "typo_tool"]);
-    const records = lines.map((l) => JSON.parse(l) as { level: number; tool: string; tags: string[]; file: string; msg: string });
+    const records = lines.map(
+      (l) => JSON.parse(l) as { level: number; tool: string; tags: string[]; file: string; msg: string },
+    );
     expect(records).toHaveLength(2);
     const typo = records.find((r) => r.tool === "typo_tool")!;
-    expect(typo).toMatchObject({ level: 40, tags: ["utill", "admin"], file: path.relative(process.cwd(), path.join(dir, "typo.ts")) });
-    expect(typo.msg).toBe("tool typo_tool is loaded but never offered to the model: none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory");
+    expect(typo).toMatchObject({
+      level: 40,
+      tags: ["utill", "admin"],
+      file: path.relative(process.cwd(), path.join(dir, "typo.ts")),
+    });
+    expect(typo.msg).toBe(
+      "tool typo_tool is loaded but never offered to the model: none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory",
+    );
   });
 
   it("npm run tools lists them with the reason, as text and as JSON", async () => {
@@ -71,12 +98,22 @@ describe("tools no chat offers", () => {
     };
     expect(json.tools.map((t) => t.name).sort()).toEqual(["bare_tool", "greet", "mixed_tool", "typo_tool"]);
     expect(json.notOffered).toEqual([
-      { name: "bare_tool", file: path.relative(root, path.join(dir, "bare.ts")), reason: "it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory" },
-      { name: "typo_tool", file: path.relative(root, path.join(dir, "typo.ts")), reason: "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory" },
+      {
+        name: "bare_tool",
+        file: path.relative(root, path.join(dir, "bare.ts")),
+        reason: "it has no tags; chats offer tools tagged: info, daily, todo, util, web, memory",
+      },
+      {
+        name: "typo_tool",
+        file: path.relative(root, path.join(dir, "typo.ts")),
+        reason: "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory",
+      },
     ]);
     const text = (await exec(tsx, [cli, "--dir", dir], { cwd: root, env })).stdout;
     expect(text).toContain("2 loaded but never offered to the model:");
-    expect(text).toMatch(/ {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web, memory \(\.data\/offered-\w+\/typo\.ts\)/);
+    expect(text).toMatch(
+      / {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web, memory \(\.data\/offered-\w+\/typo\.ts\)/,
+    );
   }, 30_000);
 
   it("finds none among the shipped tools", async () => {

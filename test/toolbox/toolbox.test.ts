@@ -15,7 +15,11 @@ const todo = defineTool({
   name: "complete_item",
   description: "Marks an item done.",
   tags: ["todo", "write"],
-  input: z.object({ todo_id: z.number().int().min(1), note: z.string().max(10).optional(), notify: z.boolean().default(false) }),
+  input: z.object({
+    todo_id: z.number().int().min(1),
+    note: z.string().max(10).optional(),
+    notify: z.boolean().default(false),
+  }),
   run: ({ todo_id, notify }) => `done #${todo_id} notify=${notify}`,
 });
 const failing = defineTool({
@@ -39,7 +43,14 @@ const slow = defineTool({
       ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
     }),
 });
-const danger = defineTool({ name: "delete_item", description: "Deletes.", tags: ["todo", "write"], dangerous: true, input: z.object({}), run: () => "deleted" });
+const danger = defineTool({
+  name: "delete_item",
+  description: "Deletes.",
+  tags: ["todo", "write"],
+  dangerous: true,
+  input: z.object({}),
+  run: () => "deleted",
+});
 
 function box(...tools: Tool[]) {
   return new ToolBox(tools as Tool[]);
@@ -61,7 +72,11 @@ describe("ToolBox.execute", () => {
   });
 
   it("names each bad field and why", async () => {
-    const r = await toolbox.execute("complete_item", { todo_id: "abc", note: "far too long a note", extra: 1 }, testContext());
+    const r = await toolbox.execute(
+      "complete_item",
+      { todo_id: "abc", note: "far too long a note", extra: 1 },
+      testContext(),
+    );
     expect(r.ok).toBe(false);
     expect(r.content).toBe(
       [
@@ -78,32 +93,71 @@ describe("ToolBox.execute", () => {
       name: "worded",
       description: "Worded.",
       tags: [],
-      input: z.object({ instruction: z.string().trim().min(1, { message: "the instruction is empty: say what to do" }), note: z.string().max(3) }),
+      input: z.object({
+        instruction: z.string().trim().min(1, { message: "the instruction is empty: say what to do" }),
+        note: z.string().max(3),
+      }),
       run: () => "ok",
     });
-    const r = await box(worded as unknown as Tool).execute("worded", { instruction: "   ", note: "four" }, testContext());
-    expect(r.content).toBe(['Invalid input for tool "worded":', "- instruction: the instruction is empty: say what to do", "- note: must be at most 3 characters, got 4 characters", "Fix these fields and call the tool again."].join("\n"));
+    const r = await box(worded as unknown as Tool).execute(
+      "worded",
+      { instruction: "   ", note: "four" },
+      testContext(),
+    );
+    expect(r.content).toBe(
+      [
+        'Invalid input for tool "worded":',
+        "- instruction: the instruction is empty: say what to do",
+        "- note: must be at most 3 characters, got 4 characters",
+        "Fix these fields and call the tool again.",
+      ].join("\n"),
+    );
   });
 
   it("refuses unknown fields only when the tool's schema is strict", async () => {
-    const strict = defineTool({ name: "strict", description: "Strict.", tags: [], input: z.strictObject({ a: z.string() }), run: () => "ok" });
+    const strict = defineTool({
+      name: "strict",
+      description: "Strict.",
+      tags: [],
+      input: z.strictObject({ a: z.string() }),
+      run: () => "ok",
+    });
     const r = await box(strict as unknown as Tool).execute("strict", { a: "x", extra: 1 }, testContext());
     expect(r.content).toContain("- input: unknown field extra; the fields are a");
-    expect((await box(todo as unknown as Tool).execute("complete_item", { todo_id: 1, extra: 1 }, testContext())).ok).toBe(true);
+    expect(
+      (await box(todo as unknown as Tool).execute("complete_item", { todo_id: 1, extra: 1 }, testContext())).ok,
+    ).toBe(true);
   });
 
   it("says which field is missing, and rejects a fraction for an integer", async () => {
     expect((await toolbox.execute("complete_item", {}, testContext())).content).toContain("- todo_id: is required");
-    expect((await toolbox.execute("complete_item", { todo_id: 1.5 }, testContext())).content).toContain("- todo_id: expected an integer, got 1.5");
-    expect((await toolbox.execute("complete_item", { todo_id: 0 }, testContext())).content).toContain("- todo_id: must be at least 1, got 0");
-    expect((await toolbox.execute("complete_item", null, testContext())).content).toContain("- input: expected an object, got null");
-    expect((await toolbox.execute("failing", { kind: "other" }, testContext())).content).toContain('- kind: must be one of "tool", "bug", got "other"');
+    expect((await toolbox.execute("complete_item", { todo_id: 1.5 }, testContext())).content).toContain(
+      "- todo_id: expected an integer, got 1.5",
+    );
+    expect((await toolbox.execute("complete_item", { todo_id: 0 }, testContext())).content).toContain(
+      "- todo_id: must be at least 1, got 0",
+    );
+    expect((await toolbox.execute("complete_item", null, testContext())).content).toContain(
+      "- input: expected an object, got null",
+    );
+    expect((await toolbox.execute("failing", { kind: "other" }, testContext())).content).toContain(
+      '- kind: must be one of "tool", "bug", got "other"',
+    );
   });
 
   it('accepts "5" for an integer field, but never turns "false" into true', async () => {
-    expect(await toolbox.execute("complete_item", { todo_id: "5" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=false" });
-    expect(await toolbox.execute("complete_item", { todo_id: "5", notify: "false" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=false" });
-    expect(await toolbox.execute("complete_item", { todo_id: 5, notify: "true" }, testContext())).toMatchObject({ ok: true, content: "done #5 notify=true" });
+    expect(await toolbox.execute("complete_item", { todo_id: "5" }, testContext())).toMatchObject({
+      ok: true,
+      content: "done #5 notify=false",
+    });
+    expect(await toolbox.execute("complete_item", { todo_id: "5", notify: "false" }, testContext())).toMatchObject({
+      ok: true,
+      content: "done #5 notify=false",
+    });
+    expect(await toolbox.execute("complete_item", { todo_id: 5, notify: "true" }, testContext())).toMatchObject({
+      ok: true,
+      content: "done #5 notify=true",
+    });
     const r = await toolbox.execute("complete_item", { todo_id: 5, notify: "no" }, testContext());
     expect(r).toMatchObject({ ok: false });
     expect(r.content).toContain('- notify: expected true or false, got "no"');
@@ -111,14 +165,20 @@ describe("ToolBox.execute", () => {
   });
 
   it("passes a ToolError's message to the model", async () => {
-    expect(await toolbox.execute("failing", { kind: "tool" }, testContext())).toMatchObject({ ok: false, content: "No todo #7 in your list." });
+    expect(await toolbox.execute("failing", { kind: "tool" }, testContext())).toMatchObject({
+      ok: false,
+      content: "No todo #7 in your list.",
+    });
   });
 
   it("logs any other error with its stack; the model sees only its type and message", async () => {
     const lines: string[] = [];
     const log = pino({ level: "info" }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
     const r = await toolbox.execute("failing", { kind: "bug" }, testContext({ log }));
-    expect(r).toMatchObject({ ok: false, content: "Tool \"failing\" failed with TypeError: cannot read properties of undefined (reading 'x')" });
+    expect(r).toMatchObject({
+      ok: false,
+      content: "Tool \"failing\" failed with TypeError: cannot read properties of undefined (reading 'x')",
+    });
     const logged = lines.map((l) => JSON.parse(l)).find((l) => l.level === 50);
     expect(logged.err.stack).toMatch(/TypeError: cannot read properties/);
     expect(r.content).not.toMatch(/at .*toolbox\.test/);
@@ -126,17 +186,33 @@ describe("ToolBox.execute", () => {
 
   it("aborts a tool that runs past its timeout", async () => {
     const r = await toolbox.execute("slow", {}, testContext());
-    expect(r).toMatchObject({ ok: false, content: 'Tool "slow" did not finish within 50 ms and was stopped. Try again later, or tell the user it is not responding.' });
+    expect(r).toMatchObject({
+      ok: false,
+      content:
+        'Tool "slow" did not finish within 50 ms and was stopped. Try again later, or tell the user it is not responding.',
+    });
     expect(r.durationMs).toBeGreaterThanOrEqual(45);
     expect(r.durationMs).toBeLessThan(2000);
   });
 
   it("traces every execution: name, input, ok, duration and a preview", async () => {
     const events: Pick<TraceEvent, "type" | "data">[] = [];
-    await toolbox.execute("complete_item", { todo_id: 2 }, testContext(), { tracer: { event: (type, data) => events.push({ type, data }) }, toolUseId: "toolu_1" });
+    await toolbox.execute("complete_item", { todo_id: 2 }, testContext(), {
+      tracer: { event: (type, data) => events.push({ type, data }) },
+      toolUseId: "toolu_1",
+    });
     expect(events).toEqual([
       { type: "tool_call", data: { tool: "complete_item", toolUseId: "toolu_1", input: '{"todo_id":2}' } },
-      { type: "tool_result", data: { tool: "complete_item", toolUseId: "toolu_1", ok: true, durationMs: expect.any(Number), preview: "done #2 notify=false" } },
+      {
+        type: "tool_result",
+        data: {
+          tool: "complete_item",
+          toolUseId: "toolu_1",
+          ok: true,
+          durationMs: expect.any(Number),
+          preview: "done #2 notify=false",
+        },
+      },
     ]);
   });
 });
@@ -194,7 +270,9 @@ describe("ToolBox.execute: every result is redacted and bounded before the model
     registerSecrets(["registered-secret-value-1234"]);
     for (const where of ["result", "tool_error", "bug"] as const) {
       const events: Pick<TraceEvent, "type" | "data">[] = [];
-      const r = await toolbox.execute("leaky", { where }, testContext(), { tracer: { event: (type, data) => events.push({ type, data }) } });
+      const r = await toolbox.execute("leaky", { where }, testContext(), {
+        tracer: { event: (type, data) => events.push({ type, data }) },
+      });
       expect(r.content).toContain("key=[redacted] bot=[redacted] discord=[redacted]");
       expect(r.content).not.toMatch(/registered-secret|fake_test_token|xxxxxx|yyyyyy/);
       expect(JSON.stringify(events)).not.toMatch(/registered-secret|fake_test_token|xxxxxx|yyyyyy/);
@@ -242,40 +320,63 @@ describe("ToolBox selection and schemas", () => {
     new ToolBox(many.slice(0, 10), { log }).requestTools();
     expect(warnings).toEqual([]);
     new ToolBox(many, { log }).requestTools();
-    expect(warnings).toEqual(["a request would carry 11 tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true"]);
+    expect(warnings).toEqual([
+      "a request would carry 11 tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true",
+    ]);
   });
 
   it("puts deferred tools behind the tool search tool, and they do not count toward the ten", () => {
     const warnings: string[] = [];
     const log = { warn: (_o: unknown, msg: string) => warnings.push(msg) } as never;
     const loaded = Array.from({ length: 9 }, (_, i) => ({ ...(todo as unknown as Tool), name: `t${i}` }));
-    const deferred = Array.from({ length: 5 }, (_, i) => ({ ...(todo as unknown as Tool), name: `d${i}`, deferred: true }));
+    const deferred = Array.from({ length: 5 }, (_, i) => ({
+      ...(todo as unknown as Tool),
+      name: `d${i}`,
+      deferred: true,
+    }));
     const toolbox = new ToolBox([...deferred, ...loaded], { log });
     const { loaded: front, deferred: behind } = toolbox.requestTools();
-    expect(front.map((t) => ("name" in t ? t.name : t.type))).toEqual([...loaded.map((t) => t.name), "tool_search_tool_bm25"]);
+    expect(front.map((t) => ("name" in t ? t.name : t.type))).toEqual([
+      ...loaded.map((t) => t.name),
+      "tool_search_tool_bm25",
+    ]);
     expect(front.at(-1)).toEqual({ type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" });
     expect(behind.map((t) => ("name" in t ? t.name : t.type))).toEqual(deferred.map((t) => t.name));
     expect(behind.every((t) => "defer_loading" in t && t.defer_loading === true)).toBe(true);
     expect(toolbox.loadedCount()).toBe(10);
     expect(warnings).toEqual([]);
     // a deferred tool called before (without a tool_reference) is loaded; without tool search every tool is
-    expect(toolbox.requestTools({ load: new Set(["d1"]) }).loaded.map((t) => ("name" in t ? t.name : ""))).toContain("d1");
+    expect(toolbox.requestTools({ load: new Set(["d1"]) }).loaded.map((t) => ("name" in t ? t.name : ""))).toContain(
+      "d1",
+    );
     const all = toolbox.requestTools({ toolSearch: false });
     expect(all.deferred).toEqual([]);
     expect(all.loaded).toHaveLength(14);
-    expect(warnings).toEqual([11, 14].map((n) => `a request would carry ${n} tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true`));
+    expect(warnings).toEqual(
+      [11, 14].map(
+        (n) =>
+          `a request would carry ${n} tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true`,
+      ),
+    );
     // only deferred tools: the tool search tool alone is in front of the model
-    expect(new ToolBox(deferred).requestTools().loaded).toEqual([{ type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" }]);
+    expect(new ToolBox(deferred).requestTools().loaded).toEqual([
+      { type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" },
+    ]);
   });
 
   it("refuses a second tool with the same name", () => {
-    expect(() => box(todo as unknown as Tool, { ...(todo as unknown as Tool), file: "/x/other.ts" })).toThrow(/tool name "complete_item" is defined twice/);
+    expect(() => box(todo as unknown as Tool, { ...(todo as unknown as Tool), file: "/x/other.ts" })).toThrow(
+      /tool name "complete_item" is defined twice/,
+    );
   });
 });
 
 describe("shipped tools", () => {
   it("every registered tool has a well-formed JSON Schema object", async () => {
-    const { toolbox, skipped } = await loadTools({ dirs: [DEFAULT_TOOLS_DIR], config: testConfig({ CWA_API_KEY: "test-key-123" }) });
+    const { toolbox, skipped } = await loadTools({
+      dirs: [DEFAULT_TOOLS_DIR],
+      config: testConfig({ CWA_API_KEY: "test-key-123" }),
+    });
     expect(skipped).toEqual([]);
     for (const schema of toolbox.schemas()) {
       expect(schema.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -283,7 +384,8 @@ describe("shipped tools", () => {
       expect(schema.input_schema.type).toBe("object");
       expect(schema.input_schema.properties).toBeTypeOf("object");
       expect(Array.isArray(schema.input_schema.required)).toBe(true);
-      for (const name of schema.input_schema.required as string[]) expect(Object.keys(schema.input_schema.properties!)).toContain(name);
+      for (const name of schema.input_schema.required as string[])
+        expect(Object.keys(schema.input_schema.properties!)).toContain(name);
       expect(JSON.parse(JSON.stringify(schema.input_schema))).toEqual(schema.input_schema);
     }
   });

@@ -15,7 +15,10 @@ const cli = path.join(root, "src", "cli", "tools.ts");
 
 async function tools(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, nodeArgs(cli, ...args), { cwd: root, env: { ...process.env, LOG_LEVEL: "info" } });
+    const { stdout, stderr } = await exec(process.execPath, nodeArgs(cli, ...args), {
+      cwd: root,
+      env: { ...process.env, LOG_LEVEL: "info" },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };

@@ -8,7 +8,8 @@ beforeAll(async () => {
   ({ toolbox } = await loadShippedTools());
 });
 
-const calc = (expression: unknown, locale: "zh-TW" | "en" = "zh-TW") => toolbox.execute("calculate", { expression }, testContext({ locale }));
+const calc = (expression: unknown, locale: "zh-TW" | "en" = "zh-TW") =>
+  toolbox.execute("calculate", { expression }, testContext({ locale }));
 
 const ALLOWED = "只能用數字、+ - * / ^ %、括號、逗號和函式名稱。";
 const NAMES = "只能用數字、pi、e，以及 sqrt、round、abs、min、max、mean、floor、ceil 這些函式（不支援變數和單位）。";
@@ -52,16 +53,28 @@ describe("calculate: exact up to the 100-digit limit", () => {
   it.each([
     ["1e65 % 3", "1e65 % 3 = 1"],
     ["1e100 % 3", "1e100 % 3 = 1"],
-    ["99999999999999999999999999999999999999999999999999999999999999999 % 2", "99999999999999999999999999999999999999999999999999999999999999999 % 2 = 1"],
-    ["123456789012345678901234567890123456789012345678901234567890123456789 % 10", "123456789012345678901234567890123456789012345678901234567890123456789 % 10 = 9"],
+    [
+      "99999999999999999999999999999999999999999999999999999999999999999 % 2",
+      "99999999999999999999999999999999999999999999999999999999999999999 % 2 = 1",
+    ],
+    [
+      "123456789012345678901234567890123456789012345678901234567890123456789 % 10",
+      "123456789012345678901234567890123456789012345678901234567890123456789 % 10 = 9",
+    ],
     ["1e80 + 1 - 1e80", "1e80 + 1 - 1e80 = 1"],
   ])("%s", async (expression, expected) => {
     expect(await calc(expression)).toMatchObject({ ok: true, content: expected });
   });
 
-  it.each(["1e-99999999 * 1e-99999999", "0.9999999999999999999999999999^1e99", "10^(-101) * 10"])("refuses %s as too close to zero", async (expression) => {
-    expect(await calc(expression, "en")).toMatchObject({ ok: false, content: "The result would be too close to zero (below 10^-100), so it was not computed." });
-  });
+  it.each(["1e-99999999 * 1e-99999999", "0.9999999999999999999999999999^1e99", "10^(-101) * 10"])(
+    "refuses %s as too close to zero",
+    async (expression) => {
+      expect(await calc(expression, "en")).toMatchObject({
+        ok: false,
+        content: "The result would be too close to zero (below 10^-100), so it was not computed.",
+      });
+    },
+  );
 });
 
 describe("calculate: refusals", () => {
@@ -87,7 +100,7 @@ describe("calculate: refusals", () => {
     ["f(x) = x", "算式裡有不支援的字元「=」：" + ALLOWED],
     ["[1, 2]", "算式裡有不支援的字元「[」：" + ALLOWED],
     ["{a: 1}", "算式裡有不支援的字元「{」：" + ALLOWED],
-    ["\"abc\"", "算式裡有不支援的字元「\"」：" + ALLOWED],
+    ['"abc"', '算式裡有不支援的字元「"」：' + ALLOWED],
     ["3!", "算式裡有不支援的字元「!」：" + ALLOWED],
     ["1 ? 2 : 3", "算式裡有不支援的字元「?」：" + ALLOWED],
     ["1; 2", "算式裡有不支援的字元「;」：" + ALLOWED],
@@ -105,8 +118,14 @@ describe("calculate: refusals", () => {
     ["2^-100000", "結果太接近零（小於 10^-100），不計算。"],
     ["1e60 * 1e60", "結果太大（超過 100 位數），不計算。"],
     ["", "算式是空的。"],
-    ["1 +", "看不懂這個算式（Unexpected end of expression (char 4)）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。"],
-    ["(1 + 2", "看不懂這個算式（Parenthesis ) expected (char 7)）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。"],
+    [
+      "1 +",
+      "看不懂這個算式（Unexpected end of expression (char 4)）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。",
+    ],
+    [
+      "(1 + 2",
+      "看不懂這個算式（Parenthesis ) expected (char 7)）。只能用數字、+ - * / ^ %、括號和 sqrt、round、abs、min、max、mean、floor、ceil。",
+    ],
   ])("%j", async (expression, expected) => {
     expect(await calc(expression)).toMatchObject({ ok: false, content: expected });
   });
@@ -115,7 +134,10 @@ describe("calculate: refusals", () => {
     const exactly = `1${" + 1".repeat(49)}${" ".repeat(3)}`; // 1 + 49 * 4 + 3 = 200 characters
     expect(exactly).toHaveLength(200);
     expect(await calc(exactly)).toMatchObject({ ok: true, content: `1${" + 1".repeat(49)} = 50` });
-    expect(await calc(`${exactly}1`)).toMatchObject({ ok: false, content: "算式超過 200 個字元，請拆成幾個較短的算式。" });
+    expect(await calc(`${exactly}1`)).toMatchObject({
+      ok: false,
+      content: "算式超過 200 個字元，請拆成幾個較短的算式。",
+    });
   });
 
   it("refuses huge work without computing it, so other chats are never blocked", async () => {
@@ -130,14 +152,15 @@ describe("calculate: refusals", () => {
   it("speaks English for the en locale", async () => {
     expect((await calc("1/0", "en")).content).toBe("Division by zero is undefined.");
     expect((await calc("y * 2", "en")).content).toBe(
-      "Unknown name \"y\": only numbers, pi, e and the functions sqrt, round, abs, min, max, mean, floor, ceil are allowed (no variables or units).",
+      'Unknown name "y": only numbers, pi, e and the functions sqrt, round, abs, min, max, mean, floor, ceil are allowed (no variables or units).',
     );
   });
 
   it("reports a non-string expression as invalid input", async () => {
     expect(await calc(42)).toMatchObject({
       ok: false,
-      content: 'Invalid input for tool "calculate":\n- expression: expected text (a string), got 42\nFix these fields and call the tool again.',
+      content:
+        'Invalid input for tool "calculate":\n- expression: expected text (a string), got 42\nFix these fields and call the tool again.',
     });
   });
 });

@@ -69,17 +69,22 @@ describe("get_current_datetime", () => {
     );
   });
 
-  it.each(["Mars/Olympus", "+08:00", "CST", "Taipei", "UTC+8", "Asia/Taipei; rm -rf"])("refuses %j with a clear error", async (zone) => {
-    const result = await run({ timezone: zone });
-    expect(result.ok).toBe(false);
-    expect(result.content).toBe(
-      `「${zone}」不是 IANA 時區名稱。請用像 Asia/Taipei、Asia/Tokyo、Europe/London、America/New_York 或 UTC 這樣的名稱（不要用 +08:00 或 CST 這類縮寫）。`,
-    );
-  });
+  it.each(["Mars/Olympus", "+08:00", "CST", "Taipei", "UTC+8", "Asia/Taipei; rm -rf"])(
+    "refuses %j with a clear error",
+    async (zone) => {
+      const result = await run({ timezone: zone });
+      expect(result.ok).toBe(false);
+      expect(result.content).toBe(
+        `「${zone}」不是 IANA 時區名稱。請用像 Asia/Taipei、Asia/Tokyo、Europe/London、America/New_York 或 UTC 這樣的名稱（不要用 +08:00 或 CST 這類縮寫）。`,
+      );
+    },
+  );
 
   it("refuses an unknown zone in English for the en locale", async () => {
     expect((await run({ timezone: "Nowhere/Land" }, { locale: "en" })).content).toBe(
-      "\"Nowhere/Land\" is not an IANA time zone name. Use a name like Asia/Taipei, Asia/Tokyo, Europe/London, America/New_York or UTC (not an offset like +08:00 or an abbreviation like CST).",
+      '"Nowhere/Land" is not an IANA time zone name. Use a name like Asia/Taipei, Asia/Tokyo, ' +
+        "Europe/London, America/New_York or UTC (not an offset like +08:00 or an abbreviation like " +
+        "CST).",
     );
   });
 });

@@ -16,7 +16,18 @@ export const TOOLS_DIR = path.join(REPO_ROOT, "tools");
  * The tools this repository ships. A contributor's new tool (README, "Adding a tool") sits beside
  * them, so tests check these by name and never the exact count or set of loaded tools.
  */
-export const SHIPPED_TOOLS = ["add_todo", "calculate", "cancel_reminder", "complete_todo", "delete_todo", "get_current_datetime", "get_weather", "list_reminders", "list_todos", "set_reminder"];
+export const SHIPPED_TOOLS = [
+  "add_todo",
+  "calculate",
+  "cancel_reminder",
+  "complete_todo",
+  "delete_todo",
+  "get_current_datetime",
+  "get_weather",
+  "list_reminders",
+  "list_todos",
+  "set_reminder",
+];
 
 /** Loads every tool under `tools/` with `config` (default: test config without a CWA key). */
 export function loadShippedTools(config: Config = testConfig()): Promise<LoadedTools> {

@@ -15,7 +15,11 @@ describe("loading the shipped tools (what `npm run tools` shows)", () => {
     expect(toolbox.names()).toEqual(expect.arrayContaining(SHIPPED_TOOLS.filter((n) => n !== "get_weather")));
     expect(toolbox.names()).not.toContain("get_weather");
     expect(skipped).toEqual([
-      { name: "get_weather", file: "tools/get_weather.ts", reason: "CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw)" },
+      {
+        name: "get_weather",
+        file: "tools/get_weather.ts",
+        reason: "CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw)",
+      },
     ]);
   });
 
@@ -37,16 +41,21 @@ describe("loading the shipped tools (what `npm run tools` shows)", () => {
       set_reminder: { text: "繳電費", at: "2026-12-24T08:00" },
     };
     for (const name of [...SHIPPED_TOOLS, "cancel_task", "list_tasks", "schedule_task"]) {
-      for (const locale of ["zh-TW", "en"] as const) expect(toolbox.activity(name, inputs[name], locale), `${name} (${locale})`).not.toBe(name);
+      for (const locale of ["zh-TW", "en"] as const)
+        expect(toolbox.activity(name, inputs[name], locale), `${name} (${locale})`).not.toBe(name);
     }
     expect(toolbox.activity("delete_todo", { todo_id: 5 }, "zh-TW")).toBe("刪除待辦 #5");
     expect(toolbox.activity("set_reminder", { at: "2026-12-24T08:00", todo_id: 1 }, "en")).toBe("Setting a reminder");
-    expect(toolbox.activity("schedule_task", { instruction: "告訴我天氣", at: "2026-12-24T07:30" }, "zh-TW")).toBe("排程任務：告訴我天氣");
+    expect(toolbox.activity("schedule_task", { instruction: "告訴我天氣", at: "2026-12-24T07:30" }, "zh-TW")).toBe(
+      "排程任務：告訴我天氣",
+    );
   });
 
   it("declares tags, danger and well-formed JSON Schemas", async () => {
     const { toolbox } = await loadShippedTools(testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }));
-    const summary = Object.fromEntries(toolbox.list().map((t) => [t.name, { tags: [...t.tags], dangerous: t.dangerous }]));
+    const summary = Object.fromEntries(
+      toolbox.list().map((t) => [t.name, { tags: [...t.tags], dangerous: t.dangerous }]),
+    );
     expect(summary).toMatchObject({
       add_todo: { tags: ["todo", "write"], dangerous: false },
       calculate: { tags: ["util"], dangerous: false },

@@ -15,14 +15,53 @@ import { loadShippedTools } from "./load.js";
 
 /** Every form we promise, per place. Bare 新竹/嘉義/Hsinchu/Chiayi are the city (with a note, tested below). */
 const FORMS: Record<CwaLocation, string[]> = {
-  臺北市: ["臺北市", "台北市", "臺北", "台北", "北市", "臺灣臺北市", "台湾台北市", "Taipei", "Taipei City", "Taibei", "T'ai-pei", "Taibei Shi", "Taipei, Taiwan"],
-  新北市: ["新北市", "新北", "臺北縣", "台北縣", "台北县", "北縣", "北县", "New Taipei", "New Taipei City", "Taipei County", "Xinbei", "Taibei Xian"],
+  臺北市: [
+    "臺北市",
+    "台北市",
+    "臺北",
+    "台北",
+    "北市",
+    "臺灣臺北市",
+    "台湾台北市",
+    "Taipei",
+    "Taipei City",
+    "Taibei",
+    "T'ai-pei",
+    "Taibei Shi",
+    "Taipei, Taiwan",
+  ],
+  新北市: [
+    "新北市",
+    "新北",
+    "臺北縣",
+    "台北縣",
+    "台北县",
+    "北縣",
+    "北县",
+    "New Taipei",
+    "New Taipei City",
+    "Taipei County",
+    "Xinbei",
+    "Taibei Xian",
+  ],
   基隆市: ["基隆市", "基隆", "基市", "Keelung", "Keelung City", "Jilong", "Chi-lung"],
   桃園市: ["桃園市", "桃園", "桃园市", "桃园", "桃園縣", "桃园县", "桃市", "Taoyuan", "Taoyuan City", "Tao-yuan"],
   新竹市: ["新竹市", "竹市", "Hsinchu City", "Xinzhu Shi"],
   新竹縣: ["新竹縣", "新竹县", "竹縣", "竹县", "Hsinchu County", "Xinzhu Xian", "Hsin-chu Hsien"],
   苗栗縣: ["苗栗縣", "苗栗县", "苗栗", "Miaoli", "Miaoli County"],
-  臺中市: ["臺中市", "台中市", "臺中", "台中", "中市", "台中縣", "台中县", "Taichung", "Taichung City", "Taizhong", "T'ai-chung"],
+  臺中市: [
+    "臺中市",
+    "台中市",
+    "臺中",
+    "台中",
+    "中市",
+    "台中縣",
+    "台中县",
+    "Taichung",
+    "Taichung City",
+    "Taizhong",
+    "T'ai-chung",
+  ],
   彰化縣: ["彰化縣", "彰化县", "彰化", "Changhua", "Changhua County", "Zhanghua"],
   南投縣: ["南投縣", "南投县", "南投", "Nantou", "Nantou County"],
   雲林縣: ["雲林縣", "云林县", "雲林", "云林", "Yunlin", "Yunlin County"],
@@ -36,21 +75,38 @@ const FORMS: Record<CwaLocation, string[]> = {
   臺東縣: ["臺東縣", "台東縣", "台东县", "臺東", "台東", "台东", "Taitung", "Taitung County", "T'ai-tung", "Taidong"],
   澎湖縣: ["澎湖縣", "澎湖县", "澎湖", "Penghu", "Penghu County", "Pescadores"],
   金門縣: ["金門縣", "金门县", "金門", "金门", "金馬", "金马", "Kinmen", "Kinmen County", "Jinmen", "Quemoy"],
-  連江縣: ["連江縣", "连江县", "連江", "连江", "馬祖", "马祖", "Lienchiang", "Lienchiang County", "Lianjiang", "Matsu", "Mazu"],
+  連江縣: [
+    "連江縣",
+    "连江县",
+    "連江",
+    "连江",
+    "馬祖",
+    "马祖",
+    "Lienchiang",
+    "Lienchiang County",
+    "Lianjiang",
+    "Matsu",
+    "Mazu",
+  ],
 };
 
 /** ASCII letters and punctuation to their full-width forms (U+FF01–U+FF5E), spaces to the ideographic space. */
 function fullWidth(text: string): string {
-  return [...text].map((c) => (c === " " ? "\u3000" : c >= "!" && c <= "~" ? String.fromCodePoint(c.codePointAt(0)! + 0xfee0) : c)).join("");
+  return [...text]
+    .map((c) => (c === " " ? "\u3000" : c >= "!" && c <= "~" ? String.fromCodePoint(c.codePointAt(0)! + 0xfee0) : c))
+    .join("");
 }
 
 function variants(form: string): string[] {
   const out = [form, `  ${form} `, `\u3000${form}\u3000`];
-  if (/[A-Za-z]/.test(form)) out.push(form.toUpperCase(), form.toLowerCase(), fullWidth(form), `\t${form.toLowerCase()}\n`);
+  if (/[A-Za-z]/.test(form))
+    out.push(form.toUpperCase(), form.toLowerCase(), fullWidth(form), `\t${form.toLowerCase()}\n`);
   return out;
 }
 
-const ROWS = Object.entries(FORMS).flatMap(([name, forms]) => forms.flatMap((form) => variants(form).map((input) => [input, name] as const)));
+const ROWS = Object.entries(FORMS).flatMap(([name, forms]) =>
+  forms.flatMap((form) => variants(form).map((input) => [input, name] as const)),
+);
 
 describe("every written form of the 22 counties and cities", () => {
   it("covers each of the 22 with Chinese, Simplified and English forms", () => {
@@ -77,12 +133,24 @@ describe("every written form of the 22 counties and cities", () => {
     expect(resolveCity(input)).toEqual({ ok: true, name, ambiguous: { input, other } });
   });
 
-  it.each(["板橋", "板桥", "信義區", "东京", "Tokyo", "Taipei 101", "Shi", "County", "Taiwan", "台湾", "县", "Hsinchuu", "Taipei Province", ""])(
-    "%j is still not a county or city",
-    (input) => {
-      expect(resolveCity(input)).toEqual({ ok: false });
-    },
-  );
+  it.each([
+    "板橋",
+    "板桥",
+    "信義區",
+    "东京",
+    "Tokyo",
+    "Taipei 101",
+    "Shi",
+    "County",
+    "Taiwan",
+    "台湾",
+    "县",
+    "Hsinchuu",
+    "Taipei Province",
+    "",
+  ])("%j is still not a county or city", (input) => {
+    expect(resolveCity(input)).toEqual({ ok: false });
+  });
 });
 
 describe("get_weather with written forms", () => {

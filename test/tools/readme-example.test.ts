@@ -47,7 +47,10 @@ describe("the README's tool example", () => {
   });
 
   it("saved into tools/, loads beside the shipped tools, is offered in chats, and can be called", async () => {
-    const { toolbox, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }), dirs: [toolsDir] });
+    const { toolbox, skipped } = await loadTools({
+      config: testConfig({ CWA_API_KEY: "CWA-TEST-KEY-0123456789" }),
+      dirs: [toolsDir],
+    });
     expect(skipped).toEqual([]);
     expect(toolbox.names()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
     expect(toolboxFor(toolbox, { platform: "telegram", chatKind: "dm" }).names()).toContain("roll_dice");
@@ -58,8 +61,14 @@ describe("the README's tool example", () => {
     expect(rolls.every((r) => r >= 1 && r <= 6)).toBe(true);
     expect(sum).toBe(rolls.reduce((a, b) => a + b, 0));
 
-    expect(await toolbox.execute("roll_dice", {}, testContext())).toMatchObject({ ok: true, content: expect.stringMatching(/^[1-6] = [1-6]$/) });
-    expect(await toolbox.execute("roll_dice", { sides: 13 }, testContext())).toMatchObject({ ok: false, content: "13-sided dice are not allowed here; ask for another size." });
+    expect(await toolbox.execute("roll_dice", {}, testContext())).toMatchObject({
+      ok: true,
+      content: expect.stringMatching(/^[1-6] = [1-6]$/),
+    });
+    expect(await toolbox.execute("roll_dice", { sides: 13 }, testContext())).toMatchObject({
+      ok: false,
+      content: "13-sided dice are not allowed here; ask for another size.",
+    });
     const invalid = await toolbox.execute("roll_dice", { count: 0 }, testContext());
     expect(invalid.ok).toBe(false);
     expect(invalid.content).toContain("count");
@@ -67,7 +76,11 @@ describe("the README's tool example", () => {
 
   it("is listed by npm run tools, and by /tools with its title and summary", async () => {
     const env = { ...process.env, LOG_LEVEL: "silent", CWA_API_KEY: "CWA-TEST-KEY-0123456789" };
-    const { stdout } = await exec(path.join(REPO_ROOT, "node_modules", ".bin", "tsx"), [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir], { cwd: REPO_ROOT, env });
+    const { stdout } = await exec(
+      path.join(REPO_ROOT, "node_modules", ".bin", "tsx"),
+      [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir],
+      { cwd: REPO_ROOT, env },
+    );
     const listing = JSON.parse(stdout) as ToolListing;
     expect(listing.tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
     expect(listing.tools.find((t) => t.name === "roll_dice")).toEqual({

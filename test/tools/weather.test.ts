@@ -49,7 +49,8 @@ function context(overrides: Partial<ToolContext> = {}): ToolContext {
   return testContext({ config, log, ...overrides });
 }
 
-const weather = (input: unknown, overrides: Partial<ToolContext> = {}) => toolbox.execute("get_weather", input, context(overrides));
+const weather = (input: unknown, overrides: Partial<ToolContext> = {}) =>
+  toolbox.execute("get_weather", input, context(overrides));
 
 const TAIPEI_2026 = [
   "臺北市 36 小時天氣預報（中央氣象署）：",
@@ -105,9 +106,12 @@ describe("city names", () => {
     expect(resolveCity(input)).toEqual({ ok: true, name, ambiguous: { input, other } });
   });
 
-  it.each(["板橋", "信義區", "Tokyo", "東京", "", "Taipei 101", "市", "constructor"])("%j is not a county or city", (input) => {
-    expect(resolveCity(input)).toEqual({ ok: false });
-  });
+  it.each(["板橋", "信義區", "Tokyo", "東京", "", "Taipei 101", "市", "constructor"])(
+    "%j is not a county or city",
+    (input) => {
+      expect(resolveCity(input)).toEqual({ ok: false });
+    },
+  );
 
   it("every one of the 22 names resolves to itself and is in both recordings", () => {
     for (const fixture of ["2026-03-01", "2025-03-09"] as const) {
@@ -132,7 +136,9 @@ describe("get_weather: forecasts from the recordings", () => {
   it("uses DEFAULT_CITY without a city", async () => {
     expect((await weather({})).content).toBe(TAIPEI_2026);
     const kaohsiungDefault = testConfig({ CWA_API_KEY: fake.key, CWA_API_BASE: fake.base, DEFAULT_CITY: "高雄" });
-    expect((await weather({ city: " " }, { config: kaohsiungDefault })).content.split("\n")[0]).toBe("高雄市 36 小時天氣預報（中央氣象署）：");
+    expect((await weather({ city: " " }, { config: kaohsiungDefault })).content.split("\n")[0]).toBe(
+      "高雄市 36 小時天氣預報（中央氣象署）：",
+    );
   });
 
   it("sorts the windows by start time whatever order the API sends", async () => {
@@ -189,7 +195,9 @@ describe("get_weather: forecasts from the recordings", () => {
         "註：「新竹」同時是新竹市和新竹縣，這裡查的是新竹市；要查新竹縣請說「新竹縣」。",
       ].join("\n"),
     );
-    expect((await weather({ city: "嘉義" })).content.split("\n").at(-1)).toBe("註：「嘉義」同時是嘉義市和嘉義縣，這裡查的是嘉義市；要查嘉義縣請說「嘉義縣」。");
+    expect((await weather({ city: "嘉義" })).content.split("\n").at(-1)).toBe(
+      "註：「嘉義」同時是嘉義市和嘉義縣，這裡查的是嘉義市；要查嘉義縣請說「嘉義縣」。",
+    );
     expect((await weather({ city: "Hsinchu" }, { locale: "en" })).content).toBe(
       [
         "36-hour forecast for 新竹市 (Central Weather Administration):",
@@ -211,15 +219,21 @@ describe("get_weather: failures", () => {
     });
     expect(await weather({ city: "Tokyo" }, { locale: "en" })).toMatchObject({
       ok: false,
-      content: `"Tokyo" is not a county or city of Taiwan. Weather covers only Taiwan's 22 counties and cities (not townships or districts, not other countries): ${CWA_LOCATIONS.join(", ")}. For a township, use the county or city it belongs to.`,
+      content:
+        `"Tokyo" is not a county or city of Taiwan. Weather covers only Taiwan's 22 counties and ` +
+        `cities (not townships or districts, not other countries): ${CWA_LOCATIONS.join(", ")}. ` +
+        `For a township, use the county or city it belongs to.`,
     });
     expect(fake.requests).toHaveLength(0);
   });
 
   it.each([
-    ["status403", "中央氣象署拒絕了這個 API 金鑰（HTTP 403）：金鑰未設定或不正確。請告訴使用者天氣查詢暫時無法使用，需要管理員檢查 CWA_API_KEY。"],
+    [
+      "status403",
+      "中央氣象署拒絕了這個 API 金鑰（HTTP 403）：金鑰未設定或不正確。請告訴使用者天氣查詢暫時無法使用，需要管理員檢查 CWA_API_KEY。",
+    ],
     ["status500", "中央氣象署的服務出錯（HTTP 500），請稍後再試。"],
-    ["success-false", "中央氣象署回覆查詢失敗（success 不是 \"true\"），請稍後再試。"],
+    ["success-false", '中央氣象署回覆查詢失敗（success 不是 "true"），請稍後再試。'],
     ["empty", "中央氣象署沒有回傳臺北市的預報（地點清單是空的），請稍後再試。"],
     ["fileapi", "中央氣象署回傳的不是 36 小時預報的格式，無法解讀，請稍後再試。"],
     ["not-json", "中央氣象署回傳的不是 36 小時預報的格式，無法解讀，請稍後再試。"],
@@ -239,12 +253,15 @@ describe("get_weather: failures", () => {
     const result = await weather({ city: "高雄" }, { config: wrong });
     expect(result).toMatchObject({
       ok: false,
-      content: "中央氣象署拒絕了這個 API 金鑰（HTTP 401）：金鑰未設定或不正確。請告訴使用者天氣查詢暫時無法使用，需要管理員檢查 CWA_API_KEY。",
+      content:
+        "中央氣象署拒絕了這個 API 金鑰（HTTP 401）：金鑰未設定或不正確。請告訴使用者天氣查詢暫時無法使用，需要管理員檢查 CWA_API_KEY。",
     });
     expect(logText).not.toContain("WRONG-KEY-9876543210");
     expect(result.content).not.toContain("WRONG-KEY-9876543210");
     expect((await weather({ city: "高雄" }, { config: wrong, locale: "en" })).content).toBe(
-      "The Central Weather Administration refused the API key (HTTP 401): it is missing or wrong. Tell the user weather is unavailable for now and the bot's admin must check CWA_API_KEY.",
+      "The Central Weather Administration refused the API key (HTTP 401): it is missing or " +
+        "wrong. Tell the user weather is unavailable for now and the bot's admin must check " +
+        "CWA_API_KEY.",
     );
   });
 
@@ -276,27 +293,40 @@ describe("get_weather: failures", () => {
 
 describe("CWA client", () => {
   it("an unknown locationName comes back as success with an empty list, which is an error", async () => {
-    const error = await fetchForecast({ base: fake.base, key: fake.key, locationName: "板橋區" }).catch((e: unknown) => e);
+    const error = await fetchForecast({ base: fake.base, key: fake.key, locationName: "板橋區" }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(CwaError);
     expect(error).toMatchObject({ kind: "no-location", message: "CWA returned no forecast for 板橋區" });
   });
 
   it("the fake refuses a key in the URL, so the client's header is what it checks", async () => {
-    const inUrl = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?Authorization=${fake.key}&locationName=${encodeURIComponent("臺北市")}`);
+    const inUrl = await fetch(
+      `${fake.base}/v1/rest/datastore/F-C0032-001?Authorization=${fake.key}&locationName=${encodeURIComponent("臺北市")}`,
+    );
     expect(inUrl.status).toBe(400);
-    const withoutHeader = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市")}`);
+    const withoutHeader = await fetch(
+      `${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市")}`,
+    );
     expect(withoutHeader.status).toBe(401);
   });
 
   it("the fake filters comma-separated names like the API", async () => {
-    const response = await fetch(`${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市,高雄市,台中市")}`, { headers: { authorization: fake.key } });
+    const response = await fetch(
+      `${fake.base}/v1/rest/datastore/F-C0032-001?locationName=${encodeURIComponent("臺北市,高雄市,台中市")}`,
+      { headers: { authorization: fake.key } },
+    );
     const body = (await response.json()) as { records: { location: { locationName: string }[] } };
     expect(body.records.location.map((l) => l.locationName).sort()).toEqual(["臺北市", "高雄市"].sort());
   });
 
   it("rejects the file-API document and a REST document missing an element, naming what is wrong", () => {
-    expect(() => parseForecast(readCwaFixture("fileapi"), "臺北市")).toThrow("CWA answered with a document that is not the REST datastore shape");
-    const doc = readCwaFixture("2026-03-01") as { records: { location: { locationName: string; weatherElement: { elementName: string }[] }[] } };
+    expect(() => parseForecast(readCwaFixture("fileapi"), "臺北市")).toThrow(
+      "CWA answered with a document that is not the REST datastore shape",
+    );
+    const doc = readCwaFixture("2026-03-01") as {
+      records: { location: { locationName: string; weatherElement: { elementName: string }[] }[] };
+    };
     const taipei = doc.records.location.find((l) => l.locationName === "臺北市")!;
     taipei.weatherElement = taipei.weatherElement.filter((e) => e.elementName !== "CI");
     expect(() => parseForecast(doc, "臺北市")).toThrow("CWA's forecast for 臺北市 has no CI element");
@@ -305,7 +335,12 @@ describe("CWA client", () => {
   it("stops when the caller's signal aborts", async () => {
     fake.mode = "hang";
     const controller = new AbortController();
-    const pending = fetchForecast({ base: fake.base, key: fake.key, locationName: "臺北市", signal: controller.signal }).catch((e: unknown) => e);
+    const pending = fetchForecast({
+      base: fake.base,
+      key: fake.key,
+      locationName: "臺北市",
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
     setTimeout(() => controller.abort(), 50);
     expect(await pending).toMatchObject({ kind: "aborted" });
   });
@@ -316,19 +351,31 @@ describe("DEFAULT_CITY at start-up", () => {
 
   it("skips the tool with one warning naming the valid cities when DEFAULT_CITY is not one of the 22", async () => {
     const lines: string[] = [];
-    const log = createLogger({ level: "info", pretty: false, destination: new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }) });
-    const { toolbox: loaded, skipped } = await loadTools({ config: testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: "Paris" }), dirs: [TOOLS_DIR], log });
+    const log = createLogger({
+      level: "info",
+      pretty: false,
+      destination: new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+    });
+    const { toolbox: loaded, skipped } = await loadTools({
+      config: testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: "Paris" }),
+      dirs: [TOOLS_DIR],
+      log,
+    });
     expect(loaded.get("get_weather")).toBeUndefined();
     expect(loaded.get("get_current_datetime")).toBeDefined(); // the others still load
     expect(skipped).toEqual([
       {
         name: "get_weather",
         file: "tools/get_weather.ts",
-        reason: `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`,
+        reason:
+          `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} ` +
+          `(台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`,
       },
     ]);
     expect(CWA_LOCATIONS).toHaveLength(22);
-    const warnings = lines.map((l) => JSON.parse(l) as { level: number; tool: string; msg: string }).filter((r) => r.level === 40);
+    const warnings = lines
+      .map((l) => JSON.parse(l) as { level: number; tool: string; msg: string })
+      .filter((r) => r.level === 40);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.msg).toBe(`tool get_weather skipped: ${skipped[0]!.reason}`);
   });
@@ -336,22 +383,37 @@ describe("DEFAULT_CITY at start-up", () => {
   it("gives both reasons at once without a key and with a wrong city", async () => {
     const { skipped } = await loadShippedTools(testConfig({ DEFAULT_CITY: "台北區" }));
     expect(skipped.map((s) => s.reason)).toEqual([
-      `CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw); DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣, Simplified characters and English names such as Kaohsiung also work)`,
+      `CWA_API_KEY is not set (get a free key at https://opendata.cwa.gov.tw); DEFAULT_CITY is ` +
+        `not one of Taiwan's 22 counties and cities; set it to one of ${names} (台/臺, a missing 市/縣,` +
+        ` Simplified characters and English names such as Kaohsiung also work)`,
     ]);
   });
 
-  it.each(["臺北市", "台中", "高市", "Kaohsiung City", "新竹", " hualien "])("accepts %j after the usual normalisation", async (city) => {
-    const { toolbox: loaded, skipped } = await loadShippedTools(testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: city }));
-    expect(skipped).toEqual([]);
-    expect(loaded.get("get_weather")).toBeDefined();
-  });
+  it.each(["臺北市", "台中", "高市", "Kaohsiung City", "新竹", " hualien "])(
+    "accepts %j after the usual normalisation",
+    async (city) => {
+      const { toolbox: loaded, skipped } = await loadShippedTools(
+        testConfig({ CWA_API_KEY: fake.key, DEFAULT_CITY: city }),
+      );
+      expect(skipped).toEqual([]);
+      expect(loaded.get("get_weather")).toBeDefined();
+    },
+  );
 
   it("npm run tools shows why the tool was skipped", async () => {
     const tsx = `${REPO_ROOT}node_modules/.bin/tsx`;
     const env = { ...process.env, CWA_API_KEY: "CWA-CLI-TEST-KEY-0001", DEFAULT_CITY: "Paris", LOG_LEVEL: "silent" };
     const { stdout } = await promisify(execFile)(tsx, ["src/cli/tools.ts", "--json"], { cwd: REPO_ROOT, env });
     const listing = JSON.parse(stdout) as { skipped: { name: string; reason: string }[] };
-    expect(listing.skipped).toEqual([{ name: "get_weather", file: "tools/get_weather.ts", reason: expect.stringContaining(`DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names}`) }]);
+    expect(listing.skipped).toEqual([
+      {
+        name: "get_weather",
+        file: "tools/get_weather.ts",
+        reason: expect.stringContaining(
+          `DEFAULT_CITY is not one of Taiwan's 22 counties and cities; set it to one of ${names}`,
+        ),
+      },
+    ]);
     expect(stdout).not.toContain("CWA-CLI-TEST-KEY-0001");
   }, 30_000);
 });

@@ -24,7 +24,11 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const cli = path.join(root, "src", "cli", "trace.ts");
 
 /** Runs `npm run trace -- ...args` in `cwd` without REDIS_URL (unless `env` sets it). */
-async function trace(cwd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function trace(
+  cwd: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "silent" };
   delete base.REDIS_URL;
   try {
@@ -63,7 +67,10 @@ beforeAll(async () => {
   tracer.event("final_answer", { text: "不會。" });
   expect(await tracer.finish()).toBe(true);
   expected = formatRun((await new TraceStore(redis).latestRun("telegram:77"))!);
-  const topic = new TraceStore(redis).startRun({ chat: { platform: "telegram", chatId: "-10088", topicId: "11" }, runId: "job-88" });
+  const topic = new TraceStore(redis).startRun({
+    chat: { platform: "telegram", chatId: "-10088", topicId: "11" },
+    runId: "job-88",
+  });
   topic.event("user_input", { text: "我叫小明" });
   expect(await topic.finish()).toBe(true);
 }, 30_000);
@@ -101,8 +108,15 @@ describe("npm run trace", () => {
 
   it("names a Telegram topic as <chatId>/<topicId> or as the conversation key; the chat alone is another conversation", async () => {
     const found = [["telegram", "-10088/11"], ["telegram:-10088/11"], ["telegram:-10088/11", "2"]];
-    const bad = [["discord", "5/11"], ["telegram", "-10088/x"], ["telegram", "/11"], ["telegram", "-10088", "11", "2"]];
-    const [chat, other, ...rest] = await Promise.all([["telegram", "-10088"], ["telegram", "-10088/22"], ...found, ...bad].map((args) => trace(project, args)));
+    const bad = [
+      ["discord", "5/11"],
+      ["telegram", "-10088/x"],
+      ["telegram", "/11"],
+      ["telegram", "-10088", "11", "2"],
+    ];
+    const [chat, other, ...rest] = await Promise.all(
+      [["telegram", "-10088"], ["telegram", "-10088/22"], ...found, ...bad].map((args) => trace(project, args)),
+    );
     for (const out of rest.slice(0, found.length)) {
       expect(out).toMatchObject({ code: 0 });
       expect(out.stdout).toContain("我叫小明");

@@ -70,13 +70,20 @@ describe("TraceStore", () => {
       "model_response",
       "final_answer",
     ]);
-    expect(run.events.every((e) => e.runId === "job-1" && e.chat === "telegram:100" && e.at >= run.startedAt)).toBe(true);
+    expect(run.events.every((e) => e.runId === "job-1" && e.chat === "telegram:100" && e.at >= run.startedAt)).toBe(
+      true,
+    );
     const [call1, resp1, , toolResult, , resp2, final] = run.events.slice(1).map((e) => e.data);
     expect(call1).toMatchObject({ model: "claude-test-1", messages: 1, tools: 4, turn: 1 });
     expect(resp1).toMatchObject({ stopReason: "tool_use", toolUses: ["get_time"] });
     const usage1 = resp1!.usage as Record<string, number>;
     const usage2 = resp2!.usage as Record<string, number>;
-    expect(Object.keys(usage1).sort()).toEqual(["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "output_tokens"]);
+    expect(Object.keys(usage1).sort()).toEqual([
+      "cache_creation_input_tokens",
+      "cache_read_input_tokens",
+      "input_tokens",
+      "output_tokens",
+    ]);
     expect(usage1.cache_creation_input_tokens).toBeGreaterThan(0);
     expect(usage1.cache_read_input_tokens).toBe(0);
     // The second call reads the whole first request back (up to its breakpoint on the user turn) and writes its new turns.
@@ -106,10 +113,14 @@ describe("TraceStore", () => {
     // the list is cut back to the kept runs once it has grown to twice that; only the kept runs are read
     expect(await redis.llen(traceKey("discord:555"))).toBeLessThanOrEqual(2 * TRACE_KEEP_RUNS);
     expect(await store.runs("discord:555", 100)).toHaveLength(TRACE_KEEP_RUNS);
-    for (let i = TRACE_KEEP_RUNS + 5; i < 2 * TRACE_KEEP_RUNS + 1; i++) await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
+    for (let i = TRACE_KEEP_RUNS + 5; i < 2 * TRACE_KEEP_RUNS + 1; i++)
+      await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
     expect(await redis.llen(traceKey("discord:555"))).toBe(TRACE_KEEP_RUNS);
-    expect((await store.runs("discord:555")).map((r) => r.runId)).toEqual(Array.from({ length: TRACE_KEEP_RUNS }, (_, i) => `r${2 * TRACE_KEEP_RUNS - i}`));
-    for (let i = 2 * TRACE_KEEP_RUNS + 1; i < 2 * TRACE_KEEP_RUNS + 3; i++) await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
+    expect((await store.runs("discord:555")).map((r) => r.runId)).toEqual(
+      Array.from({ length: TRACE_KEEP_RUNS }, (_, i) => `r${2 * TRACE_KEEP_RUNS - i}`),
+    );
+    for (let i = 2 * TRACE_KEEP_RUNS + 1; i < 2 * TRACE_KEEP_RUNS + 3; i++)
+      await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
     expect((await store.latestRun("discord:555"))!.runId).toBe(`r${2 * TRACE_KEEP_RUNS + 2}`);
     const runs = await store.runs("discord:555", 3);
     expect(runs.map((r) => r.runId)).toEqual(["r42", "r41", "r40"]);
@@ -130,7 +141,11 @@ describe("TraceStore", () => {
     const stored = (await redis.lindex(traceKey("console:me"), 0))!;
     expect(stored).not.toContain("very-secret-token-42");
     expect(stored).not.toContain("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
-    const data = (await store.latestRun("console:me"))!.events[0]!.data as { preview: string; nested: { list: string[] }; n: number };
+    const data = (await store.latestRun("console:me"))!.events[0]!.data as {
+      preview: string;
+      nested: { list: string[] };
+      n: number;
+    };
     expect(data.preview).toBe("token [redacted] here");
     expect(data.nested.list[0]).toBe("[redacted]");
     expect(data.nested.list[1]).toHaveLength(PREVIEW_CHARS);
@@ -152,13 +167,17 @@ describe("TraceStore", () => {
     const lines = textOut.split("\n");
     expect(lines[0]).toMatch(/^run job-1 · telegram:100 · \d{4}-\d\d-\d\dT.*Z · 8 events · \d+ ms$/);
     expect(lines[1]).toMatch(/^\s+\+\d+ ms {2}user_input {6}text="現在幾點？"/);
-    expect(lines.find((l) => l.includes("model_response"))).toMatch(/stopReason="tool_use".*usage=\{input_tokens=\d+ output_tokens=\d+ cache_creation_input_tokens=\d+/);
+    expect(lines.find((l) => l.includes("model_response"))).toMatch(
+      /stopReason="tool_use".*usage=\{input_tokens=\d+ output_tokens=\d+ cache_creation_input_tokens=\d+/,
+    );
 
     const exec = promisify(execFile);
     const env = { ...process.env, REDIS_URL: server.url, LOG_LEVEL: "silent" };
     const { stdout } = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "100"), { env });
     expect(stdout.trim()).toBe(textOut);
-    const missing = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "404"), { env }).catch((e: { code: number; stdout: string }) => e);
+    const missing = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "404"), { env }).catch(
+      (e: { code: number; stdout: string }) => e,
+    );
     expect(missing).toMatchObject({ code: 1 });
     expect((missing as { stdout: string }).stdout).toContain("No trace stored for telegram:404");
   }, 60_000); // two CLI processes: seconds each on a busy machine

@@ -25,7 +25,10 @@ import { todoTools, waitFor } from "./harness.js";
  */
 export async function spawnChildWorker(script: string, env: Record<string, string>): Promise<ChildProcess> {
   const { nodeArgs } = await import("../helpers/compiled.js"); // not at the top: the child imports this file too
-  const proc = spawn(process.execPath, nodeArgs(script), { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, nodeArgs(script), {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -57,7 +60,12 @@ export function startDiscordWorker(options: {
   worker: ChatWorker;
   close: (timeoutMs?: number) => Promise<void>;
 } {
-  const config = testConfig({ WORKER_CONCURRENCY: "4", DISCORD_TOKEN: options.discord.token, DISCORD_API_URL: options.discord.apiUrl, ...options.env });
+  const config = testConfig({
+    WORKER_CONCURRENCY: "4",
+    DISCORD_TOKEN: options.discord.token,
+    DISCORD_API_URL: options.discord.apiUrl,
+    ...options.env,
+  });
   const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   const toolbox = todoTools();
   if (options.crashTool) toolbox.add(crashTool());
@@ -66,7 +74,10 @@ export function startDiscordWorker(options: {
     config,
     log: options.log ?? silentLogger,
     redis,
-    history: new HistoryStore(redis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
+    history: new HistoryStore(redis, {
+      maxMessages: config.HISTORY_MAX_MESSAGES,
+      ttlSeconds: historyTtlSeconds(config),
+    }),
     toolbox,
     client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
     runAgent,

@@ -19,14 +19,26 @@ const startScene = useKillScene();
 
 function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
   const m = fake.sendUserMessage(user, words, { dm: true });
-  return { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: user.id, userName: user.username, text: words, messageId: m.id, sentAt: Date.now(), reply: {} };
+  return {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: "dm",
+    userId: user.id,
+    userName: user.username,
+    text: words,
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: {},
+  };
 }
 
 /** "crash" → the crash tool; a tool result or anything else → an echo of the last text. */
 function crashingModel(request: FakeRequest) {
   const last = request.messages[request.messages.length - 1]!;
   const afterTool = Array.isArray(last.content) && last.content.some((b) => b.type === "tool_result");
-  return !afterTool && lastText(request).includes("crash") ? toolUse("crash_worker", {}) : text(`echo: ${lastText(request)}`);
+  return !afterTool && lastText(request).includes("crash")
+    ? toolUse("crash_worker", {})
+    : text(`echo: ${lastText(request)}`);
 }
 
 async function died(child: ChildProcess): Promise<void> {
@@ -55,11 +67,20 @@ it("a message that crashed a worker twice is skipped with an apology; the chat's
   await third.worker.waitUntilReady();
   const inDm = () => discord.sent.filter((m) => m.channelId === bomb.chatId).map((m) => String(m.content));
   await discord.waitFor(() => inDm().length >= 2, 45_000, "the apology and the next answer");
-  expect(inDm()).toEqual(["抱歉，處理這則訊息時出了問題，我先跳過它。可以換個方式再說一次嗎？", "echo: hello after that"]);
+  expect(inDm()).toEqual([
+    "抱歉，處理這則訊息時出了問題，我先跳過它。可以換個方式再說一次嗎？",
+    "echo: hello after that",
+  ]);
   expect(bombCalls()).toBe(2); // the third worker did not run it again
 
-  const skipped = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l.msg).includes("crashed a worker 2 times"));
+  const skipped = lines
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => String(l.msg).includes("crashed a worker 2 times"));
   expect(skipped).toMatchObject({ chat: `discord:${bomb.chatId}`, messageId: bomb.messageId, crashes: 2 });
   expect(lines.join("\n")).not.toContain("please crash");
-  await waitFor(async () => (await queue.queue.getJobCounts("active", "wait", "delayed")).active === 0, 15_000, "the job finished");
+  await waitFor(
+    async () => (await queue.queue.getJobCounts("active", "wait", "delayed")).active === 0,
+    15_000,
+    "the job finished",
+  );
 }, 150_000);

@@ -20,11 +20,23 @@ const startScene = useKillScene();
 
 function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
   const m = fake.sendUserMessage(user, words, { dm: true });
-  return { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: user.id, userName: user.username, text: words, messageId: m.id, sentAt: Date.now(), reply: {} };
+  return {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: "dm",
+    userId: user.id,
+    userName: user.username,
+    text: words,
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: {},
+  };
 }
 
 it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
-  const { model, discord, queue, startChild, startSecondWorker } = await startScene({ fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT) });
+  const { model, discord, queue, startChild, startSecondWorker } = await startScene({
+    fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT),
+  });
   const child = await startChild();
   const ann = { id: "703000000000000001", username: "ann" };
   const ben = { id: "703000000000000002", username: "ben" };
@@ -44,9 +56,19 @@ it("answers appear once after a kill between Discord accepting them and the work
   await second.worker.waitUntilReady();
 
   // The second worker takes both jobs over and replays exactly the unconfirmed parts.
-  await discord.waitFor(() => discord.nonceReplays.length === 2, 45_000, "both replays answered with the earlier messages");
-  await waitFor(async () => (await queue.queue.getJobCounts("active", "wait", "delayed")).active === 0, 15_000, "the jobs finished");
-  expect(discord.nonceReplays.map((r) => r.messageId).sort()).toEqual(discord.heldCreates.map((h) => h.messageId).sort());
+  await discord.waitFor(
+    () => discord.nonceReplays.length === 2,
+    45_000,
+    "both replays answered with the earlier messages",
+  );
+  await waitFor(
+    async () => (await queue.queue.getJobCounts("active", "wait", "delayed")).active === 0,
+    15_000,
+    "the jobs finished",
+  );
+  expect(discord.nonceReplays.map((r) => r.messageId).sort()).toEqual(
+    discord.heldCreates.map((h) => h.messageId).sort(),
+  );
   expect(inChannel(long.chatId)).toEqual(LONG.split("\n\n"));
   expect(inChannel(short.chatId)).toEqual([SHORT]);
   expect(model.requests).toHaveLength(2); // the answers came from the history, not from a second model call

@@ -13,7 +13,9 @@ const { worker } = startDiscordWorker({
   modelUrl: process.env.MODEL_URL!,
   discord: { token: process.env.DISCORD_TOKEN!, apiUrl: process.env.DISCORD_API_URL! },
   // streamed answers when the test asks for them (testConfig's default is off)
-  env: process.env.STREAMING ? { STREAMING: process.env.STREAMING, STREAM_EDIT_INTERVAL_MS: process.env.STREAM_EDIT_INTERVAL_MS } : {},
+  env: process.env.STREAMING
+    ? { STREAMING: process.env.STREAMING, STREAM_EDIT_INTERVAL_MS: process.env.STREAM_EDIT_INTERVAL_MS }
+    : {},
   crashTool: process.env.CRASH_TOOL === "1",
   // the memory tool when the test asks for it (WITH_MEMORY=1)
   memory: process.env.WITH_MEMORY === "1",

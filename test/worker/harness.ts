@@ -73,7 +73,11 @@ export function todoTools(): ToolBox {
 export function lastText(request: FakeRequest): string {
   const last = request.messages[request.messages.length - 1]!;
   if (typeof last.content === "string") return last.content;
-  return last.content.map((b) => (typeof b.text === "string" ? b.text : typeof b.content === "string" ? b.content : JSON.stringify(b.content ?? ""))).join(" ");
+  return last.content
+    .map((b) =>
+      typeof b.text === "string" ? b.text : typeof b.content === "string" ? b.content : JSON.stringify(b.content ?? ""),
+    )
+    .join(" ");
 }
 
 /**
@@ -119,7 +123,11 @@ export class FlakyOutbound implements Outbound {
   /** How many of the next answers fail with a network error before anything is sent. */
   failBeforeSend = 0;
   constructor(private readonly inner: ConsoleOutbound) {}
-  async sendAnswer(to: Destination, textValue: string, options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {}): Promise<SentRef[]> {
+  async sendAnswer(
+    to: Destination,
+    textValue: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     if (this.failBeforeSend > 0) {
       this.failBeforeSend -= 1;
       throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
@@ -154,7 +162,11 @@ export class FlakyOutbound implements Outbound {
 }
 
 /** Polls `check` every 20 ms until it returns true. @throws after `timeoutMs`. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what = "condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -163,8 +175,24 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 }
 
 /** A message of chat `chatId` on the console platform. */
-export function message(chatId: string, messageId: string, textValue: string, extra: Partial<IncomingMessage> = {}): IncomingMessage {
-  return { platform: "console", chatId, chatKind: "dm", userId: `user-${chatId}`, userName: "Alice", text: textValue, messageId, sentAt: Date.now(), reply: {}, ...extra };
+export function message(
+  chatId: string,
+  messageId: string,
+  textValue: string,
+  extra: Partial<IncomingMessage> = {},
+): IncomingMessage {
+  return {
+    platform: "console",
+    chatId,
+    chatKind: "dm",
+    userId: `user-${chatId}`,
+    userName: "Alice",
+    text: textValue,
+    messageId,
+    sentAt: Date.now(),
+    reply: {},
+    ...extra,
+  };
 }
 
 /** The running parts. */
@@ -189,14 +217,22 @@ export interface Harness {
  *   `src/approvals/wiring.ts`) on its own connection; default none (confirmation unavailable).
  */
 export async function startHarness(
-  options: { workers?: number; env?: Record<string, string>; chunkChars?: number; approvals?: (parts: ApprovalFlowParts) => { flow: ApprovalFlow; close(): Promise<void> }; traces?: boolean } = {},
+  options: {
+    workers?: number;
+    env?: Record<string, string>;
+    chunkChars?: number;
+    approvals?: (parts: ApprovalFlowParts) => { flow: ApprovalFlow; close(): Promise<void> };
+    traces?: boolean;
+  } = {},
 ): Promise<Harness> {
   const server = await startRedis();
   const fake = await startFakeAnthropic();
   const config = testConfig({ WORKER_CONCURRENCY: "4", ...options.env });
   const client = new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 });
   const output = new CapturingStream();
-  const outbound = new FlakyOutbound(new ConsoleOutbound({ output, locale: config.BOT_LOCALE, chunkChars: options.chunkChars }));
+  const outbound = new FlakyOutbound(
+    new ConsoleOutbound({ output, locale: config.BOT_LOCALE, chunkChars: options.chunkChars }),
+  );
   const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
   const queue = new ChatQueue({ redis });
   const toolbox = todoTools();
@@ -230,7 +266,9 @@ export async function startHarness(
         outbounds: { console: outbound },
         ...(approvals ? { approvals: approvals.flow } : {}),
         typingIntervalMs: 50,
-        ...(options.traces ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) } : {}),
+        ...(options.traces
+          ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) }
+          : {}),
       });
       await worker.waitUntilReady();
       harness.workers.push(worker);
@@ -248,4 +286,3 @@ export async function startHarness(
   for (let i = 0; i < (options.workers ?? 1); i += 1) await harness.addWorker();
   return harness;
 }
-

@@ -24,7 +24,11 @@ export interface KillScene {
   /** Spawns `discord-worker-child.ts` on this stage with `env` added; resolves once it is ready. */
   startChild(env?: Record<string, string>): Promise<ChildProcess>;
   /** Starts the worker that takes the jobs over, in this process, with `env` added to its config (and `log`, default silent; the memory tool when `memory`). */
-  startSecondWorker(env?: Record<string, string>, log?: Logger, memory?: boolean): ReturnType<typeof startDiscordWorker>;
+  startSecondWorker(
+    env?: Record<string, string>,
+    log?: Logger,
+    memory?: boolean,
+  ): ReturnType<typeof startDiscordWorker>;
 }
 
 /**
@@ -69,7 +73,14 @@ export function useKillScene(): (model?: FakeAnthropicOptions) => Promise<KillSc
         return child;
       },
       startSecondWorker(env, log, memory) {
-        const second = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, ...(env ? { env } : {}), ...(log ? { log } : {}), ...(memory ? { memory } : {}) });
+        const second = startDiscordWorker({
+          redisUrl: server.url,
+          modelUrl: model.url,
+          discord,
+          ...(env ? { env } : {}),
+          ...(log ? { log } : {}),
+          ...(memory ? { memory } : {}),
+        });
         cleanups.push(() => second.close(5000));
         return second;
       },

@@ -47,8 +47,14 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string):
 }
 
 /** A process using the private Redis of `folder`; resolves once it holds its lease. */
-async function user(folder: string, mode?: "exit"): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, nodeArgs(userScript, folder, ...(mode ? [mode] : [])), { stdio: ["ignore", "pipe", "pipe"], cwd: root });
+async function user(
+  folder: string,
+  mode?: "exit",
+): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, nodeArgs(userScript, folder, ...(mode ? [mode] : [])), {
+    stdio: ["ignore", "pipe", "pipe"],
+    cwd: root,
+  });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
@@ -67,7 +73,11 @@ async function stopUser(u: Awaited<ReturnType<typeof user>>): Promise<void> {
 
 /** True when something answers PING on the folder's socket. */
 async function answers(folder: string): Promise<boolean> {
-  const redis = connectRedis(path.join(folder, "redis.sock"), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = connectRedis(path.join(folder, "redis.sock"), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   redis.on("error", () => {});
   try {
     await redis.connect();
@@ -208,7 +218,12 @@ describe("npm start and npm run chat sharing the private Redis", () => {
   function entry(cwd: string, file: string, stdin: "ignore" | "pipe") {
     const child = spawn(process.execPath, nodeArgs(file), {
       cwd,
-      env: { PATH: process.env.PATH ?? "", ANTHROPIC_API_KEY: "test-key-not-real", LOG_LEVEL: "info", BOT_LOCALE: "en" },
+      env: {
+        PATH: process.env.PATH ?? "",
+        ANTHROPIC_API_KEY: "test-key-not-real",
+        LOG_LEVEL: "info",
+        BOT_LOCALE: "en",
+      },
       stdio: [stdin, "pipe", "pipe"],
     });
     children.push(child);
@@ -223,10 +238,18 @@ describe("npm start and npm run chat sharing the private Redis", () => {
     const cwd = await freshDir();
     const folder = path.join(cwd, ".data", "redis");
     const bot = entry(cwd, "src/main.ts", "ignore");
-    await waitUntil(() => bot.output().includes("the bot is running") || bot.child.exitCode !== null, 90_000, "npm start");
+    await waitUntil(
+      () => bot.output().includes("the bot is running") || bot.child.exitCode !== null,
+      90_000,
+      "npm start",
+    );
     expect(bot.output()).toContain("the bot is running");
     const chat = entry(cwd, "src/cli/chat.ts", "pipe");
-    await waitUntil(() => chat.output().includes("Chat started") || chat.child.exitCode !== null, 90_000, "npm run chat");
+    await waitUntil(
+      () => chat.output().includes("Chat started") || chat.child.exitCode !== null,
+      90_000,
+      "npm run chat",
+    );
     expect(chat.output()).toContain("Chat started");
     const pid = serverPid(folder);
 
@@ -247,7 +270,11 @@ describe("npm start and npm run chat sharing the private Redis", () => {
   it("Ctrl-C in npm run chat says at once, in the terminal, that it is stopping", async () => {
     const cwd = await freshDir();
     const chat = entry(cwd, "src/cli/chat.ts", "pipe");
-    await waitUntil(() => chat.output().includes("Chat started") || chat.child.exitCode !== null, 90_000, "npm run chat");
+    await waitUntil(
+      () => chat.output().includes("Chat started") || chat.child.exitCode !== null,
+      90_000,
+      "npm run chat",
+    );
     const pid = serverPid(path.join(cwd, ".data", "redis"));
     chat.child.kill("SIGINT");
     await waitUntil(() => chat.output().includes("stopping"), 5_000, "the stopping notice");

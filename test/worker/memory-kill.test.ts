@@ -17,25 +17,55 @@ it("a memory insert retried after the worker was killed is applied once", async 
   const { model, discord, redis, queue, startChild, startSecondWorker } = await startScene();
   const ann = { id: "728000000000000001", username: "ann" };
   const scope = { kind: "personal" as const, platform: "discord" as const, userId: ann.id };
-  await new MemoryStore(redis).update(scope, () => ({ files: new Map([["/memories/notes.md", "住在新竹"]]), result: undefined }));
+  await new MemoryStore(redis).update(scope, () => ({
+    files: new Map([["/memories/notes.md", "住在新竹"]]),
+    result: undefined,
+  }));
 
   // The child inserts, then its next model call hangs until it is killed; the taken-over run's call answers.
-  model.enqueue(toolUse("memory", { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "媽媽生日在三月" }, { id: "toolu_memory_once" }), hang(), text("記好了。"));
+  model.enqueue(
+    toolUse(
+      "memory",
+      { command: "insert", path: "/memories/notes.md", insert_line: 1, insert_text: "媽媽生日在三月" },
+      { id: "toolu_memory_once" },
+    ),
+    hang(),
+    text("記好了。"),
+  );
   const child = await startChild({ WITH_MEMORY: "1" });
   const m = discord.sendUserMessage(ann, "記得媽媽生日在三月", { dm: true });
-  const incoming: IncomingMessage = { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: ann.id, userName: ann.username, text: m.content, messageId: m.id, sentAt: Date.now(), reply: {} };
+  const incoming: IncomingMessage = {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: "dm",
+    userId: ann.id,
+    userName: ann.username,
+    text: m.content,
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: {},
+  };
   await queue.enqueue(incoming);
   await discord.waitFor(() => model.hanging() === 1, 30_000, "the child's second model call");
   expect((await new MemoryStore(redis).read(scope))[0]!.text).toBe("住在新竹\n媽媽生日在三月");
   child.kill("SIGKILL");
 
   startSecondWorker({}, undefined, true);
-  const answer = await discord.waitFor(() => discord.sent.find((s) => s.channelId === incoming.chatId), 45_000, "the answer from the second worker");
+  const answer = await discord.waitFor(
+    () => discord.sent.find((s) => s.channelId === incoming.chatId),
+    45_000,
+    "the answer from the second worker",
+  );
   expect(String(answer.payload.content)).toBe("記好了。\n\n📝 記住了：媽媽生日在三月");
   // Written once: the taken-over run got the recorded result of the same tool_use id.
   expect((await new MemoryStore(redis).read(scope)).map((f) => f.text)).toEqual(["住在新竹\n媽媽生日在三月"]);
   const last = model.requests.at(-1)!;
-  const result = last.messages.flatMap((msg) => (Array.isArray(msg.content) ? msg.content : [])).find((b) => b.type === "tool_result");
-  expect(result).toMatchObject({ tool_use_id: "toolu_memory_once", content: "The file /memories/notes.md has been edited." });
+  const result = last.messages
+    .flatMap((msg) => (Array.isArray(msg.content) ? msg.content : []))
+    .find((b) => b.type === "tool_result");
+  expect(result).toMatchObject({
+    tool_use_id: "toolu_memory_once",
+    content: "The file /memories/notes.md has been edited.",
+  });
   expect(await redis.exists(memoryKey(scope))).toBe(1);
 }, 120_000);

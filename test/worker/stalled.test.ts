@@ -20,7 +20,10 @@ afterEach(async () => {
 
 /** Starts `worker-child.ts` on the harness's Redis and fake model; resolves once it takes jobs. */
 function startChildWorker(harness: Harness): Promise<ChildProcess> {
-  return spawnChildWorker("test/worker/worker-child.ts", { REDIS_URL: harness.server.url, MODEL_URL: harness.fake.url });
+  return spawnChildWorker("test/worker/worker-child.ts", {
+    REDIS_URL: harness.server.url,
+    MODEL_URL: harness.fake.url,
+  });
 }
 
 describe("a dead worker's job", () => {

@@ -43,7 +43,8 @@ it("Ctrl-C during a platform's start-up stops at once", async () => {
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   try {
     const deadline = Date.now() + 60_000;
-    while (sockets.length === 0 && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (sockets.length === 0 && child.exitCode === null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(sockets.length).toBeGreaterThan(0); // the start-up call is in flight
     const sentAt = Date.now();
     child.kill("SIGINT");

@@ -19,13 +19,30 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   const { model, discord, redis, queue, startChild, startSecondWorker } = await startScene();
 
   // The first model call writes slowly (the worker dies during it); the retried run's call is quick.
-  model.enqueue({ ...text(ANSWER), stream: { chunkChars: 10, totalMs: 30_000 } }, { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 500 } });
+  model.enqueue(
+    { ...text(ANSWER), stream: { chunkChars: 10, totalMs: 30_000 } },
+    { ...text(ANSWER), stream: { chunkChars: 40, totalMs: 500 } },
+  );
   const child = await startChild(STREAM_ENV);
   const ann = { id: "704000000000000001", username: "ann" };
   const m = discord.sendUserMessage(ann, "說個長故事", { dm: true });
-  const incoming: IncomingMessage = { platform: "discord", chatId: m.channel_id, chatKind: "dm", userId: ann.id, userName: ann.username, text: m.content, messageId: m.id, sentAt: Date.now(), reply: {} };
+  const incoming: IncomingMessage = {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: "dm",
+    userId: ann.id,
+    userName: ann.username,
+    text: m.content,
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: {},
+  };
   await queue.enqueue(incoming);
-  const partial = await discord.waitFor(() => discord.sent.find((s) => s.channelId === incoming.chatId), 30_000, "the streamed message");
+  const partial = await discord.waitFor(
+    () => discord.sent.find((s) => s.channelId === incoming.chatId),
+    30_000,
+    "the streamed message",
+  );
   await discord.waitFor(() => discord.edits.some((e) => e.messageId === partial.id), 30_000, "an edit while streaming");
   child.kill("SIGKILL");
   const shownAtKill = String(partial.message.content);
@@ -33,7 +50,11 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   expect(shownAtKill.length).toBeLessThan(ANSWER.length);
 
   startSecondWorker(STREAM_ENV);
-  await discord.waitFor(() => String(partial.message.content) === ANSWER, 45_000, "the partial message edited into the complete answer");
+  await discord.waitFor(
+    () => String(partial.message.content) === ANSWER,
+    45_000,
+    "the partial message edited into the complete answer",
+  );
   await new Promise((r) => setTimeout(r, 500));
   expect(discord.sent.filter((s) => s.channelId === incoming.chatId).map((s) => s.id)).toEqual([partial.id]);
   expect(discord.deleted).toEqual([]);

@@ -20,9 +20,15 @@ describe("worker", () => {
     const chats = ["c1", "c2", "c3", "c4", "c5", "c6"];
     h.fake.enqueue(...model(chats.length * 4));
     // In each chat: "add todo" (its tool stays busy 300 ms), then "list todos" 200 ms later.
-    await Promise.all(chats.map((c) => h!.queue.enqueue(message(c, "1", `add todo milk-${c} slow 300`, { chatKind: "group", userName: `Alice-${c}` }))));
+    await Promise.all(
+      chats.map((c) =>
+        h!.queue.enqueue(message(c, "1", `add todo milk-${c} slow 300`, { chatKind: "group", userName: `Alice-${c}` })),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 200));
-    await Promise.all(chats.map((c) => h!.queue.enqueue(message(c, "2", "list todos", { chatKind: "group", userName: `Bob-${c}` }))));
+    await Promise.all(
+      chats.map((c) => h!.queue.enqueue(message(c, "2", "list todos", { chatKind: "group", userName: `Bob-${c}` }))),
+    );
     await waitFor(() => h!.output.answers().length === chats.length * 2, 15_000, "answers");
 
     expect(h.fake.rejections).toEqual([]);
@@ -121,7 +127,9 @@ describe("worker", () => {
     expect(h.output.answers()[0]).toMatch(/無法協助/);
     expect(h.output.answers()[1]).toBe("echo: hello");
     expect(h.fake.requests).toHaveLength(2); // the retry did not ask the model again
-    expect(h.fake.requests[1]!.messages).toEqual([{ role: "user", content: [{ type: "text", text: "hello", cache_control: { type: "ephemeral" } }] }]);
+    expect(h.fake.requests[1]!.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "hello", cache_control: { type: "ephemeral" } }] },
+    ]);
     const chat = { platform: "console" as const, chatId: "rf1" };
     expect((await h.history.read(chat)).stored).toBe(2);
     expect((await h.history.read(chat, "1")).answer).toMatch(/無法協助/);
@@ -198,7 +206,10 @@ describe("worker", () => {
 
   it("fails a malformed job without retrying it", async () => {
     h = await startHarness();
-    const job = await h.queue.queue.add("chat", { platform: "fax", chatId: "" } as never, { attempts: 5, jobId: "bad-1" });
+    const job = await h.queue.queue.add("chat", { platform: "fax", chatId: "" } as never, {
+      attempts: 5,
+      jobId: "bad-1",
+    });
     await waitFor(async () => (await job.isFailed()) === true, 5000, "the job to fail");
     const failed = await h.queue.queue.getJob("bad-1");
     expect(failed!.attemptsMade).toBe(1);
@@ -214,14 +225,18 @@ describe("worker", () => {
     await new Promise((r) => setTimeout(r, 100));
     await expect(h.queue.enqueue(message("o1", "2", "during"))).rejects.toThrow(/could not/);
     await outage;
-    await waitFor(async () => {
-      try {
-        await h!.queue.enqueue(message("o1", "3", "after"));
-        return true;
-      } catch {
-        return false;
-      }
-    }, 10_000, "the producer to reconnect");
+    await waitFor(
+      async () => {
+        try {
+          await h!.queue.enqueue(message("o1", "3", "after"));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      "the producer to reconnect",
+    );
     await waitFor(() => h!.output.answers().length === 2, 15_000, "the answer after the outage");
     expect(h.output.answers()[1]).toBe("echo: after");
   });

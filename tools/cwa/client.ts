@@ -78,7 +78,11 @@ export interface Forecast {
 const TimeEntry = z.object({
   startTime: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
   endTime: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
-  parameter: z.object({ parameterName: z.string(), parameterValue: z.string().optional(), parameterUnit: z.string().optional() }),
+  parameter: z.object({
+    parameterName: z.string(),
+    parameterValue: z.string().optional(),
+    parameterUnit: z.string().optional(),
+  }),
 });
 
 const RestDocument = z.object({
@@ -158,7 +162,12 @@ export async function fetchForecast(options: FetchForecastOptions): Promise<Fore
  *   empty or does not contain the name.
  */
 export function parseForecast(body: unknown, locationName: string): Forecast {
-  if (body !== null && typeof body === "object" && "success" in body && (body as { success: unknown }).success !== "true") {
+  if (
+    body !== null &&
+    typeof body === "object" &&
+    "success" in body &&
+    (body as { success: unknown }).success !== "true"
+  ) {
     throw new CwaError("unsuccessful", "CWA answered without success");
   }
   const parsed = RestDocument.safeParse(body);
@@ -168,7 +177,8 @@ export function parseForecast(body: unknown, locationName: string): Forecast {
 
   const byName = new Map(location.weatherElement.map((e) => [e.elementName, e.time]));
   for (const name of ELEMENTS) {
-    if (!byName.get(name)?.length) throw new CwaError("shape", `CWA's forecast for ${locationName} has no ${name} element`);
+    if (!byName.get(name)?.length)
+      throw new CwaError("shape", `CWA's forecast for ${locationName} has no ${name} element`);
   }
   const at = (name: (typeof ELEMENTS)[number], startTime: string): string => {
     const entry = byName.get(name)!.find((t) => t.startTime === startTime);

@@ -57,13 +57,18 @@ export function isRealDate(text: string): boolean {
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
-/** Zod field for a todo title: made one plain line (`plainLine`: controls and line breaks → spaces, invisible and bidi characters removed, trimmed), then 1–200 characters. */
+/**
+ * Zod field for a todo title: made one plain line (`plainLine`: controls and line breaks → spaces, invisible and bidi
+ * characters removed, trimmed), then 1–200 characters.
+ */
 export const titleField = z
   .string()
   // One plain line: controls (ESC, BEL, NUL, line breaks), bidi overrides and zero-width characters never reach a list or a terminal.
   .transform((t) => plainLine(t))
   .refine((t) => t.length > 0, { message: "the title is empty: give the todo a short title" })
-  .refine((t) => [...t].length <= MAX_TITLE_CHARS, { message: `the title is longer than ${MAX_TITLE_CHARS} characters: shorten it` })
+  .refine((t) => [...t].length <= MAX_TITLE_CHARS, {
+    message: `the title is longer than ${MAX_TITLE_CHARS} characters: shorten it`,
+  })
   .describe(`What to do, 1-${MAX_TITLE_CHARS} characters, e.g. 買牛奶`);
 
 /** Zod field for an optional due date `YYYY-MM-DD` that must exist on the calendar; an empty string means none. */
@@ -73,7 +78,9 @@ export const dueField = z
   .refine((d) => d === "" || isRealDate(d), { message: "expected a real date written YYYY-MM-DD, e.g. 2026-12-01" })
   .transform((d) => (d === "" ? undefined : d))
   .optional()
-  .describe("Due date YYYY-MM-DD in the user's time zone (resolve words like 'tomorrow' with get_current_datetime first). Omit when none.");
+  .describe(
+    "Due date YYYY-MM-DD in the user's time zone (resolve words like 'tomorrow' with get_current_datetime first). Omit when none.",
+  );
 
 /** Zod field for a todo id. */
 export const idField = z.number().int().positive().describe("The todo's number as shown by list_todos, e.g. 3 for #3");
@@ -93,7 +100,14 @@ return id`;
  * (default {@link MAX_TODOS_PER_USER}; nothing is written then). One script: the count check, the
  * id (INCR, so parallel adds get distinct ids) and the write are atomic.
  */
-export async function addTodo(redis: RedisClient, owner: Owner, title: string, due?: string, now = new Date(), max = MAX_TODOS_PER_USER): Promise<Todo | undefined> {
+export async function addTodo(
+  redis: RedisClient,
+  owner: Owner,
+  title: string,
+  due?: string,
+  now = new Date(),
+  max = MAX_TODOS_PER_USER,
+): Promise<Todo | undefined> {
   const keys = todoKeys(owner);
   const draft: Todo = { id: 0, title, ...(due ? { due } : {}), createdAt: now.toISOString() };
   const id = Number(await redis.eval(ADD_TODO, 2, keys.items, keys.seq, max, JSON.stringify(draft)));
@@ -130,7 +144,12 @@ export type CompleteResult = { status: "completed" | "already"; todo: Todo } | {
  * Marks a todo done (sets `completedAt`). An already completed todo is left as it is.
  * Atomic against a concurrent delete: a deleted todo is never written back.
  */
-export async function completeTodo(redis: RedisClient, owner: Owner, id: number, now = new Date()): Promise<CompleteResult> {
+export async function completeTodo(
+  redis: RedisClient,
+  owner: Owner,
+  id: number,
+  now = new Date(),
+): Promise<CompleteResult> {
   const keys = todoKeys(owner);
   for (let attempt = 0; attempt < 5; attempt++) {
     const raw = await redis.hget(keys.items, String(id));
@@ -164,7 +183,9 @@ function decode(raw: string): Todo | undefined {
 
 /** The date part (`YYYY-MM-DD`) of an ISO time in `timeZone`. */
 export function localDate(iso: string, timeZone: string): string {
-  return new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(iso));
+  return new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(
+    new Date(iso),
+  );
 }
 
 /**
@@ -174,9 +195,18 @@ export function localDate(iso: string, timeZone: string): string {
 export function formatTodo(todo: Todo, locale: Locale, timeZone: string): string {
   const notes: string[] = [];
   if (todo.due) notes.push(localize(locale, { "zh-TW": "到期 {due}", en: "due {due}" }, { due: todo.due }));
-  if (todo.completedAt) notes.push(localize(locale, { "zh-TW": "已完成 {date}", en: "done {date}" }, { date: localDate(todo.completedAt, timeZone) }));
+  if (todo.completedAt)
+    notes.push(
+      localize(
+        locale,
+        { "zh-TW": "已完成 {date}", en: "done {date}" },
+        { date: localDate(todo.completedAt, timeZone) },
+      ),
+    );
   if (notes.length === 0) return `#${todo.id} ${todo.title}`;
-  return locale === "en" ? `#${todo.id} ${todo.title} (${notes.join(", ")})` : `#${todo.id} ${todo.title}（${notes.join("，")}）`;
+  return locale === "en"
+    ? `#${todo.id} ${todo.title} (${notes.join(", ")})`
+    : `#${todo.id} ${todo.title}（${notes.join("，")}）`;
 }
 
 /** The ToolError text for an id that is not in the person's list. */

@@ -18,10 +18,12 @@ import { addReminder, listReminders, type Reminder } from "../../src/reminders/s
 import type { FakeUser } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { nodeArgs } from "../helpers/compiled.js";
+import { bringForward } from "../helpers/jobs.js";
 import { useStack, type Stack } from "./harness.js";
 import {
   localIso,
   quiet,
+  reminderJobId,
   remindersModel,
   remindersQueue,
   schedulerNext,
@@ -71,7 +73,7 @@ async function access(...args: string[]): Promise<string> {
   return stdout;
 }
 
-/** Adds a reminder due in about 2 s for `owner` in `where` and schedules it as the tool does. */
+/** Adds a reminder due in about 2 s for `owner` in `where`, schedules it as the tool does, and brings its job forward to now. */
 async function remindSoon(
   owner: { platform: "telegram"; userId: string },
   text: string,
@@ -87,6 +89,7 @@ async function remindSoon(
     ...where,
   }))!;
   await new ReminderScheduler(queue).schedule(owner, reminder);
+  await bringForward(queue, reminderJobId(owner, reminder, due), 0);
   return reminder;
 }
 
@@ -178,28 +181,31 @@ it("Discord: a server enabled as a whole gets the reminders set there through th
         m.content.includes(needle) &&
         JSON.stringify(m.payload.components ?? []).includes("rm:d:"),
     );
-  const set = async (text: string, seconds: number) => {
+  const set = async (text: string): Promise<number> => {
     const before = dc.sent.length;
-    dc.sendUserMessage(
-      lee,
-      `<@${dc.bot.id}> call set_reminder {"text":"${text}","at":"${localIso(secondsAhead(seconds))}"}`,
-      { channelId: dc.channelId },
-    );
+    const at = secondsAhead(12);
+    dc.sendUserMessage(lee, `<@${dc.bot.id}> call set_reminder {"text":"${text}","at":"${localIso(at)}"}`, {
+      channelId: dc.channelId,
+    });
     await dc.waitFor(
       () => dc.sent.slice(before).find((m) => m.channelId === dc.channelId && m.content.startsWith("set_reminder:")),
       ANSWER_TIMEOUT_MS,
       `the reminder "${text}" set`,
     );
+    return at;
   };
-  await set("繳報告", 11);
-  await set("訂便當", 14);
-  const stored = await listReminders(redis, { platform: "discord", userId: lee.id });
+  const owner = { platform: "discord" as const, userId: lee.id };
+  const first = await set("繳報告");
+  const second = await set("訂便當");
+  const stored = await listReminders(redis, owner);
   expect(stored.map((r) => [r.text, r.guildId])).toEqual([
     ["繳報告", dc.guildId],
     ["訂便當", dc.guildId],
   ]);
+  await bringForward(queue, reminderJobId(owner, { id: 1 }, first), 0);
   await dc.waitFor(() => inChannel("繳報告")[0], WAIT, "the first reminder, posted under the server-wide grant");
   await new AccessStore(redis).revokeChat(`discord:${dc.guildId}`);
+  await bringForward(queue, reminderJobId(owner, { id: 2 }, second), 0);
   await endedLine(`discord:${lee.id}#2`);
   expect(inChannel("訂便當")).toEqual([]);
 }, 90_000);

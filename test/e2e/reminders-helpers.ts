@@ -7,7 +7,14 @@ import { getNextMillis, Queue } from "bullmq";
 import { bullPrefix } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import { DateTime } from "luxon";
-import { REMINDERS_QUEUE, schedulerId, schedulerIds, type ReminderJobData } from "../../src/reminders/schedule.js";
+import {
+  occurrenceJobId,
+  REMINDERS_QUEUE,
+  schedulerId,
+  schedulerIds,
+  type ReminderJobData,
+} from "../../src/reminders/schedule.js";
+import type { Reminder, ReminderOwner } from "../../src/reminders/store.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import { toolUse } from "../fakes/anthropic.js";
 import { lastUserTyped, scriptedModel } from "./scripted-model.js";
@@ -79,6 +86,18 @@ export async function scheduledOccurrences(
     }
   }
   return all.sort((a, b) => a - b).slice(0, count);
+}
+
+/** The job id a job scheduler gives its run at `at` (ms), as BullMQ names it (`repeat:<scheduler id>:<ms>`). */
+export function schedulerJobId(schedulerKey: string, at: number): string {
+  return `repeat:${schedulerKey}:${at}`;
+}
+
+/** The job id of reminder `reminder`'s occurrence at `at` (ms): a one-off's own, or the one its job scheduler adds. */
+export function reminderJobId(owner: ReminderOwner, reminder: Pick<Reminder, "id" | "repeat">, at: number): string {
+  return reminder.repeat
+    ? schedulerJobId(schedulerId(owner, reminder.id), at)
+    : occurrenceJobId(owner, reminder.id, at);
 }
 
 /** Resolves after `ms` ms: only for bounded "nothing else happens" windows. */

@@ -1,8 +1,9 @@
 /**
  * Issue 32's scheduled tasks on Discord, end to end: the real discord.js adapter and REST
  * outbound against the fake Discord, real Redis and BullMQ, the strict fake Messages API answered
- * by the scripted model. Times are real: a task set 12 s ahead runs within 2 s of its time. A
- * worker in a process of its own is killed (SIGKILL) in the middle of an occurrence, and the
+ * by the scripted model. A task is set 12 s ahead (the tools refuse less than 10 s); the test checks
+ * that BullMQ holds its job for that time, then brings the job forward (`bringForward`) instead of
+ * waiting, and the task must run within 2 s of its new time. A worker in a process of its own is killed (SIGKILL) in the middle of an occurrence, and the
  * occurrence is answered once by the worker that takes it over. The policy is `allowlist`, so
  * access is checked at each occurrence.
  */
@@ -19,17 +20,25 @@ import { hang, overloaded, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import { spawnChildWorker } from "../worker/children.js";
 import { seedTodos } from "./approvals-helpers.js";
+import { bringForward, expireLocks } from "../helpers/jobs.js";
 import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, quiet, secondsAhead } from "./reminders-helpers.js";
-import { addOccurrence, outcomeOf, taskSchedulerNext, tasksModel, tasksQueue } from "./tasks-helpers.js";
+import {
+  addOccurrence,
+  outcomeOf,
+  taskOccurrenceJobId,
+  taskSchedulerNext,
+  tasksModel,
+  tasksQueue,
+} from "./tasks-helpers.js";
 
 let stack: Stack;
 let redis: RedisClient;
-/** A slow read-only tool (3 s) that counts how many of its calls run at the same time. */
+/** A slow read-only tool (1.5 s) that counts how many of its calls run at the same time. */
 const slow = { running: 0, most: 0, calls: 0 };
 const slowTool = defineTool({
   name: "slow_test_report",
-  description: "Takes three seconds to write a report (a test tool).",
+  description: "Takes a second and a half to write a report (a test tool).",
   tags: ["util"],
   readOnly: true,
   input: z.object({}),
@@ -37,7 +46,7 @@ const slowTool = defineTool({
     slow.calls += 1;
     slow.running += 1;
     slow.most = Math.max(slow.most, slow.running);
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 1500));
     slow.running -= 1;
     return "report written";
   },
@@ -157,13 +166,16 @@ it.concurrent(
     );
     const second: RunningBot = await stack.startWorker();
     try {
+      const owner = { platform: "discord" as const, userId: hana.id };
+      const { heldFor, dueNow } = await bringForward(queue, taskOccurrenceJobId(owner, 1, at, false));
+      expect(Math.abs(heldFor - at)).toBeLessThanOrEqual(1000);
       const ran = await sentWith(thread, "📅 排程任務 #1");
-      expect(Math.abs(ran.at - at)).toBeLessThanOrEqual(2000);
+      expect(Math.abs(ran.at - dueNow)).toBeLessThanOrEqual(2000);
       expect(ran.content).toMatch(new RegExp(`^<@${hana.id}> 📅 排程任務 #1\\n\\nget_current_datetime: `));
       expect(ran.payload.allowed_mentions).toEqual({ parse: [], users: [hana.id], replied_user: false });
       expect(ran.payload.message_reference).toBeUndefined();
       expect(ran.payload.enforce_nonce).toBe(true);
-      await quiet(3000);
+      await quiet(1000);
       expect(allWith(thread, "📅 排程任務 #1")).toHaveLength(1);
       expect(requestsSaying("[scheduled task] what time is it")).toHaveLength(1);
     } finally {
@@ -190,8 +202,10 @@ it.concurrent(
     );
     const owner = { platform: "discord" as const, userId: jin.id };
     expect(await taskSchedulerNext(queue, owner, 1)).toBe(at);
+    const { heldFor, dueNow } = await bringForward(queue, taskOccurrenceJobId(owner, 1, at, true));
+    expect(Math.abs(heldFor - at)).toBeLessThanOrEqual(1000);
     const ran = await sentWith(dm, "📅 排程任務 #1");
-    expect(Math.abs(ran.at - at)).toBeLessThanOrEqual(2000);
+    expect(Math.abs(ran.at - dueNow)).toBeLessThanOrEqual(2000);
     expect(ran.content).toBe("📅 排程任務 #1\n\ncalculate: 19.99 * 3 = 59.97");
     expect(ran.payload.allowed_mentions).toEqual({ parse: [], replied_user: false });
     await eventually(
@@ -226,12 +240,15 @@ it("a worker killed (SIGKILL) during an occurrence: the worker that takes it ove
   stack.model.enqueue(hang());
   const job = await addOccurrence(queue, owner, 1);
   await dc.waitFor(() => stack.model.hanging() === 1, WAIT, "the child's model call");
-  await stack.restartWorker();
   child.kill("SIGKILL");
+  await dc.waitFor(() => child!.signalCode === "SIGKILL", WAIT, "the child worker to die");
+  // Its lock would run out after LOCK_DURATION_MS (src/worker/worker.ts); the test does not wait for that.
+  expect(await expireLocks(redis, queue)).toEqual([job]);
+  await stack.restartWorker();
   const ran = await sentWith(dm, "📅 排程任務 #1");
   expect(ran.content).toBe("📅 排程任務 #1\n\ncalculate: 6 * 7 = 42");
   expect(await outcomeOf(queue, job)).toBe("answered");
-  await quiet(2000);
+  await quiet(1000);
   expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
   expect(requestsSaying("[scheduled task] calc 6 * 7")).toHaveLength(2); // the hung one, and the one answered
 }, 90_000);
@@ -276,14 +293,14 @@ it("an occurrence that fell due while no worker ran runs once when one starts, s
   // Due five minutes ago, while no worker ran (as a worker that was down finds its delayed job).
   const due = Date.now() - 5 * 60_000;
   await addOccurrence(queue, owner, 1, due);
-  await quiet(500);
+  await quiet(300);
   expect(allWith(dm, "📅 排程任務 #1")).toEqual([]);
   await stack.restartWorker();
   const ran = await sentWith(dm, "📅 排程任務 #1");
   expect(ran.content).toMatch(
     /^📅 排程任務 #1（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）\n\ncalculate: 7 \* 8 = 56$/,
   );
-  await quiet(1500);
+  await quiet(1000);
   expect(allWith(dm, "📅 排程任務 #1")).toHaveLength(1);
 }, 60_000);
 
@@ -301,16 +318,21 @@ it("an occurrence still being answered when the next one is due does not overlap
   const first = await addOccurrence(queue, owner, 1, Date.now() - 1000);
   await dc.waitFor(() => slow.running === 1, WAIT, "the first occurrence's slow tool");
   const next = await addOccurrence(queue, owner, 1);
+  await dc.waitFor(
+    () => stack.logs().some((l) => l.msg === "the previous occurrence is still being answered; this one waits"),
+    WAIT,
+    "the next occurrence waiting",
+  );
+  expect(slow.calls).toBe(1);
   expect(await outcomeOf(queue, first)).toBe("answered");
+  // It looks again after OVERLAP_WAIT_MS (src/worker/task.ts); the test does not wait for that time.
+  await bringForward(queue, next, 0);
   expect(await outcomeOf(queue, next, 30_000)).toBe("answered");
   expect(slow).toMatchObject({ calls: 2, most: 1 });
   expect(allWith(dm, "📅 排程任務 #1").map((m) => m.content)).toEqual([
     "📅 排程任務 #1\n\nslow_test_report: report written",
     "📅 排程任務 #1\n\nslow_test_report: report written",
   ]);
-  expect(stack.logs().some((l) => l.msg === "the previous occurrence is still being answered; this one waits")).toBe(
-    true,
-  );
 }, 60_000);
 
 it("a dangerous tool in an occurrence pings its owner with the approval prompt and runs only after she approves", async () => {

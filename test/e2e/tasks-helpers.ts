@@ -9,7 +9,7 @@ import type { RedisClient } from "../../src/redis.js";
 import { TASKS_QUEUE, taskJobId, taskSchedulerIds, type TaskJobData } from "../../src/tasks/schedule.js";
 import type { TaskOwner } from "../../src/tasks/store.js";
 import type { FakeErrorReply, FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
-import { eventually, remindersModel } from "./reminders-helpers.js";
+import { eventually, remindersModel, schedulerJobId } from "./reminders-helpers.js";
 import { lastUserTyped } from "./scripted-model.js";
 
 /**
@@ -31,6 +31,11 @@ export function tasksModel(request: FakeRequest): FakeMessageReply | FakeErrorRe
 /** The `tasks` queue of the e2e stack (prefix `e2e`) on the test's own connection; close it after use. */
 export function tasksQueue(redis: RedisClient): Queue<TaskJobData> {
   return new Queue<TaskJobData>(TASKS_QUEUE, { connection: redis, prefix: bullPrefix(redis, TASKS_QUEUE, "e2e") });
+}
+
+/** The job id of task `id`'s occurrence at `at` (ms): a one-off's own, or the one its job scheduler adds. */
+export function taskOccurrenceJobId(owner: TaskOwner, id: number, at: number, repeat: boolean): string {
+  return repeat ? schedulerJobId(taskSchedulerIds(owner, id)[0], at) : taskJobId(owner, id, at);
 }
 
 /** The next run (ms) of task `id`'s job scheduler, or undefined when it has none. */

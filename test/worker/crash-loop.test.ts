@@ -46,7 +46,7 @@ async function died(child: ChildProcess): Promise<void> {
 }
 
 it("a message that crashed a worker twice is skipped with an apology; the chat's next message is answered", async () => {
-  const { model, discord, queue, startChild, startSecondWorker } = await startScene({ fallback: crashingModel });
+  const { model, discord, queue, startChild, startSecondWorker, bury } = await startScene({ fallback: crashingModel });
   const ann = { id: "704000000000000001", username: "ann" };
   const bomb = dm(discord, ann, "please crash the worker");
   const next = dm(discord, ann, "hello after that");
@@ -56,9 +56,11 @@ it("a message that crashed a worker twice is skipped with an apology; the chat's
   const first = await startChild({ CRASH_TOOL: "1" });
   await died(first);
   expect(first.signalCode).toBe("SIGKILL");
+  expect(await bury(first)).toHaveLength(1);
   const second = await startChild({ CRASH_TOOL: "1" });
   await died(second);
   expect(second.signalCode).toBe("SIGKILL");
+  expect(await bury(second)).toHaveLength(1);
   const bombCalls = () => model.requests.filter((r) => lastText(r).includes("please crash")).length;
   expect(bombCalls()).toBe(2);
 

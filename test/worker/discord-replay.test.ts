@@ -34,7 +34,7 @@ function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
 }
 
 it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
-  const { model, discord, queue, startChild, startSecondWorker } = await startScene({
+  const { model, discord, queue, startChild, startSecondWorker, bury } = await startScene({
     fallback: (r: FakeRequest) => text(lastText(r).includes("long") ? LONG : SHORT),
   });
   const child = await startChild();
@@ -51,7 +51,7 @@ it("answers appear once after a kill between Discord accepting them and the work
   expect(inChannel(long.chatId)).toEqual(LONG.split("\n\n"));
   expect(inChannel(short.chatId)).toEqual([SHORT]);
 
-  child.kill("SIGKILL");
+  expect(await bury(child)).toHaveLength(2);
   const second = startSecondWorker();
   await second.worker.waitUntilReady();
 

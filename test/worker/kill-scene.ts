@@ -11,7 +11,9 @@ import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from "../fakes/anthropic.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { expireLocks } from "../helpers/jobs.js";
 import { spawnChildWorker, startDiscordWorker } from "./children.js";
+import { waitFor } from "./harness.js";
 
 /** A started stage: the services, a queue on the Redis, and the two ways to start a worker on them. */
 export interface KillScene {
@@ -23,6 +25,13 @@ export interface KillScene {
   queue: ChatQueue;
   /** Spawns `discord-worker-child.ts` on this stage with `env` added; resolves once it is ready. */
   startChild(env?: Record<string, string>): Promise<ChildProcess>;
+  /**
+   * SIGKILLs `child` unless it died already, waits until it is gone, and expires the locks of the
+   * chat jobs it held (`expireLocks`: what BullMQ sees once `LOCK_DURATION_MS` has passed, which
+   * the test does not wait for), so the next stalled-job check hands them on.
+   * @returns the ids of the jobs it held.
+   */
+  bury(child: ChildProcess): Promise<string[]>;
   /** Starts the worker that takes the jobs over, in this process, with `env` added to its config (and `log`, default silent; the memory tool when `memory`). */
   startSecondWorker(
     env?: Record<string, string>,
@@ -71,6 +80,11 @@ export function useKillScene(): (model?: FakeAnthropicOptions) => Promise<KillSc
         });
         children.push(child);
         return child;
+      },
+      async bury(child) {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        await waitFor(() => child.exitCode !== null || child.signalCode !== null, 45_000, "the child worker to die");
+        return expireLocks(redis, queue.queue);
       },
       startSecondWorker(env, log, memory) {
         const second = startDiscordWorker({

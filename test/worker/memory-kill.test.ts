@@ -14,7 +14,7 @@ import { useKillScene } from "./kill-scene.js";
 const startScene = useKillScene();
 
 it("a memory insert retried after the worker was killed is applied once", async () => {
-  const { model, discord, redis, queue, startChild, startSecondWorker } = await startScene();
+  const { model, discord, redis, queue, startChild, startSecondWorker, bury } = await startScene();
   const ann = { id: "728000000000000001", username: "ann" };
   const scope = { kind: "personal" as const, platform: "discord" as const, userId: ann.id };
   await new MemoryStore(redis).update(scope, () => ({
@@ -48,7 +48,7 @@ it("a memory insert retried after the worker was killed is applied once", async 
   await queue.enqueue(incoming);
   await discord.waitFor(() => model.hanging() === 1, 30_000, "the child's second model call");
   expect((await new MemoryStore(redis).read(scope))[0]!.text).toBe("住在新竹\n媽媽生日在三月");
-  child.kill("SIGKILL");
+  await bury(child);
 
   startSecondWorker({}, undefined, true);
   const answer = await discord.waitFor(

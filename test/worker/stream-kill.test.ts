@@ -16,7 +16,7 @@ const STREAM_ENV = { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" };
 const startScene = useKillScene();
 
 it("a worker killed mid-stream: the worker that takes the job over edits the partial message into the one complete answer", async () => {
-  const { model, discord, redis, queue, startChild, startSecondWorker } = await startScene();
+  const { model, discord, redis, queue, startChild, startSecondWorker, bury } = await startScene();
 
   // The first model call writes slowly (the worker dies during it); the retried run's call is quick.
   model.enqueue(
@@ -44,7 +44,7 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
     "the streamed message",
   );
   await discord.waitFor(() => discord.edits.some((e) => e.messageId === partial.id), 30_000, "an edit while streaming");
-  child.kill("SIGKILL");
+  await bury(child);
   const shownAtKill = String(partial.message.content);
   expect(ANSWER.startsWith(shownAtKill)).toBe(true);
   expect(shownAtKill.length).toBeLessThan(ANSWER.length);

@@ -93,7 +93,10 @@ export async function readMedia(
   const maxImages = parts.config.MAX_IMAGES_PER_MESSAGE;
   try {
     const prepared = await prepareMedia(refs, outbound.media, { maxImages, signal });
-    parts.log.info({ files: prepared.placeholders }, "files read for the model");
+    parts.log.info(
+      { files: prepared.placeholders.length, content: { files: prepared.placeholders } },
+      "files read for the model",
+    );
     const placeholderOf = new Map<ContentBlockParam, string>(
       prepared.blocks.map((b, i) => [b, prepared.placeholders[i]!]),
     );

@@ -1,7 +1,8 @@
 /**
  * Issue 13 end to end on Telegram with the default policy, `pairing`: the real grammy adapter and
  * worker against the fake Bot API and the strict fake Messages API, a real Redis, and the real
- * `npm run access` CLI run as its own process against the running bot. One admin
+ * `npm run access` CLI against the running bot: once as its own process, else its `accessMain`
+ * in this process. One admin
  * (`ADMIN_USERS`), one env-allowed user, and a daily budget of a few hundred tokens.
  */
 import { execFile } from "node:child_process";
@@ -11,6 +12,8 @@ import type { Chat, User } from "grammy/types";
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { accessMain } from "../../src/cli/access.js";
+import { runCli, type CliRun } from "../helpers/cli.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { MAX_PENDING_CODES } from "../../src/access/store.js";
 import { MemoryStore } from "../../src/memory/store.js";
@@ -47,9 +50,9 @@ useStack(
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-/** `npm run access -- ...args` as its own process, against the stack's Redis and fake Bot API. */
-async function access(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {
+/** The environment of `npm run access` here: the stack's Redis and fake Bot API, the admin and the env-allowed user. */
+function accessEnv(): NodeJS.ProcessEnv {
+  return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     LOG_LEVEL: "silent",
@@ -60,10 +63,19 @@ async function access(...args: string[]): Promise<{ code: number; stdout: string
     ALLOWED_USERS: `telegram:${ALLOWED}`,
     MODEL_PRICES: "15,75,18.75,1.5",
   };
+}
+
+/** `npm run access -- ...args` against the running bot, run in this process (`accessMain`). */
+function access(...args: string[]): Promise<CliRun> {
+  return runCli(accessMain, args, accessEnv());
+}
+
+/** `npm run access -- ...args` as its own process (the program itself: `.env`, exit code, output). */
+async function accessProcess(...args: string[]): Promise<CliRun> {
   try {
     const { stdout, stderr } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), {
       cwd: root,
-      env,
+      env: accessEnv(),
       timeout: 60_000,
     });
     return { code: 0, stdout, stderr };
@@ -120,7 +132,8 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     const wrong = await access("approve", "ZZZZZZZZ");
     expect(wrong.code).toBe(1);
     const before = sentTo(dm).length;
-    const approved = await access("approve", code!.toLowerCase());
+    // The program itself once; every other command runs in this process.
+    const approved = await accessProcess("approve", code!.toLowerCase());
     expect(approved.stderr).toBe("");
     expect(approved.code).toBe(0);
     expect(approved.stdout).toContain(`approved Stranger (telegram:${stranger.id})`);

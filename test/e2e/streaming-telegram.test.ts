@@ -86,7 +86,7 @@ describe("streamed answers on Telegram", () => {
     const tg = stack.telegram;
     const group = tg.group(-1009150001, "串流群組");
     const ann = tg.user(95001, "Ann");
-    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1200 } });
     const sentAt = Date.now();
     const message = tg.sendUserMessage({ chat: group, from: ann, text: `@${tg.bot.username} 今天天氣如何？` });
     const first = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the first streamed piece");
@@ -120,7 +120,7 @@ describe("streamed answers on Telegram", () => {
     const tg = stack.telegram;
     const mei = tg.user(95002, "Mei");
     const chat = tg.privateChat(mei);
-    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } });
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1200 } });
     tg.sendUserMessage({ chat, from: mei, text: "今天天氣如何？" });
     const answer = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the answer");
     const drafts = tg.drafts.filter((d) => d.chatId === chat.id);
@@ -150,7 +150,7 @@ describe("streamed answers on Telegram", () => {
       const chat = tg.privateChat(ren);
       tg.refuseDrafts(chat.id);
       const warningsBefore = stack.logs().filter((l) => String(l.msg).startsWith("the chat refused a draft")).length;
-      stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2000 } });
+      stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1200 } });
       tg.sendUserMessage({ chat, from: ren, text: "今天會下雨嗎" });
       const live = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the live message");
       const [chunk] = finalChunks(ANSWER);
@@ -184,7 +184,7 @@ describe("streamed answers on Telegram", () => {
     const final = "6 × 7 的答案是 **42**。這個數字也是《銀河便車指南》裡生命、宇宙以及一切的終極答案。".repeat(3);
     stack.model.enqueue(
       { ...toolUse("calculate", { expression: "6*7" }, { text: "我來算一下。" }), stream: { firstTokenMs: 50 } },
-      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 1500 } },
+      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 900 } },
     );
     tg.sendUserMessage({ chat: group, from: bo, text: `@${tg.bot.username} 6*7 是多少？` });
     const [chunk] = finalChunks(final);
@@ -207,7 +207,7 @@ describe("streamed answers on Telegram", () => {
     const long = Array.from({ length: 30 }, (_, i) => `${i + 1}. ${paragraph}`).join("\n\n");
     const chunks = finalChunks(long);
     expect(chunks.length).toBeGreaterThanOrEqual(2);
-    stack.model.enqueue({ ...text(long), stream: { chunkChars: 200, totalMs: 2500 } });
+    stack.model.enqueue({ ...text(long), stream: { chunkChars: 200, totalMs: 1200 } });
     tg.sendUserMessage({ chat: group, from: cy, text: `@${tg.bot.username} 寫長一點` });
     await tg.waitFor(
       () => sentTo(group).length === chunks.length && sentTo(group).every((m, i) => m.text === chunks[i]!.text),
@@ -294,7 +294,7 @@ describe("streamed answers on Telegram", () => {
       await seedTodos(redis, "telegram", String(lin.id), ["買牛奶"]);
       stack.model.enqueue(
         { ...toolUse("delete_todo", { todo_id: 1 }), stream: { firstTokenMs: 50 } },
-        { ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1800 } },
+        { ...text(ANSWER), stream: { chunkChars: 25, totalMs: 1200 } },
       );
       tg.sendUserMessage({ chat, from: lin, text: "刪除 #1，然後說說天氣" });
       const prompt = await tg.waitFor(
@@ -333,7 +333,8 @@ describe("streamed answers on Telegram", () => {
     const tg = stack.telegram;
     const group = tg.group(-1009150008, "刪除群組");
     const gus = tg.user(95008, "Gus");
-    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: 2500 } });
+    const streamMs = 1200;
+    stack.model.enqueue({ ...text(ANSWER), stream: { chunkChars: 25, totalMs: streamMs } });
     tg.sendUserMessage({ chat: group, from: gus, text: `@${tg.bot.username} 今天天氣如何？` });
     const live = await tg.waitFor(() => sentTo(group)[0], TIMEOUT_MS, "the first streamed piece");
     // Someone deletes the live message (as an admin may): from the bot's side it is simply gone.
@@ -360,7 +361,7 @@ describe("streamed answers on Telegram", () => {
     expect(
       refused.every((r) => r.messageId === live.messageId && /message to edit not found/.test(r.description)),
     ).toBe(true);
-    expect(refused.length).toBeLessThanOrEqual(2500 / INTERVAL_MS + 3);
+    expect(refused.length).toBeLessThanOrEqual(streamMs / INTERVAL_MS + 3);
   });
 
   it("the final edit falls back to plain text when Telegram rejects its HTML, as a non-streamed answer does", async () => {

@@ -6,6 +6,7 @@
  * writing into buffers) without starting a Node.js process per command.
  */
 import { realpathSync } from "node:fs";
+import { Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { redact } from "../log.js";
 
@@ -20,6 +21,21 @@ export const processIo: CliIo = {
   out: (text) => console.log(text),
   err: (text) => console.error(text),
 };
+
+/**
+ * Where a tool's logger writes (`createLogger`'s `destination`): undefined for {@link processIo}
+ * (the logger's own choice, stdout, pretty on a terminal), else a stream handing each line pino
+ * writes to `io.out`.
+ */
+export function logDestination(io: CliIo): NodeJS.WritableStream | undefined {
+  if (io === processIo) return undefined;
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      io.out(String(chunk).replace(/\n$/, ""));
+      done();
+    },
+  });
+}
 
 /**
  * True when the module at `moduleUrl` (its `import.meta.url`) is the program the process was

@@ -82,7 +82,29 @@ export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now =
     },
     { name: escapeHtml(prompt.requesterName), time, minutes },
   );
-  return `<b>${title}</b>\n${escapeHtml(prompt.action)}\n\n${who}`;
+  return `<b>${title}</b>\n${quotedHtml(prompt.action)}\n\n${who}`;
+}
+
+/**
+ * Plain text as Telegram HTML, with each run of quoted lines (`> text`, or `>` alone for an empty
+ * line: how the core quotes a multi-line value, e.g. an MCP call's input) as one `blockquote`.
+ */
+function quotedHtml(text: string): string {
+  const out: string[] = [];
+  let quote: string[] = [];
+  const flush = () => {
+    if (quote.length > 0) out.push(`<blockquote>${quote.join("\n")}</blockquote>`);
+    quote = [];
+  };
+  for (const line of text.split("\n")) {
+    if (line === ">" || line.startsWith("> ")) quote.push(escapeHtml(line.slice(2)));
+    else {
+      flush();
+      out.push(escapeHtml(line));
+    }
+  }
+  flush();
+  return out.join("\n");
 }
 
 /**

@@ -206,6 +206,11 @@ export const RunStateSchema = z.object({
   results: z.array(ToolResultSchema).optional(),
   /** Paused: dangerous calls of the paused turn still waiting; the first is the one being asked about. */
   pending: z.array(PendingCallSchema).optional(),
+  /**
+   * Texts of the run's tool results meant for the person only (MCP content with `audience:
+   * ["user"]`), in call order: they follow the answer, and never reach the model.
+   */
+  shown: z.array(z.string()).optional(),
 });
 
 /** See {@link RunStateSchema}. */

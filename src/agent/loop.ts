@@ -69,8 +69,8 @@ export type ResumeDeps = AgentDeps & {
   callModel?: boolean;
 };
 
-/** The state of the run being computed: a {@link RunState} with its history and output budget known. */
-type LiveRun = RunState & { history: MessageParam[]; maxTokens: number };
+/** The state of the run being computed: a {@link RunState} with its history, output budget and texts for the person known. */
+type LiveRun = RunState & { history: MessageParam[]; maxTokens: number; shown: string[] };
 
 /**
  * Answers one incoming message.
@@ -96,6 +96,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
         turns: resume.turns,
         callCounts: { ...resume.callCounts },
         maxTokens: resume.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
+        shown: [...(resume.shown ?? [])],
       }
     : {
         history: request.history,
@@ -103,6 +104,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
         turns: 0,
         callCounts: {},
         maxTokens: deps.config.ANTHROPIC_MAX_TOKENS,
+        shown: [],
       };
   if (resume) {
     // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
@@ -138,12 +140,13 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
   const { context, tracer } = deps;
   const [first, ...rest] = run.pending;
   const results = [...run.results];
+  const shown = [...(run.shown ?? [])];
   const closeAll = verdict === "expired" || verdict === "superseded";
   tracer.event("approval", { verdict, tool: first?.name, toolUseId: first?.toolUseId });
 
   if (first) {
     if (verdict === "approved") {
-      results.push(await runCall(first.toolUseId, first.name, first.input, deps, context, true));
+      results.push(await runCall(first.toolUseId, first.name, first.input, deps, context, true, shown));
     } else {
       results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
     }
@@ -155,13 +158,13 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
     // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
     for (const call of rest) {
       const grant = await grantOf(deps, call.name);
-      if (grant) results.push(await runGranted(call.toolUseId, call.name, call.input, grant, deps, context));
+      if (grant) results.push(await runGranted(call.toolUseId, call.name, call.input, grant, deps, context, shown));
       else remaining.push(call);
     }
   }
 
   if (remaining.length > 0) {
-    const next: PausedRun = { ...run, results, pending: remaining };
+    const next: PausedRun = { ...run, results, pending: remaining, shown };
     tracer.event("approval", {
       tool: remaining[0]!.name,
       toolUseId: remaining[0]!.toolUseId,
@@ -176,12 +179,13 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
     turns: run.turns,
     callCounts: { ...run.callCounts },
     maxTokens: run.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
+    shown,
   };
   if (!(deps.callModel ?? verdict !== "superseded")) {
     const text = closingText(verdict, context);
     state.messages.push({ role: "assistant", content: [{ type: "text", text }] });
     tracer.event("final_answer", { text: preview(text), turns: state.turns, modelCalled: false });
-    return { kind: "answer", text, messages: state.messages };
+    return { kind: "answer", text: withShown(text, shown), messages: state.messages };
   }
   return continueRun(state, deps, context);
 }
@@ -307,7 +311,15 @@ function finish(
     };
   else if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
-  return { kind: "answer", text, messages: forHistory(state.messages) };
+  return { kind: "answer", text: withShown(text, state.shown), messages: forHistory(state.messages) };
+}
+
+/**
+ * The answer followed by the texts the run's tools returned for the person only (see
+ * {@link RunState.shown}), each after a blank line; the history keeps the model's answer alone.
+ */
+function withShown(text: string, shown: readonly string[]): string {
+  return shown.length === 0 ? text : [text, ...shown].join("\n\n");
 }
 
 /**
@@ -662,6 +674,7 @@ async function toolTurn(
       callCounts: { ...state.callCounts },
       maxTokens: state.maxTokens,
       ...(cutId ? { cutId } : {}),
+      ...(state.shown.length > 0 ? { shown: [...state.shown] } : {}),
     };
     await deps.checkpoint(checkpoint);
   }
@@ -748,11 +761,11 @@ async function runTurn(
         continue;
       }
       const grant = granted.get(use.id);
-      if (grant) results.push(await runGranted(use.id, use.name, use.input, grant, deps, context));
+      if (grant) results.push(await runGranted(use.id, use.name, use.input, grant, deps, context, state.shown));
       else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
-    results.push(await runCall(use.id, use.name, use.input, deps, context, isWrite(deps, use.name)));
+    results.push(await runCall(use.id, use.name, use.input, deps, context, isWrite(deps, use.name), state.shown));
   }
   return { results, pending };
 }
@@ -779,6 +792,7 @@ async function runGranted(
   grant: { expiresAt: number },
   deps: AgentDeps,
   context: ToolContext,
+  shown: string[],
 ): Promise<ToolResultBlockParam> {
   const { tracer } = deps;
   tracer.event("approval", {
@@ -789,13 +803,14 @@ async function runGranted(
   });
   metrics.approval("granted");
   context.log.info({ tool: name, toolUseId }, "dangerous call allowed by an always-allow grant");
-  return runCall(toolUseId, name, input, deps, context, true);
+  return runCall(toolUseId, name, input, deps, context, true, shown);
 }
 
 /**
  * Runs one call through the toolbox and returns its `tool_result` (text and any images): reports
  * `tool_start` / `tool_end` to a streamed run, and goes through `executeOnce` (at most once per
- * `tool_use` id) when `once` (writes, approved and granted calls).
+ * `tool_use` id) when `once` (writes, approved and granted calls). Texts of the result meant for
+ * the person only are added to `shown`.
  */
 async function runCall(
   toolUseId: string,
@@ -804,6 +819,7 @@ async function runCall(
   deps: AgentDeps,
   context: ToolContext,
   once: boolean,
+  shown: string[],
 ): Promise<ToolResultBlockParam> {
   const execute = () => deps.toolbox.execute(name, input, context, { tracer: deps.tracer, toolUseId });
   const icon = deps.toolbox.icon(name);
@@ -816,6 +832,7 @@ async function runCall(
   });
   const execution = once && deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
   deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
+  if (execution.forUser) shown.push(...execution.forUser);
   return toolResult(toolUseId, execution.content, !execution.ok, execution.images);
 }
 
@@ -861,18 +878,31 @@ function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
   }
 }
 
-/** A `tool_result` block: the text, followed by image blocks when the tool returned images (MCP image content). */
+/**
+ * A `tool_result` block: the text, with image blocks when the tool returned images (MCP image
+ * content), each at its place in the text (`ToolImage.at`; default after it); the text between
+ * two images becomes a text block of its own, blank pieces are left out (the API refuses empty
+ * text blocks).
+ */
 function toolResult(toolUseId: string, content: string, isError: boolean, images?: ToolImage[]): ToolResultBlockParam {
   const text = content.trim() === "" ? "(no output)" : content;
-  const body: ToolResultBlockParam["content"] = images?.length
-    ? [
-        { type: "text", text },
-        ...images.map((i) => ({
-          type: "image" as const,
-          source: { type: "base64" as const, media_type: i.mediaType, data: i.data },
-        })),
-      ]
-    : text;
+  let body: ToolResultBlockParam["content"] = text;
+  if (images?.length) {
+    const blocks: Exclude<ToolResultBlockParam["content"], string | undefined> = [];
+    const placed = images
+      .map((image, index) => ({ image, index, at: Math.min(image.at ?? text.length, text.length) }))
+      .sort((a, b) => a.at - b.at || a.index - b.index);
+    let from = 0;
+    for (const { image, at } of placed) {
+      const piece = text.slice(from, at).trim();
+      if (piece) blocks.push({ type: "text", text: piece });
+      blocks.push({ type: "image", source: { type: "base64", media_type: image.mediaType, data: image.data } });
+      from = Math.max(from, at);
+    }
+    const rest = text.slice(from).trim();
+    if (rest) blocks.push({ type: "text", text: rest });
+    body = blocks;
+  }
   return { type: "tool_result", tool_use_id: toolUseId, content: body, ...(isError ? { is_error: true } : {}) };
 }
 

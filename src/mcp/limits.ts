@@ -27,3 +27,9 @@ export const MCP_MAX_IMAGES_PER_RESULT = 5;
  * re-encoded until it fits the API's 5 MB per image). Images past it are left out with a note.
  */
 export const MCP_MAX_IMAGE_BYTES_PER_RESULT = 5 * 1024 * 1024;
+
+/**
+ * Longest text of one result shown to the person directly (content whose audience is the user
+ * only), in characters (code points); the rest is cut with `…(N more characters)`.
+ */
+export const MCP_MAX_USER_TEXT_CHARS = 2000;

@@ -9,27 +9,18 @@
  * MCP tools: https://modelcontextprotocol.io/specification/2025-06-18/server/tools
  */
 import { createHash } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
-import { McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { localize } from "../i18n.js";
-import type { Logger } from "../log.js";
-import { convertImage } from "../media/convert.js";
-import { IMAGE_MAX_DOWNLOAD_BYTES } from "../media/limits.js";
 import { JsonSchemaInput } from "../toolbox/json-input.js";
 import { TOOL_NAME_PATTERN } from "../toolbox/registry.js";
-import { ToolError, type Tool, type ToolImage, type ToolOutput } from "../toolbox/tool.js";
+import { ToolError, type Tool } from "../toolbox/tool.js";
+import { timedOutText, unknownEffectText } from "../toolbox/toolbox.js";
 import type { McpServerConfig } from "./config.js";
 import { McpCallInterruptedError, McpUnavailableError, type McpConnection } from "./connection.js";
-import {
-  MCP_MAX_DESCRIPTION_CHARS,
-  MCP_MAX_IMAGE_BYTES_PER_RESULT,
-  MCP_MAX_IMAGES_PER_RESULT,
-  MCP_MAX_SCHEMA_BYTES,
-} from "./limits.js";
+import { MCP_MAX_DESCRIPTION_CHARS, MCP_MAX_SCHEMA_BYTES } from "./limits.js";
+import { describeMcpCall } from "./prompt.js";
+import { resultToOutput } from "./result.js";
 import { modelInputSchema, UnusableSchemaError } from "./schema.js";
-
-/** Image types the Messages API accepts in an image block. */
-const IMAGE_TYPES = new Set<ToolImage["mediaType"]>(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 /** Hex digits of the hash that ends a name cut to 64 characters. */
 const NAME_HASH_DIGITS = 8;
@@ -160,9 +151,14 @@ export function toolFromMcp(
       try {
         result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: server.timeoutMs });
       } catch (error) {
-        throw callFailure(server.name, tool.name, readOnly, error);
+        throw callFailure(server, tool.name, readOnly, error);
       }
-      const output = await resultToOutput(result, { server: server.name, tool: tool.name, log: context.log });
+      const output = await resultToOutput(result, {
+        server: server.name,
+        tool: tool.name,
+        log: context.log,
+        locale: context.locale,
+      });
       if (result.isError === true)
         throw new ToolError(
           output.text || `The ${tool.name} tool of MCP server "${server.name}" reported an error without a message.`,
@@ -188,8 +184,8 @@ function cutDescription(text: string): string {
   return `${text.slice(0, cut)}…`;
 }
 
-/** The ToolError the model reads when a call could not reach the server or was cut off. */
-function callFailure(server: string, tool: string, readOnly: boolean, error: unknown): unknown {
+/** The ToolError the model reads when a call could not reach the server, was cut off, or did not answer in time. */
+function callFailure(server: McpServerConfig, tool: string, readOnly: boolean, error: unknown): unknown {
   if (error instanceof McpUnavailableError) {
     return new ToolError(
       `The ${tool} tool is unavailable right now: ${error.message}. It was not run. Try again in ` +
@@ -197,132 +193,17 @@ function callFailure(server: string, tool: string, readOnly: boolean, error: unk
     );
   }
   if (error instanceof McpCallInterruptedError) {
+    const dropped = `The connection to MCP server "${server.name}" dropped during the ${tool} call`;
     return new ToolError(
       readOnly
-        ? `The connection to MCP server "${server}" dropped during the ${tool} call; the bot is ` +
-            `reconnecting. Try again in a minute, or tell the user this tool is temporarily ` +
+        ? `${dropped}; the bot is reconnecting. Try again in a minute, or tell the user this tool is temporarily ` +
             `unavailable.`
-        : `The connection to MCP server "${server}" dropped during the ${tool} call, so it is ` +
-            `unknown whether it took effect. The bot is reconnecting. Do not repeat it blindly: check ` +
-            `the current state first if you can, and tell the user.`,
+        : `${unknownEffectText(dropped)} The bot is reconnecting.`,
     );
   }
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+    return new ToolError(timedOutText(`The ${tool} call of MCP server "${server.name}"`, server.timeoutMs, readOnly));
   if (error instanceof McpError)
-    return new ToolError(`MCP server "${server}" refused the ${tool} call: ${error.message}`);
+    return new ToolError(`MCP server "${server.name}" refused the ${tool} call: ${error.message}`);
   return error;
-}
-
-/**
- * Turns an MCP `CallToolResult` into the model's tool result: text blocks (and text resources)
- * joined by blank lines; images of the API's types as images, converted like every image of the
- * bot (upright, at most 1568 px, re-encoded to fit), at most {@link MCP_MAX_IMAGES_PER_RESULT}
- * and {@link MCP_MAX_IMAGE_BYTES_PER_RESULT} base64 characters together (the rest, other image
- * types and unreadable images become a short note, with one warning naming server and tool);
- * audio and binary resources as a short note; resource links as `[resource: name <uri>]`;
- * `structuredContent` as JSON text unless a text block already holds the same JSON. The toolbox
- * then redacts and cuts the text to 20 000 characters.
- */
-async function resultToOutput(
-  result: CallToolResult,
-  from: { server: string; tool: string; log: Logger },
-): Promise<ToolOutput> {
-  const texts: string[] = [];
-  const images: ToolImage[] = [];
-  let imageChars = 0;
-  /** Images left out, counted by the reason the model reads. */
-  const left = new Map<string, number>();
-  const leaveOut = (reason: string) => left.set(reason, (left.get(reason) ?? 0) + 1);
-  for (const block of result.content ?? []) {
-    switch (block.type) {
-      case "text":
-        texts.push(block.text);
-        break;
-      case "image": {
-        const type = block.mimeType as ToolImage["mediaType"];
-        if (!IMAGE_TYPES.has(type)) {
-          texts.push(`[an image (${block.mimeType}) the bot cannot pass on: unsupported type]`);
-          break;
-        }
-        if (images.length >= MCP_MAX_IMAGES_PER_RESULT) {
-          leaveOut(`at most ${MCP_MAX_IMAGES_PER_RESULT} images of one result are passed on`);
-          break;
-        }
-        const image = await convertResultImage(block.data);
-        if (typeof image === "string") leaveOut(`the bot cannot read it (${image})`);
-        else if (imageChars + image.data.length > MCP_MAX_IMAGE_BYTES_PER_RESULT)
-          leaveOut(`the images of one result may have ${MCP_MAX_IMAGE_BYTES_PER_RESULT / (1024 * 1024)} MB together`);
-        else {
-          imageChars += image.data.length;
-          images.push(image);
-        }
-        break;
-      }
-      case "audio":
-        texts.push(`[audio (${block.mimeType}) left out: the model cannot hear audio]`);
-        break;
-      case "resource_link":
-        texts.push(`[resource: ${block.name} <${block.uri}>]`);
-        break;
-      case "resource":
-        if ("text" in block.resource && typeof block.resource.text === "string") texts.push(block.resource.text);
-        else texts.push(`[binary resource left out: ${block.resource.uri}]`);
-        break;
-    }
-  }
-  for (const [reason, count] of left) {
-    texts.push(`[${count} image${count === 1 ? "" : "s"} left out: ${reason}]`);
-    from.log.warn(
-      { mcpServer: from.server, tool: from.tool, images: count, reason },
-      `MCP server ${from.server}: ${count} image(s) of a ${from.tool} result left out (${reason})`,
-    );
-  }
-  if (result.structuredContent !== undefined && !texts.some((t) => sameJson(t, result.structuredContent))) {
-    texts.push(JSON.stringify(result.structuredContent, null, 2));
-  }
-  const text = texts.join("\n\n").trim() || (images.length > 0 ? "(the tool returned the image(s) below)" : "");
-  return images.length > 0 ? { text, images } : { text };
-}
-
-/** One result image converted for the model, or why it cannot be passed on. */
-async function convertResultImage(data: string): Promise<ToolImage | string> {
-  // base64 of n bytes has about 4n/3 characters: refuse before decoding what would be too big to convert.
-  if (data.length > Math.ceil((IMAGE_MAX_DOWNLOAD_BYTES * 4) / 3))
-    return `over ${IMAGE_MAX_DOWNLOAD_BYTES / (1024 * 1024)} MB`;
-  try {
-    const { block } = await convertImage(Buffer.from(data, "base64"), { name: "tool image" });
-    if (block.source.type !== "base64") return "unreadable";
-    return { mediaType: block.source.media_type, data: block.source.data };
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
-
-function sameJson(text: string, value: unknown): boolean {
-  try {
-    return isDeepStrictEqual(JSON.parse(text), value);
-  } catch {
-    return false;
-  }
-}
-
-/** Longest value shown per field on an approval prompt, in characters. */
-const PROMPT_VALUE_MAX = 200;
-
-/**
- * The approval prompt's action for an MCP call: server, tool and each input field on its own
- * line (`• path: /tmp/a.txt`), strings without quotes, long values cut with `…`; in `locale`.
- */
-function describeMcpCall(server: string, tool: string, args: Record<string, unknown>, locale: "zh-TW" | "en"): string {
-  const head = localize(
-    locale,
-    { "zh-TW": "使用 MCP 伺服器「{server}」的工具 {tool}", en: "Use the {tool} tool of MCP server “{server}”" },
-    { server, tool },
-  );
-  const fields = Object.entries(args).map(([key, value]) => {
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    const flat = (text ?? "").replace(/\s+/g, " ");
-    return `• ${key}: ${flat.length > PROMPT_VALUE_MAX ? `${flat.slice(0, PROMPT_VALUE_MAX - 1)}…` : flat}`;
-  });
-  const none = localize(locale, { "zh-TW": "（沒有參數）", en: "(no input)" });
-  return `${head}\n${fields.length > 0 ? fields.join("\n") : none}`;
 }

@@ -47,8 +47,15 @@ const ExecutionSchema = z.discriminatedUnion("state", [
     content: z.string(),
     durationMs: z.number(),
     images: z
-      .array(z.object({ mediaType: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]), data: z.string() }))
+      .array(
+        z.object({
+          mediaType: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]),
+          data: z.string(),
+          at: z.number().int().nonnegative().optional(),
+        }),
+      )
       .optional(),
+    forUser: z.array(z.string()).optional(),
   }),
 ]);
 
@@ -110,6 +117,7 @@ export class ExecutionLedger {
         content: result.content,
         durationMs: result.durationMs,
         ...(result.images ? { images: result.images } : {}),
+        ...(result.forUser ? { forUser: result.forUser } : {}),
       };
       await this.#redis.set(key, JSON.stringify(stored), "PX", this.#ttlMs);
       return result;
@@ -119,9 +127,9 @@ export class ExecutionLedger {
       const raw = await this.#redis.get(key);
       const state = raw ? ExecutionSchema.safeParse(JSON.parse(raw)) : undefined;
       if (state?.success && state.data.state === "done") {
-        const { ok, content, durationMs, images } = state.data;
+        const { ok, content, durationMs, images, forUser } = state.data;
         this.#log.info({ toolUseId }, "tool call already ran; returning its recorded result");
-        return { ok, content, durationMs, ...(images ? { images } : {}) };
+        return { ok, content, durationMs, ...(images ? { images } : {}), ...(forUser ? { forUser } : {}) };
       }
       const claimedAt = state?.success && state.data.state === "running" ? state.data.claimedAt : 0;
       if (this.#now() - claimedAt >= this.#waitMs || this.#now() >= deadline) {

@@ -81,12 +81,23 @@ export interface ToolImage {
   mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
   /** The image, base64-encoded. */
   data: string;
+  /**
+   * Where the image stands in the text: the number of UTF-16 units of the text before it (the
+   * `tool_result` then holds text, image, text in that order). Default: after the whole text.
+   */
+  at?: number;
 }
 
-/** A tool's answer with images: `text` for the model, plus image blocks. */
+/**
+ * A tool's answer with images: `text` for the model, plus image blocks (placed by their `at`), and
+ * text meant for the person only (MCP content with `audience: ["user"]`): shown with the answer,
+ * never sent to the model.
+ */
 export interface ToolOutput {
   text: string;
   images?: ToolImage[];
+  /** Texts for the person, not the model (each a few lines at most; cleaned and bounded by the tool). */
+  forUser?: string[];
 }
 
 /** What a tool file declares. */

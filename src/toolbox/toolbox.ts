@@ -30,8 +30,10 @@ export interface ToolExecution {
   content: string;
   /** Wall time of the call, in ms. */
   durationMs: number;
-  /** Images the tool returned (MCP image content); sent as image blocks in the `tool_result`. */
+  /** Images the tool returned (MCP image content); sent as image blocks in the `tool_result`, each at its `at`. */
   images?: ToolImage[];
+  /** Texts for the person, never for the model (MCP content with `audience: ["user"]`); redacted. */
+  forUser?: string[];
 }
 
 /**
@@ -238,8 +240,8 @@ export class ToolBox {
     const shown = this.#traced(name, input);
     tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: shown.input });
     const result = await this.#run(name, input, context);
-    const content = capToolResult(redact(result.content), this.#maxResultChars);
-    if (content.length < result.content.length)
+    const { content, images } = boundedResult(result.content, result.images, this.#maxResultChars);
+    if (content.length < result.content.length && content.includes(CUT_NOTE_START))
       context.log.warn(
         { tool: name, chars: result.content.length },
         `tool ${name} returned ${result.content.length} characters; cut for the model`,
@@ -250,7 +252,8 @@ export class ToolBox {
       durationMs: Math.round((performance.now() - started) * 10) / 10,
     };
     metrics.toolCall(this.#tools.has(name) ? name : undefined, execution.ok, execution.durationMs);
-    if (result.images?.length) execution.images = result.images;
+    if (images?.length) execution.images = images;
+    if (result.forUser?.length) execution.forUser = result.forUser.map((t) => redact(t));
     tracer.event("tool_result", {
       tool: name,
       toolUseId: options.toolUseId,
@@ -404,14 +407,15 @@ export class ToolBox {
       const running = Promise.resolve().then(() => tool.run(parsed.value as never, { ...context, signal }));
       running.catch(() => {}); // a late rejection after the timeout must not go unhandled
       const outcome = await Promise.race([running, timedOut]);
-      if (outcome === "timeout") {
-        return {
-          ok: false,
-          content: `Tool "${name}" did not finish within ${formatSeconds(timeoutMs)} and was stopped. Try again later, or tell the user it is not responding.`,
-        };
-      }
+      if (outcome === "timeout")
+        return { ok: false, content: timedOutText(`Tool "${name}"`, timeoutMs, tool.readOnly) };
       if (isToolOutput(outcome)) {
-        return { ok: true, content: outcome.text, ...(outcome.images?.length ? { images: outcome.images } : {}) };
+        return {
+          ok: true,
+          content: outcome.text,
+          ...(outcome.images?.length ? { images: outcome.images } : {}),
+          ...(outcome.forUser?.length ? { forUser: outcome.forUser } : {}),
+        };
       }
       if (typeof outcome !== "string") {
         context.log.error(
@@ -432,6 +436,43 @@ export class ToolBox {
   }
 }
 
+/** How the note of {@link capToolResult} begins. */
+const CUT_NOTE_START = "\n\n[Cut: this tool result was ";
+
+/**
+ * A tool result's text redacted and cut ({@link capToolResult}), with its images' places (`at`)
+ * moved along: the text is redacted piece by piece between two places, so an image stays between
+ * the same words; an image whose place was cut off goes after the text.
+ */
+function boundedResult(
+  text: string,
+  images: ToolImage[] | undefined,
+  max: number,
+): { content: string; images?: ToolImage[] } {
+  const places = [...new Set((images ?? []).flatMap((i) => (i.at === undefined ? [] : [i.at])))].sort((a, b) => a - b);
+  if (places.length === 0) return { content: capToolResult(redact(text), max), ...(images ? { images } : {}) };
+  const moved = new Map<number, number>();
+  let redacted = "";
+  let from = 0;
+  for (const at of places) {
+    const to = Math.min(Math.max(at, from), text.length);
+    redacted += redact(text.slice(from, to));
+    moved.set(at, redacted.length);
+    from = to;
+  }
+  redacted += redact(text.slice(from));
+  const content = capToolResult(redacted, max);
+  const kept = content.length < redacted.length ? content.lastIndexOf(CUT_NOTE_START) : content.length;
+  return {
+    content,
+    images: images!.map((i) => {
+      if (i.at === undefined) return i;
+      const at = moved.get(i.at)!;
+      return { ...i, at: at <= kept ? at : content.length };
+    }),
+  };
+}
+
 /**
  * `content` cut to at most `max` UTF-16 code units, never inside a surrogate pair, with a note at
  * the end saying how long it was and that the rest was left out (the note counts toward `max`).
@@ -440,7 +481,7 @@ export class ToolBox {
 export function capToolResult(content: string, max = MAX_TOOL_RESULT_CHARS): string {
   if (content.length <= max) return content;
   const note =
-    `\n\n[Cut: this tool result was ${content.length} characters; only the first part is ` +
+    `${CUT_NOTE_START}${content.length} characters; only the first part is ` +
     `shown. If you need more, ask the tool for less at a time (narrower input).]`;
   let cut = Math.max(0, max - note.length);
   const code = content.charCodeAt(cut - 1);
@@ -492,6 +533,31 @@ function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown
 /** What the model reads when its input failed the schema: one line per bad field. */
 function invalidInputText(name: string, problems: string[]): string {
   return `Invalid input for tool "${name}":\n${problems.map((p) => `- ${p}`).join("\n")}\nFix these fields and call the tool again.`;
+}
+
+/**
+ * What the model reads when a call of `what` (e.g. `Tool "x"`) did not answer within `timeoutMs`:
+ * the bot stopped waiting, but cannot know whether the call's work was stopped too. A read-only
+ * call may be tried again; for any other the outcome is unknown ({@link unknownEffectText}).
+ */
+export function timedOutText(what: string, timeoutMs: number, readOnly = false): string {
+  const late = `${what} did not finish within ${formatSeconds(timeoutMs)}`;
+  return readOnly
+    ? `${late}, so the bot stopped waiting for it. It only reads, so nothing was changed: try again later, or tell the ` +
+        `user it is not responding.`
+    : unknownEffectText(late);
+}
+
+/**
+ * `happened` (what cut a call short, e.g. `The connection to MCP server "x" dropped during the y
+ * call`) followed by the words for a call whose outcome is unknown: it may or may not have taken
+ * effect, and must not be repeated blindly.
+ */
+export function unknownEffectText(happened: string): string {
+  return (
+    `${happened}, so it is unknown whether it took effect. Do not repeat it blindly: check the current state ` +
+    `first if you can, and tell the user.`
+  );
 }
 
 function formatSeconds(ms: number): string {

@@ -162,7 +162,8 @@ describe("MCP tools in the toolbox", () => {
 
     const image = await toolbox.execute("notebook__snapshot", {}, context);
     expect(image).toMatchObject({ ok: true, content: "the notebook" });
-    expect(image.images).toEqual([{ mediaType: "image/png", data: expect.stringMatching(/^iVBOR/) }]);
+    // the image stands after the text, where the server put it
+    expect(image.images).toEqual([{ mediaType: "image/png", data: expect.stringMatching(/^iVBOR/), at: 12 }]);
 
     const stats = await toolbox.execute("notebook__stats", {}, context);
     expect(stats.ok).toBe(true);

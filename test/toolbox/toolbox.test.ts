@@ -184,13 +184,19 @@ describe("ToolBox.execute", () => {
     expect(r.content).not.toMatch(/at .*toolbox\.test/);
   });
 
-  it("aborts a tool that runs past its timeout", async () => {
+  it("aborts a tool that runs past its timeout; the model is told the outcome is unknown (a read-only tool: safe to retry)", async () => {
     const r = await toolbox.execute("slow", {}, testContext());
     expect(r).toMatchObject({
       ok: false,
       content:
-        'Tool "slow" did not finish within 50 ms and was stopped. Try again later, or tell the user it is not responding.',
+        'Tool "slow" did not finish within 50 ms, so it is unknown whether it took effect. Do not repeat it blindly: ' +
+        "check the current state first if you can, and tell the user.",
     });
+    const reader = new ToolBox([{ ...slow, name: "slow_reader", readOnly: true } as Tool]);
+    expect((await reader.execute("slow_reader", {}, testContext())).content).toBe(
+      'Tool "slow_reader" did not finish within 50 ms, so the bot stopped waiting for it. It only reads, so nothing ' +
+        "was changed: try again later, or tell the user it is not responding.",
+    );
     expect(r.durationMs).toBeGreaterThanOrEqual(45);
     expect(r.durationMs).toBeLessThan(2000);
   });

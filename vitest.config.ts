@@ -54,7 +54,7 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 20_000,
     hookTimeout: 30_000,
-    // Two cores: files run two at a time; each file starts its own redis-server (or cluster).
+    // Two cores: files run two at a time; each file starts its own redis-server (cluster files share their worker's cluster).
     maxWorkers: 2,
     // A worker process runs file after file without a fresh module graph: the bot's dependencies
     // (discord.js, grammy, the SDKs, sharp, mathjs …) load once per worker instead of once per file,
@@ -70,7 +70,16 @@ export default defineConfig({
     setupFiles: ["test/helpers/spec-check.ts"],
     projects: [
       { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
-      { extends: true, test: { name: "cluster", include: CLUSTER_FILES, env: { TEST_REDIS: "cluster" } } },
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          include: CLUSTER_FILES,
+          env: { TEST_REDIS: "cluster" },
+          // One Redis Cluster per test worker, shared by the files it runs one after another (test/helpers/test-clusters.ts).
+          globalSetup: ["./test/helpers/compile-children.ts", "./test/helpers/test-clusters.ts"],
+        },
+      },
     ],
   },
 });

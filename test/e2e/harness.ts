@@ -35,7 +35,8 @@ import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
-import { startTestRedis, type TestRedis } from "../helpers/redis.js";
+import type { TestRedis } from "../helpers/redis.js";
+import { startTestRedis } from "../helpers/use-redis.js";
 import { scriptedModel } from "./scripted-model.js";
 
 /** A running end-to-end stack. */

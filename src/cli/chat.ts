@@ -252,7 +252,7 @@ async function chat(): Promise<void> {
     await redis.local?.stop();
     process.exit(1);
   }
-  if (demo) screen.write(`${demoHelp(config.BOT_LOCALE, { weather: toolbox.names().includes("get_weather") })}\n`);
+  if (demo) screen.write(`${demoHelp(config.BOT_LOCALE, new Set(toolbox.names()))}\n`);
   screen.write(
     `${localize(
       config.BOT_LOCALE,

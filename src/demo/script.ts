@@ -72,15 +72,16 @@ const TEXT = {
   help: {
     "zh-TW":
       "這是示範模式：回答的是內建的腳本，不是 Claude，不需要 API 金鑰，也不連網路；每次啟動都是全新的示範（待辦、記憶、對話都清空）。" +
-      "試試看：「現在幾點？」、「(1200 + 800) * 0.05」、{weather}「記得我住在新竹」、「上網搜尋今天的新聞」、「新增待辦 買牛奶」，" +
-      "然後「刪除待辦 1」（會先問你確認，輸入 y 或 n）。/help 有更多例子，/tools 列出工具，/quit 離開。",
+      "試試看：{examples}{then}。/help 有更多例子，/tools 列出工具，/quit 離開。",
     en:
       "This is the demo: a built-in script answers, not Claude; no API key, no network; each start is a fresh demo " +
-      '(todos, memory and the conversation are cleared). Try "what time is it?", "(1200 + 800) * 0.05", {weather}' +
-      '"remember that I live in Hsinchu", "search the web for today\'s news", "add todo buy milk", then "delete todo 1" ' +
-      "(it asks you first: type y or n). /help has more examples, /tools lists the tools, /quit leaves.",
+      "(todos, memory and the conversation are cleared). Try {examples}{then}. /help has more examples, /tools lists " +
+      "the tools, /quit leaves.",
   },
-  weatherExample: { "zh-TW": "「台北明天會下雨嗎？」、", en: '"will it rain in Taipei tomorrow?", ' },
+  thenDelete: {
+    "zh-TW": "，然後「刪除待辦 1」（會先問你確認，輸入 y 或 n）",
+    en: ', then "delete todo 1" (it asks you first: type y or n)',
+  },
   clock: { "zh-TW": "我用時鐘工具看一下。", en: "Let me check the clock tool." },
   calculating: { "zh-TW": "我用計算機算一下。", en: "Let me use the calculator." },
   adding: { "zh-TW": "好，我把它加進你的待辦。", en: "Sure, adding it to your todo list." },
@@ -140,11 +141,35 @@ const TEXT = {
   },
 } satisfies Record<string, Localized>;
 
-/** The demo's banner, printed when the chat starts: what it is and what to try (the weather when it can show it). */
-export function demoHelp(locale: Locale, options: { weather: boolean }): string {
-  return `${demoLabel(locale)}${localize(locale, TEXT.help, {
-    weather: options.weather ? localize(locale, TEXT.weatherExample) : "",
-  })}`;
+/** The examples the demo's help suggests, in order, each with the tool it needs. */
+const EXAMPLES: { tool: string; example: Localized }[] = [
+  { tool: "get_current_datetime", example: { "zh-TW": "現在幾點？", en: "what time is it?" } },
+  { tool: "calculate", example: { "zh-TW": "(1200 + 800) * 0.05", en: "(1200 + 800) * 0.05" } },
+  { tool: "get_weather", example: { "zh-TW": "台北明天會下雨嗎？", en: "will it rain in Taipei tomorrow?" } },
+  { tool: "memory", example: { "zh-TW": "記得我住在新竹", en: "remember that I live in Hsinchu" } },
+  { tool: "web_search", example: { "zh-TW": "上網搜尋今天的新聞", en: "search the web for today's news" } },
+  { tool: "add_todo", example: { "zh-TW": "新增待辦 買牛奶", en: "add todo buy milk" } },
+];
+
+/** The help text, without the label: what the demo is, and the examples of the tools in `tools`. */
+function helpText(locale: Locale, tools: ReadonlySet<string>): string {
+  const examples = EXAMPLES.filter((e) => tools.has(e.tool)).map((e) => {
+    const example = localize(locale, e.example);
+    return locale === "en" ? `"${example}"` : `「${example}」`;
+  });
+  return localize(locale, TEXT.help, {
+    examples: examples.join(locale === "en" ? ", " : "、"),
+    then: tools.has("add_todo") && tools.has("delete_todo") ? localize(locale, TEXT.thenDelete) : "",
+  });
+}
+
+/**
+ * The demo's banner, printed when the chat starts: what it is and what to try, an example for each
+ * tool of `tools` that has one (the weather only when the recorded forecast is there, web search
+ * only with `WEB_SEARCH=on` …).
+ */
+export function demoHelp(locale: Locale, tools: ReadonlySet<string>): string {
+  return `${demoLabel(locale)}${helpText(locale, tools)}`;
 }
 
 let counter = 0;
@@ -408,7 +433,7 @@ export function answerText(text: string, turn: DemoTurn): DemoReply {
     const zone = TIME_ZONES.find(([place]) => place.test(line))?.[1];
     return callTool(turn, TEXT.clock, "get_current_datetime", zone ? { timezone: zone } : {});
   }
-  return say(turn, localize(turn.locale, TEXT.help, { weather: "" }));
+  return say(turn, helpText(turn.locale, turn.tools));
 }
 
 /** One tool call of the previous turn and its result. */

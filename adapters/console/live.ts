@@ -2,8 +2,9 @@
  * Streamed answers on the console (`npm run chat`): text deltas are printed as they come, after
  * `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…`, then its outcome). The
  * console cannot take back the text it printed, so text that led into a tool call stays on screen;
- * when the final answer is exactly what was printed since the last tool, only a line break ends it,
- * else the final answer is printed in full (e.g. a note was added to it).
+ * when the final answer begins with what was printed since the last tool, only the rest of it and a
+ * line break end it (nothing, or the sources of an answer that cites the web), else the final answer
+ * is printed in full (e.g. a note was added before it).
  *
  * Status lines, two ways:
  * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
@@ -179,9 +180,12 @@ export class ConsoleStream implements AnswerStream {
     const close = this.#closeBlock();
     if (close) this.#emit(close);
     await this.#writes;
-    if (this.#printed.trim() === text.trim() && this.#printed !== "") {
+    const printed = this.#printed.trim();
+    if (printed !== "" && text.trim().startsWith(printed)) {
+      // What was printed is the answer, or its start (an answer citing the web ends with its sources): only the rest follows.
+      const rest = text.trim().slice(printed.length);
       this.#atLineStart = true;
-      await this.write("\n");
+      await this.write(`${terminalText(rest)}\n`);
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
       this.onEnd?.(true);
       return [];

@@ -7,9 +7,11 @@
  * `adapters/console/terminal.ts`); piped input is read line by line.
  *
  * `npm run chat -- --demo`: the same bot with the built-in scripted model of `src/demo/model.ts`
- * served on loopback instead of Claude: no key, no network (the weather tool and MCP servers are
- * left out), answers streamed, every answer labelled as a demo. Its conversation and user are
- * `demo` and its queues its own, so it never touches the history or todos of the real chat.
+ * served on loopback instead of Claude: no key, no network (MCP servers are left out; the weather
+ * tool reads a recorded forecast from the same loopback server, web search answers a scripted
+ * result), answers streamed, every answer labelled as a demo. Its conversation and user are `demo`
+ * and its queues its own, so it never touches the history or todos of the real chat; each start
+ * is a fresh demo (`src/demo/fresh.ts`: what an earlier demo left is deleted first).
  *
  * One chat per conversation at a time on one Redis (`adapters/console/lease.ts`): a second
  * `npm run chat` on the same conversation exits 1 with a line naming the first one's pid; the demo
@@ -22,6 +24,7 @@ import { hostname, userInfo } from "node:os";
 import path from "node:path";
 import {
   CHAT_LEASE_TTL_MS,
+  chatLeaseKey,
   ConsoleAdapter,
   ConsoleTerminal,
   showPendingApproval,
@@ -34,7 +37,10 @@ import { ApprovalStore } from "../approvals/store.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues, type Config } from "../config.js";
 import { warnMisspelledVariables } from "../config-spelling.js";
-import { demoBanner, startDemoModel } from "../demo/model.js";
+import { clearDemo } from "../demo/fresh.js";
+import { startDemoModel } from "../demo/model.js";
+import { demoHelp } from "../demo/script.js";
+import { findDemoForecast } from "../demo/weather.js";
 import { localize } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
@@ -48,6 +54,9 @@ const DEMO_PREFIX = "console-demo";
 
 /** The demo's conversation and user (`--demo`), so it never touches the history or todos of your real chat. */
 const DEMO_CHAT = "demo";
+
+/** The demo's `CWA_API_KEY`: its server takes any key; one no log would confuse with a real key. */
+const DEMO_CWA_KEY = "demo-offline-no-key";
 
 /**
  * An MCP servers file with no servers (`.data/demo-mcp.json`), for the demo: the project's
@@ -125,13 +134,17 @@ async function chat(): Promise<void> {
   };
   const loaded = configOrExit(env);
   await mkdir(".data", { recursive: true });
-  const model = demo ? await startDemoModel({ locale: loaded.BOT_LOCALE }) : undefined;
+  const model = demo
+    ? await startDemoModel({ locale: loaded.BOT_LOCALE, timezone: loaded.TIMEZONE, forecast: findDemoForecast() })
+    : undefined;
   const config: Config = {
     ...loaded,
     TELEGRAM_BOT_TOKEN: undefined,
     DISCORD_TOKEN: undefined,
     HEALTH_PORT: undefined,
     ...(model ? { ANTHROPIC_BASE_URL: model.url, MCP_CONFIG: await noMcpServers() } : {}),
+    // The weather tool asks the demo server, which answers with the recorded forecast (no key is checked).
+    ...(model?.cwaBase ? { CWA_API_KEY: DEMO_CWA_KEY, CWA_API_BASE: model.cwaBase } : {}),
   };
   registerSecrets(secretValues(config));
   const log = createLogger({
@@ -176,6 +189,20 @@ async function chat(): Promise<void> {
     process.exit(1);
   }
   const { lease } = taken;
+  if (demo) {
+    // A fresh demo each start: what an earlier one left (todos, memory, history, reminders …) goes first.
+    try {
+      const approvals = new ApprovalStore(leaseRedis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, log });
+      await clearDemo(leaseRedis, approvals, {
+        chatId,
+        userId: name,
+        prefix: DEMO_PREFIX,
+        keep: [chatLeaseKey({ platform: "console", chatId })],
+      });
+    } catch (err) {
+      log.warn({ err }, "could not clear what an earlier demo left");
+    }
+  }
   // In a terminal: a line editor with the lines typed kept in .data (see adapters/console/terminal.ts).
   const screen = new ConsoleTerminal({
     input: process.stdin,
@@ -225,7 +252,7 @@ async function chat(): Promise<void> {
     await redis.local?.stop();
     process.exit(1);
   }
-  if (demo) screen.write(`${demoBanner(config.BOT_LOCALE)}\n`);
+  if (demo) screen.write(`${demoHelp(config.BOT_LOCALE, new Set(toolbox.names()))}\n`);
   screen.write(
     `${localize(
       config.BOT_LOCALE,

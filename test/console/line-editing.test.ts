@@ -8,11 +8,10 @@
  */
 import { readFile, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { beforeAll, expect, it } from "vitest";
+import { text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { waitFor } from "../worker/harness.js";
-import { startTerminalChat, type TerminalChat } from "./terminal.js";
+import { useTerminalChat, type TerminalChat } from "./terminal.js";
 
 const LEFT = "\x1b[D";
 const UP = "\x1b[A";
@@ -22,36 +21,20 @@ const CTRL_W = "\x17";
 const CTRL_L = "\x0c";
 const CTRL_C = "\x03";
 
-let server: TestRedis;
-let fake: FakeAnthropic;
+const started = useTerminalChat({
+  cols: 40,
+  rows: 12,
+  // An earlier session's lines, oldest first.
+  prepare: async (cwd) => {
+    await mkdir(path.join(cwd, ".data"), { recursive: true });
+    await writeFile(path.join(cwd, ".data", "chat-history"), "from last time\n");
+  },
+});
 let chat: TerminalChat;
+let fake: FakeAnthropic;
 beforeAll(async () => {
-  server = await startRedis();
-  fake = await startFakeAnthropic();
-  chat = await startTerminalChat({
-    cols: 40,
-    rows: 12,
-    env: {
-      REDIS_URL: server.url,
-      ANTHROPIC_API_KEY: "test-key",
-      ANTHROPIC_BASE_URL: fake.url,
-      BOT_LOCALE: "zh-TW",
-      STREAMING: "on",
-      STREAM_EDIT_INTERVAL_MS: "100",
-    },
-    // An earlier session's lines, oldest first.
-    prepare: async (cwd) => {
-      await mkdir(path.join(cwd, ".data"), { recursive: true });
-      await writeFile(path.join(cwd, ".data", "chat-history"), "from last time\n");
-    },
-  });
-  await chat.waitForScreen((rows) => rows.some((r) => r.includes("開始對話")), "the chat to start", 90_000);
+  ({ chat, fake } = started);
   await chat.waitForScreen((rows) => rows[rows.length - 1] === "> ", "the prompt");
-}, 120_000);
-afterAll(async () => {
-  await chat?.close();
-  await fake?.close();
-  await server?.stop();
 });
 
 /** The text of the newest request's last user turn. */

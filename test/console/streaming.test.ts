@@ -46,3 +46,25 @@ it("a reminder that comes due while an answer streams is printed after the answe
   await reminder;
   expect(output.lines.join("")).toBe("bot> The weather in Taipei is fine.\nbot> ⏰ pay the bill\n");
 });
+
+it("two streamed answers at once take turns: the second is printed once the first has ended", async () => {
+  const output = new CapturingStream();
+  const outbound = new ConsoleOutbound({ output, locale: "en" });
+  const conversation = { platform: "console" as const, chatId: "local" };
+  const first = outbound.openStream(
+    { conversation, chatKind: "dm", replyTo: "m1" },
+    { intervalMs: 0, log: silentLogger },
+  );
+  const second = outbound.openStream(
+    { conversation, chatKind: "dm", replyTo: "m2" },
+    { intervalMs: 0, log: silentLogger },
+  );
+  first.push({ type: "text", text: "Deleted: " });
+  second.push({ type: "text", text: "You live " });
+  first.push({ type: "text", text: "#1 milk." });
+  second.push({ type: "text", text: "in Hsinchu." });
+  const secondDone = second.finish("You live in Hsinchu.");
+  await first.finish("Deleted: #1 milk.");
+  await secondDone;
+  expect(output.lines.join("")).toBe("bot> Deleted: #1 milk.\nbot> You live in Hsinchu.\n");
+});

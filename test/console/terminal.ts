@@ -9,7 +9,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import xterm from "@xterm/headless";
+import { afterAll, beforeAll } from "vitest";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { nodeArgs } from "../helpers/compiled.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
 
 /** A chat running in a pseudo-terminal. */
@@ -134,6 +137,49 @@ export async function startTerminalChat(options: {
       await exited;
       clearTimeout(killer);
       await rm(cwd, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * For a test file: before its tests, a test Redis, the strict fake Messages API and one
+ * {@link startTerminalChat} on them (zh-TW, streaming with edits every 100 ms), started and shown
+ * ready ("開始對話" on screen); after them all three are stopped. Read `chat` and `fake` in the tests.
+ */
+export function useTerminalChat(options: { cols?: number; rows?: number; prepare?: (cwd: string) => Promise<void> }): {
+  readonly chat: TerminalChat;
+  readonly fake: FakeAnthropic;
+} {
+  let server: TestRedis | undefined;
+  let fake: FakeAnthropic | undefined;
+  let chat: TerminalChat | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+    fake = await startFakeAnthropic();
+    chat = await startTerminalChat({
+      ...options,
+      env: {
+        REDIS_URL: server.url,
+        ANTHROPIC_API_KEY: "test-key",
+        ANTHROPIC_BASE_URL: fake.url,
+        BOT_LOCALE: "zh-TW",
+        STREAMING: "on",
+        STREAM_EDIT_INTERVAL_MS: "100",
+      },
+    });
+    await chat.waitForScreen((rows) => rows.some((r) => r.includes("開始對話")), "the chat to start", 90_000);
+  }, 120_000);
+  afterAll(async () => {
+    await chat?.close();
+    await fake?.close();
+    await server?.stop();
+  });
+  return {
+    get chat() {
+      return chat!;
+    },
+    get fake() {
+      return fake!;
     },
   };
 }

@@ -28,6 +28,20 @@ export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 /** Our client's name and version in `initialize`. */
 const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
 
+/**
+ * The client capabilities the bot declares in `initialize`: none, because it has none of them —
+ * - `sampling` (the server asks the client's model for a completion): not offered; a server's
+ *   request would spend the chat's budget outside any conversation;
+ * - `elicitation` (the server asks the person a question mid-call): not offered; the bot's only
+ *   question to a person is the approval prompt;
+ * - `roots` (folders the server may work in): the operator gives a server its folders in its
+ *   command line;
+ * - `tasks` (long calls run as MCP tasks): tools that need them are left out at listing.
+ * Servers adapt to it: server-everything, for one, then offers none of its sampling, elicitation
+ * or roots tools. Spec: https://modelcontextprotocol.io/specification/2025-06-18/basic/lifecycle#capability-negotiation .
+ */
+export const MCP_CLIENT_CAPABILITIES = {} as const;
+
 /** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
 export class McpUnavailableError extends Error {
   constructor(
@@ -162,7 +176,7 @@ export class McpConnection {
   }
 
   async #open(): Promise<void> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, { capabilities: MCP_CLIENT_CAPABILITIES });
     const transport = this.#makeTransport();
     this.#client = client;
     this.#transport = transport;

@@ -22,6 +22,15 @@ import {
   type McpToolNeeds,
 } from "./tools.js";
 
+/**
+ * Why a tool whose `execution.taskSupport` is `"required"` is left out: it can only be called as an
+ * MCP task (`tools/call` with a `task` parameter, then `tasks/get` / `tasks/result`; MCP
+ * 2025-11-25, experimental in the SDK), and the bot calls tools directly; offered, it would be
+ * approved and then refused by the SDK client.
+ */
+export const TASK_REQUIRED_REASON =
+  'it can only be run as an MCP task (its execution.taskSupport is "required"), which the bot does not support';
+
 /** A server left out (its config, its start or its tool list failed), with the reason. */
 export interface SkippedMcpServer {
   server: string;
@@ -30,8 +39,8 @@ export interface SkippedMcpServer {
 
 /**
  * An MCP tool left out, with the reason: its schema is too large, cannot be made acceptable to
- * the Messages API or cannot be compiled; its name is taken; or its server lists more than
- * {@link MCP_MAX_TOOLS_PER_SERVER} tools.
+ * the Messages API or cannot be compiled; its name is taken; it can only run as an MCP task
+ * ({@link TASK_REQUIRED_REASON}); or its server lists more than {@link MCP_MAX_TOOLS_PER_SERVER} tools.
  */
 export interface SkippedMcpTool {
   server: string;
@@ -163,6 +172,10 @@ export class McpToolSource {
     }
     const built: { tool: McpBackedTool; mcpName: string }[] = [];
     for (const mcpTool of wanted) {
+      if (mcpTool.execution?.taskSupport === "required") {
+        skipped.push({ server: server.name, tool: mcpTool.name, reason: TASK_REQUIRED_REASON });
+        continue;
+      }
       let tool: McpBackedTool;
       try {
         tool = toolFromMcp(server, mcpTool, connection, { needs: this.#needs(server, mcpTool) });

@@ -109,12 +109,12 @@ export interface McpToolOptions {
  *   the input schema is larger than {@link MCP_MAX_SCHEMA_BYTES}, cannot be made acceptable to the
  *   Messages API, or cannot be compiled.
  */
-export function toolFromMcp(
+export async function toolFromMcp(
   server: McpServerConfig,
   tool: McpTool,
   connection: McpConnection,
   options: McpToolOptions = {},
-): McpBackedTool {
+): Promise<McpBackedTool> {
   const bytes = Buffer.byteLength(JSON.stringify(tool.inputSchema ?? null));
   if (bytes > MCP_MAX_SCHEMA_BYTES) {
     throw new UnusableSchemaError(
@@ -124,7 +124,7 @@ export function toolFromMcp(
   const view = modelInputSchema(tool.inputSchema);
   let input: JsonSchemaInput;
   try {
-    input = new JsonSchemaInput(tool.inputSchema, view);
+    input = await JsonSchemaInput.compile(tool.inputSchema, view);
   } catch (error) {
     throw new UnusableSchemaError(`its input schema cannot be compiled: ${(error as Error).message}`);
   }

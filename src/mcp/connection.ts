@@ -14,6 +14,7 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type Progress,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, statSync } from "node:fs";
@@ -161,6 +162,9 @@ export class McpConnection {
    * @param args - the validated input.
    * @param options.signal - aborts the request (the SDK sends `notifications/cancelled`).
    * @param options.timeoutMs - request timeout, in ms.
+   * @param options.onProgress - called with each `notifications/progress` the server sends for this
+   *   call; when given, the request carries a progress token (`_meta.progressToken`), which asks the
+   *   server for them (https://modelcontextprotocol.io/specification/2025-06-18/basic/utilities/progress).
    * @throws {McpUnavailableError} when not connected (nothing was sent);
    *   {@link McpCallInterruptedError} when the connection dropped during the call (reconnection
    *   starts); `McpError` for an error answer of the server (e.g. invalid params).
@@ -168,7 +172,7 @@ export class McpConnection {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; timeoutMs: number },
+    options: { signal: AbortSignal; timeoutMs: number; onProgress?: (progress: Progress) => void },
   ): Promise<CallToolResult> {
     const client = this.#client;
     if (this.#state !== "connected" || !client) {
@@ -183,6 +187,7 @@ export class McpConnection {
       return (await client.callTool({ name, arguments: args }, undefined, {
         signal: options.signal,
         timeout: options.timeoutMs,
+        ...(options.onProgress ? { onprogress: options.onProgress } : {}),
       })) as CallToolResult;
     } catch (error) {
       if (options.signal.aborted) throw error;

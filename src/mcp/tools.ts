@@ -11,6 +11,8 @@
 import { createHash } from "node:crypto";
 import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { localize } from "../i18n.js";
+import { redact } from "../log.js";
+import { plainLine } from "../plain-text.js";
 import { JsonSchemaInput } from "../toolbox/json-input.js";
 import { TOOL_NAME_PATTERN } from "../toolbox/registry.js";
 import { ToolError, type Tool } from "../toolbox/tool.js";
@@ -149,7 +151,22 @@ export async function toolFromMcp(
     run: async (args, context) => {
       let result: CallToolResult;
       try {
-        result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: server.timeoutMs });
+        const { onProgress } = context;
+        result = await connection.callTool(tool.name, args, {
+          signal: context.signal,
+          timeoutMs: server.timeoutMs,
+          // The server's words, cleaned: one short plain line on the status line.
+          ...(onProgress
+            ? {
+                onProgress: ({ progress, total, message }) =>
+                  onProgress({
+                    progress,
+                    ...(total !== undefined ? { total } : {}),
+                    ...(message ? { message: plainLine(redact(message), 60) } : {}),
+                  }),
+              }
+            : {}),
+        });
       } catch (error) {
         throw callFailure(server, tool.name, readOnly, error);
       }

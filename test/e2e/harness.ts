@@ -83,6 +83,11 @@ export interface StackOptions {
   tools?: Tool[];
   /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it (voice messages are transcribed). */
   transcription?: boolean;
+  /**
+   * Whether starting the worker waits until its MCP servers (from `MCP_CONFIG`, connected in the
+   * background) have connected or been skipped; default true, so a test's first message finds them.
+   */
+  awaitMcp?: boolean;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -133,8 +138,8 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     runAgent,
     client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
   };
-  const startWorker = () =>
-    startBot({
+  const startWorker = async () => {
+    const worker = await startBot({
       config,
       log: log.child({ part: "worker" }),
       redisUrl: redis.url,
@@ -143,6 +148,9 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
       agent,
       prefix,
     });
+    if (options.awaitMcp !== false) await worker.mcpConnected;
+    return worker;
+  };
   const startAdapters = () => {
     const adapterLog = log.child({ part: "adapter" });
     const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };

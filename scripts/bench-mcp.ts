@@ -23,30 +23,10 @@ import { readMcpConfig } from "../src/mcp/config.js";
 import { McpToolSource } from "../src/mcp/source.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { testContext } from "../test/helpers/context.js";
+import { watchEventLoop } from "../test/helpers/event-loop.js";
 
 const FIXTURE = fileURLToPath(new URL("../test/fixtures/mcp/hostile-server.ts", import.meta.url));
 const HEAVY = Array.from({ length: 10 }, (_, i) => `heavy_${i}`);
-
-/** Runs `work` while a 5 ms timer ticks: the longest stall, the busy time and the wall time, in ms. */
-async function watched(work: () => Promise<unknown>): Promise<{ stallMs: number; busyMs: number; tookMs: number }> {
-  let last = performance.now();
-  let stallMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    stallMs = Math.max(stallMs, now - last);
-    last = now;
-  }, 5);
-  const started = performance.now();
-  const loop = performance.eventLoopUtilization();
-  await work();
-  clearInterval(ticker);
-  const now = performance.now();
-  return {
-    stallMs: Math.max(stallMs, now - last),
-    busyMs: performance.eventLoopUtilization(loop).active,
-    tookMs: now - started,
-  };
-}
 
 const ms = (n: number) => `${(n / 1000).toFixed(2)} s`;
 
@@ -60,7 +40,7 @@ writeFileSync(
 
 const toolbox = new ToolBox();
 const source = new McpToolSource({ config: readMcpConfig(file), toolbox });
-const connect = await watched(() => source.start());
+const connect = await watchEventLoop(() => source.start());
 console.log(
   `connect + register ten tools (64 KiB input and output schemas), through the thread: ${ms(connect.tookMs)} wall, ` +
     `longest event-loop stall ${ms(connect.stallMs)}, event loop busy ${ms(connect.busyMs)}`,
@@ -74,7 +54,7 @@ await client.close();
 for (const kind of ["inputSchema", "outputSchema"] as const) {
   const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false });
   let longest = 0;
-  const all = await watched(async () => {
+  const all = await watchEventLoop(async () => {
     for (const tool of listed) {
       const started = performance.now();
       ajv.compile(tool[kind] as object);
@@ -86,7 +66,7 @@ for (const kind of ["inputSchema", "outputSchema"] as const) {
 
 const word = `${"a".repeat(28)}!`;
 await toolbox.execute("hostile__redos", { word: "aaa" }, testContext());
-const check = await watched(() => toolbox.execute("hostile__redos", { word }, testContext()));
+const check = await watchEventLoop(() => toolbox.execute("hostile__redos", { word }, testContext()));
 console.log(
   `^(a+)+$ on 28 characters, through the thread (RE2JS): ${ms(check.tookMs)} wall, longest stall ${ms(check.stallMs)}`,
 );

@@ -7,13 +7,10 @@
  */
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Chat, User } from "grammy/types";
 import { expect, it } from "vitest";
-import { toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
-import type { FakeSentMessage } from "../fakes/telegram.js";
 import { stdioEntry, tempDir, writeMcpConfig } from "../mcp/support.js";
 import { useStack, type Stack } from "./harness.js";
-import { lastUserTyped, scriptedModel } from "./scripted-model.js";
+import { answerIn as answerInChat, callingModel, telegramDm } from "./mcp-helpers.js";
 
 const WAIT = 20_000;
 const dir = tempDir();
@@ -27,34 +24,20 @@ const configFile = writeMcpConfig(dir, {
   }),
 });
 
-/** The fake model: `call <tool> <json>` calls that tool; everything else is the usual scripted model. */
-function model(request: FakeRequest): FakeMessageReply {
-  const said = lastUserTyped(request)?.trim();
-  const m = said ? /^call (\S+)(?: (.+))?$/.exec(said) : null;
-  if (m) return toolUse(m[1]!, m[2] ? JSON.parse(m[2]) : {});
-  return scriptedModel(request);
-}
-
 let stack: Stack;
 useStack(
-  { model, env: { MCP_CONFIG: configFile, STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" }, awaitMcp: false },
+  {
+    model: callingModel,
+    env: { MCP_CONFIG: configFile, STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" },
+    awaitMcp: false,
+  },
   (started) => {
     stack = started;
   },
 );
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string) => telegramDm(stack, id, name);
 
-async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
-    WAIT,
-    `an answer with ${needle} in chat ${chatId}`,
-  );
-}
+const answerIn = (chatId: number, needle: string) => answerInChat(stack, chatId, needle, WAIT);
 
 const connectedLines = () =>
   stack.logs().filter((l) => typeof l.msg === "string" && l.msg.startsWith("MCP server notebook connected"));

@@ -8,13 +8,13 @@
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
-import type { Chat, User } from "grammy/types";
 import { afterEach, expect, it } from "vitest";
-import { text, toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
+import { text, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { hostileEntry, recordedCalls, tempDir, writeMcpConfig } from "../mcp/support.js";
 import { useStack, type Stack } from "./harness.js";
-import { lastUserTyped, scriptedModel } from "./scripted-model.js";
+import { answerIn as answerInChat, callingModel, telegramDm } from "./mcp-helpers.js";
+import { lastUserTyped } from "./scripted-model.js";
 
 const WAIT = 20_000;
 const LONG_PREFIX = "generate_quarterly_financial_report_for_the_selected_business_unit";
@@ -44,13 +44,9 @@ const configFile = writeMcpConfig(dir, {
   untrusted: hostileEntry({ include: ["look"] }),
 });
 
-/** The fake model: `call <tool> <json>` calls that tool with that input; everything else is the usual scripted model. */
+/** The fake model: `ping` is answered `pong`; everything else as {@link callingModel}. */
 function model(request: FakeRequest): FakeMessageReply {
-  const said = lastUserTyped(request)?.trim();
-  const m = said ? /^call (\S+)(?: (.+))?$/.exec(said) : null;
-  if (m) return toolUse(m[1]!, m[2] ? JSON.parse(m[2]) : {});
-  if (said === "ping") return text("pong");
-  return scriptedModel(request);
+  return lastUserTyped(request)?.trim() === "ping" ? text("pong") : callingModel(request);
 }
 
 let stack: Stack;
@@ -62,19 +58,9 @@ afterEach(() => {
   expect(stack.model.rejections).toEqual([]);
 });
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string) => telegramDm(stack, id, name);
 
-async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
-    WAIT,
-    `an answer with ${needle} in chat ${chatId}`,
-  );
-}
+const answerIn = (chatId: number, needle: string) => answerInChat(stack, chatId, needle, WAIT);
 
 async function promptIn(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;

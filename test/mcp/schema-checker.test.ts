@@ -16,6 +16,7 @@ import { JsonSchemaInput } from "../../src/toolbox/json-input.js";
 import { SchemaCheckError, SchemaChecker } from "../../src/toolbox/schema-checker.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { testContext } from "../helpers/context.js";
+import { watchEventLoop } from "../helpers/event-loop.js";
 import { hostileEntry, tempDir, waitFor, writeMcpConfig } from "./support.js";
 
 const sources: McpToolSource[] = [];
@@ -24,32 +25,6 @@ afterEach(async () => {
   for (const s of sources.splice(0)) await s.close();
   for (const c of checkers.splice(0)) c.close();
 });
-
-/**
- * Runs `work` while a 5 ms timer ticks: its result, the longest the event loop went without a
- * tick, the time the event loop was busy (not idle), and the wall time, in ms.
- */
-async function stallDuring<T>(
-  work: () => Promise<T>,
-): Promise<{ result: T; stallMs: number; busyMs: number; tookMs: number }> {
-  let last = performance.now();
-  let stallMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    stallMs = Math.max(stallMs, now - last);
-    last = now;
-  }, 5);
-  const started = performance.now();
-  const loop = performance.eventLoopUtilization();
-  try {
-    const result = await work();
-    const now = performance.now();
-    const busyMs = performance.eventLoopUtilization(loop).active;
-    return { result, stallMs: Math.max(stallMs, now - last), busyMs, tookMs: now - started };
-  } finally {
-    clearInterval(ticker);
-  }
-}
 
 async function start(entry: Record<string, unknown>, connection = {}) {
   const dir = tempDir();
@@ -67,7 +42,7 @@ describe("MCP schemas off the event loop", () => {
   it("ten 64 KiB input and output schemas are compiled without holding the event loop", async () => {
     const heavy = Array.from({ length: 10 }, (_, i) => `heavy_${i}`);
     const { toolbox, source } = await start(hostileEntry({ env: { HEAVY_SCHEMAS: "10" }, include: heavy }));
-    const { stallMs, busyMs } = await stallDuring(() => source.start());
+    const { stallMs, busyMs } = await watchEventLoop(() => source.start());
     expect(source.skippedTools).toEqual([]);
     expect(toolbox.names()).toEqual(heavy.map((n) => `hostile__${n}`));
     // On the event loop before: about 1.7 s compiling the input schemas (a schema at a time) and
@@ -85,7 +60,7 @@ describe("MCP schemas off the event loop", () => {
     const { toolbox, source } = await start(hostileEntry({ include: ["redos"], safe: ["redos"] }));
     await source.start();
     await toolbox.execute("hostile__redos", { word: "aaa" }, testContext()); // the thread is up
-    const { result, stallMs, tookMs } = await stallDuring(() =>
+    const { result, stallMs, tookMs } = await watchEventLoop(() =>
       toolbox.execute("hostile__redos", { word: `${"a".repeat(28)}!` }, testContext()),
     );
     expect(result).toMatchObject({
@@ -107,7 +82,7 @@ describe("MCP schemas off the event loop", () => {
       properties: { word: { type: "string", pattern: "^(?=a)(a+)+$" } },
     });
     expect(await checker.validate(compiled, { word: "aaaa" })).toEqual({ valid: true });
-    const { result, stallMs, tookMs } = await stallDuring(() =>
+    const { result, stallMs, tookMs } = await watchEventLoop(() =>
       checker.validate(compiled, { word: `${"a".repeat(40)}!` }).catch((e: unknown) => e),
     );
     expect(result).toBeInstanceOf(SchemaCheckError);

@@ -28,7 +28,9 @@ import { defineConfig } from "vitest/config";
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
  *
  * A new store or queue (memory, settings, compaction, scheduled tasks …) adds the file that
- * exercises it end to end to this list.
+ * exercises it end to end to this list. A test of a listed file that exercises none of what the
+ * file is listed for (wording, validation, a platform's behaviour, a command-line check) is
+ * written `itOneRedis` (test/helpers/cluster.ts): it runs on one Redis and is skipped here.
  */
 const CLUSTER_FILES = [
   "test/e2e/supergroup-telegram.test.ts",

@@ -93,10 +93,33 @@ export interface AgentDeps {
    * still trying" status. Must not throw.
    */
   onModelBusy?: () => void;
+  /** The waits of a failing model call's repeats (see {@link AgentDeps.retryUntil}); default {@link MODEL_RETRY_TIMING}. */
+  modelRetry?: ModelRetryTiming;
 }
 
 /** After how long a model call that keeps failing is reported through `AgentDeps.onModelBusy`, in ms. */
 export const MODEL_BUSY_NOTICE_MS = 10_000;
+
+/** The waits of a failing model call's repeats (`AgentDeps.modelRetry`), in ms. */
+export interface ModelRetryTiming {
+  /** The ceiling of the first wait between two attempts, doubled per failure (see `modelRetryDelayMs`). */
+  firstWaitMs: number;
+  /** The longest ceiling of a wait. */
+  longestWaitMs: number;
+  /** After how long of failures `AgentDeps.onModelBusy` is called. */
+  busyNoticeMs: number;
+}
+
+/**
+ * The bot's waits between a failing model call's repeats: 2 s doubled per failure up to 10 s (of
+ * which a random half, see `modelRetryDelayMs`), the busy notice after {@link MODEL_BUSY_NOTICE_MS}.
+ * Tests give shorter ones through `AgentDeps.modelRetry`.
+ */
+export const MODEL_RETRY_TIMING: Readonly<ModelRetryTiming> = {
+  firstWaitMs: 2000,
+  longestWaitMs: 10_000,
+  busyNoticeMs: MODEL_BUSY_NOTICE_MS,
+};
 
 /**
  * What a streamed run reports while it works, in order:

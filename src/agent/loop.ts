@@ -20,12 +20,13 @@ import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import { preview } from "../trace/tracer.js";
 import {
-  MODEL_BUSY_NOTICE_MS,
+  MODEL_RETRY_TIMING,
   type AgentDeps,
   type AgentOutcome,
   type AgentRequest,
   type ApprovalVerdict,
   type MessageParam,
+  type ModelRetryTiming,
   type ModelUsage,
   type PausedRun,
   type PendingCall,
@@ -330,8 +331,9 @@ function withShown(text: string, shown: readonly string[]): string {
  * With `deps.retryUntil`, a retryable failure (after the SDK's own retries; not an API that cannot be
  * reached at all, see {@link unreachable}) is tried again after
  * {@link modelRetryDelayMs} while the next attempt starts before that time (a streamed run is told
- * with a `retry` event; after {@link MODEL_BUSY_NOTICE_MS} of failures `deps.onModelBusy` is called
- * once); then, or when `context.signal` aborts a wait, the last failure is thrown `exhausted`.
+ * with a `retry` event; after `busyNoticeMs` of failures (`deps.modelRetry`, default
+ * {@link MODEL_RETRY_TIMING}) `deps.onModelBusy` is called once); then, or when `context.signal`
+ * aborts a wait, the last failure is thrown `exhausted`.
  */
 async function callModel(
   state: LiveRun,
@@ -340,6 +342,7 @@ async function callModel(
   memory: string | undefined,
 ): Promise<Anthropic.Messages.Message> {
   const firstTry = Date.now();
+  const timing = deps.modelRetry ?? MODEL_RETRY_TIMING;
   let failures = 0;
   let last: ModelUnavailableError | undefined;
   let busy: NodeJS.Timeout | undefined;
@@ -359,7 +362,7 @@ async function callModel(
         )
           throw error;
         last = error;
-        const wait = modelRetryDelayMs(failures);
+        const wait = modelRetryDelayMs(failures, timing);
         failures += 1;
         if (Date.now() + wait > retryUntil) throw error.asExhausted();
         context.log.warn(
@@ -367,7 +370,7 @@ async function callModel(
           `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`,
         );
         if (!busy && deps.onModelBusy)
-          busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + MODEL_BUSY_NOTICE_MS - Date.now()));
+          busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + timing.busyNoticeMs - Date.now()));
         deps.onEvent?.({ type: "retry", turn: state.turns });
         if (!(await pause(wait, context.signal))) throw error.asExhausted();
         state.turns -= 1; // the same turn, asked again
@@ -390,20 +393,18 @@ function unreachable(error: ModelUnavailableError): boolean {
   return cause instanceof Anthropic.APIError && cause.headers?.get("x-should-retry") === "false";
 }
 
-/** First wait between two attempts of a failing model call, in ms (doubling, see {@link modelRetryDelayMs}). */
-export const MODEL_RETRY_BASE_MS = 2000;
-
-/** Longest wait between two attempts of a failing model call, in ms. */
-export const MODEL_RETRY_MAX_MS = 10_000;
-
 /**
- * The wait before attempt `failures + 1` of a failing model call, in ms: {@link MODEL_RETRY_BASE_MS}
- * doubled per failure up to {@link MODEL_RETRY_MAX_MS}, of which a random half ("equal jitter",
+ * The wait before attempt `failures + 1` of a failing model call, in ms: `timing.firstWaitMs`
+ * doubled per failure up to `timing.longestWaitMs` (default {@link MODEL_RETRY_TIMING}: 2 s up to
+ * 10 s), of which a random half ("equal jitter",
  * https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/), so many workers that
  * met the same overload do not come back at the same moment.
  */
-export function modelRetryDelayMs(failures: number): number {
-  const ceiling = Math.min(MODEL_RETRY_MAX_MS, MODEL_RETRY_BASE_MS * 2 ** failures);
+export function modelRetryDelayMs(
+  failures: number,
+  timing: Pick<ModelRetryTiming, "firstWaitMs" | "longestWaitMs"> = MODEL_RETRY_TIMING,
+): number {
+  const ceiling = Math.min(timing.longestWaitMs, timing.firstWaitMs * 2 ** failures);
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 

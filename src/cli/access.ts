@@ -18,7 +18,6 @@
  * `npm run trace` does. Exit code 0 on success, 1 when the code,
  * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
-import "dotenv/config";
 import { envListOf, parsePrincipal } from "../access/policy.js";
 import { AccessStore, MAX_PENDING_CODES, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
@@ -29,6 +28,7 @@ import { localize } from "../i18n.js";
 import { createLogger, redact, registerSecrets } from "../log.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
+import { isEntryPoint, runAsProgram, type CliIo } from "./io.js";
 import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
 import { fileBytes, memoryKey, MemoryStore, totalBytes } from "../memory/store.js";
@@ -45,8 +45,9 @@ const USAGE = `usage: npm run access -- <command>
   memory <platform:userId>       a person's personal memory, file by file (what the bot remembers about them)
   forget <platform:userId>       erase a person's personal memory`;
 
-/** Runs one command; returns the exit code. Output goes to `out` (stdout) and `err` (stderr). */
-async function run(argv: string[], config: Config, redis: RedisClient): Promise<number> {
+/** Runs one command; returns the exit code. Output goes to `io.out` (stdout) and `io.err` (stderr). */
+async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo): Promise<number> {
+  const bad = (problem?: string) => usageError(io, problem);
   const [command, arg, ...rest] = argv;
   const store = new AccessStore(redis);
   const usage = new UsageStore(redis, config.TIMEZONE);
@@ -59,8 +60,8 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       const { users, chats } = await store.grants();
       const pending = await store.pending();
       const line = (label: string, values: string[]) =>
-        console.log(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
-      console.log(
+        io.out(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
+      io.out(
         `ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}`,
       );
       line("admins (ADMIN_USERS)", config.ADMIN_USERS);
@@ -68,16 +69,16 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       line("allowed users (granted)", users);
       line("allowed chats (ALLOWED_CHATS)", config.ALLOWED_CHATS);
       line("allowed chats (granted)", chats);
-      console.log(`pending pairing codes: ${pending.length === 0 ? "(none)" : ""}`);
+      io.out(`pending pairing codes: ${pending.length === 0 ? "(none)" : ""}`);
       // Names are the strangers' own: one plain line each (a line break would forge a row).
       for (const p of pending)
-        console.log(
+        io.out(
           `  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${new Date(p.expiresAt).toISOString()}`,
         );
       const turned = await store.turnedAway();
-      console.log(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
+      io.out(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
       for (const t of turned) {
-        console.log(
+        io.out(
           `  ${t.platform}: ${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a ` +
             `day per person, ${t.displaced} pending codes gave way to newer ones (at most ` +
             `${MAX_PENDING_CODES} wait) — since ${new Date(t.since).toISOString()}`,
@@ -88,13 +89,13 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
     case "approve": {
       const pairing = await store.approve(arg!);
       if (!pairing) {
-        console.error(
+        io.err(
           `No pending pairing code "${arg!.slice(0, 16)}" (mistyped, or expired: codes are valid for 1 hour). See: npm run access -- list`,
         );
         return 1;
       }
       const who = `${pairing.platform}:${pairing.userId}`;
-      console.log(`approved ${plainLine(pairing.userName, 64) || "?"} (${who})`);
+      io.out(`approved ${plainLine(pairing.userName, 64) || "?"} (${who})`);
       try {
         await tell(
           config,
@@ -102,9 +103,9 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
           pairing.chatId,
           localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
         );
-        console.log("they were told they are in");
+        io.out("they were told they are in");
       } catch (error) {
-        console.error(`could not tell them (${redact((error as Error).message)}); they can write to the bot now`);
+        io.err(`could not tell them (${redact((error as Error).message)}); they can write to the bot now`);
       }
       return 0;
     }
@@ -117,29 +118,27 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
         const topic = /^telegram:-?\d+\/\d+$/i.test(arg!.trim())
           ? " (a Telegram group is allowed as a whole, with all its topics: leave out /<topicId>)"
           : "";
-        console.error(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)${topic}`);
+        io.err(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)${topic}`);
         return 2;
       }
       const chat = command.endsWith("-chat");
       if (!chat && principal.startsWith("telegram:-")) {
         // Telegram user ids are positive; a negative id is a group or channel.
-        console.error(`${principal} is a Telegram group, not a user: use allow-chat / revoke-chat for it`);
+        io.err(`${principal} is a Telegram group, not a user: use allow-chat / revoke-chat for it`);
         return 2;
       }
       if (command.startsWith("revoke")) {
         const list = envListOf(config, principal);
         if (list) {
-          console.error(
-            `${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`,
-          );
+          io.err(`${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`);
           return 2;
         }
         const removed = chat ? await store.revokeChat(principal) : await store.revokeUser(principal);
-        console.log(removed ? `revoked ${principal}` : `${principal} was not granted`);
+        io.out(removed ? `revoked ${principal}` : `${principal} was not granted`);
         return removed ? 0 : 1;
       }
       const added = chat ? await store.allowChat(principal) : await store.allowUser(principal);
-      console.log(added ? `allowed ${principal}` : `${principal} was allowed already`);
+      io.out(added ? `allowed ${principal}` : `${principal} was allowed already`);
       return 0;
     }
     case "usage": {
@@ -151,7 +150,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
           principal.slice(0, principal.indexOf(":")),
           principal.slice(principal.indexOf(":") + 1),
         ];
-        console.log(
+        io.out(
           plain(
             formatUserUsage(
               config,
@@ -164,7 +163,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
         return 0;
       }
       const [bot, top] = await Promise.all([usage.botTotals(), usage.topUsers(10)]);
-      console.log(plain(formatAllUsage(config, "en", bot, top)));
+      io.out(plain(formatAllUsage(config, "en", bot, top)));
       return 0;
     }
     case "memory":
@@ -173,7 +172,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       if (!principal)
         return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
       if (principal.startsWith("telegram:-")) {
-        console.error(
+        io.err(
           `${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`,
         );
         return 2;
@@ -186,7 +185,7 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       const scope = { kind: "personal" as const, platform, userId };
       if (command === "forget") {
         const count = await memory.erase(scope);
-        console.log(
+        io.out(
           count === 0
             ? `${principal} has no memory`
             : `erased the memory of ${principal} (${count} file${count === 1 ? "" : "s"})`,
@@ -195,17 +194,17 @@ async function run(argv: string[], config: Config, redis: RedisClient): Promise<
       }
       const files = await memory.read(scope);
       if (files.length === 0) {
-        console.log(`${principal} has no memory`);
+        io.out(`${principal} has no memory`);
         return 1;
       }
-      console.log(
+      io.out(
         `memory of ${principal} (${memoryKey(scope)}): ${files.length} file` +
           `${files.length === 1 ? "" : "s"}, ${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`,
       );
       for (const file of files) {
-        console.log(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);
+        io.out(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);
         // The model's words: each line made plain (no terminal escapes), indented.
-        for (const line of file.text.split("\n")) console.log(`  ${plainLine(line)}`);
+        for (const line of file.text.split("\n")) io.out(`  ${plainLine(line)}`);
       }
       return 0;
     }
@@ -226,9 +225,9 @@ function personOf(arg: string): string | undefined {
 }
 
 /** Prints `problem` (when given) and the usage text; returns exit code 2. */
-function bad(problem?: string): number {
-  if (problem) console.error(problem);
-  console.error(USAGE);
+function usageError(io: CliIo, problem?: string): number {
+  if (problem) io.err(problem);
+  io.err(USAGE);
   return 2;
 }
 
@@ -247,28 +246,28 @@ async function tell(config: Config, platform: Platform, chatId: string, text: st
   await outbound.sendAnswer(dmTo(platform, chatId), text);
 }
 
-async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") return bad();
+/**
+ * `npm run access -- …argv` with the environment `env` (`.env` already read into it by the entry
+ * point), writing to `io`.
+ * @returns the exit code (0, 1 or 2, see above).
+ * @throws what a command throws besides the failures it answers (e.g. Redis lost mid-command).
+ */
+export async function accessMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") return usageError(io);
   let config: Config;
   try {
-    config = loadConfig(process.env, { purpose: "inspect" });
+    config = loadConfig(env, { purpose: "inspect" });
     registerSecrets(secretValues(config));
   } catch (error) {
     if (error instanceof ConfigError) {
-      console.error(error.message);
+      io.err(error.message);
       return 2;
     }
     throw error;
   }
   // The private redis-server of this folder is found (or started) as `npm run trace` finds it, so
   // grants made while the bot is stopped are there when it starts.
-  return withCliRedis(redisAddress(config), (redis) => run(argv, config, redis));
+  return withCliRedis(redisAddress(config), (redis) => run(argv, config, redis, io), io);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    console.error(`access failed: ${redact(error instanceof Error ? error.message : String(error))}`);
-    process.exitCode = 2;
-  },
-);
+if (isEntryPoint(import.meta.url)) await runAsProgram("access", accessMain);

@@ -6,6 +6,7 @@ import path from "node:path";
 import { startLocalRedis, type LocalRedis } from "../local-redis.js";
 import { redact } from "../log.js";
 import { connectRedis, describeRedisUrl, isClusterAddress, type RedisClient } from "../redis.js";
+import { processIo, type CliIo } from "./io.js";
 
 /**
  * Runs `fn` with a Redis connection and returns its exit code.
@@ -15,20 +16,22 @@ import { connectRedis, describeRedisUrl, isClusterAddress, type RedisClient } fr
  *   redis-server of this folder (`.data/redis`, see `src/local-redis.ts`) is reused, or started
  *   for this command and stopped again afterwards unless another process took it up meanwhile.
  * @param fn - the command; its result is the process's exit code.
- * @returns `fn`'s exit code, or 2 (after printing one line to stderr, with any password or secret
+ * @param io - where the line about an unreachable Redis goes; default the process's stderr.
+ * @returns `fn`'s exit code, or 2 (after printing one line to `io.err`, with any password or secret
  *   redacted) when the private server cannot be started or Redis cannot be reached. The connection
  *   is closed and the private server's lease given back in every case.
  */
 export async function withCliRedis(
   redisUrl: string | undefined,
   fn: (redis: RedisClient) => Promise<number>,
+  io: CliIo = processIo,
 ): Promise<number> {
   let local: LocalRedis | undefined;
   if (!redisUrl) {
     try {
       local = await startLocalRedis({ dir: path.resolve(".data", "redis") });
     } catch (error) {
-      console.error(
+      io.err(
         `REDIS_URL is not set and the private redis-server could not be started: ${redact((error as Error).message)}`,
       );
       return 2;
@@ -53,7 +56,7 @@ export async function withCliRedis(
       // `connect` rejects with "Connection is closed."; the socket's own error says why (ECONNREFUSED, ENOENT, ...).
       const cause = socketError ?? error;
       const reason = redact(cause instanceof Error ? cause.message : String(cause));
-      console.error(
+      io.err(
         `Redis at ${displayAddress(redisUrl)} could not be reached (${reason}): start the bot (npm ` +
           `start) or set REDIS_URL (REDIS_CLUSTER_NODES for a cluster) to the Redis it uses.`,
       );

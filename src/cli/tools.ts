@@ -11,7 +11,6 @@
  * servers skipped with the reason, then stops them. Secrets from `${VAR}` never appear: reasons
  * are redacted, and headers, env and URLs are not printed.
  */
-import "dotenv/config";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, secretValues, type Locale } from "../config.js";
@@ -21,6 +20,7 @@ import { mcpConfigPath, McpConfigError, readMcpConfig } from "../mcp/config.js";
 import { McpToolSource, warnCrowdedContexts } from "../mcp/source.js";
 import { loadTools, ToolRegistryError, type LoadedTools } from "../toolbox/registry.js";
 import { unofferedReason, unofferedTools } from "../toolbox/select.js";
+import { isEntryPoint, logDestination, runAsProgram, type CliIo } from "./io.js";
 
 /** The listing as printed by `--json`. */
 export interface ToolListing {
@@ -170,7 +170,7 @@ const USAGE = `usage: npm run tools [-- [--json] [--dir <folder>]...]
   --help          print this help`;
 
 /** The options, or the exit code: 0 after `--help`, 2 after a bad option (usage on stderr). */
-function options(argv: string[]): { json: boolean; dir?: string[] } | number {
+function options(argv: string[], io: CliIo): { json: boolean; dir?: string[] } | number {
   try {
     const { values } = parseArgs({
       args: argv,
@@ -181,48 +181,55 @@ function options(argv: string[]): { json: boolean; dir?: string[] } | number {
       },
     });
     if (values.help) {
-      console.log(USAGE);
+      io.out(USAGE);
       return 0;
     }
     return { json: values.json, dir: values.dir };
   } catch (error) {
     // parseArgs: unknown option, missing value, unexpected argument.
-    console.error(`${(error as Error).message}\n${USAGE}`);
+    io.err(`${(error as Error).message}\n${USAGE}`);
     return 2;
   }
 }
 
-async function main(): Promise<number> {
-  const values = options(process.argv.slice(2));
+/**
+ * `npm run tools -- …argv` with the environment `env` (`.env` already read into it by the entry
+ * point), writing to `io` (log lines of loading, e.g. a skipped tool's warning, to `io.out`).
+ * @returns the exit code (0, 1 or 2, see above).
+ * @throws what loading throws besides the registry's and the MCP config's errors.
+ */
+export async function toolsMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
+  const values = options(argv, io);
   if (typeof values === "number") return values;
   let config;
   try {
-    config = loadConfig(process.env, { purpose: "inspect" });
+    config = loadConfig(env, { purpose: "inspect" });
   } catch (error) {
     if (error instanceof ConfigError) {
-      console.error(error.message);
+      io.err(error.message);
       return 2;
     }
     throw error;
   }
   registerSecrets(secretValues(config));
-  const log = createLogger({ level: "error" });
+  const destination = logDestination(io);
+  const log = createLogger({ level: "error", ...(destination ? { destination } : {}) });
   let source: McpToolSource | undefined;
   try {
     const loaded = await loadTools({ config, log, dirs: values.dir });
     const file = mcpConfigPath(config.MCP_CONFIG);
     let mcp: McpListing | undefined;
     if (file) {
-      source = new McpToolSource({ config: readMcpConfig(file), toolbox: loaded.toolbox, log });
+      source = new McpToolSource({ config: readMcpConfig(file, env), toolbox: loaded.toolbox, log });
       await source.start();
       mcp = mcpListing(file, source, warnCrowdedContexts(loaded.toolbox, source, log));
     }
     const listing = toolListing(loaded, mcp);
-    console.log(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing, config.BOT_LOCALE));
+    io.out(values.json ? JSON.stringify(listing, null, 2) : formatListing(listing, config.BOT_LOCALE));
     return 0;
   } catch (error) {
     if (error instanceof ToolRegistryError || error instanceof McpConfigError) {
-      console.error(redact(error.message));
+      io.err(redact(error.message));
       return 1;
     }
     throw error;
@@ -231,4 +238,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+if (isEntryPoint(import.meta.url)) await runAsProgram("tools", toolsMain);

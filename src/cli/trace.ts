@@ -9,13 +9,13 @@
  * `src/local-redis.ts`), started for the read when no `npm start` or `npm run chat` runs it. Exit code 0 when a run was printed, 1
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
-import "dotenv/config";
 import { ConfigError, loadConfig, secretValues } from "../config.js";
-import { redact, registerSecrets } from "../log.js";
+import { registerSecrets } from "../log.js";
 import { conversationKey, PLATFORMS, type ConversationRef, type Platform } from "../queue/incoming.js";
 import { formatRun } from "../trace/format.js";
 import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
 import { redisAddress } from "../redis.js";
+import { isEntryPoint, runAsProgram, type CliIo } from "./io.js";
 import { withCliRedis } from "./redis.js";
 
 const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
@@ -45,47 +45,51 @@ function parseTraceArgs(argv: string[]): { conversation: ConversationRef; count:
   return { conversation: { platform: platform as Platform, chatId, ...(topicId ? { topicId } : {}) }, count: rest[0] };
 }
 
-async function main(argv: string[]): Promise<number> {
+/**
+ * `npm run trace -- …argv` with the environment `env` (`.env` already read into it by the entry
+ * point), writing to `io`.
+ * @returns the exit code (0, 1 or 2, see above).
+ * @throws what reading Redis throws once connected (e.g. the connection lost mid-read).
+ */
+export async function traceMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   const args = parseTraceArgs(argv);
   if (!args) {
-    console.error(USAGE);
+    io.err(USAGE);
     return 2;
   }
   const { conversation, count } = args;
   const n = count === undefined ? 1 : Number(count);
   if (!Number.isInteger(n) || n < 1 || n > TRACE_KEEP_RUNS) {
-    console.error(USAGE);
+    io.err(USAGE);
     return 2;
   }
   let redisUrl: string | undefined;
   try {
-    const config = loadConfig(process.env, { purpose: "inspect" });
+    const config = loadConfig(env, { purpose: "inspect" });
     registerSecrets(secretValues(config));
     redisUrl = redisAddress(config);
   } catch (error) {
     if (error instanceof ConfigError) {
-      console.error(error.message);
+      io.err(error.message);
       return 2;
     }
     throw error;
   }
-  return withCliRedis(redisUrl, async (redis) => {
-    const runs = await new TraceStore(redis).runs(conversation, n);
-    if (runs.length === 0) {
-      console.log(
-        `No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`,
-      );
-      return 1;
-    }
-    console.log(runs.reverse().map(formatRun).join("\n\n"));
-    return 0;
-  });
+  return withCliRedis(
+    redisUrl,
+    async (redis) => {
+      const runs = await new TraceStore(redis).runs(conversation, n);
+      if (runs.length === 0) {
+        io.out(
+          `No trace stored for ${conversationKey(conversation)} (traces are kept ${TRACE_KEEP_RUNS} runs, 7 days).`,
+        );
+        return 1;
+      }
+      io.out(runs.reverse().map(formatRun).join("\n\n"));
+      return 0;
+    },
+    io,
+  );
 }
 
-main(process.argv.slice(2)).then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    console.error(`trace failed: ${redact(error instanceof Error ? error.message : String(error))}`);
-    process.exitCode = 2;
-  },
-);
+if (isEntryPoint(import.meta.url)) await runAsProgram("trace", traceMain);

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { FakeDiscord, type FakeUser, type SentMessage } from "../fakes/discord.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
@@ -71,19 +72,22 @@ async function slash(
 }
 
 describe("allowlist on Discord", () => {
-  it("a stranger's DM gets one 'this bot is private' answer (once a day) and nothing reaches the model", async () => {
-    const stranger = user(100, "Stranger");
-    const requests = stack.model.requests.length;
-    expect((await ask(stranger, "calc 1 + 2 private-please")).content).toContain("私人機器人");
-    await silent(stranger, "calc 1 + 3 anyone-there");
-    expect(stack.model.requests.length).toBe(requests);
-    expect(modelSaw(stack, "private-please")).toBe(false);
-    expect(modelSaw(stack, "anyone-there")).toBe(false);
-    // A slash command must be answered: the stranger sees the same "private" note, only they see it.
-    expect(await slash(stranger, "usage", { dm: true })).toContain("私人機器人");
-  });
+  itOneRedis(
+    "a stranger's DM gets one 'this bot is private' answer (once a day) and nothing reaches the model",
+    async () => {
+      const stranger = user(100, "Stranger");
+      const requests = stack.model.requests.length;
+      expect((await ask(stranger, "calc 1 + 2 private-please")).content).toContain("私人機器人");
+      await silent(stranger, "calc 1 + 3 anyone-there");
+      expect(stack.model.requests.length).toBe(requests);
+      expect(modelSaw(stack, "private-please")).toBe(false);
+      expect(modelSaw(stack, "anyone-there")).toBe(false);
+      // A slash command must be answered: the stranger sees the same "private" note, only they see it.
+      expect(await slash(stranger, "usage", { dm: true })).toContain("私人機器人");
+    },
+  );
 
-  it(
+  itOneRedis(
     "a server channel not enabled stays silent to mentions (one note a day); /enable by an " +
       "admin makes it answer; a member's /enable and /reset are refused",
     async () => {

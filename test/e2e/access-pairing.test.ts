@@ -1,7 +1,8 @@
 /**
  * Issue 13 end to end on Telegram with the default policy, `pairing`: the real grammy adapter and
  * worker against the fake Bot API and the strict fake Messages API, a real Redis, and the real
- * `npm run access` CLI run as its own process against the running bot. One admin
+ * `npm run access` CLI against the running bot: once as its own process, else its `accessMain`
+ * in this process. One admin
  * (`ADMIN_USERS`), one env-allowed user, and a daily budget of a few hundred tokens.
  */
 import { execFile } from "node:child_process";
@@ -11,9 +12,12 @@ import type { Chat, User } from "grammy/types";
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { accessMain } from "../../src/cli/access.js";
+import { runCli, type CliRun } from "../helpers/cli.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { MAX_PENDING_CODES } from "../../src/access/store.js";
 import { MemoryStore } from "../../src/memory/store.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, modelSaw, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
@@ -47,9 +51,9 @@ useStack(
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-/** `npm run access -- ...args` as its own process, against the stack's Redis and fake Bot API. */
-async function access(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {
+/** The environment of `npm run access` here: the stack's Redis and fake Bot API, the admin and the env-allowed user. */
+function accessEnv(): NodeJS.ProcessEnv {
+  return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     LOG_LEVEL: "silent",
@@ -60,10 +64,19 @@ async function access(...args: string[]): Promise<{ code: number; stdout: string
     ALLOWED_USERS: `telegram:${ALLOWED}`,
     MODEL_PRICES: "15,75,18.75,1.5",
   };
+}
+
+/** `npm run access -- ...args` against the running bot, run in this process (`accessMain`). */
+function access(...args: string[]): Promise<CliRun> {
+  return runCli(accessMain, args, accessEnv());
+}
+
+/** `npm run access -- ...args` as its own process (the program itself: `.env`, exit code, output). */
+async function accessProcess(...args: string[]): Promise<CliRun> {
   try {
     const { stdout, stderr } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), {
       cwd: root,
-      env,
+      env: accessEnv(),
       timeout: 60_000,
     });
     return { code: 0, stdout, stderr };
@@ -120,7 +133,8 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     const wrong = await access("approve", "ZZZZZZZZ");
     expect(wrong.code).toBe(1);
     const before = sentTo(dm).length;
-    const approved = await access("approve", code!.toLowerCase());
+    // The program itself once; every other command runs in this process.
+    const approved = await accessProcess("approve", code!.toLowerCase());
     expect(approved.stderr).toBe("");
     expect(approved.code).toBe(0);
     expect(approved.stdout).toContain(`approved Stranger (telegram:${stranger.id})`);
@@ -133,7 +147,7 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect((await access("list")).stdout).toContain(`allowed users (granted): telegram:${stranger.id}`);
   });
 
-  it("an admin approves a code with /approve in a DM; others are refused", async () => {
+  itOneRedis("an admin approves a code with /approve in a DM; others are refused", async () => {
     const tg = stack.telegram;
     const stranger = tg.user(95101, "Visitor");
     const code = CODE.exec((await ask(tg.privateChat(stranger), stranger, "hi there")).text)?.[1];
@@ -185,58 +199,64 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     },
   );
 
-  it("names with line breaks, terminal escapes and bidi controls are one plain row in npm run access -- list", async () => {
-    const tg = stack.telegram;
-    const forged = `Eve\n  ZZZZZZZZ  telegram:${ADMIN}  Owner  expires 2099-01-01T00:00:00.000Z`;
-    const eve = tg.user(96200, forged, { last_name: "\u202Egnp.exe\u001b[2J\u0007\u200B" });
-    const code = CODE.exec((await ask(tg.privateChat(eve), eve, "hi")).text)?.[1];
-    expect(code).toBeDefined();
-    const list = await access("list");
-    expect(list.code).toBe(0);
-    const rows = list.stdout.split("\n");
-    // One line, spaces for the line break and the controls, the bidi and zero-width characters gone; the listing shows 64 characters of it.
-    const plain = `Eve ZZZZZZZZ telegram:${ADMIN} Owner expires 2099-01-01T00:00:00.000Z gnp.exe [2J`;
-    expect(
-      rows.filter((r) => r.startsWith(`  ${code}  telegram:${eve.id}  ${plain.slice(0, 64)}  expires 20`)),
-    ).toHaveLength(1);
-    // No row of its own for the forged id, and no control or bidi character reaches the terminal.
-    expect(
-      rows
-        .filter((r) => r.includes(`telegram:${ADMIN}`) && !r.startsWith(`  ${code}  `))
-        .every((r) => r.startsWith("admins (ADMIN_USERS)")),
-    ).toBe(true);
-    expect(list.stdout.replace(/\n/g, "")).not.toMatch(/[\p{Cc}\p{Cf}]/u);
-    const approved = await access("approve", code!);
-    expect(approved.stdout).toBe(`approved ${plain.slice(0, 64)} (telegram:${eve.id})\nthey were told they are in\n`);
-  });
+  itOneRedis(
+    "names with line breaks, terminal escapes and bidi controls are one plain row in npm run access -- list",
+    async () => {
+      const tg = stack.telegram;
+      const forged = `Eve\n  ZZZZZZZZ  telegram:${ADMIN}  Owner  expires 2099-01-01T00:00:00.000Z`;
+      const eve = tg.user(96200, forged, { last_name: "\u202Egnp.exe\u001b[2J\u0007\u200B" });
+      const code = CODE.exec((await ask(tg.privateChat(eve), eve, "hi")).text)?.[1];
+      expect(code).toBeDefined();
+      const list = await access("list");
+      expect(list.code).toBe(0);
+      const rows = list.stdout.split("\n");
+      // One line, spaces for the line break and the controls, the bidi and zero-width characters gone; the listing shows 64 characters of it.
+      const plain = `Eve ZZZZZZZZ telegram:${ADMIN} Owner expires 2099-01-01T00:00:00.000Z gnp.exe [2J`;
+      expect(
+        rows.filter((r) => r.startsWith(`  ${code}  telegram:${eve.id}  ${plain.slice(0, 64)}  expires 20`)),
+      ).toHaveLength(1);
+      // No row of its own for the forged id, and no control or bidi character reaches the terminal.
+      expect(
+        rows
+          .filter((r) => r.includes(`telegram:${ADMIN}`) && !r.startsWith(`  ${code}  `))
+          .every((r) => r.startsWith("admins (ADMIN_USERS)")),
+      ).toBe(true);
+      expect(list.stdout.replace(/\n/g, "")).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+      const approved = await access("approve", code!);
+      expect(approved.stdout).toBe(`approved ${plain.slice(0, 64)} (telegram:${eve.id})\nthey were told they are in\n`);
+    },
+  );
 
-  it("a group that is not enabled stays silent (one note a day); /enable by an admin makes it answer; a member's /enable and /reset are refused", async () => {
-    const tg = stack.telegram;
-    const group = tg.group(-1009500100, "陌生群組");
-    const ann = tg.user(95200, "Ann");
-    const admin = tg.user(ADMIN, "Owner");
-    const bot = `@${tg.bot.username}`;
-    const requests = stack.model.requests.length;
-    const note = await ask(group, ann, `${bot} calc 5 * 5`);
-    expect(note.text).toContain("/enable");
-    await silent(group, ann, `${bot} calc 5 * 6`);
-    expect(stack.model.requests.length).toBe(requests);
-    expect(modelSaw(stack, "calc 5 *")).toBe(false);
+  itOneRedis(
+    "a group that is not enabled stays silent (one note a day); /enable by an admin makes it answer; a member's /enable and /reset are refused",
+    async () => {
+      const tg = stack.telegram;
+      const group = tg.group(-1009500100, "陌生群組");
+      const ann = tg.user(95200, "Ann");
+      const admin = tg.user(ADMIN, "Owner");
+      const bot = `@${tg.bot.username}`;
+      const requests = stack.model.requests.length;
+      const note = await ask(group, ann, `${bot} calc 5 * 5`);
+      expect(note.text).toContain("/enable");
+      await silent(group, ann, `${bot} calc 5 * 6`);
+      expect(stack.model.requests.length).toBe(requests);
+      expect(modelSaw(stack, "calc 5 *")).toBe(false);
 
-    expect((await ask(group, ann, "/enable")).text).toContain("只有機器人管理員");
-    expect((await ask(group, admin, "/enable")).text).toContain("已在這裡啟用");
-    const answer = await ask(group, ann, `${bot} say 49`);
-    expect(answer.text).toContain("49");
+      expect((await ask(group, ann, "/enable")).text).toContain("只有機器人管理員");
+      expect((await ask(group, admin, "/enable")).text).toContain("已在這裡啟用");
+      const answer = await ask(group, ann, `${bot} say 49`);
+      expect(answer.text).toContain("49");
 
-    expect((await ask(group, ann, "/reset")).text).toContain("只有群組管理員");
-    expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(1);
-    expect((await ask(group, admin, "/reset")).text).toContain("忘掉");
-    expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(0);
+      expect((await ask(group, ann, "/reset")).text).toContain("只有群組管理員");
+      expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(1);
+      expect((await ask(group, admin, "/reset")).text).toContain("忘掉");
+      expect(await redis.exists(`history:{telegram:${group.id}}`)).toBe(0);
 
-    expect((await ask(group, admin, "/disable")).text).toContain("已在這裡停用");
-    await silent(group, ann, `${bot} calc 8 * 8`);
-    expect(modelSaw(stack, "calc 8 * 8")).toBe(false);
-  });
+      expect((await ask(group, admin, "/disable")).text).toContain("已在這裡停用");
+      await silent(group, ann, `${bot} calc 8 * 8`);
+      expect(modelSaw(stack, "calc 8 * 8")).toBe(false);
+    },
+  );
 
   it(
     "a budget of a few hundred tokens is crossed by one model call: the run stops before the " +
@@ -285,18 +305,21 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     },
   );
 
-  it("the CLI refuses to revoke an env-listed user and says where it comes from; allow and revoke work while the bot runs", async () => {
-    const revoke = await access("revoke", `telegram:${ALLOWED}`);
-    expect(revoke.code).toBe(2);
-    expect(revoke.stderr).toContain("comes from ALLOWED_USERS");
-    const tg = stack.telegram;
-    const carol = tg.user(95300, "Carol");
-    expect((await access("allow", `telegram:${carol.id}`)).code).toBe(0);
-    expect((await ask(tg.privateChat(carol), carol, "say 42")).text).toBe("You said: say 42");
-    expect((await access("revoke", `telegram:${carol.id}`)).code).toBe(0);
-    expect(CODE.test((await ask(tg.privateChat(carol), carol, "calc 2 * 22")).text)).toBe(true);
-    expect((await access("allow", "nonsense")).code).toBe(2);
-  });
+  itOneRedis(
+    "the CLI refuses to revoke an env-listed user and says where it comes from; allow and revoke work while the bot runs",
+    async () => {
+      const revoke = await access("revoke", `telegram:${ALLOWED}`);
+      expect(revoke.code).toBe(2);
+      expect(revoke.stderr).toContain("comes from ALLOWED_USERS");
+      const tg = stack.telegram;
+      const carol = tg.user(95300, "Carol");
+      expect((await access("allow", `telegram:${carol.id}`)).code).toBe(0);
+      expect((await ask(tg.privateChat(carol), carol, "say 42")).text).toBe("You said: say 42");
+      expect((await access("revoke", `telegram:${carol.id}`)).code).toBe(0);
+      expect(CODE.test((await ask(tg.privateChat(carol), carol, "calc 2 * 22")).text)).toBe(true);
+      expect((await access("allow", "nonsense")).code).toBe(2);
+    },
+  );
 
   // Four CLI processes: on one Redis only (the cluster run gains nothing here: the memory store's keys are one per
   // person, tested on the cluster by memory-telegram).

@@ -17,6 +17,7 @@ import { conversationKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import { FakeDiscord, type FakeUser } from "../fakes/discord.js";
 import { serverError, text, type FakeErrorReply, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, textsOf } from "./scenarios-common.js";
 import { lastUserTyped } from "./scripted-model.js";
@@ -237,26 +238,29 @@ describe("compaction on Telegram", () => {
     rules.slow.delete("chat-tg2");
   });
 
-  it("a compaction whose model call fails leaves the history as it was, and the conversation keeps working", async () => {
-    const tg = stack.telegram;
-    const carol = tg.user(27003, "Carol");
-    const dm = tg.privateChat(carol);
-    rules.failing.add("chat-tg3");
-    for (let i = 1; i <= 6; i += 1) await tgAsk(dm, carol, `chat-tg3 fact ${i}`);
-    await until(
-      async () =>
-        stack
-          .logs()
-          .some((l) => String(l.msg).startsWith("compaction failed") && JSON.stringify(l).includes(String(dm.id))),
-      "the failed compaction's log line",
-    );
-    const value = await stored("telegram", String(dm.id));
-    expect(value.startsWith("S")).toBe(false);
-    expect(value.split("\n").filter((l) => l.startsWith("U"))).toHaveLength(6);
-    expect(await tgAsk(dm, carol, "chat-tg3 still here")).toBe("You said: chat-tg3 still here");
-    expect(chatRequests("chat-tg3 still here").at(-1)!.messages).toHaveLength(13);
-    rules.failing.delete("chat-tg3");
-  });
+  itOneRedis(
+    "a compaction whose model call fails leaves the history as it was, and the conversation keeps working",
+    async () => {
+      const tg = stack.telegram;
+      const carol = tg.user(27003, "Carol");
+      const dm = tg.privateChat(carol);
+      rules.failing.add("chat-tg3");
+      for (let i = 1; i <= 6; i += 1) await tgAsk(dm, carol, `chat-tg3 fact ${i}`);
+      await until(
+        async () =>
+          stack
+            .logs()
+            .some((l) => String(l.msg).startsWith("compaction failed") && JSON.stringify(l).includes(String(dm.id))),
+        "the failed compaction's log line",
+      );
+      const value = await stored("telegram", String(dm.id));
+      expect(value.startsWith("S")).toBe(false);
+      expect(value.split("\n").filter((l) => l.startsWith("U"))).toHaveLength(6);
+      expect(await tgAsk(dm, carol, "chat-tg3 still here")).toBe("You said: chat-tg3 still here");
+      expect(chatRequests("chat-tg3 still here").at(-1)!.messages).toHaveLength(13);
+      rules.failing.delete("chat-tg3");
+    },
+  );
 
   it("a context-window stop is never delivered: the conversation is compacted and the request retried once", async () => {
     const tg = stack.telegram;
@@ -286,20 +290,23 @@ describe("compaction on Telegram", () => {
     rules.overflow.delete("chat-tg4 overflow");
   });
 
-  it("a request that still does not fit after the retry gets a short message saying how to start fresh", async () => {
-    const tg = stack.telegram;
-    const eve = tg.user(27005, "Eve");
-    const dm = tg.privateChat(eve);
-    for (let i = 1; i <= 3; i += 1) await tgAsk(dm, eve, `chat-tg5 fact ${i}`);
-    rules.overflow.set("chat-tg5 huge", "always");
-    const answer = await tgAsk(dm, eve, "chat-tg5 huge question");
-    expect(answer).toContain("/reset");
-    expect(answer).toContain("太長");
-    expect(chatRequests("chat-tg5 huge question")).toHaveLength(2);
-    // Nothing of the failed run is stored; the conversation goes on.
-    rules.overflow.delete("chat-tg5 huge");
-    expect(await tgAsk(dm, eve, "chat-tg5 small one")).toBe("You said: chat-tg5 small one");
-  });
+  itOneRedis(
+    "a request that still does not fit after the retry gets a short message saying how to start fresh",
+    async () => {
+      const tg = stack.telegram;
+      const eve = tg.user(27005, "Eve");
+      const dm = tg.privateChat(eve);
+      for (let i = 1; i <= 3; i += 1) await tgAsk(dm, eve, `chat-tg5 fact ${i}`);
+      rules.overflow.set("chat-tg5 huge", "always");
+      const answer = await tgAsk(dm, eve, "chat-tg5 huge question");
+      expect(answer).toContain("/reset");
+      expect(answer).toContain("太長");
+      expect(chatRequests("chat-tg5 huge question")).toHaveLength(2);
+      // Nothing of the failed run is stored; the conversation goes on.
+      rules.overflow.delete("chat-tg5 huge");
+      expect(await tgAsk(dm, eve, "chat-tg5 small one")).toBe("You said: chat-tg5 small one");
+    },
+  );
 });
 
 // --- Discord ----------------------------------------------------------------------------------
@@ -358,7 +365,7 @@ describe("compaction on Discord", () => {
     expect(await slash(frank, "context", { dm: true })).toContain("已摘要 10 則訊息（壓縮 2 次）");
   });
 
-  it("in a server channel anyone may see /context; /compact follows the /reset rule", async () => {
+  itOneRedis("in a server channel anyone may see /context; /compact follows the /reset rule", async () => {
     const grace = dcUser(2, "Grace");
     expect(await slash(grace, "context")).toContain("還沒有摘要");
     expect(await slash(grace, "compact")).toContain("只有群組管理員");
@@ -367,7 +374,7 @@ describe("compaction on Discord", () => {
     );
   });
 
-  it("a 400 'prompt is too long' triggers a compaction and a successful retry", async () => {
+  itOneRedis("a 400 'prompt is too long' triggers a compaction and a successful retry", async () => {
     const heidi = dcUser(3, "Heidi");
     for (let i = 1; i <= 4; i += 1) await dcAsk(heidi, `chat-dc3 fact ${i}`);
     rules.overflow.set("chat-dc3 overflow", "400");

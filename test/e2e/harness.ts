@@ -11,6 +11,7 @@
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { createAnthropicClient } from "../../src/agent/client.js";
+import type { AgentDeps, AgentRequest, ModelRetryTiming } from "../../src/agent/contract.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { createAdapter as createDiscordAdapter, type DiscordAdapterOptions } from "../../adapters/discord/index.js";
 import { createAdapter as createTelegramAdapter, type TelegramAdapterOptions } from "../../adapters/telegram/index.js";
@@ -88,7 +89,17 @@ export interface StackOptions {
    * background) have connected or been skipped; default true, so a test's first message finds them.
    */
   awaitMcp?: boolean;
+  /** The waits of a failing model call's repeats; default {@link E2E_MODEL_RETRY}. */
+  modelRetry?: ModelRetryTiming;
 }
+
+/**
+ * The waits of a failing model call's repeats in the stack (`AgentDeps.modelRetry`): a tenth of
+ * the bot's (`MODEL_RETRY_TIMING`, 2 s doubling up to 10 s), and the busy notice after 2 s instead
+ * of 10 s, so an overload or a deadline is not waited out in seconds per repeat. The loop repeats,
+ * notices and gives up as it does with the bot's waits, in less time.
+ */
+export const E2E_MODEL_RETRY: ModelRetryTiming = { firstWaitMs: 200, longestWaitMs: 1000, busyNoticeMs: 2000 };
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -134,8 +145,9 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const { toolbox } = await loadTools({ config, log });
   for (const tool of options.tools ?? []) toolbox.add(tool);
   const prefix = "e2e";
+  const modelRetry = options.modelRetry ?? E2E_MODEL_RETRY;
   const agent = {
-    runAgent,
+    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry }),
     client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
   };
   const startWorker = async () => {

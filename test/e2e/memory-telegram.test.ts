@@ -14,6 +14,7 @@ import { memoryKey } from "../../src/memory/store.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { text, toolUse, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { startStack, useStack, type Stack } from "./harness.js";
 import { memoryBlockOf, memoryModel } from "./memory-helpers.js";
 import { ANSWER_TIMEOUT_MS, requestsFor } from "./scenarios-common.js";
@@ -102,28 +103,33 @@ describe("Telegram: personal memory", () => {
     expect(await redis.ttl(memoryKey({ kind: "personal", platform: "telegram", userId: String(alice.id) }))).toBe(-1);
   });
 
-  it("a path escape and an oversize write come back to the model as tool errors, and nothing is written", async () => {
-    const tg = stack.telegram;
-    const carol = tg.user(28003, "Carol");
-    const dm = tg.privateChat(carol);
-    const escape = await ask(dm, carol, "peek /memories/../../etc/passwd");
-    expect(escape.answer.text).toMatch(
-      /^memory: path "\/memories\/\.\.\/\.\.\/etc\/passwd" contains "\.\.": paths may not move up/,
-    );
-    const big = await ask(dm, carol, "remember big 6000");
-    expect(big.answer.text).toMatch(
-      /^memory: Not saved: the memory is limited to 16384 bytes; it holds 0 bytes now, so 16384 bytes are left, and this write would make it 18016 bytes/,
-    );
-    const results = stack.model.requests
-      .flatMap((r) => r.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
-      .filter((b) => b.type === "tool_result");
-    expect(
-      results
-        .filter((b) => String(b.content).startsWith("Not saved") || String(b.content).includes("may not move up"))
-        .every((b) => b.is_error === true),
-    ).toBe(true);
-    expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(carol.id) }))).toBe(0);
-  });
+  itOneRedis(
+    "a path escape and an oversize write come back to the model as tool errors, and nothing is written",
+    async () => {
+      const tg = stack.telegram;
+      const carol = tg.user(28003, "Carol");
+      const dm = tg.privateChat(carol);
+      const escape = await ask(dm, carol, "peek /memories/../../etc/passwd");
+      expect(escape.answer.text).toMatch(
+        /^memory: path "\/memories\/\.\.\/\.\.\/etc\/passwd" contains "\.\.": paths may not move up/,
+      );
+      const big = await ask(dm, carol, "remember big 6000");
+      expect(big.answer.text).toMatch(
+        /^memory: Not saved: the memory is limited to 16384 bytes; it holds 0 bytes now, so 16384 bytes are left, and this write would make it 18016 bytes/,
+      );
+      const results = stack.model.requests
+        .flatMap((r) => r.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
+        .filter((b) => b.type === "tool_result");
+      expect(
+        results
+          .filter((b) => String(b.content).startsWith("Not saved") || String(b.content).includes("may not move up"))
+          .every((b) => b.is_error === true),
+      ).toBe(true);
+      expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(carol.id) }))).toBe(
+        0,
+      );
+    },
+  );
 });
 
 describe("Telegram: group memory", () => {
@@ -289,26 +295,30 @@ describe("Telegram: a write retried after a failure", () => {
 });
 
 describe("Telegram: MEMORY=off", () => {
-  it("offers no memory tool and puts no memory in requests", async () => {
-    const off = await startStack({ model: memoryModel, env: { MEMORY: "off" } });
-    try {
-      const tg = off.telegram;
-      const frank = tg.user(28021, "Frank");
-      const chat = tg.privateChat(frank);
-      // What an earlier MEMORY=on run stored stays, but is not sent.
-      const keyed = memoryKey({ kind: "personal", platform: "telegram", userId: String(frank.id) });
-      const direct = connectRedis(off.redis.url);
-      await direct.set(keyed, JSON.stringify({ files: { "/memories/x.md": { text: "不該出現", updatedAt: 1 } } }));
-      direct.disconnect();
-      tg.sendUserMessage({ chat, from: frank, text: "hello F1" });
-      await tg.waitFor(() => tg.sent.find((m) => m.chatId === chat.id), ANSWER_TIMEOUT_MS, "the answer");
-      const request = off.model.requests.at(-1)!;
-      expect(request.tools!.map((t) => t.name)).not.toContain("memory");
-      expect(JSON.stringify(request)).not.toContain("不該出現");
-      expect(JSON.stringify(request.system)).not.toContain("memory tool");
-      expect(off.model.rejections).toEqual([]);
-    } finally {
-      await off.stop();
-    }
-  }, 60_000);
+  itOneRedis(
+    "offers no memory tool and puts no memory in requests",
+    async () => {
+      const off = await startStack({ model: memoryModel, env: { MEMORY: "off" } });
+      try {
+        const tg = off.telegram;
+        const frank = tg.user(28021, "Frank");
+        const chat = tg.privateChat(frank);
+        // What an earlier MEMORY=on run stored stays, but is not sent.
+        const keyed = memoryKey({ kind: "personal", platform: "telegram", userId: String(frank.id) });
+        const direct = connectRedis(off.redis.url);
+        await direct.set(keyed, JSON.stringify({ files: { "/memories/x.md": { text: "不該出現", updatedAt: 1 } } }));
+        direct.disconnect();
+        tg.sendUserMessage({ chat, from: frank, text: "hello F1" });
+        await tg.waitFor(() => tg.sent.find((m) => m.chatId === chat.id), ANSWER_TIMEOUT_MS, "the answer");
+        const request = off.model.requests.at(-1)!;
+        expect(request.tools!.map((t) => t.name)).not.toContain("memory");
+        expect(JSON.stringify(request)).not.toContain("不該出現");
+        expect(JSON.stringify(request.system)).not.toContain("memory tool");
+        expect(off.model.rejections).toEqual([]);
+      } finally {
+        await off.stop();
+      }
+    },
+    60_000,
+  );
 });

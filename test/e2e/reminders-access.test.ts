@@ -1,14 +1,11 @@
 /**
  * Issue 26 item 9 end to end with `ACCESS_POLICY=allowlist`: reminders stop when access goes.
  * Delivery checks access at every occurrence with the gate's rule (`hasAccess`): a user revoked
- * with the real `npm run access -- revoke` gets no more reminders (ended with a log line), a group
+ * with the real `npm run access -- revoke` (in this process) gets no more reminders (ended with a log line), a group
  * disabled with `/disable` (real grammy client, fake Bot API) receives none, and a Discord server
  * enabled as a whole (`discord:<guildId>`) gets the reminders set there through the real tool
  * until it is revoked. Each case has a control reminder that is still posted.
  */
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { Chat } from "grammy/types";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AccessStore } from "../../src/access/store.js";
@@ -17,7 +14,8 @@ import { ReminderScheduler } from "../../src/reminders/schedule.js";
 import { addReminder, listReminders, type Reminder } from "../../src/reminders/store.js";
 import type { FakeUser } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { accessMain } from "../../src/cli/access.js";
+import { runCli } from "../helpers/cli.js";
 import { bringForward } from "../helpers/jobs.js";
 import { useStack, type Stack } from "./harness.js";
 import {
@@ -52,25 +50,17 @@ afterAll(async () => {
   await queue.close();
 });
 
-const exec = promisify(execFile);
-const root = fileURLToPath(new URL("../../", import.meta.url));
-
-/** `npm run access -- ...args` as its own process, against the stack's Redis. */
+/** `npm run access -- ...args` against the stack's Redis, in this process (`accessMain`); its output. */
 async function access(...args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
     LOG_LEVEL: "silent",
     ...stack.redis.env,
     ACCESS_POLICY: "allowlist",
     ADMIN_USERS: `telegram:${ADMIN}`,
   };
-  const { stdout } = await exec(process.execPath, nodeArgs("src/cli/access.ts", ...args), {
-    cwd: root,
-    env,
-    timeout: 60_000,
-  });
-  return stdout;
+  const run = await runCli(accessMain, args, env);
+  expect(run.code).toBe(0);
+  return run.stdout;
 }
 
 /** Adds a reminder due in about 2 s for `owner` in `where`, schedules it as the tool does, and brings its job forward to now. */

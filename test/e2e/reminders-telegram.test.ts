@@ -15,6 +15,7 @@ import { getTodo } from "../../tools/todo/store.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { freshResults, seedTodos } from "./approvals-helpers.js";
 import { bringForward } from "../helpers/jobs.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { DateTime } from "luxon";
 import {
@@ -306,7 +307,7 @@ it("a monthly reminder on the 31st (and on the 30th) fires on the last day of sh
   expect(await scheduledOccurrences(queue, "telegram", "8701", 2, 13)).toEqual([]);
 });
 
-it("invalid times, an empty text and the 51st active reminder are refused with a tool error", async () => {
+itOneRedis("invalid times, an empty text and the 51st active reminder are refused with a tool error", async () => {
   const tg = stack.telegram;
   const dan = tg.user(8301, "Dan");
   const chat = tg.privateChat(dan);

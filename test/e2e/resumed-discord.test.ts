@@ -17,7 +17,7 @@ import { useStack, type Stack } from "./harness.js";
 import { keysEverywhere } from "../helpers/redis.js";
 import { requestsFor } from "./scenarios-common.js";
 
-const DEADLINE_SECONDS = 8;
+const DEADLINE_SECONDS = 4;
 const WAIT = 20_000;
 
 /** A dangerous tool that waits until its call's abort signal fires. */

@@ -12,6 +12,7 @@ import { conversationKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, QUIET_WINDOW_MS, requestsFor } from "./scenarios-common.js";
 import { lastUserTyped, scriptedModel } from "./scripted-model.js";
@@ -129,7 +130,7 @@ describe("persona and model (/persona, /model)", () => {
     expect(systemOf(requestFor("after clearing (A)"))).not.toContain("<persona>");
   });
 
-  it("in a group a member's /persona is refused and changes nothing; an administrator's works", async () => {
+  itOneRedis("in a group a member's /persona is refused and changes nothing; an administrator's works", async () => {
     const tg = stack.telegram;
     const group = tg.group(-1003100100, "家庭群組");
     const admin = tg.user(31011, "Mom");
@@ -227,46 +228,49 @@ describe("language, replies in groups, buttons (/settings)", () => {
     },
   );
 
-  it("replies all: refused while Telegram privacy mode is on; then every message of that group is answered, unmentioned, and no other group's", async () => {
-    const tg = stack.telegram;
-    const family = tg.group(-1003100200, "小家庭");
-    const other = tg.group(-1003100300, "別的群組");
-    const mom = tg.user(31041, "Mom");
-    const kid = tg.user(31042, "Kid");
-    tg.admins.set(family.id, new Set([mom.id]));
-    const key = conversationKeys({ platform: "telegram", chatId: String(family.id) }).settings;
-    try {
-      expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.privacyMode));
-      expect(await redis.exists(key)).toBe(0);
+  itOneRedis(
+    "replies all: refused while Telegram privacy mode is on; then every message of that group is answered, unmentioned, and no other group's",
+    async () => {
+      const tg = stack.telegram;
+      const family = tg.group(-1003100200, "小家庭");
+      const other = tg.group(-1003100300, "別的群組");
+      const mom = tg.user(31041, "Mom");
+      const kid = tg.user(31042, "Kid");
+      tg.admins.set(family.id, new Set([mom.id]));
+      const key = conversationKeys({ platform: "telegram", chatId: String(family.id) }).settings;
+      try {
+        expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.privacyMode));
+        expect(await redis.exists(key)).toBe(0);
 
-      tg.privacyMode = false;
-      // Only the group's administrators may: the kid is refused.
-      expect((await send(family, kid, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.notAllowed));
-      expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.repliesAllSet));
-      const listing = await send(family, kid, "/settings");
-      expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.replies, { value: zh(SETTINGS_TEXT.all) }));
-      expect(tg.buttons(listing.reply)).toEqual([]);
+        tg.privacyMode = false;
+        // Only the group's administrators may: the kid is refused.
+        expect((await send(family, kid, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.notAllowed));
+        expect((await send(family, mom, "/settings replies all")).reply.text).toBe(zh(SETTINGS_TEXT.repliesAllSet));
+        const listing = await send(family, kid, "/settings");
+        expect(listing.reply.text).toContain(zh(SETTINGS_TEXT.replies, { value: zh(SETTINGS_TEXT.all) }));
+        expect(tg.buttons(listing.reply)).toEqual([]);
 
-      const { reply } = await send(family, kid, "good morning everyone", { mention: false });
-      expect(reply.text).toBe("You said: good morning everyone");
-      expect(requestFor("good morning everyone").messages.at(-1)).toBeDefined();
+        const { reply } = await send(family, kid, "good morning everyone", { mention: false });
+        expect(reply.text).toBe("You said: good morning everyone");
+        expect(requestFor("good morning everyone").messages.at(-1)).toBeDefined();
 
-      const seen = tg.sent.length;
-      tg.sendUserMessage({ chat: other, from: kid, text: "good morning other group" });
-      await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
-      expect(tg.sent.slice(seen).filter((m) => m.chatId === other.id)).toEqual([]);
-      expect(requestsFor(stack, "good morning other group")).toEqual([]);
+        const seen = tg.sent.length;
+        tg.sendUserMessage({ chat: other, from: kid, text: "good morning other group" });
+        await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+        expect(tg.sent.slice(seen).filter((m) => m.chatId === other.id)).toEqual([]);
+        expect(requestsFor(stack, "good morning other group")).toEqual([]);
 
-      // Back to mentions: an unmentioned message is ignored again from the next message on.
-      expect((await send(family, mom, "/settings replies mention")).reply.text).toBe(zh(SETTINGS_TEXT.repliesSet));
-      const after = tg.sent.length;
-      tg.sendUserMessage({ chat: family, from: kid, text: "anyone there?" });
-      await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
-      expect(tg.sent.slice(after).filter((m) => m.chatId === family.id)).toEqual([]);
-    } finally {
-      tg.privacyMode = true;
-    }
-  });
+        // Back to mentions: an unmentioned message is ignored again from the next message on.
+        expect((await send(family, mom, "/settings replies mention")).reply.text).toBe(zh(SETTINGS_TEXT.repliesSet));
+        const after = tg.sent.length;
+        tg.sendUserMessage({ chat: family, from: kid, text: "anyone there?" });
+        await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+        expect(tg.sent.slice(after).filter((m) => m.chatId === family.id)).toEqual([]);
+      } finally {
+        tg.privacyMode = true;
+      }
+    },
+  );
 
   it(
     "a settings button pressed by a member changes nothing (a forged press too); the " +

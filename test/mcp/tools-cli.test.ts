@@ -1,7 +1,8 @@
 /**
  * `npm run tools` with an MCP config: it connects to the (real, SDK-built) fixture servers once,
  * lists their tools with server, tags and approval, the skipped servers with the reason, and
- * never prints a secret taken from `${VAR}`.
+ * never prints a secret taken from `${VAR}`. The text listing runs the program itself (so what the
+ * servers it starts print counts too); the other cases its `toolsMain` in this process.
  */
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
@@ -9,6 +10,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHttpMcpFixture, type HttpMcpFixture } from "../fixtures/mcp/http-server.js";
+import { toolsMain } from "../../src/cli/tools.js";
+import { runCli, type CliRun } from "../helpers/cli.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { stdioEntry, tempDir, writeMcpConfig } from "./support.js";
 
@@ -44,19 +47,26 @@ afterAll(async () => {
   await http.close();
 });
 
-function cli(...args: string[]) {
-  return run(process.execPath, nodeArgs("src/cli/tools.ts", ...args), {
-    cwd: root,
-    // A CWA key so the weather tool loads: with the loaded MCP tools a chat gets 11 tools in front of the model.
-    env: {
-      ...process.env,
-      CWA_API_KEY: "CWA-TOOLS-CLI-TEST-KEY",
-      MCP_CONFIG: configFile,
-      STDIO_SECRET_VALUE: STDIO_SECRET,
-      HTTP_SECRET_VALUE: HTTP_SECRET,
-      ITEMS_URL: http.url,
-    },
-  });
+/** The environment of these runs: a CWA key so the weather tool loads (with the loaded MCP tools a chat gets 11 tools in front of the model). */
+function cliEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CWA_API_KEY: "CWA-TOOLS-CLI-TEST-KEY",
+    MCP_CONFIG: configFile,
+    STDIO_SECRET_VALUE: STDIO_SECRET,
+    HTTP_SECRET_VALUE: HTTP_SECRET,
+    ITEMS_URL: http.url,
+  };
+}
+
+/** `npm run tools -- …args` in this process (`toolsMain`). */
+function cli(...args: string[]): Promise<CliRun> {
+  return runCli(toolsMain, args, cliEnv());
+}
+
+/** `npm run tools -- …args` as its own process: what it and the servers it starts print, all of it. */
+function cliProcess(...args: string[]) {
+  return run(process.execPath, nodeArgs("src/cli/tools.ts", ...args), { cwd: root, env: cliEnv() });
 }
 
 describe("npm run tools with MCP servers", () => {
@@ -115,7 +125,7 @@ describe("npm run tools with MCP servers", () => {
   }, 60_000);
 
   it("prints the same as text, without secrets", async () => {
-    const { stdout, stderr } = await cli();
+    const { stdout, stderr } = await cliProcess();
     expect(stdout).toContain(`4 MCP tools (from ${configFile}):`);
     expect(stdout).toMatch(/notebook__add_note +server notebook +\[util, notes\] +⚠️ asks for approval/);
     expect(stdout).toMatch(/items__lookup +server items +\[info\] +no approval/);
@@ -130,10 +140,7 @@ describe("npm run tools with MCP servers", () => {
       notebook: stdioEntry({ include: ["echo"], noAlwaysAllow: ["ad_note"] }),
       wiki: { url: "http://user:Pa55-in-url@127.0.0.1:9/mcp" },
     });
-    const { stdout, stderr } = await run(process.execPath, nodeArgs("src/cli/tools.ts"), {
-      cwd: root,
-      env: { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file },
-    });
+    const { stdout, stderr } = await runCli(toolsMain, [], { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file });
     expect(stdout).toMatch(
       /warning: MCP server notebook has no tool "ad_note" \(named in its "noAlwaysAllow"; its tools: [a-z_, ]*add_note/,
     );
@@ -171,10 +178,7 @@ describe("npm run tools with MCP servers", () => {
 
   it("a malformed MCP config exits 1 naming the file and the problem", async () => {
     const bad = writeMcpConfig(tempDir(), { x: { command: "node", url: "http://a" } });
-    const error = (await run(process.execPath, nodeArgs("src/cli/tools.ts"), {
-      cwd: root,
-      env: { ...process.env, MCP_CONFIG: bad },
-    }).catch((e: unknown) => e)) as { code: number; stderr: string };
+    const error = await runCli(toolsMain, [], { ...process.env, MCP_CONFIG: bad });
     expect(error.code).toBe(1);
     expect(error.stderr).toContain(`MCP_CONFIG: ${bad} is not a valid MCP servers file`);
     expect(error.stderr).toContain('mcpServers.x: must have either "command"');

@@ -9,7 +9,8 @@
  *   at once, start-up rejects instead of polling, and no renewal timer outlives stop().
  * - Two adapter processes (`npm start`'s entry point, `ROLE=adapter`, real child processes) on the
  *   strict fake Bot API, with a worker in this process: one polls, the other waits (no 409 between
- *   them); after the first is killed (SIGKILL) the second takes over within 10 s, and every
+ *   them); after the first is killed (SIGKILL) the second takes over once the lease has run out
+ *   (its TTL checked, then run out in Redis rather than waited for: within 10 s), and every
  *   message, also those sent while no one polled, is answered exactly once.
  * - A 409 injected into the polling adapter's `getUpdates`: polling resumes, the lease is kept.
  */
@@ -22,7 +23,7 @@ import { runAgent } from "../../src/agent/loop.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { TelegramAdapter } from "../../adapters/telegram/index.js";
-import { PollingLease, pollingLeaseKey } from "../../adapters/telegram/lease.js";
+import { LEASE_DEFAULTS, PollingLease, pollingLeaseKey } from "../../adapters/telegram/lease.js";
 import { silentLogger } from "../../src/log.js";
 import { startHarness } from "./harness.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
@@ -276,11 +277,22 @@ describe("two polling adapter processes", () => {
     first.kill("SIGKILL");
     const killedAt = Date.now();
     for (let i = 3; i < 6; i++) ask(9100 + i, i); // nobody polls now: these wait at Telegram
+    // The dead holder's lease would run out within its TTL, and the waiting adapter tries every
+    // retryEveryMs: within 10 s. The test checks that bound, then runs the TTL out instead of waiting.
+    const leaseKey = pollingLeaseKey(tg.bot.id);
+    await vi.waitFor(() => expect(first.signalCode).toBe("SIGKILL"));
+    const ttl = await redis.pttl(leaseKey);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(LEASE_DEFAULTS.ttlMs);
+    expect(LEASE_DEFAULTS.ttlMs + LEASE_DEFAULTS.retryEveryMs).toBeLessThan(10_000);
+    const expiredAt = Date.now();
+    await redis.pexpire(leaseKey, 1);
     const tookOverAt = await waitForOutput(
       second,
       "telegram: took over the polling lease; long polling started",
       15_000,
     );
+    expect(tookOverAt - expiredAt).toBeLessThan(LEASE_DEFAULTS.retryEveryMs + 2000);
     expect(tookOverAt - killedAt).toBeLessThan(10_000);
     for (let i = 6; i < 8; i++) ask(9100 + i, i);
     await tg.waitFor(
@@ -289,7 +301,7 @@ describe("two polling adapter processes", () => {
       "answers after the takeover",
     );
     // Answers of late duplicates would still be on their way: give them time to show up.
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 1000));
     for (let i = 0; i < 8; i++) {
       const answers = tg.sent.filter((m) => m.chatId === 9100 + i);
       expect(answers.map((m) => m.text)).toEqual([expect.stringContaining(String(i + 1))]);

@@ -2,13 +2,12 @@
  * Tools whose tags no chat offers: found by `unofferedTools`, warned about once each at start-up
  * by `warnUnofferedTools`, and listed by `npm run tools` (text and `--json`).
  */
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { toolsMain } from "../../src/cli/tools.js";
 import { createLogger } from "../../src/log.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import {
@@ -18,10 +17,10 @@ import {
   unofferedTools,
   warnUnofferedTools,
 } from "../../src/toolbox/select.js";
+import { runCli } from "../helpers/cli.js";
 import { testConfig } from "../helpers/config.js";
 import { SHIPPED_TOOLS } from "../tools/load.js";
 
-const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const toolModule = path.join(root, "src/toolbox/tool.ts");
 // Inside the project (git-ignored .data/), so tool files resolve zod from node_modules and are ESM.
@@ -89,10 +88,8 @@ describe("tools no chat offers", () => {
   });
 
   it("npm run tools lists them with the reason, as text and as JSON", async () => {
-    const tsx = path.join(root, "node_modules", ".bin", "tsx");
-    const cli = path.join(root, "src", "cli", "tools.ts");
     const env = { ...process.env, LOG_LEVEL: "silent" };
-    const json = JSON.parse((await exec(tsx, [cli, "--json", "--dir", dir], { cwd: root, env })).stdout) as {
+    const json = JSON.parse((await runCli(toolsMain, ["--json", "--dir", dir], env)).stdout) as {
       tools: { name: string }[];
       notOffered: { name: string; file: string; reason: string }[];
     };
@@ -109,7 +106,7 @@ describe("tools no chat offers", () => {
         reason: "none of its tags (utill, admin) is offered in chats: info, daily, todo, util, web, memory",
       },
     ]);
-    const text = (await exec(tsx, [cli, "--dir", dir], { cwd: root, env })).stdout;
+    const text = (await runCli(toolsMain, ["--dir", dir], env)).stdout;
     expect(text).toContain("2 loaded but never offered to the model:");
     expect(text).toMatch(
       / {2}typo_tool +none of its tags \(utill, admin\) is offered in chats: info, daily, todo, util, web, memory \(\.data\/offered-\w+\/typo\.ts\)/,

@@ -1,10 +1,10 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { toolsMain } from "../../src/cli/tools.js";
 import { loadTools, ToolRegistryError } from "../../src/toolbox/registry.js";
+import { runCli } from "../helpers/cli.js";
 import { testConfig } from "../helpers/config.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -164,13 +164,8 @@ describe("loadTools", () => {
   });
 });
 
-describe("npm run tools", () => {
-  const run = promisify(execFile);
-  const cli = (...args: string[]) =>
-    run(path.join(root, "node_modules/.bin/tsx"), [path.join(root, "src/cli/tools.ts"), ...args], {
-      cwd: root,
-      env: { ...process.env, CWA_API_KEY: "" },
-    });
+describe("npm run tools (in this process)", () => {
+  const cli = (...args: string[]) => runCli(toolsMain, args, { ...process.env, CWA_API_KEY: "" });
 
   it("lists a folder's tools as JSON", async () => {
     const dir = await folder({ "hello.ts": tool("hello", `dangerous: true,`) });
@@ -190,7 +185,7 @@ describe("npm run tools", () => {
 
   it("exits non-zero with the registry's error on a duplicate", async () => {
     const dir = await folder({ "a.ts": tool("twice"), "b.ts": tool("twice") });
-    const error = (await cli("--dir", dir).catch((e: unknown) => e)) as { code: number; stderr: string };
+    const error = await cli("--dir", dir);
     expect(error.code).toBe(1);
     expect(error.stderr).toMatch(/tool name "twice" is defined twice: in .*a\.ts and in .*b\.ts/);
   });

@@ -1,19 +1,28 @@
 /**
  * `npm run tools` options: `--help` prints the usage, an unknown option or argument prints what is
- * wrong and the usage (exit 2, no stack trace), `--json` prints JSON alone on stdout.
+ * wrong and the usage (exit 2, no stack trace), `--json` prints JSON alone on stdout (the program
+ * itself; the other cases run its `toolsMain` in this process).
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { toolsMain } from "../../src/cli/tools.js";
+import { runCli, type CliRun } from "../helpers/cli.js";
 import { nodeArgs } from "../helpers/compiled.js";
 
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const cli = path.join(root, "src", "cli", "tools.ts");
 
-async function tools(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `npm run tools -- …args`, in this process. */
+function tools(args: string[]): Promise<CliRun> {
+  return runCli(toolsMain, args, { ...process.env, LOG_LEVEL: "info" });
+}
+
+/** `npm run tools -- …args` as its own process. */
+async function toolsProcess(args: string[]): Promise<CliRun> {
   try {
     const { stdout, stderr } = await exec(process.execPath, nodeArgs(cli, ...args), {
       cwd: root,
@@ -46,7 +55,7 @@ describe("npm run tools", () => {
   }, 60_000);
 
   it("--json prints JSON alone on stdout", async () => {
-    const out = await tools(["--json"]);
+    const out = await toolsProcess(["--json"]);
     expect(out.code).toBe(0);
     const listing = JSON.parse(out.stdout) as { tools: { name: string }[] };
     expect(listing.tools.map((t) => t.name)).toContain("calculate");

@@ -5,21 +5,18 @@
  * called. The copy gets the example whether or not `tools/` already holds it (saving overwrites), so
  * a newcomer who saved it into the real `tools/` keeps this test, and `npm test`, green.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import type { ToolListing } from "../../src/cli/tools.js";
+import { toolsMain, type ToolListing } from "../../src/cli/tools.js";
 import { formatToolList } from "../../src/commands/tools-listing.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
+import { runCli } from "../helpers/cli.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
 import { REPO_ROOT, SHIPPED_TOOLS, TOOLS_DIR } from "./load.js";
-
-const exec = promisify(execFile);
 
 /** The code block the README introduces with "save it as `tools/<file>`". */
 function readmeExample(): { file: string; code: string } {
@@ -76,11 +73,7 @@ describe("the README's tool example", () => {
 
   it("is listed by npm run tools, and by /tools with its title and summary", async () => {
     const env = { ...process.env, LOG_LEVEL: "silent", CWA_API_KEY: "CWA-TEST-KEY-0123456789" };
-    const { stdout } = await exec(
-      path.join(REPO_ROOT, "node_modules", ".bin", "tsx"),
-      [path.join(REPO_ROOT, "src", "cli", "tools.ts"), "--json", "--dir", toolsDir],
-      { cwd: REPO_ROOT, env },
-    );
+    const { stdout } = await runCli(toolsMain, ["--json", "--dir", toolsDir], env);
     const listing = JSON.parse(stdout) as ToolListing;
     expect(listing.tools.map((t) => t.name).sort()).toEqual(expect.arrayContaining([...SHIPPED_TOOLS, "roll_dice"]));
     expect(listing.tools.find((t) => t.name === "roll_dice")).toEqual({

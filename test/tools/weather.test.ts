@@ -1,6 +1,4 @@
-import { execFile } from "node:child_process";
 import { Writable } from "node:stream";
-import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
@@ -10,10 +8,12 @@ import { CWA_LOCATIONS, resolveCity } from "../../tools/cwa/cities.js";
 import { CwaError, fetchForecast, parseForecast } from "../../tools/cwa/client.js";
 import { setWeatherRequestTimeout } from "../../tools/get_weather.js";
 import { readCwaFixture, startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
+import { toolsMain } from "../../src/cli/tools.js";
+import { runCli } from "../helpers/cli.js";
 import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
 import { loadTools } from "../../src/toolbox/registry.js";
-import { loadShippedTools, REPO_ROOT, TOOLS_DIR } from "./load.js";
+import { loadShippedTools, TOOLS_DIR } from "./load.js";
 
 let fake: FakeCwa;
 let config: Config;
@@ -401,9 +401,8 @@ describe("DEFAULT_CITY at start-up", () => {
   );
 
   it("npm run tools shows why the tool was skipped", async () => {
-    const tsx = `${REPO_ROOT}node_modules/.bin/tsx`;
     const env = { ...process.env, CWA_API_KEY: "CWA-CLI-TEST-KEY-0001", DEFAULT_CITY: "Paris", LOG_LEVEL: "silent" };
-    const { stdout } = await promisify(execFile)(tsx, ["src/cli/tools.ts", "--json"], { cwd: REPO_ROOT, env });
+    const { stdout } = await runCli(toolsMain, ["--json"], env);
     const listing = JSON.parse(stdout) as { skipped: { name: string; reason: string }[] };
     expect(listing.skipped).toEqual([
       {

@@ -17,6 +17,8 @@ import { startLocalRedis, type LocalRedis } from "../../src/local-redis.js";
 import { connectRedis } from "../../src/redis.js";
 import { formatRun } from "../../src/trace/format.js";
 import { TraceStore } from "../../src/trace/store.js";
+import { traceMain } from "../../src/cli/trace.js";
+import { runCli } from "../helpers/cli.js";
 import { nodeArgs } from "../helpers/compiled.js";
 
 const exec = promisify(execFile);
@@ -114,8 +116,10 @@ describe("npm run trace", () => {
       ["telegram", "/11"],
       ["telegram", "-10088", "11", "2"],
     ];
+    // In this process (`traceMain`), with the private Redis's socket named: the arguments are the point here.
+    const env = { LOG_LEVEL: "silent", REDIS_URL: local.url };
     const [chat, other, ...rest] = await Promise.all(
-      [["telegram", "-10088"], ["telegram", "-10088/22"], ...found, ...bad].map((args) => trace(project, args)),
+      [["telegram", "-10088"], ["telegram", "-10088/22"], ...found, ...bad].map((args) => runCli(traceMain, args, env)),
     );
     for (const out of rest.slice(0, found.length)) {
       expect(out).toMatchObject({ code: 0 });

@@ -1,8 +1,6 @@
 /**
  * The Redis trace store with a real Redis, fed by a real agent run against the fake Messages API.
  */
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAgent } from "../../src/agent/loop.js";
@@ -11,7 +9,8 @@ import { connectRedis } from "../../src/redis.js";
 import { formatRun } from "../../src/trace/format.js";
 import { TRACE_KEEP_RUNS, TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { PREVIEW_CHARS } from "../../src/trace/tracer.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { traceMain } from "../../src/cli/trace.js";
+import { runCli } from "../helpers/cli.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
@@ -171,14 +170,12 @@ describe("TraceStore", () => {
       /stopReason="tool_use".*usage=\{input_tokens=\d+ output_tokens=\d+ cache_creation_input_tokens=\d+/,
     );
 
-    const exec = promisify(execFile);
-    const env = { ...process.env, REDIS_URL: server.url, LOG_LEVEL: "silent" };
-    const { stdout } = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "100"), { env });
+    // npm run trace in this process (`traceMain`; its program and folder handling: test/trace/cli.test.ts).
+    const env = { REDIS_URL: server.url, LOG_LEVEL: "silent" };
+    const { stdout } = await runCli(traceMain, ["telegram", "100"], env);
     expect(stdout.trim()).toBe(textOut);
-    const missing = await exec(process.execPath, nodeArgs("src/cli/trace.ts", "telegram", "404"), { env }).catch(
-      (e: { code: number; stdout: string }) => e,
-    );
+    const missing = await runCli(traceMain, ["telegram", "404"], env);
     expect(missing).toMatchObject({ code: 1 });
-    expect((missing as { stdout: string }).stdout).toContain("No trace stored for telegram:404");
-  }, 60_000); // two CLI processes: seconds each on a busy machine
+    expect(missing.stdout).toContain("No trace stored for telegram:404");
+  });
 });

@@ -142,7 +142,7 @@ it("two tool names equal in their first 64 characters both load, as distinct nam
 it("a result with 40 images passes 5 on, each converted; images past 5 MB together are left out; both with a warning", async () => {
   const { user, chat } = dm(9104, "Dee");
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__gallery" });
-  const answer = await answerIn(9104, "hostile__gallery: 40 pictures");
+  const answer = await answerInChat(stack, 9104, "hostile__gallery: 40 pictures", 50_000);
   expect(answer.text).toContain("[35 images left out: at most 5 images of one result are passed on]");
   const request = stack.model.requests.at(-1)!;
   const result = (request.messages.at(-1)!.content as { type: string; content?: { type: string }[] }[])[0]!;
@@ -152,7 +152,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   );
 
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__posters" });
-  expect((await answerIn(9104, "hostile__posters: 3 posters")).text).toContain(
+  expect((await answerInChat(stack, 9104, "hostile__posters: 3 posters", 50_000)).text).toContain(
     "[1 image left out: the images of one result may have 5 MB together]",
   );
   const posters = (
@@ -166,7 +166,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   expect(logs()).toContain(
     "MCP server hostile: 1 image(s) of a posters result left out (the images of one result may have 5 MB together)",
   );
-});
+}, 120_000); // 40 small images and three 800×800 posters are made and converted: 10 s or more on a loaded machine
 
 it("a description over 4000 characters is cut for the model, with one warning naming the server", () => {
   const story = stack.toolbox.get("hostile__long_story")!;

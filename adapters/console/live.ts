@@ -51,6 +51,7 @@ export class ConsoleStream implements AnswerStream {
    * @param screen - set when the output is a terminal: status lines are redrawn in place.
    * @param onEnd - called each time the stream ends what it printed: `true` after `finish`
    *   (the answer is on screen, its last line ended), `false` after `discard` or `pause`.
+   * @param onPrint - called (synchronously) whenever something is handed to `write`, before it is written.
    */
   constructor(
     private readonly write: (text: string) => Promise<void>,
@@ -61,11 +62,13 @@ export class ConsoleStream implements AnswerStream {
     private readonly onVisible?: () => void,
     private readonly screen?: TerminalScreen,
     private readonly onEnd?: (finished: boolean) => void,
+    private readonly onPrint?: () => void,
   ) {}
 
   readonly messages: readonly SentRef[] = [];
 
   #emit(text: string): void {
+    this.onPrint?.();
     this.#writes = this.#writes.then(() => this.write(text)).catch(() => {});
   }
 

@@ -190,12 +190,12 @@ export class ConsoleOutbound implements Outbound {
    */
   openStream(to: Destination, options: StreamOptions): AnswerStream {
     let live = false;
-    const write = (text: string) => {
+    // Live from the moment text is handed over to be printed (its write may wait for an earlier one).
+    const print = () => {
       if (!live) {
         live = true;
         this.#live += 1;
       }
-      return this.#write(text);
     };
     const end = (finished: boolean) => {
       if (live) {
@@ -206,11 +206,15 @@ export class ConsoleOutbound implements Outbound {
       this.#wake();
     };
     return new ConsoleStream(
-      write,
+      (text) => {
+        print();
+        return this.#write(text);
+      },
       (text, o) => this.sendAnswer(to, text, o),
       options.onVisible,
       this.#options.screen,
       end,
+      print,
     );
   }
 
@@ -256,14 +260,19 @@ export class ConsoleOutbound implements Outbound {
     await this.#write(`bot> ${terminalText(text)}\n`);
   }
 
-  /** Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only). */
+  /**
+   * Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only),
+   * once no streamed answer is being printed: a reminder that comes due meanwhile follows the answer, never lands inside it.
+   */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    await this.quiet();
     await this.#write(`bot> ${terminalText(reminder.text)}\n`);
     return { chatId: reminder.conversation.chatId, messageId: String(++this.#sent) };
   }
 
-  /** Writes the closed reminder's text. */
+  /** Writes the closed reminder's text (after a streamed answer being printed, as {@link sendReminder}). */
   async closeReminder(_message: SentRef, text: string): Promise<void> {
+    await this.quiet();
     await this.#write(`bot> ${terminalText(text)}\n`);
   }
 

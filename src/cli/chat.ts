@@ -2,7 +2,9 @@
  * `npm run chat`: a conversation with the bot in this terminal, through the same queue, worker and
  * history as Discord and Telegram (platform `console`, chat `local`). Needs only
  * `ANTHROPIC_API_KEY`; starts a private redis-server when `REDIS_URL` is unset. Logs go to
- * `.data/chat.log` so they do not mix with the conversation.
+ * `.data/chat.log` so they do not mix with the conversation. In a terminal the line is edited with
+ * readline (cursor keys, ↑ for the lines typed before, kept in `.data/chat-history`, Ctrl-L, Ctrl-U/W:
+ * `adapters/console/terminal.ts`); piped input is read line by line.
  *
  * `npm run chat -- --demo`: the same bot with the built-in scripted model of `src/demo/model.ts`
  * served on loopback instead of Claude: no key, no network (the weather tool and MCP servers are
@@ -15,17 +17,16 @@
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
-import { Writable } from "node:stream";
 import { mkdir, writeFile } from "node:fs/promises";
 import { hostname, userInfo } from "node:os";
 import path from "node:path";
 import {
   CHAT_LEASE_TTL_MS,
   ConsoleAdapter,
+  ConsoleTerminal,
   showPendingApproval,
   takeChatLease,
   type ChatLeaseHolder,
-  type TerminalScreen,
 } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
@@ -41,43 +42,6 @@ import { createLogger, registerSecrets } from "../log.js";
 
 /** BullMQ prefix of the console's own queues, so a chat never takes jobs of a bot sharing the same Redis. */
 const CHAT_PREFIX = "console";
-
-/** The input prompt, shown after everything the bot writes when the terminal is interactive. */
-const PROMPT = "> ";
-
-/**
- * The terminal: what the bot writes goes to stdout. When stdin and stdout are a terminal, the input
- * prompt is shown after every write that ends a line; the next write first erases the prompt
- * (carriage return, erase line), so it never stays in front of an answer. A write that ends
- * mid-line (a streamed answer still coming, a running tool's status line) gets no prompt, and the
- * next write continues that line untouched.
- */
-function terminal(): {
-  output: Writable;
-  write: (text: string) => void;
-  notice: (text: string) => void;
-  screen?: TerminalScreen;
-} {
-  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
-  let promptShown = false;
-  const write = (text: string, done?: () => void) => {
-    if (!interactive) return process.stdout.write(text, done);
-    const clear = promptShown ? "\r\x1b[K" : "";
-    promptShown = text.endsWith("\n");
-    return process.stdout.write(`${clear}${text}${promptShown ? PROMPT : ""}`, done);
-  };
-  return {
-    output: new Writable({ write: (chunk: Buffer, _enc, done) => void write(chunk.toString(), () => done()) }),
-    write: (text) => void write(text),
-    /** A line without the prompt after it (the chat is stopping). */
-    notice: (text) => {
-      const clear = promptShown ? "\r\x1b[K" : "";
-      promptShown = false;
-      process.stdout.write(`${clear}${text}\n`);
-    },
-    ...(interactive ? { screen: { columns: () => process.stdout.columns || 80 } } : {}),
-  };
-}
 
 /** BullMQ prefix of the demo's queues: a demo never takes the jobs of a real chat on the same Redis, nor they its. */
 const DEMO_PREFIX = "console-demo";
@@ -212,7 +176,12 @@ async function chat(): Promise<void> {
     process.exit(1);
   }
   const { lease } = taken;
-  const screen = terminal();
+  // In a terminal: a line editor with the lines typed kept in .data (see adapters/console/terminal.ts).
+  const screen = new ConsoleTerminal({
+    input: process.stdin,
+    output: process.stdout,
+    historyFile: path.join(".data", demo ? "demo-history" : "chat-history"),
+  });
   const adapter = new ConsoleAdapter({
     input: process.stdin,
     output: screen.output,
@@ -221,7 +190,8 @@ async function chat(): Promise<void> {
     chatId,
     userId: name,
     userName: name,
-    screen: screen.screen,
+    terminal: screen,
+    ...(screen.interactive ? { screen } : {}),
   });
   const starting = startBot({
     config,
@@ -244,7 +214,7 @@ async function chat(): Promise<void> {
       await model?.close();
       await redis.local?.stop();
     })());
-  stopOnSignals(stop, log, screen.notice);
+  stopOnSignals(stop, log, (text) => screen.notice(text));
   try {
     await starting;
   } catch (error) {

@@ -68,6 +68,11 @@ export interface Stack {
 export interface StackOptions {
   /** Extra environment (e.g. `CONFIRM_TIMEOUT_SECONDS`). */
   env?: Record<string, string>;
+  /**
+   * Whether starting the worker waits until its MCP servers (from `MCP_CONFIG`, connected in the
+   * background) have connected or been skipped; default true, so a test's first message finds them.
+   */
+  awaitMcp?: boolean;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
   /** The scripted model answering requests no test queued a reply for (an error reply too, e.g. a 529 outage); default {@link scriptedModel}. */
@@ -84,11 +89,6 @@ export interface StackOptions {
   tools?: Tool[];
   /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it (voice messages are transcribed). */
   transcription?: boolean;
-  /**
-   * Whether starting the worker waits until its MCP servers (from `MCP_CONFIG`, connected in the
-   * background) have connected or been skipped; default true, so a test's first message finds them.
-   */
-  awaitMcp?: boolean;
   /** The waits of a failing model call's repeats; default {@link E2E_MODEL_RETRY}. */
   modelRetry?: ModelRetryTiming;
 }

@@ -20,7 +20,7 @@
 import stringWidth from "string-width";
 import type { SentRef } from "../../src/outbound.js";
 import { terminalText } from "../../src/plain-text.js";
-import { statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
+import { progressText, statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
 
 /** The terminal the console writes to, for redrawing status lines in place. */
 export interface TerminalScreen {
@@ -32,7 +32,7 @@ export interface TerminalScreen {
 interface StatusBlock {
   /** Printed before the first line (`bot> ` when the block starts the answer). */
   prefix: string;
-  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>;
+  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed"; progress?: string }>;
   /** Terminal rows the block takes as last drawn (0: not drawn yet). */
   rows: number;
 }
@@ -118,6 +118,15 @@ export class ConsoleStream implements AnswerStream {
         else this.#print(` ${event.ok ? "✓" : "✗"}\n`);
         this.#printed = "";
         break;
+      case "tool_progress": {
+        // A terminal redraws the call's status line with it; piped output keeps one line per call.
+        const tool = this.screen ? this.#block?.tools.get(event.id) : undefined;
+        if (tool?.state === "running") {
+          tool.progress = terminalText(progressText(event.progress));
+          this.#redraw("");
+        }
+        break;
+      }
     }
   }
 
@@ -156,7 +165,7 @@ export class ConsoleStream implements AnswerStream {
   #redraw(lead: string): void {
     const block = this.#block!;
     const lines = [...block.tools.values()].map(
-      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon)}`,
+      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon, t.progress)}`,
     );
     const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
     this.#emit(lead + back + lines.join("\n"));

@@ -70,6 +70,11 @@ export interface Stack {
 export interface StackOptions {
   /** Extra environment (e.g. `CONFIRM_TIMEOUT_SECONDS`). */
   env?: Record<string, string>;
+  /**
+   * Whether starting the worker waits until its MCP servers (from `MCP_CONFIG`, connected in the
+   * background) have connected or been skipped; default true, so a test's first message finds them.
+   */
+  awaitMcp?: boolean;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
   /** The scripted model answering requests no test queued a reply for (an error reply too, e.g. a 529 outage); default {@link scriptedModel}. */
@@ -139,8 +144,8 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry }),
     client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
   };
-  const startWorker = () =>
-    startBot({
+  const startWorker = async () => {
+    const worker = await startBot({
       config,
       log: log.child({ part: "worker" }),
       redisUrl: redis.url,
@@ -149,6 +154,9 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
       agent,
       prefix,
     });
+    if (options.awaitMcp !== false) await worker.mcpConnected;
+    return worker;
+  };
   const startAdapters = () => {
     const adapterLog = log.child({ part: "adapter" });
     const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };

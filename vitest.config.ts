@@ -49,12 +49,31 @@ const CLUSTER_FILES = [
   "test/e2e/memory-telegram.test.ts",
 ];
 
-export default defineConfig({
+/**
+ * What `npm run test:quick` (`vitest run --mode quick`, a first check in about a minute) leaves
+ * out: the end-to-end files but the smoke test (the whole stack for one message per platform),
+ * everything that starts the bot's own processes (`npm start`, `npm run chat`, worker children
+ * killed mid-job, the image's build), real MCP servers listed by `npm run tools`, and the Redis
+ * Cluster. It runs the rest on one Redis: the unit and component tests of every module, the fakes,
+ * the adapters against them, the CLIs in-process. `npm test` runs everything.
+ */
+const QUICK_LEAVES_OUT = [
+  "test/e2e/!(smoke).test.ts",
+  "test/console/**",
+  "test/worker/{local-redis,crash-loop,stream-kill,stalled,discord-replay,memory-kill,main,stop-during-start}.test.ts",
+  "test/telegram/{lease,startup}.test.ts",
+  "test/core/redis-cluster.test.ts",
+  "test/toolbox/{build,clean-build}.test.ts",
+  "test/trace/cli.test.ts",
+  "test/mcp/tools-cli.test.ts",
+];
+
+export default defineConfig(({ mode }) => ({
   test: {
     pool: "forks",
     testTimeout: 20_000,
     hookTimeout: 30_000,
-    // Two cores: files run two at a time; each file starts its own redis-server (or cluster).
+    // Two cores: files run two at a time; each file starts its own redis-server (cluster files share their worker's cluster).
     maxWorkers: 2,
     // A worker process runs file after file without a fresh module graph: the bot's dependencies
     // (discord.js, grammy, the SDKs, sharp, mathjs …) load once per worker instead of once per file,
@@ -68,9 +87,21 @@ export default defineConfig({
     reporters: ["default", "./test/helpers/durations-reporter.ts"],
     // Fails a test whose requests to the fake Telegram or Discord break the platforms' published specs.
     setupFiles: ["test/helpers/spec-check.ts"],
-    projects: [
-      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
-      { extends: true, test: { name: "cluster", include: CLUSTER_FILES, env: { TEST_REDIS: "cluster" } } },
-    ],
+    projects:
+      mode === "quick"
+        ? [{ extends: true, test: { name: "redis", include: ["test/**/*.test.ts"], exclude: QUICK_LEAVES_OUT } }]
+        : [
+            { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
+            {
+              extends: true,
+              test: {
+                name: "cluster",
+                include: CLUSTER_FILES,
+                env: { TEST_REDIS: "cluster" },
+                // One Redis Cluster per test worker, shared by the files it runs one after another (test/helpers/test-clusters.ts).
+                globalSetup: ["./test/helpers/compile-children.ts", "./test/helpers/test-clusters.ts"],
+              },
+            },
+          ],
   },
-});
+}));

@@ -106,7 +106,7 @@ export interface StartBotOptions {
    */
   recordUsage?: boolean;
   /** MCP connection options (tests: a short reconnection backoff); the servers come from `MCP_CONFIG`. */
-  mcp?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
+  mcp?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs" | "listChangedIntervalMs">;
   /**
    * Called once the bot has stopped because an adapter cannot go on (e.g. the Telegram token was
    * revoked while polling: {@link AdapterFatalError}); the error was logged already. Default: sets
@@ -127,6 +127,8 @@ export interface RunningBot {
   queue?: ChatQueue;
   /** The worker (role `worker`/`all`). */
   worker?: ChatWorker;
+  /** The worker's MCP servers, connected in the background: settles once each has connected or been skipped (never rejects). */
+  mcpConnected?: Promise<void>;
   /**
    * Graceful stop: adapters stop taking messages, the worker finishes or hands back its jobs
    * (BullMQ `close`), queues and Redis connections close. Never throws; safe to call twice.
@@ -194,6 +196,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         connection: options.mcp,
       });
       closers.push(mcp.close);
+      bot.mcpConnected = mcp.connected;
       if (config.STT_BASE_URL) {
         // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.
         if (config.BOT_LOCALE === "zh-TW") await toTraditional("");

@@ -568,6 +568,12 @@ export const ConfigSchema = z.object({
 
   /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */
   MAX_IMAGES_PER_MESSAGE: int(1, 20, 5),
+  /**
+   * How long after a Telegram album's latest photo or file the worker takes the album, in ms
+   * (200-10000): items further apart than this (a slow upload each) become separate messages. The
+   * worker waits at most 10 s from the album's first item however many keep arriving.
+   */
+  ALBUM_QUIET_MS: int(200, 10_000, 3000),
 
   /** Messages kept per chat in the history (older turns are trimmed at a safe boundary). */
   HISTORY_MAX_MESSAGES: int(2, 400, 40),

@@ -88,6 +88,26 @@ export function isCluster(redis: RedisClient): redis is Cluster {
 }
 
 /**
+ * Every key matching `pattern` (a `SCAN MATCH` glob) on every node (every master of a cluster), each once.
+ * A full `SCAN` of the keyspace: only for rare one-off work (a chat's migration, clearing the demo
+ * at its start), never on a message's path.
+ * @throws when Redis is unreachable.
+ */
+export async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
+  const nodes = isCluster(redis) ? redis.nodes("master") : [redis];
+  const found: string[] = [];
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      cursor = next;
+      found.push(...keys);
+    } while (cursor !== "0");
+  }
+  return [...new Set(found)];
+}
+
+/**
  * Opens a Redis connection.
  *
  * @param url - `redis://[:password@]host:port[/db]`, `rediss://…`, the absolute path of a unix

@@ -30,6 +30,8 @@ import type { SentRef } from "./outbound.js";
  *   the final answer, like a non-streamed one, is the text of the last model call);
  * - `tool_start` / `tool_end`: a tool call runs / ended; shown as one status line per call
  *   (with `icon`, default `🔧`; a web search shows `🔎`);
+ * - `tool_progress`: a running call reported how far it has come: its status line shows it
+ *   (`🔧 notes: export… (2/5 · writing pages)`) until the call ends;
  * - `notice`: a short status of the answer itself (`⏳ the model is busy, still trying…`), shown
  *   above the answer until the next `text` or `tool_start` (or the final answer) replaces it;
  * - `lead`: a line shown first, above the status lines and the answer, for the rest of the answer
@@ -42,7 +44,8 @@ export type StreamEvent =
   | { type: "notice"; text: string }
   | { type: "text_dropped" }
   | { type: "tool_start"; id: string; activity: string; icon?: string }
-  | { type: "tool_end"; id: string; ok: boolean };
+  | { type: "tool_end"; id: string; ok: boolean }
+  | { type: "tool_progress"; id: string; progress: { progress: number; total?: number; message?: string } };
 
 /** Options of a live answer (`Outbound.openStream`). */
 export interface StreamOptions {
@@ -97,16 +100,34 @@ export interface AnswerStream {
 }
 
 /**
- * The status line of a tool call: `🔧 查詢天氣：臺北市…` while it runs, then `✓` or `✗` at its end;
- * `icon` replaces `🔧` (a web search: `🔎 搜尋：…`).
+ * The status line of a tool call: `🔧 查詢天氣：臺北市…` while it runs (with how far it has come
+ * when it reported it: `… (2/5 · writing pages)`), then `✓` or `✗` at its end; `icon` replaces
+ * `🔧` (a web search: `🔎 搜尋：…`).
  */
-export function statusLine(activity: string, state: "running" | "ok" | "failed", icon = "🔧"): string {
-  return state === "running" ? `${icon} ${activity}…` : `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
+export function statusLine(activity: string, state: "running" | "ok" | "failed", icon = "🔧", progress = ""): string {
+  if (state !== "running") return `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
+  return progress ? `${icon} ${activity}… (${progress})` : `${icon} ${activity}…`;
+}
+
+/** How far a call has come, in a few characters: `2/5 · writing pages`, `40%`, `3`; numbers rounded to 2 decimals. */
+export function progressText(p: { progress: number; total?: number; message?: string }): string {
+  const n = (x: number) => String(Math.round(x * 100) / 100);
+  const amount =
+    p.total !== undefined && p.total > 0
+      ? p.total === 100
+        ? `${n(p.progress)}%`
+        : `${n(p.progress)}/${n(p.total)}`
+      : n(p.progress);
+  const message = p.message?.replace(/\s+/g, " ").trim().slice(0, 60);
+  return message ? `${amount} · ${message}` : amount;
 }
 
 /** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
-  readonly #tools = new Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>();
+  readonly #tools = new Map<
+    string,
+    { activity: string; icon?: string; state: "running" | "ok" | "failed"; progress?: string }
+  >();
   #lead = "";
   #text = "";
   #notice = "";
@@ -140,6 +161,11 @@ export class LiveView {
         if (tool) tool.state = event.ok ? "ok" : "failed";
         break;
       }
+      case "tool_progress": {
+        const tool = this.#tools.get(event.id);
+        if (tool?.state === "running") tool.progress = progressText(event.progress);
+        break;
+      }
     }
   }
 
@@ -148,7 +174,7 @@ export class LiveView {
    * Leading and trailing white space is trimmed.
    */
   text(): string {
-    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon));
+    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon, t.progress));
     const answer = this.#text.trim();
     return [this.#lead, lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
   }

@@ -28,6 +28,7 @@ import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from ".
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { TerminalScreen } from "./live.js";
 import { ConsoleOutbound } from "./outbound.js";
+import type { ConsoleTerminal } from "./terminal.js";
 
 /** Options of {@link ConsoleAdapter}. */
 export interface ConsoleAdapterOptions {
@@ -44,6 +45,8 @@ export interface ConsoleAdapterOptions {
   chunkChars?: number;
   /** Set when `output` is a terminal: streamed status lines are redrawn in place (see `live.ts`). */
   screen?: TerminalScreen;
+  /** `npm run chat`'s terminal: lines are read from it (a line editor in a terminal) instead of from `input`. */
+  terminal?: ConsoleTerminal;
 }
 
 /** How often, in ms, a line waiting for earlier answers checks whether the conversation went idle without them (see `#settled`). */
@@ -148,7 +151,7 @@ export class ConsoleAdapter implements Adapter {
 
   /** Starts reading lines. Each line is handled after the previous one was queued, so order is kept. */
   async start(context: AdapterContext): Promise<void> {
-    const rl = createInterface({ input: this.#options.input, terminal: false });
+    const rl = this.#options.terminal?.open() ?? createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
     let chain = Promise.resolve();
     rl.on("line", (line) => {

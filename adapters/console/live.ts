@@ -2,8 +2,9 @@
  * Streamed answers on the console (`npm run chat`): text deltas are printed as they come, after
  * `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…`, then its outcome). The
  * console cannot take back the text it printed, so text that led into a tool call stays on screen;
- * when the final answer is exactly what was printed since the last tool, only a line break ends it,
- * else the final answer is printed in full (e.g. a note was added to it).
+ * when the final answer begins with what was printed since the last tool, only the rest of it and a
+ * line break end it (nothing, or the sources of an answer that cites the web), else the final answer
+ * is printed in full (e.g. a note was added before it).
  *
  * Status lines, two ways:
  * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
@@ -19,7 +20,7 @@
 import stringWidth from "string-width";
 import type { SentRef } from "../../src/outbound.js";
 import { terminalText } from "../../src/plain-text.js";
-import { statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
+import { progressText, statusLine, type AnswerStream, type StreamEvent } from "../../src/streaming.js";
 
 /** The terminal the console writes to, for redrawing status lines in place. */
 export interface TerminalScreen {
@@ -31,7 +32,7 @@ export interface TerminalScreen {
 interface StatusBlock {
   /** Printed before the first line (`bot> ` when the block starts the answer). */
   prefix: string;
-  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed" }>;
+  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed"; progress?: string }>;
   /** Terminal rows the block takes as last drawn (0: not drawn yet). */
   rows: number;
 }
@@ -51,6 +52,7 @@ export class ConsoleStream implements AnswerStream {
    * @param screen - set when the output is a terminal: status lines are redrawn in place.
    * @param onEnd - called each time the stream ends what it printed: `true` after `finish`
    *   (the answer is on screen, its last line ended), `false` after `discard` or `pause`.
+   * @param onPrint - called (synchronously) whenever something is handed to `write`, before it is written.
    */
   constructor(
     private readonly write: (text: string) => Promise<void>,
@@ -61,11 +63,13 @@ export class ConsoleStream implements AnswerStream {
     private readonly onVisible?: () => void,
     private readonly screen?: TerminalScreen,
     private readonly onEnd?: (finished: boolean) => void,
+    private readonly onPrint?: () => void,
   ) {}
 
   readonly messages: readonly SentRef[] = [];
 
   #emit(text: string): void {
+    this.onPrint?.();
     this.#writes = this.#writes.then(() => this.write(text)).catch(() => {});
   }
 
@@ -114,6 +118,15 @@ export class ConsoleStream implements AnswerStream {
         else this.#print(` ${event.ok ? "✓" : "✗"}\n`);
         this.#printed = "";
         break;
+      case "tool_progress": {
+        // A terminal redraws the call's status line with it; piped output keeps one line per call.
+        const tool = this.screen ? this.#block?.tools.get(event.id) : undefined;
+        if (tool?.state === "running") {
+          tool.progress = terminalText(progressText(event.progress));
+          this.#redraw("");
+        }
+        break;
+      }
     }
   }
 
@@ -152,7 +165,7 @@ export class ConsoleStream implements AnswerStream {
   #redraw(lead: string): void {
     const block = this.#block!;
     const lines = [...block.tools.values()].map(
-      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon)}`,
+      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon, t.progress)}`,
     );
     const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
     this.#emit(lead + back + lines.join("\n"));
@@ -176,9 +189,12 @@ export class ConsoleStream implements AnswerStream {
     const close = this.#closeBlock();
     if (close) this.#emit(close);
     await this.#writes;
-    if (this.#printed.trim() === text.trim() && this.#printed !== "") {
+    const printed = this.#printed.trim();
+    if (printed !== "" && text.trim().startsWith(printed)) {
+      // What was printed is the answer, or its start (an answer citing the web ends with its sources): only the rest follows.
+      const rest = text.trim().slice(printed.length);
       this.#atLineStart = true;
-      await this.write("\n");
+      await this.write(`${terminalText(rest)}\n`);
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
       this.onEnd?.(true);
       return [];

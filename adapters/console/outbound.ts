@@ -16,6 +16,12 @@ import { ConsoleStream, type TerminalScreen } from "./live.js";
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
 export const CONSOLE_CHUNK_CHARS = 4000;
 
+/**
+ * Longest a streamed answer waits for the one being printed to end before printing anyway, in ms
+ * (a stream its run abandoned without ending it must not hold the screen for good).
+ */
+export const STREAM_TURN_MAX_WAIT_MS = 60_000;
+
 /** Options of {@link ConsoleOutbound}. */
 export interface ConsoleOutboundOptions {
   output: Writable;
@@ -98,6 +104,8 @@ export class ConsoleOutbound implements Outbound {
   readonly #closed = new Set<string>();
   /** Streamed answers that printed something and have not ended yet. */
   #live = 0;
+  /** Resolves when the streamed answer that took the screen last has ended (see {@link openStream}). */
+  #screenFree: Promise<void> = Promise.resolve();
   /** Who waits in {@link settled} or {@link quiet}, each with the condition it waits for. */
   #waiters: { ready: () => boolean; resolve: () => void }[] = [];
 
@@ -186,31 +194,54 @@ export class ConsoleOutbound implements Outbound {
   /**
    * {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). From its
    * first write until it ends, the stream counts as live (see {@link settled}); `finish` delivers
-   * the answer to `to.replyTo`.
+   * the answer to `to.replyTo`. Streamed answers take turns on the screen: one that begins while
+   * another is being printed (the answer resumed after `y`, and the next message's) waits until
+   * that one ended, or at most {@link STREAM_TURN_MAX_WAIT_MS}, so their lines never interleave.
    */
   openStream(to: Destination, options: StreamOptions): AnswerStream {
     let live = false;
-    const write = (text: string) => {
-      if (!live) {
-        live = true;
-        this.#live += 1;
-      }
-      return this.#write(text);
+    let turn: Promise<void> = Promise.resolve();
+    let release = () => {};
+    // Live from the moment text is handed over to be printed (its write waits for its turn).
+    const print = () => {
+      if (live) return;
+      live = true;
+      this.#live += 1;
+      const before = this.#screenFree;
+      turn = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, STREAM_TURN_MAX_WAIT_MS);
+        timer.unref();
+        void before.then(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      this.#screenFree = new Promise<void>((resolve) => (release = resolve));
     };
     const end = (finished: boolean) => {
       if (live) {
         live = false;
         this.#live -= 1;
+        release();
       }
       if (finished) this.#answered(to);
       this.#wake();
     };
     return new ConsoleStream(
-      write,
-      (text, o) => this.sendAnswer(to, text, o),
+      async (text) => {
+        print();
+        await turn;
+        return this.#write(text);
+      },
+      async (text, o) => {
+        print();
+        await turn;
+        return this.sendAnswer(to, text, o);
+      },
       options.onVisible,
       this.#options.screen,
       end,
+      print,
     );
   }
 
@@ -256,14 +287,19 @@ export class ConsoleOutbound implements Outbound {
     await this.#write(`bot> ${terminalText(text)}\n`);
   }
 
-  /** Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only). */
+  /**
+   * Writes `bot> ⏰ …` (the console has no buttons: done and snooze are Telegram and Discord only),
+   * once no streamed answer is being printed: a reminder that comes due meanwhile follows the answer, never lands inside it.
+   */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    await this.quiet();
     await this.#write(`bot> ${terminalText(reminder.text)}\n`);
     return { chatId: reminder.conversation.chatId, messageId: String(++this.#sent) };
   }
 
-  /** Writes the closed reminder's text. */
+  /** Writes the closed reminder's text (after a streamed answer being printed, as {@link sendReminder}). */
   async closeReminder(_message: SentRef, text: string): Promise<void> {
+    await this.quiet();
     await this.#write(`bot> ${terminalText(text)}\n`);
   }
 

@@ -8,7 +8,7 @@ import type { Config } from "../config.js";
 import { MessageParamSchema } from "../history/message.js";
 import type { ExecuteOnce } from "../toolbox/once.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import type { ToolContext } from "../toolbox/tool.js";
+import type { ToolContext, ToolProgress } from "../toolbox/tool.js";
 import type { Tracer } from "../trace/tracer.js";
 import type { ModelUsage } from "../usage/store.js";
 
@@ -130,7 +130,8 @@ export const MODEL_RETRY_TIMING: Readonly<ModelRetryTiming> = {
  * - `tool_use`: the model began a `tool_use` block in this call, so the text written in the call
  *   so far leads into a tool call (it is not the answer);
  * - `tool_start` / `tool_end`: a tool call of the turn runs, with a short `activity` in the
- *   user's words (the tool's `activity`, default its name) / ended (`ok` false when it failed).
+ *   user's words (the tool's `activity`, default its name) / ended (`ok` false when it failed);
+ *   `tool_progress`: a running call reported how far it has come (`ToolContext.onProgress`).
  *   A server tool the API runs inside the model call (web search: `icon` `🔎`) reports them too,
  *   with its `server_tool_use` id, once its input is complete and when its result arrives; the
  *   tool search tool reports nothing but `tool_use`.
@@ -142,7 +143,8 @@ export type AgentEvent =
   | { type: "text"; text: string }
   | { type: "tool_use"; name: string }
   | { type: "tool_start"; toolUseId: string; name: string; activity: string; icon?: string }
-  | { type: "tool_end"; toolUseId: string; ok: boolean };
+  | { type: "tool_end"; toolUseId: string; ok: boolean }
+  | { type: "tool_progress"; toolUseId: string; progress: ToolProgress };
 
 /** One model response's `usage`, in tokens (absent cache counts are 0); declared with the usage store. */
 export type { ModelUsage } from "../usage/store.js";

@@ -821,7 +821,12 @@ async function runCall(
   once: boolean,
   shown: string[],
 ): Promise<ToolResultBlockParam> {
-  const execute = () => deps.toolbox.execute(name, input, context, { tracer: deps.tracer, toolUseId });
+  const { onEvent } = deps;
+  // A streamed run shows how far the call has come on its status line.
+  const callContext: ToolContext = onEvent
+    ? { ...context, onProgress: (progress) => onEvent({ type: "tool_progress", toolUseId, progress }) }
+    : context;
+  const execute = () => deps.toolbox.execute(name, input, callContext, { tracer: deps.tracer, toolUseId });
   const icon = deps.toolbox.icon(name);
   deps.onEvent?.({
     type: "tool_start",

@@ -2,12 +2,16 @@
  * `npm run chat`: a conversation with the bot in this terminal, through the same queue, worker and
  * history as Discord and Telegram (platform `console`, chat `local`). Needs only
  * `ANTHROPIC_API_KEY`; starts a private redis-server when `REDIS_URL` is unset. Logs go to
- * `.data/chat.log` so they do not mix with the conversation.
+ * `.data/chat.log` so they do not mix with the conversation. In a terminal the line is edited with
+ * readline (cursor keys, ↑ for the lines typed before, kept in `.data/chat-history`, Ctrl-L, Ctrl-U/W:
+ * `adapters/console/terminal.ts`); piped input is read line by line.
  *
  * `npm run chat -- --demo`: the same bot with the built-in scripted model of `src/demo/model.ts`
- * served on loopback instead of Claude: no key, no network (the weather tool and MCP servers are
- * left out), answers streamed, every answer labelled as a demo. Its conversation and user are
- * `demo` and its queues its own, so it never touches the history or todos of the real chat.
+ * served on loopback instead of Claude: no key, no network (MCP servers are left out; the weather
+ * tool reads a recorded forecast from the same loopback server, web search answers a scripted
+ * result), answers streamed, every answer labelled as a demo. Its conversation and user are `demo`
+ * and its queues its own, so it never touches the history or todos of the real chat; each start
+ * is a fresh demo (`src/demo/fresh.ts`: what an earlier demo left is deleted first).
  *
  * One chat per conversation at a time on one Redis (`adapters/console/lease.ts`): a second
  * `npm run chat` on the same conversation exits 1 with a line naming the first one's pid; the demo
@@ -15,17 +19,17 @@
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
-import { Writable } from "node:stream";
 import { mkdir, writeFile } from "node:fs/promises";
 import { hostname, userInfo } from "node:os";
 import path from "node:path";
 import {
   CHAT_LEASE_TTL_MS,
+  chatLeaseKey,
   ConsoleAdapter,
+  ConsoleTerminal,
   showPendingApproval,
   takeChatLease,
   type ChatLeaseHolder,
-  type TerminalScreen,
 } from "../../adapters/console/index.js";
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
@@ -33,7 +37,10 @@ import { ApprovalStore } from "../approvals/store.js";
 import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
 import { secretValues, type Config } from "../config.js";
 import { warnMisspelledVariables } from "../config-spelling.js";
-import { demoBanner, startDemoModel } from "../demo/model.js";
+import { clearDemo } from "../demo/fresh.js";
+import { startDemoModel } from "../demo/model.js";
+import { demoHelp } from "../demo/script.js";
+import { findDemoForecast } from "../demo/weather.js";
 import { localize } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
@@ -42,48 +49,14 @@ import { createLogger, registerSecrets } from "../log.js";
 /** BullMQ prefix of the console's own queues, so a chat never takes jobs of a bot sharing the same Redis. */
 const CHAT_PREFIX = "console";
 
-/** The input prompt, shown after everything the bot writes when the terminal is interactive. */
-const PROMPT = "> ";
-
-/**
- * The terminal: what the bot writes goes to stdout. When stdin and stdout are a terminal, the input
- * prompt is shown after every write that ends a line; the next write first erases the prompt
- * (carriage return, erase line), so it never stays in front of an answer. A write that ends
- * mid-line (a streamed answer still coming, a running tool's status line) gets no prompt, and the
- * next write continues that line untouched.
- */
-function terminal(): {
-  output: Writable;
-  write: (text: string) => void;
-  notice: (text: string) => void;
-  screen?: TerminalScreen;
-} {
-  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
-  let promptShown = false;
-  const write = (text: string, done?: () => void) => {
-    if (!interactive) return process.stdout.write(text, done);
-    const clear = promptShown ? "\r\x1b[K" : "";
-    promptShown = text.endsWith("\n");
-    return process.stdout.write(`${clear}${text}${promptShown ? PROMPT : ""}`, done);
-  };
-  return {
-    output: new Writable({ write: (chunk: Buffer, _enc, done) => void write(chunk.toString(), () => done()) }),
-    write: (text) => void write(text),
-    /** A line without the prompt after it (the chat is stopping). */
-    notice: (text) => {
-      const clear = promptShown ? "\r\x1b[K" : "";
-      promptShown = false;
-      process.stdout.write(`${clear}${text}\n`);
-    },
-    ...(interactive ? { screen: { columns: () => process.stdout.columns || 80 } } : {}),
-  };
-}
-
 /** BullMQ prefix of the demo's queues: a demo never takes the jobs of a real chat on the same Redis, nor they its. */
 const DEMO_PREFIX = "console-demo";
 
 /** The demo's conversation and user (`--demo`), so it never touches the history or todos of your real chat. */
 const DEMO_CHAT = "demo";
+
+/** The demo's `CWA_API_KEY`: its server takes any key; one no log would confuse with a real key. */
+const DEMO_CWA_KEY = "demo-offline-no-key";
 
 /**
  * An MCP servers file with no servers (`.data/demo-mcp.json`), for the demo: the project's
@@ -161,13 +134,17 @@ async function chat(): Promise<void> {
   };
   const loaded = configOrExit(env);
   await mkdir(".data", { recursive: true });
-  const model = demo ? await startDemoModel({ locale: loaded.BOT_LOCALE }) : undefined;
+  const model = demo
+    ? await startDemoModel({ locale: loaded.BOT_LOCALE, timezone: loaded.TIMEZONE, forecast: findDemoForecast() })
+    : undefined;
   const config: Config = {
     ...loaded,
     TELEGRAM_BOT_TOKEN: undefined,
     DISCORD_TOKEN: undefined,
     HEALTH_PORT: undefined,
     ...(model ? { ANTHROPIC_BASE_URL: model.url, MCP_CONFIG: await noMcpServers() } : {}),
+    // The weather tool asks the demo server, which answers with the recorded forecast (no key is checked).
+    ...(model?.cwaBase ? { CWA_API_KEY: DEMO_CWA_KEY, CWA_API_BASE: model.cwaBase } : {}),
   };
   registerSecrets(secretValues(config));
   const log = createLogger({
@@ -213,7 +190,26 @@ async function chat(): Promise<void> {
     process.exit(1);
   }
   const { lease } = taken;
-  const screen = terminal();
+  if (demo) {
+    // A fresh demo each start: what an earlier one left (todos, memory, history, reminders …) goes first.
+    try {
+      const approvals = new ApprovalStore(leaseRedis, { timeoutMs: config.CONFIRM_TIMEOUT_SECONDS * 1000, log });
+      await clearDemo(leaseRedis, approvals, {
+        chatId,
+        userId: name,
+        prefix: DEMO_PREFIX,
+        keep: [chatLeaseKey({ platform: "console", chatId })],
+      });
+    } catch (err) {
+      log.warn({ err }, "could not clear what an earlier demo left");
+    }
+  }
+  // In a terminal: a line editor with the lines typed kept in .data (see adapters/console/terminal.ts).
+  const screen = new ConsoleTerminal({
+    input: process.stdin,
+    output: process.stdout,
+    historyFile: path.join(".data", demo ? "demo-history" : "chat-history"),
+  });
   const adapter = new ConsoleAdapter({
     input: process.stdin,
     output: screen.output,
@@ -222,7 +218,8 @@ async function chat(): Promise<void> {
     chatId,
     userId: name,
     userName: name,
-    screen: screen.screen,
+    terminal: screen,
+    ...(screen.interactive ? { screen } : {}),
   });
   const starting = startBot({
     config,
@@ -245,7 +242,7 @@ async function chat(): Promise<void> {
       await model?.close();
       await redis.local?.stop();
     })());
-  stopOnSignals(stop, log, screen.notice);
+  stopOnSignals(stop, log, (text) => screen.notice(text));
   try {
     await starting;
   } catch (error) {
@@ -256,7 +253,7 @@ async function chat(): Promise<void> {
     await redis.local?.stop();
     process.exit(1);
   }
-  if (demo) screen.write(`${demoBanner(config.BOT_LOCALE)}\n`);
+  if (demo) screen.write(`${demoHelp(config.BOT_LOCALE, new Set(toolbox.names()))}\n`);
   screen.write(
     `${localize(
       config.BOT_LOCALE,

@@ -27,7 +27,7 @@ import { z } from "zod";
 import { conversationKey, PLATFORMS, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, conversationTag, draftsOffKey } from "../queue/keys.js";
 import { memoryKey } from "../memory/store.js";
-import { isCluster, type RedisClient } from "../redis.js";
+import { scanKeys, type RedisClient } from "../redis.js";
 import { decodeRecord } from "../records.js";
 
 /** A store whose data belongs to a conversation: how it moves to a new chat id. */
@@ -79,7 +79,7 @@ export const CONVERSATION_STORES: ConversationStore[] = [
     // "Always allow" grants: `grants:{<platform>:<userId>}:<conversation>`, one hash per person (src/approvals/grants.ts).
     name: "grants",
     move: async (redis, from, to) => {
-      for (const key of await scanAll(redis, `grants:{${from.platform}:*}:${globEscape(conversationKey(from))}`)) {
+      for (const key of await scanKeys(redis, `grants:{${from.platform}:*}:${globEscape(conversationKey(from))}`)) {
         const target = key.slice(0, key.length - conversationKey(from).length) + conversationKey(to);
         await moveKey(redis, key, target);
       }
@@ -89,7 +89,7 @@ export const CONVERSATION_STORES: ConversationStore[] = [
     // Reminders: per person (`reminder:{<platform>:<userId>}:items`), each record naming the chat it is posted in.
     name: "reminders",
     move: async (redis, from, to) => {
-      for (const key of await scanAll(redis, `reminder:{${from.platform}:*}:items`)) {
+      for (const key of await scanKeys(redis, `reminder:{${from.platform}:*}:items`)) {
         for (const [field, raw] of Object.entries(await redis.hgetall(key))) {
           let record: { chatId?: unknown; topicId?: unknown };
           try {
@@ -111,7 +111,7 @@ export const CONVERSATION_STORES: ConversationStore[] = [
     // Scheduled tasks: per person (`task:{<platform>:<userId>}:items`, src/tasks/store.ts), each record naming the chat it runs in.
     name: "tasks",
     move: async (redis, from, to) => {
-      for (const key of await scanAll(redis, `task:{${from.platform}:*}:items`)) {
+      for (const key of await scanKeys(redis, `task:{${from.platform}:*}:items`)) {
         for (const [field, raw] of Object.entries(await redis.hgetall(key))) {
           let record: { chatId?: unknown; topicId?: unknown };
           try {
@@ -224,23 +224,4 @@ async function moveKey(redis: RedisClient, from: string, to: string, merge?: "ap
 /** `text` with the glob characters of `SCAN MATCH` escaped. */
 function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
-}
-
-/**
- * Every key matching `pattern` on every node (every master of a cluster). A full `SCAN`: used only
- * for a chat's migration, a rare one-off event, for person-tagged stores that have no index by
- * conversation.
- */
-async function scanAll(redis: RedisClient, pattern: string): Promise<string[]> {
-  const nodes = isCluster(redis) ? redis.nodes("master") : [redis];
-  const found: string[] = [];
-  for (const node of nodes) {
-    let cursor = "0";
-    do {
-      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      cursor = next;
-      found.push(...keys);
-    } while (cursor !== "0");
-  }
-  return [...new Set(found)];
 }

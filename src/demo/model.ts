@@ -2,37 +2,32 @@
  * The demo's model (`npm run chat -- --demo`): a small scripted stand-in for Claude, served on
  * loopback as a real Messages API endpoint (`POST /v1/messages`, JSON or server-sent events when
  * the request says `"stream": true`), so the bot's own client, agent loop, toolbox, approvals and
- * streaming run unchanged, with no API key and nothing sent off this machine.
+ * streaming run unchanged, with no API key and nothing sent off this machine. What it answers is
+ * the script of `script.ts`. A compaction's request (no tools, a `<transcript>` to summarise) gets
+ * a "summary" that lists what the users said, oldest first, merged after the earlier summary's
+ * points — not a real summary, but one that keeps the facts, so `/compact` and `/context` show what
+ * compaction does.
  *
- * It answers by rules, never by understanding: the last user turn's text picks a tool
- * (`get_current_datetime`, `calculate`, `add_todo`, `delete_todo`, `list_todos`) or the help
- * text; a turn of `tool_result` blocks gets a short answer built from the results. A compaction's
- * request (no tools, a `<transcript>` to summarise) gets a "summary" that lists what the users
- * said, oldest first, merged after the earlier summary's points — not a real summary, but one that
- * keeps the facts, so `/compact` and `/context` show what compaction does. Every text it writes
- * starts with a demo label, so nobody takes it for Claude.
+ * The same server answers the weather tool offline (`forecast`): the CWA REST datastore
+ * `GET /cwa/api/v1/rest/datastore/F-C0032-001?locationName=…` from a recorded response shipped with
+ * the project (`test/fixtures/cwa/`, see its README), so `CWA_API_BASE` can point here.
  *
  * Wire format: https://docs.anthropic.com/en/api/messages (request and response) and
  * https://docs.anthropic.com/en/api/messages-streaming (`message_start`, `content_block_start`,
- * `content_block_delta` with `text_delta` / `input_json_delta`, `content_block_stop`,
- * `message_delta`, `message_stop`).
+ * `content_block_delta` with `text_delta` / `input_json_delta` / `citations_delta`,
+ * `content_block_stop`, `message_delta`, `message_stop`); server tool blocks as in
+ * https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool .
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { z } from "zod";
+import { readFile } from "node:fs/promises";
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
+import { MEMORY_BLOCK_START } from "../memory/notes.js";
 import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
-
-/** A content block of the demo's answers. */
-type Block =
-  { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
-
-/** What the demo answers to one request: its content and why it stopped. */
-interface DemoReply {
-  content: Block[];
-  stop_reason: "end_turn" | "tool_use";
-}
+import { answerResults, answerText, demoLabel, type DemoReply, type DemoToolResult } from "./script.js";
+import { forecastResponse } from "./weather.js";
 
 /** The parts of a Messages API request the demo reads; anything else in it is accepted and ignored. */
 const RequestSchema = z.object({
@@ -50,124 +45,79 @@ const RequestSchema = z.object({
 });
 type DemoRequest = z.infer<typeof RequestSchema>;
 
-/** The label every demo answer starts with. */
-function demoLabel(locale: Locale): string {
-  return localize(locale, { "zh-TW": "［示範］", en: "[demo] " });
-}
+type DemoMessage = DemoRequest["messages"][number];
 
-const TEXT = {
-  help: {
-    "zh-TW":
-      "這是示範模式：回答的是內建的腳本，不是 Claude，不需要 API 金鑰，也不連網路。試試看：「現在幾點？」、「(1200 + 800) * 0.05」、「新增待辦 買牛奶」，然後「刪除待辦 1」（會先問你確認，輸入 y 或 n）。/tools 列出工具，/quit 離開。",
-    en:
-      "This is the demo: a built-in script answers, not Claude; no API key, no network. Try " +
-      '"what time is it?", "(1200 + 800) * 0.05", "add todo buy milk", then "delete todo 1" (it ' +
-      "asks you first: type y or n). /tools lists the tools, /quit leaves.",
-  },
-  clock: { "zh-TW": "我用時鐘工具看一下。", en: "Let me check the clock tool." },
-  calculating: { "zh-TW": "我用計算機算一下。", en: "Let me use the calculator." },
-  adding: { "zh-TW": "好，我把它加進你的待辦。", en: "Sure, adding it to your todo list." },
-  deleting: { "zh-TW": "刪除需要你先確認。", en: "Deleting needs your approval first." },
-  listing: { "zh-TW": "我看一下你的待辦清單。", en: "Let me look at your todo list." },
-  result: { "zh-TW": "工具 {tool} 的結果：\n{result}", en: "The {tool} tool says:\n{result}" },
-  failed: { "zh-TW": "工具 {tool} 沒有成功：{result}", en: "The {tool} tool did not succeed: {result}" },
-  afterAdd: {
-    "zh-TW": "接著試試「刪除待辦 {id}」，看看確認提示。",
-    en: 'Now try "delete todo {id}" to see an approval prompt.',
-  },
-};
-
-/** The text of a user turn (its text blocks joined), or undefined when it holds tool results. */
-function userText(message: DemoRequest["messages"][number]): string | undefined {
+/** The text blocks of a user turn joined, without the memory block; undefined when it holds tool results. */
+function userText(message: DemoMessage): string | undefined {
   if (typeof message.content === "string") return message.content;
   if (message.content.some((b) => b.type === "tool_result")) return undefined;
-  return message.content.flatMap((b) => (b.type === "text" && typeof b.text === "string" ? [b.text] : [])).join("\n");
+  return message.content
+    .flatMap((b) =>
+      b.type === "text" && typeof b.text === "string" && !b.text.startsWith(MEMORY_BLOCK_START) ? [b.text] : [],
+    )
+    .join("\n");
+}
+
+/** The memory files of the request's memory block (`<file name="…">…</file>`, see `src/memory/notes.ts`): path → text. */
+function memoryOf(request: DemoRequest): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const message of request.messages) {
+    if (message.role !== "user" || typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type !== "text" || typeof block.text !== "string" || !block.text.startsWith(MEMORY_BLOCK_START))
+        continue;
+      for (const [, path, text] of block.text.matchAll(/<file name="([^"]+)">\n([\s\S]*?)\n<\/file>/g))
+        files.set(path!, text!);
+    }
+  }
+  return files;
 }
 
 /** The text of a `tool_result` block's `content` (a string, or text blocks). */
 function resultText(content: unknown): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content))
-    return content
-      .flatMap((b: { type?: unknown; text?: unknown }) =>
-        b?.type === "text" && typeof b.text === "string" ? [b.text] : [],
-      )
-      .join("\n");
-  return "";
+  if (!Array.isArray(content)) return "";
+  return content
+    .flatMap((b: { type?: unknown; text?: unknown }) =>
+      b?.type === "text" && typeof b.text === "string" ? [b.text] : [],
+    )
+    .join("\n");
 }
 
-let toolCounter = 0;
-function toolId(): string {
-  toolCounter += 1;
-  return `toolu_demo_${Date.now().toString(36)}${toolCounter}`;
-}
-
-/** A reply that calls one tool, after a short lead sentence. */
-function callTool(lead: string, name: string, input: Record<string, unknown>): DemoReply {
-  return {
-    content: [
-      { type: "text", text: lead },
-      { type: "tool_use", id: toolId(), name, input },
-    ],
-    stop_reason: "tool_use",
-  };
-}
-
-/** The demo's banner, printed when the chat starts: what it is and what to try. */
-export function demoBanner(locale: Locale): string {
-  return `${demoLabel(locale)}${localize(locale, TEXT.help)}`;
-}
-
-/** The script: a user text picks a tool (or the help text). */
-function answerText(text: string, locale: Locale): DemoReply {
-  const say = (t: Record<Locale, string>) => `${demoLabel(locale)}${localize(locale, t)}`;
-  const line = text.replace(/^\[[^\]]*\]\s*/, "").trim(); // a group's "[Name] " prefix
-  const todoNumber = /(?:刪除?|delete|remove)\D{0,12}?#?(\d{1,6})/i.exec(line);
-  if (todoNumber) return callTool(say(TEXT.deleting), "delete_todo", { todo_id: Number(todoNumber[1]) });
-  const todo =
-    /^(?:新增|加入?|記下?|add\b)\s*(?:一?個?待辦(?:事項)?|todo)?[\s:：]*(.+)$/i.exec(line) ??
-    /^(?:待辦|todo)[\s:：]+(.+)$/i.exec(line);
-  if (todo) return callTool(say(TEXT.adding), "add_todo", { title: todo[1]!.trim().slice(0, 200) });
-  if (/待辦|清單|todos?\b|list/i.test(line)) return callTool(say(TEXT.listing), "list_todos", {});
-  const expression = /[-+*/^()\d.\s%]*\d\s*[-+*/^%]\s*[-+*/^()\d.\s%]*/.exec(line)?.[0]?.trim();
-  if (expression && /\d/.test(expression)) return callTool(say(TEXT.calculating), "calculate", { expression });
-  if (/幾點|時間|日期|今天|星期|time|date|day|clock/i.test(line))
-    return callTool(say(TEXT.clock), "get_current_datetime", {});
-  return { content: [{ type: "text", text: say(TEXT.help) }], stop_reason: "end_turn" };
-}
-
-/** The script: a turn of tool results gets an answer that shows them. */
-function answerResults(request: DemoRequest, locale: Locale): DemoReply {
+/** The tool results of the last user turn, each with the name of the tool the turn before called. */
+function toolResults(request: DemoRequest): DemoToolResult[] {
   const last = request.messages[request.messages.length - 1]!;
   const previous = request.messages[request.messages.length - 2];
   const calls = new Map<string, string>();
-  if (previous && Array.isArray(previous.content)) {
+  if (previous && Array.isArray(previous.content))
     for (const b of previous.content)
       if (b.type === "tool_use" && typeof b.id === "string" && typeof b.name === "string") calls.set(b.id, b.name);
-  }
-  const parts: string[] = [];
-  let added: string | undefined;
-  for (const block of Array.isArray(last.content) ? last.content : []) {
-    if (block.type !== "tool_result") continue;
-    const tool = calls.get(String(block.tool_use_id)) ?? "?";
-    const result = resultText(block.content);
-    parts.push(localize(locale, block.is_error === true ? TEXT.failed : TEXT.result, { tool, result }));
-    if (tool === "add_todo" && block.is_error !== true) added = /#(\d+)/.exec(result)?.[1];
-  }
-  if (added) parts.push(localize(locale, TEXT.afterAdd, { id: added }));
-  return { content: [{ type: "text", text: `${demoLabel(locale)}${parts.join("\n\n")}` }], stop_reason: "end_turn" };
+  return (Array.isArray(last.content) ? last.content : [])
+    .filter((b) => b.type === "tool_result")
+    .map((b) => ({
+      tool: calls.get(String(b.tool_use_id)) ?? "?",
+      result: resultText(b.content),
+      isError: b.is_error === true,
+    }));
 }
 
 /**
- * What the demo answers to a request: to tool results, an answer showing them; to a user text, a
- * tool call or the help text (see the module comment).
+ * What the demo answers to a request: a compaction's request gets the demo summary; a user text the
+ * script's tool call or answer; tool results an answer showing them (see `script.ts`).
  */
-function demoReply(request: DemoRequest, locale: Locale): DemoReply {
+function demoReply(request: DemoRequest, options: DemoModelOptions): DemoReply {
   const last = request.messages[request.messages.length - 1]!;
   const text = last.role === "user" ? userText(last) : undefined;
   if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START))
-    return { content: [{ type: "text", text: demoSummary(text, locale) }], stop_reason: "end_turn" };
-  return text === undefined ? answerResults(request, locale) : answerText(text, locale);
+    return { content: [{ type: "text", text: demoSummary(text, options.locale) }], stop_reason: "end_turn" };
+  const turn = {
+    locale: options.locale,
+    timezone: options.timezone ?? "Asia/Taipei",
+    tools: new Set((request.tools ?? []).flatMap((t) => (typeof t.name === "string" ? [t.name] : []))),
+    memory: memoryOf(request),
+    now: Date.now(),
+  };
+  return text === undefined ? answerResults(toolResults(request), turn) : answerText(text, turn);
 }
 
 /** Most points a demo summary keeps (the oldest go first). */
@@ -209,16 +159,28 @@ function demoSummary(request: string, locale: Locale): string {
 export interface DemoModelOptions {
   /** The language of the script's answers. */
   locale: Locale;
-  /** Characters per streamed text delta (default 3). */
+  /** The user's time zone (`TIMEZONE`), for reminders; default Asia/Taipei. */
+  timezone?: string;
+  /** A recorded CWA REST response of F-C0032-001 (a file path) to serve to the weather tool; unset = no weather. */
+  forecast?: string;
+  /** Characters per streamed text delta (default 3; more for a long text, which streams in about {@link MAX_DELTAS} deltas). */
   chunkChars?: number;
   /** Pause between two streamed deltas, in ms (default 25): slow enough to watch the answer grow. */
   deltaMs?: number;
 }
 
+/** Where the demo serves the CWA API (its base, ending in `/api` as `CWA_API_BASE` must). */
+const CWA_PATH = "/cwa/api";
+
+/** Most deltas one text block streams in: a long text comes in bigger pieces, so no text block takes more than about half a second. */
+const MAX_DELTAS = 20;
+
 /** The running demo model. */
 export interface DemoModel {
   /** Its base URL (`http://127.0.0.1:<port>`), for `ANTHROPIC_BASE_URL`. */
   url: string;
+  /** The CWA API base it serves (for `CWA_API_BASE`, ending in `/api`), when `forecast` was given. */
+  cwaBase?: string;
   /** Stops listening and ends open connections. */
   close(): Promise<void>;
 }
@@ -240,7 +202,11 @@ function event(res: ServerResponse, name: string, data: unknown): void {
   res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-/** Streams `reply` as the Messages API does: text in small deltas, a tool's input as one `input_json_delta`. */
+/**
+ * Streams `reply` as the Messages API does: a text block's citations as `citations_delta` events,
+ * then its text in small deltas; a tool's input as one `input_json_delta`; a server tool's result
+ * whole in its `content_block_start`.
+ */
 async function streamReply(
   res: ServerResponse,
   message: Record<string, unknown>,
@@ -253,7 +219,6 @@ async function streamReply(
     type: "message_start",
     message: { ...message, content: [], stop_reason: null, stop_sequence: null },
   });
-  const size = options.chunkChars ?? 3;
   for (const [index, block] of reply.content.entries()) {
     if (block.type === "text") {
       event(res, "content_block_start", {
@@ -261,7 +226,14 @@ async function streamReply(
         index,
         content_block: { type: "text", text: "" },
       });
+      for (const citation of block.citations ?? [])
+        event(res, "content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "citations_delta", citation },
+        });
       const characters = [...block.text];
+      const size = Math.max(options.chunkChars ?? 3, Math.ceil(characters.length / MAX_DELTAS));
       for (let i = 0; i < characters.length && !closed(); i += size) {
         event(res, "content_block_delta", {
           type: "content_block_delta",
@@ -270,6 +242,8 @@ async function streamReply(
         });
         await sleep(options.deltaMs ?? 25);
       }
+    } else if (block.type === "web_search_tool_result") {
+      event(res, "content_block_start", { type: "content_block_start", index, content_block: block });
     } else {
       event(res, "content_block_start", { type: "content_block_start", index, content_block: { ...block, input: {} } });
       event(res, "content_block_delta", {
@@ -303,13 +277,25 @@ async function readBody(req: IncomingMessage): Promise<string | undefined> {
 
 /**
  * Starts the demo model on a free port of 127.0.0.1 (loopback only: nothing off this machine can
- * reach it). It answers `POST /v1/messages`; any other path gets 404, a request it cannot read 400,
- * both in the API's error shape.
+ * reach it). It answers `POST /v1/messages`, and with `forecast` the CWA forecast
+ * (`GET /cwa/api/v1/rest/datastore/F-C0032-001`); any other path gets 404, a request it cannot
+ * read 400, both in the API's error shape.
+ * @throws when `forecast` cannot be read as JSON, or no port can be had.
  */
 export async function startDemoModel(options: DemoModelOptions): Promise<DemoModel> {
+  const forecast: unknown = options.forecast ? JSON.parse(await readFile(options.forecast, "utf8")) : undefined;
   const server: Server = createServer((req, res) => {
     void (async () => {
-      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages"))
+      const url = new URL(req.url ?? "/", "http://127.0.0.1");
+      if (
+        forecast !== undefined &&
+        req.method === "GET" &&
+        url.pathname === `${CWA_PATH}/v1/rest/datastore/F-C0032-001`
+      ) {
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+        return res.end(JSON.stringify(forecastResponse(forecast, url.searchParams.get("locationName"))));
+      }
+      if (req.method !== "POST" || url.pathname !== "/v1/messages")
         return sendError(res, 404, "not_found_error", "the demo model answers POST /v1/messages only");
       const body = await readBody(req);
       let parsed: ReturnType<typeof RequestSchema.safeParse> | undefined;
@@ -321,13 +307,15 @@ export async function startDemoModel(options: DemoModelOptions): Promise<DemoMod
       if (!parsed?.success)
         return sendError(res, 400, "invalid_request_error", "the demo model could not read this request");
       const request = parsed.data;
-      const reply = demoReply(request, options.locale);
-      const written = reply.content.map((b) => (b.type === "text" ? b.text : JSON.stringify(b.input))).join("");
+      const reply = demoReply(request, options);
+      const written = reply.content.map((b) => (b.type === "text" ? b.text : JSON.stringify(b))).join("");
+      const searches = reply.content.filter((b) => b.type === "server_tool_use").length;
       const usage = {
         input_tokens: tokens(body!),
         output_tokens: tokens(written),
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: 0,
+        ...(searches > 0 ? { server_tool_use: { web_search_requests: searches, web_fetch_requests: 0 } } : {}),
       };
       const message = {
         id: `msg_demo_${randomBytes(8).toString("hex")}`,
@@ -355,8 +343,10 @@ export async function startDemoModel(options: DemoModelOptions): Promise<DemoMod
     server.listen(0, "127.0.0.1", () => resolve());
   });
   const { port } = server.address() as { port: number };
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    ...(forecast !== undefined ? { cwaBase: `${url}${CWA_PATH}` } : {}),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

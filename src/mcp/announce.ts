@@ -71,7 +71,7 @@ export async function readMcpAnnouncement(redis: RedisClient): Promise<McpAnnoun
 }
 
 /** The input of every announced tool: any object (adapters list these tools, never validate a call). */
-const ANY_OBJECT_INPUT = new JsonSchemaInput({ type: "object" });
+const ANY_OBJECT_INPUT = JsonSchemaInput.listed({ type: "object" });
 
 /**
  * Tools standing for announced MCP tools in an adapter's toolbox: name, description, tags and

@@ -8,11 +8,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import {
   ErrorCode,
   McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type Progress,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, statSync } from "node:fs";
@@ -22,11 +24,45 @@ import type { McpServerConfig } from "./config.js";
 /** Longest wait for a server to start and answer `initialize` and `tools/list`, in ms. */
 export const MCP_CONNECT_TIMEOUT_MS = 30_000;
 
+/**
+ * Least time between two tool listings of one server after `notifications/tools/list_changed`, in
+ * ms: a server that sends the notification in a loop gets one `tools/list` (and one round of schema
+ * compiling) per this interval, the last change included.
+ */
+export const MCP_LIST_CHANGED_INTERVAL_MS = 10_000;
+
 /** Backoff of reconnection attempts, in ms: first delay and largest delay (doubling in between). */
 export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 
 /** Our client's name and version in `initialize`. */
 const CLIENT_INFO = { name: "taiwan-tool-bot", version: "0.1.0" };
+
+/**
+ * The client capabilities the bot declares in `initialize`: none, because it has none of them —
+ * - `sampling` (the server asks the client's model for a completion): not offered; a server's
+ *   request would spend the chat's budget outside any conversation;
+ * - `elicitation` (the server asks the person a question mid-call): not offered; the bot's only
+ *   question to a person is the approval prompt;
+ * - `roots` (folders the server may work in): the operator gives a server its folders in its
+ *   command line;
+ * - `tasks` (long calls run as MCP tasks): tools that need them are left out at listing.
+ * Servers adapt to it: server-everything, for one, then offers none of its sampling, elicitation
+ * or roots tools. Spec: https://modelcontextprotocol.io/specification/2025-06-18/basic/lifecycle#capability-negotiation .
+ */
+export const MCP_CLIENT_CAPABILITIES = {} as const;
+
+/**
+ * The SDK client's checker of tools' output schemas, which checks nothing: the SDK's default
+ * compiles every tool's `outputSchema` with Ajv on the event loop at each listing (a large schema
+ * held it for hundreds of ms) and matches its patterns with backtracking regular expressions. The
+ * bot never relies on the shape of `structuredContent`: it passes it on as JSON text, and only when
+ * the result has no other content (`result.ts`).
+ */
+const OUTPUT_SCHEMAS_UNCHECKED: jsonSchemaValidator = {
+  getValidator<T>(): JsonSchemaValidator<T> {
+    return (input) => ({ valid: true, data: input as T, errorMessage: undefined });
+  },
+};
 
 /** The connection is down (not yet up, dropped and reconnecting, or closed): nothing was sent. */
 export class McpUnavailableError extends Error {
@@ -63,6 +99,8 @@ export interface McpConnectionOptions {
   reconnectDelaysMs?: { first: number; max: number };
   /** Connect + list timeout, in ms; default {@link MCP_CONNECT_TIMEOUT_MS}. */
   connectTimeoutMs?: number;
+  /** Least time between two listings after `list_changed`, in ms; default {@link MCP_LIST_CHANGED_INTERVAL_MS}. */
+  listChangedIntervalMs?: number;
 }
 
 /** The state of a connection. */
@@ -81,6 +119,9 @@ export class McpConnection {
   #lastError = "";
   /** The tool lists handed to `onTools`, one after the other. */
   #toolsHandled: Promise<void> = Promise.resolve();
+  /** When the last tool listing started (ms since the epoch), and the listing waiting for its turn after a `list_changed`. */
+  #listedAt = 0;
+  #refreshTimer: NodeJS.Timeout | undefined;
   readonly #log: Logger;
   readonly #options: McpConnectionOptions;
   /** Redacts this server's secrets (`config.secrets`) from its stderr and errors; their forms are worked out once. */
@@ -121,6 +162,9 @@ export class McpConnection {
    * @param args - the validated input.
    * @param options.signal - aborts the request (the SDK sends `notifications/cancelled`).
    * @param options.timeoutMs - request timeout, in ms.
+   * @param options.onProgress - called with each `notifications/progress` the server sends for this
+   *   call; when given, the request carries a progress token (`_meta.progressToken`), which asks the
+   *   server for them (https://modelcontextprotocol.io/specification/2025-06-18/basic/utilities/progress).
    * @throws {McpUnavailableError} when not connected (nothing was sent);
    *   {@link McpCallInterruptedError} when the connection dropped during the call (reconnection
    *   starts); `McpError` for an error answer of the server (e.g. invalid params).
@@ -128,7 +172,7 @@ export class McpConnection {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; timeoutMs: number },
+    options: { signal: AbortSignal; timeoutMs: number; onProgress?: (progress: Progress) => void },
   ): Promise<CallToolResult> {
     const client = this.#client;
     if (this.#state !== "connected" || !client) {
@@ -143,6 +187,7 @@ export class McpConnection {
       return (await client.callTool({ name, arguments: args }, undefined, {
         signal: options.signal,
         timeout: options.timeoutMs,
+        ...(options.onProgress ? { onprogress: options.onProgress } : {}),
       })) as CallToolResult;
     } catch (error) {
       if (options.signal.aborted) throw error;
@@ -158,11 +203,16 @@ export class McpConnection {
   async close(): Promise<void> {
     this.#state = "closed";
     clearTimeout(this.#retryTimer);
+    clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = undefined;
     await this.#shutdown();
   }
 
   async #open(): Promise<void> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, {
+      capabilities: MCP_CLIENT_CAPABILITIES,
+      jsonSchemaValidator: OUTPUT_SCHEMAS_UNCHECKED,
+    });
     const transport = this.#makeTransport();
     this.#client = client;
     this.#transport = transport;
@@ -171,16 +221,7 @@ export class McpConnection {
     };
     client.onerror = (error) => this.#log.debug({ err: error }, "MCP transport error");
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      if (this.#client !== client) return;
-      this.#log.info(`MCP server ${this.config.name}: tool list changed; refreshing`);
-      this.#listTools(client).then(
-        (tools) => this.#handleTools(tools),
-        (error: unknown) =>
-          this.#log.warn(
-            { reason: this.#reason(error) },
-            `MCP server ${this.config.name}: refreshing its tools failed`,
-          ),
-      );
+      if (this.#client === client) this.#refreshSoon(client);
     });
     const timeoutMs = this.#options.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
@@ -201,6 +242,31 @@ export class McpConnection {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * After a `list_changed`: lists the tools again now, or — when the last listing started less than
+   * the interval ago — once when the interval is over (the notifications meanwhile are folded into
+   * that one listing, which sees the server's latest list).
+   */
+  #refreshSoon(client: Client): void {
+    if (this.#refreshTimer) return;
+    const interval = this.#options.listChangedIntervalMs ?? MCP_LIST_CHANGED_INTERVAL_MS;
+    const wait = Math.max(0, this.#listedAt + interval - Date.now());
+    this.#refreshTimer = setTimeout(() => {
+      this.#refreshTimer = undefined;
+      if (this.#client !== client) return;
+      this.#log.info(`MCP server ${this.config.name}: tool list changed; refreshing`);
+      this.#listTools(client).then(
+        (tools) => this.#handleTools(tools),
+        (error: unknown) =>
+          this.#log.warn(
+            { reason: this.#reason(error) },
+            `MCP server ${this.config.name}: refreshing its tools failed`,
+          ),
+      );
+    }, wait);
+    this.#refreshTimer.unref();
   }
 
   /** Hands `tools` to `onTools` after the lists before it; never rejects (a failure is logged). */
@@ -245,6 +311,7 @@ export class McpConnection {
   }
 
   async #listTools(client: Client): Promise<McpTool[]> {
+    this.#listedAt = Date.now();
     const tools: McpTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 100; page += 1) {

@@ -22,6 +22,15 @@ import {
   type McpToolNeeds,
 } from "./tools.js";
 
+/**
+ * Why a tool whose `execution.taskSupport` is `"required"` is left out: it can only be called as an
+ * MCP task (`tools/call` with a `task` parameter, then `tasks/get` / `tasks/result`; MCP
+ * 2025-11-25, experimental in the SDK), and the bot calls tools directly; offered, it would be
+ * approved and then refused by the SDK client.
+ */
+export const TASK_REQUIRED_REASON =
+  'it can only be run as an MCP task (its execution.taskSupport is "required"), which the bot does not support';
+
 /** A server left out (its config, its start or its tool list failed), with the reason. */
 export interface SkippedMcpServer {
   server: string;
@@ -30,8 +39,8 @@ export interface SkippedMcpServer {
 
 /**
  * An MCP tool left out, with the reason: its schema is too large, cannot be made acceptable to
- * the Messages API or cannot be compiled; its name is taken; or its server lists more than
- * {@link MCP_MAX_TOOLS_PER_SERVER} tools.
+ * the Messages API or cannot be compiled; its name is taken; it can only run as an MCP task
+ * ({@link TASK_REQUIRED_REASON}); or its server lists more than {@link MCP_MAX_TOOLS_PER_SERVER} tools.
  */
 export interface SkippedMcpTool {
   server: string;
@@ -52,7 +61,7 @@ export interface McpToolSourceOptions {
    */
   onChange?: () => void;
   /** Passed to each connection (tests: shorter backoff). */
-  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
+  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs" | "listChangedIntervalMs">;
 }
 
 /** The MCP servers of one process and the tools they registered. */
@@ -77,8 +86,10 @@ export class McpToolSource {
   readonly #needsSeen = new Map<string, McpToolNeeds>();
   /** Name clashes found while starting: start-up stops with them. */
   #startProblems: string[] | undefined;
-  /** True once start() succeeded: only then do changes reach `onChange`. */
+  /** True once start() succeeded, or from startInBackground(): only then do changes reach `onChange`. */
   #started = false;
+  /** True once close() was called. */
+  #closed = false;
 
   constructor(options: McpToolSourceOptions) {
     this.#options = options;
@@ -95,8 +106,7 @@ export class McpToolSource {
    */
   async start(): Promise<void> {
     this.#startProblems = [];
-    this.#skipped = this.#options.config.skipped.map((s) => ({ ...s }));
-    for (const s of this.#skipped) this.#warnSkipped(s);
+    this.#skipConfigProblems();
     await Promise.all(this.#options.config.servers.map((server) => this.#startServer(server)));
     const problems = this.#startProblems;
     this.#startProblems = undefined;
@@ -107,24 +117,49 @@ export class McpToolSource {
     this.#started = true;
   }
 
+  /**
+   * Connects every server in the background and returns at once, so a slow or dead server never
+   * holds back the worker: chats are answered with the tools that are ready, and each server's
+   * tools join the toolbox when it is up (one log line naming the server and its tools; `onChange`
+   * is called). A server that cannot start is skipped with one warning. A name clash with a tool
+   * of `tools/` leaves the MCP tool out, with the reason (start-up is not stopped: it is over).
+   *
+   * @returns a promise that settles once every server has connected or been skipped (never rejects).
+   */
+  startInBackground(): Promise<void> {
+    this.#skipConfigProblems();
+    this.#started = true;
+    return Promise.all(this.#options.config.servers.map((server) => this.#startServer(server))).then(() => {});
+  }
+
+  /** The servers the config itself leaves out (each with one warning). */
+  #skipConfigProblems(): void {
+    this.#skipped = this.#options.config.skipped.map((s) => ({ ...s }));
+    for (const s of this.#skipped) this.#warnSkipped(s);
+  }
+
   async #startServer(server: McpServerConfig): Promise<void> {
     const connection: McpConnection = new McpConnection(server, {
       log: this.#log,
       onTools: (tools) => this.#register(server, connection, tools),
       ...this.#options.connection,
     });
+    // Kept from the start, so close() stops a server that is still connecting.
+    this.#connections.set(server.name, connection);
     try {
       await connection.start();
-      this.#connections.set(server.name, connection);
       this.#log.info(
         { mcpServer: server.name, tools: (this.#registered.get(server.name) ?? []).map((t) => t.name) },
         `MCP server ${server.name} connected`,
       );
     } catch (error) {
+      this.#connections.delete(server.name);
       this.#unregister(server.name);
+      if (this.#closed) return; // the source was closed while the server was connecting
       const skipped = { server: server.name, reason: (error as Error).message };
       this.#skipped.push(skipped);
       this.#warnSkipped(skipped);
+      if (this.#started) this.#options.onChange?.();
     }
   }
 
@@ -137,9 +172,8 @@ export class McpToolSource {
 
   /**
    * Replaces the server's tools in the toolbox with `tools` (filtered by include/exclude, at most
-   * {@link MCP_MAX_TOOLS_PER_SERVER}). The new tools are built first — one schema after the
-   * other, giving the event loop a turn between two, so other chats are served meanwhile — and
-   * then swapped in at once.
+   * {@link MCP_MAX_TOOLS_PER_SERVER}). The new tools are built first — their schemas compiled in
+   * the schema checker's thread, so other chats are served meanwhile — and then swapped in at once.
    */
   async #register(server: McpServerConfig, connection: McpConnection, tools: McpTool[]): Promise<void> {
     const { toolbox } = this.#options;
@@ -163,9 +197,13 @@ export class McpToolSource {
     }
     const built: { tool: McpBackedTool; mcpName: string }[] = [];
     for (const mcpTool of wanted) {
+      if (mcpTool.execution?.taskSupport === "required") {
+        skipped.push({ server: server.name, tool: mcpTool.name, reason: TASK_REQUIRED_REASON });
+        continue;
+      }
       let tool: McpBackedTool;
       try {
-        tool = toolFromMcp(server, mcpTool, connection, { needs: this.#needs(server, mcpTool) });
+        tool = await toolFromMcp(server, mcpTool, connection, { needs: this.#needs(server, mcpTool) });
       } catch (error) {
         skipped.push({ server: server.name, tool: mcpTool.name, reason: (error as Error).message });
         continue;
@@ -185,7 +223,6 @@ export class McpToolSource {
         );
       }
       built.push({ tool, mcpName: mcpTool.name });
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (connection.state === "closed") return;
     this.#unregister(server.name);
@@ -317,6 +354,7 @@ export class McpToolSource {
   /** Closes every connection (stops stdio child processes) and removes the tools. Never throws. */
   async close(): Promise<void> {
     this.#started = false;
+    this.#closed = true;
     const connections = [...this.#connections.values()];
     this.#connections.clear();
     await Promise.all(connections.map((c) => c.close()));

@@ -11,6 +11,8 @@
 import { createHash } from "node:crypto";
 import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { localize } from "../i18n.js";
+import { redact } from "../log.js";
+import { plainLine } from "../plain-text.js";
 import { JsonSchemaInput } from "../toolbox/json-input.js";
 import { TOOL_NAME_PATTERN } from "../toolbox/registry.js";
 import { ToolError, type Tool } from "../toolbox/tool.js";
@@ -109,12 +111,12 @@ export interface McpToolOptions {
  *   the input schema is larger than {@link MCP_MAX_SCHEMA_BYTES}, cannot be made acceptable to the
  *   Messages API, or cannot be compiled.
  */
-export function toolFromMcp(
+export async function toolFromMcp(
   server: McpServerConfig,
   tool: McpTool,
   connection: McpConnection,
   options: McpToolOptions = {},
-): McpBackedTool {
+): Promise<McpBackedTool> {
   const bytes = Buffer.byteLength(JSON.stringify(tool.inputSchema ?? null));
   if (bytes > MCP_MAX_SCHEMA_BYTES) {
     throw new UnusableSchemaError(
@@ -124,7 +126,7 @@ export function toolFromMcp(
   const view = modelInputSchema(tool.inputSchema);
   let input: JsonSchemaInput;
   try {
-    input = new JsonSchemaInput(tool.inputSchema, view);
+    input = await JsonSchemaInput.compile(tool.inputSchema, view);
   } catch (error) {
     throw new UnusableSchemaError(`its input schema cannot be compiled: ${(error as Error).message}`);
   }
@@ -149,7 +151,22 @@ export function toolFromMcp(
     run: async (args, context) => {
       let result: CallToolResult;
       try {
-        result = await connection.callTool(tool.name, args, { signal: context.signal, timeoutMs: server.timeoutMs });
+        const { onProgress } = context;
+        result = await connection.callTool(tool.name, args, {
+          signal: context.signal,
+          timeoutMs: server.timeoutMs,
+          // The server's words, cleaned: one short plain line on the status line.
+          ...(onProgress
+            ? {
+                onProgress: ({ progress, total, message }) =>
+                  onProgress({
+                    progress,
+                    ...(total !== undefined ? { total } : {}),
+                    ...(message ? { message: plainLine(redact(message), 60) } : {}),
+                  }),
+              }
+            : {}),
+        });
       } catch (error) {
         throw callFailure(server, tool.name, readOnly, error);
       }

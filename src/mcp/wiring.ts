@@ -6,7 +6,7 @@ import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import { announceMcpTools, announcementOf, followMcpAnnouncements } from "./announce.js";
+import { announceMcpTools, announcementOf, followMcpAnnouncements, type McpAnnouncement } from "./announce.js";
 import { mcpConfigPath, readMcpConfig } from "./config.js";
 import type { McpConnectionOptions } from "./connection.js";
 import { McpToolSource, warnCrowdedContexts } from "./source.js";
@@ -20,45 +20,41 @@ export interface WorkerMcpOptions {
   /** Every loaded tool; the MCP tools are added to it. */
   toolbox: ToolBox;
   /** Connection options (tests: a short reconnection backoff). */
-  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs">;
+  connection?: Pick<McpConnectionOptions, "reconnectDelaysMs" | "connectTimeoutMs" | "listChangedIntervalMs">;
 }
 
 /**
- * Connects the MCP servers of `MCP_CONFIG` (or `mcp.json` at the project root), registers their
- * tools in `toolbox`, warns when a chat would get more than 10 tools, and announces the MCP tools
- * in Redis (an empty list when there is no MCP config), again after every change.
+ * Starts the MCP servers of `MCP_CONFIG` (or `mcp.json` at the project root) in the background
+ * (`McpToolSource.startInBackground`): the worker takes jobs at once, each server's tools join
+ * `toolbox` when it is up. Announces the MCP tools in Redis now (an empty list when there is no
+ * MCP config) and after every change; warns once every server has connected or been skipped when
+ * a chat would get more than 10 tools.
  *
- * @returns the source (undefined without an MCP config) and `close()`, which stops the servers.
- * @throws {McpConfigError} when the file is unreadable or malformed; {@link ToolRegistryError}
- *   when an MCP tool's name clashes with another tool. Servers that fail are only skipped.
+ * @returns the source (undefined without an MCP config), `connected` (settles once every server
+ *   has connected or been skipped; never rejects) and `close()`, which stops the servers.
+ * @throws {McpConfigError} when the file is unreadable or malformed. Servers that fail are only skipped.
  */
 export async function startWorkerMcp(
   options: WorkerMcpOptions,
-): Promise<{ source?: McpToolSource; close: () => Promise<void> }> {
+): Promise<{ source?: McpToolSource; connected: Promise<void>; close: () => Promise<void> }> {
   const { config, log, redis, toolbox } = options;
+  const announce = (announcement: McpAnnouncement) =>
+    announceMcpTools(redis, announcement).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
   const file = mcpConfigPath(config.MCP_CONFIG);
   if (!file) {
-    await announceMcpTools(redis, { at: Date.now(), tools: [], skipped: [] }).catch((err: unknown) =>
-      log.warn({ err }, "announcing the MCP tools failed"),
-    );
-    return { close: async () => {} };
+    await announce({ at: Date.now(), tools: [], skipped: [] });
+    return { connected: Promise.resolve(), close: async () => {} };
   }
   const source: McpToolSource = new McpToolSource({
     config: readMcpConfig(file),
     toolbox,
     log,
     connection: options.connection,
-    onChange: () =>
-      void announceMcpTools(redis, announcementOf(source)).catch((err: unknown) =>
-        log.warn({ err }, "announcing the MCP tools failed"),
-      ),
+    onChange: () => void announce(announcementOf(source)),
   });
-  await source.start();
-  warnCrowdedContexts(toolbox, source, log);
-  await announceMcpTools(redis, announcementOf(source)).catch((err: unknown) =>
-    log.warn({ err }, "announcing the MCP tools failed"),
-  );
-  return { source, close: () => source.close() };
+  const connected = source.startInBackground().then(() => void warnCrowdedContexts(toolbox, source, log));
+  await announce(announcementOf(source));
+  return { source, connected, close: () => source.close() };
 }
 
 /**

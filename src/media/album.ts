@@ -34,8 +34,9 @@ import {
 import { conversationTag } from "../queue/keys.js";
 
 /**
- * How long after the album's latest item the worker takes it, in ms: items up to 3 s apart (a slow
- * upload of each photo) belong to one album.
+ * How long after the album's latest item the worker takes it, in ms, unless told otherwise
+ * (`CollectOptions.quietMs`; the worker passes `ALBUM_QUIET_MS` of the configuration, whose default
+ * this is): items up to 3 s apart (a slow upload of each photo) belong to one album.
  */
 export const ALBUM_QUIET_MS = 3000;
 

@@ -16,7 +16,8 @@
  * Source: https://nodejs.org/api/worker_threads.html#new-workerfilename-options (`resourceLimits`,
  * `eval`), https://nodejs.org/api/worker_threads.html#workerterminate.
  */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startModuleThread } from "../threads.js";
 import { MediaError } from "./errors.js";
 import { PDF_INSPECT_TIMEOUT_MS, PDF_MAX_DECODED_BYTES, PDF_WORKER_HEAP_MB } from "./limits.js";
 import type { PdfAnswer, PdfTask } from "./pdf-worker.js";
@@ -50,20 +51,13 @@ interface Pending {
   reject(error: MediaError): void;
 }
 
-/**
- * The worker thread, started from the compiled `pdf-worker.js` beside this module, or — in a
- * development checkout and the tests, which run the TypeScript sources — from `pdf-worker.ts`
- * through tsx, which a worker thread does not inherit from its parent.
- */
+/** The worker thread (`pdf-worker.ts`, see `startModuleThread`), with `heapMb` MB of old-generation heap. */
 function startThread(heapMb: number): Worker {
-  const options = { resourceLimits: { maxOldGenerationSizeMb: heapMb }, stdout: false, stderr: false };
-  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./pdf-worker.js", import.meta.url), options);
-  const tsx = import.meta.resolve("tsx/esm/api");
-  const entry = new URL("./pdf-worker.ts", import.meta.url).href;
-  return new Worker(
-    `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`,
-    { ...options, eval: true },
-  );
+  return startModuleThread(import.meta.url, "pdf-worker", {
+    resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    stdout: false,
+    stderr: false,
+  });
 }
 
 /** Opens PDFs in a worker thread with limits; see the module comment. */

@@ -5,87 +5,15 @@
  * (https://ajv.js.org) before the call, with one line per bad field in the same words as our zod
  * tools (`count: expected an integer, got "abc"`).
  *
- * Compiled validators are kept by the schema's hash ({@link compileJsonSchema}), so a schema
- * listed again (every reconnect, every `tools/list_changed`) is not compiled again.
- *
- * Drafts: a schema whose `$schema` names draft 2020-12 or 2019-09 is compiled with Ajv's classes
- * for those drafts; any other (draft-07, draft-06, none) with Ajv's default draft-07 class.
- * Formats (`email`, `uri`, `date-time` …) are checked with `ajv-formats`.
+ * Compiling and validating happen off the event loop, in the schema checker's worker thread, with
+ * time limits and a regular-expression engine without backtracking (`schema-checker.ts`,
+ * `schema-thread.ts`); a schema listed again (every reconnect, every `tools/list_changed`) is not
+ * compiled again.
  */
-import { createHash } from "node:crypto";
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { Ajv2019 } from "ajv/dist/2019.js";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
+import type { ErrorObject } from "ajv";
 import { formatPath, getAt, got, repairScalarStrings, TYPE_WORDS, type Parsed } from "./input-problems.js";
+import { SchemaCheckError, schemaChecker, type CompiledSchema, type SchemaChecker } from "./schema-checker.js";
 import type { InputSchema } from "./schema.js";
-
-// ajv-formats is CommonJS: under NodeNext its default import is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv,
-) => Ajv;
-
-const validators = {
-  draft7: undefined as Ajv | undefined,
-  draft2019: undefined as Ajv | undefined,
-  draft2020: undefined as Ajv | undefined,
-};
-
-function validatorFor(schemaUri: unknown): Ajv {
-  // addUsedSchema: false — a compiled schema is not kept under its `$id` (two servers' schemas with
-  // one `$id` must not meet); see compileOnce. Equal schemas are reused by hash: compileJsonSchema.
-  const options = { allErrors: true, strict: false, validateFormats: true, addUsedSchema: false } as const;
-  const uri = typeof schemaUri === "string" ? schemaUri : "";
-  if (uri.includes("2020-12")) return (validators.draft2020 ??= addFormats(new Ajv2020(options) as unknown as Ajv));
-  if (uri.includes("2019-09")) return (validators.draft2019 ??= addFormats(new Ajv2019(options) as unknown as Ajv));
-  return (validators.draft7 ??= addFormats(new Ajv(options)));
-}
-
-/**
- * Compiles `schema` on the shared `ajv` and leaves nothing behind in it: Ajv caches every compiled
- * schema object and records the `$id`s found inside it, so without this each compile (every
- * reconnect, every `tools/list_changed`) would add entries for good. The returned function keeps
- * what it needs (references are resolved at compile time).
- */
-function compileOnce(ajv: Ajv, schema: Record<string, unknown>): ValidateFunction {
-  const before = new Set(Object.keys(ajv.refs));
-  try {
-    return ajv.compile(schema);
-  } finally {
-    ajv.removeSchema(schema);
-    for (const key of Object.keys(ajv.refs)) if (!before.has(key)) delete ajv.refs[key];
-  }
-}
-
-/** Most compiled validators kept ({@link compileJsonSchema}); the least recently used goes first. */
-const MAX_COMPILED = 500;
-
-const compiled = new Map<string, ValidateFunction>();
-
-/**
- * The Ajv validator of `schema`, compiled at most once per process for equal schemas: kept by the
- * SHA-256 of its JSON text and dialect, for the last {@link MAX_COMPILED} schemas used.
- *
- * @param schema - a JSON Schema object (without `$schema`).
- * @param dialect - the schema's `$schema`, which chooses the draft (see the module comment).
- * @throws {Error} when Ajv cannot compile it.
- */
-export function compileJsonSchema(schema: Record<string, unknown>, dialect?: unknown): ValidateFunction {
-  const ajv = validatorFor(dialect);
-  const key =
-    `${ajv === validators.draft2020 ? "2020" : ajv === validators.draft2019 ? "2019" : "7"}:` +
-    `${createHash("sha256").update(JSON.stringify(schema)).digest("hex")}`;
-  const hit = compiled.get(key);
-  if (hit) {
-    compiled.delete(key);
-    compiled.set(key, hit);
-    return hit;
-  }
-  const validate = compileOnce(ajv, schema);
-  compiled.set(key, validate);
-  if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
-  return validate;
-}
 
 /** How the model's view of a JSON Schema input differs from the schema that validates it. */
 export interface ModelView {
@@ -95,34 +23,53 @@ export interface ModelView {
   keys?: ReadonlyMap<string, string>;
 }
 
-/** A tool input schema given as JSON Schema, validated with Ajv. */
+/** A compiled schema and the checker that compiled it. */
+interface Check {
+  compiled: CompiledSchema;
+  checker: SchemaChecker;
+}
+
+/** A tool input schema given as JSON Schema, validated with Ajv in the schema checker's thread. */
 export class JsonSchemaInput {
   /** The schema sent to the model as `input_schema` (without `$schema`; `type: "object"`). */
   readonly schema: InputSchema;
-  readonly #validate: ValidateFunction;
+  /** The compiled schema and its checker; absent for a listed input (never validated). */
+  readonly #check: Check | undefined;
   /** The model's key → the schema's key, for renamed top-level keys. */
   readonly #toSchema: ReadonlyMap<string, string>;
   /** The schema's key → the model's key. */
   readonly #toModel: ReadonlyMap<string, string>;
 
+  private constructor(check: Check | undefined, view: ModelView) {
+    this.#check = check;
+    this.schema = view.schema;
+    this.#toSchema = view.keys ?? new Map();
+    this.#toModel = new Map([...this.#toSchema].map(([model, own]) => [own, model]));
+  }
+
   /**
-   * Compiles `schema` (or takes its compiled validator from the cache, see {@link compileJsonSchema}).
+   * Compiles `schema` in the schema checker's thread (or finds it compiled there).
    *
    * @param schema - a JSON Schema object of `type: "object"` (an MCP tool's `inputSchema`).
    * @param view - what the model is shown instead of `schema` (with renamed top-level keys,
    *   mapped back before validating); default `schema` itself.
-   * @throws {Error} when it is not an object schema or Ajv cannot compile it (the message says why).
+   * @param checker - the checker to use; default the process's shared one.
+   * @throws {Error} when it is not an object schema, Ajv cannot compile it, or compiling passes the
+   *   checker's time or memory limit (the message says which).
    */
-  constructor(schema: unknown, view?: ModelView) {
-    if (schema === null || typeof schema !== "object" || Array.isArray(schema))
-      throw new Error("the input schema is not a JSON object");
-    const { $schema, ...rest } = schema as Record<string, unknown>;
-    if (rest.type !== "object")
-      throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
-    this.schema = view?.schema ?? ({ properties: {}, ...rest } as InputSchema);
-    this.#toSchema = view?.keys ?? new Map();
-    this.#toModel = new Map([...this.#toSchema].map(([model, own]) => [own, model]));
-    this.#validate = compileJsonSchema(rest, $schema);
+  static async compile(schema: unknown, view?: ModelView, checker = schemaChecker()): Promise<JsonSchemaInput> {
+    const { rest, dialect } = objectSchema(schema);
+    const compiled = await checker.compile(rest, dialect);
+    return new JsonSchemaInput({ compiled, checker }, view ?? { schema: { properties: {}, ...rest } as InputSchema });
+  }
+
+  /**
+   * An input that is never validated: `schema` is only listed (an adapter's view of the tools the
+   * workers announced). Its {@link parse} accepts any object.
+   */
+  static listed(schema: unknown): JsonSchemaInput {
+    const { rest } = objectSchema(schema);
+    return new JsonSchemaInput(undefined, { schema: { properties: {}, ...rest } as InputSchema });
   }
 
   /** The names of the top-level fields the schema declares. */
@@ -131,39 +78,62 @@ export class JsonSchemaInput {
   }
 
   /**
-   * Validates the model's input. On failure, numeric strings in number/integer fields and exactly
-   * `"true"`/`"false"` in boolean fields are converted once and the input is checked again (as
-   * for zod tools); nothing else is coerced. Never throws.
+   * Validates the model's input (in the schema checker's thread). On failure, numeric strings in
+   * number/integer fields and exactly `"true"`/`"false"` in boolean fields are converted once and
+   * the input is checked again (as for zod tools); nothing else is coerced. Never throws.
    *
    * Renamed top-level keys (see {@link ModelView}) are mapped back first; problems name the
    * fields as the model knows them.
    *
    * @returns the (possibly converted) input with the schema's own keys, or one sentence per
-   *   problem naming the field.
+   *   problem naming the field (an input whose check passed the time limit: one sentence saying so).
    */
-  parse(modelInput: unknown): Parsed<Record<string, unknown>> {
+  async parse(modelInput: unknown): Promise<Parsed<Record<string, unknown>>> {
+    if (!this.#check) return this.shape(modelInput);
+    const { compiled, checker } = this.#check;
     const input = this.#fromModel(modelInput);
-    if (this.#validate(input)) return { ok: true, value: input as Record<string, unknown> };
-    let errors = this.#validate.errors ?? [];
-    const repaired = repairScalarStrings(
-      input,
-      errors.flatMap((e) =>
-        e.keyword === "type"
-          ? [
-              {
-                path: pointerParts(e.instancePath),
-                expected: ([] as string[]).concat(e.params.type as string | string[]),
-              },
-            ]
-          : [],
-      ),
-    );
-    if (repaired) {
-      if (this.#validate(repaired)) return { ok: true, value: repaired };
-      errors = this.#validate.errors ?? [];
+    try {
+      const first = await checker.validate(compiled, input);
+      if (first.valid) return { ok: true, value: input as Record<string, unknown> };
+      let errors = first.errors;
+      const repaired = repairScalarStrings(
+        input,
+        errors.flatMap((e) =>
+          e.keyword === "type"
+            ? [
+                {
+                  path: pointerParts(e.instancePath),
+                  expected: ([] as string[]).concat(e.params.type as string | string[]),
+                },
+              ]
+            : [],
+        ),
+      );
+      if (repaired) {
+        const second = await checker.validate(compiled, repaired);
+        if (second.valid) return { ok: true, value: repaired };
+        errors = second.errors;
+      }
+      const problems = [...new Set(errors.map((e) => this.#describe(e, input)))];
+      return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
+    } catch (error) {
+      const why =
+        error instanceof SchemaCheckError && error.problem === "timeout"
+          ? "checking it against the tool's schema took too long"
+          : "it could not be checked against the tool's schema";
+      return { ok: false, problems: [`input: ${why}, so the call was not run; send a smaller or simpler input`] };
     }
-    const problems = [...new Set(errors.map((e) => this.#describe(e, input)))];
-    return { ok: false, problems: problems.length > 0 ? problems : ["input: does not match the schema"] };
+  }
+
+  /**
+   * The input as the tool would get it, for showing a call (its status line, the trace), without
+   * validating it: renamed keys mapped back; anything but an object is refused. Never throws.
+   */
+  shape(modelInput: unknown): Parsed<Record<string, unknown>> {
+    const input = this.#fromModel(modelInput);
+    return input !== null && typeof input === "object" && !Array.isArray(input)
+      ? { ok: true, value: input as Record<string, unknown> }
+      : { ok: false, problems: [`input: expected an object, got ${got(input)}`] };
   }
 
   /** The input with renamed top-level keys mapped back to the schema's own; anything else as it is. */
@@ -258,4 +228,14 @@ function pointerParts(pointer: string): (string | number)[] {
     .split("/")
     .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
     .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+}
+
+/** The schema without `$schema`, which names its dialect. @throws {Error} when it is not a JSON object of `type: "object"`. */
+function objectSchema(schema: unknown): { rest: Record<string, unknown>; dialect: unknown } {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+    throw new Error("the input schema is not a JSON object");
+  const { $schema: dialect, ...rest } = schema as Record<string, unknown>;
+  if (rest.type !== "object")
+    throw new Error(`the input schema is not of type "object" (got ${JSON.stringify(rest.type)})`);
+  return { rest, dialect };
 }

@@ -61,6 +61,11 @@ export interface ToolContext {
   /** Aborted when the call times out or the run is cancelled; pass it to fetch and friends. */
   signal: AbortSignal;
   log: Logger;
+  /**
+   * Reports how far a long call has come (e.g. an MCP server's progress notifications); shown on
+   * the status line of a streamed answer. Absent when nobody watches. Must be cheap; never throws.
+   */
+  onProgress?: (progress: ToolProgress) => void;
   /** The shared Redis connection (commands only; do not block on it). */
   redis: RedisClient;
   config: Config;
@@ -74,6 +79,14 @@ export type ToolInputSchema = z.ZodObject | JsonSchemaInput;
 
 /** The input `run` receives: the zod output type, or a plain object for JSON Schema inputs. */
 export type ToolInput<S extends ToolInputSchema> = S extends z.ZodObject ? z.output<S> : Record<string, unknown>;
+
+/** How far a long call has come: `progress` of `total` (units of the tool's choosing), and a short message. */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  /** One short plain line (the tool cleans and cuts it). */
+  message?: string;
+}
 
 /** An image a tool returns to the model (an image block inside the `tool_result`). */
 export interface ToolImage {

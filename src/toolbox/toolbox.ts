@@ -295,7 +295,7 @@ export class ToolBox {
       content: capToolResult(redact(content), this.#maxResultChars),
     });
     if (!tool) return failed((await this.#run(name, input, context)).content);
-    const parsed = parseToolInput(tool.input, input);
+    const parsed = await parseToolInput(tool.input, input);
     if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
     const json = safeJson(parsed.value);
     const fallback = `${name} ${json.length > 200 ? `${json.slice(0, 200)}…` : json}`;
@@ -320,7 +320,7 @@ export class ToolBox {
   activity(name: string, input: unknown, locale: Locale): string {
     const tool = this.#tools.get(name);
     if (!tool?.activity) return name;
-    const parsed = parseToolInput(tool.input, input);
+    const parsed = shapeToolInput(tool.input, input);
     if (!parsed.ok) return name;
     try {
       const text = redact(tool.activity(parsed.value as never, locale))
@@ -351,7 +351,7 @@ export class ToolBox {
     const tool = this.#tools.get(name);
     if (!tool?.traced) return { input: preview(safeJson(input)), result: (content, max) => preview(content, max) };
     let summary: Record<string, unknown>;
-    const parsed = parseToolInput(tool.input, input);
+    const parsed = shapeToolInput(tool.input, input);
     try {
       summary = parsed.ok ? tool.traced(parsed.value as never) : { invalid: true };
     } catch {
@@ -368,7 +368,7 @@ export class ToolBox {
   notice(name: string, input: unknown, locale: Locale): string | undefined {
     const tool = this.#tools.get(name);
     if (!tool?.notice) return undefined;
-    const parsed = parseToolInput(tool.input, input);
+    const parsed = shapeToolInput(tool.input, input);
     if (!parsed.ok) return undefined;
     try {
       const text = tool
@@ -390,7 +390,7 @@ export class ToolBox {
         content: `Unknown tool "${name}". Available tools: ${available.length ? available.join(", ") : "(none)"}.`,
       };
     }
-    const parsed = parseToolInput(tool.input, input);
+    const parsed = await parseToolInput(tool.input, input);
     if (!parsed.ok) return { ok: false, content: invalidInputText(name, parsed.problems) };
 
     const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
@@ -523,11 +523,21 @@ function firstTimeOver(tools: readonly Anthropic.Messages.ToolUnion[]): boolean 
 }
 
 /**
- * Parses model input with a tool's input schema: {@link parseInput} for zod objects,
- * {@link JsonSchemaInput.parse} (Ajv) for JSON Schema inputs. Never throws.
+ * Parses model input with a tool's input schema before a call: {@link parseInput} for zod objects,
+ * {@link JsonSchemaInput.parse} (Ajv, in the schema checker's thread) for JSON Schema inputs.
+ * Never rejects.
  */
-function parseToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
+async function parseToolInput(schema: ToolInputSchema, input: unknown): Promise<Parsed<unknown>> {
   return schema instanceof JsonSchemaInput ? schema.parse(input) : parseInput(schema, input);
+}
+
+/**
+ * Parses model input for showing a call (status line, notice, trace), synchronously: zod objects as
+ * {@link parseToolInput}; JSON Schema inputs only shaped ({@link JsonSchemaInput.shape}), since
+ * their check runs in another thread and the call itself is checked before it runs. Never throws.
+ */
+function shapeToolInput(schema: ToolInputSchema, input: unknown): Parsed<unknown> {
+  return schema instanceof JsonSchemaInput ? schema.shape(input) : parseInput(schema, input);
 }
 
 /** What the model reads when its input failed the schema: one line per bad field. */

@@ -86,7 +86,7 @@ export async function readMedia(
   options: { resuming?: boolean } = {},
 ): Promise<MessageMedia> {
   if (!message.media && !message.mediaGroupId) return none(message);
-  const full = await new AlbumStore(parts.redis).collect(message, { signal });
+  const full = await new AlbumStore(parts.redis).collect(message, { signal, quietMs: parts.config.ALBUM_QUIET_MS });
   const refs = full.media ?? [];
   if (refs.length === 0 || options.resuming) return none(full);
   if (parts.config.STT_BASE_URL && refs.some(isAudio)) return readVoice(parts, full, outbound, signal);

@@ -715,6 +715,8 @@ function streamEvents(live: AnswerStream): (event: AgentEvent) => void {
         ...(event.icon ? { icon: event.icon } : {}),
       };
     else if (event.type === "tool_end") mapped = { type: "tool_end", id: event.toolUseId, ok: event.ok };
+    else if (event.type === "tool_progress")
+      mapped = { type: "tool_progress", id: event.toolUseId, progress: event.progress };
     if (mapped) live.push(mapped);
   };
 }

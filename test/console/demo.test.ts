@@ -56,7 +56,7 @@ it(
     };
 
     await until("Chat started", 90_000);
-    expect(out).toMatch(/^\[demo\] This is the demo: a built-in script answers, not Claude; no API key, no network\./);
+    expect(out).toMatch(/^\[demo\] This is the demo: a built-in script answers, not Claude; no API key, no network;/);
 
     const time = await say("what time is it?", /ISO 8601: \S+\+08:00\n/);
     expect(time).toMatch(/^bot> \[demo\] Let me check the clock tool\.\n🔧 Checking the time… ✓\n/);

@@ -4,44 +4,19 @@
  * status lines are replaced by their outcome, and the input prompt comes back after the answer.
  * One chat (zh-TW, a narrow 40-column terminal, so lines wrap) for both exchanges.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { startFakeAnthropic, text, toolUse, toolUses, type FakeAnthropic } from "../fakes/anthropic.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { startTerminalChat, type TerminalChat } from "./terminal.js";
+import { expect, it } from "vitest";
+import { text, toolUse, toolUses } from "../fakes/anthropic.js";
+import { useTerminalChat } from "./terminal.js";
 
-let server: TestRedis;
-let fake: FakeAnthropic;
-let chat: TerminalChat;
-beforeAll(async () => {
-  server = await startRedis();
-  fake = await startFakeAnthropic();
-  chat = await startTerminalChat({
-    cols: 40,
-    env: {
-      REDIS_URL: server.url,
-      ANTHROPIC_API_KEY: "test-key",
-      ANTHROPIC_BASE_URL: fake.url,
-      BOT_LOCALE: "zh-TW",
-      STREAMING: "on",
-      STREAM_EDIT_INTERVAL_MS: "100",
-    },
-  });
-  await chat.waitForScreen((rows) => rows.some((r) => r.includes("開始對話")), "the chat to start", 90_000);
-}, 120_000);
-afterAll(async () => {
-  await chat?.close();
-  await fake?.close();
-  await server?.stop();
-});
-
+const started = useTerminalChat({ cols: 40 });
 /** Types `line`, waits for `last` and the prompt after it, and returns the screen's lines after the typed line. */
 async function exchange(line: string, last: string): Promise<string[]> {
-  chat.type(line);
-  await chat.waitForScreen(
-    (rows) => rows[rows.length - 1] === "> " && chat.lines().some((l) => l.includes(last)),
+  started.chat.type(line);
+  await started.chat.waitForScreen(
+    (rows) => rows[rows.length - 1] === "> " && started.chat.lines().some((l) => l.includes(last)),
     `the answer to "${line}" and the prompt after it`,
   );
-  const lines = chat.lines();
+  const lines = started.chat.lines();
   return lines.slice(lines.findLastIndex((l) => l.endsWith(`> ${line}`)) + 1);
 }
 
@@ -50,7 +25,10 @@ it(
     "rows); the status line shows the outcome; the prompt comes back",
   async () => {
     const answer = "I added tea to your todo list. It is number 1, and you can ask me to list or complete it any time.";
-    fake.enqueue(toolUse("add_todo", { title: "tea" }), { ...text(answer), stream: { chunkChars: 3, totalMs: 600 } });
+    started.fake.enqueue(toolUse("add_todo", { title: "tea" }), {
+      ...text(answer),
+      stream: { chunkChars: 3, totalMs: 600 },
+    });
     expect(await exchange("add tea", "any time.")).toEqual(["bot> 🔧 新增待辦：tea ✓", answer, "> "]);
   },
   60_000,
@@ -63,7 +41,7 @@ it(
     const expression = "(1200 + 800) * 0.05 + 123456789 * 987654321 - 42";
     const answer =
       "算好了：結果是 121932631112635269 加上 58，也就是 121932631112635327。現在的時間也查到了，還有什麼想算的嗎？";
-    fake.enqueue(
+    started.fake.enqueue(
       {
         ...toolUses(
           [
@@ -85,7 +63,7 @@ it(
     ]);
     // No streamed piece was erased by the prompt's clearing (the bug: `\r\x1b[K` before every delta).
     expect(
-      chat
+      started.chat
         .raw()
         .split("\n")
         .filter((l) => l.split("\x1b[K").length > 2),

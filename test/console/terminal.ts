@@ -9,13 +9,24 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import xterm from "@xterm/headless";
+import { afterAll, beforeAll } from "vitest";
+import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { nodeArgs } from "../helpers/compiled.js";
+import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
 
 /** A chat running in a pseudo-terminal. */
 export interface TerminalChat {
   /** Types `line` and Enter (the pty echoes it, as a terminal does). */
   type(line: string): void;
+  /** Sends `keys` as typed, without Enter (e.g. `\x1b[D` for ←, `\x15` for Ctrl-U). */
+  keys(keys: string): void;
+  /** The folder the chat runs in (its `.data/`). */
+  cwd: string;
+  /** The rows visible now (the viewport, without the scrollback), trailing blanks trimmed, empty rows at the end dropped. */
+  viewport(): string[];
+  /** Resolves with the exit code once the chat has exited. */
+  exited: Promise<number | null>;
   /** The screen's rows (scrollback included), trailing blanks trimmed, empty rows at the end dropped. */
   screen(): string[];
   /**
@@ -46,10 +57,13 @@ export async function startTerminalChat(options: {
   args?: string[];
   cols?: number;
   rows?: number;
+  /** Called with the chat's folder before it starts (to put files in its `.data/`). */
+  prepare?: (cwd: string) => Promise<void>;
 }): Promise<TerminalChat> {
   const cols = options.cols ?? 100;
   const rows = options.rows ?? 40;
   const cwd = await mkdtemp(path.join(tmpdir(), "bot-tty-"));
+  await options.prepare?.(cwd);
   const command = [
     `stty cols ${cols} rows ${rows}`,
     `exec ${[process.execPath, ...nodeArgs("src/cli/chat.ts", ...(options.args ?? []))].map(shellQuote).join(" ")}`,
@@ -68,7 +82,7 @@ export async function startTerminalChat(options: {
     term.write(d, () => (pending -= 1));
   });
   child.stderr!.on("data", (d: Buffer) => (raw += d.toString()));
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const screen = () => {
     const buffer = term.buffer.active;
     const lines: string[] = [];
@@ -90,8 +104,20 @@ export async function startTerminalChat(options: {
     while (out.length > 0 && out[out.length - 1] === "") out.pop();
     return out;
   };
+  const viewport = () => {
+    const buffer = term.buffer.active;
+    const visible: string[] = [];
+    for (let i = buffer.viewportY; i < buffer.viewportY + rows; i += 1)
+      visible.push(buffer.getLine(i)?.translateToString(true) ?? "");
+    while (visible.length > 0 && visible[visible.length - 1] === "") visible.pop();
+    return visible;
+  };
   return {
     type: (line) => child.stdin!.write(`${line}\r`),
+    keys: (keys) => child.stdin!.write(keys),
+    cwd,
+    viewport,
+    exited,
     screen,
     lines,
     raw: () => raw,
@@ -111,6 +137,49 @@ export async function startTerminalChat(options: {
       await exited;
       clearTimeout(killer);
       await rm(cwd, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * For a test file: before its tests, a test Redis, the strict fake Messages API and one
+ * {@link startTerminalChat} on them (zh-TW, streaming with edits every 100 ms), started and shown
+ * ready ("開始對話" on screen); after them all three are stopped. Read `chat` and `fake` in the tests.
+ */
+export function useTerminalChat(options: { cols?: number; rows?: number; prepare?: (cwd: string) => Promise<void> }): {
+  readonly chat: TerminalChat;
+  readonly fake: FakeAnthropic;
+} {
+  let server: TestRedis | undefined;
+  let fake: FakeAnthropic | undefined;
+  let chat: TerminalChat | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+    fake = await startFakeAnthropic();
+    chat = await startTerminalChat({
+      ...options,
+      env: {
+        REDIS_URL: server.url,
+        ANTHROPIC_API_KEY: "test-key",
+        ANTHROPIC_BASE_URL: fake.url,
+        BOT_LOCALE: "zh-TW",
+        STREAMING: "on",
+        STREAM_EDIT_INTERVAL_MS: "100",
+      },
+    });
+    await chat.waitForScreen((rows) => rows.some((r) => r.includes("開始對話")), "the chat to start", 90_000);
+  }, 120_000);
+  afterAll(async () => {
+    await chat?.close();
+    await fake?.close();
+    await server?.stop();
+  });
+  return {
+    get chat() {
+      return chat!;
+    },
+    get fake() {
+      return fake!;
     },
   };
 }

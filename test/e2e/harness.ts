@@ -34,8 +34,10 @@ import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 import { testConfig } from "../helpers/config.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import { captureLogger } from "../helpers/log.js";
-import { startTestRedis, type TestRedis } from "../helpers/redis.js";
+import type { TestRedis } from "../helpers/redis.js";
+import { startTestRedis } from "../helpers/use-redis.js";
 import { scriptedModel } from "./scripted-model.js";
 
 /** A running end-to-end stack. */
@@ -68,6 +70,11 @@ export interface Stack {
 export interface StackOptions {
   /** Extra environment (e.g. `CONFIRM_TIMEOUT_SECONDS`). */
   env?: Record<string, string>;
+  /**
+   * Whether starting the worker waits until its MCP servers (from `MCP_CONFIG`, connected in the
+   * background) have connected or been skipped; default true, so a test's first message finds them.
+   */
+  awaitMcp?: boolean;
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
   /** The scripted model answering requests no test queued a reply for (an error reply too, e.g. a 529 outage); default {@link scriptedModel}. */
@@ -84,17 +91,9 @@ export interface StackOptions {
   tools?: Tool[];
   /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it (voice messages are transcribed). */
   transcription?: boolean;
-  /** The waits of a failing model call's repeats; default {@link E2E_MODEL_RETRY}. */
+  /** The waits of a failing model call's repeats; default {@link TEST_MODEL_RETRY}. */
   modelRetry?: ModelRetryTiming;
 }
-
-/**
- * The waits of a failing model call's repeats in the stack (`AgentDeps.modelRetry`): a tenth of
- * the bot's (`MODEL_RETRY_TIMING`, 2 s doubling up to 10 s), and the busy notice after 2 s instead
- * of 10 s, so an overload or a deadline is not waited out in seconds per repeat. The loop repeats,
- * notices and gives up as it does with the bot's waits, in less time.
- */
-export const E2E_MODEL_RETRY: ModelRetryTiming = { firstWaitMs: 200, longestWaitMs: 1000, busyNoticeMs: 2000 };
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -140,13 +139,13 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const { toolbox } = await loadTools({ config, log });
   for (const tool of options.tools ?? []) toolbox.add(tool);
   const prefix = "e2e";
-  const modelRetry = options.modelRetry ?? E2E_MODEL_RETRY;
+  const modelRetry = options.modelRetry ?? TEST_MODEL_RETRY;
   const agent = {
     runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry }),
     client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
   };
-  const startWorker = () =>
-    startBot({
+  const startWorker = async () => {
+    const worker = await startBot({
       config,
       log: log.child({ part: "worker" }),
       redisUrl: redis.url,
@@ -155,6 +154,9 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
       agent,
       prefix,
     });
+    if (options.awaitMcp !== false) await worker.mcpConnected;
+    return worker;
+  };
   const startAdapters = () => {
     const adapterLog = log.child({ part: "adapter" });
     const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };

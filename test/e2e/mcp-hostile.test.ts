@@ -8,13 +8,13 @@
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
-import type { Chat, User } from "grammy/types";
 import { afterEach, expect, it } from "vitest";
-import { text, toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
+import { text, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { hostileEntry, recordedCalls, tempDir, writeMcpConfig } from "../mcp/support.js";
 import { useStack, type Stack } from "./harness.js";
-import { lastUserTyped, scriptedModel } from "./scripted-model.js";
+import { answerIn as answerInChat, callingModel, telegramDm } from "./mcp-helpers.js";
+import { lastUserTyped } from "./scripted-model.js";
 
 const WAIT = 20_000;
 const LONG_PREFIX = "generate_quarterly_financial_report_for_the_selected_business_unit";
@@ -44,13 +44,9 @@ const configFile = writeMcpConfig(dir, {
   untrusted: hostileEntry({ include: ["look"] }),
 });
 
-/** The fake model: `call <tool> <json>` calls that tool with that input; everything else is the usual scripted model. */
+/** The fake model: `ping` is answered `pong`; everything else as {@link callingModel}. */
 function model(request: FakeRequest): FakeMessageReply {
-  const said = lastUserTyped(request)?.trim();
-  const m = said ? /^call (\S+)(?: (.+))?$/.exec(said) : null;
-  if (m) return toolUse(m[1]!, m[2] ? JSON.parse(m[2]) : {});
-  if (said === "ping") return text("pong");
-  return scriptedModel(request);
+  return lastUserTyped(request)?.trim() === "ping" ? text("pong") : callingModel(request);
 }
 
 let stack: Stack;
@@ -62,19 +58,9 @@ afterEach(() => {
   expect(stack.model.rejections).toEqual([]);
 });
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string) => telegramDm(stack, id, name);
 
-async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
-    WAIT,
-    `an answer with ${needle} in chat ${chatId}`,
-  );
-}
+const answerIn = (chatId: number, needle: string) => answerInChat(stack, chatId, needle, WAIT);
 
 async function promptIn(chatId: number): Promise<FakeSentMessage> {
   const tg = stack.telegram;
@@ -156,7 +142,7 @@ it("two tool names equal in their first 64 characters both load, as distinct nam
 it("a result with 40 images passes 5 on, each converted; images past 5 MB together are left out; both with a warning", async () => {
   const { user, chat } = dm(9104, "Dee");
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__gallery" });
-  const answer = await answerIn(9104, "hostile__gallery: 40 pictures");
+  const answer = await answerInChat(stack, 9104, "hostile__gallery: 40 pictures", 50_000);
   expect(answer.text).toContain("[35 images left out: at most 5 images of one result are passed on]");
   const request = stack.model.requests.at(-1)!;
   const result = (request.messages.at(-1)!.content as { type: string; content?: { type: string }[] }[])[0]!;
@@ -166,7 +152,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   );
 
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__posters" });
-  expect((await answerIn(9104, "hostile__posters: 3 posters")).text).toContain(
+  expect((await answerInChat(stack, 9104, "hostile__posters: 3 posters", 50_000)).text).toContain(
     "[1 image left out: the images of one result may have 5 MB together]",
   );
   const posters = (
@@ -180,7 +166,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   expect(logs()).toContain(
     "MCP server hostile: 1 image(s) of a posters result left out (the images of one result may have 5 MB together)",
   );
-});
+}, 120_000); // 40 small images and three 800×800 posters are made and converted: 10 s or more on a loaded machine
 
 it("a description over 4000 characters is cut for the model, with one warning naming the server", () => {
   const story = stack.toolbox.get("hostile__long_story")!;

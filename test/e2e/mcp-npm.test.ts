@@ -8,14 +8,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import path from "node:path";
-import type { Chat, User } from "grammy/types";
 import sharp from "sharp";
 import { beforeAll, expect, it } from "vitest";
-import { toolUse, type FakeMessageReply, type FakeRequest } from "../fakes/anthropic.js";
-import type { FakeSentMessage } from "../fakes/telegram.js";
 import { tempDir, writeMcpConfig } from "../mcp/support.js";
 import { useStack, type Stack } from "./harness.js";
-import { lastUserTyped, scriptedModel } from "./scripted-model.js";
+import { answerIn as answerInChat, callingModel, telegramDm } from "./mcp-helpers.js";
 
 const WAIT = 20_000;
 const require = createRequire(import.meta.url);
@@ -45,14 +42,6 @@ const configFile = writeMcpConfig(dir, {
   },
 });
 
-/** The fake model: `call <tool> <json>` calls that tool with that input; everything else is the usual scripted model. */
-function model(request: FakeRequest): FakeMessageReply {
-  const said = lastUserTyped(request)?.trim();
-  const m = said ? /^call (\S+)(?: (.+))?$/.exec(said) : null;
-  if (m) return toolUse(m[1]!, m[2] ? JSON.parse(m[2]) : {});
-  return scriptedModel(request);
-}
-
 let stack: Stack;
 beforeAll(async () => {
   mkdirSync(files, { recursive: true });
@@ -62,23 +51,13 @@ beforeAll(async () => {
     .toBuffer();
   writeFileSync(path.join(files, "photo.png"), png);
 });
-useStack({ model, env: { MCP_CONFIG: configFile } }, (started) => {
+useStack({ model: callingModel, env: { MCP_CONFIG: configFile } }, (started) => {
   stack = started;
 });
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string) => telegramDm(stack, id, name);
 
-async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && m.text.includes(needle)),
-    WAIT,
-    `an answer with ${needle} in chat ${chatId}`,
-  );
-}
+const answerIn = (chatId: number, needle: string) => answerInChat(stack, chatId, needle, WAIT);
 
 type Block = { type: string; text?: string; content?: string | Block[]; source?: { data: string } };
 

@@ -12,7 +12,10 @@ import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, QUIET_WINDOW_MS } from "./scenarios-common.js";
 
 let stack: Stack;
-useStack({ env: { RATE_LIMIT_PER_MINUTE: "3", USER_DAILY_TOKENS: "60000" } }, (started) => (stack = started));
+useStack(
+  { env: { RATE_LIMIT_PER_MINUTE: "3", USER_DAILY_TOKENS: "60000", ALBUM_QUIET_MS: "1000" } },
+  (started) => (stack = started),
+);
 
 function sentTo(chat: Chat): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chat.id);

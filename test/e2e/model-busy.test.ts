@@ -1,7 +1,7 @@
 /**
  * Issue 25 item 7 end to end, without streaming (`STREAMING=off`): a Messages API that answers
  * 529 overloaded for a while. The loop retries with a growing, jittered wait until the answer's
- * deadline; after a while (10 s in the bot, `busyNoticeMs` of the stack's `E2E_MODEL_RETRY` here)
+ * deadline; after a while (10 s in the bot, `busyNoticeMs` of `TEST_MODEL_RETRY` here)
  * the user sees one short "the model is busy, still trying" message, which the answer replaces (or
  * which is deleted before the apology when the API never recovers). Real grammy and discord.js
  * clients and worker, the fake platforms, the strict fake Messages API.
@@ -12,12 +12,13 @@ import { MODEL_BUSY_NOTICE } from "../../src/i18n.js";
 import { overloaded } from "../fakes/anthropic.js";
 import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
-import { E2E_MODEL_RETRY, useStack, type Stack } from "./harness.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
+import { useStack, type Stack } from "./harness.js";
 import { requestsFor } from "./scenarios-common.js";
 import { scriptedModel } from "./scripted-model.js";
 
 const DEADLINE_SECONDS = 8;
-const NOTICE_MS = E2E_MODEL_RETRY.busyNoticeMs;
+const NOTICE_MS = TEST_MODEL_RETRY.busyNoticeMs;
 /** The SDK's own retries per model call: its default in the bot (`createAnthropicClient`). */
 const SDK_RETRIES = 2;
 const NOTICE = MODEL_BUSY_NOTICE["zh-TW"];
@@ -96,7 +97,7 @@ describe("529 overloaded: retried until the deadline, the user told after a whil
       );
       // the loop kept trying until the next wait would pass the deadline (at most the longest wait early)
       expect(apology.at - started).toBeGreaterThanOrEqual(
-        DEADLINE_SECONDS * 1000 - E2E_MODEL_RETRY.longestWaitMs - 1000,
+        DEADLINE_SECONDS * 1000 - TEST_MODEL_RETRY.longestWaitMs - 1000,
       );
       expect(dc.deleted.map((m) => m.id)).toContain(notice.id);
       expect(

@@ -15,7 +15,8 @@ import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { keysEverywhere } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
-import { E2E_MODEL_RETRY, useStack, type Stack } from "./harness.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
+import { useStack, type Stack } from "./harness.js";
 import { MODEL_RETRIES, requestsFor } from "./scenarios-common.js";
 import { scriptedModel } from "./scripted-model.js";
 
@@ -147,11 +148,11 @@ describe("529 overloaded while streaming", () => {
     const channelId = dc.channelId;
     const before = sentIn(channelId).length;
     const started = Date.now();
-    busyUntil = started + E2E_MODEL_RETRY.busyNoticeMs + 1500;
+    busyUntil = started + TEST_MODEL_RETRY.busyNoticeMs + 1500;
     dc.sendUserMessage(an, `<@${dc.bot.id}> busy now?`, { channelId });
     const live = await dc.waitFor(() => sentIn(channelId)[before], TIMEOUT_MS, "the live status line");
     expect(live.content).toBe(MODEL_BUSY_NOTICE["zh-TW"]);
-    expect(live.at - started).toBeGreaterThanOrEqual(E2E_MODEL_RETRY.busyNoticeMs - 500);
+    expect(live.at - started).toBeGreaterThanOrEqual(TEST_MODEL_RETRY.busyNoticeMs - 500);
     await dc.waitFor(
       () => String(live.message.content) === "You said: busy now?",
       TIMEOUT_MS,

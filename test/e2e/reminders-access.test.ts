@@ -173,7 +173,7 @@ it("Discord: a server enabled as a whole gets the reminders set there through th
     );
   const set = async (text: string): Promise<number> => {
     const before = dc.sent.length;
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     dc.sendUserMessage(lee, `<@${dc.bot.id}> call set_reminder {"text":"${text}","at":"${localIso(at)}"}`, {
       channelId: dc.channelId,
     });

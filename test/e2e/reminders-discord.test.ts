@@ -1,7 +1,7 @@
 /**
  * Issue 17's reminders on Discord, end to end: the real discord.js client (adapter) and REST
  * outbound (worker) against the fake Discord, real Redis and BullMQ, the scripted model calling
- * the reminder tools. A reminder is set 12 s ahead (the tools refuse less than 10 s); the test checks
+ * the reminder tools. A reminder is set a minute ahead (the tools refuse less than 10 s); the test checks
  * that BullMQ holds its job for that time, then brings the job forward (`bringForward`) instead of
  * waiting, and the reminder must arrive within 2 s of its new time.
  */
@@ -93,7 +93,7 @@ const mention = () => `<@${stack.discord.bot.id}>`;
 // The two timed scenarios wait for their reminders in real time and share only the stack (own
 // people, chats and reminders): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a reminder 12 s ahead in a thread arrives once, on time, pinging only its owner — through " +
+  "a reminder a minute ahead in a thread arrives once, on time, pinging only its owner — through " +
     "a worker restart and with two workers; others cannot press; snooze; done completes the " +
     "todo",
   async () => {
@@ -102,7 +102,7 @@ it.concurrent(
     const ivan = user("Ivan");
     const thread = dc.threadId;
     await seedTodos(redis, "discord", hana.id, ["交報告"]);
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     dc.sendUserMessage(hana, `${mention()} call set_reminder {"at":"${localIso(at)}","todo_id":1}`, {
       channelId: thread,
     });
@@ -171,7 +171,7 @@ it.concurrent(
     const jin = user("Jin");
     const dm = dc.dmChannel(jin);
     await seedTodos(redis, "discord", jin.id, ["澆花"]);
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     dc.sendUserMessage(jin, `call set_reminder {"text":"澆花","at":"${localIso(at)}","repeat":"weekly","todo_id":1}`, {
       dm: true,
     });

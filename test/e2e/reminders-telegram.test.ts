@@ -1,7 +1,7 @@
 /**
  * Issue 17's reminders on Telegram, end to end: the real grammy client against the fake Bot API,
  * real Redis and BullMQ, the worker and the scripted model calling set_reminder, list_reminders and
- * cancel_reminder. A reminder is set 12 s ahead (the tools refuse less than 10 s); the test checks
+ * cancel_reminder. A reminder is set a minute ahead (the tools refuse less than 10 s); the test checks
  * that BullMQ holds its job for that time, then brings the job forward (`bringForward`) instead of
  * waiting, and the reminder must arrive within 2 s of its new time.
  */
@@ -87,7 +87,7 @@ function data(message: FakeSentMessage, prefix: string): string {
 // The two timed scenarios wait for their reminders in real time and share only the stack (own
 // people, chats and reminders): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a reminder 12 s ahead in a forum topic arrives once, on time, mentioning its owner — " +
+  "a reminder a minute ahead in a forum topic arrives once, on time, mentioning its owner — " +
     "through a worker restart and with two workers; others cannot press; snooze brings it back;" +
     " done completes the todo",
   async () => {
@@ -96,7 +96,7 @@ it.concurrent(
     const alice: User = tg.user(8101, "Alice");
     const bob: User = tg.user(8102, "Bob");
     const [todoId] = await seedTodos(redis, "telegram", "8101", ["繳電費"]);
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     tg.sendUserMessage({
       chat: group,
       from: alice,
@@ -193,7 +193,7 @@ it.concurrent(
     const tg = stack.telegram;
     const carol = tg.user(8201, "Carol");
     const chat = tg.privateChat(carol);
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     tg.sendUserMessage({
       chat,
       from: carol,

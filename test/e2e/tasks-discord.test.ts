@@ -1,7 +1,7 @@
 /**
  * Issue 32's scheduled tasks on Discord, end to end: the real discord.js adapter and REST
  * outbound against the fake Discord, real Redis and BullMQ, the strict fake Messages API answered
- * by the scripted model. A task is set 12 s ahead (the tools refuse less than 10 s); the test checks
+ * by the scripted model. A task is set a minute ahead (the tools refuse less than 10 s); the test checks
  * that BullMQ holds its job for that time, then brings the job forward (`bringForward`) instead of
  * waiting, and the task must run within 2 s of its new time. A worker in a process of its own is killed (SIGKILL) in the middle of an occurrence, and the
  * occurrence is answered once by the worker that takes it over. The policy is `allowlist`, so
@@ -149,12 +149,12 @@ function requestsSaying(needle: string): FakeRequest[] {
 // The two timed scenarios wait for their tasks in real time and share only the stack (own people,
 // chats and tasks): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a task 12 s ahead in a thread runs once at its time with two workers, pinging only its owner, not as a reply",
+  "a task a minute ahead in a thread runs once at its time with two workers, pinging only its owner, not as a reply",
   async () => {
     const dc = stack.discord;
     const hana = await user("Hana");
     const thread = dc.threadId;
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     const set = await say(
       hana,
       `call schedule_task {"instruction":"what time is it","at":"${localIso(at)}"}`,
@@ -193,7 +193,7 @@ it.concurrent(
     const dc = stack.discord;
     const jin = await user("Jin");
     const dm = dc.dmChannel(jin);
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     await say(
       jin,
       `call schedule_task {"instruction":"calc 19.99 * 3","at":"${localIso(at)}","repeat":"weekly"}`,

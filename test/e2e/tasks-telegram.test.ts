@@ -2,7 +2,7 @@
  * Issue 32's scheduled tasks on Telegram, end to end: the real grammy adapter and worker parts
  * against the fake Bot API, real Redis and BullMQ, the strict fake Messages API answered by the
  * scripted model, which calls schedule_task and runs each occurrence's instruction through the
- * real loop, toolbox, approvals and history. A task is set 12 s ahead (the tools refuse less than
+ * real loop, toolbox, approvals and history. A task is set a minute ahead (the tools refuse less than
  * 10 s); the test checks that BullMQ holds its job for that time, then brings the job forward
  * (`bringForward`) instead of waiting, and the task must run within 2 s of its new time. The policy is `allowlist`, so access is checked at each occurrence.
  */
@@ -119,12 +119,12 @@ function data(message: FakeSentMessage, prefix: string): string {
 // The two timed scenarios wait for their tasks in real time and share only the stack (own people,
 // chats and tasks): they run side by side. The tests after them run one at a time.
 it.concurrent(
-  "a task 12 s ahead in a forum topic runs once at its time as its owner — through a worker " +
+  "a task a minute ahead in a forum topic runs once at its time as its owner — through a worker " +
     "restart and with two workers — mentioning her; the answer joins the history",
   async () => {
     const group = await enabledGroup(-1009101, "家庭群組", true);
     const alice = await person(9101, "Alice");
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     const set = await say(
       group,
       alice,
@@ -190,7 +190,7 @@ it.concurrent(
     const chat = tg.privateChat(carol);
     // The DM's persona (`/persona`) is one of the settings an occurrence is answered with.
     await say(chat, carol, "/persona Talk like a pirate.", "好的，從下一則訊息起");
-    const at = secondsAhead(12);
+    const at = secondsAhead(60);
     const set = await say(
       chat,
       carol,

@@ -46,9 +46,10 @@ const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
 /**
  * The report's lines: a header, the {@link SLOWEST_SHOWN} slowest file runs (seconds, project,
- * file, and how much of it was import), and the sum over all runs with each project's share.
+ * file, and how much of it was import), and the sum over all runs with each project's share, and
+ * with `wallMs` (the run's wall time from its start to its end, ms) that time too.
  */
-export function durationLines(rows: FileDuration[]): string[] {
+export function durationLines(rows: FileDuration[], wallMs?: number): string[] {
   if (rows.length === 0) return [];
   const width = Math.max(...rows.map((r) => r.project.length));
   const lines = [
@@ -66,14 +67,25 @@ export function durationLines(rows: FileDuration[]): string[] {
   }
   const total = rows.reduce((sum, r) => sum + r.totalMs, 0);
   const shares = [...byProject].map(([name, p]) => `${name} ${seconds(p.ms)} s in ${p.n}`).join(", ");
-  lines.push(`Durations summed over ${rows.length} file runs: ${seconds(total)} s (${shares})`);
+  const wall =
+    wallMs === undefined
+      ? ""
+      : `; ${seconds(wallMs)} s of wall time, about ${(total / wallMs).toFixed(1)} files at once`;
+  lines.push(`Durations summed over ${rows.length} file runs: ${seconds(total)} s (${shares})${wall}`);
   return lines;
 }
 
 /** The reporter: prints {@link durationLines} once the run has ended. */
 export default class DurationsReporter implements Reporter {
+  #startedAt: number | undefined;
+
+  onTestRunStart(): void {
+    this.#startedAt = performance.now();
+  }
+
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
-    const lines = durationLines(fileDurations(modules));
+    const wallMs = this.#startedAt === undefined ? undefined : performance.now() - this.#startedAt;
+    const lines = durationLines(fileDurations(modules), wallMs);
     if (lines.length > 0) process.stdout.write(`\n${lines.join("\n")}\n`);
   }
 }

@@ -235,14 +235,6 @@ export async function startRedisCluster(): Promise<TestRedis> {
 }
 
 /**
- * The Redis of the end-to-end stack: a three-master cluster when `TEST_REDIS=cluster` (the
- * `cluster` project of `vitest.config.ts`), else one redis-server.
- */
-export function startTestRedis(): Promise<TestRedis> {
-  return process.env.TEST_REDIS === "cluster" ? startRedisCluster() : startRedis();
-}
-
-/**
  * The keys matching `pattern` on every master (`SCAN` of each node: on a Redis Cluster a plain
  * `KEYS` or `SCAN` sees only the node it happens to reach), sorted.
  */

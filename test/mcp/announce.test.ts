@@ -15,7 +15,6 @@ import {
 import { readMcpConfig } from "../../src/mcp/config.js";
 import { McpToolSource } from "../../src/mcp/source.js";
 import { startWorkerMcp } from "../../src/mcp/wiring.js";
-import { ToolRegistryError } from "../../src/toolbox/registry.js";
 import { connectRedis } from "../../src/redis.js";
 import { toolboxFor } from "../../src/toolbox/select.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -117,34 +116,40 @@ describe("MCP announcements", () => {
     }
   });
 
-  it("a worker whose start-up fails on a name clash announces nothing: a healthy worker's announcement stays", async () => {
-    const healthy = {
-      at: 1,
-      tools: [
-        {
-          name: "items__lookup",
-          server: "items",
-          description: "Look an item up by its name.",
-          tags: ["util"],
-          dangerous: false,
-        },
-      ],
-      skipped: [],
-    };
-    await announceMcpTools(redis, healthy);
+  it("a worker whose MCP tool's name is taken by a tools/ file starts; that tool is left out with the reason", async () => {
+    await redis.del(MCP_ANNOUNCE_KEY);
     // a tools/ file takes the name of the server's tool "lookup"
     const clashing = { ...fileTool, name: "items__lookup", file: "/p/tools/items__lookup.ts" };
     const file = writeMcpConfig(tempDir(), {
       items: { url: http.url, headers: { Authorization: "Bearer announce-token-000" } },
     });
-    const error = await startWorkerMcp({
+    const toolbox = new ToolBox([clashing]);
+    const started = await startWorkerMcp({
       config: testConfig({ MCP_CONFIG: file }),
       log: silentLogger,
       redis,
-      toolbox: new ToolBox([clashing]),
-    }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ToolRegistryError);
-    expect(await readMcpAnnouncement(redis)).toEqual(healthy);
+      toolbox,
+    });
+    try {
+      await started.connected;
+      expect(toolbox.get("items__lookup")).toBe(clashing);
+      expect(started.source!.skippedTools).toEqual([
+        {
+          server: "items",
+          tool: "lookup",
+          reason:
+            'tool name "items__lookup" is defined twice: in /p/tools/items__lookup.ts and in MCP server "items" (tool ' +
+            '"lookup"); rename one, or leave one out with "exclude" in the MCP config',
+        },
+      ]);
+      await waitFor(
+        async () => (await readMcpAnnouncement(redis))?.tools.map((t) => t.name).join() === "items__delete_item",
+        10_000,
+        "the announcement",
+      );
+    } finally {
+      await started.close();
+    }
   });
 
   it("a worker announces once its start-up is done, with every server's tools", async () => {
@@ -159,6 +164,8 @@ describe("MCP announcements", () => {
       toolbox: new ToolBox([fileTool]),
     });
     try {
+      await started.connected;
+      await waitFor(async () => (await readMcpAnnouncement(redis))?.tools.length === 2, 10_000, "the announcement");
       const announced = await readMcpAnnouncement(redis);
       expect(announced?.tools.map((t) => t.name)).toEqual(["items__lookup", "items__delete_item"]);
       expect(announced?.skipped).toEqual([]);

@@ -2,7 +2,7 @@
  * JSON Schema tool inputs (MCP tools): Ajv validation with one line per bad field, in the words
  * of our zod tools, and the same narrow repair of numeric and boolean strings.
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { JsonSchemaInput } from "../../src/toolbox/json-input.js";
 
 const schema = {
@@ -27,24 +27,27 @@ const schema = {
 };
 
 describe("JsonSchemaInput", () => {
-  const input = new JsonSchemaInput(schema);
+  let input: JsonSchemaInput;
+  beforeAll(async () => {
+    input = await JsonSchemaInput.compile(schema);
+  });
 
-  it("keeps the schema for the model without $schema", () => {
+  it("keeps the schema for the model without $schema", async () => {
     expect(input.schema.$schema).toBeUndefined();
     expect(input.schema).toMatchObject({ type: "object", required: ["title"] });
     expect(input.fields).toEqual(["title", "count", "done", "color", "email", "tags", "nested"]);
   });
 
-  it("accepts valid input, and numeric / boolean strings once, like zod tools", () => {
-    expect(input.parse({ title: "ok", count: 3 })).toEqual({ ok: true, value: { title: "ok", count: 3 } });
-    expect(input.parse({ title: "ok", count: "3", done: "false" })).toEqual({
+  it("accepts valid input, and numeric / boolean strings once, like zod tools", async () => {
+    expect(await input.parse({ title: "ok", count: 3 })).toEqual({ ok: true, value: { title: "ok", count: 3 } });
+    expect(await input.parse({ title: "ok", count: "3", done: "false" })).toEqual({
       ok: true,
       value: { title: "ok", count: 3, done: false },
     });
   });
 
-  it("names every bad field and says what is wrong", () => {
-    const result = input.parse({
+  it("names every bad field and says what is wrong", async () => {
+    const result = await input.parse({
       title: "",
       count: "abc",
       done: "yes",
@@ -68,27 +71,29 @@ describe("JsonSchemaInput", () => {
         "nested: unknown field b; the fields are a",
       ]),
     );
-    expect(input.parse({})).toEqual({ ok: false, problems: ["title: is required"] });
-    expect(input.parse({ title: "x", count: 11, nested: { a: 0 } })).toEqual({
+    expect(await input.parse({})).toEqual({ ok: false, problems: ["title: is required"] });
+    expect(await input.parse({ title: "x", count: 11, nested: { a: 0 } })).toEqual({
       ok: false,
       problems: ["count: must be at most 10, got 11", "nested.a: must be more than 0, got 0"],
     });
-    expect(input.parse("text")).toEqual({ ok: false, problems: ['input: expected an object, got "text"'] });
+    expect(await input.parse("text")).toEqual({ ok: false, problems: ['input: expected an object, got "text"'] });
   });
 
-  it("compiles draft 2020-12 schemas, and refuses a schema that is not an object schema", () => {
-    const modern = new JsonSchemaInput({
+  it("compiles draft 2020-12 schemas, and refuses a schema that is not an object schema", async () => {
+    const modern = await JsonSchemaInput.compile({
       $schema: "https://json-schema.org/draft/2020-12/schema",
       type: "object",
       properties: { n: { type: "number" } },
       required: ["n"],
     });
-    expect(modern.parse({ n: 1 })).toEqual({ ok: true, value: { n: 1 } });
-    expect(modern.parse({})).toEqual({ ok: false, problems: ["n: is required"] });
-    expect(() => new JsonSchemaInput({ type: "string" })).toThrow(
+    expect(await modern.parse({ n: 1 })).toEqual({ ok: true, value: { n: 1 } });
+    expect(await modern.parse({})).toEqual({ ok: false, problems: ["n: is required"] });
+    await expect(JsonSchemaInput.compile({ type: "string" })).rejects.toThrow(
       'the input schema is not of type "object" (got "string")',
     );
-    expect(() => new JsonSchemaInput({ type: "object", properties: { a: { type: "nonsense" } } })).toThrow();
+    await expect(
+      JsonSchemaInput.compile({ type: "object", properties: { a: { type: "nonsense" } } }),
+    ).rejects.toThrow();
   });
 });
 
@@ -104,24 +109,24 @@ describe("JsonSchemaInput with $id", () => {
     definitions: { word: { type: "string", minLength: 2 } },
   });
 
-  it("compiles the same schema again (a reconnect, tools/list_changed)", () => {
-    const first = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
-    const again = new JsonSchemaInput(withId("https://example.test/tool.json", "query"));
-    expect(again.parse({ query: "ok", inner: { n: "4" } })).toEqual({
+  it("compiles the same schema again (a reconnect, tools/list_changed)", async () => {
+    const first = await JsonSchemaInput.compile(withId("https://example.test/tool.json", "query"));
+    const again = await JsonSchemaInput.compile(withId("https://example.test/tool.json", "query"));
+    expect(await again.parse({ query: "ok", inner: { n: "4" } })).toEqual({
       ok: true,
       value: { query: "ok", inner: { n: 4 } },
     });
-    expect(first.parse({ query: "x" })).toEqual({
+    expect(await first.parse({ query: "x" })).toEqual({
       ok: false,
       problems: ["query: must be at least 2 characters, got 1 characters"],
     });
   });
 
-  it("compiles two different schemas with one $id, each checked by its own", () => {
-    const a = new JsonSchemaInput(withId("https://example.test/shared.json", "a"));
-    const b = new JsonSchemaInput(withId("https://example.test/shared.json", "b"));
-    expect(a.parse({ a: "ok" })).toEqual({ ok: true, value: { a: "ok" } });
-    expect(b.parse({ a: "ok" })).toEqual({ ok: false, problems: ["b: is required"] });
-    expect(b.parse({ b: "ok" })).toEqual({ ok: true, value: { b: "ok" } });
+  it("compiles two different schemas with one $id, each checked by its own", async () => {
+    const a = await JsonSchemaInput.compile(withId("https://example.test/shared.json", "a"));
+    const b = await JsonSchemaInput.compile(withId("https://example.test/shared.json", "b"));
+    expect(await a.parse({ a: "ok" })).toEqual({ ok: true, value: { a: "ok" } });
+    expect(await b.parse({ a: "ok" })).toEqual({ ok: false, problems: ["b: is required"] });
+    expect(await b.parse({ b: "ok" })).toEqual({ ok: true, value: { b: "ok" } });
   });
 });

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { modelInputSchema, UnusableSchemaError } from "../../src/mcp/schema.js";
-import { compileJsonSchema, JsonSchemaInput } from "../../src/toolbox/json-input.js";
+import { JsonSchemaInput } from "../../src/toolbox/json-input.js";
+import { SchemaChecker } from "../../src/toolbox/schema-checker.js";
 
 describe("modelInputSchema", () => {
   it("sends an acceptable schema as it is (without $schema)", () => {
@@ -55,7 +56,7 @@ describe("modelInputSchema", () => {
     expect(schema.description).toBe("Move a card. Give the fields of one of these sets: (id, to) or (id, position).");
   });
 
-  it("renames bad keys (brackets to dots, others to _, long ones cut with a hash), keeps them apart, and maps them back", () => {
+  it("renames bad keys (brackets to dots, others to _, long ones cut with a hash), keeps them apart, and maps them back", async () => {
     const long = `${"k".repeat(70)}!`;
     const server = {
       type: "object",
@@ -77,12 +78,14 @@ describe("modelInputSchema", () => {
       expect.stringMatching(/^k{55}_[0-9a-f]{8}$/),
     ]);
     expect(view.schema.required).toEqual(["filter.bundleId_2", "two_words"]);
-    const input = new JsonSchemaInput(server, view);
-    expect(input.parse({ "filter.bundleId_2": "x", "filter.bundleId": 1, two_words: "y", [keys[3]!]: true })).toEqual({
+    const input = await JsonSchemaInput.compile(server, view);
+    expect(
+      await input.parse({ "filter.bundleId_2": "x", "filter.bundleId": 1, two_words: "y", [keys[3]!]: true }),
+    ).toEqual({
       ok: true,
       value: { "filter[bundleId]": "x", "filter.bundleId": 1, "two words": "y", [long]: true },
     });
-    expect(input.parse({ "filter.bundleId_2": 5 })).toEqual({
+    expect(await input.parse({ "filter.bundleId_2": 5 })).toEqual({
       ok: false,
       problems: ["two_words: is required", "filter.bundleId_2: expected text (a string), got 5"],
     });
@@ -98,12 +101,20 @@ describe("modelInputSchema", () => {
 });
 
 describe("compiled validators", () => {
-  it("an equal schema is compiled once per process (kept by its hash)", () => {
-    const a = compileJsonSchema({ type: "object", properties: { n: { type: "integer" } } });
-    const b = compileJsonSchema(
-      JSON.parse(JSON.stringify({ type: "object", properties: { n: { type: "integer" } } })) as Record<string, unknown>,
-    );
-    expect(b).toBe(a);
-    expect(compileJsonSchema({ type: "object", properties: { n: { type: "number" } } })).not.toBe(a);
+  it("an equal schema is compiled once per checker (kept by its hash)", async () => {
+    const checker = new SchemaChecker();
+    try {
+      const a = await checker.compile({ type: "object", properties: { n: { type: "integer" } } });
+      const b = await checker.compile(
+        JSON.parse(JSON.stringify({ type: "object", properties: { n: { type: "integer" } } })) as Record<
+          string,
+          unknown
+        >,
+      );
+      expect(b.key).toBe(a.key);
+      expect((await checker.compile({ type: "object", properties: { n: { type: "number" } } })).key).not.toBe(a.key);
+    } finally {
+      checker.close();
+    }
   });
 });

@@ -90,6 +90,7 @@ describe("MCP tools in the toolbox", () => {
         "notebook__fail",
         "notebook__snapshot",
         "notebook__stats",
+        "notebook__slow_steps",
         "items_api__delete_item",
         "items_api__lookup",
       ].sort(),

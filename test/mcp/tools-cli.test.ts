@@ -5,6 +5,7 @@
  * servers it starts print counts too); the other cases its `toolsMain` in this process.
  */
 import { execFile } from "node:child_process";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -147,6 +148,32 @@ describe("npm run tools with MCP servers", () => {
       '  wiki: its url contains credentials (user:password@); remove them and send them in "headers" instead',
     );
     expect(stdout + stderr).not.toContain("Pa55-in-url");
+  }, 60_000);
+
+  it("server-everything from npm: a tool that needs MCP tasks is skipped with the reason; no sampling, elicitation or roots tools are offered", async () => {
+    const everything = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-everything/dist/index.js");
+    const file = writeMcpConfig(tempDir(), { everything: { command: process.execPath, args: [everything, "stdio"] } });
+    const env = { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file };
+    const { stdout } = await run(process.execPath, nodeArgs("src/cli/tools.ts", "--json"), { cwd: root, env });
+    const mcp = (JSON.parse(stdout) as { mcp: { tools: { tool: string }[]; skippedTools: unknown[] } }).mcp;
+    expect(mcp.skippedTools).toEqual([
+      {
+        server: "everything",
+        tool: "simulate-research-query",
+        reason:
+          'it can only be run as an MCP task (its execution.taskSupport is "required"), which the bot does not support',
+      },
+    ]);
+    const offered = mcp.tools.map((t) => t.tool);
+    expect(offered).toContain("get-tiny-image");
+    expect(offered).not.toContain("simulate-research-query");
+    // the bot declares no client capabilities, so the server offers none of the tools that need them
+    for (const needsCapability of ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"])
+      expect(offered).not.toContain(needsCapability);
+    const text = await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env });
+    expect(text.stdout).toContain(
+      "1 MCP tool skipped:\n  everything/simulate-research-query: it can only be run as an MCP task",
+    );
   }, 60_000);
 
   it("a malformed MCP config exits 1 naming the file and the problem", async () => {

@@ -9,6 +9,7 @@ import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import { ConsoleOutbound } from "../../adapters/console/outbound.js";
 import { runAgent } from "../../src/agent/loop.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import { historyTtlSeconds, type Config } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
@@ -262,7 +263,7 @@ export async function startHarness(
         history,
         toolbox,
         client,
-        runAgent,
+        runAgent: (request, deps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
         outbounds: { console: outbound },
         ...(approvals ? { approvals: approvals.flow } : {}),
         typingIntervalMs: 50,

@@ -638,6 +638,18 @@ export const ConfigSchema = z.object({
       message: "must be fatal, error, warn, info, debug, trace or silent",
     })
     .default("info"),
+  /**
+   * `on`: log lines may show message content — what people wrote, answers, tool inputs and results,
+   * transcripts, file names, MCP servers' output (at debug mostly) — a privacy choice of the operator,
+   * for debugging. `off` (default): no message content in the log at any level.
+   */
+  LOG_CONTENT: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "on: log lines may show message content (people's messages, answers, tool inputs and results, " +
+        "transcripts, file names, MCP servers' output), a privacy choice; off (default): never, at any level",
+    ),
 });
 
 /**

@@ -4,6 +4,14 @@
  * Secrets are kept out twice: fields named like credentials are redacted by path, and the values
  * registered with {@link registerSecrets} (bot tokens, API keys) are replaced by `[redacted]`
  * wherever they appear in a serialised line, including error messages and stacks.
+ *
+ * Message content (what people wrote, answers, tool inputs and results, transcripts, file names,
+ * MCP servers' output) stays out of the log at every level unless the operator chose
+ * `LOG_CONTENT=on` ({@link CreateLoggerOptions.content}), a privacy choice. A log call that has
+ * content to show puts it under the key {@link CONTENT_KEY} (`log.debug({ content: { text } }, …)`),
+ * which is replaced by {@link CONTENT_HIDDEN} otherwise; and an error is logged with its message,
+ * stack, cause and plain fields only: the objects a client library hangs on it (grammY's `payload`,
+ * discord.js's `requestBody`, a request's body) are left out, since they hold the text sent.
  */
 import { pino, type Logger, type LoggerOptions } from "pino";
 
@@ -108,6 +116,33 @@ export const REDACT_PATHS = [
   "config.TELEGRAM_WEBHOOK_SECRET",
 ];
 
+/** The key of a log object under which message content goes; see the module comment. */
+export const CONTENT_KEY = "content";
+
+/** What a log line shows instead of message content when `LOG_CONTENT` is off. */
+export const CONTENT_HIDDEN = "[content not logged: LOG_CONTENT=off]";
+
+/** Most nested causes an error is logged with. */
+const MAX_CAUSES = 5;
+
+/**
+ * An error as a log line shows it when content is not logged: its type, message, stack and the own
+ * fields that are plain values (`code`, `status`, `method`, `description`…), and its cause the same
+ * way; fields holding objects (a request's payload or body, with the text that was sent) are left
+ * out. Anything that is not an error is shown as it is.
+ */
+export function errorWithoutContent(value: unknown, depth = 0): unknown {
+  if (!(value instanceof Error)) return value;
+  const out: Record<string, unknown> = { type: value.constructor?.name ?? value.name, message: value.message };
+  if (value.stack) out.stack = value.stack;
+  for (const [field, v] of Object.entries(value)) {
+    if (field === "cause" || field === "message" || field === "stack") continue;
+    if (v === null || ["string", "number", "boolean", "bigint"].includes(typeof v)) out[field] = v;
+  }
+  if (value.cause !== undefined && depth < MAX_CAUSES) out.cause = errorWithoutContent(value.cause, depth + 1);
+  return out;
+}
+
 /** Options for {@link createLogger}. */
 export interface CreateLoggerOptions {
   /** pino level name; default `info`. */
@@ -116,6 +151,11 @@ export interface CreateLoggerOptions {
   pretty?: boolean;
   /** Where JSON lines go (tests pass a stream to read them); default stdout. */
   destination?: NodeJS.WritableStream;
+  /**
+   * Whether message content may be logged (`LOG_CONTENT=on`): the {@link CONTENT_KEY} fields as
+   * they are, and errors with every field. Default false.
+   */
+  content?: boolean;
 }
 
 /**
@@ -124,9 +164,21 @@ export interface CreateLoggerOptions {
  */
 export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pretty = options.pretty ?? (process.stdout.isTTY === true && !options.destination);
+  const content = options.content === true;
   const base: LoggerOptions = {
     level: options.level ?? "info",
-    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    redact: {
+      paths: content ? REDACT_PATHS : [...REDACT_PATHS, CONTENT_KEY, `*.${CONTENT_KEY}`],
+      censor: (_value: unknown, path: string[]) => (path.at(-1) === CONTENT_KEY ? CONTENT_HIDDEN : "[redacted]"),
+    },
+    ...(content
+      ? {}
+      : {
+          serializers: {
+            err: (error: unknown) => errorWithoutContent(error),
+            error: (e: unknown) => errorWithoutContent(e),
+          },
+        }),
     hooks: { streamWrite: (line: string) => redact(line) },
     base: { pid: process.pid },
   };

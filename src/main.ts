@@ -24,7 +24,7 @@ import { createLogger, registerSecrets } from "./log.js";
 async function main(): Promise<void> {
   const config = configOrExit();
   registerSecrets(secretValues(config));
-  const log = createLogger({ level: config.LOG_LEVEL });
+  const log = createLogger({ level: config.LOG_LEVEL, content: config.LOG_CONTENT === "on" });
   warnMisspelledVariables(log);
   const toolbox = await toolsOrExit(config, log);
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {

@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Locale } from "./i18n.js";
+import { escapeBlockText } from "./block-text.js";
 import { plainLine } from "./plain-text.js";
 
 /** What the system prompt depends on. */
@@ -39,11 +40,12 @@ export const PERSONA_START = "<persona>";
 export const PERSONA_END = "</persona>";
 
 /**
- * The persona's part of the system prompt: what it is, the text (a closing tag inside it is
- * escaped, so it cannot end the block), and that it does not lift the rules above.
+ * The persona's part of the system prompt: what it is, the text (block tags inside it, however
+ * spelled, are escaped by {@link escapeBlockText}, so it cannot end the block), and that it does
+ * not lift the rules above.
  */
 function personaLines(persona: string): string[] {
-  const text = persona.replace(/<\s*\/\s*persona/gi, "<\\/persona");
+  const text = escapeBlockText(persona);
   return [
     "",
     `Persona: the owner of this conversation (someone allowed to change its settings) gave ` +
@@ -85,7 +87,8 @@ export interface ForwardedContent {
 
 /**
  * The user-turn text for forwarded messages (Discord forwards today): each forward between
- * {@link FORWARDED_START} and {@link FORWARDED_END} (which the system prompt explains), with a
+ * {@link FORWARDED_START} and {@link FORWARDED_END} (which the system prompt explains; block tags
+ * in the text are escaped by {@link escapeBlockText}), with a
  * note for attachments the model cannot see, followed by the user's own `comment` if any.
  * Returns "" when there is nothing to show (no text and no attachments). Never throws.
  */
@@ -97,7 +100,9 @@ export function forwardedText(forwards: ForwardedContent[], comment = ""): strin
         f.attachments > 0
           ? `(It also had ${f.attachments} attachment${f.attachments === 1 ? "" : "s"}, which you cannot see.)`
           : "";
-      return [FORWARDED_START, f.text.trim(), note, FORWARDED_END].filter((line) => line !== "").join("\n");
+      return [FORWARDED_START, escapeBlockText(f.text.trim()), note, FORWARDED_END]
+        .filter((line) => line !== "")
+        .join("\n");
     });
   if (blocks.length === 0) return "";
   return [...blocks, comment.trim()].filter((part) => part !== "").join("\n");

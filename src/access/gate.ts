@@ -4,7 +4,9 @@
  * rate limiter's counter and the two day totals are read in the same tick):
  *
  * 1. access policy (`ACCESS_POLICY`, env lists, Redis grants): strangers get a pairing code
- *    (`pairing`, DMs; at most `PAIRING_CODES_PER_USER_PER_DAY` a day each, then one note a day),
+ *    (`pairing`, DMs; at most `PAIRING_CODES_PER_USER_PER_DAY` a day each, then one note a day; at
+ *    most `PAIRING_CODES_PER_PLATFORM_PER_HOUR` new ones per platform an hour, then "try again in an
+ *    hour" once an hour to each new stranger, and one warning in the log),
  *    "this bot is private" once a day (`allowlist`, DMs), or silence with one note a day (groups
  *    not enabled);
  * 2. rate limit (`RATE_LIMIT_PER_MINUTE` per user, across chats and platforms; rate-limiter-flexible):
@@ -29,7 +31,7 @@ import { BUDGET_TEXT, budgetReads, budgetRefusal, type BudgetTotals } from "../u
 import { UsageStore } from "../usage/store.js";
 import { hasAccess } from "./check.js";
 import { chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
-import { AccessStore, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
+import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 
 /** The gate's own words. */
 export const GATE_TEXT = {
@@ -43,6 +45,10 @@ export const GATE_TEXT = {
   pairingLimited: {
     "zh-TW": "這是私人機器人。你今天已經拿過 {max} 次配對碼了，請明天再試。",
     en: "This is a private bot. You have been given {max} pairing codes today; please try again tomorrow.",
+  },
+  pairingBusy: {
+    "zh-TW": "這是私人機器人。這一小時內要配對碼的人太多了，請一小時後再試。",
+    en: "This is a private bot. Too many people asked for a pairing code this hour; please try again in an hour.",
   },
   private: {
     "zh-TW": "抱歉，這是私人機器人，只為受邀的使用者服務。",
@@ -217,6 +223,17 @@ export class AccessGate {
       // Said once a day; later requests that day are counted (npm run access -- list) and get silence.
       return (await this.access.firstTime("pairing-limit", userPrincipal(subject)))
         ? localize(locale, GATE_TEXT.pairingLimited, { max: PAIRING_CODES_PER_USER_PER_DAY })
+        : undefined;
+    }
+    if (pairing.status === "busy") {
+      // The platform's hourly limit (a flood of new accounts): said once an hour to each, then silence; logged once an hour.
+      if (await this.access.firstTime("pairing-flood", subject.platform, 3600))
+        this.#deps.log.warn(
+          { platform: subject.platform, perHour: PAIRING_CODES_PER_PLATFORM_PER_HOUR },
+          "pairing codes for new strangers are used up for this hour (a flood of new accounts?); see npm run access -- list",
+        );
+      return (await this.access.firstTime("pairing-busy", userPrincipal(subject), 3600))
+        ? localize(locale, GATE_TEXT.pairingBusy)
         : undefined;
     }
     if (pairing.status === "new")

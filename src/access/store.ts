@@ -7,13 +7,17 @@
  * - `access:{access}:code:<CODE>`: the pairing (JSON {@link Pairing}), expiring after 1 hour; it is
  *   pending while its code is in the platform's sorted set below;
  * - `access:{access}:codeof:<platform>:<userId>`: the code a stranger was given;
- * - `access:{access}:pending:<platform>`: sorted set of pending codes by expiry, at most
- *   {@link MAX_PENDING_CODES} per platform: a new code takes the place of the oldest one;
+ * - `access:{access}:pending:<platform>`: sorted set of pending codes by expiry; a pending code is
+ *   never pushed out by newer ones (it ends when approved or expired);
  * - `access:{access}:asked:<platform>:<userId>`: codes given to a stranger in the last day (at most
- *   {@link PAIRING_CODES_PER_USER_PER_DAY});
+ *   {@link PAIRING_CODES_PER_USER_PER_DAY}; a stranger has one pending code at a time, so never more
+ *   than that pending);
+ * - `access:{access}:issued:<platform>`: sorted set of the codes given in the last hour by time, at
+ *   most {@link PAIRING_CODES_PER_PLATFORM_PER_HOUR}: a flood of throwaway accounts uses up new
+ *   codes for an hour, and the codes already given (a real stranger's) stay valid;
  * - `access:{access}:turned:<platform>`: hash of what was turned away in the last day, for
- *   `npm run access -- list`: `limited` (requests over the per-user limit), `displaced` (pending
- *   codes that gave way to newer ones), `since` (ms of the first count; the hash expires a day later);
+ *   `npm run access -- list`: `limited` (requests over the per-user limit), `flooded` (new strangers
+ *   refused by the platform's hourly limit), `since` (ms of the first count; the hash expires a day later);
  * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks.
  */
 import { randomInt } from "node:crypto";
@@ -30,15 +34,18 @@ export const PAIRING_CODE_LENGTH = 8;
 /** How long a pairing code is valid, in ms (1 hour). */
 export const PAIRING_TTL_MS = 3_600_000;
 /**
- * Pending codes per platform. When a new stranger asks past it, the oldest pending code gives way
- * (it is no longer pending; its owner gets a new code if they write again), so throwaway accounts
- * can never stop later strangers from getting a code.
+ * New pairing codes per platform in any hour. Past it, new strangers are told to try again later
+ * (and counted as `flooded` for `npm run access -- list`), while every code already given stays
+ * pending: 50 throwaway accounts cannot push out a real stranger's code. As a code lives an hour,
+ * this also bounds the codes pending on a platform.
  */
-export const MAX_PENDING_CODES = 50;
+export const PAIRING_CODES_PER_PLATFORM_PER_HOUR = 20;
 /** Codes one stranger may be given in a day (a code is valid for an hour; asking again while it is pending returns it). */
 export const PAIRING_CODES_PER_USER_PER_DAY = 3;
 /** A day in ms: the window of {@link PAIRING_CODES_PER_USER_PER_DAY} and of the turned-away counts. */
 const DAY_MS = 86_400_000;
+/** An hour in ms: the window of {@link PAIRING_CODES_PER_PLATFORM_PER_HOUR}. */
+const HOUR_MS = 3_600_000;
 
 /**
  * A stranger waiting for approval: who, and the DM to tell them in (`chatId`, where "you are in"
@@ -63,10 +70,13 @@ const key = (...parts: string[]) => ["access", TAG, ...parts].join(":");
 
 /**
  * KEYS: codeof (the stranger's code), pending (sorted set), code key of the new code, asked (the
- * stranger's codes today), turned (the platform's turned-away counts).
- * ARGV: now (ms), ttl (ms), new code, pairing JSON, max pending, max codes per user a day, a day (ms).
+ * stranger's codes today), turned (the platform's turned-away counts), issued (the platform's codes
+ * of the last hour).
+ * ARGV: now (ms), ttl (ms), new code, pairing JSON, max new codes per platform an hour, max codes
+ * per user a day, a day (ms), an hour (ms).
  * Returns {1, code} for the stranger's code that is still pending, {2, code} for a new one, {0, ''}
- * when the stranger was given the most codes for a day.
+ * when the stranger was given the most codes for a day, {3, ''} when the platform gave the most
+ * new codes for an hour.
  */
 const PAIR_SCRIPT = `
 local now = tonumber(ARGV[1])
@@ -81,15 +91,16 @@ if tonumber(redis.call('GET', KEYS[4]) or '0') >= tonumber(ARGV[6]) then
   count('limited', 1)
   return {0, ''}
 end
-local displaced = 0
-while redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) do
-  redis.call('ZPOPMIN', KEYS[2])
-  displaced = displaced + 1
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now - tonumber(ARGV[8]))
+if redis.call('ZCARD', KEYS[6]) >= tonumber(ARGV[5]) then
+  count('flooded', 1)
+  return {3, ''}
 end
-if displaced > 0 then count('displaced', displaced) end
 redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2])
 redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('ZADD', KEYS[6], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[6], ARGV[8])
 if redis.call('INCR', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
 return {2, ARGV[3]}
 `;
@@ -101,13 +112,15 @@ type RedisWithAccess = RedisClient & {
     codeKey: string,
     asked: string,
     turned: string,
+    issued: string,
     now: number,
     ttl: number,
     code: string,
     json: string,
-    maxPending: number,
+    maxPerHour: number,
     maxPerUser: number,
     dayMs: number,
+    hourMs: number,
   ): Promise<[number, string]>;
 };
 
@@ -118,16 +131,20 @@ export function newPairingCode(): string {
   return code;
 }
 
-/** The result of asking for a pairing code: `limited` when the stranger had {@link PAIRING_CODES_PER_USER_PER_DAY} today. */
-export type PairingResult = { status: "new" | "same"; code: string } | { status: "limited" };
+/**
+ * The result of asking for a pairing code: `limited` when the stranger had
+ * {@link PAIRING_CODES_PER_USER_PER_DAY} today, `busy` when the platform gave
+ * {@link PAIRING_CODES_PER_PLATFORM_PER_HOUR} new codes in the last hour.
+ */
+export type PairingResult = { status: "new" | "same"; code: string } | { status: "limited" } | { status: "busy" };
 
 /** What was turned away on one platform in the last day ({@link AccessStore.turnedAway}). */
 export interface TurnedAway {
   platform: string;
   /** Requests of strangers who had had {@link PAIRING_CODES_PER_USER_PER_DAY} codes that day. */
   limited: number;
-  /** Pending codes that gave way to newer ones ({@link MAX_PENDING_CODES}). */
-  displaced: number;
+  /** Requests of new strangers refused by the platform's hourly limit ({@link PAIRING_CODES_PER_PLATFORM_PER_HOUR}): a flood. */
+  flooded: number;
   /** ms since the epoch of the first count (the counts cover a day from there). */
   since: number;
 }
@@ -141,7 +158,7 @@ export class AccessStore {
   constructor(redis: RedisClient, log: Logger = silentLogger) {
     this.#redis = redis;
     this.#log = log;
-    if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 5, lua: PAIR_SCRIPT });
+    if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 6, lua: PAIR_SCRIPT });
   }
 
   /** Key of the set of granted users. */
@@ -190,9 +207,10 @@ export class AccessStore {
   }
 
   /**
-   * The pairing code of a stranger: the one still pending, or a new one (atomic). A new code takes
-   * the place of the platform's oldest pending one past {@link MAX_PENDING_CODES}; a stranger who
-   * was given {@link PAIRING_CODES_PER_USER_PER_DAY} codes in the last day gets none (`limited`).
+   * The pairing code of a stranger: the one still pending, or a new one (atomic). A stranger who
+   * was given {@link PAIRING_CODES_PER_USER_PER_DAY} codes in the last day gets none (`limited`);
+   * past {@link PAIRING_CODES_PER_PLATFORM_PER_HOUR} new codes on the platform in the last hour,
+   * nobody new gets one (`busy`) — codes already given are never taken back.
    * The name is stored as one plain line (`plainLine`), since `npm run access -- list` prints it.
    */
   async pair(who: Omit<Pairing, "code" | "expiresAt">, now = Date.now()): Promise<PairingResult> {
@@ -209,15 +227,18 @@ export class AccessStore {
       key("code", code),
       key("asked", who.platform, who.userId),
       key("turned", who.platform),
+      key("issued", who.platform),
       now,
       PAIRING_TTL_MS,
       code,
       JSON.stringify(pairing),
-      MAX_PENDING_CODES,
+      PAIRING_CODES_PER_PLATFORM_PER_HOUR,
       PAIRING_CODES_PER_USER_PER_DAY,
       DAY_MS,
+      HOUR_MS,
     );
     if (status === 0) return { status: "limited" };
+    if (status === 3) return { status: "busy" };
     return { status: status === 2 ? "new" : "same", code: given };
   }
 
@@ -243,7 +264,7 @@ export class AccessStore {
       out.push({
         platform,
         limited: Number(counts.limited ?? 0),
-        displaced: Number(counts.displaced ?? 0),
+        flooded: Number(counts.flooded ?? 0),
         since: Number(counts.since),
       });
     }
@@ -253,15 +274,14 @@ export class AccessStore {
   /**
    * Approves a pairing code (case-insensitive, spaces and dashes ignored): grants the user and
    * removes the code.
-   * @returns the approved pairing, or undefined when no such code is pending (unknown, expired, or
-   *   given way to newer codes).
+   * @returns the approved pairing, or undefined when no such code is pending (unknown or expired).
    */
   async approve(rawCode: string): Promise<Pairing | undefined> {
     const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
     if (!new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code)) return undefined;
     const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
     if (!pairing) return undefined;
-    // A code that gave way to newer ones is no longer pending, though its record waits for its expiry.
+    // A code taken out of the pending set is no longer pending, though its record waits for its expiry.
     if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;
     await this.#redis
       .multi()

@@ -4,6 +4,11 @@
  * own citations (`web_search_result_location`) become sources: a URL the model merely wrote is
  * never presented as one.
  *
+ * A title is the page's own words, so it may claim another site (`臺灣銀行 bank.gov.tw 官方網站` on
+ * another domain) or reorder itself with bidi controls: each source shows its real host beside
+ * the title, as inline code the title cannot imitate (its backticks are escaped), and titles are
+ * one plain line (`plainLine`: controls, bidi and zero-width characters removed).
+ *
  * The sources are Markdown, like the rest of the answer, so each platform's formatter renders
  * them: `[title](<url>)` is an HTML link on Telegram (`adapters/telegram/html.ts`), and a
  * masked link on Discord whose target in `<…>` shows no embed.
@@ -15,13 +20,16 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import { localize, type Locale } from "../i18n.js";
+import { plainLine } from "../plain-text.js";
 import type { Answer } from "./server-blocks.js";
 
 /** One source: a cited page. */
 export interface Source {
   url: string;
-  /** The page's title as the search result gave it; the URL's host when it gave none. */
+  /** The page's title as the search result gave it, one plain line; the URL's host when it gave none. */
   title: string;
+  /** The URL's host as the browser will open it (an international name in its `xn--` form), lower case. */
+  host: string;
 }
 
 /** Longest title shown, in code points (longer ones end with `…`). */
@@ -38,11 +46,14 @@ function citedUrl(citation: Anthropic.Messages.TextCitationParam): string | unde
   }
 }
 
-/** The title to show for a citation: one line, at most {@link MAX_SOURCE_TITLE_CHARS}, the host when empty. */
+/**
+ * The title to show for a citation: one plain line ({@link plainLine}: no controls, bidi or
+ * zero-width characters), at most {@link MAX_SOURCE_TITLE_CHARS}, the host when nothing is left.
+ */
 function titleOf(citation: Anthropic.Messages.CitationWebSearchResultLocationParam): string {
-  const line = (citation.title ?? "").replace(/\s+/g, " ").trim();
+  const line = plainLine(citation.title ?? "");
   const chars = [...line];
-  if (chars.length === 0) return new URL(citation.url).host;
+  if (chars.length === 0) return new URL(citation.url).hostname;
   return chars.length > MAX_SOURCE_TITLE_CHARS ? `${chars.slice(0, MAX_SOURCE_TITLE_CHARS - 1).join("")}…` : line;
 }
 
@@ -56,7 +67,11 @@ export function sourcesOf(blocks: readonly Anthropic.Messages.TextBlockParam[]):
     for (const citation of block.citations ?? []) {
       const url = citedUrl(citation);
       if (url && !sources.has(url))
-        sources.set(url, { url, title: titleOf(citation as Anthropic.Messages.CitationWebSearchResultLocationParam) });
+        sources.set(url, {
+          url,
+          title: titleOf(citation as Anthropic.Messages.CitationWebSearchResultLocationParam),
+          host: new URL(url).hostname,
+        });
     }
   }
   return [...sources.values()];
@@ -78,8 +93,9 @@ function inAngleBrackets(url: string): string {
 
 /**
  * The answer's text for the user: its blocks joined as the API meant, each cited block followed
- * by the numbers of its sources (`[1][2]`), then the numbered sources as Markdown links. Without
- * citations, just the text (trimmed).
+ * by the numbers of its sources (`[1][2]`), then the numbered sources as Markdown links, each
+ * followed by its host as inline code (`` 1. [Title](<https://www.cna.com.tw/…>) `www.cna.com.tw` ``;
+ * not repeated when the title is the host). Without citations, just the text (trimmed).
  */
 export function withSources(answer: Answer, locale: Locale): string {
   const sources = sourcesOf(answer.blocks);
@@ -101,6 +117,10 @@ export function withSources(answer: Answer, locale: Locale): string {
     .join(answer.joiner)
     .trim();
   const heading = localize(locale, { "zh-TW": "來源：", en: "Sources:" });
-  const list = sources.map((s, i) => `${i + 1}. [${escapeMarkdown(s.title)}](<${inAngleBrackets(s.url)}>)`);
+  const list = sources.map(
+    (s, i) =>
+      `${i + 1}. [${escapeMarkdown(s.title)}](<${inAngleBrackets(s.url)}>)` +
+      (s.title === s.host ? "" : ` \`${s.host}\``),
+  );
   return `${text}\n\n${heading}\n${list.join("\n")}`;
 }

@@ -19,7 +19,7 @@
  * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
 import { envListOf, parsePrincipal } from "../access/policy.js";
-import { AccessStore, MAX_PENDING_CODES, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
+import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
 import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
@@ -79,9 +79,10 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
       io.out(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
       for (const t of turned) {
         io.out(
-          `  ${t.platform}: ${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a ` +
-            `day per person, ${t.displaced} pending codes gave way to newer ones (at most ` +
-            `${MAX_PENDING_CODES} wait) — since ${new Date(t.since).toISOString()}`,
+          `  ${t.platform}: ${t.flooded} new strangers refused by the limit of ` +
+            `${PAIRING_CODES_PER_PLATFORM_PER_HOUR} new codes an hour${t.flooded > 0 ? " (a flood of new accounts?)" : ""}, ` +
+            `${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a day per person — ` +
+            `since ${new Date(t.since).toISOString()}`,
         );
       }
       return 0;

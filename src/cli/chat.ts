@@ -149,6 +149,7 @@ async function chat(): Promise<void> {
   registerSecrets(secretValues(config));
   const log = createLogger({
     level: process.env.LOG_LEVEL ? config.LOG_LEVEL : "info",
+    content: config.LOG_CONTENT === "on",
     destination: createWriteStream(".data/chat.log", { flags: "a" }),
   });
   // The log is a file here: misspelled variables are printed in the terminal too.

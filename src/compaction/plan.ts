@@ -11,6 +11,7 @@ import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { silentLogger, type Logger } from "../log.js";
 import { MessageParamSchema } from "../history/message.js";
 import { SummarySchema, type Summary } from "../history/summary.js";
+import { escapeBlockText } from "../block-text.js";
 import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
 import { decodeRecord } from "../records.js";
 
@@ -143,13 +144,17 @@ export function transcriptOf(messages: readonly MessageParam[]): string {
   return parts.join("\n\n");
 }
 
-/** The user turn of a compaction's request: the earlier summary (when there is one) and the transcript to summarise. */
+/**
+ * The user turn of a compaction's request: the earlier summary (when there is one) and the
+ * transcript to summarise, each with its block tags escaped ({@link escapeBlockText}), so a
+ * message holding `</transcript>` cannot end the transcript and pose as the bot's request.
+ */
 export function compactionRequestText(plan: Pick<CompactionPlan, "previous" | "messages">): string {
   const earlier = plan.previous
-    ? `The summary so far:\n<earlier_summary>\n${plan.previous.text}\n</earlier_summary>\n\n`
+    ? `The summary so far:\n<earlier_summary>\n${escapeBlockText(plan.previous.text)}\n</earlier_summary>\n\n`
     : "";
   return (
-    `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${transcriptOf(plan.messages)}\n` +
+    `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${escapeBlockText(transcriptOf(plan.messages))}\n` +
     `${TRANSCRIPT_END}\n\nWrite the ${plan.previous ? "updated " : ""}summary now.`
   );
 }

@@ -10,6 +10,7 @@
  */
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { z } from "zod";
+import { escapeBlockText } from "../block-text.js";
 
 /** The stored summary (JSON after the `S` of the history's first line). */
 export const SummarySchema = z.object({
@@ -38,6 +39,8 @@ export const SUMMARY_CLOSE = "</conversation_summary>";
 /**
  * The user turn a request starts with when the conversation has a summary: the summary between
  * {@link SUMMARY_OPEN} and {@link SUMMARY_CLOSE}, said to be a summary of earlier conversation.
+ * Block tags in the summary (it was written from people's messages) are escaped by
+ * {@link escapeBlockText}, so `</conversation_summary>` in it cannot close the turn's block.
  */
 export function summaryTurn(summary: Summary): MessageParam {
   return {
@@ -47,7 +50,7 @@ export function summaryTurn(summary: Summary): MessageParam {
         type: "text",
         text:
           `${SUMMARY_OPEN}\nA summary of the earlier part of this conversation (older turns were ` +
-          `replaced by it; the turns after it are verbatim):\n\n${summary.text}\n${SUMMARY_CLOSE}`,
+          `replaced by it; the turns after it are verbatim):\n\n${escapeBlockText(summary.text)}\n${SUMMARY_CLOSE}`,
       },
     ],
   };

@@ -304,7 +304,7 @@ export class McpConnection {
         const clean = this.#redact(line.trim());
         this.#stderrTail.push(clean);
         if (this.#stderrTail.length > 5) this.#stderrTail.shift();
-        this.#log.debug({ line: clean }, "MCP server stderr");
+        this.#log.debug({ content: { line: clean } }, "MCP server stderr"); // may echo tool inputs and results
       }
     });
     return transport;

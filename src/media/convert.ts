@@ -19,7 +19,7 @@ import type { DocumentBlockParam, ImageBlockParam, TextBlockParam } from "@anthr
 import sharp, { type Metadata, type OutputInfo } from "sharp";
 import { MediaError } from "./errors.js";
 import { plainLine } from "../plain-text.js";
-import { neutraliseFileTags } from "./file-tags.js";
+import { escapeBlockText } from "../block-text.js";
 import { inspectPdf } from "./pdf-inspector.js";
 import {
   API_IMAGE_MAX_BASE64,
@@ -179,7 +179,7 @@ export async function convertPdf(
 
 /**
  * Converts a text file into a text block: `<file name="notes.md">`, the content, `</file>`.
- * `file` tags inside the content, however spelled, are neutralised ({@link neutraliseFileTags}),
+ * Block tags inside the content, however spelled, are neutralised ({@link escapeBlockText}),
  * so a file holding `</file>`, `</ file>`, `＜／ｆｉｌｅ＞` or `<\u200B/file>` cannot close the
  * wrapper early, or open a fake one, and pose as text outside it.
  *
@@ -198,7 +198,7 @@ export function convertText(
   if (text.includes("\u0000"))
     throw new MediaError("unreadable", "the file holds NUL characters (binary, not text)", "text");
   const title = safeName(name) ?? "file.txt";
-  const content = text.trim() === "" ? "(empty file)" : neutraliseFileTags(text);
+  const content = text.trim() === "" ? "(empty file)" : escapeBlockText(text);
   return {
     block: { type: "text", text: `<file name="${title}">\n${content}\n</file>` },
     placeholder: `[file "${title}", ${text.length} characters]`,

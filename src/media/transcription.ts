@@ -8,6 +8,12 @@
  * times, after a doubling, jittered wait from 1 s (and a 429's `Retry-After`, when it asks for at
  * most {@link MAX_RETRY_AFTER_MS}); a timeout, a refusal, a wrong key or an empty transcript is not.
  *
+ * The endpoint is not trusted with what it writes: the transcript is made one plain line, as
+ * people's names are (`plainLine`: ESC, BEL and other controls become spaces, bidi and zero-width
+ * characters are removed), at most {@link MAX_TRANSCRIPT_CHARS}, before the model or a chat sees
+ * it; one that holds no speech — a known Whisper hallucination or only non-speech markers
+ * (`字幕由Amara.org社区提供`, `[BLANK_AUDIO]`: `hallucinations.ts`) — is refused as empty.
+ *
  * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription (fields, the
  * `{ "text": … }` answer of `response_format=json`, the accepted file types by name: flac, mp3,
  * mp4, mpeg, mpga, m4a, ogg, wav, webm), and https://console.groq.com/docs/speech-to-text (same API).
@@ -16,6 +22,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pRetry from "p-retry";
 import { z } from "zod";
 import type { Config, Locale } from "../config.js";
+import { plainLine } from "../plain-text.js";
+import { isNonSpeech } from "./hallucinations.js";
 
 /** Longest time one transcription may take, in ms (the answer's deadline may end it sooner). */
 export const TRANSCRIPTION_TIMEOUT_MS = 60_000;
@@ -26,6 +34,9 @@ export const TRANSCRIPTION_RETRIES = 2;
 export const TRANSCRIPTION_RETRY_MIN_MS = 1000;
 /** Longest `Retry-After` of a 429 that is still waited for, in ms; a longer one fails at once (the answer has a deadline). */
 export const MAX_RETRY_AFTER_MS = 10_000;
+
+/** Most characters (code points) of a transcript kept: far more than 300 s of speech, far less than a flood. */
+export const MAX_TRANSCRIPT_CHARS = 10_000;
 
 /**
  * The `prompt` sent with the zh-TW locale: a short sentence in Traditional characters with
@@ -41,7 +52,8 @@ export const ZH_TW_PROMPT = "以下是一則臺灣使用者的語音訊息，以
  * - `timeout`: no answer within {@link TRANSCRIPTION_TIMEOUT_MS};
  * - `refused`: another 4xx (the file or a field was not accepted);
  * - `failed`: a 5xx, or an answer that is not JSON with a `text` string;
- * - `empty`: a transcript with nothing in it (silence, noise).
+ * - `empty`: a transcript with nothing in it, or no speech: a known hallucination of silence or only
+ *   non-speech markers (`isNonSpeech`).
  */
 export type TranscriptionProblem =
   "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
@@ -86,7 +98,7 @@ export interface TranscriptionRequest {
   fileName: string;
   /** The `file` part's content type, e.g. `audio/ogg`. */
   mimeType: string;
-  /** The bot's locale: zh-TW adds `language=zh` and {@link ZH_TW_PROMPT}. */
+  /** The conversation's language (its `/settings` language, else `BOT_LOCALE`): zh-TW adds `language=zh` and {@link ZH_TW_PROMPT}. */
   locale: Locale;
   /** Aborts the request (the answer's deadline); its reason is rethrown as it is. */
   signal?: AbortSignal;
@@ -94,7 +106,7 @@ export interface TranscriptionRequest {
 
 /** A transcript and what it took. */
 export interface Transcription {
-  /** The transcript as the endpoint wrote it, trimmed (not converted). */
+  /** The transcript as the endpoint wrote it, made one plain line (not converted). */
   text: string;
   /** Time from the first request to the parsed answer, in ms (retries and their waits included). */
   ms: number;
@@ -177,7 +189,7 @@ export class TranscriptionClient {
     return { text, ms: Math.round(performance.now() - started), attempts };
   }
 
-  /** One request. @returns the trimmed transcript. @throws as {@link transcribe}. */
+  /** One request. @returns the transcript as one plain line. @throws as {@link transcribe}. */
   async #once(request: TranscriptionRequest): Promise<string> {
     const form = new FormData();
     form.append("file", new Blob([request.audio], { type: request.mimeType }), request.fileName);
@@ -235,8 +247,16 @@ export class TranscriptionClient {
         { status: response.status },
       );
     }
-    const text = parsed.text.trim();
+    const text = plainLine(parsed.text, MAX_TRANSCRIPT_CHARS);
     if (text === "") throw new TranscriptionError("empty", "the transcript is empty", { status: response.status });
+    if (isNonSpeech(text))
+      throw new TranscriptionError(
+        "empty",
+        "the transcript is no speech (a known hallucination or non-speech markers)",
+        {
+          status: response.status,
+        },
+      );
     return text;
   }
 }

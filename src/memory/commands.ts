@@ -5,6 +5,8 @@
  * Directories are implied by the paths of their files (`/memories/家人/媽媽.md` is inside
  * `/memories/家人`); `/memories` always exists.
  *
+ * `str_replace` without `new_str` deletes `old_str` (the tool's spec: the replacement is optional).
+ *
  * The answer texts are those the Messages API docs suggest, as in the SDK's own filesystem memory
  * tool (`@anthropic-ai/sdk/tools/memory/node`). Source:
  * https://platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool
@@ -165,7 +167,8 @@ export function runMemoryCommand(
     case "str_replace": {
       const path = normaliseMemoryPath(input.path);
       const oldStr = required(input, "old_str");
-      const newStr = required(input, "new_str");
+      // Without new_str the text is deleted, as the memory tool's spec has it (and the text editor tool's).
+      const newStr = input.new_str ?? "";
       const text = files.get(path);
       if (text === undefined) {
         if (isDirectory(files, path)) throw new ToolError(`The path ${path} is not a file.`);

@@ -13,11 +13,11 @@
  * </memory>
  * ```
  *
- * A file's text cannot end or fake its wrapper: every look-alike of a `file` or `memory` tag in it
- * is neutralised as in text files (`neutraliseTags`: `</memory>` becomes `<\/memory>`). Paths are
+ * A file's text cannot end or fake its wrapper: every look-alike of a block tag in it is
+ * neutralised ({@link escapeBlockText}: `</memory>` becomes `<\/memory>`, `＜/ｍｅｍｏｒｙ＞` too). Paths are
  * plain (`paths.ts` admits no quote, bracket or control character).
  */
-import { neutraliseTags } from "../media/file-tags.js";
+import { escapeBlockText } from "../block-text.js";
 import type { MemoryFile, MemoryScope } from "./store.js";
 
 /** The line that opens the memory block (followed by ` scope="personal">` or ` scope="group">`). */
@@ -43,6 +43,6 @@ const ABOUT: Record<MemoryScope["kind"], string> = {
  */
 export function memoryBlock(scope: MemoryScope, files: readonly MemoryFile[]): string | undefined {
   if (files.length === 0) return undefined;
-  const body = files.map((f) => `<file name="${f.path}">\n${neutraliseTags(f.text, ["file", "memory"])}\n</file>`);
+  const body = files.map((f) => `<file name="${f.path}">\n${escapeBlockText(f.text)}\n</file>`);
   return [`${MEMORY_BLOCK_START} scope="${scope.kind}">`, ABOUT[scope.kind], ...body, MEMORY_BLOCK_END].join("\n");
 }

@@ -68,7 +68,8 @@ function nameOf(path: string | undefined): string {
  * What a memory call does, in a few words of `locale`. `tense` `doing` is the status line of a
  * streamed answer, which then ends in ✓ or ✗ (`記住：住在新竹`, `忘記：家人.md`), so a refused write
  * never reads as done; `done` is the notice after a non-streamed answer, said only for successful
- * calls (`記住了：住在新竹`, `忘記了：家人.md`). A rename is `整理記憶：a.md → b.md`, a view `查看記憶`.
+ * calls (`記住了：住在新竹`, `忘記了：家人.md`; a `str_replace` that deletes its text:
+ * `忘記了：住在新竹`). A rename is `整理記憶：a.md → b.md`, a view `查看記憶`.
  */
 export function memoryActivity(input: MemoryCommandInput, locale: Locale, tense: "doing" | "done" = "done"): string {
   const saved =
@@ -83,7 +84,10 @@ export function memoryActivity(input: MemoryCommandInput, locale: Locale, tense:
     case "create":
       return localize(locale, saved, { what: gist(input.file_text ?? "") || nameOf(input.path) });
     case "str_replace":
-      return localize(locale, saved, { what: gist(input.new_str ?? "") || nameOf(input.path) });
+      // Without new_str (or with an empty one) the text is deleted: said as forgetting it.
+      return input.new_str
+        ? localize(locale, saved, { what: gist(input.new_str) || nameOf(input.path) })
+        : localize(locale, forgot, { what: gist(input.old_str ?? "") || nameOf(input.path) });
     case "insert":
       return localize(locale, saved, { what: gist(input.insert_text ?? "") || nameOf(input.path) });
     case "delete":

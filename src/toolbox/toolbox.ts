@@ -265,10 +265,10 @@ export class ToolBox {
     context.log.info(
       {
         tool: name,
-        input: shown.input,
         ok: execution.ok,
         durationMs: execution.durationMs,
-        preview: shown.result(execution.content, 120),
+        // The model's input and the tool's result hold what people wrote: shown only with LOG_CONTENT=on.
+        content: { input: shown.input, preview: shown.result(execution.content, 120) },
       },
       `tool ${name} ${execution.ok ? "ok" : "failed"} in ${execution.durationMs} ms`,
     );

@@ -160,7 +160,8 @@ export class RedisRunTracer implements RunTracer {
         at: Date.now(),
         data: sanitize(data) as Record<string, unknown>,
       };
-      this.#log.debug({ trace: event }, `trace ${type}`);
+      // The event's data holds what people and the model wrote: content, shown only with LOG_CONTENT=on.
+      this.#log.debug({ trace: { type, runId: this.runId, chat: this.chat }, content: event.data }, `trace ${type}`);
       if (this.#finished) return;
       if (this.#events.length >= TRACE_MAX_EVENTS) this.#dropped += 1;
       else this.#events.push(event);

@@ -13,12 +13,13 @@
  * ({@link readVoice}): the limits are checked from what the platform announced (duration, size)
  * before anything is downloaded, the bytes go to the transcription endpoint and are dropped, and
  * the message to answer becomes a text turn (`[voice 0:07] transcript`, then the caption). Any
- * failure is a short answer without the model.
+ * failure is a short answer without the model. Refusals and the transcription speak the
+ * conversation's language (`parts.locale`: its `/settings` language, else `BOT_LOCALE`).
  */
 import type { ContentBlockParam, MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import type { RedisClient } from "../redis.js";
 import type { AgentOutcome } from "../agent/contract.js";
-import type { Config } from "../config.js";
+import type { Config, Locale } from "../config.js";
 import type { Logger } from "../log.js";
 import { AlbumStore } from "../media/album.js";
 import { MediaError } from "../media/errors.js";
@@ -78,7 +79,7 @@ const none = (message: IncomingMessage): MessageMedia => ({
  * @throws the signal's reason when the answer's deadline passed; Redis errors (transient: the job retries).
  */
 export async function readMedia(
-  parts: { config: Config; redis: RedisClient; log: Logger; tracer?: Tracer },
+  parts: { config: Config; redis: RedisClient; log: Logger; locale: Locale; tracer?: Tracer },
   message: IncomingMessage,
   outbound: Outbound,
   signal: AbortSignal,
@@ -92,7 +93,10 @@ export async function readMedia(
   const maxImages = parts.config.MAX_IMAGES_PER_MESSAGE;
   try {
     const prepared = await prepareMedia(refs, outbound.media, { maxImages, signal });
-    parts.log.info({ files: prepared.placeholders }, "files read for the model");
+    parts.log.info(
+      { files: prepared.placeholders.length, content: { files: prepared.placeholders } },
+      "files read for the model",
+    );
     const placeholderOf = new Map<ContentBlockParam, string>(
       prepared.blocks.map((b, i) => [b, prepared.placeholders[i]!]),
     );
@@ -122,7 +126,7 @@ export async function readMedia(
       { problem: error.problem, what: error.what, reason: error.message },
       "a file of the message cannot be read; answering without the model",
     );
-    return { ...none(full), refusal: mediaRefusal(error, parts.config.BOT_LOCALE, maxImages) };
+    return { ...none(full), refusal: mediaRefusal(error, parts.locale, maxImages) };
   }
 }
 
@@ -134,7 +138,7 @@ const isAudio = (ref: MediaRef): boolean => ref.kind === "voice" || ref.kind ===
  * `MAX_VOICE_SECONDS` (the platform's duration) and {@link AUDIO_MAX_BYTES} (its announced size)
  * before the download, downloaded within that size (a file whose platform announced no duration is
  * checked by its own headers now, before the transcription), transcribed, converted to Traditional with the
- * zh-TW locale, and becomes the message's text turn ({@link voiceTurnText}). The trace records the
+ * conversation's zh-TW language, and becomes the message's text turn ({@link voiceTurnText}). The trace records the
  * duration, the bytes and the transcription time (or why it was refused).
  *
  * @returns the message with its text turn and {@link MessageMedia.voice}, or a refusal
@@ -142,12 +146,12 @@ const isAudio = (ref: MediaRef): boolean => ref.kind === "voice" || ref.kind ===
  * @throws the signal's reason when the answer's deadline passed.
  */
 async function readVoice(
-  parts: { config: Config; log: Logger; tracer?: Tracer },
+  parts: { config: Config; log: Logger; locale: Locale; tracer?: Tracer },
   full: IncomingMessage,
   outbound: Outbound,
   signal: AbortSignal,
 ): Promise<MessageMedia> {
-  const { config, log, tracer } = parts;
+  const { config, log, locale, tracer } = parts;
   const refs = full.media ?? [];
   const ref = refs[0]!;
   const kind = ref.kind === "voice" ? "voice" : "audio";
@@ -163,7 +167,7 @@ async function readVoice(
       "a voice message is not transcribed; answering without the model",
     );
     tracer?.event("transcription", { ok: false, problem, ...facts, ...extra });
-    return { ...none(full), refusal: voiceRefusal(problem, config.BOT_LOCALE, config.MAX_VOICE_SECONDS) };
+    return { ...none(full), refusal: voiceRefusal(problem, locale, config.MAX_VOICE_SECONDS) };
   };
   if (refs.length > 1) return refuse("several", `${refs.length} files in the message, one of them audio`);
   const upload = audioFormatOf(ref);
@@ -195,7 +199,7 @@ async function readVoice(
       audio,
       fileName: upload.fileName,
       mimeType: upload.mimeType,
-      locale: config.BOT_LOCALE,
+      locale,
       signal,
     });
   } catch (error) {
@@ -206,7 +210,7 @@ async function readVoice(
       ...(error.status !== undefined ? { status: error.status } : {}),
     });
   }
-  const transcript = config.BOT_LOCALE === "zh-TW" ? await toTraditional(transcription.text) : transcription.text;
+  const transcript = locale === "zh-TW" ? await toTraditional(transcription.text) : transcription.text;
   const voice: VoiceTranscript = {
     kind,
     transcript,

@@ -21,6 +21,7 @@ import { runDeps } from "./context.js";
 import { readMedia } from "./media.js";
 import {
   answer,
+  localeOf,
   outboundFor,
   runOptions,
   startTrace,
@@ -103,8 +104,10 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const { message, outbound } = state.taken;
   const { checkpoint } = state.restored;
   const tracer = message.media ? startTrace(parts, state) : undefined;
+  // A file's refusal and a voice message's transcription speak the conversation's language: its settings first.
+  if (message.media || message.mediaGroupId) await withSettings(parts, state, Promise.resolve());
   const media = await readMedia(
-    { config, redis: parts.redis, log: state.log, ...(tracer ? { tracer } : {}) },
+    { config, redis: parts.redis, log: state.log, locale: localeOf(parts, state), ...(tracer ? { tracer } : {}) },
     message,
     outbound,
     state.deadline.signal,
@@ -170,7 +173,7 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
         "the conversation does not fit the context window even after it was shortened; the user is told to start fresh",
       );
       state.live?.push({ type: "text_dropped" });
-      const tooLong = localize(parts.config.BOT_LOCALE, TOO_LONG_TEXT);
+      const tooLong = localize(localeOf(parts, state), TOO_LONG_TEXT);
       return { kind: "said", text: heard ? `${heard}\n\n${tooLong}` : tooLong };
     }
   }

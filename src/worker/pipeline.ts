@@ -488,7 +488,7 @@ function showBusy(parts: AnswerParts, state: AnswerState): void {
   if (state.busy || state.stage !== "computing") return;
   state.busy = true;
   state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
-  state.live?.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, MODEL_BUSY_NOTICE) });
+  state.live?.push({ type: "notice", text: localize(localeOf(parts, state), MODEL_BUSY_NOTICE) });
   state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }
 
@@ -513,7 +513,7 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   const streamed = state.live !== undefined && parts.config.STREAMING === "on";
   const text = streamed
     ? computed.text
-    : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, parts.config.BOT_LOCALE));
+    : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, localeOf(parts, state)));
   const stored = computed.refused ? [] : computed.messages;
   const kept = await parts.history.append(
     state.conversation,

@@ -1,14 +1,15 @@
 /**
- * Issue 26 (5): pairing cannot be locked for everyone. Against a real Redis: one person gets at
- * most PAIRING_CODES_PER_USER_PER_DAY codes a day (then one "try again tomorrow" through the gate,
- * then silence); past MAX_PENDING_CODES the oldest pending code gives way to a new stranger's; both
- * are counted for `npm run access -- list`; names are stored as one plain line.
+ * Issue 26 (5) and issue 39 (8): pairing cannot be locked, nor a real stranger's code pushed out.
+ * Against a real Redis: one person gets at most PAIRING_CODES_PER_USER_PER_DAY codes a day (then
+ * one "try again tomorrow" through the gate, then silence); past PAIRING_CODES_PER_PLATFORM_PER_HOUR
+ * new codes in an hour new strangers are told to try again in an hour, while every code given stays
+ * approvable; both are counted for `npm run access -- list`; names are stored as one plain line.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AccessGate } from "../../src/access/gate.js";
 import {
   AccessStore,
-  MAX_PENDING_CODES,
+  PAIRING_CODES_PER_PLATFORM_PER_HOUR,
   PAIRING_CODES_PER_USER_PER_DAY,
   PAIRING_TTL_MS,
 } from "../../src/access/store.js";
@@ -59,32 +60,72 @@ describe("pairing codes", () => {
     // Someone else is not affected.
     expect((await store.pair(who("discord", "701"), t0 + 3 * hour + 5)).status).toBe("new");
     expect(await store.turnedAway()).toEqual([
-      { platform: "discord", limited: 2, displaced: 0, since: t0 + 3 * hour + 3 },
+      { platform: "discord", limited: 2, flooded: 0, since: t0 + 3 * hour + 3 },
     ]);
   });
 
-  it(`past ${MAX_PENDING_CODES} pending codes the oldest gives way: it can no longer be approved, its owner gets a new code`, async () => {
+  it(`50 new accounts cannot push out a real stranger's code: past ${PAIRING_CODES_PER_PLATFORM_PER_HOUR} new codes an hour, others wait`, async () => {
     const store = new AccessStore(redis);
-    const now = Date.now();
-    const codes: string[] = [];
-    for (let i = 0; i <= MAX_PENDING_CODES; i += 1) {
-      const result = await store.pair(who("telegram", String(800 + i)), now + i);
-      expect(result.status).toBe("new");
-      codes.push((result as { code: string }).code);
-    }
-    const pending = await store.pending(now + MAX_PENDING_CODES);
-    expect(pending).toHaveLength(MAX_PENDING_CODES);
-    expect(pending.map((p) => p.code)).toEqual(codes.slice(1));
+    const now = Date.now() - 10 * PAIRING_TTL_MS; // long past: the later tests' hour is not flooded
+    const real = await store.pair(who("telegram", "799", "Real"), now);
+    expect(real.status).toBe("new");
+    const flood = [];
+    for (let i = 0; i < 50; i += 1) flood.push(await store.pair(who("telegram", String(800 + i)), now + 1 + i));
+    expect(flood.filter((r) => r.status === "new")).toHaveLength(PAIRING_CODES_PER_PLATFORM_PER_HOUR - 1);
+    expect(flood.filter((r) => r.status === "busy")).toHaveLength(50 - (PAIRING_CODES_PER_PLATFORM_PER_HOUR - 1));
+    // The real stranger's code is still pending, the same when they write again, and approvable.
+    const pending = (await store.pending(now + 100)).filter((p) => p.platform === "telegram");
+    expect(pending).toHaveLength(PAIRING_CODES_PER_PLATFORM_PER_HOUR);
+    expect(pending[0]).toMatchObject({ userId: "799", code: (real as { code: string }).code });
+    expect(await store.pair(who("telegram", "799", "Real"), now + 200)).toEqual({ ...real, status: "same" });
+    expect((await store.approve((real as { code: string }).code))?.userId).toBe("799");
     expect((await store.turnedAway()).find((t) => t.platform === "telegram")).toMatchObject({
       limited: 0,
-      displaced: 1,
+      flooded: 50 - (PAIRING_CODES_PER_PLATFORM_PER_HOUR - 1),
     });
-    expect(await store.approve(codes[0]!)).toBeUndefined();
-    const again = await store.pair(who("telegram", "800"), now + MAX_PENDING_CODES + 1);
-    expect(again.status).toBe("new");
-    expect((await store.approve((again as { code: string }).code))?.userId).toBe("800");
-    expect(await store.approve(codes[1]!)).toBeUndefined(); // gave way to the new code of 800
-    expect((await store.approve(codes[2]!))?.userId).toBe("802");
+    // Another platform is not affected; an hour after the first codes, new strangers get codes again.
+    expect((await store.pair(who("discord", "799"), now + 300)).status).toBe("new");
+    expect((await store.pair(who("telegram", "900"), now + PAIRING_TTL_MS - 1)).status).toBe("busy");
+    expect((await store.pair(who("telegram", "901"), now + PAIRING_TTL_MS + 100)).status).toBe("new");
+  });
+
+  it("through the gate: a new stranger past the hourly limit is told once to try again in an hour, then silence; one warning", async () => {
+    const queue = new ChatQueue({ redis, prefix: "pairing-flood" });
+    const replies: string[] = [];
+    const warnings: string[] = [];
+    const log = { ...silentLogger, warn: (_: unknown, msg?: string) => void warnings.push(String(msg)) };
+    const gate = new AccessGate({
+      config: testConfig({ ACCESS_POLICY: "pairing", BOT_LOCALE: "en" }),
+      log: log as typeof silentLogger,
+      redis,
+      queue,
+      reply: async (_to, text) => void replies.push(text),
+    });
+    const now = Date.now();
+    for (let i = 0; i < PAIRING_CODES_PER_PLATFORM_PER_HOUR; i += 1)
+      await gate.access.pair(who("discord", String(1000 + i)), now - 1000 + i);
+    const message = (userId: string, id: string): IncomingMessage => ({
+      platform: "discord",
+      chatId: userId,
+      chatKind: "dm",
+      userId,
+      userName: "New",
+      text: "hi",
+      messageId: id,
+      sentAt: Date.now(),
+      reply: {},
+    });
+    expect(await gate.admit(message("1100", "1"))).toBe("refused");
+    expect(await gate.admit(message("1100", "2"))).toBe("silent");
+    expect(await gate.admit(message("1101", "3"))).toBe("refused");
+    expect(replies).toEqual(
+      Array.from(
+        { length: 2 },
+        () => "This is a private bot. Too many people asked for a pairing code this hour; please try again in an hour.",
+      ),
+    );
+    expect(warnings.filter((w) => w.startsWith("pairing codes for new strangers are used up"))).toHaveLength(1);
+    await queue.close();
   });
 
   it("stores the name as one plain line", async () => {

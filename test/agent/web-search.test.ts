@@ -134,8 +134,8 @@ describe("web search", () => {
           "根據搜尋結果，台鐵明天起罷工三天 [1]，高鐵照常營運。 [1][2]",
           "",
           "來源：",
-          "1. [台鐵罷工 \\[快訊\\] \\*明天\\*](<https://www.cna.com.tw/news/strike>)",
-          "2. [高鐵營運公告](<https://www.thsrc.com.tw/notice>)",
+          "1. [台鐵罷工 \\[快訊\\] \\*明天\\*](<https://www.cna.com.tw/news/strike>) `www.cna.com.tw`",
+          "2. [高鐵營運公告](<https://www.thsrc.com.tw/notice>) `www.thsrc.com.tw`",
         ].join("\n"),
       );
       expect(out.text).not.toContain("example.org/unused");
@@ -208,7 +208,9 @@ describe("web search", () => {
       },
     );
     const out = answer(await runAgent({ history: [], userText: "明天停班停課嗎？", context: testContext() }, deps));
-    expect(out.text).toBe("臺北市明天停班停課。 [1]\n\n來源：\n1. [停班停課資訊](<https://www.dgpa.gov.tw/typh>)");
+    expect(out.text).toBe(
+      "臺北市明天停班停課。 [1]\n\n來源：\n1. [停班停課資訊](<https://www.dgpa.gov.tw/typh>) `www.dgpa.gov.tw`",
+    );
     expect(fake.requests).toHaveLength(2);
     expect(fake.requests[1]!.messages.at(-1)).toEqual({
       role: "assistant",

@@ -10,7 +10,7 @@ import { expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import { plainLine } from "../../src/plain-text.js";
 import { loadTools } from "../../src/toolbox/registry.js";
-import { text, toolUse, toolUses } from "../fakes/anthropic.js";
+import { searchReply, text, toolUse, toolUses } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { waitFor } from "../worker/harness.js";
 import { useConsoleBot } from "./harness.js";
@@ -52,5 +52,29 @@ it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status 
   expect(output.lines.slice(before).join("")).toBe(`bot> 你的待辦：\n1. ${SHOWN}\n`);
   expect(JSON.stringify(fake.requests.at(-1)!.messages.at(-1))).toContain(plainLine(TITLE));
 
+  expect(printed()).not.toMatch(RAW);
+});
+
+it("issue 39 (6): web search sources show their real host beside a spoofing title, without its bidi and control characters", async () => {
+  const config = testConfig({ ROLE: "all", STREAMING: "off" });
+  const { toolbox } = await loadTools({ config, log: silentLogger });
+  const { output, type, fake } = await start({ config, toolbox });
+  const printed = () => output.lines.join("");
+  const spoof = {
+    url: "https://bank-gov-tw.example/login",
+    title: "臺灣銀行 bank.gov.tw 官方網站\u202E\u0007 \u001b[31m登入",
+  };
+  fake.enqueue(
+    searchReply(
+      "臺灣銀行 登入",
+      [spoof],
+      [{ text: "請到官方網站登入。", citations: [{ ...spoof, cited_text: "登入" }] }],
+    ),
+  );
+  type("臺灣銀行怎麼登入？");
+  await waitFor(() => printed().includes("bank-gov-tw.example`"), 10_000, "the answer with its sources");
+  expect(printed()).toContain(
+    "來源：\n1. [臺灣銀行 bank.gov.tw 官方網站 \\[31m登入](<https://bank-gov-tw.example/login>) `bank-gov-tw.example`",
+  );
   expect(printed()).not.toMatch(RAW);
 });

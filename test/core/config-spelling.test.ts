@@ -67,8 +67,9 @@ describe("misspelledVariables", () => {
     expect(found).toEqual([
       { name: "STREAMNG", source: ".env", suggestion: "STREAMING" },
       { name: "MAX_TURN", source: ".env", suggestion: "MAX_TURNS" },
-      // LOG_LEVL in the environment is not ours to judge: LOG_ is not a prefix of ours (only LOG_LEVEL has it)
       { name: "TELEGRAM_TOKEN", source: "environment", suggestion: "TELEGRAM_BOT_TOKEN" },
+      // LOG_ is a prefix of ours since LOG_CONTENT joined LOG_LEVEL; PATH is not.
+      { name: "LOG_LEVL", source: "environment", suggestion: "LOG_LEVEL" },
     ]);
   });
 });

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
-import { expect, it } from "vitest";
-import { createLogger, redact, registerSecrets, secretForms, valueRedactor } from "../../src/log.js";
+import { describe, expect, it } from "vitest";
+import { CONTENT_HIDDEN, createLogger, redact, registerSecrets, secretForms, valueRedactor } from "../../src/log.js";
 import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 function capture() {
@@ -80,4 +80,51 @@ it("valueRedactor: short values of one source, also in a URL (encodeURI keeps '/
   const clean = valueRedactor(["k y/1", "k y/1-and-more"]);
   expect(clean("GET /api/k%20y/1?x=1 failed")).toBe("GET /api/[redacted]?x=1 failed");
   expect(clean("value k y/1-and-more here")).toBe("value [redacted] here");
+});
+
+describe("message content (issue 39 item 9: LOG_CONTENT)", () => {
+  const logged = (content: boolean, write: (log: ReturnType<typeof createLogger>) => void) => {
+    const lines: string[] = [];
+    const destination = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) });
+    write(createLogger({ destination, level: "debug", content }));
+    return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  /** An error as a client library throws it: the request's payload on it, a cause with a body of its own. */
+  const sendFailed = () =>
+    Object.assign(new Error("Call to 'sendMessage' failed! (400: Bad Request)"), {
+      method: "sendMessage",
+      error_code: 400,
+      payload: { chat_id: 1, text: "PRIVATE-ANSWER 住在新竹" },
+      cause: Object.assign(new Error("socket"), {
+        code: "ECONNRESET",
+        requestBody: { json: { content: "PRIVATE-BODY" } },
+      }),
+    });
+
+  it("off (the default): `content` fields are hidden and errors lose the objects that carry what was sent, at debug too", () => {
+    const [first, second] = logged(false, (log) => {
+      log.debug({ trace: { type: "user_input" }, content: { text: "PRIVATE-TEXT 我的帳號" } }, "trace user_input");
+      log.error({ err: sendFailed(), chatId: "1" }, "could not send a reply");
+    });
+    expect(JSON.stringify([first, second])).not.toMatch(/PRIVATE|帳號|新竹/);
+    expect(first).toMatchObject({ trace: { type: "user_input" }, content: CONTENT_HIDDEN });
+    expect(second!.err).toMatchObject({
+      type: "Error",
+      message: "Call to 'sendMessage' failed! (400: Bad Request)",
+      method: "sendMessage",
+      error_code: 400,
+      cause: { message: "socket", code: "ECONNRESET" },
+    });
+    expect(String((second!.err as { stack: string }).stack)).toContain("sendFailed");
+  });
+
+  it("on: the operator's choice shows them; secrets stay redacted", () => {
+    registerSecrets(["fake-api-contentsecret"]);
+    const lines = logged(true, (log) => {
+      log.debug({ content: { text: "PRIVATE-TEXT fake-api-contentsecret" } }, "trace user_input");
+      log.error({ err: sendFailed() }, "could not send a reply");
+    });
+    expect(lines[0]!.content).toEqual({ text: "PRIVATE-TEXT [redacted]" });
+    expect(JSON.stringify(lines[1])).toContain("PRIVATE-ANSWER 住在新竹");
+  });
 });

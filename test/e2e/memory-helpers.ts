@@ -6,6 +6,7 @@
  * - `remember <fact> as <name>`   → memory create `/memories/<name>.md` with `<fact>`
  * - `also <fact> in <name>`       → memory insert `<fact>` at line 0 of `/memories/<name>.md`
  * - `forget note <name>`          → memory delete `/memories/<name>.md`
+ * - `drop <text> from <name>`     → memory str_replace of `<text>` in `/memories/<name>.md`, without `new_str`
  * - `peek <path>`                 → memory view `<path>` (a path escape when it is one)
  * - `remember big <n>`            → memory create `/memories/big.md` with `<n>` × `記`
  * - anything else                 → the shared scripted model (tool results echoed as `memory: …`)
@@ -58,6 +59,8 @@ export function memoryModel(request: FakeRequest): FakeMessageReply {
       return toolUse("memory", { command: "create", path: `/memories/${m[2]}.md`, file_text: m[1] });
     if ((m = /^also (.+) in (\S+)$/.exec(said)))
       return toolUse("memory", { command: "insert", path: `/memories/${m[2]}.md`, insert_line: 0, insert_text: m[1] });
+    if ((m = /^drop (.+) from (\S+)$/.exec(said)))
+      return toolUse("memory", { command: "str_replace", path: `/memories/${m[2]}.md`, old_str: m[1] });
     if ((m = /^forget note (\S+)$/.exec(said)))
       return toolUse("memory", { command: "delete", path: `/memories/${m[1]}.md` });
     if ((m = /^peek (\S+)$/.exec(said))) return toolUse("memory", { command: "view", path: m[1] });

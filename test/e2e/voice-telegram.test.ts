@@ -11,6 +11,7 @@ import { conversationKeys } from "../../src/queue/keys.js";
 import { TraceStore } from "../../src/trace/store.js";
 import { overloaded, text, toolUse } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { voiceRefusal } from "../../src/media/refusal.js";
 import { ZH_TW_PROMPT } from "../../src/media/transcription.js";
 import { eventually } from "./grants-helpers.js";
 import { useStack, type Stack } from "./harness.js";
@@ -313,4 +314,81 @@ describe("Telegram: voice messages", () => {
       expect(JSON.stringify(stack.logs())).not.toContain(stt.key);
     },
   );
+
+  it(
+    "issue 38 (8): a silent note transcribed as a known hallucination or only non-speech markers gets " +
+      "the empty-transcript answer; nothing of it in history",
+    async () => {
+      const tg = stack.telegram;
+      const stt = stack.stt!;
+      const user = tg.user(29011, "Quiet");
+      const chat = tg.privateChat(user);
+      const before = stack.model.requests.length;
+      const notUnderstood = voiceRefusal("not_understood", "zh-TW", stack.config.MAX_VOICE_SECONDS);
+      const heard = [
+        "字幕由Amara.org社区提供",
+        "[BLANK_AUDIO]",
+        "請不吝點贊 訂閱 轉發 打賞支持明鏡與點點欄目",
+        "(音樂) ♪ ♪",
+        "Thanks for watching!",
+      ];
+      for (const [i, transcript] of heard.entries()) {
+        const audio = oggBytes(`hallucination ${i}`);
+        stt.say(audio, transcript);
+        expect((await send(chat, user, { extra: { voice: voiceNote(audio, 2) } })).text).toBe(notUnderstood);
+      }
+      expect(stack.model.requests.length).toBe(before);
+      expect(await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history)).toBeNull();
+      const dump = JSON.stringify(await redisDump(stack));
+      for (const transcript of ["Amara", "BLANK_AUDIO", "明鏡與點點", "Thanks for watching"])
+        expect(dump).not.toContain(transcript);
+    },
+  );
+
+  it("issue 38 (8): transcription follows the conversation's /settings language, not BOT_LOCALE (language, prompt, refusal)", async () => {
+    const tg = stack.telegram;
+    const stt = stack.stt!;
+    const user = tg.user(29012, "Erin");
+    const chat = tg.privateChat(user);
+    await send(chat, user, { text: "/settings language en", extra: {} });
+    const audio = oggBytes("english settings");
+    stt.say(audio, "Is it going to rain tomorrow?");
+    const requests = stt.requests.length;
+    const answer = await send(chat, user, { extra: { voice: voiceNote(audio, 3) } });
+    expect(answer.text).toBe("🎤 「Is it going to rain tomorrow?」\n\nYou said: Is it going to rain tomorrow?");
+    const [request] = stt.requests.slice(requests);
+    expect(request!.fields).not.toHaveProperty("language");
+    expect(request!.fields).not.toHaveProperty("prompt");
+    const silent = oggBytes("english silence");
+    stt.say(silent, "[BLANK_AUDIO]");
+    expect((await send(chat, user, { extra: { voice: voiceNote(silent, 2) } })).text).toBe(
+      voiceRefusal("not_understood", "en", stack.config.MAX_VOICE_SECONDS),
+    );
+    // Back to zh-TW: language=zh and the Traditional prompt again.
+    await send(chat, user, { text: "/settings language zh-TW", extra: {} });
+    const again = oggBytes("back to chinese");
+    stt.say(again, "明天會下雨嗎");
+    const next = stt.requests.length;
+    await send(chat, user, { extra: { voice: voiceNote(again, 2) } });
+    expect(stt.requests[next]!.fields).toMatchObject({ language: "zh", prompt: ZH_TW_PROMPT });
+  });
+
+  it("issue 39 (7): ESC, BEL and bidi characters of a hostile transcription endpoint reach neither the model nor the 🎤 line", async () => {
+    const tg = stack.telegram;
+    const stt = stack.stt!;
+    const user = tg.user(29013, "Mallory");
+    const chat = tg.privateChat(user);
+    const audio = oggBytes("hostile transcript");
+    stt.say(audio, "明天\u001b[31m 開會\u0007\u202E嗎\u200B？\n\u2066第二行\u2069");
+    const before = stack.model.requests.length;
+    const answer = await send(chat, user, { extra: { voice: voiceNote(audio, 4) } });
+    const clean = "明天 [31m 開會 嗎？ 第二行";
+    expect(answer.text).toBe(`🎤 「${clean}」\n\nYou said: ${clean}`);
+    expect(textsOf(stack.model.requests[before]!.messages.at(-1)!)).toEqual([`[voice 0:04] ${clean}`]);
+    const shown = [...tg.drafts.filter((d) => d.chatId === chat.id).map((d) => d.text), String(answer.payload.text)];
+    expect(shown[0]).toBe(`🎤 「${clean}」`);
+    for (const text of shown)
+      // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+      expect(text).not.toMatch(/[\u0000-\u0009\u000B-\u001F\u007F\u200B\u202A-\u202E\u2066-\u2069]/);
+  });
 });

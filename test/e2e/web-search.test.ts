@@ -7,7 +7,14 @@
 import type { Chat, User } from "grammy/types";
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
-import { searchReply, text, toolUse, type FakeRequest, type FakeSearchResult } from "../fakes/anthropic.js";
+import {
+  searchReply,
+  text,
+  toolUse,
+  type FakeMessageReply,
+  type FakeRequest,
+  type FakeSearchResult,
+} from "../fakes/anthropic.js";
 import type { FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { seedTodos, todoLines } from "./approvals-helpers.js";
@@ -62,6 +69,31 @@ function strikeReply() {
     stream: { serverToolMs: 800, chunkChars: 4, totalMs: 900 },
   };
 }
+
+/**
+ * Issue 39 (6): results whose titles claim another site (a bank's domain in the title of a page on
+ * another host, an international name that looks like it) and carry bidi and control characters.
+ */
+const SPOOFS: FakeSearchResult[] = [
+  { url: "https://bank-gov-tw.example/login", title: "臺灣銀行 bank.gov.tw 官方網站\u202E\u0007 \u001b[31m登入" },
+  { url: "https://臺灣銀行.tw/", title: "\u2066臺灣銀行\u2069 官方網站\u200B" },
+];
+
+/** A search answered with both spoofing results cited. */
+function spoofReply(): FakeMessageReply {
+  return searchReply("臺灣銀行 登入", SPOOFS, [
+    {
+      text: "請到官方網站登入。",
+      citations: SPOOFS.map((r) => ({ url: r.url, title: r.title, cited_text: "登入" })),
+    },
+  ]);
+}
+
+/** The source lines of an answer as the reader sees them. */
+const SPOOF_LINES = [
+  "1. 臺灣銀行 bank.gov.tw 官方網站 [31m登入 bank-gov-tw.example",
+  "2. 臺灣銀行 官方網站 xn--nnx388azserxl.tw",
+];
 
 /** The request the model got for the message containing `marker` (its last user text). */
 function requestFor(marker: string): FakeRequest {
@@ -130,7 +162,10 @@ describe("web search on Telegram", () => {
       expect(count(html, `<a href="${RESULTS[1]!.url.replace("&", "&amp;")}">高鐵營運公告</a>`)).toBe(1);
       expect(count(html, "<a href=")).toBe(2);
       expect(html).not.toContain("example.org");
-      expect(answer.text).toContain("來源：\n\n1. 台鐵罷工 <三天> & 影響\n2. 高鐵營運公告");
+      expect(answer.text).toContain(
+        "來源：\n\n1. 台鐵罷工 <三天> & 影響 www.cna.com.tw\n2. 高鐵營運公告 www.thsrc.com.tw",
+      );
+      expect(html).toContain("</a> <code>www.cna.com.tw</code>");
 
       stack.model.enqueue(text("不客氣，出門前再確認一次時刻表。"));
       tg().sendUserMessage({ chat, from: user, text: "謝謝 tg-thanks" });
@@ -138,6 +173,32 @@ describe("web search on Telegram", () => {
       expectPlainHistory(requestFor("tg-thanks"));
     },
   );
+
+  it("issue 39 (6): each source shows its real host beside its title; bidi and control characters are gone", async () => {
+    const { user, chat } = dm(30105, "Hui");
+    stack.model.enqueue(spoofReply());
+    tg().sendUserMessage({ chat, from: user, text: "臺灣銀行怎麼登入？ tg-spoof" });
+    const answer = await tg().waitFor(() => sentTo(chat)[0], WAIT, "the answer");
+    await tg().waitFor(() => sentTo(chat)[0]!.text.includes("xn--"), WAIT, "the final answer");
+    const final = sentTo(chat)[0]!;
+    expect(final.text.split("\n").slice(-2)).toEqual(SPOOF_LINES);
+    const html = String(
+      [
+        answer.payload,
+        ...tg()
+          .edits.filter((e) => Number(e.payload.message_id) === answer.messageId)
+          .map((e) => e.payload),
+      ]
+        .map((p) => p.text)
+        .at(-1),
+    );
+    expect(html).toContain(
+      `<a href="${SPOOFS[0]!.url}">臺灣銀行 bank.gov.tw 官方網站 [31m登入</a> <code>bank-gov-tw.example</code>`,
+    );
+    expect(html).toContain("</a> <code>xn--nnx388azserxl.tw</code>");
+    // eslint-disable-next-line no-control-regex -- looking for control characters is the point
+    expect(html).not.toMatch(/[\u0000-\u0009\u000B-\u001F\u202A-\u202E\u2066-\u2069]/);
+  });
 
   it("/usage counts the person's searches", async () => {
     const { user, chat } = dm(30102, "Kai");
@@ -251,8 +312,8 @@ describe("web search on Discord", () => {
           "根據最新消息，台鐵明天起罷工三天 [1]；高鐵照常營運。 [1][2]",
           "",
           "來源：",
-          `1. [台鐵罷工 \\<三天\\> & 影響](<${RESULTS[0]!.url}>)`,
-          `2. [高鐵營運公告](<${RESULTS[1]!.url}>)`,
+          `1. [台鐵罷工 \\<三天\\> & 影響](<${RESULTS[0]!.url}>) \`www.cna.com.tw\``,
+          `2. [高鐵營運公告](<${RESULTS[1]!.url}>) \`www.thsrc.com.tw\``,
         ].join("\n"),
       );
       expect(final).not.toContain("example.org");
@@ -267,6 +328,20 @@ describe("web search on Discord", () => {
       expectPlainHistory(requestFor("dc-thanks"));
     },
   );
+
+  it("issue 39 (6): each source shows its real host beside its title; bidi and control characters are gone", async () => {
+    const dc = stack.discord;
+    const hui = user("Hui");
+    const before = sentIn(dc.channelId).length;
+    stack.model.enqueue(spoofReply());
+    dc.sendUserMessage(hui, `<@${dc.bot.id}> 臺灣銀行怎麼登入？ dc-spoof`, { channelId: dc.channelId });
+    const live = await dc.waitFor(() => sentIn(dc.channelId)[before], WAIT, "the live message");
+    await dc.waitFor(() => String(live.message.content).includes("xn--"), WAIT, "the final answer");
+    expect(String(live.message.content).split("\n").slice(-2)).toEqual([
+      `1. [臺灣銀行 bank.gov.tw 官方網站 \\[31m登入](<${SPOOFS[0]!.url}>) \`bank-gov-tw.example\``,
+      `2. [臺灣銀行 官方網站](<${SPOOFS[1]!.url}>) \`xn--nnx388azserxl.tw\``,
+    ]);
+  });
 
   it("/usage counts the person's searches; a search error result still gives an answer", async () => {
     const dc = stack.discord;

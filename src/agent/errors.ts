@@ -56,15 +56,23 @@ export class ModelUnavailableError extends Error {
    */
   readonly exhausted: boolean;
 
+  /**
+   * True when the API sent nothing at all within the call's idle bound (`STREAM_IDLE_SECONDS`):
+   * no response and no event, or nothing more after the last one. The loop gives a model that
+   * never answers up after `MODEL_SILENT_LIMIT_MS` (`contract.ts`) instead of the answer's deadline.
+   */
+  readonly silent: boolean;
+
   constructor(
     reason: ModelErrorReason,
     message: string,
-    options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {},
+    options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean; silent?: boolean } = {},
   ) {
     super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
     this.exhausted = options.exhausted ?? false;
+    this.silent = options.silent ?? false;
     this.retryable = !this.exhausted && isPassing(reason);
     this.status = options.status;
     this.requestId = options.requestId;
@@ -77,6 +85,7 @@ export class ModelUnavailableError extends Error {
       ...(this.requestId !== undefined ? { requestId: this.requestId } : {}),
       cause: this.cause,
       exhausted: true,
+      silent: this.silent,
     });
   }
 

@@ -12,6 +12,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 import { toModelError } from "../agent/errors.js";
+import { quietModelCall } from "../agent/loop.js";
 import type { Config } from "../config.js";
 import type { Summary } from "../history/summary.js";
 import { redact, type Logger } from "../log.js";
@@ -186,7 +187,10 @@ export async function compact(
     await tracer?.finish();
   }
 
-  /** The summary's model call: no tools, the compaction prompt as system, the transcript as the one user turn; usage recorded. */
+  /**
+   * The summary's model call (read as a stream, bounded by `STREAM_IDLE_SECONDS`): no tools, the
+   * compaction prompt as system, the transcript as the one user turn; usage recorded.
+   */
   async function summarise(
     d: CompactorDeps,
     plan: NonNullable<ReturnType<typeof planCompaction>>,
@@ -194,14 +198,16 @@ export async function compact(
   ): Promise<{ text: string; usage: ModelUsage }> {
     let response: Anthropic.Messages.Message;
     try {
-      response = await d.client.messages.create(
+      // Read as a stream: a model that stays silent is given up after STREAM_IDLE_SECONDS, not 120 s.
+      response = await quietModelCall(
+        d.client,
         {
           model: d.config.ANTHROPIC_MODEL,
           max_tokens: SUMMARY_MAX_TOKENS,
           system: [{ type: "text", text: compactionPrompt() }],
           messages: [{ role: "user", content: compactionRequestText(plan) }],
         },
-        { timeout: SUMMARY_TIMEOUT_MS, ...(signal ? { signal } : {}) },
+        { timeoutMs: SUMMARY_TIMEOUT_MS, idleMs: d.config.STREAM_IDLE_SECONDS * 1000, ...(signal ? { signal } : {}) },
       );
     } catch (error) {
       throw toModelError(error);

@@ -95,6 +95,12 @@ export interface AgentDeps {
    * still trying" status. Must not throw.
    */
   onModelBusy?: () => void;
+  /**
+   * Called once when the run's model (`model`, the conversation's choice) is not served by the
+   * Messages API (404 `not_found_error`) and the run falls back to `ANTHROPIC_MODEL` (`fallback`):
+   * the worker keeps the fallback as the conversation's model. Must not throw (a throw is logged).
+   */
+  onModelGone?: (model: string, fallback: string) => void;
   /** The waits of a failing model call's repeats (see {@link AgentDeps.retryUntil}); default {@link MODEL_RETRY_TIMING}. */
   modelRetry?: ModelRetryTiming;
 }

@@ -13,7 +13,7 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching .
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { localize } from "../i18n.js";
+import { localize, MODEL_GONE_NOTICE } from "../i18n.js";
 import { redact } from "../log.js";
 import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
@@ -71,7 +71,13 @@ export type ResumeDeps = AgentDeps & {
 };
 
 /** The state of the run being computed: a {@link RunState} with its history, output budget and texts for the person known. */
-type LiveRun = RunState & { history: MessageParam[]; maxTokens: number; shown: string[] };
+type LiveRun = RunState & {
+  history: MessageParam[];
+  maxTokens: number;
+  shown: string[];
+  /** The model that answers instead of the conversation's chosen one, which the API no longer serves. */
+  fallbackModel?: string;
+};
 
 /**
  * Answers one incoming message.
@@ -471,9 +477,9 @@ async function callModelOnce(
   bound: { idleMs: number; onFirstByte: () => void },
 ): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
-  const model = deps.model ?? config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
+    const model = state.fallbackModel ?? deps.model ?? config.ANTHROPIC_MODEL;
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
     // one on the system prompt, and one on the last message so the next call of this run reads it back.
     const offered = offerTools(
@@ -542,6 +548,9 @@ async function callModelOnce(
         continue;
       }
       const mapped = toModelError(error);
+      if (mapped instanceof ModelUnavailableError && mapped.missingModel !== undefined) {
+        if (modelGone(state, deps, context, model, mapped)) continue;
+      }
       const err = mapped instanceof Error ? mapped : new Error(String(mapped));
       tracer.event("error", {
         where: "model_call",
@@ -579,6 +588,46 @@ async function callModelOnce(
     context.log.debug({ turn: state.turns, stopReason: response.stop_reason, usage, durationMs }, "model response");
     return response;
   }
+}
+
+/**
+ * A 404 `not_found_error` for the request's model (`error.missingModel`). For a conversation's
+ * chosen model other than `ANTHROPIC_MODEL`: logs one error naming the model as the cause, falls
+ * back to `ANTHROPIC_MODEL` for the rest of the run (`state.fallbackModel`), tells the people after
+ * the answer ({@link MODEL_GONE_NOTICE} in the conversation's language, not kept in history) and
+ * calls `deps.onModelGone` (the worker keeps the fallback for the conversation, so it is told once);
+ * returns true: ask again. For `ANTHROPIC_MODEL` itself: logs one error naming `ANTHROPIC_MODEL`
+ * and returns false (the failure stands: the user gets the configuration apology).
+ */
+function modelGone(
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+  model: string,
+  error: ModelUnavailableError,
+): boolean {
+  const fallback = deps.config.ANTHROPIC_MODEL;
+  if (model === fallback || state.fallbackModel !== undefined) {
+    context.log.error(
+      { model },
+      `ANTHROPIC_MODEL (${model}) is not served by the Messages API (404 not_found_error): set ANTHROPIC_MODEL to a current model id`,
+    );
+    return false;
+  }
+  state.fallbackModel = fallback;
+  context.log.error(
+    { model, fallback, named: error.missingModel || undefined },
+    `the model ${model} chosen for this conversation is not served by the Messages API (404 not_found_error); ` +
+      `the conversation falls back to ANTHROPIC_MODEL (${fallback})`,
+  );
+  deps.tracer.event("error", { where: "model_call", error: "model_not_found", model, fallback });
+  state.shown.push(localize(context.locale, MODEL_GONE_NOTICE, { gone: model, now: fallback }));
+  try {
+    deps.onModelGone?.(model, fallback);
+  } catch (err) {
+    context.log.warn({ err }, "could not keep the fallback model for the conversation");
+  }
+  return true;
 }
 
 /**

@@ -177,7 +177,7 @@ export async function pauseTask(
   scheduler: TaskScheduler | undefined,
   owner: TaskOwner,
   task: Task,
-  why: { by: "owner" | "failures"; reason?: string },
+  why: { by: "owner" | "failures" | "unreachable"; reason?: string },
 ): Promise<Task> {
   const paused: Task = {
     ...task,

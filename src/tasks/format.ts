@@ -39,7 +39,12 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
             { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" },
             { n: task.failures },
           )
-        : localize(locale, { "zh-TW": "已暫停", en: "paused" });
+        : task.paused.by === "unreachable"
+          ? localize(locale, {
+              "zh-TW": "無法再傳訊到它的聊天室，已暫停",
+              en: "paused: the bot cannot write to its chat",
+            })
+          : localize(locale, { "zh-TW": "已暫停", en: "paused" });
     return localize(
       locale,
       { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" },

@@ -50,9 +50,16 @@ const StoredTask = z.object({
   createdAt: z.number().int(),
   /** Failed occurrences in a row (reset by a good one). */
   failures: z.number().int().nonnegative().default(0),
-  /** When set, the task does not run: paused by its owner, or after {@link FAILURES_TO_PAUSE} failures (`reason` says why). */
+  /**
+   * When set, the task does not run: paused by its owner, after {@link FAILURES_TO_PAUSE} failures
+   * (`reason` says why), or because the bot cannot write to its chat any more (`unreachable`).
+   */
   paused: z
-    .object({ at: z.number().int(), by: z.enum(["owner", "failures"]), reason: z.string().optional() })
+    .object({
+      at: z.number().int(),
+      by: z.enum(["owner", "failures", "unreachable"]),
+      reason: z.string().optional(),
+    })
     .optional(),
   /** The last occurrence: when it was due and how it went. */
   last: z.object({ dueAt: z.number().int(), ok: z.boolean(), error: z.string().optional() }).optional(),

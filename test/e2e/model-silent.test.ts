@@ -64,7 +64,8 @@ describe("issue 38 (1): a model silent without streaming", () => {
       expect(notice.payload.text).toBe(NOTICE);
       expect(notice.at - started).toBeGreaterThanOrEqual(TEST_MODEL_RETRY.busyNoticeMs - 500);
       const apology = await tg.waitFor(() => sentTo(group).find((m) => m.text === BUSY_APOLOGY), 20_000, "the apology");
-      expect(apology.at - started).toBeLessThan(SILENT_LIMIT_MS + 3000);
+      // at the silent limit of the model call (plus the message's way to the worker), far from the deadline
+      expect(apology.at - started).toBeLessThan(SILENT_LIMIT_MS + 5000);
       expect(requestsFor(stack, SILENT).length).toBeGreaterThanOrEqual(2);
       // the busy notice is gone, the apology stays alone
       await tg.waitFor(() => sentTo(group).length === 1 || undefined, 5000, "the notice deleted");
@@ -92,7 +93,7 @@ describe("issue 38 (1): a model silent without streaming", () => {
       15_000,
       "the answer",
     );
-    expect(Date.now() - started).toBeLessThan(SILENT_LIMIT_MS + 2000);
+    expect(Date.now() - started).toBeLessThan(SILENT_LIMIT_MS + 5000);
     expect(requestsFor(stack, "wake up").length).toBeGreaterThanOrEqual(2);
     expect(sentIn(channelId).slice(before)).toHaveLength(1);
     expect(

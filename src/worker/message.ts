@@ -22,9 +22,6 @@ import {
   type JobAttempt,
 } from "./pipeline.js";
 
-/** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
-export type { RunAgent } from "./worker.js";
-
 /** What answering one inbox entry left for the chat job's finish script. */
 export interface Answered {
   /** The message, or undefined when the entry was malformed (dropped). */

@@ -39,14 +39,14 @@ import type { RedisClient } from "../redis.js";
 import { pricesFor } from "../config.js";
 import type { Settings } from "../settings/store.js";
 import { priceDeltaOf } from "../usage/store.js";
-import type { AnswerStream, StreamEvent } from "../streaming.js";
+import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
-import type { WorkerDeps } from "./worker.js";
+import type { WorkerDeps } from "./deps.js";
 
 /**
  * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
@@ -300,7 +300,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
   const [draftsOff, resets] = await Promise.all([
-    outbound.openStream && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
+    outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
     taken.resets ?? parts.history.generation(conversation),
   ]);
   const drafts = draftsOff !== 1;
@@ -318,7 +318,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadline: new AbortController(),
     typing,
     drafts,
-    live: openLiveAnswer(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
+    live: openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
     usage: [],
     busy: false,
     stage: "computing",
@@ -356,12 +356,13 @@ async function readProgress(
 }
 
 /**
- * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
+ * The live answer, built by the core over the outbound's live surface (`openLiveAnswer`), when the
+ * outbound gives one and streaming is on, or when an earlier attempt
  * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
  * retried or redelivered job edits them instead of posting a second copy.
  */
-function openLiveAnswer(
+function openLive(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
@@ -369,12 +370,12 @@ function openLiveAnswer(
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
   if (
-    !outbound.openStream ||
+    !outbound.liveSurface ||
     kind === "task" ||
     (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)
   )
     return undefined;
-  return outbound.openStream(at.to, {
+  return openLiveAnswer(outbound.liveSurface(at.to), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
     drafts: at.drafts,
@@ -487,7 +488,7 @@ export function runOptions(
 function showBusy(parts: AnswerParts, state: AnswerState): void {
   if (state.busy || state.stage !== "computing") return;
   state.busy = true;
-  state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
+  state.live ??= openLive(parts, state.taken, { ...state, streamed: [] }, true);
   state.live?.push({ type: "notice", text: localize(localeOf(parts, state), MODEL_BUSY_NOTICE) });
   state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }

@@ -83,6 +83,23 @@ export interface JobAttempt {
   allowed: number;
   /** True when an earlier attempt may have left progress (a retry, a stalled job taken over, a replacement job). */
   resumed: boolean;
+  /**
+   * True when this answer is the first of the job's second attempt and the first attempt ended
+   * with its worker process (BullMQ started it, `attemptsStarted` 2, but recorded no failure,
+   * `attemptsMade` 0): a fresh attempt writes no crash marker, so that crash is counted here
+   * ({@link freshCrashed}).
+   */
+  freshCrashed?: boolean;
+}
+
+/**
+ * Whether the job's first attempt — fresh, so it wrote no crash marker — ended with its worker
+ * process (a crash, a kill): the job is on its second start (`attemptsStarted` 2, BullMQ counts a
+ * stalled job's restart) and no failure was recorded (`attemptsMade` 0, a thrown error counts one).
+ * Only for the first answer of the attempt: that is the one the first attempt was giving.
+ */
+export function freshCrashed(job: { attemptsStarted: number; attemptsMade: number }): boolean {
+  return job.attemptsStarted === 2 && job.attemptsMade === 0;
 }
 
 /** True when this is the job's last attempt. */
@@ -234,9 +251,11 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     state.typing.stop();
     await state.live?.pause();
     // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
-    await parts.redis
-      .del(state.keys.crashes)
-      .catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
+    // A fresh attempt wrote no marker (see `beginAttempt`).
+    if (attempt.resumed)
+      await parts.redis
+        .del(state.keys.crashes)
+        .catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
 }
@@ -253,20 +272,21 @@ async function followMove(parts: AnswerParts, state: AnswerState): Promise<void>
 }
 
 /**
- * Marks the attempt as begun (`crashes` of the progress keys, see `progressKeys`); when earlier
- * attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their worker
- * process died with them — the answer is skipped: logged with its conversation and message id
- * (never its content) and answered with a short apology (*fail*).
+ * Marks a resumed attempt as begun (`crashes` of the progress keys, see `progressKeys`); when
+ * earlier attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their
+ * worker process died with them — the answer is skipped: logged with its conversation and message
+ * id (never its content) and answered with a short apology (*fail*).
+ *
+ * A fresh attempt (the common case) writes no marker and clears none: should its process die,
+ * BullMQ's own counts tell the next attempt ({@link JobAttempt.freshCrashed}), which then counts
+ * that crash into the marker with its own start (`INCRBY 2`).
  * @throws {CrashLoopError} to skip it; a Redis error (the job retries).
  */
 async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<void> {
+  if (!state.attempt.resumed) return;
   const key = state.keys.crashes;
-  // A fresh attempt has no earlier one to count: one SET instead of INCR + EXPIRE.
-  if (!state.attempt.resumed) {
-    await parts.redis.set(key, 1, "EX", CHECKPOINT_TTL_SECONDS);
-    return;
-  }
-  const [[, begun] = []] = (await parts.redis.multi().incr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
+  const by = state.attempt.freshCrashed ? 2 : 1;
+  const [[, begun] = []] = (await parts.redis.multi().incrby(key, by).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
   const crashes = Number(begun) - 1;
   if (crashes < CRASHES_BEFORE_SKIP) {
     if (crashes > 0)

@@ -42,6 +42,7 @@ import type { UsageStore } from "../usage/store.js";
 import { compute, userTurnOf } from "./compute.js";
 import {
   answer,
+  freshCrashed,
   localeOf,
   outboundFor,
   type AnswerParts,
@@ -164,6 +165,7 @@ async function runOccurrence(
     made: job.attemptsMade,
     allowed: job.opts.attempts ?? 1,
     resumed: job.attemptsStarted > 1,
+    freshCrashed: freshCrashed(job),
   };
   const outbound = outboundFor(parts, owner.platform, attempt);
   if (!outbound) return "failed";

@@ -18,6 +18,7 @@ const SECTIONS: Record<string, string> = {
   ANTHROPIC_API_KEY: "Anthropic Messages API",
   TELEGRAM_BOT_TOKEN: "Telegram",
   DISCORD_TOKEN: "Discord",
+  LINE_CHANNEL_SECRET: "LINE",
   REDIS_URL: "Redis",
   CWA_API_KEY: "Weather, place, time and language",
   MAX_TURNS: "Answers: tools, web search, memory, streaming, deadlines",

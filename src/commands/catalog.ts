@@ -386,9 +386,13 @@ export const COMMANDS: readonly Command[] = [
     async run(inv, services) {
       if (!services.memory) return localize(inv.locale, MEMORY_TEXT.unavailable);
       const { config } = services;
+      // In a group the delete buttons are for those who may delete: its administrators and the bot's admins.
+      const mayDelete =
+        inv.chatKind !== "group" || isAdmin(config, inv) || (await inv.isGroupAdmin?.().catch(() => false)) === true;
       return memoryListing({ ...inv, timezone: config.TIMEZONE }, services.memory, {
         maxBytes: config.MEMORY_MAX_BYTES,
         off: config.MEMORY !== "on",
+        mayDelete,
       });
     },
   },

@@ -58,6 +58,10 @@ export const MEMORY_TEXT = {
   consoleHint: { "zh-TW": "全部清除：輸入 /forget", en: "To erase everything, type /forget" },
   deleteButton: { "zh-TW": "🗑 刪除 {name}", en: "🗑 Delete {name}" },
   deleteAllButton: { "zh-TW": "🗑 全部刪除", en: "🗑 Delete all" },
+  groupReadOnly: {
+    "zh-TW": "（只有群組管理員可以刪除共同記憶。）",
+    en: "(Only the group's administrators can delete its shared memory.)",
+  },
   deleted: { "zh-TW": "已刪除 {name}。", en: "Deleted {name}." },
   gone: { "zh-TW": "這個記憶已經刪除了。", en: "That memory was already deleted." },
   erasedPersonal: {
@@ -117,13 +121,15 @@ export interface MemoryAsker {
  * file and one for everything (on the console, which has no buttons, a line naming `/forget`).
  * Plain text: it holds the model's words.
  *
- * @param options.maxBytes - `MEMORY_MAX_BYTES`, shown as the room; `options.off` notes `MEMORY=off`.
+ * @param options.maxBytes - `MEMORY_MAX_BYTES`, shown as the room; `options.off` notes `MEMORY=off`;
+ *   `options.mayDelete` false (a group member who is neither its administrator nor a bot admin):
+ *   no delete buttons, a line saying who may delete instead.
  * @throws when Redis is unreachable.
  */
 export async function memoryListing(
   asker: MemoryAsker,
   store: MemoryStore,
-  options: { maxBytes: number; off: boolean },
+  options: { maxBytes: number; off: boolean; mayDelete?: boolean },
 ): Promise<CommandReply> {
   const { locale } = asker;
   const scope = memoryScopeOf(asker);
@@ -158,6 +164,8 @@ export async function memoryListing(
   if (shown < files.length) parts.push(`\n${localize(locale, MEMORY_TEXT.more, { count: files.length - shown })}`);
   if (asker.platform === "console")
     return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.consoleHint)}`].join("\n") };
+  if (options.mayDelete === false)
+    return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.groupReadOnly)}`].join("\n") };
   const buttons = [
     ...files.slice(0, shown).map((f) => ({
       label: localize(locale, MEMORY_TEXT.deleteButton, { name: cut(shownName(f.path), 30) }),

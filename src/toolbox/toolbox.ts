@@ -381,6 +381,16 @@ export class ToolBox {
     }
   }
 
+  /**
+   * What a successful call of `name` did, as one item of a streamed answer's final line of calls:
+   * the tool's {@link notice} when it declares `notice` (undefined when that says none is needed,
+   * e.g. a memory view), else its status line's icon and activity (`🔧 查詢天氣：臺北市`). Never throws.
+   */
+  done(name: string, input: unknown, locale: Locale): string | undefined {
+    if (this.#tools.get(name)?.notice) return this.notice(name, input, locale);
+    return `${this.icon(name) ?? "🔧"} ${this.activity(name, input, locale)}`;
+  }
+
   async #run(name: string, input: unknown, context: ToolContext): Promise<Omit<ToolExecution, "durationMs">> {
     const tool = this.#tools.get(name);
     if (!tool) {

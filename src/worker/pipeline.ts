@@ -530,11 +530,16 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   // A refused run stores only its tag (no message): the next request is sent as if the refused
   // message had not happened, and a retried job still finds the apology instead of asking again.
   const { messageId } = state.taken.message;
-  // Not streamed, the answer says what its calls saved (`📝 記住了：…`); a streamed one showed their status lines.
+  // Not streamed, the answer says what its calls saved (`📝 記住了：…`). Streamed, the status lines
+  // shown while the calls ran give way to the answer: one compact line of them stays at its end (the
+  // terminal chat keeps the status lines themselves on screen, so it gets none).
   const streamed = state.live !== undefined && parts.config.STREAMING === "on";
-  const text = streamed
-    ? computed.text
-    : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, localeOf(parts, state)));
+  const locale = localeOf(parts, state);
+  const text = !streamed
+    ? withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, locale))
+    : state.conversation.platform === "console"
+      ? computed.text
+      : withNotices(computed.text, doneLines(parts.toolbox, computed.messages, locale));
   const stored = computed.refused ? [] : computed.messages;
   const kept = await parts.history.append(
     state.conversation,
@@ -589,6 +594,41 @@ export function noticesOf(
     }
   }
   return lines;
+}
+
+/** Most calls named in a streamed answer's line of calls ({@link doneLines}); more are counted as `+N`. */
+export const MAX_DONE_CALLS = 4;
+
+/**
+ * The final line of a streamed answer: what its successful calls did (`ToolBox.done`), in call
+ * order, each once, joined by ` · ` — at most {@link MAX_DONE_CALLS}, then `+N` — so the status
+ * lines shown while they ran are not simply gone (e.g. `🔧 查詢天氣：臺北市 · 📝 記住了：住在新竹`).
+ * @returns that line alone, or nothing when no call succeeded or none needs a word.
+ */
+export function doneLines(
+  toolbox: AnswerParts["toolbox"],
+  messages: readonly MessageParam[],
+  locale: AnswerParts["config"]["BOT_LOCALE"],
+): string[] {
+  const failed = new Set<string>();
+  const answered = new Set<string>();
+  for (const m of messages) {
+    if (m.role !== "user" || typeof m.content === "string") continue;
+    for (const b of m.content) if (b.type === "tool_result") (b.is_error ? failed : answered).add(b.tool_use_id);
+  }
+  const items: string[] = [];
+  for (const m of messages) {
+    if (m.role !== "assistant" || typeof m.content === "string") continue;
+    for (const b of m.content) {
+      if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
+      const item = toolbox.done(b.name, b.input, locale);
+      if (item && !items.includes(item)) items.push(item);
+    }
+  }
+  if (items.length === 0) return [];
+  const shown = items.slice(0, MAX_DONE_CALLS);
+  const more = items.length - shown.length;
+  return [`${shown.join(" · ")}${more > 0 ? ` · +${more}` : ""}`];
 }
 
 /** `text` followed by `notices`, one per line after a blank line; `text` alone when there are none. */

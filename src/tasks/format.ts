@@ -56,6 +56,30 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
 }
 
 /**
+ * A task to be scheduled, in full for its owner's confirmation (the approval prompt of
+ * schedule_task): `排程任務（每天，第一次 2026年12月2日 星期三 07:30）：「…」` — the schedule in words
+ * and the whole instruction (on one line, quoted), so the owner sees exactly what would run.
+ */
+export function describeTask(task: Pick<Task, "instruction" | "at" | "repeat" | "timezone">, locale: Locale): string {
+  const repeat = repeatInWords(task.repeat, locale, monthEndDay(task.repeat, task.at, task.timezone));
+  return localize(
+    locale,
+    {
+      "zh-TW": "排程任務（{repeat}，{first} {time}）：「{what}」",
+      en: "Schedule a task ({repeat}, {first} {time}): “{what}”",
+    },
+    {
+      repeat,
+      first: task.repeat
+        ? localize(locale, { "zh-TW": "第一次", en: "first on" })
+        : localize(locale, { "zh-TW": "時間", en: "on" }),
+      time: timeInWords(task.at, task.timezone, locale),
+      what: task.instruction.replace(/\s+/g, " ").trim(),
+    },
+  );
+}
+
+/**
  * The first line of an occurrence's answer: `📅 排程任務 #3`, and when it starts more than
  * `LATE_AFTER_MS` after its time, how late and the time it was due.
  */

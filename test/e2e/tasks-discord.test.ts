@@ -102,7 +102,10 @@ function allWith(channelId: string, needle: string): SentMessage[] {
   return stack.discord.sent.filter((m) => m.channelId === channelId && m.content.includes(needle));
 }
 
-/** Sends `text` as `from` (in a DM, or mentioning the bot in `channelId`) and waits for the answer containing `needle`. */
+/**
+ * Sends `text` as `from` (in a DM, or mentioning the bot in `channelId`) and waits for the answer
+ * containing `needle`; a `call schedule_task …` is confirmed by `from` on its approval prompt first.
+ */
 async function say(
   from: FakeUser,
   text: string,
@@ -111,12 +114,24 @@ async function say(
 ): Promise<SentMessage> {
   const dc = stack.discord;
   const seen = dc.sent.length;
-  if ("dm" in where) {
-    dc.sendUserMessage(from, text, { dm: true });
-    return sentWith(dc.dmChannel(from), needle, seen);
+  const channelId = "dm" in where ? dc.dmChannel(from) : where.channelId;
+  if ("dm" in where) dc.sendUserMessage(from, text, { dm: true });
+  else dc.sendUserMessage(from, `${mention()} ${text}`, { channelId });
+  if (text.startsWith("call schedule_task ")) {
+    // Issue 39: every task is confirmed by its owner on an approval prompt first.
+    const prompt = await dc.waitFor(
+      () =>
+        dc.sent
+          .slice(seen)
+          .find(
+            (m) => m.channelId === channelId && m.content.includes("排程任務（") && Array.isArray(m.payload.components),
+          ),
+      WAIT,
+      "the approval prompt of a scheduled task",
+    );
+    await notice(dc.clickButton(from, prompt.id, button(prompt, "ap:").replace(/:[yna]$/, ":y")));
   }
-  dc.sendUserMessage(from, `${mention()} ${text}`, { channelId: where.channelId });
-  return sentWith(where.channelId, needle, seen);
+  return sentWith(channelId, needle, seen);
 }
 
 function button(message: SentMessage, prefix: string): string {

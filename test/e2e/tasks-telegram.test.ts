@@ -75,17 +75,39 @@ function allWith(chatId: number, needle: string): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle));
 }
 
-/** Sends `text` as `from` in `chat` (topic `thread`) and waits for the answer containing `needle`. */
+/**
+ * Sends `text` as `from` in `chat` (topic `thread`) and waits for the answer containing `needle`.
+ * A `call schedule_task …` is confirmed first: `from` presses ✅ on its approval prompt (issue 39:
+ * every task is confirmed by its owner).
+ */
 async function say(chat: Chat, from: User, text: string, needle: string, thread?: number): Promise<FakeSentMessage> {
-  const seen = stack.telegram.sent.length;
-  const mention = chat.type === "private" || text.startsWith("/") ? "" : `@${stack.telegram.bot.username} `;
-  stack.telegram.sendUserMessage({
+  const tg = stack.telegram;
+  const seen = tg.sent.length;
+  const mention = chat.type === "private" || text.startsWith("/") ? "" : `@${tg.bot.username} `;
+  tg.sendUserMessage({
     chat,
     from,
     text: `${mention}${text}`,
     ...(thread ? { message_thread_id: thread } : {}),
   });
+  if (text.startsWith("call schedule_task ")) {
+    const prompt = await taskPrompt(chat.id, seen);
+    tg.pressButton({ from, message: prompt, data: data(prompt, "ap:").replace(/:[yna]$/, ":y") });
+  }
   return sentWith(chat.id, needle, seen);
+}
+
+/** The approval prompt of a schedule_task call in `chatId`, sent after the first `after` messages. */
+async function taskPrompt(chatId: number, after: number): Promise<FakeSentMessage> {
+  const tg = stack.telegram;
+  return tg.waitFor(
+    () =>
+      tg.sent
+        .slice(after)
+        .find((m) => m.chatId === chatId && m.text.includes("排程任務（") && tg.buttons(m).length > 0),
+    WAIT,
+    "the approval prompt of a scheduled task",
+  );
 }
 
 /** The model requests whose last user turn contains `needle`. */

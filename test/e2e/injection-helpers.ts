@@ -24,6 +24,7 @@ export const readPageTool: Tool = defineTool({
   description: "Reads a web page by name (a test tool standing for web fetch).",
   tags: ["util"],
   readOnly: true,
+  outside: true,
   input: z.object({ name: z.string() }),
   run: ({ name }) => pages.get(name) ?? "no such page",
 });

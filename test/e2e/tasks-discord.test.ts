@@ -480,3 +480,31 @@ it("revoked access stops a task: a revoked user's DM task and a disabled server'
     await access.allowChat(`discord:${dc.guildId}`);
   }
 });
+
+it("issue 39: a server task whose owner left the guild pauses at its next occurrence (guild member lookup) and tells the admins once", async () => {
+  const dc = stack.discord;
+  const nia = await user("Nia");
+  const owner = { platform: "discord" as const, userId: nia.id };
+  await say(
+    nia,
+    `call schedule_task {"instruction":"read the channel and sum it up","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
+  dc.leaveGuild(nia);
+  const seen = dc.sent.length;
+  const requests = stack.model.requests.length;
+  const job = await addOccurrence(queue, owner, 1);
+  expect(await outcomeOf(queue, job)).toBe("paused");
+  expect(dc.memberLookups).toContain(nia.id);
+  const notice = await sentWith(dc.channelId, "給群組管理員", seen);
+  expect(notice.content).toContain("Nia 已不在這個群組，他設定的排程任務 #1（read the channel and sum it up）已暫停");
+  expect(notice.content).not.toContain(`<@${nia.id}>`);
+  expect(button(notice, "tk:c:")).toBeDefined();
+  expect(stack.model.requests.length).toBe(requests);
+  expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "left" });
+  const again = await addOccurrence(queue, owner, 1, Date.now() + 1);
+  expect(await outcomeOf(queue, again)).toBe("paused");
+  await quiet(300);
+  expect(allWith(dc.channelId, "給群組管理員")).toHaveLength(1);
+});

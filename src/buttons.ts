@@ -129,7 +129,13 @@ export async function pressButton(
         }),
       };
     try {
-      const answer = await parts.reminders.press({ data, platform: press.platform, userId: press.userId });
+      const answer = await parts.reminders.press({
+        data,
+        platform: press.platform,
+        userId: press.userId,
+        // A group's admins may cancel any reminder of the group there (issue 39).
+        ...(press.chatKind === "group" ? { chatId: press.chatId, isGroupAdmin: press.isGroupAdmin } : {}),
+      });
       return {
         kind: "reminder",
         notice: answer.notice,

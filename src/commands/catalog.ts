@@ -353,7 +353,15 @@ export const COMMANDS: readonly Command[] = [
           "zh-TW": "這裡沒有排程任務功能。",
           en: "Scheduled tasks are not available here.",
         });
-      return services.tasks.listing({ ...conversationOf(inv), userId: inv.userId, locale: inv.locale });
+      // A group's admins (and bot admins) see every task of the group, with cancel buttons (issue 39).
+      return services.tasks.listing({
+        ...conversationOf(inv),
+        userId: inv.userId,
+        locale: inv.locale,
+        chatKind: inv.chatKind,
+        admin: isAdmin(services.config, inv),
+        isGroupAdmin: inv.isGroupAdmin,
+      });
     },
   },
   {

@@ -239,7 +239,11 @@ export class ToolBox {
     const tracer = options.tracer ?? nullTracer;
     const shown = this.#traced(name, input);
     tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: shown.input });
-    const result = await this.#run(name, input, context);
+    const result = await this.#run(
+      name,
+      input,
+      options.toolUseId ? { ...context, toolUseId: options.toolUseId } : context,
+    );
     const { content, images } = boundedResult(result.content, result.images, this.#maxResultChars);
     if (content.length < result.content.length && content.includes(CUT_NOTE_START))
       context.log.warn(

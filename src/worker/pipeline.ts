@@ -30,6 +30,8 @@ import { compactionReason, type CompactionQueue, type ConversationSize } from ".
 import { migrateConversation, movedTo } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
+import { MemoryStore, memoryScopeOf } from "../memory/store.js";
+import { sendUndoNotices, undoOffers, type UndoOffer } from "../memory/undo.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
@@ -222,6 +224,8 @@ export interface AnswerState {
   requestTokens?: number;
   /** How large the conversation is once the answer is stored: what decides a compaction after *deliver*. */
   size?: ConversationSize;
+  /** Memory writes of the run made after outside content was read: offered for undo after *deliver* (`src/memory/undo.ts`). */
+  undo?: UndoOffer[];
 }
 
 /**
@@ -241,6 +245,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     await beginAttempt(parts, state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
+    if (state.undo) await offerUndo(parts, state, state.undo);
     await followMove(parts, state);
     await taken.settle?.();
     await requestCompaction(parts, state);
@@ -541,6 +546,8 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
       ? computed.text
       : withNotices(computed.text, doneLines(parts.toolbox, computed.messages, locale));
   const stored = computed.refused ? [] : computed.messages;
+  const undo = undoOffers(parts.toolbox, state.taken.message, computed.messages, computed.before);
+  if (undo.length > 0) state.undo = undo;
   const kept = await parts.history.append(
     state.conversation,
     stored,
@@ -685,6 +692,20 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);
   state.result = { answered: text };
+}
+
+/** After *deliver*: the undo notices of memory writes made after outside content was read (`src/memory/undo.ts`). */
+async function offerUndo(parts: AnswerParts, state: AnswerState, offers: UndoOffer[]): Promise<void> {
+  const { message, outbound } = state.taken;
+  await sendUndoNotices({
+    outbound,
+    to: state.to,
+    store: new MemoryStore(parts.redis, { log: state.log }),
+    scope: memoryScopeOf(message),
+    offers,
+    locale: localeOf(parts, state),
+    log: state.log,
+  });
 }
 
 /**

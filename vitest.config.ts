@@ -60,7 +60,7 @@ const CLUSTER_FILES = [
 const QUICK_LEAVES_OUT = [
   "test/e2e/!(smoke).test.ts",
   "test/console/**",
-  "test/worker/{local-redis,crash-loop,stream-kill,stalled,discord-replay,memory-kill,main,stop-during-start}.test.ts",
+  "test/worker/{local-redis,crash-loop,stream-kill,stalled,discord-replay,memory-kill,main,stop-during-start,compaction-kill}.test.ts",
   "test/telegram/{lease,startup}.test.ts",
   "test/core/redis-cluster.test.ts",
   "test/toolbox/{build,clean-build}.test.ts",

@@ -3,6 +3,7 @@
  * (`npm run chat`): adapters (inbound, producing jobs), the worker (consuming them), or both.
  * The platform adapters are listed in one map, {@link PLATFORM_MODULES}.
  */
+import { watchDataLoss } from "./redis-marker.js";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import { Queue } from "bullmq";
@@ -187,6 +188,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
       workerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
       connections.push(workerRedis);
+      watchRedisData(workerRedis, log, closers);
       // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
       const mcp = await startWorkerMcp({
         config,
@@ -262,6 +264,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     if (runAdapters) {
       const producerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
       connections.push(producerRedis);
+      watchRedisData(producerRedis, log, closers);
       const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
       closers.push(() => queue.close());
       bot.queue = queue;
@@ -518,4 +521,10 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?:
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+}
+
+/** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops. */
+function watchRedisData(redis: RedisClient, log: Logger, closers: (() => Promise<unknown>)[]): void {
+  const watch = watchDataLoss(redis, log);
+  closers.push(async () => watch.stop());
 }

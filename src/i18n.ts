@@ -34,6 +34,16 @@ export function englishNoun(count: number, noun: string): string {
  * failed model calls): the live status line of a streamed answer, or one short message that the
  * answer replaces (or that is deleted before an apology).
  */
+/**
+ * Told once to a conversation whose chosen model (`/settings model`) the Messages API no longer
+ * serves (404 `not_found_error`): `{gone}` is that model, `{now}` the one answering instead
+ * (`ANTHROPIC_MODEL`).
+ */
+export const MODEL_GONE_NOTICE: Localized = {
+  "zh-TW": "ℹ️ 這個對話選用的模型 {gone} 已停止提供，現在改由 {now} 回答（可用 /settings 更改）。",
+  en: "ℹ️ The model chosen for this conversation, {gone}, is no longer available; {now} answers now (change it with /settings).",
+};
+
 export const MODEL_BUSY_NOTICE: Localized = {
   "zh-TW": "⏳ AI 服務目前忙碌，仍在嘗試中…",
   en: "⏳ The model is busy, still trying…",

@@ -194,8 +194,18 @@ function sinceReceipt(message: TimedMessage): number | undefined {
 /** Why the gate refused a message, as the `reason` label. */
 export type RefusalReason = "access" | "rate" | "budget" | "queue";
 
+const redisDataLost = new Counter({
+  name: "bot_redis_data_lost_total",
+  help: "Times this process found that Redis lost its data (the deployment marker was gone after a reconnection).",
+  registers: [registry],
+});
+
 /** The named metric functions; see the module comment. None throws. */
 export const metrics = {
+  /** This process found that Redis lost its data (`src/redis-marker.ts`). */
+  redisDataLost(): void {
+    redisDataLost.inc();
+  },
   /** A message reached the access gate. */
   received(message: { platform: string; chatKind: string }): void {
     messagesReceived.inc({ platform: message.platform, chat_kind: message.chatKind });

@@ -45,9 +45,10 @@ export interface AgentDeps {
    */
   checkpoint?: (run: RunState) => Promise<void>;
   /**
-   * Streaming: when given, every model call is streamed (the SDK's `messages.stream`) and the run
-   * reports what happens as it happens (see {@link AgentEvent}); without it the loop calls
-   * `messages.create` as before. Called synchronously; must not throw.
+   * Streaming: when given, the run reports what happens as it happens (see {@link AgentEvent});
+   * without it nothing is shown live. Every model call is read as a stream either way (the SDK's
+   * `messages.stream`), so a silent call is bounded by `STREAM_IDLE_SECONDS`. Called
+   * synchronously; must not throw.
    */
   onEvent?: (event: AgentEvent) => void;
   /**
@@ -88,11 +89,18 @@ export interface AgentDeps {
    */
   retryUntil?: number;
   /**
-   * Called when a model call has been failing and retried for {@link MODEL_BUSY_NOTICE_MS} and the
-   * loop keeps trying (at most once per model call): the worker shows a short "the model is busy,
+   * Called when a model call has been failing and retried, or silent (not one byte of an answer
+   * yet, with or without streaming), for {@link MODEL_BUSY_NOTICE_MS} and the loop keeps trying
+   * (at most once per model call): the worker shows a short "the model is busy,
    * still trying" status. Must not throw.
    */
   onModelBusy?: () => void;
+  /**
+   * Called once when the run's model (`model`, the conversation's choice) is not served by the
+   * Messages API (404 `not_found_error`) and the run falls back to `ANTHROPIC_MODEL` (`fallback`):
+   * the worker keeps the fallback as the conversation's model. Must not throw (a throw is logged).
+   */
+  onModelGone?: (model: string, fallback: string) => void;
   /** The waits of a failing model call's repeats (see {@link AgentDeps.retryUntil}); default {@link MODEL_RETRY_TIMING}. */
   modelRetry?: ModelRetryTiming;
 }
@@ -100,14 +108,29 @@ export interface AgentDeps {
 /** After how long a model call that keeps failing is reported through `AgentDeps.onModelBusy`, in ms. */
 export const MODEL_BUSY_NOTICE_MS = 10_000;
 
+/**
+ * How long a model call may stay entirely silent (not one byte of an answer, however often it is
+ * asked again) before the loop gives up, in ms: with the time a message waits and the apology's
+ * delivery, a person whose model never answers hears so within 60 s of the message (issue 38
+ * item 1) instead of at the answer's deadline.
+ */
+export const MODEL_SILENT_LIMIT_MS = 50_000;
+
 /** The waits of a failing model call's repeats (`AgentDeps.modelRetry`), in ms. */
 export interface ModelRetryTiming {
   /** The ceiling of the first wait between two attempts, doubled per failure (see `modelRetryDelayMs`). */
   firstWaitMs: number;
   /** The longest ceiling of a wait. */
   longestWaitMs: number;
-  /** After how long of failures `AgentDeps.onModelBusy` is called. */
+  /**
+   * After how long of failures, or of silence (no first byte yet), `AgentDeps.onModelBusy` is called.
+   */
   busyNoticeMs: number;
+  /**
+   * After how long a call that never got a byte of an answer is given up (thrown `exhausted`),
+   * whatever `AgentDeps.retryUntil` says; default {@link MODEL_SILENT_LIMIT_MS}.
+   */
+  silentLimitMs?: number;
 }
 
 /**
@@ -119,6 +142,7 @@ export const MODEL_RETRY_TIMING: Readonly<ModelRetryTiming> = {
   firstWaitMs: 2000,
   longestWaitMs: 10_000,
   busyNoticeMs: MODEL_BUSY_NOTICE_MS,
+  silentLimitMs: MODEL_SILENT_LIMIT_MS,
 };
 
 /**

@@ -56,15 +56,38 @@ export class ModelUnavailableError extends Error {
    */
   readonly exhausted: boolean;
 
+  /**
+   * True when the API sent nothing at all within the call's idle bound (`STREAM_IDLE_SECONDS`):
+   * no response and no event, or nothing more after the last one. The loop gives a model that
+   * never answers up after `MODEL_SILENT_LIMIT_MS` (`contract.ts`) instead of the answer's deadline.
+   */
+  readonly silent: boolean;
+
+  /**
+   * The model id the API said it does not serve (404 `not_found_error` about the request's
+   * `model`: retired, or never existed; `""` when the API did not name it: the request's), else
+   * undefined. The loop falls back to `ANTHROPIC_MODEL` for a conversation whose chosen model this is.
+   */
+  readonly missingModel: string | undefined;
+
   constructor(
     reason: ModelErrorReason,
     message: string,
-    options: { status?: number; requestId?: string; cause?: unknown; exhausted?: boolean } = {},
+    options: {
+      status?: number;
+      requestId?: string;
+      cause?: unknown;
+      exhausted?: boolean;
+      silent?: boolean;
+      missingModel?: string;
+    } = {},
   ) {
     super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
     this.exhausted = options.exhausted ?? false;
+    this.silent = options.silent ?? false;
+    this.missingModel = options.missingModel;
     this.retryable = !this.exhausted && isPassing(reason);
     this.status = options.status;
     this.requestId = options.requestId;
@@ -77,6 +100,8 @@ export class ModelUnavailableError extends Error {
       ...(this.requestId !== undefined ? { requestId: this.requestId } : {}),
       cause: this.cause,
       exhausted: true,
+      silent: this.silent,
+      ...(this.missingModel !== undefined ? { missingModel: this.missingModel } : {}),
     });
   }
 
@@ -95,6 +120,12 @@ export class ModelUnavailableError extends Error {
       case "aborted":
         return "the model call was aborted (the bot is stopping)";
       default:
+        if (this.missingModel !== undefined) {
+          return (
+            `the model ${this.missingModel || "of the request"} is not served by the Messages API (${detail}); set ` +
+            `ANTHROPIC_MODEL (and MODELS) to a current model id`
+          );
+        }
         if (this.status === 404) {
           return (
             `the Messages API address was not found (${detail}); ANTHROPIC_BASE_URL must be the server ` +
@@ -125,6 +156,20 @@ export const TOO_LONG_TEXT = {
   "zh-TW": "抱歉，這段對話太長了，我已經無法一次讀完。請傳送 /reset 清除對話記憶後重新開始（待辦和提醒不受影響）。",
   en: "Sorry, this conversation has grown too long for me to read at once. Send /reset to start fresh (your todos and reminders stay).",
 };
+
+/**
+ * The model id of a 404 `not_found_error` about the request's model (the API answers
+ * `{"type":"not_found_error","message":"model: claude-…"}` for a model it does not serve,
+ * https://docs.anthropic.com/en/api/errors), else undefined: a 404 for a wrong address
+ * (`ANTHROPIC_BASE_URL` with `/v1`) says nothing about a model. The id is the one the message
+ * names, or `""` (the request's model) when it names none.
+ */
+function missingModelOf(status: number, body: { type?: unknown; message?: unknown } | undefined): string | undefined {
+  if (status !== 404 || body?.type !== "not_found_error" || typeof body.message !== "string") return undefined;
+  const named = /^\s*model\s*:\s*(\S+)/i.exec(body.message);
+  if (named) return named[1]!.slice(0, 100);
+  return /\bmodel\b/i.test(body.message) ? "" : undefined;
+}
 
 /**
  * True when the API said the request does not fit the context window: `400 invalid_request_error`
@@ -203,10 +248,12 @@ export function toModelError(error: unknown): unknown {
               : "bad_request";
     const detail =
       typeof body?.message === "string" ? `${String(body.type ?? "error")}: ${body.message}` : error.message;
+    const missingModel = missingModelOf(effective, body);
     return new ModelUnavailableError(reason, `Messages API answered ${status} ${detail}`, {
       status,
       requestId,
       cause: error,
+      ...(missingModel !== undefined ? { missingModel } : {}),
     });
   }
   return error;

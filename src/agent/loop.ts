@@ -13,7 +13,7 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching .
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { localize } from "../i18n.js";
+import { localize, MODEL_GONE_NOTICE } from "../i18n.js";
 import { redact } from "../log.js";
 import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
@@ -27,6 +27,7 @@ import {
   type ApprovalVerdict,
   type MessageParam,
   type ModelRetryTiming,
+  MODEL_SILENT_LIMIT_MS,
   type ModelUsage,
   type PausedRun,
   type PendingCall,
@@ -70,7 +71,13 @@ export type ResumeDeps = AgentDeps & {
 };
 
 /** The state of the run being computed: a {@link RunState} with its history, output budget and texts for the person known. */
-type LiveRun = RunState & { history: MessageParam[]; maxTokens: number; shown: string[] };
+type LiveRun = RunState & {
+  history: MessageParam[];
+  maxTokens: number;
+  shown: string[];
+  /** The model that answers instead of the conversation's chosen one, which the API no longer serves. */
+  fallbackModel?: string;
+};
 
 /**
  * Answers one incoming message.
@@ -328,12 +335,17 @@ function withShown(text: string, shown: readonly string[]): string {
  * search), the call is made again without it, that tool stays off for this client and model
  * until restart (`refuseTool`), and one warning names the cause.
  *
+ * Every call is read as a stream, shown live or not (see {@link streamModel}): a call that sends
+ * nothing for `STREAM_IDLE_SECONDS` counts as a lost connection, with or without `STREAMING`.
+ *
  * With `deps.retryUntil`, a retryable failure (after the SDK's own retries; not an API that cannot be
  * reached at all, see {@link unreachable}) is tried again after
  * {@link modelRetryDelayMs} while the next attempt starts before that time (a streamed run is told
- * with a `retry` event; after `busyNoticeMs` of failures (`deps.modelRetry`, default
- * {@link MODEL_RETRY_TIMING}) `deps.onModelBusy` is called once); then, or when `context.signal`
- * aborts a wait, the last failure is thrown `exhausted`.
+ * with a `retry` event); then, or when `context.signal` aborts a wait, the last failure is thrown
+ * `exhausted`. A call that never got one byte of an answer (every attempt silent) is given up after
+ * `silentLimitMs` (default `MODEL_SILENT_LIMIT_MS`, 50 s): the last attempt's idle bound is cut to
+ * end there. After `busyNoticeMs` (`deps.modelRetry`, default {@link MODEL_RETRY_TIMING}) of
+ * failures, or of silence before the first byte, `deps.onModelBusy` is called once.
  */
 async function callModel(
   state: LiveRun,
@@ -343,14 +355,43 @@ async function callModel(
 ): Promise<Anthropic.Messages.Message> {
   const firstTry = Date.now();
   const timing = deps.modelRetry ?? MODEL_RETRY_TIMING;
+  const idleMs = deps.config.STREAM_IDLE_SECONDS * 1000;
+  const silentUntil = firstTry + (timing.silentLimitMs ?? MODEL_SILENT_LIMIT_MS);
   let failures = 0;
   let last: ModelUnavailableError | undefined;
   let busy: NodeJS.Timeout | undefined;
+  let noticed = false;
+  /** The current attempt is receiving its answer (a first event came). */
+  let receiving = false;
+  /** Some attempt got an answer of some kind (an event, or an HTTP error): the call is not silent. */
+  let heard = false;
+  // The busy notice: after busyNoticeMs of failures or of silence, not while an answer streams in.
+  const armBusy = () => {
+    if (noticed || busy || !deps.onModelBusy) return;
+    busy = setTimeout(
+      () => {
+        busy = undefined;
+        if (receiving) return;
+        noticed = true;
+        deps.onModelBusy?.();
+      },
+      Math.max(0, firstTry + timing.busyNoticeMs - Date.now()),
+    );
+  };
+  const onFirstByte = () => {
+    receiving = true;
+    heard = true;
+  };
+  armBusy();
   try {
     for (;;) {
+      receiving = false;
+      const bound = heard ? idleMs : Math.max(1, Math.min(idleMs, silentUntil - Date.now()));
       try {
-        return await callModelOnce(state, deps, context, memory);
+        return await callModelOnce(state, deps, context, memory, { idleMs: bound, onFirstByte });
       } catch (error) {
+        receiving = false;
+        if (!(error instanceof ModelUnavailableError && error.silent)) heard = true;
         const { retryUntil } = deps;
         // The deadline cut a repeat short: what the user must hear is why it was repeated.
         if (last && error instanceof ModelUnavailableError && error.reason === "aborted") throw last.asExhausted();
@@ -365,12 +406,13 @@ async function callModel(
         const wait = modelRetryDelayMs(failures, timing);
         failures += 1;
         if (Date.now() + wait > retryUntil) throw error.asExhausted();
+        // A model that never sent a byte is not asked past its silent limit (one more second at least).
+        if (!heard && Date.now() + wait + 1000 > silentUntil) throw error.asExhausted();
         context.log.warn(
-          { reason: error.reason, status: error.status, failures, waitMs: Math.round(wait) },
+          { reason: error.reason, status: error.status, failures, waitMs: Math.round(wait), silent: error.silent },
           `the model call failed (${error.reason}); trying again in ${Math.round(wait)} ms`,
         );
-        if (!busy && deps.onModelBusy)
-          busy = setTimeout(deps.onModelBusy, Math.max(0, firstTry + timing.busyNoticeMs - Date.now()));
+        armBusy();
         deps.onEvent?.({ type: "retry", turn: state.turns });
         if (!(await pause(wait, context.signal))) throw error.asExhausted();
         state.turns -= 1; // the same turn, asked again
@@ -423,17 +465,21 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-/** One model call (and its repeats without a refused server tool): see {@link callModel}. */
+/**
+ * One model call (and its repeats without a refused server tool): see {@link callModel}.
+ * `bound.idleMs` is the call's idle bound; `bound.onFirstByte` is called at its first event.
+ */
 async function callModelOnce(
   state: LiveRun,
   deps: AgentDeps,
   context: ToolContext,
   memory: string | undefined,
+  bound: { idleMs: number; onFirstByte: () => void },
 ): Promise<Anthropic.Messages.Message> {
   const { config, tracer, toolbox, client } = deps;
-  const model = deps.model ?? config.ANTHROPIC_MODEL;
   state.turns += 1;
   for (;;) {
+    const model = state.fallbackModel ?? deps.model ?? config.ANTHROPIC_MODEL;
     // Prefix order is tools, then system, then messages: one breakpoint on the last loaded tool,
     // one on the system prompt, and one on the last message so the next call of this run reads it back.
     const offered = offerTools(
@@ -470,17 +516,17 @@ async function callModelOnce(
     let response: Anthropic.Messages.Message;
     const params = { model, max_tokens: state.maxTokens, system, messages, ...(tools.length > 0 ? { tools } : {}) };
     try {
-      response = deps.onEvent
-        ? await streamModel(
-            deps.client,
-            params,
-            context.signal,
-            deps.onEvent,
-            state.turns,
-            serverActivity(deps, context),
-            config.STREAM_IDLE_SECONDS * 1000,
-          )
-        : await deps.client.messages.create(params, { signal: context.signal });
+      // Read as a stream even when not shown live: the idle bound holds for every call.
+      response = await streamModel(
+        deps.client,
+        params,
+        context.signal,
+        deps.onEvent ?? ignoreEvent,
+        state.turns,
+        serverActivity(deps, context),
+        bound.idleMs,
+        bound.onFirstByte,
+      );
     } catch (error) {
       const refused = refusedServerTools(error, offered.servers);
       if (refused.names.length > 0) {
@@ -502,6 +548,9 @@ async function callModelOnce(
         continue;
       }
       const mapped = toModelError(error);
+      if (mapped instanceof ModelUnavailableError && mapped.missingModel !== undefined) {
+        if (modelGone(state, deps, context, model, mapped)) continue;
+      }
       const err = mapped instanceof Error ? mapped : new Error(String(mapped));
       tracer.event("error", {
         where: "model_call",
@@ -542,6 +591,46 @@ async function callModelOnce(
 }
 
 /**
+ * A 404 `not_found_error` for the request's model (`error.missingModel`). For a conversation's
+ * chosen model other than `ANTHROPIC_MODEL`: logs one error naming the model as the cause, falls
+ * back to `ANTHROPIC_MODEL` for the rest of the run (`state.fallbackModel`), tells the people after
+ * the answer ({@link MODEL_GONE_NOTICE} in the conversation's language, not kept in history) and
+ * calls `deps.onModelGone` (the worker keeps the fallback for the conversation, so it is told once);
+ * returns true: ask again. For `ANTHROPIC_MODEL` itself: logs one error naming `ANTHROPIC_MODEL`
+ * and returns false (the failure stands: the user gets the configuration apology).
+ */
+function modelGone(
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+  model: string,
+  error: ModelUnavailableError,
+): boolean {
+  const fallback = deps.config.ANTHROPIC_MODEL;
+  if (model === fallback || state.fallbackModel !== undefined) {
+    context.log.error(
+      { model },
+      `ANTHROPIC_MODEL (${model}) is not served by the Messages API (404 not_found_error): set ANTHROPIC_MODEL to a current model id`,
+    );
+    return false;
+  }
+  state.fallbackModel = fallback;
+  context.log.error(
+    { model, fallback, named: error.missingModel || undefined },
+    `the model ${model} chosen for this conversation is not served by the Messages API (404 not_found_error); ` +
+      `the conversation falls back to ANTHROPIC_MODEL (${fallback})`,
+  );
+  deps.tracer.event("error", { where: "model_call", error: "model_not_found", model, fallback });
+  state.shown.push(localize(context.locale, MODEL_GONE_NOTICE, { gone: model, now: fallback }));
+  try {
+    deps.onModelGone?.(model, fallback);
+  } catch (err) {
+    context.log.warn({ err }, "could not keep the fallback model for the conversation");
+  }
+  return true;
+}
+
+/**
  * The status line of a server tool's call in a streamed answer: its `activity` and icon from the
  * toolbox (web search: `🔎 搜尋：…`); undefined for a server tool without a status line (the
  * tool search tool, which only finds tools).
@@ -557,6 +646,39 @@ function serverActivity(
   };
 }
 
+/** The `onEvent` of a call that is not shown live. */
+function ignoreEvent(): void {}
+
+/**
+ * One model call read as a stream without showing it (`messages.stream`, see {@link streamModel}):
+ * a call that sends nothing for `idleMs` (no first byte, or nothing more after the last event) is
+ * given up as a lost connection, where `messages.create` would wait for the client's timeout
+ * (120 s) with no sign of life. For requests outside the agent loop (the compaction's summary).
+ *
+ * @param options.signal - aborts the call (the SDK's `APIUserAbortError`).
+ * @param options.idleMs - the idle bound, ms (`STREAM_IDLE_SECONDS` * 1000).
+ * @param options.timeoutMs - the whole call's limit, ms (the SDK's `timeout`); default the client's.
+ * @throws as {@link streamModel}: a silent call throws a retryable `ModelUnavailableError`
+ *   (`connection`, `silent`); anything else what the SDK throws (map it with `toModelError`).
+ */
+export function quietModelCall(
+  client: Anthropic,
+  params: Anthropic.Messages.MessageCreateParamsNonStreaming,
+  options: { signal?: AbortSignal; idleMs: number; timeoutMs?: number },
+): Promise<Anthropic.Messages.Message> {
+  return streamModel(
+    client,
+    params,
+    options.signal ?? new AbortController().signal,
+    ignoreEvent,
+    0,
+    () => undefined,
+    options.idleMs,
+    () => undefined,
+    options.timeoutMs,
+  );
+}
+
 /**
  * One streamed model call (`messages.stream`, server-sent events): reports `model_call`, each
  * text delta, the start of each `tool_use` and `server_tool_use` block, and each server tool's
@@ -566,6 +688,8 @@ function serverActivity(
  *
  * A call that stays silent for `idleMs` (no response headers and no event yet, or no event since
  * the last one: the SDK does not pass `ping` events on) is aborted as a lost connection.
+ * `onFirstByte` is called at the call's first event; `timeoutMs` is the SDK's `timeout` of the
+ * request (default the client's).
  *
  * @throws what the SDK throws: an `APIError` for an HTTP error or an `error` event mid-stream
  *   (status undefined, `error.error.type` e.g. `overloaded_error`), a connection error when the
@@ -580,9 +704,11 @@ async function streamModel(
   turn: number,
   activityOf: (name: string, input: unknown) => { activity: string; icon: string } | undefined,
   idleMs: number,
+  onFirstByte: () => void,
+  timeoutMs?: number,
 ): Promise<Anthropic.Messages.Message> {
   onEvent({ type: "model_call", turn });
-  const stream = client.messages.stream(params, { signal });
+  const stream = client.messages.stream(params, { signal, ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}) });
   // Silence before the first event or between two counts as a lost connection (STREAM_IDLE_SECONDS).
   let idle: NodeJS.Timeout | undefined;
   let silent = false;
@@ -598,8 +724,13 @@ async function streamModel(
   stream.on("text", (delta) => onEvent({ type: "text", text: delta }));
   // A server tool's call is reported once its input is complete (its block stops) and ends when its result block starts.
   const shown = new Set<string>();
+  let first = true;
   stream.on("streamEvent", (event, snapshot) => {
     arm();
+    if (first) {
+      first = false;
+      onFirstByte();
+    }
     if (event.type === "content_block_start") {
       const block = event.content_block;
       if (block.type === "tool_use" || block.type === "server_tool_use")
@@ -628,7 +759,7 @@ async function streamModel(
       throw new ModelUnavailableError(
         "connection",
         `the model's stream sent nothing for ${idleMs / 1000} s (STREAM_IDLE_SECONDS); the connection counts as lost`,
-        { cause: error },
+        { cause: error, silent: true },
       );
     }
     // A response that breaks off mid-stream (reset socket, truncated body) is a connection failure.

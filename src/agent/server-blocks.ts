@@ -14,6 +14,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { TOOL_SEARCH_TOOL, type ToolBox } from "../toolbox/toolbox.js";
 import type { MessageParam } from "./contract.js";
+import { markedText, sourcesNote, sourcesOf } from "./sources.js";
 
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 
@@ -246,8 +247,11 @@ function answerBlocks(content: readonly ContentBlockParam[]): Anthropic.Messages
  * results left out (their encrypted results are large and are sent again, as input tokens, with
  * every later request), and text blocks without `citations` (which point into those results).
  * Tool search blocks stay (small, and a deferred tool's `tool_use` needs its `tool_reference`).
- * An assistant message left empty is dropped (its neighbours stay valid: the API joins
- * consecutive turns of one role). The given messages are not changed.
+ * An answer that cited web pages keeps what the person saw of them: the numbers after the cited
+ * parts (`[1][2]`) and, as its last text block, the compact sources note (`sourcesNote` of
+ * `sources.ts`: title and URL per source, numbered as shown, no page content), so a later turn can
+ * say which site said what. An assistant message left empty is dropped (its neighbours stay
+ * valid: the API joins consecutive turns of one role). The given messages are not changed.
  */
 export function forHistory(messages: readonly MessageParam[]): MessageParam[] {
   const out: MessageParam[] = [];
@@ -256,15 +260,22 @@ export function forHistory(messages: readonly MessageParam[]): MessageParam[] {
       out.push(message);
       continue;
     }
+    // Sources as the answer showed them; a message leading into a tool call keeps none (it is not an answer).
+    const sources = message.content.some((b) => b.type === "tool_use")
+      ? []
+      : sourcesOf(answerOf(message.content).blocks);
+    const number = new Map(sources.map((s, i) => [s.url, i + 1]));
     const content: ContentBlockParam[] = [];
     for (const block of message.content) {
       if (block.type === "server_tool_use" && WEB_TOOLS.has(block.name)) continue;
       if (block.type === "web_search_tool_result" || block.type === "web_fetch_tool_result") continue;
       if (block.type === "text" && block.citations) {
         const { citations: _citations, ...plain } = block;
-        content.push(plain);
+        content.push(sources.length > 0 ? { ...plain, text: markedText(block, number) } : plain);
       } else content.push(block);
     }
+    const note = sourcesNote(sources);
+    if (note !== undefined) content.push({ type: "text", text: note });
     if (content.length > 0) out.push({ ...message, content });
   }
   return out;

@@ -106,14 +106,7 @@ export function withSources(answer: Answer, locale: Locale): string {
       .trim();
   const number = new Map(sources.map((s, i) => [s.url, i + 1]));
   const text = answer.blocks
-    .map((block) => {
-      const marks = [...new Set((block.citations ?? []).flatMap((c) => number.get(citedUrl(c) ?? "") ?? []))].sort(
-        (a, b) => a - b,
-      );
-      if (marks.length === 0) return block.text;
-      const body = block.text.trimEnd();
-      return `${body} ${marks.map((n) => `[${n}]`).join("")}${block.text.slice(body.length)}`;
-    })
+    .map((block) => markedText(block, number))
     .join(answer.joiner)
     .trim();
   const heading = localize(locale, { "zh-TW": "來源：", en: "Sources:" });
@@ -123,4 +116,41 @@ export function withSources(answer: Answer, locale: Locale): string {
       (s.title === s.host ? "" : ` \`${s.host}\``),
   );
   return `${text}\n\n${heading}\n${list.join("\n")}`;
+}
+
+/** Longest title kept in the history's sources note, in code points (longer ones end with `…`). */
+export const MAX_HISTORY_TITLE_CHARS = 80;
+
+/** The first line of the sources note kept with a stored answer (see {@link sourcesNote}). */
+export const SOURCES_NOTE_HEADING = "[Sources of this answer, numbered as shown to the user:";
+
+/**
+ * The compact sources note kept with an answer in the history (issue 38 item 12), so a later turn
+ * ("which site said that?") is answered from the history without searching again: one line per
+ * source, numbered as the answer showed them (`withSources`), `n. title — url`, the title cut to
+ * {@link MAX_HISTORY_TITLE_CHARS}; no page content. About 20 bytes plus the title and URL per
+ * source (a typical news page: 100–200 bytes). Undefined when there are no sources.
+ */
+export function sourcesNote(sources: readonly Source[]): string | undefined {
+  if (sources.length === 0) return undefined;
+  const lines = sources.map((s, i) => {
+    const chars = [...s.title];
+    const title =
+      chars.length > MAX_HISTORY_TITLE_CHARS ? `${chars.slice(0, MAX_HISTORY_TITLE_CHARS - 1).join("")}…` : s.title;
+    return `${i + 1}. ${title} — ${s.url}`;
+  });
+  return `${SOURCES_NOTE_HEADING}\n${lines.join("\n")}]`;
+}
+
+/**
+ * `block`'s text followed by the numbers of the sources it cites (`[1][2]`, as {@link withSources}
+ * shows them), `number` mapping a source's URL to its number; the text alone when it cites none.
+ */
+export function markedText(block: Anthropic.Messages.TextBlockParam, number: ReadonlyMap<string, number>): string {
+  const marks = [...new Set((block.citations ?? []).flatMap((c) => number.get(citedUrl(c) ?? "") ?? []))].sort(
+    (a, b) => a - b,
+  );
+  if (marks.length === 0) return block.text;
+  const body = block.text.trimEnd();
+  return `${body} ${marks.map((n) => `[${n}]`).join("")}${block.text.slice(body.length)}`;
 }

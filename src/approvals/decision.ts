@@ -27,6 +27,7 @@ export interface DecisionRequest {
  * What happened to a decision:
  * - `accepted`: the first valid decision; it was queued for a worker, which runs or declines the tool;
  * - `not_found`: no such approval, or it expired;
+ * - `lost`: no such approval, and Redis lost its data since it could have been asked (the bot lost its state);
  * - `already_decided`: someone (the requester) decided before; nothing changed;
  * - `not_requester`: only `requesterName` may decide; nothing changed;
  * - `always_refused`: "always allow" was asked for a tool that refuses grants (`alwaysAllow: false`;
@@ -36,6 +37,7 @@ export interface DecisionRequest {
 export type DecisionResult =
   | { status: "accepted"; approve: boolean; always?: { grantMs?: number } }
   | { status: "not_found" }
+  | { status: "lost" }
   | { status: "already_decided" }
   | { status: "not_requester"; requesterName: string }
   | { status: "always_refused" };
@@ -108,6 +110,11 @@ export function decisionNotice(result: DecisionResult, locale: Locale): string {
       return localize(locale, {
         "zh-TW": "這個確認請求已過期或不存在。",
         en: "This request has expired or no longer exists.",
+      });
+    case "lost":
+      return localize(locale, {
+        "zh-TW": "抱歉，機器人的資料遺失了（資料庫重新啟動後是空的），這個確認請求已無法處理。請再說一次你的需求。",
+        en: "Sorry, the bot lost its stored data (its database restarted empty), so this request can no longer be handled. Please ask again.",
       });
     case "already_decided":
       return localize(locale, { "zh-TW": "這個請求已經處理過了。", en: "This request was already decided." });

@@ -25,6 +25,7 @@
  * Every state change (decide, expire, supersede) is one Lua script, so two decisions racing from
  * two processes (a double click, a click and a reaction, a redelivered event) see one winner.
  */
+import { dataLostAt } from "../redis-marker.js";
 import { randomBytes } from "node:crypto";
 import type { RedisClient } from "../redis.js";
 import { z } from "zod";
@@ -428,7 +429,8 @@ export class ApprovalStore implements ApprovalDecider {
 
   /**
    * Decides an approval, atomically (one Lua script), in this order:
-   * unknown id, another platform, or now > `expiresAt` or already expired → `not_found`;
+   * unknown id, another platform, or now > `expiresAt` or already expired → `not_found` (`lost`
+   * when the record is not there at all and Redis lost its data since it could have been asked);
    * decider is not the requester → `not_requester` (with the requester's name);
    * not pending any more → `already_decided`; `always` on a prompt that did not offer "always
    * allow" (the tool refuses grants: a forged button) → `always_refused`, nothing changes; else
@@ -461,6 +463,7 @@ export class ApprovalStore implements ApprovalDecider {
     )) as string[];
     const [status, name] = reply;
     if (status === "not_requester") return { status, requesterName: name ?? "" };
+    if (status === "not_found" && (await this.#lostWithData(key, now))) return { status: "lost" };
     if (status === "not_found" || status === "already_decided" || status === "always_refused") return { status };
     this.#log.info(
       { approvalId: request.approvalId, verdict, always },
@@ -480,6 +483,17 @@ export class ApprovalStore implements ApprovalDecider {
       approve,
       ...(always ? { always: { ...(this.#grantMs ? { grantMs: this.#grantMs } : {}) } } : {}),
     };
+  }
+
+  /**
+   * True when the approval `key` names is not in Redis at all and Redis lost its data since it
+   * could have been asked (`dataLostAt` of `src/redis-marker.ts`, within the time a record is
+   * kept: the timeout, its grace and the closed record's TTL): the press is from before the loss.
+   */
+  async #lostWithData(key: string, now: number): Promise<boolean> {
+    if ((await this.#redis.exists(key)) === 1) return false;
+    const lostAt = await dataLostAt(this.#redis);
+    return lostAt !== undefined && now - lostAt <= this.#timeoutMs + this.#graceMs + this.#closedTtlMs;
   }
 
   /**

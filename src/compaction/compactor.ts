@@ -12,6 +12,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 import { toModelError } from "../agent/errors.js";
+import { quietModelCall } from "../agent/loop.js";
 import type { Config } from "../config.js";
 import { lastRunTag } from "../history/store.js";
 import type { Summary } from "../history/summary.js";
@@ -20,14 +21,21 @@ import { compactionPrompt } from "../prompts.js";
 import { PLATFORMS, conversationKey, type ConversationRef } from "../queue/incoming.js";
 import { preview, type RunTracer } from "../trace/tracer.js";
 import type { ModelUsage, UsageOwner, UsageStore } from "../usage/store.js";
-import { compactionRequestText, planCompaction } from "./plan.js";
+import { compactionRequestText, planCompaction, transcriptNonce } from "./plan.js";
 import type { CompactionStore } from "./store.js";
 
 /** Output budget of a summary, in tokens. */
 export const SUMMARY_MAX_TOKENS = 2048;
 
-/** How long one compaction may hold its conversation's lease, in ms (its model call is bounded by {@link SUMMARY_TIMEOUT_MS}). */
-export const LEASE_MS = 150_000;
+/**
+ * How long the conversation's compaction lease lasts unless renewed, in ms: renewed every
+ * {@link LEASE_RENEW_MS} while the compaction runs, so a compaction whose worker died frees its
+ * conversation within this time (not after its whole model call's bound).
+ */
+export const LEASE_MS = 10_000;
+
+/** How often a running compaction renews its lease, in ms. */
+export const LEASE_RENEW_MS = 3_000;
 
 /** Timeout of the summary's model call, in ms. */
 export const SUMMARY_TIMEOUT_MS = 120_000;
@@ -66,6 +74,19 @@ export class CompactionError extends Error {
   }
 }
 
+/**
+ * The compaction lease is held by an earlier run of the same job: its worker died (the queue
+ * handed the job on), and the lease lasts at most {@link LEASE_MS} more. Retryable: the job is
+ * retried with its backoff (`COMPACTION_JOB_OPTIONS`), by when the lease is gone.
+ */
+export class CompactionLeaseError extends Error {
+  readonly retryable = true;
+  constructor(message: string) {
+    super(message);
+    this.name = "CompactionLeaseError";
+  }
+}
+
 /** What a compaction needs. */
 export interface CompactorDeps {
   config: Config;
@@ -86,28 +107,52 @@ export interface CompactorDeps {
 /**
  * Compacts `job.conversation` once (see the module comment).
  *
- * @param waitMs - how long to wait for the lease when another compaction of the conversation
+ * The conversation's lease ({@link LEASE_MS}) is renewed every {@link LEASE_RENEW_MS} while the
+ * compaction runs and released at its end.
+ *
+ * @param options.waitMs - how long to wait for the lease when another compaction of the conversation
  *   runs (default 0: answer `busy` at once).
+ * @param options.jobId - the compaction job's id (the lease names it): a job that finds the lease
+ *   held by its own earlier run (whose worker died) throws {@link CompactionLeaseError} instead of
+ *   answering `busy`, so it is retried rather than done.
  * @returns what happened; `busy` when another compaction held the lease throughout.
  * @throws `ModelUnavailableError` (the model call failed), {@link CompactionError} (refusal, empty
- *   summary, or the history changed under every try), or a Redis error; the history is unchanged.
+ *   summary, or the history changed under every try), {@link CompactionLeaseError}, or a Redis
+ *   error; the history is unchanged.
  */
 export async function compact(
   deps: CompactorDeps,
   job: CompactionJob,
-  options: { waitMs?: number; signal?: AbortSignal } = {},
+  options: { waitMs?: number; signal?: AbortSignal; jobId?: string } = {},
 ): Promise<CompactionResult> {
   const { store, config } = deps;
   const conversation: ConversationRef = job.conversation;
   const key = conversationKey(conversation);
   const log = deps.log.child({ chat: key, compaction: job.reason });
   const waitUntil = Date.now() + (options.waitMs ?? 0);
-  let token = await store.lease(conversation, LEASE_MS);
+  let token = await store.lease(conversation, LEASE_MS, options.jobId);
   while (!token && Date.now() < waitUntil) {
     await new Promise((r) => setTimeout(r, 200));
-    token = await store.lease(conversation, LEASE_MS);
+    token = await store.lease(conversation, LEASE_MS, options.jobId);
   }
-  if (!token) return { outcome: "busy" };
+  if (!token) {
+    if (options.jobId !== undefined && (await store.leaseHolder(conversation)) === options.jobId) {
+      log.warn("the compaction lease is held by this job's earlier run, whose worker stopped; retrying later");
+      throw new CompactionLeaseError("the compaction lease is held by this job's earlier run, whose worker stopped");
+    }
+    return { outcome: "busy" };
+  }
+  const held = token;
+  const renewal = setInterval(() => {
+    store.renew(conversation, held, LEASE_MS).then(
+      (renewed) => {
+        if (!renewed)
+          log.warn("the compaction lease expired while it ran; its swap stays safe (it checks the history)");
+      },
+      (err: unknown) => log.warn({ err }, "could not renew the compaction lease"),
+    );
+  }, LEASE_RENEW_MS);
+  renewal.unref();
   const tracer = deps.tracerFor?.(`compaction:${key}:${Date.now()}`, key);
   const started = performance.now();
   try {
@@ -184,26 +229,34 @@ export async function compact(
     });
     throw error;
   } finally {
+    clearInterval(renewal);
     await store.release(conversation, token);
     await tracer?.finish();
   }
 
-  /** The summary's model call: no tools, the compaction prompt as system, the transcript as the one user turn; usage recorded. */
+  /**
+   * The summary's model call (read as a stream, bounded by `STREAM_IDLE_SECONDS`): no tools, the
+   * compaction prompt as system, the transcript as the one user turn; usage recorded.
+   */
   async function summarise(
     d: CompactorDeps,
     plan: NonNullable<ReturnType<typeof planCompaction>>,
     signal?: AbortSignal,
   ): Promise<{ text: string; usage: ModelUsage }> {
     let response: Anthropic.Messages.Message;
+    // The turn labels' code, new for this request: no message can write a label of it.
+    const nonce = transcriptNonce();
     try {
-      response = await d.client.messages.create(
+      // Read as a stream: a model that stays silent is given up after STREAM_IDLE_SECONDS, not 120 s.
+      response = await quietModelCall(
+        d.client,
         {
           model: d.config.ANTHROPIC_MODEL,
           max_tokens: SUMMARY_MAX_TOKENS,
-          system: [{ type: "text", text: compactionPrompt() }],
-          messages: [{ role: "user", content: compactionRequestText(plan) }],
+          system: [{ type: "text", text: compactionPrompt(nonce) }],
+          messages: [{ role: "user", content: compactionRequestText(plan, nonce) }],
         },
-        { timeout: SUMMARY_TIMEOUT_MS, ...(signal ? { signal } : {}) },
+        { timeoutMs: SUMMARY_TIMEOUT_MS, idleMs: d.config.STREAM_IDLE_SECONDS * 1000, ...(signal ? { signal } : {}) },
       );
     } catch (error) {
       throw toModelError(error);

@@ -8,6 +8,8 @@
  * turns, with everything after them, stay verbatim.
  */
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
+import { randomBytes } from "node:crypto";
+import { INVISIBLE } from "../plain-text.js";
 import { silentLogger, type Logger } from "../log.js";
 import { MessageParamSchema } from "../history/message.js";
 import { SummarySchema, type Summary } from "../history/summary.js";
@@ -106,12 +108,44 @@ function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** A fresh nonce for one compaction request's turn labels: 8 random hex digits. */
+export function transcriptNonce(): string {
+  return randomBytes(4).toString("hex");
+}
+
+/** Line breaks of any kind (CR, NEL, line and paragraph separators, vertical tab, form feed), read as `\n`. */
+const LINE_BREAKS = /\r\n|[\r\v\f\u0085\u2028\u2029]/g;
+
 /**
- * The messages as a transcript the model reads: one paragraph per turn (`User:` / `Assistant:`),
- * tool calls as `[tool name(input)]` and their results as `[result: …]`, each cut to a few hundred
- * characters; server tools' results (web pages) are left out. Files are the history's placeholders already.
+ * A line inside a turn that looks like the start of a turn: a role with a colon (`User:`,
+ * `Assistant:`, `Human:`, `System:`, after an optional `[…]`), or a group speaker label
+ * (`[Alice #b026]`), read after NFKC (full-width forms) and without invisible characters.
  */
-export function transcriptOf(messages: readonly MessageParam[]): string {
+const SPEAKER_LINE =
+  /^\s*(?:\[[^\]\n]*\]\s*)?(?:user|assistant|human|system|ai|bot)\s*:|^\s*\[[^\]\n]*#\s*[0-9a-f]{4}\s*\]/i;
+
+/** The mark put in front of a line inside a turn that looks like a turn's start (see {@link transcriptOf}). */
+export const QUOTED_LINE_MARK = "› ";
+
+/** `line` marked with {@link QUOTED_LINE_MARK} when it looks like a speaker line, else unchanged. */
+function quoteSpeakerLine(line: string): string {
+  const read = line.normalize("NFKC").replace(INVISIBLE, "");
+  return SPEAKER_LINE.test(read) || read.trimStart().startsWith(QUOTED_LINE_MARK.trim())
+    ? `${QUOTED_LINE_MARK}${line}`
+    : line;
+}
+
+/**
+ * The messages as a transcript the model reads: one paragraph per turn, labelled
+ * `[nonce] User:` / `[nonce] Assistant:` with `nonce` (see {@link transcriptNonce}) random per
+ * request, so no message can write a label the summariser takes for a turn; tool calls as
+ * `[tool name(input)]` and their results as `[tool result: …]`, each cut to a few hundred
+ * characters; server tools' results (web pages) are left out. Files are the history's placeholders
+ * already. Inside a turn, any line after its first that looks like a speaker line (`User: …`,
+ * `[Alice #b026] …`, see {@link SPEAKER_LINE}) starts with {@link QUOTED_LINE_MARK}, and every kind
+ * of line break counts as `\n`: a group member cannot pose as another member or as the assistant.
+ */
+export function transcriptOf(messages: readonly MessageParam[], nonce: string = transcriptNonce()): string {
   const parts: string[] = [];
   for (const message of messages) {
     const who = message.role === "user" ? "User" : "Assistant";
@@ -139,22 +173,26 @@ export function transcriptOf(messages: readonly MessageParam[]): string {
           break;
       }
     }
-    if (said.length > 0) parts.push(`${who}: ${said.join("\n")}`);
+    if (said.length === 0) continue;
+    const lines = said.join("\n").replace(LINE_BREAKS, "\n").split("\n");
+    const body = [lines[0]!, ...lines.slice(1).map(quoteSpeakerLine)].join("\n");
+    parts.push(`[${nonce}] ${who}: ${body}`);
   }
   return parts.join("\n\n");
 }
 
 /**
  * The user turn of a compaction's request: the earlier summary (when there is one) and the
- * transcript to summarise, each with its block tags escaped ({@link escapeBlockText}), so a
- * message holding `</transcript>` cannot end the transcript and pose as the bot's request.
+ * transcript to summarise (turns labelled with `nonce`, the same the request's system prompt
+ * names: `compactionPrompt(nonce)`), each with its block tags escaped ({@link escapeBlockText}),
+ * so a message holding `</transcript>` cannot end the transcript and pose as the bot's request.
  */
-export function compactionRequestText(plan: Pick<CompactionPlan, "previous" | "messages">): string {
+export function compactionRequestText(plan: Pick<CompactionPlan, "previous" | "messages">, nonce: string): string {
   const earlier = plan.previous
     ? `The summary so far:\n<earlier_summary>\n${escapeBlockText(plan.previous.text)}\n</earlier_summary>\n\n`
     : "";
   return (
-    `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${escapeBlockText(transcriptOf(plan.messages))}\n` +
+    `${earlier}The turns to add to it:\n${TRANSCRIPT_START}\n${escapeBlockText(transcriptOf(plan.messages, nonce))}\n` +
     `${TRANSCRIPT_END}\n\nWrite the ${plan.previous ? "updated " : ""}summary now.`
   );
 }

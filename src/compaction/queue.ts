@@ -126,7 +126,8 @@ export interface CompactionWorker {
 /**
  * Starts the worker of the `compactions` queue: each job runs {@link compact} (a `/compact` job
  * waits up to 60 s for a compaction already running; an automatic one finding the conversation
- * busy is done, since that compaction covers it).
+ * busy is done, since that compaction covers it, unless the lease is its own earlier run's, whose
+ * worker died: then the job fails and is retried with its backoff, so the compaction is redone).
  *
  * @param options.concurrency - compactions in parallel in this process (different conversations).
  */
@@ -149,7 +150,10 @@ export function startCompactionWorker(
         throw new UnrecoverableError(
           `malformed compaction job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
         );
-      return compact(deps, parsed.data, { waitMs: parsed.data.reason === "command" ? 60_000 : 0 });
+      return compact(deps, parsed.data, {
+        waitMs: parsed.data.reason === "command" ? 60_000 : 0,
+        ...(job.id !== undefined ? { jobId: job.id } : {}),
+      });
     },
     {
       connection: options.redis,

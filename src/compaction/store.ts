@@ -15,7 +15,7 @@ import type { ConversationRef } from "../queue/incoming.js";
 import { conversationKeys } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
-import { releaseIfHolder } from "../held-keys.js";
+import { releaseIfHolder, renewIfHolder } from "../held-keys.js";
 
 /** Compactions whose replaced lines the archive keeps (the oldest entries go first). */
 export const ARCHIVE_MAX_ENTRIES = 20;
@@ -104,14 +104,33 @@ export class CompactionStore {
   }
 
   /**
-   * Takes the conversation's compaction lease for `ms` (a random token; `SET NX PX`).
-   * @returns the token, or undefined when another worker holds it.
+   * Takes the conversation's compaction lease for `ms` (`SET NX PX`), its value `holder:random`
+   * (`holder`: the compaction job's id, `-` for a compaction outside the queue).
+   * @returns the value (the token to renew and release it with), or undefined when another holds it.
+   * @throws when Redis is unreachable.
    */
-  async lease(conversation: ConversationRef, ms: number): Promise<string | undefined> {
-    const token = Math.random().toString(36).slice(2);
+  async lease(conversation: ConversationRef, ms: number, holder = "-"): Promise<string | undefined> {
+    const token = `${holder}:${Math.random().toString(36).slice(2)}`;
     return (await this.redis.set(conversationKeys(conversation).compacting, token, "PX", ms, "NX")) === "OK"
       ? token
       : undefined;
+  }
+
+  /**
+   * Who holds the conversation's compaction lease: the holder part of its value (see
+   * {@link lease}), or undefined when nobody does. @throws when Redis is unreachable.
+   */
+  async leaseHolder(conversation: ConversationRef): Promise<string | undefined> {
+    const value = await this.redis.get(conversationKeys(conversation).compacting);
+    return value === null ? undefined : value.slice(0, Math.max(0, value.lastIndexOf(":")));
+  }
+
+  /**
+   * Renews the lease for `ms` when it is still `token`'s (`renewIfHolder` of `src/held-keys.ts`).
+   * @returns false when it expired or another took it. @throws when Redis is unreachable.
+   */
+  async renew(conversation: ConversationRef, token: string, ms: number): Promise<boolean> {
+    return renewIfHolder(this.redis, conversationKeys(conversation).compacting, token, ms);
   }
 
   /** Gives the lease back, when it is still `token`'s. Never throws (an expired lease needs nothing). */

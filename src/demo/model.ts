@@ -125,7 +125,7 @@ const MAX_SUMMARY_POINTS = 30;
 
 /**
  * The demo's "summary" of a compaction request's text: the earlier summary's points (the lines
- * starting with `- `), then one point per user paragraph of the transcript (`User: …`, cut to 120
+ * starting with `- `), then one point per user paragraph of the transcript (`[code] User: …`, cut to 120
  * characters), at most {@link MAX_SUMMARY_POINTS}, under the demo label.
  */
 function demoSummary(request: string, locale: Locale): string {
@@ -139,7 +139,8 @@ function demoSummary(request: string, locale: Locale): string {
     ...earlier.split("\n").filter((l) => l.startsWith("- ")),
     ...transcript
       .split("\n\n")
-      .map((p) => p.trim())
+      // A turn's label is `[code] User:` (the code is new per request, `transcriptOf`).
+      .map((p) => p.trim().replace(/^\[[0-9a-f]+\] /, ""))
       .filter((p) => p.startsWith("User: ") && !p.startsWith("User: [tool"))
       .map((p) =>
         `- ${said}：${[...p.slice(6).replace(/\s+/g, " ").trim()].slice(0, 120).join("")}`.replace(

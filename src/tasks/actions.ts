@@ -250,7 +250,7 @@ export async function pauseTask(
   scheduler: TaskScheduler | undefined,
   owner: TaskOwner,
   task: Task,
-  why: { by: "owner" | "failures" | "left"; reason?: string },
+  why: { by: "owner" | "failures" | "unreachable" | "left"; reason?: string },
 ): Promise<Task> {
   const paused: Task = {
     ...task,

@@ -39,9 +39,14 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
             { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" },
             { n: task.failures },
           )
-        : task.paused.by === "left"
-          ? localize(locale, { "zh-TW": "設定的人已離開群組，已暫停", en: "paused: its owner left the group" })
-          : localize(locale, { "zh-TW": "已暫停", en: "paused" });
+        : task.paused.by === "unreachable"
+          ? localize(locale, {
+              "zh-TW": "無法再傳訊到它的聊天室，已暫停",
+              en: "paused: the bot cannot write to its chat",
+            })
+          : task.paused.by === "left"
+            ? localize(locale, { "zh-TW": "設定的人已離開群組，已暫停", en: "paused: its owner left the group" })
+            : localize(locale, { "zh-TW": "已暫停", en: "paused" });
     return localize(
       locale,
       { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" },

@@ -53,10 +53,15 @@ const StoredTask = z.object({
   failures: z.number().int().nonnegative().default(0),
   /**
    * When set, the task does not run: paused by its owner, after {@link FAILURES_TO_PAUSE} failures
-   * (`reason` says why), or because its owner `left` the group it runs in (issue 39).
+   * (`reason` says why), because the bot cannot write to its chat any more (`unreachable`), or
+   * because its owner `left` the group it runs in (issue 39).
    */
   paused: z
-    .object({ at: z.number().int(), by: z.enum(["owner", "failures", "left"]), reason: z.string().optional() })
+    .object({
+      at: z.number().int(),
+      by: z.enum(["owner", "failures", "unreachable", "left"]),
+      reason: z.string().optional(),
+    })
     .optional(),
   /** The last occurrence: when it was due and how it went. */
   last: z.object({ dueAt: z.number().int(), ok: z.boolean(), error: z.string().optional() }).optional(),

@@ -13,9 +13,9 @@ import type { Logger } from "../log.js";
 import { memoryBlock } from "../memory/notes.js";
 import { MemoryStore, memoryScopeOf } from "../memory/store.js";
 import { MEMORY_TOOL_NAME } from "../memory/tool.js";
-import type { IncomingMessage } from "../queue/incoming.js";
+import { conversationOf, type IncomingMessage } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
-import type { Settings } from "../settings/store.js";
+import { SettingsStore, type Settings } from "../settings/store.js";
 import { toolboxFor } from "../toolbox/select.js";
 import type { ToolContext } from "../toolbox/tool.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
@@ -88,6 +88,8 @@ export interface RunOptions extends Pick<
  * run starts calling the model), and with a usage store the requester's daily budgets checked
  * before every model call (`beforeModelCall`: `budgetGuard` of `src/usage/budget.ts`), so every run
  * built here, fresh, resumed after an approval or started by other code, stops at a spent budget.
+ * A conversation whose chosen model the API no longer serves gets `ANTHROPIC_MODEL` as its `model`
+ * setting (`onModelGone`), so its people are told once.
  */
 export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptions): ResumeDeps {
   const { config, redis } = parts;
@@ -103,6 +105,12 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
       : {}),
     tracer: run.tracer,
     ...(settings ? { model: settings.model } : {}),
+    // A chosen model the API no longer serves: the conversation keeps ANTHROPIC_MODEL from now on (told once).
+    onModelGone: (_gone, fallback) => {
+      new SettingsStore(redis, config, run.log)
+        .set(conversationOf(message), "model", fallback)
+        .catch((err: unknown) => run.log.warn({ err }, "could not keep the fallback model for the conversation"));
+    },
     ...(settings?.persona ? { persona: settings.persona } : {}),
     context: toolContextFor(message, {
       config,

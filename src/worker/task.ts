@@ -21,6 +21,7 @@ import { z } from "zod";
 import type { AccessStore } from "../access/store.js";
 import { localize, type Locale } from "../i18n.js";
 import { destinationOf, type Outbound } from "../outbound.js";
+import { ChatUnreachableError } from "../outbound-errors.js";
 import { PLATFORMS, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import { dueTimeOf } from "../reminders/delivery.js";
 import { occurrenceRefusal } from "../tasks/access.js";
@@ -191,6 +192,12 @@ async function runOccurrence(
     await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: why }, log, outbound);
     return "failed";
   }
+  // A chat that blocked the bot (or removed it) for good: the task pauses at once, before any model call.
+  const unreachable = await unreachableChat(outbound, message, log);
+  if (unreachable) {
+    await pauseUnreachable(parts, owner, task, unreachable, log);
+    return "paused";
+  }
   if (await ownerLeft(outbound, task, owner)) {
     await pauseForLeaver(parts, owner, task, dueAt, outbound, log);
     return "paused";
@@ -221,6 +228,10 @@ async function runOccurrence(
   );
   await done.tracer.finish();
   await redis.del(done.keys.sent, done.keys.started);
+  if (done.failure instanceof ChatUnreachableError) {
+    await pauseUnreachable(parts, owner, task, done.failure, log);
+    return "paused";
+  }
   if (done.failure !== undefined) {
     await finishOccurrence(
       parts,
@@ -368,6 +379,75 @@ async function finishOccurrence(
     else await outbound.sendAnswer(to, text);
   } catch (err) {
     log.error({ err }, "could not tell the owner that the task paused");
+  }
+}
+
+/**
+ * Whether the bot can still write to the chat of `message`: one typing indicator (no model call,
+ * nothing posted) answered by the platform with "blocked, removed, or no such chat"
+ * (`ChatUnreachableError`: Telegram 403 / 400 chat not found, Discord 50001 / 10003 / 50007).
+ * @returns that error, or undefined when the chat takes it or failed for another reason (the
+ *   occurrence then runs as usual). Never throws.
+ */
+async function unreachableChat(
+  outbound: Outbound,
+  message: IncomingMessage,
+  log: AnswerParts["log"],
+): Promise<ChatUnreachableError | undefined> {
+  try {
+    await outbound.sendTyping(destinationOf(message));
+    return undefined;
+  } catch (error) {
+    if (error instanceof ChatUnreachableError) return error;
+    log.debug({ err: error }, "the typing indicator before the occurrence failed; the occurrence runs");
+    return undefined;
+  }
+}
+
+/**
+ * A task whose chat the bot can no longer write to (the owner blocked it, the bot was removed, the
+ * chat is gone) pauses at once (`paused.by` `unreachable`; nothing more is posted in that chat) and
+ * its owner is told in a private chat when there is one the bot can reach: on Telegram the owner's
+ * private chat (its id is the user's), unless that is the unreachable chat; else the pause is
+ * logged (Discord keeps no DM channel of its users). Never throws for a failed notice (logged).
+ * @throws when Redis is unreachable (the job retries).
+ */
+async function pauseUnreachable(
+  parts: TaskParts,
+  owner: TaskOwner,
+  was: Task,
+  error: ChatUnreachableError,
+  log: AnswerParts["log"],
+): Promise<void> {
+  const task = (await getTask(parts.redis, owner, was.id, log)) ?? was;
+  const reason = "the bot cannot write to the task's chat (blocked, removed, or the chat is gone)";
+  await pauseTask(parts.redis, parts.scheduler, owner, task, { by: "unreachable", reason });
+  const dm = owner.platform === "telegram" && task.chatId !== owner.userId ? owner.userId : undefined;
+  const logged = { chatId: task.chatId, chatKind: task.chatKind, err: { message: error.message, code: error.code } };
+  if (!dm) {
+    log.warn(logged, `scheduled task paused: ${reason}; no private chat to tell its owner`);
+    return;
+  }
+  const outbound = parts.outbounds[owner.platform];
+  const locale = parts.config.BOT_LOCALE;
+  const text = localize(
+    locale,
+    {
+      "zh-TW":
+        "⏸️ 排程任務 #{id}（{what}）已暫停：我無法再傳訊到它的聊天室（被封鎖、移出，或聊天室已不存在）。用 /tasks 管理。",
+      en: "⏸️ Scheduled task #{id} ({what}) is paused: I can no longer write to its chat (blocked, removed, or the chat is gone). Manage it with /tasks.",
+    },
+    { id: task.id, what: shortInstruction(task.instruction, 40) },
+  );
+  try {
+    if (!outbound) throw new Error(`this worker has no ${owner.platform} outbound`);
+    await outbound.sendAnswer({ conversation: { platform: owner.platform, chatId: dm }, chatKind: "dm" }, text);
+    log.warn(logged, `scheduled task paused: ${reason}; its owner is told in a private chat`);
+  } catch (err) {
+    log.warn(
+      { ...logged, notice: { message: err instanceof Error ? err.message : String(err) } },
+      `scheduled task paused: ${reason}; its owner could not be told in a private chat`,
+    );
   }
 }
 

@@ -7,7 +7,9 @@ import type { AgentEvent } from "../../src/agent/contract.js";
 import { ModelUnavailableError } from "../../src/agent/errors.js";
 import { runAgent } from "../../src/agent/loop.js";
 import { testContext } from "../helpers/context.js";
-import { startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
+import { hang, startFakeAnthropic, text, toolUse, type FakeAnthropic } from "../fakes/anthropic.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
+import { waitFor } from "../worker/harness.js";
 import { calls, resetCalls, testDeps } from "./helpers.js";
 
 let fake: FakeAnthropic;
@@ -124,10 +126,71 @@ describe("streamed model calls", () => {
     expect((error as ModelUnavailableError).reason).toBe("server_error");
   });
 
-  it("without onEvent the loop does not stream (messages.create, JSON reply)", async () => {
+  it("without onEvent the call is still read as a stream (for its idle bound) and answers the same", async () => {
     fake.enqueue(text("好"));
     const outcome = await runAgent({ history: [], userText: "hi", context: testContext() }, testDeps(fake));
     expect(outcome.kind === "answer" && outcome.text).toBe("好");
-    expect(fake.requests[0]!.stream).toBeUndefined();
+    expect(fake.requests[0]!.stream).toBe(true);
+  });
+});
+
+describe("issue 38 (1): a model that stays silent without streaming (no onEvent)", () => {
+  const IDLE_SECONDS = 1;
+  const idleDeps = () => testDeps(fake, { env: { STREAM_IDLE_SECONDS: String(IDLE_SECONDS) }, timeoutMs: 120_000 });
+
+  it("a silent call is given up after STREAM_IDLE_SECONDS (not the client's timeout) and asked again: one answer", async () => {
+    fake.enqueue(hang(), text("來了"));
+    const started = Date.now();
+    const outcome = await runAgent(
+      { history: [], userText: "hi", context: testContext() },
+      { ...idleDeps(), retryUntil: Date.now() + 30_000, modelRetry: { ...TEST_MODEL_RETRY } },
+    );
+    expect(outcome.kind === "answer" && outcome.text).toBe("來了");
+    expect(fake.requests).toHaveLength(2);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(IDLE_SECONDS * 1000 - 50);
+    expect(took).toBeLessThan(IDLE_SECONDS * 1000 + 3000);
+    await waitFor(() => fake.hanging() === 0, 2000, "the silent call to be closed");
+  });
+
+  it("a model that never answers: the busy notice after busyNoticeMs, given up (exhausted) at the silent limit, long before retryUntil", async () => {
+    fake.enqueue(...Array.from({ length: 20 }, () => hang()));
+    const timing = { ...TEST_MODEL_RETRY, busyNoticeMs: 1500, silentLimitMs: 3500 };
+    const started = Date.now();
+    let noticeAt = 0;
+    const error = await runAgent(
+      { history: [], userText: "hi", context: testContext() },
+      {
+        ...idleDeps(),
+        retryUntil: Date.now() + 60_000,
+        modelRetry: timing,
+        onModelBusy: () => (noticeAt = Date.now()),
+      },
+    ).catch((e: unknown) => e);
+    const took = Date.now() - started;
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect((error as ModelUnavailableError).exhausted).toBe(true);
+    expect((error as ModelUnavailableError).silent).toBe(true);
+    expect(noticeAt - started).toBeGreaterThanOrEqual(timing.busyNoticeMs - 50);
+    expect(noticeAt - started).toBeLessThan(timing.busyNoticeMs + 1000);
+    expect(took).toBeLessThanOrEqual(timing.silentLimitMs + 500);
+    expect(fake.requests.length).toBeGreaterThanOrEqual(2);
+    await waitFor(() => fake.hanging() === 0, 2000, "the silent calls to be closed");
+  });
+
+  it("an answer that streams in for longer than busyNoticeMs shows no busy notice", async () => {
+    fake.enqueue({ ...text("慢慢寫完的回答".repeat(4)), stream: { chunkChars: 2, totalMs: 1200 } });
+    let noticed = false;
+    const outcome = await runAgent(
+      { history: [], userText: "hi", context: testContext() },
+      {
+        ...idleDeps(),
+        retryUntil: Date.now() + 30_000,
+        modelRetry: { ...TEST_MODEL_RETRY, busyNoticeMs: 300 },
+        onModelBusy: () => (noticed = true),
+      },
+    );
+    expect(outcome.kind).toBe("answer");
+    expect(noticed).toBe(false);
   });
 });

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentDeps, AgentEvent, MessageParam } from "../../src/agent/contract.js";
 import { runAgent } from "../../src/agent/loop.js";
+import { SOURCES_NOTE_HEADING } from "../../src/agent/sources.js";
 import type { ModelUsage } from "../../src/usage/store.js";
 import { serverTools } from "../../src/toolbox/server-tools.js";
 import type { Tool } from "../../src/toolbox/tool.js";
@@ -143,18 +144,32 @@ describe("web search", () => {
       const response = fake.answered.at(-1)!;
       expect(response.usage.server_tool_use).toEqual({ web_search_requests: 1, web_fetch_requests: 0 });
       expect(deps.usages).toEqual([expect.objectContaining({ web_search_requests: 1, web_fetch_requests: 0 })]);
+      // the history keeps what the person saw of the sources: the numbers, and a compact note (issue 38 item 12)
+      const note = [
+        SOURCES_NOTE_HEADING,
+        "1. 台鐵罷工 [快訊] *明天* — https://www.cna.com.tw/news/strike",
+        "2. 高鐵營運公告 — https://www.thsrc.com.tw/notice]",
+      ].join("\n");
       expect(out.messages[1]).toEqual({
         role: "assistant",
         content: [
           { type: "text", text: "我來查一下最新消息。" },
           { type: "text", text: "根據搜尋結果，" },
-          { type: "text", text: "台鐵明天起罷工三天" },
+          { type: "text", text: "台鐵明天起罷工三天 [1]" },
           { type: "text", text: "，" },
-          { type: "text", text: "高鐵照常營運。" },
+          { type: "text", text: "高鐵照常營運。 [1][2]" },
+          { type: "text", text: note },
         ],
       });
-      fake.enqueue(text("不客氣！"));
-      answer(await runAgent({ history: out.messages, userText: "謝謝", context: testContext() }, deps));
+      const perSource = Buffer.byteLength(note) / 2;
+      console.log(`sources note: ${Buffer.byteLength(note)} bytes for 2 sources (${perSource} bytes per source)`);
+      expect(perSource).toBeLessThan(150);
+      // "which site said that?" is answered from the history: the next request carries the note, no search needed
+      fake.enqueue(text("高鐵照常營運的消息來自高鐵營運公告（www.thsrc.com.tw）。"));
+      answer(await runAgent({ history: out.messages, userText: "哪個網站說高鐵照常？", context: testContext() }, deps));
+      expect(JSON.stringify(fake.requests.at(-1)!.messages)).toContain(
+        "2. 高鐵營運公告 — https://www.thsrc.com.tw/notice",
+      );
       expect(fake.rejections).toEqual([]);
     },
   );
@@ -230,7 +245,8 @@ describe("web search", () => {
       role: "assistant",
       content: [
         { type: "text", text: "我搜尋一下。" },
-        { type: "text", text: "臺北市明天停班停課。" },
+        { type: "text", text: "臺北市明天停班停課。 [1]" },
+        { type: "text", text: `${SOURCES_NOTE_HEADING}\n1. 停班停課資訊 — https://www.dgpa.gov.tw/typh]` },
       ],
     });
     fake.enqueue(text("好。"));

@@ -26,6 +26,7 @@ import {
   startFakeAnthropic,
   type FakeAnthropic,
   type FakeErrorReply,
+  type FakeHangReply,
   type FakeMessageReply,
   type FakeRequest,
 } from "../fakes/anthropic.js";
@@ -78,7 +79,7 @@ export interface StackOptions {
   /** SDK retries of a model call; default 1 (the 529 scenario stays fast). */
   modelRetries?: number;
   /** The scripted model answering requests no test queued a reply for (an error reply too, e.g. a 529 outage); default {@link scriptedModel}. */
-  model?: (request: FakeRequest) => FakeMessageReply | FakeErrorReply;
+  model?: (request: FakeRequest) => FakeMessageReply | FakeErrorReply | FakeHangReply;
   /** Options of the fake Bot API (e.g. a bot with `has_topics_enabled` for private-chat topics). */
   telegram?: FakeTelegramOptions;
   /** The adapter part's `/health` port (the worker part runs none); default none. */

@@ -418,6 +418,55 @@ it("revoked access stops a task: a revoked user's occurrence and a disabled grou
   expect(allWith(group.id, "📅 排程任務 #2")).toHaveLength(0);
 });
 
+it("issue 38 (10): a chat that blocked the bot (403) pauses its task at once, before any model call; the owner told privately, or it is logged", async () => {
+  const tg = stack.telegram;
+  const ivy = await person(9701, "Ivy");
+  const chat = tg.privateChat(ivy);
+  const group = await enabledGroup(-1009702, "封鎖群組");
+  const later = localIso(Date.now() + 3600_000);
+  await say(
+    chat,
+    ivy,
+    `call schedule_task {"instruction":"calc 1 + 1","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+  );
+  await say(
+    group,
+    ivy,
+    `call schedule_task {"instruction":"calc 2 + 2","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+  );
+  const owner = { platform: "telegram" as const, userId: "9701" };
+
+  // The owner blocked the bot: her DM task pauses without a model call; no private chat is left to tell her.
+  tg.blockBot(chat.id);
+  const calls = stack.model.requests.length;
+  expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1))).toBe("paused");
+  expect(stack.model.requests.length).toBe(calls);
+  expect(await getTask(redis, owner, 1)).toMatchObject({ paused: { by: "unreachable" }, failures: 0 });
+  expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
+  expect(
+    stack
+      .logs()
+      .filter((l) => String(l.msg).includes("no private chat to tell its owner") && l.task === "telegram:9701#1"),
+  ).toHaveLength(1);
+  // Paused: the next occurrence does not run either.
+  expect(await outcomeOf(queue, await addOccurrence(queue, owner, 1))).toBe("paused");
+  expect(stack.model.requests.length).toBe(calls);
+
+  // She unblocks it, the group removes the bot: the group task pauses, she is told in her private chat.
+  tg.unblockBot(chat.id);
+  tg.blockBot(group.id, "Forbidden: bot was kicked from the supergroup chat");
+  expect(await outcomeOf(queue, await addOccurrence(queue, owner, 2))).toBe("paused");
+  expect(stack.model.requests.length).toBe(calls);
+  expect(await getTask(redis, owner, 2)).toMatchObject({ paused: { by: "unreachable" } });
+  const told = await sentWith(chat.id, "⏸️ 排程任務 #2");
+  expect(told.text).toBe(
+    "⏸️ 排程任務 #2（calc 2 + 2）已暫停：我無法再傳訊到它的聊天室（被封鎖、移出，或聊天室已不存在）。用 /tasks 管理。",
+  );
+  tg.unblockBot(group.id);
+});
+
 it("issue 39: a group task whose owner left pauses at its next occurrence, telling admins once; admins see and cancel every task of the group", async () => {
   const tg = stack.telegram;
   const group = await enabledGroup(-1009901, "社區群組");

@@ -307,6 +307,8 @@ export class FakeTelegram {
   readonly #migrated = new Map<number, number>();
   /** Private chats whose drafts are refused ({@link refuseDrafts}). */
   readonly #draftsRefused = new Set<number>();
+  /** Private chats whose user blocked the bot (see {@link FakeTelegram.blockBot}). */
+  readonly #blockedBy = new Map<number, string>();
   /** Held long polls ended by a newer `getUpdates` (409 "terminated by other getUpdates request"): two pollers fighting. */
   conflicts = 0;
   /** Messages the bot sent, in order, with edits applied. */
@@ -502,6 +504,21 @@ export class FakeTelegram {
    */
   rateLimit(method: string, options: { retryAfter: number; forMs: number }): void {
     this.#floods.set(method, { until: Date.now() + options.forMs, retryAfter: options.retryAfter });
+  }
+
+  /**
+   * The user of the private chat `chatId` blocks the bot (or a group removes it): from now on
+   * every call naming that `chat_id` answers 403 with `description` (default `Forbidden: bot was
+   * blocked by the user`; a group's is `Forbidden: bot was kicked from the supergroup chat`), as
+   * Telegram does, until {@link unblockBot}.
+   */
+  blockBot(chatId: number, description = "Forbidden: bot was blocked by the user"): void {
+    this.#blockedBy.set(chatId, description);
+  }
+
+  /** The user of the private chat `chatId` unblocks the bot (see {@link blockBot}). */
+  unblockBot(chatId: number): void {
+    this.#blockedBy.delete(chatId);
   }
 
   /**
@@ -763,6 +780,9 @@ export class FakeTelegram {
         parameters: { retry_after: retryAfter },
       });
     }
+    const blockedChat = Number((payload as { chat_id?: unknown } | undefined)?.chat_id);
+    const blocked = method === "getUpdates" ? undefined : this.#blockedBy.get(blockedChat);
+    if (blocked !== undefined) return send(403, { ok: false, error_code: 403, description: blocked });
     const failure = this.#failures.get(method)?.shift();
     if (failure) {
       return send(failure.error_code, {

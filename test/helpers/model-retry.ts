@@ -5,6 +5,11 @@
  * notices and gives up as it does with the bot's waits, in less time. The end-to-end stack and the
  * worker harness give them to every run.
  */
-import type { ModelRetryTiming } from "../../src/agent/contract.js";
+import { MODEL_SILENT_LIMIT_MS, type ModelRetryTiming } from "../../src/agent/contract.js";
 
-export const TEST_MODEL_RETRY: ModelRetryTiming = { firstWaitMs: 200, longestWaitMs: 1000, busyNoticeMs: 2000 };
+export const TEST_MODEL_RETRY: ModelRetryTiming = {
+  firstWaitMs: 200,
+  longestWaitMs: 1000,
+  busyNoticeMs: 2000,
+  silentLimitMs: MODEL_SILENT_LIMIT_MS,
+};

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { hang } from "../fakes/anthropic.js";
+import { hang, type FakeRequest } from "../fakes/anthropic.js";
 import { LOCK_DURATION_MS, STALLED_INTERVAL_MS } from "../../src/worker/worker.js";
 import { spawnChildWorker } from "./children.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
@@ -46,5 +46,47 @@ describe("a dead worker's job", () => {
     expect(takenAt).toBeGreaterThan(0);
     expect(pickupMs).toBeLessThan(15_000);
     expect(h.output.answers()).toEqual(["echo: hello"]);
+  }, 90_000);
+
+  it("issue 38 (13): with three workers under load, the killed worker's message is taken over within 10 s", async () => {
+    h = await startHarness({ workers: 0 });
+    child = await startChildWorker(h);
+    // Every later reply takes 300 ms before its first token: the survivors stay busy with other chats.
+    const slow = (request: FakeRequest) => ({ ...todoModel(request), stream: { firstTokenMs: 300 } });
+    h.fake.enqueue(hang(), ...Array.from({ length: 80 }, () => slow));
+    await h.queue.enqueue(message("k3", "1", "hello under load"));
+    await waitFor(() => h!.fake.hanging() === 1, 30_000, "the child's model call");
+    // Two more workers (three in all), then a steady load on them: 6 chats, one message every 200 ms.
+    let takenAt = 0;
+    for (const worker of [await h.addWorker(), await h.addWorker()])
+      worker.chats.on("active", (job) => {
+        if (job.data.chatId === "k3") takenAt ||= Date.now();
+      });
+    let sent = 0;
+    const load = setInterval(() => {
+      sent += 1;
+      void h!.queue.enqueue(message(`load${sent % 6}`, `m${sent}`, `load ${sent}`));
+    }, 200);
+    try {
+      await new Promise((r) => setTimeout(r, 1000)); // the load is running when the worker dies
+      child.kill("SIGKILL");
+      const killedAt = Date.now();
+      await waitFor(
+        () => h!.output.answers().includes("echo: hello under load"),
+        30_000,
+        "the killed message's answer",
+      );
+      const recoveryMs = Date.now() - killedAt;
+      const pickupMs = takenAt - killedAt;
+      console.log(
+        `killed worker's message taken over ${pickupMs} ms and answered ${recoveryMs} ms after the kill (three workers, under load)`,
+      );
+      // Taken over within the lock (6 s) and one stalled-job check (3 s) at most; answered soon after.
+      expect(takenAt).toBeGreaterThan(0);
+      expect(pickupMs).toBeLessThan(10_000);
+      expect(recoveryMs).toBeLessThan(15_000);
+    } finally {
+      clearInterval(load);
+    }
   }, 90_000);
 });

@@ -62,13 +62,19 @@ export const PLATFORM_MODULES: Partial<Record<Platform, () => Promise<PlatformMo
   console: () => import("../adapters/console/index.js"),
   telegram: () => import("../adapters/telegram/index.js"),
   discord: () => import("../adapters/discord/index.js"),
+  line: () => import("../adapters/line/index.js"),
 };
 
-/** The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with `DISCORD_TOKEN`. */
+/**
+ * The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with
+ * `DISCORD_TOKEN`, LINE with `LINE_CHANNEL_ACCESS_TOKEN` (and `LINE_CHANNEL_SECRET`, which the
+ * configuration requires with it).
+ */
 export function enabledPlatforms(config: Config): Platform[] {
   const platforms: Platform[] = [];
   if (config.TELEGRAM_BOT_TOKEN) platforms.push("telegram");
   if (config.DISCORD_TOKEN) platforms.push("discord");
+  if (config.LINE_CHANNEL_ACCESS_TOKEN && config.LINE_CHANNEL_SECRET) platforms.push("line");
   return platforms;
 }
 
@@ -410,7 +416,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     else if (isAddressInUse(error))
       log.error(
         `start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} ` +
-          `is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`,
+          `is already in use by another process (HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
       );
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.

@@ -27,7 +27,7 @@ COPY --chown=node:node scripts/run.mjs ./scripts/run.mjs
 USER node
 EXPOSE 8080
 # 200 when Redis and the enabled platforms are connected, 503 otherwise (src/health.ts).
-# A blank HEALTH_PORT (`docker run --env-file .env` with .env.example's `HEALTH_PORT=`) means 8080
+# A blank HEALTH_PORT (`docker run --env-file .env` with `HEALTH_PORT=` in .env) means 8080
 # here, in the check and in CMD alike, so the check works whatever .env leaves blank.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HEALTH_PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

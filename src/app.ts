@@ -304,7 +304,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       });
       if (config.ACCESS_POLICY === "open")
         log.warn(
-          'ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see README, "Running a private bot")',
+          "ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see docs/access.md)",
         );
       const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
       closers.push(() => reminders.close());

@@ -1,7 +1,7 @@
 /**
  * Configuration: one zod schema over the environment.
  *
- * Every variable is documented in `.env.example`; `../shared/DESIGN.md` has the table of names.
+ * Every variable is documented in `docs/configuration.md`; `.env.example` has what a first run needs.
  * {@link loadConfig} reports every problem at once and never prints a secret's value.
  */
 import path from "node:path";
@@ -633,7 +633,7 @@ export const ConfigSchema = z.object({
   /** User turns (with their answers) a compaction keeps verbatim after the summary, 1-100. */
   COMPACT_KEEP_TURNS: int(1, 100, 6),
 
-  /** Who is served: `pairing` (default), `allowlist` or `open` (see the README, "Running a private bot"). */
+  /** Who is served: `pairing` (default), `allowlist` or `open` (see docs/access.md). */
   ACCESS_POLICY: z.enum(ACCESS_POLICIES, { message: "must be pairing, allowlist or open" }).default("pairing"),
   /** Bot admins (`telegram:<userId>`, `discord:<userId>`): always served, no rate limit or budget, admin commands. */
   ADMIN_USERS: principalList("user"),
@@ -731,7 +731,7 @@ export class ConfigError extends Error {
   constructor(problems: string[]) {
     super(
       `Invalid configuration (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  ` +
-        `- ${problems.join("\n  - ")}\nSee .env.example for every variable.`,
+        `- ${problems.join("\n  - ")}\nSee docs/configuration.md for every variable.`,
     );
     this.name = "ConfigError";
     this.problems = problems;

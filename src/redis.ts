@@ -332,7 +332,7 @@ async function warnIfNotPersistent(redis: RedisClient, log: Logger): Promise<voi
         { node },
         `Redis at ${node} keeps nothing across a restart (appendonly no, no save points): a restart or crash of Redis silently loses queued messages, ` +
           `pending approvals, todos and reminders. Turn the append-only file on (redis.conf \`appendonly yes\`, or \`CONFIG SET appendonly yes\` ` +
-          `then \`CONFIG REWRITE\`; see README, "Redis must keep its data")`,
+          `then \`CONFIG REWRITE\`; see docs/operations.md, "Redis must keep its data")`,
       );
     }
     const unknown = found.filter((f) => f.persistence === "unknown").map((f) => f.node);

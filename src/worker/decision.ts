@@ -13,17 +13,8 @@ import { UnrecoverableError, type Job } from "bullmq";
 import type { HandledDecision, TakenDecision } from "../approvals/flow.js";
 import { conversationKey } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
-import { runDeps } from "./context.js";
-import {
-  answer,
-  outboundFor,
-  runOptions,
-  withSettings,
-  type AnswerParts,
-  type AnswerState,
-  type Computed,
-  type JobAttempt,
-} from "./pipeline.js";
+import { compute } from "./compute.js";
+import { answer, outboundFor, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
 
 /**
  * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
@@ -88,23 +79,19 @@ export async function answerDecision(
   return { status: "answered", text: result && "answered" in result ? result.answered : "" };
 }
 
-/** The compute of a decision: the resumed run, with the run dependencies every answer gets (deadline, streaming, usage). */
-async function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDecision): Promise<Computed> {
+/**
+ * The compute of a decision: the one compute step (`compute.ts`) on the paused run's own history,
+ * resumed with the verdict (`ApprovalFlow.resume`) — or from the checkpoint an earlier attempt of
+ * this decision saved — with the conversation's settings as they are now (model, persona, language).
+ */
+function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDecision): Promise<Computed> {
   const flow = parts.approvals!;
   const { record } = taken;
-  // The resumed run gets the conversation's settings as they are now (model, persona, language).
-  await withSettings(parts, state, Promise.resolve());
-  const deps = runDeps(parts, record.message, { ...runOptions(parts, state), executeOnce: flow.executeOnce });
-  const { checkpoint } = state.restored;
-  if (checkpoint) {
-    state.log.info(
-      { turns: checkpoint.turns },
-      "resuming the run an earlier attempt of this decision saved before it changed data",
-    );
-    return parts.runAgent(
-      { history: record.run.history, userText: record.message.text, context: deps.context, resume: checkpoint },
-      deps,
-    );
-  }
-  return flow.resume(taken, deps);
+  return compute(parts, state, {
+    message: record.message,
+    userText: record.message.text,
+    executeOnce: flow.executeOnce,
+    history: { messages: record.run.history, resume: (deps) => flow.resume(taken, deps) },
+    resuming: "resuming the run an earlier attempt of this decision saved before it changed data",
+  });
 }

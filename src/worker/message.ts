@@ -1,29 +1,19 @@
 /**
  * A fresh message through the answer pipeline (`pipeline.ts`): its *take* (the chat inbox's entry,
- * and the outbound of its platform) and its *compute* (the message's files, the requester's
- * pending approval closed, the history read, the agent loop run — or resumed from the checkpoint
- * an earlier attempt saved before it changed data).
+ * and the outbound of its platform, the message's files, the requester's pending approval closed)
+ * and the one compute step (`compute.ts`) with the user turn it makes.
  */
 import type { Job } from "bullmq";
-import { RunStateSchema, type AgentOutcome, type MessageParam, type RunState } from "../agent/contract.js";
-import { isContextWindowExceeded, TOO_LONG_TEXT } from "../agent/errors.js";
-import { compact } from "../compaction/compactor.js";
-import type { HistoryRead } from "../history/store.js";
-import { withSummary } from "../history/summary.js";
-import { isUserTextTurn } from "../history/trim.js";
-import { localize } from "../i18n.js";
-import { decodeRecord } from "../records.js";
-import { speakerLabel } from "../prompts.js";
+import type { MessageParam } from "../agent/contract.js";
 import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import type { PendingTrace } from "../trace/tracer.js";
 import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
-import { runDeps } from "./context.js";
+import { compute, userTurnOf } from "./compute.js";
 import { readMedia } from "./media.js";
 import {
   answer,
   localeOf,
   outboundFor,
-  runOptions,
   startTrace,
   withSettings,
   type AnswerParts,
@@ -132,59 +122,17 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   if (transcript !== undefined && state.live && config.STREAMING === "on")
     state.live.push({ type: "lead", text: transcriptLine(transcript) });
   await parts.approvals?.supersedePending(message, outbound);
-  // The settings are read with the history (one write for both): a change counts from this message.
-  let before = await withSettings(parts, state, parts.history.read(state.conversation));
-  if (checkpoint)
-    state.log.info({ turns: checkpoint.turns }, "resuming the run an earlier attempt saved before it changed data");
-  const deps = runDeps(parts, media.message, {
-    ...runOptions(parts, state, media.strip),
+  return compute(parts, state, {
+    message: media.message,
+    userText: userTurnOf(media.message),
+    ...(media.blocks ? { userContent: media.blocks } : {}),
     executeOnce: parts.ledger.executeOnce,
+    strip: media.strip,
+    history: "conversation",
+    // The transcript line leads the answer (and the "too long" note).
+    lead: () => heard,
+    resuming: "resuming the run an earlier attempt saved before it changed data",
   });
-  const asked = media.message;
-  const userText = asked.chatKind === "group" ? `${speakerLabel(asked)} ${asked.text}`.trimEnd() : asked.text;
-  const run = (history: MessageParam[], resume: RunState | undefined) =>
-    parts.runAgent(
-      {
-        history,
-        userText,
-        ...(media.blocks ? { userContent: media.blocks } : {}),
-        context: deps.context,
-        ...(resume ? { resume } : {}),
-      },
-      deps,
-    );
-  let outcome: AgentOutcome;
-  try {
-    outcome = await run(withSummary(before), checkpoint);
-  } catch (error) {
-    if (!isContextWindowExceeded(error)) throw error;
-    // The request did not fit: shorten the conversation (a compaction, or the oldest turns left
-    // out of the request) and ask once more; a run saved before a write resumes from its checkpoint.
-    state.live?.push({ type: "text_dropped" });
-    const shorter = await shortenForRetry(parts, state, asked, before);
-    before = shorter.before;
-    const saved =
-      decodeRecord(RunStateSchema, await parts.redis.get(state.keys.run), "run checkpoint", state.log) ?? checkpoint;
-    try {
-      outcome = await run(shorter.history, saved);
-    } catch (again) {
-      if (!isContextWindowExceeded(again)) throw again;
-      state.log.warn(
-        "the conversation does not fit the context window even after it was shortened; the user is told to start fresh",
-      );
-      state.live?.push({ type: "text_dropped" });
-      const tooLong = localize(localeOf(parts, state), TOO_LONG_TEXT);
-      return { kind: "said", text: heard ? `${heard}\n\n${tooLong}` : tooLong };
-    }
-  }
-  if (outcome.kind === "approval") return media.stripOutcome(outcome);
-  // The transcript line leads the answer, also after a retry that shortened the conversation.
-  return {
-    ...outcome,
-    ...(heard ? { text: `${heard}\n\n${outcome.text}` } : {}),
-    messages: media.strip(outcome.messages),
-    before,
-  };
 }
 
 /** The text of a message (its string content, or its first text block); "" when it has none. */
@@ -192,50 +140,4 @@ function firstText(message: MessageParam): string {
   if (typeof message.content === "string") return message.content;
   const block = message.content.find((b) => b.type === "text");
   return block && block.type === "text" ? block.text : "";
-}
-
-/**
- * The overflow rescue: the conversation compacted now (keeping half of its user turns verbatim, at
- * most `COMPACT_KEEP_TURNS`), waiting for a compaction already running; when no compaction could
- * shorten it (nothing to summarise, the model failed), the request leaves out the older half of
- * the history instead (cut in front of a user text turn; the stored history is not changed).
- */
-async function shortenForRetry(
-  parts: AnswerParts,
-  state: AnswerState,
-  asked: IncomingMessage,
-  before: HistoryRead,
-): Promise<{ history: MessageParam[]; before: HistoryRead }> {
-  const turns = before.messages.filter(isUserTextTurn).length;
-  if (parts.compaction) {
-    const keepTurns = Math.max(1, Math.min(parts.config.COMPACT_KEEP_TURNS, Math.floor(turns / 2)));
-    try {
-      const result = await compact(
-        parts.compaction.deps,
-        {
-          conversation: state.conversation,
-          owner: { platform: asked.platform, userId: asked.userId, chatId: asked.chatId },
-          reason: "overflow",
-          keepTurns,
-        },
-        { waitMs: 30_000, signal: state.deadline.signal },
-      );
-      state.log.info(
-        { outcome: result.outcome },
-        "the request did not fit the context window; compacted before asking again",
-      );
-      if (result.outcome !== "nothing") {
-        const after = await parts.history.read(state.conversation);
-        return { history: withSummary(after), before: after };
-      }
-    } catch (error) {
-      state.log.warn(
-        { err: error },
-        "the overflow compaction failed; the older turns are left out of the request instead",
-      );
-    }
-  }
-  const starts = before.messages.flatMap((m, i) => (isUserTextTurn(m) ? [i] : []));
-  const from = starts[Math.floor(starts.length / 2)] ?? before.messages.length;
-  return { history: withSummary({ ...before, messages: before.messages.slice(from) }), before };
 }

@@ -5,14 +5,14 @@
  * take ──> restore ──> compute ──> persist ──> deliver
  *  │          │           │           │           └ streaming or chunks, sent-chunk counting, 429s waited out
  *  │          │           │           └ history append with the run tag, usage, approval prompt when paused
- *  │          │           └ the agent loop (a fresh message) or the resumed run (a decision)
+ *  │          │           └ one step for all (`compute.ts`): settings, history with summary, run deps, rescue
  *  │          └ what an earlier attempt left: start time, stored answer, sent chunks, checkpoint, streamed messages
  *  └ a chat inbox entry (`message.ts`), a decision job (`decision.ts`) or a task occurrence (`task.ts`)
  *                         fail: retry (transient, before the last attempt and the deadline) or apologise
  * ```
  *
- * A fresh message and a resumed approval differ only in *take* and *compute* (a {@link Taken}
- * carries its own compute); everything else — one deadline per answer (`ANSWER_DEADLINE_SECONDS`,
+ * A fresh message, a resumed approval and a task occurrence differ only in *take* (a {@link Taken}
+ * carries its compute: the one compute step of `compute.ts` with the take's input); everything else — one deadline per answer (`ANSWER_DEADLINE_SECONDS`,
  * from when the first attempt began, aborting the model calls and the tools), streaming with
  * `STREAMING=on`, the typing indicator, the exactly-once bookkeeping of a retried job — is written
  * once, here, over one {@link AnswerState}. A scheduled task's occurrence is a third take

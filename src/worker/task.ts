@@ -21,7 +21,6 @@ import { z } from "zod";
 import type { AccessStore } from "../access/store.js";
 import { localize, type Locale } from "../i18n.js";
 import { destinationOf, type Outbound } from "../outbound.js";
-import { speakerLabel } from "../prompts.js";
 import { PLATFORMS, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import { dueTimeOf } from "../reminders/delivery.js";
 import { occurrenceRefusal } from "../tasks/access.js";
@@ -39,13 +38,11 @@ import {
   type TaskOwner,
 } from "../tasks/store.js";
 import type { UsageStore } from "../usage/store.js";
-import { runDeps } from "./context.js";
+import { compute, userTurnOf } from "./compute.js";
 import {
   answer,
   localeOf,
   outboundFor,
-  runOptions,
-  withSettings,
   type AnswerParts,
   type AnswerState,
   type Computed,
@@ -235,31 +232,23 @@ async function runOccurrence(
 }
 
 /**
- * The compute of an occurrence: the loop on the conversation's history, the user turn marked as a
- * scheduled task (after the owner's speaker label in groups), the toolbox of the conversation —
- * or the run resumed from the checkpoint an earlier attempt saved before it changed data — with the
- * conversation's settings (model, persona, language; read with the history). The answer starts
- * with the occurrence's header (how late it is, when it is), in the conversation's language.
+ * The compute of an occurrence: the one compute step (`compute.ts`) on the conversation's history
+ * with its summary, the user turn marked as a scheduled task (after the owner's speaker label in
+ * groups), the toolbox of the conversation, the conversation's settings (model, persona, language)
+ * and the context-window rescue — or the run resumed from the checkpoint an earlier attempt saved
+ * before it changed data. The answer starts with the occurrence's header (how late it is, when it
+ * is), in the conversation's language.
  */
-async function computeTask(parts: AnswerParts, state: AnswerState, task: Task, dueAt: number): Promise<Computed> {
+function computeTask(parts: AnswerParts, state: AnswerState, task: Task, dueAt: number): Promise<Computed> {
   const { message } = state.taken;
-  const { checkpoint } = state.restored;
-  // The conversation's settings (model, persona, language) are read with the history, as for a message.
-  const before = await withSettings(parts, state, parts.history.read(state.conversation));
-  if (checkpoint)
-    state.log.info(
-      { turns: checkpoint.turns },
-      "resuming the occurrence's run an earlier attempt saved before it changed data",
-    );
-  const deps = runDeps(parts, message, { ...runOptions(parts, state), executeOnce: parts.ledger.executeOnce });
-  const userText = message.chatKind === "group" ? `${speakerLabel(message)} ${message.text}` : message.text;
-  const outcome = await parts.runAgent(
-    { history: before.messages, userText, context: deps.context, ...(checkpoint ? { resume: checkpoint } : {}) },
-    deps,
-  );
-  if (outcome.kind === "approval") return outcome;
-  const header = occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state));
-  return { ...outcome, text: `${header}\n\n${outcome.text}`, before };
+  return compute(parts, state, {
+    message,
+    userText: userTurnOf(message),
+    executeOnce: parts.ledger.executeOnce,
+    history: "conversation",
+    lead: () => occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state)),
+    resuming: "resuming the occurrence's run an earlier attempt saved before it changed data",
+  });
 }
 
 /**

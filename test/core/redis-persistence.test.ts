@@ -45,7 +45,7 @@ it("no AOF and no save points: one warning naming the node, what a restart loses
   expect(warnings[0]!.msg).toBe(
     `Redis at ${server.url} keeps nothing across a restart (appendonly no, no save points): a restart or crash of Redis silently loses queued messages, ` +
       "pending approvals, todos and reminders. Turn the append-only file on (redis.conf `appendonly yes`, or `CONFIG SET appendonly yes` then " +
-      '`CONFIG REWRITE`; see README, "Redis must keep its data")',
+      '`CONFIG REWRITE`; see docs/operations.md, "Redis must keep its data")',
   );
   // Still started: a warning, not a refusal.
   expect(records.some((r) => r.msg === "stopped")).toBe(true);

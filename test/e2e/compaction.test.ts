@@ -22,6 +22,8 @@ import { itOneRedis } from "../helpers/cluster.js";
 import { useStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS, textsOf } from "./scenarios-common.js";
 import { lastUserTyped } from "./scripted-model.js";
+import { addTask } from "../../src/tasks/store.js";
+import { addOccurrence, outcomeOf, tasksQueue } from "./tasks-helpers.js";
 
 /** Tokens the model reports per message of a chat request. */
 const TOKENS_PER_MESSAGE = 100;
@@ -45,9 +47,10 @@ const rules = {
   slow: new Map<string, number>(),
   /**
    * A chat request whose last user turn contains one of these, sent without a summary, stops with
-   * `model_context_window_exceeded` (or answers 400 "prompt is too long").
+   * `model_context_window_exceeded` (or answers 400 "prompt is too long"); `always` stops every
+   * such request, `first` only the first one (with or without a summary), then the rule is gone.
    */
-  overflow: new Map<string, "stop" | "400" | "always">(),
+  overflow: new Map<string, "stop" | "400" | "always" | "first">(),
   /** Summaries of transcripts containing one of these end with this text (a summary that echoes what people wrote). */
   tail: new Map<string, string>(),
 };
@@ -68,9 +71,10 @@ function model(request: FakeRequest): FakeMessageReply | FakeErrorReply {
     return ms > 0 ? { ...reply, stream: { firstTokenMs: ms } } : reply;
   }
   const said = lastUserTyped(request) ?? "";
-  const mode = [...rules.overflow.entries()].find(([m]) => said.includes(m))?.[1];
+  const [marker, mode] = [...rules.overflow.entries()].find(([m]) => said.includes(m)) ?? [];
   const summarised = all(request).includes(SUMMARY_OPEN);
-  if (mode === "always" || (mode && !summarised)) {
+  if (mode === "first") rules.overflow.delete(marker!);
+  if (mode === "always" || mode === "first" || (mode && !summarised)) {
     if (mode === "400")
       return {
         status: 400,
@@ -349,6 +353,51 @@ describe("compaction on Telegram", () => {
       expect(await tgAsk(dm, eve, "chat-tg5 small one")).toBe("You said: chat-tg5 small one");
     },
   );
+});
+
+describe("a scheduled task in a compacted conversation", () => {
+  it("is asked with the conversation's summary, and a context-window stop is rescued as a message's is", async () => {
+    const tg = stack.telegram;
+    const fay = tg.user(27010, "Fay");
+    const dm = tg.privateChat(fay);
+    for (let i = 1; i <= 6; i += 1) await tgAsk(dm, fay, `chat-tg10 fact ${i}`);
+    await hasSummary("telegram", String(dm.id));
+    const owner = { platform: "telegram" as const, userId: String(fay.id) };
+    const now = Date.now();
+    const task = await addTask(
+      redis,
+      owner,
+      {
+        instruction: "chat-tg10 report",
+        at: now,
+        next: now,
+        timezone: "Asia/Taipei",
+        chatId: String(dm.id),
+        chatKind: "dm",
+        userName: "Fay",
+        createdAt: now,
+      },
+      10,
+    );
+    // The occurrence's first request stops at the context window; the rescue compacts and asks once more.
+    rules.overflow.set("chat-tg10 report", "first");
+    const before = tg.sent.filter((m) => m.chatId === dm.id).length;
+    const queue = tasksQueue(redis);
+    try {
+      const jobId = await addOccurrence(queue, owner, task!.id, now);
+      expect(await outcomeOf(queue, jobId, ANSWER_TIMEOUT_MS)).toBe("answered");
+    } finally {
+      await queue.close();
+    }
+    const sent = tg.sent.filter((m) => m.chatId === dm.id).slice(before);
+    expect(sent.map((m) => m.text)).toEqual(["📅 排程任務 #1\n\nYou said: chat-tg10 report"]);
+    const [first, retry] = chatRequests("[scheduled task] chat-tg10 report");
+    // Both requests start with the summary (the first one did not before issue 37).
+    expect(textsOf(first!.messages[0]!)[0]).toContain(SUMMARY_OPEN);
+    expect(textsOf(retry!.messages[0]!)[0]).toContain(SUMMARY_OPEN);
+    expect(retry!.messages.length).toBeLessThanOrEqual(first!.messages.length);
+    expect(rules.overflow.has("chat-tg10 report")).toBe(false);
+  });
 });
 
 // --- Discord ----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * `scripts/run.mjs`, no TypeScript sources (the runtime stage of the Dockerfile). The tools load
  * from dist/tools; `npm run tools` and `npm run trace` run the compiled files; the image's CMD and
  * HEALTHCHECK, taken from the Dockerfile itself, pass with `HEALTH_PORT` blank (as
- * `docker run --env-file .env` sets it from .env.example).
+ * `docker run --env-file .env` sets it from a blank `HEALTH_PORT=` line).
  */
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";

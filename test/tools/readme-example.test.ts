@@ -1,5 +1,5 @@
 /**
- * "Adding a tool is one file": the README's `roll_dice` example, taken from README.md itself (so
+ * "Adding a tool is one file": the `roll_dice` example of docs/tools.md, taken from that page itself (so
  * the two cannot drift), saved exactly as printed into a copy of the project's `tools/` folder —
  * what a newcomer does — loads beside the shipped tools, is listed by `npm run tools`, and can be
  * called. The copy gets the example whether or not `tools/` already holds it (saving overwrites), so
@@ -18,11 +18,11 @@ import { testConfig } from "../helpers/config.js";
 import { testContext } from "../helpers/context.js";
 import { REPO_ROOT, SHIPPED_TOOLS, TOOLS_DIR } from "./load.js";
 
-/** The code block the README introduces with "save it as `tools/<file>`". */
+/** The code block docs/tools.md introduces with "save it as `tools/<file>`". */
 function readmeExample(): { file: string; code: string } {
-  const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(REPO_ROOT, "docs", "tools.md"), "utf8");
   const match = /save it as `tools\/([\w-]+\.ts)`:\s*\n+```ts\n([\s\S]*?)```/.exec(readme);
-  if (!match) throw new Error("README.md has no tool example introduced by “save it as `tools/<name>.ts`:”");
+  if (!match) throw new Error("docs/tools.md has no tool example introduced by “save it as `tools/<name>.ts`:”");
   return { file: match[1]!, code: match[2]! };
 }
 
@@ -37,7 +37,7 @@ const example = readmeExample();
 await writeFile(path.join(toolsDir, example.file), example.code);
 afterAll(() => rm(project, { recursive: true, force: true }));
 
-describe("the README's tool example", () => {
+describe("the tool example of docs/tools.md", () => {
   it("is the roll_dice tool saved as tools/roll_dice.ts", () => {
     expect(example.file).toBe("roll_dice.ts");
     expect(example.code).toContain('name: "roll_dice"');

@@ -54,7 +54,11 @@ import { toTraditional } from "./media/voice.js";
 /** What `adapters/<platform>/index.ts` exports. */
 export interface PlatformModule {
   createAdapter(config: Config, log: Logger): Adapter;
-  createOutbound(config: Config, log: Logger): Outbound;
+  /**
+   * The REST-only outbound half. `parts.redis`: the process's Redis connection, for an outbound
+   * that keeps state there (LINE: its sent message ids and monthly push count); others ignore it.
+   */
+  createOutbound(config: Config, log: Logger, parts?: { redis?: RedisClient }): Outbound;
 }
 
 /** The adapters of this build, by platform. Add a platform here (one line) when its adapter exists. */
@@ -214,7 +218,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config))
-        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
+        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log, { redis: workerRedis });
       // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
       const moveFrom = workerRedis;
       for (const outbound of Object.values(outbounds)) {
@@ -288,7 +292,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       const outboundFor = async (platform: Platform): Promise<Outbound> => {
         if (!outbounds[platform] && enabledPlatforms(config).includes(platform))
-          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log);
+          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log, { redis: producerRedis });
         const outbound = outbounds[platform];
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;

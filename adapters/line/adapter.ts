@@ -21,8 +21,9 @@ import { plainLine } from "../../src/plain-text.js";
 import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
 import { repliesToAll } from "../../src/settings/store.js";
 import { lineCall, type LineClients } from "./api.js";
-import { classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
-import { LineOutbound } from "./outbound.js";
+import { endChat, recordMember } from "./chat-end.js";
+import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
+import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
 
 /** How long a handled event id is remembered (redeliveries come within this), seconds. */
@@ -59,6 +60,7 @@ export class LineAdapter implements Adapter {
    */
   async start(context: AdapterContext): Promise<void> {
     this.#context = context;
+    if (context.redis) this.outbound.attach(context.redis);
     try {
       const info = await lineCall("getBotInfo", () => this.clients.api.getBotInfo(), { retries: 1 });
       this.#botName = plainLine(info.displayName, 64);
@@ -139,15 +141,22 @@ export class LineAdapter implements Adapter {
   async #handle(event: webhook.Event): Promise<void> {
     const context = this.#context!;
     const locale = this.config.BOT_LOCALE;
-    const decision = classifyEvent(event);
+    const quoted = await this.#quotesOwn(event);
+    const decision = classifyEvent(event, () => quoted);
     switch (decision.kind) {
       case "ignore":
         this.log.debug({ type: event.type, reason: decision.reason }, "line: event ignored");
         return;
       case "unfollow":
-      case "leave":
-        this.log.info({ chatId: decision.chatId, event: decision.kind }, "line: the bot was unfollowed or left a chat");
+      case "leave": {
+        // Like a chat a send finds unreachable: its reminders and scheduled tasks end.
+        const ended = context.redis ? await endChat(context.redis, decision, this.log) : undefined;
+        this.log.info(
+          { chatId: decision.chatId, event: decision.kind, ...ended },
+          "line: the bot can no longer write to this chat (unfollowed, or it left the group); its reminders and tasks ended",
+        );
         return;
+      }
       case "follow":
       case "join":
         await this.#reply(
@@ -211,7 +220,32 @@ export class LineAdapter implements Adapter {
     }
   }
 
+  /** Whether a text message quotes one of the bot's messages (`quotedMessageId`, looked up in Redis). */
+  async #quotesOwn(event: webhook.Event): Promise<boolean> {
+    const redis = this.#context?.redis;
+    if (event.type !== "message" || event.message.type !== "text" || !event.message.quotedMessageId || !redis)
+      return false;
+    const chat = chatOf(event.source);
+    if (!chat) return false;
+    try {
+      return await isOwnMessage(redis, chat.chatId, event.message.quotedMessageId);
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not look up a quoted message");
+      return false;
+    }
+  }
+
+  /** Records a group member who used the bot (for {@link endChat}); failures logged. */
+  async #member(at: LineBase): Promise<void> {
+    const redis = this.#context?.redis;
+    if (at.chatKind !== "group" || !redis || at.userId === at.chatId) return;
+    await recordMember(redis, at.chatId, at.userId).catch((error: unknown) =>
+      this.log.warn({ error: redact(String(error)) }, "line: could not record a group member"),
+    );
+  }
+
   async #enqueue(message: IncomingMessage): Promise<void> {
+    await this.#member(message);
     try {
       await this.#context!.enqueue(message);
     } catch (error) {
@@ -230,6 +264,7 @@ export class LineAdapter implements Adapter {
   }
 
   async #command(name: string, args: string, to: LineBase): Promise<void> {
+    await this.#member(to);
     const reply = await this.#context!.commands.runReply({
       name,
       args,

@@ -107,7 +107,7 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
     const keywords = (message.keywords ?? []).slice(0, 5).join(", ");
     if (group) return { kind: "ignore", reason: "sticker in a group" };
     if (!keywords) return { kind: "hint", reason: "sticker", message: at };
-    const parsed = IncomingMessageSchema.safeParse({ ...at, text: `[sticker: ${keywords}]` });
+    const parsed = IncomingMessageSchema.safeParse({ ...at, text: `(LINE sticker: ${keywords})` });
     return parsed.success
       ? { kind: "enqueue", message: parsed.data }
       : { kind: "hint", reason: "sticker", message: at };

@@ -6,6 +6,7 @@
 import type { Adapter } from "../../src/adapter.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
+import type { RedisClient } from "../../src/redis.js";
 import { LineAdapter } from "./adapter.js";
 import { createClients } from "./api.js";
 import { LineOutbound, type LineOutboundOptions } from "./outbound.js";
@@ -15,10 +16,18 @@ export { LineOutbound } from "./outbound.js";
 
 /**
  * The outbound half alone (REST only, no webhook), for worker-only processes.
+ * @param parts.redis - where sent message ids are recorded and push requests counted ({@link LineOutbound.attach}).
  * @throws {Error} when `LINE_CHANNEL_ACCESS_TOKEN` is not set.
  */
-export function createOutbound(config: Config, log: Logger, options: LineOutboundOptions = {}): LineOutbound {
-  return new LineOutbound(createClients(config), config, log.child({ platform: "line" }), options);
+export function createOutbound(
+  config: Config,
+  log: Logger,
+  parts: { redis?: RedisClient } = {},
+  options: LineOutboundOptions = {},
+): LineOutbound {
+  const outbound = new LineOutbound(createClients(config), config, log.child({ platform: "line" }), options);
+  if (parts.redis) outbound.attach(parts.redis);
+  return outbound;
 }
 
 /**

@@ -29,7 +29,10 @@ import type {
   SentRef,
 } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
+import type { RedisClient } from "../../src/redis.js";
+import { UsageStore } from "../../src/usage/store.js";
 import { isInvalidReplyToken, isRetryKeyAccepted, lineCall, type LineClients } from "./api.js";
+import { LineMedia } from "./media.js";
 import {
   answerChunks,
   approvalMessages,
@@ -51,10 +54,23 @@ export interface LineOutboundOptions {
   /** The clock, ms (tests); default `Date.now`. */
   now?: () => number;
   /**
-   * Told after each accepted push request (for the monthly count of `/usage`); awaited, its
-   * failure logged. Returns the pushes counted this month so far, when known.
+   * Told after each accepted push request in place of the count in Redis ({@link LineOutbound.attach});
+   * awaited, its failure logged. Returns the pushes counted this month so far, when known.
    */
   onPushed?: () => Promise<number | undefined>;
+}
+
+/** How long the ids of the bot's sent messages are kept (a quote of one addresses the bot), seconds. */
+const SENT_TTL_SECONDS = 7 * 86_400;
+
+/** The key recording that the bot sent message `messageId` in `chatId`. */
+export function sentKey(chatId: string, messageId: string): string {
+  return `line:sent:{${chatId}}:${messageId}`;
+}
+
+/** Whether `messageId` in `chatId` is one the bot sent in the last 7 days (recorded by an attached {@link LineOutbound}). */
+export async function isOwnMessage(redis: RedisClient, chatId: string, messageId: string): Promise<boolean> {
+  return (await redis.exists(sentKey(chatId, messageId))) === 1;
 }
 
 /** A reply/push target: the chat, and the reply token when the answer may still use it. */
@@ -68,11 +84,15 @@ interface Target {
 /** See the module comment. */
 export class LineOutbound implements Outbound {
   readonly platform = "line" as const;
+  /** Downloads the files of incoming messages (the content API on the data host). */
+  readonly media: LineMedia;
   /** Reply tokens this process has used (single use), with when; pruned after two minutes. */
   readonly #usedTokens = new Map<string, number>();
   /** When each chat's loading animation was last started. */
   readonly #loading = new Map<string, number>();
   readonly #now: () => number;
+  #redis: RedisClient | undefined;
+  #usage: UsageStore | undefined;
 
   constructor(
     readonly clients: LineClients,
@@ -81,6 +101,30 @@ export class LineOutbound implements Outbound {
     private readonly options: LineOutboundOptions = {},
   ) {
     this.#now = options.now ?? Date.now;
+    this.media = new LineMedia(clients);
+  }
+
+  /**
+   * Gives this outbound a Redis connection: the ids of sent messages are recorded there (a quote
+   * of one addresses the bot in a group) and push requests are counted per month (`/usage`,
+   * `LINE_PUSH_MONTHLY_LIMIT`). Without it neither is.
+   */
+  attach(redis: RedisClient): void {
+    this.#redis = redis;
+    this.#usage = new UsageStore(redis, this.config.TIMEZONE);
+  }
+
+  /** Records the bot's sent messages (failures logged: only quoting them is affected). */
+  async #remember(refs: SentRef[]): Promise<void> {
+    const redis = this.#redis;
+    if (!redis || refs.length === 0) return;
+    try {
+      const pipeline = redis.pipeline();
+      for (const ref of refs) pipeline.set(sentKey(ref.chatId, ref.messageId), "1", "EX", SENT_TTL_SECONDS);
+      await pipeline.exec();
+    } catch (error) {
+      this.log.warn({ err: error }, "line: could not record sent messages");
+    }
   }
 
   /**
@@ -119,7 +163,9 @@ export class LineOutbound implements Outbound {
           const sent = await lineCall("replyMessage", () =>
             this.clients.api.replyMessage({ replyToken: token, messages: batch }),
           );
-          refs.push(...sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id })));
+          const now = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
+          await this.#remember(now);
+          refs.push(...now);
           continue;
         } catch (error) {
           if (!isInvalidReplyToken(error)) throw error;
@@ -148,17 +194,21 @@ export class LineOutbound implements Outbound {
       return batch.map((_m, i) => ({ chatId: target.chatId, messageId: `${retryKey}:${i}` }));
     }
     metrics.pushed("line");
-    const count = await this.options.onPushed?.().catch((error: unknown) => {
-      this.log.warn({ err: error }, "line: could not count a push message");
-      return undefined;
-    });
+    const count = await (this.options.onPushed ?? (async () => this.#usage?.recordPush("line")))().catch(
+      (error: unknown) => {
+        this.log.warn({ err: error }, "line: could not count a push message");
+        return undefined;
+      },
+    );
     const limit = this.config.LINE_PUSH_MONTHLY_LIMIT;
     if (limit !== undefined && count !== undefined && count >= Math.floor(limit * 0.8))
       this.log.warn(
         { pushes: count, limit },
         "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); answers use the reply token whenever it is still valid",
       );
-    return sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
+    const refs = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
+    await this.#remember(refs);
+    return refs;
   }
 
   /** The reply token of `target` when it is fresh and not used yet (then marked used); else undefined. */

@@ -17,13 +17,20 @@ import { registry, resetMetrics } from "../../src/metrics.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 import { FakeLine, type FakeLineUser } from "../fakes/line.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { startTestRedis } from "../helpers/use-redis.js";
-import { scriptedModel } from "./scripted-model.js";
+import { listTodos } from "../../tools/todo/store.js";
+import { seedTodos } from "./approvals-helpers.js";
+import { bringForward } from "../helpers/jobs.js";
+import { listReminders } from "../../src/reminders/store.js";
+import { listTasks } from "../../src/tasks/store.js";
+import { localIso, reminderJobId, remindersQueue, secondsAhead } from "./reminders-helpers.js";
+import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
 
 let line: FakeLine;
 let model: FakeAnthropic;
@@ -34,6 +41,7 @@ let adapters: RunningBot;
 let worker: RunningBot;
 let lines: string[];
 let alice: FakeLineUser;
+let stt: FakeTranscription;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -45,8 +53,9 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   testRedis = await startTestRedis();
-  model = await startFakeAnthropic({ fallback: scriptedModel });
+  model = await startFakeAnthropic({ fallback: tasksModel });
   line = await FakeLine.start({ pushQuota: 1000 });
+  stt = await startFakeTranscription();
   const port = await freePort();
   line.webhookUrl = `http://127.0.0.1:${port}/line/webhook`;
   const captured = captureLogger("debug");
@@ -61,6 +70,8 @@ beforeAll(async () => {
     LINE_DATA_API_URL: line.dataUrl,
     LINE_WEBHOOK_PORT: String(port),
     HTTP_HOST: "127.0.0.1",
+    STT_BASE_URL: stt.base,
+    STT_API_KEY: stt.key,
     ...testRedis.env,
   });
   const { toolbox } = await loadTools({ config, log: captured.log });
@@ -96,6 +107,7 @@ afterAll(async () => {
   await redis?.quit();
   await line?.stop();
   await model?.close();
+  await stt?.close();
   await testRedis?.stop();
 });
 
@@ -201,6 +213,180 @@ it("runs /reset as a command with the reply token, without the model", async () 
     line.messagesTo(alice.userId).find((m) => m.text.includes("no earlier question")),
   );
   expect(next.via).toBe("reply");
+});
+
+it("in a group answers a mention and a quote of its own message, and ignores the rest", async () => {
+  const bob = line.user("Bob");
+  const group = line.group([alice, bob]);
+  const place = { from: bob, groupId: group };
+  await line.deliver([line.textEvent(place, "calc 6 * 7", { mention: true })]);
+  const answer = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("calculate")));
+  expect(answer.via).toBe("reply");
+  expect(answer.text).toContain("42");
+  // The speaker's name (from the group member profile) reached the model.
+  expect(JSON.stringify(model.requests.at(-1))).toContain("Bob");
+  const asked = model.requests.length;
+  await line.deliver([line.textEvent(place, "calc 1 + 1")]);
+  await new Promise((r) => setTimeout(r, 400));
+  expect(model.requests.length).toBe(asked);
+  await line.deliver([line.textEvent(place, "calc 2 + 3", { quotedMessageId: answer.id })]);
+  const quoted = await line.waitFor(() =>
+    line.messagesTo(group).find((m) => m !== answer && m.text.includes("calculate") && m.text.includes("5")),
+  );
+  expect(quoted.via).toBe("reply");
+});
+
+it("approval by postback: only the requester decides, a replayed or forged press changes nothing", async () => {
+  const bob = line.user("Bob the second");
+  const group = line.group([alice, bob]);
+  await seedTodos(redis, "line", alice.userId, ["buy milk"]);
+  const todos = async () => (await listTodos(redis, { platform: "line", userId: alice.userId })).map((t) => t.title);
+  await line.deliver([line.textEvent({ from: alice, groupId: group }, "delete #1", { mention: true })]);
+  const prompt = await line.waitFor(() =>
+    line.messagesTo(group).find((m) => m.postbacks.some((d) => d.startsWith("ap:"))),
+  );
+  expect(prompt.message.type).toBe("template");
+  const yes = prompt.postbacks.find((d) => d.endsWith(":y"))!;
+  // Bob presses: refused, nothing done.
+  await line.deliver([line.postbackEvent({ from: bob, groupId: group }, yes)]);
+  await line.waitFor(() =>
+    line
+      .messagesTo(group)
+      .find(
+        (m) =>
+          m.text.includes("Alice") && m.via === "reply" && m.at >= prompt.at && m !== prompt && !m.postbacks.length,
+      ),
+  );
+  expect(await todos()).toEqual(["buy milk"]);
+  // Alice presses: done, and the answer follows (pushed: the prompt used the message's reply token).
+  const press = line.postbackEvent({ from: alice, groupId: group }, yes);
+  await line.deliver([press]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 15_000);
+  expect(await todos()).toEqual([]);
+  // The same press redelivered, and a forged press with the same data: nothing more happens.
+  const sent = line.messagesTo(group).length;
+  await line.deliver([press], { redelivery: true });
+  await line.deliver([line.postbackEvent({ from: alice, groupId: group }, yes)]);
+  await new Promise((r) => setTimeout(r, 600));
+  expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
+  expect(line.messagesTo(group).length).toBeLessThanOrEqual(sent + 1);
+});
+
+it("/usage on LINE counts this month's push messages", async () => {
+  await line.deliver([line.textEvent(dm(alice), "/usage")]);
+  const answer = await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("LINE 推播訊息")));
+  const pushes = Number(/LINE 推播訊息（本月，整個機器人）：(\d+)/.exec(answer.text)?.[1]);
+  expect(pushes).toBeGreaterThanOrEqual(2);
+  expect(pushes).toBe(line.pushes);
+});
+
+it("voice: an audio message is fetched from the content host, transcribed and answered", async () => {
+  const audio = Buffer.concat([
+    Buffer.from("\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00", "latin1"),
+    Buffer.alloc(600, 3),
+  ]);
+  stt.say(audio, "明天台北會下雨嗎");
+  const id = line.addContent(audio, "audio/m4a");
+  await line.deliver([
+    line.messageEvent(dm(alice), { id, type: "audio", duration: 4000, contentProvider: { type: "line" } }),
+  ]);
+  const answer = await line.waitFor(
+    () => line.messagesTo(alice.userId).find((m) => m.text.includes("明天台北會下雨嗎")),
+    15_000,
+  );
+  expect(answer.text).toContain("🎤");
+  expect(answer.via).toBe("reply");
+  expect(line.calls.some((c) => c.route === "GET /v2/bot/message/{messageId}/content")).toBe(true);
+});
+
+it("a sticker is answered politely; its keywords, when sent, are read", async () => {
+  await line.deliver([
+    line.messageEvent(dm(alice), { type: "sticker", packageId: "1", stickerId: "2", stickerResourceType: "STATIC" }),
+  ]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("貼圖")));
+  await line.deliver([
+    line.messageEvent(dm(alice), {
+      type: "sticker",
+      packageId: "1",
+      stickerId: "3",
+      stickerResourceType: "STATIC",
+      keywords: ["thanks"],
+    }),
+  ]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("(LINE sticker: thanks)")));
+});
+
+it("a reminder is pushed at its time with done / snooze postbacks; done is answered with the reply token", async () => {
+  const at = secondsAhead(60);
+  await line.deliver([line.textEvent(dm(alice), `call set_reminder {"text":"drink water","at":"${localIso(at)}"}`)]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: alice.userId };
+  const [reminder] = await listReminders(redis, owner);
+  const queue = remindersQueue(redis);
+  try {
+    await bringForward(queue, reminderJobId(owner, reminder!, at));
+  } finally {
+    await queue.close();
+  }
+  const posted = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.text.includes("drink water") && m.postbacks.length > 0),
+  );
+  expect(posted.via).toBe("push");
+  expect(posted.message.type).toBe("template");
+  const done = posted.postbacks.find((d) => d.startsWith("rm:d:"))!;
+  await line.deliver([line.postbackEvent(dm(alice), done)]);
+  const closed = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.at >= posted.at && m !== posted && m.via === "reply"),
+  );
+  expect(closed.text).toMatch(/drink water|完成|done/i);
+});
+
+it("a scheduled task's occurrence is answered by push in its chat", async () => {
+  const at = secondsAhead(60);
+  await line.deliver([
+    line.textEvent(dm(alice), `call schedule_task {"instruction":"calc 2 * 21","at":"${localIso(at)}"}`),
+  ]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.startsWith("schedule_task:")));
+  const owner = { platform: "line" as const, userId: alice.userId };
+  const [task] = await listTasks(redis, owner);
+  const queue = tasksQueue(redis);
+  try {
+    await bringForward(queue, taskOccurrenceJobId(owner, task!.id, at, false));
+  } finally {
+    await queue.close();
+  }
+  const ran = await line.waitFor(
+    () => line.messagesTo(alice.userId).find((m) => m.text.includes("排程任務") && m.text.includes("42")),
+    15_000,
+  );
+  expect(ran.via).toBe("push");
+});
+
+it("unfollow ends the chat's reminders and tasks; leaving a group ends theirs in it", async () => {
+  const carol = line.user("Carol");
+  const far = localIso(Date.now() + 3600_000);
+  await line.deliver([line.textEvent(dm(carol), `call set_reminder {"text":"stretch","at":"${far}"}`)]);
+  await line.waitFor(() => line.messagesTo(carol.userId).find((m) => m.text.startsWith("set_reminder:")));
+  await line.deliver([line.textEvent(dm(carol), `call schedule_task {"instruction":"what time is it","at":"${far}"}`)]);
+  await line.waitFor(() => line.messagesTo(carol.userId).find((m) => m.text.startsWith("schedule_task:")));
+  const group = line.group([carol]);
+  await line.deliver([
+    line.textEvent({ from: carol, groupId: group }, `call set_reminder {"text":"team call","at":"${far}"}`, {
+      mention: true,
+    }),
+  ]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: carol.userId };
+  expect((await listReminders(redis, owner)).map((r) => r.text).sort()).toEqual(["stretch", "team call"]);
+
+  await line.deliver([line.plainEvent({ from: carol, groupId: group }, "leave")]);
+  await line.waitFor(async () => (await listReminders(redis, owner)).length === 1 || undefined);
+  expect((await listReminders(redis, owner)).map((r) => r.text)).toEqual(["stretch"]);
+  expect(await listTasks(redis, owner)).toHaveLength(1);
+
+  await line.deliver([line.plainEvent(dm(carol), "unfollow")]);
+  await line.waitFor(async () => (await listReminders(redis, owner)).length === 0 || undefined);
+  expect(await listTasks(redis, owner)).toEqual([]);
 });
 
 it("logs no message content and no token", () => {

@@ -29,7 +29,7 @@ beforeAll(async () => {
     LINE_API_URL: line.apiUrl,
     LINE_DATA_API_URL: line.dataUrl,
   });
-  outbound = createOutbound(config, captureLogger().log, { onPushed: async () => ++pushedCount });
+  outbound = createOutbound(config, captureLogger().log, {}, { onPushed: async () => ++pushedCount });
   bob = line.user("Bob");
 });
 

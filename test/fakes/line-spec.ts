@@ -17,6 +17,8 @@
  * `{ message: "The request body has 1 error(s)", details: [{ message, property }] }`
  * (https://developers.line.biz/en/reference/messaging-api/#error-responses).
  *
+ * The fake's own webhook bodies are checked against `webhook.yml` ({@link checkLineWebhookBody}).
+ *
  * Validators are compiled once per operation and kept across test processes (`spec-cache.ts`).
  */
 import { readFileSync } from "node:fs";
@@ -112,6 +114,7 @@ interface Route {
 }
 
 const SPEC_FILE = new URL("../fixtures/specs/line-messaging-api/messaging-api.yml", import.meta.url);
+const WEBHOOK_FILE = new URL("../fixtures/specs/line-messaging-api/webhook.yml", import.meta.url);
 const DATA_HOST = "https://api-data.line.me";
 const METHODS = ["get", "put", "post", "delete", "patch"];
 
@@ -124,9 +127,11 @@ const COMPILE_OPTIONS = {
   code: { optimize: false, source: true, formats: _`require("ajv-formats/dist/formats").fullFormats` },
 } as const;
 
-let document: Record<string, unknown> | undefined;
+const documents = new Map<string, Record<string, unknown>>();
 let routes: Route[] | undefined;
 let ajv: Ajv2020 | undefined;
+let webhookValidator: ValidateFunction | undefined;
+let webhookAjv: Ajv2020 | undefined;
 let fingerprint: string | undefined;
 const validators = new Map<string, ValidateFunction>();
 
@@ -193,7 +198,7 @@ function refused(route: string, status: number, body: Record<string, unknown>, p
 
 function loadRoutes(): Route[] {
   if (routes) return routes;
-  const paths = loadDocument().paths as Record<string, Route["item"]>;
+  const paths = loadDocument(SPEC_FILE).paths as Record<string, Route["item"]>;
   routes = Object.entries(paths).map(([template, item]) => ({
     template,
     item,
@@ -217,8 +222,25 @@ function bodyAjv(): Ajv2020 {
   if (ajv) return ajv;
   ajv = new Ajv2020(COMPILE_OPTIONS);
   addFormats(ajv);
-  ajv.addSchema(loadDocument(), "line-api");
+  ajv.addSchema(loadDocument(SPEC_FILE, "line-api"), "line-api");
   return ajv;
+}
+
+/**
+ * Checks a webhook request body the fake is about to send (its own events) against LINE's
+ * `webhook.yml` (`CallbackRequest`: `destination`, events of each type with their required fields,
+ * no field the description does not define), so the tests feed the bot only events LINE could send.
+ * @returns the problems, one line each; empty when the body is valid.
+ */
+export function checkLineWebhookBody(body: unknown): string[] {
+  if (!webhookValidator) {
+    webhookAjv = new Ajv2020(COMPILE_OPTIONS);
+    addFormats(webhookAjv);
+    webhookAjv.addSchema(loadDocument(WEBHOOK_FILE, "line-webhook"), "line-webhook");
+    webhookValidator = webhookAjv.compile({ $ref: "line-webhook#/components/schemas/CallbackRequest" });
+  }
+  if (webhookValidator(body)) return [];
+  return specProblems(webhookAjv!, webhookValidator.errors ?? []).map(problemLine);
 }
 
 /**
@@ -231,10 +253,11 @@ function bodyAjv(): Ajv2020 {
  *   any other object schema that lists its `properties` refuses others (`additionalProperties: false`);
  * - `$ref`s are made absolute (`line-api#/components/…`) so one alternative compiles on its own.
  */
-function loadDocument(): Record<string, unknown> {
-  if (document) return document;
-  const doc = parse(readFileSync(SPEC_FILE, "utf8")) as Record<string, unknown>;
-  for (const exception of LINE_SPEC_EXCEPTIONS) setAt(doc, exception.at, exception.value);
+function loadDocument(file: URL, id = "line-api"): Record<string, unknown> {
+  const cached = documents.get(file.href);
+  if (cached) return cached;
+  const doc = parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  if (file === SPEC_FILE) for (const exception of LINE_SPEC_EXCEPTIONS) setAt(doc, exception.at, exception.value);
   const schemas = (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
   const mapped = new Set<string>();
   const bases = new Set<string>();
@@ -268,8 +291,9 @@ function loadDocument(): Record<string, unknown> {
     else if (!bases.has(name)) closeObjects(schema);
   }
   closeObjects(doc.paths);
-  absoluteRefs(doc);
-  return (document = doc);
+  absoluteRefs(doc, id);
+  documents.set(file.href, doc);
+  return doc;
 }
 
 /** `additionalProperties: false` on every object schema with `properties` and no `allOf` of its own (not descending into `$ref`s). */
@@ -287,12 +311,12 @@ function closeObjects(node: unknown): void {
   for (const [key, value] of Object.entries(schema)) if (key !== "allOf") closeObjects(value);
 }
 
-function absoluteRefs(node: unknown): void {
-  if (Array.isArray(node)) return node.forEach(absoluteRefs);
+function absoluteRefs(node: unknown, id: string): void {
+  if (Array.isArray(node)) return node.forEach((item) => absoluteRefs(item, id));
   if (typeof node !== "object" || node === null) return;
   const schema = node as Record<string, unknown>;
-  if (typeof schema.$ref === "string" && schema.$ref.startsWith("#/")) schema.$ref = `line-api${schema.$ref}`;
-  for (const value of Object.values(schema)) absoluteRefs(value);
+  if (typeof schema.$ref === "string" && schema.$ref.startsWith("#/")) schema.$ref = `${id}${schema.$ref}`;
+  for (const value of Object.values(schema)) absoluteRefs(value, id);
 }
 
 function setAt(doc: Record<string, unknown>, pointer: string, value: unknown): void {

@@ -28,7 +28,7 @@
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { checkLineRequest } from "./line-spec.js";
+import { checkLineRequest, checkLineWebhookBody } from "./line-spec.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
 /** How long a reply token stays usable on the fake's clock, in ms ("about a minute"). */
@@ -210,9 +210,14 @@ export class FakeLine {
 
   /** A message event of another kind (`image`, `audio`, `file`, `sticker` …) with `message`'s fields. */
   messageEvent(place: FakeLinePlace, message: Json): Json {
+    // Text, image, video and sticker messages carry a quote token; audio, file and location ones do not (webhook.yml).
+    const quotable = ["image", "video", "sticker"].includes(String(message.type));
     return this.#event(
       place,
-      { type: "message", message: { id: String(this.#nextId++), quoteToken: randomUUID(), ...message } },
+      {
+        type: "message",
+        message: { id: String(this.#nextId++), ...(quotable ? { quoteToken: randomUUID() } : {}), ...message },
+      },
       true,
     );
   }
@@ -234,10 +239,14 @@ export class FakeLine {
    * @returns the HTTP status the bot answered.
    */
   async deliver(events: Json[], options: { redelivery?: boolean; signature?: string } = {}): Promise<number> {
-    const body = JSON.stringify({
+    const request = {
       destination: this.botUserId,
       events: events.map((e) => (options.redelivery ? { ...e, deliveryContext: { isRedelivery: true } } : e)),
-    });
+    };
+    // The fake sends only what LINE could send (webhook.yml): a test event of another shape is a test bug.
+    const problems = checkLineWebhookBody(request);
+    if (problems.length > 0) throw new Error(`FakeLine: a webhook LINE would not send:\n${problems.join("\n")}`);
+    const body = JSON.stringify(request);
     const signature = options.signature ?? createHmac("sha256", this.secret).update(body).digest("base64");
     const response = await fetch(this.webhookUrl, {
       method: "POST",

@@ -11,7 +11,7 @@ import type { Config } from "../../src/config.js";
 import { ChatUnreachableError, PlatformRefusedError } from "../../src/outbound-errors.js";
 import type { Destination } from "../../src/outbound.js";
 import { FakeLine, type FakeLineUser } from "../fakes/line.js";
-import { checkLineRequest } from "../fakes/line-spec.js";
+import { checkLineRequest, checkLineWebhookBody } from "../fakes/line-spec.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 
@@ -137,4 +137,11 @@ it("the fake refuses what LINE's OpenAPI description (and its documented limits)
     }).ok,
   ).toBe(false);
   line.takeSpecViolations();
+  // The fake's own webhooks are held to webhook.yml as well.
+  const event = line.textEvent({ from: bob }, "hi", { mention: true });
+  expect(checkLineWebhookBody({ destination: line.botUserId, events: [event] })).toEqual([]);
+  expect(checkLineWebhookBody({ destination: "bot", events: [event] })).not.toEqual([]);
+  expect(checkLineWebhookBody({ destination: line.botUserId, events: [{ ...event, timestamp: "now" }] })).not.toEqual(
+    [],
+  );
 });

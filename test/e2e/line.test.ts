@@ -182,7 +182,7 @@ it("splits a long answer at 5,000 characters, five messages per call: the reply 
   const event = line.textEvent(dm(alice), "write a lot");
   const pushesBefore = line.pushes;
   expect(await line.deliver([event])).toBe(200);
-  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("part 6")), 15_000);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("part 6")), 30_000);
   const parts = line.messagesTo(alice.userId).filter((m) => /^part \d/.test(m.text));
   expect(parts.map((m) => m.text.slice(0, 6))).toEqual([
     "part 0",
@@ -261,7 +261,7 @@ it("approval by postback: only the requester decides, a replayed or forged press
   // Alice presses: done, and the answer follows (pushed: the prompt used the message's reply token).
   const press = line.postbackEvent({ from: alice, groupId: group }, yes);
   await line.deliver([press]);
-  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 15_000);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 30_000);
   expect(await todos()).toEqual([]);
   // The same press redelivered, and a forged press with the same data: nothing more happens.
   const sent = line.messagesTo(group).length;
@@ -292,7 +292,7 @@ it("voice: an audio message is fetched from the content host, transcribed and an
   ]);
   const answer = await line.waitFor(
     () => line.messagesTo(alice.userId).find((m) => m.text.includes("明天台北會下雨嗎")),
-    15_000,
+    30_000,
   );
   expect(answer.text).toContain("🎤");
   expect(answer.via).toBe("reply");
@@ -357,7 +357,7 @@ it("a scheduled task's occurrence is answered by push in its chat", async () => 
   }
   const ran = await line.waitFor(
     () => line.messagesTo(alice.userId).find((m) => m.text.includes("排程任務") && m.text.includes("42")),
-    15_000,
+    30_000,
   );
   expect(ran.via).toBe("push");
 });

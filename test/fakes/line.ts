@@ -260,7 +260,7 @@ export class FakeLine {
   /** Polls `check` (awaited) every 10 ms until it gives a truthy value. */
   async waitFor<T>(
     check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-    timeoutMs = 10_000,
+    timeoutMs = 30_000,
     what = "condition",
   ): Promise<T> {
     const deadline = Date.now() + timeoutMs;

@@ -204,10 +204,6 @@ export type RefusalReason = "access" | "rate" | "budget" | "queue";
 
 /** The named metric functions; see the module comment. None throws. */
 export const metrics = {
-  /** A push request was accepted (LINE, counted against the monthly quota). */
-  pushed(platform: string): void {
-    pushedMessages.inc({ platform });
-  },
   /** A message reached the access gate. */
   received(message: { platform: string; chatKind: string }): void {
     messagesReceived.inc({ platform: message.platform, chat_kind: message.chatKind });
@@ -295,6 +291,10 @@ export const metrics = {
     } finally {
       workerActive.dec();
     }
+  },
+  /** A push request was accepted (LINE, counted against the monthly quota). */
+  pushed(platform: string): void {
+    pushedMessages.inc({ platform });
   },
 };
 

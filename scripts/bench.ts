@@ -109,6 +109,13 @@ function countCommands(redis: Redis): { count: number } {
   return counter;
 }
 
+/**
+ * Issue 37's figures, filled by {@link main} (the worker path at RATE msg/s: our own server-side
+ * commands and the round trips our code sent, per message, the producer's enqueue included) and
+ * by {@link gateBench} (what the access gate adds), printed together at the end.
+ */
+const cost: { worker?: { commands: number; trips: number }; gate?: { commands: number; trips: number } } = {};
+
 let peakRss = 0;
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
 
@@ -442,6 +449,7 @@ async function main() {
     `    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round ` +
       `trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`,
   );
+  cost.worker = { commands: sum(pacedOurs) / paced, trips: pacedOurClient / paced };
   console.log(
     `  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each ` +
       `chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ` +
@@ -706,10 +714,28 @@ async function gateBench(): Promise<void> {
       `${(gated.commands - bare.commands).toFixed(2)} commands, p50 ` +
       `${(gated.p50 - bare.p50).toFixed(3)} ms per message`,
   );
+  cost.gate = { commands: gated.commands - bare.commands, trips: gated.writes - bare.writes };
   await queue.close();
   redis.disconnect();
   admin.disconnect();
   await server.stop();
+}
+
+/** Prints {@link cost}: the worker path and the gate per message, beside issue 37's bounds (≤ 11 and ≤ 6 commands). */
+function printCost(): void {
+  const { worker, gate } = cost;
+  if (!worker || !gate) return;
+  console.log(`Redis cost per message at ${RATE} msg/s (issue 37: worker path ≤ 11 own commands, gate ≤ 6):`);
+  console.log(
+    `  worker path (enqueue, answer, finish): ${worker.commands.toFixed(2)} commands, ${worker.trips.toFixed(2)} round trips`,
+  );
+  console.log(
+    `  access gate (added):                  ${gate.commands.toFixed(2)} commands, ${gate.trips.toFixed(2)} round trips`,
+  );
+  console.log(
+    `  both:                                 ${(worker.commands + gate.commands).toFixed(2)} commands, ` +
+      `${(worker.trips + gate.trips).toFixed(2)} round trips`,
+  );
 }
 
 /** Memory figures of the soak worker (`process.memoryUsage()`, bytes). */
@@ -894,4 +920,5 @@ if (process.argv.includes("--cost")) {
 } else {
   await main();
   await gateBench();
+  printCost();
 }

@@ -2,12 +2,12 @@
  * The outbound half of an adapter: how a worker talks back to a platform. REST only, so a worker
  * needs no gateway connection and may run on another machine.
  */
-import { z } from "zod";
 import type { ApprovalVerdict } from "./agent/contract.js";
 import type { Locale } from "./config.js";
 import type { MediaSource } from "./media/source.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
-import type { AnswerStream, StreamOptions } from "./streaming.js";
+import type { LiveSurface } from "./streaming.js";
+import type { SentRef } from "./sent-ref.js";
 
 /**
  * Where a message of the bot goes: the conversation, what kind of chat it is, and the user's
@@ -68,11 +68,8 @@ export interface NoticeButton {
   data: string;
 }
 
-/** A message the bot sent, as the platform identifies it (decoded with this schema when read back from Redis). */
-export const SentRefSchema = z.object({ chatId: z.string().min(1), messageId: z.string().min(1) });
-
-/** See {@link SentRefSchema}. */
-export type SentRef = z.output<typeof SentRefSchema>;
+/** A message the bot sent (`src/sent-ref.ts`), re-exported for the adapters and the worker. */
+export { SentRefSchema, type SentRef } from "./sent-ref.js";
 
 /** What an approval prompt shows; the adapter renders it with buttons (and reactions on Discord). */
 export interface ApprovalPrompt {
@@ -153,11 +150,13 @@ export interface Outbound {
     options?: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
   ): Promise<SentRef[]>;
   /**
-   * Optional: opens a streamed answer to `to` (see `src/streaming.ts`): the platform decides drafts
-   * or posted-and-edited messages, throttles to `options.intervalMs` per message, and `finish`
-   * ends with exactly what {@link sendAnswer} would have sent. Never throws (nothing is sent yet).
+   * Optional: the platform calls of a streamed answer to `to` (see `src/streaming.ts`), from which
+   * the core builds the live answer (`openLiveAnswer`): an editing surface (posts and edits
+   * messages, or drafts where the chat shows them; its final chunks are exactly what
+   * {@link sendAnswer} sends) or a printing surface (a terminal: what is printed stays). Without
+   * it answers are not streamed. Never throws (nothing is sent yet).
    */
-  openStream?(to: Destination, options: StreamOptions): AnswerStream;
+  liveSurface?(to: Destination): LiveSurface;
   /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
   sendTyping(to: Destination): Promise<void>;
   /** Posts an approval prompt in the chat of `to` (a reply to `replyTo`), with approve/decline buttons. */

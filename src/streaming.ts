@@ -2,8 +2,9 @@
  * Streamed answers, platform-neutral: what the worker tells a live answer ({@link StreamEvent}),
  * how those events become the text shown while the answer is written ({@link LiveView}), and the
  * engine that shows it on a platform by posting and editing messages or by drafts, throttled,
- * and finishes with today's formatted, split answer ({@link LiveAnswer}). Each adapter supplies
- * only its platform calls (a {@link LiveSurface}).
+ * and finishes with today's formatted, split answer ({@link LiveAnswer}), and the one that prints
+ * it to a terminal ({@link PrintedAnswer}). Each adapter supplies only its platform calls (a
+ * {@link LiveSurface}: `Outbound.liveSurface`); the core builds the live answer ({@link openLiveAnswer}).
  *
  * Rules kept here for every platform:
  * - at most one update per message (or draft) per `intervalMs` (`STREAM_EDIT_INTERVAL_MS`); the
@@ -18,9 +19,11 @@
  *   a message deleted in the chat meanwhile gets its chunk posted anew (and the chunks after it
  *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
+import stringWidth from "string-width";
 import type { Logger } from "./log.js";
 import { PlatformRefusedError } from "./outbound-errors.js";
-import type { SentRef } from "./outbound.js";
+import { terminalText } from "./plain-text.js";
+import type { SentRef } from "./sent-ref.js";
 
 /**
  * What a live answer is told, in order:
@@ -47,7 +50,7 @@ export type StreamEvent =
   | { type: "tool_end"; id: string; ok: boolean }
   | { type: "tool_progress"; id: string; progress: { progress: number; total?: number; message?: string } };
 
-/** Options of a live answer (`Outbound.openStream`). */
+/** Options of a live answer ({@link openLiveAnswer}). */
 export interface StreamOptions {
   /** Least time between two updates of one message or draft, in ms (`STREAM_EDIT_INTERVAL_MS`). */
   intervalMs: number;
@@ -206,10 +209,11 @@ export function livePieces(text: string, limit: number): string[] {
 }
 
 /**
- * The platform calls of a live answer in one chat. `C` is one chunk of the platform's final
- * formatting (e.g. Telegram's `{ html, plain }`, Discord's string).
+ * The platform calls of a live answer in one chat that posts and edits messages (or drafts). `C`
+ * is one chunk of the platform's final formatting (e.g. Telegram's `{ html, plain }`, Discord's string).
  */
-export interface LiveSurface<C> {
+export interface EditingSurface<C> {
+  readonly kind: "editing";
   /** Longest live message, in UTF-16 units of plain text (Telegram 4096, Discord 2000). */
   readonly limit: number;
   /**
@@ -256,9 +260,9 @@ interface Posted {
   at: number;
 }
 
-/** The {@link AnswerStream} engine over a {@link LiveSurface} (see the module comment for its rules). */
+/** The {@link AnswerStream} engine over an {@link EditingSurface} (see the module comment for its rules). */
 export class LiveAnswer<C> implements AnswerStream {
-  readonly #surface: LiveSurface<C>;
+  readonly #surface: EditingSurface<C>;
   readonly #options: StreamOptions;
   readonly #view = new LiveView();
   readonly #posted: Posted[];
@@ -280,7 +284,7 @@ export class LiveAnswer<C> implements AnswerStream {
   #drafts: boolean;
 
   /** @param draftRefreshMs - see {@link DRAFT_REFRESH_MS} (shorter in tests). */
-  constructor(surface: LiveSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
+  constructor(surface: EditingSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
     this.#surface = surface;
     this.#options = options;
     this.#draftRefreshMs = draftRefreshMs;
@@ -484,4 +488,273 @@ export class LiveAnswer<C> implements AnswerStream {
       .onMessages?.([])
       .catch((err: unknown) => this.#options.log.warn({ err }, "could not forget the live answer messages"));
   }
+}
+
+/** The terminal the console writes to, for redrawing status lines in place. */
+export interface TerminalScreen {
+  /** Its width in columns now (`process.stdout.columns`), to count the rows a line takes. */
+  columns(): number;
+}
+
+/** The status lines of one turn's tool calls while they are on a terminal. */
+interface StatusBlock {
+  /** Printed before the first line (`bot> ` when the block starts the answer). */
+  prefix: string;
+  tools: Map<string, { activity: string; icon?: string; state: "running" | "ok" | "failed"; progress?: string }>;
+  /** Terminal rows the block takes as last drawn (0: not drawn yet). */
+  rows: number;
+}
+
+/**
+ * The platform calls of a live answer that prints (the console, `npm run chat`): what is printed
+ * stays (nothing is edited or deleted).
+ */
+export interface PrintingSurface {
+  readonly kind: "printing";
+  /** Prints text (resolves when written). */
+  write(text: string): Promise<void>;
+  /** Prints a whole answer (the outbound's `sendAnswer` to the answer's destination). */
+  sendAnswer(
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
+  ): Promise<SentRef[]>;
+  /** Set when the output is a terminal: status lines are redrawn in place. */
+  readonly screen?: TerminalScreen;
+  /**
+   * Called each time the answer ends what it printed: `true` after `finish` (the answer is on
+   * screen, its last line ended), `false` after `discard` or `pause`.
+   */
+  onEnd?(finished: boolean): void;
+  /** Called (synchronously) whenever something is handed to `write`, before it is written. */
+  onPrint?(): void;
+}
+
+/**
+ * The printing {@link AnswerStream} over a {@link PrintingSurface}: text deltas are printed as they
+ * come, after `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…`, then its
+ * outcome). What was printed cannot be taken back, so text that led into a tool call stays on
+ * screen; when the final answer begins with what was printed since the last tool, only the rest of
+ * it and a line break end it (nothing, or the sources of an answer that cites the web), else the
+ * final answer is printed in full (e.g. a note was added before it).
+ *
+ * Status lines, two ways:
+ * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
+ *   nothing printed can be changed;
+ * - to a terminal ({@link TerminalScreen}): the status lines of the tool calls between two pieces
+ *   of text form a block that is redrawn in place (carriage return, cursor up, erase down: ECMA-48
+ *   CR, CUU, ED) as calls start and end, so the screen ends with each call's final line
+ *   (`🔧 新增待辦：tea ✓`) and nothing else.
+ *
+ * Everything printed that comes from the model or a tool (deltas, activities) goes through
+ * `terminalText` first: an escape sequence in a todo's title is shown (`␛[31m`), never acted on.
+ */
+export class PrintedAnswer implements AnswerStream {
+  #printed = "";
+  #atLineStart = true;
+  #started = false;
+  #block: StatusBlock | undefined;
+  #writes: Promise<void> = Promise.resolve();
+
+  readonly #surface: PrintingSurface;
+  readonly #onVisible: (() => void) | undefined;
+  readonly screen: TerminalScreen | undefined;
+
+  /** @param options - of the options only `onVisible` applies (called once, when the first text is printed). */
+  constructor(surface: PrintingSurface, options: Pick<StreamOptions, "onVisible">) {
+    this.#surface = surface;
+    this.#onVisible = options.onVisible;
+    this.screen = surface.screen;
+  }
+
+  private write(text: string): Promise<void> {
+    return this.#surface.write(text);
+  }
+
+  private sendAnswer(
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void },
+  ): Promise<SentRef[]> {
+    return this.#surface.sendAnswer(text, options);
+  }
+
+  private onVisible(): void {
+    this.#onVisible?.();
+  }
+
+  private onEnd(finished: boolean): void {
+    this.#surface.onEnd?.(finished);
+  }
+
+  private onPrint(): void {
+    this.#surface.onPrint?.();
+  }
+
+  readonly messages: readonly SentRef[] = [];
+
+  #emit(text: string): void {
+    this.onPrint();
+    this.#writes = this.#writes.then(() => this.write(text)).catch(() => {});
+  }
+
+  /** `bot> ` when nothing of the answer was printed yet (it is then marked started), else "". */
+  #prefix(): string {
+    if (this.#started) return "";
+    this.#started = true;
+    return "bot> ";
+  }
+
+  #print(text: string): void {
+    if (text === "") return;
+    const close = this.#closeBlock();
+    const prefix = this.#prefix();
+    this.#atLineStart = text.endsWith("\n");
+    // The model's text and the tools' activities may carry terminal escapes: made harmless here.
+    this.#emit(close + prefix + terminalText(text));
+    if (prefix) this.onVisible();
+  }
+
+  push(event: StreamEvent): void {
+    switch (event.type) {
+      case "lead":
+        // The answer begins with this line (a voice message's transcript): printed once, first.
+        this.#printed += `${event.text}\n\n`;
+        this.#print(`${event.text}\n\n`);
+        break;
+      case "text":
+        this.#printed += event.text;
+        this.#print(event.text);
+        break;
+      case "text_dropped":
+        this.#printed = "";
+        break;
+      case "notice":
+        // Printed on a line of its own; it is not part of the answer (the final answer is then printed whole).
+        this.#print(`${this.#atLineStart ? "" : "\n"}${event.text}\n`);
+        this.#printed = "";
+        break;
+      case "tool_start":
+        if (this.screen) this.#drawTool(event.id, event.activity, event.icon);
+        else this.#print(`${this.#atLineStart ? "" : "\n"}${statusLine(event.activity, "running", event.icon)}`);
+        break;
+      case "tool_end":
+        if (this.screen) this.#endTool(event.id, event.ok);
+        else this.#print(` ${event.ok ? "✓" : "✗"}\n`);
+        this.#printed = "";
+        break;
+      case "tool_progress": {
+        // A terminal redraws the call's status line with it; piped output keeps one line per call.
+        const tool = this.screen ? this.#block?.tools.get(event.id) : undefined;
+        if (tool?.state === "running") {
+          tool.progress = terminalText(progressText(event.progress));
+          this.#redraw("");
+        }
+        break;
+      }
+    }
+  }
+
+  /**
+   * A terminal: adds a running call to the status block and redraws it. The block starts on a
+   * line of its own and stays open (the cursor at the end of its last line) until text or the end
+   * of the answer follows, so the calls of one turn share it even when they run one after another.
+   */
+  #drawTool(id: string, activity: string, icon?: string): void {
+    let lead = "";
+    let first = false;
+    if (!this.#block) {
+      lead = this.#atLineStart ? "" : "\n";
+      const prefix = this.#prefix();
+      first = prefix !== "";
+      this.#block = { prefix, tools: new Map(), rows: 0 };
+    }
+    this.#block.tools.set(id, { activity: terminalText(activity), ...(icon ? { icon } : {}), state: "running" });
+    this.#redraw(lead);
+    if (first) this.onVisible();
+  }
+
+  /** A terminal: marks a call ended and redraws the block with its outcome. */
+  #endTool(id: string, ok: boolean): void {
+    const tool = this.#block?.tools.get(id);
+    if (!tool) return;
+    tool.state = ok ? "ok" : "failed";
+    this.#redraw("");
+  }
+
+  /**
+   * Draws the status block over its previous drawing (after `lead`): back to its first row
+   * (carriage return, cursor up), erase to the end of the screen, then its lines anew. The rows it
+   * takes are counted with the terminal's width (a line wider than the screen wraps).
+   */
+  #redraw(lead: string): void {
+    const block = this.#block!;
+    const lines = [...block.tools.values()].map(
+      (t, i) => `${i === 0 ? block.prefix : ""}${statusLine(t.activity, t.state, t.icon, t.progress)}`,
+    );
+    const back = block.rows === 0 ? "" : `\r${block.rows > 1 ? `\x1b[${block.rows - 1}A` : ""}\x1b[J`;
+    this.#emit(lead + back + lines.join("\n"));
+    const columns = Math.max(1, this.screen!.columns());
+    block.rows = lines.reduce((rows, line) => rows + Math.max(1, Math.ceil(stringWidth(line) / columns)), 0);
+    this.#atLineStart = false;
+  }
+
+  /** Ends the open status block: returns the line break that closes it ("" when none is open). */
+  #closeBlock(): string {
+    if (!this.#block) return "";
+    this.#block = undefined;
+    this.#atLineStart = true;
+    return "\n";
+  }
+
+  async finish(
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
+    const close = this.#closeBlock();
+    if (close) this.#emit(close);
+    await this.#writes;
+    const printed = this.#printed.trim();
+    if (printed !== "" && text.trim().startsWith(printed)) {
+      // What was printed is the answer, or its start (an answer citing the web ends with its sources): only the rest follows.
+      const rest = text.trim().slice(printed.length);
+      this.#atLineStart = true;
+      await this.write(`${terminalText(rest)}\n`);
+      await options.onSent?.(0, { chatId: "console", messageId: "stream" });
+      this.onEnd(true);
+      return [];
+    }
+    if (!this.#atLineStart) await this.write("\n");
+    this.#atLineStart = true;
+    const sent = await this.sendAnswer(text, options);
+    this.onEnd(true);
+    return sent;
+  }
+
+  async discard(): Promise<void> {
+    const close = this.#closeBlock();
+    if (close) this.#emit(close);
+    await this.#writes;
+    if (!this.#atLineStart) await this.write("\n");
+    this.#atLineStart = true;
+    this.onEnd(false);
+  }
+
+  async pause(): Promise<void> {
+    await this.discard();
+  }
+}
+
+/** What an adapter gives for a live answer (`Outbound.liveSurface`): a surface that edits, or one that prints. */
+export type LiveSurface = EditingSurface<unknown> | PrintingSurface;
+
+/**
+ * Builds the live answer over an adapter's `surface`: a {@link LiveAnswer} (posts and edits, or
+ * drafts) for an editing surface, a {@link PrintedAnswer} for a printing one. Never throws
+ * (nothing is sent yet).
+ *
+ * @param draftRefreshMs - see {@link DRAFT_REFRESH_MS} (shorter in tests).
+ */
+export function openLiveAnswer(surface: LiveSurface, options: StreamOptions, draftRefreshMs?: number): AnswerStream {
+  return surface.kind === "editing"
+    ? new LiveAnswer(surface, options, draftRefreshMs)
+    : new PrintedAnswer(surface, options);
 }

@@ -26,7 +26,7 @@ import { terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
 import { conversationKeys } from "../../src/queue/keys.js";
-import type { TerminalScreen } from "./live.js";
+import type { TerminalScreen } from "../../src/streaming.js";
 import { ConsoleOutbound } from "./outbound.js";
 import type { ConsoleTerminal } from "./terminal.js";
 
@@ -43,7 +43,7 @@ export interface ConsoleAdapterOptions {
   userName?: string;
   /** Longest answer chunk in UTF-16 units (see `ConsoleOutbound`). */
   chunkChars?: number;
-  /** Set when `output` is a terminal: streamed status lines are redrawn in place (see `live.ts`). */
+  /** Set when `output` is a terminal: streamed status lines are redrawn in place (see `PrintedAnswer` of `src/streaming.ts`). */
   screen?: TerminalScreen;
   /** `npm run chat`'s terminal: lines are read from it (a line editor in a terminal) instead of from `input`. */
   terminal?: ConsoleTerminal;

@@ -8,7 +8,7 @@ import { ConsoleOutbound } from "./outbound.js";
 
 export { ConsoleAdapter, type ConsoleAdapterOptions } from "./adapter.js";
 export { ConsoleOutbound, splitText, CONSOLE_CHUNK_CHARS } from "./outbound.js";
-export type { TerminalScreen } from "./live.js";
+export type { TerminalScreen } from "../../src/streaming.js";
 export { ConsoleTerminal, PROMPT, type ConsoleTerminalOptions } from "./terminal.js";
 
 /** The console adapter on stdin/stdout, speaking `config.BOT_LOCALE`. */

@@ -10,8 +10,7 @@ import { localize } from "../../src/i18n.js";
 import { terminalText } from "../../src/plain-text.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
-import type { AnswerStream, StreamOptions } from "../../src/streaming.js";
-import { ConsoleStream, type TerminalScreen } from "./live.js";
+import type { PrintingSurface, TerminalScreen } from "../../src/streaming.js";
 
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
 export const CONSOLE_CHUNK_CHARS = 4000;
@@ -28,7 +27,7 @@ export interface ConsoleOutboundOptions {
   locale: Locale;
   /** Longest chunk in UTF-16 code units; default {@link CONSOLE_CHUNK_CHARS}. */
   chunkChars?: number;
-  /** Set when `output` is a terminal: a streamed answer's status lines are redrawn in place (see `live.ts`). */
+  /** Set when `output` is a terminal: a streamed answer's status lines are redrawn in place (see `PrintedAnswer` of `src/streaming.ts`). */
   screen?: TerminalScreen;
 }
 
@@ -104,7 +103,7 @@ export class ConsoleOutbound implements Outbound {
   readonly #closed = new Set<string>();
   /** Streamed answers that printed something and have not ended yet. */
   #live = 0;
-  /** Resolves when the streamed answer that took the screen last has ended (see {@link openStream}). */
+  /** Resolves when the streamed answer that took the screen last has ended (see {@link liveSurface}). */
   #screenFree: Promise<void> = Promise.resolve();
   /** Who waits in {@link settled} or {@link quiet}, each with the condition it waits for. */
   #waiters: { ready: () => boolean; resolve: () => void }[] = [];
@@ -192,13 +191,13 @@ export class ConsoleOutbound implements Outbound {
   }
 
   /**
-   * {@inheritDoc Outbound.openStream} Deltas are printed as they come (see `live.ts`). From its
+   * {@inheritDoc Outbound.liveSurface} Deltas are printed as they come (`PrintedAnswer`). From its
    * first write until it ends, the stream counts as live (see {@link settled}); `finish` delivers
    * the answer to `to.replyTo`. Streamed answers take turns on the screen: one that begins while
    * another is being printed (the answer resumed after `y`, and the next message's) waits until
    * that one ended, or at most {@link STREAM_TURN_MAX_WAIT_MS}, so their lines never interleave.
    */
-  openStream(to: Destination, options: StreamOptions): AnswerStream {
+  liveSurface(to: Destination): PrintingSurface {
     let live = false;
     let turn: Promise<void> = Promise.resolve();
     let release = () => {};
@@ -227,22 +226,22 @@ export class ConsoleOutbound implements Outbound {
       if (finished) this.#answered(to);
       this.#wake();
     };
-    return new ConsoleStream(
-      async (text) => {
+    return {
+      kind: "printing",
+      write: async (text) => {
         print();
         await turn;
         return this.#write(text);
       },
-      async (text, o) => {
+      sendAnswer: async (text, o) => {
         print();
         await turn;
         return this.sendAnswer(to, text, o);
       },
-      options.onVisible,
-      this.#options.screen,
-      end,
-      print,
-    );
+      ...(this.#options.screen ? { screen: this.#options.screen } : {}),
+      onEnd: end,
+      onPrint: print,
+    };
   }
 
   /** The console shows no typing indicator. */

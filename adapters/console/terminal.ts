@@ -28,7 +28,7 @@ import { createInterface, type Interface } from "node:readline";
 import { Writable } from "node:stream";
 import { stripVTControlCharacters } from "node:util";
 import stringWidth from "string-width";
-import type { TerminalScreen } from "./live.js";
+import type { TerminalScreen } from "../../src/streaming.js";
 
 /** The input prompt. */
 export const PROMPT = "> ";

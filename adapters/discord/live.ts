@@ -1,5 +1,5 @@
 /**
- * Streamed answers on Discord (the platform calls of a `LiveAnswer`, see `src/streaming.ts`): the
+ * Streamed answers on Discord (the platform calls of a live answer, an `EditingSurface`, see `src/streaming.ts`): the
  * first piece is posted (a reply in guild channels, as answers are) and then edited
  * (`PATCH /channels/{id}/messages/{id}`) as text arrives; pieces past 2000 characters continue in
  * new messages; the final edit is today's split (`splitMessage`). Discord renders the Markdown of
@@ -11,7 +11,7 @@
  */
 import type { Destination, SentRef } from "../../src/outbound.js";
 import { conversationKey } from "../../src/queue/incoming.js";
-import type { LiveSurface } from "../../src/streaming.js";
+import type { EditingSurface } from "../../src/streaming.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
@@ -31,10 +31,11 @@ export interface DiscordLiveCalls {
   liveBody(to: Destination, conversation: string, index: number, content: string): Record<string, unknown>;
 }
 
-/** The Discord {@link LiveSurface} of an answer to `to`. */
-export function discordSurface(to: Destination, calls: DiscordLiveCalls): LiveSurface<string> {
+/** The Discord {@link EditingSurface} of an answer to `to`. */
+export function discordSurface(to: Destination, calls: DiscordLiveCalls): EditingSurface<string> {
   const conversation = conversationKey(to.conversation);
   return {
+    kind: "editing",
     limit: DISCORD_MESSAGE_LIMIT,
     // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
     post: (text, index) =>

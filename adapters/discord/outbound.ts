@@ -37,7 +37,7 @@ import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText
 import { reminderBody } from "./reminder.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
-import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
+import type { EditingSurface } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
@@ -160,11 +160,11 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * {@inheritDoc Outbound.openStream} The first piece is posted (a reply in guild channels), then
+   * {@inheritDoc Outbound.liveSurface} The first piece is posted (a reply in guild channels), then
    * edited as text arrives (see `live.ts`); the final edit is today's split.
    */
-  openStream(to: Destination, options: StreamOptions): AnswerStream {
-    const surface = discordSurface(to, {
+  liveSurface(to: Destination): EditingSurface<string> {
+    return discordSurface(to, {
       post: (method, channelId, body) => this.#post(method, channelId, body),
       edit: async (method, ref, content) => {
         const route = Routes.channelMessage(ref.chatId, ref.messageId);
@@ -191,7 +191,6 @@ export class DiscordOutbound implements Outbound {
         ...(index === 0 && t.chatKind === "group" ? this.#replyTo(t) : {}),
       }),
     });
-    return new LiveAnswer(surface, options);
   }
 
   /** Triggers the typing indicator (`POST /channels/{id}/typing`; it lasts about 10 s or until the next message). */

@@ -1,5 +1,5 @@
 /**
- * Streamed answers on Telegram (the platform calls of a `LiveAnswer`, see `src/streaming.ts`):
+ * Streamed answers on Telegram (the platform calls of a live answer, an `EditingSurface` of `src/streaming.ts`):
  * - private chats show the growing text as a draft, Bot API 9.3 `sendMessageDraft`
  *   (https://core.telegram.org/bots/api#sendmessagedraft: private chats only, `draft_id`
  *   non-zero, 0-4096 characters; "changes to drafts with the same identifier are animated"), and
@@ -15,28 +15,11 @@
 import type { Api } from "grammy";
 import type { Logger } from "../../src/log.js";
 import type { Destination, SentRef } from "../../src/outbound.js";
-import type { LiveSurface } from "../../src/streaming.js";
+import type { EditingSurface } from "../../src/streaming.js";
 import { isEntityError, isNotModified, isUneditable } from "./api.js";
 import { translated } from "./errors.js";
-import type { TelegramDestination } from "./outbound.js";
+import { placement, type TelegramDestination } from "./place.js";
 import { TELEGRAM_TEXT_LIMIT, htmlToPlain, planChunks, type TelegramChunk } from "./split.js";
-
-/**
- * The send options that place a message at `to`: `reply_parameters` (with
- * `allow_sending_without_reply`, so a deleted message does not lose the answer) when it replies,
- * `message_thread_id` in a topic; empty otherwise.
- */
-export function placement(to: TelegramDestination): {
-  reply_parameters?: { message_id: number; allow_sending_without_reply: true };
-  message_thread_id?: number;
-} {
-  return {
-    ...(to.replyTo
-      ? { reply_parameters: { message_id: Number(to.replyTo), allow_sending_without_reply: true as const } }
-      : {}),
-    ...(to.threadId ? { message_thread_id: Number(to.threadId) } : {}),
-  };
-}
 
 /** How the final chunks are sent, shared with the non-streamed path (`TelegramOutbound.sendChunk`). */
 export type SendChunk = (to: TelegramDestination, chunk: TelegramChunk, index: number) => Promise<SentRef>;
@@ -50,7 +33,7 @@ export function draftId(messageId: string, piece: number): number {
 }
 
 /**
- * The Telegram {@link LiveSurface} of an answer to `to`. Its platform calls throw the core's errors
+ * The Telegram {@link EditingSurface} of an answer to `to`. Its platform calls throw the core's errors
  * (`telegramError`), as every call of the Telegram outbound does.
  */
 export function telegramSurface(
@@ -59,7 +42,7 @@ export function telegramSurface(
   dest: TelegramDestination,
   sendChunk: SendChunk,
   log: Logger,
-): LiveSurface<TelegramChunk> {
+): EditingSurface<TelegramChunk> {
   const surface = rawSurface(api, to, dest, sendChunk, log);
   const { draft } = surface;
   return {
@@ -81,7 +64,7 @@ function rawSurface(
   dest: TelegramDestination,
   sendChunk: SendChunk,
   log: Logger,
-): LiveSurface<TelegramChunk> {
+): EditingSurface<TelegramChunk> {
   const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
   const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
     try {
@@ -106,6 +89,7 @@ function rawSurface(
     }
   };
   return {
+    kind: "editing",
     limit: TELEGRAM_TEXT_LIMIT,
     ...(to.chatKind === "dm"
       ? {

@@ -16,26 +16,16 @@ import type {
   ReminderMessage,
   SentRef,
 } from "../../src/outbound.js";
-import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
+import type { ConversationRef } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
 import { chatMigrations, isEntityError, isHarmless } from "./api.js";
 import { escapeHtml } from "./html.js";
 import { translated } from "./errors.js";
 import { reminderHtml, reminderKeyboard } from "./reminder.js";
 import { TELEGRAM_TEXT_LIMIT, planChunks, visibleLength, type TelegramChunk } from "./split.js";
-import { LiveAnswer, type AnswerStream, type StreamOptions } from "../../src/streaming.js";
-import { placement, telegramSurface } from "./live.js";
-
-/** Where a message goes: the chat, and optionally the message to reply to and the forum topic. */
-export interface TelegramDestination {
-  chatId: string;
-  /** Reply to this message (groups), with `allow_sending_without_reply`. */
-  replyTo?: string;
-  /** Forum topic (`message_thread_id`). */
-  threadId?: string;
-  /** A user to mention at the start of the first message (groups; a numeric user id), see {@link mentionHtml}. */
-  mention?: { userId: string; userName: string };
-}
+import type { EditingSurface } from "../../src/streaming.js";
+import { telegramSurface } from "./live.js";
+import { placement, telegramPlace, type TelegramDestination } from "./place.js";
 
 /**
  * An inline mention of a user as Telegram HTML (`<a href="tg://user?id=…">name</a>`, which the Bot
@@ -44,29 +34,6 @@ export interface TelegramDestination {
  */
 export function mentionHtml(mention: TelegramDestination["mention"]): string {
   return mention ? `<a href="tg://user?id=${mention.userId}">${escapeHtml(mention.userName)}</a> ` : "";
-}
-
-/** Where the adapter's own reply to an incoming message goes (a command's answer, a hint): as {@link telegramPlace} of an answer to it. */
-export function replyPlace(
-  to: Pick<IncomingMessage, "chatId" | "chatKind" | "messageId" | "reply">,
-): TelegramDestination {
-  return {
-    chatId: to.chatId,
-    replyTo: to.chatKind === "group" ? to.messageId : undefined,
-    threadId: to.reply?.threadId,
-  };
-}
-
-/** Where a message to `to` goes on Telegram: a reply to `replyTo` in groups, plain in private chats; the topic when there is one. */
-export function telegramPlace(to: Destination): TelegramDestination {
-  const mention =
-    to.chatKind === "group" && to.mention && /^\d+$/.test(to.mention.userId) ? { mention: to.mention } : {};
-  return {
-    chatId: to.conversation.chatId,
-    replyTo: to.chatKind === "group" ? to.replyTo : undefined,
-    threadId: to.reply?.threadId,
-    ...mention,
-  };
 }
 
 /**
@@ -168,19 +135,16 @@ export class TelegramOutbound implements Outbound {
   }
 
   /**
-   * {@inheritDoc Outbound.openStream} Private chats: drafts (`sendMessageDraft`, Bot API 9.3), then
+   * {@inheritDoc Outbound.liveSurface} Private chats: drafts (`sendMessageDraft`, Bot API 9.3), then
    * the formatted answer as normal messages; groups: a reply edited as text arrives (see `live.ts`).
    */
-  openStream(to: Destination, options: StreamOptions): AnswerStream {
-    return new LiveAnswer(
-      telegramSurface(
-        this.api,
-        to,
-        telegramPlace(to),
-        (dest, chunk, index) => this.sendChunk(dest, chunk, index),
-        this.log,
-      ),
-      options,
+  liveSurface(to: Destination): EditingSurface<TelegramChunk> {
+    return telegramSurface(
+      this.api,
+      to,
+      telegramPlace(to),
+      (dest, chunk, index) => this.sendChunk(dest, chunk, index),
+      this.log,
     );
   }
 

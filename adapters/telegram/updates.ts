@@ -24,7 +24,8 @@ import { botCommands } from "./commands.js";
 import { escapeHtml } from "./html.js";
 import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
 import { isUnauthorized } from "./polling.js";
-import { replyPlace, type TelegramOutbound } from "./outbound.js";
+import type { TelegramOutbound } from "./outbound.js";
+import { replyPlace } from "./place.js";
 
 /** The handlers of one bot's updates; see the module comment. */
 export class TelegramUpdates {

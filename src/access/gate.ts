@@ -33,6 +33,31 @@ import { hasAccess } from "./check.js";
 import { chatPrincipals, isAdmin, userPrincipal, type AccessSubject } from "./policy.js";
 import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USER_PER_DAY } from "./store.js";
 
+/**
+ * The rate limiter's counting script (rate-limiter-flexible's `customIncrTtlLuaScript`; KEYS: the
+ * user's counter; ARGV: [1] points consumed, [2] window in seconds, [3] points allowed per window).
+ * The library's own script runs four commands per message (`SET … NX`, `INCRBY`, `PTTL`, and the
+ * script call); this one runs `INCRBY` alone below the limit, `EXPIRE` with it when the count
+ * starts a window, and `PTTL` only when the limit is passed (the wait the "slow down" answer
+ * names). Same window as the library's: it starts with a user's first message and lasts ARGV[2]
+ * seconds. Returns `{consumed, ms before the window ends}`; the ms are -1 below the limit after
+ * the window's first message (not read there: the message passes).
+ */
+const RATE_SCRIPT = `
+local consumed = redis.call('INCRBY', KEYS[1], ARGV[1])
+if consumed == tonumber(ARGV[1]) then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  return {consumed, 1000 * tonumber(ARGV[2])}
+end
+if consumed <= tonumber(ARGV[3]) then return {consumed, -1} end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -1 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  ttl = 1000 * tonumber(ARGV[2])
+end
+return {consumed, ttl}
+`;
+
 /** The gate's own words. */
 export const GATE_TEXT = {
   pairingCode: {
@@ -106,6 +131,7 @@ export class AccessGate {
       keyPrefix: "rate",
       points: deps.config.RATE_LIMIT_PER_MINUTE,
       duration: 60,
+      customIncrTtlLuaScript: RATE_SCRIPT,
     });
   }
 

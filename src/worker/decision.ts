@@ -14,7 +14,15 @@ import type { HandledDecision, TakenDecision } from "../approvals/flow.js";
 import { conversationKey } from "../queue/incoming.js";
 import { toolboxFor } from "../toolbox/select.js";
 import { compute } from "./compute.js";
-import { answer, outboundFor, type AnswerParts, type AnswerState, type Computed, type JobAttempt } from "./pipeline.js";
+import {
+  answer,
+  freshCrashed,
+  outboundFor,
+  type AnswerParts,
+  type AnswerState,
+  type Computed,
+  type JobAttempt,
+} from "./pipeline.js";
 
 /**
  * Processes one job of the `decisions` queue (its data as the decider or the expiry queued it).
@@ -42,6 +50,7 @@ export async function answerDecision(
     made: job.attemptsMade,
     allowed: job.opts.attempts ?? 1,
     resumed: job.attemptsStarted > 1,
+    freshCrashed: freshCrashed(job),
   };
   const outbound = outboundFor(parts, record.platform, attempt);
   if (!outbound) return { status: "skipped", reason: "not_current" };

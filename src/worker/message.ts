@@ -12,6 +12,7 @@ import { compute, userTurnOf } from "./compute.js";
 import { readMedia } from "./media.js";
 import {
   answer,
+  freshCrashed,
   localeOf,
   outboundFor,
   startTrace,
@@ -22,8 +23,8 @@ import {
   type JobAttempt,
 } from "./pipeline.js";
 
-/** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
-export type { RunAgent } from "./worker.js";
+/** The chat jobs (one object per attempt: BullMQ hands each attempt its own) that answered a message here already. */
+const drained = new WeakSet<object>();
 
 /** What answering one inbox entry left for the chat job's finish script. */
 export interface Answered {
@@ -55,10 +56,14 @@ export async function answerMessage(
     return { counted: false };
   }
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.
+  // The first answer of this attempt is the one a crashed first attempt was giving (`freshCrashed`).
+  const first = !drained.has(job);
+  drained.add(job);
   const attempt: JobAttempt = {
     made: job.attemptsMade,
     allowed: job.opts.attempts ?? 1,
     resumed: job.attemptsStarted > 1 || job.name !== "chat",
+    freshCrashed: first && job.name === "chat" && freshCrashed(job),
   };
   const outbound = outboundFor(parts, message.platform, attempt);
   if (!outbound) return { message, counted: false };

@@ -39,14 +39,14 @@ import type { RedisClient } from "../redis.js";
 import { pricesFor } from "../config.js";
 import type { Settings } from "../settings/store.js";
 import { priceDeltaOf } from "../usage/store.js";
-import type { AnswerStream, StreamEvent } from "../streaming.js";
+import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
-import type { WorkerDeps } from "./worker.js";
+import type { WorkerDeps } from "./deps.js";
 
 /**
  * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
@@ -83,6 +83,23 @@ export interface JobAttempt {
   allowed: number;
   /** True when an earlier attempt may have left progress (a retry, a stalled job taken over, a replacement job). */
   resumed: boolean;
+  /**
+   * True when this answer is the first of the job's second attempt and the first attempt ended
+   * with its worker process (BullMQ started it, `attemptsStarted` 2, but recorded no failure,
+   * `attemptsMade` 0): a fresh attempt writes no crash marker, so that crash is counted here
+   * ({@link freshCrashed}).
+   */
+  freshCrashed?: boolean;
+}
+
+/**
+ * Whether the job's first attempt — fresh, so it wrote no crash marker — ended with its worker
+ * process (a crash, a kill): the job is on its second start (`attemptsStarted` 2, BullMQ counts a
+ * stalled job's restart) and no failure was recorded (`attemptsMade` 0, a thrown error counts one).
+ * Only for the first answer of the attempt: that is the one the first attempt was giving.
+ */
+export function freshCrashed(job: { attemptsStarted: number; attemptsMade: number }): boolean {
+  return job.attemptsStarted === 2 && job.attemptsMade === 0;
 }
 
 /** True when this is the job's last attempt. */
@@ -234,9 +251,11 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     state.typing.stop();
     await state.live?.pause();
     // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
-    await parts.redis
-      .del(state.keys.crashes)
-      .catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
+    // A fresh attempt wrote no marker (see `beginAttempt`).
+    if (attempt.resumed)
+      await parts.redis
+        .del(state.keys.crashes)
+        .catch((err: unknown) => state.log.warn({ err }, "could not clear the answer's crash marker"));
   }
   return state;
 }
@@ -253,20 +272,21 @@ async function followMove(parts: AnswerParts, state: AnswerState): Promise<void>
 }
 
 /**
- * Marks the attempt as begun (`crashes` of the progress keys, see `progressKeys`); when earlier
- * attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their worker
- * process died with them — the answer is skipped: logged with its conversation and message id
- * (never its content) and answered with a short apology (*fail*).
+ * Marks a resumed attempt as begun (`crashes` of the progress keys, see `progressKeys`); when
+ * earlier attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their
+ * worker process died with them — the answer is skipped: logged with its conversation and message
+ * id (never its content) and answered with a short apology (*fail*).
+ *
+ * A fresh attempt (the common case) writes no marker and clears none: should its process die,
+ * BullMQ's own counts tell the next attempt ({@link JobAttempt.freshCrashed}), which then counts
+ * that crash into the marker with its own start (`INCRBY 2`).
  * @throws {CrashLoopError} to skip it; a Redis error (the job retries).
  */
 async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<void> {
+  if (!state.attempt.resumed) return;
   const key = state.keys.crashes;
-  // A fresh attempt has no earlier one to count: one SET instead of INCR + EXPIRE.
-  if (!state.attempt.resumed) {
-    await parts.redis.set(key, 1, "EX", CHECKPOINT_TTL_SECONDS);
-    return;
-  }
-  const [[, begun] = []] = (await parts.redis.multi().incr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
+  const by = state.attempt.freshCrashed ? 2 : 1;
+  const [[, begun] = []] = (await parts.redis.multi().incrby(key, by).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
   const crashes = Number(begun) - 1;
   if (crashes < CRASHES_BEFORE_SKIP) {
     if (crashes > 0)
@@ -300,7 +320,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
   const [draftsOff, resets] = await Promise.all([
-    outbound.openStream && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
+    outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
     taken.resets ?? parts.history.generation(conversation),
   ]);
   const drafts = draftsOff !== 1;
@@ -318,7 +338,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadline: new AbortController(),
     typing,
     drafts,
-    live: openLiveAnswer(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
+    live: openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
     usage: [],
     busy: false,
     stage: "computing",
@@ -356,12 +376,13 @@ async function readProgress(
 }
 
 /**
- * The live answer when the outbound can stream and streaming is on, or when an earlier attempt
+ * The live answer, built by the core over the outbound's live surface (`openLiveAnswer`), when the
+ * outbound gives one and streaming is on, or when an earlier attempt
  * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
  * retried or redelivered job edits them instead of posting a second copy.
  */
-function openLiveAnswer(
+function openLive(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
@@ -369,12 +390,12 @@ function openLiveAnswer(
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
   if (
-    !outbound.openStream ||
+    !outbound.liveSurface ||
     kind === "task" ||
     (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)
   )
     return undefined;
-  return outbound.openStream(at.to, {
+  return openLiveAnswer(outbound.liveSurface(at.to), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
     resume: at.streamed,
     drafts: at.drafts,
@@ -487,7 +508,7 @@ export function runOptions(
 function showBusy(parts: AnswerParts, state: AnswerState): void {
   if (state.busy || state.stage !== "computing") return;
   state.busy = true;
-  state.live ??= openLiveAnswer(parts, state.taken, { ...state, streamed: [] }, true);
+  state.live ??= openLive(parts, state.taken, { ...state, streamed: [] }, true);
   state.live?.push({ type: "notice", text: localize(localeOf(parts, state), MODEL_BUSY_NOTICE) });
   state.log.info("the model has been busy for a while; the user is told the bot is still trying");
 }

@@ -41,6 +41,7 @@ import type { UsageStore } from "../usage/store.js";
 import { compute, userTurnOf } from "./compute.js";
 import {
   answer,
+  freshCrashed,
   localeOf,
   outboundFor,
   type AnswerParts,
@@ -163,6 +164,7 @@ async function runOccurrence(
     made: job.attemptsMade,
     allowed: job.opts.attempts ?? 1,
     resumed: job.attemptsStarted > 1,
+    freshCrashed: freshCrashed(job),
   };
   const outbound = outboundFor(parts, owner.platform, attempt);
   if (!outbound) return "failed";

@@ -24,15 +24,10 @@
  * begins and deleted when it ends (`SET … EX`, `DEL`). The
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
-import type Anthropic from "@anthropic-ai/sdk";
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
-import type { Config } from "../config.js";
-import type { HistoryStore } from "../history/store.js";
-import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
-import type { Outbound } from "../outbound.js";
-import { IncomingMessageSchema, type IncomingMessage, type Platform } from "../queue/incoming.js";
+import { IncomingMessageSchema, type IncomingMessage } from "../queue/incoming.js";
 import {
   bullPrefix,
   CHATS_QUEUE,
@@ -44,13 +39,8 @@ import {
 } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
-import type { ToolBox } from "../toolbox/toolbox.js";
 import { UsageStore, type UsageOwner } from "../usage/store.js";
-import type { SettingsStore } from "../settings/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
-import type { RunTracer } from "../trace/tracer.js";
-import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
-import type { ApprovalFlow } from "../approvals/flow.js";
 import { CompactionStore } from "../compaction/store.js";
 import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
@@ -59,13 +49,14 @@ import { AccessStore } from "../access/store.js";
 import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
+import type { WorkerDeps } from "./deps.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
 import { answerTask, type TaskOutcome, type TaskParts } from "./task.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 
-/** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
-export type RunAgent = (request: AgentRequest, deps: AgentDeps) => Promise<AgentOutcome>;
+/** What a worker needs, and the agent loop's entry point it is given (`deps.ts`, which `pipeline.ts` reads too). */
+export type { RunAgent, WorkerDeps } from "./deps.js";
 
 /** How often the typing indicator is refreshed, in ms (it lasts about 5 s on Telegram and Discord). */
 export const TYPING_INTERVAL_MS = 4000;
@@ -93,65 +84,6 @@ export const MAX_STALLED_COUNT = CRASHES_BEFORE_SKIP;
 
 /** BullMQ's failure reason of a job that stalled more than `maxStalledCount` times. */
 const STALLED_OUT = "job stalled more than allowable limit";
-
-/** What a worker needs. */
-export interface WorkerDeps {
-  config: Config;
-  log: Logger;
-  /**
-   * Connection for BullMQ and for the inbox, history and progress keys. Must have
-   * `maxRetriesPerRequest: null` (BullMQ's guidance for workers: commands wait through an outage).
-   */
-  redis: RedisClient;
-  /**
-   * Connection for the inbox, progress keys and tools when they live on another Redis than BullMQ
-   * (the benchmark does this to count each side's commands); default `redis`. `history` must use
-   * the same Redis. Same guidance: `maxRetriesPerRequest: null`.
-   */
-  store?: RedisClient;
-  /** BullMQ key prefix (default BullMQ's `bull`). */
-  prefix?: string;
-  history: HistoryStore;
-  /** Every loaded tool; each chat gets `toolboxFor(toolbox, chat)`. */
-  toolbox: ToolBox;
-  /** The Anthropic client given to the loop. */
-  client: Anthropic;
-  /** `runAgent` from `src/agent/loop.ts`. */
-  runAgent: RunAgent;
-  /** The outbound side of every platform this worker answers on. */
-  outbounds: Partial<Record<Platform, Outbound>>;
-  /**
-   * The approval flow (`src/approvals/`): a paused run's prompt, the decision jobs, a superseded
-   * approval. Without it a dangerous call is not run and the user is told that confirmation is
-   * unavailable (nothing of the paused run is kept); decision jobs are ignored.
-   */
-  approvals?: ApprovalFlow;
-  /**
-   * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A chat job's run is
-   * handed over (`RunTracer.take`) and written by the worker's finish script, on the `store` Redis
-   * (the trace store must use that Redis); other runs are written when they end (`finish`).
-   */
-  tracerFor?: (runId: string, chat: string) => RunTracer;
-  /**
-   * Where each model response's `usage` is recorded (per user and chat, day and month); default
-   * none. Recording is awaited before the answer is sent, so `/usage` right after an answer
-   * includes it; a failed recording is logged and never holds the answer back.
-   */
-  usage?: UsageStore;
-  /** Typing refresh interval in ms; default {@link TYPING_INTERVAL_MS}. */
-  typingIntervalMs?: number;
-  /**
-   * Whether this worker compacts conversations (`src/compaction/`: requests after answers, the
-   * `compactions` queue's worker, the overflow rescue); default true. `npm run bench -- --cost`
-   * turns it off for its figures without compaction.
-   */
-  compaction?: boolean;
-  /**
-   * The conversations' settings (persona, model, language, streaming), read with the history of
-   * each answer; default none (every conversation has the defaults).
-   */
-  settings?: SettingsStore;
-}
 
 /** A running worker. */
 export interface ChatWorker {

@@ -7,6 +7,7 @@ import { text, toolUse } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { ConsoleOutbound } from "../../adapters/console/index.js";
 import { silentLogger } from "../../src/log.js";
+import { openLiveAnswer } from "../../src/streaming.js";
 import { CapturingStream, waitFor } from "../worker/harness.js";
 import { useConsoleBot } from "./harness.js";
 
@@ -29,10 +30,10 @@ it("a reminder that comes due while an answer streams is printed after the answe
   const output = new CapturingStream();
   const outbound = new ConsoleOutbound({ output, locale: "en" });
   const conversation = { platform: "console" as const, chatId: "local" };
-  const stream = outbound.openStream(
-    { conversation, chatKind: "dm", replyTo: "m1" },
-    { intervalMs: 0, log: silentLogger },
-  );
+  const stream = openLiveAnswer(outbound.liveSurface({ conversation, chatKind: "dm", replyTo: "m1" }), {
+    intervalMs: 0,
+    log: silentLogger,
+  });
   stream.push({ type: "text", text: "The weather in " });
   const reminder = outbound.sendReminder({
     conversation,
@@ -51,14 +52,14 @@ it("two streamed answers at once take turns: the second is printed once the firs
   const output = new CapturingStream();
   const outbound = new ConsoleOutbound({ output, locale: "en" });
   const conversation = { platform: "console" as const, chatId: "local" };
-  const first = outbound.openStream(
-    { conversation, chatKind: "dm", replyTo: "m1" },
-    { intervalMs: 0, log: silentLogger },
-  );
-  const second = outbound.openStream(
-    { conversation, chatKind: "dm", replyTo: "m2" },
-    { intervalMs: 0, log: silentLogger },
-  );
+  const first = openLiveAnswer(outbound.liveSurface({ conversation, chatKind: "dm", replyTo: "m1" }), {
+    intervalMs: 0,
+    log: silentLogger,
+  });
+  const second = openLiveAnswer(outbound.liveSurface({ conversation, chatKind: "dm", replyTo: "m2" }), {
+    intervalMs: 0,
+    log: silentLogger,
+  });
   first.push({ type: "text", text: "Deleted: " });
   second.push({ type: "text", text: "You live " });
   first.push({ type: "text", text: "#1 milk." });

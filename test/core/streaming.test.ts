@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import { captureLogger } from "../helpers/log.js";
-import { LiveAnswer, LiveView, livePieces, statusLine, type LiveSurface } from "../../src/streaming.js";
+import { LiveAnswer, LiveView, livePieces, statusLine, type EditingSurface } from "../../src/streaming.js";
 
 describe("LiveView", () => {
   it("shows the text as it grows, replaces text that led into a tool call by the call's status line, and keeps status lines above the answer", () => {
@@ -70,7 +70,8 @@ function recordingSurface(
   const calls: { op: string; text?: string; ref?: string; at: number }[] = [];
   let next = 1;
   const limit = options.limit ?? 100;
-  const surface: LiveSurface<string> = {
+  const surface: EditingSurface<string> = {
+    kind: "editing",
     limit,
     ...(options.drafts
       ? { draft: async (text: string) => void calls.push({ op: "draft", text, at: performance.now() }) }

@@ -129,7 +129,13 @@ export async function pressButton(
         }),
       };
     try {
-      const answer = await parts.reminders.press({ data, platform: press.platform, userId: press.userId });
+      const answer = await parts.reminders.press({
+        data,
+        platform: press.platform,
+        userId: press.userId,
+        // A group's admins may cancel any reminder of the group there (issue 39).
+        ...(press.chatKind === "group" ? { chatId: press.chatId, isGroupAdmin: press.isGroupAdmin } : {}),
+      });
       return {
         kind: "reminder",
         notice: answer.notice,
@@ -153,7 +159,14 @@ export async function pressButton(
     return { kind: "permission", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
   }
   if (kind === "task") {
-    const answer = await parts.commands.pressTask({ data, platform: press.platform, userId: press.userId, locale });
+    const answer = await parts.commands.pressTask({
+      data,
+      platform: press.platform,
+      userId: press.userId,
+      locale,
+      // A group's admins may cancel any task of the group there (issue 39).
+      ...(press.chatKind === "group" ? { chatId: press.chatId, isGroupAdmin: press.isGroupAdmin } : {}),
+    });
     return { kind: "task", notice: answer.notice, ...(answer.changed ? { dropButton: true } : {}) };
   }
   if (kind === "settings") {

@@ -1,7 +1,9 @@
 /**
  * Configuration: one zod schema over the environment.
  *
- * Every variable is documented in `docs/configuration.md`; `.env.example` has what a first run needs.
+ * Every variable is documented in `docs/configuration.md`, generated from this schema's `.describe()`
+ * texts by `npm run docs:config` (checked by `test/docs/configuration.test.ts`); `.env.example`
+ * has what a first run needs.
  * {@link loadConfig} reports every problem at once and never prints a secret's value.
  */
 import path from "node:path";
@@ -383,26 +385,50 @@ function parseModels(v: string | undefined, ctx: z.RefinementCtx): ModelChoice[]
 
 /** The zod schema over `process.env`. Use {@link loadConfig} rather than parsing with it directly. */
 export const ConfigSchema = z.object({
-  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_API_KEY: optionalString.describe(
+    "Messages API key (https://console.anthropic.com). Required where a worker runs (`npm start` with " +
+      "`ROLE` all or worker, `npm run chat`); not for `npm run chat -- --demo`.",
+  ),
   /**
    * The Messages API endpoint without `/v1` (the SDK adds `/v1/messages`): a trailing `/v1` and
    * trailing slashes are removed, so `https://api.anthropic.com/v1/` works as `https://api.anthropic.com`.
    */
-  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com").transform(
-    stripApiVersion,
-  ),
+  ANTHROPIC_BASE_URL: optionalHttpUrl("the Messages API endpoint, e.g. https://api.anthropic.com")
+    .transform(stripApiVersion)
+    .describe(
+      "Messages API endpoint (proxies, gateways): the server root, e.g. `https://api.anthropic.com`, " +
+        "without `/v1` (a trailing `/v1` is removed; the SDK adds `/v1/messages`). Unset = Anthropic's own.",
+    ),
   ANTHROPIC_MODEL: z
     .string()
     .trim()
     .min(1, { message: "must be a model id, e.g. claude-opus-5" })
-    .default("claude-opus-5"),
+    .default("claude-opus-5")
+    .describe("Model id: the model of every conversation that did not choose another (`/model`)."),
+  /**
+   * Models a conversation may choose in `/settings` and `/model`: `id` or `id=label`, comma-separated.
+   * Always holds `ANTHROPIC_MODEL` (first when `MODELS` leaves it out), the default of every
+   * conversation; unset = only `ANTHROPIC_MODEL` (the setting is then not offered).
+   */
+  MODELS: optionalString
+    .transform(parseModels)
+    .describe(
+      "Models a conversation may choose with `/model` or `/settings`: ids separated by commas, each " +
+        "optionally with a label (`claude-opus-5=Opus,claude-haiku-5=Haiku`). `ANTHROPIC_MODEL` is always one " +
+        "of them; unset = `ANTHROPIC_MODEL` only (the setting is then not offered). See " +
+        "[settings](settings.md).",
+    ),
   /** Output budget of one model call, in tokens. */
-  ANTHROPIC_MAX_TOKENS: int(256, 64000, 2048),
+  ANTHROPIC_MAX_TOKENS: int(256, 64000, 2048).describe("Output budget of one model call, in tokens (256-64000)."),
 
-  TELEGRAM_BOT_TOKEN: optionalString.refine((v) => v === undefined || /^\d+:[\w-]{20,}$/.test(v), {
-    message: "does not look like a bot token from @BotFather (digits, a colon, then letters)",
-  }),
-  TELEGRAM_API_ROOT: optionalHttpUrl("a Bot API server root, e.g. https://api.telegram.org"),
+  TELEGRAM_BOT_TOKEN: optionalString
+    .refine((v) => v === undefined || /^\d+:[\w-]{20,}$/.test(v), {
+      message: "does not look like a bot token from @BotFather (digits, a colon, then letters)",
+    })
+    .describe("Telegram bot token from @BotFather (`123456789:AA…`); unset = Telegram off."),
+  TELEGRAM_API_ROOT: optionalHttpUrl("a Bot API server root, e.g. https://api.telegram.org").describe(
+    "Bot API server root, for a self-hosted Bot API server; unset = `https://api.telegram.org`.",
+  ),
   /**
    * Public address Telegram posts updates to. `https://` (Bot API `setWebhook`: "Ports currently
    * supported for webhooks: 443, 80, 88, 8443", HTTPS only); `http://` is accepted only together
@@ -410,21 +436,29 @@ export const ConfigSchema = z.object({
    * HTTP webhook ("Using a Local Bot API Server", https://core.telegram.org/bots/api). That
    * cross-check is in {@link loadConfig}.
    */
-  TELEGRAM_WEBHOOK_URL: optionalString.refine(
-    (v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined,
-    {
+  TELEGRAM_WEBHOOK_URL: optionalString
+    .refine((v) => v === undefined || parseUrl(v, ["https:", "http:"]) !== undefined, {
       message: WEBHOOK_MESSAGE,
-    },
-  ),
+    })
+    .describe(
+      "Webhook mode instead of long polling: the public `https://` address Telegram posts updates to " +
+        "(`http://` only with a self-hosted `TELEGRAM_API_ROOT`). Unset = long polling. See " +
+        "[platforms](platforms.md).",
+    ),
   /**
    * The webhook's `secret_token` (Bot API `setWebhook`: 1-256 characters, only `A-Z`, `a-z`, `0-9`,
    * `_` and `-`). We require at least 16, so it cannot be guessed.
    */
-  TELEGRAM_WEBHOOK_SECRET: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), {
-    message:
-      "must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token), e.g. from: openssl rand -hex 24",
-  }),
-  TELEGRAM_WEBHOOK_PORT: port().default(8443),
+  TELEGRAM_WEBHOOK_SECRET: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), {
+      message:
+        "must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Bot API setWebhook secret_token), e.g. from: openssl rand -hex 24",
+    })
+    .describe(
+      "The secret Telegram sends back in `X-Telegram-Bot-Api-Secret-Token` (required with " +
+        "`TELEGRAM_WEBHOOK_URL`): 16-256 characters of `A-Z a-z 0-9 _ -`, e.g. from `openssl rand -hex 24`.",
+    ),
+  TELEGRAM_WEBHOOK_PORT: port().default(8443).describe("Local port the webhook server listens on (1-65535)."),
 
   /**
    * Bot token from the Developer Portal (Bot → Reset Token): three base64url parts joined by dots
@@ -432,77 +466,133 @@ export const ConfigSchema = z.object({
    * (https://discord.com/developers/docs/reference#authentication). Catches the usual mistakes
    * (a "Bot " prefix, the client secret, the application id or public key) before login.
    */
-  DISCORD_TOKEN: optionalString.refine((v) => v === undefined || /^[\w-]{10,}\.[\w-]{4,}\.[\w-]{10,}$/.test(v), {
-    message:
-      "does not look like a bot token from the Developer Portal (Bot → Reset Token): three parts " +
-      'of letters, digits, - and _ joined by dots, without a "Bot " prefix (not the client ' +
-      "secret, application id or public key)",
-  }),
+  DISCORD_TOKEN: optionalString
+    .refine((v) => v === undefined || /^[\w-]{10,}\.[\w-]{4,}\.[\w-]{10,}$/.test(v), {
+      message:
+        "does not look like a bot token from the Developer Portal (Bot → Reset Token): three parts " +
+        'of letters, digits, - and _ joined by dots, without a "Bot " prefix (not the client ' +
+        "secret, application id or public key)",
+    })
+    .describe(
+      "Discord bot token (Developer Portal → Bot → Reset Token): three parts joined by dots, without a `Bot " +
+        "` prefix; start-up refuses another shape without printing it. Unset = Discord off.",
+    ),
   /** REST base ending in `/api` (discord.js adds `/v10`); a trailing slash is removed. */
   DISCORD_API_URL: optionalString
     .refine((v) => v === undefined || isApiBase(v), {
       message: "must be an http:// or https:// URL ending in /api, e.g. https://discord.com/api",
     })
-    .transform((v) => v?.replace(/\/+$/, "")),
-  DISCORD_GUILD_ID: optionalString.refine((v) => v === undefined || /^\d{15,21}$/.test(v), {
-    message: "must be a guild (server) id: 15-21 digits",
-  }),
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe("Discord REST base ending in `/api` (proxies); unset = `https://discord.com/api`."),
+  DISCORD_GUILD_ID: optionalString
+    .refine((v) => v === undefined || /^\d{15,21}$/.test(v), {
+      message: "must be a guild (server) id: 15-21 digits",
+    })
+    .describe(
+      "A guild (server) id: slash commands are registered there only, at once; unset = global commands (can " +
+        "take up to an hour to appear).",
+    ),
   /**
    * Gateway shards of the bot in all, across every adapter process (discord.js `shardCount`);
    * unset = Discord's recommendation from `GET /gateway/bot`. Discord requires sharding past
    * 2,500 servers: https://discord.com/developers/docs/topics/gateway#sharding
    */
-  DISCORD_SHARD_COUNT: wholeNumber(1, 65535).optional(),
+  DISCORD_SHARD_COUNT: wholeNumber(1, 65535)
+    .optional()
+    .describe(
+      "Gateway shards in all, over every adapter process (Discord requires sharding past 2,500 servers); " +
+        "unset = Discord's recommendation, all run by this process. See [Discord " +
+        "shards](scaling.md#discord-shards).",
+    ),
   /** The shard ids this process runs (`0,1`, `0-3`, `0-3,8`), sorted; unset = every shard. Needs `DISCORD_SHARD_COUNT`. */
-  DISCORD_SHARDS: optionalString.transform(parseShardList),
+  DISCORD_SHARDS: optionalString
+    .transform(parseShardList)
+    .describe(
+      "The shard ids this process runs: `0,1`, `0-3` or `0-3,8`; needs `DISCORD_SHARD_COUNT`. Unset = all of them.",
+    ),
 
   /**
    * LINE Messaging API channel secret (LINE Developers console → the channel → Basic settings):
    * the key of the webhook's `x-line-signature` HMAC-SHA256
    * (https://developers.line.biz/en/reference/messaging-api/#signature-validation). 32 hex digits.
    */
-  LINE_CHANNEL_SECRET: optionalString.refine((v) => v === undefined || /^[0-9a-f]{32}$/i.test(v), {
-    message: "must be the channel secret from the LINE Developers console (Basic settings): 32 hex digits",
-  }),
+  LINE_CHANNEL_SECRET: optionalString
+    .refine((v) => v === undefined || /^[0-9a-f]{32}$/i.test(v), {
+      message: "must be the channel secret from the LINE Developers console (Basic settings): 32 hex digits",
+    })
+    .describe(
+      "LINE Messaging API channel secret (LINE Developers console → the channel → Basic settings; 32 hex digits): " +
+        "checks every webhook's `x-line-signature`. LINE turns on with it and `LINE_CHANNEL_ACCESS_TOKEN`. See [LINE](line.md).",
+    ),
   /**
    * LINE channel access token (long-lived, Messaging API tab → Channel access token), sent as
    * `Authorization: Bearer <token>`; LINE turns on with it and `LINE_CHANNEL_SECRET`.
    */
-  LINE_CHANNEL_ACCESS_TOKEN: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9+/=._-]{20,}$/.test(v), {
-    message:
-      "does not look like a channel access token from the LINE Developers console (Messaging API → Channel access token)",
-  }),
+  LINE_CHANNEL_ACCESS_TOKEN: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9+/=._-]{20,}$/.test(v), {
+      message:
+        "does not look like a channel access token from the LINE Developers console (Messaging API → Channel access token)",
+    })
+    .describe(
+      "LINE channel access token (long-lived: Messaging API tab → Channel access token → Issue); unset = LINE off.",
+    ),
   /** Port of the LINE webhook server (LINE posts events to the webhook URL set in the console). */
-  LINE_WEBHOOK_PORT: port().default(8444),
+  LINE_WEBHOOK_PORT: port()
+    .default(8444)
+    .describe("Local port the LINE webhook server listens on (1-65535); must differ from `HEALTH_PORT`."),
   /** Path of the LINE webhook (the path of the webhook URL set in the console), e.g. `/line/webhook`. */
   LINE_WEBHOOK_PATH: optionalString
     .refine((v) => v === undefined || /^\/[\w\-./~%]*$/.test(v), {
       message: "must be a URL path beginning with /, e.g. /line/webhook",
     })
-    .transform((v) => v ?? "/line/webhook"),
+    .transform((v) => v ?? "/line/webhook")
+    .describe(
+      "Path of the LINE webhook: the console's webhook URL is `https://<your host><LINE_WEBHOOK_PATH>` behind your HTTPS proxy.",
+    ),
   /** The Messaging API host (`https://api.line.me`); another server (a proxy, a test fake) with this. */
-  LINE_API_URL: optionalHttpUrl("the LINE Messaging API host, e.g. https://api.line.me").transform((v) =>
-    v?.replace(/\/+$/, ""),
-  ),
+  LINE_API_URL: optionalHttpUrl("the LINE Messaging API host, e.g. https://api.line.me")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe("LINE Messaging API host (a proxy); unset = `https://api.line.me`."),
   /** The host of message contents (`https://api-data.line.me`: images, audio, files). */
-  LINE_DATA_API_URL: optionalHttpUrl("the LINE content host, e.g. https://api-data.line.me").transform((v) =>
-    v?.replace(/\/+$/, ""),
-  ),
+  LINE_DATA_API_URL: optionalHttpUrl("the LINE content host, e.g. https://api-data.line.me")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe("LINE content host (message pictures, audio, files; a proxy); unset = `https://api-data.line.me`."),
   /**
    * The channel's monthly push-message quota (the plan's free messages, e.g. 200 for the
    * Communication plan in Taiwan); unset = no limit known. Near it (80 %), answers use the reply
    * token whenever it is still valid, and a log line says so.
    */
-  LINE_PUSH_MONTHLY_LIMIT: wholeNumber(1, 100_000_000).optional(),
+  LINE_PUSH_MONTHLY_LIMIT: wholeNumber(1, 100_000_000)
+    .optional()
+    .describe(
+      "The LINE channel plan's monthly push-message quota: from 80 % of it on, each push logs a warning (answers " +
+        "always use the free reply token while it is valid). Unset = unknown.",
+    ),
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
-  REDIS_URL: optionalString.transform(normalizeRedisUrl),
+  REDIS_URL: optionalString
+    .transform(normalizeRedisUrl)
+    .describe(
+      "`redis://[:password@]host:6379[/db]`, `rediss://…` or the absolute path of a unix socket. Unset = a " +
+        "local redis-server started for this folder (data in `.data/redis`). See " +
+        "[operations](operations.md#the-local-redis-server).",
+    ),
   /** Redis Cluster seed nodes instead of `REDIS_URL` (see {@link parseClusterNodes}); `tls` for `rediss://` entries. */
-  REDIS_CLUSTER_NODES: optionalString.transform(parseClusterNodes),
+  REDIS_CLUSTER_NODES: optionalString
+    .transform(parseClusterNodes)
+    .describe(
+      "A Redis Cluster instead of `REDIS_URL`: seed nodes `host:port,host:port,…` (write every entry " +
+        "`rediss://host:port` for TLS). See [Redis Cluster](scaling.md#redis-cluster).",
+    ),
   /** `AUTH` password of every node of the Redis Cluster (`REDIS_CLUSTER_NODES`). */
-  REDIS_PASSWORD: optionalString,
+  REDIS_PASSWORD: optionalString.describe(
+    "The `AUTH` password of every node of the Redis Cluster (`REDIS_CLUSTER_NODES` only).",
+  ),
 
-  CWA_API_KEY: optionalString,
+  CWA_API_KEY: optionalString.describe(
+    "Central Weather Administration open-data key (https://opendata.cwa.gov.tw, 會員 → 取得授權碼); unset = the " +
+      "weather tool is skipped.",
+  ),
   /** CWA open-data API base ending in `/api`, without a trailing slash. */
   CWA_API_BASE: z
     .string()
@@ -511,35 +601,60 @@ export const ConfigSchema = z.object({
     .refine(isApiBase, {
       message: "must be an http:// or https:// URL ending in /api, e.g. https://opendata.cwa.gov.tw/api",
     })
-    .transform((v) => v.replace(/\/+$/, "")),
+    .transform((v) => v.replace(/\/+$/, ""))
+    .describe("CWA open-data API base ending in `/api`."),
 
   DEFAULT_CITY: z
     .string()
     .trim()
     .min(1, { message: "must name one of the 22 counties and cities, e.g. 臺北市" })
-    .default("臺北市"),
+    .default("臺北市")
+    .describe(
+      "City of the weather when the user names none: one of the 22 counties and cities in any form the " +
+        "weather tool accepts (台北, 花莲县, Kaohsiung); checked at start-up, else the weather tool is skipped " +
+        "with a warning.",
+    ),
   TIMEZONE: z
     .string()
     .trim()
     .default("Asia/Taipei")
-    .refine(isTimeZone, { message: "must be an IANA time zone such as Asia/Taipei" }),
-  BOT_LOCALE: z.enum(LOCALES, { message: `must be one of ${LOCALES.join(", ")}` }).default("zh-TW"),
+    .refine(isTimeZone, { message: "must be an IANA time zone such as Asia/Taipei" })
+    .describe("IANA time zone of dates and times, reminders, tasks and the days of the budgets."),
+  BOT_LOCALE: z
+    .enum(LOCALES, { message: `must be one of ${LOCALES.join(", ")}` })
+    .default("zh-TW")
+    .describe(
+      "Language of the bot's own messages (command replies, prompts, apologies): `zh-TW` or `en`. The model " +
+        "answers in the user's language; a conversation can choose its own in `/settings`.",
+    ),
 
-  MAX_TURNS: int(1, 50, 10),
+  MAX_TURNS: int(1, 50, 10).describe("Most model calls for one answer (1-50)."),
   /**
    * `on`: requests offer the Messages API's web search server tool (run by the API, billed per
    * search; answers cite their sources); `off`: not offered.
    * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool
    */
-  WEB_SEARCH: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  WEB_SEARCH: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("on")
+    .describe(
+      "`on`: the model may search the web with the Messages API's own web search (no extra key; billed per " +
+        "search), and answers end with their sources as links; `off`: not offered. See [web " +
+        "search](web-search.md).",
+    ),
   /** Most web searches the model may make in one model call (the tool's `max_uses`), 1-20. */
-  WEB_SEARCH_MAX_USES: int(1, 20, 3),
+  WEB_SEARCH_MAX_USES: int(1, 20, 3).describe("Most web searches in one model call (1-20)."),
   /**
    * `on`: requests offer the Messages API's web fetch server tool, so the model can read a page
    * the user linked; `off` (default): not offered.
    * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool
    */
-  WEB_FETCH: z.enum(["on", "off"], { message: "must be on or off" }).default("off"),
+  WEB_FETCH: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "`on`: the model may read a page or PDF the user linked (the Messages API's web fetch); `off`: not offered.",
+    ),
   /**
    * `on` (default): requests offer the Messages API's memory tool (`memory_20250818`, run by the
    * bot on the scope's files under `/memories`: the speaker's personal memory in a private chat,
@@ -547,29 +662,58 @@ export const ConfigSchema = z.object({
    * no memory tool, no memory in requests (what is stored stays). See `src/memory/`.
    * Source: https://platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool
    */
-  MEMORY: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  MEMORY: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("on")
+    .describe(
+      "`on`: the bot keeps lasting facts with the Messages API's memory tool, per person in private chats " +
+        "and per group in groups; `off`: no memory tool and no memory in requests (what is stored stays). See " +
+        "[memory](memory.md).",
+    ),
   /** Most bytes of memory per scope (UTF-8 bytes of every file's path and text), 1024 to 262144; a write past it is refused with a tool error. */
-  MEMORY_MAX_BYTES: int(1024, 262_144, 16_384),
+  MEMORY_MAX_BYTES: int(1024, 262_144, 16_384).describe(
+    "Most bytes of memory per person or group (UTF-8 bytes of every file's path and text), 1024-262144; a " +
+      "write past it is refused and the model told how much room is left.",
+  ),
   /** `on`: answers are streamed into the chat as the model writes them; `off`: sent when complete. */
-  STREAMING: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
+  STREAMING: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("on")
+    .describe(
+      "`on`: answers appear while the model writes them; `off`: sent when complete. A conversation can turn " +
+        "it off for itself in `/settings`.",
+    ),
   /**
    * Least time between two edits (or drafts) of one streamed message, in ms (100-10000). The final
    * answer may show up to one interval after the model finishes (its edit waits out the interval
    * of the message's last edit), hence the low maximum.
    */
-  STREAM_EDIT_INTERVAL_MS: int(100, 10_000, 1000),
+  STREAM_EDIT_INTERVAL_MS: int(100, 10_000, 1000).describe(
+    "Least time between two edits (or drafts) of one streamed message, in ms (100-10000). The final " +
+      "answer may appear up to one interval after the model finishes.",
+  ),
   /**
    * Seconds one answer may take, from when the worker starts on the message to its delivery (model calls, tools, 429
    * waits); then the user gets a short apology.
    */
-  ANSWER_DEADLINE_SECONDS: int(2, 3600, 180),
+  ANSWER_DEADLINE_SECONDS: int(2, 3600, 180).describe(
+    "Seconds one answer may take (model calls, tools, waiting out a platform's 429 `retry_after`), " +
+      "2-3600; past it the model call is aborted, the user gets a short apology and the conversation moves " +
+      "on. See [one deadline per answer](internals.md#one-deadline-per-answer).",
+  ),
   /**
    * Seconds a streamed model call may stay silent (1-600): before its first event (the first byte)
    * and between two events. Past it the connection counts as lost and the call is retried like
    * any broken stream, within `ANSWER_DEADLINE_SECONDS`.
    */
-  STREAM_IDLE_SECONDS: int(1, 600, 30),
-  CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300),
+  STREAM_IDLE_SECONDS: int(1, 600, 30).describe(
+    "Seconds a streamed model call may stay silent (before its first event, or between two events), " +
+      "1-600; past it the connection counts as lost and the call is retried, within " +
+      "`ANSWER_DEADLINE_SECONDS`.",
+  ),
+  CONFIRM_TIMEOUT_SECONDS: int(5, 86400, 300).describe(
+    "How long an approval prompt stays open, in seconds (5-86400). See [approvals](approvals.md).",
+  ),
   /**
    * Days an "always allow" grant lasts (requester × tool × conversation); a decimal number greater
    * than 0 and at most 3650. Fractions are allowed (`0.5` = 12 hours; tests use a few seconds).
@@ -580,15 +724,33 @@ export const ConfigSchema = z.object({
     .regex(/^\d+(\.\d+)?$/, { message: ALWAYS_ALLOW_MESSAGE })
     .transform(Number)
     .pipe(z.number().gt(0, { message: ALWAYS_ALLOW_MESSAGE }).max(3650, { message: ALWAYS_ALLOW_MESSAGE }))
-    .default(30),
+    .default(30)
+    .describe(
+      'How long an "always allow" grant lasts (that person, that tool, that conversation), in days; fractions allowed (`0.5` = 12 hours), at most 3650.',
+    ),
   /** Seconds a reminder's snooze button puts it off (1 s to 1 day). */
-  REMINDER_SNOOZE_SECONDS: int(1, 86400, 600),
+  REMINDER_SNOOZE_SECONDS: int(1, 86400, 600).describe(
+    "How long a reminder's snooze button puts it off, in seconds (1-86400).",
+  ),
   /** Scheduled tasks one person may have (schedule_task refuses one more; paused ones count), 1-100. */
-  MAX_TASKS_PER_USER: int(1, 100, 10),
+  MAX_TASKS_PER_USER: int(1, 100, 10).describe(
+    "Scheduled tasks one person may have (paused ones count), 1-100. See [tasks](tasks.md).",
+  ),
   /** Path of the MCP servers file (`mcpServers` JSON, see `src/mcp/config.ts`); unset = `mcp.json` at the project root when it exists. */
-  MCP_CONFIG: optionalString,
-  WORKER_CONCURRENCY: int(1, 256, 8),
-  ROLE: z.enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" }).default("all"),
+  MCP_CONFIG: optionalString.describe(
+    "Path of the MCP servers file (`mcpServers` JSON); unset = `mcp.json` at the project root when it " +
+      "exists. See [MCP servers](mcp.md).",
+  ),
+  WORKER_CONCURRENCY: int(1, 256, 8).describe(
+    "Jobs in parallel per worker process (one conversation is always answered one message at a time), 1-256.",
+  ),
+  ROLE: z
+    .enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" })
+    .default("all")
+    .describe(
+      "`all`: adapters and a worker in one process; `adapter`: receive messages only; `worker`: answer them " +
+        "only. See [scaling](scaling.md).",
+    ),
 
   /**
    * Base URL of an OpenAI-compatible speech-to-text API, e.g. `https://api.openai.com/v1`, Groq's
@@ -597,92 +759,155 @@ export const ConfigSchema = z.object({
    * with a short answer. Trailing slashes are removed.
    * Source: https://platform.openai.com/docs/api-reference/audio/createTranscription
    */
-  STT_BASE_URL: optionalHttpUrl("an OpenAI-compatible transcription API, e.g. https://api.openai.com/v1").transform(
-    (v) => v?.replace(/\/+$/, ""),
-  ),
+  STT_BASE_URL: optionalHttpUrl("an OpenAI-compatible transcription API, e.g. https://api.openai.com/v1")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "An OpenAI-compatible transcription API (speech to text) for voice messages and audio files, e.g. " +
+        "`https://api.openai.com/v1`, `https://api.groq.com/openai/v1` or a self-hosted whisper server; unset " +
+        "= voice is not read (a short answer). See [voice](voice.md).",
+    ),
   /** Bearer key of the transcription API (secret: redacted from every log line); unset = no `Authorization` header (a self-hosted server). */
-  STT_API_KEY: optionalString,
+  STT_API_KEY: optionalString.describe(
+    "Its API key, sent as `Authorization: Bearer …`; unset = no key sent (a self-hosted server).",
+  ),
   /** Transcription model id sent as `model`. */
   STT_MODEL: z
     .string()
     .trim()
     .min(1, { message: "must be a transcription model id, e.g. whisper-1" })
-    .default("whisper-1"),
+    .default("whisper-1")
+    .describe("Transcription model (`whisper-1`, `gpt-4o-mini-transcribe`, Groq's `whisper-large-v3-turbo`, …)."),
   /** Longest voice message or audio file transcribed, in seconds (the platform's announced duration, checked before any download). */
-  MAX_VOICE_SECONDS: int(1, 7200, 300),
+  MAX_VOICE_SECONDS: int(1, 7200, 300).describe(
+    "Longest voice message or audio file transcribed, in seconds (1-7200), checked from the platform's " +
+      "announced duration before anything is downloaded.",
+  ),
 
   /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */
-  MAX_IMAGES_PER_MESSAGE: int(1, 20, 5),
+  MAX_IMAGES_PER_MESSAGE: int(1, 20, 5).describe(
+    "Images accepted in one message (a Telegram album is one message), 1-20; more get a short answer. See " +
+      "[files](files.md).",
+  ),
   /**
    * How long after a Telegram album's latest photo or file the worker takes the album, in ms
    * (200-10000): items further apart than this (a slow upload each) become separate messages. The
    * worker waits at most 10 s from the album's first item however many keep arriving.
    */
-  ALBUM_QUIET_MS: int(200, 10_000, 3000),
+  ALBUM_QUIET_MS: int(200, 10_000, 3000).describe(
+    "How long after a Telegram album's latest photo or file the worker takes the album, in ms " +
+      "(200-10000); the worker waits at most 10 s from the album's first item.",
+  ),
 
   /** Messages kept per chat in the history (older turns are trimmed at a safe boundary). */
-  HISTORY_MAX_MESSAGES: int(2, 400, 40),
+  HISTORY_MAX_MESSAGES: int(2, 400, 40).describe(
+    "Messages of history kept per conversation (a chat or a Telegram topic), 2-400; older turns are left " +
+      "out and summarised.",
+  ),
   /** Days a quiet chat's history is kept (every new message renews it). */
-  HISTORY_TTL_DAYS: int(1, 3650, 30),
+  HISTORY_TTL_DAYS: int(1, 3650, 30).describe(
+    "Days a quiet conversation is remembered (every new message renews it), 1-3650.",
+  ),
   /**
    * Compaction threshold, in tokens of the conversation's last model request (input + cache reads +
    * cache writes of the answer's last call): past it, after the answer, the older part of the
    * history is summarised in the background (see `src/compaction/`). 100 to 10 000 000.
    */
-  COMPACT_AT_TOKENS: int(100, 10_000_000, 60_000),
+  COMPACT_AT_TOKENS: int(100, 10_000_000, 60_000).describe(
+    "Compaction threshold: once the conversation's last model request (input + cache reads + cache " +
+      "writes) reaches this many tokens, its older turns are summarised in the background; 100 to " +
+      "10,000,000. See [compaction](compaction.md).",
+  ),
   /** User turns (with their answers) a compaction keeps verbatim after the summary, 1-100. */
-  COMPACT_KEEP_TURNS: int(1, 100, 6),
+  COMPACT_KEEP_TURNS: int(1, 100, 6).describe(
+    "User turns (with their answers) a compaction keeps verbatim after the summary, 1-100.",
+  ),
 
   /** Who is served: `pairing` (default), `allowlist` or `open` (see docs/access.md). */
-  ACCESS_POLICY: z.enum(ACCESS_POLICIES, { message: "must be pairing, allowlist or open" }).default("pairing"),
+  ACCESS_POLICY: z
+    .enum(ACCESS_POLICIES, { message: "must be pairing, allowlist or open" })
+    .default("pairing")
+    .describe(
+      "Who is served: `pairing` (strangers get a code you approve), `allowlist` (only those listed or " +
+        "allowed) or `open` (everybody). See [access and budgets](access.md).",
+    ),
   /** Bot admins (`telegram:<userId>`, `discord:<userId>`): always served, no rate limit or budget, admin commands. */
-  ADMIN_USERS: principalList("user"),
+  ADMIN_USERS: principalList("user").describe(
+    "Bot admins, a comma list of `telegram:<userId>` / `discord:<userId>`: always served, no rate limit " +
+      "or user budget, admin commands (`/approve`, `/enable`, `/disable`, `/usage all`).",
+  ),
   /** Users served in DMs besides those paired or allowed with `npm run access`. */
-  ALLOWED_USERS: principalList("user"),
+  ALLOWED_USERS: principalList("user").describe(
+    "Users served in DMs, same form (added to those approved or allowed at run time with `npm run access`).",
+  ),
   /** Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server) or `discord:<channelId>`. */
-  ALLOWED_CHATS: principalList("chat"),
+  ALLOWED_CHATS: principalList("chat").describe(
+    "Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server) or `discord:<channelId>`, " +
+      "comma-separated.",
+  ),
   /** Messages one user may send per minute, across chats and platforms (admins: no limit). */
-  RATE_LIMIT_PER_MINUTE: int(1, 10_000, 10),
+  RATE_LIMIT_PER_MINUTE: int(1, 10_000, 10).describe(
+    "Messages per user per minute, across chats and platforms (admins: no limit), 1-10000.",
+  ),
   /** Unanswered messages one conversation may hold; more get a short "busy" answer. */
-  MAX_QUEUED_PER_CHAT: int(1, 10_000, 20),
+  MAX_QUEUED_PER_CHAT: int(1, 10_000, 20).describe(
+    'Unanswered messages one conversation may hold; more get a short "busy" answer (1-10000).',
+  ),
   /** Tokens (all four kinds) one user may use per day in `TIMEZONE`; 0 = no limit. */
-  USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 200_000),
+  USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 200_000).describe(
+    "Tokens per user per day (days in `TIMEZONE`); `0` = no limit.",
+  ),
   /** Tokens (all four kinds) the whole bot may use per day; 0 or unset = no limit. */
-  GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0),
+  GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0).describe(
+    "Tokens per day for the whole bot; `0` or unset = no limit.",
+  ),
   /**
    * `input,output,cache_write,cache_read` in USD per million tokens, optionally `,web_search` in
    * USD per 1,000 searches (default {@link DEFAULT_WEB_SEARCH_PRICE}); unset = no cost shown. For
    * several models, `;`-separated `model=prices` entries and at most one bare list (the default);
    * see {@link parseModelPrices} and {@link pricesFor}.
    */
-  MODEL_PRICES: optionalString.transform(parseModelPrices),
-  /**
-   * Models a conversation may choose in `/settings` and `/model`: `id` or `id=label`, comma-separated.
-   * Always holds `ANTHROPIC_MODEL` (first when `MODELS` leaves it out), the default of every
-   * conversation; unset = only `ANTHROPIC_MODEL` (the setting is then not offered).
-   */
-  MODELS: optionalString.transform(parseModels),
+  MODEL_PRICES: optionalString
+    .transform(parseModelPrices)
+    .describe(
+      "Prices for the estimated cost in `/usage`: `input,output,cache_write,cache_read` in USD per million " +
+        "tokens, optionally `,web_search` in USD per 1,000 searches (default 10). With several `MODELS`, " +
+        "`model=prices` entries separated by `;` and at most one list without a model for every other model " +
+        "(`15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1`). Unset = no cost shown.",
+    ),
 
   /** Port of the health endpoint; unset or blank = off. */
-  HEALTH_PORT: port().optional(),
+  HEALTH_PORT: port()
+    .optional()
+    .describe(
+      "Port of `GET /health` (200 or 503) and `GET /metrics` (Prometheus), both unauthenticated, on " +
+        "`HTTP_HOST`; keep it private; must differ from `TELEGRAM_WEBHOOK_PORT`. Unset = off. See " +
+        "[operations](operations.md#what-health-means).",
+    ),
   /**
    * Address the webhook and health servers listen on (an IP address or host name, e.g. `127.0.0.1`
    * behind a reverse proxy on the same machine); unset = `127.0.0.1` for the health server
    * (`/metrics` has no authentication), every interface for the webhook.
    */
-  HTTP_HOST: optionalString.refine(
-    (v) =>
-      v === undefined ||
-      /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v),
-    {
-      message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
-    },
-  ),
+  HTTP_HOST: optionalString
+    .refine(
+      (v) =>
+        v === undefined ||
+        /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$/.test(v),
+      {
+        message: "must be an IP address or host name to listen on, e.g. 127.0.0.1, 0.0.0.0 or ::",
+      },
+    )
+    .describe(
+      "Address the webhook and health servers listen on, e.g. `127.0.0.1` behind a local reverse proxy, or " +
+        "`0.0.0.0` for a Prometheus on another machine. Unset = `127.0.0.1` for the health server, every " +
+        "interface for the webhook.",
+    ),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       message: "must be fatal, error, warn, info, debug, trace or silent",
     })
-    .default("info"),
+    .default("info")
+    .describe("How much is logged: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`."),
   /**
    * `on`: log lines may show message content — what people wrote, answers, tool inputs and results,
    * transcripts, file names, MCP servers' output (at debug mostly) — a privacy choice of the operator,
@@ -692,8 +917,9 @@ export const ConfigSchema = z.object({
     .enum(["on", "off"], { message: "must be on or off" })
     .default("off")
     .describe(
-      "on: log lines may show message content (people's messages, answers, tool inputs and results, " +
-        "transcripts, file names, MCP servers' output), a privacy choice; off (default): never, at any level",
+      "`on`: log lines may show message content (people's messages, answers, tool inputs and results, " +
+        "transcripts, file names, MCP servers' output), a privacy choice of the operator; `off`: never, at " +
+        "any level. See [logs](operations.md#logs).",
     ),
 });
 

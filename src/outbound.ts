@@ -185,6 +185,14 @@ export interface Outbound {
    */
   sendNotice?(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef>;
   /**
+   * Optional: whether `userId` is still a member of the group `place` (Telegram `getChatMember`:
+   * status `creator`, `administrator`, `member`, or `restricted` with `is_member`; Discord
+   * `GET /guilds/{guild.id}/members/{user.id}` of the channel's guild): `true`, `false` (left,
+   * kicked, banned, unknown member), or `undefined` when it cannot be told now (an API error, no
+   * guild). Used before each occurrence of a group task or reminder (issue 39). Never throws.
+   */
+  isMember?(place: { chatId: string; guildId?: string | undefined }, userId: string): Promise<boolean | undefined>;
+  /**
    * Optional: registers `listener`, told when the platform moved a chat to a new id while this
    * outbound was sending to it (a Telegram group upgraded to a supergroup: the call went to the new
    * chat). The worker moves the conversation's data (`src/conversations/migrate.ts`).

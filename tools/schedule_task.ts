@@ -7,7 +7,7 @@ import { localize } from "../src/i18n.js";
 import { placeOf } from "../src/personal-records.js";
 import { checkScheduledTime } from "../src/reminders/time.js";
 import { REPEATS } from "../src/reminders/store.js";
-import { formatTask } from "../src/tasks/format.js";
+import { describeTask, formatTask } from "../src/tasks/format.js";
 import { taskSchedulerOf } from "../src/tasks/schedule.js";
 import { MAX_INSTRUCTION, addTask, deleteTask } from "../src/tasks/store.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
@@ -34,9 +34,20 @@ export default defineTool({
     "For a fixed text at a time ('remind me to take my pills') use set_reminder instead.",
     "Write the instruction as the user would ask it then, self-contained. Resolve relative " +
       "times with get_current_datetime first and pass an ISO 8601 date-time.",
-    "Actions that need the user's confirmation still ask them at that time.",
+    "The user is asked to confirm the task (its instruction and schedule) before it is scheduled. " +
+      "Actions that need the user's confirmation still ask them at that time. A scheduled task's own run cannot schedule tasks.",
   ].join(" "),
   tags: ["daily", "write"],
+  // Issue 39: a task acts later as its owner, unattended, so text the model read (a web page, a
+  // file, someone else's message) must never set one up: every task is confirmed by its owner,
+  // each time (no "always allow"), on a prompt showing the instruction and the schedule.
+  dangerous: true,
+  alwaysAllow: false,
+  describe: ({ instruction, at, repeat }, context) => {
+    const when = checkScheduledTime(at, context.timezone, "task", Date.now());
+    if (typeof when === "string") throw new ToolError(when);
+    return describeTask({ instruction, at: when, repeat, timezone: context.timezone }, context.locale);
+  },
   activity: ({ instruction }, locale) =>
     localize(locale, { "zh-TW": "排程任務：{what}", en: "Scheduling a task: {what}" }, { what: instruction }),
   input: z.object({

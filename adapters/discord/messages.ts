@@ -159,6 +159,7 @@ export class DiscordMessages {
       messageId: message.id,
       sentAt: message.createdTimestamp,
       reply: dm ? {} : { guildId: message.guildId },
+      ...(forwards.length > 0 ? { forwarded: true } : {}),
     });
     if (!parsed.success) {
       // Should not happen (the checks above cover the schema); never leave the person unanswered.

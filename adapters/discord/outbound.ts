@@ -332,6 +332,30 @@ export class DiscordOutbound implements Outbound {
     return { chatId: message.channel_id, messageId: message.id };
   }
 
+  /**
+   * See {@link Outbound.isMember}: `GET /guilds/{guild.id}/members/{user.id}`; `10007 Unknown
+   * Member` (left, kicked or banned) and `10013 Unknown User` are `false`; a DM channel (no guild)
+   * and any other error are `undefined`.
+   */
+  async isMember(
+    place: { chatId: string; guildId?: string | undefined },
+    userId: string,
+  ): Promise<boolean | undefined> {
+    if (!place.guildId) return undefined;
+    try {
+      await this.#rest.get(Routes.guildMember(place.guildId, userId));
+      return true;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === 10007 || code === 10013) return false;
+      this.#log.warn(
+        { error: (error as Error).message },
+        "discord: could not fetch a guild member; membership unknown",
+      );
+      return undefined;
+    }
+  }
+
   async #call<T>(method: string, route: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();

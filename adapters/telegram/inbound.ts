@@ -179,6 +179,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
     ...(topic ? { topicId: topic } : {}),
     reply: topic ? { threadId: topic } : {},
     ...(from?.language_code && !sender ? { locale: from.language_code } : {}),
+    ...(message.forward_origin ? { forwarded: true as const } : {}),
   };
 
   if (text === undefined)

@@ -6,7 +6,7 @@ import { TelegramMedia } from "./media.js";
 import type { Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
+import { redact, type Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type {
   ApprovalPrompt,
@@ -252,6 +252,19 @@ export class TelegramOutbound implements Outbound {
       }),
     );
     return { chatId: String(message.chat.id), messageId: String(message.message_id) };
+  }
+
+  /** See {@link Outbound.isMember}; a request made on behalf of the group itself (`chat:<id>`) is always a member. */
+  async isMember(place: { chatId: string }, userId: string): Promise<boolean | undefined> {
+    if (userId.startsWith("chat:")) return true;
+    try {
+      const member = await this.api.getChatMember(place.chatId, Number(userId));
+      if (member.status === "restricted") return member.is_member;
+      return member.status === "creator" || member.status === "administrator" || member.status === "member";
+    } catch (error) {
+      this.log.warn({ error: redact((error as Error).message) }, "telegram: getChatMember failed; membership unknown");
+      return undefined;
+    }
   }
 
   /** Removes the keyboard of a prompt at once (after an accepted press). Never throws. */

@@ -70,41 +70,18 @@ async function noMcpServers(): Promise<string> {
 
 /**
  * The one line saying that another `npm run chat` has this conversation: it `held` it at start-up,
- * or it `taken` it from this chat (paused past the lease's lifetime).
+ * or it `taken` it from this chat (paused past the lease's lifetime). In English whatever
+ * `BOT_LOCALE` says, like every line about starting and stopping the process (configuration
+ * problems, Redis, the tools, Ctrl-C): operator lines, as in the log; the conversation itself (the
+ * welcome line, the demo's banner, answers and command replies) follows `BOT_LOCALE`.
  */
-function heldText(config: Config, chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
+function heldText(chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
   const host = holder && holder.host !== hostname() ? holder.host : undefined;
-  const who = !holder
-    ? config.BOT_LOCALE === "en"
-      ? ""
-      : " "
-    : localize(
-        config.BOT_LOCALE,
-        {
-          "zh-TW": host ? "（pid {pid}，在 {host}）" : "（pid {pid}）",
-          en: host ? " (pid {pid} on {host})" : " (pid {pid})",
-        },
-        { pid: holder.pid, host: host ?? "" },
-      );
+  const who = !holder ? "" : host ? ` (pid ${holder.pid} on ${host})` : ` (pid ${holder.pid})`;
   const seconds = Math.round(CHAT_LEASE_TTL_MS / 1000);
   return how === "held"
-    ? localize(
-        config.BOT_LOCALE,
-        {
-          "zh-TW":
-            "另一個 npm run chat{who}正在使用這個對話（{chat}）：請先關掉它；如果它已經當掉，約 {seconds} 秒後再試。",
-          en: "Another npm run chat{who} holds this conversation ({chat}): close it first, or if it crashed, wait about {seconds} s and try again.",
-        },
-        { who, chat: chatId, seconds },
-      )
-    : localize(
-        config.BOT_LOCALE,
-        {
-          "zh-TW": "另一個 npm run chat{who}接手了這個對話（{chat}），這個聊天停止。",
-          en: "Another npm run chat{who} took over this conversation ({chat}); this chat stops.",
-        },
-        { who, chat: chatId },
-      );
+    ? `Another npm run chat${who} holds this conversation (${chatId}): close it first, or if it crashed, wait about ${seconds} s and try again.`
+    : `Another npm run chat${who} took over this conversation (${chatId}); this chat stops.`;
 }
 
 async function chat(): Promise<void> {
@@ -172,7 +149,7 @@ async function chat(): Promise<void> {
     {
       log,
       onLost: (holder) => {
-        screen.notice(heldText(config, chatId, holder, "taken"));
+        screen.notice(heldText(chatId, holder, "taken"));
         process.exitCode = 1;
         void stop().then(() => process.exit(1));
       },
@@ -182,7 +159,7 @@ async function chat(): Promise<void> {
     console.error(
       "error" in taken
         ? `start-up failed: could not take the conversation's lease in Redis: ${(taken.error as Error).message}`
-        : heldText(config, chatId, taken.heldBy, "held"),
+        : heldText(chatId, taken.heldBy, "held"),
     );
     leaseRedis.disconnect();
     await model?.close();

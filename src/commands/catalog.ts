@@ -353,7 +353,15 @@ export const COMMANDS: readonly Command[] = [
           "zh-TW": "這裡沒有排程任務功能。",
           en: "Scheduled tasks are not available here.",
         });
-      return services.tasks.listing({ ...conversationOf(inv), userId: inv.userId, locale: inv.locale });
+      // A group's admins (and bot admins) see every task of the group, with cancel buttons (issue 39).
+      return services.tasks.listing({
+        ...conversationOf(inv),
+        userId: inv.userId,
+        locale: inv.locale,
+        chatKind: inv.chatKind,
+        admin: isAdmin(services.config, inv),
+        isGroupAdmin: inv.isGroupAdmin,
+      });
     },
   },
   {
@@ -386,9 +394,13 @@ export const COMMANDS: readonly Command[] = [
     async run(inv, services) {
       if (!services.memory) return localize(inv.locale, MEMORY_TEXT.unavailable);
       const { config } = services;
+      // In a group the delete buttons are for those who may delete: its administrators and the bot's admins.
+      const mayDelete =
+        inv.chatKind !== "group" || isAdmin(config, inv) || (await inv.isGroupAdmin?.().catch(() => false)) === true;
       return memoryListing({ ...inv, timezone: config.TIMEZONE }, services.memory, {
         maxBytes: config.MEMORY_MAX_BYTES,
         off: config.MEMORY !== "on",
+        mayDelete,
       });
     },
   },

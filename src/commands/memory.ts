@@ -8,7 +8,9 @@
  * administrators and the bot's admins (anyone may look). A delete button carries
  * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything);
  * the scope is never in the data: it is the pressed message's chat and the presser, so a button
- * can only ever delete in the scope the press happens in. Erased is gone from Redis at once, for
+ * can only ever delete in the scope the press happens in. An undo button (`mm:u:<handle>`, posted
+ * after a memory write made when outside content was read, `src/memory/undo.ts`) is pressed by
+ * the person whose answer wrote it. Erased is gone from Redis at once, for
  * every worker (memory is read from Redis for each request).
  */
 import { createHash } from "node:crypto";
@@ -22,6 +24,7 @@ import {
   type MemoryScope,
   type MemoryStore,
 } from "../memory/store.js";
+import { UNDO_TEXT } from "../memory/undo.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import type { CommandReply } from "./command.js";
@@ -33,6 +36,8 @@ export const MAX_SHOWN_FILE_CHARS = 400;
 export const MAX_LISTING_CHARS = 3500;
 
 const BUTTON = /^mm:(?:f:([A-Za-z0-9_-]{16})|a)$/;
+/** An undo button of a memory write made after outside content was read: `mm:u:<handle>` (`src/memory/undo.ts`). */
+const UNDO_BUTTON = /^mm:u:([A-Za-z0-9_-]{16})$/;
 
 /** Words of `/memory`, `/forget` and their buttons. */
 export const MEMORY_TEXT = {
@@ -58,6 +63,10 @@ export const MEMORY_TEXT = {
   consoleHint: { "zh-TW": "全部清除：輸入 /forget", en: "To erase everything, type /forget" },
   deleteButton: { "zh-TW": "🗑 刪除 {name}", en: "🗑 Delete {name}" },
   deleteAllButton: { "zh-TW": "🗑 全部刪除", en: "🗑 Delete all" },
+  groupReadOnly: {
+    "zh-TW": "（只有群組管理員可以刪除共同記憶。）",
+    en: "(Only the group's administrators can delete its shared memory.)",
+  },
   deleted: { "zh-TW": "已刪除 {name}。", en: "Deleted {name}." },
   gone: { "zh-TW": "這個記憶已經刪除了。", en: "That memory was already deleted." },
   erasedPersonal: {
@@ -117,13 +126,15 @@ export interface MemoryAsker {
  * file and one for everything (on the console, which has no buttons, a line naming `/forget`).
  * Plain text: it holds the model's words.
  *
- * @param options.maxBytes - `MEMORY_MAX_BYTES`, shown as the room; `options.off` notes `MEMORY=off`.
+ * @param options.maxBytes - `MEMORY_MAX_BYTES`, shown as the room; `options.off` notes `MEMORY=off`;
+ *   `options.mayDelete` false (a group member who is neither its administrator nor a bot admin):
+ *   no delete buttons, a line saying who may delete instead.
  * @throws when Redis is unreachable.
  */
 export async function memoryListing(
   asker: MemoryAsker,
   store: MemoryStore,
-  options: { maxBytes: number; off: boolean },
+  options: { maxBytes: number; off: boolean; mayDelete?: boolean },
 ): Promise<CommandReply> {
   const { locale } = asker;
   const scope = memoryScopeOf(asker);
@@ -158,6 +169,8 @@ export async function memoryListing(
   if (shown < files.length) parts.push(`\n${localize(locale, MEMORY_TEXT.more, { count: files.length - shown })}`);
   if (asker.platform === "console")
     return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.consoleHint)}`].join("\n") };
+  if (options.mayDelete === false)
+    return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.groupReadOnly)}`].join("\n") };
   const buttons = [
     ...files.slice(0, shown).map((f) => ({
       label: localize(locale, MEMORY_TEXT.deleteButton, { name: cut(shownName(f.path), 30) }),
@@ -211,6 +224,18 @@ export interface MemoryPressAnswer {
  */
 export async function pressMemoryButton(press: MemoryPress, store: MemoryStore): Promise<MemoryPressAnswer> {
   const { locale } = press;
+  const undo = UNDO_BUTTON.exec(press.data);
+  if (undo) {
+    // An undo button (src/memory/undo.ts): the person whose answer wrote it, in the scope pressed in.
+    const outcome = await store.undo(memoryScopeOf(press), undo[1]!, press.userId);
+    const words = {
+      undone: UNDO_TEXT.undone,
+      gone: UNDO_TEXT.gone,
+      not_yours: UNDO_TEXT.notYours,
+      changed: UNDO_TEXT.changedSince,
+    };
+    return { notice: localize(locale, words[outcome]), ...(outcome === "undone" ? { deletedFile: true } : {}) };
+  }
   const parsed = BUTTON.exec(press.data);
   if (!parsed) return { notice: localize(locale, MEMORY_TEXT.gone) };
   if (press.chatKind === "group" && !press.admin && !(await press.isGroupAdmin?.().catch(() => false)))

@@ -106,7 +106,7 @@ export class CommandRunner {
         changed: false,
       };
     try {
-      return await tasks.press(press);
+      return await tasks.press({ ...press, admin: isAdmin(this.services.config, press) });
     } catch (error) {
       log.error({ err: error, platform: press.platform }, "scheduled task button failed");
       return { notice: localize(press.locale, TRY_AGAIN), changed: false };

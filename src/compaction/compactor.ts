@@ -13,6 +13,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 import { toModelError } from "../agent/errors.js";
 import type { Config } from "../config.js";
+import { lastRunTag } from "../history/store.js";
 import type { Summary } from "../history/summary.js";
 import { redact, type Logger } from "../log.js";
 import { compactionPrompt } from "../prompts.js";
@@ -133,6 +134,7 @@ export async function compact(
         summarized: (plan.previous?.summarized ?? 0) + plan.messages.length,
         compactions: (plan.previous?.compactions ?? 0) + 1,
         at: Date.now(),
+        ...sizeAfter(raw, plan.previous, usage),
       };
       if (await store.swap(conversation, plan.prefix, summary)) {
         const durationMs = Math.round(performance.now() - started);
@@ -224,4 +226,28 @@ export async function compact(
     if (text === "") throw new CompactionError("the model wrote an empty summary");
     return { text, usage };
   }
+}
+
+/**
+ * What `/context` shows right after a compaction: the last measured request size (the latest run
+ * tag's tokens, or the previous summary's estimate when no run measured one since), less the tokens
+ * the summary request read (the turns it replaced, as a transcript), plus the summary's own
+ * tokens (its output); never less than the summary itself. `after` names the latest run tag, so a
+ * run answered later is known to measure the size itself.
+ * @returns the summary fields `tokens` and `after`; empty when no size was ever measured.
+ */
+export function sizeAfter(
+  raw: string,
+  previous: Summary | undefined,
+  usage: ModelUsage,
+): Pick<Summary, "tokens" | "after"> {
+  const tag = lastRunTag(raw);
+  const measured =
+    previous?.tokens !== undefined && (tag === undefined || tag.id === previous.after) ? previous.tokens : tag?.tokens;
+  if (measured === undefined) return tag ? { after: tag.id } : {};
+  const read = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+  return {
+    tokens: Math.max(usage.output_tokens, measured - read + usage.output_tokens),
+    ...(tag ? { after: tag.id } : {}),
+  };
 }

@@ -97,6 +97,28 @@ export interface HistoryRead {
   lastTokens?: number;
 }
 
+/**
+ * The latest run tag of a stored history value (`raw`, as {@link HistoryStore.read} reads it): the
+ * message id it answered and the tokens of its last model request, when recorded.
+ * @returns undefined when `raw` holds no (readable) tag. Never throws.
+ */
+export function lastRunTag(raw: string): { id: string; tokens?: number } | undefined {
+  const line = raw
+    .split("\n")
+    .reverse()
+    .find((l) => l.startsWith("#"));
+  if (!line) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(line.slice(1));
+  } catch {
+    return undefined;
+  }
+  const tag = TagSchema.safeParse(json);
+  if (!tag.success) return undefined;
+  return { id: tag.data.id, ...(tag.data.n !== undefined ? { tokens: tag.data.n } : {}) };
+}
+
 /** Tags a run's lines with the platform message id it answered. */
 export interface RunTag {
   /** The platform message id the run answered. */
@@ -392,8 +414,13 @@ export class HistoryStore {
         sizes = [];
       }
     }
-    if (lastTag !== "")
-      lastTokens = decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key })?.n;
+    const tag =
+      lastTag === ""
+        ? undefined
+        : decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key });
+    lastTokens = tag?.n;
+    // Right after a compaction its estimate is the size; a run answered later measures it again.
+    if (summary?.tokens !== undefined && (tag === undefined || tag.id === summary.after)) lastTokens = summary.tokens;
     const kept = trimHistory(
       messages,
       { maxMessages: this.options.maxMessages, maxChars: this.options.maxChars ?? DEFAULT_HISTORY_MAX_CHARS },

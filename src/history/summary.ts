@@ -22,6 +22,14 @@ export const SummarySchema = z.object({
   compactions: z.number().int().positive(),
   /** When the latest compaction was swapped in, ms since the Unix epoch. */
   at: z.number().int().nonnegative(),
+  /**
+   * Estimated tokens of the conversation's next request right after this compaction (the last
+   * measured request, less the summary request's input, plus the summary's output tokens), which
+   * `/context` shows until a later run measures the size itself; absent when nothing was measured.
+   */
+  tokens: z.number().int().nonnegative().optional(),
+  /** Id of the latest run tag (`RunTag.messageId`) the compaction saw: a tag with another id was written after it. */
+  after: z.string().optional(),
 });
 
 /** See {@link SummarySchema}. */

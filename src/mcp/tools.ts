@@ -142,6 +142,7 @@ export async function toolFromMcp(
     tags: [...server.tags],
     dangerous,
     readOnly,
+    outside: true,
     timeoutMs: server.timeoutMs,
     alwaysAllow: !server.noAlwaysAllow.includes(tool.name),
     deferred: !server.loaded.includes(tool.name),

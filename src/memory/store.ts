@@ -12,7 +12,8 @@
  *
  * Keys (no expiry: memory is kept until it is erased; `/reset` does not touch it):
  * - `memory:personal:{<platform>:<userId>}` — the hash tag is the person's, as for their todos;
- * - `memory:group:{<platform>:<chatId>}`.
+ * - `memory:group:{<platform>:<chatId>}`;
+ * - `memory:undo:personal:{…}` / `memory:undo:group:{…}`: how to undo recent writes ({@link undoKey}).
  * The value is one JSON record `{ files: { "<path>": { text, updatedAt } } }` (read through
  * `decodeRecord`). Every change is a compare-and-set of the whole record (a Lua script: the record
  * is replaced only when it is still what the change was computed from, else the change is computed
@@ -24,6 +25,7 @@ import { silentLogger, type Logger } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import type { RedisClient } from "../redis.js";
+import { UNDO_TTL_SECONDS, UndoRecordSchema, type UndoRecord } from "./undo-record.js";
 
 /** Whose memory: a person's (private chats) or a group's (group chats). */
 export type MemoryScope =
@@ -65,6 +67,15 @@ export function memoryKey(scope: MemoryScope): string {
   return scope.kind === "personal"
     ? `memory:personal:{${scope.platform}:${scope.userId}}`
     : `memory:group:{${scope.platform}:${scope.chatId}}`;
+}
+
+/**
+ * The Redis key of the undo records of `scope`'s writes: a hash, field = handle, value = the
+ * record (`src/memory/undo.ts`), expiring `UNDO_TTL_SECONDS` after the last write; same hash tag
+ * as the scope's memory, and erased with it.
+ */
+export function undoKey(scope: MemoryScope): string {
+  return memoryKey(scope).replace(/^memory:/, "memory:undo:");
 }
 
 /** `platform:userId` or `platform:chatId` of a scope, for logs and the operator's CLI. */
@@ -181,8 +192,52 @@ export class MemoryStore {
   async erase(scope: MemoryScope): Promise<number> {
     const key = memoryKey(scope);
     const files = this.#decode(scope, await this.#redis.get(key));
-    await this.#redis.del(key);
+    await this.#redis.del(key, undoKey(scope));
     return files.length;
+  }
+
+  /**
+   * Records how to undo a write of the scope (`src/memory/undo.ts`) under `handle`, for
+   * `UNDO_TTL_SECONDS`. @throws when Redis is unreachable.
+   */
+  async recordUndo(scope: MemoryScope, handle: string, record: UndoRecord): Promise<void> {
+    await this.#redis
+      .multi()
+      .hset(undoKey(scope), handle, JSON.stringify(record))
+      .expire(undoKey(scope), UNDO_TTL_SECONDS)
+      .exec();
+  }
+
+  /** Whether the write `handle` of the scope can still be undone (its record exists). @throws when Redis is unreachable. */
+  async canUndo(scope: MemoryScope, handle: string): Promise<boolean> {
+    return (await this.#redis.hexists(undoKey(scope), handle)) === 1;
+  }
+
+  /**
+   * Undoes the write `handle` of the scope for `userId`: every file it changed goes back to what
+   * it was, in one compare-and-set, only when each is still as the write left it; the record is
+   * deleted once used.
+   *
+   * @returns `undone`; `gone` (no record: undone already, or expired); `not_yours` (someone other
+   *   than the person whose answer wrote it); `changed` (a file changed since: nothing undone).
+   * @throws when Redis is unreachable.
+   */
+  async undo(scope: MemoryScope, handle: string, userId: string): Promise<"undone" | "gone" | "not_yours" | "changed"> {
+    const key = undoKey(scope);
+    const record = decodeRecord(UndoRecordSchema, await this.#redis.hget(key, handle), "memory undo", this.#log);
+    if (!record) return "gone";
+    if (record.userId !== userId) return "not_yours";
+    const outcome = await this.update(scope, (files) => {
+      if (record.changes.some((c) => (files.get(c.path) ?? null) !== c.after)) return { result: "changed" as const };
+      const next = new Map(files);
+      for (const c of record.changes) {
+        if (c.before === null) next.delete(c.path);
+        else next.set(c.path, c.before);
+      }
+      return { files: next, result: "undone" as const };
+    });
+    if (outcome === "undone") await this.#redis.hdel(key, handle);
+    return outcome;
   }
 
   #decode(scope: MemoryScope, raw: string | null): MemoryFile[] {

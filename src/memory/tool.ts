@@ -20,6 +20,7 @@ import { plainLine } from "../plain-text.js";
 import { defineTool, type Tool } from "../toolbox/tool.js";
 import { isMemoryWrite, MEMORY_COMMANDS, runMemoryCommand, type MemoryCommandInput } from "./commands.js";
 import { MemoryStore, memoryScopeOf } from "./store.js";
+import { memoryDiff, undoHandle, type MemoryFileChange } from "./undo-record.js";
 
 /** The tag of the memory tool; chats get it (see `select.ts`). */
 export const MEMORY_TAG = "memory";
@@ -160,8 +161,18 @@ export function memoryTools(config: Config): Tool[] {
           const files = new Map((await store.read(scope)).map((f) => [f.path, f.text]));
           return runMemoryCommand(files, input, { maxBytes }).result;
         }
-        const result = await store.update(scope, (files) => runMemoryCommand(files, input, { maxBytes }));
+        let changes: MemoryFileChange[] = [];
+        const result = await store.update(scope, (files) => {
+          const change = runMemoryCommand(files, input, { maxBytes });
+          changes = change.files ? memoryDiff(files, change.files) : [];
+          return change;
+        });
         context.log.info({ scope: scope.kind, command: input.command }, `memory ${input.command}`);
+        // Every write can be undone for a while (src/memory/undo.ts); the worker offers it when outside content was read.
+        if (context.toolUseId && changes.length > 0)
+          await store
+            .recordUndo(scope, undoHandle(context.toolUseId), { userId: context.userId, changes })
+            .catch((err: unknown) => context.log.warn({ err }, "could not record how to undo a memory write"));
         return result;
       },
     }),

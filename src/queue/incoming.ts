@@ -87,6 +87,9 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  *   no platform sent: `taskId` of its owner's task and `dueAt`, the occurrence's time in ms since
  *   the Unix epoch. Its `messageId` is the occurrence's own id; answers to it reply to nothing and
  *   mention the owner in groups ({@link https://core.telegram.org/bots/api#formatting-options}).
+ * - `forwarded`: true when the message is a forward of someone else's (Telegram `forward_origin`,
+ *   Discord `message_reference.type` 1): outside content, so a memory write of its answer is
+ *   offered for undo (`src/memory/undo.ts`).
  */
 export const IncomingMessageSchema = z
   .object({
@@ -112,6 +115,7 @@ export const IncomingMessageSchema = z
     media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
     mediaGroupId: z.string().min(1).max(64).optional(),
     scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
+    forwarded: z.literal(true).optional(),
   })
   .refine((m) => m.text !== "" || m.media !== undefined, {
     message: "Too small: expected string to have >=1 characters",

@@ -4,9 +4,12 @@
  * the button data and who pressed, and shows the answer (a toast or ephemeral notice, and the
  * posted message edited to `closeText` without buttons).
  *
- * Only the owner's presses count (the owner's id is in the button data). A posted occurrence takes
+ * Only the owner's presses count (the owner's id is in the button data), except that a group's
+ * administrators (and bot admins) see every reminder of the group in `/reminders` and may cancel
+ * them there (issue 39). A posted occurrence takes
  * one press (`SET NX` on its press marker), so a double click snoozes once.
  */
+import { isAdmin } from "../access/policy.js";
 import type { RedisClient } from "../redis.js";
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
@@ -19,6 +22,7 @@ import {
   MARKER_TTL_SECONDS,
   deleteReminder,
   getReminder,
+  groupReminders,
   isActive,
   listReminders,
   reminderKeys,
@@ -33,6 +37,10 @@ export interface ReminderPress {
   /** Who pressed: platform and user id. */
   platform: ConversationRef["platform"];
   userId: string;
+  /** The group the pressed message is in (absent in a DM): its admins may cancel its reminders there (issue 39). */
+  chatId?: string;
+  /** Whether the presser administers that group (asked only for someone else's reminder). */
+  isGroupAdmin?: (() => Promise<boolean>) | undefined;
 }
 
 /** The answer to a press. */
@@ -76,6 +84,31 @@ export class ReminderActions {
     const locale = config.BOT_LOCALE;
     const parsed = parseButton(press.data);
     if (!parsed) return { notice: gone(locale) };
+    if (parsed.userId !== press.userId && parsed.action === "c" && press.chatId !== undefined) {
+      // A group's admin (or a bot admin) cancelling a reminder of that group, pressed there.
+      const owner = { platform: press.platform, userId: parsed.userId };
+      const reminder = await getReminder(redis, owner, parsed.reminderId);
+      if (
+        reminder?.chatKind === "group" &&
+        reminder.chatId === press.chatId &&
+        (isAdmin(config, press) || (await press.isGroupAdmin?.().catch(() => false)))
+      ) {
+        await deleteReminder(redis, owner, reminder.id);
+        await scheduler.unschedule(owner, reminder);
+        this.parts.log.info(
+          { reminder: `${owner.platform}:${owner.userId}#${reminder.id}` },
+          "reminder cancelled by a group admin",
+        );
+        return {
+          notice: localize(
+            locale,
+            { "zh-TW": "已取消 {name} 的提醒 #{id}。", en: "Cancelled {name}'s reminder #{id}." },
+            { id: reminder.id, name: reminder.userName },
+          ),
+          cancelled: true,
+        };
+      }
+    }
     if (parsed.userId !== press.userId) {
       return {
         notice: localize(locale, {
@@ -164,9 +197,18 @@ export class ReminderActions {
    * each with a cancel button, in `asker.locale` (the conversation's language; default `BOT_LOCALE`).
    * @throws when Redis fails.
    */
-  async listing(asker: ConversationRef & { userId: string; locale?: Locale }): Promise<ReminderListing> {
+  async listing(
+    asker: ConversationRef & {
+      userId: string;
+      locale?: Locale;
+      chatKind?: "dm" | "group";
+      isGroupAdmin?: (() => Promise<boolean>) | undefined;
+    },
+  ): Promise<ReminderListing> {
     const { redis, config } = this.parts;
     const locale = asker.locale ?? config.BOT_LOCALE;
+    if (asker.chatKind === "group" && (isAdmin(config, asker) || (await asker.isGroupAdmin?.().catch(() => false))))
+      return this.#groupListing(asker, locale);
     const owner = { platform: asker.platform, userId: asker.userId };
     const here = (await listReminders(redis, owner)).filter(
       (r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""),
@@ -184,6 +226,38 @@ export class ReminderActions {
       buttons: here.slice(0, 25).map((r) => ({
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }),
         data: `rm:c:${buttonToken(owner, r.id)}`,
+      })),
+    };
+  }
+
+  /** Every reminder of the group (any topic, anyone's), for its admins (issue 39): each names its owner, with a cancel button. */
+  async #groupListing(asker: ConversationRef, locale: Locale): Promise<ReminderListing> {
+    const all = await groupReminders(this.parts.redis, asker.platform, asker.chatId);
+    if (all.length === 0)
+      return {
+        text: localize(locale, { "zh-TW": "這個群組沒有提醒。", en: "This group has no reminders." }),
+        buttons: [],
+      };
+    const title = localize(locale, {
+      "zh-TW": "這個群組的所有提醒（管理員檢視）：",
+      en: "Every reminder of this group (admin view):",
+    });
+    const lines = all.map(({ reminder }) =>
+      localize(
+        locale,
+        { "zh-TW": "{line}（{name} 設定）", en: "{line} (set by {name})" },
+        { line: formatReminder(reminder, locale, reminder.timezone), name: reminder.userName },
+      ),
+    );
+    return {
+      text: [title, ...lines].join("\n"),
+      buttons: all.slice(0, 25).map(({ owner, reminder }) => ({
+        label: localize(
+          locale,
+          { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
+          { id: reminder.id, name: [...reminder.userName].slice(0, 16).join("") },
+        ),
+        data: `rm:c:${buttonToken(owner, reminder.id)}`,
       })),
     };
   }

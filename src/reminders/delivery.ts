@@ -29,7 +29,15 @@ import type { Platform } from "../queue/incoming.js";
 import { buttonToken, reminderText } from "./format.js";
 import { bullPrefix } from "../queue/keys.js";
 import { REMINDERS_QUEUE, ReminderScheduler, attachReminderScheduler, type ReminderJobData } from "./schedule.js";
-import { MARKER_TTL_SECONDS, deleteReminder, getReminder, reminderKeys, updateReminder } from "./store.js";
+import {
+  MARKER_TTL_SECONDS,
+  deleteReminder,
+  getReminder,
+  reminderKeys,
+  updateReminder,
+  type Reminder,
+} from "./store.js";
+import { localize } from "../i18n.js";
 
 /** What reminder delivery needs. */
 export interface ReminderDeliveryDeps {
@@ -56,7 +64,7 @@ export interface ReminderDelivery {
 }
 
 /** What one job did (the job's return value, for tests and the log). */
-export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable" | "revoked";
+export type DeliveryOutcome = "sent" | "already" | "gone" | "unreachable" | "revoked" | "paused";
 
 /**
  * The due time of a reminder's (or a scheduled task's) job: its data's `dueAt`, else the `<ms>` at the end of a
@@ -91,6 +99,11 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     const dueAt = dueTimeOf(job);
     const rlog = log.child({ reminder: `${platform}:${userId}#${reminderId}`, job: job.id });
     const reminder = await getReminder(redis, owner, reminderId);
+    if (reminder?.paused) {
+      if (job.repeatJobKey) await scheduler.removeScheduler(owner, reminderId);
+      rlog.info("reminder is paused (its owner left the group); nothing to post");
+      return "paused";
+    }
     if (!reminder) {
       // Cancelled (or its todo completed): a repeat's scheduler is removed here if the cancel could not.
       if (job.repeatJobKey) await scheduler.removeScheduler(owner, reminderId);
@@ -122,6 +135,14 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     }
     const now = Date.now();
     const locale = config.BOT_LOCALE;
+    if (
+      reminder.chatKind === "group" &&
+      outbound.isMember &&
+      (await outbound.isMember({ chatId: reminder.chatId, guildId: reminder.guildId }, userId)) === false
+    ) {
+      await pauseForLeaver(outbound, owner, reminder, marker, rlog);
+      return "paused";
+    }
     let sent;
     try {
       sent = await outbound.sendReminder({
@@ -151,6 +172,56 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     await updateReminder(redis, owner, after);
     rlog.info({ chatId: sent.chatId, messageId: sent.messageId, lateMs: now - dueAt }, "reminder posted");
     return "sent";
+  }
+
+  /**
+   * A group reminder whose owner is no longer a member of the group (issue 39): paused for good
+   * (never posted again there), its schedule removed, and the group's admins told once, in the
+   * group, with a cancel button only they (or bot admins) may press.
+   */
+  async function pauseForLeaver(
+    outbound: Outbound,
+    owner: { platform: Platform; userId: string },
+    reminder: Reminder,
+    marker: string,
+    rlog: Logger,
+  ): Promise<void> {
+    await updateReminder(redis, owner, { ...reminder, next: undefined, paused: { at: Date.now(), by: "left" } });
+    await scheduler.unschedule(owner, reminder);
+    await redis.set(marker, "left", "EX", MARKER_TTL_SECONDS);
+    rlog.warn("the owner of a group reminder is no longer a member of the group; paused and the admins told");
+    const locale = config.BOT_LOCALE;
+    const text = localize(
+      locale,
+      {
+        "zh-TW":
+          "⏸️ 給群組管理員：{name} 已不在這個群組，他設定的提醒 #{id}（{text}）已暫停，不會再發出。管理員可以用 /reminders 查看，或按「取消」刪除它。",
+        en:
+          "⏸️ For the group's admins: {name} is no longer in this group, so their reminder #{id} ({text}) is " +
+          "paused and will not be posted. Admins can see it with /reminders, or press Cancel to delete it.",
+      },
+      { name: reminder.userName, id: reminder.id, text: reminder.text },
+    );
+    const to = {
+      conversation: reminder.topicId
+        ? { platform: owner.platform, chatId: reminder.chatId, topicId: reminder.topicId }
+        : { platform: owner.platform, chatId: reminder.chatId },
+      chatKind: reminder.chatKind,
+      reply: {
+        ...(reminder.topicId ? { threadId: reminder.topicId } : {}),
+        ...(reminder.guildId ? { guildId: reminder.guildId } : {}),
+      },
+    };
+    const cancel = {
+      label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: reminder.id }),
+      data: `rm:c:${buttonToken(owner, reminder.id)}`,
+    };
+    try {
+      if (outbound.sendNotice) await outbound.sendNotice(to, text, [cancel]);
+      else await outbound.sendAnswer(to, text);
+    } catch (err) {
+      rlog.error({ err }, "could not tell the group's admins that a reminder was paused");
+    }
   }
 
   const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, {

@@ -20,6 +20,12 @@ export function formatReminder(reminder: Reminder, locale: Locale, timeZone: str
   const todo = reminder.todoId
     ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId })
     : "";
+  if (reminder.paused)
+    return localize(
+      locale,
+      { "zh-TW": "#{id} {text} — 設定的人已離開群組，已暫停", en: "#{id} {text} — paused: its owner left the group" },
+      { id: reminder.id, text: reminder.text },
+    );
   if (reminder.next === undefined) {
     return localize(
       locale,

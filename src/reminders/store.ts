@@ -54,6 +54,8 @@ const StoredReminder = z.object({
   createdAt: z.number().int(),
   /** When a one-off reminder was posted (it stays until done, snooze or {@link FIRED_KEEP_MS}). */
   firedAt: z.number().int().optional(),
+  /** Set when a group reminder stopped because its owner `left` the group (issue 39): never posted again; admins may cancel it. */
+  paused: z.object({ at: z.number().int(), by: z.literal("left") }).optional(),
 });
 
 /** One reminder as stored; see the field notes of the schema. Times are ms since the Unix epoch. */
@@ -94,7 +96,34 @@ export async function addReminder(
   fields: Omit<Reminder, "id">,
   limit = MAX_ACTIVE_REMINDERS,
 ): Promise<Reminder | undefined> {
-  return reminders.add(redis, owner, fields, limit);
+  const reminder = await reminders.add(redis, owner, fields, limit);
+  // Group admins list every reminder of their group (`/reminders`): the group knows whose reminders it may hold.
+  if (reminder && reminder.chatKind === "group")
+    await redis.sadd(groupReminderOwnersKey(owner.platform, reminder.chatId), owner.userId);
+  return reminder;
+}
+
+/**
+ * The key of the set of user ids who set reminders in group `chatId`
+ * (`reminder:group:{<platform>:<chatId>}:owners`): an index for the group admins' `/reminders`.
+ */
+export function groupReminderOwnersKey(platform: ReminderOwner["platform"], chatId: string): string {
+  return `reminder:group:{${platform}:${chatId}}:owners`;
+}
+
+/** Every reminder of group `chatId` (any topic, anyone's) still pending or paused, by next time. @throws when Redis fails. */
+export async function groupReminders(
+  redis: RedisClient,
+  platform: ReminderOwner["platform"],
+  chatId: string,
+): Promise<{ owner: ReminderOwner; reminder: Reminder }[]> {
+  const found: { owner: ReminderOwner; reminder: Reminder }[] = [];
+  for (const userId of (await redis.smembers(groupReminderOwnersKey(platform, chatId))).sort()) {
+    const owner = { platform, userId };
+    for (const reminder of await listReminders(redis, owner))
+      if (reminder.chatId === chatId && (isActive(reminder) || reminder.paused)) found.push({ owner, reminder });
+  }
+  return found.sort((a, b) => (a.reminder.next ?? Infinity) - (b.reminder.next ?? Infinity));
 }
 
 /** One reminder of the person, or undefined (a damaged record is logged and read as missing). */
@@ -118,7 +147,7 @@ export async function listReminders(
   log: Logger = silentLogger,
 ): Promise<Reminder[]> {
   const all = await reminders.all(redis, owner, log);
-  const stale = all.filter((r) => !isActive(r) && (r.firedAt ?? 0) + FIRED_KEEP_MS < now);
+  const stale = all.filter((r) => !isActive(r) && !r.paused && (r.firedAt ?? 0) + FIRED_KEEP_MS < now);
   await reminders.deleteIds(
     redis,
     owner,

@@ -4,16 +4,18 @@
  * those buttons and of the resume button sent when a task paused after failures.
  * Platform-neutral: an adapter hands over the button data and who pressed, and shows the notice.
  *
- * Only the owner's presses count (the owner's id is in the button data).
+ * Only the owner's presses count (the owner's id is in the button data), except that a group's
+ * administrators (and bot admins) see every task of the group in `/tasks` and may cancel them
+ * there (issue 39).
  */
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
-import { formatTask, parseTaskButton, taskButton } from "./format.js";
+import { formatTask, parseTaskButton, shortInstruction, taskButton } from "./format.js";
 import type { TaskScheduler } from "./schedule.js";
-import { deleteTask, getTask, isIn, listTasks, updateTask, type Task, type TaskOwner } from "./store.js";
+import { deleteTask, getTask, groupTasks, isIn, listTasks, updateTask, type Task, type TaskOwner } from "./store.js";
 
 /** A press on a task button. */
 export interface TaskPress {
@@ -23,6 +25,12 @@ export interface TaskPress {
   /** Who pressed. */
   userId: string;
   locale: Locale;
+  /** The chat the pressed message is in: a group's admin may cancel that group's tasks there. */
+  chatId?: string;
+  /** True for a bot admin (`ADMIN_USERS`). */
+  admin?: boolean;
+  /** Whether the presser administers the group pressed in (asked only for someone else's task). */
+  isGroupAdmin?: (() => Promise<boolean>) | undefined;
 }
 
 /** The answer to a press: the notice for the presser, and whether the press changed the task (the adapter drops the pressed button). */
@@ -46,8 +54,18 @@ export class TaskActions {
    * The asker's tasks set in this conversation, each with a pause (or resume) and a cancel button.
    * @throws when Redis fails.
    */
-  async listing(asker: ConversationRef & { userId: string; locale: Locale }): Promise<TaskListing> {
+  async listing(
+    asker: ConversationRef & {
+      userId: string;
+      locale: Locale;
+      chatKind?: "dm" | "group";
+      admin?: boolean;
+      isGroupAdmin?: (() => Promise<boolean>) | undefined;
+    },
+  ): Promise<TaskListing> {
     const { locale } = asker;
+    if (asker.chatKind === "group" && (asker.admin || (await asker.isGroupAdmin?.().catch(() => false))))
+      return this.#groupListing(asker);
     const owner = { platform: asker.platform, userId: asker.userId };
     const here = (await listTasks(this.parts.redis, owner, this.parts.log)).filter((t) => isIn(t, asker));
     if (here.length === 0) {
@@ -77,8 +95,43 @@ export class TaskActions {
   }
 
   /**
-   * Handles a press: pause, resume or cancel. Refuses anyone but the owner; a task that no longer
-   * exists, or is already in the state pressed for, is said so.
+   * Every task of the group (any topic, anyone's), for its admins (issue 39): each line names its
+   * owner; each task has a cancel button.
+   */
+  async #groupListing(asker: ConversationRef & { locale: Locale }): Promise<TaskListing> {
+    const { locale } = asker;
+    const all = await groupTasks(this.parts.redis, asker.platform, asker.chatId, this.parts.log);
+    if (all.length === 0)
+      return {
+        text: localize(locale, { "zh-TW": "這個群組沒有排程任務。", en: "This group has no scheduled tasks." }),
+        buttons: [],
+      };
+    const title = localize(locale, {
+      "zh-TW": "這個群組的所有排程任務（管理員檢視）：",
+      en: "Every scheduled task of this group (admin view):",
+    });
+    const lines = all.map(({ task }) =>
+      localize(
+        locale,
+        { "zh-TW": "{line}（{name} 設定）", en: "{line} (set by {name})" },
+        { line: formatTask(task, locale, task.timezone), name: task.userName },
+      ),
+    );
+    const buttons = all.slice(0, 25).map(({ owner, task }) => ({
+      label: localize(
+        locale,
+        { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
+        { id: task.id, name: shortInstruction(task.userName, 16) },
+      ),
+      data: taskButton("c", owner, task.id),
+    }));
+    return { text: [title, ...lines].join("\n"), buttons };
+  }
+
+  /**
+   * Handles a press: pause, resume or cancel. Refuses anyone but the owner — except a cancel by an
+   * administrator of the group the task runs in, pressed in that group (`chatId`, `admin` or
+   * `isGroupAdmin`); a task that no longer exists, or is already in the state pressed for, is said so.
    * @throws when Redis or the queue fails (the adapter answers "try again").
    */
   async press(press: TaskPress): Promise<TaskPressAnswer> {
@@ -86,6 +139,26 @@ export class TaskActions {
     const { locale } = press;
     const parsed = parseTaskButton(press.data);
     if (!parsed) return { notice: gone(locale), changed: false };
+    if (parsed.userId !== press.userId && parsed.action === "c" && press.chatId !== undefined) {
+      const owner = { platform: press.platform, userId: parsed.userId };
+      const task = await getTask(redis, owner, parsed.taskId, log);
+      if (
+        task?.chatKind === "group" &&
+        task.chatId === press.chatId &&
+        (press.admin || (await press.isGroupAdmin?.().catch(() => false)))
+      ) {
+        await cancelTask(redis, this.parts.scheduler, owner, task);
+        log.info({ task: `${owner.platform}:${owner.userId}#${task.id}` }, "scheduled task cancelled by a group admin");
+        return {
+          notice: localize(
+            locale,
+            { "zh-TW": "已取消 {name} 的排程任務 #{id}。", en: "Cancelled {name}'s scheduled task #{id}." },
+            { id: task.id, name: task.userName },
+          ),
+          changed: true,
+        };
+      }
+    }
     if (parsed.userId !== press.userId) {
       return {
         notice: localize(locale, {
@@ -177,7 +250,7 @@ export async function pauseTask(
   scheduler: TaskScheduler | undefined,
   owner: TaskOwner,
   task: Task,
-  why: { by: "owner" | "failures"; reason?: string },
+  why: { by: "owner" | "failures" | "left"; reason?: string },
 ): Promise<Task> {
   const paused: Task = {
     ...task,

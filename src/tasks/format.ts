@@ -39,7 +39,9 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
             { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" },
             { n: task.failures },
           )
-        : localize(locale, { "zh-TW": "已暫停", en: "paused" });
+        : task.paused.by === "left"
+          ? localize(locale, { "zh-TW": "設定的人已離開群組，已暫停", en: "paused: its owner left the group" })
+          : localize(locale, { "zh-TW": "已暫停", en: "paused" });
     return localize(
       locale,
       { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" },
@@ -52,6 +54,30 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
     locale,
     { "zh-TW": "#{id} {what} — {words}（{iso}），{repeat}", en: "#{id} {what} — {words} ({iso}), {repeat}" },
     { id: task.id, what, words: timeInWords(task.next, timeZone, locale), iso: timeIso(task.next, timeZone), repeat },
+  );
+}
+
+/**
+ * A task to be scheduled, in full for its owner's confirmation (the approval prompt of
+ * schedule_task): `排程任務（每天，第一次 2026年12月2日 星期三 07:30）：「…」` — the schedule in words
+ * and the whole instruction (on one line, quoted), so the owner sees exactly what would run.
+ */
+export function describeTask(task: Pick<Task, "instruction" | "at" | "repeat" | "timezone">, locale: Locale): string {
+  const repeat = repeatInWords(task.repeat, locale, monthEndDay(task.repeat, task.at, task.timezone));
+  return localize(
+    locale,
+    {
+      "zh-TW": "排程任務（{repeat}，{first} {time}）：「{what}」",
+      en: "Schedule a task ({repeat}, {first} {time}): “{what}”",
+    },
+    {
+      repeat,
+      first: task.repeat
+        ? localize(locale, { "zh-TW": "第一次", en: "first on" })
+        : localize(locale, { "zh-TW": "時間", en: "on" }),
+      time: timeInWords(task.at, task.timezone, locale),
+      what: task.instruction.replace(/\s+/g, " ").trim(),
+    },
   );
 }
 

@@ -10,7 +10,8 @@
  *   cancelled task can never run for a new one;
  * - `task:{…}:done:<occurrence>`: the marker of an occurrence that was answered (exactly once);
  * - `task:{…}:running:<id>`: the occurrence of the task being answered now (no overlap), with a TTL;
- * - `task:{…}:pressed:<id>:<nonce>`: the first press of a notice's resume button.
+ * - `task:{…}:pressed:<id>:<nonce>`: the first press of a notice's resume button;
+ * - `task:group:{<platform>:<chatId>}:owners`: who set tasks in a group ({@link groupOwnersKey}).
  */
 import { z } from "zod";
 import { personalRecords, type RecordOwner } from "../personal-records.js";
@@ -50,9 +51,12 @@ const StoredTask = z.object({
   createdAt: z.number().int(),
   /** Failed occurrences in a row (reset by a good one). */
   failures: z.number().int().nonnegative().default(0),
-  /** When set, the task does not run: paused by its owner, or after {@link FAILURES_TO_PAUSE} failures (`reason` says why). */
+  /**
+   * When set, the task does not run: paused by its owner, after {@link FAILURES_TO_PAUSE} failures
+   * (`reason` says why), or because its owner `left` the group it runs in (issue 39).
+   */
   paused: z
-    .object({ at: z.number().int(), by: z.enum(["owner", "failures"]), reason: z.string().optional() })
+    .object({ at: z.number().int(), by: z.enum(["owner", "failures", "left"]), reason: z.string().optional() })
     .optional(),
   /** The last occurrence: when it was due and how it went. */
   last: z.object({ dueAt: z.number().int(), ok: z.boolean(), error: z.string().optional() }).optional(),
@@ -98,7 +102,39 @@ export async function addTask(
   fields: Omit<Task, "id" | "failures">,
   limit: number,
 ): Promise<Task | undefined> {
-  return tasks.add(redis, owner, { ...fields, failures: 0 }, limit);
+  const task = await tasks.add(redis, owner, { ...fields, failures: 0 }, limit);
+  // Group admins list every task of their group (`/tasks`): the group knows whose tasks it may hold.
+  if (task && task.chatKind === "group") await redis.sadd(groupOwnersKey(owner.platform, task.chatId), owner.userId);
+  return task;
+}
+
+/**
+ * The key of the set of user ids who set tasks in group `chatId` (`task:group:{<platform>:<chatId>}:owners`):
+ * an index for the group's admins' `/tasks`; an owner stays listed after their tasks there end (the listing filters).
+ */
+export function groupOwnersKey(platform: TaskOwner["platform"], chatId: string): string {
+  return `task:group:{${platform}:${chatId}}:owners`;
+}
+
+/** Every task set in group `chatId` on `platform` (any topic), whoever set it, by next time. @throws when Redis fails. */
+export async function groupTasks(
+  redis: RedisClient,
+  platform: TaskOwner["platform"],
+  chatId: string,
+  log: Logger = silentLogger,
+): Promise<{ owner: TaskOwner; task: Task }[]> {
+  const owners = (await redis.smembers(groupOwnersKey(platform, chatId))).sort();
+  const found: { owner: TaskOwner; task: Task }[] = [];
+  for (const userId of owners) {
+    const owner = { platform, userId };
+    for (const task of await listTasks(redis, owner, log)) if (task.chatId === chatId) found.push({ owner, task });
+  }
+  return found.sort(
+    (a, b) =>
+      (a.task.paused ? 1 : 0) - (b.task.paused ? 1 : 0) ||
+      (a.task.next ?? Infinity) - (b.task.next ?? Infinity) ||
+      a.task.id - b.task.id,
+  );
 }
 
 /** One task of the person, or undefined (a damaged record is logged and read as missing). */

@@ -21,11 +21,23 @@ export const CHAT_TAGS = ["info", "daily", "todo", "util", "web", "memory"] as c
 const CHAT_KINDS = ["dm", "group"] as const;
 
 /**
- * The toolbox for a chat of the given kind: the tools tagged with {@link CHAT_TAGS}.
+ * Tools a scheduled task's own run never gets: a task cannot schedule another task (issue 39: text
+ * the run reads cannot make the bot act again on its own later; only a person schedules tasks).
+ */
+export const NOT_IN_TASK_RUNS = ["schedule_task"] as const;
+
+/**
+ * The toolbox for a chat of the given kind: the tools tagged with {@link CHAT_TAGS}; for the run of
+ * a scheduled task's occurrence (`scheduled` set on its message) without {@link NOT_IN_TASK_RUNS}.
  * Dangerous tools stay in: they are guarded by approval, not hidden.
  */
-export function toolboxFor(toolbox: ToolBox, _chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox {
-  return toolbox.filterByTag(...CHAT_TAGS);
+export function toolboxFor(
+  toolbox: ToolBox,
+  chat: { platform: Platform; chatKind: "dm" | "group"; scheduled?: unknown },
+): ToolBox {
+  const offered = toolbox.filterByTag(...CHAT_TAGS);
+  if (chat.scheduled !== undefined) for (const name of NOT_IN_TASK_RUNS) offered.remove(name);
+  return offered;
 }
 
 /**

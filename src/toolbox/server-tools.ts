@@ -62,6 +62,7 @@ export function serverTools(config: Config): Tool[] {
           "Search the web for current information (news, opening hours, events, prices, schedules); the answer cites its sources. Run by the Messages API.",
         tags: [WEB_TAG],
         readOnly: true,
+        outside: true,
         title: { "zh-TW": "網頁搜尋", en: "Web search" },
         summary: {
           "zh-TW": "上網查最新消息、營業時間、活動等，回答附上可點的來源。",
@@ -94,6 +95,7 @@ export function serverTools(config: Config): Tool[] {
           "Read a web page or PDF the user linked (or one found by web search); the answer cites it. Run by the Messages API.",
         tags: [WEB_TAG],
         readOnly: true,
+        outside: true,
         title: { "zh-TW": "讀取網頁", en: "Web page reader" },
         summary: { "zh-TW": "讀取你貼的網頁或 PDF。", en: "Reads a web page or PDF you linked." },
         input: z.object({ url: z.string() }),

@@ -68,6 +68,8 @@ export interface ToolContext {
   onProgress?: (progress: ToolProgress) => void;
   /** The shared Redis connection (commands only; do not block on it). */
   redis: RedisClient;
+  /** The `tool_use` id of the call being served, when the loop runs it (absent in `describe` and in tests calling tools directly). */
+  toolUseId?: string;
   config: Config;
 }
 
@@ -147,6 +149,12 @@ export interface ToolDefinition<S extends ToolInputSchema = ToolInputSchema> {
    * never recorded or used for it (every call is confirmed). Read it as `tool.alwaysAllow !== false`.
    */
   alwaysAllow?: boolean;
+  /**
+   * True when the tool's results are content from outside the conversation (web pages, files,
+   * another service's answers: web search and fetch, MCP tools): a memory write in a run that
+   * called it is shown to the person with an undo button (`src/memory/undo.ts`, issue 39).
+   */
+  outside?: boolean;
   /** Longest run, in ms, before the call is aborted and reported as failed. Default 30 000. */
   timeoutMs?: number;
   /**

@@ -239,7 +239,11 @@ export class ToolBox {
     const tracer = options.tracer ?? nullTracer;
     const shown = this.#traced(name, input);
     tracer.event("tool_call", { tool: name, toolUseId: options.toolUseId, input: shown.input });
-    const result = await this.#run(name, input, context);
+    const result = await this.#run(
+      name,
+      input,
+      options.toolUseId ? { ...context, toolUseId: options.toolUseId } : context,
+    );
     const { content, images } = boundedResult(result.content, result.images, this.#maxResultChars);
     if (content.length < result.content.length && content.includes(CUT_NOTE_START))
       context.log.warn(
@@ -379,6 +383,16 @@ export class ToolBox {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * What a successful call of `name` did, as one item of a streamed answer's final line of calls:
+   * the tool's {@link notice} when it declares `notice` (undefined when that says none is needed,
+   * e.g. a memory view), else its status line's icon and activity (`🔧 查詢天氣：臺北市`). Never throws.
+   */
+  done(name: string, input: unknown, locale: Locale): string | undefined {
+    if (this.#tools.get(name)?.notice) return this.notice(name, input, locale);
+    return `${this.icon(name) ?? "🔧"} ${this.activity(name, input, locale)}`;
   }
 
   async #run(name: string, input: unknown, context: ToolContext): Promise<Omit<ToolExecution, "durationMs">> {

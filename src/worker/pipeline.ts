@@ -30,6 +30,8 @@ import { compactionReason, type CompactionQueue, type ConversationSize } from ".
 import { migrateConversation, movedTo } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
+import { MemoryStore, memoryScopeOf } from "../memory/store.js";
+import { sendUndoNotices, undoOffers, type UndoOffer } from "../memory/undo.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
@@ -222,6 +224,8 @@ export interface AnswerState {
   requestTokens?: number;
   /** How large the conversation is once the answer is stored: what decides a compaction after *deliver*. */
   size?: ConversationSize;
+  /** Memory writes of the run made after outside content was read: offered for undo after *deliver* (`src/memory/undo.ts`). */
+  undo?: UndoOffer[];
 }
 
 /**
@@ -241,6 +245,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
     await beginAttempt(parts, state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
+    if (state.undo) await offerUndo(parts, state, state.undo);
     await followMove(parts, state);
     await taken.settle?.();
     await requestCompaction(parts, state);
@@ -530,12 +535,19 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   // A refused run stores only its tag (no message): the next request is sent as if the refused
   // message had not happened, and a retried job still finds the apology instead of asking again.
   const { messageId } = state.taken.message;
-  // Not streamed, the answer says what its calls saved (`📝 記住了：…`); a streamed one showed their status lines.
+  // Not streamed, the answer says what its calls saved (`📝 記住了：…`). Streamed, the status lines
+  // shown while the calls ran give way to the answer: one compact line of them stays at its end (the
+  // terminal chat keeps the status lines themselves on screen, so it gets none).
   const streamed = state.live !== undefined && parts.config.STREAMING === "on";
-  const text = streamed
-    ? computed.text
-    : withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, localeOf(parts, state)));
+  const locale = localeOf(parts, state);
+  const text = !streamed
+    ? withNotices(computed.text, noticesOf(parts.toolbox, computed.messages, locale))
+    : state.conversation.platform === "console"
+      ? computed.text
+      : withNotices(computed.text, doneLines(parts.toolbox, computed.messages, locale));
   const stored = computed.refused ? [] : computed.messages;
+  const undo = undoOffers(parts.toolbox, state.taken.message, computed.messages, computed.before);
+  if (undo.length > 0) state.undo = undo;
   const kept = await parts.history.append(
     state.conversation,
     stored,
@@ -589,6 +601,41 @@ export function noticesOf(
     }
   }
   return lines;
+}
+
+/** Most calls named in a streamed answer's line of calls ({@link doneLines}); more are counted as `+N`. */
+export const MAX_DONE_CALLS = 4;
+
+/**
+ * The final line of a streamed answer: what its successful calls did (`ToolBox.done`), in call
+ * order, each once, joined by ` · ` — at most {@link MAX_DONE_CALLS}, then `+N` — so the status
+ * lines shown while they ran are not simply gone (e.g. `🔧 查詢天氣：臺北市 · 📝 記住了：住在新竹`).
+ * @returns that line alone, or nothing when no call succeeded or none needs a word.
+ */
+export function doneLines(
+  toolbox: AnswerParts["toolbox"],
+  messages: readonly MessageParam[],
+  locale: AnswerParts["config"]["BOT_LOCALE"],
+): string[] {
+  const failed = new Set<string>();
+  const answered = new Set<string>();
+  for (const m of messages) {
+    if (m.role !== "user" || typeof m.content === "string") continue;
+    for (const b of m.content) if (b.type === "tool_result") (b.is_error ? failed : answered).add(b.tool_use_id);
+  }
+  const items: string[] = [];
+  for (const m of messages) {
+    if (m.role !== "assistant" || typeof m.content === "string") continue;
+    for (const b of m.content) {
+      if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
+      const item = toolbox.done(b.name, b.input, locale);
+      if (item && !items.includes(item)) items.push(item);
+    }
+  }
+  if (items.length === 0) return [];
+  const shown = items.slice(0, MAX_DONE_CALLS);
+  const more = items.length - shown.length;
+  return [`${shown.join(" · ")}${more > 0 ? ` · +${more}` : ""}`];
 }
 
 /** `text` followed by `notices`, one per line after a blank line; `text` alone when there are none. */
@@ -645,6 +692,20 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);
   state.result = { answered: text };
+}
+
+/** After *deliver*: the undo notices of memory writes made after outside content was read (`src/memory/undo.ts`). */
+async function offerUndo(parts: AnswerParts, state: AnswerState, offers: UndoOffer[]): Promise<void> {
+  const { message, outbound } = state.taken;
+  await sendUndoNotices({
+    outbound,
+    to: state.to,
+    store: new MemoryStore(parts.redis, { log: state.log }),
+    scope: memoryScopeOf(message),
+    offers,
+    locale: localeOf(parts, state),
+    log: state.log,
+  });
 }
 
 /**

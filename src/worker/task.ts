@@ -191,6 +191,10 @@ async function runOccurrence(
     await finishOccurrence(parts, owner, task, dueAt, { ok: false, error: why }, log, outbound);
     return "failed";
   }
+  if (await ownerLeft(outbound, task, owner)) {
+    await pauseForLeaver(parts, owner, task, dueAt, outbound, log);
+    return "paused";
+  }
   log.info({ lateMs: Date.now() - dueAt }, "running a scheduled task's occurrence");
   const done = await answer(
     parts,
@@ -251,6 +255,60 @@ function computeTask(parts: AnswerParts, state: AnswerState, task: Task, dueAt: 
     lead: () => occurrenceHeader(task, dueAt, state.startedAt - dueAt, localeOf(parts, state)),
     resuming: "resuming the occurrence's run an earlier attempt saved before it changed data",
   });
+}
+
+/**
+ * Whether the owner of a group task is no longer a member of its group (issue 39: a member who
+ * left or was removed must not keep reading the group's history through a task). Asked of the
+ * platform at each occurrence (`Outbound.isMember`); an answer that cannot be had (an API error)
+ * lets the occurrence run.
+ */
+async function ownerLeft(outbound: Outbound, task: Task, owner: TaskOwner): Promise<boolean> {
+  if (task.chatKind !== "group" || !outbound.isMember) return false;
+  return (await outbound.isMember({ chatId: task.chatId, guildId: task.guildId }, owner.userId)) === false;
+}
+
+/**
+ * Pauses a group task whose owner left the group, and tells the group's administrators once (the
+ * paused task has no further occurrence) in the group, with a cancel button only they (or bot
+ * admins) may press; `/tasks` shows them the group's tasks. The occurrence is marked done.
+ */
+async function pauseForLeaver(
+  parts: TaskParts,
+  owner: TaskOwner,
+  task: Task,
+  dueAt: number,
+  outbound: Outbound,
+  log: AnswerParts["log"],
+): Promise<void> {
+  const { redis, scheduler, config } = parts;
+  await pauseTask(redis, scheduler, owner, task, { by: "left" });
+  await redis.set(taskKeys(owner).done(occurrenceId(owner, task.id, dueAt)), "left", "EX", DONE_TTL_SECONDS);
+  log.warn("the owner of a group task is no longer a member of the group; the task is paused and the admins told");
+  const locale = config.BOT_LOCALE;
+  const text = localize(
+    locale,
+    {
+      "zh-TW":
+        "⏸️ 給群組管理員：{name} 已不在這個群組，他設定的排程任務 #{id}（{what}）已暫停，不會再執行。管理員可以用 /tasks 查看，或按「取消」刪除它。",
+      en:
+        "⏸️ For the group's admins: {name} is no longer in this group, so their scheduled task #{id} ({what}) " +
+        "is paused and will not run. Admins can see it with /tasks, or press Cancel to delete it.",
+    },
+    { name: task.userName, id: task.id, what: shortInstruction(task.instruction, 40) },
+  );
+  // No mention: the owner is not in the group any more.
+  const { mention: _gone, ...to } = destinationOf(occurrenceMessage(owner, task, dueAt));
+  const cancel = {
+    label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: task.id }),
+    data: taskButton("c", owner, task.id),
+  };
+  try {
+    if (outbound.sendNotice) await outbound.sendNotice(to, text, [cancel]);
+    else await outbound.sendAnswer(to, text);
+  } catch (err) {
+    log.error({ err }, "could not tell the group's admins that a task was paused");
+  }
 }
 
 /**

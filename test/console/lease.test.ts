@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 /** A chat process on the test Redis with piped stdin; `out` collects stdout and stderr, `exited` its exit code. */
-function startChat(...args: string[]) {
+function startChat(args: string[] = [], locale: "en" | "zh-TW" = "en") {
   const child = spawn(process.execPath, nodeArgs("src/cli/chat.ts", ...args), {
     cwd,
     env: {
@@ -46,7 +46,7 @@ function startChat(...args: string[]) {
       REDIS_URL: server.url,
       ANTHROPIC_API_KEY: "test-key",
       ANTHROPIC_BASE_URL: fake.url,
-      BOT_LOCALE: "en",
+      BOT_LOCALE: locale,
       STREAMING: "off",
     },
     stdio: ["pipe", "pipe", "pipe"],
@@ -85,7 +85,8 @@ it(
     expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: first.child.pid });
     expect(await redis.pttl(key)).toBeGreaterThan(CHAT_LEASE_TTL_MS - 5000);
 
-    const second = startChat();
+    // An operator line: in English also with BOT_LOCALE=zh-TW (docs/operations.md, "Logs").
+    const second = startChat([], "zh-TW");
     expect(await second.exited).toBe(1);
     expect(second.stderr).toBe(
       `Another npm run chat (pid ${first.child.pid}) holds this conversation (local): close it first, or if it crashed, wait about 30 s and try again.\n`,
@@ -93,7 +94,7 @@ it(
     expect(second.out).not.toContain("Chat started");
 
     // The demo is its own conversation: it starts while the first chat runs, and leaves on /quit.
-    const demo = startChat("--demo");
+    const demo = startChat(["--demo"]);
     await until(demo, "Chat started");
     demo.child.stdin!.write("/quit\n");
     expect(await demo.exited).toBe(0);

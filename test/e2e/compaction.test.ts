@@ -447,13 +447,30 @@ describe("compaction on Discord", () => {
     expect(await dcAsk(frank, "chat-dc1 fact 7")).toBe("You said: chat-dc1 fact 7");
     expect(textsOf(chatRequests("chat-dc1 fact 7").at(-1)!.messages[0]!)[0]).toContain("SUMMARY[chat-dc1 fact 1");
 
+    // /context before: the size of the last request (the fake counts 100 tokens per message).
+    const sizeOf = (reply: string) => Number(/約 ([\d,]+) tokens/.exec(reply)?.[1]?.replace(/,/g, ""));
+    const before = sizeOf(await slash(frank, "context", { dm: true }));
+    expect(before).toBe(TOKENS_PER_MESSAGE * chatRequests("chat-dc1 fact 7").at(-1)!.messages.length);
+
     // /compact: the earlier summary is merged with turns 5 (the two latest, 6 and 7, stay).
     const compacted = await slash(frank, "compact", { dm: true });
     expect(compacted).toContain("已壓縮對話");
     expect(compacted).toContain("SUMMARY[chat-dc1 fact 5]");
     const merged = compactions("chat-dc1 fact 5").at(-1)!;
     expect(all(merged)).toContain("SUMMARY[chat-dc1 fact 1");
-    expect(await slash(frank, "context", { dm: true })).toContain("已摘要 10 則訊息（壓縮 2 次）");
+    const context = await slash(frank, "context", { dm: true });
+    expect(context).toContain("已摘要 10 則訊息（壓縮 2 次）");
+    // …and right after it the new estimate, not the size before: the summary request's input left
+    // out, its output (the summary) counted in.
+    const call = stack.model.answered.filter((a) => isCompaction(a.request)).at(-1)!;
+    const read = call.usage.input_tokens + call.usage.cache_read_input_tokens + call.usage.cache_creation_input_tokens;
+    expect(sizeOf(context)).toBe(Math.max(call.usage.output_tokens, before - read + call.usage.output_tokens));
+    expect(sizeOf(context)).toBeLessThan(before);
+    // A run answered after it measures the size again.
+    await dcAsk(frank, "chat-dc1 fact 8");
+    expect(sizeOf(await slash(frank, "context", { dm: true }))).toBe(
+      TOKENS_PER_MESSAGE * chatRequests("chat-dc1 fact 8").at(-1)!.messages.length,
+    );
   });
 
   itOneRedis("in a server channel anyone may see /context; /compact follows the /reset rule", async () => {

@@ -117,6 +117,26 @@ async function pushedMetric(): Promise<number> {
   return metric?.values.find((v) => v.labels.platform === "line")?.value ?? 0;
 }
 
+/**
+ * Presses 確認 on the newest approval prompt in `chatId` (scheduling a task asks first), as `place`'s
+ * user, and waits for the answer starting with `prefix`.
+ */
+async function approveAndWait(place: { from: FakeLineUser; groupId?: string }, chatId: string, prefix: string) {
+  const prompt = await line.waitFor(() =>
+    line
+      .messagesTo(chatId)
+      .filter((m) => m.postbacks.some((d) => d.startsWith("ap:")))
+      .at(-1),
+  );
+  await line.deliver([
+    line.postbackEvent(
+      place,
+      prompt.postbacks.find((d) => d.endsWith(":y"))!,
+    ),
+  ]);
+  return line.waitFor(() => line.messagesTo(chatId).find((m) => m.text.startsWith(prefix) && m.at >= prompt.at));
+}
+
 /** A one-to-one chat with `user`. */
 const dm = (user: FakeLineUser) => ({ from: user });
 
@@ -346,7 +366,7 @@ it("a scheduled task's occurrence is answered by push in its chat", async () => 
   await line.deliver([
     line.textEvent(dm(alice), `call schedule_task {"instruction":"calc 2 * 21","at":"${localIso(at)}"}`),
   ]);
-  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.startsWith("schedule_task:")));
+  await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
   const owner = { platform: "line" as const, userId: alice.userId };
   const [task] = await listTasks(redis, owner);
   const queue = tasksQueue(redis);
@@ -368,7 +388,7 @@ it("unfollow ends the chat's reminders and tasks; leaving a group ends theirs in
   await line.deliver([line.textEvent(dm(carol), `call set_reminder {"text":"stretch","at":"${far}"}`)]);
   await line.waitFor(() => line.messagesTo(carol.userId).find((m) => m.text.startsWith("set_reminder:")));
   await line.deliver([line.textEvent(dm(carol), `call schedule_task {"instruction":"what time is it","at":"${far}"}`)]);
-  await line.waitFor(() => line.messagesTo(carol.userId).find((m) => m.text.startsWith("schedule_task:")));
+  await approveAndWait({ from: carol }, carol.userId, "schedule_task:");
   const group = line.group([carol]);
   await line.deliver([
     line.textEvent({ from: carol, groupId: group }, `call set_reminder {"text":"team call","at":"${far}"}`, {

@@ -21,9 +21,9 @@ it("LOG_CONTENT off: at debug level no log line holds a message, an answer, a to
   const chat = tg.privateChat(alice);
   // The first answer's send fails (a 500 after the bot's retries): the error carries its text.
   tg.failNext("sendMessage", { error_code: 500, description: "Internal Server Error" });
-  tg.sendUserMessage({ chat, from: alice, text: "PRIVATE-TG-1 我住在新竹 calc 1000 + 7" });
+  tg.sendUserMessage({ chat, from: alice, text: "PRIVATE-TG-1 我住在新竹 calc 31415926 + 27182818" });
   await tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chat.id && m.text.includes("1007")),
+    () => tg.sent.find((m) => m.chatId === chat.id && m.text.includes("58598744")),
     ANSWER_TIMEOUT_MS,
     "the answer",
   );
@@ -51,16 +51,27 @@ it("LOG_CONTENT off: at debug level no log line holds a message, an answer, a to
     message: "Invalid Form Body",
     code: 50035,
   });
-  dc.sendUserMessage(bob, "PRIVATE-DC-1 calc 2000 + 9", { dm: true });
-  dc.sendUserMessage(bob, "PRIVATE-DC-2 calc 3000 + 9", { dm: true });
+  dc.sendUserMessage(bob, "PRIVATE-DC-1 calc 41421356 + 17320508", { dm: true });
+  dc.sendUserMessage(bob, "PRIVATE-DC-2 calc 22360679 + 26457513", { dm: true });
   await dc.waitFor(
-    () => dc.sent.some((m) => m.content.includes("3009")),
+    () => dc.sent.some((m) => m.content.includes("48818192")),
     ANSWER_TIMEOUT_MS,
     "the second Discord answer",
   );
 
+  // Eight-digit figures: short ones (1007) turned up inside log timestamps by chance.
   const logs = JSON.stringify(stack.logs());
-  for (const fragment of ["PRIVATE-", "我住在新竹", "帳號 1234", "看這個檔案", "1000 + 7", "1007", "2009", "3000 + 9"])
+  for (const fragment of [
+    "PRIVATE-",
+    "我住在新竹",
+    "帳號 1234",
+    "看這個檔案",
+    "31415926",
+    "58598744",
+    "58741864",
+    "22360679",
+    "48818192",
+  ])
     expect(logs).not.toContain(fragment);
   // The paths that would have shown them did log: traces, tool calls and files (content hidden), and the failed send.
   const hidden = (msg: string) =>

@@ -55,7 +55,7 @@ it("the worker answers while its MCP server has not started; the server's tools 
   await tg.waitFor(() => connectedLines().length > 0, WAIT, "the server's log line");
   expect(connectedLines()).toEqual([expect.objectContaining({ tools: ["notebook__echo", "notebook__slow_steps"] })]);
   tg.sendUserMessage({ chat, from: user, text: 'call notebook__echo {"text":"up"}' });
-  expect((await answerIn(8401, "notebook__echo:")).text).toBe("notebook__echo: echo: up");
+  expect((await answerIn(8401, "notebook__echo:")).text).toBe("notebook__echo: echo: up\n\n🔧 notebook：echo");
 });
 
 it("a long MCP call shows the server's progress on the status line of the live answer", async () => {
@@ -73,5 +73,5 @@ it("a long MCP call shows the server's progress on the status line of the live a
   const draft = tg.drafts.find((d) => d.chatId === chat.id && d.text.includes("(1/2 · halfway)"))!;
   expect(draft.text).toMatch(/^🔧 notebook：slow_steps… \(1\/2 · halfway\)/);
   const answer = await answerIn(8402, "notebook__slow_steps:");
-  expect(answer.text).toBe("notebook__slow_steps: slow steps done (progress token: sent)");
+  expect(answer.text).toBe("notebook__slow_steps: slow steps done (progress token: sent)\n\n🔧 notebook：slow_steps");
 });

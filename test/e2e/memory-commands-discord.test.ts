@@ -102,10 +102,20 @@ describe("Discord: /memory and /forget", () => {
     await ask(lee, "remember 週日練團 as band", "channel");
     const key = memoryKey({ kind: "group", platform: "discord", chatId: dc.channelId });
 
+    // A member without Manage Messages sees the memory without delete buttons, and who may delete.
     const listed = dc.slashCommand(mo, "memory", { channelId: dc.channelId, locale: "zh-TW" });
-    expect(await ephemeral(listed)).toContain("這個群組的共同記憶（所有成員共用");
-    const all = buttonsOf(listed).find((b) => b.label === "🗑 全部刪除")!.custom_id;
-    expect(await ephemeral(dc.clickEphemeralButton(mo, listed, all))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
+    const shown = await ephemeral(listed);
+    expect(shown).toContain("這個群組的共同記憶（所有成員共用");
+    expect(shown).toContain("（只有群組管理員可以刪除共同記憶。）");
+    expect(buttonsOf(listed)).toEqual([]);
+    // With Manage Messages, the buttons are there.
+    const managed = dc.slashCommand(mo, "memory", {
+      channelId: dc.channelId,
+      locale: "zh-TW",
+      permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS,
+    });
+    expect(await ephemeral(managed)).not.toContain("只有群組管理員");
+    expect(buttonsOf(managed).map((b) => b.label)).toEqual(["🗑 刪除 band.md", "🗑 全部刪除"]);
     expect(await ephemeral(dc.slashCommand(mo, "forget", { channelId: dc.channelId, locale: "zh-TW" }))).toBe(
       "抱歉，在群組裡只有群組管理員可以使用這個指令。",
     );

@@ -45,13 +45,15 @@ function sentIn(channelId: string): SentMessage[] {
 async function ask(author: FakeUser, content: string, where: Where = { dm: true }): Promise<SentMessage> {
   const dc = stack.discord;
   const channelId = channelOf(author, where);
-  const before = sentIn(channelId).length;
+  // Not the undo notice of a memory write in a channel where others spoke (issue 39): answers only.
+  const answers = () => sentIn(channelId).filter((m) => !m.content.includes("外部內容"));
+  const before = answers().length;
   dc.sendUserMessage(
     author,
     "dm" in where ? content : `<@${dc.bot.id}> ${content}`,
     "dm" in where ? { dm: true } : { channelId },
   );
-  return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
+  return dc.waitFor(() => answers()[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
 }
 
 function requestFor(marker: string): FakeRequest {

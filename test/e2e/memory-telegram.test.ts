@@ -245,7 +245,7 @@ describe("Telegram: /memory and /forget", () => {
     );
   });
 
-  it("in a group anyone may look; only its administrators delete, with a button or /forget", async () => {
+  it("in a group anyone may look; only its administrators delete, and only they get the buttons", async () => {
     const tg = stack.telegram;
     const hank = tg.user(28041, "Hank");
     const ivy = tg.user(28042, "Ivy");
@@ -263,7 +263,11 @@ describe("Telegram: /memory and /forget", () => {
     );
     expect(listed.text).toContain("這個群組的共同記憶（所有成員共用");
     expect(listed.text).toContain("每週三聚會");
-    const all = tg.buttons(listed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
+    // A member who may not delete sees no delete button, and is told who may.
+    expect(tg.buttons(listed)).toEqual([]);
+    expect(listed.text.endsWith("（只有群組管理員可以刪除共同記憶。）")).toBe(true);
+    // A forged press (the data of the delete-all button) is still refused.
+    const all = "mm:a";
     expect(await toast(tg.pressButton({ from: ivy, message: listed, data: all }))).toBe(
       "在群組裡只有群組管理員可以刪除共同記憶。",
     );
@@ -281,13 +285,26 @@ describe("Telegram: /memory and /forget", () => {
     expect(no.text).toBe("抱歉，在群組裡只有群組管理員可以使用這個指令。");
     expect(await redis.exists(key)).toBe(1);
 
-    expect(await toast(tg.pressButton({ from: hank, message: listed, data: all }))).toBe(
+    // The group's administrator gets the buttons.
+    const asked = tg.sendUserMessage({ chat: group, from: hank, text: `/memory@${tg.bot.username}` });
+    const adminListed = await tg.waitFor(
+      () =>
+        sentTo(group).find(
+          (m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === asked.message_id,
+        ),
+      ANSWER_TIMEOUT_MS,
+      "the administrator's /memory listing",
+    );
+    expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["🗑 刪除 meet.md", "🗑 全部刪除"]);
+    expect(adminListed.text).not.toContain("只有群組管理員");
+    const adminAll = tg.buttons(adminListed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
+    expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: adminAll }))).toBe(
       "已清除這個群組的共同記憶（1 個檔案）。",
     );
     expect(await redis.exists(key)).toBe(0);
     // The listing is closed to that text, without buttons.
     await tg.waitFor(
-      () => (tg.buttons(listed).length === 0 ? true : undefined),
+      () => (tg.buttons(adminListed).length === 0 ? true : undefined),
       ANSWER_TIMEOUT_MS,
       "the listing closed",
     );

@@ -444,3 +444,73 @@ it("a user who blocked the bot (403) ends the reminder and its repeats after the
   expect(await schedulerNext(queue, "telegram", "8601", 1)).toBeUndefined();
   expect(reminders(8601, "封鎖")).toEqual([]);
 }, 60_000);
+
+it("issue 39: a group reminder whose owner left pauses at its next occurrence, telling admins once; admins see and cancel the reminders", async () => {
+  const tg = stack.telegram;
+  const group = tg.group(-1008901, "社團");
+  const ola = tg.user(8901, "Ola");
+  const pia = tg.user(8902, "Pia");
+  const quinn = tg.user(8903, "Quinn");
+  tg.admins.set(group.id, new Set([8902]));
+  const owner = { platform: "telegram" as const, userId: "8901" };
+  const at = Date.now() + 3600_000;
+  let seen = tg.sent.length;
+  tg.sendUserMessage({
+    chat: group,
+    from: ola,
+    text: `@${tg.bot.username} call set_reminder {"text":"繳社費","at":"${localIso(at)}","repeat":"daily"}`,
+  });
+  await answer(group.id, "set_reminder:", seen);
+  seen = tg.sent.length;
+  tg.sendUserMessage({
+    chat: group,
+    from: quinn,
+    text: `@${tg.bot.username} call set_reminder {"text":"借場地","at":"${localIso(at)}"}`,
+  });
+  await answer(group.id, "set_reminder:", seen);
+
+  tg.departed.set(group.id, new Map([[8901, "left"]]));
+  seen = tg.sent.length;
+  const reminder = (await getReminder(redis, owner, 1))!;
+  await bringForward(queue, reminderJobId(owner, reminder, reminder.next!), 0);
+  const notice = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.includes("給群組管理員")),
+    WAIT,
+    "the admins' notice",
+  );
+  expect(notice.text).toBe(
+    "⏸️ 給群組管理員：Ola 已不在這個群組，他設定的提醒 #1（繳社費）已暫停，不會再發出。管理員可以用 /reminders 查看，或按「取消」刪除它。",
+  );
+  expect(reminders(group.id, "繳社費")).toEqual([]);
+  expect((await getReminder(redis, owner, 1))?.paused).toMatchObject({ by: "left" });
+  expect(await schedulerNext(queue, "telegram", "8901", 1)).toBeUndefined();
+
+  // Quinn (a member) sees only his own; Pia (an admin) sees the group's, Ola's paused one too, and cancels it.
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat: group, from: quinn, text: "/reminders" });
+  const own = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.includes("提醒")),
+    WAIT,
+    "Quinn's /reminders",
+  );
+  expect(own.text).toMatch(/^你在這裡的提醒：\n#1 借場地 — /);
+  expect(await toast(tg.pressButton({ from: quinn, message: notice, data: data(notice, "rm:c:") }))).toBe(
+    "這是別人的提醒，只有設定提醒的人可以按。",
+  );
+  seen = tg.sent.length;
+  tg.sendUserMessage({ chat: group, from: pia, text: "/reminders" });
+  const all = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.includes("提醒")),
+    WAIT,
+    "Pia's /reminders",
+  );
+  expect(all.text).toMatch(
+    /^這個群組的所有提醒（管理員檢視）：\n#1 借場地 — .+（Quinn 設定）\n#1 繳社費 — 設定的人已離開群組，已暫停（Ola 設定）$/,
+  );
+  expect(tg.buttons(all).map((b) => b.text)).toEqual(["❌ 取消 Quinn 的 #1", "❌ 取消 Ola 的 #1"]);
+  expect(await toast(tg.pressButton({ from: pia, message: notice, data: data(notice, "rm:c:") }))).toBe(
+    "已取消 Ola 的提醒 #1。",
+  );
+  expect(await listReminders(redis, owner)).toEqual([]);
+  expect(await listReminders(redis, { platform: "telegram", userId: "8903" })).toHaveLength(1);
+});

@@ -85,7 +85,7 @@ describe("streamed answers on Discord", () => {
     expect(dc.typing.some((t) => t.channelId === channelId && t.at <= first.at)).toBe(true);
   });
 
-  it("DM with a tool call in the middle: the status line is shown, then gone from the final answer; text before the call is not repeated", async () => {
+  it("DM with a tool call in the middle: the status line is shown, then one compact line of it ends the answer; earlier text is not repeated", async () => {
     const dc = stack.discord;
     const bo = user("Bo");
     const channelId = dc.dmChannel(bo);
@@ -95,7 +95,7 @@ describe("streamed answers on Discord", () => {
       { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 600 } },
     );
     dc.sendUserMessage(bo, "6*7 是多少？", { dm: true });
-    const [chunk] = splitMessage(final, DISCORD_MESSAGE_LIMIT);
+    const [chunk] = splitMessage(`${final}\n\n🔧 計算：6*7`, DISCORD_MESSAGE_LIMIT);
     const answer = await dc.waitFor(
       () => sentIn(channelId).find((m) => contentOf(m) === chunk),
       TIMEOUT_MS,
@@ -105,7 +105,9 @@ describe("streamed answers on Discord", () => {
     const shown = historyOf(answer).map((s) => s.content);
     expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
     expect(shown.some((t) => /^🔧 計算：6\*7 ✓\n\n\S/.test(t))).toBe(true);
-    expect(contentOf(answer)).not.toContain("🔧");
+    expect(contentOf(answer).startsWith("🔧")).toBe(false);
+    expect(contentOf(answer).endsWith("\n\n🔧 計算：6*7")).toBe(true);
+    expect(contentOf(answer)).not.toContain("✓");
     expect(contentOf(answer)).not.toContain("我來算一下");
   });
 
@@ -182,7 +184,7 @@ describe("streamed answers on Discord", () => {
     const channelId = dc.dmChannel(eve);
     dc.sendUserMessage(eve, "add todo 買牛奶", { dm: true });
     await dc.waitFor(
-      () => sentIn(channelId).find((m) => contentOf(m) === "add_todo: 已新增待辦：#1 買牛奶"),
+      () => sentIn(channelId).find((m) => contentOf(m) === "add_todo: 已新增待辦：#1 買牛奶\n\n🔧 新增待辦：買牛奶"),
       TIMEOUT_MS,
       "the todo added",
     );
@@ -250,7 +252,7 @@ describe("streamed answers on Discord", () => {
       );
       expect(live.payload.message_reference).toMatchObject({ message_id: message.id });
       expect(live.content).toMatch(/^🔧 /u); // the approved call, as it ran
-      const [chunk] = splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT);
+      const chunk = `${splitMessage(ANSWER, DISCORD_MESSAGE_LIMIT)[0]}\n\n🔧 刪除待辦 #1`;
       await dc.waitFor(() => contentOf(live) === chunk, TIMEOUT_MS, "the final edit");
       const shown = historyOf(live);
       expect(shown.length).toBeGreaterThanOrEqual(4); // the post, edits while the answer grows, the final edit

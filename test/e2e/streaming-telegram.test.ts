@@ -185,7 +185,7 @@ describe("streamed answers on Telegram", () => {
   );
 
   itOneRedis(
-    "a tool call in the middle: its status line is shown while it runs and gone from the final answer; the text before the call is not repeated",
+    "a tool call in the middle: its status line shows while it runs, one compact line of it ends the answer; earlier text is not repeated",
     async () => {
       const tg = stack.telegram;
       const group = tg.group(-1009150003, "工具群組");
@@ -196,14 +196,17 @@ describe("streamed answers on Telegram", () => {
         { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 900 } },
       );
       tg.sendUserMessage({ chat: group, from: bo, text: `@${tg.bot.username} 6*7 是多少？` });
-      const [chunk] = finalChunks(final);
+      const [chunk] = finalChunks(`${final}\n\n🔧 計算：6*7`);
       await tg.waitFor(() => sentTo(group)[0]?.text === chunk!.text, TIMEOUT_MS, "the final answer");
       expect(sentTo(group)).toHaveLength(1);
       const shown = historyOf(sentTo(group)[0]!).map((s) => s.text);
       expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
       expect(shown.some((t) => /^🔧 計算：6\*7 ✓\n\n\S/.test(t))).toBe(true); // the status line above the answer being written
       expect(shown[shown.length - 1]).toBe(chunk!.html);
-      expect(sentTo(group)[0]!.text).not.toContain("🔧");
+      // The status line itself is gone; one compact line of what was done ends the answer.
+      expect(sentTo(group)[0]!.text.startsWith("🔧")).toBe(false);
+      expect(sentTo(group)[0]!.text.endsWith("\n\n🔧 計算：6*7")).toBe(true);
+      expect(sentTo(group)[0]!.text).not.toContain("✓");
       expect(sentTo(group)[0]!.text).not.toContain("我來算一下");
       expectNoRefusedEdits();
     },
@@ -266,7 +269,7 @@ describe("streamed answers on Telegram", () => {
       const eve = tg.user(95006, "Eve");
       tg.sendUserMessage({ chat: group, from: eve, text: `@${tg.bot.username} add todo 買牛奶` });
       await tg.waitFor(
-        () => sentTo(group)[0]?.text === "add_todo: 已新增待辦：#1 買牛奶",
+        () => sentTo(group)[0]?.text === "add_todo: 已新增待辦：#1 買牛奶\n\n🔧 新增待辦：買牛奶",
         TIMEOUT_MS,
         "the todo added",
       );
@@ -299,6 +302,7 @@ describe("streamed answers on Telegram", () => {
         "the answer's final edit",
       );
       expect(result.text).toContain("delete_todo: 已刪除：#1 買牛奶");
+      await tg.waitFor(() => result.text.endsWith("🔧 刪除待辦 #1"), TIMEOUT_MS, "the line of the approved call");
       expect(sentTo(group)).toHaveLength(3);
       expectNoRefusedEdits();
     },
@@ -339,7 +343,7 @@ describe("streamed answers on Telegram", () => {
       for (let i = 1; i < growing.length; i++) expect(growing[i]!.length).toBeGreaterThan(growing[i - 1]!.length);
       for (let i = 1; i < drafts.length; i++)
         expect(drafts[i]!.at - drafts[i - 1]!.at).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
-      const [chunk] = finalChunks(ANSWER);
+      const [chunk] = finalChunks(`${ANSWER}\n\n🔧 刪除待辦 #1`);
       expect(answer.text).toBe(chunk!.text);
       expect(answer.payload.parse_mode).toBe("HTML");
       expect(tg.chatActions.filter((a) => Number(a.chat_id) === chat.id).length).toBeGreaterThan(typingBefore);

@@ -102,7 +102,10 @@ function allWith(channelId: string, needle: string): SentMessage[] {
   return stack.discord.sent.filter((m) => m.channelId === channelId && m.content.includes(needle));
 }
 
-/** Sends `text` as `from` (in a DM, or mentioning the bot in `channelId`) and waits for the answer containing `needle`. */
+/**
+ * Sends `text` as `from` (in a DM, or mentioning the bot in `channelId`) and waits for the answer
+ * containing `needle`; a `call schedule_task …` is confirmed by `from` on its approval prompt first.
+ */
 async function say(
   from: FakeUser,
   text: string,
@@ -111,12 +114,24 @@ async function say(
 ): Promise<SentMessage> {
   const dc = stack.discord;
   const seen = dc.sent.length;
-  if ("dm" in where) {
-    dc.sendUserMessage(from, text, { dm: true });
-    return sentWith(dc.dmChannel(from), needle, seen);
+  const channelId = "dm" in where ? dc.dmChannel(from) : where.channelId;
+  if ("dm" in where) dc.sendUserMessage(from, text, { dm: true });
+  else dc.sendUserMessage(from, `${mention()} ${text}`, { channelId });
+  if (text.startsWith("call schedule_task ")) {
+    // Issue 39: every task is confirmed by its owner on an approval prompt first.
+    const prompt = await dc.waitFor(
+      () =>
+        dc.sent
+          .slice(seen)
+          .find(
+            (m) => m.channelId === channelId && m.content.includes("排程任務（") && Array.isArray(m.payload.components),
+          ),
+      WAIT,
+      "the approval prompt of a scheduled task",
+    );
+    await notice(dc.clickButton(from, prompt.id, button(prompt, "ap:").replace(/:[yna]$/, ":y")));
   }
-  dc.sendUserMessage(from, `${mention()} ${text}`, { channelId: where.channelId });
-  return sentWith(where.channelId, needle, seen);
+  return sentWith(channelId, needle, seen);
 }
 
 function button(message: SentMessage, prefix: string): string {
@@ -464,4 +479,32 @@ it("revoked access stops a task: a revoked user's DM task and a disabled server'
   } finally {
     await access.allowChat(`discord:${dc.guildId}`);
   }
+});
+
+it("issue 39: a server task whose owner left the guild pauses at its next occurrence (guild member lookup) and tells the admins once", async () => {
+  const dc = stack.discord;
+  const nia = await user("Nia");
+  const owner = { platform: "discord" as const, userId: nia.id };
+  await say(
+    nia,
+    `call schedule_task {"instruction":"read the channel and sum it up","at":"${localIso(Date.now() + 3600_000)}","repeat":"daily"}`,
+    "schedule_task:",
+    { channelId: dc.channelId },
+  );
+  dc.leaveGuild(nia);
+  const seen = dc.sent.length;
+  const requests = stack.model.requests.length;
+  const job = await addOccurrence(queue, owner, 1);
+  expect(await outcomeOf(queue, job)).toBe("paused");
+  expect(dc.memberLookups).toContain(nia.id);
+  const notice = await sentWith(dc.channelId, "給群組管理員", seen);
+  expect(notice.content).toContain("Nia 已不在這個群組，他設定的排程任務 #1（read the channel and sum it up）已暫停");
+  expect(notice.content).not.toContain(`<@${nia.id}>`);
+  expect(button(notice, "tk:c:")).toBeDefined();
+  expect(stack.model.requests.length).toBe(requests);
+  expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "left" });
+  const again = await addOccurrence(queue, owner, 1, Date.now() + 1);
+  expect(await outcomeOf(queue, again)).toBe("paused");
+  await quiet(300);
+  expect(allWith(dc.channelId, "給群組管理員")).toHaveLength(1);
 });

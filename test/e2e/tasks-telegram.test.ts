@@ -75,17 +75,39 @@ function allWith(chatId: number, needle: string): FakeSentMessage[] {
   return stack.telegram.sent.filter((m) => m.chatId === chatId && m.text.includes(needle));
 }
 
-/** Sends `text` as `from` in `chat` (topic `thread`) and waits for the answer containing `needle`. */
+/**
+ * Sends `text` as `from` in `chat` (topic `thread`) and waits for the answer containing `needle`.
+ * A `call schedule_task …` is confirmed first: `from` presses ✅ on its approval prompt (issue 39:
+ * every task is confirmed by its owner).
+ */
 async function say(chat: Chat, from: User, text: string, needle: string, thread?: number): Promise<FakeSentMessage> {
-  const seen = stack.telegram.sent.length;
-  const mention = chat.type === "private" || text.startsWith("/") ? "" : `@${stack.telegram.bot.username} `;
-  stack.telegram.sendUserMessage({
+  const tg = stack.telegram;
+  const seen = tg.sent.length;
+  const mention = chat.type === "private" || text.startsWith("/") ? "" : `@${tg.bot.username} `;
+  tg.sendUserMessage({
     chat,
     from,
     text: `${mention}${text}`,
     ...(thread ? { message_thread_id: thread } : {}),
   });
+  if (text.startsWith("call schedule_task ")) {
+    const prompt = await taskPrompt(chat.id, seen);
+    tg.pressButton({ from, message: prompt, data: data(prompt, "ap:").replace(/:[yna]$/, ":y") });
+  }
   return sentWith(chat.id, needle, seen);
+}
+
+/** The approval prompt of a schedule_task call in `chatId`, sent after the first `after` messages. */
+async function taskPrompt(chatId: number, after: number): Promise<FakeSentMessage> {
+  const tg = stack.telegram;
+  return tg.waitFor(
+    () =>
+      tg.sent
+        .slice(after)
+        .find((m) => m.chatId === chatId && m.text.includes("排程任務（") && tg.buttons(m).length > 0),
+    WAIT,
+    "the approval prompt of a scheduled task",
+  );
 }
 
 /** The model requests whose last user turn contains `needle`. */
@@ -394,4 +416,58 @@ it("revoked access stops a task: a revoked user's occurrence and a disabled grou
   expect(tg.sent.length).toBe(sent);
   expect(allWith(chat.id, "📅 排程任務 #1")).toHaveLength(1);
   expect(allWith(group.id, "📅 排程任務 #2")).toHaveLength(0);
+});
+
+it("issue 39: a group task whose owner left pauses at its next occurrence, telling admins once; admins see and cancel every task of the group", async () => {
+  const tg = stack.telegram;
+  const group = await enabledGroup(-1009901, "社區群組");
+  const kim = await person(9901, "Kim");
+  const lee = await person(9902, "Lee");
+  const mo = await person(9903, "Mo");
+  tg.admins.set(group.id, new Set([9902]));
+  const owner = { platform: "telegram" as const, userId: "9901" };
+  const later = localIso(Date.now() + 3600_000);
+  await say(
+    group,
+    kim,
+    `call schedule_task {"instruction":"sum up the group's week","at":"${later}","repeat":"daily"}`,
+    "schedule_task:",
+  );
+  await say(group, mo, `call schedule_task {"instruction":"what time is it","at":"${later}"}`, "schedule_task:");
+
+  // Kim is removed from the group; her task's next occurrence finds it.
+  tg.departed.set(group.id, new Map([[9901, "kicked"]]));
+  const seen = tg.sent.length;
+  const requests = stack.model.requests.length;
+  const first = await addOccurrence(queue, owner, 1);
+  expect(await outcomeOf(queue, first)).toBe("paused");
+  const notice = await sentWith(group.id, "給群組管理員", seen);
+  expect(notice.text).toBe(
+    "⏸️ 給群組管理員：Kim 已不在這個群組，他設定的排程任務 #1（sum up the group's week）已暫停，不會再執行。管理員可以用 /tasks 查看，或按「取消」刪除它。",
+  );
+  expect(notice.entities.filter((e) => e.type === "text_mention")).toEqual([]);
+  expect(stack.model.requests.length).toBe(requests); // the group's history was not read for her
+  expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "left" });
+  expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
+  // Told once: a later copy of an occurrence finds the task paused and posts nothing.
+  const second = await addOccurrence(queue, owner, 1, Date.now() + 1);
+  expect(await outcomeOf(queue, second)).toBe("paused");
+  await quiet(300);
+  expect(allWith(group.id, "給群組管理員")).toHaveLength(1);
+
+  // A member sees only their own tasks and cannot cancel Kim's; an admin sees every task of the group.
+  expect((await say(group, mo, "/tasks", "排程任務")).text).toMatch(/^你在這裡的排程任務：\n#1 what time is it/);
+  expect(await toast(tg.pressButton({ from: mo, message: notice, data: data(notice, "tk:c:") }))).toBe(
+    "這是別人的排程任務，只有設定的人可以按。",
+  );
+  const list = await say(group, lee, "/tasks", "排程任務");
+  expect(list.text).toMatch(
+    /^這個群組的所有排程任務（管理員檢視）：\n#1 what time is it — .+（Mo 設定）\n#1 sum up the group's week — 設定的人已離開群組，已暫停，每天（Kim 設定）$/,
+  );
+  expect(tg.buttons(list).map((b) => b.text)).toEqual(["❌ 取消 Mo 的 #1", "❌ 取消 Kim 的 #1"]);
+  expect(await toast(tg.pressButton({ from: lee, message: notice, data: data(notice, "tk:c:") }))).toBe(
+    "已取消 Kim 的排程任務 #1。",
+  );
+  expect(await listTasks(redis, owner)).toEqual([]);
+  expect(await listTasks(redis, { platform: "telegram", userId: "9903" })).toHaveLength(1);
 });

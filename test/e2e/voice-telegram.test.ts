@@ -223,7 +223,7 @@ describe("Telegram: voice messages", () => {
       );
       const voice = voiceNote(audio, 3);
       const answer = await send(chat, user, { extra: { voice } });
-      expect(answer.text).toBe("🎤 「add todo 繳電費」\n\nadd_todo: 已新增待辦：#1 繳電費");
+      expect(answer.text).toBe("🎤 「add todo 繳電費」\n\nadd_todo: 已新增待辦：#1 繳電費\n\n🔧 新增待辦：繳電費");
       expect(await redis.hlen(`todo:{telegram:${user.id}}:items`)).toBe(1);
       const requests = stack.model.requests.slice(before.model);
       expect(requests).toHaveLength(MODEL_RETRIES + 3);

@@ -415,7 +415,7 @@ describe("deferred tools end to end", () => {
     stack.model.enqueue(toolUse("complete_todo", { todo_id: 1 }), text("已完成。"));
     stack.telegram.sendUserMessage({ chat, from: user, text: "電費繳了 tg-deferred" });
     await stack.telegram.waitFor(
-      () => stack.telegram.sent.find((m) => m.chatId === chat.id && m.text === "已完成。"),
+      () => stack.telegram.sent.find((m) => m.chatId === chat.id && m.text === "已完成。\n\n🔧 完成待辦 #1"),
       WAIT,
       "the answer",
     );

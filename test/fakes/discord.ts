@@ -247,6 +247,10 @@ export class FakeDiscord {
   readonly #messages = new Map<string, FakeMessage>();
   readonly #channels = new Map<string, Channel>();
   readonly #users = new Map<string, FakeUser>();
+  /** Users who left the guild ({@link leaveGuild}). */
+  readonly #left = new Set<string>();
+  /** The user ids `GET /guilds/{guild.id}/members/{user.id}` was asked about, in order. */
+  readonly memberLookups: string[] = [];
   readonly #msgReactions = new Map<string, Set<string>>(); // messageId → "emoji|userId"
   readonly #editTimes = new Map<string, number[]>();
   readonly #nonces = new Map<string, { messageId: string; at: number }>(); // "authorId|nonce" → the message created with it
@@ -431,6 +435,14 @@ export class FakeDiscord {
   }
 
   /** Adds a user the fake knows (for mentions and members). */
+  /**
+   * Makes `user` leave the guild (kicked, banned or gone): `GET /guilds/{guild.id}/members/{user.id}`
+   * then answers 404 `10007 Unknown Member`, as Discord does for a user who is not a member.
+   */
+  leaveGuild(user: FakeUser): void {
+    this.#left.add(user.id);
+  }
+
   addUser(user: FakeUser): FakeUser {
     this.#users.set(user.id, user);
     return user;
@@ -1277,6 +1289,15 @@ export class FakeDiscord {
       case "PUT applications/:/guilds/:/commands":
         if (parts[3] !== this.guildId) throw new HttpError(403, { message: "Missing Access", code: 50001 });
         return this.#putCommands(parts[1]!, parts[3]!, body);
+      case "GET guilds/:/members/:": {
+        // https://discord.com/developers/docs/resources/guild#get-guild-member: a guild member
+        // object; 404 10004 Unknown Guild, 404 10007 Unknown Member for a user not in the guild.
+        if (parts[1] !== this.guildId) throw new HttpError(404, { message: "Unknown Guild", code: 10004 });
+        const user = this.#users.get(parts[3]!);
+        this.memberLookups.push(parts[3]!);
+        if (!user || this.#left.has(user.id)) throw new HttpError(404, { message: "Unknown Member", code: 10007 });
+        return { status: 200, body: { ...this.#member(user), user: { ...user, discriminator: "0", avatar: null } } };
+      }
       case "GET channels/:":
         // discord.js fetches a channel it has not cached, e.g. a DM after a restart (GET /channels/{channel.id}).
         return { status: 200, body: this.#channelObject(this.#channel(parts[1]!)) };

@@ -329,8 +329,14 @@ export class FakeTelegram {
   webhook: Record<string, unknown> | undefined;
   /** HTTP status of each webhook delivery, in order. */
   readonly webhookDeliveries: number[] = [];
-  /** Administrators per chat id, for `getChatMember` (everyone else is a `member`). */
+  /** Administrators per chat id, for `getChatMember` (everyone else is a `member`, unless {@link departed}). */
   readonly admins = new Map<number, Set<number>>();
+  /**
+   * Users no longer in a chat, per chat id: `getChatMember` answers `ChatMemberLeft` (`left`) or
+   * `ChatMemberBanned` (`kicked`, `until_date` 0: forever), as Telegram does after a user leaves
+   * or is removed.
+   */
+  readonly departed = new Map<number, Map<number, "left" | "kicked">>();
   /**
    * BotFather's group privacy of the bot (on by default, as for a new bot): `getMe` answers
    * `can_read_all_group_messages: !privacyMode`. (Which group messages a test sends is up to the
@@ -958,6 +964,11 @@ export class FakeTelegram {
         const chatId = Number(p.chat_id);
         const userId = Number(p.user_id);
         if (!Number.isInteger(userId)) throw bad("user_id is required");
+        const gone = this.departed.get(chatId)?.get(userId);
+        if (gone === "left")
+          return { status: "left", user: { id: userId, is_bot: false, first_name: `user${userId}` } };
+        if (gone === "kicked")
+          return { status: "kicked", user: { id: userId, is_bot: false, first_name: `user${userId}` }, until_date: 0 };
         const admin = this.admins.get(chatId)?.has(userId) === true;
         return {
           status: admin ? "administrator" : "member",

@@ -55,7 +55,11 @@ import { toTraditional } from "./media/voice.js";
 /** What `adapters/<platform>/index.ts` exports. */
 export interface PlatformModule {
   createAdapter(config: Config, log: Logger): Adapter;
-  createOutbound(config: Config, log: Logger): Outbound;
+  /**
+   * The REST-only outbound half. `parts.redis`: the process's Redis connection, for an outbound
+   * that keeps state there (LINE: its sent message ids and monthly push count); others ignore it.
+   */
+  createOutbound(config: Config, log: Logger, parts?: { redis?: RedisClient }): Outbound;
 }
 
 /** The adapters of this build, by platform. Add a platform here (one line) when its adapter exists. */
@@ -63,13 +67,19 @@ export const PLATFORM_MODULES: Partial<Record<Platform, () => Promise<PlatformMo
   console: () => import("../adapters/console/index.js"),
   telegram: () => import("../adapters/telegram/index.js"),
   discord: () => import("../adapters/discord/index.js"),
+  line: () => import("../adapters/line/index.js"),
 };
 
-/** The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with `DISCORD_TOKEN`. */
+/**
+ * The platforms turned on by the configuration: Telegram with `TELEGRAM_BOT_TOKEN`, Discord with
+ * `DISCORD_TOKEN`, LINE with `LINE_CHANNEL_ACCESS_TOKEN` (and `LINE_CHANNEL_SECRET`, which the
+ * configuration requires with it).
+ */
 export function enabledPlatforms(config: Config): Platform[] {
   const platforms: Platform[] = [];
   if (config.TELEGRAM_BOT_TOKEN) platforms.push("telegram");
   if (config.DISCORD_TOKEN) platforms.push("discord");
+  if (config.LINE_CHANNEL_ACCESS_TOKEN && config.LINE_CHANNEL_SECRET) platforms.push("line");
   return platforms;
 }
 
@@ -210,7 +220,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       const outbounds: Partial<Record<Platform, Outbound>> = {};
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       for (const platform of enabledPlatforms(config))
-        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log);
+        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log, { redis: workerRedis });
       // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
       const moveFrom = workerRedis;
       for (const outbound of Object.values(outbounds)) {
@@ -285,7 +295,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
       const outboundFor = async (platform: Platform): Promise<Outbound> => {
         if (!outbounds[platform] && enabledPlatforms(config).includes(platform))
-          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log);
+          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log, { redis: producerRedis });
         const outbound = outbounds[platform];
         if (!outbound) throw new Error(`${platform} is not configured in this process`);
         return outbound;
@@ -413,7 +423,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     else if (isAddressInUse(error))
       log.error(
         `start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} ` +
-          `is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`,
+          `is already in use by another process (HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
       );
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.

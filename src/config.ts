@@ -21,6 +21,8 @@ export const SECRET_VARIABLES = [
   "TELEGRAM_BOT_TOKEN",
   "TELEGRAM_WEBHOOK_SECRET",
   "DISCORD_TOKEN",
+  "LINE_CHANNEL_SECRET",
+  "LINE_CHANNEL_ACCESS_TOKEN",
   "CWA_API_KEY",
   "REDIS_PASSWORD",
   "STT_API_KEY",
@@ -210,19 +212,23 @@ const principalList = (kind: "user" | "chat") =>
       const entries = (v ?? "").split(",").map((e) => e.trim());
       entries.forEach((entry, index) => {
         if (entry === "") return;
-        const match = /^(telegram|discord):(-?\d{1,21})$/i.exec(entry);
+        const match = /^(telegram|discord):(-?\d{1,21})$/i.exec(entry) ?? /^(line):([UCR][0-9a-f]{32})$/i.exec(entry);
         const platform = match?.[1]?.toLowerCase();
-        const id = match?.[2] ?? "";
+        // A LINE id keeps its letter upper case (U user, C group, R multi-person chat) and its hex lower case.
+        const id =
+          platform === "line" ? match![2]![0]!.toUpperCase() + match![2]!.slice(1).toLowerCase() : (match?.[2] ?? "");
         const valid =
           platform === "telegram"
             ? (kind === "chat" || !id.startsWith("-")) && id.replace("-", "").length <= 16
-            : platform === "discord" && /^\d{15,21}$/.test(id);
+            : platform === "line"
+              ? kind === "chat" || id.startsWith("U")
+              : platform === "discord" && /^\d{15,21}$/.test(id);
         if (!valid) {
           // Named by position, never by value: a pasted token must not reach a log line.
           const form =
             kind === "user"
-              ? "telegram:<userId> or discord:<userId>"
-              : "telegram:<chatId>, discord:<guildId> or discord:<channelId>";
+              ? "telegram:<userId>, discord:<userId> or line:<userId>"
+              : "telegram:<chatId>, discord:<guildId>, discord:<channelId> or line:<groupId>";
           ctx.addIssue({
             code: "custom",
             message:
@@ -503,6 +509,64 @@ export const ConfigSchema = z.object({
     .transform(parseShardList)
     .describe(
       "The shard ids this process runs: `0,1`, `0-3` or `0-3,8`; needs `DISCORD_SHARD_COUNT`. Unset = all of them.",
+    ),
+
+  /**
+   * LINE Messaging API channel secret (LINE Developers console → the channel → Basic settings):
+   * the key of the webhook's `x-line-signature` HMAC-SHA256
+   * (https://developers.line.biz/en/reference/messaging-api/#signature-validation). 32 hex digits.
+   */
+  LINE_CHANNEL_SECRET: optionalString
+    .refine((v) => v === undefined || /^[0-9a-f]{32}$/i.test(v), {
+      message: "must be the channel secret from the LINE Developers console (Basic settings): 32 hex digits",
+    })
+    .describe(
+      "LINE Messaging API channel secret (LINE Developers console → the channel → Basic settings; 32 hex digits): " +
+        "checks every webhook's `x-line-signature`. LINE turns on with it and `LINE_CHANNEL_ACCESS_TOKEN`. See [LINE](line.md).",
+    ),
+  /**
+   * LINE channel access token (long-lived, Messaging API tab → Channel access token), sent as
+   * `Authorization: Bearer <token>`; LINE turns on with it and `LINE_CHANNEL_SECRET`.
+   */
+  LINE_CHANNEL_ACCESS_TOKEN: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9+/=._-]{20,}$/.test(v), {
+      message:
+        "does not look like a channel access token from the LINE Developers console (Messaging API → Channel access token)",
+    })
+    .describe(
+      "LINE channel access token (long-lived: Messaging API tab → Channel access token → Issue); unset = LINE off.",
+    ),
+  /** Port of the LINE webhook server (LINE posts events to the webhook URL set in the console). */
+  LINE_WEBHOOK_PORT: port()
+    .default(8444)
+    .describe("Local port the LINE webhook server listens on (1-65535); must differ from `HEALTH_PORT`."),
+  /** Path of the LINE webhook (the path of the webhook URL set in the console), e.g. `/line/webhook`. */
+  LINE_WEBHOOK_PATH: optionalString
+    .refine((v) => v === undefined || /^\/[\w\-./~%]*$/.test(v), {
+      message: "must be a URL path beginning with /, e.g. /line/webhook",
+    })
+    .transform((v) => v ?? "/line/webhook")
+    .describe(
+      "Path of the LINE webhook: the console's webhook URL is `https://<your host><LINE_WEBHOOK_PATH>` behind your HTTPS proxy.",
+    ),
+  /** The Messaging API host (`https://api.line.me`); another server (a proxy, a test fake) with this. */
+  LINE_API_URL: optionalHttpUrl("the LINE Messaging API host, e.g. https://api.line.me")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe("LINE Messaging API host (a proxy); unset = `https://api.line.me`."),
+  /** The host of message contents (`https://api-data.line.me`: images, audio, files). */
+  LINE_DATA_API_URL: optionalHttpUrl("the LINE content host, e.g. https://api-data.line.me")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe("LINE content host (message pictures, audio, files; a proxy); unset = `https://api-data.line.me`."),
+  /**
+   * The channel's monthly push-message quota (the plan's free messages, e.g. 200 for the
+   * Communication plan in Taiwan); unset = no limit known. Near it (80 %), answers use the reply
+   * token whenever it is still valid, and a log line says so.
+   */
+  LINE_PUSH_MONTHLY_LIMIT: wholeNumber(1, 100_000_000)
+    .optional()
+    .describe(
+      "The LINE channel plan's monthly push-message quota: from 80 % of it on, each push logs a warning (answers " +
+        "always use the free reply token while it is valid). Unset = unknown.",
     ),
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
@@ -988,6 +1052,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     report(
       "REDIS_PASSWORD",
       "is used only with REDIS_CLUSTER_NODES; for one Redis put the password in REDIS_URL (redis://:password@host:port)",
+    );
+  }
+  if (Boolean(known.LINE_CHANNEL_SECRET) !== Boolean(known.LINE_CHANNEL_ACCESS_TOKEN)) {
+    const missing = known.LINE_CHANNEL_SECRET ? "LINE_CHANNEL_ACCESS_TOKEN" : "LINE_CHANNEL_SECRET";
+    report(
+      missing,
+      "is required with the other LINE_CHANNEL_ variable: LINE needs both the channel secret (webhook signatures) and the channel access token (replies)",
+    );
+  }
+  if (
+    known.LINE_CHANNEL_ACCESS_TOKEN &&
+    known.HEALTH_PORT &&
+    Number(known.LINE_WEBHOOK_PORT ?? 8444) === Number(known.HEALTH_PORT)
+  ) {
+    report(
+      "HEALTH_PORT",
+      "must differ from LINE_WEBHOOK_PORT: the LINE webhook and /health + /metrics are two servers",
     );
   }
   if ((options.purpose ?? "run") === "run") {

@@ -106,6 +106,14 @@ const approvals = new Counter({
   labelNames: ["verdict"] as const,
   registers: [registry],
 });
+const pushedMessages = new Counter({
+  name: "bot_pushed_messages_total",
+  help:
+    "Push requests sent (LINE: each counts against the channel's monthly message quota, however many " +
+    "message objects it carries; answers within the reply token's minute are free), by platform.",
+  labelNames: ["platform"] as const,
+  registers: [registry],
+});
 const workerActive = new Gauge({
   name: "bot_worker_active_jobs",
   help: "Chat jobs this worker process is running now (at most bot_worker_concurrency).",
@@ -293,6 +301,10 @@ export const metrics = {
     } finally {
       workerActive.dec();
     }
+  },
+  /** A push request was accepted (LINE, counted against the monthly quota). */
+  pushed(platform: string): void {
+    pushedMessages.inc({ platform });
   },
 };
 

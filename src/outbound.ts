@@ -24,8 +24,8 @@ export interface Destination {
    * it; it also keys the answer's exactly-once ids (Discord `nonce`, Telegram `draft_id`).
    */
   replyTo?: string;
-  /** What the platform needs beyond the chat (`IncomingMessage.reply`): Telegram `threadId`, Discord `guildId`. */
-  reply?: { threadId?: string; guildId?: string };
+  /** What the platform needs beyond the chat (`IncomingMessage.reply`): Telegram `threadId`, Discord `guildId`, LINE `replyToken`. */
+  reply?: { threadId?: string; guildId?: string; replyToken?: string; replyTokenAt?: number };
   /**
    * Identifies the answer when it replies to no message (a scheduled task's occurrence): keys its
    * exactly-once ids (Discord `nonce`) in place of `replyTo`.

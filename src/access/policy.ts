@@ -61,8 +61,14 @@ export function allowedByEnv(
   return chatPrincipals(subject).some((p) => config.ALLOWED_CHATS.includes(p));
 }
 
-/** Parses `platform:id` for the CLI and `/approve`: `telegram` or `discord` and an integer id, or undefined. */
+/**
+ * Parses `platform:id` for the CLI and `/approve`: `telegram` or `discord` and an integer id, or
+ * `line` and a LINE id (`U`, `C` or `R` and 32 hex digits: a user, group or multi-person chat,
+ * https://developers.line.biz/en/reference/messaging-api/#source-user); undefined otherwise.
+ */
 export function parsePrincipal(raw: string): string | undefined {
+  const line = /^line:([UCR])([0-9a-f]{32})$/i.exec(raw.trim());
+  if (line) return `line:${line[1]!.toUpperCase()}${line[2]!.toLowerCase()}`;
   const match = /^(telegram|discord):(-?\d{1,21})$/i.exec(raw.trim());
   return match ? `${match[1]!.toLowerCase()}:${match[2]}` : undefined;
 }

@@ -65,7 +65,7 @@ export type Pairing = z.output<typeof PairingSchema>;
 
 const TAG = "{access}";
 /** Platforms strangers pair on. */
-const PAIRING_PLATFORMS = ["telegram", "discord"] as const;
+const PAIRING_PLATFORMS = ["telegram", "discord", "line"] as const;
 const key = (...parts: string[]) => ["access", TAG, ...parts].join(":");
 
 /**

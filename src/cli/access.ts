@@ -37,7 +37,7 @@ import { redisAddress, type RedisClient } from "../redis.js";
 const USAGE = `usage: npm run access -- <command>
   list                           policy, admins, allowed users and chats, pending pairing codes
   approve <CODE>                 let a stranger in with their pairing code (they are told)
-  allow <platform:userId>        let a user in            (platform: telegram | discord)
+  allow <platform:userId>        let a user in            (platform: telegram | discord | line)
   revoke <platform:userId>       take a granted user out
   allow-chat <platform:chatId>   let the bot answer in a group (telegram:<chatId>), a Discord server (discord:<guildId>) or channel
   revoke-chat <platform:chatId>  take a granted chat out
@@ -119,7 +119,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
         const topic = /^telegram:-?\d+\/\d+$/i.test(arg!.trim())
           ? " (a Telegram group is allowed as a whole, with all its topics: leave out /<topicId>)"
           : "";
-        io.err(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id> or discord:<id>)${topic}`);
+        io.err(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or line:<id>)${topic}`);
         return 2;
       }
       const chat = command.endsWith("-chat");
@@ -239,9 +239,10 @@ function plain(markdown: string): string {
 
 /** Sends `text` to a user's DM through the platform's REST API (its token must be in `.env`). */
 async function tell(config: Config, platform: Platform, chatId: string, text: string): Promise<void> {
-  if ((platform === "telegram" && !config.TELEGRAM_BOT_TOKEN) || (platform === "discord" && !config.DISCORD_TOKEN)) {
-    throw new Error(`${platform === "telegram" ? "TELEGRAM_BOT_TOKEN" : "DISCORD_TOKEN"} is not set here`);
-  }
+  const variable = { telegram: "TELEGRAM_BOT_TOKEN", discord: "DISCORD_TOKEN", line: "LINE_CHANNEL_ACCESS_TOKEN" }[
+    platform as "telegram" | "discord" | "line"
+  ] as keyof Config | undefined;
+  if (variable && !config[variable]) throw new Error(`${variable} is not set here`);
   const log = createLogger({ level: "silent" });
   const outbound = (await loadPlatform(platform)).createOutbound(config, log);
   await outbound.sendAnswer(dmTo(platform, chatId), text);

@@ -436,7 +436,19 @@ export const COMMANDS: readonly Command[] = [
         const [bot, top] = await Promise.all([gate.usage.botTotals(), gate.usage.topUsers(10)]);
         return formatAllUsage(config, inv.locale, bot, top);
       }
-      return formatUserUsage(config, inv.locale, await gate.usage.userTotals(inv.platform, inv.userId), !admin);
+      const report = formatUserUsage(config, inv.locale, await gate.usage.userTotals(inv.platform, inv.userId), !admin);
+      if (inv.platform !== "line") return report;
+      // LINE's push messages count against the channel's monthly quota (answers by reply token are free).
+      const pushes = await gate.usage.pushesThisMonth("line");
+      const limit = config.LINE_PUSH_MONTHLY_LIMIT;
+      return `${report}\n\n${localize(
+        inv.locale,
+        {
+          "zh-TW": "LINE 推播訊息（本月，整個機器人）：{n}{limit}",
+          en: "LINE push messages (this month, the whole bot): {n}{limit}",
+        },
+        { n: pushes, limit: limit ? ` / ${limit}` : "" },
+      )}`;
     },
   },
   {

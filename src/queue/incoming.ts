@@ -5,7 +5,7 @@
 import { z } from "zod";
 
 /** Platforms the bot speaks on. */
-export const PLATFORMS = ["telegram", "discord", "console"] as const;
+export const PLATFORMS = ["telegram", "discord", "line", "console"] as const;
 /** A platform name. */
 export type Platform = (typeof PLATFORMS)[number];
 
@@ -74,8 +74,9 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  * - `sentAt`: when the platform says it was sent, in ms since the Unix epoch.
  * - `topicId`: the Telegram topic (`message_thread_id` of a message with `is_topic_message`): with
  *   the platform and chat it names the {@link ConversationRef}; absent elsewhere.
- * - `reply`: what the outbound side needs to answer: `threadId` (Telegram forum topic) and
- *   `guildId` (Discord) when present.
+ * - `reply`: what the outbound side needs to answer: `threadId` (Telegram forum topic),
+ *   `guildId` (Discord) and `replyToken` (LINE: the webhook event's reply token, single use, valid
+ *   about a minute from `replyTokenAt`, the event's time in ms) when present.
  * - `locale`: the user's client language when the platform tells it (`en`, `zh-hant`…), informational.
  * - `receivedAt`: when the adapter received it, in ms since the Unix epoch (set by the access gate;
  *   the metrics' queue wait and answer times start here).
@@ -105,6 +106,8 @@ export const IncomingMessageSchema = z
       .object({
         threadId: z.string().max(128).optional(),
         guildId: z.string().max(128).optional(),
+        replyToken: z.string().max(256).optional(),
+        replyTokenAt: z.number().int().nonnegative().optional(),
       })
       .default({}),
     locale: z.string().max(35).optional(),

@@ -264,6 +264,32 @@ export class UsageStore {
     return { user, all };
   }
 
+  /** The key counting `platform`'s push requests in `month` (`YYYY-MM`): `usage:{all}:pushes:<platform>:<month>`. */
+  static pushKey(platform: string, month: string): string {
+    return `usage:{all}:pushes:${platform}:${month}`;
+  }
+
+  /**
+   * Counts one push request of `platform` (LINE: each counts against the channel's monthly message
+   * quota) in the month of `at` (`TIMEZONE`); the count is kept 40 days.
+   * @returns the month's count so far.
+   * @throws when Redis fails.
+   */
+  async recordPush(platform: string, at = Date.now()): Promise<number> {
+    const key = UsageStore.pushKey(platform, periodOf(at, this.#timeZone).month);
+    const results = await this.#redis
+      .multi()
+      .incr(key)
+      .expire(key, 40 * 86_400)
+      .exec();
+    return Number(results?.[0]?.[1] ?? 0);
+  }
+
+  /** `platform`'s push requests in the month of `at` ({@link recordPush}). @throws when Redis fails. */
+  async pushesThisMonth(platform: string, at = Date.now()): Promise<number> {
+    return Number((await this.#redis.get(UsageStore.pushKey(platform, periodOf(at, this.#timeZone).month))) ?? 0);
+  }
+
   /** A user's totals today and this month. */
   async userTotals(
     platform: string,

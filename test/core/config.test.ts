@@ -351,10 +351,10 @@ describe("access and budget variables (issue 13)", () => {
       ACCESS_POLICY: "public",
     });
     expect(problems).toContain(
-      "ADMIN_USERS: must be a comma list of telegram:<userId> or discord:<userId>; entry 2 of 2 is not (it looks like a token: remove it)",
+      "ADMIN_USERS: must be a comma list of telegram:<userId>, discord:<userId> or line:<userId>; entry 2 of 2 is not (it looks like a token: remove it)",
     );
     expect(problems).toContain(
-      "ALLOWED_USERS: must be a comma list of telegram:<userId> or discord:<userId>; entry 1 of 1 is not",
+      "ALLOWED_USERS: must be a comma list of telegram:<userId>, discord:<userId> or line:<userId>; entry 1 of 1 is not",
     );
     expect(problems.find((p) => p.startsWith("ALLOWED_CHATS:"))).toMatch(/entry 1 of 1 is not$/);
     expect(problems.find((p) => p.startsWith("MODEL_PRICES:"))).toContain("input,output,cache_write,cache_read");
@@ -363,6 +363,48 @@ describe("access and budget variables (issue 13)", () => {
     );
     expect(problems.join("\n")).not.toContain("AAFake");
     expect(problems.join("\n")).not.toContain("slack");
+  });
+});
+
+describe("LINE variables (issue 41)", () => {
+  const secret = "0123456789abcdef0123456789abcdef";
+  const token = "lineChannelAccessTokenForTests0123456789+/=";
+  it("reads the LINE channel, webhook and hosts, with the defaults", () => {
+    const config = loadConfig(
+      { LINE_CHANNEL_SECRET: secret, LINE_CHANNEL_ACCESS_TOKEN: token, LINE_API_URL: "http://127.0.0.1:9/" },
+      { purpose: "inspect" },
+    );
+    expect(config.LINE_WEBHOOK_PORT).toBe(8444);
+    expect(config.LINE_WEBHOOK_PATH).toBe("/line/webhook");
+    expect(config.LINE_API_URL).toBe("http://127.0.0.1:9");
+    expect(config.LINE_DATA_API_URL).toBeUndefined();
+    expect(config.LINE_PUSH_MONTHLY_LIMIT).toBeUndefined();
+    expect(secretValues(config)).toEqual(expect.arrayContaining([secret, token]));
+  });
+
+  it("needs both the secret and the token, and never prints either", () => {
+    const problems = problemsOf({
+      LINE_CHANNEL_ACCESS_TOKEN: token,
+      LINE_WEBHOOK_PATH: "line",
+      LINE_PUSH_MONTHLY_LIMIT: "-1",
+    });
+    expect(problems.find((p) => p.startsWith("LINE_CHANNEL_SECRET:"))).toContain("is required with the other");
+    expect(problems.find((p) => p.startsWith("LINE_WEBHOOK_PATH:"))).toContain("beginning with /");
+    expect(problems.find((p) => p.startsWith("LINE_PUSH_MONTHLY_LIMIT:"))).toBeDefined();
+    expect(problemsOf({ LINE_CHANNEL_SECRET: "not-hex-at-all" }).join("\n")).not.toContain("not-hex-at-all");
+    expect(problems.join("\n")).not.toContain(token);
+  });
+
+  it("takes line:<id> in the access lists (users U…, chats C… and R…)", () => {
+    const user = `U${"a".repeat(32)}`;
+    const group = `C${"b".repeat(32)}`;
+    const config = loadConfig(
+      { ALLOWED_USERS: `line:${user.toLowerCase()}`, ALLOWED_CHATS: `line:${group}` },
+      { purpose: "inspect" },
+    );
+    expect(config.ALLOWED_USERS).toEqual([`line:${user}`]);
+    expect(config.ALLOWED_CHATS).toEqual([`line:${group}`]);
+    expect(problemsOf({ ALLOWED_USERS: `line:${group}` })[0]).toMatch(/^ALLOWED_USERS: must be a comma list/);
   });
 });
 

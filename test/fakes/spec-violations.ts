@@ -12,7 +12,7 @@
 
 /** One refused request. */
 export interface SpecViolation {
-  platform: "telegram" | "discord";
+  platform: "telegram" | "discord" | "line";
   /** What was called: a Bot API method (`sendMessage`) or a Discord route (`POST /channels/{channel_id}/messages`). */
   request: string;
   /** What is wrong, one line each, with the field's path (`reply_markup.inline_keyboard[0][0].callback_data: …`). */

@@ -65,7 +65,9 @@ describe("telegram webhook start-up failing after setWebhook", () => {
       .filter((l) => l.msg.startsWith("start-up failed"));
     expect(failed).toEqual([
       expect.objectContaining({
-        msg: `start-up failed: port ${health.port} on 127.0.0.1 is already in use by another process (HEALTH_PORT or TELEGRAM_WEBHOOK_PORT; see HTTP_HOST)`,
+        msg:
+          `start-up failed: port ${health.port} on 127.0.0.1 is already in use by another process ` +
+          "(HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)",
       }),
     ]);
     expect(failed[0]!.err).toBeUndefined();

@@ -1,0 +1,371 @@
+/**
+ * The LINE adapter: start-up (`GET /v2/bot/info` checks the channel access token), the webhook
+ * server (`webhook.ts`), and what happens to each event (`inbound.ts` decides): a message is
+ * queued, answered as a command or with a hint; a postback is a button press routed by the core
+ * (`pressButton` of `src/buttons.ts`); follow / join are greeted with the reply token. A
+ * redelivered event (`deliveryContext.isRedelivery`, the same `webhookEventId`) is handled once:
+ * each event id is recorded in Redis for a day (and a message's job id is its message id).
+ * The outbound half is `outbound.ts`.
+ */
+import type { Server } from "node:http";
+import type { webhook } from "@line/bot-sdk";
+import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import { pressButton } from "../../src/buttons.js";
+import type { Config } from "../../src/config.js";
+import { localize } from "../../src/i18n.js";
+import { redact, type Logger } from "../../src/log.js";
+import { supportedMedia } from "../../src/media/refusal.js";
+import type { Destination, NoticeButton } from "../../src/outbound.js";
+import { PlatformRefusedError } from "../../src/outbound-errors.js";
+import { plainLine } from "../../src/plain-text.js";
+import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { repliesToAll } from "../../src/settings/store.js";
+import { lineCall, type LineClients } from "./api.js";
+import { endChat, recordMember } from "./chat-end.js";
+import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
+import { isOwnMessage, LineOutbound } from "./outbound.js";
+import { startLineWebhook } from "./webhook.js";
+
+/** How long a handled event id is remembered (redeliveries come within this), seconds. */
+const EVENT_TTL_SECONDS = 24 * 3600;
+/** How long a display name is kept before asking LINE again, ms. */
+const NAME_TTL_MS = 3600_000;
+
+/** The LINE adapter; `createAdapter` of `index.ts` makes one. */
+export class LineAdapter implements Adapter {
+  readonly platform = "line" as const;
+  readonly outbound: LineOutbound;
+  #server: Server | undefined;
+  #context: AdapterContext | undefined;
+  #botName = "";
+  readonly #names = new Map<string, { name: string; at: number }>();
+  /** Events being handled (awaited by {@link stop}). */
+  readonly #inFlight = new Set<Promise<void>>();
+  #stopped = false;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    readonly clients: LineClients,
+    outbound?: LineOutbound,
+  ) {
+    this.outbound = outbound ?? new LineOutbound(clients, config, log);
+  }
+
+  /**
+   * Checks the channel access token (`GET /v2/bot/info`) and starts the webhook server on
+   * `LINE_WEBHOOK_PORT` (`LINE_WEBHOOK_PATH`). Resolves once it listens.
+   * @throws {AdapterFatalError} when LINE rejects the token (401); the listen error when the port is taken;
+   *   an Error when LINE cannot be reached.
+   */
+  async start(context: AdapterContext): Promise<void> {
+    this.#context = context;
+    if (context.redis) this.outbound.attach(context.redis);
+    try {
+      const info = await lineCall("getBotInfo", () => this.clients.api.getBotInfo(), { retries: 1 });
+      this.#botName = plainLine(info.displayName, 64);
+    } catch (error) {
+      if (error instanceof PlatformRefusedError && error.status === 401)
+        throw new AdapterFatalError(
+          "line",
+          "LINE_CHANNEL_ACCESS_TOKEN was rejected by LINE (401): issue a new channel access token " +
+            "in the LINE Developers console (Messaging API tab) and restart.",
+          { cause: error },
+        );
+      throw error;
+    }
+    if (this.#stopped) throw new Error("line: start-up was stopped");
+    this.#server = await startLineWebhook({
+      path: this.config.LINE_WEBHOOK_PATH,
+      secret: this.config.LINE_CHANNEL_SECRET ?? "",
+      port: this.config.LINE_WEBHOOK_PORT,
+      host: this.config.HTTP_HOST,
+      log: this.log,
+      onEvents: (events) => {
+        const work = this.#handleAll(events).catch((error: unknown) =>
+          this.log.error({ error: redact(String((error as Error)?.stack ?? error)) }, "line: event handling failed"),
+        );
+        this.#inFlight.add(work);
+        void work.finally(() => this.#inFlight.delete(work));
+      },
+    });
+    this.log.info(
+      { port: this.config.LINE_WEBHOOK_PORT, path: this.config.LINE_WEBHOOK_PATH, bot: this.#botName },
+      "line: webhook server listening",
+    );
+  }
+
+  /** True while the webhook server listens. */
+  isConnected(): boolean {
+    return this.#server?.listening === true;
+  }
+
+  /** Closes the webhook server and waits for the events being handled. Never throws. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const server = this.#server;
+    this.#server = undefined;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** The events of one request, in order (LINE sends a chat's events in the order they happened). */
+  async #handleAll(events: webhook.Event[]): Promise<void> {
+    for (const event of events) {
+      if (await this.#seen(event)) {
+        this.log.info(
+          { eventId: event.webhookEventId, redelivery: event.deliveryContext?.isRedelivery === true },
+          "line: event already handled; ignored",
+        );
+        continue;
+      }
+      await this.#handle(event);
+    }
+  }
+
+  /** Records the event's id; true when it was recorded before (a redelivery). Without Redis, false. */
+  async #seen(event: webhook.Event): Promise<boolean> {
+    const redis = this.#context?.redis;
+    if (!redis || !event.webhookEventId) return false;
+    try {
+      return (await redis.set(`line:event:{${event.webhookEventId}}`, "1", "EX", EVENT_TTL_SECONDS, "NX")) === null;
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not record an event id");
+      return false;
+    }
+  }
+
+  async #handle(event: webhook.Event): Promise<void> {
+    const context = this.#context!;
+    const locale = this.config.BOT_LOCALE;
+    const quoted = await this.#quotesOwn(event);
+    const decision = classifyEvent(event, () => quoted);
+    switch (decision.kind) {
+      case "ignore":
+        this.log.debug({ type: event.type, reason: decision.reason }, "line: event ignored");
+        return;
+      case "unfollow":
+      case "leave": {
+        // Like a chat a send finds unreachable: its reminders and scheduled tasks end.
+        const ended = context.redis ? await endChat(context.redis, decision, this.log) : undefined;
+        this.log.info(
+          { chatId: decision.chatId, event: decision.kind, ...ended },
+          "line: the bot can no longer write to this chat (unfollowed, or it left the group); its reminders and tasks ended",
+        );
+        return;
+      }
+      case "follow":
+      case "join":
+        await this.#reply(
+          decision.message,
+          decision.kind === "follow"
+            ? localize(
+                locale,
+                {
+                  "zh-TW": "你好！我是 {name}。直接傳訊息給我就可以了，輸入 /help 看看我能做什麼。",
+                  en: "Hi! I'm {name}. Just send me a message; type /help to see what I can do.",
+                },
+                { name: this.#botName },
+              )
+            : localize(
+                locale,
+                {
+                  "zh-TW": "大家好！在群組裡要找我，請提到我（@{name}）或輸入 /help。",
+                  en: "Hello everyone! In this group, mention me (@{name}) or type /help.",
+                },
+                { name: this.#botName },
+              ),
+        );
+        return;
+      case "postback":
+        return this.#press(decision.data, await this.#named(decision.message));
+      case "hint":
+        await this.#reply(
+          decision.message,
+          decision.reason === "media"
+            ? `${localize(locale, UNREADABLE)}\n${supportedMedia(locale, this.config.MAX_IMAGES_PER_MESSAGE)}`
+            : decision.reason === "sticker"
+              ? localize(locale, {
+                  "zh-TW": "謝謝你的貼圖 😊 有什麼需要幫忙的嗎？",
+                  en: "Thanks for the sticker 😊 How can I help?",
+                })
+              : decision.reason === "too_long"
+                ? localize(
+                    locale,
+                    {
+                      "zh-TW": "訊息太長了（上限 {max} 字），請縮短一點。",
+                      en: "That message is too long (at most {max} characters). Please shorten it.",
+                    },
+                    { max: MAX_INCOMING_TEXT },
+                  )
+                : localize(locale, {
+                    "zh-TW": "有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。",
+                    en: "How can I help? Write your question in the same message.",
+                  }),
+        );
+        return;
+      case "command":
+        return this.#command(decision.command, decision.args, await this.#named(decision.message));
+      case "unaddressed":
+        if (!(await repliesToAll(context, decision.message, this.log))) {
+          this.log.debug({ chatId: decision.message.chatId, reason: "not addressed" }, "line: message ignored");
+          return;
+        }
+        return this.#enqueue(await this.#named(decision.message));
+      case "enqueue":
+        return this.#enqueue(await this.#named(decision.message));
+    }
+  }
+
+  /** Whether a text message quotes one of the bot's messages (`quotedMessageId`, looked up in Redis). */
+  async #quotesOwn(event: webhook.Event): Promise<boolean> {
+    const redis = this.#context?.redis;
+    if (event.type !== "message" || event.message.type !== "text" || !event.message.quotedMessageId || !redis)
+      return false;
+    const chat = chatOf(event.source);
+    if (!chat) return false;
+    try {
+      return await isOwnMessage(redis, chat.chatId, event.message.quotedMessageId);
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not look up a quoted message");
+      return false;
+    }
+  }
+
+  /** Records a group member who used the bot (for {@link endChat}); failures logged. */
+  async #member(at: LineBase): Promise<void> {
+    const redis = this.#context?.redis;
+    if (at.chatKind !== "group" || !redis || at.userId === at.chatId) return;
+    await recordMember(redis, at.chatId, at.userId).catch((error: unknown) =>
+      this.log.warn({ error: redact(String(error)) }, "line: could not record a group member"),
+    );
+  }
+
+  async #enqueue(message: IncomingMessage): Promise<void> {
+    await this.#member(message);
+    try {
+      await this.#context!.enqueue(message);
+    } catch (error) {
+      this.log.error(
+        { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
+        "line: could not queue a message",
+      );
+      await this.#reply(
+        message,
+        localize(this.config.BOT_LOCALE, {
+          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
+          en: "Sorry, I could not take your message right now. Please try again in a moment.",
+        }),
+      );
+    }
+  }
+
+  async #command(name: string, args: string, to: LineBase): Promise<void> {
+    await this.#member(to);
+    const reply = await this.#context!.commands.runReply({
+      name,
+      args,
+      platform: "line",
+      chatId: to.chatId,
+      chatKind: to.chatKind,
+      userId: to.userId,
+      userName: to.userName,
+      locale: this.config.BOT_LOCALE,
+      mention: `@${this.#botName}`,
+      isGroupAdmin: () => this.#isMember(to.chatId, to.userId),
+    });
+    if (reply === undefined) return;
+    await this.#reply(to, reply.text, reply.buttons);
+  }
+
+  /**
+   * A postback (a press on one of the bot's buttons): the core decides (`pressButton`); its notice
+   * is the reply (LINE has no toast). An accepted approval needs none: the chat shows the press
+   * (`displayText`) and the answer follows. The pressed message cannot be changed on LINE.
+   */
+  async #press(data: string, at: LineBase): Promise<void> {
+    const context = this.#context!;
+    const answer = await pressButton(
+      { approvals: context.approvals, reminders: context.reminders, commands: context.commands, log: this.log },
+      {
+        data,
+        platform: "line",
+        chatId: at.chatId,
+        userId: at.userId,
+        locale: this.config.BOT_LOCALE,
+        chatKind: at.chatKind,
+        isGroupAdmin: () => this.#isMember(at.chatId, at.userId),
+      },
+    );
+    if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);
+    if (answer.removeButtons) return;
+    const text = answer.closeText ?? answer.notice;
+    if (text) await this.#reply(at, text);
+  }
+
+  /**
+   * LINE groups and multi-person chats have no administrators a bot can see: every member may do
+   * what a group administrator may elsewhere (`/reset`, `/settings` …). True when `userId` is a
+   * member of the group or room (its member profile can be read); false on any error.
+   */
+  async #isMember(chatId: string, userId: string): Promise<boolean> {
+    try {
+      if (chatId.startsWith("C"))
+        await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
+      else if (chatId.startsWith("R"))
+        await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
+      else return false;
+      return true;
+    } catch (error) {
+      this.log.debug({ error: redact(String(error)) }, "line: member profile not readable");
+      return false;
+    }
+  }
+
+  /** `message` with the sender's display name (profile API, cached for an hour; {@link UNKNOWN_NAME} when unreadable). */
+  async #named<T extends LineBase>(message: T): Promise<T> {
+    const key = `${message.chatId}|${message.userId}`;
+    const cached = this.#names.get(key);
+    if (cached && Date.now() - cached.at < NAME_TTL_MS) return { ...message, userName: cached.name };
+    let name = UNKNOWN_NAME;
+    try {
+      const { chatId, userId } = message;
+      const profile = chatId.startsWith("C")
+        ? await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId), {
+            retries: 0,
+          })
+        : chatId.startsWith("R")
+          ? await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId), {
+              retries: 0,
+            })
+          : await lineCall("getProfile", () => this.clients.api.getProfile(userId), { retries: 0 });
+      name = plainLine(profile.displayName, 256) || UNKNOWN_NAME;
+      if (this.#names.size > 10_000) this.#names.clear();
+      this.#names.set(key, { name, at: Date.now() });
+    } catch (error) {
+      this.log.debug({ error: redact(String(error)) }, "line: profile not readable");
+    }
+    return { ...message, userName: name };
+  }
+
+  /** Answers the event's chat (with its reply token while it is valid); failures are logged. */
+  async #reply(to: LineBase, text: string, buttons: NoticeButton[] = []): Promise<void> {
+    const destination: Destination = {
+      conversation: { platform: "line", chatId: to.chatId },
+      chatKind: to.chatKind,
+      replyTo: to.messageId,
+      reply: to.reply,
+    };
+    try {
+      await this.outbound.sendReply(destination, text, buttons);
+    } catch (error) {
+      this.log.warn({ chatId: to.chatId, error: redact(String(error)) }, "line: could not answer");
+    }
+  }
+}
+
+/** The first line of the answer to a message of a kind the bot cannot read (a location, a video …). */
+const UNREADABLE = { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." };

@@ -1,0 +1,149 @@
+/**
+ * Inbound: which LINE webhook events are for the bot, and how they become {@link IncomingMessage}s.
+ *
+ * One-to-one chats (`source.type` `user`): every message. Groups and multi-person chats (`group`,
+ * `room`): a message that mentions the bot (`message.mention.mentionees[].isSelf`), quotes one of
+ * the bot's messages (`quotedMessageId`, when `isOwnMessage` says it is the bot's), or is a command
+ * (text beginning with `/`). The bot's mentions are removed from the text. The conversation is the
+ * user, group or room (`chatId` its id: `U…`, `C…`, `R…`).
+ *
+ * Files: an image is an `image`, an audio message a `voice` (its `duration` in ms announced by
+ * LINE), a file a `file` (name and size announced), a video a `video`; each is downloaded by the
+ * worker from the content host with the message id as `fileId`. A sticker is answered politely:
+ * its keywords, when LINE sends them, are its text; without them it is a hint.
+ *
+ * Source: webhook event objects, https://developers.line.biz/en/reference/messaging-api/#webhook-event-objects
+ * (`test/fixtures/specs/line-messaging-api/webhook.yml`).
+ */
+import type { webhook } from "@line/bot-sdk";
+import {
+  IncomingMessageSchema,
+  MAX_INCOMING_TEXT,
+  type IncomingMessage,
+  type MediaRef,
+} from "../../src/queue/incoming.js";
+import { findCommand } from "../../src/commands/catalog.js";
+
+/** The normalised fields without the text (for hints, commands and presses). */
+export type LineBase = Omit<IncomingMessage, "text">;
+
+/** What to do with one webhook event. */
+export type LineDecision =
+  | { kind: "ignore"; reason: string }
+  | { kind: "hint"; reason: "media" | "empty" | "too_long" | "sticker"; message: LineBase }
+  | { kind: "command"; command: string; args: string; message: LineBase }
+  | { kind: "enqueue"; message: IncomingMessage }
+  | { kind: "unaddressed"; message: IncomingMessage }
+  | { kind: "postback"; data: string; message: LineBase }
+  | { kind: "follow" | "join"; message: LineBase }
+  | { kind: "unfollow" | "leave"; chatId: string; chatKind: "dm" | "group" };
+
+/** The name used until the profile is known. */
+export const UNKNOWN_NAME = "LINE user";
+
+/** The chat of an event's source: its id and kind. */
+export function chatOf(source: webhook.Source | undefined): { chatId: string; chatKind: "dm" | "group" } | undefined {
+  if (!source) return undefined;
+  if (source.type === "group") return { chatId: source.groupId, chatKind: "group" };
+  if (source.type === "room") return { chatId: source.roomId, chatKind: "group" };
+  if (source.type === "user" && source.userId) return { chatId: source.userId, chatKind: "dm" };
+  return undefined;
+}
+
+/** The file references of a message event (empty for text, stickers and others). */
+export function mediaOf(message: webhook.MessageContent): MediaRef[] {
+  switch (message.type) {
+    case "image":
+      return [{ kind: "image", fileId: message.id }];
+    case "audio":
+      return [
+        {
+          kind: "voice",
+          fileId: message.id,
+          mimeType: "audio/m4a",
+          ...(message.duration !== undefined ? { duration: message.duration / 1000 } : {}),
+        },
+      ];
+    case "video":
+      return [{ kind: "video", fileId: message.id }];
+    case "file":
+      return [{ kind: "file", fileId: message.id, size: message.fileSize, name: message.fileName.slice(0, 255) }];
+    default:
+      return [];
+  }
+}
+
+/**
+ * Decides what to do with one event.
+ * @param isOwnMessage - whether a message id is one the bot sent (for `quotedMessageId`).
+ */
+export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) => boolean = () => false): LineDecision {
+  const chat = chatOf(event.source);
+  if (!chat) return { kind: "ignore", reason: "no chat" };
+  if (event.type === "unfollow" || event.type === "leave") return { kind: event.type, ...chat };
+  const userId = event.source?.userId;
+  const replyToken = "replyToken" in event && typeof event.replyToken === "string" ? event.replyToken : undefined;
+  const base = (messageId: string): LineBase => ({
+    platform: "line",
+    chatId: chat.chatId,
+    chatKind: chat.chatKind,
+    userId: userId ?? chat.chatId,
+    userName: UNKNOWN_NAME,
+    messageId,
+    sentAt: event.timestamp,
+    reply: replyToken ? { replyToken, replyTokenAt: event.timestamp } : {},
+  });
+  if (event.type === "follow" || event.type === "join")
+    return { kind: event.type, message: base(event.webhookEventId) };
+  if (!userId) return { kind: "ignore", reason: "no user" };
+  if (event.type === "postback")
+    return { kind: "postback", data: event.postback.data, message: base(event.webhookEventId) };
+  if (event.type !== "message") return { kind: "ignore", reason: `event ${event.type}` };
+
+  const message = event.message;
+  const at = base(message.id);
+  const group = chat.chatKind === "group";
+  if (message.type === "sticker") {
+    const keywords = (message.keywords ?? []).slice(0, 5).join(", ");
+    if (group) return { kind: "ignore", reason: "sticker in a group" };
+    if (!keywords) return { kind: "hint", reason: "sticker", message: at };
+    const parsed = IncomingMessageSchema.safeParse({ ...at, text: `(LINE sticker: ${keywords})` });
+    return parsed.success
+      ? { kind: "enqueue", message: parsed.data }
+      : { kind: "hint", reason: "sticker", message: at };
+  }
+  const media = mediaOf(message);
+  if (message.type !== "text") {
+    if (media.length === 0)
+      return group
+        ? { kind: "ignore", reason: `${message.type} in a group` }
+        : { kind: "hint", reason: "media", message: at };
+    // In a group a file alone cannot mention the bot: only one-to-one chats send files to it.
+    if (group) return { kind: "ignore", reason: "file in a group" };
+    return { kind: "enqueue", message: IncomingMessageSchema.parse({ ...at, text: "", media }) };
+  }
+
+  const text = message.text;
+  const self = (message.mention?.mentionees ?? []).filter(
+    (m) => m.type === "user" && (m as webhook.UserMentionee).isSelf === true,
+  );
+  const quoted = message.quotedMessageId !== undefined && isOwnMessage(message.quotedMessageId);
+  const command = /^\/([A-Za-z][\w-]*)(?:@\S*)?(?:\s+([\s\S]*))?$/.exec(text.trim());
+  const known = command && findCommand(command[1]!.toLowerCase(), "line") ? command : undefined;
+  if (group && self.length === 0 && !quoted && !known) {
+    const parsed = IncomingMessageSchema.safeParse({ ...at, text });
+    return parsed.success ? { kind: "unaddressed", message: parsed.data } : { kind: "ignore", reason: "not addressed" };
+  }
+  if (known) return { kind: "command", command: known[1]!.toLowerCase(), args: (known[2] ?? "").trim(), message: at };
+  let stripped = text;
+  for (const m of [...self].sort((a, b) => b.index - a.index))
+    stripped = stripped.slice(0, m.index) + stripped.slice(m.index + m.length);
+  stripped = stripped
+    .replace(/^[\s,，:：、]+/, "")
+    .replace(/[ \t]{2,}/g, " ")
+    .trim();
+  const parsed = IncomingMessageSchema.safeParse({ ...at, text: stripped });
+  if (!parsed.success)
+    return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: at };
+  return { kind: "enqueue", message: parsed.data };
+}

@@ -1,0 +1,304 @@
+/**
+ * The LINE outbound half: answers, the loading animation, approval prompts and reminders over the
+ * Messaging API (REST only), usable in a worker-only process.
+ *
+ * Answers go out with the message's reply token first (free, single use, valid about a minute:
+ * https://developers.line.biz/en/reference/messaging-api/#send-reply-message), at most 5 message
+ * objects per call; what does not fit that call, an answer whose token has expired (older than
+ * {@link REPLY_TOKEN_FRESH_MS}) or was refused, and messages that answer nothing (reminders) are
+ * push messages (https://developers.line.biz/en/reference/messaging-api/#send-push-message), which
+ * count against the channel's monthly quota: each is counted (`bot_pushed_messages_total`, and
+ * `onPushed` for `/usage`). A push carries an `X-Line-Retry-Key` derived from the answer and its
+ * place, so a job retried after a lost response does not post it twice (LINE answers 409).
+ * LINE cannot edit a sent message: no `openStream` (the worker shows the loading animation with
+ * {@link LineOutbound.sendTyping} and sends the whole answer once), and closing a prompt or a
+ * reminder changes nothing in the chat.
+ */
+import { createHash } from "node:crypto";
+import type { messagingApi } from "@line/bot-sdk";
+import type { ApprovalVerdict } from "../../src/agent/contract.js";
+import type { Config } from "../../src/config.js";
+import type { Logger } from "../../src/log.js";
+import { metrics } from "../../src/metrics.js";
+import type {
+  ApprovalPrompt,
+  Destination,
+  NoticeButton,
+  Outbound,
+  ReminderMessage,
+  SentRef,
+} from "../../src/outbound.js";
+import { PlatformRefusedError } from "../../src/outbound-errors.js";
+import type { RedisClient } from "../../src/redis.js";
+import { UsageStore } from "../../src/usage/store.js";
+import { isInvalidReplyToken, isRetryKeyAccepted, lineCall, type LineClients } from "./api.js";
+import { LineMedia } from "./media.js";
+import {
+  answerChunks,
+  approvalMessages,
+  LINE_MESSAGES_PER_CALL,
+  reminderMessages,
+  textMessage,
+  withQuickReply,
+} from "./messages.js";
+
+/** A reply token older than this (ms since its event) is not tried: LINE allows about a minute. */
+export const REPLY_TOKEN_FRESH_MS = 50_000;
+/** Seconds of one loading animation (a multiple of 5, at most 60). */
+export const LOADING_SECONDS = 20;
+/** Least time between two loading animations in one chat, ms: the worker asks every few seconds. */
+export const LOADING_RENEW_MS = 15_000;
+
+/** Options of {@link LineOutbound}. */
+export interface LineOutboundOptions {
+  /** The clock, ms (tests); default `Date.now`. */
+  now?: () => number;
+  /**
+   * Told after each accepted push request in place of the count in Redis ({@link LineOutbound.attach});
+   * awaited, its failure logged. Returns the pushes counted this month so far, when known.
+   */
+  onPushed?: () => Promise<number | undefined>;
+}
+
+/** How long the ids of the bot's sent messages are kept (a quote of one addresses the bot), seconds. */
+const SENT_TTL_SECONDS = 7 * 86_400;
+
+/** The key recording that the bot sent message `messageId` in `chatId`. */
+export function sentKey(chatId: string, messageId: string): string {
+  return `line:sent:{${chatId}}:${messageId}`;
+}
+
+/** Whether `messageId` in `chatId` is one the bot sent in the last 7 days (recorded by an attached {@link LineOutbound}). */
+export async function isOwnMessage(redis: RedisClient, chatId: string, messageId: string): Promise<boolean> {
+  return (await redis.exists(sentKey(chatId, messageId))) === 1;
+}
+
+/** A reply/push target: the chat, and the reply token when the answer may still use it. */
+interface Target {
+  chatId: string;
+  replyToken?: string;
+  /** Keys the push retry keys: the answer (conversation, message answered) and what it is. */
+  key: string;
+}
+
+/** See the module comment. */
+export class LineOutbound implements Outbound {
+  readonly platform = "line" as const;
+  /** Downloads the files of incoming messages (the content API on the data host). */
+  readonly media: LineMedia;
+  /** Reply tokens this process has used (single use), with when; pruned after two minutes. */
+  readonly #usedTokens = new Map<string, number>();
+  /** When each chat's loading animation was last started. */
+  readonly #loading = new Map<string, number>();
+  readonly #now: () => number;
+  #redis: RedisClient | undefined;
+  #usage: UsageStore | undefined;
+
+  constructor(
+    readonly clients: LineClients,
+    private readonly config: Config,
+    private readonly log: Logger,
+    private readonly options: LineOutboundOptions = {},
+  ) {
+    this.#now = options.now ?? Date.now;
+    this.media = new LineMedia(clients);
+  }
+
+  /**
+   * Gives this outbound a Redis connection: the ids of sent messages are recorded there (a quote
+   * of one addresses the bot in a group) and push requests are counted per month (`/usage`,
+   * `LINE_PUSH_MONTHLY_LIMIT`). Without it neither is.
+   */
+  attach(redis: RedisClient): void {
+    this.#redis = redis;
+    this.#usage = new UsageStore(redis, this.config.TIMEZONE);
+  }
+
+  /** Records the bot's sent messages (failures logged: only quoting them is affected). */
+  async #remember(refs: SentRef[]): Promise<void> {
+    const redis = this.#redis;
+    if (!redis || refs.length === 0) return;
+    try {
+      const pipeline = redis.pipeline();
+      for (const ref of refs) pipeline.set(sentKey(ref.chatId, ref.messageId), "1", "EX", SENT_TTL_SECONDS);
+      await pipeline.exec();
+    } catch (error) {
+      this.log.warn({ err: error }, "line: could not record sent messages");
+    }
+  }
+
+  /**
+   * {@inheritDoc Outbound.sendAnswer} Chunks of at most 5,000 characters, at most 5 per call; the
+   * first call uses the reply token while it is fresh and unused.
+   */
+  async sendAnswer(
+    to: Destination,
+    text: string,
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
+    const chunks = answerChunks(to.mention ? `${to.mention.userName} ${text}` : text);
+    if (chunks.length === 0)
+      this.log.warn({ chatId: to.conversation.chatId }, "line: an answer with no visible text was not sent");
+    const skip = options.skip ?? 0;
+    const messages = chunks.slice(skip).map(textMessage);
+    const refs = await this.send(this.#target(to, "answer"), messages, skip);
+    for (const [i, ref] of refs.entries()) await options.onSent?.(skip + i, ref);
+    return refs;
+  }
+
+  /**
+   * Sends `messages` to `target`: the reply token for the first call (at most 5 messages) when it
+   * may be used, push for the rest.
+   * @param first - index of the first message within the whole answer (keys the retry keys).
+   * @returns one reference per message, in order.
+   * @throws the core's errors (`api.ts`), e.g. {@link ChatUnreachableError} when the user blocked the bot.
+   */
+  async send(target: Target, messages: messagingApi.Message[], first = 0): Promise<SentRef[]> {
+    const refs: SentRef[] = [];
+    for (let start = 0; start < messages.length; start += LINE_MESSAGES_PER_CALL) {
+      const batch = messages.slice(start, start + LINE_MESSAGES_PER_CALL);
+      const token = start === 0 ? this.#takeToken(target) : undefined;
+      if (token) {
+        try {
+          const sent = await lineCall("replyMessage", () =>
+            this.clients.api.replyMessage({ replyToken: token, messages: batch }),
+          );
+          const now = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
+          await this.#remember(now);
+          refs.push(...now);
+          continue;
+        } catch (error) {
+          if (!isInvalidReplyToken(error)) throw error;
+          this.log.info(
+            { chatId: target.chatId },
+            "line: the reply token was refused (used or expired); pushing instead",
+          );
+        }
+      }
+      refs.push(...(await this.#push(target, batch, first + start)));
+    }
+    return refs;
+  }
+
+  async #push(target: Target, batch: messagingApi.Message[], index: number): Promise<SentRef[]> {
+    const retryKey = uuidOf(`${target.key}|${index}|${JSON.stringify(batch)}`);
+    let sent: messagingApi.PushMessageResponse;
+    try {
+      sent = await lineCall("pushMessage", () =>
+        this.clients.api.pushMessage({ to: target.chatId, messages: batch }, retryKey),
+      );
+    } catch (error) {
+      if (!isRetryKeyAccepted(error)) throw error;
+      // Sent by an earlier attempt whose answer was lost: LINE does not send it again.
+      this.log.info({ chatId: target.chatId }, "line: push already accepted earlier (same retry key); not sent again");
+      return batch.map((_m, i) => ({ chatId: target.chatId, messageId: `${retryKey}:${i}` }));
+    }
+    metrics.pushed("line");
+    const count = await (this.options.onPushed ?? (async () => this.#usage?.recordPush("line")))().catch(
+      (error: unknown) => {
+        this.log.warn({ err: error }, "line: could not count a push message");
+        return undefined;
+      },
+    );
+    const limit = this.config.LINE_PUSH_MONTHLY_LIMIT;
+    if (limit !== undefined && count !== undefined && count >= Math.floor(limit * 0.8))
+      this.log.warn(
+        { pushes: count, limit },
+        "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); answers use the reply token whenever it is still valid",
+      );
+    const refs = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
+    await this.#remember(refs);
+    return refs;
+  }
+
+  /** The reply token of `target` when it is fresh and not used yet (then marked used); else undefined. */
+  #takeToken(target: Target): string | undefined {
+    const token = target.replyToken;
+    if (!token || this.#usedTokens.has(token)) return undefined;
+    const now = this.#now();
+    for (const [used, at] of this.#usedTokens) if (now - at > 120_000) this.#usedTokens.delete(used);
+    this.#usedTokens.set(token, now);
+    return token;
+  }
+
+  #target(to: Destination, what: string): Target {
+    const at = to.reply?.replyTokenAt;
+    const fresh = to.reply?.replyToken && at !== undefined && this.#now() - at < REPLY_TOKEN_FRESH_MS;
+    return {
+      chatId: to.conversation.chatId,
+      ...(fresh ? { replyToken: to.reply!.replyToken } : {}),
+      key: `${to.conversation.chatId}|${to.replyTo ?? to.key ?? ""}|${what}`,
+    };
+  }
+
+  /**
+   * The loading animation (`POST /v2/bot/chat/loading/start`, {@link LOADING_SECONDS} s) in a
+   * one-to-one chat, at most once per {@link LOADING_RENEW_MS}; LINE has none for groups, so
+   * nothing is shown there. It ends by itself when the answer arrives.
+   * Source: https://developers.line.biz/en/reference/messaging-api/#display-a-loading-indicator
+   */
+  async sendTyping(to: Destination): Promise<void> {
+    const chatId = to.conversation.chatId;
+    if (to.chatKind !== "dm" || !chatId.startsWith("U")) return;
+    const now = this.#now();
+    if (now - (this.#loading.get(chatId) ?? -Infinity) < LOADING_RENEW_MS) return;
+    this.#loading.set(chatId, now);
+    if (this.#loading.size > 10_000) this.#loading.clear();
+    await lineCall(
+      "showLoadingAnimation",
+      () => this.clients.api.showLoadingAnimation({ chatId, loadingSeconds: LOADING_SECONDS }),
+      { retries: 0 },
+    );
+  }
+
+  /** {@inheritDoc Outbound.sendApprovalPrompt} A buttons template with postback actions (`messages.ts`). */
+  async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
+    const messages = approvalMessages(prompt, prompt.locale ?? this.config.BOT_LOCALE, this.config.TIMEZONE);
+    const refs = await this.send(this.#target(to, `approval:${prompt.approvalId}`), messages);
+    return refs.at(-1)!;
+  }
+
+  /**
+   * LINE cannot edit a sent message: the prompt stays as it is (a press on it afterwards is
+   * answered "expired or no longer exists" by the core), and the answer that follows says what happened.
+   */
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict): Promise<void> {
+    this.log.debug({ prompt, outcome }, "line: a sent approval prompt cannot be edited; left as it is");
+  }
+
+  /** {@inheritDoc Outbound.sendReminder} A push (a reminder answers no message), with done / snooze postbacks. */
+  async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
+    const messages = reminderMessages(reminder, this.config.BOT_LOCALE);
+    const refs = await this.send({ chatId: reminder.conversation.chatId, key: `reminder:${reminder.token}` }, messages);
+    return refs.at(-1)!;
+  }
+
+  /** LINE cannot edit a sent message: a closed reminder stays as it is. */
+  async closeReminder(message: SentRef): Promise<void> {
+    this.log.debug({ message }, "line: a sent reminder cannot be edited; left as it is");
+  }
+
+  /** {@inheritDoc Outbound.sendNotice} A text message with quick reply postback buttons. */
+  async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
+    const shown = to.chatKind === "group" && to.mention ? `${to.mention.userName} ${text}` : text;
+    const refs = await this.send(this.#target(to, "notice"), [withQuickReply(shown, buttons)]);
+    const ref = refs[0];
+    if (!ref) throw new PlatformRefusedError("line", "sendNotice", "line: the notice was not sent");
+    return ref;
+  }
+
+  /**
+   * Sends a command's reply (Markdown, as text) to the chat of an incoming event, with its reply
+   * token when it still may be used, and its buttons as quick reply buttons.
+   */
+  async sendReply(to: Destination, text: string, buttons: NoticeButton[] = []): Promise<SentRef[]> {
+    if (buttons.length === 0) return this.sendAnswer(to, text);
+    return this.send(this.#target(to, "reply"), [withQuickReply(text, buttons)]);
+  }
+}
+
+/** A UUID (version-4 layout) made from `text`'s SHA-256: the same answer part gets the same `X-Line-Retry-Key`. */
+export function uuidOf(text: string): string {
+  const hex = createHash("sha256").update(text).digest("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}

@@ -1,0 +1,417 @@
+/**
+ * LINE end to end: the real `@line/bot-sdk` clients against the strict fake LINE platform
+ * (`test/fakes/line.ts`, checked against LINE's OpenAPI description), real Redis and BullMQ, the
+ * worker and the scripted model; the bot runs as an adapter part and a worker part, as `npm start`
+ * would with `ROLE=adapter` and `ROLE=worker`. Reply tokens expire on the fake's clock, and an
+ * old event is made by its timestamp: no test waits for a minute to pass.
+ */
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createAnthropicClient } from "../../src/agent/client.js";
+import type { AgentDeps, AgentRequest } from "../../src/agent/contract.js";
+import { runAgent } from "../../src/agent/loop.js";
+import { startBot, type RunningBot } from "../../src/app.js";
+import type { Config } from "../../src/config.js";
+import { registry, resetMetrics } from "../../src/metrics.js";
+import { connectRedis, type RedisClient } from "../../src/redis.js";
+import { loadTools } from "../../src/toolbox/registry.js";
+import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
+import { FakeLine, type FakeLineUser } from "../fakes/line.js";
+import { testConfig } from "../helpers/config.js";
+import { captureLogger } from "../helpers/log.js";
+import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
+import type { TestRedis } from "../helpers/redis.js";
+import { startTestRedis } from "../helpers/use-redis.js";
+import { listTodos } from "../../tools/todo/store.js";
+import { seedTodos } from "./approvals-helpers.js";
+import { bringForward } from "../helpers/jobs.js";
+import { listReminders } from "../../src/reminders/store.js";
+import { listTasks } from "../../src/tasks/store.js";
+import { localIso, reminderJobId, remindersQueue, secondsAhead } from "./reminders-helpers.js";
+import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
+
+let line: FakeLine;
+let model: FakeAnthropic;
+let testRedis: TestRedis;
+let redis: RedisClient;
+let config: Config;
+let adapters: RunningBot;
+let worker: RunningBot;
+let lines: string[];
+let alice: FakeLineUser;
+let stt: FakeTranscription;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+beforeAll(async () => {
+  testRedis = await startTestRedis();
+  model = await startFakeAnthropic({ fallback: tasksModel });
+  line = await FakeLine.start({ pushQuota: 1000 });
+  stt = await startFakeTranscription();
+  const port = await freePort();
+  line.webhookUrl = `http://127.0.0.1:${port}/line/webhook`;
+  const captured = captureLogger("debug");
+  lines = captured.lines;
+  config = testConfig({
+    LOG_LEVEL: "debug",
+    ANTHROPIC_API_KEY: "fake-e2e-anthropic-key-000000",
+    ANTHROPIC_BASE_URL: model.url,
+    LINE_CHANNEL_SECRET: line.secret,
+    LINE_CHANNEL_ACCESS_TOKEN: line.token,
+    LINE_API_URL: line.apiUrl,
+    LINE_DATA_API_URL: line.dataUrl,
+    LINE_WEBHOOK_PORT: String(port),
+    HTTP_HOST: "127.0.0.1",
+    STT_BASE_URL: stt.base,
+    STT_API_KEY: stt.key,
+    ...testRedis.env,
+  });
+  const { toolbox } = await loadTools({ config, log: captured.log });
+  const client = createAnthropicClient(config, { maxRetries: 1, timeoutMs: 10_000 });
+  const agent = {
+    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
+    client,
+  };
+  adapters = await startBot({
+    config,
+    log: captured.log.child({ part: "adapter" }),
+    redisUrl: testRedis.url,
+    toolbox,
+    role: "adapter",
+    prefix: "e2e",
+  });
+  worker = await startBot({
+    config,
+    log: captured.log.child({ part: "worker" }),
+    redisUrl: testRedis.url,
+    toolbox,
+    role: "worker",
+    agent,
+    prefix: "e2e",
+  });
+  redis = connectRedis(testRedis.url);
+  alice = line.user("Alice");
+}, 60_000);
+
+afterAll(async () => {
+  await adapters?.stop();
+  await worker?.stop();
+  await redis?.quit();
+  await line?.stop();
+  await model?.close();
+  await stt?.close();
+  await testRedis?.stop();
+});
+
+/** `bot_pushed_messages_total{platform="line"}` of this process. */
+async function pushedMetric(): Promise<number> {
+  const metric = await registry.getSingleMetric("bot_pushed_messages_total")?.get();
+  return metric?.values.find((v) => v.labels.platform === "line")?.value ?? 0;
+}
+
+/**
+ * Presses 確認 on the newest approval prompt in `chatId` (scheduling a task asks first), as `place`'s
+ * user, and waits for the answer starting with `prefix`.
+ */
+async function approveAndWait(place: { from: FakeLineUser; groupId?: string }, chatId: string, prefix: string) {
+  const prompt = await line.waitFor(() =>
+    line
+      .messagesTo(chatId)
+      .filter((m) => m.postbacks.some((d) => d.startsWith("ap:")))
+      .at(-1),
+  );
+  await line.deliver([
+    line.postbackEvent(
+      place,
+      prompt.postbacks.find((d) => d.endsWith(":y"))!,
+    ),
+  ]);
+  return line.waitFor(() => line.messagesTo(chatId).find((m) => m.text.startsWith(prefix) && m.at >= prompt.at));
+}
+
+/** A one-to-one chat with `user`. */
+const dm = (user: FakeLineUser) => ({ from: user });
+
+it("answers a DM with its reply token: signed webhook, 200 at once, the answer as one reply, loading shown", async () => {
+  resetMetrics();
+  const event = line.textEvent(dm(alice), "calc (1200 + 800) * 0.05");
+  expect(await line.deliver([event])).toBe(200);
+  const answer = await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("calculate")));
+  expect(answer.via).toBe("reply");
+  expect(answer.text).toContain("100");
+  expect(line.pushes).toBe(0);
+  expect(line.loadings.some((l) => l.chatId === alice.userId && l.loadingSeconds % 5 === 0)).toBe(true);
+  expect(await pushedMetric()).toBe(0);
+});
+
+it("refuses a forged or unsigned webhook (401) and handles nothing of it", async () => {
+  const before = line.sent.length;
+  const event = line.textEvent(dm(alice), "forged hello");
+  expect(await line.deliver([event], { signature: Buffer.alloc(32).toString("base64") })).toBe(401);
+  const response = await fetch(line.webhookUrl, { method: "POST", body: JSON.stringify({ events: [event] }) });
+  expect(response.status).toBe(401);
+  const big = await fetch(line.webhookUrl, {
+    method: "POST",
+    headers: { "x-line-signature": "x", "content-length": String(2 * 1024 * 1024) },
+    body: "x".repeat(2 * 1024 * 1024),
+  }).catch(() => undefined);
+  expect(big === undefined || big.status === 413).toBe(true);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(line.sent.length).toBe(before);
+  expect(model.requests.some((r) => JSON.stringify(r).includes("forged hello"))).toBe(false);
+});
+
+it("answers a redelivered event once", async () => {
+  const event = line.textEvent(dm(alice), "redelivery check 42");
+  expect(await line.deliver([event])).toBe(200);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("redelivery check 42")));
+  expect(await line.deliver([event], { redelivery: true })).toBe(200);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(line.messagesTo(alice.userId).filter((m) => m.text.includes("redelivery check 42"))).toHaveLength(1);
+  expect(model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes("redelivery check 42"))).toHaveLength(
+    1,
+  );
+});
+
+it("pushes when the reply token has expired (fake clock), and counts the push", async () => {
+  resetMetrics();
+  const event = line.textEvent(dm(alice), "late question 7");
+  // The event is delivered after its token's minute has passed on LINE's side: the reply is refused, the answer is pushed.
+  line.advance(61_000);
+  expect(await line.deliver([event])).toBe(200);
+  const answer = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.text.includes("late question 7")),
+  );
+  expect(answer.via).toBe("push");
+  // The fake records the message before its answer reaches the bot, which counts the push then.
+  await line.waitFor(async () => (await pushedMetric()) === 1 || undefined);
+  expect(await pushedMetric()).toBe(1);
+});
+
+it("splits a long answer at 5,000 characters, five messages per call: the reply token first, then a push", async () => {
+  const long = Array.from({ length: 7 }, (_, i) => `part ${i} ${"長".repeat(4900)}`).join("\n\n");
+  model.enqueue(text(long));
+  const event = line.textEvent(dm(alice), "write a lot");
+  const pushesBefore = line.pushes;
+  expect(await line.deliver([event])).toBe(200);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("part 6")), 30_000);
+  const parts = line.messagesTo(alice.userId).filter((m) => /^part \d/.test(m.text));
+  expect(parts.map((m) => m.text.slice(0, 6))).toEqual([
+    "part 0",
+    "part 1",
+    "part 2",
+    "part 3",
+    "part 4",
+    "part 5",
+    "part 6",
+  ]);
+  expect(parts.map((m) => m.via)).toEqual(["reply", "reply", "reply", "reply", "reply", "push", "push"]);
+  expect(parts.every((m) => m.text.length <= 5000)).toBe(true);
+  expect(line.pushes - pushesBefore).toBe(1);
+});
+
+it("runs /reset as a command with the reply token, without the model", async () => {
+  const before = model.requests.length;
+  const event = line.textEvent(dm(alice), "/reset");
+  expect(await line.deliver([event])).toBe(200);
+  const answer = await line.waitFor(
+    () => line.sent.at(-1)?.to === alice.userId && line.sent.at(-1)?.via === "reply" && line.sent.at(-1),
+  );
+  expect(answer.text).toMatch(/忘掉|forgot|reset/i);
+  expect(model.requests.length).toBe(before);
+  // The next question starts a fresh history.
+  await line.deliver([line.textEvent(dm(alice), "and tomorrow?")]);
+  const next = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.text.includes("no earlier question")),
+  );
+  expect(next.via).toBe("reply");
+});
+
+it("in a group answers a mention and a quote of its own message, and ignores the rest", async () => {
+  const bob = line.user("Bob");
+  const group = line.group([alice, bob]);
+  const place = { from: bob, groupId: group };
+  await line.deliver([line.textEvent(place, "calc 6 * 7", { mention: true })]);
+  const answer = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("calculate")));
+  expect(answer.via).toBe("reply");
+  expect(answer.text).toContain("42");
+  // The speaker's name (from the group member profile) reached the model.
+  expect(JSON.stringify(model.requests.at(-1))).toContain("Bob");
+  const asked = model.requests.length;
+  await line.deliver([line.textEvent(place, "calc 1 + 1")]);
+  await new Promise((r) => setTimeout(r, 400));
+  expect(model.requests.length).toBe(asked);
+  await line.deliver([line.textEvent(place, "calc 2 + 3", { quotedMessageId: answer.id })]);
+  const quoted = await line.waitFor(() =>
+    line.messagesTo(group).find((m) => m !== answer && m.text.includes("calculate") && m.text.includes("5")),
+  );
+  expect(quoted.via).toBe("reply");
+});
+
+it("approval by postback: only the requester decides, a replayed or forged press changes nothing", async () => {
+  const bob = line.user("Bob the second");
+  const group = line.group([alice, bob]);
+  await seedTodos(redis, "line", alice.userId, ["buy milk"]);
+  const todos = async () => (await listTodos(redis, { platform: "line", userId: alice.userId })).map((t) => t.title);
+  await line.deliver([line.textEvent({ from: alice, groupId: group }, "delete #1", { mention: true })]);
+  const prompt = await line.waitFor(() =>
+    line.messagesTo(group).find((m) => m.postbacks.some((d) => d.startsWith("ap:"))),
+  );
+  expect(prompt.message.type).toBe("template");
+  const yes = prompt.postbacks.find((d) => d.endsWith(":y"))!;
+  // Bob presses: refused, nothing done.
+  await line.deliver([line.postbackEvent({ from: bob, groupId: group }, yes)]);
+  await line.waitFor(() =>
+    line
+      .messagesTo(group)
+      .find(
+        (m) =>
+          m.text.includes("Alice") && m.via === "reply" && m.at >= prompt.at && m !== prompt && !m.postbacks.length,
+      ),
+  );
+  expect(await todos()).toEqual(["buy milk"]);
+  // Alice presses: done, and the answer follows (pushed: the prompt used the message's reply token).
+  const press = line.postbackEvent({ from: alice, groupId: group }, yes);
+  await line.deliver([press]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 30_000);
+  expect(await todos()).toEqual([]);
+  // The same press redelivered, and a forged press with the same data: nothing more happens.
+  const sent = line.messagesTo(group).length;
+  await line.deliver([press], { redelivery: true });
+  await line.deliver([line.postbackEvent({ from: alice, groupId: group }, yes)]);
+  await new Promise((r) => setTimeout(r, 600));
+  expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
+  expect(line.messagesTo(group).length).toBeLessThanOrEqual(sent + 1);
+});
+
+it("/usage on LINE counts this month's push messages", async () => {
+  await line.deliver([line.textEvent(dm(alice), "/usage")]);
+  const answer = await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("LINE 推播訊息")));
+  const pushes = Number(/LINE 推播訊息（本月，整個機器人）：(\d+)/.exec(answer.text)?.[1]);
+  expect(pushes).toBeGreaterThanOrEqual(2);
+  expect(pushes).toBe(line.pushes);
+});
+
+it("voice: an audio message is fetched from the content host, transcribed and answered", async () => {
+  const audio = Buffer.concat([
+    Buffer.from("\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00", "latin1"),
+    Buffer.alloc(600, 3),
+  ]);
+  stt.say(audio, "明天台北會下雨嗎");
+  const id = line.addContent(audio, "audio/m4a");
+  await line.deliver([
+    line.messageEvent(dm(alice), { id, type: "audio", duration: 4000, contentProvider: { type: "line" } }),
+  ]);
+  const answer = await line.waitFor(
+    () => line.messagesTo(alice.userId).find((m) => m.text.includes("明天台北會下雨嗎")),
+    30_000,
+  );
+  expect(answer.text).toContain("🎤");
+  expect(answer.via).toBe("reply");
+  expect(line.calls.some((c) => c.route === "GET /v2/bot/message/{messageId}/content")).toBe(true);
+});
+
+it("a sticker is answered politely; its keywords, when sent, are read", async () => {
+  await line.deliver([
+    line.messageEvent(dm(alice), { type: "sticker", packageId: "1", stickerId: "2", stickerResourceType: "STATIC" }),
+  ]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("貼圖")));
+  await line.deliver([
+    line.messageEvent(dm(alice), {
+      type: "sticker",
+      packageId: "1",
+      stickerId: "3",
+      stickerResourceType: "STATIC",
+      keywords: ["thanks"],
+    }),
+  ]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("(LINE sticker: thanks)")));
+});
+
+it("a reminder is pushed at its time with done / snooze postbacks; done is answered with the reply token", async () => {
+  const at = secondsAhead(60);
+  await line.deliver([line.textEvent(dm(alice), `call set_reminder {"text":"drink water","at":"${localIso(at)}"}`)]);
+  await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: alice.userId };
+  const [reminder] = await listReminders(redis, owner);
+  const queue = remindersQueue(redis);
+  try {
+    await bringForward(queue, reminderJobId(owner, reminder!, at));
+  } finally {
+    await queue.close();
+  }
+  const posted = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.text.includes("drink water") && m.postbacks.length > 0),
+  );
+  expect(posted.via).toBe("push");
+  expect(posted.message.type).toBe("template");
+  const done = posted.postbacks.find((d) => d.startsWith("rm:d:"))!;
+  await line.deliver([line.postbackEvent(dm(alice), done)]);
+  const closed = await line.waitFor(() =>
+    line.messagesTo(alice.userId).find((m) => m.at >= posted.at && m !== posted && m.via === "reply"),
+  );
+  expect(closed.text).toMatch(/drink water|完成|done/i);
+});
+
+it("a scheduled task's occurrence is answered by push in its chat", async () => {
+  const at = secondsAhead(60);
+  await line.deliver([
+    line.textEvent(dm(alice), `call schedule_task {"instruction":"calc 2 * 21","at":"${localIso(at)}"}`),
+  ]);
+  await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
+  const owner = { platform: "line" as const, userId: alice.userId };
+  const [task] = await listTasks(redis, owner);
+  const queue = tasksQueue(redis);
+  try {
+    await bringForward(queue, taskOccurrenceJobId(owner, task!.id, at, false));
+  } finally {
+    await queue.close();
+  }
+  const ran = await line.waitFor(
+    () => line.messagesTo(alice.userId).find((m) => m.text.includes("排程任務") && m.text.includes("42")),
+    30_000,
+  );
+  expect(ran.via).toBe("push");
+});
+
+it("unfollow ends the chat's reminders and tasks; leaving a group ends theirs in it", async () => {
+  const carol = line.user("Carol");
+  const far = localIso(Date.now() + 3600_000);
+  await line.deliver([line.textEvent(dm(carol), `call set_reminder {"text":"stretch","at":"${far}"}`)]);
+  await line.waitFor(() => line.messagesTo(carol.userId).find((m) => m.text.startsWith("set_reminder:")));
+  await line.deliver([line.textEvent(dm(carol), `call schedule_task {"instruction":"what time is it","at":"${far}"}`)]);
+  await approveAndWait({ from: carol }, carol.userId, "schedule_task:");
+  const group = line.group([carol]);
+  await line.deliver([
+    line.textEvent({ from: carol, groupId: group }, `call set_reminder {"text":"team call","at":"${far}"}`, {
+      mention: true,
+    }),
+  ]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: carol.userId };
+  expect((await listReminders(redis, owner)).map((r) => r.text).sort()).toEqual(["stretch", "team call"]);
+
+  await line.deliver([line.plainEvent({ from: carol, groupId: group }, "leave")]);
+  await line.waitFor(async () => (await listReminders(redis, owner)).length === 1 || undefined);
+  expect((await listReminders(redis, owner)).map((r) => r.text)).toEqual(["stretch"]);
+  expect(await listTasks(redis, owner)).toHaveLength(1);
+
+  await line.deliver([line.plainEvent(dm(carol), "unfollow")]);
+  await line.waitFor(async () => (await listReminders(redis, owner)).length === 0 || undefined);
+  expect(await listTasks(redis, owner)).toEqual([]);
+});
+
+it("logs no message content and no token", () => {
+  const all = lines.join("\n");
+  expect(all).not.toContain(line.token);
+  expect(all).not.toContain(line.secret);
+  expect(all).not.toContain("late question 7");
+});

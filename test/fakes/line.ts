@@ -1,0 +1,449 @@
+/**
+ * A strict fake LINE platform for tests (node:http): the Messaging API (`api.line.me`), the content
+ * host (`api-data.line.me`, a second server) and the webhook sender, so the real `@line/bot-sdk`
+ * clients can be pointed at it with `LINE_API_URL` and `LINE_DATA_API_URL`.
+ *
+ * Every request is first checked against LINE's published OpenAPI description (`line-spec.ts`):
+ * the operation exists on that host, the body matches its schema (5 messages per call, 5,000
+ * characters per text, 300 characters of postback data, no unknown fields …). A request that fails
+ * is answered 400 as LINE answers and recorded in `spec-violations.ts`, which fails the running test.
+ *
+ * Beyond the spec it is strict like LINE (https://developers.line.biz/en/reference/messaging-api/):
+ * - 401 `Authentication failed` without `Authorization: Bearer <channel access token>`;
+ * - reply tokens: issued with each webhook event that carries one, usable once, for
+ *   {@link REPLY_TOKEN_TTL_MS} on the fake's clock ({@link FakeLine.advance} moves it, no real wait);
+ *   otherwise 400 `Invalid reply token`;
+ * - push messages count against a monthly quota ({@link FakeLineOptions.pushQuota}; one per push
+ *   request, as LINE counts a request to one recipient); over it, 429 `You have reached your
+ *   monthly limit.`; a push to an unknown chat is 400 `Failed to send messages`, to a user who
+ *   unfollowed or a group the bot left is 403;
+ * - `X-Line-Retry-Key`: a push repeated with an accepted key is not sent again: 409 with
+ *   `x-line-accepted-request-id` (https://developers.line.biz/en/reference/messaging-api/#retry-api-request);
+ * - {@link FakeLine.failNext} makes the next calls of an operation answer 429 `The API rate limit
+ *   has been exceeded. Try again later.` (or any status), to test the bot's retries;
+ * - the loading animation (`/v2/bot/chat/loading/start`) only in one-to-one chats (a user id);
+ * - webhooks are signed (`x-line-signature`: base64 HMAC-SHA256 of the body with the channel
+ *   secret) and carry `webhookEventId` and `deliveryContext.isRedelivery`.
+ */
+import { createHmac, randomBytes, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { checkLineRequest, checkLineWebhookBody } from "./line-spec.js";
+import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
+
+/** How long a reply token stays usable on the fake's clock, in ms ("about a minute"). */
+export const REPLY_TOKEN_TTL_MS = 60_000;
+
+/** Options of {@link FakeLine.start}. */
+export interface FakeLineOptions {
+  /** Push requests allowed this month; default unlimited. */
+  pushQuota?: number;
+}
+
+/** A LINE user known to the fake. */
+export interface FakeLineUser {
+  userId: string;
+  displayName: string;
+}
+
+/** Where an event happens: a one-to-one chat with `from`, a group or a multi-person chat (room). */
+export interface FakeLinePlace {
+  from: FakeLineUser;
+  groupId?: string;
+  roomId?: string;
+}
+
+/** A message the bot sent (one message object of a reply or push call). */
+export interface FakeLineMessage {
+  /** The chat it went to: a user, group or room id. */
+  to: string;
+  via: "reply" | "push";
+  /** LINE's id of the sent message. */
+  id: string;
+  /** The message object as sent. */
+  message: Record<string, unknown>;
+  /** `text` of a text message, the template's `text` of a template message; "" otherwise. */
+  text: string;
+  /** The `data` of every postback action of the message (template actions and quick reply items). */
+  postbacks: string[];
+  /** Fake-clock ms. */
+  at: number;
+}
+
+/** One request the fake answered. */
+export interface FakeLineCall {
+  route: string;
+  body: unknown;
+  status: number;
+  at: number;
+}
+
+interface ReplyToken {
+  chatId: string;
+  issuedAt: number;
+  used: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+/** See the module comment. */
+export class FakeLine {
+  /** The channel access token the bot must send. */
+  readonly token = `fake-line-token-${randomBytes(16).toString("hex")}`;
+  /** The channel secret webhooks are signed with (32 hex digits). */
+  readonly secret = randomBytes(16).toString("hex");
+  /** The bot's own user id (`GET /v2/bot/info`). */
+  readonly botUserId = lineId("U");
+  readonly botName = "台灣工具助理";
+  readonly sent: FakeLineMessage[] = [];
+  readonly calls: FakeLineCall[] = [];
+  /** Loading animations shown: chat id and seconds. */
+  readonly loadings: { chatId: string; loadingSeconds: number; at: number }[] = [];
+  /** Push requests accepted this month. */
+  pushes = 0;
+  /** Where webhooks go (the bot's `http://host:LINE_WEBHOOK_PORT/LINE_WEBHOOK_PATH`); set by the test. */
+  webhookUrl = "";
+  readonly #users = new Map<string, FakeLineUser>();
+  readonly #groups = new Map<string, Set<string>>();
+  readonly #gone = new Set<string>();
+  readonly #tokens = new Map<string, ReplyToken>();
+  readonly #retryKeys = new Map<string, string>();
+  readonly #contents = new Map<string, { bytes: Buffer; type: string }>();
+  readonly #failures: { route: string; status: number; body: Json; times: number }[] = [];
+  #offset = 0;
+  #nextId = 600000000000000;
+
+  private constructor(
+    private readonly api: Server,
+    private readonly data: Server,
+    private readonly options: FakeLineOptions,
+  ) {}
+
+  /** Starts the API and data servers on 127.0.0.1. */
+  static async start(options: FakeLineOptions = {}): Promise<FakeLine> {
+    const handlers: { fake?: FakeLine } = {};
+    const api = createServer((req, res) => void handlers.fake!.#handle("api", req, res));
+    const data = createServer((req, res) => void handlers.fake!.#handle("data", req, res));
+    const fake = new FakeLine(api, data, options);
+    handlers.fake = fake;
+    for (const server of [api, data]) {
+      server.keepAliveTimeout = 60_000;
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    }
+    return fake;
+  }
+
+  /** `LINE_API_URL`. */
+  get apiUrl(): string {
+    return `http://127.0.0.1:${(this.api.address() as AddressInfo).port}`;
+  }
+
+  /** `LINE_DATA_API_URL`. */
+  get dataUrl(): string {
+    return `http://127.0.0.1:${(this.data.address() as AddressInfo).port}`;
+  }
+
+  /** The fake's clock (ms): real time plus what {@link advance} added. */
+  now(): number {
+    return Date.now() + this.#offset;
+  }
+
+  /** Moves the fake's clock forward (reply tokens expire by it). */
+  advance(ms: number): void {
+    this.#offset += ms;
+  }
+
+  /** A new user who has added the bot as a friend. */
+  user(displayName: string): FakeLineUser {
+    const user = { userId: lineId("U"), displayName };
+    this.#users.set(user.userId, user);
+    return user;
+  }
+
+  /** A new group with the bot and `members` in it; returns its id. */
+  group(members: FakeLineUser[]): string {
+    const id = lineId("C");
+    this.#groups.set(id, new Set(members.map((m) => m.userId)));
+    return id;
+  }
+
+  /** Marks a chat as one the bot can no longer write to (the user blocked it, the bot left the group). */
+  gone(chatId: string): void {
+    this.#gone.add(chatId);
+  }
+
+  /** Stores bytes served by `GET /v2/bot/message/{messageId}/content` on the data host; returns the message id. */
+  addContent(bytes: Buffer, type: string): string {
+    const id = String(this.#nextId++);
+    this.#contents.set(id, { bytes, type });
+    return id;
+  }
+
+  /** The next `times` calls of `route` (e.g. `POST /v2/bot/message/push`) answer `status` (default 429 rate limit). */
+  failNext(route: string, times = 1, status = 429, body?: Json): void {
+    this.#failures.push({
+      route,
+      status,
+      body: body ?? { message: "The API rate limit has been exceeded. Try again later." },
+      times,
+    });
+  }
+
+  /** Messages sent to `chatId` (a user, group or room id), in order. */
+  messagesTo(chatId: string): FakeLineMessage[] {
+    return this.sent.filter((m) => m.to === chatId);
+  }
+
+  /** A text message event from `place`, with a fresh reply token; `mention` adds a mention of the bot (`isSelf`). */
+  textEvent(place: FakeLinePlace, text: string, extra: { mention?: boolean; quotedMessageId?: string } = {}): Json {
+    const message: Json = { id: String(this.#nextId++), type: "text", text, quoteToken: randomUUID() };
+    if (extra.mention) {
+      const at = `@${this.botName}`;
+      message.text = `${at} ${text}`;
+      message.mention = {
+        mentionees: [{ index: 0, length: at.length, type: "user", userId: this.botUserId, isSelf: true }],
+      };
+    }
+    if (extra.quotedMessageId) message.quotedMessageId = extra.quotedMessageId;
+    return this.#event(place, { type: "message", message }, true);
+  }
+
+  /** A message event of another kind (`image`, `audio`, `file`, `sticker` …) with `message`'s fields. */
+  messageEvent(place: FakeLinePlace, message: Json): Json {
+    // Text, image, video and sticker messages carry a quote token; audio, file and location ones do not (webhook.yml).
+    const quotable = ["image", "video", "sticker"].includes(String(message.type));
+    return this.#event(
+      place,
+      {
+        type: "message",
+        message: { id: String(this.#nextId++), ...(quotable ? { quoteToken: randomUUID() } : {}), ...message },
+      },
+      true,
+    );
+  }
+
+  /** A postback event (a press on a postback action) carrying `data`. */
+  postbackEvent(place: FakeLinePlace, data: string): Json {
+    return this.#event(place, { type: "postback", postback: { data } }, true);
+  }
+
+  /** An event without a message (`follow`, `unfollow`, `join`, `leave`, `memberJoined` …); `follow` and `join` carry a reply token. */
+  plainEvent(place: FakeLinePlace, type: string, extra: Json = {}): Json {
+    const replies = ["follow", "join", "memberJoined"].includes(type);
+    return this.#event(place, { type, ...extra }, replies);
+  }
+
+  /**
+   * Posts `events` to {@link webhookUrl} as LINE does: JSON `{ destination, events }`, signed with
+   * the channel secret (or with `signature` as given). `redelivery` marks the events as redelivered.
+   * @returns the HTTP status the bot answered.
+   */
+  async deliver(events: Json[], options: { redelivery?: boolean; signature?: string } = {}): Promise<number> {
+    const request = {
+      destination: this.botUserId,
+      events: events.map((e) => (options.redelivery ? { ...e, deliveryContext: { isRedelivery: true } } : e)),
+    };
+    // The fake sends only what LINE could send (webhook.yml): a test event of another shape is a test bug.
+    const problems = checkLineWebhookBody(request);
+    if (problems.length > 0) throw new Error(`FakeLine: a webhook LINE would not send:\n${problems.join("\n")}`);
+    const body = JSON.stringify(request);
+    const signature = options.signature ?? createHmac("sha256", this.secret).update(body).digest("base64");
+    const response = await fetch(this.webhookUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-line-signature": signature },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  /** Polls `check` (awaited) every 10 ms until it gives a truthy value. */
+  async waitFor<T>(
+    check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+    timeoutMs = 30_000,
+    what = "condition",
+  ): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await check();
+      if (value) return value;
+      if (Date.now() > deadline) throw new Error(`FakeLine: timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** The spec violations recorded for LINE so far (forgotten, so the test is not failed for them). */
+  takeSpecViolations(): SpecViolation[] {
+    return takeSpecViolations("line");
+  }
+
+  async stop(): Promise<void> {
+    for (const server of [this.api, this.data]) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  #event(place: FakeLinePlace, body: Json, replies: boolean): Json {
+    const chatId = place.groupId ?? place.roomId ?? place.from.userId;
+    const source = place.groupId
+      ? { type: "group", groupId: place.groupId, userId: place.from.userId }
+      : place.roomId
+        ? { type: "room", roomId: place.roomId, userId: place.from.userId }
+        : { type: "user", userId: place.from.userId };
+    const event: Json = {
+      ...body,
+      mode: "active",
+      timestamp: this.now(),
+      source,
+      webhookEventId: `01${randomBytes(12).toString("hex").toUpperCase()}`,
+      deliveryContext: { isRedelivery: false },
+    };
+    if (replies) {
+      const replyToken = randomBytes(16).toString("hex");
+      this.#tokens.set(replyToken, { chatId, issuedAt: this.now(), used: false });
+      event.replyToken = replyToken;
+    }
+    return event;
+  }
+
+  async #handle(host: "api" | "data", req: HttpRequest, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://x");
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      this.calls.push({ route: `${req.method} ${url.pathname}`, body: parsed, status, at: this.now() });
+      res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+    };
+    let parsed: unknown;
+    if (raw !== "") {
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        return send(400, { message: "The request body could not be parsed as JSON" });
+      }
+    }
+    if (req.headers.authorization !== `Bearer ${this.token}`)
+      return send(401, {
+        message: "Authentication failed. Confirm that the access token in the authorization header is valid.",
+      });
+    const check = checkLineRequest({
+      host,
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      body: parsed,
+    });
+    if (!check.ok) {
+      recordSpecViolation({
+        platform: "line",
+        request: check.route,
+        problems: check.problems,
+        payload: parsed,
+        at: Date.now(),
+      });
+      return send(check.status, check.body);
+    }
+    const failure = this.#failures.find((f) => f.route === check.route && f.times > 0);
+    if (failure) {
+      failure.times--;
+      return send(failure.status, failure.body);
+    }
+    const body = (parsed ?? {}) as Json;
+    switch (check.route) {
+      case "GET /v2/bot/info":
+        return send(200, {
+          userId: this.botUserId,
+          basicId: "@123abcde",
+          displayName: this.botName,
+          chatMode: "bot",
+          markAsReadMode: "auto",
+        });
+      case "POST /v2/bot/message/reply": {
+        const token = this.#tokens.get(String(body.replyToken));
+        if (!token || token.used || this.now() - token.issuedAt > REPLY_TOKEN_TTL_MS)
+          return send(400, { message: "Invalid reply token" });
+        token.used = true;
+        return send(200, { sentMessages: this.#record(token.chatId, "reply", body.messages as Json[]) });
+      }
+      case "POST /v2/bot/message/push": {
+        const to = String(body.to);
+        const key = [req.headers["x-line-retry-key"]].flat()[0];
+        if (key && this.#retryKeys.has(key))
+          return send(
+            409,
+            { message: "The retry key is already accepted" },
+            { "x-line-accepted-request-id": this.#retryKeys.get(key)! },
+          );
+        if (!this.#users.has(to) && !this.#groups.has(to)) return send(400, { message: "Failed to send messages" });
+        if (this.#gone.has(to)) return send(403, { message: "Failed to send messages" });
+        if (this.options.pushQuota !== undefined && this.pushes >= this.options.pushQuota)
+          return send(429, { message: "You have reached your monthly limit." });
+        this.pushes++;
+        const requestId = randomUUID();
+        if (key) this.#retryKeys.set(key, requestId);
+        return send(
+          200,
+          { sentMessages: this.#record(to, "push", body.messages as Json[]) },
+          { "x-line-request-id": requestId },
+        );
+      }
+      case "POST /v2/bot/chat/loading/start": {
+        const chatId = String(body.chatId);
+        if (!this.#users.has(chatId)) return send(400, { message: "The chatId is invalid" });
+        const loadingSeconds = Number(body.loadingSeconds ?? 20);
+        if (loadingSeconds % 5 !== 0) return send(400, { message: "loadingSeconds must be a multiple of 5" });
+        this.loadings.push({ chatId, loadingSeconds, at: this.now() });
+        return send(202, {});
+      }
+      case "GET /v2/bot/profile/{userId}": {
+        const user = this.#users.get(url.pathname.split("/").at(-1)!);
+        return user ? send(200, { ...user, language: "zh-TW" }) : send(404, { message: "Not found" });
+      }
+      case "GET /v2/bot/group/{groupId}/member/{userId}": {
+        const [, , , , groupId, , userId] = url.pathname.split("/");
+        const user = this.#users.get(userId!);
+        return user && this.#groups.get(groupId!)?.has(userId!) ? send(200, user) : send(404, { message: "Not found" });
+      }
+      case "GET /v2/bot/message/{messageId}/content": {
+        const content = this.#contents.get(url.pathname.split("/")[4]!);
+        if (!content) return send(404, { message: "Not found" });
+        this.calls.push({ route: check.route, body: undefined, status: 200, at: this.now() });
+        res
+          .writeHead(200, { "content-type": content.type, "content-length": String(content.bytes.length) })
+          .end(content.bytes);
+        return;
+      }
+      default:
+        return send(200, {});
+    }
+  }
+
+  #record(to: string, via: "reply" | "push", messages: Json[]): { id: string; quoteToken: string }[] {
+    return messages.map((message) => {
+      const id = String(this.#nextId++);
+      const template = message.template as Json | undefined;
+      const text = String(message.text ?? template?.text ?? "");
+      const actions = [
+        ...((template?.actions as Json[] | undefined) ?? []),
+        ...(((message.quickReply as Json | undefined)?.items as Json[] | undefined) ?? []).map((i) => i.action as Json),
+      ];
+      this.sent.push({
+        to,
+        via,
+        id,
+        message,
+        text,
+        postbacks: actions.filter((a) => a.type === "postback").map((a) => String(a.data)),
+        at: this.now(),
+      });
+      return { id, quoteToken: randomUUID() };
+    });
+  }
+}
+
+/** A LINE id: `U` (user), `C` (group) or `R` (room) and 32 hex digits. */
+export function lineId(kind: "U" | "C" | "R"): string {
+  return kind + randomBytes(16).toString("hex");
+}

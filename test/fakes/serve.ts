@@ -84,7 +84,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const bob: FakeUser = { id: "700000000000000002", username: "bob", global_name: "Bob" };
 
   const env: Record<string, string> = {
-    ANTHROPIC_API_KEY: "sk-ant-fake-0123456789abcdef",
+    ANTHROPIC_API_KEY: "fake-key-for-the-local-fake-servers",
     ANTHROPIC_BASE_URL: anthropic.url,
     TELEGRAM_BOT_TOKEN: telegram.token,
     TELEGRAM_API_ROOT: telegram.apiRoot,

@@ -157,6 +157,19 @@ export class LineAdapter implements Adapter {
         );
         return;
       }
+      case "memberLeft": {
+        const ended = context.redis
+          ? await endChat(context.redis, { ...decision, people: decision.userIds }, this.log)
+          : undefined;
+        for (const userId of decision.userIds) this.#names.delete(`${decision.chatId}|${userId}`);
+        this.log.info(
+          { chatId: decision.chatId, members: decision.userIds.length, ...ended },
+          "line: members left the group; their reminders and tasks in it ended",
+        );
+        return;
+      }
+      case "memberJoined":
+        return this.#welcome(decision.message, decision.userIds);
       case "follow":
       case "join":
         await this.#reply(
@@ -218,6 +231,42 @@ export class LineAdapter implements Adapter {
       case "enqueue":
         return this.#enqueue(await this.#named(decision.message));
     }
+  }
+
+  /**
+   * Greets people who joined a group or multi-person chat the bot is in (`memberJoined`), with the
+   * event's free reply token: their names (at most 3 looked up; more are "and N more") and how to
+   * address the bot there. Failures are logged.
+   */
+  async #welcome(at: LineBase, userIds: string[]): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
+    const names: string[] = [];
+    for (const userId of userIds.slice(0, 3)) {
+      const named = await this.#named({ ...at, userId });
+      if (named.userName !== UNKNOWN_NAME) names.push(named.userName);
+    }
+    const more = userIds.length - names.length;
+    const who =
+      names.length === 0
+        ? localize(locale, { "zh-TW": "新朋友", en: "newcomers" })
+        : more > 0
+          ? localize(
+              locale,
+              { "zh-TW": "{names} 等 {count} 位", en: "{names} and {more} more" },
+              { names: names.join(locale === "zh-TW" ? "、" : ", "), count: userIds.length, more },
+            )
+          : names.join(locale === "zh-TW" ? "、" : ", ");
+    await this.#reply(
+      at,
+      localize(
+        locale,
+        {
+          "zh-TW": "歡迎 {who} 加入！要找我，請提到我（@{name}）或輸入 /help。",
+          en: "Welcome, {who}! To ask me something here, mention me (@{name}) or type /help.",
+        },
+        { who, name: this.#botName },
+      ),
+    );
   }
 
   /** Whether a text message quotes one of the bot's messages (`quotedMessageId`, looked up in Redis). */
@@ -309,20 +358,11 @@ export class LineAdapter implements Adapter {
   /**
    * LINE groups and multi-person chats have no administrators a bot can see: every member may do
    * what a group administrator may elsewhere (`/reset`, `/settings` …). True when `userId` is a
-   * member of the group or room (its member profile can be read); false on any error.
+   * member of the group or room now ({@link LineOutbound.isMember}: its member profile can be read);
+   * false otherwise, and when that cannot be told.
    */
   async #isMember(chatId: string, userId: string): Promise<boolean> {
-    try {
-      if (chatId.startsWith("C"))
-        await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
-      else if (chatId.startsWith("R"))
-        await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
-      else return false;
-      return true;
-    } catch (error) {
-      this.log.debug({ error: redact(String(error)) }, "line: member profile not readable");
-      return false;
-    }
+    return (await this.outbound.isMember({ chatId }, userId)) === true;
   }
 
   /** `message` with the sender's display name (profile API, cached for an hour; {@link UNKNOWN_NAME} when unreadable). */

@@ -36,7 +36,11 @@ export type LineDecision =
   | { kind: "unaddressed"; message: IncomingMessage }
   | { kind: "postback"; data: string; message: LineBase }
   | { kind: "follow" | "join"; message: LineBase }
-  | { kind: "unfollow" | "leave"; chatId: string; chatKind: "dm" | "group" };
+  | { kind: "unfollow" | "leave"; chatId: string; chatKind: "dm" | "group" }
+  /** People joined the group or room (`memberJoined`): `userIds` of the joined, `message` for the greeting. */
+  | { kind: "memberJoined"; userIds: string[]; message: LineBase }
+  /** People left the group or room (`memberLeft`, no reply token). */
+  | { kind: "memberLeft"; chatId: string; chatKind: "group"; userIds: string[] };
 
 /** The name used until the profile is known. */
 export const UNKNOWN_NAME = "LINE user";
@@ -73,6 +77,14 @@ export function mediaOf(message: webhook.MessageContent): MediaRef[] {
   }
 }
 
+/** The user ids of a `memberJoined` / `memberLeft` event's members (source user objects), at most 100. */
+function usersOf(members: webhook.UserSource[] | undefined): string[] {
+  return (members ?? [])
+    .map((m) => m.userId)
+    .filter((id): id is string => typeof id === "string" && /^U[0-9a-f]{32}$/.test(id))
+    .slice(0, 100);
+}
+
 /**
  * Decides what to do with one event.
  * @param isOwnMessage - whether a message id is one the bot sent (for `quotedMessageId`).
@@ -81,6 +93,12 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
   const chat = chatOf(event.source);
   if (!chat) return { kind: "ignore", reason: "no chat" };
   if (event.type === "unfollow" || event.type === "leave") return { kind: event.type, ...chat };
+  if (event.type === "memberLeft") {
+    const userIds = usersOf(event.left.members);
+    if (chat.chatKind !== "group" || userIds.length === 0)
+      return { kind: "ignore", reason: "memberLeft without members" };
+    return { kind: "memberLeft", chatId: chat.chatId, chatKind: "group", userIds };
+  }
   const userId = event.source?.userId;
   const replyToken = "replyToken" in event && typeof event.replyToken === "string" ? event.replyToken : undefined;
   const base = (messageId: string): LineBase => ({
@@ -95,6 +113,12 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
   });
   if (event.type === "follow" || event.type === "join")
     return { kind: event.type, message: base(event.webhookEventId) };
+  if (event.type === "memberJoined") {
+    const userIds = usersOf(event.joined.members);
+    if (chat.chatKind !== "group" || userIds.length === 0)
+      return { kind: "ignore", reason: "memberJoined without members" };
+    return { kind: "memberJoined", userIds, message: base(event.webhookEventId) };
+  }
   if (!userId) return { kind: "ignore", reason: "no user" };
   if (event.type === "postback")
     return { kind: "postback", data: event.postback.data, message: base(event.webhookEventId) };

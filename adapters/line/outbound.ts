@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import type { messagingApi } from "@line/bot-sdk";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { Config } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
+import { redact, type Logger } from "../../src/log.js";
 import { metrics } from "../../src/metrics.js";
 import type {
   ApprovalPrompt,
@@ -276,6 +276,29 @@ export class LineOutbound implements Outbound {
   /** LINE cannot edit a sent message: a closed reminder stays as it is. */
   async closeReminder(message: SentRef): Promise<void> {
     this.log.debug({ message }, "line: a sent reminder cannot be edited; left as it is");
+  }
+
+  /**
+   * See {@link Outbound.isMember}: the group member profile `GET /v2/bot/group/{groupId}/member/{userId}`
+   * (a multi-person chat's: `GET /v2/bot/room/{roomId}/member/{userId}`). 200 is `true`; 404 (LINE's
+   * answer for a user who is not, or no longer, a member) is `false`; a one-to-one chat and any
+   * other failure (5xx after retries, a timeout) are `undefined`. Never throws.
+   * Source: https://developers.line.biz/en/reference/messaging-api/#get-group-member-profile
+   * (`getGroupMemberProfile` in `test/fixtures/specs/line-messaging-api/messaging-api.yml`).
+   */
+  async isMember(place: { chatId: string }, userId: string): Promise<boolean | undefined> {
+    const { chatId } = place;
+    const group = chatId.startsWith("C");
+    if ((!group && !chatId.startsWith("R")) || !userId.startsWith("U")) return undefined;
+    try {
+      if (group) await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
+      else await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
+      return true;
+    } catch (error) {
+      if (error instanceof PlatformRefusedError && error.status === 404) return false;
+      this.log.warn({ chatId, error: redact(String(error)) }, "line: member profile not readable; membership unknown");
+      return undefined;
+    }
   }
 
   /** {@inheritDoc Outbound.sendNotice} A text message with quick reply postback buttons. */

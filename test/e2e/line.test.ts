@@ -405,8 +405,97 @@ it("unfollow ends the chat's reminders and tasks; leaving a group ends theirs in
   expect(await listTasks(redis, owner)).toHaveLength(1);
 
   await line.deliver([line.plainEvent(dm(carol), "unfollow")]);
-  await line.waitFor(async () => (await listReminders(redis, owner)).length === 0 || undefined);
+  // Reminders end first, then tasks: wait for both.
+  await line.waitFor(
+    async () =>
+      ((await listReminders(redis, owner)).length === 0 && (await listTasks(redis, owner)).length === 0) || undefined,
+  );
+  expect(await listReminders(redis, owner)).toEqual([]);
   expect(await listTasks(redis, owner)).toEqual([]);
+});
+
+it("memberJoined: the newcomers are welcomed by name with the event's reply token", async () => {
+  const erin = line.user("Erin");
+  const group = line.group([alice]);
+  await line.deliver([line.memberEvent(group, "memberJoined", [erin])]);
+  const welcome = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("歡迎")));
+  expect(welcome.via).toBe("reply");
+  expect(welcome.text).toContain("Erin");
+  expect(welcome.text).toContain(`@${line.botName}`);
+  expect(line.isMember(group, erin)).toBe(true);
+});
+
+it("memberLeft: the leaver's reminders and tasks in the group end; the others' stay", async () => {
+  const frank = line.user("Frank");
+  const grace = line.user("Grace");
+  const group = line.group([frank, grace]);
+  const far = localIso(Date.now() + 3600_000);
+  for (const [who, what] of [
+    [frank, "frank's call"],
+    [grace, "grace's call"],
+  ] as const) {
+    await line.deliver([
+      line.textEvent({ from: who, groupId: group }, `call set_reminder {"text":"${what}","at":"${far}"}`, {
+        mention: true,
+      }),
+    ]);
+    await line.waitFor(() =>
+      line.messagesTo(group).find((m) => m.text.startsWith("set_reminder:") && m.text.includes(what)),
+    );
+  }
+  await line.deliver([
+    line.textEvent({ from: frank, groupId: group }, `call schedule_task {"instruction":"summarise","at":"${far}"}`, {
+      mention: true,
+    }),
+  ]);
+  await approveAndWait({ from: frank, groupId: group }, group, "schedule_task:");
+  const frankOwner = { platform: "line" as const, userId: frank.userId };
+  const graceOwner = { platform: "line" as const, userId: grace.userId };
+  expect(await listTasks(redis, frankOwner)).toHaveLength(1);
+
+  await line.deliver([line.memberEvent(group, "memberLeft", [frank])]);
+  await line.waitFor(
+    async () =>
+      ((await listReminders(redis, frankOwner)).length === 0 && (await listTasks(redis, frankOwner)).length === 0) ||
+      undefined,
+  );
+  expect((await listReminders(redis, graceOwner)).map((r) => r.text)).toEqual(["grace's call"]);
+});
+
+it("a group reminder whose owner is no longer a member (member profile 404) is paused, not posted", async () => {
+  const henry = line.user("Henry");
+  const group = line.group([alice, henry]);
+  const at = secondsAhead(60);
+  await line.deliver([
+    line.textEvent(
+      { from: henry, groupId: group },
+      `call set_reminder {"text":"water the plants","at":"${localIso(at)}"}`,
+      {
+        mention: true,
+      },
+    ),
+  ]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("set_reminder:")));
+  // Henry leaves; LINE's memberLeft never reached the bot. The check before posting asks LINE.
+  line.setMember(group, henry, false);
+  const owner = { platform: "line" as const, userId: henry.userId };
+  const [reminder] = await listReminders(redis, owner);
+  const queue = remindersQueue(redis);
+  try {
+    await bringForward(queue, reminderJobId(owner, reminder!, at));
+  } finally {
+    await queue.close();
+  }
+  const notice = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("已不在這個群組")));
+  expect(notice.text).toContain("Henry");
+  expect(line.messagesTo(group).some((m) => m.text.includes("water the plants") && m.text.startsWith("Henry"))).toBe(
+    false,
+  );
+  expect(
+    line.calls.some((c) => c.route === `GET /v2/bot/group/${group}/member/${henry.userId}` && c.status === 404),
+  ).toBe(true);
+  const [paused] = await listReminders(redis, owner);
+  expect(paused?.paused?.by).toBe("left");
 });
 
 it("logs no message content and no token", () => {

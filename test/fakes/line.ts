@@ -167,6 +167,46 @@ export class FakeLine {
     return id;
   }
 
+  /** A new multi-person chat (room) with the bot and `members` in it; returns its id. */
+  room(members: FakeLineUser[]): string {
+    const id = lineId("R");
+    this.#groups.set(id, new Set(members.map((m) => m.userId)));
+    return id;
+  }
+
+  /** Whether `user` is a member of group or room `chatId` now. */
+  isMember(chatId: string, user: FakeLineUser): boolean {
+    return this.#groups.get(chatId)?.has(user.userId) === true;
+  }
+
+  /** Makes `user` a member of group or room `chatId` or not, without an event (one LINE did not deliver). */
+  setMember(chatId: string, user: FakeLineUser, member: boolean): void {
+    const members = this.#groups.get(chatId);
+    if (!members) throw new Error(`FakeLine: no group or room ${chatId}`);
+    if (member) members.add(user.userId);
+    else members.delete(user.userId);
+  }
+
+  /**
+   * `users` join (`memberJoined`, with a reply token) or leave (`memberLeft`, none) group or room
+   * `chatId`: the fake's membership changes at once (the member profile API answers by it), and
+   * the event LINE sends about it is returned. Source: #member-joined-event, #member-left-event.
+   */
+  memberEvent(chatId: string, type: "memberJoined" | "memberLeft", users: FakeLineUser[]): Json {
+    const members = this.#groups.get(chatId);
+    if (!members) throw new Error(`FakeLine: no group or room ${chatId}`);
+    for (const user of users) {
+      if (type === "memberJoined") members.add(user.userId);
+      else members.delete(user.userId);
+    }
+    const list = { members: users.map((u) => ({ type: "user", userId: u.userId })) };
+    return this.#event(
+      chatId.startsWith("C") ? { groupId: chatId } : { roomId: chatId },
+      type === "memberJoined" ? { type, joined: list } : { type, left: list },
+      type === "memberJoined",
+    );
+  }
+
   /** Marks a chat as one the bot can no longer write to (the user blocked it, the bot left the group). */
   gone(chatId: string): void {
     this.#gone.add(chatId);
@@ -227,10 +267,14 @@ export class FakeLine {
     return this.#event(place, { type: "postback", postback: { data } }, true);
   }
 
-  /** An event without a message (`follow`, `unfollow`, `join`, `leave`, `memberJoined` …); `follow` and `join` carry a reply token. */
-  plainEvent(place: FakeLinePlace, type: string, extra: Json = {}): Json {
-    const replies = ["follow", "join", "memberJoined"].includes(type);
-    return this.#event(place, { type, ...extra }, replies);
+  /**
+   * An event without a message (`follow`, `unfollow`, `join`, `leave`); `follow` and `join` carry a
+   * reply token. `join` and `leave` come from the group or room alone (no `userId`), as LINE sends them.
+   */
+  plainEvent(place: FakeLinePlace, type: "follow" | "unfollow" | "join" | "leave", extra: Json = {}): Json {
+    const replies = type === "follow" || type === "join";
+    const from = type === "join" || type === "leave" ? { groupId: place.groupId, roomId: place.roomId } : place;
+    return this.#event(from, { type, ...extra }, replies);
   }
 
   /**
@@ -284,13 +328,15 @@ export class FakeLine {
     }
   }
 
-  #event(place: FakeLinePlace, body: Json, replies: boolean): Json {
-    const chatId = place.groupId ?? place.roomId ?? place.from.userId;
+  #event(place: Partial<FakeLinePlace>, body: Json, replies: boolean): Json {
+    const chatId = place.groupId ?? place.roomId ?? place.from?.userId;
+    if (!chatId) throw new Error("FakeLine: an event needs a user, group or room");
+    const user = place.from ? { userId: place.from.userId } : {};
     const source = place.groupId
-      ? { type: "group", groupId: place.groupId, userId: place.from.userId }
+      ? { type: "group", groupId: place.groupId, ...user }
       : place.roomId
-        ? { type: "room", roomId: place.roomId, userId: place.from.userId }
-        : { type: "user", userId: place.from.userId };
+        ? { type: "room", roomId: place.roomId, ...user }
+        : { type: "user", ...user };
     const event: Json = {
       ...body,
       mode: "active",
@@ -401,10 +447,13 @@ export class FakeLine {
         const user = this.#users.get(url.pathname.split("/").at(-1)!);
         return user ? send(200, { ...user, language: "zh-TW" }) : send(404, { message: "Not found" });
       }
-      case "GET /v2/bot/group/{groupId}/member/{userId}": {
-        const [, , , , groupId, , userId] = url.pathname.split("/");
+      case "GET /v2/bot/group/{groupId}/member/{userId}":
+      case "GET /v2/bot/room/{roomId}/member/{userId}": {
+        // 404 for a user who is not (or no longer) a member of that group or room, as LINE answers.
+        const [, , , kind, chatId, , userId] = url.pathname.split("/");
         const user = this.#users.get(userId!);
-        return user && this.#groups.get(groupId!)?.has(userId!) ? send(200, user) : send(404, { message: "Not found" });
+        const member = (kind === "group") === chatId!.startsWith("C") && this.#groups.get(chatId!)?.has(userId!);
+        return user && member ? send(200, user) : send(404, { message: "Not found" });
       }
       case "GET /v2/bot/message/{messageId}/content": {
         const content = this.#contents.get(url.pathname.split("/")[4]!);

@@ -145,3 +145,21 @@ it("the fake refuses what LINE's OpenAPI description (and its documented limits)
     [],
   );
 });
+
+it("isMember asks LINE's member profile API: a member is true, 404 is false, a DM or another failure unknown", async () => {
+  const erin = line.user("Erin");
+  const group = line.group([bob]);
+  const room = line.room([bob, erin]);
+  expect(await outbound.isMember({ chatId: group }, bob.userId)).toBe(true);
+  expect(await outbound.isMember({ chatId: group }, erin.userId)).toBe(false);
+  expect(await outbound.isMember({ chatId: room }, erin.userId)).toBe(true);
+  line.setMember(room, erin, false);
+  expect(await outbound.isMember({ chatId: room }, erin.userId)).toBe(false);
+  expect(await outbound.isMember({ chatId: bob.userId }, bob.userId)).toBeUndefined();
+  // Any answer but 200 and 404 (here a 400, not retried): membership cannot be told now.
+  line.failNext("GET /v2/bot/group/{groupId}/member/{userId}", 1, 400, {
+    message: "The value for the 'groupId' parameter is invalid",
+  });
+  expect(await outbound.isMember({ chatId: group }, bob.userId)).toBeUndefined();
+  expect(line.takeSpecViolations()).toEqual([]);
+});

@@ -21,14 +21,17 @@ let outbound: LineOutbound;
 let bob: FakeLineUser;
 let pushedCount = 0;
 
+/** The LINE variables pointing at the fake. */
+const configEnv = () => ({
+  LINE_CHANNEL_SECRET: line.secret,
+  LINE_CHANNEL_ACCESS_TOKEN: line.token,
+  LINE_API_URL: line.apiUrl,
+  LINE_DATA_API_URL: line.dataUrl,
+});
+
 beforeAll(async () => {
   line = await FakeLine.start({ pushQuota: 6 });
-  config = testConfig({
-    LINE_CHANNEL_SECRET: line.secret,
-    LINE_CHANNEL_ACCESS_TOKEN: line.token,
-    LINE_API_URL: line.apiUrl,
-    LINE_DATA_API_URL: line.dataUrl,
-  });
+  config = testConfig(configEnv());
   outbound = createOutbound(config, captureLogger().log, {}, { onPushed: async () => ++pushedCount });
   bob = line.user("Bob");
 });
@@ -100,6 +103,38 @@ it("sends an approval prompt as a buttons template within LINE's limits; a long 
   expect(long!.message.type).toBe("text");
   expect(long!.text).toContain("執行 執行");
   expect(buttons!.postbacks).toHaveLength(3);
+});
+
+it("near LINE_PUSH_MONTHLY_LIMIT a reply token older than 50 s is still tried (and a log line says so) before pushing", async () => {
+  const limited = testConfig({ ...configEnv(), LINE_PUSH_MONTHLY_LIMIT: "10" });
+  const quiet = captureLogger();
+  const near = captureLogger();
+  // 7 of 10 pushes used: not near (80 %); 8 of 10: near.
+  const far = createOutbound(limited, quiet.log, {}, { pushesThisMonth: async () => 7, onPushed: async () => 8 });
+  const close = createOutbound(limited, near.log, {}, { pushesThisMonth: async () => 8, onPushed: async () => 9 });
+  const erin = line.user("Erin");
+  const old = () => to(erin, String(line.textEvent({ from: erin }, "q").replyToken), Date.now() - 55_000);
+
+  const pushesBefore = line.pushes;
+  await far.sendAnswer(old(), "not near: pushed");
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "not near: pushed", via: "push" });
+  expect(quiet.lines.join("\n")).not.toContain("trying the reply token");
+
+  await close.sendAnswer(old(), "near: replied");
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "near: replied", via: "reply" });
+  expect(line.pushes - pushesBefore).toBe(1);
+  const said = near.lines.find((l) => l.includes("trying the reply token"));
+  expect(said).toBeDefined();
+  expect(JSON.parse(said!)).toMatchObject({ pushes: 8, limit: 10 });
+  // A token older than 5 minutes is not tried even then: the push says why.
+  await close.sendAnswer(
+    to(erin, String(line.textEvent({ from: erin }, "q").replyToken), Date.now() - 301_000),
+    "near, token too old: pushed",
+  );
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "near, token too old: pushed", via: "push" });
+  expect(near.lines.some((l) => l.includes("too old or used; pushing"))).toBe(true);
+  // Not tried at all: no refused reply call.
+  expect(line.calls.at(-1)).toMatchObject({ route: "POST /v2/bot/message/push", status: 200 });
 });
 
 it("a chat that blocked the bot is unreachable; the used-up monthly quota is refused, not retried", async () => {

@@ -229,7 +229,8 @@ export class LineOutbound implements Outbound {
     if (limit !== undefined && count !== undefined && count >= Math.floor(limit * PUSH_QUOTA_NEAR))
       this.log.warn(
         { pushes: count, limit },
-        `line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); reply tokens up to ${REPLY_TOKEN_STRETCH_MS / 60_000} minutes old are tried before pushing`,
+        "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); " +
+          `reply tokens up to ${REPLY_TOKEN_STRETCH_MS / 60_000} minutes old are tried before pushing`,
       );
     const refs = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
     await this.#remember(refs);

@@ -16,7 +16,7 @@
  * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
  */
 import type { AdapterContext } from "./adapter.js";
-import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
+import { decideForGroup, decisionNotice, type DecisionReply, type DecisionRequest } from "./approvals/decision.js";
 import type { CommandReply } from "./commands/command.js";
 import { isMemoryButton } from "./commands/memory.js";
 import { isPermissionButton } from "./commands/permissions.js";
@@ -76,6 +76,11 @@ export interface ButtonPress extends ConversationRef {
   isGroupAdmin?: () => Promise<boolean>;
   /** Whether the bot receives the group's messages that do not address it (see `CommandInvocation.readsAllGroupMessages`). */
   readsAllGroupMessages?: () => Promise<boolean>;
+  /**
+   * The press's own reply token (LINE postback events carry one): an accepted approval's answer
+   * goes out with it while it is valid ({@link DecisionRequest.reply}).
+   */
+  reply?: DecisionReply;
 }
 
 /** What the adapter shows after a press. */
@@ -221,6 +226,7 @@ export async function pressButton(
       deciderId: press.userId,
       approve: parsed.approve,
       ...(parsed.always ? { always: true } : {}),
+      ...(press.reply ? { reply: press.reply } : {}),
     };
     const result = await decideForGroup(parts.approvals, request, press);
     parts.log.info(

@@ -333,7 +333,9 @@ export class LineAdapter implements Adapter {
   /**
    * A postback (a press on one of the bot's buttons): the core decides (`pressButton`); its notice
    * is the reply (LINE has no toast). An accepted approval needs none: the chat shows the press
-   * (`displayText`) and the answer follows. The pressed message cannot be changed on LINE.
+   * (`displayText`) and the worker's answer follows, with this press's reply token while it is
+   * valid (the message's own token was spent on the prompt), else as a push. The pressed message
+   * cannot be changed on LINE.
    */
   async #press(data: string, at: LineBase): Promise<void> {
     const context = this.#context!;
@@ -347,6 +349,10 @@ export class LineAdapter implements Adapter {
         locale: this.config.BOT_LOCALE,
         chatKind: at.chatKind,
         isGroupAdmin: () => this.#isMember(at.chatId, at.userId),
+        // An accepted approval is answered by the worker: with this press's reply token while it is valid.
+        ...(at.reply?.replyToken && at.reply.replyTokenAt !== undefined
+          ? { reply: { replyToken: at.reply.replyToken, replyTokenAt: at.reply.replyTokenAt } }
+          : {}),
       },
     );
     if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);

@@ -278,10 +278,14 @@ it("approval by postback: only the requester decides, a replayed or forged press
       ),
   );
   expect(await todos()).toEqual(["buy milk"]);
-  // Alice presses: done, and the answer follows (pushed: the prompt used the message's reply token).
+  // Alice presses: done, and the answer follows with her press's reply token (the prompt used the
+  // message's): no push.
+  const pushes = line.pushes;
   const press = line.postbackEvent({ from: alice, groupId: group }, yes);
   await line.deliver([press]);
-  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 30_000);
+  const answer = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("delete_todo")), 30_000);
+  expect(answer.via).toBe("reply");
+  expect(line.pushes).toBe(pushes);
   expect(await todos()).toEqual([]);
   // The same press redelivered, and a forged press with the same data: nothing more happens.
   const sent = line.messagesTo(group).length;

@@ -2,7 +2,9 @@
  * The LINE adapter: start-up (`GET /v2/bot/info` checks the channel access token), the webhook
  * server (`webhook.ts`), and what happens to each event (`inbound.ts` decides): a message is
  * queued, answered as a command or with a hint; a postback is a button press routed by the core
- * (`pressButton` of `src/buttons.ts`); follow / join are greeted with the reply token. A
+ * (`pressButton` of `src/buttons.ts`); follow / join / memberJoined are greeted with the reply
+ * token; unfollow / leave / memberLeft end reminders and tasks (`chat-end.ts`); a file in a group
+ * waits for its sender's next mention (`held-media.ts`). A
  * redelivered event (`deliveryContext.isRedelivery`, the same `webhookEventId`) is handled once:
  * each event id is recorded in Redis for a day (and a message's job id is its message id).
  * The outbound half is `outbound.ts`.
@@ -18,10 +20,16 @@ import { supportedMedia } from "../../src/media/refusal.js";
 import type { Destination, NoticeButton } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
 import { plainLine } from "../../src/plain-text.js";
-import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import {
+  IncomingMessageSchema,
+  MAX_INCOMING_TEXT,
+  MAX_MEDIA_REFS,
+  type IncomingMessage,
+} from "../../src/queue/incoming.js";
 import { repliesToAll } from "../../src/settings/store.js";
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
+import { holdMedia, takeHeldMedia } from "./held-media.js";
 import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
 import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
@@ -229,7 +237,11 @@ export class LineAdapter implements Adapter {
         }
         return this.#enqueue(await this.#named(decision.message));
       case "enqueue":
-        return this.#enqueue(await this.#named(decision.message));
+        return this.#enqueue(await this.#named(await this.#withHeldMedia(decision.message, event)));
+      case "groupMedia":
+        if (await repliesToAll(context, decision.message, this.log))
+          return this.#enqueue(await this.#named(decision.message));
+        return this.#hold(decision.message);
     }
   }
 
@@ -281,6 +293,52 @@ export class LineAdapter implements Adapter {
     } catch (error) {
       this.log.warn({ error: redact(String(error)) }, "line: could not look up a quoted message");
       return false;
+    }
+  }
+
+  /**
+   * Holds the files of a group message for its sender's next message that addresses the bot
+   * (`held-media.ts`). A failure is logged: the files are then not carried.
+   */
+  async #hold(message: IncomingMessage): Promise<void> {
+    const redis = this.#context?.redis;
+    if (!redis) {
+      this.log.debug({ chatId: message.chatId }, "line: a file in a group was ignored (no Redis to hold it)");
+      return;
+    }
+    try {
+      await holdMedia(redis, message);
+      this.log.debug(
+        { chatId: message.chatId, kinds: message.media?.map((m) => m.kind) },
+        "line: a file in a group is held for its sender's next mention of the bot",
+      );
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not hold a file sent in a group");
+    }
+  }
+
+  /**
+   * A group message that addresses the bot, with the files its sender posted there just before
+   * (and those of the message it quotes), held by {@link #hold}. In a one-to-one chat, or when
+   * nothing is held (or Redis fails: logged), the message as it is.
+   */
+  async #withHeldMedia(message: IncomingMessage, event: webhook.Event): Promise<IncomingMessage> {
+    const redis = this.#context?.redis;
+    if (message.chatKind !== "group" || !redis) return message;
+    const quoted =
+      event.type === "message" && event.message.type === "text" ? event.message.quotedMessageId : undefined;
+    try {
+      const held = await takeHeldMedia(redis, message.chatId, message.userId, quoted);
+      if (held.length === 0) return message;
+      const media = [...(message.media ?? []), ...held].slice(0, MAX_MEDIA_REFS);
+      this.log.debug(
+        { chatId: message.chatId, files: held.length },
+        "line: held files join the message that addresses the bot",
+      );
+      return IncomingMessageSchema.parse({ ...message, media });
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not take the files held for a message");
+      return message;
     }
   }
 

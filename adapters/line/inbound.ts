@@ -9,7 +9,9 @@
  *
  * Files: an image is an `image`, an audio message a `voice` (its `duration` in ms announced by
  * LINE), a file a `file` (name and size announced), a video a `video`; each is downloaded by the
- * worker from the content host with the message id as `fileId`. A sticker is answered politely:
+ * worker from the content host with the message id as `fileId`. In a group such a message cannot
+ * mention the bot: it is a `groupMedia` decision (the adapter holds it for its sender's next
+ * message that addresses the bot). A sticker is answered politely:
  * its keywords, when LINE sends them, are its text; without them it is a hint.
  *
  * Source: webhook event objects, https://developers.line.biz/en/reference/messaging-api/#webhook-event-objects
@@ -33,6 +35,12 @@ export type LineDecision =
   | { kind: "hint"; reason: "media" | "empty" | "too_long" | "sticker"; message: LineBase }
   | { kind: "command"; command: string; args: string; message: LineBase }
   | { kind: "enqueue"; message: IncomingMessage }
+  /**
+   * A picture, voice message, file or video in a group or multi-person chat: it cannot mention the
+   * bot, so it is answered when the group has the bot reply to every message, else held for its
+   * sender's next message that addresses the bot (`adapter.ts`).
+   */
+  | { kind: "groupMedia"; message: IncomingMessage }
   | { kind: "unaddressed"; message: IncomingMessage }
   | { kind: "postback"; data: string; message: LineBase }
   | { kind: "follow" | "join"; message: LineBase }
@@ -142,9 +150,9 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
       return group
         ? { kind: "ignore", reason: `${message.type} in a group` }
         : { kind: "hint", reason: "media", message: at };
-    // In a group a file alone cannot mention the bot: only one-to-one chats send files to it.
-    if (group) return { kind: "ignore", reason: "file in a group" };
-    return { kind: "enqueue", message: IncomingMessageSchema.parse({ ...at, text: "", media }) };
+    const withMedia = IncomingMessageSchema.parse({ ...at, text: "", media });
+    // In a group a file alone cannot mention the bot: it waits for its sender's next mention.
+    return group ? { kind: "groupMedia", message: withMedia } : { kind: "enqueue", message: withMedia };
   }
 
   const text = message.text;

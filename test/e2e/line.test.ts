@@ -323,6 +323,60 @@ it("voice: an audio message is fetched from the content host, transcribed and an
   expect(line.calls.some((c) => c.route === "GET /v2/bot/message/{messageId}/content")).toBe(true);
 });
 
+it("files as documents: a text file in a DM is read, with its name", async () => {
+  const notes = "# 購物清單\n- 牛奶\n- 雞蛋\n";
+  const id = line.addContent(Buffer.from(notes), "text/markdown");
+  const before = model.requests.length;
+  await line.deliver([
+    line.messageEvent(dm(alice), { id, type: "file", fileName: "notes.md", fileSize: Buffer.byteLength(notes) }),
+  ]);
+  const request = await line.waitFor(() =>
+    model.requests.slice(before).find((r) => JSON.stringify(r.messages.at(-1)).includes("notes.md")),
+  );
+  const blocks = request.messages.at(-1)!.content as { type: string; text?: string }[];
+  expect(blocks.some((b) => b.text === `<file name="notes.md">\n${notes}\n</file>`)).toBe(true);
+});
+
+it("in a group a file waits for its sender's mention and is read with it; an oversized one is refused before download", async () => {
+  const ivy = line.user("Ivy");
+  const group = line.group([alice, ivy]);
+  const place = { from: ivy, groupId: group };
+  const report = "季度報告：營收 1234 萬，成長 5%";
+  const id = line.addContent(Buffer.from(report), "text/plain");
+  const before = model.requests.length;
+  await line.deliver([
+    line.messageEvent(place, { id, type: "file", fileName: "report.txt", fileSize: Buffer.byteLength(report) }),
+  ]);
+  await new Promise((r) => setTimeout(r, 300));
+  // The file alone does not address the bot: nothing answered, nothing downloaded yet.
+  expect(model.requests.length).toBe(before);
+  expect(line.messagesTo(group)).toEqual([]);
+  // Someone else's mention does not take Ivy's file.
+  await line.deliver([line.textEvent({ from: alice, groupId: group }, "calc 1 + 2", { mention: true })]);
+  await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("calculate")));
+  expect(JSON.stringify(model.requests.at(-1)?.messages.at(-1))).not.toContain("report.txt");
+  await line.deliver([line.textEvent(place, "幫我摘要這份報告", { mention: true })]);
+  const request = await line.waitFor(() =>
+    model.requests.slice(before).find((r) => JSON.stringify(r.messages.at(-1)).includes("report.txt")),
+  );
+  const turn = JSON.stringify(request.messages.at(-1));
+  expect(turn).toContain("季度報告");
+  expect(turn).toContain("幫我摘要這份報告");
+
+  // Announced over the PDF limit: refused when the mention comes, without a download.
+  const contentCalls = () => line.calls.filter((c) => c.route.includes("/content")).length;
+  const big = line.addContent(Buffer.from("%PDF-1.7 tiny"), "application/pdf");
+  await line.deliver([
+    line.messageEvent(place, { id: big, type: "file", fileName: "big.pdf", fileSize: 15 * 1024 * 1024 }),
+  ]);
+  const downloads = contentCalls();
+  await line.deliver([line.textEvent(place, "看一下", { mention: true })]);
+  const refused = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("太大了")));
+  expect(refused.text).toContain("PDF");
+  expect(refused.via).toBe("reply");
+  expect(contentCalls()).toBe(downloads);
+});
+
 it("a sticker is answered politely; its keywords, when sent, are read", async () => {
   await line.deliver([
     line.messageEvent(dm(alice), { type: "sticker", packageId: "1", stickerId: "2", stickerResourceType: "STATIC" }),

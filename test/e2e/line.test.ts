@@ -256,6 +256,31 @@ it("in a group answers a mention and a quote of its own message, and ignores the
   expect(quoted.via).toBe("reply");
 });
 
+it("in a multi-person chat (room) answers a mention with its reply token, as its own conversation", async () => {
+  const kate = line.user("Kate");
+  const room = line.room([alice, kate]);
+  await line.deliver([line.textEvent({ from: kate, roomId: room }, "calc 3 * 3", { mention: true })]);
+  const answer = await line.waitFor(() => line.messagesTo(room).find((m) => m.text.includes("calculate")));
+  expect(answer.via).toBe("reply");
+  expect(answer.text).toContain("9");
+  expect(JSON.stringify(model.requests.at(-1))).toContain("Kate");
+});
+
+it("/settings buttons are quick reply postbacks; a press changes the setting and answers with the new listing", async () => {
+  const jack = line.user("Jack");
+  await line.deliver([line.textEvent(dm(jack), "/settings")]);
+  const listing = await line.waitFor(() => line.messagesTo(jack.userId).find((m) => m.postbacks.includes("st:l:en")));
+  expect(listing.via).toBe("reply");
+  expect(listing.message.quickReply).toBeDefined();
+  await line.deliver([line.postbackEvent(dm(jack), "st:l:en")]);
+  const changed = await line.waitFor(() =>
+    line.messagesTo(jack.userId).find((m) => m !== listing && m.postbacks.includes("st:l:zh-TW")),
+  );
+  expect(changed.via).toBe("reply");
+  expect(listing.text).toContain("這個聊天的設定");
+  expect(changed.text).toContain("Settings of this chat:");
+});
+
 it("approval by postback: only the requester decides, a replayed or forged press changes nothing", async () => {
   const bob = line.user("Bob the second");
   const group = line.group([alice, bob]);

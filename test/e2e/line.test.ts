@@ -25,6 +25,7 @@ import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { startTestRedis } from "../helpers/use-redis.js";
 import { listTodos } from "../../tools/todo/store.js";
+import { makeImage } from "../media/fixtures.js";
 import { seedTodos } from "./approvals-helpers.js";
 import { bringForward } from "../helpers/jobs.js";
 import { listReminders } from "../../src/reminders/store.js";
@@ -400,6 +401,26 @@ it("in a group a file waits for its sender's mention and is read with it; an ove
   expect(refused.text).toContain("PDF");
   expect(refused.via).toBe("reply");
   expect(contentCalls()).toBe(downloads);
+});
+
+it("images: a picture is fetched from the content host; in a group a mention quoting someone's picture brings it", async () => {
+  const leo = line.user("Leo");
+  const group = line.group([alice, leo]);
+  const id = line.addContent(await makeImage(800, 600, "jpeg"), "image/jpeg");
+  await line.deliver([
+    line.messageEvent({ from: alice, groupId: group }, { id, type: "image", contentProvider: { type: "line" } }),
+  ]);
+  const before = model.requests.length;
+  await line.deliver([
+    line.textEvent({ from: leo, groupId: group }, "這張圖是什麼？", { mention: true, quotedMessageId: id }),
+  ]);
+  const request = await line.waitFor(() =>
+    model.requests.slice(before).find((r) => JSON.stringify(r).includes("這張圖是什麼？")),
+  );
+  const blocks = request.messages.at(-1)!.content as { type: string; source?: { media_type?: string } }[];
+  expect(blocks.map((b) => b.type)).toEqual(["image", "text"]);
+  expect(blocks[0]!.source?.media_type).toBe("image/jpeg");
+  expect(line.calls.some((c) => c.route === "GET /v2/bot/message/{messageId}/content")).toBe(true);
 });
 
 it("a sticker is answered politely; its keywords, when sent, are read", async () => {

@@ -198,3 +198,23 @@ it("isMember asks LINE's member profile API: a member is true, 404 is false, a D
   expect(await outbound.isMember({ chatId: group }, bob.userId)).toBeUndefined();
   expect(line.takeSpecViolations()).toEqual([]);
 });
+
+it("the loading animation is renewed at most every 15 s while an answer is computed (one-to-one chats only)", async () => {
+  let now = 1_000_000;
+  const clocked = createOutbound(config, captureLogger().log, {}, { now: () => now });
+  const mia = line.user("Mia");
+  const place = { ...to(mia), chatKind: "dm" as const };
+  const shown = () => line.loadings.filter((l) => l.chatId === mia.userId).length;
+  await clocked.sendTyping(place);
+  now += 10_000;
+  await clocked.sendTyping(place);
+  expect(shown()).toBe(1);
+  now += 6_000;
+  await clocked.sendTyping(place);
+  expect(shown()).toBe(2);
+  expect(line.loadings.at(-1)).toMatchObject({ chatId: mia.userId, loadingSeconds: 20 });
+  // None in a group: LINE has no loading animation there.
+  const group = line.group([mia]);
+  await clocked.sendTyping({ conversation: { platform: "line", chatId: group }, chatKind: "group" });
+  expect(line.loadings.some((l) => l.chatId === group)).toBe(false);
+});

@@ -22,12 +22,19 @@
  * - {@link FakeLine.failNext} makes the next calls of an operation answer 429 `The API rate limit
  *   has been exceeded. Try again later.` (or any status), to test the bot's retries;
  * - the loading animation (`/v2/bot/chat/loading/start`) only in one-to-one chats (a user id);
+ * - groups and multi-person chats (rooms) have members ({@link FakeLine.group}, {@link FakeLine.room},
+ *   changed by {@link FakeLine.memberEvent} and {@link FakeLine.setMember}): the member profile
+ *   (`GET /v2/bot/group/{groupId}/member/{userId}`, `/v2/bot/room/{roomId}/member/{userId}`) is
+ *   404 `Not found` for anyone who is not a member now, as LINE answers;
+ * - rich menus: created within LINE's size and bounds rules, a picture (PNG or JPEG of exactly the
+ *   menu's size, at most 1 MB, once) uploaded to the data host, set as the default only with a picture;
  * - webhooks are signed (`x-line-signature`: base64 HMAC-SHA256 of the body with the channel
  *   secret) and carry `webhookEventId` and `deliveryContext.isRedelivery`.
  */
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import sharp from "sharp";
 import { checkLineRequest, checkLineWebhookBody } from "./line-spec.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
@@ -101,6 +108,10 @@ export class FakeLine {
   readonly loadings: { chatId: string; loadingSeconds: number; at: number }[] = [];
   /** Push requests accepted this month. */
   pushes = 0;
+  /** Rich menus created (`POST /v2/bot/richmenu`), by id, with the picture uploaded for each. */
+  readonly richMenus = new Map<string, { menu: Json; image?: { type: string; bytes: Buffer } }>();
+  /** The rich menu every user sees (`POST /v2/bot/user/all/richmenu/{richMenuId}`). */
+  defaultRichMenuId: string | undefined;
   /** Where webhooks go (the bot's `http://host:LINE_WEBHOOK_PORT/LINE_WEBHOOK_PATH`); set by the test. */
   webhookUrl = "";
   readonly #users = new Map<string, FakeLineUser>();
@@ -357,7 +368,10 @@ export class FakeLine {
     const url = new URL(req.url ?? "/", "http://x");
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
+    const bytes = Buffer.concat(chunks);
+    // A picture upload (the rich menu's) is binary; everything else LINE takes is JSON.
+    const binary = bytes.length > 0 && !/^application\/json\b/i.test(String(req.headers["content-type"] ?? ""));
+    const raw = binary ? "" : bytes.toString("utf8");
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       this.calls.push({ route: `${req.method} ${url.pathname}`, body: parsed, status, at: this.now() });
       res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
@@ -380,6 +394,7 @@ export class FakeLine {
       path: url.pathname,
       query: url.searchParams,
       body: parsed,
+      ...(binary ? { binary: true } : {}),
     });
     if (!check.ok) {
       recordSpecViolation({
@@ -454,6 +469,53 @@ export class FakeLine {
         const user = this.#users.get(userId!);
         const member = (kind === "group") === chatId!.startsWith("C") && this.#groups.get(chatId!)?.has(userId!);
         return user && member ? send(200, user) : send(404, { message: "Not found" });
+      }
+      case "POST /v2/bot/richmenu": {
+        const size = body.size as { width: number; height: number };
+        // LINE's documented limits beyond the schema (#rich-menu-object, #size-object, #bounds-object).
+        if (size.width < 800 || size.width > 2500 || size.height < 250 || size.width / size.height < 1.45)
+          return send(400, { message: "size is invalid" });
+        const areas = body.areas as { bounds: { x: number; y: number; width: number; height: number } }[];
+        const outside = areas.findIndex(({ bounds: b }) => b.x + b.width > size.width || b.y + b.height > size.height);
+        if (outside >= 0) return send(400, { message: `areas[${outside}].bounds is outside the rich menu` });
+        const richMenuId = `richmenu-${randomBytes(16).toString("hex")}`;
+        this.richMenus.set(richMenuId, { menu: body });
+        return send(200, { richMenuId });
+      }
+      case "POST /v2/bot/richmenu/{richMenuId}/content": {
+        const menu = this.richMenus.get(url.pathname.split("/")[4]!);
+        if (!menu) return send(404, { message: "Not found" });
+        if (menu.image) return send(400, { message: "An image has already been uploaded to the richmenu" });
+        const type = String(req.headers["content-type"] ?? "");
+        if (type !== "image/png" && type !== "image/jpeg")
+          return send(415, { message: "The content type must be image/jpeg or image/png" });
+        if (bytes.length > 1024 * 1024) return send(413, { message: "The image is too large (max 1 MB)" });
+        const meta = await sharp(bytes)
+          .metadata()
+          .catch(() => undefined);
+        const size = menu.menu.size as { width: number; height: number };
+        if (!meta || `image/${meta.format}` !== type || meta.width !== size.width || meta.height !== size.height)
+          return send(400, { message: "The image does not match the rich menu's size or its content type" });
+        menu.image = { type, bytes };
+        return send(200, {});
+      }
+      case "POST /v2/bot/user/all/richmenu/{richMenuId}": {
+        const id = url.pathname.split("/").at(-1)!;
+        const menu = this.richMenus.get(id);
+        if (!menu) return send(404, { message: "Not found" });
+        if (!menu.image) return send(400, { message: "An image has not been uploaded to the richmenu" });
+        this.defaultRichMenuId = id;
+        return send(200, {});
+      }
+      case "GET /v2/bot/richmenu/list":
+        return send(200, {
+          richmenus: [...this.richMenus].map(([richMenuId, { menu }]) => ({ richMenuId, ...menu })),
+        });
+      case "DELETE /v2/bot/richmenu/{richMenuId}": {
+        const id = url.pathname.split("/").at(-1)!;
+        if (!this.richMenus.delete(id)) return send(404, { message: "Not found" });
+        if (this.defaultRichMenuId === id) this.defaultRichMenuId = undefined;
+        return send(200, {});
       }
       case "GET /v2/bot/message/{messageId}/content": {
         const content = this.#contents.get(url.pathname.split("/")[4]!);

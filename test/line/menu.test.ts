@@ -100,7 +100,7 @@ it("takes a designed picture of the right size, refuses one of another size befo
   expect((await run([], { LINE_CHANNEL_ACCESS_TOKEN: "" })).code).toBe(2);
 });
 
-it("the fake refuses what LINE refuses: a menu without its required fields or with a long chat bar text, a picture sent to the API host, a default without a picture", async () => {
+it("the fake refuses as LINE does: a menu missing fields or with a long chat bar text, a picture to the API host, a default with no picture", async () => {
   const create = (body: unknown) =>
     checkLineRequest({ host: "api", method: "POST", path: "/v2/bot/richmenu", query: new URLSearchParams(), body });
   expect(create(richMenuRequest("zh-TW")).ok).toBe(true);

@@ -34,7 +34,6 @@
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import sharp from "sharp";
 import { checkLineRequest, checkLineWebhookBody } from "./line-spec.js";
 import { recordSpecViolation, takeSpecViolations, type SpecViolation } from "./spec-violations.js";
 
@@ -490,6 +489,8 @@ export class FakeLine {
         if (type !== "image/png" && type !== "image/jpeg")
           return send(415, { message: "The content type must be image/jpeg or image/png" });
         if (bytes.length > 1024 * 1024) return send(413, { message: "The image is too large (max 1 MB)" });
+        // sharp only when a picture comes (loading it costs start-up time of every test using the fake).
+        const { default: sharp } = await import("sharp");
         const meta = await sharp(bytes)
           .metadata()
           .catch(() => undefined);

@@ -41,6 +41,7 @@ import type { RedisClient } from "../redis.js";
 import { pricesFor } from "../config.js";
 import type { Settings } from "../settings/store.js";
 import { priceDeltaOf } from "../usage/store.js";
+import { outputWeightFor } from "../usage/budget.js";
 import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
@@ -489,15 +490,13 @@ export function runOptions(
     onUsage: (u: ModelUsage) => {
       state.requestTokens = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
       if (!usage) return;
-      // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens.
-      const delta = priceDeltaOf(
-        u,
-        pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL),
-        parts.config.MODEL_PRICES,
-      );
+      // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens,
+      // and its output/input price ratio weighs its output in the budget tokens.
+      const model = state.settings?.model ?? parts.config.ANTHROPIC_MODEL;
+      const delta = priceDeltaOf(u, pricesFor(parts.config, model), parts.config.MODEL_PRICES);
       state.usage.push(
         usage
-          .record(message, u, Date.now(), delta)
+          .record(message, u, Date.now(), delta, outputWeightFor(parts.config, model))
           .catch((err: unknown) => state.log.warn({ err }, "could not record token usage")),
       );
     },

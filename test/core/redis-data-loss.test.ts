@@ -6,7 +6,7 @@
  * (restarted without persistence), real ioredis connection, the real approval store.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { decisionNotice } from "../../src/approvals/decision.js";
+import { decisionNotice } from "../../src/approvals/decider.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
 import { renderMetrics } from "../../src/metrics.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";

@@ -32,6 +32,7 @@ import { startWorker } from "../src/worker/worker.js";
 import { BenchOutbound } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeRequest } from "../test/fakes/anthropic.js";
 import { startRedis } from "../test/helpers/redis.js";
+import { FEATURES } from "../src/features.js";
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const STEP = 20;
@@ -112,6 +113,7 @@ async function run(compaction: boolean): Promise<Tally[]> {
     ttlSeconds: historyTtlSeconds(config),
   });
   const worker = startWorker({
+    features: FEATURES,
     config,
     log: silentLogger,
     redis: connection,

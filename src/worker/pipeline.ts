@@ -274,7 +274,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
 async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
   if (state.to.chatKind !== "group") return;
   const to = await movedTo(parts.redis, state.conversation, state.log);
-  if (to) await migrateConversation(parts.redis, state.conversation, to, state.log, { again: true });
+  if (to) await migrateConversation(parts.redis, parts.features, state.conversation, to, state.log, { again: true });
 }
 
 /**

@@ -21,8 +21,8 @@ import { useStack, type Stack } from "./harness.js";
 import { requestsFor } from "./scenarios-common.js";
 import { lastUserTyped, scriptedModel } from "./scripted-model.js";
 
-/** How long a `#slow` answer takes (ms): long enough to be in flight when the data goes. */
-const SLOW_MS = 2500;
+/** How long a `#slow` answer takes (ms): long enough to be in flight when the data goes, on a loaded machine too. */
+const SLOW_MS = 6000;
 
 let stack: Stack;
 let redis: RedisClient;

@@ -114,7 +114,10 @@ function countCommands(redis: Redis): { count: number } {
  * commands and the round trips our code sent, per message, the producer's enqueue included) and
  * by {@link gateBench} (what the access gate adds), printed together at the end.
  */
-const cost: { worker?: { commands: number; trips: number }; gate?: { commands: number; trips: number } } = {};
+const cost: {
+  worker?: { commands: number; trips: number; writes: number };
+  gate?: { commands: number; trips: number };
+} = {};
 
 let peakRss = 0;
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
@@ -397,6 +400,9 @@ async function main() {
   await new Promise((r) => setTimeout(r, 200));
   monitor.disconnect();
 
+  // 2d. One message at a time: round trips as socket writes, and where one message's time goes.
+  const one = await oneAtATime(queue, outbound, fake, worker, [ourProducer, ourWorker]);
+
   const queueRss = peakRss;
   const bullRss = await rssOf(admin);
   const ourRss = await rssOf(adminOurs);
@@ -449,7 +455,7 @@ async function main() {
     `    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round ` +
       `trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`,
   );
-  cost.worker = { commands: sum(pacedOurs) / paced, trips: pacedOurClient / paced };
+  cost.worker = { commands: sum(pacedOurs) / paced, trips: pacedOurClient / paced, writes: one.writes };
   console.log(
     `  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each ` +
       `chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ` +
@@ -473,6 +479,7 @@ async function main() {
     );
   }
   console.log(`    total     ${(splitTotal / splitMessages).toFixed(2)}`);
+  printOneAtATime(one);
   console.log(
     `peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake ` +
       `model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ` +
@@ -486,6 +493,124 @@ async function main() {
   await fake.close();
   await bullServer.stop();
   await ourServer.stop();
+}
+
+/** What {@link oneAtATime} measured, per message. */
+interface OneAtATime {
+  messages: number;
+  /** Socket writes of our clients (producer and worker): the round trips of one message. */
+  writes: number;
+  /** Commands our clients sent (a script = 1). */
+  sent: number;
+  /** Medians in ms: the producer's enqueue; enqueue → BullMQ hands the job to the worker; → the fake model receives the request; → the answer is sent. */
+  enqueue: number;
+  pickup: number;
+  toModel: number;
+  toSent: number;
+  total: number;
+  /** Median ms per message during which at least one of our worker's Redis commands was in flight. */
+  redisBusy: number;
+}
+
+/**
+ * One message at a time (BENCH_ONE, 200, into 20 chats that already have a history; each waited
+ * for before the next): our clients' socket writes per message (a write carries every command
+ * issued in the same tick, so this is the round trips one message costs), and the median time of
+ * each part of its way: the producer's enqueue, BullMQ's pick-up (the job reaches the worker's
+ * `active` event), the worker's work before the model request arrives at the fake model (restore,
+ * the reads, building the request, the SDK), and from there to the answer sent (the response
+ * parsed, the append, the delivery); plus the time our worker's Redis commands were in flight.
+ */
+async function oneAtATime(
+  queue: ChatQueue,
+  outbound: BenchOutbound,
+  fake: FakeAnthropic,
+  worker: Awaited<ReturnType<typeof startBenchWorker>>["worker"],
+  clients: Redis[],
+): Promise<OneAtATime> {
+  const n = Number(process.env.BENCH_ONE ?? 200);
+  const chats = 20;
+  feed(fake, n);
+  outbound.done.clear();
+  outbound.onDone = undefined;
+  const active = new Map<string, number>();
+  const onActive = (job: { data: IncomingMessage }) =>
+    active.set(`${job.data.chatId}:${job.data.messageId}`, performance.now());
+  worker.chats.on("active", onActive);
+  let modelAt = 0;
+  const push = fake.requests.push.bind(fake.requests);
+  fake.requests.push = (...items) => {
+    modelAt = performance.now();
+    return push(...items);
+  };
+  // Time during which at least one of the worker's own commands is in flight.
+  const workerClient = clients[1]!;
+  let inFlight = 0;
+  let busySince = 0;
+  let busy = 0;
+  const send = workerClient.sendCommand.bind(workerClient);
+  workerClient.sendCommand = ((...args: Parameters<Redis["sendCommand"]>) => {
+    if (inFlight++ === 0) busySince = performance.now();
+    const settle = () => {
+      if (--inFlight === 0) busy += performance.now() - busySince;
+    };
+    const promise = send(...args);
+    void Promise.resolve(promise).then(settle, settle);
+    return promise;
+  }) as Redis["sendCommand"];
+  const writes = clients.map(countWrites);
+  const sent = clients.map(countCommands);
+  const spans = { enqueue: [] as number[], pickup: [] as number[], toModel: [] as number[], toSent: [] as number[] };
+  const totals: number[] = [];
+  const busyPer: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const m = message(i % chats, 200 + Math.floor(i / chats), "paced");
+    const key = `${m.chatId}:${m.messageId}`;
+    busy = 0;
+    const t0 = performance.now();
+    await queue.enqueue(m);
+    const t1 = performance.now();
+    while (!outbound.done.has(key)) await new Promise((r) => setImmediate(r));
+    const done = outbound.done.get(key)!;
+    // Let the finish script go out before the next message, so its write is counted with this one.
+    await new Promise((r) => setTimeout(r, 2));
+    const picked = active.get(key) ?? t1;
+    spans.enqueue.push(t1 - t0);
+    spans.pickup.push(picked - t0);
+    spans.toModel.push(modelAt - picked);
+    spans.toSent.push(done - modelAt);
+    totals.push(done - t0);
+    busyPer.push(busy);
+  }
+  worker.chats.off("active", onActive);
+  fake.requests.push = push;
+  workerClient.sendCommand = send as Redis["sendCommand"];
+  const median = (v: number[]) => percentile(v, 50);
+  return {
+    messages: n,
+    writes: writes.reduce((a, c) => a + c.count, 0) / n,
+    sent: sent.reduce((a, c) => a + c.count, 0) / n,
+    enqueue: median(spans.enqueue),
+    pickup: median(spans.pickup),
+    toModel: median(spans.toModel),
+    toSent: median(spans.toSent),
+    total: median(totals),
+    redisBusy: median(busyPer),
+  };
+}
+
+/** Prints {@link OneAtATime}. */
+function printOneAtATime(r: OneAtATime): void {
+  const ms = (v: number) => `${v.toFixed(2)} ms`;
+  console.log(
+    `  one message at a time (${r.messages} messages into 20 chats with a history): round trips ` +
+      `(socket writes of our producer and worker) ${r.writes.toFixed(2)}, commands sent ${r.sent.toFixed(2)}`,
+  );
+  console.log(
+    `where one message's time goes (medians): enqueue ${ms(r.enqueue)}; enqueue → worker picks the job ` +
+      `${ms(r.pickup)}; → model request received ${ms(r.toModel)}; → answer sent ${ms(r.toSent)}; ` +
+      `total ${ms(r.total)}; our worker's Redis commands in flight ${ms(r.redisBusy)}`,
+  );
 }
 
 /** Figures of the queue path on one Redis topology (see {@link topologyBench}). */
@@ -727,7 +852,8 @@ function printCost(): void {
   if (!worker || !gate) return;
   console.log(`Redis cost per message at ${RATE} msg/s (issue 37: worker path ≤ 11 own commands, gate ≤ 6):`);
   console.log(
-    `  worker path (enqueue, answer, finish): ${worker.commands.toFixed(2)} commands, ${worker.trips.toFixed(2)} round trips`,
+    `  worker path (enqueue, answer, finish): ${worker.commands.toFixed(2)} commands, ${worker.trips.toFixed(2)} ` +
+      `commands sent (a script = 1), ${worker.writes.toFixed(2)} round trips (socket writes, one message at a time)`,
   );
   console.log(
     `  access gate (added):                  ${gate.commands.toFixed(2)} commands, ${gate.trips.toFixed(2)} round trips`,

@@ -502,6 +502,8 @@ interface OneAtATime {
   writes: number;
   /** Commands our clients sent (a script = 1). */
   sent: number;
+  /** Those commands per message, by name and key prefix, most first. */
+  names: string[];
   /** Medians in ms: the producer's enqueue; enqueue → BullMQ hands the job to the worker; → the fake model receives the request; → the answer is sent. */
   enqueue: number;
   pickup: number;
@@ -560,6 +562,19 @@ async function oneAtATime(
   }) as Redis["sendCommand"];
   const writes = clients.map(countWrites);
   const sent = clients.map(countCommands);
+  // What our clients sent, by command and the first key's prefix (a script: its first key's).
+  const names = new Map<string, number>();
+  const unnamed = clients.map((c) => {
+    const original = c.sendCommand.bind(c);
+    c.sendCommand = ((...args: Parameters<Redis["sendCommand"]>) => {
+      const command = args[0] as unknown as { name: string; args: unknown[] };
+      const key = String((command.name === "evalsha" ? command.args[2] : command.args[0]) ?? "").split(":")[0];
+      const name = `${command.name} ${key}`;
+      names.set(name, (names.get(name) ?? 0) + 1);
+      return original(...args);
+    }) as Redis["sendCommand"];
+    return () => (c.sendCommand = original as Redis["sendCommand"]);
+  });
   const spans = { enqueue: [] as number[], pickup: [] as number[], toModel: [] as number[], toSent: [] as number[] };
   const totals: number[] = [];
   const busyPer: number[] = [];
@@ -582,6 +597,7 @@ async function oneAtATime(
     totals.push(done - t0);
     busyPer.push(busy);
   }
+  for (const restore of unnamed) restore();
   worker.chats.off("active", onActive);
   fake.requests.push = push;
   workerClient.sendCommand = send as Redis["sendCommand"];
@@ -590,6 +606,7 @@ async function oneAtATime(
     messages: n,
     writes: writes.reduce((a, c) => a + c.count, 0) / n,
     sent: sent.reduce((a, c) => a + c.count, 0) / n,
+    names: [...names.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / n).toFixed(2)}`),
     enqueue: median(spans.enqueue),
     pickup: median(spans.pickup),
     toModel: median(spans.toModel),
@@ -604,7 +621,8 @@ function printOneAtATime(r: OneAtATime): void {
   const ms = (v: number) => `${v.toFixed(2)} ms`;
   console.log(
     `  one message at a time (${r.messages} messages into 20 chats with a history): round trips ` +
-      `(socket writes of our producer and worker) ${r.writes.toFixed(2)}, commands sent ${r.sent.toFixed(2)}`,
+      `(socket writes of our producer and worker) ${r.writes.toFixed(2)}, commands sent ${r.sent.toFixed(2)} ` +
+      `[${r.names.join(", ")}]`,
   );
   console.log(
     `where one message's time goes (medians): enqueue ${ms(r.enqueue)}; enqueue → worker picks the job ` +

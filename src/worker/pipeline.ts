@@ -214,11 +214,13 @@ export interface AnswerState {
   tracer: RunTracer;
   /**
    * The conversation's history (with its summary) as read when the answer began, for a take whose
-   * compute runs on it ({@link readAtStart}); *compute* starts from it.
+   * compute runs on it ({@link readAtStart}); *compute* starts from it. A take that writes to the
+   * history before its compute (a message closing its sender's pending approval) drops it, and
+   * *compute* reads the history again.
    */
-  readonly history?: HistoryRead;
-  /** The files of the message's memory scope as read when the answer began, when the run offers the memory tool. */
-  readonly memory?: MemoryFile[];
+  history?: HistoryRead;
+  /** The files of the message's memory scope as read when the answer began, when the run offers the memory tool (dropped with `history`). */
+  memory?: MemoryFile[];
   /** On a resumed attempt: the attempts at this answer begun and never ended, this one included (`beginAttempt`). */
   readonly begun?: number;
   /** True once a checkpoint may have been written (persist deletes it). */

@@ -3,7 +3,8 @@
  * outbound against the fake Discord, real Redis and BullMQ, the strict fake Messages API answered
  * by the scripted model. A task is set a minute ahead (the tools refuse less than 10 s); the test checks
  * that BullMQ holds its job for that time, then brings the job forward (`bringForward`) instead of
- * waiting, and the task must start running (a worker takes its job) within 2 s of its new time. A worker in a process of its own is killed (SIGKILL) in the middle of an occurrence, and the
+ * waiting, and the task must start running (a worker takes its job) within 2 s of its new time. A
+ * worker in a process of its own is killed (SIGKILL) in the middle of an occurrence, and the
  * occurrence is answered once by the worker that takes it over. The policy is `allowlist`, so
  * access is checked at each occurrence.
  */

@@ -4,7 +4,8 @@
  * scripted model, which calls schedule_task and runs each occurrence's instruction through the
  * real loop, toolbox, approvals and history. A task is set a minute ahead (the tools refuse less than
  * 10 s); the test checks that BullMQ holds its job for that time, then brings the job forward
- * (`bringForward`) instead of waiting, and the task must start running (a worker takes its job) within 2 s of its new time. The policy is `allowlist`, so access is checked at each occurrence.
+ * (`bringForward`) instead of waiting, and the task must start running (a worker takes its job)
+ * within 2 s of its new time. The policy is `allowlist`, so access is checked at each occurrence.
  */
 import type { Chat, User } from "grammy/types";
 import { afterAll, beforeAll, expect, it } from "vitest";

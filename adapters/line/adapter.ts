@@ -237,8 +237,7 @@ export class LineAdapter implements Adapter {
       case "enqueue":
         return this.#enqueue(await this.#named(await this.#withHeldMedia(decision.message, event)));
       case "groupMedia":
-        if (await context.repliesToAll(decision.message))
-          return this.#enqueue(await this.#named(decision.message));
+        if (await context.repliesToAll(decision.message)) return this.#enqueue(await this.#named(decision.message));
         return this.#hold(decision.message);
     }
   }

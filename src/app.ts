@@ -28,7 +28,7 @@ import { migrateConversation } from "./conversations/migrate.js";
 import { resetConversation } from "./conversations/reset.js";
 import { FEATURES } from "./features.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
-import type { Platform } from "./queue/incoming.js";
+import { conversationKey, type Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE, COMPACTIONS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
 import { REMINDERS_QUEUE } from "./reminders/schedule.js";
@@ -48,6 +48,7 @@ import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/sele
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { SettingsStore } from "./settings/store.js";
+import { otelTracerFor, startTelemetry, stopTelemetry, withReceiptSpan } from "./telemetry/otel.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
@@ -186,6 +187,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     })());
 
   try {
+    // OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): loaded only when set; before any queue or worker, which take its BullMQ telemetry.
+    if (await startTelemetry(config, log)) closers.push(stopTelemetry);
     // BullMQ loses jobs and locks on a Redis that evicts keys; a Redis without persistence loses them on a restart.
     await checkRedisAtStart(options.redisUrl, log);
     const adapters = runAdapters
@@ -238,7 +241,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         ttlSeconds: historyTtlSeconds(config),
       });
       const traces = new TraceStore(workerRedis, { log });
-      const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
+      const tracerFor = otelTracerFor(
+        options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId })),
+      );
       const approvals = approvalFlow({
         config,
         log,
@@ -363,14 +368,24 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         log,
         redis: producerRedis,
         enqueue: async (message) => {
-          await gate.admit(message);
+          await withReceiptSpan(
+            `receive ${message.platform}`,
+            {
+              "bot.platform": message.platform,
+              "gen_ai.conversation.id": conversationKey(message),
+              "messaging.message.id": message.messageId,
+            },
+            () => gate.admit(message),
+          );
         },
         commands,
         albums: new AlbumStore(producerRedis),
         resetChat: (chat) => resetConversation(history, FEATURES, chat),
         migrateChat: async (from, to) => void (await migrateConversation(producerRedis, FEATURES, from, to, log)),
         toolboxFor: (chat) => toolboxFor(listed(), chat),
-        approvals: decider,
+        approvals: {
+          decide: (request) => withReceiptSpan("receive approval", {}, () => decider.decide(request)),
+        },
         reminders: reminders.actions,
         settings,
         fatal: (error) => {

@@ -13,6 +13,7 @@ export type TraceEventType =
   | "tool_result"
   | "approval"
   | "final_answer"
+  | "delivery"
   | "compaction"
   | "error";
 

@@ -676,6 +676,7 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   const { message, outbound } = state.taken;
   state.stage = "delivering";
   state.typing.stop();
+  const sending = performance.now();
   const delivery = await deliverAnswer(outbound, message, state.to, text, {
     redis: parts.redis,
     sentKey: state.keys.sent,
@@ -687,6 +688,11 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   });
   state.sent = delivery.sent;
   state.counted = delivery.counted;
+  state.tracer.event("delivery", {
+    chunks: delivery.sent,
+    ok: delivery.error === undefined,
+    durationMs: Math.round(performance.now() - sending),
+  });
   if (delivery.error !== undefined) throw delivery.error;
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);

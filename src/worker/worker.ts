@@ -47,6 +47,7 @@ import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
 import { AccessStore } from "../access/store.js";
 import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
+import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
@@ -230,6 +231,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED_COUNT,
+    ...bullmqTelemetry(),
   });
   const warnEvery10s = throttled(10_000);
   chats.on("error", (err) =>
@@ -269,6 +271,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED_COUNT,
+    ...bullmqTelemetry(),
   });
   decisions.on("error", (err) =>
     warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)),

@@ -48,9 +48,9 @@ import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/sele
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { SettingsStore } from "./settings/store.js";
-import { otelTracerFor, startTelemetry, stopTelemetry, withReceiptSpan } from "./telemetry/otel.js";
+import { carryTrace, otelTracerFor, startTelemetry, stopTelemetry, withReceiptSpan } from "./telemetry/otel.js";
 import { TraceStore } from "./trace/store.js";
-import type { RunTracer } from "./trace/tracer.js";
+import type { RunTracer, TraceOrigin } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 import { toTraditional } from "./media/voice.js";
@@ -110,7 +110,7 @@ export interface StartBotOptions {
   /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
   decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
-  tracerFor?: (runId: string, chat: string) => RunTracer;
+  tracerFor?: (runId: string, chat: string, origin?: TraceOrigin) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
   /**
@@ -375,7 +375,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
               "gen_ai.conversation.id": conversationKey(message),
               "messaging.message.id": message.messageId,
             },
-            () => gate.admit(message),
+            () => gate.admit(carryTrace(message)),
           );
         },
         commands,

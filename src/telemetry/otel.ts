@@ -23,7 +23,7 @@ import type { Telemetry as BullTelemetry } from "bullmq";
 import type { ReadableSpan, SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-node";
 import type { Config } from "../config.js";
 import { redact, type Logger } from "../log.js";
-import type { PendingTrace, RunTracer, TraceEventType } from "../trace/tracer.js";
+import type { PendingTrace, RunTracer, TraceEventType, TraceOrigin } from "../trace/tracer.js";
 import { preview } from "../trace/tracer.js";
 
 /** Instrumentation scope of the bot's own spans. */
@@ -70,7 +70,8 @@ export async function startTelemetry(config: Config, log: Logger, options: Telem
     now.users += 1;
     started = now;
     log.info(
-      { endpoint: options.exporter ? "(in-process exporter)" : endpoint, content: now.capture },
+      // The origin only: a URL may hold credentials (user:password@).
+      { endpoint: options.exporter ? "(in-process exporter)" : new URL(endpoint!).origin, content: now.capture },
       "OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT)",
     );
     return true;
@@ -225,17 +226,36 @@ export async function withReceiptSpan<T>(
 }
 
 /**
+ * `message` with the W3C `traceparent` of the active span (the receipt span of
+ * {@link withReceiptSpan}) while tracing is on, so the worker's answer joins its trace
+ * ({@link otelTracerFor}); `message` itself otherwise.
+ */
+export function carryTrace<T extends object>(message: T): T & TraceOrigin {
+  const now = started;
+  if (!now) return message;
+  const carrier: Record<string, string> = {};
+  now.api.propagation.inject(now.api.context.active(), carrier);
+  return carrier.traceparent ? { ...message, traceparent: carrier.traceparent } : message;
+}
+
+/**
  * Wraps a `tracerFor` (a {@link RunTracer} per run) so each run also becomes an OpenTelemetry
- * answer span while tracing is on; returns `tracerFor` itself otherwise. The run tracer still
- * records everything it did before (`npm run trace` is unchanged).
+ * answer span while tracing is on; returns `tracerFor`'s tracer itself otherwise. The run tracer
+ * still records everything it did before (`npm run trace` is unchanged).
+ *
+ * The answer span's parent is the active span (BullMQ's `process …` span of the job), unless the
+ * run's message carries a `traceparent` of another trace (`origin`: a message answered by a job
+ * that an earlier message started, or a run resumed after an approval, whose job the press
+ * started): then it is that receipt span, and the job's span is linked. So one message, its
+ * approval included, is one trace.
  */
 export function otelTracerFor(
-  tracerFor: (runId: string, chat: string) => RunTracer,
-): (runId: string, chat: string) => RunTracer {
-  return (runId, chat) => {
-    const inner = tracerFor(runId, chat);
+  tracerFor: (runId: string, chat: string, origin?: TraceOrigin) => RunTracer,
+): (runId: string, chat: string, origin?: TraceOrigin) => RunTracer {
+  return (runId, chat, origin) => {
+    const inner = tracerFor(runId, chat, origin);
     const now = started;
-    return now ? new OtelRunTracer(inner, runId, chat, now) : inner;
+    return now ? new OtelRunTracer(inner, runId, chat, now, origin?.traceparent) : inner;
   };
 }
 
@@ -274,23 +294,34 @@ class OtelRunTracer implements RunTracer {
   readonly #tools = new Map<string, Span>();
   #ended = false;
 
-  constructor(inner: RunTracer, runId: string, chat: string, otel: Started) {
+  constructor(inner: RunTracer, runId: string, chat: string, otel: Started, traceparent?: string) {
     this.#inner = inner;
     this.#otel = otel;
     const { api, tracer } = otel;
+    const active = api.context.active();
+    const job = api.trace.getSpanContext(active);
+    const received = traceparent ? api.propagation.extract(api.ROOT_CONTEXT, { traceparent }) : undefined;
+    const receipt = received && api.trace.getSpanContext(received);
+    const joins = receipt !== undefined && api.trace.isSpanContextValid(receipt) && receipt.traceId !== job?.traceId;
+    const parent = joins ? received! : active;
     const kind = runId.startsWith("compaction:") ? "compaction" : runId.endsWith(":approval") ? "resumed" : "answer";
-    this.#answer = tracer.startSpan("invoke_agent", {
-      kind: api.SpanKind.INTERNAL,
-      attributes: attrs({
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.provider.name": "anthropic",
-        "gen_ai.agent.name": TRACER_NAME,
-        "gen_ai.conversation.id": chat,
-        "bot.run.id": runId,
-        "bot.run.kind": kind,
-      }),
-    });
-    this.#parent = api.trace.setSpan(api.context.active(), this.#answer);
+    this.#answer = tracer.startSpan(
+      "invoke_agent",
+      {
+        kind: api.SpanKind.INTERNAL,
+        attributes: attrs({
+          "gen_ai.operation.name": "invoke_agent",
+          "gen_ai.provider.name": "anthropic",
+          "gen_ai.agent.name": TRACER_NAME,
+          "gen_ai.conversation.id": chat,
+          "bot.run.id": runId,
+          "bot.run.kind": kind,
+        }),
+        ...(joins && job && api.trace.isSpanContextValid(job) ? { links: [{ context: job }] } : {}),
+      },
+      parent,
+    );
+    this.#parent = api.trace.setSpan(parent, this.#answer);
   }
 
   event(type: TraceEventType, data: Record<string, unknown>): void {

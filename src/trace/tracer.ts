@@ -51,6 +51,12 @@ export interface Tracer {
   event(type: TraceEventType, data: Record<string, unknown>): void;
 }
 
+/** Where a run comes from, for tracers that join it to a distributed trace (`src/telemetry/otel.ts`). */
+export interface TraceOrigin {
+  /** W3C `traceparent` of the span that received the run's message (`IncomingMessage.traceparent`). */
+  traceparent?: string;
+}
+
 /** A tracer that drops everything. */
 export const nullTracer: Tracer = { event() {} };
 

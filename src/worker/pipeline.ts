@@ -446,7 +446,8 @@ export async function withSettings<T>(parts: AnswerParts, state: AnswerState, al
  */
 export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
   if (state.tracer === nullRunTracer)
-    state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+    state.tracer =
+      parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation), state.taken.message) ?? nullRunTracer;
   return state.tracer;
 }
 

@@ -3,7 +3,8 @@
  * real Redis, the worker, the scripted model) with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an
  * in-process OTLP/HTTP collector (test/fakes/otlp.ts), which decodes what the real exporter sends.
  * One answer with a tool call and an approval: the span tree from the adapter's receipt through
- * BullMQ's job to the answer, its model and tool calls and the delivery, the GenAI attributes with
+ * BullMQ's job to the answer, its model and tool calls and the delivery, the resumed answer in the
+ * same trace with a link to the press's job, the GenAI attributes with
  * the token counts the model reported, and no message content (OTEL_CAPTURE_CONTENT is off).
  */
 import type { RedisClient } from "../../src/redis.js";
@@ -144,8 +145,17 @@ it("one answer with a tool call and an approval: GenAI spans from the receipt th
     "gen_ai.tool.call.id": deleteId,
   });
 
-  // The press: receipt of the approval → BullMQ add → process → the resumed answer.
-  expect(pathTo(resumed)).toEqual(["receive approval", "add decisions.decision", "process decisions", "invoke_agent"]);
+  // The resumed answer stays in the message's trace, under its receipt; the press's own trace
+  // (receipt of the approval → BullMQ add → process) is linked from it.
+  expect(resumed.traceId).toBe(first.traceId);
+  expect(pathTo(resumed)).toEqual(["receive telegram", "invoke_agent"]);
+  expect(resumed.links).toHaveLength(1);
+  const press = collector.spans.find((s) => s.spanId === resumed.links[0]!.spanId)!;
+  expect(press.traceId).toBe(resumed.links[0]!.traceId);
+  expect(pathTo(press)).toEqual(["receive approval", "add decisions.decision", "process decisions"]);
+  expect(collector.spans.find((s) => s.traceId === press.traceId && s.parentSpanId === "")!.attributes).toMatchObject({
+    "bot.outcome": "accepted",
+  });
   expect(resumed.events.find((e) => e.name === "approval")?.attributes).toMatchObject({
     "bot.approval.verdict": "approved",
     "gen_ai.tool.call.id": deleteId,

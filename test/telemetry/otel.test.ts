@@ -8,11 +8,13 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { context, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import {
   bullmqTelemetry,
+  carryTrace,
   flushTelemetry,
   otelTracerFor,
   startTelemetry,
@@ -63,6 +65,8 @@ describe("OTEL_EXPORTER_OTLP_ENDPOINT unset", () => {
     expect(bullmqTelemetry()).toEqual({});
     const inner: RunTracer = { ...nullRunTracer };
     expect(otelTracerFor(() => inner)("run-1", "telegram:1")).toBe(inner);
+    const message = { messageId: "1" };
+    expect(carryTrace(message)).toBe(message);
     const api = (globalThis as Record<symbol, { trace?: unknown } | undefined>)[Symbol.for("opentelemetry.js.api.1")];
     expect(api?.trace).toBeUndefined();
   });
@@ -162,5 +166,39 @@ describe("spans of one run (in-memory exporter)", () => {
     const tool = byName("execute_tool list_todos").attributes;
     expect(tool["gen_ai.tool.call.arguments"]).toBe('{"filter":"secret-plan"}');
     expect(tool["gen_ai.tool.call.result"]).toBe("#3 secret-plan");
+  });
+
+  it("joins the message's trace: under its receipt span with the job's span linked, or under the job when they are one trace", async () => {
+    const exporter = new InMemorySpanExporter();
+    expect(await startTelemetry(testConfig({}), silentLogger, { exporter })).toBe(true);
+    const tracer = trace.getTracer("test");
+    const runIn = async (job: string, traceparent: string | undefined) => {
+      const span = tracer.startSpan(job);
+      await context.with(trace.setSpan(context.active(), span), async () => {
+        const run = otelTracerFor(() => nullRunTracer)("telegram:5:78", "telegram:5", { traceparent });
+        await run.finish();
+      });
+      span.end();
+      return span.spanContext();
+    };
+    // The receipt of a message that queued behind another: its own trace, carried in the message.
+    const receipt = tracer.startSpan("receive telegram");
+    const message = context.with(trace.setSpan(context.active(), receipt), () => carryTrace({ messageId: "78" }));
+    receipt.end();
+    expect(message.traceparent).toBe(`00-${receipt.spanContext().traceId}-${receipt.spanContext().spanId}-01`);
+    const otherJob = await runIn("process chats", message.traceparent);
+    // The message that started the job: the job's trace is the receipt's.
+    const ownJob = await context.with(trace.setSpan(context.active(), receipt), () =>
+      runIn("process chats", message.traceparent),
+    );
+    await flushTelemetry();
+    const answers = exporter.getFinishedSpans().filter((s) => s.name === "invoke_agent");
+    expect(answers).toHaveLength(2);
+    const [behind, own] = answers as [ReadableSpan, ReadableSpan];
+    expect(behind.spanContext().traceId).toBe(receipt.spanContext().traceId);
+    expect(behind.parentSpanContext?.spanId).toBe(receipt.spanContext().spanId);
+    expect(behind.links.map((l) => l.context.spanId)).toEqual([otherJob.spanId]);
+    expect(own.parentSpanContext?.spanId).toBe(ownJob.spanId);
+    expect(own.links).toEqual([]);
   });
 });

@@ -89,7 +89,11 @@ it("one answer with a tool call and an approval: GenAI spans from the receipt th
     );
     const resumed = mine.find((s) => s.attributes["bot.run.kind"] === "resumed");
     const deliveredResumed = resumed && childrenOf(resumed).some((c) => c.name === "deliver");
-    return mine.length >= 2 && deliveredResumed ? mine : undefined;
+    // The press's job span ends after the answer it ran: wait for it too.
+    const linked = resumed?.links.every((l) =>
+      spans.some((s) => s.spanId === l.spanId && s.name === "process decisions"),
+    );
+    return mine.length >= 2 && deliveredResumed && linked ? mine : undefined;
   }, "two answer spans of the conversation");
   const first = answers.find((s) => s.attributes["bot.run.kind"] === "answer")!;
   const resumed = answers.find((s) => s.attributes["bot.run.kind"] === "resumed")!;

@@ -533,7 +533,8 @@ export async function withSettings<T>(parts: AnswerParts, state: AnswerState, al
  */
 export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
   if (state.tracer === nullRunTracer)
-    state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+    state.tracer =
+      parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation), state.taken.message) ?? nullRunTracer;
   return state.tracer;
 }
 
@@ -764,6 +765,7 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   const { message, outbound } = state.taken;
   state.stage = "delivering";
   state.typing.stop();
+  const sending = performance.now();
   const delivery = await deliverAnswer(outbound, message, state.to, text, {
     redis: parts.redis,
     sentKey: state.keys.sent,
@@ -775,6 +777,11 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   });
   state.sent = delivery.sent;
   state.counted = delivery.counted;
+  state.tracer.event("delivery", {
+    chunks: delivery.sent,
+    ok: delivery.error === undefined,
+    durationMs: Math.round(performance.now() - sending),
+  });
   if (delivery.error !== undefined) throw delivery.error;
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);

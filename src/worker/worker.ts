@@ -42,6 +42,7 @@ import { CompactionStore } from "../compaction/store.js";
 import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
+import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
@@ -228,6 +229,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED_COUNT,
+    ...bullmqTelemetry(),
   });
   const warnEvery10s = throttled(10_000);
   chats.on("error", (err) =>
@@ -273,6 +275,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       concurrency: spec.concurrency?.(config) ?? config.WORKER_CONCURRENCY,
       ...(spec.fastTakeOver ? { lockDuration: LOCK_DURATION_MS, stalledInterval: STALLED_INTERVAL_MS } : {}),
       ...(spec.maxStalledCount !== undefined ? { maxStalledCount: spec.maxStalledCount } : {}),
+      ...bullmqTelemetry(),
     });
     worker.on("error", (err) =>
       warnEvery10s(() => log.warn({ err: { message: err.message } }, `${spec.name} worker: ${err.message}`)),

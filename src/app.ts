@@ -3,7 +3,8 @@
  * (`npm run chat`): adapters (inbound, producing jobs), the worker (consuming them), or both.
  * The platform adapters are listed in one map, {@link PLATFORM_MODULES}.
  */
-import { watchDataLoss } from "./redis-marker.js";
+import { watchDataLoss, type DataLossWatch } from "./redis-marker.js";
+import { WaitingChats } from "./waiting-chats.js";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import { Queue } from "bullmq";
@@ -106,6 +107,8 @@ export interface StartBotOptions {
   tracerFor?: (runId: string, chat: string) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
+  /** Ms between checks of the chats waiting for an answer (`src/waiting-chats.ts`); default 5000 (tests: less). */
+  waitingSweepMs?: number;
   /**
    * Whether the worker records each response's `usage` (`/usage`, budgets, costs). Default true;
    * false for `npm run chat -- --demo`, whose scripted model's tokens are made up and must not count
@@ -134,6 +137,8 @@ export interface RunningBot {
   queue?: ChatQueue;
   /** The worker (role `worker`/`all`). */
   worker?: ChatWorker;
+  /** The chats waiting for an answer, told to send again when Redis loses their messages (role `adapter`/`all`). */
+  waitingChats?: WaitingChats;
   /** The worker's MCP servers, connected in the background: settles once each has connected or been skipped (never rejects). */
   mcpConnected?: Promise<void>;
   /**
@@ -272,7 +277,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     if (runAdapters) {
       const producerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
       connections.push(producerRedis);
-      watchRedisData(producerRedis, log, closers);
+      // Chats waiting for an answer, remembered here: told to send again if Redis loses their messages (src/waiting-chats.ts).
+      const lost: { announce?: () => void } = {};
+      const watch = watchRedisData(producerRedis, log, closers, () => lost.announce?.());
       const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
       closers.push(() => queue.close());
       bot.queue = queue;
@@ -299,6 +306,19 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         return outbound;
       };
       const settings = new SettingsStore(producerRedis, config, log);
+      const waiting = new WaitingChats({
+        redis: producerRedis,
+        watch,
+        send: async (message, text) =>
+          void (await (await outboundFor(message.platform)).sendAnswer(destinationOf(message), text)),
+        languageOf: (conversation) => settings.language(conversation),
+        defaultLocale: config.BOT_LOCALE,
+        log,
+        ...(options.waitingSweepMs !== undefined ? { sweepMs: options.waitingSweepMs } : {}),
+      });
+      lost.announce = () => void waiting.announce();
+      bot.waitingChats = waiting;
+      closers.push(async () => waiting.stop());
       const gate = new AccessGate({
         config,
         log,
@@ -351,7 +371,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         log,
         redis: producerRedis,
         enqueue: async (message) => {
-          await gate.admit(message);
+          if ((await gate.admit(message)) === "queued") waiting.add(message);
         },
         commands,
         albums: new AlbumStore(producerRedis),
@@ -525,8 +545,14 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?:
   process.on("SIGINT", onSignal);
 }
 
-/** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops. */
-function watchRedisData(redis: RedisClient, log: Logger, closers: (() => Promise<unknown>)[]): void {
-  const watch = watchDataLoss(redis, log);
+/** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops; `onLoss` is told of one. */
+function watchRedisData(
+  redis: RedisClient,
+  log: Logger,
+  closers: (() => Promise<unknown>)[],
+  onLoss?: (lostAt: number) => void,
+): DataLossWatch {
+  const watch = watchDataLoss(redis, log, onLoss ? { onLoss } : {});
   closers.push(async () => watch.stop());
+  return watch;
 }

@@ -19,12 +19,13 @@
  * for a one-chunk answer the pop of the message records that it went out. A retried job finds the answer in the history and sends only the chunks
  * not yet sent.
  *
- * Redis commands per message on the common path (one-chunk answer, one job per message): the
- * history read (`GETEX`, with the conversation's settings `GET` in the same write), the append
- * (`APPEND`, or `SET … EX NX` for a new chat), and the finish script (`EVALSHA`, `LPOP`, the run's
- * trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), and the crash marker set when the answer
- * begins and deleted when it ends (`SET … EX`, `DEL`). The
- * first message of a fresh job is taken from the job's data, not read from the inbox.
+ * Redis on the common path (one-chunk answer, one job per message; `npm run bench` counts it, see
+ * docs/worker-path.md): one write of reads when the answer begins (`readAtStart` of `pipeline.ts`:
+ * the history's `GETEX`, the reset generation's `GETEX`, the settings' `GET`, the memory's `GET`),
+ * the guarded append script before anything is sent (`EVALSHA`, `GET` of the reset generation,
+ * `APPEND`), and the finish script after it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH` +
+ * `EXPIRE`). A fresh attempt writes no crash marker. The first message of a fresh job is taken
+ * from the job's data, not read from the inbox.
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { conversationStores } from "../conversations/migrate.js";
@@ -103,20 +104,28 @@ export interface ChatWorker {
  * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
  * returned: the handled message was the job's own data, and the inbox had been emptied by the
  * producer's undo of an add that timed out yet reached BullMQ, so what is there now has a job of its own.
+ *
+ * The pop takes two entries (`LPOP key 2`) and puts the second back (`LPUSH`) when there is one:
+ * one command when the inbox held only the handled message (the common case at a steady rate),
+ * two when more wait — never more than `LPOP` + `LINDEX`.
  */
 const FINISH_SCRIPT = `
-local head = redis.call('LPOP', KEYS[1])
+local popped = redis.call('LPOP', KEYS[1], 2)
+local head = popped and popped[1] or false
+local nextHead = popped and popped[2] or false
 if head and ARGV[1] ~= '' then
   local ok, m = pcall(cjson.decode, head)
   if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then
-    redis.call('LPUSH', KEYS[1], head)
+    if nextHead then redis.call('LPUSH', KEYS[1], nextHead, head) else redis.call('LPUSH', KEYS[1], head) end
     head = false
+    nextHead = false
   end
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 if ARGV[3] ~= '' then ${tracePushLua(3, 3)} end
 if head == false and ARGV[1] ~= '' then return false end
-return redis.call('LINDEX', KEYS[1], 0)
+if nextHead then redis.call('LPUSH', KEYS[1], nextHead) end
+return nextHead
 `;
 
 type RedisWithWorkerScripts = RedisClient & {

@@ -288,14 +288,14 @@ type RedisWithHistory = RedisClient & {
 };
 
 /**
- * The reset generation of `chat` (see `ConversationKeys.resets`): 0 until its first `/reset`.
+ * The reset generation of `conversation` (see `ConversationKeys.resets`): 0 until its first `/reset`.
  * Renews the key's expiry ({@link RESETS_TTL_SECONDS}) with the read (one `GETEX`), so a value
  * noted now is still there when a later append compares it.
  *
  * @throws when Redis is unreachable.
  */
-export async function resetGeneration(redis: RedisClient, chat: ConversationRef): Promise<number> {
-  const value = await redis.getex(conversationKeys(chat).resets, "EX", RESETS_TTL_SECONDS);
+export async function resetGeneration(redis: RedisClient, conversation: ConversationRef): Promise<number> {
+  const value = await redis.getex(conversationKeys(conversation).resets, "EX", RESETS_TTL_SECONDS);
   const n = Number(value ?? 0);
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
@@ -359,8 +359,8 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async load(chat: ConversationRef): Promise<MessageParam[]> {
-    return (await this.read(chat)).messages;
+  async load(conversation: ConversationRef): Promise<MessageParam[]> {
+    return (await this.read(conversation)).messages;
   }
 
   /**
@@ -371,8 +371,8 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async read(chat: ConversationRef, answeredId?: string): Promise<HistoryRead> {
-    const key = conversationKeys(chat).history;
+  async read(conversation: ConversationRef, answeredId?: string): Promise<HistoryRead> {
+    const key = conversationKeys(conversation).history;
     let value: string | null;
     try {
       value = await this.redis.getex(key, "EX", this.options.ttlSeconds);
@@ -461,14 +461,14 @@ export class HistoryStore {
    * @throws when Redis is unreachable; then nothing was written.
    */
   async append(
-    chat: ConversationRef,
+    conversation: ConversationRef,
     messages: readonly MessageParam[],
     tag?: RunTag,
     after?: Pick<HistoryRead, "stored" | "fresh" | "raw">,
     resets?: number,
   ): Promise<boolean> {
     if (messages.length === 0 && !tag) return true;
-    const keys = conversationKeys(chat);
+    const keys = conversationKeys(conversation);
     const key = keys.history;
     let lines = messages
       .map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`)
@@ -533,9 +533,9 @@ export class HistoryStore {
    * @returns whether a run tagged with `messageId` was found and removed.
    * @throws when Redis is unreachable.
    */
-  async forget(chat: ConversationRef, messageId: string): Promise<boolean> {
+  async forget(conversation: ConversationRef, messageId: string): Promise<boolean> {
     const removed = await (this.redis as RedisWithHistory).forgetRun(
-      conversationKeys(chat).history,
+      conversationKeys(conversation).history,
       `#{"id":${JSON.stringify(messageId)}`,
     );
     return removed === 1;
@@ -551,8 +551,8 @@ export class HistoryStore {
    * failed announcement is logged, not thrown).
    * @throws when Redis is unreachable.
    */
-  async reset(chat: ConversationRef, alsoDelete: readonly string[] = []): Promise<void> {
-    const keys = conversationKeys(chat);
+  async reset(conversation: ConversationRef, alsoDelete: readonly string[] = []): Promise<void> {
+    const keys = conversationKeys(conversation);
     const results = await this.redis
       .multi()
       .del(keys.history, ...alsoDelete)
@@ -563,7 +563,7 @@ export class HistoryStore {
     for (const [err] of results) if (err) throw err;
     // The conversation is forgotten either way; workers close its open approval prompts when they hear of it.
     await this.redis
-      .publish(RESETS_CHANNEL, JSON.stringify(conversationOf(chat)))
+      .publish(RESETS_CHANNEL, JSON.stringify(conversationOf(conversation)))
       .catch((err: unknown) =>
         this.#log.warn(
           { err },
@@ -573,7 +573,7 @@ export class HistoryStore {
   }
 
   /** The conversation's reset generation ({@link resetGeneration}). @throws when Redis is unreachable. */
-  async generation(chat: ConversationRef): Promise<number> {
-    return resetGeneration(this.redis, chat);
+  async generation(conversation: ConversationRef): Promise<number> {
+    return resetGeneration(this.redis, conversation);
   }
 }

@@ -27,8 +27,8 @@ export const TRACE_MAX_EVENTS = 200;
  * and history keys, so the worker's finish script may write the trace in the same step (and on the
  * same Redis Cluster node) as it pops the chat's message.
  */
-export function traceKey(chat: ConversationRef | string): string {
-  return `trace:{${typeof chat === "string" ? chat : conversationKey(chat)}}`;
+export function traceKey(conversation: ConversationRef | string): string {
+  return `trace:{${typeof conversation === "string" ? conversation : conversationKey(conversation)}}`;
 }
 
 /**
@@ -237,18 +237,18 @@ export class TraceStore {
   }
 
   /** The chat's latest finished run, or undefined when none is stored. @throws on a Redis error. */
-  async latestRun(chat: ConversationRef | string): Promise<TraceRun | undefined> {
-    return (await this.runs(chat, 1))[0];
+  async latestRun(conversation: ConversationRef | string): Promise<TraceRun | undefined> {
+    return (await this.runs(conversation, 1))[0];
   }
 
   /**
    * The chat's last `n` finished runs (at most `keepRuns`), newest first. Entries that do not
    * parse are skipped. @throws on a Redis error.
    */
-  async runs(chat: ConversationRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
+  async runs(conversation: ConversationRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
     n = Math.min(n, this.#options.keepRuns);
     if (n <= 0) return [];
-    const raw = await this.#redis.lrange(traceKey(chat), 0, n - 1);
+    const raw = await this.#redis.lrange(traceKey(conversation), 0, n - 1);
     const runs: TraceRun[] = [];
     for (const entry of raw) {
       try {

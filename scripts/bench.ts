@@ -199,19 +199,21 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
     maxMessages: config.HISTORY_MAX_MESSAGES,
     ttlSeconds: historyTtlSeconds(config),
   });
-  const worker = startWorker({
-    features: FEATURES,
-    config,
-    log: silentLogger,
-    redis,
-    ...(store !== redis ? { store } : {}),
-    history,
-    toolbox,
-    client,
-    runAgent,
-    outbounds: { telegram: outbound },
-    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
-  });
+  const worker = startWorker(
+    {
+      config,
+      log: silentLogger,
+      redis,
+      ...(store !== redis ? { store } : {}),
+      history,
+      toolbox,
+      client,
+      runAgent,
+      outbounds: { telegram: outbound },
+      tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
+    },
+    FEATURES,
+  );
   await worker.waitUntilReady();
   return { worker, history };
 }

@@ -27,7 +27,7 @@ import type { AgentEvent, AgentOutcome, MessageParam, ModelUsage, PausedOutcome,
 import { RunStateSchema } from "../agent/contract.js";
 import type { CompactorDeps } from "../compaction/compactor.js";
 import { compactionReason, type CompactionQueue, type ConversationSize } from "../compaction/queue.js";
-import { migrateConversation, movedTo } from "../conversations/migrate.js";
+import { migrateConversation, movedTo, type ConversationStore } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
 import { MemoryStore, memoryScopeOf, type MemoryFile } from "../memory/store.js";
@@ -69,6 +69,11 @@ export interface AnswerParts extends Omit<
   ledger: ExecutionLedger;
   /** Compaction (`src/compaction/`): the queue asked after an answer, and what the overflow rescue runs directly. */
   compaction?: { queue: CompactionQueue; deps: CompactorDeps };
+  /**
+   * Every conversation store (the core's and the features': `conversationStores` of
+   * `src/conversations/migrate.ts`): an answer in flight when its chat moved moves what it wrote with them.
+   */
+  conversationStores: readonly ConversationStore[];
 }
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
@@ -292,7 +297,10 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
 async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
   if (state.to.chatKind !== "group" || !mayMove(state.conversation)) return;
   const to = await movedTo(parts.redis, state.conversation, state.log);
-  if (to) await migrateConversation(parts.redis, parts.features, state.conversation, to, state.log, { again: true });
+  if (to)
+    await migrateConversation(parts.redis, parts.conversationStores, state.conversation, to, state.log, {
+      again: true,
+    });
 }
 
 /**

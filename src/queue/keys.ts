@@ -64,6 +64,13 @@ export interface ConversationKeys {
    * refused when it changed meanwhile, so nothing said before a `/reset` comes back.
    */
   resets: string;
+  /**
+   * When `/reset` last forgot the conversation (ms since the Unix epoch, by the clock of the
+   * process that ran it), written in the same transaction and kept {@link RESETS_TTL_SECONDS}: an
+   * answer compares it with the time its attempt began when it appends to the history, so it needs
+   * no read of the reset generation when it begins (`HistoryStore.append` with `since`).
+   */
+  resetAt: string;
 }
 
 /**
@@ -92,6 +99,7 @@ export function conversationKeys(conversation: ConversationRef): ConversationKey
     compacting: `compacting:${tag}`,
     settings: `settings:${tag}`,
     resets: `resets:${tag}`,
+    resetAt: `reset-at:${tag}`,
   };
 }
 

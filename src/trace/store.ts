@@ -36,13 +36,22 @@ export function traceKey(conversation: ConversationRef | string): string {
  * runs and set the expiry to `ARGV[i+2]` seconds: `LPUSH` + `EXPIRE`, and an `LTRIM` back to the
  * kept runs only when the list has grown to twice that (so once every `keep` runs; readers never
  * look past the kept runs). Shared by {@link RunTracer.finish} and the worker's finish script.
+ *
+ * With `renew` (an ARGV index), the expiry is set only when that argument is `1`, when the push
+ * created the list, or when it cut it: the worker renews a chat's expiry at most once an hour
+ * (`TRACE_RENEW_MS` of `src/worker/worker.ts`), one `EXPIRE` fewer for the other runs.
  */
-export function tracePushLua(k: number, i: number): string {
+export function tracePushLua(k: number, i: number, renew?: number): string {
+  const expire =
+    renew === undefined
+      ? `redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}])`
+      : `if n == 1 or n > 2 * keep or ARGV[${renew}] == '1' then redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}]) end`;
   return `
 do
   local keep = tonumber(ARGV[${i + 1}])
-  if redis.call('LPUSH', KEYS[${k}], ARGV[${i}]) > 2 * keep then redis.call('LTRIM', KEYS[${k}], 0, keep - 1) end
-  redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}])
+  local n = redis.call('LPUSH', KEYS[${k}], ARGV[${i}])
+  if n > 2 * keep then redis.call('LTRIM', KEYS[${k}], 0, keep - 1) end
+  ${expire}
 end`;
 }
 

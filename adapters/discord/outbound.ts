@@ -353,7 +353,12 @@ export class DiscordOutbound implements Outbound {
         },
       ],
       allowed_mentions: NO_MENTIONS,
-      nonce: messageNonce("voice", conversationKey(to.conversation), to.replyTo ?? to.key ?? "", String(voice.audio.length)),
+      nonce: messageNonce(
+        "voice",
+        conversationKey(to.conversation),
+        to.replyTo ?? to.key ?? "",
+        String(voice.audio.length),
+      ),
       enforce_nonce: true,
       ...(to.chatKind === "group" ? this.#replyTo(to) : {}),
     };

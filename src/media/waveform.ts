@@ -53,7 +53,5 @@ export function waveformOf(samples: Float32Array, sampleRate: number): string {
     return Math.sqrt(sum / (to - from));
   });
   const loudest = Math.max(...levels);
-  return Buffer.from(levels.map((level) => (loudest > 0 ? Math.round((level / loudest) * 255) : 0))).toString(
-    "base64",
-  );
+  return Buffer.from(levels.map((level) => (loudest > 0 ? Math.round((level / loudest) * 255) : 0))).toString("base64");
 }

@@ -1500,10 +1500,13 @@ export class FakeDiscord {
         (Array.isArray(b.embeds) && b.embeds.length > 0) ||
         (Array.isArray(b.sticker_ids) && b.sticker_ids.length > 0) ||
         (Array.isArray(b.components) && b.components.length > 0);
-      if (extra) throw new HttpError(400, { message: "Voice messages do not support additional content.", code: 50159 });
+      if (extra)
+        throw new HttpError(400, { message: "Voice messages do not support additional content.", code: 50159 });
       const bytes = uploads[0]?.bytes;
       const oggOpus =
-        bytes !== undefined && bytes.subarray(0, 4).toString("latin1") === "OggS" && bytes.subarray(0, 512).includes("OpusHead");
+        bytes !== undefined &&
+        bytes.subarray(0, 4).toString("latin1") === "OggS" &&
+        bytes.subarray(0, 512).includes("OpusHead");
       if (uploads.length !== 1 || !oggOpus)
         throw new HttpError(400, { message: "Voice messages must have a single audio attachment.", code: 50160 });
       const [voice] = attachments;

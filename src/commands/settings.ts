@@ -56,6 +56,11 @@ export const SETTINGS_TEXT = {
     en: "Voice replies are off, when-spoken or always.",
   },
   buttonVoice: { "zh-TW": "語音回覆：{value}", en: "Voice replies: {value}" },
+  voiceNotHere: { "zh-TW": "LINE 上無法使用（只回文字）", en: "not on LINE (text only)" },
+  voiceNotOnLine: {
+    "zh-TW": "LINE 的語音訊息必須放在公開的 HTTPS 網址讓 LINE 下載，這個機器人沒有提供，所以在 LINE 上只用文字回答。",
+    en: "LINE audio messages must be served from a public HTTPS address for LINE to fetch, which this bot does not provide, so on LINE it answers in text only.",
+  },
   on: { "zh-TW": "開", en: "on" },
   off: { "zh-TW": "關", en: "off" },
   mention: { "zh-TW": "只回覆提及我、回覆我的訊息和指令", en: "mentions, replies to me and commands only" },
@@ -192,6 +197,15 @@ const CODES: Record<string, SettingName> = {
   v: "voice",
 };
 
+/**
+ * Whether voice replies are offered on the asker's platform: not on LINE, whose audio messages
+ * must be fetched by LINE from a public HTTPS address (`originalContentUrl`) that this bot does
+ * not serve (see docs/voice.md).
+ */
+function voiceOffered(asker: Pick<SettingsAsker, "platform">): boolean {
+  return asker.platform !== "line";
+}
+
 /** The words of a voice replies choice. */
 function voiceWords(locale: Locale, value: VoiceReplies): string {
   return localize(
@@ -254,7 +268,11 @@ export async function settingsListing(
   if (group)
     lines.push(localize(locale, SETTINGS_TEXT.replies, { value: localize(locale, SETTINGS_TEXT[settings.replies]) }));
   if (config.TTS_BASE_URL)
-    lines.push(localize(locale, SETTINGS_TEXT.voice, { value: voiceWords(locale, settings.voice) }));
+    lines.push(
+      localize(locale, SETTINGS_TEXT.voice, {
+        value: voiceOffered(asker) ? voiceWords(locale, settings.voice) : localize(locale, SETTINGS_TEXT.voiceNotHere),
+      }),
+    );
   if (!allowed) return { text: [...lines, "", localize(locale, SETTINGS_TEXT.readOnly)].join("\n") };
   if (group && settings.replies === "mention") lines.push("", localize(locale, SETTINGS_TEXT.allWarning));
   if (asker.platform === "console")
@@ -290,7 +308,7 @@ function settingsButtons(settings: Settings, asker: SettingsAsker, config: Confi
       data: `st:r:${next}`,
     });
   }
-  if (config.TTS_BASE_URL) {
+  if (config.TTS_BASE_URL && voiceOffered(asker)) {
     // The next choice in turn: off → when-spoken → always → off.
     const next = VOICE_REPLIES[(VOICE_REPLIES.indexOf(settings.voice) + 1) % VOICE_REPLIES.length]!;
     buttons.push({
@@ -386,6 +404,7 @@ export async function changeSetting(
     }
     case "voice": {
       if (!config.TTS_BASE_URL) return refuse(SETTINGS_TEXT.voiceUnavailable);
+      if (!voiceOffered(asker)) return refuse(SETTINGS_TEXT.voiceNotOnLine);
       const mode = /^(off|關|none)$/i.test(trimmed)
         ? "off"
         : /^(when-spoken|when_spoken|spoken|voice)$/i.test(trimmed)

@@ -59,7 +59,9 @@ export const SETTINGS_TEXT = {
   voiceNotHere: { "zh-TW": "LINE 上無法使用（只回文字）", en: "not on LINE (text only)" },
   voiceNotOnLine: {
     "zh-TW": "LINE 的語音訊息必須放在公開的 HTTPS 網址讓 LINE 下載，這個機器人沒有提供，所以在 LINE 上只用文字回答。",
-    en: "LINE audio messages must be served from a public HTTPS address for LINE to fetch, which this bot does not provide, so on LINE it answers in text only.",
+    en:
+      "LINE audio messages must be served from a public HTTPS address for LINE to fetch, which this bot " +
+      "does not provide, so on LINE it answers in text only.",
   },
   on: { "zh-TW": "開", en: "on" },
   off: { "zh-TW": "關", en: "off" },

@@ -45,7 +45,8 @@ export function voiceDue(parts: Pick<AnswerParts, "config">, state: AnswerState)
  *
  * @returns the line to add to the text answer when the voice reply failed, else undefined (also
  *   when there was nothing to say: an answer that is all code).
- * @throws the deadline's reason when the answer's deadline passed while speaking.
+ * @throws only what is not the speech endpoint's, the audio's or the platform's failure (a bug); the
+ *   deadline passing while speaking is a failure like the others (the text still goes out).
  */
 export async function sendVoiceReply(
   parts: AnswerParts,
@@ -67,16 +68,17 @@ export async function sendVoiceReply(
     state.tracer.event("speech", { ok: false, characters, format, ...extra });
     return localize(locale, VOICE_FAILED);
   };
-  if (parts.usage)
-    state.usage.push(
-      parts.usage
-        .recordSpeech(message, characters)
-        .catch((err: unknown) => state.log.warn({ err }, "could not record the characters spoken")),
-    );
+  // Counted before the text goes out (`/usage` right after the answer counts it); never holds the answer back.
+  await parts.usage
+    ?.recordSpeech(message, characters)
+    .catch((err: unknown) => state.log.warn({ err }, "could not record the characters spoken"));
   let speech;
   try {
     speech = await new SpeechClient(config).speak({ text, format, signal: state.deadline.signal });
   } catch (error) {
+    // The answer's deadline passed while speaking: the answer exists and is stored, so its text still goes out.
+    if (state.deadline.signal.aborted && error === state.deadline.signal.reason)
+      return failed("the answer's deadline passed while the speech endpoint was answering", { speech: "deadline" });
     if (!(error instanceof SpeechError)) throw error;
     return failed(error.message, {
       speech: error.problem,

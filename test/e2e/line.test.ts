@@ -18,6 +18,8 @@ import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
+import { startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
+import { SettingsStore } from "../../src/settings/store.js";
 import { FakeLine, type FakeLineUser } from "../fakes/line.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
@@ -43,6 +45,7 @@ let worker: RunningBot;
 let lines: string[];
 let alice: FakeLineUser;
 let stt: FakeTranscription;
+let tts: FakeSpeech;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -57,6 +60,7 @@ beforeAll(async () => {
   model = await startFakeAnthropic({ fallback: tasksModel });
   line = await FakeLine.start({ pushQuota: 1000 });
   stt = await startFakeTranscription();
+  tts = await startFakeSpeech();
   const port = await freePort();
   line.webhookUrl = `http://127.0.0.1:${port}/line/webhook`;
   const captured = captureLogger("debug");
@@ -73,6 +77,8 @@ beforeAll(async () => {
     HTTP_HOST: "127.0.0.1",
     STT_BASE_URL: stt.base,
     STT_API_KEY: stt.key,
+    TTS_BASE_URL: tts.base,
+    TTS_API_KEY: tts.key,
     ...testRedis.env,
   });
   const { toolbox } = await loadTools({ config, log: captured.log });
@@ -109,6 +115,7 @@ afterAll(async () => {
   await line?.stop();
   await model?.close();
   await stt?.close();
+  await tts?.close();
   await testRedis?.stop();
 });
 
@@ -611,4 +618,32 @@ it("logs no message content and no token", () => {
   expect(all).not.toContain(line.token);
   expect(all).not.toContain(line.secret);
   expect(all).not.toContain("late question 7");
+});
+
+it("issue 42: voice replies are not offered on LINE (its audio messages need a public HTTPS address): /settings says so, answers stay text", async () => {
+  const voiceUser = line.user("Vera");
+  const spoken = tts.requests.length;
+  await line.deliver([line.textEvent(dm(voiceUser), "/settings")]);
+  const listing = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.includes("這個聊天的設定")),
+  );
+  expect(listing.text).toContain("• 語音回覆：LINE 上無法使用（只回文字）");
+  expect(listing.postbacks.some((d) => d.startsWith("st:v:"))).toBe(false);
+  await line.deliver([line.textEvent(dm(voiceUser), "/settings voice always")]);
+  const refused = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.startsWith("LINE 的語音訊息")),
+  );
+  expect(refused.text).toContain("只用文字回答");
+  // Even a stored choice (written directly) speaks nothing: LINE's outbound sends no voice.
+  await new SettingsStore(redis, config, captureLogger().log).set(
+    { platform: "line", chatId: voiceUser.userId },
+    "voice",
+    "always",
+  );
+  await line.deliver([line.textEvent(dm(voiceUser), "voice check 42")]);
+  const answer = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.includes("voice check 42")),
+  );
+  expect(answer.text).not.toContain("🔇");
+  expect(tts.requests.length).toBe(spoken);
 });

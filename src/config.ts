@@ -559,14 +559,16 @@ export const ConfigSchema = z.object({
     .describe("LINE content host (message pictures, audio, files; a proxy); unset = `https://api-data.line.me`."),
   /**
    * The channel's monthly push-message quota (the plan's free messages, e.g. 200 for the
-   * Communication plan in Taiwan); unset = no limit known. Near it (80 %), answers use the reply
-   * token whenever it is still valid, and a log line says so.
+   * Communication plan in Taiwan); unset = no limit known. Near it (80 %), an answer tries its
+   * reply token up to 5 minutes after its event (not only the first 50 s) before pushing, and log
+   * lines say so (`adapters/line/outbound.ts`).
    */
   LINE_PUSH_MONTHLY_LIMIT: wholeNumber(1, 100_000_000)
     .optional()
     .describe(
-      "The LINE channel plan's monthly push-message quota: from 80 % of it on, each push logs a warning (answers " +
-        "always use the free reply token while it is valid). Unset = unknown.",
+      "The LINE channel plan's monthly push-message quota. From 80 % of it on, an answer tries its free reply token " +
+        "up to 5 minutes after the message (not only the first 50 s) before pushing, and each push logs a warning. " +
+        "Unset = unknown (reply tokens are tried for 50 s).",
     ),
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */
@@ -927,6 +929,37 @@ export const ConfigSchema = z.object({
       "`on`: log lines may show message content (people's messages, answers, tool inputs and results, " +
         "transcripts, file names, MCP servers' output), a privacy choice of the operator; `off`: never, at " +
         "any level. See [logs](operations.md#logs).",
+    ),
+  /**
+   * The OpenTelemetry collector that receives the bot's traces over OTLP/HTTP (JSON), the standard
+   * variable's meaning: the base URL, to which `/v1/traces` is appended. Unset = no tracing (the
+   * OpenTelemetry packages are not even loaded). Source:
+   * https://opentelemetry.io/docs/specs/otel/protocol/exporter/
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalHttpUrl("an OTLP/HTTP collector, e.g. http://127.0.0.1:4318")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "OpenTelemetry collector (OTLP/HTTP) for traces of each answer: model calls and tool calls as GenAI " +
+        "spans, e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended). Unset = off. See " +
+        "[telemetry](telemetry.md).",
+    ),
+  /** `service.name` of the bot's spans (the standard variable); default `taiwan-tool-bot`. */
+  OTEL_SERVICE_NAME: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9._:/-]{1,100}$/.test(v), {
+      message: "must be a name of at most 100 letters, digits and . _ : / -, e.g. taiwan-tool-bot",
+    })
+    .describe("`service.name` of the bot's spans (with `OTEL_EXPORTER_OTLP_ENDPOINT`). Unset = `taiwan-tool-bot`."),
+  /**
+   * `on`: spans carry previews of message content (people's messages, answers, tool inputs and
+   * results, redacted and cut to 300 characters); `off` (default): token counts, names and timings only.
+   */
+  OTEL_CAPTURE_CONTENT: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "`on`: OpenTelemetry spans carry previews of message content (people's messages, answers, tool " +
+        "inputs and results; redacted, at most 300 characters each), a privacy choice of the operator; " +
+        "`off`: never. See [telemetry](telemetry.md).",
     ),
 });
 

@@ -17,14 +17,16 @@ import { DateTime } from "luxon";
 import { relative } from "node:path";
 import { envListOf, parsePrincipal } from "../access/policy.js";
 import { AccessStore } from "../access/store.js";
+import { grantStoreFor, type GrantOwner } from "../approvals/grants.js";
+import { MemoryStore, totalBytes, type MemoryScope } from "../memory/store.js";
 import { COMMAND_TEXT } from "../commands/catalog.js";
 import type { Config, Locale } from "../config.js";
 import { checkHealth, type HealthCheck } from "../health.js";
 import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
-import { localize } from "../i18n.js";
+import { englishNoun, localize } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { readMcpAnnouncement } from "../mcp/announce.js";
-import type { Platform } from "../queue/incoming.js";
+import { conversationKey, type Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
 import { ReminderScheduler, REMINDERS_QUEUE } from "../reminders/schedule.js";
 import { deleteReminder, getReminder, listReminders, type Reminder } from "../reminders/store.js";
@@ -54,8 +56,8 @@ export const QUEUES_CSP =
 
 /** Largest form body the console reads, in bytes. */
 const MAX_FORM_BYTES = 8 * 1024;
-/** Most task or reminder records scanned for the listing (keys of people, per kind). */
-const MAX_OWNERS_SCANNED = 1000;
+/** Most keys scanned for one listing (people with tasks, reminders, grants or memory). */
+const MAX_KEYS_SCANNED = 1000;
 
 /** What the console reads and steers. */
 export interface AdminConsoleParts {
@@ -105,6 +107,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const locale: Locale = config.BOT_LOCALE;
   const sessions = new ConsoleSessions(redis);
   const access = new AccessStore(redis, log);
+  const grants = grantStoreFor(redis, config, log);
+  const memory = new MemoryStore(redis, { log });
   const queueNamed = (name: string) => parts.queues.find((q) => q.name === name);
   const taskQueue = queueNamed(TASKS_QUEUE);
   const reminderQueue = queueNamed(REMINDERS_QUEUE);
@@ -274,6 +278,17 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             body: await accessPage(session.csrf),
           }),
         );
+      case "/admin/memory":
+        return send(
+          res,
+          200,
+          layout(locale, {
+            title: t(locale, "memory"),
+            current: "memory",
+            ...page,
+            body: await memoryPage(session.csrf),
+          }),
+        );
       default:
         return send(res, 404, layout(locale, { title: "404", ...page, body: "" }));
     }
@@ -348,6 +363,56 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
           removed
             ? localize(locale, { "zh-TW": "已撤銷 {p}。", en: "Revoked {p}." }, { p: principal })
             : localize(locale, { "zh-TW": "{p} 原本就沒有授權。", en: "{p} was not granted." }, { p: principal }),
+        );
+      }
+      case "/admin/access/allow": {
+        const chat = form.get("kind") === "chat";
+        const principal = parsePrincipal(form.get("principal") ?? "");
+        // Telegram user ids are positive; a negative id is a group (as `npm run access -- allow` says).
+        if (!principal || (!chat && principal.startsWith("telegram:-"))) {
+          audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id");
+          return back("access", t(locale, "badPrincipal"));
+        }
+        const added = chat ? await access.allowChat(principal) : await access.allowUser(principal);
+        audit(actor, chat ? "chat.allow" : "user.allow", { principal }, added ? "ok" : "already allowed");
+        return back(
+          "access",
+          added
+            ? localize(locale, { "zh-TW": "已允許 {p}。", en: "Allowed {p}." }, { p: principal })
+            : localize(locale, { "zh-TW": "{p} 原本就已允許。", en: "{p} was allowed already." }, { p: principal }),
+        );
+      }
+      case "/admin/access/grant-revoke": {
+        const owner = grantOwnerOf(`grants:${form.get("key") ?? ""}`);
+        const tool = (form.get("tool") ?? "").slice(0, 128);
+        if (!owner || !tool) throw new Refused(400, "bad grant");
+        const removed = await grants.revoke(owner, tool);
+        const target = { user: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool };
+        audit(actor, "grant.revoke", target, removed ? "ok" : "gone");
+        return back(
+          "access",
+          removed
+            ? localize(
+                locale,
+                { "zh-TW": "已撤銷 {user} 的「{tool}」永久允許。", en: "Revoked {user}'s always-allow of {tool}." },
+                { user: target.user, tool },
+              )
+            : localize(locale, { "zh-TW": "這項授權已不存在。", en: "That grant is gone." }),
+        );
+      }
+      case "/admin/memory/erase": {
+        const scope = memoryScopeOfKey(form.get("scope") ?? "");
+        if (!scope) throw new Refused(400, "bad memory scope");
+        const files = await memory.erase(scope);
+        const who = `${scope.kind} ${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
+        audit(actor, "memory.erase", { scope: who, files }, files > 0 ? "ok" : "empty");
+        return back(
+          "memory",
+          localize(
+            locale,
+            { "zh-TW": "已清除 {who} 的記憶（{files} 個檔案）。", en: "Erased the memory of {who} ({files} {noun})." },
+            { who, files, noun: englishNoun(files, "file") },
+          ),
         );
       }
       case "/admin/tasks/task":
@@ -554,7 +619,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   }
 
   async function accessPage(csrf: string): Promise<string> {
-    const [pending, grants] = await Promise.all([access.pending(), access.grants()]);
+    const [pending, granted] = await Promise.all([access.pending(), access.grants()]);
     const pendingRows = pending.map((p) => [
       `<code>${esc(p.code)}</code>`,
       `${esc(p.userName)}<br><code>${esc(`${p.platform}:${p.userId}`)}</code>`,
@@ -571,6 +636,11 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       ]),
     ];
     const head = [t(locale, "name"), t(locale, "source"), t(locale, "actions")];
+    const allowForm = (kind: "user" | "chat") =>
+      `<form method="post" action="/admin/access/allow" class="add"><input type="hidden" name="csrf" value="${esc(csrf)}">` +
+      `<input type="hidden" name="kind" value="${kind}"><label for="allow-${kind}">${esc(t(locale, kind === "user" ? "allowUser" : "allowChat"))}</label>` +
+      `<input type="text" id="allow-${kind}" name="principal" placeholder="telegram:123456789" maxlength="80" required> ` +
+      `<button type="submit">${esc(t(locale, "allow"))}</button></form>`;
     const admins = config.ADMIN_USERS.map((a) => `<code>${esc(a)}</code>`).join(", ") || esc(t(locale, "none"));
     return (
       `<p>${esc(t(locale, "policy"))}: <code>${esc(config.ACCESS_POLICY)}</code></p>` +
@@ -582,9 +652,78 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         t(locale, "noPending"),
       ) +
       `<h2>${esc(t(locale, "users"))}</h2>` +
-      table(head, listRows(config.ALLOWED_USERS, "ALLOWED_USERS", grants.users, "user"), t(locale, "none")) +
+      table(head, listRows(config.ALLOWED_USERS, "ALLOWED_USERS", granted.users, "user"), t(locale, "none")) +
+      allowForm("user") +
       `<h2>${esc(t(locale, "chats"))}</h2>` +
-      table(head, listRows(config.ALLOWED_CHATS, "ALLOWED_CHATS", grants.chats, "chat"), t(locale, "none"))
+      table(head, listRows(config.ALLOWED_CHATS, "ALLOWED_CHATS", granted.chats, "chat"), t(locale, "none")) +
+      allowForm("chat") +
+      `<h2>${esc(t(locale, "alwaysAllow"))}</h2>` +
+      table(
+        [t(locale, "owner"), t(locale, "conversation"), t(locale, "tools"), t(locale, "expires"), t(locale, "actions")],
+        await grantRows(csrf),
+        t(locale, "noGrants"),
+      )
+    );
+  }
+
+  /** Rows of every person's unexpired "always allow" grants, each with a revoke form. */
+  async function grantRows(csrf: string): Promise<string[][]> {
+    const rows: string[][] = [];
+    for (const key of await scanKeys(redis, "grants:{*}:*")) {
+      const owner = grantOwnerOf(key);
+      if (!owner) continue;
+      for (const grant of await grants.list(owner)) {
+        rows.push([
+          `<code>${esc(`${owner.platform}:${owner.userId}`)}</code>`,
+          `<code>${esc(conversationKey(owner))}</code>`,
+          `<code>${esc(grant.tool)}</code>`,
+          esc(DateTime.fromMillis(grant.expiresAt, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm")),
+          postForm(
+            "/admin/access/grant-revoke",
+            csrf,
+            { key: key.slice("grants:".length), tool: grant.tool },
+            `${t(locale, "revoke")} ${grant.tool}`,
+            "danger",
+          ),
+        ]);
+      }
+    }
+    return rows;
+  }
+
+  /** Every scope's memory: sizes, counts and the last write, never the contents; erase forms. */
+  async function memoryPage(csrf: string): Promise<string> {
+    const rows: string[][] = [];
+    for (const key of await scanKeys(redis, "memory:*:{*}")) {
+      const scope = memoryScopeOfKey(key);
+      if (!scope) continue;
+      const files = await memory.read(scope);
+      if (files.length === 0) continue;
+      const who = `${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
+      const last = Math.max(...files.map((f) => f.updatedAt));
+      rows.push([
+        esc(t(locale, scope.kind === "personal" ? "person" : "group")),
+        `<code>${esc(who)}</code>`,
+        esc(files.length),
+        esc(`${totalBytes(files)} / ${config.MEMORY_MAX_BYTES}`),
+        esc(DateTime.fromMillis(last, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm")),
+        postForm("/admin/memory/erase", csrf, { scope: key }, `${t(locale, "erase")} ${who}`, "danger"),
+      ]);
+    }
+    return (
+      `<p class="empty">${esc(t(locale, "memoryNote"))}</p>` +
+      table(
+        [
+          t(locale, "scope"),
+          t(locale, "name"),
+          t(locale, "files"),
+          t(locale, "bytes"),
+          t(locale, "updated"),
+          t(locale, "actions"),
+        ],
+        rows,
+        t(locale, "noMemory"),
+      )
     );
   }
 
@@ -638,21 +777,46 @@ async function ownersOf(
   redis: RedisClient,
   kind: "task" | "reminder",
 ): Promise<{ platform: Platform; userId: string }[]> {
+  const tags = (await scanKeys(redis, `${kind}:{*}:items`))
+    .map((key) => /^[a-z]+:\{([^}]+)\}:items$/.exec(key)?.[1])
+    .filter((tag): tag is string => tag !== undefined);
+  return [...new Set(tags)]
+    .sort()
+    .map(ownerOf)
+    .filter((o): o is { platform: Platform; userId: string } => o !== undefined);
+}
+
+/** Keys matching `pattern` on every master (SCAN, never KEYS), at most {@link MAX_KEYS_SCANNED}, sorted. */
+async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
   const found = new Set<string>();
   const nodes = "nodes" in redis ? redis.nodes("master") : [redis];
   for (const node of nodes) {
     let cursor = "0";
     do {
-      const [next, keys] = await node.scan(cursor, "MATCH", `${kind}:{*}:items`, "COUNT", 500);
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 500);
       cursor = next;
-      for (const key of keys) {
-        const tag = /^[a-z]+:\{([^}]+)\}:items$/.exec(key)?.[1];
-        if (tag) found.add(tag);
-      }
-    } while (cursor !== "0" && found.size < MAX_OWNERS_SCANNED);
+      for (const key of keys) found.add(key);
+    } while (cursor !== "0" && found.size < MAX_KEYS_SCANNED);
   }
-  return [...found]
-    .sort()
-    .map(ownerOf)
-    .filter((o): o is { platform: Platform; userId: string } => o !== undefined);
+  return [...found].sort().slice(0, MAX_KEYS_SCANNED);
+}
+
+/** The owner and conversation of a grants key, `grants:{<platform>:<userId>}:<platform>:<chatId>[/<topicId>]`. */
+function grantOwnerOf(key: string): GrantOwner | undefined {
+  const match = /^grants:\{([a-z]+):([^}]+)\}:([a-z]+):([^/]+)(?:\/(.+))?$/.exec(key);
+  if (!match || match[1] !== match[3]) return undefined;
+  const platform = match[1] as Platform;
+  return match[5]
+    ? { platform, userId: match[2]!, chatId: match[4]!, topicId: match[5] }
+    : { platform, userId: match[2]!, chatId: match[4]! };
+}
+
+/** The scope of a memory key, `memory:personal:{<platform>:<userId>}` or `memory:group:{<platform>:<chatId>}`. */
+function memoryScopeOfKey(key: string): MemoryScope | undefined {
+  const match = /^memory:(personal|group):\{([a-z]+):([^}]+)\}$/.exec(key);
+  if (!match) return undefined;
+  const platform = match[2] as Platform;
+  return match[1] === "personal"
+    ? { kind: "personal", platform, userId: match[3]! }
+    : { kind: "group", platform, chatId: match[3]! };
 }

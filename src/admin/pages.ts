@@ -88,6 +88,35 @@ export const T = {
   granted: { "zh-TW": "已授權", en: "granted" },
   revoke: { "zh-TW": "撤銷", en: "Revoke" },
   none: { "zh-TW": "（無）", en: "(none)" },
+  alwaysAllow: { "zh-TW": "「永久允許」授權", en: "“Always allow” grants" },
+  conversation: { "zh-TW": "對話", en: "Conversation" },
+  noGrants: { "zh-TW": "沒有「永久允許」授權。", en: "No “always allow” grants." },
+  memory: { "zh-TW": "記憶", en: "Memory" },
+  memoryNote: {
+    "zh-TW": "只顯示大小與數量，控制台從不顯示記憶內容。",
+    en: "Sizes and counts only: the console never shows what a memory says.",
+  },
+  scope: { "zh-TW": "範圍", en: "Scope" },
+  person: { "zh-TW": "個人", en: "person" },
+  group: { "zh-TW": "群組", en: "group" },
+  files: { "zh-TW": "檔案數", en: "Files" },
+  bytes: { "zh-TW": "位元組（上限）", en: "Bytes (limit)" },
+  updated: { "zh-TW": "最後更新", en: "Last written" },
+  erase: { "zh-TW": "清除", en: "Erase" },
+  noMemory: { "zh-TW": "沒有任何記憶。", en: "No memory stored." },
+  allowUser: {
+    "zh-TW": "允許使用者（telegram:<id>、discord:<id>、line:<id>）",
+    en: "Allow a user (telegram:<id>, discord:<id>, line:<id>)",
+  },
+  allowChat: {
+    "zh-TW": "啟用群組或頻道（telegram:<群組 id>、discord:<伺服器或頻道 id>）",
+    en: "Enable a group or channel (telegram:<group id>, discord:<server or channel id>)",
+  },
+  allow: { "zh-TW": "允許", en: "Allow" },
+  badPrincipal: {
+    "zh-TW": "格式應為 平台:id，例如 telegram:123456789（Telegram 群組請用「啟用群組」）。",
+    en: "Expected platform:id, e.g. telegram:123456789 (a Telegram group goes under “Enable a group”).",
+  },
   refused: { "zh-TW": "已拒絕這個請求：{why}", en: "Request refused: {why}" },
 } satisfies Record<string, Localized>;
 
@@ -103,6 +132,7 @@ const NAV: [string, keyof typeof T][] = [
   ["tools", "tools"],
   ["tasks", "tasks"],
   ["access", "access"],
+  ["memory", "memory"],
 ];
 
 /**
@@ -186,6 +216,7 @@ button{font:inherit;padding:.3rem .7rem;margin:.1rem .2rem .1rem 0;border:1px so
 button.danger{border-color:#b42318;color:#b42318}
 button.link{border:0;background:none;color:#d6e4ff;padding:.25rem 0}
 label{display:block;margin:.5rem 0 .25rem}
-input[type=password]{font:inherit;width:100%;max-width:28rem;padding:.4rem}
+input[type=password],input[type=text]{font:inherit;width:100%;max-width:28rem;padding:.4rem}
+form.add{margin:.75rem 0}
 code{font-size:.9em}
 `;

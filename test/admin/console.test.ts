@@ -1,7 +1,8 @@
 /**
  * The operator's web console (src/admin/), end to end in a real browser: Debian's headless
  * Chromium (`/usr/bin/chromium`, no browser download) driven by playwright-core logs in with the
- * token, reads the overview with the queue names, approves a pairing code and pauses a task
+ * token, reads the overview with the queue names, approves a pairing code, revokes an "always
+ * allow" grant, erases a person's memory (whose contents the page never shows) and pauses a task
  * through the pages' own forms; the refusals (a wrong token, a change without its CSRF token, a
  * change from another origin, a one-time link used twice) are plain HTTP requests. Real Redis,
  * real BullMQ queues, the real health server. Screenshots go to test-results/console/.
@@ -15,6 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createAdminConsole, type AdminConsole } from "../../src/admin/console.js";
 import { AccessStore } from "../../src/access/store.js";
+import { grantStoreFor } from "../../src/approvals/grants.js";
+import { MemoryStore } from "../../src/memory/store.js";
 import { startHealthServer } from "../../src/health.js";
 import type { RedisClient } from "../../src/redis.js";
 import { CHATS_QUEUE } from "../../src/queue/keys.js";
@@ -101,7 +104,7 @@ describe("the console in a real browser", () => {
     await stack?.close();
   });
 
-  it("logs in, shows the queues, approves a pairing code and pauses a task, each logged without content", async () => {
+  it("logs in, shows the queues, approves a pairing code, revokes a grant, erases a memory, pauses a task; all logged without content", async () => {
     const access = new AccessStore(redis);
     const paired = await access.pair({ platform: "telegram", userId: "4242", chatId: "4242", userName: "Mei" });
     expect(paired.status).toBe("new");
@@ -124,6 +127,15 @@ describe("the console in a real browser", () => {
       10,
     ))!;
     await new TaskScheduler(stack.queues[1]! as Queue).schedule(owner, task);
+    const grants = grantStoreFor(redis, testConfig());
+    const grantee = { platform: "telegram" as const, userId: "88", chatId: "-100200", topicId: "7" };
+    await grants.grant(grantee, "shell_note");
+    const memory = new MemoryStore(redis);
+    const scope = { kind: "personal" as const, platform: "telegram" as const, userId: "99" };
+    await memory.update(scope, () => ({
+      files: new Map([["/memories/tea.md", "likes oolong tea"]]),
+      result: undefined,
+    }));
 
     const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
     page.setDefaultTimeout(5000);
@@ -148,7 +160,30 @@ describe("the console in a real browser", () => {
     expect(await page.locator(".notice").textContent()).toContain("Approved telegram:4242");
     expect(await access.hasUser("telegram:4242")).toBe(true);
     expect(await access.pending()).toEqual([]);
+    await page.fill("#allow-chat", "telegram:-100555");
+    await page.click("form.add >> nth=1 >> button");
+    await page.waitForURL(/\/admin\/access\?notice=/);
+    expect(await page.locator(".notice").textContent()).toBe("Allowed telegram:-100555.");
+    expect(await access.hasAnyChat(["telegram:-100555"])).toBe(true);
+    await page.fill("#allow-user", "telegram:-100555");
+    await page.click("form.add >> nth=0 >> button");
+    await page.waitForURL(/\/admin\/access\?notice=/);
+    expect(await page.locator(".notice").textContent()).toContain("Expected platform:id");
+    await page.click(`button:has-text("Revoke shell_note")`);
+    await page.waitForURL(/\/admin\/access\?notice=/);
+    expect(await page.locator(".notice").textContent()).toBe("Revoked telegram:88's always-allow of shell_note.");
+    expect(await grants.list(grantee)).toEqual([]);
     await page.screenshot({ path: `${SHOTS}/access.png`, fullPage: true });
+
+    await page.click("nav >> text=Memory");
+    const memoryText = (await page.locator("main").textContent())!;
+    expect(memoryText).toContain("telegram:99");
+    expect(memoryText).not.toContain("oolong");
+    await page.screenshot({ path: `${SHOTS}/memory.png`, fullPage: true });
+    await page.click(`button:has-text("Erase telegram:99")`);
+    await page.waitForURL(/\/admin\/memory\?notice=/);
+    expect(await page.locator(".notice").textContent()).toBe("Erased the memory of personal telegram:99 (1 file).");
+    expect(await memory.read(scope)).toEqual([]);
 
     await page.click("nav >> text=Tasks and reminders");
     expect(await page.locator("main").textContent()).toContain("secret plans for the weekend");
@@ -172,9 +207,14 @@ describe("the console in a real browser", () => {
     expect(audit.filter((l) => l.action).map((l) => `${l.action} ${l.outcome}`)).toEqual([
       "login ok",
       "pairing.approve ok",
+      "chat.allow ok",
+      "user.allow not platform:id",
+      "grant.revoke ok",
+      "memory.erase ok",
       "task.pause ok",
     ]);
     expect(stack.lines.join("\n")).not.toContain("secret plans");
+    expect(stack.lines.join("\n")).not.toContain("oolong");
     expect(stack.lines.join("\n")).not.toContain(TOKEN);
   });
 });
@@ -254,7 +294,7 @@ describe("refusals", () => {
 
   it("serves pages with a strict Content-Security-Policy and no script", async () => {
     const { cookie } = await login(stack.base);
-    for (const path of ["overview", "tools", "tasks", "access"]) {
+    for (const path of ["overview", "tools", "tasks", "access", "memory"]) {
       const res = await fetch(`${stack.base}/admin/${path}`, { headers: { cookie } });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");

@@ -26,6 +26,7 @@ export const SECRET_VARIABLES = [
   "CWA_API_KEY",
   "REDIS_PASSWORD",
   "STT_API_KEY",
+  "TTS_API_KEY",
   "ADMIN_CONSOLE_TOKEN",
 ] as const;
 
@@ -786,6 +787,45 @@ export const ConfigSchema = z.object({
       "announced duration before anything is downloaded.",
   ),
 
+  /**
+   * Base URL of an OpenAI-compatible text-to-speech API, e.g. `https://api.openai.com/v1` or a
+   * self-hosted server; the worker posts to `{TTS_BASE_URL}/audio/speech`. Unset = no voice
+   * replies (the `/settings` voice choice is not offered). Trailing slashes are removed.
+   * Source: https://platform.openai.com/docs/api-reference/audio/createSpeech
+   */
+  TTS_BASE_URL: optionalHttpUrl("an OpenAI-compatible speech API, e.g. https://api.openai.com/v1")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "An OpenAI-compatible speech API (text to speech) for voice replies, e.g. `https://api.openai.com/v1` " +
+        "or a self-hosted server; unset = no voice replies. See [voice](voice.md).",
+    ),
+  /** Bearer key of the speech API (secret: redacted from every log line); unset = no `Authorization` header. */
+  TTS_API_KEY: optionalString.describe(
+    "Its API key, sent as `Authorization: Bearer …`; unset = no key sent (a self-hosted server).",
+  ),
+  /** Speech model id sent as `model`. */
+  TTS_MODEL: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a speech model id, e.g. tts-1" })
+    .default("tts-1")
+    .describe("Speech model (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, or a self-hosted server's)."),
+  /** Voice id sent as `voice`. */
+  TTS_VOICE: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a voice id, e.g. alloy" })
+    .default("alloy")
+    .describe("Voice of the speech model (`alloy`, `nova`, `shimmer`, … or a self-hosted server's)."),
+  /**
+   * Most characters (code points) of an answer spoken in a voice reply, 100-4000; a longer answer
+   * speaks its first part and says the rest is in the text (the API takes at most 4,096).
+   */
+  MAX_TTS_CHARACTERS: int(100, 4000, 1000).describe(
+    "Most characters of an answer spoken in a voice reply (100-4000); a longer answer speaks its first part " +
+      "and says the rest is in the text message.",
+  ),
+
   /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */
   MAX_IMAGES_PER_MESSAGE: int(1, 20, 5).describe(
     "Images accepted in one message (a Telegram album is one message), 1-20; more get a short answer. See " +
@@ -947,6 +987,37 @@ export const ConfigSchema = z.object({
       "`on`: log lines may show message content (people's messages, answers, tool inputs and results, " +
         "transcripts, file names, MCP servers' output), a privacy choice of the operator; `off`: never, at " +
         "any level. See [logs](operations.md#logs).",
+    ),
+  /**
+   * The OpenTelemetry collector that receives the bot's traces over OTLP/HTTP (JSON), the standard
+   * variable's meaning: the base URL, to which `/v1/traces` is appended. Unset = no tracing (the
+   * OpenTelemetry packages are not even loaded). Source:
+   * https://opentelemetry.io/docs/specs/otel/protocol/exporter/
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalHttpUrl("an OTLP/HTTP collector, e.g. http://127.0.0.1:4318")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "OpenTelemetry collector (OTLP/HTTP) for traces of each answer: model calls and tool calls as GenAI " +
+        "spans, e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended). Unset = off. See " +
+        "[telemetry](telemetry.md).",
+    ),
+  /** `service.name` of the bot's spans (the standard variable); default `taiwan-tool-bot`. */
+  OTEL_SERVICE_NAME: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9._:/-]{1,100}$/.test(v), {
+      message: "must be a name of at most 100 letters, digits and . _ : / -, e.g. taiwan-tool-bot",
+    })
+    .describe("`service.name` of the bot's spans (with `OTEL_EXPORTER_OTLP_ENDPOINT`). Unset = `taiwan-tool-bot`."),
+  /**
+   * `on`: spans carry previews of message content (people's messages, answers, tool inputs and
+   * results, redacted and cut to 300 characters); `off` (default): token counts, names and timings only.
+   */
+  OTEL_CAPTURE_CONTENT: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "`on`: OpenTelemetry spans carry previews of message content (people's messages, answers, tool " +
+        "inputs and results; redacted, at most 300 characters each), a privacy choice of the operator; " +
+        "`off`: never. See [telemetry](telemetry.md).",
     ),
 });
 

@@ -13,6 +13,7 @@ import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.
 import type { ApprovalDecider } from "./approvals/decision.js";
 import { approvalDecider, approvalFlow } from "./approvals/wiring.js";
 import { grantStoreFor } from "./approvals/grants.js";
+import { requestStop } from "./stop/stops.js";
 import { CommandRunner } from "./commands/runner.js";
 import { CompactionQueue } from "./compaction/queue.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
@@ -350,6 +351,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         tasks: tasks.actions,
         grants: grantStoreFor(producerRedis, config, log),
         memory: new MemoryStore(producerRedis, { log }),
+        stops: { request: (request) => requestStop(producerRedis, request, log) },
         notify: async (platform, chatId, _userId, text) => {
           const outbound = await outboundFor(platform as Platform);
           await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);

@@ -13,7 +13,9 @@
  * - `tk:…`: a scheduled task's pause / resume / cancel (`/tasks`, a paused task's notice; `CommandRunner.pressTask`);
  * - `st:…`: a `/settings` (`/persona`, `/model`) button (`CommandRunner.pressSettings`): changes
  *   a setting only when the presser may change the conversation's settings;
- * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`).
+ * - `mm:…`: a `/memory` delete button (`CommandRunner.pressMemory`);
+ * - `sp:…`: a live answer's Stop button (`CommandRunner.pressStop`, `src/stop/`): only the asker
+ *   or a group admin stops it; a press after the answer finished only says so.
  */
 import type { AdapterContext } from "./adapter.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./approvals/decision.js";
@@ -26,6 +28,7 @@ import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
 import { ReminderActions } from "./reminders/actions.js";
 import { isTaskButton } from "./tasks/format.js";
+import { isStopButton } from "./stop/stops.js";
 
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
@@ -51,6 +54,7 @@ export function buttonKind(data: string): ButtonAnswer["kind"] {
   if (isTaskButton(data)) return "task";
   if (isSettingsButton(data)) return "settings";
   if (isMemoryButton(data)) return "memory";
+  if (isStopButton(data)) return "stop";
   return parseApprovalButton(data) ? "approval" : "unknown";
 }
 
@@ -81,7 +85,7 @@ export interface ButtonPress extends ConversationRef {
 /** What the adapter shows after a press. */
 export interface ButtonAnswer {
   /** Which kind of button it was; `unknown` for data that is none of the bot's. */
-  kind: "approval" | "reminder" | "permission" | "task" | "settings" | "memory" | "unknown";
+  kind: "approval" | "reminder" | "permission" | "task" | "settings" | "memory" | "stop" | "unknown";
   /** The short notice for the presser (Telegram `answerCallbackQuery`, at most 200 characters; Discord an ephemeral reply). */
   notice: string;
   /** Edit the pressed message to this plain text, without buttons (a reminder done or snoozed). */
@@ -187,6 +191,19 @@ export async function pressButton(
       ...(answer.listing ? { replaceWith: answer.listing } : {}),
       ...(answer.failed ? { failed: true } : {}),
     };
+  }
+  if (kind === "stop") {
+    const answer = await parts.commands.pressStop({
+      data,
+      platform: press.platform,
+      chatId: press.chatId,
+      ...(press.topicId ? { topicId: press.topicId } : {}),
+      chatKind: press.chatKind,
+      userId: press.userId,
+      locale,
+      isGroupAdmin: press.isGroupAdmin,
+    });
+    return { kind: "stop", notice: answer.notice, ...(answer.failed ? { failed: true } : {}) };
   }
   if (kind === "memory") {
     if (!press.chatKind)

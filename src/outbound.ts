@@ -6,7 +6,7 @@ import type { ApprovalVerdict } from "./agent/contract.js";
 import type { Locale } from "./config.js";
 import type { MediaSource } from "./media/source.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
-import type { LiveSurface } from "./streaming.js";
+import type { LiveSurface, LiveSurfaceOptions } from "./streaming.js";
 import type { SentRef } from "./sent-ref.js";
 
 /**
@@ -154,9 +154,10 @@ export interface Outbound {
    * the core builds the live answer (`openLiveAnswer`): an editing surface (posts and edits
    * messages, or drafts where the chat shows them; its final chunks are exactly what
    * {@link sendAnswer} sends) or a printing surface (a terminal: what is printed stays). Without
-   * it answers are not streamed. Never throws (nothing is sent yet).
+   * it answers are not streamed. Never throws (nothing is sent yet). `options.stop` is the Stop
+   * button to show on the live messages (see {@link LiveSurfaceOptions}).
    */
-  liveSurface?(to: Destination): LiveSurface;
+  liveSurface?(to: Destination, options?: LiveSurfaceOptions): LiveSurface;
   /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
   sendTyping(to: Destination): Promise<void>;
   /** Posts an approval prompt in the chat of `to` (a reply to `replyTo`), with approve/decline buttons. */

@@ -11,6 +11,7 @@ import { forgetMemory, memoryListing, MEMORY_TEXT, scopeOfAsker } from "./memory
 import { PERMISSION_TEXT, permissionsListing, revokeByName } from "./permissions.js";
 import { modelCommand, personaCommand, settingsCommand, type SettingsServices } from "./settings.js";
 import { formatToolList } from "./tools-listing.js";
+import { stopCommand } from "../stop/commands.js";
 import { formatAllUsage, formatUserUsage } from "./usage-report.js";
 
 /** Words of the commands below. */
@@ -246,6 +247,12 @@ export const COMMANDS: readonly Command[] = [
     run: help,
   },
   { name: "help", description: d("我能做什麼", "What I can do"), access: "everyone", run: help },
+  {
+    name: "stop",
+    description: d("停止正在寫的回答", "Stop the answer being written"),
+    access: "everyone",
+    run: stopCommand,
+  },
   {
     name: "tools",
     description: d("列出可用的工具（可加分類）", "List the tools (optionally one tag)"),

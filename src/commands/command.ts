@@ -15,6 +15,7 @@ import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { ReminderActions } from "../reminders/actions.js";
 import type { TaskActions } from "../tasks/actions.js";
 import type { SettingsStore } from "../settings/store.js";
+import type { StopServices } from "../stop/commands.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /**
@@ -88,6 +89,8 @@ export interface CommandServices {
   settings?: SettingsStore;
   /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
   memory?: MemoryStore;
+  /** Stop requests (`/stop` and the live answer's Stop button, `src/stop/`); absent where they are not wired. */
+  stops?: StopServices;
 }
 
 /** What `/context` shows of a conversation. */

@@ -4,7 +4,8 @@
  * ({@link CommandAccess}), then its handler. Commands are instant: no queue, no model call.
  */
 import { isAdmin } from "../access/policy.js";
-import { localize, type Locale } from "../i18n.js";
+import { localize, STOP_TEXT, type Locale } from "../i18n.js";
+import { pressStopButton, type StopPress } from "../stop/commands.js";
 import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
 import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
@@ -140,6 +141,21 @@ export class CommandRunner {
     } catch (error) {
       log.error({ err: error, platform: press.platform, chatId: press.chatId }, "settings button failed");
       return { notice: localize(locale, PERMISSION_TEXT.tryAgain), changed: false, failed: true };
+    }
+  }
+
+  /**
+   * A press on a live answer's Stop button (`sp:…` data; see `src/stop/`), answered in the
+   * conversation's language: stops the answer when the presser asked or administers the group.
+   * @returns the notice for the presser. Never throws (a Redis failure is logged and answered with "try again").
+   */
+  async pressStop(press: StopPress): Promise<{ notice: string; failed?: boolean }> {
+    const locale = (await this.languageOf(press)) ?? press.locale;
+    try {
+      return { notice: await pressStopButton({ ...press, locale }, this.services) };
+    } catch (error) {
+      this.services.log.error({ err: error, platform: press.platform, chatId: press.chatId }, "Stop button failed");
+      return { notice: localize(locale, STOP_TEXT.failed), failed: true };
     }
   }
 

@@ -45,7 +45,8 @@ import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streamin
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
+import { localize, MODEL_BUSY_NOTICE, STOP_TEXT } from "../i18n.js";
+import { stopButtonData, type AnswerStops, type RunningAnswer } from "../stop/stops.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./deps.js";
@@ -56,7 +57,7 @@ import type { WorkerDeps } from "./deps.js";
  */
 export interface AnswerParts extends Omit<
   WorkerDeps,
-  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction"
+  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction" | "stops"
 > {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: RedisClient;
@@ -66,6 +67,8 @@ export interface AnswerParts extends Omit<
   ledger: ExecutionLedger;
   /** Compaction (`src/compaction/`): the queue asked after an answer, and what the overflow rescue runs directly. */
   compaction?: { queue: CompactionQueue; deps: CompactorDeps };
+  /** Stop (`src/stop/`): where the answers being written are registered; without it answers cannot be stopped. */
+  stops?: AnswerStops;
 }
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
@@ -226,6 +229,11 @@ export interface AnswerState {
   size?: ConversationSize;
   /** Memory writes of the run made after outside content was read: offered for undo after *deliver* (`src/memory/undo.ts`). */
   undo?: UndoOffer[];
+  /**
+   * The answer as Stop knows it (`src/stop/`), while it is computed: its signal aborts when the
+   * person stops it. Absent for a task's occurrence, an answer found already computed, or without Stop.
+   */
+  running?: RunningAnswer;
 }
 
 /**
@@ -254,6 +262,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   } finally {
     clearTimeout(timer);
     state.typing.stop();
+    await state.running?.end();
     await state.live?.pause();
     // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
     // A fresh attempt wrote no marker (see `beginAttempt`).
@@ -329,6 +338,19 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     taken.resets ?? parts.history.generation(conversation),
   ]);
   const drafts = draftsOff !== 1;
+  // Stop: an answer still to compute is registered (a task's occurrence has nobody watching it being written).
+  const running =
+    parts.stops && taken.kind !== "task" && restored.answer === undefined
+      ? await parts.stops.begin(
+          conversation,
+          { userId: message.userId, messageId: message.messageId },
+          Math.max(60, (startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000 - Date.now()) / 1000 + 60),
+        )
+      : undefined;
+  const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
+  if (running && live) {
+    running.onStop = () => live.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, STOP_TEXT.stopping) });
+  }
   return {
     taken,
     to,
@@ -343,7 +365,8 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadline: new AbortController(),
     typing,
     drafts,
-    live: openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
+    live,
+    ...(running ? { running } : {}),
     usage: [],
     busy: false,
     stage: "computing",
@@ -392,6 +415,7 @@ function openLive(
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
   always = false,
+  running?: RunningAnswer,
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
   if (
@@ -400,8 +424,14 @@ function openLive(
     (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)
   )
     return undefined;
-  return openLiveAnswer(outbound.liveSurface(at.to), {
+  // The Stop button rides on the live messages while the answer is written (not on a busy notice's message).
+  const stop =
+    running && !always
+      ? { label: localize(parts.config.BOT_LOCALE, STOP_TEXT.button), data: stopButtonData(running.id) }
+      : undefined;
+  return openLiveAnswer(outbound.liveSurface(at.to, stop ? { stop } : {}), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
+    ...(stop ? { controls: true } : {}),
     resume: at.streamed,
     drafts: at.drafts,
     onDraftsRefused: async () => {
@@ -468,6 +498,7 @@ export function runOptions(
     tracer: state.tracer,
     log: state.log,
     signal: state.deadline.signal,
+    ...(state.running ? { stop: state.running.signal } : {}),
     checkpoint: async (run: RunState) => {
       await parts.redis.set(
         state.keys.run,

@@ -47,6 +47,7 @@ import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
 import { AccessStore } from "../access/store.js";
 import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
+import { AnswerStops } from "../stop/stops.js";
 import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
@@ -178,9 +179,13 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
   };
   const compacting = deps.compaction ?? true;
   const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
-  const { compaction: _compaction, ...rest } = deps;
+  const { compaction: _compaction, stops: givenStops, ...rest } = deps;
+  // Stop (`src/stop/`): this process's listener for stop requests, unless one was given or Stop is off.
+  const ownStops = givenStops === undefined ? new AnswerStops(deps.redis, log) : undefined;
+  const stops = givenStops === false ? undefined : (givenStops ?? ownStops);
   const parts: AnswerParts = {
     ...rest,
+    ...(stops ? { stops } : {}),
     redis,
     typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS,
     ledger,
@@ -332,6 +337,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         decisions.waitUntilReady(),
         compactions?.worker.waitUntilReady(),
         tasks.waitUntilReady(),
+        stops?.ready(),
       ]);
     },
     async close(timeoutMs = 30_000) {
@@ -361,7 +367,12 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       }
       clearTimeout(timer);
       await Promise.race([
-        Promise.all([queue.close().catch(() => {}), compactionQueue?.close(), taskQueue.close().catch(() => {})]),
+        Promise.all([
+          queue.close().catch(() => {}),
+          compactionQueue?.close(),
+          taskQueue.close().catch(() => {}),
+          ownStops?.close(),
+        ]),
         new Promise((r) => setTimeout(r, 2000)),
       ]);
     },

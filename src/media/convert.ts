@@ -16,7 +16,18 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/pdf-support, https://sharp.pixelplumbing.com/api-resize.
  */
 import type { DocumentBlockParam, ImageBlockParam, TextBlockParam } from "@anthropic-ai/sdk/resources/messages";
-import sharp, { type Metadata, type OutputInfo } from "sharp";
+import type { Metadata, OutputInfo, Sharp, SharpOptions } from "sharp";
+
+/**
+ * sharp, loaded on the first image: its native library takes about a second to load, which every
+ * process that imports the media pipeline (each worker, each CLI) would otherwise pay at start-up
+ * whether it ever converts an image or not.
+ */
+let sharpModule: Promise<(input: Buffer, options: SharpOptions) => Sharp> | undefined;
+function loadSharp(): Promise<(input: Buffer, options: SharpOptions) => Sharp> {
+  sharpModule ??= import("sharp").then((m) => m.default);
+  return sharpModule;
+}
 import { MediaError } from "./errors.js";
 import { plainLine } from "../plain-text.js";
 import { escapeBlockText } from "../block-text.js";
@@ -75,6 +86,7 @@ export async function convertImage(bytes: Buffer, label: { photo: true } | { nam
   let meta: Metadata;
   try {
     // Header only (no decoding), so no pixel limit here: the size is checked just below.
+    const sharp = await loadSharp();
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch (error) {
     throw new MediaError("unreadable", `not a readable image: ${(error as Error).message}`, "image", { cause: error });
@@ -137,6 +149,7 @@ async function encode(
   type: ImageMediaType,
   quality: number,
 ): Promise<{ data: Buffer; info: OutputInfo; mediaType: ImageMediaType }> {
+  const sharp = await loadSharp();
   let image = sharp(bytes, { limitInputPixels: IMAGE_MAX_PIXELS, animated: false })
     .rotate()
     .resize({ width: edge, height: edge, fit: "inside", withoutEnlargement: true });

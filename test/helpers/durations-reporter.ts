@@ -11,7 +11,7 @@
 import type { Reporter, TestModule } from "vitest/node";
 
 /** How many of the slowest files are listed. */
-export const SLOWEST_SHOWN = 15;
+export const SLOWEST_SHOWN = 30;
 
 /** One file run: its project, its path relative to the root, and its durations in ms. */
 export interface FileDuration {

@@ -2,7 +2,8 @@
  * `npm run tools` with an MCP config: it connects to the (real, SDK-built) fixture servers once,
  * lists their tools with server, tags and approval, the skipped servers with the reason, and
  * never prints a secret taken from `${VAR}`. The text listing runs the program itself (so what the
- * servers it starts print counts too); the other cases its `toolsMain` in this process.
+ * servers it starts print counts too); the other cases its `toolsMain` in this process (a process
+ * loads the whole toolbox again, seconds on a busy machine), server-everything from npm included.
  */
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
@@ -154,7 +155,7 @@ describe("npm run tools with MCP servers", () => {
     const everything = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-everything/dist/index.js");
     const file = writeMcpConfig(tempDir(), { everything: { command: process.execPath, args: [everything, "stdio"] } });
     const env = { ...process.env, CWA_API_KEY: "", MCP_CONFIG: file };
-    const { stdout } = await run(process.execPath, nodeArgs("src/cli/tools.ts", "--json"), { cwd: root, env });
+    const { stdout } = await runCli(toolsMain, ["--json"], env);
     const mcp = (JSON.parse(stdout) as { mcp: { tools: { tool: string }[]; skippedTools: unknown[] } }).mcp;
     expect(mcp.skippedTools).toEqual([
       {
@@ -170,7 +171,7 @@ describe("npm run tools with MCP servers", () => {
     // the bot declares no client capabilities, so the server offers none of the tools that need them
     for (const needsCapability of ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"])
       expect(offered).not.toContain(needsCapability);
-    const text = await run(process.execPath, nodeArgs("src/cli/tools.ts"), { cwd: root, env });
+    const text = await runCli(toolsMain, [], env);
     expect(text.stdout).toContain(
       "1 MCP tool skipped:\n  everything/simulate-research-query: it can only be run as an MCP task",
     );

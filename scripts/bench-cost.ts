@@ -5,32 +5,40 @@
  * and agent loop (the shipped tools offered, as in production) against the strict fake Messages
  * API, whose `usage` follows the real API's prompt caching (`PromptCache` of
  * `test/fakes/anthropic.ts`: breakpoints, 1024-token minimum, 5-minute entries, on a simulated
- * clock: one user turn every 30 s). Every fifth turn calls a tool. Run twice: with compaction (the
+ * clock: one user turn every 30 s, or every BENCH_TURN_GAP_SECONDS). Every fifth turn calls a tool. Run twice: with compaction (the
  * defaults, `COMPACT_AT_TOKENS` 60000, `COMPACT_KEEP_TURNS` 6, and `HISTORY_MAX_MESSAGES` 40) and
  * without it (the worker's `compaction: false`: the history is only trimmed).
  *
  * Prints, per 20 turns: input tokens billed at full price, cache writes, cache reads, output, the
  * cache reads' share of all input tokens, and the billed-equivalent input (full price + 1.25 ×
- * writes + 0.1 × reads) per turn; the compactions' own requests are counted in the turn that
- * triggered them, and also shown on their own.
+ * writes + 0.1 × reads) per turn, and the budget tokens per turn (what `USER_DAILY_TOKENS` counts:
+ * the billed-equivalent input plus output × 5, `budgetTokensOf`); the compactions' own requests are
+ * counted in the turn that triggered them, and also shown on their own. A legend under each table
+ * says which columns are per 20 turns and which per turn; the last line says how many such turns
+ * the default `USER_DAILY_TOKENS` holds a day.
  */
 import { runAgent } from "../src/agent/loop.js";
 import { createAnthropicClient } from "../src/agent/client.js";
-import { historyTtlSeconds, loadConfig } from "../src/config.js";
+import { historyTtlSeconds, loadConfig, type Config } from "../src/config.js";
 import { HistoryStore } from "../src/history/store.js";
 import { silentLogger } from "../src/log.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { connectRedis } from "../src/redis.js";
 import { loadTools } from "../src/toolbox/registry.js";
+import { outputWeightFor } from "../src/usage/budget.js";
+import { budgetTokensOf } from "../src/usage/store.js";
 import { startWorker } from "../src/worker/worker.js";
 import { BenchOutbound } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeRequest } from "../test/fakes/anthropic.js";
 import { startRedis } from "../test/helpers/redis.js";
+import { FEATURES } from "../src/features.js";
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const STEP = 20;
-const TURN_GAP_MS = 30_000;
+const TURN_GAP_MS = Number(process.env.BENCH_TURN_GAP_SECONDS ?? 30) * 1000;
+/** The configuration of the runs (defaults: `USER_DAILY_TOKENS`, no `MODEL_PRICES`), set by {@link run}. */
+let benchConfig: Config | undefined;
 
 const isCompaction = (r: FakeRequest) =>
   r.tools === undefined && JSON.stringify(r.system ?? "").includes("You write the summary");
@@ -62,6 +70,21 @@ interface Tally {
   output: number;
   compactions: number;
   compactionBilled: number;
+  /** Budget tokens ({@link budgetTokensOf}) of all requests of these turns, compactions included. */
+  budget: number;
+  /** The same with each answer's output re-counted at one token per CJK character ({@link cjkOutputTokens}). */
+  budgetCjk: number;
+}
+
+/**
+ * The output tokens of an answer's content counted as a real tokenizer counts Chinese text, about
+ * one token per CJK character (the fake counts 4 characters of JSON a token, which undercounts
+ * Chinese about threefold): CJK characters one each, everything else 4 characters a token.
+ */
+function cjkOutputTokens(content: Record<string, unknown>[]): number {
+  const all = JSON.stringify(content);
+  const cjk = (all.match(/[\u3000-\u9fff\uff00-\uffef]/gu) ?? []).length;
+  return Math.max(1, cjk + Math.ceil((all.length - cjk) / 4));
 }
 
 async function run(compaction: boolean): Promise<Tally[]> {
@@ -80,6 +103,8 @@ async function run(compaction: boolean): Promise<Tally[]> {
     },
     { purpose: "inspect" },
   );
+  benchConfig = config;
+  const weight = outputWeightFor(config, config.ANTHROPIC_MODEL);
   const connection = connectRedis(redis.url, { maxRetriesPerRequest: null });
   const { toolbox } = await loadTools({ config, log: silentLogger });
   const outbound = new BenchOutbound(4096);
@@ -88,6 +113,7 @@ async function run(compaction: boolean): Promise<Tally[]> {
     ttlSeconds: historyTtlSeconds(config),
   });
   const worker = startWorker({
+    features: FEATURES,
     config,
     log: silentLogger,
     redis: connection,
@@ -125,7 +151,16 @@ async function run(compaction: boolean): Promise<Tally[]> {
         await new Promise((r) => setTimeout(r, 10));
       now += TURN_GAP_MS;
       const bucket = Math.floor(turn / STEP);
-      const t = (tallies[bucket] ??= { input: 0, write: 0, read: 0, output: 0, compactions: 0, compactionBilled: 0 });
+      const t = (tallies[bucket] ??= {
+        input: 0,
+        write: 0,
+        read: 0,
+        output: 0,
+        compactions: 0,
+        compactionBilled: 0,
+        budget: 0,
+        budgetCjk: 0,
+      });
       for (const a of fake.answered.slice(seen)) {
         if (turn >= 2 && !isCompaction(a.request)) {
           fromThird.read += a.usage.cache_read_input_tokens;
@@ -135,6 +170,8 @@ async function run(compaction: boolean): Promise<Tally[]> {
         t.write += a.usage.cache_creation_input_tokens;
         t.read += a.usage.cache_read_input_tokens;
         t.output += a.usage.output_tokens;
+        t.budget += budgetTokensOf(a.usage, weight);
+        t.budgetCjk += budgetTokensOf({ ...a.usage, output_tokens: cjkOutputTokens(a.content) }, weight);
         if (isCompaction(a.request)) {
           t.compactions += 1;
           t.compactionBilled +=
@@ -168,7 +205,7 @@ async function pendingCompactions(redis: ReturnType<typeof connectRedis>): Promi
 function print(title: string, tallies: Tally[]): void {
   console.log(`\n${title}`);
   console.log(
-    "turns      input  cache write  cache read   output  reads/input  billed-eq/turn  compactions (billed-eq)",
+    "turns      input  cache write  cache read   output  reads/input  billed-eq/turn  budget/turn  compactions (billed-eq)",
   );
   tallies.forEach((t, i) => {
     const all = t.input + t.write + t.read;
@@ -180,12 +217,25 @@ function print(title: string, tallies: Tally[]): void {
         `${String(t.read).padStart(11)} ${String(t.output).padStart(8)} ` +
         `${`${((100 * t.read) / Math.max(1, all)).toFixed(1)} %`.padStart(12)} ` +
         `${(billed / (last - i * STEP)).toFixed(0).padStart(15)} ` +
+        `${(t.budget / (last - i * STEP)).toFixed(0).padStart(12)} ` +
         `${`${t.compactions} (${t.compactionBilled.toFixed(0)})`.padStart(24)}`,
     );
   });
+  console.log(
+    "legend: input, cache write, cache read, output and compactions are sums over the row's turns (20 turns a row);\n" +
+      "        reads/input is the row's cache reads over all its input tokens; billed-eq/turn (input + 1.25 × cache\n" +
+      "        write + 0.1 × cache read) and budget/turn (billed-eq + output × 5: what USER_DAILY_TOKENS counts) are per turn,\n" +
+      "        averaged over the row; compactions (billed-eq) counts the compactions and their billed-eq input, per row.",
+  );
   const sum = tallies.reduce(
-    (a, t) => ({ input: a.input + t.input, write: a.write + t.write, read: a.read + t.read }),
-    { input: 0, write: 0, read: 0 },
+    (a, t) => ({
+      input: a.input + t.input,
+      write: a.write + t.write,
+      read: a.read + t.read,
+      budget: a.budget + t.budget,
+      budgetCjk: a.budgetCjk + t.budgetCjk,
+    }),
+    { input: 0, write: 0, read: 0, budget: 0, budgetCjk: 0 },
   );
   const billed = sum.input + 1.25 * sum.write + 0.1 * sum.read;
   console.log(
@@ -196,6 +246,18 @@ function print(title: string, tallies: Tally[]): void {
       `${(billed / TURNS).toFixed(0)} per turn), cache reads ` +
       `${((100 * sum.read) / Math.max(1, sum.input + sum.write + sum.read)).toFixed(1)} % of ` +
       `input tokens`,
+  );
+  const daily = benchConfig?.USER_DAILY_TOKENS ?? 0;
+  const perTurn = sum.budget / TURNS;
+  console.log(
+    `budget tokens: ${sum.budget} in ${TURNS} turns (${perTurn.toFixed(0)} per turn); the default ` +
+      `USER_DAILY_TOKENS=${daily} holds ${daily > 0 ? Math.floor(daily / perTurn) : "unlimited"} such turns a day`,
+  );
+  const perTurnCjk = sum.budgetCjk / TURNS;
+  console.log(
+    `with the answers' output at one token per CJK character (as a real tokenizer counts Chinese): ` +
+      `${sum.budgetCjk} (${perTurnCjk.toFixed(0)} per turn); USER_DAILY_TOKENS=${daily} holds ` +
+      `${daily > 0 ? Math.floor(daily / perTurnCjk) : "unlimited"} such turns a day`,
   );
 }
 

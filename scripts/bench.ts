@@ -54,6 +54,7 @@ import { BenchOutbound } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../test/fakes/anthropic.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis, startRedisCluster } from "../test/helpers/redis.js";
+import { FEATURES } from "../src/features.js";
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 100);
 const PER_CHAT = Number(process.env.BENCH_MESSAGES ?? 20);
@@ -187,6 +188,7 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
     ttlSeconds: historyTtlSeconds(config),
   });
   const worker = startWorker({
+    features: FEATURES,
     config,
     log: silentLogger,
     redis,

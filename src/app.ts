@@ -26,6 +26,8 @@ import { MemoryStore } from "./memory/store.js";
 import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
 import { migrateConversation } from "./conversations/migrate.js";
+import { resetConversation } from "./conversations/reset.js";
+import { FEATURES } from "./features.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
 import type { Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
@@ -227,7 +229,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       for (const outbound of Object.values(outbounds)) {
         outbound.onChatMigrated?.(
           (from, to) =>
-            void migrateConversation(moveFrom, from, to, log).catch((err: unknown) =>
+            void migrateConversation(moveFrom, FEATURES, from, to, log).catch((err: unknown) =>
               log.error({ err }, "could not move the data of a migrated chat"),
             ),
         );
@@ -263,6 +265,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         outbounds,
         approvals: approvals.flow,
         tracerFor,
+        features: FEATURES,
       });
       closers.push(() => worker.close());
       const reminders = startReminderDelivery({ config, log, redis: workerRedis, prefix: options.prefix, outbounds });
@@ -332,7 +335,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         config,
         log,
         toolboxFor: (chat) => toolboxFor(listed(), chat),
-        resetChat: (chat) => history.reset(chat),
+        resetChat: (chat) => resetConversation(history, FEATURES, chat),
         compaction: {
           context: async (conversation) => {
             const read = await history.read(conversation);
@@ -366,8 +369,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         },
         commands,
         albums: new AlbumStore(producerRedis),
-        resetChat: (chat) => history.reset(chat),
-        migrateChat: async (from, to) => void (await migrateConversation(producerRedis, from, to, log)),
+        resetChat: (chat) => resetConversation(history, FEATURES, chat),
+        migrateChat: async (from, to) => void (await migrateConversation(producerRedis, FEATURES, from, to, log)),
         toolboxFor: (chat) => toolboxFor(listed(), chat),
         approvals: decider,
         reminders: reminders.actions,

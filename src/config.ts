@@ -852,13 +852,20 @@ export const ConfigSchema = z.object({
   MAX_QUEUED_PER_CHAT: int(1, 10_000, 20).describe(
     'Unanswered messages one conversation may hold; more get a short "busy" answer (1-10000).',
   ),
-  /** Tokens (all four kinds) one user may use per day in `TIMEZONE`; 0 = no limit. */
-  USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 200_000).describe(
-    "Tokens per user per day (days in `TIMEZONE`); `0` = no limit.",
+  /**
+   * Budget tokens one user may use per day in `TIMEZONE`; 0 = no limit. Budget tokens are billed-
+   * equivalent input tokens (`budgetTokensOf`, `src/usage/store.ts`): input × 1, cache writes × 1.25,
+   * cache reads × 0.1, output × the model's output/input price ratio (`MODEL_PRICES`, else 5). The
+   * default holds about 200 short turns a day (`npm run bench -- --cost`, docs/access.md).
+   */
+  USER_DAILY_TOKENS: int(0, 1_000_000_000_000, 330_000).describe(
+    "Budget tokens per user per day (days in `TIMEZONE`); `0` = no limit. Budget tokens are what a person " +
+      "is billed, as input tokens: input × 1, cache writes × 1.25, cache reads × 0.1, output × the model's " +
+      "output/input price ratio from `MODEL_PRICES` (5 when unset). The default holds about 200 short turns a day.",
   ),
-  /** Tokens (all four kinds) the whole bot may use per day; 0 or unset = no limit. */
+  /** Budget tokens (as {@link USER_DAILY_TOKENS} counts them) the whole bot may use per day; 0 or unset = no limit. */
   GLOBAL_DAILY_TOKENS: int(0, 1_000_000_000_000, 0).describe(
-    "Tokens per day for the whole bot; `0` or unset = no limit.",
+    "Budget tokens (counted as for `USER_DAILY_TOKENS`) per day for the whole bot; `0` or unset = no limit.",
   ),
   /**
    * `input,output,cache_write,cache_read` in USD per million tokens, optionally `,web_search` in

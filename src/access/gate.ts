@@ -222,7 +222,7 @@ export class AccessGate {
     const want = budgetReads(this.#deps.config, subject);
     if (!want.user && !want.all) return {};
     const { user, all } = await this.usage.dayTotals(subject.platform, subject.userId, want);
-    return { user: user?.tokens, all: all?.tokens };
+    return { user: user?.budget, all: all?.budget };
   }
 
   /** What a stranger is told, or undefined for silence. @throws when Redis fails. */

@@ -1,12 +1,32 @@
 /**
  * The `/usage` texts (and `npm run access -- usage`): tokens, web searches and seconds of voice
  * transcribed today and this month,
- * the budget left and when it resets, the estimated cost when `MODEL_PRICES` is set (searches
- * included); `/usage all` adds the top users.
+ * the budget left (in budget tokens, with a line saying how they are counted) and when it resets,
+ * the estimated cost when `MODEL_PRICES` is set (searches included); `/usage all` adds the top users.
  */
 import type { Config } from "../config.js";
 import { localize, type Locale } from "../i18n.js";
-import { costOf, nextDayStart, periodOf, type UsageTotals } from "../usage/store.js";
+import { outputWeightFor } from "../usage/budget.js";
+import { BUDGET_WEIGHTS, costOf, nextDayStart, periodOf, type UsageTotals } from "../usage/store.js";
+
+/**
+ * The line saying what a budget counts: billed-equivalent tokens, with the weights and the output
+ * weight of `ANTHROPIC_MODEL` ({@link outputWeightFor}: its output/input price ratio, else 5).
+ */
+export function budgetRuleLine(config: Pick<Config, "MODEL_PRICES" | "ANTHROPIC_MODEL">, locale: Locale): string {
+  const ratio = Number(outputWeightFor(config, config.ANTHROPIC_MODEL).toFixed(2));
+  return localize(
+    locale,
+    {
+      "zh-TW":
+        "額度以計費等值 tokens 計算：輸入 ×{input}、快取寫入 ×{cw}、快取讀取 ×{cr}、輸出 ×{ratio}（模型輸出與輸入的價格比）。",
+      en:
+        "Budgets count billed-equivalent tokens: input ×{input}, cache writes ×{cw}, cache reads ×{cr}, " +
+        "output ×{ratio} (the model's output/input price ratio).",
+    },
+    { input: BUDGET_WEIGHTS.input, cw: BUDGET_WEIGHTS.cacheWrite, cr: BUDGET_WEIGHTS.cacheRead, ratio },
+  );
+}
 
 /** `2026-12-01 00:00` in `timeZone`. */
 export function formatMoment(at: number, timeZone: string): string {
@@ -93,16 +113,17 @@ export function formatUserUsage(
   if (!budgeted || config.USER_DAILY_TOKENS === 0) {
     lines.push(localize(locale, { "zh-TW": "每日額度：無上限。", en: "Daily budget: no limit." }));
   } else {
-    const left = Math.max(0, config.USER_DAILY_TOKENS - totals.day.tokens);
+    const left = Math.max(0, config.USER_DAILY_TOKENS - totals.day.budget);
     lines.push(
       localize(
         locale,
         {
-          "zh-TW": "每日額度：剩 {left} / {budget} tokens，{reset}（{zone}）重置。",
-          en: "Daily budget: {left} of {budget} tokens left; resets at {reset} ({zone}).",
+          "zh-TW": "每日額度：剩 {left} / {budget} tokens（今天已計 {used}），{reset}（{zone}）重置。",
+          en: "Daily budget: {left} of {budget} tokens left ({used} counted today); resets at {reset} ({zone}).",
         },
-        { left, budget: config.USER_DAILY_TOKENS, reset, zone },
+        { left, budget: config.USER_DAILY_TOKENS, used: totals.day.budget, reset, zone },
       ),
+      budgetRuleLine(config, locale),
     );
   }
   if (config.MODEL_PRICES) {
@@ -123,7 +144,7 @@ export function formatUserUsage(
   return lines.join("\n");
 }
 
-/** The `/usage all` text: the whole bot today and this month, and the top users today. */
+/** The `/usage all` text: the whole bot today and this month, and the top users today (by budget tokens). */
 export function formatAllUsage(
   config: Config,
   locale: Locale,
@@ -150,11 +171,16 @@ export function formatAllUsage(
       localize(
         locale,
         {
-          "zh-TW": "全體每日額度：剩 {left} / {budget} tokens。",
-          en: "Bot daily budget: {left} of {budget} tokens left.",
+          "zh-TW": "全體每日額度：剩 {left} / {budget} tokens（今天已計 {used}）。",
+          en: "Bot daily budget: {left} of {budget} tokens left ({used} counted today).",
         },
-        { left: Math.max(0, config.GLOBAL_DAILY_TOKENS - bot.day.tokens), budget: config.GLOBAL_DAILY_TOKENS },
+        {
+          left: Math.max(0, config.GLOBAL_DAILY_TOKENS - bot.day.budget),
+          budget: config.GLOBAL_DAILY_TOKENS,
+          used: bot.day.budget,
+        },
       ),
+      budgetRuleLine(config, locale),
     );
   }
   if (config.MODEL_PRICES) {
@@ -171,6 +197,10 @@ export function formatAllUsage(
   }
   lines.push("", localize(locale, { "zh-TW": "**今天用量最多的使用者：**", en: "**Top users today:**" }));
   if (top.length === 0) lines.push(localize(locale, { "zh-TW": "（今天還沒有用量）", en: "(no usage yet today)" }));
-  top.forEach((t, i) => lines.push(`${i + 1}. \`${t.user}\` — ${t.tokens} tokens`));
+  top.forEach((t, i) =>
+    lines.push(
+      `${i + 1}. \`${t.user}\` — ${localize(locale, { "zh-TW": "額度計 {n} tokens", en: "{n} budget tokens" }, { n: t.tokens })}`,
+    ),
+  );
   return lines.join("\n");
 }

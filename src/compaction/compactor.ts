@@ -20,6 +20,7 @@ import { redact, type Logger } from "../log.js";
 import { compactionPrompt } from "../prompts.js";
 import { PLATFORMS, conversationKey, type ConversationRef } from "../queue/incoming.js";
 import { preview, type RunTracer } from "../trace/tracer.js";
+import { outputWeightFor } from "../usage/budget.js";
 import type { ModelUsage, UsageOwner, UsageStore } from "../usage/store.js";
 import { compactionRequestText, planCompaction, transcriptNonce } from "./plan.js";
 import type { CompactionStore } from "./store.js";
@@ -268,7 +269,7 @@ export async function compact(
       cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
     };
     await d.usage
-      ?.record(job.owner, usage)
+      ?.record(job.owner, usage, Date.now(), 0, outputWeightFor(d.config, d.config.ANTHROPIC_MODEL))
       .catch((err: unknown) => d.log.warn({ err }, "could not record the compaction's token usage"));
     if (response.stop_reason === "refusal") throw new CompactionError("the model refused to write the summary");
     const text = response.content

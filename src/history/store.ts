@@ -543,18 +543,19 @@ export class HistoryStore {
 
   /**
    * Forgets the conversation (`/reset`): its history, its summary (the history's first line) and
-   * the archive of what compactions replaced, and increments its reset generation (kept
+   * the keys of `alsoDelete` (the features' reset keys, e.g. the archive of what compactions
+   * replaced: `src/conversations/reset.ts`), and increments its reset generation (kept
    * {@link RESETS_TTL_SECONDS}), in one `MULTI` (the keys share the conversation's hash tag), so a
    * run that began before it can no longer append to the history ({@link append} with `resets`);
    * then announces it on {@link RESETS_CHANNEL}, so workers close its open approval prompts (a
    * failed announcement is logged, not thrown).
    * @throws when Redis is unreachable.
    */
-  async reset(chat: ConversationRef): Promise<void> {
+  async reset(chat: ConversationRef, alsoDelete: readonly string[] = []): Promise<void> {
     const keys = conversationKeys(chat);
     const results = await this.redis
       .multi()
-      .del(keys.history, keys.archive)
+      .del(keys.history, ...alsoDelete)
       .incr(keys.resets)
       .expire(keys.resets, RESETS_TTL_SECONDS)
       .exec();

@@ -14,12 +14,24 @@
  * flight), so concurrent runs of one person can together overshoot a budget by at most the model
  * call each has in flight: none of them starts another call once the recorded total reached it.
  * Admins (`ADMIN_USERS`, and the console's operator) are exempt from the user budget, not from
- * the global one. Both counts are all four token kinds of the API's `usage`.
+ * the global one. Both count budget tokens: what a person is billed, as input tokens (input × 1,
+ * cache writes × 1.25, cache reads × 0.1, output × the model's output/input price ratio:
+ * {@link outputWeightFor}, `budgetTokensOf` of `src/usage/store.ts`), recorded with each call.
  */
 import { isAdmin } from "../access/policy.js";
-import type { Config } from "../config.js";
+import { pricesFor, type Config } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
-import { nextDayStart, type UsageStore } from "./store.js";
+import { BUDGET_WEIGHTS, nextDayStart, type UsageStore } from "./store.js";
+
+/**
+ * The weight of one output token in the budget tokens of a call of `model`: its output price over
+ * its input price in `MODEL_PRICES` ({@link pricesFor}: its own entry, else the default prices),
+ * or 5 ({@link BUDGET_WEIGHTS}) when `MODEL_PRICES` is unset or prices input at 0.
+ */
+export function outputWeightFor(config: Pick<Config, "MODEL_PRICES">, model: string): number {
+  const prices = pricesFor(config, model);
+  return prices && prices.input > 0 ? prices.output / prices.input : BUDGET_WEIGHTS.output;
+}
 
 /** The budget messages (the gate's refusal and a run stopped by the guard say the same). */
 export const BUDGET_TEXT = {
@@ -42,7 +54,7 @@ export interface BudgetOwner {
   userId: string;
 }
 
-/** Today's recorded tokens (all four kinds) of the person and of the whole bot; absent = not read. */
+/** Today's recorded budget tokens of the person and of the whole bot; absent = not read. */
 export interface BudgetTotals {
   user?: number | undefined;
   all?: number | undefined;
@@ -107,7 +119,7 @@ export async function checkBudget(
   const want = budgetReads(config, owner);
   if (!want.user && !want.all) return undefined;
   const totals = await usage.dayTotals(owner.platform, owner.userId, want);
-  return budgetRefusal(config, owner, { user: totals.user?.tokens, all: totals.all?.tokens });
+  return budgetRefusal(config, owner, { user: totals.user?.budget, all: totals.all?.budget });
 }
 
 /**

@@ -12,7 +12,9 @@
  * which the calls' own model prices (`MODEL_PRICES` per model) differ from the default prices
  * (signed; absent while every call was of a model at the default price), so the estimated cost
  * ({@link costOf}) is each model's tokens at its own price, and `vs` (seconds of voice messages and
- * audio files transcribed, {@link UsageStore.recordVoice}).
+ * audio files transcribed, {@link UsageStore.recordVoice}) and `bt`, the budget tokens: each call's
+ * billed-equivalent tokens ({@link budgetTokensOf}), what the daily budgets count. The top set is
+ * ranked by budget tokens too.
  */
 import type { RedisClient } from "../redis.js";
 
@@ -34,14 +36,47 @@ export interface ModelUsage {
   web_fetch_requests?: number;
 }
 
-/** Totals of one period: the four token kinds, their sum, the number of model calls and the web searches and fetches. */
+/**
+ * The weights of the budget tokens ({@link budgetTokensOf}), relative to an input token, as the
+ * Messages API bills them: a cache read costs 0.1 × the input price, a 5-minute cache write 1.25 ×
+ * ("Prompt caching", pricing table: https://platform.claude.com/docs/en/build-with-claude/prompt-caching#pricing).
+ * `output` is the weight of an output token when the model has no price in `MODEL_PRICES`: 5, the
+ * output/input price ratio of every current Claude model (e.g. USD 3 / 15 per million tokens).
+ */
+export const BUDGET_WEIGHTS = { input: 1, cacheWrite: 1.25, cacheRead: 0.1, output: 5 } as const;
+
+/**
+ * The budget tokens of one model response: its billed-equivalent input tokens, input × 1 + cache
+ * writes × 1.25 + cache reads × 0.1 + output × `outputWeight` (the model's output/input price
+ * ratio), rounded to a whole token.
+ * @param outputWeight - price of an output token over an input token's for the call's model;
+ *   default {@link BUDGET_WEIGHTS}.output (5). Not finite or negative counts as the default.
+ */
+export function budgetTokensOf(usage: ModelUsage, outputWeight: number = BUDGET_WEIGHTS.output): number {
+  const n = (v: number) => Math.max(0, Number(v) || 0);
+  const weight = Number.isFinite(outputWeight) && outputWeight >= 0 ? outputWeight : BUDGET_WEIGHTS.output;
+  return Math.round(
+    n(usage.input_tokens) * BUDGET_WEIGHTS.input +
+      n(usage.cache_creation_input_tokens) * BUDGET_WEIGHTS.cacheWrite +
+      n(usage.cache_read_input_tokens) * BUDGET_WEIGHTS.cacheRead +
+      n(usage.output_tokens) * weight,
+  );
+}
+
+/** Totals of one period: the four token kinds, their sum, the budget tokens, the number of model calls and the web searches and fetches. */
 export interface UsageTotals {
   input: number;
   output: number;
   cacheWrite: number;
   cacheRead: number;
-  /** input + output + cacheWrite + cacheRead: what a budget counts. */
+  /** input + output + cacheWrite + cacheRead: the raw token count (not what a budget counts). */
   tokens: number;
+  /**
+   * Budget tokens: the calls' billed-equivalent tokens ({@link budgetTokensOf}), what the daily
+   * budgets count. A hash written before they were recorded (no `bt`) is counted from its four
+   * kinds at the default weights.
+   */
+  budget: number;
   calls: number;
   /** Web searches the API ran (billed per search). */
   webSearches: number;
@@ -60,12 +95,12 @@ export interface UsageOwner {
   chatId: string;
 }
 
-const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd"] as const;
+const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd", "bt"] as const;
 
 /**
  * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, pd
- * (signed micro-USD), [member].
- * Adds the nonzero counts and one call to both hashes (and the token sum to the member's score).
+ * (signed micro-USD), bt (budget tokens), [member].
+ * Adds the nonzero counts and one call to both hashes (and the budget tokens to the member's score).
  */
 const ADD_SCRIPT = `
 local ttl = tonumber(ARGV[1])
@@ -76,12 +111,13 @@ for k = 1, 2 do
     local n = tonumber(ARGV[i + 1])
     if n > 0 then redis.call('HINCRBY', KEYS[k], names[i], n) end
   end
+  redis.call('HINCRBY', KEYS[k], 'bt', tonumber(ARGV[9]))
   if pd ~= 0 then redis.call('HINCRBY', KEYS[k], 'pd', pd) end
   redis.call('HINCRBY', KEYS[k], 'calls', 1)
   redis.call('EXPIRE', KEYS[k], ttl)
 end
 if KEYS[3] then
-  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[4]) + tonumber(ARGV[5]), ARGV[9])
+  redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[9]), ARGV[10])
   redis.call('EXPIRE', KEYS[3], ttl)
 end
 return 1
@@ -142,7 +178,7 @@ export function nextDayStart(at: number, timeZone: string): number {
   return guess;
 }
 
-/** Totals from an `HMGET … in out cw cr calls ws wf vs pd` reply. */
+/** Totals from an `HMGET … in out cw cr calls ws wf vs pd bt` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
   const totals = {
@@ -155,9 +191,19 @@ export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
     webFetches: n(6),
     voiceSeconds: n(7),
   };
+  const budget =
+    values?.[9] !== null && values?.[9] !== undefined
+      ? n(9)
+      : budgetTokensOf({
+          input_tokens: totals.input,
+          output_tokens: totals.output,
+          cache_creation_input_tokens: totals.cacheWrite,
+          cache_read_input_tokens: totals.cacheRead,
+        });
   return {
     ...totals,
     tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead,
+    budget,
     ...(n(8) !== 0 ? { priceDelta: n(8) } : {}),
   };
 }
@@ -194,9 +240,17 @@ export class UsageStore {
    * one pipelined round trip of three scripts.
    * @param priceDelta - micro-USD by which this call costs more (negative: less) at its model's own
    *   price than at the default price ({@link priceDeltaOf}); default 0.
+   * @param outputWeight - the call's model's output/input price ratio, for its budget tokens
+   *   ({@link budgetTokensOf}; `outputWeightFor` of `src/usage/budget.ts`); default 5.
    * @throws when Redis fails (the caller logs it; an answer is never held back by it).
    */
-  async record(owner: UsageOwner, usage: ModelUsage, at = Date.now(), priceDelta = 0): Promise<void> {
+  async record(
+    owner: UsageOwner,
+    usage: ModelUsage,
+    at = Date.now(),
+    priceDelta = 0,
+    outputWeight: number = BUDGET_WEIGHTS.output,
+  ): Promise<void> {
     const { day, month } = periodOf(at, this.#timeZone);
     const ttl = USAGE_KEEP_DAYS * 86_400;
     const counts = [
@@ -207,7 +261,7 @@ export class UsageStore {
       usage.web_search_requests ?? 0,
       usage.web_fetch_requests ?? 0,
     ].map((n) => Math.max(0, Math.floor(Number(n) || 0)));
-    counts.push(Math.round(Number(priceDelta) || 0));
+    counts.push(Math.round(Number(priceDelta) || 0), budgetTokensOf(usage, outputWeight));
     const redis = this.#redis as RedisWithUsage;
     const user = `u:${owner.platform}:${owner.userId}`;
     const chat = `c:${owner.platform}:${owner.chatId}`;
@@ -330,7 +384,7 @@ export class UsageStore {
     return { day: totalsOf(d), month: totalsOf(m) };
   }
 
-  /** The `limit` users with the most tokens today (`platform:userId`, tokens), most first. */
+  /** The `limit` users with the most budget tokens today (`platform:userId`, budget tokens), most first. */
   async topUsers(limit = 10, at = Date.now()): Promise<{ user: string; tokens: number }[]> {
     const { day } = periodOf(at, this.#timeZone);
     const flat = await this.#redis.zrevrange(UsageStore.topKey(day), 0, limit - 1, "WITHSCORES");

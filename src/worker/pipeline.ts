@@ -41,6 +41,7 @@ import type { RedisClient } from "../redis.js";
 import { pricesFor } from "../config.js";
 import type { Settings } from "../settings/store.js";
 import { priceDeltaOf } from "../usage/store.js";
+import { outputWeightFor } from "../usage/budget.js";
 import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
@@ -282,7 +283,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
 async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
   if (state.to.chatKind !== "group") return;
   const to = await movedTo(parts.redis, state.conversation, state.log);
-  if (to) await migrateConversation(parts.redis, state.conversation, to, state.log, { again: true });
+  if (to) await migrateConversation(parts.redis, parts.features, state.conversation, to, state.log, { again: true });
 }
 
 /**
@@ -512,15 +513,13 @@ export function runOptions(
     onUsage: (u: ModelUsage) => {
       state.requestTokens = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
       if (!usage) return;
-      // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens.
-      const delta = priceDeltaOf(
-        u,
-        pricesFor(parts.config, state.settings?.model ?? parts.config.ANTHROPIC_MODEL),
-        parts.config.MODEL_PRICES,
-      );
+      // A model priced apart in MODEL_PRICES: its difference from the default price is recorded with its tokens,
+      // and its output/input price ratio weighs its output in the budget tokens.
+      const model = state.settings?.model ?? parts.config.ANTHROPIC_MODEL;
+      const delta = priceDeltaOf(u, pricesFor(parts.config, model), parts.config.MODEL_PRICES);
       state.usage.push(
         usage
-          .record(message, u, Date.now(), delta)
+          .record(message, u, Date.now(), delta, outputWeightFor(parts.config, model))
           .catch((err: unknown) => state.log.warn({ err }, "could not record token usage")),
       );
     },

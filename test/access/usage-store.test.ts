@@ -15,7 +15,7 @@ useRedis((connection) => {
 });
 
 describe("usage of server tools", () => {
-  it("counts web searches and fetches per user, chat and bot, and keeps the tokens and the top list as they were", async () => {
+  it("counts web searches and fetches per user, chat and bot, and keeps the tokens as they were (the top list ranks budget tokens)", async () => {
     const store = new UsageStore(redis, "Asia/Taipei");
     const at = Date.UTC(2026, 11, 1, 4);
     const owner = { platform: "telegram", userId: "u-ws", chatId: "c-ws" };
@@ -43,6 +43,8 @@ describe("usage of server tools", () => {
       cacheWrite: 0,
       cacheRead: 5,
       tokens: 137,
+      // budget tokens: 100 + 0.1 × 5 + 5 × 20 = 200.5 → 201, then 10 + 5 × 2 = 20
+      budget: 221,
       calls: 2,
       webSearches: 2,
       webFetches: 1,
@@ -55,7 +57,7 @@ describe("usage of server tools", () => {
       tokens: 137,
     });
     expect((await store.botTotals(at)).day).toMatchObject({ webSearches: 2, webFetches: 1 });
-    expect(await store.topUsers(10, at)).toEqual([{ user: "telegram:u-ws", tokens: 137 }]);
+    expect(await store.topUsers(10, at)).toEqual([{ user: "telegram:u-ws", tokens: 221 }]);
 
     expect(formatTotals("zh-TW", user.day)).toBe(
       "137 tokens，2 次模型呼叫（輸入 110、輸出 22、快取寫入 0、快取讀取 5）；網頁搜尋 2 次、讀取網頁 1 次",
@@ -95,6 +97,7 @@ describe("usage of server tools", () => {
       cacheWrite: 0,
       cacheRead: 0,
       tokens: 1_000_000,
+      budget: 1_000_000,
       calls: 1,
       webSearches: 3,
       webFetches: 2,

@@ -25,6 +25,7 @@ import { testContext } from "../helpers/context.js";
 import { answerDecision } from "../../src/worker/decision.js";
 import type { AnswerParts } from "../../src/worker/pipeline.js";
 import { RecordingOutbound } from "./recording-outbound.js";
+import { FEATURES } from "../../src/features.js";
 
 /** Runs of the dangerous test tools. */
 export const toolRuns = { count: 0 };
@@ -216,6 +217,7 @@ export function harness(
     },
   });
   const parts: AnswerParts = {
+    features: FEATURES,
     config,
     log: silentLogger,
     redis: connection,

@@ -19,6 +19,8 @@ import { summaryLine, withSummary, type Summary } from "../../src/history/summar
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import { useRedis } from "../helpers/use-redis.js";
+import { resetConversation } from "../../src/conversations/reset.js";
+import { FEATURES } from "../../src/features.js";
 
 const summary: Summary = { text: "- 小明 likes tea", summarized: 4, compactions: 1, at: 1 };
 const user = (t: string) => `U${JSON.stringify({ role: "user", content: t })}\n`;
@@ -219,7 +221,7 @@ describe("the summary in the stored history", () => {
       expect(rebuilt).toContain('"other"');
       expect(rebuilt).toContain('"mine"');
       expect(rebuilt.split("\n").filter((l) => l.startsWith("U")).length).toBeLessThanOrEqual(24);
-      await history.reset(chat);
+      await resetConversation(history, FEATURES, chat);
       expect(await redis.exists(conversationKeys(chat).history, conversationKeys(chat).archive)).toBe(0);
     },
   );

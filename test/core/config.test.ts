@@ -306,12 +306,12 @@ describe("loadConfig", () => {
 });
 
 describe("access and budget variables (issue 13)", () => {
-  it("defaults: pairing, no lists, 10 messages a minute, 20 queued, 200000 tokens a day, no global budget, no prices", () => {
+  it("defaults: pairing, no lists, 10 messages a minute, 20 queued, 330000 budget tokens a day, no global budget, no prices", () => {
     const c = loadConfig({}, { purpose: "inspect" });
     expect(c.ACCESS_POLICY).toBe("pairing");
     expect([c.ADMIN_USERS, c.ALLOWED_USERS, c.ALLOWED_CHATS]).toEqual([[], [], []]);
     expect([c.RATE_LIMIT_PER_MINUTE, c.MAX_QUEUED_PER_CHAT, c.USER_DAILY_TOKENS, c.GLOBAL_DAILY_TOKENS]).toEqual([
-      10, 20, 200000, 0,
+      10, 20, 330000, 0,
     ]);
     expect(c.MODEL_PRICES).toBeUndefined();
   });

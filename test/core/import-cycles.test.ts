@@ -83,6 +83,10 @@ describe("import cycles (issue 37 item 3)", () => {
     expect(within("src/worker/")).toEqual([]);
   });
 
+  it("none through the feature list or the feature contract (issue 37 item 1: a feature never imports the list)", () => {
+    expect(all.filter((g) => g.includes("src/features.ts") || g.includes("src/feature.ts"))).toEqual([]);
+  });
+
   it("none inside adapters/telegram/", () => {
     expect(within("adapters/telegram/")).toEqual([]);
   });

@@ -28,7 +28,7 @@ describe("docs/configuration.md", () => {
     const row = (name: string) => new RegExp(`^\\| \`${name}\` \\| .+ \\| (.+) \\|$`, "m").exec(page)?.[1];
     expect(row("MAX_TURNS")).toBe(`\`${config.MAX_TURNS}\``);
     expect(row("ANTHROPIC_MODEL")).toBe("`claude-opus-5`");
-    expect(row("USER_DAILY_TOKENS")).toBe("`200000`");
+    expect(row("USER_DAILY_TOKENS")).toBe("`330000`");
     expect(row("LOG_CONTENT")).toBe("`off`");
     expect(row("ALWAYS_ALLOW_DAYS")).toBe("`30`");
     expect(row("REDIS_URL")).toBe("unset");

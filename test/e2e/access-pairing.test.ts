@@ -255,12 +255,25 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
         `${total} tokens，${used.length} 次模型呼叫（輸入 ${sum("input_tokens")}、輸出 ${sum("output_tokens")}、` +
           `快取寫入 ${sum("cache_creation_input_tokens")}、快取讀取 ${sum("cache_read_input_tokens")}）`,
       );
-      expect(usage).toContain(`剩 0 / ${BUDGET} tokens`);
+      expect(usage).toContain(`剩 0 / ${BUDGET} tokens（今天已計 `);
+      expect(usage).toContain("額度以計費等值 tokens 計算：輸入 ×1、快取寫入 ×1.25、快取讀取 ×0.1、輸出 ×5");
 
       // The admin has no budget, and sees everyone's usage; the CLI shows the same figures with the cost.
       const admin = tg.user(ADMIN, "Owner");
       const all = (await ask(tg.privateChat(admin), admin, "/usage all")).text;
-      expect(all).toContain(`telegram:${ALLOWED} — ${total} tokens`);
+      // The top list ranks budget tokens: input + 1.25 × cache writes + 0.1 × cache reads + 5 × output (no MODEL_PRICES in the bot).
+      const budgetTokens = used.reduce(
+        (n, a) =>
+          n +
+          Math.round(
+            a.usage.input_tokens +
+              1.25 * a.usage.cache_creation_input_tokens +
+              0.1 * a.usage.cache_read_input_tokens +
+              5 * a.usage.output_tokens,
+          ),
+        0,
+      );
+      expect(all).toContain(`telegram:${ALLOWED} — 額度計 ${budgetTokens} tokens`);
       expect((await ask(dm, user, "/usage all")).text).toContain("只有機器人管理員");
       const cli = await access("usage", `telegram:${ALLOWED}`);
       expect(cli.code).toBe(0);

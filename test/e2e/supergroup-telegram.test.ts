@@ -3,7 +3,7 @@
  * fake Bot API answers every call to the old id with the real `400 Bad Request: group chat was
  * upgraded to a supergroup chat` and `parameters.migrate_to_chat_id`, and sends the service
  * messages `migrate_to_chat_id` / `migrate_from_chat_id`. The answer goes to the new chat, and the
- * conversation's data (history, settings, group enablement, group memory, grants, reminders: `CONVERSATION_STORES`)
+ * conversation's data (history, settings, group enablement, group memory, grants, reminders: the core's and every feature's conversation stores)
  * carries over — once, however many triggers there are. Real grammy adapter and worker parts.
  */
 import type { Chat } from "grammy/types";

@@ -16,6 +16,7 @@ import { startFakeAnthropic, type FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { CapturingStream, message, todoModel, waitFor } from "../worker/harness.js";
+import { FEATURES } from "../../src/features.js";
 
 // BullMQ on one redis-server and the inbox on another, so BullMQ's Queue.add can fail for real
 // (its server is down) while the inbox script still runs.
@@ -40,6 +41,7 @@ describe("ChatQueue when adding the chat's job fails", () => {
     workerStore = connectRedis(storeServer.url, { maxRetriesPerRequest: null });
     queue = new ChatQueue({ redis: bull, store });
     worker = startWorker({
+      features: FEATURES,
       config,
       log: silentLogger,
       redis: workerBull,

@@ -17,6 +17,7 @@ import { z } from "zod";
 import type { FakeDiscord } from "../fakes/discord.js";
 import { testConfig } from "../helpers/config.js";
 import { todoTools, waitFor } from "./harness.js";
+import { FEATURES } from "../../src/features.js";
 
 /**
  * Spawns `script` (a worker child under test/worker/) with `env` added to this process's
@@ -71,6 +72,7 @@ export function startDiscordWorker(options: {
   if (options.crashTool) toolbox.add(crashTool());
   if (options.memory) for (const tool of memoryTools(config)) toolbox.add(tool);
   const worker = startWorker({
+    features: FEATURES,
     config,
     log: options.log ?? silentLogger,
     redis,

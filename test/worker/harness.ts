@@ -27,6 +27,7 @@ import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { FEATURES } from "../../src/features.js";
 
 /** A todo tool pair for tests, stored per platform and user; `add_todo` takes `delayMs` to stay in flight. */
 export function todoTools(): ToolBox {
@@ -257,6 +258,7 @@ export async function startHarness(
       const approvals = options.approvals?.({ config, log: silentLogger, redis: wredis, history, toolbox, client });
       if (approvals) closers.push(approvals.close);
       const worker = startWorker({
+        features: FEATURES,
         config,
         log: silentLogger,
         redis: wredis,

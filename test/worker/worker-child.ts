@@ -13,10 +13,12 @@ import { connectRedis } from "../../src/redis.js";
 import { startWorker } from "../../src/worker/worker.js";
 import { testConfig } from "../helpers/config.js";
 import { todoTools } from "./harness.js";
+import { FEATURES } from "../../src/features.js";
 
 const config = testConfig({ WORKER_CONCURRENCY: "4" });
 const redis = connectRedis(process.env.REDIS_URL!, { maxRetriesPerRequest: null });
 const worker = startWorker({
+  features: FEATURES,
   config,
   log: silentLogger,
   redis,

@@ -1,0 +1,61 @@
+/**
+ * Issue 37 item 1: the feature list and what the hubs ask of it — buttons routed by prefix, the
+ * conversation stores a move carries, the keys `/reset` clears.
+ */
+import { describe, expect, it } from "vitest";
+import { buttonKind } from "../../src/buttons.js";
+import { conversationStores } from "../../src/conversations/migrate.js";
+import type { Feature } from "../../src/feature.js";
+import { FEATURES, FeatureSet } from "../../src/features.js";
+import { conversationKeys } from "../../src/queue/keys.js";
+
+describe("the feature list", () => {
+  it("holds the six features of issue 37, each named once", () => {
+    expect(FEATURES.map((f) => f.name)).toEqual([
+      "compaction",
+      "settings",
+      "reminders",
+      "tasks",
+      "approvals",
+      "memory",
+    ]);
+  });
+
+  it("routes each button prefix to its feature, and anything else to none", () => {
+    expect(buttonKind("ap:Ab3dE5gH:y")).toBe("approvals");
+    expect(buttonKind("pm:x")).toBe("approvals");
+    expect(buttonKind("rm:d:42.1")).toBe("reminders");
+    expect(buttonKind("tk:p:x")).toBe("tasks");
+    expect(buttonKind("st:l:en")).toBe("settings");
+    expect(buttonKind("mm:all")).toBe("memory");
+    expect(buttonKind("zz:1")).toBe("unknown");
+  });
+
+  it("refuses two features claiming one prefix, or one name twice", () => {
+    const a: Feature = { name: "a", buttons: { prefixes: ["x:"], press: async () => ({ kind: "a", notice: "" }) } };
+    const b: Feature = { name: "b", buttons: { prefixes: ["x:y"], press: async () => ({ kind: "b", notice: "" }) } };
+    expect(() => new FeatureSet([a, b])).toThrow(/both claim the button prefix/);
+    expect(() => new FeatureSet([a, { name: "a" }])).toThrow(/two features are named "a"/);
+  });
+
+  it("moves the core's stores, then every feature's, on a conversation move", () => {
+    expect(conversationStores(FEATURES).map((s) => s.name)).toEqual([
+      "history",
+      "reset generation",
+      "drafts-off",
+      "access chats",
+      "compaction archive",
+      "settings",
+      "reminders",
+      "tasks",
+      "grants",
+      "group memory",
+    ]);
+  });
+
+  it("clears the compaction archive with the history on /reset, and keeps the settings", () => {
+    const chat = { platform: "telegram" as const, chatId: "-100" };
+    const keys = FEATURES.flatMap((f) => f.conversation?.reset?.(chat) ?? []);
+    expect(keys).toEqual([conversationKeys(chat).archive]);
+  });
+});

@@ -104,7 +104,10 @@ export interface RunningAnswer {
   readonly signal: AbortSignal;
   /** Called once when the stop arrives (before the run notices it): e.g. the live answer's "stopping" line. */
   onStop?: () => void;
-  /** Deletes the conversation's record (when it is still this answer's) and forgets the answer. Never throws. */
+  /**
+   * Deletes the conversation's record (when it is still this answer's) and forgets the answer; a
+   * second call does nothing. Never throws.
+   */
   end(): Promise<void>;
 }
 
@@ -165,10 +168,13 @@ export class AnswerStops {
     const local = `${conversationKey(conversation)}|${id}`;
     const controller = new AbortController();
     const record: AnsweringRecord = { id, userId: asker.userId, messageId: asker.messageId.slice(0, 256) };
+    let ended = false;
     const answer: RunningAnswer = {
       id,
       signal: controller.signal,
       end: async () => {
+        if (ended) return;
+        ended = true;
         this.#running.delete(local);
         await this.#redis
           .eval(END_SCRIPT, 1, key, id)

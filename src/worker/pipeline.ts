@@ -555,7 +555,8 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   try {
     computed = await state.taken.compute(state);
   } finally {
-    await Promise.all(state.usage);
+    // Computed (or failed): nothing is left to stop, so a Stop from now on says the answer finished.
+    await Promise.all([...state.usage, state.running?.end()]);
   }
   if (computed.kind === "said") return computed.text;
   if (computed.kind === "approval") {

@@ -10,7 +10,7 @@ import { FEATURES, FeatureSet } from "../../src/features.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 
 describe("the feature list", () => {
-  it("holds the six features of issue 37, each named once", () => {
+  it("holds the six features of issue 37 and Stop (issue 42), each named once", () => {
     expect(FEATURES.map((f) => f.name)).toEqual([
       "compaction",
       "settings",
@@ -18,11 +18,13 @@ describe("the feature list", () => {
       "tasks",
       "approvals",
       "memory",
+      "stop",
     ]);
   });
 
   it("routes each button prefix to its feature, and anything else to none", () => {
     expect(buttonKind("ap:Ab3dE5gH:y")).toBe("approvals");
+    expect(buttonKind("sp:Ab3dE5gHiJkL")).toBe("stop");
     expect(buttonKind("pm:x")).toBe("approvals");
     expect(buttonKind("rm:d:42.1")).toBe("reminders");
     expect(buttonKind("tk:p:x")).toBe("tasks");

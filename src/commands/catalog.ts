@@ -248,12 +248,6 @@ export const COMMANDS: readonly Command[] = [
   },
   { name: "help", description: d("我能做什麼", "What I can do"), access: "everyone", run: help },
   {
-    name: "stop",
-    description: d("停止正在寫的回答", "Stop the answer being written"),
-    access: "everyone",
-    run: stopCommand,
-  },
-  {
     name: "tools",
     description: d("列出可用的工具（可加分類）", "List the tools (optionally one tag)"),
     access: "everyone",
@@ -270,6 +264,12 @@ export const COMMANDS: readonly Command[] = [
         ].sort(),
     },
     run: (inv, services) => formatToolList(services.toolboxFor(inv), inv.locale, inv.args.split(/\s+/)[0] || undefined),
+  },
+  {
+    name: "stop",
+    description: d("停止正在寫的回答", "Stop the answer being written"),
+    access: "everyone",
+    run: stopCommand,
   },
   {
     name: "reset",

@@ -86,8 +86,8 @@ describe("console adapter through queue, worker and history", () => {
     const listed = [...output.answers()[1]!.matchAll(/^- \/([a-z_]+)/gm)].map((m) => `/${m[1]}`);
     expect(listed).toEqual([
       "/help",
-      "/stop",
       "/tools",
+      "/stop",
       "/reset",
       "/context",
       "/compact",

@@ -405,7 +405,11 @@ it("unfollow ends the chat's reminders and tasks; leaving a group ends theirs in
   expect(await listTasks(redis, owner)).toHaveLength(1);
 
   await line.deliver([line.plainEvent(dm(carol), "unfollow")]);
-  await line.waitFor(async () => (await listReminders(redis, owner)).length === 0 || undefined);
+  // The chat's reminders end first, then its tasks (`endChat`): wait for both.
+  await line.waitFor(
+    async () =>
+      ((await listReminders(redis, owner)).length === 0 && (await listTasks(redis, owner)).length === 0) || undefined,
+  );
   expect(await listTasks(redis, owner)).toEqual([]);
 });
 

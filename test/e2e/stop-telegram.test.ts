@@ -37,12 +37,33 @@ const slowLookup = defineTool({
     }),
 });
 
+/** A dangerous tool that, once approved, runs until the test lets it finish (`release`); it ignores its signal. */
+const change = { started: false, signalled: false, release: () => {} };
+const slowChange = defineTool({
+  name: "e2e_stop_change",
+  description: "Changes something once confirmed, and takes a while (a test tool).",
+  tags: ["util"],
+  dangerous: true,
+  input: z.object({}),
+  timeoutMs: 60_000,
+  activity: () => "更改設定",
+  run: (_input, context) =>
+    new Promise<string>((resolve) => {
+      change.started = true;
+      context.signal.addEventListener("abort", () => (change.signalled = true));
+      change.release = () => resolve("changed");
+    }),
+});
+
 let stack: Stack;
 let redis: RedisClient;
-useStack({ env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" }, tools: [slowLookup] }, (started, connection) => {
-  stack = started;
-  redis = connection;
-});
+useStack(
+  { env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" }, tools: [slowLookup, slowChange] },
+  (started, connection) => {
+    stack = started;
+    redis = connection;
+  },
+);
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = () => {};
@@ -204,6 +225,44 @@ describe("Stop on Telegram", () => {
     const request = requestWith("算了")!;
     const results = JSON.stringify(request.messages);
     expect(results).toContain("pressed Stop while e2e_stop_lookup was running");
+    expect(stack.model.rejections).toEqual([]);
+  }, 60_000);
+
+  it("a group admin may stop someone else's answer; an approved dangerous tool running is not cut: it finishes and the answer says so", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009420004, "停止群組四");
+    const ann = tg.user(94206, "Ann");
+    const admin = tg.user(94207, "Admin");
+    tg.admins.set(group.id, new Set([admin.id]));
+    change.started = false;
+    change.signalled = false;
+    stack.model.enqueue(toolUse("e2e_stop_change", {}));
+    tg.sendUserMessage({ chat: group, from: ann, text: `@${tg.bot.username} 幫我改設定` });
+    const prompt = await tg.waitFor(
+      () => sentTo(group).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("ap:"))),
+      WAIT,
+      "the approval prompt",
+    );
+    const approve = tg.buttons(prompt).find((b) => b.callback_data!.endsWith(":y"))!;
+    const requests = stack.model.requests.length;
+    tg.pressButton({ from: ann, message: prompt, data: approve.callback_data! });
+    await tg.waitFor(() => change.started || undefined, WAIT, "the approved tool running");
+    const live = await tg.waitFor(
+      () => sentTo(group).find((m) => m.text.includes("更改設定") && tg.buttons(m).length > 0),
+      WAIT,
+      "the resumed answer's status line with its Stop button",
+    );
+    const pressed = tg.pressButton({ from: admin, message: live, data: tg.buttons(live)[0]!.callback_data! });
+    await tg.waitFor(() => tg.callbackAnswers.find((a) => a.callback_query_id === pressed), WAIT, "the admin's answer");
+    expect(tg.callbackAnswers.find((a) => a.callback_query_id === pressed)?.text).toBe("正在停止這個回答。");
+    // The approved change is neither signalled nor left behind: the answer waits for it.
+    await tg.waitFor(() => live.text.includes("正在停止"), WAIT, "the stopping line");
+    expect(change.signalled).toBe(false);
+    change.release();
+    await tg.waitFor(() => tg.buttons(live).length === 0 && live.text.includes(MARK), WAIT, "the stopped answer");
+    expect(live.text).toContain("「更改設定」在停止前已開始，並已完成。");
+    // Stopped: no model call after the tool.
+    expect(stack.model.requests.length).toBe(requests);
     expect(stack.model.rejections).toEqual([]);
   }, 60_000);
 });

@@ -245,6 +245,10 @@ export interface AnswerState {
  */
 export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
   const state = await restore(parts, taken, attempt);
+  // A Stop shows at once on the live answer, in the conversation's language once read.
+  if (state.running)
+    state.running.onStop = () =>
+      state.live?.push({ type: "notice", text: localize(localeOf(parts, state), STOP_TEXT.stopping) });
   const timer = setTimeout(
     () => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)),
     Math.max(0, state.deadlineAt - Date.now()),
@@ -349,9 +353,6 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
         )
       : undefined;
   const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
-  if (running && live) {
-    running.onStop = () => live.push({ type: "notice", text: localize(parts.config.BOT_LOCALE, STOP_TEXT.stopping) });
-  }
   return {
     taken,
     to,

@@ -338,20 +338,20 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
-  const [draftsOff, resets] = await Promise.all([
+  // Stop: an answer still to compute is registered (a task's occurrence has nobody watching it being
+  // written), in the same round trip as the reads below.
+  const [draftsOff, resets, running] = await Promise.all([
     outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
     taken.resets ?? parts.history.generation(conversation),
-  ]);
-  const drafts = draftsOff !== 1;
-  // Stop: an answer still to compute is registered (a task's occurrence has nobody watching it being written).
-  const running =
     parts.stops && taken.kind !== "task" && restored.answer === undefined
-      ? await parts.stops.begin(
+      ? parts.stops.begin(
           conversation,
           { userId: message.userId, messageId: message.messageId },
           Math.max(60, (startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000 - Date.now()) / 1000 + 60),
         )
-      : undefined;
+      : undefined,
+  ]);
+  const drafts = draftsOff !== 1;
   const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
   return {
     taken,

@@ -20,8 +20,9 @@
  * Redis commands per message on the common path (one-chunk answer, one job per message): the
  * history read (`GETEX`, with the conversation's settings `GET` in the same write), the append
  * (`APPEND`, or `SET … EX NX` for a new chat), and the finish script (`EVALSHA`, `LPOP`, the run's
- * trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), and the crash marker set when the answer
- * begins and deleted when it ends (`SET … EX`, `DEL`). The
+ * trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), the crash marker set when the answer
+ * begins and deleted when it ends (`SET … EX`, `DEL`), and Stop's answering record (`SET … EX` in
+ * the same write as the first reads, a compare-and-delete `EVAL` once computed; `src/stop/`). The
  * first message of a fresh job is taken from the job's data, not read from the inbox.
  */
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";

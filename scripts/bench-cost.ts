@@ -112,19 +112,21 @@ async function run(compaction: boolean): Promise<Tally[]> {
     maxMessages: config.HISTORY_MAX_MESSAGES,
     ttlSeconds: historyTtlSeconds(config),
   });
-  const worker = startWorker({
-    features: FEATURES,
-    config,
-    log: silentLogger,
-    redis: connection,
-    history,
-    toolbox,
-    client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }),
-    runAgent,
-    outbounds: { telegram: outbound },
-    compaction,
-    prefix: "cost",
-  });
+  const worker = startWorker(
+    {
+      config,
+      log: silentLogger,
+      redis: connection,
+      history,
+      toolbox,
+      client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }),
+      runAgent,
+      outbounds: { telegram: outbound },
+      compaction,
+      prefix: "cost",
+    },
+    FEATURES,
+  );
   await worker.waitUntilReady();
   const queue = new ChatQueue({ redis: connection, prefix: "cost" });
   const tallies: Tally[] = [];

@@ -26,11 +26,14 @@
  * `-- --soak --snapshot` also writes a heap snapshot at both points, to compare in Chrome DevTools.
  *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
- * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32).
+ * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32), BENCH_ONE (200 messages one at a
+ * time), BENCH_PROFILE (a folder: CPU profiles of the two full-speed bursts are written there and
+ * summarised).
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { fork, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import inspector from "node:inspector";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -115,10 +118,14 @@ function countCommands(redis: Redis): { count: number } {
  * commands and the round trips our code sent, per message, the producer's enqueue included) and
  * by {@link gateBench} (what the access gate adds), printed together at the end.
  */
-const cost: { worker?: { commands: number; trips: number }; gate?: { commands: number; trips: number } } = {};
+const cost: {
+  worker?: { commands: number; trips: number; writes: number };
+  gate?: { commands: number; trips: number };
+} = {};
 
 let peakRss = 0;
-const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+// `memoryUsage.rss()` alone: the whole `memoryUsage()` walks the heap spaces (1.5% of the burst's CPU every 50 ms).
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 50);
 
 /**
  * Throughput: enqueues PER_CHAT messages to each of CHATS chats (interleaved) at once and waits until
@@ -187,19 +194,21 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
     maxMessages: config.HISTORY_MAX_MESSAGES,
     ttlSeconds: historyTtlSeconds(config),
   });
-  const worker = startWorker({
-    features: FEATURES,
-    config,
-    log: silentLogger,
-    redis,
-    ...(store !== redis ? { store } : {}),
-    history,
-    toolbox,
-    client,
-    runAgent,
-    outbounds: { telegram: outbound },
-    tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
-  });
+  const worker = startWorker(
+    {
+      config,
+      log: silentLogger,
+      redis,
+      ...(store !== redis ? { store } : {}),
+      history,
+      toolbox,
+      client,
+      runAgent,
+      outbounds: { telegram: outbound },
+      tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
+    },
+    FEATURES,
+  );
   await worker.waitUntilReady();
   return { worker, history };
 }
@@ -218,6 +227,102 @@ async function chatInOrder(history: HistoryStore): Promise<boolean> {
     .filter((m) => m.role === "user")
     .map((m) => Number(/message (\d+)/.exec(JSON.stringify(m.content))?.[1]));
   return order.length === PER_CHAT && order.every((v, i) => i === 0 || v === order[i - 1]! + 1);
+}
+
+/** CPU seconds (user + system) a redis-server used so far (`INFO cpu`), in ms. */
+async function redisCpuMs(redis: RedisClient): Promise<number> {
+  const info = await redis.info("cpu");
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0);
+  return (field("used_cpu_user") + field("used_cpu_sys")) * 1000;
+}
+
+/**
+ * Runs `work` and measures the CPU it took: this process's (`process.cpuUsage`, user + system, in
+ * ms) and that of the redis-servers of `servers`. With BENCH_PROFILE=<folder>, also records this
+ * process's CPU profile of `work` (node:inspector) into `<folder>/<label>.cpuprofile` and returns
+ * a summary: self time by package or source folder, most first.
+ */
+async function measured<T>(
+  label: string,
+  servers: RedisClient[],
+  work: () => Promise<T>,
+): Promise<{ result: T; cpuMs: number; redisCpuMs: number; profile?: string }> {
+  const folder = process.env.BENCH_PROFILE;
+  const session = folder ? new inspector.Session() : undefined;
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))),
+    );
+  if (session) {
+    session.connect();
+    await post("Profiler.enable");
+    await post("Profiler.setSamplingInterval", { interval: 200 });
+    await post("Profiler.start");
+  }
+  const redisBefore = await Promise.all(servers.map(redisCpuMs));
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  const redisAfter = await Promise.all(servers.map(redisCpuMs));
+  const out = {
+    result,
+    cpuMs: (used.user + used.system) / 1000,
+    redisCpuMs: redisAfter.reduce((sum, v, i) => sum + v - redisBefore[i]!, 0),
+  };
+  if (!session) return out;
+  const { profile } = (await post("Profiler.stop")) as { profile: CpuProfile };
+  session.disconnect();
+  mkdirSync(folder!, { recursive: true });
+  const file = path.join(folder!, `${label}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  return { ...out, profile: `profile of the ${label} burst (${file}): ${summarizeProfile(profile)}` };
+}
+
+/** The parts of a V8 CPU profile that {@link summarizeProfile} reads. */
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/**
+ * Self time of a CPU profile by where the code lives: an npm package, a folder of this repository
+ * (`src/worker`, `test/fakes` …), a Node.js internal, garbage collection, `(program)` (V8 and
+ * native work not attributed to a JavaScript function); idle time left out. The first 12, in % of
+ * the busy time.
+ */
+function summarizeProfile(profile: CpuProfile): string {
+  const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const byPlace = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const frame = frames.get(id)!;
+    const url = frame.url;
+    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1];
+    const own = /\/(src|scripts|test|adapters|tools)\/([^/]+)/.exec(url);
+    const place =
+      frame.functionName === "(idle)"
+        ? "idle"
+        : frame.functionName.startsWith("(")
+          ? frame.functionName
+          : pkg
+            ? pkg
+            : url.startsWith("node:")
+              ? "node internals"
+              : own
+                ? `${own[1]}/${own[2]!.replace(/\.ts$/, "")}`
+                : "native";
+    byPlace.set(place, (byPlace.get(place) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+  byPlace.delete("idle");
+  const busy = [...byPlace.values()].reduce((a, b) => a + b, 0);
+  return (
+    `busy ${(busy / 1e6).toFixed(2)} s: ` +
+    [...byPlace.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([k, v]) => `${k} ${((v / busy) * 100).toFixed(1)}%`)
+      .join(", ")
+  );
 }
 
 /** Baseline: the loop in-process, chats in parallel (at most `concurrency`), each chat in order. */
@@ -324,7 +429,8 @@ async function main() {
   await admin.config("RESETSTAT");
   await adminOurs.config("RESETSTAT");
   for (const c of ours) c.count = 0;
-  const { seconds: burstSeconds, latencies: burstLatencies } = await burst(queue, outbound);
+  const queueCpu = await measured("queue", [admin, adminOurs], () => burst(queue, outbound));
+  const { seconds: burstSeconds, latencies: burstLatencies } = queueCpu.result;
   const bullStats = await commandStats(admin);
   const ourStats = await commandStats(adminOurs);
   const ourClientCommands = ours.reduce((s, c) => s + c.count, 0);
@@ -399,12 +505,16 @@ async function main() {
   await new Promise((r) => setTimeout(r, 200));
   monitor.disconnect();
 
+  // 2d. One message at a time: round trips as socket writes, and where one message's time goes.
+  const one = await oneAtATime(queue, outbound, fake, worker, [ourProducer, ourWorker]);
+
   const queueRss = peakRss;
   const bullRss = await rssOf(admin);
   const ourRss = await rssOf(adminOurs);
 
   // 3. Baselines: the loop alone.
-  const base = await baselineBurst(client, fake, config.WORKER_CONCURRENCY);
+  const loopCpu = await measured("loop", [], () => baselineBurst(client, fake, config.WORKER_CONCURRENCY));
+  const base = loopCpu.result;
   const basePaced = await baselinePaced(client, fake);
 
   const ms = (v: number) => `${v.toFixed(1)} ms`;
@@ -423,6 +533,13 @@ async function main() {
   );
   console.log(`throughput, loop alone:    ${base.rate.toFixed(0)} messages/s (${base.seconds.toFixed(2)} s)`);
   console.log(`ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)}`);
+  console.log(
+    `CPU per message at full speed: queue path ${(queueCpu.cpuMs / total).toFixed(2)} ms in this process + ` +
+      `${(queueCpu.redisCpuMs / total).toFixed(2)} ms in the two redis-servers; loop alone ` +
+      `${(loopCpu.cpuMs / total).toFixed(2)} ms (CPU ratio loop/queue ` +
+      `${(loopCpu.cpuMs / (queueCpu.cpuMs + queueCpu.redisCpuMs)).toFixed(2)}: what the throughput ratio is on an idle 2-core machine, roughly)`,
+  );
+  for (const m of [queueCpu, loopCpu]) if (m.profile) console.log(m.profile);
   console.log(
     `latency at full speed:     p50 ${ms(percentile(burstLatencies, 50))}, p99 ` +
       `${ms(percentile(burstLatencies, 99))} (enqueue → answer sent; includes waiting behind the ` +
@@ -451,7 +568,7 @@ async function main() {
     `    ours:   ${(sum(pacedOurs) / paced).toFixed(2)}  [${top(pacedOurs, paced)}]; round ` +
       `trips sent by our code (a script = 1): ${(pacedOurClient / paced).toFixed(2)}`,
   );
-  cost.worker = { commands: sum(pacedOurs) / paced, trips: pacedOurClient / paced };
+  cost.worker = { commands: sum(pacedOurs) / paced, trips: pacedOurClient / paced, writes: one.writes };
   console.log(
     `  long chats (${longChats} chats × 60 more messages at ${RATE} msg/s, runs 21–80 of each ` +
       `chat: history trimmed every ~10 runs, trace list cut every 20; chat3 now stores ` +
@@ -475,6 +592,7 @@ async function main() {
     );
   }
   console.log(`    total     ${(splitTotal / splitMessages).toFixed(2)}`);
+  printOneAtATime(one);
   console.log(
     `peak RSS: this process ${(queueRss / 1048576).toFixed(0)} MiB (worker + producer + fake ` +
       `model); redis-server BullMQ ${(bullRss / 1048576).toFixed(0)} MiB, ours ` +
@@ -488,6 +606,148 @@ async function main() {
   await fake.close();
   await bullServer.stop();
   await ourServer.stop();
+}
+
+/** What {@link oneAtATime} measured, per message. */
+interface OneAtATime {
+  messages: number;
+  /** Socket writes of our clients (producer and worker): the round trips of one message. */
+  writes: number;
+  /** Commands our clients sent (a script = 1). */
+  sent: number;
+  /** Those commands per message, by name and key prefix, most first. */
+  names: string[];
+  /** Medians in ms: the producer's enqueue; enqueue → BullMQ hands the job to the worker; → the fake model receives the request; → the answer is sent. */
+  enqueue: number;
+  pickup: number;
+  toModel: number;
+  toSent: number;
+  total: number;
+  /** Median ms per message during which at least one of our worker's Redis commands was in flight. */
+  redisBusy: number;
+}
+
+/**
+ * One message at a time (BENCH_ONE, 200, into 20 chats of its own that already have a history;
+ * each waited for before the next): our clients' socket writes per message (a write carries every command
+ * issued in the same tick, so this is the round trips one message costs), and the median time of
+ * each part of its way: the producer's enqueue, BullMQ's pick-up (the job reaches the worker's
+ * `active` event), the worker's work before the model request arrives at the fake model (restore,
+ * the reads, building the request, the SDK), and from there to the answer sent (the response
+ * parsed, the append, the delivery); plus the time our worker's Redis commands were in flight.
+ */
+async function oneAtATime(
+  queue: ChatQueue,
+  outbound: BenchOutbound,
+  fake: FakeAnthropic,
+  worker: Awaited<ReturnType<typeof startBenchWorker>>["worker"],
+  clients: Redis[],
+): Promise<OneAtATime> {
+  const n = Number(process.env.BENCH_ONE ?? 200);
+  const chats = 20;
+  // Chats of their own, each given its history first (not measured); at most 11 runs each, so no
+  // compaction starts (it would take the fake model's answers and run beside the measured message).
+  feed(fake, chats + n);
+  outbound.done.clear();
+  outbound.onDone = undefined;
+  for (let c = 0; c < chats; c += 1) await queue.enqueue(message(c, 0, "one"));
+  while (outbound.done.size < chats) await new Promise((r) => setTimeout(r, 5));
+  const active = new Map<string, number>();
+  const onActive = (job: { data: IncomingMessage }) =>
+    active.set(`${job.data.chatId}:${job.data.messageId}`, performance.now());
+  worker.chats.on("active", onActive);
+  let modelAt = 0;
+  const push = fake.requests.push.bind(fake.requests);
+  fake.requests.push = (...items) => {
+    modelAt = performance.now();
+    return push(...items);
+  };
+  // Time during which at least one of the worker's own commands is in flight.
+  const workerClient = clients[1]!;
+  let inFlight = 0;
+  let busySince = 0;
+  let busy = 0;
+  const send = workerClient.sendCommand.bind(workerClient);
+  workerClient.sendCommand = ((...args: Parameters<Redis["sendCommand"]>) => {
+    if (inFlight++ === 0) busySince = performance.now();
+    const settle = () => {
+      if (--inFlight === 0) busy += performance.now() - busySince;
+    };
+    const promise = send(...args);
+    void Promise.resolve(promise).then(settle, settle);
+    return promise;
+  }) as Redis["sendCommand"];
+  const writes = clients.map(countWrites);
+  const sent = clients.map(countCommands);
+  // What our clients sent, by command and the first key's prefix (a script: its first key's).
+  const names = new Map<string, number>();
+  const unnamed = clients.map((c) => {
+    const original = c.sendCommand.bind(c);
+    c.sendCommand = ((...args: Parameters<Redis["sendCommand"]>) => {
+      const command = args[0] as unknown as { name: string; args: unknown[] };
+      const key = String((command.name === "evalsha" ? command.args[2] : command.args[0]) ?? "").split(":")[0];
+      const name = `${command.name} ${key}`;
+      names.set(name, (names.get(name) ?? 0) + 1);
+      return original(...args);
+    }) as Redis["sendCommand"];
+    return () => (c.sendCommand = original as Redis["sendCommand"]);
+  });
+  const spans = { enqueue: [] as number[], pickup: [] as number[], toModel: [] as number[], toSent: [] as number[] };
+  const totals: number[] = [];
+  const busyPer: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const m = message(i % chats, 1 + Math.floor(i / chats), "one");
+    const key = `${m.chatId}:${m.messageId}`;
+    busy = 0;
+    const t0 = performance.now();
+    await queue.enqueue(m);
+    const t1 = performance.now();
+    if (!outbound.done.has(key))
+      await new Promise<void>((r) => (outbound.onDone = () => outbound.done.has(key) && r()));
+    const done = outbound.done.get(key)!;
+    // Let the finish script go out before the next message, so its write is counted with this one.
+    await new Promise((r) => setTimeout(r, 2));
+    const picked = active.get(key) ?? t1;
+    spans.enqueue.push(t1 - t0);
+    spans.pickup.push(picked - t0);
+    spans.toModel.push(modelAt - picked);
+    spans.toSent.push(done - modelAt);
+    totals.push(done - t0);
+    busyPer.push(busy);
+  }
+  for (const restore of unnamed) restore();
+  outbound.onDone = undefined;
+  worker.chats.off("active", onActive);
+  fake.requests.push = push;
+  workerClient.sendCommand = send as Redis["sendCommand"];
+  const median = (v: number[]) => percentile(v, 50);
+  return {
+    messages: n,
+    writes: writes.reduce((a, c) => a + c.count, 0) / n,
+    sent: sent.reduce((a, c) => a + c.count, 0) / n,
+    names: [...names.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / n).toFixed(2)}`),
+    enqueue: median(spans.enqueue),
+    pickup: median(spans.pickup),
+    toModel: median(spans.toModel),
+    toSent: median(spans.toSent),
+    total: median(totals),
+    redisBusy: median(busyPer),
+  };
+}
+
+/** Prints {@link OneAtATime}. */
+function printOneAtATime(r: OneAtATime): void {
+  const ms = (v: number) => `${v.toFixed(2)} ms`;
+  console.log(
+    `  one message at a time (${r.messages} messages into 20 chats with a history, no compaction): round trips ` +
+      `(socket writes of our producer and worker) ${r.writes.toFixed(2)}, commands sent ${r.sent.toFixed(2)} ` +
+      `[${r.names.join(", ")}]`,
+  );
+  console.log(
+    `where one message's time goes (medians): enqueue ${ms(r.enqueue)}; enqueue → worker picks the job ` +
+      `${ms(r.pickup)}; → model request received ${ms(r.toModel)}; → answer sent ${ms(r.toSent)}; ` +
+      `total ${ms(r.total)}; our worker's Redis commands in flight ${ms(r.redisBusy)}`,
+  );
 }
 
 /** Figures of the queue path on one Redis topology (see {@link topologyBench}). */
@@ -729,7 +989,8 @@ function printCost(): void {
   if (!worker || !gate) return;
   console.log(`Redis cost per message at ${RATE} msg/s (issue 37: worker path ≤ 11 own commands, gate ≤ 6):`);
   console.log(
-    `  worker path (enqueue, answer, finish): ${worker.commands.toFixed(2)} commands, ${worker.trips.toFixed(2)} round trips`,
+    `  worker path (enqueue, answer, finish): ${worker.commands.toFixed(2)} commands, ${worker.trips.toFixed(2)} ` +
+      `commands sent (a script = 1), ${worker.writes.toFixed(2)} round trips (socket writes, one message at a time)`,
   );
   console.log(
     `  access gate (added):                  ${gate.commands.toFixed(2)} commands, ${gate.trips.toFixed(2)} round trips`,

@@ -7,13 +7,12 @@
  * The outbound half ({@link Outbound}) is REST only and is also created in worker-only processes.
  */
 import type { RedisClient } from "./redis.js";
-import type { ApprovalDecider } from "./approvals/decision.js";
+import type { DecisionRequest, DecisionResult } from "./approvals/decider.js";
+import type { ButtonAnswer, ButtonPress } from "./feature.js";
 import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
-import type { ReminderActions } from "./reminders/actions.js";
-import type { SettingsStore } from "./settings/store.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 
@@ -59,31 +58,35 @@ export interface AdapterContext {
   /** Runs a command (`/help`, `/tools`, `/reset`, `/usage`, `/approve`, `/enable`, `/disable` …); see `src/commands/`. */
   commands: CommandRunner;
   /**
-   * Forgets one conversation's history (`/reset`): the chat, or only the Telegram topic when the
-   * ref has a `topicId`. @throws when Redis is unreachable.
+   * Forgets one conversation (`/reset`: its history and every feature's reset keys,
+   * `src/conversations/reset.ts`): the chat, or only the Telegram topic when the ref has a
+   * `topicId`. @throws when Redis is unreachable.
    */
-  resetChat(chat: ConversationRef): Promise<void>;
+  resetConversation(conversation: ConversationRef): Promise<void>;
   /**
    * Optional: moves a conversation's data to the chat's new id (a Telegram group upgraded to a
    * supergroup: the service messages `migrate_to_chat_id` / `migrate_from_chat_id`); see
    * `src/conversations/migrate.ts`. Idempotent. @throws when Redis is unreachable.
    */
-  migrateChat?(from: ConversationRef, to: ConversationRef): Promise<void>;
+  migrateConversation?(from: ConversationRef, to: ConversationRef): Promise<void>;
   /** The toolbox offered in a chat of this kind, for `/tools`. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
   /**
-   * The conversations' settings: an adapter asks it whether a group message that does not
-   * address the bot is for it all the same (replies set to `all`). Optional: without it only
-   * addressed messages are.
+   * Whether a group message that does not address the bot is for it all the same (the group's
+   * replies set to `all`, `/settings`); false in a private chat and when it cannot be read (logged).
    */
-  settings?: SettingsStore;
-  /** Checks and records a button press or reaction on an approval prompt. */
-  approvals: ApprovalDecider;
+  repliesToAll(message: ConversationRef & { chatKind: "dm" | "group" }): Promise<boolean>;
   /**
-   * Reminder buttons (`rm:…` data: done, snooze, cancel) and the `/reminders` listing. Optional:
-   * without it reminder buttons are answered as expired.
+   * Handles a press on one of the bot's buttons (routed by its data's prefix to the feature that
+   * owns it, `src/buttons.ts`) and says what to show. Never throws.
    */
-  reminders?: ReminderActions;
+  press(press: ButtonPress): Promise<ButtonAnswer>;
+  /**
+   * Checks and records a decision on an approval prompt made otherwise than by a button (a ✅/❌
+   * reaction on Discord, a typed y/n/a in the console).
+   * @throws when Redis is unreachable.
+   */
+  decide(request: DecisionRequest): Promise<DecisionResult>;
   /**
    * Telegram albums (`src/media/album.ts`): records an album item (a message with `mediaGroupId`)
    * and says whether to queue it: true only for the album's first item that addresses the bot, so

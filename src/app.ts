@@ -3,39 +3,33 @@
  * (`npm run chat`): adapters (inbound, producing jobs), the worker (consuming them), or both.
  * The platform adapters are listed in one map, {@link PLATFORM_MODULES}.
  */
-import { watchDataLoss } from "./redis-marker.js";
+import { watchDataLoss, type DataLossWatch } from "./redis-marker.js";
+import { WaitingChats } from "./waiting-chats.js";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
 import { Queue } from "bullmq";
 import { AccessGate } from "./access/gate.js";
 import { AlbumStore } from "./media/album.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
-import type { ApprovalDecider } from "./approvals/decision.js";
+import type { ApprovalDecider } from "./approvals/decider.js";
 import { approvalDecider, approvalFlow } from "./approvals/wiring.js";
-import { grantStoreFor } from "./approvals/grants.js";
-import { requestStop } from "./stop/stops.js";
+import { pressButton } from "./buttons.js";
 import { CommandRunner } from "./commands/runner.js";
-import { CompactionQueue } from "./compaction/queue.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
 import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
 import { watchQueues } from "./metrics.js";
-import { MemoryStore } from "./memory/store.js";
 import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
-import { migrateConversation } from "./conversations/migrate.js";
+import { conversationStores, migrateConversation } from "./conversations/migrate.js";
 import { resetConversation } from "./conversations/reset.js";
-import { FEATURES } from "./features.js";
+import { FEATURES, startFeatures } from "./features.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
-import type { Platform } from "./queue/incoming.js";
+import type { ConversationRef, Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
-import { bullPrefix, CHATS_QUEUE, COMPACTIONS_QUEUE, DECISIONS_QUEUE } from "./queue/keys.js";
-import { REMINDERS_QUEUE } from "./reminders/schedule.js";
-import { reminderActions, startReminderDelivery } from "./reminders/wiring.js";
-import { TASKS_QUEUE } from "./tasks/schedule.js";
-import { taskActions } from "./tasks/wiring.js";
+import { bullPrefix, CHATS_QUEUE } from "./queue/keys.js";
 import {
   connectRedis,
   describeRedisUrl,
@@ -48,7 +42,7 @@ import {
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
-import { SettingsStore } from "./settings/store.js";
+import { repliesToAll, SettingsStore } from "./settings/store.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
@@ -113,6 +107,8 @@ export interface StartBotOptions {
   tracerFor?: (runId: string, chat: string) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
+  /** Ms between checks of the chats waiting for an answer (`src/waiting-chats.ts`); default 5000 (tests: less). */
+  waitingSweepMs?: number;
   /**
    * Whether the worker records each response's `usage` (`/usage`, budgets, costs). Default true;
    * false for `npm run chat -- --demo`, whose scripted model's tokens are made up and must not count
@@ -141,6 +137,8 @@ export interface RunningBot {
   queue?: ChatQueue;
   /** The worker (role `worker`/`all`). */
   worker?: ChatWorker;
+  /** The chats waiting for an answer, told to send again when Redis loses their messages (role `adapter`/`all`). */
+  waitingChats?: WaitingChats;
   /** The worker's MCP servers, connected in the background: settles once each has connected or been skipped (never rejects). */
   mcpConnected?: Promise<void>;
   /**
@@ -226,10 +224,11 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log, { redis: workerRedis });
       // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
       const moveFrom = workerRedis;
+      const stores = conversationStores(FEATURES);
       for (const outbound of Object.values(outbounds)) {
         outbound.onChatMigrated?.(
           (from, to) =>
-            void migrateConversation(moveFrom, FEATURES, from, to, log).catch((err: unknown) =>
+            void migrateConversation(moveFrom, stores, from, to, log).catch((err: unknown) =>
               log.error({ err }, "could not move the data of a migrated chat"),
             ),
         );
@@ -251,26 +250,26 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         tracerFor,
       });
       closers.push(() => approvals.close());
-      const worker = startWorker({
-        ...(options.recordUsage === false ? {} : { usage: new UsageStore(workerRedis, config.TIMEZONE) }),
-        settings: new SettingsStore(workerRedis, config, log),
-        config,
-        log,
-        redis: workerRedis,
-        prefix: options.prefix,
-        history,
-        toolbox: options.toolbox,
-        client: options.agent.client,
-        runAgent: options.agent.runAgent,
-        outbounds,
-        approvals: approvals.flow,
-        tracerFor,
-        features: FEATURES,
-      });
+      const worker = startWorker(
+        {
+          ...(options.recordUsage === false ? {} : { usage: new UsageStore(workerRedis, config.TIMEZONE) }),
+          settings: new SettingsStore(workerRedis, config, log),
+          config,
+          log,
+          redis: workerRedis,
+          prefix: options.prefix,
+          history,
+          toolbox: options.toolbox,
+          client: options.agent.client,
+          runAgent: options.agent.runAgent,
+          outbounds,
+          approvals: approvals.flow,
+          tracerFor,
+        },
+        FEATURES,
+      );
       closers.push(() => worker.close());
-      const reminders = startReminderDelivery({ config, log, redis: workerRedis, prefix: options.prefix, outbounds });
-      closers.push(() => reminders.close());
-      await Promise.all([worker.waitUntilReady(), reminders.waitUntilReady()]);
+      await worker.waitUntilReady();
       bot.worker = worker;
       log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
     }
@@ -278,7 +277,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     if (runAdapters) {
       const producerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
       connections.push(producerRedis);
-      watchRedisData(producerRedis, log, closers);
+      // Chats waiting for an answer, remembered here: told to send again if Redis loses their messages (src/waiting-chats.ts).
+      const lost: { announce?: () => void } = {};
+      const watch = watchRedisData(producerRedis, log, closers, () => lost.announce?.());
       const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
       closers.push(() => queue.close());
       bot.queue = queue;
@@ -305,6 +306,19 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         return outbound;
       };
       const settings = new SettingsStore(producerRedis, config, log);
+      const waiting = new WaitingChats({
+        redis: producerRedis,
+        watch,
+        send: async (message, text) =>
+          void (await (await outboundFor(message.platform)).sendAnswer(destinationOf(message), text)),
+        languageOf: (conversation) => settings.language(conversation),
+        defaultLocale: config.BOT_LOCALE,
+        log,
+        ...(options.waitingSweepMs !== undefined ? { sweepMs: options.waitingSweepMs } : {}),
+      });
+      lost.announce = () => void waiting.announce();
+      bot.waitingChats = waiting;
+      closers.push(async () => waiting.stop());
       const gate = new AccessGate({
         config,
         log,
@@ -317,10 +331,16 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         log.warn(
           "ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see docs/access.md)",
         );
-      const reminders = reminderActions({ config, log, redis: producerRedis, prefix: options.prefix });
-      closers.push(() => reminders.close());
-      const tasks = taskActions({ config, log, redis: producerRedis, prefix: options.prefix });
-      closers.push(() => tasks.close());
+      // The features' adapter side (their stores and queues), started in list order and stopped after the adapters.
+      const features = await startFeatures(FEATURES, {
+        config,
+        log,
+        redis: producerRedis,
+        prefix: options.prefix,
+        history,
+        settings,
+      });
+      closers.push(() => features.close());
       // The tools /tools lists: with a worker in this process, its toolbox (MCP tools included); else what the workers announce.
       let listed = () => options.toolbox;
       if (!runWorker) {
@@ -328,53 +348,40 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         closers.push(async () => announced.stop());
         listed = announced.current;
       }
-      const compactions = new CompactionQueue({ redis: producerRedis, prefix: options.prefix });
-      closers.push(() => compactions.close());
-      const commands = new CommandRunner({
-        settings,
-        config,
-        log,
-        toolboxFor: (chat) => toolboxFor(listed(), chat),
-        resetChat: (chat) => resetConversation(history, FEATURES, chat),
-        compaction: {
-          context: async (conversation) => {
-            const read = await history.read(conversation);
-            return {
-              tokens: read.lastTokens,
-              messages: read.stored,
-              summarized: read.summary?.summarized ?? 0,
-              compactions: read.summary?.compactions ?? 0,
-              summary: read.summary?.text,
-            };
+      const resetOne = (conversation: ConversationRef) => resetConversation(history, FEATURES, conversation);
+      const commands = new CommandRunner(
+        {
+          config,
+          log,
+          toolboxFor: (chat) => toolboxFor(listed(), chat),
+          resetConversation: resetOne,
+          gate,
+          notify: async (platform, chatId, _userId, text) => {
+            const outbound = await outboundFor(platform as Platform);
+            await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);
           },
-          compactNow: (conversation, owner) => compactions.compactNow({ conversation, owner, reason: "command" }),
+          languageOf: (conversation) => settings.language(conversation),
         },
-        gate,
-        reminders: reminders.actions,
-        tasks: tasks.actions,
-        grants: grantStoreFor(producerRedis, config, log),
-        memory: new MemoryStore(producerRedis, { log }),
-        stops: { request: (request) => requestStop(producerRedis, request, log) },
-        notify: async (platform, chatId, _userId, text) => {
-          const outbound = await outboundFor(platform as Platform);
-          await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);
-        },
-      });
+        features.commands,
+      );
+      const stores = conversationStores(FEATURES);
+      const decide = decider.decide.bind(decider);
       const context: AdapterContext = {
         config,
         log,
         redis: producerRedis,
         enqueue: async (message) => {
-          await gate.admit(message);
+          if ((await gate.admit(message)) === "queued") waiting.add(message);
         },
         commands,
         albums: new AlbumStore(producerRedis),
-        resetChat: (chat) => resetConversation(history, FEATURES, chat),
-        migrateChat: async (from, to) => void (await migrateConversation(producerRedis, FEATURES, from, to, log)),
+        resetConversation: resetOne,
+        migrateConversation: async (from, to) => void (await migrateConversation(producerRedis, stores, from, to, log)),
         toolboxFor: (chat) => toolboxFor(listed(), chat),
-        approvals: decider,
-        reminders: reminders.actions,
-        settings,
+        repliesToAll: (message) => repliesToAll(settings, message, log),
+        press: (press) =>
+          pressButton(features, { config, log, decide, languageOf: (c) => commands.languageOf(c) }, press),
+        decide,
         fatal: (error) => {
           log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
           void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));
@@ -400,7 +407,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       for (const adapter of bot.adapters)
         if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
       // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, DECISIONS_QUEUE, REMINDERS_QUEUE, TASKS_QUEUE, COMPACTIONS_QUEUE].map(
+      const queues = [CHATS_QUEUE, ...FEATURES.flatMap((f) => f.queues?.map((q) => q.name) ?? [])].map(
         (name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }),
       );
       for (const queue of queues) queue.on("error", () => {});
@@ -538,8 +545,14 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?:
   process.on("SIGINT", onSignal);
 }
 
-/** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops. */
-function watchRedisData(redis: RedisClient, log: Logger, closers: (() => Promise<unknown>)[]): void {
-  const watch = watchDataLoss(redis, log);
+/** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops; `onLoss` is told of one. */
+function watchRedisData(
+  redis: RedisClient,
+  log: Logger,
+  closers: (() => Promise<unknown>)[],
+  onLoss?: (lostAt: number) => void,
+): DataLossWatch {
+  const watch = watchDataLoss(redis, log, onLoss ? { onLoss } : {});
   closers.push(async () => watch.stop());
+  return watch;
 }

@@ -10,39 +10,39 @@
  * memory, `sp:` a live answer's Stop button (`src/stop/`). Data no feature owns is answered as an
  * expired button.
  */
-import { BOT_FEATURES, type FeatureSet } from "./features.js";
-import { PRESS_AGAIN, type ButtonAnswer, type ButtonPress, type PressParts } from "./feature.js";
-import { decisionNotice } from "./approvals/decision.js";
+import { decisionNotice } from "./approvals/decider.js";
+import { PRESS_AGAIN, type ButtonAnswer, type ButtonPress } from "./feature.js";
+import { buttonOwner, FEATURES, type ButtonCore, type RunningFeatures } from "./features.js";
 import { localize } from "./i18n.js";
 
 export type { ButtonAnswer, ButtonPress } from "./feature.js";
 export { CLOSED_APPROVAL_ID, parseApprovalButton } from "./approvals/feature.js";
 
-/** The name of the feature whose button `data` is; `unknown` when none. */
-export function buttonKind(data: string, features: FeatureSet = BOT_FEATURES): string {
-  return features.buttonOwner(data)?.name ?? "unknown";
+/** The name of the feature whose button `data` is (by prefix); `unknown` when none. */
+export function buttonKind(data: string): string {
+  return buttonOwner(FEATURES, data)?.name ?? "unknown";
 }
 
 /**
- * Handles a press (see the module comment). Never throws: a failure is logged and answered with
- * "try again", and the pressed message is left as it is.
+ * Handles a press (see the module comment), in the conversation's language (`/settings`) when one
+ * is set, else the adapter's. Never throws: a failure is logged and answered with "press again",
+ * and the pressed message is left as it is.
  *
- * @param parts - the adapter's context: its approval decider, reminder actions and command runner.
- * @param features - the features to route to; default the bot's.
+ * @param features - the features started in this process.
+ * @param core - what the core lends every press (the decider, the conversation's language).
  */
 export async function pressButton(
-  parts: PressParts,
+  features: RunningFeatures,
+  core: ButtonCore,
   press: ButtonPress,
-  features: FeatureSet = BOT_FEATURES,
 ): Promise<ButtonAnswer> {
-  // The conversation's language (`/settings`), when one is set, else the adapter's: every notice speaks it.
-  const locale = (await parts.commands.languageOf(press)) ?? press.locale;
-  const owner = features.buttonOwner(press.data);
-  if (!owner?.buttons) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };
+  const locale = (await core.languageOf(press).catch(() => undefined)) ?? press.locale;
+  const handler = features.pressHandler(press.data);
+  if (!handler) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };
   try {
-    return await owner.buttons.press(press, locale, parts);
+    return await handler.press(press, locale, core);
   } catch (error) {
-    parts.log.error({ err: error, platform: press.platform, feature: owner.name }, "button press failed");
-    return { kind: owner.name, notice: localize(locale, PRESS_AGAIN), failed: true };
+    core.log.error({ err: error, platform: press.platform, feature: handler.name }, "button press failed");
+    return { kind: handler.name, notice: localize(locale, PRESS_AGAIN), failed: true };
   }
 }

@@ -1,25 +1,39 @@
 /**
  * The contract of a feature (issue 37): one folder (`src/<feature>/feature.ts`) and one line in
- * the list (`src/features.ts`). Modelled on grammY's `bot.use(plugin)` (a plug-in adds its own
- * handlers to the bot) and on BullMQ's one processor per queue: a feature says what it adds, and
+ * the list (`src/features.ts`). Modelled on grammY's `bot.use(plugin)` (a plug-in brings its own
+ * handlers) and on BullMQ's one processor per queue: a feature says what it adds, and
  * `src/app.ts`, the worker, `src/buttons.ts`, `src/conversations/migrate.ts` and `/reset` walk the
  * list instead of knowing each feature.
  *
  * A feature declares:
- * - its button prefixes and the handler of a press on one of its buttons ({@link FeatureButtons});
- * - the Redis data of a conversation that a conversation move (a Telegram group upgraded to a
- *   supergroup) carries over, and the keys a `/reset` clears ({@link FeatureConversation}).
+ * - {@link Feature.start}: what it starts in an adapter process (its own state `S`: a store, an
+ *   actions object with a BullMQ queue of its own) and how to stop it; its commands and button
+ *   presses get that state;
+ * - {@link Feature.commands}: its commands (listed after the core's, in list order);
+ * - {@link Feature.buttons}: the prefixes of its button data and the handler of a press;
+ * - {@link Feature.queues}: its BullMQ queues, each with the processor a worker runs on it;
+ * - {@link Feature.conversation}: the Redis data of a conversation that a conversation move (a
+ *   Telegram group upgraded to a supergroup) carries over, and the keys a `/reset` clears;
+ * - {@link Feature.tools}: the tools it adds to the toolbox (beyond the files of `tools/`).
  *
  * This module holds the contract's types (and the shared "press again" notice); it imports no
  * feature and not the list, so a feature's folder may import it freely.
  */
-import type { CommandRunner } from "./commands/runner.js";
+import type { Job } from "bullmq";
+import type { DecisionRequest, DecisionResult } from "./approvals/decider.js";
+import type { Command, CommandServices } from "./commands/command.js";
+import type { Config } from "./config.js";
+import type { ConversationStore } from "./conversations/migrate.js";
+import type { HistoryStore } from "./history/store.js";
 import type { Locale, Localized } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
 import type { RedisClient } from "./redis.js";
-import type { ApprovalDecider } from "./approvals/decision.js";
-import type { ReminderActions } from "./reminders/actions.js";
+import type { SettingsStore } from "./settings/store.js";
+import type { Tool } from "./toolbox/tool.js";
+import type { AnswerParts } from "./worker/pipeline.js";
+
+export type { ConversationStore } from "./conversations/migrate.js";
 
 /** The notice of a press that could not be handled now (Redis unreachable…): press again. */
 export const PRESS_AGAIN: Localized = {
@@ -79,43 +93,89 @@ export interface ButtonAnswer {
   failed?: boolean;
 }
 
-/** What a feature's press handler may use: the adapter side's services. */
-export interface PressParts {
+/** What the core lends every press handler. */
+export interface PressCore {
+  config: Config;
   log: Logger;
-  /** The command runner (its stores: grants, memory, settings, tasks). */
-  commands: CommandRunner;
-  /** Checks and records a decision on an approval prompt. */
-  approvals: ApprovalDecider;
-  /** Reminder buttons; absent where reminders are not wired. */
-  reminders?: ReminderActions | undefined;
+  /** Checks and records a decision on an approval prompt (the confirmation flow, `src/approvals/`). */
+  decide(request: DecisionRequest): Promise<DecisionResult>;
 }
 
 /** A feature's buttons: the data prefixes it owns and what a press on one does. */
-export interface FeatureButtons {
+export interface FeatureButtons<S> {
   /** Prefixes of the button data the feature owns (e.g. `rm:`); no two features share one. */
   readonly prefixes: readonly string[];
   /**
    * Handles a press on one of the feature's buttons, in `locale` (the conversation's language, else
-   * the adapter's). Should not throw: a failure is answered with a "try again" notice and `failed`.
+   * the adapter's), with the feature's state. A throw is logged and answered with "press again".
    */
-  press(press: ButtonPress, locale: Locale, parts: PressParts): Promise<ButtonAnswer>;
+  press(press: ButtonPress, locale: Locale, own: S, core: PressCore): Promise<ButtonAnswer>;
 }
 
-/** A store whose data belongs to a conversation: how it moves to a new chat id (`src/conversations/migrate.ts`). */
-export interface ConversationStore {
-  /** The store, for logs (e.g. `history`). */
-  name: string;
-  /** The conversation's keys of this store, moved as they are. */
-  keys?: (conversation: ConversationRef) => string[];
+/** A feature's command: a {@link Command} whose handler also gets the feature's state. */
+export interface FeatureCommand<S> extends Omit<Command, "run"> {
+  /** The reply (see `Command.run`), with the feature's state `own`. */
+  run(invocation: Parameters<Command["run"]>[0], services: CommandServices, own: S): ReturnType<Command["run"]>;
+}
+
+/** What a feature starts with in an adapter process. */
+export interface FeatureParts {
+  config: Config;
+  log: Logger;
+  /** The adapter side's Redis connection (fail-fast). */
+  redis: RedisClient;
+  /** BullMQ key prefix (tests, several bots on one Redis). */
+  prefix?: string | undefined;
+  /** The conversations' histories (`/context` reads one). */
+  history: HistoryStore;
+  /** The conversations' settings. */
+  settings: SettingsStore;
+}
+
+/** A started feature's state, and how to stop it. */
+export interface Started<S> {
+  state: S;
+  /** Closes what the feature opened (its queues), not the Redis connection. Never throws. */
+  close?(): Promise<void>;
+}
+
+/** What a queue's processor is built with in a worker process. */
+export interface QueueParts {
+  /** The worker's answer parts (history, outbounds, toolbox, the agent loop, usage, tracing …). */
+  answer: AnswerParts;
+  /** BullMQ's connection of the worker (`maxRetriesPerRequest: null`). */
+  bullRedis: RedisClient;
+  /** BullMQ key prefix (tests, several bots on one Redis). */
+  prefix?: string | undefined;
+}
+
+/** A queue's processor in one worker process. */
+export interface QueueProcessor {
+  /** Processes one job (BullMQ's processor; `token` is the job's lock token). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each queue's jobs carry their own data
+  process(job: Job<any>, token?: string): Promise<unknown>;
+  /** Called when a job failed (BullMQ `failed`): log it as it deserves. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each queue's jobs carry their own data
+  failed?(job: Job<any> | undefined, error: Error): void;
+  /** Closes what the processor opened (its own queues); never throws. */
+  close?(): Promise<void>;
+}
+
+/** A feature's BullMQ queue: its name and the processor a worker runs on it (BullMQ's one processor per queue). */
+export interface FeatureQueue {
+  /** The queue's name (`src/queue/keys.ts` and the feature's own modules name them). */
+  readonly name: string;
+  /** Jobs of this queue run at once in one worker process; default `WORKER_CONCURRENCY`. */
+  concurrency?(config: Config): number;
+  /** Stalls (the worker process died) after which BullMQ fails a job; default BullMQ's 1. */
+  readonly maxStalledCount?: number;
   /**
-   * `append` for a string that writers only append to (a history: whole lines of whole runs): it
-   * is taken with `GETDEL` and added after the new key's value when there is one, so nothing
-   * written is lost, even by a writer appending meanwhile. Default: the key is moved with
-   * `DUMP` / `RESTORE` and a key the new conversation already has is kept as it is.
+   * True for the worker's short lock (`LOCK_DURATION_MS`, `STALLED_INTERVAL_MS` of
+   * `src/worker/worker.ts`): a dead worker's job is taken over within seconds. Default BullMQ's 30 s.
    */
-  merge?: "append";
-  /** Moves the rest of the store's data from `from` to `to`; idempotent. */
-  move?: (redis: RedisClient, from: ConversationRef, to: ConversationRef) => Promise<void>;
+  readonly fastTakeOver?: boolean;
+  /** Builds the processor in a worker process; undefined when this worker does not run the queue. */
+  processor(parts: QueueParts): QueueProcessor | undefined;
 }
 
 /** A feature's data of a conversation. */
@@ -129,12 +189,28 @@ export interface FeatureConversation {
   reset?(conversation: ConversationRef): string[];
 }
 
-/** A feature: see the module comment. */
-export interface Feature {
+/** A feature: see the module comment. `S` is what {@link start} gives its commands and buttons. */
+export interface Feature<S = unknown> {
   /** Its name, lower case (`reminders`); also the `kind` of its {@link ButtonAnswer}s. */
   readonly name: string;
+  /** Starts the feature in an adapter process; without it, its state is undefined. */
+  start?(parts: FeatureParts): Started<S> | Promise<Started<S>>;
+  /** Its commands, in menu order. */
+  readonly commands?: readonly FeatureCommand<S>[];
   /** Its buttons, if it has any. */
-  readonly buttons?: FeatureButtons;
+  readonly buttons?: FeatureButtons<S>;
+  /** Its queues, each with its processor. */
+  readonly queues?: readonly FeatureQueue[];
   /** Its data of a conversation, if it keeps any. */
   readonly conversation?: FeatureConversation;
+  /** The tools it adds to the toolbox under this configuration (beyond the files of `tools/`). */
+  tools?(config: Config): Tool[];
+}
+
+/**
+ * Types a feature with its own state `S` (its `start` returns it; its commands and buttons get
+ * it). A `Feature<S>` is a member of the list (`Feature<unknown>`) as it is.
+ */
+export function defineFeature<S>(feature: Feature<S>): Feature<S> {
+  return feature;
 }

@@ -2,12 +2,17 @@
  * The bot's features, in one list ({@link FEATURES}); see `src/feature.ts` for the contract and
  * `docs/architecture.md` for how to add one. Adding a feature is its folder and one line here.
  *
- * The hubs walk it: `src/buttons.ts` routes a press by its data's prefix ({@link FeatureSet}),
- * `src/conversations/migrate.ts` moves every feature's stores, and `/reset`
- * (`src/conversations/reset.ts`) clears every feature's reset keys with the history. A feature module must not import this list (it imports
+ * The hubs walk the list: the command catalogue (`src/commands/catalog.ts`) lists every feature's
+ * commands; an adapter process starts the features ({@link startFeatures}) and routes a button
+ * press by its data's prefix (`src/buttons.ts`); the worker runs a BullMQ Worker per feature queue
+ * (`src/worker/worker.ts`); a conversation move carries every feature's stores
+ * (`conversationStores` of `src/conversations/migrate.ts`) and `/reset` clears every feature's reset keys
+ * (`src/conversations/reset.ts`). A feature module must not import this list (it imports
  * `src/feature.ts` only), so the list can import every feature without a cycle.
  */
-import type { Feature } from "./feature.js";
+import type { Command } from "./commands/command.js";
+import type { ButtonAnswer, ButtonPress, Feature, FeatureParts, PressCore } from "./feature.js";
+import type { Locale } from "./i18n.js";
 import { approvalsFeature } from "./approvals/feature.js";
 import { compactionFeature } from "./compaction/feature.js";
 import { memoryFeature } from "./memory/feature.js";
@@ -18,43 +23,138 @@ import { tasksFeature } from "./tasks/feature.js";
 
 /** Every feature of the bot, in order: commands are listed, and conversation data moved, in this order. */
 export const FEATURES: readonly Feature[] = [
+  // First, so that /stop comes right after the core's first commands (/help, /tools, /reset) in the menus.
+  stopFeature,
   compactionFeature,
   settingsFeature,
   remindersFeature,
   tasksFeature,
   approvalsFeature,
   memoryFeature,
-  stopFeature,
 ];
 
-/** A list of features, and what the hubs ask of them together (see the module comment). */
-export class FeatureSet {
-  readonly #byPrefix: [string, Feature][];
-
-  /**
-   * @throws when two features are named alike, or claim the same button prefix (or one prefix
-   *   starts another): a press must belong to one feature.
-   */
-  constructor(readonly features: readonly Feature[] = FEATURES) {
-    const names = new Set<string>();
-    this.#byPrefix = [];
-    for (const feature of features) {
-      if (names.has(feature.name)) throw new Error(`two features are named "${feature.name}"`);
-      names.add(feature.name);
-      for (const prefix of feature.buttons?.prefixes ?? []) {
-        const clash = this.#byPrefix.find(([p]) => p.startsWith(prefix) || prefix.startsWith(p));
-        if (clash)
-          throw new Error(`features "${clash[1].name}" and "${feature.name}" both claim the button prefix "${prefix}"`);
-        this.#byPrefix.push([prefix, feature]);
-      }
+/**
+ * Checks that no two of `features` share a name or a command, or claim overlapping button prefixes
+ * (one prefix starting another): a press, a command must belong to one feature.
+ * @throws naming the two features.
+ */
+export function checkFeatures(features: readonly Feature[]): void {
+  const names = new Set<string>();
+  const commands = new Map<string, string>();
+  const prefixes: [string, string][] = [];
+  for (const feature of features) {
+    if (names.has(feature.name)) throw new Error(`two features are named "${feature.name}"`);
+    names.add(feature.name);
+    for (const command of feature.commands ?? []) {
+      const other = commands.get(command.name);
+      if (other) throw new Error(`features "${other}" and "${feature.name}" both define the command /${command.name}`);
+      commands.set(command.name, feature.name);
     }
-  }
-
-  /** The feature whose button `data` is (by prefix), or undefined when none is. */
-  buttonOwner(data: string): Feature | undefined {
-    return this.#byPrefix.find(([prefix]) => data.startsWith(prefix))?.[1];
+    for (const prefix of feature.buttons?.prefixes ?? []) {
+      const clash = prefixes.find(([p]) => p.startsWith(prefix) || prefix.startsWith(p));
+      if (clash)
+        throw new Error(`features "${clash[1]}" and "${feature.name}" both claim the button prefix "${prefix}"`);
+      prefixes.push([prefix, feature.name]);
+    }
   }
 }
 
-/** The set of {@link FEATURES}, built once. */
-export const BOT_FEATURES = new FeatureSet(FEATURES);
+/** The feature of `features` whose button `data` is (by prefix), or undefined when none is. */
+export function buttonOwner(features: readonly Feature[], data: string): Feature | undefined {
+  return features.find((f) => f.buttons?.prefixes.some((p) => data.startsWith(p)));
+}
+
+/** What the core lends a press besides {@link PressCore}: the conversation's language. */
+export interface ButtonCore extends PressCore {
+  /** The conversation's `/settings` language, or undefined (none set, or it could not be read). */
+  languageOf(conversation: ButtonPress): Promise<Locale | undefined>;
+}
+
+/** One started feature: its handlers bound to the state its `start` returned. */
+interface Running {
+  feature: Feature;
+  press?(press: ButtonPress, locale: Locale, core: PressCore): Promise<ButtonAnswer>;
+  commands: Command[];
+  close?(): Promise<void>;
+}
+
+/**
+ * The features started in an adapter process ({@link startFeatures}): their commands and button
+ * handlers, each bound to its feature's own state.
+ */
+export class RunningFeatures {
+  readonly #running: readonly Running[];
+  /** The features' commands, by name, ready to run (`CommandRunner` runs them). */
+  readonly commands: ReadonlyMap<string, Command>;
+
+  constructor(running: readonly Running[]) {
+    checkFeatures(running.map((r) => r.feature));
+    this.#running = running;
+    this.commands = new Map(running.flatMap((r) => r.commands.map((c) => [c.name, c] as const)));
+  }
+
+  /** The started features. */
+  get features(): Feature[] {
+    return this.#running.map((r) => r.feature);
+  }
+
+  /** The handler of a press on button `data` (by prefix) and its feature's name, or undefined when no started feature owns it. */
+  pressHandler(data: string): { name: string; press: NonNullable<Running["press"]> } | undefined {
+    const owner = this.#running.find((r) => r.press && r.feature.buttons?.prefixes.some((p) => data.startsWith(p)));
+    return owner ? { name: owner.feature.name, press: owner.press! } : undefined;
+  }
+
+  /** Stops every feature (closes their queues), last started first. Never throws. */
+  async close(): Promise<void> {
+    for (const r of [...this.#running].reverse()) await r.close?.().catch(() => {});
+  }
+}
+
+/** Binds `feature`'s handlers to `state` (what its `start` returned). */
+function bind<S>(feature: Feature<S>, state: S, close?: () => Promise<void>): Running {
+  const buttons = feature.buttons;
+  return {
+    feature: feature as Feature,
+    ...(buttons ? { press: (press, locale, core) => buttons.press(press, locale, state, core) } : {}),
+    commands: (feature.commands ?? []).map((c) => ({ ...c, run: (inv, services) => c.run(inv, services, state) })),
+    ...(close ? { close } : {}),
+  };
+}
+
+/**
+ * Starts `features` in an adapter process (each `Feature.start`, in list order) and binds their
+ * commands and buttons to what each returned.
+ * @throws when one fails to start (those already started are stopped again).
+ */
+export async function startFeatures(features: readonly Feature[], parts: FeatureParts): Promise<RunningFeatures> {
+  checkFeatures(features);
+  const running: Running[] = [];
+  try {
+    for (const feature of features) {
+      const started = feature.start ? await feature.start(parts) : { state: undefined };
+      running.push(bind(feature, started.state, started.close?.bind(started)));
+    }
+  } catch (error) {
+    await new RunningFeatures(running).close();
+    throw error;
+  }
+  return new RunningFeatures(running);
+}
+
+/**
+ * Features already started elsewhere (tests: a harness's own stores), each with its state;
+ * `FeatureWith` pairs keep each state typed with its feature.
+ */
+export function runningFeatures(features: readonly FeatureWith[]): RunningFeatures {
+  return new RunningFeatures(features.map((f) => f.bind()));
+}
+
+/** A feature with its state (see {@link withState}). */
+export interface FeatureWith {
+  bind(): Running;
+}
+
+/** Pairs `feature` with `state`, for {@link runningFeatures}. */
+export function withState<S>(feature: Feature<S>, state: S): FeatureWith {
+  return { bind: () => bind(feature, state) };
+}

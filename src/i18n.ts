@@ -66,10 +66,6 @@ export const STOP_TEXT = {
   },
   button: { "zh-TW": "⏹ 停止", en: "⏹ Stop" },
   stopping: { "zh-TW": "⏹ 正在停止…", en: "⏹ Stopping…" },
-  waitingFor: {
-    "zh-TW": "⏹ 正在停止：等待「{activity}」完成（不會中途取消）…",
-    en: "⏹ Stopping: waiting for “{activity}” to finish (it is not cancelled halfway)…",
-  },
   pressed: { "zh-TW": "正在停止這個回答。", en: "Stopping this answer." },
   finishedAlready: {
     "zh-TW": "這個回答已經寫完了，沒有東西可以停止。",
@@ -83,5 +79,4 @@ export const STOP_TEXT = {
     "zh-TW": "只有提問的人或群組管理員可以停止這個回答。",
     en: "Only the person who asked or a group admin can stop this answer.",
   },
-  failed: { "zh-TW": "暫時無法停止，請稍後再試一次。", en: "Could not stop it right now; please try again." },
 } satisfies Record<string, Localized>;

@@ -61,15 +61,22 @@ async function ensureMarker(redis: RedisClient, marker: DeploymentMarker): Promi
 export interface DataLossWatch {
   /** Resolves once the marker was written or read at start (never rejects: a failure is logged). */
   readonly started: Promise<void>;
-  /** Resolves once the check after the latest reconnection is done (for tests). */
+  /** Resolves once the check after the latest reconnection (or {@link DataLossWatch.verify}) is done (for tests). */
   checked(): Promise<void>;
+  /** The id of the marker this process last saw (its own or another process's); undefined before the start or when it failed. */
+  markerId(): string | undefined;
+  /**
+   * Checks the marker now, as after a reconnection: for a loss seen without one (`FLUSHALL`, or a
+   * failover the connection did not notice). Resolves when done; never rejects.
+   */
+  verify(): Promise<void>;
   /** Stops listening to the connection. */
   stop(): void;
 }
 
 /**
  * Watches `redis` for a loss of its data: writes or reads the deployment marker now, and checks it
- * each time the connection is ready again (ioredis `ready`). A loss is logged once per process as
+ * each time the connection is ready again (ioredis `ready`) and when asked ({@link DataLossWatch.verify}). A loss is logged once per process as
  * an error naming the cause, counted, and the new marker records `lostAt`; `onLoss` is called with
  * that time (must not throw). Never throws; a check that fails (Redis down again) is retried at
  * the next `ready`.
@@ -94,8 +101,8 @@ export function watchDataLoss(
     (err: unknown) => log.warn({ err }, "could not write the deployment marker of Redis; data loss is not watched"),
   );
   let check: Promise<void> = Promise.resolve();
-  const onReady = () => {
-    check = check.then(async () => {
+  const onReady = (): Promise<void> =>
+    (check = check.then(async () => {
       await started;
       if (seen === undefined) return;
       try {
@@ -121,12 +128,14 @@ export function watchDataLoss(
       } catch (err) {
         log.warn({ err }, "could not check the deployment marker of Redis after reconnecting");
       }
-    });
-  };
-  redis.on("ready", onReady);
+    }));
+  const listener = () => void onReady();
+  redis.on("ready", listener);
   return {
     started,
     checked: () => check,
-    stop: () => void redis.off("ready", onReady),
+    markerId: () => seen,
+    verify: onReady,
+    stop: () => void redis.off("ready", listener),
   };
 }

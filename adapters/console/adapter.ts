@@ -22,7 +22,7 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
 import { isAdmin } from "../../src/access/policy.js";
-import { decisionNotice, type DecisionResult } from "../../src/approvals/decision.js";
+import { decisionNotice, type DecisionResult } from "../../src/approvals/decider.js";
 import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
@@ -252,7 +252,7 @@ export class ConsoleAdapter implements Adapter {
         if (command === "y" || command === "n" || command === "a") return say(localize(locale, TEXT.noPrompt));
       } else {
         try {
-          const result = await context.approvals.decide({
+          const result = await context.decide({
             approvalId: prompt.approvalId,
             platform: "console",
             deciderId: this.#userId(),

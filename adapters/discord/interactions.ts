@@ -14,7 +14,7 @@
  * neither). discord.js has no option that leaves them out, but `reply()` and `editReply()` take a
  * `MessagePayload` whose body is already resolved and send that body as it is, so the undefined
  * fields are removed from it ({@link replyPayload}, {@link editReplyPayload}).
- * A button press is routed by the core (`pressButton` of `src/buttons.ts`); here its answer is
+ * A button press is routed by the core (`AdapterContext.press`, `pressButton` of `src/buttons.ts`); here its answer is
  * rendered: the ephemeral notice (a press that could not be handled gets the adapter's usual
  * "try again"), and a reminder message closed to its outcome.
  */
@@ -30,7 +30,7 @@ import {
 } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
 import { GATE_TEXT } from "../../src/access/gate.js";
-import { buttonKind, pressButton } from "../../src/buttons.js";
+import { buttonKind } from "../../src/buttons.js";
 import { commandsFor, findCommand } from "../../src/commands/catalog.js";
 import type { CommandReply } from "../../src/commands/command.js";
 import type { Config } from "../../src/config.js";
@@ -99,24 +99,16 @@ export class DiscordInteractions {
     const locale = this.localeOf(interaction.locale);
     let closeText: string | undefined;
     await this.#answer(interaction, async () => {
-      const answer = await pressButton(
-        {
-          approvals: this.context.approvals,
-          reminders: this.context.reminders,
-          commands: this.context.commands,
-          log: this.log,
-        },
-        {
-          data: interaction.customId,
-          platform: "discord",
-          chatId: interaction.channelId,
-          chatKind: interaction.inGuild() ? "group" : "dm",
-          userId: interaction.user.id,
-          locale,
-          // Manage Messages in this channel, as for the group-admin commands.
-          isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
-        },
-      );
+      const answer = await this.context.press({
+        data: interaction.customId,
+        platform: "discord",
+        chatId: interaction.channelId,
+        chatKind: interaction.inGuild() ? "group" : "dm",
+        userId: interaction.user.id,
+        locale,
+        // Manage Messages in this channel, as for the group-admin commands.
+        isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
+      });
       closeText = answer.closeText;
       if (answer.failed) return tryAgain(locale);
       // A settings change: the listing as it is now (with its buttons) is the ephemeral reply.

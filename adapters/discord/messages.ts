@@ -12,14 +12,13 @@
 import { Routes, type Client, type GatewayMessageReactionAddDispatchData, type Message } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
-import type { DecisionResult } from "../../src/approvals/decision.js";
+import type { DecisionResult } from "../../src/approvals/decider.js";
 import { CLOSED_APPROVAL_ID, parseApprovalButton } from "../../src/buttons.js";
 import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import { forwardedText } from "../../src/prompts.js";
 import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
-import { repliesToAll } from "../../src/settings/store.js";
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 
@@ -62,7 +61,7 @@ export class DiscordMessages {
     if (!approvalId || approvalId === CLOSED_APPROVAL_ID) return;
     let result: DecisionResult;
     try {
-      result = await this.context.approvals.decide({
+      result = await this.context.decide({
         approvalId,
         platform: "discord",
         deciderId: data.user_id,
@@ -102,7 +101,7 @@ export class DiscordMessages {
     if (
       !addressed &&
       (message.content.trim() === "" ||
-        !(await repliesToAll(context, { platform: "discord", chatId: message.channelId, chatKind: "group" }, this.log)))
+        !(await context.repliesToAll({ platform: "discord", chatId: message.channelId, chatKind: "group" })))
     )
       return;
     const locale = this.config.BOT_LOCALE;

@@ -2,7 +2,7 @@
  * The LINE adapter: start-up (`GET /v2/bot/info` checks the channel access token), the webhook
  * server (`webhook.ts`), and what happens to each event (`inbound.ts` decides): a message is
  * queued, answered as a command or with a hint; a postback is a button press routed by the core
- * (`pressButton` of `src/buttons.ts`); follow / join are greeted with the reply token. A
+ * (`AdapterContext.press`, `pressButton` of `src/buttons.ts`); follow / join are greeted with the reply token. A
  * redelivered event (`deliveryContext.isRedelivery`, the same `webhookEventId`) is handled once:
  * each event id is recorded in Redis for a day (and a message's job id is its message id).
  * The outbound half is `outbound.ts`.
@@ -10,7 +10,6 @@
 import type { Server } from "node:http";
 import type { webhook } from "@line/bot-sdk";
 import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
-import { pressButton } from "../../src/buttons.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
@@ -19,7 +18,6 @@ import type { Destination, NoticeButton } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
 import { plainLine } from "../../src/plain-text.js";
 import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
-import { repliesToAll } from "../../src/settings/store.js";
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
 import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
@@ -210,7 +208,7 @@ export class LineAdapter implements Adapter {
       case "command":
         return this.#command(decision.command, decision.args, await this.#named(decision.message));
       case "unaddressed":
-        if (!(await repliesToAll(context, decision.message, this.log))) {
+        if (!(await context.repliesToAll(decision.message))) {
           this.log.debug({ chatId: decision.message.chatId, reason: "not addressed" }, "line: message ignored");
           return;
         }
@@ -288,18 +286,15 @@ export class LineAdapter implements Adapter {
    */
   async #press(data: string, at: LineBase): Promise<void> {
     const context = this.#context!;
-    const answer = await pressButton(
-      { approvals: context.approvals, reminders: context.reminders, commands: context.commands, log: this.log },
-      {
-        data,
-        platform: "line",
-        chatId: at.chatId,
-        userId: at.userId,
-        locale: this.config.BOT_LOCALE,
-        chatKind: at.chatKind,
-        isGroupAdmin: () => this.#isMember(at.chatId, at.userId),
-      },
-    );
+    const answer = await context.press({
+      data,
+      platform: "line",
+      chatId: at.chatId,
+      userId: at.userId,
+      locale: this.config.BOT_LOCALE,
+      chatKind: at.chatKind,
+      isGroupAdmin: () => this.#isMember(at.chatId, at.userId),
+    });
     if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);
     if (answer.removeButtons) return;
     const text = answer.closeText ?? answer.notice;

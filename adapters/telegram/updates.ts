@@ -1,7 +1,7 @@
 /**
  * What the Telegram adapter does with each update, however it arrives (long polling or webhook:
  * `adapter.ts`): a message is ignored, hinted at, run as a command, recorded as an album item,
- * or queued (`inbound.ts` decides which); a button press is routed by the core (`pressButton` of
+ * or queued (`inbound.ts` decides which); a button press is routed by the core (`context.press`, `pressButton` of
  * `src/buttons.ts`) and its answer rendered here — a toast, the keyboard removed, a reminder
  * closed, a button dropped from a list.
  *
@@ -12,13 +12,11 @@
 import type { Bot, Context } from "grammy";
 import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
-import { pressButton } from "../../src/buttons.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
 import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
-import { repliesToAll } from "../../src/settings/store.js";
 import { isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
 import { escapeHtml } from "./html.js";
@@ -76,7 +74,7 @@ export class TelegramUpdates {
     if (moved) {
       // A group upgraded to a supergroup: its conversation moves to the new chat id (idempotent; the other service message or a worker's 400 may do it first).
       this.log.info(moved, "telegram: a group was upgraded to a supergroup");
-      await context.migrateChat?.(
+      await context.migrateConversation?.(
         { platform: "telegram", chatId: moved.from },
         { platform: "telegram", chatId: moved.to },
       );
@@ -89,7 +87,7 @@ export class TelegramUpdates {
         return;
       case "unaddressed":
         // A group whose replies are set to `all` (`/settings`) takes every text message.
-        if (!(await repliesToAll(context, decision.message, this.log))) {
+        if (!(await context.repliesToAll(decision.message))) {
           this.log.debug({ chatId: ctx.chat?.id, reason: "not addressed" }, "telegram: message ignored");
           return;
         }
@@ -208,24 +206,21 @@ export class TelegramUpdates {
       message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined
         ? String(message.message_thread_id)
         : undefined;
-    const answer = await pressButton(
-      { approvals: context.approvals, reminders: context.reminders, commands: context.commands, log: this.log },
-      {
-        data,
-        platform: "telegram",
-        chatId: String(message?.chat.id ?? query.from.id),
-        ...(topic ? { topicId: topic } : {}),
-        userId: String(query.from.id),
-        locale: this.config.BOT_LOCALE,
-        ...(message
-          ? {
-              chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const),
-              isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)),
-            }
-          : {}),
-        readsAllGroupMessages: () => this.#readsAllGroupMessages(),
-      },
-    );
+    const answer = await context.press({
+      data,
+      platform: "telegram",
+      chatId: String(message?.chat.id ?? query.from.id),
+      ...(topic ? { topicId: topic } : {}),
+      userId: String(query.from.id),
+      locale: this.config.BOT_LOCALE,
+      ...(message
+        ? {
+            chatKind: message.chat.type === "private" ? ("dm" as const) : ("group" as const),
+            isGroupAdmin: () => this.#isGroupAdmin(message.chat, String(query.from.id)),
+          }
+        : {}),
+      readsAllGroupMessages: () => this.#readsAllGroupMessages(),
+    });
     try {
       await ctx.answerCallbackQuery({ text: answer.notice });
     } catch (error) {

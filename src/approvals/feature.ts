@@ -1,15 +1,22 @@
 /**
  * The approvals feature: the buttons of an approval prompt (`ap:<approval id>:y|n|a`: approve,
- * decline, always allow) and of `/permissions` (`pm:…`: revoke an "always allow" grant), and the
- * grants of a conversation, which move with it.
+ * decline, always allow; checked and recorded by the core's decider, `PressCore.decide`), `/permissions`
+ * and its revoke buttons (`pm:…`: "always allow" grants), the `decisions` queue whose jobs resume
+ * the paused runs (`src/worker/decision.ts`), and the grants of a conversation, which move with it.
+ * The confirmation flow itself (asking, expiring, the decider) is the core's (`flow.ts`, `store.ts`,
+ * wired in `src/app.ts`): the agent loop pauses on every dangerous call.
  */
 import { scanKeys } from "../redis.js";
-import { conversationKey } from "../queue/incoming.js";
-import { localize } from "../i18n.js";
-import { PRESS_AGAIN, type ButtonAnswer, type ButtonPress, type Feature, type PressParts } from "../feature.js";
-import type { Locale } from "../i18n.js";
+import { conversationKey, conversationOf } from "../queue/incoming.js";
+import { localize, type Locale, type Localized } from "../i18n.js";
+import { defineFeature, PRESS_AGAIN, type ButtonAnswer, type ButtonPress, type PressCore } from "../feature.js";
 import { moveKey, globEscape } from "../conversations/keys.js";
-import { decideForGroup, decisionNotice, type DecisionRequest } from "./decision.js";
+import { PERMISSION_TEXT, permissionsListing, pressPermissionButton, revokeByName } from "../commands/permissions.js";
+import { DECISIONS_QUEUE } from "../queue/keys.js";
+import { CRASHES_BEFORE_SKIP } from "../worker/pipeline.js";
+import { answerDecision } from "../worker/decision.js";
+import { decideForGroup, decisionNotice, type DecisionRequest } from "./decider.js";
+import { grantStoreFor, type GrantStore } from "./grants.js";
 
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
@@ -28,8 +35,10 @@ export function parseApprovalButton(
   return m ? { approvalId: m[1]!, approve: m[2] !== "n", always: m[2] === "a" } : undefined;
 }
 
+const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
+
 /** A press on an approval prompt's button: checked and recorded by the decider (the requester, or a group's admin for the group). */
-async function pressApproval(press: ButtonPress, locale: Locale, parts: PressParts): Promise<ButtonAnswer> {
+async function pressApproval(press: ButtonPress, locale: Locale, core: PressCore): Promise<ButtonAnswer> {
   const parsed = parseApprovalButton(press.data);
   if (!parsed || parsed.approvalId === CLOSED_APPROVAL_ID)
     return { kind: "approvals", notice: decisionNotice({ status: "not_found" }, locale) };
@@ -41,8 +50,8 @@ async function pressApproval(press: ButtonPress, locale: Locale, parts: PressPar
       approve: parsed.approve,
       ...(parsed.always ? { always: true } : {}),
     };
-    const result = await decideForGroup(parts.approvals, request, press);
-    parts.log.info(
+    const result = await decideForGroup(core, request, press);
+    core.log.info(
       { via: "button", deciderId: press.userId, status: result.status },
       `approval button: ${result.status}`,
     );
@@ -52,32 +61,76 @@ async function pressApproval(press: ButtonPress, locale: Locale, parts: PressPar
       ...(result.status === "accepted" ? { removeButtons: true } : {}),
     };
   } catch (error) {
-    parts.log.error({ err: error, platform: press.platform }, "approval decision failed");
+    core.log.error({ err: error, platform: press.platform }, "approval decision failed");
     return { kind: "approvals", notice: localize(locale, PRESS_AGAIN), failed: true };
   }
 }
 
 /** A press on a `/permissions` revoke button: only the owner's press revokes, their grant in the pressed message's conversation. */
-async function pressPermission(press: ButtonPress, locale: Locale, parts: PressParts): Promise<ButtonAnswer> {
-  const answer = await parts.commands.pressPermission({
-    data: press.data,
-    platform: press.platform,
-    chatId: press.chatId,
-    ...(press.topicId ? { topicId: press.topicId } : {}),
-    userId: press.userId,
-    locale,
-  });
-  return { kind: "approvals", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
+async function pressPermission(
+  press: ButtonPress,
+  locale: Locale,
+  grants: GrantStore,
+  core: PressCore,
+): Promise<ButtonAnswer> {
+  try {
+    const answer = await pressPermissionButton(
+      {
+        data: press.data,
+        platform: press.platform,
+        chatId: press.chatId,
+        ...(press.topicId ? { topicId: press.topicId } : {}),
+        userId: press.userId,
+      },
+      grants,
+      locale,
+    );
+    return { kind: "approvals", notice: answer.notice, ...(answer.revoked ? { dropButton: true } : {}) };
+  } catch (error) {
+    core.log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/permissions revoke button failed");
+    return { kind: "approvals", notice: localize(locale, PERMISSION_TEXT.tryAgain) };
+  }
 }
 
 /** The approvals feature (see the module comment). */
-export const approvalsFeature: Feature = {
+export const approvalsFeature = defineFeature<GrantStore>({
   name: "approvals",
+  start: ({ config, log, redis }) => ({ state: grantStoreFor(redis, config, log) }),
+  commands: [
+    {
+      name: "permissions",
+      description: d(
+        "你在這裡「一律允許」的工具；加上工具名稱即可撤銷",
+        "Tools you always allow here; add a tool name to revoke it",
+      ),
+      access: "everyone",
+      option: {
+        name: "tool",
+        description: d("撤銷這個工具的一律允許（工具名稱）", "Revoke the always-allow of this tool (its name)"),
+        required: false,
+      },
+      async run(inv, services, grants) {
+        const asker = { ...conversationOf(inv), userId: inv.userId, locale: inv.locale };
+        const tool = inv.args.trim().split(/\s+/)[0] ?? "";
+        if (tool !== "") return revokeByName(asker, tool, grants);
+        return permissionsListing({ ...asker, timezone: services.config.TIMEZONE }, grants);
+      },
+    },
+  ],
   buttons: {
     prefixes: ["ap:", "pm:"],
-    press: (press, locale, parts) =>
-      press.data.startsWith("pm:") ? pressPermission(press, locale, parts) : pressApproval(press, locale, parts),
+    press: (press, locale, grants, core) =>
+      press.data.startsWith("pm:") ? pressPermission(press, locale, grants, core) : pressApproval(press, locale, core),
   },
+  queues: [
+    {
+      // Decisions resume paused runs; a queue of their own, so a decision never waits behind a chat.
+      name: DECISIONS_QUEUE,
+      fastTakeOver: true,
+      maxStalledCount: CRASHES_BEFORE_SKIP,
+      processor: ({ answer }) => ({ process: (job) => answerDecision(answer, job) }),
+    },
+  ],
   conversation: {
     stores: [
       {
@@ -92,4 +145,4 @@ export const approvalsFeature: Feature = {
       },
     ],
   },
-};
+});

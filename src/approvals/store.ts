@@ -51,7 +51,7 @@ import {
 } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
-import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decision.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decider.js";
 
 /** Where an approval stands: `pending`, or how it ended. Only `pending` can change, and only once. */
 export type ApprovalStatus = "pending" | ApprovalVerdict;

@@ -15,7 +15,7 @@ import { conversationKey, PLATFORMS } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { runDeps, type RunParts } from "../worker/context.js";
-import type { ApprovalDecider } from "./decision.js";
+import type { ApprovalDecider } from "./decider.js";
 import { ApprovalFlow } from "./flow.js";
 import { grantStoreFor } from "./grants.js";
 import { decisionQueueHooks } from "./jobs.js";

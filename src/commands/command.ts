@@ -5,17 +5,10 @@
  * catalogue (`catalog.ts`): Telegram `setMyCommands` + handlers, Discord slash commands, the console.
  */
 import type { AccessGate } from "../access/gate.js";
-import type { CompactNowResult } from "../compaction/queue.js";
-import type { GrantStore } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Locale, Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
-import type { MemoryStore } from "../memory/store.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
-import type { ReminderActions } from "../reminders/actions.js";
-import type { TaskActions } from "../tasks/actions.js";
-import type { SettingsStore } from "../settings/store.js";
-import type { StopServices } from "../stop/commands.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 
 /**
@@ -59,14 +52,18 @@ export interface CommandInvocation {
   readsAllGroupMessages?: () => Promise<boolean>;
 }
 
-/** What commands may use, built once per adapter process (`src/app.ts`). */
+/**
+ * What every command may use, built once per adapter process (`src/app.ts`). A feature's commands
+ * get the feature's own state besides (`FeatureCommand` of `src/feature.ts`): nothing here is
+ * per feature.
+ */
 export interface CommandServices {
   config: Config;
   log: Logger;
   /** The toolbox offered in a chat of this kind. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
-  /** Forgets a conversation's history. @throws when Redis is unreachable. */
-  resetChat(conversation: ConversationRef): Promise<void>;
+  /** Forgets a conversation (`/reset`: `src/conversations/reset.ts`). @throws when Redis is unreachable. */
+  resetConversation(conversation: ConversationRef): Promise<void>;
   /** Access policy, grants, pairing codes and usage. */
   gate: AccessGate;
   /**
@@ -74,51 +71,11 @@ export interface CommandServices {
    * @throws when the platform is not configured in this process or the send fails.
    */
   notify(platform: string, chatId: string, userId: string, text: string): Promise<void>;
-  /** Reminder listings and buttons (`/reminders`); absent where reminders are not wired. */
-  reminders?: ReminderActions;
-  /** "Always allow" grants (`/permissions` and its revoke buttons); absent where they are not wired. */
-  grants?: GrantStore;
-  /** A conversation's size and summary (`/context`) and compaction on demand (`/compact`); absent where they are not wired. */
-  compaction?: CompactionServices;
-  /** Scheduled tasks' listing and buttons (`/tasks`, the resume button of a paused task); absent where they are not wired. */
-  tasks?: TaskActions;
   /**
-   * The conversations' settings (`/settings`, `/persona`, `/model` and their buttons; the language
-   * of every command's reply); absent where they are not wired (the commands then say so).
+   * The language set in the conversation (`/settings`), or undefined when none is set.
+   * @throws when it cannot be read (the runner then uses the adapter's locale).
    */
-  settings?: SettingsStore;
-  /** The memory of every scope (`/memory`, `/forget` and the delete buttons); absent where it is not wired. */
-  memory?: MemoryStore;
-  /** Stop requests (`/stop` and the live answer's Stop button, `src/stop/`); absent where they are not wired. */
-  stops?: StopServices;
-}
-
-/** What `/context` shows of a conversation. */
-export interface ContextReport {
-  /** Tokens of the conversation's last model request, when an answer recorded them. */
-  tokens?: number | undefined;
-  /** Messages stored verbatim in the history. */
-  messages: number;
-  /** Messages summarised so far, over every compaction. */
-  summarized: number;
-  /** Compactions made so far. */
-  compactions: number;
-  /** The current summary, when there is one. */
-  summary?: string | undefined;
-}
-
-/** The compaction side of the commands (`src/compaction/`). */
-export interface CompactionServices {
-  /** @throws when Redis is unreachable. */
-  context(conversation: ConversationRef): Promise<ContextReport>;
-  /**
-   * Compacts the conversation now and waits for it (a job of the `compactions` queue, run by a worker).
-   * @throws when Redis is unreachable.
-   */
-  compactNow(
-    conversation: ConversationRef,
-    owner: { platform: string; userId: string; chatId: string },
-  ): Promise<CompactNowResult>;
+  languageOf(conversation: ConversationRef): Promise<Locale | undefined>;
 }
 
 /**

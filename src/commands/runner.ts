@@ -4,19 +4,9 @@
  * ({@link CommandAccess}), then its handler. Commands are instant: no queue, no model call.
  */
 import { isAdmin } from "../access/policy.js";
-import { localize, STOP_TEXT, type Locale } from "../i18n.js";
-import { pressStopButton, type StopPress } from "../stop/commands.js";
-import { ADMIN_ONLY, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
-import type { CommandInvocation, CommandReply, CommandServices } from "./command.js";
-import { MEMORY_TEXT, pressMemoryButton, scopeOfAsker, type MemoryPress, type MemoryPressAnswer } from "./memory.js";
-import {
-  PERMISSION_TEXT,
-  pressPermissionButton,
-  type PermissionPress,
-  type PermissionPressAnswer,
-} from "./permissions.js";
-import type { TaskPress, TaskPressAnswer } from "../tasks/actions.js";
-import { pressSettingsButton, SETTINGS_TEXT, type SettingsAsker, type SettingsPressAnswer } from "./settings.js";
+import { localize, type Locale } from "../i18n.js";
+import { ADMIN_ONLY, CORE_COMMANDS, findCommand, GROUP_ADMIN_ONLY, listedCommands } from "./catalog.js";
+import type { Command, CommandInvocation, CommandReply, CommandServices } from "./command.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 
 /** The short "try again" of a command that failed (Redis unreachable…). */
@@ -47,12 +37,24 @@ export function unknownCommand(
   );
 }
 
+/** The answer to a command of a feature that is not started in this process. */
+const NOT_HERE = {
+  "zh-TW": "這裡無法使用這個指令。",
+  en: "This command is not available here.",
+};
+
 /** Runs commands; see the module comment. */
 export class CommandRunner {
   readonly services: CommandServices;
+  readonly #features: ReadonlyMap<string, Command>;
 
-  constructor(services: CommandServices) {
+  /**
+   * @param features - the started features' commands, bound to their state (`RunningFeatures.commands`
+   *   of `src/features.ts`); a feature's command not among them is answered "not available here".
+   */
+  constructor(services: CommandServices, features: ReadonlyMap<string, Command> = new Map()) {
     this.services = services;
+    this.#features = features;
   }
 
   /**
@@ -73,121 +75,12 @@ export class CommandRunner {
     return typeof reply === "string" ? { text: reply } : reply;
   }
 
-  /**
-   * A press on a `/permissions` revoke button (`pm:…` data; see `permissions.ts`), answered in
-   * `locale`: only the owner's press revokes, their grant in the pressed message's conversation.
-   * @returns the notice for the presser and whether a grant was revoked. Never throws (a Redis
-   *   failure is logged and answered with "try again").
-   */
-  async pressPermission(press: PermissionPress & { locale: Locale }): Promise<PermissionPressAnswer> {
-    const { grants, log } = this.services;
-    if (!grants) return { notice: localize(press.locale, PERMISSION_TEXT.unavailable), revoked: false };
-    try {
-      return await pressPermissionButton(press, grants, press.locale);
-    } catch (error) {
-      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/permissions revoke button failed");
-      return { notice: localize(press.locale, PERMISSION_TEXT.tryAgain), revoked: false };
-    }
-  }
-
-  /**
-   * A press on a scheduled task's button (`tk:…` data: `/tasks` pause / resume / cancel, the
-   * resume button of a paused task's notice): only the owner's press counts.
-   * @returns the notice and whether the task changed. Never throws (a Redis failure is logged and
-   *   answered with "try again").
-   */
-  async pressTask(press: TaskPress): Promise<TaskPressAnswer> {
-    const { tasks, log } = this.services;
-    if (!tasks)
-      return {
-        notice: localize(press.locale, {
-          "zh-TW": "這裡沒有排程任務功能。",
-          en: "Scheduled tasks are not available here.",
-        }),
-        changed: false,
-      };
-    try {
-      return await tasks.press({ ...press, admin: isAdmin(this.services.config, press) });
-    } catch (error) {
-      log.error({ err: error, platform: press.platform }, "scheduled task button failed");
-      return { notice: localize(press.locale, TRY_AGAIN), changed: false };
-    }
-  }
-
-  /**
-   * A press on a settings button (`st:…` data; see `settings.ts`), answered in the conversation's
-   * language: changes the setting only when the presser may change it there.
-   * @returns the notice for the presser, and the listing after a change. Never throws (a Redis
-   *   failure is logged and answered with "try again").
-   */
-  async pressSettings(press: SettingsAsker & { data: string }): Promise<SettingsPressAnswer & { failed?: boolean }> {
-    const { config, settings, log } = this.services;
-    const locale = (await this.languageOf(press)) ?? press.locale;
-    if (!settings) return { notice: localize(locale, SETTINGS_TEXT.gone), changed: false };
-    try {
-      const answer = await pressSettingsButton({ ...press, locale }, press.data, { config, settings });
-      if (answer.changed)
-        log.info(
-          {
-            platform: press.platform,
-            chatId: press.chatId,
-            topicId: press.topicId,
-            by: press.userId,
-            button: press.data.slice(0, 5),
-          },
-          "conversation settings changed",
-        );
-      return answer;
-    } catch (error) {
-      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "settings button failed");
-      return { notice: localize(locale, PERMISSION_TEXT.tryAgain), changed: false, failed: true };
-    }
-  }
-
-  /**
-   * A press on a live answer's Stop button (`sp:…` data; see `src/stop/`), answered in the
-   * conversation's language: stops the answer when the presser asked or administers the group.
-   * @returns the notice for the presser. Never throws (a Redis failure is logged and answered with "try again").
-   */
-  async pressStop(press: StopPress): Promise<{ notice: string; failed?: boolean }> {
-    const locale = (await this.languageOf(press)) ?? press.locale;
-    try {
-      return { notice: await pressStopButton({ ...press, locale }, this.services) };
-    } catch (error) {
-      this.services.log.error({ err: error, platform: press.platform, chatId: press.chatId }, "Stop button failed");
-      return { notice: localize(locale, STOP_TEXT.failed), failed: true };
-    }
-  }
-
-  /** The language set in the conversation (`/settings`), or undefined (none set, no store, Redis unreachable). */
+  /** The language set in the conversation (`/settings`), or undefined (none set, Redis unreachable). */
   async languageOf(conversation: ConversationRef): Promise<Locale | undefined> {
-    return this.services.settings?.language(conversationOf(conversation)).catch((error: unknown) => {
+    return this.services.languageOf(conversationOf(conversation)).catch((error: unknown) => {
       this.services.log.warn({ err: error }, "could not read the conversation's language; using the default");
       return undefined;
     });
-  }
-
-  /**
-   * A press on a `/memory` delete button (`mm:…` data; see `memory.ts`), answered in `press.locale`:
-   * in a group only its administrators and bot admins may delete.
-   * @returns the notice, and whether a file or everything was deleted. Never throws (a Redis failure
-   *   is logged and answered with "try again").
-   */
-  async pressMemory(press: Omit<MemoryPress, "admin">): Promise<MemoryPressAnswer> {
-    const { memory, log, config } = this.services;
-    if (!memory) return { notice: localize(press.locale, MEMORY_TEXT.unavailable) };
-    try {
-      const answer = await pressMemoryButton({ ...press, admin: isAdmin(config, press) }, memory);
-      if (answer.deletedFile || answer.closeText)
-        log.info(
-          { scope: scopeOfAsker(press), by: `${press.platform}:${press.userId}`, all: answer.closeText !== undefined },
-          "memory deleted (/memory button)",
-        );
-      return answer;
-    } catch (error) {
-      log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/memory delete button failed");
-      return { notice: localize(press.locale, MEMORY_TEXT.tryAgain) };
-    }
   }
 
   async #run(asked: CommandInvocation): Promise<string | CommandReply | undefined> {
@@ -213,7 +106,9 @@ export class CommandRunner {
           return localize(locale, GROUP_ADMIN_ONLY);
         }
       }
-      return await command.run(invocation, this.services);
+      const run = CORE_COMMANDS.get(command.name) ?? this.#features.get(command.name);
+      if (!run) return localize(locale, NOT_HERE);
+      return await run.run(invocation, this.services);
     } catch (error) {
       log.error(
         { err: error, command: command.name, platform: invocation.platform, chatId: invocation.chatId },

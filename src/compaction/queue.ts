@@ -11,7 +11,7 @@
  * - Two workers never compact one conversation at once: besides BullMQ's one-worker-per-job, every
  *   compaction holds the conversation's lease (`compact` of `compactor.ts`).
  */
-import { Queue, UnrecoverableError, Worker, type JobsOptions } from "bullmq";
+import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from "bullmq";
 import type { Config } from "../config.js";
 import { DEFAULT_HISTORY_MAX_CHARS } from "../history/trim.js";
 import type { Logger } from "../log.js";
@@ -124,10 +124,52 @@ export interface CompactionWorker {
 }
 
 /**
- * Starts the worker of the `compactions` queue: each job runs {@link compact} (a `/compact` job
+ * The processor of the `compactions` queue: each job runs {@link compact} (a `/compact` job
  * waits up to 60 s for a compaction already running; an automatic one finding the conversation
  * busy is done, since that compaction covers it, unless the lease is its own earlier run's, whose
  * worker died: then the job fails and is retried with its backoff, so the compaction is redone).
+ * `failed` logs a failed job (an error once it failed for good).
+ */
+export function compactionProcessor(
+  deps: CompactorDeps,
+  log: Logger,
+): {
+  process(job: Job<CompactionJob>): Promise<CompactionResult>;
+  failed(job: Job<CompactionJob> | undefined, err: Error): void;
+} {
+  return {
+    async process(job) {
+      const parsed = CompactionJobSchema.safeParse(job.data);
+      if (!parsed.success)
+        throw new UnrecoverableError(
+          `malformed compaction job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
+      return compact(deps, parsed.data, {
+        waitMs: parsed.data.reason === "command" ? 60_000 : 0,
+        ...(job.id !== undefined ? { jobId: job.id } : {}),
+      });
+    },
+    failed(job, err) {
+      const attempts = job?.opts.attempts ?? 1;
+      const made = job?.attemptsMade ?? attempts;
+      log[made >= attempts ? "error" : "warn"](
+        {
+          chat: job ? conversationKey(job.data.conversation) : undefined,
+          attempt: made,
+          attempts,
+          err: { message: err.message },
+        },
+        made >= attempts
+          ? "compaction failed for good; the history stays as it is"
+          : "compaction failed; it will be retried (the history stays as it is)",
+      );
+    },
+  };
+}
+
+/**
+ * Starts a worker of the `compactions` queue on its own ({@link compactionProcessor}); a bot's
+ * worker runs the queue as the compaction feature's (`src/compaction/feature.ts`).
  *
  * @param options.concurrency - compactions in parallel in this process (different conversations).
  */
@@ -142,43 +184,16 @@ export function startCompactionWorker(
     log: Logger;
   },
 ): CompactionWorker {
-  const worker = new Worker<CompactionJob, CompactionResult>(
-    COMPACTIONS_QUEUE,
-    async (job) => {
-      const parsed = CompactionJobSchema.safeParse(job.data);
-      if (!parsed.success)
-        throw new UnrecoverableError(
-          `malformed compaction job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-        );
-      return compact(deps, parsed.data, {
-        waitMs: parsed.data.reason === "command" ? 60_000 : 0,
-        ...(job.id !== undefined ? { jobId: job.id } : {}),
-      });
-    },
-    {
-      connection: options.redis,
-      prefix: bullPrefix(options.redis, COMPACTIONS_QUEUE, options.prefix),
-      concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs,
-      stalledInterval: options.stalledIntervalMs,
-    },
-  );
-  worker.on("error", () => {});
-  worker.on("failed", (job, err) => {
-    const attempts = job?.opts.attempts ?? 1;
-    const made = job?.attemptsMade ?? attempts;
-    options.log[made >= attempts ? "error" : "warn"](
-      {
-        chat: job ? conversationKey(job.data.conversation) : undefined,
-        attempt: made,
-        attempts,
-        err: { message: err.message },
-      },
-      made >= attempts
-        ? "compaction failed for good; the history stays as it is"
-        : "compaction failed; it will be retried (the history stays as it is)",
-    );
+  const processor = compactionProcessor(deps, options.log);
+  const worker = new Worker<CompactionJob, CompactionResult>(COMPACTIONS_QUEUE, (job) => processor.process(job), {
+    connection: options.redis,
+    prefix: bullPrefix(options.redis, COMPACTIONS_QUEUE, options.prefix),
+    concurrency: options.concurrency,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
   });
+  worker.on("error", () => {});
+  worker.on("failed", (job, err) => processor.failed(job, err));
   return {
     worker,
     close: async (force = false) => {

@@ -27,16 +27,30 @@ import type { Logger } from "../log.js";
 import { z } from "zod";
 import { conversationKey, PLATFORMS, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, conversationTag, draftsOffKey } from "../queue/keys.js";
-import type { ConversationStore, Feature } from "../feature.js";
 import type { RedisClient } from "../redis.js";
 import { moveKey } from "./keys.js";
 import { decodeRecord } from "../records.js";
 
-export type { ConversationStore } from "../feature.js";
+/** A store whose data belongs to a conversation: how it moves to a new chat id. */
+export interface ConversationStore {
+  /** The store, for logs (e.g. `history`). */
+  name: string;
+  /** The conversation's keys of this store, moved as they are. */
+  keys?: (conversation: ConversationRef) => string[];
+  /**
+   * `append` for a string that writers only append to (a history: whole lines of whole runs): it
+   * is taken with `GETDEL` and added after the new key's value when there is one, so nothing
+   * written is lost, even by a writer appending meanwhile. Default: the key is moved with
+   * `DUMP` / `RESTORE` and a key the new conversation already has is kept as it is.
+   */
+  merge?: "append";
+  /** Moves the rest of the store's data from `from` to `to`; idempotent. */
+  move?: (redis: RedisClient, from: ConversationRef, to: ConversationRef) => Promise<void>;
+}
 
 /**
- * The core's conversation-keyed stores, moved first; each feature's follow (`Feature.conversation.stores`,
- * see {@link conversationStores}).
+ * The core's conversation-keyed stores, moved first; each feature's follow (`Feature.conversation.stores`:
+ * {@link conversationStores} puts them together).
  */
 export const CORE_CONVERSATION_STORES: readonly ConversationStore[] = [
   // The compaction summary is the history's `S` line: it moves with the history.
@@ -55,8 +69,13 @@ export const CORE_CONVERSATION_STORES: readonly ConversationStore[] = [
   },
 ];
 
-/** Every conversation-keyed store: the core's, then those of `features` in their order. */
-export function conversationStores(features: readonly Feature[]): ConversationStore[] {
+/**
+ * Every conversation-keyed store: the core's ({@link CORE_CONVERSATION_STORES}), then those of
+ * `features` in their order (`Feature.conversation.stores`, `src/feature.ts`).
+ */
+export function conversationStores(
+  features: readonly { conversation?: { stores?: readonly ConversationStore[] } | undefined }[],
+): ConversationStore[] {
   return [...CORE_CONVERSATION_STORES, ...features.flatMap((f) => f.conversation?.stores ?? [])];
 }
 
@@ -69,8 +88,8 @@ export function migrationMarkerKey(from: ConversationRef): string {
 }
 
 /**
- * Moves every store ({@link conversationStores} of `features`) from conversation `from` to `to` (see the module
- * comment). Returns true when this call did the move, false when another run has claimed it.
+ * Moves every store of `stores` (the core's and the features': {@link conversationStores}) from
+ * conversation `from` to `to` (see the module comment). Returns true when this call did the move, false when another run has claimed it.
  * A store that fails is logged and the others still move. With `again` the marker is not claimed:
  * what was written to the old conversation after its move (an answer in flight) moves too.
  *
@@ -78,7 +97,7 @@ export function migrationMarkerKey(from: ConversationRef): string {
  */
 export async function migrateConversation(
   redis: RedisClient,
-  features: readonly Feature[],
+  stores: readonly ConversationStore[],
   from: ConversationRef,
   to: ConversationRef,
   log: Logger,
@@ -89,7 +108,7 @@ export async function migrateConversation(
     const claimed = await redis.set(migrationMarkerKey(from), JSON.stringify(to), "EX", MIGRATION_MARKER_SECONDS, "NX");
     if (claimed !== "OK") return false;
   }
-  for (const store of conversationStores(features)) {
+  for (const store of stores) {
     try {
       const targets = store.keys?.(to) ?? [];
       for (const [i, key] of (store.keys?.(from) ?? []).entries()) await moveKey(redis, key, targets[i]!, store.merge);

@@ -1,6 +1,6 @@
 /**
- * Delivering reminders: a BullMQ Worker on the `reminders` queue posts each due occurrence through
- * the platform's outbound, exactly once.
+ * Delivering reminders: the processor of the `reminders` queue (a worker runs it as the reminders
+ * feature's queue, `feature.ts`) posts each due occurrence through the platform's outbound, exactly once.
  *
  * Exactly once per occurrence: every occurrence is one job (its own id), which BullMQ gives to one
  * worker at a time, also with several worker processes; after the send, the occurrence's delivered
@@ -17,7 +17,7 @@
  * (`hasAccess`): a DM reminder whose owner was revoked, a group reminder whose group was disabled
  * (an admin's reminders are always posted, as admins are always served).
  */
-import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { Queue, UnrecoverableError, type Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
@@ -51,15 +51,15 @@ export interface ReminderDeliveryDeps {
   outbounds: Partial<Record<Platform, Outbound>>;
 }
 
-/** Running reminder delivery. */
+/** Reminder delivery in one worker process: the processor of the `reminders` queue (run by the worker, `src/reminders/feature.ts`). */
 export interface ReminderDelivery {
   /** The scheduler the tools use (also attached to `deps.redis`). */
   readonly scheduler: ReminderScheduler;
-  /** The BullMQ worker of the `reminders` queue. */
-  readonly worker: Worker<ReminderJobData>;
-  /** Resolves when the worker takes jobs. */
-  waitUntilReady(): Promise<void>;
-  /** Stops taking jobs and lets the ones in flight finish (bounded to 10 s), then closes the queue. Never throws. */
+  /** Posts one due occurrence (a job of the `reminders` queue). */
+  process(job: Job<ReminderJobData>): Promise<DeliveryOutcome>;
+  /** Logs a job that failed (an error once it failed for good). */
+  failed(job: Job<ReminderJobData> | undefined, err: Error): void;
+  /** Closes the scheduler's queue (not the connection). Never throws. */
   close(): Promise<void>;
 }
 
@@ -79,10 +79,10 @@ export function dueTimeOf(
 }
 
 /**
- * Starts delivery: the `reminders` queue and scheduler (attached to `deps.redis` for the tools) and
- * a BullMQ Worker with `concurrency: WORKER_CONCURRENCY`.
+ * Reminder delivery in one worker process: the `reminders` queue's scheduler (attached to
+ * `deps.redis` for the tools) and the processor of its jobs.
  */
-export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
+export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
   const { config, log, redis, outbounds } = deps;
   const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
     connection: redis,
@@ -224,45 +224,24 @@ export function startReminderDelivery(deps: ReminderDeliveryDeps): ReminderDeliv
     }
   }
 
-  const worker = new Worker<ReminderJobData, DeliveryOutcome>(REMINDERS_QUEUE, deliver, {
-    connection: redis,
-    prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix),
-    concurrency: config.WORKER_CONCURRENCY,
-  });
-  let lastError = 0;
-  worker.on("error", (err) => {
-    if (Date.now() - lastError < 10_000) return;
-    lastError = Date.now();
-    log.warn({ err: { message: err.message } }, `reminder worker: ${err.message}`);
-  });
-  worker.on("failed", (job, err) => {
-    if (!job) return;
-    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-    if (final)
-      log.error(
-        { job: job.id, err: { message: err.message } },
-        "reminder could not be posted; giving up on this occurrence",
-      );
-    else
-      log.warn(
-        { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
-        "reminder not posted yet; will retry",
-      );
-  });
-
   return {
     scheduler,
-    worker,
-    waitUntilReady: async () => {
-      await worker.waitUntilReady();
+    process: deliver,
+    failed(job, err) {
+      if (!job) return;
+      const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+      if (final)
+        log.error(
+          { job: job.id, err: { message: err.message } },
+          "reminder could not be posted; giving up on this occurrence",
+        );
+      else
+        log.warn(
+          { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
+          "reminder not posted yet; will retry",
+        );
     },
     async close() {
-      const graceful = worker.close().catch(() => {});
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), 10_000)));
-      if ((await Promise.race([graceful.then(() => "closed" as const), late])) === "late")
-        await Promise.race([worker.close(true).catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
-      clearTimeout(timer);
       await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
     },
   };

@@ -1,29 +1,52 @@
 /**
- * The reminders feature: the buttons of a posted reminder (`rm:d:…` done, `rm:s:…` snooze) and of
- * `/reminders` (`rm:c:…` cancel), and the reminders of a conversation, which move with it (each
- * record names the chat it is posted in).
+ * The reminders feature: `/reminders` (the asker's reminders here, with cancel buttons), the
+ * buttons of a posted reminder (`rm:d:…` done, `rm:s:…` snooze) and of `/reminders` (`rm:c:…`
+ * cancel), the `reminders` queue whose due occurrences a worker posts (`delivery.ts`), and the
+ * reminders of a conversation, which move with it (each record names the chat it is posted in).
+ * The tools (`set_reminder`, `list_reminders`, `cancel_reminder`) are files of `tools/`.
  */
-import type { Feature } from "../feature.js";
-import { PRESS_AGAIN } from "../feature.js";
-import { localize } from "../i18n.js";
+import { Queue } from "bullmq";
 import { moveRecordsOfChat } from "../conversations/keys.js";
+import { defineFeature, PRESS_AGAIN } from "../feature.js";
+import { localize } from "../i18n.js";
+import { bullPrefix } from "../queue/keys.js";
+import { ReminderActions } from "./actions.js";
+import { reminderDelivery } from "./delivery.js";
+import { REMINDERS_QUEUE, ReminderScheduler, type ReminderJobData } from "./schedule.js";
 
 /** The reminders feature (see the module comment). */
-export const remindersFeature: Feature = {
+export const remindersFeature = defineFeature<ReminderActions>({
   name: "reminders",
+  start({ config, log, redis, prefix }) {
+    // The adapters' own `reminders` queue: snoozes and cancels add and remove jobs.
+    const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
+      connection: redis,
+      prefix: bullPrefix(redis, REMINDERS_QUEUE, prefix),
+    });
+    queue.on("error", () => {});
+    return {
+      state: new ReminderActions({ config, redis, scheduler: new ReminderScheduler(queue), log }),
+      close: async () => {
+        await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+      },
+    };
+  },
+  commands: [
+    {
+      name: "reminders",
+      description: {
+        "zh-TW": "列出你在這裡的提醒（Telegram、Discord 上可按按鈕取消）",
+        en: "Your reminders here (cancel buttons on Telegram and Discord)",
+      },
+      access: "everyone",
+      run: (inv, _services, reminders) => reminders.listing(inv),
+    },
+  ],
   buttons: {
     prefixes: ["rm:"],
-    async press(press, locale, parts) {
-      if (!parts.reminders)
-        return {
-          kind: "reminders",
-          notice: localize(locale, {
-            "zh-TW": "這個提醒已經結束或取消了。",
-            en: "This reminder has ended or was cancelled.",
-          }),
-        };
+    async press(press, locale, reminders, { log }) {
       try {
-        const answer = await parts.reminders.press({
+        const answer = await reminders.press({
           data: press.data,
           platform: press.platform,
           userId: press.userId,
@@ -37,11 +60,24 @@ export const remindersFeature: Feature = {
           ...(press.data.startsWith("rm:c:") && answer.cancelled ? { dropButton: true } : {}),
         };
       } catch (error) {
-        parts.log.error({ err: error, platform: press.platform }, "reminder button failed");
+        log.error({ err: error, platform: press.platform }, "reminder button failed");
         return { kind: "reminders", notice: localize(locale, PRESS_AGAIN), failed: true };
       }
     },
   },
+  queues: [
+    {
+      name: REMINDERS_QUEUE,
+      processor: ({ answer, bullRedis, prefix }) =>
+        reminderDelivery({
+          config: answer.config,
+          log: answer.log,
+          redis: bullRedis,
+          prefix,
+          outbounds: answer.outbounds,
+        }),
+    },
+  ],
   conversation: {
     stores: [
       {
@@ -51,4 +87,4 @@ export const remindersFeature: Feature = {
       },
     ],
   },
-};
+});

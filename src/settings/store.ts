@@ -196,17 +196,17 @@ export class SettingsStore {
 /**
  * Whether a group message that does not address the bot is for it all the same: its
  * conversation's replies are set to `all`. One `GET` (two in a topic) per such message, so a
- * change counts from the next message; false without a settings store, in a private chat, and
+ * change counts from the next message; false in a private chat, and
  * when Redis cannot be reached (logged: the message is then ignored, as before the setting).
  */
 export async function repliesToAll(
-  parts: { settings?: SettingsStore | undefined },
+  settings: SettingsStore,
   message: ConversationRef & { chatKind: "dm" | "group" },
   log: Logger,
 ): Promise<boolean> {
-  if (!parts.settings || message.chatKind !== "group") return false;
+  if (message.chatKind !== "group") return false;
   try {
-    return (await parts.settings.read(message)).replies === "all";
+    return (await settings.read(message)).replies === "all";
   } catch (error) {
     log.warn(
       { err: error, platform: message.platform, chatId: message.chatId },

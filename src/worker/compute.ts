@@ -77,10 +77,15 @@ export function userTurnOf(message: IncomingMessage): string {
  */
 export async function compute(parts: AnswerParts, state: AnswerState, input: RunInput): Promise<Computed> {
   const strip = input.strip ?? ((m: MessageParam[]) => m);
-  // The settings are read with the history (one write for both): a change counts from this message.
+  // The history and the settings were read when the answer began, in one write (`readAtStart` of
+  // `pipeline.ts`): a change of the settings counts from this message.
   let before =
     input.history === "conversation"
-      ? await withSettings(parts, state, parts.history.read(state.conversation))
+      ? await withSettings(
+          parts,
+          state,
+          state.history ? Promise.resolve(state.history) : parts.history.read(state.conversation),
+        )
       : await withSettings(parts, state, Promise.resolve(undefined));
   const { checkpoint } = state.restored;
   if (checkpoint) state.log.info({ turns: checkpoint.turns }, input.resuming);

@@ -11,7 +11,7 @@ import { grantLookup, grantStoreFor } from "../approvals/grants.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { memoryBlock } from "../memory/notes.js";
-import { MemoryStore, memoryScopeOf } from "../memory/store.js";
+import { MemoryStore, memoryScopeOf, type MemoryFile, type MemoryScope } from "../memory/store.js";
 import { MEMORY_TOOL_NAME } from "../memory/tool.js";
 import { conversationOf, type IncomingMessage } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
@@ -77,6 +77,12 @@ export interface RunOptions extends Pick<
   settings?: Settings;
   /** Resolves once the run's usage recordings so far (`onUsage`) are in Redis: the budget check awaits it. Default: none in flight. */
   usageSettled?: () => Promise<unknown>;
+  /**
+   * The files of the message's memory scope, read with the answer's other reads when it began
+   * (`readAtStart` of `pipeline.ts`): the first run's memory block is built from them; a later run
+   * with these deps (the context-window rescue) reads the scope again. Default: read when the run starts.
+   */
+  memoryFiles?: readonly MemoryFile[];
 }
 
 /**
@@ -100,9 +106,7 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     client: parts.client,
     config,
     toolbox,
-    ...(toolbox.get(MEMORY_TOOL_NAME)
-      ? { memory: async () => memoryBlock(scope, await new MemoryStore(redis, { log: run.log }).read(scope)) }
-      : {}),
+    ...(toolbox.get(MEMORY_TOOL_NAME) ? { memory: memoryReader(redis, scope, run) } : {}),
     tracer: run.tracer,
     ...(settings ? { model: settings.model } : {}),
     // A chosen model the API no longer serves: the conversation keeps ANTHROPIC_MODEL from now on (told once).
@@ -128,5 +132,15 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     ...(run.retryUntil !== undefined ? { retryUntil: run.retryUntil } : {}),
     ...(run.onModelBusy ? { onModelBusy: run.onModelBusy } : {}),
     ...(run.stop ? { stop: run.stop } : {}),
+  };
+}
+
+/** The memory block of `scope` for each run: the files read ahead (`run.memoryFiles`) once, then read anew. */
+function memoryReader(redis: RedisClient, scope: MemoryScope, run: RunOptions): () => Promise<string | undefined> {
+  let ahead = run.memoryFiles;
+  return async () => {
+    const files = ahead ?? (await new MemoryStore(redis, { log: run.log }).read(scope));
+    ahead = undefined;
+    return memoryBlock(scope, files);
   };
 }

@@ -7,7 +7,6 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
 import type { ApprovalFlow } from "../approvals/flow.js";
 import type { Config } from "../config.js";
-import type { Feature } from "../feature.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
@@ -79,11 +78,6 @@ export interface WorkerDeps {
    * each answer; default none (every conversation has the defaults).
    */
   settings?: SettingsStore;
-  /**
-   * The bot's features (`FEATURES` of `src/features.ts`): an answer in flight when its chat moved
-   * moves what it wrote with every feature's conversation stores.
-   */
-  features: readonly Feature[];
   /**
    * Stop (`src/stop/`): the answers this worker writes are registered there and stopped when the
    * person presses Stop or sends `/stop`. Default: the worker listens with an `AnswerStops` of its

@@ -126,7 +126,11 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
   if (transcript !== undefined && state.live && config.STREAMING === "on")
     state.live.push({ type: "lead", text: transcriptLine(transcript) });
-  await parts.approvals?.supersedePending(message, outbound);
+  if (await parts.approvals?.supersedePending(message, outbound)) {
+    // The closed run joined the history after the answer's first read: the compute reads it again.
+    delete state.history;
+    delete state.memory;
+  }
   return compute(parts, state, {
     message: media.message,
     userText: userTurnOf(media.message),

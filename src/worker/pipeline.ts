@@ -27,10 +27,11 @@ import type { AgentEvent, AgentOutcome, MessageParam, ModelUsage, PausedOutcome,
 import { RunStateSchema } from "../agent/contract.js";
 import type { CompactorDeps } from "../compaction/compactor.js";
 import { compactionReason, type CompactionQueue, type ConversationSize } from "../compaction/queue.js";
-import { migrateConversation, movedTo } from "../conversations/migrate.js";
+import { migrateConversation, movedTo, type ConversationStore } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
-import { MemoryStore, memoryScopeOf } from "../memory/store.js";
+import { MemoryStore, memoryScopeOf, type MemoryFile } from "../memory/store.js";
+import { MEMORY_TOOL_NAME } from "../memory/tool.js";
 import { sendUndoNotices, undoOffers, type UndoOffer } from "../memory/undo.js";
 import { metrics } from "../metrics.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
@@ -44,6 +45,7 @@ import { priceDeltaOf } from "../usage/store.js";
 import { outputWeightFor } from "../usage/budget.js";
 import { openLiveAnswer, type AnswerStream, type StreamEvent } from "../streaming.js";
 import type { ExecutionLedger } from "../toolbox/once.js";
+import { toolboxFor } from "../toolbox/select.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE, STOP_TEXT } from "../i18n.js";
@@ -70,6 +72,11 @@ export interface AnswerParts extends Omit<
   compaction?: { queue: CompactionQueue; deps: CompactorDeps };
   /** Stop (`src/stop/`): where the answers being written are registered; without it answers cannot be stopped. */
   stops?: AnswerStops;
+  /**
+   * Every conversation store (the core's and the features': `conversationStores` of
+   * `src/conversations/migrate.ts`): an answer in flight when its chat moved moves what it wrote with them.
+   */
+  conversationStores: readonly ConversationStore[];
 }
 
 /** Seconds a run's progress (checkpoint, streamed messages, start time) is kept: long enough for every retry of its job. */
@@ -214,6 +221,17 @@ export interface AnswerState {
   /** Where the answer stands: what *fail* reads. */
   stage: "computing" | "delivering";
   tracer: RunTracer;
+  /**
+   * The conversation's history (with its summary) as read when the answer began, for a take whose
+   * compute runs on it ({@link readAtStart}); *compute* starts from it. A take that writes to the
+   * history before its compute (a message closing its sender's pending approval) drops it, and
+   * *compute* reads the history again.
+   */
+  history?: HistoryRead;
+  /** The files of the message's memory scope as read when the answer began, when the run offers the memory tool (dropped with `history`). */
+  memory?: MemoryFile[];
+  /** On a resumed attempt: the attempts at this answer begun and never ended, this one included (`beginAttempt`). */
+  readonly begun?: number;
   /** True once a checkpoint may have been written (persist deletes it). */
   checkpointed: boolean;
   /** Chunks delivered, in this attempt and earlier ones. */
@@ -255,7 +273,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   );
   timer.unref();
   try {
-    await beginAttempt(parts, state);
+    beginAttempt(state);
     const text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined) await deliver(parts, state, text);
     if (state.undo) await offerUndo(parts, state, state.undo);
@@ -287,26 +305,27 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
 async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
   if (state.to.chatKind !== "group") return;
   const to = await movedTo(parts.redis, state.conversation, state.log);
-  if (to) await migrateConversation(parts.redis, parts.features, state.conversation, to, state.log, { again: true });
+  if (to)
+    await migrateConversation(parts.redis, parts.conversationStores, state.conversation, to, state.log, {
+      again: true,
+    });
 }
 
 /**
- * Marks a resumed attempt as begun (`crashes` of the progress keys, see `progressKeys`); when
- * earlier attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their
- * worker process died with them — the answer is skipped: logged with its conversation and message
- * id (never its content) and answered with a short apology (*fail*).
+ * Judges a resumed attempt's start, counted in its crash marker with the answer's first reads
+ * (`crashes` of the progress keys, see `progressKeys` and {@link readAtStart}): when earlier
+ * attempts of this answer began and never ended {@link CRASHES_BEFORE_SKIP} times — their worker
+ * process died with them — the answer is skipped: logged with its conversation and message id
+ * (never its content) and answered with a short apology (*fail*).
  *
  * A fresh attempt (the common case) writes no marker and clears none: should its process die,
  * BullMQ's own counts tell the next attempt ({@link JobAttempt.freshCrashed}), which then counts
  * that crash into the marker with its own start (`INCRBY 2`).
- * @throws {CrashLoopError} to skip it; a Redis error (the job retries).
+ * @throws {CrashLoopError} to skip it.
  */
-async function beginAttempt(parts: AnswerParts, state: AnswerState): Promise<void> {
-  if (!state.attempt.resumed) return;
-  const key = state.keys.crashes;
-  const by = state.attempt.freshCrashed ? 2 : 1;
-  const [[, begun] = []] = (await parts.redis.multi().incrby(key, by).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
-  const crashes = Number(begun) - 1;
+function beginAttempt(state: AnswerState): void {
+  if (!state.attempt.resumed || state.begun === undefined) return;
+  const crashes = state.begun - 1;
   if (crashes < CRASHES_BEFORE_SKIP) {
     if (crashes > 0)
       state.log.warn(
@@ -330,28 +349,17 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   });
   const keys = progressKeys(conversation, taken.answerId);
   if (taken.kind === "message" && !attempt.resumed) metrics.started(message);
-  const restored = attempt.resumed
-    ? await readProgress(parts, conversation, message.messageId, keys, log)
-    : { sent: 0, streamed: [] };
+  const to = destinationOf(message);
+  const read = await readAtStart(parts, taken, attempt, { conversation, keys, to, log });
+  const { restored } = read;
   if (restored.answer !== undefined)
     log.info({ skip: restored.sent }, "reusing the answer of an earlier attempt found in the history");
-  const to = destinationOf(message);
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
-  // Stop: an answer still to compute is registered (a task's occurrence has nobody watching it being
-  // written), in the same round trip as the reads below.
-  const [draftsOff, resets, running] = await Promise.all([
-    outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
-    taken.resets ?? parts.history.generation(conversation),
-    parts.stops && taken.kind !== "task" && restored.answer === undefined
-      ? parts.stops.begin(
-          conversation,
-          { userId: message.userId, messageId: message.messageId },
-          Math.max(60, (startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000 - Date.now()) / 1000 + 60),
-        )
-      : undefined,
-  ]);
-  const drafts = draftsOff !== 1;
+  const drafts = !read.draftsOff;
+  // Stop: registered with the reads above (`readAtStart`); an answer found already computed has nothing to stop.
+  const running = read.running;
+  if (running && restored.answer !== undefined) await running.end();
   const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
   return {
     taken,
@@ -361,7 +369,11 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     attempt,
     keys,
     restored,
-    resets,
+    resets: read.resets,
+    ...(read.history ? { history: read.history } : {}),
+    ...(read.settings ? { settings: read.settings } : {}),
+    ...(read.memory ? { memory: read.memory } : {}),
+    ...(read.begun !== undefined ? { begun: read.begun } : {}),
     startedAt,
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
     deadline: new AbortController(),
@@ -379,30 +391,107 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   };
 }
 
-/** The progress an earlier attempt left in Redis (the history read also renews the conversation's expiry). */
-async function readProgress(
+/** What an answer reads when it begins ({@link readAtStart}). */
+interface StartRead {
+  restored: Restored;
+  resets: number;
+  draftsOff: boolean;
+  history?: HistoryRead;
+  settings?: Settings;
+  memory?: MemoryFile[];
+  begun?: number;
+  /** The answer as Stop registered it (`src/stop/`), when it may be stopped. */
+  running?: RunningAnswer;
+}
+
+/**
+ * Everything an answer reads when it begins, issued in one tick so that ioredis' auto-pipelining
+ * sends it in ONE write (one round trip; on a Redis Cluster one per node the keys live on): the
+ * conversation's reset generation (unless the take brings its own), its history with its summary
+ * (for a take whose compute runs on the conversation's history, and for a resumed attempt, which
+ * looks for its answer there), its settings, the memory of the message's scope when the run offers
+ * the memory tool, whether the chat refuses drafts, and — on a resumed attempt only — the crash
+ * marker (`INCRBY` + `EXPIRE`, counted here, judged by `beginAttempt`) and the progress an earlier
+ * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages). Stop's answering
+ * record is written in the same write (`AnswerStops.begin`, except for a task's occurrence).
+ *
+ * The memory read here is what the run's first model request carries (the agent loop reads the
+ * scope when a run starts: a message's files are downloaded in between, nothing else); a second
+ * run of the same answer (the context-window rescue) reads it again.
+ * @throws when Redis is unreachable (the job retries).
+ */
+async function readAtStart(
   parts: AnswerParts,
-  conversation: ConversationRef,
-  messageId: string,
-  keys: AnswerState["keys"],
-  log: Logger,
-): Promise<Restored> {
-  const startedAt = Number(await parts.redis.get(keys.started)) || undefined;
-  const answer = (await parts.history.read(conversation, messageId)).answer;
-  const sent = answer !== undefined ? Number((await parts.redis.get(keys.sent)) ?? 0) : 0;
-  const checkpoint =
-    answer === undefined
-      ? decodeRecord(RunStateSchema, await parts.redis.get(keys.run), "run checkpoint", log)
-      : undefined;
-  const streamed =
-    decodeRecord(z.array(SentRefSchema), await parts.redis.get(keys.stream), "list of streamed messages", log) ?? [];
+  taken: Taken,
+  attempt: JobAttempt,
+  at: { conversation: ConversationRef; keys: ReturnType<typeof progressKeys>; to: Destination; log: Logger },
+): Promise<StartRead> {
+  const { message, outbound } = taken;
+  const { conversation, keys, to, log } = at;
+  const resumed = attempt.resumed;
+  // A decision runs on its paused run's own history; a resumed attempt looks for its stored answer.
+  const wantsHistory = taken.kind !== "decision" || resumed;
+  const memoryScope = toolboxFor(parts.toolbox, message).get(MEMORY_TOOL_NAME) ? memoryScopeOf(message) : undefined;
+  const [resets, draftsOff, history, settings, memory, progress, begun, running] = await Promise.all([
+    taken.resets ?? parts.history.generation(conversation),
+    outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
+    wantsHistory ? parts.history.read(conversation, resumed ? message.messageId : undefined) : undefined,
+    parts.settings?.read(conversation),
+    memoryScope
+      ? new MemoryStore(parts.redis, { log })
+          .read(memoryScope)
+          .catch((err: unknown) => void log.warn({ err }, "could not read the memory ahead; the run reads it itself"))
+      : undefined,
+    resumed ? parts.redis.mget(keys.started, keys.sent, keys.run, keys.stream) : undefined,
+    resumed ? countAttempt(parts, keys.crashes, attempt) : undefined,
+    // Stop (`src/stop/`): the answer is registered in the same write (a task's occurrence has nobody watching it being written).
+    parts.stops && taken.kind !== "task"
+      ? parts.stops.begin(
+          conversation,
+          { userId: message.userId, messageId: message.messageId },
+          parts.config.ANSWER_DEADLINE_SECONDS + 60,
+        )
+      : undefined,
+  ]);
+  const restored: Restored = { sent: 0, streamed: [] };
+  if (progress) {
+    const [started, sent, run, stream] = progress;
+    const answer = history?.answer;
+    if (answer !== undefined) {
+      restored.answer = answer;
+      restored.sent = Number(sent ?? 0);
+    } else {
+      const checkpoint = decodeRecord(RunStateSchema, run ?? null, "run checkpoint", log);
+      if (checkpoint) restored.checkpoint = checkpoint;
+    }
+    restored.streamed = decodeRecord(z.array(SentRefSchema), stream ?? null, "list of streamed messages", log) ?? [];
+    const startedAt = Number(started) || undefined;
+    if (startedAt) restored.startedAt = startedAt;
+  }
   return {
-    ...(answer !== undefined ? { answer } : {}),
-    sent,
-    ...(checkpoint ? { checkpoint } : {}),
-    streamed,
-    ...(startedAt ? { startedAt } : {}),
+    restored,
+    resets,
+    draftsOff: draftsOff === 1,
+    // A resumed decision read the history for its stored answer only: its run keeps its own history.
+    ...(history && taken.kind !== "decision" ? { history } : {}),
+    ...(settings ? { settings } : {}),
+    ...(memory ? { memory } : {}),
+    ...(begun !== undefined ? { begun } : {}),
+    ...(running ? { running } : {}),
   };
+}
+
+/**
+ * Counts a resumed attempt's start in its crash marker (`crashes` of the progress keys): `INCRBY`
+ * 1, or 2 when it also counts the crash of a fresh first attempt ({@link JobAttempt.freshCrashed}),
+ * and `EXPIRE`, in one `MULTI`.
+ * @returns the attempts begun and never ended so far, this one included.
+ * @throws when Redis is unreachable.
+ */
+async function countAttempt(parts: AnswerParts, key: string, attempt: JobAttempt): Promise<number> {
+  const by = attempt.freshCrashed ? 2 : 1;
+  const [[, begun] = []] = (await parts.redis.multi().incrby(key, by).expire(key, CHECKPOINT_TTL_SECONDS).exec()) ?? [];
+  return Number(begun);
 }
 
 /**
@@ -460,12 +549,16 @@ export function localeOf(parts: AnswerParts, state: AnswerState): Settings["lang
 }
 
 /**
- * The conversation's settings for *compute*: read in the same tick as `alongside` (the history
- * read), so both go out in one write; kept in the state. Without a settings store, the defaults.
+ * The conversation's settings for *compute*: read when the answer began ({@link readAtStart}),
+ * with the history, so both went out in one write; read now (in the same tick as `alongside`)
+ * only when they were not. Kept in the state. Without a settings store, the defaults.
  * @throws when Redis is unreachable.
  */
 export async function withSettings<T>(parts: AnswerParts, state: AnswerState, alongside: Promise<T>): Promise<T> {
-  const [value, settings] = await Promise.all([alongside, parts.settings?.read(state.conversation)]);
+  const [value, settings] = await Promise.all([
+    alongside,
+    state.settings ? undefined : parts.settings?.read(state.conversation),
+  ]);
   if (settings) state.settings = settings;
   return value;
 }
@@ -526,6 +619,7 @@ export function runOptions(
     },
     usageSettled: () => Promise.all(state.usage),
     ...(state.settings ? { settings: state.settings } : {}),
+    ...(state.memory ? { memoryFiles: state.memory } : {}),
     ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false
       ? { onEvent: streamEvents(state.live) }
       : {}),

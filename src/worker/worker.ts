@@ -1,8 +1,10 @@
 /**
- * The worker: takes chat jobs, decision jobs and scheduled tasks' occurrences from BullMQ and
- * gives each answer through the answer pipeline (`pipeline.ts`, its map in the module comment):
+ * The worker: takes chat jobs from BullMQ, and the jobs of every feature queue (`Feature.queues`,
+ * `src/feature.ts`: decisions, scheduled tasks' occurrences, compactions, reminders), and gives
+ * each answer through the answer pipeline (`pipeline.ts`, its map in the module comment):
  * `message.ts` takes a chat's messages in order, `decision.ts` resumes a run paused for an
- * approval, `task.ts` runs a task's occurrence as its owner; `deliver.ts` sends.
+ * approval (the approvals feature's queue), `task.ts` runs a task's occurrence as its owner (the
+ * tasks feature's queue); `deliver.ts` sends.
  *
  * A chat job drains its chat's inbox (`src/queue/producer.ts` puts messages there): peek the head,
  * answer it, pop it; when the inbox is empty, one atomic script clears the chat's mark and the job
@@ -17,43 +19,34 @@
  * for a one-chunk answer the pop of the message records that it went out. A retried job finds the answer in the history and sends only the chunks
  * not yet sent.
  *
- * Redis commands per message on the common path (one-chunk answer, one job per message): the
- * history read (`GETEX`, with the conversation's settings `GET` in the same write), the append
- * (`APPEND`, or `SET … EX NX` for a new chat), and the finish script (`EVALSHA`, `LPOP`, the run's
- * trace `LPUSH` + `EXPIRE`, `LINDEX` of the next head), the crash marker set when the answer
- * begins and deleted when it ends (`SET … EX`, `DEL`), and Stop's answering record (`SET … EX` in
- * the same write as the first reads, a compare-and-delete `EVAL` once computed; `src/stop/`). The
- * first message of a fresh job is taken from the job's data, not read from the inbox.
+ * Redis on the common path (one-chunk answer, one job per message; `npm run bench` counts it, see
+ * docs/worker-path.md): one write of reads when the answer begins (`readAtStart` of `pipeline.ts`:
+ * the history's `GETEX`, the reset generation's `GETEX`, the settings' `GET`, the memory's `GET`),
+ * the guarded append script before anything is sent (`EVALSHA`, `GET` of the reset generation,
+ * `APPEND`), and the finish script after it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH` +
+ * `EXPIRE`). A fresh attempt writes no crash marker. The first message of a fresh job is taken
+ * from the job's data, not read from the inbox. Stop adds its answering record
+ * (`SET … EX` in that first write, a compare-and-delete `EVAL` once computed; `src/stop/`).
  */
-import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
+import { conversationStores } from "../conversations/migrate.js";
+import type { Feature, QueueProcessor } from "../feature.js";
 import type { RedisClient } from "../redis.js";
 import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, type IncomingMessage } from "../queue/incoming.js";
-import {
-  bullPrefix,
-  CHATS_QUEUE,
-  DECISIONS_QUEUE,
-  TOOL_CALL_PREFIX,
-  chatJobId,
-  conversationKeys,
-  progressKeys,
-} from "../queue/keys.js";
+import { bullPrefix, CHATS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
-import { UsageStore, type UsageOwner } from "../usage/store.js";
+import type { UsageOwner } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import { CompactionStore } from "../compaction/store.js";
 import { assertBudget } from "../usage/budget.js";
-import { CompactionQueue, startCompactionWorker } from "../compaction/queue.js";
+import { CompactionQueue } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
-import { AccessStore } from "../access/store.js";
-import { TASKS_QUEUE, TaskScheduler, attachTaskScheduler, type TaskJobData } from "../tasks/schedule.js";
 import { AnswerStops } from "../stop/stops.js";
-import { answerDecision } from "./decision.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
-import { answerTask, type TaskOutcome, type TaskParts } from "./task.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 
@@ -91,15 +84,9 @@ const STALLED_OUT = "job stalled more than allowable limit";
 export interface ChatWorker {
   /** The BullMQ worker of chat jobs. */
   readonly chats: Worker<IncomingMessage>;
-  /** The BullMQ worker of the `decisions` queue (separate, so decisions never wait behind a chat). */
-  readonly decisions: Worker;
-  /** The BullMQ worker of the `compactions` queue (`src/compaction/`); undefined when `compaction` is off. */
-  readonly compactions: Worker | undefined;
-  /** The BullMQ worker of the `tasks` queue: scheduled tasks' occurrences (`answerTask`). */
-  readonly tasks: Worker<TaskJobData, TaskOutcome>;
-  /** The scheduler of the `tasks` queue (also attached to the tools' connection, for schedule_task and cancel_task). */
-  readonly taskScheduler: TaskScheduler;
-  /** Resolves when both workers are connected and taking jobs. */
+  /** The BullMQ worker of each feature queue this worker runs (`decisions`, `tasks`, `compactions`, `reminders` …), by queue name. */
+  readonly queues: ReadonlyMap<string, Worker>;
+  /** Resolves when every worker is connected and taking jobs. */
   waitUntilReady(): Promise<void>;
   /**
    * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`; a chat with more messages
@@ -119,20 +106,28 @@ export interface ChatWorker {
  * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
  * returned: the handled message was the job's own data, and the inbox had been emptied by the
  * producer's undo of an add that timed out yet reached BullMQ, so what is there now has a job of its own.
+ *
+ * The pop takes two entries (`LPOP key 2`) and puts the second back (`LPUSH`) when there is one:
+ * one command when the inbox held only the handled message (the common case at a steady rate),
+ * two when more wait — never more than `LPOP` + `LINDEX`.
  */
 const FINISH_SCRIPT = `
-local head = redis.call('LPOP', KEYS[1])
+local popped = redis.call('LPOP', KEYS[1], 2)
+local head = popped and popped[1] or false
+local nextHead = popped and popped[2] or false
 if head and ARGV[1] ~= '' then
   local ok, m = pcall(cjson.decode, head)
   if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then
-    redis.call('LPUSH', KEYS[1], head)
+    if nextHead then redis.call('LPUSH', KEYS[1], nextHead, head) else redis.call('LPUSH', KEYS[1], head) end
     head = false
+    nextHead = false
   end
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 if ARGV[3] ~= '' then ${tracePushLua(3, 3)} end
 if head == false and ARGV[1] ~= '' then return false end
-return redis.call('LINDEX', KEYS[1], 0)
+if nextHead then redis.call('LPUSH', KEYS[1], nextHead) end
+return nextHead
 `;
 
 type RedisWithWorkerScripts = RedisClient & {
@@ -150,11 +145,13 @@ type RedisWithWorkerScripts = RedisClient & {
 
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
- * and one on the `decisions` queue whose jobs resume the paused runs (`answerDecision`).
+ * and one on each queue of `features` (`Feature.queues`, `src/feature.ts`: the `decisions` queue
+ * whose jobs resume the paused runs, scheduled tasks' occurrences, compactions, reminders), running
+ * the processor the feature gives.
  * A chat job that failed for good (its retries spent, or stalled more than {@link MAX_STALLED_COUNT}
  * times) is replaced by a new job for the chat after 5 s, so a chat never stays stuck behind its mark.
  */
-export function startWorker(deps: WorkerDeps): ChatWorker {
+export function startWorker(deps: WorkerDeps, features: readonly Feature[]): ChatWorker {
   const { config, log } = deps;
   const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
@@ -191,6 +188,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
     typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS,
     ledger,
     ...(compactionQueue ? { compaction: { queue: compactionQueue, deps: compactor } } : {}),
+    conversationStores: conversationStores(features),
   };
 
   async function drain(job: Job<IncomingMessage>): Promise<void> {
@@ -268,87 +266,37 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
       .catch((e: unknown) => log.error({ err: e }, "could not schedule the replacement job"));
   });
 
-  const decisions = new Worker(DECISIONS_QUEUE, (job) => answerDecision(parts, job), {
-    connection: deps.redis,
-    prefix: bullPrefix(deps.redis, DECISIONS_QUEUE, deps.prefix),
-    concurrency: config.WORKER_CONCURRENCY,
-    lockDuration: LOCK_DURATION_MS,
-    stalledInterval: STALLED_INTERVAL_MS,
-    maxStalledCount: MAX_STALLED_COUNT,
-  });
-  decisions.on("error", (err) =>
-    warnEvery10s(() => log.warn({ err: { message: err.message } }, `decision worker: ${err.message}`)),
-  );
-
-  const compactions = !compacting
-    ? undefined
-    : startCompactionWorker(compactor, {
-        redis: deps.redis,
-        prefix: deps.prefix,
-        concurrency: Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
-        lockDurationMs: LOCK_DURATION_MS,
-        stalledIntervalMs: STALLED_INTERVAL_MS,
-        log,
-      });
-  // Scheduled tasks: their queue's scheduler for the tools, and the worker of their occurrences.
-  const taskQueue = new Queue<TaskJobData>(TASKS_QUEUE, {
-    connection: deps.redis,
-    prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix),
-  });
-  taskQueue.on("error", () => {});
-  const taskScheduler = new TaskScheduler(taskQueue);
-  attachTaskScheduler(redis, taskScheduler);
-  const taskParts: TaskParts = {
-    ...parts,
-    scheduler: taskScheduler,
-    access: new AccessStore(redis, log),
-    usage: deps.usage ?? new UsageStore(redis, config.TIMEZONE),
-  };
-  const tasks = new Worker<TaskJobData, TaskOutcome>(TASKS_QUEUE, (job, token) => answerTask(taskParts, job, token), {
-    connection: deps.redis,
-    prefix: bullPrefix(deps.redis, TASKS_QUEUE, deps.prefix),
-    concurrency: config.WORKER_CONCURRENCY,
-    lockDuration: LOCK_DURATION_MS,
-    stalledInterval: STALLED_INTERVAL_MS,
-  });
-  tasks.on("error", (err) =>
-    warnEvery10s(() => log.warn({ err: { message: err.message } }, `task worker: ${err.message}`)),
-  );
-  tasks.on("failed", (job, err) => {
-    if (!job || err instanceof DelayedError) return;
-    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-    if (final)
-      log.error({ job: job.id, err: { message: err.message } }, "a scheduled task's occurrence failed for good");
-    else
-      log.warn(
-        { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
-        "a scheduled task's occurrence failed; it will retry",
-      );
-  });
+  // One BullMQ Worker per feature queue, running the processor its feature gives (BullMQ's one processor per queue).
+  const queues = new Map<string, Worker>();
+  const processors: QueueProcessor[] = [];
+  for (const spec of features.flatMap((f) => f.queues ?? [])) {
+    const processor = spec.processor({ answer: parts, bullRedis: deps.redis, prefix: deps.prefix });
+    if (!processor) continue;
+    processors.push(processor);
+    const worker = new Worker(spec.name, (job, token) => processor.process(job, token), {
+      connection: deps.redis,
+      prefix: bullPrefix(deps.redis, spec.name, deps.prefix),
+      concurrency: spec.concurrency?.(config) ?? config.WORKER_CONCURRENCY,
+      ...(spec.fastTakeOver ? { lockDuration: LOCK_DURATION_MS, stalledInterval: STALLED_INTERVAL_MS } : {}),
+      ...(spec.maxStalledCount !== undefined ? { maxStalledCount: spec.maxStalledCount } : {}),
+    });
+    worker.on("error", (err) =>
+      warnEvery10s(() => log.warn({ err: { message: err.message } }, `${spec.name} worker: ${err.message}`)),
+    );
+    if (processor.failed) worker.on("failed", (job, err) => processor.failed!(job, err));
+    queues.set(spec.name, worker);
+  }
+  const all = [chats, ...queues.values()];
 
   return {
     chats,
-    decisions,
-    compactions: compactions?.worker,
-    tasks,
-    taskScheduler,
+    queues,
     async waitUntilReady() {
-      await Promise.all([
-        chats.waitUntilReady(),
-        decisions.waitUntilReady(),
-        compactions?.worker.waitUntilReady(),
-        tasks.waitUntilReady(),
-        stops?.ready(),
-      ]);
+      await Promise.all([...all.map((w) => w.waitUntilReady()), stops?.ready()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
-      const graceful = Promise.all([
-        chats.close().catch(() => {}),
-        decisions.close().catch(() => {}),
-        compactions?.close(),
-        tasks.close().catch(() => {}),
-      ]).then(() => "closed" as const);
+      const graceful = Promise.all(all.map((w) => w.close().catch(() => {}))).then(() => "closed" as const);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
@@ -357,12 +305,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
           "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker",
         );
         await Promise.race([
-          Promise.all([
-            chats.close(true).catch(() => {}),
-            decisions.close(true).catch(() => {}),
-            compactions?.close(true),
-            tasks.close(true).catch(() => {}),
-          ]),
+          Promise.all(all.map((w) => w.close(true).catch(() => {}))),
           new Promise((r) => setTimeout(r, 2000)),
         ]);
       }
@@ -371,7 +314,7 @@ export function startWorker(deps: WorkerDeps): ChatWorker {
         Promise.all([
           queue.close().catch(() => {}),
           compactionQueue?.close(),
-          taskQueue.close().catch(() => {}),
+          ...processors.map((p) => p.close?.().catch(() => {})),
           ownStops?.close(),
         ]),
         new Promise((r) => setTimeout(r, 2000)),

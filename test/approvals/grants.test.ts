@@ -6,7 +6,7 @@
 import type { RedisClient } from "../../src/redis.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { PausedRun } from "../../src/agent/contract.js";
-import { decisionNotice } from "../../src/approvals/decision.js";
+import { decisionNotice } from "../../src/approvals/decider.js";
 import { GrantStore, grantLookup, type GrantOwner } from "../../src/approvals/grants.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
 import {

@@ -1,7 +1,7 @@
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PausedRun } from "../../src/agent/contract.js";
-import { decisionNotice } from "../../src/approvals/decision.js";
+import { decisionNotice } from "../../src/approvals/decider.js";
 import {
   APPROVAL_ID_LENGTH,
   APPROVAL_ID_PATTERN,

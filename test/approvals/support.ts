@@ -26,6 +26,7 @@ import { answerDecision } from "../../src/worker/decision.js";
 import type { AnswerParts } from "../../src/worker/pipeline.js";
 import { RecordingOutbound } from "./recording-outbound.js";
 import { FEATURES } from "../../src/features.js";
+import { conversationStores } from "../../src/conversations/migrate.js";
 
 /** Runs of the dangerous test tools. */
 export const toolRuns = { count: 0 };
@@ -217,7 +218,7 @@ export function harness(
     },
   });
   const parts: AnswerParts = {
-    features: FEATURES,
+    conversationStores: conversationStores(FEATURES),
     config,
     log: silentLogger,
     redis: connection,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { splitText } from "../../adapters/console/index.js";
-import type { DecisionRequest } from "../../src/approvals/decision.js";
+import type { DecisionRequest } from "../../src/approvals/decider.js";
 import type { FakeAnthropic } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import type { TestRedis } from "../helpers/redis.js";
@@ -87,8 +87,8 @@ describe("console adapter through queue, worker and history", () => {
     expect(listed).toEqual([
       "/help",
       "/tools",
-      "/stop",
       "/reset",
+      "/stop",
       "/context",
       "/compact",
       "/settings",

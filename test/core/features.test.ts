@@ -6,19 +6,19 @@ import { describe, expect, it } from "vitest";
 import { buttonKind } from "../../src/buttons.js";
 import { conversationStores } from "../../src/conversations/migrate.js";
 import type { Feature } from "../../src/feature.js";
-import { FEATURES, FeatureSet } from "../../src/features.js";
+import { checkFeatures, FEATURES } from "../../src/features.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 
 describe("the feature list", () => {
   it("holds the six features of issue 37 and Stop (issue 42), each named once", () => {
     expect(FEATURES.map((f) => f.name)).toEqual([
+      "stop",
       "compaction",
       "settings",
       "reminders",
       "tasks",
       "approvals",
       "memory",
-      "stop",
     ]);
   });
 
@@ -33,11 +33,16 @@ describe("the feature list", () => {
     expect(buttonKind("zz:1")).toBe("unknown");
   });
 
-  it("refuses two features claiming one prefix, or one name twice", () => {
+  it("refuses two features claiming one prefix or one command, or one name twice", () => {
     const a: Feature = { name: "a", buttons: { prefixes: ["x:"], press: async () => ({ kind: "a", notice: "" }) } };
     const b: Feature = { name: "b", buttons: { prefixes: ["x:y"], press: async () => ({ kind: "b", notice: "" }) } };
-    expect(() => new FeatureSet([a, b])).toThrow(/both claim the button prefix/);
-    expect(() => new FeatureSet([a, { name: "a" }])).toThrow(/two features are named "a"/);
+    expect(() => checkFeatures([a, b])).toThrow(/both claim the button prefix/);
+    expect(() => checkFeatures([a, { name: "a" }])).toThrow(/two features are named "a"/);
+    const c = {
+      name: "c",
+      commands: [{ name: "x", description: { "zh-TW": "x", en: "x" }, access: "everyone" as const, run: () => "" }],
+    };
+    expect(() => checkFeatures([c, { ...c, name: "d" }])).toThrow(/both define the command \/x/);
   });
 
   it("moves the core's stores, then every feature's, on a conversation move", () => {

@@ -2,15 +2,18 @@
  * Issue 38 item 3: a Redis that loses its data while the bot runs (restarted without persistence)
  * is detected. The deployment marker written at start is gone when the connection is ready again:
  * one error names the cause, `/metrics` counts it, and a person pressing an approval asked before
- * the loss is told the bot lost its state, not that the request expired. Real redis-server
+ * the loss is told the bot lost its state, not that the request expired; the chats waiting for an
+ * answer are told to send again (`src/waiting-chats.ts`). Real redis-server
  * (restarted without persistence), real ioredis connection, the real approval store.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { decisionNotice } from "../../src/approvals/decision.js";
+import { decisionNotice } from "../../src/approvals/decider.js";
 import { ApprovalStore, type NewApproval } from "../../src/approvals/store.js";
 import { renderMetrics } from "../../src/metrics.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
+import { conversationKeys } from "../../src/queue/keys.js";
 import { dataLostAt, readMarker, watchDataLoss } from "../../src/redis-marker.js";
+import { LOST_STATE_TEXT, WaitingChats } from "../../src/waiting-chats.js";
 import { captureLogger } from "../helpers/log.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { waitFor } from "../worker/harness.js";
@@ -113,4 +116,50 @@ it("Redis restarted empty: one error naming the cause, counted in /metrics, and 
   watch.stop();
   watch2.stop();
   second.disconnect();
+}, 30_000);
+
+it("Redis restarted empty with chats waiting: the process that queued them tells each once, in its language; answered chats are forgotten", async () => {
+  const { log } = captureLogger("info");
+  const conn = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const watch = watchDataLoss(conn, log, { onLoss: () => void waiting.announce() });
+  await watch.started;
+  const sent: { chatId: string; text: string }[] = [];
+  const languages: Record<string, "zh-TW" | "en"> = { "c-en": "en" };
+  const waiting = new WaitingChats({
+    redis: conn,
+    watch,
+    send: async (message, text) => void sent.push({ chatId: message.chatId, text }),
+    languageOf: async (conversation) => languages[conversation.chatId],
+    defaultLocale: "zh-TW",
+    log,
+    sweepMs: 60_000, // swept by the test
+  });
+  const message = (chatId: string) => ({ ...approval.message, chatId, messageId: `m-${chatId}` });
+  for (const chatId of ["c-zh", "c-en", "c-done"]) {
+    await conn.rpush(conversationKeys(message(chatId)).inbox, "{}");
+    waiting.add(message(chatId));
+  }
+  // c-done is answered: its inbox goes, and a sweep forgets it.
+  await conn.del(conversationKeys(message("c-done")).inbox);
+  await waiting.sweep();
+  expect(waiting.size).toBe(2);
+
+  await server.restart(200);
+  await waitFor(() => sent.length === 2, 10_000, "the waiting chats told");
+  await watch.checked();
+  expect(sent.sort((a, b) => a.chatId.localeCompare(b.chatId))).toEqual([
+    { chatId: "c-en", text: LOST_STATE_TEXT.en },
+    { chatId: "c-zh", text: LOST_STATE_TEXT["zh-TW"] },
+  ]);
+  expect(waiting.size).toBe(0);
+  // Once: later sweeps and reconnections tell nobody again.
+  await waiting.sweep();
+  const ready = new Promise((resolve) => conn.once("ready", resolve));
+  conn.disconnect(true);
+  await ready;
+  await watch.checked();
+  expect(sent).toHaveLength(2);
+  waiting.stop();
+  watch.stop();
+  conn.disconnect();
 }, 30_000);

@@ -258,8 +258,8 @@ describe("slash commands", () => {
   });
 
   it("defers when the work takes longer than 2 s and edits the answer in, still within 3 s", async () => {
-    const original = h.context.resetChat;
-    h.context.resetChat = async (chat) => {
+    const original = h.context.resetConversation;
+    h.context.resetConversation = async (chat) => {
       await new Promise((r) => setTimeout(r, 2300));
       await original(chat);
     };
@@ -272,20 +272,20 @@ describe("slash commands", () => {
       const edit = await h.fake.waitFor(() => i.edits[0], 4000);
       expect(String(edit.content)).toContain("忘掉");
     } finally {
-      h.context.resetChat = original;
+      h.context.resetConversation = original;
     }
   });
 
   it("a refused reset (Redis down) gets a try-again answer", async () => {
-    const original = h.context.resetChat;
-    h.context.resetChat = async () => {
+    const original = h.context.resetConversation;
+    h.context.resetConversation = async () => {
       throw new Error("Connection is closed.");
     };
     try {
       const i = h.fake.slashCommand(alice, "reset", { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS });
       expect(String((await h.fake.waitFor(() => i.response)).data?.content)).toContain("稍後再試");
     } finally {
-      h.context.resetChat = original;
+      h.context.resetConversation = original;
     }
   });
 

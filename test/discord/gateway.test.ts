@@ -135,12 +135,14 @@ describe("fake gateway", () => {
         config: testConfig(),
         log: silentLogger,
         enqueue: async () => {},
-        resetChat: async () => {},
+        resetConversation: async () => {},
         toolboxFor: () => {
           throw new Error("unused");
         },
-        approvals: { decide: async () => ({ status: "not_found" as const }) },
-        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+        decide: async () => ({ status: "not_found" as const }),
+        press: async () => ({ kind: "unknown", notice: "" }),
+        repliesToAll: async () => false,
       };
       await expect(adapter.start(ctx)).rejects.toThrow(/Privileged Gateway Intents → Message Content Intent/);
       await adapter.stop();
@@ -161,12 +163,14 @@ describe("fake gateway", () => {
         config: testConfig(),
         log: silentLogger,
         enqueue: async () => {},
-        resetChat: async () => {},
+        resetConversation: async () => {},
         toolboxFor: () => {
           throw new Error("unused");
         },
-        approvals: { decide: async () => ({ status: "not_found" as const }) },
-        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+        decide: async () => ({ status: "not_found" as const }),
+        press: async () => ({ kind: "unknown", notice: "" }),
+        repliesToAll: async () => false,
       };
       const starting = adapter.start(ctx).then(
         () => "started",
@@ -192,12 +196,14 @@ describe("fake gateway", () => {
       config: testConfig(),
       log: silentLogger,
       enqueue: async () => {},
-      resetChat: async () => {},
+      resetConversation: async () => {},
       toolboxFor: () => {
         throw new Error("unused");
       },
-      approvals: { decide: async () => ({ status: "not_found" as const }) },
-      commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetChat: async () => {} }),
+      commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+      decide: async () => ({ status: "not_found" as const }),
+      press: async () => ({ kind: "unknown", notice: "" }),
+      repliesToAll: async () => false,
     };
     const error = await adapter.start(ctx).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);

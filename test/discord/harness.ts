@@ -6,13 +6,13 @@
 import { z } from "zod";
 import { createAdapter } from "../../adapters/discord/index.js";
 import type { Adapter, AdapterContext } from "../../src/adapter.js";
-import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decider.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord.js";
 import type { CommandRunner } from "../../src/commands/runner.js";
-import { testCommands } from "../helpers/commands.js";
+import { testAdapterParts, testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 
@@ -100,19 +100,20 @@ export async function startHarness(
       if (enqueueError) throw enqueueError;
       enqueued.push(m);
     },
-    resetChat: async (chat) => {
+    resetConversation: async (chat) => {
       resets.push(chat);
     },
     toolboxFor: () => testToolbox,
-    approvals: decider,
     commands: undefined as unknown as CommandRunner,
+    ...({} as Pick<AdapterContext, "press" | "decide" | "repliesToAll">),
   };
-  // Late-bound, so a test that swaps `context.resetChat` changes what /reset does.
+  // Late-bound, so a test that swaps `context.resetConversation` changes what /reset does.
   context.commands = testCommands(config, {
     toolboxFor: () => testToolbox,
-    resetChat: (chat) => context.resetChat(chat),
+    resetConversation: (chat) => context.resetConversation(chat),
     log,
   });
+  Object.assign(context, testAdapterParts(config, decider, context.commands, log));
   const adapter = createAdapter(config, log);
   await adapter.start(context);
   const harness: Harness = {

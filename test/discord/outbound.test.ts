@@ -276,13 +276,14 @@ describe("the fake is strict", () => {
   });
 
   it("forgets a nonce after its window", async () => {
-    const short = await FakeDiscord.start({ nonceWindowMs: 50 });
+    let now = Date.now();
+    const short = await FakeDiscord.start({ nonceWindowMs: 50, now: () => now });
     try {
       const client = new REST({ api: short.apiUrl, retries: 0 }).setToken(short.token);
       const first = (await client.post(Routes.channelMessages(short.channelId), {
         body: { content: "x", nonce: "n1", enforce_nonce: true },
       })) as { id: string };
-      await new Promise((r) => setTimeout(r, 80));
+      now += 80;
       const later = (await client.post(Routes.channelMessages(short.channelId), {
         body: { content: "x", nonce: "n1", enforce_nonce: true },
       })) as { id: string };
@@ -319,7 +320,8 @@ describe("the fake is strict", () => {
   });
 
   it("answers an interaction after its window with 10062 and a second callback with 40060", async () => {
-    const late = await FakeDiscord.start({ interactionWindowMs: 50 });
+    let now = Date.now();
+    const late = await FakeDiscord.start({ interactionWindowMs: 50, now: () => now });
     try {
       const i = late.slashCommand(alice, "help");
       const callback = (interaction: { id: string; token: string }) =>
@@ -328,7 +330,7 @@ describe("the fake is strict", () => {
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ type: 4, data: { content: "hi" } }),
         }).then(async (r) => ({ status: r.status, body: r.status === 204 ? null : await r.json() }));
-      await new Promise((r) => setTimeout(r, 80));
+      now += 80;
       expect(await callback(i)).toEqual({ status: 404, body: { message: "Unknown interaction", code: 10062 } });
       const j = late.slashCommand(alice, "help");
       expect((await callback(j)).status).toBe(204);

@@ -220,6 +220,8 @@ describe("compaction on Telegram", () => {
       expect(await tgAsk(dm, alice, "chat-tg1 after reset")).toBe("You said: chat-tg1 after reset");
       expect(all(chatRequests("chat-tg1 after reset").at(-1)!)).not.toContain(SUMMARY_OPEN);
     },
+    // A dozen answers and two compactions, each awaited with its own bound: more than the default 20 s on a loaded machine.
+    60_000,
   );
 
   it("a message that arrives while the compaction runs is neither lost nor reordered", async () => {
@@ -471,7 +473,8 @@ describe("compaction on Discord", () => {
     expect(sizeOf(await slash(frank, "context", { dm: true }))).toBe(
       TOKENS_PER_MESSAGE * chatRequests("chat-dc1 fact 8").at(-1)!.messages.length,
     );
-  });
+    // Eight answers, two compactions and four slash commands, each awaited with its own bound.
+  }, 60_000);
 
   itOneRedis("in a server channel anyone may see /context; /compact follows the /reset rule", async () => {
     const grace = dcUser(2, "Grace");

@@ -94,6 +94,8 @@ export interface StackOptions {
   transcription?: boolean;
   /** The waits of a failing model call's repeats; default {@link TEST_MODEL_RETRY}. */
   modelRetry?: ModelRetryTiming;
+  /** Ms between the adapter part's checks of the chats waiting for an answer (`src/waiting-chats.ts`); default the bot's (5000). */
+  waitingSweepMs?: number;
 }
 
 /** Starts everything; resolves when both platforms are connected and the worker takes jobs. */
@@ -178,6 +180,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
       role: "adapter",
       prefix,
       adapters,
+      ...(options.waitingSweepMs !== undefined ? { waitingSweepMs: options.waitingSweepMs } : {}),
       onFatal,
     });
   };

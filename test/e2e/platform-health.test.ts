@@ -15,7 +15,13 @@ import type { AdapterFatalError } from "../../src/adapter.js";
 import { startStack, type Stack } from "./harness.js";
 import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
 
-const POLLING = { initialBackoffMs: 100, maxBackoffMs: 400, unhealthyAfterMs: 800, recoveredAfterMs: 300 };
+/**
+ * Short polling timings. `recoveredAfterMs` stays well above the competing poller's turnaround
+ * (its next `getUpdates` 50 ms after its last, all in this process): with 300 ms a loaded machine
+ * that let the bot's retry wait that long counted it as recovered in the middle of the conflict,
+ * and the next 409 started a second episode (two warnings).
+ */
+const POLLING = { initialBackoffMs: 100, maxBackoffMs: 400, unhealthyAfterMs: 800, recoveredAfterMs: 2000 };
 const GATEWAY = { unhealthyAfterMs: 800 };
 const WAIT_MS = 20_000;
 

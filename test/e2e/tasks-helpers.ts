@@ -79,3 +79,21 @@ export async function outcomeOf(queue: Queue<TaskJobData>, jobId: string, timeou
     timeoutMs,
   );
 }
+
+/**
+ * When (ms since the epoch) a worker took job `jobId` to run it (BullMQ's `processedOn`, stamped
+ * by the worker as it moves the job to active); waits for it up to `timeoutMs`. What "the task
+ * ran at its time" is measured by: the moment its occurrence started, not when its answer, after
+ * the model and the platform, reached the fake (seconds later on a loaded machine).
+ */
+export async function occurrenceStartedAt(
+  queue: Queue<TaskJobData>,
+  jobId: string,
+  timeoutMs = 20_000,
+): Promise<number> {
+  return eventually(
+    async () => (await Job.fromId<TaskJobData>(queue, jobId))?.processedOn ?? undefined,
+    `job ${jobId} to be taken by a worker`,
+    timeoutMs,
+  );
+}

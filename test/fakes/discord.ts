@@ -98,6 +98,11 @@ export interface FakeDiscordOptions {
   nonceWindowMs?: number;
   /** The `shards` recommendation of `GET /gateway/bot`. Default 1. */
   recommendedShards?: number;
+  /**
+   * The clock the interaction and nonce windows are measured on, in ms since the epoch. Default
+   * `Date.now`; a test of a window passes a clock it moves itself instead of sleeping past it.
+   */
+  now?: () => number;
 }
 
 /**
@@ -275,6 +280,7 @@ export class FakeDiscord {
       interactionWindowMs: options.interactionWindowMs ?? 3000,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
       recommendedShards: options.recommendedShards ?? 1,
+      now: options.now ?? Date.now,
     };
     this.token = this.#options.token;
     this.#events.setMaxListeners(100);
@@ -824,7 +830,7 @@ export class FakeDiscord {
     } else {
       payload.user = user;
     }
-    const interaction: FakeInteraction = { id, token, createdAt: Date.now(), payload, edits: [] };
+    const interaction: FakeInteraction = { id, token, createdAt: this.#options.now(), payload, edits: [] };
     this.interactions.set(id, interaction);
     for (const s of this.#sessions) if (this.#routes(s, channel.guild_id)) this.#send(s, "INTERACTION_CREATE", payload);
     return interaction;
@@ -1416,7 +1422,9 @@ export class FakeDiscord {
     if (b.enforce_nonce !== true) return undefined;
     const seen = this.#nonces.get(`${this.bot.id}|${String(nonce)}`);
     const earlier =
-      seen && Date.now() - seen.at <= this.#options.nonceWindowMs ? this.#messages.get(seen.messageId) : undefined;
+      seen && this.#options.now() - seen.at <= this.#options.nonceWindowMs
+        ? this.#messages.get(seen.messageId)
+        : undefined;
     if (!earlier) return undefined;
     this.nonceReplays.push({ channelId, nonce: String(nonce), messageId: earlier.id });
     return earlier;
@@ -1469,7 +1477,7 @@ export class FakeDiscord {
     const message = this.#buildMessage(channel, this.bot, extra);
     this.#messages.set(message.id, message);
     if (b.nonce !== undefined && b.nonce !== null && b.enforce_nonce === true)
-      this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: Date.now() });
+      this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: this.#options.now() });
     this.sent.push({ id: message.id, channelId, content, payload: b, message, at: Date.now() });
     this.#dispatchMessage(message, channel);
     return message;
@@ -1559,7 +1567,7 @@ export class FakeDiscord {
       throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
     if (interaction.response)
       throw new HttpError(400, { message: "Interaction has already been acknowledged.", code: 40060 });
-    if (Date.now() - interaction.createdAt > this.#options.interactionWindowMs)
+    if (this.#options.now() - interaction.createdAt > this.#options.interactionWindowMs)
       throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
     const b = (body ?? {}) as { type?: number; data?: Record<string, unknown> };
     if (![1, 4, 5, 6, 7, 8, 9].includes(b.type ?? -1))
@@ -1574,7 +1582,7 @@ export class FakeDiscord {
     const interaction = [...this.interactions.values()].find((i) => i.token === token);
     if (appId !== this.applicationId || !interaction || !interaction.response)
       throw new HttpError(404, { message: "Unknown Webhook", code: 10015 });
-    if (Date.now() - interaction.createdAt > 15 * 60_000)
+    if (this.#options.now() - interaction.createdAt > 15 * 60_000)
       throw new HttpError(401, { message: "Invalid Webhook Token", code: 50027 });
     const b = (body ?? {}) as Record<string, unknown>;
     this.#validate(b, false);

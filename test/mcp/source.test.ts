@@ -254,7 +254,9 @@ describe("MCP tools in the toolbox", () => {
     const source = new McpToolSource({
       config: readMcpConfig(file, env),
       toolbox,
-      connection: fast,
+      // The listing after list_changed waits out the interval since start-up's listing: 200 ms,
+      // not the bot's 10 s (the interval itself is test/mcp/schema-checker.test.ts's).
+      connection: { ...fast, listChangedIntervalMs: 200 },
       onChange: () => (changes += 1),
     });
     sources.push(source);

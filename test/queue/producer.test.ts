@@ -40,21 +40,23 @@ describe("ChatQueue when adding the chat's job fails", () => {
     workerBull = connectRedis(bullServer.url, { maxRetriesPerRequest: null });
     workerStore = connectRedis(storeServer.url, { maxRetriesPerRequest: null });
     queue = new ChatQueue({ redis: bull, store });
-    worker = startWorker({
-      features: FEATURES,
-      config,
-      log: silentLogger,
-      redis: workerBull,
-      store: workerStore,
-      history: new HistoryStore(workerStore, {
-        maxMessages: config.HISTORY_MAX_MESSAGES,
-        ttlSeconds: historyTtlSeconds(config),
-      }),
-      toolbox: new ToolBox([]),
-      client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }),
-      runAgent,
-      outbounds: { console: new ConsoleOutbound({ output, locale: config.BOT_LOCALE }) },
-    });
+    worker = startWorker(
+      {
+        config,
+        log: silentLogger,
+        redis: workerBull,
+        store: workerStore,
+        history: new HistoryStore(workerStore, {
+          maxMessages: config.HISTORY_MAX_MESSAGES,
+          ttlSeconds: historyTtlSeconds(config),
+        }),
+        toolbox: new ToolBox([]),
+        client: new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 }),
+        runAgent,
+        outbounds: { console: new ConsoleOutbound({ output, locale: config.BOT_LOCALE }) },
+      },
+      FEATURES,
+    );
     await worker.waitUntilReady();
   });
   afterAll(async () => {

@@ -5,14 +5,14 @@
  */
 import { z } from "zod";
 import { EnqueueError, type AdapterContext, type AdapterFatalError } from "../../src/adapter.js";
-import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decision.js";
+import type { ApprovalDecider, DecisionRequest, DecisionResult } from "../../src/approvals/decider.js";
 import { silentLogger, type Logger } from "../../src/log.js";
 import type { RedisClient } from "../../src/redis.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { createAdapter, type TelegramAdapter, type TelegramAdapterOptions } from "../../adapters/telegram/index.js";
-import { testCommands } from "../helpers/commands.js";
+import { testAdapterParts, testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 
@@ -98,9 +98,10 @@ export async function startHarness(
   const resets: ConversationRef[] = [];
   const decider = new MapDecider();
   const failEnqueue = { on: false };
-  const resetChat = async (chat: ConversationRef) => {
+  const resetConversation = async (chat: ConversationRef) => {
     resets.push(chat);
   };
+  const commands = testCommands(config, { toolboxFor: () => testToolbox, resetConversation });
   const context: AdapterContext = {
     config,
     log: silentLogger,
@@ -108,10 +109,10 @@ export async function startHarness(
       if (failEnqueue.on) throw new EnqueueError("redis down");
       queued.push(message);
     },
-    commands: testCommands(config, { toolboxFor: () => testToolbox, resetChat }),
-    resetChat,
+    commands,
+    resetConversation,
     toolboxFor: () => testToolbox,
-    approvals: decider,
+    ...testAdapterParts(config, decider, commands),
     fatal: (error) => fatal.push(error),
     ...(extra.redis ? { redis: extra.redis } : {}),
   };

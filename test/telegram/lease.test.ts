@@ -83,6 +83,21 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
     await tg?.stop();
   });
 
+  /**
+   * Waits until the acquire that waited in Redis has taken the lease (its fence counter went past
+   * `fence`) and handed it back (the key is gone): well before the lease's TTL would have run out.
+   * Waiting for that state, not a fixed time, so a loaded machine that answers late is no failure.
+   */
+  async function handedBack(key: string, fence: number): Promise<void> {
+    await vi.waitFor(
+      async () => {
+        expect(Number(await redis.get(`${key}:fence`))).toBeGreaterThan(fence);
+        expect(await redis.exists(key)).toBe(0);
+      },
+      { timeout: timings.ttlMs - 1000, interval: 20 },
+    );
+  }
+
   /** Holds every Redis client's commands for `ms` (`CLIENT PAUSE … ALL`, https://redis.io/commands/client-pause/). */
   async function pauseRedis(ms: number): Promise<void> {
     await redis.call("CLIENT", "PAUSE", String(ms), "ALL");
@@ -94,11 +109,12 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
     expect(await other.tryAcquire()).toBe(true);
     const h = await startHarness({}, tg, silentLogger, { lease: timings }, { redis });
     expect(h.adapter.bot.isRunning()).toBe(false); // waiting for the lease
+    const fence = Number(await redis.get(`${key}:fence`));
     // The lease is freed and Redis pauses in the same read of this connection: the adapter's next acquire waits in Redis.
     await redis.pipeline().del(key).call("CLIENT", "PAUSE", "800", "ALL").exec();
     await delay(250);
     await h.adapter.stop();
-    await delay(900); // the pause is over; the acquire has answered
+    await handedBack(key, fence); // the pause is over; the acquire has answered
     expect(await redis.exists(key)).toBe(0);
     expect(h.adapter.bot.isRunning()).toBe(false);
     expect(await other.tryAcquire()).toBe(true);
@@ -107,6 +123,7 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
 
   it("stop() while start-up's acquire waits for Redis: start-up rejects, the lease is handed back, no polling", async () => {
     const key = pollingLeaseKey(tg.bot.id);
+    const fence = Number(await redis.get(`${key}:fence`));
     let adapter: TelegramAdapter | undefined;
     let paused = false;
     const starting = startHarness(
@@ -134,8 +151,7 @@ describe("stop() while the lease is being taken (one adapter in this process)", 
     await delay(300);
     await adapter!.stop();
     await failed;
-    await delay(1000); // the pause is over; the acquire has answered
-    expect(await redis.exists(key)).toBe(0);
+    await handedBack(key, fence); // the pause is over; the acquire has answered
     expect(adapter!.bot.isRunning()).toBe(false);
   });
 
@@ -230,6 +246,33 @@ describe("two polling adapter processes", () => {
     }
   }
 
+  /**
+   * When (this process's `Date.now()`) the lease was taken with a fence above `fence`: the lease
+   * key is read every 20 ms until it names a higher fence, and its remaining time to live says how
+   * long ago it was set (Redis' own clock). So the bound checked is the waiting adapter's retry
+   * and Redis, not how fast a loaded machine then starts polling and pipes the log line here.
+   */
+  async function leaseTakenAfter(fence: number, timeoutMs: number): Promise<{ at: number; fence: number }> {
+    const key = pollingLeaseKey(tg.bot.id);
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const [[, value], [, ttl]] = (await redis.multi().get(key).pttl(key).exec()) as [
+        [unknown, string | null],
+        [unknown, number],
+      ];
+      const now = Date.now();
+      const current = Number(/:(\d+)$/.exec(value ?? "")?.[1] ?? 0);
+      if (current > fence && ttl > 0) return { at: now - (LEASE_DEFAULTS.ttlMs - ttl), fence: current };
+      if (now > until) throw new Error(`the lease was not taken with a fence above ${fence} within ${timeoutMs} ms`);
+      await delay(20);
+    }
+  }
+
+  /** The fence of the lease's current tenure (0 when no one holds it). */
+  async function currentFence(): Promise<number> {
+    return Number(/:(\d+)$/.exec((await redis.get(pollingLeaseKey(tg.bot.id))) ?? "")?.[1] ?? 0);
+  }
+
   /** Sends `calc <n> + 1` from user `id` (a private chat of its own). */
   function ask(id: number, n: number): void {
     const user = tg.user(id, `User${id}`);
@@ -285,15 +328,15 @@ describe("two polling adapter processes", () => {
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(LEASE_DEFAULTS.ttlMs);
     expect(LEASE_DEFAULTS.ttlMs + LEASE_DEFAULTS.retryEveryMs).toBeLessThan(10_000);
+    const firstFence = await currentFence();
+    expect(firstFence).toBeGreaterThan(0);
     const expiredAt = Date.now();
     await redis.pexpire(leaseKey, 1);
-    const tookOverAt = await waitForOutput(
-      second,
-      "telegram: took over the polling lease; long polling started",
-      15_000,
-    );
-    expect(tookOverAt - expiredAt).toBeLessThan(LEASE_DEFAULTS.retryEveryMs + 2000);
-    expect(tookOverAt - killedAt).toBeLessThan(10_000);
+    const tookOver = await leaseTakenAfter(firstFence, 15_000);
+    expect(tookOver.at - expiredAt).toBeLessThan(LEASE_DEFAULTS.retryEveryMs + 1000);
+    // Had the TTL run out by itself, the take-over would have come at most this long after the kill.
+    expect(expiredAt - killedAt + ttl + (tookOver.at - expiredAt)).toBeLessThan(10_000);
+    await waitForOutput(second, "telegram: took over the polling lease; long polling started", 30_000);
     for (let i = 6; i < 8; i++) ask(9100 + i, i);
     await tg.waitFor(
       () => [3, 4, 5, 6, 7].every((i) => tg.sent.some((m) => m.chatId === 9100 + i)),
@@ -327,10 +370,13 @@ describe("two polling adapter processes", () => {
     // A graceful stop hands the lease back: a new adapter takes it within about retryEveryMs.
     const third = startAdapter();
     await waitForOutput(third, "waiting to take over its polling lease", 30_000);
+    const secondFence = await currentFence();
     const stoppedAt = Date.now();
     second.kill("SIGTERM");
-    const third_at = await waitForOutput(third, "telegram: took over the polling lease", 15_000);
-    expect(third_at - stoppedAt).toBeLessThan(8_000);
+    // The stopping adapter hands the lease back, and the waiting one takes it at its next try.
+    const third_at = await leaseTakenAfter(secondFence, 15_000);
+    expect(third_at.at - stoppedAt).toBeLessThan(8_000);
+    await waitForOutput(third, "telegram: took over the polling lease", 30_000);
     ask(9111, 1);
     await tg.waitFor(
       () => tg.sent.some((m) => m.chatId === 9111 && m.text.includes("2")),

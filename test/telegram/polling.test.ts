@@ -9,7 +9,7 @@ import { AdapterFatalError, type AdapterContext } from "../../src/adapter.js";
 import { silentLogger } from "../../src/log.js";
 import { createAdapter, type TelegramAdapter } from "../../adapters/telegram/index.js";
 import { FakeTelegram } from "../fakes/telegram.js";
-import { testCommands } from "../helpers/commands.js";
+import { testAdapterParts, testCommands } from "../helpers/commands.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { MapDecider, startHarness, testToolbox, type Harness } from "./harness.js";
@@ -165,13 +165,14 @@ describe("telegram long polling", () => {
 });
 
 function context(): AdapterContext {
+  const commands = testCommands(testConfig(), { toolboxFor: () => testToolbox, resetConversation: async () => {} });
   return {
     config: testConfig(),
     log: silentLogger,
     enqueue: async () => {},
-    resetChat: async () => {},
+    resetConversation: async () => {},
     toolboxFor: () => testToolbox,
-    approvals: new MapDecider(),
-    commands: testCommands(testConfig(), { toolboxFor: () => testToolbox, resetChat: async () => {} }),
+    commands,
+    ...testAdapterParts(testConfig(), new MapDecider(), commands),
   };
 }

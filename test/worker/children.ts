@@ -71,20 +71,22 @@ export function startDiscordWorker(options: {
   const toolbox = todoTools();
   if (options.crashTool) toolbox.add(crashTool());
   if (options.memory) for (const tool of memoryTools(config)) toolbox.add(tool);
-  const worker = startWorker({
-    features: FEATURES,
-    config,
-    log: options.log ?? silentLogger,
-    redis,
-    history: new HistoryStore(redis, {
-      maxMessages: config.HISTORY_MAX_MESSAGES,
-      ttlSeconds: historyTtlSeconds(config),
-    }),
-    toolbox,
-    client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
-    runAgent,
-    outbounds: { discord: createOutbound(config, silentLogger) },
-  });
+  const worker = startWorker(
+    {
+      config,
+      log: options.log ?? silentLogger,
+      redis,
+      history: new HistoryStore(redis, {
+        maxMessages: config.HISTORY_MAX_MESSAGES,
+        ttlSeconds: historyTtlSeconds(config),
+      }),
+      toolbox,
+      client: new Anthropic({ apiKey: "test-key", baseURL: options.modelUrl, maxRetries: 0 }),
+      runAgent,
+      outbounds: { discord: createOutbound(config, silentLogger) },
+    },
+    FEATURES,
+  );
   return {
     worker,
     close: async (timeoutMs) => {

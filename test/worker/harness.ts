@@ -257,22 +257,24 @@ export async function startHarness(
       const history = new HistoryStore(wredis, historyOptions);
       const approvals = options.approvals?.({ config, log: silentLogger, redis: wredis, history, toolbox, client });
       if (approvals) closers.push(approvals.close);
-      const worker = startWorker({
-        features: FEATURES,
-        config,
-        log: silentLogger,
-        redis: wredis,
-        history,
-        toolbox,
-        client,
-        runAgent: (request, deps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
-        outbounds: { console: outbound },
-        ...(approvals ? { approvals: approvals.flow } : {}),
-        typingIntervalMs: 50,
-        ...(options.traces
-          ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) }
-          : {}),
-      });
+      const worker = startWorker(
+        {
+          config,
+          log: silentLogger,
+          redis: wredis,
+          history,
+          toolbox,
+          client,
+          runAgent: (request, deps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
+          outbounds: { console: outbound },
+          ...(approvals ? { approvals: approvals.flow } : {}),
+          typingIntervalMs: 50,
+          ...(options.traces
+            ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) }
+            : {}),
+        },
+        FEATURES,
+      );
       await worker.waitUntilReady();
       harness.workers.push(worker);
       return worker;

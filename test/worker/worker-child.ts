@@ -17,16 +17,21 @@ import { FEATURES } from "../../src/features.js";
 
 const config = testConfig({ WORKER_CONCURRENCY: "4" });
 const redis = connectRedis(process.env.REDIS_URL!, { maxRetriesPerRequest: null });
-const worker = startWorker({
-  features: FEATURES,
-  config,
-  log: silentLogger,
-  redis,
-  history: new HistoryStore(redis, { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) }),
-  toolbox: todoTools(),
-  client: new Anthropic({ apiKey: "test-key", baseURL: process.env.MODEL_URL!, maxRetries: 0, timeout: 600_000 }),
-  runAgent,
-  outbounds: { console: new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE }) },
-});
+const worker = startWorker(
+  {
+    config,
+    log: silentLogger,
+    redis,
+    history: new HistoryStore(redis, {
+      maxMessages: config.HISTORY_MAX_MESSAGES,
+      ttlSeconds: historyTtlSeconds(config),
+    }),
+    toolbox: todoTools(),
+    client: new Anthropic({ apiKey: "test-key", baseURL: process.env.MODEL_URL!, maxRetries: 0, timeout: 600_000 }),
+    runAgent,
+    outbounds: { console: new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE }) },
+  },
+  FEATURES,
+);
 await worker.waitUntilReady();
 process.stdout.write("ready\n");

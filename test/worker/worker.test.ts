@@ -19,13 +19,25 @@ describe("worker", () => {
     h = await startHarness({ workers: 2, env: { WORKER_CONCURRENCY: "3" } });
     const chats = ["c1", "c2", "c3", "c4", "c5", "c6"];
     h.fake.enqueue(...model(chats.length * 4));
-    // In each chat: "add todo" (its tool stays busy 300 ms), then "list todos" 200 ms later.
+    const label = (c: string, userName: string) => speakerLabel({ platform: "console", userId: `user-${c}`, userName });
+    // In each chat: "add todo" (its tool stays busy 1 s), then "list todos" once the first message
+    // is being answered (its model call made: waited for, not a fixed time, which a loaded machine
+    // could pass before the first message was even taken, so both would wait in the inbox together).
     await Promise.all(
       chats.map((c) =>
-        h!.queue.enqueue(message(c, "1", `add todo milk-${c} slow 300`, { chatKind: "group", userName: `Alice-${c}` })),
+        h!.queue.enqueue(
+          message(c, "1", `add todo milk-${c} slow 1000`, { chatKind: "group", userName: `Alice-${c}` }),
+        ),
       ),
     );
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(
+      () =>
+        chats.every((c) =>
+          h!.fake.requests.some((r) => lastText(r) === `${label(c, `Alice-${c}`)} add todo milk-${c} slow 1000`),
+        ),
+      15_000,
+      "the first message of each chat at the model",
+    );
     await Promise.all(
       chats.map((c) => h!.queue.enqueue(message(c, "2", "list todos", { chatKind: "group", userName: `Bob-${c}` }))),
     );
@@ -34,13 +46,17 @@ describe("worker", () => {
     expect(h.fake.rejections).toEqual([]);
     for (const c of chats) {
       // The second message's first model call carries the whole first exchange, with speaker names.
-      const label = (userName: string) => speakerLabel({ platform: "console", userId: `user-${c}`, userName });
-      const second = h.fake.requests.find((r) => lastText(r) === `${label(`Bob-${c}`)} list todos`)!;
+      const second = h.fake.requests.find((r) => lastText(r) === `${label(c, `Bob-${c}`)} list todos`)!;
       expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
-      expect(second.messages[0]!.content).toBe(`${label(`Alice-${c}`)} add todo milk-${c} slow 300`);
+      expect(second.messages[0]!.content).toBe(`${label(c, `Alice-${c}`)} add todo milk-${c} slow 1000`);
       expect(h.output.answers()).toContain(`ok: #1 milk-${c}`);
       expect((await h.history.read({ platform: "console", chatId: c })).stored).toBe(8);
-      expect(await h.redis.exists(conversationKeys({ platform: "console", chatId: c }).scheduled)).toBe(0);
+      // The chat's job finishes (its finish script drops the scheduled mark) just after its last answer went out.
+      await waitFor(
+        async () => (await h!.redis.exists(conversationKeys({ platform: "console", chatId: c }).scheduled)) === 0,
+        10_000,
+        `chat ${c}'s scheduled mark to be dropped`,
+      );
     }
     // both workers took part
     const counts = await Promise.all(h.workers.map((w) => w.chats.isRunning()));

@@ -121,6 +121,8 @@ if v and string.find(v, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1])
 return 0
 `;
 
+type RedisWithStopScript = RedisClient & { endAnswering(key: string, id: string): Promise<number> };
+
 /**
  * The worker's side of Stop: registers the answers it is writing and aborts one when its stop
  * request arrives on {@link STOP_CHANNEL} (one subscriber connection per worker process, a
@@ -135,6 +137,8 @@ export class AnswerStops {
 
   /** Subscribes at once; {@link ready} resolves when subscribed. */
   constructor(redis: RedisClient, log: Logger) {
+    // EVALSHA of the script (ioredis sends the body once, on NOSCRIPT).
+    if (!("endAnswering" in redis)) redis.defineCommand("endAnswering", { numberOfKeys: 1, lua: END_SCRIPT });
     this.#redis = redis;
     this.#log = log;
     this.#subscriber = redis.duplicate();
@@ -176,8 +180,8 @@ export class AnswerStops {
         if (ended) return;
         ended = true;
         this.#running.delete(local);
-        await this.#redis
-          .eval(END_SCRIPT, 1, key, id)
+        await (this.#redis as RedisWithStopScript)
+          .endAnswering(key, id)
           .catch((err: unknown) => this.#log.warn({ err }, "could not clear the answer's stop record"));
       },
     };

@@ -651,7 +651,10 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
     computed = await state.taken.compute(state);
   } finally {
     // Computed (or failed): nothing is left to stop, so a Stop from now on says the answer finished.
-    await Promise.all([...state.usage, state.running?.end()]);
+    // Not awaited: its script goes out with the history append instead of a round trip of its own
+    // (`end` never throws; `answer` awaits it again at the end).
+    void state.running?.end();
+    await Promise.all(state.usage);
   }
   if (computed.kind === "said") return computed.text;
   if (computed.kind === "approval") {

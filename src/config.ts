@@ -559,14 +559,16 @@ export const ConfigSchema = z.object({
     .describe("LINE content host (message pictures, audio, files; a proxy); unset = `https://api-data.line.me`."),
   /**
    * The channel's monthly push-message quota (the plan's free messages, e.g. 200 for the
-   * Communication plan in Taiwan); unset = no limit known. Near it (80 %), answers use the reply
-   * token whenever it is still valid, and a log line says so.
+   * Communication plan in Taiwan); unset = no limit known. Near it (80 %), an answer tries its
+   * reply token up to 5 minutes after its event (not only the first 50 s) before pushing, and log
+   * lines say so (`adapters/line/outbound.ts`).
    */
   LINE_PUSH_MONTHLY_LIMIT: wholeNumber(1, 100_000_000)
     .optional()
     .describe(
-      "The LINE channel plan's monthly push-message quota: from 80 % of it on, each push logs a warning (answers " +
-        "always use the free reply token while it is valid). Unset = unknown.",
+      "The LINE channel plan's monthly push-message quota. From 80 % of it on, an answer tries its free reply token " +
+        "up to 5 minutes after the message (not only the first 50 s) before pushing, and each push logs a warning. " +
+        "Unset = unknown (reply tokens are tried for 50 s).",
     ),
 
   /** A `redis://` or `rediss://` URL, or a unix socket path (made absolute). */

@@ -20,7 +20,7 @@
  * feature and not the list, so a feature's folder may import it freely.
  */
 import type { Job } from "bullmq";
-import type { DecisionRequest, DecisionResult } from "./approvals/decider.js";
+import type { DecisionReply, DecisionRequest, DecisionResult } from "./approvals/decider.js";
 import type { Command, CommandServices } from "./commands/command.js";
 import type { Config } from "./config.js";
 import type { ConversationStore } from "./conversations/migrate.js";
@@ -63,6 +63,11 @@ export interface ButtonPress extends ConversationRef {
   isGroupAdmin?: () => Promise<boolean>;
   /** Whether the bot receives the group's messages that do not address it (see `CommandInvocation.readsAllGroupMessages`). */
   readsAllGroupMessages?: () => Promise<boolean>;
+  /**
+   * The press's own reply token (LINE postback events carry one): an accepted approval's answer
+   * goes out with it while it is valid (`DecisionRequest.reply` of `src/approvals/decision.ts`).
+   */
+  reply?: DecisionReply;
 }
 
 /** A reply with buttons (the same shape as a command's reply with buttons, `CommandReply`). */

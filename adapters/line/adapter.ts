@@ -2,7 +2,9 @@
  * The LINE adapter: start-up (`GET /v2/bot/info` checks the channel access token), the webhook
  * server (`webhook.ts`), and what happens to each event (`inbound.ts` decides): a message is
  * queued, answered as a command or with a hint; a postback is a button press routed by the core
- * (`AdapterContext.press`, `pressButton` of `src/buttons.ts`); follow / join are greeted with the reply token. A
+ * (`AdapterContext.press`, `pressButton` of `src/buttons.ts`); follow / join / memberJoined are
+ * greeted with the reply token; unfollow / leave / memberLeft end reminders and tasks
+ * (`chat-end.ts`); a file in a group waits for its sender's next mention (`held-media.ts`). A
  * redelivered event (`deliveryContext.isRedelivery`, the same `webhookEventId`) is handled once:
  * each event id is recorded in Redis for a day (and a message's job id is its message id).
  * The outbound half is `outbound.ts`.
@@ -17,9 +19,15 @@ import { supportedMedia } from "../../src/media/refusal.js";
 import type { Destination, NoticeButton } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
 import { plainLine } from "../../src/plain-text.js";
-import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import {
+  IncomingMessageSchema,
+  MAX_INCOMING_TEXT,
+  MAX_MEDIA_REFS,
+  type IncomingMessage,
+} from "../../src/queue/incoming.js";
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
+import { holdMedia, takeHeldMedia } from "./held-media.js";
 import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
 import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
@@ -155,6 +163,19 @@ export class LineAdapter implements Adapter {
         );
         return;
       }
+      case "memberLeft": {
+        const ended = context.redis
+          ? await endChat(context.redis, { ...decision, people: decision.userIds }, this.log)
+          : undefined;
+        for (const userId of decision.userIds) this.#names.delete(`${decision.chatId}|${userId}`);
+        this.log.info(
+          { chatId: decision.chatId, members: decision.userIds.length, ...ended },
+          "line: members left the group; their reminders and tasks in it ended",
+        );
+        return;
+      }
+      case "memberJoined":
+        return this.#welcome(decision.message, decision.userIds);
       case "follow":
       case "join":
         await this.#reply(
@@ -214,8 +235,47 @@ export class LineAdapter implements Adapter {
         }
         return this.#enqueue(await this.#named(decision.message));
       case "enqueue":
-        return this.#enqueue(await this.#named(decision.message));
+        return this.#enqueue(await this.#named(await this.#withHeldMedia(decision.message, event)));
+      case "groupMedia":
+        if (await context.repliesToAll(decision.message)) return this.#enqueue(await this.#named(decision.message));
+        return this.#hold(decision.message);
     }
+  }
+
+  /**
+   * Greets people who joined a group or multi-person chat the bot is in (`memberJoined`), with the
+   * event's free reply token: their names (at most 3 looked up; more are "and N more") and how to
+   * address the bot there. Failures are logged.
+   */
+  async #welcome(at: LineBase, userIds: string[]): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
+    const names: string[] = [];
+    for (const userId of userIds.slice(0, 3)) {
+      const named = await this.#named({ ...at, userId });
+      if (named.userName !== UNKNOWN_NAME) names.push(named.userName);
+    }
+    const more = userIds.length - names.length;
+    const who =
+      names.length === 0
+        ? localize(locale, { "zh-TW": "新朋友", en: "newcomers" })
+        : more > 0
+          ? localize(
+              locale,
+              { "zh-TW": "{names} 等 {count} 位", en: "{names} and {more} more" },
+              { names: names.join(locale === "zh-TW" ? "、" : ", "), count: userIds.length, more },
+            )
+          : names.join(locale === "zh-TW" ? "、" : ", ");
+    await this.#reply(
+      at,
+      localize(
+        locale,
+        {
+          "zh-TW": "歡迎 {who} 加入！要找我，請提到我（@{name}）或輸入 /help。",
+          en: "Welcome, {who}! To ask me something here, mention me (@{name}) or type /help.",
+        },
+        { who, name: this.#botName },
+      ),
+    );
   }
 
   /** Whether a text message quotes one of the bot's messages (`quotedMessageId`, looked up in Redis). */
@@ -230,6 +290,52 @@ export class LineAdapter implements Adapter {
     } catch (error) {
       this.log.warn({ error: redact(String(error)) }, "line: could not look up a quoted message");
       return false;
+    }
+  }
+
+  /**
+   * Holds the files of a group message for its sender's next message that addresses the bot
+   * (`held-media.ts`). A failure is logged: the files are then not carried.
+   */
+  async #hold(message: IncomingMessage): Promise<void> {
+    const redis = this.#context?.redis;
+    if (!redis) {
+      this.log.debug({ chatId: message.chatId }, "line: a file in a group was ignored (no Redis to hold it)");
+      return;
+    }
+    try {
+      await holdMedia(redis, message);
+      this.log.debug(
+        { chatId: message.chatId, kinds: message.media?.map((m) => m.kind) },
+        "line: a file in a group is held for its sender's next mention of the bot",
+      );
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not hold a file sent in a group");
+    }
+  }
+
+  /**
+   * A group message that addresses the bot, with the files its sender posted there just before
+   * (and those of the message it quotes), held by {@link #hold}. In a one-to-one chat, or when
+   * nothing is held (or Redis fails: logged), the message as it is.
+   */
+  async #withHeldMedia(message: IncomingMessage, event: webhook.Event): Promise<IncomingMessage> {
+    const redis = this.#context?.redis;
+    if (message.chatKind !== "group" || !redis) return message;
+    const quoted =
+      event.type === "message" && event.message.type === "text" ? event.message.quotedMessageId : undefined;
+    try {
+      const held = await takeHeldMedia(redis, message.chatId, message.userId, quoted);
+      if (held.length === 0) return message;
+      const media = [...(message.media ?? []), ...held].slice(0, MAX_MEDIA_REFS);
+      this.log.debug(
+        { chatId: message.chatId, files: held.length },
+        "line: held files join the message that addresses the bot",
+      );
+      return IncomingMessageSchema.parse({ ...message, media });
+    } catch (error) {
+      this.log.warn({ error: redact(String(error)) }, "line: could not take the files held for a message");
+      return message;
     }
   }
 
@@ -282,7 +388,9 @@ export class LineAdapter implements Adapter {
   /**
    * A postback (a press on one of the bot's buttons): the core decides (`pressButton`); its notice
    * is the reply (LINE has no toast). An accepted approval needs none: the chat shows the press
-   * (`displayText`) and the answer follows. The pressed message cannot be changed on LINE.
+   * (`displayText`) and the worker's answer follows, with this press's reply token while it is
+   * valid (the message's own token was spent on the prompt), else as a push. The pressed message
+   * cannot be changed on LINE.
    */
   async #press(data: string, at: LineBase): Promise<void> {
     const context = this.#context!;
@@ -294,6 +402,10 @@ export class LineAdapter implements Adapter {
       locale: this.config.BOT_LOCALE,
       chatKind: at.chatKind,
       isGroupAdmin: () => this.#isMember(at.chatId, at.userId),
+      // An accepted approval is answered by the worker: with this press's reply token while it is valid.
+      ...(at.reply?.replyToken && at.reply.replyTokenAt !== undefined
+        ? { reply: { replyToken: at.reply.replyToken, replyTokenAt: at.reply.replyTokenAt } }
+        : {}),
     });
     if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);
     if (answer.removeButtons) return;
@@ -304,20 +416,11 @@ export class LineAdapter implements Adapter {
   /**
    * LINE groups and multi-person chats have no administrators a bot can see: every member may do
    * what a group administrator may elsewhere (`/reset`, `/settings` …). True when `userId` is a
-   * member of the group or room (its member profile can be read); false on any error.
+   * member of the group or room now ({@link LineOutbound.isMember}: its member profile can be read);
+   * false otherwise, and when that cannot be told.
    */
   async #isMember(chatId: string, userId: string): Promise<boolean> {
-    try {
-      if (chatId.startsWith("C"))
-        await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
-      else if (chatId.startsWith("R"))
-        await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
-      else return false;
-      return true;
-    } catch (error) {
-      this.log.debug({ error: redact(String(error)) }, "line: member profile not readable");
-      return false;
-    }
+    return (await this.outbound.isMember({ chatId }, userId)) === true;
   }
 
   /** `message` with the sender's display name (profile API, cached for an hour; {@link UNKNOWN_NAME} when unreadable). */

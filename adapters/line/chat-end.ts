@@ -6,7 +6,10 @@
  *
  * Reminders and tasks are kept per person, so the members of a group who used the bot there are
  * recorded ({@link recordMember}) to know whose lists to look at when the bot leaves it.
- * Sources: https://developers.line.biz/en/reference/messaging-api/#unfollow-event and #leave-event.
+ * A member who leaves a group (`memberLeft`) ends only their own reminders and tasks there: they
+ * can no longer read the group, and a task must not read it for them (issue 39).
+ * Sources: https://developers.line.biz/en/reference/messaging-api/#unfollow-event, #leave-event and
+ * #member-left-event.
  */
 import type { Logger } from "../../src/log.js";
 import type { RedisClient } from "../../src/redis.js";
@@ -28,16 +31,19 @@ export async function recordMember(redis: RedisClient, chatId: string, userId: s
 
 /**
  * Deletes the reminders and scheduled tasks set in `chatId` (a user's one-to-one chat, a group or
- * a room): the chat's own user's for a one-to-one chat, every recorded member's for a group.
+ * a room): the chat's own user's for a one-to-one chat, every recorded member's for a group — or,
+ * with `chat.people`, only those people's (members who left the group: `memberLeft`), who are then
+ * no longer recorded as its members.
  * @returns how many of each were deleted.
  * @throws when Redis fails.
  */
 export async function endChat(
   redis: RedisClient,
-  chat: { chatId: string; chatKind: "dm" | "group" },
+  chat: { chatId: string; chatKind: "dm" | "group"; people?: string[] },
   log: Logger,
 ): Promise<{ reminders: number; tasks: number }> {
-  const people = chat.chatKind === "dm" ? [chat.chatId] : await redis.smembers(membersKey(chat.chatId));
+  const people =
+    chat.chatKind === "dm" ? [chat.chatId] : (chat.people ?? (await redis.smembers(membersKey(chat.chatId))));
   let reminders = 0;
   let tasks = 0;
   for (const userId of people) {
@@ -47,6 +53,8 @@ export async function endChat(
     for (const task of await listTasks(redis, owner, log))
       if (task.chatId === chat.chatId && (await deleteTask(redis, owner, task.id, log))) tasks++;
   }
-  if (chat.chatKind === "group") await redis.del(membersKey(chat.chatId));
+  if (chat.chatKind === "group" && chat.people) {
+    if (chat.people.length > 0) await redis.srem(membersKey(chat.chatId), ...chat.people);
+  } else if (chat.chatKind === "group") await redis.del(membersKey(chat.chatId));
   return { reminders, tasks };
 }

@@ -9,7 +9,9 @@
  *
  * Files: an image is an `image`, an audio message a `voice` (its `duration` in ms announced by
  * LINE), a file a `file` (name and size announced), a video a `video`; each is downloaded by the
- * worker from the content host with the message id as `fileId`. A sticker is answered politely:
+ * worker from the content host with the message id as `fileId`. In a group such a message cannot
+ * mention the bot: it is a `groupMedia` decision (the adapter holds it for its sender's next
+ * message that addresses the bot). A sticker is answered politely:
  * its keywords, when LINE sends them, are its text; without them it is a hint.
  *
  * Source: webhook event objects, https://developers.line.biz/en/reference/messaging-api/#webhook-event-objects
@@ -33,10 +35,20 @@ export type LineDecision =
   | { kind: "hint"; reason: "media" | "empty" | "too_long" | "sticker"; message: LineBase }
   | { kind: "command"; command: string; args: string; message: LineBase }
   | { kind: "enqueue"; message: IncomingMessage }
+  /**
+   * A picture, voice message, file or video in a group or multi-person chat: it cannot mention the
+   * bot, so it is answered when the group has the bot reply to every message, else held for its
+   * sender's next message that addresses the bot (`adapter.ts`).
+   */
+  | { kind: "groupMedia"; message: IncomingMessage }
   | { kind: "unaddressed"; message: IncomingMessage }
   | { kind: "postback"; data: string; message: LineBase }
   | { kind: "follow" | "join"; message: LineBase }
-  | { kind: "unfollow" | "leave"; chatId: string; chatKind: "dm" | "group" };
+  | { kind: "unfollow" | "leave"; chatId: string; chatKind: "dm" | "group" }
+  /** People joined the group or room (`memberJoined`): `userIds` of the joined, `message` for the greeting. */
+  | { kind: "memberJoined"; userIds: string[]; message: LineBase }
+  /** People left the group or room (`memberLeft`, no reply token). */
+  | { kind: "memberLeft"; chatId: string; chatKind: "group"; userIds: string[] };
 
 /** The name used until the profile is known. */
 export const UNKNOWN_NAME = "LINE user";
@@ -73,6 +85,14 @@ export function mediaOf(message: webhook.MessageContent): MediaRef[] {
   }
 }
 
+/** The user ids of a `memberJoined` / `memberLeft` event's members (source user objects), at most 100. */
+function usersOf(members: webhook.UserSource[] | undefined): string[] {
+  return (members ?? [])
+    .map((m) => m.userId)
+    .filter((id): id is string => typeof id === "string" && /^U[0-9a-f]{32}$/.test(id))
+    .slice(0, 100);
+}
+
 /**
  * Decides what to do with one event.
  * @param isOwnMessage - whether a message id is one the bot sent (for `quotedMessageId`).
@@ -81,6 +101,12 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
   const chat = chatOf(event.source);
   if (!chat) return { kind: "ignore", reason: "no chat" };
   if (event.type === "unfollow" || event.type === "leave") return { kind: event.type, ...chat };
+  if (event.type === "memberLeft") {
+    const userIds = usersOf(event.left.members);
+    if (chat.chatKind !== "group" || userIds.length === 0)
+      return { kind: "ignore", reason: "memberLeft without members" };
+    return { kind: "memberLeft", chatId: chat.chatId, chatKind: "group", userIds };
+  }
   const userId = event.source?.userId;
   const replyToken = "replyToken" in event && typeof event.replyToken === "string" ? event.replyToken : undefined;
   const base = (messageId: string): LineBase => ({
@@ -95,6 +121,12 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
   });
   if (event.type === "follow" || event.type === "join")
     return { kind: event.type, message: base(event.webhookEventId) };
+  if (event.type === "memberJoined") {
+    const userIds = usersOf(event.joined.members);
+    if (chat.chatKind !== "group" || userIds.length === 0)
+      return { kind: "ignore", reason: "memberJoined without members" };
+    return { kind: "memberJoined", userIds, message: base(event.webhookEventId) };
+  }
   if (!userId) return { kind: "ignore", reason: "no user" };
   if (event.type === "postback")
     return { kind: "postback", data: event.postback.data, message: base(event.webhookEventId) };
@@ -118,9 +150,9 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
       return group
         ? { kind: "ignore", reason: `${message.type} in a group` }
         : { kind: "hint", reason: "media", message: at };
-    // In a group a file alone cannot mention the bot: only one-to-one chats send files to it.
-    if (group) return { kind: "ignore", reason: "file in a group" };
-    return { kind: "enqueue", message: IncomingMessageSchema.parse({ ...at, text: "", media }) };
+    const withMedia = IncomingMessageSchema.parse({ ...at, text: "", media });
+    // In a group a file alone cannot mention the bot: it waits for its sender's next mention.
+    return group ? { kind: "groupMedia", message: withMedia } : { kind: "enqueue", message: withMedia };
   }
 
   const text = message.text;

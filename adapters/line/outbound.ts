@@ -5,7 +5,8 @@
  * Answers go out with the message's reply token first (free, single use, valid about a minute:
  * https://developers.line.biz/en/reference/messaging-api/#send-reply-message), at most 5 message
  * objects per call; what does not fit that call, an answer whose token has expired (older than
- * {@link REPLY_TOKEN_FRESH_MS}) or was refused, and messages that answer nothing (reminders) are
+ * {@link REPLY_TOKEN_FRESH_MS}; near `LINE_PUSH_MONTHLY_LIMIT`, older than {@link REPLY_TOKEN_STRETCH_MS},
+ * which a log line says) or was refused, and messages that answer nothing (reminders) are
  * push messages (https://developers.line.biz/en/reference/messaging-api/#send-push-message), which
  * count against the channel's monthly quota: each is counted (`bot_pushed_messages_total`, and
  * `onPushed` for `/usage`). A push carries an `X-Line-Retry-Key` derived from the answer and its
@@ -18,7 +19,7 @@ import { createHash } from "node:crypto";
 import type { messagingApi } from "@line/bot-sdk";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { Config } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
+import { redact, type Logger } from "../../src/log.js";
 import { metrics } from "../../src/metrics.js";
 import type {
   ApprovalPrompt,
@@ -44,6 +45,16 @@ import {
 
 /** A reply token older than this (ms since its event) is not tried: LINE allows about a minute. */
 export const REPLY_TOKEN_FRESH_MS = 50_000;
+/**
+ * Near the monthly push quota ({@link PUSH_QUOTA_NEAR} of `LINE_PUSH_MONTHLY_LIMIT`), a reply token
+ * up to this old (ms since its event) is still tried before pushing: LINE only promises a minute,
+ * but a refused reply costs nothing (400, no message counted) while a push counts against the quota.
+ */
+export const REPLY_TOKEN_STRETCH_MS = 300_000;
+/** The share of `LINE_PUSH_MONTHLY_LIMIT` from which the quota is "near" (warnings, stretched reply tokens). */
+export const PUSH_QUOTA_NEAR = 0.8;
+/** How long a month's push count read from Redis is trusted before reading it again, ms. */
+const PUSH_COUNT_FRESH_MS = 60_000;
 /** Seconds of one loading animation (a multiple of 5, at most 60). */
 export const LOADING_SECONDS = 20;
 /** Least time between two loading animations in one chat, ms: the worker asks every few seconds. */
@@ -58,6 +69,8 @@ export interface LineOutboundOptions {
    * awaited, its failure logged. Returns the pushes counted this month so far, when known.
    */
   onPushed?: () => Promise<number | undefined>;
+  /** Reads this month's push requests so far in place of the count in Redis (tests); default {@link UsageStore.pushesThisMonth}. */
+  pushesThisMonth?: () => Promise<number>;
 }
 
 /** How long the ids of the bot's sent messages are kept (a quote of one addresses the bot), seconds. */
@@ -77,6 +90,8 @@ export async function isOwnMessage(redis: RedisClient, chatId: string, messageId
 interface Target {
   chatId: string;
   replyToken?: string;
+  /** When the reply token's event happened, ms (its age decides whether it is tried). */
+  replyTokenAt?: number;
   /** Keys the push retry keys: the answer (conversation, message answered) and what it is. */
   key: string;
 }
@@ -93,6 +108,8 @@ export class LineOutbound implements Outbound {
   readonly #now: () => number;
   #redis: RedisClient | undefined;
   #usage: UsageStore | undefined;
+  /** This month's push requests as last known (after a push, or read), and when (this outbound's clock, ms). */
+  #pushes: { count: number; at: number } | undefined;
 
   constructor(
     readonly clients: LineClients,
@@ -157,7 +174,7 @@ export class LineOutbound implements Outbound {
     const refs: SentRef[] = [];
     for (let start = 0; start < messages.length; start += LINE_MESSAGES_PER_CALL) {
       const batch = messages.slice(start, start + LINE_MESSAGES_PER_CALL);
-      const token = start === 0 ? this.#takeToken(target) : undefined;
+      const token = start === 0 ? await this.#takeToken(target) : undefined;
       if (token) {
         try {
           const sent = await lineCall("replyMessage", () =>
@@ -174,6 +191,13 @@ export class LineOutbound implements Outbound {
             "line: the reply token was refused (used or expired); pushing instead",
           );
         }
+      } else if (start === 0 && target.replyToken) {
+        const near = await this.#nearQuota();
+        if (near)
+          this.log.warn(
+            { chatId: target.chatId, ...near, tokenAgeMs: this.#now() - (target.replyTokenAt ?? 0) },
+            "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT), but this answer's reply token is too old or used; pushing",
+          );
       }
       refs.push(...(await this.#push(target, batch, first + start)));
     }
@@ -200,35 +224,75 @@ export class LineOutbound implements Outbound {
         return undefined;
       },
     );
+    if (count !== undefined) this.#pushes = { count, at: this.#now() };
     const limit = this.config.LINE_PUSH_MONTHLY_LIMIT;
-    if (limit !== undefined && count !== undefined && count >= Math.floor(limit * 0.8))
+    if (limit !== undefined && count !== undefined && count >= Math.floor(limit * PUSH_QUOTA_NEAR))
       this.log.warn(
         { pushes: count, limit },
-        "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); answers use the reply token whenever it is still valid",
+        "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); " +
+          `reply tokens up to ${REPLY_TOKEN_STRETCH_MS / 60_000} minutes old are tried before pushing`,
       );
     const refs = sent.sentMessages.map((m) => ({ chatId: target.chatId, messageId: m.id }));
     await this.#remember(refs);
     return refs;
   }
 
-  /** The reply token of `target` when it is fresh and not used yet (then marked used); else undefined. */
-  #takeToken(target: Target): string | undefined {
+  /**
+   * The reply token of `target` when it is not used yet and fresh (younger than
+   * {@link REPLY_TOKEN_FRESH_MS}) — or, near the monthly push quota ({@link nearQuota}), younger than
+   * {@link REPLY_TOKEN_STRETCH_MS}, which a log line says — then marked used; else undefined.
+   */
+  async #takeToken(target: Target): Promise<string | undefined> {
     const token = target.replyToken;
     if (!token || this.#usedTokens.has(token)) return undefined;
     const now = this.#now();
+    const age = now - (target.replyTokenAt ?? -Infinity);
+    if (!(age < REPLY_TOKEN_FRESH_MS)) {
+      if (!(age < REPLY_TOKEN_STRETCH_MS)) return undefined;
+      const near = await this.#nearQuota();
+      if (!near) return undefined;
+      this.log.warn(
+        { chatId: target.chatId, ...near, tokenAgeMs: age },
+        "line: the monthly push quota is nearly used up (LINE_PUSH_MONTHLY_LIMIT); trying the reply token although it is older than 50 s, rather than pushing",
+      );
+    }
     for (const [used, at] of this.#usedTokens) if (now - at > 120_000) this.#usedTokens.delete(used);
     this.#usedTokens.set(token, now);
     return token;
   }
 
   #target(to: Destination, what: string): Target {
-    const at = to.reply?.replyTokenAt;
-    const fresh = to.reply?.replyToken && at !== undefined && this.#now() - at < REPLY_TOKEN_FRESH_MS;
+    const { replyToken, replyTokenAt } = to.reply ?? {};
     return {
       chatId: to.conversation.chatId,
-      ...(fresh ? { replyToken: to.reply!.replyToken } : {}),
+      ...(replyToken && replyTokenAt !== undefined ? { replyToken, replyTokenAt } : {}),
       key: `${to.conversation.chatId}|${to.replyTo ?? to.key ?? ""}|${what}`,
     };
+  }
+
+  /**
+   * The month's push requests and `LINE_PUSH_MONTHLY_LIMIT` when the count is at least
+   * {@link PUSH_QUOTA_NEAR} of the limit; undefined when it is not, or no limit is set, or the count
+   * cannot be read (logged). The count is the one the last push returned, or read from Redis
+   * (`UsageStore.pushesThisMonth`, trusted for a minute).
+   */
+  async #nearQuota(): Promise<{ pushes: number; limit: number } | undefined> {
+    const limit = this.config.LINE_PUSH_MONTHLY_LIMIT;
+    if (limit === undefined) return undefined;
+    const now = this.#now();
+    if (!this.#pushes || now - this.#pushes.at > PUSH_COUNT_FRESH_MS) {
+      const usage = this.#usage;
+      const read = this.options.pushesThisMonth ?? (usage ? () => usage.pushesThisMonth("line") : undefined);
+      if (!read) return undefined;
+      try {
+        this.#pushes = { count: await read(), at: now };
+      } catch (error) {
+        this.log.warn({ err: error }, "line: could not read this month's push count");
+        return undefined;
+      }
+    }
+    const pushes = this.#pushes.count;
+    return pushes >= Math.floor(limit * PUSH_QUOTA_NEAR) ? { pushes, limit } : undefined;
   }
 
   /**
@@ -276,6 +340,29 @@ export class LineOutbound implements Outbound {
   /** LINE cannot edit a sent message: a closed reminder stays as it is. */
   async closeReminder(message: SentRef): Promise<void> {
     this.log.debug({ message }, "line: a sent reminder cannot be edited; left as it is");
+  }
+
+  /**
+   * See {@link Outbound.isMember}: the group member profile `GET /v2/bot/group/{groupId}/member/{userId}`
+   * (a multi-person chat's: `GET /v2/bot/room/{roomId}/member/{userId}`). 200 is `true`; 404 (LINE's
+   * answer for a user who is not, or no longer, a member) is `false`; a one-to-one chat and any
+   * other failure (5xx after retries, a timeout) are `undefined`. Never throws.
+   * Source: https://developers.line.biz/en/reference/messaging-api/#get-group-member-profile
+   * (`getGroupMemberProfile` in `test/fixtures/specs/line-messaging-api/messaging-api.yml`).
+   */
+  async isMember(place: { chatId: string }, userId: string): Promise<boolean | undefined> {
+    const { chatId } = place;
+    const group = chatId.startsWith("C");
+    if ((!group && !chatId.startsWith("R")) || !userId.startsWith("U")) return undefined;
+    try {
+      if (group) await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
+      else await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
+      return true;
+    } catch (error) {
+      if (error instanceof PlatformRefusedError && error.status === 404) return false;
+      this.log.warn({ chatId, error: redact(String(error)) }, "line: member profile not readable; membership unknown");
+      return undefined;
+    }
   }
 
   /** {@inheritDoc Outbound.sendNotice} A text message with quick reply postback buttons. */

@@ -21,6 +21,20 @@ export interface DecisionRequest {
    * prompt did not offer it.
    */
   always?: boolean;
+  /**
+   * The press's own way to answer, when the platform gives one (LINE: the postback event's reply
+   * token, single use, valid about a minute from `replyTokenAt`, ms): the answer that follows an
+   * accepted decision goes out with it while it is valid, instead of as a push. Carried into the
+   * decision job unchanged; never part of the decision itself.
+   */
+  reply?: DecisionReply;
+}
+
+/** See {@link DecisionRequest.reply}. */
+export interface DecisionReply {
+  replyToken: string;
+  /** When the press happened, ms since the Unix epoch. */
+  replyTokenAt: number;
 }
 
 /**

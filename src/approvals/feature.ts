@@ -49,6 +49,7 @@ async function pressApproval(press: ButtonPress, locale: Locale, core: PressCore
       deciderId: press.userId,
       approve: parsed.approve,
       ...(parsed.always ? { always: true } : {}),
+      ...(press.reply ? { reply: press.reply } : {}),
     };
     const result = await decideForGroup(core, request, press);
     core.log.info(

@@ -51,6 +51,8 @@ export type ResumeAgent = (run: PausedRun, verdict: ApprovalVerdict, deps: Resum
 export const DecisionJobSchema = z.object({
   approvalId: z.string().regex(APPROVAL_ID_PATTERN),
   verdict: z.enum(["approved", "declined", "expired"]) satisfies z.ZodType<ApprovalVerdict>,
+  /** The press's reply token (LINE), for the answer (`DecisionRequest.reply`); absent for an expiry. */
+  reply: z.object({ replyToken: z.string().min(1).max(256), replyTokenAt: z.number().int().nonnegative() }).optional(),
 });
 
 /** See {@link DecisionJobSchema}. */
@@ -100,6 +102,8 @@ export type HandledDecision =
 export interface TakenDecision {
   record: ApprovalRecord;
   verdict: Extract<ApprovalVerdict, "approved" | "declined" | "expired">;
+  /** The press's reply token (LINE) from the decision job: the answer may go out with it while it is valid. */
+  reply?: { replyToken: string; replyTokenAt: number };
 }
 
 /** Longest input JSON shown in a fallback description, in characters. */
@@ -268,7 +272,7 @@ export class ApprovalFlow {
       );
       return { status: "skipped", reason: "not_current" };
     }
-    return { record, verdict };
+    return { record, verdict, ...(parsed.data.reply ? { reply: parsed.data.reply } : {}) };
   }
 
   /**

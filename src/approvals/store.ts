@@ -51,7 +51,7 @@ import {
 } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
-import type { ApprovalDecider, DecisionRequest, DecisionResult } from "./decider.js";
+import type { ApprovalDecider, DecisionReply, DecisionRequest, DecisionResult } from "./decider.js";
 
 /** Where an approval stands: `pending`, or how it ended. Only `pending` can change, and only once. */
 export type ApprovalStatus = "pending" | ApprovalVerdict;
@@ -127,6 +127,8 @@ export interface ApprovalRecord extends NewApproval, ConversationRef {
 export type DecisionCallback = (decision: {
   approvalId: string;
   verdict: Extract<ApprovalVerdict, "approved" | "declined">;
+  /** The press's reply token (LINE), for the answer ({@link DecisionRequest.reply}). */
+  reply?: DecisionReply;
 }) => Promise<void> | void;
 
 /** Options of an {@link ApprovalStore}. */
@@ -471,7 +473,11 @@ export class ApprovalStore implements ApprovalDecider {
     );
     if (this.#onDecision) {
       try {
-        await this.#onDecision({ approvalId: request.approvalId, verdict });
+        await this.#onDecision({
+          approvalId: request.approvalId,
+          verdict,
+          ...(request.reply ? { reply: request.reply } : {}),
+        });
       } catch (err) {
         const expiresAtMs = now + this.#timeoutMs + this.#graceMs;
         await this.#redis.eval(UNDECIDE, 1, key, verdict, now, request.deciderId, expiresAtMs);

@@ -61,11 +61,16 @@ export async function answerDecision(
     return { status: "skipped", reason: "reset" };
   }
   await flow.closePrompt(taken, outbound, toolboxFor(parts.toolbox, record.message));
+  // The answer goes out with the press's own reply token (LINE) when the decision brought one:
+  // the requester's message's token was spent on the prompt.
+  const message = taken.reply
+    ? { ...record.message, reply: { ...record.message.reply, ...taken.reply } }
+    : record.message;
   const done = await answer(
     parts,
     {
       kind: "decision",
-      message: record.message,
+      message,
       outbound,
       answerId: `${record.message.messageId}~${record.id}`,
       runId: `${conversationKey(record.message)}:${record.message.messageId}:approval`,

@@ -177,6 +177,15 @@ describe("ApprovalStore.decide", () => {
     expect((await store.get(id))?.deciderId).toBe("u1");
   });
 
+  it("carries the press's reply token (LINE) into the decision for the answer, and only an accepted one", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    const reply = { replyToken: "0f3e2d1c0b0a09080706050403020100", replyTokenAt: 1_800_000_000_000 };
+    await store.decide({ approvalId: id, platform: "telegram", deciderId: "someone else", approve: true, reply });
+    await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true, reply });
+    expect(decisions).toEqual([{ approvalId: id, verdict: "approved", reply }]);
+  });
+
   it("accepts a decline", async () => {
     const { store, decisions } = storeWithClock();
     const id = await store.create(approval());
@@ -472,7 +481,8 @@ describe("ApprovalStore.executeOnce", () => {
       runs++;
       return new Promise<ToolExecution>(() => {});
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // The tool starts only after the claim is stored: wait for it (no fixed sleep, which loses under load).
+    for (let i = 0; i < 500 && runs === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(runs).toBe(1);
     // A new process, 40 s later (past executionWaitMs, 35 s).
     const laterConnection = connectRedis(server.url);

@@ -76,6 +76,18 @@ export const LINE_SPEC_EXCEPTIONS: readonly { at: string; value: unknown; reason
     docs: "https://developers.line.biz/en/reference/messaging-api/#postback-action",
   },
   {
+    at: "/components/schemas/RichMenuRequest/required",
+    value: ["size", "selected", "name", "chatBarText", "areas"],
+    reason: "the docs list every field of a rich menu object as required",
+    docs: "https://developers.line.biz/en/reference/messaging-api/#rich-menu-object",
+  },
+  {
+    at: "/components/schemas/RichMenuRequest/properties/areas/maxItems",
+    value: 20,
+    reason: "the docs: rich menu `areas`, max 20 area objects",
+    docs: "https://developers.line.biz/en/reference/messaging-api/#rich-menu-object",
+  },
+  {
     at: "/components/schemas/PostbackAction/allOf/1/properties/displayText/maxLength",
     value: 300,
     reason: "the docs: postback action `displayText`, max 300 characters",
@@ -92,8 +104,10 @@ export interface LineRequest {
   /** The URL's path, e.g. `/v2/bot/message/reply`. */
   path: string;
   query: URLSearchParams;
-  /** The parsed JSON body, or `undefined` for none. */
+  /** The parsed JSON body, or `undefined` for none (or a binary one). */
   body: unknown;
+  /** True when the body is binary (not JSON), e.g. a rich menu picture. */
+  binary?: boolean;
 }
 
 /** The outcome of {@link checkLineRequest}. */
@@ -163,7 +177,11 @@ export function checkLineRequest(request: LineRequest): LineCheck {
     if (!query.some((p) => p.name === key))
       problems.push({ path: [key], keyword: "query", message: "not a query parameter of this operation", params: {} });
   const json = operation.requestBody?.content["application/json"];
-  if (request.body === undefined) {
+  if (request.binary) {
+    const content = Object.keys(operation.requestBody?.content ?? {});
+    if (!content.some((type) => type !== "application/json"))
+      problems.push({ path: [], keyword: "requestBody", message: "this operation takes no binary body", params: {} });
+  } else if (request.body === undefined) {
     if (operation.requestBody?.required)
       problems.push({ path: [], keyword: "required", message: "this operation needs a JSON body", params: {} });
   } else if (!json) {

@@ -22,6 +22,12 @@
  * - {@link FakeLine.failNext} makes the next calls of an operation answer 429 `The API rate limit
  *   has been exceeded. Try again later.` (or any status), to test the bot's retries;
  * - the loading animation (`/v2/bot/chat/loading/start`) only in one-to-one chats (a user id);
+ * - groups and multi-person chats (rooms) have members ({@link FakeLine.group}, {@link FakeLine.room},
+ *   changed by {@link FakeLine.memberEvent} and {@link FakeLine.setMember}): the member profile
+ *   (`GET /v2/bot/group/{groupId}/member/{userId}`, `/v2/bot/room/{roomId}/member/{userId}`) is
+ *   404 `Not found` for anyone who is not a member now, as LINE answers;
+ * - rich menus: created within LINE's size and bounds rules, a picture (PNG or JPEG of exactly the
+ *   menu's size, at most 1 MB, once) uploaded to the data host, set as the default only with a picture;
  * - webhooks are signed (`x-line-signature`: base64 HMAC-SHA256 of the body with the channel
  *   secret) and carry `webhookEventId` and `deliveryContext.isRedelivery`.
  */
@@ -101,6 +107,10 @@ export class FakeLine {
   readonly loadings: { chatId: string; loadingSeconds: number; at: number }[] = [];
   /** Push requests accepted this month. */
   pushes = 0;
+  /** Rich menus created (`POST /v2/bot/richmenu`), by id, with the picture uploaded for each. */
+  readonly richMenus = new Map<string, { menu: Json; image?: { type: string; bytes: Buffer } }>();
+  /** The rich menu every user sees (`POST /v2/bot/user/all/richmenu/{richMenuId}`). */
+  defaultRichMenuId: string | undefined;
   /** Where webhooks go (the bot's `http://host:LINE_WEBHOOK_PORT/LINE_WEBHOOK_PATH`); set by the test. */
   webhookUrl = "";
   readonly #users = new Map<string, FakeLineUser>();
@@ -167,6 +177,46 @@ export class FakeLine {
     return id;
   }
 
+  /** A new multi-person chat (room) with the bot and `members` in it; returns its id. */
+  room(members: FakeLineUser[]): string {
+    const id = lineId("R");
+    this.#groups.set(id, new Set(members.map((m) => m.userId)));
+    return id;
+  }
+
+  /** Whether `user` is a member of group or room `chatId` now. */
+  isMember(chatId: string, user: FakeLineUser): boolean {
+    return this.#groups.get(chatId)?.has(user.userId) === true;
+  }
+
+  /** Makes `user` a member of group or room `chatId` or not, without an event (one LINE did not deliver). */
+  setMember(chatId: string, user: FakeLineUser, member: boolean): void {
+    const members = this.#groups.get(chatId);
+    if (!members) throw new Error(`FakeLine: no group or room ${chatId}`);
+    if (member) members.add(user.userId);
+    else members.delete(user.userId);
+  }
+
+  /**
+   * `users` join (`memberJoined`, with a reply token) or leave (`memberLeft`, none) group or room
+   * `chatId`: the fake's membership changes at once (the member profile API answers by it), and
+   * the event LINE sends about it is returned. Source: #member-joined-event, #member-left-event.
+   */
+  memberEvent(chatId: string, type: "memberJoined" | "memberLeft", users: FakeLineUser[]): Json {
+    const members = this.#groups.get(chatId);
+    if (!members) throw new Error(`FakeLine: no group or room ${chatId}`);
+    for (const user of users) {
+      if (type === "memberJoined") members.add(user.userId);
+      else members.delete(user.userId);
+    }
+    const list = { members: users.map((u) => ({ type: "user", userId: u.userId })) };
+    return this.#event(
+      chatId.startsWith("C") ? { groupId: chatId } : { roomId: chatId },
+      type === "memberJoined" ? { type, joined: list } : { type, left: list },
+      type === "memberJoined",
+    );
+  }
+
   /** Marks a chat as one the bot can no longer write to (the user blocked it, the bot left the group). */
   gone(chatId: string): void {
     this.#gone.add(chatId);
@@ -227,10 +277,14 @@ export class FakeLine {
     return this.#event(place, { type: "postback", postback: { data } }, true);
   }
 
-  /** An event without a message (`follow`, `unfollow`, `join`, `leave`, `memberJoined` …); `follow` and `join` carry a reply token. */
-  plainEvent(place: FakeLinePlace, type: string, extra: Json = {}): Json {
-    const replies = ["follow", "join", "memberJoined"].includes(type);
-    return this.#event(place, { type, ...extra }, replies);
+  /**
+   * An event without a message (`follow`, `unfollow`, `join`, `leave`); `follow` and `join` carry a
+   * reply token. `join` and `leave` come from the group or room alone (no `userId`), as LINE sends them.
+   */
+  plainEvent(place: FakeLinePlace, type: "follow" | "unfollow" | "join" | "leave", extra: Json = {}): Json {
+    const replies = type === "follow" || type === "join";
+    const from = type === "join" || type === "leave" ? { groupId: place.groupId, roomId: place.roomId } : place;
+    return this.#event(from, { type, ...extra }, replies);
   }
 
   /**
@@ -284,13 +338,15 @@ export class FakeLine {
     }
   }
 
-  #event(place: FakeLinePlace, body: Json, replies: boolean): Json {
-    const chatId = place.groupId ?? place.roomId ?? place.from.userId;
+  #event(place: Partial<FakeLinePlace>, body: Json, replies: boolean): Json {
+    const chatId = place.groupId ?? place.roomId ?? place.from?.userId;
+    if (!chatId) throw new Error("FakeLine: an event needs a user, group or room");
+    const user = place.from ? { userId: place.from.userId } : {};
     const source = place.groupId
-      ? { type: "group", groupId: place.groupId, userId: place.from.userId }
+      ? { type: "group", groupId: place.groupId, ...user }
       : place.roomId
-        ? { type: "room", roomId: place.roomId, userId: place.from.userId }
-        : { type: "user", userId: place.from.userId };
+        ? { type: "room", roomId: place.roomId, ...user }
+        : { type: "user", ...user };
     const event: Json = {
       ...body,
       mode: "active",
@@ -311,7 +367,10 @@ export class FakeLine {
     const url = new URL(req.url ?? "/", "http://x");
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
+    const bytes = Buffer.concat(chunks);
+    // A picture upload (the rich menu's) is binary; everything else LINE takes is JSON.
+    const binary = bytes.length > 0 && !/^application\/json\b/i.test(String(req.headers["content-type"] ?? ""));
+    const raw = binary ? "" : bytes.toString("utf8");
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       this.calls.push({ route: `${req.method} ${url.pathname}`, body: parsed, status, at: this.now() });
       res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
@@ -334,6 +393,7 @@ export class FakeLine {
       path: url.pathname,
       query: url.searchParams,
       body: parsed,
+      ...(binary ? { binary: true } : {}),
     });
     if (!check.ok) {
       recordSpecViolation({
@@ -401,10 +461,62 @@ export class FakeLine {
         const user = this.#users.get(url.pathname.split("/").at(-1)!);
         return user ? send(200, { ...user, language: "zh-TW" }) : send(404, { message: "Not found" });
       }
-      case "GET /v2/bot/group/{groupId}/member/{userId}": {
-        const [, , , , groupId, , userId] = url.pathname.split("/");
+      case "GET /v2/bot/group/{groupId}/member/{userId}":
+      case "GET /v2/bot/room/{roomId}/member/{userId}": {
+        // 404 for a user who is not (or no longer) a member of that group or room, as LINE answers.
+        const [, , , kind, chatId, , userId] = url.pathname.split("/");
         const user = this.#users.get(userId!);
-        return user && this.#groups.get(groupId!)?.has(userId!) ? send(200, user) : send(404, { message: "Not found" });
+        const member = (kind === "group") === chatId!.startsWith("C") && this.#groups.get(chatId!)?.has(userId!);
+        return user && member ? send(200, user) : send(404, { message: "Not found" });
+      }
+      case "POST /v2/bot/richmenu": {
+        const size = body.size as { width: number; height: number };
+        // LINE's documented limits beyond the schema (#rich-menu-object, #size-object, #bounds-object).
+        if (size.width < 800 || size.width > 2500 || size.height < 250 || size.width / size.height < 1.45)
+          return send(400, { message: "size is invalid" });
+        const areas = body.areas as { bounds: { x: number; y: number; width: number; height: number } }[];
+        const outside = areas.findIndex(({ bounds: b }) => b.x + b.width > size.width || b.y + b.height > size.height);
+        if (outside >= 0) return send(400, { message: `areas[${outside}].bounds is outside the rich menu` });
+        const richMenuId = `richmenu-${randomBytes(16).toString("hex")}`;
+        this.richMenus.set(richMenuId, { menu: body });
+        return send(200, { richMenuId });
+      }
+      case "POST /v2/bot/richmenu/{richMenuId}/content": {
+        const menu = this.richMenus.get(url.pathname.split("/")[4]!);
+        if (!menu) return send(404, { message: "Not found" });
+        if (menu.image) return send(400, { message: "An image has already been uploaded to the richmenu" });
+        const type = String(req.headers["content-type"] ?? "");
+        if (type !== "image/png" && type !== "image/jpeg")
+          return send(415, { message: "The content type must be image/jpeg or image/png" });
+        if (bytes.length > 1024 * 1024) return send(413, { message: "The image is too large (max 1 MB)" });
+        // sharp only when a picture comes (loading it costs start-up time of every test using the fake).
+        const { default: sharp } = await import("sharp");
+        const meta = await sharp(bytes)
+          .metadata()
+          .catch(() => undefined);
+        const size = menu.menu.size as { width: number; height: number };
+        if (!meta || `image/${meta.format}` !== type || meta.width !== size.width || meta.height !== size.height)
+          return send(400, { message: "The image does not match the rich menu's size or its content type" });
+        menu.image = { type, bytes };
+        return send(200, {});
+      }
+      case "POST /v2/bot/user/all/richmenu/{richMenuId}": {
+        const id = url.pathname.split("/").at(-1)!;
+        const menu = this.richMenus.get(id);
+        if (!menu) return send(404, { message: "Not found" });
+        if (!menu.image) return send(400, { message: "An image has not been uploaded to the richmenu" });
+        this.defaultRichMenuId = id;
+        return send(200, {});
+      }
+      case "GET /v2/bot/richmenu/list":
+        return send(200, {
+          richmenus: [...this.richMenus].map(([richMenuId, { menu }]) => ({ richMenuId, ...menu })),
+        });
+      case "DELETE /v2/bot/richmenu/{richMenuId}": {
+        const id = url.pathname.split("/").at(-1)!;
+        if (!this.richMenus.delete(id)) return send(404, { message: "Not found" });
+        if (this.defaultRichMenuId === id) this.defaultRichMenuId = undefined;
+        return send(200, {});
       }
       case "GET /v2/bot/message/{messageId}/content": {
         const content = this.#contents.get(url.pathname.split("/")[4]!);

@@ -21,14 +21,17 @@ let outbound: LineOutbound;
 let bob: FakeLineUser;
 let pushedCount = 0;
 
+/** The LINE variables pointing at the fake. */
+const configEnv = () => ({
+  LINE_CHANNEL_SECRET: line.secret,
+  LINE_CHANNEL_ACCESS_TOKEN: line.token,
+  LINE_API_URL: line.apiUrl,
+  LINE_DATA_API_URL: line.dataUrl,
+});
+
 beforeAll(async () => {
   line = await FakeLine.start({ pushQuota: 6 });
-  config = testConfig({
-    LINE_CHANNEL_SECRET: line.secret,
-    LINE_CHANNEL_ACCESS_TOKEN: line.token,
-    LINE_API_URL: line.apiUrl,
-    LINE_DATA_API_URL: line.dataUrl,
-  });
+  config = testConfig(configEnv());
   outbound = createOutbound(config, captureLogger().log, {}, { onPushed: async () => ++pushedCount });
   bob = line.user("Bob");
 });
@@ -102,6 +105,38 @@ it("sends an approval prompt as a buttons template within LINE's limits; a long 
   expect(buttons!.postbacks).toHaveLength(3);
 });
 
+it("near LINE_PUSH_MONTHLY_LIMIT a reply token older than 50 s is still tried (and a log line says so) before pushing", async () => {
+  const limited = testConfig({ ...configEnv(), LINE_PUSH_MONTHLY_LIMIT: "10" });
+  const quiet = captureLogger();
+  const near = captureLogger();
+  // 7 of 10 pushes used: not near (80 %); 8 of 10: near.
+  const far = createOutbound(limited, quiet.log, {}, { pushesThisMonth: async () => 7, onPushed: async () => 8 });
+  const close = createOutbound(limited, near.log, {}, { pushesThisMonth: async () => 8, onPushed: async () => 9 });
+  const erin = line.user("Erin");
+  const old = () => to(erin, String(line.textEvent({ from: erin }, "q").replyToken), Date.now() - 55_000);
+
+  const pushesBefore = line.pushes;
+  await far.sendAnswer(old(), "not near: pushed");
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "not near: pushed", via: "push" });
+  expect(quiet.lines.join("\n")).not.toContain("trying the reply token");
+
+  await close.sendAnswer(old(), "near: replied");
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "near: replied", via: "reply" });
+  expect(line.pushes - pushesBefore).toBe(1);
+  const said = near.lines.find((l) => l.includes("trying the reply token"));
+  expect(said).toBeDefined();
+  expect(JSON.parse(said!)).toMatchObject({ pushes: 8, limit: 10 });
+  // A token older than 5 minutes is not tried even then: the push says why.
+  await close.sendAnswer(
+    to(erin, String(line.textEvent({ from: erin }, "q").replyToken), Date.now() - 301_000),
+    "near, token too old: pushed",
+  );
+  expect(line.messagesTo(erin.userId).at(-1)).toMatchObject({ text: "near, token too old: pushed", via: "push" });
+  expect(near.lines.some((l) => l.includes("too old or used; pushing"))).toBe(true);
+  // Not tried at all: no refused reply call.
+  expect(line.calls.at(-1)).toMatchObject({ route: "POST /v2/bot/message/push", status: 200 });
+});
+
 it("a chat that blocked the bot is unreachable; the used-up monthly quota is refused, not retried", async () => {
   const carol = line.user("Carol");
   line.gone(carol.userId);
@@ -144,4 +179,42 @@ it("the fake refuses what LINE's OpenAPI description (and its documented limits)
   expect(checkLineWebhookBody({ destination: line.botUserId, events: [{ ...event, timestamp: "now" }] })).not.toEqual(
     [],
   );
+});
+
+it("isMember asks LINE's member profile API: a member is true, 404 is false, a DM or another failure unknown", async () => {
+  const erin = line.user("Erin");
+  const group = line.group([bob]);
+  const room = line.room([bob, erin]);
+  expect(await outbound.isMember({ chatId: group }, bob.userId)).toBe(true);
+  expect(await outbound.isMember({ chatId: group }, erin.userId)).toBe(false);
+  expect(await outbound.isMember({ chatId: room }, erin.userId)).toBe(true);
+  line.setMember(room, erin, false);
+  expect(await outbound.isMember({ chatId: room }, erin.userId)).toBe(false);
+  expect(await outbound.isMember({ chatId: bob.userId }, bob.userId)).toBeUndefined();
+  // Any answer but 200 and 404 (here a 400, not retried): membership cannot be told now.
+  line.failNext("GET /v2/bot/group/{groupId}/member/{userId}", 1, 400, {
+    message: "The value for the 'groupId' parameter is invalid",
+  });
+  expect(await outbound.isMember({ chatId: group }, bob.userId)).toBeUndefined();
+  expect(line.takeSpecViolations()).toEqual([]);
+});
+
+it("the loading animation is renewed at most every 15 s while an answer is computed (one-to-one chats only)", async () => {
+  let now = 1_000_000;
+  const clocked = createOutbound(config, captureLogger().log, {}, { now: () => now });
+  const mia = line.user("Mia");
+  const place = { ...to(mia), chatKind: "dm" as const };
+  const shown = () => line.loadings.filter((l) => l.chatId === mia.userId).length;
+  await clocked.sendTyping(place);
+  now += 10_000;
+  await clocked.sendTyping(place);
+  expect(shown()).toBe(1);
+  now += 6_000;
+  await clocked.sendTyping(place);
+  expect(shown()).toBe(2);
+  expect(line.loadings.at(-1)).toMatchObject({ chatId: mia.userId, loadingSeconds: 20 });
+  // None in a group: LINE has no loading animation there.
+  const group = line.group([mia]);
+  await clocked.sendTyping({ conversation: { platform: "line", chatId: group }, chatKind: "group" });
+  expect(line.loadings.some((l) => l.chatId === group)).toBe(false);
 });

@@ -638,4 +638,3 @@ it("/stop stops the answer being written (issue 42): the stopped answer arrives 
   await line.waitFor(() => line.messagesTo(dana.userId).find((m) => m.text === "目前沒有正在寫的回答可以停止。"));
   release();
 });
-

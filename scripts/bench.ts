@@ -27,8 +27,8 @@
  *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
  * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32), BENCH_ONE (200 messages one at a
- * time), BENCH_PROFILE (a folder: CPU profiles of the two full-speed bursts are written there and
- * summarised).
+ * time), BENCH_ROUNDS (4 alternating rounds for the throughput ratio), BENCH_PROFILE (a folder:
+ * CPU profiles of the two full-speed bursts are written there and summarised).
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { fork, type ChildProcess } from "node:child_process";
@@ -132,15 +132,20 @@ const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUs
  * `outbound` delivered them all. Call after `outbound.done.clear()` and feeding the fake model.
  * @returns seconds from the first enqueue to the last answer, and each message's latency (ms).
  */
-async function burst(queue: ChatQueue, outbound: BenchOutbound): Promise<{ seconds: number; latencies: number[] }> {
-  const total = CHATS * PER_CHAT;
+async function burst(
+  queue: ChatQueue,
+  outbound: BenchOutbound,
+  perChat = PER_CHAT,
+  prefix = "chat",
+): Promise<{ seconds: number; latencies: number[] }> {
+  const total = CHATS * perChat;
   const sentAt = new Map<string, number>();
   const allDone = new Promise<void>((resolve) => (outbound.onDone = () => outbound.done.size >= total && resolve()));
   const t0 = performance.now();
   const enqueues: Promise<unknown>[] = [];
-  for (let n = 0; n < PER_CHAT; n += 1) {
+  for (let n = 0; n < perChat; n += 1) {
     for (let c = 0; c < CHATS; c += 1) {
-      const m = message(c, n, "chat");
+      const m = message(c, n, prefix);
       sentAt.set(`${m.chatId}:${m.messageId}`, performance.now());
       enqueues.push(queue.enqueue(m));
     }
@@ -326,14 +331,14 @@ function summarizeProfile(profile: CpuProfile): string {
 }
 
 /** Baseline: the loop in-process, chats in parallel (at most `concurrency`), each chat in order. */
-async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency: number) {
-  feed(fake, CHATS * PER_CHAT);
+async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency: number, perChat = PER_CHAT) {
+  feed(fake, CHATS * perChat);
   const histories = new Map<number, MessageParam[]>();
   const latencies: number[] = [];
   const started = performance.now();
   let next = 0;
   const runChat = async (chat: number) => {
-    for (let n = 0; n < PER_CHAT; n += 1) {
+    for (let n = 0; n < perChat; n += 1) {
       const t0 = performance.now();
       const m = message(chat, n, "base");
       const history = trimHistory(histories.get(chat) ?? [], { maxMessages: config.HISTORY_MAX_MESSAGES });
@@ -352,7 +357,33 @@ async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { rate: (CHATS * PER_CHAT) / seconds, seconds, latencies };
+  return { rate: (CHATS * perChat) / seconds, seconds, latencies };
+}
+
+/**
+ * The throughput ratio measured in alternation (BENCH_ROUNDS, 4): each round a burst through the
+ * queue and one of the loop alone, CHATS × PER_CHAT / 4 messages each, in new chats, right after
+ * each other; so a change of the machine's load between the two full bursts (minutes apart) does
+ * not decide the ratio. @returns each round's ratio, in order.
+ */
+async function alternatingRatios(
+  queue: ChatQueue,
+  outbound: BenchOutbound,
+  client: Anthropic,
+  fake: FakeAnthropic,
+): Promise<number[]> {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
+  const perChat = Math.max(1, Math.floor(PER_CHAT / 4));
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r += 1) {
+    feed(fake, CHATS * perChat);
+    outbound.done.clear();
+    const q = await burst(queue, outbound, perChat, `alt${r}-`);
+    const loop = await baselineBurst(client, fake, config.WORKER_CONCURRENCY, perChat);
+    ratios.push((CHATS * perChat) / q.seconds / loop.rate);
+  }
+  outbound.onDone = undefined;
+  return ratios;
 }
 
 /** Baseline at a steady rate: one loop call per message, as they arrive. */
@@ -516,6 +547,7 @@ async function main() {
   const loopCpu = await measured("loop", [], () => baselineBurst(client, fake, config.WORKER_CONCURRENCY));
   const base = loopCpu.result;
   const basePaced = await baselinePaced(client, fake);
+  const ratios = await alternatingRatios(queue, outbound, client, fake);
 
   const ms = (v: number) => `${v.toFixed(1)} ms`;
   const top = (m: Map<string, number>, n: number) =>
@@ -532,7 +564,11 @@ async function main() {
       `${inOrder ? "yes" : "NO"})`,
   );
   console.log(`throughput, loop alone:    ${base.rate.toFixed(0)} messages/s (${base.seconds.toFixed(2)} s)`);
-  console.log(`ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)}`);
+  console.log(
+    `ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)} (the two bursts above); ` +
+      `in alternating rounds of ${CHATS * Math.max(1, Math.floor(PER_CHAT / 4))} messages each: median ` +
+      `${percentile(ratios, 50).toFixed(2)} [${ratios.map((r) => r.toFixed(2)).join(", ")}]`,
+  );
   console.log(
     `CPU per message at full speed: queue path ${(queueCpu.cpuMs / total).toFixed(2)} ms in this process + ` +
       `${(queueCpu.redisCpuMs / total).toFixed(2)} ms in the two redis-servers; loop alone ` +

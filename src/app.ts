@@ -27,7 +27,7 @@ import { conversationStores, migrateConversation } from "./conversations/migrate
 import { resetConversation } from "./conversations/reset.js";
 import { FEATURES, startFeatures } from "./features.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
-import type { ConversationRef, Platform } from "./queue/incoming.js";
+import { conversationKey, type ConversationRef, type Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE } from "./queue/keys.js";
 import {
@@ -43,8 +43,9 @@ import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/sele
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
 import { repliesToAll, SettingsStore } from "./settings/store.js";
+import { carryTrace, otelTracerFor, startTelemetry, stopTelemetry, withReceiptSpan } from "./telemetry/otel.js";
 import { TraceStore } from "./trace/store.js";
-import type { RunTracer } from "./trace/tracer.js";
+import type { RunTracer, TraceOrigin } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
 import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 import { toTraditional } from "./media/voice.js";
@@ -104,7 +105,7 @@ export interface StartBotOptions {
   /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
   decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
-  tracerFor?: (runId: string, chat: string) => RunTracer;
+  tracerFor?: (runId: string, chat: string, origin?: TraceOrigin) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
   prefix?: string;
   /** Ms between checks of the chats waiting for an answer (`src/waiting-chats.ts`); default 5000 (tests: less). */
@@ -185,6 +186,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     })());
 
   try {
+    // OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): loaded only when set; before any queue or worker, which take its BullMQ telemetry.
+    if (await startTelemetry(config, log)) closers.push(stopTelemetry);
     // BullMQ loses jobs and locks on a Redis that evicts keys; a Redis without persistence loses them on a restart.
     await checkRedisAtStart(options.redisUrl, log);
     const adapters = runAdapters
@@ -238,7 +241,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         ttlSeconds: historyTtlSeconds(config),
       });
       const traces = new TraceStore(workerRedis, { log });
-      const tracerFor = options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId }));
+      const tracerFor = otelTracerFor(
+        options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId })),
+      );
       const approvals = approvalFlow({
         config,
         log,
@@ -365,13 +370,24 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         features.commands,
       );
       const stores = conversationStores(FEATURES);
-      const decide = decider.decide.bind(decider);
+      // Each press is a receipt of its own: the decision job BullMQ adds in it carries its trace.
+      const decide: ApprovalDecider["decide"] = (request) =>
+        withReceiptSpan("receive approval", {}, () => decider.decide(request));
       const context: AdapterContext = {
         config,
         log,
         redis: producerRedis,
         enqueue: async (message) => {
-          if ((await gate.admit(message)) === "queued") waiting.add(message);
+          const admitted = await withReceiptSpan(
+            `receive ${message.platform}`,
+            {
+              "bot.platform": message.platform,
+              "gen_ai.conversation.id": conversationKey(message),
+              "messaging.message.id": message.messageId,
+            },
+            () => gate.admit(carryTrace(message)),
+          );
+          if (admitted === "queued") waiting.add(message);
         },
         commands,
         albums: new AlbumStore(producerRedis),

@@ -930,6 +930,37 @@ export const ConfigSchema = z.object({
         "transcripts, file names, MCP servers' output), a privacy choice of the operator; `off`: never, at " +
         "any level. See [logs](operations.md#logs).",
     ),
+  /**
+   * The OpenTelemetry collector that receives the bot's traces over OTLP/HTTP (JSON), the standard
+   * variable's meaning: the base URL, to which `/v1/traces` is appended. Unset = no tracing (the
+   * OpenTelemetry packages are not even loaded). Source:
+   * https://opentelemetry.io/docs/specs/otel/protocol/exporter/
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalHttpUrl("an OTLP/HTTP collector, e.g. http://127.0.0.1:4318")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "OpenTelemetry collector (OTLP/HTTP) for traces of each answer: model calls and tool calls as GenAI " +
+        "spans, e.g. `http://127.0.0.1:4318` (`/v1/traces` is appended). Unset = off. See " +
+        "[telemetry](telemetry.md).",
+    ),
+  /** `service.name` of the bot's spans (the standard variable); default `taiwan-tool-bot`. */
+  OTEL_SERVICE_NAME: optionalString
+    .refine((v) => v === undefined || /^[A-Za-z0-9._:/-]{1,100}$/.test(v), {
+      message: "must be a name of at most 100 letters, digits and . _ : / -, e.g. taiwan-tool-bot",
+    })
+    .describe("`service.name` of the bot's spans (with `OTEL_EXPORTER_OTLP_ENDPOINT`). Unset = `taiwan-tool-bot`."),
+  /**
+   * `on`: spans carry previews of message content (people's messages, answers, tool inputs and
+   * results, redacted and cut to 300 characters); `off` (default): token counts, names and timings only.
+   */
+  OTEL_CAPTURE_CONTENT: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "`on`: OpenTelemetry spans carry previews of message content (people's messages, answers, tool " +
+        "inputs and results; redacted, at most 300 characters each), a privacy choice of the operator; " +
+        "`off`: never. See [telemetry](telemetry.md).",
+    ),
 });
 
 /**

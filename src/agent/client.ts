@@ -36,5 +36,7 @@ export function createAnthropicClient(config: Config, options: AnthropicClientOp
     timeout: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
     logLevel: "error",
     fetch: countingFetch(),
+    // The bot's own spans (src/telemetry/otel.ts) describe each model call under its answer; the SDK's would repeat them outside it.
+    openTelemetry: { traces: false, propagation: false },
   });
 }

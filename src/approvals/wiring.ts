@@ -17,6 +17,7 @@ import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { runDeps, type RunParts } from "../worker/context.js";
 import type { ApprovalDecider } from "./decider.js";
 import { ApprovalFlow } from "./flow.js";
+import { bullmqTelemetry } from "../telemetry/otel.js";
 import { grantStoreFor } from "./grants.js";
 import { decisionQueueHooks } from "./jobs.js";
 import { ApprovalStore } from "./store.js";
@@ -28,7 +29,11 @@ interface Closable {
 }
 
 function decisionsQueue(redis: RedisClient, prefix: string | undefined): Queue {
-  const queue = new Queue(DECISIONS_QUEUE, { connection: redis, prefix: bullPrefix(redis, DECISIONS_QUEUE, prefix) });
+  const queue = new Queue(DECISIONS_QUEUE, {
+    connection: redis,
+    prefix: bullPrefix(redis, DECISIONS_QUEUE, prefix),
+    ...bullmqTelemetry(),
+  });
   queue.on("error", () => {}); // connection problems are logged once by connectRedis
   return queue;
 }

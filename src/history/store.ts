@@ -130,17 +130,31 @@ export interface RunTag {
 }
 
 /**
- * KEYS: history, reset generation. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
+ * The Lua lines of the appends' reset guard ({@link HistoryStore.append}): KEYS[2] the reset
+ * generation, KEYS[3] the time of the last reset; ARGV[g] the generation the run belongs to, or
+ * ARGV[g+1] when its attempt began (ms since the Unix epoch), or both `''` (no guard). Returns 0
+ * from the script when the conversation was reset since: one `GET` either way.
+ */
+function resetGuardLua(g: number): string {
+  return `
+if ARGV[${g}] ~= '' then
+  if (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) ~= tonumber(ARGV[${g}]) then return 0 end
+elseif ARGV[${g + 1}] ~= '' then
+  if (tonumber(redis.call('GET', KEYS[3]) or '0') or 0) > tonumber(ARGV[${g + 1}]) then return 0 end
+end`;
+}
+
+/**
+ * KEYS: history, reset generation, reset time. ARGV: [1] the new value (the value read, plus this run's lines, trimmed by the
  * caller with {@link trimLines}), [2] SHA-1 of the value read, [3] this run's lines, [4] keep
- * (messages), [5] TTL (s), [6] most bytes kept, [7] the reset generation the run belongs to (`''`: any).
- * Returns 0 and writes nothing when the conversation's reset generation is not ARGV[7] (it was
- * reset since the run began). Otherwise
+ * (messages), [5] TTL (s), [6] most bytes kept, [7] the reset generation the run belongs to, [8]
+ * when its attempt began (see {@link resetGuardLua}).
+ * Returns 0 and writes nothing when the conversation was reset since the run began. Otherwise
  * writes the new value with ONE `SET … EX … GET`; when the value it replaced is not the one read
  * (another writer appended meanwhile, or the chat was reset), rebuilds it from what was there plus
  * this run's lines, trimmed the same way, and writes that instead. Returns 1, or 2 after a rebuild.
  */
-const TRIM_APPEND_SCRIPT = `
-if ARGV[7] ~= '' and (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) ~= tonumber(ARGV[7]) then return 0 end
+const TRIM_APPEND_SCRIPT = `${resetGuardLua(7)}
 local old = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5], 'GET')
 if old and redis.sha1hex(old) == ARGV[2] then return 1 end
 local v = (old or '') .. ARGV[3]
@@ -260,12 +274,12 @@ return 1
 `;
 
 /**
- * KEYS: history, reset generation. ARGV: [1] this run's lines, [2] TTL (s), [3] the reset generation the run belongs to.
- * Appends the lines (setting the expiry when this created the key) only while the conversation's
- * reset generation is still ARGV[3]. Returns 1 when appended, 0 when it was reset meanwhile.
+ * KEYS: history, reset generation, reset time. ARGV: [1] this run's lines, [2] TTL (s), [3] the
+ * reset generation the run belongs to, [4] when its attempt began (see {@link resetGuardLua}).
+ * Appends the lines (setting the expiry when this created the key) only when the conversation was
+ * not reset since. Returns 1 when appended, 0 when it was reset meanwhile.
  */
-const GUARDED_APPEND_SCRIPT = `
-if (tonumber(redis.call('GET', KEYS[2]) or '0') or 0) ~= tonumber(ARGV[3]) then return 0 end
+const GUARDED_APPEND_SCRIPT = `${resetGuardLua(3)}
 local n = redis.call('APPEND', KEYS[1], ARGV[1])
 if n == string.len(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
 return 1
@@ -276,6 +290,7 @@ type RedisWithHistory = RedisClient & {
   trimAppendHistory(
     history: string,
     resets: string,
+    resetAt: string,
     value: string,
     sha: string,
     lines: string,
@@ -283,19 +298,28 @@ type RedisWithHistory = RedisClient & {
     ttl: number,
     maxBytes: number,
     expected: string,
+    since: string,
   ): Promise<number>;
-  guardedAppendHistory(history: string, resets: string, lines: string, ttl: number, expected: number): Promise<number>;
+  guardedAppendHistory(
+    history: string,
+    resets: string,
+    resetAt: string,
+    lines: string,
+    ttl: number,
+    expected: string,
+    since: string,
+  ): Promise<number>;
 };
 
 /**
- * The reset generation of `chat` (see `ConversationKeys.resets`): 0 until its first `/reset`.
+ * The reset generation of `conversation` (see `ConversationKeys.resets`): 0 until its first `/reset`.
  * Renews the key's expiry ({@link RESETS_TTL_SECONDS}) with the read (one `GETEX`), so a value
  * noted now is still there when a later append compares it.
  *
  * @throws when Redis is unreachable.
  */
-export async function resetGeneration(redis: RedisClient, chat: ConversationRef): Promise<number> {
-  const value = await redis.getex(conversationKeys(chat).resets, "EX", RESETS_TTL_SECONDS);
+export async function resetGeneration(redis: RedisClient, conversation: ConversationRef): Promise<number> {
+  const value = await redis.getex(conversationKeys(conversation).resets, "EX", RESETS_TTL_SECONDS);
   const n = Number(value ?? 0);
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
@@ -345,9 +369,9 @@ export class HistoryStore {
   ) {
     this.#log = options.log ?? silentLogger;
     if (!("trimAppendHistory" in redis))
-      redis.defineCommand("trimAppendHistory", { numberOfKeys: 2, lua: TRIM_APPEND_SCRIPT });
+      redis.defineCommand("trimAppendHistory", { numberOfKeys: 3, lua: TRIM_APPEND_SCRIPT });
     if (!("guardedAppendHistory" in redis))
-      redis.defineCommand("guardedAppendHistory", { numberOfKeys: 2, lua: GUARDED_APPEND_SCRIPT });
+      redis.defineCommand("guardedAppendHistory", { numberOfKeys: 3, lua: GUARDED_APPEND_SCRIPT });
     if (!("forgetRun" in redis)) redis.defineCommand("forgetRun", { numberOfKeys: 1, lua: FORGET_RUN_SCRIPT });
   }
 
@@ -359,8 +383,8 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async load(chat: ConversationRef): Promise<MessageParam[]> {
-    return (await this.read(chat)).messages;
+  async load(conversation: ConversationRef): Promise<MessageParam[]> {
+    return (await this.read(conversation)).messages;
   }
 
   /**
@@ -371,8 +395,8 @@ export class HistoryStore {
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */
-  async read(chat: ConversationRef, answeredId?: string): Promise<HistoryRead> {
-    const key = conversationKeys(chat).history;
+  async read(conversation: ConversationRef, answeredId?: string): Promise<HistoryRead> {
+    const key = conversationKeys(conversation).history;
     let value: string | null;
     try {
       value = await this.redis.getex(key, "EX", this.options.ttlSeconds);
@@ -450,25 +474,29 @@ export class HistoryStore {
    * would pass `maxStoredBytes`: it is then also cut, in front of a user text turn, to at most 3/4
    * of that (the newest run is always kept whole).
    *
-   * With `resets`, the append (either way) is one script that first compares the conversation's
-   * reset generation with it and writes nothing when they differ: the conversation was reset
-   * (`/reset`) after the run began, and what the run says belongs to the forgotten conversation.
+   * With `resets`, the append (either way) is one script that first checks that the conversation
+   * was not reset (`/reset`) after the run began — else it writes nothing: what the run says belongs
+   * to the forgotten conversation. Either by the reset generation noted when the run began (a
+   * number), or by the time the run's attempt began (`{ since }`, ms since the Unix epoch, compared
+   * with the time of the last reset: no read when the run begins). One `GET` in the script either way.
    *
    * @param after - what {@link read} returned before the run, when the caller read it.
    * @param resets - the conversation's reset generation ({@link resetGeneration}) when the run
-   *   began (for a resumed approval: when it was asked); absent = append whatever it is now.
+   *   began (for a resumed approval: when it was asked), or when it began; absent = append whatever
+   *   happened meanwhile. Comparing times assumes the clocks of the bot's processes agree (NTP): a
+   *   `/reset` within their difference of the answer's start may count on either side of it.
    * @returns true when the lines were written; false when `resets` no longer matched (nothing written).
    * @throws when Redis is unreachable; then nothing was written.
    */
   async append(
-    chat: ConversationRef,
+    conversation: ConversationRef,
     messages: readonly MessageParam[],
     tag?: RunTag,
     after?: Pick<HistoryRead, "stored" | "fresh" | "raw">,
-    resets?: number,
+    resets?: number | { since: number },
   ): Promise<boolean> {
     if (messages.length === 0 && !tag) return true;
-    const keys = conversationKeys(chat);
+    const keys = conversationKeys(conversation);
     const key = keys.history;
     let lines = messages
       .map((m) => `${isUserTextTurn(m) ? "U" : ""}${JSON.stringify(withoutToolImages(m))}\n`)
@@ -482,6 +510,8 @@ export class HistoryStore {
       };
       lines += `#${JSON.stringify(record)}\n`;
     }
+    const expected = typeof resets === "number" ? String(resets) : "";
+    const since = typeof resets === "object" ? String(Math.floor(resets.since)) : "";
     const keep = this.options.maxMessages + SLACK;
     const maxBytes = this.options.maxStoredBytes ?? DEFAULT_HISTORY_MAX_STORED_BYTES;
     const tooLong =
@@ -496,13 +526,15 @@ export class HistoryStore {
         (await (this.redis as RedisWithHistory).trimAppendHistory(
           key,
           keys.resets,
+          keys.resetAt,
           value,
           sha,
           lines,
           keep,
           this.options.ttlSeconds,
           target,
-          resets === undefined ? "" : String(resets),
+          expected,
+          since,
         )) !== 0
       );
     }
@@ -511,9 +543,11 @@ export class HistoryStore {
         (await (this.redis as RedisWithHistory).guardedAppendHistory(
           key,
           keys.resets,
+          keys.resetAt,
           lines,
           this.options.ttlSeconds,
-          resets,
+          expected,
+          since,
         )) === 1
       );
     let created = false;
@@ -533,9 +567,9 @@ export class HistoryStore {
    * @returns whether a run tagged with `messageId` was found and removed.
    * @throws when Redis is unreachable.
    */
-  async forget(chat: ConversationRef, messageId: string): Promise<boolean> {
+  async forget(conversation: ConversationRef, messageId: string): Promise<boolean> {
     const removed = await (this.redis as RedisWithHistory).forgetRun(
-      conversationKeys(chat).history,
+      conversationKeys(conversation).history,
       `#{"id":${JSON.stringify(messageId)}`,
     );
     return removed === 1;
@@ -544,26 +578,27 @@ export class HistoryStore {
   /**
    * Forgets the conversation (`/reset`): its history, its summary (the history's first line) and
    * the keys of `alsoDelete` (the features' reset keys, e.g. the archive of what compactions
-   * replaced: `src/conversations/reset.ts`), and increments its reset generation (kept
-   * {@link RESETS_TTL_SECONDS}), in one `MULTI` (the keys share the conversation's hash tag), so a
+   * replaced: `src/conversations/reset.ts`), and increments its reset generation and notes the time
+   * of the reset (both kept {@link RESETS_TTL_SECONDS}), in one `MULTI` (the keys share the conversation's hash tag), so a
    * run that began before it can no longer append to the history ({@link append} with `resets`);
    * then announces it on {@link RESETS_CHANNEL}, so workers close its open approval prompts (a
    * failed announcement is logged, not thrown).
    * @throws when Redis is unreachable.
    */
-  async reset(chat: ConversationRef, alsoDelete: readonly string[] = []): Promise<void> {
-    const keys = conversationKeys(chat);
+  async reset(conversation: ConversationRef, alsoDelete: readonly string[] = []): Promise<void> {
+    const keys = conversationKeys(conversation);
     const results = await this.redis
       .multi()
       .del(keys.history, ...alsoDelete)
       .incr(keys.resets)
       .expire(keys.resets, RESETS_TTL_SECONDS)
+      .set(keys.resetAt, String(Date.now()), "EX", RESETS_TTL_SECONDS)
       .exec();
     if (!results) throw new Error("redis transaction was aborted");
     for (const [err] of results) if (err) throw err;
     // The conversation is forgotten either way; workers close its open approval prompts when they hear of it.
     await this.redis
-      .publish(RESETS_CHANNEL, JSON.stringify(conversationOf(chat)))
+      .publish(RESETS_CHANNEL, JSON.stringify(conversationOf(conversation)))
       .catch((err: unknown) =>
         this.#log.warn(
           { err },
@@ -573,7 +608,22 @@ export class HistoryStore {
   }
 
   /** The conversation's reset generation ({@link resetGeneration}). @throws when Redis is unreachable. */
-  async generation(chat: ConversationRef): Promise<number> {
-    return resetGeneration(this.redis, chat);
+  async generation(conversation: ConversationRef): Promise<number> {
+    return resetGeneration(this.redis, conversation);
+  }
+
+  /**
+   * The conversation's reset generation as it was at `since` (ms since the Unix epoch, e.g. when an
+   * answer began): the generation now, or one less when the last `/reset` came after `since`
+   * (what a run that began then and asks for an approval now must note). One round trip: the
+   * generation's `GETEX` and the reset time's `GET` go out together.
+   * @throws when Redis is unreachable.
+   */
+  async generationAt(chat: ConversationRef, since: number): Promise<number> {
+    const [now, at] = await Promise.all([
+      resetGeneration(this.redis, chat),
+      this.redis.get(conversationKeys(chat).resetAt),
+    ]);
+    return Number(at ?? 0) > since && now > 0 ? now - 1 : now;
   }
 }

@@ -128,7 +128,7 @@ export function tracedMemoryCall(input: MemoryCommandInput): Record<string, unkn
 
 /**
  * The memory tool, when `MEMORY=on`; none when off (requests then offer no memory tool).
- * Added by `loadTools` beside the tools of `tools/`.
+ * The memory feature's tools (`Feature.tools`, `feature.ts`): `loadTools` adds them beside the tools of `tools/`.
  */
 export function memoryTools(config: Config): Tool[] {
   if (config.MEMORY !== "on") return [];

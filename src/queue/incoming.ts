@@ -90,6 +90,10 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  * - `forwarded`: true when the message is a forward of someone else's (Telegram `forward_origin`,
  *   Discord `message_reference.type` 1): outside content, so a memory write of its answer is
  *   offered for undo (`src/memory/undo.ts`).
+ * - `traceparent`: the W3C trace context of the adapter's receipt span, set only while
+ *   OpenTelemetry is on (`src/telemetry/otel.ts`), so the answer joins the message's trace even when
+ *   a job started for an earlier message answers it, or when it resumes after an approval.
+ *   Source: https://www.w3.org/TR/trace-context/#traceparent-header
  */
 export const IncomingMessageSchema = z
   .object({
@@ -116,6 +120,10 @@ export const IncomingMessageSchema = z
     mediaGroupId: z.string().min(1).max(64).optional(),
     scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
     forwarded: z.literal(true).optional(),
+    traceparent: z
+      .string()
+      .regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+      .optional(),
   })
   .refine((m) => m.text !== "" || m.media !== undefined, {
     message: "Too small: expected string to have >=1 characters",

@@ -30,12 +30,12 @@ export function bullPrefix(redis: RedisClient, queue: string, prefix = "bull"): 
   return isCluster(redis) ? `{${prefix}:${queue}}` : prefix;
 }
 
-/** The `{platform:chatId}` hash tag of a chat. */
-export function conversationTag(chat: ConversationRef): string {
-  return `{${conversationKey(chat)}}`;
+/** The `{platform:chatId}` (or `{platform:chatId/topicId}`) hash tag of a conversation. */
+export function conversationTag(conversation: ConversationRef): string {
+  return `{${conversationKey(conversation)}}`;
 }
 
-/** Keys of one chat. */
+/** Keys of one conversation (a chat, or a topic of it). */
 export interface ConversationKeys {
   /** List of validated `IncomingMessage` JSON strings waiting for the worker, oldest first. */
   inbox: string;
@@ -64,6 +64,13 @@ export interface ConversationKeys {
    * refused when it changed meanwhile, so nothing said before a `/reset` comes back.
    */
   resets: string;
+  /**
+   * When `/reset` last forgot the conversation (ms since the Unix epoch, by the clock of the
+   * process that ran it), written in the same transaction and kept {@link RESETS_TTL_SECONDS}: an
+   * answer compares it with the time its attempt began when it appends to the history, so it needs
+   * no read of the reset generation when it begins (`HistoryStore.append` with `since`).
+   */
+  resetAt: string;
 }
 
 /**
@@ -81,9 +88,9 @@ export const RESETS_CHANNEL = "conversation-resets";
  */
 export const RESETS_TTL_SECONDS = 30 * 24 * 3600;
 
-/** The keys of `chat`. */
-export function conversationKeys(chat: ConversationRef): ConversationKeys {
-  const tag = conversationTag(chat);
+/** The keys of `conversation`. */
+export function conversationKeys(conversation: ConversationRef): ConversationKeys {
+  const tag = conversationTag(conversation);
   return {
     inbox: `inbox:${tag}`,
     scheduled: `inbox:${tag}`,
@@ -92,12 +99,13 @@ export function conversationKeys(chat: ConversationRef): ConversationKeys {
     compacting: `compacting:${tag}`,
     settings: `settings:${tag}`,
     resets: `resets:${tag}`,
+    resetAt: `reset-at:${tag}`,
   };
 }
 
 /** Marks a platform message as accepted (`SET NX` with a TTL), so a redelivered update is queued once. */
-export function dedupeKey(chat: ConversationRef, messageId: string): string {
-  return `seen:${conversationTag(chat)}:${messageId}`;
+export function dedupeKey(conversation: ConversationRef, messageId: string): string {
+  return `seen:${conversationTag(conversation)}:${messageId}`;
 }
 
 /**
@@ -118,10 +126,10 @@ export function dedupeKey(chat: ConversationRef, messageId: string): string {
  * remain counted): the answer pipeline skips a message whose processing crashed a worker twice.
  */
 export function progressKeys(
-  chat: ConversationRef,
+  conversation: ConversationRef,
   messageId: string,
 ): { sent: string; run: string; started: string; stream: string; crashes: string } {
-  const tag = conversationTag(chat);
+  const tag = conversationTag(conversation);
   return {
     sent: `sent:${tag}:${messageId}`,
     run: `run:${tag}:${messageId}`,
@@ -142,8 +150,8 @@ export const TOOL_CALL_PREFIX = "toolcall:";
  * `TEXTDRAFT_PEER_INVALID`): its streamed answers are posted and edited instead, on every worker,
  * until the key expires after {@link DRAFTS_OFF_SECONDS}.
  */
-export function draftsOffKey(chat: ConversationRef): string {
-  return `drafts-off:${conversationTag(chat)}`;
+export function draftsOffKey(conversation: ConversationRef): string {
+  return `drafts-off:${conversationTag(conversation)}`;
 }
 
 /** How long a chat that refused a draft gets no drafts, in seconds (an hour). */
@@ -153,7 +161,7 @@ export const DRAFTS_OFF_SECONDS = 3600;
  * A BullMQ job id for a chat job: platform, chat and message id, made safe for BullMQ (which
  * refuses `:` in custom ids and ids that are plain integers).
  */
-export function chatJobId(chat: ConversationRef, messageId: string): string {
+export function chatJobId(conversation: ConversationRef, messageId: string): string {
   const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
-  return `${chat.platform}-${safe(chat.chatId)}-${safe(messageId)}`;
+  return `${conversation.platform}-${safe(conversation.chatId)}-${safe(messageId)}`;
 }

@@ -8,6 +8,7 @@
  */
 import { Queue, type JobsOptions } from "bullmq";
 import type { RedisClient } from "../redis.js";
+import { bullmqTelemetry } from "../telemetry/otel.js";
 import { EnqueueError } from "./errors.js";
 import { IncomingMessageSchema, type IncomingMessage } from "./incoming.js";
 import { bullPrefix, CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
@@ -94,6 +95,7 @@ export class ChatQueue {
     this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, {
       connection: options.redis,
       prefix: bullPrefix(options.redis, CHATS_QUEUE, options.prefix),
+      ...bullmqTelemetry(),
     });
     this.queue.on("error", () => {}); // connection problems are logged by connectRedis
     if (!("enqueueChat" in this.#redis)) {

@@ -79,7 +79,7 @@ export function buttonToken(owner: ReminderOwner, reminderId: number, dueAt?: nu
 }
 
 /** What a button's data says: the action (`d` done, `s` snooze, `c` cancel), whose reminder, which, and which occurrence. */
-export interface ButtonPress {
+export interface ReminderButton {
   action: "d" | "s" | "c";
   userId: string;
   reminderId: number;
@@ -88,7 +88,7 @@ export interface ButtonPress {
 }
 
 /** Reads `rm:<action>:<token>`; undefined for anything else (e.g. an approval button). */
-export function parseButton(data: string): ButtonPress | undefined {
+export function parseButton(data: string): ReminderButton | undefined {
   const m = /^rm:([dsc]):([A-Za-z0-9_%-]{1,40})\.(\d{1,9})(?:\.([0-9a-z]{1,11}))?$/.exec(data);
   if (!m) return undefined;
   let userId: string;
@@ -97,7 +97,7 @@ export function parseButton(data: string): ButtonPress | undefined {
   } catch {
     return undefined;
   }
-  const press: ButtonPress = { action: m[1] as ButtonPress["action"], userId, reminderId: Number(m[3]) };
+  const press: ReminderButton = { action: m[1] as ReminderButton["action"], userId, reminderId: Number(m[3]) };
   if (m[4]) press.dueAt = parseInt(m[4], 36);
   if (press.action !== "c" && press.dueAt === undefined) return undefined;
   return press;

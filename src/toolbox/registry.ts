@@ -14,7 +14,7 @@ import { silentLogger, type Logger } from "../log.js";
 import { JsonSchemaInput } from "./json-input.js";
 import { isDefinedTool, MAX_TOOL_SUMMARY_CHARS, MAX_TOOL_TITLE_CHARS, type Tool } from "./tool.js";
 import { inputSchemaOf } from "./schema.js";
-import { memoryTools } from "../memory/tool.js";
+import { FEATURES } from "../features.js";
 import { serverTools } from "./server-tools.js";
 import { ToolBox } from "./toolbox.js";
 
@@ -51,8 +51,8 @@ export interface LoadedTools {
 export interface LoadToolsOptions {
   /**
    * Folders to load, each searched recursively. Default: {@link DEFAULT_TOOLS_DIR}, plus the
-   * server tools the configuration turns on (`serverTools`: web search, web fetch) and the memory
-   * tool (`memoryTools`, `MEMORY=on`); folders given
+   * server tools the configuration turns on (`serverTools`: web search, web fetch) and the tools
+   * the features add (`Feature.tools`: the memory tool when `MEMORY=on`); folders given
    * here give exactly their own tools.
    */
   dirs?: string[];
@@ -163,8 +163,11 @@ function displayPath(file: string): string {
  */
 export async function loadTools(options: LoadToolsOptions): Promise<LoadedTools> {
   const dirs = (options.dirs ?? [DEFAULT_TOOLS_DIR]).map((d) => path.resolve(d));
-  // The Messages API's tools the configuration turns on (web search, web fetch, memory) join the default folder's.
-  const servers = options.dirs === undefined ? [...serverTools(options.config), ...memoryTools(options.config)] : [];
+  // The Messages API's tools the configuration turns on (web search, web fetch) and the features' (memory) join the default folder's.
+  const servers =
+    options.dirs === undefined
+      ? [...serverTools(options.config), ...FEATURES.flatMap((f) => f.tools?.(options.config) ?? [])]
+      : [];
   const log = options.log ?? silentLogger;
   const problems: string[] = [];
 

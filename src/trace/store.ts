@@ -27,8 +27,8 @@ export const TRACE_MAX_EVENTS = 200;
  * and history keys, so the worker's finish script may write the trace in the same step (and on the
  * same Redis Cluster node) as it pops the chat's message.
  */
-export function traceKey(chat: ConversationRef | string): string {
-  return `trace:{${typeof chat === "string" ? chat : conversationKey(chat)}}`;
+export function traceKey(conversation: ConversationRef | string): string {
+  return `trace:{${typeof conversation === "string" ? conversation : conversationKey(conversation)}}`;
 }
 
 /**
@@ -36,13 +36,22 @@ export function traceKey(chat: ConversationRef | string): string {
  * runs and set the expiry to `ARGV[i+2]` seconds: `LPUSH` + `EXPIRE`, and an `LTRIM` back to the
  * kept runs only when the list has grown to twice that (so once every `keep` runs; readers never
  * look past the kept runs). Shared by {@link RunTracer.finish} and the worker's finish script.
+ *
+ * With `renew` (an ARGV index), the expiry is set only when that argument is `1`, when the push
+ * created the list, or when it cut it: the worker renews a chat's expiry at most once an hour
+ * (`TRACE_RENEW_MS` of `src/worker/worker.ts`), one `EXPIRE` fewer for the other runs.
  */
-export function tracePushLua(k: number, i: number): string {
+export function tracePushLua(k: number, i: number, renew?: number): string {
+  const expire =
+    renew === undefined
+      ? `redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}])`
+      : `if n == 1 or n > 2 * keep or ARGV[${renew}] == '1' then redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}]) end`;
   return `
 do
   local keep = tonumber(ARGV[${i + 1}])
-  if redis.call('LPUSH', KEYS[${k}], ARGV[${i}]) > 2 * keep then redis.call('LTRIM', KEYS[${k}], 0, keep - 1) end
-  redis.call('EXPIRE', KEYS[${k}], ARGV[${i + 2}])
+  local n = redis.call('LPUSH', KEYS[${k}], ARGV[${i}])
+  if n > 2 * keep then redis.call('LTRIM', KEYS[${k}], 0, keep - 1) end
+  ${expire}
 end`;
 }
 
@@ -237,18 +246,18 @@ export class TraceStore {
   }
 
   /** The chat's latest finished run, or undefined when none is stored. @throws on a Redis error. */
-  async latestRun(chat: ConversationRef | string): Promise<TraceRun | undefined> {
-    return (await this.runs(chat, 1))[0];
+  async latestRun(conversation: ConversationRef | string): Promise<TraceRun | undefined> {
+    return (await this.runs(conversation, 1))[0];
   }
 
   /**
    * The chat's last `n` finished runs (at most `keepRuns`), newest first. Entries that do not
    * parse are skipped. @throws on a Redis error.
    */
-  async runs(chat: ConversationRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
+  async runs(conversation: ConversationRef | string, n = this.#options.keepRuns): Promise<TraceRun[]> {
     n = Math.min(n, this.#options.keepRuns);
     if (n <= 0) return [];
-    const raw = await this.#redis.lrange(traceKey(chat), 0, n - 1);
+    const raw = await this.#redis.lrange(traceKey(conversation), 0, n - 1);
     const runs: TraceRun[] = [];
     for (const entry of raw) {
       try {

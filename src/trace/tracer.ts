@@ -13,6 +13,7 @@ export type TraceEventType =
   | "tool_result"
   | "approval"
   | "final_answer"
+  | "delivery"
   | "compaction"
   | "error";
 
@@ -48,6 +49,12 @@ export function preview(text: string, max = PREVIEW_CHARS): string {
 export interface Tracer {
   /** Records an event of the current run; `runId`, `chat` and `at` are filled in by the tracer. */
   event(type: TraceEventType, data: Record<string, unknown>): void;
+}
+
+/** Where a run comes from, for tracers that join it to a distributed trace (`src/telemetry/otel.ts`). */
+export interface TraceOrigin {
+  /** W3C `traceparent` of the span that received the run's message (`IncomingMessage.traceparent`). */
+  traceparent?: string;
 }
 
 /** A tracer that drops everything. */

@@ -15,7 +15,7 @@ import type { RedisClient } from "../redis.js";
 import type { AnswerStops } from "../stop/stops.js";
 import type { SettingsStore } from "../settings/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import type { RunTracer } from "../trace/tracer.js";
+import type { RunTracer, TraceOrigin } from "../trace/tracer.js";
 import type { UsageStore } from "../usage/store.js";
 
 /** The agent loop's entry point (`runAgent` of `src/agent/loop.ts`), injected so `src/main.ts` wires the real loop in one place. */
@@ -58,7 +58,7 @@ export interface WorkerDeps {
    * handed over (`RunTracer.take`) and written by the worker's finish script, on the `store` Redis
    * (the trace store must use that Redis); other runs are written when they end (`finish`).
    */
-  tracerFor?: (runId: string, chat: string) => RunTracer;
+  tracerFor?: (runId: string, chat: string, origin?: TraceOrigin) => RunTracer;
   /**
    * Where each model response's `usage` is recorded (per user and chat, day and month); default
    * none. Recording is awaited before the answer is sent, so `/usage` right after an answer

@@ -162,7 +162,8 @@ export interface Taken {
   settle?(): Promise<void>;
   /**
    * The conversation's reset generation this answer belongs to (`HistoryStore.generation`): for a
-   * decision, the one its approval noted when it was asked. Default: read when the answer begins.
+   * decision, the one its approval noted when it was asked. Default: none; the answer compares the
+   * time of the last `/reset` with the time its attempt began instead ({@link AnswerState.resets}).
    */
   resets?: number;
 }
@@ -191,11 +192,14 @@ export interface AnswerState {
   readonly keys: ReturnType<typeof progressKeys>;
   readonly restored: Restored;
   /**
-   * The conversation's reset generation when the answer began ({@link Taken.resets}): *persist*
-   * appends to the history only while it is unchanged, so a `/reset` meanwhile keeps everything
-   * of this run out of the forgotten conversation (the answer is still delivered).
+   * Which conversation the answer belongs to, for *persist*: it appends to the history only when
+   * the conversation was not reset since, so a `/reset` meanwhile keeps everything of this run out
+   * of the forgotten conversation (the answer is still delivered). The reset generation the take
+   * brought ({@link Taken.resets}: a decision's, noted when its approval was asked), or else when
+   * this attempt began (ms since the Unix epoch; compared with the time of the last `/reset`, so
+   * nothing is read for it when the answer begins).
    */
-  readonly resets: number;
+  readonly resets: number | { since: number };
   /** When the first attempt began, ms since the Unix epoch. */
   readonly startedAt: number;
   /** ms since the Unix epoch when the answer's one deadline passes; its signal aborts the run. */
@@ -300,15 +304,26 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
 /**
  * After a group answer: when its chat moved to a new id meanwhile (a Telegram group upgraded to a
  * supergroup, noticed by the outbound or the adapter while this answer was being written), what
- * this answer wrote to the old conversation moves too (`migrateConversation` with `again`).
+ * this answer wrote to the old conversation moves too (`migrateConversation` with `again`). Only a
+ * chat that can move is checked ({@link mayMove}: one `GET` per answer in a Telegram basic group).
  */
 async function followMove(parts: AnswerParts, state: AnswerState): Promise<void> {
-  if (state.to.chatKind !== "group") return;
+  if (state.to.chatKind !== "group" || !mayMove(state.conversation)) return;
   const to = await movedTo(parts.redis, state.conversation, state.log);
   if (to)
     await migrateConversation(parts.redis, parts.conversationStores, state.conversation, to, state.log, {
       again: true,
     });
+}
+
+/**
+ * Whether a group conversation can move to a new chat id: only Telegram upgrades a basic group to a
+ * supergroup (`migrate_to_chat_id`). A supergroup's id (-100 followed by the channel's id, at most
+ * -1 000 000 000 000; a basic group's is -1 to -999 999 999 999: https://core.telegram.org/api/bots/ids)
+ * stays, as do Discord and LINE chats'.
+ */
+export function mayMove(conversation: ConversationRef): boolean {
+  return conversation.platform === "telegram" && !(Number(conversation.chatId) <= -1_000_000_000_000);
 }
 
 /**
@@ -350,6 +365,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const keys = progressKeys(conversation, taken.answerId);
   if (taken.kind === "message" && !attempt.resumed) metrics.started(message);
   const to = destinationOf(message);
+  const began = Date.now();
   const read = await readAtStart(parts, taken, attempt, { conversation, keys, to, log });
   const { restored } = read;
   if (restored.answer !== undefined)
@@ -369,7 +385,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     attempt,
     keys,
     restored,
-    resets: read.resets,
+    resets: taken.resets ?? { since: began },
     ...(read.history ? { history: read.history } : {}),
     ...(read.settings ? { settings: read.settings } : {}),
     ...(read.memory ? { memory: read.memory } : {}),
@@ -394,7 +410,6 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
 /** What an answer reads when it begins ({@link readAtStart}). */
 interface StartRead {
   restored: Restored;
-  resets: number;
   draftsOff: boolean;
   history?: HistoryRead;
   settings?: Settings;
@@ -407,7 +422,7 @@ interface StartRead {
 /**
  * Everything an answer reads when it begins, issued in one tick so that ioredis' auto-pipelining
  * sends it in ONE write (one round trip; on a Redis Cluster one per node the keys live on): the
- * conversation's reset generation (unless the take brings its own), its history with its summary
+ * conversation's history with its summary
  * (for a take whose compute runs on the conversation's history, and for a resumed attempt, which
  * looks for its answer there), its settings, the memory of the message's scope when the run offers
  * the memory tool, whether the chat refuses drafts, and — on a resumed attempt only — the crash
@@ -432,8 +447,7 @@ async function readAtStart(
   // A decision runs on its paused run's own history; a resumed attempt looks for its stored answer.
   const wantsHistory = taken.kind !== "decision" || resumed;
   const memoryScope = toolboxFor(parts.toolbox, message).get(MEMORY_TOOL_NAME) ? memoryScopeOf(message) : undefined;
-  const [resets, draftsOff, history, settings, memory, progress, begun, running] = await Promise.all([
-    taken.resets ?? parts.history.generation(conversation),
+  const [draftsOff, history, settings, memory, progress, begun, running] = await Promise.all([
     outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
     wantsHistory ? parts.history.read(conversation, resumed ? message.messageId : undefined) : undefined,
     parts.settings?.read(conversation),
@@ -470,7 +484,6 @@ async function readAtStart(
   }
   return {
     restored,
-    resets,
     draftsOff: draftsOff === 1,
     // A resumed decision read the history for its stored answer only: its run keeps its own history.
     ...(history && taken.kind !== "decision" ? { history } : {}),
@@ -570,7 +583,8 @@ export async function withSettings<T>(parts: AnswerParts, state: AnswerState, al
  */
 export function startTrace(parts: AnswerParts, state: AnswerState): RunTracer {
   if (state.tracer === nullRunTracer)
-    state.tracer = parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation)) ?? nullRunTracer;
+    state.tracer =
+      parts.tracerFor?.(state.taken.runId, conversationKey(state.conversation), state.taken.message) ?? nullRunTracer;
   return state.tracer;
 }
 
@@ -778,7 +792,16 @@ async function persistPause(parts: AnswerParts, state: AnswerState, paused: Paus
   await state.live?.discard();
   if (parts.approvals) {
     state.result = {
-      asked: await parts.approvals.begin(message, paused, outbound, localeOf(parts, state), state.resets),
+      asked: await parts.approvals.begin(
+        message,
+        paused,
+        outbound,
+        localeOf(parts, state),
+        // The approval notes the generation the run belongs to (one more round trip, on a pause only).
+        typeof state.resets === "number"
+          ? state.resets
+          : await parts.history.generationAt(state.conversation, state.resets.since),
+      ),
     };
   } else {
     // Without an approval store a dangerous call is not run, and nothing of the paused run is kept (the history stays valid).
@@ -806,6 +829,7 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   const { message, outbound } = state.taken;
   state.stage = "delivering";
   state.typing.stop();
+  const sending = performance.now();
   const delivery = await deliverAnswer(outbound, message, state.to, text, {
     redis: parts.redis,
     sentKey: state.keys.sent,
@@ -817,6 +841,11 @@ async function deliver(parts: AnswerParts, state: AnswerState, text: string): Pr
   });
   state.sent = delivery.sent;
   state.counted = delivery.counted;
+  state.tracer.event("delivery", {
+    chunks: delivery.sent,
+    ok: delivery.error === undefined,
+    durationMs: Math.round(performance.now() - sending),
+  });
   if (delivery.error !== undefined) throw delivery.error;
   if (state.live && state.live.messages.length > 0) await parts.redis.del(state.keys.stream);
   if (state.taken.kind === "message") metrics.answered(message);

@@ -21,12 +21,12 @@
  *
  * Redis on the common path (one-chunk answer, one job per message; `npm run bench` counts it, see
  * docs/worker-path.md): one write of reads when the answer begins (`readAtStart` of `pipeline.ts`:
- * the history's `GETEX`, the reset generation's `GETEX`, the settings' `GET`, the memory's `GET`),
- * the guarded append script before anything is sent (`EVALSHA`, `GET` of the reset generation,
- * `APPEND`), and the finish script after it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH` +
- * `EXPIRE`). A fresh attempt writes no crash marker. The first message of a fresh job is taken
- * from the job's data, not read from the inbox. Stop adds its answering record
- * (`SET … EX` in that first write, a compare-and-delete `EVAL` once computed; `src/stop/`).
+ * the history's `GETEX`, the settings' `GET`, the memory's `GET`), the guarded append script before
+ * anything is sent (`EVALSHA`, `GET` of the last reset's time, `APPEND`), and the finish script after
+ * it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH`, its `EXPIRE` at most once an hour per chat).
+ * A fresh attempt writes no crash marker. The first message of a fresh job is taken from the job's
+ * data, not read from the inbox. Stop adds its answering record (`SET … EX` in that first write,
+ * a compare-and-delete `EVALSHA` sent with the append once computed; `src/stop/`).
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { conversationStores } from "../conversations/migrate.js";
@@ -44,6 +44,7 @@ import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
 import { AnswerStops } from "../stop/stops.js";
+import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
@@ -100,7 +101,8 @@ export interface ChatWorker {
 /**
  * KEYS: inbox, sent (or a placeholder of the chat), trace key of the chat.
  * ARGV: [1] id of the message just handled ("" when the entry was malformed), [2] "1" to delete
- * its sent-chunk count, [3] the run's trace JSON ("" for none), [4] runs kept, [5] trace TTL (s).
+ * its sent-chunk count, [3] the run's trace JSON ("" for none), [4] runs kept, [5] trace TTL (s),
+ * [6] "1" to renew the trace list's expiry (see {@link TraceRenewals}).
  * Pops the handled message, writes the run's trace, and returns the new head, or `false` (nil)
  * when the inbox is empty: the job then ends, and the chat's next message, entering an empty inbox,
  * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
@@ -124,7 +126,7 @@ if head and ARGV[1] ~= '' then
   end
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
-if ARGV[3] ~= '' then ${tracePushLua(3, 3)} end
+if ARGV[3] ~= '' then ${tracePushLua(3, 3, 6)} end
 if head == false and ARGV[1] ~= '' then return false end
 if nextHead then redis.call('LPUSH', KEYS[1], nextHead) end
 return nextHead
@@ -140,8 +142,33 @@ type RedisWithWorkerScripts = RedisClient & {
     trace: string,
     keep: number,
     ttl: number,
+    renew: "0" | "1",
   ): Promise<string | null>;
 };
+
+/** How often a worker renews the expiry of one chat's trace list, at most: an hour (in ms). */
+export const TRACE_RENEW_MS = 3_600_000;
+
+/**
+ * When this worker last renewed each chat's trace expiry, so that the finish script renews it at
+ * most once every {@link TRACE_RENEW_MS} (and when it creates or cuts the list): a chat's traces
+ * then live `TRACE_TTL_SECONDS` after its latest run, less at most that hour, for one `EXPIRE` per
+ * hour instead of one per run. Remembers the last {@link TraceRenewals.MAX} chats; a chat it
+ * forgot is renewed on its next run.
+ */
+export class TraceRenewals {
+  static readonly MAX = 10_000;
+  readonly #at = new Map<string, number>();
+
+  /** Whether the run finishing now in the chat of `key` renews the expiry (and notes it when it does); `now` in ms. */
+  due(key: string, now: number): boolean {
+    const last = this.#at.get(key);
+    if (last !== undefined && now - last < TRACE_RENEW_MS && now >= last) return false;
+    if (this.#at.size >= TraceRenewals.MAX) this.#at.clear();
+    this.#at.set(key, now);
+    return true;
+  }
+}
 
 /**
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
@@ -191,6 +218,8 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     conversationStores: conversationStores(features),
   };
 
+  const renewals = new TraceRenewals();
+
   async function drain(job: Job<IncomingMessage>): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
     if (!parsed.success) {
@@ -217,6 +246,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
         run?.json ?? "",
         run?.keepRuns ?? 0,
         run?.ttlSeconds ?? 0,
+        run && renewals.due(trace, Date.now()) ? "1" : "0",
       );
       if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
@@ -234,6 +264,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     lockDuration: LOCK_DURATION_MS,
     stalledInterval: STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED_COUNT,
+    ...bullmqTelemetry(),
   });
   const warnEvery10s = throttled(10_000);
   chats.on("error", (err) =>
@@ -279,6 +310,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       concurrency: spec.concurrency?.(config) ?? config.WORKER_CONCURRENCY,
       ...(spec.fastTakeOver ? { lockDuration: LOCK_DURATION_MS, stalledInterval: STALLED_INTERVAL_MS } : {}),
       ...(spec.maxStalledCount !== undefined ? { maxStalledCount: spec.maxStalledCount } : {}),
+      ...bullmqTelemetry(),
     });
     worker.on("error", (err) =>
       warnEvery10s(() => log.warn({ err: { message: err.message } }, `${spec.name} worker: ${err.message}`)),

@@ -136,6 +136,47 @@ describe("HistoryStore", () => {
     expect((await store.read(chat)).stored).toBe(6);
   });
 
+  it("an append with the time its run began writes nothing after a later /reset; generationAt gives that time's generation", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
+    const chat = { platform: "telegram" as const, chatId: "reset-at" };
+    const keys = conversationKeys(chat);
+    const began = Date.now() - 1000;
+    // No /reset yet: written (the guard reads the reset time, absent).
+    expect(
+      await store.append(chat, runs[0]!, { messageId: "m0", text: "hello" }, await store.read(chat), { since: began }),
+    ).toBe(true);
+    const before = await store.read(chat);
+    expect(await store.generationAt(chat, began)).toBe(0);
+    await store.reset(chat);
+    const resetAt = Number(await redis.get(keys.resetAt));
+    expect(resetAt).toBeGreaterThan(began);
+    expect(await redis.ttl(keys.resetAt)).toBeGreaterThan(29 * 24 * 3600);
+    // A run that began before the reset: refused, on the fresh-chat path and on the trimming one.
+    expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, { since: began })).toBe(
+      false,
+    );
+    expect(
+      await store.append(
+        chat,
+        runs[2]!,
+        { messageId: "m2", text: "done" },
+        { stored: 40, fresh: false, raw: before.raw! },
+        { since: began },
+      ),
+    ).toBe(false);
+    expect(await redis.exists(keys.history)).toBe(0);
+    // Such a run asking for an approval now notes the generation of when it began; one begun after the reset, the new one.
+    expect(await store.generationAt(chat, began)).toBe(0);
+    expect(await store.generationAt(chat, resetAt)).toBe(1);
+    // A run that began after it: written.
+    expect(
+      await store.append(chat, runs[1]!, { messageId: "m3", text: "#1 milk" }, await store.read(chat), {
+        since: resetAt,
+      }),
+    ).toBe(true);
+    expect((await store.read(chat)).messages).toEqual(runs[1]);
+  });
+
   it("appends runs, keeps them valid, and caps what Redis holds", async () => {
     const store = new HistoryStore(redis, { maxMessages: 4, ttlSeconds: 3600 });
     const chat = { platform: "telegram" as const, chatId: "h1" };

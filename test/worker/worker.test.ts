@@ -4,6 +4,7 @@ import { conversationKeys, progressKeys } from "../../src/queue/keys.js";
 import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
 import { badRequest } from "./model-errors.js";
 import { overloaded, text, toolUse } from "../fakes/anthropic.js";
+import { TRACE_RENEW_MS, TraceRenewals } from "../../src/worker/worker.js";
 import { lastText, message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -116,6 +117,24 @@ describe("worker", () => {
     expect(await h.redis.exists(conversationKeys(chat).inbox)).toBe(0);
     const left = (await h.redis.keys("*{console:tr1}*")).filter((k) => !k.startsWith("seen:"));
     expect(left.sort()).toEqual([conversationKeys(chat).history, traceKey(chat)].sort());
+    // Within the hour the worker does not renew the list's expiry again (TraceRenewals): a third run leaves it.
+    await h.redis.expire(traceKey(chat), 1000);
+    h.fake.enqueue(...model(1));
+    await h.queue.enqueue(message("tr1", "3", "once more"));
+    await waitFor(async () => (await traces.runs(chat)).length === 3, 15_000, "the third trace");
+    expect(await h.redis.ttl(traceKey(chat))).toBeLessThanOrEqual(1000);
+  });
+
+  it("TraceRenewals: a chat's trace expiry is renewed on its first run here, then at most once an hour", () => {
+    const renewals = new TraceRenewals();
+    const t0 = 1_700_000_000_000;
+    expect(renewals.due("trace:{a}", t0)).toBe(true);
+    expect(renewals.due("trace:{a}", t0 + 1)).toBe(false);
+    expect(renewals.due("trace:{b}", t0 + 1)).toBe(true);
+    expect(renewals.due("trace:{a}", t0 + TRACE_RENEW_MS - 1)).toBe(false);
+    expect(renewals.due("trace:{a}", t0 + TRACE_RENEW_MS)).toBe(true);
+    // A clock that went back renews rather than trusting the note.
+    expect(renewals.due("trace:{a}", t0)).toBe(true);
   });
 
   it("a retried job finds a one-chunk answer in the history and does not call the model again", async () => {

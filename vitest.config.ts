@@ -26,6 +26,8 @@ import { defineConfig } from "vitest/config";
  *   `tasks` queue with delayed jobs and job schedulers, occurrences through the answer pipeline.
  * - settings-telegram: the settings store (set-field script), read with the history, per topic.
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
+ * - stop-telegram: Stop's answering record (its compare-and-delete script) and its pub/sub channel
+ *   (a stop request published through the cluster reaches the worker's subscriber).
  *
  * A new store or queue (memory, settings, compaction, scheduled tasks …) adds the file that
  * exercises it end to end to this list. A test of a listed file that exercises none of what the
@@ -47,6 +49,7 @@ const CLUSTER_FILES = [
   "test/e2e/tasks-telegram.test.ts",
   "test/e2e/settings-telegram.test.ts",
   "test/e2e/memory-telegram.test.ts",
+  "test/e2e/stop-telegram.test.ts",
 ];
 
 /**

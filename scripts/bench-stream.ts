@@ -17,6 +17,13 @@
  * - first visible text and complete answer after the question, streamed vs. not;
  * - the final text byte for byte: the streamed answer's final message(s) against the non-streamed
  *   answer's (Telegram: the HTML sent and the text and entities Telegram stores; Discord: content).
+ *
+ * Then Stop (issue 42), with the adapters and the worker as two bots on one Redis (roles `adapter`
+ * and `worker`, as two processes would run them): the fake model streams the answer up to its
+ * 100th character and holds there (injected pacing: it would never end by itself), the asker presses
+ * the live answer's Stop button (Telegram group, Discord channel) or sends `/stop` (Telegram), and
+ * the bench prints, over `BENCH_STOP_PRESSES` presses each (default 5): press → the model stream's
+ * end (the fake sees the connection close; goal < 1 s) and press → the stopped answer's final edit.
  */
 import { createAnthropicClient } from "../src/agent/client.js";
 import { runAgent } from "../src/agent/loop.js";
@@ -223,6 +230,136 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
   return runs;
 }
 
+/** Press → stream end and press → final edit of one stop, in ms. */
+interface StopRun {
+  streamEndMs: number;
+  finalMs: number;
+}
+
+const STOP_PRESSES = Number(process.env.BENCH_STOP_PRESSES ?? 5);
+
+/** Stops `STOP_PRESSES` answers per way (see the module comment); the figures per way. */
+async function runStops(): Promise<Record<string, StopRun[]>> {
+  const redis = await startRedis();
+  const model: FakeAnthropic = await startFakeAnthropic();
+  const telegram = await FakeTelegram.start();
+  const discord = await FakeDiscord.start();
+  const config = loadConfig(
+    {
+      LOG_LEVEL: "silent",
+      ACCESS_POLICY: "open",
+      RATE_LIMIT_PER_MINUTE: "10000",
+      USER_DAILY_TOKENS: "0",
+      STREAMING: "on",
+      STREAM_EDIT_INTERVAL_MS: INTERVAL,
+      ANTHROPIC_API_KEY: "bench-stream-key-000000",
+      ANTHROPIC_BASE_URL: model.url,
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.apiRoot,
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_GUILD_ID: discord.guildId,
+      REDIS_URL: redis.url,
+    },
+    { purpose: "inspect" },
+  );
+  const common = { config, log: silentLogger, redisUrl: redis.url, toolbox: new ToolBox([]), prefix: "benchstop" };
+  const worker: RunningBot = await startBot({
+    ...common,
+    role: "worker",
+    agent: { runAgent, client: createAnthropicClient(config, { maxRetries: 0 }) },
+  });
+  const adapters: RunningBot = await startBot({ ...common, role: "adapter" });
+  const answer = answerText();
+  // Held at its 100th character until the stop closes the connection.
+  const held = { ...text(answer), stream: { chunkChars: 10, holdAfterChars: 100 } };
+  const runs: Record<string, StopRun[]> = {
+    "Telegram group, Stop button": [],
+    "Telegram group, /stop": [],
+    "Discord channel, Stop button": [],
+  };
+  const measure = async (press: () => void, final: () => number | undefined, what: string): Promise<StopRun> => {
+    const cut = model.cutOff.length;
+    const pressedAt = Date.now();
+    press();
+    const end = await eventually(async () => model.cutOff[cut], `${what}: the stream's end`, STEP_TIMEOUT_MS);
+    const finalAt = await eventually(async () => final(), `${what}: the stopped answer`, STEP_TIMEOUT_MS);
+    return { streamEndMs: end.at - pressedAt, finalMs: finalAt - pressedAt };
+  };
+  try {
+    for (let i = 0; i < STOP_PRESSES; i++) {
+      for (const way of ["button", "command"] as const) {
+        const user = telegram.user(881000 + i, "Bench");
+        const group = telegram.group(-1008810000 - i * 2 - (way === "button" ? 0 : 1), "Bench stop");
+        model.enqueue(held);
+        telegram.sendUserMessage({ chat: group, from: user, text: `@${telegram.bot.username} 今天天氣如何？` });
+        const live = await eventually(
+          async () =>
+            telegram.sent.find((m) => m.chatId === group.id && m.text.length >= 80 && telegram.buttons(m).length > 0),
+          "the Telegram live answer",
+          STEP_TIMEOUT_MS,
+        );
+        const data = telegram.buttons(live)[0]!.callback_data!;
+        const finalEdit = () =>
+          telegram.edits.find(
+            (e) =>
+              Number(e.payload.message_id) === live.messageId &&
+              e.payload.parse_mode === "HTML" &&
+              String(e.payload.text).includes("⏹"),
+          )?.at;
+        runs[way === "button" ? "Telegram group, Stop button" : "Telegram group, /stop"]!.push(
+          await measure(
+            () =>
+              way === "button"
+                ? telegram.pressButton({ from: user, message: live, data })
+                : telegram.sendUserMessage({ chat: group, from: user, text: `/stop@${telegram.bot.username}` }),
+            finalEdit,
+            `Telegram ${way}`,
+          ),
+        );
+      }
+      const user = { id: `78100000000000000${i}`, username: "bench", global_name: "Bench" };
+      const channelId = discord.channelId;
+      const askedAt = Date.now();
+      model.enqueue(held);
+      discord.sendUserMessage(user, `<@${discord.bot.id}> 今天天氣如何？`, { channelId });
+      const live = await eventually(
+        async () =>
+          discord.sent.find(
+            (m) =>
+              m.channelId === channelId &&
+              m.at >= askedAt &&
+              String(m.message.content).length >= 80 &&
+              ((m.message.components ?? []) as unknown[]).length > 0,
+          ),
+        "the Discord live answer",
+        STEP_TIMEOUT_MS,
+      );
+      const rows = live.message.components as { components: { custom_id: string }[] }[];
+      runs["Discord channel, Stop button"]!.push(
+        await measure(
+          () => discord.clickButton(user, live.id, rows[0]!.components[0]!.custom_id),
+          () => discord.edits.find((e) => e.messageId === live.id && String(e.payload.content).includes("⏹"))?.at,
+          "Discord button",
+        ),
+      );
+    }
+  } finally {
+    await adapters.stop();
+    await worker.stop();
+    await Promise.all([model.close(), telegram.stop(), discord.close()]);
+    await redis.stop();
+  }
+  return runs;
+}
+
+/** `values`' median and largest, in ms. */
+function spread(values: number[]): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
+  return `median ${median} ms, max ${sorted.at(-1) ?? 0} ms`;
+}
+
 async function main(): Promise<void> {
   console.log(
     `bench:stream — a ${answerText().length}-character answer streamed over ${TOTAL_MS} ms ` +
@@ -249,6 +386,12 @@ async function main(): Promise<void> {
     console.log(
       `  final text byte-equal to the non-streamed answer: ${s.final === p.final ? "yes" : "NO"} (${Buffer.byteLength(s.final)} bytes compared)`,
     );
+  }
+  console.log(`\nStop (adapters and worker as two bots on one Redis; ${STOP_PRESSES} presses each)`);
+  for (const [way, stops] of Object.entries(await runStops())) {
+    console.log(`\n${way}`);
+    console.log(`  press → end of the model stream: ${spread(stops.map((s) => s.streamEndMs))} (goal < 1000 ms)`);
+    console.log(`  press → stopped answer's final edit (⏹ 已停止): ${spread(stops.map((s) => s.finalMs))}`);
   }
 }
 

@@ -7,7 +7,8 @@
  * A press goes to the feature that owns its data's prefix (`Feature.buttons` in `src/feature.ts`,
  * the list in `src/features.ts`): `ap:` and `pm:` approvals (a prompt's approve / decline / always
  * allow, a `/permissions` revoke), `rm:` reminders, `tk:` scheduled tasks, `st:` settings, `mm:`
- * memory. Data no feature owns is answered as an expired button.
+ * memory, `sp:` a live answer's Stop button (`src/stop/`). Data no feature owns is answered as an
+ * expired button.
  */
 import { decisionNotice } from "./approvals/decider.js";
 import { PRESS_AGAIN, type ButtonAnswer, type ButtonPress } from "./feature.js";

@@ -18,10 +18,13 @@ import { compactionFeature } from "./compaction/feature.js";
 import { memoryFeature } from "./memory/feature.js";
 import { remindersFeature } from "./reminders/feature.js";
 import { settingsFeature } from "./settings/feature.js";
+import { stopFeature } from "./stop/feature.js";
 import { tasksFeature } from "./tasks/feature.js";
 
 /** Every feature of the bot, in order: commands are listed, and conversation data moved, in this order. */
 export const FEATURES: readonly Feature[] = [
+  // First, so that /stop comes right after the core's first commands (/help, /tools, /reset) in the menus.
+  stopFeature,
   compactionFeature,
   settingsFeature,
   remindersFeature,

@@ -48,3 +48,35 @@ export const MODEL_BUSY_NOTICE: Localized = {
   "zh-TW": "⏳ AI 服務目前忙碌，仍在嘗試中…",
   en: "⏳ The model is busy, still trying…",
 };
+
+/**
+ * The words of Stop (issue 42, `src/stop/`): the mark a stopped answer ends with, its notes about
+ * a call that changes data (left to finish, never half-undone), the live answer's button and
+ * status, and what a press or `/stop` is answered.
+ */
+export const STOP_TEXT = {
+  mark: { "zh-TW": "⏹ 已停止", en: "⏹ Stopped" },
+  finished: {
+    "zh-TW": "「{activity}」在停止前已開始，並已完成。",
+    en: "“{activity}” had already started and finished.",
+  },
+  unfinished: {
+    "zh-TW": "「{activity}」在停止前已開始，但沒有完成。",
+    en: "“{activity}” had already started but did not finish.",
+  },
+  button: { "zh-TW": "⏹ 停止", en: "⏹ Stop" },
+  stopping: { "zh-TW": "⏹ 正在停止…", en: "⏹ Stopping…" },
+  pressed: { "zh-TW": "正在停止這個回答。", en: "Stopping this answer." },
+  finishedAlready: {
+    "zh-TW": "這個回答已經寫完了，沒有東西可以停止。",
+    en: "This answer has already finished: nothing to stop.",
+  },
+  nothing: {
+    "zh-TW": "目前沒有正在寫的回答可以停止。",
+    en: "No answer is being written here right now: nothing to stop.",
+  },
+  notYours: {
+    "zh-TW": "只有提問的人或群組管理員可以停止這個回答。",
+    en: "Only the person who asked or a group admin can stop this answer.",
+  },
+} satisfies Record<string, Localized>;

@@ -7,7 +7,7 @@ import type { Locale } from "./config.js";
 import type { MediaSource } from "./media/source.js";
 import type { SpeechFormat } from "./media/speech.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
-import type { LiveSurface } from "./streaming.js";
+import type { LiveSurface, LiveSurfaceOptions } from "./streaming.js";
 import type { SentRef } from "./sent-ref.js";
 
 /**
@@ -170,9 +170,10 @@ export interface Outbound {
    * the core builds the live answer (`openLiveAnswer`): an editing surface (posts and edits
    * messages, or drafts where the chat shows them; its final chunks are exactly what
    * {@link sendAnswer} sends) or a printing surface (a terminal: what is printed stays). Without
-   * it answers are not streamed. Never throws (nothing is sent yet).
+   * it answers are not streamed. Never throws (nothing is sent yet). `options.stop` is the Stop
+   * button to show on the live messages (see {@link LiveSurfaceOptions}).
    */
-  liveSurface?(to: Destination): LiveSurface;
+  liveSurface?(to: Destination, options?: LiveSurfaceOptions): LiveSurface;
   /**
    * Optional: the speech format this platform's voice messages take (Telegram and Discord: `opus`,
    * i.e. Ogg Opus; LINE: `mp3`). Given together with {@link sendVoice}.

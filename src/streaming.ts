@@ -74,6 +74,11 @@ export interface StreamOptions {
    * chat so its next answers do not try drafts. Must not throw.
    */
   onDraftsRefused?: () => Promise<void>;
+  /**
+   * True when the live messages carry a button (Stop, {@link LiveSurfaceOptions}): the final edit
+   * is then made even where the final chunk shows the same text, since it removes the button.
+   */
+  controls?: boolean;
   log: Logger;
 }
 
@@ -441,7 +446,7 @@ export class LiveAnswer<C> implements AnswerStream {
         refs.push(ref);
       } else {
         const plain = this.#surface.plainOf(chunk);
-        if (posted.shown === undefined || plain !== posted.shown) {
+        if (posted.shown === undefined || plain !== posted.shown || this.#options.controls === true) {
           const wait = posted.at + interval - performance.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           const anew = await this.#surface.editFinal(posted.ref, chunk, i, posted.shown);
@@ -741,6 +746,18 @@ export class PrintedAnswer implements AnswerStream {
   async pause(): Promise<void> {
     await this.discard();
   }
+}
+
+/**
+ * What the core asks of a live answer's surface (`Outbound.liveSurface`):
+ * - `stop`: the Stop button (`src/stop/`) to show on each live message while the answer is being
+ *   written (Telegram inline keyboard, Discord a button component), never on the final chunks;
+ *   `label` is localized, `data` its `callback_data` / `custom_id` (at most 64 bytes). A surface
+ *   that cannot show one (a Telegram draft) leaves it out: `/stop` still works there; the terminal
+ *   offers Ctrl-G instead.
+ */
+export interface LiveSurfaceOptions {
+  stop?: { label: string; data: string };
 }
 
 /** What an adapter gives for a live answer (`Outbound.liveSurface`): a surface that edits, or one that prints. */

@@ -10,6 +10,11 @@
  * (a command, a `y` typed before its prompt appeared, a message too long) waits until every
  * message typed before it has been answered (its answer delivered, or an approval prompt shown for
  * it; see `ConsoleOutbound.settled`), and no reply is written inside a streamed answer.
+ *
+ * Stop (issue 42): `/stop`, or Ctrl-G in `npm run chat`'s terminal, stops the answer being written
+ * at once — it does not wait behind that answer as other commands do; the stopped answer's own
+ * `⏹ 已停止` is the reply. With nothing being written, the "nothing to stop" line comes after the
+ * answers before it, as any command's reply.
  */
 import { userInfo } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -21,7 +26,7 @@ import { decisionNotice, type DecisionResult } from "../../src/approvals/decider
 import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
-import { localize } from "../../src/i18n.js";
+import { localize, STOP_TEXT } from "../../src/i18n.js";
 import { terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
@@ -156,6 +161,12 @@ export class ConsoleAdapter implements Adapter {
   async start(context: AdapterContext): Promise<void> {
     const rl = this.#options.terminal?.open() ?? createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
+    // Ctrl-G in the terminal: Stop, as `/stop` (on its own chain: it never waits behind the answer it stops).
+    if (this.#options.terminal)
+      this.#options.terminal.onStopKey = () =>
+        void this.#stop(context, { platform: "console", chatId: this.#options.chatId ?? "local" }).catch(
+          (err: unknown) => this.#options.log.error({ err }, "console stop failed"),
+        );
     let chain = Promise.resolve();
     rl.on("line", (line) => {
       chain = chain
@@ -163,6 +174,28 @@ export class ConsoleAdapter implements Adapter {
         .catch((err: unknown) => this.#options.log.error({ err }, "console line failed"));
     });
     rl.on("close", () => void chain.then(() => this.#markClosed()));
+  }
+
+  /**
+   * `/stop` or Ctrl-G: asks the worker to stop the answer being written now, without waiting
+   * behind it; a reply is written only when nothing was stopped (after the answers before it).
+   */
+  async #stop(context: AdapterContext, chat: ConversationRef, args = ""): Promise<void> {
+    const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
+    const reply = await context.commands.run({
+      name: "stop",
+      args,
+      platform: "console",
+      chatId: chat.chatId,
+      chatKind: "dm",
+      userId: this.#userId(),
+      userName: this.#options.userName ?? this.#userId(),
+      locale,
+    });
+    if (reply === undefined || reply === localize(locale, STOP_TEXT.pressed)) return;
+    await this.#settled(context, chat);
+    await this.outbound.quiet();
+    await this.#say(reply);
   }
 
   /** Stops reading stdin. Never throws. */
@@ -180,6 +213,7 @@ export class ConsoleAdapter implements Adapter {
       return;
     }
     const slash = commandLine(text);
+    if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
     const always = ALWAYS.has(command);
     const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
     // Lines in order: a line the console answers itself (a command, a `y` with no prompt open yet,

@@ -65,6 +65,8 @@ export class ConsoleTerminal implements TerminalScreen {
   #stopping = false;
   #closed = false;
   #saving: Promise<void> = Promise.resolve();
+  /** Called when Ctrl-G is pressed (Stop, issue 42: the console adapter stops the answer being written). */
+  onStopKey: (() => void) | undefined;
 
   constructor(options: ConsoleTerminalOptions) {
     this.#options = options;
@@ -122,6 +124,13 @@ export class ConsoleTerminal implements TerminalScreen {
     rl.on("history", (history: string[]) => this.#saveHistory(history));
     // Raw mode: Ctrl-C is a key here, not a signal; it stops the chat as the signal does.
     rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
+    // Ctrl-G (BEL, which readline ignores): stop the answer being written.
+    this.#options.input.on(
+      "keypress",
+      (_text: string | undefined, key: { ctrl?: boolean; name?: string } | undefined) => {
+        if (key?.ctrl && key.name === "g") this.onStopKey?.();
+      },
+    );
     rl.on("close", () => (this.#closed = true));
     if (!this.#midLine) this.#showPrompt();
     return rl;

@@ -11,7 +11,7 @@
  */
 import type { Destination, SentRef } from "../../src/outbound.js";
 import { conversationKey } from "../../src/queue/incoming.js";
-import type { EditingSurface } from "../../src/streaming.js";
+import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
@@ -19,8 +19,11 @@ import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 export interface DiscordLiveCalls {
   /** Posts a message body in `channelId`. */
   post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef>;
-  /** Edits a message's `content` (no one is pinged). @throws an `OutboundError` when Discord refuses it. */
-  edit(method: string, ref: SentRef, content: string): Promise<void>;
+  /**
+   * Edits a message's `content` (no one is pinged), and its `components` when given (`[]` removes
+   * them). @throws an `OutboundError` when Discord refuses it.
+   */
+  edit(method: string, ref: SentRef, content: string, components?: unknown[]): Promise<void>;
   /** True when `error` (thrown by {@link edit}) says the message no longer exists (Unknown Message, code 10008). */
   isUnknownMessage(error: unknown): boolean;
   /** Deletes a message; one already gone is not a failure. */
@@ -31,16 +34,31 @@ export interface DiscordLiveCalls {
   liveBody(to: Destination, conversation: string, index: number, content: string): Record<string, unknown>;
 }
 
-/** The Discord {@link EditingSurface} of an answer to `to`. */
-export function discordSurface(to: Destination, calls: DiscordLiveCalls): EditingSurface<string> {
+/**
+ * The Discord {@link EditingSurface} of an answer to `to`. With `options.stop`, every live message
+ * carries the Stop button (an action row with one button, style Secondary); the final edit sets
+ * `components: []`, which removes it.
+ */
+export function discordSurface(
+  to: Destination,
+  calls: DiscordLiveCalls,
+  options: LiveSurfaceOptions = {},
+): EditingSurface<string> {
   const conversation = conversationKey(to.conversation);
+  // https://discord.com/developers/docs/components/reference#action-row , #button (type 2, style 2 Secondary)
+  const components = options.stop
+    ? [{ type: 1, components: [{ type: 2, style: 2, label: options.stop.label, custom_id: options.stop.data }] }]
+    : undefined;
   return {
     kind: "editing",
     limit: DISCORD_MESSAGE_LIMIT,
     // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
     post: (text, index) =>
-      calls.post("streamAnswer", to.conversation.chatId, calls.liveBody(to, conversation, index, honestLinks(text))),
-    edit: (ref, text) => calls.edit("streamAnswer", ref, honestLinks(text)),
+      calls.post("streamAnswer", to.conversation.chatId, {
+        ...calls.liveBody(to, conversation, index, honestLinks(text)),
+        ...(components ? { components } : {}),
+      }),
+    edit: (ref, text) => calls.edit("streamAnswer", ref, honestLinks(text), components),
     remove: (ref) => calls.remove(ref),
     finalChunks(text) {
       const chunks = splitMessage(honestLinks(text), DISCORD_MESSAGE_LIMIT);
@@ -52,7 +70,7 @@ export function discordSurface(to: Destination, calls: DiscordLiveCalls): Editin
     postFinal: (chunk, index) => calls.postAnswerChunk(to, chunk, index),
     async editFinal(ref, chunk, index) {
       try {
-        await calls.edit("finishAnswer", ref, chunk);
+        await calls.edit("finishAnswer", ref, chunk, components ? [] : undefined);
       } catch (error) {
         // Deleted in the chat meanwhile: the chunk is posted anew, as a non-streamed answer posts it.
         if (!calls.isUnknownMessage(error)) throw error;

@@ -39,7 +39,7 @@ import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText
 import { reminderBody } from "./reminder.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
-import type { EditingSurface } from "../../src/streaming.js";
+import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
@@ -165,34 +165,40 @@ export class DiscordOutbound implements Outbound {
    * {@inheritDoc Outbound.liveSurface} The first piece is posted (a reply in guild channels), then
    * edited as text arrives (see `live.ts`); the final edit is today's split.
    */
-  liveSurface(to: Destination): EditingSurface<string> {
-    return discordSurface(to, {
-      post: (method, channelId, body) => this.#post(method, channelId, body),
-      edit: async (method, ref, content) => {
-        const route = Routes.channelMessage(ref.chatId, ref.messageId);
-        await this.#call(method, route, () =>
-          this.#rest.patch(route, { body: { content, allowed_mentions: NO_MENTIONS } }),
-        );
+  liveSurface(to: Destination, options: LiveSurfaceOptions = {}): EditingSurface<string> {
+    return discordSurface(
+      to,
+      {
+        post: (method, channelId, body) => this.#post(method, channelId, body),
+        edit: async (method, ref, content, components) => {
+          const route = Routes.channelMessage(ref.chatId, ref.messageId);
+          await this.#call(method, route, () =>
+            this.#rest.patch(route, {
+              body: { content, allowed_mentions: NO_MENTIONS, ...(components ? { components } : {}) },
+            }),
+          );
+        },
+        isUnknownMessage: (error) => error instanceof MessageGoneError,
+        remove: async (ref) => {
+          const route = Routes.channelMessage(ref.chatId, ref.messageId);
+          try {
+            await this.#call("deleteLiveAnswer", route, () => this.#rest.delete(route));
+          } catch (error) {
+            if (isGone(error)) return;
+            throw error;
+          }
+        },
+        postAnswerChunk: (t, content, index) => this.#postChunk(t, content, index),
+        liveBody: (t, conversation, index, content) => ({
+          content,
+          allowed_mentions: NO_MENTIONS,
+          nonce: messageNonce("live", conversation, t.replyTo ?? "", String(index)),
+          enforce_nonce: true,
+          ...(index === 0 && t.chatKind === "group" ? this.#replyTo(t) : {}),
+        }),
       },
-      isUnknownMessage: (error) => error instanceof MessageGoneError,
-      remove: async (ref) => {
-        const route = Routes.channelMessage(ref.chatId, ref.messageId);
-        try {
-          await this.#call("deleteLiveAnswer", route, () => this.#rest.delete(route));
-        } catch (error) {
-          if (isGone(error)) return;
-          throw error;
-        }
-      },
-      postAnswerChunk: (t, content, index) => this.#postChunk(t, content, index),
-      liveBody: (t, conversation, index, content) => ({
-        content,
-        allowed_mentions: NO_MENTIONS,
-        nonce: messageNonce("live", conversation, t.replyTo ?? "", String(index)),
-        enforce_nonce: true,
-        ...(index === 0 && t.chatKind === "group" ? this.#replyTo(t) : {}),
-      }),
-    });
+      options,
+    );
   }
 
   /** Triggers the typing indicator (`POST /channels/{id}/typing`; it lasts about 10 s or until the next message). */

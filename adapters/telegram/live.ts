@@ -7,6 +7,9 @@
  * - groups get the first piece as a message (a reply, as answers are), then `editMessageText`.
  * Live text is sent without `parse_mode` (plain: never rejected); the final chunks are today's
  * HTML with today's plain-text fallback (`planChunks`, `TelegramOutbound.sendChunk`).
+ * With `options.stop`, every live message carries the Stop button (an inline keyboard); the final
+ * edits leave `reply_markup` out, which removes it. A draft cannot carry a button (the Bot API has
+ * no stop of its own for drafts either): in private chats `/stop` stops the answer.
  *
  * grammY's `@grammyjs/stream` plugin was not used: it sends a draft per piece without our
  * per-message interval, sends the final message itself as plain text with entities (not our
@@ -15,7 +18,7 @@
 import type { Api } from "grammy";
 import type { Logger } from "../../src/log.js";
 import type { Destination, SentRef } from "../../src/outbound.js";
-import type { EditingSurface } from "../../src/streaming.js";
+import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { isEntityError, isNotModified, isUneditable } from "./api.js";
 import { translated } from "./errors.js";
 import { placement, type TelegramDestination } from "./place.js";
@@ -42,8 +45,9 @@ export function telegramSurface(
   dest: TelegramDestination,
   sendChunk: SendChunk,
   log: Logger,
+  options: LiveSurfaceOptions = {},
 ): EditingSurface<TelegramChunk> {
-  const surface = rawSurface(api, to, dest, sendChunk, log);
+  const surface = rawSurface(api, to, dest, sendChunk, log, options);
   const { draft } = surface;
   return {
     ...surface,
@@ -64,13 +68,19 @@ function rawSurface(
   dest: TelegramDestination,
   sendChunk: SendChunk,
   log: Logger,
+  options: LiveSurfaceOptions,
 ): EditingSurface<TelegramChunk> {
+  const stop = options.stop
+    ? { reply_markup: { inline_keyboard: [[{ text: options.stop.label, callback_data: options.stop.data }]] } }
+    : {};
   const common = { ...placement(dest), link_preview_options: { is_disabled: true } };
-  const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML") => {
+  // Live edits keep the Stop button; final edits (HTML) leave reply_markup out, which removes it.
+  const edit = async (ref: SentRef, text: string, shown: string | undefined, parseMode?: "HTML", live = false) => {
     try {
       await api.editMessageText(ref.chatId, Number(ref.messageId), text, {
         link_preview_options: { is_disabled: true },
         ...(parseMode ? { parse_mode: parseMode } : {}),
+        ...(live ? stop : {}),
       });
     } catch (error) {
       // Only a message posted by an earlier attempt (content unknown) may turn out unchanged.
@@ -104,10 +114,10 @@ function rawSurface(
         }
       : {}),
     async post(text) {
-      const message = await api.sendMessage(dest.chatId, text, common);
+      const message = await api.sendMessage(dest.chatId, text, { ...common, ...stop });
       return { chatId: String(message.chat.id), messageId: String(message.message_id) };
     },
-    edit: (ref, text, shown) => edit(ref, text, shown),
+    edit: (ref, text, shown) => edit(ref, text, shown, undefined, true),
     remove,
     finalChunks: (text) => planChunks(text),
     plainOf: (chunk) => (/<[a-zA-Z/]/.test(chunk.html) ? undefined : htmlToPlain(chunk.html)),

@@ -24,7 +24,7 @@ import { escapeHtml } from "./html.js";
 import { translated } from "./errors.js";
 import { reminderHtml, reminderKeyboard } from "./reminder.js";
 import { TELEGRAM_TEXT_LIMIT, planChunks, visibleLength, type TelegramChunk } from "./split.js";
-import type { EditingSurface } from "../../src/streaming.js";
+import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { telegramSurface } from "./live.js";
 import { placement, telegramPlace, type TelegramDestination } from "./place.js";
 
@@ -139,13 +139,14 @@ export class TelegramOutbound implements Outbound {
    * {@inheritDoc Outbound.liveSurface} Private chats: drafts (`sendMessageDraft`, Bot API 9.3), then
    * the formatted answer as normal messages; groups: a reply edited as text arrives (see `live.ts`).
    */
-  liveSurface(to: Destination): EditingSurface<TelegramChunk> {
+  liveSurface(to: Destination, options: LiveSurfaceOptions = {}): EditingSurface<TelegramChunk> {
     return telegramSurface(
       this.api,
       to,
       telegramPlace(to),
       (dest, chunk, index) => this.sendChunk(dest, chunk, index),
       this.log,
+      options,
     );
   }
 

@@ -103,6 +103,15 @@ export interface AgentDeps {
   onModelGone?: (model: string, fallback: string) => void;
   /** The waits of a failing model call's repeats (see {@link AgentDeps.retryUntil}); default {@link MODEL_RETRY_TIMING}. */
   modelRetry?: ModelRetryTiming;
+  /**
+   * The person's Stop (`src/stop/`): when it aborts, the model call being streamed is aborted (what
+   * it wrote so far stays), read-only tool calls running are signalled and no longer waited for,
+   * calls not started yet are not run, while a call that changes data (a write, an approved or
+   * granted dangerous call) is left to finish, never half-undone. The run then ends with an
+   * `answer` outcome marked `stopped` whose messages are valid for the history (every `tool_use`
+   * answered; an interrupted call's `tool_result` says so). Default: none (a run is never stopped).
+   */
+  stop?: AbortSignal;
 }
 
 /** After how long a model call that keeps failing is reported through `AgentDeps.onModelBusy`, in ms. */
@@ -265,9 +274,12 @@ export type ApprovalVerdict = "approved" | "declined" | "expired" | "superseded"
  *   nothing of the run may be stored in the history (the API docs say to remove or rephrase the
  *   refused turn before continuing: https://docs.anthropic.com/en/api/handling-stop-reasons).
  * - `approval`: the run is paused at a dangerous call; save `run` and ask the requester about `call`.
+ * With `stopped: true` the person pressed Stop (`AgentDeps.stop`): `text` is what was written so far
+ * followed by the stop mark (`⏹ 已停止`) and whether a call that changes data finished; the
+ * messages keep exactly that.
  */
 export type AgentOutcome =
-  | { kind: "answer"; text: string; messages: MessageParam[]; refused?: boolean }
+  | { kind: "answer"; text: string; messages: MessageParam[]; refused?: boolean; stopped?: boolean }
   | { kind: "approval"; run: PausedRun; call: PendingCall };
 
 /** A run paused at a dangerous call, as `runAgent` / `resumeAgent` return it: save `run`, ask about `call`. */

@@ -13,11 +13,12 @@
  * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching .
  */
 import Anthropic from "@anthropic-ai/sdk";
-import { localize, MODEL_GONE_NOTICE } from "../i18n.js";
+import { localize, MODEL_GONE_NOTICE, STOP_TEXT } from "../i18n.js";
 import { redact } from "../log.js";
 import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
+import type { ToolExecution } from "../toolbox/toolbox.js";
 import { preview } from "../trace/tracer.js";
 import {
   MODEL_RETRY_TIMING,
@@ -77,6 +78,8 @@ type LiveRun = RunState & {
   shown: string[];
   /** The model that answers instead of the conversation's chosen one, which the API no longer serves. */
   fallbackModel?: string;
+  /** After a Stop: whether the calls that change data, left to finish, did (`STOP_TEXT.finished` / `unfinished`). */
+  stopNotes: string[];
 };
 
 /**
@@ -104,6 +107,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
         callCounts: { ...resume.callCounts },
         maxTokens: resume.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
         shown: [...(resume.shown ?? [])],
+        stopNotes: [],
       }
     : {
         history: request.history,
@@ -112,6 +116,7 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
         callCounts: {},
         maxTokens: deps.config.ANTHROPIC_MAX_TOKENS,
         shown: [],
+        stopNotes: [],
       };
   if (resume) {
     // An earlier attempt stopped in this turn's calls: run them again (writes return their recorded result).
@@ -150,10 +155,16 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
   const shown = [...(run.shown ?? [])];
   const closeAll = verdict === "expired" || verdict === "superseded";
   tracer.event("approval", { verdict, tool: first?.name, toolUseId: first?.toolUseId });
+  const stopNotes: string[] = [];
 
   if (first) {
-    if (verdict === "approved") {
-      results.push(await runCall(first.toolUseId, first.name, first.input, deps, context, true, shown));
+    if (verdict === "approved" && deps.stop?.aborted) {
+      // Stopped before the approved call began: it is not run.
+      results.push(toolResult(first.toolUseId, stoppedBeforeText(first.name), true));
+    } else if (verdict === "approved") {
+      const result = await runCall(first.toolUseId, first.name, first.input, deps, context, true, shown);
+      noteIfStopped(deps, context, first.name, first.input, result, stopNotes);
+      results.push(result);
     } else {
       results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
     }
@@ -161,6 +172,8 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
   const remaining: PendingCall[] = [];
   if (closeAll)
     for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
+  else if (deps.stop?.aborted)
+    for (const call of rest) results.push(toolResult(call.toolUseId, stoppedBeforeText(call.name), true));
   else {
     // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
     for (const call of rest) {
@@ -187,6 +200,7 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
     callCounts: { ...run.callCounts },
     maxTokens: run.maxTokens ?? deps.config.ANTHROPIC_MAX_TOKENS,
     shown,
+    stopNotes,
   };
   if (!(deps.callModel ?? verdict !== "superseded")) {
     const text = closingText(verdict, context);
@@ -205,6 +219,7 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
   const memory = deps.memory ? await deps.memory() : undefined;
   let resuming = false; // the previous call stopped with pause_turn
   while (state.turns < maxTurns) {
+    if (deps.stop?.aborted) return stopRun(state, deps, context);
     const stopped = await deps.beforeModelCall?.();
     if (stopped !== undefined) {
       context.log.info({ turns: state.turns }, "agent run stopped before a model call: budget spent");
@@ -215,7 +230,13 @@ async function continueRun(state: LiveRun, deps: AgentDeps, context: ToolContext
       }
       return finish(state, deps, stopped, [{ type: "text", text: stopped }], { limit: "budget" });
     }
-    const response = await callModel(state, deps, context, memory);
+    let response: Anthropic.Messages.Message;
+    try {
+      response = await callModel(state, deps, context, memory);
+    } catch (error) {
+      if (error instanceof StreamStopped) return stopRun(state, deps, context, error.partial);
+      throw error;
+    }
     const content = passBack(response.content);
     // After a pause_turn the model goes on with the same turn: its blocks join the paused message.
     const previous = state.messages[state.messages.length - 1];
@@ -318,7 +339,74 @@ function finish(
     };
   else if (append) state.messages.push({ role: "assistant", content: append });
   deps.tracer.event("final_answer", { text: preview(text), turns: state.turns, ...extra });
-  return { kind: "answer", text: withShown(text, state.shown), messages: forHistory(state.messages) };
+  return {
+    kind: "answer",
+    text: withShown(text, state.shown),
+    messages: forHistory(state.messages),
+    ...(extra.stopped === true ? { stopped: true } : {}),
+  };
+}
+
+/**
+ * Thrown inside a model call when the run's Stop (`AgentDeps.stop`) aborted it: `partial` is the
+ * message as streamed so far (the SDK's snapshot), undefined when nothing had arrived.
+ */
+class StreamStopped extends Error {
+  constructor(readonly partial: Anthropic.Messages.Message | undefined) {
+    super("the person stopped the answer");
+    this.name = "StreamStopped";
+  }
+}
+
+/**
+ * Ends a stopped run (`AgentDeps.stop`): the text the model had streamed in the stopped call
+ * (`partial`; none when it had begun a tool call, whose lead-in text was no longer shown, or when
+ * the stop came between calls), then the stop mark and whether a call that changes data, left to
+ * finish, did. The history keeps exactly that as the run's last assistant turn; every `tool_use`
+ * of the run is answered already (see `runTurn`).
+ */
+function stopRun(
+  state: LiveRun,
+  deps: AgentDeps,
+  context: ToolContext,
+  partial?: Anthropic.Messages.Message,
+): AgentOutcome {
+  const blocks = partial?.content ?? [];
+  const written = blocks.every((b) => b.type === "text") ? textOf(blocks) : "";
+  const mark = [localize(context.locale, STOP_TEXT.mark), ...state.stopNotes].join("\n");
+  const text = written ? `${written}\n\n${mark}` : mark;
+  context.log.info({ turns: state.turns, written: written.length }, "the answer was stopped by the person");
+  deps.tracer.event("error", { where: "run", error: "stopped", turns: state.turns, written: written.length });
+  const append: ContentBlockParam[] = [{ type: "text", text: mark }];
+  if (written) append.unshift({ type: "text", text: written });
+  return finish(state, deps, text, append, { stopped: true });
+}
+
+/** The `tool_result` of a call the person's Stop came before: it was not run. */
+function stoppedBeforeText(name: string): string {
+  return `The user pressed Stop before ${name} ran, so it was not run. Do not assume it happened; run it only if the user asks again.`;
+}
+
+/** The `tool_result` of a read-only call still running when the person pressed Stop: interrupted, result unknown. */
+function stoppedDuringText(name: string): string {
+  return `The user pressed Stop while ${name} was running: it was interrupted and its result is unknown. Run it again only if the user asks.`;
+}
+
+/**
+ * After a call that changes data ran to its end while the run was stopped meanwhile: notes whether it
+ * finished (`STOP_TEXT.finished` / `unfinished`, from its `tool_result`), for the stopped answer.
+ */
+function noteIfStopped(
+  deps: AgentDeps,
+  context: ToolContext,
+  name: string,
+  input: unknown,
+  result: ToolResultBlockParam,
+  notes: string[],
+): void {
+  if (!deps.stop?.aborted) return;
+  const activity = deps.toolbox.activity(name, input, context.locale);
+  notes.push(localize(context.locale, result.is_error ? STOP_TEXT.unfinished : STOP_TEXT.finished, { activity }));
 }
 
 /**
@@ -391,6 +479,8 @@ async function callModel(
         return await callModelOnce(state, deps, context, memory, { idleMs: bound, onFirstByte });
       } catch (error) {
         receiving = false;
+        if (error instanceof StreamStopped || deps.stop?.aborted)
+          throw error instanceof StreamStopped ? error : new StreamStopped(undefined);
         if (!(error instanceof ModelUnavailableError && error.silent)) heard = true;
         const { retryUntil } = deps;
         // The deadline cut a repeat short: what the user must hear is why it was repeated.
@@ -414,7 +504,10 @@ async function callModel(
         );
         armBusy();
         deps.onEvent?.({ type: "retry", turn: state.turns });
-        if (!(await pause(wait, context.signal))) throw error.asExhausted();
+        if (!(await pause(wait, runSignal(deps, context)))) {
+          if (deps.stop?.aborted) throw new StreamStopped(undefined);
+          throw error.asExhausted();
+        }
         state.turns -= 1; // the same turn, asked again
       }
     }
@@ -448,6 +541,45 @@ export function modelRetryDelayMs(
 ): number {
   const ceiling = Math.min(timing.longestWaitMs, timing.firstWaitMs * 2 ** failures);
   return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** The signal a run's waits and read-only tools heed: the answer's deadline, and the person's Stop when given. */
+function runSignal(deps: AgentDeps, context: ToolContext): AbortSignal {
+  return deps.stop ? AbortSignal.any([context.signal, deps.stop]) : context.signal;
+}
+
+/**
+ * The usage of a model call stopped mid-stream, or undefined when nothing had arrived: the input
+ * tokens as `message_start` reported them, the output tokens {@link estimateOutputTokens} of the
+ * text and tool input received (the API reports output tokens in its last event, which a stopped
+ * stream never gets; it bills what was generated).
+ */
+function stoppedUsage(partial: Anthropic.Messages.Message | undefined): ModelUsage | undefined {
+  if (!partial) return undefined;
+  const written = partial.content
+    .map((b) => (b.type === "text" ? b.text : "input" in b ? JSON.stringify(b.input ?? {}) : ""))
+    .join("");
+  return {
+    input_tokens: partial.usage.input_tokens,
+    output_tokens: Math.max(partial.usage.output_tokens, estimateOutputTokens(written)),
+    cache_creation_input_tokens: partial.usage.cache_creation_input_tokens ?? 0,
+    cache_read_input_tokens: partial.usage.cache_read_input_tokens ?? 0,
+  };
+}
+
+/**
+ * A rough count of the tokens of `text` the model wrote: one per CJK (or other non-Latin)
+ * character, one per 4 other characters, at least 1. Used only for a stream stopped before the
+ * API said its count.
+ */
+export function estimateOutputTokens(text: string): number {
+  let wide = 0;
+  let narrow = 0;
+  for (const ch of text) {
+    if (ch.codePointAt(0)! > 0x2e7f) wide += 1;
+    else narrow += 1;
+  }
+  return Math.max(1, wide + Math.ceil(narrow / 4));
 }
 
 /** Waits `ms`; resolves false at once when `signal` aborts first. */
@@ -526,8 +658,25 @@ async function callModelOnce(
         serverActivity(deps, context),
         bound.idleMs,
         bound.onFirstByte,
+        undefined,
+        deps.stop,
       );
     } catch (error) {
+      if (error instanceof StreamStopped) {
+        // Tokens were spent up to the stop: the input as the API counted it, the output estimated from what arrived.
+        const usage = stoppedUsage(error.partial);
+        if (usage) {
+          deps.onUsage?.(usage);
+          metrics.modelUsage(usage);
+        }
+        tracer.event("model_response", {
+          stopReason: "stopped_by_user",
+          text: preview(redact(textOf(error.partial?.content ?? []))),
+          ...(usage ? { usage } : {}),
+          durationMs: Math.round(performance.now() - started),
+        });
+        throw error;
+      }
       const refused = refusedServerTools(error, offered.servers);
       if (refused.names.length > 0) {
         for (const name of refused.names) {
@@ -706,9 +855,16 @@ async function streamModel(
   idleMs: number,
   onFirstByte: () => void,
   timeoutMs?: number,
+  stop?: AbortSignal,
 ): Promise<Anthropic.Messages.Message> {
   onEvent({ type: "model_call", turn });
-  const stream = client.messages.stream(params, { signal, ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}) });
+  if (stop?.aborted) throw new StreamStopped(undefined);
+  const stream = client.messages.stream(params, {
+    signal: stop ? AbortSignal.any([signal, stop]) : signal,
+    ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
+  });
+  // What has arrived so far: a stopped call keeps it.
+  let latest: Anthropic.Messages.Message | undefined;
   // Silence before the first event or between two counts as a lost connection (STREAM_IDLE_SECONDS).
   let idle: NodeJS.Timeout | undefined;
   let silent = false;
@@ -727,6 +883,7 @@ async function streamModel(
   let first = true;
   stream.on("streamEvent", (event, snapshot) => {
     arm();
+    latest = snapshot;
     if (first) {
       first = false;
       onFirstByte();
@@ -755,6 +912,7 @@ async function streamModel(
   try {
     return await stream.finalMessage();
   } catch (error) {
+    if (stop?.aborted && !signal.aborted) throw new StreamStopped(latest);
     if (silent && !signal.aborted) {
       throw new ModelUnavailableError(
         "connection",
@@ -844,6 +1002,13 @@ async function runTurn(
   const results: ToolResultBlockParam[] = [];
   const pending: PendingCall[] = [];
   for (const use of toolUses) {
+    if (deps.stop?.aborted) {
+      // The person pressed Stop: the calls not begun are answered without running (no approval is asked).
+      const content = stoppedBeforeText(use.name);
+      tracer.event("tool_result", { tool: use.name, toolUseId: use.id, ok: false, refused: "stopped" });
+      results.push(toolResult(use.id, content, true));
+      continue;
+    }
     if (use.id === cutId) {
       const content =
         `Your call to ${use.name} was cut off by the output token limit, so its input is ` +
@@ -892,11 +1057,17 @@ async function runTurn(
         continue;
       }
       const grant = granted.get(use.id);
-      if (grant) results.push(await runGranted(use.id, use.name, use.input, grant, deps, context, state.shown));
-      else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
+      if (grant) {
+        const result = await runGranted(use.id, use.name, use.input, grant, deps, context, state.shown);
+        noteIfStopped(deps, context, use.name, use.input, result, state.stopNotes);
+        results.push(result);
+      } else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
-    results.push(await runCall(use.id, use.name, use.input, deps, context, isWrite(deps, use.name), state.shown));
+    const write = isWrite(deps, use.name);
+    const result = await runCall(use.id, use.name, use.input, deps, context, write, state.shown);
+    if (write) noteIfStopped(deps, context, use.name, use.input, result, state.stopNotes);
+    results.push(result);
   }
   return { results, pending };
 }
@@ -942,6 +1113,10 @@ async function runGranted(
  * `tool_start` / `tool_end` to a streamed run, and goes through `executeOnce` (at most once per
  * `tool_use` id) when `once` (writes, approved and granted calls). Texts of the result meant for
  * the person only are added to `shown`.
+ *
+ * A read-only call (not `once`) heeds the person's Stop (`deps.stop`): its signal aborts, and the
+ * run no longer waits for it (its `tool_result` says it was interrupted). A `once` call is neither
+ * signalled nor left behind: a write is never half-undone.
  */
 async function runCall(
   toolUseId: string,
@@ -954,9 +1129,10 @@ async function runCall(
 ): Promise<ToolResultBlockParam> {
   const { onEvent } = deps;
   // A streamed run shows how far the call has come on its status line.
+  const heeded: ToolContext = !once && deps.stop ? { ...context, signal: runSignal(deps, context) } : context;
   const callContext: ToolContext = onEvent
-    ? { ...context, onProgress: (progress) => onEvent({ type: "tool_progress", toolUseId, progress }) }
-    : context;
+    ? { ...heeded, onProgress: (progress) => onEvent({ type: "tool_progress", toolUseId, progress }) }
+    : heeded;
   const execute = () => deps.toolbox.execute(name, input, callContext, { tracer: deps.tracer, toolUseId });
   const icon = deps.toolbox.icon(name);
   deps.onEvent?.({
@@ -966,10 +1142,38 @@ async function runCall(
     activity: deps.toolbox.activity(name, input, context.locale),
     ...(icon ? { icon } : {}),
   });
-  const execution = once && deps.executeOnce ? await deps.executeOnce(toolUseId, execute) : await execute();
+  const execution =
+    once && deps.executeOnce
+      ? await deps.executeOnce(toolUseId, execute)
+      : once || !deps.stop
+        ? await execute()
+        : await untilStopped(execute(), deps.stop, (): ToolExecution => ({
+            ok: false,
+            content: stoppedDuringText(name),
+            durationMs: 0,
+          }));
   deps.onEvent?.({ type: "tool_end", toolUseId, ok: execution.ok });
   if (execution.forUser) shown.push(...execution.forUser);
   return toolResult(toolUseId, execution.content, !execution.ok, execution.images);
+}
+
+/** `running`'s value, or `stopped()` at once when `stop` aborts first (the running promise is left to settle unobserved). */
+function untilStopped<T>(running: Promise<T>, stop: AbortSignal, stopped: () => T): Promise<T> {
+  if (stop.aborted) return Promise.resolve(stopped());
+  return new Promise<T>((resolve, reject) => {
+    const onStop = () => resolve(stopped());
+    stop.addEventListener("abort", onStop, { once: true });
+    running.then(
+      (value) => {
+        stop.removeEventListener("abort", onStop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        stop.removeEventListener("abort", onStop);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 /** What the model reads when a pending call was not run. */

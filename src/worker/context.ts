@@ -67,7 +67,7 @@ export interface RunParts {
 /** What one run adds to the {@link RunParts}. */
 export interface RunOptions extends Pick<
   AgentDeps,
-  "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy"
+  "executeOnce" | "checkpoint" | "onUsage" | "onEvent" | "retryUntil" | "onModelBusy" | "stop"
 > {
   tracer: RunTracer;
   log: Logger;
@@ -131,6 +131,7 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
     ...(run.onEvent ? { onEvent: run.onEvent } : {}),
     ...(run.retryUntil !== undefined ? { retryUntil: run.retryUntil } : {}),
     ...(run.onModelBusy ? { onModelBusy: run.onModelBusy } : {}),
+    ...(run.stop ? { stop: run.stop } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import type { Logger } from "../log.js";
 import type { Outbound } from "../outbound.js";
 import type { Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
+import type { AnswerStops } from "../stop/stops.js";
 import type { SettingsStore } from "../settings/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import type { RunTracer, TraceOrigin } from "../trace/tracer.js";
@@ -77,4 +78,10 @@ export interface WorkerDeps {
    * each answer; default none (every conversation has the defaults).
    */
   settings?: SettingsStore;
+  /**
+   * Stop (`src/stop/`): the answers this worker writes are registered there and stopped when the
+   * person presses Stop or sends `/stop`. Default: the worker listens with an `AnswerStops` of its
+   * own on `redis` (closed with it); `false`: answers cannot be stopped.
+   */
+  stops?: AnswerStops | false;
 }

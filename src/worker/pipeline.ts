@@ -48,7 +48,8 @@ import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize, MODEL_BUSY_NOTICE } from "../i18n.js";
+import { localize, MODEL_BUSY_NOTICE, STOP_TEXT } from "../i18n.js";
+import { stopButtonData, type AnswerStops, type RunningAnswer } from "../stop/stops.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
 import type { WorkerDeps } from "./deps.js";
@@ -59,7 +60,7 @@ import type { WorkerDeps } from "./deps.js";
  */
 export interface AnswerParts extends Omit<
   WorkerDeps,
-  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction"
+  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction" | "stops"
 > {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: RedisClient;
@@ -69,6 +70,8 @@ export interface AnswerParts extends Omit<
   ledger: ExecutionLedger;
   /** Compaction (`src/compaction/`): the queue asked after an answer, and what the overflow rescue runs directly. */
   compaction?: { queue: CompactionQueue; deps: CompactorDeps };
+  /** Stop (`src/stop/`): where the answers being written are registered; without it answers cannot be stopped. */
+  stops?: AnswerStops;
   /**
    * Every conversation store (the core's and the features': `conversationStores` of
    * `src/conversations/migrate.ts`): an answer in flight when its chat moved moves what it wrote with them.
@@ -264,6 +267,11 @@ export interface AnswerState {
   size?: ConversationSize;
   /** Memory writes of the run made after outside content was read: offered for undo after *deliver* (`src/memory/undo.ts`). */
   undo?: UndoOffer[];
+  /**
+   * The answer as Stop knows it (`src/stop/`), while it is computed: its signal aborts when the
+   * person stops it. Absent for a task's occurrence, an answer found already computed, or without Stop.
+   */
+  running?: RunningAnswer;
   /** The model's answer text of this attempt, without its lead line and notices (what a voice reply speaks). */
   body?: string;
 }
@@ -276,6 +284,10 @@ export interface AnswerState {
  */
 export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttempt): Promise<AnswerState> {
   const state = await restore(parts, taken, attempt);
+  // A Stop shows at once on the live answer, in the conversation's language once read.
+  if (state.running)
+    state.running.onStop = () =>
+      state.live?.push({ type: "notice", text: localize(localeOf(parts, state), STOP_TEXT.stopping) });
   const timer = setTimeout(
     () => state.deadline.abort(new AnswerDeadlineError(parts.config.ANSWER_DEADLINE_SECONDS)),
     Math.max(0, state.deadlineAt - Date.now()),
@@ -298,6 +310,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   } finally {
     clearTimeout(timer);
     state.typing.stop();
+    await state.running?.end();
     await state.live?.pause();
     // The attempt ended in this process (answered, failed, or thrown to retry): it did not crash.
     // A fresh attempt wrote no marker (see `beginAttempt`).
@@ -381,6 +394,10 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   const startedAt = restored.startedAt ?? Date.now();
   const typing = new Typing(outbound, to, parts.typingIntervalMs, log);
   const drafts = !read.draftsOff;
+  // Stop: registered with the reads above (`readAtStart`); an answer found already computed has nothing to stop.
+  const running = read.running;
+  if (running && restored.answer !== undefined) await running.end();
+  const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
   return {
     taken,
     to,
@@ -399,7 +416,8 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     deadline: new AbortController(),
     typing,
     drafts,
-    live: openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }),
+    live,
+    ...(running ? { running } : {}),
     usage: [],
     busy: false,
     stage: "computing",
@@ -418,6 +436,8 @@ interface StartRead {
   settings?: Settings;
   memory?: MemoryFile[];
   begun?: number;
+  /** The answer as Stop registered it (`src/stop/`), when it may be stopped. */
+  running?: RunningAnswer;
 }
 
 /**
@@ -428,7 +448,8 @@ interface StartRead {
  * looks for its answer there), its settings, the memory of the message's scope when the run offers
  * the memory tool, whether the chat refuses drafts, and — on a resumed attempt only — the crash
  * marker (`INCRBY` + `EXPIRE`, counted here, judged by `beginAttempt`) and the progress an earlier
- * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages).
+ * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages). Stop's answering
+ * record is written in the same write (`AnswerStops.begin`, except for a task's occurrence).
  *
  * The memory read here is what the run's first model request carries (the agent loop reads the
  * scope when a run starts: a message's files are downloaded in between, nothing else); a second
@@ -447,7 +468,7 @@ async function readAtStart(
   // A decision runs on its paused run's own history; a resumed attempt looks for its stored answer.
   const wantsHistory = taken.kind !== "decision" || resumed;
   const memoryScope = toolboxFor(parts.toolbox, message).get(MEMORY_TOOL_NAME) ? memoryScopeOf(message) : undefined;
-  const [draftsOff, history, settings, memory, progress, begun] = await Promise.all([
+  const [draftsOff, history, settings, memory, progress, begun, running] = await Promise.all([
     outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
     wantsHistory ? parts.history.read(conversation, resumed ? message.messageId : undefined) : undefined,
     parts.settings?.read(conversation),
@@ -458,6 +479,14 @@ async function readAtStart(
       : undefined,
     resumed ? parts.redis.mget(keys.started, keys.sent, keys.run, keys.stream) : undefined,
     resumed ? countAttempt(parts, keys.crashes, attempt) : undefined,
+    // Stop (`src/stop/`): the answer is registered in the same write (a task's occurrence has nobody watching it being written).
+    parts.stops && taken.kind !== "task"
+      ? parts.stops.begin(
+          conversation,
+          { userId: message.userId, messageId: message.messageId },
+          parts.config.ANSWER_DEADLINE_SECONDS + 60,
+        )
+      : undefined,
   ]);
   const restored: Restored = { sent: 0, streamed: [] };
   if (progress) {
@@ -482,6 +511,7 @@ async function readAtStart(
     ...(settings ? { settings } : {}),
     ...(memory ? { memory } : {}),
     ...(begun !== undefined ? { begun } : {}),
+    ...(running ? { running } : {}),
   };
 }
 
@@ -510,6 +540,7 @@ function openLive(
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
   always = false,
+  running?: RunningAnswer,
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
   if (
@@ -518,8 +549,14 @@ function openLive(
     (!always && parts.config.STREAMING !== "on" && at.streamed.length === 0)
   )
     return undefined;
-  return openLiveAnswer(outbound.liveSurface(at.to), {
+  // The Stop button rides on the live messages while the answer is written (not on a busy notice's message).
+  const stop =
+    running && !always
+      ? { label: localize(parts.config.BOT_LOCALE, STOP_TEXT.button), data: stopButtonData(running.id) }
+      : undefined;
+  return openLiveAnswer(outbound.liveSurface(at.to, stop ? { stop } : {}), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
+    ...(stop ? { controls: true } : {}),
     resume: at.streamed,
     drafts: at.drafts,
     onDraftsRefused: async () => {
@@ -591,6 +628,7 @@ export function runOptions(
     tracer: state.tracer,
     log: state.log,
     signal: state.deadline.signal,
+    ...(state.running ? { stop: state.running.signal } : {}),
     checkpoint: async (run: RunState) => {
       await parts.redis.set(
         state.keys.run,
@@ -650,6 +688,10 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
   try {
     computed = await state.taken.compute(state);
   } finally {
+    // Computed (or failed): nothing is left to stop, so a Stop from now on says the answer finished.
+    // Not awaited: its script goes out with the history append instead of a round trip of its own
+    // (`end` never throws; `answer` awaits it again at the end).
+    void state.running?.end();
     await Promise.all(state.usage);
   }
   if (computed.kind === "said") return computed.text;

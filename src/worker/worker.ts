@@ -25,7 +25,8 @@
  * anything is sent (`EVALSHA`, `GET` of the last reset's time, `APPEND`), and the finish script after
  * it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH`, its `EXPIRE` at most once an hour per chat).
  * A fresh attempt writes no crash marker. The first message of a fresh job is taken from the job's
- * data, not read from the inbox.
+ * data, not read from the inbox. Stop adds its answering record (`SET … EX` in that first write,
+ * a compare-and-delete `EVALSHA` sent with the append once computed; `src/stop/`).
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { conversationStores } from "../conversations/migrate.js";
@@ -42,6 +43,7 @@ import { CompactionStore } from "../compaction/store.js";
 import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue } from "../compaction/queue.js";
 import { historyTtlSeconds } from "../config.js";
+import { AnswerStops } from "../stop/stops.js";
 import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerMessage } from "./message.js";
 import type { WorkerDeps } from "./deps.js";
@@ -202,9 +204,13 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   };
   const compacting = deps.compaction ?? true;
   const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
-  const { compaction: _compaction, ...rest } = deps;
+  const { compaction: _compaction, stops: givenStops, ...rest } = deps;
+  // Stop (`src/stop/`): this process's listener for stop requests, unless one was given or Stop is off.
+  const ownStops = givenStops === undefined ? new AnswerStops(deps.redis, log) : undefined;
+  const stops = givenStops === false ? undefined : (givenStops ?? ownStops);
   const parts: AnswerParts = {
     ...rest,
+    ...(stops ? { stops } : {}),
     redis,
     typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS,
     ledger,
@@ -318,7 +324,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     chats,
     queues,
     async waitUntilReady() {
-      await Promise.all(all.map((w) => w.waitUntilReady()));
+      await Promise.all([...all.map((w) => w.waitUntilReady()), stops?.ready()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
@@ -341,6 +347,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
           queue.close().catch(() => {}),
           compactionQueue?.close(),
           ...processors.map((p) => p.close?.().catch(() => {})),
+          ownStops?.close(),
         ]),
         new Promise((r) => setTimeout(r, 2000)),
       ]);

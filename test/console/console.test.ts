@@ -88,6 +88,7 @@ describe("console adapter through queue, worker and history", () => {
       "/help",
       "/tools",
       "/reset",
+      "/stop",
       "/context",
       "/compact",
       "/settings",

@@ -10,8 +10,9 @@ import { checkFeatures, FEATURES } from "../../src/features.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 
 describe("the feature list", () => {
-  it("holds the six features of issue 37, each named once", () => {
+  it("holds the six features of issue 37 and Stop (issue 42), each named once", () => {
     expect(FEATURES.map((f) => f.name)).toEqual([
+      "stop",
       "compaction",
       "settings",
       "reminders",
@@ -23,6 +24,7 @@ describe("the feature list", () => {
 
   it("routes each button prefix to its feature, and anything else to none", () => {
     expect(buttonKind("ap:Ab3dE5gH:y")).toBe("approvals");
+    expect(buttonKind("sp:Ab3dE5gHiJkL")).toBe("stop");
     expect(buttonKind("pm:x")).toBe("approvals");
     expect(buttonKind("rm:d:42.1")).toBe("reminders");
     expect(buttonKind("tk:p:x")).toBe("tasks");

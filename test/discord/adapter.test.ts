@@ -48,6 +48,7 @@ describe("connection", () => {
       "help",
       "tools",
       "reset",
+      "stop",
       "context",
       "compact",
       "settings",

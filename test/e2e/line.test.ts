@@ -656,3 +656,29 @@ it("issue 42: voice replies are not offered on LINE (its audio messages need a p
   expect(answer.text).not.toContain("🔇");
   expect(tts.requests.length).toBe(spoken);
 });
+
+it("/stop stops the answer being written (issue 42): the stopped answer arrives marked, and /stop with nothing running says so", async () => {
+  const dana = line.user("Dana");
+  let release = () => {};
+  const hold = new Promise<void>((resolve) => (release = resolve));
+  const written = "臺北市今天晴時多雲，";
+  const answered = model.answered.length;
+  const cutBefore = model.cutOff.length;
+  model.enqueue({
+    ...text(`${written}午後有局部短暫陣雨。`),
+    stream: { chunkChars: [...written].length, holdAfterChars: [...written].length, hold },
+  });
+  await line.deliver([line.textEvent(dm(dana), "今天天氣如何？")]);
+  // The model has written its first words and holds (LINE shows its loading animation meanwhile).
+  await line.waitFor(() => model.answered[answered]?.firstTokenAt);
+  const sentAt = Date.now();
+  await line.deliver([line.textEvent(dm(dana), "/stop")]);
+  const cut = await line.waitFor(() => model.cutOff[cutBefore]);
+  expect(cut.at - sentAt).toBeLessThan(1000);
+  await line.waitFor(() => line.messagesTo(dana.userId).find((m) => m.text === "正在停止這個回答。"));
+  const stopped = await line.waitFor(() => line.messagesTo(dana.userId).find((m) => m.text.includes("⏹ 已停止")));
+  expect(stopped.text).toBe(`${written}\n\n⏹ 已停止`);
+  await line.deliver([line.textEvent(dm(dana), "/stop")]);
+  await line.waitFor(() => line.messagesTo(dana.userId).find((m) => m.text === "目前沒有正在寫的回答可以停止。"));
+  release();
+});

@@ -49,6 +49,12 @@ function historyOf(m: SentMessage): { content: string; at: number }[] {
 
 const mention = () => `<@${stack.discord.bot.id}>`;
 
+/** An approval prompt (its buttons' `custom_id`s begin `ap:`), not a live answer with its Stop button. */
+const isPrompt = (m: SentMessage) =>
+  ((m.message.components ?? []) as { components: { custom_id?: string }[] }[]).some((r) =>
+    r.components.some((c) => c.custom_id?.startsWith("ap:")),
+  );
+
 const ANSWER = [
   "**臺北市**今天的天氣：晴時多雲，午後有局部短暫陣雨。",
   "",
@@ -198,7 +204,7 @@ describe("streamed answers on Discord", () => {
     });
     dc.sendUserMessage(eve, "看清單然後刪除 #1", { dm: true });
     const prompt = await dc.waitFor(
-      () => sentIn(channelId).find((m) => (m.message.components as unknown[]).length > 0),
+      () => sentIn(channelId).find((m) => isPrompt(m)),
       TIMEOUT_MS,
       "the approval prompt",
     );
@@ -239,7 +245,7 @@ describe("streamed answers on Discord", () => {
       const asked = Date.now();
       const message = dc.sendUserMessage(kim, `${mention()} 刪除 #1，然後說說天氣`, { channelId });
       const prompt = await dc.waitFor(
-        () => sentIn(channelId).find((m) => m.at >= asked && (m.message.components as unknown[]).length > 0),
+        () => sentIn(channelId).find((m) => m.at >= asked && isPrompt(m)),
         TIMEOUT_MS,
         "the approval prompt",
       );

@@ -283,7 +283,7 @@ describe("streamed answers on Telegram", () => {
       });
       tg.sendUserMessage({ chat: group, from: eve, text: `@${tg.bot.username} 看清單然後刪除 #1` });
       const prompt = await tg.waitFor(
-        () => sentTo(group).find((m) => tg.buttons(m).length > 0),
+        () => sentTo(group).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("ap:"))),
         TIMEOUT_MS,
         "the approval prompt",
       );

@@ -126,6 +126,15 @@ export interface FakeStreamPace {
   /** The `error.type` of the mid-stream `error` event; default `overloaded_error`. */
   errorType?: string;
   /**
+   * Holds the stream after this many characters of text were streamed (0: right after
+   * `message_start`) until {@link FakeStreamPace.hold} resolves, then goes on; a client that closes
+   * the connection meanwhile (a stopped answer) ends it there, recorded in `FakeAnthropic.cutOff`.
+   * Injected pacing: a test decides when the model "writes on", no clock involved.
+   */
+  holdAfterChars?: number;
+  /** What a held stream waits for (see {@link FakeStreamPace.holdAfterChars}); default: forever (until the client closes). */
+  hold?: Promise<void>;
+  /**
    * Stalls the stream after this many characters of text were streamed (0: right after
    * `message_start`): nothing more is sent, not even a `ping`, and the connection stays open until
    * the client gives up or the fake is closed — a response that stops arriving mid-answer.
@@ -210,6 +219,11 @@ export interface FakeAnthropic {
    * reply also records when its first token (`content_block_delta`) was written, ms since the Unix epoch.
    */
   answered: { request: FakeRequest; content: Record<string, unknown>[]; usage: FakeUsage; firstTokenAt?: number }[];
+  /**
+   * Streamed replies whose client closed the connection before the last event (a stopped answer):
+   * the text streamed by then, and when the fake saw the connection close (ms since the Unix epoch).
+   */
+  cutOff: { request: FakeRequest; streamedChars: number; at: number }[];
   /** Queues replies, answered in order, one per valid request. */
   enqueue(...replies: FakeReply[]): void;
   /** Replies still queued. */
@@ -574,8 +588,15 @@ async function streamReply(
   content: Record<string, unknown>[],
   usage: FakeUsage,
   onFirstToken: (at: number) => void,
+  onCutOff: (streamedChars: number, at: number) => void = () => {},
 ): Promise<void> {
   const pace = reply.stream ?? {};
+  let ended = false;
+  let streamedSoFar = 0;
+  res.on("close", () => {
+    if (!ended && !res.writableEnded) onCutOff(streamedSoFar, Date.now());
+    ended = true;
+  });
   const chunkChars = Math.max(1, pace.chunkChars ?? 20);
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
@@ -611,11 +632,24 @@ async function streamReply(
   });
   let streamed = 0;
   let first = true;
+  let held = false;
+  const closed = new Promise<void>((resolve) =>
+    res.destroyed || res.writableEnded ? resolve() : res.on("close", () => resolve()),
+  );
+  /** Waits for the test's `hold` once the held point is passed; false when the client went away meanwhile. */
+  const holdNow = async (): Promise<boolean> => {
+    streamedSoFar = streamed;
+    if (held || pace.holdAfterChars === undefined || streamed < pace.holdAfterChars) return !res.destroyed;
+    held = true;
+    await Promise.race([pace.hold ?? new Promise<void>(() => {}), closed]);
+    return !res.destroyed;
+  };
   const breakNow = () => pace.breakAfterChars !== undefined && streamed >= pace.breakAfterChars;
   const stallNow = () => pace.stallAfterChars !== undefined && streamed >= pace.stallAfterChars;
   const stall = () =>
     new Promise<void>((resolve) => (res.destroyed || res.writableEnded ? resolve() : res.on("close", () => resolve())));
   if (stallNow()) return stall();
+  if (!(await holdNow())) return;
   for (const [index, block] of content.entries()) {
     if (block.type === "text") {
       send("content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
@@ -639,6 +673,7 @@ async function streamReply(
         });
         streamed += Math.min(chunkChars, chars.length - i);
         if (stallNow()) return stall();
+        if (!(await holdNow())) return;
         if (breakNow()) break;
       }
     } else if (block.type === "tool_use" || block.type === "server_tool_use") {
@@ -685,6 +720,7 @@ async function streamReply(
     },
   });
   send("message_stop", { type: "message_stop" });
+  ended = true;
   res.end();
 }
 
@@ -834,6 +870,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   const requests: FakeRequest[] = [];
   const answered: FakeAnthropic["answered"] = [];
   const rejections: FakeRejection[] = [];
+  const cutOff: FakeAnthropic["cutOff"] = [];
   const promptCache = new PromptCache(options.promptCache);
   const secrets = new IssuedSecrets();
   let hanging = 0;
@@ -934,7 +971,15 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const record: (typeof answered)[number] = { request, content, usage };
     answered.push(record);
     if (request.stream === true)
-      return streamReply(res, request, reply, content, usage, (at) => (record.firstTokenAt ??= at));
+      return streamReply(
+        res,
+        request,
+        reply,
+        content,
+        usage,
+        (at) => (record.firstTokenAt ??= at),
+        (streamedChars, at) => cutOff.push({ request, streamedChars, at }),
+      );
     // A paced reply asked for without streaming arrives when the model would have finished writing it.
     if (reply.stream) await sleep((reply.stream.firstTokenMs ?? 0) + (reply.stream.totalMs ?? 0));
     sendJson(res, 200, {
@@ -961,6 +1006,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     requests,
     rejections,
     answered,
+    cutOff,
     enqueue: (...replies) => void queue.push(...replies),
     pending: () => queue.length,
     hanging: () => hanging,
@@ -968,6 +1014,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       queue.length = 0;
       requests.length = 0;
       rejections.length = 0;
+      cutOff.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -35,6 +35,7 @@ describe("telegram inbound", () => {
       "help",
       "tools",
       "reset",
+      "stop",
       "context",
       "compact",
       "settings",

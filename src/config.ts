@@ -26,6 +26,7 @@ export const SECRET_VARIABLES = [
   "CWA_API_KEY",
   "REDIS_PASSWORD",
   "STT_API_KEY",
+  "TTS_API_KEY",
 ] as const;
 
 const optionalString = z
@@ -783,6 +784,45 @@ export const ConfigSchema = z.object({
   MAX_VOICE_SECONDS: int(1, 7200, 300).describe(
     "Longest voice message or audio file transcribed, in seconds (1-7200), checked from the platform's " +
       "announced duration before anything is downloaded.",
+  ),
+
+  /**
+   * Base URL of an OpenAI-compatible text-to-speech API, e.g. `https://api.openai.com/v1` or a
+   * self-hosted server; the worker posts to `{TTS_BASE_URL}/audio/speech`. Unset = no voice
+   * replies (the `/settings` voice choice is not offered). Trailing slashes are removed.
+   * Source: https://platform.openai.com/docs/api-reference/audio/createSpeech
+   */
+  TTS_BASE_URL: optionalHttpUrl("an OpenAI-compatible speech API, e.g. https://api.openai.com/v1")
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "An OpenAI-compatible speech API (text to speech) for voice replies, e.g. `https://api.openai.com/v1` " +
+        "or a self-hosted server; unset = no voice replies. See [voice](voice.md).",
+    ),
+  /** Bearer key of the speech API (secret: redacted from every log line); unset = no `Authorization` header. */
+  TTS_API_KEY: optionalString.describe(
+    "Its API key, sent as `Authorization: Bearer …`; unset = no key sent (a self-hosted server).",
+  ),
+  /** Speech model id sent as `model`. */
+  TTS_MODEL: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a speech model id, e.g. tts-1" })
+    .default("tts-1")
+    .describe("Speech model (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, or a self-hosted server's)."),
+  /** Voice id sent as `voice`. */
+  TTS_VOICE: z
+    .string()
+    .trim()
+    .min(1, { message: "must be a voice id, e.g. alloy" })
+    .default("alloy")
+    .describe("Voice of the speech model (`alloy`, `nova`, `shimmer`, … or a self-hosted server's)."),
+  /**
+   * Most characters (code points) of an answer spoken in a voice reply, 100-4000; a longer answer
+   * speaks its first part and says the rest is in the text (the API takes at most 4,096).
+   */
+  MAX_TTS_CHARACTERS: int(100, 4000, 1000).describe(
+    "Most characters of an answer spoken in a voice reply (100-4000); a longer answer speaks its first part " +
+      "and says the rest is in the text message.",
   ),
 
   /** Images accepted in one message (a Telegram album counts as one message); more are refused with a short answer. */

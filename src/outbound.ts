@@ -5,6 +5,7 @@
 import type { ApprovalVerdict } from "./agent/contract.js";
 import type { Locale } from "./config.js";
 import type { MediaSource } from "./media/source.js";
+import type { SpeechFormat } from "./media/speech.js";
 import { conversationOf, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
 import type { LiveSurface } from "./streaming.js";
 import type { SentRef } from "./sent-ref.js";
@@ -110,6 +111,21 @@ export interface ReminderMessage {
 }
 
 /**
+ * A voice reply to send ({@link Outbound.sendVoice}): spoken audio of the answer, in the format
+ * the outbound asked for ({@link Outbound.voiceFormat}), with its duration read from the audio.
+ */
+export interface VoiceReply {
+  /** The audio bytes (at most 25 MB). */
+  audio: Buffer;
+  /** Their format, as the speech endpoint was asked for it (`opus`: Ogg Opus). */
+  format: SpeechFormat;
+  /** Duration read from the audio's own headers, in seconds (fractional). */
+  seconds: number;
+  /** The language of any words around it (a caption, a note). */
+  locale: Locale;
+}
+
+/**
  * The outbound side of one platform. Every method throws on a failure it could not recover from
  * (after the client library's own retries), translated into the core's classes of
  * `src/outbound-errors.ts` (rate limited with its wait, unavailable, chat unreachable, message
@@ -157,6 +173,19 @@ export interface Outbound {
    * it answers are not streamed. Never throws (nothing is sent yet).
    */
   liveSurface?(to: Destination): LiveSurface;
+  /**
+   * Optional: the speech format this platform's voice messages take (Telegram and Discord: `opus`,
+   * i.e. Ogg Opus; LINE: `mp3`). Given together with {@link sendVoice}.
+   */
+  readonly voiceFormat?: SpeechFormat;
+  /**
+   * Optional: sends `voice` to `to` as the platform's own voice message (Telegram `sendVoice`, a
+   * Discord voice message, a LINE audio message; the console saves it and prints the path), in
+   * groups as a reply to `replyTo`. Without it (or `voiceFormat`) answers are never spoken.
+   * @returns the message sent.
+   * @throws the core's outbound errors (`src/outbound-errors.ts`) when it could not be sent.
+   */
+  sendVoice?(to: Destination, voice: VoiceReply): Promise<SentRef>;
   /** Shows the typing indicator in the chat of `to` (it lasts about 5 s on both platforms). */
   sendTyping(to: Destination): Promise<void>;
   /** Posts an approval prompt in the chat of `to` (a reply to `replyTo`), with approve/decline buttons. */

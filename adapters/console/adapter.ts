@@ -47,6 +47,8 @@ export interface ConsoleAdapterOptions {
   screen?: TerminalScreen;
   /** `npm run chat`'s terminal: lines are read from it (a line editor in a terminal) instead of from `input`. */
   terminal?: ConsoleTerminal;
+  /** Folder of the voice replies' files (see `ConsoleOutbound`); default `.data/voice`. */
+  voiceDir?: string;
 }
 
 /** How often, in ms, a line waiting for earlier answers checks whether the conversation went idle without them (see `#settled`). */
@@ -145,6 +147,7 @@ export class ConsoleAdapter implements Adapter {
       locale: options.locale,
       chunkChars: options.chunkChars,
       screen: options.screen,
+      ...(options.voiceDir ? { voiceDir: options.voiceDir } : {}),
     });
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }

@@ -4,12 +4,22 @@
  * inbound side can map a `y`/`n` line to it. Text of users and the model is written through
  * `terminalText` (`src/plain-text.ts`): its controls are shown, never acted on by the terminal.
  */
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import type { Writable } from "node:stream";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { terminalText } from "../../src/plain-text.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
-import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
+import type {
+  ApprovalPrompt,
+  Destination,
+  Outbound,
+  ReminderMessage,
+  SentRef,
+  VoiceReply,
+} from "../../src/outbound.js";
+import { clockDuration } from "../../src/media/voice.js";
 import type { PrintingSurface, TerminalScreen } from "../../src/streaming.js";
 
 /** Default longest chunk of an answer, in UTF-16 code units (the console has no platform limit; this keeps chunks readable). */
@@ -29,6 +39,8 @@ export interface ConsoleOutboundOptions {
   chunkChars?: number;
   /** Set when `output` is a terminal: a streamed answer's status lines are redrawn in place (see `PrintedAnswer` of `src/streaming.ts`). */
   screen?: TerminalScreen;
+  /** Folder of the voice replies' files; default `.data/voice` under the current folder. */
+  voiceDir?: string;
 }
 
 /** An approval prompt shown on the console and not yet closed. */
@@ -300,6 +312,35 @@ export class ConsoleOutbound implements Outbound {
   async closeReminder(_message: SentRef, text: string): Promise<void> {
     await this.quiet();
     await this.#write(`bot> ${terminalText(text)}\n`);
+  }
+
+  /** Voice replies are saved as MP3 (any player opens it). */
+  readonly voiceFormat = "mp3" as const;
+
+  /**
+   * {@inheritDoc Outbound.sendVoice} Saves the audio as `<voiceDir>/<time>-<n>.mp3` (default
+   * `.data/voice`, the file readable by its owner only) and writes `bot> 🔊 語音回覆（0:03）：<path>`
+   * (the path relative to the current folder when it is under it), after any streamed answer
+   * being printed.
+   * @throws the file system's or the stream's error.
+   */
+  async sendVoice(to: Destination, voice: VoiceReply): Promise<SentRef> {
+    const dir = this.#options.voiceDir ?? path.resolve(".data", "voice");
+    await mkdir(dir, { recursive: true });
+    const messageId = String(++this.#sent);
+    const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${messageId}.mp3`);
+    await writeFile(file, voice.audio, { mode: 0o600 });
+    const relative = path.relative(process.cwd(), file);
+    const shown = relative.startsWith("..") || path.isAbsolute(relative) ? file : relative;
+    await this.quiet();
+    await this.#write(
+      `bot> ${localize(
+        voice.locale,
+        { "zh-TW": "🔊 語音回覆（{time}）：{path}", en: "🔊 Voice reply ({time}): {path}" },
+        { time: clockDuration(voice.seconds), path: terminalText(shown) },
+      )}\n`,
+    );
+    return { chatId: to.conversation.chatId, messageId };
   }
 
   #write(text: string): Promise<void> {

@@ -18,7 +18,8 @@
  */
 import { DiscordMedia } from "./media.js";
 import { createHash } from "node:crypto";
-import { REST, Routes } from "discord.js";
+import { MessageFlags, REST, Routes } from "discord.js";
+import { oggOpusWaveform } from "../../src/media/waveform.js";
 import type { Config } from "../../src/config.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
@@ -29,6 +30,7 @@ import type {
   Outbound,
   ReminderMessage,
   SentRef,
+  VoiceReply,
 } from "../../src/outbound.js";
 import { ChatUnreachableError, MessageGoneError } from "../../src/outbound-errors.js";
 import { discordError } from "./errors.js";
@@ -321,6 +323,52 @@ export class DiscordOutbound implements Outbound {
       nonce: messageNonce("notice", conversationKey(to.conversation), text, ...buttons.map((b) => b.data)),
       enforce_nonce: true,
     });
+  }
+
+  /** Voice messages are Ogg Opus (what Discord's clients record and play as voice messages). */
+  readonly voiceFormat = "opus" as const;
+
+  /**
+   * {@inheritDoc Outbound.sendVoice} A Discord voice message: `POST /channels/{id}/messages` as
+   * multipart (`files[0]` = `voice-message.ogg`, `audio/ogg`) with the flag IS_VOICE_MESSAGE and
+   * the attachment's `duration_secs` and `waveform` (`oggOpusWaveform`), and nothing else (a voice
+   * message takes no content); in guild channels a reply to the user's message. Its nonce keys it
+   * to the answer, so a replayed request does not post it twice.
+   * Source: https://discord.com/developers/docs/resources/message#create-message (voice messages:
+   * the flag, one audio attachment, `duration_secs` and `waveform`).
+   * @throws {Error} when the audio cannot be decoded for its waveform; the core's outbound errors.
+   */
+  async sendVoice(to: Destination, voice: VoiceReply): Promise<SentRef> {
+    const waveform = await oggOpusWaveform(voice.audio);
+    if (!waveform) throw new Error("Discord sendVoice: the audio could not be decoded for its waveform");
+    const route = Routes.channelMessages(to.conversation.chatId);
+    const body = {
+      flags: MessageFlags.IsVoiceMessage,
+      attachments: [
+        {
+          id: "0",
+          filename: "voice-message.ogg",
+          duration_secs: Math.round(voice.seconds * 100) / 100,
+          waveform,
+        },
+      ],
+      allowed_mentions: NO_MENTIONS,
+      nonce: messageNonce(
+        "voice",
+        conversationKey(to.conversation),
+        to.replyTo ?? to.key ?? "",
+        String(voice.audio.length),
+      ),
+      enforce_nonce: true,
+      ...(to.chatKind === "group" ? this.#replyTo(to) : {}),
+    };
+    const message = (await this.#call("sendVoice", route, () =>
+      this.#rest.post(route, {
+        body,
+        files: [{ key: "files[0]", name: "voice-message.ogg", data: voice.audio, contentType: "audio/ogg" }],
+      }),
+    )) as { id: string; channel_id: string };
+    return { chatId: message.channel_id, messageId: message.id };
   }
 
   async #post(method: string, channelId: string, body: Record<string, unknown>): Promise<SentRef> {

@@ -47,6 +47,8 @@ export class LineAdapter implements Adapter {
   readonly #names = new Map<string, { name: string; at: number }>();
   /** Events being handled (awaited by {@link stop}). */
   readonly #inFlight = new Set<Promise<void>>();
+  /** Per chat, the end of the events being handled there (the next request's events of that chat wait for it). */
+  readonly #tails = new Map<string, Promise<void>>();
   #stopped = false;
 
   constructor(
@@ -119,7 +121,34 @@ export class LineAdapter implements Adapter {
   }
 
   /** The events of one request, in order (LINE sends a chat's events in the order they happened). */
-  async #handleAll(events: webhook.Event[]): Promise<void> {
+  /**
+   * The events of one request, each chat's in order and after that chat's events of earlier
+   * requests (LINE may post one chat's events in separate requests a moment apart: a file and the
+   * mention that follows it must be handled in that order). Different chats run side by side.
+   */
+  #handleAll(events: webhook.Event[]): Promise<void> {
+    const byChat = new Map<string, webhook.Event[]>();
+    for (const event of events) {
+      const chat = chatOf(event.source)?.chatId ?? "";
+      byChat.set(chat, [...(byChat.get(chat) ?? []), event]);
+    }
+    return Promise.all(
+      [...byChat].map(([chat, list]) => this.#inChatOrder(chat, () => this.#handleInOrder(list))),
+    ).then(() => undefined);
+  }
+
+  /** Runs `task` after the tasks queued before for `chat` ended (well or not); returns its outcome. */
+  #inChatOrder(chat: string, task: () => Promise<void>): Promise<void> {
+    const run = (this.#tails.get(chat) ?? Promise.resolve()).then(task);
+    const tail = run.catch(() => {});
+    this.#tails.set(chat, tail);
+    void tail.then(() => {
+      if (this.#tails.get(chat) === tail) this.#tails.delete(chat);
+    });
+    return run;
+  }
+
+  async #handleInOrder(events: webhook.Event[]): Promise<void> {
     for (const event of events) {
       if (await this.#seen(event)) {
         this.log.info(

@@ -3,7 +3,7 @@
  * usable in a worker-only process.
  */
 import { TelegramMedia } from "./media.js";
-import type { Api } from "grammy";
+import { InputFile, type Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import { redact, type Logger } from "../../src/log.js";
@@ -15,6 +15,7 @@ import type {
   Outbound,
   ReminderMessage,
   SentRef,
+  VoiceReply,
 } from "../../src/outbound.js";
 import type { ConversationRef } from "../../src/queue/incoming.js";
 import { approvalKeyboard, approvalOutcomeHtml, approvalPromptHtml } from "./approval.js";
@@ -155,6 +156,25 @@ export class TelegramOutbound implements Outbound {
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
     return this.sendMarkdown(telegramPlace(to), text, options);
+  }
+
+  /** Voice messages are Ogg Opus (https://core.telegram.org/bots/api#sendvoice: "the audio must be in an .OGG file encoded with OPUS"). */
+  readonly voiceFormat = "opus" as const;
+
+  /**
+   * {@inheritDoc Outbound.sendVoice} Bot API `sendVoice`, uploaded as `multipart/form-data` (grammY's
+   * `InputFile`, named `voice.ogg`) with its whole `duration` in seconds (at least 1), placed as an
+   * answer is (a reply in groups, its topic).
+   */
+  async sendVoice(to: Destination, voice: VoiceReply): Promise<SentRef> {
+    const place = telegramPlace(to);
+    const message = await translated("sendVoice", () =>
+      this.api.sendVoice(place.chatId, new InputFile(voice.audio, "voice.ogg"), {
+        ...placement(place),
+        duration: Math.max(1, Math.round(voice.seconds)),
+      }),
+    );
+    return { chatId: String(message.chat.id), messageId: String(message.message_id) };
   }
 
   /** Bot API `sendChatAction` with `typing` (shown for about 5 s, or until the next message). */

@@ -6,7 +6,7 @@
  * and render the reply (text and buttons).
  *
  * A settings button carries `st:<setting>:<value>` (`p:-` clears the persona, `m:<model handle>`,
- * `l:zh-TW|en`, `s:on|off`, `r:mention|all`); a press is checked again like a typed change (who
+ * `l:zh-TW|en`, `s:on|off`, `r:mention|all`, `v:off|when-spoken|always`); a press is checked again like a typed change (who
  * pressed, in which conversation, whether the value is offered there), so a forged or replayed
  * press by someone who may not change the settings changes nothing.
  */
@@ -15,7 +15,15 @@ import { isAdmin } from "../access/policy.js";
 import { modelLabel, type Config, type Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import { conversationOf, type ConversationRef, type Platform } from "../queue/incoming.js";
-import { cleanPersona, PERSONA_MAX, type SettingName, type Settings, type SettingsStore } from "../settings/store.js";
+import {
+  cleanPersona,
+  PERSONA_MAX,
+  VOICE_REPLIES,
+  type SettingName,
+  type Settings,
+  type SettingsStore,
+  type VoiceReplies,
+} from "../settings/store.js";
 import type { CommandReply } from "./command.js";
 
 /** Words of the settings commands and buttons. */
@@ -31,6 +39,30 @@ export const SETTINGS_TEXT = {
   language: { "zh-TW": "• 語言：{value}", en: "• Language: {value}" },
   streaming: { "zh-TW": "• 邊寫邊顯示回答：{value}", en: "• Streaming answers: {value}" },
   replies: { "zh-TW": "• 群組裡回覆：{value}", en: "• Replies in this group: {value}" },
+  voice: { "zh-TW": "• 語音回覆：{value}", en: "• Voice replies: {value}" },
+  voiceOff: { "zh-TW": "關", en: "off" },
+  "voiceWhen-spoken": { "zh-TW": "回覆語音訊息時", en: "to voice messages" },
+  voiceAlways: { "zh-TW": "每則回答", en: "every answer" },
+  voiceSet: {
+    "zh-TW": "好的，語音回覆：{value}。文字回答照常送出，在語音之後。",
+    en: "Done: voice replies {value}. The text answer still comes, after the voice.",
+  },
+  voiceUnavailable: {
+    "zh-TW": "這個機器人沒有設定語音合成服務（TTS_BASE_URL），無法語音回覆。",
+    en: "This bot has no speech service set up (TTS_BASE_URL), so it cannot reply with voice.",
+  },
+  voiceUnknown: {
+    "zh-TW": "語音回覆只能是 off、when-spoken 或 always。",
+    en: "Voice replies are off, when-spoken or always.",
+  },
+  buttonVoice: { "zh-TW": "語音回覆：{value}", en: "Voice replies: {value}" },
+  voiceNotHere: { "zh-TW": "LINE 上無法使用（只回文字）", en: "not on LINE (text only)" },
+  voiceNotOnLine: {
+    "zh-TW": "LINE 的語音訊息必須放在公開的 HTTPS 網址讓 LINE 下載，這個機器人沒有提供，所以在 LINE 上只用文字回答。",
+    en:
+      "LINE audio messages must be served from a public HTTPS address for LINE to fetch, which this bot " +
+      "does not provide, so on LINE it answers in text only.",
+  },
   on: { "zh-TW": "開", en: "on" },
   off: { "zh-TW": "關", en: "off" },
   mention: { "zh-TW": "只回覆提及我、回覆我的訊息和指令", en: "mentions, replies to me and commands only" },
@@ -45,9 +77,10 @@ export const SETTINGS_TEXT = {
   },
   consoleHint: {
     "zh-TW":
-      "修改：/settings <項目> <值>，例如 /settings language en、/settings streaming off；角色設定用 /persona <文字>，清除用 /settings persona clear；模型用 /model <id>。",
+      "修改：/settings <項目> <值>，例如 /settings language en、/settings streaming off、/settings voice always；" +
+      "角色設定用 /persona <文字>，清除用 /settings persona clear；模型用 /model <id>。",
     en:
-      "To change: /settings <name> <value>, e.g. /settings language en, /settings streaming off; " +
+      "To change: /settings <name> <value>, e.g. /settings language en, /settings streaming off, /settings voice always; " +
       "the persona with /persona <text>, cleared with /settings persona clear; the model with " +
       "/model <id>.",
   },
@@ -106,8 +139,8 @@ export const SETTINGS_TEXT = {
     en: "Sorry, in a group only its administrators and the bot's admins can change the settings.",
   },
   unknownSetting: {
-    "zh-TW": "沒有「{name}」這個設定。可用：persona、model、language、streaming、replies。",
-    en: "There is no setting “{name}”. Settings: persona, model, language, streaming, replies.",
+    "zh-TW": "沒有「{name}」這個設定。可用：persona、model、language、streaming、replies、voice。",
+    en: "There is no setting “{name}”. Settings: persona, model, language, streaming, replies, voice.",
   },
   gone: {
     "zh-TW": "這個選項已經不能用了，請再傳一次 /settings。",
@@ -157,7 +190,35 @@ function modelHandle(model: string): string {
 }
 
 /** The one-letter code of each setting in button data. */
-const CODES: Record<string, SettingName> = { p: "persona", m: "model", l: "language", s: "streaming", r: "replies" };
+const CODES: Record<string, SettingName> = {
+  p: "persona",
+  m: "model",
+  l: "language",
+  s: "streaming",
+  r: "replies",
+  v: "voice",
+};
+
+/**
+ * Whether voice replies are offered on the asker's platform: not on LINE, whose audio messages
+ * must be fetched by LINE from a public HTTPS address (`originalContentUrl`) that this bot does
+ * not serve (see docs/voice.md).
+ */
+function voiceOffered(asker: Pick<SettingsAsker, "platform">): boolean {
+  return asker.platform !== "line";
+}
+
+/** The words of a voice replies choice. */
+function voiceWords(locale: Locale, value: VoiceReplies): string {
+  return localize(
+    locale,
+    value === "off"
+      ? SETTINGS_TEXT.voiceOff
+      : value === "always"
+        ? SETTINGS_TEXT.voiceAlways
+        : SETTINGS_TEXT["voiceWhen-spoken"],
+  );
+}
 
 /** Whether `asker` may change this conversation's settings: the user of a private chat; in a group its administrators and the bot's admins. */
 export async function mayChange(asker: SettingsAsker, config: Pick<Config, "ADMIN_USERS">): Promise<boolean> {
@@ -208,6 +269,12 @@ export async function settingsListing(
     );
   if (group)
     lines.push(localize(locale, SETTINGS_TEXT.replies, { value: localize(locale, SETTINGS_TEXT[settings.replies]) }));
+  if (config.TTS_BASE_URL)
+    lines.push(
+      localize(locale, SETTINGS_TEXT.voice, {
+        value: voiceOffered(asker) ? voiceWords(locale, settings.voice) : localize(locale, SETTINGS_TEXT.voiceNotHere),
+      }),
+    );
   if (!allowed) return { text: [...lines, "", localize(locale, SETTINGS_TEXT.readOnly)].join("\n") };
   if (group && settings.replies === "mention") lines.push("", localize(locale, SETTINGS_TEXT.allWarning));
   if (asker.platform === "console")
@@ -241,6 +308,14 @@ function settingsButtons(settings: Settings, asker: SettingsAsker, config: Confi
     buttons.push({
       label: localize(locale, SETTINGS_TEXT.buttonReplies, { value: localize(locale, SETTINGS_TEXT[next]) }),
       data: `st:r:${next}`,
+    });
+  }
+  if (config.TTS_BASE_URL && voiceOffered(asker)) {
+    // The next choice in turn: off → when-spoken → always → off.
+    const next = VOICE_REPLIES[(VOICE_REPLIES.indexOf(settings.voice) + 1) % VOICE_REPLIES.length]!;
+    buttons.push({
+      label: localize(locale, SETTINGS_TEXT.buttonVoice, { value: voiceWords(locale, next) }),
+      data: `st:v:${next}`,
     });
   }
   if (settings.persona) buttons.push({ label: localize(locale, SETTINGS_TEXT.buttonPersonaClear), data: "st:p:-" });
@@ -329,6 +404,20 @@ export async function changeSetting(
         changed: true,
       };
     }
+    case "voice": {
+      if (!config.TTS_BASE_URL) return refuse(SETTINGS_TEXT.voiceUnavailable);
+      if (!voiceOffered(asker)) return refuse(SETTINGS_TEXT.voiceNotOnLine);
+      const mode = /^(off|關|none)$/i.test(trimmed)
+        ? "off"
+        : /^(when-spoken|when_spoken|spoken|voice)$/i.test(trimmed)
+          ? "when-spoken"
+          : /^(always|on|開)$/i.test(trimmed)
+            ? "always"
+            : undefined;
+      if (!mode) return refuse(SETTINGS_TEXT.voiceUnknown);
+      await settings.set(conversation, "voice", mode);
+      return { text: localize(locale, SETTINGS_TEXT.voiceSet, { value: voiceWords(locale, mode) }), changed: true };
+    }
   }
 }
 
@@ -343,7 +432,7 @@ export async function settingsCommand(
 ): Promise<string | CommandReply> {
   const [rawName = "", ...rest] = args.trim().split(/\s+/);
   if (rawName === "") return settingsListing(asker, services);
-  const name = (["persona", "model", "language", "streaming", "replies"] as const).find(
+  const name = (["persona", "model", "language", "streaming", "replies", "voice"] as const).find(
     (n) => n === rawName.toLowerCase(),
   );
   if (!name) return localize(asker.locale, SETTINGS_TEXT.unknownSetting, { name: rawName.slice(0, 32) });
@@ -418,7 +507,7 @@ export async function pressSettingsButton(
   services: SettingsServices,
 ): Promise<SettingsPressAnswer> {
   const { locale } = asker;
-  const m = /^st:([pmlsr]):(.{1,60})$/s.exec(data);
+  const m = /^st:([pmlsrv]):(.{1,60})$/s.exec(data);
   const name = m ? CODES[m[1]!] : undefined;
   if (!m || !name) return { notice: localize(locale, SETTINGS_TEXT.gone), changed: false };
   let value = m[2]!;

@@ -42,8 +42,9 @@ export function formatMoment(at: number, timeZone: string): string {
 
 /**
  * One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`,
- * followed by `; 2 web searches, 1 web fetch` when the API ran any, and `, 65 s of voice transcribed`
- * when voice messages were transcribed (not priced: the transcription service bills it itself).
+ * followed by `; 2 web searches, 1 web fetch` when the API ran any, `, 65 s of voice transcribed`
+ * when voice messages were transcribed and `, 420 characters of voice replies` when answers were
+ * spoken (neither priced: the speech services bill them themselves).
  */
 export function formatTotals(locale: Locale, t: UsageTotals): string {
   const tokens = localize(
@@ -71,6 +72,13 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
       : "",
     t.voiceSeconds > 0
       ? localize(locale, { "zh-TW": "語音轉文字 {n} 秒", en: "{n} s of voice transcribed" }, { n: t.voiceSeconds })
+      : "",
+    (t.spokenCharacters ?? 0) > 0
+      ? localize(
+          locale,
+          { "zh-TW": "語音回覆 {n} 字", en: "{n} characters of voice replies" },
+          { n: t.spokenCharacters ?? 0 },
+        )
       : "",
   ].filter((part) => part !== "");
   return server.length === 0

@@ -4,7 +4,7 @@
  * `file`, `model` and `response_format=json` — and, when the bot speaks zh-TW, `language=zh` and a
  * short Traditional-Chinese `prompt` (whisper follows the prompt's script and punctuation) — and
  * the answer's `text`. The body is built with Node's own `FormData` and `Blob` (undici), not by hand.
- * A passing failure (no answer, 429, 5xx) is retried with p-retry: at most {@link TRANSCRIPTION_RETRIES}
+ * A passing failure (no answer, 429, 5xx) is retried with p-retry (`endpoint.ts`, shared with speech): at most {@link TRANSCRIPTION_RETRIES}
  * times, after a doubling, jittered wait from 1 s (and a 429's `Retry-After`, when it asks for at
  * most {@link MAX_RETRY_AFTER_MS}); a timeout, a refusal, a wrong key or an empty transcript is not.
  *
@@ -18,11 +18,10 @@
  * `{ "text": … }` answer of `response_format=json`, the accepted file types by name: flac, mp3,
  * mp4, mpeg, mpga, m4a, ogg, wav, webm), and https://console.groq.com/docs/speech-to-text (same API).
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import pRetry from "p-retry";
 import { z } from "zod";
 import type { Config, Locale } from "../config.js";
 import { plainLine } from "../plain-text.js";
+import { errorCode, retryAfterOf, retryPassing } from "./endpoint.js";
 import { isNonSpeech } from "./hallucinations.js";
 
 /** Longest time one transcription may take, in ms (the answer's deadline may end it sooner). */
@@ -117,11 +116,6 @@ export interface Transcription {
 /** The `response_format=json` answer: `{ "text": "…" }` (other fields ignored). */
 const JsonAnswer = z.object({ text: z.string() });
 
-/** The OpenAI-style error body, `{ "error": { "message", "type", "code" } }`, for the log line (never the message: it may quote the key). */
-const ErrorAnswer = z.object({
-  error: z.object({ type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).passthrough(),
-});
-
 /** Talks to one OpenAI-compatible transcription endpoint; see the module comment. */
 export class TranscriptionClient {
   readonly #url: string;
@@ -158,33 +152,13 @@ export class TranscriptionClient {
    */
   async transcribe(request: TranscriptionRequest): Promise<Transcription> {
     const started = performance.now();
-    let attempts = 0;
-    const retryable = (error: unknown) =>
-      error instanceof TranscriptionError && error.passing && (error.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS;
-    const text = await pRetry(
-      async () => {
-        attempts += 1;
-        return this.#once(request);
-      },
-      {
-        retries: this.#retries,
-        minTimeout: this.#retryMinMs,
-        factor: 2,
-        randomize: true,
-        ...(request.signal ? { signal: request.signal } : {}),
-        // A 429 that says when: wait that long first (p-retry's own wait follows).
-        onFailedAttempt: async ({ error, retriesLeft }) => {
-          if (retriesLeft > 0 && retryable(error) && (error as TranscriptionError).retryAfterMs)
-            await sleep(
-              (error as TranscriptionError).retryAfterMs,
-              undefined,
-              request.signal ? { signal: request.signal } : {},
-            );
-        },
-        shouldRetry: ({ error }) => retryable(error),
-      },
-    ).catch((error: unknown) => {
-      throw request.signal?.aborted ? request.signal.reason : error;
+    const { value: text, attempts } = await retryPassing(() => this.#once(request), {
+      retries: this.#retries,
+      minMs: this.#retryMinMs,
+      maxRetryAfterMs: MAX_RETRY_AFTER_MS,
+      signal: request.signal,
+      passing: (error) => (error instanceof TranscriptionError && error.passing ? error : undefined),
+      retryAfterMs: (error) => error.retryAfterMs,
     });
     return { text, ms: Math.round(performance.now() - started), attempts };
   }
@@ -258,30 +232,5 @@ export class TranscriptionClient {
         },
       );
     return text;
-  }
-}
-
-/**
- * A `Retry-After` header in ms: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
- * @returns undefined when absent or unreadable; 0 for a date in the past.
- */
-function retryAfterOf(header: string | null): number | undefined {
-  if (!header) return undefined;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-/** ` (type/code)` of an OpenAI-style error body, for the log line; "" when it has none. */
-function errorCode(body: string): string {
-  try {
-    const { error } = ErrorAnswer.parse(JSON.parse(body));
-    const parts = [error.type, error.code]
-      .filter((p) => p !== undefined && p !== null)
-      .map((p) => String(p).slice(0, 60));
-    return parts.length > 0 ? ` (${parts.join(", ")})` : "";
-  } catch {
-    return "";
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Settings per conversation: the persona, the model, the language of the bot's own messages,
- * streaming, and how the bot joins a group's conversation. Stored in Redis under the
+ * streaming, how the bot joins a group's conversation, and voice replies. Stored in Redis under the
  * conversation's hash tag (`settings:{platform:chatId}`, `settings:{platform:chatId/topicId}` for
  * a Telegram topic) as one JSON object of the fields that were changed; a field that is not there
  * has its default. A Telegram topic starts from its group's settings: each field it has not set
@@ -23,7 +23,7 @@ import type { RedisClient } from "../redis.js";
 export const PERSONA_MAX = 1000;
 
 /** The names of the settings. */
-export const SETTING_NAMES = ["persona", "model", "language", "streaming", "replies"] as const;
+export const SETTING_NAMES = ["persona", "model", "language", "streaming", "replies", "voice"] as const;
 /** One of {@link SETTING_NAMES}. */
 export type SettingName = (typeof SETTING_NAMES)[number];
 
@@ -32,6 +32,14 @@ export type SettingName = (typeof SETTING_NAMES)[number];
  * commands) or `all` (every text message of the group or topic is addressed to it).
  */
 export type RepliesMode = "mention" | "all";
+
+/** The choices of voice replies (`TTS_BASE_URL` set): none (default), to voice messages only, or to every answer. */
+export const VOICE_REPLIES = ["off", "when-spoken", "always"] as const;
+/**
+ * When answers come as voice too (`docs/voice.md`): `off` (default), `when-spoken` (an answer to
+ * a voice message), `always` (every answer to a message).
+ */
+export type VoiceReplies = (typeof VOICE_REPLIES)[number];
 
 /** The stored record of one conversation: only the fields someone changed. */
 export const SettingsRecordSchema = z.object({
@@ -44,6 +52,7 @@ export const SettingsRecordSchema = z.object({
   language: z.enum(LOCALES).optional(),
   streaming: z.enum(["on", "off"]).optional(),
   replies: z.enum(["mention", "all"]).optional(),
+  voice: z.enum(VOICE_REPLIES).optional(),
 });
 
 /** See {@link SettingsRecordSchema}. */
@@ -61,6 +70,8 @@ export interface Settings {
   streaming: boolean;
   /** How the bot joins a group's conversation (meaningless in a private chat). */
   replies: RepliesMode;
+  /** When answers come as voice too; `off` without `TTS_BASE_URL` whatever is stored. */
+  voice: VoiceReplies;
 }
 
 /** The settings of a conversation nobody changed: every default. */
@@ -70,15 +81,18 @@ export function defaultSettings(config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LO
     language: config.BOT_LOCALE,
     streaming: config.STREAMING === "on",
     replies: "mention",
+    voice: "off",
   };
 }
 
 /**
  * The settings in effect from stored records, later ones over earlier ones (a topic's record over
- * its group's), over the defaults. A model that `MODELS` no longer lists is ignored.
+ * its group's), over the defaults. A model that `MODELS` no longer lists is ignored; so are voice
+ * replies while `TTS_BASE_URL` is unset.
  */
 export function effectiveSettings(
-  config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LOCALE" | "STREAMING" | "MODELS">,
+  config: Pick<Config, "ANTHROPIC_MODEL" | "BOT_LOCALE" | "STREAMING" | "MODELS"> &
+    Partial<Pick<Config, "TTS_BASE_URL">>,
   ...records: (SettingsRecord | undefined)[]
 ): Settings {
   const merged: SettingsRecord = Object.assign({}, ...records.filter((r) => r !== undefined));
@@ -88,6 +102,7 @@ export function effectiveSettings(
   if (merged.language) settings.language = merged.language;
   if (merged.streaming === "off") settings.streaming = false;
   if (merged.replies) settings.replies = merged.replies;
+  if (merged.voice && config.TTS_BASE_URL) settings.voice = merged.voice;
   return settings;
 }
 

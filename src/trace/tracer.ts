@@ -6,6 +6,7 @@
 /** Event types, in the order a run usually emits them. */
 export type TraceEventType =
   | "transcription"
+  | "speech"
   | "user_input"
   | "model_call"
   | "model_response"

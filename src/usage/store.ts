@@ -11,10 +11,11 @@
  * (web searches and web fetches the API ran, `usage.server_tool_use`), `pd`: micro-USD by
  * which the calls' own model prices (`MODEL_PRICES` per model) differ from the default prices
  * (signed; absent while every call was of a model at the default price), so the estimated cost
- * ({@link costOf}) is each model's tokens at its own price, and `vs` (seconds of voice messages and
- * audio files transcribed, {@link UsageStore.recordVoice}) and `bt`, the budget tokens: each call's
- * billed-equivalent tokens ({@link budgetTokensOf}), what the daily budgets count. The top set is
- * ranked by budget tokens too.
+ * ({@link costOf}) is each model's tokens at its own price, `vs` (seconds of voice messages and
+ * audio files transcribed, {@link UsageStore.recordVoice}), `bt`, the budget tokens: each call's
+ * billed-equivalent tokens ({@link budgetTokensOf}), what the daily budgets count (the top set is
+ * ranked by budget tokens too), and `sc` (characters spoken in voice replies,
+ * {@link UsageStore.recordSpeech}).
  */
 import type { RedisClient } from "../redis.js";
 
@@ -86,6 +87,8 @@ export interface UsageTotals {
   priceDelta?: number;
   /** Seconds of voice messages and audio files transcribed (as the platforms announced them, rounded up). */
   voiceSeconds: number;
+  /** Characters (code points) sent to the speech endpoint for voice replies (absent = 0). */
+  spokenCharacters?: number;
 }
 
 /** Whose usage: the person who asked and the chat it was asked in. */
@@ -95,7 +98,7 @@ export interface UsageOwner {
   chatId: string;
 }
 
-const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd", "bt"] as const;
+const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd", "bt", "sc"] as const;
 
 /**
  * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, pd
@@ -123,10 +126,14 @@ end
 return 1
 `;
 
-/** KEYS: day hash, month hash. ARGV: ttl seconds, seconds transcribed. Adds the seconds to `vs` of both (no model call counted). */
+/**
+ * KEYS: day hash, month hash. ARGV: ttl seconds, amount, [field: `vs` (default) or `sc`]. Adds the
+ * amount to that field of both (no model call counted).
+ */
 const VOICE_SCRIPT = `
+local field = ARGV[3] or 'vs'
 for k = 1, 2 do
-  redis.call('HINCRBY', KEYS[k], 'vs', tonumber(ARGV[2]))
+  redis.call('HINCRBY', KEYS[k], field, tonumber(ARGV[2]))
   redis.call('EXPIRE', KEYS[k], tonumber(ARGV[1]))
 end
 return 1
@@ -140,7 +147,7 @@ return 1
 type RedisWithUsage = RedisClient & {
   usageAdd(day: string, month: string, ...args: (string | number)[]): Promise<number>;
   usageAddTop(day: string, month: string, top: string, ...args: (string | number)[]): Promise<number>;
-  usageVoice(day: string, month: string, ttl: number, seconds: number): Promise<number>;
+  usageVoice(day: string, month: string, ttl: number, amount: number, field?: "vs" | "sc"): Promise<number>;
 };
 
 /** The day (`YYYY-MM-DD`) and month (`YYYY-MM`) of `at` (ms) in `timeZone`. */
@@ -178,7 +185,7 @@ export function nextDayStart(at: number, timeZone: string): number {
   return guess;
 }
 
-/** Totals from an `HMGET … in out cw cr calls ws wf vs pd bt` reply. */
+/** Totals from an `HMGET … in out cw cr calls ws wf vs pd bt sc` reply. */
 export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
   const n = (i: number) => Number(values?.[i] ?? 0) || 0;
   const totals = {
@@ -205,6 +212,7 @@ export function totalsOf(values: (string | null)[] | undefined): UsageTotals {
     tokens: totals.input + totals.output + totals.cacheWrite + totals.cacheRead,
     budget,
     ...(n(8) !== 0 ? { priceDelta: n(8) } : {}),
+    ...(n(10) !== 0 ? { spokenCharacters: n(10) } : {}),
   };
 }
 
@@ -293,6 +301,24 @@ export class UsageStore {
     await Promise.all(
       [`u:${owner.platform}:${owner.userId}`, `c:${owner.platform}:${owner.chatId}`, "all"].map((who) =>
         redis.usageVoice(UsageStore.key(who, "d", day), UsageStore.key(who, "m", month), ttl, whole),
+      ),
+    );
+  }
+
+  /**
+   * Adds `characters` spoken in a voice reply for `owner` (user, chat and the whole bot, day and
+   * month); nothing for 0 or less.
+   * @throws when Redis fails (the caller logs it).
+   */
+  async recordSpeech(owner: UsageOwner, characters: number, at = Date.now()): Promise<void> {
+    const whole = Math.floor(Number(characters) || 0);
+    if (whole <= 0) return;
+    const { day, month } = periodOf(at, this.#timeZone);
+    const ttl = USAGE_KEEP_DAYS * 86_400;
+    const redis = this.#redis as RedisWithUsage;
+    await Promise.all(
+      [`u:${owner.platform}:${owner.userId}`, `c:${owner.platform}:${owner.chatId}`, "all"].map((who) =>
+        redis.usageVoice(UsageStore.key(who, "d", day), UsageStore.key(who, "m", month), ttl, whole, "sc"),
       ),
     );
   }

@@ -135,6 +135,7 @@ export async function compute(parts: AnswerParts, state: AnswerState, input: Run
   return {
     ...outcome,
     text: withLead(lead(), outcome.text),
+    body: outcome.text,
     messages: strip(outcome.messages),
     ...(before ? { before } : {}),
   };

@@ -10,6 +10,7 @@ import type { PendingTrace } from "../trace/tracer.js";
 import { transcriptLine, transcriptOfTurn } from "../media/voice.js";
 import { compute, userTurnOf } from "./compute.js";
 import { readMedia } from "./media.js";
+import { sendVoiceReply, voiceDue } from "./voice-reply.js";
 import {
   answer,
   freshCrashed,
@@ -76,6 +77,9 @@ export async function answerMessage(
       answerId: message.messageId,
       runId: `${conversationKey(message)}:${message.messageId}`,
       compute: (state) => computeMessage(parts, state),
+      speaks: (state) => voiceDue(parts, state),
+      beforeDeliver: async (state) =>
+        voiceDue(parts, state) && state.body !== undefined ? sendVoiceReply(parts, state, state.body) : undefined,
     },
     attempt,
   );
@@ -124,7 +128,8 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
       ? transcriptOfTurn(firstText(checkpoint.messages[0]!))
       : undefined);
   const heard = transcript !== undefined ? transcriptLine(transcript, { markdown: true }) : undefined;
-  if (transcript !== undefined && state.live && config.STREAMING === "on")
+  // An answer spoken too is not streamed (the voice comes first): its transcript line shows with the text.
+  if (transcript !== undefined && state.live && config.STREAMING === "on" && !voiceDue(parts, state))
     state.live.push({ type: "lead", text: transcriptLine(transcript) });
   if (await parts.approvals?.supersedePending(message, outbound)) {
     // The closed run joined the history after the answer's first read: the compute reads it again.

@@ -136,7 +136,11 @@ export function outboundFor(
 
 /** What a compute phase hands to *persist*: the loop's outcome, or a text to send without the model (a file that cannot be read). */
 export type Computed =
-  | (Extract<AgentOutcome, { kind: "answer" }> & { before?: HistoryRead })
+  | (Extract<AgentOutcome, { kind: "answer" }> & {
+      before?: HistoryRead;
+      /** The model's text without the lead line (`text` has it), when there is a lead. */
+      body?: string;
+    })
   | PausedOutcome
   | { kind: "said"; text: string };
 
@@ -157,6 +161,17 @@ export interface Taken {
   failureText?(): string;
   /** Called once the answer is over (delivered, paused again, or failed for good); e.g. deletes the approval record. */
   settle?(): Promise<void>;
+  /**
+   * Optional: whether this answer is also spoken (a voice reply, `voice-reply.ts`); asked once the
+   * settings are read. Such an answer is not streamed: the voice goes out first, then the text.
+   */
+  speaks?(state: AnswerState): boolean;
+  /**
+   * Optional: runs after *persist* and before *deliver* of a computed answer (not of one an earlier
+   * attempt stored), with the model's own text (`AnswerState.body`): sends the voice reply.
+   * @returns a short line to add to the delivered text (the voice reply failed), or undefined.
+   */
+  beforeDeliver?(state: AnswerState): Promise<string | undefined>;
   /**
    * The conversation's reset generation this answer belongs to (`HistoryStore.generation`): for a
    * decision, the one its approval noted when it was asked. Default: none; the answer compares the
@@ -249,6 +264,8 @@ export interface AnswerState {
   size?: ConversationSize;
   /** Memory writes of the run made after outside content was read: offered for undo after *deliver* (`src/memory/undo.ts`). */
   undo?: UndoOffer[];
+  /** The model's answer text of this attempt, without its lead line and notices (what a voice reply speaks). */
+  body?: string;
 }
 
 /**
@@ -266,7 +283,11 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   timer.unref();
   try {
     beginAttempt(state);
-    const text = state.restored.answer ?? (await computeAndPersist(parts, state));
+    let text = state.restored.answer ?? (await computeAndPersist(parts, state));
+    if (text !== undefined && state.body !== undefined && taken.beforeDeliver) {
+      const note = await taken.beforeDeliver(state);
+      if (note) text = `${text}\n\n${note}`;
+    }
     if (text !== undefined) await deliver(parts, state, text);
     if (state.undo) await offerUndo(parts, state, state.undo);
     await followMove(parts, state);
@@ -596,7 +617,10 @@ export function runOptions(
     usageSettled: () => Promise.all(state.usage),
     ...(state.settings ? { settings: state.settings } : {}),
     ...(state.memory ? { memoryFiles: state.memory } : {}),
-    ...(state.live && parts.config.STREAMING === "on" && state.settings?.streaming !== false
+    ...(state.live &&
+    parts.config.STREAMING === "on" &&
+    state.settings?.streaming !== false &&
+    state.taken.speaks?.(state) !== true
       ? { onEvent: streamEvents(state.live) }
       : {}),
     // Model calls that fail for a passing reason are tried again until the deadline; after a while the user is told.
@@ -646,6 +670,7 @@ async function computeAndPersist(parts: AnswerParts, state: AnswerState): Promis
     : state.conversation.platform === "console"
       ? computed.text
       : withNotices(computed.text, doneLines(parts.toolbox, computed.messages, locale));
+  if (!computed.refused) state.body = computed.body ?? computed.text;
   const stored = computed.refused ? [] : computed.messages;
   const undo = undoOffers(parts.toolbox, state.taken.message, computed.messages, computed.before);
   if (undo.length > 0) state.undo = undo;

@@ -41,6 +41,8 @@ export async function startConsoleBot(options: {
   fakeUrl?: string;
   decider?: StartBotOptions["decider"];
   toolbox?: ToolBox;
+  /** Folder of the voice replies' files (default `.data/voice`). */
+  voiceDir?: string;
 }): Promise<ConsoleSession> {
   const { config } = options;
   const input = new PassThrough();
@@ -52,6 +54,7 @@ export async function startConsoleBot(options: {
     log: silentLogger,
     userId: "me",
     userName: "Me",
+    ...(options.voiceDir ? { voiceDir: options.voiceDir } : {}),
   });
   const client = options.client ?? new Anthropic({ apiKey: "test-key", baseURL: options.fakeUrl, maxRetries: 0 });
   const bot = await startBot({
@@ -82,6 +85,7 @@ export function useConsoleBot(): (options: {
   fake?: FakeAnthropicOptions;
   decider?: StartBotOptions["decider"];
   toolbox?: ToolBox;
+  voiceDir?: string;
 }) => Promise<ConsoleStack> {
   const started: { server?: TestRedis; fake?: FakeAnthropic; bot?: RunningBot } = {};
   afterEach(async () => {

@@ -247,6 +247,9 @@ describe("loadConfig", () => {
       "REDIS_PASSWORD",
       "STT_API_KEY",
       "STT_MODEL",
+      "TTS_API_KEY",
+      "TTS_MODEL",
+      "TTS_VOICE",
     ];
     // The garbage is a relative path, which REDIS_URL accepts as a socket path and MCP_CONFIG as a file path (read at start-up).
     const accepted = [...freeText, "REDIS_URL", "MCP_CONFIG"];

@@ -34,6 +34,7 @@ import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
+import { startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
 import { testConfig } from "../helpers/config.js";
 import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import { captureLogger } from "../helpers/log.js";
@@ -50,6 +51,8 @@ export interface Stack {
   cwa: FakeCwa;
   /** The fake transcription API, when {@link StackOptions.transcription} started one (`STT_BASE_URL` points at it). */
   stt: FakeTranscription | undefined;
+  /** The fake speech API, when {@link StackOptions.speech} started one (`TTS_BASE_URL` points at it). */
+  tts: FakeSpeech | undefined;
   config: Config;
   toolbox: ToolBox;
   /** The adapter part (grammy + discord.js inbound, producer). */
@@ -92,6 +95,8 @@ export interface StackOptions {
   tools?: Tool[];
   /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it (voice messages are transcribed). */
   transcription?: boolean;
+  /** Starts the fake speech API and sets `TTS_BASE_URL` and `TTS_API_KEY` to it (voice replies can be turned on). */
+  speech?: boolean;
   /** The waits of a failing model call's repeats; default {@link TEST_MODEL_RETRY}. */
   modelRetry?: ModelRetryTiming;
   /** Ms between the adapter part's checks of the chats waiting for an answer (`src/waiting-chats.ts`); default the bot's (5000). */
@@ -123,6 +128,8 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   started.push(() => cwa.close());
   const stt = options.transcription ? await startFakeTranscription() : undefined;
   if (stt) started.push(() => stt.close());
+  const tts = options.speech ? await startFakeSpeech() : undefined;
+  if (tts) started.push(() => tts.close());
   const { log, lines } = captureLogger("debug");
   const config = testConfig({
     LOG_LEVEL: "debug",
@@ -136,6 +143,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     CWA_API_KEY: cwa.key,
     CWA_API_BASE: cwa.base,
     ...(stt ? { STT_BASE_URL: stt.base, STT_API_KEY: stt.key } : {}),
+    ...(tts ? { TTS_BASE_URL: tts.base, TTS_API_KEY: tts.key } : {}),
     ...redis.env,
     ...options.env,
   });
@@ -195,6 +203,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     discord,
     cwa,
     stt,
+    tts,
     config,
     toolbox,
     adapters,
@@ -212,7 +221,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
     async stop() {
       await stack.adapters.stop();
       await stack.worker.stop();
-      await Promise.all([model.close(), telegram.stop(), discord.close(), cwa.close(), stt?.close()]);
+      await Promise.all([model.close(), telegram.stop(), discord.close(), cwa.close(), stt?.close(), tts?.close()]);
       await redis.stop();
     },
   };

@@ -18,6 +18,8 @@ import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
+import { startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
+import { SettingsStore } from "../../src/settings/store.js";
 import { FakeLine, type FakeLineUser } from "../fakes/line.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
@@ -43,6 +45,7 @@ let worker: RunningBot;
 let lines: string[];
 let alice: FakeLineUser;
 let stt: FakeTranscription;
+let tts: FakeSpeech;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -57,6 +60,7 @@ beforeAll(async () => {
   model = await startFakeAnthropic({ fallback: tasksModel });
   line = await FakeLine.start({ pushQuota: 1000 });
   stt = await startFakeTranscription();
+  tts = await startFakeSpeech();
   const port = await freePort();
   line.webhookUrl = `http://127.0.0.1:${port}/line/webhook`;
   const captured = captureLogger("debug");
@@ -73,6 +77,8 @@ beforeAll(async () => {
     HTTP_HOST: "127.0.0.1",
     STT_BASE_URL: stt.base,
     STT_API_KEY: stt.key,
+    TTS_BASE_URL: tts.base,
+    TTS_API_KEY: tts.key,
     ...testRedis.env,
   });
   const { toolbox } = await loadTools({ config, log: captured.log });
@@ -109,6 +115,7 @@ afterAll(async () => {
   await line?.stop();
   await model?.close();
   await stt?.close();
+  await tts?.close();
   await testRedis?.stop();
 });
 
@@ -363,7 +370,7 @@ it("files as documents: a text file in a DM is read, with its name", async () =>
   expect(blocks.some((b) => b.text === `<file name="notes.md">\n${notes}\n</file>`)).toBe(true);
 });
 
-it("in a group a file waits for its sender's mention and is read with it; an oversized one is refused before download", async () => {
+it("in a group a file waits for its sender's mention and is read with it", async () => {
   const ivy = line.user("Ivy");
   const group = line.group([alice, ivy]);
   const place = { from: ivy, groupId: group };
@@ -388,7 +395,12 @@ it("in a group a file waits for its sender's mention and is read with it; an ove
   const turn = JSON.stringify(request.messages.at(-1));
   expect(turn).toContain("季度報告");
   expect(turn).toContain("幫我摘要這份報告");
+}, 60_000);
 
+it("in a group a file announced over the limit is refused when its sender mentions the bot, without a download", async () => {
+  const nina = line.user("Nina");
+  const group = line.group([alice, nina]);
+  const place = { from: nina, groupId: group };
   // Announced over the PDF limit: refused when the mention comes, without a download.
   const contentCalls = () => line.calls.filter((c) => c.route.includes("/content")).length;
   const big = line.addContent(Buffer.from("%PDF-1.7 tiny"), "application/pdf");
@@ -396,12 +408,13 @@ it("in a group a file waits for its sender's mention and is read with it; an ove
     line.messageEvent(place, { id: big, type: "file", fileName: "big.pdf", fileSize: 15 * 1024 * 1024 }),
   ]);
   const downloads = contentCalls();
+  // The mention follows at once in a request of its own: the adapter handles a chat's events in order.
   await line.deliver([line.textEvent(place, "看一下", { mention: true })]);
   const refused = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("太大了")));
   expect(refused.text).toContain("PDF");
   expect(refused.via).toBe("reply");
   expect(contentCalls()).toBe(downloads);
-});
+}, 60_000);
 
 it("images: a picture is fetched from the content host; in a group a mention quoting someone's picture brings it", async () => {
   const leo = line.user("Leo");
@@ -421,7 +434,7 @@ it("images: a picture is fetched from the content host; in a group a mention quo
   expect(blocks.map((b) => b.type)).toEqual(["image", "text"]);
   expect(blocks[0]!.source?.media_type).toBe("image/jpeg");
   expect(line.calls.some((c) => c.route === "GET /v2/bot/message/{messageId}/content")).toBe(true);
-});
+}, 60_000);
 
 it("a sticker is answered politely; its keywords, when sent, are read", async () => {
   await line.deliver([
@@ -601,4 +614,32 @@ it("logs no message content and no token", () => {
   expect(all).not.toContain(line.token);
   expect(all).not.toContain(line.secret);
   expect(all).not.toContain("late question 7");
+});
+
+it("issue 42: voice replies are not offered on LINE (its audio messages need a public HTTPS address): /settings says so, answers stay text", async () => {
+  const voiceUser = line.user("Vera");
+  const spoken = tts.requests.length;
+  await line.deliver([line.textEvent(dm(voiceUser), "/settings")]);
+  const listing = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.includes("這個聊天的設定")),
+  );
+  expect(listing.text).toContain("• 語音回覆：LINE 上無法使用（只回文字）");
+  expect(listing.postbacks.some((d) => d.startsWith("st:v:"))).toBe(false);
+  await line.deliver([line.textEvent(dm(voiceUser), "/settings voice always")]);
+  const refused = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.startsWith("LINE 的語音訊息")),
+  );
+  expect(refused.text).toContain("只用文字回答");
+  // Even a stored choice (written directly) speaks nothing: LINE's outbound sends no voice.
+  await new SettingsStore(redis, config, captureLogger().log).set(
+    { platform: "line", chatId: voiceUser.userId },
+    "voice",
+    "always",
+  );
+  await line.deliver([line.textEvent(dm(voiceUser), "voice check 42")]);
+  const answer = await line.waitFor(() =>
+    line.messagesTo(voiceUser.userId).find((m) => m.text.includes("voice check 42")),
+  );
+  expect(answer.text).not.toContain("🔇");
+  expect(tts.requests.length).toBe(spoken);
 });

@@ -130,8 +130,24 @@ export interface SentMessage {
   payload: Record<string, unknown>;
   /** The message object the fake created (e.g. `mention_everyone`, computed from `allowed_mentions`). */
   message: FakeMessage;
+  /** The uploaded file parts (`files[n]`), with their bytes, when the message was multipart. */
+  files?: FakeUpload[];
   at: number;
 }
+
+/** A file part of a multipart message create (https://discord.com/developers/docs/reference#uploading-files). */
+export interface FakeUpload {
+  /** The part's name, `files[n]`. */
+  name: string;
+  filename: string;
+  mimeType: string;
+  bytes: Buffer;
+}
+
+/** Message flags a bot may set when creating a message (SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2). */
+const CREATE_FLAGS = (1 << 2) | (1 << 12) | (1 << 13) | (1 << 15);
+/** IS_VOICE_MESSAGE (https://discord.com/developers/docs/resources/message#message-object-message-flags). */
+export const IS_VOICE_MESSAGE = 1 << 13;
 
 /** One recorded REST request. */
 export interface RecordedRequest {
@@ -1172,6 +1188,7 @@ export class FakeDiscord {
     let status: number;
     let out: unknown;
     let headers: Record<string, string> = {};
+    let uploads: FakeUpload[] | undefined;
     const failure = this.#failures.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)),
     );
@@ -1180,8 +1197,14 @@ export class FakeDiscord {
       const type = req.headers["content-type"] ?? "";
       if (raw && type.includes("multipart/form-data")) {
         // Files with a JSON part (https://discord.com/developers/docs/reference#uploading-files).
-        const form = await readMultipart(req.headers, bytes);
+        const form = await readMultipart(req.headers, bytes, { keepFiles: true });
         files = [...form.files.map((f) => f.name), ...[...form.fields.keys()].filter((k) => k !== "payload_json")];
+        uploads = form.files.map((f) => ({
+          name: f.name,
+          filename: f.filename,
+          mimeType: f.mimeType,
+          bytes: f.bytes ?? Buffer.alloc(0),
+        }));
         raw = form.fields.get("payload_json") ?? "";
       }
       if (raw) {
@@ -1210,7 +1233,7 @@ export class FakeDiscord {
         headers = failure.headers;
         throw new HttpError(failure.status, failure.body);
       }
-      const result = this.#route(method, url, req.headers.authorization, body);
+      const result = this.#route(method, url, req.headers.authorization, body, uploads);
       status = result.status;
       out = result.body;
       const created = result.created;
@@ -1250,6 +1273,7 @@ export class FakeDiscord {
     url: URL,
     auth: string | undefined,
     body: unknown,
+    uploads?: FakeUpload[],
   ): { status: number; body?: unknown; created?: FakeMessage } {
     const path = url.pathname;
     if (!path.startsWith("/api/v10/")) throw new HttpError(404, { message: "404: Not Found", code: 0 });
@@ -1310,7 +1334,7 @@ export class FakeDiscord {
       case "POST channels/:/messages": {
         const replayed = this.#nonceReplay(parts[1]!, b);
         if (replayed) return { status: 200, body: replayed };
-        const created = this.#createMessage(parts[1]!, b);
+        const created = this.#createMessage(parts[1]!, b, uploads);
         return { status: 200, body: created, created };
       }
       case "GET channels/:/messages/:": {
@@ -1448,11 +1472,74 @@ export class FakeDiscord {
     return ids.filter((id) => (a.users ?? []).includes(id));
   }
 
-  #createMessage(channelId: string, b: Record<string, unknown>): FakeMessage {
+  /**
+   * The attachments of a message create: each uploaded `files[n]` part, with the metadata of the
+   * `attachments` entry whose `id` is `n` (`filename`, `duration_secs`, `waveform`). An entry naming
+   * no uploaded file is refused (50035), as is a flag a bot cannot set. A voice message (flag
+   * IS_VOICE_MESSAGE) must be exactly one Ogg Opus attachment (50160) with `duration_secs` and
+   * `waveform` (base64 of at most 256 samples; 50161) and nothing else: no content, embeds,
+   * stickers or components (50159).
+   * Sources: https://discord.com/developers/docs/reference#uploading-files,
+   * https://discord.com/developers/docs/topics/opcodes-and-status-codes#json-json-error-codes.
+   */
+  #attachmentsOf(channelId: string, b: Record<string, unknown>, uploads: FakeUpload[]): Record<string, unknown>[] {
+    const flags = Number(b.flags ?? 0);
+    if (!Number.isInteger(flags) || (flags & ~CREATE_FLAGS) !== 0)
+      throw invalidForm("flags", "MESSAGE_FLAGS_INVALID", "Invalid flags for a message create.");
+    const metas = (Array.isArray(b.attachments) ? b.attachments : []) as Record<string, unknown>[];
+    const index = new Map(uploads.map((u) => [/^files\[(\d+)\]$/.exec(u.name)?.[1], u]));
+    for (const meta of metas)
+      if (!index.has(String(meta.id)))
+        throw invalidForm("attachments", "ATTACHMENT_NOT_FOUND", `Unknown attachment id ${String(meta.id)}.`);
+    const attachments = uploads.map((upload) => {
+      const n = /^files\[(\d+)\]$/.exec(upload.name)?.[1];
+      const meta = metas.find((m) => String(m.id) === n) ?? {};
+      const filename = typeof meta.filename === "string" ? meta.filename : upload.filename;
+      const object = this.addAttachment(upload.bytes, { filename, contentType: upload.mimeType, channelId });
+      return {
+        ...object,
+        ...(meta.duration_secs !== undefined ? { duration_secs: meta.duration_secs } : {}),
+        ...(meta.waveform !== undefined ? { waveform: meta.waveform } : {}),
+      };
+    });
+    if (flags & IS_VOICE_MESSAGE) {
+      const extra =
+        (typeof b.content === "string" && b.content !== "") ||
+        (Array.isArray(b.embeds) && b.embeds.length > 0) ||
+        (Array.isArray(b.sticker_ids) && b.sticker_ids.length > 0) ||
+        (Array.isArray(b.components) && b.components.length > 0);
+      if (extra)
+        throw new HttpError(400, { message: "Voice messages do not support additional content.", code: 50159 });
+      const bytes = uploads[0]?.bytes;
+      const oggOpus =
+        bytes !== undefined &&
+        bytes.subarray(0, 4).toString("latin1") === "OggS" &&
+        bytes.subarray(0, 512).includes("OpusHead");
+      if (uploads.length !== 1 || !oggOpus)
+        throw new HttpError(400, { message: "Voice messages must have a single audio attachment.", code: 50160 });
+      const [voice] = attachments;
+      const waveform = typeof voice!.waveform === "string" ? Buffer.from(voice!.waveform, "base64") : undefined;
+      if (
+        typeof voice!.duration_secs !== "number" ||
+        voice!.duration_secs <= 0 ||
+        !waveform ||
+        waveform.length === 0 ||
+        waveform.length > 256 ||
+        waveform.toString("base64") !== voice!.waveform
+      )
+        throw new HttpError(400, { message: "Voice messages must have supporting metadata.", code: 50161 });
+    }
+    return attachments;
+  }
+
+  #createMessage(channelId: string, b: Record<string, unknown>, uploads: FakeUpload[] = []): FakeMessage {
     const channel = this.#channel(channelId);
-    this.#validate(b, true);
+    this.#validate(b, uploads.length === 0);
+    const attachments = this.#attachmentsOf(channelId, b, uploads);
     const content = (b.content as string | undefined) ?? "";
     const extra: Record<string, unknown> = {
+      attachments,
+      flags: Number(b.flags ?? 0),
       content,
       components: b.components ?? [],
       embeds: b.embeds ?? [],
@@ -1478,7 +1565,15 @@ export class FakeDiscord {
     this.#messages.set(message.id, message);
     if (b.nonce !== undefined && b.nonce !== null && b.enforce_nonce === true)
       this.#nonces.set(`${this.bot.id}|${String(b.nonce)}`, { messageId: message.id, at: this.#options.now() });
-    this.sent.push({ id: message.id, channelId, content, payload: b, message, at: Date.now() });
+    this.sent.push({
+      id: message.id,
+      channelId,
+      content,
+      payload: b,
+      message,
+      ...(uploads.length > 0 ? { files: uploads } : {}),
+      at: Date.now(),
+    });
     this.#dispatchMessage(message, channel);
     return message;
   }

@@ -1,7 +1,8 @@
 /**
  * `npm run fakes`: the test fakes of this folder as local servers, to try the bot's platforms
  * without accounts: fake Telegram (Bot API), fake Discord (REST and gateway), a fake Messages API,
- * the fake CWA weather API and a fake transcription API, all on 127.0.0.1 (free ports). It prints
+ * the fake CWA weather API, a fake transcription API and a fake speech API (voice replies: turn
+ * them on with `/settings voice always`), all on 127.0.0.1 (free ports). It prints
  * the variables that point the bot at them; run `npm start` with those in another terminal. Then
  * lines typed here are sent to the bot as a person would send them:
  *
@@ -21,6 +22,7 @@ import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, type FakeUser } from "./discord.js";
 import { FakeTelegram } from "./telegram.js";
+import { startFakeSpeech, type FakeSpeech } from "./speech.js";
 import { startFakeTranscription, type FakeTranscription } from "./transcription.js";
 
 /** The fakes started by {@link startLocalFakes}, the variables pointing the bot at them, and what to type. */
@@ -30,6 +32,7 @@ export interface LocalFakes {
   anthropic: FakeAnthropic;
   cwa: FakeCwa;
   transcription: FakeTranscription;
+  speech: FakeSpeech;
   /** `NAME=value` pairs for the bot's `.env` or environment, in print order. */
   env: Record<string, string>;
   /**
@@ -80,6 +83,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   });
   const cwa = await startFakeCwa();
   const transcription = await startFakeTranscription();
+  const speech = await startFakeSpeech();
   const alice = telegram.user(7001, "Alice");
   const bob: FakeUser = { id: "700000000000000002", username: "bob", global_name: "Bob" };
 
@@ -95,6 +99,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     CWA_API_BASE: cwa.base,
     STT_BASE_URL: transcription.base,
     STT_API_KEY: transcription.key,
+    TTS_BASE_URL: speech.base,
+    TTS_API_KEY: speech.key,
     // The fake users are strangers: serve everyone, as the end-to-end tests do.
     ACCESS_POLICY: "open",
   };
@@ -131,12 +137,22 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   };
 
   const follow = (print: (line: string) => void, everyMs = 200): (() => void) => {
-    const seen = { tgSent: 0, tgEdits: 0, dcSent: 0, dcEdits: 0 };
+    const seen = { tgSent: 0, tgEdits: 0, dcSent: 0, dcEdits: 0, tgVoices: 0 };
     const timer = setInterval(() => {
       for (; seen.tgSent < telegram.sent.length; seen.tgSent++) {
         const message = telegram.sent[seen.tgSent]!;
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
         print(shown("telegram", "bot", message.text + buttons.join("")));
+      }
+      for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
+        const voice = telegram.voices[seen.tgVoices]!;
+        print(
+          shown(
+            "telegram",
+            "bot",
+            `🔊 ${voice.shownAs} message (${String(voice.payload.duration)} s, ${voice.file.bytes.length} bytes)`,
+          ),
+        );
       }
       for (; seen.tgEdits < telegram.edits.length; seen.tgEdits++) {
         const edit = telegram.edits[seen.tgEdits]!.payload;
@@ -146,7 +162,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const message = discord.sent[seen.dcSent]!;
         const rows = (message.message.components ?? []) as { components: { label?: string }[] }[];
         const buttons = rows.flatMap((r) => r.components).map((c) => (c.label ? ` [${c.label}]` : ""));
-        print(shown("discord", "bot", message.content + buttons.join("")));
+        const voice = message.files?.length ? `🔊 voice message (${message.files[0]!.bytes.length} bytes)` : "";
+        print(shown("discord", "bot", message.content + voice + buttons.join("")));
       }
       for (; seen.dcEdits < discord.edits.length; seen.dcEdits++) {
         const edit = discord.edits[seen.dcEdits]!.payload;
@@ -157,9 +174,16 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   };
 
   const stop = async () => {
-    await Promise.allSettled([telegram.stop(), discord.close(), anthropic.close(), cwa.close(), transcription.close()]);
+    await Promise.allSettled([
+      telegram.stop(),
+      discord.close(),
+      anthropic.close(),
+      cwa.close(),
+      transcription.close(),
+      speech.close(),
+    ]);
   };
-  return { telegram, discord, anthropic, cwa, transcription, env, handle, follow, stop };
+  return { telegram, discord, anthropic, cwa, transcription, speech, env, handle, follow, stop };
 }
 
 /** The program: starts the fakes, prints the variables and what to type, then reads lines until stdin ends or a signal. */
@@ -168,7 +192,7 @@ async function main(): Promise<void> {
   const lines = Object.entries(fakes.env).map(([name, value]) => `${name}=${value}`);
   console.log(
     [
-      "Fake Telegram, Discord, Messages API, CWA and transcription servers are running on 127.0.0.1.",
+      "Fake Telegram, Discord, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
       "Give the bot these variables (in .env, or on the command line of npm start in another terminal):",
       "",
       ...lines,

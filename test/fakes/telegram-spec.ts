@@ -78,6 +78,10 @@ export interface InputFilePart {
   [INPUT_FILE]: true;
   filename: string;
   size: number;
+  /** The part's content type, as sent. */
+  mimeType?: string;
+  /** The part's bytes. */
+  bytes?: Buffer;
 }
 
 /**

@@ -9,6 +9,7 @@ import { Api, GrammyError, InputFile } from "grammy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkTelegramRequest, TELEGRAM_SPEC_EXCEPTIONS, telegramSpecVersion } from "../fakes/telegram-spec.js";
 import { FakeTelegram, parseTelegramHtml } from "../fakes/telegram.js";
+import { speechFixture } from "../fakes/speech.js";
 
 let tg: FakeTelegram;
 let api: Api;
@@ -30,6 +31,31 @@ async function failure(p: Promise<unknown>): Promise<GrammyError> {
 }
 
 describe("the fake Bot API is strict", () => {
+  it("sendVoice: an uploaded Ogg Opus, MP3 or M4A file is a voice message, anything else a document; a file_id it does not know is refused", async () => {
+    const chat = 42_900;
+    const ogg = await api.sendVoice(chat, new InputFile(speechFixture("speech.ogg"), "voice.ogg"), { duration: 3 });
+    expect(ogg.voice).toMatchObject({
+      duration: 3,
+      mime_type: "audio/ogg",
+      file_size: speechFixture("speech.ogg").length,
+    });
+    const mp3 = await api.sendVoice(chat, new InputFile(speechFixture("speech.mp3"), "a.mp3"));
+    expect(mp3.voice?.mime_type).toBe("audio/mpeg");
+    const m4a = await api.sendVoice(chat, new InputFile(speechFixture("speech.m4a"), "a.m4a"));
+    expect(m4a.voice?.mime_type).toBe("audio/mp4");
+    const flac = await api.sendVoice(chat, new InputFile(speechFixture("speech.flac"), "a.flac"));
+    expect(flac.voice).toBeUndefined();
+    expect((flac as { document?: { file_name?: string } }).document?.file_name).toBe("a.flac");
+    expect(tg.voices.filter((v) => v.chatId === chat).map((v) => v.shownAs)).toEqual([
+      "voice",
+      "voice",
+      "voice",
+      "document",
+    ]);
+    expect(tg.voices.find((v) => v.chatId === chat)!.file.bytes.equals(speechFixture("speech.ogg"))).toBe(true);
+    expect((await failure(api.sendVoice(chat, "AwACAgIAAxkBAAI"))).error_code).toBe(400);
+  });
+
   it("rejects HTML Telegram would reject", () => {
     expect(() => parseTelegramHtml("<div>x</div>")).toThrow(/can't parse entities: Unsupported start tag "div"/);
     expect(() => parseTelegramHtml("<b>x")).toThrow(/Can't find end tag corresponding to start tag "b"/);

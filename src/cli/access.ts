@@ -23,12 +23,12 @@ import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USE
 import { dmTo, loadPlatform } from "../app.js";
 import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
-import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
+import { type Config } from "../config.js";
 import { localize } from "../i18n.js";
-import { createLogger, redact, registerSecrets } from "../log.js";
+import { createLogger, redact } from "../log.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
-import { isEntryPoint, runAsProgram, type CliIo } from "./io.js";
+import { isEntryPoint, loadCliConfig, runAsProgram, type CliIo } from "./io.js";
 import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
 import { fileBytes, memoryKey, MemoryStore, totalBytes } from "../memory/store.js";
@@ -256,17 +256,8 @@ async function tell(config: Config, platform: Platform, chatId: string, text: st
  */
 export async function accessMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") return usageError(io);
-  let config: Config;
-  try {
-    config = loadConfig(env, { purpose: "inspect" });
-    registerSecrets(secretValues(config));
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      io.err(error.message);
-      return 2;
-    }
-    throw error;
-  }
+  const config = loadCliConfig(env, io);
+  if (!config) return 2;
   // The private redis-server of this folder is found (or started) as `npm run trace` finds it, so
   // grants made while the bot is stopped are there when it starts.
   return withCliRedis(redisAddress(config), (redis) => run(argv, config, redis, io), io);

@@ -8,7 +8,8 @@
 import { realpathSync } from "node:fs";
 import { Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { redact } from "../log.js";
+import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
+import { redact, registerSecrets } from "../log.js";
 
 /** Where a command-line tool writes: `out` for its output (stdout), `err` for problems (stderr), one line or block per call. */
 export interface CliIo {
@@ -71,4 +72,26 @@ export async function runAsProgram(
     console.error(`${name} failed: ${redact(error instanceof Error ? error.message : String(error))}`);
     process.exitCode = 2;
   }
+}
+
+/**
+ * Reads a command-line tool's configuration from `env` for inspecting (`loadConfig`'s `inspect`
+ * purpose: no platform token required) and registers its secrets for redaction. An invalid
+ * configuration is written to `io.err` and answered with undefined (the tool then exits with 2).
+ *
+ * @throws what `loadConfig` throws besides a `ConfigError`.
+ */
+export function loadCliConfig(env: NodeJS.ProcessEnv, io: CliIo): Config | undefined {
+  let config: Config;
+  try {
+    config = loadConfig(env, { purpose: "inspect" });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      io.err(error.message);
+      return undefined;
+    }
+    throw error;
+  }
+  registerSecrets(secretValues(config));
+  return config;
 }

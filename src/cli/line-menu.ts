@@ -13,9 +13,8 @@
 import { readFile } from "node:fs/promises";
 import { createClients } from "../../adapters/line/api.js";
 import { createRichMenu } from "../../adapters/line/menu.js";
-import { ConfigError, loadConfig, secretValues, type Config } from "../config.js";
-import { createLogger, redact, registerSecrets } from "../log.js";
-import { isEntryPoint, logDestination, runAsProgram, type CliIo } from "./io.js";
+import { createLogger, redact } from "../log.js";
+import { isEntryPoint, loadCliConfig, logDestination, runAsProgram, type CliIo } from "./io.js";
 
 const USAGE = `usage: npm run line:menu [-- --image <file.png|file.jpg>]
   creates the LINE rich menu (2500 × 843 px, six commands) and sets it as every user's default`;
@@ -35,17 +34,8 @@ export async function lineMenuMain(argv: string[], env: NodeJS.ProcessEnv, io: C
     io.err(USAGE);
     return 2;
   }
-  let config: Config;
-  try {
-    config = loadConfig(env, { purpose: "inspect" });
-    registerSecrets(secretValues(config));
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      io.err(error.message);
-      return 2;
-    }
-    throw error;
-  }
+  const config = loadCliConfig(env, io);
+  if (!config) return 2;
   if (!config.LINE_CHANNEL_ACCESS_TOKEN) {
     io.err(
       "LINE_CHANNEL_ACCESS_TOKEN is not set: the rich menu is created with the channel's token (see docs/line.md).",

@@ -13,14 +13,14 @@
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig, secretValues, type Locale } from "../config.js";
+import { type Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
-import { createLogger, redact, registerSecrets } from "../log.js";
+import { createLogger, redact } from "../log.js";
 import { mcpConfigPath, McpConfigError, readMcpConfig } from "../mcp/config.js";
 import { McpToolSource, warnCrowdedContexts } from "../mcp/source.js";
 import { loadTools, ToolRegistryError, type LoadedTools } from "../toolbox/registry.js";
 import { unofferedReason, unofferedTools } from "../toolbox/select.js";
-import { isEntryPoint, logDestination, runAsProgram, type CliIo } from "./io.js";
+import { isEntryPoint, loadCliConfig, logDestination, runAsProgram, type CliIo } from "./io.js";
 
 /** The listing as printed by `--json`. */
 export interface ToolListing {
@@ -201,17 +201,8 @@ function options(argv: string[], io: CliIo): { json: boolean; dir?: string[] } |
 export async function toolsMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   const values = options(argv, io);
   if (typeof values === "number") return values;
-  let config;
-  try {
-    config = loadConfig(env, { purpose: "inspect" });
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      io.err(error.message);
-      return 2;
-    }
-    throw error;
-  }
-  registerSecrets(secretValues(config));
+  const config = loadCliConfig(env, io);
+  if (!config) return 2;
   const destination = logDestination(io);
   const log = createLogger({ level: "error", ...(destination ? { destination } : {}) });
   let source: McpToolSource | undefined;

@@ -9,13 +9,11 @@
  * `src/local-redis.ts`), started for the read when no `npm start` or `npm run chat` runs it. Exit code 0 when a run was printed, 1
  * when none is stored, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
-import { ConfigError, loadConfig, secretValues } from "../config.js";
-import { registerSecrets } from "../log.js";
 import { conversationKey, PLATFORMS, type ConversationRef, type Platform } from "../queue/incoming.js";
 import { formatRun } from "../trace/format.js";
 import { TraceStore, TRACE_KEEP_RUNS } from "../trace/store.js";
 import { redisAddress } from "../redis.js";
-import { isEntryPoint, runAsProgram, type CliIo } from "./io.js";
+import { isEntryPoint, loadCliConfig, runAsProgram, type CliIo } from "./io.js";
 import { withCliRedis } from "./redis.js";
 
 const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
@@ -63,18 +61,9 @@ export async function traceMain(argv: string[], env: NodeJS.ProcessEnv, io: CliI
     io.err(USAGE);
     return 2;
   }
-  let redisUrl: string | undefined;
-  try {
-    const config = loadConfig(env, { purpose: "inspect" });
-    registerSecrets(secretValues(config));
-    redisUrl = redisAddress(config);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      io.err(error.message);
-      return 2;
-    }
-    throw error;
-  }
+  const config = loadCliConfig(env, io);
+  if (!config) return 2;
+  const redisUrl = redisAddress(config);
   return withCliRedis(
     redisUrl,
     async (redis) => {

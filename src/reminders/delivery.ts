@@ -17,7 +17,7 @@
  * (`hasAccess`): a DM reminder whose owner was revoked, a group reminder whose group was disabled
  * (an admin's reminders are always posted, as admins are always served).
  */
-import { Queue, UnrecoverableError, type Job } from "bullmq";
+import { UnrecoverableError, type Job } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
@@ -27,7 +27,7 @@ import { AccessStore } from "../access/store.js";
 import { ChatUnreachableError } from "../outbound-errors.js";
 import type { Platform } from "../queue/incoming.js";
 import { buttonToken, reminderText } from "./format.js";
-import { bullPrefix } from "../queue/keys.js";
+import { closeQueue, logJobFailure, openQueue } from "../queue/jobs.js";
 import { REMINDERS_QUEUE, ReminderScheduler, attachReminderScheduler, type ReminderJobData } from "./schedule.js";
 import {
   MARKER_TTL_SECONDS,
@@ -84,11 +84,7 @@ export function dueTimeOf(
  */
 export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
   const { config, log, redis, outbounds } = deps;
-  const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
-    connection: redis,
-    prefix: bullPrefix(redis, REMINDERS_QUEUE, deps.prefix),
-  });
-  queue.on("error", () => {});
+  const queue = openQueue<ReminderJobData>(REMINDERS_QUEUE, redis, deps.prefix);
   const scheduler = new ReminderScheduler(queue);
   attachReminderScheduler(redis, scheduler);
   const access = new AccessStore(redis, log);
@@ -229,20 +225,11 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
     process: deliver,
     failed(job, err) {
       if (!job) return;
-      const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-      if (final)
-        log.error(
-          { job: job.id, err: { message: err.message } },
-          "reminder could not be posted; giving up on this occurrence",
-        );
-      else
-        log.warn(
-          { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
-          "reminder not posted yet; will retry",
-        );
+      logJobFailure(log, job, err, {
+        final: "reminder could not be posted; giving up on this occurrence",
+        retry: "reminder not posted yet; will retry",
+      });
     },
-    async close() {
-      await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
-    },
+    close: () => closeQueue(queue),
   };
 }

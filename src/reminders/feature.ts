@@ -5,11 +5,10 @@
  * reminders of a conversation, which move with it (each record names the chat it is posted in).
  * The tools (`set_reminder`, `list_reminders`, `cancel_reminder`) are files of `tools/`.
  */
-import { Queue } from "bullmq";
 import { moveRecordsOfChat } from "../conversations/keys.js";
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize } from "../i18n.js";
-import { bullPrefix } from "../queue/keys.js";
+import { closeQueue, openQueue } from "../queue/jobs.js";
 import { ReminderActions } from "./actions.js";
 import { reminderDelivery } from "./delivery.js";
 import { REMINDERS_QUEUE, ReminderScheduler, type ReminderJobData } from "./schedule.js";
@@ -19,16 +18,10 @@ export const remindersFeature = defineFeature<ReminderActions>({
   name: "reminders",
   start({ config, log, redis, prefix }) {
     // The adapters' own `reminders` queue: snoozes and cancels add and remove jobs.
-    const queue = new Queue<ReminderJobData>(REMINDERS_QUEUE, {
-      connection: redis,
-      prefix: bullPrefix(redis, REMINDERS_QUEUE, prefix),
-    });
-    queue.on("error", () => {});
+    const queue = openQueue<ReminderJobData>(REMINDERS_QUEUE, redis, prefix);
     return {
       state: new ReminderActions({ config, redis, scheduler: new ReminderScheduler(queue), log }),
-      close: async () => {
-        await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
-      },
+      close: () => closeQueue(queue),
     };
   },
   commands: [

@@ -6,14 +6,14 @@
  * (`schedule_task`, `list_tasks`, `cancel_task`) are files of `tools/`; they reach the worker's
  * scheduler through its connection (`attachTaskScheduler`).
  */
-import { DelayedError, Queue, UnrecoverableError } from "bullmq";
+import { DelayedError } from "bullmq";
 import { isAdmin } from "../access/policy.js";
 import { AccessStore } from "../access/store.js";
 import { moveRecordsOfChat } from "../conversations/keys.js";
 import { defineFeature } from "../feature.js";
 import { localize } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
-import { bullPrefix } from "../queue/keys.js";
+import { closeQueue, logJobFailure, openQueue } from "../queue/jobs.js";
 import { UsageStore } from "../usage/store.js";
 import { answerTask } from "../worker/task.js";
 import { TaskActions } from "./actions.js";
@@ -30,16 +30,10 @@ export const tasksFeature = defineFeature<TaskActions>({
   name: "tasks",
   start({ config, log, redis, prefix }) {
     // The adapters' own `tasks` queue: pause, resume and cancel remove and add jobs.
-    const queue = new Queue<TaskJobData>(TASKS_QUEUE, {
-      connection: redis,
-      prefix: bullPrefix(redis, TASKS_QUEUE, prefix),
-    });
-    queue.on("error", () => {});
+    const queue = openQueue<TaskJobData>(TASKS_QUEUE, redis, prefix);
     return {
       state: new TaskActions({ config, redis, scheduler: new TaskScheduler(queue), log }),
-      close: async () => {
-        await Promise.race([queue.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
-      },
+      close: () => closeQueue(queue),
     };
   },
   commands: [
@@ -89,11 +83,7 @@ export const tasksFeature = defineFeature<TaskActions>({
       processor({ answer, bullRedis, prefix }) {
         const { config, log, redis } = answer;
         // The worker's scheduler of the `tasks` queue, also attached to the tools' connection (schedule_task, cancel_task).
-        const queue = new Queue<TaskJobData>(TASKS_QUEUE, {
-          connection: bullRedis,
-          prefix: bullPrefix(bullRedis, TASKS_QUEUE, prefix),
-        });
-        queue.on("error", () => {});
+        const queue = openQueue<TaskJobData>(TASKS_QUEUE, bullRedis, prefix);
         const scheduler = new TaskScheduler(queue);
         attachTaskScheduler(redis, scheduler);
         const parts = {
@@ -106,17 +96,10 @@ export const tasksFeature = defineFeature<TaskActions>({
           process: (job, token) => answerTask(parts, job, token),
           failed(job, err) {
             if (!job || err instanceof DelayedError) return;
-            const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
-            if (final)
-              log.error(
-                { job: job.id, err: { message: err.message } },
-                "a scheduled task's occurrence failed for good",
-              );
-            else
-              log.warn(
-                { job: job.id, attempt: job.attemptsMade, err: { message: err.message } },
-                "a scheduled task's occurrence failed; it will retry",
-              );
+            logJobFailure(log, job, err, {
+              final: "a scheduled task's occurrence failed for good",
+              retry: "a scheduled task's occurrence failed; it will retry",
+            });
           },
           close: async () => void (await queue.close().catch(() => {})),
         };

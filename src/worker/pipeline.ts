@@ -753,6 +753,17 @@ export function noticesOf(
   messages: readonly MessageParam[],
   locale: AnswerParts["config"]["BOT_LOCALE"],
 ): string[] {
+  return linesOfSucceededCalls(messages, (name, input) => toolbox.notice(name, input, locale));
+}
+
+/**
+ * What `line` gives for each successful call of a run (a `tool_use` whose `tool_result` is not an
+ * error), in call order, each distinct line once; calls it gives nothing for are left out.
+ */
+function linesOfSucceededCalls(
+  messages: readonly MessageParam[],
+  line: (name: string, input: unknown) => string | undefined,
+): string[] {
   const failed = new Set<string>();
   const answered = new Set<string>();
   for (const m of messages) {
@@ -764,8 +775,8 @@ export function noticesOf(
     if (m.role !== "assistant" || typeof m.content === "string") continue;
     for (const b of m.content) {
       if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
-      const line = toolbox.notice(b.name, b.input, locale);
-      if (line && !lines.includes(line)) lines.push(line);
+      const text = line(b.name, b.input);
+      if (text && !lines.includes(text)) lines.push(text);
     }
   }
   return lines;
@@ -785,21 +796,7 @@ export function doneLines(
   messages: readonly MessageParam[],
   locale: AnswerParts["config"]["BOT_LOCALE"],
 ): string[] {
-  const failed = new Set<string>();
-  const answered = new Set<string>();
-  for (const m of messages) {
-    if (m.role !== "user" || typeof m.content === "string") continue;
-    for (const b of m.content) if (b.type === "tool_result") (b.is_error ? failed : answered).add(b.tool_use_id);
-  }
-  const items: string[] = [];
-  for (const m of messages) {
-    if (m.role !== "assistant" || typeof m.content === "string") continue;
-    for (const b of m.content) {
-      if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
-      const item = toolbox.done(b.name, b.input, locale);
-      if (item && !items.includes(item)) items.push(item);
-    }
-  }
+  const items = linesOfSucceededCalls(messages, (name, input) => toolbox.done(name, input, locale));
   if (items.length === 0) return [];
   const shown = items.slice(0, MAX_DONE_CALLS);
   const more = items.length - shown.length;

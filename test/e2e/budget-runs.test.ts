@@ -184,10 +184,7 @@ it("an approval pressed after the budget ran out runs the call and makes no mode
   );
   await spend("telegram", "7404", BUDGET);
   const requests = stack.model.requests.length;
-  const approve = tg
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(":y"))!;
+  const approve = tg.approveData(prompt);
   tg.pressButton({ from: user, message: prompt, data: approve });
   const answer = await tg.waitFor(
     () => tg.sent.find((m) => m.chatId === 7404 && m.text.startsWith(USER_BUDGET_TEXT)),

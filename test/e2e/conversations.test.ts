@@ -82,10 +82,7 @@ async function promptFor(message: Message): Promise<FakeSentMessage> {
 }
 
 function approveData(prompt: FakeSentMessage): string {
-  return stack.telegram
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(":y"))!;
+  return stack.telegram.approveData(prompt);
 }
 
 describe("Telegram forum topics are conversations of their own", () => {

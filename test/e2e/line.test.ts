@@ -32,7 +32,7 @@ import { seedTodos } from "./approvals-helpers.js";
 import { bringForward } from "../helpers/jobs.js";
 import { listReminders } from "../../src/reminders/store.js";
 import { listTasks } from "../../src/tasks/store.js";
-import { localIso, reminderJobId, remindersQueue, secondsAhead } from "./reminders-helpers.js";
+import { bringReminderForward, localIso, secondsAhead } from "./reminders-helpers.js";
 import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
 
 let line: FakeLine;
@@ -459,12 +459,7 @@ it("a reminder is pushed at its time with done / snooze postbacks; done is answe
   await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.startsWith("set_reminder:")));
   const owner = { platform: "line" as const, userId: alice.userId };
   const [reminder] = await listReminders(redis, owner);
-  const queue = remindersQueue(redis);
-  try {
-    await bringForward(queue, reminderJobId(owner, reminder!, at));
-  } finally {
-    await queue.close();
-  }
+  await bringReminderForward(redis, owner, reminder!, at);
   const posted = await line.waitFor(() =>
     line.messagesTo(alice.userId).find((m) => m.text.includes("drink water") && m.postbacks.length > 0),
   );
@@ -604,12 +599,7 @@ it("a group reminder whose owner is no longer a member (member profile 404) is p
   line.setMember(group, henry, false);
   const owner = { platform: "line" as const, userId: henry.userId };
   const [reminder] = await listReminders(redis, owner);
-  const queue = remindersQueue(redis);
-  try {
-    await bringForward(queue, reminderJobId(owner, reminder!, at));
-  } finally {
-    await queue.close();
-  }
+  await bringReminderForward(redis, owner, reminder!, at);
   const notice = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.includes("已不在這個群組")));
   expect(notice.text).toContain("Henry");
   expect(line.messagesTo(group).some((m) => m.text.includes("water the plants") && m.text.startsWith("Henry"))).toBe(

@@ -70,10 +70,7 @@ it("one answer with a tool call and an approval: GenAI spans from the receipt th
     WAIT,
     "the approval prompt",
   );
-  const yes = tg
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(":y"))!;
+  const yes = tg.approveData(prompt);
   tg.pressButton({ from: user, message: prompt, data: yes });
   await tg.waitFor(
     () => tg.sent.find((m) => m.chatId === 7801 && m.text.includes("delete_todo:")),

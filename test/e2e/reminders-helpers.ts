@@ -17,6 +17,7 @@ import {
 import type { Reminder, ReminderOwner } from "../../src/reminders/store.js";
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
 import { toolUse } from "../fakes/anthropic.js";
+import { bringForward } from "../helpers/jobs.js";
 import { lastUserTyped, scriptedModel } from "./scripted-model.js";
 
 /** The time zone of the test configuration (`TIMEZONE` default). */
@@ -52,6 +53,24 @@ export function remindersQueue(redis: RedisClient): Queue<ReminderJobData> {
     connection: redis,
     prefix: bullPrefix(redis, REMINDERS_QUEUE, "e2e"),
   });
+}
+
+/**
+ * Makes the delayed job of `reminder`'s occurrence at `at` (ms since the Unix epoch) due now, through
+ * a queue of its own that is closed afterwards ({@link bringForward}, default 300 ms ahead).
+ */
+export async function bringReminderForward(
+  redis: RedisClient,
+  owner: ReminderOwner,
+  reminder: Pick<Reminder, "id" | "repeat">,
+  at: number,
+): Promise<void> {
+  const queue = remindersQueue(redis);
+  try {
+    await bringForward(queue, reminderJobId(owner, reminder, at));
+  } finally {
+    await queue.close();
+  }
 }
 
 /** The next run (ms) of the job scheduler of reminder `id`, or undefined when it has none. */

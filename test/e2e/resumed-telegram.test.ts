@@ -57,10 +57,7 @@ async function askAndApprove(
     WAIT,
     "the approval prompt",
   );
-  const yes = tg
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(":y"))!;
+  const yes = tg.approveData(prompt);
   beforePress();
   const pressedAt = Date.now();
   tg.pressButton({ from, message: prompt, data: yes });

@@ -636,6 +636,18 @@ export class FakeTelegram {
   }
 
   /**
+   * The `callback_data` of the approve button (data ending in `:y`) of an approval prompt.
+   * @throws when the message has no such button.
+   */
+  approveData(message: FakeSentMessage): string {
+    const data = this.buttons(message)
+      .map((b) => b.callback_data)
+      .find((d) => d?.endsWith(":y"));
+    if (!data) throw new Error(`message ${message.messageId} has no approve button`);
+    return data;
+  }
+
+  /**
    * Stores a file (as if a user had uploaded it) and returns its ids and announced size, for a
    * message's `photo`, `document`, `voice`…
    */

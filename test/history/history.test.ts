@@ -35,6 +35,28 @@ const runs: MessageParam[][] = [
 ];
 const all = runs.flat();
 
+/**
+ * Asserts that `store` refuses the appends of a run that began before `chat`'s last /reset (its
+ * `resets` guard), on the fresh-chat path (`before`, read before the reset) and on the trimming one.
+ */
+async function expectRefusedAfterReset(
+  store: HistoryStore,
+  chat: { platform: "telegram"; chatId: string },
+  before: Awaited<ReturnType<HistoryStore["read"]>>,
+  resets: number | { since: number },
+): Promise<void> {
+  expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, resets)).toBe(false);
+  expect(
+    await store.append(
+      chat,
+      runs[2]!,
+      { messageId: "m2", text: "done" },
+      { stored: 40, fresh: false, raw: before.raw! },
+      resets,
+    ),
+  ).toBe(false);
+}
+
 describe("trimHistory", () => {
   it("recognises user text turns", () => {
     expect(isUserTextTurn(user("x"))).toBe(true);
@@ -114,16 +136,7 @@ describe("HistoryStore", () => {
     expect(await store.generation(chat)).toBe(1);
     expect(await redis.ttl(keys.resets)).toBeGreaterThan(29 * 24 * 3600);
     // A run that began before the reset (generation 0): refused, on the fresh-chat path and on the trimming one.
-    expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, 0)).toBe(false);
-    expect(
-      await store.append(
-        chat,
-        runs[2]!,
-        { messageId: "m2", text: "done" },
-        { stored: 40, fresh: false, raw: before.raw! },
-        0,
-      ),
-    ).toBe(false);
+    await expectRefusedAfterReset(store, chat, before, 0);
     expect(await redis.exists(keys.history)).toBe(0);
     // A run that began after it: written, with the history's expiry.
     expect(await store.append(chat, runs[1]!, { messageId: "m3", text: "#1 milk" }, await store.read(chat), 1)).toBe(
@@ -152,18 +165,7 @@ describe("HistoryStore", () => {
     expect(resetAt).toBeGreaterThan(began);
     expect(await redis.ttl(keys.resetAt)).toBeGreaterThan(29 * 24 * 3600);
     // A run that began before the reset: refused, on the fresh-chat path and on the trimming one.
-    expect(await store.append(chat, runs[1]!, { messageId: "m1", text: "#1 milk" }, before, { since: began })).toBe(
-      false,
-    );
-    expect(
-      await store.append(
-        chat,
-        runs[2]!,
-        { messageId: "m2", text: "done" },
-        { stored: 40, fresh: false, raw: before.raw! },
-        { since: began },
-      ),
-    ).toBe(false);
+    await expectRefusedAfterReset(store, chat, before, { since: began });
     expect(await redis.exists(keys.history)).toBe(0);
     // Such a run asking for an approval now notes the generation of when it began; one begun after the reset, the new one.
     expect(await store.generationAt(chat, began)).toBe(0);

@@ -4,7 +4,8 @@
  * `vitest.config.ts`, whose reporter ends with the slowest files and the summed durations — all
  * three at once, and at the very end each step's wall time and the whole run's. Most of vitest's
  * time is spent waiting (fakes, timers, child processes), so the checks' CPU fits beside it and
- * the run takes about as long as vitest alone instead of the checks' time plus vitest's.
+ * the run takes about as long as vitest alone instead of the checks' time plus vitest's (the checks
+ * run at a lower priority, see `npmRun`).
  *
  * The type check's and the lint's output is printed once vitest is done (so it never interleaves
  * with vitest's); a check that fails says so at once, with its output, and vitest runs on (Ctrl-C
@@ -14,6 +15,7 @@
  * Exit code: 0 when all passed; else the type check's or the lint's, or vitest's.
  */
 import { spawn } from "node:child_process";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,8 +32,9 @@ function start(command, args, capture) {
   const child = spawn(command, args, {
     cwd: root,
     stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit",
-    // `npm` itself is a batch file on Windows: only through a shell there (see npmRun).
-    shell: command === "npm",
+    // `npm` itself is a batch file on Windows: only through a shell there (see npmRun). Elsewhere
+    // without one, so the priority npmRun sets is npm's own before it starts the check.
+    shell: command === "npm" && process.platform === "win32",
   });
   let output = "";
   if (capture) {
@@ -49,12 +52,23 @@ function start(command, args, capture) {
   return { child, done };
 }
 
-/** `npm run -s <script>`, its output kept: with npm's own CLI when npm started this script, else `npm`. */
+/**
+ * `npm run -s <script>`, its output kept: with npm's own CLI when npm started this script, else
+ * `npm`. Run at a lower priority than vitest (10 steps nicer; the tools it starts inherit it), so
+ * the checks take the CPU the test files leave, instead of slowing their start-up, where each test
+ * worker loads the bot's modules at once.
+ */
 function npmRun(script) {
   const npm = process.env.npm_execpath;
-  return npm?.endsWith(".js")
+  const run = npm?.endsWith(".js")
     ? start(process.execPath, [npm, "run", "-s", script], true)
     : start("npm", ["run", "-s", script], true);
+  try {
+    if (run.child.pid !== undefined) os.setPriority(run.child.pid, Math.min(19, os.getPriority(run.child.pid) + 10));
+  } catch {
+    // Not allowed here (some systems): the checks run at vitest's priority, as they did.
+  }
+  return run;
 }
 
 const typecheckRun = npmRun("typecheck");

@@ -483,7 +483,7 @@ it("a scheduled task's occurrence is answered by push in its chat", async () => 
   await line.deliver([
     line.textEvent(dm(alice), `call schedule_task {"instruction":"calc 2 * 21","at":"${localIso(at)}"}`),
   ]);
-  await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
+  const scheduled = await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
   const owner = { platform: "line" as const, userId: alice.userId };
   const [task] = await listTasks(redis, owner);
   const queue = tasksQueue(redis);
@@ -492,14 +492,17 @@ it("a scheduled task's occurrence is answered by push in its chat", async () => 
   } finally {
     await queue.close();
   }
-  // Not the approval prompt (a template with postbacks), whose expiry time may contain "42" too.
+  // Only what came after the approval's answer: the prompt and that answer (a reply, with the
+  // press's token) name the task and its time, which may contain "42" too.
   const ran = await line.waitFor(
     () =>
       line
         .messagesTo(alice.userId)
-        .find((m) => m.text.includes("排程任務") && m.text.includes("42") && m.postbacks.length === 0),
+        .slice(line.messagesTo(alice.userId).indexOf(scheduled) + 1)
+        .find((m) => m.text.includes("排程任務") && m.text.includes("42")),
     30_000,
   );
+  expect(scheduled.via).toBe("reply");
   expect(ran.via).toBe("push");
 });
 

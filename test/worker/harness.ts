@@ -280,7 +280,9 @@ export async function startHarness(
       return worker;
     },
     async stop() {
-      for (const w of harness.workers) await w.close();
+      // A graceful close bounded at 5 s, then forced (a BullMQ worker after a Redis outage can keep
+      // its graceful close waiting; the worker's own 30-s default is the whole hook's timeout).
+      for (const w of harness.workers) await w.close(5000);
       for (const close of closers) await close();
       await queue.close();
       for (const c of connections) c.disconnect();

@@ -34,6 +34,7 @@ import { timeInWords } from "../reminders/time.js";
 import { cancelTask, pauseTask, resumeTask } from "../tasks/actions.js";
 import { shortInstruction } from "../tasks/format.js";
 import { TaskScheduler, TASKS_QUEUE } from "../tasks/schedule.js";
+import { TraceStore } from "../trace/store.js";
 import { getTask, listTasks, type Task } from "../tasks/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { CONSOLE_CSS, esc, layout, postForm, t, table } from "./pages.js";
@@ -109,6 +110,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const access = new AccessStore(redis, log);
   const grants = grantStoreFor(redis, config, log);
   const memory = new MemoryStore(redis, { log });
+  const traces = new TraceStore(redis, { log });
   const queueNamed = (name: string) => parts.queues.find((q) => q.name === name);
   const taskQueue = queueNamed(TASKS_QUEUE);
   const reminderQueue = queueNamed(REMINDERS_QUEUE);
@@ -276,6 +278,17 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             current: "access",
             ...page,
             body: await accessPage(session.csrf),
+          }),
+        );
+      case "/admin/traces":
+        return send(
+          res,
+          200,
+          layout(locale, {
+            title: t(locale, "traces"),
+            current: "traces",
+            ...page,
+            body: await tracesPage(url.searchParams.get("c") ?? undefined),
           }),
         );
       case "/admin/memory":
@@ -489,8 +502,26 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         ];
       }),
     );
+    const models = [...(await modelStats(Date.now())).entries()].map(([model, m]) => {
+      const sorted = [...m.ms].sort((a, b) => a - b);
+      const at = (q: number) =>
+        sorted.length > 0 ? esc(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!) : "—";
+      return [
+        `<code>${esc(model)}</code>`,
+        esc(m.calls),
+        m.errors > 0 ? `<span class="bad">${esc(m.errors)}</span>` : "0",
+        at(0.5),
+        at(0.95),
+      ];
+    });
     return (
       `<h2>${esc(t(locale, "health"))}</h2>${checks}` +
+      `<h2>${esc(t(locale, "modelHour"))}</h2>` +
+      table(
+        [t(locale, "model"), t(locale, "calls"), t(locale, "errors"), t(locale, "p50"), t(locale, "p95")],
+        models,
+        t(locale, "noModelCalls"),
+      ) +
       `<h2>${esc(t(locale, "queues"))}</h2>` +
       table(
         [
@@ -506,6 +537,92 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       ) +
       `<p><a href="/admin/queues/">${esc(t(locale, "queueDetails"))}</a></p>`
     );
+  }
+
+  /**
+   * Model calls of the last hour, by model, from the stored traces (`trace:{…}`, what `npm run trace`
+   * reads; at most {@link MAX_KEYS_SCANNED} conversations, their last runs): calls (answered or
+   * failed), failures, and the answered calls' durations in ms.
+   */
+  async function modelStats(now: number): Promise<Map<string, { calls: number; errors: number; ms: number[] }>> {
+    const since = now - 3_600_000;
+    const byModel = new Map<string, { calls: number; errors: number; ms: number[] }>();
+    const entry = (model: string) => {
+      let found = byModel.get(model);
+      if (!found) byModel.set(model, (found = { calls: 0, errors: 0, ms: [] }));
+      return found;
+    };
+    for (const key of await scanKeys(redis, "trace:{*}")) {
+      const conversation = /^trace:\{(.+)\}$/.exec(key)?.[1];
+      if (!conversation) continue;
+      for (const run of await traces.runs(conversation)) {
+        if (run.finishedAt < since) break; // newest first
+        let model = "?";
+        for (const event of run.events) {
+          if (event.type === "model_call") model = typeof event.data.model === "string" ? event.data.model : "?";
+          if (event.at < since) continue;
+          if (event.type === "model_response") {
+            const stats = entry(model);
+            stats.calls += 1;
+            if (typeof event.data.durationMs === "number") stats.ms.push(Math.round(event.data.durationMs));
+          } else if (event.type === "error" && event.data.where === "model_call") {
+            const stats = entry(model);
+            stats.calls += 1;
+            stats.errors += 1;
+          }
+        }
+      }
+    }
+    return new Map([...byModel].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  /**
+   * The traces (what `npm run trace` prints): without `conversation`, the conversations with stored
+   * runs, newest first; with it, its last runs as timelines (each event's offset, type and its
+   * previews: model calls with tokens and ms, tool calls with input and result previews, approvals,
+   * compactions, errors).
+   */
+  async function tracesPage(conversation: string | undefined): Promise<string> {
+    if (conversation === undefined) {
+      const rows: { key: string; last: number; runs: number }[] = [];
+      for (const key of await scanKeys(redis, "trace:{*}")) {
+        const name = /^trace:\{(.+)\}$/.exec(key)?.[1];
+        if (!name) continue;
+        const runs = await traces.runs(name);
+        if (runs.length > 0) rows.push({ key: name, last: runs[0]!.finishedAt, runs: runs.length });
+      }
+      rows.sort((a, b) => b.last - a.last);
+      return table(
+        [t(locale, "conversation"), t(locale, "runs"), t(locale, "lastRun")],
+        rows.map((r) => [
+          `<a href="/admin/traces?c=${encodeURIComponent(r.key)}"><code>${esc(r.key)}</code></a>`,
+          esc(r.runs),
+          esc(DateTime.fromMillis(r.last, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm:ss")),
+        ]),
+        t(locale, "noTraces"),
+      );
+    }
+    const runs = await traces.runs(conversation.slice(0, 300));
+    if (runs.length === 0) return `<p class="empty">${esc(t(locale, "noTraces"))}</p>`;
+    return runs
+      .map((run) => {
+        const title =
+          `${DateTime.fromMillis(run.startedAt, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm:ss")} · ` +
+          `${run.finishedAt - run.startedAt} ms · ${run.events.length} events`;
+        const rows = run.events.map((e) => [
+          esc(`+${e.at - run.startedAt} ms`),
+          e.type === "error" ? `<span class="bad">${esc(e.type)}</span>` : esc(e.type),
+          `<code>${esc(
+            Object.entries(e.data)
+              .map(([k, v]) => `${k}=${typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v))}`)
+              .join(" ")
+              .slice(0, 2000),
+          )}</code>`,
+        ]);
+        const dropped = run.droppedEvents > 0 ? `<p class="empty">+${esc(run.droppedEvents)}</p>` : "";
+        return `<h2>${esc(title)}</h2>${table(["ms", t(locale, "event"), t(locale, "details")], rows, t(locale, "none"))}${dropped}`;
+      })
+      .join("");
   }
 
   async function toolsPage(): Promise<string> {

@@ -117,6 +117,19 @@ export const T = {
     "zh-TW": "格式應為 平台:id，例如 telegram:123456789（Telegram 群組請用「啟用群組」）。",
     en: "Expected platform:id, e.g. telegram:123456789 (a Telegram group goes under “Enable a group”).",
   },
+  modelHour: { "zh-TW": "模型呼叫（最近一小時）", en: "Model calls (last hour)" },
+  model: { "zh-TW": "模型", en: "Model" },
+  calls: { "zh-TW": "呼叫", en: "Calls" },
+  errors: { "zh-TW": "錯誤", en: "Errors" },
+  p50: { "zh-TW": "中位延遲（毫秒）", en: "Median ms" },
+  p95: { "zh-TW": "p95 延遲（毫秒）", en: "p95 ms" },
+  noModelCalls: { "zh-TW": "最近一小時沒有模型呼叫。", en: "No model calls in the last hour." },
+  traces: { "zh-TW": "追蹤紀錄", en: "Traces" },
+  runs: { "zh-TW": "執行次數", en: "Runs" },
+  lastRun: { "zh-TW": "最近一次", en: "Last run" },
+  noTraces: { "zh-TW": "沒有儲存的追蹤紀錄。", en: "No stored traces." },
+  event: { "zh-TW": "事件", en: "Event" },
+  details: { "zh-TW": "內容預覽", en: "Details (previews)" },
   refused: { "zh-TW": "已拒絕這個請求：{why}", en: "Request refused: {why}" },
 } satisfies Record<string, Localized>;
 
@@ -132,6 +145,7 @@ const NAV: [string, keyof typeof T][] = [
   ["tools", "tools"],
   ["tasks", "tasks"],
   ["access", "access"],
+  ["traces", "traces"],
   ["memory", "memory"],
 ];
 
@@ -218,5 +232,5 @@ button.link{border:0;background:none;color:#d6e4ff;padding:.25rem 0}
 label{display:block;margin:.5rem 0 .25rem}
 input[type=password],input[type=text]{font:inherit;width:100%;max-width:28rem;padding:.4rem}
 form.add{margin:.75rem 0}
-code{font-size:.9em}
+code{font-size:.9em;overflow-wrap:anywhere}
 `;

@@ -26,6 +26,7 @@ import { TaskScheduler, TASKS_QUEUE } from "../../src/tasks/schedule.js";
 import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
+import { TraceStore } from "../../src/trace/store.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { useRedis } from "../helpers/use-redis.js";
@@ -104,7 +105,7 @@ describe("the console in a real browser", () => {
     await stack?.close();
   });
 
-  it("logs in, shows the queues, approves a pairing code, revokes a grant, erases a memory, pauses a task; all logged without content", async () => {
+  it("logs in; reads queues, model calls, a trace; approves a pairing, revokes a grant, erases a memory, pauses a task; logs no content", async () => {
     const access = new AccessStore(redis);
     const paired = await access.pair({ platform: "telegram", userId: "4242", chatId: "4242", userName: "Mei" });
     expect(paired.status).toBe("new");
@@ -137,6 +138,14 @@ describe("the console in a real browser", () => {
       result: undefined,
     }));
 
+    // Two model calls in the traces (what `npm run trace` reads): one answered in 1200 ms, one failed.
+    const run = new TraceStore(redis).startRun({ chat: "telegram:77" });
+    run.event("model_call", { model: "claude-test-1", turn: 1 });
+    run.event("model_response", { stopReason: "end_turn", durationMs: 1200 });
+    run.event("model_call", { model: "claude-test-1", turn: 2 });
+    run.event("error", { where: "model_call", error: "ModelUnavailableError", status: 529 });
+    expect(await run.finish()).toBe(true);
+
     const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
     page.setDefaultTimeout(5000);
     await page.goto(`${stack.base}/admin`);
@@ -146,9 +155,19 @@ describe("the console in a real browser", () => {
     await page.waitForURL(/\/admin\/overview$/);
     const cookie = (await page.context().cookies()).find((c) => c.name === "bot_admin")!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/admin" });
-    const queueCells = await page.locator("table").nth(1).locator("tbody tr td:first-child").allTextContents();
+    const modelRow = await page.locator("table").nth(1).locator("tbody tr td").allTextContents();
+    expect(modelRow).toEqual(["claude-test-1", "2", "1", "1200", "1200"]);
+    const queueCells = await page.locator("table").nth(2).locator("tbody tr td:first-child").allTextContents();
     expect(queueCells).toEqual([CHATS_QUEUE, TASKS_QUEUE, REMINDERS_QUEUE]);
     await page.screenshot({ path: `${SHOTS}/overview.png`, fullPage: true });
+
+    await page.click("nav >> text=Traces");
+    await page.click("text=telegram:77");
+    await page.waitForURL(/\/admin\/traces\?c=telegram%3A77$/);
+    const events = await page.locator("tbody tr td:nth-child(2)").allTextContents();
+    expect(events).toEqual(["model_call", "model_response", "model_call", "error"]);
+    expect(await page.locator("main").textContent()).toContain("durationMs=1200");
+    await page.screenshot({ path: `${SHOTS}/traces.png`, fullPage: true });
 
     await page.click("nav >> text=Tools");
     await expect.poll(() => page.locator("td code").first().textContent()).toBe("shell_note");
@@ -294,7 +313,7 @@ describe("refusals", () => {
 
   it("serves pages with a strict Content-Security-Policy and no script", async () => {
     const { cookie } = await login(stack.base);
-    for (const path of ["overview", "tools", "tasks", "access", "memory"]) {
+    for (const path of ["overview", "tools", "tasks", "access", "memory", "traces"]) {
       const res = await fetch(`${stack.base}/admin/${path}`, { headers: { cookie } });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");

@@ -17,6 +17,7 @@ import { pressButton } from "./buttons.js";
 import { CommandRunner } from "./commands/runner.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
 import { startHealthServer, type HealthCheck } from "./health.js";
+import { createAdminConsole } from "./admin/console.js";
 import { HistoryStore } from "./history/store.js";
 import { startLocalRedis, type LocalRedis } from "./local-redis.js";
 import type { Logger } from "./log.js";
@@ -438,8 +439,31 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
         { log },
       );
       closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
-      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST);
+      const listed = options.toolbox;
+      const admin =
+        config.ADMIN_CONSOLE === "on"
+          ? createAdminConsole({
+              config,
+              log,
+              redis: probe,
+              queues,
+              checks,
+              toolbox: () => listed,
+              tell: async (platform, chatId, text) => {
+                if (!enabledPlatforms(config).includes(platform)) throw new Error(`${platform} is not configured here`);
+                const outbound = (await loadPlatform(platform)).createOutbound(config, log, { redis: probe });
+                await outbound.sendAnswer(dmTo(platform, chatId), text);
+              },
+            })
+          : undefined;
+      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST, admin);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
+      if (admin) {
+        const host = !config.HTTP_HOST || ["0.0.0.0", "::"].includes(config.HTTP_HOST) ? "127.0.0.1" : config.HTTP_HOST;
+        const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HEALTH_PORT}`);
+        if (link) log.warn(`console: one-time login link (valid 10 minutes, no ADMIN_CONSOLE_TOKEN set): ${link}`);
+        else log.info(`console on http://${host}:${config.HEALTH_PORT}/admin`);
+      }
     }
     return bot;
   } catch (error) {

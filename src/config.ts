@@ -27,6 +27,7 @@ export const SECRET_VARIABLES = [
   "REDIS_PASSWORD",
   "STT_API_KEY",
   "TTS_API_KEY",
+  "ADMIN_CONSOLE_TOKEN",
 ] as const;
 
 const optionalString = z
@@ -951,6 +952,23 @@ export const ConfigSchema = z.object({
         "`0.0.0.0` for a Prometheus on another machine. Unset = `127.0.0.1` for the health server, every " +
         "interface for the webhook.",
     ),
+  /** `on`: the operator's web console at `/admin` of the health server (`HEALTH_PORT`, `HTTP_HOST`); see docs/console.md. */
+  ADMIN_CONSOLE: z
+    .enum(["on", "off"], { message: "must be on or off" })
+    .default("off")
+    .describe(
+      "`on`: the operator's web console at `/admin` on the health server (`HEALTH_PORT`, on `HTTP_HOST`): " +
+        "queues, tools, tasks and reminders, access. Needs `HEALTH_PORT`. See [the console](console.md).",
+    ),
+  /** The console's login token (at least 32 characters); unset = a one-time login link printed at start-up. */
+  ADMIN_CONSOLE_TOKEN: optionalString
+    .refine((v) => v === undefined || v.length >= 32, {
+      message: "must be at least 32 characters (e.g. the output of `openssl rand -hex 24`)",
+    })
+    .describe(
+      "Token that logs in to the console (at least 32 characters; a secret, never logged). Unset = each start " +
+        "prints a one-time login link valid for 10 minutes.",
+    ),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       message: "must be fatal, error, warn, info, debug, trace or silent",
@@ -1088,6 +1106,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
         "servers, each on its own port (and /metrics should stay private while the webhook is " +
         "public)",
     );
+  }
+  if (known.ADMIN_CONSOLE === "on" && !known.HEALTH_PORT?.trim()) {
+    report("ADMIN_CONSOLE", "needs HEALTH_PORT: the console is served by the health server, at /admin on that port");
   }
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {

@@ -7,7 +7,7 @@
  * 60 s, or the webhook set; Discord: gateway ready and not reconnecting for over 60 s); the README's
  * "What /health means" is the operator's description.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { listen, withTimeouts } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { renderMetrics } from "./metrics.js";
@@ -48,6 +48,7 @@ export const HEALTH_DEFAULT_HOST = "127.0.0.1";
  * Starts the health server on `port` of `host` (`HTTP_HOST`; undefined = {@link HEALTH_DEFAULT_HOST},
  * which the Docker image's HEALTHCHECK calls; `docker-compose.yml` sets `0.0.0.0` so a Prometheus
  * in the compose network can scrape), with the timeouts of `src/http-server.ts`. Resolves once listening.
+ * `admin`, when given, answers every request to `/admin` and under it (the console, `ADMIN_CONSOLE=on`).
  * @throws when the port cannot be bound.
  */
 export async function startHealthServer(
@@ -55,10 +56,12 @@ export async function startHealthServer(
   checks: Record<string, HealthCheck>,
   log?: Logger,
   host: string = HEALTH_DEFAULT_HOST,
+  admin?: { handle(req: IncomingMessage, res: ServerResponse): void },
 ): Promise<Server> {
   const server = withTimeouts(
     createServer((req, res) => {
-      const path = (req.url ?? "").split("?")[0];
+      const path = (req.url ?? "").split("?")[0]!;
+      if (admin && (path === "/admin" || path.startsWith("/admin/"))) return admin.handle(req, res);
       if (req.method === "GET" && path === "/metrics") {
         void renderMetrics().then(
           ({ contentType, body }) => res.writeHead(200, { "content-type": contentType }).end(body),

@@ -293,6 +293,25 @@ export class AccessStore {
   }
 
   /**
+   * Denies a pending pairing code (as {@link approve} reads it): the code is removed, nobody is
+   * granted; the stranger's codes of the day still count toward {@link PAIRING_CODES_PER_USER_PER_DAY}.
+   * @returns the denied pairing, or undefined when no such code is pending.
+   */
+  async deny(rawCode: string): Promise<Pairing | undefined> {
+    const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
+    if (!new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code)) return undefined;
+    const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
+    if (!pairing) return undefined;
+    if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;
+    await this.#redis
+      .multi()
+      .del(key("code", code), key("codeof", pairing.platform, pairing.userId))
+      .zrem(key("pending", pairing.platform), code)
+      .exec();
+    return pairing;
+  }
+
+  /**
    * True the first time in `seconds` (default a day) that `what` is said to `principal`; false
    * afterwards (`SET NX EX`). For "this bot is private" and "an admin must enable this group".
    */

@@ -483,26 +483,26 @@ it("a scheduled task's occurrence is answered by push in its chat", async () => 
   await line.deliver([
     line.textEvent(dm(alice), `call schedule_task {"instruction":"calc 2 * 21","at":"${localIso(at)}"}`),
   ]);
-  await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
+  const scheduled = await approveAndWait({ from: alice }, alice.userId, "schedule_task:");
   const owner = { platform: "line" as const, userId: alice.userId };
   const [task] = await listTasks(redis, owner);
   const queue = tasksQueue(redis);
-  // Only what comes after the occurrence is brought forward: the approval prompt and the
-  // confirmation before it name the task's time, which may contain "42" too (12:42).
-  const earlier = line.messagesTo(alice.userId).length;
   try {
     await bringForward(queue, taskOccurrenceJobId(owner, task!.id, at, false));
   } finally {
     await queue.close();
   }
+  // Only what came after the approval's answer: the prompt and that answer (a reply, with the
+  // press's token) name the task and its time, which may contain "42" too.
   const ran = await line.waitFor(
     () =>
       line
         .messagesTo(alice.userId)
-        .slice(earlier)
-        .find((m) => m.text.includes("排程任務") && m.text.includes("42") && m.postbacks.length === 0),
+        .slice(line.messagesTo(alice.userId).indexOf(scheduled) + 1)
+        .find((m) => m.text.includes("排程任務") && m.text.includes("42")),
     30_000,
   );
+  expect(scheduled.via).toBe("reply");
   expect(ran.via).toBe("push");
 });
 

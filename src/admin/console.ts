@@ -1,0 +1,822 @@
+/**
+ * The operator's web console at `/admin` of the health server (`ADMIN_CONSOLE=on`; docs/console.md):
+ * login (the `ADMIN_CONSOLE_TOKEN`, or a one-time link printed at start-up), then an HttpOnly,
+ * SameSite=Strict session cookie; pages for the overview (health checks, workers, queue depths and
+ * failed jobs), the queues (Bull Board, read-only, behind the same login), the tools, tasks and
+ * reminders, and access. Every change is a POST with the session's CSRF token, from this origin
+ * (`Origin` / `Sec-Fetch-Site`), and is logged with who (the session's short name) and what —
+ * never message content. The pages carry a strict Content-Security-Policy and no script.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { ExpressAdapter } from "@bull-board/express";
+import type { Queue } from "bullmq";
+import express from "express";
+import { DateTime } from "luxon";
+import { relative } from "node:path";
+import { envListOf, parsePrincipal } from "../access/policy.js";
+import { AccessStore } from "../access/store.js";
+import { grantStoreFor, type GrantOwner } from "../approvals/grants.js";
+import { MemoryStore, totalBytes, type MemoryScope } from "../memory/store.js";
+import { COMMAND_TEXT } from "../commands/catalog.js";
+import type { Config, Locale } from "../config.js";
+import { checkHealth, type HealthCheck } from "../health.js";
+import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
+import { englishNoun, localize } from "../i18n.js";
+import type { Logger } from "../log.js";
+import { readMcpAnnouncement } from "../mcp/announce.js";
+import { conversationKey, type Platform } from "../queue/incoming.js";
+import type { RedisClient } from "../redis.js";
+import { ReminderScheduler, REMINDERS_QUEUE } from "../reminders/schedule.js";
+import { deleteReminder, getReminder, listReminders, type Reminder } from "../reminders/store.js";
+import { timeInWords } from "../reminders/time.js";
+import { cancelTask, pauseTask, resumeTask } from "../tasks/actions.js";
+import { shortInstruction } from "../tasks/format.js";
+import { TaskScheduler, TASKS_QUEUE } from "../tasks/schedule.js";
+import { getTask, listTasks, type Task } from "../tasks/store.js";
+import type { ToolBox } from "../toolbox/toolbox.js";
+import { CONSOLE_CSS, esc, layout, postForm, t, table } from "./pages.js";
+import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
+
+/** The session cookie's name (`__Host-` needs HTTPS, which the health server does not speak). */
+export const SESSION_COOKIE = "bot_admin";
+
+/** The Content-Security-Policy of the console's own pages: nothing but this origin's stylesheet; no script, no frames. */
+export const CONSOLE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * The policy of Bull Board's pages (`/admin/queues`): its scripts and styles from this origin only
+ * (its React components set inline styles, so `style-src` allows them; no inline script).
+ */
+export const QUEUES_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'";
+
+/** Largest form body the console reads, in bytes. */
+const MAX_FORM_BYTES = 8 * 1024;
+/** Most keys scanned for one listing (people with tasks, reminders, grants or memory). */
+const MAX_KEYS_SCANNED = 1000;
+
+/** What the console reads and steers. */
+export interface AdminConsoleParts {
+  config: Config;
+  log: Logger;
+  /** A Redis connection of the process (the health server's probe). */
+  redis: RedisClient;
+  /** The bot's queues (the chat queue and the features' queues), on `redis` with the bot's prefix. */
+  queues: Queue[];
+  /** The health checks of `/health` (Redis, each adapter's connection). */
+  checks: Record<string, HealthCheck>;
+  /** The tools to list (this process's toolbox, with the MCP tools it knows of). */
+  toolbox: () => ToolBox;
+  /**
+   * Tells an approved stranger they are in, in their DM (`chatId`); rejects when the platform is not
+   * configured here (the approval stands; the page says they were not told).
+   */
+  tell?: (platform: Platform, chatId: string, text: string) => Promise<void>;
+}
+
+/** A running console: the request handler the health server delegates `/admin` to, and the start-up login link. */
+export interface AdminConsole {
+  /** Handles a request whose path is `/admin` or under it. Never throws (a failure answers 500 and is logged). */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * Without `ADMIN_CONSOLE_TOKEN`: makes a one-time login link under `baseUrl` (e.g.
+   * `http://127.0.0.1:9090`), valid `LOGIN_LINK_TTL_SECONDS` (src/admin/session.ts), and returns it; undefined with a token.
+   */
+  loginLink(baseUrl: string): Promise<string | undefined>;
+}
+
+type Actor = { session: string; via: string; ip: string | undefined };
+
+/** A request refused before it could change anything: answered with `status` and logged. */
+class Refused extends Error {
+  constructor(
+    readonly status: number,
+    readonly why: string,
+  ) {
+    super(why);
+  }
+}
+
+/** Creates the console (see the module comment). */
+export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
+  const { config, log, redis } = parts;
+  const locale: Locale = config.BOT_LOCALE;
+  const sessions = new ConsoleSessions(redis);
+  const access = new AccessStore(redis, log);
+  const grants = grantStoreFor(redis, config, log);
+  const memory = new MemoryStore(redis, { log });
+  const queueNamed = (name: string) => parts.queues.find((q) => q.name === name);
+  const taskQueue = queueNamed(TASKS_QUEUE);
+  const reminderQueue = queueNamed(REMINDERS_QUEUE);
+  const tasks = taskQueue ? new TaskScheduler(taskQueue as Queue) : undefined;
+  const reminders = reminderQueue ? new ReminderScheduler(reminderQueue as Queue) : undefined;
+
+  // Bull Board, read-only: every change it offers is refused (a change must carry our CSRF token).
+  const board = new ExpressAdapter();
+  board.setBasePath("/admin/queues");
+  createBullBoard({
+    queues: parts.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: t(locale, "queues") } },
+  });
+  const boardApp = express();
+  boardApp.disable("x-powered-by");
+  boardApp.use("/admin/queues", board.getRouter());
+
+  const send = (res: ServerResponse, status: number, html: string, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { "content-type": "text/html; charset=utf-8", ...headers }).end(html);
+  };
+  const redirect = (res: ServerResponse, to: string, headers: Record<string, string> = {}): void =>
+    void res.writeHead(303, { location: to, ...headers }).end();
+
+  const actorOf = (req: IncomingMessage, session: ConsoleSession): Actor => ({
+    session: session.name,
+    via: session.via,
+    ip: req.socket.remoteAddress,
+  });
+  const audit = (actor: Actor, action: string, target: Record<string, unknown>, outcome: string) =>
+    log.info({ admin: actor, action, ...target, outcome }, `console: ${action} (${outcome})`);
+
+  /** Refuses a change from another origin: a browser's `Sec-Fetch-Site` or `Origin` must name this site. */
+  const checkOrigin = (req: IncomingMessage) => {
+    const site = req.headers["sec-fetch-site"];
+    if (site !== undefined && site !== "same-origin" && site !== "none")
+      throw new Refused(403, `request from another site (Sec-Fetch-Site: ${String(site).slice(0, 20)})`);
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`)
+      throw new Refused(403, "request from another origin");
+  };
+
+  const readForm = async (req: IncomingMessage): Promise<URLSearchParams> => {
+    const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/x-www-form-urlencoded") throw new Refused(415, "not a form");
+    return new URLSearchParams((await readBody(req, MAX_FORM_BYTES)).toString("utf8"));
+  };
+
+  const cookieOf = (req: IncomingMessage): string | undefined => {
+    for (const part of (req.headers.cookie ?? "").split(";")) {
+      const [name, ...value] = part.trim().split("=");
+      if (name === SESSION_COOKIE) return value.join("=");
+    }
+    return undefined;
+  };
+  const setCookie = (id: string) =>
+    `${SESSION_COOKIE}=${id}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_SECONDS}`;
+
+  const loginPage = (res: ServerResponse, status = 200, notice?: string) =>
+    send(
+      res,
+      status,
+      layout(locale, {
+        title: t(locale, "login"),
+        ...(notice ? { notice } : {}),
+        body: config.ADMIN_CONSOLE_TOKEN
+          ? `<form method="post" action="/admin/login"><label for="token">${esc(t(locale, "token"))}</label>` +
+            `<input type="password" id="token" name="token" autocomplete="current-password" required>` +
+            ` <button type="submit">${esc(t(locale, "login"))}</button></form>`
+          : `<p>${esc(t(locale, "noToken"))}</p>`,
+      }),
+    );
+
+  const startSession = async (res: ServerResponse, via: ConsoleSession["via"], req: IncomingMessage) => {
+    const { id, session } = await sessions.create(via);
+    audit(actorOf(req, session), "login", {}, "ok");
+    redirect(res, "/admin/overview", { "set-cookie": setCookie(id) });
+  };
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://console.invalid");
+    const path = url.pathname;
+    const method = req.method ?? "GET";
+    const changes = method !== "GET" && method !== "HEAD";
+    res.setHeader("content-security-policy", path.startsWith("/admin/queues") ? QUEUES_CSP : CONSOLE_CSP);
+    res.setHeader("x-content-type-options", "nosniff");
+    // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the forms' POSTs.
+    res.setHeader("referrer-policy", "same-origin");
+    res.setHeader("x-frame-options", "DENY");
+    res.setHeader("cache-control", "no-store");
+    if (changes) checkOrigin(req);
+
+    if (path === "/admin/console.css" && !changes) {
+      res.writeHead(200, { "content-type": "text/css; charset=utf-8" }).end(CONSOLE_CSS);
+      return;
+    }
+    if (path === "/admin/login") {
+      if (!changes) {
+        const code = url.searchParams.get("code");
+        if (code === null) return loginPage(res);
+        if (await sessions.useLoginCode(code)) return startSession(res, "link", req);
+        log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login link refused (invalid, used or expired)");
+        return loginPage(res, 403, t(locale, "linkUsed"));
+      }
+      const form = await readForm(req);
+      const given = form.get("token") ?? "";
+      if (config.ADMIN_CONSOLE_TOKEN && tokenMatches(given, config.ADMIN_CONSOLE_TOKEN))
+        return startSession(res, "token", req);
+      log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login refused (wrong token)");
+      return loginPage(res, 403, t(locale, "wrongToken"));
+    }
+
+    const id = cookieOf(req);
+    const session = await sessions.get(id);
+    if (!session) {
+      if (changes) throw new Refused(401, "not logged in");
+      return redirect(res, "/admin/login");
+    }
+    const actor = actorOf(req, session);
+
+    if (path.startsWith("/admin/queues")) {
+      // Read-only: Bull Board's own buttons (retry, clean, pause a queue) would change without our CSRF token.
+      if (changes) throw new Refused(405, "the queue pages are read-only");
+      if (path === "/admin/queues") return redirect(res, "/admin/queues/");
+      boardApp(req as express.Request, res as express.Response);
+      return;
+    }
+
+    if (changes) {
+      const form = await readForm(req);
+      if (!csrfMatches(session, form.get("csrf") ?? undefined)) throw new Refused(403, "missing or wrong CSRF token");
+      return act(path, form, actor, res, id!);
+    }
+
+    const notice = url.searchParams.get("notice") ?? undefined;
+    const page = { csrf: session.csrf, ...(notice ? { notice: notice.slice(0, 300) } : {}) };
+    switch (path) {
+      case "/admin":
+      case "/admin/":
+        return redirect(res, "/admin/overview");
+      case "/admin/overview":
+        return send(
+          res,
+          200,
+          layout(locale, { title: t(locale, "overview"), current: "overview", ...page, body: await overview() }),
+        );
+      case "/admin/tools":
+        return send(
+          res,
+          200,
+          layout(locale, { title: t(locale, "tools"), current: "tools", ...page, body: await toolsPage() }),
+        );
+      case "/admin/tasks":
+        return send(
+          res,
+          200,
+          layout(locale, { title: t(locale, "tasks"), current: "tasks", ...page, body: await tasksPage(session.csrf) }),
+        );
+      case "/admin/access":
+        return send(
+          res,
+          200,
+          layout(locale, {
+            title: t(locale, "access"),
+            current: "access",
+            ...page,
+            body: await accessPage(session.csrf),
+          }),
+        );
+      case "/admin/memory":
+        return send(
+          res,
+          200,
+          layout(locale, {
+            title: t(locale, "memory"),
+            current: "memory",
+            ...page,
+            body: await memoryPage(session.csrf),
+          }),
+        );
+      default:
+        return send(res, 404, layout(locale, { title: "404", ...page, body: "" }));
+    }
+  }
+
+  /** A change: the session and CSRF token were checked. Ends with a redirect to the page and a notice. */
+  async function act(path: string, form: URLSearchParams, actor: Actor, res: ServerResponse, id: string) {
+    const back = (page: string, notice: string): void =>
+      redirect(res, `/admin/${page}?notice=${encodeURIComponent(notice)}`);
+    switch (path) {
+      case "/admin/logout":
+        await sessions.end(id);
+        audit(actor, "logout", {}, "ok");
+        return redirect(res, "/admin/login", {
+          "set-cookie": `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0`,
+        });
+      case "/admin/access/approve":
+      case "/admin/access/deny": {
+        const code = (form.get("code") ?? "").slice(0, 32);
+        const approve = path.endsWith("approve");
+        const pairing = approve ? await access.approve(code) : await access.deny(code);
+        const who = pairing ? `${pairing.platform}:${pairing.userId}` : undefined;
+        audit(actor, approve ? "pairing.approve" : "pairing.deny", { user: who }, pairing ? "ok" : "no such code");
+        if (!pairing)
+          return back(
+            "access",
+            localize(locale, {
+              "zh-TW": "沒有這個待核准的配對碼（可能已過期）。",
+              en: "No such pending pairing code (expired?).",
+            }),
+          );
+        if (!approve)
+          return back("access", localize(locale, { "zh-TW": "已拒絕 {who}。", en: "Denied {who}." }, { who: who! }));
+        let told = false;
+        try {
+          await parts.tell?.(pairing.platform as Platform, pairing.chatId, localize(locale, COMMAND_TEXT.youAreIn));
+          told = parts.tell !== undefined;
+        } catch (error) {
+          log.warn({ err: error, user: who }, "console: could not tell an approved user they are in");
+        }
+        return back(
+          "access",
+          told
+            ? localize(
+                locale,
+                { "zh-TW": "已核准 {who}，並已通知對方。", en: "Approved {who}; they were told." },
+                { who: who! },
+              )
+            : localize(
+                locale,
+                {
+                  "zh-TW": "已核准 {who}（無法通知對方，對方現在可以傳訊息了）。",
+                  en: "Approved {who} (could not tell them; they can write to the bot now).",
+                },
+                { who: who! },
+              ),
+        );
+      }
+      case "/admin/access/revoke": {
+        const chat = form.get("kind") === "chat";
+        const principal = parsePrincipal(form.get("principal") ?? "");
+        if (!principal) throw new Refused(400, "not platform:id");
+        const list = envListOf(config, principal);
+        if (list) {
+          audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, `in ${list}`);
+          return back("access", t(locale, "fromEnv", { list }));
+        }
+        const removed = chat ? await access.revokeChat(principal) : await access.revokeUser(principal);
+        audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, removed ? "ok" : "not granted");
+        return back(
+          "access",
+          removed
+            ? localize(locale, { "zh-TW": "已撤銷 {p}。", en: "Revoked {p}." }, { p: principal })
+            : localize(locale, { "zh-TW": "{p} 原本就沒有授權。", en: "{p} was not granted." }, { p: principal }),
+        );
+      }
+      case "/admin/access/allow": {
+        const chat = form.get("kind") === "chat";
+        const principal = parsePrincipal(form.get("principal") ?? "");
+        // Telegram user ids are positive; a negative id is a group (as `npm run access -- allow` says).
+        if (!principal || (!chat && principal.startsWith("telegram:-"))) {
+          audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id");
+          return back("access", t(locale, "badPrincipal"));
+        }
+        const added = chat ? await access.allowChat(principal) : await access.allowUser(principal);
+        audit(actor, chat ? "chat.allow" : "user.allow", { principal }, added ? "ok" : "already allowed");
+        return back(
+          "access",
+          added
+            ? localize(locale, { "zh-TW": "已允許 {p}。", en: "Allowed {p}." }, { p: principal })
+            : localize(locale, { "zh-TW": "{p} 原本就已允許。", en: "{p} was allowed already." }, { p: principal }),
+        );
+      }
+      case "/admin/access/grant-revoke": {
+        const owner = grantOwnerOf(`grants:${form.get("key") ?? ""}`);
+        const tool = (form.get("tool") ?? "").slice(0, 128);
+        if (!owner || !tool) throw new Refused(400, "bad grant");
+        const removed = await grants.revoke(owner, tool);
+        const target = { user: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool };
+        audit(actor, "grant.revoke", target, removed ? "ok" : "gone");
+        return back(
+          "access",
+          removed
+            ? localize(
+                locale,
+                { "zh-TW": "已撤銷 {user} 的「{tool}」永久允許。", en: "Revoked {user}'s always-allow of {tool}." },
+                { user: target.user, tool },
+              )
+            : localize(locale, { "zh-TW": "這項授權已不存在。", en: "That grant is gone." }),
+        );
+      }
+      case "/admin/memory/erase": {
+        const scope = memoryScopeOfKey(form.get("scope") ?? "");
+        if (!scope) throw new Refused(400, "bad memory scope");
+        const files = await memory.erase(scope);
+        const who = `${scope.kind} ${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
+        audit(actor, "memory.erase", { scope: who, files }, files > 0 ? "ok" : "empty");
+        return back(
+          "memory",
+          localize(
+            locale,
+            { "zh-TW": "已清除 {who} 的記憶（{files} 個檔案）。", en: "Erased the memory of {who} ({files} {noun})." },
+            { who, files, noun: englishNoun(files, "file") },
+          ),
+        );
+      }
+      case "/admin/tasks/task":
+      case "/admin/tasks/reminder": {
+        const owner = ownerOf(form.get("owner") ?? "");
+        const itemId = Number(form.get("id"));
+        const action = form.get("action") ?? "";
+        if (!owner || !Number.isSafeInteger(itemId) || itemId <= 0) throw new Refused(400, "bad owner or id");
+        const target = { item: `${owner.platform}:${owner.userId}#${itemId}` };
+        if (path.endsWith("reminder")) {
+          if (action !== "cancel") throw new Refused(400, "unknown action");
+          const reminder = await getReminder(redis, owner, itemId);
+          if (reminder) {
+            await deleteReminder(redis, owner, itemId);
+            await reminders?.unschedule(owner, reminder);
+          }
+          audit(actor, "reminder.cancel", target, reminder ? "ok" : "gone");
+          return back(
+            "tasks",
+            reminder
+              ? localize(locale, { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." }, { id: itemId })
+              : localize(locale, { "zh-TW": "這則提醒已不存在。", en: "That reminder is gone." }),
+          );
+        }
+        const task = await getTask(redis, owner, itemId, log);
+        if (!task) {
+          audit(actor, `task.${action.slice(0, 10)}`, target, "gone");
+          return back("tasks", localize(locale, { "zh-TW": "這個排程任務已不存在。", en: "That task is gone." }));
+        }
+        let outcome = "ok";
+        if (action === "pause") {
+          if (task.paused) outcome = "already paused";
+          else await pauseTask(redis, tasks, owner, task, { by: "owner", reason: "paused in the console" });
+        } else if (action === "resume") {
+          if (!task.paused) outcome = "not paused";
+          else if (!tasks) outcome = "no tasks queue here";
+          else await resumeTask(redis, tasks, owner, task);
+        } else if (action === "cancel") await cancelTask(redis, tasks, owner, task);
+        else throw new Refused(400, "unknown action");
+        audit(actor, `task.${action}`, target, outcome);
+        const words = { pause: T_PAUSED, resume: T_RESUMED, cancel: T_CANCELLED }[action as "pause"];
+        return back("tasks", outcome === "ok" ? localize(locale, words, { id: itemId }) : `#${itemId}: ${outcome}`);
+      }
+      default:
+        throw new Refused(404, "no such action");
+    }
+  }
+
+  async function overview(): Promise<string> {
+    const health = await checkHealth(parts.checks);
+    const checks = table(
+      [t(locale, "check"), t(locale, "state")],
+      Object.entries(health.checks).map(([name, ok]) => [
+        esc(name),
+        ok ? `<span class="ok">${esc(t(locale, "up"))}</span>` : `<span class="bad">${esc(t(locale, "down"))}</span>`,
+      ]),
+      t(locale, "none"),
+    );
+    const rows = await Promise.all(
+      parts.queues.map(async (q) => {
+        const [counts, workers] = await Promise.all([
+          q.getJobCounts("waiting", "active", "delayed", "failed", "prioritized"),
+          q.getWorkersCount().catch(() => -1),
+        ]);
+        const waiting = (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+        const failed = counts.failed ?? 0;
+        return [
+          `<a href="/admin/queues/queue/${encodeURIComponent(q.name)}">${esc(q.name)}</a>`,
+          workers < 0 ? "?" : esc(workers),
+          esc(waiting),
+          esc(counts.active ?? 0),
+          esc(counts.delayed ?? 0),
+          failed > 0 ? `<span class="bad">${esc(failed)}</span>` : "0",
+        ];
+      }),
+    );
+    return (
+      `<h2>${esc(t(locale, "health"))}</h2>${checks}` +
+      `<h2>${esc(t(locale, "queues"))}</h2>` +
+      table(
+        [
+          t(locale, "queue"),
+          t(locale, "workers"),
+          t(locale, "waiting"),
+          t(locale, "active"),
+          t(locale, "delayed"),
+          t(locale, "failed"),
+        ],
+        rows,
+        t(locale, "none"),
+      ) +
+      `<p><a href="/admin/queues/">${esc(t(locale, "queueDetails"))}</a></p>`
+    );
+  }
+
+  async function toolsPage(): Promise<string> {
+    const tools = [...parts.toolbox().list()].sort((a, b) => a.name.localeCompare(b.name));
+    const sourceOf = (tool: (typeof tools)[number]) =>
+      tool.source ?? (tool.file.startsWith("/") ? relative(process.cwd(), tool.file) : tool.file);
+    const rows = tools.map((tool) => [
+      `<code>${esc(tool.name)}</code>`,
+      esc(tool.tags.join(", ")),
+      tool.dangerous ? `<span class="bad">${esc(t(locale, "yes"))}</span>` : esc(t(locale, "no")),
+      esc(sourceOf(tool)),
+    ]);
+    const announcement = await readMcpAnnouncement(redis).catch(() => undefined);
+    const servers = new Map<string, string>();
+    for (const tool of announcement?.tools ?? []) servers.set(tool.server, "");
+    const mcpRows = [
+      ...[...servers.keys()].map((server) => [
+        esc(server),
+        `<span class="ok">${esc(t(locale, "serving", { count: announcement!.tools.filter((x) => x.server === server).length }))}</span>`,
+      ]),
+      ...(announcement?.skipped ?? []).map((s) => [
+        esc(s.server),
+        `<span class="bad">${esc(t(locale, "skipped", { reason: s.reason.slice(0, 200) }))}</span>`,
+      ]),
+    ];
+    return (
+      table(
+        [t(locale, "name"), t(locale, "tags"), t(locale, "dangerous"), t(locale, "source")],
+        rows,
+        t(locale, "none"),
+      ) +
+      `<h2>${esc(t(locale, "mcpServers"))}</h2>` +
+      table([t(locale, "name"), t(locale, "state")], mcpRows, t(locale, "noMcp")) +
+      (announcement && mcpRows.length > 0
+        ? `<p class="empty">${esc(t(locale, "announced", { time: timeInWords(announcement.at, config.TIMEZONE, locale) }))}</p>`
+        : "")
+    );
+  }
+
+  async function tasksPage(csrf: string): Promise<string> {
+    const taskRows: string[][] = [];
+    for (const owner of await ownersOf(redis, "task")) {
+      for (const task of await listTasks(redis, owner, log)) taskRows.push(taskRow(owner, task, csrf));
+    }
+    const reminderRows: string[][] = [];
+    for (const owner of await ownersOf(redis, "reminder")) {
+      for (const reminder of await listReminders(redis, owner)) reminderRows.push(reminderRow(owner, reminder, csrf));
+    }
+    const head = [
+      t(locale, "owner"),
+      "#",
+      t(locale, "what"),
+      t(locale, "next"),
+      t(locale, "repeat"),
+      t(locale, "actions"),
+    ];
+    return (
+      table(head, taskRows, t(locale, "noTasks")) +
+      `<h2>${esc(t(locale, "reminders"))}</h2>` +
+      table(head, reminderRows, t(locale, "noReminders"))
+    );
+  }
+
+  function taskRow(owner: { platform: Platform; userId: string }, task: Task, csrf: string): string[] {
+    const fields = { owner: `${owner.platform}:${owner.userId}`, id: task.id };
+    const status = task.paused
+      ? `<span class="bad">${esc(t(locale, "paused", { by: task.paused.by }))}</span>`
+      : task.next !== undefined
+        ? esc(timeInWords(task.next, task.timezone, locale))
+        : esc(t(locale, "ended"));
+    const toggle = task.paused
+      ? postForm("/admin/tasks/task", csrf, { ...fields, action: "resume" }, `${t(locale, "resume")} #${task.id}`)
+      : postForm("/admin/tasks/task", csrf, { ...fields, action: "pause" }, `${t(locale, "pause")} #${task.id}`);
+    return [
+      `${esc(task.userName)}<br><code>${esc(fields.owner)}</code>`,
+      esc(task.id),
+      esc(shortInstruction(task.instruction, 80)),
+      status,
+      esc(task.repeat ?? "—"),
+      toggle +
+        postForm(
+          "/admin/tasks/task",
+          csrf,
+          { ...fields, action: "cancel" },
+          `${t(locale, "cancel")} #${task.id}`,
+          "danger",
+        ),
+    ];
+  }
+
+  function reminderRow(owner: { platform: Platform; userId: string }, reminder: Reminder, csrf: string): string[] {
+    const fields = { owner: `${owner.platform}:${owner.userId}`, id: reminder.id };
+    return [
+      `${esc(reminder.userName)}<br><code>${esc(fields.owner)}</code>`,
+      esc(reminder.id),
+      esc(shortInstruction(reminder.text, 80)),
+      reminder.paused
+        ? `<span class="bad">${esc(t(locale, "paused", { by: reminder.paused.by }))}</span>`
+        : reminder.next !== undefined
+          ? esc(timeInWords(reminder.next, reminder.timezone, locale))
+          : esc(t(locale, "ended")),
+      esc(reminder.repeat ?? "—"),
+      postForm(
+        "/admin/tasks/reminder",
+        csrf,
+        { ...fields, action: "cancel" },
+        `${t(locale, "cancel")} #${reminder.id}`,
+        "danger",
+      ),
+    ];
+  }
+
+  async function accessPage(csrf: string): Promise<string> {
+    const [pending, granted] = await Promise.all([access.pending(), access.grants()]);
+    const pendingRows = pending.map((p) => [
+      `<code>${esc(p.code)}</code>`,
+      `${esc(p.userName)}<br><code>${esc(`${p.platform}:${p.userId}`)}</code>`,
+      esc(DateTime.fromMillis(p.expiresAt, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm")),
+      postForm("/admin/access/approve", csrf, { code: p.code }, `${t(locale, "approve")} ${p.code}`) +
+        postForm("/admin/access/deny", csrf, { code: p.code }, `${t(locale, "deny")} ${p.code}`, "danger"),
+    ]);
+    const listRows = (env: string[], envName: string, granted: string[], kind: "user" | "chat") => [
+      ...env.map((p) => [`<code>${esc(p)}</code>`, esc(t(locale, "fromEnv", { list: envName })), ""]),
+      ...granted.map((p) => [
+        `<code>${esc(p)}</code>`,
+        esc(t(locale, "granted")),
+        postForm("/admin/access/revoke", csrf, { principal: p, kind }, `${t(locale, "revoke")} ${p}`, "danger"),
+      ]),
+    ];
+    const head = [t(locale, "name"), t(locale, "source"), t(locale, "actions")];
+    const allowForm = (kind: "user" | "chat") =>
+      `<form method="post" action="/admin/access/allow" class="add"><input type="hidden" name="csrf" value="${esc(csrf)}">` +
+      `<input type="hidden" name="kind" value="${kind}"><label for="allow-${kind}">${esc(t(locale, kind === "user" ? "allowUser" : "allowChat"))}</label>` +
+      `<input type="text" id="allow-${kind}" name="principal" placeholder="telegram:123456789" maxlength="80" required> ` +
+      `<button type="submit">${esc(t(locale, "allow"))}</button></form>`;
+    const admins = config.ADMIN_USERS.map((a) => `<code>${esc(a)}</code>`).join(", ") || esc(t(locale, "none"));
+    return (
+      `<p>${esc(t(locale, "policy"))}: <code>${esc(config.ACCESS_POLICY)}</code></p>` +
+      `<p>${esc(t(locale, "admins"))}: ${admins}</p>` +
+      `<h2>${esc(t(locale, "pending"))}</h2>` +
+      table(
+        [t(locale, "code"), t(locale, "owner"), t(locale, "expires"), t(locale, "actions")],
+        pendingRows,
+        t(locale, "noPending"),
+      ) +
+      `<h2>${esc(t(locale, "users"))}</h2>` +
+      table(head, listRows(config.ALLOWED_USERS, "ALLOWED_USERS", granted.users, "user"), t(locale, "none")) +
+      allowForm("user") +
+      `<h2>${esc(t(locale, "chats"))}</h2>` +
+      table(head, listRows(config.ALLOWED_CHATS, "ALLOWED_CHATS", granted.chats, "chat"), t(locale, "none")) +
+      allowForm("chat") +
+      `<h2>${esc(t(locale, "alwaysAllow"))}</h2>` +
+      table(
+        [t(locale, "owner"), t(locale, "conversation"), t(locale, "tools"), t(locale, "expires"), t(locale, "actions")],
+        await grantRows(csrf),
+        t(locale, "noGrants"),
+      )
+    );
+  }
+
+  /** Rows of every person's unexpired "always allow" grants, each with a revoke form. */
+  async function grantRows(csrf: string): Promise<string[][]> {
+    const rows: string[][] = [];
+    for (const key of await scanKeys(redis, "grants:{*}:*")) {
+      const owner = grantOwnerOf(key);
+      if (!owner) continue;
+      for (const grant of await grants.list(owner)) {
+        rows.push([
+          `<code>${esc(`${owner.platform}:${owner.userId}`)}</code>`,
+          `<code>${esc(conversationKey(owner))}</code>`,
+          `<code>${esc(grant.tool)}</code>`,
+          esc(DateTime.fromMillis(grant.expiresAt, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm")),
+          postForm(
+            "/admin/access/grant-revoke",
+            csrf,
+            { key: key.slice("grants:".length), tool: grant.tool },
+            `${t(locale, "revoke")} ${grant.tool}`,
+            "danger",
+          ),
+        ]);
+      }
+    }
+    return rows;
+  }
+
+  /** Every scope's memory: sizes, counts and the last write, never the contents; erase forms. */
+  async function memoryPage(csrf: string): Promise<string> {
+    const rows: string[][] = [];
+    for (const key of await scanKeys(redis, "memory:*:{*}")) {
+      const scope = memoryScopeOfKey(key);
+      if (!scope) continue;
+      const files = await memory.read(scope);
+      if (files.length === 0) continue;
+      const who = `${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
+      const last = Math.max(...files.map((f) => f.updatedAt));
+      rows.push([
+        esc(t(locale, scope.kind === "personal" ? "person" : "group")),
+        `<code>${esc(who)}</code>`,
+        esc(files.length),
+        esc(`${totalBytes(files)} / ${config.MEMORY_MAX_BYTES}`),
+        esc(DateTime.fromMillis(last, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm")),
+        postForm("/admin/memory/erase", csrf, { scope: key }, `${t(locale, "erase")} ${who}`, "danger"),
+      ]);
+    }
+    return (
+      `<p class="empty">${esc(t(locale, "memoryNote"))}</p>` +
+      table(
+        [
+          t(locale, "scope"),
+          t(locale, "name"),
+          t(locale, "files"),
+          t(locale, "bytes"),
+          t(locale, "updated"),
+          t(locale, "actions"),
+        ],
+        rows,
+        t(locale, "noMemory"),
+      )
+    );
+  }
+
+  return {
+    handle(req, res) {
+      route(req, res).catch((error: unknown) => {
+        if (error instanceof BodyTooLargeError) return refuseAndClose(req, res, 413);
+        if (error instanceof Refused) {
+          log.warn(
+            {
+              admin: { ip: req.socket.remoteAddress },
+              method: req.method,
+              path: (req.url ?? "").split("?")[0]!.slice(0, 100),
+            },
+            `console: refused: ${error.why}`,
+          );
+          if (res.headersSent) return void res.end();
+          return send(
+            res,
+            error.status,
+            layout(locale, {
+              title: String(error.status),
+              body: `<p>${esc(t(locale, "refused", { why: error.why }))}</p>`,
+            }),
+          );
+        }
+        log.error({ err: error }, "console: a page failed");
+        if (res.headersSent) return void res.end();
+        send(res, 500, layout(locale, { title: "500", body: "" }));
+      });
+    },
+    async loginLink(baseUrl) {
+      if (config.ADMIN_CONSOLE_TOKEN) return undefined;
+      return `${baseUrl}/admin/login?code=${await sessions.createLoginCode()}`;
+    },
+  };
+}
+
+const T_PAUSED = { "zh-TW": "已暫停排程任務 #{id}。", en: "Paused task #{id}." };
+const T_RESUMED = { "zh-TW": "已繼續排程任務 #{id}。", en: "Resumed task #{id}." };
+const T_CANCELLED = { "zh-TW": "已取消排程任務 #{id}。", en: "Cancelled task #{id}." };
+
+/** `platform:userId` of a task or reminder owner, as the forms carry it; undefined when malformed. */
+function ownerOf(raw: string): { platform: Platform; userId: string } | undefined {
+  const match = /^(telegram|discord|line|console):([^\s]{1,128})$/.exec(raw);
+  return match ? { platform: match[1] as Platform, userId: match[2]! } : undefined;
+}
+
+/** The people who have records of `kind` (`task:{platform:userId}:items` keys, found with SCAN), sorted. */
+async function ownersOf(
+  redis: RedisClient,
+  kind: "task" | "reminder",
+): Promise<{ platform: Platform; userId: string }[]> {
+  const tags = (await scanKeys(redis, `${kind}:{*}:items`))
+    .map((key) => /^[a-z]+:\{([^}]+)\}:items$/.exec(key)?.[1])
+    .filter((tag): tag is string => tag !== undefined);
+  return [...new Set(tags)]
+    .sort()
+    .map(ownerOf)
+    .filter((o): o is { platform: Platform; userId: string } => o !== undefined);
+}
+
+/** Keys matching `pattern` on every master (SCAN, never KEYS), at most {@link MAX_KEYS_SCANNED}, sorted. */
+async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
+  const found = new Set<string>();
+  const nodes = "nodes" in redis ? redis.nodes("master") : [redis];
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 500);
+      cursor = next;
+      for (const key of keys) found.add(key);
+    } while (cursor !== "0" && found.size < MAX_KEYS_SCANNED);
+  }
+  return [...found].sort().slice(0, MAX_KEYS_SCANNED);
+}
+
+/** The owner and conversation of a grants key, `grants:{<platform>:<userId>}:<platform>:<chatId>[/<topicId>]`. */
+function grantOwnerOf(key: string): GrantOwner | undefined {
+  const match = /^grants:\{([a-z]+):([^}]+)\}:([a-z]+):([^/]+)(?:\/(.+))?$/.exec(key);
+  if (!match || match[1] !== match[3]) return undefined;
+  const platform = match[1] as Platform;
+  return match[5]
+    ? { platform, userId: match[2]!, chatId: match[4]!, topicId: match[5] }
+    : { platform, userId: match[2]!, chatId: match[4]! };
+}
+
+/** The scope of a memory key, `memory:personal:{<platform>:<userId>}` or `memory:group:{<platform>:<chatId>}`. */
+function memoryScopeOfKey(key: string): MemoryScope | undefined {
+  const match = /^memory:(personal|group):\{([a-z]+):([^}]+)\}$/.exec(key);
+  if (!match) return undefined;
+  const platform = match[2] as Platform;
+  return match[1] === "personal"
+    ? { kind: "personal", platform, userId: match[3]! }
+    : { kind: "group", platform, chatId: match[3]! };
+}

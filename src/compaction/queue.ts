@@ -98,14 +98,24 @@ export class CompactionQueue {
       ...COMPACTION_JOB_OPTIONS,
       jobId: `${chatJobId(job.conversation, "compact")}-${Date.now()}`,
     });
+    const id = added.id!;
     const until = Date.now() + waitMs;
     while (Date.now() < until) {
       await new Promise((r) => setTimeout(r, 200));
-      const current = await this.queue.getJob(added.id!);
+      // The state first, then the job read after it: a job read before its state may predate its
+      // completion (no return value yet, `null`) while the state already says completed, which a
+      // loaded machine hit (the reply read `null.outcome` and the user got "try again").
+      const state = await this.queue.getJobState(id);
+      if (state === "unknown") return { outcome: "pending" };
+      const current = await this.queue.getJob(id);
       if (!current) return { outcome: "pending" };
-      const state = await current.getState();
-      if (state === "completed") return current.returnvalue as CompactionResult;
-      if (state === "failed" || current.attemptsMade > 0)
+      if (state === "completed") {
+        const result = current.returnvalue as CompactionResult | null;
+        return result ?? { outcome: "pending" };
+      }
+      // A failed attempt leaves its reason (and one more attempt made); a completion meanwhile
+      // counts an attempt too, without a reason: the next round reads it as completed.
+      if (state === "failed" || (current.attemptsMade > 0 && current.failedReason))
         return { outcome: "failed", error: current.failedReason || "unknown" };
     }
     return { outcome: "pending" };

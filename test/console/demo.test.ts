@@ -5,7 +5,7 @@
  * with their status lines (streaming), and an approval prompt answered with `y`.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
@@ -44,9 +44,16 @@ it(
       try {
         await waitFor(() => seen() || child!.exitCode !== null, timeoutMs, String(text));
       } catch (error) {
-        throw new Error(`${(error as Error).message}; the transcript:\n${out}`, { cause: error });
+        // The demo's log file (.data/chat.log) says why an answer did not come.
+        const logged = await readFile(path.join(cwd!, ".data", "chat.log"), "utf8").catch(() => "(no log file)");
+        throw new Error(`${(error as Error).message}; the transcript:\n${out}\nthe log:\n${logged.slice(-6000)}`, {
+          cause: error,
+        });
       }
-      expect(seen(), out).toBe(true);
+      if (!seen()) {
+        const logged = await readFile(path.join(cwd!, ".data", "chat.log"), "utf8").catch(() => "(no log file)");
+        expect.fail(`${String(text)} not seen; the transcript:\n${out}\nthe log:\n${logged.slice(-6000)}`);
+      }
     };
     const say = async (line: string, answer: string | RegExp) => {
       const before = out.length;

@@ -209,10 +209,14 @@ describe("streamed answers on Discord", () => {
       "the approval prompt",
     );
     expect(contentOf(prompt)).toContain("需要確認：刪除待辦 #1「買牛奶」");
-    // the live message that showed list_todos' status line was deleted before the prompt
+    // The live message that showed list_todos' status line was deleted before the prompt. Whether
+    // it was posted at all is a race the product may win either way: list_todos runs in a few ms
+    // and the pause stops the live answer, so a status line not yet posted is never posted (the
+    // first update is a timer; on a loaded machine it may not fire before the pause). Either way
+    // nothing of the live answer is left: the chat holds the added todo and the prompt.
     const live = dc.deleted.filter((m) => m.channelId === channelId);
-    expect(live).toHaveLength(1);
-    expect(live[0]!.content).toMatch(/^🔧 讀取待辦清單/);
+    expect(live.length).toBeLessThanOrEqual(1);
+    for (const m of live) expect(m.content).toMatch(/^🔧 讀取待辦清單/);
     expect(sentIn(channelId)).toHaveLength(2);
     const rows = prompt.payload.components as { components: { label: string; custom_id: string }[] }[];
     const approve = rows.flatMap((r) => r.components).find((c) => c.label === "確認")!;

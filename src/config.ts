@@ -551,6 +551,21 @@ export const ConfigSchema = z.object({
     .describe(
       "Path of the LINE webhook: the console's webhook URL is `https://<your host><LINE_WEBHOOK_PATH>` behind your HTTPS proxy.",
     ),
+  /**
+   * The public HTTPS base URL at which LINE reaches this bot's LINE webhook server, e.g.
+   * `https://bot.example.com`; voice replies on LINE are served under it (LINE fetches an audio
+   * message's `originalContentUrl`, which must be HTTPS). Unset = no voice replies on LINE.
+   */
+  LINE_PUBLIC_URL: optionalString
+    .refine((v) => v === undefined || /^https:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(v), {
+      message: "must be an https:// URL without query or fragment, e.g. https://bot.example.com",
+    })
+    .transform((v) => v?.replace(/\/+$/, ""))
+    .describe(
+      "Public HTTPS base URL where LINE reaches the LINE webhook server (e.g. `https://bot.example.com`); " +
+        "voice replies on LINE are served under it at `<LINE_PUBLIC_URL><dir of LINE_WEBHOOK_PATH>/voice/<id>.mp3` " +
+        "for an hour. Unset = no voice replies on LINE.",
+    ),
   /** The Messaging API host (`https://api.line.me`); another server (a proxy, a test fake) with this. */
   LINE_API_URL: optionalHttpUrl("the LINE Messaging API host, e.g. https://api.line.me")
     .transform((v) => v?.replace(/\/+$/, ""))

@@ -89,6 +89,7 @@ export class LineAdapter implements Adapter {
       port: this.config.LINE_WEBHOOK_PORT,
       host: this.config.HTTP_HOST,
       log: this.log,
+      ...(context.redis ? { redis: context.redis } : {}),
       onEvents: (events) => {
         const work = this.#handleAll(events).catch((error: unknown) =>
           this.log.error({ error: redact(String((error as Error)?.stack ?? error)) }, "line: event handling failed"),

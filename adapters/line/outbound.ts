@@ -28,12 +28,14 @@ import type {
   Outbound,
   ReminderMessage,
   SentRef,
+  VoiceReply,
 } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
 import type { RedisClient } from "../../src/redis.js";
 import { UsageStore } from "../../src/usage/store.js";
 import { isInvalidReplyToken, isRetryKeyAccepted, lineCall, type LineClients } from "./api.js";
 import { LineMedia } from "./media.js";
+import { LINE_VOICE_FORMAT, storeVoice, voiceUrl } from "./voice.js";
 import {
   answerChunks,
   approvalMessages,
@@ -108,6 +110,12 @@ export class LineOutbound implements Outbound {
   readonly #now: () => number;
   #redis: RedisClient | undefined;
   #usage: UsageStore | undefined;
+  /**
+   * Audio messages of voice replies waiting for their text answer, by the answer's target key, with
+   * when they were made (this outbound's clock, ms): {@link sendVoice} holds one, the next
+   * {@link sendAnswer} to the same place sends it first, in the same reply call.
+   */
+  readonly #voices = new Map<string, { message: messagingApi.AudioMessage; at: number }>();
   /** This month's push requests as last known (after a push, or read), and when (this outbound's clock, ms). */
   #pushes: { count: number; at: number } | undefined;
 
@@ -157,10 +165,64 @@ export class LineOutbound implements Outbound {
     if (chunks.length === 0)
       this.log.warn({ chatId: to.conversation.chatId }, "line: an answer with no visible text was not sent");
     const skip = options.skip ?? 0;
-    const messages = chunks.slice(skip).map(textMessage);
-    const refs = await this.send(this.#target(to, "answer"), messages, skip);
+    const messages: messagingApi.Message[] = chunks.slice(skip).map(textMessage);
+    const target = this.#target(to, "answer");
+    const voice = this.#voices.get(target.key);
+    this.#voices.delete(target.key);
+    if (!voice) {
+      const refs = await this.send(target, messages, skip);
+      for (const [i, ref] of refs.entries()) await options.onSent?.(skip + i, ref);
+      return refs;
+    }
+    // The voice first, then the text, in one reply call when they fit (at most 5 messages).
+    const sent = await this.send(target, [voice.message, ...messages], skip);
+    const refs = sent.slice(1);
     for (const [i, ref] of refs.entries()) await options.onSent?.(skip + i, ref);
     return refs;
+  }
+
+  /**
+   * Voice replies need `LINE_PUBLIC_URL` (LINE fetches the audio from it): `mp3`, which LINE plays
+   * (m4a or mp3: https://developers.line.biz/en/reference/messaging-api/#audio-message); undefined without it.
+   */
+  get voiceFormat(): typeof LINE_VOICE_FORMAT | undefined {
+    return this.config.LINE_PUBLIC_URL ? LINE_VOICE_FORMAT : undefined;
+  }
+
+  /**
+   * {@inheritDoc Outbound.sendVoice} Stores the audio in Redis for an hour (`voice.ts`), served by the
+   * LINE webhook server at `LINE_PUBLIC_URL`, and makes an audio message of it (`duration` in whole
+   * ms, at least 1). The message is held for the text answer that follows ({@link sendAnswer} to the
+   * same `to`), so both go out in one reply call; held messages older than two minutes are dropped.
+   * @returns a reference to the held message (`messageId` `voice:<id>`; LINE's id comes with the answer).
+   * @throws {PlatformRefusedError} without `LINE_PUBLIC_URL` or Redis, or for audio that is not mp3,
+   *   empty or over 25 MB; Redis errors.
+   */
+  async sendVoice(to: Destination, voice: VoiceReply): Promise<SentRef> {
+    const publicUrl = this.config.LINE_PUBLIC_URL;
+    const redis = this.#redis;
+    if (!publicUrl || !redis || voice.format !== LINE_VOICE_FORMAT)
+      throw new PlatformRefusedError(
+        "line",
+        "sendVoice",
+        "line: voice replies need LINE_PUBLIC_URL, Redis and mp3 audio",
+      );
+    let id: string;
+    try {
+      id = await storeVoice(redis, voice.audio);
+    } catch (error) {
+      if (error instanceof RangeError) throw new PlatformRefusedError("line", "sendVoice", error.message);
+      throw error;
+    }
+    const now = this.#now();
+    for (const [key, held] of this.#voices) if (now - held.at > 120_000) this.#voices.delete(key);
+    const message: messagingApi.AudioMessage = {
+      type: "audio",
+      originalContentUrl: voiceUrl(publicUrl, this.config.LINE_WEBHOOK_PATH, id),
+      duration: Math.max(1, Math.round(voice.seconds * 1000)),
+    };
+    this.#voices.set(this.#target(to, "answer").key, { message, at: now });
+    return { chatId: to.conversation.chatId, messageId: `voice:${id}` };
   }
 
   /**

@@ -2,7 +2,8 @@
  * The LINE webhook HTTP server: LINE posts `{ destination, events }` to the webhook URL set in the
  * LINE Developers console (https://developers.line.biz/en/reference/messaging-api/#webhooks).
  *
- * - Only `POST` on `LINE_WEBHOOK_PATH`; anything else is 404.
+ * - Only `POST` on `LINE_WEBHOOK_PATH`, and (with Redis) `GET` of a voice reply's audio under
+ *   `<dir of LINE_WEBHOOK_PATH>/voice/` (`voice.ts`); anything else is 404.
  * - `x-line-signature` must be there (401 before any byte of the body is read) and must be the
  *   base64 HMAC-SHA256 of the raw body with the channel secret, compared in constant time
  *   (`validateSignature` of `@line/bot-sdk`); otherwise 401, and the body is never parsed.
@@ -17,6 +18,8 @@ import { createServer, type Server } from "node:http";
 import { validateSignature, type webhook } from "@line/bot-sdk";
 import { BodyTooLargeError, listen, readBody, refuseAndClose, withTimeouts } from "../../src/http-server.js";
 import type { Logger } from "../../src/log.js";
+import type { RedisClient } from "../../src/redis.js";
+import { serveVoice, voicePath } from "./voice.js";
 
 /** Largest webhook body accepted, in bytes (1 MiB); LINE sends at most a few events per request. */
 export const LINE_WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -34,6 +37,8 @@ export interface LineWebhookOptions {
   /** `HTTP_HOST`; undefined = every interface. */
   host: string | undefined;
   log: Logger;
+  /** Where voice replies' audio is read from (`voice.ts`); without it none is served. */
+  redis?: RedisClient;
   /** Handles the events of one verified request, after it was answered; must not throw. */
   onEvents(events: webhook.Event[]): void;
 }
@@ -46,6 +51,7 @@ export async function startLineWebhook(options: LineWebhookOptions): Promise<Ser
   const { log } = options;
   const server = withTimeouts(
     createServer((req, res) => {
+      if (options.redis && serveVoice(req, res, voicePath(options.path), options.redis)) return;
       if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== options.path) {
         res.writeHead(404).end();
         return;

@@ -58,10 +58,11 @@ export const SETTINGS_TEXT = {
   buttonVoice: { "zh-TW": "語音回覆：{value}", en: "Voice replies: {value}" },
   voiceNotHere: { "zh-TW": "LINE 上無法使用（只回文字）", en: "not on LINE (text only)" },
   voiceNotOnLine: {
-    "zh-TW": "LINE 的語音訊息必須放在公開的 HTTPS 網址讓 LINE 下載，這個機器人沒有提供，所以在 LINE 上只用文字回答。",
+    "zh-TW":
+      "LINE 的語音訊息必須放在公開的 HTTPS 網址讓 LINE 下載，這個機器人沒有設定（LINE_PUBLIC_URL），所以在 LINE 上只用文字回答。",
     en:
       "LINE audio messages must be served from a public HTTPS address for LINE to fetch, which this bot " +
-      "does not provide, so on LINE it answers in text only.",
+      "does not provide (LINE_PUBLIC_URL is not set), so on LINE it answers in text only.",
   },
   on: { "zh-TW": "開", en: "on" },
   off: { "zh-TW": "關", en: "off" },
@@ -200,12 +201,12 @@ const CODES: Record<string, SettingName> = {
 };
 
 /**
- * Whether voice replies are offered on the asker's platform: not on LINE, whose audio messages
- * must be fetched by LINE from a public HTTPS address (`originalContentUrl`) that this bot does
- * not serve (see docs/voice.md).
+ * Whether voice replies are offered on the asker's platform: on LINE only when `LINE_PUBLIC_URL`
+ * is set, since LINE fetches an audio message from a public HTTPS address (`originalContentUrl`)
+ * that the bot's LINE webhook server then serves (see docs/voice.md).
  */
-function voiceOffered(asker: Pick<SettingsAsker, "platform">): boolean {
-  return asker.platform !== "line";
+function voiceOffered(asker: Pick<SettingsAsker, "platform">, config: Pick<Config, "LINE_PUBLIC_URL">): boolean {
+  return asker.platform !== "line" || config.LINE_PUBLIC_URL !== undefined;
 }
 
 /** The words of a voice replies choice. */
@@ -272,7 +273,9 @@ export async function settingsListing(
   if (config.TTS_BASE_URL)
     lines.push(
       localize(locale, SETTINGS_TEXT.voice, {
-        value: voiceOffered(asker) ? voiceWords(locale, settings.voice) : localize(locale, SETTINGS_TEXT.voiceNotHere),
+        value: voiceOffered(asker, config)
+          ? voiceWords(locale, settings.voice)
+          : localize(locale, SETTINGS_TEXT.voiceNotHere),
       }),
     );
   if (!allowed) return { text: [...lines, "", localize(locale, SETTINGS_TEXT.readOnly)].join("\n") };
@@ -310,7 +313,7 @@ function settingsButtons(settings: Settings, asker: SettingsAsker, config: Confi
       data: `st:r:${next}`,
     });
   }
-  if (config.TTS_BASE_URL && voiceOffered(asker)) {
+  if (config.TTS_BASE_URL && voiceOffered(asker, config)) {
     // The next choice in turn: off → when-spoken → always → off.
     const next = VOICE_REPLIES[(VOICE_REPLIES.indexOf(settings.voice) + 1) % VOICE_REPLIES.length]!;
     buttons.push({
@@ -406,7 +409,7 @@ export async function changeSetting(
     }
     case "voice": {
       if (!config.TTS_BASE_URL) return refuse(SETTINGS_TEXT.voiceUnavailable);
-      if (!voiceOffered(asker)) return refuse(SETTINGS_TEXT.voiceNotOnLine);
+      if (!voiceOffered(asker, config)) return refuse(SETTINGS_TEXT.voiceNotOnLine);
       const mode = /^(off|關|none)$/i.test(trimmed)
         ? "off"
         : /^(when-spoken|when_spoken|spoken|voice)$/i.test(trimmed)

@@ -28,6 +28,13 @@
  *   404 `Not found` for anyone who is not a member now, as LINE answers;
  * - rich menus: created within LINE's size and bounds rules, a picture (PNG or JPEG of exactly the
  *   menu's size, at most 1 MB, once) uploaded to the data host, set as the default only with a picture;
+ * - audio messages (https://developers.line.biz/en/reference/messaging-api/#audio-message):
+ *   `originalContentUrl` HTTPS and at most 2,000 characters, `duration` a positive whole number of
+ *   ms; the fake then fetches the URL as LINE does (through {@link FakeLineOptions.rewriteUrl}, which
+ *   maps the public HTTPS base to the bot's local server) and refuses the call (400) unless it
+ *   answers 200 with m4a or mp3 (`audio/mp4`, `audio/x-m4a`, `audio/mpeg`) of 1 byte to 200 MB;
+ *   what it fetched is in {@link FakeLine.audios}. (LINE fetches when the message is shown; the
+ *   fake does it during the call, so a test sees the result at once.)
  * - webhooks are signed (`x-line-signature`: base64 HMAC-SHA256 of the body with the channel
  *   secret) and carry `webhookEventId` and `deliveryContext.isRedelivery`.
  */
@@ -44,7 +51,12 @@ export const REPLY_TOKEN_TTL_MS = 60_000;
 export interface FakeLineOptions {
   /** Push requests allowed this month; default unlimited. */
   pushQuota?: number;
+  /** Maps an audio message's `originalContentUrl` to the address the fake fetches (a test's local server); default as is. */
+  rewriteUrl?: (url: string) => string;
 }
+
+/** LINE's largest audio file, bytes (https://developers.line.biz/en/reference/messaging-api/#audio-message). */
+export const LINE_AUDIO_MAX_BYTES = 200 * 1024 * 1024;
 
 /** A LINE user known to the fake. */
 export interface FakeLineUser {
@@ -105,6 +117,8 @@ export class FakeLine {
   readonly calls: FakeLineCall[] = [];
   /** Loading animations shown: chat id and seconds. */
   readonly loadings: { chatId: string; loadingSeconds: number; at: number }[] = [];
+  /** Audio fetched for audio messages, in order: the message's URL, the Content-Type and the bytes. */
+  readonly audios: { url: string; contentType: string; bytes: Buffer }[] = [];
   /** Push requests accepted this month. */
   pushes = 0;
   /** Rich menus created (`POST /v2/bot/richmenu`), by id, with the picture uploaded for each. */
@@ -424,6 +438,8 @@ export class FakeLine {
         const token = this.#tokens.get(String(body.replyToken));
         if (!token || token.used || this.now() - token.issuedAt > REPLY_TOKEN_TTL_MS)
           return send(400, { message: "Invalid reply token" });
+        const audioProblem = await this.#fetchAudio(body.messages as Json[]);
+        if (audioProblem) return send(400, { message: audioProblem });
         token.used = true;
         return send(200, { sentMessages: this.#record(token.chatId, "reply", body.messages as Json[]) });
       }
@@ -440,6 +456,8 @@ export class FakeLine {
         if (this.#gone.has(to)) return send(403, { message: "Failed to send messages" });
         if (this.options.pushQuota !== undefined && this.pushes >= this.options.pushQuota)
           return send(429, { message: "You have reached your monthly limit." });
+        const audioProblem = await this.#fetchAudio(body.messages as Json[]);
+        if (audioProblem) return send(400, { message: audioProblem });
         this.pushes++;
         const requestId = randomUUID();
         if (key) this.#retryKeys.set(key, requestId);
@@ -530,6 +548,34 @@ export class FakeLine {
       default:
         return send(200, {});
     }
+  }
+
+  /** Checks and fetches the audio messages of `messages`; the problem LINE would name, or undefined. */
+  async #fetchAudio(messages: Json[]): Promise<string | undefined> {
+    for (const [i, message] of messages.entries()) {
+      if (message.type !== "audio") continue;
+      const url = String(message.originalContentUrl);
+      const duration = message.duration;
+      if (!url.startsWith("https://") || url.length > 2000)
+        return `messages[${i}].originalContentUrl must be an HTTPS URL of at most 2000 characters`;
+      if (typeof duration !== "number" || !Number.isInteger(duration) || duration <= 0)
+        return `messages[${i}].duration must be a positive integer (milliseconds)`;
+      let response: Response;
+      try {
+        response = await fetch(this.options.rewriteUrl?.(url) ?? url, { redirect: "manual" });
+      } catch {
+        return `messages[${i}].originalContentUrl could not be fetched`;
+      }
+      const contentType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim();
+      const bytes = Buffer.from(await response.arrayBuffer());
+      if (response.status !== 200) return `messages[${i}].originalContentUrl answered ${response.status}`;
+      if (!["audio/mpeg", "audio/mp4", "audio/x-m4a"].includes(contentType))
+        return `messages[${i}].originalContentUrl is not m4a or mp3 (${contentType})`;
+      if (bytes.length === 0 || bytes.length > LINE_AUDIO_MAX_BYTES)
+        return `messages[${i}].originalContentUrl is empty or over 200 MB`;
+      this.audios.push({ url, contentType, bytes });
+    }
+    return undefined;
   }
 
   #record(to: string, via: "reply" | "push", messages: Json[]): { id: string; quoteToken: string }[] {

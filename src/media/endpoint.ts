@@ -100,3 +100,42 @@ export function errorCode(body: string): string {
     return "";
   }
 }
+
+/** The problems both audio endpoints (transcription and speech) share; each adds its own. */
+export type EndpointProblem =
+  "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
+
+/**
+ * A request to an OpenAI-compatible audio endpoint that gave nothing usable: the base of
+ * `TranscriptionError` and `SpeechError`. Its message is for logs (the status and the API's error
+ * code, never the key, the audio or the text).
+ */
+export class EndpointError<P extends string = EndpointProblem> extends Error {
+  /**
+   * @param problem - what went wrong (the subclass's union of problems).
+   * @param options.cause - the underlying error, kept for logs; `status` the HTTP status when there
+   *   was an answer; `retryAfterMs` a 429's `Retry-After`, in ms.
+   */
+  constructor(
+    readonly problem: P,
+    message: string,
+    options?: { cause?: unknown; status?: number; retryAfterMs?: number },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.status = options?.status;
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+
+  /** The HTTP status, when the endpoint answered. */
+  readonly status: number | undefined;
+  /** A 429's `Retry-After`, in ms, when it had one. */
+  readonly retryAfterMs: number | undefined;
+
+  /** Whether another request may well succeed: no answer, a 429, or a 5xx (not a timeout: its time is spent). */
+  get passing(): boolean {
+    const problem: string = this.problem;
+    return (
+      problem === "unreachable" || problem === "rate_limited" || (problem === "failed" && (this.status ?? 0) >= 500)
+    );
+  }
+}

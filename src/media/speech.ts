@@ -13,7 +13,7 @@
  * at most 4096 characters; `response_format` mp3 (default), opus, aac, flac, wav, pcm).
  */
 import type { Config } from "../config.js";
-import { errorCode, retryAfterOf, retryPassing } from "./endpoint.js";
+import { EndpointError, errorCode, retryAfterOf, retryPassing } from "./endpoint.js";
 
 /** Longest time one speech request may take, in ms (the answer's deadline may end it sooner). */
 export const SPEECH_TIMEOUT_MS = 60_000;
@@ -81,34 +81,18 @@ export type SpeechProblem =
   "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty" | "too_large";
 
 /** A speech request that gave no usable audio. Its message is for logs: the status and the API's error code, never the key. */
-export class SpeechError extends Error {
+export class SpeechError extends EndpointError<SpeechProblem> {
   /**
    * @param problem - see {@link SpeechProblem}.
-   * @param options.status - the HTTP status, when there was an answer; `retryAfterMs` a 429's `Retry-After`.
+   * @param options - see {@link EndpointError}.
    */
   constructor(
-    readonly problem: SpeechProblem,
+    problem: SpeechProblem,
     message: string,
-    options?: { status?: number; retryAfterMs?: number },
+    options?: { cause?: unknown; status?: number; retryAfterMs?: number },
   ) {
-    super(message);
+    super(problem, message, options);
     this.name = "SpeechError";
-    this.status = options?.status;
-    this.retryAfterMs = options?.retryAfterMs;
-  }
-
-  /** The HTTP status, when the endpoint answered. */
-  readonly status: number | undefined;
-  /** A 429's `Retry-After`, in ms, when it had one. */
-  readonly retryAfterMs: number | undefined;
-
-  /** Whether another request may well succeed: no answer, a 429, or a 5xx. */
-  get passing(): boolean {
-    return (
-      this.problem === "unreachable" ||
-      this.problem === "rate_limited" ||
-      (this.problem === "failed" && (this.status ?? 0) >= 500)
-    );
   }
 }
 

@@ -21,7 +21,7 @@
 import { z } from "zod";
 import type { Config, Locale } from "../config.js";
 import { plainLine } from "../plain-text.js";
-import { errorCode, retryAfterOf, retryPassing } from "./endpoint.js";
+import { EndpointError, errorCode, retryAfterOf, retryPassing } from "./endpoint.js";
 import { isNonSpeech } from "./hallucinations.js";
 
 /** Longest time one transcription may take, in ms (the answer's deadline may end it sooner). */
@@ -58,34 +58,18 @@ export type TranscriptionProblem =
   "unreachable" | "unauthorized" | "rate_limited" | "timeout" | "refused" | "failed" | "empty";
 
 /** A transcription that gave no usable text. Its message is for logs: the status and the API's error code, never the key or the audio. */
-export class TranscriptionError extends Error {
+export class TranscriptionError extends EndpointError<TranscriptionProblem> {
   /**
    * @param problem - see {@link TranscriptionProblem}.
-   * @param options.status - the HTTP status, when there was an answer.
+   * @param options - see {@link EndpointError}.
    */
   constructor(
-    readonly problem: TranscriptionProblem,
+    problem: TranscriptionProblem,
     message: string,
     options?: { cause?: unknown; status?: number; retryAfterMs?: number },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(problem, message, options);
     this.name = "TranscriptionError";
-    this.status = options?.status;
-    this.retryAfterMs = options?.retryAfterMs;
-  }
-
-  /** The HTTP status, when the endpoint answered. */
-  readonly status: number | undefined;
-  /** A 429's `Retry-After`, in ms, when it had one. */
-  readonly retryAfterMs: number | undefined;
-
-  /** Whether another request may well succeed: no answer, a 429, or a 5xx (not a timeout: its 60 s are spent). */
-  get passing(): boolean {
-    return (
-      this.problem === "unreachable" ||
-      this.problem === "rate_limited" ||
-      (this.problem === "failed" && (this.status ?? 0) >= 500)
-    );
   }
 }
 

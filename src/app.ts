@@ -543,7 +543,7 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
     return { url: address };
   }
   try {
-    const local = await startLocalRedis({ log });
+    const local = await startLocalRedis({ log, supervise: {} });
     return { url: local.url, local };
   } catch (error) {
     console.error((error as Error).message);

@@ -276,54 +276,205 @@ async function spawnServer(dir: string, timeoutMs: number): Promise<{ child: Chi
   return { child, url };
 }
 
+/** Options of {@link startLocalRedis}. */
+export interface StartLocalRedisOptions {
+  /** The data folder (default `.data/redis` under the current folder). */
+  dir?: string;
+  log?: Logger;
+  /** How long to wait for a new server to answer, in ms (default 10 000). */
+  timeoutMs?: number;
+  /** The lease holder (default this process; tests use other values). */
+  pid?: number;
+  /**
+   * When the server is down but other live processes hold leases on the folder (one of them owns
+   * the data and restarts its server), how long to wait for it to answer again before throwing,
+   * in ms (default 15 000). A second server is never started on a folder others use.
+   */
+  ownerWaitMs?: number;
+  /**
+   * Watch the server while this lease is held and restart it (same folder, append-only file and
+   * socket) when it exits unexpectedly; long-running processes (`npm start`, `npm run chat`) pass
+   * this, one-shot CLIs do not. See {@link SuperviseOptions}.
+   */
+  supervise?: SuperviseOptions;
+}
+
+/** How {@link startLocalRedis} watches and restarts the local server. */
+export interface SuperviseOptions {
+  /** How often to check that the server process still runs, in ms (default 1000). */
+  checkEveryMs?: number;
+  /** At most this many restarts within `windowMs` (default 5); one more means giving up. */
+  maxRestarts?: number;
+  /** The window for `maxRestarts`, in ms (default 60 000). */
+  windowMs?: number;
+  /** Delay before the first restart, in ms (default 200); doubled for each recent restart, capped at 5000. */
+  backoffMs?: number;
+  /** Called once when restarts are given up (after logging the error). */
+  onGiveUp?: (error: LocalRedisError) => void;
+}
+
+/** True when `pid` no longer runs as a server: gone, or a zombie not yet reaped. */
+function serverGone(pid: number): boolean {
+  if (!pidAlive(pid)) return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return /\) [ZX] /.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Polls the server recorded in `server.json`; when its process is gone, restarts it under the
+ * folder's lock (unless another process already did), with backoff, logging one warning per
+ * restart, and gives up with an error after `maxRestarts` within `windowMs`.
+ * @returns a function that stops the watching.
+ */
+function superviseServer(
+  leases: Leases,
+  shown: string,
+  options: SuperviseOptions,
+  log: Logger | undefined,
+  timeoutMs: number,
+  stopping: () => boolean,
+): () => void {
+  const checkEveryMs = options.checkEveryMs ?? 1000;
+  const maxRestarts = options.maxRestarts ?? 5;
+  const windowMs = options.windowMs ?? 60_000;
+  const backoffMs = options.backoffMs ?? 200;
+  let restarts: number[] = [];
+  let busy = false;
+  let ended = false;
+  const end = () => {
+    ended = true;
+    clearInterval(timer);
+  };
+  const check = async () => {
+    if (busy || ended || stopping()) return;
+    const known = leases.readServer();
+    if (known && !serverGone(known.pid)) return;
+    busy = true;
+    try {
+      const now = Date.now();
+      restarts = restarts.filter((t) => now - t < windowMs);
+      if (restarts.length >= maxRestarts) {
+        end();
+        const error = new LocalRedisError(
+          `the local redis-server of ${shown} exited ${restarts.length + 1} times within ${windowMs / 1000} s; ` +
+            "no more restarts. Check its log (run redis-server by hand with the same folder) or set REDIS_URL.",
+        );
+        log?.error({ dir: shown }, error.message);
+        options.onGiveUp?.(error);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(5000, backoffMs * 2 ** restarts.length)));
+      if (ended || stopping()) return;
+      const unlock = await leases.lock();
+      try {
+        const current = leases.readServer();
+        const running = current ? await serverPid(current.url) : undefined;
+        if (current && running !== undefined) {
+          leases.writeServer({ pid: running, url: current.url }); // another process restarted it
+          return;
+        }
+        restarts.push(Date.now());
+        const started = await spawnServer(leases.dir, timeoutMs);
+        leases.writeServer({ pid: started.child.pid!, url: started.url });
+        log?.warn(
+          { dir: shown, previousPid: known?.pid, redisPid: started.child.pid, restarts: restarts.length },
+          "the local redis-server exited unexpectedly; restarted it on the same folder and append-only file",
+        );
+      } finally {
+        await unlock().catch(() => {});
+      }
+    } catch (error) {
+      log?.error({ err: error, dir: shown }, "could not restart the local redis-server; trying again");
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void check(), checkEveryMs);
+  timer.unref();
+  return end;
+}
+
 /**
  * Starts `redis-server` with its data in `dir` (default `.data/redis` under the current folder),
  * or reuses the one already running on that folder, and takes a lease on it for this process.
  *
- * @param options.dir - the data folder.
- * @param options.timeoutMs - how long to wait for a new server to answer, in ms (default 10 000).
- * @param options.pid - the lease holder (default this process; tests use other values).
+ * @param options - see {@link StartLocalRedisOptions}.
  * @throws {LocalRedisError} when redis-server is not installed (the message says how to install it
- *   or set `REDIS_URL`), exits early, does not answer in time, or the folder stays locked.
+ *   or set `REDIS_URL`), exits early, does not answer in time, or the folder stays locked; or when
+ *   the server is down while other live processes use the folder and it does not come back within
+ *   `ownerWaitMs` (a second server is never started on their data).
  */
-export async function startLocalRedis(
-  options: { dir?: string; log?: Logger; timeoutMs?: number; pid?: number } = {},
-): Promise<LocalRedis> {
+export async function startLocalRedis(options: StartLocalRedisOptions = {}): Promise<LocalRedis> {
   const dir = path.resolve(options.dir ?? path.join(".data", "redis"));
   const shown = path.relative(process.cwd(), dir) || dir;
   const pid = options.pid ?? process.pid;
   await mkdir(dir, { recursive: true });
   const leases = new Leases(dir);
-  const unlock = await leases.lock();
+  const ownerWaitMs = options.ownerWaitMs ?? 15_000;
+  const waitDeadline = Date.now() + ownerWaitMs;
+  let unlock = await leases.lock();
   let url: string;
   let owned = false;
   try {
-    const known = leases.readServer();
-    const legacySocket = path.join(dir, "redis.sock");
-    const candidate = known?.url ?? (existsSync(legacySocket) ? legacySocket : undefined);
-    const runningPid = candidate ? await serverPid(candidate) : undefined;
-    if (candidate && runningPid !== undefined) {
-      url = candidate;
-      leases.writeServer({ pid: runningPid, url });
+    for (;;) {
+      const known = leases.readServer();
+      const legacySocket = path.join(dir, "redis.sock");
+      const candidate = known?.url ?? (existsSync(legacySocket) ? legacySocket : undefined);
+      const runningPid = candidate ? await serverPid(candidate) : undefined;
+      if (candidate && runningPid !== undefined) {
+        url = candidate;
+        leases.writeServer({ pid: runningPid, url });
+        options.log?.info(
+          { dir: shown, users: leases.live().length },
+          "reusing the local redis-server already running on this folder",
+        );
+        break;
+      }
+      // The server is down but other live processes hold leases on this folder: one of them owns
+      // the data (and restarts its server). Never start a second server on their append-only
+      // file; wait for theirs to answer again, then give up with a clear error.
+      const others = leases.live().filter((p) => p !== pid);
+      if (others.length === 0) {
+        url = await startNew();
+        break;
+      }
+      if (Date.now() > waitDeadline)
+        throw new LocalRedisError(
+          `the local redis-server of ${shown} is not answering, and process${others.length === 1 ? "" : "es"} ` +
+            `${others.join(", ")} still use${others.length === 1 ? "s" : ""} that folder; not starting a second ` +
+            `server on their data. Waited ${ownerWaitMs} ms for it to come back: restart or stop ` +
+            `${others.length === 1 ? "that process" : "those processes"}, then try again.`,
+        );
       options.log?.info(
-        { dir: shown, users: leases.live().length },
-        "reusing the local redis-server already running on this folder",
+        { dir: shown, pids: others },
+        "the local redis-server is down while other processes use it: waiting for it to come back",
       );
-    } else {
-      leases.clear(); // nothing runs: leases left by crashed processes mean nothing now
-      const started = await spawnServer(dir, options.timeoutMs ?? 10_000);
-      url = started.url;
-      owned = true;
-      leases.writeServer({ pid: started.child.pid!, url });
-      options.log?.info(
-        { dir: shown, redisPid: started.child.pid },
-        "started a local redis-server (REDIS_URL is unset)",
-      );
+      await unlock().catch(() => {});
+      await new Promise((r) => setTimeout(r, Math.min(250, Math.max(0, waitDeadline - Date.now()) + 1)));
+      unlock = await leases.lock();
     }
     leases.take(pid);
   } finally {
     await unlock().catch(() => {});
   }
+
+  async function startNew(): Promise<string> {
+    leases.clear(); // nothing runs and no one else uses it: leases left by crashed processes mean nothing now
+    const started = await spawnServer(dir, options.timeoutMs ?? 10_000);
+    owned = true;
+    leases.writeServer({ pid: started.child.pid!, url: started.url });
+    options.log?.info({ dir: shown, redisPid: started.child.pid }, "started a local redis-server (REDIS_URL is unset)");
+    return started.url;
+  }
+
+  let stopped: Promise<void> | undefined;
+  const supervisor = options.supervise
+    ? superviseServer(leases, shown, options.supervise, options.log, options.timeoutMs ?? 10_000, () => !!stopped)
+    : undefined;
 
   // However this process ends (an exit during start-up, a forced second Ctrl-C, a crash), its
   // lease goes back; the last one out also stops the server. Synchronous: `exit` handlers cannot wait.
@@ -335,9 +486,9 @@ export async function startLocalRedis(
   };
   process.once("exit", onExit);
 
-  let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
+      supervisor?.();
       process.off("exit", onExit);
       let unlockAgain: (() => Promise<void>) | undefined;
       try {

@@ -11,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LocalRedisError, pidAlive, startLocalRedis } from "../../src/local-redis.js";
+import type { Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
 import { nodeArgs } from "../helpers/compiled.js";
 
@@ -142,6 +143,80 @@ describe("in one process", () => {
       process.env.PATH = saved;
     }
   });
+});
+
+describe("when the server dies", () => {
+  it("a supervising process restarts it on the same folder, socket and append-only file, and its connection recovers", async () => {
+    const folder = await freshDir();
+    const warnings: string[] = [];
+    const log = {
+      info: () => {},
+      warn: (_: unknown, msg: string) => warnings.push(msg),
+      error: () => {},
+    } as unknown as Logger;
+    const local = await startLocalRedis({ dir: folder, log, supervise: { checkEveryMs: 50, backoffMs: 10 } });
+    const redis = connectRedis(local.url, { retryStrategy: () => 50 });
+    redis.on("error", () => {});
+    await redis.config("SET", "appendfsync", "always");
+    await redis.set("kept", "from the AOF");
+    const first = serverPid(folder);
+    process.kill(first, "SIGKILL");
+    await waitUntil(() => !pidAlive(first), 2000, "the server to die");
+    const began = Date.now();
+    expect(await redis.get("kept")).toBe("from the AOF");
+    expect(Date.now() - began).toBeLessThan(5000);
+    await waitUntil(() => serverPid(folder) !== first, 2000, "server.json to name the new server");
+    const second = serverPid(folder);
+    expect(await redis.config("GET", "dir")).toEqual(["dir", folder]);
+    expect(warnings.filter((w) => w.includes("restarted"))).toHaveLength(1);
+    redis.disconnect();
+    await local.stop();
+    expect(pidAlive(second)).toBe(false);
+    await rm(folder, { recursive: true, force: true });
+  }, 30_000);
+
+  it("gives up with an error after too many restarts within the window", async () => {
+    const folder = await freshDir();
+    const errors: string[] = [];
+    let gaveUp: Error | undefined;
+    const log = {
+      info: () => {},
+      warn: () => {},
+      error: (_: unknown, msg: string) => errors.push(msg),
+    } as unknown as Logger;
+    const local = await startLocalRedis({
+      dir: folder,
+      log,
+      supervise: { checkEveryMs: 30, backoffMs: 1, maxRestarts: 2, onGiveUp: (e) => (gaveUp = e) },
+    });
+    for (let i = 0; i < 3; i++) {
+      const pid = serverPid(folder);
+      process.kill(pid, "SIGKILL");
+      await waitUntil(() => !pidAlive(pid), 2000, "the server to die");
+      if (i < 2) await waitUntil(() => serverPid(folder) !== pid, 5000, "a restart");
+    }
+    await waitUntil(() => gaveUp !== undefined, 5000, "giving up");
+    expect(gaveUp).toBeInstanceOf(LocalRedisError);
+    expect(errors.some((e) => /exited 3 times within 60 s; no more restarts/.test(e))).toBe(true);
+    await local.stop();
+    await rm(folder, { recursive: true, force: true });
+  }, 30_000);
+
+  it("a CLI never starts a second server on a folder a live process uses: it waits, then says so", async () => {
+    const folder = await freshDir();
+    const owner = await startLocalRedis({ dir: folder, pid: process.ppid }); // a live process, not supervising
+    const pid = serverPid(folder);
+    process.kill(pid, "SIGKILL");
+    await waitUntil(() => !pidAlive(pid), 2000, "the server to die");
+    const error = await startLocalRedis({ dir: folder, ownerWaitMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LocalRedisError);
+    expect((error as Error).message).toMatch(
+      new RegExp(`process ${process.ppid} still uses that folder; not starting a second server`),
+    );
+    expect(serverPid(folder)).toBe(pid); // nothing was started
+    await owner.stop();
+    await rm(folder, { recursive: true, force: true });
+  }, 30_000);
 });
 
 describe("with real processes, in every stop order", () => {

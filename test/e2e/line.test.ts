@@ -356,6 +356,9 @@ it("/usage on LINE counts this month's push messages", async () => {
   const pushes = Number(/LINE 推播訊息（本月，整個機器人）：(\d+)/.exec(answer.text)?.[1]);
   expect(pushes).toBeGreaterThanOrEqual(2);
   expect(pushes).toBe(line.pushes);
+  // LINE renders no Markdown: the reply is plain text.
+  expect(answer.text).not.toContain("**");
+  expect(answer.text).toContain("今天");
 });
 
 it("voice: an audio message is fetched from the content host, transcribed and answered", async () => {

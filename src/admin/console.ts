@@ -142,6 +142,16 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   });
   const audit = (actor: Actor, action: string, target: Record<string, unknown>, outcome: string) =>
     log.info({ admin: actor, action, ...target, outcome }, `console: ${action} (${outcome})`);
+  /**
+   * The `kind` of an allow or revoke form: `user` or `chat`, exactly (the console's forms send one
+   * of them). Anything else (`admin`, missing) is refused with 400: an unknown kind must not quietly
+   * allow or revoke a user.
+   */
+  const kindOf = (kind: string | null, actor: Actor, action: "allow" | "revoke"): "user" | "chat" => {
+    if (kind === "user" || kind === "chat") return kind;
+    audit(actor, `access.${action}`, {}, "unknown kind");
+    throw new Refused(400, "unknown kind (user or chat only)");
+  };
 
   /** Refuses a change from another origin: a browser's `Sec-Fetch-Site` or `Origin` must name this site. */
   const checkOrigin = (req: IncomingMessage) => {
@@ -361,7 +371,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         );
       }
       case "/admin/access/revoke": {
-        const chat = form.get("kind") === "chat";
+        const chat = kindOf(form.get("kind"), actor, "revoke") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
         if (!principal) throw new Refused(400, "not platform:id");
         const list = envListOf(config, principal);
@@ -379,7 +389,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         );
       }
       case "/admin/access/allow": {
-        const chat = form.get("kind") === "chat";
+        const chat = kindOf(form.get("kind"), actor, "allow") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
         // Telegram user ids are positive; a negative id is a group (as `npm run access -- allow` says).
         if (!principal || (!chat && principal.startsWith("telegram:-"))) {

@@ -311,6 +311,38 @@ describe("refusals", () => {
     expect(put.status).toBe(405);
   });
 
+  it("refuses an allow or revoke with an unknown kind (400 and a notice); nobody is allowed", async () => {
+    const { cookie, csrf } = await login(stack.base);
+    const access = new AccessStore(redis);
+    const headers = { cookie, "content-type": "application/x-www-form-urlencoded" };
+    for (const fields of [
+      { principal: "telegram:777", kind: "admin", csrf },
+      { principal: "telegram:777", kind: "", csrf },
+      { principal: "telegram:777", csrf },
+    ]) {
+      const res = await fetch(`${stack.base}/admin/access/allow`, { ...form(fields), headers });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain("unknown kind (user or chat only)");
+    }
+    expect(await access.hasUser("telegram:777")).toBe(false);
+    await access.allowUser("telegram:778");
+    const revoke = await fetch(`${stack.base}/admin/access/revoke`, {
+      ...form({ principal: "telegram:778", kind: "admin", csrf }),
+      headers,
+    });
+    expect(revoke.status).toBe(400);
+    expect(await access.hasUser("telegram:778")).toBe(true);
+    // The console's own form (kind=user) still allows.
+    const ok = await fetch(`${stack.base}/admin/access/allow`, {
+      ...form({ principal: "telegram:777", kind: "user", csrf }),
+      headers,
+    });
+    expect(ok.status).toBe(303);
+    expect(await access.hasUser("telegram:777")).toBe(true);
+    await access.revokeUser("telegram:777");
+    await access.revokeUser("telegram:778");
+  });
+
   it("serves pages with a strict Content-Security-Policy and no script", async () => {
     const { cookie } = await login(stack.base);
     for (const path of ["overview", "tools", "tasks", "access", "memory", "traces"]) {

@@ -37,6 +37,8 @@ import { UsageStore } from "../../src/usage/store.js";
 import { isInvalidReplyToken, isRetryKeyAccepted, lineCall, type LineClients } from "./api.js";
 import { LineMedia } from "./media.js";
 import { LINE_VOICE_FORMAT, storeVoice, voiceUrl } from "./voice.js";
+import { localize, type Locale } from "../../src/i18n.js";
+import { VOICE_FAILED } from "../../src/worker/voice-reply.js";
 import {
   answerChunks,
   approvalMessages,
@@ -116,7 +118,7 @@ export class LineOutbound implements Outbound {
    * when they were made (this outbound's clock, ms): {@link sendVoice} holds one, the next
    * {@link sendAnswer} to the same place sends it first, in the same reply call.
    */
-  readonly #voices = new Map<string, { message: messagingApi.AudioMessage; at: number }>();
+  readonly #voices = new Map<string, { message: messagingApi.AudioMessage; locale: Locale; at: number }>();
   /** This month's push requests as last known (after a push, or read), and when (this outbound's clock, ms). */
   #pushes: { count: number; at: number } | undefined;
 
@@ -176,8 +178,20 @@ export class LineOutbound implements Outbound {
       return refs;
     }
     // The voice first, then the text, in one reply call when they fit (at most 5 messages).
-    const sent = await this.send(target, [voice.message, ...messages], skip);
-    const refs = sent.slice(1);
+    let refs: SentRef[];
+    try {
+      refs = (await this.send(target, [voice.message, ...messages], skip)).slice(1);
+    } catch (error) {
+      // LINE refusing the audio message (it could not fetch it) must not cost the text answer:
+      // the text goes alone, with the voice failure's short line as a message after it.
+      if (!(error instanceof PlatformRefusedError) || error.status !== 400) throw error;
+      this.log.warn(
+        { chatId: target.chatId, error: redact(String(error)) },
+        "line: the audio message of a voice reply was refused; the text answer goes alone",
+      );
+      const line = textMessage(localize(voice.locale, VOICE_FAILED));
+      refs = (await this.send(target, [...messages, line], skip)).slice(0, messages.length);
+    }
     for (const [i, ref] of refs.entries()) await options.onSent?.(skip + i, ref);
     return refs;
   }
@@ -195,6 +209,8 @@ export class LineOutbound implements Outbound {
    * LINE webhook server at `LINE_PUBLIC_URL`, and makes an audio message of it (`duration` in whole
    * ms, at least 1). The message is held for the text answer that follows ({@link sendAnswer} to the
    * same `to`), so both go out in one reply call; held messages older than two minutes are dropped.
+   * Should LINE refuse the audio message (400: it could not fetch it), the text goes alone, followed
+   * by the voice failure's short line (`VOICE_FAILED`).
    * @returns a reference to the held message (`messageId` `voice:<id>`; LINE's id comes with the answer).
    * @throws {PlatformRefusedError} without `LINE_PUBLIC_URL` or Redis, or for audio that is not mp3,
    *   empty or over 25 MB; Redis errors.
@@ -222,7 +238,7 @@ export class LineOutbound implements Outbound {
       originalContentUrl: voiceUrl(publicUrl, this.config.LINE_WEBHOOK_PATH, id),
       duration: Math.max(1, Math.round(voice.seconds * 1000)),
     };
-    this.#voices.set(this.#target(to, "answer").key, { message, at: now });
+    this.#voices.set(this.#target(to, "answer").key, { message, locale: voice.locale, at: now });
     return { chatId: to.conversation.chatId, messageId: `voice:${id}` };
   }
 

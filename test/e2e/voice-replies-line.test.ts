@@ -161,3 +161,29 @@ it("a speech failure leaves the text answer with one short line, and no audio me
   expect(answer.text).toContain("🔇");
   expect(line.sent.slice(before).some((m) => m.message.type === "audio")).toBe(false);
 });
+
+it("an audio message LINE cannot fetch (the public address unreachable) is refused; the text answer goes out, then the failure line", async () => {
+  const lin = line.user("Lin");
+  await line.deliver([line.textEvent(dm(lin), "/settings voice always")]);
+  await line.waitFor(() => line.messagesTo(lin.userId).find((m) => m.text.startsWith("好的，語音回覆")));
+  const reachable = local;
+  local = `http://127.0.0.1:${await freePort()}`;
+  try {
+    const before = line.sent.length;
+    const fetched = line.audios.length;
+    model.enqueue(text("後天是晴天。"));
+    await line.deliver([line.textEvent(dm(lin), "後天呢？")]);
+    const answer = await line.waitFor(() => line.messagesTo(lin.userId).find((m) => m.text.includes("後天是晴天")));
+    expect(line.sent.slice(before).some((m) => m.message.type === "audio")).toBe(false);
+    expect(line.audios.length).toBe(fetched);
+    expect(
+      line.calls.some(
+        (c) => c.status === 400 && (c.body as { messages?: { type: string }[] })?.messages?.[0]?.type === "audio",
+      ),
+    ).toBe(true);
+    expect(answer.text).toBe("後天是晴天。");
+    await line.waitFor(() => line.messagesTo(lin.userId).find((m) => m.text.startsWith("🔇")));
+  } finally {
+    local = reachable;
+  }
+});

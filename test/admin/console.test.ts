@@ -315,11 +315,12 @@ describe("refusals", () => {
     const { cookie, csrf } = await login(stack.base);
     const access = new AccessStore(redis);
     const headers = { cookie, "content-type": "application/x-www-form-urlencoded" };
-    for (const fields of [
+    const attempts: Record<string, string>[] = [
       { principal: "telegram:777", kind: "admin", csrf },
       { principal: "telegram:777", kind: "", csrf },
       { principal: "telegram:777", csrf },
-    ]) {
+    ];
+    for (const fields of attempts) {
       const res = await fetch(`${stack.base}/admin/access/allow`, { ...form(fields), headers });
       expect(res.status).toBe(400);
       expect(await res.text()).toContain("unknown kind (user or chat only)");

@@ -300,7 +300,7 @@ describe("refusals", () => {
     });
     expect([ok.status, decodeURIComponent(ok.headers.get("location") ?? "")]).toEqual([
       303,
-      "/admin/access?notice=Denied telegram:556.",
+      "/admin/access?notice=denied&who=telegram:556",
     ]);
     expect((await access.pending()).map((p) => p.code)).not.toContain(paired.code);
     // Bull Board's own changes are refused: the queue pages are read-only.
@@ -342,6 +342,22 @@ describe("refusals", () => {
     expect(await access.hasUser("telegram:777")).toBe(true);
     await access.revokeUser("telegram:777");
     await access.revokeUser("telegram:778");
+  });
+
+  it("shows notices only from its own message table: a code with well-formed parameters; free text or unknown codes show nothing", async () => {
+    const { cookie } = await login(stack.base);
+    const shown = async (query: string) => {
+      const html = await (await fetch(`${stack.base}/admin/access?${query}`, { headers: { cookie } })).text();
+      return /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1];
+    };
+    expect(await shown("notice=allowed&who=telegram:6")).toBe("Allowed telegram:6.");
+    expect(await shown("notice=taskPaused&id=12")).toBe("Paused task #12.");
+    const phishing = encodeURIComponent("Your session expired. Log in again at http://evil.example");
+    expect(await shown(`notice=${phishing}`)).toBeUndefined();
+    expect(await shown("notice=toString")).toBeUndefined();
+    expect(await shown(`notice=allowed&who=${phishing}`)).toBeUndefined();
+    expect(await shown("notice=allowed")).toBeUndefined();
+    expect(await shown("")).toBeUndefined();
   });
 
   it("serves pages with a strict Content-Security-Policy and no script", async () => {

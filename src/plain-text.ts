@@ -10,6 +10,7 @@
  * Default_Ignorable_Code_Point, https://www.unicode.org/reports/tr44/#Default_Ignorable_Code_Point;
  * bidi controls, https://www.unicode.org/reports/tr9/#Explicit_Directional_Formatting_Characters.
  */
+import { Lexer, type Token, type Tokens } from "marked";
 
 /**
  * Characters that show nothing and are removed: every format character (`\p{Cf}`: bidi embeddings,
@@ -80,4 +81,119 @@ export function terminalText(text: string): string {
     )
     .replace(TERMINAL_CONTROLS, (char) => String.fromCharCode(char === "\u007F" ? 0x2421 : 0x2400 + char.charCodeAt(0)))
     .replace(C1_CONTROLS, "");
+}
+
+/** Inline Markdown tokens as the words a reader sees. */
+function inlinePlain(tokens: Token[] | undefined): string {
+  let out = "";
+  for (const token of tokens ?? []) {
+    switch (token.type) {
+      case "strong":
+      case "em":
+      case "del":
+        out += inlinePlain((token as Tokens.Strong).tokens);
+        break;
+      case "codespan":
+      case "escape":
+        out += (token as Tokens.Codespan).text;
+        break;
+      case "br":
+        out += "\n";
+        break;
+      case "link": {
+        const link = token as Tokens.Link;
+        const label = inlinePlain(link.tokens).trim();
+        out += label === "" || label === link.href ? link.href : `${label} (${link.href})`;
+        break;
+      }
+      case "image": {
+        const image = token as Tokens.Image;
+        out += image.text ? `${image.text} (${image.href})` : image.href;
+        break;
+      }
+      case "text": {
+        const text = token as Tokens.Text;
+        out += text.tokens ? inlinePlain(text.tokens) : text.text;
+        break;
+      }
+      default:
+        out += "text" in token && typeof token.text === "string" ? token.text : token.raw;
+    }
+  }
+  return out;
+}
+
+/** Block Markdown tokens as plain lines; `indent` prefixes nested list lines. */
+function blocksPlain(tokens: Token[], indent = ""): string[] {
+  const blocks: string[] = [];
+  for (const token of tokens) {
+    switch (token.type) {
+      case "space":
+        break;
+      case "paragraph":
+      case "heading":
+        blocks.push(inlinePlain((token as Tokens.Paragraph).tokens));
+        break;
+      case "text": {
+        const text = token as Tokens.Text;
+        blocks.push(text.tokens ? inlinePlain(text.tokens) : text.text);
+        break;
+      }
+      case "code":
+        blocks.push((token as Tokens.Code).text);
+        break;
+      case "hr":
+        blocks.push("──────────");
+        break;
+      case "blockquote":
+        blocks.push(
+          blocksPlain((token as Tokens.Blockquote).tokens)
+            .join("\n\n")
+            .split("\n")
+            .map((line) => `> ${line}`.trimEnd())
+            .join("\n"),
+        );
+        break;
+      case "list": {
+        const list = token as Tokens.List;
+        const start = typeof list.start === "number" ? list.start : 1;
+        const lines = list.items.map((item, i) => {
+          const bullet = list.ordered ? `${start + i}. ` : "• ";
+          const mark = item.task ? (item.checked ? "☑ " : "☐ ") : "";
+          const body = blocksPlain(item.tokens, `${indent}  `).join("\n");
+          return `${indent}${bullet}${mark}${body}`;
+        });
+        blocks.push(lines.join("\n"));
+        break;
+      }
+      case "table": {
+        const table = token as Tokens.Table;
+        const row = (cells: Tokens.TableCell[]) => cells.map((c) => inlinePlain(c.tokens).trim()).join(" | ");
+        blocks.push([row(table.header), ...table.rows.map(row)].join("\n"));
+        break;
+      }
+      default:
+        blocks.push("text" in token && typeof token.text === "string" ? token.text : token.raw);
+    }
+  }
+  return blocks;
+}
+
+/**
+ * Markdown (an answer, a command's reply) as plain text, for platforms that render none (LINE
+ * shows `**今天**` as it is): emphasis and strike marks go, inline code and code blocks keep their
+ * text without backticks or fences, a link is `label (address)` (the address alone when the label
+ * is it), headings are their words, list items start with `• ` or their number (nested ones
+ * indented two spaces), quotes keep `> `, table rows are cells joined by ` | `, and blocks are
+ * separated by one empty line. Read with marked's lexer (https://marked.js.org).
+ * @returns the plain text; never throws (what the lexer cannot read stays as it is).
+ */
+export function markdownToPlain(markdown: string): string {
+  try {
+    return blocksPlain(Lexer.lex(markdown))
+      .filter((block) => block.trim() !== "")
+      .join("\n\n");
+  } catch {
+    return markdown;
+  }
 }

@@ -28,7 +28,7 @@ import {
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
 import { holdMedia, takeHeldMedia } from "./held-media.js";
-import { chatOf, classifyEvent, UNKNOWN_NAME, type LineBase } from "./inbound.js";
+import { chatOf, classifyEvent, malformedIdOf, UNKNOWN_NAME, type LineBase } from "./inbound.js";
 import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
 
@@ -130,6 +130,15 @@ export class LineAdapter implements Adapter {
   #handleAll(events: webhook.Event[]): Promise<void> {
     const byChat = new Map<string, webhook.Event[]>();
     for (const event of events) {
+      // Ids go into API paths: a malformed one (`../../etc/passwd`) is dropped here, before any call.
+      const malformed = malformedIdOf(event);
+      if (malformed) {
+        this.log.warn(
+          { type: String(event.type).slice(0, 40), field: malformed.field, preview: malformed.preview },
+          "line: event with a malformed id dropped",
+        );
+        continue;
+      }
       const chat = chatOf(event.source)?.chatId ?? "";
       byChat.set(chat, [...(byChat.get(chat) ?? []), event]);
     }
@@ -462,14 +471,22 @@ export class LineAdapter implements Adapter {
     try {
       const { chatId, userId } = message;
       const profile = chatId.startsWith("C")
-        ? await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId), {
-            retries: 0,
-          })
-        : chatId.startsWith("R")
-          ? await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId), {
+        ? await lineCall(
+            "getGroupMemberProfile",
+            () => this.clients.api.getGroupMemberProfile(encodeURIComponent(chatId), encodeURIComponent(userId)),
+            {
               retries: 0,
-            })
-          : await lineCall("getProfile", () => this.clients.api.getProfile(userId), { retries: 0 });
+            },
+          )
+        : chatId.startsWith("R")
+          ? await lineCall(
+              "getRoomMemberProfile",
+              () => this.clients.api.getRoomMemberProfile(encodeURIComponent(chatId), encodeURIComponent(userId)),
+              {
+                retries: 0,
+              },
+            )
+          : await lineCall("getProfile", () => this.clients.api.getProfile(encodeURIComponent(userId)), { retries: 0 });
       name = plainLine(profile.displayName, 256) || UNKNOWN_NAME;
       if (this.#names.size > 10_000) this.#names.clear();
       this.#names.set(key, { name, at: Date.now() });

@@ -62,6 +62,55 @@ export function chatOf(source: webhook.Source | undefined): { chatId: string; ch
   return undefined;
 }
 
+/**
+ * LINE ids: a user id is `U`, a group id `C`, a room id `R`, followed by 32 lowercase hex digits.
+ * Ids from a webhook go into API paths (`/v2/bot/profile/{userId}` …): anything else is refused
+ * at the webhook boundary ({@link malformedIdOf}), so a signed event cannot steer a request.
+ * Source: https://developers.line.biz/en/docs/messaging-api/getting-user-ids/ (docs/line.md).
+ */
+export const LINE_ID_PATTERNS = {
+  user: /^U[0-9a-f]{32}$/,
+  group: /^C[0-9a-f]{32}$/,
+  room: /^R[0-9a-f]{32}$/,
+} as const;
+
+/**
+ * The first id of `event` that is present but not a well-formed LINE id (source `userId`,
+ * `groupId`, `roomId`, a mentionee's `userId`, a joined or left member's `userId`): its field and a
+ * short safe preview (at most 8 characters, anything but letters and digits shown as `?`, plus its
+ * length). Undefined when every id present is well formed.
+ */
+export function malformedIdOf(event: webhook.Event): { field: string; preview: string } | undefined {
+  const checks: [string, unknown, RegExp][] = [];
+  const source = event.source as { userId?: unknown; groupId?: unknown; roomId?: unknown; type?: unknown } | undefined;
+  if (source) {
+    if ("userId" in source) checks.push(["source.userId", source.userId, LINE_ID_PATTERNS.user]);
+    if (source.type === "group" || "groupId" in source)
+      checks.push(["source.groupId", source.groupId, LINE_ID_PATTERNS.group]);
+    if (source.type === "room" || "roomId" in source)
+      checks.push(["source.roomId", source.roomId, LINE_ID_PATTERNS.room]);
+  }
+  const message = (event as { message?: { mention?: { mentionees?: unknown } } }).message;
+  const mentionees = message?.mention?.mentionees;
+  if (Array.isArray(mentionees))
+    for (const m of mentionees as { userId?: unknown }[])
+      if (m && typeof m === "object" && "userId" in m)
+        checks.push(["mentionee.userId", m.userId, LINE_ID_PATTERNS.user]);
+  for (const side of ["joined", "left"] as const) {
+    const members = (event as { [k in typeof side]?: { members?: unknown } })[side]?.members;
+    if (Array.isArray(members))
+      for (const m of members as { userId?: unknown }[])
+        if (m && typeof m === "object" && "userId" in m)
+          checks.push([`${side}.userId`, m.userId, LINE_ID_PATTERNS.user]);
+  }
+  for (const [field, value, pattern] of checks) {
+    if (typeof value === "string" && pattern.test(value)) continue;
+    const text = typeof value === "string" ? value : typeof value;
+    return { field, preview: `${text.slice(0, 8).replace(/[^A-Za-z0-9]/g, "?")} (${text.length})` };
+  }
+  return undefined;
+}
+
 /** The file references of a message event (empty for text, stickers and others). */
 export function mediaOf(message: webhook.MessageContent): MediaRef[] {
   switch (message.type) {

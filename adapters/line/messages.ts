@@ -1,8 +1,9 @@
 /**
  * The LINE message objects the bot sends: text (at most {@link LINE_TEXT_LIMIT} characters), text
  * with quick reply buttons (postback actions), and buttons templates (approval prompts, reminders).
- * LINE shows text as it is, so answers are sent as their Markdown source, split as Discord splits
- * (`adapters/discord/split.ts`: code blocks closed and reopened, never a cut surrogate pair).
+ * LINE renders no Markdown (it would show `**今天**` as it is), so answers, command replies, notices,
+ * approval prompts and reminders are sent as plain text ({@link markdownToPlain} of
+ * `src/plain-text.ts`), split as Discord splits (`adapters/discord/split.ts`: never a cut surrogate pair).
  *
  * Sources (limits): https://developers.line.biz/en/reference/messaging-api/#text-message (5,000
  * characters), #buttons (text 160 characters, 4 actions), #template-messages (`altText` 400),
@@ -12,6 +13,7 @@ import type { messagingApi } from "@line/bot-sdk";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ApprovalPrompt, NoticeButton, ReminderMessage } from "../../src/outbound.js";
 import { splitMessage } from "../discord/split.js";
+import { markdownToPlain } from "../../src/plain-text.js";
 
 /** Longest text message, in characters (UTF-16 code units, the stricter count). */
 export const LINE_TEXT_LIMIT = 5000;
@@ -34,9 +36,9 @@ export function cut(text: string, max: number): string {
   return `${text.slice(0, end)}…`;
 }
 
-/** An answer (Markdown) as text messages of at most {@link LINE_TEXT_LIMIT} characters; none when it has no visible text. */
+/** An answer (Markdown) as plain text messages of at most {@link LINE_TEXT_LIMIT} characters; none when it has no visible text. */
 export function answerChunks(text: string): string[] {
-  return splitMessage(text, LINE_TEXT_LIMIT).filter((chunk) => chunk.trim() !== "");
+  return splitMessage(markdownToPlain(text), LINE_TEXT_LIMIT).filter((chunk) => chunk.trim() !== "");
 }
 
 /** A text message. */
@@ -52,9 +54,12 @@ export function postback(label: string, data: string): messagingApi.PostbackActi
   return { type: "postback", label: shown, data, displayText: shown };
 }
 
-/** A text message with quick reply buttons (at most 13; more are left out), e.g. a command's reply with buttons. */
+/**
+ * A text message with quick reply buttons (at most 13; more are left out), e.g. a command's reply
+ * with buttons; `text` is Markdown, sent as plain text.
+ */
 export function withQuickReply(text: string, buttons: NoticeButton[]): messagingApi.TextMessage {
-  const message = textMessage(text);
+  const message = textMessage(markdownToPlain(text));
   if (buttons.length === 0) return message;
   return {
     ...message,
@@ -93,7 +98,7 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
       "zh-TW": "⚠️ 需要你的確認：{action}\n只有 {name} 可以決定，{time} 前有效。",
       en: "⚠️ Confirmation needed: {action}\nOnly {name} can decide, until {time}.",
     },
-    { action: prompt.action, name: prompt.requesterName, time },
+    { action: markdownToPlain(prompt.action), name: prompt.requesterName, time },
   );
   const actions = [
     postback(localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }), `ap:${prompt.approvalId}:y`),
@@ -119,7 +124,8 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
  * (`rm:s:<token>`); a text longer than a template holds goes first as a text message.
  */
 export function reminderMessages(reminder: ReminderMessage, locale: Locale): messagingApi.Message[] {
-  const text = reminder.chatKind === "group" ? `${reminder.owner.userName} ${reminder.text}` : reminder.text;
+  const plain = markdownToPlain(reminder.text);
+  const text = reminder.chatKind === "group" ? `${reminder.owner.userName} ${plain}` : plain;
   const actions = [
     postback(localize(locale, { "zh-TW": "✅ 完成", en: "✅ Done" }), `rm:d:${reminder.token}`),
     postback(localize(locale, { "zh-TW": "💤 稍後提醒", en: "💤 Snooze" }), `rm:s:${reminder.token}`),

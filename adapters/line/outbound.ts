@@ -15,6 +15,7 @@
  * {@link LineOutbound.sendTyping} and sends the whole answer once), and closing a prompt or a
  * reminder changes nothing in the chat.
  */
+import { LINE_ID_PATTERNS } from "./inbound.js";
 import { createHash } from "node:crypto";
 import type { messagingApi } from "@line/bot-sdk";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
@@ -430,11 +431,13 @@ export class LineOutbound implements Outbound {
    */
   async isMember(place: { chatId: string }, userId: string): Promise<boolean | undefined> {
     const { chatId } = place;
-    const group = chatId.startsWith("C");
-    if ((!group && !chatId.startsWith("R")) || !userId.startsWith("U")) return undefined;
+    const group = LINE_ID_PATTERNS.group.test(chatId);
+    if ((!group && !LINE_ID_PATTERNS.room.test(chatId)) || !LINE_ID_PATTERNS.user.test(userId)) return undefined;
+    // The SDK puts ids into the path as they are: encoded here too, as defence in depth.
+    const [where, person] = [encodeURIComponent(chatId), encodeURIComponent(userId)];
     try {
-      if (group) await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(chatId, userId));
-      else await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(chatId, userId));
+      if (group) await lineCall("getGroupMemberProfile", () => this.clients.api.getGroupMemberProfile(where, person));
+      else await lineCall("getRoomMemberProfile", () => this.clients.api.getRoomMemberProfile(where, person));
       return true;
     } catch (error) {
       if (error instanceof PlatformRefusedError && error.status === 404) return false;

@@ -37,7 +37,7 @@ import { TaskScheduler, TASKS_QUEUE } from "../tasks/schedule.js";
 import { TraceStore } from "../trace/store.js";
 import { getTask, listTasks, type Task } from "../tasks/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
-import { CONSOLE_CSS, esc, layout, postForm, t, table } from "./pages.js";
+import { CONSOLE_CSS, esc, layout, postForm, T, t, table } from "./pages.js";
 import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
 
 /** The session cookie's name (`__Host-` needs HTTPS, which the health server does not speak). */
@@ -142,6 +142,16 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   });
   const audit = (actor: Actor, action: string, target: Record<string, unknown>, outcome: string) =>
     log.info({ admin: actor, action, ...target, outcome }, `console: ${action} (${outcome})`);
+  /**
+   * The `kind` of an allow or revoke form: `user` or `chat`, exactly (the console's forms send one
+   * of them). Anything else (`admin`, missing) is refused with 400: an unknown kind must not quietly
+   * allow or revoke a user.
+   */
+  const kindOf = (kind: string | null, actor: Actor, action: "allow" | "revoke"): "user" | "chat" => {
+    if (kind === "user" || kind === "chat") return kind;
+    audit(actor, `access.${action}`, {}, "unknown kind");
+    throw new Refused(400, "unknown kind (user or chat only)");
+  };
 
   /** Refuses a change from another origin: a browser's `Sec-Fetch-Site` or `Origin` must name this site. */
   const checkOrigin = (req: IncomingMessage) => {
@@ -245,8 +255,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       return act(path, form, actor, res, id!);
     }
 
-    const notice = url.searchParams.get("notice") ?? undefined;
-    const page = { csrf: session.csrf, ...(notice ? { notice: notice.slice(0, 300) } : {}) };
+    const notice = noticeText(locale, url.searchParams);
+    const page = { csrf: session.csrf, ...(notice ? { notice } : {}) };
     switch (path) {
       case "/admin":
       case "/admin/":
@@ -309,8 +319,11 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
 
   /** A change: the session and CSRF token were checked. Ends with a redirect to the page and a notice. */
   async function act(path: string, form: URLSearchParams, actor: Actor, res: ServerResponse, id: string) {
-    const back = (page: string, notice: string): void =>
-      redirect(res, `/admin/${page}?notice=${encodeURIComponent(notice)}`);
+    const back = (page: string, notice: NoticeCode, params: Record<string, string | number> = {}): void => {
+      const query = new URLSearchParams({ notice });
+      for (const [key, value] of Object.entries(params)) query.set(key, String(value));
+      redirect(res, `/admin/${page}?${query.toString()}`);
+    };
     switch (path) {
       case "/admin/logout":
         await sessions.end(id);
@@ -325,16 +338,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const pairing = approve ? await access.approve(code) : await access.deny(code);
         const who = pairing ? `${pairing.platform}:${pairing.userId}` : undefined;
         audit(actor, approve ? "pairing.approve" : "pairing.deny", { user: who }, pairing ? "ok" : "no such code");
-        if (!pairing)
-          return back(
-            "access",
-            localize(locale, {
-              "zh-TW": "沒有這個待核准的配對碼（可能已過期）。",
-              en: "No such pending pairing code (expired?).",
-            }),
-          );
-        if (!approve)
-          return back("access", localize(locale, { "zh-TW": "已拒絕 {who}。", en: "Denied {who}." }, { who: who! }));
+        if (!pairing) return back("access", "noPairing");
+        if (!approve) return back("access", "denied", { who: who! });
         let told = false;
         try {
           await parts.tell?.(pairing.platform as Platform, pairing.chatId, localize(locale, COMMAND_TEXT.youAreIn));
@@ -342,58 +347,32 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         } catch (error) {
           log.warn({ err: error, user: who }, "console: could not tell an approved user they are in");
         }
-        return back(
-          "access",
-          told
-            ? localize(
-                locale,
-                { "zh-TW": "已核准 {who}，並已通知對方。", en: "Approved {who}; they were told." },
-                { who: who! },
-              )
-            : localize(
-                locale,
-                {
-                  "zh-TW": "已核准 {who}（無法通知對方，對方現在可以傳訊息了）。",
-                  en: "Approved {who} (could not tell them; they can write to the bot now).",
-                },
-                { who: who! },
-              ),
-        );
+        return back("access", told ? "approvedTold" : "approved", { who: who! });
       }
       case "/admin/access/revoke": {
-        const chat = form.get("kind") === "chat";
+        const chat = kindOf(form.get("kind"), actor, "revoke") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
         if (!principal) throw new Refused(400, "not platform:id");
         const list = envListOf(config, principal);
         if (list) {
           audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, `in ${list}`);
-          return back("access", t(locale, "fromEnv", { list }));
+          return back("access", "fromEnv", { list });
         }
         const removed = chat ? await access.revokeChat(principal) : await access.revokeUser(principal);
         audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, removed ? "ok" : "not granted");
-        return back(
-          "access",
-          removed
-            ? localize(locale, { "zh-TW": "已撤銷 {p}。", en: "Revoked {p}." }, { p: principal })
-            : localize(locale, { "zh-TW": "{p} 原本就沒有授權。", en: "{p} was not granted." }, { p: principal }),
-        );
+        return back("access", removed ? "revoked" : "notGranted", { who: principal });
       }
       case "/admin/access/allow": {
-        const chat = form.get("kind") === "chat";
+        const chat = kindOf(form.get("kind"), actor, "allow") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
         // Telegram user ids are positive; a negative id is a group (as `npm run access -- allow` says).
         if (!principal || (!chat && principal.startsWith("telegram:-"))) {
           audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id");
-          return back("access", t(locale, "badPrincipal"));
+          return back("access", "badPrincipal");
         }
         const added = chat ? await access.allowChat(principal) : await access.allowUser(principal);
         audit(actor, chat ? "chat.allow" : "user.allow", { principal }, added ? "ok" : "already allowed");
-        return back(
-          "access",
-          added
-            ? localize(locale, { "zh-TW": "已允許 {p}。", en: "Allowed {p}." }, { p: principal })
-            : localize(locale, { "zh-TW": "{p} 原本就已允許。", en: "{p} was allowed already." }, { p: principal }),
-        );
+        return back("access", added ? "allowed" : "allowedAlready", { who: principal });
       }
       case "/admin/access/grant-revoke": {
         const owner = grantOwnerOf(`grants:${form.get("key") ?? ""}`);
@@ -402,16 +381,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const removed = await grants.revoke(owner, tool);
         const target = { user: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool };
         audit(actor, "grant.revoke", target, removed ? "ok" : "gone");
-        return back(
-          "access",
-          removed
-            ? localize(
-                locale,
-                { "zh-TW": "已撤銷 {user} 的「{tool}」永久允許。", en: "Revoked {user}'s always-allow of {tool}." },
-                { user: target.user, tool },
-              )
-            : localize(locale, { "zh-TW": "這項授權已不存在。", en: "That grant is gone." }),
-        );
+        return back("access", removed ? "grantRevoked" : "grantGone", removed ? { who: target.user, tool } : {});
       }
       case "/admin/memory/erase": {
         const scope = memoryScopeOfKey(form.get("scope") ?? "");
@@ -419,14 +389,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const files = await memory.erase(scope);
         const who = `${scope.kind} ${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
         audit(actor, "memory.erase", { scope: who, files }, files > 0 ? "ok" : "empty");
-        return back(
-          "memory",
-          localize(
-            locale,
-            { "zh-TW": "已清除 {who} 的記憶（{files} 個檔案）。", en: "Erased the memory of {who} ({files} {noun})." },
-            { who, files, noun: englishNoun(files, "file") },
-          ),
-        );
+        return back("memory", "memoryErased", { scope: scope.kind, who: who.slice(scope.kind.length + 1), files });
       }
       case "/admin/tasks/task":
       case "/admin/tasks/reminder": {
@@ -443,17 +406,12 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             await reminders?.unschedule(owner, reminder);
           }
           audit(actor, "reminder.cancel", target, reminder ? "ok" : "gone");
-          return back(
-            "tasks",
-            reminder
-              ? localize(locale, { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." }, { id: itemId })
-              : localize(locale, { "zh-TW": "這則提醒已不存在。", en: "That reminder is gone." }),
-          );
+          return back("tasks", reminder ? "reminderCancelled" : "reminderGone", reminder ? { id: itemId } : {});
         }
         const task = await getTask(redis, owner, itemId, log);
         if (!task) {
           audit(actor, `task.${action.slice(0, 10)}`, target, "gone");
-          return back("tasks", localize(locale, { "zh-TW": "這個排程任務已不存在。", en: "That task is gone." }));
+          return back("tasks", "taskGone");
         }
         let outcome = "ok";
         if (action === "pause") {
@@ -466,8 +424,13 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         } else if (action === "cancel") await cancelTask(redis, tasks, owner, task);
         else throw new Refused(400, "unknown action");
         audit(actor, `task.${action}`, target, outcome);
-        const words = { pause: T_PAUSED, resume: T_RESUMED, cancel: T_CANCELLED }[action as "pause"];
-        return back("tasks", outcome === "ok" ? localize(locale, words, { id: itemId }) : `#${itemId}: ${outcome}`);
+        const done = ({ pause: "taskPaused", resume: "taskResumed", cancel: "taskCancelled" } as const)[
+          action as "pause"
+        ];
+        return back("tasks", outcome === "ok" ? done : "taskOutcome", {
+          id: itemId,
+          ...(outcome === "ok" ? {} : { outcome }),
+        });
       }
       default:
         throw new Refused(404, "no such action");
@@ -879,9 +842,76 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   };
 }
 
-const T_PAUSED = { "zh-TW": "已暫停排程任務 #{id}。", en: "Paused task #{id}." };
-const T_RESUMED = { "zh-TW": "已繼續排程任務 #{id}。", en: "Resumed task #{id}." };
-const T_CANCELLED = { "zh-TW": "已取消排程任務 #{id}。", en: "Cancelled task #{id}." };
+/** What each parameter of a notice may be: anything else shows no notice at all. */
+const NOTICE_PARAMS: Record<string, RegExp> = {
+  // platform:id (a Telegram group id is negative; LINE ids are letters and hex digits)
+  who: /^(?:telegram|discord|line|console):-?[A-Za-z0-9_]{1,64}$/,
+  list: /^[A-Z][A-Z0-9_]{0,39}$/,
+  tool: /^[A-Za-z0-9_.-]{1,128}$/,
+  scope: /^(?:personal|group)$/,
+  files: /^\d{1,6}$/,
+  id: /^\d{1,12}$/,
+  outcome: /^(?:already paused|not paused|no tasks queue here)$/,
+};
+
+/**
+ * The console's own notices after a change, by code: a redirect carries `?notice=<code>` and its
+ * parameters (`who`, `id` …), never text, so a link cannot make the console show words of its
+ * sender's choosing as an official status.
+ */
+const NOTICES = {
+  noPairing: { "zh-TW": "沒有這個待核准的配對碼（可能已過期）。", en: "No such pending pairing code (expired?)." },
+  denied: { "zh-TW": "已拒絕 {who}。", en: "Denied {who}." },
+  approvedTold: { "zh-TW": "已核准 {who}，並已通知對方。", en: "Approved {who}; they were told." },
+  approved: {
+    "zh-TW": "已核准 {who}（無法通知對方，對方現在可以傳訊息了）。",
+    en: "Approved {who} (could not tell them; they can write to the bot now).",
+  },
+  fromEnv: T.fromEnv,
+  revoked: { "zh-TW": "已撤銷 {who}。", en: "Revoked {who}." },
+  notGranted: { "zh-TW": "{who} 原本就沒有授權。", en: "{who} was not granted." },
+  badPrincipal: T.badPrincipal,
+  allowed: { "zh-TW": "已允許 {who}。", en: "Allowed {who}." },
+  allowedAlready: { "zh-TW": "{who} 原本就已允許。", en: "{who} was allowed already." },
+  grantRevoked: { "zh-TW": "已撤銷 {who} 的「{tool}」永久允許。", en: "Revoked {who}'s always-allow of {tool}." },
+  grantGone: { "zh-TW": "這項授權已不存在。", en: "That grant is gone." },
+  memoryErased: {
+    "zh-TW": "已清除 {scope} {who} 的記憶（{files} 個檔案）。",
+    en: "Erased the memory of {scope} {who} ({files} {noun}).",
+  },
+  reminderCancelled: { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." },
+  reminderGone: { "zh-TW": "這則提醒已不存在。", en: "That reminder is gone." },
+  taskGone: { "zh-TW": "這個排程任務已不存在。", en: "That task is gone." },
+  taskPaused: { "zh-TW": "已暫停排程任務 #{id}。", en: "Paused task #{id}." },
+  taskResumed: { "zh-TW": "已繼續排程任務 #{id}。", en: "Resumed task #{id}." },
+  taskCancelled: { "zh-TW": "已取消排程任務 #{id}。", en: "Cancelled task #{id}." },
+  taskOutcome: { "zh-TW": "#{id}：{outcome}", en: "#{id}: {outcome}" },
+} as const;
+
+/** A notice code of {@link NOTICES}. */
+type NoticeCode = keyof typeof NOTICES;
+
+/**
+ * The notice a page shows for its query (`?notice=<code>&who=…`): the console's own text for a
+ * known code whose placeholders are all present and well formed ({@link NOTICE_PARAMS}); undefined
+ * for no code, an unknown code, or a missing or malformed parameter (nothing is shown).
+ * @param query - the page address's search parameters.
+ */
+export function noticeText(locale: Locale, query: URLSearchParams): string | undefined {
+  const code = query.get("notice");
+  if (!code || !Object.hasOwn(NOTICES, code)) return undefined;
+  const texts = NOTICES[code as NoticeCode];
+  const values: Record<string, string | number> = {};
+  for (const [, name] of texts.en.matchAll(/\{(\w+)\}/g)) {
+    if (name === "noun") continue;
+    const value = query.get(name!);
+    const pattern = NOTICE_PARAMS[name!];
+    if (value === null || !pattern?.test(value)) return undefined;
+    values[name!] = value;
+  }
+  if (code === "memoryErased") values.noun = englishNoun(Number(values.files), "file");
+  return localize(locale, texts, values);
+}
 
 /** `platform:userId` of a task or reminder owner, as the forms carry it; undefined when malformed. */
 function ownerOf(raw: string): { platform: Platform; userId: string } | undefined {

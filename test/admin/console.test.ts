@@ -300,7 +300,7 @@ describe("refusals", () => {
     });
     expect([ok.status, decodeURIComponent(ok.headers.get("location") ?? "")]).toEqual([
       303,
-      "/admin/access?notice=Denied telegram:556.",
+      "/admin/access?notice=denied&who=telegram:556",
     ]);
     expect((await access.pending()).map((p) => p.code)).not.toContain(paired.code);
     // Bull Board's own changes are refused: the queue pages are read-only.
@@ -309,6 +309,55 @@ describe("refusals", () => {
       headers: { cookie },
     });
     expect(put.status).toBe(405);
+  });
+
+  it("refuses an allow or revoke with an unknown kind (400 and a notice); nobody is allowed", async () => {
+    const { cookie, csrf } = await login(stack.base);
+    const access = new AccessStore(redis);
+    const headers = { cookie, "content-type": "application/x-www-form-urlencoded" };
+    const attempts: Record<string, string>[] = [
+      { principal: "telegram:777", kind: "admin", csrf },
+      { principal: "telegram:777", kind: "", csrf },
+      { principal: "telegram:777", csrf },
+    ];
+    for (const fields of attempts) {
+      const res = await fetch(`${stack.base}/admin/access/allow`, { ...form(fields), headers });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain("unknown kind (user or chat only)");
+    }
+    expect(await access.hasUser("telegram:777")).toBe(false);
+    await access.allowUser("telegram:778");
+    const revoke = await fetch(`${stack.base}/admin/access/revoke`, {
+      ...form({ principal: "telegram:778", kind: "admin", csrf }),
+      headers,
+    });
+    expect(revoke.status).toBe(400);
+    expect(await access.hasUser("telegram:778")).toBe(true);
+    // The console's own form (kind=user) still allows.
+    const ok = await fetch(`${stack.base}/admin/access/allow`, {
+      ...form({ principal: "telegram:777", kind: "user", csrf }),
+      headers,
+    });
+    expect(ok.status).toBe(303);
+    expect(await access.hasUser("telegram:777")).toBe(true);
+    await access.revokeUser("telegram:777");
+    await access.revokeUser("telegram:778");
+  });
+
+  it("shows notices only from its own message table: a code with well-formed parameters; free text or unknown codes show nothing", async () => {
+    const { cookie } = await login(stack.base);
+    const shown = async (query: string) => {
+      const html = await (await fetch(`${stack.base}/admin/access?${query}`, { headers: { cookie } })).text();
+      return /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1];
+    };
+    expect(await shown("notice=allowed&who=telegram:6")).toBe("Allowed telegram:6.");
+    expect(await shown("notice=taskPaused&id=12")).toBe("Paused task #12.");
+    const phishing = encodeURIComponent("Your session expired. Log in again at http://evil.example");
+    expect(await shown(`notice=${phishing}`)).toBeUndefined();
+    expect(await shown("notice=toString")).toBeUndefined();
+    expect(await shown(`notice=allowed&who=${phishing}`)).toBeUndefined();
+    expect(await shown("notice=allowed")).toBeUndefined();
+    expect(await shown("")).toBeUndefined();
   });
 
   it("serves pages with a strict Content-Security-Policy and no script", async () => {

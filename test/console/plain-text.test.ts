@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { plainText } from "../../adapters/console/adapter.js";
-import { terminalText } from "../../src/plain-text.js";
+import { markdownToPlain, terminalText } from "../../src/plain-text.js";
 
 describe("plainText (a command's Markdown reply in the terminal)", () => {
   it("keeps code spans as they are: two MCP names with __ on one line are not read as emphasis", () => {
@@ -18,5 +18,48 @@ describe("terminalText (users' and the model's text on the terminal)", () => {
     expect(terminalText("x\ry\x7f\x1b]0;title\x07")).toBe("x␍y␡␛]0;title␇");
     expect(terminalText("\u009b31mred \u202eexe.pdf \u2066iso\u2069 z\u200bw\ufeff")).toBe("31mred exe.pdf iso zw");
     expect(terminalText("👩‍💻 👍🏽 ❤️‍🔥 a\u200db")).toBe("👩‍💻 👍🏽 ❤️‍🔥 ab");
+  });
+});
+
+describe("markdownToPlain (LINE shows text as it is)", () => {
+  it("drops emphasis, fences and backticks, keeps words, links, lists, quotes and tables readable", () => {
+    const markdown = [
+      "**今天**（12/7）：_1,200_ tokens ~~old~~",
+      "",
+      "See [the docs](https://example.com/a) and https://example.com/b, `npm test`.",
+      "",
+      "- one",
+      "- **two**",
+      "  1. nested",
+      "",
+      "> quoted",
+      "",
+      "```js",
+      "const x = a * b;",
+      "```",
+      "",
+      "| a | b |",
+      "|---|---|",
+      "| 1 | 2 |",
+    ].join("\n");
+    expect(markdownToPlain(markdown)).toBe(
+      [
+        "今天（12/7）：1,200 tokens old",
+        "",
+        "See the docs (https://example.com/a) and https://example.com/b, npm test.",
+        "",
+        "• one\n• two\n  1. nested",
+        "",
+        "> quoted",
+        "",
+        "const x = a * b;",
+        "",
+        "a | b\n1 | 2",
+      ].join("\n"),
+    );
+  });
+
+  it("leaves plain text as it is", () => {
+    expect(markdownToPlain("hello 你好\nsecond line")).toBe("hello 你好\nsecond line");
   });
 });

@@ -177,6 +177,27 @@ it("refuses a forged or unsigned webhook (401) and handles nothing of it", async
   expect(model.requests.some((r) => JSON.stringify(r).includes("forged hello"))).toBe(false);
 });
 
+it("drops a signed event whose ids are malformed (path traversal) with one warning, before any LINE call", async () => {
+  const before = line.calls.length;
+  const warned = lines.length;
+  const traversal = "../../etc/passwd";
+  const byUser = line.textEvent(dm(alice), "traversal hello 1");
+  (byUser.source as Record<string, unknown>).userId = traversal;
+  const group = line.group([alice]);
+  const byGroup = line.textEvent({ from: alice, groupId: group }, "/usage");
+  (byGroup.source as Record<string, unknown>).groupId = `C${"0".repeat(32)}/../../../v2/bot/info`;
+  const byMention = line.textEvent({ from: alice, groupId: group }, "traversal hello 3", { mention: true });
+  const mentionees = (byMention.message as { mention: { mentionees: Record<string, unknown>[] } }).mention.mentionees;
+  mentionees.push({ index: 0, length: 1, type: "user", userId: traversal });
+  expect(await line.deliver([byUser, byGroup, byMention])).toBe(200);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(line.calls.slice(before)).toEqual([]);
+  const dropped = lines.slice(warned).filter((l) => l.includes("malformed id dropped"));
+  expect(dropped).toHaveLength(3);
+  for (const l of dropped) expect(l).not.toContain("etc/passwd");
+  expect(model.requests.some((r) => JSON.stringify(r).includes("traversal hello"))).toBe(false);
+});
+
 it("answers a redelivered event once", async () => {
   const event = line.textEvent(dm(alice), "redelivery check 42");
   expect(await line.deliver([event])).toBe(200);
@@ -335,6 +356,9 @@ it("/usage on LINE counts this month's push messages", async () => {
   const pushes = Number(/LINE 推播訊息（本月，整個機器人）：(\d+)/.exec(answer.text)?.[1]);
   expect(pushes).toBeGreaterThanOrEqual(2);
   expect(pushes).toBe(line.pushes);
+  // LINE renders no Markdown: the reply is plain text.
+  expect(answer.text).not.toContain("**");
+  expect(answer.text).toContain("今天");
 });
 
 it("voice: an audio message is fetched from the content host, transcribed and answered", async () => {

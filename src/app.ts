@@ -3,7 +3,7 @@
  * (`npm run chat`): adapters (inbound, producing jobs), the worker (consuming them), or both.
  * The platform adapters are listed in one map, {@link PLATFORM_MODULES}.
  */
-import { watchDataLoss, type DataLossWatch } from "./redis-marker.js";
+import { watchDataLoss, type DataLossWatch, type LossReports } from "./redis-marker.js";
 import { WaitingChats } from "./waiting-chats.js";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { Server } from "node:http";
@@ -585,6 +585,9 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?:
   process.on("SIGINT", onSignal);
 }
 
+/** The data losses this process reported, shared by its watches (`src/redis-marker.ts`). */
+const lossReports: LossReports = new Map();
+
 /** Watches `redis` for a loss of its data (`src/redis-marker.ts`) until the bot stops; `onLoss` is told of one. */
 function watchRedisData(
   redis: RedisClient,
@@ -592,7 +595,7 @@ function watchRedisData(
   closers: (() => Promise<unknown>)[],
   onLoss?: (lostAt: number) => void,
 ): DataLossWatch {
-  const watch = watchDataLoss(redis, log, onLoss ? { onLoss } : {});
+  const watch = watchDataLoss(redis, log, { reports: lossReports, ...(onLoss ? { onLoss } : {}) });
   closers.push(async () => watch.stop());
   return watch;
 }

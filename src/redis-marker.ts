@@ -75,6 +75,21 @@ export interface DataLossWatch {
 }
 
 /**
+ * The losses one process already logged and counted, shared by its watches (pass the same one to
+ * each {@link watchDataLoss} of a process: the worker's and the producer's connections each have
+ * one). A watch that still holds the marker from before then adopts the new one quietly on its
+ * next check (a clean restart later must not report that loss again). Keys: the new marker's id;
+ * values: when it was reported (ms since the Unix epoch).
+ */
+export type LossReports = Map<string, number>;
+
+/**
+ * A watch adopting a loss another watch of this process reported this recently (ms) still calls
+ * its `onLoss` (both connections reconnected to the same empty Redis): 60 s.
+ */
+const SAME_LOSS_MS = 60_000;
+
+/**
  * Watches `redis` for a loss of its data: writes or reads the deployment marker now, and checks it
  * each time the connection is ready again (ioredis `ready`) and when asked ({@link DataLossWatch.verify}). A loss is logged once per process as
  * an error naming the cause, counted, and the new marker records `lostAt`; `onLoss` is called with
@@ -83,13 +98,15 @@ export interface DataLossWatch {
  *
  * @param redis - a connection of this process (its `ready` events are heard).
  * @param log - where the error goes.
+ * @param options.reports - this process's {@link LossReports}, shared by its watches (default: this watch's own).
  */
 export function watchDataLoss(
   redis: RedisClient,
   log: Logger,
-  options: { onLoss?: (lostAt: number) => void; now?: () => number } = {},
+  options: { onLoss?: (lostAt: number) => void; now?: () => number; reports?: LossReports } = {},
 ): DataLossWatch {
   const now = options.now ?? Date.now;
+  const reportedLosses: LossReports = options.reports ?? new Map();
   const fresh = (lostAt?: number): DeploymentMarker => ({
     id: randomBytes(8).toString("hex"),
     since: now(),
@@ -117,6 +134,13 @@ export function watchDataLoss(
         }
         const lostAt = stored.lostAt ?? now();
         seen = stored.id;
+        const reportedAt = reportedLosses.get(stored.id);
+        if (reportedAt !== undefined) {
+          // This process already logged and counted this loss (another of its watches saw it).
+          if (now() - reportedAt < SAME_LOSS_MS) options.onLoss?.(lostAt);
+          return;
+        }
+        reportedLosses.set(stored.id, now());
         metrics.redisDataLost();
         log.error(
           { marker: DEPLOYMENT_MARKER_KEY, lostAt },

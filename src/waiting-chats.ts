@@ -17,7 +17,9 @@
  *   whose inbox is gone, once, in the conversation's language (`/settings`, read while the chat
  *   waited; else `BOT_LOCALE`), that the bot lost its state and asks them to send the message
  *   again ({@link LOST_STATE_TEXT}). A chat whose inbox exists again was written after the loss (a
- *   new message on the empty Redis) and is being answered: it stays remembered.
+ *   new message on the empty Redis) and is being answered: it stays remembered. The marker is also
+ *   read right after each message is queued: a message queued when the marker was already gone
+ *   (after a `FLUSHALL`, before a sweep saw it) was answered on the new data and is not told.
  *
  * Limits (docs/operations.md): what a process forgets on a restart is not announced; a chat
  * answered in the last sweep interval before the loss may be told too (the text says "may");
@@ -68,6 +70,13 @@ interface Waiting {
   language?: Locale | undefined;
   /** True once the language was read (set or not). */
   languageRead: boolean;
+  /**
+   * Whether the deployment marker read after this message was queued was the one this process
+   * saw: true (queued before any loss not yet seen), false (queued after a loss: Redis was already
+   * empty, the message is on the new data and is answered normally; it is never told), undefined
+   * (not read yet, or the read failed: told when its inbox is gone, better told than left waiting).
+   */
+  beforeLoss?: boolean | undefined;
 }
 
 /** The chats waiting for an answer, in this process's memory; see the module comment. */
@@ -94,16 +103,35 @@ export class WaitingChats {
     const key = conversationKey(message);
     const before = this.#waiting.get(key);
     this.#waiting.delete(key); // re-inserted last: the map stays ordered oldest first
-    this.#waiting.set(key, {
+    const entry: Waiting = {
       message,
       seq: ++this.#seq,
       language: before?.language,
       languageRead: before?.languageRead ?? false,
-    });
+    };
+    this.#waiting.set(key, entry);
+    void this.#confirm(entry);
     const max = this.#options.maxChats ?? WAITING_MAX_CHATS;
     while (this.#waiting.size > max) this.#waiting.delete(this.#waiting.keys().next().value!);
     this.#timer ??= setInterval(() => void this.sweep(), this.#options.sweepMs ?? WAITING_SWEEP_MS);
     this.#timer.unref?.();
+  }
+
+  /**
+   * Reads the marker once right after a message was queued: whether it was queued before or after
+   * a loss (see {@link Waiting.beforeLoss}); asks the watch to check when the marker differs.
+   */
+  async #confirm(entry: Waiting): Promise<void> {
+    const { redis, watch } = this.#options;
+    try {
+      const mine = watch.markerId();
+      const seen = await readMarker(redis);
+      if (mine === undefined) return;
+      entry.beforeLoss = seen?.id === mine;
+      if (!entry.beforeLoss) await watch.verify();
+    } catch {
+      // unknown: left undefined
+    }
   }
 
   /**
@@ -144,6 +172,7 @@ export class WaitingChats {
         return;
       }
       snapshot.forEach(([key, w], i) => {
+        w.beforeLoss ??= true; // queued before this read of an intact marker
         if (present[i] === 0 && this.#waiting.get(key)?.seq === w.seq) this.#waiting.delete(key);
       });
     } catch (err) {
@@ -166,8 +195,11 @@ export class WaitingChats {
     const present = await Promise.all(
       snapshot.map(([, w]) => redis.exists(conversationKeys(w.message).inbox).catch(() => 0)),
     );
-    const lost = snapshot.filter(([key, w], i) => present[i] === 0 && this.#waiting.get(key)?.seq === w.seq);
-    for (const [key] of lost) this.#waiting.delete(key);
+    const gone = snapshot.filter(([key, w], i) => present[i] === 0 && this.#waiting.get(key)?.seq === w.seq);
+    for (const [key] of gone) this.#waiting.delete(key);
+    // A message queued after the loss (the marker was already gone when it was queued) was on the
+    // new data and answered normally: it is not told.
+    const lost = gone.filter(([, w]) => w.beforeLoss !== false);
     let told = 0;
     await Promise.all(
       lost.map(async ([, w]) => {

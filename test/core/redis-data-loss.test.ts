@@ -163,3 +163,63 @@ it("Redis restarted empty with chats waiting: the process that queued them tells
   watch.stop();
   conn.disconnect();
 }, 30_000);
+
+it("FLUSHALL: a chat queued before is told, one queued after (answered) is not; the other connection's clean reconnect reports nothing", async () => {
+  const { log, lines } = captureLogger("info");
+  const reports = new Map<string, number>();
+  const conn = connectRedis(server.url, { maxRetriesPerRequest: 1 });
+  const other = connectRedis(server.url); // the same process's worker connection
+  const watch = watchDataLoss(conn, log, { onLoss: () => void waiting.announce(), reports });
+  const workerWatch = watchDataLoss(other, log, { reports });
+  await Promise.all([watch.started, workerWatch.started]);
+  const sent: string[] = [];
+  const waiting = new WaitingChats({
+    redis: conn,
+    watch,
+    send: async (message) => void sent.push(message.chatId),
+    languageOf: async () => undefined,
+    defaultLocale: "zh-TW",
+    log,
+    sweepMs: 60_000, // swept by the test
+  });
+  const message = (chatId: string) => ({ ...approval.message, chatId, messageId: `m-${chatId}` });
+  await conn.rpush(conversationKeys(message("c-before")).inbox, "{}");
+  waiting.add(message("c-before"));
+  await waiting.sweep();
+  const counted = await lostCount();
+
+  await conn.flushall();
+  // a message right after the flush: queued on the empty Redis, then answered (its inbox goes)
+  await conn.rpush(conversationKeys(message("c-after")).inbox, "{}");
+  waiting.add(message("c-after"));
+  await conn.del(conversationKeys(message("c-after")).inbox);
+  await waiting.sweep(); // the sweep sees the marker gone
+  await waitFor(() => sent.length > 0, 10_000, "the chat from before told");
+  await watch.checked();
+  await waiting.sweep();
+  expect(sent).toEqual(["c-before"]);
+  expect(waiting.size).toBe(0);
+  expect(await lostCount()).toBe(counted + 1);
+  const errors = () => lines.map((l) => JSON.parse(l) as { level: number }).filter((l) => l.level === 50).length;
+  expect(errors()).toBe(1);
+
+  // the worker connection reconnects later to the same (kept) data: the loss is not reported again
+  const ready = new Promise((resolve) => other.once("ready", resolve));
+  other.disconnect(true);
+  await ready;
+  await workerWatch.checked();
+  expect(errors()).toBe(1);
+  expect(await lostCount()).toBe(counted + 1);
+  expect(workerWatch.markerId()).toBe(watch.markerId());
+  // and once more: nothing
+  const again = new Promise((resolve) => other.once("ready", resolve));
+  other.disconnect(true);
+  await again;
+  await workerWatch.checked();
+  expect(errors()).toBe(1);
+  waiting.stop();
+  watch.stop();
+  workerWatch.stop();
+  conn.disconnect();
+  other.disconnect();
+}, 30_000);

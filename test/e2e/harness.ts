@@ -18,6 +18,7 @@ import { createAdapter as createTelegramAdapter, type TelegramAdapterOptions } f
 import type { AdapterFatalError } from "../../src/adapter.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
+import type { Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { Tool } from "../../src/toolbox/tool.js";
@@ -250,4 +251,45 @@ export function useStack(options: StackOptions, onStart: (stack: Stack, redis: R
   afterEach(() => {
     expect(stack?.model.rejections).toEqual([]);
   });
+}
+
+/**
+ * Starts the bot from `config` alone as two parts on one Redis, as a deployment may run them: the
+ * adapters (`role: "adapter"`) and a worker (`role: "worker"`) whose agent uses the real Anthropic
+ * SDK client against `config`'s Messages API (1 retry, 10-s timeout, the tests' short model-retry
+ * waits). For end-to-end files whose platform starts from configuration only (LINE).
+ * @param log - the test's captured logger; the parts log as its children `{part: "adapter" | "worker"}`.
+ * @returns both running parts; the caller stops them.
+ * @throws what `loadTools` or `startBot` throws (a bad configuration, an unreachable Redis).
+ */
+export async function startSplitBot(
+  config: Config,
+  log: Logger,
+  redisUrl: string,
+  prefix = "e2e",
+): Promise<{ adapters: RunningBot; worker: RunningBot }> {
+  const { toolbox } = await loadTools({ config, log });
+  const client = createAnthropicClient(config, { maxRetries: 1, timeoutMs: 10_000 });
+  const agent = {
+    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
+    client,
+  };
+  const adapters = await startBot({
+    config,
+    log: log.child({ part: "adapter" }),
+    redisUrl,
+    toolbox,
+    role: "adapter",
+    prefix,
+  });
+  const worker = await startBot({
+    config,
+    log: log.child({ part: "worker" }),
+    redisUrl,
+    toolbox,
+    role: "worker",
+    agent,
+    prefix,
+  });
+  return { adapters, worker };
 }

@@ -8,19 +8,15 @@
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createAnthropicClient } from "../../src/agent/client.js";
-import type { AgentDeps, AgentRequest } from "../../src/agent/contract.js";
-import { runAgent } from "../../src/agent/loop.js";
-import { startBot, type RunningBot } from "../../src/app.js";
+import type { RunningBot } from "../../src/app.js";
+import { startSplitBot } from "./harness.js";
 import type { Config } from "../../src/config.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
-import { loadTools } from "../../src/toolbox/registry.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
 import { speechFixture, startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
 import { FakeLine, type FakeLineUser } from "../fakes/line.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
-import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { startTestRedis } from "../helpers/use-redis.js";
 import { LINE_VOICE_TTL_SECONDS, voiceKey } from "../../adapters/line/voice.js";
@@ -67,29 +63,7 @@ beforeAll(async () => {
     TTS_API_KEY: tts.key,
     ...testRedis.env,
   });
-  const { toolbox } = await loadTools({ config, log: captured.log });
-  const client = createAnthropicClient(config, { maxRetries: 1, timeoutMs: 10_000 });
-  const agent = {
-    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
-    client,
-  };
-  adapters = await startBot({
-    config,
-    log: captured.log.child({ part: "adapter" }),
-    redisUrl: testRedis.url,
-    toolbox,
-    role: "adapter",
-    prefix: "e2e",
-  });
-  worker = await startBot({
-    config,
-    log: captured.log.child({ part: "worker" }),
-    redisUrl: testRedis.url,
-    toolbox,
-    role: "worker",
-    agent,
-    prefix: "e2e",
-  });
+  ({ adapters, worker } = await startSplitBot(config, captured.log, testRedis.url));
   redis = connectRedis(testRedis.url);
 }, 60_000);
 

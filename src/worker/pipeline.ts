@@ -650,7 +650,7 @@ export function runOptions(
       const delta = priceDeltaOf(u, pricesFor(parts.config, model), parts.config.MODEL_PRICES);
       state.usage.push(
         usage
-          .record(message, u, Date.now(), delta, outputWeightFor(parts.config, model))
+          .record(message, u, Date.now(), delta, outputWeightFor(parts.config, model), model)
           .catch((err: unknown) => state.log.warn({ err }, "could not record token usage")),
       );
     },

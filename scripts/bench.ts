@@ -212,7 +212,8 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
       outbounds: { telegram: outbound },
       tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
     },
-    FEATURES,
+    // Without the confirmation flow and the settings, as the figures were always taken (docs/worker-path.md).
+    FEATURES.filter((f) => f.name !== "approvals" && f.name !== "settings"),
   );
   await worker.waitUntilReady();
   return { worker, history };

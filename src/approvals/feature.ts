@@ -17,6 +17,7 @@ import { CRASHES_BEFORE_SKIP } from "../worker/pipeline.js";
 import { answerDecision } from "../worker/decision.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./decider.js";
 import { grantStoreFor, type GrantStore } from "./grants.js";
+import { approvalDecider, approvalFlow } from "./wiring.js";
 
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
@@ -96,7 +97,20 @@ async function pressPermission(
 /** The approvals feature (see the module comment). */
 export const approvalsFeature = defineFeature<GrantStore>({
   name: "approvals",
-  start: ({ config, log, redis }) => ({ state: grantStoreFor(redis, config, log) }),
+  // The decider of the presses and reactions on approval prompts (`AdapterServices.decide`), its decisions queued for a worker.
+  start({ config, log, redis, prefix }) {
+    const decider = approvalDecider({ config, redis, prefix, log });
+    return {
+      state: grantStoreFor(redis, config, log),
+      lends: { decide: (request) => decider.decide(request) },
+      close: () => decider.close(),
+    };
+  },
+  // A worker's confirmation flow (`AnswerServices.approvals`): a paused run's prompt, a superseded approval, the expiry jobs, `/reset`.
+  worker({ config, log, bullRedis, prefix, toolbox, client, history, tracerFor }) {
+    const wired = approvalFlow({ config, log, redis: bullRedis, prefix, toolbox, client, history, tracerFor });
+    return { lends: { approvals: wired.flow }, close: () => wired.close() };
+  },
   commands: [
     {
       name: "permissions",

@@ -8,14 +8,26 @@ import { modelCommand, personaCommand, pressSettingsButton, settingsCommand } fr
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize, type Localized } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
-import type { SettingsStore } from "./store.js";
+import { repliesToAll, SettingsStore } from "./store.js";
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
 /** The settings feature (see the module comment). */
 export const settingsFeature = defineFeature<SettingsStore>({
   name: "settings",
-  start: ({ settings }) => ({ state: settings }),
+  // Every reply speaks its conversation's language; a group set to `all` has all its messages answered.
+  start({ redis, config, log }) {
+    const settings = new SettingsStore(redis, config, log);
+    return {
+      state: settings,
+      lends: {
+        languageOf: (conversation) => settings.language(conversation),
+        repliesToAll: (message) => repliesToAll(settings, message, log),
+      },
+    };
+  },
+  // Every answer reads its conversation's settings with its history (`AnswerServices.settings`).
+  worker: ({ redis, config, log }) => ({ lends: { settings: new SettingsStore(redis, config, log) } }),
   commands: [
     {
       name: "settings",

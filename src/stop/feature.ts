@@ -9,7 +9,7 @@
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize, type Localized } from "../i18n.js";
 import { pressStopButton, stopCommand, type StopServices } from "./commands.js";
-import { requestStop, STOP_BUTTON_PREFIX } from "./stops.js";
+import { AnswerStops, requestStop, STOP_BUTTON_PREFIX } from "./stops.js";
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
@@ -17,6 +17,11 @@ const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 export const stopFeature = defineFeature<StopServices>({
   name: "stop",
   start: ({ redis, log }) => ({ state: { request: (request) => requestStop(redis, request, log) } }),
+  // A worker registers the answers it writes and listens for their stop requests (`AnswerServices.stops`).
+  worker({ bullRedis, log }) {
+    const stops = new AnswerStops(bullRedis, log);
+    return { lends: { stops }, close: () => stops.close() };
+  },
   commands: [
     {
       name: "stop",

@@ -3,9 +3,10 @@
  * `docs/architecture.md` for how to add one. Adding a feature is its folder and one line here.
  *
  * The hubs walk the list: the command catalogue (`src/commands/catalog.ts`) lists every feature's
- * commands; an adapter process starts the features ({@link startFeatures}) and routes a button
- * press by its data's prefix (`src/buttons.ts`); the worker runs a BullMQ Worker per feature queue
- * (`src/worker/worker.ts`); a conversation move carries every feature's stores
+ * commands; an adapter process starts the features ({@link startFeatures}, reading what they lend
+ * its core, {@link RunningFeatures.lends}) and routes a button press by its data's prefix
+ * (`src/buttons.ts`); the worker starts each feature's worker side (what it lends the answers) and
+ * runs a BullMQ Worker per feature queue (`src/worker/worker.ts`); a conversation move carries every feature's stores
  * (`conversationStores` of `src/conversations/migrate.ts`) and `/reset` clears every feature's reset keys
  * (`src/conversations/reset.ts`). A feature module must not import this list (it imports
  * `src/feature.ts` only), so the list can import every feature without a cycle.

@@ -3,8 +3,10 @@
  * decline, always allow; checked and recorded by the core's decider, `PressCore.decide`), `/permissions`
  * and its revoke buttons (`pm:…`: "always allow" grants), the `decisions` queue whose jobs resume
  * the paused runs (`src/worker/decision.ts`), and the grants of a conversation, which move with it.
- * The confirmation flow itself (asking, expiring, the decider) is the core's (`flow.ts`, `store.ts`,
- * wired in `src/app.ts`): the agent loop pauses on every dangerous call.
+ * It lends the core of an adapter process its decider (`AdapterServices.decide`: presses and
+ * reactions on a prompt, accepted decisions queued) and a worker's answers the confirmation flow
+ * (`AnswerServices.approvals`: asking, a superseded approval, the expiry jobs, closing on `/reset`;
+ * `flow.ts`, `store.ts`, `wiring.ts`): the agent loop itself pauses on every dangerous call.
  */
 import { scanKeys } from "../redis.js";
 import { conversationKey, conversationOf } from "../queue/incoming.js";

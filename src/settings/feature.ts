@@ -1,8 +1,9 @@
 /**
  * The settings feature: `/settings`, `/persona` and `/model` and their buttons (`st:…`, which
  * change a setting only when the presser may change the conversation's settings), and the
- * conversation's settings, which move with it (and which `/reset` keeps). The settings store itself
- * (`store.ts`) is the core's: every reply's language and every answer's persona and model come from it.
+ * conversation's settings, which move with it (and which `/reset` keeps). Its store (`store.ts`) is
+ * lent to the core: every reply's language and a group's replies (`AdapterServices.languageOf`,
+ * `repliesToAll`) and every answer's persona, model and language (`AnswerServices.settings`) come from it.
  */
 import { modelCommand, personaCommand, pressSettingsButton, settingsCommand } from "../commands/settings.js";
 import { defineFeature, PRESS_AGAIN } from "../feature.js";

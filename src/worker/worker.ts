@@ -168,7 +168,9 @@ export class TraceRenewals {
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
  * and one on each queue of `features` (`Feature.queues`, `src/feature.ts`: the `decisions` queue
  * whose jobs resume the paused runs, scheduled tasks' occurrences, compactions, reminders), running
- * the processor the feature gives.
+ * the processor the feature gives. Before that, it starts each feature's worker side
+ * (`Feature.worker`, {@link startWorkerSides}): what they lend the answers (the confirmation flow,
+ * the settings, compaction, Stop), closed with the worker.
  * A chat job that failed for good (its retries spent, or stalled more than {@link MAX_STALLED_COUNT}
  * times) is replaced by a new job for the chat after 5 s, so a chat never stays stuck behind its mark.
  */

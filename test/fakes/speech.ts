@@ -17,8 +17,7 @@
  * format, more than 25 MB, a hang) or stop listening ({@link FakeSpeech.down}).
  */
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { modelNotFound, startOpenAiFake, type OpenAiFake, type OpenAiFakeRequest } from "./openai-audio.js";
 
 /** The `response_format`s of the real endpoint. */
 export const FAKE_SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
@@ -74,12 +73,7 @@ function audioOf(format: (typeof FAKE_SPEECH_FORMATS)[number]): { bytes: Buffer;
 }
 
 /** One request the fake received (whether accepted or not). */
-export interface FakeSpeechRequest {
-  /** The status it was answered with (-1: left hanging). */
-  status: number;
-  /** The `Authorization` header, as sent. */
-  authorization: string | undefined;
-  contentType: string | undefined;
+export interface FakeSpeechRequest extends OpenAiFakeRequest {
   /** The JSON body, when it was one. */
   body?: Record<string, unknown>;
 }
@@ -89,190 +83,97 @@ export type FakeSpeechFailure =
   { status: number; headers?: Record<string, string> } | "hang" | "empty" | "html" | "huge";
 
 /** A running fake. */
-export interface FakeSpeech {
-  /** What to use as `TTS_BASE_URL` (ends in `/v1`). */
-  base: string;
-  /** The only key accepted. */
-  key: string;
+export interface FakeSpeech extends OpenAiFake<FakeSpeechRequest, FakeSpeechFailure> {
   /** Models served. */
   models: string[];
-  /** Every request, in order. */
-  requests: FakeSpeechRequest[];
-  /** Fails the next `count` requests (default 1) that would have been accepted. */
-  failNext(failure: FakeSpeechFailure, count?: number): void;
-  /** Stops listening (connections are refused) until {@link up}. */
-  down(): Promise<void>;
-  /** Listens again on the same port. */
-  up(): Promise<void>;
-  close(): Promise<void>;
-}
-
-function error(res: ServerResponse, status: number, message: string, param: string | null, code: string | null) {
-  const text = JSON.stringify({
-    error: { message, type: status >= 500 ? "server_error" : "invalid_request_error", param, code },
-  });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
 }
 
 /** Starts the fake on a free loopback port. */
 export async function startFakeSpeech(options: { key?: string; models?: string[] } = {}): Promise<FakeSpeech> {
-  const key = options.key ?? "sk-fake-tts-key-0123456789abcdef";
-  const failures: FakeSpeechFailure[] = [];
-  const hanging = new Set<ServerResponse>();
+  const server = await startOpenAiFake<FakeSpeechRequest, FakeSpeechFailure>({
+    path: "/v1/audio/speech",
+    key: options.key ?? "sk-fake-tts-key-0123456789abcdef",
+    record: (base) => base,
+    handle: ({ req, res, bytes, record, answer, refuse, nextFailure, fail }) => {
+      if (!/^application\/json\b/i.test(req.headers["content-type"] ?? ""))
+        return refuse(400, "Invalid Content-Type header: expected application/json.");
+      let body: unknown;
+      try {
+        body = JSON.parse(bytes.toString("utf8"));
+      } catch {
+        return refuse(400, "We could not parse the JSON body of your request.");
+      }
+      if (typeof body !== "object" || body === null || Array.isArray(body))
+        return refuse(400, "The body of your request must be a JSON object.");
+      const b = body as Record<string, unknown>;
+      record.body = b;
+      const unknown = Object.keys(b).find((k) => !FIELDS.includes(k));
+      if (unknown)
+        return refuse(400, `Unrecognized request argument supplied: ${unknown}`, unknown, "unknown_parameter");
+      if (typeof b.model !== "string" || b.model === "")
+        return refuse(400, "you must provide a model parameter", "model", "missing_required_parameter");
+      if (!fake.models.includes(b.model)) return refuse(400, modelNotFound(b.model), "model", "model_not_found");
+      if (typeof b.voice !== "string" || b.voice === "")
+        return refuse(400, "you must provide a voice parameter", "voice", "missing_required_parameter");
+      if (!VOICES.includes(b.voice))
+        return refuse(
+          400,
+          `Invalid value for 'voice': '${b.voice}'. Supported values are: ${VOICES.join(", ")}.`,
+          "voice",
+          "invalid_value",
+        );
+      if (typeof b.input !== "string" || b.input === "")
+        return refuse(400, "you must provide an input parameter", "input", "missing_required_parameter");
+      const characters = [...b.input].length;
+      if (characters > FAKE_SPEECH_MAX_INPUT)
+        return refuse(
+          400,
+          `Invalid 'input': string too long. Expected a string with maximum length ${FAKE_SPEECH_MAX_INPUT}, ` +
+            `but got a string with length ${characters} instead.`,
+          "input",
+          "string_above_max_length",
+        );
+      const format = b.response_format ?? "mp3";
+      if (typeof format !== "string" || !(FAKE_SPEECH_FORMATS as readonly string[]).includes(format))
+        return refuse(
+          400,
+          `Invalid value for 'response_format': '${String(format)}'. Supported values are: ${FAKE_SPEECH_FORMATS.join(", ")}.`,
+          "response_format",
+          "invalid_value",
+        );
+      if (b.speed !== undefined && (typeof b.speed !== "number" || b.speed < 0.25 || b.speed > 4))
+        return refuse(400, "Invalid 'speed': expected a number from 0.25 to 4.", "speed", "invalid_value");
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, fake: FakeSpeech): Promise<void> => {
-    const record: FakeSpeechRequest = {
-      status: 0,
-      authorization: req.headers.authorization,
-      contentType: req.headers["content-type"],
-    };
-    const answer = (status: number, send: () => void) => {
-      record.status = status;
-      fake.requests.push(record);
-      send();
-    };
-    const refuse = (status: number, message: string, param: string | null = null, code: string | null = null) =>
-      answer(status, () => error(res, status, message, param, code));
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const url = new URL(req.url ?? "/", "http://fake");
-    if (req.method !== "POST" || url.pathname !== "/v1/audio/speech")
-      return refuse(404, `Invalid URL (${req.method} ${url.pathname})`);
-    if (req.headers.authorization !== `Bearer ${key}`)
-      return refuse(
-        401,
-        req.headers.authorization ? "Incorrect API key provided." : "You didn't provide an API key.",
-        null,
-        "invalid_api_key",
-      );
-    if (!/^application\/json\b/i.test(req.headers["content-type"] ?? ""))
-      return refuse(400, "Invalid Content-Type header: expected application/json.");
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    } catch {
-      return refuse(400, "We could not parse the JSON body of your request.");
-    }
-    if (typeof body !== "object" || body === null || Array.isArray(body))
-      return refuse(400, "The body of your request must be a JSON object.");
-    const b = body as Record<string, unknown>;
-    record.body = b;
-    const unknown = Object.keys(b).find((k) => !FIELDS.includes(k));
-    if (unknown) return refuse(400, `Unrecognized request argument supplied: ${unknown}`, unknown, "unknown_parameter");
-    if (typeof b.model !== "string" || b.model === "")
-      return refuse(400, "you must provide a model parameter", "model", "missing_required_parameter");
-    if (!fake.models.includes(b.model))
-      return refuse(
-        400,
-        `The model \`${b.model}\` does not exist or you do not have access to it.`,
-        "model",
-        "model_not_found",
-      );
-    if (typeof b.voice !== "string" || b.voice === "")
-      return refuse(400, "you must provide a voice parameter", "voice", "missing_required_parameter");
-    if (!VOICES.includes(b.voice))
-      return refuse(
-        400,
-        `Invalid value for 'voice': '${b.voice}'. Supported values are: ${VOICES.join(", ")}.`,
-        "voice",
-        "invalid_value",
-      );
-    if (typeof b.input !== "string" || b.input === "")
-      return refuse(400, "you must provide an input parameter", "input", "missing_required_parameter");
-    const characters = [...b.input].length;
-    if (characters > FAKE_SPEECH_MAX_INPUT)
-      return refuse(
-        400,
-        `Invalid 'input': string too long. Expected a string with maximum length ${FAKE_SPEECH_MAX_INPUT}, but got a string with length ${characters} instead.`,
-        "input",
-        "string_above_max_length",
-      );
-    const format = b.response_format ?? "mp3";
-    if (typeof format !== "string" || !(FAKE_SPEECH_FORMATS as readonly string[]).includes(format))
-      return refuse(
-        400,
-        `Invalid value for 'response_format': '${String(format)}'. Supported values are: ${FAKE_SPEECH_FORMATS.join(", ")}.`,
-        "response_format",
-        "invalid_value",
-      );
-    if (b.speed !== undefined && (typeof b.speed !== "number" || b.speed < 0.25 || b.speed > 4))
-      return refuse(400, "Invalid 'speed': expected a number from 0.25 to 4.", "speed", "invalid_value");
-
-    const failure = failures.shift();
-    if (failure === "hang") {
-      record.status = -1;
-      fake.requests.push(record);
-      hanging.add(res);
-      return;
-    }
-    if (failure === "empty") return answer(200, () => res.writeHead(200, { "content-type": "audio/ogg" }).end());
-    if (failure === "html")
-      return answer(200, () => res.writeHead(200, { "content-type": "text/html" }).end("<html>gateway</html>"));
-    if (failure === "huge") {
-      // 26 MB of audio, sent without a Content-Length (chunked): the client must stop reading at 25 MB.
-      return answer(200, () => {
-        res.writeHead(200, { "content-type": "audio/ogg" });
-        const chunk = Buffer.alloc(1024 * 1024, 1);
-        let left = 26;
-        const pump = () => {
-          while (left > 0) {
-            left -= 1;
-            if (!res.write(chunk)) return void res.once("drain", pump);
-          }
-          res.end();
-        };
-        res.on("error", () => {});
-        pump();
-      });
-    }
-    if (failure)
-      return answer(failure.status, () => {
-        const text = JSON.stringify({
-          error: {
-            message: `failure ${failure.status}`,
-            type: failure.status === 429 ? "rate_limit_exceeded" : "server_error",
-            param: null,
-            code: null,
-          },
+      const failure = nextFailure();
+      if (failure === "empty") return answer(200, () => res.writeHead(200, { "content-type": "audio/ogg" }).end());
+      if (failure === "html")
+        return answer(200, () => res.writeHead(200, { "content-type": "text/html" }).end("<html>gateway</html>"));
+      if (failure === "huge") {
+        // 26 MB of audio, sent without a Content-Length (chunked): the client must stop reading at 25 MB.
+        return answer(200, () => {
+          res.writeHead(200, { "content-type": "audio/ogg" });
+          const chunk = Buffer.alloc(1024 * 1024, 1);
+          let left = 26;
+          const pump = () => {
+            while (left > 0) {
+              left -= 1;
+              if (!res.write(chunk)) return void res.once("drain", pump);
+            }
+            res.end();
+          };
+          res.on("error", () => {});
+          pump();
         });
-        res.writeHead(failure.status, { "content-type": "application/json", ...failure.headers }).end(text);
-      });
-    const audio = audioOf(format as (typeof FAKE_SPEECH_FORMATS)[number]);
-    return answer(200, () =>
-      res.writeHead(200, { "content-type": audio.type, "content-length": audio.bytes.length }).end(audio.bytes),
-    );
-  };
-
-  let server: Server;
-  const listen = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      server = createServer((req, res) => {
-        handle(req, res, fake).catch((err: unknown) => {
-          if (!res.headersSent) error(res, 500, String(err), null, null);
-        });
-      });
-      server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      for (const res of hanging) res.destroy();
-      hanging.clear();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  const port = await listen(0);
-  const fake: FakeSpeech = {
-    base: `http://127.0.0.1:${port}/v1`,
-    key,
-    models: options.models ?? ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"],
-    requests: [],
-    failNext: (failure, count = 1) => {
-      for (let i = 0; i < count; i += 1) failures.push(failure);
+      }
+      if (failure && fail(failure)) return;
+      const audio = audioOf(format as (typeof FAKE_SPEECH_FORMATS)[number]);
+      return answer(200, () =>
+        res.writeHead(200, { "content-type": audio.type, "content-length": audio.bytes.length }).end(audio.bytes),
+      );
     },
-    down: stop,
-    up: async () => void (await listen(port)),
-    close: stop,
-  };
+  });
+  const fake: FakeSpeech = Object.assign(server, {
+    models: options.models ?? ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"],
+  });
   return fake;
 }

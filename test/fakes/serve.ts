@@ -27,6 +27,7 @@
 import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
@@ -82,13 +83,12 @@ export function lastUserText(request: FakeRequest): string {
 }
 
 /**
- * The language to answer `text` in: `en` when it has Latin letters and no Han, kana or Hangul
- * characters, `zh-TW` otherwise (also for text with neither, as the bot's default language).
+ * The language to answer `text` in: `writtenLocale` of `src/i18n.ts` (the demo's model uses it
+ * too), `zh-TW` for text with neither East Asian characters nor Latin letters.
  */
 export function replyLanguage(text: string): FakeModelLanguage {
-  if (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff00-\uffef]/u.test(text))
-    return "zh-TW";
-  return /[A-Za-z]/.test(text) ? "en" : "zh-TW";
+  // Without a group's `[Name #code]` label: the name is not what the person wrote.
+  return writtenLocale(text.replace(/^\[[^\]]*\]\s*/, "")) ?? "zh-TW";
 }
 
 /**

@@ -21,8 +21,7 @@ const tools = [
   { name: "get_current_datetime", description: "clock", input_schema: { type: "object" as const, properties: {} } },
 ];
 
-const textOf = (content: Anthropic.ContentBlock[]) =>
-  content.map((b) => (b.type === "text" ? b.text : "")).join("");
+const textOf = (content: Anthropic.ContentBlock[]) => content.map((b) => (b.type === "text" ? b.text : "")).join("");
 
 it("writtenLocale: East Asian characters → zh-TW, Latin letters only → en, neither → undefined", () => {
   expect(writtenLocale("現在幾點")).toBe("zh-TW");

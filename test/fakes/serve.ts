@@ -24,14 +24,15 @@
  * check every request as strictly as in the tests (`test/fakes/*.ts`); a request they refuse is
  * answered with the platform's error, as the real service would.
  */
-import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { freePort } from "../helpers/ports.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, type FakeInteraction, type FakeUser } from "./discord.js";
+import { fakesEnv } from "./env.js";
 import { FakeLine, type FakeLineMessage, type FakeLineUser } from "./line.js";
 import { FakeTelegram } from "./telegram.js";
 import { startFakeSpeech, type FakeSpeech } from "./speech.js";
@@ -132,15 +133,6 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   return { content: [{ type: "text", text }], stop_reason: "end_turn" };
 }
 
-/** A free port on 127.0.0.1 (for the bot's LINE webhook server, which the fake LINE posts to). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** The buttons of a LINE message: quick reply items and template actions with postback data. */
 function lineButtons(sent: FakeLineMessage): { label: string; data: string }[] {
   const message = sent.message as {
@@ -184,25 +176,13 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   line.webhookUrl = `http://127.0.0.1:${linePort}${linePath}`;
 
   const env: Record<string, string> = {
-    ANTHROPIC_API_KEY: "fake-key-for-the-local-fake-servers",
-    ANTHROPIC_BASE_URL: anthropic.url,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.apiRoot,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_API_URL: discord.apiUrl,
-    DISCORD_GUILD_ID: discord.guildId,
-    LINE_CHANNEL_SECRET: line.secret,
-    LINE_CHANNEL_ACCESS_TOKEN: line.token,
-    LINE_API_URL: line.apiUrl,
-    LINE_DATA_API_URL: line.dataUrl,
+    ...fakesEnv(
+      { model: anthropic, telegram, discord, line, cwa, stt: transcription, tts: speech },
+      "fake-key-for-the-local-fake-servers",
+    ),
+    // The bot's LINE webhook server, which the fake LINE posts to.
     LINE_WEBHOOK_PORT: String(linePort),
     LINE_WEBHOOK_PATH: linePath,
-    CWA_API_KEY: cwa.key,
-    CWA_API_BASE: cwa.base,
-    STT_BASE_URL: transcription.base,
-    STT_API_KEY: transcription.key,
-    TTS_BASE_URL: speech.base,
-    TTS_API_KEY: speech.key,
     // The fake users are strangers: serve everyone, as the end-to-end tests do.
     ACCESS_POLICY: "open",
   };

@@ -27,9 +27,7 @@ useStack({ model: memoryModel, telegram: { bot: { has_topics_enabled: true } as 
 });
 
 /** The messages the bot sent to `chat`, in order. */
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** `from` writes `text` in `chat` (mentioning the bot in a group; in `topic` when given); resolves with the bot's next message there. */
 async function ask(
@@ -39,11 +37,8 @@ async function ask(
   topic?: number,
 ): Promise<{ message: Message; answer: FakeSentMessage }> {
   const tg = stack.telegram;
-  const before = sentTo(chat).length;
   const typed = chat.type === "private" ? text : `@${tg.bot.username} ${text}`;
-  const message = tg.sendUserMessage({ chat, from, text: typed, ...(topic ? { message_thread_id: topic } : {}) });
-  const answer = await tg.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
-  return { message, answer };
+  return tg.ask({ chat, from, text: typed, ...(topic ? { message_thread_id: topic } : {}) }, ANSWER_TIMEOUT_MS);
 }
 
 /** The one request whose last user turn carries `marker`. */

@@ -601,6 +601,26 @@ export class FakeTelegram {
     return message;
   }
 
+  /** The bot's messages in `chat` (sent, not edits), in order. */
+  messagesTo(chat: Chat): FakeSentMessage[] {
+    return this.sent.filter((m) => m.chatId === chat.id);
+  }
+
+  /**
+   * A user writes in a chat ({@link sendUserMessage}) and the bot's next message in that chat is
+   * awaited ({@link waitFor}).
+   * @param timeoutMs - how long to wait for the answer, in ms (default 5000).
+   * @returns the user's message and the bot's answer.
+   * @throws {Error} when no answer came within `timeoutMs`.
+   */
+  async ask(input: UserMessageInput, timeoutMs = 5000): Promise<{ message: Message; answer: FakeSentMessage }> {
+    const before = this.messagesTo(input.chat).length;
+    const message = this.sendUserMessage(input);
+    const what = input.text !== undefined ? `an answer to "${input.text}"` : "the bot's answer";
+    const answer = await this.waitFor(() => this.messagesTo(input.chat)[before], timeoutMs, what);
+    return { message, answer };
+  }
+
   /** A user edits an earlier message (an `edited_message` update). */
   editUserMessage(original: Message, text: string): Message {
     const message = {

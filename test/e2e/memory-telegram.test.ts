@@ -186,15 +186,7 @@ describe("Telegram: group memory", () => {
 });
 
 /** The toast a button press got. */
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    ANSWER_TIMEOUT_MS,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text);
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, ANSWER_TIMEOUT_MS);
 
 describe("Telegram: /memory and /forget", () => {
   it("/memory lists the files with a delete button each; a delete and /forget are gone for every worker at once", async () => {

@@ -34,10 +34,7 @@ useStack(
   },
 );
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
 const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 

@@ -668,6 +668,49 @@ export class FakeTelegram {
   }
 
   /**
+   * The `callback_data` of the decline button (data ending in `:n`) of an approval prompt.
+   * @throws when the message has no such button.
+   */
+  declineData(message: FakeSentMessage): string {
+    const data = this.buttons(message)
+      .map((b) => b.callback_data)
+      .find((d) => d?.endsWith(":n"));
+    if (!data) throw new Error(`message ${message.messageId} has no decline button`);
+    return data;
+  }
+
+  /** A user (`id`, `firstName`) and their private chat with the bot. */
+  dm(id: number, firstName: string): { user: User; chat: Chat } {
+    const user = this.user(id, firstName);
+    return { user, chat: this.privateChat(user) };
+  }
+
+  /**
+   * The bot's first message in chat `chatId` with buttons (an approval prompt, a menu), once there.
+   * @throws {Error} when there is none within `timeoutMs` (default 5000).
+   */
+  buttonsMessage(chatId: number, timeoutMs = 5000): Promise<FakeSentMessage> {
+    return this.waitFor(
+      () => this.sent.find((m) => m.chatId === chatId && this.buttons(m).length > 0),
+      timeoutMs,
+      `an approval prompt in chat ${chatId}`,
+    );
+  }
+
+  /**
+   * The text of the bot's answer to callback query `id` (its toast; "" without text), once given.
+   * @throws {Error} when there is none within `timeoutMs` (default 5000).
+   */
+  async toast(id: string, timeoutMs = 5000): Promise<string> {
+    const answer = await this.waitFor(
+      () => this.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+      timeoutMs,
+      `the answer to callback query ${id}`,
+    );
+    return String(answer.text ?? "");
+  }
+
+  /**
    * Stores a file (as if a user had uploaded it) and returns its ids and announced size, for a
    * message's `photo`, `document`, `voice`…
    */

@@ -50,7 +50,6 @@ function answer(words: string): FakeMessageReply {
   return { ...text(words), usage: USAGE };
 }
 
-
 async function ask(chat: Chat, from: User, words: string): Promise<FakeSentMessage> {
   return (await stack.telegram.ask({ chat, from, text: words }, ANSWER_TIMEOUT_MS)).answer;
 }

@@ -50,14 +50,8 @@ function answer(words: string): FakeMessageReply {
   return { ...text(words), usage: USAGE };
 }
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
-
 async function ask(chat: Chat, from: User, words: string): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, text: words });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${words}"`);
+  return (await stack.telegram.ask({ chat, from, text: words }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 describe("budget tokens (issue 40 item 4)", () => {

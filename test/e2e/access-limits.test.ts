@@ -37,17 +37,11 @@ useStack(
   (started) => (stack = started),
 );
 
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string): SentMessage[] => stack.discord.messagesIn(channelId);
 
 /** `author` writes `content` (a DM unless `channelId`); resolves with the bot's next message there. */
 async function ask(author: FakeUser, content: string, channelId?: string): Promise<SentMessage> {
-  const dc = stack.discord;
-  const where = channelId ?? dc.dmChannel(author);
-  const before = sentIn(where).length;
-  dc.sendUserMessage(author, content, channelId ? { channelId } : { dm: true });
-  return dc.waitFor(() => sentIn(where)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
+  return (await stack.discord.ask(author, content, channelId ? { channelId } : { dm: true }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 async function silent(author: FakeUser, content: string, channelId?: string): Promise<void> {

@@ -86,15 +86,11 @@ async function accessProcess(...args: string[]): Promise<CliRun> {
   }
 }
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** `from` writes `text` in `chat`; resolves with the bot's next message there. */
 async function ask(chat: Chat, from: User, text: string): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, text });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
+  return (await stack.telegram.ask({ chat, from, text }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 /** Sends and checks that nothing comes back within the quiet window. */

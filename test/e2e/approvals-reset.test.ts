@@ -65,38 +65,14 @@ const all = (request: FakeRequest) => JSON.stringify(request.messages);
 
 // --- Telegram ---
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
-async function tgPrompt(chatId: number): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
-    WAIT,
-    `an approval prompt in chat ${chatId}`,
-  );
-}
+const tgPrompt = (chatId: number): Promise<FakeSentMessage> => stack.telegram.buttonsMessage(chatId, WAIT);
 
-function tgButton(prompt: FakeSentMessage, approve: boolean): string {
-  const data = stack.telegram
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(approve ? ":y" : ":n"));
-  expect(data).toBeDefined();
-  return data!;
-}
+const tgButton = (prompt: FakeSentMessage, approve: boolean): string =>
+  approve ? stack.telegram.approveData(prompt) : stack.telegram.declineData(prompt);
 
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    WAIT,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text ?? "");
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, WAIT);
 
 /** Sends `text` in `chat` and resolves with the bot's next message there. */
 async function tgAsk(chat: Chat, from: User, text: string): Promise<string> {

@@ -20,24 +20,11 @@ useStack({ model: approvalsModel }, (started, connection) => {
 const WAIT = 15_000;
 
 /** The approval prompt the bot posted in `chatId` (the first message there with buttons). */
-async function promptIn(chatId: number): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
-    WAIT,
-    `an approval prompt in chat ${chatId}`,
-  );
-}
+const promptIn = (chatId: number): Promise<FakeSentMessage> => stack.telegram.buttonsMessage(chatId, WAIT);
 
 /** The `callback_data` of the prompt's approve (`y`) or decline (`n`) button. */
-function button(prompt: FakeSentMessage, approve: boolean): string {
-  const data = stack.telegram
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(approve ? ":y" : ":n"));
-  expect(data).toBeDefined();
-  return data!;
-}
+const button = (prompt: FakeSentMessage, approve: boolean): string =>
+  approve ? stack.telegram.approveData(prompt) : stack.telegram.declineData(prompt);
 
 /** Messages the bot sent in `chatId` whose text contains `needle`. */
 function answers(chatId: number, needle: string): FakeSentMessage[] {
@@ -45,20 +32,9 @@ function answers(chatId: number, needle: string): FakeSentMessage[] {
 }
 
 /** The answer to the callback query `id` (its toast text), once given. */
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    WAIT,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text ?? "");
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, WAIT);
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
 it("approve: the todo is deleted, the prompt shows the outcome without buttons, the answer is sent", async () => {
   const tg = stack.telegram;

@@ -50,14 +50,7 @@ function button(prompt: SentMessage, choice: "y" | "n" | "a"): string {
 /** Sends `text` (mentioning the bot outside DMs) in `channelId` and resolves with the bot's first message there after it. */
 async function ask(author: FakeUser, text: string, where: { dm: true } | { channelId: string }): Promise<SentMessage> {
   const dc = stack.discord;
-  const since = dc.sent.length;
-  const channelId = "dm" in where ? dc.dmChannel(author) : where.channelId;
-  dc.sendUserMessage(
-    author,
-    "dm" in where ? text : `<@${dc.bot.id}> ${text}`,
-    "dm" in where ? { dm: true } : { channelId },
-  );
-  return dc.waitFor(() => dc.sent.slice(since).find((m) => m.channelId === channelId), WAIT, `a reply to "${text}"`);
+  return (await dc.ask(author, "dm" in where ? text : `<@${dc.bot.id}> ${text}`, where, WAIT)).answer;
 }
 
 /** The ephemeral text an interaction was answered with (initial reply, or the edit after a deferral). */

@@ -22,10 +22,7 @@ useStack({ model: grantsModel, tools: [eraseNotes] }, (started, connection) => {
 const WAIT = 15_000;
 const ALWAYS_TOAST = "已確認，處理中…之後 30 天內，你在這裡使用這個工具不會再詢問（/permissions 可撤銷）。";
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
 /** Sends `text` (mentioning the bot in a group) and resolves with the bot's first reply to it: an approval prompt or the answer. */
 async function ask(
@@ -65,15 +62,7 @@ function data(prompt: FakeSentMessage, choice: "y" | "n" | "a"): string {
 }
 
 /** The toast answering callback query `id`. */
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    WAIT,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text ?? "");
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, WAIT);
 
 /** The bot's message in `chatId` containing `needle`, once there (after `after` messages were sent). */
 async function sentWith(chatId: number, needle: string, after = 0): Promise<FakeSentMessage> {

@@ -35,10 +35,7 @@ afterAll(async () => {
   await queue.close();
 });
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
 /** The bot's first message in `chatId` after the first `after` that `test` accepts. */
 async function sentIn(chatId: number, after: number, what: string, test: (m: FakeSentMessage) => boolean) {

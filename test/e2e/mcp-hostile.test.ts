@@ -62,14 +62,7 @@ const dm = (id: number, name: string) => telegramDm(stack, id, name);
 
 const answerIn = (chatId: number, needle: string) => answerInChat(stack, chatId, needle, WAIT);
 
-async function promptIn(chatId: number): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
-    WAIT,
-    `an approval prompt in chat ${chatId}`,
-  );
-}
+const promptIn = (chatId: number): Promise<FakeSentMessage> => stack.telegram.buttonsMessage(chatId, WAIT);
 
 const prompts = (chatId: number) =>
   stack.telegram.sent.filter((m) => m.chatId === chatId && stack.telegram.buttons(m).length > 0);

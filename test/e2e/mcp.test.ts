@@ -81,28 +81,9 @@ useStack({ model: mcpModel, env: { MCP_CONFIG: configFile } }, (started) => {
   stack = started;
 });
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
-async function promptIn(chatId: number): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  return tg.waitFor(
-    () => tg.sent.find((m) => m.chatId === chatId && tg.buttons(m).length > 0),
-    WAIT,
-    `an approval prompt in chat ${chatId}`,
-  );
-}
-
-function approveButton(prompt: FakeSentMessage): string {
-  const data = stack.telegram
-    .buttons(prompt)
-    .map((b) => b.callback_data!)
-    .find((d) => d.endsWith(":y"));
-  expect(data).toBeDefined();
-  return data!;
-}
+const promptIn = (chatId: number): Promise<FakeSentMessage> => stack.telegram.buttonsMessage(chatId, WAIT);
 
 async function answerIn(chatId: number, needle: string): Promise<FakeSentMessage> {
   const tg = stack.telegram;
@@ -156,7 +137,7 @@ it("a non-read-only MCP tool asks its requester, with server, tool and input; ap
   expect(prompt.text).toContain("• text: buy milk");
   expect(prompt.text).toContain("• priority: 2");
   expect(recordedCalls(callsFile).filter((c) => c.tool === "add_note")).toEqual([]);
-  const approve = approveButton(prompt);
+  const approve = stack.telegram.approveData(prompt);
   tg.pressButton({ from: user, message: prompt, data: approve });
   const answer = await answerIn(8103, "notebook__add_note:");
   expect(answer.text).toBe("notebook__add_note: note added: buy milk (priority 2)");
@@ -189,7 +170,7 @@ it("a destructive tool of the Streamable HTTP server asks first and runs once on
   expect(prompt.text).toContain("使用 MCP 伺服器「items」的工具 delete_item");
   expect(prompt.text).toContain("• id: 42");
   expect(http.calls).toEqual([]);
-  tg.pressButton({ from: user, message: prompt, data: approveButton(prompt) });
+  tg.pressButton({ from: user, message: prompt, data: stack.telegram.approveData(prompt) });
   const answer = await answerIn(8105, "items__delete_item:");
   expect(answer.text).toBe("items__delete_item: deleted item 42");
   expect(http.calls).toEqual([{ tool: "delete_item", args: { id: 42 } }]);

@@ -24,9 +24,7 @@ function lastUserBlocks(request: FakeRequest): Block[] {
   return typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
 }
 
-function sentIn(channelId: string) {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string) => stack.discord.messagesIn(channelId);
 
 /** `author` writes `content` with `attachments`; resolves with the bot's next message in the channel. */
 async function post(author: FakeUser, content: string, attachments: unknown[], where: { dm?: boolean } = {}) {

@@ -17,9 +17,7 @@ useStack(
   (started) => (stack = started),
 );
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** A one-size Telegram photo of the given bytes. */
 function photo(bytes: Buffer, width: number, height: number): PhotoSize[] {
@@ -32,9 +30,7 @@ async function send(
   extra: Record<string, unknown>,
   caption?: string,
 ): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, extra, ...(caption ? { caption } : {}) });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
+  return (await stack.telegram.ask({ chat, from, extra, ...(caption ? { caption } : {}) }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 describe("files and the access gate", () => {

@@ -26,9 +26,7 @@ useStack({ env: { ALBUM_QUIET_MS: String(ALBUM_QUIET_MS) } }, (started, connecti
 
 type Block = Record<string, unknown>;
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** The blocks of the last user turn of `request`. */
 function lastUserBlocks(request: FakeRequest): Block[] {
@@ -73,10 +71,7 @@ async function send(
   from: User,
   input: { caption?: string; text?: string; extra: Record<string, unknown>; reply_to_message?: number },
 ): Promise<FakeSentMessage> {
-  const tg = stack.telegram;
-  const before = sentTo(chat).length;
-  tg.sendUserMessage({ chat, from, ...input });
-  return tg.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
+  return (await stack.telegram.ask({ chat, from, ...input }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 describe("Telegram: pictures, documents and other files", () => {

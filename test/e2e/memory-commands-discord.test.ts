@@ -25,21 +25,11 @@ function user(name: string): FakeUser {
   return { id: `72810000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
 }
 
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
-
 /** `author` writes `content` in a DM, or in the text channel mentioning the bot; resolves with the bot's next message there. */
 async function ask(author: FakeUser, content: string, where: "dm" | "channel" = "dm"): Promise<SentMessage> {
   const dc = stack.discord;
-  const channelId = where === "dm" ? dc.dmChannel(author) : dc.channelId;
-  const before = sentIn(channelId).length;
-  dc.sendUserMessage(
-    author,
-    where === "dm" ? content : `<@${dc.bot.id}> ${content}`,
-    where === "dm" ? { dm: true } : { channelId },
-  );
-  return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
+  const dm = where === "dm";
+  return (await dc.ask(author, dm ? content : `<@${dc.bot.id}> ${content}`, { dm }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 /** The ephemeral text an interaction was answered with (initial reply, or the edit after a deferral). */

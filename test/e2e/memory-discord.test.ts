@@ -37,9 +37,7 @@ function channelOf(author: FakeUser, where: Where): string {
   return "dm" in where ? stack.discord.dmChannel(author) : (where.channelId ?? stack.discord.channelId);
 }
 
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string): SentMessage[] => stack.discord.messagesIn(channelId);
 
 /** `author` writes `content` (mentioning the bot in a server); resolves with the bot's next message in that channel. */
 async function ask(author: FakeUser, content: string, where: Where = { dm: true }): Promise<SentMessage> {

@@ -27,9 +27,7 @@ useStack({ model: memoryModel, telegram: { bot: { has_topics_enabled: true } as 
 });
 
 /** The messages the bot sent to `chat`, in order. */
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** `from` writes `text` in `chat` (mentioning the bot in a group; in `topic` when given); resolves with the bot's next message there. */
 async function ask(
@@ -39,11 +37,8 @@ async function ask(
   topic?: number,
 ): Promise<{ message: Message; answer: FakeSentMessage }> {
   const tg = stack.telegram;
-  const before = sentTo(chat).length;
   const typed = chat.type === "private" ? text : `@${tg.bot.username} ${text}`;
-  const message = tg.sendUserMessage({ chat, from, text: typed, ...(topic ? { message_thread_id: topic } : {}) });
-  const answer = await tg.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
-  return { message, answer };
+  return tg.ask({ chat, from, text: typed, ...(topic ? { message_thread_id: topic } : {}) }, ANSWER_TIMEOUT_MS);
 }
 
 /** The one request whose last user turn carries `marker`. */
@@ -191,15 +186,7 @@ describe("Telegram: group memory", () => {
 });
 
 /** The toast a button press got. */
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    ANSWER_TIMEOUT_MS,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text);
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, ANSWER_TIMEOUT_MS);
 
 describe("Telegram: /memory and /forget", () => {
   it("/memory lists the files with a delete button each; a delete and /forget are gone for every worker at once", async () => {

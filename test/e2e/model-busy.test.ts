@@ -35,9 +35,7 @@ useStack(
   (started) => (stack = started),
 );
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** Every text a Telegram message showed: its first send, then each successful edit. */
 function shownOnTelegram(message: FakeSentMessage): string[] {

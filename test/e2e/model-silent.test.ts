@@ -42,9 +42,7 @@ useStack(
   (started) => (stack = started),
 );
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 function sentIn(channelId: string): SentMessage[] {
   return stack.discord.sent.filter((m) => m.channelId === channelId);

@@ -21,18 +21,14 @@ useStack({}, (started) => {
 /** How soon another chat must be answered while the bomb is handled, in ms ("within a few seconds"). */
 const OTHER_CHAT_WITHIN_MS = 5_000;
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 async function send(
   chat: Chat,
   from: User,
   input: { caption?: string; text?: string; extra?: Record<string, unknown> },
 ): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, ...input, extra: input.extra ?? {} });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
+  return (await stack.telegram.ask({ chat, from, ...input, extra: input.extra ?? {} }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 const blocksOf = (request: FakeRequest) => {

@@ -30,14 +30,10 @@ useStack({ modelRetries: MODEL_RETRIES, model }, (started, connection) => {
   redis = connection;
 });
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 async function ask(chat: Chat, from: User, text: string, timeoutMs = ANSWER_TIMEOUT_MS): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, text });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], timeoutMs, `an answer to "${text}"`);
+  return (await stack.telegram.ask({ chat, from, text }, timeoutMs)).answer;
 }
 
 describe("Telegram: refusals", () => {

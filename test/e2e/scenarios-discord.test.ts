@@ -43,14 +43,8 @@ function user(name: string): FakeUser {
 /** Where a message is written: a DM with its author, or a guild channel (default the text channel). */
 type Where = { dm: true } | { channelId?: string };
 
-function channelOf(author: FakeUser, where: Where): string {
-  return "dm" in where ? stack.discord.dmChannel(author) : (where.channelId ?? stack.discord.channelId);
-}
-
 /** The messages the bot created in `channelId`, in order. */
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string): SentMessage[] => stack.discord.messagesIn(channelId);
 
 /** `author` writes `content`; resolves with the user's message and the bot's next message in that channel. */
 async function ask(
@@ -58,12 +52,7 @@ async function ask(
   content: string,
   where: Where = { dm: true },
 ): Promise<{ message: FakeMessage; answer: SentMessage }> {
-  const dc = stack.discord;
-  const channelId = channelOf(author, where);
-  const before = sentIn(channelId).length;
-  const message = dc.sendUserMessage(author, content, "dm" in where ? { dm: true } : { channelId });
-  const answer = await dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
-  return { message, answer };
+  return stack.discord.ask(author, content, where, ANSWER_TIMEOUT_MS);
 }
 
 const mention = () => `<@${stack.discord.bot.id}>`;

@@ -32,17 +32,11 @@ let stack: Stack;
 useStack({ modelRetries: MODEL_RETRIES }, (started) => (stack = started));
 
 /** The messages the bot sent to `chat`, in order. */
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** `from` writes `text` in `chat`; resolves with the user's message and the bot's next message in that chat. */
 async function ask(chat: Chat, from: User, text: string): Promise<{ message: Message; answer: FakeSentMessage }> {
-  const tg = stack.telegram;
-  const before = sentTo(chat).length;
-  const message = tg.sendUserMessage({ chat, from, text });
-  const answer = await tg.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, `an answer to "${text}"`);
-  return { message, answer };
+  return stack.telegram.ask({ chat, from, text }, ANSWER_TIMEOUT_MS);
 }
 
 describe("Telegram scenarios", () => {

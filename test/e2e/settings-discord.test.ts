@@ -41,9 +41,7 @@ function user(name: string): FakeUser {
   return { id: `73100000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
 }
 
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string): SentMessage[] => stack.discord.messagesIn(channelId);
 
 /** `author` writes `content` in a DM (or a guild channel, mentioning the bot unless `mention: false`); resolves with the bot's next message there. */
 async function ask(
@@ -52,11 +50,9 @@ async function ask(
   where: { channelId?: string; mention?: boolean } = {},
 ): Promise<SentMessage> {
   const dc = stack.discord;
-  const channelId = where.channelId ?? dc.dmChannel(author);
-  const before = sentIn(channelId).length;
   const text = where.channelId && where.mention !== false ? `<@${dc.bot.id}> ${content}` : content;
-  dc.sendUserMessage(author, text, where.channelId ? { channelId } : { dm: true });
-  return dc.waitFor(() => sentIn(channelId)[before], ANSWER_TIMEOUT_MS, `an answer to "${content}"`);
+  const place = where.channelId ? { channelId: where.channelId } : { dm: true };
+  return (await dc.ask(author, text, place, ANSWER_TIMEOUT_MS)).answer;
 }
 
 /** The (ephemeral) reply to an interaction, deferred or not. */

@@ -36,10 +36,7 @@ useStack(
 const zh = (texts: Parameters<typeof localize>[1], params?: Record<string, string | number>) =>
   localize("zh-TW", texts, params);
 
-function dm(id: number, name: string): { user: User; chat: Chat } {
-  const user = stack.telegram.user(id, name);
-  return { user, chat: stack.telegram.privateChat(user) };
-}
+const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
 
 /** `from` writes `text` in `chat` (a command as it is; other text mentioning the bot in a group); resolves with the bot's first reply. */
 async function send(
@@ -81,15 +78,7 @@ function systemOf(request: FakeRequest): string {
 }
 
 /** The toast answering callback query `id`. */
-async function toast(id: string): Promise<string> {
-  const tg = stack.telegram;
-  const answer = await tg.waitFor(
-    () => tg.callbackAnswers.find((a) => String(a.callback_query_id) === id),
-    ANSWER_TIMEOUT_MS,
-    `the answer to callback query ${id}`,
-  );
-  return String(answer.text ?? "");
-}
+const toast = (id: string): Promise<string> => stack.telegram.toast(id, ANSWER_TIMEOUT_MS);
 
 const PIRATE = "你是一位講話帶「呀哈」的海盜船長，回答簡短。";
 

@@ -34,9 +34,7 @@ function user(name: string): FakeUser {
   return { id: `71500000000000${String(nextUser).padStart(4, "0")}`, username: name.toLowerCase(), global_name: name };
 }
 
-function sentIn(channelId: string): SentMessage[] {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string): SentMessage[] => stack.discord.messagesIn(channelId);
 
 /** What the message shows now (edits applied). */
 const contentOf = (m: SentMessage) => String(m.message.content);

@@ -29,9 +29,7 @@ useStack(
   },
 );
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** Every text a message showed, in order: its first send, then each successful edit. */
 function historyOf(message: FakeSentMessage): { text: string; parseMode: unknown; at: number }[] {

@@ -24,9 +24,7 @@ useStack({ modelRetries: MODEL_RETRIES }, (started, connection) => {
   redis = connection;
 });
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 const historyOf = async (chat: Chat) =>
   (await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history)) ?? "";

@@ -16,9 +16,7 @@ useStack({ transcription: true }, (started) => (stack = started));
 /** Discord's message flag of a voice message. */
 const IS_VOICE_MESSAGE = 1 << 13;
 
-function sentIn(channelId: string) {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string) => stack.discord.messagesIn(channelId);
 
 /** Audio bytes with a marker of their own (the fakes do not decode audio). */
 function oggBytes(marker: string): Buffer {

@@ -22,9 +22,7 @@ useStack({ transcription: true, speech: true }, (started, connection) => {
   redis = connection;
 });
 
-function sentIn(channelId: string) {
-  return stack.discord.sent.filter((m) => m.channelId === channelId);
-}
+const sentIn = (channelId: string) => stack.discord.messagesIn(channelId);
 
 async function setVoice(chatId: string, value: "when-spoken" | "always"): Promise<void> {
   await new SettingsStore(redis, stack.config, captureLogger().log).set(

@@ -28,9 +28,7 @@ useStack(
   },
 );
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 function voicesTo(chat: Chat): FakeSentVoice[] {
   return stack.telegram.voices.filter((v) => v.chatId === chat.id);
 }
@@ -41,9 +39,7 @@ async function send(
   from: User,
   input: { caption?: string; text?: string; extra?: Record<string, unknown> },
 ): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, ...input, extra: input.extra ?? {} });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
+  return (await stack.telegram.ask({ chat, from, ...input, extra: input.extra ?? {} }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 /** A voice note whose audio the fake transcription API hears as `said`. */

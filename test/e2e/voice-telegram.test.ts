@@ -24,9 +24,7 @@ useStack({ transcription: true, env: { STREAMING: "on", STREAM_EDIT_INTERVAL_MS:
   redis = connection;
 });
 
-function sentTo(chat: Chat): FakeSentMessage[] {
-  return stack.telegram.sent.filter((m) => m.chatId === chat.id);
-}
+const sentTo = (chat: Chat): FakeSentMessage[] => stack.telegram.messagesTo(chat);
 
 /** Audio bytes of a voice note: an Ogg page header and a marker of its own (the fakes do not decode audio). */
 function oggBytes(marker: string): Buffer {
@@ -53,9 +51,7 @@ async function send(
   from: User,
   input: { caption?: string; text?: string; extra: Record<string, unknown> },
 ): Promise<FakeSentMessage> {
-  const before = sentTo(chat).length;
-  stack.telegram.sendUserMessage({ chat, from, ...input });
-  return stack.telegram.waitFor(() => sentTo(chat)[before], ANSWER_TIMEOUT_MS, "the bot's answer");
+  return (await stack.telegram.ask({ chat, from, ...input }, ANSWER_TIMEOUT_MS)).answer;
 }
 
 describe("Telegram: voice messages", () => {

@@ -480,6 +480,31 @@ export class FakeDiscord {
     return id;
   }
 
+  /** The bot's messages in channel `channelId` (posted, not edits), in order. */
+  messagesIn(channelId: string): SentMessage[] {
+    return this.sent.filter((m) => m.channelId === channelId);
+  }
+
+  /**
+   * `author` writes `content` ({@link sendUserMessage}; `where` as there, default the guild's text
+   * channel) and the bot's next message in that channel is awaited ({@link waitFor}).
+   * @param timeoutMs - how long to wait for the answer, in ms (default 5000).
+   * @returns the user's message and the bot's answer.
+   * @throws {Error} when no answer came within `timeoutMs`.
+   */
+  async ask(
+    author: FakeUser,
+    content: string,
+    where: { dm?: boolean; channelId?: string } = {},
+    timeoutMs = 5000,
+  ): Promise<{ message: FakeMessage; answer: SentMessage }> {
+    const channelId = where.dm ? this.dmChannel(author) : (where.channelId ?? this.channelId);
+    const before = this.messagesIn(channelId).length;
+    const message = this.sendUserMessage(author, content, where);
+    const answer = await this.waitFor(() => this.messagesIn(channelId)[before], timeoutMs, `an answer to "${content}"`);
+    return { message, answer };
+  }
+
   /**
    * Dispatches MESSAGE_CREATE for a message written by `author`, as Discord builds it: `mentions`
    * from `<@id>`/`<@!id>` in the text, `mention_roles` from `<@&id>`, a reply's

@@ -601,6 +601,26 @@ export class FakeTelegram {
     return message;
   }
 
+  /** The bot's messages in `chat` (sent, not edits), in order. */
+  messagesTo(chat: Chat): FakeSentMessage[] {
+    return this.sent.filter((m) => m.chatId === chat.id);
+  }
+
+  /**
+   * A user writes in a chat ({@link sendUserMessage}) and the bot's next message in that chat is
+   * awaited ({@link waitFor}).
+   * @param timeoutMs - how long to wait for the answer, in ms (default 5000).
+   * @returns the user's message and the bot's answer.
+   * @throws {Error} when no answer came within `timeoutMs`.
+   */
+  async ask(input: UserMessageInput, timeoutMs = 5000): Promise<{ message: Message; answer: FakeSentMessage }> {
+    const before = this.messagesTo(input.chat).length;
+    const message = this.sendUserMessage(input);
+    const what = input.text !== undefined ? `an answer to "${input.text}"` : "the bot's answer";
+    const answer = await this.waitFor(() => this.messagesTo(input.chat)[before], timeoutMs, what);
+    return { message, answer };
+  }
+
   /** A user edits an earlier message (an `edited_message` update). */
   editUserMessage(original: Message, text: string): Message {
     const message = {
@@ -645,6 +665,49 @@ export class FakeTelegram {
       .find((d) => d?.endsWith(":y"));
     if (!data) throw new Error(`message ${message.messageId} has no approve button`);
     return data;
+  }
+
+  /**
+   * The `callback_data` of the decline button (data ending in `:n`) of an approval prompt.
+   * @throws when the message has no such button.
+   */
+  declineData(message: FakeSentMessage): string {
+    const data = this.buttons(message)
+      .map((b) => b.callback_data)
+      .find((d) => d?.endsWith(":n"));
+    if (!data) throw new Error(`message ${message.messageId} has no decline button`);
+    return data;
+  }
+
+  /** A user (`id`, `firstName`) and their private chat with the bot. */
+  dm(id: number, firstName: string): { user: User; chat: Chat } {
+    const user = this.user(id, firstName);
+    return { user, chat: this.privateChat(user) };
+  }
+
+  /**
+   * The bot's first message in chat `chatId` with buttons (an approval prompt, a menu), once there.
+   * @throws {Error} when there is none within `timeoutMs` (default 5000).
+   */
+  buttonsMessage(chatId: number, timeoutMs = 5000): Promise<FakeSentMessage> {
+    return this.waitFor(
+      () => this.sent.find((m) => m.chatId === chatId && this.buttons(m).length > 0),
+      timeoutMs,
+      `an approval prompt in chat ${chatId}`,
+    );
+  }
+
+  /**
+   * The text of the bot's answer to callback query `id` (its toast; "" without text), once given.
+   * @throws {Error} when there is none within `timeoutMs` (default 5000).
+   */
+  async toast(id: string, timeoutMs = 5000): Promise<string> {
+    const answer = await this.waitFor(
+      () => this.callbackAnswers.find((a) => String(a.callback_query_id) === id),
+      timeoutMs,
+      `the answer to callback query ${id}`,
+    );
+    return String(answer.text ?? "");
   }
 
   /**

@@ -8,29 +8,12 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { expect, it } from "vitest";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { text, toolUse, type FakeRequest } from "../fakes/anthropic.js";
-import type { FakeDiscord, FakeUser } from "../fakes/discord.js";
 import { captureLogger } from "../helpers/log.js";
 import { lastText, waitFor } from "./harness.js";
-import { useKillScene } from "./kill-scene.js";
+import { discordDm as dm, useKillScene } from "./kill-scene.js";
 
 const startScene = useKillScene();
-
-function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
-  const m = fake.sendUserMessage(user, words, { dm: true });
-  return {
-    platform: "discord",
-    chatId: m.channel_id,
-    chatKind: "dm",
-    userId: user.id,
-    userName: user.username,
-    text: words,
-    messageId: m.id,
-    sentAt: Date.now(),
-    reply: {},
-  };
-}
 
 /** "crash" → the crash tool; a tool result or anything else → an echo of the last text. */
 function crashingModel(request: FakeRequest) {

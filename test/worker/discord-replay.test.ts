@@ -7,31 +7,14 @@
  * with `enforce_nonce`) answers with the messages it already created. Each answer appears once.
  */
 import { expect, it } from "vitest";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { text, type FakeRequest } from "../fakes/anthropic.js";
-import type { FakeDiscord, FakeUser } from "../fakes/discord.js";
 import { lastText, waitFor } from "./harness.js";
-import { useKillScene } from "./kill-scene.js";
+import { discordDm as dm, useKillScene } from "./kill-scene.js";
 
 const LONG = `${"甲".repeat(1500)}\n\n${"乙".repeat(1500)}`;
 const SHORT = "好的，明天早上八點提醒你。";
 
 const startScene = useKillScene();
-
-function dm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
-  const m = fake.sendUserMessage(user, words, { dm: true });
-  return {
-    platform: "discord",
-    chatId: m.channel_id,
-    chatKind: "dm",
-    userId: user.id,
-    userName: user.username,
-    text: words,
-    messageId: m.id,
-    sentAt: Date.now(),
-    reply: {},
-  };
-}
 
 it("answers appear once after a kill between Discord accepting them and the worker hearing back (one-part and two-part)", async () => {
   const { model, discord, queue, startChild, startSecondWorker, bury } = await startScene({

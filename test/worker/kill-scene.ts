@@ -9,11 +9,31 @@ import type { Logger } from "../../src/log.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeAnthropicOptions } from "../fakes/anthropic.js";
-import { FakeDiscord } from "../fakes/discord.js";
+import { FakeDiscord, type FakeUser } from "../fakes/discord.js";
+import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { expireLocks } from "../helpers/jobs.js";
 import { spawnChildWorker, startDiscordWorker } from "./children.js";
 import { waitFor } from "./harness.js";
+
+/**
+ * `user` writes `words` to the bot in a DM on the fake Discord; @returns the job the adapter would
+ * queue for it (for `queue.enqueue`: the tests hand jobs to the workers themselves).
+ */
+export function discordDm(fake: FakeDiscord, user: FakeUser, words: string): IncomingMessage {
+  const m = fake.sendUserMessage(user, words, { dm: true });
+  return {
+    platform: "discord",
+    chatId: m.channel_id,
+    chatKind: "dm",
+    userId: user.id,
+    userName: user.username,
+    text: words,
+    messageId: m.id,
+    sentAt: Date.now(),
+    reply: {},
+  };
+}
 
 /** A started stage: the services, a queue on the Redis, and the two ways to start a worker on them. */
 export interface KillScene {

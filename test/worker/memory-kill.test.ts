@@ -7,9 +7,8 @@
  */
 import { expect, it } from "vitest";
 import { memoryKey, MemoryStore } from "../../src/memory/store.js";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { hang, text, toolUse } from "../fakes/anthropic.js";
-import { useKillScene } from "./kill-scene.js";
+import { discordDm, useKillScene } from "./kill-scene.js";
 
 const startScene = useKillScene();
 
@@ -33,18 +32,7 @@ it("a memory insert retried after the worker was killed is applied once", async 
     text("記好了。"),
   );
   const child = await startChild({ WITH_MEMORY: "1" });
-  const m = discord.sendUserMessage(ann, "記得媽媽生日在三月", { dm: true });
-  const incoming: IncomingMessage = {
-    platform: "discord",
-    chatId: m.channel_id,
-    chatKind: "dm",
-    userId: ann.id,
-    userName: ann.username,
-    text: m.content,
-    messageId: m.id,
-    sentAt: Date.now(),
-    reply: {},
-  };
+  const incoming = discordDm(discord, ann, "記得媽媽生日在三月");
   await queue.enqueue(incoming);
   await discord.waitFor(() => model.hanging() === 1, 30_000, "the child's second model call");
   expect((await new MemoryStore(redis).read(scope))[0]!.text).toBe("住在新竹\n媽媽生日在三月");

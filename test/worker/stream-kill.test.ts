@@ -6,9 +6,8 @@
  * into the one complete answer: no second copy, nothing left half-written.
  */
 import { expect, it } from "vitest";
-import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { text } from "../fakes/anthropic.js";
-import { useKillScene } from "./kill-scene.js";
+import { discordDm, useKillScene } from "./kill-scene.js";
 
 const ANSWER = "這是一個完整的回答，會慢慢地被串流到頻道裡。".repeat(12);
 const STREAM_ENV = { STREAMING: "on", STREAM_EDIT_INTERVAL_MS: "200" };
@@ -25,18 +24,7 @@ it("a worker killed mid-stream: the worker that takes the job over edits the par
   );
   const child = await startChild(STREAM_ENV);
   const ann = { id: "704000000000000001", username: "ann" };
-  const m = discord.sendUserMessage(ann, "說個長故事", { dm: true });
-  const incoming: IncomingMessage = {
-    platform: "discord",
-    chatId: m.channel_id,
-    chatKind: "dm",
-    userId: ann.id,
-    userName: ann.username,
-    text: m.content,
-    messageId: m.id,
-    sentAt: Date.now(),
-    reply: {},
-  };
+  const incoming = discordDm(discord, ann, "說個長故事");
   await queue.enqueue(incoming);
   const partial = await discord.waitFor(
     () => discord.sent.find((s) => s.channelId === incoming.chatId),

@@ -84,14 +84,21 @@ export function redactValues(text: string, values: readonly string[]): string {
 export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
-  return (
-    out
-      .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
-      // Credentials written into a URL (`https://user:password@host/`).
-      .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
-      .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]")
-  );
+  // Each shape is looked for only where it fits (every trace event's strings pass here): a
+  // Telegram token is at least 37 characters, a Discord token 59, and a URL's userinfo has an `@`.
+  if (out.length >= TELEGRAM_TOKEN_MIN) out = out.replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]");
+  // Credentials written into a URL (`https://user:password@host/`).
+  if (out.includes("@")) out = out.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@");
+  if (out.length >= DISCORD_TOKEN_MIN)
+    out = out.replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]");
+  return out;
 }
+
+/** The shortest text {@link redact}'s Telegram token shape matches: 6 digits, `:`, 30 characters. */
+const TELEGRAM_TOKEN_MIN = 37;
+
+/** The shortest text {@link redact}'s Discord token shape matches: 24 + 1 + 6 + 1 + 27 characters. */
+const DISCORD_TOKEN_MIN = 59;
 
 /** Paths redacted in every log object (pino `redact`). */
 export const REDACT_PATHS = [

@@ -3,9 +3,10 @@
  * login (the `ADMIN_CONSOLE_TOKEN`, or a one-time link printed at start-up), then an HttpOnly,
  * SameSite=Strict session cookie; pages for the overview (health checks, workers, queue depths and
  * failed jobs), the queues (Bull Board, read-only, behind the same login), the tools, tasks and
- * reminders, and access. Every change is a POST with the session's CSRF token, from this origin
+ * reminders, access, memory sizes, traces, and usage and cost (src/admin/usage.ts). Every change is a POST with the session's CSRF token, from this origin
  * (`Origin` / `Sec-Fetch-Site`), and is logged with who (the session's short name) and what —
- * never message content. The pages carry a strict Content-Security-Policy and no script.
+ * never message content. The pages carry a strict Content-Security-Policy and no script (but the
+ * usage page's charts: scripts from this origin only).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createBullBoard } from "@bull-board/api";
@@ -37,7 +38,9 @@ import { TaskScheduler, TASKS_QUEUE } from "../tasks/schedule.js";
 import { TraceStore } from "../trace/store.js";
 import { getTask, listTasks, type Task } from "../tasks/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
+import { UsageStore } from "../usage/store.js";
 import { CONSOLE_CSS, esc, layout, postForm, T, t, table } from "./pages.js";
+import { staticFiles, usageCsv, usagePage, usageReport } from "./usage.js";
 import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
 
 /** The session cookie's name (`__Host-` needs HTTPS, which the health server does not speak). */
@@ -46,6 +49,12 @@ export const SESSION_COOKIE = "bot_admin";
 /** The Content-Security-Policy of the console's own pages: nothing but this origin's stylesheet; no script, no frames. */
 export const CONSOLE_CSP =
   "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * The policy of the usage page: {@link CONSOLE_CSP} plus scripts from this origin (uPlot and the
+ * page's own, under `/admin/static/`); still no inline script or style.
+ */
+export const USAGE_CSP = CONSOLE_CSP.replace("default-src 'none';", "default-src 'none'; script-src 'self';");
 
 /**
  * The policy of Bull Board's pages (`/admin/queues`): its scripts and styles from this origin only
@@ -70,6 +79,8 @@ export interface AdminConsoleParts {
   queues: Queue[];
   /** The health checks of `/health` (Redis, each adapter's connection). */
   checks: Record<string, HealthCheck>;
+  /** Now, in ms since the epoch (the usage page's window ends today); default `Date.now`. */
+  now?: () => number;
   /** The tools to list (this process's toolbox, with the MCP tools it knows of). */
   toolbox: () => ToolBox;
   /**
@@ -111,6 +122,9 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const grants = grantStoreFor(redis, config, log);
   const memory = new MemoryStore(redis, { log });
   const traces = new TraceStore(redis, { log });
+  const usage = new UsageStore(redis, config.TIMEZONE);
+  const now = parts.now ?? Date.now;
+  const statics = staticFiles();
   const queueNamed = (name: string) => parts.queues.find((q) => q.name === name);
   const taskQueue = queueNamed(TASKS_QUEUE);
   const reminderQueue = queueNamed(REMINDERS_QUEUE);
@@ -205,7 +219,10 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const path = url.pathname;
     const method = req.method ?? "GET";
     const changes = method !== "GET" && method !== "HEAD";
-    res.setHeader("content-security-policy", path.startsWith("/admin/queues") ? QUEUES_CSP : CONSOLE_CSP);
+    res.setHeader(
+      "content-security-policy",
+      path.startsWith("/admin/queues") ? QUEUES_CSP : path === "/admin/usage" ? USAGE_CSP : CONSOLE_CSP,
+    );
     res.setHeader("x-content-type-options", "nosniff");
     // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the forms' POSTs.
     res.setHeader("referrer-policy", "same-origin");
@@ -215,6 +232,13 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
 
     if (path === "/admin/console.css" && !changes) {
       res.writeHead(200, { "content-type": "text/css; charset=utf-8" }).end(CONSOLE_CSS);
+      return;
+    }
+    const file = path.startsWith("/admin/static/") ? statics.get(path.slice("/admin/static/".length)) : undefined;
+    if (file && !changes) {
+      // Public files (uPlot's, the chart script): no data in them, cacheable for a day.
+      res.setHeader("cache-control", "public, max-age=86400");
+      res.writeHead(200, { "content-type": file.type }).end(file.body);
       return;
     }
     if (path === "/admin/login") {
@@ -290,6 +314,30 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             body: await accessPage(session.csrf),
           }),
         );
+      case "/admin/usage":
+        return send(
+          res,
+          200,
+          layout(locale, {
+            title: t(locale, "usage"),
+            current: "usage",
+            ...page,
+            styles: ["/admin/static/uPlot.min.css"],
+            body: usagePage(locale, await usageReport(usage, config, now())),
+          }),
+        );
+      case "/admin/usage.csv": {
+        const at = now();
+        const report = await usageReport(usage, config, at);
+        audit(actor, "usage.csv", {}, "ok");
+        res
+          .writeHead(200, {
+            "content-type": "text/csv; charset=utf-8",
+            "content-disposition": `attachment; filename="usage-${report.days.at(-1)!.day}.csv"`,
+          })
+          .end(usageCsv(report));
+        return;
+      }
       case "/admin/traces":
         return send(
           res,

@@ -1,7 +1,7 @@
 /**
- * The console's HTML: server-rendered pages with no script at all (they work with JavaScript
- * off), one stylesheet served from `/admin/console.css` (the Content-Security-Policy allows no
- * inline style or script), forms that POST with the session's CSRF token, in zh-TW or English
+ * The console's HTML: server-rendered pages that work with JavaScript off (the usage page's
+ * charts are the one script, drawn over tables of the same figures), one stylesheet served from
+ * `/admin/console.css` (the Content-Security-Policy allows no inline style or script), forms that POST with the session's CSRF token, in zh-TW or English
  * (`BOT_LOCALE`). Every value is escaped ({@link esc}); names people chose are shown as they are.
  */
 import type { Locale } from "../config.js";
@@ -131,6 +131,37 @@ export const T = {
   event: { "zh-TW": "事件", en: "Event" },
   details: { "zh-TW": "內容預覽", en: "Details (previews)" },
   refused: { "zh-TW": "已拒絕這個請求：{why}", en: "Request refused: {why}" },
+  usage: { "zh-TW": "用量與費用", en: "Usage and cost" },
+  usageNote: {
+    "zh-TW":
+      "整個機器人最近 {days} 天（{from} 至 {to}）的用量。計費等值 tokens：輸入 ×1、快取寫入 ×1.25、" +
+      "快取讀取 ×0.1、輸出 × 模型的輸出/輸入價格比（與每日預算相同）。",
+    en:
+      "The whole bot's usage over the last {days} days ({from} to {to}). Budget tokens are billed-equivalent " +
+      "input tokens: input ×1, cache writes ×1.25, cache reads ×0.1, output × the model's output/input price " +
+      "ratio (what the daily budgets count).",
+  },
+  noPrices: {
+    "zh-TW": "未設定 MODEL_PRICES，無法估算費用。",
+    en: "MODEL_PRICES is not set: no dollars are estimated.",
+  },
+  downloadCsv: { "zh-TW": "下載 CSV", en: "Download CSV" },
+  windowTotals: { "zh-TW": "合計", en: "Totals" },
+  budgetTokens: { "zh-TW": "計費等值 tokens", en: "Budget tokens" },
+  usd: { "zh-TW": "估計費用（美元）", en: "Estimated USD" },
+  cacheShare: { "zh-TW": "快取讀取比例", en: "Cache-read share" },
+  webSearches: { "zh-TW": "網路搜尋次數", en: "Web searches" },
+  voiceSeconds: { "zh-TW": "語音轉文字秒數", en: "Transcribed seconds" },
+  budgetPerModel: { "zh-TW": "每日計費等值 tokens（依模型）", en: "Budget tokens per day, by model" },
+  usdPerModel: { "zh-TW": "每日估計費用（美元，依模型）", en: "Estimated USD per day, by model" },
+  byModel: { "zh-TW": "依模型", en: "By model" },
+  byDay: { "zh-TW": "依日期", en: "By day" },
+  byDayModel: { "zh-TW": "依日期與模型", en: "By day and model" },
+  day: { "zh-TW": "日期", en: "Day" },
+  topPeople: { "zh-TW": "用量最多的使用者", en: "Top people" },
+  topChats: { "zh-TW": "用量最多的對話", en: "Top chats" },
+  shareOfAll: { "zh-TW": "佔總量", en: "Share" },
+  noUsage: { "zh-TW": "這段期間沒有用量。", en: "No usage in this period." },
 } satisfies Record<string, Localized>;
 
 /** A word of the console in `locale`, with `{name}` placeholders filled. */
@@ -145,6 +176,7 @@ const NAV: [string, keyof typeof T][] = [
   ["tools", "tools"],
   ["tasks", "tasks"],
   ["access", "access"],
+  ["usage", "usage"],
   ["traces", "traces"],
   ["memory", "memory"],
 ];
@@ -155,7 +187,7 @@ const NAV: [string, keyof typeof T][] = [
  */
 export function layout(
   locale: Locale,
-  parts: { title: string; body: string; current?: string; csrf?: string; notice?: string },
+  parts: { title: string; body: string; current?: string; csrf?: string; notice?: string; styles?: string[] },
 ): string {
   const nav = parts.csrf
     ? `<nav>${NAV.map(
@@ -172,7 +204,7 @@ export function layout(
 <meta name="referrer" content="same-origin">
 <title>${esc(parts.title)} · ${esc(t(locale, "title"))}</title>
 <link rel="stylesheet" href="/admin/console.css">
-</head>
+${(parts.styles ?? []).map((href) => `<link rel="stylesheet" href="${esc(href)}">\n`).join("")}</head>
 <body>
 <header><strong>${esc(t(locale, "title"))}</strong>${nav}</header>
 <main>
@@ -233,4 +265,10 @@ label{display:block;margin:.5rem 0 .25rem}
 input[type=password],input[type=text]{font:inherit;width:100%;max-width:28rem;padding:.4rem}
 form.add{margin:.75rem 0}
 code{font-size:.9em;overflow-wrap:anywhere}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr));gap:1rem}
+figure.chart{margin:0;background:#fff;padding:.5rem;min-width:0}
+figure.chart:not(.drawn){display:none}
+figcaption{font-weight:600;margin-bottom:.25rem}
+details{margin:1.5rem 0}
+summary{cursor:pointer;font-weight:600}
 `;

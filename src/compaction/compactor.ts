@@ -269,7 +269,14 @@ export async function compact(
       cache_read_input_tokens: response.usage.cache_read_input_tokens ?? 0,
     };
     await d.usage
-      ?.record(job.owner, usage, Date.now(), 0, outputWeightFor(d.config, d.config.ANTHROPIC_MODEL))
+      ?.record(
+        job.owner,
+        usage,
+        Date.now(),
+        0,
+        outputWeightFor(d.config, d.config.ANTHROPIC_MODEL),
+        d.config.ANTHROPIC_MODEL,
+      )
       .catch((err: unknown) => d.log.warn({ err }, "could not record the compaction's token usage"));
     if (response.stop_reason === "refusal") throw new CompactionError("the model refused to write the summary");
     const text = response.content

@@ -16,6 +16,11 @@
  * billed-equivalent tokens ({@link budgetTokensOf}), what the daily budgets count (the top set is
  * ranked by budget tokens too), and `sc` (characters spoken in voice replies,
  * {@link UsageStore.recordSpeech}).
+ *
+ * For the console's usage page (docs/console.md) the bot's script of each call also adds the
+ * chat's budget tokens to `usage:{all}:topc:d:<day>` (chats by budget tokens that day) and the
+ * call's counts to `usage:{all}:models:d:<day>`, fields `<field>:<model>` (`in`, `out`, `cw`,
+ * `cr`, `ws`, `wf`, `bt`, `calls`): the bot's usage by model. Same script, same round trip.
  */
 import type { RedisClient } from "../redis.js";
 
@@ -101,9 +106,11 @@ export interface UsageOwner {
 const FIELDS = ["in", "out", "cw", "cr", "calls", "ws", "wf", "vs", "pd", "bt", "sc"] as const;
 
 /**
- * KEYS: day hash, month hash, [top sorted set]. ARGV: ttl seconds, in, out, cw, cr, ws, wf, pd
- * (signed micro-USD), bt (budget tokens), [member].
- * Adds the nonzero counts and one call to both hashes (and the budget tokens to the member's score).
+ * KEYS: day hash, month hash, [top people set, top chats set, models hash of the day]. ARGV: ttl
+ * seconds, in, out, cw, cr, ws, wf, pd (signed micro-USD), bt (budget tokens), [person, chat, model].
+ * Adds the nonzero counts and one call to both hashes; with the bot's keys also the budget tokens
+ * to the person's and the chat's scores, and the counts, budget tokens and call to the model's
+ * fields (`<field>:<model>`) of the day's models hash.
  */
 const ADD_SCRIPT = `
 local ttl = tonumber(ARGV[1])
@@ -122,6 +129,20 @@ end
 if KEYS[3] then
   redis.call('ZINCRBY', KEYS[3], tonumber(ARGV[9]), ARGV[10])
   redis.call('EXPIRE', KEYS[3], ttl)
+end
+if KEYS[4] then
+  redis.call('ZINCRBY', KEYS[4], tonumber(ARGV[9]), ARGV[11])
+  redis.call('EXPIRE', KEYS[4], ttl)
+end
+if KEYS[5] then
+  local names = {'in', 'out', 'cw', 'cr', 'ws', 'wf'}
+  for i = 1, 6 do
+    local n = tonumber(ARGV[i + 1])
+    if n > 0 then redis.call('HINCRBY', KEYS[5], names[i] .. ':' .. ARGV[12], n) end
+  end
+  redis.call('HINCRBY', KEYS[5], 'bt:' .. ARGV[12], tonumber(ARGV[9]))
+  redis.call('HINCRBY', KEYS[5], 'calls:' .. ARGV[12], 1)
+  redis.call('EXPIRE', KEYS[5], ttl)
 end
 return 1
 `;
@@ -146,7 +167,14 @@ return 1
  */
 type RedisWithUsage = RedisClient & {
   usageAdd(day: string, month: string, ...args: (string | number)[]): Promise<number>;
-  usageAddTop(day: string, month: string, top: string, ...args: (string | number)[]): Promise<number>;
+  usageAddTop(
+    day: string,
+    month: string,
+    top: string,
+    topChats: string,
+    models: string,
+    ...args: (string | number)[]
+  ): Promise<number>;
   usageVoice(day: string, month: string, ttl: number, amount: number, field?: "vs" | "sc"): Promise<number>;
 };
 
@@ -229,7 +257,7 @@ export class UsageStore {
     this.#redis = redis;
     this.#timeZone = timeZone;
     if (!("usageAdd" in redis)) redis.defineCommand("usageAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
-    if (!("usageAddTop" in redis)) redis.defineCommand("usageAddTop", { numberOfKeys: 3, lua: ADD_SCRIPT });
+    if (!("usageAddTop" in redis)) redis.defineCommand("usageAddTop", { numberOfKeys: 5, lua: ADD_SCRIPT });
     if (!("usageVoice" in redis)) redis.defineCommand("usageVoice", { numberOfKeys: 2, lua: VOICE_SCRIPT });
   }
 
@@ -243,6 +271,19 @@ export class UsageStore {
     return `usage:{all}:top:d:${day}`;
   }
 
+  /** The sorted set of chats (`platform:chatId`) by budget tokens on `day`. */
+  static topChatsKey(day: string): string {
+    return `usage:{all}:topc:d:${day}`;
+  }
+
+  /**
+   * The hash of the whole bot's usage by model on `day`: fields `<field>:<model>` (`in`, `out`,
+   * `cw`, `cr`, `ws`, `wf`, `bt`, `calls`, as in the day hash).
+   */
+  static modelsKey(day: string): string {
+    return `usage:{all}:models:d:${day}`;
+  }
+
   /**
    * Adds one model response's usage for `owner` (user, chat and the whole bot, day and month), in
    * one pipelined round trip of three scripts.
@@ -250,6 +291,8 @@ export class UsageStore {
    *   price than at the default price ({@link priceDeltaOf}); default 0.
    * @param outputWeight - the call's model's output/input price ratio, for its budget tokens
    *   ({@link budgetTokensOf}; `outputWeightFor` of `src/usage/budget.ts`); default 5.
+   * @param model - the call's model id, for the bot's usage by model ({@link modelsKey}); default
+   *   `?` (unknown). Cut to 100 characters.
    * @throws when Redis fails (the caller logs it; an answer is never held back by it).
    */
   async record(
@@ -258,6 +301,7 @@ export class UsageStore {
     at = Date.now(),
     priceDelta = 0,
     outputWeight: number = BUDGET_WEIGHTS.output,
+    model = "?",
   ): Promise<void> {
     const { day, month } = periodOf(at, this.#timeZone);
     const ttl = USAGE_KEEP_DAYS * 86_400;
@@ -280,9 +324,13 @@ export class UsageStore {
         UsageStore.key("all", "d", day),
         UsageStore.key("all", "m", month),
         UsageStore.topKey(day),
+        UsageStore.topChatsKey(day),
+        UsageStore.modelsKey(day),
         ttl,
         ...counts,
         `${owner.platform}:${owner.userId}`,
+        `${owner.platform}:${owner.chatId}`,
+        (model || "?").slice(0, 100),
       ),
     ]);
   }
@@ -410,6 +458,41 @@ export class UsageStore {
     return { day: totalsOf(d), month: totalsOf(m) };
   }
 
+  /**
+   * The whole bot's usage on each of the `count` days ending with the day of `at` (days in
+   * `TIMEZONE`), oldest first: the day's totals and its totals by model (from the day's models
+   * hash, {@link modelsKey}; empty for days recorded before it existed). One pipelined read.
+   * @throws when Redis fails.
+   */
+  async botDays(count: number, at = Date.now()): Promise<DayUsage[]> {
+    const days = daysEndingAt(periodOf(at, this.#timeZone).day, count);
+    const [totals, models] = await Promise.all([
+      Promise.all(days.map((day) => this.#redis.hmget(UsageStore.key("all", "d", day), ...FIELDS))),
+      Promise.all(days.map((day) => this.#redis.hgetall(UsageStore.modelsKey(day)))),
+    ]);
+    return days.map((day, i) => ({ day, totals: totalsOf(totals[i]), models: modelTotalsOf(models[i] ?? {}) }));
+  }
+
+  /**
+   * The `limit` people (`kind` `people`: `platform:userId`) or chats (`chats`: `platform:chatId`)
+   * with the most budget tokens over the `count` days ending with the day of `at`, most first
+   * (ZUNION of the days' sorted sets: Redis 6.2+).
+   * @throws when Redis fails.
+   */
+  async topOver(
+    kind: "people" | "chats",
+    count: number,
+    limit: number,
+    at = Date.now(),
+  ): Promise<{ name: string; tokens: number }[]> {
+    const keyOf = kind === "people" ? UsageStore.topKey : UsageStore.topChatsKey;
+    const keys = daysEndingAt(periodOf(at, this.#timeZone).day, count).map(keyOf);
+    const flat = await this.#redis.zunion(keys.length, ...keys, "WITHSCORES");
+    const out: { name: string; tokens: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ name: flat[i]!, tokens: Number(flat[i + 1]) });
+    return out.sort((a, b) => b.tokens - a.tokens || a.name.localeCompare(b.name)).slice(0, limit);
+  }
+
   /** The `limit` users with the most budget tokens today (`platform:userId`, budget tokens), most first. */
   async topUsers(limit = 10, at = Date.now()): Promise<{ user: string; tokens: number }[]> {
     const { day } = periodOf(at, this.#timeZone);
@@ -418,6 +501,46 @@ export class UsageStore {
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ user: flat[i]!, tokens: Number(flat[i + 1]) });
     return out;
   }
+}
+
+/** The whole bot's usage of one day ({@link UsageStore.botDays}). */
+export interface DayUsage {
+  /** `YYYY-MM-DD` in `TIMEZONE`. */
+  day: string;
+  totals: UsageTotals;
+  /** Totals by model id; `?` = calls recorded without a model. Empty for days recorded before usage by model was. */
+  models: Map<string, UsageTotals>;
+}
+
+/**
+ * The `count` calendar days ending with `day` (`YYYY-MM-DD`), oldest first. Calendar arithmetic on
+ * the date itself (no clock), so a daylight-saving change never skips or repeats a day.
+ */
+export function daysEndingAt(day: string, count: number): string[] {
+  const [y, m, d] = day.split("-").map(Number) as [number, number, number];
+  const end = Date.UTC(y, m - 1, d);
+  const out: string[] = [];
+  for (let i = count - 1; i >= 0; i -= 1) out.push(new Date(end - i * 86_400_000).toISOString().slice(0, 10));
+  return out;
+}
+
+/** Totals by model from a models hash (`<field>:<model>` fields, {@link UsageStore.modelsKey}), sorted by model id. */
+export function modelTotalsOf(hash: Record<string, string>): Map<string, UsageTotals> {
+  const byModel = new Map<string, Record<string, string>>();
+  for (const [field, value] of Object.entries(hash)) {
+    const colon = field.indexOf(":");
+    if (colon < 0) continue;
+    const model = field.slice(colon + 1);
+    let fields = byModel.get(model);
+    if (!fields) byModel.set(model, (fields = {}));
+    fields[field.slice(0, colon)] = value;
+  }
+  return new Map(
+    [...byModel.keys()].sort().map((model) => {
+      const fields = byModel.get(model)!;
+      return [model, totalsOf(FIELDS.map((name) => fields[name] ?? null))];
+    }),
+  );
 }
 
 /**

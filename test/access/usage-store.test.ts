@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { formatTotals, formatUserUsage } from "../../src/commands/usage-report.js";
 import type { RedisClient } from "../../src/redis.js";
-import { costOf, UsageStore } from "../../src/usage/store.js";
+import { costOf, daysEndingAt, UsageStore } from "../../src/usage/store.js";
 import { testConfig } from "../helpers/config.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -111,5 +111,43 @@ describe("usage of server tools", () => {
     const text = formatUserUsage(config, "en", { day: totals, month: totals }, false, Date.UTC(2026, 11, 1, 4));
     expect(text).toContain("3 web searches, 2 web fetches");
     expect(text).toContain("Estimated cost: today $15.03, this month $15.03 (USD).");
+  });
+
+  it("keeps the bot's usage by model and the chats by budget tokens per day, in the same script as the totals", async () => {
+    const store = new UsageStore(redis, "Asia/Taipei");
+    const at = Date.UTC(2027, 0, 2, 4); // 2027-01-02 in Taipei
+    const call = { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 50 };
+    await store.record({ platform: "telegram", userId: "m1", chatId: "-1001" }, call, at, 0, 5, "claude-a");
+    await store.record(
+      { platform: "telegram", userId: "m2", chatId: "-1001" },
+      call,
+      at - 86_400_000,
+      0,
+      5,
+      "claude-b",
+    );
+    await store.record({ platform: "discord", userId: "m1", chatId: "c9" }, { ...call, web_search_requests: 1 }, at);
+    const days = await store.botDays(3, at);
+    expect(days.map((d) => d.day)).toEqual(["2026-12-31", "2027-01-01", "2027-01-02"]);
+    expect(days[0]!.totals.calls).toBe(0);
+    expect([...days[1]!.models.keys()]).toEqual(["claude-b"]);
+    expect([...days[2]!.models.keys()]).toEqual(["?", "claude-a"]);
+    // 100 + 10 × 5 + 50 × 0.1 = 155 budget tokens a call
+    expect(days[2]!.models.get("claude-a")).toMatchObject({
+      calls: 1,
+      input: 100,
+      output: 10,
+      cacheRead: 50,
+      budget: 155,
+    });
+    expect(days[2]!.models.get("?")).toMatchObject({ calls: 1, webSearches: 1, budget: 155 });
+    expect(days[2]!.totals).toMatchObject({ calls: 2, budget: 310, webSearches: 1 });
+    expect(await store.topOver("chats", 3, 10, at)).toEqual([
+      { name: "telegram:-1001", tokens: 310 },
+      { name: "discord:c9", tokens: 155 },
+    ]);
+    // Ties: by name.
+    expect(await store.topOver("people", 3, 1, at)).toEqual([{ name: "discord:m1", tokens: 155 }]);
+    expect(daysEndingAt("2024-03-01", 2)).toEqual(["2024-02-29", "2024-03-01"]);
   });
 });

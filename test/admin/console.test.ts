@@ -7,14 +7,15 @@
  * change from another origin, a one-time link used twice) are plain HTTP requests. Real Redis,
  * real BullMQ queues, the real health server. Screenshots go to test-results/console/.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createAdminConsole, type AdminConsole } from "../../src/admin/console.js";
+import { createAdminConsole, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
+import { CSV_COLUMNS, csvCell } from "../../src/admin/usage.js";
 import { AccessStore } from "../../src/access/store.js";
 import { grantStoreFor } from "../../src/approvals/grants.js";
 import { MemoryStore } from "../../src/memory/store.js";
@@ -27,6 +28,11 @@ import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { TraceStore } from "../../src/trace/store.js";
+import { budgetTokensOf, costOf, periodOf, priceDeltaOf, UsageStore } from "../../src/usage/store.js";
+import { outputWeightFor } from "../../src/usage/budget.js";
+import { pricesFor, type Config } from "../../src/config.js";
+import { connectRedis } from "../../src/redis.js";
+import { startStack, type Stack } from "../e2e/harness.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
 import { useRedis } from "../helpers/use-redis.js";
@@ -35,12 +41,22 @@ const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = "test-results/console";
 const TOKEN = "t0ken-for-the-console-test-0123456789abcdef";
 
+let fileRedis: RedisClient;
 let redis: RedisClient;
-useRedis((r) => (redis = r));
+useRedis((r) => (redis = fileRedis = r));
 
-/** A console on a health server of its own (port 0), over real queues. */
-async function startConsole(env: Record<string, string> = {}) {
-  const config = testConfig({ ADMIN_CONSOLE: "on", HEALTH_PORT: "9", BOT_LOCALE: "en", ...env });
+/**
+ * A console on a health server of its own (port 0), over real queues; on the file's Redis, or on
+ * `on` (another Redis connection, with its bot's configuration).
+ */
+async function startConsole(
+  env: Record<string, string> = {},
+  on?: { redis: RedisClient; config: Config; now?: () => number },
+) {
+  const config = on
+    ? { ...on.config, ADMIN_CONSOLE: "on" as const, BOT_LOCALE: "en" as const, ADMIN_CONSOLE_TOKEN: TOKEN }
+    : testConfig({ ADMIN_CONSOLE: "on", HEALTH_PORT: "9", BOT_LOCALE: "en", ...env });
+  const redis = on?.redis ?? fileRedis;
   const { log, lines } = captureLogger("info");
   const queues = [CHATS_QUEUE, TASKS_QUEUE, REMINDERS_QUEUE].map((name) => new Queue(name, { connection: redis }));
   const toolbox = new ToolBox([
@@ -60,6 +76,7 @@ async function startConsole(env: Record<string, string> = {}) {
     queues,
     checks: { redis: async () => (await redis.ping()) === "PONG" },
     toolbox: () => toolbox,
+    ...(on?.now ? { now: on.now } : {}),
   });
   const server: Server = await startHealthServer(0, { redis: () => true }, undefined, "127.0.0.1", admin);
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -369,6 +386,40 @@ describe("refusals", () => {
       expect(res.headers.get("content-security-policy")).not.toContain("unsafe");
       expect(await res.text()).not.toMatch(/<script|style=/);
     }
+    // The usage page: scripts from this origin only (uPlot from its package, the chart script), no inline script.
+    const usage = await fetch(`${stack.base}/admin/usage`, { headers: { cookie } });
+    expect(usage.headers.get("content-security-policy")).toBe(USAGE_CSP);
+    expect(USAGE_CSP).toMatch(/^default-src 'none'; script-src 'self'; style-src 'self';/);
+    const html = await usage.text();
+    expect(html).not.toContain("style=");
+    const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]!.trim());
+    expect(scripts).toEqual([
+      'type="application/json" id="usage-data"',
+      'src="/admin/static/uPlot.iife.min.js"',
+      'src="/admin/static/usage.js"',
+    ]);
+    const uplot = await fetch(`${stack.base}/admin/static/uPlot.iife.min.js`);
+    expect([uplot.status, uplot.headers.get("content-type")]).toEqual([200, "text/javascript; charset=utf-8"]);
+    expect(await uplot.text()).toContain("uPlot");
+    expect((await fetch(`${stack.base}/admin/static/nothing.js`, { redirect: "manual" })).status).toBe(303);
+  });
+
+  it("serves the usage CSV only to a session, as an attachment; cells are quoted and never formulas", async () => {
+    expect((await fetch(`${stack.base}/admin/usage.csv`, { redirect: "manual" })).status).toBe(303);
+    const { cookie } = await login(stack.base);
+    const res = await fetch(`${stack.base}/admin/usage.csv`, { headers: { cookie } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(res.headers.get("content-disposition")).toMatch(/^attachment; filename="usage-\d{4}-\d{2}-\d{2}\.csv"$/);
+    const lines = (await res.text()).split("\r\n");
+    expect(lines[0]).toBe(CSV_COLUMNS.join(","));
+    expect(lines).toHaveLength(1 + 30 + 1); // header, 30 day rows, the last CRLF
+    expect(csvCell('say "hi", then\nleave')).toBe('"say ""hi"", then\nleave"');
+    expect(csvCell("=HYPERLINK(1)")).toBe("'=HYPERLINK(1)");
+    expect(csvCell("-1+1")).toBe("'-1+1");
+    expect(csvCell(-3)).toBe("-3");
+    expect(csvCell(undefined)).toBe("");
+    expect(stack.lines.some((l) => l.includes('"action":"usage.csv"'))).toBe(true);
   });
 });
 
@@ -392,4 +443,226 @@ describe("without ADMIN_CONSOLE_TOKEN", () => {
     // No token configured: the token form is not even offered, and a posted token is refused.
     expect((await fetch(`${stack.base}/admin/login`, form({ token: TOKEN }))).status).toBe(403);
   });
+});
+
+describe("usage and cost, from conversations through the real pipeline", () => {
+  const PRICES = "3,15,3.75,0.3;claude-older-1=1,5,1.25,0.1";
+  let stack: Stack;
+  let connection: RedisClient;
+  let browser: Browser;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startStack({ env: { MODEL_PRICES: PRICES } });
+    connection = connectRedis(stack.redis.url);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await connection?.quit();
+    await stack?.stop();
+  });
+
+  it("shows the figures of scripted conversations as charts and tables, and the same rows as CSV", async () => {
+    // Two conversations through Telegram, the queue, the worker and the fake Messages API.
+    const tg = stack.telegram;
+    const mei = tg.user(6101, "Mei");
+    const lin = tg.user(6102, "Lin");
+    tg.sendUserMessage({ chat: tg.privateChat(mei), from: mei, text: "calc 6 * 7" });
+    await tg.waitFor(() => tg.sent.find((m) => m.chatId === 6101), 20_000, "Mei's answer");
+    tg.sendUserMessage({ chat: tg.privateChat(lin), from: lin, text: "hello there" });
+    await tg.waitFor(() => tg.sent.find((m) => m.chatId === 6102), 20_000, "Lin's answer");
+    const config = stack.config;
+    const model = config.ANTHROPIC_MODEL;
+    const answered = stack.model.answered.map((a) => a.usage);
+    expect(answered).toHaveLength(3); // calc: tool_use + answer; hello: answer
+    const weight = outputWeightFor(config, model);
+    const budget = answered.map((u) => budgetTokensOf(u, weight));
+    const usdToday = answered.reduce(
+      (sum, u) =>
+        sum +
+        costOf(
+          {
+            input: u.input_tokens,
+            output: u.output_tokens,
+            cacheWrite: u.cache_creation_input_tokens,
+            cacheRead: u.cache_read_input_tokens,
+            tokens: 0,
+            budget: 0,
+            calls: 1,
+            webSearches: 0,
+            webFetches: 0,
+            voiceSeconds: 0,
+          },
+          pricesFor(config, model)!,
+        ),
+      0,
+    );
+    const meiBudget = budget[0]! + budget[1]!;
+    const linBudget = budget[2]!;
+
+    // Earlier days: a call of another model with two web searches (3 days ago), 42 s of voice (2
+    // days ago), and a day recorded before usage by model was (5 days ago: its tokens are "(other)").
+    const now = Date.now();
+    const dayAgo = (n: number) => now - n * 86_400_000;
+    const store = new UsageStore(connection, config.TIMEZONE);
+    const older = {
+      input_tokens: 1000,
+      output_tokens: 200,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 4000,
+      web_search_requests: 2,
+    };
+    const olderOwner = { platform: "telegram", userId: "6103", chatId: "-100777" };
+    // As the worker records a call of a model priced apart: its price difference and output weight.
+    await store.record(
+      olderOwner,
+      older,
+      dayAgo(3),
+      priceDeltaOf(older, pricesFor(config, "claude-older-1"), config.MODEL_PRICES),
+      outputWeightFor(config, "claude-older-1"),
+      "claude-older-1",
+    );
+    await store.recordVoice({ platform: "telegram", userId: "6101", chatId: "6101" }, 42, dayAgo(2));
+    const oldDay = periodOf(dayAgo(5), config.TIMEZONE).day;
+    await connection.hset(UsageStore.key("all", "d", oldDay), { in: 500, calls: 1, bt: 500 });
+
+    const consoleStack = await startConsole({}, { redis: connection, config, now: () => now });
+    try {
+      const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+      page.setDefaultTimeout(5000);
+      const violations: string[] = [];
+      page.on("console", (m) => {
+        if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) violations.push(m.text());
+      });
+      page.on("response", (r) => {
+        if (r.status() >= 400 && !r.url().endsWith("/favicon.ico")) violations.push(`${r.status()} ${r.url()}`);
+      });
+      page.on("pageerror", (e) => violations.push(e.message));
+      await page.goto(`${consoleStack.base}/admin/login`);
+      await page.fill("#token", TOKEN);
+      await page.click("button[type=submit]");
+      await page.waitForURL(/\/admin\/overview$/);
+      await page.click("nav >> text=Usage and cost");
+      await page.waitForURL(/\/admin\/usage$/);
+      // The charts: drawn by uPlot (served from its package) under the page's strict policy.
+      await expect.poll(() => page.locator("figure.chart.drawn canvas").count()).toBe(5);
+      expect(violations).toEqual([]);
+      const cells = (id: string) =>
+        page
+          .locator(`#${id} tbody tr`)
+          .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent ?? "")));
+      const n = (v: number) => v.toLocaleString("en-US");
+      const money = (v: number) =>
+        `$${v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+      const olderUsd = costOf(
+        {
+          input: 1000,
+          output: 200,
+          cacheWrite: 0,
+          cacheRead: 4000,
+          tokens: 0,
+          budget: 0,
+          calls: 1,
+          webSearches: 2,
+          webFetches: 0,
+          voiceSeconds: 0,
+        },
+        pricesFor(config, "claude-older-1")!,
+      );
+      const todayBudget = meiBudget + linBudget;
+      const cr = answered.reduce((s, u) => s + u.cache_read_input_tokens, 0) + 4000;
+      const allInput =
+        answered.reduce((s, u) => s + u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens, 0) +
+        5000 +
+        500;
+      // 500 input tokens at the default input price on the day before models were recorded.
+      const oldUsd = (500 * 3) / 1_000_000;
+      expect(await cells("usage-total")).toEqual([
+        [
+          "5",
+          n(todayBudget + 2400 + 500),
+          money(usdToday + olderUsd + oldUsd),
+          `${((cr / allInput) * 100).toFixed(1)}%`,
+          "2",
+          "42",
+        ],
+      ]);
+      const models = await cells("usage-models");
+      expect(models.map((r) => r.slice(0, 3))).toEqual(
+        [
+          ["claude-older-1", "1", "2,400"],
+          [model, "3", n(todayBudget)],
+          ["(other)", "1", "500"],
+        ].sort((a, b) => (a[0] === "(other)" ? 1 : b[0] === "(other)" ? -1 : a[0]!.localeCompare(b[0]!))),
+      );
+      const days = await cells("usage-days");
+      expect(days).toHaveLength(30);
+      const today = periodOf(now, config.TIMEZONE).day;
+      expect(days[0]!.slice(0, 3)).toEqual([today, "3", n(todayBudget)]);
+      expect(days.find((d) => d[0] === periodOf(dayAgo(2), config.TIMEZONE).day)!.slice(1)).toEqual([
+        "0",
+        "0",
+        "$0.00",
+        "—",
+        "0",
+        "42",
+      ]);
+      const people = [
+        { name: "telegram:6101", tokens: meiBudget },
+        { name: "telegram:6103", tokens: 2400 },
+        { name: "telegram:6102", tokens: linBudget },
+      ].sort((a, b) => b.tokens - a.tokens || a.name.localeCompare(b.name));
+      expect((await cells("usage-people")).map((r) => r.slice(0, 3))).toEqual(
+        people.map((p, i) => [String(i + 1), p.name, n(p.tokens)]),
+      );
+      expect((await cells("usage-chats")).map((r) => r[1])).toContain("telegram:-100777");
+      await page.screenshot({ path: `${SHOTS}/usage.png`, fullPage: true });
+
+      // The CSV: the link downloads the same figures.
+      const [download] = await Promise.all([page.waitForEvent("download"), page.click("text=Download CSV")]);
+      expect(download.suggestedFilename()).toBe(`usage-${today}.csv`);
+      const csv = readFileSync((await download.path())!, "utf8");
+      const rows = csv
+        .trimEnd()
+        .split("\r\n")
+        .map((line) => line.split(","));
+      expect(rows[0]).toEqual([...CSV_COLUMNS]);
+      expect(rows.every((r) => r.length === CSV_COLUMNS.length)).toBe(true);
+      const row = (kind: string, day: string, name: string) =>
+        rows.find((r) => r[0] === kind && r[1] === day && r[2] === name);
+      expect(row("day", today, "")!.slice(3, 4)).toEqual(["3"]);
+      expect(Number(row("day", today, "")![8])).toBe(todayBudget);
+      expect(Number(row("model", today, model)![8])).toBe(todayBudget);
+      expect(Number(row("model", today, model)![13])).toBeCloseTo(usdToday, 6);
+      const threeAgo = periodOf(dayAgo(3), config.TIMEZONE).day;
+      expect(row("model", threeAgo, "claude-older-1")!.slice(3, 11)).toEqual([
+        "1",
+        "1000",
+        "200",
+        "0",
+        "4000",
+        "2400",
+        "0.8",
+        "2",
+      ]);
+      expect(row("model", oldDay, "(other)")!.slice(3, 9)).toEqual(["1", "500", "0", "0", "0", "500"]);
+      expect(Number(row("day", periodOf(dayAgo(2), config.TIMEZONE).day, "")![12])).toBe(42);
+      expect(rows.filter((r) => r[0] === "person").map((r) => [r[2], Number(r[8])])).toContainEqual([
+        "telegram:6101",
+        meiBudget,
+      ]);
+
+      // With JavaScript off the same figures are there as tables; no chart is drawn.
+      const noJs = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 } });
+      await noJs.addCookies(await page.context().cookies());
+      const plain = await noJs.newPage();
+      await plain.goto(`${consoleStack.base}/admin/usage`);
+      expect(await plain.locator("figure.chart.drawn").count()).toBe(0);
+      expect(await plain.locator("#usage-total td").first().textContent()).toBe("5");
+      await noJs.close();
+      await page.close();
+    } finally {
+      await consoleStack.close();
+    }
+  }, 60_000);
 });

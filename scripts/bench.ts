@@ -189,6 +189,11 @@ function loadAverage(): string {
     .join(" ");
 }
 
+/** The 1-minute load average, for the lines that say when a figure was taken. */
+function loadAverage1(): string {
+  return os.loadavg()[0]!.toFixed(1);
+}
+
 /** Prints the machine the figures were taken on, and its load average now. */
 function printMachine(): void {
   console.log(
@@ -304,11 +309,13 @@ interface CpuProfile {
  * Self time of a CPU profile by where the code lives: an npm package, a folder of this repository
  * (`src/worker`, `test/fakes` …), a Node.js internal, garbage collection, `(program)` (V8 and
  * native work not attributed to a JavaScript function); idle time left out. The first 12, in % of
- * the busy time.
+ * the busy time; then the first 10 files of our own code (src/, adapters/, tools/) by self time.
  */
 function summarizeProfile(profile: CpuProfile): string {
   const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const byPlace = new Map<string, number>();
+  // Our own code by file (src/, adapters/, tools/): where the worker's share goes.
+  const byOwnFile = new Map<string, number>();
   profile.samples.forEach((id, i) => {
     const frame = frames.get(id)!;
     const url = frame.url;
@@ -326,24 +333,28 @@ function summarizeProfile(profile: CpuProfile): string {
               : own
                 ? `${own[1]}/${own[2]!.replace(/\.ts$/, "")}`
                 : "native";
-    byPlace.set(place, (byPlace.get(place) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    const delta = profile.timeDeltas[i] ?? 0;
+    byPlace.set(place, (byPlace.get(place) ?? 0) + delta);
+    const file = !pkg ? /\/((?:src|adapters|tools)\/.+\.ts)$/.exec(url)?.[1] : undefined;
+    if (file) byOwnFile.set(file, (byOwnFile.get(file) ?? 0) + delta);
   });
   byPlace.delete("idle");
   const busy = [...byPlace.values()].reduce((a, b) => a + b, 0);
-  return (
-    `busy ${(busy / 1e6).toFixed(2)} s: ` +
-    [...byPlace.entries()]
+  const top = (m: Map<string, number>, n: number) =>
+    [...m.entries()]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 12)
+      .slice(0, n)
       .map(([k, v]) => `${k} ${((v / busy) * 100).toFixed(1)}%`)
-      .join(", ")
-  );
+      .join(", ");
+  return `busy ${(busy / 1e6).toFixed(2)} s: ${top(byPlace, 12)}\n  our code by file (self time): ${top(byOwnFile, 10)}`;
 }
 
 /** Baseline: the loop in-process, chats in parallel (at most `concurrency`), each chat in order. */
 async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency: number, perChat = PER_CHAT) {
   feed(fake, CHATS * perChat);
-  const histories = new Map<number, MessageParam[]>();
+  // Each chat's history in memory, with each message's JSON length measured once (as HistoryStore
+  // keeps them), so trimming does not serialise the whole history again for every message.
+  const histories = new Map<number, { messages: MessageParam[]; sizes: number[] }>();
   const latencies: number[] = [];
   const started = performance.now();
   let next = 0;
@@ -351,13 +362,16 @@ async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency
     for (let n = 0; n < perChat; n += 1) {
       const t0 = performance.now();
       const m = message(chat, n, "base");
-      const history = trimHistory(histories.get(chat) ?? [], { maxMessages: config.HISTORY_MAX_MESSAGES });
+      const kept = histories.get(chat) ?? { messages: [], sizes: [] };
+      const history = trimHistory(kept.messages, { maxMessages: config.HISTORY_MAX_MESSAGES }, kept.sizes);
       const outcome = await runAgent(
         { history, userText: m.chatKind === "group" ? `[${m.userName}] ${m.text}` : m.text, context: ctx(m) },
         { client, config, toolbox, tracer: nullTracer },
       );
       if (outcome.kind !== "answer") throw new Error("unexpected approval");
-      histories.set(chat, [...history, ...outcome.messages]);
+      kept.messages.push(...outcome.messages);
+      kept.sizes.push(...outcome.messages.map((x) => JSON.stringify(x).length));
+      histories.set(chat, kept);
       latencies.push(performance.now() - t0);
     }
   };
@@ -374,26 +388,32 @@ async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency
  * The throughput ratio measured in alternation (BENCH_ROUNDS, 4): each round a burst through the
  * queue and one of the loop alone, CHATS × PER_CHAT / 4 messages each, in new chats, right after
  * each other; so a change of the machine's load between the two full bursts (minutes apart) does
- * not decide the ratio. @returns each round's ratio, in order.
+ * not decide the ratio; the loop goes first in every other round. @returns each round's ratio, in
+ * order, and the 1-minute load average after each round.
  */
 async function alternatingRatios(
   queue: ChatQueue,
   outbound: BenchOutbound,
   client: Anthropic,
   fake: FakeAnthropic,
-): Promise<number[]> {
+): Promise<{ ratios: number[]; loads: string[] }> {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
   const perChat = Math.max(1, Math.floor(PER_CHAT / 4));
   const ratios: number[] = [];
+  const loads: string[] = [];
   for (let r = 0; r < rounds; r += 1) {
-    feed(fake, CHATS * perChat);
     outbound.done.clear();
+    // The loop goes first in every other round, so neither side always runs on the other's leftovers (GC, JIT).
+    const loopFirst = r % 2 === 1;
+    const loopBefore = loopFirst ? await baselineBurst(client, fake, config.WORKER_CONCURRENCY, perChat) : undefined;
+    feed(fake, CHATS * perChat);
     const q = await burst(queue, outbound, perChat, `alt${r}-`);
-    const loop = await baselineBurst(client, fake, config.WORKER_CONCURRENCY, perChat);
+    const loop = loopBefore ?? (await baselineBurst(client, fake, config.WORKER_CONCURRENCY, perChat));
     ratios.push((CHATS * perChat) / q.seconds / loop.rate);
+    loads.push(os.loadavg()[0]!.toFixed(1));
   }
   outbound.onDone = undefined;
-  return ratios;
+  return { ratios, loads };
 }
 
 /** Baseline at a steady rate: one loop call per message, as they arrive. */
@@ -471,7 +491,9 @@ async function main() {
   await admin.config("RESETSTAT");
   await adminOurs.config("RESETSTAT");
   for (const c of ours) c.count = 0;
+  const queueLoad = [loadAverage1()];
   const queueCpu = await measured("queue", [admin, adminOurs], () => burst(queue, outbound));
+  queueLoad.push(loadAverage1());
   const { seconds: burstSeconds, latencies: burstLatencies } = queueCpu.result;
   const bullStats = await commandStats(admin);
   const ourStats = await commandStats(adminOurs);
@@ -555,10 +577,12 @@ async function main() {
   const ourRss = await rssOf(adminOurs);
 
   // 3. Baselines: the loop alone.
+  const loopLoad = [loadAverage1()];
   const loopCpu = await measured("loop", [], () => baselineBurst(client, fake, config.WORKER_CONCURRENCY));
+  loopLoad.push(loadAverage1());
   const base = loopCpu.result;
   const basePaced = await baselinePaced(client, fake);
-  const ratios = await alternatingRatios(queue, outbound, client, fake);
+  const { ratios, loads: roundLoads } = await alternatingRatios(queue, outbound, client, fake);
 
   const ms = (v: number) => `${v.toFixed(1)} ms`;
   const top = (m: Map<string, number>, n: number) =>
@@ -576,9 +600,11 @@ async function main() {
   );
   console.log(`throughput, loop alone:    ${base.rate.toFixed(0)} messages/s (${base.seconds.toFixed(2)} s)`);
   console.log(
-    `ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)} (the two bursts above); ` +
+    `ratio queue/loop:          ${(total / burstSeconds / base.rate).toFixed(2)} (the two bursts above; 1-min load ` +
+      `${queueLoad.join(" → ")} during the queue's, ${loopLoad.join(" → ")} during the loop's); ` +
       `in alternating rounds of ${CHATS * Math.max(1, Math.floor(PER_CHAT / 4))} messages each: median ` +
-      `${percentile(ratios, 50).toFixed(2)} [${ratios.map((r) => r.toFixed(2)).join(", ")}]`,
+      `${percentile(ratios, 50).toFixed(2)} [${ratios.map((r) => r.toFixed(2)).join(", ")}] (1-min load after each ` +
+      `round: ${roundLoads.join(", ")})`,
   );
   console.log(
     `CPU per message at full speed: queue path ${(queueCpu.cpuMs / total).toFixed(2)} ms in this process + ` +

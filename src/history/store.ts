@@ -53,6 +53,32 @@ export interface HistoryOptions {
   maxStoredBytes?: number;
   /** Where an unreadable line is reported (see {@link HistoryStore.read}). Default none. */
   log?: Logger;
+  /**
+   * Most characters of stored values whose parsed lines a store keeps (see {@link HistoryStore.read}),
+   * over all conversations; the conversations read longest ago go first. Default
+   * {@link DEFAULT_PARSED_CACHE_CHARS}; 0 keeps none.
+   */
+  parsedCacheChars?: number;
+}
+
+/**
+ * Default of {@link HistoryOptions.parsedCacheChars}: 4 000 000 characters of stored values (about
+ * 10 conversations at the largest stored size, or 2 000 of 2 000 characters), with their parsed messages.
+ */
+export const DEFAULT_PARSED_CACHE_CHARS = 4_000_000;
+
+/** A stored value as {@link HistoryStore.read} parsed it, kept so that a value that only grew parses only its new lines. */
+interface Parsed {
+  /** The value parsed (ends with a line break). */
+  raw: string;
+  /** Messages parsed so far (never changed once kept: a later read copies them before adding). */
+  messages: MessageParam[];
+  /** Each message's JSON length. */
+  sizes: number[];
+  stored: number;
+  summary?: Summary;
+  /** The last tag line (`#…`), or "". */
+  lastTag: string;
 }
 
 /** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
@@ -362,6 +388,10 @@ export function withoutToolImages(message: MessageParam): MessageParam {
 /** The history of every chat, in one Redis. */
 export class HistoryStore {
   readonly #log: Logger;
+  /** The last value read of each conversation (by history key) and its parsed lines; see {@link read}. */
+  readonly #parsed = new Map<string, Parsed>();
+  /** Characters of the values in {@link #parsed}. */
+  #parsedChars = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -405,15 +435,26 @@ export class HistoryStore {
       await this.redis.del(key);
       value = null;
     }
-    if (value === null) return { messages: [], stored: 0, fresh: true };
-    let messages: MessageParam[] = [];
-    let sizes: number[] = [];
-    let stored = 0;
+    if (value === null) {
+      this.#forget(key);
+      return { messages: [], stored: 0, fresh: true };
+    }
+    // Every message of a conversation reads its history, which mostly grew by the last answer's
+    // lines since the previous read: those alone are parsed (JSON and schema), the rest is taken
+    // from the previous read's result. A value that changed otherwise (trimmed, compacted, reset,
+    // or damaged) is parsed whole. The answer lookup of a retried job (`answeredId`) parses whole.
+    const known = answeredId === undefined ? this.#parsed.get(key) : undefined;
+    const grown = known !== undefined && value.length >= known.raw.length && value.startsWith(known.raw);
+    let messages: MessageParam[] = grown ? known.messages.slice() : [];
+    let sizes: number[] = grown ? known.sizes.slice() : [];
+    let stored = grown ? known.stored : 0;
     let answer: string | undefined;
-    let summary: Summary | undefined;
+    let summary: Summary | undefined = grown ? known.summary : undefined;
     let lastTokens: number | undefined;
-    let lastTag = "";
-    for (const line of value.split("\n")) {
+    let lastTag = grown ? known.lastTag : "";
+    const from = grown ? known.raw.length : 0;
+    const lines = (from === 0 ? value : value.slice(from)).split("\n");
+    for (const line of lines) {
       if (line === "") continue;
       if (line.startsWith("S")) {
         summary = decodeRecord(SummarySchema, line.slice(1), "conversation summary", this.#log, { chat: key });
@@ -438,6 +479,7 @@ export class HistoryStore {
         sizes = [];
       }
     }
+    this.#remember(key, { raw: value, messages, sizes, stored, ...(summary ? { summary } : {}), lastTag });
     const tag =
       lastTag === ""
         ? undefined
@@ -459,6 +501,29 @@ export class HistoryStore {
       ...(summary ? { summary } : {}),
       ...(lastTokens !== undefined ? { lastTokens } : {}),
     };
+  }
+
+  /** Keeps `parsed` as the last read of `key` (see {@link read}), within {@link HistoryOptions.parsedCacheChars}. */
+  #remember(key: string, parsed: Parsed): void {
+    this.#forget(key);
+    const limit = this.options.parsedCacheChars ?? DEFAULT_PARSED_CACHE_CHARS;
+    // Only a value of whole lines can be continued by the lines appended after it.
+    if (parsed.raw.length > limit || !parsed.raw.endsWith("\n")) return;
+    this.#parsed.set(key, parsed);
+    this.#parsedChars += parsed.raw.length;
+    for (const [oldest, entry] of this.#parsed) {
+      if (this.#parsedChars <= limit) break;
+      this.#parsed.delete(oldest);
+      this.#parsedChars -= entry.raw.length;
+    }
+  }
+
+  /** Drops what {@link read} kept of `key`. */
+  #forget(key: string): void {
+    const entry = this.#parsed.get(key);
+    if (!entry) return;
+    this.#parsed.delete(key);
+    this.#parsedChars -= entry.raw.length;
   }
 
   /**

@@ -98,7 +98,14 @@ export function undoOffers(
   messages: readonly MessageParam[],
   history?: HistorySeen,
 ): UndoOffer[] {
-  if (!readOutsideContent(toolbox, message, messages, history)) return [];
+  const offers = memoryWrites(messages);
+  // Most runs write no memory: the scan of the history for outside content is left out then.
+  if (offers.length === 0 || !readOutsideContent(toolbox, message, messages, history)) return [];
+  return offers;
+}
+
+/** The run's successful memory writes (see {@link undoOffers}), in call order. */
+function memoryWrites(messages: readonly MessageParam[]): UndoOffer[] {
   const ok = new Set<string>();
   for (const m of messages) {
     if (m.role !== "user" || typeof m.content === "string") continue;

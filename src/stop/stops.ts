@@ -24,7 +24,7 @@
  * tag and the record to tell who may stop and whether anything is being written ({@link requestStop}),
  * so a press after the answer finished is answered as such and changes nothing.
  */
-import { createHash, randomBytes } from "node:crypto";
+import crypto, { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Logger } from "../log.js";
 import { conversationKey, type ConversationRef } from "../queue/incoming.js";
@@ -86,11 +86,11 @@ type StopNotice = z.output<typeof StopNoticeSchema>;
  * answer (a retry edits the same streamed message) share it.
  */
 export function stopIdOf(conversation: ConversationRef, messageId: string): string {
-  return createHash("sha256")
-    .update(`${conversationKey(conversation)}\n${messageId}`)
-    .digest()
-    .subarray(0, 9)
-    .toString("base64url");
+  const data = `${conversationKey(conversation)}\n${messageId}`;
+  // The first 12 characters encode the first 9 bytes. `crypto.hash` (Node 20.12+) is the one-shot
+  // form, a quarter of `createHash`'s time (every chat message's answer computes one).
+  if (typeof crypto.hash === "function") return crypto.hash("sha256", data, "base64url").slice(0, 12);
+  return crypto.createHash("sha256").update(data).digest().subarray(0, 9).toString("base64url");
 }
 
 /** How long a worker keeps a stop request for an answer it is not writing (yet), in ms: it stops that answer if it begins meanwhile. */

@@ -418,7 +418,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       }
     }
 
-    if (config.HEALTH_PORT) {
+    if (config.HTTP_PORT) {
       const probe = workerRedis ?? connections[0]!;
       const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
       for (const adapter of bot.adapters)
@@ -456,13 +456,13 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
               },
             })
           : undefined;
-      const server: Server = await startHealthServer(config.HEALTH_PORT, checks, log, config.HTTP_HOST, admin);
+      const server: Server = await startHealthServer(config.HTTP_PORT, checks, log, config.HTTP_HOST, admin);
       closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
       if (admin) {
         const host = !config.HTTP_HOST || ["0.0.0.0", "::"].includes(config.HTTP_HOST) ? "127.0.0.1" : config.HTTP_HOST;
-        const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HEALTH_PORT}`);
+        const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HTTP_PORT}`);
         if (link) log.warn(`console: one-time login link (valid 10 minutes, no ADMIN_CONSOLE_TOKEN set): ${link}`);
-        else log.info(`console on http://${host}:${config.HEALTH_PORT}/admin`);
+        else log.info(`console on http://${host}:${config.HTTP_PORT}/admin`);
       }
     }
     return bot;
@@ -475,7 +475,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     else if (isAddressInUse(error))
       log.error(
         `start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} ` +
-          `is already in use by another process (HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
+          `is already in use by another process (HTTP_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
       );
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.

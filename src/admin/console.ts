@@ -242,18 +242,30 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       return;
     }
     if (path === "/admin/login") {
+      const code = changes ? null : url.searchParams.get("code");
+      if (!changes && code === null) return loginPage(res);
+      // At most LOGIN_FAILS_ALLOWED refused logins per IP address in 10 minutes; then 429 until the oldest leave the window.
+      const ip = req.socket.remoteAddress ?? "?";
+      const wait = await sessions.loginHeldBack(ip, now());
+      if (wait !== undefined) {
+        log.warn({ admin: { ip } }, "console: login held back (too many refused logins from this address)");
+        res.setHeader("retry-after", String(wait));
+        return loginPage(res, 429, t(locale, "tooManyLogins", { minutes: Math.ceil(wait / 60) }));
+      }
       if (!changes) {
-        const code = url.searchParams.get("code");
-        if (code === null) return loginPage(res);
-        if (await sessions.useLoginCode(code)) return startSession(res, "link", req);
-        log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login link refused (invalid, used or expired)");
+        if (await sessions.useLoginCode(code!)) return startSession(res, "link", req);
+        await sessions.loginRefused(ip, now());
+        log.warn({ admin: { ip } }, "console: login link refused (invalid, used or expired)");
         return loginPage(res, 403, t(locale, "linkUsed"));
       }
       const form = await readForm(req);
       const given = form.get("token") ?? "";
-      if (config.ADMIN_CONSOLE_TOKEN && tokenMatches(given, config.ADMIN_CONSOLE_TOKEN))
+      if (config.ADMIN_CONSOLE_TOKEN && tokenMatches(given, config.ADMIN_CONSOLE_TOKEN)) {
+        await sessions.loginWorked(ip);
         return startSession(res, "token", req);
-      log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login refused (wrong token)");
+      }
+      await sessions.loginRefused(ip, now());
+      log.warn({ admin: { ip } }, "console: login refused (wrong token)");
       return loginPage(res, 403, t(locale, "wrongToken"));
     }
 

@@ -31,6 +31,10 @@ export const T = {
     en: "ADMIN_CONSOLE_TOKEN is not set: use the one-time login link printed at start-up (valid for 10 minutes).",
   },
   wrongToken: { "zh-TW": "權杖不正確。", en: "Wrong token." },
+  tooManyLogins: {
+    "zh-TW": "這個位址登入失敗太多次，請在 {minutes} 分鐘後再試。",
+    en: "Too many failed logins from this address: try again in {minutes} min.",
+  },
   linkUsed: {
     "zh-TW": "這個登入連結無效、已使用或已過期。請重新啟動機器人取得新連結，或設定 ADMIN_CONSOLE_TOKEN。",
     en: "This login link is invalid, used or expired. Restart the bot for a new one, or set ADMIN_CONSOLE_TOKEN.",

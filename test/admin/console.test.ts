@@ -51,9 +51,9 @@ useRedis((r) => (redis = fileRedis = r));
  */
 async function startConsole(
   env: Record<string, string> = {},
-  on?: { redis: RedisClient; config: Config; now?: () => number },
+  on?: { redis?: RedisClient; config?: Config; now?: () => number },
 ) {
-  const config = on
+  const config = on?.config
     ? { ...on.config, ADMIN_CONSOLE: "on" as const, BOT_LOCALE: "en" as const, ADMIN_CONSOLE_TOKEN: TOKEN }
     : testConfig({ ADMIN_CONSOLE: "on", HEALTH_PORT: "9", BOT_LOCALE: "en", ...env });
   const redis = on?.redis ?? fileRedis;
@@ -420,6 +420,42 @@ describe("refusals", () => {
     expect(csvCell(-3)).toBe("-3");
     expect(csvCell(undefined)).toBe("");
     expect(stack.lines.some((l) => l.includes('"action":"usage.csv"'))).toBe(true);
+  });
+});
+
+describe("the login throttle", () => {
+  it("holds back an address after 5 refused logins in 10 minutes (429, Retry-After), even with the right token", async () => {
+    // A clock of its own, a day back: the other tests' logins (real time) never see these refusals.
+    let clock = Date.now() - 86_400_000;
+    const start = clock;
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      for (let i = 0; i < 5; i += 1) {
+        clock = start + i * 60_000; // one a minute
+        expect((await fetch(`${stack.base}/admin/login`, form({ token: `wrong-${i}` }))).status).toBe(403);
+      }
+      clock = start + 5 * 60_000;
+      const held = await fetch(`${stack.base}/admin/login`, form({ token: TOKEN }));
+      expect([held.status, held.headers.get("retry-after"), held.headers.get("set-cookie")]).toEqual([
+        429,
+        "300", // the first refusal leaves the window at start + 10 min
+        null,
+      ]);
+      expect(await held.text()).toContain("Too many failed logins from this address: try again in 5 min.");
+      // A one-time link is held back alike (it stays unused).
+      const link = `${stack.base}/admin/login?code=${"A".repeat(43)}`;
+      expect((await fetch(link, { redirect: "manual" })).status).toBe(429);
+      // Once the first refusal is 10 minutes old, 4 remain: the right token logs in and clears the count.
+      clock = start + 10 * 60_000;
+      const ok = await fetch(`${stack.base}/admin/login`, form({ token: TOKEN }));
+      expect(ok.status).toBe(303);
+      expect(await redis.keys("admin:{admin}:fails:*")).toEqual([]);
+      const logs = stack.lines.map((l) => JSON.parse(l) as { msg: string });
+      expect(logs.filter((l) => l.msg.startsWith("console: login held back")).length).toBe(2);
+      expect(stack.lines.join("\n")).not.toContain(TOKEN);
+    } finally {
+      await stack.close();
+    }
   });
 });
 

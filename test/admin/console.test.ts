@@ -22,7 +22,8 @@ import { MemoryStore } from "../../src/memory/store.js";
 import { startHealthServer } from "../../src/health.js";
 import type { RedisClient } from "../../src/redis.js";
 import { CHATS_QUEUE } from "../../src/queue/keys.js";
-import { REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
+import { ReminderScheduler, REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
+import { addReminder, getReminder } from "../../src/reminders/store.js";
 import { TaskScheduler, TASKS_QUEUE } from "../../src/tasks/schedule.js";
 import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
@@ -420,6 +421,75 @@ describe("refusals", () => {
     expect(csvCell(-3)).toBe("-3");
     expect(csvCell(undefined)).toBe("");
     expect(stack.lines.some((l) => l.includes('"action":"usage.csv"'))).toBe(true);
+  });
+});
+
+describe("reminders in the console", () => {
+  it("pauses, resumes and cancels a repeating reminder with the queue's job schedulers; logs who and what, never the text", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      const owner = { platform: "telegram" as const, userId: "5151" };
+      const reminder = (await addReminder(redis, owner, {
+        text: "buy birthday present for Ama",
+        at: clock + 3_600_000,
+        next: clock + 3_600_000,
+        repeat: "daily",
+        timezone: "Asia/Taipei",
+        chatId: "5151",
+        chatKind: "dm",
+        userName: "Hui",
+        createdAt: clock,
+      }))!;
+      const queue = stack.queues[2]! as Queue;
+      await new ReminderScheduler(queue).schedule(owner, reminder, clock);
+      expect(await queue.getJobSchedulersCount()).toBe(1);
+      const { cookie, csrf } = await login(stack.base);
+      const post = (action: string) =>
+        fetch(`${stack.base}/admin/tasks/reminder`, {
+          ...form({ owner: "telegram:5151", id: String(reminder.id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+      const noticeOf = async (res: Response) => {
+        const html = await (
+          await fetch(new URL(res.headers.get("location")!, stack.base), { headers: { cookie } })
+        ).text();
+        return { html, notice: /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1] };
+      };
+
+      const paused = await noticeOf(await post("pause"));
+      expect(paused.notice).toBe(`Paused reminder #${reminder.id}.`);
+      expect(paused.html).toContain(`Resume #${reminder.id}`);
+      expect((await getReminder(redis, owner, reminder.id))!.paused).toEqual({ at: clock, by: "operator" });
+      expect(await queue.getJobSchedulersCount()).toBe(0);
+      expect((await noticeOf(await post("pause"))).notice).toBe(`#${reminder.id}: already paused`);
+
+      const resumed = await noticeOf(await post("resume"));
+      expect(resumed.notice).toBe(`Resumed reminder #${reminder.id}.`);
+      const stored = (await getReminder(redis, owner, reminder.id))!;
+      expect(stored.paused).toBeUndefined();
+      expect(stored.next).toBeGreaterThan(clock);
+      expect(await queue.getJobSchedulersCount()).toBe(1);
+
+      expect((await noticeOf(await post("cancel"))).notice).toBe(`Cancelled reminder #${reminder.id}.`);
+      expect(await getReminder(redis, owner, reminder.id)).toBeUndefined();
+      expect(await queue.getJobSchedulersCount()).toBe(0);
+      expect((await noticeOf(await post("resume"))).notice).toBe("That reminder is gone.");
+
+      const audit = stack.lines
+        .map((l) => JSON.parse(l) as { action?: string; outcome?: string; item?: string })
+        .filter((l) => l.action?.startsWith("reminder."));
+      expect(audit.map((l) => `${l.action} ${l.item} ${l.outcome}`)).toEqual([
+        `reminder.pause telegram:5151#${reminder.id} ok`,
+        `reminder.pause telegram:5151#${reminder.id} already paused`,
+        `reminder.resume telegram:5151#${reminder.id} ok`,
+        `reminder.cancel telegram:5151#${reminder.id} ok`,
+        `reminder.resume telegram:5151#${reminder.id} gone`,
+      ]);
+      expect(stack.lines.join("\n")).not.toContain("birthday");
+    } finally {
+      await stack.close();
+    }
   });
 });
 

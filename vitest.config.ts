@@ -26,8 +26,9 @@ import { defineConfig } from "vitest/config";
  *   `tasks` queue with delayed jobs and job schedulers, occurrences through the answer pipeline.
  * - settings-telegram: the settings store (set-field script), read with the history, per topic.
  * - memory-telegram: the memory store (its compare-and-set script), personal and group scopes.
- * - stop-telegram: Stop's answering record (its compare-and-delete script) and its pub/sub channel
- *   (a stop request published through the cluster reaches the worker's subscriber).
+ * - stop-telegram: where Stop finds the answer (the inbox's head, the history-tag script, a resumed
+ *   approval's answering record and its compare-and-delete script) and its pub/sub channel (a stop
+ *   request published through the cluster reaches the worker's subscriber).
  *
  * A new store or queue (memory, settings, compaction, scheduled tasks …) adds the file that
  * exercises it end to end to this list. A test of a listed file that exercises none of what the

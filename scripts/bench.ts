@@ -181,11 +181,20 @@ function feed(fake: FakeAnthropic, n: number): void {
   fake.enqueue(...Array.from({ length: n }, () => text("好的，你今天的清單上有三件事。")));
 }
 
-/** Prints the machine the figures were taken on. */
+/** The machine's load average (1, 5 and 15 minutes, as `uptime` prints it). */
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((v) => v.toFixed(2))
+    .join(" ");
+}
+
+/** Prints the machine the figures were taken on, and its load average now. */
 function printMachine(): void {
   console.log(
     `machine: ${os.cpus().length} cores (nproc), ${os.cpus()[0]?.model ?? "unknown CPU"}, node ${process.version}, ${os.platform()} ${os.release()}`,
   );
+  console.log(`load average at start: ${loadAverage()} (1, 5, 15 min; the machine may be shared)`);
 }
 
 /**
@@ -447,7 +456,8 @@ async function main() {
   printMachine();
   console.log(
     `workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=` +
-      `${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer), ` +
+      `${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer and the features of ` +
+      `FEATURES, Stop's listener included, as production wires them), ` +
       `producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`,
   );
 
@@ -1220,4 +1230,5 @@ if (process.argv.includes("--cost")) {
   await main();
   await gateBench();
   printCost();
+  console.log(`load average at end: ${loadAverage()}`);
 }

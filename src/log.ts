@@ -75,22 +75,63 @@ export function redactValues(text: string, values: readonly string[]): string {
 }
 
 /**
+ * Shapes of credentials that are redacted even when they were never registered (a key a person
+ * pastes into a chat, a token quoted in an error), each replaced by `[redacted]` (a Bearer token
+ * keeps its scheme: `Bearer [redacted]`). Kept narrow: a prefix the issuer documents and a length
+ * ordinary words do not reach.
+ *
+ * - Telegram bot token: `<6–12 digits>:<30+ of A-Za-z0-9_->`, also with the colon URL-encoded (`%3A`);
+ * - Discord bot token: three dot-separated base64url parts, the first starting with `M` or `N`;
+ * - Anthropic API key `sk-ant-…`, OpenAI-style keys `sk-…`/`sk-proj-…` (20+ characters after `sk-`);
+ * - GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), Slack tokens (`xoxb-`, `xoxp-`, …),
+ *   Google API keys (`AIza` + 35), AWS access key ids (`AKIA`/`ASIA` + 16 upper-case letters or digits);
+ * - JSON Web Tokens (`eyJ….eyJ….…`);
+ * - the credentials of an `Authorization: Bearer <token>` (or `Basic`) header or a `Bearer <token>` of 16+ characters.
+ */
+export const SECRET_SHAPES: readonly { name: string; pattern: RegExp; replacement: string }[] = [
+  { name: "telegram", pattern: /(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, replacement: "[redacted]" },
+  {
+    name: "discord",
+    pattern: /\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g,
+    replacement: "[redacted]",
+  },
+  { name: "anthropic", pattern: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{8,}/g, replacement: "[redacted]" },
+  { name: "openai", pattern: /(?<![A-Za-z0-9_-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}/g, replacement: "[redacted]" },
+  {
+    name: "github",
+    pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
+    replacement: "[redacted]",
+  },
+  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, replacement: "[redacted]" },
+  { name: "google", pattern: /\bAIza[A-Za-z0-9_-]{35}/g, replacement: "[redacted]" },
+  { name: "aws", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, replacement: "[redacted]" },
+  {
+    name: "jwt",
+    pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+    replacement: "[redacted]",
+  },
+  {
+    name: "authorization",
+    pattern: /\b(authorization\s*[:=]\s*["']?(?:bearer|basic|bot)\s+)[^\s"',;]+/gi,
+    replacement: "$1[redacted]",
+  },
+  { name: "bearer", pattern: /\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi, replacement: "$1[redacted]" },
+];
+
+/**
  * Replaces every registered secret in `text` (as written or URL-encoded) with `[redacted]`, and
- * any Telegram bot token (`123456:ABC…`, or `123456%3AABC…` inside a URL) or Discord bot token
- * shape even when it was never registered, and the userinfo of a URL (`https://user:pass@host` →
- * `https://[redacted]@host`).
- * Use it on any text that leaves the process: logs, traces, error messages shown to users.
+ * every {@link SECRET_SHAPES} match (bot tokens, API keys, Bearer tokens) even when it was never
+ * registered, and the userinfo of a URL (`https://user:pass@host` → `https://[redacted]@host`).
+ * Use it on any text that leaves the process: logs, traces (the trace store and OpenTelemetry
+ * spans with `OTEL_CAPTURE_CONTENT=on`), error messages shown to users, tool results.
  */
 export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
-  return (
-    out
-      .replace(/(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, "[redacted]")
-      // Credentials written into a URL (`https://user:password@host/`).
-      .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@")
-      .replace(/\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g, "[redacted]")
-  );
+  // Credentials written into a URL (`https://user:password@host/`).
+  out = out.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@");
+  for (const { pattern, replacement } of SECRET_SHAPES) out = out.replace(pattern, replacement);
+  return out;
 }
 
 /** Paths redacted in every log object (pino `redact`). */

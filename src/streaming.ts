@@ -19,6 +19,7 @@
  *   a message deleted in the chat meanwhile gets its chunk posted anew (and the chunks after it
  *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
+import { withEllipsis } from "./cut.js";
 import stringWidth from "string-width";
 import type { Logger } from "./log.js";
 import { PlatformRefusedError } from "./outbound-errors.js";
@@ -114,7 +115,8 @@ export interface AnswerStream {
  */
 export function statusLine(activity: string, state: "running" | "ok" | "failed", icon = "🔧", progress = ""): string {
   if (state !== "running") return `${icon} ${activity} ${state === "ok" ? "✓" : "✗"}`;
-  return progress ? `${icon} ${activity}… (${progress})` : `${icon} ${activity}…`;
+  // An activity cut short already ends with `…`: one mark, not two.
+  return progress ? `${icon} ${withEllipsis(activity)} (${progress})` : `${icon} ${withEllipsis(activity)}`;
 }
 
 /** How far a call has come, in a few characters: `2/5 · writing pages`, `40%`, `3`; numbers rounded to 2 decimals. */

@@ -7,9 +7,6 @@ import Anthropic from "@anthropic-ai/sdk";
 import { localize, type Locale } from "../i18n.js";
 import { redact } from "../log.js";
 
-/** The shape of an Anthropic API key, hidden even when it was never registered as a secret. */
-const API_KEY_SHAPE = /\bsk-ant-[A-Za-z0-9_-]{8,}/g;
-
 /** Why the model could not answer. */
 export type ModelErrorReason =
   /** 529 `overloaded_error`. */
@@ -82,7 +79,7 @@ export class ModelUnavailableError extends Error {
       missingModel?: string;
     } = {},
   ) {
-    super(redact(message).replace(API_KEY_SHAPE, "[redacted]"), { cause: options.cause });
+    super(redact(message), { cause: options.cause });
     this.name = "ModelUnavailableError";
     this.reason = reason;
     this.exhausted = options.exhausted ?? false;

@@ -16,6 +16,7 @@
  * 4. A new message of the requester in the same conversation → {@link ApprovalFlow.supersedePending}
  *    before it is handled. Other people's messages leave the prompt open.
  */
+import { cutUnits } from "../cut.js";
 import { z } from "zod";
 import type {
   AgentDeps,
@@ -117,7 +118,7 @@ export async function describeCall(toolbox: ToolBox, call: PendingCall, context:
   const check = await toolbox.prepare(call.name, call.input, context);
   if (check.ok) return check.action;
   const json = JSON.stringify(call.input);
-  return `${call.name} ${json.length > FALLBACK_INPUT_CHARS ? `${json.slice(0, FALLBACK_INPUT_CHARS)}…` : json}`;
+  return `${call.name} ${cutUnits(json, FALLBACK_INPUT_CHARS + 1)}`;
 }
 
 /**

@@ -3,8 +3,9 @@
  * stop the answer being written when the person asked or administers the group. Its state in an
  * adapter process sends stop requests over the adapter's Redis (`requestStop`); the worker side —
  * the answers registered and aborted — is the answer pipeline's (`AnswerStops`, see `stops.ts` for
- * the control path). It keeps no conversation data that a move or `/reset` would carry: the
- * `answering` record lives only while an answer is being written.
+ * the control path). It keeps no conversation data that a move or `/reset` would carry: a chat
+ * message's answer is found at the head of the inbox, and a resumed approval's `answering` record
+ * lives only while that answer is being written.
  */
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize, type Localized } from "../i18n.js";

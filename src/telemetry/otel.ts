@@ -16,7 +16,9 @@
  *   approvals are events of the answer span (`approval`, with its verdict).
  *
  * Message content (people's messages, answers, tool inputs and results) is in no span unless
- * `OTEL_CAPTURE_CONTENT=on`; then as previews (redacted, at most 300 characters).
+ * `OTEL_CAPTURE_CONTENT=on`; then as previews, at most 300 characters, redacted by `redact`
+ * (`src/log.ts`): the bot's own secrets and anything shaped like a key or token a person pasted
+ * (API keys, bot tokens, Bearer tokens: `SECRET_SHAPES`).
  */
 import type * as OtelApi from "@opentelemetry/api";
 import type { Telemetry as BullTelemetry } from "bullmq";
@@ -69,10 +71,15 @@ export async function startTelemetry(config: Config, log: Logger, options: Telem
     const now = await starting;
     now.users += 1;
     started = now;
+    const capture = now.capture ? "on" : "off";
     log.info(
-      // The origin only: a URL may hold credentials (user:password@).
-      { endpoint: options.exporter ? "(in-process exporter)" : new URL(endpoint!).origin, content: now.capture },
-      "OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT)",
+      // The origin only: a URL may hold credentials (user:password@). Not under `content`: the
+      // logger hides that key (message content, LOG_CONTENT), and this is a setting, not content.
+      {
+        endpoint: options.exporter ? "(in-process exporter)" : new URL(endpoint!).origin,
+        captureContent: capture,
+      },
+      `OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT); message content in spans: ${capture} (OTEL_CAPTURE_CONTENT)`,
     );
     return true;
   } catch (error) {

@@ -9,6 +9,7 @@
  * web fetch https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool ; tool
  * search https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool .
  */
+import { cutChars } from "../cut.js";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { Config } from "../config.js";
@@ -42,8 +43,7 @@ function notHere(name: string): never {
 
 /** `text` on one line, at most `max` code points (ending with `…` when cut). */
 function short(text: string, max = 50): string {
-  const chars = [...text.replace(/\s+/g, " ").trim()];
-  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : chars.join("");
+  return cutChars(text.replace(/\s+/g, " ").trim(), max);
 }
 
 /**

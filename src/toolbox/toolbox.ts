@@ -1,6 +1,7 @@
 /**
  * The toolbox: the tools offered in one context, their schemas for the model, and safe execution.
  */
+import { cutChars, cutUnits } from "../cut.js";
 import type Anthropic from "@anthropic-ai/sdk";
 import type { z } from "zod";
 import { redact, silentLogger, type Logger } from "../log.js";
@@ -302,7 +303,7 @@ export class ToolBox {
     const parsed = await parseToolInput(tool.input, input);
     if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
     const json = safeJson(parsed.value);
-    const fallback = `${name} ${json.length > 200 ? `${json.slice(0, 200)}…` : json}`;
+    const fallback = `${name} ${cutUnits(json, 201)}`;
     if (!tool.describe) return { ok: true, action: fallback };
     try {
       const text = (await tool.describe(parsed.value as never, context)).trim();
@@ -330,9 +331,8 @@ export class ToolBox {
       const text = redact(tool.activity(parsed.value as never, locale))
         .replace(/\s+/g, " ")
         .trim();
-      const chars = [...text];
-      if (chars.length === 0) return name;
-      return chars.length > MAX_ACTIVITY_CHARS ? `${chars.slice(0, MAX_ACTIVITY_CHARS - 1).join("")}…` : text;
+      if (text === "") return name;
+      return cutChars(text, MAX_ACTIVITY_CHARS);
     } catch {
       return name;
     }

@@ -2,6 +2,7 @@
  * The tracer: structured events of one agent run, so an operator can see why the bot answered
  * what it did. The Redis-backed store lives beside this file; this module holds the contract.
  */
+import { cutUnits } from "../cut.js";
 
 /** Event types, in the order a run usually emits them. */
 export type TraceEventType =
@@ -38,12 +39,8 @@ export const PREVIEW_CHARS = 300;
 
 /** Shortens `text` to {@link PREVIEW_CHARS} (or `max`) UTF-16 units, marking the cut with `…`. */
 export function preview(text: string, max = PREVIEW_CHARS): string {
-  if (text.length <= max) return text;
-  let cut = max - 1;
-  // never end on the high half of a surrogate pair
-  const code = text.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  return `${text.slice(0, cut)}…`;
+  // Idempotent: a preview of a preview (the trace store, a span) keeps one `…`.
+  return cutUnits(text, max);
 }
 
 /** Receives trace events of one run. Implementations must not throw. */

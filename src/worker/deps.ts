@@ -81,7 +81,7 @@ export interface WorkerDeps {
   /**
    * Stop (`src/stop/`): the answers this worker writes are registered there and stopped when the
    * person presses Stop or sends `/stop`. Default: the worker listens with an `AnswerStops` of its
-   * own on `redis` (closed with it); `false`: answers cannot be stopped.
+   * own on `store` (else `redis`; closed with it); `false`: answers cannot be stopped.
    */
   stops?: AnswerStops | false;
 }

@@ -448,8 +448,9 @@ interface StartRead {
  * looks for its answer there), its settings, the memory of the message's scope when the run offers
  * the memory tool, whether the chat refuses drafts, and — on a resumed attempt only — the crash
  * marker (`INCRBY` + `EXPIRE`, counted here, judged by `beginAttempt`) and the progress an earlier
- * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages). Stop's answering
- * record is written in the same write (`AnswerStops.begin`, except for a task's occurrence).
+ * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages). The answer is
+ * registered with Stop (`AnswerStops.begin`, except for a task's occurrence): a chat message's
+ * answer writes nothing for it, a decision's writes its answering record in the same write.
  *
  * The memory read here is what the run's first model request carries (the agent loop reads the
  * scope when a run starts: a message's files are downloaded in between, nothing else); a second
@@ -484,7 +485,8 @@ async function readAtStart(
       ? parts.stops.begin(
           conversation,
           { userId: message.userId, messageId: message.messageId },
-          parts.config.ANSWER_DEADLINE_SECONDS + 60,
+          // A chat message heads its inbox: nothing is written for it. A decision writes its record.
+          taken.kind === "message" ? { inbox: true } : { ttlSeconds: parts.config.ANSWER_DEADLINE_SECONDS + 60 },
         )
       : undefined,
   ]);

@@ -25,8 +25,9 @@
  * anything is sent (`EVALSHA`, `GET` of the last reset's time, `APPEND`), and the finish script after
  * it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH`, its `EXPIRE` at most once an hour per chat).
  * A fresh attempt writes no crash marker. The first message of a fresh job is taken from the job's
- * data, not read from the inbox. Stop adds its answering record (`SET … EX` in that first write,
- * a compare-and-delete `EVALSHA` sent with the append once computed; `src/stop/`).
+ * data, not read from the inbox. Stop adds nothing to a chat message's answer: the inbox's head is
+ * what an adapter reads to find the answer being written (`src/stop/`); a resumed approval's answer
+ * writes its answering record (`SET … EX` in that first write, a compare-and-delete when computed).
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { conversationStores } from "../conversations/migrate.js";
@@ -205,8 +206,9 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   const compacting = deps.compaction ?? true;
   const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
   const { compaction: _compaction, stops: givenStops, ...rest } = deps;
-  // Stop (`src/stop/`): this process's listener for stop requests, unless one was given or Stop is off.
-  const ownStops = givenStops === undefined ? new AnswerStops(deps.redis, log) : undefined;
+  // Stop (`src/stop/`): this process's listener for stop requests, unless one was given or Stop is off;
+  // on the Redis of the conversations' keys (where the adapters look), which is `redis` in production.
+  const ownStops = givenStops === undefined ? new AnswerStops(redis, log) : undefined;
   const stops = givenStops === false ? undefined : (givenStops ?? ownStops);
   const parts: AnswerParts = {
     ...rest,

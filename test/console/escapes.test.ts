@@ -40,7 +40,8 @@ it("a todo titled with BEL, ESC[31m, NUL and U+202E is printed harmless: status 
   type("add a todo");
   await waitFor(() => printed().includes("。\n"), 10_000, "the streamed answer");
   expect(printed()).toBe(
-    `bot> 🔧 新增待辦：${plainLine(TITLE)}… ✓\n🔧 計算：1 + 1 ${SHOWN}… ✗\n已新增待辦「${SHOWN}」。\n`,
+    // The title ends with its own `…`: the running line's mark is not added twice (src/cut.ts).
+    `bot> 🔧 新增待辦：${plainLine(TITLE)} ✓\n🔧 計算：1 + 1 ${SHOWN} ✗\n已新增待辦「${SHOWN}」。\n`,
   );
 
   type("/settings streaming off");

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CONTENT_HIDDEN, createLogger, redact, registerSecrets, secretForms, valueRedactor } from "../../src/log.js";
-import { fakeTelegramToken } from "../helpers/fake-tokens.js";
+import { fakePastedSecrets, fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 function capture() {
   const lines: string[] = [];
@@ -35,6 +35,28 @@ it("writes JSON lines with registered secrets and credential fields redacted", (
 it("redacts token shapes that were never registered", () => {
   expect(redact(`GET /bot${fakeTelegramToken()}/getMe`)).toBe("GET /bot[redacted]/getMe");
   expect(redact("nothing secret here")).toBe("nothing secret here");
+});
+
+it("redacts API keys, bot tokens and Bearer tokens a person pasted (never registered), and leaves ordinary text", () => {
+  for (const [kind, value] of Object.entries(fakePastedSecrets()))
+    expect([kind, redact(`我的金鑰是 ${value}，請記住`)]).toEqual([kind, "我的金鑰是 [redacted]，請記住"]);
+  const bearer = "fAkE0".repeat(6);
+  expect(redact(`curl -H "Authorization: Bearer ${bearer}" https://x`)).toBe(
+    'curl -H "Authorization: Bearer [redacted]" https://x',
+  );
+  expect(redact(`{"authorization":"bearer ${bearer}"}`)).toBe('{"authorization":"bearer [redacted]"}');
+  expect(redact("Authorization: Basic dXNlcjpwYXNz")).toBe("Authorization: Basic [redacted]");
+  // Ordinary words with the same beginnings stay.
+  for (const plain of [
+    "the bearer of this letter",
+    "Bearer short",
+    "task-telegram-7001-3 and desk-lamp-sk-a",
+    "sk-short",
+    "ghp_ is GitHub's prefix",
+    "AKIA",
+    "eyJ.eyJ.x",
+  ])
+    expect(redact(plain)).toBe(plain);
 });
 
 it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registered or not", () => {

@@ -11,7 +11,8 @@ import path from "node:path";
 import { context, trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/log.js";
+import { PassThrough } from "node:stream";
+import { createLogger, silentLogger } from "../../src/log.js";
 import {
   bullmqTelemetry,
   carryTrace,
@@ -24,6 +25,7 @@ import {
 import { nullRunTracer, type RunTracer } from "../../src/trace/tracer.js";
 import { nodeArgs } from "../helpers/compiled.js";
 import { testConfig } from "../helpers/config.js";
+import { fakePastedSecrets } from "../helpers/fake-tokens.js";
 
 /** A module-resolution hook (node:module `register`) appending each OpenTelemetry package resolved to `OTEL_TEST_MARKS`. */
 const HOOK = `data:text/javascript,${encodeURIComponent(`
@@ -166,6 +168,81 @@ describe("spans of one run (in-memory exporter)", () => {
     const tool = byName("execute_tool list_todos").attributes;
     expect(tool["gen_ai.tool.call.arguments"]).toBe('{"filter":"secret-plan"}');
     expect(tool["gen_ai.tool.call.result"]).toBe("#3 secret-plan");
+  });
+
+  it("the start-up line says whether content is captured (on/off), not a hidden `content` field (newcomer round 4)", async () => {
+    for (const capture of ["on", "off"] as const) {
+      const destination = new PassThrough();
+      let written = "";
+      destination.on("data", (chunk: Buffer) => (written += chunk.toString()));
+      // The real logger, content logging off (the default): it hides every `content` field.
+      const log = createLogger({ destination, pretty: false });
+      expect(
+        await startTelemetry(testConfig({ OTEL_CAPTURE_CONTENT: capture }), log, {
+          exporter: new InMemorySpanExporter(),
+        }),
+      ).toBe(true);
+      await stopTelemetry();
+      const line = JSON.parse(written.trim().split("\n").at(-1)!) as Record<string, unknown>;
+      expect(line.msg).toBe(
+        `OpenTelemetry traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT); message content in spans: ${capture} (OTEL_CAPTURE_CONTENT)`,
+      );
+      expect(line.captureContent).toBe(capture);
+      expect(line.endpoint).toBe("(in-process exporter)");
+      expect(line).not.toHaveProperty("content");
+      expect(written).not.toContain("[content not logged");
+    }
+  });
+
+  it("with OTEL_CAPTURE_CONTENT=on: keys and tokens a person pasted are redacted in every content attribute", async () => {
+    const exporter = new InMemorySpanExporter();
+    expect(await startTelemetry(testConfig({ OTEL_CAPTURE_CONTENT: "on" }), silentLogger, { exporter })).toBe(true);
+    // Shapes only: none of these was registered as a secret of this process.
+    const pasted = { ...fakePastedSecrets(), bearer: "fAkE0".repeat(6) };
+    const tracer = otelTracerFor(() => nullRunTracer)("telegram:5:79", "telegram:5");
+    tracer.event("user_input", {
+      text: `我的金鑰 ${pasted.anthropic}，機器人 token ${pasted.telegram}，幫我存起來`,
+      historyMessages: 0,
+    });
+    tracer.event("model_call", { model: "claude-test", turn: 1, messages: 1, tools: 1, maxTokens: 1024 });
+    tracer.event("model_response", {
+      stopReason: "tool_use",
+      text: `收到 ${pasted.openai}`,
+      toolUses: ["fetch"],
+      usage: { input_tokens: 10, output_tokens: 5 },
+    });
+    tracer.event("tool_call", {
+      tool: "fetch",
+      toolUseId: "toolu_9",
+      input: { url: "https://api.example.com", headers: { Authorization: `Bearer ${pasted.bearer}` } },
+    });
+    tracer.event("tool_result", {
+      tool: "fetch",
+      toolUseId: "toolu_9",
+      ok: true,
+      durationMs: 1,
+      preview: `discord ${pasted.discord} github ${pasted.github}`,
+    });
+    tracer.event("final_answer", { text: `已記下 ${pasted.anthropic}`, turns: 1 });
+    await tracer.finish();
+    await flushTelemetry();
+    const spans = exporter.getFinishedSpans();
+    const all = JSON.stringify(spans.map((s) => ({ a: s.attributes, e: s.events })));
+    for (const value of Object.values(pasted)) expect(all).not.toContain(value);
+    const byName = (name: string) => spans.find((s) => s.name === name)!;
+    // The rest of the text is kept, each key replaced where it stood.
+    expect(JSON.parse(byName("invoke_agent").attributes["gen_ai.input.messages"] as string)).toEqual([
+      {
+        role: "user",
+        parts: [{ type: "text", content: "我的金鑰 [redacted]，機器人 token [redacted]，幫我存起來" }],
+      },
+    ]);
+    const tool = byName("execute_tool fetch").attributes;
+    expect(tool["gen_ai.tool.call.arguments"]).toBe(
+      '{"url":"https://api.example.com","headers":{"Authorization":"Bearer [redacted]"}}',
+    );
+    expect(tool["gen_ai.tool.call.result"]).toBe("discord [redacted] github [redacted]");
+    expect(byName("chat claude-test").attributes["gen_ai.output.messages"]).toContain("收到 [redacted]");
   });
 
   it("joins the message's trace: under its receipt span with the job's span linked, or under the job when they are one trace", async () => {

@@ -829,7 +829,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const admins = config.ADMIN_USERS.map((a) => `<code>${esc(a)}</code>`).join(", ") || esc(t(locale, "none"));
     return (
       `<p>${esc(t(locale, "policy"))}: <code>${esc(config.ACCESS_POLICY)}</code></p>` +
-      `<p>${esc(t(locale, "admins"))}: ${admins}</p>` +
+      `<p>${esc(t(locale, "admins"))}: ${admins} <span class="empty">${esc(t(locale, "adminsFromEnv"))}</span></p>` +
       `<h2>${esc(t(locale, "pending"))}</h2>` +
       table(
         [t(locale, "code"), t(locale, "owner"), t(locale, "expires"), t(locale, "actions")],

@@ -80,6 +80,10 @@ export const T = {
   noReminders: { "zh-TW": "沒有提醒。", en: "No reminders." },
   policy: { "zh-TW": "存取政策", en: "Access policy" },
   admins: { "zh-TW": "管理員（ADMIN_USERS）", en: "Admins (ADMIN_USERS)" },
+  adminsFromEnv: {
+    "zh-TW": "（來自環境變數，控制台不能修改：請改 .env 的 ADMIN_USERS 後重新啟動）",
+    en: "(from the environment, not editable here: change ADMIN_USERS in .env and restart)",
+  },
   pending: { "zh-TW": "待核准的配對碼", en: "Pending pairing codes" },
   noPending: { "zh-TW": "沒有待核准的配對碼。", en: "No pending pairing codes." },
   code: { "zh-TW": "配對碼", en: "Code" },
@@ -270,7 +274,8 @@ input[type=password],input[type=text]{font:inherit;width:100%;max-width:28rem;pa
 form.add{margin:.75rem 0}
 code{font-size:.9em;overflow-wrap:anywhere}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr));gap:1rem}
-figure.chart{margin:0;background:#fff;padding:.5rem;min-width:0}
+figure.chart{margin:0;background:#fff;padding:.5rem;min-width:0;overflow:hidden}
+figure.chart .u-legend{font-size:.8rem}
 figure.chart:not(.drawn){display:none}
 figcaption{font-weight:600;margin-bottom:.25rem}
 details{margin:1.5rem 0}

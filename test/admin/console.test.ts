@@ -723,6 +723,11 @@ describe("usage and cost, from conversations through the real pipeline", () => {
       );
       expect((await cells("usage-chats")).map((r) => r[1])).toContain("telegram:-100777");
       await page.screenshot({ path: `${SHOTS}/usage.png`, fullPage: true });
+      // The same page on a laptop's screen (the README's picture, docs/images/console-usage.png, is this one).
+      await page.setViewportSize({ width: 1100, height: 760 });
+      await page.evaluate('window.dispatchEvent(new Event("resize"))');
+      await page.screenshot({ path: `${SHOTS}/usage-wide.png` });
+      await page.setViewportSize({ width: 390, height: 844 });
 
       // The CSV: the link downloads the same figures.
       const [download] = await Promise.all([page.waitForEvent("download"), page.click("text=Download CSV")]);

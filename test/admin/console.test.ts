@@ -232,7 +232,11 @@ describe("the console in a real browser", () => {
     expect(await page.locator(`button:has-text("Resume #${task.id}")`).count()).toBe(1);
     await page.screenshot({ path: `${SHOTS}/tasks.png`, fullPage: true });
 
-    // Bull Board behind the same login: its page and API answer this session.
+    // Bull Board behind the same login: its page (drawn by its own script, under its policy) and API answer this session.
+    await page.click("nav >> text=Queues");
+    await page.waitForURL(/\/admin\/queues\/$/);
+    await expect.poll(() => page.locator(`text=${TASKS_QUEUE}`).count()).toBeGreaterThan(0);
+    await page.screenshot({ path: `${SHOTS}/queues.png`, fullPage: true });
     const api = await page.request.get(`${stack.base}/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10`);
     expect(api.status()).toBe(200);
     expect(((await api.json()) as { queues: { name: string }[] }).queues.map((q) => q.name).sort()).toEqual(

@@ -7,7 +7,7 @@
  * `test/fakes/anthropic.ts`: breakpoints, 1024-token minimum, 5-minute entries, on a simulated
  * clock: one user turn every 30 s, or every BENCH_TURN_GAP_SECONDS). Every fifth turn calls a tool. Run twice: with compaction (the
  * defaults, `COMPACT_AT_TOKENS` 60000, `COMPACT_KEEP_TURNS` 6, and `HISTORY_MAX_MESSAGES` 40) and
- * without it (the worker's `compaction: false`: the history is only trimmed).
+ * without it (a worker without the compaction feature: the history is only trimmed).
  *
  * Prints, per 20 turns: input tokens billed at full price, cache writes, cache reads, output, the
  * cache reads' share of all input tokens, and the billed-equivalent input (full price + 1.25 ×
@@ -122,10 +122,9 @@ async function run(compaction: boolean): Promise<Tally[]> {
       client: createAnthropicClient(config, { maxRetries: 0, timeoutMs: 10_000 }),
       runAgent,
       outbounds: { telegram: outbound },
-      compaction,
       prefix: "cost",
     },
-    FEATURES,
+    compaction ? FEATURES : FEATURES.filter((f) => f.name !== "compaction"),
   );
   await worker.waitUntilReady();
   const queue = new ChatQueue({ redis: connection, prefix: "cost" });

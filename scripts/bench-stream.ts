@@ -28,11 +28,12 @@
 import { createAnthropicClient } from "../src/agent/client.js";
 import { runAgent } from "../src/agent/loop.js";
 import { startBot, type RunningBot } from "../src/app.js";
-import { loadConfig } from "../src/config.js";
+import { loadConfig, type Config } from "../src/config.js";
 import { silentLogger } from "../src/log.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
 import { FakeDiscord } from "../test/fakes/discord.js";
+import { fakesEnv } from "../test/fakes/env.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis } from "../test/helpers/redis.js";
 import { eventually } from "../test/e2e/reminders-helpers.js";
@@ -83,9 +84,21 @@ interface Run {
   final: string;
 }
 
-async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
+/** The fakes, the Redis and the configuration one bench run's bot is started with. */
+interface BenchFakes {
+  redis: Awaited<ReturnType<typeof startRedis>>;
+  model: FakeAnthropic;
+  telegram: FakeTelegram;
+  discord: FakeDiscord;
+  config: Config;
+  /** Stops the fakes, then Redis (stop the bot first). */
+  stop(): Promise<void>;
+}
+
+/** Starts Redis, the fake Messages API, Telegram and Discord, and the configuration pointing at them. */
+async function startFakes(streaming: "on" | "off"): Promise<BenchFakes> {
   const redis = await startRedis();
-  const model: FakeAnthropic = await startFakeAnthropic();
+  const model = await startFakeAnthropic();
   const telegram = await FakeTelegram.start();
   const discord = await FakeDiscord.start();
   const config = loadConfig(
@@ -96,17 +109,21 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
       USER_DAILY_TOKENS: "0",
       STREAMING: streaming,
       STREAM_EDIT_INTERVAL_MS: INTERVAL,
-      ANTHROPIC_API_KEY: "bench-stream-key-000000",
-      ANTHROPIC_BASE_URL: model.url,
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.apiRoot,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_GUILD_ID: discord.guildId,
+      ...fakesEnv({ model, telegram, discord }, "bench-stream-key-000000"),
       REDIS_URL: redis.url,
     },
     { purpose: "inspect" },
   );
+  const stop = async () => {
+    await Promise.all([model.close(), telegram.stop(), discord.close()]);
+    await redis.stop();
+  };
+  return { redis, model, telegram, discord, config, stop };
+}
+
+async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
+  const fakes = await startFakes(streaming);
+  const { redis, model, telegram, discord, config } = fakes;
   const bot: RunningBot = await startBot({
     config,
     log: silentLogger,
@@ -224,8 +241,7 @@ async function runAll(streaming: "on" | "off"): Promise<Record<string, Run>> {
     }
   } finally {
     await bot.stop();
-    await Promise.all([model.close(), telegram.stop(), discord.close()]);
-    await redis.stop();
+    await fakes.stop();
   }
   return runs;
 }
@@ -240,29 +256,8 @@ const STOP_PRESSES = Number(process.env.BENCH_STOP_PRESSES ?? 5);
 
 /** Stops `STOP_PRESSES` answers per way (see the module comment); the figures per way. */
 async function runStops(): Promise<Record<string, StopRun[]>> {
-  const redis = await startRedis();
-  const model: FakeAnthropic = await startFakeAnthropic();
-  const telegram = await FakeTelegram.start();
-  const discord = await FakeDiscord.start();
-  const config = loadConfig(
-    {
-      LOG_LEVEL: "silent",
-      ACCESS_POLICY: "open",
-      RATE_LIMIT_PER_MINUTE: "10000",
-      USER_DAILY_TOKENS: "0",
-      STREAMING: "on",
-      STREAM_EDIT_INTERVAL_MS: INTERVAL,
-      ANTHROPIC_API_KEY: "bench-stream-key-000000",
-      ANTHROPIC_BASE_URL: model.url,
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.apiRoot,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_GUILD_ID: discord.guildId,
-      REDIS_URL: redis.url,
-    },
-    { purpose: "inspect" },
-  );
+  const fakes = await startFakes("on");
+  const { redis, model, telegram, discord, config } = fakes;
   const common = { config, log: silentLogger, redisUrl: redis.url, toolbox: new ToolBox([]), prefix: "benchstop" };
   const worker: RunningBot = await startBot({
     ...common,
@@ -347,8 +342,7 @@ async function runStops(): Promise<Record<string, StopRun[]>> {
   } finally {
     await adapters.stop();
     await worker.stop();
-    await Promise.all([model.close(), telegram.stop(), discord.close()]);
-    await redis.stop();
+    await fakes.stop();
   }
   return runs;
 }

@@ -221,7 +221,8 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
       outbounds: { telegram: outbound },
       tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
     },
-    FEATURES,
+    // Without the confirmation flow and the settings, as the figures were always taken (docs/worker-path.md).
+    FEATURES.filter((f) => f.name !== "approvals" && f.name !== "settings"),
   );
   await worker.waitUntilReady();
   return { worker, history };
@@ -457,7 +458,7 @@ async function main() {
   console.log(
     `workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=` +
       `${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer and the features of ` +
-      `FEATURES, Stop's listener included, as production wires them), ` +
+      `FEATURES but the confirmation flow and the settings, Stop's listener included), ` +
       `producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`,
   );
 

@@ -11,8 +11,6 @@ import { Queue } from "bullmq";
 import { AccessGate } from "./access/gate.js";
 import { AlbumStore } from "./media/album.js";
 import { AdapterFatalError, type Adapter, type AdapterContext } from "./adapter.js";
-import type { ApprovalDecider } from "./approvals/decider.js";
-import { approvalDecider, approvalFlow } from "./approvals/wiring.js";
 import { pressButton } from "./buttons.js";
 import { CommandRunner } from "./commands/runner.js";
 import { ConfigError, historyTtlSeconds, loadConfig, type Config } from "./config.js";
@@ -26,9 +24,10 @@ import type { McpConnectionOptions } from "./mcp/connection.js";
 import { adapterToolbox, startWorkerMcp } from "./mcp/wiring.js";
 import { conversationStores, migrateConversation } from "./conversations/migrate.js";
 import { resetConversation } from "./conversations/reset.js";
+import type { AdapterServices } from "./feature.js";
 import { FEATURES, startFeatures } from "./features.js";
 import { destinationOf, type Destination, type Outbound } from "./outbound.js";
-import { conversationKey, type ConversationRef, type Platform } from "./queue/incoming.js";
+import { conversationKey, type ConversationRef, type IncomingMessage, type Platform } from "./queue/incoming.js";
 import { ChatQueue } from "./queue/producer.js";
 import { bullPrefix, CHATS_QUEUE } from "./queue/keys.js";
 import {
@@ -43,7 +42,6 @@ import {
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
 import { loadTools } from "./toolbox/registry.js";
 import type { ToolBox } from "./toolbox/toolbox.js";
-import { repliesToAll, SettingsStore } from "./settings/store.js";
 import { carryTrace, otelTracerFor, startTelemetry, stopTelemetry, withReceiptSpan } from "./telemetry/otel.js";
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer, TraceOrigin } from "./trace/tracer.js";
@@ -103,8 +101,8 @@ export interface StartBotOptions {
   adapters?: Adapter[];
   /** Needed by a worker: `runAgent` from `src/agent/loop.ts` and the Anthropic client. */
   agent?: { runAgent: RunAgent; client: Anthropic };
-  /** The decider adapters use for buttons, reactions and y/n; default: the Redis approval store. */
-  decider?: (parts: { redis: RedisClient }) => ApprovalDecider;
+  /** The decider adapters use for buttons, reactions and y/n (tests); default: the one a feature lends (the approvals feature's). */
+  decider?: (parts: { redis: RedisClient }) => Pick<AdapterServices, "decide">;
   /** A tracer per run; default: runs stored in Redis (`npm run trace`). */
   tracerFor?: (runId: string, chat: string, origin?: TraceOrigin) => RunTracer;
   /** BullMQ key prefix (tests, several bots on one Redis). */
@@ -150,12 +148,22 @@ export interface RunningBot {
   stop(): Promise<void>;
 }
 
+/** What the parts of a starting bot share: its options, what to close when it stops, the bot itself. */
+interface Starting {
+  options: StartBotOptions;
+  /** Closed when the bot stops, last pushed first. */
+  closers: (() => Promise<unknown>)[];
+  /** Quit when the bot stops, after the closers. */
+  connections: RedisClient[];
+  bot: RunningBot;
+}
+
 /**
  * Starts the parts of `role`. Adapters get an {@link AdapterContext} whose `enqueue` uses a
  * fail-fast producer connection (so a message that cannot be queued gets "try again"); the worker
  * uses a connection with `maxRetriesPerRequest: null` (BullMQ's guidance) that waits through an outage.
  * A worker answers on every enabled platform plus those of the adapters given; in-process adapters
- * lend their own outbound.
+ * lend their own outbound. Both sides start the features of {@link FEATURES}.
  *
  * @throws when an adapter fails to start or a worker is asked for without `agent`.
  */
@@ -171,9 +179,8 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       "DISCORD_SHARDS / DISCORD_SHARD_COUNT are set but DISCORD_TOKEN is not: no Discord adapter runs in this process, so they are ignored",
     );
   }
-  const closers: (() => Promise<unknown>)[] = [];
-  const connections: RedisClient[] = [];
-  const bot: RunningBot = { adapters: [], stop: async () => {} };
+  const starting: Starting = { options, closers: [], connections: [], bot: { adapters: [], stop: async () => {} } };
+  const { closers, connections, bot } = starting;
   let stopping: Promise<void> | undefined;
   bot.stop = () =>
     (stopping ??= (async () => {
@@ -197,274 +204,9 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
           enabledPlatforms(config).map(async (p) => (await loadPlatform(p)).createAdapter(config, log)),
         )))
       : [];
-    let workerRedis: RedisClient | undefined;
-
-    if (runWorker) {
-      if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
-      workerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
-      connections.push(workerRedis);
-      watchRedisData(workerRedis, log, closers);
-      // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
-      const mcp = await startWorkerMcp({
-        config,
-        log,
-        redis: workerRedis,
-        toolbox: options.toolbox,
-        connection: options.mcp,
-      });
-      closers.push(mcp.close);
-      bot.mcpConnected = mcp.connected;
-      if (config.STT_BASE_URL) {
-        // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.
-        if (config.BOT_LOCALE === "zh-TW") await toTraditional("");
-        log.info(
-          { model: config.STT_MODEL, maxSeconds: config.MAX_VOICE_SECONDS },
-          "voice messages are transcribed (STT_BASE_URL)",
-        );
-      }
-      const outbounds: Partial<Record<Platform, Outbound>> = {};
-      for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
-      for (const platform of enabledPlatforms(config))
-        outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log, { redis: workerRedis });
-      // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
-      const moveFrom = workerRedis;
-      const stores = conversationStores(FEATURES);
-      for (const outbound of Object.values(outbounds)) {
-        outbound.onChatMigrated?.(
-          (from, to) =>
-            void migrateConversation(moveFrom, stores, from, to, log).catch((err: unknown) =>
-              log.error({ err }, "could not move the data of a migrated chat"),
-            ),
-        );
-      }
-      const history = new HistoryStore(workerRedis, {
-        maxMessages: config.HISTORY_MAX_MESSAGES,
-        ttlSeconds: historyTtlSeconds(config),
-      });
-      const traces = new TraceStore(workerRedis, { log });
-      const tracerFor = otelTracerFor(
-        options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId })),
-      );
-      const approvals = approvalFlow({
-        config,
-        log,
-        redis: workerRedis,
-        prefix: options.prefix,
-        toolbox: options.toolbox,
-        client: options.agent.client,
-        history,
-        tracerFor,
-      });
-      closers.push(() => approvals.close());
-      const worker = startWorker(
-        {
-          ...(options.recordUsage === false ? {} : { usage: new UsageStore(workerRedis, config.TIMEZONE) }),
-          settings: new SettingsStore(workerRedis, config, log),
-          config,
-          log,
-          redis: workerRedis,
-          prefix: options.prefix,
-          history,
-          toolbox: options.toolbox,
-          client: options.agent.client,
-          runAgent: options.agent.runAgent,
-          outbounds,
-          approvals: approvals.flow,
-          tracerFor,
-        },
-        FEATURES,
-      );
-      closers.push(() => worker.close());
-      await worker.waitUntilReady();
-      bot.worker = worker;
-      log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
-    }
-
-    if (runAdapters) {
-      const producerRedis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
-      connections.push(producerRedis);
-      // Chats waiting for an answer, remembered here: told to send again if Redis loses their messages (src/waiting-chats.ts).
-      const lost: { announce?: () => void } = {};
-      const watch = watchRedisData(producerRedis, log, closers, () => lost.announce?.());
-      const queue = new ChatQueue({ redis: producerRedis, prefix: options.prefix });
-      closers.push(() => queue.close());
-      bot.queue = queue;
-      const history = new HistoryStore(producerRedis, {
-        maxMessages: config.HISTORY_MAX_MESSAGES,
-        ttlSeconds: historyTtlSeconds(config),
-      });
-      let decider: ApprovalDecider;
-      if (options.decider) {
-        decider = options.decider({ redis: producerRedis });
-      } else {
-        const own = approvalDecider({ config, redis: producerRedis, prefix: options.prefix, log });
-        closers.push(() => own.close());
-        decider = own;
-      }
-      // Outbounds for the gate's refusals and for "you are in": the adapters' own, else REST-only ones.
-      const outbounds: Partial<Record<Platform, Outbound>> = {};
-      for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
-      const outboundFor = async (platform: Platform): Promise<Outbound> => {
-        if (!outbounds[platform] && enabledPlatforms(config).includes(platform))
-          outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log, { redis: producerRedis });
-        const outbound = outbounds[platform];
-        if (!outbound) throw new Error(`${platform} is not configured in this process`);
-        return outbound;
-      };
-      const settings = new SettingsStore(producerRedis, config, log);
-      const waiting = new WaitingChats({
-        redis: producerRedis,
-        watch,
-        send: async (message, text) =>
-          void (await (await outboundFor(message.platform)).sendAnswer(destinationOf(message), text)),
-        languageOf: (conversation) => settings.language(conversation),
-        defaultLocale: config.BOT_LOCALE,
-        log,
-        ...(options.waitingSweepMs !== undefined ? { sweepMs: options.waitingSweepMs } : {}),
-      });
-      lost.announce = () => void waiting.announce();
-      bot.waitingChats = waiting;
-      closers.push(async () => waiting.stop());
-      const gate = new AccessGate({
-        config,
-        log,
-        redis: producerRedis,
-        queue,
-        reply: async (to, text) => void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text)),
-        languageOf: (conversation) => settings.language(conversation),
-      });
-      if (config.ACCESS_POLICY === "open")
-        log.warn(
-          "ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see docs/access.md)",
-        );
-      // The features' adapter side (their stores and queues), started in list order and stopped after the adapters.
-      const features = await startFeatures(FEATURES, {
-        config,
-        log,
-        redis: producerRedis,
-        prefix: options.prefix,
-        history,
-        settings,
-      });
-      closers.push(() => features.close());
-      // The tools /tools lists: with a worker in this process, its toolbox (MCP tools included); else what the workers announce.
-      let listed = () => options.toolbox;
-      if (!runWorker) {
-        const announced = adapterToolbox(producerRedis, options.toolbox, log);
-        closers.push(async () => announced.stop());
-        listed = announced.current;
-      }
-      const resetOne = (conversation: ConversationRef) => resetConversation(history, FEATURES, conversation);
-      const commands = new CommandRunner(
-        {
-          config,
-          log,
-          toolboxFor: (chat) => toolboxFor(listed(), chat),
-          resetConversation: resetOne,
-          gate,
-          notify: async (platform, chatId, _userId, text) => {
-            const outbound = await outboundFor(platform as Platform);
-            await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);
-          },
-          languageOf: (conversation) => settings.language(conversation),
-        },
-        features.commands,
-      );
-      const stores = conversationStores(FEATURES);
-      // Each press is a receipt of its own: the decision job BullMQ adds in it carries its trace.
-      const decide: ApprovalDecider["decide"] = (request) =>
-        withReceiptSpan("receive approval", {}, () => decider.decide(request));
-      const context: AdapterContext = {
-        config,
-        log,
-        redis: producerRedis,
-        enqueue: async (message) => {
-          const admitted = await withReceiptSpan(
-            `receive ${message.platform}`,
-            {
-              "bot.platform": message.platform,
-              "gen_ai.conversation.id": conversationKey(message),
-              "messaging.message.id": message.messageId,
-            },
-            () => gate.admit(carryTrace(message)),
-          );
-          if (admitted === "queued") waiting.add(message);
-        },
-        commands,
-        albums: new AlbumStore(producerRedis),
-        resetConversation: resetOne,
-        migrateConversation: async (from, to) => void (await migrateConversation(producerRedis, stores, from, to, log)),
-        toolboxFor: (chat) => toolboxFor(listed(), chat),
-        repliesToAll: (message) => repliesToAll(settings, message, log),
-        press: (press) =>
-          pressButton(features, { config, log, decide, languageOf: (c) => commands.languageOf(c) }, press),
-        decide,
-        fatal: (error) => {
-          log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
-          void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));
-        },
-      };
-      for (const adapter of adapters) {
-        options.signal?.throwIfAborted();
-        const abort = () => void adapter.stop();
-        options.signal?.addEventListener("abort", abort, { once: true });
-        try {
-          await adapter.start(context);
-        } finally {
-          options.signal?.removeEventListener("abort", abort);
-        }
-        bot.adapters.push(adapter);
-        log.info({ platform: adapter.platform }, "adapter started");
-      }
-    }
-
-    if (config.HTTP_PORT) {
-      const probe = workerRedis ?? connections[0]!;
-      const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
-      for (const adapter of bot.adapters)
-        if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
-      // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
-      const queues = [CHATS_QUEUE, ...FEATURES.flatMap((f) => f.queues?.map((q) => q.name) ?? [])].map(
-        (name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }),
-      );
-      for (const queue of queues) queue.on("error", () => {});
-      // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
-      const unwatch = watchQueues(
-        async () =>
-          Object.fromEntries(
-            await Promise.all(
-              queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const),
-            ),
-          ),
-        { log },
-      );
-      closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
-      const listed = options.toolbox;
-      const admin =
-        config.ADMIN_CONSOLE === "on"
-          ? createAdminConsole({
-              config,
-              log,
-              redis: probe,
-              queues,
-              checks,
-              toolbox: () => listed,
-              tell: async (platform, chatId, text) => {
-                if (!enabledPlatforms(config).includes(platform)) throw new Error(`${platform} is not configured here`);
-                const outbound = (await loadPlatform(platform)).createOutbound(config, log, { redis: probe });
-                await outbound.sendAnswer(dmTo(platform, chatId), text);
-              },
-            })
-          : undefined;
-      const server: Server = await startHealthServer(config.HTTP_PORT, checks, log, config.HTTP_HOST, admin);
-      closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
-      if (admin) {
-        const host = !config.HTTP_HOST || ["0.0.0.0", "::"].includes(config.HTTP_HOST) ? "127.0.0.1" : config.HTTP_HOST;
-        const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HTTP_PORT}`);
-        if (link) log.warn(`console: one-time login link (valid 10 minutes, no ADMIN_CONSOLE_TOKEN set): ${link}`);
-        else log.info(`console on http://${host}:${config.HTTP_PORT}/admin`);
-      }
-    }
+    const workerRedis = runWorker ? await startWorkerSide(starting, adapters) : undefined;
+    if (runAdapters) await startAdapterSide(starting, adapters, runWorker);
+    if (config.HTTP_PORT) await startHealth(starting, workerRedis ?? connections[0]!);
     return bot;
   } catch (error) {
     // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
@@ -482,6 +224,251 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     for (const adapter of bot.adapters) await adapter.abandon?.().catch(() => undefined);
     await bot.stop();
     throw error;
+  }
+}
+
+/**
+ * The worker side of {@link startBot}: its Redis connection (returned), the MCP servers, the
+ * outbounds of every enabled platform (in-process adapters lend theirs), and the worker with the
+ * features' worker sides (`Feature.worker`: what they lend the answers, their queues' processors).
+ */
+async function startWorkerSide(starting: Starting, adapters: Adapter[]): Promise<RedisClient> {
+  const { options, closers, connections, bot } = starting;
+  const { config, log } = options;
+  if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
+  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
+  connections.push(redis);
+  watchRedisData(redis, log, closers);
+  // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
+  const mcp = await startWorkerMcp({ config, log, redis, toolbox: options.toolbox, connection: options.mcp });
+  closers.push(mcp.close);
+  bot.mcpConnected = mcp.connected;
+  if (config.STT_BASE_URL) {
+    // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.
+    if (config.BOT_LOCALE === "zh-TW") await toTraditional("");
+    log.info(
+      { model: config.STT_MODEL, maxSeconds: config.MAX_VOICE_SECONDS },
+      "voice messages are transcribed (STT_BASE_URL)",
+    );
+  }
+  const outbounds: Partial<Record<Platform, Outbound>> = {};
+  for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
+  for (const platform of enabledPlatforms(config))
+    outbounds[platform] ??= (await loadPlatform(platform)).createOutbound(config, log, { redis });
+  // A chat that moved while the worker sent to it (a group upgraded to a supergroup): its conversation's data moves too.
+  const stores = conversationStores(FEATURES);
+  for (const outbound of Object.values(outbounds)) {
+    outbound.onChatMigrated?.(
+      (from, to) =>
+        void migrateConversation(redis, stores, from, to, log).catch((err: unknown) =>
+          log.error({ err }, "could not move the data of a migrated chat"),
+        ),
+    );
+  }
+  const traces = new TraceStore(redis, { log });
+  const worker = startWorker(
+    {
+      ...(options.recordUsage === false ? {} : { usage: new UsageStore(redis, config.TIMEZONE) }),
+      config,
+      log,
+      redis,
+      prefix: options.prefix,
+      history: new HistoryStore(redis, {
+        maxMessages: config.HISTORY_MAX_MESSAGES,
+        ttlSeconds: historyTtlSeconds(config),
+      }),
+      toolbox: options.toolbox,
+      client: options.agent.client,
+      runAgent: options.agent.runAgent,
+      outbounds,
+      tracerFor: otelTracerFor(
+        options.tracerFor ?? ((runId: string, chat: string) => traces.startRun({ chat, runId })),
+      ),
+    },
+    FEATURES,
+  );
+  closers.push(() => worker.close());
+  await worker.waitUntilReady();
+  bot.worker = worker;
+  log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
+  return redis;
+}
+
+/**
+ * The adapter side of {@link startBot}: the producer's fail-fast connection, the chat queue, the
+ * chats waiting for an answer, the access gate, the features' adapter sides (`Feature.start`: their
+ * commands, buttons, and what they lend the core), and the adapters, started with their context.
+ */
+async function startAdapterSide(starting: Starting, adapters: Adapter[], withWorker: boolean): Promise<void> {
+  const { options, closers, connections, bot } = starting;
+  const { config, log } = options;
+  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 1 }, log);
+  connections.push(redis);
+  // Chats waiting for an answer, remembered here: told to send again if Redis loses their messages (src/waiting-chats.ts).
+  const lost: { announce?: () => void } = {};
+  const watch = watchRedisData(redis, log, closers, () => lost.announce?.());
+  const queue = new ChatQueue({ redis, prefix: options.prefix });
+  closers.push(() => queue.close());
+  bot.queue = queue;
+  const history = new HistoryStore(redis, {
+    maxMessages: config.HISTORY_MAX_MESSAGES,
+    ttlSeconds: historyTtlSeconds(config),
+  });
+  // The features' adapter side (their stores and queues), started in list order and stopped after the adapters.
+  const features = await startFeatures(FEATURES, { config, log, redis, prefix: options.prefix, history });
+  closers.push(() => features.close());
+  const { lends } = features;
+  const languageOf = (conversation: ConversationRef) => lends.languageOf?.(conversation) ?? Promise.resolve(undefined);
+  // Outbounds for the gate's refusals and for "you are in": the adapters' own, else REST-only ones.
+  const outbounds: Partial<Record<Platform, Outbound>> = {};
+  for (const adapter of adapters) outbounds[adapter.platform] = adapter.outbound;
+  const outboundFor = async (platform: Platform): Promise<Outbound> => {
+    if (!outbounds[platform] && enabledPlatforms(config).includes(platform))
+      outbounds[platform] = (await loadPlatform(platform)).createOutbound(config, log, { redis });
+    const outbound = outbounds[platform];
+    if (!outbound) throw new Error(`${platform} is not configured in this process`);
+    return outbound;
+  };
+  const send = async (to: IncomingMessage, text: string) =>
+    void (await (await outboundFor(to.platform)).sendAnswer(destinationOf(to), text));
+  const waiting = new WaitingChats({
+    redis,
+    watch,
+    send,
+    languageOf,
+    defaultLocale: config.BOT_LOCALE,
+    log,
+    ...(options.waitingSweepMs !== undefined ? { sweepMs: options.waitingSweepMs } : {}),
+  });
+  lost.announce = () => void waiting.announce();
+  bot.waitingChats = waiting;
+  closers.push(async () => waiting.stop());
+  const gate = new AccessGate({ config, log, redis, queue, reply: send, languageOf });
+  if (config.ACCESS_POLICY === "open")
+    log.warn(
+      "ACCESS_POLICY=open: anyone who finds the bot can use it and spend the Anthropic key (see docs/access.md)",
+    );
+  // The tools /tools lists: with a worker in this process, its toolbox (MCP tools included); else what the workers announce.
+  let listed = () => options.toolbox;
+  if (!withWorker) {
+    const announced = adapterToolbox(redis, options.toolbox, log);
+    closers.push(async () => announced.stop());
+    listed = announced.current;
+  }
+  const resetOne = (conversation: ConversationRef) => resetConversation(history, FEATURES, conversation);
+  const commands = new CommandRunner(
+    {
+      config,
+      log,
+      toolboxFor: (chat) => toolboxFor(listed(), chat),
+      resetConversation: resetOne,
+      gate,
+      notify: async (platform, chatId, _userId, text) => {
+        const outbound = await outboundFor(platform as Platform);
+        await outbound.sendAnswer(dmTo(platform as Platform, chatId), text);
+      },
+      languageOf,
+    },
+    features.commands,
+  );
+  const stores = conversationStores(FEATURES);
+  // Decisions on approval prompts: a test's decider, else the one a feature lends (none: every prompt is gone).
+  const decider: AdapterContext["decide"] =
+    options.decider?.({ redis }).decide ?? lends.decide ?? (async () => ({ status: "not_found" }));
+  // Each press is a receipt of its own: the decision job BullMQ adds in it carries its trace.
+  const decide: AdapterContext["decide"] = (request) => withReceiptSpan("receive approval", {}, () => decider(request));
+  const context: AdapterContext = {
+    config,
+    log,
+    redis,
+    enqueue: async (message) => {
+      const admitted = await withReceiptSpan(
+        `receive ${message.platform}`,
+        {
+          "bot.platform": message.platform,
+          "gen_ai.conversation.id": conversationKey(message),
+          "messaging.message.id": message.messageId,
+        },
+        () => gate.admit(carryTrace(message)),
+      );
+      if (admitted === "queued") waiting.add(message);
+    },
+    commands,
+    albums: new AlbumStore(redis),
+    resetConversation: resetOne,
+    migrateConversation: async (from, to) => void (await migrateConversation(redis, stores, from, to, log)),
+    toolboxFor: (chat) => toolboxFor(listed(), chat),
+    repliesToAll: (message) => lends.repliesToAll?.(message) ?? Promise.resolve(false),
+    press: (press) => pressButton(features, { config, log, decide, languageOf: (c) => commands.languageOf(c) }, press),
+    decide,
+    fatal: (error) => {
+      log.fatal({ platform: error.platform }, `${error.message} Stopping.`);
+      void bot.stop().then(() => (options.onFatal ?? (() => (process.exitCode = 1)))(error));
+    },
+  };
+  for (const adapter of adapters) {
+    options.signal?.throwIfAborted();
+    const abort = () => void adapter.stop();
+    options.signal?.addEventListener("abort", abort, { once: true });
+    try {
+      await adapter.start(context);
+    } finally {
+      options.signal?.removeEventListener("abort", abort);
+    }
+    bot.adapters.push(adapter);
+    log.info({ platform: adapter.platform }, "adapter started");
+  }
+}
+
+/**
+ * The health server of {@link startBot} (`HTTP_PORT`): `/healthz` (Redis through `probe`, each
+ * adapter's connection), `/metrics` (every queue's depth), and the operator console when on.
+ */
+async function startHealth(starting: Starting, probe: RedisClient): Promise<void> {
+  const { options, closers, bot } = starting;
+  const { config, log } = options;
+  const checks: Record<string, HealthCheck> = { redis: async () => (await probe.ping()) === "PONG" };
+  for (const adapter of bot.adapters) if (adapter.isConnected) checks[adapter.platform] = () => adapter.isConnected!();
+  // `/metrics` reads the depth of every queue when scraped (`bot_queue_jobs`).
+  const queues = [CHATS_QUEUE, ...FEATURES.flatMap((f) => f.queues?.map((q) => q.name) ?? [])].map(
+    (name) => new Queue(name, { connection: probe, prefix: bullPrefix(probe, name, options.prefix) }),
+  );
+  for (const queue of queues) queue.on("error", () => {});
+  // Bounded (the probe waits through an outage: maxRetriesPerRequest null): a scrape still answers.
+  const unwatch = watchQueues(
+    async () =>
+      Object.fromEntries(
+        await Promise.all(
+          queues.map(async (q) => [q.name, await q.getJobCounts("waiting", "active", "delayed")] as const),
+        ),
+      ),
+    { log },
+  );
+  closers.unshift(() => Promise.all(queues.map((q) => q.close())).finally(unwatch));
+  const listed = options.toolbox;
+  const admin =
+    config.ADMIN_CONSOLE === "on"
+      ? createAdminConsole({
+          config,
+          log,
+          redis: probe,
+          queues,
+          checks,
+          toolbox: () => listed,
+          tell: async (platform, chatId, text) => {
+            if (!enabledPlatforms(config).includes(platform)) throw new Error(`${platform} is not configured here`);
+            const outbound = (await loadPlatform(platform)).createOutbound(config, log, { redis: probe });
+            await outbound.sendAnswer(dmTo(platform, chatId), text);
+          },
+        })
+      : undefined;
+  const server: Server = await startHealthServer(config.HTTP_PORT!, checks, log, config.HTTP_HOST, admin);
+  closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
+  if (admin) {
+    const host = !config.HTTP_HOST || ["0.0.0.0", "::"].includes(config.HTTP_HOST) ? "127.0.0.1" : config.HTTP_HOST;
+    const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HTTP_PORT}`);
+    if (link) log.warn(`console: one-time login link (valid 10 minutes, no ADMIN_CONSOLE_TOKEN set): ${link}`);
+    else log.info(`console on http://${host}:${config.HTTP_PORT}/admin`);
   }
 }
 

@@ -8,13 +8,16 @@
  * A feature declares:
  * - {@link Feature.start}: what it starts in an adapter process (its own state `S`: a store, an
  *   actions object with a BullMQ queue of its own) and how to stop it; its commands and button
- *   presses get that state;
+ *   presses get that state; and what of it it lends the core ({@link AdapterServices}: the
+ *   decider of approval prompts, a conversation's language);
  * - {@link Feature.commands}: its commands (listed after the core's, in list order);
  * - {@link Feature.buttons}: the prefixes of its button data and the handler of a press;
  * - {@link Feature.queues}: its BullMQ queues, each with the processor a worker runs on it;
  * - {@link Feature.conversation}: the Redis data of a conversation that a conversation move (a
  *   Telegram group upgraded to a supergroup) carries over, and the keys a `/reset` clears;
- * - {@link Feature.tools}: the tools it adds to the toolbox (beyond the files of `tools/`).
+ * - {@link Feature.tools}: the tools it adds to the toolbox (beyond the files of `tools/`);
+ * - {@link Feature.worker}: what it starts in a worker process, and what of it it lends the answer
+ *   pipeline ({@link AnswerServices}: the confirmation flow, the settings, compaction, Stop).
  *
  * This module holds the contract's types (and the shared "press again" notice); it imports no
  * feature and not the list, so a feature's folder may import it freely.
@@ -29,9 +32,15 @@ import type { Locale, Localized } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { ConversationRef } from "./queue/incoming.js";
 import type { RedisClient } from "./redis.js";
-import type { SettingsStore } from "./settings/store.js";
 import type { Tool } from "./toolbox/tool.js";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { RunTracer, TraceOrigin } from "./trace/tracer.js";
+import type { ToolBox } from "./toolbox/toolbox.js";
+import type { UsageStore } from "./usage/store.js";
+import type { AnswerServices } from "./worker/deps.js";
 import type { AnswerParts } from "./worker/pipeline.js";
+
+export type { AnswerServices } from "./worker/deps.js";
 
 export type { ConversationStore } from "./conversations/migrate.js";
 
@@ -133,14 +142,68 @@ export interface FeatureParts {
   prefix?: string | undefined;
   /** The conversations' histories (`/context` reads one). */
   history: HistoryStore;
-  /** The conversations' settings. */
-  settings: SettingsStore;
 }
 
-/** A started feature's state, and how to stop it. */
+/**
+ * What features lend the core of an adapter process ({@link Started.lends}): each part by one
+ * feature at most (start-up refuses two); a part no started feature lends is done without, as each says.
+ */
+export interface AdapterServices {
+  /**
+   * Checks and records a decision on an approval prompt (the approvals feature: its decider queues
+   * an accepted one on the `decisions` queue). Without it every decision is answered as not found.
+   * @throws when Redis is unreachable.
+   */
+  decide(request: DecisionRequest): Promise<DecisionResult>;
+  /**
+   * The language set in a conversation (the settings feature), or undefined when none is: the
+   * adapter's stands. Without it every conversation speaks the adapter's.
+   * @throws when Redis is unreachable.
+   */
+  languageOf(conversation: ConversationRef): Promise<Locale | undefined>;
+  /**
+   * Whether a group message that does not address the bot is for it all the same (the settings
+   * feature: the group's replies set to `all`); false in a private chat and when it cannot be read
+   * (logged). Without it: false. Never throws.
+   */
+  repliesToAll(message: ConversationRef & { chatKind: "dm" | "group" }): Promise<boolean>;
+}
+
+/** A started feature's state, what it lends the core, and how to stop it. */
 export interface Started<S> {
   state: S;
+  /** The parts of the core's adapter side it provides (none of another feature's). */
+  lends?: Partial<AdapterServices>;
   /** Closes what the feature opened (its queues), not the Redis connection. Never throws. */
+  close?(): Promise<void>;
+}
+
+/** What a feature starts with in a worker process ({@link Feature.worker}). */
+export interface WorkerParts {
+  config: Config;
+  log: Logger;
+  /** BullMQ's connection of the worker (`maxRetriesPerRequest: null`): the feature's own queues and listeners. */
+  bullRedis: RedisClient;
+  /** The history's Redis (`WorkerDeps.store`, else the same as `bullRedis`): the feature's records, the tools. */
+  redis: RedisClient;
+  /** BullMQ key prefix (tests, several bots on one Redis). */
+  prefix?: string | undefined;
+  history: HistoryStore;
+  /** Every loaded tool. */
+  toolbox: ToolBox;
+  /** The Anthropic client of the worker. */
+  client: Anthropic;
+  /** Where model usage is recorded (and the budgets checked), when it is. */
+  usage?: UsageStore | undefined;
+  /** A tracer per run, when runs are traced. */
+  tracerFor?: ((runId: string, chat: string, origin?: TraceOrigin) => RunTracer) | undefined;
+}
+
+/** A feature's worker side once started: what it lends the answer pipeline, and how to stop it. */
+export interface WorkerStarted {
+  /** The parts of the answer pipeline it provides (none of another feature's). */
+  lends: Partial<AnswerServices>;
+  /** Closes what it opened (its queues, its listener's connection), not the worker's connections. Never throws. */
   close?(): Promise<void>;
 }
 
@@ -210,6 +273,11 @@ export interface Feature<S = unknown> {
   readonly conversation?: FeatureConversation;
   /** The tools it adds to the toolbox under this configuration (beyond the files of `tools/`). */
   tools?(config: Config): Tool[];
+  /**
+   * Starts the feature in a worker process (before its queues' processors are built, which read
+   * what it lends through `QueueParts.answer`); without it the feature lends the answers nothing.
+   */
+  worker?(parts: WorkerParts): WorkerStarted;
 }
 
 /**

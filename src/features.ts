@@ -3,15 +3,24 @@
  * `docs/architecture.md` for how to add one. Adding a feature is its folder and one line here.
  *
  * The hubs walk the list: the command catalogue (`src/commands/catalog.ts`) lists every feature's
- * commands; an adapter process starts the features ({@link startFeatures}) and routes a button
- * press by its data's prefix (`src/buttons.ts`); the worker runs a BullMQ Worker per feature queue
- * (`src/worker/worker.ts`); a conversation move carries every feature's stores
+ * commands; an adapter process starts the features ({@link startFeatures}, reading what they lend
+ * its core, {@link RunningFeatures.lends}) and routes a button press by its data's prefix
+ * (`src/buttons.ts`); the worker starts each feature's worker side (what it lends the answers) and
+ * runs a BullMQ Worker per feature queue (`src/worker/worker.ts`); a conversation move carries every feature's stores
  * (`conversationStores` of `src/conversations/migrate.ts`) and `/reset` clears every feature's reset keys
  * (`src/conversations/reset.ts`). A feature module must not import this list (it imports
  * `src/feature.ts` only), so the list can import every feature without a cycle.
  */
 import type { Command } from "./commands/command.js";
-import type { ButtonAnswer, ButtonPress, Feature, FeatureParts, PressCore } from "./feature.js";
+import type {
+  AdapterServices,
+  ButtonAnswer,
+  ButtonPress,
+  Feature,
+  FeatureParts,
+  PressCore,
+  Started,
+} from "./feature.js";
 import type { Locale } from "./i18n.js";
 import { approvalsFeature } from "./approvals/feature.js";
 import { compactionFeature } from "./compaction/feature.js";
@@ -75,6 +84,7 @@ interface Running {
   feature: Feature;
   press?(press: ButtonPress, locale: Locale, core: PressCore): Promise<ButtonAnswer>;
   commands: Command[];
+  lends?: Partial<AdapterServices>;
   close?(): Promise<void>;
 }
 
@@ -86,11 +96,25 @@ export class RunningFeatures {
   readonly #running: readonly Running[];
   /** The features' commands, by name, ready to run (`CommandRunner` runs them). */
   readonly commands: ReadonlyMap<string, Command>;
+  /** What the features lend the core (`Started.lends`). */
+  readonly lends: Partial<AdapterServices>;
 
+  /** @throws when two features share a name, a command or a button prefix, or lend the same part. */
   constructor(running: readonly Running[]) {
     checkFeatures(running.map((r) => r.feature));
     this.#running = running;
     this.commands = new Map(running.flatMap((r) => r.commands.map((c) => [c.name, c] as const)));
+    const lends: Partial<AdapterServices> = {};
+    const lenders = new Map<string, string>();
+    for (const r of running) {
+      for (const [name, part] of Object.entries(r.lends ?? {})) {
+        const other = lenders.get(name);
+        if (other) throw new Error(`features "${other}" and "${r.feature.name}" both lend the core's ${name}`);
+        lenders.set(name, r.feature.name);
+        Object.assign(lends, { [name]: part });
+      }
+    }
+    this.lends = lends;
   }
 
   /** The started features. */
@@ -111,10 +135,16 @@ export class RunningFeatures {
 }
 
 /** Binds `feature`'s handlers to `state` (what its `start` returned). */
-function bind<S>(feature: Feature<S>, state: S, close?: () => Promise<void>): Running {
+function bind<S>(
+  feature: Feature<S>,
+  state: S,
+  close?: () => Promise<void>,
+  lends?: Partial<AdapterServices>,
+): Running {
   const buttons = feature.buttons;
   return {
     feature: feature as Feature,
+    ...(lends ? { lends } : {}),
     ...(buttons ? { press: (press, locale, core) => buttons.press(press, locale, state, core) } : {}),
     commands: (feature.commands ?? []).map((c) => ({ ...c, run: (inv, services) => c.run(inv, services, state) })),
     ...(close ? { close } : {}),
@@ -124,21 +154,21 @@ function bind<S>(feature: Feature<S>, state: S, close?: () => Promise<void>): Ru
 /**
  * Starts `features` in an adapter process (each `Feature.start`, in list order) and binds their
  * commands and buttons to what each returned.
- * @throws when one fails to start (those already started are stopped again).
+ * @throws when one fails to start, or two lend the same part (those already started are stopped again).
  */
 export async function startFeatures(features: readonly Feature[], parts: FeatureParts): Promise<RunningFeatures> {
   checkFeatures(features);
   const running: Running[] = [];
   try {
     for (const feature of features) {
-      const started = feature.start ? await feature.start(parts) : { state: undefined };
-      running.push(bind(feature, started.state, started.close?.bind(started)));
+      const started: Started<unknown> = feature.start ? await feature.start(parts) : { state: undefined };
+      running.push(bind(feature, started.state, started.close?.bind(started), started.lends));
     }
+    return new RunningFeatures(running);
   } catch (error) {
-    await new RunningFeatures(running).close();
+    for (const r of [...running].reverse()) await r.close?.().catch(() => {});
     throw error;
   }
-  return new RunningFeatures(running);
 }
 
 /**

@@ -3,8 +3,10 @@
  * decline, always allow; checked and recorded by the core's decider, `PressCore.decide`), `/permissions`
  * and its revoke buttons (`pm:…`: "always allow" grants), the `decisions` queue whose jobs resume
  * the paused runs (`src/worker/decision.ts`), and the grants of a conversation, which move with it.
- * The confirmation flow itself (asking, expiring, the decider) is the core's (`flow.ts`, `store.ts`,
- * wired in `src/app.ts`): the agent loop pauses on every dangerous call.
+ * It lends the core of an adapter process its decider (`AdapterServices.decide`: presses and
+ * reactions on a prompt, accepted decisions queued) and a worker's answers the confirmation flow
+ * (`AnswerServices.approvals`: asking, a superseded approval, the expiry jobs, closing on `/reset`;
+ * `flow.ts`, `store.ts`, `wiring.ts`): the agent loop itself pauses on every dangerous call.
  */
 import { scanKeys } from "../redis.js";
 import { conversationKey, conversationOf } from "../queue/incoming.js";
@@ -17,6 +19,7 @@ import { CRASHES_BEFORE_SKIP } from "../worker/pipeline.js";
 import { answerDecision } from "../worker/decision.js";
 import { decideForGroup, decisionNotice, type DecisionRequest } from "./decider.js";
 import { grantStoreFor, type GrantStore } from "./grants.js";
+import { approvalDecider, approvalFlow } from "./wiring.js";
 
 /** The approval id on the buttons of a closed prompt (Discord keeps them, disabled): never a real approval. */
 export const CLOSED_APPROVAL_ID = "closed";
@@ -96,7 +99,20 @@ async function pressPermission(
 /** The approvals feature (see the module comment). */
 export const approvalsFeature = defineFeature<GrantStore>({
   name: "approvals",
-  start: ({ config, log, redis }) => ({ state: grantStoreFor(redis, config, log) }),
+  // The decider of the presses and reactions on approval prompts (`AdapterServices.decide`), its decisions queued for a worker.
+  start({ config, log, redis, prefix }) {
+    const decider = approvalDecider({ config, redis, prefix, log });
+    return {
+      state: grantStoreFor(redis, config, log),
+      lends: { decide: (request) => decider.decide(request) },
+      close: () => decider.close(),
+    };
+  },
+  // A worker's confirmation flow (`AnswerServices.approvals`): a paused run's prompt, a superseded approval, the expiry jobs, `/reset`.
+  worker({ config, log, bullRedis, prefix, toolbox, client, history, tracerFor }) {
+    const wired = approvalFlow({ config, log, redis: bullRedis, prefix, toolbox, client, history, tracerFor });
+    return { lends: { approvals: wired.flow }, close: () => wired.close() };
+  },
   commands: [
     {
       name: "permissions",

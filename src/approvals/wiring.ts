@@ -1,6 +1,7 @@
 /**
- * Wiring of the approval flow into a process: the worker side (the flow the worker calls, the
- * expiry scheduler) and the adapter side (the decider buttons and reactions call). Both sides
+ * Wiring of the approval flow into a process (by the approvals feature, `feature.ts`): the worker
+ * side (the flow the worker calls, the expiry scheduler) and the adapter side (the decider buttons
+ * and reactions call). Both sides
  * share the Redis records and the `decisions` queue, so any process can resolve any approval.
  */
 import { Queue } from "bullmq";

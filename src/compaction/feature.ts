@@ -5,13 +5,18 @@
  * history. The summary itself is the history's `S` line: it moves and resets with the history. The
  * compaction lease (`compacting`) is not moved: it expires, and a compaction of the old id then
  * finds nothing. Compaction requests after answers and the context-window rescue are the answer
- * pipeline's (`src/worker/pipeline.ts`).
+ * pipeline's (`src/worker/pipeline.ts`, `compute.ts`): a worker's compaction side lends them the
+ * queue and the compactor (`AnswerServices.compaction`).
  */
 import { defineFeature } from "../feature.js";
+import type { UsageOwner } from "../usage/store.js";
 import type { Localized } from "../i18n.js";
 import { COMPACTIONS_QUEUE, conversationKeys } from "../queue/keys.js";
 import { compactReply, contextReply, type CompactionCommands } from "./commands.js";
+import { historyTtlSeconds } from "../config.js";
+import { assertBudget } from "../usage/budget.js";
 import { CompactionQueue, compactionProcessor } from "./queue.js";
+import { CompactionStore } from "./store.js";
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
@@ -56,11 +61,26 @@ export const compactionFeature = defineFeature<CompactionCommands>({
       run: compactReply,
     },
   ],
+  worker({ config, log, client, redis, bullRedis, prefix, usage, tracerFor }) {
+    // Its store on the history's Redis, its queue beside the chats queue.
+    const queue = new CompactionQueue({ redis: bullRedis, prefix });
+    const deps = {
+      config,
+      log,
+      client,
+      store: new CompactionStore(redis, historyTtlSeconds(config)),
+      ...(usage ? { usage } : {}),
+      ...(tracerFor ? { tracerFor } : {}),
+      // The budgets are checked before the summary's model call, as before every other one.
+      ...(usage ? { beforeModelCall: (owner: UsageOwner) => assertBudget(usage, config, owner) } : {}),
+    };
+    return { lends: { compaction: { queue, deps } }, close: () => queue.close() };
+  },
   queues: [
     {
       name: COMPACTIONS_QUEUE,
       concurrency: (config) => Math.max(1, Math.ceil(config.WORKER_CONCURRENCY / 4)),
-      // A worker with compaction off (`npm run bench -- --cost`) runs no compactions.
+      // A worker without the compaction feature (`npm run bench -- --cost`) runs no compactions.
       processor: ({ answer }) =>
         answer.compaction ? compactionProcessor(answer.compaction.deps, answer.log) : undefined,
     },

@@ -1,21 +1,34 @@
 /**
  * The settings feature: `/settings`, `/persona` and `/model` and their buttons (`st:…`, which
  * change a setting only when the presser may change the conversation's settings), and the
- * conversation's settings, which move with it (and which `/reset` keeps). The settings store itself
- * (`store.ts`) is the core's: every reply's language and every answer's persona and model come from it.
+ * conversation's settings, which move with it (and which `/reset` keeps). Its store (`store.ts`) is
+ * lent to the core: every reply's language and a group's replies (`AdapterServices.languageOf`,
+ * `repliesToAll`) and every answer's persona, model and language (`AnswerServices.settings`) come from it.
  */
 import { modelCommand, personaCommand, pressSettingsButton, settingsCommand } from "../commands/settings.js";
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize, type Localized } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
-import type { SettingsStore } from "./store.js";
+import { repliesToAll, SettingsStore } from "./store.js";
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
 /** The settings feature (see the module comment). */
 export const settingsFeature = defineFeature<SettingsStore>({
   name: "settings",
-  start: ({ settings }) => ({ state: settings }),
+  // Every reply speaks its conversation's language; a group set to `all` has all its messages answered.
+  start({ redis, config, log }) {
+    const settings = new SettingsStore(redis, config, log);
+    return {
+      state: settings,
+      lends: {
+        languageOf: (conversation) => settings.language(conversation),
+        repliesToAll: (message) => repliesToAll(settings, message, log),
+      },
+    };
+  },
+  // Every answer reads its conversation's settings with its history (`AnswerServices.settings`).
+  worker: ({ redis, config, log }) => ({ lends: { settings: new SettingsStore(redis, config, log) } }),
   commands: [
     {
       name: "settings",

@@ -10,7 +10,7 @@
 import { defineFeature, PRESS_AGAIN } from "../feature.js";
 import { localize, type Localized } from "../i18n.js";
 import { pressStopButton, stopCommand, type StopServices } from "./commands.js";
-import { requestStop, STOP_BUTTON_PREFIX } from "./stops.js";
+import { AnswerStops, requestStop, STOP_BUTTON_PREFIX } from "./stops.js";
 
 const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 
@@ -18,6 +18,12 @@ const d = (zh: string, en: string): Localized => ({ "zh-TW": zh, en });
 export const stopFeature = defineFeature<StopServices>({
   name: "stop",
   start: ({ redis, log }) => ({ state: { request: (request) => requestStop(redis, request, log) } }),
+  // A worker registers the answers it writes and listens for their stop requests (`AnswerServices.stops`).
+  // On the Redis of the conversations' keys (where the adapters look), which is the worker's one Redis in production.
+  worker({ redis, log }) {
+    const stops = new AnswerStops(redis, log);
+    return { lends: { stops }, close: () => stops.close() };
+  },
   commands: [
     {
       name: "stop",

@@ -6,6 +6,8 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentDeps, AgentOutcome, AgentRequest } from "../agent/contract.js";
 import type { ApprovalFlow } from "../approvals/flow.js";
+import type { CompactorDeps } from "../compaction/compactor.js";
+import type { CompactionQueue } from "../compaction/queue.js";
 import type { Config } from "../config.js";
 import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
@@ -48,12 +50,6 @@ export interface WorkerDeps {
   /** The outbound side of every platform this worker answers on. */
   outbounds: Partial<Record<Platform, Outbound>>;
   /**
-   * The approval flow (`src/approvals/`): a paused run's prompt, the decision jobs, a superseded
-   * approval. Without it a dangerous call is not run and the user is told that confirmation is
-   * unavailable (nothing of the paused run is kept); decision jobs are ignored.
-   */
-  approvals?: ApprovalFlow;
-  /**
    * A tracer per run (`runId` is `platform:chatId:messageId`); default: none. A chat job's run is
    * handed over (`RunTracer.take`) and written by the worker's finish script, on the `store` Redis
    * (the trace store must use that Redis); other runs are written when they end (`finish`).
@@ -67,21 +63,34 @@ export interface WorkerDeps {
   usage?: UsageStore;
   /** Typing refresh interval in ms; default `TYPING_INTERVAL_MS` of `worker.ts`. */
   typingIntervalMs?: number;
+}
+
+/**
+ * What features lend the answer pipeline in a worker process (`Feature.worker` of `src/feature.ts`):
+ * the points where an answer calls a feature. Each part is lent by one feature at most (start-up
+ * refuses two); a part no started feature lends is done without, as each says.
+ */
+export interface AnswerServices {
   /**
-   * Whether this worker compacts conversations (`src/compaction/`: requests after answers, the
-   * `compactions` queue's worker, the overflow rescue); default true. `npm run bench -- --cost`
-   * turns it off for its figures without compaction.
+   * The confirmation flow (the approvals feature): a paused run's prompt, the decision jobs, a
+   * superseded approval. Without it a dangerous call is not run and the user is told that
+   * confirmation is unavailable (nothing of the paused run is kept); decision jobs are ignored.
    */
-  compaction?: boolean;
+  approvals: ApprovalFlow;
   /**
-   * The conversations' settings (persona, model, language, streaming), read with the history of
-   * each answer; default none (every conversation has the defaults).
+   * The conversations' settings (persona, model, language, streaming; the settings feature), read
+   * with the history of each answer. Without it every conversation has the defaults.
    */
-  settings?: SettingsStore;
+  settings: SettingsStore;
   /**
-   * Stop (`src/stop/`): the answers this worker writes are registered there and stopped when the
-   * person presses Stop or sends `/stop`. Default: the worker listens with an `AnswerStops` of its
-   * own on `store` (else `redis`; closed with it); `false`: answers cannot be stopped.
+   * Compaction (the compaction feature): the queue asked after an answer, and what the
+   * context-window rescue runs directly. Without it nothing is compacted (the history is only
+   * trimmed) and the rescue leaves the older half of the history out of the request.
    */
-  stops?: AnswerStops | false;
+  compaction: { queue: CompactionQueue; deps: CompactorDeps };
+  /**
+   * Stop (the stop feature): the answers this worker writes are registered there and stopped when
+   * the person presses Stop or sends `/stop`. Without it answers cannot be stopped.
+   */
+  stops: AnswerStops;
 }

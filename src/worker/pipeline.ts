@@ -25,8 +25,7 @@
  */
 import type { AgentEvent, AgentOutcome, MessageParam, ModelUsage, PausedOutcome, RunState } from "../agent/contract.js";
 import { RunStateSchema } from "../agent/contract.js";
-import type { CompactorDeps } from "../compaction/compactor.js";
-import { compactionReason, type CompactionQueue, type ConversationSize } from "../compaction/queue.js";
+import { compactionReason, type ConversationSize } from "../compaction/queue.js";
 import { migrateConversation, movedTo, type ConversationStore } from "../conversations/migrate.js";
 import type { HistoryRead } from "../history/store.js";
 import type { Logger } from "../log.js";
@@ -49,29 +48,23 @@ import { toolboxFor } from "../toolbox/select.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
 import { localize, MODEL_BUSY_NOTICE, STOP_TEXT } from "../i18n.js";
-import { stopButtonData, type AnswerStops, type RunningAnswer } from "../stop/stops.js";
+import { stopButtonData, type RunningAnswer } from "../stop/stops.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
-import type { WorkerDeps } from "./deps.js";
+import type { AnswerServices, WorkerDeps } from "./deps.js";
 
 /**
- * What the pipeline needs, built once per worker from its {@link WorkerDeps} (the fields keep
- * their meaning there), with the defaults filled in.
+ * What the pipeline needs, built once per worker from its {@link WorkerDeps} and what the started
+ * features lend ({@link AnswerServices}; the fields keep their meaning there), with the defaults filled in.
  */
-export interface AnswerParts extends Omit<
-  WorkerDeps,
-  "redis" | "store" | "prefix" | "typingIntervalMs" | "compaction" | "stops"
-> {
+export interface AnswerParts
+  extends Omit<WorkerDeps, "redis" | "store" | "prefix" | "typingIntervalMs">, Partial<AnswerServices> {
   /** Connection for the progress keys and the tools (the worker's `store`, else its `redis`). */
   redis: RedisClient;
   /** Typing refresh interval, in ms. */
   typingIntervalMs: number;
   /** Exactly-once records of the tool calls that change data (keys `toolcall:{tool_use id}`). */
   ledger: ExecutionLedger;
-  /** Compaction (`src/compaction/`): the queue asked after an answer, and what the overflow rescue runs directly. */
-  compaction?: { queue: CompactionQueue; deps: CompactorDeps };
-  /** Stop (`src/stop/`): where the answers being written are registered; without it answers cannot be stopped. */
-  stops?: AnswerStops;
   /**
    * Every conversation store (the core's and the features': `conversationStores` of
    * `src/conversations/migrate.ts`): an answer in flight when its chat moved moves what it wrote with them.

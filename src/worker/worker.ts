@@ -31,23 +31,17 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job } from "bullmq";
 import { conversationStores } from "../conversations/migrate.js";
-import type { Feature, QueueProcessor } from "../feature.js";
+import type { Feature, QueueProcessor, WorkerParts } from "../feature.js";
 import type { RedisClient } from "../redis.js";
 import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, type IncomingMessage } from "../queue/incoming.js";
 import { bullPrefix, CHATS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
-import type { UsageOwner } from "../usage/store.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
-import { CompactionStore } from "../compaction/store.js";
-import { assertBudget } from "../usage/budget.js";
-import { CompactionQueue } from "../compaction/queue.js";
-import { historyTtlSeconds } from "../config.js";
-import { AnswerStops } from "../stop/stops.js";
 import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerMessage } from "./message.js";
-import type { WorkerDeps } from "./deps.js";
+import type { AnswerServices, WorkerDeps } from "./deps.js";
 import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
@@ -175,7 +169,9 @@ export class TraceRenewals {
  * Starts a worker: a BullMQ Worker on the `chats` queue with `concurrency: WORKER_CONCURRENCY`,
  * and one on each queue of `features` (`Feature.queues`, `src/feature.ts`: the `decisions` queue
  * whose jobs resume the paused runs, scheduled tasks' occurrences, compactions, reminders), running
- * the processor the feature gives.
+ * the processor the feature gives. Before that, it starts each feature's worker side
+ * (`Feature.worker`, {@link startWorkerSides}): what they lend the answers (the confirmation flow,
+ * the settings, compaction, Stop), closed with the worker.
  * A chat job that failed for good (its retries spent, or stalled more than {@link MAX_STALLED_COUNT}
  * times) is replaced by a new job for the chat after 5 s, so a chat never stays stuck behind its mark.
  */
@@ -192,31 +188,26 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   let closing = false;
 
   const ledger = new ExecutionLedger(redis, { prefix: TOOL_CALL_PREFIX, log });
-  // Compaction: its store on the history's Redis, its queue beside the chats queue.
-  const compactor = {
+  // The features' worker sides, started in list order: what they lend the answers (approvals, settings, compaction, Stop).
+  const started = startWorkerSides(features, {
     config,
     log,
+    bullRedis: deps.redis,
+    redis,
+    prefix: deps.prefix,
+    history: deps.history,
+    toolbox: deps.toolbox,
     client: deps.client,
-    store: new CompactionStore(redis, historyTtlSeconds(config)),
-    ...(deps.usage ? { usage: deps.usage } : {}),
-    ...(deps.tracerFor ? { tracerFor: deps.tracerFor } : {}),
-    // The budgets are checked before the summary's model call, as before every other one.
-    ...(deps.usage ? { beforeModelCall: (owner: UsageOwner) => assertBudget(deps.usage!, config, owner) } : {}),
-  };
-  const compacting = deps.compaction ?? true;
-  const compactionQueue = compacting ? new CompactionQueue({ redis: deps.redis, prefix: deps.prefix }) : undefined;
-  const { compaction: _compaction, stops: givenStops, ...rest } = deps;
-  // Stop (`src/stop/`): this process's listener for stop requests, unless one was given or Stop is off;
-  // on the Redis of the conversations' keys (where the adapters look), which is `redis` in production.
-  const ownStops = givenStops === undefined ? new AnswerStops(redis, log) : undefined;
-  const stops = givenStops === false ? undefined : (givenStops ?? ownStops);
+    usage: deps.usage,
+    tracerFor: deps.tracerFor,
+  });
+  const { store: _store, ...rest } = deps;
   const parts: AnswerParts = {
     ...rest,
-    ...(stops ? { stops } : {}),
+    ...started.lends,
     redis,
     typingIntervalMs: deps.typingIntervalMs ?? TYPING_INTERVAL_MS,
     ledger,
-    ...(compactionQueue ? { compaction: { queue: compactionQueue, deps: compactor } } : {}),
     conversationStores: conversationStores(features),
   };
 
@@ -326,7 +317,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     chats,
     queues,
     async waitUntilReady() {
-      await Promise.all([...all.map((w) => w.waitUntilReady()), stops?.ready()]);
+      await Promise.all([...all.map((w) => w.waitUntilReady()), parts.stops?.ready()]);
     },
     async close(timeoutMs = 30_000) {
       closing = true;
@@ -347,14 +338,45 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       await Promise.race([
         Promise.all([
           queue.close().catch(() => {}),
-          compactionQueue?.close(),
           ...processors.map((p) => p.close?.().catch(() => {})),
-          ownStops?.close(),
+          started.close(),
         ]),
         new Promise((r) => setTimeout(r, 2000)),
       ]);
     },
   };
+}
+
+/**
+ * Starts the worker side of each of `features` (`Feature.worker`, in list order) and gathers what
+ * they lend the answer pipeline.
+ * @throws when two features lend the same part (those already started are closed again).
+ */
+export function startWorkerSides(
+  features: readonly Feature[],
+  parts: WorkerParts,
+): { lends: Partial<AnswerServices>; close(): Promise<void> } {
+  const lends: Partial<AnswerServices> = {};
+  const lenders = new Map<string, string>();
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const c of [...closers].reverse()) await c().catch(() => {});
+  };
+  for (const feature of features) {
+    if (!feature.worker) continue;
+    const side = feature.worker(parts);
+    if (side.close) closers.push(() => side.close!());
+    for (const [name, part] of Object.entries(side.lends)) {
+      const other = lenders.get(name);
+      if (other) {
+        void close();
+        throw new Error(`features "${other}" and "${feature.name}" both lend the answers' ${name}`);
+      }
+      lenders.set(name, feature.name);
+      Object.assign(lends, { [name]: part });
+    }
+  }
+  return { lends, close };
 }
 
 /**

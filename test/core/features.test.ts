@@ -6,7 +6,10 @@ import { describe, expect, it } from "vitest";
 import { buttonKind } from "../../src/buttons.js";
 import { conversationStores } from "../../src/conversations/migrate.js";
 import type { Feature } from "../../src/feature.js";
-import { checkFeatures, FEATURES } from "../../src/features.js";
+import { checkFeatures, FEATURES, startFeatures } from "../../src/features.js";
+import { silentLogger } from "../../src/log.js";
+import { startWorkerSides } from "../../src/worker/worker.js";
+import { testConfig } from "../helpers/config.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 
 describe("the feature list", () => {
@@ -64,5 +67,42 @@ describe("the feature list", () => {
     const chat = { platform: "telegram" as const, chatId: "-100" };
     const keys = FEATURES.flatMap((f) => f.conversation?.reset?.(chat) ?? []);
     expect(keys).toEqual([conversationKeys(chat).archive]);
+  });
+
+  it("says which features lend the core and the answers what (nothing per feature in app.ts or WorkerDeps)", () => {
+    expect(FEATURES.filter((f) => f.worker).map((f) => f.name)).toEqual([
+      "stop",
+      "compaction",
+      "settings",
+      "approvals",
+    ]);
+  });
+
+  it("refuses two features lending the same part, on either side, and closes what started", async () => {
+    const closed: string[] = [];
+    const lender = (name: string): Feature => ({
+      name,
+      start: () => ({
+        state: undefined,
+        lends: { languageOf: async () => undefined },
+        close: async () => void closed.push(name),
+      }),
+      worker: () => ({ lends: { stops: {} as never }, close: async () => void closed.push(`worker ${name}`) }),
+    });
+    const parts = { config: testConfig(), log: silentLogger, redis: {} as never, history: {} as never };
+    await expect(startFeatures([lender("a"), lender("b")], parts)).rejects.toThrow(
+      /features "a" and "b" both lend the core's languageOf/,
+    );
+    expect(closed).toEqual(["b", "a"]);
+    expect(() =>
+      startWorkerSides([lender("a"), lender("b")], {
+        ...parts,
+        bullRedis: {} as never,
+        toolbox: {} as never,
+        client: {} as never,
+      }),
+    ).toThrow(/features "a" and "b" both lend the answers' stops/);
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toEqual(["b", "a", "worker b", "worker a"]);
   });
 });

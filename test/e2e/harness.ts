@@ -18,7 +18,6 @@ import { createAdapter as createTelegramAdapter, type TelegramAdapterOptions } f
 import type { AdapterFatalError } from "../../src/adapter.js";
 import { startBot, type RunningBot } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
 import { loadTools } from "../../src/toolbox/registry.js";
 import type { Tool } from "../../src/toolbox/tool.js";
@@ -33,12 +32,15 @@ import {
 } from "../fakes/anthropic.js";
 import { startFakeCwa, type FakeCwa } from "../fakes/cwa.js";
 import { FakeDiscord } from "../fakes/discord.js";
+import { fakesEnv } from "../fakes/env.js";
+import { FakeLine, type FakeLineOptions } from "../fakes/line.js";
 import { FakeTelegram, type FakeTelegramOptions } from "../fakes/telegram.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
 import { startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
 import { testConfig } from "../helpers/config.js";
 import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import { captureLogger } from "../helpers/log.js";
+import { freePort } from "../helpers/ports.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { startTestRedis } from "../helpers/use-redis.js";
 import { scriptedModel } from "./scripted-model.js";
@@ -134,28 +136,14 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   const { log, lines } = captureLogger("debug");
   const config = testConfig({
     LOG_LEVEL: "debug",
-    ANTHROPIC_API_KEY: "fake-e2e-anthropic-key-000000",
-    ANTHROPIC_BASE_URL: model.url,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.apiRoot,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_API_URL: discord.apiUrl,
-    DISCORD_GUILD_ID: discord.guildId,
-    CWA_API_KEY: cwa.key,
-    CWA_API_BASE: cwa.base,
-    ...(stt ? { STT_BASE_URL: stt.base, STT_API_KEY: stt.key } : {}),
-    ...(tts ? { TTS_BASE_URL: tts.base, TTS_API_KEY: tts.key } : {}),
+    ...fakesEnv({ model, telegram, discord, cwa, stt, tts }),
     ...redis.env,
     ...options.env,
   });
   const { toolbox } = await loadTools({ config, log });
   for (const tool of options.tools ?? []) toolbox.add(tool);
   const prefix = "e2e";
-  const modelRetry = options.modelRetry ?? TEST_MODEL_RETRY;
-  const agent = {
-    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry }),
-    client: createAnthropicClient(config, { maxRetries: options.modelRetries ?? 1, timeoutMs: 10_000 }),
-  };
+  const agent = testAgent(config, options.modelRetries ?? 1, options.modelRetry);
   const startWorker = async () => {
     const worker = await startBot({
       config,
@@ -254,42 +242,111 @@ export function useStack(options: StackOptions, onStart: (stack: Stack, redis: R
 }
 
 /**
- * Starts the bot from `config` alone as two parts on one Redis, as a deployment may run them: the
- * adapters (`role: "adapter"`) and a worker (`role: "worker"`) whose agent uses the real Anthropic
- * SDK client against `config`'s Messages API (1 retry, 10-s timeout, the tests' short model-retry
- * waits). For end-to-end files whose platform starts from configuration only (LINE).
- * @param log - the test's captured logger; the parts log as its children `{part: "adapter" | "worker"}`.
- * @returns both running parts; the caller stops them.
+ * The agent of the tests' worker parts: the real agent loop and Anthropic SDK client against
+ * `config`'s Messages API (10-s timeout), with the tests' short model-retry waits.
+ * @param retries - SDK retries of a model call.
+ */
+function testAgent(config: Config, retries: number, modelRetry: ModelRetryTiming = TEST_MODEL_RETRY) {
+  return {
+    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry }),
+    client: createAnthropicClient(config, { maxRetries: retries, timeoutMs: 10_000 }),
+  };
+}
+
+/** A running LINE end-to-end stack ({@link startLineStack}). */
+export interface LineStack {
+  redis: TestRedis;
+  model: FakeAnthropic;
+  line: FakeLine;
+  /** The fake transcription API, when {@link LineStackOptions.transcription} started one. */
+  stt: FakeTranscription | undefined;
+  /** The fake speech API, when {@link LineStackOptions.speech} started one. */
+  tts: FakeSpeech | undefined;
+  config: Config;
+  adapters: RunningBot;
+  worker: RunningBot;
+  /** Every log line of both parts, as written. */
+  lines: string[];
+  /** Stops both parts, then the fakes and Redis. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startLineStack}. */
+export interface LineStackOptions {
+  /** The scripted model answering requests no test queued a reply for; default the fake's own. */
+  model?: (request: FakeRequest) => FakeMessageReply | FakeErrorReply | FakeHangReply;
+  /** Options of the fake LINE platform, given the bot's local webhook server base (`http://127.0.0.1:<port>`). */
+  line?: (local: string) => FakeLineOptions;
+  /** Starts the fake transcription API and sets `STT_BASE_URL` and `STT_API_KEY` to it. */
+  transcription?: boolean;
+  /** Starts the fake speech API and sets `TTS_BASE_URL` and `TTS_API_KEY` to it. */
+  speech?: boolean;
+  /** Extra environment (e.g. `LINE_PUBLIC_URL`). */
+  env?: Record<string, string>;
+  /** The captured logger's level; default `debug`. */
+  logLevel?: string;
+}
+
+/**
+ * The LINE stack, whose platform starts from configuration only: a real Redis, the fake Messages
+ * API, the fake LINE platform (its webhooks sent to the bot's webhook server on a free port) and
+ * the bot as two parts on one Redis, as a deployment may run them: the adapters
+ * (`role: "adapter"`) and a worker (`role: "worker"`, 1 SDK retry, 10-s timeout, the tests'
+ * short model-retry waits). The parts log as children `{part: "adapter" | "worker"}` of one
+ * captured logger. Whatever started is stopped again if a later step fails.
  * @throws what `loadTools` or `startBot` throws (a bad configuration, an unreachable Redis).
  */
-export async function startSplitBot(
-  config: Config,
-  log: Logger,
-  redisUrl: string,
-  prefix = "e2e",
-): Promise<{ adapters: RunningBot; worker: RunningBot }> {
-  const { toolbox } = await loadTools({ config, log });
-  const client = createAnthropicClient(config, { maxRetries: 1, timeoutMs: 10_000 });
-  const agent = {
-    runAgent: (request: AgentRequest, deps: AgentDeps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
-    client,
-  };
-  const adapters = await startBot({
-    config,
-    log: log.child({ part: "adapter" }),
-    redisUrl,
-    toolbox,
-    role: "adapter",
-    prefix,
-  });
-  const worker = await startBot({
-    config,
-    log: log.child({ part: "worker" }),
-    redisUrl,
-    toolbox,
-    role: "worker",
-    agent,
-    prefix,
-  });
-  return { adapters, worker };
+export async function startLineStack(options: LineStackOptions = {}): Promise<LineStack> {
+  const started: (() => Promise<unknown>)[] = [];
+  try {
+    const redis = await startTestRedis();
+    started.push(() => redis.stop());
+    const model = await startFakeAnthropic(options.model ? { fallback: options.model } : {});
+    started.push(() => model.close());
+    const port = await freePort();
+    const local = `http://127.0.0.1:${port}`;
+    const line = await FakeLine.start(options.line?.(local) ?? {});
+    started.push(() => line.stop());
+    line.webhookUrl = `${local}/line/webhook`;
+    const stt = options.transcription ? await startFakeTranscription() : undefined;
+    if (stt) started.push(() => stt.close());
+    const tts = options.speech ? await startFakeSpeech() : undefined;
+    if (tts) started.push(() => tts.close());
+    const level = options.logLevel ?? "debug";
+    const { log, lines } = captureLogger(level);
+    const config = testConfig({
+      LOG_LEVEL: level,
+      ...fakesEnv({ model, line, stt, tts }),
+      LINE_WEBHOOK_PORT: String(port),
+      HTTP_HOST: "127.0.0.1",
+      ...redis.env,
+      ...options.env,
+    });
+    const { toolbox } = await loadTools({ config, log });
+    const agent = testAgent(config, 1);
+    const part = (role: "adapter" | "worker") =>
+      startBot({
+        config,
+        log: log.child({ part: role }),
+        redisUrl: redis.url,
+        toolbox,
+        role,
+        prefix: "e2e",
+        ...(role === "worker" ? { agent } : {}),
+      });
+    const adapters = await part("adapter");
+    started.push(() => adapters.stop());
+    const worker = await part("worker");
+    started.push(() => worker.stop());
+    const stop = async () => {
+      await adapters.stop();
+      await worker.stop();
+      await Promise.all([line.stop(), model.close(), stt?.close(), tts?.close()]);
+      await redis.stop();
+    };
+    return { redis, model, line, stt, tts, config, adapters, worker, lines, stop };
+  } catch (error) {
+    for (const stop of started.reverse()) await stop().catch(() => {});
+    throw error;
+  }
 }

@@ -5,23 +5,17 @@
  * would with `ROLE=adapter` and `ROLE=worker`. Reply tokens expire on the fake's clock, and an
  * old event is made by its timestamp: no test waits for a minute to pass.
  */
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { RunningBot } from "../../src/app.js";
-import { startSplitBot } from "./harness.js";
+import { startLineStack, type LineStack } from "./harness.js";
 import type { Config } from "../../src/config.js";
 import { registry, resetMetrics } from "../../src/metrics.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
-import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
-import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
-import { startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
+import { text, type FakeAnthropic } from "../fakes/anthropic.js";
+import type { FakeTranscription } from "../fakes/transcription.js";
+import type { FakeSpeech } from "../fakes/speech.js";
 import { SettingsStore } from "../../src/settings/store.js";
-import { FakeLine, type FakeLineUser } from "../fakes/line.js";
-import { testConfig } from "../helpers/config.js";
+import type { FakeLine, FakeLineUser } from "../fakes/line.js";
 import { captureLogger } from "../helpers/log.js";
-import type { TestRedis } from "../helpers/redis.js";
-import { startTestRedis } from "../helpers/use-redis.js";
 import { listTodos } from "../../tools/todo/store.js";
 import { makeImage } from "../media/fixtures.js";
 import { seedTodos } from "./approvals-helpers.js";
@@ -31,66 +25,33 @@ import { listTasks } from "../../src/tasks/store.js";
 import { bringReminderForward, localIso, secondsAhead } from "./reminders-helpers.js";
 import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
 
+let stack: LineStack;
 let line: FakeLine;
 let model: FakeAnthropic;
-let testRedis: TestRedis;
 let redis: RedisClient;
 let config: Config;
-let adapters: RunningBot;
-let worker: RunningBot;
 let lines: string[];
 let alice: FakeLineUser;
 let stt: FakeTranscription;
 let tts: FakeSpeech;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 beforeAll(async () => {
-  testRedis = await startTestRedis();
-  model = await startFakeAnthropic({ fallback: tasksModel });
-  line = await FakeLine.start({ pushQuota: 1000 });
-  stt = await startFakeTranscription();
-  tts = await startFakeSpeech();
-  const port = await freePort();
-  line.webhookUrl = `http://127.0.0.1:${port}/line/webhook`;
-  const captured = captureLogger("debug");
-  lines = captured.lines;
-  config = testConfig({
-    LOG_LEVEL: "debug",
-    ANTHROPIC_API_KEY: "fake-e2e-anthropic-key-000000",
-    ANTHROPIC_BASE_URL: model.url,
-    LINE_CHANNEL_SECRET: line.secret,
-    LINE_CHANNEL_ACCESS_TOKEN: line.token,
-    LINE_API_URL: line.apiUrl,
-    LINE_DATA_API_URL: line.dataUrl,
-    LINE_WEBHOOK_PORT: String(port),
-    HTTP_HOST: "127.0.0.1",
-    STT_BASE_URL: stt.base,
-    STT_API_KEY: stt.key,
-    TTS_BASE_URL: tts.base,
-    TTS_API_KEY: tts.key,
-    ...testRedis.env,
+  stack = await startLineStack({
+    model: tasksModel,
+    line: () => ({ pushQuota: 1000 }),
+    transcription: true,
+    speech: true,
   });
-  ({ adapters, worker } = await startSplitBot(config, captured.log, testRedis.url));
-  redis = connectRedis(testRedis.url);
+  ({ line, model, config, lines } = stack);
+  stt = stack.stt!;
+  tts = stack.tts!;
+  redis = connectRedis(stack.redis.url);
   alice = line.user("Alice");
 }, 60_000);
 
 afterAll(async () => {
-  await adapters?.stop();
-  await worker?.stop();
   await redis?.quit();
-  await line?.stop();
-  await model?.close();
-  await stt?.close();
-  await tts?.close();
-  await testRedis?.stop();
+  await stack?.stop();
 });
 
 /** `bot_pushed_messages_total{platform="line"}` of this process. */

@@ -5,7 +5,7 @@
  * with what was sent. The adapter and worker parts run in this one process, so the one registry
  * holds both sides' counts.
  */
-import { createServer } from "node:net";
+import { freePort } from "../helpers/ports.js";
 import parsePrometheusTextFormat, { type PrometheusFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { resetMetrics } from "../../src/metrics.js";
@@ -15,15 +15,6 @@ import { ANSWER_TIMEOUT_MS } from "./scenarios-common.js";
 
 let stack: Stack;
 let port: number;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const free = (s.address() as { port: number }).port;
-      s.close(() => resolve(free));
-    });
-  });
-}
 
 beforeAll(async () => {
   // Test files share a process (isolate: false in vitest.config.ts): start from zero, as the bot does.

@@ -8,7 +8,7 @@
  * - Discord: a gateway that is down longer than the threshold, then one that closes for good (4004).
  */
 import type { Chat, User } from "grammy/types";
-import { createServer } from "node:net";
+import { freePort } from "../helpers/ports.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TelegramAdapter } from "../../adapters/telegram/index.js";
 import type { AdapterFatalError } from "../../src/adapter.js";
@@ -28,15 +28,6 @@ const WAIT_MS = 20_000;
 let stack: Stack;
 let healthUrl: string;
 const fatal: AdapterFatalError[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   const port = await freePort();

@@ -5,76 +5,42 @@
  * (real mp3 fixture), real Redis and BullMQ, the bot as an adapter part and a worker part (the audio
  * crosses from the worker to the adapter's server through Redis).
  */
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { RunningBot } from "../../src/app.js";
-import { startSplitBot } from "./harness.js";
-import type { Config } from "../../src/config.js";
+import { startLineStack, type LineStack } from "./harness.js";
+import { freePort } from "../helpers/ports.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
-import { startFakeAnthropic, text, type FakeAnthropic } from "../fakes/anthropic.js";
-import { speechFixture, startFakeSpeech, type FakeSpeech } from "../fakes/speech.js";
-import { FakeLine, type FakeLineUser } from "../fakes/line.js";
-import { testConfig } from "../helpers/config.js";
-import { captureLogger } from "../helpers/log.js";
-import type { TestRedis } from "../helpers/redis.js";
-import { startTestRedis } from "../helpers/use-redis.js";
+import { text, type FakeAnthropic } from "../fakes/anthropic.js";
+import { speechFixture, type FakeSpeech } from "../fakes/speech.js";
+import type { FakeLine, FakeLineUser } from "../fakes/line.js";
 import { LINE_VOICE_TTL_SECONDS, voiceKey } from "../../adapters/line/voice.js";
 
 const PUBLIC = "https://bot.example.test";
+let stack: LineStack;
 let line: FakeLine;
 let model: FakeAnthropic;
-let testRedis: TestRedis;
 let redis: RedisClient;
-let config: Config;
-let adapters: RunningBot;
-let worker: RunningBot;
 let tts: FakeSpeech;
+/** The bot's webhook server base; a test points it elsewhere for a while (LINE cannot fetch). */
 let local = "";
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 beforeAll(async () => {
-  testRedis = await startTestRedis();
-  model = await startFakeAnthropic();
-  line = await FakeLine.start({ pushQuota: 1000, rewriteUrl: (url) => url.replace(PUBLIC, local) });
-  tts = await startFakeSpeech();
-  const port = await freePort();
-  local = `http://127.0.0.1:${port}`;
-  line.webhookUrl = `${local}/line/webhook`;
-  const captured = captureLogger("info");
-  config = testConfig({
-    ANTHROPIC_API_KEY: "fake-e2e-anthropic-key-000000",
-    ANTHROPIC_BASE_URL: model.url,
-    LINE_CHANNEL_SECRET: line.secret,
-    LINE_CHANNEL_ACCESS_TOKEN: line.token,
-    LINE_API_URL: line.apiUrl,
-    LINE_DATA_API_URL: line.dataUrl,
-    LINE_WEBHOOK_PORT: String(port),
-    LINE_PUBLIC_URL: `${PUBLIC}/`,
-    HTTP_HOST: "127.0.0.1",
-    TTS_BASE_URL: tts.base,
-    TTS_API_KEY: tts.key,
-    ...testRedis.env,
+  stack = await startLineStack({
+    line: (base) => {
+      local = base;
+      return { pushQuota: 1000, rewriteUrl: (url) => url.replace(PUBLIC, local) };
+    },
+    speech: true,
+    env: { LINE_PUBLIC_URL: `${PUBLIC}/` },
+    logLevel: "info",
   });
-  ({ adapters, worker } = await startSplitBot(config, captured.log, testRedis.url));
-  redis = connectRedis(testRedis.url);
+  ({ line, model } = stack);
+  tts = stack.tts!;
+  redis = connectRedis(stack.redis.url);
 }, 60_000);
 
 afterAll(async () => {
-  await adapters?.stop();
-  await worker?.stop();
   await redis?.quit();
-  await line?.stop();
-  await model?.close();
-  await tts?.close();
-  await testRedis?.stop();
+  await stack?.stop();
 });
 
 const dm = (user: FakeLineUser) => ({ from: user });

@@ -21,6 +21,7 @@ import { pathToFileURL } from "node:url";
 import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, type FakeUser } from "./discord.js";
+import { fakesEnv } from "./env.js";
 import { FakeTelegram } from "./telegram.js";
 import { startFakeSpeech, type FakeSpeech } from "./speech.js";
 import { startFakeTranscription, type FakeTranscription } from "./transcription.js";
@@ -88,19 +89,10 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const bob: FakeUser = { id: "700000000000000002", username: "bob", global_name: "Bob" };
 
   const env: Record<string, string> = {
-    ANTHROPIC_API_KEY: "fake-key-for-the-local-fake-servers",
-    ANTHROPIC_BASE_URL: anthropic.url,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.apiRoot,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_API_URL: discord.apiUrl,
-    DISCORD_GUILD_ID: discord.guildId,
-    CWA_API_KEY: cwa.key,
-    CWA_API_BASE: cwa.base,
-    STT_BASE_URL: transcription.base,
-    STT_API_KEY: transcription.key,
-    TTS_BASE_URL: speech.base,
-    TTS_API_KEY: speech.key,
+    ...fakesEnv(
+      { model: anthropic, telegram, discord, cwa, stt: transcription, tts: speech },
+      "fake-key-for-the-local-fake-servers",
+    ),
     // The fake users are strangers: serve everyone, as the end-to-end tests do.
     ACCESS_POLICY: "open",
   };

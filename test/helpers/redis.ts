@@ -5,7 +5,7 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
+import { freePorts } from "./ports.js";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -103,24 +103,6 @@ export async function startRedis(extra: string[] = []): Promise<TestRedis> {
       child = await launchOnSocket(socket, dir, extra);
     },
   };
-}
-
-/** `n` TCP ports on 127.0.0.1 that were free a moment ago (the OS's choice). */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const server = createServer();
-          server.once("error", reject);
-          server.listen(0, "127.0.0.1", () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 /** Resolves once every node says `cluster_state:ok` and knows all 16384 slots (20 s at most). */

@@ -55,7 +55,8 @@ describe("ChatQueue when adding the chat's job fails", () => {
         runAgent,
         outbounds: { console: new ConsoleOutbound({ output, locale: config.BOT_LOCALE }) },
       },
-      FEATURES,
+      // No approvals: a dangerous call is told that confirmation is unavailable.
+      FEATURES.filter((f) => f.name !== "approvals"),
     );
     await worker.waitUntilReady();
   });

@@ -1,16 +1,8 @@
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
+import { freePort } from "../helpers/ports.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { startHarness, type Harness } from "./harness.js";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 let h: Harness;
 let port: number;

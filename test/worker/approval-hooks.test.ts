@@ -2,7 +2,6 @@ import { afterEach, expect, it } from "vitest";
 import { Queue } from "bullmq";
 import { DECISIONS_QUEUE } from "../../src/queue/keys.js";
 import type { PausedOutcome } from "../../src/agent/contract.js";
-import { approvalFlow } from "../../src/approvals/wiring.js";
 import { message, startHarness, todoModel, waitFor, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -32,9 +31,7 @@ it("calls the approval flow: supersede before each new message, begin on a pause
   h = await startHarness({
     env: { WORKER_CONCURRENCY: "1" },
     // The worker's real flow, its entry points watched.
-    approvals: (parts) => {
-      const wired = approvalFlow(parts);
-      const { flow } = wired;
+    approvals: (flow) => {
       const begin = flow.begin.bind(flow);
       const supersede = flow.supersedePending.bind(flow);
       const take = flow.takeDecision.bind(flow);
@@ -51,7 +48,6 @@ it("calls the approval flow: supersede before each new message, begin on a pause
         calls.push(`decision:${(data as { approvalId: string }).approvalId}`);
         return take(data);
       };
-      return wired;
     },
   });
   h.fake.enqueue(todoModel, todoModel, todoModel);

@@ -85,7 +85,8 @@ export function startDiscordWorker(options: {
       runAgent,
       outbounds: { discord: createOutbound(config, silentLogger) },
     },
-    FEATURES,
+    // No approvals: a dangerous call is told that confirmation is unavailable.
+    FEATURES.filter((f) => f.name !== "approvals"),
   );
   return {
     worker,

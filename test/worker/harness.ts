@@ -22,12 +22,12 @@ import { ToolError, defineTool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { TraceStore } from "../../src/trace/store.js";
 import type { ApprovalFlow } from "../../src/approvals/flow.js";
-import type { ApprovalFlowParts } from "../../src/approvals/wiring.js";
 import { startWorker, type ChatWorker } from "../../src/worker/worker.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { FEATURES } from "../../src/features.js";
+import type { Feature } from "../../src/feature.js";
 
 /** A todo tool pair for tests, stored per platform and user; `add_todo` takes `delayMs` to stay in flight. */
 export function todoTools(): ToolBox {
@@ -197,6 +197,24 @@ export function message(
   };
 }
 
+/** The bot's features, without the approvals feature unless `approvals` is given (a function watches each worker's flow). */
+function features(approvals: true | ((flow: ApprovalFlow) => void) | undefined): Feature[] {
+  if (!approvals) return FEATURES.filter((f) => f.name !== "approvals");
+  if (approvals === true) return [...FEATURES];
+  return FEATURES.map((f) => {
+    const start = f.worker;
+    if (f.name !== "approvals" || !start) return f;
+    return {
+      ...f,
+      worker: (parts) => {
+        const side = start(parts);
+        approvals(side.lends.approvals!);
+        return side;
+      },
+    };
+  });
+}
+
 /** The running parts. */
 export interface Harness {
   server: TestRedis;
@@ -215,15 +233,16 @@ export interface Harness {
 
 /**
  * Starts Redis, the fake model and `workers` workers.
- * @param options.approvals - builds the approval flow of each worker (e.g. `approvalFlow` of
- *   `src/approvals/wiring.ts`) on its own connection; default none (confirmation unavailable).
+ * @param options.approvals - true: each worker runs the approvals feature (its confirmation flow on
+ *   its own connection); a function also gets each worker's flow (to watch it). Default: without
+ *   the approvals feature (confirmation unavailable).
  */
 export async function startHarness(
   options: {
     workers?: number;
     env?: Record<string, string>;
     chunkChars?: number;
-    approvals?: (parts: ApprovalFlowParts) => { flow: ApprovalFlow; close(): Promise<void> };
+    approvals?: true | ((flow: ApprovalFlow) => void);
     traces?: boolean;
   } = {},
 ): Promise<Harness> {
@@ -255,8 +274,6 @@ export async function startHarness(
       const wredis = connectRedis(server.url, { maxRetriesPerRequest: null });
       connections.push(wredis);
       const history = new HistoryStore(wredis, historyOptions);
-      const approvals = options.approvals?.({ config, log: silentLogger, redis: wredis, history, toolbox, client });
-      if (approvals) closers.push(approvals.close);
       const worker = startWorker(
         {
           config,
@@ -267,13 +284,12 @@ export async function startHarness(
           client,
           runAgent: (request, deps) => runAgent(request, { ...deps, modelRetry: TEST_MODEL_RETRY }),
           outbounds: { console: outbound },
-          ...(approvals ? { approvals: approvals.flow } : {}),
           typingIntervalMs: 50,
           ...(options.traces
             ? { tracerFor: (runId: string, chat: string) => new TraceStore(wredis).startRun({ chat, runId }) }
             : {}),
         },
-        FEATURES,
+        features(options.approvals),
       );
       await worker.waitUntilReady();
       harness.workers.push(worker);

@@ -31,7 +31,8 @@ const worker = startWorker(
     runAgent,
     outbounds: { console: new ConsoleOutbound({ output: process.stdout, locale: config.BOT_LOCALE }) },
   },
-  FEATURES,
+  // No approvals: a dangerous call is told that confirmation is unavailable.
+  FEATURES.filter((f) => f.name !== "approvals"),
 );
 await worker.waitUntilReady();
 process.stdout.write("ready\n");

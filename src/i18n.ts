@@ -18,6 +18,20 @@ export function localize(locale: Locale, texts: Localized, params: Record<string
   return text.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m));
 }
 
+/** Han, kana and Hangul characters, CJK punctuation and full-width forms: text written in an East Asian script. */
+const EAST_ASIAN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff00-\uffef]/u;
+
+/**
+ * The locale a text is written in, by its letters (a guess for scripted answers: the demo's and
+ * the fakes' model, not the bot's setting): `zh-TW` when it has East Asian characters (Han, kana,
+ * Hangul, CJK punctuation), `en` when it has Latin letters and none of those; undefined when it
+ * has neither (`1+1`, an emoji), so the caller's default applies.
+ */
+export function writtenLocale(text: string): Locale | undefined {
+  if (EAST_ASIAN.test(text)) return "zh-TW";
+  return /[A-Za-z]/.test(text) ? "en" : undefined;
+}
+
 const ENGLISH_PLURAL = new Intl.PluralRules("en");
 
 /**

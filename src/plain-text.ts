@@ -123,8 +123,14 @@ function inlinePlain(tokens: Token[] | undefined): string {
   return out;
 }
 
+/** Options of {@link markdownToPlain}. */
+export interface PlainTextOptions {
+  /** What starts an unordered list item: `• ` (default, LINE), `- ` (the console: what a person would type). */
+  bullet?: string;
+}
+
 /** Block Markdown tokens as plain lines; `indent` prefixes nested list lines. */
-function blocksPlain(tokens: Token[], indent = ""): string[] {
+function blocksPlain(tokens: Token[], options: PlainTextOptions, indent = ""): string[] {
   const blocks: string[] = [];
   for (const token of tokens) {
     switch (token.type) {
@@ -147,7 +153,7 @@ function blocksPlain(tokens: Token[], indent = ""): string[] {
         break;
       case "blockquote":
         blocks.push(
-          blocksPlain((token as Tokens.Blockquote).tokens)
+          blocksPlain((token as Tokens.Blockquote).tokens, options)
             .join("\n\n")
             .split("\n")
             .map((line) => `> ${line}`.trimEnd())
@@ -158,9 +164,9 @@ function blocksPlain(tokens: Token[], indent = ""): string[] {
         const list = token as Tokens.List;
         const start = typeof list.start === "number" ? list.start : 1;
         const lines = list.items.map((item, i) => {
-          const bullet = list.ordered ? `${start + i}. ` : "• ";
+          const bullet = list.ordered ? `${start + i}. ` : (options.bullet ?? "• ");
           const mark = item.task ? (item.checked ? "☑ " : "☐ ") : "";
-          const body = blocksPlain(item.tokens, `${indent}  `).join("\n");
+          const body = blocksPlain(item.tokens, options, `${indent}  `).join("\n");
           return `${indent}${bullet}${mark}${body}`;
         });
         blocks.push(lines.join("\n"));
@@ -180,19 +186,32 @@ function blocksPlain(tokens: Token[], indent = ""): string[] {
 }
 
 /**
- * Markdown (an answer, a command's reply) as plain text, for platforms that render none (LINE
- * shows `**今天**` as it is): emphasis and strike marks go, inline code and code blocks keep their
- * text without backticks or fences, a link is `label (address)` (the address alone when the label
- * is it), headings are their words, list items start with `• ` or their number (nested ones
- * indented two spaces), quotes keep `> `, table rows are cells joined by ` | `, and blocks are
- * separated by one empty line. Read with marked's lexer (https://marked.js.org).
+ * Markdown (an answer, a command's reply) as plain text, for places that render none (LINE shows
+ * `**今天**` as it is; the console's terminal): emphasis and strike marks go, inline code and code
+ * blocks keep their text without backticks or fences, a link is `label (address)` (the address
+ * alone when the label is it), headings are their words, list items start with `• ` (or
+ * `options.bullet`) or their number (nested ones indented two spaces), quotes keep `> `, table rows
+ * are cells joined by ` | `. Blocks stay as the text had them: separated by one empty line where
+ * it had one or more, on the next line where it had none (a heading over its list). Read with
+ * marked's lexer (https://marked.js.org). The one converter of Markdown to plain text: LINE's
+ * messages and the console's command replies both use it.
  * @returns the plain text; never throws (what the lexer cannot read stays as it is).
  */
-export function markdownToPlain(markdown: string): string {
+export function markdownToPlain(markdown: string, options: PlainTextOptions = {}): string {
   try {
-    return blocksPlain(Lexer.lex(markdown))
-      .filter((block) => block.trim() !== "")
-      .join("\n\n");
+    let out = "";
+    let blankBefore = false;
+    for (const token of Lexer.lex(markdown)) {
+      if (token.type === "space") {
+        blankBefore = true;
+        continue;
+      }
+      const block = blocksPlain([token], options).join("\n\n");
+      if (block.trim() === "") continue;
+      out += out === "" ? block : `${blankBefore ? "\n\n" : "\n"}${block}`;
+      blankBefore = false;
+    }
+    return out;
   } catch {
     return markdown;
   }

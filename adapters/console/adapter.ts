@@ -27,7 +27,7 @@ import { findCommand } from "../../src/commands/catalog.js";
 import { unknownCommand } from "../../src/commands/runner.js";
 import type { Locale } from "../../src/config.js";
 import { localize, STOP_TEXT } from "../../src/i18n.js";
-import { terminalText } from "../../src/plain-text.js";
+import { markdownToPlain, terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
 import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
 import { conversationKeys } from "../../src/queue/keys.js";
@@ -88,23 +88,10 @@ const TEXT = {
 };
 
 /**
- * A command's Markdown reply as terminal text: bold markers and inline-code backticks removed,
- * `[text](url)` links as `text (url)`; list dashes and line breaks stay.
+ * How a command's Markdown reply is shown in the terminal (`markdownToPlain`, shared with LINE):
+ * list items keep the `- ` a person would type.
  */
-export function plainText(markdown: string): string {
-  // Code spans first, kept as they are: a name such as `notes__read_notes` is not emphasis.
-  return markdown
-    .split(/(`[^`\n]+`)/)
-    .map((part, i) =>
-      i % 2 === 1
-        ? part.slice(1, -1)
-        : part
-            .replace(/\*\*(.+?)\*\*/g, "$1")
-            .replace(/__(.+?)__/g, "$1")
-            .replace(/\[([^\]]+)\]\((https?:[^)\s]+)\)/g, "$1 ($2)"),
-    )
-    .join("");
-}
+const CONSOLE_PLAIN = { bullet: "- " } as const;
 
 /**
  * The notice of a decision typed in the terminal: the shared {@link decisionNotice}, with the
@@ -241,13 +228,16 @@ export class ConsoleAdapter implements Adapter {
       };
       if (!findCommand(name, "console"))
         return say(
-          plainText(
+          markdownToPlain(
             unknownCommand(locale, name, "console", isAdmin(context.commands.services.config, invocation), ["/quit"]),
+            CONSOLE_PLAIN,
           ),
         );
       const reply = await context.commands.run(invocation);
       if (reply === undefined) return;
-      return say(plainText(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply));
+      return say(
+        markdownToPlain(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply, CONSOLE_PLAIN),
+      );
     }
     if (approve !== undefined) {
       const prompt = this.outbound.openPrompt;

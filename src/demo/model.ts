@@ -23,7 +23,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { z } from "zod";
 import { readFile } from "node:fs/promises";
 import type { Locale } from "../config.js";
-import { localize } from "../i18n.js";
+import { localize, writtenLocale } from "../i18n.js";
 import { MEMORY_BLOCK_START } from "../memory/notes.js";
 import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
 import { answerResults, answerText, demoLabel, type DemoReply, type DemoToolResult } from "./script.js";
@@ -101,6 +101,16 @@ function toolResults(request: DemoRequest): DemoToolResult[] {
     }));
 }
 
+/** The words of the latest user turn that has text (not tool results), without the memory block. */
+function lastUserWords(request: DemoRequest): string | undefined {
+  for (const message of [...request.messages].reverse()) {
+    if (message.role !== "user") continue;
+    const text = userText(message);
+    if (text !== undefined && text.trim() !== "") return text;
+  }
+  return undefined;
+}
+
 /**
  * What the demo answers to a request: a compaction's request gets the demo summary; a user text the
  * script's tool call or answer; tool results an answer showing them (see `script.ts`).
@@ -110,8 +120,10 @@ function demoReply(request: DemoRequest, options: DemoModelOptions): DemoReply {
   const text = last.role === "user" ? userText(last) : undefined;
   if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START))
     return { content: [{ type: "text", text: demoSummary(text, options.locale) }], stop_reason: "end_turn" };
+  // The script answers in the language the person last wrote in (BOT_LOCALE when the words tell nothing, e.g. `1+1`).
+  const said = text ?? lastUserWords(request);
   const turn = {
-    locale: options.locale,
+    locale: (said !== undefined ? writtenLocale(said.replace(/^\[[^\]]*\]\s*/, "")) : undefined) ?? options.locale,
     timezone: options.timezone ?? "Asia/Taipei",
     tools: new Set((request.tools ?? []).flatMap((t) => (typeof t.name === "string" ? [t.name] : []))),
     memory: memoryOf(request),
@@ -158,7 +170,7 @@ function demoSummary(request: string, locale: Locale): string {
 
 /** Options of {@link startDemoModel}. */
 export interface DemoModelOptions {
-  /** The language of the script's answers. */
+  /** The language of the script's answers when the person's words do not tell (`BOT_LOCALE`); otherwise they follow the words. */
   locale: Locale;
   /** The user's time zone (`TIMEZONE`), for reminders; default Asia/Taipei. */
   timezone?: string;

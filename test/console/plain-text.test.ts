@@ -1,14 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { plainText } from "../../adapters/console/adapter.js";
 import { markdownToPlain, terminalText } from "../../src/plain-text.js";
 
-describe("plainText (a command's Markdown reply in the terminal)", () => {
+// The console's command replies and LINE's texts go through the one converter, markdownToPlain
+// (the console had a regex converter of its own, `plainText`, until newcomer round 4).
+describe("markdownToPlain for a command's Markdown reply in the terminal", () => {
   it("keeps code spans as they are: two MCP names with __ on one line are not read as emphasis", () => {
-    expect(plainText("工具：`notes__read_notes`、`notes__add_note`")).toBe("工具：notes__read_notes、notes__add_note");
+    expect(markdownToPlain("工具：`notes__read_notes`、`notes__add_note`")).toBe(
+      "工具：notes__read_notes、notes__add_note",
+    );
+    // Without backticks too: underscores inside a word are no emphasis (CommonMark).
+    expect(markdownToPlain("工具：notes__read_notes、notes__add_note")).toBe(
+      "工具：notes__read_notes、notes__add_note",
+    );
   });
 
   it("still removes bold markers outside code and writes links as text (url)", () => {
-    expect(plainText("**待辦** __清單__ [說明](https://example.com/a)")).toBe("待辦 清單 說明 (https://example.com/a)");
+    expect(markdownToPlain("**待辦** __清單__ [說明](https://example.com/a)")).toBe(
+      "待辦 清單 說明 (https://example.com/a)",
+    );
   });
 });
 
@@ -56,6 +65,15 @@ describe("markdownToPlain (LINE shows text as it is)", () => {
         "",
         "a | b\n1 | 2",
       ].join("\n"),
+    );
+  });
+
+  it("keeps the text's block spacing: a line over its list stays on the next line, blank lines stay one", () => {
+    const reply = "可用的工具：\ntodo\n- `add_todo` — 新增待辦\n- **list_todos**\n\n\n\nweb\n- web_search";
+    expect(markdownToPlain(reply)).toBe("可用的工具：\ntodo\n• add_todo — 新增待辦\n• list_todos\n\nweb\n• web_search");
+    // The console keeps the dash a person would type (adapters/console/adapter.ts).
+    expect(markdownToPlain(reply, { bullet: "- " })).toBe(
+      "可用的工具：\ntodo\n- add_todo — 新增待辦\n- list_todos\n\nweb\n- web_search",
     );
   });
 

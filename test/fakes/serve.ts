@@ -1,27 +1,39 @@
 /**
  * `npm run fakes`: the test fakes of this folder as local servers, to try the bot's platforms
- * without accounts: fake Telegram (Bot API), fake Discord (REST and gateway), a fake Messages API,
- * the fake CWA weather API, a fake transcription API and a fake speech API (voice replies: turn
- * them on with `/settings voice always`), all on 127.0.0.1 (free ports). It prints
- * the variables that point the bot at them; run `npm start` with those in another terminal. Then
- * lines typed here are sent to the bot as a person would send them:
+ * without accounts: fake Telegram (Bot API), fake Discord (REST and gateway), fake LINE (Messaging
+ * API, content host and the webhooks it signs), a fake Messages API, the fake CWA weather API, a
+ * fake transcription API and a fake speech API (voice replies: turn them on with
+ * `/settings voice always`), all on 127.0.0.1 (free ports). It prints the variables that point the
+ * bot at them; run `npm start` with those in another terminal. Then lines typed here are sent to
+ * the bot as a person would send them:
  *
  * - `tg <text>`: a Telegram private message from the fake user Alice;
- * - `dc <text>`: a Discord DM from the fake user Bob;
- * - `tg press <label>` / `dc press <label>`: presses the button of that label on the bot's latest
- *   message with buttons there (an approval prompt's 確認 / Confirm, for one).
+ * - `dc <text>`: a Discord DM from the fake user Bob; `dc /<command> [value]`: Bob uses that slash
+ *   command (its one option, when it has one, is `value`);
+ * - `line <text>`: a LINE message from the fake user Carol (a signed webhook to the bot's
+ *   `LINE_WEBHOOK_PORT`);
+ * - `tg press <label>` / `dc press <label>` / `line press <label>`: presses the button of that label
+ *   on the bot's latest message with buttons there (an approval prompt's 確認 / Confirm, the ⏹ 停止
+ *   of an answer being written, for two).
  *
- * What the bot sends back (messages and edits) is printed as it arrives. The fake Messages API is
- * not a model: it answers every request with one line saying what it received. The fakes check
- * every request as strictly as in the tests (`test/fakes/*.ts`); a request they refuse is
+ * What the bot sends back (messages, edits, Telegram drafts, slash commands' answers) is printed as
+ * it arrives. The fake Messages API is not a model: it answers every request with one line saying
+ * what it received, in the language the person wrote in (zh-TW unless the text is in Latin letters
+ * only), and a message asking for a slow answer (`慢慢說`, `slow`) gets a long one streamed over
+ * {@link SLOW_ANSWER_MS}, so `/stop` and the ⏹ button can be tried ({@link fakeModelReply}). The fakes
+ * check every request as strictly as in the tests (`test/fakes/*.ts`); a request they refuse is
  * answered with the platform's error, as the real service would.
  */
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { startFakeAnthropic, text, type FakeAnthropic, type FakeRequest } from "./anthropic.js";
+import { writtenLocale } from "../../src/i18n.js";
+import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { freePort } from "../helpers/ports.js";
+import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
-import { FakeDiscord, type FakeUser } from "./discord.js";
+import { FakeDiscord, type FakeInteraction, type FakeUser } from "./discord.js";
 import { fakesEnv } from "./env.js";
+import { FakeLine, type FakeLineMessage, type FakeLineUser } from "./line.js";
 import { FakeTelegram } from "./telegram.js";
 import { startFakeSpeech, type FakeSpeech } from "./speech.js";
 import { startFakeTranscription, type FakeTranscription } from "./transcription.js";
@@ -30,6 +42,7 @@ import { startFakeTranscription, type FakeTranscription } from "./transcription.
 export interface LocalFakes {
   telegram: FakeTelegram;
   discord: FakeDiscord;
+  line: FakeLine;
   anthropic: FakeAnthropic;
   cwa: FakeCwa;
   transcription: FakeTranscription;
@@ -37,28 +50,97 @@ export interface LocalFakes {
   /** `NAME=value` pairs for the bot's `.env` or environment, in print order. */
   env: Record<string, string>;
   /**
-   * Handles one typed line (`tg …`, `dc …`, `tg press …`, `dc press …`).
+   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`).
    * @returns what to print: a note on what was done, or why the line was not understood.
    */
-  handle(line: string): string;
+  handle(line: string): Promise<string>;
   /**
-   * Starts printing what the bot sends (new messages and edits, on both platforms) through `print`,
-   * polling every `everyMs` ms. @returns a function that stops it.
+   * Starts printing what the bot sends (new messages, edits, drafts and slash commands' answers, on
+   * every platform) through `print`, polling every `everyMs` ms. @returns a function that stops it.
    */
   follow(print: (line: string) => void, everyMs?: number): () => void;
   /** Stops every server. */
   stop(): Promise<void>;
 }
 
-/** The text of the last user turn of a Messages API request, for the fake model's one-line answer. */
-function lastUserText(request: FakeRequest): string {
+/** The language of the fake model's answers: zh-TW unless the person wrote in Latin letters only. */
+export type FakeModelLanguage = "zh-TW" | "en";
+
+/** How long the slow answer ({@link fakeModelReply}) takes to stream, in ms: long enough to press Stop. */
+export const SLOW_ANSWER_MS = 40_000;
+
+/** Words that ask the fake model for its slow answer (matched in the person's text, any case). */
+export const SLOW_WORDS = /慢慢說|慢慢講|慢慢寫|\bslow(?:ly)?\b/i;
+
+/** The person's words of the last user turn of a Messages API request, without the memory block the bot adds. */
+export function lastUserText(request: FakeRequest): string {
   const last = [...request.messages].reverse().find((m) => m.role === "user");
   if (!last) return "";
   if (typeof last.content === "string") return last.content;
   return last.content
-    .filter((b) => b.type === "text" && typeof b.text === "string")
+    .filter((b) => b.type === "text" && typeof b.text === "string" && !b.text.startsWith(MEMORY_BLOCK_START))
     .map((b) => b.text as string)
     .join(" ");
+}
+
+/**
+ * The language to answer `text` in: `writtenLocale` of `src/i18n.ts` (the demo's model uses it
+ * too), `zh-TW` for text with neither East Asian characters nor Latin letters.
+ */
+export function replyLanguage(text: string): FakeModelLanguage {
+  // Without a group's `[Name #code]` label: the name is not what the person wrote.
+  return writtenLocale(text.replace(/^\[[^\]]*\]\s*/, "")) ?? "zh-TW";
+}
+
+/**
+ * What the fake Messages API of `npm run fakes` answers: one line saying what it received (the
+ * last 200 characters of the person's words) and how many tools were offered, in the person's
+ * language ({@link replyLanguage}); for a message with {@link SLOW_WORDS} a long answer streamed in
+ * small pieces over {@link SLOW_ANSWER_MS} (not streamed: sent whole when it would have been
+ * written), so the bot's `/stop` and ⏹ button have an answer to stop.
+ */
+export function fakeModelReply(request: FakeRequest): FakeMessageReply {
+  const said = lastUserText(request);
+  const language = replyLanguage(said);
+  const tools = request.tools?.length ?? 0;
+  const shown = [...said].slice(-200).join("");
+  if (SLOW_WORDS.test(said)) {
+    const lines =
+      language === "en"
+        ? Array.from(
+            { length: 12 },
+            (_, i) =>
+              `Line ${i + 1} of a slow answer from the fake Messages API: it takes about ` +
+              `${SLOW_ANSWER_MS / 1000} s, so there is time to press Stop (⏹ Stop, or /stop).`,
+          )
+        : Array.from(
+            { length: 12 },
+            (_, i) =>
+              `這是測試用假模型慢慢寫的回答，第 ${i + 1} 行：整段大約要 ${SLOW_ANSWER_MS / 1000} 秒，來得及按「⏹ 停止」或輸入 /stop。`,
+          );
+    return {
+      content: [{ type: "text", text: lines.join("\n") }],
+      stop_reason: "end_turn",
+      stream: { firstTokenMs: 200, totalMs: SLOW_ANSWER_MS, chunkChars: 4 },
+    };
+  }
+  const text =
+    language === "en"
+      ? `[fake Messages API] I received "${shown}" with ${tools} tools offered. ` +
+        'I am the test fake, not a model: every answer is this line (write "slowly" for a slow answer to stop).'
+      : `［測試用假模型］收到「${shown}」，提供了 ${tools} 個工具。` +
+        "我是測試用的假伺服器，不是真的模型：每次都只回這一行（寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。";
+  return { content: [{ type: "text", text }], stop_reason: "end_turn" };
+}
+
+/** The buttons of a LINE message: quick reply items and template actions with postback data. */
+function lineButtons(sent: FakeLineMessage): { label: string; data: string }[] {
+  const message = sent.message as {
+    quickReply?: { items?: { action?: { label?: string; data?: string } }[] };
+    template?: { actions?: { label?: string; data?: string }[] };
+  };
+  const actions = [...(message.quickReply?.items ?? []).map((i) => i.action), ...(message.template?.actions ?? [])];
+  return actions.flatMap((a) => (a?.label && a.data ? [{ label: a.label, data: a.data }] : []));
 }
 
 /** One line for a bot message: platform, where, and its text on one line. */
@@ -67,19 +149,20 @@ function shown(platform: string, what: string, body: string): string {
 }
 
 /**
- * Starts the five fakes on loopback ports.
+ * Starts the fakes on loopback ports (and picks a free port for the bot's LINE webhook).
  * @returns the running fakes and the variables to give the bot (see {@link LocalFakes}).
  */
 export async function startLocalFakes(): Promise<LocalFakes> {
   const telegram = await FakeTelegram.start();
   const discord = await FakeDiscord.start();
+  const line = await FakeLine.start();
+  /** The languages of the slow answers begun, in order (printed by `follow`: the answer is being written now). */
+  const slowAnswers: FakeModelLanguage[] = [];
   const anthropic = await startFakeAnthropic({
     fallback: (request) => {
-      const said = lastUserText(request).slice(-200);
-      return text(
-        `[fake Messages API] I received "${said}" with ${request.tools?.length ?? 0} tools offered. ` +
-          "I am the test fake, not a model: every answer is this line.",
-      );
+      const reply = fakeModelReply(request);
+      if (reply.stream) slowAnswers.push(replyLanguage(lastUserText(request)));
+      return reply;
     },
   });
   const cwa = await startFakeCwa();
@@ -87,23 +170,49 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const speech = await startFakeSpeech();
   const alice = telegram.user(7001, "Alice");
   const bob: FakeUser = { id: "700000000000000002", username: "bob", global_name: "Bob" };
+  const carol: FakeLineUser = line.user("Carol");
+  const linePort = await freePort();
+  const linePath = "/line/webhook";
+  line.webhookUrl = `http://127.0.0.1:${linePort}${linePath}`;
 
   const env: Record<string, string> = {
     ...fakesEnv(
-      { model: anthropic, telegram, discord, cwa, stt: transcription, tts: speech },
+      { model: anthropic, telegram, discord, line, cwa, stt: transcription, tts: speech },
       "fake-key-for-the-local-fake-servers",
     ),
+    // The bot's LINE webhook server, which the fake LINE posts to.
+    LINE_WEBHOOK_PORT: String(linePort),
+    LINE_WEBHOOK_PATH: linePath,
     // The fake users are strangers: serve everyone, as the end-to-end tests do.
     ACCESS_POLICY: "open",
   };
 
-  const press = (platform: "tg" | "dc", label: string): string => {
+  /** Sends LINE events to the bot's webhook; a bot not (yet) listening is said so. */
+  const deliverLine = async (events: Record<string, unknown>[], done: string): Promise<string> => {
+    try {
+      const status = await line.deliver(events);
+      return status === 200 ? done : `the bot's LINE webhook answered ${status}`;
+    } catch {
+      return `the bot's LINE webhook (${line.webhookUrl}) did not answer: is npm start running with these variables?`;
+    }
+  };
+
+  const press = async (platform: "tg" | "dc" | "line", label: string): Promise<string> => {
     if (platform === "tg") {
       const message = [...telegram.sent].reverse().find((m) => telegram.buttons(m).length > 0);
       const button = message && telegram.buttons(message).find((b) => b.text.includes(label));
       if (!message || !button?.callback_data) return `no Telegram button "${label}" on the bot's latest prompt`;
       telegram.pressButton({ from: alice, message, data: button.callback_data });
       return `pressed "${button.text}" on Telegram as Alice`;
+    }
+    if (platform === "line") {
+      const message = [...line.sent].reverse().find((m) => lineButtons(m).length > 0);
+      const button = message && lineButtons(message).find((b) => b.label.includes(label));
+      if (!message || !button) return `no LINE button "${label}" on the bot's latest prompt`;
+      return deliverLine(
+        [line.postbackEvent({ from: carol }, button.data)],
+        `pressed "${button.label}" on LINE as Carol`,
+      );
     }
     const message = [...discord.sent].reverse().find((m) => ((m.message.components as unknown[]) ?? []).length > 0);
     const rows = (message?.message.components ?? []) as { components: { label?: string; custom_id?: string }[] }[];
@@ -113,10 +222,25 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     return `pressed "${button.label}" on Discord as Bob`;
   };
 
-  const handle = (line: string): string => {
-    const match = /^\s*(tg|dc)\s+(.+)$/s.exec(line);
-    if (!match) return "type tg <text> or dc <text> (or tg press <label>, dc press <label>)";
-    const platform = match[1] as "tg" | "dc";
+  /** Bob uses a slash command the bot registered (`/stop`, `/settings voice`); its one option is `value`. */
+  const slash = (name: string, value: string): string => {
+    const registered = discord.commandRegistrations.at(-1)?.body ?? [];
+    const command = registered.find((c) => c.name === name);
+    if (!command)
+      return registered.length === 0
+        ? "the bot has registered no Discord slash commands yet: is npm start running with these variables?"
+        : `the bot has no Discord slash command /${name} (it has ${registered.map((c) => `/${String(c.name)}`).join(" ")})`;
+    const option = (command.options as { name: string }[] | undefined)?.[0];
+    if (value && !option) return `/${name} takes no value on Discord`;
+    discord.slashCommand(bob, name, { dm: true, ...(value && option ? { values: { [option.name]: value } } : {}) });
+    return `used /${name}${value ? ` ${value}` : ""} on Discord as Bob`;
+  };
+
+  const handle = async (typed: string): Promise<string> => {
+    const match = /^\s*(tg|dc|line)\s+(.+)$/s.exec(typed);
+    if (!match)
+      return "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>)";
+    const platform = match[1] as "tg" | "dc" | "line";
     const rest = match[2]!.trim();
     const pressed = /^press\s+(.+)$/.exec(rest);
     if (pressed) return press(platform, pressed[1]!.trim());
@@ -124,17 +248,35 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       telegram.sendUserMessage({ chat: telegram.privateChat(alice), from: alice, text: rest });
       return "sent to the bot on Telegram as Alice";
     }
+    if (platform === "line")
+      return deliverLine([line.textEvent({ from: carol }, rest)], "sent to the bot on LINE as Carol");
+    const command = /^\/([\w-]+)(?:\s+(.*))?$/s.exec(rest);
+    if (command) return slash(command[1]!.toLowerCase(), command[2]?.trim() ?? "");
     discord.sendUserMessage(bob, rest, { dm: true });
     return "sent to the bot on Discord as Bob";
   };
 
   const follow = (print: (line: string) => void, everyMs = 200): (() => void) => {
-    const seen = { tgSent: 0, tgEdits: 0, dcSent: 0, dcEdits: 0, tgVoices: 0 };
+    const seen = { tgSent: 0, tgEdits: 0, tgDrafts: 0, dcSent: 0, dcEdits: 0, tgVoices: 0, lineSent: 0, slow: 0 };
+    const answered = new Map<FakeInteraction, number>(); // interaction → its response and edits printed
+    let draftShownAt = 0;
     const timer = setInterval(() => {
+      for (; seen.slow < slowAnswers.length; seen.slow++)
+        print(
+          slowAnswers[seen.slow] === "en"
+            ? `fake model: writing a slow answer (${SLOW_ANSWER_MS / 1000} s): stop it now`
+            : `fake model: 正在慢慢寫回答（${SLOW_ANSWER_MS / 1000} 秒），現在可以停止`,
+        );
       for (; seen.tgSent < telegram.sent.length; seen.tgSent++) {
         const message = telegram.sent[seen.tgSent]!;
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
         print(shown("telegram", "bot", message.text + buttons.join("")));
+      }
+      // A private chat's answer grows as a draft: the newest one, at most once a second.
+      if (seen.tgDrafts < telegram.drafts.length && Date.now() - draftShownAt >= 1000) {
+        seen.tgDrafts = telegram.drafts.length;
+        draftShownAt = Date.now();
+        print(shown("telegram", "bot (draft)", telegram.drafts.at(-1)!.text));
       }
       for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
         const voice = telegram.voices[seen.tgVoices]!;
@@ -161,6 +303,22 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const edit = discord.edits[seen.dcEdits]!.payload;
         if (typeof edit.content === "string") print(shown("discord", "bot (edited)", edit.content));
       }
+      // Slash commands' answers: the interaction's response, then its edits.
+      for (const interaction of discord.interactions.values()) {
+        if (interaction.payload.type !== 2 || !interaction.response) continue;
+        const parts = [interaction.response.data, ...interaction.edits];
+        for (let i = answered.get(interaction) ?? 0; i < parts.length; i++) {
+          const content = parts[i]?.content;
+          if (typeof content === "string" && content !== "") print(shown("discord", "bot (to the command)", content));
+        }
+        answered.set(interaction, parts.length);
+      }
+      for (; seen.lineSent < line.sent.length; seen.lineSent++) {
+        const message = line.sent[seen.lineSent]!;
+        const buttons = lineButtons(message).map((b) => ` [${b.label}]`);
+        const body = message.text || `(${String(message.message.type)} message)`;
+        print(shown("line", `bot (${message.via})`, body + buttons.join("")));
+      }
     }, everyMs);
     return () => clearInterval(timer);
   };
@@ -169,13 +327,14 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     await Promise.allSettled([
       telegram.stop(),
       discord.close(),
+      line.stop(),
       anthropic.close(),
       cwa.close(),
       transcription.close(),
       speech.close(),
     ]);
   };
-  return { telegram, discord, anthropic, cwa, transcription, speech, env, handle, follow, stop };
+  return { telegram, discord, line, anthropic, cwa, transcription, speech, env, handle, follow, stop };
 }
 
 /** The program: starts the fakes, prints the variables and what to type, then reads lines until stdin ends or a signal. */
@@ -184,13 +343,15 @@ async function main(): Promise<void> {
   const lines = Object.entries(fakes.env).map(([name, value]) => `${name}=${value}`);
   console.log(
     [
-      "Fake Telegram, Discord, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
+      "Fake Telegram, Discord, LINE, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
       "Give the bot these variables (in .env, or on the command line of npm start in another terminal):",
       "",
       ...lines,
       "",
-      "Then type here: tg <text> (Telegram DM from Alice), dc <text> (Discord DM from Bob),",
-      "tg press <label> / dc press <label> (a button of the bot's latest prompt). Ctrl-C stops the fakes.",
+      "Then type here: tg <text> (Telegram DM from Alice), dc <text> (Discord DM from Bob; dc /<command> [value]",
+      "for his slash commands), line <text> (LINE message from Carol), tg|dc|line press <label> (a button of the",
+      "bot's latest prompt). Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止,",
+      "dc /stop or line /stop. Ctrl-C stops the fakes.",
     ].join("\n"),
   );
   const stopFollowing = fakes.follow((line) => console.log(line));
@@ -206,7 +367,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void stop());
   process.on("SIGTERM", () => void stop());
-  for await (const line of input) if (line.trim()) console.log(fakes.handle(line));
+  for await (const typed of input) if (typed.trim()) console.log(await fakes.handle(typed));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -17,8 +17,7 @@ COPY adapters ./adapters
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:${NODE_VERSION}-slim AS runtime
-ENV NODE_ENV=production \
-    HEALTH_PORT=8080
+ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
@@ -27,8 +26,10 @@ COPY --chown=node:node scripts/run.mjs ./scripts/run.mjs
 USER node
 EXPOSE 8080
 # 200 when Redis and the enabled platforms are connected, 503 otherwise (src/health.ts).
-# A blank HEALTH_PORT (`docker run --env-file .env` with `HEALTH_PORT=` in .env) means 8080
-# here, in the check and in CMD alike, so the check works whatever .env leaves blank.
+# The port is HTTP_PORT, or HEALTH_PORT (its old name); both blank or unset (`docker run --env-file
+# .env` with `HTTP_PORT=` in .env) means 8080 here, in the check and in CMD alike, so the check
+# works whatever .env leaves blank. No ENV default: an image default under one name would clash
+# with the other name set to another port (refused at start-up).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HEALTH_PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["sh", "-c", "HEALTH_PORT=\"${HEALTH_PORT:-8080}\" exec node dist/src/main.js"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HTTP_PORT||process.env.HEALTH_PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["sh", "-c", "if [ -z \"$HTTP_PORT\" ] && [ -z \"$HEALTH_PORT\" ]; then export HTTP_PORT=8080; fi; exec node dist/src/main.js"]

@@ -206,7 +206,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       : [];
     const workerRedis = runWorker ? await startWorkerSide(starting, adapters) : undefined;
     if (runAdapters) await startAdapterSide(starting, adapters, runWorker);
-    if (config.HEALTH_PORT) await startHealth(starting, workerRedis ?? connections[0]!);
+    if (config.HTTP_PORT) await startHealth(starting, workerRedis ?? connections[0]!);
     return bot;
   } catch (error) {
     // The cause first, then the "stopped" of the clean-up. A refusal the operator must fix is one clear line, no stack.
@@ -217,7 +217,7 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
     else if (isAddressInUse(error))
       log.error(
         `start-up failed: port ${error.port ?? "?"}${error.address ? ` on ${error.address}` : ""} ` +
-          `is already in use by another process (HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
+          `is already in use by another process (HTTP_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)`,
       );
     else log.error({ err: error }, `start-up failed: ${(error as Error).message}`);
     // Undo what started adapters changed on the platform (a Telegram webhook) before stopping them.
@@ -421,7 +421,7 @@ async function startAdapterSide(starting: Starting, adapters: Adapter[], withWor
 }
 
 /**
- * The health server of {@link startBot} (`HEALTH_PORT`): `/healthz` (Redis through `probe`, each
+ * The health server of {@link startBot} (`HTTP_PORT`): `/healthz` (Redis through `probe`, each
  * adapter's connection), `/metrics` (every queue's depth), and the operator console when on.
  */
 async function startHealth(starting: Starting, probe: RedisClient): Promise<void> {
@@ -462,13 +462,13 @@ async function startHealth(starting: Starting, probe: RedisClient): Promise<void
           },
         })
       : undefined;
-  const server: Server = await startHealthServer(config.HEALTH_PORT!, checks, log, config.HTTP_HOST, admin);
+  const server: Server = await startHealthServer(config.HTTP_PORT!, checks, log, config.HTTP_HOST, admin);
   closers.unshift(() => new Promise((resolve) => server.close(() => resolve(undefined))));
   if (admin) {
     const host = !config.HTTP_HOST || ["0.0.0.0", "::"].includes(config.HTTP_HOST) ? "127.0.0.1" : config.HTTP_HOST;
-    const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HEALTH_PORT}`);
+    const link = await admin.loginLink(`http://${host.includes(":") ? `[${host}]` : host}:${config.HTTP_PORT}`);
     if (link) log.warn(`console: one-time login link (valid 10 minutes, no ADMIN_CONSOLE_TOKEN set): ${link}`);
-    else log.info(`console on http://${host}:${config.HEALTH_PORT}/admin`);
+    else log.info(`console on http://${host}:${config.HTTP_PORT}/admin`);
   }
 }
 

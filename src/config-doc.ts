@@ -27,7 +27,7 @@ const SECTIONS: Record<string, string> = {
   STT_BASE_URL: "Voice, pictures and files",
   HISTORY_MAX_MESSAGES: "History and compaction",
   ACCESS_POLICY: "Access, limits and budgets",
-  HEALTH_PORT: "Health, metrics and logs",
+  HTTP_PORT: "Health, metrics, console and logs",
 };
 
 const INTRO = [

@@ -541,7 +541,7 @@ export const ConfigSchema = z.object({
   /** Port of the LINE webhook server (LINE posts events to the webhook URL set in the console). */
   LINE_WEBHOOK_PORT: port()
     .default(8444)
-    .describe("Local port the LINE webhook server listens on (1-65535); must differ from `HEALTH_PORT`."),
+    .describe("Local port the LINE webhook server listens on (1-65535); must differ from `HTTP_PORT`."),
   /** Path of the LINE webhook (the path of the webhook URL set in the console), e.g. `/line/webhook`. */
   LINE_WEBHOOK_PATH: optionalString
     .refine((v) => v === undefined || /^\/[\w\-./~%]*$/.test(v), {
@@ -940,13 +940,24 @@ export const ConfigSchema = z.object({
         "(`15,75,18.75,1.5;claude-haiku-5=1,5,1.25,0.1`). Unset = no cost shown.",
     ),
 
-  /** Port of the health endpoint; unset or blank = off. */
+  /**
+   * Port of the bot's HTTP server for operators (`/health`, `/metrics`, the console at `/admin`);
+   * unset or blank = off. {@link loadConfig} fills it from {@link HEALTH_PORT}, its old name.
+   */
+  HTTP_PORT: port()
+    .optional()
+    .describe(
+      "Port of the bot's HTTP server for operators, on `HTTP_HOST`: `GET /health` (200 or 503) and " +
+        "`GET /metrics` (Prometheus), both unauthenticated, and the console at `/admin` (`ADMIN_CONSOLE`); " +
+        "keep it private; must differ from `TELEGRAM_WEBHOOK_PORT` and `LINE_WEBHOOK_PORT`. Unset = off. " +
+        "`HEALTH_PORT` is its old name and still works. See [operations](operations.md#what-health-means).",
+    ),
+  /** The old name of {@link HTTP_PORT}: either may be set (both only to the same port); both hold the port after {@link loadConfig}. */
   HEALTH_PORT: port()
     .optional()
     .describe(
-      "Port of `GET /health` (200 or 503) and `GET /metrics` (Prometheus), both unauthenticated, on " +
-        "`HTTP_HOST`; keep it private; must differ from `TELEGRAM_WEBHOOK_PORT`. Unset = off. See " +
-        "[operations](operations.md#what-health-means).",
+      "Old name of `HTTP_PORT`, still read: set either (both only to the same port; two different ports are " +
+        "refused at start-up).",
     ),
   /**
    * Address the webhook and health servers listen on (an IP address or host name, e.g. `127.0.0.1`
@@ -967,13 +978,14 @@ export const ConfigSchema = z.object({
         "`0.0.0.0` for a Prometheus on another machine. Unset = `127.0.0.1` for the health server, every " +
         "interface for the webhook.",
     ),
-  /** `on`: the operator's web console at `/admin` of the health server (`HEALTH_PORT`, `HTTP_HOST`); see docs/console.md. */
+  /** `on`: the operator's web console at `/admin` of the HTTP server (`HTTP_PORT`, `HTTP_HOST`); see docs/console.md. */
   ADMIN_CONSOLE: z
     .enum(["on", "off"], { message: "must be on or off" })
     .default("off")
     .describe(
-      "`on`: the operator's web console at `/admin` on the health server (`HEALTH_PORT`, on `HTTP_HOST`): " +
-        "queues, tools, tasks and reminders, access. Needs `HEALTH_PORT`. See [the console](console.md).",
+      "`on`: the operator's web console at `/admin` on the HTTP server (`HTTP_PORT`, on `HTTP_HOST`): " +
+        "queues, usage and cost, tools, tasks and reminders, access, memory, traces. Needs `HTTP_PORT`. " +
+        "See [the console](console.md).",
     ),
   /** The console's login token (at least 32 characters); unset = a one-time login link printed at start-up. */
   ADMIN_CONSOLE_TOKEN: optionalString
@@ -1110,20 +1122,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   const shardCount = /^\d{1,5}$/.test(known.DISCORD_SHARD_COUNT ?? "") ? Number(known.DISCORD_SHARD_COUNT) : 0;
   const belowCount = (count: number) =>
     `every shard id must be below DISCORD_SHARD_COUNT (${count}): shards are numbered 0 to ${count - 1}`;
+  // HTTP_PORT, or HEALTH_PORT (its old name): reported under the name that was set.
+  const httpPort = known.HTTP_PORT ?? known.HEALTH_PORT;
+  const portName = known.HTTP_PORT ? "HTTP_PORT" : "HEALTH_PORT";
   if (
-    known.TELEGRAM_WEBHOOK_URL &&
+    known.HTTP_PORT &&
     known.HEALTH_PORT &&
-    Number(known.TELEGRAM_WEBHOOK_PORT ?? 8443) === Number(known.HEALTH_PORT)
+    (/^\d+$/.test(known.HTTP_PORT) && /^\d+$/.test(known.HEALTH_PORT)
+      ? Number(known.HTTP_PORT) !== Number(known.HEALTH_PORT)
+      : known.HTTP_PORT !== known.HEALTH_PORT)
   ) {
     report(
-      "HEALTH_PORT",
+      "HTTP_PORT",
+      `is ${known.HTTP_PORT.slice(0, 10)} but HEALTH_PORT (its old name) is ${known.HEALTH_PORT.slice(0, 10)}: ` +
+        "the bot has one HTTP server for /health, /metrics and /admin; set HTTP_PORT only (or both to the same port)",
+    );
+  }
+  if (known.TELEGRAM_WEBHOOK_URL && httpPort && Number(known.TELEGRAM_WEBHOOK_PORT ?? 8443) === Number(httpPort)) {
+    report(
+      portName,
       "must differ from TELEGRAM_WEBHOOK_PORT: the webhook and /health + /metrics are two " +
         "servers, each on its own port (and /metrics should stay private while the webhook is " +
         "public)",
     );
   }
-  if (known.ADMIN_CONSOLE === "on" && !known.HEALTH_PORT?.trim()) {
-    report("ADMIN_CONSOLE", "needs HEALTH_PORT: the console is served by the health server, at /admin on that port");
+  if (known.ADMIN_CONSOLE === "on" && !httpPort) {
+    report(
+      "ADMIN_CONSOLE",
+      "needs HTTP_PORT (or its old name HEALTH_PORT): the console is served by the bot's HTTP server, at /admin on that port",
+    );
   }
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -1177,15 +1204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
       "is required with the other LINE_CHANNEL_ variable: LINE needs both the channel secret (webhook signatures) and the channel access token (replies)",
     );
   }
-  if (
-    known.LINE_CHANNEL_ACCESS_TOKEN &&
-    known.HEALTH_PORT &&
-    Number(known.LINE_WEBHOOK_PORT ?? 8444) === Number(known.HEALTH_PORT)
-  ) {
-    report(
-      "HEALTH_PORT",
-      "must differ from LINE_WEBHOOK_PORT: the LINE webhook and /health + /metrics are two servers",
-    );
+  if (known.LINE_CHANNEL_ACCESS_TOKEN && httpPort && Number(known.LINE_WEBHOOK_PORT ?? 8444) === Number(httpPort)) {
+    report(portName, "must differ from LINE_WEBHOOK_PORT: the LINE webhook and /health + /metrics are two servers");
   }
   if ((options.purpose ?? "run") === "run") {
     if (known.ROLE !== "adapter" && !known.ANTHROPIC_API_KEY) {
@@ -1214,7 +1234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     : [{ id: defaultModel, label: defaultModel }, ...models];
   const MODEL_PRICES =
     pricing && provisional !== undefined ? { ...pricing.byModel![defaultModel]!, byModel: pricing.byModel! } : pricing;
-  return { ...data, MODELS, MODEL_PRICES };
+  const HTTP_PORT = data.HTTP_PORT ?? data.HEALTH_PORT;
+  return { ...data, MODELS, MODEL_PRICES, HTTP_PORT, HEALTH_PORT: HTTP_PORT };
 }
 
 /** The values of the secret variables that are set, for redaction (see `src/log.ts`). */

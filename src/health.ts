@@ -2,7 +2,7 @@
  * The health endpoint, and the metrics beside it: `GET /metrics` serves the Prometheus text of
  * `src/metrics.ts`; `GET /health` answers 200 when every check passes and 503 otherwise, with
  * a JSON body naming each check (`{"status":"ok","checks":{"redis":true,"telegram":true}}`).
- * Off unless `HEALTH_PORT` is set; the Docker image's HEALTHCHECK calls it. The checks are Redis
+ * Off unless `HTTP_PORT` (or its old name `HEALTH_PORT`) is set; the Docker image's HEALTHCHECK calls it. The checks are Redis
  * and each running adapter's `isConnected()` (Telegram: polling alive and not failing for over
  * 60 s, or the webhook set; Discord: gateway ready and not reconnecting for over 60 s); the README's
  * "What /health means" is the operator's description.

@@ -1,7 +1,7 @@
 /**
  * The bot's Prometheus metrics: one registry (prom-client), every metric defined here, and one
  * small named function per thing that happens, so a call site is one line
- * (`metrics.received(message)`, `metrics.toolCall(name, ok, ms)`). `GET /metrics` on `HEALTH_PORT`
+ * (`metrics.received(message)`, `metrics.toolCall(name, ok, ms)`). `GET /metrics` on `HTTP_PORT`
  * serves {@link renderMetrics} (see `src/health.ts`). Default process metrics (CPU, memory, event
  * loop lag, GC) are on.
  *

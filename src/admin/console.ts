@@ -30,7 +30,7 @@ import { readMcpAnnouncement } from "../mcp/announce.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
 import { ReminderScheduler, REMINDERS_QUEUE } from "../reminders/schedule.js";
-import { deleteReminder, getReminder, listReminders, type Reminder } from "../reminders/store.js";
+import { deleteReminder, getReminder, listReminders, updateReminder, type Reminder } from "../reminders/store.js";
 import { timeInWords } from "../reminders/time.js";
 import { cancelTask, pauseTask, resumeTask } from "../tasks/actions.js";
 import { shortInstruction } from "../tasks/format.js";
@@ -242,18 +242,30 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       return;
     }
     if (path === "/admin/login") {
+      const code = changes ? null : url.searchParams.get("code");
+      if (!changes && code === null) return loginPage(res);
+      // At most LOGIN_FAILS_ALLOWED refused logins per IP address in 10 minutes; then 429 until the oldest leave the window.
+      const ip = req.socket.remoteAddress ?? "?";
+      const wait = await sessions.loginHeldBack(ip, now());
+      if (wait !== undefined) {
+        log.warn({ admin: { ip } }, "console: login held back (too many refused logins from this address)");
+        res.setHeader("retry-after", String(wait));
+        return loginPage(res, 429, t(locale, "tooManyLogins", { minutes: Math.ceil(wait / 60) }));
+      }
       if (!changes) {
-        const code = url.searchParams.get("code");
-        if (code === null) return loginPage(res);
-        if (await sessions.useLoginCode(code)) return startSession(res, "link", req);
-        log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login link refused (invalid, used or expired)");
+        if (await sessions.useLoginCode(code!)) return startSession(res, "link", req);
+        await sessions.loginRefused(ip, now());
+        log.warn({ admin: { ip } }, "console: login link refused (invalid, used or expired)");
         return loginPage(res, 403, t(locale, "linkUsed"));
       }
       const form = await readForm(req);
       const given = form.get("token") ?? "";
-      if (config.ADMIN_CONSOLE_TOKEN && tokenMatches(given, config.ADMIN_CONSOLE_TOKEN))
+      if (config.ADMIN_CONSOLE_TOKEN && tokenMatches(given, config.ADMIN_CONSOLE_TOKEN)) {
+        await sessions.loginWorked(ip);
         return startSession(res, "token", req);
-      log.warn({ admin: { ip: req.socket.remoteAddress } }, "console: login refused (wrong token)");
+      }
+      await sessions.loginRefused(ip, now());
+      log.warn({ admin: { ip } }, "console: login refused (wrong token)");
       return loginPage(res, 403, t(locale, "wrongToken"));
     }
 
@@ -447,14 +459,46 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         if (!owner || !Number.isSafeInteger(itemId) || itemId <= 0) throw new Refused(400, "bad owner or id");
         const target = { item: `${owner.platform}:${owner.userId}#${itemId}` };
         if (path.endsWith("reminder")) {
-          if (action !== "cancel") throw new Refused(400, "unknown action");
+          if (action !== "cancel" && action !== "pause" && action !== "resume")
+            throw new Refused(400, "unknown action");
           const reminder = await getReminder(redis, owner, itemId);
-          if (reminder) {
+          if (!reminder) {
+            audit(actor, `reminder.${action}`, target, "gone");
+            return back("tasks", "reminderGone");
+          }
+          let outcome = "ok";
+          if (action === "cancel") {
             await deleteReminder(redis, owner, itemId);
             await reminders?.unschedule(owner, reminder);
+          } else if (action === "pause") {
+            if (reminder.paused) outcome = "already paused";
+            else {
+              // Marked first: a job due meanwhile finds it paused and posts nothing.
+              await updateReminder(redis, owner, {
+                ...reminder,
+                paused: { at: now(), by: "operator" },
+                next: undefined,
+              });
+              await reminders?.unschedule(owner, reminder);
+            }
+          } else if (!reminder.paused) outcome = "not paused";
+          else if (!reminders) outcome = "no reminders queue here";
+          else {
+            // From now on: a repeat's next time after now; a one-off at its time, or at once when that passed.
+            const { paused: _paused, ...rest } = reminder;
+            const resumed: Reminder = { ...rest, next: Math.max(now(), reminder.at) };
+            await updateReminder(redis, owner, resumed);
+            const next = await reminders.schedule(owner, resumed, now());
+            if (next !== resumed.next) await updateReminder(redis, owner, { ...resumed, next });
           }
-          audit(actor, "reminder.cancel", target, reminder ? "ok" : "gone");
-          return back("tasks", reminder ? "reminderCancelled" : "reminderGone", reminder ? { id: itemId } : {});
+          audit(actor, `reminder.${action}`, target, outcome);
+          const done = ({ cancel: "reminderCancelled", pause: "reminderPaused", resume: "reminderResumed" } as const)[
+            action
+          ];
+          return back("tasks", outcome === "ok" ? done : "taskOutcome", {
+            id: itemId,
+            ...(outcome === "ok" ? {} : { outcome }),
+          });
         }
         const task = await getTask(redis, owner, itemId, log);
         if (!task) {
@@ -736,13 +780,26 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
           ? esc(timeInWords(reminder.next, reminder.timezone, locale))
           : esc(t(locale, "ended")),
       esc(reminder.repeat ?? "—"),
-      postForm(
-        "/admin/tasks/reminder",
-        csrf,
-        { ...fields, action: "cancel" },
-        `${t(locale, "cancel")} #${reminder.id}`,
-        "danger",
-      ),
+      (reminder.paused
+        ? postForm(
+            "/admin/tasks/reminder",
+            csrf,
+            { ...fields, action: "resume" },
+            `${t(locale, "resume")} #${reminder.id}`,
+          )
+        : postForm(
+            "/admin/tasks/reminder",
+            csrf,
+            { ...fields, action: "pause" },
+            `${t(locale, "pause")} #${reminder.id}`,
+          )) +
+        postForm(
+          "/admin/tasks/reminder",
+          csrf,
+          { ...fields, action: "cancel" },
+          `${t(locale, "cancel")} #${reminder.id}`,
+          "danger",
+        ),
     ];
   }
 
@@ -772,7 +829,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const admins = config.ADMIN_USERS.map((a) => `<code>${esc(a)}</code>`).join(", ") || esc(t(locale, "none"));
     return (
       `<p>${esc(t(locale, "policy"))}: <code>${esc(config.ACCESS_POLICY)}</code></p>` +
-      `<p>${esc(t(locale, "admins"))}: ${admins}</p>` +
+      `<p>${esc(t(locale, "admins"))}: ${admins} <span class="empty">${esc(t(locale, "adminsFromEnv"))}</span></p>` +
       `<h2>${esc(t(locale, "pending"))}</h2>` +
       table(
         [t(locale, "code"), t(locale, "owner"), t(locale, "expires"), t(locale, "actions")],
@@ -899,7 +956,7 @@ const NOTICE_PARAMS: Record<string, RegExp> = {
   scope: /^(?:personal|group)$/,
   files: /^\d{1,6}$/,
   id: /^\d{1,12}$/,
-  outcome: /^(?:already paused|not paused|no tasks queue here)$/,
+  outcome: /^(?:already paused|not paused|no tasks queue here|no reminders queue here)$/,
 };
 
 /**
@@ -929,6 +986,8 @@ const NOTICES = {
   },
   reminderCancelled: { "zh-TW": "已取消提醒 #{id}。", en: "Cancelled reminder #{id}." },
   reminderGone: { "zh-TW": "這則提醒已不存在。", en: "That reminder is gone." },
+  reminderPaused: { "zh-TW": "已暫停提醒 #{id}。", en: "Paused reminder #{id}." },
+  reminderResumed: { "zh-TW": "已繼續提醒 #{id}。", en: "Resumed reminder #{id}." },
   taskGone: { "zh-TW": "這個排程任務已不存在。", en: "That task is gone." },
   taskPaused: { "zh-TW": "已暫停排程任務 #{id}。", en: "Paused task #{id}." },
   taskResumed: { "zh-TW": "已繼續排程任務 #{id}。", en: "Resumed task #{id}." },

@@ -31,6 +31,10 @@ export const T = {
     en: "ADMIN_CONSOLE_TOKEN is not set: use the one-time login link printed at start-up (valid for 10 minutes).",
   },
   wrongToken: { "zh-TW": "權杖不正確。", en: "Wrong token." },
+  tooManyLogins: {
+    "zh-TW": "這個位址登入失敗太多次，請在 {minutes} 分鐘後再試。",
+    en: "Too many failed logins from this address: try again in {minutes} min.",
+  },
   linkUsed: {
     "zh-TW": "這個登入連結無效、已使用或已過期。請重新啟動機器人取得新連結，或設定 ADMIN_CONSOLE_TOKEN。",
     en: "This login link is invalid, used or expired. Restart the bot for a new one, or set ADMIN_CONSOLE_TOKEN.",
@@ -76,6 +80,10 @@ export const T = {
   noReminders: { "zh-TW": "沒有提醒。", en: "No reminders." },
   policy: { "zh-TW": "存取政策", en: "Access policy" },
   admins: { "zh-TW": "管理員（ADMIN_USERS）", en: "Admins (ADMIN_USERS)" },
+  adminsFromEnv: {
+    "zh-TW": "（來自環境變數，控制台不能修改：請改 .env 的 ADMIN_USERS 後重新啟動）",
+    en: "(from the environment, not editable here: change ADMIN_USERS in .env and restart)",
+  },
   pending: { "zh-TW": "待核准的配對碼", en: "Pending pairing codes" },
   noPending: { "zh-TW": "沒有待核准的配對碼。", en: "No pending pairing codes." },
   code: { "zh-TW": "配對碼", en: "Code" },
@@ -266,7 +274,8 @@ input[type=password],input[type=text]{font:inherit;width:100%;max-width:28rem;pa
 form.add{margin:.75rem 0}
 code{font-size:.9em;overflow-wrap:anywhere}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr));gap:1rem}
-figure.chart{margin:0;background:#fff;padding:.5rem;min-width:0}
+figure.chart{margin:0;background:#fff;padding:.5rem;min-width:0;overflow:hidden}
+figure.chart .u-legend{font-size:.8rem}
 figure.chart:not(.drawn){display:none}
 figcaption{font-weight:600;margin-bottom:.25rem}
 details{margin:1.5rem 0}

@@ -5,7 +5,9 @@
  * Keys (one hash tag, `{admin}`, one Redis Cluster slot), each named by the SHA-256 of its secret so
  * that Redis never holds a usable session id or login code:
  * - `admin:{admin}:session:<sha256 hex>`: a session as JSON, with a TTL of {@link SESSION_TTL_SECONDS};
- * - `admin:{admin}:login:<sha256 hex>`: a one-time login code, with a TTL of {@link LOGIN_LINK_TTL_SECONDS}.
+ * - `admin:{admin}:login:<sha256 hex>`: a one-time login code, with a TTL of {@link LOGIN_LINK_TTL_SECONDS};
+ * - `admin:{admin}:fails:<sha256 hex of the client's IP address>`: the times (ms) of its refused logins
+ *   in the last {@link LOGIN_FAIL_WINDOW_MS}, a sorted set kept as long as the window.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
@@ -16,8 +18,14 @@ export const SESSION_TTL_SECONDS = 8 * 3600;
 /** How long a one-time login link printed at start-up is valid, in seconds (the issue's 10 minutes). */
 export const LOGIN_LINK_TTL_SECONDS = 600;
 
+/** Refused logins (wrong token, invalid login link) one IP address may make in {@link LOGIN_FAIL_WINDOW_MS}; more get 429. */
+export const LOGIN_FAILS_ALLOWED = 5;
+/** The window of {@link LOGIN_FAILS_ALLOWED}, in ms (10 minutes). */
+export const LOGIN_FAIL_WINDOW_MS = 10 * 60_000;
+
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest();
-const key = (kind: "session" | "login", secret: string) => `admin:{admin}:${kind}:${sha256(secret).toString("hex")}`;
+const key = (kind: "session" | "login" | "fails", secret: string) =>
+  `admin:{admin}:${kind}:${sha256(secret).toString("hex")}`;
 
 /**
  * Whether `given` is the console token `expected`, in time that does not depend on where they
@@ -80,6 +88,39 @@ export class ConsoleSessions {
     const code = randomBytes(32).toString("base64url");
     await this.redis.set(key("login", code), "1", "EX", LOGIN_LINK_TTL_SECONDS);
     return code;
+  }
+
+  /**
+   * Whether logins from `ip` are held back: {@link LOGIN_FAILS_ALLOWED} refused logins in the last
+   * {@link LOGIN_FAIL_WINDOW_MS} before `now` (ms). A held-back attempt is not counted again.
+   * @returns seconds until the next attempt may be made (at least 1), or undefined when it may now.
+   */
+  async loginHeldBack(ip: string, now = Date.now()): Promise<number | undefined> {
+    const times = (
+      await this.redis.zrangebyscore(key("fails", ip), now - LOGIN_FAIL_WINDOW_MS + 1, "+inf", "WITHSCORES")
+    )
+      .filter((_, i) => i % 2 === 1)
+      .map(Number);
+    if (times.length < LOGIN_FAILS_ALLOWED) return undefined;
+    // Free again when all but LOGIN_FAILS_ALLOWED - 1 of them have left the window.
+    const freeAt = times[times.length - LOGIN_FAILS_ALLOWED]! + LOGIN_FAIL_WINDOW_MS;
+    return Math.max(1, Math.ceil((freeAt - now) / 1000));
+  }
+
+  /** Counts one refused login from `ip` at `now` (ms); the record drops times older than the window. */
+  async loginRefused(ip: string, now = Date.now()): Promise<void> {
+    const k = key("fails", ip);
+    await this.redis
+      .multi()
+      .zremrangebyscore(k, "-inf", now - LOGIN_FAIL_WINDOW_MS)
+      .zadd(k, now, `${now}:${randomBytes(6).toString("hex")}`)
+      .pexpire(k, LOGIN_FAIL_WINDOW_MS)
+      .exec();
+  }
+
+  /** Forgets `ip`'s refused logins (after a login that worked). */
+  async loginWorked(ip: string): Promise<void> {
+    await this.redis.del(key("fails", ip));
   }
 
   /** Uses up a login code: true the first time within its validity, false afterwards (GETDEL, Redis 6.2+). */

@@ -118,6 +118,7 @@ async function chat(): Promise<void> {
     ...loaded,
     TELEGRAM_BOT_TOKEN: undefined,
     DISCORD_TOKEN: undefined,
+    HTTP_PORT: undefined,
     HEALTH_PORT: undefined,
     ...(model ? { ANTHROPIC_BASE_URL: model.url, MCP_CONFIG: await noMcpServers() } : {}),
     // The weather tool asks the demo server, which answers with the recorded forecast (no key is checked).

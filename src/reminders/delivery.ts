@@ -97,7 +97,7 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
     const reminder = await getReminder(redis, owner, reminderId);
     if (reminder?.paused) {
       if (job.repeatJobKey) await scheduler.removeScheduler(owner, reminderId);
-      rlog.info("reminder is paused (its owner left the group); nothing to post");
+      rlog.info({ by: reminder.paused.by }, "reminder is paused; nothing to post");
       return "paused";
     }
     if (!reminder) {

@@ -23,7 +23,12 @@ export function formatReminder(reminder: Reminder, locale: Locale, timeZone: str
   if (reminder.paused)
     return localize(
       locale,
-      { "zh-TW": "#{id} {text} — 設定的人已離開群組，已暫停", en: "#{id} {text} — paused: its owner left the group" },
+      reminder.paused.by === "operator"
+        ? { "zh-TW": "#{id} {text} — 已由機器人管理者暫停", en: "#{id} {text} — paused by the bot's operator" }
+        : {
+            "zh-TW": "#{id} {text} — 設定的人已離開群組，已暫停",
+            en: "#{id} {text} — paused: its owner left the group",
+          },
       { id: reminder.id, text: reminder.text },
     );
   if (reminder.next === undefined) {

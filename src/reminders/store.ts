@@ -54,8 +54,12 @@ const StoredReminder = z.object({
   createdAt: z.number().int(),
   /** When a one-off reminder was posted (it stays until done, snooze or {@link FIRED_KEEP_MS}). */
   firedAt: z.number().int().optional(),
-  /** Set when a group reminder stopped because its owner `left` the group (issue 39): never posted again; admins may cancel it. */
-  paused: z.object({ at: z.number().int(), by: z.literal("left") }).optional(),
+  /**
+   * Set when a reminder stopped: a group reminder whose owner `left` the group (issue 39), or one the
+   * bot's `operator` paused in the console; not posted while set. Admins may cancel it; the console
+   * may resume it.
+   */
+  paused: z.object({ at: z.number().int(), by: z.enum(["left", "operator"]) }).optional(),
 });
 
 /** One reminder as stored; see the field notes of the schema. Times are ms since the Unix epoch. */

@@ -22,7 +22,8 @@ import { MemoryStore } from "../../src/memory/store.js";
 import { startHealthServer } from "../../src/health.js";
 import type { RedisClient } from "../../src/redis.js";
 import { CHATS_QUEUE } from "../../src/queue/keys.js";
-import { REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
+import { ReminderScheduler, REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
+import { addReminder, getReminder } from "../../src/reminders/store.js";
 import { TaskScheduler, TASKS_QUEUE } from "../../src/tasks/schedule.js";
 import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
@@ -51,9 +52,9 @@ useRedis((r) => (redis = fileRedis = r));
  */
 async function startConsole(
   env: Record<string, string> = {},
-  on?: { redis: RedisClient; config: Config; now?: () => number },
+  on?: { redis?: RedisClient; config?: Config; now?: () => number },
 ) {
-  const config = on
+  const config = on?.config
     ? { ...on.config, ADMIN_CONSOLE: "on" as const, BOT_LOCALE: "en" as const, ADMIN_CONSOLE_TOKEN: TOKEN }
     : testConfig({ ADMIN_CONSOLE: "on", HEALTH_PORT: "9", BOT_LOCALE: "en", ...env });
   const redis = on?.redis ?? fileRedis;
@@ -231,7 +232,11 @@ describe("the console in a real browser", () => {
     expect(await page.locator(`button:has-text("Resume #${task.id}")`).count()).toBe(1);
     await page.screenshot({ path: `${SHOTS}/tasks.png`, fullPage: true });
 
-    // Bull Board behind the same login: its page and API answer this session.
+    // Bull Board behind the same login: its page (drawn by its own script, under its policy) and API answer this session.
+    await page.click("nav >> text=Queues");
+    await page.waitForURL(/\/admin\/queues\/$/);
+    await expect.poll(() => page.locator(`text=${TASKS_QUEUE}`).count()).toBeGreaterThan(0);
+    await page.screenshot({ path: `${SHOTS}/queues.png`, fullPage: true });
     const api = await page.request.get(`${stack.base}/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10`);
     expect(api.status()).toBe(200);
     expect(((await api.json()) as { queues: { name: string }[] }).queues.map((q) => q.name).sort()).toEqual(
@@ -420,6 +425,111 @@ describe("refusals", () => {
     expect(csvCell(-3)).toBe("-3");
     expect(csvCell(undefined)).toBe("");
     expect(stack.lines.some((l) => l.includes('"action":"usage.csv"'))).toBe(true);
+  });
+});
+
+describe("reminders in the console", () => {
+  it("pauses, resumes and cancels a repeating reminder with the queue's job schedulers; logs who and what, never the text", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      const owner = { platform: "telegram" as const, userId: "5151" };
+      const reminder = (await addReminder(redis, owner, {
+        text: "buy birthday present for Ama",
+        at: clock + 3_600_000,
+        next: clock + 3_600_000,
+        repeat: "daily",
+        timezone: "Asia/Taipei",
+        chatId: "5151",
+        chatKind: "dm",
+        userName: "Hui",
+        createdAt: clock,
+      }))!;
+      const queue = stack.queues[2]! as Queue;
+      await new ReminderScheduler(queue).schedule(owner, reminder, clock);
+      expect(await queue.getJobSchedulersCount()).toBe(1);
+      const { cookie, csrf } = await login(stack.base);
+      const post = (action: string) =>
+        fetch(`${stack.base}/admin/tasks/reminder`, {
+          ...form({ owner: "telegram:5151", id: String(reminder.id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+      const noticeOf = async (res: Response) => {
+        const html = await (
+          await fetch(new URL(res.headers.get("location")!, stack.base), { headers: { cookie } })
+        ).text();
+        return { html, notice: /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1] };
+      };
+
+      const paused = await noticeOf(await post("pause"));
+      expect(paused.notice).toBe(`Paused reminder #${reminder.id}.`);
+      expect(paused.html).toContain(`Resume #${reminder.id}`);
+      expect((await getReminder(redis, owner, reminder.id))!.paused).toEqual({ at: clock, by: "operator" });
+      expect(await queue.getJobSchedulersCount()).toBe(0);
+      expect((await noticeOf(await post("pause"))).notice).toBe(`#${reminder.id}: already paused`);
+
+      const resumed = await noticeOf(await post("resume"));
+      expect(resumed.notice).toBe(`Resumed reminder #${reminder.id}.`);
+      const stored = (await getReminder(redis, owner, reminder.id))!;
+      expect(stored.paused).toBeUndefined();
+      expect(stored.next).toBeGreaterThan(clock);
+      expect(await queue.getJobSchedulersCount()).toBe(1);
+
+      expect((await noticeOf(await post("cancel"))).notice).toBe(`Cancelled reminder #${reminder.id}.`);
+      expect(await getReminder(redis, owner, reminder.id)).toBeUndefined();
+      expect(await queue.getJobSchedulersCount()).toBe(0);
+      expect((await noticeOf(await post("resume"))).notice).toBe("That reminder is gone.");
+
+      const audit = stack.lines
+        .map((l) => JSON.parse(l) as { action?: string; outcome?: string; item?: string })
+        .filter((l) => l.action?.startsWith("reminder."));
+      expect(audit.map((l) => `${l.action} ${l.item} ${l.outcome}`)).toEqual([
+        `reminder.pause telegram:5151#${reminder.id} ok`,
+        `reminder.pause telegram:5151#${reminder.id} already paused`,
+        `reminder.resume telegram:5151#${reminder.id} ok`,
+        `reminder.cancel telegram:5151#${reminder.id} ok`,
+        `reminder.resume telegram:5151#${reminder.id} gone`,
+      ]);
+      expect(stack.lines.join("\n")).not.toContain("birthday");
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe("the login throttle", () => {
+  it("holds back an address after 5 refused logins in 10 minutes (429, Retry-After), even with the right token", async () => {
+    // A clock of its own, a day back: the other tests' logins (real time) never see these refusals.
+    let clock = Date.now() - 86_400_000;
+    const start = clock;
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      for (let i = 0; i < 5; i += 1) {
+        clock = start + i * 60_000; // one a minute
+        expect((await fetch(`${stack.base}/admin/login`, form({ token: `wrong-${i}` }))).status).toBe(403);
+      }
+      clock = start + 5 * 60_000;
+      const held = await fetch(`${stack.base}/admin/login`, form({ token: TOKEN }));
+      expect([held.status, held.headers.get("retry-after"), held.headers.get("set-cookie")]).toEqual([
+        429,
+        "300", // the first refusal leaves the window at start + 10 min
+        null,
+      ]);
+      expect(await held.text()).toContain("Too many failed logins from this address: try again in 5 min.");
+      // A one-time link is held back alike (it stays unused).
+      const link = `${stack.base}/admin/login?code=${"A".repeat(43)}`;
+      expect((await fetch(link, { redirect: "manual" })).status).toBe(429);
+      // Once the first refusal is 10 minutes old, 4 remain: the right token logs in and clears the count.
+      clock = start + 10 * 60_000;
+      const ok = await fetch(`${stack.base}/admin/login`, form({ token: TOKEN }));
+      expect(ok.status).toBe(303);
+      expect(await redis.keys("admin:{admin}:fails:*")).toEqual([]);
+      const logs = stack.lines.map((l) => JSON.parse(l) as { msg: string });
+      expect(logs.filter((l) => l.msg.startsWith("console: login held back")).length).toBe(2);
+      expect(stack.lines.join("\n")).not.toContain(TOKEN);
+    } finally {
+      await stack.close();
+    }
   });
 });
 
@@ -617,6 +727,11 @@ describe("usage and cost, from conversations through the real pipeline", () => {
       );
       expect((await cells("usage-chats")).map((r) => r[1])).toContain("telegram:-100777");
       await page.screenshot({ path: `${SHOTS}/usage.png`, fullPage: true });
+      // The same page on a laptop's screen (the README's picture, docs/images/console-usage.png, is this one).
+      await page.setViewportSize({ width: 1100, height: 760 });
+      await page.evaluate('window.dispatchEvent(new Event("resize"))');
+      await page.screenshot({ path: `${SHOTS}/usage-wide.png` });
+      await page.setViewportSize({ width: 390, height: 844 });
 
       // The CSV: the link downloads the same figures.
       const [download] = await Promise.all([page.waitForEvent("download"), page.click("text=Download CSV")]);

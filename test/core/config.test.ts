@@ -145,6 +145,36 @@ describe("loadConfig", () => {
     expect(loadConfig({ HEALTH_PORT: "8080" }, { purpose: "inspect" }).HEALTH_PORT).toBe(8080);
   });
 
+  it("reads HTTP_PORT, or HEALTH_PORT (its old name); refuses both set to different ports", () => {
+    const portOf = (env: Record<string, string>) => {
+      const c = loadConfig(env, { purpose: "inspect" });
+      return [c.HTTP_PORT, c.HEALTH_PORT];
+    };
+    expect(portOf({ HTTP_PORT: "9090" })).toEqual([9090, 9090]);
+    expect(portOf({ HEALTH_PORT: "9091" })).toEqual([9091, 9091]);
+    expect(portOf({ HTTP_PORT: "9092", HEALTH_PORT: "9092" })).toEqual([9092, 9092]);
+    expect(portOf({ HTTP_PORT: "9093", HEALTH_PORT: "" })).toEqual([9093, 9093]);
+    expect(portOf({})).toEqual([undefined, undefined]);
+    expect(problemsOf({ HTTP_PORT: "9090", HEALTH_PORT: "8080" })).toEqual([
+      "HTTP_PORT: is 9090 but HEALTH_PORT (its old name) is 8080: the bot has one HTTP server for /health, " +
+        "/metrics and /admin; set HTTP_PORT only (or both to the same port)",
+    ]);
+    // The console needs either name; the webhooks' ports are checked against whichever is set.
+    expect(problemsOf({ ADMIN_CONSOLE: "on" })).toEqual([
+      "ADMIN_CONSOLE: needs HTTP_PORT (or its old name HEALTH_PORT): the console is served by the bot's HTTP " +
+        "server, at /admin on that port",
+    ]);
+    expect(problemsOf({ ADMIN_CONSOLE: "on", HTTP_PORT: "9090" })).toEqual([]);
+    expect(problemsOf({ ADMIN_CONSOLE: "on", HEALTH_PORT: "9090" })).toEqual([]);
+    const line = {
+      LINE_CHANNEL_SECRET: "0123456789abcdef0123456789abcdef",
+      LINE_CHANNEL_ACCESS_TOKEN: "x".repeat(172),
+    };
+    expect(problemsOf({ ...line, HTTP_PORT: "8444" })).toEqual([
+      "HTTP_PORT: must differ from LINE_WEBHOOK_PORT: the LINE webhook and /health + /metrics are two servers",
+    ]);
+  });
+
   it("checks the shape of DISCORD_TOKEN without printing it", () => {
     // Made-up values in the shape of a bot token (id.timestamp.hmac) and of the usual mistakes.
     const shaped = "fake-discord-token.abcdef.0123456789";

@@ -159,7 +159,7 @@ async function assemble(options: StackOptions, started: (() => Promise<unknown>)
   };
   const startAdapters = () => {
     const adapterLog = log.child({ part: "adapter" });
-    const adapterConfig = { ...config, HEALTH_PORT: options.healthPort };
+    const adapterConfig = { ...config, HTTP_PORT: options.healthPort, HEALTH_PORT: options.healthPort };
     const own = options.adapterOptions;
     const adapters = own
       ? [

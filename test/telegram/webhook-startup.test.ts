@@ -67,7 +67,7 @@ describe("telegram webhook start-up failing after setWebhook", () => {
       expect.objectContaining({
         msg:
           `start-up failed: port ${health.port} on 127.0.0.1 is already in use by another process ` +
-          "(HEALTH_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)",
+          "(HTTP_PORT, TELEGRAM_WEBHOOK_PORT or LINE_WEBHOOK_PORT; see HTTP_HOST)",
       }),
     ]);
     expect(failed[0]!.err).toBeUndefined();

@@ -2,8 +2,8 @@
  * The compiled build as the Docker image runs it: `dist/`, `node_modules`, `package.json` and
  * `scripts/run.mjs`, no TypeScript sources (the runtime stage of the Dockerfile). The tools load
  * from dist/tools; `npm run tools` and `npm run trace` run the compiled files; the image's CMD and
- * HEALTHCHECK, taken from the Dockerfile itself, pass with `HEALTH_PORT` blank (as
- * `docker run --env-file .env` sets it from a blank `HEALTH_PORT=` line).
+ * HEALTHCHECK, taken from the Dockerfile itself, pass with `HTTP_PORT` and `HEALTH_PORT` blank (as
+ * `docker run --env-file .env` sets them from blank `HTTP_PORT=` lines).
  */
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -100,8 +100,9 @@ describe("the runtime image's layout", () => {
     expect(result.stdout).toContain("No trace stored for telegram:424242");
   }, 60_000);
 
-  it("the image's CMD serves /health and its HEALTHCHECK passes with HEALTH_PORT blank", async () => {
+  it("the image's CMD serves /health and its HEALTHCHECK passes with HTTP_PORT and HEALTH_PORT blank", async () => {
     const env = imageEnv({
+      HTTP_PORT: "",
       HEALTH_PORT: "",
       ROLE: "worker",
       REDIS_URL: redis.url,

@@ -226,8 +226,7 @@ async function startBenchWorker(redis: RedisClient, store: RedisClient, client: 
       outbounds: { telegram: outbound },
       tracerFor: (runId, chat) => traces.startRun({ chat, runId }),
     },
-    // Without the confirmation flow and the settings, as the figures were always taken (docs/worker-path.md).
-    FEATURES.filter((f) => f.name !== "approvals" && f.name !== "settings"),
+    FEATURES,
   );
   await worker.waitUntilReady();
   return { worker, history };
@@ -478,7 +477,7 @@ async function main() {
   console.log(
     `workload: ${CHATS} chats × ${PER_CHAT} messages; WORKER_CONCURRENCY=` +
       `${config.WORKER_CONCURRENCY}; one worker (with the production TraceStore tracer and the features of ` +
-      `FEATURES but the confirmation flow and the settings, Stop's listener included), ` +
+      `FEATURES as production runs them: the confirmation flow, the settings and Stop's listener included), ` +
       `producer, fake model and fake platform in this process; two redis-servers (BullMQ, ours)`,
   );
 

@@ -109,8 +109,19 @@ export const approvalsFeature = defineFeature<GrantStore>({
     };
   },
   // A worker's confirmation flow (`AnswerServices.approvals`): a paused run's prompt, a superseded approval, the expiry jobs, `/reset`.
-  worker({ config, log, bullRedis, prefix, toolbox, client, history, tracerFor }) {
-    const wired = approvalFlow({ config, log, redis: bullRedis, prefix, toolbox, client, history, tracerFor });
+  worker({ config, log, bullRedis, redis, prefix, toolbox, client, history, tracerFor }) {
+    // Pending hints on the conversations' Redis: the worker reads them with the history (one `MGET`).
+    const wired = approvalFlow({
+      config,
+      log,
+      redis: bullRedis,
+      hints: redis,
+      prefix,
+      toolbox,
+      client,
+      history,
+      tracerFor,
+    });
     return { lends: { approvals: wired.flow }, close: () => wired.close() };
   },
   commands: [

@@ -408,6 +408,15 @@ export class ApprovalFlow {
   }
 
   /**
+   * The key of `requester`'s pending hint on the conversations' Redis, to read with the
+   * conversation's history when an answer begins (`ApprovalStore.pendingHintKey`); undefined when
+   * the store writes no hints.
+   */
+  pendingHintKey(requester: RequesterRef): string | undefined {
+    return this.#deps.store.pendingHintKey(requester);
+  }
+
+  /**
    * Closes the pending approval of the sender of `incoming` in its conversation as not confirmed,
    * because they wrote again there: the run is resumed with `superseded` and `callModel: false`
    * (every still pending call is closed, no model call), appended to history, and the prompt
@@ -420,14 +429,17 @@ export class ApprovalFlow {
    *   after a crash past `begin`), its run is dropped instead of appended, since the retry runs
    *   the message again.
    * @param outbound - the outbound of the conversation (where the prompt is).
+   * @param hint - the sender's pending hint as the worker read it ({@link pendingHintKey}; null: none,
+   *   so nothing is read), or absent when it was not read.
    * @returns whether an approval was closed.
    */
   async supersedePending(
     incoming: RequesterRef & Pick<IncomingMessage, "messageId">,
     outbound: Outbound,
+    hint?: string | null,
   ): Promise<boolean> {
     const { store } = this.#deps;
-    const record = await store.supersede(incoming);
+    const record = await store.supersede(incoming, hint);
     if (!record) return false;
     if (incoming.messageId !== record.message.messageId) {
       const deps = await this.#deps.agentDeps(record.message);

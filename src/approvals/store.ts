@@ -22,6 +22,14 @@
  * - `approval:prompt:<platform>:<chatId>:<messageId>`: the id of the approval a prompt message asks about.
  * - `approval:exec:<tool_use id>`: the claim and then the result of one approved tool call.
  *
+ * With {@link ApprovalStoreOptions.hints}, {@link ApprovalStore.create} also writes a **pending hint**
+ * in the conversation's own hash slot, on the conversations' Redis:
+ * `approval-pending:{<conversation>}:<requesterId>` (the approval's id, living as long as the
+ * record while pending). The worker reads it with the conversation's history in one `MGET` when an
+ * answer begins ({@link ApprovalStore.pendingHintKey}): no hint, no pending approval to supersede,
+ * and no read of the `{approval}` slot. A hint outlives its approval's close (it is not deleted):
+ * a message while it lasts reads the pending index, as every message did before.
+ *
  * Every state change (decide, expire, supersede) is one Lua script, so two decisions racing from
  * two processes (a double click, a click and a reaction, a redelivered event) see one winner.
  */
@@ -51,6 +59,7 @@ import {
 } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
+import { conversationTag } from "../queue/keys.js";
 import type { ApprovalDecider, DecisionReply, DecisionRequest, DecisionResult } from "./decider.js";
 
 /** Where an approval stands: `pending`, or how it ended. Only `pending` can change, and only once. */
@@ -165,6 +174,12 @@ export interface ApprovalStoreOptions {
   /** The clock, ms since the Unix epoch. Default `Date.now`. */
   now?: () => number;
   log?: Logger;
+  /**
+   * The conversations' Redis (the history's), where {@link ApprovalStore.create} writes each pending
+   * approval's hint (see the module comment), so the worker's first read of an answer tells whether
+   * its requester has one. Default none: no hints, {@link ApprovalStore.pendingHintKey} is undefined.
+   */
+  hints?: RedisClient;
 }
 
 const DECIDE = `
@@ -264,6 +279,7 @@ export class ApprovalStore implements ApprovalDecider {
   readonly #ledger: ExecutionLedger;
   #onDecision: DecisionCallback | undefined;
   readonly #onReset: ((approvalId: string) => Promise<void>) | undefined;
+  readonly #hints: RedisClient | undefined;
 
   /**
    * @param redis - a shared ioredis connection (commands only).
@@ -282,6 +298,7 @@ export class ApprovalStore implements ApprovalDecider {
     this.#onDecision = options.onDecision;
     this.#onReset = options.onReset;
     this.#grantMs = options.grantMs;
+    this.#hints = options.hints;
     this.#ledger = new ExecutionLedger(redis, {
       prefix: `${this.#prefix}exec:`,
       ttlMs: this.#executionTtlMs,
@@ -318,6 +335,9 @@ export class ApprovalStore implements ApprovalDecider {
     const ttlMs = this.#timeoutMs + this.#graceMs;
     // alwaysAllow is a hash field of its own (the decide script reads it), not part of `data`.
     const data = { message, run: approval.run, call: approval.call, action: approval.action, locale: approval.locale };
+    // The hint first: a pending approval without its hint would not be superseded.
+    const hint = this.pendingHintKey(message);
+    if (hint) await this.#hints!.set(hint, id, "PX", ttlMs);
     await this.#redis
       .multi()
       .hset(this.#key(id), {
@@ -521,9 +541,13 @@ export class ApprovalStore implements ApprovalDecider {
    * other conversations (another Telegram topic of the same chat), stay open.
    *
    * @param requester - the conversation and `userId` of the new message (an {@link IncomingMessage} will do).
+   * @param hint - the value of {@link pendingHintKey} when the caller read it (null: no hint, so nothing
+   *   pending; nothing is read); absent: not read, the pending index is read.
    * @returns the record when this call made the transition; undefined when there is no pending approval of theirs.
    */
-  async supersede(requester: RequesterRef): Promise<ApprovalRecord | undefined> {
+  async supersede(requester: RequesterRef, hint?: string | null): Promise<ApprovalRecord | undefined> {
+    // No hint where hints are written: nothing pending (no read of the pending index).
+    if (hint === null && this.#hints) return undefined;
     const id = await this.#redis.get(this.#pendingKey(requester));
     if (!id) return undefined;
     return this.#close(id, requester, "superseded");
@@ -545,6 +569,14 @@ export class ApprovalStore implements ApprovalDecider {
       if (APPROVAL_ID_PATTERN.test(id) && (await this.#closeIfReset(id, conversation.platform))) closed.push(id);
     }
     return closed;
+  }
+
+  /**
+   * The key of `requester`'s pending hint in their conversation (see the module comment), on the
+   * conversations' Redis; undefined when this store writes no hints.
+   */
+  pendingHintKey(requester: RequesterRef): string | undefined {
+    return this.#hints ? `approval-pending:${conversationTag(requester)}:${requester.userId}` : undefined;
   }
 
   /** The id of the pending approval of `requester` in their conversation, if any. */

@@ -67,6 +67,8 @@ export function approvalDecider(parts: {
 /** What {@link approvalFlow} needs from the worker. */
 export interface ApprovalFlowParts extends RunParts {
   log: Logger;
+  /** The conversations' Redis (the history's), where pending hints are written (`ApprovalStoreOptions.hints`). Default none. */
+  hints?: RedisClient;
   /** BullMQ key prefix of the `decisions` queue (default BullMQ's). */
   prefix?: string;
   history: HistoryStore;
@@ -92,6 +94,7 @@ export function approvalFlow(parts: ApprovalFlowParts): { flow: ApprovalFlow } &
     onReset: jobs.expireNow,
     grantMs: alwaysAllowMs(config),
     log,
+    ...(parts.hints ? { hints: parts.hints } : {}),
   });
   const flow = new ApprovalFlow({
     store,

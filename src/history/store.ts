@@ -14,8 +14,9 @@
  *
  * A run's lines are written with ONE command (`APPEND`, or `SET … EX NX` for a new chat), so two
  * writers appending whole runs — a resumed approval and a new message — still leave a valid
- * sequence. Reading is ONE `GETEX … EX ttl`, which also renews the expiry (every message of a chat
- * reads its history), so appends need no `EXPIRE`. Trimming to `maxMessages` plus some slack happens
+ * sequence. Reading is ONE `GETEX … EX ttl`, which also renews the expiry, so appends need no
+ * `EXPIRE`; the worker's read when an answer begins (`readAlong`) is one `MGET` with the
+ * conversation's other keys and renews the expiry once an hour. Trimming to `maxMessages` plus some slack happens
  * only once the stored lines outgrow that by another slack (every ~10 runs of a long chat): that
  * run's append is a script writing the trimmed value with one `SET … EX … GET`; it cuts only in
  * front of a user text turn. Reading trims at a safe boundary
@@ -101,6 +102,12 @@ export const DEFAULT_HISTORY_MAX_STORED_BYTES = 400_000;
  * exceed `maxMessages + 2 × SLACK` and cuts back to about `maxMessages + SLACK`.
  */
 const SLACK = 20;
+
+/** How often {@link HistoryStore.readAlong} renews a conversation's history expiry, in ms (an hour). */
+export const RENEW_EVERY_MS = 3_600_000;
+
+/** How many conversations' renewal times {@link HistoryStore.readAlong} remembers (the oldest is forgotten first). */
+const RENEWALS_KEPT = 10_000;
 
 /** What {@link HistoryStore.read} returns. */
 export interface HistoryRead {
@@ -392,6 +399,8 @@ export class HistoryStore {
   readonly #parsed = new Map<string, Parsed>();
   /** Characters of the values in {@link #parsed}. */
   #parsedChars = 0;
+  /** When this store last renewed each conversation's history (by history key, ms since the Unix epoch), oldest first; see {@link readAlong}. */
+  readonly #renewals = new Map<string, number>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -430,11 +439,56 @@ export class HistoryStore {
     let value: string | null;
     try {
       value = await this.redis.getex(key, "EX", this.options.ttlSeconds);
+      this.#renewed(key);
     } catch (error) {
       if (!/^WRONGTYPE/.test((error as Error).message)) throw error;
       await this.redis.del(key);
       value = null;
     }
+    return this.#parse(key, value, answeredId);
+  }
+
+  /**
+   * Like {@link read}, and also the values of `along` (other string keys of the same conversation,
+   * in its hash slot: its settings, a pending approval's hint), in ONE command: `MGET` of the
+   * history and `along`. The history's expiry is renewed (`GETEX`, as {@link read}, beside an `MGET`
+   * of `along` in the same write) only when this store has not renewed it within the hour
+   * ({@link RENEW_EVERY_MS}; it remembers the last {@link RENEWALS_KEPT} conversations): a
+   * conversation's history lives its TTL after its latest message, less at most an hour. The
+   * first read of a conversation by a process renews it, and so also meets a history left in an
+   * older layout (a list; deleted as {@link read} does).
+   *
+   * @param along - keys in the conversation's hash slot (a Redis Cluster refuses others in one `MGET`).
+   * @returns the history as {@link read} returns it, and the values of `along` in their order (null: no key).
+   * @throws when Redis is unreachable (after the connection's retries).
+   */
+  async readAlong(
+    conversation: ConversationRef,
+    answeredId: string | undefined,
+    along: readonly string[],
+  ): Promise<{ history: HistoryRead; values: (string | null)[] }> {
+    const key = conversationKeys(conversation).history;
+    const renewedAt = this.#renewals.get(key);
+    if (renewedAt === undefined || Date.now() - renewedAt >= RENEW_EVERY_MS || along.length === 0) {
+      const [history, values] = await Promise.all([
+        this.read(conversation, answeredId),
+        along.length > 0 ? this.redis.mget(...along) : [],
+      ]);
+      return { history, values };
+    }
+    const [value, ...values] = await this.redis.mget(key, ...along);
+    return { history: this.#parse(key, value ?? null, answeredId), values };
+  }
+
+  /** Notes that the history under `key` was just renewed (see {@link readAlong}). */
+  #renewed(key: string): void {
+    this.#renewals.delete(key);
+    this.#renewals.set(key, Date.now());
+    if (this.#renewals.size > RENEWALS_KEPT) this.#renewals.delete(this.#renewals.keys().next().value!);
+  }
+
+  /** Parses a history value read under `key` (null: no key) as {@link read} returns it. */
+  #parse(key: string, value: string | null, answeredId: string | undefined): HistoryRead {
     if (value === null) {
       this.#forget(key);
       return { messages: [], stored: 0, fresh: true };

@@ -171,6 +171,29 @@ export class SettingsStore {
   }
 
   /**
+   * The settings of `conversation` when its own record is read by another command (the worker's
+   * one `MGET` when an answer begins, `HistoryStore.readAlong`): `key` is the record to read there;
+   * `settings(value)` decodes it, with — for a topic — its group's record, whose `GET` (another hash
+   * slot) is issued now, so call this in the same tick as that read and both go out in one write.
+   * @returns the key of the conversation's own record, and the settings from its value (null: no record).
+   *   `settings` rejects when Redis was unreachable for the group's record.
+   */
+  readWith(conversation: ConversationRef): { key: string; settings(value: string | null): Promise<Settings> } {
+    const key = conversationKeys(conversation).settings;
+    const parent = parentOf(conversation);
+    const inherited = parent ? this.#record(parent) : undefined;
+    // Awaited by `settings`; a rejection before that is not left unhandled.
+    inherited?.catch(() => {});
+    return {
+      key,
+      settings: async (value) => {
+        const own = decodeRecord(SettingsRecordSchema, value, "conversation settings", this.#log, { chat: key });
+        return effectiveSettings(this.#config, await inherited, own);
+      },
+    };
+  }
+
+  /**
    * The stored records: the conversation's own, and for a topic its group's.
    * @throws when Redis is unreachable.
    */

@@ -131,7 +131,7 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   // An answer spoken too is not streamed (the voice comes first): its transcript line shows with the text.
   if (transcript !== undefined && state.live && config.STREAMING === "on" && !voiceDue(parts, state))
     state.live.push({ type: "lead", text: transcriptLine(transcript) });
-  if (await parts.approvals?.supersedePending(message, outbound)) {
+  if (await parts.approvals?.supersedePending(message, outbound, state.pendingHint)) {
     // The closed run joined the history after the answer's first read: the compute reads it again.
     delete state.history;
     delete state.memory;

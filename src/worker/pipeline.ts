@@ -242,6 +242,11 @@ export interface AnswerState {
   history?: HistoryRead;
   /** The files of the message's memory scope as read when the answer began, when the run offers the memory tool (dropped with `history`). */
   memory?: MemoryFile[];
+  /**
+   * A message's sender's pending approval hint as read when the answer began (`ApprovalFlow.pendingHintKey`):
+   * the approval's id, null when there is none; absent when it was not read.
+   */
+  readonly pendingHint?: string | null;
   /** On a resumed attempt: the attempts at this answer begun and never ended, this one included (`beginAttempt`). */
   readonly begun?: number;
   /** True once a checkpoint may have been written (persist deletes it). */
@@ -403,6 +408,7 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
     ...(read.history ? { history: read.history } : {}),
     ...(read.settings ? { settings: read.settings } : {}),
     ...(read.memory ? { memory: read.memory } : {}),
+    ...(read.pendingHint !== undefined ? { pendingHint: read.pendingHint } : {}),
     ...(read.begun !== undefined ? { begun: read.begun } : {}),
     startedAt,
     deadlineAt: startedAt + parts.config.ANSWER_DEADLINE_SECONDS * 1000,
@@ -428,6 +434,8 @@ interface StartRead {
   history?: HistoryRead;
   settings?: Settings;
   memory?: MemoryFile[];
+  /** A message's sender's pending approval hint (null: none), when it was read. */
+  pendingHint?: string | null;
   begun?: number;
   /** The answer as Stop registered it (`src/stop/`), when it may be stopped. */
   running?: RunningAnswer;
@@ -438,7 +446,9 @@ interface StartRead {
  * sends it in ONE write (one round trip; on a Redis Cluster one per node the keys live on): the
  * conversation's history with its summary
  * (for a take whose compute runs on the conversation's history, and for a resumed attempt, which
- * looks for its answer there), its settings, the memory of the message's scope when the run offers
+ * looks for its answer there), its settings and — for a message — its sender's pending approval
+ * hint, the three in one `MGET` (`HistoryStore.readAlong`: a `GETEX` beside it once an hour renews
+ * the history's expiry; a topic's group settings, in another hash slot, one `GET` more), the memory of the message's scope when the run offers
  * the memory tool, whether the chat refuses drafts, and — on a resumed attempt only — the crash
  * marker (`INCRBY` + `EXPIRE`, counted here, judged by `beginAttempt`) and the progress an earlier
  * attempt left (one `MGET`: start time, sent chunks, checkpoint, streamed messages). The answer is
@@ -462,10 +472,17 @@ async function readAtStart(
   // A decision runs on its paused run's own history; a resumed attempt looks for its stored answer.
   const wantsHistory = taken.kind !== "decision" || resumed;
   const memoryScope = toolboxFor(parts.toolbox, message).get(MEMORY_TOOL_NAME) ? memoryScopeOf(message) : undefined;
+  // With the history, one `MGET` of the conversation's keys: its settings, the sender's pending approval hint.
+  const settingsWith = wantsHistory ? parts.settings?.readWith(conversation) : undefined;
+  const hintKey = taken.kind === "message" && wantsHistory ? parts.approvals?.pendingHintKey(message) : undefined;
+  const along = [...(settingsWith ? [settingsWith.key] : []), ...(hintKey ? [hintKey] : [])];
+  const read = wantsHistory
+    ? parts.history.readAlong(conversation, resumed ? message.messageId : undefined, along)
+    : undefined;
   const [draftsOff, history, settings, memory, progress, begun, running] = await Promise.all([
     outbound.liveSurface && to.chatKind === "dm" ? parts.redis.exists(draftsOffKey(conversation)) : 0,
-    wantsHistory ? parts.history.read(conversation, resumed ? message.messageId : undefined) : undefined,
-    parts.settings?.read(conversation),
+    read?.then((r) => r.history),
+    settingsWith ? read!.then((r) => settingsWith.settings(r.values[0] ?? null)) : parts.settings?.read(conversation),
     memoryScope
       ? new MemoryStore(parts.redis, { log })
           .read(memoryScope)
@@ -505,6 +522,7 @@ async function readAtStart(
     ...(history && taken.kind !== "decision" ? { history } : {}),
     ...(settings ? { settings } : {}),
     ...(memory ? { memory } : {}),
+    ...(hintKey ? { pendingHint: (await read!).values[along.length - 1] ?? null } : {}),
     ...(begun !== undefined ? { begun } : {}),
     ...(running ? { running } : {}),
   };

@@ -342,6 +342,35 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect(decisions).toEqual([]);
   });
 
+  it("with hints, create writes the pending hint in the conversation's slot first; supersede skips the pending index when the hint says none", async () => {
+    const hints = connectRedis(server.url);
+    connections.push(hints);
+    const store = new ApprovalStore(redis, { timeoutMs: 60_000, graceMs: 1_000, hints });
+    const chat = { platform: "telegram" as const, chatId: "-100200", userId: "u1" };
+    const key = store.pendingHintKey(chat);
+    expect(key).toBe("approval-pending:{telegram:-100200}:u1");
+    expect(await redis.get(key!)).toBeNull();
+    const id = await store.create(approval());
+    expect(await redis.get(key!)).toBe(id);
+    // As long as the record while pending (timeout + grace).
+    const ttl = await redis.pttl(key!);
+    expect(ttl).toBeGreaterThan(55_000);
+    expect(ttl).toBeLessThanOrEqual(61_000);
+    // The worker read no hint: no command reaches the pending index, so nothing is closed.
+    const before = Number(/cmdstat_get:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    expect(await store.supersede(chat, null)).toBeUndefined();
+    const after = Number(/cmdstat_get:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    expect(after).toBe(before);
+    expect(await store.pendingId(chat)).toBe(id);
+    // The hint read: the approval is superseded as before.
+    expect((await store.supersede(chat, id))?.status).toBe("superseded");
+    // Without hints, a null hint is not trusted: the index is read.
+    const plain = new ApprovalStore(redis, { timeoutMs: 60_000 });
+    expect(plain.pendingHintKey(chat)).toBeUndefined();
+    const second = await plain.create(approval({ message: message({ messageId: "m2" }) }));
+    expect((await plain.supersede(chat, null))?.id).toBe(second);
+  });
+
   it("supersede racing a click: exactly one of them wins", async () => {
     for (let round = 0; round < 10; round++) {
       const { store } = storeWithClock(Date.now());

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { RedisClient } from "../../src/redis.js";
 import type { MessageParam } from "../../src/agent/contract.js";
 import { HistoryStore } from "../../src/history/store.js";
@@ -337,6 +337,53 @@ describe("HistoryStore", () => {
     // a writer that did not read first (an approval's resumed run) still leaves an expiry
     await store.append(chat, runs[1]!);
     expect(await redis.ttl(key)).toBeGreaterThan(590);
+  });
+
+  it("readAlong reads the history and the conversation's other keys in one MGET, renewing the expiry once an hour", async () => {
+    const store = new HistoryStore(redis, { maxMessages: 10, ttlSeconds: 600 });
+    const chat = { platform: "telegram" as const, chatId: "h8" };
+    const keys = conversationKeys(chat);
+    await store.append(chat, runs[0]!, undefined, { stored: 0, fresh: true });
+    await redis.set(keys.settings, '{"persona":"pirate"}');
+    const calls = async () => {
+      const stats = await redis.info("commandstats");
+      const count = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      return { mget: count("mget"), getex: count("getex") };
+    };
+    let clock = 1_800_000_000_000;
+    const now = vi.spyOn(Date, "now").mockImplementation(() => clock);
+    try {
+      await redis.expire(keys.history, 5);
+      // The first read of the conversation by this store renews it (GETEX, the others in an MGET beside it).
+      let before = await calls();
+      const first = await store.readAlong(chat, undefined, [keys.settings, "approval-pending:{telegram:h8}:u1"]);
+      expect(first.history.messages).toEqual(runs[0]);
+      expect(first.values).toEqual(['{"persona":"pirate"}', null]);
+      expect(await calls()).toEqual({ mget: before.mget + 1, getex: before.getex + 1 });
+      expect(await redis.ttl(keys.history)).toBeGreaterThan(590);
+      // Within the hour: one MGET, the expiry left as it is.
+      await redis.expire(keys.history, 100);
+      clock += 3_599_000;
+      before = await calls();
+      const second = await store.readAlong(chat, undefined, [keys.settings]);
+      expect(second.history.messages).toEqual(runs[0]);
+      expect(second.values).toEqual(['{"persona":"pirate"}']);
+      expect(await calls()).toEqual({ mget: before.mget + 1, getex: before.getex });
+      expect(await redis.ttl(keys.history)).toBeLessThanOrEqual(100);
+      // An hour after the last renewal: renewed again.
+      clock += 1_000;
+      await store.readAlong(chat, undefined, [keys.settings]);
+      expect(await redis.ttl(keys.history)).toBeGreaterThan(590);
+      // A reset chat reads as new through the MGET too.
+      await redis.del(keys.history);
+      expect((await store.readAlong(chat, undefined, [keys.settings])).history).toEqual({
+        messages: [],
+        stored: 0,
+        fresh: true,
+      });
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it("reads a history left in the older list layout as empty, and replaces it", async () => {

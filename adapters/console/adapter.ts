@@ -9,7 +9,8 @@
  * Lines are handled in order, also when piped in all at once: a line the console answers itself
  * (a command, a `y` typed before its prompt appeared, a message too long) waits until every
  * message typed before it has been answered (its answer delivered, or an approval prompt shown for
- * it; see `ConsoleOutbound.settled`), and no reply is written inside a streamed answer.
+ * it; see `ConsoleOutbound.settled`) — a message whose prompt was answered here, until its resumed
+ * run's answer — and no reply is written inside a streamed answer.
  *
  * Stop (issue 42): `/stop`, or Ctrl-G in `npm run chat`'s terminal, stops the answer being written
  * at once — it does not wait behind that answer as other commands do; the stopped answer's own
@@ -58,6 +59,12 @@ export interface ConsoleAdapterOptions {
 
 /** How often, in ms, a line waiting for earlier answers checks whether the conversation went idle without them (see `#settled`). */
 const IDLE_CHECK_MS = 1000;
+
+/**
+ * How long, in ms, a line waits at most for the answer of a run resumed by a decision typed here
+ * when that answer never comes (a worker that died with the decision job): two minutes.
+ */
+const RESUMED_WAIT_MS = 120_000;
 
 const YES = new Set(["y", "yes", "是", "好", "確認"]);
 const NO = new Set(["n", "no", "否", "不", "取消"]);
@@ -244,6 +251,8 @@ export class ConsoleAdapter implements Adapter {
       if (!prompt) {
         if (command === "y" || command === "n" || command === "a") return say(localize(locale, TEXT.noPrompt));
       } else {
+        // The resumed run's answer is awaited like a message's: a command typed next comes after it.
+        if (prompt.replyTo !== undefined) this.outbound.expectResumed(prompt.replyTo);
         try {
           const result = await context.decide({
             approvalId: prompt.approvalId,
@@ -254,6 +263,7 @@ export class ConsoleAdapter implements Adapter {
           });
           if (result.status !== "already_decided" && result.status !== "always_refused")
             this.outbound.openPrompt = undefined;
+          if (result.status !== "accepted" && prompt.replyTo !== undefined) this.outbound.forgetAnswer(prompt.replyTo);
           // The shared notice speaks of buttons; the console has none.
           return say(
             result.status === "always_refused"
@@ -261,6 +271,7 @@ export class ConsoleAdapter implements Adapter {
               : consoleDecisionNotice(result, locale),
           );
         } catch (err) {
+          if (prompt.replyTo !== undefined) this.outbound.forgetAnswer(prompt.replyTo);
           this.#options.log.warn({ err }, "decision failed");
           return say(localize(locale, TEXT.decideFailed));
         }
@@ -293,7 +304,8 @@ export class ConsoleAdapter implements Adapter {
    * printed (`ConsoleOutbound.settled`: on the deliveries themselves). In case an answer never
    * comes (a worker that died with the message: nothing is delivered, the job is retried or given
    * up), the conversation's inbox is looked at every {@link IDLE_CHECK_MS}: once it is empty, no
-   * message of this conversation is queued or being answered, and nothing more is waited for.
+   * message of this conversation is queued or being answered, and nothing more is waited for but
+   * the runs resumed by decisions typed here (in no inbox), each for {@link RESUMED_WAIT_MS} at most.
    */
   async #settled(context: AdapterContext, chat: ConversationRef): Promise<void> {
     const settled = this.outbound.settled();
@@ -304,7 +316,9 @@ export class ConsoleAdapter implements Adapter {
     void (async () => {
       for (;;) {
         await sleep(IDLE_CHECK_MS, undefined, { signal: stop.signal });
-        if ((await redis.exists(key).catch(() => 1)) === 0) return this.outbound.forgetAnswer();
+        // A resumed run is in no inbox: waited for until its answer comes, or for RESUMED_WAIT_MS at most.
+        if ((await redis.exists(key).catch(() => 1)) === 0)
+          this.outbound.forgetAnswer(undefined, Date.now() - RESUMED_WAIT_MS);
       }
     })().catch(() => {}); // aborted: the answers came
     try {

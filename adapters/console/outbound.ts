@@ -46,6 +46,8 @@ export interface ConsoleOutboundOptions {
 /** An approval prompt shown on the console and not yet closed. */
 export interface OpenPrompt extends ApprovalPrompt {
   ref: SentRef;
+  /** The platform message id of the message whose run asked (its resumed answer replies to it), when known. */
+  replyTo?: string;
 }
 
 /**
@@ -111,6 +113,11 @@ export class ConsoleOutbound implements Outbound {
   #sent = 0;
   /** Messages of this terminal (platform message ids) whose answer has not been delivered yet; see {@link expectAnswer}. */
   readonly #awaited = new Set<string>();
+  /**
+   * Of {@link #awaited}: the messages whose answer is a run resumed by a decision typed here, each
+   * with when it was decided (ms since the Unix epoch); see {@link expectResumed}.
+   */
+  readonly #resumed = new Map<string, number>();
   /** The prompts (their `SentRef.messageId`) whose outcome was written; see {@link closeApprovalPrompt}. */
   readonly #closed = new Set<string>();
   /** Streamed answers that printed something and have not ended yet. */
@@ -133,10 +140,34 @@ export class ConsoleOutbound implements Outbound {
     this.#awaited.add(messageId);
   }
 
-  /** Stops waiting for the answer to `messageId` (it was not queued after all), or to every message when none is given. */
-  forgetAnswer(messageId?: string): void {
-    if (messageId === undefined) this.#awaited.clear();
-    else this.#awaited.delete(messageId);
+  /**
+   * Notes that a decision typed here (`y`, `n`, `a`) resumes the run of the message `messageId`:
+   * {@link settled} then waits until the resumed run's answer was delivered (or it asked again), so
+   * that a command typed after the decision (`/permissions`) sees what the decision did. Call it
+   * before the decision is sent; {@link forgetAnswer} when it was not accepted.
+   * @param at - when the decision was typed, ms since the Unix epoch (default `Date.now()`).
+   */
+  expectResumed(messageId: string, at = Date.now()): void {
+    this.#awaited.add(messageId);
+    this.#resumed.set(messageId, at);
+  }
+
+  /**
+   * Stops waiting for the answer to `messageId` (it was not queued after all). Without one: for
+   * every message typed here (the conversation went idle), and for the resumed runs decided at or
+   * before `resumedBefore` (ms since the Unix epoch; default none: those are still waited for).
+   */
+  forgetAnswer(messageId?: string, resumedBefore?: number): void {
+    if (messageId !== undefined) {
+      this.#awaited.delete(messageId);
+      this.#resumed.delete(messageId);
+    } else
+      for (const id of [...this.#awaited]) {
+        const decided = this.#resumed.get(id);
+        if (decided !== undefined && (resumedBefore === undefined || decided > resumedBefore)) continue;
+        this.#awaited.delete(id);
+        this.#resumed.delete(id);
+      }
     this.#wake();
   }
 
@@ -171,7 +202,9 @@ export class ConsoleOutbound implements Outbound {
 
   /** The answer to `to.replyTo` is on screen (or its approval prompt). */
   #answered(to: Destination): void {
-    if (to.replyTo !== undefined && this.#awaited.delete(to.replyTo)) this.#wake();
+    if (to.replyTo === undefined) return;
+    this.#resumed.delete(to.replyTo);
+    if (this.#awaited.delete(to.replyTo)) this.#wake();
   }
 
   /** An answer up to one chunk's size (`chunkChars`) is written in one piece. */
@@ -281,7 +314,7 @@ export class ConsoleOutbound implements Outbound {
     await this.#write(
       `bot> ${localize(prompt.locale ?? this.#options.locale, texts, { action: terminalText(prompt.action), seconds })}\n`,
     );
-    this.openPrompt = { ...prompt, ref };
+    this.openPrompt = { ...prompt, ref, ...(to.replyTo !== undefined ? { replyTo: to.replyTo } : {}) };
     this.#answered(to);
     return ref;
   }

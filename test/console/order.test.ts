@@ -45,3 +45,20 @@ it("piped `add todo tea`, `delete todo 1`, `y`, `/context`: the y answers the pr
   // The prompt was decided the moment it appeared (closed by its run and by the decision): its outcome is written once.
   expect(answers.filter((a) => a === '✅ 已確認：delete_todo {"number":1}')).toHaveLength(1);
 });
+
+it("piped `add todo tea`, `delete todo 1`, `a`, `/permissions`: the command waits for the resumed run, and lists the new grant after its answer", async () => {
+  const { input, output } = await start({ config: testConfig({ ROLE: "all" }), fake: { fallback: todoModel } });
+  input.write("add todo tea\ndelete todo 1\na\n/permissions\n");
+  await waitFor(
+    () => output.answers().some((a) => a.includes("delete_todo") && !a.startsWith("⚠️") && !a.startsWith("✅")),
+    15_000,
+    "the /permissions reply",
+  );
+  const answers = output.answers();
+  const deleted = answers.indexOf("ok: deleted #1: tea");
+  const listing = answers.findIndex((a) => a.includes("delete_todo") && !a.startsWith("⚠️") && !a.startsWith("✅"));
+  expect(deleted).toBeGreaterThan(-1);
+  // The listing comes after the resumed run's answer, and shows the grant the `a` recorded.
+  expect(listing).toBeGreaterThan(deleted);
+  expect(answers[listing]).not.toContain("沒有");
+});

@@ -124,7 +124,7 @@ export const SECRET_SHAPES: readonly { name: string; pattern: RegExp; replacemen
   { name: "bearer", pattern: /\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi, replacement: "$1[redacted]" },
   {
     name: "setting",
-    pattern: /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)=["']?)[^\s"'&,;<>]+/gi,
+    pattern: /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)=["']?)[^\s"'&,;()<>[\]{}]+/gi,
     replacement: "$1[redacted]",
   },
   {

@@ -68,6 +68,7 @@ it("redacts a credential written as a setting (password=…, token: …), and le
     ["https://x.test/cb?access_token=abc&state=1", "https://x.test/cb?access_token=[redacted]&state=1"],
     ["密碼：hunter2", "密碼：[redacted]"],
     ["apiKey: abcdef12, pwd=0000", "apiKey: [redacted], pwd=[redacted]"],
+    ["refused (password=hunter2)", "refused (password=[redacted])"],
   ])
     expect(redact(text!)).toBe(expected);
   for (const plain of [

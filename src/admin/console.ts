@@ -10,7 +10,6 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createBullBoard } from "@bull-board/api";
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
 import express from "express";
@@ -41,6 +40,7 @@ import type { ToolBox } from "../toolbox/toolbox.js";
 import { UsageStore } from "../usage/store.js";
 import { CONSOLE_CSS, esc, layout, postForm, T, t, table } from "./pages.js";
 import { staticFiles, usageCsv, usagePage, usageReport } from "./usage.js";
+import { ConsoleQueueAdapter } from "./job-view.js";
 import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
 
 /** The session cookie's name (`__Host-` needs HTTPS, which the health server does not speak). */
@@ -135,9 +135,16 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const board = new ExpressAdapter();
   board.setBasePath("/admin/queues");
   createBullBoard({
-    queues: parts.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    queues: parts.queues.map((q) => new ConsoleQueueAdapter(q)),
     serverAdapter: board,
-    options: { uiConfig: { boardTitle: t(locale, "queues") } },
+    options: {
+      uiConfig: {
+        boardTitle: t(locale, "queues"),
+        // Bull Board's header: a way back to the console's own pages.
+        miscLinks: [{ text: t(locale, "backToConsole"), url: "/admin/overview" }],
+        hideDocsLink: true,
+      },
+    },
   });
   const boardApp = express();
   boardApp.disable("x-powered-by");

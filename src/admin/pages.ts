@@ -20,6 +20,7 @@ export const T = {
   title: { "zh-TW": "機器人控制台", en: "Bot console" },
   overview: { "zh-TW": "總覽", en: "Overview" },
   queues: { "zh-TW": "佇列", en: "Queues" },
+  backToConsole: { "zh-TW": "回到控制台", en: "Back to the console" },
   tools: { "zh-TW": "工具", en: "Tools" },
   tasks: { "zh-TW": "排程任務與提醒", en: "Tasks and reminders" },
   access: { "zh-TW": "存取權限", en: "Access" },

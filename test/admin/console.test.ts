@@ -16,6 +16,7 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createAdminConsole, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
+import { REFUSALS } from "../../src/admin/pages.js";
 import { CSV_COLUMNS, csvCell } from "../../src/admin/usage.js";
 import { AccessStore } from "../../src/access/store.js";
 import { grantStoreFor } from "../../src/approvals/grants.js";
@@ -417,6 +418,45 @@ describe("refusals", () => {
     }
     expect(await access.hasUser("telegram:555")).toBe(false);
     await access.deny(paired.code);
+  });
+
+  it("says why it refused in the console's language (zh-TW or English), never mixing the two", async () => {
+    const zh = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN, BOT_LOCALE: "zh-TW" });
+    try {
+      for (const [console_, expected] of [
+        [zh, "已拒絕這個請求：缺少或不正確的 CSRF 權杖"],
+        [stack, "Request refused: missing or wrong CSRF token"],
+      ] as const) {
+        const { cookie } = await login(console_.base);
+        const res = await fetch(`${console_.base}/admin/access/approve`, {
+          ...form({ code: "ABCDEFGH" }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+        expect(res.status).toBe(403);
+        expect(/<p>([^<]*)<\/p>/.exec(await res.text())?.[1]).toBe(expected);
+      }
+      // Another origin and a change on the queue pages, in zh-TW too; the log line stays English.
+      const { cookie, csrf } = await login(zh.base);
+      const other = await fetch(`${zh.base}/admin/access/approve`, {
+        ...form({ code: "ABCDEFGH", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "cross-site" },
+      });
+      expect(await other.text()).toContain("已拒絕這個請求：來自其他網站的請求");
+      const put = await fetch(`${zh.base}/admin/queues/api/queues/tasks/retry/failed`, {
+        method: "PUT",
+        headers: { cookie },
+      });
+      expect([put.status, await put.text()]).toEqual([
+        405,
+        expect.stringContaining("已拒絕這個請求：佇列頁面是唯讀的"),
+      ]);
+      expect(zh.lines.join("\n")).toContain("console: refused: request from another site (Sec-Fetch-Site: cross-site)");
+    } finally {
+      await zh.close();
+    }
+    // Every reason has both words, and the Chinese ones are not the English ones.
+    for (const [reason, words] of Object.entries(REFUSALS))
+      expect([reason, words["zh-TW"] !== words.en]).toEqual([reason, true]);
   });
 
   it("refuses a change from another origin, even with the session and its CSRF token", async () => {

@@ -23,7 +23,7 @@ import { COMMAND_TEXT } from "../commands/catalog.js";
 import type { Config, Locale } from "../config.js";
 import { checkHealth, type HealthCheck } from "../health.js";
 import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
-import { englishNoun, localize } from "../i18n.js";
+import { englishNoun, localize, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { readMcpAnnouncement } from "../mcp/announce.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
@@ -969,6 +969,14 @@ const NOTICE_PARAMS: Record<string, RegExp> = {
   outcome: /^(?:already paused|not paused|no tasks queue here|no reminders queue here)$/,
 };
 
+/** The words of a task's or reminder's `outcome` notice parameter (its values are {@link NOTICE_PARAMS}'s `outcome`). */
+const OUTCOMES: Record<string, Localized> = {
+  "already paused": { "zh-TW": "原本就已暫停", en: "already paused" },
+  "not paused": { "zh-TW": "沒有暫停", en: "not paused" },
+  "no tasks queue here": { "zh-TW": "這個程序沒有排程任務佇列", en: "no tasks queue here" },
+  "no reminders queue here": { "zh-TW": "這個程序沒有提醒佇列", en: "no reminders queue here" },
+};
+
 /**
  * The console's own notices after a change, by code: a redirect carries `?notice=<code>` and its
  * parameters (`who`, `id` …), never text, so a link cannot make the console show words of its
@@ -1027,6 +1035,7 @@ export function noticeText(locale: Locale, query: URLSearchParams): string | und
     values[name!] = value;
   }
   if (code === "memoryErased") values.noun = englishNoun(Number(values.files), "file");
+  if (typeof values.outcome === "string") values.outcome = localize(locale, OUTCOMES[values.outcome]!);
   return localize(locale, texts, values);
 }
 

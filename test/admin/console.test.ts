@@ -15,7 +15,7 @@ import type { Redis } from "ioredis";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createAdminConsole, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
+import { createAdminConsole, noticeText, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
 import { REFUSALS } from "../../src/admin/pages.js";
 import { CSV_COLUMNS, csvCell } from "../../src/admin/usage.js";
 import { AccessStore } from "../../src/access/store.js";
@@ -454,6 +454,12 @@ describe("refusals", () => {
     } finally {
       await zh.close();
     }
+    // A task's outcome notice too.
+    const outcome = new URLSearchParams({ notice: "taskOutcome", id: "3", outcome: "already paused" });
+    expect([noticeText("zh-TW", outcome), noticeText("en", outcome)]).toEqual([
+      "#3：原本就已暫停",
+      "#3: already paused",
+    ]);
     // Every reason has both words, and the Chinese ones are not the English ones.
     for (const [reason, words] of Object.entries(REFUSALS))
       expect([reason, words["zh-TW"] !== words.en]).toEqual([reason, true]);

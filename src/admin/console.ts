@@ -2,7 +2,8 @@
  * The operator's web console at `/admin` of the health server (`ADMIN_CONSOLE=on`; docs/console.md):
  * login (the `ADMIN_CONSOLE_TOKEN`, or a one-time link printed at start-up), then an HttpOnly,
  * SameSite=Strict session cookie; pages for the overview (health checks, workers, queue depths and
- * failed jobs), the queues (Bull Board, read-only, behind the same login), the tools, tasks and
+ * failed jobs), the queues (Bull Board, read-only, behind the same login, showing jobs without their content:
+ * src/admin/job-view.ts), the tools, tasks and
  * reminders, access, memory sizes, traces, and usage and cost (src/admin/usage.ts). Every change is a POST with the session's CSRF token, from this origin
  * (`Origin` / `Sec-Fetch-Site`), and is logged with who (the session's short name) and what —
  * never message content. The pages carry a strict Content-Security-Policy and no script (but the

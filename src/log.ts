@@ -86,7 +86,13 @@ export function redactValues(text: string, values: readonly string[]): string {
  * - GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), Slack tokens (`xoxb-`, `xoxp-`, …),
  *   Google API keys (`AIza` + 35), AWS access key ids (`AKIA`/`ASIA` + 16 upper-case letters or digits);
  * - JSON Web Tokens (`eyJ….eyJ….…`);
- * - the credentials of an `Authorization: Bearer <token>` (or `Basic`) header or a `Bearer <token>` of 16+ characters.
+ * - the credentials of an `Authorization: Bearer <token>` (or `Basic`) header or a `Bearer <token>` of 16+ characters;
+ * - the value of a credential written as a setting: `password`, `passwd`, `pwd`, `secret`, `token`,
+ *   `api_key`/`api-key`/`apikey` (also as the end of a longer name: `db_password`, `access_token`) or
+ *   `密碼`, then right after `=` any value (`password=hunter2`, `?token=abc&…`); after `:`, `：` or a
+ *   spaced `=`, a value of 6+ characters with a digit or a symbol (`password: hunter2`,
+ *   `PASSWORD = 'hunter2'`), so prose and code stay (`token: expired`, `token = getToken()`).
+ *   The name stays (`password=[redacted]`), so the text still says what was there.
  */
 export const SECRET_SHAPES: readonly { name: string; pattern: RegExp; replacement: string }[] = [
   { name: "telegram", pattern: /(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, replacement: "[redacted]" },
@@ -116,6 +122,17 @@ export const SECRET_SHAPES: readonly { name: string; pattern: RegExp; replacemen
     replacement: "$1[redacted]",
   },
   { name: "bearer", pattern: /\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi, replacement: "$1[redacted]" },
+  {
+    name: "setting",
+    pattern: /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)=["']?)[^\s"'&,;()<>[\]{}]+/gi,
+    replacement: "$1[redacted]",
+  },
+  {
+    name: "setting-spaced",
+    pattern:
+      /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)\s*[=:：]\s*["']?)(?=[^\s"'&,;()<>[\]{}]*[0-9!@#$%^*+/~=])[^\s"'&,;()<>[\]{}]{6,}/gi,
+    replacement: "$1[redacted]",
+  },
 ];
 
 /**

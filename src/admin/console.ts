@@ -2,7 +2,8 @@
  * The operator's web console at `/admin` of the health server (`ADMIN_CONSOLE=on`; docs/console.md):
  * login (the `ADMIN_CONSOLE_TOKEN`, or a one-time link printed at start-up), then an HttpOnly,
  * SameSite=Strict session cookie; pages for the overview (health checks, workers, queue depths and
- * failed jobs), the queues (Bull Board, read-only, behind the same login), the tools, tasks and
+ * failed jobs), the queues (Bull Board, read-only, behind the same login, showing jobs without their content:
+ * src/admin/job-view.ts), the tools, tasks and
  * reminders, access, memory sizes, traces, and usage and cost (src/admin/usage.ts). Every change is a POST with the session's CSRF token, from this origin
  * (`Origin` / `Sec-Fetch-Site`), and is logged with who (the session's short name) and what —
  * never message content. The pages carry a strict Content-Security-Policy and no script (but the
@@ -10,7 +11,6 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createBullBoard } from "@bull-board/api";
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
 import express from "express";
@@ -24,7 +24,7 @@ import { COMMAND_TEXT } from "../commands/catalog.js";
 import type { Config, Locale } from "../config.js";
 import { checkHealth, type HealthCheck } from "../health.js";
 import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
-import { englishNoun, localize } from "../i18n.js";
+import { englishNoun, localize, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { readMcpAnnouncement } from "../mcp/announce.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
@@ -39,8 +39,9 @@ import { TraceStore } from "../trace/store.js";
 import { getTask, listTasks, type Task } from "../tasks/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { UsageStore } from "../usage/store.js";
-import { CONSOLE_CSS, esc, layout, postForm, T, t, table } from "./pages.js";
+import { CONSOLE_CSS, esc, layout, postForm, REFUSALS, T, t, table, type RefusalReason } from "./pages.js";
 import { staticFiles, usageCsv, usagePage, usageReport } from "./usage.js";
+import { ConsoleQueueAdapter } from "./job-view.js";
 import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
 
 /** The session cookie's name (`__Host-` needs HTTPS, which the health server does not speak). */
@@ -103,13 +104,17 @@ export interface AdminConsole {
 
 type Actor = { session: string; via: string; ip: string | undefined };
 
-/** A request refused before it could change anything: answered with `status` and logged. */
+/**
+ * A request refused before it could change anything: answered with `status` and a page saying
+ * `reason` in the console's language, and logged in English (with `detail`, when given).
+ */
 class Refused extends Error {
   constructor(
     readonly status: number,
-    readonly why: string,
+    readonly reason: RefusalReason,
+    readonly detail?: string,
   ) {
-    super(why);
+    super(REFUSALS[reason].en + (detail ? ` (${detail})` : ""));
   }
 }
 
@@ -135,9 +140,16 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const board = new ExpressAdapter();
   board.setBasePath("/admin/queues");
   createBullBoard({
-    queues: parts.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    queues: parts.queues.map((q) => new ConsoleQueueAdapter(q)),
     serverAdapter: board,
-    options: { uiConfig: { boardTitle: t(locale, "queues") } },
+    options: {
+      uiConfig: {
+        boardTitle: t(locale, "queues"),
+        // Bull Board's header: a way back to the console's own pages.
+        miscLinks: [{ text: t(locale, "backToConsole"), url: "/admin/overview" }],
+        hideDocsLink: true,
+      },
+    },
   });
   const boardApp = express();
   boardApp.disable("x-powered-by");
@@ -164,22 +176,22 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const kindOf = (kind: string | null, actor: Actor, action: "allow" | "revoke"): "user" | "chat" => {
     if (kind === "user" || kind === "chat") return kind;
     audit(actor, `access.${action}`, {}, "unknown kind");
-    throw new Refused(400, "unknown kind (user or chat only)");
+    throw new Refused(400, "unknownKind");
   };
 
   /** Refuses a change from another origin: a browser's `Sec-Fetch-Site` or `Origin` must name this site. */
   const checkOrigin = (req: IncomingMessage) => {
     const site = req.headers["sec-fetch-site"];
     if (site !== undefined && site !== "same-origin" && site !== "none")
-      throw new Refused(403, `request from another site (Sec-Fetch-Site: ${String(site).slice(0, 20)})`);
+      throw new Refused(403, "otherSite", `Sec-Fetch-Site: ${String(site).slice(0, 20)}`);
     const origin = req.headers.origin;
     if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`)
-      throw new Refused(403, "request from another origin");
+      throw new Refused(403, "otherOrigin");
   };
 
   const readForm = async (req: IncomingMessage): Promise<URLSearchParams> => {
     const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-    if (type !== "application/x-www-form-urlencoded") throw new Refused(415, "not a form");
+    if (type !== "application/x-www-form-urlencoded") throw new Refused(415, "notForm");
     return new URLSearchParams((await readBody(req, MAX_FORM_BYTES)).toString("utf8"));
   };
 
@@ -272,14 +284,14 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const id = cookieOf(req);
     const session = await sessions.get(id);
     if (!session) {
-      if (changes) throw new Refused(401, "not logged in");
+      if (changes) throw new Refused(401, "notLoggedIn");
       return redirect(res, "/admin/login");
     }
     const actor = actorOf(req, session);
 
     if (path.startsWith("/admin/queues")) {
       // Read-only: Bull Board's own buttons (retry, clean, pause a queue) would change without our CSRF token.
-      if (changes) throw new Refused(405, "the queue pages are read-only");
+      if (changes) throw new Refused(405, "readOnly");
       if (path === "/admin/queues") return redirect(res, "/admin/queues/");
       boardApp(req as express.Request, res as express.Response);
       return;
@@ -287,7 +299,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
 
     if (changes) {
       const form = await readForm(req);
-      if (!csrfMatches(session, form.get("csrf") ?? undefined)) throw new Refused(403, "missing or wrong CSRF token");
+      if (!csrfMatches(session, form.get("csrf") ?? undefined)) throw new Refused(403, "csrf");
       return act(path, form, actor, res, id!);
     }
 
@@ -412,7 +424,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       case "/admin/access/revoke": {
         const chat = kindOf(form.get("kind"), actor, "revoke") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
-        if (!principal) throw new Refused(400, "not platform:id");
+        if (!principal) throw new Refused(400, "notPrincipal");
         const list = envListOf(config, principal);
         if (list) {
           audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, `in ${list}`);
@@ -437,7 +449,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       case "/admin/access/grant-revoke": {
         const owner = grantOwnerOf(`grants:${form.get("key") ?? ""}`);
         const tool = (form.get("tool") ?? "").slice(0, 128);
-        if (!owner || !tool) throw new Refused(400, "bad grant");
+        if (!owner || !tool) throw new Refused(400, "badGrant");
         const removed = await grants.revoke(owner, tool);
         const target = { user: `${owner.platform}:${owner.userId}`, conversation: conversationKey(owner), tool };
         audit(actor, "grant.revoke", target, removed ? "ok" : "gone");
@@ -445,7 +457,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       }
       case "/admin/memory/erase": {
         const scope = memoryScopeOfKey(form.get("scope") ?? "");
-        if (!scope) throw new Refused(400, "bad memory scope");
+        if (!scope) throw new Refused(400, "badScope");
         const files = await memory.erase(scope);
         const who = `${scope.kind} ${scope.platform}:${scope.kind === "personal" ? scope.userId : scope.chatId}`;
         audit(actor, "memory.erase", { scope: who, files }, files > 0 ? "ok" : "empty");
@@ -456,11 +468,10 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const owner = ownerOf(form.get("owner") ?? "");
         const itemId = Number(form.get("id"));
         const action = form.get("action") ?? "";
-        if (!owner || !Number.isSafeInteger(itemId) || itemId <= 0) throw new Refused(400, "bad owner or id");
+        if (!owner || !Number.isSafeInteger(itemId) || itemId <= 0) throw new Refused(400, "badOwnerOrId");
         const target = { item: `${owner.platform}:${owner.userId}#${itemId}` };
         if (path.endsWith("reminder")) {
-          if (action !== "cancel" && action !== "pause" && action !== "resume")
-            throw new Refused(400, "unknown action");
+          if (action !== "cancel" && action !== "pause" && action !== "resume") throw new Refused(400, "unknownAction");
           const reminder = await getReminder(redis, owner, itemId);
           if (!reminder) {
             audit(actor, `reminder.${action}`, target, "gone");
@@ -514,7 +525,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
           else if (!tasks) outcome = "no tasks queue here";
           else await resumeTask(redis, tasks, owner, task);
         } else if (action === "cancel") await cancelTask(redis, tasks, owner, task);
-        else throw new Refused(400, "unknown action");
+        else throw new Refused(400, "unknownAction");
         audit(actor, `task.${action}`, target, outcome);
         const done = ({ pause: "taskPaused", resume: "taskResumed", cancel: "taskCancelled" } as const)[
           action as "pause"
@@ -525,7 +536,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         });
       }
       default:
-        throw new Refused(404, "no such action");
+        throw new Refused(404, "noSuchAction");
     }
   }
 
@@ -923,7 +934,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
               method: req.method,
               path: (req.url ?? "").split("?")[0]!.slice(0, 100),
             },
-            `console: refused: ${error.why}`,
+            `console: refused: ${error.message}`,
           );
           if (res.headersSent) return void res.end();
           return send(
@@ -931,7 +942,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             error.status,
             layout(locale, {
               title: String(error.status),
-              body: `<p>${esc(t(locale, "refused", { why: error.why }))}</p>`,
+              body: `<p>${esc(t(locale, "refused", { why: localize(locale, REFUSALS[error.reason]) }))}</p>`,
             }),
           );
         }
@@ -957,6 +968,14 @@ const NOTICE_PARAMS: Record<string, RegExp> = {
   files: /^\d{1,6}$/,
   id: /^\d{1,12}$/,
   outcome: /^(?:already paused|not paused|no tasks queue here|no reminders queue here)$/,
+};
+
+/** The words of a task's or reminder's `outcome` notice parameter (its values are {@link NOTICE_PARAMS}'s `outcome`). */
+const OUTCOMES: Record<string, Localized> = {
+  "already paused": { "zh-TW": "原本就已暫停", en: "already paused" },
+  "not paused": { "zh-TW": "沒有暫停", en: "not paused" },
+  "no tasks queue here": { "zh-TW": "這個程序沒有排程任務佇列", en: "no tasks queue here" },
+  "no reminders queue here": { "zh-TW": "這個程序沒有提醒佇列", en: "no reminders queue here" },
 };
 
 /**
@@ -1017,6 +1036,7 @@ export function noticeText(locale: Locale, query: URLSearchParams): string | und
     values[name!] = value;
   }
   if (code === "memoryErased") values.noun = englishNoun(Number(values.files), "file");
+  if (typeof values.outcome === "string") values.outcome = localize(locale, OUTCOMES[values.outcome]!);
   return localize(locale, texts, values);
 }
 

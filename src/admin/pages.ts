@@ -15,11 +15,35 @@ export function esc(value: string | number): string {
   );
 }
 
+/**
+ * Why the console refused a request, in each locale: the refusal page says it in the console's
+ * language (`已拒絕這個請求：{why}`), the `warn` log line in English.
+ */
+export const REFUSALS = {
+  notLoggedIn: { "zh-TW": "尚未登入", en: "not logged in" },
+  readOnly: { "zh-TW": "佇列頁面是唯讀的", en: "the queue pages are read-only" },
+  csrf: { "zh-TW": "缺少或不正確的 CSRF 權杖", en: "missing or wrong CSRF token" },
+  otherSite: { "zh-TW": "來自其他網站的請求", en: "request from another site" },
+  otherOrigin: { "zh-TW": "來自其他來源的請求", en: "request from another origin" },
+  notForm: { "zh-TW": "不是表單", en: "not a form" },
+  unknownKind: { "zh-TW": "種類不明（只能是使用者或對話）", en: "unknown kind (user or chat only)" },
+  notPrincipal: { "zh-TW": "格式不是「平台:ID」", en: "not platform:id" },
+  badGrant: { "zh-TW": "授權資料不正確", en: "bad grant" },
+  badScope: { "zh-TW": "記憶範圍不正確", en: "bad memory scope" },
+  badOwnerOrId: { "zh-TW": "擁有者或編號不正確", en: "bad owner or id" },
+  unknownAction: { "zh-TW": "不明的動作", en: "unknown action" },
+  noSuchAction: { "zh-TW": "沒有這個動作", en: "no such action" },
+} satisfies Record<string, Localized>;
+
+/** A reason of {@link REFUSALS}. */
+export type RefusalReason = keyof typeof REFUSALS;
+
 /** The console's own words, in each locale. */
 export const T = {
   title: { "zh-TW": "機器人控制台", en: "Bot console" },
   overview: { "zh-TW": "總覽", en: "Overview" },
   queues: { "zh-TW": "佇列", en: "Queues" },
+  backToConsole: { "zh-TW": "回到控制台", en: "Back to the console" },
   tools: { "zh-TW": "工具", en: "Tools" },
   tasks: { "zh-TW": "排程任務與提醒", en: "Tasks and reminders" },
   access: { "zh-TW": "存取權限", en: "Access" },

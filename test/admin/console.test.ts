@@ -10,11 +10,13 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
+import type { Redis } from "ioredis";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createAdminConsole, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
+import { createAdminConsole, noticeText, USAGE_CSP, type AdminConsole } from "../../src/admin/console.js";
+import { REFUSALS } from "../../src/admin/pages.js";
 import { CSV_COLUMNS, csvCell } from "../../src/admin/usage.js";
 import { AccessStore } from "../../src/access/store.js";
 import { grantStoreFor } from "../../src/approvals/grants.js";
@@ -35,6 +37,7 @@ import { pricesFor, type Config } from "../../src/config.js";
 import { connectRedis } from "../../src/redis.js";
 import { startStack, type Stack } from "../e2e/harness.js";
 import { testConfig } from "../helpers/config.js";
+import { fakePastedSecrets, fakeTelegramToken } from "../helpers/fake-tokens.js";
 import { captureLogger } from "../helpers/log.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -260,6 +263,124 @@ describe("the console in a real browser", () => {
   });
 });
 
+describe("the queue pages (Bull Board) show no content and no credential", () => {
+  let browser: Browser;
+  let stack: Awaited<ReturnType<typeof startConsole>>;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it("hides a message's text, pasted secrets and a LINE reply token; shows the chat id, sizes and a way back", async () => {
+    const pasted = fakePastedSecrets();
+    const secrets = [pasted.anthropic, fakeTelegramToken("900000001"), pasted.github, "hunter2"];
+    const text = `please remember my keys: ${secrets.slice(0, 3).join(" ")} and password=hunter2, thanks oolong`;
+    const replyToken = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6";
+    const chatId = "Cfeedface0123456789abcdef0123456";
+    const [chats, , reminders] = stack.queues as Queue[];
+    await chats!.add(
+      "message",
+      {
+        platform: "line",
+        chatId,
+        chatKind: "group",
+        userId: "Udeadbeef0123456789abcdef0123456",
+        userName: "Mei Lin",
+        text,
+        messageId: "5550001",
+        sentAt: Date.now(),
+        reply: { replyToken, replyTokenAt: Date.now() },
+        media: [{ kind: "image", fileId: "AgACAgUAAxkBAAIfake", size: 2048, name: "my-passport-scan.png" }],
+      },
+      { jobId: `line-${chatId}-5550001` },
+    );
+    // A queue the console does not know the shape of (a new feature's): its content hides by its key,
+    // or by its length under a key it does not know; a scheduler's template is formatted too.
+    const essay = "a long unknown field that reads like a person's words, ".repeat(4);
+    await reminders!.upsertJobScheduler(
+      "rem-line-test-1",
+      { every: 3_600_000 },
+      { name: "remind", data: { platform: "line", userId: "U1", reminderId: 1, text: "call mum at 6 oolong", essay } },
+    );
+    // A failed job: Bull Board has no formatter for its reason and stack trace; the adapter redacts them.
+    const tasks = stack.queues[1] as Queue;
+    const connection = (redis as Redis).duplicate({ maxRetriesPerRequest: null });
+    const worker = new Worker(
+      TASKS_QUEUE,
+      () => {
+        throw new Error(`the API refused ${pasted.anthropic} (password=hunter2)`);
+      },
+      { connection },
+    );
+    const failed = new Promise((resolve) => worker.on("failed", resolve));
+    await tasks.add("occurrence", { platform: "telegram", userId: "77", taskId: 1, dueAt: Date.now() });
+    await failed;
+    await worker.close();
+    await connection.quit();
+    const leaks = [text, ...secrets, replyToken, "oolong", "Mei Lin", "passport", "AgACAgUAAxkB", essay.slice(0, 40)];
+
+    const page = await browser.newPage();
+    await page.goto(`${stack.base}/admin/login`);
+    await page.fill("#token", TOKEN);
+    await page.click("button[type=submit]");
+    await page.waitForURL(/\/admin\/overview$/);
+
+    // The JSON the board's own script reads, with this session's cookie.
+    const fetched: Record<string, string> = {};
+    for (const path of [
+      "api/queues?activeQueue=chats&status=latest&page=1&jobsPerPage=10",
+      `api/queues/chats/${encodeURIComponent(`line-${chatId}-5550001`)}`,
+      "api/job-schedulers",
+      "api/queues?activeQueue=tasks&status=failed&page=1&jobsPerPage=10",
+    ]) {
+      const res = await page.request.get(`${stack.base}/admin/queues/${path}`);
+      expect([path, res.status()]).toEqual([path, 200]);
+      fetched[path] = await res.text();
+    }
+    const list = JSON.parse(fetched["api/queues?activeQueue=chats&status=latest&page=1&jobsPerPage=10"]!) as {
+      queues: { name: string; jobs: { data: Record<string, unknown> }[] }[];
+    };
+    const data = list.queues.find((q) => q.name === CHATS_QUEUE)!.jobs[0]!.data;
+    expect(data).toMatchObject({
+      platform: "line",
+      chatId,
+      userId: "Udeadbeef0123456789abcdef0123456",
+      messageId: "5550001",
+      text: `[hidden: ${text.length} characters]`,
+      userName: "[hidden: 7 characters]",
+      reply: { replyToken: "[hidden: credential]" },
+      media: [{ kind: "image", fileId: "[hidden: credential]", size: 2048, name: "[hidden: 20 characters]" }],
+    });
+    expect(fetched["api/queues?activeQueue=tasks&status=failed&page=1&jobsPerPage=10"]).toContain(
+      "the API refused [redacted] (password=[redacted])",
+    );
+    expect(fetched["api/job-schedulers"]).toContain("[hidden: 20 characters]");
+    expect(fetched["api/job-schedulers"]).toContain(`[hidden: ${essay.length} characters]`);
+    for (const body of Object.values(fetched)) for (const leak of leaks) expect(body).not.toContain(leak);
+    expect(fetched[`api/queues/chats/${encodeURIComponent(`line-${chatId}-5550001`)}`]).toContain(chatId);
+
+    // The page itself, drawn by the board's script: the job's card shows the chat id, never the text.
+    await page.goto(`${stack.base}/admin/queues/queue/${CHATS_QUEUE}?status=waiting`);
+    await expect.poll(() => page.locator(`text=${chatId}`).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    const html = await page.content();
+    expect(html).toContain(`[hidden: ${text.length} characters]`);
+    for (const leak of leaks) expect(html).not.toContain(leak);
+    await page.screenshot({ path: `${SHOTS}/queue-job.png`, fullPage: true });
+    // Bull Board's header menu links back to the console.
+    await page.locator("header button").last().click();
+    await page.click("text=Back to the console");
+    await page.waitForURL(/\/admin\/overview$/);
+    await page.close();
+    await reminders!.removeJobScheduler("rem-line-test-1");
+    await chats!.obliterate({ force: true });
+  }, 60_000);
+});
+
 describe("refusals", () => {
   let stack: Awaited<ReturnType<typeof startConsole>>;
   beforeAll(async () => {
@@ -297,6 +418,51 @@ describe("refusals", () => {
     }
     expect(await access.hasUser("telegram:555")).toBe(false);
     await access.deny(paired.code);
+  });
+
+  it("says why it refused in the console's language (zh-TW or English), never mixing the two", async () => {
+    const zh = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN, BOT_LOCALE: "zh-TW" });
+    try {
+      for (const [console_, expected] of [
+        [zh, "已拒絕這個請求：缺少或不正確的 CSRF 權杖"],
+        [stack, "Request refused: missing or wrong CSRF token"],
+      ] as const) {
+        const { cookie } = await login(console_.base);
+        const res = await fetch(`${console_.base}/admin/access/approve`, {
+          ...form({ code: "ABCDEFGH" }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+        expect(res.status).toBe(403);
+        expect(/<p>([^<]*)<\/p>/.exec(await res.text())?.[1]).toBe(expected);
+      }
+      // Another origin and a change on the queue pages, in zh-TW too; the log line stays English.
+      const { cookie, csrf } = await login(zh.base);
+      const other = await fetch(`${zh.base}/admin/access/approve`, {
+        ...form({ code: "ABCDEFGH", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "cross-site" },
+      });
+      expect(await other.text()).toContain("已拒絕這個請求：來自其他網站的請求");
+      const put = await fetch(`${zh.base}/admin/queues/api/queues/tasks/retry/failed`, {
+        method: "PUT",
+        headers: { cookie },
+      });
+      expect([put.status, await put.text()]).toEqual([
+        405,
+        expect.stringContaining("已拒絕這個請求：佇列頁面是唯讀的"),
+      ]);
+      expect(zh.lines.join("\n")).toContain("console: refused: request from another site (Sec-Fetch-Site: cross-site)");
+    } finally {
+      await zh.close();
+    }
+    // A task's outcome notice too.
+    const outcome = new URLSearchParams({ notice: "taskOutcome", id: "3", outcome: "already paused" });
+    expect([noticeText("zh-TW", outcome), noticeText("en", outcome)]).toEqual([
+      "#3：原本就已暫停",
+      "#3: already paused",
+    ]);
+    // Every reason has both words, and the Chinese ones are not the English ones.
+    for (const [reason, words] of Object.entries(REFUSALS))
+      expect([reason, words["zh-TW"] !== words.en]).toEqual([reason, true]);
   });
 
   it("refuses a change from another origin, even with the session and its CSRF token", async () => {

@@ -59,6 +59,32 @@ it("redacts API keys, bot tokens and Bearer tokens a person pasted (never regist
     expect(redact(plain)).toBe(plain);
 });
 
+it("redacts a credential written as a setting (password=…, token: …), and leaves prose and code that name one", () => {
+  for (const [text, expected] of [
+    ["password=hunter2", "password=[redacted]"],
+    ["我的密碼 password: hunter2 別說出去", "我的密碼 password: [redacted] 別說出去"],
+    ["PASSWORD = 'hunter2'", "PASSWORD = '[redacted]'"],
+    ["DB_PASSWORD=abc123\nAPI_KEY=xyz", "DB_PASSWORD=[redacted]\nAPI_KEY=[redacted]"],
+    ["https://x.test/cb?access_token=abc&state=1", "https://x.test/cb?access_token=[redacted]&state=1"],
+    ["密碼：hunter2", "密碼：[redacted]"],
+    ["apiKey: abcdef12, pwd=0000", "apiKey: [redacted], pwd=[redacted]"],
+    ["refused (password=hunter2)", "refused (password=[redacted])"],
+  ])
+    expect(redact(text!)).toBe(expected);
+  for (const plain of [
+    "the token: expired",
+    "keep it secret: the plan",
+    "reset your password: click the link",
+    "password: correcthorse",
+    "max_tokens: 1024",
+    "tokenizer=x",
+    "const token = getToken();",
+    'let password = "";',
+    "passwords: 12",
+  ])
+    expect(redact(plain)).toBe(plain);
+});
+
 it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registered or not", () => {
   expect(redact(`fetch failed: https://proxy.example/bot${fakeTelegramToken().replace(":", "%3A")}/getUpdates`)).toBe(
     "fetch failed: https://proxy.example/bot[redacted]/getUpdates",

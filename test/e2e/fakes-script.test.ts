@@ -15,7 +15,7 @@ import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS } from "../fakes/serve.js";
-import { nodeArgs, ROOT } from "../helpers/compiled.js";
+import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** Starts a child; returns it with a way to wait until its output (stdout and stderr) matches. */
 function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? "", ...env } });
+  const child = spawn(process.execPath, args, { env: childEnv(env) });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));

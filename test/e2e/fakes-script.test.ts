@@ -140,6 +140,14 @@ it("npm run fakes prints the variables that run the bot against fake Telegram, D
   type("line /stop");
   await fakes.waitFor(stopped("line"), 20_000);
 
+  // A slash command's answer is printed with its buttons, which `dc press` presses (Bob's ephemeral
+  // reply); the press's answer, the listing in the language chosen, is printed with its own.
+  type("dc /settings");
+  await fakes.waitFor(/^discord bot \(to the command\): [^\n]*\[Language: English\]/m, 20_000);
+  type("dc press Language: English");
+  await fakes.waitFor(/^pressed "Language: English" on Discord as Bob/m);
+  await fakes.waitFor(/^discord bot \(to the press\): [^\n]*\[語言：中文（臺灣）\]/m, 20_000);
+
   bot.child.kill("SIGTERM");
   fakes.child.kill("SIGTERM");
   const exited =

@@ -1,4 +1,13 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+
+/**
+ * The `.env` the tests' processes read: one with no variables (`DOTENV_CONFIG_PATH`, which
+ * `import "dotenv/config"` in the entry points honours), so a developer's own `.env` in the
+ * checkout (a port the running bot holds, real tokens) never leaks into a test. A test of `.env`
+ * reading points `DOTENV_CONFIG_PATH` at its own file.
+ */
+const EMPTY_DOTENV = fileURLToPath(new URL("./test/helpers/empty.env", import.meta.url));
 
 /**
  * The end-to-end files that run once more on a three-master Redis Cluster (`TEST_REDIS=cluster`,
@@ -87,7 +96,7 @@ export default defineConfig(({ mode }) => ({
     // which was about a fifth of the suite's time. Test files therefore share module state: a test
     // that reads process-wide counters starts them from zero itself (test/core/metrics.test.ts).
     isolate: false,
-    env: { LOG_LEVEL: "silent" },
+    env: { LOG_LEVEL: "silent", DOTENV_CONFIG_PATH: EMPTY_DOTENV },
     // Compiles the checkout once per run for the child processes tests start (nodeArgs in test/helpers/compiled.ts).
     globalSetup: ["./test/helpers/compile-children.ts"],
     // The usual output, then the slowest files and the summed durations (test/helpers/durations-reporter.ts).

@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   const toolbox = await toolsOrExit(config, log);
   if (config.ROLE !== "worker" && enabledPlatforms(config).length === 0) {
     log.warn(
-      "no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN): no message will arrive. To talk to the bot in this terminal, run `npm run chat`.",
+      "no platform token is set (TELEGRAM_BOT_TOKEN, DISCORD_TOKEN, or LINE_CHANNEL_SECRET with LINE_CHANNEL_ACCESS_TOKEN): " +
+        "no message will arrive. To talk to the bot in this terminal, run `npm run chat`.",
     );
   }
   // Handlers go in before anything is started: a signal during start-up aborts it, then stops.

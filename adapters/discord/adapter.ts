@@ -186,6 +186,7 @@ export class DiscordAdapter implements Adapter {
     const client = this.#client;
     this.#client = undefined;
     if (!client) return;
+    this.#gateway?.stopping();
     try {
       await client.destroy();
     } catch (err) {

@@ -36,6 +36,8 @@ export class GatewayWatch {
   readonly #away = new Map<number, number>();
   /** The close code of a shard discord.js gave up on, once that happened. */
   #closed: number | undefined;
+  /** Set by {@link GatewayWatch.stopping}: the client is being destroyed on purpose. */
+  #stopping = false;
 
   /**
    * @param log - reconnect and recovery lines go there.
@@ -49,6 +51,8 @@ export class GatewayWatch {
   ) {
     this.#unhealthyAfterMs = options.unhealthyAfterMs ?? 60_000;
     client.on(Events.ShardReconnecting, (shardId) => {
+      // discord.js reports its own close (`client.destroy()`, code 1000) as reconnecting too.
+      if (this.#stopping) return;
       if (!this.#away.has(shardId)) {
         this.#away.set(shardId, Date.now());
         log.warn({ shardId }, "discord: gateway connection lost; discord.js is reconnecting");
@@ -66,10 +70,15 @@ export class GatewayWatch {
     client.on(Events.ShardResume, (shardId) => back(shardId));
     client.on(Events.ShardReady, (shardId) => back(shardId));
     client.on(Events.ShardDisconnect, (event) => {
-      if (this.#closed !== undefined) return;
+      if (this.#closed !== undefined || this.#stopping) return;
       this.#closed = event.code;
       onClosed(fatalError(event.code));
     });
+  }
+
+  /** Marks the client as being stopped on purpose: its shards closing from now on are not logged or reported. */
+  stopping(): void {
+    this.#stopping = true;
   }
 
   /**

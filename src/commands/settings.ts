@@ -117,6 +117,10 @@ export const SETTINGS_TEXT = {
     "zh-TW": "這個機器人沒有開啟邊寫邊顯示（STREAMING=off）。",
     en: "Streaming is off for this whole bot (STREAMING=off).",
   },
+  streamingNotHere: {
+    "zh-TW": "LINE 的訊息不能修改，回答都是寫完後一次送出，所以這裡沒有邊寫邊顯示。",
+    en: "LINE messages cannot be edited: every answer is sent whole, so there is no streaming here.",
+  },
   streamingUnknown: { "zh-TW": "邊寫邊顯示只能是 on 或 off。", en: "Streaming is on or off." },
   repliesSet: {
     "zh-TW": "好的，在這個群組裡我只回覆提及我、回覆我的訊息和指令。",
@@ -209,6 +213,14 @@ function voiceOffered(asker: Pick<SettingsAsker, "platform">, config: Pick<Confi
   return asker.platform !== "line" || config.LINE_PUBLIC_URL !== undefined;
 }
 
+/**
+ * Whether the streaming setting is offered on the asker's platform: with `STREAMING=on`, where an
+ * answer can grow as it is written (not on LINE, whose messages cannot be edited: docs/line.md).
+ */
+function streamingOffered(asker: Pick<SettingsAsker, "platform">, config: Pick<Config, "STREAMING">): boolean {
+  return config.STREAMING === "on" && asker.platform !== "line";
+}
+
 /** The words of a voice replies choice. */
 function voiceWords(locale: Locale, value: VoiceReplies): string {
   return localize(
@@ -262,7 +274,7 @@ export async function settingsListing(
   if (config.MODELS.length > 1)
     lines.push(localize(locale, SETTINGS_TEXT.model, { value: modelLabel(config, settings.model) }));
   lines.push(localize(locale, SETTINGS_TEXT.language, { value: LANGUAGE_NAMES[settings.language] }));
-  if (config.STREAMING === "on")
+  if (streamingOffered(asker, config))
     lines.push(
       localize(locale, SETTINGS_TEXT.streaming, {
         value: localize(locale, settings.streaming ? SETTINGS_TEXT.on : SETTINGS_TEXT.off),
@@ -298,7 +310,7 @@ function settingsButtons(settings: Settings, asker: SettingsAsker, config: Confi
   }
   const other: Locale = settings.language === "en" ? "zh-TW" : "en";
   buttons.push({ label: localize(other, SETTINGS_TEXT.buttonLanguage), data: `st:l:${other}` });
-  if (config.STREAMING === "on") {
+  if (streamingOffered(asker, config)) {
     buttons.push({
       label: localize(locale, SETTINGS_TEXT.buttonStreaming, {
         value: localize(locale, settings.streaming ? SETTINGS_TEXT.off : SETTINGS_TEXT.on),
@@ -384,6 +396,7 @@ export async function changeSetting(
     }
     case "streaming": {
       if (config.STREAMING !== "on") return refuse(SETTINGS_TEXT.streamingUnavailable);
+      if (!streamingOffered(asker, config)) return refuse(SETTINGS_TEXT.streamingNotHere);
       const on = /^(on|開)$/i.test(trimmed) ? true : /^(off|關)$/i.test(trimmed) ? false : undefined;
       if (on === undefined) return refuse(SETTINGS_TEXT.streamingUnknown);
       await settings.set(conversation, "streaming", on ? "on" : "off");

@@ -182,11 +182,14 @@ export class RedisRunTracer implements RunTracer {
   /**
    * Ends the run without writing it, and returns it for a caller that writes it in a step of its
    * own (the worker's finish script, which pushes it with {@link tracePushLua}). Returns undefined
-   * when the run was already finished or taken. Later events are ignored.
+   * when the run was already finished or taken, or recorded no event (a no-op `/compact`): an empty
+   * run, stored, would only push the conversation's real runs down in `npm run trace` and the
+   * console. Later events are ignored.
    */
   take(): PendingTrace | undefined {
     if (this.#finished) return undefined;
     this.#finished = true;
+    if (this.#events.length === 0 && this.#dropped === 0) return undefined;
     const run: TraceRun = {
       runId: this.runId,
       chat: this.chat,
@@ -203,7 +206,8 @@ export class RedisRunTracer implements RunTracer {
    * LTRIM) on {@link traceKey}. Only the first call (or {@link take}) counts; later calls and
    * events are ignored.
    *
-   * @returns true when the run was stored, false when it was already finished or Redis failed.
+   * @returns true when the run was stored, false when it was already finished, recorded no event
+   *   (nothing is stored), or Redis failed.
    */
   async finish(): Promise<boolean> {
     const pending = this.take();

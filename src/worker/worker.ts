@@ -87,8 +87,9 @@ export interface ChatWorker {
   /**
    * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`; a chat with more messages
    * waiting is handed to a new job), and closes the worker's own queues. After `timeoutMs`
-   * (default 30 000 ms; e.g. Redis is down) it force-closes: unfinished jobs stall and BullMQ hands
-   * them to another worker. Does not close `deps.redis`. Never throws.
+   * (default 30 000 ms: a long answer, or Redis down) it force-closes, logging which of the two it
+   * was: unfinished jobs stall, and once their lock lapses BullMQ hands them to another worker (or
+   * this one's next start). Does not close `deps.redis`. Never throws.
    */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -250,7 +251,16 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   }
 
   metrics.workerConcurrency(config.WORKER_CONCURRENCY);
-  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job) => metrics.activeJob(() => drain(job)), {
+  let running = 0; // chat jobs in flight here (answers being written), for the shutdown's message
+  const counted = async (job: Job<IncomingMessage>): Promise<void> => {
+    running += 1;
+    try {
+      await drain(job);
+    } finally {
+      running -= 1;
+    }
+  };
+  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job) => metrics.activeJob(() => counted(job)), {
     connection: deps.redis,
     prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix),
     concurrency: config.WORKER_CONCURRENCY,
@@ -260,9 +270,16 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     ...bullmqTelemetry(),
   });
   const warnEvery10s = throttled(10_000);
-  chats.on("error", (err) =>
-    warnEvery10s(() => log.warn({ err: { message: err.message } }, `chat worker: ${err.message}`)),
-  );
+  /**
+   * A BullMQ worker's error: a warning, but for the connection closing under a job cut short at
+   * shutdown (the process closes Redis after the worker; the job goes back to the queue anyway).
+   */
+  const workerError = (name: string) => (err: Error) => {
+    if (closing && isConnectionClosed(err))
+      log.debug({ err: { message: err.message } }, `${name}: ${err.message} (shutting down)`);
+    else warnEvery10s(() => log.warn({ err: { message: err.message } }, `${name}: ${err.message}`));
+  };
+  chats.on("error", workerError("chat worker"));
   chats.on("failed", (job, err) => {
     // BullMQ fails a job that stalled more than MAX_STALLED_COUNT times (its workers died) as unrecoverable: the chat still needs a job.
     const stalledOut = err instanceof UnrecoverableError && err.message === STALLED_OUT;
@@ -305,9 +322,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       ...(spec.maxStalledCount !== undefined ? { maxStalledCount: spec.maxStalledCount } : {}),
       ...bullmqTelemetry(),
     });
-    worker.on("error", (err) =>
-      warnEvery10s(() => log.warn({ err: { message: err.message } }, `${spec.name} worker: ${err.message}`)),
-    );
+    worker.on("error", workerError(`${spec.name} worker`));
     if (processor.failed) worker.on("failed", (job, err) => processor.failed!(job, err));
     queues.set(spec.name, worker);
   }
@@ -325,10 +340,22 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
-        log.warn(
-          { timeoutMs },
-          "jobs did not finish in time (Redis unreachable?); closing anyway, they will be handed to another worker",
-        );
+        const seconds = Math.round(timeoutMs / 100) / 10;
+        if (!(await answersPing(deps.redis, 1000)))
+          log.warn(
+            { timeoutMs, running },
+            `shutdown: the jobs in flight did not finish within ${seconds} s and Redis is unreachable; closing anyway: ` +
+              "Redis keeps them, and a worker takes them again once it is back and their lock has lapsed",
+          );
+        else {
+          const what = running === 0 ? "jobs are" : running === 1 ? "1 answer is" : `${running} answers are`;
+          log.warn(
+            { timeoutMs, running },
+            `shutdown: ${what} still running after ${seconds} s; stopping ${running === 1 ? "it" : "them"} now: ` +
+              `what is cut short goes back to the queue once its lock lapses (${LOCK_DURATION_MS / 1000} s) ` +
+              "and is done again by the next worker to start, or by another one running now",
+          );
+        }
         await Promise.race([
           Promise.all(all.map((w) => w.close(true).catch(() => {}))),
           new Promise((r) => setTimeout(r, 2000)),
@@ -345,6 +372,28 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       ]);
     },
   };
+}
+
+/** True when `redis` answers a PING within `ms`. Never throws. */
+async function answersPing(redis: WorkerDeps["redis"], ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([
+      redis.ping().then(
+        () => true,
+        () => false,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** True for the error of a command on a Redis connection that was closed (ioredis' "Connection is closed."). */
+function isConnectionClosed(err: Error): boolean {
+  return /Connection is closed/.test(err.message);
 }
 
 /**

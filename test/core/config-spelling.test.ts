@@ -3,14 +3,18 @@
  * schema, from `.env` (every name) and the environment (names with our prefixes), and the warning
  * `npm start` logs for each, through the real entry point with a real `.env` file.
  */
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { parse } from "dotenv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../../src/config.js";
 import { closestKnownName, misspelledVariables, ourPrefixes } from "../../src/config-spelling.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 describe("closestKnownName", () => {
@@ -71,6 +75,31 @@ describe("misspelledVariables", () => {
       // LOG_ is a prefix of ours since LOG_CONTENT joined LOG_LEVEL; PATH is not.
       { name: "LOG_LEVL", source: "environment", suggestion: "LOG_LEVEL" },
     ]);
+  });
+});
+
+describe("the test run's .env", () => {
+  it("has no variables, in this process and in the bot processes a test starts: the .env in their folder is not read unless a test asks", async () => {
+    const empty = process.env.DOTENV_CONFIG_PATH;
+    expect(empty).toBeDefined();
+    expect(parse(readFileSync(empty!))).toEqual({});
+    const dir = await mkdtemp(path.join(tmpdir(), "bot-no-dotenv-"));
+    try {
+      await writeFile(path.join(dir, ".env"), "HTTP_PORT=9095\n");
+      await writeFile(path.join(dir, "own.env"), "HTTP_PORT=9097\n");
+      const dotenvConfig = pathToFileURL(path.join(ROOT, "node_modules", "dotenv", "config.js")).href;
+      const script = `await import(${JSON.stringify(dotenvConfig)}); console.log(process.env.HTTP_PORT ?? "unset")`;
+      const port = async (env: NodeJS.ProcessEnv) =>
+        (
+          await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { cwd: dir, env })
+        ).stdout.trim();
+      expect(await port(childEnv())).toBe("unset");
+      expect(await port(childEnv({ DOTENV_CONFIG_PATH: path.join(dir, "own.env") }))).toBe("9097");
+      // The control: without the test run's path, dotenv reads the folder's .env.
+      expect(await port({ PATH: process.env.PATH ?? "" })).toBe("9095");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import { EnqueueError } from "../../src/adapter.js";
 import { FORWARDED_END, FORWARDED_START } from "../../src/prompts.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { FakeDiscord } from "../fakes/discord.js";
+import { featureCommandNames, KNOWN_FEATURE_COMMANDS } from "../helpers/commands.js";
 import { startHarness, type Harness } from "./harness.js";
 import { destinationOf } from "../../src/outbound.js";
 
@@ -44,21 +45,16 @@ describe("connection", () => {
     });
     const reg = await h.fake.waitFor(() => h.fake.commandRegistrations[0]);
     expect(reg.scope).toBe(h.fake.guildId);
+    // The core's commands around every feature's (FEATURES' order), the known features' among them.
+    const features = featureCommandNames("discord");
+    expect(features.filter((n) => (KNOWN_FEATURE_COMMANDS as readonly string[]).includes(n))).toEqual(
+      KNOWN_FEATURE_COMMANDS,
+    );
     expect(reg.body.map((c) => c.name)).toEqual([
       "help",
       "tools",
       "reset",
-      "stop",
-      "context",
-      "compact",
-      "settings",
-      "persona",
-      "model",
-      "reminders",
-      "tasks",
-      "permissions",
-      "memory",
-      "forget",
+      ...features,
       "usage",
       "approve",
       "enable",

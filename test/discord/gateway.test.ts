@@ -95,6 +95,17 @@ describe("fake gateway", () => {
     }
   });
 
+  it("a clean stop logs no lost gateway connection (discord.js reports its own close as reconnecting)", async () => {
+    const h = await startHarness();
+    try {
+      await h.adapter.stop();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(h.logLines().filter((l) => String(l.msg).includes("gateway connection lost"))).toEqual([]);
+    } finally {
+      await h.stop();
+    }
+  });
+
   it("the real client resumes after a RECONNECT and keeps receiving messages", async () => {
     const h = await startHarness();
     try {

@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { accessMain } from "../../src/cli/access.js";
 import { runCli, type CliRun } from "../helpers/cli.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import { PAIRING_CODES_PER_PLATFORM_PER_HOUR } from "../../src/access/store.js";
 import { MemoryStore } from "../../src/memory/store.js";
 import { itOneRedis } from "../helpers/cluster.js";
@@ -53,8 +53,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The environment of `npm run access` here: the stack's Redis and fake Bot API, the admin and the env-allowed user. */
 function accessEnv(): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH,
+  return childEnv({
     HOME: process.env.HOME,
     LOG_LEVEL: "silent",
     ...stack.redis.env,
@@ -63,7 +62,7 @@ function accessEnv(): NodeJS.ProcessEnv {
     ADMIN_USERS: `telegram:${ADMIN}`,
     ALLOWED_USERS: `telegram:${ALLOWED}`,
     MODEL_PRICES: "15,75,18.75,1.5",
-  };
+  });
 }
 
 /** `npm run access -- ...args` against the running bot, run in this process (`accessMain`). */

@@ -15,7 +15,7 @@ import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS } from "../fakes/serve.js";
-import { nodeArgs, ROOT } from "../helpers/compiled.js";
+import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** Starts a child; returns it with a way to wait until its output (stdout and stderr) matches. */
 function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? "", ...env } });
+  const child = spawn(process.execPath, args, { env: childEnv(env) });
   children.push(child);
   let output = "";
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
@@ -139,6 +139,14 @@ it("npm run fakes prints the variables that run the bot against fake Telegram, D
   await fakes.waitFor(/(?:^fake model: 正在慢慢寫回答[^\n]*\n[\s\S]*){3}/m, 20_000);
   type("line /stop");
   await fakes.waitFor(stopped("line"), 20_000);
+
+  // A slash command's answer is printed with its buttons, which `dc press` presses (Bob's ephemeral
+  // reply); the press's answer, the listing in the language chosen, is printed with its own.
+  type("dc /settings");
+  await fakes.waitFor(/^discord bot \(to the command\): [^\n]*\[Language: English\]/m, 20_000);
+  type("dc press Language: English");
+  await fakes.waitFor(/^pressed "Language: English" on Discord as Bob/m);
+  await fakes.waitFor(/^discord bot \(to the press\): [^\n]*\[語言：中文（臺灣）\]/m, 20_000);
 
   bot.child.kill("SIGTERM");
   fakes.child.kill("SIGTERM");

@@ -167,6 +167,18 @@ export interface FakeInteraction {
   response?: { type: number; data?: Record<string, unknown>; at: number };
   /** Edits of the original response (`PATCH /webhooks/{app}/{token}/messages/@original`). */
   edits: Record<string, unknown>[];
+  /** When the original response was last edited (ms since the epoch), once it was. */
+  editedAt?: number;
+}
+
+/**
+ * The original response to `interaction` as its edits left it: the response's data (`content`,
+ * `components`, `flags`) with each edit's fields laid over it in order (an edit leaves out what it
+ * does not change); undefined before the interaction is answered.
+ */
+export function originalResponse(interaction: FakeInteraction): Record<string, unknown> | undefined {
+  if (!interaction.response) return undefined;
+  return Object.assign({}, interaction.response.data ?? {}, ...interaction.edits) as Record<string, unknown>;
 }
 
 const DISCORD_EPOCH = 1420070400000n;
@@ -716,7 +728,8 @@ export class FakeDiscord {
   }
 
   /**
-   * Presses a button of the ephemeral reply the bot gave to `answered` (e.g. `/reminders`):
+   * Presses a button of the ephemeral reply the bot gave to `answered` (e.g. `/reminders`), as its
+   * edits left it ({@link originalResponse}: a deferred reply's buttons come with the edit):
    * dispatches INTERACTION_CREATE whose `message` is that reply (flags 64).
    * `options.permissions`: the member's resolved permissions the press carries (default without
    * Manage Messages, as for any interaction: e.g. a member whose role changed since the command).
@@ -733,7 +746,7 @@ export class FakeDiscord {
       (answered.payload.member as { user?: FakeUser } | undefined)?.user ??
       (answered.payload.user as FakeUser | undefined);
     if (invoker?.id !== user.id) throw new Error("only the user who invoked the command sees its ephemeral reply");
-    const data = answered.response?.data ?? {};
+    const data = originalResponse(answered) ?? {};
     if (((data.flags as number | undefined) ?? 0) & 64 ? false : true) throw new Error("the reply is not ephemeral");
     const rows = (data.components ?? []) as { components: { custom_id?: string }[] }[];
     if (!rows.some((r) => r.components.some((c) => c.custom_id === customId)))
@@ -1707,6 +1720,7 @@ export class FakeDiscord {
     const b = (body ?? {}) as Record<string, unknown>;
     this.#validate(b, false);
     interaction.edits.push(b);
+    interaction.editedAt = Date.now();
     const channelId = (interaction.payload.channel_id as string) ?? this.channelId;
     const channel = this.#channels.get(channelId)!;
     const message = this.#buildMessage(channel, this.bot, {

@@ -14,10 +14,11 @@
  *   `LINE_WEBHOOK_PORT`);
  * - `tg press <label>` / `dc press <label>` / `line press <label>`: presses the button of that label
  *   on the bot's latest message with buttons there (an approval prompt's 確認 / Confirm, the ⏹ 停止
- *   of an answer being written, for two).
+ *   of an answer being written, for two); on Discord the newest message or answer to a slash command
+ *   or a press (`dc /settings`) with a button of that label.
  *
- * What the bot sends back (messages, edits, Telegram drafts, slash commands' answers) is printed as
- * it arrives. The fake Messages API is not a model: it answers every request with one line saying
+ * What the bot sends back (messages, edits, Telegram drafts, the answers to Discord's slash commands
+ * and button presses, with their buttons) is printed as it arrives. The fake Messages API is not a model: it answers every request with one line saying
  * what it received, in the language the person wrote in (zh-TW unless the text is in Latin letters
  * only), and a message asking for a slow answer (`慢慢說`, `slow`) gets a long one streamed over
  * {@link SLOW_ANSWER_MS}, so `/stop` and the ⏹ button can be tried ({@link fakeModelReply}). The fakes
@@ -31,7 +32,7 @@ import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { freePort } from "../helpers/ports.js";
 import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
-import { FakeDiscord, type FakeInteraction, type FakeUser } from "./discord.js";
+import { FakeDiscord, originalResponse, type FakeInteraction, type FakeUser } from "./discord.js";
 import { fakesEnv } from "./env.js";
 import { FakeLine, type FakeLineMessage, type FakeLineUser } from "./line.js";
 import { FakeTelegram } from "./telegram.js";
@@ -143,6 +144,20 @@ function lineButtons(sent: FakeLineMessage): { label: string; data: string }[] {
   return actions.flatMap((a) => (a?.label && a.data ? [{ label: a.label, data: a.data }] : []));
 }
 
+/** A button of a Discord message or interaction response: its label and `custom_id`. */
+interface DiscordButton {
+  label: string;
+  custom_id: string;
+}
+
+/** The buttons (with a label and a `custom_id`) of a Discord message's or response's `components` rows. */
+function discordButtons(components: unknown): DiscordButton[] {
+  const rows = (Array.isArray(components) ? components : []) as { components?: Partial<DiscordButton>[] }[];
+  return rows
+    .flatMap((r) => r.components ?? [])
+    .flatMap((c) => (c.label && c.custom_id ? [{ label: c.label, custom_id: c.custom_id }] : []));
+}
+
 /** One line for a bot message: platform, where, and its text on one line. */
 function shown(platform: string, what: string, body: string): string {
   return `${platform} ${what}: ${body.replace(/\s*\n\s*/g, " ⏎ ")}`;
@@ -214,11 +229,31 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         `pressed "${button.label}" on LINE as Carol`,
       );
     }
-    const message = [...discord.sent].reverse().find((m) => ((m.message.components as unknown[]) ?? []).length > 0);
-    const rows = (message?.message.components ?? []) as { components: { label?: string; custom_id?: string }[] }[];
-    const button = rows.flatMap((r) => r.components).find((c) => c.label?.includes(label) && c.custom_id);
-    if (!message || !button) return `no Discord button "${label}" on the bot's latest prompt`;
-    discord.clickButton(bob, message.id, button.custom_id!);
+    // The newest of the bot's messages and its answers to Bob's slash commands and presses (ephemeral
+    // replies, as their edits left them) with a button of that label.
+    type Prompt = { at: number; buttons: DiscordButton[]; press: (customId: string) => void };
+    const prompts: Prompt[] = [
+      ...discord.sent.map((m) => ({
+        at: m.at,
+        buttons: discordButtons(m.message.components),
+        press: (customId: string) => void discord.clickButton(bob, m.id, customId),
+      })),
+      ...[...discord.interactions.values()].flatMap((i) =>
+        i.response
+          ? [
+              {
+                at: i.editedAt ?? i.response.at,
+                buttons: discordButtons(originalResponse(i)?.components),
+                press: (customId: string) => void discord.clickEphemeralButton(bob, i, customId),
+              },
+            ]
+          : [],
+      ),
+    ];
+    const prompt = prompts.filter((p) => p.buttons.some((b) => b.label.includes(label))).sort((a, b) => b.at - a.at)[0];
+    const button = prompt?.buttons.find((b) => b.label.includes(label));
+    if (!prompt || !button) return `no Discord button "${label}" on the bot's latest prompt`;
+    prompt.press(button.custom_id);
     return `pressed "${button.label}" on Discord as Bob`;
   };
 
@@ -294,8 +329,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       }
       for (; seen.dcSent < discord.sent.length; seen.dcSent++) {
         const message = discord.sent[seen.dcSent]!;
-        const rows = (message.message.components ?? []) as { components: { label?: string }[] }[];
-        const buttons = rows.flatMap((r) => r.components).map((c) => (c.label ? ` [${c.label}]` : ""));
+        const buttons = discordButtons(message.message.components).map((b) => ` [${b.label}]`);
         const voice = message.files?.length ? `🔊 voice message (${message.files[0]!.bytes.length} bytes)` : "";
         print(shown("discord", "bot", message.content + voice + buttons.join("")));
       }
@@ -303,13 +337,15 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const edit = discord.edits[seen.dcEdits]!.payload;
         if (typeof edit.content === "string") print(shown("discord", "bot (edited)", edit.content));
       }
-      // Slash commands' answers: the interaction's response, then its edits.
+      // The answers to slash commands and button presses: the interaction's response, then its edits.
       for (const interaction of discord.interactions.values()) {
-        if (interaction.payload.type !== 2 || !interaction.response) continue;
+        if (!interaction.response) continue;
+        const to = interaction.payload.type === 2 ? "bot (to the command)" : "bot (to the press)";
         const parts = [interaction.response.data, ...interaction.edits];
         for (let i = answered.get(interaction) ?? 0; i < parts.length; i++) {
-          const content = parts[i]?.content;
-          if (typeof content === "string" && content !== "") print(shown("discord", "bot (to the command)", content));
+          const content = typeof parts[i]?.content === "string" ? (parts[i]!.content as string) : "";
+          const buttons = discordButtons(parts[i]?.components).map((b) => ` [${b.label}]`);
+          if (content !== "" || buttons.length > 0) print(shown("discord", to, content + buttons.join("")));
         }
         answered.set(interaction, parts.length);
       }

@@ -15,7 +15,7 @@ import { pressButton } from "../../src/buttons.js";
 import type { CommandServices } from "../../src/commands/command.js";
 import { CommandRunner } from "../../src/commands/runner.js";
 import type { Config } from "../../src/config.js";
-import { runningFeatures, withState } from "../../src/features.js";
+import { FEATURES, runningFeatures, withState } from "../../src/features.js";
 import { silentLogger, type Logger } from "../../src/log.js";
 import type { ChatQueue } from "../../src/queue/producer.js";
 
@@ -68,3 +68,29 @@ export function testAdapterParts(
     press: (press) => pressButton(features, { config, log, decide, languageOf: (c) => commands.languageOf(c) }, press),
   };
 }
+
+/**
+ * The commands of every feature in `FEATURES` on `platform`, in menu order (the order of the list),
+ * by name; without `admin`, those for everyone (the menus leave admin commands out). Tests of a
+ * menu build its feature part from this, so adding a feature needs no test edit.
+ */
+export function featureCommandNames(platform: "telegram" | "discord" | "line", admin = true): string[] {
+  return FEATURES.flatMap((f) => f.commands ?? [])
+    .filter((c) => (!c.platforms || c.platforms.includes(platform)) && (admin || c.access !== "admin"))
+    .map((c) => c.name);
+}
+
+/** The commands of the bot's own features (those of `src/features.ts` today), in menu order: each menu lists them in this order. */
+export const KNOWN_FEATURE_COMMANDS = [
+  "stop",
+  "context",
+  "compact",
+  "settings",
+  "persona",
+  "model",
+  "reminders",
+  "tasks",
+  "permissions",
+  "memory",
+  "forget",
+] as const;

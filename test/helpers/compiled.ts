@@ -34,3 +34,13 @@ export function nodeArgs(file: string, ...args: string[]): string[] {
     ...args,
   ];
 }
+
+/**
+ * The environment of a bot process a test starts from scratch: `PATH`, `DOTENV_CONFIG_PATH` (the
+ * test run's `.env` with no variables, set in `vitest.config.ts`, so the child's
+ * `import "dotenv/config"` never reads the checkout's own `.env`), then `env`, which may point
+ * `DOTENV_CONFIG_PATH` elsewhere.
+ */
+export function childEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? "", DOTENV_CONFIG_PATH: process.env.DOTENV_CONFIG_PATH, ...env };
+}

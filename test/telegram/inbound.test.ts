@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversationKey, type IncomingMessage } from "../../src/queue/incoming.js";
 import { FakeTelegram } from "../fakes/telegram.js";
+import { featureCommandNames, KNOWN_FEATURE_COMMANDS } from "../helpers/commands.js";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
@@ -30,24 +31,12 @@ async function queuedFor(messageId: number): Promise<IncomingMessage> {
 describe("telegram inbound", () => {
   it("registers the command menu at start-up", () => {
     const menu = h.tg.commands.get("") as { commands: { command: string; description: string }[] };
-    expect(menu.commands.map((c) => c.command)).toEqual([
-      "start",
-      "help",
-      "tools",
-      "reset",
-      "stop",
-      "context",
-      "compact",
-      "settings",
-      "persona",
-      "model",
-      "reminders",
-      "tasks",
-      "permissions",
-      "memory",
-      "forget",
-      "usage",
-    ]);
+    // The core's commands around every feature's for everyone (FEATURES' order), the known features' among them.
+    const features = featureCommandNames("telegram", false);
+    expect(features.filter((n) => (KNOWN_FEATURE_COMMANDS as readonly string[]).includes(n))).toEqual(
+      KNOWN_FEATURE_COMMANDS,
+    );
+    expect(menu.commands.map((c) => c.command)).toEqual(["start", "help", "tools", "reset", ...features, "usage"]);
     expect(menu.commands[2]!.description).toContain("工具");
     expect((h.tg.commands.get("en") as { commands: { description: string }[] }).commands[0]!.description).toBe(
       "Get started, with examples",

@@ -31,7 +31,7 @@ import { FakeTelegram } from "../fakes/telegram.js";
 import { scriptedModel } from "../e2e/scripted-model.js";
 import { testConfig } from "../helpers/config.js";
 import { captureLogger } from "../helpers/log.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import type { TestRedis } from "../helpers/redis.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -195,19 +195,19 @@ describe("two polling adapter processes", () => {
   let worker: RunningBot;
   const children: ChildProcess[] = [];
   const outputs = new Map<ChildProcess, string>();
-  const env = () => ({
-    PATH: process.env.PATH ?? "",
-    ROLE: "adapter",
-    LOG_LEVEL: "info",
-    REDIS_URL: server.url,
-    TELEGRAM_BOT_TOKEN: tg.token,
-    TELEGRAM_API_ROOT: tg.apiRoot,
-    ANTHROPIC_API_KEY: "fake-lease-anthropic-key-0000",
-    ACCESS_POLICY: "open",
-    RATE_LIMIT_PER_MINUTE: "10000",
-    MAX_QUEUED_PER_CHAT: "10000",
-    USER_DAILY_TOKENS: "0",
-  });
+  const env = () =>
+    childEnv({
+      ROLE: "adapter",
+      LOG_LEVEL: "info",
+      REDIS_URL: server.url,
+      TELEGRAM_BOT_TOKEN: tg.token,
+      TELEGRAM_API_ROOT: tg.apiRoot,
+      ANTHROPIC_API_KEY: "fake-lease-anthropic-key-0000",
+      ACCESS_POLICY: "open",
+      RATE_LIMIT_PER_MINUTE: "10000",
+      MAX_QUEUED_PER_CHAT: "10000",
+      USER_DAILY_TOKENS: "0",
+    });
 
   function startAdapter(): ChildProcess {
     const child = spawn(process.execPath, nodeArgs("src/main.ts"), { env: env(), stdio: ["ignore", "pipe", "pipe"] });

@@ -8,7 +8,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let redis: TestRedis;
@@ -28,14 +28,13 @@ function runMain(
   onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {},
 ) {
   const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-    env: {
-      PATH: process.env.PATH ?? "",
+    env: childEnv({
       LOG_LEVEL: "info",
       ROLE: "adapter",
       REDIS_URL: redis.url,
       TELEGRAM_API_ROOT: tg.apiRoot,
       ...env,
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

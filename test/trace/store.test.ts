@@ -104,27 +104,38 @@ describe("TraceStore", () => {
 
   it("keeps the last 20 runs per chat, newest first", async () => {
     const store = new TraceStore(redis);
-    for (let i = 0; i < TRACE_KEEP_RUNS + 5; i++) {
+    const run = async (i: number) => {
       const t = store.startRun({ chat: "discord:555", runId: `r${i}` });
       t.event("user_input", { text: `message ${i}` });
       await t.finish();
-    }
+    };
+    for (let i = 0; i < TRACE_KEEP_RUNS + 5; i++) await run(i);
     // the list is cut back to the kept runs once it has grown to twice that; only the kept runs are read
     expect(await redis.llen(traceKey("discord:555"))).toBeLessThanOrEqual(2 * TRACE_KEEP_RUNS);
     expect(await store.runs("discord:555", 100)).toHaveLength(TRACE_KEEP_RUNS);
-    for (let i = TRACE_KEEP_RUNS + 5; i < 2 * TRACE_KEEP_RUNS + 1; i++)
-      await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
+    for (let i = TRACE_KEEP_RUNS + 5; i < 2 * TRACE_KEEP_RUNS + 1; i++) await run(i);
     expect(await redis.llen(traceKey("discord:555"))).toBe(TRACE_KEEP_RUNS);
     expect((await store.runs("discord:555")).map((r) => r.runId)).toEqual(
       Array.from({ length: TRACE_KEEP_RUNS }, (_, i) => `r${2 * TRACE_KEEP_RUNS - i}`),
     );
-    for (let i = 2 * TRACE_KEEP_RUNS + 1; i < 2 * TRACE_KEEP_RUNS + 3; i++)
-      await store.startRun({ chat: "discord:555", runId: `r${i}` }).finish();
+    for (let i = 2 * TRACE_KEEP_RUNS + 1; i < 2 * TRACE_KEEP_RUNS + 3; i++) await run(i);
     expect((await store.latestRun("discord:555"))!.runId).toBe(`r${2 * TRACE_KEEP_RUNS + 2}`);
     const runs = await store.runs("discord:555", 3);
     expect(runs.map((r) => r.runId)).toEqual(["r42", "r41", "r40"]);
     expect((await store.runs("discord:555")).at(-1)!.runId).toBe("r23");
     expect(await store.latestRun("discord:nothing")).toBeUndefined();
+  });
+
+  it("stores no run that recorded no event (a no-op /compact), so the conversation's latest real run stays first", async () => {
+    const store = new TraceStore(redis);
+    const answer = store.startRun({ chat: "telegram:7001", runId: "answer" });
+    answer.event("user_input", { text: "hi" });
+    expect(await answer.finish()).toBe(true);
+    const empty = store.startRun({ chat: "telegram:7001", runId: "compaction:telegram:7001:1" });
+    expect(await empty.finish()).toBe(false);
+    const taken = store.startRun({ chat: "telegram:7001", runId: "nothing" });
+    expect(taken.take()).toBeUndefined();
+    expect((await store.runs("telegram:7001")).map((r) => r.runId)).toEqual(["answer"]);
   });
 
   it("redacts secrets and keeps only previews", async () => {

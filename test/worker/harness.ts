@@ -12,7 +12,7 @@ import { runAgent } from "../../src/agent/loop.js";
 import { TEST_MODEL_RETRY } from "../helpers/model-retry.js";
 import { historyTtlSeconds, type Config } from "../../src/config.js";
 import { HistoryStore } from "../../src/history/store.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger, type Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } from "../../src/outbound.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
@@ -236,6 +236,7 @@ export interface Harness {
  * @param options.approvals - true: each worker runs the approvals feature (its confirmation flow on
  *   its own connection); a function also gets each worker's flow (to watch it). Default: without
  *   the approvals feature (confirmation unavailable).
+ * @param options.log - the workers' logger (default silent).
  */
 export async function startHarness(
   options: {
@@ -244,6 +245,8 @@ export async function startHarness(
     chunkChars?: number;
     approvals?: true | ((flow: ApprovalFlow) => void);
     traces?: boolean;
+    /** The workers' logger (default: silent). */
+    log?: Logger;
   } = {},
 ): Promise<Harness> {
   const server = await startRedis();
@@ -277,7 +280,7 @@ export async function startHarness(
       const worker = startWorker(
         {
           config,
-          log: silentLogger,
+          log: options.log ?? silentLogger,
           redis: wredis,
           history,
           toolbox,

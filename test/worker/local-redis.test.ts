@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LocalRedisError, pidAlive, startLocalRedis } from "../../src/local-redis.js";
 import type { Logger } from "../../src/log.js";
 import { connectRedis } from "../../src/redis.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const userScript = path.join(root, "test", "fixtures", "local-redis-user.ts");
@@ -293,12 +293,11 @@ describe("npm start and npm run chat sharing the private Redis", () => {
   function entry(cwd: string, file: string, stdin: "ignore" | "pipe") {
     const child = spawn(process.execPath, nodeArgs(file), {
       cwd,
-      env: {
-        PATH: process.env.PATH ?? "",
+      env: childEnv({
         ANTHROPIC_API_KEY: "test-key-not-real",
         LOG_LEVEL: "info",
         BOT_LOCALE: "en",
-      },
+      }),
       stdio: [stdin, "pipe", "pipe"],
     });
     children.push(child);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 
 let server: TestRedis;
@@ -15,7 +15,7 @@ function runMain(
   onOutput: (text: string, child: ReturnType<typeof spawn>) => void = () => {},
 ) {
   const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
+    env: childEnv({ LOG_LEVEL: "info", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

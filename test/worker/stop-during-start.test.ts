@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { nodeArgs } from "../helpers/compiled.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import { fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 let server: TestRedis;
@@ -27,14 +27,13 @@ afterAll(async () => {
 it("Ctrl-C during a platform's start-up stops at once", async () => {
   const port = (blackHole.address() as { port: number }).port;
   const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-    env: {
-      PATH: process.env.PATH ?? "",
+    env: childEnv({
       LOG_LEVEL: "info",
       ROLE: "adapter",
       REDIS_URL: server.url,
       TELEGRAM_BOT_TOKEN: fakeTelegramToken("123456789", "TEST-token-for-a-black-hole"),
       TELEGRAM_API_ROOT: `http://127.0.0.1:${port}`,
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { speakerLabel } from "../../src/prompts.js";
 import { conversationKeys, progressKeys } from "../../src/queue/keys.js";
 import { TRACE_TTL_SECONDS, TraceStore, traceKey } from "../../src/trace/store.js";
+import { captureLogger } from "../helpers/log.js";
 import { badRequest } from "./model-errors.js";
 import { overloaded, text, toolUse } from "../fakes/anthropic.js";
 import { TRACE_RENEW_MS, TraceRenewals } from "../../src/worker/worker.js";
@@ -237,6 +238,31 @@ describe("worker", () => {
     await h.addWorker();
     await waitFor(() => h!.output.answers().length === 2);
     expect(h.output.answers()[1]).toBe("ok: #1 eggs");
+  });
+
+  it("a shutdown outlasting its grace says an answer is still running (not that Redis is down), and a new worker answers it", async () => {
+    const { log, lines } = captureLogger("debug");
+    h = await startHarness({ log });
+    h.fake.enqueue(...model(4));
+    await h.queue.enqueue(message("g1", "1", "add todo milk slow 1500"));
+    await waitFor(() => h!.fake.requests.length === 1, 5000, "the first model call");
+    await h.workers[0]!.close(300);
+    const closed = h.workers.shift()!;
+    const records = () => lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    const shutdown = records().filter((r) => r.msg.startsWith("shutdown:"));
+    expect(shutdown).toEqual([
+      {
+        ...shutdown[0],
+        level: 40,
+        msg:
+          "shutdown: 1 answer is still running after 0.3 s; stopping it now: what is cut short goes back to the queue " +
+          "once its lock lapses (6 s) and is done again by the next worker to start, or by another one running now",
+      },
+    ]);
+    expect(closed.chats.isRunning()).toBe(false);
+    // Handed back: a new worker writes the answer.
+    await h.addWorker();
+    await waitFor(() => h!.output.answers().includes("ok: added #1: milk"), 20_000, "the answer, done again");
   });
 
   it("fails a malformed job without retrying it", async () => {

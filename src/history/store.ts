@@ -29,7 +29,7 @@ import { silentLogger, type Logger } from "../log.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, RESETS_CHANNEL, RESETS_TTL_SECONDS } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
-import { MessageParamSchema } from "./message.js";
+import { asStoredMessage, MessageParamSchema } from "./message.js";
 import { SummarySchema, type Summary } from "./summary.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
@@ -79,6 +79,8 @@ interface Parsed {
   summary?: Summary;
   /** The last tag line (`#…`), or "". */
   lastTag: string;
+  /** That tag line decoded (undefined when there is none or it is unreadable). */
+  tag: z.output<typeof TagSchema> | undefined;
 }
 
 /** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
@@ -350,6 +352,15 @@ export async function resetGeneration(redis: RedisClient, conversation: Conversa
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
+/** `JSON.parse(text)`, or undefined when `text` is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The text of an assistant message's text blocks, joined without separator. */
 function textOf(message: MessageParam | undefined): string | undefined {
   if (!message || message.role !== "assistant") return undefined;
@@ -470,7 +481,10 @@ export class HistoryStore {
       }
       stored += 1;
       const json = line.startsWith("U") ? line.slice(1) : line;
-      const message = decodeRecord(MessageParamSchema, json, "history message", this.#log, { chat: key });
+      // A line the bot wrote has the schema's exact form: taken as parsed (`asStoredMessage`), else decoded with the schema.
+      const message =
+        asStoredMessage(parseJson(json)) ??
+        decodeRecord(MessageParamSchema, json, "history message", this.#log, { chat: key });
       if (message) {
         messages.push(message);
         sizes.push(json.length);
@@ -479,11 +493,14 @@ export class HistoryStore {
         sizes = [];
       }
     }
-    this.#remember(key, { raw: value, messages, sizes, stored, ...(summary ? { summary } : {}), lastTag });
+    // The last tag is decoded once, when it changes (a damaged one is logged once).
     const tag =
-      lastTag === ""
-        ? undefined
-        : decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key });
+      grown && lastTag === known.lastTag
+        ? known.tag
+        : lastTag === ""
+          ? undefined
+          : decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key });
+    this.#remember(key, { raw: value, messages, sizes, stored, ...(summary ? { summary } : {}), lastTag, tag });
     lastTokens = tag?.n;
     // Right after a compaction its estimate is the size; a run answered later measures it again.
     if (summary?.tokens !== undefined && (tag === undefined || tag.id === summary.after)) lastTokens = summary.tokens;

@@ -1,10 +1,11 @@
 /**
- * `asStoredMessage`: a history line taken as parsed when it already has the exact form
- * `MessageParamSchema` outputs; anything else is left to the schema. Whatever it takes is what the
- * schema returns, keys in the same order.
+ * `asStoredMessage` and `asTag`: a history line (a message, a run tag) taken as parsed when it
+ * already has the exact form its schema (`MessageParamSchema`, `TagSchema`) outputs; anything else
+ * is left to the schema. Whatever they take is what the schema returns, keys in the same order.
  */
 import { describe, expect, it } from "vitest";
 import { asStoredMessage, MessageParamSchema } from "../../src/history/message.js";
+import { asTag, TagSchema } from "../../src/history/store.js";
 
 /** Lines as the bot writes them, and lines it does not write (other versions, damage, hand edits). */
 const LINES = [
@@ -49,5 +50,42 @@ describe("asStoredMessage", () => {
 
   it("leaves to the schema what it strips or reorders", () => {
     for (const line of LINES.slice(5)) expect([line, asStoredMessage(JSON.parse(line))]).toEqual([line, undefined]);
+  });
+});
+
+describe("asTag", () => {
+  const TAGS = [
+    '{"id":"7"}',
+    '{"id":"7","text":"好的"}',
+    '{"id":"7","n":1200}',
+    '{"id":"7","text":"","n":0}',
+    '{"id":""}',
+    // not the schema's exact form
+    '{"n":1200,"id":"7"}',
+    '{"text":"a","id":"7"}',
+    '{"id":"7","x":1}',
+    '{"id":"7","__proto__":{"n":1}}',
+    '{"id":7}',
+    '{"id":"7","text":null}',
+    '{"id":"7","n":-1}',
+    '{"id":"7","n":1.5}',
+    '{"id":"7","n":9007199254740993}',
+    '{"text":"a"}',
+    "[]",
+    "null",
+  ];
+
+  it("takes a tag only when the schema would return an equal copy, keys in the same order", () => {
+    let taken = 0;
+    for (const line of TAGS) {
+      const fast = asTag(JSON.parse(line));
+      if (fast === undefined) continue;
+      taken += 1;
+      const parsed = TagSchema.safeParse(JSON.parse(line));
+      expect([line, parsed.success]).toEqual([line, true]);
+      expect([line, JSON.stringify(fast)]).toEqual([line, JSON.stringify(parsed.data)]);
+    }
+    expect(taken).toBe(5);
+    for (const line of TAGS.slice(5)) expect([line, asTag(JSON.parse(line))]).toEqual([line, undefined]);
   });
 });

@@ -94,46 +94,91 @@ export function redactValues(text: string, values: readonly string[]): string {
  *   `PASSWORD = 'hunter2'`), so prose and code stay (`token: expired`, `token = getToken()`).
  *   The name stays (`password=[redacted]`), so the text still says what was there.
  */
-export const SECRET_SHAPES: readonly { name: string; pattern: RegExp; replacement: string }[] = [
-  { name: "telegram", pattern: /(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi, replacement: "[redacted]" },
+export const SECRET_SHAPES: readonly {
+  name: string;
+  pattern: RegExp;
+  replacement: string;
+  /**
+   * Texts one of which every match contains (in lower case when `caseless`): a text without any
+   * of them is not searched with `pattern` ({@link redact} runs on every log line and trace field).
+   */
+  hints: readonly string[];
+  /** True when the hints are looked for in the text in lower case (the pattern ignores case). */
+  caseless?: boolean;
+}[] = [
+  {
+    name: "telegram",
+    pattern: /(?<!\d)\d{6,12}(?::|%3a)[A-Za-z0-9_-]{30,}/gi,
+    replacement: "[redacted]",
+    hints: [":", "%3a", "%3A"],
+  },
   {
     name: "discord",
     pattern: /\b[MN][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}\b/g,
     replacement: "[redacted]",
+    hints: ["."],
   },
-  { name: "anthropic", pattern: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{8,}/g, replacement: "[redacted]" },
-  { name: "openai", pattern: /(?<![A-Za-z0-9_-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}/g, replacement: "[redacted]" },
+  {
+    name: "anthropic",
+    pattern: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{8,}/g,
+    replacement: "[redacted]",
+    hints: ["sk-ant-"],
+  },
+  {
+    name: "openai",
+    pattern: /(?<![A-Za-z0-9_-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}/g,
+    replacement: "[redacted]",
+    hints: ["sk-"],
+  },
   {
     name: "github",
     pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
     replacement: "[redacted]",
+    hints: ["gh", "github_pat_"],
   },
-  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, replacement: "[redacted]" },
-  { name: "google", pattern: /\bAIza[A-Za-z0-9_-]{35}/g, replacement: "[redacted]" },
-  { name: "aws", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, replacement: "[redacted]" },
+  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, replacement: "[redacted]", hints: ["xox"] },
+  { name: "google", pattern: /\bAIza[A-Za-z0-9_-]{35}/g, replacement: "[redacted]", hints: ["AIza"] },
+  { name: "aws", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, replacement: "[redacted]", hints: ["AKIA", "ASIA"] },
   {
     name: "jwt",
     pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
     replacement: "[redacted]",
+    hints: ["eyJ"],
   },
   {
     name: "authorization",
     pattern: /\b(authorization\s*[:=]\s*["']?(?:bearer|basic|bot)\s+)[^\s"',;]+/gi,
     replacement: "$1[redacted]",
+    hints: ["authorization"],
+    caseless: true,
   },
-  { name: "bearer", pattern: /\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi, replacement: "$1[redacted]" },
+  {
+    name: "bearer",
+    pattern: /\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
+    replacement: "$1[redacted]",
+    hints: ["bearer"],
+    caseless: true,
+  },
   {
     name: "setting",
     pattern: /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)=["']?)[^\s"'&,;()<>[\]{}]+/gi,
     replacement: "$1[redacted]",
+    hints: ["="],
   },
   {
     name: "setting-spaced",
     pattern:
       /(?<![A-Za-z0-9])((?:passw(?:or)?d|pwd|secret|token|api[_-]?key|密碼)\s*[=:：]\s*["']?)(?=[^\s"'&,;()<>[\]{}]*[0-9!@#$%^*+/~=])[^\s"'&,;()<>[\]{}]{6,}/gi,
     replacement: "$1[redacted]",
+    hints: ["=", ":", "："],
   },
 ];
+
+/** Whether `text` contains one of `parts`. */
+function holdsAny(text: string, parts: readonly string[]): boolean {
+  for (const part of parts) if (text.includes(part)) return true;
+  return false;
+}
 
 /**
  * Replaces every registered secret in `text` (as written or URL-encoded) with `[redacted]`, and
@@ -146,8 +191,16 @@ export function redact(text: string): string {
   let out = text;
   for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
   // Credentials written into a URL (`https://user:password@host/`).
-  out = out.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@");
-  for (const { pattern, replacement } of SECRET_SHAPES) out = out.replace(pattern, replacement);
+  if (out.includes("://")) out = out.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, "$1[redacted]@");
+  // Only the shapes whose hints the text holds are searched for (most texts hold none).
+  let lower: string | undefined;
+  for (const { pattern, replacement, hints, caseless } of SECRET_SHAPES) {
+    const haystack = caseless ? (lower ??= out.toLowerCase()) : out;
+    if (!holdsAny(haystack, hints)) continue;
+    const replaced = out.replace(pattern, replacement);
+    if (replaced !== out) lower = undefined;
+    out = replaced;
+  }
   return out;
 }
 

@@ -860,9 +860,14 @@ async function streamModel(
   onEvent({ type: "model_call", turn });
   if (stop?.aborted) throw new StreamStopped(undefined);
   const stream = client.messages.stream(params, {
-    signal: stop ? AbortSignal.any([signal, stop]) : signal,
+    signal,
     ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
   });
+  // The person's Stop aborts the stream as the deadline's signal does (the SDK aborts its own
+  // controller either way); one listener, removed when the call ends, instead of an
+  // `AbortSignal.any` per call (its weak references cost every answer of the worker CPU and GC).
+  const onStop = () => stream.abort();
+  stop?.addEventListener("abort", onStop);
   // What has arrived so far: a stopped call keeps it.
   let latest: Anthropic.Messages.Message | undefined;
   // Silence before the first event or between two counts as a lost connection (STREAM_IDLE_SECONDS).
@@ -930,6 +935,7 @@ async function streamModel(
     );
   } finally {
     clearTimeout(idle);
+    stop?.removeEventListener("abort", onStop);
   }
 }
 

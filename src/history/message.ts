@@ -16,3 +16,38 @@ export const MessageParamSchema = z.object({
   role: z.enum(["user", "assistant"]),
   content: z.union([z.string(), z.array(BlockSchema)]),
 }) as unknown as z.ZodType<MessageParam>;
+
+/**
+ * `json` (a history line as `JSON.parse` returned it) as a message, without zod, when it already
+ * has exactly the form {@link MessageParamSchema} outputs: the keys `role` then `content` and no
+ * other, a known role, and text or blocks each an object whose first key is a non-empty string
+ * `type` (and none named `__proto__`, which the schema drops). The schema would return a copy equal
+ * to it, keys in the same order; the worker reads every line the bot wrote this way, so it skips
+ * that copy (a quarter of reading a grown history). Anything else returns undefined: decode it
+ * with the schema (which strips, copies, or reports it).
+ */
+export function asStoredMessage(json: unknown): MessageParam | undefined {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
+  let n = 0;
+  for (const key in json) {
+    if (key !== (n === 0 ? "role" : n === 1 ? "content" : undefined)) return undefined;
+    n += 1;
+  }
+  if (n !== 2) return undefined;
+  const { role, content } = json as { role: unknown; content: unknown };
+  if (role !== "user" && role !== "assistant") return undefined;
+  if (typeof content === "string") return json as MessageParam;
+  if (!Array.isArray(content)) return undefined;
+  for (const block of content as unknown[]) {
+    if (typeof block !== "object" || block === null || Array.isArray(block)) return undefined;
+    let first: string | undefined;
+    for (const key in block) {
+      first = key;
+      break;
+    }
+    const type = (block as { type?: unknown }).type;
+    if (first !== "type" || typeof type !== "string" || type === "" || Object.hasOwn(block, "__proto__"))
+      return undefined;
+  }
+  return json as MessageParam;
+}

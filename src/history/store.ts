@@ -30,7 +30,7 @@ import { silentLogger, type Logger } from "../log.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, RESETS_CHANNEL, RESETS_TTL_SECONDS } from "../queue/keys.js";
 import { decodeRecord } from "../records.js";
-import { MessageParamSchema } from "./message.js";
+import { asStoredMessage, MessageParamSchema } from "./message.js";
 import { SummarySchema, type Summary } from "./summary.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
 
@@ -80,14 +80,48 @@ interface Parsed {
   summary?: Summary;
   /** The last tag line (`#…`), or "". */
   lastTag: string;
+  /** That tag line decoded (undefined when there is none or it is unreadable). */
+  tag: Tag | undefined;
 }
 
 /** A run's tag line (`#{…}`): the platform message id it answered, and the answer when it is not the run's last text. */
-const TagSchema = z.object({
+export const TagSchema = z.object({
   id: z.string(),
   text: z.string().optional(),
   n: z.number().int().nonnegative().optional(),
 });
+
+/** A run's tag as {@link TagSchema} outputs it. */
+export type Tag = z.output<typeof TagSchema>;
+
+/** The keys of a tag line, in the order {@link TagSchema} outputs them (`id` always). */
+const TAG_KEYS = ["id", "text", "n"] as const;
+
+/**
+ * `json` (a tag line as `JSON.parse` returned it) as a tag, without zod, when it already has
+ * exactly the form {@link TagSchema} outputs: `id`, then `text` and `n` when present, in that order
+ * and no other key, each of the schema's type (`n` a safe integer ≥ 0). Every read decodes the
+ * newest tag (each answer appends one); anything else is left to the schema (undefined).
+ */
+export function asTag(json: unknown): Tag | undefined {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
+  let next = 0;
+  for (const key in json) {
+    while (next < TAG_KEYS.length && TAG_KEYS[next] !== key) next += 1;
+    if (next === TAG_KEYS.length) return undefined;
+    next += 1;
+  }
+  const { id, text, n } = json as { id?: unknown; text?: unknown; n?: unknown };
+  if (typeof id !== "string") return undefined;
+  if ("text" in json && typeof text !== "string") return undefined;
+  if ("n" in json && !(typeof n === "number" && Number.isSafeInteger(n) && n >= 0)) return undefined;
+  return json as Tag;
+}
+
+/** A tag line's JSON (after its `#`) decoded: {@link asTag}, else with {@link TagSchema} (an unreadable one logged). */
+function decodeTag(text: string, log: Logger, chat: string): Tag | undefined {
+  return asTag(parseJson(text)) ?? decodeRecord(TagSchema, text, "history run tag", log, { chat });
+}
 
 /**
  * Default of {@link HistoryOptions.maxStoredBytes}: 400 000 bytes, four times the default budget
@@ -357,6 +391,15 @@ export async function resetGeneration(redis: RedisClient, conversation: Conversa
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
+/** `JSON.parse(text)`, or undefined when `text` is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The text of an assistant message's text blocks, joined without separator. */
 function textOf(message: MessageParam | undefined): string | undefined {
   if (!message || message.role !== "assistant") return undefined;
@@ -518,13 +561,16 @@ export class HistoryStore {
         lastTag = line;
         if (answeredId === undefined) continue;
         // A damaged tag tags nothing.
-        const tag = decodeRecord(TagSchema, line.slice(1), "history run tag", this.#log, { chat: key });
+        const tag = decodeTag(line.slice(1), this.#log, key);
         if (tag?.id === answeredId) answer = tag.text ?? textOf(messages.at(-1)) ?? "";
         continue;
       }
       stored += 1;
       const json = line.startsWith("U") ? line.slice(1) : line;
-      const message = decodeRecord(MessageParamSchema, json, "history message", this.#log, { chat: key });
+      // A line the bot wrote has the schema's exact form: taken as parsed (`asStoredMessage`), else decoded with the schema.
+      const message =
+        asStoredMessage(parseJson(json)) ??
+        decodeRecord(MessageParamSchema, json, "history message", this.#log, { chat: key });
       if (message) {
         messages.push(message);
         sizes.push(json.length);
@@ -533,11 +579,14 @@ export class HistoryStore {
         sizes = [];
       }
     }
-    this.#remember(key, { raw: value, messages, sizes, stored, ...(summary ? { summary } : {}), lastTag });
+    // The last tag is decoded once, when it changes (a damaged one is logged once).
     const tag =
-      lastTag === ""
-        ? undefined
-        : decodeRecord(TagSchema, lastTag.slice(1), "history run tag", this.#log, { chat: key });
+      grown && lastTag === known.lastTag
+        ? known.tag
+        : lastTag === ""
+          ? undefined
+          : decodeTag(lastTag.slice(1), this.#log, key);
+    this.#remember(key, { raw: value, messages, sizes, stored, ...(summary ? { summary } : {}), lastTag, tag });
     lastTokens = tag?.n;
     // Right after a compaction its estimate is the size; a run answered later measures it again.
     if (summary?.tokens !== undefined && (tag === undefined || tag.id === summary.after)) lastTokens = summary.tokens;

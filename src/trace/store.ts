@@ -105,9 +105,13 @@ function sanitize(value: unknown, depth = 0): unknown {
   if (depth >= 4) return preview(redact(safeString(value)), 120);
   if (Array.isArray(value)) return value.slice(0, 50).map((v) => sanitize(v, depth + 1));
   if (typeof value === "object") {
+    // The keys alone (no [key, value] pair per field): every event of every answer passes here.
+    const record = value as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>))
+    for (const k of Object.keys(record)) {
+      const v = record[k];
       if (v !== undefined) out[k] = sanitize(v, depth + 1);
+    }
     return out;
   }
   return preview(redact(String(value)));

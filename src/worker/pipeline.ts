@@ -777,17 +777,23 @@ function linesOfSucceededCalls(
   messages: readonly MessageParam[],
   line: (name: string, input: unknown) => string | undefined,
 ): string[] {
-  const failed = new Set<string>();
-  const answered = new Set<string>();
+  // Most answers call no tool: no result, no sets (every answer of the worker comes here).
+  let failed: Set<string> | undefined;
+  let answered: Set<string> | undefined;
   for (const m of messages) {
     if (m.role !== "user" || typeof m.content === "string") continue;
-    for (const b of m.content) if (b.type === "tool_result") (b.is_error ? failed : answered).add(b.tool_use_id);
+    for (const b of m.content)
+      if (b.type === "tool_result") {
+        if (b.is_error) (failed ??= new Set()).add(b.tool_use_id);
+        else (answered ??= new Set()).add(b.tool_use_id);
+      }
   }
+  if (!answered) return [];
   const lines: string[] = [];
   for (const m of messages) {
     if (m.role !== "assistant" || typeof m.content === "string") continue;
     for (const b of m.content) {
-      if (b.type !== "tool_use" || failed.has(b.id) || !answered.has(b.id)) continue;
+      if (b.type !== "tool_use" || failed?.has(b.id) || !answered.has(b.id)) continue;
       const text = line(b.name, b.input);
       if (text && !lines.includes(text)) lines.push(text);
     }

@@ -1,6 +1,14 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { CONTENT_HIDDEN, createLogger, redact, registerSecrets, secretForms, valueRedactor } from "../../src/log.js";
+import {
+  CONTENT_HIDDEN,
+  createLogger,
+  redact,
+  registerSecrets,
+  SECRET_SHAPES,
+  secretForms,
+  valueRedactor,
+} from "../../src/log.js";
 import { fakePastedSecrets, fakeTelegramToken } from "../helpers/fake-tokens.js";
 
 function capture() {
@@ -83,6 +91,29 @@ it("redacts a credential written as a setting (password=…, token: …), and le
     "passwords: 12",
   ])
     expect(redact(plain)).toBe(plain);
+});
+
+it("each shape's hints are in every text its pattern matches (a text without them is not searched)", () => {
+  const bearer = "fAkE0".repeat(6);
+  const texts = [
+    ...Object.values(fakePastedSecrets()),
+    fakeTelegramToken().replace(":", "%3A"),
+    fakeTelegramToken().replace(":", "%3a"),
+    `AUTHORIZATION= 'BOT ${bearer}'`,
+    `AuThOrIzAtIoN: bAsIc ${bearer}`,
+    `BEARER ${bearer}`,
+    "password=hunter2",
+    "我的密碼 password: hunter2",
+    "密碼：hunter2",
+    "apiKey: abcdef12, pwd=0000",
+  ];
+  for (const { name, pattern, hints, caseless } of SECRET_SHAPES)
+    for (const text of texts) {
+      if (!new RegExp(pattern.source, pattern.flags.replace("g", "")).test(text)) continue;
+      const haystack = caseless ? text.toLowerCase() : text;
+      expect([name, text, hints.some((h) => haystack.includes(h))]).toEqual([name, text, true]);
+    }
+  expect(redact(`AuThOrIzAtIoN: bAsIc ${bearer}`)).toBe("AuThOrIzAtIoN: bAsIc [redacted]");
 });
 
 it("redacts a bot token inside a URL, URL-encoded (`%3A` for the colon), registered or not", () => {

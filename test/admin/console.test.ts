@@ -113,17 +113,34 @@ async function login(base: string): Promise<{ cookie: string; csrf: string }> {
   return { cookie, csrf };
 }
 
-describe("the console in a real browser", () => {
-  let browser: Browser;
-  let stack: Awaited<ReturnType<typeof startConsole>>;
+/** The console started with a token login. */
+type ConsoleStack = Awaited<ReturnType<typeof startConsole>>;
+
+/**
+ * Starts the console (token login) and Debian's headless Chromium before a describe's tests, hands
+ * both to `set`, and closes them after.
+ */
+function useConsoleBrowser(set: (browser: Browser, stack: ConsoleStack) => void): void {
+  let browser: Browser | undefined;
+  let stack: ConsoleStack | undefined;
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    set(browser, stack);
   });
   afterAll(async () => {
     await browser?.close();
     await stack?.close();
+  });
+}
+
+describe("the console in a real browser", () => {
+  let browser: Browser;
+  let stack: ConsoleStack;
+  useConsoleBrowser((b, s) => {
+    browser = b;
+    stack = s;
   });
 
   it("logs in; reads queues, model calls, a trace; approves a pairing, revokes a grant, erases a memory, pauses a task; logs no content", async () => {
@@ -265,15 +282,10 @@ describe("the console in a real browser", () => {
 
 describe("the queue pages (Bull Board) show no content and no credential", () => {
   let browser: Browser;
-  let stack: Awaited<ReturnType<typeof startConsole>>;
-  beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.close();
+  let stack: ConsoleStack;
+  useConsoleBrowser((b, s) => {
+    browser = b;
+    stack = s;
   });
 
   it("hides a message's text, pasted secrets and a LINE reply token; shows the chat id, sizes and a way back", async () => {

@@ -25,7 +25,7 @@ import type { Config, Locale } from "../config.js";
 import { checkHealth, type HealthCheck } from "../health.js";
 import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
 import { englishNoun, localize, type Localized } from "../i18n.js";
-import type { Logger } from "../log.js";
+import { redact, type Logger } from "../log.js";
 import { readMcpAnnouncement } from "../mcp/announce.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
@@ -118,6 +118,15 @@ class Refused extends Error {
   }
 }
 
+/**
+ * Whether a task's or reminder's owner is the terminal chat's (`npm run chat`, platform `console`):
+ * its jobs are on the terminal's own queues (another BullMQ prefix), so the console shows them
+ * without pause, resume or cancel — `/tasks` and `/reminders` in the terminal steer them.
+ */
+function terminalOwned(owner: { platform: Platform }): boolean {
+  return owner.platform === "console";
+}
+
 /** Creates the console (see the module comment). */
 export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   const { config, log, redis } = parts;
@@ -182,7 +191,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   /** Refuses a change from another origin: a browser's `Sec-Fetch-Site` or `Origin` must name this site. */
   const checkOrigin = (req: IncomingMessage) => {
     const site = req.headers["sec-fetch-site"];
-    if (site !== undefined && site !== "same-origin" && site !== "none")
+    if (site !== undefined && site !== "same-origin")
       throw new Refused(403, "otherSite", `Sec-Fetch-Site: ${String(site).slice(0, 20)}`);
     const origin = req.headers.origin;
     if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`)
@@ -469,6 +478,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const itemId = Number(form.get("id"));
         const action = form.get("action") ?? "";
         if (!owner || !Number.isSafeInteger(itemId) || itemId <= 0) throw new Refused(400, "badOwnerOrId");
+        // The terminal chat's jobs are on its own queues (`npm run chat`'s prefix), out of this process's reach.
+        if (terminalOwned(owner)) throw new Refused(400, "terminalOwned");
         const target = { item: `${owner.platform}:${owner.userId}#${itemId}` };
         if (path.endsWith("reminder")) {
           if (action !== "cancel" && action !== "pause" && action !== "resume") throw new Refused(400, "unknownAction");
@@ -759,23 +770,28 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       : task.next !== undefined
         ? esc(timeInWords(task.next, task.timezone, locale))
         : esc(t(locale, "ended"));
-    const toggle = task.paused
-      ? postForm("/admin/tasks/task", csrf, { ...fields, action: "resume" }, `${t(locale, "resume")} #${task.id}`)
-      : postForm("/admin/tasks/task", csrf, { ...fields, action: "pause" }, `${t(locale, "pause")} #${task.id}`);
+    const toggle = terminalOwned(owner)
+      ? ""
+      : task.paused
+        ? postForm("/admin/tasks/task", csrf, { ...fields, action: "resume" }, `${t(locale, "resume")} #${task.id}`)
+        : postForm("/admin/tasks/task", csrf, { ...fields, action: "pause" }, `${t(locale, "pause")} #${task.id}`);
     return [
       `${esc(task.userName)}<br><code>${esc(fields.owner)}</code>`,
       esc(task.id),
-      esc(shortInstruction(task.instruction, 80)),
+      // Secrets redacted before the cut (a cut secret would no longer match its shape).
+      esc(shortInstruction(redact(task.instruction), 80)),
       status,
       esc(task.repeat ?? "—"),
-      toggle +
-        postForm(
-          "/admin/tasks/task",
-          csrf,
-          { ...fields, action: "cancel" },
-          `${t(locale, "cancel")} #${task.id}`,
-          "danger",
-        ),
+      terminalOwned(owner)
+        ? esc(t(locale, "terminalOwned"))
+        : toggle +
+          postForm(
+            "/admin/tasks/task",
+            csrf,
+            { ...fields, action: "cancel" },
+            `${t(locale, "cancel")} #${task.id}`,
+            "danger",
+          ),
     ];
   }
 
@@ -784,33 +800,35 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     return [
       `${esc(reminder.userName)}<br><code>${esc(fields.owner)}</code>`,
       esc(reminder.id),
-      esc(shortInstruction(reminder.text, 80)),
+      esc(shortInstruction(redact(reminder.text), 80)),
       reminder.paused
         ? `<span class="bad">${esc(t(locale, "paused", { by: reminder.paused.by }))}</span>`
         : reminder.next !== undefined
           ? esc(timeInWords(reminder.next, reminder.timezone, locale))
           : esc(t(locale, "ended")),
       esc(reminder.repeat ?? "—"),
-      (reminder.paused
-        ? postForm(
+      terminalOwned(owner)
+        ? esc(t(locale, "terminalOwned"))
+        : (reminder.paused
+            ? postForm(
+                "/admin/tasks/reminder",
+                csrf,
+                { ...fields, action: "resume" },
+                `${t(locale, "resume")} #${reminder.id}`,
+              )
+            : postForm(
+                "/admin/tasks/reminder",
+                csrf,
+                { ...fields, action: "pause" },
+                `${t(locale, "pause")} #${reminder.id}`,
+              )) +
+          postForm(
             "/admin/tasks/reminder",
             csrf,
-            { ...fields, action: "resume" },
-            `${t(locale, "resume")} #${reminder.id}`,
-          )
-        : postForm(
-            "/admin/tasks/reminder",
-            csrf,
-            { ...fields, action: "pause" },
-            `${t(locale, "pause")} #${reminder.id}`,
-          )) +
-        postForm(
-          "/admin/tasks/reminder",
-          csrf,
-          { ...fields, action: "cancel" },
-          `${t(locale, "cancel")} #${reminder.id}`,
-          "danger",
-        ),
+            { ...fields, action: "cancel" },
+            `${t(locale, "cancel")} #${reminder.id}`,
+            "danger",
+          ),
     ];
   }
 
@@ -926,7 +944,12 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   return {
     handle(req, res) {
       route(req, res).catch((error: unknown) => {
-        if (error instanceof BodyTooLargeError) return refuseAndClose(req, res, 413);
+        // A form over the limit: refused with the page below, and the connection closed (its body is not read).
+        if (error instanceof BodyTooLargeError) {
+          if (res.headersSent) return refuseAndClose(req, res, 413);
+          res.setHeader("connection", "close");
+          error = new Refused(413, "tooLarge");
+        }
         if (error instanceof Refused) {
           log.warn(
             {

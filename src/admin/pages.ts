@@ -33,6 +33,11 @@ export const REFUSALS = {
   badOwnerOrId: { "zh-TW": "擁有者或編號不正確", en: "bad owner or id" },
   unknownAction: { "zh-TW": "不明的動作", en: "unknown action" },
   noSuchAction: { "zh-TW": "沒有這個動作", en: "no such action" },
+  tooLarge: { "zh-TW": "表單太大", en: "the form is too large" },
+  terminalOwned: {
+    "zh-TW": "這是終端機對話的項目，請在 npm run chat 裡用 /tasks 或 /reminders 管理",
+    en: "this belongs to the terminal chat: use /tasks or /reminders in npm run chat",
+  },
 } satisfies Record<string, Localized>;
 
 /** A reason of {@link REFUSALS}. */
@@ -48,6 +53,10 @@ export const T = {
   tasks: { "zh-TW": "排程任務與提醒", en: "Tasks and reminders" },
   access: { "zh-TW": "存取權限", en: "Access" },
   logout: { "zh-TW": "登出", en: "Log out" },
+  terminalOwned: {
+    "zh-TW": "終端機對話的項目：請在 npm run chat 裡用 /tasks 或 /reminders 管理",
+    en: "The terminal chat's: steer it with /tasks or /reminders in npm run chat",
+  },
   login: { "zh-TW": "登入", en: "Log in" },
   token: { "zh-TW": "控制台權杖（ADMIN_CONSOLE_TOKEN）", en: "Console token (ADMIN_CONSOLE_TOKEN)" },
   noToken: {

@@ -484,7 +484,12 @@ describe("refusals", () => {
       code: string;
     };
     const headers = { cookie, "content-type": "application/x-www-form-urlencoded" };
-    const foreign: Record<string, string>[] = [{ origin: "http://evil.example" }, { "sec-fetch-site": "cross-site" }];
+    const foreign: Record<string, string>[] = [
+      { origin: "http://evil.example" },
+      { "sec-fetch-site": "cross-site" },
+      // No page of the console sends it: a POST is always same-origin.
+      { "sec-fetch-site": "none" },
+    ];
     for (const extra of foreign) {
       const res = await fetch(`${stack.base}/admin/access/approve`, {
         ...form({ code: paired.code, csrf }),
@@ -509,6 +514,43 @@ describe("refusals", () => {
       headers: { cookie },
     });
     expect(put.status).toBe(405);
+  });
+
+  it("refuses a form over the limit with a page that says why (413), and keeps the terminal chat's reminders out of reach", async () => {
+    const { cookie, csrf } = await login(stack.base);
+    const headers = { cookie, "content-type": "application/x-www-form-urlencoded" };
+    const big = await fetch(`${stack.base}/admin/access/allow`, {
+      method: "POST",
+      headers,
+      body: `kind=user&principal=telegram:1&csrf=${csrf}&pad=${"x".repeat(20_000)}`,
+    });
+    expect(big.status).toBe(413);
+    expect(await big.text()).toContain("the form is too large");
+    // A reminder of the terminal chat (its jobs on `npm run chat`'s queues): listed, redacted, without actions.
+    const at = Date.now() + 600_000;
+    const { id } = (await addReminder(
+      redis,
+      { platform: "console", userId: "demo" },
+      {
+        text: "drink water password=hunter2",
+        at,
+        next: at,
+        timezone: "Asia/Taipei",
+        chatId: "demo",
+        chatKind: "dm",
+        userName: "demo",
+        createdAt: Date.now(),
+      },
+    ))!;
+    const page = await (await fetch(`${stack.base}/admin/tasks`, { headers: { cookie } })).text();
+    expect(page).toContain("drink water password=[redacted]");
+    expect(page).not.toContain("hunter2");
+    expect(page).toContain("steer it with /tasks or /reminders in npm run chat");
+    const paused = await fetch(`${stack.base}/admin/tasks/reminder`, {
+      ...form({ owner: "console:demo", id: String(id), action: "pause", csrf }),
+      headers: { ...headers, origin: stack.base },
+    });
+    expect(paused.status).toBe(400);
   });
 
   it("refuses an allow or revoke with an unknown kind (400 and a notice); nobody is allowed", async () => {

@@ -784,7 +784,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       esc(task.repeat ?? "—"),
       terminalOwned(owner)
         ? esc(t(locale, "terminalOwned"))
-        : toggle +
+        : // A space between the buttons: a narrow screen breaks the line there (a phone's table fits).
+          `${toggle} ` +
           postForm(
             "/admin/tasks/task",
             csrf,
@@ -822,6 +823,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
                 { ...fields, action: "pause" },
                 `${t(locale, "pause")} #${reminder.id}`,
               )) +
+          " " +
           postForm(
             "/admin/tasks/reminder",
             csrf,

@@ -748,19 +748,17 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     for (const owner of await ownersOf(redis, "reminder")) {
       for (const reminder of await listReminders(redis, owner)) reminderRows.push(reminderRow(owner, reminder, csrf));
     }
-    const head = [
-      t(locale, "owner"),
-      "#",
-      t(locale, "what"),
-      t(locale, "next"),
-      t(locale, "repeat"),
-      t(locale, "actions"),
-    ];
+    const head = [t(locale, "owner"), "#", t(locale, "what"), t(locale, "next"), t(locale, "actions")];
     return (
       table(head, taskRows, t(locale, "noTasks")) +
       `<h2>${esc(t(locale, "reminders"))}</h2>` +
       table(head, reminderRows, t(locale, "noReminders"))
     );
+  }
+
+  /** A task's or reminder's repeat under its next time (one column less: a phone's table fits), or nothing for a one-off. */
+  function repeatLine(repeat: string | undefined): string {
+    return repeat ? `<br>↻ ${esc(t(locale, "repeat"))}${locale === "zh-TW" ? "：" : ": "}${esc(repeat)}` : "";
   }
 
   function taskRow(owner: { platform: Platform; userId: string }, task: Task, csrf: string): string[] {
@@ -780,8 +778,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       esc(task.id),
       // Secrets redacted before the cut (a cut secret would no longer match its shape).
       esc(shortInstruction(redact(task.instruction), 80)),
-      status,
-      esc(task.repeat ?? "—"),
+      status + repeatLine(task.repeat),
       terminalOwned(owner)
         ? esc(t(locale, "terminalOwned"))
         : // A space between the buttons: a narrow screen breaks the line there (a phone's table fits).
@@ -802,12 +799,11 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       `${esc(reminder.userName)}<br><code>${esc(fields.owner)}</code>`,
       esc(reminder.id),
       esc(shortInstruction(redact(reminder.text), 80)),
-      reminder.paused
+      (reminder.paused
         ? `<span class="bad">${esc(t(locale, "paused", { by: reminder.paused.by }))}</span>`
         : reminder.next !== undefined
           ? esc(timeInWords(reminder.next, reminder.timezone, locale))
-          : esc(t(locale, "ended")),
-      esc(reminder.repeat ?? "—"),
+          : esc(t(locale, "ended"))) + repeatLine(reminder.repeat),
       terminalOwned(owner)
         ? esc(t(locale, "terminalOwned"))
         : (reminder.paused

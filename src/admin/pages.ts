@@ -291,6 +291,7 @@ main{max-width:64rem;margin:0 auto;padding:1rem}
 h1{font-size:1.4rem;margin:.5rem 0 1rem}
 h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
 .scroll{overflow-x:auto}
+@media (max-width:36rem){main{padding:1rem .5rem}th,td{padding:.35rem .3rem}button{padding:.25rem .4rem}}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top}
 th{background:#eef1f4;font-weight:600}

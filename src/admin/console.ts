@@ -742,11 +742,13 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   async function tasksPage(csrf: string): Promise<string> {
     const taskRows: string[][] = [];
     for (const owner of await ownersOf(redis, "task")) {
-      for (const task of await listTasks(redis, owner, log)) taskRows.push(taskRow(owner, task, csrf));
+      for (const task of await listTasks(redis, owner, log))
+        taskRows.push(scheduledRow("task", owner, task, task.instruction, csrf));
     }
     const reminderRows: string[][] = [];
     for (const owner of await ownersOf(redis, "reminder")) {
-      for (const reminder of await listReminders(redis, owner)) reminderRows.push(reminderRow(owner, reminder, csrf));
+      for (const reminder of await listReminders(redis, owner))
+        reminderRows.push(scheduledRow("reminder", owner, reminder, reminder.text, csrf));
     }
     const head = [t(locale, "owner"), "#", t(locale, "what"), t(locale, "next"), t(locale, "actions")];
     return (
@@ -761,72 +763,37 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     return repeat ? `<br>↻ ${esc(t(locale, "repeat"))}${locale === "zh-TW" ? "：" : ": "}${esc(repeat)}` : "";
   }
 
-  function taskRow(owner: { platform: Platform; userId: string }, task: Task, csrf: string): string[] {
-    const fields = { owner: `${owner.platform}:${owner.userId}`, id: task.id };
-    const status = task.paused
-      ? `<span class="bad">${esc(t(locale, "paused", { by: task.paused.by }))}</span>`
-      : task.next !== undefined
-        ? esc(timeInWords(task.next, task.timezone, locale))
+  /**
+   * One row of the tasks page: a task (`kind` "task", its instruction) or a reminder ("reminder",
+   * its text) — owner, id, the words (redacted, then cut to 80 characters), the next time or why
+   * there is none with the repeat under it, and pause or resume and cancel (none for the terminal
+   * chat's, see {@link terminalOwned}).
+   */
+  function scheduledRow(
+    kind: "task" | "reminder",
+    owner: { platform: Platform; userId: string },
+    item: Pick<Task | Reminder, "id" | "userName" | "next" | "timezone" | "repeat"> & { paused?: { by: string } },
+    words: string,
+    csrf: string,
+  ): string[] {
+    const fields = { owner: `${owner.platform}:${owner.userId}`, id: item.id };
+    const button = (action: "pause" | "resume" | "cancel", danger?: "danger") =>
+      postForm(`/admin/tasks/${kind}`, csrf, { ...fields, action }, `${t(locale, action)} #${item.id}`, danger);
+    const status = item.paused
+      ? `<span class="bad">${esc(t(locale, "paused", { by: item.paused.by }))}</span>`
+      : item.next !== undefined
+        ? esc(timeInWords(item.next, item.timezone, locale))
         : esc(t(locale, "ended"));
-    const toggle = terminalOwned(owner)
-      ? ""
-      : task.paused
-        ? postForm("/admin/tasks/task", csrf, { ...fields, action: "resume" }, `${t(locale, "resume")} #${task.id}`)
-        : postForm("/admin/tasks/task", csrf, { ...fields, action: "pause" }, `${t(locale, "pause")} #${task.id}`);
     return [
-      `${esc(task.userName)}<br><code>${esc(fields.owner)}</code>`,
-      esc(task.id),
+      `${esc(item.userName)}<br><code>${esc(fields.owner)}</code>`,
+      esc(item.id),
       // Secrets redacted before the cut (a cut secret would no longer match its shape).
-      esc(shortInstruction(redact(task.instruction), 80)),
-      status + repeatLine(task.repeat),
+      esc(shortInstruction(redact(words), 80)),
+      status + repeatLine(item.repeat),
       terminalOwned(owner)
         ? esc(t(locale, "terminalOwned"))
         : // A space between the buttons: a narrow screen breaks the line there (a phone's table fits).
-          `${toggle} ` +
-          postForm(
-            "/admin/tasks/task",
-            csrf,
-            { ...fields, action: "cancel" },
-            `${t(locale, "cancel")} #${task.id}`,
-            "danger",
-          ),
-    ];
-  }
-
-  function reminderRow(owner: { platform: Platform; userId: string }, reminder: Reminder, csrf: string): string[] {
-    const fields = { owner: `${owner.platform}:${owner.userId}`, id: reminder.id };
-    return [
-      `${esc(reminder.userName)}<br><code>${esc(fields.owner)}</code>`,
-      esc(reminder.id),
-      esc(shortInstruction(redact(reminder.text), 80)),
-      (reminder.paused
-        ? `<span class="bad">${esc(t(locale, "paused", { by: reminder.paused.by }))}</span>`
-        : reminder.next !== undefined
-          ? esc(timeInWords(reminder.next, reminder.timezone, locale))
-          : esc(t(locale, "ended"))) + repeatLine(reminder.repeat),
-      terminalOwned(owner)
-        ? esc(t(locale, "terminalOwned"))
-        : (reminder.paused
-            ? postForm(
-                "/admin/tasks/reminder",
-                csrf,
-                { ...fields, action: "resume" },
-                `${t(locale, "resume")} #${reminder.id}`,
-              )
-            : postForm(
-                "/admin/tasks/reminder",
-                csrf,
-                { ...fields, action: "pause" },
-                `${t(locale, "pause")} #${reminder.id}`,
-              )) +
-          " " +
-          postForm(
-            "/admin/tasks/reminder",
-            csrf,
-            { ...fields, action: "cancel" },
-            `${t(locale, "cancel")} #${reminder.id}`,
-            "danger",
-          ),
+          `${button(item.paused ? "resume" : "pause")} ${button("cancel", "danger")}`,
     ];
   }
 

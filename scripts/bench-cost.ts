@@ -24,7 +24,7 @@ import { HistoryStore } from "../src/history/store.js";
 import { silentLogger } from "../src/log.js";
 import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
-import { connectRedis } from "../src/redis.js";
+import { connectRedis, WORKER_REDIS_OPTIONS } from "../src/redis.js";
 import { loadTools } from "../src/toolbox/registry.js";
 import { outputWeightFor } from "../src/usage/budget.js";
 import { budgetTokensOf } from "../src/usage/store.js";
@@ -105,7 +105,7 @@ async function run(compaction: boolean): Promise<Tally[]> {
   );
   benchConfig = config;
   const weight = outputWeightFor(config, config.ANTHROPIC_MODEL);
-  const connection = connectRedis(redis.url, { maxRetriesPerRequest: null });
+  const connection = connectRedis(redis.url, WORKER_REDIS_OPTIONS);
   const { toolbox } = await loadTools({ config, log: silentLogger });
   const outbound = new BenchOutbound(4096);
   const history = new HistoryStore(connection, {

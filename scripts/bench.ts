@@ -27,7 +27,7 @@
  *
  * Environment: BENCH_CHATS (100), BENCH_MESSAGES (20 per chat), BENCH_RATE (100 messages/s),
  * BENCH_SECONDS (10 s at that rate), WORKER_CONCURRENCY (32), BENCH_ONE (200 messages one at a
- * time), BENCH_ROUNDS (4 alternating rounds for the throughput ratio), BENCH_PROFILE (a folder:
+ * time), BENCH_ROUNDS (8 alternating rounds for the throughput ratio), BENCH_PROFILE (a folder:
  * CPU profiles of the two full-speed bursts are written there and summarised).
  */
 import Anthropic from "@anthropic-ai/sdk";
@@ -48,7 +48,7 @@ import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { AccessGate } from "../src/access/gate.js";
 import { UsageStore } from "../src/usage/store.js";
-import { connectRedis, isCluster, type RedisClient } from "../src/redis.js";
+import { connectRedis, isCluster, WORKER_REDIS_OPTIONS, type RedisClient } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
@@ -384,7 +384,7 @@ async function baselineBurst(client: Anthropic, fake: FakeAnthropic, concurrency
 }
 
 /**
- * The throughput ratio measured in alternation (BENCH_ROUNDS, 4): each round a burst through the
+ * The throughput ratio measured in alternation (BENCH_ROUNDS, 8): each round a burst through the
  * queue and one of the loop alone, CHATS × PER_CHAT / 4 messages each, in new chats, right after
  * each other; so a change of the machine's load between the two full bursts (minutes apart) does
  * not decide the ratio; the loop goes first in every other round. @returns each round's ratio, in
@@ -396,7 +396,7 @@ async function alternatingRatios(
   client: Anthropic,
   fake: FakeAnthropic,
 ): Promise<{ ratios: number[]; loads: string[] }> {
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 8);
   const perChat = Math.max(1, Math.floor(PER_CHAT / 4));
   const ratios: number[] = [];
   const loads: string[] = [];
@@ -462,9 +462,9 @@ async function main() {
   const fake = await startFakeAnthropic();
   const client = new Anthropic({ apiKey: "bench-key-000", baseURL: fake.url, maxRetries: 0 });
   const bullProducer = connectRedis(bullServer.url, { maxRetriesPerRequest: 1 }) as Redis;
-  const bullWorker = connectRedis(bullServer.url, { maxRetriesPerRequest: null }) as Redis;
+  const bullWorker = connectRedis(bullServer.url, WORKER_REDIS_OPTIONS) as Redis;
   const ourProducer = connectRedis(ourServer.url, { maxRetriesPerRequest: 1 }) as Redis;
-  const ourWorker = connectRedis(ourServer.url, { maxRetriesPerRequest: null }) as Redis;
+  const ourWorker = connectRedis(ourServer.url, WORKER_REDIS_OPTIONS) as Redis;
   ctxRedis = ourWorker;
   const ours = [countCommands(ourProducer), countCommands(ourWorker)];
   const outbound = new BenchOutbound(2000);
@@ -844,7 +844,7 @@ interface TopologyFigures {
  */
 async function queuePath(label: string, url: string, client: Anthropic, fake: FakeAnthropic): Promise<TopologyFigures> {
   const producer = connectRedis(url, { maxRetriesPerRequest: 1 });
-  const workerRedis = connectRedis(url, { maxRetriesPerRequest: null });
+  const workerRedis = connectRedis(url, WORKER_REDIS_OPTIONS);
   const admin = connectRedis(url);
   await admin.ping();
   const masters = isCluster(admin) ? admin.nodes("master") : [admin];

@@ -37,6 +37,7 @@ import {
   redisAddress,
   RedisEvictionError,
   checkRedisAtStart,
+  WORKER_REDIS_OPTIONS,
   type RedisClient,
 } from "./redis.js";
 import { toolboxFor, warnCrowdedChats, warnUnofferedTools } from "./toolbox/select.js";
@@ -161,7 +162,8 @@ interface Starting {
 /**
  * Starts the parts of `role`. Adapters get an {@link AdapterContext} whose `enqueue` uses a
  * fail-fast producer connection (so a message that cannot be queued gets "try again"); the worker
- * uses a connection with `maxRetriesPerRequest: null` (BullMQ's guidance) that waits through an outage.
+ * uses a connection with {@link WORKER_REDIS_OPTIONS} (`maxRetriesPerRequest: null`, BullMQ's guidance,
+ * so it waits through an outage; no auto-pipelining).
  * A worker answers on every enabled platform plus those of the adapters given; in-process adapters
  * lend their own outbound. Both sides start the features of {@link FEATURES}.
  *
@@ -236,7 +238,7 @@ async function startWorkerSide(starting: Starting, adapters: Adapter[]): Promise
   const { options, closers, connections, bot } = starting;
   const { config, log } = options;
   if (!options.agent) throw new Error("a worker needs the agent loop and an Anthropic client");
-  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: null }, log);
+  const redis = connectRedis(options.redisUrl, WORKER_REDIS_OPTIONS, log);
   connections.push(redis);
   watchRedisData(redis, log, closers);
   // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.

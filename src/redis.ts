@@ -108,14 +108,30 @@ export async function scanKeys(redis: RedisClient, pattern: string): Promise<str
 }
 
 /**
+ * ioredis options of a worker's connection (BullMQ's workers and queues, and the answers' own keys):
+ *
+ * - `maxRetriesPerRequest: null`: BullMQ's guidance for workers (a blocking command must wait through
+ *   a reconnect rather than fail). Source: https://docs.bullmq.io/guide/going-to-production
+ * - `enableAutoPipelining: false`: with auto-pipelining, every command builds an ioredis `Pipeline`,
+ *   whose constructor copies every script defined on the connection (`built/Pipeline.js`). BullMQ
+ *   defines 65 on the connection it is given, our stores about 15 more, so each command paid
+ *   about 30 µs and its garbage (0.4 µs per script, measured with ioredis 5.11); BullMQ's users also
+ *   report jobs failing with it on (taskforcesh/bullmq#457, OptimalBits/bull#2276). Commands issued
+ *   together still travel together: each is written at once, before the replies of the others.
+ *   `docs/worker-path.md` ("Auto-pipelining") has the figures.
+ */
+export const WORKER_REDIS_OPTIONS: RedisOptions = { maxRetriesPerRequest: null, enableAutoPipelining: false };
+
+/**
  * Opens a Redis connection.
  *
  * @param url - `redis://[:password@]host:port[/db]`, `rediss://…`, the absolute path of a unix
  *   socket, or a Redis Cluster address ({@link clusterAddress}, from `REDIS_CLUSTER_NODES`):
  *   then an ioredis `Cluster` is returned, which finds every master from the seed nodes and sends
  *   each command to the master of its key's hash slot.
- * @param options - extra ioredis options. BullMQ workers need `maxRetriesPerRequest: null`
- *   (BullMQ's guidance: blocking commands must wait through a reconnect rather than fail). For a
+ * @param options - extra ioredis options. A worker's connection takes {@link WORKER_REDIS_OPTIONS}
+ *   (no auto-pipelining; `maxRetriesPerRequest: null`, BullMQ's guidance). Auto-pipelining is on
+ *   unless `enableAutoPipelining: false`. For a
  *   cluster, `lazyConnect`, `enableOfflineQueue`, `enableAutoPipelining` and `retryStrategy` (as
  *   `clusterRetryStrategy`) apply to the cluster, the rest to each node's connection.
  * @param log - connection errors go here as warnings (message and error code, at most one per

@@ -21,6 +21,9 @@
  * `npm run bench -- --cost` instead prints what a 200-turn conversation costs in tokens, with and
  * without compaction, prompt caching included (`scripts/bench-cost.ts`).
  *
+ * `npm run bench -- --ablate` instead compares the queue path's throughput ratio with a part
+ * taken out or changed (`scripts/bench-ablate.ts`).
+ *
  * `npm run bench -- --soak` instead sends SOAK_MESSAGES (10,000) messages through one worker in a
  * process of its own and prints its memory after warm-up and at the end ({@link soakBench});
  * `-- --soak --snapshot` also writes a heap snapshot at both points, to compare in Chrome DevTools.
@@ -1248,6 +1251,9 @@ async function soakBench(): Promise<void> {
 if (process.argv.includes("--cost")) {
   clearInterval(rssTimer);
   await (await import("./bench-cost.js")).costBench();
+} else if (process.argv.includes("--ablate")) {
+  clearInterval(rssTimer);
+  await (await import("./bench-ablate.js")).ablationBench();
 } else if (process.argv.includes("--soak")) {
   await soakBench();
 } else if (process.argv.includes("--cluster")) {

@@ -42,7 +42,8 @@ describe("Telegram: one deadline per answer", () => {
     const took = Date.now() - started;
     expect(apology.text).toBe("抱歉，這次回答花了太久時間，我先停下來了。請再問一次，或把問題說得簡單一點。");
     expect(took).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 500);
-    expect(took).toBeLessThan(DEADLINE_SECONDS * 1000 + 5000);
+    // Only this deadline ends it before the default one (180 s); a loaded machine may deliver the apology late.
+    expect(took).toBeLessThan(DEADLINE_SECONDS * 1000 + 15_000);
     await waitFor(() => stack.model.hanging() === 0, 5000, "the hanging model call to be aborted");
     // the conversation moves on: the next message is answered at once, without the stopped one
     const next = await ask(dm, user, "are you back?", 10_000);

@@ -150,7 +150,8 @@ it("a resumed run whose tool hangs is ended by the answer's deadline with the sh
   const took = apology.at - pressedAt;
   expect(apology.text).toBe("抱歉，這次回答花了太久時間，我先停下來了。請再問一次，或把問題說得簡單一點。");
   expect(took).toBeGreaterThanOrEqual(DEADLINE_SECONDS * 1000 - 500);
-  expect(took).toBeLessThan(DEADLINE_SECONDS * 1000 + 5000);
+  // Only this deadline ends it before the default one (180 s); a loaded machine may deliver the apology late.
+  expect(took).toBeLessThan(DEADLINE_SECONDS * 1000 + 15_000);
   expect(aborted.count).toBe(1);
   // Nothing of the stopped run is in the history; the next message is answered over a clean one.
   const stored = (await redis.get(conversationKeys({ platform: "telegram", chatId: String(chat.id) }).history)) ?? "";

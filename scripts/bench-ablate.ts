@@ -24,7 +24,6 @@ import { FEATURES } from "../src/features.js";
 import { HistoryStore } from "../src/history/store.js";
 import { trimHistory } from "../src/history/trim.js";
 import { silentLogger } from "../src/log.js";
-import type { IncomingMessage } from "../src/queue/incoming.js";
 import { ChatQueue } from "../src/queue/producer.js";
 import { connectRedis, WORKER_REDIS_OPTIONS, type RedisClient } from "../src/redis.js";
 import { ToolBox } from "../src/toolbox/toolbox.js";
@@ -33,7 +32,7 @@ import { nullTracer } from "../src/trace/tracer.js";
 import { startWorker } from "../src/worker/worker.js";
 import { startFakeAnthropic, text, type FakeAnthropic } from "../test/fakes/anthropic.js";
 import { startRedis } from "../test/helpers/redis.js";
-import { BenchOutbound } from "./bench-outbound.js";
+import { BenchOutbound, benchMessage } from "./bench-outbound.js";
 
 const CHATS = 100;
 const PER_CHAT = Number(process.env.ABLATE_MESSAGES ?? 5);
@@ -64,19 +63,7 @@ const VARIANTS: Variant[] = [
   { label: "no trace store", autoPipelining: false, features: true, traces: false },
 ];
 
-function message(chat: number, n: number, prefix: string): IncomingMessage {
-  return {
-    platform: "telegram",
-    chatId: `${prefix}${chat}`,
-    chatKind: chat % 2 === 0 ? "dm" : "group",
-    userId: `u${chat}`,
-    userName: `User ${chat}`,
-    text: `message ${n} of chat ${chat}: what is on my list today?`,
-    messageId: String(n + 1),
-    sentAt: Date.now(),
-    reply: {},
-  };
-}
+const message = benchMessage;
 
 function feed(fake: FakeAnthropic, n: number): void {
   fake.requests.length = 0;

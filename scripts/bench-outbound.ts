@@ -1,10 +1,31 @@
 /**
- * The fake platform of the benchmarks (`npm run bench`, `-- --cost`): an Outbound that sends
- * nothing and records when each answer went out. Approvals and reminders are not part of any
- * benchmark's workload: asking for one throws.
+ * The fake platform of the benchmarks (`npm run bench`, `-- --cost`, `-- --ablate`): an Outbound
+ * that sends nothing and records when each answer went out; and the benchmarks' messages
+ * ({@link benchMessage}). Approvals and reminders are not part of any benchmark's workload: asking
+ * for one throws.
  */
 import type { ApprovalVerdict } from "../src/agent/contract.js";
 import type { Destination, Outbound, SentRef } from "../src/outbound.js";
+import type { IncomingMessage } from "../src/queue/incoming.js";
+
+/**
+ * The benchmarks' message `n` (from 0) of chat `chat`: a Telegram message in chat `<prefix><chat>`
+ * (a private chat for an even `chat`, a group for an odd one) from user `u<chat>`, asking for the
+ * day's list; its message id is `n + 1`.
+ */
+export function benchMessage(chat: number, n: number, prefix: string): IncomingMessage {
+  return {
+    platform: "telegram",
+    chatId: `${prefix}${chat}`,
+    chatKind: chat % 2 === 0 ? "dm" : "group",
+    userId: `u${chat}`,
+    userName: `User ${chat}`,
+    text: `message ${n} of chat ${chat}: what is on my list today?`,
+    messageId: String(n + 1),
+    sentAt: Date.now(),
+    reply: {},
+  };
+}
 
 /** Records each answer's time as it goes out; see the module comment. */
 export class BenchOutbound implements Outbound {

@@ -56,7 +56,7 @@ import { ToolBox } from "../src/toolbox/toolbox.js";
 import { nullTracer } from "../src/trace/tracer.js";
 import { TraceStore } from "../src/trace/store.js";
 import { startWorker } from "../src/worker/worker.js";
-import { BenchOutbound } from "./bench-outbound.js";
+import { BenchOutbound, benchMessage } from "./bench-outbound.js";
 import { startFakeAnthropic, text, toolUse, type FakeAnthropic, type FakeRequest } from "../test/fakes/anthropic.js";
 import { FakeTelegram } from "../test/fakes/telegram.js";
 import { startRedis, startRedisCluster } from "../test/helpers/redis.js";
@@ -74,19 +74,7 @@ const config = loadConfig(
 );
 const toolbox = new ToolBox([]);
 
-function message(chat: number, n: number, prefix: string): IncomingMessage {
-  return {
-    platform: "telegram",
-    chatId: `${prefix}${chat}`,
-    chatKind: chat % 2 === 0 ? "dm" : "group",
-    userId: `u${chat}`,
-    userName: `User ${chat}`,
-    text: `message ${n} of chat ${chat}: what is on my list today?`,
-    messageId: String(n + 1),
-    sentAt: Date.now(),
-    reply: {},
-  };
-}
+const message = benchMessage;
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

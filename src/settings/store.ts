@@ -6,8 +6,8 @@
  * has its default. A Telegram topic starts from its group's settings: each field it has not set
  * itself is the group's (its chat's record).
  *
- * Read once per answer, in the same tick as the history (ioredis auto-pipelining sends both in one
- * write: no round trip of its own), so a change counts from the next message on every worker.
+ * Read once per answer, in the same tick as the history (both are in flight together: no round
+ * trip of its own), so a change counts from the next message on every worker.
  * Written one field at a time by a script, so two changes at once never undo each other. `/reset`
  * does not touch them; they have no expiry.
  */
@@ -162,7 +162,7 @@ export class SettingsStore {
   /**
    * The settings in effect in `conversation`: one `GET` (a topic: two, its own record and its
    * group's, issued together). Call it in the same tick as the conversation's other reads (the
-   * history) and they go out in one write.
+   * history) and they cost one round trip together.
    * @throws when Redis is unreachable.
    */
   async read(conversation: ConversationRef): Promise<Settings> {
@@ -174,7 +174,7 @@ export class SettingsStore {
    * The settings of `conversation` when its own record is read by another command (the worker's
    * one `MGET` when an answer begins, `HistoryStore.readAlong`): `key` is the record to read there;
    * `settings(value)` decodes it, with — for a topic — its group's record, whose `GET` (another hash
-   * slot) is issued now, so call this in the same tick as that read and both go out in one write.
+   * slot) is issued now, so call this in the same tick as that read and both cost one round trip.
    * @returns the key of the conversation's own record, and the settings from its value (null: no record).
    *   `settings` rejects when Redis was unreachable for the group's record.
    */

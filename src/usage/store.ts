@@ -373,8 +373,8 @@ export class UsageStore {
 
   /**
    * Reads the day totals of a user and/or of the whole bot (`want`). The commands are issued at once
-   * (ioredis auto-pipelining sends them with the other commands of the same tick in one write), so
-   * the access gate's checks cost one round trip.
+   * (on the adapter's connection, ioredis auto-pipelining sends them with the other commands of the
+   * same tick in one write), so the access gate's checks cost one round trip.
    */
   async dayTotals(
     platform: string,

@@ -77,7 +77,7 @@ export function userTurnOf(message: IncomingMessage): string {
  */
 export async function compute(parts: AnswerParts, state: AnswerState, input: RunInput): Promise<Computed> {
   const strip = input.strip ?? ((m: MessageParam[]) => m);
-  // The history and the settings were read when the answer began, in one write (`readAtStart` of
+  // The history and the settings were read when the answer began, in one round trip (`readAtStart` of
   // `pipeline.ts`): a change of the settings counts from this message.
   let before =
     input.history === "conversation"

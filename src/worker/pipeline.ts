@@ -442,8 +442,9 @@ interface StartRead {
 }
 
 /**
- * Everything an answer reads when it begins, issued in one tick so that ioredis' auto-pipelining
- * sends it in ONE write (one round trip; on a Redis Cluster one per node the keys live on): the
+ * Everything an answer reads when it begins, issued together in one tick, so it costs ONE round
+ * trip (each command is written at once, none waits for another's reply; the worker's connection
+ * has no auto-pipelining, `WORKER_REDIS_OPTIONS`; on a Redis Cluster, one per node the keys live on): the
  * conversation's history with its summary
  * (for a take whose compute runs on the conversation's history, and for a resumed attempt, which
  * looks for its answer there), its settings and — for a message — its sender's pending approval
@@ -597,7 +598,7 @@ export function localeOf(parts: AnswerParts, state: AnswerState): Settings["lang
 
 /**
  * The conversation's settings for *compute*: read when the answer began ({@link readAtStart}),
- * with the history, so both went out in one write; read now (in the same tick as `alongside`)
+ * with the history, so both cost one round trip; read now (in the same tick as `alongside`)
  * only when they were not. Kept in the state. Without a settings store, the defaults.
  * @throws when Redis is unreachable.
  */

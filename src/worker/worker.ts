@@ -20,8 +20,8 @@
  * not yet sent.
  *
  * Redis on the common path (one-chunk answer, one job per message; `npm run bench` counts it, see
- * docs/worker-path.md): one write of reads when the answer begins (`readAtStart` of `pipeline.ts`:
- * the history's `GETEX`, the settings' `GET`, the memory's `GET`), the guarded append script before
+ * docs/worker-path.md): one round trip of reads when the answer begins (`readAtStart` of `pipeline.ts`:
+ * the history, settings and approval hint in one `MGET`, the memory's `GET`), the guarded append script before
  * anything is sent (`EVALSHA`, `GET` of the last reset's time, `APPEND`), and the finish script after
  * it (`EVALSHA`, `LPOP … 2`, the run's trace `LPUSH`, its `EXPIRE` at most once an hour per chat).
  * A fresh attempt writes no crash marker. The first message of a fresh job is taken from the job's

@@ -26,7 +26,15 @@ import type { Locale } from "../config.js";
 import { localize, writtenLocale } from "../i18n.js";
 import { MEMORY_BLOCK_START } from "../memory/notes.js";
 import { TRANSCRIPT_END, TRANSCRIPT_START } from "../prompts.js";
-import { answerResults, answerText, demoLabel, type DemoReply, type DemoToolResult } from "./script.js";
+import {
+  answerResults,
+  answerRule,
+  answerText,
+  demoLabel,
+  type DemoReply,
+  type DemoToolResult,
+  type DemoTurn,
+} from "./script.js";
 import { forecastResponse } from "./weather.js";
 
 /** The parts of a Messages API request the demo reads; anything else in it is accepted and ignored. */
@@ -111,25 +119,66 @@ function lastUserWords(request: DemoRequest): string | undefined {
   return undefined;
 }
 
-/**
- * What the demo answers to a request: a compaction's request gets the demo summary; a user text the
- * script's tool call or answer; tool results an answer showing them (see `script.ts`).
- */
-function demoReply(request: DemoRequest, options: DemoModelOptions): DemoReply {
+/** The text of the last turn when it is a user's text (not tool results), without the memory block. */
+function lastText(request: DemoRequest): string | undefined {
   const last = request.messages[request.messages.length - 1]!;
-  const text = last.role === "user" ? userText(last) : undefined;
-  if (text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START))
-    return { content: [{ type: "text", text: demoSummary(text, options.locale) }], stop_reason: "end_turn" };
+  return last.role === "user" ? userText(last) : undefined;
+}
+
+/** True for a compaction's request: it offers no tools and its text holds the transcript to summarise. */
+function isCompaction(request: DemoRequest, text: string | undefined): text is string {
+  return text !== undefined && request.tools === undefined && text.includes(TRANSCRIPT_START);
+}
+
+/** What the script knows of `request` (`text`: its last user text, undefined for a turn of tool results). */
+function turnOf(request: DemoRequest, text: string | undefined, options: ScriptedReplyOptions): DemoTurn {
   // The script answers in the language the person last wrote in (BOT_LOCALE when the words tell nothing, e.g. `1+1`).
   const said = text ?? lastUserWords(request);
-  const turn = {
+  return {
     locale: (said !== undefined ? writtenLocale(said.replace(/^\[[^\]]*\]\s*/, "")) : undefined) ?? options.locale,
     timezone: options.timezone ?? "Asia/Taipei",
     tools: new Set((request.tools ?? []).flatMap((t) => (typeof t.name === "string" ? [t.name] : []))),
     memory: memoryOf(request),
     now: Date.now(),
   };
+}
+
+/**
+ * What the demo answers to a request: a compaction's request gets the demo summary; a user text the
+ * script's tool call or answer (the help text when no rule matches); tool results an answer showing
+ * them (see `script.ts`).
+ */
+function demoReply(request: DemoRequest, options: DemoModelOptions): DemoReply {
+  const text = lastText(request);
+  if (isCompaction(request, text))
+    return { content: [{ type: "text", text: demoSummary(text, options.locale) }], stop_reason: "end_turn" };
+  const turn = turnOf(request, text, options);
   return text === undefined ? answerResults(toolResults(request), turn) : answerText(text, turn);
+}
+
+/** The options {@link scriptedReply} reads: the language when the words do not tell, and the time zone. */
+export type ScriptedReplyOptions = Pick<DemoModelOptions, "locale" | "timezone">;
+
+/**
+ * The demo script's reply to a Messages API request, for another fake of the API to answer as the
+ * demo does when its script has something to say (`npm run fakes`): a turn of tool results gets the
+ * answer showing them ({@link answerResults}); a user's words the reply of the script's rule they
+ * match ({@link answerRule}: a tool call, or an answer).
+ * @param body - the request body (parsed JSON).
+ * @returns the reply, or undefined when the words match no rule (the demo answers those with its
+ * help text), for a compaction's request (the demo answers it with its summary), a turn without
+ * tool results or text, and a body the demo cannot read as a Messages API request.
+ */
+export function scriptedReply(body: unknown, options: ScriptedReplyOptions): DemoReply | undefined {
+  const parsed = RequestSchema.safeParse(body);
+  if (!parsed.success) return undefined;
+  const request = parsed.data;
+  const text = lastText(request);
+  if (isCompaction(request, text)) return undefined;
+  const turn = turnOf(request, text, options);
+  if (text !== undefined) return answerRule(text, turn);
+  const results = toolResults(request);
+  return results.length > 0 ? answerResults(results, turn) : undefined;
 }
 
 /** Most points a demo summary keeps (the oldest go first). */

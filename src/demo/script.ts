@@ -388,6 +388,16 @@ function recall(turn: DemoTurn): DemoReply {
  * / add / list todos, the weather, a calculation, the time — else the help text.
  */
 export function answerText(text: string, turn: DemoTurn): DemoReply {
+  return answerRule(text, turn) ?? say(turn, helpText(turn.locale, turn.tools));
+}
+
+/**
+ * The reply of the first rule of the script that matches a user's `text` (the rules of
+ * {@link answerText}, in its order), or undefined when none does (where {@link answerText} falls
+ * back to the help text). A rule whose tool the request does not offer still matches: its reply
+ * says the tool is not offered.
+ */
+export function answerRule(text: string, turn: DemoTurn): DemoReply | undefined {
   const line = text.replace(/^\[[^\]]*\]\s*/, "").trim(); // a group's "[Name #code] " label
   const search =
     /(?:上網查|上網搜尋|搜尋|搜索)(?:一下)?\s*[:：]?\s*(.+)$/.exec(line) ??
@@ -433,7 +443,7 @@ export function answerText(text: string, turn: DemoTurn): DemoReply {
     const zone = TIME_ZONES.find(([place]) => place.test(line))?.[1];
     return callTool(turn, TEXT.clock, "get_current_datetime", zone ? { timezone: zone } : {});
   }
-  return say(turn, helpText(turn.locale, turn.tools));
+  return undefined;
 }
 
 /** One tool call of the previous turn and its result. */

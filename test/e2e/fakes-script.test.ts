@@ -5,7 +5,9 @@
  * (`tg …`, `dc …`, `dc /…`, `line …`) reach the bot, whose answers (from the fake Messages API, in
  * the language the person wrote in) the fakes print. A slow answer (`慢慢說`) is stopped with
  * `/stop` on Telegram, the ⏹ button on Discord and `/stop` on LINE. The weather and transcription
- * fakes answer with the printed key.
+ * fakes answer with the printed key. Words one of the demo script's rules matches get the script's
+ * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval, and
+ * `tg press 確認` running it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
@@ -13,10 +15,12 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { connectRedis } from "../../src/redis.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
-import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS } from "../fakes/serve.js";
+import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS, startLocalFakes } from "../fakes/serve.js";
 import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { todoLines } from "./approvals-helpers.js";
 
 let server: TestRedis;
 const children: ChildProcess[] = [];
@@ -155,6 +159,87 @@ it("npm run fakes prints the variables that run the bot against fake Telegram, D
   expect(exited).toBe(0);
 }, 180_000);
 
+it("npm run fakes answers with the demo's script: a todo added, listed, and deleted once 確認 is pressed on fake Telegram", async () => {
+  // The fakes as serve.ts starts them (in this process, to read what they received), and the bot's
+  // `npm start` entry point given exactly their variables, on a Redis of its own (the first test's
+  // bot left its Telegram polling lease and update offset in the shared one).
+  const fakes = await startLocalFakes();
+  const own = await startRedis();
+  const redis = connectRedis(own.url);
+  try {
+    const bot = start(nodeArgs("src/main.ts"), { ...fakes.env, REDIS_URL: own.url, LOG_LEVEL: "info" });
+    await bot.waitFor(/the bot is running/, 60_000);
+    const tg = fakes.telegram;
+    const printed: string[] = [];
+    const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+    /** Types `line` into the fakes; resolves with the bot's first new Telegram message whose text matches `answer`. */
+    const type = async (line: string, answer: RegExp) => {
+      const before = tg.sent.length;
+      expect(await fakes.handle(line)).toBe("sent to the bot on Telegram as Alice");
+      return tg.waitFor(() => tg.sent.slice(before).find((m) => answer.test(m.text)), 20_000, String(answer));
+    };
+
+    // The script calls add_todo, then list_todos; each answer shows the tool's result.
+    const added = await type("tg 新增待辦：買牛奶", /add_todo/);
+    expect(added.text).toBe(
+      "［示範］工具 add_todo 的結果：\n已新增待辦：#1 買牛奶\n\n接著試試「刪除待辦 1」，看看確認提示。\n\n🔧 新增待辦：買牛奶",
+    );
+    const listed = await type("tg 列出待辦", /list_todos/);
+    expect(listed.text).toBe(
+      "［示範］工具 list_todos 的結果：\n你的待辦（1 項未完成）：\n#1 買牛奶\n\n🔧 讀取待辦清單",
+    );
+
+    // delete_todo waits for Alice's approval: the prompt, with its buttons, printed as the newcomer sees it.
+    const prompt = await type("tg 刪除待辦 1", /需要你的確認/);
+    expect(prompt.text).toMatch(
+      /^⚠️ 需要你的確認\n刪除待辦 #1「買牛奶」\n\n只有 Alice 可以決定，\d\d:\d\d 前有效（約 5 分鐘）。$/,
+    );
+    expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消", "🔓 一律允許"]);
+    await tg.waitFor(
+      () => printed.find((l) => l.startsWith("telegram bot: ⚠️ 需要你的確認 ⏎ 刪除待辦 #1「買牛奶」")),
+      5_000,
+      "the prompt printed",
+    );
+    expect(printed.find((l) => l.includes("需要你的確認"))).toMatch(/\[✅ 確認\] \[❌ 取消\] \[🔓 一律允許\]$/);
+    expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
+
+    // `tg press 確認` runs it: the prompt shows the outcome without buttons, the answer the tool's result.
+    const before = tg.sent.length;
+    expect(await fakes.handle("tg press 確認")).toBe('pressed "✅ 確認" on Telegram as Alice');
+    const deleted = await tg.waitFor(
+      () => tg.sent.slice(before).find((m) => m.text.includes("delete_todo")),
+      20_000,
+      "the answer after the approval",
+    );
+    expect(deleted.text).toBe("［示範］工具 delete_todo 的結果：\n已刪除：#1 買牛奶\n\n🔧 刪除待辦 #1");
+    await tg.waitFor(() => prompt.text.startsWith("✅"), 20_000, "the prompt edited to the outcome");
+    expect(prompt.text).toBe("✅ 已確認：刪除待辦 #1「買牛奶」");
+    expect(tg.buttons(prompt)).toEqual([]);
+
+    // The todo is gone: the list as the script shows it, and as stored.
+    const after = await type("tg 列出待辦", /list_todos/);
+    expect(after.text).toBe("［示範］工具 list_todos 的結果：\n你的待辦清單是空的。\n\n🔧 讀取待辦清單");
+    expect(await todoLines(redis, "telegram", "7001")).toEqual([]);
+
+    // The strict fake Messages API took every request; the script asked for the three tools.
+    expect(fakes.anthropic.rejections).toEqual([]);
+    const called = fakes.anthropic.answered.flatMap((a) => a.content.filter((b) => b.type === "tool_use"));
+    expect(called.map((b) => [b.name, b.input])).toEqual([
+      ["add_todo", { title: "買牛奶" }],
+      ["list_todos", {}],
+      ["delete_todo", { todo_id: 1 }],
+      ["list_todos", {}],
+    ]);
+    stopFollowing();
+    bot.child.kill("SIGTERM");
+    await new Promise((resolve) => (bot.child.exitCode !== null ? resolve(null) : bot.child.on("exit", resolve)));
+  } finally {
+    redis.disconnect();
+    await fakes.stop();
+    await own.stop();
+  }
+}, 120_000);
+
 it("the fake model of npm run fakes answers in the person's language (zh-TW by default) and slowly when asked", () => {
   const request = (...texts: string[]): FakeRequest => ({
     model: "claude-test",
@@ -168,11 +253,13 @@ it("the fake model of npm run fakes answers in the person's language (zh-TW by d
   expect(replyLanguage("hello")).toBe("en");
   expect(replyLanguage("幫我算 1+1 ok")).toBe("zh-TW");
   expect(replyLanguage("👍 123")).toBe("zh-TW");
-  expect(textOf(fakeModelReply(request("記得我住在新竹")))).toBe(
-    "［測試用假模型］收到「記得我住在新竹」，提供了 1 個工具。我是測試用的假伺服器，不是真的模型：每次都只回這一行（寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。",
+  // Words no rule of the demo's script matches get the one line (those a rule matches: the next test).
+  expect(textOf(fakeModelReply(request("幫我想想晚餐吃什麼")))).toBe(
+    "［測試用假模型］收到「幫我想想晚餐吃什麼」，提供了 1 個工具。我是測試用的假伺服器，不是真的模型：只會回這一行，" +
+      "或照示範的腳本回答（「新增待辦 買牛奶」、「現在幾點？」；寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。",
   );
-  expect(textOf(fakeModelReply(request("what's the weather?")))).toMatch(
-    /^\[fake Messages API\] I received "what's the weather\?" with 1 tools offered\./,
+  expect(textOf(fakeModelReply(request("how are you?")))).toMatch(
+    /^\[fake Messages API\] I received "how are you\?" with 1 tools offered\./,
   );
   // The memory block the bot adds (English markup, the person's notes) is not what the person wrote.
   expect(textOf(fakeModelReply(request(`${MEMORY_BLOCK_START}>\n- lives in Hsinchu\n</memory>`, "hi")))).toMatch(
@@ -187,4 +274,77 @@ it("the fake model of npm run fakes answers in the person's language (zh-TW by d
     expect(slow.stream).toMatchObject({ totalMs: SLOW_ANSWER_MS });
     expect([...textOf(slow)].length / (slow.stream!.chunkChars ?? 20)).toBeGreaterThan(100); // 100+ deltas: a live answer grows
   }
+});
+
+it("the fake model of npm run fakes answers with the demo's script when one of its rules matches the person's words", () => {
+  const tools: FakeRequest["tools"] = [
+    ...["add_todo", "get_weather", "calculate"].map((name) => ({ name, input_schema: { type: "object" } })),
+    { type: "memory_20250818", name: "memory" },
+    { type: "web_search_20250305", name: "web_search" },
+  ];
+  const request = (...messages: FakeRequest["messages"]): FakeRequest => ({
+    model: "claude-test",
+    max_tokens: 1024,
+    tools,
+    messages,
+  });
+  const said = (text: string) => request({ role: "user", content: [{ type: "text", text }] });
+  expect(fakeModelReply(said("記得我住在新竹"))).toEqual({
+    content: [
+      { type: "text", text: "［示範］好，我記下來。" },
+      {
+        type: "tool_use",
+        id: expect.stringMatching(/^toolu_/) as string,
+        name: "memory",
+        input: { command: "create", path: "/memories/profile.md", file_text: "我住在新竹" },
+      },
+    ],
+    stop_reason: "tool_use",
+  });
+  // In the person's language, as the demo answers.
+  expect(fakeModelReply(said("what's the weather in Taipei?"))).toMatchObject({
+    content: [
+      { type: "text", text: expect.stringMatching(/^\[demo\] /) as string },
+      { type: "tool_use", name: "get_weather", input: { city: "臺北市" } },
+    ],
+    stop_reason: "tool_use",
+  });
+  // A tool the request does not offer: the script says so (a rule matched), no tool call.
+  expect(fakeModelReply(said("列出待辦"))).toEqual({
+    content: [{ type: "text", text: "［示範］這個機器人沒有提供 list_todos 工具（設定關掉了），所以示範不了這個。" }],
+    stop_reason: "end_turn",
+  });
+  // A turn of tool results: the script's answer showing them.
+  const results = request(
+    { role: "user", content: [{ type: "text", text: "新增待辦 買牛奶" }] },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "add_todo", input: { title: "買牛奶" } }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "已新增待辦：#1 買牛奶" }] },
+  );
+  expect(fakeModelReply(results)).toEqual({
+    content: [
+      {
+        type: "text",
+        text: "［示範］工具 add_todo 的結果：\n已新增待辦：#1 買牛奶\n\n接著試試「刪除待辦 1」，看看確認提示。",
+      },
+    ],
+    stop_reason: "end_turn",
+  });
+  // Web search as the fake scripts it: the result and the citation without encrypted fields (the fake issues them).
+  const search = fakeModelReply(said("search the web for today's news"));
+  expect(search.stop_reason).toBe("end_turn");
+  expect(search.content.map((b) => b.type)).toEqual([
+    "text",
+    "server_tool_use",
+    "web_search_tool_result",
+    "text",
+    "text",
+  ]);
+  const url = "https://example.com/demo-search?q=today's%20news";
+  expect(search.content[2]).toEqual({
+    type: "web_search_tool_result",
+    tool_use_id: (search.content[1] as { id: string }).id,
+    results: [{ url, title: "[demo] A scripted search result (not a real search)", page_age: null }],
+  });
+  expect(search.content[4]).toMatchObject({ citations: [{ url, cited_text: expect.any(String) as string }] });
+  expect(JSON.stringify(search)).not.toMatch(/encrypted/);
 });

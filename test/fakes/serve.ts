@@ -18,19 +18,33 @@
  *   or a press (`dc /settings`) with a button of that label.
  *
  * What the bot sends back (messages, edits, Telegram drafts, the answers to Discord's slash commands
- * and button presses, with their buttons) is printed as it arrives. The fake Messages API is not a model: it answers every request with one line saying
- * what it received, in the language the person wrote in (zh-TW unless the text is in Latin letters
- * only), and a message asking for a slow answer (`慢慢說`, `slow`) gets a long one streamed over
- * {@link SLOW_ANSWER_MS}, so `/stop` and the ⏹ button can be tried ({@link fakeModelReply}). The fakes
- * check every request as strictly as in the tests (`test/fakes/*.ts`); a request they refuse is
- * answered with the platform's error, as the real service would.
+ * and button presses, with their buttons) is printed as it arrives.
+ *
+ * The fake Messages API is not a model ({@link fakeModelReply}). A message asking for a slow
+ * answer (`慢慢說`, `slow`) gets a long one streamed over {@link SLOW_ANSWER_MS}, so `/stop` and the
+ * ⏹ button can be tried. Words that a rule of the demo's script matches (`npm run chat -- --demo`,
+ * `src/demo/script.ts`: web search, memory, reminders, the todo list, the weather, the calculator,
+ * the clock) get the script's tool call, and the tool's results the script's answer showing them,
+ * so the tools and the approval of a dangerous tool can be tried: `tg 新增待辦：買牛奶`,
+ * `tg 列出待辦`, then `tg 刪除待辦 1` and `tg press 確認`. Any other message gets one line saying
+ * what it received. All in the language the person wrote in (zh-TW unless the text is in Latin
+ * letters only). The fakes check every request as strictly as in the tests (`test/fakes/*.ts`); a
+ * request they refuse is answered with the platform's error, as the real service would.
  */
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { scriptedReply } from "../../src/demo/model.js";
+import type { DemoReply } from "../../src/demo/script.js";
 import { writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { freePort } from "../helpers/ports.js";
-import { startFakeAnthropic, type FakeAnthropic, type FakeMessageReply, type FakeRequest } from "./anthropic.js";
+import {
+  startFakeAnthropic,
+  type FakeAnthropic,
+  type FakeBlock,
+  type FakeMessageReply,
+  type FakeRequest,
+} from "./anthropic.js";
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, originalResponse, type FakeInteraction, type FakeUser } from "./discord.js";
 import { fakesEnv } from "./env.js";
@@ -94,11 +108,46 @@ export function replyLanguage(text: string): FakeModelLanguage {
 }
 
 /**
- * What the fake Messages API of `npm run fakes` answers: one line saying what it received (the
- * last 200 characters of the person's words) and how many tools were offered, in the person's
- * language ({@link replyLanguage}); for a message with {@link SLOW_WORDS} a long answer streamed in
- * small pieces over {@link SLOW_ANSWER_MS} (not streamed: sent whole when it would have been
- * written), so the bot's `/stop` and ⏹ button have an answer to stop.
+ * A reply of the demo's script (`src/demo/script.ts`) as the fake Messages API scripts one: the same
+ * blocks, the server tool's result and the citations without their encrypted fields (the fake issues
+ * its own, and checks them when they come back, as the API does).
+ */
+export function fakeReplyOf(reply: DemoReply): FakeMessageReply {
+  const content = reply.content.map((block): FakeBlock => {
+    switch (block.type) {
+      case "text":
+        return block.citations
+          ? {
+              type: "text",
+              text: block.text,
+              citations: block.citations.map(({ url, title, cited_text }) => ({ url, title, cited_text })),
+            }
+          : { type: "text", text: block.text };
+      case "tool_use":
+        return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+      case "server_tool_use":
+        return { type: "server_tool_use", id: block.id, name: block.name, input: block.input };
+      case "web_search_tool_result":
+        return {
+          type: "web_search_tool_result",
+          tool_use_id: block.tool_use_id,
+          results: block.content.map(({ url, title, page_age }) => ({ url, title, page_age })),
+        };
+    }
+  });
+  return { content, stop_reason: reply.stop_reason };
+}
+
+/**
+ * What the fake Messages API of `npm run fakes` answers. A message with {@link SLOW_WORDS} gets a
+ * long answer streamed in small pieces over {@link SLOW_ANSWER_MS} (not streamed: sent whole when it
+ * would have been written), so the bot's `/stop` and ⏹ button have an answer to stop. Words that
+ * one of the rules of the demo's script matches (`npm run chat -- --demo`, `src/demo/script.ts`:
+ * web search, memory, reminders, the todo list, the weather, the calculator, the clock) get the
+ * script's reply, a tool call most often, and a turn of tool results the script's answer showing
+ * them ({@link scriptedReply}, with the demo's default time zone, Asia/Taipei). Anything else gets
+ * one line saying what it received (the last 200 characters of the person's words) and how many
+ * tools were offered. All of it in the person's language ({@link replyLanguage}).
  */
 export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   const said = lastUserText(request);
@@ -125,12 +174,16 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
       stream: { firstTokenMs: 200, totalMs: SLOW_ANSWER_MS, chunkChars: 4 },
     };
   }
+  const scripted = scriptedReply(request, { locale: "zh-TW" });
+  if (scripted) return fakeReplyOf(scripted);
   const text =
     language === "en"
       ? `[fake Messages API] I received "${shown}" with ${tools} tools offered. ` +
-        'I am the test fake, not a model: every answer is this line (write "slowly" for a slow answer to stop).'
+        'I am the test fake, not a model: I answer with this line, or with the demo\'s script ("add todo buy milk", ' +
+        '"what time is it?"; write "slowly" for a slow answer to stop).'
       : `［測試用假模型］收到「${shown}」，提供了 ${tools} 個工具。` +
-        "我是測試用的假伺服器，不是真的模型：每次都只回這一行（寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。";
+        "我是測試用的假伺服器，不是真的模型：只會回這一行，或照示範的腳本回答（「新增待辦 買牛奶」、「現在幾點？」；" +
+        "寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。";
   return { content: [{ type: "text", text }], stop_reason: "end_turn" };
 }
 
@@ -386,8 +439,10 @@ async function main(): Promise<void> {
       "",
       "Then type here: tg <text> (Telegram DM from Alice), dc <text> (Discord DM from Bob; dc /<command> [value]",
       "for his slash commands), line <text> (LINE message from Carol), tg|dc|line press <label> (a button of the",
-      "bot's latest prompt). Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止,",
-      "dc /stop or line /stop. Ctrl-C stops the fakes.",
+      "bot's latest prompt). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
+      "matches: tg 新增待辦：買牛奶, tg 列出待辦, then tg 刪除待辦 1 and tg press 確認 to approve the deletion.",
+      "Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止, dc /stop or line /stop.",
+      "Ctrl-C stops the fakes.",
     ].join("\n"),
   );
   const stopFollowing = fakes.follow((line) => console.log(line));

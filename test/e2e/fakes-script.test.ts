@@ -348,3 +348,20 @@ it("the fake model of npm run fakes answers with the demo's script when one of i
   expect(search.content[4]).toMatchObject({ citations: [{ url, cited_text: expect.any(String) as string }] });
   expect(JSON.stringify(search)).not.toMatch(/encrypted/);
 });
+
+it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {
+  // The bot remembers a conversation's message ids for 2 days (in Redis): a fake restarted against
+  // the same Redis must not begin again at the ids of its earlier run.
+  const before = Math.floor(Date.now() / 1000);
+  const fakes = await startLocalFakes();
+  const after = Math.floor(Date.now() / 1000);
+  try {
+    const alice = fakes.telegram.user(1, "Alice");
+    const sent = fakes.telegram.sendUserMessage({ chat: fakes.telegram.privateChat(alice), from: alice, text: "hi" });
+    expect(sent.message_id).toBeGreaterThanOrEqual(1000 + (before % 1_000_000) * 1000);
+    expect(sent.message_id).toBeLessThan(1000 + ((after % 1_000_000) + 1) * 1000);
+    expect(sent.message_id).toBeLessThan(2 ** 31);
+  } finally {
+    await fakes.stop();
+  }
+});

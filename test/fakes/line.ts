@@ -53,6 +53,11 @@ export interface FakeLineOptions {
   pushQuota?: number;
   /** Maps an audio message's `originalContentUrl` to the address the fake fetches (a test's local server); default as is. */
   rewriteUrl?: (url: string) => string;
+  /**
+   * The first message id this fake gives (then counting up); default 600000000000000. `npm run fakes`
+   * starts it from the clock, so a restarted fake's messages are not taken for the earlier run's.
+   */
+  firstMessageId?: number;
 }
 
 /** LINE's largest audio file, bytes (https://developers.line.biz/en/reference/messaging-api/#audio-message). */
@@ -141,7 +146,9 @@ export class FakeLine {
     private readonly api: Server,
     private readonly data: Server,
     private readonly options: FakeLineOptions,
-  ) {}
+  ) {
+    if (options.firstMessageId !== undefined) this.#nextId = options.firstMessageId;
+  }
 
   /** Starts the API and data servers on 127.0.0.1. */
   static async start(options: FakeLineOptions = {}): Promise<FakeLine> {

@@ -221,9 +221,13 @@ function shown(platform: string, what: string, body: string): string {
  * @returns the running fakes and the variables to give the bot (see {@link LocalFakes}).
  */
 export async function startLocalFakes(): Promise<LocalFakes> {
-  const telegram = await FakeTelegram.start();
+  // Message ids from the clock: a restarted fake's messages must not look like the earlier run's to a
+  // bot that kept its Redis (it remembers a conversation's message ids for 2 days and drops repeats).
+  // Telegram's: 1000 ids per second since the epoch, modulo about 11 days, so they stay under 2^31.
+  const seconds = Math.floor(Date.now() / 1000);
+  const telegram = await FakeTelegram.start({ firstMessageId: 1000 + (seconds % 1_000_000) * 1000 });
   const discord = await FakeDiscord.start();
-  const line = await FakeLine.start();
+  const line = await FakeLine.start({ firstMessageId: Date.now() * 1000 });
   /** The languages of the slow answers begun, in order (printed by `follow`: the answer is being written now). */
   const slowAnswers: FakeModelLanguage[] = [];
   const anthropic = await startFakeAnthropic({

@@ -138,6 +138,12 @@ export interface FakeTelegramOptions {
   token?: string;
   /** The bot's `getMe` answer; default id 900000001, username `taiwan_test_bot`. */
   bot?: Partial<User> & { username?: string };
+  /**
+   * The first `message_id` this fake gives (then counting up); default 1000. `npm run fakes` starts
+   * it from the clock, so a restarted fake's messages are not taken for the earlier run's (the bot
+   * remembers a conversation's message ids for 2 days, in Redis).
+   */
+  firstMessageId?: number;
 }
 
 /** Input of {@link FakeTelegram.sendUserMessage}. */
@@ -404,6 +410,7 @@ export class FakeTelegram {
       ...options.bot,
     } as User & { username: string };
     this.#server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => void this.#handle(req, res));
+    if (options.firstMessageId !== undefined) this.#nextMessageId = options.firstMessageId;
   }
 
   /** Starts a server on 127.0.0.1 with a free port. */

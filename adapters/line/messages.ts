@@ -90,7 +90,7 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
     timeZone: timezone,
     hour: "2-digit",
     minute: "2-digit",
-    hour12: false,
+    hourCycle: "h23", // "00:02" after midnight; `hour12: false` gives zh-TW "24:02"
   }).format(new Date(prompt.expiresAt));
   const text = localize(
     locale,

@@ -70,7 +70,7 @@ export function approvalPromptHtml(prompt: ApprovalPrompt, config: Config, now =
     timeZone: config.TIMEZONE,
     hour: "2-digit",
     minute: "2-digit",
-    hour12: false,
+    hourCycle: "h23", // "00:02" after midnight; `hour12: false` gives zh-TW "24:02"
   }).format(new Date(prompt.expiresAt));
   const minutes = Math.max(1, Math.round((prompt.expiresAt - now) / 60_000));
   const title = localize(locale, { "zh-TW": "⚠️ 需要你的確認", en: "⚠️ Confirmation needed" });

@@ -15,6 +15,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { connectRedis } from "../../src/redis.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS, startLocalFakes } from "../fakes/serve.js";
@@ -274,6 +275,14 @@ it("the fake model of npm run fakes answers in the person's language (zh-TW by d
     expect(slow.stream).toMatchObject({ totalMs: SLOW_ANSWER_MS });
     expect([...textOf(slow)].length / (slow.stream!.chunkChars ?? 20)).toBeGreaterThan(100); // 100+ deltas: a live answer grows
   }
+  // A compaction's transcript holds the fake's own earlier answers, which mention "slowly": no slow answer for it.
+  const compaction = fakeModelReply(
+    request(
+      `${TRANSCRIPT_START}\nuser: hi\nassistant: [fake Messages API] … write "slowly" for a slow answer\n</transcript>`,
+    ),
+  );
+  expect(compaction.stream).toBeUndefined();
+  expect(textOf(compaction)).not.toContain("slow answer from the fake");
 });
 
 it("the fake model of npm run fakes answers with the demo's script when one of its rules matches the person's words", () => {

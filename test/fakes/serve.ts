@@ -37,6 +37,7 @@ import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
 import { writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { freePort } from "../helpers/ports.js";
 import {
   startFakeAnthropic,
@@ -49,7 +50,7 @@ import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, originalResponse, type FakeInteraction, type FakeUser } from "./discord.js";
 import { fakesEnv } from "./env.js";
 import { FakeLine, type FakeLineMessage, type FakeLineUser } from "./line.js";
-import { FakeTelegram } from "./telegram.js";
+import { FakeTelegram, parseTelegramHtml } from "./telegram.js";
 import { startFakeSpeech, type FakeSpeech } from "./speech.js";
 import { startFakeTranscription, type FakeTranscription } from "./transcription.js";
 
@@ -154,7 +155,9 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   const language = replyLanguage(said);
   const tools = request.tools?.length ?? 0;
   const shown = [...said].slice(-200).join("");
-  if (SLOW_WORDS.test(said)) {
+  // A compaction's request carries the conversation as a transcript, this fake's own answers
+  // included (they mention "slowly"): it is never the slow answer.
+  if (SLOW_WORDS.test(said) && !said.includes(TRANSCRIPT_START)) {
     const lines =
       language === "en"
         ? Array.from(
@@ -382,7 +385,15 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       }
       for (; seen.tgEdits < telegram.edits.length; seen.tgEdits++) {
         const edit = telegram.edits[seen.tgEdits]!.payload;
-        if (typeof edit.text === "string") print(shown("telegram", "bot (edited)", edit.text));
+        // Shown as Telegram shows it: an HTML edit's tags and entities (`&amp;`) parsed, as for a sent message.
+        if (typeof edit.text === "string")
+          print(
+            shown(
+              "telegram",
+              "bot (edited)",
+              edit.parse_mode === "HTML" ? parseTelegramHtml(edit.text).text : edit.text,
+            ),
+          );
       }
       for (; seen.dcSent < discord.sent.length; seen.dcSent++) {
         const message = discord.sent[seen.dcSent]!;

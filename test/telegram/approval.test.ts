@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callbackData } from "../../adapters/telegram/approval.js";
+import { approvalMessages } from "../../adapters/line/messages.js";
+import { approvalPromptHtml, callbackData } from "../../adapters/telegram/approval.js";
+import { testConfig } from "../helpers/config.js";
 import { parseApprovalButton } from "../../src/buttons.js";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { startHarness, type Harness } from "./harness.js";
@@ -166,6 +168,30 @@ describe("telegram approval prompts", () => {
       expect(h.decider.approvals.get("apr4")?.decided).toBeUndefined();
     } finally {
       h.decider.failing = false;
+    }
+  });
+});
+
+describe("the prompt's expiry time", () => {
+  // 16:02 UTC is 00:02 in Taipei: `hour12: false` printed zh-TW "24:02" there.
+  const prompt = (locale: "zh-TW" | "en") => ({
+    approvalId: "t1",
+    action: "刪除待辦 #1「買牛奶」",
+    requesterName: "Alice",
+    expiresAt: Date.parse("2026-12-07T16:02:00Z"),
+    locale,
+  });
+  const config = testConfig({ TIMEZONE: "Asia/Taipei" });
+  it("is 00:02 after midnight on Telegram and LINE, in zh-TW and English", () => {
+    const now = Date.parse("2026-12-07T15:57:00Z");
+    expect(approvalPromptHtml(prompt("zh-TW"), config, now)).toContain(
+      "只有 Alice 可以決定，00:02 前有效（約 5 分鐘）。",
+    );
+    expect(approvalPromptHtml(prompt("en"), config, now)).toContain("until 00:02 (about 5 min)");
+    for (const locale of ["zh-TW", "en"] as const) {
+      const shown = JSON.stringify(approvalMessages(prompt(locale), locale, "Asia/Taipei"));
+      expect(shown).toContain("00:02");
+      expect(shown).not.toContain("24:02");
     }
   });
 });

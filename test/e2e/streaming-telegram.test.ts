@@ -293,7 +293,15 @@ describe("streamed answers on Telegram", () => {
         "the approval prompt",
       );
       expect(prompt.text).toContain("刪除待辦 #1「買牛奶」");
-      const live = tg.deleted.filter((m) => m.chatId === group.id);
+      // The status message's deletion may reach Telegram just after the prompt (a loaded machine).
+      const live = await tg.waitFor(
+        () => {
+          const deleted = tg.deleted.filter((m) => m.chatId === group.id);
+          return deleted.length > 0 ? deleted : undefined;
+        },
+        TIMEOUT_MS,
+        "the status message deleted",
+      );
       expect(live).toHaveLength(1);
       expect(live[0]!.text).toMatch(/^🔧 讀取待辦清單/);
       expect(sentTo(group)).toHaveLength(2);

@@ -115,8 +115,8 @@ export async function scanKeys(redis: RedisClient, pattern: string): Promise<str
  * - `enableAutoPipelining: false`: with auto-pipelining, every command builds an ioredis `Pipeline`,
  *   whose constructor copies every script defined on the connection (`built/Pipeline.js`). BullMQ
  *   defines 65 on the connection it is given, our stores a dozen more, so each command paid about
- *   30 µs and its garbage (0.4 µs per script, measured with ioredis 5.11); BullMQ's users also
- *   report jobs failing with it on (taskforcesh/bullmq#457, OptimalBits/bull#2276). Commands issued
+ *   30 µs and its garbage (0.4 µs per script, measured with ioredis 5.11); Bull's and BullMQ's users
+ *   also report jobs failing with it on (taskforcesh/bullmq#457, OptimalBits/bull#2276). Commands issued
  *   together still travel together: each is written at once, before the replies of the others.
  *   `docs/worker-path.md` ("Auto-pipelining") has the figures.
  */

@@ -6,7 +6,8 @@
  *
  * Who may delete: in a private chat its person (the only one who can press there); in a group its
  * administrators and the bot's admins (anyone may look). A delete button carries
- * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything);
+ * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything,
+ * on the presser's second press within `ERASE_CONFIRM_SECONDS`);
  * the scope is never in the data: it is the pressed message's chat and the presser, so a button
  * can only ever delete in the scope the press happens in. An undo button (`mm:u:<handle>`, posted
  * after a memory write made when outside content was read, `src/memory/undo.ts`) is pressed by
@@ -28,6 +29,12 @@ import { UNDO_TEXT } from "../memory/undo.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import type { CommandReply } from "./command.js";
+
+/**
+ * Seconds within which a second press of `/memory`'s "delete all" button confirms the first
+ * ({@link pressMemoryButton}); a later press asks again.
+ */
+export const ERASE_CONFIRM_SECONDS = 30;
 
 /** Longest text of one file shown by `/memory`, in characters (code points). */
 export const MAX_SHOWN_FILE_CHARS = 400;
@@ -78,6 +85,14 @@ export const MEMORY_TEXT = {
     en: "This group's shared memory is erased ({count} files).",
   },
   nothingToErase: { "zh-TW": "沒有需要清除的記憶。", en: "There is no memory to erase." },
+  confirmErasePersonal: {
+    "zh-TW": "確定要清除你的全部個人記憶（{count} 個檔案）嗎？{seconds} 秒內再按一次「🗑 全部刪除」即可清除。",
+    en: "Erase all of your personal memory ({count} files)? Press “🗑 Delete all” again within {seconds} seconds to confirm.",
+  },
+  confirmEraseGroup: {
+    "zh-TW": "確定要清除這個群組的全部共同記憶（{count} 個檔案）嗎？{seconds} 秒內再按一次「🗑 全部刪除」即可清除。",
+    en: "Erase all of this group's shared memory ({count} files)? Press “🗑 Delete all” again within {seconds} seconds to confirm.",
+  },
   notAllowed: {
     "zh-TW": "在群組裡只有群組管理員可以刪除共同記憶。",
     en: "In a group only its administrators may delete the shared memory.",
@@ -219,7 +234,8 @@ export interface MemoryPressAnswer {
 /**
  * Handles a press on a `/memory` button (see the module comment): in a group only its
  * administrators and bot admins may delete; the file (or every file) goes from the scope of the
- * pressed message's chat and the presser.
+ * pressed message's chat and the presser. "Delete all" erases on the presser's second press within
+ * {@link ERASE_CONFIRM_SECONDS}: the first only asks to press again (when the scope holds files).
  * @throws when Redis is unreachable (the caller answers "try again").
  */
 export async function pressMemoryButton(press: MemoryPress, store: MemoryStore): Promise<MemoryPressAnswer> {
@@ -243,6 +259,16 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
   const scope: MemoryScope = memoryScopeOf(press);
   const handle = parsed[1];
   if (handle === undefined) {
+    // Everything at once is asked twice: the first press only arms the erase (a slip of the finger loses nothing).
+    const files = (await store.read(scope)).length;
+    if (files > 0 && (await store.armErase(scope, press.userId, ERASE_CONFIRM_SECONDS)))
+      return {
+        notice: localize(
+          locale,
+          scope.kind === "personal" ? MEMORY_TEXT.confirmErasePersonal : MEMORY_TEXT.confirmEraseGroup,
+          { count: files, seconds: ERASE_CONFIRM_SECONDS },
+        ),
+      };
     const count = await store.erase(scope);
     const text =
       count === 0

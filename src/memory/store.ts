@@ -78,6 +78,14 @@ export function undoKey(scope: MemoryScope): string {
   return memoryKey(scope).replace(/^memory:/, "memory:undo:");
 }
 
+/**
+ * The Redis key noting that `userId` pressed "delete all" of `scope`'s memory once
+ * ({@link MemoryStore.armErase}): same hash tag as the scope's memory.
+ */
+export function eraseArmKey(scope: MemoryScope, userId: string): string {
+  return `${memoryKey(scope).replace(/^memory:/, "memory:erase:")}:${userId}`;
+}
+
 /** `platform:userId` or `platform:chatId` of a scope, for logs and the operator's CLI. */
 export function scopeName(scope: MemoryScope): string {
   return scope.kind === "personal" ? `${scope.platform}:${scope.userId}` : `${scope.platform}:${scope.chatId}`;
@@ -194,6 +202,20 @@ export class MemoryStore {
     const files = this.#decode(scope, await this.#redis.get(key));
     await this.#redis.del(key, undoKey(scope));
     return files.length;
+  }
+
+  /**
+   * The first of the two presses that erase a scope's whole memory (`/memory`'s 🗑 button): notes,
+   * for `seconds`, that `userId` asked to erase `scope` (`SET … NX EX`, under {@link eraseArmKey}).
+   * @returns true when this press armed the erase (nothing was armed: ask to confirm); false when
+   *   it was armed already (this press confirms: the note is deleted, and the caller erases).
+   * @throws when Redis is unreachable.
+   */
+  async armErase(scope: MemoryScope, userId: string, seconds: number): Promise<boolean> {
+    const key = eraseArmKey(scope, userId);
+    if ((await this.#redis.set(key, "1", "EX", seconds, "NX")) === "OK") return true;
+    await this.#redis.del(key);
+    return false;
   }
 
   /**

@@ -285,6 +285,12 @@ describe("Telegram: /memory and /forget", () => {
     expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["🗑 刪除 meet.md", "🗑 全部刪除"]);
     expect(adminListed.text).not.toContain("只有群組管理員");
     const adminAll = tg.buttons(adminListed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
+    // Everything at once is asked twice: the first press erases nothing.
+    expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: adminAll }))).toBe(
+      "確定要清除這個群組的全部共同記憶（1 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。",
+    );
+    expect(await redis.get(key)).toContain("每週三聚會");
+    expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["🗑 刪除 meet.md", "🗑 全部刪除"]);
     expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: adminAll }))).toBe(
       "已清除這個群組的共同記憶（1 個檔案）。",
     );

@@ -1,12 +1,14 @@
 /**
  * The memory store and the memory tool on a real Redis: the scope comes from the context (a
  * person's own in a DM, the group's in a group, a topic sharing its group's), never from the path;
- * concurrent writes to one scope are all kept; erasing is one key gone; the trace and log show
+ * concurrent writes to one scope are all kept; erasing is one key gone (from `/memory`'s button, on
+ * a second press); the trace and log show
  * sizes, not texts; MEMORY=off loads no memory tool.
  */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { memoryKey, MemoryStore, memoryScopeOf, type MemoryScope } from "../../src/memory/store.js";
+import { ERASE_CONFIRM_SECONDS, pressMemoryButton } from "../../src/commands/memory.js";
+import { eraseArmKey, memoryKey, MemoryStore, memoryScopeOf, type MemoryScope } from "../../src/memory/store.js";
 import { memoryTools } from "../../src/memory/tool.js";
 import type { RedisClient } from "../../src/redis.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
@@ -76,6 +78,57 @@ describe("the memory store", () => {
     expect(await store.erase(scope)).toBe(11);
     expect(await redis.exists(memoryKey(scope))).toBe(0);
     expect(await store.read(scope)).toEqual([]);
+  });
+
+  it("erases everything from /memory's button only on the presser's second press, within the time", async () => {
+    const store = new MemoryStore(redis);
+    const press = {
+      data: "mm:a",
+      platform: "line" as const,
+      chatId: "Ualice",
+      chatKind: "dm" as const,
+      userId: "Ualice",
+      locale: "zh-TW" as const,
+      admin: false,
+    };
+    const scope = memoryScopeOf(press);
+    await store.update(scope, () => ({
+      files: new Map([
+        ["/memories/家人.md", "妹妹住台中"],
+        ["/memories/food.md", "不吃香菜"],
+      ]),
+      result: undefined,
+    }));
+    const first = await pressMemoryButton(press, store);
+    expect(first).toEqual({
+      notice: "確定要清除你的全部個人記憶（2 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。",
+    });
+    expect(await store.read(scope)).toHaveLength(2);
+    expect(await redis.ttl(eraseArmKey(scope, "Ualice"))).toBeGreaterThan(ERASE_CONFIRM_SECONDS - 5);
+    const second = await pressMemoryButton(press, store);
+    const erased = "已清除你的個人記憶（2 個檔案）。對話紀錄不受影響（要清除請用 /reset）。";
+    expect(second).toEqual({ notice: erased, closeText: erased });
+    expect(await redis.exists(memoryKey(scope), eraseArmKey(scope, "Ualice"))).toBe(0);
+
+    // In a group, one administrator's press is not confirmed by another's; an expired first press asks again.
+    const group = { ...press, platform: "telegram" as const, chatId: "-1002", chatKind: "group" as const, admin: true };
+    const groupScope = memoryScopeOf(group);
+    await store.update(groupScope, () => ({ files: new Map([["/memories/meet.md", "週三聚會"]]), result: undefined }));
+    const asks = "確定要清除這個群組的全部共同記憶（1 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。";
+    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).notice).toBe(asks);
+    expect((await pressMemoryButton({ ...group, userId: "2" }, store)).notice).toBe(asks);
+    await redis.del(eraseArmKey(groupScope, "1")); // the first press's 30 seconds are over
+    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).notice).toBe(asks);
+    expect(await store.read(groupScope)).toHaveLength(1);
+    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).closeText).toBe(
+      "已清除這個群組的共同記憶（1 個檔案）。",
+    );
+    // Nothing stored: said at once, nothing armed.
+    expect(await pressMemoryButton({ ...group, userId: "3" }, store)).toEqual({
+      notice: "沒有需要清除的記憶。",
+      closeText: "沒有需要清除的記憶。",
+    });
+    expect(await redis.exists(eraseArmKey(groupScope, "3"))).toBe(0);
   });
 
   it("reads a damaged record as empty and says so in the log, without its value", async () => {

@@ -429,7 +429,8 @@ export class ApprovalFlow {
    * Closes the pending approval of the sender of `incoming` in its conversation as not confirmed,
    * because they wrote again there: the run is resumed with `superseded` and `callModel: false`
    * (every still pending call is closed, no model call), appended to history, and the prompt
-   * edited. Nothing is sent to the chat: the user has moved on. Call it before handling a new
+   * edited (until its expiry, a press on it is told that a new message closed it, also where it
+   * could not be edited: `ApprovalStore.finish`). Nothing is sent to the chat: the user has moved on. Call it before handling a new
    * message. Approvals of other people, and of the same person in another conversation (another
    * Telegram topic), stay open.
    *

@@ -23,8 +23,8 @@
  * - `approval:prompt:<platform>:<chatId>:<messageId>`: the id of the approval a prompt message asks about.
  * - `approval:exec:<tool_use id>`: the claim and then the result of one approved tool call.
  * - `approval:decided:<id>`: what is left of a decided approval once {@link ApprovalStore.finish}
- *   deleted its record: a small hash of the fields the decide script reads (`status` — `approved`
- *   or `declined` —, `platform`, `requesterId`, `requesterName`, `expiresAt`), written by the
+ *   deleted its record: a small hash of the fields the decide script reads (`status` — `approved`,
+ *   `declined` or `superseded` —, `platform`, `requesterId`, `requesterName`, `expiresAt`), written by the
  *   same script that deletes the record and living until the prompt's own `expiresAt`. A prompt
  *   that could not be closed (LINE cannot edit a sent message; a Discord edit may fail) can still
  *   be pressed: the press is then answered as while the record existed (`already_decided`, saying
@@ -259,7 +259,7 @@ return 1
  */
 const FINISH = `
 local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt')
-if ARGV[3] ~= '1' and (h[1] == 'approved' or h[1] == 'declined') and h[2] and h[3] and h[4] and h[5] then
+if ARGV[3] ~= '1' and (h[1] == 'approved' or h[1] == 'declined' or h[1] == 'superseded') and h[2] and h[3] and h[4] and h[5] then
   local ttl = tonumber(h[5]) - tonumber(ARGV[2])
   if ttl > 0 then
     redis.call('HSET', KEYS[4], 'status', h[1], 'platform', h[2], 'requesterId', h[3], 'requesterName', h[4], 'expiresAt', h[5])
@@ -633,7 +633,7 @@ export class ApprovalStore implements ApprovalDecider {
 
   /**
    * Deletes the record, its prompt index, and its pending index when it still points at it (one
-   * script). A decided record (`approved`, `declined`) leaves its decided marker in the same
+   * script). A decided record (`approved`, `declined`, `superseded`) leaves its decided marker in the same
    * script, until the prompt's `expiresAt` (see the module comment), so a later press on the
    * prompt is still answered `already_decided`. Safe to call twice.
    *

@@ -296,8 +296,11 @@ describe("ApprovalFlow.supersedePending", () => {
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
     expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    // The record is gone; a press on the prompt until its expiry is told a new message closed it.
+    expect(await h.store.get(id)).toBeUndefined();
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
-      status: "not_found",
+      status: "already_decided",
+      verdict: "superseded",
     });
     expect(toolRuns.count).toBe(0);
   });

@@ -434,8 +434,10 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect((await store.expire(again))?.topicId).toBe("11");
     expect(await store.pendingId({ ...topic11, userId: "u1" })).toBeUndefined();
     for (const id of [alice, bob, aliceInChat, again]) await store.finish(id);
-    // Only the decided one leaves its marker (until its prompt's expiry).
-    expect(await redis.keys("*")).toEqual([`approval:{approval}:decided:${aliceInChat}`]);
+    // The decided and superseded ones leave their markers (until their prompts' expiry), the expired one nothing.
+    expect((await redis.keys("*")).sort()).toEqual(
+      [alice, bob, aliceInChat].map((id) => `approval:{approval}:decided:${id}`).sort(),
+    );
   });
 
   it("finish removes the record and its chat index, and leaves a newer approval's index alone", async () => {

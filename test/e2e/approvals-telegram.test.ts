@@ -148,9 +148,10 @@ it("a new message while an approval is pending closes it as not confirmed and is
   expect(JSON.stringify(calcRequest.messages)).toContain(
     "The user sent a new message instead of confirming delete_todo",
   );
-  // A click on the old prompt now changes nothing.
+  // A click on the old prompt (an old client still showing the buttons) now changes nothing, and
+  // says why: the record is gone, but the press is told that a new message closed it.
   const late = tg.pressButton({ from: user, message: prompt, data: yes });
-  expect(await toast(late)).toBe("這個確認請求已過期或不存在。");
+  expect(await toast(late)).toBe("這個請求已經結束了：收到新訊息，未確認，未執行。");
   expect(await todoLines(redis, "telegram", "7106")).toEqual(["#1 整理書桌"]);
 });
 

@@ -402,8 +402,10 @@ export class LineOutbound implements Outbound {
   }
 
   /**
-   * LINE cannot edit a sent message: the prompt stays as it is (a press on it afterwards is
-   * answered "expired or no longer exists" by the core), and the answer that follows says what happened.
+   * LINE cannot edit a sent message: the prompt stays as it is, buttons and all, and the answer
+   * that follows says what happened. A press on it afterwards is answered by the core: until the
+   * prompt's own expiry, how it was decided ("already confirmed", "already cancelled", closed by
+   * a new message); after that, or once `/reset` closed it, "expired or no longer exists".
    */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict): Promise<void> {
     this.log.debug({ prompt, outcome }, "line: a sent approval prompt cannot be edited; left as it is");

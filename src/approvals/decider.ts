@@ -3,6 +3,7 @@
  * answer). The implementation (Redis-backed, atomic) lives beside this file; adapters depend
  * only on this interface.
  */
+import type { ApprovalVerdict } from "../agent/contract.js";
 import { localize, type Locale } from "../i18n.js";
 import type { Platform } from "../queue/incoming.js";
 import { durationInWords } from "../reminders/time.js";
@@ -42,7 +43,9 @@ export interface DecisionReply {
  * - `accepted`: the first valid decision; it was queued for a worker, which runs or declines the tool;
  * - `not_found`: no such approval, or it expired;
  * - `lost`: no such approval, and Redis lost its data since it could have been asked (the bot lost its state);
- * - `already_decided`: someone (the requester) decided before; nothing changed;
+ * - `already_decided`: it was decided before (by its requester, or closed by their new message);
+ *   nothing changed. `verdict` says how, when known: also after the record was deleted, until the
+ *   prompt's own expiry (see `approval:decided:<id>` in `store.ts`);
  * - `not_requester`: only `requesterName` may decide; nothing changed;
  * - `always_refused`: "always allow" was asked for a tool that refuses grants (`alwaysAllow: false`;
  *   its prompt has no such button); nothing changed, the requester may still confirm or cancel.
@@ -52,9 +55,19 @@ export type DecisionResult =
   | { status: "accepted"; approve: boolean; always?: { grantMs?: number } }
   | { status: "not_found" }
   | { status: "lost" }
-  | { status: "already_decided" }
+  | { status: "already_decided"; verdict?: DecidedVerdict }
   | { status: "not_requester"; requesterName: string }
   | { status: "always_refused" };
+
+/**
+ * How an approval that is no longer open was decided, as a later press is told: confirmed
+ * (`approved`, also "always allow"), cancelled (`declined`), or closed by the requester's new
+ * message (`superseded`). An expired approval is not decided: a press on it is `not_found`.
+ */
+export type DecidedVerdict = Extract<ApprovalVerdict, "approved" | "declined" | "superseded">;
+
+/** The {@link DecidedVerdict}s, for checking a value read back from Redis. */
+export const DECIDED_VERDICTS: readonly DecidedVerdict[] = ["approved", "declined", "superseded"];
 
 /** Checks a decision and, when it is the first valid one, queues it. */
 export interface ApprovalDecider {
@@ -89,6 +102,17 @@ export async function decideForGroup(
     return result;
   return decider.decide({ ...request, deciderId: asGroup });
 }
+
+/** The notice of an `already_decided` press, by how it was decided (`unknown`: not said). */
+const ALREADY_DECIDED = {
+  approved: { "zh-TW": "這個請求已經確認過了。", en: "This request was already confirmed." },
+  declined: { "zh-TW": "這個請求已經取消了。", en: "This request was already cancelled." },
+  superseded: {
+    "zh-TW": "這個請求已經結束了：收到新訊息，未確認，未執行。",
+    en: "This request was already closed: a new message came, so it was not done.",
+  },
+  unknown: { "zh-TW": "這個請求已經處理過了。", en: "This request was already decided." },
+} as const;
 
 /**
  * The short notice shown to the person who pressed (Telegram toast, Discord ephemeral reply).
@@ -131,7 +155,7 @@ export function decisionNotice(result: DecisionResult, locale: Locale): string {
         en: "Sorry, the bot lost its stored data (its database restarted empty), so this request can no longer be handled. Please ask again.",
       });
     case "already_decided":
-      return localize(locale, { "zh-TW": "這個請求已經處理過了。", en: "This request was already decided." });
+      return localize(locale, ALREADY_DECIDED[result.verdict ?? "unknown"]);
     case "not_requester":
       return localize(
         locale,

@@ -10,8 +10,10 @@
  *    decision current?), {@link ApprovalFlow.closePrompt} (the outcome on the prompt),
  *    {@link ApprovalFlow.resume} (the grant, then the run: the approved tool runs through
  *    `store.executeOnce`), and the pipeline's own history append, delivery and retries; at the end
- *    {@link ApprovalFlow.finish} deletes the record, or {@link ApprovalFlow.failureText} tells the
- *    requester that it failed.
+ *    {@link ApprovalFlow.finish} deletes the record (after {@link ApprovalFlow.failureText} told the
+ *    requester, when it failed). The deletion leaves a small marker of how it was decided until
+ *    the prompt's own expiry, so a later press on a prompt that was not closed (LINE cannot edit
+ *    it; a Discord edit may fail) is told "already confirmed" / "already cancelled", not "expired".
  * 3. No decision in time → the expiry job → the same path with `verdict: "expired"`.
  * 4. A new message of the requester in the same conversation → {@link ApprovalFlow.supersedePending}
  *    before it is handled. Other people's messages leave the prompt open.
@@ -332,8 +334,10 @@ export class ApprovalFlow {
    * Ends a decision or expiry whose conversation was reset since the approval was asked: the
    * prompt is closed like an expired one, saying that the conversation was reset (once per
    * approval, as {@link closePrompt}); nothing is resumed, so the tool does not run, no model is
-   * called, nothing is sent and nothing reaches the history; the record is deleted (a later
-   * press finds nothing: "expired or no longer exists").
+   * called, nothing is sent and nothing reaches the history; the record is deleted without the
+   * marker a decided approval leaves (`ApprovalStore.finish` with `reset`), also when the
+   * requester had pressed before the reset: a later press finds nothing and is told "expired or
+   * no longer exists", as the edited prompt says.
    * @throws when Redis is unreachable.
    */
   async closeReset({ record }: TakenDecision, outbound: Outbound): Promise<void> {
@@ -356,7 +360,7 @@ export class ApprovalFlow {
       { approvalId: record.id, tool: record.call.name },
       "approval closed: the conversation was reset since it was asked; the run is not resumed",
     );
-    await this.#deps.store.finish(record.id);
+    await this.#deps.store.finish(record.id, { reset: true });
   }
 
   /** Runs an approved call (and every write of a resumed run) at most once per `tool_use` id: `ApprovalStore.executeOnce`. */
@@ -364,7 +368,12 @@ export class ApprovalFlow {
     return this.#deps.store.executeOnce;
   }
 
-  /** Deletes the approval record once its decision was answered (or asked about again): a redelivered job then finds nothing to do. */
+  /**
+   * Deletes the approval record once its decision was answered (or asked about again, or failed
+   * for good): a redelivered job then finds nothing to do, and a press on the prompt until its
+   * expiry is still told how it was decided (`ApprovalStore.finish`).
+   * @throws when Redis is unreachable.
+   */
   async finish({ record }: TakenDecision): Promise<void> {
     await this.#deps.store.finish(record.id);
   }
@@ -420,7 +429,8 @@ export class ApprovalFlow {
    * Closes the pending approval of the sender of `incoming` in its conversation as not confirmed,
    * because they wrote again there: the run is resumed with `superseded` and `callModel: false`
    * (every still pending call is closed, no model call), appended to history, and the prompt
-   * edited. Nothing is sent to the chat: the user has moved on. Call it before handling a new
+   * edited (until its expiry, a press on it is told that a new message closed it, also where it
+   * could not be edited: `ApprovalStore.finish`). Nothing is sent to the chat: the user has moved on. Call it before handling a new
    * message. Approvals of other people, and of the same person in another conversation (another
    * Telegram topic), stay open.
    *

@@ -11,7 +11,8 @@
  *   Telegram topic) beside the JSON of the rest (`data`),
  *   the prompt reference (`prompt`) and the decision (`decidedAt`, `deciderId`). It lives
  *   `timeoutMs + graceMs` while pending and `closedTtlMs` after it left `pending`, so a decision
- *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it.
+ *   job that runs late still finds the saved run; {@link ApprovalStore.finish} deletes it (a decided
+ *   one leaves `approval:decided:<id>`, below).
  * - `approval:pending:<conversation>:<requesterId>`: the id of the pending approval of one requester
  *   in one conversation (`conversation` is `conversationKey`: `platform:chatId` or
  *   `platform:chatId/topicId`). Several people of one chat or topic may each have a prompt open;
@@ -21,6 +22,14 @@
  *   it when its approval leaves `pending` or is finished, and the set lives as long as its newest member.
  * - `approval:prompt:<platform>:<chatId>:<messageId>`: the id of the approval a prompt message asks about.
  * - `approval:exec:<tool_use id>`: the claim and then the result of one approved tool call.
+ * - `approval:decided:<id>`: what is left of a decided approval once {@link ApprovalStore.finish}
+ *   deleted its record: a small hash of the fields the decide script reads (`status` — `approved`,
+ *   `declined` or `superseded` —, `platform`, `requesterId`, `requesterName`, `expiresAt`), written by the
+ *   same script that deletes the record and living until the prompt's own `expiresAt`. A prompt
+ *   that could not be closed (LINE cannot edit a sent message; a Discord edit may fail) can still
+ *   be pressed: the press is then answered as while the record existed (`already_decided`, saying
+ *   how), not as expired. None is left for an expired approval, nor for one closed by `/reset` (a
+ *   press on it is rightly told it expired).
  *
  * With {@link ApprovalStoreOptions.hints}, {@link ApprovalStore.create} also writes a **pending hint**
  * in the conversation's own hash slot, on the conversations' Redis:
@@ -60,7 +69,14 @@ import {
 import { decodeRecord } from "../records.js";
 import { ExecutionLedger, type ExecuteOnce } from "../toolbox/once.js";
 import { conversationTag } from "../queue/keys.js";
-import type { ApprovalDecider, DecisionReply, DecisionRequest, DecisionResult } from "./decider.js";
+import {
+  DECIDED_VERDICTS,
+  type ApprovalDecider,
+  type DecidedVerdict,
+  type DecisionReply,
+  type DecisionRequest,
+  type DecisionResult,
+} from "./decider.js";
 
 /** Where an approval stands: `pending`, or how it ended. Only `pending` can change, and only once. */
 export type ApprovalStatus = "pending" | ApprovalVerdict;
@@ -118,7 +134,10 @@ export interface ApprovalRecord extends NewApproval, ConversationRef {
   requesterName: string;
   /** When it was created, ms since the Unix epoch. */
   createdAt: number;
-  /** After this instant (ms since the Unix epoch) decisions are refused as `not_found`. */
+  /**
+   * After this instant (ms since the Unix epoch) decisions are refused as `not_found`; until then,
+   * a press on a decided approval is `already_decided`, also after its record was deleted.
+   */
   expiresAt: number;
   /** The posted prompt, once {@link ApprovalStore.setPrompt} saved it. */
   prompt?: SentRef;
@@ -182,14 +201,20 @@ export interface ApprovalStoreOptions {
   hints?: RedisClient;
 }
 
+/**
+ * Decides the record KEYS[1]; when it is gone, answers from its decided marker KEYS[2] (see the
+ * module comment; its status is never `pending`, so nothing is written then).
+ */
 const DECIDE = `
-local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt', 'alwaysAllow')
+local fields = {'status', 'platform', 'requesterId', 'requesterName', 'expiresAt', 'alwaysAllow'}
+local h = redis.call('HMGET', KEYS[1], unpack(fields))
+if not h[1] then h = redis.call('HMGET', KEYS[2], unpack(fields)) end
 if not h[1] then return {'not_found'} end
 if h[2] ~= ARGV[2] then return {'not_found'} end
 if tonumber(ARGV[1]) > tonumber(h[5]) then return {'not_found'} end
 if h[1] == 'expired' then return {'not_found'} end
 if h[3] ~= ARGV[3] then return {'not_requester', h[4]} end
-if h[1] ~= 'pending' then return {'already_decided'} end
+if h[1] ~= 'pending' then return {'already_decided', h[1]} end
 if ARGV[6] == '1' and h[6] ~= '1' then return {'always_refused'} end
 redis.call('HSET', KEYS[1], 'status', ARGV[4], 'decidedAt', ARGV[1], 'deciderId', ARGV[3])
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'always', '1') end
@@ -226,10 +251,23 @@ redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
 return 1
 `;
 
-/** Deletes the record, the prompt index (KEYS[4], may be absent), the pending index (KEYS[2]) when it points at it, and the id from the open set (KEYS[3]). */
+/**
+ * Deletes the record, the prompt index (KEYS[5], may be absent), the pending index (KEYS[2]) when
+ * it points at it, and the id from the open set (KEYS[3]); for a decided record (unless ARGV[3] is
+ * '1': closed by a reset) leaves its decided marker KEYS[4] until the prompt's `expiresAt`, counted
+ * from ARGV[2] (now, ms).
+ */
 const FINISH = `
+local h = redis.call('HMGET', KEYS[1], 'status', 'platform', 'requesterId', 'requesterName', 'expiresAt')
+if ARGV[3] ~= '1' and (h[1] == 'approved' or h[1] == 'declined' or h[1] == 'superseded') and h[2] and h[3] and h[4] and h[5] then
+  local ttl = tonumber(h[5]) - tonumber(ARGV[2])
+  if ttl > 0 then
+    redis.call('HSET', KEYS[4], 'status', h[1], 'platform', h[2], 'requesterId', h[3], 'requesterName', h[4], 'expiresAt', h[5])
+    redis.call('PEXPIRE', KEYS[4], ttl)
+  end
+end
 redis.call('DEL', KEYS[1])
-if KEYS[4] then redis.call('DEL', KEYS[4]) end
+if KEYS[5] then redis.call('DEL', KEYS[5]) end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 redis.call('SREM', KEYS[3], ARGV[1])
 return 1
@@ -454,13 +492,17 @@ export class ApprovalStore implements ApprovalDecider {
    * unknown id, another platform, or now > `expiresAt` or already expired → `not_found` (`lost`
    * when the record is not there at all and Redis lost its data since it could have been asked);
    * decider is not the requester → `not_requester` (with the requester's name);
-   * not pending any more → `already_decided`; `always` on a prompt that did not offer "always
-   * allow" (the tool refuses grants: a forged button) → `always_refused`, nothing changes; else
+   * not pending any more → `already_decided` (with how it was decided, its `verdict`); `always`
+   * on a prompt that did not offer "always allow" (the tool refuses grants: a forged button) →
+   * `always_refused`, nothing changes; else
    * the status becomes `approved`/`declined` (with `always` recorded, when asked) → `accepted`,
    * and `onDecision` is called. Only the first valid decision is ever `accepted`. `always`
    * implies approval; the grant itself is recorded by the worker that resumes the run.
    * Before all that, a pending approval whose conversation was reset since it was asked
    * ({@link resetSince}) is closed as expired (and `onReset` called): `not_found`, nothing runs.
+   * Once {@link finish} deleted the record of a decided approval, the same checks run on what it
+   * left (`approval:decided:<id>`, see the module comment) until the prompt's `expiresAt`: a press
+   * then is still `already_decided` (or `not_requester`), not `not_found`.
    *
    * @throws when Redis is unreachable, or when `onDecision` throws (the decision is then undone).
    */
@@ -474,8 +516,9 @@ export class ApprovalStore implements ApprovalDecider {
     if (await this.#closeIfReset(request.approvalId, request.platform)) return { status: "not_found" };
     const reply = (await this.#redis.eval(
       DECIDE,
-      1,
+      2,
       key,
+      this.#decidedKey(request.approvalId),
       now,
       request.platform,
       request.deciderId,
@@ -486,7 +529,11 @@ export class ApprovalStore implements ApprovalDecider {
     const [status, name] = reply;
     if (status === "not_requester") return { status, requesterName: name ?? "" };
     if (status === "not_found" && (await this.#lostWithData(key, now))) return { status: "lost" };
-    if (status === "not_found" || status === "already_decided" || status === "always_refused") return { status };
+    if (status === "already_decided")
+      return DECIDED_VERDICTS.includes(name as DecidedVerdict)
+        ? { status, verdict: name as DecidedVerdict }
+        : { status };
+    if (status === "not_found" || status === "always_refused") return { status };
     this.#log.info(
       { approvalId: request.approvalId, verdict, always },
       `approval ${verdict}${always ? " (always allow)" : ""}`,
@@ -584,15 +631,26 @@ export class ApprovalStore implements ApprovalDecider {
     return (await this.#redis.get(this.#pendingKey(requester))) ?? undefined;
   }
 
-  /** Deletes the record, and its pending index when it still points at it. Safe to call twice. */
-  async finish(id: string): Promise<void> {
+  /**
+   * Deletes the record, its prompt index, and its pending index when it still points at it (one
+   * script). A decided record (`approved`, `declined`, `superseded`) leaves its decided marker in the same
+   * script, until the prompt's `expiresAt` (see the module comment), so a later press on the
+   * prompt is still answered `already_decided`. Safe to call twice.
+   *
+   * @param id - the approval's id; a malformed or unknown one does nothing.
+   * @param options.reset - the approval was closed because its conversation was reset
+   *   (`ApprovalFlow.closeReset`): no marker is left, whatever its status, so a later press is
+   *   answered `not_found` ("expired or no longer exists"), as for the forgotten conversation.
+   * @throws when Redis is unreachable.
+   */
+  async finish(id: string, options: { reset?: boolean } = {}): Promise<void> {
     if (!APPROVAL_ID_PATTERN.test(id)) return;
     const requester = await this.#requesterOf(id);
     if (!requester) return;
-    const keys = [this.#key(id), this.#pendingKey(requester), this.#openKey(requester)];
+    const keys = [this.#key(id), this.#pendingKey(requester), this.#openKey(requester), this.#decidedKey(id)];
     const prompt = decodeRecord(SentRefSchema, requester.prompt, "approval prompt", this.#log, { approvalId: id });
     if (prompt) keys.push(this.#promptKey(requester.platform, prompt));
-    await this.#redis.eval(FINISH, keys.length, ...keys, id);
+    await this.#redis.eval(FINISH, keys.length, ...keys, id, this.#now(), options.reset === true ? "1" : "0");
   }
 
   /**
@@ -665,6 +723,11 @@ export class ApprovalStore implements ApprovalDecider {
 
   #key(id: string): string {
     return `${this.#prefix}${id}`;
+  }
+
+  /** What a decided approval leaves when its record is deleted (see the module comment). */
+  #decidedKey(id: string): string {
+    return `${this.#prefix}decided:${id}`;
   }
 
   #promptKey(platform: Platform, ref: SentRef): string {

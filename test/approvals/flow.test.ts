@@ -7,13 +7,15 @@
 import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PendingCall } from "../../src/agent/contract.js";
+import { decisionNotice } from "../../src/approvals/decider.js";
 import { describeCall, outcomeText } from "../../src/approvals/flow.js";
+import { HistoryStore } from "../../src/history/store.js";
 import { PlatformUnavailableError } from "../../src/outbound-errors.js";
 import { connectRedis } from "../../src/redis.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { RecordingOutbound } from "./recording-outbound.js";
-import { harness, message, nextMessage, paused, requester, resumes, toolbox, toolRuns } from "./support.js";
+import { chat, harness, message, nextMessage, paused, requester, resumes, toolbox, toolRuns } from "./support.js";
 
 let server: TestRedis;
 let redis: RedisClient;
@@ -191,6 +193,41 @@ describe("ApprovalFlow.handleDecision", () => {
     expect(toolRuns.count).toBe(0);
   });
 
+  it("a press after the answer (record deleted) is told how it was decided until the prompt's expiry, then expired", async () => {
+    const clock = { now: Date.now() };
+    const h = harness(redis, undefined, { now: () => clock.now });
+    const press = () => h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    const expiresAt = h.outbound.prompts[0]!.prompt.expiresAt;
+    expect(await press()).toEqual({ status: "accepted", approve: true });
+    expect(await h.decide(h.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(await h.store.get(id)).toBeUndefined();
+
+    // A prompt that was not closed (LINE cannot edit it; a Discord edit failed) is pressed again.
+    const late = await press();
+    expect(decisionNotice(late, "zh-TW")).toBe("這個請求已經確認過了。");
+    clock.now = expiresAt;
+    expect(decisionNotice(await press(), "en")).toBe("This request was already confirmed.");
+    clock.now = expiresAt + 1;
+    expect(decisionNotice(await press(), "zh-TW")).toBe("這個確認請求已過期或不存在。");
+    expect(h.jobs).toHaveLength(1);
+    expect(toolRuns.count).toBe(1);
+  });
+
+  it("a decision whose conversation was reset before its job ran: closed as reset, and a later press is told expired", async () => {
+    const h = harness(redis);
+    const history = new HistoryStore(redis, { maxMessages: 100, ttlSeconds: 3600 });
+    const id = await h.flow.begin(message, paused([call2]), h.outbound, "zh-TW", await history.generation(chat));
+    const press = () => h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await press()).toEqual({ status: "accepted", approve: true });
+    await history.reset(chat);
+    expect(await h.decide(h.jobs[0]!)).toEqual({ status: "skipped", reason: "reset" });
+    expect(h.outbound.prompts[0]!.closed?.text).toBe(outcomeText("reset", "刪除筆記 #2「繳電費」", "zh-TW"));
+    expect(await h.store.get(id)).toBeUndefined();
+    expect(await press()).toEqual({ status: "not_found" });
+    expect(toolRuns.count).toBe(0);
+  });
+
   it("the expiry job loses to a decision that came first", async () => {
     const h = harness(redis);
     const id = await h.flow.begin(message, paused([call2]), h.outbound);
@@ -259,8 +296,11 @@ describe("ApprovalFlow.supersedePending", () => {
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
     expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    // The record is gone; a press on the prompt until its expiry is told a new message closed it.
+    expect(await h.store.get(id)).toBeUndefined();
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
-      status: "not_found",
+      status: "already_decided",
+      verdict: "superseded",
     });
     expect(toolRuns.count).toBe(0);
   });

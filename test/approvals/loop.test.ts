@@ -131,7 +131,8 @@ describe("approval flow with the real loop", () => {
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
     expect(h.outbound.answers).toEqual([]);
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
-      status: "not_found",
+      status: "already_decided",
+      verdict: "superseded",
     });
     expect(toolRuns.count).toBe(0);
     await followUp(h);

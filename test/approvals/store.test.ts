@@ -1,5 +1,6 @@
 import type { RedisClient } from "../../src/redis.js";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { PausedRun } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decider.js";
 import {
@@ -169,9 +170,9 @@ describe("ApprovalStore.decide", () => {
     const first = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
     expect(first).toEqual({ status: "accepted", approve: true });
     expect(decisionNotice(first, "zh-TW")).toBe("已確認，處理中…");
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({
-      status: "already_decided",
-    });
+    const again = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    expect(again).toEqual({ status: "already_decided", verdict: "approved" });
+    expect(decisionNotice(again, "zh-TW")).toBe("這個請求已經確認過了。");
     expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
     expect((await store.get(id))?.status).toBe("approved");
     expect((await store.get(id))?.deciderId).toBe("u1");
@@ -336,9 +337,9 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect(record?.status).toBe("superseded");
     expect(await store.supersede(chat)).toBeUndefined();
     expect(await store.expire(id)).toBeUndefined();
-    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
-      status: "already_decided",
-    });
+    const late = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true });
+    expect(late).toEqual({ status: "already_decided", verdict: "superseded" });
+    expect(decisionNotice(late, "en")).toBe("This request was already closed: a new message came, so it was not done.");
     expect(decisions).toEqual([]);
   });
 
@@ -433,7 +434,10 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     expect((await store.expire(again))?.topicId).toBe("11");
     expect(await store.pendingId({ ...topic11, userId: "u1" })).toBeUndefined();
     for (const id of [alice, bob, aliceInChat, again]) await store.finish(id);
-    expect(await redis.dbsize()).toBe(0);
+    // The decided and superseded ones leave their markers (until their prompts' expiry), the expired one nothing.
+    expect((await redis.keys("*")).sort()).toEqual(
+      [alice, bob, aliceInChat].map((id) => `approval:{approval}:decided:${id}`).sort(),
+    );
   });
 
   it("finish removes the record and its chat index, and leaves a newer approval's index alone", async () => {
@@ -452,6 +456,114 @@ describe("ApprovalStore.expire, supersede and finish", () => {
     await store.finish(second);
     expect(await store.pendingId(chat)).toBeUndefined();
     expect(await redis.dbsize()).toBe(0);
+  });
+});
+
+/** The commands `connection` sends while `work` runs, by name (a script is one: `eval`). */
+async function sentDuring(connection: RedisClient, work: () => Promise<unknown>): Promise<string[]> {
+  const spy = vi.spyOn(connection as Redis, "sendCommand");
+  try {
+    await work();
+    return spy.mock.calls.map(([command]) => command.name);
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe("ApprovalStore: a press after the record was finished", () => {
+  const press = (store: ApprovalStore, id: string, deciderId = "u1", platform: "telegram" | "discord" = "telegram") =>
+    store.decide({ approvalId: id, platform, deciderId, approve: true });
+
+  it("is answered as before the deletion until the prompt's expiresAt (already_decided, how; not_requester), then not_found", async () => {
+    const { store, clock, decisions } = storeWithClock(1_800_000_000_000);
+    const id = await store.create(approval());
+    clock.now += 60_000;
+    expect(await press(store, id)).toEqual({ status: "accepted", approve: true });
+    clock.now += 5_000;
+    await store.finish(id);
+    expect(await store.get(id)).toBeUndefined();
+
+    const late = await press(store, id);
+    expect(late).toEqual({ status: "already_decided", verdict: "approved" });
+    expect(decisionNotice(late, "zh-TW")).toBe("這個請求已經確認過了。");
+    expect(decisionNotice(late, "en")).toBe("This request was already confirmed.");
+    expect(await press(store, id, "u2")).toEqual({ status: "not_requester", requesterName: "Alice" });
+    expect(await press(store, id, "u1", "discord")).toEqual({ status: "not_found" });
+    // Nothing is written by these presses: no record comes back, no second decision.
+    expect(await redis.exists(`approval:{approval}:${id}`)).toBe(0);
+    expect(decisions).toEqual([{ approvalId: id, verdict: "approved" }]);
+    // What is left: the fields the decide script reads, living until the prompt's expiry (300 s after it was asked).
+    const marker = `approval:{approval}:decided:${id}`;
+    expect(await redis.hgetall(marker)).toEqual({
+      status: "approved",
+      platform: "telegram",
+      requesterId: "u1",
+      requesterName: "Alice",
+      expiresAt: "1800000300000",
+    });
+    const ttl = await redis.pttl(marker);
+    expect(ttl).toBeGreaterThan(230_000);
+    expect(ttl).toBeLessThanOrEqual(235_000);
+
+    clock.now = 1_800_000_300_000;
+    expect(await press(store, id)).toEqual({ status: "already_decided", verdict: "approved" });
+    clock.now += 1;
+    const expired = await press(store, id);
+    expect(expired).toEqual({ status: "not_found" });
+    expect(decisionNotice(expired, "zh-TW")).toBe("這個確認請求已過期或不存在。");
+  });
+
+  it("a declined approval is told as cancelled", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false });
+    await store.finish(id);
+    const late = await press(store, id);
+    expect(late).toEqual({ status: "already_decided", verdict: "declined" });
+    expect(decisionNotice(late, "zh-TW")).toBe("這個請求已經取消了。");
+    expect(decisionNotice(late, "en")).toBe("This request was already cancelled.");
+  });
+
+  it("an expired approval, and a decided one finished after /reset, leave nothing: not_found", async () => {
+    const { store } = storeWithClock();
+    const expired = await store.create(approval());
+    await store.expire(expired);
+    await store.finish(expired);
+    const reset = await store.create(approval({ message: message({ messageId: "m2" }) }));
+    await press(store, reset);
+    await store.finish(reset, { reset: true });
+    expect(await press(store, expired)).toEqual({ status: "not_found" });
+    expect(await press(store, reset)).toEqual({ status: "not_found" });
+    expect(await redis.dbsize()).toBe(0);
+  });
+
+  it("leaves no marker when the prompt has already expired, and the marker goes with its TTL (real time)", async () => {
+    const { store, clock } = storeWithClock(1_800_000_000_000);
+    const id = await store.create(approval());
+    await press(store, id);
+    clock.now += 300_000;
+    await store.finish(id);
+    expect(await redis.dbsize()).toBe(0);
+
+    const quick = new ApprovalStore(redis, { timeoutMs: 150 });
+    const other = await quick.create(approval({ message: message({ messageId: "m2" }) }));
+    await press(quick, other);
+    await quick.finish(other);
+    expect(await press(quick, other)).toEqual({ status: "already_decided", verdict: "approved" });
+    const deadline = Date.now() + 2000;
+    while ((await redis.exists(`approval:{approval}:decided:${other}`)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(await redis.dbsize()).toBe(0);
+    expect(await press(quick, other)).toEqual({ status: "not_found" });
+  });
+
+  it("costs no extra command: a decision is HMGET + one script, finish is HMGET + one script", async () => {
+    const { store } = storeWithClock();
+    const id = await store.create(approval());
+    await store.setPrompt(id, { chatId: "-100200", messageId: "5" });
+    expect(await sentDuring(redis, () => press(store, id))).toEqual(["hmget", "eval"]);
+    expect(await sentDuring(redis, () => store.finish(id))).toEqual(["hmget", "eval"]);
+    expect(await sentDuring(redis, () => press(store, id))).toEqual(["hmget", "eval"]);
   });
 });
 

@@ -181,6 +181,8 @@ export function harness(
     resumeAgent?: ResumeAgent;
     /** SDK client for the real loop (pointed at the fake Messages API). */
     client?: Anthropic;
+    /** The store's clock, ms since the Unix epoch; default `Date.now`. */
+    now?: () => number;
   } = {},
 ): Harness {
   const jobs: DecisionJob[] = [];
@@ -188,6 +190,7 @@ export function harness(
   const history = new HistoryStore(connection, { maxMessages: 100, ttlSeconds: 3600 });
   const store = new ApprovalStore(connection, {
     timeoutMs: hooks.timeoutMs ?? config.CONFIRM_TIMEOUT_SECONDS * 1000,
+    ...(hooks.now ? { now: hooks.now } : {}),
     onDecision: async (d) => {
       jobs.push(d);
       await hooks.onDecision?.(d);

@@ -117,7 +117,8 @@ it("a double click runs the tool once", async () => {
   const second = tg.pressButton({ from: user, message: prompt, data });
   const notices = [await toast(first), await toast(second)];
   expect(notices[0]).toBe("已確認，處理中…");
-  expect(["這個請求已經處理過了。", "這個確認請求已過期或不存在。"]).toContain(notices[1]);
+  // Decided while the record exists, or after it was deleted (the prompt's expiry is minutes away): the same notice.
+  expect(notices[1]).toBe("這個請求已經確認過了。");
   await tg.waitFor(() => answers(7105, "delete_todo:")[0], WAIT, "the final answer");
   await quietWindow(500);
   expect(answers(7105, "delete_todo:").map((m) => m.text)).toEqual(["delete_todo: 已刪除：#1 洗車"]);
@@ -147,9 +148,10 @@ it("a new message while an approval is pending closes it as not confirmed and is
   expect(JSON.stringify(calcRequest.messages)).toContain(
     "The user sent a new message instead of confirming delete_todo",
   );
-  // A click on the old prompt now changes nothing.
+  // A click on the old prompt (an old client still showing the buttons) now changes nothing, and
+  // says why: the record is gone, but the press is told that a new message closed it.
   const late = tg.pressButton({ from: user, message: prompt, data: yes });
-  expect(await toast(late)).toBe("這個確認請求已過期或不存在。");
+  expect(await toast(late)).toBe("這個請求已經結束了：收到新訊息，未確認，未執行。");
   expect(await todoLines(redis, "telegram", "7106")).toEqual(["#1 整理書桌"]);
 });
 

@@ -245,7 +245,7 @@ it("/settings buttons are quick reply postbacks; a press changes the setting and
   expect(changed.text).toContain("Settings of this chat:");
 });
 
-it("approval by postback: only the requester decides, a replayed or forged press changes nothing", async () => {
+it("approval by postback: only the requester decides, a replayed or forged press changes nothing, a later press is told it was confirmed", async () => {
   const bob = line.user("Bob the second");
   const group = line.group([alice, bob]);
   await seedTodos(redis, "line", alice.userId, ["buy milk"]);
@@ -283,6 +283,31 @@ it("approval by postback: only the requester decides, a replayed or forged press
   await new Promise((r) => setTimeout(r, 600));
   expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
   expect(line.messagesTo(group).length).toBeLessThanOrEqual(sent + 1);
+  // The answer given, the approval's record is deleted; LINE cannot edit the prompt, so it can still
+  // be pressed. Until the prompt's expiry a press is told how it was decided, not that it expired.
+  const approvalId = /^ap:([^:]+):y$/.exec(yes)![1]!;
+  await line.waitFor(
+    async () => (await redis.exists(`approval:{approval}:${approvalId}`)) === 0,
+    10_000,
+    "the deletion",
+  );
+  const noticeTo = async (from: FakeLineUser) => {
+    const before = line.messagesTo(group).length;
+    await line.deliver([line.postbackEvent({ from, groupId: group }, yes)]);
+    return line.waitFor(
+      () =>
+        line
+          .messagesTo(group)
+          .slice(before)
+          .find((m) => m.via === "reply"),
+      10_000,
+      "the notice",
+    );
+  };
+  expect((await noticeTo(alice)).text).toBe("這個請求已經確認過了。");
+  expect((await noticeTo(bob)).text).toBe("只有 Alice 可以決定。");
+  expect(await todos()).toEqual([]);
+  expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
 });
 
 it("/usage on LINE counts this month's push messages", async () => {

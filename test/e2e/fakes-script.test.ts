@@ -358,6 +358,115 @@ it("the fake model of npm run fakes answers with the demo's script when one of i
   expect(JSON.stringify(search)).not.toMatch(/encrypted/);
 });
 
+it("npm run fakes prints what the bot sends with its controls shown, never acted on, as the console adapter does", async () => {
+  // A bot message can carry what any user steered the model to write: ESC and CSI sequences, BEL,
+  // a lone CR (which would overwrite the printed line), C1 controls, bidi overrides. The fakes'
+  // console shows them as `terminalText` does (src/plain-text.ts): ␛, ␇, ␍; C1 and bidi controls gone.
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 20);
+  try {
+    const hostile = "\x1b[2J\x1b]0;pwned\x07A\rB\u009b31m\u202eC";
+    const shownAs = "␛[2J␛]0;pwned␇A␍B31mC";
+    const label = "\x1b[31mOK";
+    const post = async (url: string, body: unknown, headers: Record<string, string> = {}, method = "POST") => {
+      const response = await fetch(url, {
+        method,
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, `${method} ${url}: ${await response.clone().text()}`).toBeLessThan(300);
+      return response.status === 204 ? undefined : ((await response.json()) as Record<string, unknown>);
+    };
+
+    // Telegram: a message with a button, its edit, a draft.
+    const tg = fakes.telegram;
+    const dave = tg.user(7002, "Dave");
+    tg.sendUserMessage({ chat: tg.privateChat(dave), from: dave, text: "hi" });
+    const bot = `${tg.apiRoot}/bot${tg.token}`;
+    const sent = (await post(`${bot}/sendMessage`, {
+      chat_id: dave.id,
+      text: hostile,
+      reply_markup: { inline_keyboard: [[{ text: label, callback_data: "x" }]] },
+    }))!.result as { message_id: number };
+    await post(`${bot}/editMessageText`, {
+      chat_id: dave.id,
+      message_id: sent.message_id,
+      text: `edited ${hostile}`,
+      reply_markup: { inline_keyboard: [[{ text: label, callback_data: "x" }]] },
+    });
+    await post(`${bot}/sendMessageDraft`, { chat_id: dave.id, draft_id: 1, text: `draft ${hostile}` });
+
+    // Discord: a DM with a button and its edit; a slash command's answer, with a button, and its edit.
+    const dc = fakes.discord;
+    const erin = { id: "700000000000000009", username: "erin", global_name: "Erin" };
+    const channel = dc.dmChannel(erin);
+    const auth = { authorization: `Bot ${dc.token}` };
+    const button = { type: 1, components: [{ type: 2, style: 2, custom_id: "x", label }] };
+    const message = (await post(
+      `${dc.apiUrl}/v10/channels/${channel}/messages`,
+      { content: hostile, components: [button] },
+      auth,
+    ))!;
+    await post(
+      `${dc.apiUrl}/v10/channels/${channel}/messages/${String(message.id)}`,
+      { content: `edited ${hostile}` },
+      auth,
+      "PATCH",
+    );
+    const interaction = dc.slashCommand(erin, "help", { dm: true });
+    await post(`${dc.apiUrl}/v10/interactions/${interaction.id}/${interaction.token}/callback`, {
+      type: 4,
+      data: { content: `answer ${hostile}`, components: [button] },
+    });
+    await post(
+      `${dc.apiUrl}/v10/webhooks/${dc.applicationId}/${interaction.token}/messages/@original`,
+      { content: `answer edited ${hostile}` },
+      {},
+      "PATCH",
+    );
+
+    // LINE: a push with a quick reply button.
+    const frank = fakes.line.user("Frank");
+    await post(
+      `${fakes.line.apiUrl}/v2/bot/message/push`,
+      {
+        to: frank.userId,
+        messages: [
+          {
+            type: "text",
+            text: hostile,
+            quickReply: { items: [{ type: "action", action: { type: "postback", label, data: "x" } }] },
+          },
+        ],
+      },
+      { authorization: `Bearer ${fakes.line.token}` },
+    );
+
+    const expected = [
+      `telegram bot: ${shownAs} [␛[31mOK]`,
+      `telegram bot (edited): edited ${shownAs}`,
+      `telegram bot (draft): draft ${shownAs}`,
+      `discord bot: ${shownAs} [␛[31mOK]`,
+      `discord bot (edited): edited ${shownAs}`,
+      `discord bot (to the command): answer ${shownAs} [␛[31mOK]`,
+      `discord bot (to the command): answer edited ${shownAs}`,
+      `line bot (push): ${shownAs} [␛[31mOK]`,
+    ];
+    await fakes.telegram.waitFor(() => printed.length >= expected.length || undefined, 5_000, "every text printed");
+    expect(printed).toEqual(expect.arrayContaining(expected));
+    expect(printed).toHaveLength(expected.length);
+    // What the fakes' console answers a press with names the button as shown.
+    expect(await fakes.handle("tg press OK")).toBe('pressed "␛[31mOK" on Telegram as Alice');
+    // No control but a tab reaches the terminal, and every print is one line.
+    // eslint-disable-next-line no-control-regex -- the controls are what is looked for
+    for (const line of printed) expect(line).not.toMatch(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u202e]/);
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});
+
 it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {
   // The bot remembers a conversation's message ids for 2 days (in Redis): a fake restarted against
   // the same Redis must not begin again at the ids of its earlier run.

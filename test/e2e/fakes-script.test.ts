@@ -6,13 +6,15 @@
  * the language the person wrote in) the fakes print. A slow answer (`慢慢說`) is stopped with
  * `/stop` on Telegram, the ⏹ button on Discord and `/stop` on LINE. The weather and transcription
  * fakes answer with the printed key. Words one of the demo script's rules matches get the script's
- * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval, and
- * `tg press 確認` running it.
+ * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval,
+ * `tg press 取消` keeping it (the script saying so in the person's words) and `tg press 確認` running it.
+ * What the bot sends is printed with its controls shown, never acted on by the terminal.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { notRunText, notRunVerdict, type NotRunVerdict } from "../../src/agent/not-run.js";
 import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
@@ -160,7 +162,7 @@ it("npm run fakes prints the variables that run the bot against fake Telegram, D
   expect(exited).toBe(0);
 }, 180_000);
 
-it("npm run fakes answers with the demo's script: a todo added, listed, and deleted once 確認 is pressed on fake Telegram", async () => {
+it("npm run fakes answers with the demo's script: a todo added, listed, kept when 取消 is pressed and deleted once 確認 is pressed on fake Telegram", async () => {
   // The fakes as serve.ts starts them (in this process, to read what they received), and the bot's
   // `npm start` entry point given exactly their variables, on a Redis of its own (the first test's
   // bot left its Telegram polling lease and update offset in the shared one).
@@ -189,6 +191,21 @@ it("npm run fakes answers with the demo's script: a todo added, listed, and dele
     expect(listed.text).toBe(
       "［示範］工具 list_todos 的結果：\n你的待辦（1 項未完成）：\n#1 買牛奶\n\n🔧 讀取待辦清單",
     );
+
+    // Declined with `tg press 取消`: the prompt shows it, and the script answers as a model would, in
+    // Alice's language (not with the loop's English instruction to the model); the todo stays.
+    const asked = await type("tg 刪除待辦 1", /需要你的確認/);
+    const beforeDecline = tg.sent.length;
+    expect(await fakes.handle("tg press 取消")).toBe('pressed "❌ 取消" on Telegram as Alice');
+    const declined = await tg.waitFor(
+      () => tg.sent.slice(beforeDecline).find((m) => m.text.startsWith("［示範］")),
+      20_000,
+      "the answer after the decline",
+    );
+    expect(declined.text).toBe("［示範］好的，已取消，沒有刪除。");
+    await tg.waitFor(() => asked.text.startsWith("❌"), 20_000, "the prompt edited to the outcome");
+    expect(asked.text).toBe("❌ 已取消，未執行：刪除待辦 #1「買牛奶」");
+    expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
 
     // delete_todo waits for Alice's approval: the prompt, with its buttons, printed as the newcomer sees it.
     const prompt = await type("tg 刪除待辦 1", /需要你的確認/);
@@ -228,6 +245,7 @@ it("npm run fakes answers with the demo's script: a todo added, listed, and dele
     expect(called.map((b) => [b.name, b.input])).toEqual([
       ["add_todo", { title: "買牛奶" }],
       ["list_todos", {}],
+      ["delete_todo", { todo_id: 1 }],
       ["delete_todo", { todo_id: 1 }],
       ["list_todos", {}],
     ]);
@@ -465,6 +483,53 @@ it("npm run fakes prints what the bot sends with its controls shown, never acted
     stopFollowing();
     await fakes.stop();
   }
+});
+
+it("the demo's script answers a dangerous call the person declined in their language, not with the instruction to the model", () => {
+  const tools: FakeRequest["tools"] = ["add_todo", "delete_todo"].map((name) => ({
+    name,
+    input_schema: { type: "object" },
+  }));
+  /** The turn after the person's `said` asked to delete todo 1: the call not run, with what the loop tells the model. */
+  const notRun = (said: string, verdict: NotRunVerdict, tool = "delete_todo"): FakeRequest => ({
+    model: "claude-test",
+    max_tokens: 1024,
+    tools,
+    messages: [
+      { role: "user", content: [{ type: "text", text: said }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: tool, input: { todo_id: 1 } }] },
+      {
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_1",
+            content: notRunText(tool, verdict, 300),
+            is_error: true,
+          },
+        ],
+      },
+    ],
+  });
+  const textOf = (request: FakeRequest) =>
+    fakeModelReply(request)
+      .content.map((b) => (b.type === "text" ? b.text : ""))
+      .join("");
+  expect(textOf(notRun("刪除待辦 1", "declined"))).toBe("［示範］好的，已取消，沒有刪除。");
+  expect(textOf(notRun("delete todo 1", "declined"))).toBe("[demo] OK, cancelled; nothing was deleted.");
+  expect(textOf(notRun("刪除待辦 1", "expired"))).toBe("［示範］確認逾時，所以沒有刪除；還需要的話，再說一次就好。");
+  expect(textOf(notRun("delete todo 1", "expired"))).toBe(
+    "[demo] The confirmation timed out, so nothing was deleted; ask again if you still want it.",
+  );
+  expect(textOf(notRun("delete todo 1", "superseded"))).toBe(
+    "[demo] You wrote again instead of confirming, so nothing was deleted.",
+  );
+  // Another dangerous tool: nothing was done.
+  expect(textOf(notRun("刪除待辦 1", "declined", "schedule_task"))).toBe("［示範］好的，已取消，沒有執行。");
+  // The loop's text is read back only from an error result; a tool's own error is shown as before.
+  for (const verdict of ["declined", "expired", "superseded"] as const)
+    expect(notRunVerdict(notRunText("delete_todo", verdict, 300))).toBe(verdict);
+  expect(notRunVerdict("找不到待辦 #9")).toBeUndefined();
 });
 
 it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {

@@ -292,7 +292,24 @@ function enclosed(expression: string): boolean {
 }
 
 /**
+ * The `e` of a number in scientific notation (`1e308`, `2.5e-3`, `1E6`): right after a digit (or a
+ * digit and its decimal point), before the exponent's digits (signed or not). Any other letter ends
+ * an expression's run.
+ */
+const EXPONENT = String.raw`(?<=\d\.?)[eE](?=[-+]?\d)`;
+
+/** A character of an expression but an exponent's `e`: a digit, an operator, a parenthesis, a point, a space, `%`. */
+const EXPRESSION_CHAR = String.raw`[-+*/^()\d.\s%]`;
+
+/** A run of an expression's characters and exponents with a digit in it. */
+const EXPRESSION_RUN = new RegExp(
+  String.raw`(?:${EXPRESSION_CHAR}|${EXPONENT})*\d(?:${EXPRESSION_CHAR}|${EXPONENT})*`,
+  "g",
+);
+
+/**
  * The expression to calculate in `line`, or undefined: ×/÷ as * and /, full-width forms as ASCII,
+ * numbers in scientific notation whole (`1e308*10`: the calculator answers it is beyond its bounds),
  * a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
  */
 function expressionIn(line: string): string | undefined {
@@ -308,7 +325,7 @@ function expressionIn(line: string): string | undefined {
     factor = `${numberOf(discount[1]!) * 10 + (discount[2] ? numberOf(discount[2]) : 0)}%`;
     text = text.replace(discount[0], " ");
   }
-  for (const [run] of text.matchAll(/[-+*/^()\d.\s%]*\d[-+*/^()\d.\s%]*/g)) {
+  for (const [run] of text.matchAll(EXPRESSION_RUN)) {
     const expression = run.trim();
     const operator = /[\d)%]\s*[-+*/^%]\s*[\d(.]/.test(expression);
     if (operator || (factor && /\d/.test(expression)))

@@ -19,6 +19,7 @@ import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { connectRedis } from "../../src/redis.js";
+import { calculate } from "../../tools/calculate.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS, startLocalFakes } from "../fakes/serve.js";
 import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
@@ -530,6 +531,54 @@ it("the demo's script answers a dangerous call the person declined in their lang
   for (const verdict of ["declined", "expired", "superseded"] as const)
     expect(notRunVerdict(notRunText("delete_todo", verdict, 300))).toBe(verdict);
   expect(notRunVerdict("找不到待辦 #9")).toBeUndefined();
+});
+
+it("the demo script's calculator rule passes numbers in scientific notation whole, so the calculator answers with its bounds", () => {
+  const tools: FakeRequest["tools"] = [{ name: "calculate", input_schema: { type: "object" } }];
+  const request = (...messages: FakeRequest["messages"]): FakeRequest => ({
+    model: "claude-test",
+    max_tokens: 1024,
+    tools,
+    messages,
+  });
+  const said = (text: string) => request({ role: "user", content: [{ type: "text", text }] });
+  const expressionOf = (text: string) =>
+    fakeModelReply(said(text)).content.flatMap((b) =>
+      b.type === "tool_use" ? [(b.input as { expression?: unknown }).expression] : [],
+    );
+  expect(expressionOf("1e308*10")).toEqual(["1e308*10"]);
+  expect(expressionOf("2.5e-3 * 4")).toEqual(["2.5e-3 * 4"]);
+  expect(expressionOf("幫我算 1E308 × 10")).toEqual(["1E308 * 10"]);
+  expect(expressionOf("3e+2 - 1 是多少")).toEqual(["3e+2 - 1"]);
+  expect(expressionOf("what is 2 + 3e2?")).toEqual(["2 + 3e2"]);
+  expect(expressionOf("1e3 打八五折")).toEqual(["1e3 * 85%"]);
+  // As before: a letter that is not an exponent ends the expression, and a number alone is none.
+  expect(expressionOf("(1200 + 800) * 0.05")).toEqual(["(1200 + 800) * 0.05"]);
+  expect(expressionOf("3 eggs + 2 eggs")).toEqual([]);
+  expect(expressionOf("2.5e-3")).toEqual([]);
+
+  // The calculator's own answer: beyond its bounds, which the script shows.
+  expect(calculate("2.5e-3 * 4", "zh-TW")).toBe("2.5e-3 * 4 = 0.01");
+  let refusal = "";
+  try {
+    calculate("1E308 * 10", "zh-TW");
+  } catch (error) {
+    refusal = (error as Error).message;
+  }
+  expect(refusal).toBe("結果太大（超過 100 位數），不計算。");
+  const answer = fakeModelReply(
+    request(
+      { role: "user", content: [{ type: "text", text: "幫我算 1E308 × 10" }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "calculate", input: { expression: "1E308 * 10" } }],
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: refusal, is_error: true }] },
+    ),
+  );
+  expect(answer.content).toEqual([
+    { type: "text", text: "［示範］工具 calculate 沒有成功：結果太大（超過 100 位數），不計算。" },
+  ]);
 });
 
 it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {

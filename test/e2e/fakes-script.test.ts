@@ -547,6 +547,9 @@ it("the demo script's calculator rule passes numbers in scientific notation whol
       b.type === "tool_use" ? [(b.input as { expression?: unknown }).expression] : [],
     );
   expect(expressionOf("1e308*10")).toEqual(["1e308*10"]);
+  // In the default language: an exponent's e is not English.
+  expect(replyLanguage("1e308*10")).toBe("zh-TW");
+  expect(fakeModelReply(said("1e308*10")).content[0]).toEqual({ type: "text", text: "［示範］我用計算機算一下。" });
   expect(expressionOf("2.5e-3 * 4")).toEqual(["2.5e-3 * 4"]);
   expect(expressionOf("幫我算 1E308 × 10")).toEqual(["1E308 * 10"]);
   expect(expressionOf("3e+2 - 1 是多少")).toEqual(["3e+2 - 1"]);

@@ -21,15 +21,19 @@ export function localize(locale: Locale, texts: Localized, params: Record<string
 /** Han, kana and Hangul characters, CJK punctuation and full-width forms: text written in an East Asian script. */
 const EAST_ASIAN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff00-\uffef]/u;
 
+/** The `e` of a number in scientific notation (`1e308`, `2.5e-3`): part of the number, not a word. */
+const EXPONENT_E = /(?<=\d\.?)[eE](?=[-+]?\d)/g;
+
 /**
  * The locale a text is written in, by its letters (a guess for scripted answers: the demo's and
  * the fakes' model, not the bot's setting): `zh-TW` when it has East Asian characters (Han, kana,
  * Hangul, CJK punctuation), `en` when it has Latin letters and none of those; undefined when it
- * has neither (`1+1`, an emoji), so the caller's default applies.
+ * has neither (`1+1`, `1e308*10`: an exponent's `e` is no letter of a word; an emoji), so the
+ * caller's default applies.
  */
 export function writtenLocale(text: string): Locale | undefined {
   if (EAST_ASIAN.test(text)) return "zh-TW";
-  return /[A-Za-z]/.test(text) ? "en" : undefined;
+  return /[A-Za-z]/.test(text.replace(EXPONENT_E, "")) ? "en" : undefined;
 }
 
 const ENGLISH_PLURAL = new Intl.PluralRules("en");

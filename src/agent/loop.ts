@@ -35,6 +35,7 @@ import {
   type RunState,
 } from "./contract.js";
 import { ModelUnavailableError, toModelError } from "./errors.js";
+import { notRunText } from "./not-run.js";
 import {
   answerOf,
   forHistory,
@@ -166,12 +167,17 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
       noteIfStopped(deps, context, first.name, first.input, result, stopNotes);
       results.push(result);
     } else {
-      results.push(toolResult(first.toolUseId, notRunText(first, verdict, deps), true));
+      results.push(
+        toolResult(first.toolUseId, notRunText(first.name, verdict, deps.config.CONFIRM_TIMEOUT_SECONDS), true),
+      );
     }
   }
   const remaining: PendingCall[] = [];
   if (closeAll)
-    for (const call of rest) results.push(toolResult(call.toolUseId, notRunText(call, verdict, deps), true));
+    for (const call of rest)
+      results.push(
+        toolResult(call.toolUseId, notRunText(call.name, verdict, deps.config.CONFIRM_TIMEOUT_SECONDS), true),
+      );
   else if (deps.stop?.aborted)
     for (const call of rest) results.push(toolResult(call.toolUseId, stoppedBeforeText(call.name), true));
   else {
@@ -1180,28 +1186,6 @@ function untilStopped<T>(running: Promise<T>, stop: AbortSignal, stopped: () => 
       },
     );
   });
-}
-
-/** What the model reads when a pending call was not run. */
-function notRunText(call: PendingCall, verdict: Exclude<ApprovalVerdict, "approved">, deps: AgentDeps): string {
-  switch (verdict) {
-    case "declined":
-      return (
-        `The user declined this action, so ${call.name} was not run. Tell the user it was not done;` +
-        ` do not call it again unless the user asks for it again.`
-      );
-    case "expired":
-      return (
-        `The user did not confirm ${call.name} within ${deps.config.CONFIRM_TIMEOUT_SECONDS} ` +
-        `seconds, so the approval expired and it was not run. Tell the user it was not done and ` +
-        `that they can ask again.`
-      );
-    case "superseded":
-      return (
-        `The user sent a new message instead of confirming ${call.name}, so it was cancelled and ` +
-        `not run. Do not run it unless the user asks for it again.`
-      );
-  }
 }
 
 /** The short assistant text that closes a run without a model call. */

@@ -2,7 +2,8 @@
  * The demo's script (`npm run chat -- --demo`): what the scripted model answers, by rules, never by
  * understanding. A user's words pick one tool and its input — web search, memory, a reminder, the
  * todo list, the weather, the calculator, the clock — or the help text; a turn of tool results gets
- * an answer that shows them. Every example the bot suggests (the demo's banner, `/help`, `/memory`,
+ * an answer that shows them (a dangerous call the person declined: that it was not done, in their
+ * language, as a model would say it). Every example the bot suggests (the demo's banner, `/help`, `/memory`,
  * the README) is one of these rules, in zh-TW and in English (`test/console/demo-examples.test.ts`
  * walks them all). Every text starts with the demo label, so nobody takes it for Claude.
  *
@@ -12,6 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { DateTime } from "luxon";
+import { notRunVerdict, type NotRunVerdict } from "../agent/not-run.js";
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
 import { resolveCity } from "../../tools/cwa/cities.js";
@@ -116,6 +118,8 @@ const TEXT = {
   },
   result: { "zh-TW": "工具 {tool} 的結果：\n{result}", en: "The {tool} tool says:\n{result}" },
   failed: { "zh-TW": "工具 {tool} 沒有成功：{result}", en: "The {tool} tool did not succeed: {result}" },
+  deleted: { "zh-TW": "刪除", en: "deleted" },
+  done: { "zh-TW": "執行", en: "done" },
   afterAdd: {
     "zh-TW": "接著試試「刪除待辦 {id}」，看看確認提示。",
     en: 'Now try "delete todo {id}" to see an approval prompt.',
@@ -140,6 +144,23 @@ const TEXT = {
     en: "This bot does not offer the {tool} tool (it is turned off in the settings), so the demo cannot show it.",
   },
 } satisfies Record<string, Localized>;
+
+/**
+ * The answer to a dangerous call that was not run (its `tool_result` is the loop's instruction to
+ * the model, in English: `src/agent/not-run.ts`), by the approval's verdict, as a model would put it
+ * to the person; `{what}` is {@link TEXT}'s `deleted` for delete_todo, else `done`.
+ */
+const NOT_RUN: Record<NotRunVerdict, Localized> = {
+  declined: { "zh-TW": "好的，已取消，沒有{what}。", en: "OK, cancelled; nothing was {what}." },
+  expired: {
+    "zh-TW": "確認逾時，所以沒有{what}；還需要的話，再說一次就好。",
+    en: "The confirmation timed out, so nothing was {what}; ask again if you still want it.",
+  },
+  superseded: {
+    "zh-TW": "你沒有確認就傳了新訊息，所以沒有{what}。",
+    en: "You wrote again instead of confirming, so nothing was {what}.",
+  },
+};
 
 /** The examples the demo's help suggests, in order, each with the tool it needs. */
 const EXAMPLES: { tool: string; example: Localized }[] = [
@@ -271,7 +292,24 @@ function enclosed(expression: string): boolean {
 }
 
 /**
+ * The `e` of a number in scientific notation (`1e308`, `2.5e-3`, `1E6`): right after a digit (or a
+ * digit and its decimal point), before the exponent's digits (signed or not). Any other letter ends
+ * an expression's run.
+ */
+const EXPONENT = String.raw`(?<=\d\.?)[eE](?=[-+]?\d)`;
+
+/** A character of an expression but an exponent's `e`: a digit, an operator, a parenthesis, a point, a space, `%`. */
+const EXPRESSION_CHAR = String.raw`[-+*/^()\d.\s%]`;
+
+/** A run of an expression's characters and exponents with a digit in it. */
+const EXPRESSION_RUN = new RegExp(
+  String.raw`(?:${EXPRESSION_CHAR}|${EXPONENT})*\d(?:${EXPRESSION_CHAR}|${EXPONENT})*`,
+  "g",
+);
+
+/**
  * The expression to calculate in `line`, or undefined: ×/÷ as * and /, full-width forms as ASCII,
+ * numbers in scientific notation whole (`1e308*10`: the calculator answers it is beyond its bounds),
  * a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
  */
 function expressionIn(line: string): string | undefined {
@@ -287,7 +325,7 @@ function expressionIn(line: string): string | undefined {
     factor = `${numberOf(discount[1]!) * 10 + (discount[2] ? numberOf(discount[2]) : 0)}%`;
     text = text.replace(discount[0], " ");
   }
-  for (const [run] of text.matchAll(/[-+*/^()\d.\s%]*\d[-+*/^()\d.\s%]*/g)) {
+  for (const [run] of text.matchAll(EXPRESSION_RUN)) {
     const expression = run.trim();
     const operator = /[\d)%]\s*[-+*/^%]\s*[\d(.]/.test(expression);
     if (operator || (factor && /\d/.test(expression)))
@@ -453,11 +491,21 @@ export interface DemoToolResult {
   isError: boolean;
 }
 
-/** The script for a turn of tool results: an answer that shows each result, with a hint of what to try next. */
+/**
+ * The script for a turn of tool results: an answer that shows each result, with a hint of what to
+ * try next; a dangerous call the person declined (or did not confirm in time) gets a short answer
+ * saying it was not done ({@link NOT_RUN}), not the instruction its result gives the model.
+ */
 export function answerResults(results: readonly DemoToolResult[], turn: DemoTurn): DemoReply {
   const parts: string[] = [];
   const after = new Set<string>();
   for (const { tool, result, isError } of results) {
+    const notRun = isError ? notRunVerdict(result) : undefined;
+    if (notRun) {
+      const what = localize(turn.locale, tool === "delete_todo" ? TEXT.deleted : TEXT.done);
+      parts.push(localize(turn.locale, NOT_RUN[notRun], { what }));
+      continue;
+    }
     parts.push(localize(turn.locale, isError ? TEXT.failed : TEXT.result, { tool, result }));
     if (isError) continue;
     if (tool === "add_todo") {

@@ -28,6 +28,11 @@ it("writtenLocale: East Asian characters → zh-TW, Latin letters only → en, n
   expect(writtenLocale("幫我算 2*3 ok")).toBe("zh-TW");
   expect(writtenLocale("what time is it")).toBe("en");
   expect(writtenLocale("1+1 = ?")).toBeUndefined();
+  // An exponent's e is part of a number, not a word: the default language answers it.
+  expect(writtenLocale("1e308*10")).toBeUndefined();
+  expect(writtenLocale("2.5E-3 * 4")).toBeUndefined();
+  expect(writtenLocale("what is 1e3 * 2?")).toBe("en");
+  expect(writtenLocale("3 eggs")).toBe("en");
   expect(writtenLocale("👍")).toBeUndefined();
 });
 

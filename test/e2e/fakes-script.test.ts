@@ -6,17 +6,20 @@
  * the language the person wrote in) the fakes print. A slow answer (`慢慢說`) is stopped with
  * `/stop` on Telegram, the ⏹ button on Discord and `/stop` on LINE. The weather and transcription
  * fakes answer with the printed key. Words one of the demo script's rules matches get the script's
- * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval, and
- * `tg press 確認` running it.
+ * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval,
+ * `tg press 取消` keeping it (the script saying so in the person's words) and `tg press 確認` running it.
+ * What the bot sends is printed with its controls shown, never acted on by the terminal.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { notRunText, notRunVerdict, type NotRunVerdict } from "../../src/agent/not-run.js";
 import { loadConfig } from "../../src/config.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { connectRedis } from "../../src/redis.js";
+import { calculate } from "../../tools/calculate.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS, startLocalFakes } from "../fakes/serve.js";
 import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
@@ -160,7 +163,7 @@ it("npm run fakes prints the variables that run the bot against fake Telegram, D
   expect(exited).toBe(0);
 }, 180_000);
 
-it("npm run fakes answers with the demo's script: a todo added, listed, and deleted once 確認 is pressed on fake Telegram", async () => {
+it("npm run fakes answers with the demo's script: a todo added, listed, kept when 取消 is pressed and deleted once 確認 is pressed on fake Telegram", async () => {
   // The fakes as serve.ts starts them (in this process, to read what they received), and the bot's
   // `npm start` entry point given exactly their variables, on a Redis of its own (the first test's
   // bot left its Telegram polling lease and update offset in the shared one).
@@ -189,6 +192,21 @@ it("npm run fakes answers with the demo's script: a todo added, listed, and dele
     expect(listed.text).toBe(
       "［示範］工具 list_todos 的結果：\n你的待辦（1 項未完成）：\n#1 買牛奶\n\n🔧 讀取待辦清單",
     );
+
+    // Declined with `tg press 取消`: the prompt shows it, and the script answers as a model would, in
+    // Alice's language (not with the loop's English instruction to the model); the todo stays.
+    const asked = await type("tg 刪除待辦 1", /需要你的確認/);
+    const beforeDecline = tg.sent.length;
+    expect(await fakes.handle("tg press 取消")).toBe('pressed "❌ 取消" on Telegram as Alice');
+    const declined = await tg.waitFor(
+      () => tg.sent.slice(beforeDecline).find((m) => m.text.startsWith("［示範］")),
+      20_000,
+      "the answer after the decline",
+    );
+    expect(declined.text).toBe("［示範］好的，已取消，沒有刪除。");
+    await tg.waitFor(() => asked.text.startsWith("❌"), 20_000, "the prompt edited to the outcome");
+    expect(asked.text).toBe("❌ 已取消，未執行：刪除待辦 #1「買牛奶」");
+    expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
 
     // delete_todo waits for Alice's approval: the prompt, with its buttons, printed as the newcomer sees it.
     const prompt = await type("tg 刪除待辦 1", /需要你的確認/);
@@ -228,6 +246,7 @@ it("npm run fakes answers with the demo's script: a todo added, listed, and dele
     expect(called.map((b) => [b.name, b.input])).toEqual([
       ["add_todo", { title: "買牛奶" }],
       ["list_todos", {}],
+      ["delete_todo", { todo_id: 1 }],
       ["delete_todo", { todo_id: 1 }],
       ["list_todos", {}],
     ]);
@@ -356,6 +375,218 @@ it("the fake model of npm run fakes answers with the demo's script when one of i
   });
   expect(search.content[4]).toMatchObject({ citations: [{ url, cited_text: expect.any(String) as string }] });
   expect(JSON.stringify(search)).not.toMatch(/encrypted/);
+});
+
+it("npm run fakes prints what the bot sends with its controls shown, never acted on, as the console adapter does", async () => {
+  // A bot message can carry what any user steered the model to write: ESC and CSI sequences, BEL,
+  // a lone CR (which would overwrite the printed line), C1 controls, bidi overrides. The fakes'
+  // console shows them as `terminalText` does (src/plain-text.ts): ␛, ␇, ␍; C1 and bidi controls gone.
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 20);
+  try {
+    const hostile = "\x1b[2J\x1b]0;pwned\x07A\rB\u009b31m\u202eC";
+    const shownAs = "␛[2J␛]0;pwned␇A␍B31mC";
+    const label = "\x1b[31mOK";
+    const post = async (url: string, body: unknown, headers: Record<string, string> = {}, method = "POST") => {
+      const response = await fetch(url, {
+        method,
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, `${method} ${url}: ${await response.clone().text()}`).toBeLessThan(300);
+      return response.status === 204 ? undefined : ((await response.json()) as Record<string, unknown>);
+    };
+    /** Waits until `line` is printed (a message's line before its edit: the fakes print a message as it is then). */
+    const printedLine = (line: string) =>
+      fakes.telegram.waitFor(() => printed.includes(line) || undefined, 5_000, `${line} in ${printed.join("\n")}`);
+
+    // Telegram: a message with a button, its edit, a draft.
+    const tg = fakes.telegram;
+    const dave = tg.user(7002, "Dave");
+    tg.sendUserMessage({ chat: tg.privateChat(dave), from: dave, text: "hi" });
+    const bot = `${tg.apiRoot}/bot${tg.token}`;
+    const sent = (await post(`${bot}/sendMessage`, {
+      chat_id: dave.id,
+      text: hostile,
+      reply_markup: { inline_keyboard: [[{ text: label, callback_data: "x" }]] },
+    }))!.result as { message_id: number };
+    await printedLine(`telegram bot: ${shownAs} [␛[31mOK]`);
+    await post(`${bot}/editMessageText`, {
+      chat_id: dave.id,
+      message_id: sent.message_id,
+      text: `edited ${hostile}`,
+      reply_markup: { inline_keyboard: [[{ text: label, callback_data: "x" }]] },
+    });
+    await post(`${bot}/sendMessageDraft`, { chat_id: dave.id, draft_id: 1, text: `draft ${hostile}` });
+
+    // Discord: a DM with a button and its edit; a slash command's answer, with a button, and its edit.
+    const dc = fakes.discord;
+    const erin = { id: "700000000000000009", username: "erin", global_name: "Erin" };
+    const channel = dc.dmChannel(erin);
+    const auth = { authorization: `Bot ${dc.token}` };
+    const button = { type: 1, components: [{ type: 2, style: 2, custom_id: "x", label }] };
+    const message = (await post(
+      `${dc.apiUrl}/v10/channels/${channel}/messages`,
+      { content: hostile, components: [button] },
+      auth,
+    ))!;
+    await printedLine(`discord bot: ${shownAs} [␛[31mOK]`);
+    await post(
+      `${dc.apiUrl}/v10/channels/${channel}/messages/${String(message.id)}`,
+      { content: `edited ${hostile}` },
+      auth,
+      "PATCH",
+    );
+    const interaction = dc.slashCommand(erin, "help", { dm: true });
+    await post(`${dc.apiUrl}/v10/interactions/${interaction.id}/${interaction.token}/callback`, {
+      type: 4,
+      data: { content: `answer ${hostile}`, components: [button] },
+    });
+    await printedLine(`discord bot (to the command): answer ${shownAs} [␛[31mOK]`);
+    await post(
+      `${dc.apiUrl}/v10/webhooks/${dc.applicationId}/${interaction.token}/messages/@original`,
+      { content: `answer edited ${hostile}` },
+      {},
+      "PATCH",
+    );
+
+    // LINE: a push with a quick reply button.
+    const frank = fakes.line.user("Frank");
+    await post(
+      `${fakes.line.apiUrl}/v2/bot/message/push`,
+      {
+        to: frank.userId,
+        messages: [
+          {
+            type: "text",
+            text: hostile,
+            quickReply: { items: [{ type: "action", action: { type: "postback", label, data: "x" } }] },
+          },
+        ],
+      },
+      { authorization: `Bearer ${fakes.line.token}` },
+    );
+
+    const expected = [
+      `telegram bot: ${shownAs} [␛[31mOK]`,
+      `telegram bot (edited): edited ${shownAs}`,
+      `telegram bot (draft): draft ${shownAs}`,
+      `discord bot: ${shownAs} [␛[31mOK]`,
+      `discord bot (edited): edited ${shownAs}`,
+      `discord bot (to the command): answer ${shownAs} [␛[31mOK]`,
+      `discord bot (to the command): answer edited ${shownAs}`,
+      `line bot (push): ${shownAs} [␛[31mOK]`,
+    ];
+    for (const line of expected) await printedLine(line);
+    expect(printed).toHaveLength(expected.length);
+    // What the fakes' console answers a press with names the button as shown.
+    expect(await fakes.handle("tg press OK")).toBe('pressed "␛[31mOK" on Telegram as Alice');
+    // No control but a tab reaches the terminal, and every print is one line.
+    // eslint-disable-next-line no-control-regex -- the controls are what is looked for
+    for (const line of printed) expect(line).not.toMatch(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u202e]/);
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});
+
+it("the demo's script answers a dangerous call the person declined in their language, not with the instruction to the model", () => {
+  const tools: FakeRequest["tools"] = ["add_todo", "delete_todo"].map((name) => ({
+    name,
+    input_schema: { type: "object" },
+  }));
+  /** The turn after the person's `said` asked to delete todo 1: the call not run, with what the loop tells the model. */
+  const notRun = (said: string, verdict: NotRunVerdict, tool = "delete_todo"): FakeRequest => ({
+    model: "claude-test",
+    max_tokens: 1024,
+    tools,
+    messages: [
+      { role: "user", content: [{ type: "text", text: said }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: tool, input: { todo_id: 1 } }] },
+      {
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_1",
+            content: notRunText(tool, verdict, 300),
+            is_error: true,
+          },
+        ],
+      },
+    ],
+  });
+  const textOf = (request: FakeRequest) =>
+    fakeModelReply(request)
+      .content.map((b) => (b.type === "text" ? b.text : ""))
+      .join("");
+  expect(textOf(notRun("刪除待辦 1", "declined"))).toBe("［示範］好的，已取消，沒有刪除。");
+  expect(textOf(notRun("delete todo 1", "declined"))).toBe("[demo] OK, cancelled; nothing was deleted.");
+  expect(textOf(notRun("刪除待辦 1", "expired"))).toBe("［示範］確認逾時，所以沒有刪除；還需要的話，再說一次就好。");
+  expect(textOf(notRun("delete todo 1", "expired"))).toBe(
+    "[demo] The confirmation timed out, so nothing was deleted; ask again if you still want it.",
+  );
+  expect(textOf(notRun("delete todo 1", "superseded"))).toBe(
+    "[demo] You wrote again instead of confirming, so nothing was deleted.",
+  );
+  // Another dangerous tool: nothing was done.
+  expect(textOf(notRun("刪除待辦 1", "declined", "schedule_task"))).toBe("［示範］好的，已取消，沒有執行。");
+  // The loop's text is read back only from an error result; a tool's own error is shown as before.
+  for (const verdict of ["declined", "expired", "superseded"] as const)
+    expect(notRunVerdict(notRunText("delete_todo", verdict, 300))).toBe(verdict);
+  expect(notRunVerdict("找不到待辦 #9")).toBeUndefined();
+});
+
+it("the demo script's calculator rule passes numbers in scientific notation whole, so the calculator answers with its bounds", () => {
+  const tools: FakeRequest["tools"] = [{ name: "calculate", input_schema: { type: "object" } }];
+  const request = (...messages: FakeRequest["messages"]): FakeRequest => ({
+    model: "claude-test",
+    max_tokens: 1024,
+    tools,
+    messages,
+  });
+  const said = (text: string) => request({ role: "user", content: [{ type: "text", text }] });
+  const expressionOf = (text: string) =>
+    fakeModelReply(said(text)).content.flatMap((b) =>
+      b.type === "tool_use" ? [(b.input as { expression?: unknown }).expression] : [],
+    );
+  expect(expressionOf("1e308*10")).toEqual(["1e308*10"]);
+  // In the default language: an exponent's e is not English.
+  expect(replyLanguage("1e308*10")).toBe("zh-TW");
+  expect(fakeModelReply(said("1e308*10")).content[0]).toEqual({ type: "text", text: "［示範］我用計算機算一下。" });
+  expect(expressionOf("2.5e-3 * 4")).toEqual(["2.5e-3 * 4"]);
+  expect(expressionOf("幫我算 1E308 × 10")).toEqual(["1E308 * 10"]);
+  expect(expressionOf("3e+2 - 1 是多少")).toEqual(["3e+2 - 1"]);
+  expect(expressionOf("what is 2 + 3e2?")).toEqual(["2 + 3e2"]);
+  expect(expressionOf("1e3 打八五折")).toEqual(["1e3 * 85%"]);
+  // As before: a letter that is not an exponent ends the expression, and a number alone is none.
+  expect(expressionOf("(1200 + 800) * 0.05")).toEqual(["(1200 + 800) * 0.05"]);
+  expect(expressionOf("3 eggs + 2 eggs")).toEqual([]);
+  expect(expressionOf("2.5e-3")).toEqual([]);
+
+  // The calculator's own answer: beyond its bounds, which the script shows.
+  expect(calculate("2.5e-3 * 4", "zh-TW")).toBe("2.5e-3 * 4 = 0.01");
+  let refusal = "";
+  try {
+    calculate("1E308 * 10", "zh-TW");
+  } catch (error) {
+    refusal = (error as Error).message;
+  }
+  expect(refusal).toBe("結果太大（超過 100 位數），不計算。");
+  const answer = fakeModelReply(
+    request(
+      { role: "user", content: [{ type: "text", text: "幫我算 1E308 × 10" }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "calculate", input: { expression: "1E308 * 10" } }],
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: refusal, is_error: true }] },
+    ),
+  );
+  expect(answer.content).toEqual([
+    { type: "text", text: "［示範］工具 calculate 沒有成功：結果太大（超過 100 位數），不計算。" },
+  ]);
 });
 
 it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {

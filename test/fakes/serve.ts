@@ -18,7 +18,10 @@
  *   or a press (`dc /settings`) with a button of that label.
  *
  * What the bot sends back (messages, edits, Telegram drafts, the answers to Discord's slash commands
- * and button presses, with their buttons) is printed as it arrives.
+ * and button presses, with their buttons) is printed as it arrives, each on one line, shown as the
+ * console adapter shows text on a terminal (`terminalText` of `src/plain-text.ts`): what the bot
+ * sends is what any user may have steered the model to write, so an escape sequence or another
+ * control in it is printed as its Control Picture (`␛[2J`, `␇`, `␍`), never acted on.
  *
  * The fake Messages API is not a model ({@link fakeModelReply}). A message asking for a slow
  * answer (`慢慢說`, `slow`) gets a long one streamed over {@link SLOW_ANSWER_MS}, so `/stop` and the
@@ -37,6 +40,7 @@ import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
 import { writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
+import { terminalText } from "../../src/plain-text.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { freePort } from "../helpers/ports.js";
 import {
@@ -67,12 +71,14 @@ export interface LocalFakes {
   env: Record<string, string>;
   /**
    * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`).
-   * @returns what to print: a note on what was done, or why the line was not understood.
+   * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
+   * button by its label), or why the line was not understood.
    */
   handle(line: string): Promise<string>;
   /**
    * Starts printing what the bot sends (new messages, edits, drafts and slash commands' answers, on
-   * every platform) through `print`, polling every `everyMs` ms. @returns a function that stops it.
+   * every platform) through `print`, one line each, safe for a terminal (controls shown, never acted
+   * on), polling every `everyMs` ms. @returns a function that stops it.
    */
   follow(print: (line: string) => void, everyMs?: number): () => void;
   /** Stops every server. */
@@ -214,9 +220,18 @@ function discordButtons(components: unknown): DiscordButton[] {
     .flatMap((c) => (c.label && c.custom_id ? [{ label: c.label, custom_id: c.custom_id }] : []));
 }
 
-/** One line for a bot message: platform, where, and its text on one line. */
+/**
+ * Text from the bot (a message, an edit, a button's label: what any user may have steered the model
+ * to write) as one line for the terminal: shown as the console adapter shows it ({@link terminalText}:
+ * ESC as `␛`, BEL as `␇`, a lone CR as `␍`, C1 and bidi controls removed), its line breaks as ` ⏎ `.
+ */
+function printable(text: string): string {
+  return terminalText(text).replace(/\s*\n\s*/g, " ⏎ ");
+}
+
+/** One line for a bot message: platform, where, and its text ({@link printable}). */
 function shown(platform: string, what: string, body: string): string {
-  return `${platform} ${what}: ${body.replace(/\s*\n\s*/g, " ⏎ ")}`;
+  return `${platform} ${what}: ${printable(body)}`;
 }
 
 /**
@@ -331,7 +346,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     return `used /${name}${value ? ` ${value}` : ""} on Discord as Bob`;
   };
 
-  const handle = async (typed: string): Promise<string> => {
+  /** What a typed line does, and the note on it (with the bot's words in it, such as a button's label, as they came). */
+  const act = async (typed: string): Promise<string> => {
     const match = /^\s*(tg|dc|line)\s+(.+)$/s.exec(typed);
     if (!match)
       return "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>)";
@@ -350,6 +366,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     discord.sendUserMessage(bob, rest, { dm: true });
     return "sent to the bot on Discord as Bob";
   };
+  const handle = async (typed: string): Promise<string> => printable(await act(typed));
 
   const follow = (print: (line: string) => void, everyMs = 200): (() => void) => {
     const seen = { tgSent: 0, tgEdits: 0, tgDrafts: 0, dcSent: 0, dcEdits: 0, tgVoices: 0, lineSent: 0, slow: 0 };

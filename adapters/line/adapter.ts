@@ -12,6 +12,7 @@
 import type { Server } from "node:http";
 import type { webhook } from "@line/bot-sdk";
 import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
@@ -45,10 +46,8 @@ export class LineAdapter implements Adapter {
   #context: AdapterContext | undefined;
   #botName = "";
   readonly #names = new Map<string, { name: string; at: number }>();
-  /** Events being handled (awaited by {@link stop}). */
-  readonly #inFlight = new Set<Promise<void>>();
-  /** Per chat, the end of the events being handled there (the next request's events of that chat wait for it). */
-  readonly #tails = new Map<string, Promise<void>>();
+  /** Each chat's events being handled, in order (the next request's events of that chat wait for them); awaited by {@link stop}. */
+  readonly #order = new ChatOrder();
   #stopped = false;
 
   constructor(
@@ -90,13 +89,10 @@ export class LineAdapter implements Adapter {
       host: this.config.HTTP_HOST,
       log: this.log,
       ...(context.redis ? { redis: context.redis } : {}),
-      onEvents: (events) => {
-        const work = this.#handleAll(events).catch((error: unknown) =>
+      onEvents: (events) =>
+        void this.#handleAll(events).catch((error: unknown) =>
           this.log.error({ error: redact(String((error as Error)?.stack ?? error)) }, "line: event handling failed"),
-        );
-        this.#inFlight.add(work);
-        void work.finally(() => this.#inFlight.delete(work));
-      },
+        ),
     });
     this.log.info(
       { port: this.config.LINE_WEBHOOK_PORT, path: this.config.LINE_WEBHOOK_PATH, bot: this.#botName },
@@ -118,10 +114,9 @@ export class LineAdapter implements Adapter {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
-    await Promise.allSettled([...this.#inFlight]);
+    await this.#order.idle();
   }
 
-  /** The events of one request, in order (LINE sends a chat's events in the order they happened). */
   /**
    * The events of one request, each chat's in order and after that chat's events of earlier
    * requests (LINE may post one chat's events in separate requests a moment apart: a file and the
@@ -142,20 +137,9 @@ export class LineAdapter implements Adapter {
       const chat = chatOf(event.source)?.chatId ?? "";
       byChat.set(chat, [...(byChat.get(chat) ?? []), event]);
     }
-    return Promise.all(
-      [...byChat].map(([chat, list]) => this.#inChatOrder(chat, () => this.#handleInOrder(list))),
-    ).then(() => undefined);
-  }
-
-  /** Runs `task` after the tasks queued before for `chat` ended (well or not); returns its outcome. */
-  #inChatOrder(chat: string, task: () => Promise<void>): Promise<void> {
-    const run = (this.#tails.get(chat) ?? Promise.resolve()).then(task);
-    const tail = run.catch(() => {});
-    this.#tails.set(chat, tail);
-    void tail.then(() => {
-      if (this.#tails.get(chat) === tail) this.#tails.delete(chat);
-    });
-    return run;
+    return Promise.all([...byChat].map(([chat, list]) => this.#order.run(chat, () => this.#handleInOrder(list)))).then(
+      () => undefined,
+    );
   }
 
   async #handleInOrder(events: webhook.Event[]): Promise<void> {

@@ -278,7 +278,8 @@ export class TelegramAdapter implements Adapter {
 
   /**
    * Stops polling (or closes the webhook server; the webhook itself stays set); aborts a start-up
-   * still in progress. Never throws.
+   * still in progress; then waits for the updates still being handled detached (a command such as
+   * `/compact`, and what its conversation sent after it: `updates.ts`). Never throws.
    */
   async stop(): Promise<void> {
     this.#starting.abort();
@@ -300,6 +301,8 @@ export class TelegramAdapter implements Adapter {
     } catch (error) {
       this.log.warn({ error: redact(String(error)) }, "telegram: error while stopping");
     }
+    // After the lease is released: another adapter may poll meanwhile; no new update reaches this one.
+    await this.#updates.settled();
   }
 
   /**

@@ -5,28 +5,45 @@
  * `src/buttons.ts`) and its answer rendered here — a toast, the keyboard removed, a reminder
  * closed, a button dropped from a list.
  *
+ * Order: grammY's long polling hands over one update at a time and fetches the next ones only
+ * when the handler returns, so a handler that waits holds every chat. Each conversation (a chat,
+ * or one topic of it) therefore has a chain ({@link ChatOrder}): a command runs detached on its
+ * conversation's chain (it may wait long: `/compact` waits up to 90 s for a worker's summary); a
+ * message or button press of a conversation with nothing in flight is handled and awaited as
+ * before (grammY confirms the update once the message is queued), and one of a conversation with
+ * something in flight waits behind it, detached. So what one person sends in a conversation is
+ * handled in the order sent, and other conversations never wait. Stop (`/stop`, the Stop button)
+ * is handled at once, outside the chains: it must not wait behind a `/compact` of its chat.
+ * {@link TelegramUpdates.settled} waits for the detached work (the adapter's `stop`).
+ *
  * Bot API sources: https://core.telegram.org/bots/api#answercallbackquery,
  * https://core.telegram.org/bots/api#editmessagereplymarkup, https://core.telegram.org/bots/api#getchatmember,
  * https://core.telegram.org/bots/api#setmycommands.
  */
 import type { Bot, Context } from "grammy";
+import type { Message } from "grammy/types";
 import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
+import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
-import { MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { conversationKey, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import { STOP_BUTTON_PREFIX } from "../../src/stop/stops.js";
 import { isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
 import { escapeHtml } from "./html.js";
-import { classifyMessage, type IncomingMessageBase } from "./inbound.js";
+import { classifyMessage, type InboundDecision, type IncomingMessageBase } from "./inbound.js";
 import { isUnauthorized } from "./polling.js";
 import type { TelegramOutbound } from "./outbound.js";
 import { replyPlace } from "./place.js";
 
 /** The handlers of one bot's updates; see the module comment. */
 export class TelegramUpdates {
+  /** Each conversation's updates being handled, in order; see the module comment. */
+  readonly #order = new ChatOrder();
+
   constructor(
     private readonly bot: Bot,
     private readonly outbound: TelegramOutbound,
@@ -36,14 +53,36 @@ export class TelegramUpdates {
 
   /** Registers the message and button handlers on the bot, answering through `context`. */
   install(context: AdapterContext): void {
-    this.bot.catch((err) =>
-      this.log.error(
-        { updateId: err.ctx.update.update_id, error: redact(String((err.error as Error)?.stack ?? err.error)) },
-        "telegram: update handling failed",
-      ),
-    );
+    this.bot.catch((err) => this.#failed(err.ctx.update.update_id, err.error));
     this.bot.on("message", (ctx) => this.#onMessage(ctx, context));
     this.bot.on("callback_query:data", (ctx) => this.#onButton(ctx, context));
+  }
+
+  /**
+   * Resolves once the updates being handled detached (commands, and what waits behind them) have
+   * been handled, also those detached while it waits. Never rejects: failures were logged.
+   */
+  settled(): Promise<void> {
+    return this.#order.idle();
+  }
+
+  #failed(updateId: number, error: unknown): void {
+    this.log.error(
+      { updateId, error: redact(String((error as Error)?.stack ?? error)) },
+      "telegram: update handling failed",
+    );
+  }
+
+  /**
+   * Runs `task` on the chain of conversation `key`: awaited when nothing of that conversation is
+   * in flight (as every update was before there were chains), else detached behind what is — and
+   * detached in any case with `detach` (a command). A detached failure is logged as `bot.catch`
+   * logs an awaited one.
+   */
+  #inOrder(ctx: Context, key: string, task: () => Promise<void>, detach = false): Promise<void> {
+    if (!detach && !this.#order.busy(key)) return this.#order.run(key, task);
+    void this.#order.run(key, task).catch((error: unknown) => this.#failed(ctx.update.update_id, error));
+    return Promise.resolve();
   }
 
   /**
@@ -68,27 +107,39 @@ export class TelegramUpdates {
     await this.outbound.sendMarkdown(replyPlace(to), markdown);
   }
 
+  /** A message: handled in its conversation's order (a command detached), `/stop` at once; see the module comment. */
   async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
-    const locale = this.config.BOT_LOCALE;
-    const moved = migrationOf(ctx.message!);
+    const message = ctx.message!;
+    const key = orderKey(message.chat.id, message);
+    const moved = migrationOf(message);
     if (moved) {
       // A group upgraded to a supergroup: its conversation moves to the new chat id (idempotent; the other service message or a worker's 400 may do it first).
-      this.log.info(moved, "telegram: a group was upgraded to a supergroup");
-      await context.migrateConversation?.(
-        { platform: "telegram", chatId: moved.from },
-        { platform: "telegram", chatId: moved.to },
-      );
+      return this.#inOrder(ctx, key, async () => {
+        this.log.info(moved, "telegram: a group was upgraded to a supergroup");
+        await context.migrateConversation?.(
+          { platform: "telegram", chatId: moved.from },
+          { platform: "telegram", chatId: moved.to },
+        );
+      });
+    }
+    const decision = classifyMessage(message, ctx.me);
+    if (decision.kind === "ignore") {
+      this.log.debug({ chatId: ctx.chat?.id, reason: decision.reason }, "telegram: message ignored");
       return;
     }
-    const decision = classifyMessage(ctx.message!, ctx.me);
+    // Stop must act while the answer it stops is being written, also behind a `/compact` of its chat.
+    if (decision.kind === "command" && decision.command === STOP_COMMAND) return this.#command(decision, context);
+    return this.#inOrder(ctx, key, () => this.#handleMessage(decision, context), decision.kind === "command");
+  }
+
+  /** What a message was classified as is done: a hint, a command, an album item recorded, or the message queued. */
+  async #handleMessage(decision: Exclude<InboundDecision, { kind: "ignore" }>, context: AdapterContext): Promise<void> {
+    const locale = this.config.BOT_LOCALE;
     switch (decision.kind) {
-      case "ignore":
-        this.log.debug({ chatId: ctx.chat?.id, reason: decision.reason }, "telegram: message ignored");
-        return;
       case "unaddressed":
         // A group whose replies are set to `all` (`/settings`) takes every text message.
         if (!(await context.repliesToAll(decision.message))) {
-          this.log.debug({ chatId: ctx.chat?.id, reason: "not addressed" }, "telegram: message ignored");
+          this.log.debug({ chatId: decision.message.chatId, reason: "not addressed" }, "telegram: message ignored");
           return;
         }
         return this.#enqueue(decision.message, context);
@@ -193,19 +244,28 @@ export class TelegramUpdates {
   }
 
   /**
-   * A press on one of the bot's buttons (approval, reminder, `/permissions`, `/memory`): the core decides
+   * A press on one of the bot's buttons: handled in the pressed message's conversation's order, a
+   * Stop button at once; see the module comment.
+   */
+  #onButton(ctx: Context, context: AdapterContext): Promise<void> {
+    const query = ctx.callbackQuery!;
+    // Stop must act while the answer it stops is being written, also behind a `/compact` of its chat.
+    if ((query.data ?? "").startsWith(STOP_BUTTON_PREFIX)) return this.#press(ctx, context);
+    const key = orderKey(query.message?.chat.id ?? query.from.id, query.message);
+    return this.#inOrder(ctx, key, () => this.#press(ctx, context));
+  }
+
+  /**
+   * A press on one of the bot's buttons (approval, reminder, Stop, `/permissions`, `/memory`): the core decides
    * (`pressButton`); here its answer is rendered: the toast, then the pressed message's keyboard
    * removed, the message closed to a text, or the pressed button dropped from the list. The
    * pressed message's conversation is its chat and, in a topic, its thread.
    */
-  async #onButton(ctx: Context, context: AdapterContext): Promise<void> {
+  async #press(ctx: Context, context: AdapterContext): Promise<void> {
     const query = ctx.callbackQuery!;
     const data = query.data ?? "";
     const message = query.message;
-    const topic =
-      message && "is_topic_message" in message && message.is_topic_message && message.message_thread_id !== undefined
-        ? String(message.message_thread_id)
-        : undefined;
+    const topic = message ? topicOf(message) : undefined;
     const answer = await context.press({
       data,
       platform: "telegram",
@@ -303,6 +363,25 @@ export function migrationOf(message: {
   if (message.migrate_from_chat_id !== undefined)
     return { from: String(message.migrate_from_chat_id), to: String(message.chat.id) };
   return undefined;
+}
+
+/** The command that is handled at once, outside its conversation's order (see the module comment). */
+const STOP_COMMAND = "stop";
+
+/**
+ * The topic of a message that belongs to one (`is_topic_message`: a forum topic, or a topic of a
+ * private chat), as `inbound.ts` tells a conversation; undefined otherwise (also for a message
+ * Telegram no longer shows the bot, whose fields are gone).
+ */
+function topicOf(message: object): string | undefined {
+  const { is_topic_message: inTopic, message_thread_id: thread } = message as Partial<Message>;
+  return inTopic && thread !== undefined ? String(thread) : undefined;
+}
+
+/** The key that orders a conversation's updates: its {@link conversationKey}. */
+function orderKey(chatId: number, message: object | undefined): string {
+  const topic = message ? topicOf(message) : undefined;
+  return conversationKey({ platform: "telegram", chatId: String(chatId), ...(topic ? { topicId: topic } : {}) });
 }
 
 /** The first line of the answer to a message of a kind the bot cannot read (a sticker, a location …). */

@@ -71,6 +71,8 @@ export interface Harness {
   failEnqueue: { on: boolean };
   /** Errors the adapter reported through `context.fatal`. */
   fatal: AdapterFatalError[];
+  /** The context the adapter answers through (a test may wrap one of its parts, e.g. to hold `enqueue`). */
+  context: AdapterContext;
   stop(): Promise<void>;
 }
 
@@ -126,6 +128,7 @@ export async function startHarness(
     decider,
     failEnqueue,
     fatal,
+    context,
     async stop() {
       await adapter.stop();
       if (!tg) await fake.stop();

@@ -6,8 +6,8 @@
  *
  * Who may delete: in a private chat its person (the only one who can press there); in a group its
  * administrators and the bot's admins (anyone may look). A delete button carries
- * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything,
- * on the presser's second press within `ERASE_CONFIRM_SECONDS`);
+ * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything:
+ * it asks first, and its ✅ button `mm:A:<fingerprint>` erases only the files it named, `mm:c` keeps them);
  * the scope is never in the data: it is the pressed message's chat and the presser, so a button
  * can only ever delete in the scope the press happens in. An undo button (`mm:u:<handle>`, posted
  * after a memory write made when outside content was read, `src/memory/undo.ts`) is pressed by
@@ -19,6 +19,7 @@ import { localize, type Locale } from "../i18n.js";
 import { formatSize } from "../memory/commands.js";
 import {
   fileBytes,
+  memoryFingerprint,
   memoryScopeOf,
   scopeName,
   totalBytes,
@@ -30,12 +31,6 @@ import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import type { CommandReply } from "./command.js";
 
-/**
- * Seconds within which a second press of `/memory`'s "delete all" button confirms the first
- * ({@link pressMemoryButton}); a later press asks again.
- */
-export const ERASE_CONFIRM_SECONDS = 30;
-
 /** Longest text of one file shown by `/memory`, in characters (code points). */
 export const MAX_SHOWN_FILE_CHARS = 400;
 
@@ -43,6 +38,8 @@ export const MAX_SHOWN_FILE_CHARS = 400;
 export const MAX_LISTING_CHARS = 3500;
 
 const BUTTON = /^mm:(?:f:([A-Za-z0-9_-]{16})|a)$/;
+/** The answer to "delete all"'s question: `mm:A:<fingerprint>` erases (when the memory is unchanged), `mm:c` keeps. */
+const ERASE_BUTTON = /^mm:(?:A:([A-Za-z0-9_-]{16})|c)$/;
 /** An undo button of a memory write made after outside content was read: `mm:u:<handle>` (`src/memory/undo.ts`). */
 const UNDO_BUTTON = /^mm:u:([A-Za-z0-9_-]{16})$/;
 
@@ -86,12 +83,20 @@ export const MEMORY_TEXT = {
   },
   nothingToErase: { "zh-TW": "沒有需要清除的記憶。", en: "There is no memory to erase." },
   confirmErasePersonal: {
-    "zh-TW": "確定要清除你的全部個人記憶（{count} 個檔案）嗎？{seconds} 秒內再按一次「🗑 全部刪除」即可清除。",
-    en: "Erase all of your personal memory ({count} files)? Press “🗑 Delete all” again within {seconds} seconds to confirm.",
+    "zh-TW": "確定要清除你的全部個人記憶（{count} 個檔案）嗎？清除後無法復原。",
+    en: "Erase all of your personal memory ({count} files)? This cannot be undone.",
   },
   confirmEraseGroup: {
-    "zh-TW": "確定要清除這個群組的全部共同記憶（{count} 個檔案）嗎？{seconds} 秒內再按一次「🗑 全部刪除」即可清除。",
-    en: "Erase all of this group's shared memory ({count} files)? Press “🗑 Delete all” again within {seconds} seconds to confirm.",
+    "zh-TW": "確定要清除這個群組的全部共同記憶（{count} 個檔案）嗎？清除後無法復原。",
+    en: "Erase all of this group's shared memory ({count} files)? This cannot be undone.",
+  },
+  confirmEraseNotice: { "zh-TW": "請確認是否全部刪除。", en: "Please confirm." },
+  confirmEraseButton: { "zh-TW": "⚠️ 確定全部刪除", en: "⚠️ Yes, delete all" },
+  keepButton: { "zh-TW": "取消", en: "Cancel" },
+  kept: { "zh-TW": "已取消，記憶沒有變更。", en: "Cancelled; the memory is unchanged." },
+  changedSinceAsked: {
+    "zh-TW": "記憶在詢問之後有變更，所以沒有清除。請再傳送 /memory 查看。",
+    en: "The memory changed after you were asked, so nothing was erased. Send /memory to see it again.",
   },
   notAllowed: {
     "zh-TW": "在群組裡只有群組管理員可以刪除共同記憶。",
@@ -224,18 +229,23 @@ export interface MemoryPress {
   isGroupAdmin?: (() => Promise<boolean>) | undefined;
 }
 
-/** The answer to a press: a notice for the presser; `deletedFile` (drop that button) or `erased` (close the listing to `closeText`). */
+/**
+ * The answer to a press: a notice for the presser; `deletedFile` (drop that button), `closeText`
+ * (close the listing to that text), or `confirm` (show this question with its buttons in place of
+ * the listing: "delete all" asks first).
+ */
 export interface MemoryPressAnswer {
   notice: string;
   deletedFile?: boolean;
   closeText?: string;
+  confirm?: { text: string; buttons: { label: string; data: string }[] };
 }
 
 /**
  * Handles a press on a `/memory` button (see the module comment): in a group only its
  * administrators and bot admins may delete; the file (or every file) goes from the scope of the
- * pressed message's chat and the presser. "Delete all" erases on the presser's second press within
- * {@link ERASE_CONFIRM_SECONDS}: the first only asks to press again (when the scope holds files).
+ * pressed message's chat and the presser. "Delete all" asks first (how many files): its ⚠️ button
+ * erases them only if the memory is still what the question named, its other button keeps them.
  * @throws when Redis is unreachable (the caller answers "try again").
  */
 export async function pressMemoryButton(press: MemoryPress, store: MemoryStore): Promise<MemoryPressAnswer> {
@@ -253,28 +263,47 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
     return { notice: localize(locale, words[outcome]), ...(outcome === "undone" ? { deletedFile: true } : {}) };
   }
   const parsed = BUTTON.exec(press.data);
-  if (!parsed) return { notice: localize(locale, MEMORY_TEXT.gone) };
+  const erase = parsed ? undefined : ERASE_BUTTON.exec(press.data);
+  if (!parsed && !erase) return { notice: localize(locale, MEMORY_TEXT.gone) };
   if (press.chatKind === "group" && !press.admin && !(await press.isGroupAdmin?.().catch(() => false)))
     return { notice: localize(locale, MEMORY_TEXT.notAllowed) };
   const scope: MemoryScope = memoryScopeOf(press);
-  const handle = parsed[1];
+  const erased = (count: number) =>
+    localize(locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
+  if (erase) {
+    // The question's answer: keep, or erase what it named (not a memory written or erased since).
+    if (erase[1] === undefined) {
+      const text = localize(locale, MEMORY_TEXT.kept);
+      return { notice: text, closeText: text };
+    }
+    const outcome = await store.eraseIfUnchanged(scope, erase[1]);
+    const text = outcome === "changed" ? localize(locale, MEMORY_TEXT.changedSinceAsked) : erased(outcome);
+    return { notice: text, closeText: text };
+  }
+  const handle = parsed![1];
   if (handle === undefined) {
-    // Everything at once is asked twice: the first press only arms the erase (a slip of the finger loses nothing).
-    const files = (await store.read(scope)).length;
-    if (files > 0 && (await store.armErase(scope, press.userId, ERASE_CONFIRM_SECONDS)))
-      return {
-        notice: localize(
+    // Everything at once is asked first, naming how many files; only the question's button erases them.
+    const files = await store.read(scope);
+    if (files.length === 0) {
+      const text = localize(locale, MEMORY_TEXT.nothingToErase);
+      return { notice: text, closeText: text };
+    }
+    return {
+      notice: localize(locale, MEMORY_TEXT.confirmEraseNotice),
+      confirm: {
+        text: localize(
           locale,
           scope.kind === "personal" ? MEMORY_TEXT.confirmErasePersonal : MEMORY_TEXT.confirmEraseGroup,
-          { count: files, seconds: ERASE_CONFIRM_SECONDS },
+          {
+            count: files.length,
+          },
         ),
-      };
-    const count = await store.erase(scope);
-    const text =
-      count === 0
-        ? localize(locale, MEMORY_TEXT.nothingToErase)
-        : localize(locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
-    return { notice: text, closeText: text };
+        buttons: [
+          { label: localize(locale, MEMORY_TEXT.confirmEraseButton), data: `mm:A:${memoryFingerprint(files)}` },
+          { label: localize(locale, MEMORY_TEXT.keepButton), data: "mm:c" },
+        ],
+      },
+    };
   }
   const file = (await store.read(scope)).find((f) => pathHandle(f.path) === handle);
   if (!file || !(await store.deleteFile(scope, file.path))) return { notice: localize(locale, MEMORY_TEXT.gone) };

@@ -84,6 +84,8 @@ export const memoryFeature = defineFeature<MemoryStore>({
           notice: answer.notice,
           ...(answer.closeText ? { closeText: answer.closeText } : {}),
           ...(answer.deletedFile ? { dropButton: true } : {}),
+          // "Delete all" asks in place of the listing (Telegram edits it; Discord and LINE reply with the question).
+          ...(answer.confirm ? { replaceWith: answer.confirm } : {}),
         };
       } catch (error) {
         log.error({ err: error, platform: press.platform, chatId: press.chatId }, "/memory delete button failed");

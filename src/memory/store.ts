@@ -20,6 +20,7 @@
  * again), so two conversations writing one scope at once (two topics of a group) never lose a
  * write, and the size limit holds for the result. Erasing is one `DEL`: gone for every worker at once.
  */
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import type { Platform } from "../queue/incoming.js";
@@ -79,11 +80,12 @@ export function undoKey(scope: MemoryScope): string {
 }
 
 /**
- * The Redis key noting that `userId` pressed "delete all" of `scope`'s memory once
- * ({@link MemoryStore.armErase}): same hash tag as the scope's memory.
+ * 16 characters (base64url of SHA-256) that change whenever any of `files` (path and text) does:
+ * what `/memory`'s "delete all" confirmation carries ({@link MemoryStore.eraseIfUnchanged}).
  */
-export function eraseArmKey(scope: MemoryScope, userId: string): string {
-  return `${memoryKey(scope).replace(/^memory:/, "memory:erase:")}:${userId}`;
+export function memoryFingerprint(files: Iterable<Pick<MemoryFile, "path" | "text">>): string {
+  const sorted = [...files].map((f) => [f.path, f.text]).sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
+  return createHash("sha256").update(JSON.stringify(sorted)).digest("base64url").slice(0, 16);
 }
 
 /** `platform:userId` or `platform:chatId` of a scope, for logs and the operator's CLI. */
@@ -205,17 +207,21 @@ export class MemoryStore {
   }
 
   /**
-   * The first of the two presses that erase a scope's whole memory (`/memory`'s 🗑 button): notes,
-   * for `seconds`, that `userId` asked to erase `scope` (`SET … NX EX`, under {@link eraseArmKey}).
-   * @returns true when this press armed the erase (nothing was armed: ask to confirm); false when
-   *   it was armed already (this press confirms: the note is deleted, and the caller erases).
+   * Erases the scope's whole memory only when its files are still those `fingerprint` was taken of
+   * ({@link memoryFingerprint}): the confirmation of `/memory`'s "delete all" names what it erases,
+   * so a memory written or erased since the question is not erased by its answer. Atomic with the
+   * other writers (the same swap as {@link update}); the undo records go with the files.
+   * @returns how many files were erased, or `"changed"` (nothing erased: no files, or other ones).
    * @throws when Redis is unreachable.
    */
-  async armErase(scope: MemoryScope, userId: string, seconds: number): Promise<boolean> {
-    const key = eraseArmKey(scope, userId);
-    if ((await this.#redis.set(key, "1", "EX", seconds, "NX")) === "OK") return true;
-    await this.#redis.del(key);
-    return false;
+  async eraseIfUnchanged(scope: MemoryScope, fingerprint: string): Promise<number | "changed"> {
+    const outcome = await this.update<number | "changed">(scope, (files) =>
+      files.size > 0 && memoryFingerprint([...files].map(([path, text]) => ({ path, text }))) === fingerprint
+        ? { files: new Map<string, string>(), result: files.size }
+        : { result: "changed" as const },
+    );
+    if (outcome !== "changed") await this.#redis.del(undoKey(scope));
+    return outcome;
   }
 
   /**

@@ -285,13 +285,24 @@ describe("Telegram: /memory and /forget", () => {
     expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["🗑 刪除 meet.md", "🗑 全部刪除"]);
     expect(adminListed.text).not.toContain("只有群組管理員");
     const adminAll = tg.buttons(adminListed).find((b) => b.text === "🗑 全部刪除")!.callback_data!;
-    // Everything at once is asked twice: the first press erases nothing.
+    // Everything at once is asked first: the listing becomes the question, and nothing is erased yet.
     expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: adminAll }))).toBe(
-      "確定要清除這個群組的全部共同記憶（1 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。",
+      "請確認是否全部刪除。",
     );
+    await tg.waitFor(
+      () => (adminListed.text.startsWith("確定要清除") ? true : undefined),
+      ANSWER_TIMEOUT_MS,
+      "the listing replaced by the question",
+    );
+    expect(adminListed.text).toBe("確定要清除這個群組的全部共同記憶（1 個檔案）嗎？清除後無法復原。");
+    expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["⚠️ 確定全部刪除", "取消"]);
     expect(await redis.get(key)).toContain("每週三聚會");
-    expect(tg.buttons(adminListed).map((b) => b.text)).toEqual(["🗑 刪除 meet.md", "🗑 全部刪除"]);
-    expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: adminAll }))).toBe(
+    // A member who may not delete cannot answer it either.
+    const yes = tg.buttons(adminListed).find((b) => b.text === "⚠️ 確定全部刪除")!.callback_data!;
+    expect(await toast(tg.pressButton({ from: ivy, message: adminListed, data: yes }))).toBe(
+      "在群組裡只有群組管理員可以刪除共同記憶。",
+    );
+    expect(await toast(tg.pressButton({ from: hank, message: adminListed, data: yes }))).toBe(
       "已清除這個群組的共同記憶（1 個檔案）。",
     );
     expect(await redis.exists(key)).toBe(0);

@@ -1,14 +1,14 @@
 /**
  * The memory store and the memory tool on a real Redis: the scope comes from the context (a
  * person's own in a DM, the group's in a group, a topic sharing its group's), never from the path;
- * concurrent writes to one scope are all kept; erasing is one key gone (from `/memory`'s button, on
- * a second press); the trace and log show
+ * concurrent writes to one scope are all kept; erasing is one key gone (from `/memory`'s button,
+ * only through its question's button, and only what the question named); the trace and log show
  * sizes, not texts; MEMORY=off loads no memory tool.
  */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { ERASE_CONFIRM_SECONDS, pressMemoryButton } from "../../src/commands/memory.js";
-import { eraseArmKey, memoryKey, MemoryStore, memoryScopeOf, type MemoryScope } from "../../src/memory/store.js";
+import { pressMemoryButton } from "../../src/commands/memory.js";
+import { memoryKey, MemoryStore, memoryScopeOf, undoKey, type MemoryScope } from "../../src/memory/store.js";
 import { memoryTools } from "../../src/memory/tool.js";
 import type { RedisClient } from "../../src/redis.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
@@ -80,7 +80,7 @@ describe("the memory store", () => {
     expect(await store.read(scope)).toEqual([]);
   });
 
-  it("erases everything from /memory's button only on the presser's second press, within the time", async () => {
+  it("erases everything from /memory's button only through its question's button, and only what the question named", async () => {
     const store = new MemoryStore(redis);
     const press = {
       data: "mm:a",
@@ -92,43 +92,67 @@ describe("the memory store", () => {
       admin: false,
     };
     const scope = memoryScopeOf(press);
-    await store.update(scope, () => ({
-      files: new Map([
-        ["/memories/家人.md", "妹妹住台中"],
-        ["/memories/food.md", "不吃香菜"],
-      ]),
-      result: undefined,
-    }));
-    const first = await pressMemoryButton(press, store);
-    expect(first).toEqual({
-      notice: "確定要清除你的全部個人記憶（2 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。",
+    const remember = (files: [string, string][]) =>
+      store.update(scope, (had) => ({ files: new Map([...had, ...files]), result: undefined }));
+    await remember([
+      ["/memories/家人.md", "妹妹住台中"],
+      ["/memories/food.md", "不吃香菜"],
+    ]);
+    // "Delete all" asks, naming how many files, and erases nothing; a double tap only asks twice.
+    const asked = await pressMemoryButton(press, store);
+    expect(asked.notice).toBe("請確認是否全部刪除。");
+    expect(asked.confirm?.text).toBe("確定要清除你的全部個人記憶（2 個檔案）嗎？清除後無法復原。");
+    expect(asked.confirm?.buttons.map((b) => b.label)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+    expect(await pressMemoryButton(press, store)).toEqual(asked);
+    expect(await store.read(scope)).toHaveLength(2);
+    const [yes, keep] = asked.confirm!.buttons.map((b) => b.data);
+    expect(yes).toMatch(/^mm:A:[A-Za-z0-9_-]{16}$/);
+    // Cancel keeps everything.
+    expect(await pressMemoryButton({ ...press, data: keep! }, store)).toEqual({
+      notice: "已取消，記憶沒有變更。",
+      closeText: "已取消，記憶沒有變更。",
     });
     expect(await store.read(scope)).toHaveLength(2);
-    expect(await redis.ttl(eraseArmKey(scope, "Ualice"))).toBeGreaterThan(ERASE_CONFIRM_SECONDS - 5);
-    const second = await pressMemoryButton(press, store);
-    const erased = "已清除你的個人記憶（2 個檔案）。對話紀錄不受影響（要清除請用 /reset）。";
-    expect(second).toEqual({ notice: erased, closeText: erased });
-    expect(await redis.exists(memoryKey(scope), eraseArmKey(scope, "Ualice"))).toBe(0);
+    // A memory written after the question is not erased by its answer.
+    await remember([["/memories/pet.md", "養了一隻狗"]]);
+    const stale = await pressMemoryButton({ ...press, data: yes! }, store);
+    expect(stale.closeText).toBe("記憶在詢問之後有變更，所以沒有清除。請再傳送 /memory 查看。");
+    expect(await store.read(scope)).toHaveLength(3);
+    // Asked again, the answer erases the three files, and their undo records.
+    const again = await pressMemoryButton(press, store);
+    expect(again.confirm?.text).toContain("（3 個檔案）");
+    await redis.hset(undoKey(scope), "h1", "{}");
+    const erased = "已清除你的個人記憶（3 個檔案）。對話紀錄不受影響（要清除請用 /reset）。";
+    expect(await pressMemoryButton({ ...press, data: again.confirm!.buttons[0]!.data }, store)).toEqual({
+      notice: erased,
+      closeText: erased,
+    });
+    expect(await redis.exists(memoryKey(scope), undoKey(scope))).toBe(0);
+    // Pressed again (a second tap, or after /forget and a new memory): the memory it named is gone.
+    await remember([["/memories/new.md", "新的"]]);
+    expect((await pressMemoryButton({ ...press, data: again.confirm!.buttons[0]!.data }, store)).closeText).toBe(
+      "記憶在詢問之後有變更，所以沒有清除。請再傳送 /memory 查看。",
+    );
+    expect(await store.read(scope)).toHaveLength(1);
 
-    // In a group, one administrator's press is not confirmed by another's; an expired first press asks again.
-    const group = { ...press, platform: "telegram" as const, chatId: "-1002", chatKind: "group" as const, admin: true };
+    // In a group only its administrators may answer; nothing stored is said at once.
+    const group = { ...press, platform: "telegram" as const, chatId: "-1002", chatKind: "group" as const };
     const groupScope = memoryScopeOf(group);
     await store.update(groupScope, () => ({ files: new Map([["/memories/meet.md", "週三聚會"]]), result: undefined }));
-    const asks = "確定要清除這個群組的全部共同記憶（1 個檔案）嗎？30 秒內再按一次「🗑 全部刪除」即可清除。";
-    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).notice).toBe(asks);
-    expect((await pressMemoryButton({ ...group, userId: "2" }, store)).notice).toBe(asks);
-    await redis.del(eraseArmKey(groupScope, "1")); // the first press's 30 seconds are over
-    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).notice).toBe(asks);
+    const groupAsked = await pressMemoryButton({ ...group, admin: true }, store);
+    expect(groupAsked.confirm?.text).toBe("確定要清除這個群組的全部共同記憶（1 個檔案）嗎？清除後無法復原。");
+    const groupYes = groupAsked.confirm!.buttons[0]!.data;
+    expect((await pressMemoryButton({ ...group, data: groupYes, isGroupAdmin: async () => false }, store)).notice).toBe(
+      "在群組裡只有群組管理員可以刪除共同記憶。",
+    );
     expect(await store.read(groupScope)).toHaveLength(1);
-    expect((await pressMemoryButton({ ...group, userId: "1" }, store)).closeText).toBe(
+    expect((await pressMemoryButton({ ...group, data: groupYes, admin: true }, store)).closeText).toBe(
       "已清除這個群組的共同記憶（1 個檔案）。",
     );
-    // Nothing stored: said at once, nothing armed.
-    expect(await pressMemoryButton({ ...group, userId: "3" }, store)).toEqual({
+    expect(await pressMemoryButton({ ...group, admin: true }, store)).toEqual({
       notice: "沒有需要清除的記憶。",
       closeText: "沒有需要清除的記憶。",
     });
-    expect(await redis.exists(eraseArmKey(groupScope, "3"))).toBe(0);
   });
 
   it("reads a damaged record as empty and says so in the log, without its value", async () => {

@@ -9,6 +9,12 @@
  * functions: no symbols, properties, assignments, function definitions, matrices or units ever
  * reach mathjs' evaluator. Powers are checked before they are computed, so `9^9^9` is refused
  * at once instead of blocking the process.
+ *
+ * Every value is computed with {@link PRECISION} significant digits, and each step records whether
+ * it was exact (checked against the same step done with {@link WIDE_PRECISION} digits, or by the
+ * inverse operation for a quotient or a square root). An exact result is shown with all its digits
+ * after `=`; one that is not (1/3, sqrt(2), anything with pi or e) is rounded to
+ * {@link SHOWN_DIGITS} significant digits and shown after `≈`.
  */
 import { createRequire } from "node:module";
 import type { BigNumber, ConfigOptions, MathJsInstance, MathNode } from "mathjs";
@@ -21,13 +27,22 @@ import { defineTool, ToolError } from "../src/toolbox/tool.js";
 export const MAX_EXPRESSION_CHARS = 200;
 /** Largest accepted magnitude of any intermediate or final value: 10^100. */
 export const MAX_DIGITS = 100;
-/** Significant digits results are shown with (computed with {@link PRECISION}). */
+/**
+ * Significant digits a result that is not exact (1/3, sqrt(2), pi) is rounded to, shown after `≈`.
+ * Exact results are shown in full after `=`.
+ */
 export const SHOWN_DIGITS = 20;
 /**
  * Significant digits every value is computed with: more than {@link MAX_DIGITS}, so any accepted
  * whole number (below 10^100) and its sums, products and remainders are exact.
  */
 export const PRECISION = 2 * MAX_DIGITS + 20;
+/**
+ * Significant digits the exactness checks compute with: enough that a sum, difference, product or
+ * remainder of two exact values (at most {@link PRECISION} digits each, between 10^-100 and 10^100)
+ * is never rounded, nor a power whose exact result has at most half as many digits.
+ */
+export const WIDE_PRECISION = 2000;
 
 /**
  * mathjs from its single-file build (`mathjs/lib/browser/math.js`, listed in the package's
@@ -57,13 +72,45 @@ math.import(
   { override: true },
 );
 
+/** mathjs' BigNumber class (decimal.js) with {@link WIDE_PRECISION} digits, for the exactness checks. */
+const Wide = (
+  math as unknown as {
+    BigNumber: { clone: (config: { precision: number }) => new (value: BigNumber | number) => BigNumber };
+  }
+).BigNumber.clone({ precision: WIDE_PRECISION });
+const wide = (value: BigNumber) => new Wide(value);
+
+/** A computed value, and whether it is exactly the value of its expression (no step was rounded). */
+interface Value {
+  value: BigNumber;
+  exact: boolean;
+}
+
 const LIMIT = math.bignumber(`1e${MAX_DIGITS}`);
 const TINY = math.bignumber(`1e-${MAX_DIGITS}`);
 
-/** Functions a user may call, with their allowed argument counts. */
-const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNumber[]) => BigNumber }>(
+const always = () => true;
+
+/**
+ * Functions a user may call, with their allowed argument counts, and `exact`: given exact arguments,
+ * whether the computed value is exact.
+ */
+const FUNCTIONS = new Map<
+  string,
+  {
+    min: number;
+    max: number;
+    run: (args: BigNumber[]) => BigNumber;
+    exact?: (args: BigNumber[], value: BigNumber) => boolean;
+  }
+>(
   Object.entries({
-    sqrt: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.sqrt(x!) as BigNumber },
+    sqrt: {
+      min: 1,
+      max: 1,
+      run: ([x]: BigNumber[]) => math.sqrt(x!) as BigNumber,
+      exact: ([x]: BigNumber[], root: BigNumber) => wide(root).times(wide(root)).eq(x!),
+    },
     abs: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.abs(x!) as BigNumber },
     round: {
       min: 1,
@@ -74,7 +121,15 @@ const FUNCTIONS = new Map<string, { min: number; max: number; run: (args: BigNum
     ceil: { min: 1, max: 1, run: ([x]: BigNumber[]) => math.ceil(x!) as BigNumber },
     min: { min: 1, max: 100, run: (xs: BigNumber[]) => math.min(...xs) as BigNumber },
     max: { min: 1, max: 100, run: (xs: BigNumber[]) => math.max(...xs) as BigNumber },
-    mean: { min: 1, max: 100, run: (xs: BigNumber[]) => math.mean(...xs) as BigNumber },
+    mean: {
+      min: 1,
+      max: 100,
+      run: (xs: BigNumber[]) => math.mean(...xs) as BigNumber,
+      exact: (xs: BigNumber[], mean: BigNumber) =>
+        wide(mean)
+          .times(xs.length)
+          .eq(xs.reduce((sum, x) => sum.plus(wide(x)), new Wide(0))),
+    },
   }),
 );
 
@@ -166,20 +221,41 @@ function power(base: BigNumber, exponent: BigNumber): BigNumber {
 }
 
 /**
- * Evaluates an allowed syntax tree to a BigNumber. Anything outside the allow-list is refused
- * before any of it is computed.
+ * Whether `value`, computed as exact `base ^ exponent`, is exact. Only whole exponents are checked
+ * (`4^0.5` counts as not exact). With `base` = m × 10^k (m without trailing zeros) the exact power
+ * has as many significant digits as m^|exponent|: when that may exceed {@link WIDE_PRECISION} / 2
+ * (so certainly {@link PRECISION}), the value is not exact; otherwise the power is computed with
+ * {@link WIDE_PRECISION} digits, exactly, and compared (for a negative exponent, its product with the
+ * value must be 1).
+ */
+function powerIsExact(base: BigNumber, exponent: BigNumber, value: BigNumber): boolean {
+  if (!exponent.isInteger()) return false;
+  if (base.isZero()) return true;
+  if (base.abs().eq(1)) return value.eq(base.isNegative() && !exponent.mod(2).isZero() ? -1 : 1);
+  const n = exponent.abs();
+  const powerOfTen = base.sd() === 1 && base.abs().toExponential().startsWith("1e");
+  if (!powerOfTen && n.times(base.sd()).gt(WIDE_PRECISION / 2)) return false;
+  const exact = wide(base).pow(wide(n));
+  return exponent.isNegative() ? wide(value).times(exact).eq(1) : value.eq(exact);
+}
+
+/**
+ * Evaluates an allowed syntax tree to a BigNumber, with whether it is exact. Anything outside the
+ * allow-list is refused before any of it is computed.
  *
  * @throws {Refusal} with the reason (a private error type turned into a ToolError by the tool).
  */
-function evaluateNode(node: MathNode): BigNumber {
+function evaluateNode(node: MathNode): Value {
   switch (node.type) {
     case "ConstantNode": {
       const value = (node as MathNode & { value: unknown }).value;
-      // mathjs writes a percentage `5%` as `5 / 100` with a plain-number 100.
-      if (typeof value === "number" && Number.isFinite(value)) return checked(math.bignumber(value));
+      // mathjs writes a percentage `5%` as `5 / 100` with a plain-number 100. A number literal has at
+      // most MAX_EXPRESSION_CHARS < PRECISION digits, so it is read exactly.
+      if (typeof value === "number" && Number.isFinite(value))
+        return { value: checked(math.bignumber(value)), exact: true };
       if (!math.isBigNumber(value))
         throw new Refusal("notAllowed", { what: typeof value === "string" ? "text" : String(value) });
-      return checked(value);
+      return { value: checked(value), exact: true };
     }
     case "ParenthesisNode":
       return evaluateNode((node as MathNode & { content: MathNode }).content);
@@ -187,32 +263,43 @@ function evaluateNode(node: MathNode): BigNumber {
       const name = (node as MathNode & { name: string }).name;
       const constant = CONSTANTS.get(name);
       if (!constant) throw new Refusal("unknownName", { name });
-      return constant;
+      return { value: constant, exact: false };
     }
     case "OperatorNode": {
       const op = node as MathNode & { op: string; fn: string; args: MathNode[] };
       if (!OPERATORS.has(op.fn)) throw new Refusal("operator", { op: op.op });
       const args = op.args.map(evaluateNode);
-      const [a, b] = args as [BigNumber, BigNumber];
+      const exact = args.every((arg) => arg.exact);
+      const [a, b] = args.map((arg) => arg.value) as [BigNumber, BigNumber];
+      /** `value`, exact when its arguments are and it equals the same step done with WIDE_PRECISION digits. */
+      const compared = (value: BigNumber, wideValue: () => BigNumber): Value => ({
+        value,
+        exact: exact && value.eq(wideValue()),
+      });
       switch (op.fn) {
         case "unaryMinus":
-          return a.neg();
+          return { value: a.neg(), exact };
         case "unaryPlus":
-          return a;
+          return { value: a, exact };
         case "add":
-          return checked(math.add(a, b));
+          return compared(checked(math.add(a, b)), () => wide(a).plus(wide(b)));
         case "subtract":
-          return checked(math.subtract(a, b));
+          return compared(checked(math.subtract(a, b)), () => wide(a).minus(wide(b)));
         case "multiply":
-          return checked(math.multiply(a, b) as BigNumber);
-        case "divide":
+          return compared(checked(math.multiply(a, b) as BigNumber), () => wide(a).times(wide(b)));
+        case "divide": {
           if (b.isZero()) throw new Refusal("divZero");
-          return checked(math.divide(a, b) as BigNumber);
+          const quotient = checked(math.divide(a, b) as BigNumber);
+          return { value: quotient, exact: exact && wide(quotient).times(wide(b)).eq(a) };
+        }
         case "mod":
           if (b.isZero()) throw new Refusal("divZero");
-          return checked(math.mod(a, b));
-        default:
-          return power(a, b);
+          // mathjs' remainder has the sign of the divisor: a - b * floor(a / b).
+          return compared(checked(math.mod(a, b)), () => wide(a).minus(wide(b).times(wide(a).div(wide(b)).floor())));
+        default: {
+          const value = power(a, b);
+          return { value, exact: exact && powerIsExact(a, b, value) };
+        }
       }
     }
     case "FunctionNode": {
@@ -224,10 +311,12 @@ function evaluateNode(node: MathNode): BigNumber {
       if (call.args.length < fn.min || call.args.length > fn.max) {
         throw new Refusal("arity", { name, range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}` });
       }
-      const args = call.args.map(evaluateNode);
+      const evaluated = call.args.map(evaluateNode);
+      const args = evaluated.map((arg) => arg.value);
       if (name === "round" && args[1] && !(args[1].isInteger() && args[1].gte(0) && args[1].lte(20)))
         throw new Refusal("roundDigits");
-      return checked(fn.run(args));
+      const value = checked(fn.run(args));
+      return { value, exact: evaluated.every((arg) => arg.exact) && (fn.exact ?? always)(args, value) };
     }
     default:
       throw new Refusal("notAllowed", { what: node.type });
@@ -246,9 +335,12 @@ function normalise(expression: string): string {
 }
 
 /**
- * Computes an arithmetic expression exactly (64 significant digits, shown with up to 20).
+ * Computes an arithmetic expression exactly, with up to {@link PRECISION} significant digits.
  *
- * @returns `expression = result`, e.g. `(1200 + 800) * 0.05 = 100`.
+ * @returns `expression = result` with every digit of an exact result (no exponent below 10^100),
+ *   e.g. `(1200 + 800) * 0.05 = 100`, `2^70 = 1180591620717411303424`; or `expression ≈ result`
+ *   rounded to {@link SHOWN_DIGITS} significant digits when the result is not exact, e.g.
+ *   `1/3 ≈ 0.33333333333333333333`, `sqrt(2) ≈ 1.4142135623730950488`.
  * @throws {ToolError} (localized) for an empty or over-long expression, a syntax error, an
  *   unknown name or character, anything that is not arithmetic, division by zero, a non-real
  *   result, or a value beyond 10^±100.
@@ -268,9 +360,10 @@ export function calculate(expression: string, locale: Locale): string {
     throw new ToolError(say("syntax", { detail: (error as Error).message }));
   }
   try {
-    const value = evaluateNode(tree);
+    const { value, exact } = evaluateNode(tree);
+    if (exact) return `${text} = ${math.format(value, { notation: "auto", lowerExp: -12, upperExp: MAX_DIGITS })}`;
     const shown = math.format(value, { notation: "auto", precision: SHOWN_DIGITS, lowerExp: -12, upperExp: 21 });
-    return `${text} = ${shown}`;
+    return `${text} ≈ ${shown}`;
   } catch (error) {
     if (error instanceof Refusal) throw new ToolError(say(error.key, error.params));
     throw error;
@@ -291,6 +384,8 @@ export default defineTool({
     "Supports + - * / ^ (power), % after a number as percent (200 * 5% = 10; 100 + 5% = 105), " +
       "x % y as remainder, parentheses, pi, e, and sqrt, round(x, digits), abs, floor, ceil, min," +
       " max, mean.",
+    "Exact results are given in full (up to 100 digits) after =; a result that cannot be written exactly" +
+      " (1/3, sqrt(2), pi) is rounded to 20 significant digits and given after ≈.",
     "Not for units, currency conversion, variables, equations to solve or dates.",
   ].join(" "),
   tags: ["util"],

@@ -516,7 +516,8 @@ async function main(): Promise<void> {
   console.log(
     [
       "Fake Telegram, Discord, LINE, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
-      "Give the bot these variables (in .env, or on the command line of npm start in another terminal):",
+      "Give the bot these variables (in .env, or on the command line of npm start in another terminal);",
+      "they change at every start of the fakes, so copy them again after a restart:",
       "",
       ...lines,
       "",

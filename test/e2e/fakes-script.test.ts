@@ -605,3 +605,114 @@ it("npm run fakes numbers Telegram messages from the clock, so a restarted fake'
     await fakes.stop();
   }
 });
+
+it("npm run fakes prints the bot's answer to a Telegram press (its toast or alert), in order with the other lines", async () => {
+  // The bot answers a press with answerCallbackQuery; its `text` is all the presser sees of some answers
+  // (「只有 Alice 可以決定。」, 「這個請求已經確認過了。」), so the console prints it where it came.
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  // Slow polling: the toast, the edit and the new message below arrive between two looks.
+  const stopFollowing = fakes.follow((line) => printed.push(line), 400);
+  try {
+    const tg = fakes.telegram;
+    const bot = `${tg.apiRoot}/bot${tg.token}`;
+    const call = async (method: string, body: Record<string, unknown>) => {
+      const response = await fetch(`${bot}/${method}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const json = (await response.json()) as { ok: boolean; result: unknown };
+      expect(json.ok, `${method}: ${JSON.stringify(json)}`).toBe(true);
+      return json.result;
+    };
+    const alice = tg.user(7001, "Alice");
+    const prompt = (await call("sendMessage", {
+      chat_id: alice.id,
+      text: "⚠️ 需要你的確認",
+      reply_markup: { inline_keyboard: [[{ text: "✅ 確認", callback_data: "ap:1:y" }]] },
+    })) as { message_id: number };
+    await tg.waitFor(
+      () => printed.includes("telegram bot: ⚠️ 需要你的確認 [✅ 確認]") || undefined,
+      5_000,
+      "the prompt",
+    );
+
+    // Alice presses; the bot (this test, reading its updates) answers with a toast, edits the prompt, then sends a message.
+    expect(await fakes.handle("tg press 確認")).toBe('pressed "✅ 確認" on Telegram as Alice');
+    const updates = (await call("getUpdates", { timeout: 0 })) as { callback_query?: { id: string } }[];
+    const queries = updates.flatMap((u) => (u.callback_query ? [u.callback_query.id] : []));
+    expect(queries).toHaveLength(1);
+    await call("answerCallbackQuery", { callback_query_id: queries[0], text: "這個請求已經確認過了。\x1b[2J" });
+    await call("editMessageText", { chat_id: alice.id, message_id: prompt.message_id, text: "✅ 已確認" });
+    await call("sendMessage", { chat_id: alice.id, text: "done" });
+    const expected = [
+      "telegram bot: ⚠️ 需要你的確認 [✅ 確認]",
+      "telegram bot (toast): 這個請求已經確認過了。␛[2J",
+      "telegram bot (edited): ✅ 已確認",
+      "telegram bot: done",
+    ];
+    await tg.waitFor(() => printed.length >= expected.length || undefined, 5_000, "the lines printed");
+    expect(printed).toEqual(expected);
+
+    // An alert (show_alert) is printed as one; an answer without text shows nothing, and prints nothing.
+    tg.pressButton({ from: alice, message: tg.sent[0]!, data: "ap:1:y" });
+    tg.pressButton({ from: alice, message: tg.sent[0]!, data: "ap:1:y" });
+    const more = (await call("getUpdates", { timeout: 0 })) as { callback_query?: { id: string } }[];
+    const [silent, alert] = more.flatMap((u) => (u.callback_query ? [u.callback_query.id] : [])).slice(-2);
+    await call("answerCallbackQuery", { callback_query_id: silent });
+    await call("answerCallbackQuery", { callback_query_id: alert, text: "只有 Alice 可以決定。", show_alert: true });
+    await tg.waitFor(() => printed.length > expected.length || undefined, 5_000, "the alert printed");
+    expect(printed.slice(expected.length)).toEqual(["telegram bot (alert): 只有 Alice 可以決定。"]);
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});
+
+it("dc press refuses a button the bot disabled (a decided approval prompt's), as Discord's clients do, and sends nothing", async () => {
+  const fakes = await startLocalFakes();
+  try {
+    const dc = fakes.discord;
+    const bob = { id: "700000000000000002", username: "bob", global_name: "Bob" };
+    const channel = dc.dmChannel(bob);
+    /** The bot posts a prompt with 確認 and 取消 to Bob's DM, both `disabled` or not. */
+    const post = async (content: string, disabled: boolean, id: string) => {
+      const response = await fetch(`${dc.apiUrl}/v10/channels/${channel}/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bot ${dc.token}` },
+        body: JSON.stringify({
+          content,
+          components: [
+            {
+              type: 1,
+              components: [
+                { type: 2, style: 3, label: "✅ 確認", custom_id: `ap:${id}:y`, disabled },
+                { type: 2, style: 4, label: "❌ 取消", custom_id: `ap:${id}:n`, disabled },
+              ],
+            },
+          ],
+        }),
+      });
+      expect(response.status, await response.clone().text()).toBe(200);
+    };
+
+    // The only prompt is decided: its buttons are disabled, and pressing one is refused.
+    await post("✅ 已確認：刪除待辦 #1", true, "closed");
+    expect(await fakes.handle("dc press 確認")).toBe(
+      'the Discord button "✅ 確認" is disabled (the bot closed that prompt): Discord does not let Bob press it, nothing was sent',
+    );
+    expect(dc.interactions.size).toBe(0);
+
+    // A pending prompt's button is pressed, even when a decided prompt came after it.
+    await post("⚠️ 需要你的確認：刪除待辦 #2", false, "2");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await post("❌ 已取消：刪除待辦 #3", true, "closed");
+    expect(await fakes.handle("dc press 取消")).toBe('pressed "❌ 取消" on Discord as Bob');
+    expect([...dc.interactions.values()].map((i) => (i.payload.data as { custom_id: string }).custom_id)).toEqual([
+      "ap:2:n",
+    ]);
+  } finally {
+    await fakes.stop();
+  }
+});

@@ -15,10 +15,13 @@
  * - `tg press <label>` / `dc press <label>` / `line press <label>`: presses the button of that label
  *   on the bot's latest message with buttons there (an approval prompt's 確認 / Confirm, the ⏹ 停止
  *   of an answer being written, for two); on Discord the newest message or answer to a slash command
- *   or a press (`dc /settings`) with a button of that label.
+ *   or a press (`dc /settings`) with a button of that label. A button the bot disabled (a decided
+ *   approval prompt keeps its buttons on Discord, disabled) is not pressed, as Discord's clients do
+ *   not let anyone press one: the note says so and nothing is sent.
  *
- * What the bot sends back (messages, edits, Telegram drafts, the answers to Discord's slash commands
- * and button presses, with their buttons) is printed as it arrives, each on one line, shown as the
+ * What the bot sends back (messages, edits, Telegram drafts, the toast or alert answering a Telegram
+ * button press, the answers to Discord's slash commands and button presses, with their buttons) is
+ * printed as it arrives, in the order the fakes received it, each on one line, shown as the
  * console adapter shows text on a terminal (`terminalText` of `src/plain-text.ts`): what the bot
  * sends is what any user may have steered the model to write, so an escape sequence or another
  * control in it is printed as its Control Picture (`␛[2J`, `␇`, `␍`), never acted on.
@@ -72,13 +75,15 @@ export interface LocalFakes {
   /**
    * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`).
    * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
-   * button by its label), or why the line was not understood.
+   * button by its label), or why the line was not understood or not done (a disabled Discord button).
    */
   handle(line: string): Promise<string>;
   /**
-   * Starts printing what the bot sends (new messages, edits, drafts and slash commands' answers, on
-   * every platform) through `print`, one line each, safe for a terminal (controls shown, never acted
-   * on), polling every `everyMs` ms. @returns a function that stops it.
+   * Starts printing what the bot sends (new messages, edits, drafts, the toasts answering Telegram
+   * presses, and the answers to Discord's slash commands and presses, on every platform) through
+   * `print`, one line each, safe for a terminal (controls shown, never acted on), polling every
+   * `everyMs` ms; what arrived between two polls in the order the fakes received it.
+   * @returns a function that stops it.
    */
   follow(print: (line: string) => void, everyMs?: number): () => void;
   /** Stops every server. */
@@ -206,18 +211,24 @@ function lineButtons(sent: FakeLineMessage): { label: string; data: string }[] {
   return actions.flatMap((a) => (a?.label && a.data ? [{ label: a.label, data: a.data }] : []));
 }
 
-/** A button of a Discord message or interaction response: its label and `custom_id`. */
+/** A button of a Discord message or interaction response: its label, `custom_id`, and whether the bot disabled it. */
 interface DiscordButton {
   label: string;
   custom_id: string;
+  /** The component's `disabled` (https://discord.com/developers/docs/components/reference#button): no client can press it. */
+  disabled: boolean;
 }
 
 /** The buttons (with a label and a `custom_id`) of a Discord message's or response's `components` rows. */
 function discordButtons(components: unknown): DiscordButton[] {
-  const rows = (Array.isArray(components) ? components : []) as { components?: Partial<DiscordButton>[] }[];
+  const rows = (Array.isArray(components) ? components : []) as {
+    components?: { label?: string; custom_id?: string; disabled?: boolean }[];
+  }[];
   return rows
     .flatMap((r) => r.components ?? [])
-    .flatMap((c) => (c.label && c.custom_id ? [{ label: c.label, custom_id: c.custom_id }] : []));
+    .flatMap((c) =>
+      c.label && c.custom_id ? [{ label: c.label, custom_id: c.custom_id, disabled: c.disabled === true }] : [],
+    );
 }
 
 /**
@@ -246,12 +257,12 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const telegram = await FakeTelegram.start({ firstMessageId: 1000 + (seconds % 1_000_000) * 1000 });
   const discord = await FakeDiscord.start();
   const line = await FakeLine.start({ firstMessageId: Date.now() * 1000 });
-  /** The languages of the slow answers begun, in order (printed by `follow`: the answer is being written now). */
-  const slowAnswers: FakeModelLanguage[] = [];
+  /** The slow answers begun, in order: their language and when (printed by `follow`: the answer is being written now). */
+  const slowAnswers: { language: FakeModelLanguage; at: number }[] = [];
   const anthropic = await startFakeAnthropic({
     fallback: (request) => {
       const reply = fakeModelReply(request);
-      if (reply.stream) slowAnswers.push(replyLanguage(lastUserText(request)));
+      if (reply.stream) slowAnswers.push({ language: replyLanguage(lastUserText(request)), at: Date.now() });
       return reply;
     },
   });
@@ -325,9 +336,20 @@ export async function startLocalFakes(): Promise<LocalFakes> {
           : [],
       ),
     ];
-    const prompt = prompts.filter((p) => p.buttons.some((b) => b.label.includes(label))).sort((a, b) => b.at - a.at)[0];
-    const button = prompt?.buttons.find((b) => b.label.includes(label));
-    if (!prompt || !button) return `no Discord button "${label}" on the bot's latest prompt`;
+    // Only a button the bot left enabled: Discord's clients do not let anyone press a disabled one (a
+    // decided approval prompt keeps its buttons, disabled), as Telegram's prompt loses its buttons.
+    const pressable = (b: DiscordButton) => b.label.includes(label) && !b.disabled;
+    const prompt = prompts.filter((p) => p.buttons.some(pressable)).sort((a, b) => b.at - a.at)[0];
+    const button = prompt?.buttons.find(pressable);
+    if (!prompt || !button) {
+      const disabled = prompts
+        .filter((p) => p.buttons.some((b) => b.label.includes(label)))
+        .sort((a, b) => b.at - a.at)[0]
+        ?.buttons.find((b) => b.label.includes(label));
+      return disabled
+        ? `the Discord button "${disabled.label}" is disabled (the bot closed that prompt): Discord does not let Bob press it, nothing was sent`
+        : `no Discord button "${label}" on the bot's latest prompt`;
+    }
     prompt.press(button.custom_id);
     return `pressed "${button.label}" on Discord as Bob`;
   };
@@ -369,30 +391,48 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const handle = async (typed: string): Promise<string> => printable(await act(typed));
 
   const follow = (print: (line: string) => void, everyMs = 200): (() => void) => {
-    const seen = { tgSent: 0, tgEdits: 0, tgDrafts: 0, dcSent: 0, dcEdits: 0, tgVoices: 0, lineSent: 0, slow: 0 };
+    const seen = {
+      tgSent: 0,
+      tgEdits: 0,
+      tgDrafts: 0,
+      tgToasts: 0,
+      dcSent: 0,
+      dcEdits: 0,
+      tgVoices: 0,
+      lineSent: 0,
+      slow: 0,
+    };
     const answered = new Map<FakeInteraction, number>(); // interaction → its response and edits printed
     let draftShownAt = 0;
     const timer = setInterval(() => {
-      for (; seen.slow < slowAnswers.length; seen.slow++)
-        print(
-          slowAnswers[seen.slow] === "en"
+      // What arrived since the last look, printed in the order it arrived (by when the fake received it).
+      const lines: { at: number; line: string }[] = [];
+      const add = (at: number, line: string) => lines.push({ at, line });
+      for (; seen.slow < slowAnswers.length; seen.slow++) {
+        const slow = slowAnswers[seen.slow]!;
+        add(
+          slow.at,
+          slow.language === "en"
             ? `fake model: writing a slow answer (${SLOW_ANSWER_MS / 1000} s): stop it now`
             : `fake model: 正在慢慢寫回答（${SLOW_ANSWER_MS / 1000} 秒），現在可以停止`,
         );
+      }
       for (; seen.tgSent < telegram.sent.length; seen.tgSent++) {
         const message = telegram.sent[seen.tgSent]!;
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
-        print(shown("telegram", "bot", message.text + buttons.join("")));
+        add(message.at, shown("telegram", "bot", message.text + buttons.join("")));
       }
       // A private chat's answer grows as a draft: the newest one, at most once a second.
       if (seen.tgDrafts < telegram.drafts.length && Date.now() - draftShownAt >= 1000) {
         seen.tgDrafts = telegram.drafts.length;
         draftShownAt = Date.now();
-        print(shown("telegram", "bot (draft)", telegram.drafts.at(-1)!.text));
+        const draft = telegram.drafts.at(-1)!;
+        add(draft.at, shown("telegram", "bot (draft)", draft.text));
       }
       for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
         const voice = telegram.voices[seen.tgVoices]!;
-        print(
+        add(
+          voice.at,
           shown(
             "telegram",
             "bot",
@@ -401,10 +441,11 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         );
       }
       for (; seen.tgEdits < telegram.edits.length; seen.tgEdits++) {
-        const edit = telegram.edits[seen.tgEdits]!.payload;
+        const { payload: edit, at } = telegram.edits[seen.tgEdits]!;
         // Shown as Telegram shows it: an HTML edit's tags and entities (`&amp;`) parsed, as for a sent message.
         if (typeof edit.text === "string")
-          print(
+          add(
+            at,
             shown(
               "telegram",
               "bot (edited)",
@@ -412,17 +453,23 @@ export async function startLocalFakes(): Promise<LocalFakes> {
             ),
           );
       }
+      // The bot's answer to a button press (answerCallbackQuery's text): a toast, or an alert to dismiss.
+      for (; seen.tgToasts < telegram.toasts.length; seen.tgToasts++) {
+        const toast = telegram.toasts[seen.tgToasts]!;
+        add(toast.at, shown("telegram", toast.alert ? "bot (alert)" : "bot (toast)", toast.text));
+      }
       for (; seen.dcSent < discord.sent.length; seen.dcSent++) {
         const message = discord.sent[seen.dcSent]!;
         const buttons = discordButtons(message.message.components).map((b) => ` [${b.label}]`);
         const voice = message.files?.length ? `🔊 voice message (${message.files[0]!.bytes.length} bytes)` : "";
-        print(shown("discord", "bot", message.content + voice + buttons.join("")));
+        add(message.at, shown("discord", "bot", message.content + voice + buttons.join("")));
       }
       for (; seen.dcEdits < discord.edits.length; seen.dcEdits++) {
-        const edit = discord.edits[seen.dcEdits]!.payload;
-        if (typeof edit.content === "string") print(shown("discord", "bot (edited)", edit.content));
+        const { payload: edit, at } = discord.edits[seen.dcEdits]!;
+        if (typeof edit.content === "string") add(at, shown("discord", "bot (edited)", edit.content));
       }
-      // The answers to slash commands and button presses: the interaction's response, then its edits.
+      // The answers to slash commands and button presses (ephemeral: only the one who used the command
+      // or pressed sees them): the interaction's response, then its edits.
       for (const interaction of discord.interactions.values()) {
         if (!interaction.response) continue;
         const to = interaction.payload.type === 2 ? "bot (to the command)" : "bot (to the press)";
@@ -430,7 +477,9 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         for (let i = answered.get(interaction) ?? 0; i < parts.length; i++) {
           const content = typeof parts[i]?.content === "string" ? (parts[i]!.content as string) : "";
           const buttons = discordButtons(parts[i]?.components).map((b) => ` [${b.label}]`);
-          if (content !== "" || buttons.length > 0) print(shown("discord", to, content + buttons.join("")));
+          // The edits' times are not kept, only the last one's.
+          const at = i === 0 ? interaction.response.at : (interaction.editedAt ?? interaction.response.at);
+          if (content !== "" || buttons.length > 0) add(at, shown("discord", to, content + buttons.join("")));
         }
         answered.set(interaction, parts.length);
       }
@@ -438,8 +487,10 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const message = line.sent[seen.lineSent]!;
         const buttons = lineButtons(message).map((b) => ` [${b.label}]`);
         const body = message.text || `(${String(message.message.type)} message)`;
-        print(shown("line", `bot (${message.via})`, body + buttons.join("")));
+        add(message.at, shown("line", `bot (${message.via})`, body + buttons.join("")));
       }
+      // A stable sort: what arrived in the same millisecond keeps the order above.
+      for (const { line } of lines.sort((a, b) => a.at - b.at)) print(line);
     }, everyMs);
     return () => clearInterval(timer);
   };
@@ -465,7 +516,8 @@ async function main(): Promise<void> {
   console.log(
     [
       "Fake Telegram, Discord, LINE, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
-      "Give the bot these variables (in .env, or on the command line of npm start in another terminal):",
+      "Give the bot these variables (in .env, or on the command line of npm start in another terminal);",
+      "they change at every start of the fakes, so copy them again after a restart:",
       "",
       ...lines,
       "",

@@ -352,6 +352,12 @@ export class FakeTelegram {
   readonly deleted: FakeSentMessage[] = [];
   /** `answerCallbackQuery` payloads that were accepted. */
   readonly callbackAnswers: Record<string, unknown>[] = [];
+  /**
+   * The notices shown to whoever pressed a button: each accepted `answerCallbackQuery` with a `text`
+   * (https://core.telegram.org/bots/api#answercallbackquery), in order: the query, the text, whether
+   * it is an alert (`show_alert`: a dialog to dismiss) rather than a toast, and when (ms since the epoch).
+   */
+  readonly toasts: { callbackQueryId: string; text: string; alert: boolean; at: number }[] = [];
   /** The last accepted `setMyCommands` payload per `language_code` ("" for the default). */
   readonly commands = new Map<string, Record<string, unknown>>();
   /** The current webhook (`setWebhook` payload), if any. */
@@ -1106,6 +1112,13 @@ export class FakeTelegram {
         if (!query || query.answered) throw bad("query is too old and response timeout expired or query ID is invalid");
         query.answered = true;
         this.callbackAnswers.push(p);
+        if (typeof p.text === "string" && p.text !== "")
+          this.toasts.push({
+            callbackQueryId: String(p.callback_query_id),
+            text: p.text,
+            alert: p.show_alert === true || p.show_alert === "true",
+            at: Date.now(),
+          });
         return true;
       }
       default:

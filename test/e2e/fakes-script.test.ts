@@ -209,17 +209,22 @@ it("npm run fakes answers with the demo's script: a todo added, listed, kept whe
     expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
 
     // delete_todo waits for Alice's approval: the prompt, with its buttons, printed as the newcomer sees it.
+    // The declined prompt above is printed as it was when polled (its buttons may be gone already): only lines after this one count.
+    const printedBefore = printed.length;
     const prompt = await type("tg 刪除待辦 1", /需要你的確認/);
     expect(prompt.text).toMatch(
       /^⚠️ 需要你的確認\n刪除待辦 #1「買牛奶」\n\n只有 Alice 可以決定，\d\d:\d\d 前有效（約 5 分鐘）。$/,
     );
     expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消", "🔓 一律允許"]);
     await tg.waitFor(
-      () => printed.find((l) => l.startsWith("telegram bot: ⚠️ 需要你的確認 ⏎ 刪除待辦 #1「買牛奶」")),
+      () =>
+        printed.slice(printedBefore).find((l) => l.startsWith("telegram bot: ⚠️ 需要你的確認 ⏎ 刪除待辦 #1「買牛奶」")),
       5_000,
       "the prompt printed",
     );
-    expect(printed.find((l) => l.includes("需要你的確認"))).toMatch(/\[✅ 確認\] \[❌ 取消\] \[🔓 一律允許\]$/);
+    expect(printed.slice(printedBefore).find((l) => l.includes("需要你的確認"))).toMatch(
+      /\[✅ 確認\] \[❌ 取消\] \[🔓 一律允許\]$/,
+    );
     expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
 
     // `tg press 確認` runs it: the prompt shows the outcome without buttons, the answer the tool's result.

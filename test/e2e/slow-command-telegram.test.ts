@@ -87,9 +87,14 @@ describe("a slow command on Telegram", () => {
         ...text("第一段：這個回答寫得很慢，還沒寫完。"),
         stream: { chunkChars: 4, holdAfterChars: 4, hold: answerHold.promise },
       });
+      // Only a message sent for this answer: an earlier answer's live message may still show its Stop button a moment.
+      const sentBefore = sentTo(group).length;
       tg.sendUserMessage({ chat: group, from: ann, text: `@${tg.bot.username} 慢慢說` });
       const live = await tg.waitFor(
-        () => sentTo(group).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("sp:"))),
+        () =>
+          sentTo(group)
+            .slice(sentBefore)
+            .find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("sp:"))),
         WAIT,
         "the live answer with its Stop button",
       );

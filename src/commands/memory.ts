@@ -7,7 +7,7 @@
  * Who may delete: in a private chat its person (the only one who can press there); in a group its
  * administrators and the bot's admins (anyone may look). A delete button carries
  * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything:
- * it asks first, and its ✅ button `mm:A:<fingerprint>` erases only the files it named, `mm:c` keeps them);
+ * it asks first, and its ⚠️ button `mm:A:<fingerprint>` erases only the files it named, `mm:c` keeps them);
  * the scope is never in the data: it is the pressed message's chat and the presser, so a button
  * can only ever delete in the scope the press happens in. An undo button (`mm:u:<handle>`, posted
  * after a memory write made when outside content was read, `src/memory/undo.ts`) is pressed by
@@ -15,6 +15,7 @@
  * every worker (memory is read from Redis for each request).
  */
 import { createHash } from "node:crypto";
+import type { ButtonListing } from "../feature.js";
 import { localize, type Locale } from "../i18n.js";
 import { formatSize } from "../memory/commands.js";
 import {
@@ -238,7 +239,7 @@ export interface MemoryPressAnswer {
   notice: string;
   deletedFile?: boolean;
   closeText?: string;
-  confirm?: { text: string; buttons: { label: string; data: string }[] };
+  confirm?: Required<ButtonListing>;
 }
 
 /**

@@ -84,7 +84,9 @@ export function undoKey(scope: MemoryScope): string {
  * what `/memory`'s "delete all" confirmation carries ({@link MemoryStore.eraseIfUnchanged}).
  */
 export function memoryFingerprint(files: Iterable<Pick<MemoryFile, "path" | "text">>): string {
-  const sorted = [...files].map((f) => [f.path, f.text]).sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
+  const sorted = [...files]
+    .map(({ path, text }) => [path, text])
+    .sort(([a = ""], [b = ""]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash("sha256").update(JSON.stringify(sorted)).digest("base64url").slice(0, 16);
 }
 

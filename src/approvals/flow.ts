@@ -157,6 +157,19 @@ export function outcomeText(
   return localize(locale, texts[outcome], { action });
 }
 
+/** How to take back a grant, said after it where the prompt cannot show it ({@link grantLeadText}). */
+const REVOKE_HINT = { "zh-TW": "（/permissions 可撤銷）", en: " (/permissions to revoke)" } as const;
+
+/**
+ * The line the answer after an "always allow" press starts with where the prompt stays as it was
+ * sent (`Outbound.promptsStayAsSent`: LINE): what the closed prompt says on the other platforms
+ * ({@link outcomeText}, confirmed and always allowed for how long), then how to revoke it.
+ * @param grantMs - the grant's length in ms (`ALWAYS_ALLOW_DAYS`).
+ */
+export function grantLeadText(action: string, grantMs: number, locale: Locale): string {
+  return `${outcomeText("approved", action, locale, grantMs)}${localize(locale, REVOKE_HINT)}`;
+}
+
 /** The flow's entry points for the worker. */
 export class ApprovalFlow {
   readonly #deps: ApprovalFlowDeps;
@@ -319,6 +332,19 @@ export class ApprovalFlow {
     while (outcome.kind === "approval" && verdict === "expired")
       outcome = await this.#deps.agent.resumeAgent(outcome.run, "expired", resume);
     return outcome;
+  }
+
+  /**
+   * The line the answer to a taken decision starts with where its prompt stays as it was sent
+   * (`outbound.promptsStayAsSent`: LINE, whose prompt cannot show the outcome): for a decision
+   * that records an "always allow" grant, that the tool is now always allowed, for how long and
+   * how to revoke it ({@link grantLeadText}, in the approval's language); undefined for any other
+   * decision, and where the prompt is edited ({@link closePrompt} says it there). Never throws.
+   */
+  grantLead({ record, verdict }: TakenDecision, outbound: Outbound, toolbox: ToolBox): string | undefined {
+    if (!outbound.promptsStayAsSent) return undefined;
+    const grants = this.#grants(record, verdict, toolbox);
+    return grants ? grantLeadText(record.action, grants.ttlMs, record.locale) : undefined;
   }
 
   /**

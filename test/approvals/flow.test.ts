@@ -8,7 +8,8 @@ import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PendingCall } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decider.js";
-import { describeCall, outcomeText } from "../../src/approvals/flow.js";
+import { describeCall, grantLeadText, outcomeText } from "../../src/approvals/flow.js";
+import { GrantStore } from "../../src/approvals/grants.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { PlatformUnavailableError } from "../../src/outbound-errors.js";
 import { connectRedis } from "../../src/redis.js";
@@ -336,6 +337,66 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     expect(await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" }, h.outbound)).toBe(false);
     expect(resumes).toEqual([]);
+  });
+});
+
+describe("where a sent prompt cannot be edited (LINE: Outbound.promptsStayAsSent)", () => {
+  const DAY = 86_400_000;
+  const staying = () => new RecordingOutbound("telegram", { promptsStayAsSent: true });
+
+  it("an answer after an always-allow press starts with the grant's line; after a plain confirm, or where prompts are edited, it does not", async () => {
+    const grants = new GrantStore(redis, { ttlMs: 30 * DAY });
+    const staysHarness = harness(redis, staying(), { grants });
+    const alwaysId = await staysHarness.flow.begin(message, paused([call2]), staysHarness.outbound);
+    expect(staysHarness.outbound.prompts[0]!.prompt.alwaysAllow).toBe(true);
+    await staysHarness.store.decide({
+      approvalId: alwaysId,
+      platform: "telegram",
+      deciderId: "u1",
+      approve: true,
+      always: true,
+    });
+    const lead = "✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」（/permissions 可撤銷）";
+    expect(await staysHarness.decide(staysHarness.jobs[0]!)).toEqual({
+      status: "answered",
+      text: `${lead}\n\nDeleted note #2.`,
+    });
+    expect(staysHarness.outbound.answers.map((a) => a.text)).toEqual([`${lead}\n\nDeleted note #2.`]);
+    expect(await grants.find(requester, "approvals_test_delete_note")).toBeDefined();
+
+    // A plain confirm says nothing more: the chat shows the press, and the answer follows.
+    await redis.hset("notes:telegram:u1", { "2": "繳電費" });
+    const plainId = await staysHarness.flow.begin(
+      { ...nextMessage, messageId: "m3" },
+      paused([{ ...call2, toolUseId: "toolu_c" }]),
+      staysHarness.outbound,
+    );
+    await staysHarness.store.decide({ approvalId: plainId, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await staysHarness.decide(staysHarness.jobs[1]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+
+    // Where the prompt is edited (Telegram, Discord), the edit says it: no line in the answer.
+    await redis.flushall();
+    await redis.hset("notes:telegram:u1", { "2": "繳電費" });
+    const edited = harness(redis, new RecordingOutbound(), { grants });
+    const editedId = await edited.flow.begin(message, paused([call2]), edited.outbound);
+    await edited.store.decide({
+      approvalId: editedId,
+      platform: "telegram",
+      deciderId: "u1",
+      approve: true,
+      always: true,
+    });
+    expect(await edited.decide(edited.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(edited.outbound.prompts[0]!.closed?.text).toBe("✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」");
+  });
+
+  it("speaks both locales", () => {
+    expect(grantLeadText('delete note #2 "bills"', 30 * DAY, "en")).toBe(
+      '✅ Confirmed, always allowed for 30 days: delete note #2 "bills" (/permissions to revoke)',
+    );
+    expect(grantLeadText("刪除筆記 #2「繳電費」", 30 * DAY, "zh-TW")).toBe(
+      "✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」（/permissions 可撤銷）",
+    );
   });
 });
 

@@ -197,8 +197,9 @@ export interface Outbound {
    * Optional: true when a sent approval prompt cannot be changed (LINE cannot edit a sent message),
    * so {@link closeApprovalPrompt} shows nothing in the chat. What the requester would otherwise
    * read only on the edited prompt then leads the next answer to them, as its first line: an
-   * "always allow" grant given (the answer after the press); see `ApprovalFlow.grantLead`.
-   * Absent: prompts are edited.
+   * "always allow" grant given (the answer after the press) and an approval closed by their new
+   * message (the answer to that message); see `ApprovalFlow.grantLead` and
+   * `ApprovalFlow.supersedePending`. Absent: prompts are edited.
    */
   readonly promptsStayAsSent?: boolean;
   /**

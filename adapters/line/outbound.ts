@@ -406,7 +406,8 @@ export class LineOutbound implements Outbound {
   /**
    * LINE cannot edit a sent message ({@link promptsStayAsSent}): the prompt stays as it is, buttons
    * and all, and the answer that follows says what happened — after an "always allow" press it
-   * starts with the grant's line (from the core, in the same reply). A press on it afterwards is
+   * starts with the grant's line, and the answer to a new message that closed the approval starts
+   * with a line saying so (both from the core, in the same reply). A press on it afterwards is
    * answered by the core: until the prompt's own expiry, how it was decided ("already confirmed",
    * "already cancelled", closed by a new message); after that, or once `/reset` closed it,
    * "expired or no longer exists".

@@ -8,7 +8,13 @@ import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PendingCall } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decider.js";
-import { describeCall, grantLeadText, outcomeText } from "../../src/approvals/flow.js";
+import {
+  describeCall,
+  grantLeadText,
+  LEAD_ACTION_UNITS,
+  outcomeText,
+  supersededLeadText,
+} from "../../src/approvals/flow.js";
 import { GrantStore } from "../../src/approvals/grants.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { PlatformUnavailableError } from "../../src/outbound-errors.js";
@@ -283,7 +289,7 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
     const id = await h.flow.begin(message, paused([call2, call1]), h.outbound);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toEqual({ approvalId: id });
     expect(resumes).toEqual([
       { verdict: "superseded", callModel: false, toolUseId: "toolu_a" },
       { verdict: "superseded", callModel: false, toolUseId: "toolu_b" },
@@ -296,7 +302,7 @@ describe("ApprovalFlow.supersedePending", () => {
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBeUndefined();
     // The record is gone; a press on the prompt until its expiry is told a new message closed it.
     expect(await h.store.get(id)).toBeUndefined();
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
@@ -308,8 +314,8 @@ describe("ApprovalFlow.supersedePending", () => {
 
   it("drops the run instead of appending it when the new message is the same one (a retried job)", async () => {
     const h = harness(redis);
-    await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.flow.supersedePending(message, h.outbound)).toBe(true);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(message, h.outbound)).toEqual({ approvalId: id });
     expect(resumes).toEqual([]);
     expect((await h.conversations()).length).toBe(0);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
@@ -320,10 +326,10 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     const inTopic = { ...message, topicId: "11", reply: { threadId: "11" } };
     const id = await h.flow.begin(inTopic, paused([call2]), h.outbound);
-    expect(await h.flow.supersedePending({ ...inTopic, userId: "u2", messageId: "b1" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending({ ...nextMessage, userId: "u2" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending({ ...nextMessage, topicId: "22" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    expect(await h.flow.supersedePending({ ...inTopic, userId: "u2", messageId: "b1" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending({ ...nextMessage, userId: "u2" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending({ ...nextMessage, topicId: "22" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBeUndefined();
     expect(h.outbound.prompts[0]!.closed).toBeUndefined();
     expect(resumes).toEqual([]);
     // The requester decides later: the run lands in the topic's history, not the chat's.
@@ -335,7 +341,9 @@ describe("ApprovalFlow.supersedePending", () => {
 
   it("does nothing in a chat without a pending approval", async () => {
     const h = harness(redis);
-    expect(await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" }, h.outbound)).toBe(false);
+    expect(
+      await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" }, h.outbound),
+    ).toBeUndefined();
     expect(resumes).toEqual([]);
   });
 });
@@ -343,6 +351,24 @@ describe("ApprovalFlow.supersedePending", () => {
 describe("where a sent prompt cannot be edited (LINE: Outbound.promptsStayAsSent)", () => {
   const DAY = 86_400_000;
   const staying = () => new RecordingOutbound("telegram", { promptsStayAsSent: true });
+
+  it("the answer to the requester's new message is given the line saying the earlier request was closed, not done", async () => {
+    const h = harness(redis, staying());
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toEqual({
+      approvalId: id,
+      lead: "↩️ 先前等你確認的請求已關閉，未執行：刪除筆記 #2「繳電費」",
+    });
+    // Closing the prompt is still asked of the outbound (LINE's does nothing), and nothing is sent.
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
+    expect(h.outbound.answers).toEqual([]);
+  });
+
+  it("no line when the new message is the approval's own (a retried job answers it again)", async () => {
+    const h = harness(redis, staying());
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(message, h.outbound)).toEqual({ approvalId: id });
+  });
 
   it("an answer after an always-allow press starts with the grant's line; after a plain confirm, or where prompts are edited, it does not", async () => {
     const grants = new GrantStore(redis, { ttlMs: 30 * DAY });
@@ -390,13 +416,19 @@ describe("where a sent prompt cannot be edited (LINE: Outbound.promptsStayAsSent
     expect(edited.outbound.prompts[0]!.closed?.text).toBe("✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」");
   });
 
-  it("speaks both locales", () => {
+  it("speaks both locales; the closed request's action is cut short", () => {
     expect(grantLeadText('delete note #2 "bills"', 30 * DAY, "en")).toBe(
       '✅ Confirmed, always allowed for 30 days: delete note #2 "bills" (/permissions to revoke)',
     );
     expect(grantLeadText("刪除筆記 #2「繳電費」", 30 * DAY, "zh-TW")).toBe(
       "✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」（/permissions 可撤銷）",
     );
+    expect(supersededLeadText('delete note #2 "bills"', "en")).toBe(
+      '↩️ Your earlier request that was waiting for confirmation was closed, not done: delete note #2 "bills"',
+    );
+    const long = supersededLeadText("x".repeat(500), "zh-TW");
+    expect(long.endsWith("…")).toBe(true);
+    expect(long.length).toBe("↩️ 先前等你確認的請求已關閉，未執行：".length + LEAD_ACTION_UNITS);
   });
 });
 

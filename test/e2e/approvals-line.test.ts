@@ -2,8 +2,8 @@
  * What LINE says about a closed approval prompt, end to end: the real `@line/bot-sdk` clients
  * against the strict fake LINE platform, real Redis and BullMQ, the worker and the scripted model.
  * LINE cannot edit the prompt, so what Telegram and Discord edit into it — an "always allow" grant
- * given — leads the answer that follows, in the same reply call (no push). Each scenario has its
- * own users and chats.
+ * given, an approval closed by the requester's new message — leads the answer that follows, in
+ * the same reply call (no push). Each scenario has its own users and chats.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Config } from "../../src/config.js";
@@ -141,4 +141,54 @@ it("the grant's line speaks the conversation's language; ✅ 確認 and ❌ 取�
   expect(declined.text).toMatch(/^delete_todo: /);
   expect(declined.text).not.toContain("一律允許");
   expect(await todoLines(redis, "line", cat.from.userId)).toEqual(["#2 買花"]);
+});
+
+it("a new message while an approval is pending: its answer starts with a line saying the earlier request was closed, not done (one reply)", async () => {
+  const dan = { from: line.user("Dan") };
+  await seedTodos(redis, "line", dan.from.userId, ["整理書桌"]);
+  await say(dan, "delete #1");
+  const prompt = await promptIn(dan);
+  const pushes = line.pushes;
+  const before = line.messagesTo(dan.from.userId).length;
+  await say(dan, "calc 6 * 7");
+  const answer = await sentAfter(dan, before, "calculate:");
+  const [lead, rest] = answer.text.split("\n\n");
+  expect(lead).toBe("↩️ 先前等你確認的請求已關閉，未執行：刪除待辦 #1「整理書桌」");
+  expect(rest).toContain("42");
+  expect(answer.via).toBe("reply");
+  expect(line.pushes).toBe(pushes);
+  expect(line.messagesTo(dan.from.userId).slice(before)).toEqual([answer]);
+  expect(await todoLines(redis, "line", dan.from.userId)).toEqual(["#1 整理書桌"]);
+  // The old prompt, pressed now, says the same; the next answer has no such line.
+  const pressed = line.messagesTo(dan.from.userId).length;
+  await press(dan, prompt, "y");
+  expect((await sentAfter(dan, pressed, "這個請求")).text).toBe("這個請求已經結束了：收到新訊息，未確認，未執行。");
+  const next = line.messagesTo(dan.from.userId).length;
+  await say(dan, "calc 1 + 1");
+  expect((await sentAfter(dan, next, "calculate:")).text).not.toContain("↩️");
+  expect(await todoLines(redis, "line", dan.from.userId)).toEqual(["#1 整理書桌"]);
+});
+
+it("in a group, only the requester's own new message closes the approval and is told so, in the conversation's language", async () => {
+  const eve = line.user("Eve");
+  const fay = line.user("Fay");
+  const group = line.group([eve, fay]);
+  const asEve = { from: eve, groupId: group };
+  const asFay = { from: fay, groupId: group };
+  await speak(asEve, "en");
+  await seedTodos(redis, "line", eve.userId, ["tickets"]);
+  await say(asEve, "delete #1");
+  await promptIn(asEve);
+  // Someone else's message leaves Eve's approval open: no line in its answer.
+  const fayAsks = line.messagesTo(group).length;
+  await say(asFay, "calc 2 + 3");
+  expect((await sentAfter(asFay, fayAsks, "calculate:")).text).not.toContain("↩️");
+  const eveAsks = line.messagesTo(group).length;
+  await say(asEve, "calc 6 * 7");
+  const answer = await sentAfter(asEve, eveAsks, "calculate:");
+  expect(answer.text.split("\n\n")[0]).toBe(
+    '↩️ Your earlier request that was waiting for confirmation was closed, not done: Delete todo #1 "tickets"',
+  );
+  expect(answer.via).toBe("reply");
+  expect(await todoLines(redis, "line", eve.userId)).toEqual(["#1 tickets"]);
 });

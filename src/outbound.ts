@@ -194,6 +194,15 @@ export interface Outbound {
   /** Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons. */
   closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void>;
   /**
+   * Optional: true when a sent approval prompt cannot be changed (LINE cannot edit a sent message),
+   * so {@link closeApprovalPrompt} shows nothing in the chat. What the requester would otherwise
+   * read only on the edited prompt then leads the next answer to them, as its first line: an
+   * "always allow" grant given (the answer after the press) and an approval closed by their new
+   * message (the answer to that message); see `ApprovalFlow.grantLead` and
+   * `ApprovalFlow.supersedePending`. Absent: prompts are edited.
+   */
+  readonly promptsStayAsSent?: boolean;
+  /**
    * Posts a reminder (see {@link ReminderMessage}) with done / snooze buttons, mentioning the owner
    * in groups so that only they are notified (Telegram: a `tg://user?id=` link, i.e. a
    * `text_mention`; Discord: `<@id>` with `allowed_mentions: { users: [id] }`).

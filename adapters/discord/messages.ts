@@ -8,11 +8,17 @@
  * `messageReactionAdd`: discord.js drops a reaction whose DM channel it has not cached (the event
  * carries no channel type), which is every DM after the adapter restarted. The channel and
  * message are fetched (cache, else `GET /channels/{id}` and `GET …/messages/{id}`).
+ *
+ * A reaction of the requester on a prompt that was decided already (its edit failed, so it still
+ * shows its buttons and reactions) is told how it was decided, as a press on its button is told
+ * ephemerally: a reaction has no interaction to answer, so the notice is a reply to the prompt, in
+ * a guild channel after a mention that notifies only the requester, and at most one per prompt
+ * (see {@link DiscordMessages.onReaction}).
  */
 import { Routes, type Client, type GatewayMessageReactionAddDispatchData, type Message } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
-import type { DecisionResult } from "../../src/approvals/decider.js";
+import { decisionNotice, type DecisionResult } from "../../src/approvals/decider.js";
 import { CLOSED_APPROVAL_ID, parseApprovalButton } from "../../src/buttons.js";
 import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
@@ -22,9 +28,14 @@ import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 
+/** Most prompts remembered as told "already decided" ({@link DiscordMessages.onReaction}); past it the memory starts over. */
+const TOLD_DECIDED_MAX = 10_000;
+
 /** The message and reaction handlers of one client; see the module comment. */
 export class DiscordMessages {
   #warnedContentIntent = false;
+  /** Prompts (message ids) whose "already decided" notice was replied to a reaction: one reply per prompt. */
+  readonly #toldDecided = new Set<string>();
 
   constructor(
     private readonly client: Client,
@@ -36,6 +47,10 @@ export class DiscordMessages {
   /**
    * A ✅/❌ on one of the bot's approval prompts decides it, in guilds and DMs alike, whether or
    * not discord.js has the channel or message cached (raw MESSAGE_REACTION_ADD, see the module comment).
+   * Someone else's reaction in a guild is taken away. When the requester reacts on a prompt that
+   * was decided already, the prompt is replied to with how it was decided (`decisionNotice`, in the
+   * conversation's language), once per prompt in this process: reacting again says nothing more,
+   * so a channel is not filled with notices. Never throws (failures are logged).
    */
   async onReaction(data: GatewayMessageReactionAddDispatchData): Promise<void> {
     const { client } = this;
@@ -76,6 +91,10 @@ export class DiscordMessages {
       { via: "reaction", deciderId: data.user_id, status: result.status },
       `approval reaction: ${result.status}`,
     );
+    if (result.status === "already_decided") {
+      await this.#tellDecided(message, data.user_id, data.guild_id !== undefined, result);
+      return;
+    }
     if (result.status === "not_requester" && data.guild_id) {
       // Someone else's ✅/❌ changes nothing; take it away so the prompt does not look decided (not possible in DMs).
       const route = Routes.channelMessageUserReaction(
@@ -178,6 +197,29 @@ export class DiscordMessages {
         err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message",
       );
       await this.#reply(message, tryAgain(locale));
+    }
+  }
+
+  /**
+   * Replies to `prompt` with how it was decided (see {@link onReaction}), in a guild after a
+   * mention of `userId` that notifies only them; nothing when this prompt was replied to so before.
+   * A failed reply is logged.
+   */
+  async #tellDecided(prompt: Message, userId: string, inGuild: boolean, result: DecisionResult): Promise<void> {
+    if (this.#toldDecided.has(prompt.id)) return;
+    if (this.#toldDecided.size >= TOLD_DECIDED_MAX) this.#toldDecided.clear();
+    this.#toldDecided.add(prompt.id);
+    const locale =
+      (await this.context.commands.languageOf({ platform: "discord", chatId: prompt.channelId })) ??
+      this.config.BOT_LOCALE;
+    const notice = decisionNotice(result, locale);
+    try {
+      await prompt.reply({
+        content: inGuild ? `<@${userId}> ${notice}` : notice,
+        allowedMentions: { users: inGuild ? [userId] : [], repliedUser: false },
+      });
+    } catch (err) {
+      this.log.warn({ err, chatId: prompt.channelId }, "could not tell a reaction that its approval was decided");
     }
   }
 

@@ -412,8 +412,9 @@ export class LineAdapter implements Adapter {
    * A postback (a press on one of the bot's buttons): the core decides (`pressButton`); its notice
    * is the reply (LINE has no toast). An accepted approval needs none: the chat shows the press
    * (`displayText`) and the worker's answer follows, with this press's reply token while it is
-   * valid (the message's own token was spent on the prompt), else as a push. The pressed message
-   * cannot be changed on LINE.
+   * valid (the message's own token was spent on the prompt), else as a push; after "always allow"
+   * that answer starts with the grant's line (the tool always allowed, for how long, how to revoke),
+   * so the notice costs no reply token of its own. The pressed message cannot be changed on LINE.
    */
   async #press(data: string, at: LineBase): Promise<void> {
     const context = this.#context!;

@@ -104,6 +104,8 @@ interface Target {
 /** See the module comment. */
 export class LineOutbound implements Outbound {
   readonly platform = "line" as const;
+  /** A sent message cannot be edited on LINE: what a closed prompt would show leads the next answer (see {@link Outbound.promptsStayAsSent}). */
+  readonly promptsStayAsSent = true;
   /** Downloads the files of incoming messages (the content API on the data host). */
   readonly media: LineMedia;
   /** Reply tokens this process has used (single use), with when; pruned after two minutes. */
@@ -402,10 +404,13 @@ export class LineOutbound implements Outbound {
   }
 
   /**
-   * LINE cannot edit a sent message: the prompt stays as it is, buttons and all, and the answer
-   * that follows says what happened. A press on it afterwards is answered by the core: until the
-   * prompt's own expiry, how it was decided ("already confirmed", "already cancelled", closed by
-   * a new message); after that, or once `/reset` closed it, "expired or no longer exists".
+   * LINE cannot edit a sent message ({@link promptsStayAsSent}): the prompt stays as it is, buttons
+   * and all, and the answer that follows says what happened — after an "always allow" press it
+   * starts with the grant's line, and the answer to a new message that closed the approval starts
+   * with a line saying so (both from the core, in the same reply). A press on it afterwards is
+   * answered by the core: until the prompt's own expiry, how it was decided ("already confirmed",
+   * "already cancelled", closed by a new message); after that, or once `/reset` closed it,
+   * "expired or no longer exists".
    */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict): Promise<void> {
     this.log.debug({ prompt, outcome }, "line: a sent approval prompt cannot be edited; left as it is");

@@ -157,6 +157,50 @@ export function outcomeText(
   return localize(locale, texts[outcome], { action });
 }
 
+/** How to take back a grant, said after it where the prompt cannot show it ({@link grantLeadText}). */
+const REVOKE_HINT = { "zh-TW": "（/permissions 可撤銷）", en: " (/permissions to revoke)" } as const;
+
+/** Longest action in {@link supersededLeadText}, in UTF-16 code units: the line stays short (the prompt above it shows the action whole). */
+export const LEAD_ACTION_UNITS = 120;
+
+/**
+ * The line the answer after an "always allow" press starts with where the prompt stays as it was
+ * sent (`Outbound.promptsStayAsSent`: LINE): what the closed prompt says on the other platforms
+ * ({@link outcomeText}, confirmed and always allowed for how long), then how to revoke it.
+ * @param grantMs - the grant's length in ms (`ALWAYS_ALLOW_DAYS`).
+ */
+export function grantLeadText(action: string, grantMs: number, locale: Locale): string {
+  return `${outcomeText("approved", action, locale, grantMs)}${localize(locale, REVOKE_HINT)}`;
+}
+
+/**
+ * The line the answer to the requester's new message starts with when that message closed their
+ * pending approval and its prompt stays as it was sent (`Outbound.promptsStayAsSent`: LINE): the
+ * earlier request was closed without being done. The action is cut to {@link LEAD_ACTION_UNITS}.
+ */
+export function supersededLeadText(action: string, locale: Locale): string {
+  return localize(
+    locale,
+    {
+      "zh-TW": "↩️ 先前等你確認的請求已關閉，未執行：{action}",
+      en: "↩️ Your earlier request that was waiting for confirmation was closed, not done: {action}",
+    },
+    { action: cutUnits(action, LEAD_ACTION_UNITS) },
+  );
+}
+
+/** What {@link ApprovalFlow.supersedePending} closed. */
+export interface SupersededApproval {
+  /** The closed approval's id. */
+  approvalId: string;
+  /**
+   * Where its prompt stays as it was sent (`Outbound.promptsStayAsSent`: LINE), the line the answer
+   * to the new message starts with ({@link supersededLeadText}, in the approval's language); absent
+   * where the prompt was edited to say it, and when the new message is the approval's own (a retried job).
+   */
+  lead?: string;
+}
+
 /** The flow's entry points for the worker. */
 export class ApprovalFlow {
   readonly #deps: ApprovalFlowDeps;
@@ -322,6 +366,19 @@ export class ApprovalFlow {
   }
 
   /**
+   * The line the answer to a taken decision starts with where its prompt stays as it was sent
+   * (`outbound.promptsStayAsSent`: LINE, whose prompt cannot show the outcome): for a decision
+   * that records an "always allow" grant, that the tool is now always allowed, for how long and
+   * how to revoke it ({@link grantLeadText}, in the approval's language); undefined for any other
+   * decision, and where the prompt is edited ({@link closePrompt} says it there). Never throws.
+   */
+  grantLead({ record, verdict }: TakenDecision, outbound: Outbound, toolbox: ToolBox): string | undefined {
+    if (!outbound.promptsStayAsSent) return undefined;
+    const grants = this.#grants(record, verdict, toolbox);
+    return grants ? grantLeadText(record.action, grants.ttlMs, record.locale) : undefined;
+  }
+
+  /**
    * Whether the conversation of a taken decision was reset (`/reset`) since its approval was
    * asked (`ApprovalStore.resetSince`): then {@link closeReset} ends it instead of a resume.
    * @throws when Redis is unreachable.
@@ -430,7 +487,9 @@ export class ApprovalFlow {
    * because they wrote again there: the run is resumed with `superseded` and `callModel: false`
    * (every still pending call is closed, no model call), appended to history, and the prompt
    * edited (until its expiry, a press on it is told that a new message closed it, also where it
-   * could not be edited: `ApprovalStore.finish`). Nothing is sent to the chat: the user has moved on. Call it before handling a new
+   * could not be edited: `ApprovalStore.finish`). Nothing is sent to the chat: the user has moved on;
+   * where the prompt cannot be edited (`outbound.promptsStayAsSent`: LINE), the result carries the
+   * line the answer to the new message starts with instead ({@link SupersededApproval.lead}). Call it before handling a new
    * message. Approvals of other people, and of the same person in another conversation (another
    * Telegram topic), stay open.
    *
@@ -441,17 +500,19 @@ export class ApprovalFlow {
    * @param outbound - the outbound of the conversation (where the prompt is).
    * @param hint - the sender's pending hint as the worker read it ({@link pendingHintKey}; null: none,
    *   so nothing is read), or absent when it was not read.
-   * @returns whether an approval was closed.
+   * @returns the closed approval, or undefined when none was pending.
+   * @throws when Redis is unreachable, or what `resumeAgent` throws.
    */
   async supersedePending(
     incoming: RequesterRef & Pick<IncomingMessage, "messageId">,
     outbound: Outbound,
     hint?: string | null,
-  ): Promise<boolean> {
+  ): Promise<SupersededApproval | undefined> {
     const { store } = this.#deps;
     const record = await store.supersede(incoming, hint);
-    if (!record) return false;
-    if (incoming.messageId !== record.message.messageId) {
+    if (!record) return undefined;
+    const another = incoming.messageId !== record.message.messageId;
+    if (another) {
       const deps = await this.#deps.agentDeps(record.message);
       const resume = { ...deps, executeOnce: store.executeOnce, callModel: false };
       let outcome: AgentOutcome;
@@ -473,7 +534,10 @@ export class ApprovalFlow {
     }
     await this.#closePrompt(record, outbound, "superseded");
     await store.finish(record.id);
-    return true;
+    return {
+      approvalId: record.id,
+      ...(another && outbound.promptsStayAsSent ? { lead: supersededLeadText(record.action, record.locale) } : {}),
+    };
   }
 
   /** The pending approval of the sender of `message` in its conversation, when it is `toolUseId` of `message`. */

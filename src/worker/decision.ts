@@ -97,6 +97,8 @@ export async function answerDecision(
  * The compute of a decision: the one compute step (`compute.ts`) on the paused run's own history,
  * resumed with the verdict (`ApprovalFlow.resume`) — or from the checkpoint an earlier attempt of
  * this decision saved — with the conversation's settings as they are now (model, persona, language).
+ * Where the prompt stays as it was sent (LINE), an answer after an "always allow" press starts with
+ * the grant's line (`ApprovalFlow.grantLead`).
  */
 function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDecision): Promise<Computed> {
   const flow = parts.approvals!;
@@ -106,6 +108,8 @@ function computeDecision(parts: AnswerParts, state: AnswerState, taken: TakenDec
     userText: record.message.text,
     executeOnce: flow.executeOnce,
     history: { messages: record.run.history, resume: (deps) => flow.resume(taken, deps) },
+    // Where the prompt cannot show the outcome (LINE), an "always allow" grant is said first.
+    lead: () => flow.grantLead(taken, state.taken.outbound, toolboxFor(parts.toolbox, record.message)),
     resuming: "resuming the run an earlier attempt of this decision saved before it changed data",
   });
 }

@@ -91,7 +91,8 @@ export async function answerMessage(
  * that cannot be read is answered without the model; a run resumed from its checkpoint already
  * holds their placeholders, so nothing is downloaded again — then the sender's pending approval
  * in the conversation is closed, and the loop runs on the history with the toolbox of the chat's
- * context. Group turns start with the speaker's label (`speakerLabel`).
+ * context. Group turns start with the speaker's label (`speakerLabel`). Where the closed approval's
+ * prompt stays as it was sent (LINE), the answer starts with a line saying it was closed, not done.
  *
  * A transcribed voice message is answered like its text turn (`[voice 0:07] …`); the answer begins
  * with the transcript line (`🎤 「…」`, `transcriptLine`), which a streamed answer shows first, as
@@ -131,7 +132,8 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
   // An answer spoken too is not streamed (the voice comes first): its transcript line shows with the text.
   if (transcript !== undefined && state.live && config.STREAMING === "on" && !voiceDue(parts, state))
     state.live.push({ type: "lead", text: transcriptLine(transcript) });
-  if (await parts.approvals?.supersedePending(message, outbound, state.pendingHint)) {
+  const superseded = await parts.approvals?.supersedePending(message, outbound, state.pendingHint);
+  if (superseded) {
     // The closed run joined the history after the answer's first read: the compute reads it again.
     delete state.history;
     delete state.memory;
@@ -143,10 +145,17 @@ async function computeMessage(parts: AnswerParts, state: AnswerState): Promise<C
     executeOnce: parts.ledger.executeOnce,
     strip: media.strip,
     history: "conversation",
-    // The transcript line leads the answer (and the "too long" note).
-    lead: () => heard,
+    // The transcript line leads the answer (and the "too long" note); where the closed approval's
+    // prompt could not say it was closed (LINE), that line comes first.
+    lead: () => leadLines(superseded?.lead, heard),
     resuming: "resuming the run an earlier attempt saved before it changed data",
   });
+}
+
+/** The lead lines that are there, one per line; undefined when there is none. */
+function leadLines(...lines: (string | undefined)[]): string | undefined {
+  const there = lines.filter((line): line is string => line !== undefined);
+  return there.length > 0 ? there.join("\n") : undefined;
 }
 
 /** The text of a message (its string content, or its first text block); "" when it has none. */

@@ -8,7 +8,14 @@ import type { RedisClient } from "../../src/redis.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { PendingCall } from "../../src/agent/contract.js";
 import { decisionNotice } from "../../src/approvals/decider.js";
-import { describeCall, outcomeText } from "../../src/approvals/flow.js";
+import {
+  describeCall,
+  grantLeadText,
+  LEAD_ACTION_UNITS,
+  outcomeText,
+  supersededLeadText,
+} from "../../src/approvals/flow.js";
+import { GrantStore } from "../../src/approvals/grants.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { PlatformUnavailableError } from "../../src/outbound-errors.js";
 import { connectRedis } from "../../src/redis.js";
@@ -282,7 +289,7 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     const call1: PendingCall = { toolUseId: "toolu_b", name: "approvals_test_delete_note", input: { note_id: 1 } };
     const id = await h.flow.begin(message, paused([call2, call1]), h.outbound);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toEqual({ approvalId: id });
     expect(resumes).toEqual([
       { verdict: "superseded", callModel: false, toolUseId: "toolu_a" },
       { verdict: "superseded", callModel: false, toolUseId: "toolu_b" },
@@ -295,7 +302,7 @@ describe("ApprovalFlow.supersedePending", () => {
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect((saved[2]!.content as unknown[]).length).toBe(2);
     expect(h.outbound.answers).toEqual([]);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBeUndefined();
     // The record is gone; a press on the prompt until its expiry is told a new message closed it.
     expect(await h.store.get(id)).toBeUndefined();
     expect(await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).toEqual({
@@ -307,8 +314,8 @@ describe("ApprovalFlow.supersedePending", () => {
 
   it("drops the run instead of appending it when the new message is the same one (a retried job)", async () => {
     const h = harness(redis);
-    await h.flow.begin(message, paused([call2]), h.outbound);
-    expect(await h.flow.supersedePending(message, h.outbound)).toBe(true);
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(message, h.outbound)).toEqual({ approvalId: id });
     expect(resumes).toEqual([]);
     expect((await h.conversations()).length).toBe(0);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
@@ -319,10 +326,10 @@ describe("ApprovalFlow.supersedePending", () => {
     const h = harness(redis);
     const inTopic = { ...message, topicId: "11", reply: { threadId: "11" } };
     const id = await h.flow.begin(inTopic, paused([call2]), h.outbound);
-    expect(await h.flow.supersedePending({ ...inTopic, userId: "u2", messageId: "b1" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending({ ...nextMessage, userId: "u2" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending({ ...nextMessage, topicId: "22" }, h.outbound)).toBe(false);
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(false);
+    expect(await h.flow.supersedePending({ ...inTopic, userId: "u2", messageId: "b1" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending({ ...nextMessage, userId: "u2" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending({ ...nextMessage, topicId: "22" }, h.outbound)).toBeUndefined();
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBeUndefined();
     expect(h.outbound.prompts[0]!.closed).toBeUndefined();
     expect(resumes).toEqual([]);
     // The requester decides later: the run lands in the topic's history, not the chat's.
@@ -334,8 +341,94 @@ describe("ApprovalFlow.supersedePending", () => {
 
   it("does nothing in a chat without a pending approval", async () => {
     const h = harness(redis);
-    expect(await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" }, h.outbound)).toBe(false);
+    expect(
+      await h.flow.supersedePending({ ...nextMessage, platform: "discord", chatId: "9" }, h.outbound),
+    ).toBeUndefined();
     expect(resumes).toEqual([]);
+  });
+});
+
+describe("where a sent prompt cannot be edited (LINE: Outbound.promptsStayAsSent)", () => {
+  const DAY = 86_400_000;
+  const staying = () => new RecordingOutbound("telegram", { promptsStayAsSent: true });
+
+  it("the answer to the requester's new message is given the line saying the earlier request was closed, not done", async () => {
+    const h = harness(redis, staying());
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toEqual({
+      approvalId: id,
+      lead: "↩️ 先前等你確認的請求已關閉，未執行：刪除筆記 #2「繳電費」",
+    });
+    // Closing the prompt is still asked of the outbound (LINE's does nothing), and nothing is sent.
+    expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
+    expect(h.outbound.answers).toEqual([]);
+  });
+
+  it("no line when the new message is the approval's own (a retried job answers it again)", async () => {
+    const h = harness(redis, staying());
+    const id = await h.flow.begin(message, paused([call2]), h.outbound);
+    expect(await h.flow.supersedePending(message, h.outbound)).toEqual({ approvalId: id });
+  });
+
+  it("an answer after an always-allow press starts with the grant's line; after a plain confirm, or where prompts are edited, it does not", async () => {
+    const grants = new GrantStore(redis, { ttlMs: 30 * DAY });
+    const staysHarness = harness(redis, staying(), { grants });
+    const alwaysId = await staysHarness.flow.begin(message, paused([call2]), staysHarness.outbound);
+    expect(staysHarness.outbound.prompts[0]!.prompt.alwaysAllow).toBe(true);
+    await staysHarness.store.decide({
+      approvalId: alwaysId,
+      platform: "telegram",
+      deciderId: "u1",
+      approve: true,
+      always: true,
+    });
+    const lead = "✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」（/permissions 可撤銷）";
+    expect(await staysHarness.decide(staysHarness.jobs[0]!)).toEqual({
+      status: "answered",
+      text: `${lead}\n\nDeleted note #2.`,
+    });
+    expect(staysHarness.outbound.answers.map((a) => a.text)).toEqual([`${lead}\n\nDeleted note #2.`]);
+    expect(await grants.find(requester, "approvals_test_delete_note")).toBeDefined();
+
+    // A plain confirm says nothing more: the chat shows the press, and the answer follows.
+    await redis.hset("notes:telegram:u1", { "2": "繳電費" });
+    const plainId = await staysHarness.flow.begin(
+      { ...nextMessage, messageId: "m3" },
+      paused([{ ...call2, toolUseId: "toolu_c" }]),
+      staysHarness.outbound,
+    );
+    await staysHarness.store.decide({ approvalId: plainId, platform: "telegram", deciderId: "u1", approve: true });
+    expect(await staysHarness.decide(staysHarness.jobs[1]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+
+    // Where the prompt is edited (Telegram, Discord), the edit says it: no line in the answer.
+    await redis.flushall();
+    await redis.hset("notes:telegram:u1", { "2": "繳電費" });
+    const edited = harness(redis, new RecordingOutbound(), { grants });
+    const editedId = await edited.flow.begin(message, paused([call2]), edited.outbound);
+    await edited.store.decide({
+      approvalId: editedId,
+      platform: "telegram",
+      deciderId: "u1",
+      approve: true,
+      always: true,
+    });
+    expect(await edited.decide(edited.jobs[0]!)).toEqual({ status: "answered", text: "Deleted note #2." });
+    expect(edited.outbound.prompts[0]!.closed?.text).toBe("✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」");
+  });
+
+  it("speaks both locales; the closed request's action is cut short", () => {
+    expect(grantLeadText('delete note #2 "bills"', 30 * DAY, "en")).toBe(
+      '✅ Confirmed, always allowed for 30 days: delete note #2 "bills" (/permissions to revoke)',
+    );
+    expect(grantLeadText("刪除筆記 #2「繳電費」", 30 * DAY, "zh-TW")).toBe(
+      "✅ 已確認，30 天內一律允許：刪除筆記 #2「繳電費」（/permissions 可撤銷）",
+    );
+    expect(supersededLeadText('delete note #2 "bills"', "en")).toBe(
+      '↩️ Your earlier request that was waiting for confirmation was closed, not done: delete note #2 "bills"',
+    );
+    const long = supersededLeadText("x".repeat(500), "zh-TW");
+    expect(long.endsWith("…")).toBe(true);
+    expect(long.length).toBe("↩️ 先前等你確認的請求已關閉，未執行：".length + LEAD_ACTION_UNITS);
   });
 });
 

@@ -126,7 +126,7 @@ describe("approval flow with the real loop", () => {
     fake.enqueue(toolUse("approvals_test_delete_note", { note_id: 2 }, { id: "toolu_s" }));
     const id = await h.flow.begin(message, await ask(h), h.outbound);
     const requestsBefore = fake.requests.length;
-    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toBe(true);
+    expect(await h.flow.supersedePending(nextMessage, h.outbound)).toEqual({ approvalId: id });
     expect(fake.requests.length).toBe(requestsBefore);
     expect(h.outbound.prompts[0]!.closed?.outcome).toBe("superseded");
     expect(h.outbound.answers).toEqual([]);

@@ -24,7 +24,15 @@ export class RecordingOutbound implements Outbound {
   closeCalls = 0;
   #next = 1;
 
-  constructor(readonly platform: Platform = "telegram") {}
+  /** True when built so: the prompts stay as sent, as on LINE (`Outbound.promptsStayAsSent`); closing them is still recorded. */
+  readonly promptsStayAsSent?: boolean;
+
+  constructor(
+    readonly platform: Platform = "telegram",
+    options: { promptsStayAsSent?: boolean } = {},
+  ) {
+    if (options.promptsStayAsSent) this.promptsStayAsSent = true;
+  }
 
   async sendAnswer(to: Destination, text: string): Promise<SentRef[]> {
     if (!text.trim()) throw new Error("Bad Request: message text is empty");

@@ -12,6 +12,7 @@ import type { AgentOutcome, MessageParam, PendingCall, PausedRun } from "../../s
 import { runAgent } from "../../src/agent/loop.js";
 import { ApprovalFlow, type DecisionJob, type HandledDecision, type ResumeAgent } from "../../src/approvals/flow.js";
 import { ApprovalStore, type DecisionCallback } from "../../src/approvals/store.js";
+import type { GrantStore } from "../../src/approvals/grants.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { silentLogger } from "../../src/log.js";
 import type { ConversationRef, IncomingMessage } from "../../src/queue/incoming.js";
@@ -183,6 +184,8 @@ export function harness(
     client?: Anthropic;
     /** The store's clock, ms since the Unix epoch; default `Date.now`. */
     now?: () => number;
+    /** "Always allow" grants (prompts then offer it); default none. */
+    grants?: GrantStore;
   } = {},
 ): Harness {
   const jobs: DecisionJob[] = [];
@@ -199,6 +202,7 @@ export function harness(
   const flow = new ApprovalFlow({
     store,
     agent: { resumeAgent: hooks.resumeAgent ?? resumeAgent },
+    ...(hooks.grants ? { grants: hooks.grants } : {}),
     agentDeps: (m) => ({
       client: hooks.client ?? client,
       config,

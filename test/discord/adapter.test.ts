@@ -448,6 +448,55 @@ describe("approval prompts", () => {
     ).toEqual([]);
   });
 
+  /** The bot's replies to the prompt `messageId` sent after the first `after` messages. */
+  const repliesTo = (messageId: string, after: number) =>
+    h.fake.sent
+      .slice(after)
+      .filter((s) => (s.payload.message_reference as { message_id?: string } | undefined)?.message_id === messageId);
+
+  it("the requester's reaction on a prompt decided before (its edit failed) is told so in a reply to it, in a guild mentioning only them", async () => {
+    const { ref } = await prompt("told1");
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "✅");
+    await h.fake.waitFor(() => h.decider.approvals.get("told1")!.decided === true, 5000, "approved by reaction");
+    h.fake.react(alice, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe(`<@${alice.id}> 這個請求已經處理過了。`);
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [alice.id], replied_user: false });
+    expect((told.payload.allowed_mentions as { parse?: string[] }).parse ?? []).toEqual([]);
+    // The accepted ✅ itself was not answered (the worker edits the prompt): one reply only.
+    expect(repliesTo(ref.messageId, before)).toHaveLength(1);
+    expect(h.decider.approvals.get("told1")!.decided).toBe(true);
+  });
+
+  it("in a DM the notice mentions nobody, and reacting again on the same prompt says nothing more", async () => {
+    const { ref } = await prompt("told2", true);
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "✅");
+    await h.fake.waitFor(() => h.decider.approvals.get("told2")!.decided === true, 5000, "approved by reaction");
+    h.fake.react(alice, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe("這個請求已經處理過了。");
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [], replied_user: false });
+    // Alice takes her ✅ away and gives it again: decided again as `already_decided`, not answered again.
+    h.fake.dispatchRaw("MESSAGE_REACTION_ADD", {
+      user_id: alice.id,
+      channel_id: ref.chatId,
+      message_id: ref.messageId,
+      emoji: { id: null, name: "✅" },
+      message_author_id: h.fake.bot.id,
+      burst: false,
+      burst_colors: [],
+      type: 0,
+    });
+    const calls = () => h.decider.calls.filter((c) => c.request.approvalId === "told2");
+    await h.fake.waitFor(() => calls().length === 3, 5000, "the third reaction decided");
+    expect(calls().map((c) => c.result.status)).toEqual(["accepted", "already_decided", "already_decided"]);
+    // After its decision the third reaction's handler sends nothing (the prompt was answered once): let it end.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(repliesTo(ref.messageId, before)).toHaveLength(1);
+  });
+
   it("a ✅ on someone else's message is ignored without fetching it", async () => {
     const m = h.fake.sendUserMessage(alice, "隨便一則訊息", { dm: true });
     await queued(m.id);

@@ -292,3 +292,46 @@ it("a turn with a safe and a dangerous call: the safe one runs, the dangerous on
   expect(results[0]![1]).toEqual({ name: "delete_todo", content: "已刪除：#2 掛號", isError: false });
   expect(await todoLines(redis, "discord", ivy.id)).toEqual(["#1 寄包裹"]);
 });
+
+it("a prompt whose edit failed: the requester's later press and reaction are told how it was decided (ephemeral, and one reply to the prompt)", async () => {
+  const dc = stack.discord;
+  const kim = user(12, "Kim");
+  const channel = dc.dmChannel(kim);
+  await seedTodos(redis, "discord", kim.id, ["掃地", "拖地"]);
+  dc.sendUserMessage(kim, "delete #1", { dm: true });
+  const prompt = await promptIn(channel);
+  await dc.waitFor(() => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
+  // Discord refuses the edit that would close the prompt (Missing Permissions): it keeps its buttons and reactions.
+  dc.failNext({ method: "PATCH", path: new RegExp(`/messages/${prompt.id}$`) }, 403, 1, {
+    message: "Missing Permissions",
+    code: 50013,
+  });
+  const click = dc.clickButton(kim, prompt.id, button(prompt, true));
+  expect(await ephemeralReply(click)).toBe("已確認，處理中…");
+  expect((await dc.waitFor(() => answers(channel, "delete_todo:")[0], WAIT, "the final answer")).content).toBe(
+    "delete_todo: 已刪除：#1 掃地",
+  );
+  const approvalId = /^ap:([^:]+):y$/.exec(button(prompt, true))![1]!;
+  await dc.waitFor(
+    async () => (await redis.exists(`approval:{approval}:${approvalId}`)) === 0,
+    WAIT,
+    "the approval's record deleted (its decided marker left)",
+  );
+  expect(buttonsOf(prompt.id).every((b) => b.disabled !== true)).toBe(true);
+
+  // A press: the ephemeral notice says how it was decided, as Telegram's toast does.
+  const again = dc.clickButton(kim, prompt.id, button(prompt, false));
+  expect(await ephemeralReply(again)).toBe("這個請求已經確認過了。");
+  // A reaction has no interaction to answer: one reply to the prompt says it, in the DM without a mention.
+  const before = dc.sent.length;
+  dc.react(kim, prompt.id, "❌");
+  const told = await dc.waitFor(
+    () => dc.sent.slice(before).find((m) => m.channelId === channel && m.content.includes("這個請求")),
+    WAIT,
+    "the notice replying to the reaction",
+  );
+  expect(told.content).toBe("這個請求已經確認過了。");
+  expect(told.payload.message_reference).toMatchObject({ message_id: prompt.id });
+  expect(await todoLines(redis, "discord", kim.id)).toEqual(["#2 拖地"]);
+  expect(answers(channel, "delete_todo:")).toHaveLength(1);
+});

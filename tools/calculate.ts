@@ -139,6 +139,12 @@ const CONSTANTS = new Map<string, BigNumber>([
   ["e", math.bignumber(math.e as unknown as BigNumber)],
 ]);
 
+/** The names of the constants an expression may use (`pi`, `π`, `e`), e.g. for a reader picking an expression out of a sentence. */
+export const CALCULATOR_CONSTANTS: readonly string[] = [...CONSTANTS.keys()];
+
+/** The names of the functions an expression may call (`sqrt`, `round`, `abs` …). */
+export const CALCULATOR_FUNCTIONS: readonly string[] = [...FUNCTIONS.keys()];
+
 const OPERATORS = new Set(["add", "subtract", "multiply", "divide", "pow", "mod", "unaryMinus", "unaryPlus"]);
 
 const SAY: Record<string, Localized> = {

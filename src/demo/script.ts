@@ -16,6 +16,7 @@ import { DateTime } from "luxon";
 import { notRunVerdict, type NotRunVerdict } from "../agent/not-run.js";
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
+import { CALCULATOR_CONSTANTS, CALCULATOR_FUNCTIONS } from "../../tools/calculate.js";
 import { resolveCity } from "../../tools/cwa/cities.js";
 
 /** A content block of the demo's answers, as the Messages API sends it. */
@@ -292,28 +293,115 @@ function enclosed(expression: string): boolean {
 }
 
 /**
- * The `e` of a number in scientific notation (`1e308`, `2.5e-3`, `1E6`): right after a digit (or a
- * digit and its decimal point), before the exponent's digits (signed or not). Any other letter ends
- * an expression's run.
+ * The pieces of an expression the demo looks for in a sentence (read after NFKC, ×/÷ and minus
+ * signs made ASCII): a number, in scientific notation too (`1e308`, `2.5E-3`, `3e+2`: the `e` is
+ * the number's only when digits follow it); a name (a word of letters, digits and `_`: a constant
+ * of the calculator, a function when `(` follows, else a word of the sentence); an operator; a
+ * parenthesis; a comma (between a function's arguments); white space; anything else.
  */
-const EXPONENT = String.raw`(?<=\d\.?)[eE](?=[-+]?\d)`;
-
-/** A character of an expression but an exponent's `e`: a digit, an operator, a parenthesis, a point, a space, `%`. */
-const EXPRESSION_CHAR = String.raw`[-+*/^()\d.\s%]`;
-
-/** A run of an expression's characters and exponents with a digit in it. */
-const EXPRESSION_RUN = new RegExp(
-  String.raw`(?:${EXPRESSION_CHAR}|${EXPONENT})*\d(?:${EXPRESSION_CHAR}|${EXPONENT})*`,
-  "g",
+const PIECE = new RegExp(
+  [
+    String.raw`(?<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)`,
+    String.raw`(?<name>[A-Za-z_π][A-Za-z0-9_]*)`,
+    String.raw`(?<op>[-+*/^%])`,
+    String.raw`(?<open>\()`,
+    String.raw`(?<close>\))`,
+    String.raw`(?<comma>,)`,
+    String.raw`(?<space>\s+)`,
+    String.raw`(?<other>[\s\S])`,
+  ].join("|"),
+  "gu",
 );
 
+/** One piece of {@link PIECE}: its kind and its text. */
+interface Piece {
+  kind: "number" | "constant" | "function" | "op" | "open" | "close" | "comma" | "space";
+  text: string;
+}
+
+/** The calculator's constants (`pi`, `π`, `e`) and functions (`sqrt`, `abs` …), as the tool names them. */
+const CONSTANTS = new Set(CALCULATOR_CONSTANTS);
+const FUNCTIONS = new Set(CALCULATOR_FUNCTIONS);
+
 /**
- * The expression to calculate in `line`, or undefined: ×/÷ as * and /, full-width forms as ASCII,
- * numbers in scientific notation whole (`1e308*10`: the calculator answers it is beyond its bounds),
- * a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
+ * The runs of `text` that can be part of an expression, in order, each a list of pieces: numbers,
+ * the calculator's constants, functions (a word right before `(`, or one of the calculator's
+ * functions before spaces and `(`: a function the calculator does not have is kept too, so that
+ * it answers it does not know it rather than a number without it), operators, parentheses, spaces,
+ * and commas inside parentheses. A run ends at a word of the sentence, at any other character, at
+ * a comma outside parentheses and at a `)` closing nothing; the `(`s it leaves open are dropped.
+ */
+function expressionRuns(text: string): Piece[][] {
+  const pieces = [...text.matchAll(PIECE)].map((m) => ({
+    kind: Object.entries(m.groups!).find(([, value]) => value !== undefined)![0] as Piece["kind"] | "name" | "other",
+    text: m[0],
+  }));
+  const runs: Piece[][] = [];
+  let run: Piece[] = [];
+  let open: number[] = []; // indexes in `run` of the `(`s not yet closed
+  const end = () => {
+    const unclosed = new Set(open);
+    runs.push(run.filter((_, i) => !unclosed.has(i)));
+    run = [];
+    open = [];
+  };
+  for (let i = 0; i < pieces.length; i += 1) {
+    const { kind, text: piece } = pieces[i]!;
+    const next = pieces.slice(i + 1).find((p) => p.kind !== "space");
+    const called = pieces[i + 1]?.kind === "open" || (FUNCTIONS.has(piece) && next?.kind === "open");
+    if (kind === "name" && called) run.push({ kind: "function", text: piece });
+    else if (kind === "name" && CONSTANTS.has(piece)) run.push({ kind: "constant", text: piece });
+    else if (kind === "open") {
+      open.push(run.length);
+      run.push({ kind, text: piece });
+    } else if (kind === "close" && open.length > 0) {
+      open.pop();
+      run.push({ kind, text: piece });
+    } else if (kind === "comma" && open.length > 0) run.push({ kind, text: piece });
+    else if (kind === "number" || kind === "op" || kind === "space") run.push({ kind, text: piece });
+    else end();
+  }
+  end();
+  return runs;
+}
+
+/** What ends an operand (a number, a constant, `)`, a percent sign) and what starts one (a number, a name, `(`, a sign). */
+const OPERAND_END = new Set(["number", "constant", "close"]);
+const OPERAND_START = new Set(["number", "constant", "function", "open"]);
+
+/** True when `run` calculates something: an operator between two operands, or a function call. */
+function calculates(run: Piece[]): boolean {
+  const pieces = run.filter((p) => p.kind !== "space");
+  return pieces.some((piece, i) => {
+    if (piece.kind === "function") return true;
+    if (piece.kind !== "op") return false;
+    const before = pieces[i - 1];
+    const after = pieces[i + 1];
+    const operandBefore = before && (OPERAND_END.has(before.kind) || before.text === "%");
+    const operandAfter = after && (OPERAND_START.has(after.kind) || after.text === "-" || after.text === "+");
+    return Boolean(operandBefore && operandAfter);
+  });
+}
+
+/** The text of a run: its pieces joined, without the spaces around it or a full stop after its last number. */
+function runText(run: Piece[]): string {
+  return run
+    .map((p) => p.text)
+    .join("")
+    .trim()
+    .replace(/(\d)\.$/, "$1");
+}
+
+/**
+ * The expression to calculate in `line`, or undefined: the first run of the sentence that
+ * calculates something ({@link expressionRuns}, {@link calculates}), with ×/÷ as * and /,
+ * full-width forms as ASCII, numbers in scientific notation whole (`1e308*10`: the calculator
+ * answers it is beyond its bounds), the calculator's constants and functions in it (`sqrt(2)*3`,
+ * `2 * pi`, `round(2.345, 2)`), none of the words around it (`幫我算 sqrt(2)*3 是多少`, `what is
+ * 2^70?`); a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
  */
 function expressionIn(line: string): string | undefined {
-  let text = line.normalize("NFKC").replace(/[×✕]/g, "*").replace(/÷/g, "/");
+  let text = line.normalize("NFKC").replace(/[×✕]/g, "*").replace(/÷/g, "/").replace(/[−–]/g, "-");
   let factor: string | undefined;
   const off = /(\d+(?:\.\d+)?)\s*%\s*off\b/i.exec(text);
   if (off) {
@@ -325,9 +413,9 @@ function expressionIn(line: string): string | undefined {
     factor = `${numberOf(discount[1]!) * 10 + (discount[2] ? numberOf(discount[2]) : 0)}%`;
     text = text.replace(discount[0], " ");
   }
-  for (const [run] of text.matchAll(EXPRESSION_RUN)) {
-    const expression = run.trim();
-    const operator = /[\d)%]\s*[-+*/^%]\s*[\d(.]/.test(expression);
+  for (const run of expressionRuns(text)) {
+    const expression = runText(run);
+    const operator = calculates(run);
     if (operator || (factor && /\d/.test(expression)))
       return factor ? `${operator && !enclosed(expression) ? `(${expression})` : expression} * ${factor}` : expression;
   }

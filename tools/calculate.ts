@@ -20,7 +20,7 @@ import { createRequire } from "node:module";
 import type { BigNumber, ConfigOptions, MathJsInstance, MathNode } from "mathjs";
 import { z } from "zod";
 import type { Locale } from "../src/config.js";
-import { localize, type Localized } from "../src/i18n.js";
+import { englishNoun, localize, type Localized } from "../src/i18n.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 
 /** Longest accepted expression, in characters. */
@@ -175,7 +175,7 @@ const SAY: Record<string, Localized> = {
     "zh-TW": "不支援運算子「{op}」：只能用 + - * / ^ % 和括號。",
     en: 'The operator "{op}" is not supported: use + - * / ^ % and parentheses.',
   },
-  arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} argument(s)." },
+  arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} {arguments}." },
   divZero: { "zh-TW": "不能除以零。", en: "Division by zero is undefined." },
   tooBig: {
     "zh-TW": "結果太大（超過 {digits} 位數），不計算。",
@@ -315,7 +315,11 @@ function evaluateNode(node: MathNode): Value {
       const fn = FUNCTIONS.get(name);
       if (!fn) throw new Refusal("unknownName", { name });
       if (call.args.length < fn.min || call.args.length > fn.max) {
-        throw new Refusal("arity", { name, range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}` });
+        throw new Refusal("arity", {
+          name,
+          range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}`,
+          arguments: englishNoun(fn.max, "argument"),
+        });
       }
       const evaluated = call.args.map(evaluateNode);
       const args = evaluated.map((arg) => arg.value);

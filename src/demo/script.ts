@@ -3,7 +3,8 @@
  * understanding. A user's words pick one tool and its input — web search, memory, a reminder, the
  * todo list, the weather, the calculator, the clock — or the help text; a turn of tool results gets
  * an answer that shows them (a dangerous call the person declined: that it was not done, in their
- * language, as a model would say it). Every example the bot suggests (the demo's banner, `/help`, `/memory`,
+ * language, as a model would say it; to English words, a result in the bot's Chinese as the tool's
+ * own English for it, `english.ts`, or said to be in Chinese when there is none). Every example the bot suggests (the demo's banner, `/help`, `/memory`,
  * the README) is one of these rules, in zh-TW and in English (`test/console/demo-examples.test.ts`
  * walks them all). Every text starts with the demo label, so nobody takes it for Claude.
  *
@@ -15,8 +16,9 @@ import { randomBytes } from "node:crypto";
 import { DateTime } from "luxon";
 import { notRunVerdict, type NotRunVerdict } from "../agent/not-run.js";
 import type { Locale } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { localize, writtenLocale, type Localized } from "../i18n.js";
 import { CALCULATOR_CONSTANTS, CALCULATOR_FUNCTIONS } from "../../tools/calculate.js";
+import { englishResult } from "./english.js";
 import { resolveCity } from "../../tools/cwa/cities.js";
 
 /** A content block of the demo's answers, as the Messages API sends it. */
@@ -119,6 +121,19 @@ const TEXT = {
   },
   result: { "zh-TW": "工具 {tool} 的結果：\n{result}", en: "The {tool} tool says:\n{result}" },
   failed: { "zh-TW": "工具 {tool} 沒有成功：{result}", en: "The {tool} tool did not succeed: {result}" },
+  // Only for a person writing English: a tool's result in the bot's language that the demo has no English for.
+  resultInBotLanguage: {
+    "zh-TW": "工具 {tool} 的結果：\n{result}",
+    en:
+      "The {tool} tool says (in Chinese: the tools answer in the bot's language; a real model would tell you " +
+      "in English, and /settings language en switches the bot to English):\n{result}",
+  },
+  failedInBotLanguage: {
+    "zh-TW": "工具 {tool} 沒有成功：{result}",
+    en:
+      "The {tool} tool did not succeed; it says (in Chinese: the tools answer in the bot's language; a real " +
+      "model would tell you in English, and /settings language en switches the bot to English): {result}",
+  },
   deleted: { "zh-TW": "刪除", en: "deleted" },
   done: { "zh-TW": "執行", en: "done" },
   afterAdd: {
@@ -575,6 +590,8 @@ export function answerRule(text: string, turn: DemoTurn): DemoReply | undefined 
 /** One tool call of the previous turn and its result. */
 export interface DemoToolResult {
   tool: string;
+  /** The call's input (what the script asked the tool for). */
+  input: Record<string, unknown>;
   result: string;
   isError: boolean;
 }
@@ -587,14 +604,27 @@ export interface DemoToolResult {
 export function answerResults(results: readonly DemoToolResult[], turn: DemoTurn): DemoReply {
   const parts: string[] = [];
   const after = new Set<string>();
-  for (const { tool, result, isError } of results) {
-    const notRun = isError ? notRunVerdict(result) : undefined;
+  for (const { tool, input, result: given, isError } of results) {
+    const notRun = isError ? notRunVerdict(given) : undefined;
     if (notRun) {
       const what = localize(turn.locale, tool === "delete_todo" ? TEXT.deleted : TEXT.done);
       parts.push(localize(turn.locale, NOT_RUN[notRun], { what }));
       continue;
     }
-    parts.push(localize(turn.locale, isError ? TEXT.failed : TEXT.result, { tool, result }));
+    // The tools answer in the bot's language: to a person writing English, the tool's own English
+    // for a Chinese result (`english.ts`), else the result as it came, said to be in the bot's language.
+    const foreign = turn.locale === "en" && writtenLocale(given) === "zh-TW";
+    const english = foreign ? englishResult(tool, input, given, turn.timezone) : undefined;
+    const result = english ?? given;
+    const texts =
+      foreign && english === undefined
+        ? isError
+          ? TEXT.failedInBotLanguage
+          : TEXT.resultInBotLanguage
+        : isError
+          ? TEXT.failed
+          : TEXT.result;
+    parts.push(localize(turn.locale, texts, { tool, result }));
     if (isError) continue;
     if (tool === "add_todo") {
       const id = /#(\d+)/.exec(result)?.[1];

@@ -286,7 +286,7 @@ it("the fake model of npm run fakes answers in the person's language (zh-TW by d
       "或照示範的腳本回答（「新增待辦 買牛奶」、「現在幾點？」；寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。",
   );
   expect(textOf(fakeModelReply(request("how are you?")))).toMatch(
-    /^\[fake Messages API\] I received "how are you\?" with 1 tools offered\./,
+    /^\[fake Messages API\] I received "how are you\?" with 1 tool offered\./,
   );
   // The memory block the bot adds (English markup, the person's notes) is not what the person wrote.
   expect(textOf(fakeModelReply(request(`${MEMORY_BLOCK_START}>\n- lives in Hsinchu\n</memory>`, "hi")))).toMatch(

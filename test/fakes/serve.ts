@@ -44,7 +44,7 @@ import type { User as TelegramUser } from "grammy/types";
 import { pathToFileURL } from "node:url";
 import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
-import { writtenLocale } from "../../src/i18n.js";
+import { englishCount, writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { terminalText } from "../../src/plain-text.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
@@ -216,7 +216,7 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   if (scripted) return fakeReplyOf(scripted);
   const text =
     language === "en"
-      ? `[fake Messages API] I received "${shown}" with ${tools} tools offered. ` +
+      ? `[fake Messages API] I received "${shown}" with ${englishCount(tools, "tool")} offered. ` +
         'I am the test fake, not a model: I answer with this line, or with the demo\'s script ("add todo buy milk", ' +
         '"what time is it?"; write "slowly" for a slow answer to stop).'
       : `［測試用假模型］收到「${shown}」，提供了 ${tools} 個工具。` +

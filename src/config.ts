@@ -9,6 +9,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { MIN_SECRET_LENGTH } from "./log.js";
+import { englishCount } from "./i18n.js";
 
 /** Locales the bot's own messages are written in. */
 export const LOCALES = ["zh-TW", "en"] as const;
@@ -1081,7 +1082,7 @@ export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
     super(
-      `Invalid configuration (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  ` +
+      `Invalid configuration (${englishCount(problems.length, "problem")}):\n  ` +
         `- ${problems.join("\n  - ")}\nSee docs/configuration.md for every variable.`,
     );
     this.name = "ConfigError";

@@ -39,12 +39,22 @@ export function writtenLocale(text: string): Locale | undefined {
 const ENGLISH_PLURAL = new Intl.PluralRules("en");
 
 /**
- * An English noun for a count, by CLDR's plural rules (`Intl.PluralRules`): `1` → `part`, `2` →
- * `parts`; `noun` is the singular, its plural made with `-s`. For the `en` text of a
- * {@link Localized} (Chinese nouns do not change with the count).
+ * An English noun for a count, by CLDR's plural rules (`Intl.PluralRules`): `1` → `part`, `0` and
+ * `2` → `parts`; `noun` is the singular, `plural` the plural (default: the singular and `-s`; give
+ * it for `search` → `searches`, `process` → `processes`). The one place English texts choose
+ * between singular and plural: for the `en` text of a {@link Localized} (as a parameter: Chinese
+ * nouns do not change with the count) and for the English-only lines of the command-line tools.
  */
-export function englishNoun(count: number, noun: string): string {
-  return ENGLISH_PLURAL.select(count) === "one" ? noun : `${noun}s`;
+export function englishNoun(count: number, noun: string, plural = `${noun}s`): string {
+  return ENGLISH_PLURAL.select(count) === "one" ? noun : plural;
+}
+
+/**
+ * A count and its English noun ({@link englishNoun}): `1 file`, `3 files`, `0 files`; `shown` is
+ * how the number is written (default `String(count)`, e.g. `1,234` for a formatted one).
+ */
+export function englishCount(count: number, noun: string, plural?: string, shown = String(count)): string {
+  return `${shown} ${englishNoun(count, noun, plural)}`;
 }
 
 /**

@@ -23,6 +23,7 @@ import path from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
 import lockfile from "proper-lockfile";
 import type { Logger } from "./log.js";
+import { englishNoun } from "./i18n.js";
 
 /** Thrown when the local Redis cannot be started; the message says what to do. */
 export class LocalRedisError extends Error {
@@ -444,7 +445,7 @@ export async function startLocalRedis(options: StartLocalRedisOptions = {}): Pro
       }
       if (Date.now() > waitDeadline)
         throw new LocalRedisError(
-          `the local redis-server of ${shown} is not answering, and process${others.length === 1 ? "" : "es"} ` +
+          `the local redis-server of ${shown} is not answering, and ${englishNoun(others.length, "process", "processes")} ` +
             `${others.join(", ")} still use${others.length === 1 ? "s" : ""} that folder; not starting a second ` +
             `server on their data. Waited ${ownerWaitMs} ms for it to come back: restart or stop ` +
             `${others.length === 1 ? "that process" : "those processes"}, then try again.`,
@@ -503,7 +504,7 @@ export async function startLocalRedis(options: StartLocalRedisOptions = {}): Pro
         if (others.length > 0) {
           options.log?.info(
             { pids: others },
-            `the local redis-server is still used by ${others.length} other process${others.length === 1 ? "" : "es"} of this folder; left running`,
+            `the local redis-server is still used by ${others.length} other ${englishNoun(others.length, "process", "processes")} of this folder; left running`,
           );
           return;
         }

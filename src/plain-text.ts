@@ -83,6 +83,17 @@ export function terminalText(text: string): string {
     .replace(C1_CONTROLS, "");
 }
 
+/**
+ * A link (or an image) as text: `label (address)`; the address alone when the label is empty or is
+ * the address; an autolink (`<https://…>`, a bare `https://…` or e-mail address) as its address as
+ * written.
+ */
+function linkText(link: Tokens.Link | Tokens.Image): string {
+  const label = link.type === "image" ? link.text.trim() : inlinePlain(link.tokens).trim();
+  if (link.raw === label || link.raw === `<${label}>`) return label;
+  return label === "" || label === link.href ? link.href : `${label} (${link.href})`;
+}
+
 /** Inline Markdown tokens as the words a reader sees. */
 function inlinePlain(tokens: Token[] | undefined): string {
   let out = "";
@@ -100,17 +111,10 @@ function inlinePlain(tokens: Token[] | undefined): string {
       case "br":
         out += "\n";
         break;
-      case "link": {
-        const link = token as Tokens.Link;
-        const label = inlinePlain(link.tokens).trim();
-        out += label === "" || label === link.href ? link.href : `${label} (${link.href})`;
+      case "link":
+      case "image":
+        out += linkText(token as Tokens.Link | Tokens.Image);
         break;
-      }
-      case "image": {
-        const image = token as Tokens.Image;
-        out += image.text ? `${image.text} (${image.href})` : image.href;
-        break;
-      }
       case "text": {
         const text = token as Tokens.Text;
         out += text.tokens ? inlinePlain(text.tokens) : text.text;
@@ -215,4 +219,54 @@ export function markdownToPlain(markdown: string, options: PlainTextOptions = {}
   } catch {
     return markdown;
   }
+}
+
+/** The tokens inside `token` (a block's inline tokens, a list's items, a table's cells), in order. */
+function childTokens(token: Token): Token[] {
+  if (token.type === "list") return (token as Tokens.List).items;
+  if (token.type === "table") {
+    const table = token as Tokens.Table;
+    return [...table.header, ...table.rows.flat()].flatMap((cell) => cell.tokens);
+  }
+  return "tokens" in token && Array.isArray(token.tokens) ? (token.tokens as Token[]) : [];
+}
+
+/** The innermost tokens of `tokens` in the order of the text, a link or an image counting as one. */
+function* leafTokens(tokens: readonly Token[]): Generator<Token> {
+  for (const token of tokens) {
+    const children = token.type === "link" || token.type === "image" ? [] : childTokens(token);
+    if (children.length > 0) yield* leafTokens(children);
+    else yield token;
+  }
+}
+
+/**
+ * Markdown (an answer) with its links written for a terminal, where they cannot be clicked as
+ * Markdown and `[title](<https://…>)` is hard to read: each link as `label (address)` (the address
+ * alone when the label is it, an autolink as its address), an image as `alt (address)`, as
+ * {@link markdownToPlain} writes them; everything else stays as written (emphasis, code, lists),
+ * and text that only looks like a link stays too (inside code, after a backslash). Read with
+ * marked's lexer (https://marked.js.org): each token is found in the text in order, a link's
+ * written form replaced.
+ * @returns the text; never throws (what the lexer cannot read stays as it is).
+ */
+export function terminalLinks(markdown: string): string {
+  let tokens: Token[];
+  try {
+    tokens = Lexer.lex(markdown);
+  } catch {
+    return markdown;
+  }
+  let out = "";
+  let from = 0;
+  for (const token of leafTokens(tokens)) {
+    // A token's written form is where it stands at or after the previous one's end; one not found
+    // there (an item's text, which the lexer holds without its indent) moves nothing.
+    const at = token.raw === "" ? -1 : markdown.indexOf(token.raw, from);
+    if (at === -1) continue;
+    const link = token.type === "link" || token.type === "image";
+    out += markdown.slice(from, at) + (link ? linkText(token as Tokens.Link | Tokens.Image) : token.raw);
+    from = at + token.raw.length;
+  }
+  return out + markdown.slice(from);
 }

@@ -3,7 +3,7 @@
  * byte-for-byte stable for a given locale, time zone and chat kind: no per-minute timestamps.
  */
 import { createHash } from "node:crypto";
-import type { Locale } from "./i18n.js";
+import { englishCount, type Locale } from "./i18n.js";
 import { escapeBlockText } from "./block-text.js";
 import { plainLine } from "./plain-text.js";
 
@@ -97,9 +97,7 @@ export function forwardedText(forwards: ForwardedContent[], comment = ""): strin
     .filter((f) => f.text.trim() !== "" || f.attachments > 0)
     .map((f) => {
       const note =
-        f.attachments > 0
-          ? `(It also had ${f.attachments} attachment${f.attachments === 1 ? "" : "s"}, which you cannot see.)`
-          : "";
+        f.attachments > 0 ? `(It also had ${englishCount(f.attachments, "attachment")}, which you cannot see.)` : "";
       return [FORWARDED_START, escapeBlockText(f.text.trim()), note, FORWARDED_END]
         .filter((line) => line !== "")
         .join("\n");

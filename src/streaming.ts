@@ -23,7 +23,7 @@ import { withEllipsis } from "./cut.js";
 import stringWidth from "string-width";
 import type { Logger } from "./log.js";
 import { PlatformRefusedError } from "./outbound-errors.js";
-import { terminalText } from "./plain-text.js";
+import { terminalLinks, terminalText } from "./plain-text.js";
 import type { SentRef } from "./sent-ref.js";
 
 /**
@@ -541,8 +541,9 @@ export interface PrintingSurface {
  * come, after `bot> `; a tool call prints its status line (`🔧 查詢天氣：臺北市…`, then its
  * outcome). What was printed cannot be taken back, so text that led into a tool call stays on
  * screen; when the final answer begins with what was printed since the last tool, only the rest of
- * it and a line break end it (nothing, or the sources of an answer that cites the web), else the
- * final answer is printed in full (e.g. a note was added before it).
+ * it and a line break end it (nothing, or the sources of an answer that cites the web, their links
+ * written as `label (address)`: `terminalLinks`), else the final answer is printed in full (e.g. a
+ * note was added before it). Links in the text streamed as it came stay as the model wrote them.
  *
  * Status lines, two ways:
  * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
@@ -724,7 +725,8 @@ export class PrintedAnswer implements AnswerStream {
       // What was printed is the answer, or its start (an answer citing the web ends with its sources): only the rest follows.
       const rest = text.trim().slice(printed.length);
       this.#atLineStart = true;
-      await this.write(`${terminalText(rest)}\n`);
+      // The rest is most often the sources of a web search: its links as `label (address)`.
+      await this.write(`${terminalText(terminalLinks(rest))}\n`);
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
       this.onEnd(true);
       return [];

@@ -2,9 +2,12 @@
  * add_todo: adds an item to the requester's personal todo list (see `todo/store.ts`).
  */
 import { z } from "zod";
-import { localize } from "../src/i18n.js";
+import { localize, type Localized } from "../src/i18n.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { MAX_TODOS_PER_USER, addTodo, dueField, formatTodo, titleField } from "./todo/store.js";
+
+/** What add_todo answers: `{line}` is the new todo ({@link formatTodo}). */
+export const ADDED_TEXT: Localized = { "zh-TW": "已新增待辦：{line}", en: "Added to your todos: {line}" };
 
 /** The add_todo tool: `{ title, due? }` → `已新增待辦：#1 買牛奶（到期 2026-12-01）`. */
 export default defineTool({
@@ -32,10 +35,6 @@ export default defineTool({
           "Tell the user; they can delete finished or unneeded items (list_todos with include_completed, then delete_todo) and ask again.",
       );
     }
-    return localize(
-      context.locale,
-      { "zh-TW": "已新增待辦：{line}", en: "Added to your todos: {line}" },
-      { line: formatTodo(todo, context.locale, context.timezone) },
-    );
+    return localize(context.locale, ADDED_TEXT, { line: formatTodo(todo, context.locale, context.timezone) });
   },
 });

@@ -20,7 +20,7 @@ import { createRequire } from "node:module";
 import type { BigNumber, ConfigOptions, MathJsInstance, MathNode } from "mathjs";
 import { z } from "zod";
 import type { Locale } from "../src/config.js";
-import { localize, type Localized } from "../src/i18n.js";
+import { englishNoun, localize, type Localized } from "../src/i18n.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 
 /** Longest accepted expression, in characters. */
@@ -139,6 +139,12 @@ const CONSTANTS = new Map<string, BigNumber>([
   ["e", math.bignumber(math.e as unknown as BigNumber)],
 ]);
 
+/** The names of the constants an expression may use (`pi`, `π`, `e`), e.g. for a reader picking an expression out of a sentence. */
+export const CALCULATOR_CONSTANTS: readonly string[] = [...CONSTANTS.keys()];
+
+/** The names of the functions an expression may call (`sqrt`, `round`, `abs` …). */
+export const CALCULATOR_FUNCTIONS: readonly string[] = [...FUNCTIONS.keys()];
+
 const OPERATORS = new Set(["add", "subtract", "multiply", "divide", "pow", "mod", "unaryMinus", "unaryPlus"]);
 
 const SAY: Record<string, Localized> = {
@@ -169,7 +175,7 @@ const SAY: Record<string, Localized> = {
     "zh-TW": "不支援運算子「{op}」：只能用 + - * / ^ % 和括號。",
     en: 'The operator "{op}" is not supported: use + - * / ^ % and parentheses.',
   },
-  arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} argument(s)." },
+  arity: { "zh-TW": "{name} 需要 {range} 個參數。", en: "{name} takes {range} {arguments}." },
   divZero: { "zh-TW": "不能除以零。", en: "Division by zero is undefined." },
   tooBig: {
     "zh-TW": "結果太大（超過 {digits} 位數），不計算。",
@@ -309,7 +315,11 @@ function evaluateNode(node: MathNode): Value {
       const fn = FUNCTIONS.get(name);
       if (!fn) throw new Refusal("unknownName", { name });
       if (call.args.length < fn.min || call.args.length > fn.max) {
-        throw new Refusal("arity", { name, range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}` });
+        throw new Refusal("arity", {
+          name,
+          range: fn.min === fn.max ? fn.min : `${fn.min}-${fn.max}`,
+          arguments: englishNoun(fn.max, "argument"),
+        });
       }
       const evaluated = call.args.map(evaluateNode);
       const args = evaluated.map((arg) => arg.value);

@@ -2,10 +2,16 @@
  * complete_todo: marks an item of the requester's todo list as done.
  */
 import { z } from "zod";
-import { localize } from "../src/i18n.js";
+import { localize, type Localized } from "../src/i18n.js";
 import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { completeTodo, formatTodo, idField, noSuchTodo } from "./todo/store.js";
+
+/** What complete_todo answers: the todo marked done, or (`{id}`) one that was done already; `{line}` is the todo ({@link formatTodo}). */
+export const COMPLETED_TEXT = {
+  done: { "zh-TW": "已完成：{line}", en: "Marked done: {line}" },
+  already: { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" },
+} satisfies Record<string, Localized>;
 
 /**
  * The complete_todo tool: `{ todo_id }` → `已完成：#3 …`; an already completed todo is reported, not an error; an id not
@@ -31,13 +37,9 @@ export default defineTool({
     if (result.status === "missing") throw new ToolError(noSuchTodo(todo_id, locale));
     const line = formatTodo(result.todo, locale, context.timezone);
     if (result.status === "already") {
-      return localize(
-        locale,
-        { "zh-TW": "#{id} 早就完成了，沒有變更：{line}", en: "#{id} was already done; nothing changed: {line}" },
-        { id: todo_id, line },
-      );
+      return localize(locale, COMPLETED_TEXT.already, { id: todo_id, line });
     }
     const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
-    return localize(locale, { "zh-TW": "已完成：{line}", en: "Marked done: {line}" }, { line }) + ended;
+    return localize(locale, COMPLETED_TEXT.done, { line }) + ended;
   },
 });

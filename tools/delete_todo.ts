@@ -3,10 +3,13 @@
  * after the requester approves the prompt written by `describe`.
  */
 import { z } from "zod";
-import { localize } from "../src/i18n.js";
+import { localize, type Localized } from "../src/i18n.js";
 import { endRemindersOfTodo } from "../src/reminders/todos.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { deleteTodo, formatTodo, getTodo, idField, noSuchTodo } from "./todo/store.js";
+
+/** What delete_todo answers: `{line}` is the deleted todo ({@link formatTodo}). */
+export const DELETED_TEXT: Localized = { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" };
 
 /**
  * The delete_todo tool (dangerous): `{ todo_id }` → `已刪除：#3 …`; `describe` gives the approval text `刪除待辦 #3「買牛奶」`.
@@ -46,12 +49,6 @@ export default defineTool({
     const todo = await deleteTodo(context.redis, context, todo_id);
     if (!todo) throw new ToolError(noSuchTodo(todo_id, locale));
     const ended = await endRemindersOfTodo(context.redis, context, todo_id, locale);
-    return (
-      localize(
-        locale,
-        { "zh-TW": "已刪除：{line}", en: "Deleted: {line}" },
-        { line: formatTodo(todo, locale, context.timezone) },
-      ) + ended
-    );
+    return localize(locale, DELETED_TEXT, { line: formatTodo(todo, locale, context.timezone) }) + ended;
   },
 });

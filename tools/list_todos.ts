@@ -2,9 +2,26 @@
  * list_todos: shows the requester's personal todo list, open items by default.
  */
 import { z } from "zod";
-import { localize } from "../src/i18n.js";
+import { localize, type Localized } from "../src/i18n.js";
 import { defineTool } from "../src/toolbox/tool.js";
 import { formatTodo, listTodos } from "./todo/store.js";
+
+/**
+ * What list_todos answers, above its lines ({@link formatTodo}): an empty list, no open todo (`{done}`
+ * completed), all of them (`{open}` and `{done}`), the open ones (`{open}`).
+ */
+export const LIST_TEXT = {
+  empty: { "zh-TW": "你的待辦清單是空的。", en: "Your todo list is empty." },
+  noneOpen: {
+    "zh-TW": "沒有未完成的待辦（已完成 {done} 項；要看全部請設 include_completed）。",
+    en: "No open todos ({done} completed; set include_completed to see them).",
+  },
+  all: {
+    "zh-TW": "你的全部待辦（{open} 項未完成，{done} 項已完成）：",
+    en: "All your todos ({open} open, {done} done):",
+  },
+  open: { "zh-TW": "你的待辦（{open} 項未完成）：", en: "Your open todos ({open}):" },
+} satisfies Record<string, Localized>;
 
 /** The list_todos tool: `{ include_completed? }` → a header line and one `#id title（…）` line per todo. */
 export default defineTool({
@@ -34,31 +51,12 @@ export default defineTool({
     const open = all.filter((t) => !t.completedAt);
     const shown = include_completed ? all : open;
     if (shown.length === 0) {
-      if (all.length === 0)
-        return localize(locale, { "zh-TW": "你的待辦清單是空的。", en: "Your todo list is empty." });
-      return localize(
-        locale,
-        {
-          "zh-TW": "沒有未完成的待辦（已完成 {done} 項；要看全部請設 include_completed）。",
-          en: "No open todos ({done} completed; set include_completed to see them).",
-        },
-        { done: all.length },
-      );
+      if (all.length === 0) return localize(locale, LIST_TEXT.empty);
+      return localize(locale, LIST_TEXT.noneOpen, { done: all.length });
     }
     const header = include_completed
-      ? localize(
-          locale,
-          {
-            "zh-TW": "你的全部待辦（{open} 項未完成，{done} 項已完成）：",
-            en: "All your todos ({open} open, {done} done):",
-          },
-          { open: open.length, done: all.length - open.length },
-        )
-      : localize(
-          locale,
-          { "zh-TW": "你的待辦（{open} 項未完成）：", en: "Your open todos ({open}):" },
-          { open: open.length },
-        );
+      ? localize(locale, LIST_TEXT.all, { open: open.length, done: all.length - open.length })
+      : localize(locale, LIST_TEXT.open, { open: open.length });
     return [header, ...shown.map((t) => formatTodo(t, locale, context.timezone))].join("\n");
   },
 });

@@ -2,7 +2,7 @@
  * set_reminder: the bot posts `⏰ <text>` at a given time in the chat (and topic) where it was set.
  */
 import { z } from "zod";
-import { localize } from "../src/i18n.js";
+import { localize, type Localized } from "../src/i18n.js";
 import { formatReminder } from "../src/reminders/format.js";
 import { reminderSchedulerOf } from "../src/reminders/schedule.js";
 import {
@@ -16,6 +16,9 @@ import { placeOf } from "../src/personal-records.js";
 import { checkScheduledTime } from "../src/reminders/time.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { getTodo, noSuchTodo } from "./todo/store.js";
+
+/** What set_reminder answers: `{line}` is the reminder ({@link formatReminder}). */
+export const REMINDER_SET_TEXT: Localized = { "zh-TW": "已設定提醒：{line}", en: "Reminder set: {line}" };
 
 /**
  * The set_reminder tool: `{ text, at, repeat?, todo_id? }` → `已設定提醒：#1 …`. Refused with a
@@ -118,10 +121,6 @@ export default defineTool({
       { reminder: reminder.id, at: new Date(reminder.next!).toISOString(), repeat: repeat ?? "none" },
       "reminder set",
     );
-    return localize(
-      locale,
-      { "zh-TW": "已設定提醒：{line}", en: "Reminder set: {line}" },
-      { line: formatReminder(reminder, locale, timezone) },
-    );
+    return localize(locale, REMINDER_SET_TEXT, { line: formatReminder(reminder, locale, timezone) });
   },
 });

@@ -2,14 +2,15 @@
  * The console's outbound side: answers and approval prompts written to a stream (stdout for
  * `npm run chat`, a PassThrough in tests). It keeps the open approval prompt so the console's
  * inbound side can map a `y`/`n` line to it. Text of users and the model is written through
- * `terminalText` (`src/plain-text.ts`): its controls are shown, never acted on by the terminal.
+ * `terminalText` (`src/plain-text.ts`): its controls are shown, never acted on by the terminal; an
+ * answer's links (the sources of a web search too) as `label (address)` (`terminalLinks`).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import type { Locale } from "../../src/config.js";
 import { localize } from "../../src/i18n.js";
-import { terminalText } from "../../src/plain-text.js";
+import { terminalLinks, terminalText } from "../../src/plain-text.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type {
   ApprovalPrompt,
@@ -214,7 +215,8 @@ export class ConsoleOutbound implements Outbound {
 
   /**
    * Writes the answer as `bot> …`, one write per chunk (see {@link splitText}); chunks before
-   * `skip` are not written. `onSent(index)` is awaited after each chunk, `index` counting from the
+   * `skip` are not written. Its links are written as `label (address)` ({@link terminalLinks}: a
+   * terminal shows Markdown as it is), the rest of its Markdown as the model wrote it. `onSent(index)` is awaited after each chunk, `index` counting from the
    * first chunk of the whole answer.
    * @throws the stream's write error; the chunks written before it stay written.
    */
@@ -223,7 +225,7 @@ export class ConsoleOutbound implements Outbound {
     text: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
-    const chunks = splitText(text, this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
+    const chunks = splitText(terminalLinks(text), this.#options.chunkChars ?? CONSOLE_CHUNK_CHARS);
     const refs: SentRef[] = [];
     for (let i = options.skip ?? 0; i < chunks.length; i += 1) {
       await this.#write(`bot> ${terminalText(chunks[i]!)}\n`);

@@ -24,7 +24,7 @@ import { COMMAND_TEXT } from "../commands/catalog.js";
 import type { Config, Locale } from "../config.js";
 import { checkHealth, type HealthCheck } from "../health.js";
 import { BodyTooLargeError, readBody, refuseAndClose } from "../http-server.js";
-import { englishNoun, localize, type Localized } from "../i18n.js";
+import { englishCount, englishNoun, localize, type Localized } from "../i18n.js";
 import { redact, type Logger } from "../log.js";
 import { readMcpAnnouncement } from "../mcp/announce.js";
 import { conversationKey, type Platform } from "../queue/incoming.js";
@@ -685,7 +685,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       .map((run) => {
         const title =
           `${DateTime.fromMillis(run.startedAt, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm:ss")} · ` +
-          `${run.finishedAt - run.startedAt} ms · ${run.events.length} events`;
+          `${run.finishedAt - run.startedAt} ms · ${englishCount(run.events.length, "event")}`;
         const rows = run.events.map((e) => [
           esc(`+${e.at - run.startedAt} ms`),
           e.type === "error" ? `<span class="bad">${esc(e.type)}</span>` : esc(e.type),
@@ -716,10 +716,13 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const servers = new Map<string, string>();
     for (const tool of announcement?.tools ?? []) servers.set(tool.server, "");
     const mcpRows = [
-      ...[...servers.keys()].map((server) => [
-        esc(server),
-        `<span class="ok">${esc(t(locale, "serving", { count: announcement!.tools.filter((x) => x.server === server).length }))}</span>`,
-      ]),
+      ...[...servers.keys()].map((server) => {
+        const count = announcement!.tools.filter((x) => x.server === server).length;
+        return [
+          esc(server),
+          `<span class="ok">${esc(t(locale, "serving", { count, tools: englishNoun(count, "tool") }))}</span>`,
+        ];
+      }),
       ...(announcement?.skipped ?? []).map((s) => [
         esc(s.server),
         `<span class="bad">${esc(t(locale, "skipped", { reason: s.reason.slice(0, 200) }))}</span>`,

@@ -22,6 +22,7 @@
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import type { Job, Queue } from "bullmq";
 import { redact } from "../log.js";
+import { englishCount } from "../i18n.js";
 
 /**
  * Keys whose values are content — what a person wrote or will read — hidden with their size
@@ -81,14 +82,12 @@ const MAX_DEPTH = 8;
 /** Most items of an array or fields of an object shown; the rest are counted. */
 const MAX_ITEMS = 50;
 
-const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
-
 /** The placeholder of a hidden value: what it was and its size, never a part of it. */
 function hidden(value: unknown): string {
-  if (typeof value === "string") return `[hidden: ${plural(value.length, "character", "characters")}]`;
-  if (Array.isArray(value)) return `[hidden: ${plural(value.length, "item", "items")}]`;
+  if (typeof value === "string") return `[hidden: ${englishCount(value.length, "character")}]`;
+  if (Array.isArray(value)) return `[hidden: ${englishCount(value.length, "item")}]`;
   if (value !== null && typeof value === "object")
-    return `[hidden: ${plural(Object.keys(value).length, "field", "fields")}]`;
+    return `[hidden: ${englishCount(Object.keys(value).length, "field")}]`;
   return "[hidden]";
 }
 

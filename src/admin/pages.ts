@@ -91,7 +91,7 @@ export const T = {
   no: { "zh-TW": "否", en: "no" },
   mcpServers: { "zh-TW": "MCP 伺服器", en: "MCP servers" },
   state: { "zh-TW": "狀態", en: "State" },
-  serving: { "zh-TW": "已連線，提供 {count} 個工具", en: "connected, {count} tools" },
+  serving: { "zh-TW": "已連線，提供 {count} 個工具", en: "connected, {count} {tools}" },
   skipped: { "zh-TW": "已略過：{reason}", en: "skipped: {reason}" },
   noMcp: {
     "zh-TW": "沒有 MCP 伺服器（或工作程序尚未公告）。",

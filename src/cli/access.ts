@@ -24,7 +24,7 @@ import { dmTo, loadPlatform } from "../app.js";
 import { COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { type Config } from "../config.js";
-import { localize } from "../i18n.js";
+import { englishCount, localize } from "../i18n.js";
 import { createLogger, redact } from "../log.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
@@ -189,7 +189,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
         io.out(
           count === 0
             ? `${principal} has no memory`
-            : `erased the memory of ${principal} (${count} file${count === 1 ? "" : "s"})`,
+            : `erased the memory of ${principal} (${englishCount(count, "file")})`,
         );
         return count === 0 ? 1 : 0;
       }
@@ -199,8 +199,8 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
         return 1;
       }
       io.out(
-        `memory of ${principal} (${memoryKey(scope)}): ${files.length} file` +
-          `${files.length === 1 ? "" : "s"}, ${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`,
+        `memory of ${principal} (${memoryKey(scope)}): ${englishCount(files.length, "file")}, ` +
+          `${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`,
       );
       for (const file of files) {
         io.out(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);

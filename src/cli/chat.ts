@@ -41,7 +41,7 @@ import { clearDemo } from "../demo/fresh.js";
 import { startDemoModel } from "../demo/model.js";
 import { demoHelp } from "../demo/script.js";
 import { findDemoForecast } from "../demo/weather.js";
-import { localize } from "../i18n.js";
+import { englishNoun, localize } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
 import { createLogger, registerSecrets } from "../log.js";
@@ -237,9 +237,9 @@ async function chat(): Promise<void> {
       config.BOT_LOCALE,
       {
         "zh-TW": "開始對話（{tools} 個工具）。/help 說明，/quit 離開。紀錄檔：.data/chat.log",
-        en: "Chat started ({tools} tools). /help for help, /quit to leave. Log file: .data/chat.log",
+        en: "Chat started ({tools} {noun}). /help for help, /quit to leave. Log file: .data/chat.log",
       },
-      { tools: toolbox.size },
+      { tools: toolbox.size, noun: englishNoun(toolbox.size, "tool") },
     )}\n`,
   );
   // An approval asked for in an earlier chat is still open: show it again, so y/n can answer it.

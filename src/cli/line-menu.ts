@@ -15,6 +15,7 @@ import { createClients } from "../../adapters/line/api.js";
 import { createRichMenu } from "../../adapters/line/menu.js";
 import { createLogger, redact } from "../log.js";
 import { isEntryPoint, loadCliConfig, logDestination, runAsProgram, type CliIo } from "./io.js";
+import { englishNoun } from "../i18n.js";
 
 const USAGE = `usage: npm run line:menu [-- --image <file.png|file.jpg>]
   creates the LINE rich menu (2500 × 843 px, six commands) and sets it as every user's default`;
@@ -60,7 +61,7 @@ export async function lineMenuMain(argv: string[], env: NodeJS.ProcessEnv, io: C
     });
     io.out(
       `LINE rich menu ${richMenuId} is every user's default now` +
-        (replaced > 0 ? ` (${replaced} earlier menu${replaced === 1 ? "" : "s"} deleted).` : "."),
+        (replaced > 0 ? ` (${replaced} earlier ${englishNoun(replaced, "menu")} deleted).` : "."),
     );
     return 0;
   } catch (error) {

@@ -14,7 +14,7 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { type Locale } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { englishCount, englishNoun, localize, type Localized } from "../i18n.js";
 import { createLogger, redact } from "../log.js";
 import { mcpConfigPath, McpConfigError, readMcpConfig } from "../mcp/config.js";
 import { McpToolSource, warnCrowdedContexts } from "../mcp/source.js";
@@ -123,7 +123,7 @@ export function toolListing(loaded: LoadedTools, mcp?: McpListing): ToolListing 
 export function formatListing(listing: ToolListing, locale: Locale = "zh-TW"): string {
   const lines: string[] = [];
   const width = Math.max(4, ...listing.tools.map((t) => t.name.length));
-  lines.push(`${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"} loaded:`);
+  lines.push(`${englishCount(listing.tools.length, "tool")} loaded:`);
   for (const t of listing.tools) {
     const flag = t.dangerous ? " ⚠️ dangerous (asks the user first)" : "";
     lines.push(`  ${t.name.padEnd(width)}  [${t.tags.join(", ")}]${flag}`);
@@ -144,7 +144,7 @@ export function formatListing(listing: ToolListing, locale: Locale = "zh-TW"): s
 }
 
 function formatMcp(mcp: McpListing): string[] {
-  const lines = [`${mcp.tools.length} MCP tool${mcp.tools.length === 1 ? "" : "s"} (from ${mcp.file}):`];
+  const lines = [`${mcp.tools.length} MCP ${englishNoun(mcp.tools.length, "tool")} (from ${mcp.file}):`];
   const width = Math.max(4, ...mcp.tools.map((t) => t.name.length));
   for (const t of mcp.tools) {
     lines.push(
@@ -153,11 +153,11 @@ function formatMcp(mcp: McpListing): string[] {
     lines.push(`  ${"".padEnd(width)}  ${t.description}`);
   }
   if (mcp.skipped.length > 0) {
-    lines.push("", `${mcp.skipped.length} MCP server${mcp.skipped.length === 1 ? "" : "s"} skipped:`);
+    lines.push("", `${mcp.skipped.length} MCP ${englishNoun(mcp.skipped.length, "server")} skipped:`);
     for (const s of mcp.skipped) lines.push(`  ${s.server}: ${s.reason}`);
   }
   if (mcp.skippedTools.length > 0) {
-    lines.push("", `${mcp.skippedTools.length} MCP tool${mcp.skippedTools.length === 1 ? "" : "s"} skipped:`);
+    lines.push("", `${mcp.skippedTools.length} MCP ${englishNoun(mcp.skippedTools.length, "tool")} skipped:`);
     for (const s of mcp.skippedTools) lines.push(`  ${s.server}/${s.tool}: ${s.reason}`);
   }
   for (const w of mcp.warnings) lines.push("", `warning: ${w}`);

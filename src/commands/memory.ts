@@ -16,7 +16,7 @@
  */
 import { createHash } from "node:crypto";
 import type { ButtonListing } from "../feature.js";
-import { localize, type Locale } from "../i18n.js";
+import { englishNoun, localize, type Locale } from "../i18n.js";
 import { formatSize } from "../memory/commands.js";
 import {
   fileBytes,
@@ -44,6 +44,11 @@ const ERASE_BUTTON = /^mm:(?:A:([A-Za-z0-9_-]{16})|c)$/;
 /** An undo button of a memory write made after outside content was read: `mm:u:<handle>` (`src/memory/undo.ts`). */
 const UNDO_BUTTON = /^mm:u:([A-Za-z0-9_-]{16})$/;
 
+/** The parameters of a text naming a number of memory files: `{count}`, and `{files}`, its English noun. */
+function fileCount(count: number): { count: number; files: string } {
+  return { count, files: englishNoun(count, "file") };
+}
+
 /** Words of `/memory`, `/forget` and their buttons. */
 export const MEMORY_TEXT = {
   personalTitle: {
@@ -60,7 +65,7 @@ export const MEMORY_TEXT = {
   },
   groupNone: { "zh-TW": "這個群組還沒有共同記憶。", en: "This group has no shared memory yet." },
   file: { "zh-TW": "📄 {name}（{size}，{date} 更新）", en: "📄 {name} ({size}, updated {date})" },
-  more: { "zh-TW": "…還有 {count} 個檔案（太長，未顯示）。", en: "…and {count} more files (too long to show)." },
+  more: { "zh-TW": "…還有 {count} 個檔案（太長，未顯示）。", en: "…and {count} more {files} (too long to show)." },
   off: {
     "zh-TW": "（記憶功能目前關閉：這些不會用在回答中。）",
     en: "(Memory is turned off: these are not used in answers.)",
@@ -76,20 +81,20 @@ export const MEMORY_TEXT = {
   gone: { "zh-TW": "這個記憶已經刪除了。", en: "That memory was already deleted." },
   erasedPersonal: {
     "zh-TW": "已清除你的個人記憶（{count} 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
-    en: "Your personal memory is erased ({count} files). The conversation itself is kept (use /reset for that).",
+    en: "Your personal memory is erased ({count} {files}). The conversation itself is kept (use /reset for that).",
   },
   erasedGroup: {
     "zh-TW": "已清除這個群組的共同記憶（{count} 個檔案）。",
-    en: "This group's shared memory is erased ({count} files).",
+    en: "This group's shared memory is erased ({count} {files}).",
   },
   nothingToErase: { "zh-TW": "沒有需要清除的記憶。", en: "There is no memory to erase." },
   confirmErasePersonal: {
     "zh-TW": "確定要清除你的全部個人記憶（{count} 個檔案）嗎？清除後無法復原。",
-    en: "Erase all of your personal memory ({count} files)? This cannot be undone.",
+    en: "Erase all of your personal memory ({count} {files})? This cannot be undone.",
   },
   confirmEraseGroup: {
     "zh-TW": "確定要清除這個群組的全部共同記憶（{count} 個檔案）嗎？清除後無法復原。",
-    en: "Erase all of this group's shared memory ({count} files)? This cannot be undone.",
+    en: "Erase all of this group's shared memory ({count} {files})? This cannot be undone.",
   },
   confirmEraseNotice: { "zh-TW": "請確認是否全部刪除。", en: "Please confirm." },
   confirmEraseButton: { "zh-TW": "⚠️ 確定全部刪除", en: "⚠️ Yes, delete all" },
@@ -187,7 +192,7 @@ export async function memoryListing(
     length += entry.length;
     shown += 1;
   }
-  if (shown < files.length) parts.push(`\n${localize(locale, MEMORY_TEXT.more, { count: files.length - shown })}`);
+  if (shown < files.length) parts.push(`\n${localize(locale, MEMORY_TEXT.more, fileCount(files.length - shown))}`);
   if (asker.platform === "console")
     return { text: [...parts, `\n${localize(locale, MEMORY_TEXT.consoleHint)}`].join("\n") };
   if (options.mayDelete === false)
@@ -211,9 +216,11 @@ export async function forgetMemory(asker: MemoryAsker, store: MemoryStore): Prom
   const scope = memoryScopeOf(asker);
   const count = await store.erase(scope);
   if (count === 0) return localize(asker.locale, MEMORY_TEXT.nothingToErase);
-  return localize(asker.locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, {
-    count,
-  });
+  return localize(
+    asker.locale,
+    scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup,
+    fileCount(count),
+  );
 }
 
 /** A press on a `/memory` button: its data, who pressed, where, and whether they may delete a group's memory. */
@@ -270,7 +277,11 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
     return { notice: localize(locale, MEMORY_TEXT.notAllowed) };
   const scope: MemoryScope = memoryScopeOf(press);
   const erased = (count: number) =>
-    localize(locale, scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup, { count });
+    localize(
+      locale,
+      scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup,
+      fileCount(count),
+    );
   if (erase) {
     // The question's answer: keep, or erase what it named (not a memory written or erased since).
     if (erase[1] === undefined) {
@@ -295,9 +306,7 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
         text: localize(
           locale,
           scope.kind === "personal" ? MEMORY_TEXT.confirmErasePersonal : MEMORY_TEXT.confirmEraseGroup,
-          {
-            count: files.length,
-          },
+          fileCount(files.length),
         ),
         buttons: [
           { label: localize(locale, MEMORY_TEXT.confirmEraseButton), data: `mm:A:${memoryFingerprint(files)}` },

@@ -5,7 +5,7 @@
  * the estimated cost when `MODEL_PRICES` is set (searches included); `/usage all` adds the top users.
  */
 import type { Config } from "../config.js";
-import { localize, type Locale } from "../i18n.js";
+import { englishNoun, localize, type Locale } from "../i18n.js";
 import { outputWeightFor } from "../usage/budget.js";
 import { BUDGET_WEIGHTS, costOf, nextDayStart, periodOf, type UsageTotals } from "../usage/store.js";
 
@@ -41,7 +41,8 @@ export function formatMoment(at: number, timeZone: string): string {
 }
 
 /**
- * One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`,
+ * One line of totals: `1234 tokens in 3 model calls (input 1000, output 200, cache write 0, cache read 34)`
+ * (`1 token in 1 model call` for one: every English count by `englishNoun`),
  * followed by `; 2 web searches, 1 web fetch` when the API ran any, `, 65 s of voice transcribed`
  * when voice messages were transcribed and `, 420 characters of voice replies` when answers were
  * spoken (neither priced: the speech services bill them themselves).
@@ -51,23 +52,32 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
     locale,
     {
       "zh-TW": "{tokens} tokens，{calls} 次模型呼叫（輸入 {input}、輸出 {output}、快取寫入 {cw}、快取讀取 {cr}）",
-      en: "{tokens} tokens in {calls} model calls (input {input}, output {output}, cache write {cw}, cache read {cr})",
+      en: "{tokens} {tokenNoun} in {calls} model {callNoun} (input {input}, output {output}, cache write {cw}, cache read {cr})",
     },
-    { tokens: t.tokens, calls: t.calls, input: t.input, output: t.output, cw: t.cacheWrite, cr: t.cacheRead },
+    {
+      tokens: t.tokens,
+      tokenNoun: englishNoun(t.tokens, "token"),
+      calls: t.calls,
+      callNoun: englishNoun(t.calls, "call"),
+      input: t.input,
+      output: t.output,
+      cw: t.cacheWrite,
+      cr: t.cacheRead,
+    },
   );
   const server = [
     t.webSearches > 0
       ? localize(
           locale,
-          { "zh-TW": "網頁搜尋 {n} 次", en: t.webSearches === 1 ? "1 web search" : "{n} web searches" },
-          { n: t.webSearches },
+          { "zh-TW": "網頁搜尋 {n} 次", en: "{n} web {searches}" },
+          { n: t.webSearches, searches: englishNoun(t.webSearches, "search", "searches") },
         )
       : "",
     t.webFetches > 0
       ? localize(
           locale,
-          { "zh-TW": "讀取網頁 {n} 次", en: t.webFetches === 1 ? "1 web fetch" : "{n} web fetches" },
-          { n: t.webFetches },
+          { "zh-TW": "讀取網頁 {n} 次", en: "{n} web {fetches}" },
+          { n: t.webFetches, fetches: englishNoun(t.webFetches, "fetch", "fetches") },
         )
       : "",
     t.voiceSeconds > 0
@@ -76,8 +86,8 @@ export function formatTotals(locale: Locale, t: UsageTotals): string {
     (t.spokenCharacters ?? 0) > 0
       ? localize(
           locale,
-          { "zh-TW": "語音回覆 {n} 字", en: "{n} characters of voice replies" },
-          { n: t.spokenCharacters ?? 0 },
+          { "zh-TW": "語音回覆 {n} 字", en: "{n} {characters} of voice replies" },
+          { n: t.spokenCharacters ?? 0, characters: englishNoun(t.spokenCharacters ?? 0, "character") },
         )
       : "",
   ].filter((part) => part !== "");
@@ -127,9 +137,16 @@ export function formatUserUsage(
         locale,
         {
           "zh-TW": "每日額度：剩 {left} / {budget} tokens（今天已計 {used}），{reset}（{zone}）重置。",
-          en: "Daily budget: {left} of {budget} tokens left ({used} counted today); resets at {reset} ({zone}).",
+          en: "Daily budget: {left} of {budget} {tokens} left ({used} counted today); resets at {reset} ({zone}).",
         },
-        { left, budget: config.USER_DAILY_TOKENS, used: totals.day.budget, reset, zone },
+        {
+          left,
+          budget: config.USER_DAILY_TOKENS,
+          tokens: englishNoun(config.USER_DAILY_TOKENS, "token"),
+          used: totals.day.budget,
+          reset,
+          zone,
+        },
       ),
       budgetRuleLine(config, locale),
     );
@@ -180,11 +197,12 @@ export function formatAllUsage(
         locale,
         {
           "zh-TW": "全體每日額度：剩 {left} / {budget} tokens（今天已計 {used}）。",
-          en: "Bot daily budget: {left} of {budget} tokens left ({used} counted today).",
+          en: "Bot daily budget: {left} of {budget} {tokens} left ({used} counted today).",
         },
         {
           left: Math.max(0, config.GLOBAL_DAILY_TOKENS - bot.day.budget),
           budget: config.GLOBAL_DAILY_TOKENS,
+          tokens: englishNoun(config.GLOBAL_DAILY_TOKENS, "token"),
           used: bot.day.budget,
         },
       ),
@@ -207,7 +225,11 @@ export function formatAllUsage(
   if (top.length === 0) lines.push(localize(locale, { "zh-TW": "（今天還沒有用量）", en: "(no usage yet today)" }));
   top.forEach((t, i) =>
     lines.push(
-      `${i + 1}. \`${t.user}\` — ${localize(locale, { "zh-TW": "額度計 {n} tokens", en: "{n} budget tokens" }, { n: t.tokens })}`,
+      `${i + 1}. \`${t.user}\` — ${localize(
+        locale,
+        { "zh-TW": "額度計 {n} tokens", en: "{n} budget {tokens}" },
+        { n: t.tokens, tokens: englishNoun(t.tokens, "token") },
+      )}`,
     ),
   );
   return lines.join("\n");

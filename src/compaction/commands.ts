@@ -40,11 +40,11 @@ export interface CompactionCommands {
 export const COMPACTION_TEXT = {
   contextSize: {
     "zh-TW": "對話大小：約 {tokens} tokens（超過 {limit} 時會自動壓縮）",
-    en: "Conversation size: about {tokens} tokens (compacted automatically past {limit})",
+    en: "Conversation size: about {tokens} {tokenNoun} (compacted automatically past {limit})",
   },
   contextSizeUnknown: {
     "zh-TW": "對話大小：還沒有紀錄（超過 {limit} tokens 時會自動壓縮）",
-    en: "Conversation size: not recorded yet (compacted automatically past {limit} tokens)",
+    en: "Conversation size: not recorded yet (compacted automatically past {limit} {limitNoun})",
   },
   contextCounts: {
     "zh-TW": "已摘要 {summarized} 則訊息（壓縮 {compactions} 次），保留原文 {messages} 則。",
@@ -52,7 +52,7 @@ export const COMPACTION_TEXT = {
   },
   contextNoSummary: {
     "zh-TW": "還沒有摘要：目前保留全部 {messages} 則訊息的原文。",
-    en: "No summary yet: all {messages} messages are kept verbatim.",
+    en: "No summary yet: every message is kept verbatim ({messages} {messagesNoun}).",
   },
   contextSummary: { "zh-TW": "目前的摘要：", en: "Current summary:" },
   contextPart: { "zh-TW": "摘要（第 {part}/{parts} 段）：", en: "Summary (part {part} of {parts}):" },
@@ -63,11 +63,11 @@ export const COMPACTION_TEXT = {
   contextNoPart: { "zh-TW": "摘要只有 {parts} 段。", en: "The summary has only {parts} {partsNoun}." },
   compacted: {
     "zh-TW": "已壓縮對話：到目前為止摘要了 {summarized} 則訊息，最近 {kept} 則保留原文。新的摘要：",
-    en: "Compacted: {summarized} messages summarised so far, the latest {kept} kept verbatim. The new summary:",
+    en: "Compacted: {summarized} {summarizedNoun} summarised so far, the latest {kept} kept verbatim. The new summary:",
   },
   compactNothing: {
     "zh-TW": "目前還不需要壓縮：最近 {turns} 輪對話本來就會保留原文（現在有 {kept} 則訊息）。",
-    en: "Nothing to compact yet: the latest {turns} turns are always kept verbatim (there are {kept} messages now).",
+    en: "Nothing to compact yet: the latest {turns} {turnsNoun} always stay verbatim anyway ({kept} {keptNoun} now).",
   },
   compactFailed: {
     "zh-TW": "這次壓縮沒有成功（AI 服務暫時無法使用），對話維持原樣，稍後會自動再試。",
@@ -106,13 +106,23 @@ export async function contextReply(
 ): Promise<string> {
   const report = await own.context(conversationOf(inv));
   const limit = services.config.COMPACT_AT_TOKENS.toLocaleString("en-US");
+  const limitNoun = englishNoun(services.config.COMPACT_AT_TOKENS, "token");
   const lines = [
     report.tokens !== undefined
-      ? localize(inv.locale, COMPACTION_TEXT.contextSize, { tokens: report.tokens.toLocaleString("en-US"), limit })
-      : localize(inv.locale, COMPACTION_TEXT.contextSizeUnknown, { limit }),
+      ? localize(inv.locale, COMPACTION_TEXT.contextSize, {
+          tokens: report.tokens.toLocaleString("en-US"),
+          tokenNoun: englishNoun(report.tokens, "token"),
+          limit,
+        })
+      : localize(inv.locale, COMPACTION_TEXT.contextSizeUnknown, { limit, limitNoun }),
   ];
   if (report.summary === undefined) {
-    lines.push(localize(inv.locale, COMPACTION_TEXT.contextNoSummary, { messages: report.messages }));
+    lines.push(
+      localize(inv.locale, COMPACTION_TEXT.contextNoSummary, {
+        messages: report.messages,
+        messagesNoun: englishNoun(report.messages, "message"),
+      }),
+    );
     return lines.join("\n");
   }
   lines.push(
@@ -169,7 +179,11 @@ export async function compactReply(
     case "compacted": {
       const parts = summaryParts(result.summary);
       const lines = [
-        localize(inv.locale, COMPACTION_TEXT.compacted, { summarized: result.summarized, kept: result.kept }),
+        localize(inv.locale, COMPACTION_TEXT.compacted, {
+          summarized: result.summarized,
+          summarizedNoun: englishNoun(result.summarized, "message"),
+          kept: result.kept,
+        }),
         parts[0] ?? "",
       ];
       if (parts.length > 1)
@@ -186,7 +200,9 @@ export async function compactReply(
     case "nothing":
       return localize(inv.locale, COMPACTION_TEXT.compactNothing, {
         turns: services.config.COMPACT_KEEP_TURNS,
+        turnsNoun: englishNoun(services.config.COMPACT_KEEP_TURNS, "turn"),
         kept: result.kept,
+        keptNoun: englishNoun(result.kept, "message"),
       });
     case "failed":
       return localize(inv.locale, COMPACTION_TEXT.compactFailed);

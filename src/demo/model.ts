@@ -92,21 +92,29 @@ function resultText(content: unknown): string {
     .join("\n");
 }
 
-/** The tool results of the last user turn, each with the name of the tool the turn before called. */
+/** The tool results of the last user turn, each with the name and input of the call the turn before made. */
 function toolResults(request: DemoRequest): DemoToolResult[] {
   const last = request.messages[request.messages.length - 1]!;
   const previous = request.messages[request.messages.length - 2];
-  const calls = new Map<string, string>();
+  const calls = new Map<string, { name: string; input: Record<string, unknown> }>();
   if (previous && Array.isArray(previous.content))
     for (const b of previous.content)
-      if (b.type === "tool_use" && typeof b.id === "string" && typeof b.name === "string") calls.set(b.id, b.name);
+      if (b.type === "tool_use" && typeof b.id === "string" && typeof b.name === "string")
+        calls.set(b.id, {
+          name: b.name,
+          input: typeof b.input === "object" && b.input !== null ? (b.input as Record<string, unknown>) : {},
+        });
   return (Array.isArray(last.content) ? last.content : [])
     .filter((b) => b.type === "tool_result")
-    .map((b) => ({
-      tool: calls.get(String(b.tool_use_id)) ?? "?",
-      result: resultText(b.content),
-      isError: b.is_error === true,
-    }));
+    .map((b) => {
+      const call = calls.get(String(b.tool_use_id));
+      return {
+        tool: call?.name ?? "?",
+        input: call?.input ?? {},
+        result: resultText(b.content),
+        isError: b.is_error === true,
+      };
+    });
 }
 
 /** The words of the latest user turn that has text (not tool results), without the memory block. */

@@ -3,7 +3,8 @@
  * understanding. A user's words pick one tool and its input — web search, memory, a reminder, the
  * todo list, the weather, the calculator, the clock — or the help text; a turn of tool results gets
  * an answer that shows them (a dangerous call the person declined: that it was not done, in their
- * language, as a model would say it). Every example the bot suggests (the demo's banner, `/help`, `/memory`,
+ * language, as a model would say it; to English words, a result in the bot's Chinese as the tool's
+ * own English for it, `english.ts`, or said to be in Chinese when there is none). Every example the bot suggests (the demo's banner, `/help`, `/memory`,
  * the README) is one of these rules, in zh-TW and in English (`test/console/demo-examples.test.ts`
  * walks them all). Every text starts with the demo label, so nobody takes it for Claude.
  *
@@ -15,7 +16,9 @@ import { randomBytes } from "node:crypto";
 import { DateTime } from "luxon";
 import { notRunVerdict, type NotRunVerdict } from "../agent/not-run.js";
 import type { Locale } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { localize, writtenLocale, type Localized } from "../i18n.js";
+import { CALCULATOR_CONSTANTS, CALCULATOR_FUNCTIONS } from "../../tools/calculate.js";
+import { englishResult } from "./english.js";
 import { resolveCity } from "../../tools/cwa/cities.js";
 
 /** A content block of the demo's answers, as the Messages API sends it. */
@@ -118,6 +121,19 @@ const TEXT = {
   },
   result: { "zh-TW": "工具 {tool} 的結果：\n{result}", en: "The {tool} tool says:\n{result}" },
   failed: { "zh-TW": "工具 {tool} 沒有成功：{result}", en: "The {tool} tool did not succeed: {result}" },
+  // Only for a person writing English: a tool's result in the bot's language that the demo has no English for.
+  resultInBotLanguage: {
+    "zh-TW": "工具 {tool} 的結果：\n{result}",
+    en:
+      "The {tool} tool says (in Chinese: the tools answer in the bot's language; a real model would tell you " +
+      "in English, and /settings language en switches the bot to English):\n{result}",
+  },
+  failedInBotLanguage: {
+    "zh-TW": "工具 {tool} 沒有成功：{result}",
+    en:
+      "The {tool} tool did not succeed; it says (in Chinese: the tools answer in the bot's language; a real " +
+      "model would tell you in English, and /settings language en switches the bot to English): {result}",
+  },
   deleted: { "zh-TW": "刪除", en: "deleted" },
   done: { "zh-TW": "執行", en: "done" },
   afterAdd: {
@@ -292,28 +308,115 @@ function enclosed(expression: string): boolean {
 }
 
 /**
- * The `e` of a number in scientific notation (`1e308`, `2.5e-3`, `1E6`): right after a digit (or a
- * digit and its decimal point), before the exponent's digits (signed or not). Any other letter ends
- * an expression's run.
+ * The pieces of an expression the demo looks for in a sentence (read after NFKC, ×/÷ and minus
+ * signs made ASCII): a number, in scientific notation too (`1e308`, `2.5E-3`, `3e+2`: the `e` is
+ * the number's only when digits follow it); a name (a word of letters, digits and `_`: a constant
+ * of the calculator, a function when `(` follows, else a word of the sentence); an operator; a
+ * parenthesis; a comma (between a function's arguments); white space; anything else.
  */
-const EXPONENT = String.raw`(?<=\d\.?)[eE](?=[-+]?\d)`;
-
-/** A character of an expression but an exponent's `e`: a digit, an operator, a parenthesis, a point, a space, `%`. */
-const EXPRESSION_CHAR = String.raw`[-+*/^()\d.\s%]`;
-
-/** A run of an expression's characters and exponents with a digit in it. */
-const EXPRESSION_RUN = new RegExp(
-  String.raw`(?:${EXPRESSION_CHAR}|${EXPONENT})*\d(?:${EXPRESSION_CHAR}|${EXPONENT})*`,
-  "g",
+const PIECE = new RegExp(
+  [
+    String.raw`(?<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)`,
+    String.raw`(?<name>[A-Za-z_π][A-Za-z0-9_]*)`,
+    String.raw`(?<op>[-+*/^%])`,
+    String.raw`(?<open>\()`,
+    String.raw`(?<close>\))`,
+    String.raw`(?<comma>,)`,
+    String.raw`(?<space>\s+)`,
+    String.raw`(?<other>[\s\S])`,
+  ].join("|"),
+  "gu",
 );
 
+/** One piece of {@link PIECE}: its kind and its text. */
+interface Piece {
+  kind: "number" | "constant" | "function" | "op" | "open" | "close" | "comma" | "space";
+  text: string;
+}
+
+/** The calculator's constants (`pi`, `π`, `e`) and functions (`sqrt`, `abs` …), as the tool names them. */
+const CONSTANTS = new Set(CALCULATOR_CONSTANTS);
+const FUNCTIONS = new Set(CALCULATOR_FUNCTIONS);
+
 /**
- * The expression to calculate in `line`, or undefined: ×/÷ as * and /, full-width forms as ASCII,
- * numbers in scientific notation whole (`1e308*10`: the calculator answers it is beyond its bounds),
- * a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
+ * The runs of `text` that can be part of an expression, in order, each a list of pieces: numbers,
+ * the calculator's constants, functions (a word right before `(`, or one of the calculator's
+ * functions before spaces and `(`: a function the calculator does not have is kept too, so that
+ * it answers it does not know it rather than a number without it), operators, parentheses, spaces,
+ * and commas inside parentheses. A run ends at a word of the sentence, at any other character, at
+ * a comma outside parentheses and at a `)` closing nothing; the `(`s it leaves open are dropped.
+ */
+function expressionRuns(text: string): Piece[][] {
+  const pieces = [...text.matchAll(PIECE)].map((m) => ({
+    kind: Object.entries(m.groups!).find(([, value]) => value !== undefined)![0] as Piece["kind"] | "name" | "other",
+    text: m[0],
+  }));
+  const runs: Piece[][] = [];
+  let run: Piece[] = [];
+  let open: number[] = []; // indexes in `run` of the `(`s not yet closed
+  const end = () => {
+    const unclosed = new Set(open);
+    runs.push(run.filter((_, i) => !unclosed.has(i)));
+    run = [];
+    open = [];
+  };
+  for (let i = 0; i < pieces.length; i += 1) {
+    const { kind, text: piece } = pieces[i]!;
+    const next = pieces.slice(i + 1).find((p) => p.kind !== "space");
+    const called = pieces[i + 1]?.kind === "open" || (FUNCTIONS.has(piece) && next?.kind === "open");
+    if (kind === "name" && called) run.push({ kind: "function", text: piece });
+    else if (kind === "name" && CONSTANTS.has(piece)) run.push({ kind: "constant", text: piece });
+    else if (kind === "open") {
+      open.push(run.length);
+      run.push({ kind, text: piece });
+    } else if (kind === "close" && open.length > 0) {
+      open.pop();
+      run.push({ kind, text: piece });
+    } else if (kind === "comma" && open.length > 0) run.push({ kind, text: piece });
+    else if (kind === "number" || kind === "op" || kind === "space") run.push({ kind, text: piece });
+    else end();
+  }
+  end();
+  return runs;
+}
+
+/** What ends an operand (a number, a constant, `)`, a percent sign) and what starts one (a number, a name, `(`, a sign). */
+const OPERAND_END = new Set(["number", "constant", "close"]);
+const OPERAND_START = new Set(["number", "constant", "function", "open"]);
+
+/** True when `run` calculates something: an operator between two operands, or a function call. */
+function calculates(run: Piece[]): boolean {
+  const pieces = run.filter((p) => p.kind !== "space");
+  return pieces.some((piece, i) => {
+    if (piece.kind === "function") return true;
+    if (piece.kind !== "op") return false;
+    const before = pieces[i - 1];
+    const after = pieces[i + 1];
+    const operandBefore = before && (OPERAND_END.has(before.kind) || before.text === "%");
+    const operandAfter = after && (OPERAND_START.has(after.kind) || after.text === "-" || after.text === "+");
+    return Boolean(operandBefore && operandAfter);
+  });
+}
+
+/** The text of a run: its pieces joined, without the spaces around it or a full stop after its last number. */
+function runText(run: Piece[]): string {
+  return run
+    .map((p) => p.text)
+    .join("")
+    .trim()
+    .replace(/(\d)\.$/, "$1");
+}
+
+/**
+ * The expression to calculate in `line`, or undefined: the first run of the sentence that
+ * calculates something ({@link expressionRuns}, {@link calculates}), with ×/÷ as * and /,
+ * full-width forms as ASCII, numbers in scientific notation whole (`1e308*10`: the calculator
+ * answers it is beyond its bounds), the calculator's constants and functions in it (`sqrt(2)*3`,
+ * `2 * pi`, `round(2.345, 2)`), none of the words around it (`幫我算 sqrt(2)*3 是多少`, `what is
+ * 2^70?`); a Chinese discount (`打八五折`: × 85%) or `15% off …` (× 85%) applied to the numbers.
  */
 function expressionIn(line: string): string | undefined {
-  let text = line.normalize("NFKC").replace(/[×✕]/g, "*").replace(/÷/g, "/");
+  let text = line.normalize("NFKC").replace(/[×✕]/g, "*").replace(/÷/g, "/").replace(/[−–]/g, "-");
   let factor: string | undefined;
   const off = /(\d+(?:\.\d+)?)\s*%\s*off\b/i.exec(text);
   if (off) {
@@ -325,9 +428,9 @@ function expressionIn(line: string): string | undefined {
     factor = `${numberOf(discount[1]!) * 10 + (discount[2] ? numberOf(discount[2]) : 0)}%`;
     text = text.replace(discount[0], " ");
   }
-  for (const [run] of text.matchAll(EXPRESSION_RUN)) {
-    const expression = run.trim();
-    const operator = /[\d)%]\s*[-+*/^%]\s*[\d(.]/.test(expression);
+  for (const run of expressionRuns(text)) {
+    const expression = runText(run);
+    const operator = calculates(run);
     if (operator || (factor && /\d/.test(expression)))
       return factor ? `${operator && !enclosed(expression) ? `(${expression})` : expression} * ${factor}` : expression;
   }
@@ -487,6 +590,8 @@ export function answerRule(text: string, turn: DemoTurn): DemoReply | undefined 
 /** One tool call of the previous turn and its result. */
 export interface DemoToolResult {
   tool: string;
+  /** The call's input (what the script asked the tool for). */
+  input: Record<string, unknown>;
   result: string;
   isError: boolean;
 }
@@ -499,14 +604,27 @@ export interface DemoToolResult {
 export function answerResults(results: readonly DemoToolResult[], turn: DemoTurn): DemoReply {
   const parts: string[] = [];
   const after = new Set<string>();
-  for (const { tool, result, isError } of results) {
-    const notRun = isError ? notRunVerdict(result) : undefined;
+  for (const { tool, input, result: given, isError } of results) {
+    const notRun = isError ? notRunVerdict(given) : undefined;
     if (notRun) {
       const what = localize(turn.locale, tool === "delete_todo" ? TEXT.deleted : TEXT.done);
       parts.push(localize(turn.locale, NOT_RUN[notRun], { what }));
       continue;
     }
-    parts.push(localize(turn.locale, isError ? TEXT.failed : TEXT.result, { tool, result }));
+    // The tools answer in the bot's language: to a person writing English, the tool's own English
+    // for a Chinese result (`english.ts`), else the result as it came, said to be in the bot's language.
+    const foreign = turn.locale === "en" && writtenLocale(given) === "zh-TW";
+    const english = foreign ? englishResult(tool, input, given, turn.timezone) : undefined;
+    const result = english ?? given;
+    const texts =
+      foreign && english === undefined
+        ? isError
+          ? TEXT.failedInBotLanguage
+          : TEXT.resultInBotLanguage
+        : isError
+          ? TEXT.failed
+          : TEXT.result;
+    parts.push(localize(turn.locale, texts, { tool, result }));
     if (isError) continue;
     if (tool === "add_todo") {
       const id = /#(\d+)/.exec(result)?.[1];

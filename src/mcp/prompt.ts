@@ -8,7 +8,7 @@
  * Controls and invisible characters are removed first, so a value cannot forge a line of the prompt
  * or turn its text around.
  */
-import { localize, type Locale } from "../i18n.js";
+import { englishNoun, localize, type Locale } from "../i18n.js";
 import { cleanText, cutText } from "./result.js";
 
 /** Longest value shown on one line, in characters (code points). */
@@ -54,8 +54,8 @@ export function describeMcpCall(server: string, tool: string, args: Record<strin
     fields.push(
       localize(
         locale,
-        { "zh-TW": "…（還有 {count} 個欄位未顯示）", en: "…({count} more fields not shown)" },
-        { count: entries.length - fields.length },
+        { "zh-TW": "…（還有 {count} 個欄位未顯示）", en: "…({count} more {fields} not shown)" },
+        { count: entries.length - fields.length, fields: englishNoun(entries.length - fields.length, "field") },
       ),
     );
   const none = localize(locale, { "zh-TW": "（沒有參數）", en: "(no input)" });

@@ -16,7 +16,7 @@
  * annotations: https://modelcontextprotocol.io/specification/2025-06-18/server/resources#annotations .
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { localize, type Locale } from "../i18n.js";
+import { englishCount, englishNoun, localize, type Locale } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { convertImage } from "../media/convert.js";
 import { IMAGE_MAX_DOWNLOAD_BYTES } from "../media/limits.js";
@@ -111,10 +111,10 @@ export async function resultToOutput(result: CallToolResult, from: ResultSource)
     }
   }
   for (const [reason, count] of left) {
-    texts.push(`[${count} image${count === 1 ? "" : "s"} left out: ${reason}]`);
+    texts.push(`[${englishCount(count, "image")} left out: ${reason}]`);
     from.log.warn(
       { mcpServer: from.server, tool: from.tool, images: count, reason },
-      `MCP server ${from.server}: ${count} image(s) of a ${from.tool} result left out (${reason})`,
+      `MCP server ${from.server}: ${englishCount(count, "image")} of a ${from.tool} result left out (${reason})`,
     );
   }
   if (modelBlocks === 0 && result.structuredContent !== undefined) {
@@ -129,7 +129,7 @@ export async function resultToOutput(result: CallToolResult, from: ResultSource)
   }
   let text = texts.join("\n\n");
   if (text.trim() === "" && images.length > 0) {
-    text = "(the tool returned the image(s) below)";
+    text = `(the tool returned the ${englishNoun(images.length, "image")} below)`;
     for (const image of images) delete image.at;
   }
   return {
@@ -152,9 +152,9 @@ function userShare(texts: string[], images: number, from: ResultSource): string 
         from.locale,
         {
           "zh-TW": "（工具傳回 {count} 張給你的圖片，這裡無法顯示）",
-          en: "(the tool returned {count} image(s) for you that cannot be shown here)",
+          en: "(the tool returned {count} {images} for you that cannot be shown here)",
         },
-        { count: images },
+        { count: images, images: englishNoun(images, "image") },
       ),
     );
   if (parts.length === 0) return undefined;

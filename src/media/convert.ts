@@ -39,6 +39,7 @@ import {
   PDF_MAX_PAGES,
   type ImageMediaType,
 } from "./limits.js";
+import { englishCount } from "../i18n.js";
 
 /** A converted file: the block for the model and the placeholder for the history. */
 export interface Converted<B> {
@@ -185,7 +186,7 @@ export async function convertPdf(
       source: { type: "base64", media_type: "application/pdf", data: bytes.toString("base64") },
       title,
     },
-    placeholder: `[PDF "${title}", ${pages} page${pages === 1 ? "" : "s"}]`,
+    placeholder: `[PDF "${title}", ${englishCount(pages, "page")}]`,
     pages,
   };
 }
@@ -214,7 +215,7 @@ export function convertText(
   const content = text.trim() === "" ? "(empty file)" : escapeBlockText(text);
   return {
     block: { type: "text", text: `<file name="${title}">\n${content}\n</file>` },
-    placeholder: `[file "${title}", ${text.length} characters]`,
+    placeholder: `[file "${title}", ${englishCount(text.length, "character")}]`,
     characters: text.length,
   };
 }

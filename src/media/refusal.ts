@@ -3,7 +3,7 @@
  * the limits. Sent by the worker instead of calling the model.
  */
 import type { Locale } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { englishNoun, localize, type Localized } from "../i18n.js";
 import type { MediaError } from "./errors.js";
 import {
   AUDIO_MAX_BYTES,
@@ -42,7 +42,7 @@ const MEDIA_TEXT = {
   fileTooLarge: { "zh-TW": "這個檔案太大了。", en: "That file is too large." },
   tooManyImages: {
     "zh-TW": "一則訊息最多只能放 {max} 張圖片（這則有 {count} 張）。",
-    en: "At most {max} images per message, please (this one has {count}).",
+    en: "At most {max} {images} per message, please (this one has {count}).",
   },
   tooManyPixels: {
     "zh-TW": "這張圖片的像素太多了（上限 {megapixels} 百萬像素，即寬 × 高）。請縮小後再傳。",
@@ -102,7 +102,11 @@ export function mediaRefusal(error: MediaError, locale: Locale, maxImages: numbe
               : t(MEDIA_TEXT.fileTooLarge);
       break;
     case "too_many_images":
-      lead = t(MEDIA_TEXT.tooManyImages, { max: maxImages, count: error.count ?? 0 });
+      lead = t(MEDIA_TEXT.tooManyImages, {
+        max: maxImages,
+        images: englishNoun(maxImages, "image"),
+        count: error.count ?? 0,
+      });
       break;
     case "too_many_pages":
       lead = t(MEDIA_TEXT.tooManyPages, { pages: PDF_MAX_PAGES });

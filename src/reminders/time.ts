@@ -6,6 +6,7 @@
 import { DateTime } from "luxon";
 import type { Locale } from "../config.js";
 import type { Repeat } from "./store.js";
+import { englishCount } from "../i18n.js";
 
 /** Least time ahead a new reminder may be, in ms (the issue: less than 10 s ahead is refused). */
 export const MIN_AHEAD_MS = 10_000;
@@ -141,7 +142,7 @@ export function durationInWords(ms: number, locale: Locale): string {
         : minutes < 48 * 60
           ? [Math.round(minutes / 60), "hour"]
           : [Math.round(minutes / 1440), "day"];
-  if (locale === "en") return `${n} ${unit}${n === 1 ? "" : "s"}`;
+  if (locale === "en") return englishCount(n, unit);
   return `${n} ${{ second: "秒", minute: "分鐘", hour: "小時", day: "天" }[unit]}`;
 }
 

@@ -4,7 +4,7 @@
  */
 import type { RedisClient } from "../redis.js";
 import type { Locale } from "../config.js";
-import { localize } from "../i18n.js";
+import { englishNoun, localize } from "../i18n.js";
 import { reminderSchedulerOf } from "./schedule.js";
 import { deleteRemindersOfTodo, type ReminderOwner } from "./store.js";
 
@@ -25,5 +25,9 @@ export async function endRemindersOfTodo(
   for (const reminder of ended) await scheduler?.unschedule(owner, reminder);
   if (ended.length === 0) return "";
   const ids = ended.map((r) => `#${r.id}`).join(", ");
-  return localize(locale, { "zh-TW": "（也取消了提醒 {ids}）", en: " (reminder {ids} cancelled too)" }, { ids });
+  return localize(
+    locale,
+    { "zh-TW": "（也取消了提醒 {ids}）", en: " ({reminder} {ids} cancelled too)" },
+    { ids, reminder: englishNoun(ended.length, "reminder") },
+  );
 }

@@ -4,7 +4,7 @@
  * the pause / resume / cancel buttons.
  */
 import type { Locale } from "../config.js";
-import { localize } from "../i18n.js";
+import { englishNoun, localize } from "../i18n.js";
 import { LATE_AFTER_MS } from "../reminders/format.js";
 import { durationInWords, monthEndDay, repeatInWords, timeInWords, timeIso } from "../reminders/time.js";
 import type { Task, TaskOwner } from "./store.js";
@@ -36,8 +36,8 @@ export function formatTask(task: Task, locale: Locale, timeZone: string): string
       task.paused.by === "failures"
         ? localize(
             locale,
-            { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} failures in a row" },
-            { n: task.failures },
+            { "zh-TW": "連續失敗 {n} 次後暫停", en: "paused after {n} {failures} in a row" },
+            { n: task.failures, failures: englishNoun(task.failures, "failure") },
           )
         : task.paused.by === "unreachable"
           ? localize(locale, {

@@ -11,6 +11,7 @@
  * compiled again.
  */
 import type { ErrorObject } from "ajv";
+import { englishCount } from "../i18n.js";
 import { formatPath, getAt, got, repairScalarStrings, TYPE_WORDS, type Parsed } from "./input-problems.js";
 import { SchemaCheckError, schemaChecker, type CompiledSchema, type SchemaChecker } from "./schema-checker.js";
 import type { InputSchema } from "./schema.js";
@@ -179,14 +180,14 @@ export class JsonSchemaInput {
       case "maxLength":
         return (
           `${where}: must be ${error.keyword === "minLength" ? "at least" : "at most"} ` +
-          `${String(params.limit)} characters, got ${typeof value === "string" ? value.length : 0} ` +
-          `characters`
+          `${englishCount(Number(params.limit), "character")}, got ` +
+          englishCount(typeof value === "string" ? value.length : 0, "character")
         );
       case "minItems":
       case "maxItems":
         return (
           `${where}: must have ${error.keyword === "minItems" ? "at least" : "at most"} ` +
-          `${String(params.limit)} items, got ${Array.isArray(value) ? value.length : 0}`
+          `${englishCount(Number(params.limit), "item")}, got ${Array.isArray(value) ? value.length : 0}`
         );
       case "enum":
         return `${where}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}, got ${got(value)}`;

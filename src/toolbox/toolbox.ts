@@ -19,6 +19,7 @@ import {
   type ToolOutput,
 } from "./tool.js";
 import type { Locale } from "../config.js";
+import { englishCount, englishNoun } from "../i18n.js";
 
 /** Longest status-line activity of a tool call, in characters (code points); see `ToolBox.activity`. */
 export const MAX_ACTIVITY_CHARS = 60;
@@ -361,7 +362,7 @@ export class ToolBox {
     } catch {
       summary = { invalid: true };
     }
-    return { input: safeJson(summary), result: (content) => `[${content.length} characters]` };
+    return { input: safeJson(summary), result: (content) => `[${englishCount(content.length, "character")}]` };
   }
 
   /**
@@ -650,9 +651,10 @@ function describeIssue(schema: z.ZodObject, input: unknown, issue: z.core.$ZodIs
       if (!/^Too (small|big)\b/.test(issue.message)) return `${where}: ${issue.message}`;
       const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
       const word = issue.code === "too_small" ? "at least" : "at most";
-      const unit =
-        issue.origin === "string" ? " characters" : issue.origin === "array" || issue.origin === "set" ? " items" : "";
-      const shown = issue.origin === "string" ? `${(value as string).length} characters` : got(value);
+      const noun =
+        issue.origin === "string" ? "character" : issue.origin === "array" || issue.origin === "set" ? "item" : "";
+      const unit = noun ? ` ${englishNoun(Number(bound), noun)}` : "";
+      const shown = issue.origin === "string" ? englishCount((value as string).length, "character") : got(value);
       return `${where}: must be ${word} ${String(bound)}${unit}, got ${shown}`;
     }
     case "invalid_value":

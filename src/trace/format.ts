@@ -3,6 +3,7 @@
  */
 import type { TraceEvent } from "./tracer.js";
 import type { TraceRun } from "./store.js";
+import { englishCount, englishNoun } from "../i18n.js";
 
 function formatValue(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
@@ -31,8 +32,9 @@ export function formatEvent(event: TraceEvent, startedAt: number): string {
 export function formatRun(run: TraceRun): string {
   const header =
     `run ${run.runId} · ${run.chat} · ${new Date(run.startedAt).toISOString()} · ` +
-    `${run.events.length} events · ${run.finishedAt - run.startedAt} ms`;
+    `${englishCount(run.events.length, "event")} · ${run.finishedAt - run.startedAt} ms`;
   const lines = run.events.map((e) => formatEvent(e, run.startedAt));
-  if (run.droppedEvents > 0) lines.push(`  (${run.droppedEvents} more events were not stored)`);
+  if (run.droppedEvents > 0)
+    lines.push(`  (${run.droppedEvents} more ${englishNoun(run.droppedEvents, "event")} not stored)`);
   return [header, ...lines].join("\n");
 }

@@ -20,7 +20,7 @@
  */
 import { isAdmin } from "../access/policy.js";
 import { pricesFor, type Config } from "../config.js";
-import { localize, type Localized } from "../i18n.js";
+import { englishNoun, localize, type Localized } from "../i18n.js";
 import { BUDGET_WEIGHTS, nextDayStart, type UsageStore } from "./store.js";
 
 /**
@@ -37,7 +37,7 @@ export function outputWeightFor(config: Pick<Config, "MODEL_PRICES">, model: str
 export const BUDGET_TEXT = {
   user: {
     "zh-TW": "你今天的用量已達上限（{budget} tokens），將在 {reset}（{zone}）重置。",
-    en: "You have used today's budget ({budget} tokens). It resets at {reset} ({zone}).",
+    en: "You have used today's budget ({budget} {tokens}). It resets at {reset} ({zone}).",
   },
   global: {
     "zh-TW": "機器人今天的總用量已達上限，將在 {reset}（{zone}）重置。",
@@ -102,7 +102,12 @@ export function budgetText(
     hour: "2-digit",
     minute: "2-digit",
   }).format(nextDayStart(at, zone));
-  return localize(config.BOT_LOCALE, BUDGET_TEXT[scope], { reset, zone, budget: config.USER_DAILY_TOKENS });
+  return localize(config.BOT_LOCALE, BUDGET_TEXT[scope], {
+    reset,
+    zone,
+    budget: config.USER_DAILY_TOKENS,
+    tokens: englishNoun(config.USER_DAILY_TOKENS, "token"),
+  });
 }
 
 /**

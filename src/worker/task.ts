@@ -19,7 +19,7 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import { z } from "zod";
 import type { AccessStore } from "../access/store.js";
-import { localize, type Locale } from "../i18n.js";
+import { englishNoun, localize, type Locale } from "../i18n.js";
 import { destinationOf, type Outbound } from "../outbound.js";
 import { ChatUnreachableError } from "../outbound-errors.js";
 import { PLATFORMS, conversationKey, type IncomingMessage } from "../queue/incoming.js";
@@ -365,9 +365,17 @@ async function finishOccurrence(
     {
       "zh-TW":
         "⏸️ 排程任務 #{id}（{what}）連續 {n} 次沒有完成，已暫停。原因：{reason}\n按「繼續」恢復，或用 /tasks 管理。",
-      en: "⏸️ Scheduled task #{id} ({what}) failed {n} times in a row and is paused. Why: {reason}\nPress Resume to start it again, or manage it with /tasks.",
+      en:
+        "⏸️ Scheduled task #{id} ({what}) failed {n} {times} in a row and is paused. Why: {reason}\n" +
+        "Press Resume to start it again, or manage it with /tasks.",
     },
-    { id: task.id, what: shortInstruction(task.instruction, 40), n: failures, reason },
+    {
+      id: task.id,
+      what: shortInstruction(task.instruction, 40),
+      n: failures,
+      times: englishNoun(failures, "time"),
+      reason,
+    },
   );
   const to = destinationOf(occurrenceMessage(owner, task, dueAt));
   const resume = {

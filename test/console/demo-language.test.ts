@@ -111,3 +111,33 @@ it("words that tell no language get BOT_LOCALE's answer; a zh-TW demo answers En
     await zh.close();
   }
 });
+
+it("a tool result in the bot's Chinese is answered in English to English words, with the tool's own English for it", async () => {
+  const calc = [tools[0]!];
+  const asked = await client.messages.create({
+    model: "claude-demo",
+    max_tokens: 1024,
+    tools: calc,
+    messages: [{ role: "user", content: "what is 1e308*10?" }],
+  });
+  const call = asked.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use")!;
+  expect(call.input).toEqual({ expression: "1e308*10" });
+  const answered = await client.messages.create({
+    model: "claude-demo",
+    max_tokens: 1024,
+    tools: calc,
+    messages: [
+      { role: "user", content: "what is 1e308*10?" },
+      { role: "assistant", content: asked.content },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: call.id, content: "結果太大（超過 100 位數），不計算。", is_error: true },
+        ],
+      },
+    ],
+  });
+  expect(textOf(answered.content)).toBe(
+    "[demo] The calculate tool did not succeed: The result would be too large (more than 100 digits), so it was not computed.",
+  );
+});

@@ -93,7 +93,7 @@ describe("text file wrapper", () => {
 
   it("file names lose controls, bidi and zero-width characters", () => {
     const out = convertText(Buffer.from("x"), "inv\u202Etxt.exe\u0007\u001b[31m\nname\u200B.md");
-    expect(out.placeholder).toBe('[file "invtxt.exe [31m name.md", 1 characters]');
+    expect(out.placeholder).toBe('[file "invtxt.exe [31m name.md", 1 character]');
     expect(out.block.text.split("\n")[0]).toBe('<file name="invtxt.exe [31m name.md">');
   });
 });

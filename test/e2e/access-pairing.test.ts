@@ -272,7 +272,7 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
       expect((await ask(dm, user, "/usage all")).text).toContain("只有機器人管理員");
       const cli = await access("usage", `telegram:${ALLOWED}`);
       expect(cli.code).toBe(0);
-      expect(cli.stdout).toContain(`${total} tokens in ${used.length} model calls`);
+      expect(cli.stdout).toContain(`${total} tokens in ${used.length} model ${used.length === 1 ? "call" : "calls"}`);
       expect(cli.stdout).toMatch(/Estimated cost: today \$\d/);
     },
   );

@@ -11,6 +11,8 @@
  * What the bot sends is printed with its controls shown, never acted on by the terminal.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -284,7 +286,7 @@ it("the fake model of npm run fakes answers in the person's language (zh-TW by d
       "或照示範的腳本回答（「新增待辦 買牛奶」、「現在幾點？」；寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。",
   );
   expect(textOf(fakeModelReply(request("how are you?")))).toMatch(
-    /^\[fake Messages API\] I received "how are you\?" with 1 tools offered\./,
+    /^\[fake Messages API\] I received "how are you\?" with 1 tool offered\./,
   );
   // The memory block the bot adds (English markup, the person's notes) is not what the person wrote.
   expect(textOf(fakeModelReply(request(`${MEMORY_BLOCK_START}>\n- lives in Hsinchu\n</memory>`, "hi")))).toMatch(
@@ -592,6 +594,44 @@ it("the demo script's calculator rule passes numbers in scientific notation whol
   expect(answer.content).toEqual([
     { type: "text", text: "［示範］工具 calculate 沒有成功：結果太大（超過 100 位數），不計算。" },
   ]);
+});
+
+it("npm run fakes gives its fake users the same ids at every start, so the chats the bot kept are theirs after a restart", async () => {
+  // What the bot sees of each person: Alice's Telegram chat, the Discord DM channel Bob writes in,
+  // and the LINE user id in the signed webhook of a `line …` line (caught here instead of a bot).
+  const seen = async () => {
+    const fakes = await startLocalFakes();
+    const hooks: { events: { source: { userId: string; type: string } }[] }[] = [];
+    const hook = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        hooks.push(JSON.parse(body) as (typeof hooks)[number]);
+        res.writeHead(200).end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve));
+    try {
+      fakes.line.webhookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+      expect(await fakes.handle("line hi")).toBe("sent to the bot on LINE as Carol");
+      expect(await fakes.handle("dc hi")).toBe("sent to the bot on Discord as Bob");
+      expect(await fakes.handle("tg hi")).toBe("sent to the bot on Telegram as Alice");
+      const bob = fakes.people.bob;
+      return {
+        line: hooks[0]!.events[0]!.source.userId,
+        discordUser: bob.id,
+        // The channel of Bob's DM, as the message he wrote names it.
+        discordChannel: fakes.discord.sendUserMessage(bob, "again", { dm: true }).channel_id,
+        telegramChat: fakes.telegram.privateChat(fakes.people.alice).id,
+      };
+    } finally {
+      await new Promise((resolve) => hook.close(resolve));
+      await fakes.stop();
+    }
+  };
+  const first = await seen();
+  expect(first.line).toMatch(/^U[0-9a-f]{32}$/);
+  expect(await seen()).toEqual(first);
 });
 
 it("npm run fakes numbers Telegram messages from the clock, so a restarted fake's messages are not dropped as repeats", async () => {

@@ -141,7 +141,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   const result = (request.messages.at(-1)!.content as { type: string; content?: { type: string }[] }[])[0]!;
   expect(result.content!.filter((c) => c.type === "image")).toHaveLength(5);
   expect(logs()).toContain(
-    "MCP server hostile: 35 image(s) of a gallery result left out (at most 5 images of one result are passed on)",
+    "MCP server hostile: 35 images of a gallery result left out (at most 5 images of one result are passed on)",
   );
 
   stack.telegram.sendUserMessage({ chat, from: user, text: "call hostile__posters" });
@@ -157,7 +157,7 @@ it("a result with 40 images passes 5 on, each converted; images past 5 MB togeth
   expect(images).toHaveLength(2);
   expect(images.reduce((n, i) => n + i.source!.data.length, 0)).toBeLessThanOrEqual(5 * 1024 * 1024);
   expect(logs()).toContain(
-    "MCP server hostile: 1 image(s) of a posters result left out (the images of one result may have 5 MB together)",
+    "MCP server hostile: 1 image of a posters result left out (the images of one result may have 5 MB together)",
   );
 }, 120_000); // 40 small images and three 800×800 posters are made and converted: 10 s or more on a loaded machine
 

@@ -102,7 +102,7 @@ it("an image read by server-filesystem reaches the model as one image, without i
   const result = await toolResultFor("files__read_media_file");
   const blocks = result.content as Block[];
   expect(blocks.map((b) => b.type)).toEqual(["text", "image"]);
-  expect(blocks[0]!.text).toBe("(the tool returned the image(s) below)");
+  expect(blocks[0]!.text).toBe("(the tool returned the image below)");
   expect(JSON.stringify(blocks).length).toBeLessThan(blocks[1]!.source!.data.length + 300);
 });
 

@@ -156,7 +156,7 @@ it("input that breaks the schema gets field errors, no prompt and no call", asyn
   tg.sendUserMessage({ chat, from: user, text: "mcp bad note" });
   const answer = await answerIn(8104, "notebook__add_note:");
   expect(answer.text).toContain('Invalid input for tool "notebook__add_note"');
-  expect(answer.text).toContain("text: must be at least 1 characters, got 0 characters");
+  expect(answer.text).toContain("text: must be at least 1 character, got 0 characters");
   expect(answer.text).toContain('priority: expected an integer, got "high"');
   expect(tg.sent.filter((m) => m.chatId === 8104 && tg.buttons(m).length > 0)).toEqual([]);
   expect(recordedCalls(callsFile)).toHaveLength(before);

@@ -482,14 +482,17 @@ export class FakeDiscord {
     return user;
   }
 
-  /** The DM channel id between the bot and `user` (created on first use). */
-  dmChannel(user: FakeUser): string {
+  /**
+   * The DM channel id between the bot and `user` (created on first use, with `id` when given, e.g.
+   * one that stays the same across restarts; else a new snowflake).
+   */
+  dmChannel(user: FakeUser, id?: string): string {
     this.addUser(user);
     const existing = [...this.#channels.values()].find((c) => c.type === 1 && c.recipient?.id === user.id);
     if (existing) return existing.id;
-    const id = this.#snowflake();
-    this.#channels.set(id, { id, type: 1, recipient: user });
-    return id;
+    const channelId = id ?? this.#snowflake();
+    this.#channels.set(channelId, { id: channelId, type: 1, recipient: user });
+    return channelId;
   }
 
   /** The bot's messages in channel `channelId` (posted, not edits), in order. */

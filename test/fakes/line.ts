@@ -38,7 +38,7 @@
  * - webhooks are signed (`x-line-signature`: base64 HMAC-SHA256 of the body with the channel
  *   secret) and carry `webhookEventId` and `deliveryContext.isRedelivery`.
  */
-import { createHmac, randomBytes, randomUUID } from "node:crypto";
+import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage as HttpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { checkLineRequest, checkLineWebhookBody } from "./line-spec.js";
@@ -184,9 +184,12 @@ export class FakeLine {
     this.#offset += ms;
   }
 
-  /** A new user who has added the bot as a friend. */
-  user(displayName: string): FakeLineUser {
-    const user = { userId: lineId("U"), displayName };
+  /**
+   * A new user who has added the bot as a friend.
+   * @param userId - the user's id (`U` and 32 hex digits, e.g. {@link stableLineId}); default a random one.
+   */
+  user(displayName: string, userId = lineId("U")): FakeLineUser {
+    const user = { userId, displayName };
     this.#users.set(user.userId, user);
     return user;
   }
@@ -611,4 +614,13 @@ export class FakeLine {
 /** A LINE id: `U` (user), `C` (group) or `R` (room) and 32 hex digits. */
 export function lineId(kind: "U" | "C" | "R"): string {
   return kind + randomBytes(16).toString("hex");
+}
+
+/**
+ * A LINE id that is the same at every start for the same `name`: `kind` and the first 32 hex
+ * digits of the SHA-256 of `name` (for the fake users of `npm run fakes`, whose chats the bot keeps
+ * across a restart of the fakes).
+ */
+export function stableLineId(kind: "U" | "C" | "R", name: string): string {
+  return kind + createHash("sha256").update(name).digest("hex").slice(0, 32);
 }

@@ -4,8 +4,10 @@
  * API, content host and the webhooks it signs), a fake Messages API, the fake CWA weather API, a
  * fake transcription API and a fake speech API (voice replies: turn them on with
  * `/settings voice always`), all on 127.0.0.1 (free ports). It prints the variables that point the
- * bot at them; run `npm start` with those in another terminal. Then lines typed here are sent to
- * the bot as a person would send them:
+ * bot at them; run `npm start` with those in another terminal. Ports, tokens and secrets are new at
+ * every start; the fake users (Alice, Bob, Carol) have the same ids at every start
+ * ({@link FAKE_PEOPLE}), so a bot that kept its Redis finds their chats, memory and todos again
+ * after the fakes restart. Then lines typed here are sent to the bot as a person would send them:
  *
  * - `tg <text>`: a Telegram private message from the fake user Alice;
  * - `dc <text>`: a Discord DM from the fake user Bob; `dc /<command> [value]`: Bob uses that slash
@@ -38,10 +40,11 @@
  * request they refuse is answered with the platform's error, as the real service would.
  */
 import { createInterface } from "node:readline";
+import type { User as TelegramUser } from "grammy/types";
 import { pathToFileURL } from "node:url";
 import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
-import { writtenLocale } from "../../src/i18n.js";
+import { englishCount, writtenLocale } from "../../src/i18n.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { terminalText } from "../../src/plain-text.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
@@ -56,7 +59,7 @@ import {
 import { startFakeCwa, type FakeCwa } from "./cwa.js";
 import { FakeDiscord, originalResponse, type FakeInteraction, type FakeUser } from "./discord.js";
 import { fakesEnv } from "./env.js";
-import { FakeLine, type FakeLineMessage, type FakeLineUser } from "./line.js";
+import { FakeLine, stableLineId, type FakeLineMessage, type FakeLineUser } from "./line.js";
 import { FakeTelegram, parseTelegramHtml } from "./telegram.js";
 import { startFakeSpeech, type FakeSpeech } from "./speech.js";
 import { startFakeTranscription, type FakeTranscription } from "./transcription.js";
@@ -72,6 +75,14 @@ export interface LocalFakes {
   speech: FakeSpeech;
   /** `NAME=value` pairs for the bot's `.env` or environment, in print order. */
   env: Record<string, string>;
+  /** The fake users lines are sent as, with their chats with the bot ({@link FAKE_PEOPLE}: the same at every start). */
+  people: {
+    alice: TelegramUser;
+    bob: FakeUser;
+    /** Bob's DM channel with the bot. */
+    bobDm: string;
+    carol: FakeLineUser;
+  };
   /**
    * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`).
    * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
@@ -89,6 +100,19 @@ export interface LocalFakes {
   /** Stops every server. */
   stop(): Promise<void>;
 }
+
+/**
+ * The ids of the fake users, the same at every start of the fakes (unlike their ports, tokens and
+ * secrets), so that a bot that kept its Redis finds the chats, memory, todos and reminders made
+ * before a restart of the fakes: Alice's Telegram user id (her private chat's id too), Bob's Discord
+ * user id and his DM channel with the bot, and Carol's LINE user id (derived from her name:
+ * {@link stableLineId}).
+ */
+export const FAKE_PEOPLE = {
+  alice: { telegramId: 7001 },
+  bob: { discordId: "700000000000000002", dmChannelId: "820000000000000002" },
+  carol: { lineId: stableLineId("U", "npm run fakes: Carol") },
+} as const;
 
 /** The language of the fake model's answers: zh-TW unless the person wrote in Latin letters only. */
 export type FakeModelLanguage = "zh-TW" | "en";
@@ -192,7 +216,7 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   if (scripted) return fakeReplyOf(scripted);
   const text =
     language === "en"
-      ? `[fake Messages API] I received "${shown}" with ${tools} tools offered. ` +
+      ? `[fake Messages API] I received "${shown}" with ${englishCount(tools, "tool")} offered. ` +
         'I am the test fake, not a model: I answer with this line, or with the demo\'s script ("add todo buy milk", ' +
         '"what time is it?"; write "slowly" for a slow answer to stop).'
       : `［測試用假模型］收到「${shown}」，提供了 ${tools} 個工具。` +
@@ -269,9 +293,11 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const cwa = await startFakeCwa();
   const transcription = await startFakeTranscription();
   const speech = await startFakeSpeech();
-  const alice = telegram.user(7001, "Alice");
-  const bob: FakeUser = { id: "700000000000000002", username: "bob", global_name: "Bob" };
-  const carol: FakeLineUser = line.user("Carol");
+  // The same people, with the same chats, at every start (FAKE_PEOPLE).
+  const alice = telegram.user(FAKE_PEOPLE.alice.telegramId, "Alice");
+  const bob: FakeUser = { id: FAKE_PEOPLE.bob.discordId, username: "bob", global_name: "Bob" };
+  const bobDm = discord.dmChannel(bob, FAKE_PEOPLE.bob.dmChannelId);
+  const carol: FakeLineUser = line.user("Carol", FAKE_PEOPLE.carol.lineId);
   const linePort = await freePort();
   const linePath = "/line/webhook";
   line.webhookUrl = `http://127.0.0.1:${linePort}${linePath}`;
@@ -506,7 +532,20 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       speech.close(),
     ]);
   };
-  return { telegram, discord, line, anthropic, cwa, transcription, speech, env, handle, follow, stop };
+  return {
+    telegram,
+    discord,
+    line,
+    anthropic,
+    cwa,
+    transcription,
+    speech,
+    env,
+    people: { alice, bob, bobDm, carol },
+    handle,
+    follow,
+    stop,
+  };
 }
 
 /** The program: starts the fakes, prints the variables and what to type, then reads lines until stdin ends or a signal. */
@@ -517,7 +556,8 @@ async function main(): Promise<void> {
     [
       "Fake Telegram, Discord, LINE, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
       "Give the bot these variables (in .env, or on the command line of npm start in another terminal);",
-      "they change at every start of the fakes, so copy them again after a restart:",
+      "they change at every start of the fakes, so copy them again after a restart (Alice, Bob and Carol keep",
+      "their ids, so the bot's chats, memory and todos of theirs carry over):",
       "",
       ...lines,
       "",

@@ -61,7 +61,7 @@ describe("JsonSchemaInput", () => {
     expect(!result.ok && result.problems).toEqual(
       expect.arrayContaining([
         "input: unknown field extra; the fields are title, count, done, color, email, tags, nested",
-        "title: must be at least 1 characters, got 0 characters",
+        "title: must be at least 1 character, got 0 characters",
         'count: expected an integer, got "abc"',
         'done: expected true or false, got "yes"',
         'color: must be one of "red", "green", got "blue"',
@@ -118,7 +118,7 @@ describe("JsonSchemaInput with $id", () => {
     });
     expect(await first.parse({ query: "x" })).toEqual({
       ok: false,
-      problems: ["query: must be at least 2 characters, got 1 characters"],
+      problems: ["query: must be at least 2 characters, got 1 character"],
     });
   });
 

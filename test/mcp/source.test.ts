@@ -148,7 +148,7 @@ describe("MCP tools in the toolbox", () => {
     const bad = await toolbox.execute("notebook__add_note", { text: "", priority: "high", color: "red" }, context);
     expect(bad.ok).toBe(false);
     expect(bad.content).toContain('Invalid input for tool "notebook__add_note"');
-    expect(bad.content).toContain("text: must be at least 1 characters, got 0 characters");
+    expect(bad.content).toContain("text: must be at least 1 character, got 0 characters");
     expect(bad.content).toContain('priority: expected an integer, got "high"');
     const missing = await toolbox.execute("notebook__add_note", { text: "milk" }, context);
     expect(missing.content).toContain("priority: is required");

@@ -10,7 +10,7 @@
 import type { RedisClient } from "../../src/redis.js";
 import { z } from "zod";
 import type { Locale } from "../../src/config.js";
-import { localize } from "../../src/i18n.js";
+import { localize, type Localized } from "../../src/i18n.js";
 import type { ToolContext } from "../../src/toolbox/tool.js";
 import { plainLine } from "../../src/plain-text.js";
 
@@ -188,21 +188,21 @@ export function localDate(iso: string, timeZone: string): string {
   );
 }
 
+/** The notes of a todo's line ({@link formatTodo}): its due date, the date it was completed. */
+export const TODO_NOTE_TEXT = {
+  due: { "zh-TW": "到期 {due}", en: "due {due}" },
+  done: { "zh-TW": "已完成 {date}", en: "done {date}" },
+} satisfies Record<string, Localized>;
+
 /**
  * One todo as a line: `#3 買牛奶（到期 2026-12-01）`, `#2 寄信（已完成 2026-11-29）`;
  * en `#3 Buy milk (due 2026-12-01)`.
  */
 export function formatTodo(todo: Todo, locale: Locale, timeZone: string): string {
   const notes: string[] = [];
-  if (todo.due) notes.push(localize(locale, { "zh-TW": "到期 {due}", en: "due {due}" }, { due: todo.due }));
+  if (todo.due) notes.push(localize(locale, TODO_NOTE_TEXT.due, { due: todo.due }));
   if (todo.completedAt)
-    notes.push(
-      localize(
-        locale,
-        { "zh-TW": "已完成 {date}", en: "done {date}" },
-        { date: localDate(todo.completedAt, timeZone) },
-      ),
-    );
+    notes.push(localize(locale, TODO_NOTE_TEXT.done, { date: localDate(todo.completedAt, timeZone) }));
   if (notes.length === 0) return `#${todo.id} ${todo.title}`;
   return locale === "en"
     ? `#${todo.id} ${todo.title} (${notes.join(", ")})`

@@ -7,16 +7,21 @@
  * A press goes to the feature that owns its data's prefix (`Feature.buttons` in `src/feature.ts`,
  * the list in `src/features.ts`): `ap:` and `pm:` approvals (a prompt's approve / decline / always
  * allow, a `/permissions` revoke), `rm:` reminders, `tk:` scheduled tasks, `st:` settings, `mm:`
- * memory, `sp:` a live answer's Stop button (`src/stop/`). Data no feature owns is answered as an
- * expired button.
+ * memory, `sp:` a live answer's Stop button (`src/stop/`). Data no feature owns (a button of an
+ * older version, or forged) is answered with {@link UNKNOWN_BUTTON}.
  */
-import { decisionNotice } from "./approvals/decider.js";
 import { PRESS_AGAIN, type ButtonAnswer, type ButtonPress } from "./feature.js";
 import { buttonOwner, FEATURES, type ButtonCore, type RunningFeatures } from "./features.js";
 import { localize } from "./i18n.js";
 
 export type { ButtonAnswer, ButtonPress } from "./feature.js";
 export { CLOSED_APPROVAL_ID, parseApprovalButton } from "./approvals/feature.js";
+
+/** The notice for a press whose data no feature owns: the button is not one this version handles. */
+export const UNKNOWN_BUTTON = {
+  "zh-TW": "這個按鈕已失效。",
+  en: "This button no longer works.",
+} as const;
 
 /** The name of the feature whose button `data` is (by prefix); `unknown` when none. */
 export function buttonKind(data: string): string {
@@ -38,7 +43,7 @@ export async function pressButton(
 ): Promise<ButtonAnswer> {
   const locale = (await core.languageOf(press).catch(() => undefined)) ?? press.locale;
   const handler = features.pressHandler(press.data);
-  if (!handler) return { kind: "unknown", notice: decisionNotice({ status: "not_found" }, locale) };
+  if (!handler) return { kind: "unknown", notice: localize(locale, UNKNOWN_BUTTON) };
   try {
     return await handler.press(press, locale, core);
   } catch (error) {

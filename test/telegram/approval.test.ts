@@ -144,7 +144,7 @@ describe("telegram approval prompts", () => {
     expect(expired.sent.text).toBe("⌛ 確認請求已過期。");
 
     const q3 = h.tg.pressButton({ from: alice, message: expired.sent, data: "something-else" });
-    expect((await answerOf(q3)).text).toBe("這個確認請求已過期或不存在。");
+    expect((await answerOf(q3)).text).toBe("這個按鈕已失效。");
   });
 
   it("treats a late press (query is too old) as harmless: the decision still counts and the keyboard goes", async () => {

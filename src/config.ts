@@ -907,9 +907,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_PER_MINUTE: int(1, 10_000, 10).describe(
     "Messages per user per minute, across chats and platforms (admins: no limit), 1-10000.",
   ),
-  /** Unanswered messages one conversation may hold; more get a short "busy" answer. */
+  /**
+   * Unanswered messages one conversation may hold; more are refused, with a short "busy" answer at
+   * most once per `BUSY_NOTICE_SECONDS` (60, `src/access/gate.ts`) per conversation.
+   */
   MAX_QUEUED_PER_CHAT: int(1, 10_000, 20).describe(
-    'Unanswered messages one conversation may hold; more get a short "busy" answer (1-10000).',
+    'Unanswered messages one conversation may hold; more are refused, with a short "busy" answer at most once a minute per conversation (1-10000).',
   ),
   /**
    * Budget tokens one user may use per day in `TIMEZONE`; 0 = no limit. Budget tokens are billed-

@@ -13,7 +13,8 @@
  *    one "slow down" per window, then silence;
  * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget;
  *    `src/usage/budget.ts`, whose guard checks them again before every model call);
- * 4. queue cap (`MAX_QUEUED_PER_CHAT`, checked atomically by the enqueue script).
+ * 4. queue cap (`MAX_QUEUED_PER_CHAT`, checked atomically by the enqueue script): "busy" at most
+ *    once per {@link BUSY_NOTICE_SECONDS} per conversation, across adapter processes, then silence.
  *
  * A refusal is answered from here through the platform's outbound and costs no model call;
  * nothing of a refused message is stored. Admins skip the rate limit and the user budget.
@@ -25,7 +26,7 @@ import type { Config } from "../config.js";
 import { localize, type Locale, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics, type RefusalReason } from "../metrics.js";
-import type { ConversationRef, IncomingMessage } from "../queue/incoming.js";
+import { conversationKey, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
 import type { ChatQueue } from "../queue/producer.js";
 import { BUDGET_TEXT, budgetReads, budgetRefusal, type BudgetTotals } from "../usage/budget.js";
 import { UsageStore } from "../usage/store.js";
@@ -57,6 +58,14 @@ if ttl == -1 then
 end
 return {consumed, ttl}
 `;
+
+/**
+ * Seconds after a "busy" answer (a conversation over `MAX_QUEUED_PER_CHAT`) during which further
+ * messages refused there for the same reason get no answer: a group whose members all write at once
+ * is told once, not once per member. Measured from the answer, in Redis, so every adapter process
+ * agrees.
+ */
+export const BUSY_NOTICE_SECONDS = 60;
 
 /** The gate's own words. */
 export const GATE_TEXT = {
@@ -109,6 +118,8 @@ export interface AccessGateDeps {
    * refused there (slow down, budget, busy); default none: `BOT_LOCALE`.
    */
   languageOf?: (conversation: ConversationRef) => Promise<Locale | undefined>;
+  /** The clock of the notice windows ({@link BUSY_NOTICE_SECONDS}), ms since the Unix epoch; default `Date.now`. */
+  now?: () => number;
 }
 
 /** The outcome of {@link AccessGate.admit}. */
@@ -189,8 +200,27 @@ export class AccessGate {
       return this.#refuse(message, text, spent.scope === "global" ? "global_budget" : "user_budget");
     }
     const result = await this.#deps.queue.enqueue(message, { maxQueued: config.MAX_QUEUED_PER_CHAT });
-    if (result === "full") return this.#refuse(message, localize(await locale(), GATE_TEXT.busy), "queue_full");
+    if (result === "full") {
+      // Once per window and conversation; the mark is read only here, never for a message under the cap.
+      const told = await this.#busyNoticeDue(message);
+      return this.#refuse(message, told ? localize(await locale(), GATE_TEXT.busy) : undefined, "queue_full");
+    }
     return result === "duplicate" ? "duplicate" : "queued";
+  }
+
+  /**
+   * Whether the conversation of `message`, over its queue cap, is told "busy" now (not told in the
+   * last {@link BUSY_NOTICE_SECONDS}). When Redis fails here it is told: a notice too many is better
+   * than a message dropped without a word.
+   */
+  async #busyNoticeDue(message: IncomingMessage): Promise<boolean> {
+    const now = (this.#deps.now ?? Date.now)();
+    try {
+      return await this.access.noticeDue("busy", conversationKey(message), now, BUSY_NOTICE_SECONDS * 1000);
+    } catch (error) {
+      this.#deps.log.warn({ err: error, chatId: message.chatId }, "could not read the busy notice's mark; telling");
+      return true;
+    }
   }
 
   /**

@@ -18,7 +18,9 @@
  * - `access:{access}:turned:<platform>`: hash of what was turned away in the last day, for
  *   `npm run access -- list`: `limited` (requests over the per-user limit), `flooded` (new strangers
  *   refused by the platform's hourly limit), `since` (ms of the first count; the hash expires a day later);
- * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks.
+ * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks;
+ * - `access:{access}:notice:<what>:<conversation>`: when a notice was last said there (ms, by the
+ *   clock of the process that said it), kept as long as its window ({@link AccessStore.noticeDue}).
  */
 import { randomInt } from "node:crypto";
 import { plainLine } from "../plain-text.js";
@@ -105,7 +107,20 @@ if redis.call('INCR', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[7])
 return {2, ARGV[3]}
 `;
 
+/**
+ * KEYS: the notice's mark. ARGV: now (ms), the window (ms).
+ * Returns 1, and marks the notice said now for the window, when the mark is missing or its time is a
+ * whole window before now; else 0 (also for a mark ahead of now: another process's clock).
+ */
+const NOTICE_SCRIPT = `
+local last = tonumber(redis.call('GET', KEYS[1]))
+if last and tonumber(ARGV[1]) - last < tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`;
+
 type RedisWithAccess = RedisClient & {
+  accessNotice(mark: string, now: number, windowMs: number): Promise<number>;
   accessPair(
     codeof: string,
     pending: string,
@@ -159,6 +174,7 @@ export class AccessStore {
     this.#redis = redis;
     this.#log = log;
     if (!("accessPair" in redis)) redis.defineCommand("accessPair", { numberOfKeys: 6, lua: PAIR_SCRIPT });
+    if (!("accessNotice" in redis)) redis.defineCommand("accessNotice", { numberOfKeys: 1, lua: NOTICE_SCRIPT });
   }
 
   /** Key of the set of granted users. */
@@ -317,5 +333,19 @@ export class AccessStore {
    */
   async firstTime(what: string, principal: string, seconds = 86_400): Promise<boolean> {
     return (await this.#redis.set(key("told", what, principal), "1", "EX", seconds, "NX")) === "OK";
+  }
+
+  /**
+   * True when `what` (e.g. `busy`) may be said in `conversation` now: it was not said there in the
+   * `windowMs` before `now`, by this process or another one on the same Redis; the notice then
+   * counts as said at `now` (one script, atomic: of several processes asking at once, one gets true).
+   * Unlike {@link firstTime}, the window is measured with the caller's clock, so a test can move it.
+   * @param conversation - the conversation's key (`conversationKey`: `platform:chatId[/topicId]`).
+   * @param now - ms since the Unix epoch.
+   */
+  async noticeDue(what: string, conversation: string, now: number, windowMs: number): Promise<boolean> {
+    return (
+      (await (this.#redis as RedisWithAccess).accessNotice(key("notice", what, conversation), now, windowMs)) === 1
+    );
   }
 }

@@ -143,7 +143,11 @@ export async function runAgent(request: AgentRequest, deps: AgentDeps): Promise<
  *   `tool_result` saying the approval expired / the user moved on.
  *
  * When pending calls remain (several dangerous calls in one turn, after approved/declined), returns
- * another `approval` outcome for the next one. Otherwise the turn's `tool_result` blocks are sent
+ * another `approval` outcome for the next one. Before that, each remaining call that repeats one of
+ * the turn already answered (same tool and input) gets that answer without running or asking, one
+ * covered by a grant runs, and the next one to ask is checked again (`ToolBox.prepare`) against the
+ * state the calls before it left: a call that can no longer succeed (its todo is gone) is answered
+ * with the tool's reason, as in its first check, and the one after it is next. Otherwise the turn's `tool_result` blocks are sent
  * and the loop continues to an answer (or, with `callModel: false`, the run is closed with a short
  * localized assistant text). The returned `messages` are all messages of the run, from its user turn.
  *
@@ -181,11 +185,42 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
   else if (deps.stop?.aborted)
     for (const call of rest) results.push(toolResult(call.toolUseId, stoppedBeforeText(call.name), true));
   else {
-    // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
+    const answered = answeredCalls(deps, run.messages, results);
     for (const call of rest) {
+      const signature = callSignature(call.name, call.input);
+      const twin = answered.get(signature);
+      if (twin) {
+        // The same call as one of this turn already answered (decided, granted, found impossible): its answer holds.
+        results.push(repeatedResult(call.toolUseId, call.name, twin, tracer));
+        continue;
+      }
+      // A grant given meanwhile (e.g. "always allow" on the first call) covers later calls of that tool.
       const grant = await grantOf(deps, call.name);
-      if (grant) results.push(await runGranted(call.toolUseId, call.name, call.input, grant, deps, context, shown));
-      else remaining.push(call);
+      if (grant) {
+        const result = await runGranted(call.toolUseId, call.name, call.input, grant, deps, context, shown);
+        results.push(result);
+        answered.set(signature, result);
+        continue;
+      }
+      if (remaining.length === 0) {
+        // Its turn to be asked: checked again against the state the calls decided before it left
+        // (the todo it deletes may be gone), so nobody is asked to approve what can no longer succeed.
+        const check = await deps.toolbox.prepare(call.name, call.input, context);
+        if (!check.ok) {
+          tracer.event("tool_result", {
+            tool: call.name,
+            toolUseId: call.toolUseId,
+            ok: false,
+            refused: "precheck",
+            preview: preview(check.content),
+          });
+          const result = toolResult(call.toolUseId, check.content, true);
+          results.push(result);
+          answered.set(signature, result);
+          continue;
+        }
+      }
+      remaining.push(call);
     }
   }
 
@@ -1013,6 +1048,8 @@ async function runTurn(
   const { toolbox, tracer } = deps;
   const results: ToolResultBlockParam[] = [];
   const pending: PendingCall[] = [];
+  // The dangerous calls of the turn answered so far, by signature (see repeatedResult).
+  const answered = new Map<string, ToolResultBlockParam>();
   for (const use of toolUses) {
     if (deps.stop?.aborted) {
       // The person pressed Stop: the calls not begun are answered without running (no approval is asked).
@@ -1054,6 +1091,11 @@ async function runTurn(
       continue;
     }
     if (toolbox.get(use.name)?.dangerous) {
+      const twin = answered.get(signature);
+      if (twin) {
+        results.push(repeatedResult(use.id, use.name, twin, tracer));
+        continue;
+      }
       // A call that cannot succeed (bad input, or `describe` says e.g. "no todo #7") is answered
       // now: nobody is asked to approve something that would fail anyway.
       const check = await toolbox.prepare(use.name, use.input, context);
@@ -1065,7 +1107,9 @@ async function runTurn(
           refused: "precheck",
           preview: preview(check.content),
         });
-        results.push(toolResult(use.id, check.content, true));
+        const result = toolResult(use.id, check.content, true);
+        results.push(result);
+        answered.set(signature, result);
         continue;
       }
       const grant = granted.get(use.id);
@@ -1073,6 +1117,7 @@ async function runTurn(
         const result = await runGranted(use.id, use.name, use.input, grant, deps, context, state.shown);
         noteIfStopped(deps, context, use.name, use.input, result, state.stopNotes);
         results.push(result);
+        answered.set(signature, result);
       } else pending.push({ toolUseId: use.id, name: use.name, input: isRecord(use.input) ? use.input : {} });
       continue;
     }
@@ -1082,6 +1127,60 @@ async function runTurn(
     results.push(result);
   }
   return { results, pending };
+}
+
+/**
+ * The dangerous calls of a paused turn (the `tool_use` blocks of the run's last assistant message)
+ * that have their `tool_result` in `results` already, by {@link callSignature}; the first answer of
+ * a signature wins.
+ */
+function answeredCalls(
+  deps: AgentDeps,
+  messages: MessageParam[],
+  results: ToolResultBlockParam[],
+): Map<string, ToolResultBlockParam> {
+  const assistant = [...messages].reverse().find((m) => m.role === "assistant");
+  const signatures = new Map<string, string>();
+  if (Array.isArray(assistant?.content))
+    for (const block of assistant.content)
+      if (block.type === "tool_use" && deps.toolbox.get(block.name)?.dangerous)
+        signatures.set(block.id, callSignature(block.name, block.input));
+  const answered = new Map<string, ToolResultBlockParam>();
+  for (const result of results) {
+    const signature = signatures.get(result.tool_use_id);
+    if (signature !== undefined && !answered.has(signature)) answered.set(signature, result);
+  }
+  return answered;
+}
+
+/**
+ * The `tool_result` of a dangerous call that repeats one of the same turn already answered (same
+ * tool, same input): it is not run and nobody is asked again; the model reads that, with the earlier
+ * call's result. One approval covers what the person saw once: deleting todo #1 twice in a turn is a
+ * slip of the model, and a second prompt for it could only fail (it is gone) or ask a question
+ * already answered (declined).
+ */
+function repeatedResult(
+  toolUseId: string,
+  name: string,
+  earlier: ToolResultBlockParam,
+  tracer: AgentDeps["tracer"],
+): ToolResultBlockParam {
+  const content =
+    `This call repeats an earlier call of this turn (${name} with the same input), so it was not run ` +
+    `again and the user was not asked about it again. The earlier call's result: ${resultText(earlier)}`;
+  tracer.event("tool_result", { tool: name, toolUseId, ok: false, refused: "repeated", preview: preview(content) });
+  return toolResult(toolUseId, content, true);
+}
+
+/** The text of a `tool_result` block (its text blocks joined; images left out). */
+function resultText(result: ToolResultBlockParam): string {
+  const content = result.content;
+  if (typeof content === "string") return content;
+  return (content ?? [])
+    .filter((b) => b.type === "text")
+    .map((b) => (b as { text: string }).text)
+    .join("\n");
 }
 
 /**

@@ -109,18 +109,16 @@ export interface TakenDecision {
   reply?: { replyToken: string; replyTokenAt: number };
 }
 
-/** Longest input JSON shown in a fallback description, in characters. */
-const FALLBACK_INPUT_CHARS = 200;
-
 /**
- * The action in plain words for the prompt: the tool's `describe(input, context)` when it has one
- * and the input passes the tool's schema, otherwise `tool_name {"input":…}`. Never throws.
+ * The action in plain words for the prompt: what `ToolBox.prepare` says (the tool's
+ * `describe(input, context)`; a tool without one: `tool_name {"input":…}`). When the call no longer
+ * passes that check (the agent loop checks each call again just before it is asked, so only a
+ * change in between gets here), `ToolBox.plainAction`: the tool's activity or title, never the raw
+ * input. Never throws.
  */
 export async function describeCall(toolbox: ToolBox, call: PendingCall, context: ToolContext): Promise<string> {
   const check = await toolbox.prepare(call.name, call.input, context);
-  if (check.ok) return check.action;
-  const json = JSON.stringify(call.input);
-  return `${call.name} ${cutUnits(json, FALLBACK_INPUT_CHARS + 1)}`;
+  return check.ok ? check.action : toolbox.plainAction(call.name, call.input, context.locale);
 }
 
 /**

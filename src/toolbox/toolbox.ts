@@ -19,7 +19,7 @@ import {
   type ToolOutput,
 } from "./tool.js";
 import type { Locale } from "../config.js";
-import { englishCount, englishNoun } from "../i18n.js";
+import { englishCount, englishNoun, localize } from "../i18n.js";
 
 /** Longest status-line activity of a tool call, in characters (code points); see `ToolBox.activity`. */
 export const MAX_ACTIVITY_CHARS = 60;
@@ -287,8 +287,9 @@ export class ToolBox {
    * `describe` (e.g. "no todo #7 in your list") means the call cannot succeed: no prompt should be
    * shown, and `content` is the `tool_result` for the model. Never throws.
    *
-   * @returns `{ ok: true, action }` (action: `describe`'s text, or `name {input JSON}` when the
-   *   tool has none or it failed unexpectedly) or `{ ok: false, content }`.
+   * @returns `{ ok: true, action }` (action: `describe`'s text; `name {input JSON}` when the tool
+   *   has no `describe`; {@link plainAction} when `describe` failed unexpectedly or returned blank)
+   *   or `{ ok: false, content }`.
    */
   async prepare(
     name: string,
@@ -303,17 +304,28 @@ export class ToolBox {
     if (!tool) return failed((await this.#run(name, input, context)).content);
     const parsed = await parseToolInput(tool.input, input);
     if (!parsed.ok) return failed(invalidInputText(name, parsed.problems));
-    const json = safeJson(parsed.value);
-    const fallback = `${name} ${cutUnits(json, 201)}`;
-    if (!tool.describe) return { ok: true, action: fallback };
+    if (!tool.describe) return { ok: true, action: `${name} ${cutUnits(safeJson(parsed.value), 201)}` };
+    const plain = () => this.plainAction(name, input, context.locale);
     try {
       const text = (await tool.describe(parsed.value as never, context)).trim();
-      return { ok: true, action: text || fallback };
+      return { ok: true, action: text || plain() };
     } catch (error) {
       if (error instanceof ToolError) return failed(error.message);
-      context.log.warn({ err: error, tool: name }, "describe failed; showing the raw call on the prompt");
-      return { ok: true, action: fallback };
+      context.log.warn({ err: error, tool: name }, "describe failed; the prompt shows the tool's plain action instead");
+      return { ok: true, action: plain() };
     }
+  }
+
+  /**
+   * A call's action in plain words for an approval prompt whose tool has a `describe` that cannot
+   * give it (it failed, or the input does not parse): the tool's {@link activity} for the input
+   * (`刪除待辦 #1`), else its `title` in `locale`, else its name. Never the raw input, never throws.
+   */
+  plainAction(name: string, input: unknown, locale: Locale): string {
+    const activity = this.activity(name, input, locale);
+    if (activity !== name) return activity;
+    const title = this.#tools.get(name)?.title;
+    return title ? localize(locale, title) : name;
   }
 
   /**

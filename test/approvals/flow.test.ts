@@ -19,6 +19,8 @@ import { GrantStore } from "../../src/approvals/grants.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { PlatformUnavailableError } from "../../src/outbound-errors.js";
 import { connectRedis } from "../../src/redis.js";
+import { ToolBox } from "../../src/toolbox/toolbox.js";
+import deleteTodoTool from "../../tools/delete_todo.js";
 import { testContext } from "../helpers/context.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { RecordingOutbound } from "./recording-outbound.js";
@@ -78,21 +80,37 @@ describe("ApprovalFlow.begin", () => {
     expect((await h.store.get(id))?.prompt).toEqual(h.outbound.prompts[0]!.ref);
   });
 
-  it("falls back to the tool name and input when there is no describe or the input is invalid", async () => {
+  it("shows the tool name and input for a tool without describe; never raw input when describe cannot give the action", async () => {
     const context = testContext({ redis });
+    // No describe: the tool's author left the call itself as its description.
     expect(
       await describeCall(toolbox, { toolUseId: "t", name: "approvals_test_wipe", input: { really: true } }, context),
     ).toBe('approvals_test_wipe {"really":true}');
+    // A describe that cannot run (input no longer valid, a tool gone): its title or name, no JSON.
     expect(
       await describeCall(
         toolbox,
         { toolUseId: "t", name: "approvals_test_delete_note", input: { note_id: "x" } },
         context,
       ),
-    ).toBe('approvals_test_delete_note {"note_id":"x"}');
-    expect(
-      await describeCall(toolbox, { toolUseId: "t", name: "gone", input: { a: "x".repeat(300) } }, context),
-    ).toHaveLength("gone ".length + 200 + 1);
+    ).toBe("approvals_test_delete_note");
+    expect(await describeCall(toolbox, { toolUseId: "t", name: "gone", input: { a: "x".repeat(300) } }, context)).toBe(
+      "gone",
+    );
+  });
+
+  it("a todo gone before its prompt is posted: the prompt says the tool's action in plain words, in its language", async () => {
+    const todos = new ToolBox([deleteTodoTool]);
+    const call: PendingCall = { toolUseId: "t", name: "delete_todo", input: { todo_id: 7 } };
+    const zh = testContext({ redis, locale: "zh-TW" });
+    const en = testContext({ redis, locale: "en" });
+    // describe throws "no todo #7": the loop answers such a call before asking; one raced past it is shown plainly.
+    expect(await describeCall(todos, call, zh)).toBe("刪除待辦 #7");
+    expect(await describeCall(todos, call, en)).toBe("Deleting todo #7");
+    // describe failing unexpectedly (Redis gone) shows the same plain action.
+    const closed = connectRedis(server.url);
+    closed.disconnect();
+    expect(await describeCall(todos, call, testContext({ redis: closed, locale: "zh-TW" }))).toBe("刪除待辦 #7");
   });
 });
 

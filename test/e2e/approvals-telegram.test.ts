@@ -6,6 +6,7 @@ import type { RedisClient } from "../../src/redis.js";
 import type { Chat, User } from "grammy/types";
 import { expect, it } from "vitest";
 import type { FakeSentMessage } from "../fakes/telegram.js";
+import { deleteTodo } from "../../tools/todo/store.js";
 import { freshResults, quietWindow, seedTodos, todoLines } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { approvalsModel } from "./scripted-approvals.js";
@@ -35,6 +36,21 @@ function answers(chatId: number, needle: string): FakeSentMessage[] {
 const toast = (id: string): Promise<string> => stack.telegram.toast(id, WAIT);
 
 const dm = (id: number, name: string): { user: User; chat: Chat } => stack.telegram.dm(id, name);
+
+/** The messages in `chatId` that have buttons now (open approval prompts), except those in `seen`. */
+const openPrompts = (chatId: number, seen: FakeSentMessage[] = []): FakeSentMessage[] =>
+  stack.telegram.sent.filter((m) => m.chatId === chatId && stack.telegram.buttons(m).length > 0 && !seen.includes(m));
+
+/**
+ * The bot's next step in `chatId` after a press: the final answer (a message with `delete_todo:`),
+ * or a new prompt (one with buttons not in `seen`), whichever comes first.
+ */
+const nextStep = (chatId: number, seen: FakeSentMessage[]): Promise<FakeSentMessage> =>
+  stack.telegram.waitFor(
+    () => answers(chatId, "delete_todo:")[0] ?? openPrompts(chatId, seen)[0],
+    WAIT,
+    "the final answer or another prompt",
+  );
 
 it("approve: the todo is deleted, the prompt shows the outcome without buttons, the answer is sent", async () => {
   const tg = stack.telegram;
@@ -191,4 +207,76 @@ it("a turn with a safe and a dangerous call: the safe one runs, the dangerous on
   expect(results[0]![1]).toEqual({ name: "delete_todo", content: "已刪除：#2 掛號", isError: false });
   expect(answer.text).toContain("list_todos:");
   expect(await todoLines(redis, "telegram", "7108")).toEqual(["#1 寄包裹"]);
+});
+
+it("one turn deletes #1, #2, #999 and #1 again: #1 and #2 are asked in turn, #999 and the repeat are answered without asking", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7109, "Ivy");
+  await seedTodos(redis, "telegram", "7109", ["買牛奶", "繳電費"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete todos #1 #2 #999 #1" });
+  const first = await promptIn(7109);
+  expect(first.text).toContain("刪除待辦 #1「買牛奶」");
+  tg.pressButton({ from: user, message: first, data: button(first, true) });
+  const second = await nextStep(7109, [first]);
+  expect(second.text).toContain("刪除待辦 #2「繳電費」");
+  tg.pressButton({ from: user, message: second, data: button(second, true) });
+  // No third prompt: the repeated #1 is answered with the first #1's result, nobody is asked.
+  const answer = await nextStep(7109, [first, second]);
+  expect(answer.text).toContain("delete_todo:");
+  expect(openPrompts(7109)).toEqual([]);
+  expect(tg.sent.filter((m) => m.chatId === 7109 && m.text.includes("todo_id"))).toEqual([]);
+  expect(await todoLines(redis, "telegram", "7109")).toEqual([]);
+  expect(freshResults(stack, "delete todos #1 #2 #999 #1")).toEqual([
+    [
+      { name: "delete_todo", content: "已刪除：#1 買牛奶", isError: false },
+      { name: "delete_todo", content: "已刪除：#2 繳電費", isError: false },
+      { name: "delete_todo", content: expect.stringContaining("你的待辦清單裡沒有 #999") as string, isError: true },
+      {
+        name: "delete_todo",
+        content: expect.stringMatching(
+          /^This call repeats an earlier call of this turn .*: 已刪除：#1 買牛奶$/,
+        ) as string,
+        isError: true,
+      },
+    ],
+  ]);
+});
+
+it("the next call of a turn is checked again when its turn comes: a todo deleted meanwhile is not asked about", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7110, "Jack");
+  await seedTodos(redis, "telegram", "7110", ["倒垃圾", "澆花"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete todos #1 #2 (meanwhile)" });
+  const first = await promptIn(7110);
+  expect(first.text).toContain("刪除待辦 #1「倒垃圾」");
+  // Jack deletes #2 elsewhere (another chat of his: todos are his, not the chat's) while #1 is being asked.
+  await deleteTodo(redis, { platform: "telegram", userId: "7110" }, 2);
+  tg.pressButton({ from: user, message: first, data: button(first, true) });
+  const answer = await nextStep(7110, [first]);
+  expect(answer.text).toContain("delete_todo:");
+  expect(tg.sent.filter((m) => m.chatId === 7110 && m.text.includes("todo_id"))).toEqual([]);
+  expect(freshResults(stack, "(meanwhile)")).toEqual([
+    [
+      { name: "delete_todo", content: "已刪除：#1 倒垃圾", isError: false },
+      { name: "delete_todo", content: expect.stringContaining("你的待辦清單裡沒有 #2") as string, isError: true },
+    ],
+  ]);
+});
+
+it("a declined call's repeat in the same turn is declined with it, not asked again", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(7111, "Kate");
+  await seedTodos(redis, "telegram", "7111", ["修腳踏車"]);
+  tg.sendUserMessage({ chat, from: user, text: "delete todos #1 #1" });
+  const first = await promptIn(7111);
+  tg.pressButton({ from: user, message: first, data: button(first, false) });
+  const answer = await nextStep(7111, [first]);
+  expect(answer.text).toContain("delete_todo:");
+  expect(await todoLines(redis, "telegram", "7111")).toEqual(["#1 修腳踏車"]);
+  const [results] = freshResults(stack, "delete todos #1 #1");
+  expect(results!.map((r) => [r.isError, r.content.slice(0, 40)])).toEqual([
+    [true, "The user declined this action, so delete"],
+    [true, "This call repeats an earlier call of thi"],
+  ]);
+  expect(results![1]!.content).toContain("The earlier call's result: The user declined this action");
 });

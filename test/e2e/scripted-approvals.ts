@@ -6,6 +6,8 @@
  * - `list todos and delete #N` / `列出待辦並刪除 #N` → one assistant turn with two parallel
  *   `tool_use` blocks, `list_todos {}` then `delete_todo { todo_id: N }` (a safe and a dangerous
  *   call together).
+ * - `delete todos #A #B …` → one assistant turn with one `delete_todo { todo_id }` per number, in
+ *   order, repeats included (several dangerous calls together).
  * Everything else is answered by {@link scriptedModel}.
  */
 import type { FakeMessageReply, FakeRequest } from "../fakes/anthropic.js";
@@ -34,6 +36,11 @@ export function approvalsModel(request: FakeRequest): FakeMessageReply {
       { name: "list_todos", input: {} },
       { name: "delete_todo", input: { todo_id: Number(m[1]) } },
     ]);
+  }
+  const several = said === undefined ? null : /delete todos((?:\s*#\d+)+)/i.exec(said);
+  if (several) {
+    const ids = [...several[1]!.matchAll(/#(\d+)/g)].map((n) => Number(n[1]));
+    return toolUses(ids.map((id) => ({ name: "delete_todo", input: { todo_id: id } })));
   }
   return scriptedModel(request);
 }

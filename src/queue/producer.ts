@@ -54,7 +54,7 @@ export const UNBLOCK_JOB = "unblock";
 /**
  * The job id of the {@link UNBLOCK_JOB} of `conversation`'s inbox whose head is the entry with
  * SHA-1 `sha1` (hex): one such job per stuck entry, however many messages arrive behind it
- * (BullMQ ignores an add whose id exists).
+ * (BullMQ ignores an add whose id exists; see {@link UNBLOCK_JOB_OPTIONS}).
  */
 export function unblockJobId(conversation: ConversationRef, sha1: string): string {
   return `${chatJobId(conversation, UNBLOCK_JOB)}-${sha1.slice(0, 16)}`;
@@ -94,6 +94,14 @@ export const CHAT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: { count: 1000 },
   removeOnFail: { count: 1000 },
 };
+
+/**
+ * BullMQ options of an {@link UNBLOCK_JOB}: a chat job's ({@link CHAT_JOB_OPTIONS}), removed once
+ * completed, so that its id ({@link unblockJobId}) keeps a second one from being added only while
+ * it waits or runs: should the entry still head the inbox afterwards (a worker of an older version
+ * took the job during a rolling update), the next message adds a new one.
+ */
+export const UNBLOCK_JOB_OPTIONS: JobsOptions = { ...CHAT_JOB_OPTIONS, removeOnComplete: true };
 
 /** Options of {@link ChatQueue}. */
 export interface ChatQueueOptions {
@@ -202,7 +210,7 @@ export class ChatQueue {
    */
   async #unblock(message: IncomingMessage, sha1: string): Promise<void> {
     await this.queue
-      .add(UNBLOCK_JOB, message, { ...CHAT_JOB_OPTIONS, jobId: unblockJobId(message, sha1) })
+      .add(UNBLOCK_JOB, message, { ...UNBLOCK_JOB_OPTIONS, jobId: unblockJobId(message, sha1) })
       .catch(() => {});
   }
 

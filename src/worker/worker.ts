@@ -39,7 +39,7 @@ import type { RedisClient } from "../redis.js";
 import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type IncomingMessage } from "../queue/incoming.js";
 import { bullPrefix, CHATS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
-import { CHAT_JOB_OPTIONS, UNBLOCK_JOB, unblockJobId } from "../queue/producer.js";
+import { CHAT_JOB_OPTIONS, UNBLOCK_JOB, UNBLOCK_JOB_OPTIONS, unblockJobId } from "../queue/producer.js";
 import type { PendingTrace } from "../trace/tracer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
@@ -335,7 +335,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
           "an inbox entry Redis cannot decode heads the inbox and is not the message just answered; a job is added to take it up",
         );
         await queue
-          .add(UNBLOCK_JOB, parsed.data, { ...CHAT_JOB_OPTIONS, jobId: unblockJobId(parsed.data, unreadable) })
+          .add(UNBLOCK_JOB, parsed.data, { ...UNBLOCK_JOB_OPTIONS, jobId: unblockJobId(parsed.data, unreadable) })
           .catch((err: unknown) => log.error({ err, chat }, "could not add the job to take up the inbox's head"));
       }
       return next;

@@ -38,8 +38,34 @@ export function cutChars(text: string, max: number): string {
  */
 export function cutUnits(text: string, max: number): string {
   if (text.length <= max) return text;
-  let cut = Math.max(0, max - 1);
-  const code = text.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  return withEllipsis(text.slice(0, cut));
+  return withEllipsis(sliceUnits(text, Math.max(0, max - 1)));
+}
+
+/**
+ * A file name cut to at most `max` UTF-16 code units, keeping its extension (a dot and 1–10
+ * letters or digits: what tells the worker how to read a file that comes without a type, e.g.
+ * a LINE file) and never splitting a surrogate pair: the part before the extension is cut
+ * ({@link sliceUnits}). A name that fits is returned as it is.
+ * @example cutFileName(`${"a".repeat(254)}😀.txt`, 255) === `${"a".repeat(251)}.txt`
+ * @param max - most UTF-16 units of the result.
+ */
+export function cutFileName(name: string, max: number): string {
+  if (name.length <= max) return name;
+  const ext = /\.[A-Za-z0-9]{1,10}$/.exec(name)?.[0] ?? "";
+  if (ext.length >= max) return sliceUnits(name, max);
+  return `${sliceUnits(name.slice(0, name.length - ext.length), max - ext.length)}${ext}`;
+}
+
+/**
+ * The first at most `max` UTF-16 code units of `text` (what `text.slice(0, max)` keeps), one less
+ * when the cut would fall between the halves of a surrogate pair: the result never ends on a lone
+ * high surrogate (`"a😀".slice(0, 2)` is `"a\ud83d"`, which Redis' Lua `cjson` and the Messages API
+ * refuse once written as JSON). No mark is added; see {@link cutUnits} for a cut marked with `…`.
+ * @param max - most UTF-16 units of the result.
+ */
+export function sliceUnits(text: string, max: number): string {
+  if (text.length <= max) return text;
+  if (max <= 0) return "";
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }

@@ -19,7 +19,7 @@
  *   a message deleted in the chat meanwhile gets its chunk posted anew (and the chunks after it
  *   are posted after it, their old messages deleted), so the answer still arrives whole and in order.
  */
-import { withEllipsis } from "./cut.js";
+import { sliceUnits, withEllipsis } from "./cut.js";
 import stringWidth from "string-width";
 import type { Logger } from "./log.js";
 import { PlatformRefusedError } from "./outbound-errors.js";
@@ -128,7 +128,7 @@ export function progressText(p: { progress: number; total?: number; message?: st
         ? `${n(p.progress)}%`
         : `${n(p.progress)}/${n(p.total)}`
       : n(p.progress);
-  const message = p.message?.replace(/\s+/g, " ").trim().slice(0, 60);
+  const message = p.message && sliceUnits(p.message.replace(/\s+/g, " ").trim(), 60);
   return message ? `${amount} · ${message}` : amount;
 }
 

@@ -30,7 +30,12 @@ import type { Locale } from "../../src/config.js";
 import { localize, STOP_TEXT } from "../../src/i18n.js";
 import { markdownToPlain, terminalText } from "../../src/plain-text.js";
 import type { Logger } from "../../src/log.js";
-import { MAX_INCOMING_TEXT, type ConversationRef, type IncomingMessage } from "../../src/queue/incoming.js";
+import {
+  isBlankText,
+  MAX_INCOMING_TEXT,
+  type ConversationRef,
+  type IncomingMessage,
+} from "../../src/queue/incoming.js";
 import { conversationKeys } from "../../src/queue/keys.js";
 import type { TerminalScreen } from "../../src/streaming.js";
 import { ConsoleOutbound } from "./outbound.js";
@@ -199,7 +204,8 @@ export class ConsoleAdapter implements Adapter {
 
   async #handle(line: string, context: AdapterContext): Promise<void> {
     const text = line.trim();
-    if (text === "") return;
+    // A line of whitespace or invisible characters (zero-width spaces…) alone is no message.
+    if (isBlankText(text)) return;
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
     const command = text.toLowerCase();
     if (command === "/quit" || command === "/exit") {

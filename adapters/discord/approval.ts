@@ -11,6 +11,7 @@ import { localize, type Locale } from "../../src/i18n.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt } from "../../src/outbound.js";
 import { CLOSED_APPROVAL_ID } from "../../src/buttons.js";
+import { sliceUnits } from "../../src/cut.js";
 
 /** The reaction that approves, added by the bot to every prompt. */
 export const APPROVE_EMOJI = "✅";
@@ -92,7 +93,7 @@ export function promptComponents(
  * The action is cut to 1500 characters so the message stays within Discord's 2000.
  */
 export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
-  const action = prompt.action.length > 1500 ? `${prompt.action.slice(0, 1499)}…` : prompt.action;
+  const action = prompt.action.length > 1500 ? `${sliceUnits(prompt.action, 1499)}…` : prompt.action;
   const unix = Math.floor(prompt.expiresAt / 1000);
   return localize(
     locale,
@@ -100,7 +101,7 @@ export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
       "zh-TW": "⚠️ 需要確認：{action}\n只有 **{name}** 可以決定：按下按鈕，或回應 {yes} / {no}。<t:{unix}:R>到期。",
       en: "⚠️ Confirmation needed: {action}\nOnly **{name}** can decide: press a button, or react {yes} / {no}. Expires <t:{unix}:R>.",
     },
-    { action, name: prompt.requesterName.slice(0, 100), yes: APPROVE_EMOJI, no: DECLINE_EMOJI, unix },
+    { action, name: sliceUnits(prompt.requesterName, 100), yes: APPROVE_EMOJI, no: DECLINE_EMOJI, unix },
   );
 }
 

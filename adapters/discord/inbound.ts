@@ -17,9 +17,10 @@
 import { MessageFlags, MessageReferenceType, type Message } from "discord.js";
 import { IMAGE_MEDIA_TYPES, bareMediaType } from "../../src/media/limits.js";
 import { AUDIO_FILE_EXTENSIONS } from "../../src/media/voice.js";
+import { cutFileName } from "../../src/cut.js";
 import { plainLine } from "../../src/plain-text.js";
 import type { ForwardedContent } from "../../src/prompts.js";
-import type { MediaRef } from "../../src/queue/incoming.js";
+import { MAX_FILE_NAME_UNITS, type MediaRef } from "../../src/queue/incoming.js";
 
 /** Whether a guild message addresses the bot (mention, managed-role mention, or reply to the bot). */
 export function isAddressed(message: Message, botId: string): boolean {
@@ -107,7 +108,7 @@ export function attachmentsOf(message: Message): MediaRef[] {
   const voice = message.flags.has(MessageFlags.IsVoiceMessage);
   return [...message.attachments.values()].map((a): MediaRef => {
     const type = bareMediaType(a.contentType);
-    const name = plainLine(a.name, 255);
+    const name = cutFileName(plainLine(a.name), MAX_FILE_NAME_UNITS);
     const ext = /\.([a-z0-9]{1,10})$/i.exec(a.name)?.[1]?.toLowerCase() ?? "";
     const kind =
       voice || a.waveform

@@ -29,6 +29,7 @@ import {
   type RepliableInteraction,
 } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
+import { sliceUnits } from "../../src/cut.js";
 import { GATE_TEXT } from "../../src/access/gate.js";
 import { buttonKind } from "../../src/buttons.js";
 import { commandsFor, findCommand } from "../../src/commands/catalog.js";
@@ -225,7 +226,7 @@ function buttonRows(reply: CommandReply): Record<string, unknown>[] {
     rows.at(-1)!.components.push({
       type: 2,
       style: b.data.startsWith("st:") ? 2 : 4,
-      label: b.label.slice(0, 80),
+      label: sliceUnits(b.label, 80),
       custom_id: b.data,
     });
   });

@@ -24,7 +24,12 @@ import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import { forwardedText } from "../../src/prompts.js";
-import { IncomingMessageSchema, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import {
+  IncomingMessageSchema,
+  isBlankText,
+  MAX_INCOMING_TEXT,
+  type IncomingMessage,
+} from "../../src/queue/incoming.js";
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
 
@@ -130,7 +135,8 @@ export class DiscordMessages {
     const own = textForModel(message, botId);
     const text = forwards.some((f) => f.text.trim() !== "") ? forwardedText(forwards, own) : own;
     const media = attachmentsOf(message);
-    if (!text && media.length === 0) {
+    // Whitespace and invisible characters alone (zero-width spaces…) are no question either.
+    if (isBlankText(text) && media.length === 0) {
       const nothing = forwards.length === 0 && message.content === "" && message.embeds.length === 0;
       if (!dm && nothing && !this.#warnedContentIntent) {
         this.#warnedContentIntent = true;

@@ -39,6 +39,7 @@ import { APPROVE_EMOJI, DECLINE_EMOJI, outcomeIcon, promptComponents, promptText
 import { reminderBody } from "./reminder.js";
 import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
+import { sliceUnits } from "../../src/cut.js";
 import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
 
@@ -216,7 +217,7 @@ export class DiscordOutbound implements Outbound {
   async sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef> {
     const locale = prompt.locale ?? this.#config.BOT_LOCALE;
     const ref = await this.#post("sendApprovalPrompt", to.conversation.chatId, {
-      content: (mentionOf(to).prefix + promptText(prompt, locale)).slice(0, DISCORD_MESSAGE_LIMIT),
+      content: sliceUnits(mentionOf(to).prefix + promptText(prompt, locale), DISCORD_MESSAGE_LIMIT),
       components: promptComponents(prompt.approvalId, locale, undefined, prompt.alwaysAllow === true),
       allowed_mentions: mentionOf(to).allowed,
       nonce: messageNonce("prompt", conversationKey(to.conversation), to.replyTo ?? to.key ?? "", prompt.approvalId),
@@ -247,7 +248,7 @@ export class DiscordOutbound implements Outbound {
    */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
     const icon = outcomeIcon(outcome);
-    const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
+    const content = sliceUnits(text.startsWith(icon) ? text : `${icon} ${text}`, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
     try {
       await this.#call("closeApprovalPrompt", route, () =>
@@ -292,7 +293,7 @@ export class DiscordOutbound implements Outbound {
     try {
       await this.#call("closeReminder", route, () =>
         this.#rest.patch(route, {
-          body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS },
+          body: { content: sliceUnits(text, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS },
         }),
       );
     } catch (error) {
@@ -318,12 +319,12 @@ export class DiscordOutbound implements Outbound {
         type: 1,
         components: buttons
           .slice(i, i + 5)
-          .map((b) => ({ type: 2, style: 2, label: b.label.slice(0, 80), custom_id: b.data })),
+          .map((b) => ({ type: 2, style: 2, label: sliceUnits(b.label, 80), custom_id: b.data })),
       });
     }
     const mention = mentionOf(to);
     return this.#post("sendNotice", to.conversation.chatId, {
-      content: (mention.prefix + text).slice(0, DISCORD_MESSAGE_LIMIT),
+      content: sliceUnits(mention.prefix + text, DISCORD_MESSAGE_LIMIT),
       allowed_mentions: mention.allowed,
       ...(rows.length > 0 ? { components: rows } : {}),
       nonce: messageNonce("notice", conversationKey(to.conversation), text, ...buttons.map((b) => b.data)),

@@ -20,11 +20,14 @@
 import type { webhook } from "@line/bot-sdk";
 import {
   IncomingMessageSchema,
+  MAX_FILE_NAME_UNITS,
   MAX_INCOMING_TEXT,
   type IncomingMessage,
   type MediaRef,
 } from "../../src/queue/incoming.js";
 import { findCommand } from "../../src/commands/catalog.js";
+import { cutFileName } from "../../src/cut.js";
+import { plainLine } from "../../src/plain-text.js";
 
 /** The normalised fields without the text (for hints, commands and presses). */
 export type LineBase = Omit<IncomingMessage, "text">;
@@ -127,8 +130,11 @@ export function mediaOf(message: webhook.MessageContent): MediaRef[] {
       ];
     case "video":
       return [{ kind: "video", fileId: message.id }];
-    case "file":
-      return [{ kind: "file", fileId: message.id, size: message.fileSize, name: message.fileName.slice(0, 255) }];
+    case "file": {
+      // A plain line (as other adapters keep a file name), cut by UTF-16 units keeping the extension.
+      const name = cutFileName(plainLine(message.fileName), MAX_FILE_NAME_UNITS);
+      return [{ kind: "file", fileId: message.id, size: message.fileSize, ...(name ? { name } : {}) }];
+    }
     default:
       return [];
   }

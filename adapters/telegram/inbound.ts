@@ -24,9 +24,11 @@
  */
 import type { Message, MessageEntity, UserFromGetMe } from "grammy/types";
 import { IMAGE_MAX_DOWNLOAD_BYTES, IMAGE_MEDIA_TYPES } from "../../src/media/limits.js";
+import { cutFileName, sliceUnits } from "../../src/cut.js";
 import { plainLine } from "../../src/plain-text.js";
 import {
   IncomingMessageSchema,
+  MAX_FILE_NAME_UNITS,
   MAX_INCOMING_TEXT,
   type IncomingMessage,
   type MediaRef,
@@ -99,7 +101,7 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   if (other) {
     const kind = message.voice ? "voice" : message.video_note ? "video_note" : message.audio ? "audio" : "video";
     const audio = message.voice ?? message.audio;
-    const name = message.audio?.file_name ? plainLine(message.audio.file_name, 255) : "";
+    const name = message.audio?.file_name ? cutFileName(plainLine(message.audio.file_name), MAX_FILE_NAME_UNITS) : "";
     return {
       media: [
         {
@@ -116,7 +118,7 @@ export function mediaOf(message: Message): { media: MediaRef[]; sticker?: string
   const doc = message.document;
   if (doc) {
     const image = (IMAGE_MEDIA_TYPES as readonly string[]).includes(doc.mime_type ?? "");
-    const name = plainLine(doc.file_name ?? "", 255);
+    const name = cutFileName(plainLine(doc.file_name ?? ""), MAX_FILE_NAME_UNITS);
     return {
       media: [
         {
@@ -213,7 +215,7 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   };
   if (!isPrivate && !mentioned && !repliedToMe && !ownCommand) {
     const item = files.mediaGroupId
-      ? IncomingMessageSchema.safeParse({ ...base, ...files, text: text.slice(0, MAX_INCOMING_TEXT) })
+      ? IncomingMessageSchema.safeParse({ ...base, ...files, text: sliceUnits(text, MAX_INCOMING_TEXT) })
       : undefined;
     if (item?.success) return { kind: "album_item", message: item.data };
     const unaddressed =

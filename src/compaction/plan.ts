@@ -9,6 +9,7 @@
  */
 import type { MessageParam } from "@anthropic-ai/sdk/resources/messages";
 import { randomBytes } from "node:crypto";
+import { sliceUnits } from "../cut.js";
 import { INVISIBLE } from "../plain-text.js";
 import { silentLogger, type Logger } from "../log.js";
 import { MessageParamSchema } from "../history/message.js";
@@ -103,9 +104,9 @@ export function planCompaction(
   };
 }
 
-/** `text` cut to `max` characters, marked with `…`. */
+/** `text` cut to `max` UTF-16 units, marked with `…` (never inside a surrogate pair: the summariser's request must stay valid JSON for the API). */
 function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return text.length <= max ? text : `${sliceUnits(text, max - 1)}…`;
 }
 
 /** A fresh nonce for one compaction request's turn labels: 8 random hex digits. */

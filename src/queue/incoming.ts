@@ -3,14 +3,39 @@
  * One zod schema; the type flows from it.
  */
 import { z } from "zod";
+import { INVISIBLE } from "../plain-text.js";
 
 /** Platforms the bot speaks on. */
 export const PLATFORMS = ["telegram", "discord", "line", "console"] as const;
 /** A platform name. */
 export type Platform = (typeof PLATFORMS)[number];
 
+/**
+ * True when `text` shows nothing: it holds only whitespace and invisible characters
+ * ({@link INVISIBLE}: zero-width spaces and joiners, the word joiner, the BOM, bidi controls…).
+ * Such a text is no question, as a whitespace-only one is not: {@link IncomingMessageSchema} makes
+ * it `""` (a message without text and without files is refused, and each adapter answers that
+ * refusal with its "write your question" notice, or ignores the line as the console does).
+ */
+export function isBlankText(text: string): boolean {
+  return text.replace(INVISIBLE, "").trim() === "";
+}
+
+/**
+ * A string schema whose value is made well-formed first: every lone UTF-16 surrogate (half of a
+ * pair cut apart, e.g. by a cut counted in UTF-16 units) becomes U+FFFD
+ * (`String.prototype.toWellFormed`). A lone surrogate is valid in a JavaScript string, and
+ * `JSON.stringify` writes it as an escape (`"\ud800"`), but Redis' Lua `cjson` cannot decode that
+ * escape ("invalid unicode escape code") and the Messages API refuses it (400, "no low surrogate
+ * in string"); so no string of a normalised message carries one.
+ */
+const wellFormed = () => z.string().overwrite((s) => s.toWellFormed());
+
 /** Longest text accepted from a user, in UTF-16 code units (Telegram's own limit is 4096). */
 export const MAX_INCOMING_TEXT = 8000;
+
+/** Longest file name of a {@link MediaRef}, in UTF-16 code units (adapters cut longer ones with `cutFileName`, keeping the extension). */
+export const MAX_FILE_NAME_UNITS = 255;
 
 /** Most file references one message may carry (a Telegram album holds at most 10 items; Discord allows 10 attachments). */
 export const MAX_MEDIA_REFS = 20;
@@ -44,15 +69,15 @@ export const MEDIA_KINDS = ["image", "file", "voice", "video", "video_note", "au
 export const MediaRefSchema = z
   .object({
     kind: z.enum(MEDIA_KINDS),
-    fileId: z.string().min(1).max(256).optional(),
-    url: z.string().url().max(2048).optional(),
+    fileId: wellFormed().min(1).max(256).optional(),
+    url: wellFormed().url().max(2048).optional(),
     size: z.number().int().nonnegative().optional(),
-    mimeType: z.string().max(255).optional(),
-    name: z.string().max(255).optional(),
+    mimeType: wellFormed().max(255).optional(),
+    name: wellFormed().max(MAX_FILE_NAME_UNITS).optional(),
     width: z.number().int().nonnegative().optional(),
     height: z.number().int().nonnegative().optional(),
     duration: z.number().nonnegative().max(1_000_000).optional(),
-    messageId: z.string().min(1).max(128).optional(),
+    messageId: wellFormed().min(1).max(128).optional(),
   })
   .refine((ref) => (ref.fileId === undefined) !== (ref.url === undefined), {
     message: "a media reference needs exactly one of fileId and url",
@@ -64,12 +89,17 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
 /**
  * A message addressed to the bot, normalised by an adapter.
  *
+ * Every string is made well-formed when parsed (a lone UTF-16 surrogate becomes U+FFFD; see
+ * `wellFormed` above): what the producer queues, and what a worker reads back, is JSON that Redis'
+ * Lua `cjson` and the Messages API both accept, whatever an adapter cut.
+ *
  * - `chatId`: the platform's chat (Telegram `chat.id`, Discord channel or thread id, console session).
  * - `chatKind`: `dm` for a private chat, `group` for anything shared.
  * - `userId` / `userName`: the person who wrote it (for Telegram `sender_chat` messages, the
  *   sending chat's id prefixed `chat:` so anonymous admins are not merged into one user).
  * - `text`: the text with the bot's mention removed, at most {@link MAX_INCOMING_TEXT} UTF-16 units;
- *   empty only when the message carries `media` (a photo without caption is answered too).
+ *   empty only when the message carries `media` (a photo without caption is answered too). A text
+ *   of only whitespace and invisible characters ({@link isBlankText}) counts as empty.
  * - `messageId`: the platform's message id; with the platform and chat it forms the job id.
  * - `sentAt`: when the platform says it was sent, in ms since the Unix epoch.
  * - `topicId`: the Telegram topic (`message_thread_id` of a message with `is_topic_message`): with
@@ -98,26 +128,29 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
 export const IncomingMessageSchema = z
   .object({
     platform: z.enum(PLATFORMS),
-    chatId: z.string().min(1).max(128),
+    chatId: wellFormed().min(1).max(128),
     chatKind: z.enum(["dm", "group"]),
-    userId: z.string().min(1).max(128),
-    userName: z.string().min(1).max(256),
-    text: z.string().trim().max(MAX_INCOMING_TEXT),
-    messageId: z.string().min(1).max(128),
+    userId: wellFormed().min(1).max(128),
+    userName: wellFormed().min(1).max(256),
+    text: wellFormed()
+      .trim()
+      .overwrite((t) => (isBlankText(t) ? "" : t))
+      .max(MAX_INCOMING_TEXT),
+    messageId: wellFormed().min(1).max(128),
     sentAt: z.number().int().nonnegative(),
-    topicId: z.string().min(1).max(32).optional(),
+    topicId: wellFormed().min(1).max(32).optional(),
     reply: z
       .object({
-        threadId: z.string().max(128).optional(),
-        guildId: z.string().max(128).optional(),
-        replyToken: z.string().max(256).optional(),
+        threadId: wellFormed().max(128).optional(),
+        guildId: wellFormed().max(128).optional(),
+        replyToken: wellFormed().max(256).optional(),
         replyTokenAt: z.number().int().nonnegative().optional(),
       })
       .default({}),
-    locale: z.string().max(35).optional(),
+    locale: wellFormed().max(35).optional(),
     receivedAt: z.number().int().nonnegative().optional(),
     media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
-    mediaGroupId: z.string().min(1).max(64).optional(),
+    mediaGroupId: wellFormed().min(1).max(64).optional(),
     scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),
     forwarded: z.literal(true).optional(),
     traceparent: z

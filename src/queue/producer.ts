@@ -10,7 +10,7 @@ import { Queue, type JobsOptions } from "bullmq";
 import type { RedisClient } from "../redis.js";
 import { bullmqTelemetry } from "../telemetry/otel.js";
 import { EnqueueError } from "./errors.js";
-import { IncomingMessageSchema, type IncomingMessage } from "./incoming.js";
+import { IncomingMessageSchema, type ConversationRef, type IncomingMessage } from "./incoming.js";
 import { bullPrefix, CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
 
 /** Seconds a platform message id is remembered, so a redelivered update is accepted once (Telegram redelivers for up to 24 h). */
@@ -22,15 +22,43 @@ export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
  * Returns 3 when the inbox is full (nothing changed), 0 when the message was seen before, 1 when
  * queued behind messages that already have a job, 2 when the inbox was empty (no job for the
  * chat): the caller must add the chat's job.
- * Three commands on the server without a cap (`EVALSHA`, `SET NX EX`, `RPUSH`), four with one (`LLEN`).
+ * When the message would wait behind others (1, or 3) and the inbox's head is an entry Redis'
+ * `cjson` cannot decode, returns `{code, sha1 of that entry}` instead: a finish script of an
+ * older version could not pop such an entry and ended its job without another
+ * (docs/operations.md, "A conversation that stopped answering"), so the caller adds an
+ * {@link UNBLOCK_JOB} for it.
+ * Three commands on the server without a cap (`EVALSHA`, `SET NX EX`, `RPUSH`), four with one
+ * (`LLEN`); a message queued behind others adds the head's `LINDEX`.
  */
 const ENQUEUE_SCRIPT = `
+local function stuck(code)
+  local head = redis.call('LINDEX', KEYS[2], 0)
+  if head and not pcall(cjson.decode, head) then return {code, redis.sha1hex(head)} end
+  return code
+end
 local cap = tonumber(ARGV[3])
-if cap > 0 and redis.call('LLEN', KEYS[2]) >= cap then return 3 end
+if cap > 0 and redis.call('LLEN', KEYS[2]) >= cap then return stuck(3) end
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) == false then return 0 end
 if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then return 2 end
-return 1
+return stuck(1)
 `;
+
+/**
+ * The name of a chat job added for an inbox whose head is an entry Redis cannot decode
+ * ({@link unblockJobId}): the worker looks at that entry before anything else (`src/worker/worker.ts`):
+ * left to its own job when that job still runs, popped without being answered again when its
+ * answer is already in the history, answered otherwise; then the inbox is drained as usual.
+ */
+export const UNBLOCK_JOB = "unblock";
+
+/**
+ * The job id of the {@link UNBLOCK_JOB} of `conversation`'s inbox whose head is the entry with
+ * SHA-1 `sha1` (hex): one such job per stuck entry, however many messages arrive behind it
+ * (BullMQ ignores an add whose id exists; see {@link UNBLOCK_JOB_OPTIONS}).
+ */
+export function unblockJobId(conversation: ConversationRef, sha1: string): string {
+  return `${chatJobId(conversation, UNBLOCK_JOB)}-${sha1.slice(0, 16)}`;
+}
 
 /**
  * Undoes an enqueue whose job could not be added. KEYS: seen, inbox. ARGV: message JSON.
@@ -66,6 +94,14 @@ export const CHAT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: { count: 1000 },
   removeOnFail: { count: 1000 },
 };
+
+/**
+ * BullMQ options of an {@link UNBLOCK_JOB}: a chat job's ({@link CHAT_JOB_OPTIONS}), removed once
+ * completed, so that its id ({@link unblockJobId}) keeps a second one from being added only while
+ * it waits or runs: should the entry still head the inbox afterwards (a worker of an older version
+ * took the job during a rolling update), the next message adds a new one.
+ */
+export const UNBLOCK_JOB_OPTIONS: JobsOptions = { ...CHAT_JOB_OPTIONS, removeOnComplete: true };
 
 /** Options of {@link ChatQueue}. */
 export interface ChatQueueOptions {
@@ -112,6 +148,9 @@ export class ChatQueue {
    * answered included; default no cap); atomically remembers its id (a redelivered
    * message returns `duplicate` and changes nothing) and appends it to the chat's inbox; when the
    * inbox was empty (the chat had no job), adds one (job id from platform, chat and message id).
+   * When the message would wait (queued or full) behind an inbox head Redis cannot decode, which a
+   * finish script of an older version left without a job, also adds that head's
+   * {@link UNBLOCK_JOB}, so the conversation answers again.
    *
    * @throws {EnqueueError} when the message is malformed, or Redis could not be reached. When the
    *   job could not be added after the message entered the inbox and the message is still alone
@@ -135,13 +174,15 @@ export class ChatQueue {
     const seen = dedupeKey(msg, msg.messageId);
     let outcome: number;
     try {
-      outcome = await (this.#redis as RedisWithScripts).enqueueChat(
+      const reply = await (this.#redis as RedisWithScripts).enqueueChat(
         seen,
         keys.inbox,
         json,
         DEDUPE_TTL_SECONDS,
         options.maxQueued ?? 0,
       );
+      outcome = typeof reply === "number" ? reply : reply[0];
+      if (typeof reply !== "number") await this.#unblock(msg, reply[1]);
     } catch (error) {
       throw new EnqueueError(`could not queue the message: ${(error as Error).message}`, { cause: error });
     }
@@ -160,6 +201,17 @@ export class ChatQueue {
         throw new EnqueueError(`could not schedule the chat: ${(error as Error).message}`, { cause: error });
     }
     return "scheduled";
+  }
+
+  /**
+   * Adds the {@link UNBLOCK_JOB} of `message`'s conversation, whose inbox is headed by the entry
+   * with SHA-1 `sha1` that Redis cannot decode (see `ENQUEUE_SCRIPT`). Never throws: when the add
+   * fails, the next message behind that entry asks again.
+   */
+  async #unblock(message: IncomingMessage, sha1: string): Promise<void> {
+    await this.queue
+      .add(UNBLOCK_JOB, message, { ...UNBLOCK_JOB_OPTIONS, jobId: unblockJobId(message, sha1) })
+      .catch(() => {});
   }
 
   /** Retries adding a chat's job (same job id) until it succeeds or the queue closes. Never throws. */
@@ -184,6 +236,6 @@ export class ChatQueue {
 }
 
 type RedisWithScripts = RedisClient & {
-  enqueueChat(seen: string, inbox: string, json: string, ttl: number, cap: number): Promise<number>;
+  enqueueChat(seen: string, inbox: string, json: string, ttl: number, cap: number): Promise<number | [number, string]>;
   undoEnqueue(seen: string, inbox: string, json: string): Promise<number>;
 };

@@ -4,6 +4,7 @@
  * strings in number fields, exactly `"true"`/`"false"` in boolean fields) and the words of a
  * problem line (`count: expected an integer, got "abc"`), so both kinds of tool answer alike.
  */
+import { sliceUnits } from "../cut.js";
 
 /** The outcome of parsing a tool's input: the value, or one sentence per bad field. */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problems: string[] };
@@ -93,8 +94,11 @@ export function safeJson(value: unknown): string {
   }
 }
 
-/** The value the model sent, as a problem line quotes it: JSON, cut to 60 characters (57 and `...`). */
+/**
+ * The value the model sent, as a problem line quotes it: JSON, cut to 60 UTF-16 units (57 and
+ * `...`; never inside a surrogate pair, as the line goes back to the model).
+ */
 export function got(value: unknown): string {
   const text = safeJson(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return text.length > 60 ? `${sliceUnits(text, 57)}...` : text;
 }

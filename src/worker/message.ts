@@ -4,6 +4,7 @@
  * and the one compute step (`compute.ts`) with the user turn it makes.
  */
 import type { Job } from "bullmq";
+import { z } from "zod";
 import type { MessageParam } from "../agent/contract.js";
 import { IncomingMessageSchema, conversationKey, type IncomingMessage } from "../queue/incoming.js";
 import type { PendingTrace } from "../trace/tracer.js";
@@ -53,7 +54,15 @@ export async function answerMessage(
   try {
     message = typeof entry === "string" ? IncomingMessageSchema.parse(JSON.parse(entry)) : entry;
   } catch (error) {
-    parts.log.error({ err: error, job: job.id }, "malformed message in a chat inbox; dropped");
+    // Not the error itself: JSON.parse's message quotes the start of the entry, the user's words.
+    const problem =
+      error instanceof z.ZodError
+        ? error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")
+        : "not JSON";
+    parts.log.error(
+      { job: job.id, problem, chars: typeof entry === "string" ? entry.length : 0 },
+      "malformed message in a chat inbox; dropped",
+    );
     return { counted: false };
   }
   // Only a job that ran before (a retry, a stalled job handed over, a replacement) can find progress.

@@ -12,6 +12,9 @@
  * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
  * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head;
  * a message whose processing crashed a worker twice is skipped there with an apology (`pipeline.ts`).
+ * An inbox entry Redis cannot decode (a lone UTF-16 surrogate's escape, from an older version or
+ * another writer) never stops the chat: the finish script pops it by its id without decoding it,
+ * and an `unblock` job ({@link UNBLOCK_JOB}) takes up one left at the head without a job.
  *
  * Answers are idempotent: the run's messages are appended to the history in one command, tagged
  * with the message id (and the answer), before anything is sent; when an answer may take more than
@@ -34,9 +37,10 @@ import { conversationStores } from "../conversations/migrate.js";
 import type { Feature, QueueProcessor, WorkerParts } from "../feature.js";
 import type { RedisClient } from "../redis.js";
 import { metrics } from "../metrics.js";
-import { IncomingMessageSchema, type IncomingMessage } from "../queue/incoming.js";
+import { IncomingMessageSchema, conversationKey, conversationOf, type IncomingMessage } from "../queue/incoming.js";
 import { bullPrefix, CHATS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
-import { CHAT_JOB_OPTIONS } from "../queue/producer.js";
+import { CHAT_JOB_OPTIONS, UNBLOCK_JOB, UNBLOCK_JOB_OPTIONS, unblockJobId } from "../queue/producer.js";
+import type { PendingTrace } from "../trace/tracer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
 import { bullmqTelemetry } from "../telemetry/otel.js";
@@ -98,12 +102,25 @@ export interface ChatWorker {
  * KEYS: inbox, sent (or a placeholder of the chat), trace key of the chat.
  * ARGV: [1] id of the message just handled ("" when the entry was malformed), [2] "1" to delete
  * its sent-chunk count, [3] the run's trace JSON ("" for none), [4] runs kept, [5] trace TTL (s),
- * [6] "1" to renew the trace list's expiry (see {@link TraceRenewals}).
- * Pops the handled message, writes the run's trace, and returns the new head, or `false` (nil)
- * when the inbox is empty: the job then ends, and the chat's next message, entering an empty inbox,
- * adds a new job. When the popped entry is not the handled message, it is put back and `false` is
- * returned: the handled message was the job's own data, and the inbox had been emptied by the
- * producer's undo of an add that timed out yet reached BullMQ, so what is there now has a job of its own.
+ * [6] "1" to renew the trace list's expiry (see {@link TraceRenewals}), [7] the handled entry as
+ * read from the inbox when the worker hands it back ({@link entryToMatch}; "" otherwise), [8] the
+ * handled message's id field as `JSON.stringify` writes it (`"messageId":"42"`; "" for a
+ * malformed entry).
+ * Pops the handled message, writes the run's trace, and returns `{new head, unreadable}`: the new
+ * head, or `false` (nil) when the inbox is empty: the job then ends, and the chat's next message,
+ * entering an empty inbox, adds a new job. When the popped entry is not the handled message, it is
+ * put back and the head is `false`: the handled message was the job's own data, and the inbox had
+ * been emptied by the producer's undo of an add that timed out yet reached BullMQ, so what is
+ * there now has a job of its own.
+ *
+ * The popped entry is the handled one when it is [7] itself, else when its `messageId` is [1]. An
+ * entry Redis' `cjson` cannot decode (a lone UTF-16 surrogate, which `JSON.stringify` writes as
+ * the escape `\ud800`, written by an older version or another writer) is never left in the way:
+ * it is recognised by [7], or by its first `"messageId":` field being [8], without decoding it,
+ * and popped like any other. `unreadable` says that such an entry was met: 0 none, 1 popped as the
+ * handled message, else (a string) the SHA-1 of such an entry put back at the head because it is
+ * not the handled one: the worker adds that entry's {@link UNBLOCK_JOB} (which leaves it to its own
+ * job if that job still runs).
  *
  * The pop takes two entries (`LPOP key 2`) and puts the second back (`LPUSH`) when there is one:
  * one command when the inbox held only the handled message (the common case at a steady rate),
@@ -113,9 +130,21 @@ const FINISH_SCRIPT = `
 local popped = redis.call('LPOP', KEYS[1], 2)
 local head = popped and popped[1] or false
 local nextHead = popped and popped[2] or false
-if head and ARGV[1] ~= '' then
-  local ok, m = pcall(cjson.decode, head)
-  if not (ok and type(m) == 'table' and m.messageId == ARGV[1]) then
+local unreadable = 0
+if head and (ARGV[1] ~= '' or ARGV[7] ~= '') then
+  local mine = ARGV[7] ~= '' and head == ARGV[7]
+  if ARGV[1] ~= '' then
+    local ok, m = pcall(cjson.decode, head)
+    if ok then
+      mine = mine or (type(m) == 'table' and m.messageId == ARGV[1])
+    else
+      unreadable = 1
+      local at = string.find(head, ARGV[8], 1, true)
+      mine = mine or (at ~= nil and at == string.find(head, '"messageId":', 1, true))
+    end
+  end
+  if not mine then
+    if unreadable == 1 then unreadable = redis.sha1hex(head) end
     if nextHead then redis.call('LPUSH', KEYS[1], nextHead, head) else redis.call('LPUSH', KEYS[1], head) end
     head = false
     nextHead = false
@@ -123,12 +152,54 @@ if head and ARGV[1] ~= '' then
 end
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 if ARGV[3] ~= '' then ${tracePushLua(3, 3, 6)} end
-if head == false and ARGV[1] ~= '' then return false end
 if nextHead then redis.call('LPUSH', KEYS[1], nextHead) end
-return nextHead
+return {nextHead, unreadable}
+`;
+
+/**
+ * The handled entry as the finish script compares it ({@link FINISH_SCRIPT}'s ARGV[7]): the raw
+ * entry when it was read from the inbox and is malformed (no id to compare), or holds the JSON
+ * escape of a UTF-16 surrogate (what Redis may be unable to decode; `JSON.stringify` escapes only
+ * a lone one, so a well-formed entry of ours holds none); "" otherwise, so that the common entry
+ * is not sent back to Redis.
+ */
+function entryToMatch(entry: string | IncomingMessage, id: string): string {
+  if (typeof entry !== "string") return "";
+  return id === "" || SURROGATE_ESCAPE.test(entry) ? entry : "";
+}
+
+/** BullMQ states of a job that has not finished. */
+const LIVE_STATES: ReadonlySet<string> = new Set(["active", "waiting", "delayed", "prioritized", "waiting-children"]);
+
+/** An inbox entry as a message, or undefined when it is malformed. */
+function parseEntry(raw: string): IncomingMessage | undefined {
+  try {
+    const parsed = IncomingMessageSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The JSON escape of a UTF-16 surrogate (`\ud800`–`\udfff`, either case). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+/** What the finish script said of an entry Redis could not decode: 0 none, 1 popped, else the SHA-1 of one put back. */
+type Unreadable = 0 | 1 | string;
+
+/**
+ * KEYS: inbox. Returns `{head, unreadable}`: the inbox's first entry and 1 when Redis' `cjson`
+ * cannot decode it (else 0), or `false` (nil) when the inbox is empty.
+ */
+const HEAD_SCRIPT = `
+local head = redis.call('LINDEX', KEYS[1], 0)
+if not head then return false end
+if pcall(cjson.decode, head) then return {head, 0} end
+return {head, 1}
 `;
 
 type RedisWithWorkerScripts = RedisClient & {
+  inboxHead(inbox: string): Promise<[string, 0 | 1] | null>;
   finishChat(
     inbox: string,
     sent: string,
@@ -139,7 +210,9 @@ type RedisWithWorkerScripts = RedisClient & {
     keep: number,
     ttl: number,
     renew: "0" | "1",
-  ): Promise<string | null>;
+    entry: string,
+    idField: string,
+  ): Promise<[string | null, Unreadable]>;
 };
 
 /** How often a worker renews the expiry of one chat's trace list, at most: an hour (in ms). */
@@ -180,7 +253,10 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   const { config, log } = deps;
   const redis = deps.store ?? deps.redis;
   const store = redis as RedisWithWorkerScripts;
-  if (!("finishChat" in redis)) redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
+  if (!("finishChat" in redis)) {
+    redis.defineCommand("finishChat", { numberOfKeys: 3, lua: FINISH_SCRIPT });
+    redis.defineCommand("inboxHead", { numberOfKeys: 1, lua: HEAD_SCRIPT });
+  }
   const queue = new Queue<IncomingMessage>(CHATS_QUEUE, {
     connection: deps.redis,
     prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix),
@@ -223,31 +299,101 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     }
     const keys = conversationKeys(parsed.data);
     const trace = traceKey(parsed.data);
-    // A fresh job was added for the message that entered the empty inbox: it is the head.
-    let head: string | IncomingMessage | null =
-      job.name === "chat" && job.attemptsStarted <= 1 ? parsed.data : await redis.lindex(keys.inbox, 0);
-    while (head !== null) {
-      const done = await answerMessage(parts, job, head);
-      const id = done.message?.messageId ?? "";
-      const sent = done.counted ? progressKeys(parsed.data, id).sent : keys.inbox;
-      const run = done.trace;
-      head = await store.finishChat(
+    const chat = conversationKey(parsed.data);
+    /**
+     * Pops the handled entry (the finish script) and writes the run's trace; returns the new head.
+     * Warns when the entry was one Redis cannot decode, and adds the {@link UNBLOCK_JOB} of such an
+     * entry found at the head that is not the handled one.
+     */
+    const finish = async (
+      entry: string | IncomingMessage,
+      id: string,
+      counted: boolean,
+      run?: PendingTrace,
+    ): Promise<string | null> => {
+      const [next, unreadable] = await store.finishChat(
         keys.inbox,
-        sent,
+        counted ? progressKeys(parsed.data, id).sent : keys.inbox,
         trace,
         id,
-        done.counted ? "1" : "0",
+        counted ? "1" : "0",
         run?.json ?? "",
         run?.keepRuns ?? 0,
         run?.ttlSeconds ?? 0,
         run && renewals.due(trace, Date.now()) ? "1" : "0",
+        entryToMatch(entry, id),
+        id === "" ? "" : `"messageId":${JSON.stringify(id)}`,
       );
+      if (unreadable === 1)
+        log.warn(
+          { chat, messageId: id, job: job.id },
+          "removed an inbox entry Redis cannot decode (a lone UTF-16 surrogate, from an older version or another writer) by its id",
+        );
+      else if (unreadable !== 0) {
+        log.warn(
+          { chat, messageId: id, job: job.id },
+          "an inbox entry Redis cannot decode heads the inbox and is not the message just answered; a job is added to take it up",
+        );
+        await queue
+          .add(UNBLOCK_JOB, parsed.data, { ...UNBLOCK_JOB_OPTIONS, jobId: unblockJobId(parsed.data, unreadable) })
+          .catch((err: unknown) => log.error({ err, chat }, "could not add the job to take up the inbox's head"));
+      }
+      return next;
+    };
+    // A fresh job was added for the message that entered the empty inbox: it is the head.
+    let head: string | IncomingMessage | null =
+      job.name === UNBLOCK_JOB
+        ? await unblock(job, keys.inbox, finish)
+        : job.name === "chat" && job.attemptsStarted <= 1
+          ? parsed.data
+          : await redis.lindex(keys.inbox, 0);
+    while (head !== null) {
+      const done = await answerMessage(parts, job, head);
+      head = await finish(head, done.message?.messageId ?? "", done.counted, done.trace);
       if (head !== null && closing) {
         // Shutting down: hand the rest of the chat to a new job (another worker, or this one after a restart).
         await queue.add("handover", parsed.data, { ...CHAT_JOB_OPTIONS, jobId: `${job.id}-h${Date.now()}` });
         return;
       }
     }
+  }
+
+  /**
+   * The first step of an {@link UNBLOCK_JOB}, added for an inbox whose head is an entry Redis
+   * cannot decode, which a finish script of an older version could not pop (it ended its job, and
+   * the conversation answered nothing more). Returns the head to answer, or null to end the job:
+   * - the head is one Redis decodes: null on the job's first attempt (another job took the entry
+   *   up and drains the inbox), the head on a later one (this job was draining it);
+   * - malformed: returned, and dropped as any malformed entry is;
+   * - its own job (the one added when it entered an empty inbox) is still waiting or running:
+   *   null, that job answers it (its finish script pops it);
+   * - its answer is in the history: it was answered and sent before the old script failed to pop
+   *   it, so it is popped without being sent again, and the next head is returned;
+   * - else returned, to be answered.
+   */
+  async function unblock(
+    job: Job<IncomingMessage>,
+    inbox: string,
+    finish: (entry: string, id: string, counted: boolean) => Promise<string | null>,
+  ): Promise<string | null> {
+    const found = await store.inboxHead(inbox);
+    if (found === null) return null;
+    const [raw, unreadable] = found;
+    if (unreadable === 0) return job.attemptsStarted > 1 ? raw : null;
+    const entry = parseEntry(raw);
+    if (!entry) return raw;
+    const at = { chat: conversationKey(entry), messageId: entry.messageId, job: job.id };
+    if (LIVE_STATES.has(await queue.getJobState(chatJobId(entry, entry.messageId)))) {
+      log.info(at, "the inbox's head that Redis cannot decode still has its own job; left to it");
+      return null;
+    }
+    const { answer } = await parts.history.read(conversationOf(entry), entry.messageId);
+    if (answer === undefined) {
+      log.warn(at, "an inbox entry Redis cannot decode heads the inbox unanswered; answering it now");
+      return raw;
+    }
+    log.warn(at, "an inbox entry Redis cannot decode was answered but never removed; removing it, not sent again");
+    return finish(raw, entry.messageId, false);
   }
 
   metrics.workerConcurrency(config.WORKER_CONCURRENCY);

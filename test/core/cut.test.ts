@@ -4,7 +4,7 @@
  * `calculate` tool, the live answer's status line of it, and trace previews of previews.
  */
 import { describe, expect, it } from "vitest";
-import { cutChars, cutUnits, withEllipsis } from "../../src/cut.js";
+import { cutChars, cutFileName, cutUnits, sliceUnits, withEllipsis } from "../../src/cut.js";
 import { LiveView, statusLine } from "../../src/streaming.js";
 import { MAX_ACTIVITY_CHARS } from "../../src/toolbox/toolbox.js";
 import { preview } from "../../src/trace/tracer.js";
@@ -36,6 +36,28 @@ describe("cutChars, cutUnits, withEllipsis", () => {
     expect(withEllipsis("999…")).toBe("999…");
     expect(withEllipsis("wait...")).toBe("wait…");
     expect(withEllipsis("wait … … ")).toBe("wait…");
+  });
+});
+
+describe("sliceUnits, cutFileName: cuts by UTF-16 units that never leave half a surrogate pair", () => {
+  it("sliceUnits keeps at most max units, one less rather than the high half of a pair, and adds no mark", () => {
+    expect(sliceUnits("abcdef", 4)).toBe("abcd");
+    expect(sliceUnits("abc", 4)).toBe("abc");
+    expect(sliceUnits("a😀b", 2)).toBe("a");
+    expect(sliceUnits("a😀b", 3)).toBe("a😀");
+    expect(sliceUnits("😀", 0)).toBe("");
+    expect(sliceUnits("a\ud800", 1)).toBe("a");
+    for (let max = 0; max <= 8; max += 1) expect(sliceUnits("😀x😀y😀", max).isWellFormed()).toBe(true);
+  });
+
+  it("cutFileName cuts the part before the extension, so the extension (how the file is read) stays", () => {
+    const name = `${"a".repeat(254)}😀.txt`;
+    expect(name.slice(0, 255).isWellFormed()).toBe(false); // what LINE's adapter kept before
+    expect(cutFileName(name, 255)).toBe(`${"a".repeat(251)}.txt`);
+    expect(cutFileName(`${"😀".repeat(200)}.md`, 255)).toBe(`${"😀".repeat(126)}.md`);
+    expect(cutFileName("short.pdf", 255)).toBe("short.pdf");
+    expect(cutFileName(`${"b".repeat(300)}`, 255)).toBe("b".repeat(255));
+    expect(cutFileName(`${"c".repeat(10)}.verylongextension`, 12)).toBe("c".repeat(10) + ".v");
   });
 });
 

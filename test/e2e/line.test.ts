@@ -354,6 +354,35 @@ it("files as documents: a text file in a DM is read, with its name", async () =>
   expect(blocks.some((b) => b.text === `<file name="notes.md">\n${notes}\n</file>`)).toBe(true);
 });
 
+it("a file whose name is cut inside an emoji is answered, and its conversation answers the next message", async () => {
+  // The adapter keeps 255 UTF-16 units of a file name: it cut a name of 254 letters and an emoji
+  // between the emoji's halves, and the inbox entry (JSON with the escape \ud83d) could not be
+  // decoded by Redis: the worker's finish script put it back and ended the job, so the
+  // conversation never answered again.
+  const wen = line.user("Wen");
+  const notes = "lone surrogate check\n";
+  const id = line.addContent(Buffer.from(notes), "text/plain");
+  const fileName = `${"a".repeat(254)}😀.txt`;
+  const before = model.requests.length;
+  await line.deliver([line.messageEvent(dm(wen), { id, type: "file", fileName, fileSize: Buffer.byteLength(notes) })]);
+  const request = await line.waitFor(() =>
+    model.requests.slice(before).find((r) => JSON.stringify(r.messages.at(-1)).includes("lone surrogate check")),
+  );
+  const blocks = request.messages.at(-1)!.content as { type: string; text?: string }[];
+  // The name was cut before the emoji, not inside it, keeping its extension: the file is read as text.
+  const file = blocks.find((b) => b.text?.startsWith('<file name="aaaa'))!.text!;
+  expect(file).toContain(`>\n${notes}\n</file>`);
+  expect(file).not.toContain("\ufffd");
+  await line.waitFor(() => line.messagesTo(wen.userId)[0]);
+  await line.deliver([line.textEvent(dm(wen), "still answering 7")]);
+  const next = await line.waitFor(
+    () => line.messagesTo(wen.userId).find((m) => m.text.includes("still answering 7")),
+    30_000,
+  );
+  expect(next.via).toBe("reply");
+  expect(model.rejections).toEqual([]);
+});
+
 it("in a group a file waits for its sender's mention and is read with it", async () => {
   const ivy = line.user("Ivy");
   const group = line.group([alice, ivy]);

@@ -29,7 +29,10 @@
  *   `tool_reference` to it (`anthropic-server-tools.ts`);
  * - at most 4 blocks carry `cache_control` (prompt-caching docs);
  * - `image` and `document` blocks only in user turns, checked as the API does (media types, base64,
- *   5 MB per image, pixel sizes, PDF bytes and pages; `anthropic-media.ts`); bodies over 32 MB get 413.
+ *   5 MB per image, pixel sizes, PDF bytes and pages; `anthropic-media.ts`); bodies over 32 MB get 413;
+ * - no string holds a lone UTF-16 surrogate (JavaScript's `JSON.stringify` writes one as an escape,
+ *   `"\ud800"`; the API's strict JSON parser refuses it: "The request body is not valid JSON: no
+ *   low surrogate in string", e.g. https://github.com/anthropics/claude-code/issues/1939).
  *
  * Error replies use the real body shape `{"type":"error","error":{"type","message"},"request_id"}`.
  *
@@ -906,7 +909,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     let body: unknown;
     let referenced: Set<string>;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"), (_key, value: unknown) => {
+        if (typeof value === "string" && !value.isWellFormed())
+          fail("The request body is not valid JSON: no low surrogate in string");
+        return value;
+      });
       const media = new MediaChecks();
       referenced = validate(body, media, secrets, {
         model: options.refuseTools?.model,

@@ -21,6 +21,7 @@ import { createHash } from "node:crypto";
 import { MessageFlags, REST, Routes } from "discord.js";
 import { oggOpusWaveform } from "../../src/media/waveform.js";
 import type { Config } from "../../src/config.js";
+import type { Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type {
@@ -240,12 +241,13 @@ export class DiscordOutbound implements Outbound {
 
   /**
    * Edits the prompt to `text` (prefixed with the outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts
-   * with it) with both buttons disabled, and removes the bot's own ✅/❌.
+   * with it) with both buttons disabled, labelled in `locale` (the prompt's), and removes the bot's
+   * own ✅/❌.
    * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
    * logged, not an error.
    * @throws an `OutboundError` on any other failure of the edit.
    */
-  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string, locale?: Locale): Promise<void> {
     const icon = outcomeIcon(outcome);
     const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
@@ -254,7 +256,7 @@ export class DiscordOutbound implements Outbound {
         this.#rest.patch(route, {
           body: {
             content,
-            components: promptComponents("unused", this.#config.BOT_LOCALE, outcome),
+            components: promptComponents("unused", locale ?? this.#config.BOT_LOCALE, outcome),
             allowed_mentions: NO_MENTIONS,
           },
         }),
@@ -283,7 +285,11 @@ export class DiscordOutbound implements Outbound {
    * @throws {ChatUnreachableError} for 10003, 50001, 50007; another `OutboundError` otherwise.
    */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
-    return this.#post("sendReminder", reminder.conversation.chatId, reminderBody(reminder, this.#config.BOT_LOCALE));
+    return this.#post(
+      "sendReminder",
+      reminder.conversation.chatId,
+      reminderBody(reminder, reminder.locale ?? this.#config.BOT_LOCALE),
+    );
   }
 
   /** {@inheritDoc Outbound.closeReminder} Removes the buttons; a message or channel that is gone is logged. */

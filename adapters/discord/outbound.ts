@@ -42,6 +42,7 @@ import { honestLinks } from "./links.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
+import { plainContent } from "./plain.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
 export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
@@ -240,16 +241,18 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * Edits the prompt to `text` (prefixed with the outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts
-   * with it) with both buttons disabled, labelled in `locale` (the prompt's), and removes the bot's
-   * own ✅/❌.
+   * Edits the prompt to `text` (plain, shown as it is: {@link plainContent}; prefixed with the
+   * outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts with it) with both buttons disabled, labelled
+   * in `locale` (the prompt's), and removes the bot's own ✅/❌.
    * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
    * logged, not an error.
    * @throws an `OutboundError` on any other failure of the edit.
    */
   async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string, locale?: Locale): Promise<void> {
     const icon = outcomeIcon(outcome);
-    const content = (text.startsWith(icon) ? text : `${icon} ${text}`).slice(0, DISCORD_MESSAGE_LIMIT);
+    // The outcome with the action: plain text, shown as it is.
+    const plain = plainContent(text);
+    const content = (plain.startsWith(icon) ? plain : `${icon} ${plain}`).slice(0, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
     try {
       await this.#call("closeApprovalPrompt", route, () =>
@@ -292,13 +295,20 @@ export class DiscordOutbound implements Outbound {
     );
   }
 
-  /** {@inheritDoc Outbound.closeReminder} Removes the buttons; a message or channel that is gone is logged. */
+  /**
+   * {@inheritDoc Outbound.closeReminder} The text shown as it is ({@link plainContent}); removes the
+   * buttons; a message or channel that is gone is logged.
+   */
   async closeReminder(message: SentRef, text: string): Promise<void> {
     const route = Routes.channelMessage(message.chatId, message.messageId);
     try {
       await this.#call("closeReminder", route, () =>
         this.#rest.patch(route, {
-          body: { content: text.slice(0, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS },
+          body: {
+            content: plainContent(text).slice(0, DISCORD_MESSAGE_LIMIT),
+            components: [],
+            allowed_mentions: NO_MENTIONS,
+          },
         }),
       );
     } catch (error) {
@@ -314,8 +324,9 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * {@inheritDoc Outbound.sendNotice} Plain content (cut at 2000 characters), the buttons in action
-   * rows of at most 5, and a nonce of the text and the buttons' data (`enforce_nonce`).
+   * {@inheritDoc Outbound.sendNotice} The text shown as it is ({@link plainContent}, cut at 2000
+   * characters), the buttons in action rows of at most 5, and a nonce of the text and the buttons'
+   * data (`enforce_nonce`).
    */
   async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
     const rows: Record<string, unknown>[] = [];
@@ -329,7 +340,7 @@ export class DiscordOutbound implements Outbound {
     }
     const mention = mentionOf(to);
     return this.#post("sendNotice", to.conversation.chatId, {
-      content: (mention.prefix + text).slice(0, DISCORD_MESSAGE_LIMIT),
+      content: (mention.prefix + plainContent(text)).slice(0, DISCORD_MESSAGE_LIMIT),
       allowed_mentions: mention.allowed,
       ...(rows.length > 0 ? { components: rows } : {}),
       nonce: messageNonce("notice", conversationKey(to.conversation), text, ...buttons.map((b) => b.data)),

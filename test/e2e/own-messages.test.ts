@@ -1,10 +1,14 @@
 /**
  * The bot's own messages, end to end on Telegram and Discord (the real grammY and discord.js
- * clients against the strict fakes, real Redis, the worker and the scripted model): they follow the
- * conversation's `/settings` language, also those the adapters write without the worker (the
- * "write your question" and "too long" hints) and those the worker writes outside an answer (a
- * reminder and its buttons, a failing scheduled task's pause notice and its reason, a closed
- * prompt's buttons), and the Stop button of a live answer.
+ * clients against the strict fakes, real Redis, the worker and the scripted model):
+ *
+ * - they follow the conversation's `/settings` language, also those the adapters write without
+ *   the worker (the "write your question" and "too long" hints) and those the worker writes outside
+ *   an answer (a reminder and its buttons, a failing scheduled task's pause notice and its reason, a
+ *   closed prompt's buttons), and the Stop button of a live answer;
+ * - on Discord, which renders Markdown in every message, what people wrote or chose (a display name,
+ *   a task's instruction, a todo's title, a reminder's text) shows as it is inside the bot's own
+ *   messages: an approval prompt, a closed prompt, a reminder.
  *
  * Each scenario has its own people and chats; streaming is on, so a live answer carries its Stop button.
  */
@@ -19,6 +23,7 @@ import { text } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { bringForward } from "../helpers/jobs.js";
+import { seedTodos } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, remindersQueue, secondsAhead } from "./reminders-helpers.js";
 import { addOccurrence, outcomeOf, tasksModel, tasksQueue } from "./tasks-helpers.js";
@@ -168,7 +173,7 @@ describe("Telegram: the conversation's language", () => {
   });
 });
 
-describe("Discord: the conversation's language", () => {
+describe("Discord: the conversation's language, and names and texts shown as they are", () => {
   let nextUser = 0;
   function user(name: string): FakeUser {
     nextUser += 1;
@@ -240,7 +245,22 @@ describe("Discord: the conversation's language", () => {
     );
   });
 
-  it("in an English DM a task's confirmation prompt, once declined, keeps English buttons", async () => {
+  it("an approval prompt shows a display name full of Markdown as it is; so does the closed prompt's todo title", async () => {
+    const dc = stack.discord;
+    const eve = user("@everyone **Eve** <@&1> `x`");
+    const channel = dc.dmChannel(eve);
+    await seedTodos(redis, "discord", eve.id, ["買 **牛奶** _今天_"]);
+    dc.sendUserMessage(eve, "delete #1", { dm: true });
+    const prompt = await withButtons(channel, "ap:", 0);
+    expect(prompt.content).toContain("刪除待辦 #1「買 \\*\\*牛奶\\*\\* \\_今天\\_」");
+    expect(prompt.content).toContain("只有 **@everyone \\*\\*Eve\\*\\* <@&1> \\`x\\`** 可以決定");
+    const decline = buttonsOf(prompt).find((b) => b.custom_id.endsWith(":n"))!.custom_id;
+    dc.clickButton(eve, prompt.id, decline);
+    await dc.waitFor(() => buttonsOf(prompt).every((b) => b.disabled === true), WAIT, "the prompt closed");
+    expect(String(prompt.message.content)).toBe("❌ 已取消，未執行：刪除待辦 #1「買 \\*\\*牛奶\\*\\* \\_今天\\_」");
+  });
+
+  it("in an English DM a task's confirmation shows its **instruction** as it is, and the closed prompt keeps English buttons", async () => {
     const dc = stack.discord;
     const rex = user("Rex");
     const channel = dc.dmChannel(rex);
@@ -248,14 +268,39 @@ describe("Discord: the conversation's language", () => {
     const before = dc.messagesIn(channel).length;
     dc.sendUserMessage(
       rex,
-      `call schedule_task {"instruction":"list my todos","at":"${localIso(Date.now() + 3600_000)}"}`,
+      `call schedule_task {"instruction":"**list my todos**","at":"${localIso(Date.now() + 3600_000)}"}`,
       { dm: true },
     );
     const prompt = await withButtons(channel, "ap:", before);
+    expect(prompt.content).toContain("“\\*\\*list my todos\\*\\*”");
     expect(buttonsOf(prompt).map((b) => b.label)).toEqual(["Confirm", "Cancel"]);
     dc.clickButton(rex, prompt.id, buttonsOf(prompt).find((b) => b.custom_id.endsWith(":n"))!.custom_id);
     await dc.waitFor(() => buttonsOf(prompt).every((b) => b.disabled === true), WAIT, "the prompt closed");
-    expect(String(prompt.message.content)).toContain("“list my todos”");
+    expect(String(prompt.message.content)).toContain("“\\*\\*list my todos\\*\\*”");
     expect(buttonsOf(prompt).map((b) => b.label)).toEqual(["Confirm", "Cancel"]);
+  });
+
+  it("in an English DM a reminder's **text** shows as it is, with English buttons; Done closes it, still as it is", async () => {
+    const dc = stack.discord;
+    const sam = user("Sam");
+    const channel = dc.dmChannel(sam);
+    await english(sam);
+    const at = secondsAhead(60);
+    dc.sendUserMessage(sam, `call set_reminder {"text":"**pay rent**","at":"${localIso(at)}"}`, { dm: true });
+    const owner = { platform: "discord" as const, userId: sam.id };
+    await eventually(() => getReminder(redis, owner, 1), "the reminder stored");
+    const before = dc.messagesIn(channel).length;
+    await bringForward(reminderJobs, occurrenceJobId(owner, 1, at));
+    const posted = await withButtons(channel, "rm:d:", before);
+    expect(posted.content).toBe("⏰ \\*\\*pay rent\\*\\*");
+    expect(buttonsOf(posted).map((b) => b.label)).toEqual(["✅ Done", "💤 Snooze"]);
+    const done = dc.clickButton(
+      sam,
+      posted.id,
+      buttonsOf(posted).find((b) => b.custom_id.startsWith("rm:d:"))!.custom_id,
+    );
+    expect(await ephemeral(done)).toBe("Done!");
+    await dc.waitFor(() => buttonsOf(posted).length === 0, WAIT, "the reminder closed");
+    expect(String(posted.message.content)).toBe("✅ \\*\\*pay rent\\*\\*");
   });
 });

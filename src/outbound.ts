@@ -108,6 +108,8 @@ export interface ReminderMessage {
   text: string;
   /** Opaque, 1-58 characters of `A-Z a-z 0-9 _ - . %`. */
   token: string;
+  /** The language of its buttons (the conversation's `language` setting); default `BOT_LOCALE`. */
+  locale?: Locale;
 }
 
 /**
@@ -191,8 +193,11 @@ export interface Outbound {
   sendTyping(to: Destination): Promise<void>;
   /** Posts an approval prompt in the chat of `to` (a reply to `replyTo`), with approve/decline buttons. */
   sendApprovalPrompt(to: Destination, prompt: ApprovalPrompt): Promise<SentRef>;
-  /** Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons. */
-  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void>;
+  /**
+   * Edits a prompt to show its outcome and removes (Telegram) or disables (Discord) its buttons;
+   * `locale` is the prompt's language (what labels stay on it); default `BOT_LOCALE`.
+   */
+  closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string, locale?: Locale): Promise<void>;
   /**
    * Optional: true when a sent approval prompt cannot be changed (LINE cannot edit a sent message),
    * so {@link closeApprovalPrompt} shows nothing in the chat. What the requester would otherwise

@@ -12,6 +12,7 @@ import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type { ApprovalPrompt } from "../../src/outbound.js";
 import { CLOSED_APPROVAL_ID } from "../../src/buttons.js";
 import { sliceUnits } from "../../src/cut.js";
+import { plainContent } from "./plain.js";
 
 /** The reaction that approves, added by the bot to every prompt. */
 export const APPROVE_EMOJI = "✅";
@@ -89,11 +90,14 @@ export function promptComponents(
 
 /**
  * The prompt's text: what will happen, who may decide, and when it expires (a Discord timestamp
- * `<t:unix:R>`, which each reader's client shows in their own time zone and language).
- * The action is cut to 1500 characters so the message stays within Discord's 2000.
+ * `<t:unix:R>`, which each reader's client shows in their own time zone and language). The action
+ * and the name are plain text, shown as they are ({@link plainContent}: Markdown escaped); the
+ * escaped action is cut to 1500 characters so the message stays within Discord's 2000.
  */
 export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
-  const action = prompt.action.length > 1500 ? `${sliceUnits(prompt.action, 1499)}…` : prompt.action;
+  // Plain words with names and values people chose: shown as they are, not as Markdown.
+  const plain = plainContent(prompt.action);
+  const action = plain.length > 1500 ? `${sliceUnits(plain, 1499)}…` : plain;
   const unix = Math.floor(prompt.expiresAt / 1000);
   return localize(
     locale,
@@ -101,7 +105,7 @@ export function promptText(prompt: ApprovalPrompt, locale: Locale): string {
       "zh-TW": "⚠️ 需要確認：{action}\n只有 **{name}** 可以決定：按下按鈕，或回應 {yes} / {no}。<t:{unix}:R>到期。",
       en: "⚠️ Confirmation needed: {action}\nOnly **{name}** can decide: press a button, or react {yes} / {no}. Expires <t:{unix}:R>.",
     },
-    { action, name: sliceUnits(prompt.requesterName, 100), yes: APPROVE_EMOJI, no: DECLINE_EMOJI, unix },
+    { action, name: plainContent(sliceUnits(prompt.requesterName, 100)), yes: APPROVE_EMOJI, no: DECLINE_EMOJI, unix },
   );
 }
 

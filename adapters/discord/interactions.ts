@@ -85,7 +85,9 @@ export class DiscordInteractions {
         isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
       });
       // An interaction must be answered where the policy is silent; the ephemeral note is seen by the asker only.
-      return reply ?? localize(locale, inGuild ? GATE_TEXT.groupNotEnabled : GATE_TEXT.private);
+      if (reply !== undefined) return reply;
+      const here = await context.commands.localeOf({ platform: "discord", chatId: interaction.channelId }, locale);
+      return localize(here, inGuild ? GATE_TEXT.groupNotEnabled : GATE_TEXT.private);
     });
   }
 
@@ -111,7 +113,10 @@ export class DiscordInteractions {
         isGroupAdmin: async () => interaction.memberPermissions?.has(PermissionFlagsBits.ManageMessages) ?? false,
       });
       closeText = answer.closeText;
-      if (answer.failed) return tryAgain(locale);
+      if (answer.failed)
+        return tryAgain(
+          await this.context.commands.localeOf({ platform: "discord", chatId: interaction.channelId }, locale),
+        );
       // A settings change: the listing as it is now (with its buttons) is the ephemeral reply.
       return answer.replaceWith ?? answer.notice;
     });
@@ -122,7 +127,10 @@ export class DiscordInteractions {
     }
   }
 
-  /** The locale of a Discord client (`zh-TW`, `en-US`…) as one of the bot's; else `BOT_LOCALE`. */
+  /**
+   * The locale of a Discord client (`zh-TW`, `en-US`…) as one of the bot's; else `BOT_LOCALE`. The
+   * conversation's `/settings` language wins over it (the command runner and the button router read it).
+   */
   localeOf(discordLocale: string | undefined): Locale {
     if (discordLocale?.startsWith("zh")) return "zh-TW";
     if (discordLocale?.startsWith("en")) return "en";

@@ -89,7 +89,7 @@ export class DiscordMessages {
       });
     } catch (err) {
       this.log.error({ err }, "approval decision by reaction failed");
-      await this.#reply(message, tryAgain(this.config.BOT_LOCALE));
+      await this.#reply(message, tryAgain(await this.#localeOf(message.channelId)));
       return;
     }
     this.log.info(
@@ -128,7 +128,8 @@ export class DiscordMessages {
         !(await context.repliesToAll({ platform: "discord", chatId: message.channelId, chatKind: "group" })))
     )
       return;
-    const locale = this.config.BOT_LOCALE;
+    // The language of a notice in this channel, read only when one is sent (not for every message).
+    const localeHere = () => this.#localeOf(message.channelId);
 
     // A forward's text is the question, marked as someone else's words (see src/prompts.ts).
     const forwards = forwardsOf(message);
@@ -146,6 +147,7 @@ export class DiscordMessages {
             "Privileged Gateway Intents → Message Content Intent, then restart the bot.",
         );
       }
+      const locale = await localeHere();
       const hint = forwards.some((f) => f.attachments > 0)
         ? localize(locale, {
             "zh-TW": "轉傳訊息裡的附件我讀不到：請直接把檔案傳給我，或用文字告訴我你需要什麼。",
@@ -162,7 +164,7 @@ export class DiscordMessages {
       await this.#reply(
         message,
         localize(
-          locale,
+          await localeHere(),
           {
             "zh-TW": "訊息太長了（上限 {max} 字），請縮短後再試一次。",
             en: "That message is too long (limit {max} characters); please shorten it.",
@@ -191,7 +193,7 @@ export class DiscordMessages {
         { issues: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`) },
         "a message could not be normalised",
       );
-      await this.#reply(message, tryAgain(locale));
+      await this.#reply(message, tryAgain(await localeHere()));
       return;
     }
     const incoming: IncomingMessage = parsed.data;
@@ -202,7 +204,7 @@ export class DiscordMessages {
         { err, chatId: incoming.chatId },
         err instanceof EnqueueError ? "could not queue a message" : "unexpected error while queueing a message",
       );
-      await this.#reply(message, tryAgain(locale));
+      await this.#reply(message, tryAgain(await localeHere()));
     }
   }
 
@@ -215,10 +217,7 @@ export class DiscordMessages {
     if (this.#toldDecided.has(prompt.id)) return;
     if (this.#toldDecided.size >= TOLD_DECIDED_MAX) this.#toldDecided.clear();
     this.#toldDecided.add(prompt.id);
-    const locale =
-      (await this.context.commands.languageOf({ platform: "discord", chatId: prompt.channelId })) ??
-      this.config.BOT_LOCALE;
-    const notice = decisionNotice(result, locale);
+    const notice = decisionNotice(result, await this.#localeOf(prompt.channelId));
     try {
       await prompt.reply({
         content: inGuild ? `<@${userId}> ${notice}` : notice,
@@ -227,6 +226,11 @@ export class DiscordMessages {
     } catch (err) {
       this.log.warn({ err, chatId: prompt.channelId }, "could not tell a reaction that its approval was decided");
     }
+  }
+
+  /** The language of the bot's words in channel `channelId` (its `/settings` language, else `BOT_LOCALE`). */
+  #localeOf(channelId: string): Promise<Locale> {
+    return this.context.commands.localeOf({ platform: "discord", chatId: channelId }, this.config.BOT_LOCALE);
   }
 
   async #reply(message: Message, text: string): Promise<void> {

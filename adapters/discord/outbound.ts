@@ -21,6 +21,7 @@ import { createHash } from "node:crypto";
 import { MessageFlags, REST, Routes } from "discord.js";
 import { oggOpusWaveform } from "../../src/media/waveform.js";
 import type { Config } from "../../src/config.js";
+import type { Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
 import type {
@@ -42,6 +43,7 @@ import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 import { sliceUnits } from "../../src/cut.js";
 import type { EditingSurface, LiveSurfaceOptions } from "../../src/streaming.js";
 import { discordSurface } from "./live.js";
+import { plainContent } from "./plain.js";
 
 /** The `allowed_mentions` sent with every message and edit: nobody is pinged. */
 export const NO_MENTIONS = { parse: [] as string[], replied_user: false };
@@ -240,22 +242,25 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * Edits the prompt to `text` (prefixed with the outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts
-   * with it) with both buttons disabled, and removes the bot's own ✅/❌.
+   * Edits the prompt to `text` (plain, shown as it is: {@link plainContent}; prefixed with the
+   * outcome's icon ✅ ❌ ⌛ ↩️ unless it already starts with it) with both buttons disabled, labelled
+   * in `locale` (the prompt's), and removes the bot's own ✅/❌.
    * A prompt that is gone (Unknown Message 10008, Unknown Channel 10003, Missing Access 50001) is
    * logged, not an error.
    * @throws an `OutboundError` on any other failure of the edit.
    */
-  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string): Promise<void> {
+  async closeApprovalPrompt(prompt: SentRef, outcome: ApprovalVerdict, text: string, locale?: Locale): Promise<void> {
     const icon = outcomeIcon(outcome);
-    const content = sliceUnits(text.startsWith(icon) ? text : `${icon} ${text}`, DISCORD_MESSAGE_LIMIT);
+    // The outcome with the action: plain text, shown as it is.
+    const plain = plainContent(text);
+    const content = sliceUnits(plain.startsWith(icon) ? plain : `${icon} ${plain}`, DISCORD_MESSAGE_LIMIT);
     const route = Routes.channelMessage(prompt.chatId, prompt.messageId);
     try {
       await this.#call("closeApprovalPrompt", route, () =>
         this.#rest.patch(route, {
           body: {
             content,
-            components: promptComponents("unused", this.#config.BOT_LOCALE, outcome),
+            components: promptComponents("unused", locale ?? this.#config.BOT_LOCALE, outcome),
             allowed_mentions: NO_MENTIONS,
           },
         }),
@@ -284,16 +289,27 @@ export class DiscordOutbound implements Outbound {
    * @throws {ChatUnreachableError} for 10003, 50001, 50007; another `OutboundError` otherwise.
    */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
-    return this.#post("sendReminder", reminder.conversation.chatId, reminderBody(reminder, this.#config.BOT_LOCALE));
+    return this.#post(
+      "sendReminder",
+      reminder.conversation.chatId,
+      reminderBody(reminder, reminder.locale ?? this.#config.BOT_LOCALE),
+    );
   }
 
-  /** {@inheritDoc Outbound.closeReminder} Removes the buttons; a message or channel that is gone is logged. */
+  /**
+   * {@inheritDoc Outbound.closeReminder} The text shown as it is ({@link plainContent}); removes the
+   * buttons; a message or channel that is gone is logged.
+   */
   async closeReminder(message: SentRef, text: string): Promise<void> {
     const route = Routes.channelMessage(message.chatId, message.messageId);
     try {
       await this.#call("closeReminder", route, () =>
         this.#rest.patch(route, {
-          body: { content: sliceUnits(text, DISCORD_MESSAGE_LIMIT), components: [], allowed_mentions: NO_MENTIONS },
+          body: {
+            content: sliceUnits(plainContent(text), DISCORD_MESSAGE_LIMIT),
+            components: [],
+            allowed_mentions: NO_MENTIONS,
+          },
         }),
       );
     } catch (error) {
@@ -309,8 +325,9 @@ export class DiscordOutbound implements Outbound {
   }
 
   /**
-   * {@inheritDoc Outbound.sendNotice} Plain content (cut at 2000 characters), the buttons in action
-   * rows of at most 5, and a nonce of the text and the buttons' data (`enforce_nonce`).
+   * {@inheritDoc Outbound.sendNotice} The text shown as it is ({@link plainContent}, cut at 2000
+   * characters), the buttons in action rows of at most 5, and a nonce of the text and the buttons'
+   * data (`enforce_nonce`).
    */
   async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
     const rows: Record<string, unknown>[] = [];
@@ -324,7 +341,7 @@ export class DiscordOutbound implements Outbound {
     }
     const mention = mentionOf(to);
     return this.#post("sendNotice", to.conversation.chatId, {
-      content: sliceUnits(mention.prefix + text, DISCORD_MESSAGE_LIMIT),
+      content: sliceUnits(mention.prefix + plainContent(text), DISCORD_MESSAGE_LIMIT),
       allowed_mentions: mention.allowed,
       ...(rows.length > 0 ? { components: rows } : {}),
       nonce: messageNonce("notice", conversationKey(to.conversation), text, ...buttons.map((b) => b.data)),

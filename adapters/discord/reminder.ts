@@ -11,13 +11,14 @@
 import { createHash } from "node:crypto";
 import { localize, type Locale } from "../../src/i18n.js";
 import type { ReminderMessage } from "../../src/outbound.js";
+import { plainContent } from "./plain.js";
 
-/** The message body of a reminder: content, pings, buttons, nonce. */
+/** The message body of a reminder: content (its plain text shown as it is, {@link plainContent}), pings, buttons, nonce. */
 export function reminderBody(reminder: ReminderMessage, locale: Locale): Record<string, unknown> {
   const { userId } = reminder.owner;
   const mention = reminder.chatKind === "group" && /^\d+$/.test(userId);
   return {
-    content: mention ? `<@${userId}> ${reminder.text}` : reminder.text,
+    content: mention ? `<@${userId}> ${plainContent(reminder.text)}` : plainContent(reminder.text),
     allowed_mentions: mention ? { parse: [], users: [userId] } : { parse: [] },
     components: reminderComponents(reminder.token, locale),
     nonce: reminderNonce(reminder.token),

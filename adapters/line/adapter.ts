@@ -14,7 +14,7 @@ import type { webhook } from "@line/bot-sdk";
 import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
-import { localize } from "../../src/i18n.js";
+import { localize, type Locale } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
 import type { Destination, NoticeButton } from "../../src/outbound.js";
@@ -169,7 +169,6 @@ export class LineAdapter implements Adapter {
 
   async #handle(event: webhook.Event): Promise<void> {
     const context = this.#context!;
-    const locale = this.config.BOT_LOCALE;
     const quoted = await this.#quotesOwn(event);
     const decision = classifyEvent(event, () => quoted);
     switch (decision.kind) {
@@ -200,7 +199,8 @@ export class LineAdapter implements Adapter {
       case "memberJoined":
         return this.#welcome(decision.message, decision.userIds);
       case "follow":
-      case "join":
+      case "join": {
+        const locale = await this.#localeOf(decision.message);
         await this.#reply(
           decision.message,
           decision.kind === "follow"
@@ -222,9 +222,11 @@ export class LineAdapter implements Adapter {
               ),
         );
         return;
+      }
       case "postback":
         return this.#press(decision.data, await this.#named(decision.message));
-      case "hint":
+      case "hint": {
+        const locale = await this.#localeOf(decision.message);
         await this.#reply(
           decision.message,
           decision.reason === "media"
@@ -249,6 +251,7 @@ export class LineAdapter implements Adapter {
                   }),
         );
         return;
+      }
       case "command":
         return this.#command(decision.command, decision.args, await this.#named(decision.message));
       case "unaddressed":
@@ -271,7 +274,7 @@ export class LineAdapter implements Adapter {
    * address the bot there. Failures are logged.
    */
   async #welcome(at: LineBase, userIds: string[]): Promise<void> {
-    const locale = this.config.BOT_LOCALE;
+    const locale = await this.#localeOf(at);
     const names: string[] = [];
     for (const userId of userIds.slice(0, 3)) {
       const named = await this.#named({ ...at, userId });
@@ -299,6 +302,11 @@ export class LineAdapter implements Adapter {
         { who, name: this.#botName },
       ),
     );
+  }
+
+  /** The language of the bot's words in `at`'s chat (its `/settings` language, else `BOT_LOCALE`): read only when some are sent. */
+  #localeOf(at: LineBase): Promise<Locale> {
+    return this.#context!.commands.localeOf(at, this.config.BOT_LOCALE);
   }
 
   /** Whether a text message quotes one of the bot's messages (`quotedMessageId`, looked up in Redis). */
@@ -382,7 +390,7 @@ export class LineAdapter implements Adapter {
       );
       await this.#reply(
         message,
-        localize(this.config.BOT_LOCALE, {
+        localize(await this.#localeOf(message), {
           "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
           en: "Sorry, I could not take your message right now. Please try again in a moment.",
         }),

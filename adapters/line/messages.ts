@@ -1,9 +1,11 @@
 /**
  * The LINE message objects the bot sends: text (at most {@link LINE_TEXT_LIMIT} characters), text
  * with quick reply buttons (postback actions), and buttons templates (approval prompts, reminders).
- * LINE renders no Markdown (it would show `**今天**` as it is), so answers, command replies, notices,
- * approval prompts and reminders are sent as plain text ({@link markdownToPlain} of
- * `src/plain-text.ts`), split as Discord splits (`adapters/discord/split.ts`: never a cut surrogate pair).
+ * LINE renders no Markdown (it would show `**今天**` as it is), so answers, command replies, notices
+ * and reminders are sent as plain text ({@link markdownToPlain} of `src/plain-text.ts`), split as
+ * Discord splits (`adapters/discord/split.ts`: never a cut surrogate pair). An approval prompt's
+ * action is plain already and is shown as it is: what is approved must read as what will run (a
+ * task's `**list my todos**`, an MCP call's `*_old_*.log` keep their characters).
  *
  * Sources (limits): https://developers.line.biz/en/reference/messaging-api/#text-message (5,000
  * characters), #buttons (text 160 characters, 4 actions), #template-messages (`altText` 400),
@@ -81,7 +83,8 @@ export function buttonsTemplate(text: string, actions: messagingApi.Action[]): m
 }
 
 /**
- * The approval prompt: the whole text as a text message when it is longer than a template holds,
+ * The approval prompt (the action and the name as they are: plain text, see the module comment):
+ * the whole text as a text message when it is longer than a template holds,
  * then a buttons template (確認 / 取消, and 一律允許 when offered) whose postbacks carry
  * `ap:<approvalId>:y|n|a`; only the requester's press decides (the core checks it).
  */
@@ -98,7 +101,7 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
       "zh-TW": "⚠️ 需要你的確認：{action}\n只有 {name} 可以決定，{time} 前有效。",
       en: "⚠️ Confirmation needed: {action}\nOnly {name} can decide, until {time}.",
     },
-    { action: markdownToPlain(prompt.action), name: prompt.requesterName, time },
+    { action: prompt.action, name: prompt.requesterName, time },
   );
   const actions = [
     postback(localize(locale, { "zh-TW": "✅ 確認", en: "✅ Confirm" }), `ap:${prompt.approvalId}:y`),

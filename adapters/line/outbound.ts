@@ -418,7 +418,7 @@ export class LineOutbound implements Outbound {
 
   /** {@inheritDoc Outbound.sendReminder} A push (a reminder answers no message), with done / snooze postbacks. */
   async sendReminder(reminder: ReminderMessage): Promise<SentRef> {
-    const messages = reminderMessages(reminder, this.config.BOT_LOCALE);
+    const messages = reminderMessages(reminder, reminder.locale ?? this.config.BOT_LOCALE);
     const refs = await this.send({ chatId: reminder.conversation.chatId, key: `reminder:${reminder.token}` }, messages);
     return refs.at(-1)!;
   }

@@ -237,7 +237,7 @@ export class TelegramOutbound implements Outbound {
     const message = await translated("sendReminder", () =>
       this.api.sendMessage(chatId, reminderHtml(reminder), {
         parse_mode: "HTML",
-        reply_markup: reminderKeyboard(reminder.token, this.config.BOT_LOCALE),
+        reply_markup: reminderKeyboard(reminder.token, reminder.locale ?? this.config.BOT_LOCALE),
         link_preview_options: { is_disabled: true },
         ...(topicId ? { message_thread_id: Number(topicId) } : {}),
       }),

@@ -26,10 +26,15 @@ import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
-import { localize } from "../../src/i18n.js";
+import { localize, type Locale } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
-import { conversationKey, MAX_INCOMING_TEXT, type IncomingMessage } from "../../src/queue/incoming.js";
+import {
+  conversationKey,
+  MAX_INCOMING_TEXT,
+  type ConversationRef,
+  type IncomingMessage,
+} from "../../src/queue/incoming.js";
 import { STOP_BUTTON_PREFIX } from "../../src/stop/stops.js";
 import { isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
@@ -107,6 +112,11 @@ export class TelegramUpdates {
     await this.outbound.sendMarkdown(replyPlace(to), markdown);
   }
 
+  /** The language of a notice to `to`'s conversation (its `/settings` language, else `BOT_LOCALE`): read only when one is sent. */
+  #localeOf(to: ConversationRef, context: AdapterContext): Promise<Locale> {
+    return context.commands.localeOf(to, this.config.BOT_LOCALE);
+  }
+
   /** A message: handled in its conversation's order (a command detached), `/stop` at once; see the module comment. */
   async #onMessage(ctx: Context, context: AdapterContext): Promise<void> {
     const message = ctx.message!;
@@ -134,7 +144,6 @@ export class TelegramUpdates {
 
   /** What a message was classified as is done: a hint, a command, an album item recorded, or the message queued. */
   async #handleMessage(decision: Exclude<InboundDecision, { kind: "ignore" }>, context: AdapterContext): Promise<void> {
-    const locale = this.config.BOT_LOCALE;
     switch (decision.kind) {
       case "unaddressed":
         // A group whose replies are set to `all` (`/settings`) takes every text message.
@@ -143,7 +152,8 @@ export class TelegramUpdates {
           return;
         }
         return this.#enqueue(decision.message, context);
-      case "hint":
+      case "hint": {
+        const locale = await this.#localeOf(decision.message, context);
         await this.#reply(
           decision.message,
           decision.reason === "media"
@@ -163,6 +173,7 @@ export class TelegramUpdates {
                 }),
         );
         return;
+      }
       case "command":
         return this.#command(decision, context);
       case "album_item":
@@ -193,7 +204,7 @@ export class TelegramUpdates {
       );
       await this.#reply(
         message,
-        localize(this.config.BOT_LOCALE, {
+        localize(await this.#localeOf(message, context), {
           "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
           en: "Sorry, I could not take your message right now. Please try again in a moment.",
         }),

@@ -403,6 +403,7 @@ export class ApprovalFlow {
             record.prompt,
             "expired",
             outcomeText("reset", record.action, record.locale),
+            record.locale,
           );
         } catch (err) {
           this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");
@@ -564,6 +565,7 @@ export class ApprovalFlow {
         record.prompt,
         outcome,
         outcomeText(outcome, record.action, record.locale, grantMs),
+        record.locale,
       );
     } catch (err) {
       this.#log.warn({ err, approvalId: record.id }, "could not edit the approval prompt");

@@ -83,6 +83,15 @@ export class CommandRunner {
     });
   }
 
+  /**
+   * The language of the bot's own words in `conversation`: the language set there, else `fallback`
+   * (the adapter's, `BOT_LOCALE`). A Redis read (two in a Telegram topic): ask it when such words
+   * are about to be sent, not for every message. Never throws (an unreadable setting is `fallback`).
+   */
+  async localeOf(conversation: ConversationRef, fallback: Locale): Promise<Locale> {
+    return (await this.languageOf(conversation)) ?? fallback;
+  }
+
   async #run(asked: CommandInvocation): Promise<string | CommandReply | undefined> {
     const { config, log, gate } = this.services;
     // Replies are in the conversation's language when one is set there (`/settings`).

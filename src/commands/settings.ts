@@ -51,10 +51,6 @@ export const SETTINGS_TEXT = {
     "zh-TW": "這個機器人沒有設定語音合成服務（TTS_BASE_URL），無法語音回覆。",
     en: "This bot has no speech service set up (TTS_BASE_URL), so it cannot reply with voice.",
   },
-  voiceUnknown: {
-    "zh-TW": "語音回覆只能是 off、when-spoken 或 always。",
-    en: "Voice replies are off, when-spoken or always.",
-  },
   buttonVoice: { "zh-TW": "語音回覆：{value}", en: "Voice replies: {value}" },
   voiceNotHere: { "zh-TW": "LINE 上無法使用（只回文字）", en: "not on LINE (text only)" },
   voiceNotOnLine: {
@@ -111,7 +107,6 @@ export const SETTINGS_TEXT = {
     "zh-TW": "好的，之後我的訊息都用中文（臺灣）。",
     en: "Done: my own messages are in English from now on.",
   },
-  languageUnknown: { "zh-TW": "語言只能是 zh-TW 或 en。", en: "The language is zh-TW or en." },
   streamingSet: { "zh-TW": "好的，邊寫邊顯示回答：{value}。", en: "Done: streaming answers {value}." },
   streamingUnavailable: {
     "zh-TW": "這個機器人沒有開啟邊寫邊顯示（STREAMING=off）。",
@@ -121,7 +116,6 @@ export const SETTINGS_TEXT = {
     "zh-TW": "LINE 的訊息不能修改，回答都是寫完後一次送出，所以這裡沒有邊寫邊顯示。",
     en: "LINE messages cannot be edited: every answer is sent whole, so there is no streaming here.",
   },
-  streamingUnknown: { "zh-TW": "邊寫邊顯示只能是 on 或 off。", en: "Streaming is on or off." },
   repliesSet: {
     "zh-TW": "好的，在這個群組裡我只回覆提及我、回覆我的訊息和指令。",
     en: "Done: in this group I answer mentions, replies to me and commands only.",
@@ -131,7 +125,6 @@ export const SETTINGS_TEXT = {
     en: "Done: I answer every text message in this group (or topic). This uses far more tokens; rate limits and budgets still apply.",
   },
   repliesGroupOnly: { "zh-TW": "這個設定只適用於群組。", en: "This setting is for groups only." },
-  repliesUnknown: { "zh-TW": "群組裡回覆只能是 mention 或 all。", en: "Replies in a group are mention or all." },
   privacyMode: {
     "zh-TW":
       "我的 Telegram 隱私模式開著，看不到沒有提及我的訊息。請擁有者在 @BotFather 用 /setprivacy 選 Disable，再把我移出群組後重新加入。",
@@ -142,6 +135,14 @@ export const SETTINGS_TEXT = {
   notAllowed: {
     "zh-TW": "抱歉，在群組裡只有群組管理員和機器人管理員可以修改設定。",
     en: "Sorry, in a group only its administrators and the bot's admins can change the settings.",
+  },
+  valueUnknown: {
+    "zh-TW": "「{value}」不是{setting}的選項。可用：{values}，例如 /settings {name} {example}。",
+    en: "“{value}” is not an option for {setting}. Available: {values}, e.g. /settings {name} {example}.",
+  },
+  valueMissing: {
+    "zh-TW": "請寫出{setting}的選項：{values}，例如 /settings {name} {example}。",
+    en: "Say which option for {setting}: {values}, e.g. /settings {name} {example}.",
   },
   unknownSetting: {
     "zh-TW": "沒有「{name}」這個設定。可用：persona、model、language、streaming、replies、voice。",
@@ -160,6 +161,40 @@ export const SETTINGS_TEXT = {
 } satisfies Record<string, Localized>;
 
 const LANGUAGE_NAMES: Record<Locale, string> = { "zh-TW": "中文（臺灣）", en: "English" };
+
+/**
+ * The settings whose value is one of a few words: what a refusal of another value names (the
+ * setting in words), lists (the values a change takes) and shows as an example of a change.
+ */
+const CHOICES = {
+  language: { setting: { "zh-TW": "語言", en: "the language" }, values: ["zh-TW", "en"], example: "en" },
+  streaming: { setting: { "zh-TW": "邊寫邊顯示", en: "streaming" }, values: ["on", "off"], example: "off" },
+  replies: {
+    setting: { "zh-TW": "群組裡回覆", en: "replies in a group" },
+    values: ["mention", "all"],
+    example: "all",
+  },
+  voice: {
+    setting: { "zh-TW": "語音回覆", en: "voice replies" },
+    values: [...VOICE_REPLIES],
+    example: "when-spoken",
+  },
+} satisfies Partial<Record<SettingName, { setting: Localized; values: string[]; example: string }>>;
+
+/**
+ * The refusal of a value that setting `name` does not take (none given, or `value`): which values
+ * it takes, and how to type a change, in `locale`; as the refusal of an unknown model says the models offered.
+ */
+function valueRefusal(locale: Locale, name: keyof typeof CHOICES, value: string): string {
+  const { setting, values, example } = CHOICES[name];
+  return localize(locale, value === "" ? SETTINGS_TEXT.valueMissing : SETTINGS_TEXT.valueUnknown, {
+    value: value.slice(0, 32),
+    setting: localize(locale, setting),
+    values: values.join(locale === "zh-TW" ? "、" : ", "),
+    name,
+    example,
+  });
+}
 
 /** Who asks to see or change the settings, and where (a command's invocation, or a button's press). */
 export interface SettingsAsker extends ConversationRef {
@@ -361,6 +396,10 @@ export async function changeSetting(
     text: localize(locale, texts, params),
     changed: false,
   });
+  const refuseValue = (setting: keyof typeof CHOICES): SettingChange => ({
+    text: valueRefusal(locale, setting, value.trim()),
+    changed: false,
+  });
   if (!(await mayChange(asker, config))) return refuse(SETTINGS_TEXT.notAllowed);
   const conversation = conversationOf(asker);
   const trimmed = value.trim();
@@ -390,7 +429,7 @@ export async function changeSetting(
         : /^(en|english|英文)$/i.test(trimmed)
           ? "en"
           : undefined;
-      if (!language) return refuse(SETTINGS_TEXT.languageUnknown);
+      if (!language) return refuseValue("language");
       await settings.set(conversation, "language", language);
       return { text: localize(language, SETTINGS_TEXT.languageSet), changed: true };
     }
@@ -398,7 +437,7 @@ export async function changeSetting(
       if (config.STREAMING !== "on") return refuse(SETTINGS_TEXT.streamingUnavailable);
       if (!streamingOffered(asker, config)) return refuse(SETTINGS_TEXT.streamingNotHere);
       const on = /^(on|開)$/i.test(trimmed) ? true : /^(off|關)$/i.test(trimmed) ? false : undefined;
-      if (on === undefined) return refuse(SETTINGS_TEXT.streamingUnknown);
+      if (on === undefined) return refuseValue("streaming");
       await settings.set(conversation, "streaming", on ? "on" : "off");
       return {
         text: localize(locale, SETTINGS_TEXT.streamingSet, {
@@ -410,7 +449,7 @@ export async function changeSetting(
     case "replies": {
       if (asker.chatKind !== "group") return refuse(SETTINGS_TEXT.repliesGroupOnly);
       const mode = /^(mention|mentions)$/i.test(trimmed) ? "mention" : /^all$/i.test(trimmed) ? "all" : undefined;
-      if (!mode) return refuse(SETTINGS_TEXT.repliesUnknown);
+      if (!mode) return refuseValue("replies");
       // Telegram with privacy mode on never delivers the other messages: say so instead of pretending.
       if (mode === "all" && asker.readsAllGroupMessages && !(await asker.readsAllGroupMessages()))
         return refuse(SETTINGS_TEXT.privacyMode);
@@ -430,7 +469,7 @@ export async function changeSetting(
           : /^(always|on|開)$/i.test(trimmed)
             ? "always"
             : undefined;
-      if (!mode) return refuse(SETTINGS_TEXT.voiceUnknown);
+      if (!mode) return refuseValue("voice");
       await settings.set(conversation, "voice", mode);
       return { text: localize(locale, SETTINGS_TEXT.voiceSet, { value: voiceWords(locale, mode) }), changed: true };
     }

@@ -41,6 +41,8 @@ export interface ReminderPress {
   chatId?: string;
   /** Whether the presser administers that group (asked only for someone else's reminder). */
   isGroupAdmin?: (() => Promise<boolean>) | undefined;
+  /** The language of the answer (the pressed message's conversation's); default `BOT_LOCALE`. */
+  locale?: Locale;
 }
 
 /** The answer to a press. */
@@ -81,7 +83,7 @@ export class ReminderActions {
    */
   async press(press: ReminderPress): Promise<PressAnswer> {
     const { redis, scheduler, config } = this.parts;
-    const locale = config.BOT_LOCALE;
+    const locale = press.locale ?? config.BOT_LOCALE;
     const parsed = parseButton(press.data);
     if (!parsed) return { notice: gone(locale) };
     if (parsed.userId !== press.userId && parsed.action === "c" && press.chatId !== undefined) {

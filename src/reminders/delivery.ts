@@ -38,6 +38,8 @@ import {
   type Reminder,
 } from "./store.js";
 import { localize } from "../i18n.js";
+import type { SettingsStore } from "../settings/store.js";
+import { conversationLocale } from "../worker/pipeline.js";
 
 /** What reminder delivery needs. */
 export interface ReminderDeliveryDeps {
@@ -49,6 +51,8 @@ export interface ReminderDeliveryDeps {
   prefix?: string;
   /** The outbound side of every platform this worker posts on. */
   outbounds: Partial<Record<Platform, Outbound>>;
+  /** The conversations' settings (the settings feature), for the language of what is posted; without it `BOT_LOCALE`. */
+  settings?: SettingsStore | undefined;
 }
 
 /** Reminder delivery in one worker process: the processor of the `reminders` queue (run by the worker, `src/reminders/feature.ts`). */
@@ -130,7 +134,6 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
       return "revoked";
     }
     const now = Date.now();
-    const locale = config.BOT_LOCALE;
     if (
       reminder.chatKind === "group" &&
       outbound.isMember &&
@@ -139,16 +142,19 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
       await pauseForLeaver(outbound, owner, reminder, marker, rlog);
       return "paused";
     }
+    const conversation = reminder.topicId
+      ? { platform, chatId: reminder.chatId, topicId: reminder.topicId }
+      : { platform, chatId: reminder.chatId };
+    const locale = await conversationLocale({ config, settings: deps.settings }, conversation, rlog);
     let sent;
     try {
       sent = await outbound.sendReminder({
-        conversation: reminder.topicId
-          ? { platform, chatId: reminder.chatId, topicId: reminder.topicId }
-          : { platform, chatId: reminder.chatId },
+        conversation,
         chatKind: reminder.chatKind,
         owner: { userId, userName: reminder.userName },
         text: reminderText(reminder, dueAt, now - dueAt, locale),
         token: buttonToken(owner, reminderId, dueAt),
+        locale,
       });
     } catch (error) {
       if (!(error instanceof ChatUnreachableError)) throw error;
@@ -186,7 +192,10 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
     await scheduler.unschedule(owner, reminder);
     await redis.set(marker, "left", "EX", MARKER_TTL_SECONDS);
     rlog.warn("the owner of a group reminder is no longer a member of the group; paused and the admins told");
-    const locale = config.BOT_LOCALE;
+    const conversation = reminder.topicId
+      ? { platform: owner.platform, chatId: reminder.chatId, topicId: reminder.topicId }
+      : { platform: owner.platform, chatId: reminder.chatId };
+    const locale = await conversationLocale({ config, settings: deps.settings }, conversation, rlog);
     const text = localize(
       locale,
       {
@@ -199,9 +208,7 @@ export function reminderDelivery(deps: ReminderDeliveryDeps): ReminderDelivery {
       { name: reminder.userName, id: reminder.id, text: reminder.text },
     );
     const to = {
-      conversation: reminder.topicId
-        ? { platform: owner.platform, chatId: reminder.chatId, topicId: reminder.topicId }
-        : { platform: owner.platform, chatId: reminder.chatId },
+      conversation,
       chatKind: reminder.chatKind,
       reply: {
         ...(reminder.topicId ? { threadId: reminder.topicId } : {}),

@@ -41,6 +41,7 @@ export const remindersFeature = defineFeature<ReminderActions>({
       try {
         const answer = await reminders.press({
           data: press.data,
+          locale,
           platform: press.platform,
           userId: press.userId,
           // A group's admins may cancel any reminder of the group there (issue 39).
@@ -68,6 +69,7 @@ export const remindersFeature = defineFeature<ReminderActions>({
           redis: bullRedis,
           prefix,
           outbounds: answer.outbounds,
+          settings: answer.settings,
         }),
     },
   ],

@@ -9,11 +9,11 @@ import { hasAccess } from "../access/check.js";
 import type { AccessSubject } from "../access/policy.js";
 import type { AccessStore } from "../access/store.js";
 import type { Config } from "../config.js";
-import { checkBudget } from "../usage/budget.js";
+import { checkBudget, type BudgetScope } from "../usage/budget.js";
 import type { UsageStore } from "../usage/store.js";
 
-/** Why an occurrence may not run: the owner or chat is not served any more, or a day budget is spent (with its message). */
-export type TaskRefusal = { kind: "access" } | { kind: "budget"; text: string };
+/** Why an occurrence may not run: the owner or chat is not served any more, or a day budget is spent (whose, with its message in `BOT_LOCALE`). */
+export type TaskRefusal = { kind: "access" } | { kind: "budget"; scope: BudgetScope; text: string };
 
 /**
  * Whether `subject` (the task's owner, in the task's chat) may be served now, and within budget.
@@ -27,5 +27,5 @@ export async function occurrenceRefusal(
 ): Promise<TaskRefusal | undefined> {
   if (!(await hasAccess(config, stores.access, subject))) return { kind: "access" };
   const spent = await checkBudget(stores.usage, config, subject);
-  return spent ? { kind: "budget", text: spent.text } : undefined;
+  return spent ? { kind: "budget", scope: spent.scope, text: spent.text } : undefined;
 }

@@ -124,7 +124,17 @@ export function runDeps(parts: RunParts, message: IncomingMessage, run: RunOptio
       ...(settings ? { locale: settings.language } : {}),
     }),
     grantFor: grantLookup(grantStoreFor(redis, config, run.log), message),
-    ...(parts.usage ? { beforeModelCall: budgetGuard(parts.usage, config, message, run.usageSettled) } : {}),
+    // A budget spent mid-run is said in the conversation's language.
+    ...(parts.usage
+      ? {
+          beforeModelCall: budgetGuard(
+            parts.usage,
+            settings ? { ...config, BOT_LOCALE: settings.language } : config,
+            message,
+            run.usageSettled,
+          ),
+        }
+      : {}),
     ...(run.executeOnce ? { executeOnce: run.executeOnce } : {}),
     ...(run.checkpoint ? { checkpoint: run.checkpoint } : {}),
     ...(run.onUsage ? { onUsage: run.onUsage } : {}),

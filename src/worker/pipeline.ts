@@ -47,7 +47,7 @@ import type { ExecutionLedger } from "../toolbox/once.js";
 import { toolboxFor } from "../toolbox/select.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { z } from "zod";
-import { localize, MODEL_BUSY_NOTICE, STOP_TEXT } from "../i18n.js";
+import { localize, MODEL_BUSY_NOTICE, STOP_TEXT, type Locale } from "../i18n.js";
 import { stopButtonData, type RunningAnswer } from "../stop/stops.js";
 import { AnswerDeadlineError, LATE_DELIVERY_MS, Typing, deliverAnswer, sendApology } from "./deliver.js";
 import { CrashLoopError, isTransient, NoOutboundError, retryAfterMs } from "./errors.js";
@@ -153,8 +153,11 @@ export interface Taken {
   runId: string;
   /** The compute phase (reads the state's deadline, live answer, restored checkpoint). */
   compute(state: AnswerState): Promise<Computed>;
-  /** What the user reads when the answer fails for good and the error has no words of its own; default the generic apology. */
-  failureText?(): string;
+  /**
+   * What the user reads when the answer fails for good and the error has no words of its own, in
+   * `locale` (the conversation's language, when the answer read its settings); default the generic apology.
+   */
+  failureText?(locale: Locale): string;
   /** Called once the answer is over (delivered, paused again, or failed for good); e.g. deletes the approval record. */
   settle?(): Promise<void>;
   /**
@@ -292,7 +295,7 @@ export async function answer(parts: AnswerParts, taken: Taken, attempt: JobAttem
   );
   timer.unref();
   try {
-    beginAttempt(state);
+    beginAttempt(parts, state);
     let text = state.restored.answer ?? (await computeAndPersist(parts, state));
     if (text !== undefined && state.body !== undefined && taken.beforeDeliver) {
       const note = await taken.beforeDeliver(state);
@@ -357,7 +360,7 @@ export function mayMove(conversation: ConversationRef): boolean {
  * that crash into the marker with its own start (`INCRBY 2`).
  * @throws {CrashLoopError} to skip it.
  */
-function beginAttempt(state: AnswerState): void {
+function beginAttempt(parts: AnswerParts, state: AnswerState): void {
   if (!state.attempt.resumed || state.begun === undefined) return;
   const crashes = state.begun - 1;
   if (crashes < CRASHES_BEFORE_SKIP) {
@@ -369,7 +372,7 @@ function beginAttempt(state: AnswerState): void {
     return;
   }
   state.log.error({ crashes }, `this message crashed a worker ${crashes} times; skipped with an apology`);
-  throw new CrashLoopError(crashes, state.taken.failureText?.());
+  throw new CrashLoopError(crashes, state.taken.failureText?.(localeOf(parts, state)));
 }
 
 /** *Restore*: what an earlier attempt left, the deadline kept from the first attempt, the typing indicator and the live answer. */
@@ -395,7 +398,15 @@ async function restore(parts: AnswerParts, taken: Taken, attempt: JobAttempt): P
   // Stop: registered with the reads above (`readAtStart`); an answer found already computed has nothing to stop.
   const running = read.running;
   if (running && restored.answer !== undefined) await running.end();
-  const live = openLive(parts, taken, { to, keys, typing, log, drafts, streamed: restored.streamed }, false, running);
+  // The Stop button speaks the conversation's language (its settings were read with the history above).
+  const locale = read.settings?.language ?? parts.config.BOT_LOCALE;
+  const live = openLive(
+    parts,
+    taken,
+    { to, keys, typing, log, drafts, streamed: restored.streamed },
+    false,
+    running && { running, locale },
+  );
   return {
     taken,
     to,
@@ -547,14 +558,15 @@ async function countAttempt(parts: AnswerParts, key: string, attempt: JobAttempt
  * outbound gives one and streaming is on, or when an earlier attempt
  * left streamed messages (they must end as the final answer or be deleted), or `always`; else undefined. The
  * list of posted messages is kept under the stream key for {@link CHECKPOINT_TTL_SECONDS}, so a
- * retried or redelivered job edits them instead of posting a second copy.
+ * retried or redelivered job edits them instead of posting a second copy. `stoppable` is the answer
+ * as Stop registered it, with the language of its Stop button (the conversation's).
  */
 function openLive(
   parts: AnswerParts,
   { outbound, message, kind }: Taken,
   at: Pick<AnswerState, "to" | "keys" | "typing" | "log" | "drafts"> & { streamed: SentRef[] },
   always = false,
-  running?: RunningAnswer,
+  stoppable?: { running: RunningAnswer; locale: Locale },
 ): AnswerStream | undefined {
   // An occurrence of a scheduled task is not streamed: nobody is watching it being written, and it goes out as one posted answer.
   if (
@@ -565,8 +577,8 @@ function openLive(
     return undefined;
   // The Stop button rides on the live messages while the answer is written (not on a busy notice's message).
   const stop =
-    running && !always
-      ? { label: localize(parts.config.BOT_LOCALE, STOP_TEXT.button), data: stopButtonData(running.id) }
+    stoppable && !always
+      ? { label: localize(stoppable.locale, STOP_TEXT.button), data: stopButtonData(stoppable.running.id) }
       : undefined;
   return openLiveAnswer(outbound.liveSurface(at.to, stop ? { stop } : {}), {
     intervalMs: parts.config.STREAM_EDIT_INTERVAL_MS,
@@ -594,6 +606,25 @@ function openLive(
 /** The locale of the bot's own messages in this answer: the conversation's `language` setting once read, else `BOT_LOCALE`. */
 export function localeOf(parts: AnswerParts, state: AnswerState): Settings["language"] {
   return state.settings?.language ?? parts.config.BOT_LOCALE;
+}
+
+/**
+ * The language of the bot's own words in `conversation` outside an answer (a reminder, a notice about
+ * a scheduled task): its `language` setting, else `BOT_LOCALE`. A Redis read (two in a Telegram
+ * topic), so ask it only when such words are about to be sent; an answer has read its settings
+ * already ({@link localeOf}). Never throws: an unreadable setting is logged and gives `BOT_LOCALE`.
+ */
+export async function conversationLocale(
+  parts: Pick<AnswerParts, "config"> & Partial<Pick<AnswerParts, "settings">>,
+  conversation: ConversationRef,
+  log: Logger,
+): Promise<Locale> {
+  try {
+    return (await parts.settings?.language(conversationOf(conversation))) ?? parts.config.BOT_LOCALE;
+  } catch (err) {
+    log.warn({ err }, "could not read the conversation's language; using BOT_LOCALE");
+    return parts.config.BOT_LOCALE;
+  }
 }
 
 /**
@@ -974,7 +1005,8 @@ async function fail(parts: AnswerParts, state: AnswerState, caught: unknown): Pr
     );
   } else {
     log.error({ err: error }, "could not answer the message; sending an apology");
-    await sendApology(taken.outbound, state.to, error, localeOf(parts, state), log, taken.failureText?.());
+    const locale = localeOf(parts, state);
+    await sendApology(taken.outbound, state.to, error, locale, log, taken.failureText?.(locale));
   }
   await taken.settle?.().catch((e: unknown) => log.error({ err: e }, "could not close the answer after its failure"));
 }

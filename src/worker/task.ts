@@ -38,10 +38,12 @@ import {
   type Task,
   type TaskOwner,
 } from "../tasks/store.js";
+import { budgetText } from "../usage/budget.js";
 import type { UsageStore } from "../usage/store.js";
 import { compute, userTurnOf } from "./compute.js";
 import {
   answer,
+  conversationLocale,
   freshCrashed,
   localeOf,
   outboundFor,
@@ -159,7 +161,6 @@ async function runOccurrence(
   log: AnswerParts["log"],
 ): Promise<TaskOutcome> {
   const { redis, config } = parts;
-  const locale = config.BOT_LOCALE;
   const message = occurrenceMessage(owner, task, dueAt);
   const attempt: JobAttempt = {
     made: job.attemptsMade,
@@ -184,7 +185,10 @@ async function runOccurrence(
   }
   if (refusal) {
     log.warn("a day budget is spent; this occurrence does not run");
-    const why = refusal.text;
+    // Told in the conversation's language (read now: the occurrence's answer, which reads its settings, does not run).
+    const locale = await conversationLocale(parts, message, log);
+    const why =
+      locale === config.BOT_LOCALE ? refusal.text : budgetText({ ...config, BOT_LOCALE: locale }, refusal.scope);
     await outbound
       .sendAnswer(destinationOf(message), `${occurrenceHeader(task, dueAt, 0, locale)}\n${why}`)
       .catch((err: unknown) => log.error({ err }, "could not tell the owner that the occurrence did not run"));
@@ -212,7 +216,7 @@ async function runOccurrence(
       answerId: message.messageId,
       runId: `${conversationKey(message)}:${message.messageId}`,
       compute: (state) => computeTask(parts, state, task, dueAt),
-      failureText: () =>
+      failureText: (locale) =>
         localize(
           locale,
           {
@@ -238,7 +242,7 @@ async function runOccurrence(
       owner,
       task,
       dueAt,
-      { ok: false, error: failureReason(done.failure, locale) },
+      { ok: false, error: failureReason(done.failure, localeOf(parts, done)) },
       log,
       outbound,
     );
@@ -292,11 +296,12 @@ async function pauseForLeaver(
   outbound: Outbound,
   log: AnswerParts["log"],
 ): Promise<void> {
-  const { redis, scheduler, config } = parts;
+  const { redis, scheduler } = parts;
   await pauseTask(redis, scheduler, owner, task, { by: "left" });
   await redis.set(taskKeys(owner).done(occurrenceId(owner, task.id, dueAt)), "left", "EX", DONE_TTL_SECONDS);
   log.warn("the owner of a group task is no longer a member of the group; the task is paused and the admins told");
-  const locale = config.BOT_LOCALE;
+  const message = occurrenceMessage(owner, task, dueAt);
+  const locale = await conversationLocale(parts, message, log);
   const text = localize(
     locale,
     {
@@ -309,7 +314,7 @@ async function pauseForLeaver(
     { name: task.userName, id: task.id, what: shortInstruction(task.instruction, 40) },
   );
   // No mention: the owner is not in the group any more.
-  const { mention: _gone, ...to } = destinationOf(occurrenceMessage(owner, task, dueAt));
+  const { mention: _gone, ...to } = destinationOf(message);
   const cancel = {
     label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: task.id }),
     data: taskButton("c", owner, task.id),
@@ -337,7 +342,7 @@ async function finishOccurrence(
   log: AnswerParts["log"],
   outbound: Outbound | undefined,
 ): Promise<void> {
-  const { redis, scheduler, config } = parts;
+  const { redis, scheduler } = parts;
   const task = await getTask(redis, owner, was.id, log);
   if (!task) return;
   if (!task.repeat) {
@@ -359,7 +364,8 @@ async function finishOccurrence(
   await pauseTask(redis, scheduler, owner, after, { by: "failures", reason });
   log.warn({ failures, reason }, "scheduled task paused after failing occurrences in a row; its owner is told");
   if (!outbound) return;
-  const locale = config.BOT_LOCALE;
+  const message = occurrenceMessage(owner, task, dueAt);
+  const locale = await conversationLocale(parts, message, log);
   const text = localize(
     locale,
     {
@@ -377,7 +383,7 @@ async function finishOccurrence(
       reason,
     },
   );
-  const to = destinationOf(occurrenceMessage(owner, task, dueAt));
+  const to = destinationOf(message);
   const resume = {
     label: localize(locale, { "zh-TW": "▶️ 繼續", en: "▶️ Resume" }),
     data: taskButton("r", owner, task.id),
@@ -437,7 +443,8 @@ async function pauseUnreachable(
     return;
   }
   const outbound = parts.outbounds[owner.platform];
-  const locale = parts.config.BOT_LOCALE;
+  // The owner's private chat is a conversation of its own: its language.
+  const locale = await conversationLocale(parts, { platform: owner.platform, chatId: dm }, log);
   const text = localize(
     locale,
     {

@@ -208,6 +208,33 @@ describe("typing and prompts", () => {
     expect(fake.sent.length).toBe(before + 2);
   });
 
+  it("a prompt's action shows as it is: Markdown in a value is escaped, the quote of a value of several lines stays a quote", async () => {
+    const to = incoming(true);
+    await outbound.sendApprovalPrompt(destinationOf(to), {
+      approvalId: "plainP1",
+      action:
+        "使用 MCP 伺服器「fs」的工具 write\n• path: notes/__init__.py\n• text:\n> line one\n> **bold** [link](https://example.com)",
+      requesterName: "Alice",
+      expiresAt: Date.now() + 300_000,
+    });
+    const content = fake.sent.at(-1)!.content;
+    expect(content).toContain(
+      "• path: notes/\\_\\_init\\_\\_.py\n• text:\n> line one\n> \\*\\*bold\\*\\* \\[link](https://example.com)",
+    );
+  });
+
+  it("a notice (a paused task's, to a group's admins) shows the names and texts in it as they are", async () => {
+    const to = incoming(false);
+    await outbound.sendNotice!(
+      { ...destinationOf(to), mention: undefined },
+      "⏸️ 給群組管理員：**Eve** 已不在這個群組，他設定的排程任務 #1（__list__ my todos）已暫停。",
+      [{ label: "❌ 取消 #1", data: "tk:c:1" }],
+    );
+    expect(fake.sent.at(-1)!.content).toBe(
+      "⏸️ 給群組管理員：\\*\\*Eve\\*\\* 已不在這個群組，他設定的排程任務 #1（\\_\\_list\\_\\_ my todos）已暫停。",
+    );
+  });
+
   it("rejects an approval id that does not fit a custom_id token", async () => {
     await expect(
       outbound.sendApprovalPrompt(destinationOf(incoming(true)), {

@@ -119,6 +119,20 @@ describe("a burst of 8 messages on a nearly spent budget", () => {
     expect(requestsWith("calc 7401 * 1").length).toBeGreaterThan(1);
   }, 60_000);
 
+  it("Telegram, a chat set to English: the run stopped by the spent budget says so in English", async () => {
+    const tg = stack.telegram;
+    const user: User = tg.user(7403, "Fern");
+    const chat: Chat = tg.privateChat(user);
+    tg.sendUserMessage({ chat, from: user, text: "/settings language en" });
+    await tg.waitFor(() => tg.sent.find((m) => m.chatId === 7403), ANSWER_TIMEOUT_MS, "the settings reply");
+    await spend("telegram", "7403", BUDGET - 1);
+    tg.sendUserMessage({ chat, from: user, text: "calc 7403 * 1" });
+    const reply = await tg.waitFor(() => tg.sent.filter((m) => m.chatId === 7403)[1], 30_000, "the reply");
+    // The first call was allowed (the gate let the message in); the run stopped before the second.
+    expect(requestsWith("calc 7403 *")).toHaveLength(1);
+    expect(reply.text).toMatch(new RegExp(`^You have used today's budget \\(${BUDGET} tokens\\)\\. It resets at `));
+  }, 60_000);
+
   it("Discord: one model call in all, 8 budget messages", async () => {
     const dc = stack.discord;
     const author: FakeUser = { id: "740200000000000001", username: "erin", global_name: "Erin" };

@@ -466,6 +466,17 @@ it("a sticker is answered politely; its keywords, when sent, are read", async ()
   await line.waitFor(() => line.messagesTo(alice.userId).find((m) => m.text.includes("(LINE sticker: thanks)")));
 });
 
+it("a chat set to English is answered in English where the adapter answers by itself (a sticker without keywords)", async () => {
+  const lou = line.user("Lou");
+  await line.deliver([line.textEvent(dm(lou), "/settings language en")]);
+  await line.waitFor(() => line.messagesTo(lou.userId).find((m) => m.text.startsWith("Done: my own messages")));
+  await line.deliver([
+    line.messageEvent(dm(lou), { type: "sticker", packageId: "1", stickerId: "2", stickerResourceType: "STATIC" }),
+  ]);
+  const thanks = await line.waitFor(() => line.messagesTo(lou.userId).find((m) => m.text.includes("sticker")));
+  expect(thanks.text).toBe("Thanks for the sticker 😊 How can I help?");
+});
+
 it("a reminder is pushed at its time with done / snooze postbacks; done is answered with the reply token", async () => {
   const at = secondsAhead(60);
   await line.deliver([line.textEvent(dm(alice), `call set_reminder {"text":"drink water","at":"${localIso(at)}"}`)]);

@@ -70,7 +70,7 @@ describe("Telegram: voice replies", () => {
     const set = await send(chat, user, { text: "/settings voice when-spoken" });
     expect(set.text).toBe("好的，語音回覆：回覆語音訊息時。文字回答照常送出，在語音之後。");
     expect((await send(chat, user, { text: "/settings voice loud" })).text).toBe(
-      "語音回覆只能是 off、when-spoken 或 always。",
+      "「loud」不是語音回覆的選項。可用：off、when-spoken、always，例如 /settings voice when-spoken。",
     );
 
     // when-spoken: a typed message gets text only.

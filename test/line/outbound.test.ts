@@ -105,6 +105,25 @@ it("sends an approval prompt as a buttons template within LINE's limits; a long 
   expect(buttons!.postbacks).toHaveLength(3);
 });
 
+it("an approval prompt shows the action as it is: a task's **instruction** and an MCP call's *_old_*.log keep their characters", async () => {
+  const base = { requesterName: "Bob **B**", expiresAt: Date.now() + 300_000 };
+  // Each with a reply token of its own: no push is spent (the fake's monthly quota is for the test below).
+  await outbound.sendApprovalPrompt(to(bob, String(line.textEvent({ from: bob }, "t").replyToken)), {
+    ...base,
+    approvalId: "Md_1",
+    action: "排程任務（時間 明天 08:00）：「**list my todos**」",
+  });
+  const task = line.messagesTo(bob.userId).at(-1)!;
+  expect(task.text).toContain("「**list my todos**」");
+  expect(task.text).toContain("只有 Bob **B** 可以決定");
+  await outbound.sendApprovalPrompt(to(bob, String(line.textEvent({ from: bob }, "m").replyToken)), {
+    ...base,
+    approvalId: "Md_2",
+    action: "使用 MCP 伺服器「fs」的工具 delete\n• pattern: *_old_*.log",
+  });
+  expect(line.messagesTo(bob.userId).at(-1)!.text).toContain("• pattern: *_old_*.log");
+});
+
 it("near LINE_PUSH_MONTHLY_LIMIT a reply token older than 50 s is still tried (and a log line says so) before pushing", async () => {
   const limited = testConfig({ ...configEnv(), LINE_PUSH_MONTHLY_LIMIT: "10" });
   const quiet = captureLogger();

@@ -219,7 +219,8 @@ it("on Discord too: a destructive MCP tool asks by button and runs once on appro
     WAIT,
     "the approval prompt",
   );
-  expect(prompt.content).toContain("使用 MCP 伺服器「items」的工具 delete_item");
+  // Discord's prompt shows the action as it is: its Markdown characters escaped (`_` would start italics).
+  expect(prompt.content).toContain("使用 MCP 伺服器「items」的工具 delete\\_item");
   expect(prompt.content).toContain("• id: 77");
   expect(http.calls.length).toBe(before);
   dc.clickButton(

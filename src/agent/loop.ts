@@ -19,7 +19,7 @@ import { metrics } from "../metrics.js";
 import { systemPrompt } from "../prompts.js";
 import type { ToolContext, ToolImage } from "../toolbox/tool.js";
 import type { ToolExecution } from "../toolbox/toolbox.js";
-import { preview } from "../trace/tracer.js";
+import { preview, type Tracer } from "../trace/tracer.js";
 import {
   MODEL_RETRY_TIMING,
   type AgentDeps,
@@ -207,14 +207,7 @@ export async function resumeAgent(run: PausedRun, verdict: ApprovalVerdict, deps
         // (the todo it deletes may be gone), so nobody is asked to approve what can no longer succeed.
         const check = await deps.toolbox.prepare(call.name, call.input, context);
         if (!check.ok) {
-          tracer.event("tool_result", {
-            tool: call.name,
-            toolUseId: call.toolUseId,
-            ok: false,
-            refused: "precheck",
-            preview: preview(check.content),
-          });
-          const result = toolResult(call.toolUseId, check.content, true);
+          const result = refusedByPrecheck(tracer, call.name, call.toolUseId, check.content);
           results.push(result);
           answered.set(signature, result);
           continue;
@@ -1100,14 +1093,7 @@ async function runTurn(
       // now: nobody is asked to approve something that would fail anyway.
       const check = await toolbox.prepare(use.name, use.input, context);
       if (!check.ok) {
-        tracer.event("tool_result", {
-          tool: use.name,
-          toolUseId: use.id,
-          ok: false,
-          refused: "precheck",
-          preview: preview(check.content),
-        });
-        const result = toolResult(use.id, check.content, true);
+        const result = refusedByPrecheck(tracer, use.name, use.id, check.content);
         results.push(result);
         answered.set(signature, result);
         continue;
@@ -1313,6 +1299,16 @@ function closingText(verdict: ApprovalVerdict, context: ToolContext): string {
  * two images becomes a text block of its own, blank pieces are left out (the API refuses empty
  * text blocks).
  */
+/**
+ * The answer to a dangerous call its tool's check refused (`ToolBox.prepare`: bad input, or e.g.
+ * "no todo #7"), traced as a `tool_result` refused by the precheck: an error tool_result with the
+ * check's text, for the model to act on. Nobody was asked.
+ */
+function refusedByPrecheck(tracer: Tracer, tool: string, toolUseId: string, content: string): ToolResultBlockParam {
+  tracer.event("tool_result", { tool, toolUseId, ok: false, refused: "precheck", preview: preview(content) });
+  return toolResult(toolUseId, content, true);
+}
+
 function toolResult(toolUseId: string, content: string, isError: boolean, images?: ToolImage[]): ToolResultBlockParam {
   const text = content.trim() === "" ? "(no output)" : content;
   let body: ToolResultBlockParam["content"] = text;

@@ -29,7 +29,8 @@ const LINE_BREAKING = /[\p{Cc}\p{Zl}\p{Zp}]/gu;
 
 /**
  * One line of plain text: controls and line or paragraph separators become spaces, invisible
- * characters ({@link INVISIBLE}) are removed, runs of whitespace become one space, the ends are
+ * characters ({@link INVISIBLE}) are removed but a zero-width joiner between two emoji (👩‍💻,
+ * 🏳️‍🌈 stay one picture; {@link withoutInvisible}), runs of whitespace become one space, the ends are
  * trimmed, and the result is cut to `maxLength` characters (code points, so never inside a
  * surrogate pair).
  *
@@ -37,7 +38,7 @@ const LINE_BREAKING = /[\p{Cc}\p{Zl}\p{Zp}]/gu;
  * @returns the plain line; `""` when nothing visible is left (callers choose a fallback).
  */
 export function plainLine(text: string, maxLength = Infinity): string {
-  const line = text.replace(INVISIBLE, "").replace(LINE_BREAKING, " ").replace(/\s+/g, " ").trim();
+  const line = withoutInvisible(text).replace(LINE_BREAKING, " ").replace(/\s+/g, " ").trim();
   if (maxLength === Infinity || line.length <= maxLength) return line;
   return [...line].slice(0, maxLength).join("").trimEnd();
 }
@@ -53,6 +54,25 @@ const C1_CONTROLS = /[\u0080-\u009F]/g;
 const EMOJI_BEFORE = /(?:[\p{Extended_Pictographic}\u{1F3FB}-\u{1F3FF}]|\uFE0F)$/u;
 /** What may follow such a joiner: a pictograph. */
 const EMOJI_AFTER = /^\p{Extended_Pictographic}/u;
+
+/** A replacer for {@link INVISIBLE}: keeps a zero-width joiner between two emoji, removes the rest. */
+function keepEmojiJoiner(char: string, offset: number, whole: string): string {
+  return char === "\u200D" &&
+    EMOJI_BEFORE.test(whole.slice(Math.max(0, offset - 2), offset)) &&
+    EMOJI_AFTER.test(whole.slice(offset + 1, offset + 3))
+    ? char
+    : "";
+}
+
+/**
+ * `text` without its invisible characters ({@link INVISIBLE}), except a zero-width joiner between
+ * two emoji, which makes them one picture (👩‍💻 = 👩 U+200D 💻; 🏳️‍🌈): removing it would show,
+ * and store, two pictures. Source: Unicode emoji ZWJ sequences, https://www.unicode.org/reports/tr51/#Emoji_ZWJ_Sequences.
+ * @returns the text, as long or shorter; never throws.
+ */
+export function withoutInvisible(text: string): string {
+  return text.replace(INVISIBLE, keepEmojiJoiner);
+}
 
 /**
  * Text of other people or of the model (answers, streamed deltas, tool status lines, listings)
@@ -72,13 +92,7 @@ export function terminalText(text: string): string {
   return text
     .replace(/\r\n/g, "\n")
     .replace(/[\u2028\u2029]/g, "\n")
-    .replace(INVISIBLE, (char: string, offset: number, whole: string) =>
-      char === "\u200D" &&
-      EMOJI_BEFORE.test(whole.slice(Math.max(0, offset - 2), offset)) &&
-      EMOJI_AFTER.test(whole.slice(offset + 1, offset + 3))
-        ? char
-        : "",
-    )
+    .replace(INVISIBLE, keepEmojiJoiner)
     .replace(TERMINAL_CONTROLS, (char) => String.fromCharCode(char === "\u007F" ? 0x2421 : 0x2400 + char.charCodeAt(0)))
     .replace(C1_CONTROLS, "");
 }

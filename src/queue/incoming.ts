@@ -18,8 +18,15 @@ export type Platform = (typeof PLATFORMS)[number];
  * refusal with its "write your question" notice, or ignores the line as the console does).
  */
 export function isBlankText(text: string): boolean {
-  return text.replace(INVISIBLE, "").trim() === "";
+  return text.replace(INVISIBLE, "").replace(SHOWS_NOTHING_ALONE, "").trim() === "";
 }
+
+/**
+ * What shows nothing on its own besides {@link INVISIBLE} and whitespace: controls (`\p{Cc}`, NEL
+ * U+0085 among them), variation selectors 1–16 (they only change the character before them) and the
+ * blank Braille pattern U+2800.
+ */
+const SHOWS_NOTHING_ALONE = /[\p{Cc}\uFE00-\uFE0F\u2800]/gu;
 
 /**
  * A string schema whose value is made well-formed first: every lone UTF-16 surrogate (half of a

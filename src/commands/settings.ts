@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import { isAdmin } from "../access/policy.js";
 import { modelLabel, type Config, type Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
+import { plainLine } from "../plain-text.js";
 import { conversationOf, type ConversationRef, type Platform } from "../queue/incoming.js";
 import {
   cleanPersona,
@@ -182,13 +183,22 @@ const CHOICES = {
 } satisfies Partial<Record<SettingName, { setting: Localized; values: string[]; example: string }>>;
 
 /**
+ * What someone typed (or a forged button carried), quoted back in a refusal: one plain line of at
+ * most `max` characters (code points), a lone UTF-16 surrogate as U+FFFD, so the answer is one a
+ * platform accepts (a lone surrogate is refused by JSON parsers of the platforms' APIs).
+ */
+function quoted(text: string, max: number): string {
+  return plainLine(text.toWellFormed(), max);
+}
+
+/**
  * The refusal of a value that setting `name` does not take (none given, or `value`): which values
  * it takes, and how to type a change, in `locale`; as the refusal of an unknown model says the models offered.
  */
 function valueRefusal(locale: Locale, name: keyof typeof CHOICES, value: string): string {
   const { setting, values, example } = CHOICES[name];
   return localize(locale, value === "" ? SETTINGS_TEXT.valueMissing : SETTINGS_TEXT.valueUnknown, {
-    value: value.slice(0, 32),
+    value: quoted(value, 32),
     setting: localize(locale, setting),
     values: values.join(locale === "zh-TW" ? "、" : ", "),
     name,
@@ -419,7 +429,7 @@ export async function changeSetting(
     case "model": {
       const list = config.MODELS.map((m) => (m.label === m.id ? m.id : `${m.label} (${m.id})`)).join(", ");
       const model = config.MODELS.find((m) => m.id === trimmed || m.label.toLowerCase() === trimmed.toLowerCase());
-      if (!model) return refuse(SETTINGS_TEXT.modelUnknown, { model: trimmed.slice(0, 100), list });
+      if (!model) return refuse(SETTINGS_TEXT.modelUnknown, { model: quoted(trimmed, 100), list });
       await settings.set(conversation, "model", model.id);
       return { text: localize(locale, SETTINGS_TEXT.modelSet, { model: model.label }), changed: true };
     }
@@ -490,7 +500,7 @@ export async function settingsCommand(
   const name = (["persona", "model", "language", "streaming", "replies", "voice"] as const).find(
     (n) => n === rawName.toLowerCase(),
   );
-  if (!name) return localize(asker.locale, SETTINGS_TEXT.unknownSetting, { name: rawName.slice(0, 32) });
+  if (!name) return localize(asker.locale, SETTINGS_TEXT.unknownSetting, { name: quoted(rawName, 32) });
   const value = name === "persona" ? args.trim().slice(rawName.length) : rest.join(" ");
   return (await changeSetting(asker, name, value, services)).text;
 }

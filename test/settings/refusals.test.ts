@@ -57,3 +57,16 @@ it("the language, replies in a group and voice replies are refused the same way"
   expect(await redis.exists(keyOf("41"))).toBe(0);
   expect(await redis.exists(keyOf("-41"))).toBe(0);
 });
+
+it("a refused value, setting name or model is quoted back well-formed: a lone surrogate as U+FFFD, a control as a space", async () => {
+  const services = { config, settings: new SettingsStore(redis, config, silentLogger) };
+  expect(await settingsCommand(asker("en"), "language x\ud800", services)).toBe(
+    "“x\ufffd” is not an option for the language. Available: zh-TW, en, e.g. /settings language en.",
+  );
+  const unknownSetting = await settingsCommand(asker("en"), "fo\udc00o", services);
+  expect(unknownSetting).toContain("“fo\ufffdo”");
+  const unknownModel = await settingsCommand(asker("en"), "model claude\u001b[2J\ud83d", services);
+  expect(typeof unknownModel === "string" ? unknownModel : JSON.stringify(unknownModel)).toContain("claude [2J\ufffd");
+  for (const text of [unknownSetting, unknownModel])
+    expect(JSON.stringify(text)).not.toMatch(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|\\u001b/i);
+});

@@ -97,7 +97,7 @@ export async function prepareMedia(
   if (unreadable)
     throw new MediaError(
       "unsupported",
-      `a ${unreadable.what} file (${unreadable.ref.mimeType ?? "no type"}) is not read`,
+      `a ${unreadable.what === "file" ? "" : `${unreadable.what} `}file (${unreadable.ref.mimeType ?? "no type"}) is not read`,
       unreadable.what,
     );
   const images = planned.filter((p) => p.what === "image").length;

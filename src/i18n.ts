@@ -36,6 +36,19 @@ export function writtenLocale(text: string): Locale | undefined {
   return /[A-Za-z]/.test(text.replace(EXPONENT_E, "")) ? "en" : undefined;
 }
 
+/**
+ * One of the bot's locales for a client's language tag (Telegram's `language_code`, Discord's
+ * `locale`: IETF tags such as `zh-hant`, `zh-TW`, `en-US`), matched by its primary subtag
+ * (`zh` → `zh-TW`, `en` → `en`); undefined for any other language or none, so the caller's
+ * default applies.
+ */
+export function clientLocale(tag: string | undefined): Locale | undefined {
+  const primary = tag?.trim().toLowerCase().split(/[-_]/)[0];
+  if (primary === "zh") return "zh-TW";
+  if (primary === "en") return "en";
+  return undefined;
+}
+
 const ENGLISH_PLURAL = new Intl.PluralRules("en");
 
 /**

@@ -35,7 +35,7 @@ import { buttonKind } from "../../src/buttons.js";
 import { commandsFor, findCommand } from "../../src/commands/catalog.js";
 import type { CommandReply } from "../../src/commands/command.js";
 import type { Config } from "../../src/config.js";
-import { localize, type Locale } from "../../src/i18n.js";
+import { clientLocale, localize, type Locale } from "../../src/i18n.js";
 import type { Logger } from "../../src/log.js";
 import type { Outbound } from "../../src/outbound.js";
 import { personName } from "./inbound.js";
@@ -132,9 +132,7 @@ export class DiscordInteractions {
    * conversation's `/settings` language wins over it (the command runner and the button router read it).
    */
   localeOf(discordLocale: string | undefined): Locale {
-    if (discordLocale?.startsWith("zh")) return "zh-TW";
-    if (discordLocale?.startsWith("en")) return "en";
-    return this.config.BOT_LOCALE;
+    return clientLocale(discordLocale) ?? this.config.BOT_LOCALE;
   }
 
   /**

@@ -8,7 +8,7 @@
  *    most `PAIRING_CODES_PER_PLATFORM_PER_HOUR` new ones per platform an hour, then "try again in an
  *    hour" once an hour to each new stranger, and one warning in the log),
  *    "this bot is private" once a day (`allowlist`, DMs), or silence with one note a day (groups
- *    not enabled);
+ *    not enabled) — in the stranger's language, who has no `/settings` yet ({@link strangerLocale});
  * 2. rate limit (`RATE_LIMIT_PER_MINUTE` per user, across chats and platforms; rate-limiter-flexible):
  *    one "slow down" per window, then silence;
  * 3. budgets (`GLOBAL_DAILY_TOKENS`, `USER_DAILY_TOKENS`; admins are exempt from the user budget;
@@ -23,7 +23,7 @@ import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { RedisClient } from "../redis.js";
 import { EnqueueError } from "../queue/errors.js";
 import type { Config } from "../config.js";
-import { localize, type Locale, type Localized } from "../i18n.js";
+import { clientLocale, localize, writtenLocale, type Locale, type Localized } from "../i18n.js";
 import type { Logger } from "../log.js";
 import { metrics, type RefusalReason } from "../metrics.js";
 import { conversationKey, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
@@ -122,6 +122,17 @@ export interface AccessGateDeps {
   now?: () => number;
 }
 
+/**
+ * The language a stranger's message is answered in (a pairing code, "this bot is private", a
+ * group's note), since a stranger has no `/settings`: the client's language when the platform
+ * tells it (Telegram's `language_code`, {@link clientLocale}), else the script the message is
+ * written in ({@link writtenLocale}: `你好` → `zh-TW`, `hello` → `en`), else `fallback`
+ * (`BOT_LOCALE`): a message of only digits, emoji or a file.
+ */
+export function strangerLocale(message: Pick<IncomingMessage, "locale" | "text">, fallback: Locale): Locale {
+  return clientLocale(message.locale) ?? writtenLocale(message.text) ?? fallback;
+}
+
 /** The outcome of {@link AccessGate.admit}. */
 export type Admission = "queued" | "duplicate" | "refused" | "silent";
 
@@ -172,9 +183,11 @@ export class AccessGate {
       throw new EnqueueError(`could not check access: ${(error as Error).message}`, { cause: error });
     }
     if (!allowed) {
-      const answer = await this.#strangerAnswer(message).catch((error: unknown) => {
-        throw new EnqueueError(`could not check access: ${(error as Error).message}`, { cause: error });
-      });
+      const answer = await this.#strangerAnswer(message, strangerLocale(message, config.BOT_LOCALE)).catch(
+        (error: unknown) => {
+          throw new EnqueueError(`could not check access: ${(error as Error).message}`, { cause: error });
+        },
+      );
       return this.#refuse(message, answer, "stranger");
     }
     // Asked only on the way to a refusal: the common path costs nothing more.
@@ -228,10 +241,10 @@ export class AccessGate {
    * answer (a pairing code, "private" once a day, a group note once a day, or undefined = silence).
    * @throws when Redis fails.
    */
-  async check(subject: AccessSubject & { userName: string }): Promise<AccessVerdict> {
+  async check(subject: AccessSubject & { userName: string; locale: Locale }): Promise<AccessVerdict> {
     const admin = isAdmin(this.#deps.config, subject);
     if (await this.#accessRead(subject)) return { allowed: true, admin };
-    return { allowed: false, answer: await this.#strangerAnswer(subject) };
+    return { allowed: false, answer: await this.#strangerAnswer(subject, subject.locale) };
   }
 
   #accessRead(subject: AccessSubject): Promise<boolean> {
@@ -255,10 +268,12 @@ export class AccessGate {
     return { user: user?.budget, all: all?.budget };
   }
 
-  /** What a stranger is told, or undefined for silence. @throws when Redis fails. */
-  async #strangerAnswer(subject: AccessSubject & { userName: string }): Promise<string | undefined> {
+  /**
+   * What a stranger is told, in `locale`, or undefined for silence; the pairing notes `locale`, so
+   * "you are in" is said in it too. @throws when Redis fails.
+   */
+  async #strangerAnswer(subject: AccessSubject & { userName: string }, locale: Locale): Promise<string | undefined> {
     const { config } = this.#deps;
-    const locale = config.BOT_LOCALE;
     if (subject.chatKind === "group") {
       return (await this.access.firstTime("group", chatPrincipals(subject)[0]!))
         ? localize(locale, GATE_TEXT.groupNotEnabled)
@@ -274,6 +289,7 @@ export class AccessGate {
       userId: subject.userId,
       userName: subject.userName,
       chatId: subject.chatId,
+      locale,
     });
     if (pairing.status === "limited") {
       // Said once a day; later requests that day are counted (npm run access -- list) and get silence.

@@ -27,6 +27,7 @@ import { plainLine } from "../plain-text.js";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import type { RedisClient } from "../redis.js";
+import { LOCALES } from "../config.js";
 import { decodeRecord } from "../records.js";
 
 /** Letters and digits of a pairing code: no look-alikes (no 0/O, 1/I/L). */
@@ -51,7 +52,8 @@ const HOUR_MS = 3_600_000;
 
 /**
  * A stranger waiting for approval: who, and the DM to tell them in (`chatId`, where "you are in"
- * is sent); `expiresAt` in ms since the epoch. Decoded with this schema when read back from Redis.
+ * is sent), in the language they were answered in (`locale`; absent in pairings of older versions:
+ * `BOT_LOCALE`); `expiresAt` in ms since the epoch. Decoded with this schema when read back from Redis.
  */
 export const PairingSchema = z.object({
   code: z.string(),
@@ -59,6 +61,7 @@ export const PairingSchema = z.object({
   userId: z.string(),
   userName: z.string(),
   chatId: z.string(),
+  locale: z.enum(LOCALES).optional(),
   expiresAt: z.number(),
 });
 

@@ -423,7 +423,11 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         if (!approve) return back("access", "denied", { who: who! });
         let told = false;
         try {
-          await parts.tell?.(pairing.platform as Platform, pairing.chatId, localize(locale, COMMAND_TEXT.youAreIn));
+          await parts.tell?.(
+            pairing.platform as Platform,
+            pairing.chatId,
+            localize(pairing.locale ?? locale, COMMAND_TEXT.youAreIn),
+          );
           told = parts.tell !== undefined;
         } catch (error) {
           log.warn({ err: error, user: who }, "console: could not tell an approved user they are in");

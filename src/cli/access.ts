@@ -102,7 +102,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
           config,
           pairing.platform as Platform,
           pairing.chatId,
-          localize(config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
+          localize(pairing.locale ?? config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
         );
         io.out("they were told they are in");
       } catch (error) {

@@ -183,7 +183,7 @@ const LAST: readonly Command[] = [
           pairing.platform,
           pairing.chatId,
           pairing.userId,
-          localize(services.config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
+          localize(pairing.locale ?? services.config.BOT_LOCALE, COMMAND_TEXT.youAreIn),
         );
       } catch (error) {
         return localize(inv.locale, COMMAND_TEXT.approvedNotifyFailed, {

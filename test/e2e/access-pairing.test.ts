@@ -159,6 +159,33 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
   });
 
   itOneRedis(
+    "a stranger is answered in their language (the client's, else the one they write in), and told they are in in it",
+    async () => {
+      const tg = stack.telegram;
+      // An English Telegram client: English, whatever the text.
+      const visitor = tg.user(95102, "Visitor", { language_code: "en" });
+      const dm = tg.privateChat(visitor);
+      const first = await ask(dm, visitor, "你好");
+      expect(first.text).toContain("Hi! This is a private bot");
+      const code = CODE.exec(first.text)?.[1];
+      const before = sentTo(dm).length;
+      expect((await access("approve", code!)).stdout).toContain("they were told they are in");
+      const told = await tg.waitFor(() => sentTo(dm)[before], ANSWER_TIMEOUT_MS, "you are in");
+      expect(told.text).toMatch(/^You're in/);
+      // No client language (Discord and LINE never tell it): the script of the text.
+      const english = tg.user(95103, "Traveller", { language_code: undefined });
+      expect((await ask(tg.privateChat(english), english, "hello, can you help?")).text).toContain(
+        "Hi! This is a private bot",
+      );
+      const chinese = tg.user(95104, "阿明", { language_code: undefined });
+      expect((await ask(tg.privateChat(chinese), chinese, "hi 你好")).text).toContain("你的配對碼");
+      // Nothing to tell by (digits only): BOT_LOCALE.
+      const digits = tg.user(95105, "Digits", { language_code: undefined });
+      expect((await ask(tg.privateChat(digits), digits, "123")).text).toContain("你的配對碼");
+    },
+  );
+
+  itOneRedis(
     "names with line breaks, terminal escapes and bidi controls are one plain row in npm run access -- list",
     async () => {
       const tg = stack.telegram;

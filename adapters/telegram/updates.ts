@@ -26,7 +26,7 @@ import type { AdapterContext } from "../../src/adapter.js";
 import { EnqueueError } from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
-import { localize, type Locale } from "../../src/i18n.js";
+import { clientLocale, localize, type Locale } from "../../src/i18n.js";
 import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
 import {
@@ -228,6 +228,7 @@ export class TelegramUpdates {
       userId: to.userId,
       userName: to.userName,
       locale: this.config.BOT_LOCALE,
+      clientLocale: clientLocale(to.locale),
       mention: `@${this.bot.botInfo.username}`,
       isGroupAdmin: () => this.#isGroupAdmin({ id: chatId, type: "supergroup" }, to.userId),
       readsAllGroupMessages: () => this.#readsAllGroupMessages(),

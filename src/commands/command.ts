@@ -36,6 +36,12 @@ export interface CommandInvocation {
   userId: string;
   userName: string;
   locale: Locale;
+  /**
+   * The language of the person's app when the platform tells it and `locale` does not follow it
+   * (Telegram's `language_code` through `clientLocale` of `src/i18n.ts`): what a stranger, who has
+   * no `/settings`, is answered in. Absent: `locale`.
+   */
+  clientLocale?: Locale | undefined;
   /** How to address the bot in a group (`@mybot`), for `/help`. */
   mention?: string | undefined;
   /**

@@ -95,7 +95,8 @@ export class CommandRunner {
   async #run(asked: CommandInvocation): Promise<string | CommandReply | undefined> {
     const { config, log, gate } = this.services;
     // Replies are in the conversation's language when one is set there (`/settings`).
-    const locale = (await this.languageOf(asked)) ?? asked.locale;
+    const set = await this.languageOf(asked);
+    const locale = set ?? asked.locale;
     const invocation = { ...asked, locale };
     const command = findCommand(invocation.name, invocation.platform);
     if (!command) return unknownCommand(locale, invocation.name, invocation.platform, isAdmin(config, invocation));
@@ -104,7 +105,8 @@ export class CommandRunner {
       if (command.access === "admin") {
         if (!admin) return localize(locale, ADMIN_ONLY);
       } else {
-        const verdict = await gate.check({ ...invocation });
+        // A stranger has no conversation language: the app's, when the platform told it.
+        const verdict = await gate.check({ ...invocation, locale: set ?? asked.clientLocale ?? asked.locale });
         if (!verdict.allowed) return verdict.answer;
         if (
           command.access === "group-admin" &&

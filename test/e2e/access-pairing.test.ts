@@ -179,6 +179,11 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
       );
       const chinese = tg.user(95104, "阿明", { language_code: undefined });
       expect((await ask(tg.privateChat(chinese), chinese, "hi 你好")).text).toContain("你的配對碼");
+      // A command (Telegram's first contact is /start): the app's language, never the command's letters.
+      const starter = tg.user(95106, "Starter", { language_code: "en-US" });
+      expect((await ask(tg.privateChat(starter), starter, "/start")).text).toContain("Hi! This is a private bot");
+      const starter2 = tg.user(95107, "阿華");
+      expect((await ask(tg.privateChat(starter2), starter2, "/start")).text).toContain("你的配對碼");
       // Nothing to tell by (digits only): BOT_LOCALE.
       const digits = tg.user(95105, "Digits", { language_code: undefined });
       expect((await ask(tg.privateChat(digits), digits, "123")).text).toContain("你的配對碼");

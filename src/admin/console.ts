@@ -65,6 +65,28 @@ export const QUEUES_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'";
 
+/**
+ * Bull Board's page links Google Fonts' stylesheet (`<link href="https://fonts.googleapis.com/…">`
+ * in its `index.ejs`): {@link QUEUES_CSP} refuses it (the browser logged a policy violation on
+ * every visit), and an operator's console should not tell Google when it is opened, nor wait for it
+ * where the host has no internet. Its stylesheet falls back to the system's fonts.
+ */
+const OUTSIDE_FONTS = /<link\s[^>]*href="https:\/\/fonts\.googleapis\.com\/[^"]*"[^>]*>\s*/g;
+
+/**
+ * Express middleware for Bull Board's router: its page rendered without {@link OUTSIDE_FONTS}.
+ * A render error goes to Express' error handling as before; anything but the page is untouched.
+ */
+function withoutOutsideFonts(_req: express.Request, res: express.Response, next: express.NextFunction): void {
+  const render = res.render.bind(res);
+  res.render = ((view: string, options?: object) =>
+    render(view, options ?? {}, (error: Error | null, html: string) => {
+      if (error) next(error);
+      else res.send(html.replace(OUTSIDE_FONTS, ""));
+    })) as typeof res.render;
+  next();
+}
+
 /** Largest form body the console reads, in bytes. */
 const MAX_FORM_BYTES = 8 * 1024;
 /** Most keys scanned for one listing (people with tasks, reminders, grants or memory). */
@@ -162,7 +184,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
   });
   const boardApp = express();
   boardApp.disable("x-powered-by");
-  boardApp.use("/admin/queues", board.getRouter());
+  boardApp.use("/admin/queues", withoutOutsideFonts, board.getRouter());
 
   const send = (res: ServerResponse, status: number, html: string, headers: Record<string, string> = {}) => {
     res.writeHead(status, { "content-type": "text/html; charset=utf-8", ...headers }).end(html);

@@ -253,10 +253,18 @@ describe("the console in a real browser", () => {
     await page.screenshot({ path: `${SHOTS}/tasks.png`, fullPage: true });
 
     // Bull Board behind the same login: its page (drawn by its own script, under its policy) and API answer this session.
+    const browserErrors: string[] = [];
+    page.on("console", (m) => void (m.type() === "error" && browserErrors.push(m.text())));
+    const outside: string[] = [];
+    page.on("request", (r) => void (new URL(r.url()).host !== new URL(stack.base).host && outside.push(r.url())));
     await page.click("nav >> text=Queues");
     await page.waitForURL(/\/admin\/queues\/$/);
     await expect.poll(() => page.locator(`text=${TASKS_QUEUE}`).count()).toBeGreaterThan(0);
     await page.screenshot({ path: `${SHOTS}/queues.png`, fullPage: true });
+    // No stylesheet from Google Fonts: no policy violation logged, no request leaves this host.
+    expect(browserErrors).toEqual([]);
+    expect(outside).toEqual([]);
+    expect(await (await page.request.get(`${stack.base}/admin/queues/`)).text()).not.toContain("fonts.googleapis");
     const api = await page.request.get(`${stack.base}/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10`);
     expect(api.status()).toBe(200);
     expect(((await api.json()) as { queues: { name: string }[] }).queues.map((q) => q.name).sort()).toEqual(

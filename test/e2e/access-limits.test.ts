@@ -71,7 +71,8 @@ describe("allowlist on Discord", () => {
     async () => {
       const stranger = user(100, "Stranger");
       const requests = stack.model.requests.length;
-      expect((await ask(stranger, "calc 1 + 2 private-please")).content).toContain("私人機器人");
+      // Written in Latin letters (Discord does not tell the app's language): answered in English.
+      expect((await ask(stranger, "calc 1 + 2 private-please")).content).toContain("Sorry, this is a private bot");
       await silent(stranger, "calc 1 + 3 anyone-there");
       expect(stack.model.requests.length).toBe(requests);
       expect(modelSaw(stack, "private-please")).toBe(false);

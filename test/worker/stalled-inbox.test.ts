@@ -114,3 +114,23 @@ it("an entry Redis cannot decode, answered slowly by the chat's job, is answered
   expect(h.fake.requests).toHaveLength(4);
   expect(said(lines, "still has a live job of its conversation; left to it")).toBe(true);
 });
+
+it("a full inbox whose job was removed is taken up too: the message refused as full can be sent again", async () => {
+  const started = await start();
+  h = started.h;
+  const { clock } = started;
+  const chat = { platform: "console" as const, chatId: "r4" };
+  await h.workers[0]!.chats.pause(true);
+  expect(await started.producer.enqueue(message("r4", "1", "first"), { maxQueued: 2 })).toBe("scheduled");
+  expect(await h.queue.queue.remove(chatJobId(chat, "1"))).toBe(1);
+  expect(await started.producer.enqueue(message("r4", "2", "second"), { maxQueued: 2 })).toBe("queued");
+  h.workers[0]!.chats.resume();
+  clock.now += STALLED_INBOX_MS;
+  const third = message("r4", "3", "third");
+  expect(await started.producer.enqueue(third, { maxQueued: 2 })).toBe("full");
+  await waitFor(() => h!.output.answers().length === 2, 10_000, "the waiting messages' answers");
+  await waitFor(async () => (await h!.redis.exists(conversationKeys(chat).inbox)) === 0, 5000, "the inbox to empty");
+  expect(await started.producer.enqueue(third, { maxQueued: 2 })).toBe("scheduled");
+  await waitFor(() => h!.output.answers().length === 3, 10_000, "the third answer");
+  expect(h.output.answers()).toEqual(["echo: first", "echo: second", "echo: third"]);
+});

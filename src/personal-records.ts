@@ -13,7 +13,7 @@
 import type { z } from "zod";
 import { silentLogger, type Logger } from "./log.js";
 import type { Platform } from "./queue/incoming.js";
-import { decodeRecord } from "./records.js";
+import { decodeRecord, wellFormedJson } from "./records.js";
 import type { RedisClient } from "./redis.js";
 
 /** Whose records: the platform and the user id (a tool context is one). */
@@ -62,9 +62,12 @@ export interface PersonalRecords<T extends { id: number }> {
   /**
    * Counts the person's records (all or active ones, as the store was made) and, when below
    * `limit`, stores a new one with the next id, in one script (parallel calls cannot pass the
-   * limit together).
+   * limit together). The record's strings are stored well-formed (a lone UTF-16 surrogate, in a
+   * name kept by an older version, as U+FFFD); the script decodes no record to store one, so no
+   * record, stored or new, makes it fail.
    *
-   * @returns the stored record, or `undefined` when the person already has `limit` of them.
+   * @returns the stored record (as stored), or `undefined` when the person already has `limit` of them.
+   * @throws when Redis is unreachable.
    */
   add(redis: RedisClient, owner: RecordOwner, fields: Omit<T, "id">, limit: number): Promise<T | undefined>;
   /** One record of the person, or undefined (missing, or damaged: logged to `log`). */
@@ -104,8 +107,12 @@ export function personalRecords<S extends z.ZodType<{ id: number }>>(
     keys,
     async add(redis, owner, fields, limit) {
       const k = keys(owner);
-      const id = Number(await redis.eval(addScript, 2, k.items, k.seq, String(limit), JSON.stringify(fields)));
-      return id === 0 ? undefined : ({ id, ...fields } as T);
+      // Stored well-formed: a lone surrogate (a name an older version kept) is written as U+FFFD.
+      const written = JSON.stringify(fields);
+      const json = wellFormedJson(written);
+      const id = Number(await redis.eval(addScript, 2, k.items, k.seq, String(limit), json));
+      if (id === 0) return undefined;
+      return { id, ...(json === written ? fields : (JSON.parse(json) as typeof fields)) } as T;
     },
     async get(redis, owner, id, log = silentLogger) {
       return decode(await redis.hget(keys(owner).items, String(id)), log);
@@ -132,23 +139,35 @@ export function personalRecords<S extends z.ZodType<{ id: number }>>(
   };
 }
 
-/** The end of both add scripts: the next id, the record stored under it; returns the id. */
+/**
+ * The end of both add scripts: the next id, and the record stored under it; returns the id. The
+ * record is ARGV[2] (a JSON object, without its id) with `"id":<id>` put first, by joining text:
+ * nothing is decoded, so no record makes the script fail (Redis' `cjson` refuses a lone surrogate's
+ * escape, `\ud800`, which JavaScript reads), and the record is stored as JSON.stringify wrote it
+ * (`cjson.encode` would write an empty list as `{}` and cut numbers to 14 digits).
+ */
 const STORE_NEXT = `
 local id = redis.call('INCR', KEYS[2])
-local r = cjson.decode(ARGV[2])
-r.id = id
-redis.call('HSET', KEYS[1], tostring(id), cjson.encode(r))
+local rest = string.sub(ARGV[2], 2)
+if rest ~= '}' then rest = ',' .. rest end
+redis.call('HSET', KEYS[1], tostring(id), '{"id":' .. id .. rest)
 return id`;
 
 /** KEYS: items, seq. ARGV: limit, the record JSON without its id. Returns 0 at the limit, else the new id. */
 const ADD_COUNTING_ALL = `
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end${STORE_NEXT}`;
 
-/** As {@link ADD_COUNTING_ALL}, counting only records that have a `next` time (damaged ones do not count). */
+/**
+ * As {@link ADD_COUNTING_ALL}, counting only records that have a `next` time. A record Redis'
+ * `cjson` cannot decode because it holds a surrogate's escape (`\ud800`, which JavaScript reads: an
+ * older version's or another writer's) is decoded with such escapes read as U+FFFD, so it counts as
+ * its store reads it; a damaged one (not JSON: its store reads it as missing) does not count.
+ */
 const ADD_COUNTING_ACTIVE = `
 local active = 0
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local ok, r = pcall(cjson.decode, raw)
+  if not ok then ok, r = pcall(cjson.decode, (string.gsub(raw, '\\\\u[dD][89a-fA-F]%x%x', '\\\\ufffd'))) end
   if ok and type(r) == 'table' and r.next ~= nil then active = active + 1 end
 end
 if active >= tonumber(ARGV[1]) then return 0 end${STORE_NEXT}`;

@@ -29,7 +29,7 @@ import { z } from "zod";
 import { silentLogger, type Logger } from "../log.js";
 import { conversationOf, type ConversationRef } from "../queue/incoming.js";
 import { conversationKeys, RESETS_CHANNEL, RESETS_TTL_SECONDS } from "../queue/keys.js";
-import { decodeRecord } from "../records.js";
+import { decodeRecord, wellFormedJson } from "../records.js";
 import { asStoredMessage, MessageParamSchema } from "./message.js";
 import { SummarySchema, type Summary } from "./summary.js";
 import { DEFAULT_HISTORY_MAX_CHARS, isUserTextTurn, trimHistory } from "./trim.js";
@@ -391,10 +391,14 @@ export async function resetGeneration(redis: RedisClient, conversation: Conversa
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
-/** `JSON.parse(text)`, or undefined when `text` is not JSON. */
+/**
+ * `JSON.parse(text)` with well-formed strings (a lone surrogate's escape, in a line written before
+ * messages were made well-formed, is read as U+FFFD: {@link wellFormedJson}), or undefined when
+ * `text` is not JSON.
+ */
 function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(wellFormedJson(text));
   } catch {
     return undefined;
   }
@@ -462,6 +466,10 @@ export class HistoryStore {
    * text turn, ending with a finished assistant turn, within the size budget. `[]` for a new or
    * expired chat. A line that is not a readable message (not JSON, or not of a message's shape;
    * logged) ends the usable prefix (everything up to and including it is dropped). Renews the chat's expiry (one `GETEX`).
+   * Every string of what it returns is well-formed: a lone UTF-16 surrogate's escape (`\ud800`) in a
+   * line written before messages were made well-formed is read as U+FFFD (`wellFormedJson` of
+   * `src/records.ts`, only where a line holds a surrogate's escape), so the Messages API, which
+   * refuses a lone surrogate, accepts the history.
    *
    * @throws when Redis is unreachable (after the connection's retries).
    */

@@ -117,6 +117,10 @@ export type MediaRef = z.output<typeof MediaRefSchema>;
  * - `locale`: the user's client language when the platform tells it (`en`, `zh-hant`…), informational.
  * - `receivedAt`: when the adapter received it, in ms since the Unix epoch (set by the access gate;
  *   the metrics' queue wait and answer times start here).
+ * - `queuedAt`: when it entered its conversation's inbox, in ms since the Unix epoch (set by the
+ *   producer, `ChatQueue.enqueue`, by its clock): a message queued behind an inbox head queued
+ *   longer ago than `STALLED_INBOX_MS` gets the conversation's stalled inbox checked
+ *   (`src/queue/producer.ts`). Absent in what older versions queued.
  * - `media`: file references ({@link MediaRefSchema}), at most {@link MAX_MEDIA_REFS}; absent for text.
  * - `mediaGroupId`: Telegram `media_group_id` of an album item: the worker gathers the album's
  *   items into this one message (`src/media/album.ts`).
@@ -156,6 +160,7 @@ export const IncomingMessageSchema = z
       .default({}),
     locale: wellFormed().max(35).optional(),
     receivedAt: z.number().int().nonnegative().optional(),
+    queuedAt: z.number().int().nonnegative().optional(),
     media: z.array(MediaRefSchema).min(1).max(MAX_MEDIA_REFS).optional(),
     mediaGroupId: wellFormed().min(1).max(64).optional(),
     scheduled: z.object({ taskId: z.number().int().positive(), dueAt: z.number().int().nonnegative() }).optional(),

@@ -5,6 +5,11 @@
  * list in Redis and at most one BullMQ job at a time, which drains the inbox in order (see
  * `src/worker/worker.ts`): a chat has a job exactly while its inbox is not empty. Enqueueing is one
  * atomic Lua script plus, only when the message entered an empty inbox, one `Queue.add`.
+ *
+ * Should a chat lose its job (removed by hand, lost), its inbox would wait for good: a message
+ * queued behind a head that Redis cannot decode, or that was queued longer than
+ * `STALLED_INBOX_MS` ago, adds an {@link UNBLOCK_JOB}, which takes the inbox up when no other job
+ * of the conversation is alive (`src/queue/stalled.ts`).
  */
 import { Queue, type JobsOptions } from "bullmq";
 import type { RedisClient } from "../redis.js";
@@ -12,28 +17,35 @@ import { bullmqTelemetry } from "../telemetry/otel.js";
 import { EnqueueError } from "./errors.js";
 import { IncomingMessageSchema, type ConversationRef, type IncomingMessage } from "./incoming.js";
 import { bullPrefix, CHATS_QUEUE, chatJobId, conversationKeys, dedupeKey } from "./keys.js";
+import { STALLED_INBOX_MS } from "./stalled.js";
 
 /** Seconds a platform message id is remembered, so a redelivered update is accepted once (Telegram redelivers for up to 24 h). */
 export const DEDUPE_TTL_SECONDS = 2 * 24 * 3600;
 
 /**
  * KEYS: seen, inbox. ARGV: message JSON, dedupe TTL (seconds), most messages the inbox may hold
- * (0 = no cap).
+ * (0 = no cap), now (ms since the Unix epoch), {@link STALLED_INBOX_MS}.
  * Returns 3 when the inbox is full (nothing changed), 0 when the message was seen before, 1 when
  * queued behind messages that already have a job, 2 when the inbox was empty (no job for the
  * chat): the caller must add the chat's job.
- * When the message would wait behind others (1, or 3) and the inbox's head is an entry Redis'
- * `cjson` cannot decode, returns `{code, sha1 of that entry}` instead: a finish script of an
- * older version could not pop such an entry and ended its job without another
- * (docs/operations.md, "A conversation that stopped answering"), so the caller adds an
- * {@link UNBLOCK_JOB} for it.
+ * When the message would wait behind others (1, or 3) and the inbox's head may have no job,
+ * returns `{code, sha1 of the head}` instead, and the caller adds the head's {@link UNBLOCK_JOB}:
+ * when Redis' `cjson` cannot decode the head (a finish script of an older version could not pop
+ * such an entry and ended its job without another: docs/operations.md, "troubleshooting"), or
+ * when the head was queued (`queuedAt`) at least ARGV[5] ms before ARGV[4] (its job may be gone:
+ * `src/queue/stalled.ts`; the unblock job leaves the inbox to a job still alive).
  * Three commands on the server without a cap (`EVALSHA`, `SET NX EX`, `RPUSH`), four with one
- * (`LLEN`); a message queued behind others adds the head's `LINDEX`.
+ * (`LLEN`); a message queued behind others adds the head's `LINDEX` (decoded there by `cjson`).
  */
 const ENQUEUE_SCRIPT = `
 local function stuck(code)
   local head = redis.call('LINDEX', KEYS[2], 0)
-  if head and not pcall(cjson.decode, head) then return {code, redis.sha1hex(head)} end
+  if not head then return code end
+  local ok, m = pcall(cjson.decode, head)
+  if not ok then return {code, redis.sha1hex(head)} end
+  if type(m) == 'table' and type(m.queuedAt) == 'number' and m.queuedAt + tonumber(ARGV[5]) <= tonumber(ARGV[4]) then
+    return {code, redis.sha1hex(head)}
+  end
   return code
 end
 local cap = tonumber(ARGV[3])
@@ -44,10 +56,13 @@ return stuck(1)
 `;
 
 /**
- * The name of a chat job added for an inbox whose head is an entry Redis cannot decode
- * ({@link unblockJobId}): the worker looks at that entry before anything else (`src/worker/worker.ts`):
- * left to its own job when that job still runs, popped without being answered again when its
- * answer is already in the history, answered otherwise; then the inbox is drained as usual.
+ * The name of a chat job added for an inbox whose head may have no job ({@link unblockJobId}): an
+ * entry Redis cannot decode, or one queued longer than {@link STALLED_INBOX_MS} ago. The worker
+ * looks at the head before anything else (`src/worker/worker.ts`): nothing is done when the head
+ * is no longer the one the job was added for, or when another job of the conversation is alive
+ * (it drains the inbox); an entry Redis cannot decode whose answer is already in the history is
+ * popped without being answered again; otherwise the inbox is drained as usual, from its head.
+ * A worker of an older version that takes such a job for a head Redis decodes does nothing.
  */
 export const UNBLOCK_JOB = "unblock";
 
@@ -117,6 +132,11 @@ export interface ChatQueueOptions {
   store?: RedisClient;
   /** BullMQ key prefix (default BullMQ's `bull`). */
   prefix?: string;
+  /**
+   * The clock of `queuedAt` and of the stalled-inbox check, ms since the Unix epoch (default
+   * `Date.now`; tests pass their own).
+   */
+  now?: () => number;
 }
 
 /** Puts incoming messages into their chat's inbox and makes sure the chat has a job. */
@@ -124,10 +144,12 @@ export class ChatQueue {
   /** The BullMQ queue of chat jobs; job data is the {@link IncomingMessage} that scheduled the job. */
   readonly queue: Queue<IncomingMessage>;
   readonly #redis: RedisClient;
+  readonly #now: () => number;
   #closed = false;
 
   constructor(options: ChatQueueOptions) {
     this.#redis = options.store ?? options.redis;
+    this.#now = options.now ?? Date.now;
     this.queue = new Queue<IncomingMessage>(CHATS_QUEUE, {
       connection: options.redis,
       prefix: bullPrefix(options.redis, CHATS_QUEUE, options.prefix),
@@ -148,9 +170,11 @@ export class ChatQueue {
    * answered included; default no cap); atomically remembers its id (a redelivered
    * message returns `duplicate` and changes nothing) and appends it to the chat's inbox; when the
    * inbox was empty (the chat had no job), adds one (job id from platform, chat and message id).
-   * When the message would wait (queued or full) behind an inbox head Redis cannot decode, which a
-   * finish script of an older version left without a job, also adds that head's
-   * {@link UNBLOCK_JOB}, so the conversation answers again.
+   * The message is queued with `queuedAt` (now). When it would wait (queued or full) behind an
+   * inbox head that may have no job — one Redis cannot decode, which a finish script of an older
+   * version left without a job, or one queued at least {@link STALLED_INBOX_MS} ago — also adds
+   * that head's {@link UNBLOCK_JOB}, so the conversation answers again (nothing is done when its
+   * job is merely slow).
    *
    * @throws {EnqueueError} when the message is malformed, or Redis could not be reached. When the
    *   job could not be added after the message entered the inbox and the message is still alone
@@ -168,7 +192,8 @@ export class ChatQueue {
         `malformed message: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
     }
-    const msg = parsed.data;
+    const now = this.#now();
+    const msg: IncomingMessage = { ...parsed.data, queuedAt: now };
     const keys = conversationKeys(msg);
     const json = JSON.stringify(msg);
     const seen = dedupeKey(msg, msg.messageId);
@@ -180,6 +205,8 @@ export class ChatQueue {
         json,
         DEDUPE_TTL_SECONDS,
         options.maxQueued ?? 0,
+        now,
+        STALLED_INBOX_MS,
       );
       outcome = typeof reply === "number" ? reply : reply[0];
       if (typeof reply !== "number") await this.#unblock(msg, reply[1]);
@@ -205,8 +232,9 @@ export class ChatQueue {
 
   /**
    * Adds the {@link UNBLOCK_JOB} of `message`'s conversation, whose inbox is headed by the entry
-   * with SHA-1 `sha1` that Redis cannot decode (see `ENQUEUE_SCRIPT`). Never throws: when the add
-   * fails, the next message behind that entry asks again.
+   * with SHA-1 `sha1` that may have no job (see `ENQUEUE_SCRIPT`); while one for that head waits
+   * or runs, BullMQ ignores the add (same id). Never throws: when the add fails, the next message
+   * behind that entry asks again.
    */
   async #unblock(message: IncomingMessage, sha1: string): Promise<void> {
     await this.queue
@@ -236,6 +264,14 @@ export class ChatQueue {
 }
 
 type RedisWithScripts = RedisClient & {
-  enqueueChat(seen: string, inbox: string, json: string, ttl: number, cap: number): Promise<number | [number, string]>;
+  enqueueChat(
+    seen: string,
+    inbox: string,
+    json: string,
+    ttl: number,
+    cap: number,
+    now: number,
+    stalledMs: number,
+  ): Promise<number | [number, string]>;
   undoEnqueue(seen: string, inbox: string, json: string): Promise<number>;
 };

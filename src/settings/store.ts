@@ -127,11 +127,14 @@ export function cleanPersona(text: string): string {
 /**
  * KEYS: the settings record. ARGV: [1] the field, [2] its new value (`""` removes it).
  * Rewrites the record with that one field changed (a record that is not a JSON object is replaced);
- * an empty record is deleted. Returns 1.
+ * an empty record is deleted. Returns 1. A record Redis' `cjson` cannot decode because it holds a
+ * surrogate's escape (`\ud800`: a persona an older version stored with half an emoji) is decoded
+ * with such escapes read as U+FFFD, so its other settings are kept (and written well-formed).
  */
 const SET_FIELD_SCRIPT = `
 local raw = redis.call('GET', KEYS[1])
 local ok, record = pcall(cjson.decode, raw or '{}')
+if not ok and raw then ok, record = pcall(cjson.decode, (string.gsub(raw, '\\\\u[dD][89a-fA-F]%x%x', '\\\\ufffd'))) end
 if not ok or type(record) ~= 'table' then record = {} end
 if ARGV[2] == '' then record[ARGV[1]] = nil else record[ARGV[1]] = ARGV[2] end
 if next(record) == nil then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], cjson.encode(record)) end

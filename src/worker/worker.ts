@@ -14,7 +14,9 @@
  * a message whose processing crashed a worker twice is skipped there with an apology (`pipeline.ts`).
  * An inbox entry Redis cannot decode (a lone UTF-16 surrogate's escape, from an older version or
  * another writer) never stops the chat: the finish script pops it by its id without decoding it,
- * and an `unblock` job ({@link UNBLOCK_JOB}) takes up one left at the head without a job.
+ * and an `unblock` job ({@link UNBLOCK_JOB}) takes up one left at the head without a job. So does
+ * an unblock job added for an inbox whose head was queued long ago (`src/queue/stalled.ts`: its
+ * job removed or lost), when no other job of the conversation is alive.
  *
  * Answers are idempotent: the run's messages are appended to the history in one command, tagged
  * with the message id (and the answer), before anything is sent; when an answer may take more than
@@ -40,6 +42,7 @@ import { metrics } from "../metrics.js";
 import { IncomingMessageSchema, conversationKey, conversationOf, type IncomingMessage } from "../queue/incoming.js";
 import { bullPrefix, CHATS_QUEUE, TOOL_CALL_PREFIX, chatJobId, conversationKeys, progressKeys } from "../queue/keys.js";
 import { CHAT_JOB_OPTIONS, UNBLOCK_JOB, UNBLOCK_JOB_OPTIONS, unblockJobId } from "../queue/producer.js";
+import { otherLiveChatJob } from "../queue/stalled.js";
 import type { PendingTrace } from "../trace/tracer.js";
 import { ExecutionLedger } from "../toolbox/once.js";
 import { traceKey, tracePushLua } from "../trace/store.js";
@@ -168,9 +171,6 @@ function entryToMatch(entry: string | IncomingMessage, id: string): string {
   return id === "" || SURROGATE_ESCAPE.test(entry) ? entry : "";
 }
 
-/** BullMQ states of a job that has not finished. */
-const LIVE_STATES: ReadonlySet<string> = new Set(["active", "waiting", "delayed", "prioritized", "waiting-children"]);
-
 /** An inbox entry as a message, or undefined when it is malformed. */
 function parseEntry(raw: string): IncomingMessage | undefined {
   try {
@@ -188,18 +188,18 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 type Unreadable = 0 | 1 | string;
 
 /**
- * KEYS: inbox. Returns `{head, unreadable}`: the inbox's first entry and 1 when Redis' `cjson`
- * cannot decode it (else 0), or `false` (nil) when the inbox is empty.
+ * KEYS: inbox. Returns `{head, unreadable, sha1}`: the inbox's first entry, 1 when Redis' `cjson`
+ * cannot decode it (else 0), and its SHA-1 (hex); or `false` (nil) when the inbox is empty.
  */
 const HEAD_SCRIPT = `
 local head = redis.call('LINDEX', KEYS[1], 0)
 if not head then return false end
-if pcall(cjson.decode, head) then return {head, 0} end
-return {head, 1}
+if pcall(cjson.decode, head) then return {head, 0, redis.sha1hex(head)} end
+return {head, 1, redis.sha1hex(head)}
 `;
 
 type RedisWithWorkerScripts = RedisClient & {
-  inboxHead(inbox: string): Promise<[string, 0 | 1] | null>;
+  inboxHead(inbox: string): Promise<[string, 0 | 1, string] | null>;
   finishChat(
     inbox: string,
     sent: string,
@@ -343,7 +343,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     // A fresh job was added for the message that entered the empty inbox: it is the head.
     let head: string | IncomingMessage | null =
       job.name === UNBLOCK_JOB
-        ? await unblock(job, keys.inbox, finish)
+        ? await unblock(job, parsed.data, keys.inbox, finish)
         : job.name === "chat" && job.attemptsStarted <= 1
           ? parsed.data
           : await redis.lindex(keys.inbox, 0);
@@ -359,34 +359,56 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   }
 
   /**
-   * The first step of an {@link UNBLOCK_JOB}, added for an inbox whose head is an entry Redis
-   * cannot decode, which a finish script of an older version could not pop (it ended its job, and
-   * the conversation answered nothing more). Returns the head to answer, or null to end the job:
-   * - the head is one Redis decodes: null on the job's first attempt (another job took the entry
-   *   up and drains the inbox), the head on a later one (this job was draining it);
+   * The first step of an {@link UNBLOCK_JOB}, added for an inbox whose head may have no job: an
+   * entry Redis cannot decode, which a finish script of an older version could not pop (it ended
+   * its job, and the conversation answered nothing more), or one queued long ago, whose job may be
+   * gone (`src/queue/stalled.ts`). Returns the head to answer, or null to end the job:
+   * - another job of the conversation alive ({@link otherLiveChatJob}: waiting, running, delayed,
+   *   or failed within the last minute, its replacement on the way): null, that job drains the
+   *   inbox (a slow answer is never answered twice); asked on a later attempt of this job too
+   *   (which was draining the inbox itself), and before the head is read, so that a job ending
+   *   in between is seen by the head it left;
+   * - no head: null;
+   * - on the job's first attempt, a head that is not the one it was added for (its id ends with
+   *   the head's SHA-1): null, another job took that entry up;
+   * - a head Redis decodes: returned, answered as a resumed job answers (an answer already in the
+   *   history is sent, not asked of the model again);
    * - malformed: returned, and dropped as any malformed entry is;
-   * - its own job (the one added when it entered an empty inbox) is still waiting or running:
-   *   null, that job answers it (its finish script pops it);
-   * - its answer is in the history: it was answered and sent before the old script failed to pop
-   *   it, so it is popped without being sent again, and the next head is returned;
+   * - one Redis cannot decode whose answer is in the history: it was answered and sent before the
+   *   old script failed to pop it, so it is popped without being sent again, and the next head is
+   *   returned;
    * - else returned, to be answered.
    */
   async function unblock(
     job: Job<IncomingMessage>,
+    data: IncomingMessage,
     inbox: string,
     finish: (entry: string, id: string, counted: boolean) => Promise<string | null>,
   ): Promise<string | null> {
+    const chat = conversationKey(data);
+    const other = await otherLiveChatJob(deps.redis, queue, conversationOf(data), job.id ?? "", Date.now());
+    if (other !== undefined) {
+      log.info({ chat, job: job.id, other }, "the inbox's head still has a live job of its conversation; left to it");
+      return null;
+    }
+    // The head is read after that check: a job that ended in between (it popped the head this job
+    // was added for, and the inbox may be empty or headed by another entry) is seen here.
     const found = await store.inboxHead(inbox);
     if (found === null) return null;
-    const [raw, unreadable] = found;
-    if (unreadable === 0) return job.attemptsStarted > 1 ? raw : null;
+    const [raw, unreadable, sha1] = found;
+    if (job.attemptsStarted <= 1 && job.id !== unblockJobId(data, sha1)) return null;
+    if (unreadable === 0) {
+      // A later attempt goes on draining what this job took up.
+      if (job.attemptsStarted <= 1)
+        log.warn(
+          { chat, job: job.id },
+          "an inbox whose head was queued long ago had no live job (removed or lost); answering it now",
+        );
+      return raw;
+    }
     const entry = parseEntry(raw);
     if (!entry) return raw;
     const at = { chat: conversationKey(entry), messageId: entry.messageId, job: job.id };
-    if (LIVE_STATES.has(await queue.getJobState(chatJobId(entry, entry.messageId)))) {
-      log.info(at, "the inbox's head that Redis cannot decode still has its own job; left to it");
-      return null;
-    }
     const { answer } = await parts.history.read(conversationOf(entry), entry.messageId);
     if (answer === undefined) {
       log.warn(at, "an inbox entry Redis cannot decode heads the inbox unanswered; answering it now");

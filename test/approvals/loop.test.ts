@@ -96,6 +96,27 @@ describe("approval flow with the real loop", () => {
     await followUp(h);
   });
 
+  it("a paused run stored with a lone surrogate (by a version before messages were well-formed) resumes with a request the API accepts", async () => {
+    const h = wired();
+    fake.enqueue(toolUse("approvals_test_delete_note", { note_id: 2 }, { id: "toolu_w", text: "好，我來刪除。" }));
+    const id = await h.flow.begin(message, await ask(h), h.outbound);
+    // The record as that version stored it: the user's words end in half an emoji, JSON's escape `\ud83d`.
+    const key = `approval:{approval}:${id}`;
+    const data = (await redis.hget(key, "data"))!;
+    expect(data).toContain(message.text);
+    await redis.hset(key, "data", data.replaceAll(message.text, `${message.text} \\ud83d`));
+    expect(
+      (await h.store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: true })).status,
+    ).toBe("accepted");
+    fake.enqueue(text("已刪除筆記 #2。"));
+    expect(await h.decide(h.jobs[0]!)).toEqual({ status: "answered", text: "已刪除筆記 #2。" });
+    expect(fake.rejections).toEqual([]);
+    expect(toolRuns.count).toBe(1);
+    expect(JSON.stringify(fake.requests.at(-1)!.messages)).toContain(`${message.text} \ufffd`);
+    expect(h.outbound.answers.map((a) => a.text)).toEqual(["已刪除筆記 #2。"]);
+    await followUp(h);
+  });
+
   it("a dangerous and a safe call in one turn: the safe one runs at once, the declined one never", async () => {
     const h = wired();
     fake.enqueue(

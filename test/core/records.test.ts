@@ -9,7 +9,7 @@ import { AccessStore } from "../../src/access/store.js";
 import { ApprovalStore } from "../../src/approvals/store.js";
 import { HistoryStore } from "../../src/history/store.js";
 import { conversationKeys } from "../../src/queue/keys.js";
-import { decodeRecord } from "../../src/records.js";
+import { decodeRecord, wellFormedJson } from "../../src/records.js";
 import { connectRedis, type RedisClient } from "../../src/redis.js";
 import { captureLogger } from "../helpers/log.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
@@ -56,6 +56,40 @@ describe("decodeRecord", () => {
     });
     expect(wrongShape!.issues).toEqual(["n: Invalid input: expected number, received string"]);
     expect(lines.join("")).not.toContain("secret-value");
+  });
+});
+
+describe("wellFormedJson", () => {
+  /** What `JSON.parse` reads from `json` once mended. */
+  const read = (json: string): unknown => JSON.parse(wellFormedJson(json));
+
+  it("reads the escape of a lone surrogate, high or low, in keys and values, as U+FFFD", () => {
+    expect(read(JSON.stringify({ [`k\udc01`]: ["a\ud800", "\udfff b", "\ud83d\ud83d"] }))).toEqual({
+      "k\ufffd": ["a\ufffd", "\ufffd b", "\ufffd\ufffd"],
+    });
+    expect(read('"\\uD800x"')).toBe("\ufffdx");
+  });
+
+  it("leaves a pair's escapes, other escapes and an escaped backslash before `ud800` as they are", () => {
+    const same = [
+      '"\\ud83d\\ude00"',
+      '"\\\\ud800"',
+      '"\\\\\\\\ud800"',
+      '"\\n\\u00e9\\"\\\\"',
+      '{"a":1}',
+      "not json \\uZZZZ",
+    ];
+    for (const json of same) expect(wellFormedJson(json)).toBe(json);
+    expect(read('"\\ud83d\\ude00"')).toBe("😀");
+    // An escaped backslash, then the escape of a lone surrogate.
+    expect(read('"\\\\\\ud800"')).toBe("\\\ufffd");
+  });
+
+  it("decodeRecord reads such a record well-formed", () => {
+    const { log, lines } = captureLogger();
+    const schema = z.object({ name: z.string() });
+    expect(decodeRecord(schema, JSON.stringify({ name: "Al\udc00ice" }), "name", log)).toEqual({ name: "Al\ufffdice" });
+    expect(warnings(lines)).toEqual([]);
   });
 });
 

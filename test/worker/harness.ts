@@ -18,7 +18,7 @@ import type { ApprovalPrompt, Destination, Outbound, ReminderMessage, SentRef } 
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { ChatQueue } from "../../src/queue/producer.js";
 import { connectRedis } from "../../src/redis.js";
-import { ToolError, defineTool } from "../../src/toolbox/tool.js";
+import { ToolError, defineTool, type Tool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
 import { TraceStore } from "../../src/trace/store.js";
 import type { ApprovalFlow } from "../../src/approvals/flow.js";
@@ -29,8 +29,11 @@ import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { FEATURES } from "../../src/features.js";
 import type { Feature } from "../../src/feature.js";
 
-/** A todo tool pair for tests, stored per platform and user; `add_todo` takes `delayMs` to stay in flight. */
-export function todoTools(): ToolBox {
+/**
+ * A todo tool pair for tests, stored per platform and user; `add_todo` takes `delayMs` to stay in
+ * flight. `extra` tools are offered beside them (the memory tool, for instance).
+ */
+export function todoTools(extra: Tool[] = []): ToolBox {
   const add = defineTool({
     name: "add_todo",
     description: "Add an item to the user's todo list.",
@@ -68,7 +71,7 @@ export function todoTools(): ToolBox {
       return `deleted #${number}: ${item}`;
     },
   });
-  return new ToolBox([add, list, remove]);
+  return new ToolBox([add, list, remove, ...extra]);
 }
 
 /** The last message of a request as plain text (`tool_result` content for a tool turn). */
@@ -247,6 +250,8 @@ export async function startHarness(
     traces?: boolean;
     /** The workers' logger (default: silent). */
     log?: Logger;
+    /** Tools offered beside the todo tools (e.g. `memoryTools(config)`). */
+    tools?: (config: Config) => Tool[];
   } = {},
 ): Promise<Harness> {
   const server = await startRedis();
@@ -259,7 +264,7 @@ export async function startHarness(
   );
   const redis = connectRedis(server.url, { maxRetriesPerRequest: 1 });
   const queue = new ChatQueue({ redis });
-  const toolbox = todoTools();
+  const toolbox = todoTools(options.tools?.(config));
   const connections: RedisClient[] = [redis];
   const closers: (() => Promise<void>)[] = [];
   const historyOptions = { maxMessages: config.HISTORY_MAX_MESSAGES, ttlSeconds: historyTtlSeconds(config) };

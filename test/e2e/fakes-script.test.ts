@@ -8,7 +8,10 @@
  * fakes answer with the printed key. Words one of the demo script's rules matches get the script's
  * tool calls: a todo added and listed on fake Telegram, its deletion asking for approval,
  * `tg press 取消` keeping it (the script saying so in the person's words) and `tg press 確認` running it.
- * What the bot sends is printed with its controls shown, never acted on by the terminal.
+ * In the group the bot is in (`tg group …`, `dc group …`, `line group …`: the bot's mention
+ * prepended), Dave (`tg as dave …`) is answered as the group's, and his press on an approval prompt
+ * Alice asked there is refused while hers runs it. What the bot sends is printed with its controls
+ * shown, never acted on by the terminal, naming the chat when it is not a DM of Alice, Bob or Carol.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:http";
@@ -23,7 +26,14 @@ import { TRANSCRIPT_START } from "../../src/prompts.js";
 import { connectRedis } from "../../src/redis.js";
 import { calculate } from "../../tools/calculate.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
-import { fakeModelReply, replyLanguage, SLOW_ANSWER_MS, startLocalFakes } from "../fakes/serve.js";
+import {
+  FAKE_GROUP,
+  FAKE_PEOPLE,
+  fakeModelReply,
+  replyLanguage,
+  SLOW_ANSWER_MS,
+  startLocalFakes,
+} from "../fakes/serve.js";
 import { childEnv, nodeArgs, ROOT } from "../helpers/compiled.js";
 import { startRedis, type TestRedis } from "../helpers/redis.js";
 import { todoLines } from "./approvals-helpers.js";
@@ -261,6 +271,116 @@ it("npm run fakes answers with the demo's script: a todo added, listed, kept whe
     bot.child.kill("SIGTERM");
     await new Promise((resolve) => (bot.child.exitCode !== null ? resolve(null) : bot.child.on("exit", resolve)));
   } finally {
+    redis.disconnect();
+    await fakes.stop();
+    await own.stop();
+  }
+}, 120_000);
+
+it("npm run fakes has a group and Dave: his mention there is answered as the group's; his press on Alice's prompt is refused, hers runs it", async () => {
+  // The fakes as serve.ts starts them, and the bot's `npm start` entry point given exactly their
+  // variables (ACCESS_POLICY=open: the group is served without /enable), on a Redis of its own.
+  const fakes = await startLocalFakes();
+  const own = await startRedis();
+  const redis = connectRedis(own.url);
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const bot = start(nodeArgs("src/main.ts"), { ...fakes.env, REDIS_URL: own.url, LOG_LEVEL: "info" });
+    await bot.waitFor(/the bot is running/, 60_000);
+    const tg = fakes.telegram;
+    const group = fakes.group.telegram;
+    expect(group).toMatchObject({ id: FAKE_GROUP.telegram.chatId, type: "supergroup" });
+    expect(String(group.id)).toMatch(/^-100\d+$/);
+    /** Resolves once a printed line matches `pattern` (printed since `from`). */
+    const printedLine = (pattern: RegExp, from = 0) =>
+      tg.waitFor(
+        () => printed.slice(from).find((l) => pattern.test(l)),
+        20_000,
+        `${pattern} in:\n${printed.join("\n")}`,
+      );
+    /** The bot's first message in `chatId` since `before` whose text matches `text` (as its edits left it). */
+    const answerIn = (chatId: number, before: number, text: RegExp) =>
+      tg.waitFor(
+        () => tg.sent.slice(before).find((m) => m.chatId === chatId && text.test(m.text)),
+        20_000,
+        `${String(text)} in chat ${chatId}`,
+      );
+    const mentionNote =
+      "(the bot's mention prepended: in a group it answers only what mentions it, replies to it or is a command)";
+
+    // Dave mentions the bot in the group (the note says the mention was prepended): the answer goes
+    // to the group, where the model saw Dave's words under his speaker label, and is printed as the group's.
+    let before = tg.sent.length;
+    expect(await fakes.handle("tg as dave group 你好，我是 Dave")).toBe(
+      `sent to the Telegram group as Dave, as "@taiwan_test_bot 你好，我是 Dave" ${mentionNote}`,
+    );
+    const toDave = await answerIn(group.id, before, /個工具。/);
+    expect(toDave.text).toMatch(/^［測試用假模型］收到「\[Dave #[0-9a-z]+\] 你好，我是 Dave」，提供了 \d+ 個工具。/);
+    await printedLine(
+      /^telegram \(group\) bot(?: \(edited\))?: ［測試用假模型］收到「\[Dave #[0-9a-z]+\] 你好，我是 Dave」，提供了 \d+ 個工具。/,
+    );
+    expect(printed.filter((l) => l.includes("我是 Dave") && !l.startsWith("telegram (group) bot"))).toEqual([]);
+    // In his DM: printed as Dave's.
+    before = tg.sent.length;
+    expect(await fakes.handle("tg as dave hello")).toBe("sent to the bot on Telegram as Dave");
+    expect((await answerIn(FAKE_PEOPLE.dave.telegramId, before, /tools? offered\./)).text).toMatch(
+      /^\[fake Messages API\] I received "hello" with/,
+    );
+    await printedLine(/^telegram \(Dave's DM\) bot: \[fake Messages API\] I received "hello" with \d+ tools offered\./);
+
+    // Alice adds a todo in the group, then asks to delete it: the prompt is the group's, hers to decide.
+    before = tg.sent.length;
+    expect(await fakes.handle("tg group 新增待辦：買牛奶")).toBe(
+      `sent to the Telegram group as Alice, as "@taiwan_test_bot 新增待辦：買牛奶" ${mentionNote}`,
+    );
+    await answerIn(group.id, before, /已新增待辦：#1 買牛奶/);
+    before = tg.sent.length;
+    const fromPrompt = printed.length;
+    await fakes.handle("tg group 刪除待辦 1");
+    const prompt = await answerIn(group.id, before, /需要你的確認/);
+    expect(prompt.text).toMatch(/^⚠️ 需要你的確認\n刪除待辦 #1「買牛奶」\n\n只有 Alice 可以決定，/);
+    await printedLine(
+      /^telegram \(group\) bot: ⚠️ 需要你的確認 ⏎ 刪除待辦 #1「買牛奶」 ⏎ 只有 Alice 可以決定.*\[✅ 確認\]/,
+      fromPrompt,
+    );
+
+    // Dave presses 確認: the bot refuses him in a toast only he sees, printed as such; nothing runs.
+    const fromDave = printed.length;
+    expect(await fakes.handle("tg as dave press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Dave');
+    await printedLine(/^telegram \(group\) bot \(toast to Dave\): /, fromDave);
+    expect(printed.slice(fromDave)).toContain("telegram (group) bot (toast to Dave): 只有 Alice 可以決定。");
+    expect(tg.buttons(prompt).map((b) => b.text)).toEqual(["✅ 確認", "❌ 取消", "🔓 一律允許"]);
+    expect(await todoLines(redis, "telegram", "7001")).toEqual(["#1 買牛奶"]);
+
+    // Alice's press runs it: her toast, the prompt closed, the todo gone.
+    const fromAlice = printed.length;
+    before = tg.sent.length;
+    expect(await fakes.handle("tg press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Alice');
+    await printedLine(/^telegram \(group\) bot \(toast\): 已確認，處理中…$/, fromAlice);
+    const deleted = await answerIn(group.id, before, /delete_todo/);
+    expect(deleted.text).toBe("［示範］工具 delete_todo 的結果：\n已刪除：#1 買牛奶\n\n🔧 刪除待辦 #1");
+    await tg.waitFor(() => prompt.text.startsWith("✅"), 20_000, "the prompt edited to the outcome");
+    expect(prompt.text).toBe("✅ 已確認：刪除待辦 #1「買牛奶」");
+    expect(await todoLines(redis, "telegram", "7001")).toEqual([]);
+
+    // The same on Discord (the server's channel) and LINE (a group of Carol and Dave), printed as the group's.
+    expect(await fakes.handle("dc as dave group hello")).toBe(
+      `sent to the Discord group as Dave, as "<@${fakes.discord.bot.id}> hello" ${mentionNote}`,
+    );
+    await printedLine(
+      /^discord \(group\) bot(?: \(edited\))?: \[fake Messages API\] I received "\[Dave #[0-9a-z]+\] hello" with/,
+    );
+    expect(await fakes.handle("line as dave group 你好")).toBe(
+      `sent to the LINE group as Dave, as "@${fakes.line.botName} 你好" ${mentionNote}`,
+    );
+    await printedLine(/^line \(group\) bot \(reply\): ［測試用假模型］收到「\[Dave #[0-9a-z]+\] 你好」/);
+    expect(fakes.anthropic.rejections).toEqual([]);
+
+    bot.child.kill("SIGTERM");
+    await new Promise((resolve) => (bot.child.exitCode !== null ? resolve(null) : bot.child.on("exit", resolve)));
+  } finally {
+    stopFollowing();
     redis.disconnect();
     await fakes.stop();
     await own.stop();
@@ -598,10 +718,11 @@ it("the demo script's calculator rule passes numbers in scientific notation whol
 
 it("npm run fakes gives its fake users the same ids at every start, so the chats the bot kept are theirs after a restart", async () => {
   // What the bot sees of each person: Alice's Telegram chat, the Discord DM channel Bob writes in,
-  // and the LINE user id in the signed webhook of a `line …` line (caught here instead of a bot).
+  // and the LINE user id in the signed webhook of a `line …` line (caught here instead of a bot);
+  // Dave's, and the group's on each platform.
   const seen = async () => {
     const fakes = await startLocalFakes();
-    const hooks: { events: { source: { userId: string; type: string } }[] }[] = [];
+    const hooks: { events: { source: { userId: string; type: string; groupId?: string } }[] }[] = [];
     const hook = createServer((req, res) => {
       let body = "";
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -616,13 +737,24 @@ it("npm run fakes gives its fake users the same ids at every start, so the chats
       expect(await fakes.handle("line hi")).toBe("sent to the bot on LINE as Carol");
       expect(await fakes.handle("dc hi")).toBe("sent to the bot on Discord as Bob");
       expect(await fakes.handle("tg hi")).toBe("sent to the bot on Telegram as Alice");
+      expect(await fakes.handle("line as dave hi")).toBe("sent to the bot on LINE as Dave");
+      expect(await fakes.handle("line group /help")).toBe("sent to the LINE group as Carol");
       const bob = fakes.people.bob;
+      const dave = fakes.people.dave;
       return {
         line: hooks[0]!.events[0]!.source.userId,
         discordUser: bob.id,
         // The channel of Bob's DM, as the message he wrote names it.
         discordChannel: fakes.discord.sendUserMessage(bob, "again", { dm: true }).channel_id,
         telegramChat: fakes.telegram.privateChat(fakes.people.alice).id,
+        daveLine: hooks[1]!.events[0]!.source.userId,
+        daveDiscord: [dave.discord.id, fakes.discord.sendUserMessage(dave.discord, "hi", { dm: true }).channel_id],
+        daveTelegram: fakes.telegram.privateChat(dave.telegram).id,
+        group: {
+          line: [hooks[2]!.events[0]!.source.type, hooks[2]!.events[0]!.source.groupId],
+          discord: fakes.discord.sendUserMessage(dave.discord, "hi", { channelId: fakes.group.discord }).channel_id,
+          telegram: fakes.group.telegram.id,
+        },
       };
     } finally {
       await new Promise((resolve) => hook.close(resolve));
@@ -631,6 +763,14 @@ it("npm run fakes gives its fake users the same ids at every start, so the chats
   };
   const first = await seen();
   expect(first.line).toMatch(/^U[0-9a-f]{32}$/);
+  expect(first.daveLine).toMatch(/^U[0-9a-f]{32}$/);
+  expect(first.daveLine).not.toBe(first.line);
+  expect(first.group.line).toEqual(["group", expect.stringMatching(/^C[0-9a-f]{32}$/)]);
+  expect(first).toMatchObject({
+    daveDiscord: [FAKE_PEOPLE.dave.discordId, FAKE_PEOPLE.dave.dmChannelId],
+    daveTelegram: 7004,
+    group: { discord: FAKE_GROUP.discord.channelId, telegram: -1007000000001 },
+  });
   expect(await seen()).toEqual(first);
 });
 
@@ -756,6 +896,99 @@ it("dc press refuses a button the bot disabled (a decided approval prompt's), as
     expect(await fakes.handle("dc press 取消")).toBe('pressed "❌ 取消" on Discord as Bob');
     expect([...dc.interactions.values()].map((i) => (i.payload.data as { custom_id: string }).custom_id)).toEqual([
       "ap:2:n",
+    ]);
+  } finally {
+    await fakes.stop();
+  }
+});
+
+it("npm run fakes reads `as dave` and `group` only where they name a person and the chat, and a press reaches only what the presser sees", async () => {
+  // What the fake Telegram hands the bot is read here with getUpdates, as the bot would.
+  const fakes = await startLocalFakes();
+  try {
+    const tg = fakes.telegram;
+    const bot = `${tg.apiRoot}/bot${tg.token}`;
+    const call = async (method: string, body: Record<string, unknown>) => {
+      const response = await fetch(`${bot}/${method}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const json = (await response.json()) as { ok: boolean; result: unknown };
+      expect(json.ok, `${method}: ${JSON.stringify(json)}`).toBe(true);
+      return json.result;
+    };
+    type Update = {
+      update_id: number;
+      message?: { chat: { id: number }; from: { id: number }; text: string; entities?: { type: string }[] };
+      callback_query?: { from: { id: number }; message: { chat: { id: number } }; data: string };
+    };
+    let offset = 0;
+    /** The updates queued since the last look. */
+    const updates = async () => {
+      const got = (await call("getUpdates", { timeout: 0, offset })) as Update[];
+      if (got.length > 0) offset = got.at(-1)!.update_id + 1;
+      return got;
+    };
+    const groupId = FAKE_GROUP.telegram.chatId;
+
+    // Words that name no fake person, and texts for Alice's DM, are sent as before.
+    expect(await fakes.handle("tg as soon as possible")).toBe("sent to the bot on Telegram as Alice");
+    // A person not on that platform, or a group with nothing to send, is said so, and nothing is sent.
+    expect(await fakes.handle("tg as bob hi")).toBe(
+      "Bob is not on Telegram: there, type tg <text> (Alice) or tg as dave <text>",
+    );
+    expect(await fakes.handle("tg group")).toMatch(
+      /^type tg <text>, dc <text> or line <text> .*tg as dave group <text>$/,
+    );
+    // A command in the group is sent as is; a plain text with the bot's mention, which Telegram marks.
+    expect(await fakes.handle("tg group /help")).toBe("sent to the Telegram group as Alice");
+    await fakes.handle("tg as dave group hi");
+    expect(
+      (await updates()).map((u) => [
+        u.message!.chat.id,
+        u.message!.from.id,
+        u.message!.text,
+        u.message!.entities?.[0]?.type,
+      ]),
+    ).toEqual([
+      [7001, 7001, "as soon as possible", undefined],
+      [groupId, 7001, "/help", "bot_command"],
+      [groupId, 7004, "@taiwan_test_bot hi", "mention"],
+    ]);
+
+    /** The bot posts a prompt with a 確認 button to `chatId`. */
+    const prompt = (chatId: number, data: string) =>
+      call("sendMessage", {
+        chat_id: chatId,
+        text: "⚠️ 需要你的確認",
+        reply_markup: { inline_keyboard: [[{ text: "✅ 確認", callback_data: data }]] },
+      });
+    // Alice's DM is not Dave's to see, and is not the group.
+    await prompt(7001, "ap:dm:y");
+    expect(await fakes.handle("tg as dave press 確認")).toBe(
+      'no Telegram button "確認" on the bot\'s latest prompt that Dave can see',
+    );
+    expect(await fakes.handle("tg group press 確認")).toBe(
+      'no Telegram button "確認" on the bot\'s latest prompt in the group',
+    );
+    // A prompt in the group, then a newer one in Alice's DM: Dave presses the group's, `group press`
+    // the group's as Alice, and a plain `press` the newest Alice sees (her DM's), as before.
+    await prompt(groupId, "ap:group:y");
+    await prompt(7001, "ap:dm2:y");
+    expect(await fakes.handle("tg as dave press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Dave');
+    expect(await fakes.handle("tg group press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Alice');
+    expect(await fakes.handle("tg press 確認")).toBe('pressed "✅ 確認" on Telegram as Alice');
+    expect(
+      (await updates()).map((u) => [
+        u.callback_query!.from.id,
+        u.callback_query!.message.chat.id,
+        u.callback_query!.data,
+      ]),
+    ).toEqual([
+      [7004, groupId, "ap:group:y"],
+      [7001, groupId, "ap:group:y"],
+      [7001, 7001, "ap:dm2:y"],
     ]);
   } finally {
     await fakes.stop();

@@ -194,9 +194,11 @@ export class FakeLine {
     return user;
   }
 
-  /** A new group with the bot and `members` in it; returns its id. */
-  group(members: FakeLineUser[]): string {
-    const id = lineId("C");
+  /**
+   * A new group with the bot and `members` in it; returns its id.
+   * @param id - the group's id (`C` and 32 hex digits, e.g. {@link stableLineId}); default a random one.
+   */
+  group(members: FakeLineUser[], id = lineId("C")): string {
     this.#groups.set(id, new Set(members.map((m) => m.userId)));
     return id;
   }

@@ -5,9 +5,10 @@
  * fake transcription API and a fake speech API (voice replies: turn them on with
  * `/settings voice always`), all on 127.0.0.1 (free ports). It prints the variables that point the
  * bot at them; run `npm start` with those in another terminal. Ports, tokens and secrets are new at
- * every start; the fake users (Alice, Bob, Carol) have the same ids at every start
- * ({@link FAKE_PEOPLE}), so a bot that kept its Redis finds their chats, memory and todos again
- * after the fakes restart. Then lines typed here are sent to the bot as a person would send them:
+ * every start; the fake users (Alice, Bob, Carol, and Dave on every platform) and the group the bot
+ * is in have the same ids at every start ({@link FAKE_PEOPLE}, {@link FAKE_GROUP}), so a bot that
+ * kept its Redis finds their chats, memory and todos again after the fakes restart. Then lines
+ * typed here are sent to the bot as a person would send them:
  *
  * - `tg <text>`: a Telegram private message from the fake user Alice;
  * - `dc <text>`: a Discord DM from the fake user Bob; `dc /<command> [value]`: Bob uses that slash
@@ -19,14 +20,32 @@
  *   of an answer being written, for two); on Discord the newest message or answer to a slash command
  *   or a press (`dc /settings`) with a button of that label. A button the bot disabled (a decided
  *   approval prompt keeps its buttons on Discord, disabled) is not pressed, as Discord's clients do
- *   not let anyone press one: the note says so and nothing is sent.
+ *   not let anyone press one: the note says so and nothing is sent;
+ * - `group` after the platform (`tg group <text>`, `tg group press <label>`): in the group the bot
+ *   is in (a Telegram supergroup, the Discord server's text channel, a LINE group). There the bot
+ *   answers only what mentions it, replies to it or is a command, so a plain text is sent with the
+ *   bot's mention prepended (`@taiwan_test_bot …`, `<@…> …`, `@台灣工具助理 …`: the note shows it);
+ *   a text starting with `/` is sent as is (on Discord, the slash command used in the channel);
+ * - `as dave` after the platform, before `group` (`tg as dave <text>`, `tg as dave group <text>`,
+ *   `tg as dave press <label>`): as the second person, Dave, in his DM or the group. Only a fake
+ *   person's name makes `as …` a person (`tg as soon as possible` is a text for Alice), and a text
+ *   cannot begin with the word `group` (it names the chat).
+ *
+ * `press` presses on the newest message with buttons that the person can see: in their DM or the
+ * group, or with `group` in the group only. A plain `tg press …` presses as Alice, who also decides
+ * in the group: an approval prompt asked by Alice there and pressed by Dave is refused (the bot's
+ * toast to him, 「只有 Alice 可以決定。」). Alice administers the Telegram group (`/reset` there is
+ * hers); Bob's slash commands in the Discord channel carry Manage Messages, Dave's do not.
  *
  * What the bot sends back (messages, edits, Telegram drafts, the toast or alert answering a Telegram
  * button press, the answers to Discord's slash commands and button presses, with their buttons) is
- * printed as it arrives, in the order the fakes received it, each on one line, shown as the
- * console adapter shows text on a terminal (`terminalText` of `src/plain-text.ts`): what the bot
- * sends is what any user may have steered the model to write, so an escape sequence or another
- * control in it is printed as its Control Picture (`␛[2J`, `␇`, `␍`), never acted on.
+ * printed as it arrives, in the order the fakes received it, each on one line, naming the chat it
+ * went to when that is not the DM of Alice, Bob or Carol (`telegram (group) bot: …`,
+ * `discord (Dave's DM) bot: …`; `telegram (group) bot (toast to Dave): …` for what only Dave
+ * sees), shown as the console adapter shows text on a terminal (`terminalText` of
+ * `src/plain-text.ts`): what the bot sends is what any user may have steered the model to write, so
+ * an escape sequence or another control in it is printed as its Control Picture (`␛[2J`, `␇`, `␍`),
+ * never acted on.
  *
  * The fake Messages API is not a model ({@link fakeModelReply}). A message asking for a slow
  * answer (`慢慢說`, `slow`) gets a long one streamed over {@link SLOW_ANSWER_MS}, so `/stop` and the
@@ -40,7 +59,7 @@
  * request they refuse is answered with the platform's error, as the real service would.
  */
 import { createInterface } from "node:readline";
-import type { User as TelegramUser } from "grammy/types";
+import type { Chat as TelegramChat, User as TelegramUser } from "grammy/types";
 import { pathToFileURL } from "node:url";
 import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
@@ -82,9 +101,14 @@ export interface LocalFakes {
     /** Bob's DM channel with the bot. */
     bobDm: string;
     carol: FakeLineUser;
+    /** Dave on each platform, with his Discord DM channel. */
+    dave: { telegram: TelegramUser; discord: FakeUser; discordDm: string; line: FakeLineUser };
   };
+  /** The group the bot is in on each platform ({@link FAKE_GROUP}): the Telegram chat, the Discord channel id, the LINE group id. */
+  group: { telegram: TelegramChat; discord: string; line: string };
   /**
-   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`).
+   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`, each with `as dave` and `group`
+   * when wanted: `tg as dave group …`).
    * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
    * button by its label), or why the line was not understood or not done (a disabled Discord button).
    */
@@ -112,6 +136,26 @@ export const FAKE_PEOPLE = {
   alice: { telegramId: 7001 },
   bob: { discordId: "700000000000000002", dmChannelId: "820000000000000002" },
   carol: { lineId: stableLineId("U", "npm run fakes: Carol") },
+  /** The second person, on every platform (`tg as dave …`, `dc as dave …`, `line as dave …`). */
+  dave: {
+    telegramId: 7004,
+    discordId: "700000000000000004",
+    dmChannelId: "820000000000000004",
+    lineId: stableLineId("U", "npm run fakes: Dave"),
+  },
+} as const;
+
+/**
+ * The group the bot is in on each platform (`tg group …`, `dc group …`, `line group …`), the same at
+ * every start, like {@link FAKE_PEOPLE}: a Telegram supergroup of Alice (its administrator) and Dave,
+ * the fake Discord's server and its text channel (`FakeDiscord`'s `guildId` and `channelId`, which
+ * every member of the server can write in), and a LINE group of Carol and Dave (its id derived from
+ * a name: {@link stableLineId}).
+ */
+export const FAKE_GROUP = {
+  telegram: { chatId: -1007000000001, title: "Fakes group" },
+  discord: { guildId: "800000000000000001", channelId: "810000000000000001" },
+  line: { groupId: stableLineId("C", "npm run fakes: group") },
 } as const;
 
 /** The language of the fake model's answers: zh-TW unless the person wrote in Latin letters only. */
@@ -264,9 +308,18 @@ function printable(text: string): string {
   return terminalText(text).replace(/\s*\n\s*/g, " ⏎ ");
 }
 
-/** One line for a bot message: platform, where, and its text ({@link printable}). */
+/** One line for a bot message: platform (with the chat when it is not a DM of Alice, Bob or Carol), what, and its text ({@link printable}). */
 function shown(platform: string, what: string, body: string): string {
   return `${platform} ${what}: ${printable(body)}`;
+}
+
+/** What a typed line starts with: the platform it is sent on. */
+type Platform = "tg" | "dc" | "line";
+
+/** The id of the user who used a Discord slash command or pressed a button (a server's `member.user`, a DM's `user`). */
+function invokerOf(interaction: FakeInteraction): string | undefined {
+  const payload = interaction.payload as { member?: { user?: FakeUser }; user?: FakeUser };
+  return (payload.member?.user ?? payload.user)?.id;
 }
 
 /**
@@ -298,6 +351,23 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const bob: FakeUser = { id: FAKE_PEOPLE.bob.discordId, username: "bob", global_name: "Bob" };
   const bobDm = discord.dmChannel(bob, FAKE_PEOPLE.bob.dmChannelId);
   const carol: FakeLineUser = line.user("Carol", FAKE_PEOPLE.carol.lineId);
+  const dave = {
+    telegram: telegram.user(FAKE_PEOPLE.dave.telegramId, "Dave"),
+    discord: { id: FAKE_PEOPLE.dave.discordId, username: "dave", global_name: "Dave" } as FakeUser,
+    discordDm: "",
+    line: line.user("Dave", FAKE_PEOPLE.dave.lineId),
+  };
+  dave.discordDm = discord.dmChannel(dave.discord, FAKE_PEOPLE.dave.dmChannelId);
+  // The group on each platform (FAKE_GROUP). Alice administers the Telegram group (getChatMember
+  // says so: she may /reset it, Dave may not); the Discord channel is the fake's own server channel.
+  const group = {
+    telegram: telegram.group(FAKE_GROUP.telegram.chatId, FAKE_GROUP.telegram.title),
+    discord: FAKE_GROUP.discord.channelId,
+    line: line.group([carol, dave.line], FAKE_GROUP.line.groupId),
+  };
+  telegram.admins.set(group.telegram.id, new Set([alice.id]));
+  if (discord.guildId !== FAKE_GROUP.discord.guildId || discord.channelId !== FAKE_GROUP.discord.channelId)
+    throw new Error("FAKE_GROUP.discord is not the fake Discord's server channel");
   const linePort = await freePort();
   const linePath = "/line/webhook";
   line.webhookUrl = `http://127.0.0.1:${linePort}${linePath}`;
@@ -324,39 +394,82 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     }
   };
 
-  const press = async (platform: "tg" | "dc" | "line", label: string): Promise<string> => {
+  /**
+   * Who a typed line is from: the platforms' own people (Alice, Bob, Carol: `own`) or Dave (`second`),
+   * with the Discord DM channel of the one on Discord.
+   */
+  type Typist = { tg: TelegramUser; dc: FakeUser; dcDm: string; line: FakeLineUser };
+  const own: Typist = { tg: alice, dc: bob, dcDm: bobDm, line: carol };
+  const second: Typist = { tg: dave.telegram, dc: dave.discord, dcDm: dave.discordDm, line: dave.line };
+  const names: Record<Platform, string> = { tg: "Telegram", dc: "Discord", line: "LINE" };
+  /** A person's name on a platform. */
+  const nameOf = (platform: Platform, who: Typist): string =>
+    platform === "tg" ? who.tg.first_name : platform === "dc" ? who.dc.global_name! : who.line.displayName;
+  /** The DM of `who` on a platform: Telegram's private chat id, Discord's DM channel, LINE's user id. */
+  const dmOf = (platform: Platform, who: Typist): string =>
+    platform === "tg" ? String(who.tg.id) : platform === "dc" ? who.dcDm : who.line.userId;
+  const groupOf = (platform: Platform): string =>
+    platform === "tg" ? String(group.telegram.id) : platform === "dc" ? group.discord : group.line;
+  /**
+   * Whether `who` sees the bot's messages in `chatId`: with `inGroup`, the group's only; otherwise
+   * every chat but the other fake person's DM (their own DM, the group, a chat of no fake person).
+   */
+  const sees = (platform: Platform, who: Typist, inGroup: boolean, chatId: string): boolean =>
+    inGroup ? chatId === groupOf(platform) : chatId !== dmOf(platform, who === own ? second : own);
+  /** Where a line went or was pressed, for the notes: `on Telegram` (a DM) or `in the Telegram group`. */
+  const placeOf = (platform: Platform, chatId: string): string =>
+    chatId === groupOf(platform) ? `in the ${names[platform]} group` : `on ${names[platform]}`;
+  /** Who a Telegram press was made by, and in which chat, by its callback query id (for the toast answering it). */
+  const tgPresses = new Map<string, { by: TelegramUser; chatId: number }>();
+
+  const press = async (platform: Platform, who: Typist, inGroup: boolean, label: string): Promise<string> => {
+    const name = nameOf(platform, who);
+    // Said when no prompt was found: where it was looked for, when it was not as before (Alice's, Bob's, Carol's chats).
+    const looked = `${inGroup ? " in the group" : ""}${who === own ? "" : ` that ${name} can see`}`;
     if (platform === "tg") {
-      const message = [...telegram.sent].reverse().find((m) => telegram.buttons(m).length > 0);
+      const message = [...telegram.sent]
+        .reverse()
+        .find((m) => sees("tg", who, inGroup, String(m.chatId)) && telegram.buttons(m).length > 0);
       const button = message && telegram.buttons(message).find((b) => b.text.includes(label));
-      if (!message || !button?.callback_data) return `no Telegram button "${label}" on the bot's latest prompt`;
-      telegram.pressButton({ from: alice, message, data: button.callback_data });
-      return `pressed "${button.text}" on Telegram as Alice`;
+      if (!message || !button?.callback_data)
+        return `no Telegram button "${label}" on the bot's latest prompt${looked}`;
+      const queryId = telegram.pressButton({ from: who.tg, message, data: button.callback_data });
+      tgPresses.set(queryId, { by: who.tg, chatId: message.chatId });
+      return `pressed "${button.text}" ${placeOf("tg", String(message.chatId))} as ${name}`;
     }
     if (platform === "line") {
-      const message = [...line.sent].reverse().find((m) => lineButtons(m).length > 0);
+      const message = [...line.sent]
+        .reverse()
+        .find((m) => sees("line", who, inGroup, m.to) && lineButtons(m).length > 0);
       const button = message && lineButtons(message).find((b) => b.label.includes(label));
-      if (!message || !button) return `no LINE button "${label}" on the bot's latest prompt`;
+      if (!message || !button) return `no LINE button "${label}" on the bot's latest prompt${looked}`;
+      const place = message.to === group.line ? { from: who.line, groupId: group.line } : { from: who.line };
       return deliverLine(
-        [line.postbackEvent({ from: carol }, button.data)],
-        `pressed "${button.label}" on LINE as Carol`,
+        [line.postbackEvent(place, button.data)],
+        `pressed "${button.label}" ${placeOf("line", message.to)} as ${name}`,
       );
     }
-    // The newest of the bot's messages and its answers to Bob's slash commands and presses (ephemeral
-    // replies, as their edits left them) with a button of that label.
-    type Prompt = { at: number; buttons: DiscordButton[]; press: (customId: string) => void };
+    // The newest of the bot's messages and its answers to the person's slash commands and presses
+    // (ephemeral replies, as their edits left them, which only the person who used the command sees)
+    // with a button of that label.
+    type Prompt = { at: number; channelId: string; buttons: DiscordButton[]; press: (customId: string) => void };
     const prompts: Prompt[] = [
-      ...discord.sent.map((m) => ({
-        at: m.at,
-        buttons: discordButtons(m.message.components),
-        press: (customId: string) => void discord.clickButton(bob, m.id, customId),
-      })),
+      ...discord.sent
+        .filter((m) => sees("dc", who, inGroup, m.channelId))
+        .map((m) => ({
+          at: m.at,
+          channelId: m.channelId,
+          buttons: discordButtons(m.message.components),
+          press: (customId: string) => void discord.clickButton(who.dc, m.id, customId),
+        })),
       ...[...discord.interactions.values()].flatMap((i) =>
-        i.response
+        i.response && invokerOf(i) === who.dc.id && sees("dc", who, inGroup, String(i.payload.channel_id))
           ? [
               {
                 at: i.editedAt ?? i.response.at,
+                channelId: String(i.payload.channel_id),
                 buttons: discordButtons(originalResponse(i)?.components),
-                press: (customId: string) => void discord.clickEphemeralButton(bob, i, customId),
+                press: (customId: string) => void discord.clickEphemeralButton(who.dc, i, customId),
               },
             ]
           : [],
@@ -373,15 +486,19 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         .sort((a, b) => b.at - a.at)[0]
         ?.buttons.find((b) => b.label.includes(label));
       return disabled
-        ? `the Discord button "${disabled.label}" is disabled (the bot closed that prompt): Discord does not let Bob press it, nothing was sent`
-        : `no Discord button "${label}" on the bot's latest prompt`;
+        ? `the Discord button "${disabled.label}" is disabled (the bot closed that prompt): Discord does not let ${name} press it, nothing was sent`
+        : `no Discord button "${label}" on the bot's latest prompt${looked}`;
     }
     prompt.press(button.custom_id);
-    return `pressed "${button.label}" on Discord as Bob`;
+    return `pressed "${button.label}" ${placeOf("dc", prompt.channelId)} as ${name}`;
   };
 
-  /** Bob uses a slash command the bot registered (`/stop`, `/settings voice`); its one option is `value`. */
-  const slash = (name: string, value: string): string => {
+  /**
+   * A person uses a slash command the bot registered (`/stop`, `/settings voice`) in their DM or the
+   * group; its one option is `value`. Bob's commands in the group carry Manage Messages (he moderates
+   * the channel: `/reset` is his there), Dave's do not.
+   */
+  const slash = (who: Typist, inGroup: boolean, name: string, value: string): string => {
     const registered = discord.commandRegistrations.at(-1)?.body ?? [];
     const command = registered.find((c) => c.name === name);
     if (!command)
@@ -390,31 +507,95 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         : `the bot has no Discord slash command /${name} (it has ${registered.map((c) => `/${String(c.name)}`).join(" ")})`;
     const option = (command.options as { name: string }[] | undefined)?.[0];
     if (value && !option) return `/${name} takes no value on Discord`;
-    discord.slashCommand(bob, name, { dm: true, ...(value && option ? { values: { [option.name]: value } } : {}) });
-    return `used /${name}${value ? ` ${value}` : ""} on Discord as Bob`;
+    const values = value && option ? { values: { [option.name]: value } } : {};
+    if (inGroup)
+      discord.slashCommand(who.dc, name, {
+        channelId: group.discord,
+        ...(who === own ? { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS } : {}),
+        ...values,
+      });
+    else discord.slashCommand(who.dc, name, { dm: true, ...values });
+    return `used /${name}${value ? ` ${value}` : ""} ${inGroup ? "in the Discord group" : "on Discord"} as ${nameOf("dc", who)}`;
   };
+
+  /** What each platform's mention of the bot looks like in a group: prepended to a plain text there. */
+  const mentions: Record<Platform, string> = {
+    tg: `@${telegram.bot.username}`,
+    dc: `<@${discord.bot.id}>`,
+    line: `@${line.botName}`,
+  };
+  const USAGE =
+    "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>); " +
+    "after tg, dc or line, add group to write in the group and as dave to write or press as Dave: tg as dave group <text>";
 
   /** What a typed line does, and the note on it (with the bot's words in it, such as a button's label, as they came). */
   const act = async (typed: string): Promise<string> => {
     const match = /^\s*(tg|dc|line)\s+(.+)$/s.exec(typed);
-    if (!match)
-      return "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>)";
-    const platform = match[1] as "tg" | "dc" | "line";
-    const rest = match[2]!.trim();
-    const pressed = /^press\s+(.+)$/.exec(rest);
-    if (pressed) return press(platform, pressed[1]!.trim());
+    if (!match) return USAGE;
+    const platform = match[1] as Platform;
+    let rest = match[2]!.trim();
+    // `as <person>`: only a fake person's name (alice, bob, carol, dave) is one; `tg as soon as …` is a text.
+    let who = own;
+    const as = /^as\s+(alice|bob|carol|dave)(?:\s+(.*))?$/is.exec(rest);
+    if (as) {
+      const named = as[1]!.toLowerCase();
+      const mine = nameOf(platform, own);
+      if (named === "dave") who = second;
+      else if (named !== mine.toLowerCase())
+        return (
+          `${named[0]!.toUpperCase()}${named.slice(1)} is not on ${names[platform]}: ` +
+          `there, type ${platform} <text> (${mine}) or ${platform} as dave <text>`
+        );
+      rest = (as[2] ?? "").trim();
+    }
+    const inGroup = /^group(?:\s|$)/.test(rest);
+    if (inGroup) rest = rest.slice("group".length).trim();
+    if (rest === "") return USAGE;
+    const name = nameOf(platform, who);
+    const pressed = /^press\s+(.+)$/s.exec(rest);
+    if (pressed) return press(platform, who, inGroup, pressed[1]!.trim());
+    // In a group the bot answers only what mentions it, replies to it or is a command: a plain text gets its mention.
+    const text = inGroup && !rest.startsWith("/") ? `${mentions[platform]} ${rest}` : rest;
+    const sent = inGroup
+      ? `sent to the ${names[platform]} group as ${name}` +
+        (text === rest
+          ? ""
+          : `, as "${text}" (the bot's mention prepended: in a group it answers only what mentions it, replies to it or is a command)`)
+      : `sent to the bot on ${names[platform]} as ${name}`;
     if (platform === "tg") {
-      telegram.sendUserMessage({ chat: telegram.privateChat(alice), from: alice, text: rest });
-      return "sent to the bot on Telegram as Alice";
+      telegram.sendUserMessage({
+        chat: inGroup ? group.telegram : telegram.privateChat(who.tg),
+        from: who.tg,
+        text,
+      });
+      return sent;
     }
     if (platform === "line")
-      return deliverLine([line.textEvent({ from: carol }, rest)], "sent to the bot on LINE as Carol");
+      return deliverLine(
+        [
+          inGroup
+            ? line.textEvent({ from: who.line, groupId: group.line }, rest, { mention: text !== rest })
+            : line.textEvent({ from: who.line }, rest),
+        ],
+        sent,
+      );
     const command = /^\/([\w-]+)(?:\s+(.*))?$/s.exec(rest);
-    if (command) return slash(command[1]!.toLowerCase(), command[2]?.trim() ?? "");
-    discord.sendUserMessage(bob, rest, { dm: true });
-    return "sent to the bot on Discord as Bob";
+    if (command) return slash(who, inGroup, command[1]!.toLowerCase(), command[2]?.trim() ?? "");
+    discord.sendUserMessage(who.dc, text, inGroup ? { channelId: group.discord } : { dm: true });
+    return sent;
   };
   const handle = async (typed: string): Promise<string> => printable(await act(typed));
+
+  /**
+   * The platform as printed before a bot message, with the chat it went to when that is not the DM
+   * of Alice, Bob or Carol: `telegram (group)`, `discord (Dave's DM)`; a chat of no fake person as the DM.
+   */
+  const chatOf = (platform: Platform, chatId: string | number): string => {
+    const printed = { tg: "telegram", dc: "discord", line: "line" }[platform];
+    const id = String(chatId);
+    if (id === groupOf(platform)) return `${printed} (group)`;
+    return id === dmOf(platform, second) ? `${printed} (Dave's DM)` : printed;
+  };
 
   const follow = (print: (line: string) => void, everyMs = 200): (() => void) => {
     const seen = {
@@ -446,21 +627,21 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       for (; seen.tgSent < telegram.sent.length; seen.tgSent++) {
         const message = telegram.sent[seen.tgSent]!;
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
-        add(message.at, shown("telegram", "bot", message.text + buttons.join("")));
+        add(message.at, shown(chatOf("tg", message.chatId), "bot", message.text + buttons.join("")));
       }
       // A private chat's answer grows as a draft: the newest one, at most once a second.
       if (seen.tgDrafts < telegram.drafts.length && Date.now() - draftShownAt >= 1000) {
         seen.tgDrafts = telegram.drafts.length;
         draftShownAt = Date.now();
         const draft = telegram.drafts.at(-1)!;
-        add(draft.at, shown("telegram", "bot (draft)", draft.text));
+        add(draft.at, shown(chatOf("tg", draft.chatId), "bot (draft)", draft.text));
       }
       for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
         const voice = telegram.voices[seen.tgVoices]!;
         add(
           voice.at,
           shown(
-            "telegram",
+            chatOf("tg", voice.chatId),
             "bot",
             `🔊 ${voice.shownAs} message (${String(voice.payload.duration)} s, ${voice.file.bytes.length} bytes)`,
           ),
@@ -473,39 +654,51 @@ export async function startLocalFakes(): Promise<LocalFakes> {
           add(
             at,
             shown(
-              "telegram",
+              chatOf("tg", String(edit.chat_id)),
               "bot (edited)",
               edit.parse_mode === "HTML" ? parseTelegramHtml(edit.text).text : edit.text,
             ),
           );
       }
-      // The bot's answer to a button press (answerCallbackQuery's text): a toast, or an alert to dismiss.
+      // The bot's answer to a button press (answerCallbackQuery's text): a toast, or an alert to dismiss,
+      // shown to the presser only, in the chat of the pressed message: `(toast to Dave)` for Dave's press.
       for (; seen.tgToasts < telegram.toasts.length; seen.tgToasts++) {
         const toast = telegram.toasts[seen.tgToasts]!;
-        add(toast.at, shown("telegram", toast.alert ? "bot (alert)" : "bot (toast)", toast.text));
+        const pressed = tgPresses.get(toast.callbackQueryId);
+        const to = pressed && pressed.by.id !== alice.id ? ` to ${pressed.by.first_name}` : "";
+        add(
+          toast.at,
+          shown(
+            pressed ? chatOf("tg", pressed.chatId) : "telegram",
+            `bot (${toast.alert ? "alert" : "toast"}${to})`,
+            toast.text,
+          ),
+        );
       }
       for (; seen.dcSent < discord.sent.length; seen.dcSent++) {
         const message = discord.sent[seen.dcSent]!;
         const buttons = discordButtons(message.message.components).map((b) => ` [${b.label}]`);
         const voice = message.files?.length ? `🔊 voice message (${message.files[0]!.bytes.length} bytes)` : "";
-        add(message.at, shown("discord", "bot", message.content + voice + buttons.join("")));
+        add(message.at, shown(chatOf("dc", message.channelId), "bot", message.content + voice + buttons.join("")));
       }
       for (; seen.dcEdits < discord.edits.length; seen.dcEdits++) {
-        const { payload: edit, at } = discord.edits[seen.dcEdits]!;
-        if (typeof edit.content === "string") add(at, shown("discord", "bot (edited)", edit.content));
+        const { payload: edit, at, channelId } = discord.edits[seen.dcEdits]!;
+        if (typeof edit.content === "string") add(at, shown(chatOf("dc", channelId), "bot (edited)", edit.content));
       }
       // The answers to slash commands and button presses (ephemeral: only the one who used the command
-      // or pressed sees them): the interaction's response, then its edits.
+      // or pressed sees them): the interaction's response, then its edits; `(to Dave's command)` for Dave's.
       for (const interaction of discord.interactions.values()) {
         if (!interaction.response) continue;
-        const to = interaction.payload.type === 2 ? "bot (to the command)" : "bot (to the press)";
+        const whose = invokerOf(interaction) === dave.discord.id ? "Dave's" : "the";
+        const to = `bot (to ${whose} ${interaction.payload.type === 2 ? "command" : "press"})`;
+        const where = chatOf("dc", String(interaction.payload.channel_id));
         const parts = [interaction.response.data, ...interaction.edits];
         for (let i = answered.get(interaction) ?? 0; i < parts.length; i++) {
           const content = typeof parts[i]?.content === "string" ? (parts[i]!.content as string) : "";
           const buttons = discordButtons(parts[i]?.components).map((b) => ` [${b.label}]`);
           // The edits' times are not kept, only the last one's.
           const at = i === 0 ? interaction.response.at : (interaction.editedAt ?? interaction.response.at);
-          if (content !== "" || buttons.length > 0) add(at, shown("discord", to, content + buttons.join("")));
+          if (content !== "" || buttons.length > 0) add(at, shown(where, to, content + buttons.join("")));
         }
         answered.set(interaction, parts.length);
       }
@@ -513,7 +706,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const message = line.sent[seen.lineSent]!;
         const buttons = lineButtons(message).map((b) => ` [${b.label}]`);
         const body = message.text || `(${String(message.message.type)} message)`;
-        add(message.at, shown("line", `bot (${message.via})`, body + buttons.join("")));
+        add(message.at, shown(chatOf("line", message.to), `bot (${message.via})`, body + buttons.join("")));
       }
       // A stable sort: what arrived in the same millisecond keeps the order above.
       for (const { line } of lines.sort((a, b) => a.at - b.at)) print(line);
@@ -541,7 +734,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     transcription,
     speech,
     env,
-    people: { alice, bob, bobDm, carol },
+    people: { alice, bob, bobDm, carol, dave },
+    group,
     handle,
     follow,
     stop,
@@ -556,8 +750,8 @@ async function main(): Promise<void> {
     [
       "Fake Telegram, Discord, LINE, Messages API, CWA, transcription and speech servers are running on 127.0.0.1.",
       "Give the bot these variables (in .env, or on the command line of npm start in another terminal);",
-      "they change at every start of the fakes, so copy them again after a restart (Alice, Bob and Carol keep",
-      "their ids, so the bot's chats, memory and todos of theirs carry over):",
+      "they change at every start of the fakes, so copy them again after a restart (Alice, Bob, Carol, Dave and",
+      "the group keep their ids, so the bot's chats, memory and todos of theirs carry over):",
       "",
       ...lines,
       "",
@@ -566,6 +760,11 @@ async function main(): Promise<void> {
       "bot's latest prompt). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
       "matches: tg 新增待辦：買牛奶, tg 列出待辦, then tg 刪除待辦 1 and tg press 確認 to approve the deletion.",
       "Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止, dc /stop or line /stop.",
+      "A group and a second person: tg group <text> writes in the group the bot is in (the bot's @mention is",
+      "prepended, since in a group it answers only mentions, replies and commands; /<command> is sent as is);",
+      "tg as dave <text>, tg as dave group <text> and tg as dave press <label> write and press as Dave (the same",
+      "with dc and line). With ACCESS_POLICY=open the group is answered at once, no /enable needed. Answers",
+      "outside Alice's, Bob's and Carol's DMs are printed with their chat: telegram (group) bot: …",
       "Ctrl-C stops the fakes.",
     ].join("\n"),
   );

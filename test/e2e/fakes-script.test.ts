@@ -967,10 +967,10 @@ it("npm run fakes reads `as dave` and `group` only where they name a person and 
     // Alice's DM is not Dave's to see, and is not the group.
     await prompt(7001, "ap:dm:y");
     expect(await fakes.handle("tg as dave press 確認")).toBe(
-      'no Telegram button "確認" on the bot\'s latest prompt that Dave can see',
+      'no Telegram button "確認" on the bot\'s messages that Dave can see',
     );
     expect(await fakes.handle("tg group press 確認")).toBe(
-      'no Telegram button "確認" on the bot\'s latest prompt in the group',
+      'no Telegram button "確認" on the bot\'s messages in the group',
     );
     // A prompt in the group, then a newer one in Alice's DM: Dave presses the group's, `group press`
     // the group's as Alice, and a plain `press` the newest Alice sees (her DM's), as before.
@@ -978,6 +978,12 @@ it("npm run fakes reads `as dave` and `group` only where they name a person and 
     await prompt(7001, "ap:dm2:y");
     expect(await fakes.handle("tg as dave press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Dave');
     expect(await fakes.handle("tg group press 確認")).toBe('pressed "✅ 確認" in the Telegram group as Alice');
+    // A newer message with other buttons only (a memory note's ↩️) does not hide the prompt above it.
+    await call("sendMessage", {
+      chat_id: 7001,
+      text: "📝 記住了",
+      reply_markup: { inline_keyboard: [[{ text: "↩️ 復原", callback_data: "mu:1" }]] },
+    });
     expect(await fakes.handle("tg press 確認")).toBe('pressed "✅ 確認" on Telegram as Alice');
     expect(
       (await updates()).map((u) => [

@@ -16,9 +16,9 @@
  * - `line <text>`: a LINE message from the fake user Carol (a signed webhook to the bot's
  *   `LINE_WEBHOOK_PORT`);
  * - `tg press <label>` / `dc press <label>` / `line press <label>`: presses the button of that label
- *   on the bot's latest message with buttons there (an approval prompt's 確認 / Confirm, the ⏹ 停止
- *   of an answer being written, for two); on Discord the newest message or answer to a slash command
- *   or a press (`dc /settings`) with a button of that label. A button the bot disabled (a decided
+ *   on the bot's newest message with such a button there (an approval prompt's 確認 / Confirm, the
+ *   ⏹ 停止 of an answer being written, for two); on Discord also the answers to a slash command or
+ *   a press (`dc /settings`). A button the bot disabled (a decided
  *   approval prompt keeps its buttons on Discord, disabled) is not pressed, as Discord's clients do
  *   not let anyone press one: the note says so and nothing is sent;
  * - `group` after the platform (`tg group <text>`, `tg group press <label>`): in the group the bot
@@ -427,12 +427,17 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     // Said when no prompt was found: where it was looked for, when it was not as before (Alice's, Bob's, Carol's chats).
     const looked = `${inGroup ? " in the group" : ""}${who === own ? "" : ` that ${name} can see`}`;
     if (platform === "tg") {
+      // The newest message with a button of that label (a later message with other buttons, such as
+      // a memory note's ↩️, does not hide a prompt above it, as a person scrolls up to it).
       const message = [...telegram.sent]
         .reverse()
-        .find((m) => sees("tg", who, inGroup, String(m.chatId)) && telegram.buttons(m).length > 0);
-      const button = message && telegram.buttons(message).find((b) => b.text.includes(label));
-      if (!message || !button?.callback_data)
-        return `no Telegram button "${label}" on the bot's latest prompt${looked}`;
+        .find(
+          (m) =>
+            sees("tg", who, inGroup, String(m.chatId)) &&
+            telegram.buttons(m).some((b) => b.text.includes(label) && b.callback_data),
+        );
+      const button = message && telegram.buttons(message).find((b) => b.text.includes(label) && b.callback_data);
+      if (!message || !button?.callback_data) return `no Telegram button "${label}" on the bot's messages${looked}`;
       const queryId = telegram.pressButton({ from: who.tg, message, data: button.callback_data });
       tgPresses.set(queryId, { by: who.tg, chatId: message.chatId });
       return `pressed "${button.text}" ${placeOf("tg", String(message.chatId))} as ${name}`;
@@ -440,9 +445,9 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     if (platform === "line") {
       const message = [...line.sent]
         .reverse()
-        .find((m) => sees("line", who, inGroup, m.to) && lineButtons(m).length > 0);
+        .find((m) => sees("line", who, inGroup, m.to) && lineButtons(m).some((b) => b.label.includes(label)));
       const button = message && lineButtons(message).find((b) => b.label.includes(label));
-      if (!message || !button) return `no LINE button "${label}" on the bot's latest prompt${looked}`;
+      if (!message || !button) return `no LINE button "${label}" on the bot's messages${looked}`;
       const place = message.to === group.line ? { from: who.line, groupId: group.line } : { from: who.line };
       return deliverLine(
         [line.postbackEvent(place, button.data)],
@@ -487,7 +492,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         ?.buttons.find((b) => b.label.includes(label));
       return disabled
         ? `the Discord button "${disabled.label}" is disabled (the bot closed that prompt): Discord does not let ${name} press it, nothing was sent`
-        : `no Discord button "${label}" on the bot's latest prompt${looked}`;
+        : `no Discord button "${label}" on the bot's messages${looked}`;
     }
     prompt.press(button.custom_id);
     return `pressed "${button.label}" ${placeOf("dc", prompt.channelId)} as ${name}`;
@@ -756,8 +761,8 @@ async function main(): Promise<void> {
       ...lines,
       "",
       "Then type here: tg <text> (Telegram DM from Alice), dc <text> (Discord DM from Bob; dc /<command> [value]",
-      "for his slash commands), line <text> (LINE message from Carol), tg|dc|line press <label> (a button of the",
-      "bot's latest prompt). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
+      "for his slash commands), line <text> (LINE message from Carol), tg|dc|line press <label> (a button of that",
+      "label on the bot's newest message with one). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
       "matches: tg 新增待辦：買牛奶, tg 列出待辦, then tg 刪除待辦 1 and tg press 確認 to approve the deletion.",
       "Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止, dc /stop or line /stop.",
       "A group and a second person: tg group <text> writes in the group the bot is in (the bot's @mention is",

@@ -358,6 +358,18 @@ export class FakeTelegram {
    * it is an alert (`show_alert`: a dialog to dismiss) rather than a toast, and when (ms since the epoch).
    */
   readonly toasts: { callbackQueryId: string; text: string; alert: boolean; at: number }[] = [];
+  #lastStamp = 0;
+
+  /**
+   * When the fake received what the bot sent, edited or answered (the `at` of {@link sent},
+   * {@link edits}, {@link toasts}, {@link drafts}, {@link voices}): ms since the Unix epoch, strictly
+   * increasing (a thousandth of a ms past the last when the clock has not moved), so sorting by it
+   * keeps the order of arrival also within one millisecond.
+   */
+  #stamp(): number {
+    this.#lastStamp = Math.max(Date.now(), this.#lastStamp + 0.001);
+    return this.#lastStamp;
+  }
   /** The last accepted `setMyCommands` payload per `language_code` ("" for the default). */
   readonly commands = new Map<string, Record<string, unknown>>();
   /** The current webhook (`setWebhook` payload), if any. */
@@ -1117,7 +1129,7 @@ export class FakeTelegram {
             callbackQueryId: String(p.callback_query_id),
             text: p.text,
             alert: p.show_alert === true || p.show_alert === "true",
-            at: Date.now(),
+            at: this.#stamp(),
           });
         return true;
       }
@@ -1173,7 +1185,7 @@ export class FakeTelegram {
       ...(markup ? { reply_markup: markup } : {}),
     } as Message;
     this.#messages.set(`${chatId}:${message.message_id}`, message);
-    this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message, at: Date.now() });
+    this.sent.push({ chatId, messageId: message.message_id, text, entities, payload: p, message, at: this.#stamp() });
     return message;
   }
 
@@ -1234,7 +1246,7 @@ export class FakeTelegram {
       file: { filename: upload.filename, mimeType: upload.mimeType ?? "", bytes },
       payload,
       message,
-      at: Date.now(),
+      at: this.#stamp(),
     });
     return message;
   }
@@ -1269,7 +1281,7 @@ export class FakeTelegram {
     const text = p.text === undefined ? "" : String(p.text);
     const parsed = p.parse_mode === "HTML" ? parseTelegramHtml(text) : { text };
     this.#threadOf(chatId, p);
-    this.drafts.push({ chatId, draftId, text: parsed.text, at: Date.now() });
+    this.drafts.push({ chatId, draftId, text: parsed.text, at: this.#stamp() });
     return true;
   }
 
@@ -1297,7 +1309,7 @@ export class FakeTelegram {
     sent.text = rendered.text;
     sent.entities = rendered.entities;
     sent.message = updated;
-    this.edits.push({ method, payload: p, at: Date.now() });
+    this.edits.push({ method, payload: p, at: this.#stamp() });
     return updated;
   }
 }

@@ -497,6 +497,38 @@ it("a reminder is pushed at its time with done / snooze postbacks; done is answe
   expect(closed.text).toMatch(/drink water|完成|done/i);
 });
 
+it("a reminder's text, a press's notice and people's names in the bot's own words show as they were written (no Markdown read)", async () => {
+  const zoe = line.user("*Zoe* <b>");
+  const at = secondsAhead(60);
+  await line.deliver([
+    line.textEvent(dm(zoe), `call set_reminder {"text":"**drink** water _now_","at":"${localIso(at)}"}`),
+  ]);
+  await line.waitFor(() => line.messagesTo(zoe.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: zoe.userId };
+  const [reminder] = await listReminders(redis, owner);
+  await bringReminderForward(redis, owner, reminder!, at);
+  const posted = await line.waitFor(() =>
+    line.messagesTo(zoe.userId).find((m) => m.postbacks.some((d) => d.startsWith("rm:d:"))),
+  );
+  expect(posted.text).toBe("⏰ **drink** water _now_");
+  // Snooze is answered with a notice naming the reminder: as it was written too.
+  await line.deliver([
+    line.postbackEvent(
+      dm(zoe),
+      posted.postbacks.find((d) => d.startsWith("rm:s:"))!,
+    ),
+  ]);
+  const snoozed = await line.waitFor(() =>
+    line.messagesTo(zoe.userId).find((m) => m.at >= posted.at && m !== posted && m.via === "reply"),
+  );
+  expect(snoozed.text).toMatch(/^💤 \*\*drink\*\* water _now_（/);
+  // A newcomer is welcomed by the name they chose, as it is.
+  const group = line.group([alice]);
+  await line.deliver([line.memberEvent(group, "memberJoined", [zoe])]);
+  const welcome = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("歡迎")));
+  expect(welcome.text).toBe(`歡迎 *Zoe* <b> 加入！要找我，請提到我（@${line.botName}）或輸入 /help。`);
+});
+
 it("a scheduled task's occurrence is answered by push in its chat", async () => {
   const at = secondsAhead(60);
   await line.deliver([

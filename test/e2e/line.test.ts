@@ -529,6 +529,33 @@ it("a reminder's text, a press's notice and people's names in the bot's own word
   expect(welcome.text).toBe(`歡迎 *Zoe* <b> 加入！要找我，請提到我（@${line.botName}）或輸入 /help。`);
 });
 
+it("/reminders and /persona show a reminder's text and the persona as they were written (their Markdown made plain around them)", async () => {
+  const una = line.user("Una");
+  const far = localIso(Date.now() + 3600_000);
+  await line.deliver([line.textEvent(dm(una), `call set_reminder {"text":"**pay** rent_now_","at":"${far}"}`)]);
+  await line.waitFor(() => line.messagesTo(una.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const asked = line.messagesTo(una.userId).length;
+  await line.deliver([line.textEvent(dm(una), "/reminders")]);
+  const listing = await line.waitFor(() =>
+    line
+      .messagesTo(una.userId)
+      .slice(asked)
+      .find((m) => m.text.includes("#1")),
+  );
+  expect(listing.text.split("\n")[1]).toMatch(/^#1 \*\*pay\*\* rent_now_ — /);
+  await line.deliver([line.textEvent(dm(una), "/persona *Be* `brief`")]);
+  await line.waitFor(() => line.messagesTo(una.userId).find((m) => m.text.includes("角色")));
+  const shown = line.messagesTo(una.userId).length;
+  await line.deliver([line.textEvent(dm(una), "/persona")]);
+  const persona = await line.waitFor(() =>
+    line
+      .messagesTo(una.userId)
+      .slice(shown)
+      .find((m) => m.text.startsWith("目前的角色設定")),
+  );
+  expect(persona.text).toBe("目前的角色設定：\n*Be* `brief`");
+});
+
 it("a scheduled task's occurrence is answered by push in its chat", async () => {
   const at = secondsAhead(60);
   await line.deliver([

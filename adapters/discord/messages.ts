@@ -32,6 +32,7 @@ import {
 } from "../../src/queue/incoming.js";
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { plainContent } from "./plain.js";
 
 /** Most prompts remembered as told "already decided" ({@link DiscordMessages.onReaction}); past it the memory starts over. */
 const TOLD_DECIDED_MAX = 10_000;
@@ -217,7 +218,7 @@ export class DiscordMessages {
     if (this.#toldDecided.has(prompt.id)) return;
     if (this.#toldDecided.size >= TOLD_DECIDED_MAX) this.#toldDecided.clear();
     this.#toldDecided.add(prompt.id);
-    const notice = decisionNotice(result, await this.#localeOf(prompt.channelId));
+    const notice = plainContent(decisionNotice(result, await this.#localeOf(prompt.channelId)));
     try {
       await prompt.reply({
         content: inGuild ? `<@${userId}> ${notice}` : notice,

@@ -23,7 +23,7 @@ import { text } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { bringForward } from "../helpers/jobs.js";
-import { seedTodos } from "./approvals-helpers.js";
+import { seedTodos, todoLines } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, remindersQueue, secondsAhead } from "./reminders-helpers.js";
 import { addOccurrence, outcomeOf, tasksModel, tasksQueue } from "./tasks-helpers.js";
@@ -301,7 +301,7 @@ describe("Discord: the conversation's language, and names and texts shown as the
     dc.sendUserMessage(eve, "delete #1", { dm: true });
     const prompt = await withButtons(channel, "ap:", 0);
     expect(prompt.content).toContain("刪除待辦 #1「買 \\*\\*牛奶\\*\\* \\_今天\\_」");
-    expect(prompt.content).toContain("只有 **@everyone \\*\\*Eve\\*\\* <@&1> \\`x\\`** 可以決定");
+    expect(prompt.content).toContain("只有 **@everyone \\*\\*Eve\\*\\* \\<@&1> \\`x\\`** 可以決定");
     const decline = buttonsOf(prompt).find((b) => b.custom_id.endsWith(":n"))!.custom_id;
     dc.clickButton(eve, prompt.id, decline);
     await dc.waitFor(() => buttonsOf(prompt).every((b) => b.disabled === true), WAIT, "the prompt closed");
@@ -373,5 +373,22 @@ describe("Discord: the conversation's language, and names and texts shown as the
     expect(await ephemeral(dc.slashCommand(tia, "persona", { dm: true }))).toBe(
       "目前的角色設定：\n\\*\\*Be\\*\\* \\_brief\\_",
     );
+  });
+
+  it("someone else's press on a prompt in a server is told who decides, that name shown as it is", async () => {
+    const dc = stack.discord;
+    const owner = user("**Eve** _x_ <t:0:R>");
+    const other = user("Ugo");
+    dc.addUser(owner);
+    dc.addUser(other);
+    await seedTodos(redis, "discord", owner.id, ["茶"]);
+    const before = dc.messagesIn(dc.channelId).length;
+    dc.sendUserMessage(owner, `<@${dc.bot.id}> delete #1`);
+    const prompt = await withButtons(dc.channelId, "ap:", before);
+    const yes = buttonsOf(prompt).find((b) => b.custom_id.endsWith(":y"))!.custom_id;
+    expect(await ephemeral(dc.clickButton(other, prompt.id, yes))).toBe(
+      "只有 \\*\\*Eve\\*\\* \\_x\\_ \\<t:0:R> 可以決定。",
+    );
+    expect(await todoLines(redis, "discord", owner.id)).toEqual(["#1 茶"]);
   });
 });

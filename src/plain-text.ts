@@ -301,9 +301,11 @@ function* leafTokens(tokens: readonly Token[]): Generator<Token> {
  * Markdown (an answer) with its links written for a terminal, where they cannot be clicked as
  * Markdown and `[title](<https://…>)` is hard to read: each link as `label (address)` (the address
  * alone when the label is it, an autolink as its address), an image as `alt (address)`, as
- * {@link markdownToPlain} writes them; everything else stays as written (emphasis, code, lists),
- * and text that only looks like a link stays too (inside code, after a backslash). Read with
- * marked's lexer (https://marked.js.org): each token is found in the text in order, a link's
+ * {@link markdownToPlain} writes them; a backslash escape as the character it stands for (`\*` as
+ * `*`: what people wrote, written into the answer as a literal with {@link markdownLiteral}, reads
+ * as they wrote it); everything else stays as written (emphasis, code, lists), and text that only
+ * looks like a link stays text too (inside code, or with its `[` escaped). Read with marked's lexer
+ * (https://marked.js.org): each token is found in the text in order, a link's or an escape's
  * written form replaced.
  * @returns the text; never throws (what the lexer cannot read stays as it is).
  */
@@ -322,7 +324,12 @@ export function terminalLinks(markdown: string): string {
     const at = token.raw === "" ? -1 : markdown.indexOf(token.raw, from);
     if (at === -1) continue;
     const link = token.type === "link" || token.type === "image";
-    out += markdown.slice(from, at) + (link ? linkText(token as Tokens.Link | Tokens.Image) : token.raw);
+    const shown = link
+      ? linkText(token as Tokens.Link | Tokens.Image)
+      : token.type === "escape"
+        ? (token as Tokens.Escape).text
+        : token.raw;
+    out += markdown.slice(from, at) + shown;
     from = at + token.raw.length;
   }
   return out + markdown.slice(from);

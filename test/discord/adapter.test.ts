@@ -497,6 +497,24 @@ describe("approval prompts", () => {
     expect(repliesTo(ref.messageId, before)).toHaveLength(1);
   });
 
+  it("someone else's reaction on a prompt decided before is told so too, in a guild mentioning only them, and their press ephemerally", async () => {
+    const { ref } = await prompt("told3");
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "✅");
+    await h.fake.waitFor(() => h.decider.approvals.get("told3")!.decided === true, 5000, "approved by reaction");
+    const press = h.fake.clickButton(bob, ref.messageId, "ap:told3:n");
+    expect((await h.fake.waitFor(() => press.response)).data?.content).toBe("這個請求已經處理過了。");
+    h.fake.react(bob, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe(`<@${bob.id}> 這個請求已經處理過了。`);
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [bob.id], replied_user: false });
+    expect(h.decider.calls.filter((c) => c.request.approvalId === "told3").map((c) => c.result.status)).toEqual([
+      "accepted",
+      "already_decided",
+      "already_decided",
+    ]);
+  });
+
   it("a ✅ on someone else's message is ignored without fetching it", async () => {
     const m = h.fake.sendUserMessage(alice, "隨便一則訊息", { dm: true });
     await queued(m.id);

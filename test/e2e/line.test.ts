@@ -245,7 +245,7 @@ it("/settings buttons are quick reply postbacks; a press changes the setting and
   expect(changed.text).toContain("Settings of this chat:");
 });
 
-it("approval by postback: only the requester decides, a replayed or forged press changes nothing, a later press is told it was confirmed", async () => {
+it("approval by postback: only the requester decides, a replayed or forged press changes nothing, a later press (anyone's) is told it was confirmed", async () => {
   const bob = line.user("Bob the second");
   const group = line.group([alice, bob]);
   await seedTodos(redis, "line", alice.userId, ["buy milk"]);
@@ -305,7 +305,8 @@ it("approval by postback: only the requester decides, a replayed or forged press
     );
   };
   expect((await noticeTo(alice)).text).toBe("這個請求已經確認過了。");
-  expect((await noticeTo(bob)).text).toBe("只有 Alice 可以決定。");
+  // Bob is told the same: it was decided (he was told only Alice may decide while it was open).
+  expect((await noticeTo(bob)).text).toBe("這個請求已經確認過了。");
   expect(await todos()).toEqual([]);
   expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
 });

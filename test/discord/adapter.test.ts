@@ -515,6 +515,35 @@ describe("approval prompts", () => {
     ]);
   });
 
+  it("the requester's reaction on a prompt that expired without its edit is told so once, in a guild mentioning only them; someone else's is not answered", async () => {
+    const { ref } = await prompt("gone1");
+    h.decider.approvals.delete("gone1"); // expired: the decider knows it no more (not_found)
+    const before = h.fake.sent.length;
+    h.fake.react(bob, ref.messageId, "✅");
+    h.fake.react(alice, ref.messageId, "✅");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe(`<@${alice.id}> 這個確認請求已過期或不存在。`);
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [alice.id], replied_user: false });
+    expect((told.payload.allowed_mentions as { parse?: string[] }).parse ?? []).toEqual([]);
+    h.fake.react(alice, ref.messageId, "❌");
+    const calls = () => h.decider.calls.filter((c) => c.request.approvalId === "gone1");
+    await h.fake.waitFor(() => calls().length === 3, 5000, "the three reactions decided");
+    expect(calls().map((c) => c.result.status)).toEqual(["not_found", "not_found", "not_found"]);
+    // After its decision the third reaction's handler sends nothing (the prompt was answered once): let it end.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(repliesTo(ref.messageId, before)).toEqual([told]);
+  });
+
+  it("in a DM the expired prompt's notice mentions nobody", async () => {
+    const { ref } = await prompt("gone2", true);
+    h.decider.approvals.delete("gone2");
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe("這個確認請求已過期或不存在。");
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [], replied_user: false });
+  });
+
   it("a ✅ on someone else's message is ignored without fetching it", async () => {
     const m = h.fake.sendUserMessage(alice, "隨便一則訊息", { dm: true });
     await queued(m.id);

@@ -317,10 +317,11 @@ it("a prompt whose edit failed: the requester's later press and reaction are tol
     "delete_todo: 已刪除：#1 掃地",
   );
   const approvalId = /^ap:([^:]+):y$/.exec(button(prompt, true))![1]!;
-  await dc.waitFor(
+  // FakeDiscord.waitFor does not await its predicate (a promise is truthy at once): Redis is polled here.
+  await eventually(
     async () => (await redis.exists(`approval:{approval}:${approvalId}`)) === 0,
-    WAIT,
     "the approval's record deleted (its decided marker left)",
+    WAIT,
   );
   expect(buttonsOf(prompt.id).every((b) => b.disabled !== true)).toBe(true);
 

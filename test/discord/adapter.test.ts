@@ -515,7 +515,7 @@ describe("approval prompts", () => {
     ]);
   });
 
-  it("the requester's reaction on a prompt that expired without its edit is told so once, in a guild mentioning only them; someone else's is not answered", async () => {
+  it("the requester's reaction on a prompt that expired without its edit is told so once, in a guild mentioning only them; no one else's", async () => {
     const { ref } = await prompt("gone1");
     h.decider.approvals.delete("gone1"); // expired: the decider knows it no more (not_found)
     const before = h.fake.sent.length;

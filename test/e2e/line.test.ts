@@ -245,7 +245,7 @@ it("/settings buttons are quick reply postbacks; a press changes the setting and
   expect(changed.text).toContain("Settings of this chat:");
 });
 
-it("approval by postback: only the requester decides, a replayed or forged press changes nothing, a later press (anyone's) is told it was confirmed", async () => {
+it("approval by postback: only the requester decides, a replay or forgery changes nothing, a later press (anyone's) is told it was confirmed", async () => {
   const bob = line.user("Bob the second");
   const group = line.group([alice, bob]);
   await seedTodos(redis, "line", alice.userId, ["buy milk"]);

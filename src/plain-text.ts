@@ -235,6 +235,49 @@ export function markdownToPlain(markdown: string, options: PlainTextOptions = {}
   }
 }
 
+/**
+ * A bare web address as Markdown readers link it by themselves (GFM's extended autolinks, Discord's
+ * links): escapes inside it are not read, so it is left as it is. It ends at white space or `<`.
+ */
+const BARE_ADDRESS = /(?:(?:https?|ftp):\/\/|www\.)[^\s<]*/gi;
+
+/** Characters that are formatting wherever they stand: backslash, code, emphasis, strike, spoiler/table, link, tag or autolink, entity. */
+const INLINE_MARKS = /[\\`*_~|[<&]/g;
+
+/**
+ * Plain text (a name, a reminder's text, a task's instruction, a tool's input, a persona) written
+ * as Markdown that every reader of the bot's Markdown shows exactly as it is, for interpolating
+ * text people chose into a Markdown message (a command's reply, a line leading an answer): marked's
+ * lexer (Telegram's Markdown → HTML, {@link markdownToPlain} for LINE and the console) and
+ * Discord's client. With CommonMark backslash escapes, which both read
+ * (https://spec.commonmark.org/0.31.2/#backslash-escapes: any ASCII punctuation; Discord's parser,
+ * of the simple-markdown family, drops a backslash before any character that is not a letter, a
+ * digit or white space):
+ * - everywhere: `\`, `` ` ``, `*`, `_`, `~`, `|`, `[`, `<` and `&` (emphasis, code, strike,
+ *   Discord's spoiler, tables, links and images, tags, autolinks, Discord's `<@id>` and `<t:…>`,
+ *   entities such as `&#42;`);
+ * - at the start of a line (after spaces or tabs): `>`, `#`, `+`, `-`, `=` (quotes, headings, list
+ *   items, Discord's `-# ` small text, setext underlines and rules) and the `.` or `)` of a
+ *   number (`1.` ordered lists).
+ *
+ * A bare web address (`https://…`, `www.…`) is left as it is: readers link it by themselves and
+ * read no escape inside it. What Markdown cannot keep is not kept: white space at the start of a
+ * line and several blank lines in a row (marked drops the former and joins the latter; Discord
+ * keeps both), and a `<` right after a bare address, whose escape joins the address.
+ *
+ * @returns the Markdown; never throws. An empty text stays empty.
+ */
+export function markdownLiteral(text: string): string {
+  let out = "";
+  let from = 0;
+  for (const address of text.matchAll(BARE_ADDRESS)) {
+    out += text.slice(from, address.index).replace(INLINE_MARKS, "\\$&") + address[0];
+    from = address.index + address[0].length;
+  }
+  out += text.slice(from).replace(INLINE_MARKS, "\\$&");
+  return out.replace(/^([ \t]*)([>#+=-])/gm, "$1\\$2").replace(/^([ \t]*\d{1,9})([.)])/gm, "$1\\$2");
+}
+
 /** The tokens inside `token` (a block's inline tokens, a list's items, a table's cells), in order. */
 function childTokens(token: Token): Token[] {
   if (token.type === "list") return (token as Tokens.List).items;
@@ -258,9 +301,11 @@ function* leafTokens(tokens: readonly Token[]): Generator<Token> {
  * Markdown (an answer) with its links written for a terminal, where they cannot be clicked as
  * Markdown and `[title](<https://…>)` is hard to read: each link as `label (address)` (the address
  * alone when the label is it, an autolink as its address), an image as `alt (address)`, as
- * {@link markdownToPlain} writes them; everything else stays as written (emphasis, code, lists),
- * and text that only looks like a link stays too (inside code, after a backslash). Read with
- * marked's lexer (https://marked.js.org): each token is found in the text in order, a link's
+ * {@link markdownToPlain} writes them; a backslash escape as the character it stands for (`\*` as
+ * `*`: what people wrote, written into the answer as a literal with {@link markdownLiteral}, reads
+ * as they wrote it); everything else stays as written (emphasis, code, lists), and text that only
+ * looks like a link stays text too (inside code, or with its `[` escaped). Read with marked's lexer
+ * (https://marked.js.org): each token is found in the text in order, a link's or an escape's
  * written form replaced.
  * @returns the text; never throws (what the lexer cannot read stays as it is).
  */
@@ -279,7 +324,12 @@ export function terminalLinks(markdown: string): string {
     const at = token.raw === "" ? -1 : markdown.indexOf(token.raw, from);
     if (at === -1) continue;
     const link = token.type === "link" || token.type === "image";
-    out += markdown.slice(from, at) + (link ? linkText(token as Tokens.Link | Tokens.Image) : token.raw);
+    const shown = link
+      ? linkText(token as Tokens.Link | Tokens.Image)
+      : token.type === "escape"
+        ? (token as Tokens.Escape).text
+        : token.raw;
+    out += markdown.slice(from, at) + shown;
     from = at + token.raw.length;
   }
   return out + markdown.slice(from);

@@ -23,7 +23,7 @@ import { sliceUnits, withEllipsis } from "./cut.js";
 import stringWidth from "string-width";
 import type { Logger } from "./log.js";
 import { PlatformRefusedError } from "./outbound-errors.js";
-import { terminalLinks, terminalText } from "./plain-text.js";
+import { markdownLiteral, terminalLinks, terminalText } from "./plain-text.js";
 import type { SentRef } from "./sent-ref.js";
 
 /**
@@ -132,8 +132,20 @@ export function progressText(p: { progress: number; total?: number; message?: st
   return message ? `${amount} · ${message}` : amount;
 }
 
+/** Options of a {@link LiveView}. */
+export interface LiveViewOptions {
+  /**
+   * Writes the view's own plain lines (the lead, the status lines, the notice) for the surface;
+   * default as they are. A surface that shows the live text as Markdown (Discord) passes
+   * {@link markdownLiteral}, so a tool's input (`🔧 設定提醒：**drink** water`) shows as it is,
+   * never bold. The answer so far is the model's Markdown and is never changed.
+   */
+  literal?: (plain: string) => string;
+}
+
 /** Turns {@link StreamEvent}s into the text shown while the answer is written: status lines, the notice, the answer so far (blank lines between). */
 export class LiveView {
+  readonly #literal: (plain: string) => string;
   readonly #tools = new Map<
     string,
     { activity: string; icon?: string; state: "running" | "ok" | "failed"; progress?: string }
@@ -141,6 +153,11 @@ export class LiveView {
   #lead = "";
   #text = "";
   #notice = "";
+
+  /** @param options - see {@link LiveViewOptions}. */
+  constructor(options: LiveViewOptions = {}) {
+    this.#literal = options.literal ?? ((plain) => plain);
+  }
 
   /** Applies one event. */
   apply(event: StreamEvent): void {
@@ -184,9 +201,12 @@ export class LiveView {
    * Leading and trailing white space is trimmed.
    */
   text(): string {
-    const lines = [...this.#tools.values()].map((t) => statusLine(t.activity, t.state, t.icon, t.progress));
+    const literal = this.#literal;
+    const lines = [...this.#tools.values()].map((t) => literal(statusLine(t.activity, t.state, t.icon, t.progress)));
     const answer = this.#text.trim();
-    return [this.#lead, lines.join("\n"), this.#notice, answer].filter((part) => part !== "").join("\n\n");
+    return [literal(this.#lead), lines.join("\n"), literal(this.#notice), answer]
+      .filter((part) => part !== "")
+      .join("\n\n");
   }
 }
 
@@ -223,6 +243,13 @@ export interface EditingSurface<C> {
   readonly kind: "editing";
   /** Longest live message, in UTF-16 units of plain text (Telegram 4096, Discord 2000). */
   readonly limit: number;
+  /**
+   * True when the chat shows the live text as Markdown, as it shows the final one (Discord): the
+   * live view's own lines (the lead, the tool status lines with their inputs, the notice) are then
+   * written as Markdown literals ({@link LiveViewOptions.literal}). Default false: live text is
+   * shown as it is (Telegram sends it without `parse_mode`).
+   */
+  readonly markdown?: boolean;
   /**
    * Present when the chat shows drafts (Telegram private chats, Bot API `sendMessageDraft`): the
    * live text is shown as a draft (`piece` counts from 0 when the text passes the limit) and
@@ -271,7 +298,7 @@ interface Posted {
 export class LiveAnswer<C> implements AnswerStream {
   readonly #surface: EditingSurface<C>;
   readonly #options: StreamOptions;
-  readonly #view = new LiveView();
+  readonly #view: LiveView;
   readonly #posted: Posted[];
   #draftShown: string[] = [];
   #draftAt = 0;
@@ -294,6 +321,7 @@ export class LiveAnswer<C> implements AnswerStream {
   constructor(surface: EditingSurface<C>, options: StreamOptions, draftRefreshMs = DRAFT_REFRESH_MS) {
     this.#surface = surface;
     this.#options = options;
+    this.#view = new LiveView(surface.markdown ? { literal: markdownLiteral } : {});
     this.#draftRefreshMs = draftRefreshMs;
     this.#drafts = surface.draft !== undefined && options.drafts !== false;
     this.#posted = (options.resume ?? []).map((ref) => ({ ref, shown: undefined, at: 0 }));

@@ -40,6 +40,7 @@ import type { Logger } from "../../src/log.js";
 import type { Outbound } from "../../src/outbound.js";
 import { personName } from "./inbound.js";
 import { tryAgain } from "./messages.js";
+import { plainContent } from "./plain.js";
 import { DISCORD_MESSAGE_LIMIT, splitMessage } from "./split.js";
 
 /** How long an interaction handler may compute before it defers the reply, in ms (Discord allows 3000). */
@@ -93,7 +94,7 @@ export class DiscordInteractions {
 
   /**
    * A press on one of the bot's buttons (approval, reminder, `/permissions`, `/memory`): the core decides; the
-   * notice is the ephemeral reply, and a reminder closed by the press is edited to its outcome
+   * notice (plain, shown as it is: {@link plainContent}) is the ephemeral reply, and a reminder closed by the press is edited to its outcome
    * without buttons (not an ephemeral `/reminders` list, which only its interaction could edit).
    * Data that is none of the bot's buttons is left unanswered.
    */
@@ -117,8 +118,9 @@ export class DiscordInteractions {
         return tryAgain(
           await this.context.commands.localeOf({ platform: "discord", chatId: interaction.channelId }, locale),
         );
-      // A settings change: the listing as it is now (with its buttons) is the ephemeral reply.
-      return answer.replaceWith ?? answer.notice;
+      // A settings change: the listing as it is now (with its buttons) is the ephemeral reply. A
+      // notice is plain text, with names and texts people chose ("only **Eve** can decide"): shown as it is.
+      return answer.replaceWith ?? plainContent(answer.notice);
     });
     if (closeText && !interaction.message.flags.has(MessageFlags.Ephemeral)) {
       await this.outbound

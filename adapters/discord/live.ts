@@ -3,7 +3,9 @@
  * first piece is posted (a reply in guild channels, as answers are) and then edited
  * (`PATCH /channels/{id}/messages/{id}`) as text arrives; pieces past 2000 characters continue in
  * new messages; the final edit is today's split (`splitMessage`). Discord renders the Markdown of
- * live text as it does the final text, so live and final chunks are the same kind of text.
+ * live text as it does the final text, so live and final chunks are the same kind of text; the
+ * live view's own lines (a tool's status line with its input, the transcript's lead) are written
+ * as Markdown literals (`markdown: true` of the surface), so they show as they are.
  * A 429 on an edit is waited out by `@discordjs/rest` (its `retry_after`), the existing path.
  *
  * Live posts carry a `nonce` of the answer and piece with `enforce_nonce`, so a worker that dies
@@ -52,6 +54,8 @@ export function discordSurface(
   return {
     kind: "editing",
     limit: DISCORD_MESSAGE_LIMIT,
+    // Discord renders the live text's Markdown: the status lines' tool inputs are written as literals.
+    markdown: true,
     // Live text shows masked links as the final text does (links.ts; never longer, so within the limit).
     post: (text, index) =>
       calls.post("streamAnswer", to.conversation.chatId, {

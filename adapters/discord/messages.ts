@@ -9,11 +9,12 @@
  * carries no channel type), which is every DM after the adapter restarted. The channel and
  * message are fetched (cache, else `GET /channels/{id}` and `GET …/messages/{id}`).
  *
- * A reaction of the requester on a prompt that was decided already (its edit failed, so it still
- * shows its buttons and reactions) is told how it was decided, as a press on its button is told
- * ephemerally: a reaction has no interaction to answer, so the notice is a reply to the prompt, in
- * a guild channel after a mention that notifies only the requester, and at most one per prompt
- * (see {@link DiscordMessages.onReaction}).
+ * A reaction on a prompt that was decided already (its edit failed, so it still shows its buttons
+ * and reactions) is told how it was decided, as a press on its button is told ephemerally; so is
+ * the requester's reaction on a prompt that expired (or is otherwise gone) without its edit: it
+ * expired. A reaction has no interaction to answer, so the notice is a reply to the prompt, in a
+ * guild channel after a mention that notifies only the person who reacted, and at most one per
+ * prompt (see {@link DiscordMessages.onReaction}).
  */
 import { Routes, type Client, type GatewayMessageReactionAddDispatchData, type Message } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
@@ -32,15 +33,16 @@ import {
 } from "../../src/queue/incoming.js";
 import { reactionDecision } from "./approval.js";
 import { attachmentsOf, authorName, forwardsOf, isAddressed, textForModel } from "./inbound.js";
+import { plainContent } from "./plain.js";
 
-/** Most prompts remembered as told "already decided" ({@link DiscordMessages.onReaction}); past it the memory starts over. */
-const TOLD_DECIDED_MAX = 10_000;
+/** Most prompts remembered as told "already decided" or "expired" ({@link DiscordMessages.onReaction}); past it the memory starts over. */
+const TOLD_MAX = 10_000;
 
 /** The message and reaction handlers of one client; see the module comment. */
 export class DiscordMessages {
   #warnedContentIntent = false;
-  /** Prompts (message ids) whose "already decided" notice was replied to a reaction: one reply per prompt. */
-  readonly #toldDecided = new Set<string>();
+  /** Prompts (message ids) whose "already decided" or "expired" notice was replied to a reaction: one reply per prompt. */
+  readonly #told = new Set<string>();
 
   constructor(
     private readonly client: Client,
@@ -52,10 +54,13 @@ export class DiscordMessages {
   /**
    * A ✅/❌ on one of the bot's approval prompts decides it, in guilds and DMs alike, whether or
    * not discord.js has the channel or message cached (raw MESSAGE_REACTION_ADD, see the module comment).
-   * Someone else's reaction in a guild is taken away. When the requester reacts on a prompt that
-   * was decided already, the prompt is replied to with how it was decided (`decisionNotice`, in the
-   * conversation's language), once per prompt in this process: reacting again says nothing more,
-   * so a channel is not filled with notices. Never throws (failures are logged).
+   * Someone else's reaction on an open prompt in a guild is taken away. When anyone reacts on a
+   * prompt that was decided already, or its requester on one that expired or is gone (`not_found`,
+   * `lost`: its edit failed, so it still shows its reactions; the requester is the author of the
+   * message it replies to, or the one its first words mention, and the only other person in a DM),
+   * the prompt is replied to with what a press is told (`decisionNotice`, in the conversation's
+   * language), once per prompt in this process: reacting again says nothing more, so a channel is
+   * not filled with notices. Never throws (failures are logged).
    */
   async onReaction(data: GatewayMessageReactionAddDispatchData): Promise<void> {
     const { client } = this;
@@ -96,8 +101,13 @@ export class DiscordMessages {
       { via: "reaction", deciderId: data.user_id, status: result.status },
       `approval reaction: ${result.status}`,
     );
-    if (result.status === "already_decided") {
-      await this.#tellDecided(message, data.user_id, data.guild_id !== undefined, result);
+    const inGuild = data.guild_id !== undefined;
+    if (
+      result.status === "already_decided" ||
+      ((result.status === "not_found" || result.status === "lost") &&
+        (!inGuild || requesterOf(message) === data.user_id))
+    ) {
+      await this.#tellOnce(message, data.user_id, inGuild, result);
       return;
     }
     if (result.status === "not_requester" && data.guild_id) {
@@ -209,22 +219,25 @@ export class DiscordMessages {
   }
 
   /**
-   * Replies to `prompt` with how it was decided (see {@link onReaction}), in a guild after a
-   * mention of `userId` that notifies only them; nothing when this prompt was replied to so before.
-   * A failed reply is logged.
+   * Replies to `prompt` with what a press is told of `result` (how it was decided, or that it
+   * expired; see {@link onReaction}), in a guild after a mention of `userId` that notifies only
+   * them; nothing when this prompt was replied to so before. A failed reply is logged.
    */
-  async #tellDecided(prompt: Message, userId: string, inGuild: boolean, result: DecisionResult): Promise<void> {
-    if (this.#toldDecided.has(prompt.id)) return;
-    if (this.#toldDecided.size >= TOLD_DECIDED_MAX) this.#toldDecided.clear();
-    this.#toldDecided.add(prompt.id);
-    const notice = decisionNotice(result, await this.#localeOf(prompt.channelId));
+  async #tellOnce(prompt: Message, userId: string, inGuild: boolean, result: DecisionResult): Promise<void> {
+    if (this.#told.has(prompt.id)) return;
+    if (this.#told.size >= TOLD_MAX) this.#told.clear();
+    this.#told.add(prompt.id);
+    const notice = plainContent(decisionNotice(result, await this.#localeOf(prompt.channelId)));
     try {
       await prompt.reply({
         content: inGuild ? `<@${userId}> ${notice}` : notice,
         allowedMentions: { users: inGuild ? [userId] : [], repliedUser: false },
       });
     } catch (err) {
-      this.log.warn({ err, chatId: prompt.channelId }, "could not tell a reaction that its approval was decided");
+      this.log.warn(
+        { err, chatId: prompt.channelId },
+        "could not tell a reaction that its approval was decided or expired",
+      );
     }
   }
 
@@ -240,6 +253,15 @@ export class DiscordMessages {
       this.log.error({ err, chatId: message.channelId }, "could not send a reply");
     }
   }
+}
+
+/**
+ * The requester of a prompt in a guild channel: the author of the message it replies to (an
+ * answer's prompt), else the user its first words mention (a scheduled task's, `<@id> ⚠️ …`);
+ * undefined when neither is known (the message replied to was deleted).
+ */
+function requesterOf(prompt: Message): string | undefined {
+  return prompt.mentions.repliedUser?.id ?? /^<@!?(\d{17,20})> /.exec(prompt.content)?.[1];
 }
 
 /** The first approval button's id on a bot message, if it is a prompt. */

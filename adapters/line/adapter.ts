@@ -301,6 +301,8 @@ export class LineAdapter implements Adapter {
         },
         { who, name: this.#botName },
       ),
+      [],
+      true, // people's names, as they are
     );
   }
 
@@ -441,8 +443,9 @@ export class LineAdapter implements Adapter {
     });
     if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);
     if (answer.removeButtons) return;
+    // A notice and a closed reminder's text are plain: a name or a reminder's text shows as it is.
     const text = answer.closeText ?? answer.notice;
-    if (text) await this.#reply(at, text);
+    if (text) await this.#reply(at, text, [], true);
   }
 
   /**
@@ -489,8 +492,12 @@ export class LineAdapter implements Adapter {
     return { ...message, userName: name };
   }
 
-  /** Answers the event's chat (with its reply token while it is valid); failures are logged. */
-  async #reply(to: LineBase, text: string, buttons: NoticeButton[] = []): Promise<void> {
+  /**
+   * Answers the event's chat (with its reply token while it is valid): `text` is Markdown (a
+   * command's reply, a listing), or with `plain` shown as it is (a notice, the adapter's own words
+   * with people's names). Failures are logged.
+   */
+  async #reply(to: LineBase, text: string, buttons: NoticeButton[] = [], plain = false): Promise<void> {
     const destination: Destination = {
       conversation: { platform: "line", chatId: to.chatId },
       chatKind: to.chatKind,
@@ -498,7 +505,7 @@ export class LineAdapter implements Adapter {
       reply: to.reply,
     };
     try {
-      await this.outbound.sendReply(destination, text, buttons);
+      await this.outbound.sendReply(destination, text, buttons, { plain });
     } catch (error) {
       this.log.warn({ chatId: to.chatId, error: redact(String(error)) }, "line: could not answer");
     }

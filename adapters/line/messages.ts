@@ -1,11 +1,13 @@
 /**
  * The LINE message objects the bot sends: text (at most {@link LINE_TEXT_LIMIT} characters), text
  * with quick reply buttons (postback actions), and buttons templates (approval prompts, reminders).
- * LINE renders no Markdown (it would show `**今天**` as it is), so answers, command replies, notices
- * and reminders are sent as plain text ({@link markdownToPlain} of `src/plain-text.ts`), split as
- * Discord splits (`adapters/discord/split.ts`: never a cut surrogate pair). An approval prompt's
- * action is plain already and is shown as it is: what is approved must read as what will run (a
- * task's `**list my todos**`, an MCP call's `*_old_*.log` keep their characters).
+ * LINE renders no Markdown (it would show `**今天**` as it is), so answers and command replies, which
+ * are Markdown, are sent as plain text ({@link markdownToPlain} of `src/plain-text.ts`), split as
+ * Discord splits (`adapters/discord/split.ts`: never a cut surrogate pair). What the core hands over
+ * as plain text is shown as it is, never read as Markdown: an approval prompt's action and the
+ * requester's name, a reminder's text and its owner's name, a notice (what is approved must read as
+ * what will run, and a reminder as it was set: a task's `**list my todos**`, an MCP call's
+ * `*_old_*.log`, a reminder's `**drink** water` keep their characters).
  *
  * Sources (limits): https://developers.line.biz/en/reference/messaging-api/#text-message (5,000
  * characters), #buttons (text 160 characters, 4 actions), #template-messages (`altText` 400),
@@ -38,9 +40,14 @@ export function cut(text: string, max: number): string {
   return `${text.slice(0, end)}…`;
 }
 
+/** Plain text as messages' texts of at most {@link LINE_TEXT_LIMIT} characters; none when it has no visible text. */
+export function plainChunks(text: string): string[] {
+  return splitMessage(text, LINE_TEXT_LIMIT).filter((chunk) => chunk.trim() !== "");
+}
+
 /** An answer (Markdown) as plain text messages of at most {@link LINE_TEXT_LIMIT} characters; none when it has no visible text. */
 export function answerChunks(text: string): string[] {
-  return splitMessage(markdownToPlain(text), LINE_TEXT_LIMIT).filter((chunk) => chunk.trim() !== "");
+  return plainChunks(markdownToPlain(text));
 }
 
 /** A text message. */
@@ -58,10 +65,10 @@ export function postback(label: string, data: string): messagingApi.PostbackActi
 
 /**
  * A text message with quick reply buttons (at most 13; more are left out), e.g. a command's reply
- * with buttons; `text` is Markdown, sent as plain text.
+ * with buttons (its Markdown made plain by the caller) or a notice; `text` is plain, sent as it is.
  */
 export function withQuickReply(text: string, buttons: NoticeButton[]): messagingApi.TextMessage {
-  const message = textMessage(markdownToPlain(text));
+  const message = textMessage(text);
   if (buttons.length === 0) return message;
   return {
     ...message,
@@ -123,12 +130,12 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
 
 /**
  * A reminder: the owner's name first in a group (LINE has no mention a bot can make in a plain
- * text message), then the text, as a buttons template with 完成 (`rm:d:<token>`) and 稍後提醒
- * (`rm:s:<token>`); a text longer than a template holds goes first as a text message.
+ * text message), then the text as it was set (plain, see the module comment), as a buttons
+ * template with 完成 (`rm:d:<token>`) and 稍後提醒 (`rm:s:<token>`); a text longer than a template
+ * holds goes first as a text message.
  */
 export function reminderMessages(reminder: ReminderMessage, locale: Locale): messagingApi.Message[] {
-  const plain = markdownToPlain(reminder.text);
-  const text = reminder.chatKind === "group" ? `${reminder.owner.userName} ${plain}` : plain;
+  const text = reminder.chatKind === "group" ? `${reminder.owner.userName} ${reminder.text}` : reminder.text;
   const actions = [
     postback(localize(locale, { "zh-TW": "✅ 完成", en: "✅ Done" }), `rm:d:${reminder.token}`),
     postback(localize(locale, { "zh-TW": "💤 稍後提醒", en: "💤 Snooze" }), `rm:s:${reminder.token}`),

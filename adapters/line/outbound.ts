@@ -38,11 +38,13 @@ import { isInvalidReplyToken, isRetryKeyAccepted, lineCall, type LineClients } f
 import { LineMedia } from "./media.js";
 import { LINE_VOICE_FORMAT, storeVoice, voiceUrl } from "./voice.js";
 import { localize, type Locale } from "../../src/i18n.js";
+import { markdownLiteral, markdownToPlain } from "../../src/plain-text.js";
 import { VOICE_FAILED } from "../../src/worker/voice-reply.js";
 import {
   answerChunks,
   approvalMessages,
   LINE_MESSAGES_PER_CALL,
+  plainChunks,
   reminderMessages,
   textMessage,
   withQuickReply,
@@ -159,14 +161,27 @@ export class LineOutbound implements Outbound {
 
   /**
    * {@inheritDoc Outbound.sendAnswer} Chunks of at most 5,000 characters, at most 5 per call; the
-   * first call uses the reply token while it is fresh and unused.
+   * first call uses the reply token while it is fresh and unused. The name of `to.mention` leads the
+   * answer as it is (not read as Markdown).
    */
   async sendAnswer(
     to: Destination,
     text: string,
     options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
   ): Promise<SentRef[]> {
-    const chunks = answerChunks(to.mention ? `${to.mention.userName} ${text}` : text);
+    return this.#sendChunks(
+      to,
+      answerChunks(to.mention ? `${markdownLiteral(to.mention.userName)} ${text}` : text),
+      options,
+    );
+  }
+
+  /** Sends plain `chunks` as {@link sendAnswer} sends an answer's (with a pending voice reply first). */
+  async #sendChunks(
+    to: Destination,
+    chunks: string[],
+    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+  ): Promise<SentRef[]> {
     if (chunks.length === 0)
       this.log.warn({ chatId: to.conversation.chatId }, "line: an answer with no visible text was not sent");
     const skip = options.skip ?? 0;
@@ -453,7 +468,7 @@ export class LineOutbound implements Outbound {
     }
   }
 
-  /** {@inheritDoc Outbound.sendNotice} A text message with quick reply postback buttons. */
+  /** {@inheritDoc Outbound.sendNotice} A text message (the text as it is) with quick reply postback buttons. */
   async sendNotice(to: Destination, text: string, buttons: NoticeButton[]): Promise<SentRef> {
     const shown = to.chatKind === "group" && to.mention ? `${to.mention.userName} ${text}` : text;
     const refs = await this.send(this.#target(to, "notice"), [withQuickReply(shown, buttons)]);
@@ -464,11 +479,20 @@ export class LineOutbound implements Outbound {
 
   /**
    * Sends a command's reply (Markdown, as text) to the chat of an incoming event, with its reply
-   * token when it still may be used, and its buttons as quick reply buttons.
+   * token when it still may be used, and its buttons as quick reply buttons. With `plain`, `text` is
+   * plain already (a button's notice, an adapter's own hint or welcome with people's names) and is
+   * sent as it is, never read as Markdown.
+   * @throws the core's outbound errors when LINE refused it.
    */
-  async sendReply(to: Destination, text: string, buttons: NoticeButton[] = []): Promise<SentRef[]> {
-    if (buttons.length === 0) return this.sendAnswer(to, text);
-    return this.send(this.#target(to, "reply"), [withQuickReply(text, buttons)]);
+  async sendReply(
+    to: Destination,
+    text: string,
+    buttons: NoticeButton[] = [],
+    options: { plain?: boolean } = {},
+  ): Promise<SentRef[]> {
+    const plain = options.plain ? text : markdownToPlain(text);
+    if (buttons.length === 0) return this.#sendChunks(to, plainChunks(plain));
+    return this.send(this.#target(to, "reply"), [withQuickReply(plain, buttons)]);
   }
 }
 

@@ -38,7 +38,7 @@ import {
 import { STOP_BUTTON_PREFIX } from "../../src/stop/stops.js";
 import { isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
-import { escapeHtml } from "./html.js";
+import { markdownToTelegramHtml } from "./html.js";
 import { classifyMessage, type InboundDecision, type IncomingMessageBase } from "./inbound.js";
 import { isUnauthorized } from "./polling.js";
 import type { TelegramOutbound } from "./outbound.js";
@@ -238,14 +238,17 @@ export class TelegramUpdates {
     else await this.#reply(to, reply.text);
   }
 
-  /** Sends a command's reply (Markdown) with one inline button per row (e.g. `/reminders` cancel buttons). */
+  /**
+   * Sends a command's reply (Markdown, as Telegram HTML like a reply without buttons) with one inline
+   * button per row (e.g. `/reminders` cancel buttons).
+   */
   async #sendWithButtons(
     to: IncomingMessageBase,
     markdown: string,
     buttons: { label: string; data: string }[],
   ): Promise<void> {
     const dest = replyPlace(to);
-    await this.bot.api.sendMessage(to.chatId, escapeHtml(markdown), {
+    await this.bot.api.sendMessage(to.chatId, markdownToTelegramHtml(markdown), {
       parse_mode: "HTML",
       reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
       ...(dest.replyTo
@@ -305,7 +308,7 @@ export class TelegramUpdates {
     } else if (answer.replaceWith) {
       const { text, buttons = [] } = answer.replaceWith;
       await this.bot.api
-        .editMessageText(ref.chatId, Number(ref.messageId), escapeHtml(text), {
+        .editMessageText(ref.chatId, Number(ref.messageId), markdownToTelegramHtml(text), {
           parse_mode: "HTML",
           reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
         })

@@ -44,9 +44,9 @@ export interface DecisionReply {
  * - `not_found`: no such approval, or it expired;
  * - `lost`: no such approval, and Redis lost its data since it could have been asked (the bot lost its state);
  * - `already_decided`: it was decided before (by its requester, or closed by their new message);
- *   nothing changed. `verdict` says how, when known: also after the record was deleted, until the
- *   prompt's own expiry (see `approval:decided:<id>` in `store.ts`);
- * - `not_requester`: only `requesterName` may decide; nothing changed;
+ *   nothing changed. Said to whoever pressed, the requester or not. `verdict` says how, when known:
+ *   also after the record was deleted, until the prompt's own expiry (see `approval:decided:<id>` in `store.ts`);
+ * - `not_requester`: it is still open, and only `requesterName` may decide; nothing changed;
  * - `always_refused`: "always allow" was asked for a tool that refuses grants (`alwaysAllow: false`;
  *   its prompt has no such button); nothing changed, the requester may still confirm or cancel.
  * An accepted "always allow" carries `always` (with the grant's length in ms when known).

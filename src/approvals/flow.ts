@@ -34,6 +34,7 @@ import type { RunTag } from "../history/store.js";
 import { localize, type Locale } from "../i18n.js";
 import { silentLogger, type Logger } from "../log.js";
 import { metrics } from "../metrics.js";
+import { markdownLiteral } from "../plain-text.js";
 import { destinationOf, type Outbound } from "../outbound.js";
 import { conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
 import type { ExecuteOnce } from "../toolbox/once.js";
@@ -164,17 +165,20 @@ export const LEAD_ACTION_UNITS = 120;
 /**
  * The line the answer after an "always allow" press starts with where the prompt stays as it was
  * sent (`Outbound.promptsStayAsSent`: LINE): what the closed prompt says on the other platforms
- * ({@link outcomeText}, confirmed and always allowed for how long), then how to revoke it.
+ * ({@link outcomeText}, confirmed and always allowed for how long), then how to revoke it. The line
+ * is Markdown, as the answer it leads: the action (plain, with values people chose) is written as a
+ * literal ({@link markdownLiteral}), so it shows as it is (`rm *_old_*.log` keeps its `*` and `_`).
  * @param grantMs - the grant's length in ms (`ALWAYS_ALLOW_DAYS`).
  */
 export function grantLeadText(action: string, grantMs: number, locale: Locale): string {
-  return `${outcomeText("approved", action, locale, grantMs)}${localize(locale, REVOKE_HINT)}`;
+  return `${outcomeText("approved", markdownLiteral(action), locale, grantMs)}${localize(locale, REVOKE_HINT)}`;
 }
 
 /**
  * The line the answer to the requester's new message starts with when that message closed their
  * pending approval and its prompt stays as it was sent (`Outbound.promptsStayAsSent`: LINE): the
- * earlier request was closed without being done. The action is cut to {@link LEAD_ACTION_UNITS}.
+ * earlier request was closed without being done. The action is cut to {@link LEAD_ACTION_UNITS}
+ * and, as in {@link grantLeadText}, written as a Markdown literal.
  */
 export function supersededLeadText(action: string, locale: Locale): string {
   return localize(
@@ -183,7 +187,7 @@ export function supersededLeadText(action: string, locale: Locale): string {
       "zh-TW": "↩️ 先前等你確認的請求已關閉，未執行：{action}",
       en: "↩️ Your earlier request that was waiting for confirmation was closed, not done: {action}",
     },
-    { action: cutUnits(action, LEAD_ACTION_UNITS) },
+    { action: markdownLiteral(cutUnits(action, LEAD_ACTION_UNITS)) },
   );
 }
 

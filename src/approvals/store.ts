@@ -213,8 +213,8 @@ if not h[1] then return {'not_found'} end
 if h[2] ~= ARGV[2] then return {'not_found'} end
 if tonumber(ARGV[1]) > tonumber(h[5]) then return {'not_found'} end
 if h[1] == 'expired' then return {'not_found'} end
-if h[3] ~= ARGV[3] then return {'not_requester', h[4]} end
 if h[1] ~= 'pending' then return {'already_decided', h[1]} end
+if h[3] ~= ARGV[3] then return {'not_requester', h[4]} end
 if ARGV[6] == '1' and h[6] ~= '1' then return {'always_refused'} end
 redis.call('HSET', KEYS[1], 'status', ARGV[4], 'decidedAt', ARGV[1], 'deciderId', ARGV[3])
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'always', '1') end
@@ -491,8 +491,9 @@ export class ApprovalStore implements ApprovalDecider {
    * Decides an approval, atomically (one Lua script), in this order:
    * unknown id, another platform, or now > `expiresAt` or already expired → `not_found` (`lost`
    * when the record is not there at all and Redis lost its data since it could have been asked);
-   * decider is not the requester → `not_requester` (with the requester's name);
-   * not pending any more → `already_decided` (with how it was decided, its `verdict`); `always`
+   * not pending any more → `already_decided` (with how it was decided, its `verdict`), whoever
+   * pressed: someone else is told it was decided too, not who may decide it;
+   * decider is not the requester → `not_requester` (with the requester's name); `always`
    * on a prompt that did not offer "always allow" (the tool refuses grants: a forged button) →
    * `always_refused`, nothing changes; else
    * the status becomes `approved`/`declined` (with `always` recorded, when asked) → `accepted`,
@@ -502,7 +503,7 @@ export class ApprovalStore implements ApprovalDecider {
    * ({@link resetSince}) is closed as expired (and `onReset` called): `not_found`, nothing runs.
    * Once {@link finish} deleted the record of a decided approval, the same checks run on what it
    * left (`approval:decided:<id>`, see the module comment) until the prompt's `expiresAt`: a press
-   * then is still `already_decided` (or `not_requester`), not `not_found`.
+   * then is still `already_decided`, not `not_found`.
    *
    * @throws when Redis is unreachable, or when `onDecision` throws (the decision is then undone).
    */

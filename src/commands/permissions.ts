@@ -70,8 +70,8 @@ export function parsePermissionButton(data: string): { handle: string; userId: s
 }
 
 /**
- * The `/permissions` reply: text (plain: Telegram shows a reply with buttons as it is) and one revoke button per
- * grant (at most {@link MAX_PERMISSION_BUTTONS}).
+ * The `/permissions` reply: text (Markdown, as every command's reply; a tool's name, `[A-Za-z0-9_-]`,
+ * reads as it is) and one revoke button per grant (at most {@link MAX_PERMISSION_BUTTONS}).
  */
 export interface PermissionsListing {
   text: string;

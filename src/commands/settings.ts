@@ -1,6 +1,7 @@
 /**
  * `/settings`, `/persona` and `/model`: a conversation's settings (`src/settings/store.ts`) shown
- * to everyone (as plain text: Telegram shows a reply with buttons as it is), changed by the people allowed to — in a private chat its user, in a group its
+ * to everyone (Markdown, as every command's reply: the persona is a literal in it, shown as it was
+ * written), changed by the people allowed to — in a private chat its user, in a group its
  * administrators (as for `/reset`: Telegram creator or administrator, Discord Manage Messages in
  * the channel) and the bot's admins. Platform-neutral: the adapters pass what was typed or pressed
  * and render the reply (text and buttons).
@@ -14,7 +15,7 @@ import { createHash } from "node:crypto";
 import { isAdmin } from "../access/policy.js";
 import { modelLabel, type Config, type Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
-import { plainLine } from "../plain-text.js";
+import { markdownLiteral, plainLine } from "../plain-text.js";
 import { conversationOf, type ConversationRef, type Platform } from "../queue/incoming.js";
 import {
   cleanPersona,
@@ -286,11 +287,15 @@ export async function mayChange(asker: SettingsAsker, config: Pick<Config, "ADMI
   return (await asker.isGroupAdmin?.().catch(() => false)) === true;
 }
 
-/** A persona shown in a listing: its first line, at most 80 characters. */
+/**
+ * A persona shown in a listing: its first line, at most 80 characters, written as a Markdown
+ * literal ({@link markdownLiteral}: the listing is Markdown, the persona shows as it was written).
+ */
 function personaPreview(persona: string): string {
   const first = persona.split("\n")[0] ?? "";
   const chars = [...first];
-  return chars.length > 80 || persona.includes("\n") ? `「${chars.slice(0, 80).join("")}…」` : `「${first}」`;
+  const shown = chars.length > 80 || persona.includes("\n") ? `${chars.slice(0, 80).join("")}…` : first;
+  return `「${markdownLiteral(shown)}」`;
 }
 
 /**
@@ -520,7 +525,8 @@ export async function personaCommand(
   const settings = await services.settings.read(conversationOf(asker));
   const hint = localize(locale, SETTINGS_TEXT.personaHint, { max: PERSONA_MAX });
   if (!settings.persona) return `${localize(locale, SETTINGS_TEXT.personaNoneHere)}\n${hint}`;
-  const text = localize(locale, SETTINGS_TEXT.personaShow, { persona: settings.persona });
+  // The reply is Markdown: the persona, as it was written (its lines too), is a literal in it.
+  const text = localize(locale, SETTINGS_TEXT.personaShow, { persona: markdownLiteral(settings.persona) });
   if (!(await mayChange(asker, services.config)) || asker.platform === "console") return text;
   return { text, buttons: [{ label: localize(locale, SETTINGS_TEXT.buttonPersonaClear), data: "st:p:-" }] };
 }

@@ -6,6 +6,7 @@
  * (`🎤 「…」`, {@link transcriptLine}).
  */
 import type { MediaRef } from "../queue/incoming.js";
+import { markdownLiteral } from "../plain-text.js";
 import { bareMediaType } from "./limits.js";
 
 /** The audio containers the bot transcribes: Ogg (Opus, Vorbis), MP3, M4A (AAC in MP4), WAV, WebM (audio). */
@@ -155,13 +156,14 @@ export const TRANSCRIPT_LINE_CHARS = 200;
 /**
  * The line an answer to a voice message begins with: `🎤 「transcript」`, on one line (line breaks
  * and runs of white space become one space), cut with `…` past {@link TRANSCRIPT_LINE_CHARS} code
- * points (never inside a surrogate pair). `markdown: true` escapes the characters Markdown would
- * read as formatting (the final answer is Markdown; the live text is plain).
+ * points (never inside a surrogate pair). `markdown: true` writes the transcript as a Markdown
+ * literal ({@link markdownLiteral}: the final answer is Markdown; the live text is plain), so what
+ * was said shows as it was transcribed.
  */
 export function transcriptLine(transcript: string, options: { markdown?: boolean } = {}): string {
   const flat = [...transcript.replace(/\s+/g, " ").trim()];
   let shown =
     flat.length > TRANSCRIPT_LINE_CHARS ? `${flat.slice(0, TRANSCRIPT_LINE_CHARS).join("").trimEnd()}…` : flat.join("");
-  if (options.markdown) shown = shown.replace(/[\\`*_~[\]<>|#]/g, (c) => `\\${c}`);
+  if (options.markdown) shown = markdownLiteral(shown);
   return `🎤 「${shown}」`;
 }

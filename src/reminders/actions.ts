@@ -13,6 +13,7 @@ import { isAdmin } from "../access/policy.js";
 import type { RedisClient } from "../redis.js";
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
+import { markdownLiteral } from "../plain-text.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef } from "../queue/incoming.js";
 import { completeTodo } from "../../tools/todo/store.js";
@@ -57,6 +58,7 @@ export interface PressAnswer {
 
 /** The `/reminders` listing of one person in one conversation: the text and one cancel button per reminder. */
 export interface ReminderListing {
+  /** Markdown (a command's reply): texts and names people chose are literals in it. */
   text: string;
   /** `label` (e.g. `❌ #3`) and `data` (`rm:c:<token>`, at most 64 bytes). */
   buttons: { label: string; data: string }[];
@@ -221,7 +223,7 @@ export class ReminderActions {
         buttons: [],
       };
     }
-    const lines = here.map((r) => formatReminder(r, locale, r.timezone));
+    const lines = here.map((r) => formatReminder(r, locale, r.timezone, { markdown: true }));
     const title = localize(locale, { "zh-TW": "你在這裡的提醒：", en: "Your reminders here:" });
     return {
       text: [title, ...lines].join("\n"),
@@ -248,7 +250,10 @@ export class ReminderActions {
       localize(
         locale,
         { "zh-TW": "{line}（{name} 設定）", en: "{line} (set by {name})" },
-        { line: formatReminder(reminder, locale, reminder.timezone), name: reminder.userName },
+        {
+          line: formatReminder(reminder, locale, reminder.timezone, { markdown: true }),
+          name: markdownLiteral(reminder.userName),
+        },
       ),
     );
     return {

@@ -4,6 +4,7 @@
  */
 import type { Locale } from "../config.js";
 import { localize } from "../i18n.js";
+import { markdownLiteral } from "../plain-text.js";
 import type { ReminderOwner, Reminder } from "./store.js";
 import { durationInWords, monthEndDay, repeatInWords, timeInWords, timeIso } from "./time.js";
 
@@ -14,8 +15,17 @@ export const LATE_AFTER_MS = 60_000;
  * One reminder as a line: `#3 繳電費 — 2026年12月1日 星期二 08:00（2026-12-01T08:00:00+08:00），每天`
  * (a monthly one on the 29th–31st says that shorter months get it on their last day); a one-off that was posted and
  * awaits done/snooze says so instead of a time.
+ * @param options.markdown - the line goes into a Markdown message (`/reminders`): the reminder's
+ *   text is written as a literal ({@link markdownLiteral}), so it shows as it was set. Default: plain
+ *   (a tool's result for the model).
  */
-export function formatReminder(reminder: Reminder, locale: Locale, timeZone: string): string {
+export function formatReminder(
+  reminder: Reminder,
+  locale: Locale,
+  timeZone: string,
+  options: { markdown?: boolean } = {},
+): string {
+  const text = options.markdown ? markdownLiteral(reminder.text) : reminder.text;
   const repeat = repeatInWords(reminder.repeat, locale, monthEndDay(reminder.repeat, reminder.at, reminder.timezone));
   const todo = reminder.todoId
     ? localize(locale, { "zh-TW": "，待辦 #{id}", en: ", todo #{id}" }, { id: reminder.todoId })
@@ -29,7 +39,7 @@ export function formatReminder(reminder: Reminder, locale: Locale, timeZone: str
             "zh-TW": "#{id} {text} — 設定的人已離開群組，已暫停",
             en: "#{id} {text} — paused: its owner left the group",
           },
-      { id: reminder.id, text: reminder.text },
+      { id: reminder.id, text },
     );
   if (reminder.next === undefined) {
     return localize(
@@ -38,7 +48,7 @@ export function formatReminder(reminder: Reminder, locale: Locale, timeZone: str
         "zh-TW": "#{id} {text} — 已提醒，等你按完成或稍後提醒{todo}",
         en: "#{id} {text} — posted, waiting for done or snooze{todo}",
       },
-      { id: reminder.id, text: reminder.text, todo },
+      { id: reminder.id, text, todo },
     );
   }
   return localize(
@@ -49,7 +59,7 @@ export function formatReminder(reminder: Reminder, locale: Locale, timeZone: str
     },
     {
       id: reminder.id,
-      text: reminder.text,
+      text,
       words: timeInWords(reminder.next, timeZone, locale),
       iso: timeIso(reminder.next, timeZone),
       repeat,

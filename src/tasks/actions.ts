@@ -10,6 +10,7 @@
  */
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
+import { markdownLiteral } from "../plain-text.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef, Platform } from "../queue/incoming.js";
 import type { RedisClient } from "../redis.js";
@@ -41,6 +42,7 @@ export interface TaskPressAnswer {
 
 /** The `/tasks` listing: text and buttons (`label`, `data` of at most 64 bytes; at most 25). */
 export interface TaskListing {
+  /** Markdown (a command's reply): instructions and names people chose are literals in it. */
   text: string;
   buttons: { label: string; data: string }[];
 }
@@ -75,7 +77,7 @@ export class TaskActions {
       };
     }
     const title = localize(locale, { "zh-TW": "你在這裡的排程任務：", en: "Your scheduled tasks here:" });
-    const lines = here.map((t) => formatTask(t, locale, t.timezone));
+    const lines = here.map((t) => formatTask(t, locale, t.timezone, { markdown: true }));
     const buttons = here.slice(0, 12).flatMap((t) => [
       t.paused
         ? {
@@ -114,7 +116,7 @@ export class TaskActions {
       localize(
         locale,
         { "zh-TW": "{line}（{name} 設定）", en: "{line} (set by {name})" },
-        { line: formatTask(task, locale, task.timezone), name: task.userName },
+        { line: formatTask(task, locale, task.timezone, { markdown: true }), name: markdownLiteral(task.userName) },
       ),
     );
     const buttons = all.slice(0, 25).map(({ owner, task }) => ({

@@ -5,6 +5,7 @@
  */
 import type { Locale } from "../config.js";
 import { englishNoun, localize } from "../i18n.js";
+import { markdownLiteral } from "../plain-text.js";
 import { LATE_AFTER_MS } from "../reminders/format.js";
 import { durationInWords, monthEndDay, repeatInWords, timeInWords, timeIso } from "../reminders/time.js";
 import type { Task, TaskOwner } from "./store.js";
@@ -27,9 +28,13 @@ export function shortInstruction(instruction: string, max = 60): string {
 /**
  * One task as a line: `#3 天氣與待辦 — 2026年12月2日 星期三 07:30（2026-12-02T07:30:00+08:00），每天`;
  * a paused one says so (and why, after failures) instead of a time.
+ * @param options.markdown - the line goes into a Markdown message (`/tasks`): the instruction (cut
+ *   first) is written as a literal ({@link markdownLiteral}), so it shows as it was written.
+ *   Default: plain (a tool's result for the model, a button's notice).
  */
-export function formatTask(task: Task, locale: Locale, timeZone: string): string {
-  const what = shortInstruction(task.instruction);
+export function formatTask(task: Task, locale: Locale, timeZone: string, options: { markdown?: boolean } = {}): string {
+  const short = shortInstruction(task.instruction);
+  const what = options.markdown ? markdownLiteral(short) : short;
   const repeat = repeatInWords(task.repeat, locale, monthEndDay(task.repeat, task.at, task.timezone));
   if (task.paused) {
     const why =

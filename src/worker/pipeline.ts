@@ -33,6 +33,7 @@ import { MemoryStore, memoryScopeOf, type MemoryFile } from "../memory/store.js"
 import { MEMORY_TOOL_NAME } from "../memory/tool.js";
 import { sendUndoNotices, undoOffers, type UndoOffer } from "../memory/undo.js";
 import { metrics } from "../metrics.js";
+import { markdownLiteral } from "../plain-text.js";
 import { destinationOf, SentRefSchema, type Destination, type Outbound, type SentRef } from "../outbound.js";
 import { conversationKey, conversationOf, type ConversationRef, type IncomingMessage } from "../queue/incoming.js";
 import { DRAFTS_OFF_SECONDS, draftsOffKey, progressKeys } from "../queue/keys.js";
@@ -854,9 +855,13 @@ export function doneLines(
   return [`${shown.join(" · ")}${more > 0 ? ` · +${more}` : ""}`];
 }
 
-/** `text` followed by `notices`, one per line after a blank line; `text` alone when there are none. */
+/**
+ * `text` (the answer's Markdown) followed by `notices`, one per line after a blank line; `text`
+ * alone when there are none. A notice is plain (a tool's words with its input: `📝 記住了：**x**`),
+ * so it is written as a Markdown literal ({@link markdownLiteral}) and shows as it is.
+ */
 function withNotices(text: string, notices: string[]): string {
-  return notices.length === 0 ? text : `${text}\n\n${notices.join("\n")}`;
+  return notices.length === 0 ? text : `${text}\n\n${notices.map(markdownLiteral).join("\n")}`;
 }
 
 /** *Persist* of a run paused at a dangerous call: the approval prompt (its own message: a streamed part is deleted). */

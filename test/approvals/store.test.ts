@@ -187,6 +187,29 @@ describe("ApprovalStore.decide", () => {
     expect(decisions).toEqual([{ approvalId: id, verdict: "approved", reply }]);
   });
 
+  it("tells someone else who presses a decided prompt how it was decided, not who may decide it: while the record is kept and after", async () => {
+    const { store, decisions } = storeWithClock();
+    const id = await store.create(approval());
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u1", approve: false })).toEqual({
+      status: "accepted",
+      approve: false,
+    });
+    const other = await store.decide({ approvalId: id, platform: "telegram", deciderId: "u2", approve: true });
+    expect(other).toEqual({ status: "already_decided", verdict: "declined" });
+    expect(decisionNotice(other, "zh-TW")).toBe("這個請求已經取消了。");
+    await store.finish(id);
+    expect(await store.decide({ approvalId: id, platform: "telegram", deciderId: "u2", approve: true })).toEqual({
+      status: "already_decided",
+      verdict: "declined",
+    });
+    // A prompt closed by its requester's new message, pressed by someone else.
+    const superseded = await store.create(approval());
+    await store.supersede({ platform: "telegram", chatId: "-100200", userId: "u1" });
+    const late = await store.decide({ approvalId: superseded, platform: "telegram", deciderId: "u2", approve: true });
+    expect(decisionNotice(late, "en")).toBe("This request was already closed: a new message came, so it was not done.");
+    expect(decisions).toEqual([{ approvalId: id, verdict: "declined" }]);
+  });
+
   it("accepts a decline", async () => {
     const { store, decisions } = storeWithClock();
     const id = await store.create(approval());
@@ -273,9 +296,12 @@ describe("ApprovalStore.decide", () => {
     const accepted = results.filter((r) => r.status === "accepted");
     expect(accepted).toHaveLength(1);
     expect(decisions.length + onSecond.length).toBe(1);
-    const statuses = new Set(results.map((r) => r.status));
-    expect([...statuses].sort()).toEqual(["accepted", "already_decided", "not_requester"]);
-    expect(results.filter((r) => r.status === "not_requester")).toHaveLength(6);
+    // The other user's clicks before the winning one are refused as not theirs; after it, told it was decided.
+    const others = results.filter((_, i) => i % 3 === 2);
+    expect(others).toHaveLength(6);
+    for (const r of others) expect(["not_requester", "already_decided"]).toContain(r.status);
+    const winner = results.findIndex((r) => r.status === "accepted");
+    for (const [i, r] of results.entries()) if (i % 3 !== 2 && i !== winner) expect(r.status).toBe("already_decided");
     const record = await store.get(id);
     expect(record?.status).toBe((accepted[0] as { approve: boolean }).approve ? "approved" : "declined");
   });
@@ -474,7 +500,7 @@ describe("ApprovalStore: a press after the record was finished", () => {
   const press = (store: ApprovalStore, id: string, deciderId = "u1", platform: "telegram" | "discord" = "telegram") =>
     store.decide({ approvalId: id, platform, deciderId, approve: true });
 
-  it("is answered as before the deletion until the prompt's expiresAt (already_decided, how; not_requester), then not_found", async () => {
+  it("is answered as before the deletion until the prompt's expiresAt (already_decided, how, to anyone), then not_found", async () => {
     const { store, clock, decisions } = storeWithClock(1_800_000_000_000);
     const id = await store.create(approval());
     clock.now += 60_000;
@@ -487,7 +513,7 @@ describe("ApprovalStore: a press after the record was finished", () => {
     expect(late).toEqual({ status: "already_decided", verdict: "approved" });
     expect(decisionNotice(late, "zh-TW")).toBe("這個請求已經確認過了。");
     expect(decisionNotice(late, "en")).toBe("This request was already confirmed.");
-    expect(await press(store, id, "u2")).toEqual({ status: "not_requester", requesterName: "Alice" });
+    expect(await press(store, id, "u2")).toEqual({ status: "already_decided", verdict: "approved" });
     expect(await press(store, id, "u1", "discord")).toEqual({ status: "not_found" });
     // Nothing is written by these presses: no record comes back, no second decision.
     expect(await redis.exists(`approval:{approval}:${id}`)).toBe(0);

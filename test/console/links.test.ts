@@ -5,7 +5,7 @@
  * worker and loop, and the strict fake Messages API with its web search.
  */
 import { expect, it } from "vitest";
-import { terminalLinks } from "../../src/plain-text.js";
+import { markdownLiteral, terminalLinks } from "../../src/plain-text.js";
 import { serverTools } from "../../src/toolbox/server-tools.js";
 import type { Tool } from "../../src/toolbox/tool.js";
 import { ToolBox } from "../../src/toolbox/toolbox.js";
@@ -53,15 +53,21 @@ for (const streaming of ["on", "off"] as const)
     expect(printed).not.toContain("](");
   });
 
-it("terminalLinks writes links as title (address) and leaves the rest of the Markdown, code and escapes as written", () => {
+it("terminalLinks writes links as title (address), escapes as the characters they stand for, and leaves the rest of the Markdown and code as written", () => {
   expect(
     terminalLinks("See **the** [docs](https://example.com/a) and https://example.com/b, <https://x.example/z>."),
   ).toBe("See **the** docs (https://example.com/a) and https://example.com/b, https://x.example/z.");
   expect(terminalLinks("1. [\\[demo\\] A result (scripted)](<https://example.com/s?q=a%20b>) `example.com`")).toBe(
     "1. [demo] A result (scripted) (https://example.com/s?q=a%20b) `example.com`",
   );
-  // Text that only looks like a link stays: in code, after a backslash; the link after it is still a link.
-  expect(terminalLinks("`[a](b)` and \\[c](d), then [a](b)")).toBe("`[a](b)` and \\[c](d), then a (b)");
+  // Text that only looks like a link stays text: in code, after a backslash (shown without it, as a
+  // reader of the Markdown sees it); the link after it is still a link.
+  expect(terminalLinks("`[a](b)` and \\[c](d), then [a](b)")).toBe("`[a](b)` and [c](d), then a (b)");
+  // What people wrote, written into an answer as a Markdown literal (a tool's notice), reads as they wrote it.
+  expect(terminalLinks(`done\n\n📝 ${markdownLiteral("記住了：**x** a_b `c` \\d")}`)).toBe(
+    "done\n\n📝 記住了：**x** a_b `c` \\d",
+  );
+  expect(terminalLinks("`\\*` stays in code")).toBe("`\\*` stays in code");
   expect(terminalLinks("```\n[code](https://c.example)\n```\nafter [z](https://z.example)")).toBe(
     "```\n[code](https://c.example)\n```\nafter z (https://z.example)",
   );

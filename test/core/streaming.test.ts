@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log.js";
+import { markdownLiteral } from "../../src/plain-text.js";
 import { captureLogger } from "../helpers/log.js";
 import { LiveAnswer, LiveView, livePieces, statusLine, type EditingSurface } from "../../src/streaming.js";
 
@@ -27,6 +28,17 @@ describe("LiveView", () => {
     expect(view.text()).toBe("🔧 查詢天氣：臺北市 ✓\n🔧 計算：6*7 ✗\n\n臺北市今天晴。");
     view.apply({ type: "tool_end", id: "unknown", ok: true }); // an end without a start changes nothing
     expect(view.text()).toBe("🔧 查詢天氣：臺北市 ✓\n🔧 計算：6*7 ✗\n\n臺北市今天晴。");
+  });
+
+  it("for a surface that shows live text as Markdown (Discord), its own lines are literals; the answer so far is left as the model wrote it", () => {
+    const view = new LiveView({ literal: markdownLiteral });
+    view.apply({ type: "lead", text: "🎤 「2*3*4」" });
+    view.apply({ type: "tool_start", id: "t1", activity: "新增待辦：**milk** <t:0:R>" });
+    view.apply({ type: "tool_end", id: "t1", ok: true });
+    view.apply({ type: "notice", text: "⏳ _busy_" });
+    expect(view.text()).toBe("🎤 「2\\*3\\*4」\n\n🔧 新增待辦：\\*\\*milk\\*\\* \\<t:0:R> ✓\n\n⏳ \\_busy\\_");
+    view.apply({ type: "text", text: "**好了**" });
+    expect(view.text()).toBe("🎤 「2\\*3\\*4」\n\n🔧 新增待辦：\\*\\*milk\\*\\* \\<t:0:R> ✓\n\n**好了**");
   });
 
   it("statusLine marks running, done and failed calls", () => {

@@ -497,6 +497,53 @@ describe("approval prompts", () => {
     expect(repliesTo(ref.messageId, before)).toHaveLength(1);
   });
 
+  it("someone else's reaction on a prompt decided before is told so too, in a guild mentioning only them, and their press ephemerally", async () => {
+    const { ref } = await prompt("told3");
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "✅");
+    await h.fake.waitFor(() => h.decider.approvals.get("told3")!.decided === true, 5000, "approved by reaction");
+    const press = h.fake.clickButton(bob, ref.messageId, "ap:told3:n");
+    expect((await h.fake.waitFor(() => press.response)).data?.content).toBe("這個請求已經處理過了。");
+    h.fake.react(bob, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe(`<@${bob.id}> 這個請求已經處理過了。`);
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [bob.id], replied_user: false });
+    expect(h.decider.calls.filter((c) => c.request.approvalId === "told3").map((c) => c.result.status)).toEqual([
+      "accepted",
+      "already_decided",
+      "already_decided",
+    ]);
+  });
+
+  it("the requester's reaction on a prompt that expired without its edit is told so once, in a guild mentioning only them; no one else's", async () => {
+    const { ref } = await prompt("gone1");
+    h.decider.approvals.delete("gone1"); // expired: the decider knows it no more (not_found)
+    const before = h.fake.sent.length;
+    h.fake.react(bob, ref.messageId, "✅");
+    h.fake.react(alice, ref.messageId, "✅");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe(`<@${alice.id}> 這個確認請求已過期或不存在。`);
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [alice.id], replied_user: false });
+    expect((told.payload.allowed_mentions as { parse?: string[] }).parse ?? []).toEqual([]);
+    h.fake.react(alice, ref.messageId, "❌");
+    const calls = () => h.decider.calls.filter((c) => c.request.approvalId === "gone1");
+    await h.fake.waitFor(() => calls().length === 3, 5000, "the three reactions decided");
+    expect(calls().map((c) => c.result.status)).toEqual(["not_found", "not_found", "not_found"]);
+    // After its decision the third reaction's handler sends nothing (the prompt was answered once): let it end.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(repliesTo(ref.messageId, before)).toEqual([told]);
+  });
+
+  it("in a DM the expired prompt's notice mentions nobody", async () => {
+    const { ref } = await prompt("gone2", true);
+    h.decider.approvals.delete("gone2");
+    const before = h.fake.sent.length;
+    h.fake.react(alice, ref.messageId, "❌");
+    const told = await h.fake.waitFor(() => repliesTo(ref.messageId, before)[0], 5000, "the notice");
+    expect(told.content).toBe("這個確認請求已過期或不存在。");
+    expect(told.payload.allowed_mentions).toMatchObject({ users: [], replied_user: false });
+  });
+
   it("a ✅ on someone else's message is ignored without fetching it", async () => {
     const m = h.fake.sendUserMessage(alice, "隨便一則訊息", { dm: true });
     await queued(m.id);

@@ -42,7 +42,7 @@ export const testToolbox = new ToolBox([
   }),
 ]);
 
-/** A Map-backed ApprovalDecider: first valid decision wins; only the requester may decide. */
+/** A Map-backed ApprovalDecider, ordered as the store's: first valid decision wins; a decided one is said so to anyone; only the requester may decide. */
 export class MapDecider implements ApprovalDecider {
   readonly approvals = new Map<string, { requesterId: string; requesterName: string; decided?: boolean }>();
   readonly calls: { request: DecisionRequest; result: DecisionResult }[] = [];
@@ -50,8 +50,8 @@ export class MapDecider implements ApprovalDecider {
     const a = this.approvals.get(request.approvalId);
     let result: DecisionResult;
     if (!a) result = { status: "not_found" };
-    else if (a.requesterId !== request.deciderId) result = { status: "not_requester", requesterName: a.requesterName };
     else if (a.decided !== undefined) result = { status: "already_decided" };
+    else if (a.requesterId !== request.deciderId) result = { status: "not_requester", requesterName: a.requesterName };
     else {
       a.decided = request.approve;
       result = { status: "accepted", approve: request.approve };

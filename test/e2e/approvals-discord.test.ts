@@ -6,6 +6,11 @@
 import type { RedisClient } from "../../src/redis.js";
 import { expect, it } from "vitest";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
+import { Queue } from "bullmq";
+import { DECISIONS_QUEUE, decisionJobId } from "../../src/approvals/jobs.js";
+import { bullPrefix } from "../../src/queue/keys.js";
+import { bringForward } from "../helpers/jobs.js";
+import { eventually } from "./reminders-helpers.js";
 import { freshResults, quietWindow, seedTodos, todoLines } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { approvalsModel } from "./scripted-approvals.js";
@@ -312,10 +317,11 @@ it("a prompt whose edit failed: the requester's later press and reaction are tol
     "delete_todo: 已刪除：#1 掃地",
   );
   const approvalId = /^ap:([^:]+):y$/.exec(button(prompt, true))![1]!;
-  await dc.waitFor(
+  // FakeDiscord.waitFor does not await its predicate (a promise is truthy at once): Redis is polled here.
+  await eventually(
     async () => (await redis.exists(`approval:{approval}:${approvalId}`)) === 0,
-    WAIT,
     "the approval's record deleted (its decided marker left)",
+    WAIT,
   );
   expect(buttonsOf(prompt.id).every((b) => b.disabled !== true)).toBe(true);
 
@@ -334,4 +340,62 @@ it("a prompt whose edit failed: the requester's later press and reaction are tol
   expect(told.payload.message_reference).toMatchObject({ message_id: prompt.id });
   expect(await todoLines(redis, "discord", kim.id)).toEqual(["#2 拖地"]);
   expect(answers(channel, "delete_todo:")).toHaveLength(1);
+});
+
+it("a prompt in a server that expired while its edit failed: the requester's reaction is told it expired, in one reply mentioning only them", async () => {
+  const dc = stack.discord;
+  const kai = user(13, "Kai");
+  const lou = user(14, "Lou");
+  dc.addUser(kai);
+  dc.addUser(lou);
+  await seedTodos(redis, "discord", kai.id, ["澆花"]);
+  const since = Date.now();
+  dc.sendUserMessage(kai, `<@${dc.bot.id}> delete #1`);
+  const prompt = await promptIn(dc.channelId, since);
+  await dc.waitFor(() => dc.reactionUsers(prompt.id, "❌").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
+  // Discord refuses the edit that would close the prompt (Missing Permissions): it keeps its buttons and reactions.
+  dc.failNext({ method: "PATCH", path: new RegExp(`/messages/${prompt.id}$`) }, 403, 1, {
+    message: "Missing Permissions",
+    code: 50013,
+  });
+  const approvalId = /^ap:([^:]+):y$/.exec(button(prompt, true))![1]!;
+  const decisions = new Queue(DECISIONS_QUEUE, {
+    connection: redis,
+    prefix: bullPrefix(redis, DECISIONS_QUEUE, "e2e"),
+  });
+  try {
+    await bringForward(decisions, decisionJobId({ approvalId, verdict: "expired" }));
+  } finally {
+    await decisions.close();
+  }
+  // The expiry's answer (after the prompt; earlier scenarios answered in this channel too), then the record deleted.
+  await dc.waitFor(
+    () => answers(dc.channelId, "delete_todo:").find((m) => m.at >= prompt.at && m.content.includes("expired")),
+    WAIT,
+    "the expiry's answer",
+  );
+  await eventually(
+    async () => (await redis.exists(`approval:{approval}:${approvalId}`)) === 0,
+    "the approval's record deleted",
+    WAIT,
+  );
+  expect(buttonsOf(prompt.id).every((b) => b.disabled !== true)).toBe(true);
+
+  const before = dc.sent.length;
+  const replies = () =>
+    dc.sent
+      .slice(before)
+      .filter((m) => (m.payload.message_reference as { message_id?: string } | undefined)?.message_id === prompt.id);
+  const reactions = () => stack.logs().filter((l) => l.msg === "approval reaction: not_found").length;
+  const seen = reactions();
+  dc.react(lou, prompt.id, "✅"); // not the requester: nothing is said to anyone
+  dc.react(kai, prompt.id, "✅");
+  const told = await dc.waitFor(() => replies()[0], WAIT, "the notice replying to the reaction");
+  expect(told.content).toBe(`<@${kai.id}> 這個確認請求已過期或不存在。`);
+  expect(told.payload.allowed_mentions).toMatchObject({ users: [kai.id], replied_user: false });
+  dc.react(kai, prompt.id, "❌");
+  await dc.waitFor(() => reactions() === seen + 3, WAIT, "the three reactions handled");
+  await quietWindow(200);
+  expect(replies()).toHaveLength(1);
+  expect(await todoLines(redis, "discord", kai.id)).toEqual(["#1 澆花"]);
 });

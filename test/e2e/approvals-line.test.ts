@@ -192,3 +192,32 @@ it("in a group, only the requester's own new message closes the approval and is 
   expect(answer.via).toBe("reply");
   expect(await todoLines(redis, "line", eve.userId)).toEqual(["#1 tickets"]);
 });
+
+it("the action in those lines shows as it was written: a title with Markdown's characters keeps every one of them", async () => {
+  const gus = { from: line.user("Gus") };
+  await seedTodos(redis, "line", gus.from.userId, ["rm *_old_*.log", "keep"]);
+  await say(gus, "delete #1");
+  const granted = line.messagesTo(gus.from.userId).length;
+  await press(gus, await promptIn(gus), "a");
+  expect((await sentAfter(gus, granted, "delete_todo:")).text.split("\n\n")[0]).toBe(
+    "✅ 已確認，30 天內一律允許：刪除待辦 #1「rm *_old_*.log」（/permissions 可撤銷）",
+  );
+
+  const hal = { from: line.user("Hal") };
+  await seedTodos(redis, "line", hal.from.userId, ["**drink** water", "[a](b) <b>"]);
+  await say(hal, "delete #2");
+  await promptIn(hal);
+  const asked = line.messagesTo(hal.from.userId).length;
+  await say(hal, "calc 6 * 7");
+  expect((await sentAfter(hal, asked, "calculate:")).text.split("\n\n")[0]).toBe(
+    "↩️ 先前等你確認的請求已關閉，未執行：刪除待辦 #2「[a](b) <b>」",
+  );
+  await say(hal, "delete #1");
+  await promptIn(hal);
+  const again = line.messagesTo(hal.from.userId).length;
+  await say(hal, "calc 1 + 1");
+  expect((await sentAfter(hal, again, "calculate:")).text.split("\n\n")[0]).toBe(
+    "↩️ 先前等你確認的請求已關閉，未執行：刪除待辦 #1「**drink** water」",
+  );
+  expect(await todoLines(redis, "line", hal.from.userId)).toEqual(["#1 **drink** water", "#2 [a](b) <b>"]);
+});

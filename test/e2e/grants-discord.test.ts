@@ -163,8 +163,9 @@ it("/permissions answers ephemerally with a revoke button; the revoke counts at 
   // Only the invoker sees an ephemeral reply: the platform itself refuses another member's press.
   expect(() => dc.clickEphemeralButton(eve, listed, revoke[0]!.custom_id)).toThrow(/only the user who invoked/);
 
+  // A press's notice is plain text shown as it is (Markdown escaped): Discord shows delete_todo.
   expect(await ephemeral(dc.clickEphemeralButton(dee, listed, revoke[0]!.custom_id))).toBe(
-    "已撤銷：之後使用 delete_todo 會再詢問你。",
+    "已撤銷：之後使用 delete\\_todo 會再詢問你。",
   );
   expect(await grantedTools(redis, { platform: "discord", chatId: dc.channelId, userId: dee.id })).toEqual([]);
   const asked = await ask(dee, "delete #2", { channelId: dc.channelId });

@@ -245,7 +245,7 @@ it("/settings buttons are quick reply postbacks; a press changes the setting and
   expect(changed.text).toContain("Settings of this chat:");
 });
 
-it("approval by postback: only the requester decides, a replayed or forged press changes nothing, a later press is told it was confirmed", async () => {
+it("approval by postback: only the requester decides, a replay or forgery changes nothing, a later press (anyone's) is told it was confirmed", async () => {
   const bob = line.user("Bob the second");
   const group = line.group([alice, bob]);
   await seedTodos(redis, "line", alice.userId, ["buy milk"]);
@@ -305,7 +305,8 @@ it("approval by postback: only the requester decides, a replayed or forged press
     );
   };
   expect((await noticeTo(alice)).text).toBe("這個請求已經確認過了。");
-  expect((await noticeTo(bob)).text).toBe("只有 Alice 可以決定。");
+  // Bob is told the same: it was decided (he was told only Alice may decide while it was open).
+  expect((await noticeTo(bob)).text).toBe("這個請求已經確認過了。");
   expect(await todos()).toEqual([]);
   expect(line.messagesTo(group).filter((m) => m.text.includes("delete_todo"))).toHaveLength(1);
 });
@@ -495,6 +496,65 @@ it("a reminder is pushed at its time with done / snooze postbacks; done is answe
     line.messagesTo(alice.userId).find((m) => m.at >= posted.at && m !== posted && m.via === "reply"),
   );
   expect(closed.text).toMatch(/drink water|完成|done/i);
+});
+
+it("a reminder's text, a press's notice and people's names in the bot's own words show as they were written (no Markdown read)", async () => {
+  const zoe = line.user("*Zoe* <b>");
+  const at = secondsAhead(60);
+  await line.deliver([
+    line.textEvent(dm(zoe), `call set_reminder {"text":"**drink** water _now_","at":"${localIso(at)}"}`),
+  ]);
+  await line.waitFor(() => line.messagesTo(zoe.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const owner = { platform: "line" as const, userId: zoe.userId };
+  const [reminder] = await listReminders(redis, owner);
+  await bringReminderForward(redis, owner, reminder!, at);
+  const posted = await line.waitFor(() =>
+    line.messagesTo(zoe.userId).find((m) => m.postbacks.some((d) => d.startsWith("rm:d:"))),
+  );
+  expect(posted.text).toBe("⏰ **drink** water _now_");
+  // Snooze is answered with a notice naming the reminder: as it was written too.
+  await line.deliver([
+    line.postbackEvent(
+      dm(zoe),
+      posted.postbacks.find((d) => d.startsWith("rm:s:"))!,
+    ),
+  ]);
+  const snoozed = await line.waitFor(() =>
+    line.messagesTo(zoe.userId).find((m) => m.at >= posted.at && m !== posted && m.via === "reply"),
+  );
+  expect(snoozed.text).toMatch(/^💤 \*\*drink\*\* water _now_（/);
+  // A newcomer is welcomed by the name they chose, as it is.
+  const group = line.group([alice]);
+  await line.deliver([line.memberEvent(group, "memberJoined", [zoe])]);
+  const welcome = await line.waitFor(() => line.messagesTo(group).find((m) => m.text.startsWith("歡迎")));
+  expect(welcome.text).toBe(`歡迎 *Zoe* <b> 加入！要找我，請提到我（@${line.botName}）或輸入 /help。`);
+});
+
+it("/reminders and /persona show a reminder's text and the persona as they were written (their Markdown made plain around them)", async () => {
+  const una = line.user("Una");
+  const far = localIso(Date.now() + 3600_000);
+  await line.deliver([line.textEvent(dm(una), `call set_reminder {"text":"**pay** rent_now_","at":"${far}"}`)]);
+  await line.waitFor(() => line.messagesTo(una.userId).find((m) => m.text.startsWith("set_reminder:")));
+  const asked = line.messagesTo(una.userId).length;
+  await line.deliver([line.textEvent(dm(una), "/reminders")]);
+  const listing = await line.waitFor(() =>
+    line
+      .messagesTo(una.userId)
+      .slice(asked)
+      .find((m) => m.text.includes("#1")),
+  );
+  expect(listing.text.split("\n")[1]).toMatch(/^#1 \*\*pay\*\* rent_now_ — /);
+  await line.deliver([line.textEvent(dm(una), "/persona *Be* `brief`")]);
+  await line.waitFor(() => line.messagesTo(una.userId).find((m) => m.text.includes("角色")));
+  const shown = line.messagesTo(una.userId).length;
+  await line.deliver([line.textEvent(dm(una), "/persona")]);
+  const persona = await line.waitFor(() =>
+    line
+      .messagesTo(una.userId)
+      .slice(shown)
+      .find((m) => m.text.startsWith("目前的角色設定")),
+  );
+  expect(persona.text).toBe("目前的角色設定：\n*Be* `brief`");
 });
 
 it("a scheduled task's occurrence is answered by push in its chat", async () => {

@@ -23,7 +23,7 @@ import { text } from "../fakes/anthropic.js";
 import type { FakeInteraction, FakeUser, SentMessage } from "../fakes/discord.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
 import { bringForward } from "../helpers/jobs.js";
-import { seedTodos } from "./approvals-helpers.js";
+import { seedTodos, todoLines } from "./approvals-helpers.js";
 import { useStack, type Stack } from "./harness.js";
 import { eventually, localIso, remindersQueue, secondsAhead } from "./reminders-helpers.js";
 import { addOccurrence, outcomeOf, tasksModel, tasksQueue } from "./tasks-helpers.js";
@@ -173,6 +173,54 @@ describe("Telegram: the conversation's language", () => {
   });
 });
 
+describe("Telegram: what people wrote, inside command replies, shows as they wrote it", () => {
+  async function send(chat: Chat, from: User, text: string): Promise<FakeSentMessage> {
+    const tg = stack.telegram;
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from, text });
+    return tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === chat.id), WAIT, `a reply to "${text}"`);
+  }
+
+  it("/reminders and /tasks list a reminder's text and a task's instruction; /persona and read-only /settings show the persona", async () => {
+    const tg = stack.telegram;
+    const uma = tg.user(66105, "Uma");
+    const chat = tg.privateChat(uma);
+    const far = localIso(Date.now() + 3600_000);
+    tg.sendUserMessage({
+      chat,
+      from: uma,
+      text: `call set_reminder {"text":"**drink** water <b>x</b>","at":"${far}"}`,
+    });
+    const owner = { platform: "telegram" as const, userId: String(uma.id) };
+    await eventually(() => getReminder(redis, owner, 1), "the reminder stored");
+    const reminders = await send(chat, uma, "/reminders");
+    expect(reminders.text.split("\n")[1]).toMatch(/^#1 \*\*drink\*\* water <b>x<\/b> — /);
+    tg.sendUserMessage({ chat, from: uma, text: `call schedule_task {"instruction":"*_check_* ~now~","at":"${far}"}` });
+    const prompt = await tg.waitFor(
+      () => tg.messagesTo(chat).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("ap:"))),
+      WAIT,
+      "the task's confirmation prompt",
+    );
+    tg.pressButton({
+      from: uma,
+      message: prompt,
+      data: tg.buttons(prompt).find((b) => b.callback_data?.endsWith(":y"))!.callback_data!,
+    });
+    await eventually(() => getTask(redis, owner, 1), "the task stored");
+    const tasks = await send(chat, uma, "/tasks");
+    expect(tasks.text.split("\n")[1]).toMatch(/^#1 \*_check_\* ~now~ — /);
+
+    // A group's persona, set by its admin, read by a member who may not change it (a reply without buttons).
+    const group = tg.group(-1006610005, "Persona group");
+    const vic = tg.user(66106, "Vic");
+    const wes = tg.user(66107, "Wes");
+    tg.admins.set(group.id, new Set([vic.id]));
+    await send(group, vic, "/persona **Be** _brief_ <i>");
+    expect((await send(group, wes, "/persona")).text).toBe("目前的角色設定：\n**Be** _brief_ <i>");
+    expect((await send(group, wes, "/settings")).text.split("\n")[1]).toBe("• 角色設定：「**Be** _brief_ <i>」");
+  });
+});
+
 describe("Discord: the conversation's language, and names and texts shown as they are", () => {
   let nextUser = 0;
   function user(name: string): FakeUser {
@@ -253,7 +301,7 @@ describe("Discord: the conversation's language, and names and texts shown as the
     dc.sendUserMessage(eve, "delete #1", { dm: true });
     const prompt = await withButtons(channel, "ap:", 0);
     expect(prompt.content).toContain("刪除待辦 #1「買 \\*\\*牛奶\\*\\* \\_今天\\_」");
-    expect(prompt.content).toContain("只有 **@everyone \\*\\*Eve\\*\\* <@&1> \\`x\\`** 可以決定");
+    expect(prompt.content).toContain("只有 **@everyone \\*\\*Eve\\*\\* \\<@&1> \\`x\\`** 可以決定");
     const decline = buttonsOf(prompt).find((b) => b.custom_id.endsWith(":n"))!.custom_id;
     dc.clickButton(eve, prompt.id, decline);
     await dc.waitFor(() => buttonsOf(prompt).every((b) => b.disabled === true), WAIT, "the prompt closed");
@@ -302,5 +350,45 @@ describe("Discord: the conversation's language, and names and texts shown as the
     expect(await ephemeral(done)).toBe("Done!");
     await dc.waitFor(() => buttonsOf(posted).length === 0, WAIT, "the reminder closed");
     expect(String(posted.message.content)).toBe("✅ \\*\\*pay rent\\*\\*");
+  });
+
+  it("/reminders, /tasks and /persona show a reminder's text, a task's instruction and the persona as they were written", async () => {
+    const dc = stack.discord;
+    const tia = user("Tia");
+    const channel = dc.dmChannel(tia);
+    const far = localIso(Date.now() + 3600_000);
+    dc.sendUserMessage(tia, `call set_reminder {"text":"**drink** water <t:0:R>","at":"${far}"}`, { dm: true });
+    const owner = { platform: "discord" as const, userId: tia.id };
+    await eventually(() => getReminder(redis, owner, 1), "the reminder stored");
+    const reminders = await ephemeral(dc.slashCommand(tia, "reminders", { dm: true }));
+    expect(reminders.split("\n")[1]).toMatch(/^#1 \\\*\\\*drink\\\*\\\* water \\<t:0:R> — /);
+    const before = dc.messagesIn(channel).length;
+    dc.sendUserMessage(tia, `call schedule_task {"instruction":"# *_check_* ||now||","at":"${far}"}`, { dm: true });
+    const prompt = await withButtons(channel, "ap:", before);
+    dc.clickButton(tia, prompt.id, buttonsOf(prompt).find((b) => b.custom_id.endsWith(":y"))!.custom_id);
+    await eventually(() => getTask(redis, owner, 1), "the task stored");
+    const tasks = await ephemeral(dc.slashCommand(tia, "tasks", { dm: true }));
+    expect(tasks.split("\n")[1]).toMatch(/^#1 \\# \\\*\\_check\\_\\\* \\\|\\\|now\\\|\\\| — /);
+    await ephemeral(dc.slashCommand(tia, "persona", { dm: true, values: { text: "**Be** _brief_" } }));
+    expect(await ephemeral(dc.slashCommand(tia, "persona", { dm: true }))).toBe(
+      "目前的角色設定：\n\\*\\*Be\\*\\* \\_brief\\_",
+    );
+  });
+
+  it("someone else's press on a prompt in a server is told who decides, that name shown as it is", async () => {
+    const dc = stack.discord;
+    const owner = user("**Eve** _x_ <t:0:R>");
+    const other = user("Ugo");
+    dc.addUser(owner);
+    dc.addUser(other);
+    await seedTodos(redis, "discord", owner.id, ["茶"]);
+    const before = dc.messagesIn(dc.channelId).length;
+    dc.sendUserMessage(owner, `<@${dc.bot.id}> delete #1`);
+    const prompt = await withButtons(dc.channelId, "ap:", before);
+    const yes = buttonsOf(prompt).find((b) => b.custom_id.endsWith(":y"))!.custom_id;
+    expect(await ephemeral(dc.clickButton(other, prompt.id, yes))).toBe(
+      "只有 \\*\\*Eve\\*\\* \\_x\\_ \\<t:0:R> 可以決定。",
+    );
+    expect(await todoLines(redis, "discord", owner.id)).toEqual(["#1 茶"]);
   });
 });

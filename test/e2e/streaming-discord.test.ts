@@ -99,7 +99,8 @@ describe("streamed answers on Discord", () => {
       { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 600 } },
     );
     dc.sendUserMessage(bo, "6*7 是多少？", { dm: true });
-    const [chunk] = splitMessage(`${final}\n\n🔧 計算：6*7`, DISCORD_MESSAGE_LIMIT);
+    // The status lines are plain text written as Markdown literals: Discord shows `6\*7` as 6*7.
+    const [chunk] = splitMessage(`${final}\n\n🔧 計算：6\\*7`, DISCORD_MESSAGE_LIMIT);
     const answer = await dc.waitFor(
       () => sentIn(channelId).find((m) => contentOf(m) === chunk),
       TIMEOUT_MS,
@@ -107,12 +108,34 @@ describe("streamed answers on Discord", () => {
     );
     expect(sentIn(channelId)).toHaveLength(1);
     const shown = historyOf(answer).map((s) => s.content);
-    expect(shown.some((t) => t.startsWith("🔧 計算：6*7"))).toBe(true);
-    expect(shown.some((t) => /^🔧 計算：6\*7 ✓\n\n\S/.test(t))).toBe(true);
+    expect(shown.some((t) => t.startsWith("🔧 計算：6\\*7"))).toBe(true);
+    expect(shown.some((t) => /^🔧 計算：6\\\*7 ✓\n\n\S/.test(t))).toBe(true);
     expect(contentOf(answer).startsWith("🔧")).toBe(false);
-    expect(contentOf(answer).endsWith("\n\n🔧 計算：6*7")).toBe(true);
+    expect(contentOf(answer).endsWith("\n\n🔧 計算：6\\*7")).toBe(true);
     expect(contentOf(answer)).not.toContain("✓");
     expect(contentOf(answer)).not.toContain("我來算一下");
+  });
+
+  it("a tool's input shows as it is, never as Markdown: in its live status line and in the answer's last line", async () => {
+    const dc = stack.discord;
+    const di = user("Di");
+    const channelId = dc.dmChannel(di);
+    const final = "好了，已經加進清單。".repeat(3);
+    stack.model.enqueue(
+      { ...toolUse("add_todo", { title: "**milk** <t:0:R> ||x||" }), stream: { firstTokenMs: 50 } },
+      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 600 } },
+    );
+    dc.sendUserMessage(di, "add milk", { dm: true });
+    const line = "🔧 新增待辦：\\*\\*milk\\*\\* \\<t:0:R> \\|\\|x\\|\\|";
+    const answer = await dc.waitFor(
+      () => sentIn(channelId).find((m) => contentOf(m) === `${final}\n\n${line}`),
+      TIMEOUT_MS,
+      "the final answer",
+    );
+    const shown = historyOf(answer).map((s) => s.content);
+    expect(shown.some((t) => t.startsWith(`${line} ✓\n\n`))).toBe(true);
+    expect(shown.every((t) => !t.includes("**milk**"))).toBe(true);
+    expect(await todoLines(redis, "discord", di.id)).toEqual(["#1 **milk** <t:0:R> ||x||"]);
   });
 
   it("over 2000 characters: the full part stays, the rest continues in a new message, split exactly as today", async () => {

@@ -217,6 +217,27 @@ describe("streamed answers on Telegram", () => {
     },
   );
 
+  itOneRedis("a tool's input in the answer's last line shows as it is, never as Markdown", async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1009150013, "輸入群組");
+    const di = tg.user(95013, "Di");
+    const final = "好了，已經加進清單。".repeat(3);
+    stack.model.enqueue(
+      { ...toolUse("add_todo", { title: "**milk** _now_ <b>" }), stream: { firstTokenMs: 50 } },
+      { ...text(final), stream: { firstTokenMs: INTERVAL_MS * 2, chunkChars: 20, totalMs: 600 } },
+    );
+    tg.sendUserMessage({ chat: group, from: di, text: `@${tg.bot.username} add milk` });
+    const expected = `${final}\n\n🔧 新增待辦：**milk** _now_ <b>`;
+    await tg.waitFor(
+      () => sentTo(group)[0]?.text === expected,
+      TIMEOUT_MS,
+      "the final answer, its last line as written",
+    );
+    expect(sentTo(group)).toHaveLength(1);
+    expect(sentTo(group)[0]!.entities).toEqual([]);
+    expectNoRefusedEdits();
+  });
+
   itOneRedis(
     "over the length limit: the full part stays in its message, the rest continues in a new one, split exactly as today",
     async () => {

@@ -124,6 +124,29 @@ it("an approval prompt shows the action as it is: a task's **instruction** and a
   expect(line.messagesTo(bob.userId).at(-1)!.text).toContain("• pattern: *_old_*.log");
 });
 
+it("a group answer's leading name, and a notice with its name and text, show as they are; the answer's own Markdown is made plain", async () => {
+  const group = line.group([bob]);
+  const place = (text: string): Destination => ({
+    conversation: { platform: "line", chatId: group },
+    chatKind: "group",
+    key: `k${Math.random()}`,
+    reply: {
+      replyToken: String(line.textEvent({ from: bob, groupId: group }, text).replyToken),
+      replyTokenAt: Date.now(),
+    },
+    mention: { userId: bob.userId, userName: "*Bob* <b>" },
+  });
+  await outbound.sendAnswer(place("a"), "📅 **排程任務 #1**");
+  expect(line.messagesTo(group).at(-1)).toMatchObject({ text: "*Bob* <b> 📅 排程任務 #1", via: "reply" });
+  await outbound.sendNotice(place("n"), "⏸️ 排程任務 #1（**list** _todos_）已暫停", [
+    { label: "▶️ 繼續", data: "tk:r:x" },
+  ]);
+  expect(line.messagesTo(group).at(-1)).toMatchObject({
+    text: "*Bob* <b> ⏸️ 排程任務 #1（**list** _todos_）已暫停",
+    via: "reply",
+  });
+});
+
 it("near LINE_PUSH_MONTHLY_LIMIT a reply token older than 50 s is still tried (and a log line says so) before pushing", async () => {
   const limited = testConfig({ ...configEnv(), LINE_PUSH_MONTHLY_LIMIT: "10" });
   const quiet = captureLogger();

@@ -15,6 +15,7 @@ import {
   voiceTurnText,
 } from "../../src/media/voice.js";
 import { startFakeTranscription, type FakeTranscription } from "../fakes/transcription.js";
+import { markdownToPlain } from "../../src/plain-text.js";
 
 let stt: FakeTranscription;
 beforeAll(async () => {
@@ -269,8 +270,12 @@ describe("voice helpers", () => {
     const long = "語".repeat(199) + "😀" + "音".repeat(50);
     expect(transcriptLine(long)).toBe(`🎤 「${"語".repeat(199)}😀…」`);
     expect(transcriptLine("字".repeat(200))).toBe(`🎤 「${"字".repeat(200)}」`);
-    expect(transcriptLine("2*3*4 is <b>_x_</b> [a](b)", { markdown: true })).toBe(
-      "🎤 「2\\*3\\*4 is \\<b\\>\\_x\\_\\</b\\> \\[a\\](b)」",
+    expect(transcriptLine("2*3*4 is <b>_x_</b> [a](b) &#42;", { markdown: true })).toBe(
+      "🎤 「2\\*3\\*4 is \\<b>\\_x\\_\\</b> \\[a](b) \\&#42;」",
+    );
+    // The Markdown line shows as transcribed where answers are read as Markdown (an entity too).
+    expect(markdownToPlain(transcriptLine("2*3*4 is <b>_x_</b> [a](b) &#42;", { markdown: true }))).toBe(
+      "🎤 「2*3*4 is <b>_x_</b> [a](b) &#42;」",
     );
   });
 });

@@ -42,7 +42,7 @@ export const testToolbox = new ToolBox([
   }),
 ]);
 
-/** A Map-backed decider: one approval per id, first valid decision wins. */
+/** A Map-backed decider, ordered as the store's: one approval per id, first valid decision wins; a decided one is said so to anyone. */
 export class MapDecider implements ApprovalDecider {
   readonly approvals = new Map<string, { requesterId: string; requesterName: string; decided?: boolean }>();
   readonly accepted: DecisionRequest[] = [];
@@ -52,8 +52,8 @@ export class MapDecider implements ApprovalDecider {
     if (this.failing) throw new Error("connect ECONNREFUSED /tmp/redis.sock");
     const a = this.approvals.get(request.approvalId);
     if (!a) return { status: "not_found" };
-    if (a.requesterId !== request.deciderId) return { status: "not_requester", requesterName: a.requesterName };
     if (a.decided) return { status: "already_decided" };
+    if (a.requesterId !== request.deciderId) return { status: "not_requester", requesterName: a.requesterName };
     a.decided = true;
     this.accepted.push(request);
     return { status: "accepted", approve: request.approve };

@@ -49,7 +49,7 @@ it("an inbox whose job was removed answers again, in order, when a message comes
   const { clock, lines } = started;
   const inbox = conversationKeys({ platform: "console", chatId: "r1" }).inbox;
   // The worker takes nothing while the operator removes the waiting job.
-  await h.workers[0]!.chats.pause(true);
+  await h.queue.queue.pause(); // the whole queue: a worker's own pause may still take a job it was fetching
   expect(await started.producer.enqueue(message("r1", "1", "first"))).toBe("scheduled");
   expect(await h.queue.queue.remove(chatJobId({ platform: "console", chatId: "r1" }, "1"))).toBe(1);
   clock.now += 60_000;
@@ -57,7 +57,7 @@ it("an inbox whose job was removed answers again, in order, when a message comes
   expect(await started.producer.enqueue(message("r1", "2", "second"))).toBe("queued");
   const counts = await h.queue.queue.getJobCounts("waiting", "active", "delayed", "prioritized");
   expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(0);
-  h.workers[0]!.chats.resume();
+  await h.queue.queue.resume();
   await new Promise((r) => setTimeout(r, 300));
   expect(h.output.answers()).toEqual([]);
   // Five minutes after the head was queued: the conversation gets a job again.
@@ -120,11 +120,11 @@ it("a full inbox whose job was removed is taken up too: the message refused as f
   h = started.h;
   const { clock } = started;
   const chat = { platform: "console" as const, chatId: "r4" };
-  await h.workers[0]!.chats.pause(true);
+  await h.queue.queue.pause(); // the whole queue: a worker's own pause may still take a job it was fetching
   expect(await started.producer.enqueue(message("r4", "1", "first"), { maxQueued: 2 })).toBe("scheduled");
   expect(await h.queue.queue.remove(chatJobId(chat, "1"))).toBe(1);
   expect(await started.producer.enqueue(message("r4", "2", "second"), { maxQueued: 2 })).toBe("queued");
-  h.workers[0]!.chats.resume();
+  await h.queue.queue.resume();
   clock.now += STALLED_INBOX_MS;
   const third = message("r4", "3", "third");
   expect(await started.producer.enqueue(third, { maxQueued: 2 })).toBe("full");

@@ -90,6 +90,13 @@ export interface ApprovalPrompt {
   alwaysAllow?: boolean;
   /** The language of the prompt (the conversation's `language` setting); default `BOT_LOCALE`. */
   locale?: Locale;
+  /**
+   * Given only to an outbound whose prompts stay as sent ({@link Outbound.promptsStayAsSent}):
+   * the lead line (Markdown) of the answer that paused here, which would otherwise be lost since no
+   * answer follows — an "always allow" grant just given, an approval the requester's new message
+   * closed, a voice message's transcript. Shown before the prompt, in the same reply.
+   */
+  lead?: string;
 }
 
 /**

@@ -93,7 +93,8 @@ export function buttonsTemplate(text: string, actions: messagingApi.Action[]): m
  * The approval prompt (the action and the name as they are: plain text, see the module comment):
  * the whole text as a text message when it is longer than a template holds,
  * then a buttons template (確認 / 取消, and 一律允許 when offered) whose postbacks carry
- * `ap:<approvalId>:y|n|a`; only the requester's press decides (the core checks it).
+ * `ap:<approvalId>:y|n|a`; only the requester's press decides (the core checks it). The paused
+ * answer's lead line (`prompt.lead`, Markdown made plain) comes first, as a text message.
  */
 export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezone: string): messagingApi.Message[] {
   const time = new Intl.DateTimeFormat(locale === "zh-TW" ? "zh-TW" : "en-GB", {
@@ -117,7 +118,9 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
       ? [postback(localize(locale, { "zh-TW": "🔓 一律允許", en: "🔓 Always allow" }), `ap:${prompt.approvalId}:a`)]
       : []),
   ];
-  if (text.length <= LINE_TEMPLATE_TEXT_LIMIT) return [buttonsTemplate(text, actions)];
+  // The paused answer's lead line (Markdown: a grant given, a request closed, a transcript) first.
+  const lead = prompt.lead !== undefined ? [textMessage(markdownToPlain(prompt.lead))] : [];
+  if (text.length <= LINE_TEMPLATE_TEXT_LIMIT) return [...lead, buttonsTemplate(text, actions)];
   const question = localize(
     locale,
     { "zh-TW": "⚠️ 要執行嗎？（{name}）", en: "⚠️ Go ahead? ({name})" },
@@ -125,7 +128,7 @@ export function approvalMessages(prompt: ApprovalPrompt, locale: Locale, timezon
       name: cut(prompt.requesterName, 60),
     },
   );
-  return [textMessage(text), buttonsTemplate(question, actions)];
+  return [...lead, textMessage(text), buttonsTemplate(question, actions)];
 }
 
 /**

@@ -228,6 +228,8 @@ export class ApprovalFlow {
    * @param locale - the conversation's language (its `language` setting); default the run context's.
    * @param resets - the conversation's reset generation when the run began (`HistoryStore.generation`):
    *   once a `/reset` changes it, the approval is closed and its run never resumed.
+   * @param lead - the paused answer's lead line (Markdown), for an outbound whose prompts stay as
+   *   sent (`ApprovalPrompt.lead`); not kept: a retried job that finds the prompt posted does not repeat it.
    * @returns the approval id.
    * @throws when Redis is unreachable or the prompt could not be posted.
    */
@@ -237,6 +239,7 @@ export class ApprovalFlow {
     outbound: Outbound,
     locale?: Locale,
     resets?: number,
+    lead?: string,
   ): Promise<string> {
     const { store } = this.#deps;
     const existing = await this.#pendingFor(message, outcome.call.toolUseId);
@@ -268,6 +271,7 @@ export class ApprovalFlow {
       expiresAt: record?.expiresAt ?? Date.now() + store.timeoutMs,
       ...(alwaysAllow ? { alwaysAllow: true } : {}),
       locale: record?.locale ?? context.locale,
+      ...(lead !== undefined ? { lead } : {}),
     });
     await store.setPrompt(id, prompt);
     // A decision may arrive while the prompt is still being posted (Discord adds its ✅/❌

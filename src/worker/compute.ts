@@ -130,7 +130,12 @@ export async function compute(parts: AnswerParts, state: AnswerState, input: Run
       }
     }
   }
-  if (outcome.kind === "approval") return stripPaused(outcome, strip);
+  if (outcome.kind === "approval") {
+    // No answer follows: the lead line goes with the prompt where the prompt cannot show it later.
+    const paused = stripPaused(outcome, strip);
+    const line = lead();
+    return line !== undefined ? { ...paused, lead: line } : paused;
+  }
   // The lead line starts the answer, also after a retry that shortened the conversation.
   return {
     ...outcome,

@@ -138,7 +138,10 @@ export type Computed =
       /** The model's text without the lead line (`text` has it), when there is a lead. */
       body?: string;
     })
-  | PausedOutcome
+  | (PausedOutcome & {
+      /** The answer's lead line, which an outbound whose prompts stay as sent shows before the prompt. */
+      lead?: string;
+    })
   | { kind: "said"; text: string };
 
 /** What a take phase found: the answer to give and how this kind computes it. */
@@ -865,7 +868,11 @@ function withNotices(text: string, notices: string[]): string {
 }
 
 /** *Persist* of a run paused at a dangerous call: the approval prompt (its own message: a streamed part is deleted). */
-async function persistPause(parts: AnswerParts, state: AnswerState, paused: PausedOutcome): Promise<void> {
+async function persistPause(
+  parts: AnswerParts,
+  state: AnswerState,
+  paused: PausedOutcome & { lead?: string },
+): Promise<void> {
   const { message, outbound } = state.taken;
   await state.live?.discard();
   if (parts.approvals) {
@@ -879,6 +886,7 @@ async function persistPause(parts: AnswerParts, state: AnswerState, paused: Paus
         typeof state.resets === "number"
           ? state.resets
           : await parts.history.generationAt(state.conversation, state.resets.since),
+        outbound.promptsStayAsSent ? paused.lead : undefined,
       ),
     };
   } else {

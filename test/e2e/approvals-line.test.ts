@@ -169,6 +169,36 @@ it("a new message while an approval is pending: its answer starts with a line sa
   expect(await todoLines(redis, "line", dan.from.userId)).toEqual(["#1 整理書桌"]);
 });
 
+it("a new message that asks again: the line saying the earlier request was closed comes before the new prompt, in the same reply", async () => {
+  const ivy = { from: line.user("Ivy") };
+  await seedTodos(redis, "line", ivy.from.userId, ["買書", "還筆"]);
+  await say(ivy, "delete #1");
+  const first = await promptIn(ivy);
+  const pushes = line.pushes;
+  const before = line.messagesTo(ivy.from.userId).length;
+  await say(ivy, "delete #2");
+  const second = await line.waitFor(() =>
+    line
+      .messagesTo(ivy.from.userId)
+      .slice(before)
+      .find((m) => m.postbacks.some((d) => d.startsWith("ap:"))),
+  );
+  expect(second).not.toBe(first);
+  const sent = line.messagesTo(ivy.from.userId).slice(before);
+  expect(sent.map((m) => m.text)).toEqual([
+    "↩️ 先前等你確認的請求已關閉，未執行：刪除待辦 #1「買書」",
+    expect.stringContaining("刪除待辦 #2「還筆」"),
+  ]);
+  expect(sent.map((m) => m.via)).toEqual(["reply", "reply"]);
+  expect(line.pushes).toBe(pushes);
+  // Confirmed, the answer carries no such line again.
+  const asked = line.messagesTo(ivy.from.userId).length;
+  await press(ivy, second, "y");
+  const done = await sentAfter(ivy, asked, "delete_todo:");
+  expect(done.text).toBe("delete_todo: 已刪除：#2 還筆");
+  expect(await todoLines(redis, "line", ivy.from.userId)).toEqual(["#1 買書"]);
+});
+
 it("in a group, only the requester's own new message closes the approval and is told so, in the conversation's language", async () => {
   const eve = line.user("Eve");
   const fay = line.user("Fay");

@@ -791,6 +791,21 @@ it("npm run fakes numbers Telegram messages from the clock, so a restarted fake'
   }
 });
 
+/** Calls the fake Bot API as the bot would (`POST <apiRoot>/bot<token>/<method>`); expects `ok` and returns the result. */
+function botCall(tg: { apiRoot: string; token: string }) {
+  const bot = `${tg.apiRoot}/bot${tg.token}`;
+  return async (method: string, body: Record<string, unknown>): Promise<unknown> => {
+    const response = await fetch(`${bot}/${method}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = (await response.json()) as { ok: boolean; result: unknown };
+    expect(json.ok, `${method}: ${JSON.stringify(json)}`).toBe(true);
+    return json.result;
+  };
+}
+
 it("npm run fakes prints the bot's answer to a Telegram press (its toast or alert), in order with the other lines", async () => {
   // The bot answers a press with answerCallbackQuery; its `text` is all the presser sees of some answers
   // (「只有 Alice 可以決定。」, 「這個請求已經確認過了。」), so the console prints it where it came.
@@ -800,17 +815,7 @@ it("npm run fakes prints the bot's answer to a Telegram press (its toast or aler
   const stopFollowing = fakes.follow((line) => printed.push(line), 400);
   try {
     const tg = fakes.telegram;
-    const bot = `${tg.apiRoot}/bot${tg.token}`;
-    const call = async (method: string, body: Record<string, unknown>) => {
-      const response = await fetch(`${bot}/${method}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      const json = (await response.json()) as { ok: boolean; result: unknown };
-      expect(json.ok, `${method}: ${JSON.stringify(json)}`).toBe(true);
-      return json.result;
-    };
+    const call = botCall(tg);
     const alice = tg.user(7001, "Alice");
     const prompt = (await call("sendMessage", {
       chat_id: alice.id,
@@ -907,17 +912,7 @@ it("npm run fakes reads `as dave` and `group` only where they name a person and 
   const fakes = await startLocalFakes();
   try {
     const tg = fakes.telegram;
-    const bot = `${tg.apiRoot}/bot${tg.token}`;
-    const call = async (method: string, body: Record<string, unknown>) => {
-      const response = await fetch(`${bot}/${method}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      const json = (await response.json()) as { ok: boolean; result: unknown };
-      expect(json.ok, `${method}: ${JSON.stringify(json)}`).toBe(true);
-      return json.result;
-    };
+    const call = botCall(tg);
     type Update = {
       update_id: number;
       message?: { chat: { id: number }; from: { id: number }; text: string; entities?: { type: string }[] };

@@ -889,19 +889,20 @@ export const ConfigSchema = z.object({
       "Who is served: `pairing` (strangers get a code you approve), `allowlist` (only those listed or " +
         "allowed) or `open` (everybody). See [access and budgets](access.md).",
     ),
-  /** Bot admins (`telegram:<userId>`, `discord:<userId>`): always served, no rate limit or budget, admin commands. */
+  /** Bot admins (`telegram:<userId>`, `discord:<userId>`, `line:<userId>`): always served, no rate limit or budget, admin commands. */
   ADMIN_USERS: principalList("user").describe(
-    "Bot admins, a comma list of `telegram:<userId>` / `discord:<userId>`: always served, no rate limit " +
+    "Bot admins, a comma list of `telegram:<userId>` / `discord:<userId>` / `line:<userId>` (`U` and 32 hex " +
+      "digits): always served, no rate limit " +
       "or user budget, admin commands (`/approve`, `/enable`, `/disable`, `/usage all`).",
   ),
   /** Users served in DMs besides those paired or allowed with `npm run access`. */
   ALLOWED_USERS: principalList("user").describe(
     "Users served in DMs, same form (added to those approved or allowed at run time with `npm run access`).",
   ),
-  /** Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server) or `discord:<channelId>`. */
+  /** Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server), `discord:<channelId>` or `line:<groupId>`. */
   ALLOWED_CHATS: principalList("chat").describe(
-    "Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server) or `discord:<channelId>`, " +
-      "comma-separated.",
+    "Groups served: `telegram:<chatId>`, `discord:<guildId>` (a whole server), `discord:<channelId>` or " +
+      "`line:<groupId>` (`C`, or `R` for a multi-person chat, and 32 hex digits), comma-separated.",
   ),
   /** Messages one user may send per minute, across chats and platforms (admins: no limit). */
   RATE_LIMIT_PER_MINUTE: int(1, 10_000, 10).describe(

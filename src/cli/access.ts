@@ -33,6 +33,15 @@ import { withCliRedis } from "./redis.js";
 import { UsageStore } from "../usage/store.js";
 import { fileBytes, memoryKey, MemoryStore, totalBytes } from "../memory/store.js";
 import { redisAddress, type RedisClient } from "../redis.js";
+import { DateTime } from "luxon";
+
+/**
+ * A time for the operator, in the bot's `TIMEZONE` with its offset (ISO 8601 to the second:
+ * `2026-12-08T06:20:10+08:00`), not in UTC. @param ms - ms since the Unix epoch.
+ */
+function localTime(ms: number, timezone: string): string {
+  return DateTime.fromMillis(ms, { zone: timezone }).toFormat("yyyy-MM-dd'T'HH:mm:ssZZ");
+}
 
 const USAGE = `usage: npm run access -- <command>
   list                           policy, admins, allowed users and chats, pending pairing codes
@@ -73,7 +82,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
       // Names are the strangers' own: one plain line each (a line break would forge a row).
       for (const p of pending)
         io.out(
-          `  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${new Date(p.expiresAt).toISOString()}`,
+          `  ${p.code}  ${p.platform}:${p.userId}  ${plainLine(p.userName, 64) || "?"}  expires ${localTime(p.expiresAt, config.TIMEZONE)}`,
         );
       const turned = await store.turnedAway();
       io.out(`pairing requests turned away: ${turned.length === 0 ? "(none in the last day)" : ""}`);
@@ -82,7 +91,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
           `  ${t.platform}: ${t.flooded} new strangers refused by the limit of ` +
             `${PAIRING_CODES_PER_PLATFORM_PER_HOUR} new codes an hour${t.flooded > 0 ? " (a flood of new accounts?)" : ""}, ` +
             `${t.limited} over the limit of ${PAIRING_CODES_PER_USER_PER_DAY} codes a day per person — ` +
-            `since ${new Date(t.since).toISOString()}`,
+            `since ${localTime(t.since, config.TIMEZONE)}`,
         );
       }
       return 0;
@@ -203,7 +212,7 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
           `${totalBytes(files)} of ${config.MEMORY_MAX_BYTES} bytes`,
       );
       for (const file of files) {
-        io.out(`\n${file.path}  ${fileBytes(file)} bytes  updated ${new Date(file.updatedAt).toISOString()}`);
+        io.out(`\n${file.path}  ${fileBytes(file)} bytes  updated ${localTime(file.updatedAt, config.TIMEZONE)}`);
         // The model's words: each line made plain (no terminal escapes), indented.
         for (const line of file.text.split("\n")) io.out(`  ${plainLine(line)}`);
       }

@@ -19,7 +19,7 @@ import { withCliRedis } from "./redis.js";
 const USAGE = `usage: npm run trace -- <platform> <chatId>[/<topicId>] [runs]
        npm run trace -- <platform>:<chatId>[/<topicId>] [runs]
   platform: ${PLATFORMS.join(" | ")}
-  chatId:   the platform's chat id (Telegram chat.id, Discord channel or thread id)
+  chatId:   the platform's chat id (Telegram chat.id, Discord channel or thread id, LINE user, group or room id)
             (the terminal chat of npm run chat: platform console, chatId local)
   topicId:  a Telegram topic's message_thread_id (forum topics, private-chat topics); each topic is its own conversation
   runs:     how many recent runs to print (1-${TRACE_KEEP_RUNS}), default 1

@@ -124,6 +124,12 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     expect(list.code).toBe(0);
     expect(list.stdout).toContain("ACCESS_POLICY: pairing");
     expect(list.stdout).toContain(`${code}  telegram:${stranger.id}  Stranger`);
+    // The expiry in the bot's TIMEZONE (Asia/Taipei by default), with its offset: not UTC.
+    expect(list.stdout).toMatch(
+      new RegExp(
+        `${code}  telegram:${stranger.id}  Stranger  expires \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+08:00\n`,
+      ),
+    );
 
     const wrong = await access("approve", "ZZZZZZZZ");
     expect(wrong.code).toBe(1);

@@ -36,6 +36,7 @@ import { outputWeightFor } from "../../src/usage/budget.js";
 import { pricesFor, type Config } from "../../src/config.js";
 import { connectRedis } from "../../src/redis.js";
 import { startStack, type Stack } from "../e2e/harness.js";
+import { eventually, localIso, remindersModel } from "../e2e/reminders-helpers.js";
 import { testConfig } from "../helpers/config.js";
 import { fakePastedSecrets, fakeTelegramToken } from "../helpers/fake-tokens.js";
 import { captureLogger } from "../helpers/log.js";
@@ -1008,4 +1009,62 @@ describe("usage and cost, from conversations through the real pipeline", () => {
       await consoleStack.close();
     }
   }, 60_000);
+});
+
+describe("a reminder paused in the console, seen by its owner through Telegram", () => {
+  let stack: Stack;
+  let connection: RedisClient;
+  beforeAll(async () => {
+    stack = await startStack({ model: remindersModel });
+    connection = connectRedis(stack.redis.url);
+  }, 60_000);
+  afterAll(async () => {
+    await connection?.quit();
+    await stack?.stop();
+  });
+
+  it("/reminders lists it as paused by the bot's operator, with a cancel button that cancels it", async () => {
+    const tg = stack.telegram;
+    const alice = tg.user(6201, "Alice");
+    const chat = tg.privateChat(alice);
+    const owner = { platform: "telegram" as const, userId: String(alice.id) };
+    const first = localIso(Date.now() + 3_600_000);
+    tg.sendUserMessage({
+      chat,
+      from: alice,
+      text: `call set_reminder {"text":"吃藥","at":"${first}","repeat":"daily"}`,
+    });
+    await eventually(() => getReminder(connection, owner, 1), "the reminder stored", 20_000);
+
+    const consoleStack = await startConsole({}, { redis: connection, config: stack.config });
+    try {
+      const { cookie, csrf } = await login(consoleStack.base);
+      const paused = await fetch(`${consoleStack.base}/admin/tasks/reminder`, {
+        ...form({ owner: `telegram:${alice.id}`, id: "1", action: "pause", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      });
+      expect(paused.status).toBe(303);
+      expect((await getReminder(connection, owner, 1))!.paused?.by).toBe("operator");
+    } finally {
+      await consoleStack.close();
+    }
+
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: alice, text: "/reminders" });
+    const listing = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === chat.id),
+      20_000,
+      "the /reminders listing",
+    );
+    expect(listing.text).not.toContain("你在這裡沒有設定提醒");
+    expect(listing.text).toContain("#1 吃藥 — 已由機器人管理者暫停");
+    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:c:"));
+    expect(cancel?.text).toBe("❌ 取消 #1");
+    const toast = await tg.toast(
+      tg.pressButton({ from: alice, message: listing, data: cancel!.callback_data! }),
+      20_000,
+    );
+    expect(toast).toBe("已取消提醒 #1。");
+    expect(await getReminder(connection, owner, 1)).toBeUndefined();
+  });
 });

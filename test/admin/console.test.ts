@@ -726,6 +726,94 @@ describe("reminders in the console", () => {
   });
 });
 
+describe("an ended reminder or task in the console", () => {
+  it("offers no pause or resume for a posted one-off reminder or an ended task, and refuses a forged one with a notice", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      const owner = { platform: "telegram" as const, userId: "5252" };
+      const common = {
+        timezone: "Asia/Taipei",
+        chatId: "5252",
+        chatKind: "dm" as const,
+        userName: "Bo",
+        createdAt: clock,
+      };
+      // Posted an hour ago, awaiting done or snooze: listed as ended (already ended).
+      const fired = (await addReminder(redis, owner, {
+        ...common,
+        text: "water the plants",
+        at: clock - 3_600_000,
+        firedAt: clock - 3_600_000,
+      }))!;
+      // Paused from the console after it was posted, before this was refused.
+      const pausedFired = (await addReminder(redis, owner, {
+        ...common,
+        text: "call the bank",
+        at: clock - 3_600_000,
+        firedAt: clock - 3_600_000,
+        paused: { at: clock - 60_000, by: "operator" },
+      }))!;
+      const task = (await addTask(
+        redis,
+        owner,
+        { ...common, instruction: "sum up the week", at: clock - 3_600_000 },
+        10,
+      ))!;
+      const { cookie, csrf } = await login(stack.base);
+      const page = await (await fetch(`${stack.base}/admin/tasks`, { headers: { cookie } })).text();
+      const formsOf = (kind: string, id: number) =>
+        [
+          ...page.matchAll(
+            new RegExp(
+              `action="/admin/tasks/${kind}"[^]*?name="owner" value="telegram:5252">` +
+                `<input type="hidden" name="id" value="${id}"><input type="hidden" name="action" value="(\\w+)"`,
+              "g",
+            ),
+          ),
+        ].map((m) => m[1]);
+      expect(formsOf("reminder", fired.id)).toEqual(["cancel"]);
+      expect(formsOf("reminder", pausedFired.id)).toEqual(["resume", "cancel"]);
+      expect(formsOf("task", task.id)).toEqual(["cancel"]);
+
+      const post = async (kind: string, id: number, action: string) => {
+        const res = await fetch(`${stack.base}/admin/tasks/${kind}`, {
+          ...form({ owner: "telegram:5252", id: String(id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+        const html = await (
+          await fetch(new URL(res.headers.get("location")!, stack.base), { headers: { cookie } })
+        ).text();
+        return /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1];
+      };
+      const refused = (id: number) => `#${id}: it has ended: nothing to pause or resume`;
+      expect(await post("reminder", fired.id, "pause")).toBe(refused(fired.id));
+      expect(await post("reminder", fired.id, "resume")).toBe(refused(fired.id));
+      expect(await getReminder(redis, owner, fired.id)).toEqual(fired);
+      expect(await post("reminder", pausedFired.id, "resume")).toBe(refused(pausedFired.id));
+      expect(await getReminder(redis, owner, pausedFired.id)).toEqual(pausedFired);
+      expect(await post("task", task.id, "pause")).toBe(refused(task.id));
+      expect(await post("task", task.id, "resume")).toBe(refused(task.id));
+      expect(await getTask(redis, owner, task.id)).toEqual(task);
+      const queue = stack.queues[2]! as Queue;
+      expect(await queue.getJobCounts()).toMatchObject({ delayed: 0, waiting: 0 });
+
+      const audit = stack.lines
+        .map((l) => JSON.parse(l) as { action?: string; outcome?: string; item?: string })
+        .filter((l) => l.action?.startsWith("reminder.") || l.action?.startsWith("task."));
+      expect(audit.map((l) => `${l.action} ${l.outcome}`)).toEqual([
+        "reminder.pause ended",
+        "reminder.resume ended",
+        "reminder.resume ended",
+        "task.pause ended",
+        "task.resume ended",
+      ]);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe("the login throttle", () => {
   it("holds back an address after 5 refused logins in 10 minutes (429, Retry-After), even with the right token", async () => {
     // A clock of its own, a day back: the other tests' logins (real time) never see these refusals.

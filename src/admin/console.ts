@@ -561,7 +561,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         if (action === "pause") {
           if (task.paused) outcome = "already paused";
           else if (ended(task)) outcome = "ended";
-          else await pauseTask(redis, tasks, owner, task, { by: "owner", reason: "paused in the console" });
+          else await pauseTask(redis, tasks, owner, task, { by: "operator" });
         } else if (action === "resume") {
           if (!task.paused) outcome = ended(task) ? "ended" : "not paused";
           else if (!tasks) outcome = "no tasks queue here";

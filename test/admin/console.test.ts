@@ -248,7 +248,7 @@ describe("the console in a real browser", () => {
     await page.click(`button:has-text("Pause #${task.id}")`);
     await page.waitForURL(/\/admin\/tasks\?notice=/);
     expect(await page.locator(".notice").textContent()).toBe(`Paused task #${task.id}.`);
-    expect((await getTask(redis, owner, task.id))!.paused?.by).toBe("owner");
+    expect((await getTask(redis, owner, task.id))!.paused?.by).toBe("operator");
     expect(await stack.queues[1]!.getJobSchedulersCount()).toBe(0);
     expect(await page.locator(`button:has-text("Resume #${task.id}")`).count()).toBe(1);
     await page.screenshot({ path: `${SHOTS}/tasks.png`, fullPage: true });
@@ -1099,7 +1099,7 @@ describe("usage and cost, from conversations through the real pipeline", () => {
   }, 60_000);
 });
 
-describe("a reminder paused in the console, seen by its owner through Telegram", () => {
+describe("a reminder or a task paused in the console, seen by its owner through Telegram", () => {
   let stack: Stack;
   let connection: RedisClient;
   beforeAll(async () => {
@@ -1154,5 +1154,64 @@ describe("a reminder paused in the console, seen by its owner through Telegram",
     );
     expect(toast).toBe("已取消提醒 #1。");
     expect(await getReminder(connection, owner, 1)).toBeUndefined();
+  });
+
+  it("/tasks lists a task paused there as paused by the bot's operator: its owner may cancel it, not resume it", async () => {
+    const tg = stack.telegram;
+    const bob = tg.user(6202, "Bob");
+    const chat = tg.privateChat(bob);
+    const owner = { platform: "telegram" as const, userId: String(bob.id) };
+    const first = localIso(Date.now() + 3_600_000);
+    tg.sendUserMessage({
+      chat,
+      from: bob,
+      text: `call schedule_task {"instruction":"今天的天氣","at":"${first}","repeat":"daily"}`,
+    });
+    const prompt = await tg.waitFor(
+      () => tg.messagesTo(chat).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("ap:"))),
+      20_000,
+      "the task's confirmation prompt",
+    );
+    tg.pressButton({
+      from: bob,
+      message: prompt,
+      data: tg.buttons(prompt).find((b) => b.callback_data?.endsWith(":y"))!.callback_data!,
+    });
+    await eventually(() => getTask(connection, owner, 1), "the task stored", 20_000);
+
+    const consoleStack = await startConsole({}, { redis: connection, config: stack.config });
+    try {
+      const { cookie, csrf } = await login(consoleStack.base);
+      const paused = await fetch(`${consoleStack.base}/admin/tasks/task`, {
+        ...form({ owner: `telegram:${bob.id}`, id: "1", action: "pause", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      });
+      expect(paused.status).toBe(303);
+      expect((await getTask(connection, owner, 1))!.paused?.by).toBe("operator");
+    } finally {
+      await consoleStack.close();
+    }
+
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: bob, text: "/tasks" });
+    const listing = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === chat.id),
+      20_000,
+      "the /tasks listing",
+    );
+    expect(listing.text).toContain("#1 今天的天氣 — 已由機器人管理者暫停");
+    expect(tg.buttons(listing).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
+    // A resume press made up from the cancel button's data is refused: the operator's pause stands.
+    const cancel = tg.buttons(listing)[0]!.callback_data!;
+    const resume = cancel.replace(/^tk:c:/, "tk:r:");
+    expect(resume).not.toBe(cancel);
+    expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: resume }), 20_000)).toBe(
+      "排程任務 #1 由機器人管理者暫停，只有管理者可以繼續（你可以取消它）。",
+    );
+    expect((await getTask(connection, owner, 1))!.paused?.by).toBe("operator");
+    expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: cancel }), 20_000)).toBe(
+      "已取消排程任務 #1。",
+    );
+    expect(await getTask(connection, owner, 1)).toBeUndefined();
   });
 });

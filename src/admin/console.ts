@@ -540,7 +540,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             const { paused: _paused, ...rest } = reminder;
             const resumed: Reminder = { ...rest, next: Math.max(now(), reminder.at) };
             await updateReminder(redis, owner, resumed);
-            const next = await reminders.schedule(owner, resumed, now());
+            const next = await reminders.resume(owner, resumed, now());
             if (next !== resumed.next) await updateReminder(redis, owner, { ...resumed, next });
           }
           audit(actor, `reminder.${action}`, target, outcome);

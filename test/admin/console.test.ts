@@ -25,7 +25,7 @@ import { startHealthServer } from "../../src/health.js";
 import type { RedisClient } from "../../src/redis.js";
 import { CHATS_QUEUE } from "../../src/queue/keys.js";
 import { ReminderScheduler, REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
-import { addReminder, getReminder } from "../../src/reminders/store.js";
+import { addReminder, getReminder, updateReminder } from "../../src/reminders/store.js";
 import { TaskScheduler, TASKS_QUEUE } from "../../src/tasks/schedule.js";
 import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
@@ -721,6 +721,60 @@ describe("reminders in the console", () => {
       ]);
       expect(stack.lines.join("\n")).not.toContain("birthday");
     } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe("a snoozed one-off reminder paused and resumed in the console", () => {
+  it("is due at once as a job of its own (its time's job ran already), so it is posted", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    const queue = stack.queues[2]! as Queue;
+    const owner = { platform: "telegram" as const, userId: "5353" };
+    try {
+      const reminder = (await addReminder(redis, owner, {
+        text: "take out the bins",
+        at: clock - 60_000,
+        next: clock - 60_000,
+        timezone: "Asia/Taipei",
+        chatId: "5353",
+        chatKind: "dm",
+        userName: "Cy",
+        createdAt: clock - 120_000,
+      }))!;
+      const scheduler = new ReminderScheduler(queue);
+      // Its time's job ran (a real worker took it, as delivery would), then the owner pressed snooze.
+      await scheduler.schedule(owner, reminder, clock);
+      const ran: string[] = [];
+      const connection = (redis as Redis).duplicate({ maxRetriesPerRequest: null });
+      const worker = new Worker(REMINDERS_QUEUE, async (job) => void ran.push(job.id!), { connection });
+      await eventually(async () => ran.length === 1 && (await queue.getCompletedCount()) === 1, "its time's job ran");
+      await worker.close();
+      await connection.quit();
+      const snoozeAt = clock + 600_000;
+      await scheduler.snooze(owner, reminder.id, reminder.at, snoozeAt, clock);
+      await updateReminder(redis, owner, { ...reminder, next: snoozeAt });
+
+      const { cookie, csrf } = await login(stack.base);
+      const post = (action: string) =>
+        fetch(`${stack.base}/admin/tasks/reminder`, {
+          ...form({ owner: "telegram:5353", id: String(reminder.id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+      expect((await post("pause")).status).toBe(303);
+      expect((await getReminder(redis, owner, reminder.id))!.paused?.by).toBe("operator");
+      expect((await post("resume")).status).toBe(303);
+      const resumed = (await getReminder(redis, owner, reminder.id))!;
+      expect(resumed.paused).toBeUndefined();
+      expect(resumed.next).toBe(clock);
+      // A job due now, not yet taken: a worker posts it.
+      const due = (await queue.getJobs(["waiting", "delayed", "prioritized"])).filter(
+        (j) => j.data.reminderId === reminder.id && j.data.dueAt === clock,
+      );
+      expect(due).toHaveLength(1);
+    } finally {
+      await queue.obliterate({ force: true });
       await stack.close();
     }
   });

@@ -520,6 +520,8 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
             await reminders?.unschedule(owner, reminder);
           } else if (action === "pause") {
             if (reminder.paused) outcome = "already paused";
+            // A one-off that was posted (awaiting done or snooze) has nothing left to pause: a resume would bring it back due in the past.
+            else if (ended(reminder)) outcome = "ended";
             else {
               // Marked first: a job due meanwhile finds it paused and posts nothing.
               await updateReminder(redis, owner, {
@@ -529,14 +531,16 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
               });
               await reminders?.unschedule(owner, reminder);
             }
-          } else if (!reminder.paused) outcome = "not paused";
+          } else if (!reminder.paused) outcome = ended(reminder) ? "ended" : "not paused";
+          // Paused after it was posted (before the console refused that): nothing is left to resume.
+          else if (!reminder.repeat && reminder.firedAt !== undefined) outcome = "ended";
           else if (!reminders) outcome = "no reminders queue here";
           else {
             // From now on: a repeat's next time after now; a one-off at its time, or at once when that passed.
             const { paused: _paused, ...rest } = reminder;
             const resumed: Reminder = { ...rest, next: Math.max(now(), reminder.at) };
             await updateReminder(redis, owner, resumed);
-            const next = await reminders.schedule(owner, resumed, now());
+            const next = await reminders.resume(owner, resumed, now());
             if (next !== resumed.next) await updateReminder(redis, owner, { ...resumed, next });
           }
           audit(actor, `reminder.${action}`, target, outcome);
@@ -556,9 +560,10 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         let outcome = "ok";
         if (action === "pause") {
           if (task.paused) outcome = "already paused";
-          else await pauseTask(redis, tasks, owner, task, { by: "owner", reason: "paused in the console" });
+          else if (ended(task)) outcome = "ended";
+          else await pauseTask(redis, tasks, owner, task, { by: "operator" });
         } else if (action === "resume") {
-          if (!task.paused) outcome = "not paused";
+          if (!task.paused) outcome = ended(task) ? "ended" : "not paused";
           else if (!tasks) outcome = "no tasks queue here";
           else await resumeTask(redis, tasks, owner, task);
         } else if (action === "cancel") await cancelTask(redis, tasks, owner, task);
@@ -821,8 +826,11 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       status + repeatLine(item.repeat),
       terminalOwned(owner)
         ? esc(t(locale, "terminalOwned"))
-        : // A space between the buttons: a narrow screen breaks the line there (a phone's table fits).
-          `${button(item.paused ? "resume" : "pause")} ${button("cancel", "danger")}`,
+        : ended(item)
+          ? // Ended: nothing to pause or resume (a posted one-off reminder awaiting done or snooze); it may be cancelled.
+            button("cancel", "danger")
+          : // A space between the buttons: a narrow screen breaks the line there (a phone's table fits).
+            `${button(item.paused ? "resume" : "pause")} ${button("cancel", "danger")}`,
     ];
   }
 
@@ -984,13 +992,14 @@ const NOTICE_PARAMS: Record<string, RegExp> = {
   scope: /^(?:personal|group)$/,
   files: /^\d{1,6}$/,
   id: /^\d{1,12}$/,
-  outcome: /^(?:already paused|not paused|no tasks queue here|no reminders queue here)$/,
+  outcome: /^(?:already paused|not paused|ended|no tasks queue here|no reminders queue here)$/,
 };
 
 /** The words of a task's or reminder's `outcome` notice parameter (its values are {@link NOTICE_PARAMS}'s `outcome`). */
 const OUTCOMES: Record<string, Localized> = {
   "already paused": { "zh-TW": "原本就已暫停", en: "already paused" },
   "not paused": { "zh-TW": "沒有暫停", en: "not paused" },
+  ended: { "zh-TW": "已結束，不能暫停或繼續", en: "it has ended: nothing to pause or resume" },
   "no tasks queue here": { "zh-TW": "這個程序沒有排程任務佇列", en: "no tasks queue here" },
   "no reminders queue here": { "zh-TW": "這個程序沒有提醒佇列", en: "no reminders queue here" },
 };
@@ -1055,6 +1064,14 @@ export function noticeText(locale: Locale, query: URLSearchParams): string | und
   if (code === "memoryErased") values.noun = englishNoun(Number(values.files), "file");
   if (typeof values.outcome === "string") values.outcome = localize(locale, OUTCOMES[values.outcome]!);
   return localize(locale, texts, values);
+}
+
+/**
+ * Whether a task or reminder has ended: not paused and with no next time (a one-off reminder that
+ * was posted and awaits done or snooze). The console offers no pause or resume for it, and refuses one.
+ */
+function ended(item: { next?: number | undefined; paused?: unknown }): boolean {
+  return item.paused === undefined && item.next === undefined;
 }
 
 /** `platform:userId` of a task or reminder owner, as the forms carry it; undefined when malformed. */

@@ -197,7 +197,8 @@ export class ReminderActions {
   }
 
   /**
-   * The `/reminders` listing: the asker's active reminders that were set in this conversation,
+   * The `/reminders` listing: the asker's active and paused reminders that were set in this
+   * conversation (a paused one marked as such, e.g. paused by the bot's operator in the console),
    * each with a cancel button, in `asker.locale` (the conversation's language; default `BOT_LOCALE`).
    * @throws when Redis fails.
    */
@@ -214,8 +215,12 @@ export class ReminderActions {
     if (asker.chatKind === "group" && (isAdmin(config, asker) || (await asker.isGroupAdmin?.().catch(() => false))))
       return this.#groupListing(asker, locale);
     const owner = { platform: asker.platform, userId: asker.userId };
+    // A paused one is listed too (its line says who paused it: the operator, or that its owner left), so its owner may cancel it.
     const here = (await listReminders(redis, owner)).filter(
-      (r) => isActive(r) && r.chatId === asker.chatId && (r.topicId ?? "") === (asker.topicId ?? ""),
+      (r) =>
+        (isActive(r) || r.paused !== undefined) &&
+        r.chatId === asker.chatId &&
+        (r.topicId ?? "") === (asker.topicId ?? ""),
     );
     if (here.length === 0) {
       return {

@@ -100,6 +100,29 @@ export class ReminderScheduler {
   }
 
   /**
+   * Schedules a paused reminder again from `now` on (the console's resume): a repeat from its next
+   * time after now; a one-off at its time, or at once when that passed — then as a job of its own
+   * (`…-r<ms>`), since the job of its time may have run already (a one-off posted and snoozed) and
+   * BullMQ would not add a job id it still keeps.
+   *
+   * @returns the time it is due next, ms since the Unix epoch.
+   */
+  async resume(owner: ReminderOwner, reminder: Reminder, now = Date.now()): Promise<number> {
+    if (reminder.repeat || reminder.at > now) return this.schedule(owner, reminder, now);
+    const data: ReminderJobData = {
+      platform: owner.platform,
+      userId: owner.userId,
+      reminderId: reminder.id,
+      dueAt: now,
+    };
+    await this.queue.add("remind", data, {
+      ...REMINDER_JOB_OPTIONS,
+      jobId: `${schedulerId(owner, reminder.id)}-r${now}`,
+    });
+    return now;
+  }
+
+  /**
    * Adds the snoozed occurrence at `dueAt` (ms). Its job id comes from the occurrence that was
    * snoozed (`from`, its due time in ms), so snoozing one posted reminder twice adds one job.
    */
@@ -113,16 +136,19 @@ export class ReminderScheduler {
   }
 
   /**
-   * Removes what is scheduled for the reminder: its job scheduler, or its pending one-off job.
-   * Best effort: a job that is already running, or a snooze, finds no reminder and ends.
+   * Removes what is scheduled for the reminder: its job scheduler, or its pending one-off job (of
+   * its time, or of a resume at that time). Best effort: a job that is already running, or a snooze,
+   * finds no reminder (or finds it paused) and ends.
    */
   async unschedule(owner: ReminderOwner, reminder: Pick<Reminder, "id" | "repeat" | "next">): Promise<void> {
     if (reminder.repeat) {
       await this.removeScheduler(owner, reminder.id);
       return;
     }
-    if (reminder.next !== undefined)
+    if (reminder.next !== undefined) {
       await this.queue.remove(occurrenceJobId(owner, reminder.id, reminder.next)).catch(() => 0);
+      await this.queue.remove(`${schedulerId(owner, reminder.id)}-r${reminder.next}`).catch(() => 0);
+    }
   }
 
   /** The next run of a repeating reminder (the earliest of its job schedulers), ms since the Unix epoch, or undefined. */

@@ -79,15 +79,20 @@ export class TaskActions {
     const title = localize(locale, { "zh-TW": "你在這裡的排程任務：", en: "Your scheduled tasks here:" });
     const lines = here.map((t) => formatTask(t, locale, t.timezone, { markdown: true }));
     const buttons = here.slice(0, 12).flatMap((t) => [
-      t.paused
-        ? {
-            label: localize(locale, { "zh-TW": "▶️ 繼續 #{id}", en: "▶️ Resume #{id}" }, { id: t.id }),
-            data: taskButton("r", owner, t.id),
-          }
-        : {
-            label: localize(locale, { "zh-TW": "⏸️ 暫停 #{id}", en: "⏸️ Pause #{id}" }, { id: t.id }),
-            data: taskButton("p", owner, t.id),
-          },
+      // Paused by the bot's operator in the console: only the console resumes it; its owner may cancel it.
+      ...(t.paused?.by === "operator"
+        ? []
+        : [
+            t.paused
+              ? {
+                  label: localize(locale, { "zh-TW": "▶️ 繼續 #{id}", en: "▶️ Resume #{id}" }, { id: t.id }),
+                  data: taskButton("r", owner, t.id),
+                }
+              : {
+                  label: localize(locale, { "zh-TW": "⏸️ 暫停 #{id}", en: "⏸️ Pause #{id}" }, { id: t.id }),
+                  data: taskButton("p", owner, t.id),
+                },
+          ]),
       {
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: t.id }),
         data: taskButton("c", owner, t.id),
@@ -217,6 +222,18 @@ export class TaskActions {
         ),
         changed: false,
       };
+    if (task.paused.by === "operator")
+      return {
+        notice: localize(
+          locale,
+          {
+            "zh-TW": "排程任務 #{id} 由機器人管理者暫停，只有管理者可以繼續（你可以取消它）。",
+            en: "Scheduled task #{id} was paused by the bot's operator: only the operator can resume it (you may cancel it).",
+          },
+          { id },
+        ),
+        changed: false,
+      };
     const next = await resumeTask(redis, this.parts.scheduler, owner, task);
     tlog.info({ next: new Date(next).toISOString() }, "scheduled task resumed");
     return {
@@ -243,7 +260,7 @@ export async function cancelTask(
 }
 
 /**
- * Pauses the task: marks it paused (`by` the owner, or after failures with the `reason`) and
+ * Pauses the task: marks it paused (`by` the owner, the operator, or after failures with the `reason`) and
  * removes what is scheduled. A job already running finds it paused after its answer and stops there.
  * @returns the paused task as stored.
  */
@@ -252,7 +269,7 @@ export async function pauseTask(
   scheduler: TaskScheduler | undefined,
   owner: TaskOwner,
   task: Task,
-  why: { by: "owner" | "failures" | "unreachable" | "left"; reason?: string },
+  why: { by: "owner" | "failures" | "unreachable" | "left" | "operator"; reason?: string },
 ): Promise<Task> {
   const paused: Task = {
     ...task,

@@ -51,7 +51,9 @@ export function formatTask(task: Task, locale: Locale, timeZone: string, options
             })
           : task.paused.by === "left"
             ? localize(locale, { "zh-TW": "設定的人已離開群組，已暫停", en: "paused: its owner left the group" })
-            : localize(locale, { "zh-TW": "已暫停", en: "paused" });
+            : task.paused.by === "operator"
+              ? localize(locale, { "zh-TW": "已由機器人管理者暫停", en: "paused by the bot's operator" })
+              : localize(locale, { "zh-TW": "已暫停", en: "paused" });
     return localize(
       locale,
       { "zh-TW": "#{id} {what} — {why}，{repeat}", en: "#{id} {what} — {why}, {repeat}" },

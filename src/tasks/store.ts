@@ -53,13 +53,14 @@ const StoredTask = z.object({
   failures: z.number().int().nonnegative().default(0),
   /**
    * When set, the task does not run: paused by its owner, after {@link FAILURES_TO_PAUSE} failures
-   * (`reason` says why), because the bot cannot write to its chat any more (`unreachable`), or
-   * because its owner `left` the group it runs in (issue 39).
+   * (`reason` says why), because the bot cannot write to its chat any more (`unreachable`),
+   * because its owner `left` the group it runs in (issue 39), or by the bot's `operator` in the
+   * console (then only the console resumes it; its owner may cancel it).
    */
   paused: z
     .object({
       at: z.number().int(),
-      by: z.enum(["owner", "failures", "unreachable", "left"]),
+      by: z.enum(["owner", "failures", "unreachable", "left", "operator"]),
       reason: z.string().optional(),
     })
     .optional(),

@@ -24,8 +24,8 @@ import { MemoryStore } from "../../src/memory/store.js";
 import { startHealthServer } from "../../src/health.js";
 import type { RedisClient } from "../../src/redis.js";
 import { CHATS_QUEUE } from "../../src/queue/keys.js";
-import { ReminderScheduler, REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
-import { addReminder, getReminder } from "../../src/reminders/store.js";
+import { occurrenceJobId, ReminderScheduler, REMINDERS_QUEUE } from "../../src/reminders/schedule.js";
+import { addReminder, getReminder, updateReminder } from "../../src/reminders/store.js";
 import { TaskScheduler, TASKS_QUEUE } from "../../src/tasks/schedule.js";
 import { addTask, getTask } from "../../src/tasks/store.js";
 import { defineTool } from "../../src/toolbox/tool.js";
@@ -36,6 +36,7 @@ import { outputWeightFor } from "../../src/usage/budget.js";
 import { pricesFor, type Config } from "../../src/config.js";
 import { connectRedis } from "../../src/redis.js";
 import { startStack, type Stack } from "../e2e/harness.js";
+import { eventually, localIso, remindersModel } from "../e2e/reminders-helpers.js";
 import { testConfig } from "../helpers/config.js";
 import { fakePastedSecrets, fakeTelegramToken } from "../helpers/fake-tokens.js";
 import { captureLogger } from "../helpers/log.js";
@@ -247,7 +248,7 @@ describe("the console in a real browser", () => {
     await page.click(`button:has-text("Pause #${task.id}")`);
     await page.waitForURL(/\/admin\/tasks\?notice=/);
     expect(await page.locator(".notice").textContent()).toBe(`Paused task #${task.id}.`);
-    expect((await getTask(redis, owner, task.id))!.paused?.by).toBe("owner");
+    expect((await getTask(redis, owner, task.id))!.paused?.by).toBe("operator");
     expect(await stack.queues[1]!.getJobSchedulersCount()).toBe(0);
     expect(await page.locator(`button:has-text("Resume #${task.id}")`).count()).toBe(1);
     await page.screenshot({ path: `${SHOTS}/tasks.png`, fullPage: true });
@@ -725,6 +726,149 @@ describe("reminders in the console", () => {
   });
 });
 
+describe("a snoozed one-off reminder paused and resumed in the console", () => {
+  it("is due at once as a job of its own (its time's job ran already), so it is posted", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    const queue = stack.queues[2]! as Queue;
+    const owner = { platform: "telegram" as const, userId: "5353" };
+    try {
+      const reminder = (await addReminder(redis, owner, {
+        text: "take out the bins",
+        at: clock - 60_000,
+        next: clock - 60_000,
+        timezone: "Asia/Taipei",
+        chatId: "5353",
+        chatKind: "dm",
+        userName: "Cy",
+        createdAt: clock - 120_000,
+      }))!;
+      const scheduler = new ReminderScheduler(queue);
+      // Its time's job ran (a real worker took it, as delivery would), then the owner pressed snooze.
+      await scheduler.schedule(owner, reminder, clock);
+      const connection = (redis as Redis).duplicate({ maxRetriesPerRequest: null });
+      const worker = new Worker(REMINDERS_QUEUE, async () => "sent", { connection });
+      const ranJob = occurrenceJobId(owner, reminder.id, reminder.at);
+      await eventually(async () => (await queue.getJob(ranJob))?.finishedOn, "its time's job ran");
+      await worker.close();
+      await connection.quit();
+      const snoozeAt = clock + 600_000;
+      await scheduler.snooze(owner, reminder.id, reminder.at, snoozeAt, clock);
+      await updateReminder(redis, owner, { ...reminder, next: snoozeAt });
+
+      const { cookie, csrf } = await login(stack.base);
+      const post = (action: string) =>
+        fetch(`${stack.base}/admin/tasks/reminder`, {
+          ...form({ owner: "telegram:5353", id: String(reminder.id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+      expect((await post("pause")).status).toBe(303);
+      expect((await getReminder(redis, owner, reminder.id))!.paused?.by).toBe("operator");
+      expect((await post("resume")).status).toBe(303);
+      const resumed = (await getReminder(redis, owner, reminder.id))!;
+      expect(resumed.paused).toBeUndefined();
+      expect(resumed.next).toBe(clock);
+      // A job due now, not yet taken: a worker posts it.
+      const due = (await queue.getJobs(["waiting", "delayed", "prioritized"])).filter(
+        (j) => j.data.reminderId === reminder.id && j.data.dueAt === clock,
+      );
+      expect(due).toHaveLength(1);
+    } finally {
+      await queue.obliterate({ force: true });
+      await stack.close();
+    }
+  });
+});
+
+describe("an ended reminder or task in the console", () => {
+  it("offers no pause or resume for a posted one-off reminder or an ended task, and refuses a forged one with a notice", async () => {
+    const clock = Date.now();
+    const stack = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      const owner = { platform: "telegram" as const, userId: "5252" };
+      const common = {
+        timezone: "Asia/Taipei",
+        chatId: "5252",
+        chatKind: "dm" as const,
+        userName: "Bo",
+        createdAt: clock,
+      };
+      // Posted an hour ago, awaiting done or snooze: listed as ended (already ended).
+      const fired = (await addReminder(redis, owner, {
+        ...common,
+        text: "water the plants",
+        at: clock - 3_600_000,
+        firedAt: clock - 3_600_000,
+      }))!;
+      // Paused from the console after it was posted, before this was refused.
+      const pausedFired = (await addReminder(redis, owner, {
+        ...common,
+        text: "call the bank",
+        at: clock - 3_600_000,
+        firedAt: clock - 3_600_000,
+        paused: { at: clock - 60_000, by: "operator" },
+      }))!;
+      const task = (await addTask(
+        redis,
+        owner,
+        { ...common, instruction: "sum up the week", at: clock - 3_600_000 },
+        10,
+      ))!;
+      const { cookie, csrf } = await login(stack.base);
+      const page = await (await fetch(`${stack.base}/admin/tasks`, { headers: { cookie } })).text();
+      // The action of each form of the page for this owner's item `id` of `kind`.
+      const formsOf = (kind: string, id: number) =>
+        page
+          .split("<form ")
+          .filter(
+            (f) =>
+              f.includes(`action="/admin/tasks/${kind}"`) &&
+              f.includes('name="owner" value="telegram:5252"') &&
+              f.includes(`name="id" value="${id}"`),
+          )
+          .map((f) => /name="action" value="(\w+)"/.exec(f)?.[1]);
+      expect(formsOf("reminder", fired.id)).toEqual(["cancel"]);
+      expect(formsOf("reminder", pausedFired.id)).toEqual(["resume", "cancel"]);
+      expect(formsOf("task", task.id)).toEqual(["cancel"]);
+
+      const post = async (kind: string, id: number, action: string) => {
+        const res = await fetch(`${stack.base}/admin/tasks/${kind}`, {
+          ...form({ owner: "telegram:5252", id: String(id), action, csrf }),
+          headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        });
+        const html = await (
+          await fetch(new URL(res.headers.get("location")!, stack.base), { headers: { cookie } })
+        ).text();
+        return /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1];
+      };
+      const refused = (id: number) => `#${id}: it has ended: nothing to pause or resume`;
+      expect(await post("reminder", fired.id, "pause")).toBe(refused(fired.id));
+      expect(await post("reminder", fired.id, "resume")).toBe(refused(fired.id));
+      expect(await getReminder(redis, owner, fired.id)).toEqual(fired);
+      expect(await post("reminder", pausedFired.id, "resume")).toBe(refused(pausedFired.id));
+      expect(await getReminder(redis, owner, pausedFired.id)).toEqual(pausedFired);
+      expect(await post("task", task.id, "pause")).toBe(refused(task.id));
+      expect(await post("task", task.id, "resume")).toBe(refused(task.id));
+      expect(await getTask(redis, owner, task.id)).toEqual(task);
+      const queue = stack.queues[2]! as Queue;
+      expect(await queue.getJobCounts()).toMatchObject({ delayed: 0, waiting: 0 });
+
+      const audit = stack.lines
+        .map((l) => JSON.parse(l) as { action?: string; outcome?: string; item?: string })
+        .filter((l) => l.action?.startsWith("reminder.") || l.action?.startsWith("task."));
+      expect(audit.map((l) => `${l.action} ${l.outcome}`)).toEqual([
+        "reminder.pause ended",
+        "reminder.resume ended",
+        "reminder.resume ended",
+        "task.pause ended",
+        "task.resume ended",
+      ]);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe("the login throttle", () => {
   it("holds back an address after 5 refused logins in 10 minutes (429, Retry-After), even with the right token", async () => {
     // A clock of its own, a day back: the other tests' logins (real time) never see these refusals.
@@ -1008,4 +1152,121 @@ describe("usage and cost, from conversations through the real pipeline", () => {
       await consoleStack.close();
     }
   }, 60_000);
+});
+
+describe("a reminder or a task paused in the console, seen by its owner through Telegram", () => {
+  let stack: Stack;
+  let connection: RedisClient;
+  beforeAll(async () => {
+    stack = await startStack({ model: remindersModel });
+    connection = connectRedis(stack.redis.url);
+  }, 60_000);
+  afterAll(async () => {
+    await connection?.quit();
+    await stack?.stop();
+  });
+
+  it("/reminders lists it as paused by the bot's operator, with a cancel button that cancels it", async () => {
+    const tg = stack.telegram;
+    const alice = tg.user(6201, "Alice");
+    const chat = tg.privateChat(alice);
+    const owner = { platform: "telegram" as const, userId: String(alice.id) };
+    const first = localIso(Date.now() + 3_600_000);
+    tg.sendUserMessage({
+      chat,
+      from: alice,
+      text: `call set_reminder {"text":"吃藥","at":"${first}","repeat":"daily"}`,
+    });
+    await eventually(() => getReminder(connection, owner, 1), "the reminder stored", 20_000);
+
+    const consoleStack = await startConsole({}, { redis: connection, config: stack.config });
+    try {
+      const { cookie, csrf } = await login(consoleStack.base);
+      const paused = await fetch(`${consoleStack.base}/admin/tasks/reminder`, {
+        ...form({ owner: `telegram:${alice.id}`, id: "1", action: "pause", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      });
+      expect(paused.status).toBe(303);
+      expect((await getReminder(connection, owner, 1))!.paused?.by).toBe("operator");
+    } finally {
+      await consoleStack.close();
+    }
+
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: alice, text: "/reminders" });
+    const listing = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === chat.id),
+      20_000,
+      "the /reminders listing",
+    );
+    expect(listing.text).not.toContain("你在這裡沒有設定提醒");
+    expect(listing.text).toContain("#1 吃藥 — 已由機器人管理者暫停");
+    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:c:"));
+    expect(cancel?.text).toBe("❌ 取消 #1");
+    const toast = await tg.toast(
+      tg.pressButton({ from: alice, message: listing, data: cancel!.callback_data! }),
+      20_000,
+    );
+    expect(toast).toBe("已取消提醒 #1。");
+    expect(await getReminder(connection, owner, 1)).toBeUndefined();
+  });
+
+  it("/tasks lists a task paused there as paused by the bot's operator: its owner may cancel it, not resume it", async () => {
+    const tg = stack.telegram;
+    const bob = tg.user(6202, "Bob");
+    const chat = tg.privateChat(bob);
+    const owner = { platform: "telegram" as const, userId: String(bob.id) };
+    const first = localIso(Date.now() + 3_600_000);
+    tg.sendUserMessage({
+      chat,
+      from: bob,
+      text: `call schedule_task {"instruction":"今天的天氣","at":"${first}","repeat":"daily"}`,
+    });
+    const prompt = await tg.waitFor(
+      () => tg.messagesTo(chat).find((m) => tg.buttons(m).some((b) => b.callback_data?.startsWith("ap:"))),
+      20_000,
+      "the task's confirmation prompt",
+    );
+    tg.pressButton({
+      from: bob,
+      message: prompt,
+      data: tg.buttons(prompt).find((b) => b.callback_data?.endsWith(":y"))!.callback_data!,
+    });
+    await eventually(() => getTask(connection, owner, 1), "the task stored", 20_000);
+
+    const consoleStack = await startConsole({}, { redis: connection, config: stack.config });
+    try {
+      const { cookie, csrf } = await login(consoleStack.base);
+      const paused = await fetch(`${consoleStack.base}/admin/tasks/task`, {
+        ...form({ owner: `telegram:${bob.id}`, id: "1", action: "pause", csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      });
+      expect(paused.status).toBe(303);
+      expect((await getTask(connection, owner, 1))!.paused?.by).toBe("operator");
+    } finally {
+      await consoleStack.close();
+    }
+
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat, from: bob, text: "/tasks" });
+    const listing = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === chat.id),
+      20_000,
+      "the /tasks listing",
+    );
+    expect(listing.text).toContain("#1 今天的天氣 — 已由機器人管理者暫停");
+    expect(tg.buttons(listing).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
+    // A resume press made up from the cancel button's data is refused: the operator's pause stands.
+    const cancel = tg.buttons(listing)[0]!.callback_data!;
+    const resume = cancel.replace(/^tk:c:/, "tk:r:");
+    expect(resume).not.toBe(cancel);
+    expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: resume }), 20_000)).toBe(
+      "排程任務 #1 由機器人管理者暫停，只有管理者可以繼續（你可以取消它）。",
+    );
+    expect((await getTask(connection, owner, 1))!.paused?.by).toBe("operator");
+    expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: cancel }), 20_000)).toBe(
+      "已取消排程任務 #1。",
+    );
+    expect(await getTask(connection, owner, 1)).toBeUndefined();
+  });
 });

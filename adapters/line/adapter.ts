@@ -29,7 +29,7 @@ import {
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
 import { holdMedia, takeHeldMedia } from "./held-media.js";
-import { chatOf, classifyEvent, malformedIdOf, UNKNOWN_NAME, type LineBase } from "./inbound.js";
+import { chatOf, classifyEvent, malformedIdOf, malformedShapeOf, UNKNOWN_NAME, type LineBase } from "./inbound.js";
 import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
 
@@ -125,6 +125,15 @@ export class LineAdapter implements Adapter {
   #handleAll(events: webhook.Event[]): Promise<void> {
     const byChat = new Map<string, webhook.Event[]>();
     for (const event of events) {
+      // An event without the fields its type has (a `message` event with no `message`) is skipped: one line, no content.
+      const missing = malformedShapeOf(event);
+      if (missing) {
+        this.log.warn(
+          { type: String((event as { type?: unknown }).type).slice(0, 40), field: missing },
+          "line: malformed event skipped",
+        );
+        continue;
+      }
       // Ids go into API paths: a malformed one (`../../etc/passwd`) is dropped here, before any call.
       const malformed = malformedIdOf(event);
       if (malformed) {

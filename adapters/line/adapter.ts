@@ -11,7 +11,13 @@
  */
 import type { Server } from "node:http";
 import type { webhook } from "@line/bot-sdk";
-import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import {
+  AdapterFatalError,
+  EnqueueError,
+  TRY_AGAIN_LATER,
+  type Adapter,
+  type AdapterContext,
+} from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
@@ -399,13 +405,7 @@ export class LineAdapter implements Adapter {
         { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
         "line: could not queue a message",
       );
-      await this.#reply(
-        message,
-        localize(await this.#localeOf(message), {
-          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
-          en: "Sorry, I could not take your message right now. Please try again in a moment.",
-        }),
-      );
+      await this.#reply(message, localize(await this.#localeOf(message), TRY_AGAIN_LATER));
     }
   }
 

@@ -23,7 +23,7 @@
 import type { Bot, Context } from "grammy";
 import type { Message } from "grammy/types";
 import type { AdapterContext } from "../../src/adapter.js";
-import { EnqueueError } from "../../src/adapter.js";
+import { EnqueueError, TRY_AGAIN_LATER } from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { clientLocale, localize, type Locale } from "../../src/i18n.js";
@@ -202,13 +202,7 @@ export class TelegramUpdates {
         { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
         "telegram: could not queue a message",
       );
-      await this.#reply(
-        message,
-        localize(await this.#localeOf(message, context), {
-          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
-          en: "Sorry, I could not take your message right now. Please try again in a moment.",
-        }),
-      );
+      await this.#reply(message, localize(await this.#localeOf(message, context), TRY_AGAIN_LATER));
     }
   }
 

@@ -445,6 +445,36 @@ it("/reminders with a list longer than one message is split like an answer, the 
   expect(tg.buttons(withButtons).map((b) => b.text)).toEqual(texts.map((_, i) => `❌ 取消 #${i + 1}`));
 });
 
+it("/reminders whose list Telegram refuses answers a short 'could not send, try again' instead of nothing", async () => {
+  const tg = stack.telegram;
+  const ida = tg.user(8552, "Ida");
+  const dm = tg.privateChat(ida);
+  const at = Date.now() + 3600_000;
+  await addReminder(
+    redis,
+    { platform: "telegram", userId: "8552" },
+    {
+      text: "澆花",
+      at,
+      next: at,
+      timezone: "Asia/Taipei",
+      chatId: String(dm.id),
+      chatKind: "dm",
+      userName: "Ida",
+      createdAt: Date.now(),
+    },
+  );
+  const seen = tg.sent.length;
+  tg.failNext("sendMessage", { error_code: 400, description: "Bad Request: reply markup is too long" });
+  tg.sendUserMessage({ chat: dm, from: ida, text: "/reminders" });
+  const notice = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === dm.id),
+    WAIT,
+    "an answer to /reminders",
+  );
+  expect(notice.text).toBe("抱歉，這個回覆沒能送出，請稍後再試一次。");
+});
+
 it("a user who blocked the bot (403) ends the reminder and its repeats after the failed send, with a log line", async () => {
   const tg = stack.telegram;
   const owner = { platform: "telegram" as const, userId: "8601" };

@@ -11,6 +11,7 @@ import type { DecisionRequest, DecisionResult } from "./approvals/decider.js";
 import type { ButtonAnswer, ButtonPress } from "./feature.js";
 import type { CommandRunner } from "./commands/runner.js";
 import type { Config } from "./config.js";
+import type { Localized } from "./i18n.js";
 import type { Logger } from "./log.js";
 import type { Outbound } from "./outbound.js";
 import type { ConversationRef, IncomingMessage, Platform } from "./queue/incoming.js";
@@ -18,6 +19,16 @@ import type { ToolBox } from "./toolbox/toolbox.js";
 
 /** Thrown by {@link AdapterContext.enqueue} when the message could not be queued; defined in `src/queue/errors.ts`. */
 export { EnqueueError } from "./queue/errors.js";
+
+/**
+ * The short "try again" answer every adapter gives when a message could not be queued
+ * ({@link AdapterContext.enqueue} threw: Redis unreachable) or, on Discord, a press or decision
+ * could not be recorded: one text on every platform.
+ */
+export const TRY_AGAIN_LATER: Localized = {
+  "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。",
+  en: "Sorry, I can't handle that right now. Please try again in a moment.",
+};
 
 /**
  * A platform refused the bot for a reason only the operator can fix: a rejected token (Telegram
@@ -46,8 +57,8 @@ export interface AdapterContext {
    * says so), otherwise the message is queued for a worker. Resolves once decided (and, when
    * accepted, safely in Redis); a redelivered message (same platform, chat and message id) is
    * accepted and processed once.
-   * @throws {EnqueueError} when it could not be checked or queued (Redis down): reply with a
-   *   short "try again" message.
+   * @throws {EnqueueError} when it could not be checked or queued (Redis down): reply with
+   *   {@link TRY_AGAIN_LATER}.
    */
   enqueue(message: IncomingMessage): Promise<void>;
   /**

@@ -18,7 +18,7 @@
  */
 import { Routes, type Client, type GatewayMessageReactionAddDispatchData, type Message } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
-import { EnqueueError } from "../../src/adapter.js";
+import { EnqueueError, TRY_AGAIN_LATER } from "../../src/adapter.js";
 import { decisionNotice, type DecisionResult } from "../../src/approvals/decider.js";
 import { CLOSED_APPROVAL_ID, parseApprovalButton } from "../../src/buttons.js";
 import type { Config } from "../../src/config.js";
@@ -278,8 +278,5 @@ function approvalIdOf(message: Message): string | undefined {
 
 /** The short "try again" answer when a message could not be queued or a decision not recorded. */
 export function tryAgain(locale: Locale): string {
-  return localize(locale, {
-    "zh-TW": "抱歉，我現在暫時無法處理，請稍後再試一次。",
-    en: "Sorry, I can't handle that right now. Please try again in a moment.",
-  });
+  return localize(locale, TRY_AGAIN_LATER);
 }

@@ -11,7 +11,13 @@
  */
 import type { Server } from "node:http";
 import type { webhook } from "@line/bot-sdk";
-import { AdapterFatalError, EnqueueError, type Adapter, type AdapterContext } from "../../src/adapter.js";
+import {
+  AdapterFatalError,
+  EnqueueError,
+  TRY_AGAIN_LATER,
+  type Adapter,
+  type AdapterContext,
+} from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { localize, type Locale } from "../../src/i18n.js";
@@ -29,7 +35,7 @@ import {
 import { lineCall, type LineClients } from "./api.js";
 import { endChat, recordMember } from "./chat-end.js";
 import { holdMedia, takeHeldMedia } from "./held-media.js";
-import { chatOf, classifyEvent, malformedIdOf, UNKNOWN_NAME, type LineBase } from "./inbound.js";
+import { chatOf, classifyEvent, malformedIdOf, malformedShapeOf, UNKNOWN_NAME, type LineBase } from "./inbound.js";
 import { isOwnMessage, LineOutbound } from "./outbound.js";
 import { startLineWebhook } from "./webhook.js";
 
@@ -125,6 +131,15 @@ export class LineAdapter implements Adapter {
   #handleAll(events: webhook.Event[]): Promise<void> {
     const byChat = new Map<string, webhook.Event[]>();
     for (const event of events) {
+      // An event without the fields its type has (a `message` event with no `message`) is skipped: one line, no content.
+      const missing = malformedShapeOf(event);
+      if (missing) {
+        this.log.warn(
+          { type: String((event as { type?: unknown }).type).slice(0, 40), field: missing },
+          "line: malformed event skipped",
+        );
+        continue;
+      }
       // Ids go into API paths: a malformed one (`../../etc/passwd`) is dropped here, before any call.
       const malformed = malformedIdOf(event);
       if (malformed) {
@@ -390,13 +405,7 @@ export class LineAdapter implements Adapter {
         { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
         "line: could not queue a message",
       );
-      await this.#reply(
-        message,
-        localize(await this.#localeOf(message), {
-          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
-          en: "Sorry, I could not take your message right now. Please try again in a moment.",
-        }),
-      );
+      await this.#reply(message, localize(await this.#localeOf(message), TRY_AGAIN_LATER));
     }
   }
 

@@ -78,6 +78,33 @@ export const LINE_ID_PATTERNS = {
 } as const;
 
 /**
+ * The field an event of a known type lacks, or has in the wrong shape, that the adapter reads
+ * (source: the Messaging API's webhook event objects, https://developers.line.biz/en/reference/messaging-api/#webhook-event-objects):
+ * `type` (a string), `message` of a `message` event (an object with a string `type` and `id`),
+ * `postback` of a `postback` event (an object with a string `data`), `joined` / `left` of a
+ * `memberJoined` / `memberLeft` event (an object with a `members` array). Undefined when the event
+ * has them (or is of a type the adapter ignores). Such an event is skipped (`adapter.ts`).
+ */
+export function malformedShapeOf(event: webhook.Event): string | undefined {
+  const raw = event as unknown as Record<string, unknown>;
+  const object = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (typeof raw.type !== "string") return "type";
+  if (raw.type === "message") {
+    const m = raw.message;
+    if (!object(m) || typeof m.type !== "string" || typeof m.id !== "string") return "message";
+  }
+  if (raw.type === "postback" && (!object(raw.postback) || typeof raw.postback.data !== "string")) return "postback";
+  for (const [type, field] of [
+    ["memberJoined", "joined"],
+    ["memberLeft", "left"],
+  ] as const) {
+    const v = raw[field];
+    if (raw.type === type && (!object(v) || !Array.isArray(v.members))) return field;
+  }
+  return undefined;
+}
+
+/**
  * The first id of `event` that is present but not a well-formed LINE id (source `userId`,
  * `groupId`, `roomId`, a mentionee's `userId`, a joined or left member's `userId`): its field and a
  * short safe preview (at most 8 characters, anything but letters and digits shown as `?`, plus its

@@ -4,7 +4,7 @@
  */
 import { TelegramMedia } from "./media.js";
 import { InputFile, type Api } from "grammy";
-import type { Message } from "grammy/types";
+import type { InlineKeyboardMarkup, Message } from "grammy/types";
 import type { Config } from "../../src/config.js";
 import { redact, type Logger } from "../../src/log.js";
 import type { ApprovalVerdict } from "../../src/agent/contract.js";
@@ -84,12 +84,18 @@ export class TelegramOutbound implements Outbound {
    *
    * @param options.skip - chunks already sent by an earlier attempt; they are not sent again.
    * @param options.onSent - awaited after each chunk with its index and reference.
+   * @param options.keyboard - inline buttons shown under the last message (e.g. `/reminders` cancel buttons).
    * @returns the messages sent now; empty when the text has nothing visible.
+   * @throws the core's errors (`translated`) when a chunk cannot be sent; the chunks before it stay sent.
    */
   async sendMarkdown(
     to: TelegramDestination,
     markdown: string,
-    options: { skip?: number; onSent?: (index: number, ref: SentRef) => Promise<void> | void } = {},
+    options: {
+      skip?: number;
+      onSent?: (index: number, ref: SentRef) => Promise<void> | void;
+      keyboard?: InlineKeyboardMarkup;
+    } = {},
   ): Promise<SentRef[]> {
     // A mention goes in front of the first chunk, within its limit.
     const mention = mentionHtml(to.mention);
@@ -101,7 +107,10 @@ export class TelegramOutbound implements Outbound {
     const refs: SentRef[] = [];
     for (const [index, chunk] of chunks.entries()) {
       if (index < (options.skip ?? 0)) continue;
-      const ref = await translated("sendAnswer", () => this.sendChunk(to, chunk, index));
+      const last = index === chunks.length - 1;
+      const ref = await translated("sendAnswer", () =>
+        this.sendChunk(to, chunk, index, last ? options.keyboard : undefined),
+      );
       refs.push(ref);
       await options.onSent?.(index, ref);
     }
@@ -111,9 +120,16 @@ export class TelegramOutbound implements Outbound {
   /**
    * Sends one chunk of an answer as HTML; when Telegram rejects the HTML ("can't parse entities"),
    * sends its plain text instead. Replies to `to.replyTo` (groups) in `to.threadId` (topics).
+   *
+   * @param keyboard - inline buttons under the message, kept on the plain-text fallback.
    */
-  async sendChunk(to: TelegramDestination, chunk: TelegramChunk, index: number): Promise<SentRef> {
-    const common = placement(to);
+  async sendChunk(
+    to: TelegramDestination,
+    chunk: TelegramChunk,
+    index: number,
+    keyboard?: InlineKeyboardMarkup,
+  ): Promise<SentRef> {
+    const common = { ...placement(to), ...(keyboard ? { reply_markup: keyboard } : {}) };
     let message: Message.TextMessage;
     try {
       message = await this.api.sendMessage(to.chatId, chunk.html, {

@@ -23,7 +23,7 @@
 import type { Bot, Context } from "grammy";
 import type { Message } from "grammy/types";
 import type { AdapterContext } from "../../src/adapter.js";
-import { EnqueueError } from "../../src/adapter.js";
+import { EnqueueError, TRY_AGAIN_LATER } from "../../src/adapter.js";
 import { ChatOrder } from "../../src/chat-order.js";
 import type { Config } from "../../src/config.js";
 import { clientLocale, localize, type Locale } from "../../src/i18n.js";
@@ -202,13 +202,7 @@ export class TelegramUpdates {
         { chatId: message.chatId, error: redact(String(error)), enqueueError: error instanceof EnqueueError },
         "telegram: could not queue a message",
       );
-      await this.#reply(
-        message,
-        localize(await this.#localeOf(message, context), {
-          "zh-TW": "抱歉，我現在有點忙不過來，請稍後再試一次。",
-          en: "Sorry, I could not take your message right now. Please try again in a moment.",
-        }),
-      );
+      await this.#reply(message, localize(await this.#localeOf(message, context), TRY_AGAIN_LATER));
     }
   }
 
@@ -234,28 +228,38 @@ export class TelegramUpdates {
       readsAllGroupMessages: () => this.#readsAllGroupMessages(),
     });
     if (reply === undefined) return;
-    if (reply.buttons?.length) await this.#sendWithButtons(to, reply.text, reply.buttons);
+    if (reply.buttons?.length) await this.#sendWithButtons(to, reply.text, reply.buttons, context);
     else await this.#reply(to, reply.text);
   }
 
   /**
-   * Sends a command's reply (Markdown, as Telegram HTML like a reply without buttons) with one inline
-   * button per row (e.g. `/reminders` cancel buttons).
+   * Sends a command's reply with one inline button per row (e.g. `/reminders` cancel buttons): the
+   * Markdown split and sent as an ordinary answer (`sendMarkdown`: messages of at most 4096 UTF-16
+   * units), the buttons under the last message, at most {@link MAX_KEYBOARD_BUTTONS} of them (the
+   * rest dropped, logged). When sending fails (after grammY's retries) the failure is logged and the
+   * user gets a short "could not send this, try again" instead of nothing; a failure of that notice
+   * too is thrown (logged by `bot.catch`).
    */
   async #sendWithButtons(
     to: IncomingMessageBase,
     markdown: string,
     buttons: { label: string; data: string }[],
+    context: AdapterContext,
   ): Promise<void> {
-    const dest = replyPlace(to);
-    await this.bot.api.sendMessage(to.chatId, markdownToTelegramHtml(markdown), {
-      parse_mode: "HTML",
-      reply_markup: { inline_keyboard: buttons.map((b) => [{ text: b.label, callback_data: b.data }]) },
-      ...(dest.replyTo
-        ? { reply_parameters: { message_id: Number(dest.replyTo), allow_sending_without_reply: true } }
-        : {}),
-      ...(dest.threadId ? { message_thread_id: Number(dest.threadId) } : {}),
-    });
+    if (buttons.length > MAX_KEYBOARD_BUTTONS)
+      this.log.warn(
+        { chatId: to.chatId, buttons: buttons.length, kept: MAX_KEYBOARD_BUTTONS },
+        "telegram: a reply had more buttons than a keyboard takes; the rest were dropped",
+      );
+    const keyboard = {
+      inline_keyboard: buttons.slice(0, MAX_KEYBOARD_BUTTONS).map((b) => [{ text: b.label, callback_data: b.data }]),
+    };
+    try {
+      await this.outbound.sendMarkdown(replyPlace(to), markdown, { keyboard });
+    } catch (error) {
+      this.log.error({ chatId: to.chatId, error: redact(String(error)) }, "telegram: could not send a command's reply");
+      await this.#reply(to, localize(await this.#localeOf(to, context), NOT_SENT));
+    }
   }
 
   /**
@@ -398,6 +402,18 @@ function orderKey(chatId: number, message: object | undefined): string {
   const topic = message ? topicOf(message) : undefined;
   return conversationKey({ platform: "telegram", chatId: String(chatId), ...(topic ? { topicId: topic } : {}) });
 }
+
+/**
+ * Most buttons on one inline keyboard. The Bot API spec states no limit; Telegram refuses a larger
+ * keyboard with `400: Bad Request: reply markup is too long` (100 buttons is its known ceiling).
+ */
+export const MAX_KEYBOARD_BUTTONS = 100;
+
+/** The short answer when a command's reply could not be sent (see `#sendWithButtons`). */
+const NOT_SENT = {
+  "zh-TW": "抱歉，這個回覆沒能送出，請稍後再試一次。",
+  en: "Sorry, I could not send this reply. Please try again in a moment.",
+};
 
 /** The first line of the answer to a message of a kind the bot cannot read (a sticker, a location …). */
 const UNREADABLE = { "zh-TW": "這種訊息我還看不懂。", en: "I can't read this kind of message yet." };

@@ -28,6 +28,10 @@ export const COMMAND_TEXT = {
     "zh-TW": "請在私訊中傳送 /approve，以免配對碼外流。",
     en: "Send /approve in a DM with me, so the code stays private.",
   },
+  usageDmOnly: {
+    "zh-TW": "用量是個人資訊，請在私訊中傳送 /usage 給我查看。",
+    en: "Your usage is personal: send /usage in a DM with me to see it.",
+  },
   approveUnknown: {
     "zh-TW": "找不到配對碼「{code}」（可能打錯或已過期，配對碼 1 小時內有效）。",
     en: "No pending pairing code “{code}” (mistyped, or expired: codes are valid for 1 hour).",
@@ -138,8 +142,14 @@ const LAST: readonly Command[] = [
       required: false,
       choices: () => ["all"],
     },
+    /**
+     * The asker's usage (`all`: the whole bot's, admins only). In a group the answer would be seen by
+     * everyone, so there it only says to ask in a private chat (as `/approve` does), except on
+     * Discord, whose command answers are ephemeral (seen by the asker only).
+     */
     async run(inv, services) {
       const { config, gate } = services;
+      if (inv.chatKind === "group" && inv.platform !== "discord") return localize(inv.locale, COMMAND_TEXT.usageDmOnly);
       const admin = isAdmin(config, inv);
       if (inv.args.trim().toLowerCase() === "all") {
         if (!admin) return localize(inv.locale, ADMIN_ONLY);

@@ -64,6 +64,16 @@ describe("budget tokens (issue 40 item 4)", () => {
     ).toBe(1);
   });
 
+  it("/usage in a Telegram group shows no one's usage there: it says to ask in a private chat", async () => {
+    const tg = stack.telegram;
+    const user = tg.user(40402, "Mei");
+    const group = tg.group(-1004040201, "同事群");
+    const reply = (await ask(group, user, "/usage")).text;
+    expect(reply).toBe("用量是個人資訊，請在私訊中傳送 /usage 給我查看。");
+    const all = (await ask(group, user, "/usage all")).text;
+    expect(all).toBe("用量是個人資訊，請在私訊中傳送 /usage 給我查看。");
+  });
+
   it(
     "a Telegram DM: each model call counts its billed-equivalent tokens at its model's price ratio; " +
       "/usage says so in zh-TW and English; the gate refuses at the budget",

@@ -5,6 +5,7 @@
  * would with `ROLE=adapter` and `ROLE=worker`. Reply tokens expire on the fake's clock, and an
  * old event is made by its timestamp: no test waits for a minute to pass.
  */
+import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLineStack, type LineStack } from "./harness.js";
 import type { Config } from "../../src/config.js";
@@ -131,6 +132,32 @@ it("drops a signed event whose ids are malformed (path traversal) with one warni
   expect(dropped).toHaveLength(3);
   for (const l of dropped) expect(l).not.toContain("etc/passwd");
   expect(model.requests.some((r) => JSON.stringify(r).includes("traversal hello"))).toBe(false);
+});
+
+it("skips a signed event without the fields of its type (a message event with no message) with one warning, no stack", async () => {
+  const before = line.calls.length;
+  const logged = lines.length;
+  const event = line.textEvent(dm(alice), "shapeless hello");
+  delete (event as Record<string, unknown>).message;
+  // Not something LINE sends (the fake's deliver refuses it): posted and signed here, as a sender with the secret could.
+  const body = JSON.stringify({ destination: line.botUserId, events: [event] });
+  const response = await fetch(line.webhookUrl, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-line-signature": createHmac("sha256", line.secret).update(body).digest("base64"),
+    },
+    body,
+  });
+  expect(response.status).toBe(200);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(line.calls.slice(before)).toEqual([]);
+  const after = lines.slice(logged);
+  const skipped = after.filter((l) => l.includes("malformed event skipped"));
+  expect(skipped).toHaveLength(1);
+  expect(JSON.parse(skipped[0]!)).toMatchObject({ level: 40, type: "message", field: "message" });
+  expect(after.filter((l) => (JSON.parse(l) as { level: number }).level >= 50)).toEqual([]);
+  expect(after.join("\n")).not.toMatch(/TypeError|shapeless hello|\n\s+at /);
 });
 
 it("answers a redelivered event once", async () => {

@@ -410,6 +410,71 @@ it("/reminders lists the asker's reminders in this chat with a cancel button eac
   await tg.waitFor(() => tg.buttons(list).length === 0, WAIT, "the cancel button removed");
 });
 
+it("/reminders with a list longer than one message is split like an answer, the cancel buttons under the last part", async () => {
+  const tg = stack.telegram;
+  const hal = tg.user(8551, "Hal");
+  const dm = tg.privateChat(hal);
+  const owner = { platform: "telegram" as const, userId: "8551" };
+  const at = Date.now() + 3600_000;
+  const texts = Array.from({ length: 10 }, (_, i) => `第${i + 1}件事：${"長".repeat(470)}`);
+  for (const text of texts)
+    await addReminder(redis, owner, {
+      text,
+      at,
+      next: at,
+      timezone: "Asia/Taipei",
+      chatId: String(dm.id),
+      chatKind: "dm",
+      userName: "Hal",
+      createdAt: Date.now(),
+    });
+  const seen = tg.sent.length;
+  tg.sendUserMessage({ chat: dm, from: hal, text: "/reminders" });
+  const withButtons = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === dm.id && tg.buttons(m).length > 0),
+    WAIT,
+    "the part of the /reminders list with the buttons",
+  );
+  const parts = tg.sent.slice(seen).filter((m) => m.chatId === dm.id);
+  expect(parts.length).toBeGreaterThan(1);
+  expect(parts.at(-1)).toBe(withButtons);
+  expect(parts[0]!.text).toMatch(/^你在這裡的提醒：\n#1 第1件事：/);
+  for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(4096);
+  const all = parts.map((m) => m.text).join("\n");
+  for (const text of texts) expect(all).toContain(text);
+  expect(tg.buttons(withButtons).map((b) => b.text)).toEqual(texts.map((_, i) => `❌ 取消 #${i + 1}`));
+});
+
+it("/reminders whose list Telegram refuses answers a short 'could not send, try again' instead of nothing", async () => {
+  const tg = stack.telegram;
+  const ida = tg.user(8552, "Ida");
+  const dm = tg.privateChat(ida);
+  const at = Date.now() + 3600_000;
+  await addReminder(
+    redis,
+    { platform: "telegram", userId: "8552" },
+    {
+      text: "澆花",
+      at,
+      next: at,
+      timezone: "Asia/Taipei",
+      chatId: String(dm.id),
+      chatKind: "dm",
+      userName: "Ida",
+      createdAt: Date.now(),
+    },
+  );
+  const seen = tg.sent.length;
+  tg.failNext("sendMessage", { error_code: 400, description: "Bad Request: reply markup is too long" });
+  tg.sendUserMessage({ chat: dm, from: ida, text: "/reminders" });
+  const notice = await tg.waitFor(
+    () => tg.sent.slice(seen).find((m) => m.chatId === dm.id),
+    WAIT,
+    "an answer to /reminders",
+  );
+  expect(notice.text).toBe("抱歉，這個回覆沒能送出，請稍後再試一次。");
+});
+
 it("a user who blocked the bot (403) ends the reminder and its repeats after the failed send, with a log line", async () => {
   const tg = stack.telegram;
   const owner = { platform: "telegram" as const, userId: "8601" };

@@ -374,7 +374,7 @@ describe("telegram inbound", () => {
       const sorry = await h.tg.waitFor(() =>
         h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id),
       );
-      expect(sorry.text).toBe("抱歉，我現在有點忙不過來，請稍後再試一次。");
+      expect(sorry.text).toBe("抱歉，我現在暫時無法處理，請稍後再試一次。");
     } finally {
       h.failEnqueue.on = false;
     }

@@ -2,7 +2,7 @@
  * The console adapter (platform `console`): each line typed on stdin is a message of one DM chat;
  * answers come back through the same queue, worker and history as Discord and Telegram, written
  * by {@link ConsoleOutbound}. Commands: those of the catalogue (`src/commands/catalog.ts`: `/help`,
- * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit`; an unknown `/command` is answered
+ * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit` (also `/exit`, `/quit@somebot`); an unknown `/command` is answered
  * with the list, never sent to the model. `y`/`n` answer the open approval prompt; `a` answers it
  * with "always allow" when the prompt offers it.
  *
@@ -208,11 +208,12 @@ export class ConsoleAdapter implements Adapter {
     if (isBlankText(text)) return;
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
     const command = text.toLowerCase();
-    if (command === "/quit" || command === "/exit") {
+    const slash = commandLine(text);
+    // `/quit@somebot` too, as `/help@somebot` is `/help` (and `/quit` with words after it).
+    if (slash?.name === "quit" || slash?.name === "exit") {
       this.#rl?.close();
       return;
     }
-    const slash = commandLine(text);
     if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
     const always = ALWAYS.has(command);
     const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;

@@ -145,7 +145,13 @@ export class ConsoleTerminal implements TerminalScreen {
       done?.();
       return;
     }
-    let out = this.#erasePrompt() + text;
+    let out = this.#erasePrompt();
+    const lineEnd = text.indexOf("\n");
+    // Lines held while the bot's line was open go right where that line ends (a `> /stop` typed
+    // during an answer comes before the answer's `⏹ 正在停止…`, not after it).
+    if (this.#midLine && lineEnd >= 0 && this.#held.length > 0)
+      out += text.slice(0, lineEnd + 1) + this.#takeHeld() + text.slice(lineEnd + 1);
+    else out += text;
     this.#midLine = !text.endsWith("\n");
     if (!this.#midLine) out += this.#takeHeld();
     this.#options.output.write(out, () => done?.());

@@ -143,6 +143,8 @@ export class ConsoleAdapter implements Adapter {
   #counter = 0;
   #rl: Interface | undefined;
   #markClosed!: () => void;
+  /** The conversation's language as last read (`/settings language`); see {@link locale}. */
+  #locale: Locale | undefined;
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
@@ -156,8 +158,20 @@ export class ConsoleAdapter implements Adapter {
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 
+  /**
+   * The conversation's language (`/settings language`) as last read: at start and with each line
+   * handled; the `locale` option until it was read. For the chat's own lines (Ctrl-C's notice).
+   */
+  get locale(): Locale {
+    return this.#locale ?? this.#options.locale;
+  }
+
   /** Starts reading lines. Each line is handled after the previous one was queued, so order is kept. */
   async start(context: AdapterContext): Promise<void> {
+    void context.commands
+      .languageOf({ platform: "console", chatId: this.#options.chatId ?? "local" })
+      .then((locale) => void (this.#locale ??= locale))
+      .catch(() => {});
     const rl = this.#options.terminal?.open() ?? createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
     // Ctrl-G in the terminal: Stop, as `/stop` (on its own chain: it never waits behind the answer it stops).
@@ -228,6 +242,7 @@ export class ConsoleAdapter implements Adapter {
     };
     // The conversation's language (`/settings language`), read for each line: a change counts from the next one.
     const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
+    this.#locale = locale;
     if (slash) {
       const { name } = slash;
       const invocation = {

@@ -158,10 +158,17 @@ export class ConsoleTerminal implements TerminalScreen {
     if (!this.#midLine) this.#showPrompt();
   }
 
-  /** Prints `text` on a line of its own once the bot's line ends, with no prompt after it (the chat is stopping). */
-  notice(text: string): void {
+  /**
+   * Prints `text` on a line of its own once the bot's line ends, with no prompt after it (the chat
+   * is stopping). With `now` (the process exits next) it is printed at once, ending the bot's line.
+   */
+  notice(text: string, options: { now?: boolean } = {}): void {
     this.#stopping = true;
     this.#held.push(`${text}\n`);
+    if (this.#midLine && options.now) {
+      this.#midLine = false;
+      this.#held.unshift("\n");
+    }
     if (this.#midLine) return;
     this.#options.output.write(this.#erasePrompt() + this.#takeHeld());
   }

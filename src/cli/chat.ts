@@ -223,11 +223,19 @@ async function chat(): Promise<void> {
     prefix: demo ? DEMO_PREFIX : CHAT_PREFIX,
     ...(demo ? { recordUsage: false } : {}),
   });
+  /** Ctrl-C's notice while it waits for the answer being streamed to end (see below). */
+  let stoppingNotice: string | undefined;
+  const printStoppingNotice = () => {
+    if (stoppingNotice !== undefined) screen.notice(stoppingNotice, { now: true });
+    stoppingNotice = undefined;
+  };
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
       const bot = await starting.catch(() => undefined);
       await bot?.stop();
+      // An answer the shutdown cut short (still running after its time-out) never ended: the notice now.
+      printStoppingNotice();
       await lease.release();
       leaseRedis.disconnect();
       await model?.close();
@@ -236,7 +244,10 @@ async function chat(): Promise<void> {
   // Ctrl-C's notice comes after the answer being streamed (never inside it); a forced exit's at once.
   stopOnSignals(stop, log, ({ forcing }) => {
     if (forcing) screen.notice(localize(adapter.locale, SIGNAL_TEXT.forcing), { now: true });
-    else void adapter.outbound.quiet().then(() => screen.notice(localize(adapter.locale, SIGNAL_TEXT.stopping)));
+    else {
+      stoppingNotice = localize(adapter.locale, SIGNAL_TEXT.stopping);
+      void adapter.outbound.quiet().then(printStoppingNotice);
+    }
   });
   try {
     await starting;

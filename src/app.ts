@@ -542,12 +542,17 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
 
 /**
  * Calls `stop` once on the first SIGTERM or SIGINT, then exits 0 (1 when stopping failed).
- * At once it says that it is stopping and that a second Ctrl-C forces it: through the log, and
- * through `announce` too when given (`npm run chat`, whose log goes to a file, prints it in the
- * terminal). A second signal more than 1 s later exits at once (1); one within 1 s is ignored (a
- * relayed copy).
+ * At once it says that it is stopping and that a second Ctrl-C forces it: through the log (in
+ * English), and through `announce` too when given (`npm run chat`, whose log goes to a file, says
+ * it in the terminal, in the chat's language): `forcing` false for the first signal, true for the
+ * second, after which the process exits at once. A second signal more than 1 s later exits at once
+ * (1); one within 1 s is ignored (a relayed copy).
  */
-export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?: (text: string) => void): void {
+export function stopOnSignals(
+  stop: () => Promise<void>,
+  log: Logger,
+  announce?: (notice: { signal: NodeJS.Signals; forcing: boolean }) => void,
+): void {
   let stoppingSince: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stoppingSince !== undefined) {
@@ -555,13 +560,13 @@ export function stopOnSignals(stop: () => Promise<void>, log: Logger, announce?:
       // a second is that relay, not a person insisting.
       if (Date.now() - stoppingSince < 1000) return;
       log.warn(`${signal} again: exiting now`);
-      announce?.("Exiting now.");
+      announce?.({ signal, forcing: true });
       process.exit(1);
     }
     stoppingSince = Date.now();
     const text = `${signal}: stopping (waits for answers in progress; press Ctrl-C again to force)`;
     log.info(text);
-    announce?.(text);
+    announce?.({ signal, forcing: false });
     stop().then(
       () => process.exit(0),
       (error: unknown) => {

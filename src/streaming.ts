@@ -572,6 +572,8 @@ export interface PrintingSurface {
  * it and a line break end it (nothing, or the sources of an answer that cites the web, their links
  * written as `label (address)`: `terminalLinks`), else the final answer is printed in full (e.g. a
  * note was added before it). Links in the text streamed as it came stay as the model wrote them.
+ * A notice (`⏹ 正在停止…`) is printed on a line of its own; when the final answer is the text
+ * printed before it and then lines of its own (a stopped answer's `⏹ 已停止`), only those follow.
  *
  * Status lines, two ways:
  * - to a pipe or file: ` ✓` / ` ✗` is appended to the running line (`🔧 新增待辦：tea… ✓`), since
@@ -586,6 +588,12 @@ export interface PrintingSurface {
  */
 export class PrintedAnswer implements AnswerStream {
   #printed = "";
+  /**
+   * The answer's text printed before the last notice, when nothing of the answer followed the
+   * notice ("" otherwise): a stopped answer (`⏹ 正在停止…`, then the text so far and `⏹ 已停止`)
+   * then prints only its mark, not the text again.
+   */
+  #beforeNotice = "";
   #atLineStart = true;
   #started = false;
   #block: StatusBlock | undefined;
@@ -653,19 +661,24 @@ export class PrintedAnswer implements AnswerStream {
     switch (event.type) {
       case "lead":
         // The answer begins with this line (a voice message's transcript): printed once, first.
+        this.#beforeNotice = "";
         this.#printed += `${event.text}\n\n`;
         this.#print(`${event.text}\n\n`);
         break;
       case "text":
+        this.#beforeNotice = "";
         this.#printed += event.text;
         this.#print(event.text);
         break;
       case "text_dropped":
         this.#printed = "";
+        this.#beforeNotice = "";
         break;
       case "notice":
-        // Printed on a line of its own; it is not part of the answer (the final answer is then printed whole).
+        // Printed on a line of its own; it is not part of the answer (the final answer is then
+        // printed whole, unless it is the text printed before the notice and more: see `finish`).
         this.#print(`${this.#atLineStart ? "" : "\n"}${event.text}\n`);
+        if (this.#printed !== "") this.#beforeNotice = this.#printed;
         this.#printed = "";
         break;
       case "tool_start":
@@ -676,6 +689,7 @@ export class PrintedAnswer implements AnswerStream {
         if (this.screen) this.#endTool(event.id, event.ok);
         else this.#print(` ${event.ok ? "✓" : "✗"}\n`);
         this.#printed = "";
+        this.#beforeNotice = "";
         break;
       case "tool_progress": {
         // A terminal redraws the call's status line with it; piped output keeps one line per call.
@@ -755,6 +769,17 @@ export class PrintedAnswer implements AnswerStream {
       this.#atLineStart = true;
       // The rest is most often the sources of a web search: its links as `label (address)`.
       await this.write(`${terminalText(terminalLinks(rest))}\n`);
+      await options.onSent?.(0, { chatId: "console", messageId: "stream" });
+      this.onEnd(true);
+      return [];
+    }
+    const before = this.#beforeNotice.trim();
+    const after = text.trim().slice(before.length);
+    if (printed === "" && before !== "" && text.trim().startsWith(before) && /^\s*\n/.test(after)) {
+      // The text printed before a notice, then lines of its own (a stopped answer's `⏹ 已停止`):
+      // those lines follow the notice; the text is not printed twice.
+      this.#atLineStart = true;
+      await this.write(`${terminalText(terminalLinks(after.trimStart()))}\n`);
       await options.onSent?.(0, { chatId: "console", messageId: "stream" });
       this.onEnd(true);
       return [];

@@ -2,7 +2,7 @@
  * The console adapter (platform `console`): each line typed on stdin is a message of one DM chat;
  * answers come back through the same queue, worker and history as Discord and Telegram, written
  * by {@link ConsoleOutbound}. Commands: those of the catalogue (`src/commands/catalog.ts`: `/help`,
- * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit`; an unknown `/command` is answered
+ * `/tools`, `/reset`, `/usage` …, shown as plain text) and `/quit` (also `/exit`, `/quit@somebot`); an unknown `/command` is answered
  * with the list, never sent to the model. `y`/`n` answer the open approval prompt; `a` answers it
  * with "always allow" when the prompt offers it.
  *
@@ -143,6 +143,8 @@ export class ConsoleAdapter implements Adapter {
   #counter = 0;
   #rl: Interface | undefined;
   #markClosed!: () => void;
+  /** The conversation's language as last read (`/settings language`); see {@link locale}. */
+  #locale: Locale | undefined;
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
@@ -156,8 +158,20 @@ export class ConsoleAdapter implements Adapter {
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
   }
 
+  /**
+   * The conversation's language (`/settings language`) as last read: at start and with each line
+   * handled; the `locale` option until it was read. For the chat's own lines (Ctrl-C's notice).
+   */
+  get locale(): Locale {
+    return this.#locale ?? this.#options.locale;
+  }
+
   /** Starts reading lines. Each line is handled after the previous one was queued, so order is kept. */
   async start(context: AdapterContext): Promise<void> {
+    void context.commands
+      .languageOf({ platform: "console", chatId: this.#options.chatId ?? "local" })
+      .then((locale) => void (this.#locale ??= locale))
+      .catch(() => {});
     const rl = this.#options.terminal?.open() ?? createInterface({ input: this.#options.input, terminal: false });
     this.#rl = rl;
     // Ctrl-G in the terminal: Stop, as `/stop` (on its own chain: it never waits behind the answer it stops).
@@ -208,11 +222,12 @@ export class ConsoleAdapter implements Adapter {
     if (isBlankText(text)) return;
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
     const command = text.toLowerCase();
-    if (command === "/quit" || command === "/exit") {
+    const slash = commandLine(text);
+    // `/quit@somebot` too, as `/help@somebot` is `/help` (and `/quit` with words after it).
+    if (slash?.name === "quit" || slash?.name === "exit") {
       this.#rl?.close();
       return;
     }
-    const slash = commandLine(text);
     if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
     const always = ALWAYS.has(command);
     const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
@@ -227,6 +242,7 @@ export class ConsoleAdapter implements Adapter {
     };
     // The conversation's language (`/settings language`), read for each line: a change counts from the next one.
     const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
+    this.#locale = locale;
     if (slash) {
       const { name } = slash;
       const invocation = {

@@ -145,17 +145,30 @@ export class ConsoleTerminal implements TerminalScreen {
       done?.();
       return;
     }
-    let out = this.#erasePrompt() + text;
+    let out = this.#erasePrompt();
+    const lineEnd = text.indexOf("\n");
+    // Lines held while the bot's line was open go right where that line ends (a `> /stop` typed
+    // during an answer comes before the answer's `⏹ 正在停止…`, not after it).
+    if (this.#midLine && lineEnd >= 0 && this.#held.length > 0)
+      out += text.slice(0, lineEnd + 1) + this.#takeHeld() + text.slice(lineEnd + 1);
+    else out += text;
     this.#midLine = !text.endsWith("\n");
     if (!this.#midLine) out += this.#takeHeld();
     this.#options.output.write(out, () => done?.());
     if (!this.#midLine) this.#showPrompt();
   }
 
-  /** Prints `text` on a line of its own once the bot's line ends, with no prompt after it (the chat is stopping). */
-  notice(text: string): void {
+  /**
+   * Prints `text` on a line of its own once the bot's line ends, with no prompt after it (the chat
+   * is stopping). With `now` (the process exits next) it is printed at once, ending the bot's line.
+   */
+  notice(text: string, options: { now?: boolean } = {}): void {
     this.#stopping = true;
     this.#held.push(`${text}\n`);
+    if (this.#midLine && options.now) {
+      this.#midLine = false;
+      this.#held.unshift("\n");
+    }
     if (this.#midLine) return;
     this.#options.output.write(this.#erasePrompt() + this.#takeHeld());
   }

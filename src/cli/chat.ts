@@ -69,11 +69,24 @@ async function noMcpServers(): Promise<string> {
 }
 
 /**
+ * What the chat says on Ctrl-C (or SIGTERM), in the chat's language: the first one stops it once
+ * the answers in progress are written (the notice follows the answer being streamed), a second one
+ * exits at once.
+ */
+const SIGNAL_TEXT = {
+  stopping: {
+    "zh-TW": "正在結束對話（會等正在寫的回答寫完；再按一次 Ctrl-C 立即結束）。",
+    en: "Stopping the chat (waits for answers in progress; press Ctrl-C again to force).",
+  },
+  forcing: { "zh-TW": "立即結束。", en: "Exiting now." },
+};
+
+/**
  * The one line saying that another `npm run chat` has this conversation: it `held` it at start-up,
  * or it `taken` it from this chat (paused past the lease's lifetime). In English whatever
- * `BOT_LOCALE` says, like every line about starting and stopping the process (configuration
- * problems, Redis, the tools, Ctrl-C): operator lines, as in the log; the conversation itself (the
- * welcome line, the demo's banner, answers and command replies) follows `BOT_LOCALE`.
+ * `BOT_LOCALE` says, like the lines about starting the process (configuration problems, Redis, the
+ * tools): operator lines, as in the log; the conversation itself (the welcome line, the demo's
+ * banner, answers, command replies and Ctrl-C's notice) follows the chat's language.
  */
 function heldText(chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
   const host = holder && holder.host !== hostname() ? holder.host : undefined;
@@ -210,17 +223,32 @@ async function chat(): Promise<void> {
     prefix: demo ? DEMO_PREFIX : CHAT_PREFIX,
     ...(demo ? { recordUsage: false } : {}),
   });
+  /** Ctrl-C's notice while it waits for the answer being streamed to end (see below). */
+  let stoppingNotice: string | undefined;
+  const printStoppingNotice = () => {
+    if (stoppingNotice !== undefined) screen.notice(stoppingNotice, { now: true });
+    stoppingNotice = undefined;
+  };
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
       const bot = await starting.catch(() => undefined);
       await bot?.stop();
+      // An answer the shutdown cut short (still running after its time-out) never ended: the notice now.
+      printStoppingNotice();
       await lease.release();
       leaseRedis.disconnect();
       await model?.close();
       await redis.local?.stop();
     })());
-  stopOnSignals(stop, log, (text) => screen.notice(text));
+  // Ctrl-C's notice comes after the answer being streamed (never inside it); a forced exit's at once.
+  stopOnSignals(stop, log, ({ forcing }) => {
+    if (forcing) screen.notice(localize(adapter.locale, SIGNAL_TEXT.forcing), { now: true });
+    else {
+      stoppingNotice = localize(adapter.locale, SIGNAL_TEXT.stopping);
+      void adapter.outbound.quiet().then(printStoppingNotice);
+    }
+  });
   try {
     await starting;
   } catch (error) {

@@ -138,6 +138,18 @@ describe("console adapter through queue, worker and history", () => {
     expect(fake!.requests).toHaveLength(1);
   });
 
+  it.each(["/quit@somebot", "/EXIT@x now"])(
+    "`%s` leaves as `/quit` does (the `@…` suffix dropped, as for /help)",
+    async (line) => {
+      const { adapter, output, type } = await start();
+      let closed = false;
+      void adapter.closed.then(() => (closed = true));
+      type(line);
+      await waitFor(() => closed, 10_000, `${line} to end the input`);
+      expect(output.answers()).toEqual([]);
+    },
+  );
+
   it("/help shows /permissions [tool] and speaks of no buttons the console lacks", async () => {
     const { output, type } = await start();
     type("/help");

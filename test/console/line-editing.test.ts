@@ -151,5 +151,5 @@ it("Ctrl-C during a streamed answer: the answer's line stays whole, the notice c
   const lines = chat.lines();
   const at = lines.findIndex((l) => l.startsWith("bot> 一個慢"));
   expect(lines[at]).toBe(`bot> ${answer}`);
-  expect(lines[at + 1]).toMatch(/^SIGINT: stopping/);
+  expect(lines[at + 1]).toMatch(/^正在結束對話/);
 }, 60_000);

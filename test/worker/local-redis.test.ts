@@ -351,7 +351,8 @@ describe("npm start and npm run chat sharing the private Redis", () => {
     );
     const pid = serverPid(path.join(cwd, ".data", "redis"));
     chat.child.kill("SIGINT");
-    await waitUntil(() => chat.output().includes("stopping"), 5_000, "the stopping notice");
+    // In the chat's language (English here), as the chat's other lines.
+    await waitUntil(() => chat.output().includes("Stopping the chat"), 5_000, "the stopping notice");
     expect(chat.output()).toContain("press Ctrl-C again to force");
     expect(await chat.exited).toBe(0);
     await waitUntil(() => !pidAlive(pid), 10_000, "the server to stop");

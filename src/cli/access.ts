@@ -71,7 +71,8 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
       const line = (label: string, values: string[]) =>
         io.out(`${label}: ${values.length > 0 ? values.join(", ") : "(none)"}`);
       io.out(
-        `ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}`,
+        `ACCESS_POLICY: ${config.ACCESS_POLICY}${config.ACCESS_POLICY === "open" ? " (anyone may use the bot)" : ""}` +
+          " (as .env and this command's environment set it; a bot started with other variables uses its own)",
       );
       line("admins (ADMIN_USERS)", config.ADMIN_USERS);
       line("allowed users (ALLOWED_USERS)", config.ALLOWED_USERS);

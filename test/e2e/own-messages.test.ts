@@ -181,6 +181,11 @@ describe("Telegram: what people wrote, inside command replies, shows as they wro
     return tg.waitFor(() => tg.sent.slice(seen).find((m) => m.chatId === chat.id), WAIT, `a reply to "${text}"`);
   }
 
+  /** The model's final answer in `chat` that starts with `start` (the scripted model's `tool: result`), if sent. */
+  function answerOf(chat: Chat, start: string): FakeSentMessage | undefined {
+    return stack.telegram.messagesTo(chat).find((m) => m.text.startsWith(start));
+  }
+
   it("/reminders and /tasks list a reminder's text and a task's instruction; /persona and read-only /settings show the persona", async () => {
     const tg = stack.telegram;
     const uma = tg.user(66105, "Uma");
@@ -193,6 +198,8 @@ describe("Telegram: what people wrote, inside command replies, shows as they wro
     });
     const owner = { platform: "telegram" as const, userId: String(uma.id) };
     await eventually(() => getReminder(redis, owner, 1), "the reminder stored");
+    // The run's own answer comes after the store; wait for it, or it could be taken for the command's reply.
+    await tg.waitFor(() => answerOf(chat, "set_reminder:"), WAIT, "the answer after set_reminder");
     const reminders = await send(chat, uma, "/reminders");
     expect(reminders.text.split("\n")[1]).toMatch(/^#1 \*\*drink\*\* water <b>x<\/b> — /);
     tg.sendUserMessage({ chat, from: uma, text: `call schedule_task {"instruction":"*_check_* ~now~","at":"${far}"}` });
@@ -207,6 +214,7 @@ describe("Telegram: what people wrote, inside command replies, shows as they wro
       data: tg.buttons(prompt).find((b) => b.callback_data?.endsWith(":y"))!.callback_data!,
     });
     await eventually(() => getTask(redis, owner, 1), "the task stored");
+    await tg.waitFor(() => answerOf(chat, "schedule_task:"), WAIT, "the answer after schedule_task");
     const tasks = await send(chat, uma, "/tasks");
     expect(tasks.text.split("\n")[1]).toMatch(/^#1 \*_check_\* ~now~ — /);
 

@@ -929,6 +929,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     }
     const request = body as FakeRequest;
     requests.push(request);
+    // A chaos mode for finding races in tests (docs/testing.md): FAKE_MODEL_JITTER_MS=N answers each valid request after 0–N ms.
+    const jitter = Number(process.env.FAKE_MODEL_JITTER_MS ?? 0);
+    if (jitter > 0) await new Promise((r) => setTimeout(r, Math.random() * jitter));
     const next = queue.shift() ?? options.fallback;
     if (!next) {
       return sendError(res, 500, "api_error", "fake anthropic: no scripted reply left for this request", {

@@ -71,9 +71,11 @@ export interface AdapterContext {
   /**
    * Forgets one conversation (`/reset`: its history and every feature's reset keys,
    * `src/conversations/reset.ts`): the chat, or only the Telegram topic when the ref has a
-   * `topicId`. @throws when Redis is unreachable.
+   * `topicId`.
+   * @returns the features' lines about what the reset closed (`CommandServices.resetConversation`).
+   * @throws when Redis is unreachable.
    */
-  resetConversation(conversation: ConversationRef): Promise<void>;
+  resetConversation(conversation: ConversationRef): Promise<Localized[]>;
   /**
    * Optional: moves a conversation's data to the chat's new id (a Telegram group upgraded to a
    * supergroup: the service messages `migrate_to_chat_id` / `migrate_from_chat_id`); see

@@ -357,7 +357,15 @@ async function startAdapterSide(starting: Starting, adapters: Adapter[], withWor
     closers.push(async () => announced.stop());
     listed = announced.current;
   }
-  const resetOne = (conversation: ConversationRef) => resetConversation(history, FEATURES, conversation);
+  // `/reset`: the started features say first what it will close (a pending confirmation where the prompt stays as sent).
+  const resetOne = (conversation: ConversationRef) =>
+    resetConversation(history, FEATURES, conversation, () =>
+      features.beforeReset(
+        conversation,
+        { promptsStayAsSent: outbounds[conversation.platform]?.promptsStayAsSent === true },
+        log,
+      ),
+    );
   const commands = new CommandRunner(
     {
       config,

@@ -14,7 +14,8 @@
  * - {@link Feature.buttons}: the prefixes of its button data and the handler of a press;
  * - {@link Feature.queues}: its BullMQ queues, each with the processor a worker runs on it;
  * - {@link Feature.conversation}: the Redis data of a conversation that a conversation move (a
- *   Telegram group upgraded to a supergroup) carries over, and the keys a `/reset` clears;
+ *   Telegram group upgraded to a supergroup) carries over, and the keys a `/reset` clears (and,
+ *   through {@link Started.beforeReset}, a line for `/reset`'s reply about what the reset closes);
  * - {@link Feature.tools}: the tools it adds to the toolbox (beyond the files of `tools/`);
  * - {@link Feature.worker}: what it starts in a worker process, and what of it it lends the answer
  *   pipeline ({@link AnswerServices}: the confirmation flow, the settings, compaction, Stop).
@@ -169,11 +170,29 @@ export interface AdapterServices {
   repliesToAll(message: ConversationRef & { chatKind: "dm" | "group" }): Promise<boolean>;
 }
 
+/**
+ * Where a `/reset` is asked, as a feature's {@link Started.beforeReset} needs to know it: whether
+ * the platform leaves a sent message as it was sent (`Outbound.promptsStayAsSent`: LINE cannot
+ * edit a message, so a prompt the reset closes cannot say so itself).
+ */
+export interface ResetPlace {
+  promptsStayAsSent: boolean;
+}
+
 /** A started feature's state, what it lends the core, and how to stop it. */
 export interface Started<S> {
   state: S;
   /** The parts of the core's adapter side it provides (none of another feature's). */
   lends?: Partial<AdapterServices>;
+  /**
+   * Called by `/reset` in the adapter process just before it forgets `conversation` (its
+   * transaction; `resetConversation` of `src/conversations/reset.ts`): what of the feature's the
+   * reset will close there that the person would not see closed otherwise, as one line for the
+   * command's reply (the approvals feature: the pending confirmations, where their prompts stay
+   * as sent), or undefined when nothing. It must not change anything itself (the reset may still
+   * fail after it). A throw is logged by the core and counts as undefined: the reset goes on.
+   */
+  beforeReset?(conversation: ConversationRef, place: ResetPlace): Promise<Localized | undefined>;
   /** Closes what the feature opened (its queues), not the Redis connection. Never throws. */
   close?(): Promise<void>;
 }

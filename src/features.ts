@@ -8,7 +8,8 @@
  * (`src/buttons.ts`); the worker starts each feature's worker side (what it lends the answers) and
  * runs a BullMQ Worker per feature queue (`src/worker/worker.ts`); a conversation move carries every feature's stores
  * (`conversationStores` of `src/conversations/migrate.ts`) and `/reset` clears every feature's reset keys
- * (`src/conversations/reset.ts`). A feature module must not import this list (it imports
+ * (`src/conversations/reset.ts`), after asking the started features what it will close
+ * ({@link RunningFeatures.beforeReset}). A feature module must not import this list (it imports
  * `src/feature.ts` only), so the list can import every feature without a cycle.
  */
 import type { Command } from "./commands/command.js";
@@ -19,9 +20,12 @@ import type {
   Feature,
   FeatureParts,
   PressCore,
+  ResetPlace,
   Started,
 } from "./feature.js";
-import type { Locale } from "./i18n.js";
+import type { Locale, Localized } from "./i18n.js";
+import type { Logger } from "./log.js";
+import type { ConversationRef } from "./queue/incoming.js";
 import { approvalsFeature } from "./approvals/feature.js";
 import { compactionFeature } from "./compaction/feature.js";
 import { memoryFeature } from "./memory/feature.js";
@@ -85,6 +89,7 @@ interface Running {
   press?(press: ButtonPress, locale: Locale, core: PressCore): Promise<ButtonAnswer>;
   commands: Command[];
   lends?: Partial<AdapterServices>;
+  beforeReset?: Started<unknown>["beforeReset"];
   close?(): Promise<void>;
 }
 
@@ -128,23 +133,47 @@ export class RunningFeatures {
     return owner ? { name: owner.feature.name, press: owner.press! } : undefined;
   }
 
+  /**
+   * Asks every started feature, in list order, what a `/reset` of `conversation` will close
+   * (`Started.beforeReset`), just before the reset: the lines for the command's reply. A feature
+   * whose step throws is logged on `log` and left out. Never throws.
+   *
+   * @param place - where the reset is asked (whether the platform's prompts stay as sent).
+   * @returns the features' lines, in list order (empty when none has anything to say).
+   */
+  async beforeReset(conversation: ConversationRef, place: ResetPlace, log: Logger): Promise<Localized[]> {
+    const lines: Localized[] = [];
+    for (const r of this.#running) {
+      if (!r.beforeReset) continue;
+      try {
+        const line = await r.beforeReset(conversation, place);
+        if (line) lines.push(line);
+      } catch (err) {
+        log.warn({ err, feature: r.feature.name }, "could not tell what /reset closes; its reply does not say it");
+      }
+    }
+    return lines;
+  }
+
   /** Stops every feature (closes their queues), last started first. Never throws. */
   async close(): Promise<void> {
     for (const r of [...this.#running].reverse()) await r.close?.().catch(() => {});
   }
 }
 
-/** Binds `feature`'s handlers to `state` (what its `start` returned). */
+/** Binds `feature`'s handlers to `state` (what its `start` returned), with the rest of what it started. */
 function bind<S>(
   feature: Feature<S>,
   state: S,
   close?: () => Promise<void>,
   lends?: Partial<AdapterServices>,
+  beforeReset?: Started<S>["beforeReset"],
 ): Running {
   const buttons = feature.buttons;
   return {
     feature: feature as Feature,
     ...(lends ? { lends } : {}),
+    ...(beforeReset ? { beforeReset } : {}),
     ...(buttons ? { press: (press, locale, core) => buttons.press(press, locale, state, core) } : {}),
     commands: (feature.commands ?? []).map((c) => ({ ...c, run: (inv, services) => c.run(inv, services, state) })),
     ...(close ? { close } : {}),
@@ -162,7 +191,9 @@ export async function startFeatures(features: readonly Feature[], parts: Feature
   try {
     for (const feature of features) {
       const started: Started<unknown> = feature.start ? await feature.start(parts) : { state: undefined };
-      running.push(bind(feature, started.state, started.close?.bind(started), started.lends));
+      running.push(
+        bind(feature, started.state, started.close?.bind(started), started.lends, started.beforeReset?.bind(started)),
+      );
     }
     return new RunningFeatures(running);
   } catch (error) {

@@ -39,7 +39,7 @@ import { TraceStore } from "../trace/store.js";
 import { getTask, listTasks, type Task } from "../tasks/store.js";
 import type { ToolBox } from "../toolbox/toolbox.js";
 import { UsageStore } from "../usage/store.js";
-import { CONSOLE_CSS, esc, layout, postForm, REFUSALS, T, t, table, type RefusalReason } from "./pages.js";
+import { CONSOLE_CSS, esc, layout, pausedWords, postForm, REFUSALS, T, t, table, type RefusalReason } from "./pages.js";
 import { staticFiles, usageCsv, usagePage, usageReport } from "./usage.js";
 import { ConsoleQueueAdapter } from "./job-view.js";
 import { ConsoleSessions, csrfMatches, SESSION_TTL_SECONDS, tokenMatches, type ConsoleSession } from "./session.js";
@@ -814,7 +814,7 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
     const button = (action: "pause" | "resume" | "cancel", danger?: "danger") =>
       postForm(`/admin/tasks/${kind}`, csrf, { ...fields, action }, `${t(locale, action)} #${item.id}`, danger);
     const status = item.paused
-      ? `<span class="bad">${esc(t(locale, "paused", { by: item.paused.by }))}</span>`
+      ? `<span class="bad">${esc(pausedWords(locale, item.paused.by))}</span>`
       : item.next !== undefined
         ? esc(timeInWords(item.next, item.timezone, locale))
         : esc(t(locale, "ended"));

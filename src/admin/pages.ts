@@ -6,6 +6,8 @@
  */
 import type { Locale } from "../config.js";
 import { localize, type Localized } from "../i18n.js";
+import type { Reminder } from "../reminders/store.js";
+import type { Task } from "../tasks/store.js";
 
 /** HTML-escapes `value` for text and double-quoted attributes. */
 export function esc(value: string | number): string {
@@ -106,7 +108,6 @@ export const T = {
   pause: { "zh-TW": "暫停", en: "Pause" },
   resume: { "zh-TW": "繼續", en: "Resume" },
   cancel: { "zh-TW": "取消", en: "Cancel" },
-  paused: { "zh-TW": "已暫停（{by}）", en: "paused ({by})" },
   ended: { "zh-TW": "已結束", en: "ended" },
   noTasks: { "zh-TW": "沒有排程任務。", en: "No scheduled tasks." },
   reminders: { "zh-TW": "提醒", en: "Reminders" },
@@ -204,6 +205,30 @@ export const T = {
   shareOfAll: { "zh-TW": "佔總量", en: "Share" },
   noUsage: { "zh-TW": "這段期間沒有用量。", en: "No usage in this period." },
 } satisfies Record<string, Localized>;
+
+/**
+ * Why a task or reminder is paused, as the tasks page shows it in place of its next time: by its
+ * stored `paused.by` (`Task["paused"]` of `src/tasks/store.ts`, `Reminder["paused"]` of
+ * `src/reminders/store.ts`). A task paused before the operator's mark existed says `owner`.
+ */
+export const PAUSED_BY = {
+  operator: { "zh-TW": "管理者暫停", en: "paused by the operator" },
+  owner: { "zh-TW": "擁有者暫停", en: "paused by its owner" },
+  failures: { "zh-TW": "連續失敗後暫停", en: "paused after failures" },
+  unreachable: { "zh-TW": "無法傳訊到它的聊天室，已暫停", en: "paused: the bot cannot write to its chat" },
+  left: { "zh-TW": "擁有者已離開群組，已暫停", en: "paused: its owner left the group" },
+} satisfies Record<NonNullable<Task["paused"]>["by"] | NonNullable<Reminder["paused"]>["by"], Localized>;
+
+/** A reason of {@link PAUSED_BY}; any other word (none is stored today) is shown as plain "paused". */
+const PAUSED: Localized = { "zh-TW": "已暫停", en: "paused" };
+
+/**
+ * The words of a pause reason `by` in `locale` ({@link PAUSED_BY}): never the stored word itself;
+ * an unknown one is "已暫停" / "paused". Never throws.
+ */
+export function pausedWords(locale: Locale, by: string): string {
+  return localize(locale, Object.hasOwn(PAUSED_BY, by) ? PAUSED_BY[by as keyof typeof PAUSED_BY] : PAUSED);
+}
 
 /** A word of the console in `locale`, with `{name}` placeholders filled. */
 export function t(locale: Locale, key: keyof typeof T, params: Record<string, string | number> = {}): string {

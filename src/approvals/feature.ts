@@ -6,7 +6,9 @@
  * It lends the core of an adapter process its decider (`AdapterServices.decide`: presses and
  * reactions on a prompt, accepted decisions queued) and a worker's answers the confirmation flow
  * (`AnswerServices.approvals`: asking, a superseded approval, the expiry jobs, closing on `/reset`;
- * `flow.ts`, `store.ts`, `wiring.ts`): the agent loop itself pauses on every dangerous call.
+ * `flow.ts`, `store.ts`, `wiring.ts`): the agent loop itself pauses on every dangerous call. Where a
+ * prompt cannot be edited (LINE), `/reset`'s reply says that the pending confirmations were
+ * cancelled (`Started.beforeReset`, {@link RESET_CLOSED}).
  */
 import { scanKeys } from "../redis.js";
 import { conversationKey, conversationOf } from "../queue/incoming.js";
@@ -96,6 +98,16 @@ async function pressPermission(
   }
 }
 
+/**
+ * The line `/reset`'s reply adds where the pending approvals it closes keep their prompts as sent
+ * (`Outbound.promptsStayAsSent`: LINE; Telegram and Discord edit the prompt instead): one
+ * approval, or several (a group's members each had one open).
+ */
+export const RESET_CLOSED = {
+  one: d("待確認的操作已取消。", "The action waiting for confirmation was cancelled."),
+  many: d("待確認的操作都已取消。", "The actions waiting for confirmation were cancelled."),
+} satisfies Record<string, Localized>;
+
 /** The approvals feature (see the module comment). */
 export const approvalsFeature = defineFeature<GrantStore>({
   name: "approvals",
@@ -105,6 +117,12 @@ export const approvalsFeature = defineFeature<GrantStore>({
     return {
       state: grantStoreFor(redis, config, log),
       lends: { decide: (request) => decider.decide(request) },
+      // `/reset` closes the pending approvals; where the prompt cannot say so (LINE), its reply does.
+      beforeReset: async (conversation, place) => {
+        if (!place.promptsStayAsSent) return undefined;
+        const pending = await decider.pendingBeforeReset(conversation);
+        return pending === 0 ? undefined : pending === 1 ? RESET_CLOSED.one : RESET_CLOSED.many;
+      },
       close: () => decider.close(),
     };
   },

@@ -620,6 +620,33 @@ export class ApprovalStore implements ApprovalDecider {
   }
 
   /**
+   * How many pending approvals of `conversation` (every requester's) a `/reset` of it now would
+   * close ({@link closeForReset}): those in its open set still `pending` and with a noted reset
+   * generation (a record saved before generations existed stays open through a reset, so it is
+   * not counted). Read before the reset: once it is announced, the workers close them. Two reads
+   * (the set, then the records' fields in one pipeline); an approval decided or asked between
+   * this read and the reset may be counted wrongly by one.
+   *
+   * @param conversation - the chat, or a Telegram topic when the ref has a `topicId`.
+   * @returns 0 or more.
+   * @throws when Redis is unreachable.
+   */
+  async pendingBeforeReset(conversation: ConversationRef): Promise<number> {
+    const ids = (await this.#redis.smembers(this.#openKey(conversation))).filter((id) => APPROVAL_ID_PATTERN.test(id));
+    if (ids.length === 0) return 0;
+    const pipeline = this.#redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.#key(id), "status", "resets");
+    const results = (await pipeline.exec()) ?? [];
+    let count = 0;
+    for (const [err, fields] of results) {
+      if (err) throw err;
+      const [status, resets] = fields as (string | null)[];
+      if (status === "pending" && resets !== null && resets !== undefined) count++;
+    }
+    return count;
+  }
+
+  /**
    * The key of `requester`'s pending hint in their conversation (see the module comment), on the
    * conversations' Redis; undefined when this store writes no hints.
    */

@@ -12,7 +12,7 @@ import type { HistoryStore } from "../history/store.js";
 import type { Logger } from "../log.js";
 import { bullPrefix, DECISIONS_QUEUE, RESETS_CHANNEL } from "../queue/keys.js";
 import { z } from "zod";
-import { conversationKey, PLATFORMS } from "../queue/incoming.js";
+import { conversationKey, PLATFORMS, type ConversationRef } from "../queue/incoming.js";
 import { decodeRecord } from "../records.js";
 import { nullRunTracer, type RunTracer } from "../trace/tracer.js";
 import { runDeps, type RunParts } from "../worker/context.js";
@@ -41,14 +41,16 @@ function decisionsQueue(redis: RedisClient, prefix: string | undefined): Queue {
 
 /**
  * The decider for adapters: checks a press or reaction in Redis (exists, not expired, the
- * requester, first decision wins) and queues the accepted decision on the `decisions` queue.
+ * requester, first decision wins) and queues the accepted decision on the `decisions` queue; and
+ * `pendingBeforeReset`, how many pending approvals of a conversation a `/reset` now would close
+ * (`ApprovalStore.pendingBeforeReset`; throws when Redis is unreachable).
  */
 export function approvalDecider(parts: {
   config: Config;
   redis: RedisClient;
   prefix?: string;
   log: Logger;
-}): ApprovalDecider & Closable {
+}): ApprovalDecider & Closable & { pendingBeforeReset(conversation: ConversationRef): Promise<number> } {
   const queue = decisionsQueue(parts.redis, parts.prefix);
   const hooks = decisionQueueHooks(queue);
   const store = new ApprovalStore(parts.redis, {
@@ -60,6 +62,7 @@ export function approvalDecider(parts: {
   });
   return {
     decide: (request) => store.decide(request),
+    pendingBeforeReset: (conversation) => store.pendingBeforeReset(conversation),
     close: () => queue.close().catch(() => {}),
   };
 }

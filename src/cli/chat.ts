@@ -14,8 +14,9 @@
  * is a fresh demo (`src/demo/fresh.ts`: what an earlier demo left is deleted first).
  *
  * One chat per conversation at a time on one Redis (`adapters/console/lease.ts`): a second
- * `npm run chat` on the same conversation exits 1 with a line naming the first one's pid; the demo
- * and the real chat are two conversations and run side by side.
+ * `npm run chat` on the same conversation exits 1 with a line naming the first one's pid (in the
+ * chat's language, zh-TW or English); the demo and the real chat are two conversations and run
+ * side by side.
  */
 import "dotenv/config";
 import { createWriteStream } from "node:fs";
@@ -41,7 +42,7 @@ import { clearDemo } from "../demo/fresh.js";
 import { startDemoModel } from "../demo/model.js";
 import { demoHelp } from "../demo/script.js";
 import { findDemoForecast } from "../demo/weather.js";
-import { englishNoun, localize } from "../i18n.js";
+import { englishNoun, localize, type Locale, type Localized } from "../i18n.js";
 import { conversationKeys } from "../queue/keys.js";
 import { connectRedis } from "../redis.js";
 import { createLogger, registerSecrets } from "../log.js";
@@ -82,19 +83,40 @@ const SIGNAL_TEXT = {
 };
 
 /**
- * The one line saying that another `npm run chat` has this conversation: it `held` it at start-up,
- * or it `taken` it from this chat (paused past the lease's lifetime). In English whatever
- * `BOT_LOCALE` says, like the lines about starting the process (configuration problems, Redis, the
- * tools): operator lines, as in the log; the conversation itself (the welcome line, the demo's
- * banner, answers, command replies and Ctrl-C's notice) follows the chat's language.
+ * The line saying that another `npm run chat` has this conversation, in the chat's language: it
+ * `held` it at start-up, or it `taken` it from this chat (paused past the lease's lifetime).
+ * `{who}` names the other chat's pid (and its host when not this one), `{chat}` the conversation.
  */
-function heldText(chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
+const LEASE_TEXT = {
+  held: {
+    "zh-TW":
+      "另一個 npm run chat{who}正在使用這個對話（{chat}）：請先關閉它；如果它已當掉，請等大約 {seconds} 秒再試。",
+    en: "Another npm run chat{who} holds this conversation ({chat}): close it first, or if it crashed, wait about {seconds} s and try again.",
+  },
+  taken: {
+    "zh-TW": "另一個 npm run chat{who}接手了這個對話（{chat}），這裡的對話就此結束。",
+    en: "Another npm run chat{who} took over this conversation ({chat}); this chat stops.",
+  },
+  pid: { "zh-TW": "（pid {pid}）", en: " (pid {pid})" },
+  pidOn: { "zh-TW": "（{host} 上的 pid {pid}）", en: " (pid {pid} on {host})" },
+} satisfies Record<string, Localized>;
+
+/**
+ * The line of {@link LEASE_TEXT} in `locale`: `how` is `held` (at start-up: in `BOT_LOCALE`, as
+ * the welcome line, the conversation's `/settings` not being read yet) or `taken` (later: in the
+ * conversation's language, as Ctrl-C's notice); `holder` is the other chat as the lease names it
+ * (undefined when the lease could not be read: no pid then). Never throws.
+ */
+function heldText(locale: Locale, chatId: string, holder: ChatLeaseHolder | undefined, how: "held" | "taken"): string {
   const host = holder && holder.host !== hostname() ? holder.host : undefined;
-  const who = !holder ? "" : host ? ` (pid ${holder.pid} on ${host})` : ` (pid ${holder.pid})`;
-  const seconds = Math.round(CHAT_LEASE_TTL_MS / 1000);
-  return how === "held"
-    ? `Another npm run chat${who} holds this conversation (${chatId}): close it first, or if it crashed, wait about ${seconds} s and try again.`
-    : `Another npm run chat${who} took over this conversation (${chatId}); this chat stops.`;
+  const who = !holder
+    ? ""
+    : localize(locale, host ? LEASE_TEXT.pidOn : LEASE_TEXT.pid, { pid: holder.pid, host: host ?? "" });
+  return localize(locale, LEASE_TEXT[how], {
+    who,
+    chat: chatId,
+    seconds: Math.round(CHAT_LEASE_TTL_MS / 1000),
+  });
 }
 
 async function chat(): Promise<void> {
@@ -163,7 +185,7 @@ async function chat(): Promise<void> {
     {
       log,
       onLost: (holder) => {
-        screen.notice(heldText(chatId, holder, "taken"));
+        screen.notice(heldText(adapter.locale, chatId, holder, "taken"));
         process.exitCode = 1;
         void stop().then(() => process.exit(1));
       },
@@ -173,7 +195,7 @@ async function chat(): Promise<void> {
     console.error(
       "error" in taken
         ? `start-up failed: could not take the conversation's lease in Redis: ${(taken.error as Error).message}`
-        : heldText(chatId, taken.heldBy, "held"),
+        : heldText(config.BOT_LOCALE, chatId, taken.heldBy, "held"),
     );
     leaseRedis.disconnect();
     await model?.close();

@@ -124,8 +124,12 @@ const FIRST: readonly Command[] = [
     description: d("清除這個聊天的對話記憶", "Forget this chat's conversation"),
     access: "group-admin",
     async run(inv, services) {
-      await services.resetConversation(conversationOf(inv));
-      return localize(inv.locale, inv.topicId ? COMMAND_TEXT.resetTopic : COMMAND_TEXT.reset);
+      // What the features closed with it (a pending confirmation on LINE) follows, one line each.
+      const closed = await services.resetConversation(conversationOf(inv));
+      return [
+        localize(inv.locale, inv.topicId ? COMMAND_TEXT.resetTopic : COMMAND_TEXT.reset),
+        ...closed.map((line) => localize(inv.locale, line)),
+      ].join("\n");
     },
   },
 ];

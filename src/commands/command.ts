@@ -68,8 +68,14 @@ export interface CommandServices {
   log: Logger;
   /** The toolbox offered in a chat of this kind. */
   toolboxFor(chat: { platform: Platform; chatKind: "dm" | "group" }): ToolBox;
-  /** Forgets a conversation (`/reset`: `src/conversations/reset.ts`). @throws when Redis is unreachable. */
-  resetConversation(conversation: ConversationRef): Promise<void>;
+  /**
+   * Forgets a conversation (`/reset`: `src/conversations/reset.ts`).
+   * @returns the features' lines about what the reset closed (`Started.beforeReset` of
+   *   `src/feature.ts`: a pending confirmation whose prompt cannot say it), for the reply to add
+   *   after its own, in the asker's language; empty when none.
+   * @throws when Redis is unreachable.
+   */
+  resetConversation(conversation: ConversationRef): Promise<Localized[]>;
   /** Access policy, grants, pairing codes and usage. */
   gate: AccessGate;
   /**

@@ -869,6 +869,74 @@ describe("an ended reminder or task in the console", () => {
   });
 });
 
+describe("why a task or reminder is paused, in the console's language", () => {
+  it("shows the reason's words in zh-TW and English, never the stored mark (operator, owner, failures …)", async () => {
+    const clock = Date.now();
+    const owner = { platform: "telegram" as const, userId: "5353" };
+    const common = {
+      timezone: "Asia/Taipei",
+      chatId: "5353",
+      chatKind: "dm" as const,
+      userName: "Cy",
+      createdAt: clock,
+    };
+    const taskReasons = ["operator", "owner", "failures", "unreachable", "left"] as const;
+    for (const by of taskReasons)
+      await addTask(
+        redis,
+        owner,
+        { ...common, instruction: `task-paused-${by}`, at: clock + 3_600_000, paused: { at: clock, by } },
+        10,
+      );
+    for (const by of ["operator", "left"] as const)
+      await addReminder(redis, owner, {
+        ...common,
+        text: `reminder-paused-${by}`,
+        at: clock + 3_600_000,
+        paused: { at: clock, by },
+      });
+    const zh = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN, BOT_LOCALE: "zh-TW" }, { now: () => clock });
+    const en = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN }, { now: () => clock });
+    try {
+      // The status cell of the row whose words are `words`, as text.
+      const statusOf = (page: string, words: string) =>
+        /<span class="bad">([^<]*)<\/span>/.exec(page.split("<tr").find((row) => row.includes(words)) ?? "")?.[1];
+      const pageOf = async (console_: ConsoleStack) => {
+        const { cookie } = await login(console_.base);
+        return (await fetch(`${console_.base}/admin/tasks`, { headers: { cookie } })).text();
+      };
+      const [zhPage, enPage] = [await pageOf(zh), await pageOf(en)];
+      expect(taskReasons.map((by) => statusOf(zhPage, `task-paused-${by}`))).toEqual([
+        "管理者暫停",
+        "擁有者暫停",
+        "連續失敗後暫停",
+        "無法傳訊到它的聊天室，已暫停",
+        "擁有者已離開群組，已暫停",
+      ]);
+      expect(taskReasons.map((by) => statusOf(enPage, `task-paused-${by}`))).toEqual([
+        "paused by the operator",
+        "paused by its owner",
+        "paused after failures",
+        "paused: the bot cannot write to its chat",
+        "paused: its owner left the group",
+      ]);
+      expect([statusOf(zhPage, "reminder-paused-operator"), statusOf(zhPage, "reminder-paused-left")]).toEqual([
+        "管理者暫停",
+        "擁有者已離開群組，已暫停",
+      ]);
+      expect([statusOf(enPage, "reminder-paused-operator"), statusOf(enPage, "reminder-paused-left")]).toEqual([
+        "paused by the operator",
+        "paused: its owner left the group",
+      ]);
+      expect(zhPage).not.toMatch(/已暫停（\w+）/);
+      expect(enPage).not.toMatch(/paused \((?:operator|owner|failures|unreachable|left)\)/);
+    } finally {
+      await zh.close();
+      await en.close();
+    }
+  });
+});
+
 describe("the login throttle", () => {
   it("holds back an address after 5 refused logins in 10 minutes (429, Retry-After), even with the right token", async () => {
     // A clock of its own, a day back: the other tests' logins (real time) never see these refusals.

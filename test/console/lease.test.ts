@@ -1,7 +1,8 @@
 /**
  * One `npm run chat` per conversation on one Redis (adapters/console/lease.ts): the real entry
  * point, several processes with piped stdin on one test Redis and the strict fake Messages API. A
- * second chat on the same conversation exits 1 with one line naming the first one's pid; the demo
+ * second chat on the same conversation exits 1 with one line naming the first one's pid, in the
+ * chat's language (zh-TW or English), and a chat whose lease another took says so and exits 1; the demo
  * (its own conversation) runs beside it; the lease is released on exit and left to expire by a
  * chat that was killed. The lease module itself: a renewal that finds another holder reports it.
  */
@@ -85,13 +86,19 @@ it(
     expect(JSON.parse((await redis.get(key))!)).toMatchObject({ pid: first.child.pid });
     expect(await redis.pttl(key)).toBeGreaterThan(CHAT_LEASE_TTL_MS - 5000);
 
-    // An operator line: in English also with BOT_LOCALE=zh-TW (docs/operations.md, "Logs").
+    // In the chat's language (BOT_LOCALE, as its welcome line): zh-TW, and English.
     const second = startChat([], "zh-TW");
     expect(await second.exited).toBe(1);
     expect(second.stderr).toBe(
+      `另一個 npm run chat（pid ${first.child.pid}）正在使用這個對話（local）：請先關閉它；如果它已當掉，請等大約 30 秒再試。\n`,
+    );
+    expect(second.out).not.toContain("開始對話");
+    const english = startChat([], "en");
+    expect(await english.exited).toBe(1);
+    expect(english.stderr).toBe(
       `Another npm run chat (pid ${first.child.pid}) holds this conversation (local): close it first, or if it crashed, wait about 30 s and try again.\n`,
     );
-    expect(second.out).not.toContain("Chat started");
+    expect(english.out).not.toContain("Chat started");
 
     // The demo is its own conversation: it starts while the first chat runs, and leaves on /quit.
     const demo = startChat(["--demo"]);
@@ -116,6 +123,17 @@ it(
     const left = await redis.pttl(key);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(CHAT_LEASE_TTL_MS);
+
+    // Taken over while it runs (its renewal, every 10 s, finds another holder): it says so in its language and exits 1.
+    await redis.del(key);
+    const fourth = startChat([], "zh-TW");
+    await until(fourth, "開始對話");
+    await redis.set(key, JSON.stringify({ pid: 4242, host: "elsewhere", token: "t" }), "PX", CHAT_LEASE_TTL_MS);
+    expect(await fourth.exited).toBe(1);
+    expect(fourth.out).toContain(
+      "另一個 npm run chat（elsewhere 上的 pid 4242）接手了這個對話（local），這裡的對話就此結束。",
+    );
+    expect(fourth.out).not.toContain("took over");
   },
   180_000,
 );

@@ -8,6 +8,7 @@ import { conversationStores } from "../../src/conversations/migrate.js";
 import type { Feature } from "../../src/feature.js";
 import { checkFeatures, FEATURES, startFeatures } from "../../src/features.js";
 import { silentLogger } from "../../src/log.js";
+import { captureLogger } from "../helpers/log.js";
 import { startWorkerSides } from "../../src/worker/worker.js";
 import { testConfig } from "../helpers/config.js";
 import { conversationKeys } from "../../src/queue/keys.js";
@@ -62,6 +63,36 @@ describe("the feature list", () => {
     const chat = { platform: "telegram" as const, chatId: "-100" };
     const keys = FEATURES.flatMap((f) => f.conversation?.reset?.(chat) ?? []);
     expect(keys).toEqual([conversationKeys(chat).archive]);
+  });
+
+  it("asks the started features, in list order, what /reset closes: each one's line, none from one that throws (logged)", async () => {
+    const asked: string[] = [];
+    const teller = (name: string, line?: string, fails = false): Feature => ({
+      name,
+      start: () => ({
+        state: undefined,
+        beforeReset: async (conversation, place) => {
+          asked.push(`${name} ${conversation.platform}:${conversation.chatId} ${place.promptsStayAsSent}`);
+          if (fails) throw new Error("Connection is closed.");
+          return line ? { "zh-TW": `${line}（中文）`, en: line } : undefined;
+        },
+      }),
+    });
+    const { log, lines } = captureLogger("warn");
+    const parts = { config: testConfig(), log, redis: {} as never, history: {} as never };
+    const running = await startFeatures(
+      [teller("a", "first"), teller("b"), teller("c", "never", true), teller("d", "last"), { name: "e" }],
+      parts,
+    );
+    const chat = { platform: "line" as const, chatId: "U1" };
+    expect(await running.beforeReset(chat, { promptsStayAsSent: true }, log)).toEqual([
+      { "zh-TW": "first（中文）", en: "first" },
+      { "zh-TW": "last（中文）", en: "last" },
+    ]);
+    expect(asked).toEqual(["a line:U1 true", "b line:U1 true", "c line:U1 true", "d line:U1 true"]);
+    expect(lines.map((l) => JSON.parse(l) as { feature?: string; msg: string })).toEqual([
+      expect.objectContaining({ feature: "c", msg: "could not tell what /reset closes; its reply does not say it" }),
+    ]);
   });
 
   it("says which features lend the core and the answers what (nothing per feature in app.ts or WorkerDeps)", () => {

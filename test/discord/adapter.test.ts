@@ -258,7 +258,7 @@ describe("slash commands", () => {
     const original = h.context.resetConversation;
     h.context.resetConversation = async (chat) => {
       await new Promise((r) => setTimeout(r, 2300));
-      await original(chat);
+      return original(chat);
     };
     try {
       const i = h.fake.slashCommand(alice, "reset", { dm: true });

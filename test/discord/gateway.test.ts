@@ -146,11 +146,11 @@ describe("fake gateway", () => {
         config: testConfig(),
         log: silentLogger,
         enqueue: async () => {},
-        resetConversation: async () => {},
+        resetConversation: async () => [],
         toolboxFor: () => {
           throw new Error("unused");
         },
-        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => [] }),
         decide: async () => ({ status: "not_found" as const }),
         press: async () => ({ kind: "unknown", notice: "" }),
         repliesToAll: async () => false,
@@ -174,11 +174,11 @@ describe("fake gateway", () => {
         config: testConfig(),
         log: silentLogger,
         enqueue: async () => {},
-        resetConversation: async () => {},
+        resetConversation: async () => [],
         toolboxFor: () => {
           throw new Error("unused");
         },
-        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+        commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => [] }),
         decide: async () => ({ status: "not_found" as const }),
         press: async () => ({ kind: "unknown", notice: "" }),
         repliesToAll: async () => false,
@@ -207,11 +207,11 @@ describe("fake gateway", () => {
       config: testConfig(),
       log: silentLogger,
       enqueue: async () => {},
-      resetConversation: async () => {},
+      resetConversation: async () => [],
       toolboxFor: () => {
         throw new Error("unused");
       },
-      commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => {} }),
+      commands: testCommands(testConfig(), { toolboxFor: () => new ToolBox([]), resetConversation: async () => [] }),
       decide: async () => ({ status: "not_found" as const }),
       press: async () => ({ kind: "unknown", notice: "" }),
       repliesToAll: async () => false,

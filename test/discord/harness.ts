@@ -102,6 +102,7 @@ export async function startHarness(
     },
     resetConversation: async (chat) => {
       resets.push(chat);
+      return [];
     },
     toolboxFor: () => testToolbox,
     commands: undefined as unknown as CommandRunner,

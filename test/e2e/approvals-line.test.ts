@@ -251,3 +251,63 @@ it("the action in those lines shows as it was written: a title with Markdown's c
   );
   expect(await todoLines(redis, "line", hal.from.userId)).toEqual(["#1 **drink** water", "#2 [a](b) <b>"]);
 });
+
+it("/reset while an approval is pending: its reply adds that the pending action was cancelled; a later press finds it gone, nothing runs", async () => {
+  const ida = { from: line.user("Ida") };
+  await seedTodos(redis, "line", ida.from.userId, ["買菜", "寄信"]);
+  await say(ida, "delete #1");
+  const prompt = await promptIn(ida);
+  const before = line.messagesTo(ida.from.userId).length;
+  await say(ida, "/reset");
+  const reply = await sentAfter(ida, before, "忘掉");
+  expect(reply.text).toBe("好的，我已經忘掉這個聊天之前的對話了。\n待確認的操作已取消。");
+  expect(reply.via).toBe("reply");
+  // The prompt itself cannot change on LINE: a press on it is told it is gone, and the todo stays.
+  const pressed = line.messagesTo(ida.from.userId).length;
+  await press(ida, prompt, "y");
+  expect((await sentAfter(ida, pressed, "確認請求")).text).toBe("這個確認請求已過期或不存在。");
+  expect(await todoLines(redis, "line", ida.from.userId)).toEqual(["#1 買菜", "#2 寄信"]);
+  // Nothing pending any more: the next /reset says only its own line.
+  const again = line.messagesTo(ida.from.userId).length;
+  await say(ida, "/reset");
+  expect((await sentAfter(ida, again, "忘掉")).text).toBe("好的，我已經忘掉這個聊天之前的對話了。");
+});
+
+it("/reset's line speaks the conversation's language, and in a group says that every member's pending action was cancelled", async () => {
+  const jon = { from: line.user("Jon") };
+  await speak(jon, "en");
+  await seedTodos(redis, "line", jon.from.userId, ["milk"]);
+  await say(jon, "delete #1");
+  await promptIn(jon);
+  const before = line.messagesTo(jon.from.userId).length;
+  await say(jon, "/reset");
+  expect((await sentAfter(jon, before, "forgotten")).text).toBe(
+    "Done: I have forgotten this chat's earlier conversation.\nThe action waiting for confirmation was cancelled.",
+  );
+  expect(await todoLines(redis, "line", jon.from.userId)).toEqual(["#1 milk"]);
+
+  const kim = line.user("Kim");
+  const lou = line.user("Lou");
+  const group = line.group([kim, lou]);
+  const asKim = { from: kim, groupId: group };
+  const asLou = { from: lou, groupId: group };
+  await seedTodos(redis, "line", kim.userId, ["雨傘"]);
+  await seedTodos(redis, "line", lou.userId, ["鑰匙"]);
+  await say(asKim, "delete #1");
+  const kimPrompt = await promptIn(asKim);
+  await say(asLou, "delete #1");
+  await line.waitFor(() =>
+    line
+      .messagesTo(group)
+      .filter((m) => m.postbacks.some((d) => d.startsWith("ap:")))
+      .find((m) => m !== kimPrompt),
+  );
+  const asked = line.messagesTo(group).length;
+  // A command in a group is sent without a mention (with one, it is a message for the model).
+  await line.deliver([line.textEvent(asLou, "/reset")]);
+  expect((await sentAfter(asLou, asked, "忘掉")).text).toBe(
+    "好的，我已經忘掉這個聊天之前的對話了。\n待確認的操作都已取消。",
+  );
+  expect(await todoLines(redis, "line", kim.userId)).toEqual(["#1 雨傘"]);
+  expect(await todoLines(redis, "line", lou.userId)).toEqual(["#1 鑰匙"]);
+});

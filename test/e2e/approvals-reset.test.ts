@@ -92,7 +92,8 @@ it("Telegram: delete → /reset → approve: the prompt is closed as reset, the 
   expect(await history("telegram", "7301")).toBe("");
 
   const approve = tgButton(prompt, true);
-  expect(await tgAsk(chat, user, "/reset")).toContain("忘掉");
+  // The reply says no more than its own line: the prompt itself says that it was closed (LINE's reply adds a line).
+  expect(await tgAsk(chat, user, "/reset")).toBe("好的，我已經忘掉這個聊天之前的對話了。");
   // The /reset itself closes the prompt, as an expired one is closed, saying why.
   await tg.waitFor(() => prompt.text.includes("對話已重設"), WAIT, "the prompt closed as reset");
   expect(prompt.text).toBe("⌛ 對話已重設，未執行：刪除待辦 #1「買牛奶」");
@@ -206,7 +207,7 @@ it(
     const prompt = await dcPrompt(channel);
 
     await dc.waitFor(() => dc.reactionUsers(prompt.id, "✅").includes(dc.bot.id), WAIT, "the bot's ✅/❌ reactions");
-    expect(await slash(rita, "reset")).toContain("忘掉");
+    expect(await slash(rita, "reset")).toBe("好的，我已經忘掉這個聊天之前的對話了。");
     // The /reset itself closes the prompt, as an expired one is closed (buttons disabled, the bot's reactions removed).
     await dc.waitFor(() => dc.message(prompt.id)!.content.includes("對話已重設"), WAIT, "the prompt closed as reset");
     expect(dc.message(prompt.id)!.content).toBe("⌛ 對話已重設，未執行：刪除待辦 #1「看牙醫」");

@@ -102,6 +102,7 @@ export async function startHarness(
   const failEnqueue = { on: false };
   const resetConversation = async (chat: ConversationRef) => {
     resets.push(chat);
+    return [];
   };
   const commands = testCommands(config, { toolboxFor: () => testToolbox, resetConversation });
   const context: AdapterContext = {

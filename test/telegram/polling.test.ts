@@ -165,12 +165,12 @@ describe("telegram long polling", () => {
 });
 
 function context(): AdapterContext {
-  const commands = testCommands(testConfig(), { toolboxFor: () => testToolbox, resetConversation: async () => {} });
+  const commands = testCommands(testConfig(), { toolboxFor: () => testToolbox, resetConversation: async () => [] });
   return {
     config: testConfig(),
     log: silentLogger,
     enqueue: async () => {},
-    resetConversation: async () => {},
+    resetConversation: async () => [],
     toolboxFor: () => testToolbox,
     commands,
     ...testAdapterParts(testConfig(), new MapDecider(), commands),

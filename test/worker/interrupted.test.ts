@@ -12,12 +12,13 @@
  * a job handed back comes due (`promote`), a dead worker's locks run out (`expireLocks`).
  */
 import type { Queue } from "bullmq";
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { progressKeys } from "../../src/queue/keys.js";
 import type { RedisClient } from "../../src/redis.js";
 import { hang, text, toolUse } from "../fakes/anthropic.js";
+import { childEnv, nodeArgs } from "../helpers/compiled.js";
 import { captureLogger } from "../helpers/log.js";
 import { expireLocks } from "../helpers/jobs.js";
 import { startDiscordWorker } from "./children.js";
@@ -26,7 +27,10 @@ import { discordDm as dm, useKillScene } from "./kill-scene.js";
 
 const startScene = useKillScene();
 const workers: { close(timeoutMs?: number): Promise<void> }[] = [];
+const children: ChildProcess[] = [];
 afterEach(async () => {
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   for (const w of workers.splice(0)) await w.close(50);
 });
 
@@ -122,3 +126,49 @@ it("real crashes still count: crashed, stopped, crashed again → skipped with t
   expect(model.requests).toHaveLength(3); // not run a fourth time
   expect(lines.join("\n")).toContain("crashed a worker 2 times");
 }, 150_000);
+
+it("`npm start`'s forced exit (a second SIGTERM) marks the answer interrupted before it exits; the next worker answers it", async () => {
+  const { model, discord, redis, queue, server } = await startScene();
+  model.enqueue(hang(), text("第二次就答好了。"));
+  const ann = { id: "704000000000000013", username: "ann" };
+  const slow = dm(discord, ann, "請慢慢回答");
+  await queue.enqueue(slow);
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
+    env: childEnv({
+      LOG_LEVEL: "info",
+      ROLE: "worker",
+      REDIS_URL: server.url,
+      ANTHROPIC_API_KEY: "sk-test-abcdefgh",
+      ANTHROPIC_BASE_URL: model.url,
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+    }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let output = "";
+  child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await waitFor(() => model.requests.length >= 1, 60_000, "the worker asking the model");
+  child.kill("SIGTERM");
+  await waitFor(() => output.includes("SIGTERM: stopping"), 10_000, "the first SIGTERM handled");
+  await new Promise((r) => setTimeout(r, 1100)); // a repeat within 1 s is taken for a relayed copy
+  child.kill("SIGTERM");
+  expect(await exited).toBe(1);
+  expect(output).toContain("SIGTERM again: exiting now");
+  expect(output).toContain("the answer being written is interrupted");
+  // Handed back (no stall to wait for), its fresh attempt's share taken back from the crash marker.
+  const [job] = await queue.queue.getJobs(["delayed"]);
+  expect({ stalled: job?.stalledCounter, made: job?.attemptsMade }).toEqual({ stalled: 0, made: 0 });
+  expect(await redis.get(progressKeys(slow, slow.messageId).crashes)).toBe("-1");
+
+  await timePasses(redis, queue.queue);
+  const { log, lines } = captureLogger("debug");
+  const next = startDiscordWorker({ redisUrl: server.url, modelUrl: model.url, discord, log });
+  workers.push(next);
+  const inDm = () => discord.sent.filter((m) => m.channelId === slow.chatId).map((m) => String(m.content));
+  await discord.waitFor(() => inDm().length >= 1, 30_000, "the answer");
+  expect(inDm()).toEqual(["第二次就答好了。"]);
+  expect(lines.join("\n")).not.toContain("ended with its worker process");
+}, 120_000);

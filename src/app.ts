@@ -304,7 +304,7 @@ async function startWorkerSide(starting: Starting, adapters: Adapter[]): Promise
     },
     FEATURES,
   );
-  closers.push(() => worker.close());
+  closers.push(() => worker.close(config.SHUTDOWN_WAIT_SECONDS * 1000));
   await worker.waitUntilReady();
   bot.worker = worker;
   log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");

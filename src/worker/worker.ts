@@ -12,6 +12,8 @@
  * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
  * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head;
  * a message whose processing crashed a worker twice is skipped there with an apology (`pipeline.ts`).
+ * A stop is not a crash: a stop that gives up on the answers still running hands them back marked
+ * interrupted ({@link ChatWorker.interrupt}), not counted toward that skip.
  * An inbox entry Redis cannot decode (a lone UTF-16 surrogate's escape, from an older version or
  * another writer) never stops the chat: the finish script pops it by its id without decoding it,
  * and an `unblock` job ({@link UNBLOCK_JOB}) takes up one left at the head without a job. So does

@@ -106,10 +106,10 @@ export interface ChatWorker {
   /**
    * Marks the chat answers this worker is still running as *interrupted*, for a stop that gives up
    * on them (the graceful wait of {@link close} ran out, or a forced exit: a second Ctrl-C): for
-   * each, what its attempt would add to the answer's crash marker is taken back (`DECR`), and its
-   * job is moved back to the delayed set with its lock token (BullMQ `moveToDelayed`, which counts
-   * neither a stall nor an attempt), due in {@link LOCK_DURATION_MS} — when its lock would have
-   * lapsed — so that no other worker takes it up while this process exits. The next attempt does
+   * each, its job is moved back to the delayed set with its lock token (BullMQ `moveToDelayed`,
+   * which counts neither a stall nor an attempt), due in {@link LOCK_DURATION_MS} — when its lock
+   * would have lapsed — so that no other worker takes it up while this process exits; then what its
+   * attempt adds to the answer's crash marker is taken back (`DECR`). The next attempt does
    * the answer again, and the skip after {@link CRASHES_BEFORE_SKIP} crashes counts only real ones.
    * Each job is marked once; the answers themselves are not stopped (the process exits next).
    * Bounded by `timeoutMs` (default {@link INTERRUPT_WAIT_MS}); never throws.
@@ -464,12 +464,13 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
     const entry = run.head === undefined ? undefined : typeof run.head === "string" ? parseEntry(run.head) : run.head;
     const at = { job: job.id, chat: run.data ? conversationKey(run.data) : undefined, messageId: entry?.messageId };
     try {
+      // Handed back first: a job no longer this worker's (its lock lost) throws here, its count untouched.
+      await job.moveToDelayed(Date.now() + LOCK_DURATION_MS, run.token);
       if (run.data && entry) {
         // Takes back this attempt's share of the crash marker (`beginAttempt` of pipeline.ts).
         const key = progressKeys(run.data, entry.messageId).crashes;
         await redis.multi().decr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec();
       }
-      await job.moveToDelayed(Date.now() + LOCK_DURATION_MS, run.token);
       log.info(
         at,
         "stop: the answer being written is interrupted; the next attempt does it again (not counted as a crash)",

@@ -592,11 +592,18 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
           );
         else {
           const what = running === 0 ? "jobs are" : running === 1 ? "1 answer is" : `${running} answers are`;
+          // What could not be marked (a job whose lock was lost, Redis too slow) stalls, counted as a crash.
+          const how =
+            running === 0
+              ? `goes back to the queue once its lock lapses (${LOCK_DURATION_MS / 1000} s)`
+              : interrupted >= running
+                ? `goes back to the queue in ${LOCK_DURATION_MS / 1000} s, marked interrupted (not a crash),`
+                : `goes back to the queue (${interrupted} of ${running} marked interrupted; the rest once its lock lapses, ` +
+                  "counted as a crash)";
           log.warn(
             { timeoutMs, running, interrupted },
             `shutdown: ${what} still running after ${seconds} s; stopping ${running === 1 ? "it" : "them"} now: ` +
-              `what is cut short goes back to the queue in ${LOCK_DURATION_MS / 1000} s, marked interrupted (not a crash), ` +
-              "and is done again by the next worker to start, or by another one running now",
+              `what is cut short ${how} and is done again by the next worker to start, or by another one running now`,
           );
         }
         await Promise.race([

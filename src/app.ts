@@ -47,7 +47,7 @@ import { carryTrace, otelTracerFor, startTelemetry, stopTelemetry, withReceiptSp
 import { TraceStore } from "./trace/store.js";
 import type { RunTracer, TraceOrigin } from "./trace/tracer.js";
 import { UsageStore } from "./usage/store.js";
-import { startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
+import { INTERRUPT_WAIT_MS, startWorker, type ChatWorker, type RunAgent } from "./worker/worker.js";
 import { toTraditional } from "./media/voice.js";
 
 /** What `adapters/<platform>/index.ts` exports. */
@@ -147,6 +147,21 @@ export interface RunningBot {
    * (BullMQ `close`), queues and Redis connections close. Never throws; safe to call twice.
    */
   stop(): Promise<void>;
+}
+
+/**
+ * Marks the answers the worker of `bot` (a bot being started, or started) is still running as
+ * interrupted, not crashed ({@link ChatWorker.interrupt}), for a forced exit: what
+ * {@link stopOnSignals} is given as its `interrupt`. Nothing when there is no worker (yet).
+ * Bounded by {@link INTERRUPT_WAIT_MS}; never throws.
+ * @returns how many answers were marked.
+ */
+export async function interruptAnswers(bot: Promise<RunningBot> | undefined): Promise<number> {
+  const started = await Promise.race([
+    bot?.catch(() => undefined),
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 0)),
+  ]);
+  return (await started?.worker?.interrupt().catch(() => 0)) ?? 0;
 }
 
 /** What the parts of a starting bot share: its options, what to close when it stops, the bot itself. */
@@ -289,7 +304,7 @@ async function startWorkerSide(starting: Starting, adapters: Adapter[]): Promise
     },
     FEATURES,
   );
-  closers.push(() => worker.close());
+  closers.push(() => worker.close(config.SHUTDOWN_WAIT_SECONDS * 1000));
   await worker.waitUntilReady();
   bot.worker = worker;
   log.info({ concurrency: config.WORKER_CONCURRENCY, platforms: Object.keys(outbounds) }, "worker started");
@@ -553,23 +568,36 @@ export async function redisOrExit(config: Config, log: Logger): Promise<{ url: s
  * At once it says that it is stopping and that a second Ctrl-C forces it: through the log (in
  * English), and through `announce` too when given (`npm run chat`, whose log goes to a file, says
  * it in the terminal, in the chat's language): `forcing` false for the first signal, true for the
- * second, after which the process exits at once. A second signal more than 1 s later exits at once
- * (1); one within 1 s is ignored (a relayed copy).
+ * second, after which the process exits (1) without tidying up. A second signal more than 1 s
+ * later forces it; one within 1 s is ignored (a relayed copy). Before a forced exit, `interrupt`
+ * (when given: the worker's {@link ChatWorker.interrupt}, marking the answers still running as
+ * interrupted, not crashed) is given at most {@link INTERRUPT_WAIT_MS} ms plus a margin of 500 ms;
+ * a third signal meanwhile exits at once.
  */
 export function stopOnSignals(
   stop: () => Promise<void>,
   log: Logger,
   announce?: (notice: { signal: NodeJS.Signals; forcing: boolean }) => void,
+  interrupt?: () => Promise<unknown>,
 ): void {
   let stoppingSince: number | undefined;
+  let forcing = false;
   const onSignal = (signal: NodeJS.Signals) => {
+    if (forcing) process.exit(1);
     if (stoppingSince !== undefined) {
       // Ctrl-C reaches npm, tsx and node together, and tsx relays it once more: a repeat within
       // a second is that relay, not a person insisting.
       if (Date.now() - stoppingSince < 1000) return;
+      forcing = true;
       log.warn(`${signal} again: exiting now`);
       announce?.({ signal, forcing: true });
-      process.exit(1);
+      if (!interrupt) process.exit(1);
+      // A forced exit is a stop too, not a crash: the answers still running are marked interrupted, briefly.
+      void Promise.race([
+        interrupt().catch(() => {}),
+        new Promise((resolve) => setTimeout(resolve, INTERRUPT_WAIT_MS + 500).unref()),
+      ]).finally(() => process.exit(1));
+      return;
     }
     stoppingSince = Date.now();
     const text = `${signal}: stopping (waits for answers in progress; press Ctrl-C again to force)`;

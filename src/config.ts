@@ -764,6 +764,17 @@ export const ConfigSchema = z.object({
   WORKER_CONCURRENCY: int(1, 256, 8).describe(
     "Jobs in parallel per worker process (one conversation is always answered one message at a time), 1-256.",
   ),
+  /**
+   * Seconds a stopping worker (SIGTERM, Ctrl-C) waits for the answers it is writing (1-3600). Past
+   * it the answers still running are marked interrupted and handed back to the queue: the next
+   * worker does them again, not counted as a crash (`ChatWorker.interrupt`).
+   */
+  SHUTDOWN_WAIT_SECONDS: int(1, 3600, 30).describe(
+    "Seconds a stopping worker (SIGTERM, Ctrl-C) waits for the answers it is writing, 1-3600; past it they " +
+      "are handed back to the queue as interrupted and done again by the next worker, not counted as a crash. " +
+      "Keep it under the container's stop grace period (`stop_grace_period`, 45 s in docker-compose.yml). " +
+      "See [operations](operations.md).",
+  ),
   ROLE: z
     .enum(["all", "adapter", "worker"], { message: "must be all, adapter or worker" })
     .default("all")

@@ -3,7 +3,9 @@
  * starts a private redis-server when `REDIS_URL` is unset, then runs the parts of `ROLE`
  * (`all`: adapters and worker; `adapter`; `worker`). SIGTERM and SIGINT stop it gracefully:
  * adapters stop taking messages, the worker finishes or hands back its jobs, connections close,
- * the local redis-server stops, and the process exits 0.
+ * the local redis-server stops, and the process exits 0. An answer still running after the
+ * worker's 30 s wait, or at a second signal, is marked interrupted: done again at the next start,
+ * and not counted as a crash (`ChatWorker.interrupt`).
  */
 import "dotenv/config";
 import { createAnthropicClient } from "./agent/client.js";
@@ -15,6 +17,7 @@ import {
   redisOrExit,
   startBot,
   stopOnSignals,
+  interruptAnswers,
   type RunningBot,
 } from "./app.js";
 import { secretValues } from "./config.js";
@@ -37,12 +40,18 @@ async function main(): Promise<void> {
   const started: { redis?: Awaited<ReturnType<typeof redisOrExit>>; bot?: Promise<RunningBot> } = {};
   // A signal during start-up also ends the platform calls in flight (startBot's `signal`).
   const startup = new AbortController();
-  stopOnSignals(async () => {
-    startup.abort();
-    const bot = await started.bot?.catch(() => undefined);
-    await bot?.stop();
-    await started.redis?.local?.stop();
-  }, log);
+  stopOnSignals(
+    async () => {
+      startup.abort();
+      const bot = await started.bot?.catch(() => undefined);
+      await bot?.stop();
+      await started.redis?.local?.stop();
+    },
+    log,
+    undefined,
+    // A second signal exits at once, the answers still running marked interrupted (not crashed) first.
+    () => interruptAnswers(started.bot),
+  );
   const redis = (started.redis = await redisOrExit(config, log));
   const starting = (started.bot = startBot({
     config,

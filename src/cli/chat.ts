@@ -35,7 +35,7 @@ import {
 import { createAnthropicClient } from "../agent/client.js";
 import { runAgent } from "../agent/loop.js";
 import { ApprovalStore } from "../approvals/store.js";
-import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals } from "../app.js";
+import { configOrExit, toolsOrExit, redisOrExit, startBot, stopOnSignals, interruptAnswers } from "../app.js";
 import { secretValues, type Config } from "../config.js";
 import { warnMisspelledVariables } from "../config-spelling.js";
 import { clearDemo } from "../demo/fresh.js";
@@ -264,13 +264,19 @@ async function chat(): Promise<void> {
       await redis.local?.stop();
     })());
   // Ctrl-C's notice comes after the answer being streamed (never inside it); a forced exit's at once.
-  stopOnSignals(stop, log, ({ forcing }) => {
-    if (forcing) screen.notice(localize(adapter.locale, SIGNAL_TEXT.forcing), { now: true });
-    else {
-      stoppingNotice = localize(adapter.locale, SIGNAL_TEXT.stopping);
-      void adapter.outbound.quiet().then(printStoppingNotice);
-    }
-  });
+  stopOnSignals(
+    stop,
+    log,
+    ({ forcing }) => {
+      if (forcing) screen.notice(localize(adapter.locale, SIGNAL_TEXT.forcing), { now: true });
+      else {
+        stoppingNotice = localize(adapter.locale, SIGNAL_TEXT.stopping);
+        void adapter.outbound.quiet().then(printStoppingNotice);
+      }
+    },
+    // The forced exit marks the answer being written as interrupted (not crashed) first, for 1 s at most.
+    () => interruptAnswers(starting),
+  );
   try {
     await starting;
   } catch (error) {

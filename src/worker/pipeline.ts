@@ -78,7 +78,9 @@ export const CHECKPOINT_TTL_SECONDS = 24 * 3600;
 
 /**
  * Attempts at one answer whose worker process died with them (a crash, memory exhausted, a kill)
- * before the next attempt skips it with an apology instead of running it again.
+ * before the next attempt skips it with an apology instead of running it again. A stop that gave
+ * up on the answer (SIGTERM or Ctrl-C whose wait ran out, a forced exit) is not one of them: it
+ * marks the answer interrupted (`ChatWorker.interrupt`, see `beginAttempt`).
  */
 export const CRASHES_BEFORE_SKIP = 2;
 
@@ -362,6 +364,13 @@ export function mayMove(conversation: ConversationRef): boolean {
  * A fresh attempt (the common case) writes no marker and clears none: should its process die,
  * BullMQ's own counts tell the next attempt ({@link JobAttempt.freshCrashed}), which then counts
  * that crash into the marker with its own start (`INCRBY 2`).
+ *
+ * An attempt a stop gave up on (`ChatWorker.interrupt` of `worker.ts`) takes back its share with
+ * one `DECR` and hands its job back without a stall or an attempt counted (BullMQ `moveToDelayed`):
+ * a resumed attempt had counted its own start, and a fresh one's is counted by the next attempt
+ * (`freshCrashed`, `attemptsStarted` 2 and `attemptsMade` 0 still), so either way the next start
+ * finds the crashes of before. Only an answer stopped in the instant between its job's start and
+ * its first read is counted one crash less (its `INCRBY` not yet done): it errs on retrying.
  * @throws {CrashLoopError} to skip it.
  */
 function beginAttempt(parts: AnswerParts, state: AnswerState): void {

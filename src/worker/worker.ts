@@ -12,6 +12,8 @@
  * worker processes, while different chats run in parallel (`WORKER_CONCURRENCY` per process).
  * A crashed worker's job stalls; BullMQ hands it to another worker, which resumes at the unpopped head;
  * a message whose processing crashed a worker twice is skipped there with an apology (`pipeline.ts`).
+ * A stop is not a crash: a stop that gives up on the answers still running hands them back marked
+ * interrupted ({@link ChatWorker.interrupt}), not counted toward that skip.
  * An inbox entry Redis cannot decode (a lone UTF-16 surrogate's escape, from an older version or
  * another writer) never stops the chat: the finish script pops it by its id without decoding it,
  * and an `unblock` job ({@link UNBLOCK_JOB}) takes up one left at the head without a job. So does
@@ -49,7 +51,7 @@ import { traceKey, tracePushLua } from "../trace/store.js";
 import { bullmqTelemetry } from "../telemetry/otel.js";
 import { answerMessage } from "./message.js";
 import type { AnswerServices, WorkerDeps } from "./deps.js";
-import { CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
+import { CHECKPOINT_TTL_SECONDS, CRASHES_BEFORE_SKIP, type AnswerParts } from "./pipeline.js";
 
 export { PROGRESS_TTL_SECONDS } from "./deliver.js";
 
@@ -94,12 +96,33 @@ export interface ChatWorker {
   /**
    * Stops taking jobs, lets the jobs in flight finish (BullMQ `close`; a chat with more messages
    * waiting is handed to a new job), and closes the worker's own queues. After `timeoutMs`
-   * (default 30 000 ms: a long answer, or Redis down) it force-closes, logging which of the two it
-   * was: unfinished jobs stall, and once their lock lapses BullMQ hands them to another worker (or
-   * this one's next start). Does not close `deps.redis`. Never throws.
+   * (default 30 000 ms: a long answer, or Redis down) it gives up on them, logging which of the two
+   * it was: with Redis up, the answers still running are first marked interrupted ({@link interrupt},
+   * at most {@link INTERRUPT_WAIT_MS}), so that the next attempt does them again without counting a
+   * crash; with Redis down, they stall, and once their lock lapses BullMQ hands them to another
+   * worker (or this one's next start), counted as a crash. Does not close `deps.redis`. Never throws.
    */
   close(timeoutMs?: number): Promise<void>;
+  /**
+   * Marks the chat answers this worker is still running as *interrupted*, for a stop that gives up
+   * on them (the graceful wait of {@link close} ran out, or a forced exit: a second Ctrl-C): for
+   * each, its job is moved back to the delayed set with its lock token (BullMQ `moveToDelayed`,
+   * which counts neither a stall nor an attempt), due in {@link LOCK_DURATION_MS} — when its lock
+   * would have lapsed — so that no other worker takes it up while this process exits; then what its
+   * attempt adds to the answer's crash marker is taken back (`DECR`). The next attempt does
+   * the answer again, and the skip after {@link CRASHES_BEFORE_SKIP} crashes counts only real ones.
+   * Each job is marked once; the answers themselves are not stopped (the process exits next).
+   * Bounded by `timeoutMs` (default {@link INTERRUPT_WAIT_MS}); never throws.
+   * @returns how many answers were marked (0 when Redis did not answer in time).
+   */
+  interrupt(timeoutMs?: number): Promise<number>;
 }
+
+/**
+ * How long a stop that gives up on the answers still running waits for them to be marked
+ * interrupted ({@link ChatWorker.interrupt}), in ms: two Redis round trips per answer, sent together.
+ */
+export const INTERRUPT_WAIT_MS = 1000;
 
 /**
  * KEYS: inbox, sent (or a placeholder of the chat), trace key of the chat.
@@ -290,13 +313,14 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
 
   const renewals = new TraceRenewals();
 
-  async function drain(job: Job<IncomingMessage>): Promise<void> {
+  async function drain(job: Job<IncomingMessage>, run: InFlight): Promise<void> {
     const parsed = IncomingMessageSchema.safeParse(job.data);
     if (!parsed.success) {
       throw new UnrecoverableError(
         `malformed chat job: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
       );
     }
+    run.data = parsed.data;
     const keys = conversationKeys(parsed.data);
     const trace = traceKey(parsed.data);
     const chat = conversationKey(parsed.data);
@@ -348,6 +372,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
           ? parsed.data
           : await redis.lindex(keys.inbox, 0);
     while (head !== null) {
+      run.head = head;
       const done = await answerMessage(parts, job, head);
       head = await finish(head, done.message?.messageId ?? "", done.counted, done.trace);
       if (head !== null && closing) {
@@ -420,15 +445,60 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
 
   metrics.workerConcurrency(config.WORKER_CONCURRENCY);
   let running = 0; // chat jobs in flight here (answers being written), for the shutdown's message
-  const counted = async (job: Job<IncomingMessage>): Promise<void> => {
+  // The same, with what `interrupt` needs (in memory only: nothing is written for it on the answer's path).
+  const inFlight = new Map<Job<IncomingMessage>, InFlight>();
+  const counted = async (job: Job<IncomingMessage>, token: string | undefined): Promise<void> => {
     running += 1;
+    const run: InFlight = { token, interrupted: false };
+    inFlight.set(job, run);
     try {
-      await drain(job);
+      await drain(job, run);
     } finally {
       running -= 1;
+      inFlight.delete(job);
     }
   };
-  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job) => metrics.activeJob(() => counted(job)), {
+
+  /** {@link ChatWorker.interrupt}: marks one running chat job; @returns whether it was marked. */
+  async function interruptOne(job: Job<IncomingMessage>, run: InFlight): Promise<boolean> {
+    const entry = run.head === undefined ? undefined : typeof run.head === "string" ? parseEntry(run.head) : run.head;
+    const at = { job: job.id, chat: run.data ? conversationKey(run.data) : undefined, messageId: entry?.messageId };
+    try {
+      // Handed back first: a job no longer this worker's (its lock lost) throws here, its count untouched.
+      await job.moveToDelayed(Date.now() + LOCK_DURATION_MS, run.token);
+      if (run.data && entry) {
+        // Takes back this attempt's share of the crash marker (`beginAttempt` of pipeline.ts).
+        const key = progressKeys(run.data, entry.messageId).crashes;
+        await redis.multi().decr(key).expire(key, CHECKPOINT_TTL_SECONDS).exec();
+      }
+      log.info(
+        at,
+        "stop: the answer being written is interrupted; the next attempt does it again (not counted as a crash)",
+      );
+      return true;
+    } catch (err) {
+      log.warn(
+        { ...at, err },
+        "stop: could not mark the answer being written as interrupted; it will count as a crash",
+      );
+      return false;
+    }
+  }
+
+  const interrupt = async (timeoutMs = INTERRUPT_WAIT_MS): Promise<number> => {
+    const due = [...inFlight].filter(([, run]) => !run.interrupted);
+    for (const [, run] of due) run.interrupted = true;
+    if (due.length === 0) return 0;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean[]>((resolve) => (timer = setTimeout(() => resolve([]), timeoutMs)));
+    const marked = await Promise.race([Promise.all(due.map(([job, run]) => interruptOne(job, run))), late]);
+    clearTimeout(timer);
+    if (marked.length === 0)
+      log.warn({ timeoutMs }, "stop: marking the answers being written as interrupted took too long");
+    return marked.filter(Boolean).length;
+  };
+
+  const chats = new Worker<IncomingMessage>(CHATS_QUEUE, (job, token) => metrics.activeJob(() => counted(job, token)), {
     connection: deps.redis,
     prefix: bullPrefix(deps.redis, CHATS_QUEUE, deps.prefix),
     concurrency: config.WORKER_CONCURRENCY,
@@ -440,10 +510,11 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   const warnEvery10s = throttled(10_000);
   /**
    * A BullMQ worker's error: a warning, but for the connection closing under a job cut short at
-   * shutdown (the process closes Redis after the worker; the job goes back to the queue anyway).
+   * shutdown (the process closes Redis after the worker; the job goes back to the queue anyway), and
+   * for the lock of a job the shutdown handed back ({@link ChatWorker.interrupt}: it is gone, by design).
    */
   const workerError = (name: string) => (err: Error) => {
-    if (closing && isConnectionClosed(err))
+    if (closing && (isConnectionClosed(err) || isLockLost(err)))
       log.debug({ err: { message: err.message } }, `${name}: ${err.message} (shutting down)`);
     else warnEvery10s(() => log.warn({ err: { message: err.message } }, `${name}: ${err.message}`));
   };
@@ -499,6 +570,7 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   return {
     chats,
     queues,
+    interrupt,
     async waitUntilReady() {
       await Promise.all([...all.map((w) => w.waitUntilReady()), parts.stops?.ready()]);
     },
@@ -509,7 +581,10 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
       if ((await Promise.race([graceful, late])) === "late") {
         const seconds = Math.round(timeoutMs / 100) / 10;
-        if (!(await answersPing(deps.redis, 1000)))
+        const up = await answersPing(deps.redis, 1000);
+        // A stop is not a crash: what is given up on here is marked interrupted before it goes.
+        const interrupted = up ? await interrupt() : 0;
+        if (!up)
           log.warn(
             { timeoutMs, running },
             `shutdown: the jobs in flight did not finish within ${seconds} s and Redis is unreachable; closing anyway: ` +
@@ -517,11 +592,18 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
           );
         else {
           const what = running === 0 ? "jobs are" : running === 1 ? "1 answer is" : `${running} answers are`;
+          // What could not be marked (a job whose lock was lost, Redis too slow) stalls, counted as a crash.
+          const how =
+            running === 0
+              ? `goes back to the queue once its lock lapses (${LOCK_DURATION_MS / 1000} s)`
+              : interrupted >= running
+                ? `goes back to the queue in ${LOCK_DURATION_MS / 1000} s, marked interrupted (not a crash),`
+                : `goes back to the queue (${interrupted} of ${running} marked interrupted; the rest once its lock lapses, ` +
+                  "counted as a crash)";
           log.warn(
-            { timeoutMs, running },
+            { timeoutMs, running, interrupted },
             `shutdown: ${what} still running after ${seconds} s; stopping ${running === 1 ? "it" : "them"} now: ` +
-              `what is cut short goes back to the queue once its lock lapses (${LOCK_DURATION_MS / 1000} s) ` +
-              "and is done again by the next worker to start, or by another one running now",
+              `what is cut short ${how} and is done again by the next worker to start, or by another one running now`,
           );
         }
         await Promise.race([
@@ -542,6 +624,18 @@ export function startWorker(deps: WorkerDeps, features: readonly Feature[]): Cha
   };
 }
 
+/** A chat job running in this worker: what {@link ChatWorker.interrupt} needs to mark it. */
+interface InFlight {
+  /** Its BullMQ lock token. */
+  token: string | undefined;
+  /** The job's message (its chat), once checked. */
+  data?: IncomingMessage;
+  /** The inbox entry being answered (the job's data, or an entry read from the inbox). */
+  head?: string | IncomingMessage;
+  /** Set once `interrupt` took it: each job is marked once. */
+  interrupted: boolean;
+}
+
 /** True when `redis` answers a PING within `ms`. Never throws. */
 async function answersPing(redis: WorkerDeps["redis"], ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -557,6 +651,11 @@ async function answersPing(redis: WorkerDeps["redis"], ms: number): Promise<bool
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** True for BullMQ's error of a job whose lock is gone: it failed to renew it, or to finish the job with it. */
+function isLockLost(err: Error): boolean {
+  return /could not renew lock|Missing lock|not in the active/i.test(err.message);
 }
 
 /** True for the error of a command on a Redis connection that was closed (ioredis' "Connection is closed."). */

@@ -256,7 +256,7 @@ describe("worker", () => {
         level: 40,
         msg:
           "shutdown: 1 answer is still running after 0.3 s; stopping it now: what is cut short goes back to the queue " +
-          "once its lock lapses (6 s) and is done again by the next worker to start, or by another one running now",
+          "in 6 s, marked interrupted (not a crash), and is done again by the next worker to start, or by another one running now",
       },
     ]);
     expect(closed.chats.isRunning()).toBe(false);

@@ -1201,7 +1201,7 @@ describe("a reminder or a task paused in the console, seen by its owner through 
     );
     expect(listing.text).not.toContain("你在這裡沒有設定提醒");
     expect(listing.text).toContain("#1 吃藥 — 已由機器人管理者暫停");
-    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:c:"));
+    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:cl:"));
     expect(cancel?.text).toBe("❌ 取消 #1");
     const toast = await tg.toast(
       tg.pressButton({ from: alice, message: listing, data: cancel!.callback_data! }),
@@ -1258,7 +1258,7 @@ describe("a reminder or a task paused in the console, seen by its owner through 
     expect(tg.buttons(listing).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
     // A resume press made up from the cancel button's data is refused: the operator's pause stands.
     const cancel = tg.buttons(listing)[0]!.callback_data!;
-    const resume = cancel.replace(/^tk:c:/, "tk:r:");
+    const resume = cancel.replace(/^tk:cl:/, "tk:rl:");
     expect(resume).not.toBe(cancel);
     expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: resume }), 20_000)).toBe(
       "排程任務 #1 由機器人管理者暫停，只有管理者可以繼續（你可以取消它）。",

@@ -614,4 +614,12 @@ it("issue 39: a group reminder whose owner left pauses at its next occurrence, t
   );
   expect(await listReminders(redis, owner)).toEqual([]);
   expect(await listReminders(redis, { platform: "telegram", userId: "8903" })).toHaveLength(1);
+  // The notice is no list: its button is dropped.
+  await tg.waitFor(() => tg.buttons(notice).length === 0, WAIT, "the notice's button dropped");
+  // Pia cancels Quinn's from her admin list: it is edited to the group's reminders as they are now (none).
+  const quinns = tg.buttons(all)[0]!.callback_data!;
+  expect(quinns).toMatch(/^rm:cg:8903\.1$/);
+  expect(await toast(tg.pressButton({ from: pia, message: all, data: quinns }))).toBe("已取消 Quinn 的提醒 #1。");
+  await tg.waitFor(() => all.text === "這個群組沒有提醒。", WAIT, "the admin list edited");
+  expect(tg.buttons(all)).toEqual([]);
 });

@@ -450,7 +450,9 @@ it("/tasks answers ephemerally with pause/resume and cancel buttons for the aske
   expect(buttons.map((c) => c.label)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
   // Pause: the pressed list itself is updated (UPDATE_MESSAGE): the notice on top, #1 paused, Resume for Pause.
   const paused = await updated(dc.clickEphemeralButton(pia, listed, buttons[0]!.custom_id));
-  expect(paused.content).toBe("已暫停排程任務 #1（/tasks 可以繼續）。\n\n你在這裡的排程任務：\n#1 weekly report — 已暫停，每週");
+  expect(paused.content).toBe(
+    "已暫停排程任務 #1（/tasks 可以繼續）。\n\n你在這裡的排程任務：\n#1 weekly report — 已暫停，每週",
+  );
   expect(paused.buttons.map((c) => c.label)).toEqual(["▶️ 繼續 #1", "❌ 取消 #1"]);
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
   const again = dc.slashCommand(pia, "tasks", { channelId: dc.channelId });

@@ -441,6 +441,37 @@ describe("refusals", () => {
     await access.deny(paired.code);
   });
 
+  it("approving a code approved already says so, with whom it let in and when; it grants nothing again", async () => {
+    const { cookie, csrf } = await login(stack.base);
+    const access = new AccessStore(redis);
+    const paired = (await access.pair({ platform: "telegram", userId: "558", chatId: "558", userName: "Z" })) as {
+      code: string;
+    };
+    const approve = () =>
+      fetch(`${stack.base}/admin/access/approve`, {
+        ...form({ code: paired.code, csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        redirect: "manual",
+      });
+    expect((await approve()).status).toBe(303);
+    expect(await access.approvedCode(paired.code)).toMatchObject({ userId: "558", by: "console" });
+    await access.revokeUser("telegram:558");
+    const again = await approve();
+    const location = new URL(again.headers.get("location") ?? "", stack.base);
+    expect(Object.fromEntries(location.searchParams)).toEqual({
+      notice: "approvedAlready",
+      who: "telegram:558",
+      when: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d$/),
+    });
+    expect(noticeText("en", location.searchParams)).toBe(
+      `That pairing code was approved already: telegram:558, on ${location.searchParams.get("when")}.`,
+    );
+    expect(noticeText("zh-TW", location.searchParams)).toBe(
+      `這個配對碼已經核准過了：telegram:558，於 ${location.searchParams.get("when")}。`,
+    );
+    expect(await access.hasUser("telegram:558")).toBe(false);
+  });
+
   it("says why it refused in the console's language (zh-TW or English), never mixing the two", async () => {
     const zh = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN, BOT_LOCALE: "zh-TW" });
     try {

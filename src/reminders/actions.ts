@@ -58,7 +58,10 @@ export interface PressAnswer {
   notice: string;
   /** When set, edit the pressed message to this plain text without buttons. */
   closeText?: string;
-  /** True when a `/reminders` cancel button cancelled its reminder (the adapter drops that button). */
+  /**
+   * True when a cancel button cancelled its reminder: a list's (`listing` then shows the list) or one
+   * outside a list (a paused reminder's notice: the adapter drops that button).
+   */
   cancelled?: boolean;
   /**
    * The pressed `/reminders` list as it is now (the cancelled reminder gone, the others with their

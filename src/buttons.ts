@@ -2,7 +2,8 @@
  * Button presses, routed in one place for every adapter: an adapter hands over what was pressed
  * (the button's `callback_data` / `custom_id`, who pressed, where) and renders the answer —
  * a notice for the presser, and what to do with the pressed message (close it, drop the pressed
- * button, remove every button). It never parses a button's data itself.
+ * button, remove every button, show a pressed `/reminders` or `/tasks` list as it is now). It never
+ * parses a button's data itself.
  *
  * A press goes to the feature that owns its data's prefix (`Feature.buttons` in `src/feature.ts`,
  * the list in `src/features.ts`): `ap:` and `pm:` approvals (a prompt's approve / decline / always

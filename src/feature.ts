@@ -102,6 +102,16 @@ export interface ButtonAnswer {
   /** Show this in place of the pressed message, buttons included (a settings listing after a change). */
   replaceWith?: ButtonListing;
   /**
+   * The pressed list as it is now (a `/reminders` or `/tasks` list after a cancel, pause or resume:
+   * the cancelled item gone, a paused task with its Resume button, the other items' buttons kept).
+   * Telegram edits the pressed message to it (`editMessageText`), or, when the list is split over
+   * several messages, only its buttons (`editMessageReplyMarkup`); Discord updates the pressed
+   * ephemeral list with the notice on top (interaction response type 7, `UPDATE_MESSAGE`); LINE,
+   * which cannot edit a message, replies with the notice and the list with its quick-reply buttons.
+   * Takes the place of {@link dropButton}.
+   */
+  listing?: ButtonListing;
+  /**
    * True when the press could not be handled now (Redis unreachable): `notice` says to press again; an adapter may
    * word it as its other "try again" answers.
    */

@@ -26,6 +26,7 @@ import {
   type ChatInputCommandInteraction,
   type InteractionEditReplyOptions,
   type InteractionReplyOptions,
+  type InteractionUpdateOptions,
   type RepliableInteraction,
 } from "discord.js";
 import type { AdapterContext } from "../../src/adapter.js";
@@ -95,7 +96,12 @@ export class DiscordInteractions {
   /**
    * A press on one of the bot's buttons (approval, reminder, `/permissions`, `/memory`): the core decides; the
    * notice (plain, shown as it is: {@link plainContent}) is the ephemeral reply, and a reminder closed by the press is edited to its outcome
-   * without buttons (not an ephemeral `/reminders` list, which only its interaction could edit).
+   * without buttons. A press on a `/reminders` or `/tasks` list's button (an ephemeral reply) updates that
+   * list in place instead, to the notice and the list as it is now (`ButtonAnswer.listing`; interaction
+   * response type 7, `UPDATE_MESSAGE`,
+   * https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-response-object-interaction-callback-type);
+   * when the answer took longer than {@link DEFER_AFTER_MS}, the reply was deferred as a new ephemeral
+   * message, which then shows them (the pressed list stays as it was).
    * Data that is none of the bot's buttons is left unanswered.
    */
   async onButton(interaction: ButtonInteraction): Promise<void> {
@@ -118,6 +124,13 @@ export class DiscordInteractions {
         return tryAgain(
           await this.context.commands.localeOf({ platform: "discord", chatId: interaction.channelId }, locale),
         );
+      // A `/reminders` or `/tasks` list's button: the pressed list, as it is now, with the notice on top.
+      if (answer.listing)
+        return {
+          text: `${plainContent(answer.notice)}\n\n${answer.listing.text}`,
+          buttons: answer.listing.buttons ?? [],
+          update: true,
+        };
       // A settings change: the listing as it is now (with its buttons) is the ephemeral reply. A
       // notice is plain text, with names and texts people chose ("only **Eve** can decide"): shown as it is.
       return answer.replaceWith ?? plainContent(answer.notice);
@@ -142,7 +155,10 @@ export class DiscordInteractions {
    * the interaction is deferred first (so Discord's 3 s limit is met) and the reply edited in.
    * Unknown interaction (10062) and already acknowledged (40060) are logged, not thrown.
    */
-  async #answer(interaction: RepliableInteraction, compute: () => Promise<string | CommandReply>): Promise<void> {
+  async #answer(
+    interaction: RepliableInteraction,
+    compute: () => Promise<string | (CommandReply & { update?: boolean })>,
+  ): Promise<void> {
     const pending = compute().then((r) => (typeof r === "string" ? { text: r } : r));
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), DEFER_AFTER_MS)));
@@ -156,6 +172,15 @@ export class DiscordInteractions {
           editReplyPayload(interaction, {
             content: fit(reply.text),
             components: buttonRows(reply) as never,
+            allowedMentions: { parse: [] },
+          }),
+        );
+      } else if (first.update && interaction.isButton()) {
+        // The pressed message (an ephemeral list) itself, edited: `UPDATE_MESSAGE`.
+        await interaction.update(
+          updatePayload(interaction, {
+            content: fit(first.text),
+            components: buttonRows(first) as never,
             allowedMentions: { parse: [] },
           }),
         );
@@ -244,6 +269,14 @@ function buttonRows(reply: CommandReply): Record<string, unknown>[] {
 /** The payload of `interaction.reply(options)` without `enforce_nonce` (see the module comment). */
 export function replyPayload(interaction: RepliableInteraction, options: InteractionReplyOptions): MessagePayload {
   return without(MessagePayload.create(interaction, options), ["enforce_nonce"]);
+}
+
+/**
+ * The payload of a button interaction's `update(options)` (response type 7, `UPDATE_MESSAGE`) without
+ * `enforce_nonce` and `tts` (see the module comment).
+ */
+export function updatePayload(interaction: ButtonInteraction, options: InteractionUpdateOptions): MessagePayload {
+  return without(MessagePayload.create(interaction, options), ["enforce_nonce", "tts"]);
 }
 
 /** The payload of `interaction.editReply(options)` without `enforce_nonce` and `tts` (see the module comment). */

@@ -25,7 +25,7 @@ import { redact, type Logger } from "../../src/log.js";
 import { supportedMedia } from "../../src/media/refusal.js";
 import type { Destination, NoticeButton } from "../../src/outbound.js";
 import { PlatformRefusedError } from "../../src/outbound-errors.js";
-import { plainLine } from "../../src/plain-text.js";
+import { markdownLiteral, plainLine } from "../../src/plain-text.js";
 import {
   IncomingMessageSchema,
   MAX_INCOMING_TEXT,
@@ -433,7 +433,9 @@ export class LineAdapter implements Adapter {
    * (`displayText`) and the worker's answer follows, with this press's reply token while it is
    * valid (the message's own token was spent on the prompt), else as a push; after "always allow"
    * that answer starts with the grant's line (the tool always allowed, for how long, how to revoke),
-   * so the notice costs no reply token of its own. The pressed message cannot be changed on LINE.
+   * so the notice costs no reply token of its own. The pressed message cannot be changed on LINE: a
+   * press on a `/reminders` or `/tasks` list's button (quick-reply buttons, gone once one is pressed)
+   * is answered with the notice and the list as it is now, with the buttons of what is left in it.
    */
   async #press(data: string, at: LineBase): Promise<void> {
     const context = this.#context!;
@@ -451,6 +453,10 @@ export class LineAdapter implements Adapter {
         : {}),
     });
     if (answer.replaceWith) return this.#reply(at, answer.replaceWith.text, answer.replaceWith.buttons);
+    // A `/reminders` or `/tasks` list's button: the notice, then the list as it is now with its buttons
+    // (the pressed list cannot be edited, and its quick-reply buttons went with the press).
+    if (answer.listing)
+      return this.#reply(at, `${markdownLiteral(answer.notice)}\n\n${answer.listing.text}`, answer.listing.buttons);
     if (answer.removeButtons) return;
     // A notice and a closed reminder's text are plain: a name or a reminder's text shows as it is.
     const text = answer.closeText ?? answer.notice;

@@ -3,7 +3,7 @@
  * `adapter.ts`): a message is ignored, hinted at, run as a command, recorded as an album item,
  * or queued (`inbound.ts` decides which); a button press is routed by the core (`context.press`, `pressButton` of
  * `src/buttons.ts`) and its answer rendered here — a toast, the keyboard removed, a reminder
- * closed, a button dropped from a list.
+ * closed, a button dropped, a pressed `/reminders` or `/tasks` list shown as it is now.
  *
  * Order: grammY's long polling hands over one update at a time and fetches the next ones only
  * when the handler returns, so a handler that waits holds every chat. Each conversation (a chat,
@@ -17,7 +17,8 @@
  * {@link TelegramUpdates.settled} waits for the detached work (the adapter's `stop`).
  *
  * Bot API sources: https://core.telegram.org/bots/api#answercallbackquery,
- * https://core.telegram.org/bots/api#editmessagereplymarkup, https://core.telegram.org/bots/api#getchatmember,
+ * https://core.telegram.org/bots/api#editmessagereplymarkup, https://core.telegram.org/bots/api#editmessagetext,
+ * https://core.telegram.org/bots/api#getchatmember,
  * https://core.telegram.org/bots/api#setmycommands.
  */
 import type { Bot, Context } from "grammy";
@@ -36,13 +37,14 @@ import {
   type IncomingMessage,
 } from "../../src/queue/incoming.js";
 import { STOP_BUTTON_PREFIX } from "../../src/stop/stops.js";
-import { isHarmless } from "./api.js";
+import { isEntityError, isHarmless } from "./api.js";
 import { botCommands } from "./commands.js";
 import { markdownToTelegramHtml } from "./html.js";
 import { classifyMessage, type InboundDecision, type IncomingMessageBase } from "./inbound.js";
 import { isUnauthorized } from "./polling.js";
 import type { TelegramOutbound } from "./outbound.js";
 import { replyPlace } from "./place.js";
+import { htmlToPlain, planChunks, TELEGRAM_TEXT_LIMIT } from "./split.js";
 
 /** The handlers of one bot's updates; see the module comment. */
 export class TelegramUpdates {
@@ -325,6 +327,8 @@ export class TelegramUpdates {
         .catch((error: unknown) =>
           this.log.warn({ error: redact(String(error)) }, "telegram: could not close the pressed message"),
         );
+    } else if (answer.listing) {
+      await this.#showList(ref, message, answer.listing);
     } else if (answer.dropButton) {
       const rows = (message.reply_markup?.inline_keyboard ?? [])
         .map((row) => row.filter((b) => !("callback_data" in b) || b.callback_data !== data))
@@ -334,6 +338,53 @@ export class TelegramUpdates {
         .catch((error: unknown) =>
           this.log.debug({ error: redact(String(error)) }, "telegram: could not drop the pressed button"),
         );
+    }
+  }
+
+  /**
+   * Shows a pressed `/reminders` or `/tasks` list as it is now (`ButtonAnswer.listing`). When the
+   * pressed message is the whole list (its text has the list's first line, or the list is now
+   * empty) and the list still fits one message (4096 UTF-16 units of visible text, `planChunks`),
+   * the message is edited to it with its buttons (Bot API `editMessageText` with `reply_markup`;
+   * plain text when Telegram rejects the HTML). A list split over several messages (the pressed one
+   * is its last part, under which the buttons are), or one that has grown past one message, keeps
+   * its text: only its buttons are replaced (`editMessageReplyMarkup`), so the cancelled item's
+   * buttons go and a paused task's Pause becomes Resume; `/reminders` or `/tasks` again shows the
+   * current text. Failures ("message is not modified", a message too old to edit) are logged, never thrown.
+   */
+  async #showList(
+    ref: { chatId: string; messageId: string },
+    pressed: { text?: string },
+    listing: { text: string; buttons?: { label: string; data: string }[] },
+  ): Promise<void> {
+    const buttons = listing.buttons ?? [];
+    const keyboard = {
+      inline_keyboard: buttons.slice(0, MAX_KEYBOARD_BUTTONS).map((b) => [{ text: b.label, callback_data: b.data }]),
+    };
+    const chunks = planChunks(listing.text, TELEGRAM_TEXT_LIMIT);
+    const firstLine = htmlToPlain(chunks[0]?.html ?? "").split("\n")[0] ?? "";
+    const whole = chunks.length === 1 && (buttons.length === 0 || (pressed.text ?? "").startsWith(firstLine));
+    const { api } = this.bot;
+    try {
+      if (!whole) {
+        await api.editMessageReplyMarkup(ref.chatId, Number(ref.messageId), { reply_markup: keyboard });
+        return;
+      }
+      try {
+        await api.editMessageText(ref.chatId, Number(ref.messageId), chunks[0]!.html, {
+          parse_mode: "HTML",
+          reply_markup: keyboard,
+          link_preview_options: { is_disabled: true },
+        });
+      } catch (error) {
+        if (!isEntityError(error)) throw error;
+        await api.editMessageText(ref.chatId, Number(ref.messageId), chunks[0]!.plain, {
+          reply_markup: keyboard,
+          link_preview_options: { is_disabled: true },
+        });
+      }
+    } catch (error) {
+      this.log.debug({ error: redact(String(error)) }, "telegram: could not show the pressed list as it is now");
     }
   }
 

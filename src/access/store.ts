@@ -18,6 +18,10 @@
  * - `access:{access}:turned:<platform>`: hash of what was turned away in the last day, for
  *   `npm run access -- list`: `limited` (requests over the per-user limit), `flooded` (new strangers
  *   refused by the platform's hourly limit), `since` (ms of the first count; the hash expires a day later);
+ * - `access:{access}:approved:<CODE>`: an approved code's record (JSON {@link ApprovedCode}: whom it let in,
+ *   who approved it, when), written in the same `MULTI` that approves, kept {@link APPROVED_CODE_TTL_SECONDS}
+ *   (a day) so that approving it again is answered "already approved (whom, by whom, when)" rather
+ *   than "mistyped or expired". It is only read for that answer: it never grants anything;
  * - `access:{access}:told:<what>:<platform>:<id>`: "said once today" marks;
  * - `access:{access}:notice:<what>:<conversation>`: when a notice was last said there (ms, by the
  *   clock of the process that said it), kept as long as its window ({@link AccessStore.noticeDue}).
@@ -68,10 +72,42 @@ export const PairingSchema = z.object({
 /** See {@link PairingSchema}. */
 export type Pairing = z.output<typeof PairingSchema>;
 
+/**
+ * How long an approved code's record is kept, in seconds (a day): longer than a code is valid
+ * ({@link PAIRING_TTL_MS}, an hour), so an admin who tries a code again the next morning, or a
+ * second admin who approves it after the first, is told it was approved, and by whom.
+ */
+export const APPROVED_CODE_TTL_SECONDS = 86_400;
+
+/**
+ * An approved pairing code ({@link AccessStore.approvedCode}): the code, whom it let in (platform,
+ * user id, name), who approved it (`by`: the approver's `platform:userId`, `cli` for
+ * `npm run access`, `console` for the web console) with their name when known (`byName`), and
+ * when (`at`, ms since the epoch). Decoded with this schema when read back from Redis.
+ */
+export const ApprovedCodeSchema = z.object({
+  code: z.string(),
+  platform: z.string(),
+  userId: z.string(),
+  userName: z.string(),
+  by: z.string(),
+  byName: z.string().optional(),
+  at: z.number(),
+});
+
+/** See {@link ApprovedCodeSchema}. */
+export type ApprovedCode = z.output<typeof ApprovedCodeSchema>;
+
 const TAG = "{access}";
 /** Platforms strangers pair on. */
 const PAIRING_PLATFORMS = ["telegram", "discord", "line"] as const;
 const key = (...parts: string[]) => ["access", TAG, ...parts].join(":");
+
+/** A pairing code as typed, upper case without spaces and dashes; undefined when it cannot be one. */
+function normalCode(raw: string): string | undefined {
+  const code = raw.toUpperCase().replace(/[\s-]/g, "");
+  return new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code) ? code : undefined;
+}
 
 /**
  * KEYS: codeof (the stranger's code), pending (sorted set), code key of the new code, asked (the
@@ -291,24 +327,53 @@ export class AccessStore {
   }
 
   /**
-   * Approves a pairing code (case-insensitive, spaces and dashes ignored): grants the user and
-   * removes the code.
-   * @returns the approved pairing, or undefined when no such code is pending (unknown or expired).
+   * Approves a pairing code (case-insensitive, spaces and dashes ignored): grants the user, removes
+   * the code and records it as approved (`by`, `byName`, now) for {@link APPROVED_CODE_TTL_SECONDS},
+   * all in one `MULTI`. Only a pending code approves: an approved, denied or expired one never again.
+   * @param by - who approves: their `platform:userId`, `cli` (`npm run access`) or `console` (the web console).
+   * @param byName - the approver's name, when known.
+   * @returns the approved pairing, or undefined when no such code is pending (unknown, expired or
+   *   approved already: {@link approvedCode} tells the last).
+   * @throws when Redis fails.
    */
-  async approve(rawCode: string): Promise<Pairing | undefined> {
-    const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
-    if (!new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code)) return undefined;
+  async approve(rawCode: string, by = "cli", byName?: string): Promise<Pairing | undefined> {
+    const code = normalCode(rawCode);
+    if (!code) return undefined;
     const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
     if (!pairing) return undefined;
     // A code taken out of the pending set is no longer pending, though its record waits for its expiry.
     if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;
-    await this.#redis
+    const approved: ApprovedCode = {
+      code,
+      platform: pairing.platform,
+      userId: pairing.userId,
+      userName: pairing.userName,
+      by,
+      ...(byName ? { byName } : {}),
+      at: Date.now(),
+    };
+    const results = await this.#redis
       .multi()
+      .zrem(key("pending", pairing.platform), code)
       .sadd(AccessStore.usersKey, `${pairing.platform}:${pairing.userId}`)
       .del(key("code", code), key("codeof", pairing.platform, pairing.userId))
-      .zrem(key("pending", pairing.platform), code)
+      .set(key("approved", code), JSON.stringify(approved), "EX", APPROVED_CODE_TTL_SECONDS)
       .exec();
+    // Another approval of the same code got there first (its ZREM took it out of the pending set).
+    if (results?.[0]?.[1] === 0) return undefined;
     return pairing;
+  }
+
+  /**
+   * The record of an approved pairing code (read as {@link approve} reads a code), for the answer
+   * to approving it again; undefined when the code was not approved in the last
+   * {@link APPROVED_CODE_TTL_SECONDS} (or its record is unreadable: logged). Grants nothing.
+   * @throws when Redis fails.
+   */
+  async approvedCode(rawCode: string): Promise<ApprovedCode | undefined> {
+    const code = normalCode(rawCode);
+    if (!code) return undefined;
+    return decodeRecord(ApprovedCodeSchema, await this.#redis.get(key("approved", code)), "approved code", this.#log);
   }
 
   /**
@@ -317,8 +382,8 @@ export class AccessStore {
    * @returns the denied pairing, or undefined when no such code is pending.
    */
   async deny(rawCode: string): Promise<Pairing | undefined> {
-    const code = rawCode.toUpperCase().replace(/[\s-]/g, "");
-    if (!new RegExp(`^[${PAIRING_ALPHABET}]{${PAIRING_CODE_LENGTH}}$`).test(code)) return undefined;
+    const code = normalCode(rawCode);
+    if (!code) return undefined;
     const pairing = decodeRecord(PairingSchema, await this.#redis.get(key("code", code)), "pairing", this.#log);
     if (!pairing) return undefined;
     if ((await this.#redis.zscore(key("pending", pairing.platform), code)) === null) return undefined;

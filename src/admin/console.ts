@@ -438,9 +438,21 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
       case "/admin/access/deny": {
         const code = (form.get("code") ?? "").slice(0, 32);
         const approve = path.endsWith("approve");
-        const pairing = approve ? await access.approve(code) : await access.deny(code);
+        const pairing = approve ? await access.approve(code, "console") : await access.deny(code);
         const who = pairing ? `${pairing.platform}:${pairing.userId}` : undefined;
-        audit(actor, approve ? "pairing.approve" : "pairing.deny", { user: who }, pairing ? "ok" : "no such code");
+        // A code approved before (here, with /approve or npm run access): whom it let in and when.
+        const before = !pairing && approve ? await access.approvedCode(code) : undefined;
+        audit(
+          actor,
+          approve ? "pairing.approve" : "pairing.deny",
+          { user: who ?? (before ? `${before.platform}:${before.userId}` : undefined) },
+          pairing ? "ok" : before ? "approved already" : "no such code",
+        );
+        if (before)
+          return back("access", "approvedAlready", {
+            who: `${before.platform}:${before.userId}`,
+            when: DateTime.fromMillis(before.at, { zone: config.TIMEZONE }).toFormat("yyyy-MM-dd HH:mm"),
+          });
         if (!pairing) return back("access", "noPairing");
         if (!approve) return back("access", "denied", { who: who! });
         let told = false;
@@ -992,6 +1004,7 @@ const NOTICE_PARAMS: Record<string, RegExp> = {
   scope: /^(?:personal|group)$/,
   files: /^\d{1,6}$/,
   id: /^\d{1,12}$/,
+  when: /^\d{4}-\d\d-\d\d \d\d:\d\d$/,
   outcome: /^(?:already paused|not paused|ended|no tasks queue here|no reminders queue here)$/,
 };
 
@@ -1011,6 +1024,10 @@ const OUTCOMES: Record<string, Localized> = {
  */
 const NOTICES = {
   noPairing: { "zh-TW": "沒有這個待核准的配對碼（可能已過期）。", en: "No such pending pairing code (expired?)." },
+  approvedAlready: {
+    "zh-TW": "這個配對碼已經核准過了：{who}，於 {when}。",
+    en: "That pairing code was approved already: {who}, on {when}.",
+  },
   denied: { "zh-TW": "已拒絕 {who}。", en: "Denied {who}." },
   approvedTold: { "zh-TW": "已核准 {who}，並已通知對方。", en: "Approved {who}; they were told." },
   approved: {

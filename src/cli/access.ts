@@ -21,7 +21,7 @@
 import { envListOf, parsePrincipal } from "../access/policy.js";
 import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
-import { COMMAND_TEXT } from "../commands/catalog.js";
+import { approvedAlreadyText, COMMAND_TEXT } from "../commands/catalog.js";
 import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { type Config } from "../config.js";
 import { englishCount, localize } from "../i18n.js";
@@ -98,8 +98,14 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
       return 0;
     }
     case "approve": {
-      const pairing = await store.approve(arg!);
+      const pairing = await store.approve(arg!, "cli");
       if (!pairing) {
+        // Approved before (here, by an admin's /approve or in the web console): said so; nothing is done again.
+        const approved = await store.approvedCode(arg!);
+        if (approved) {
+          io.err(approvedAlreadyText("en", approved, config.TIMEZONE));
+          return 1;
+        }
         io.err(
           `No pending pairing code "${arg!.slice(0, 16)}" (mistyped, or expired: codes are valid for 1 hour). See: npm run access -- list`,
         );

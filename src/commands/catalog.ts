@@ -4,9 +4,12 @@
  * `feature.ts` (`Feature.commands`, `src/feature.ts`). The adapters expose whatever
  * {@link allCommands} holds (see `command.ts`).
  */
+import { DateTime } from "luxon";
 import { envListOf, isAdmin, userPrincipal } from "../access/policy.js";
+import type { ApprovedCode } from "../access/store.js";
+import { plainLine } from "../plain-text.js";
 import { FEATURES } from "../features.js";
-import { localize, type Localized } from "../i18n.js";
+import { localize, type Locale, type Localized } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
 import type { Command, CommandInvocation, CommandServices } from "./command.js";
 import { formatHelp, type HelpCommand } from "./help.js";
@@ -37,6 +40,12 @@ export const COMMAND_TEXT = {
     en: "No pending pairing code “{code}” (mistyped, or expired: codes are valid for 1 hour).",
   },
   approved: { "zh-TW": "已核准 {name}（{who}）。", en: "Approved {name} ({who})." },
+  approvedAlready: {
+    "zh-TW": "配對碼「{code}」已經核准過了：{name}（{who}）已於 {when} 由 {by} 核准。",
+    en: "Pairing code “{code}” was approved already: {name} ({who}), by {by} on {when}.",
+  },
+  approvedByCli: { "zh-TW": "命令列（npm run access）", en: "the command line (npm run access)" },
+  approvedByConsole: { "zh-TW": "網頁管理介面", en: "the web console" },
   approvedNotifyFailed: {
     "zh-TW": "已核准 {name}（{who}），但無法通知對方：{reason}",
     en: "Approved {name} ({who}), but could not tell them: {reason}",
@@ -188,8 +197,13 @@ const LAST: readonly Command[] = [
       const code = inv.args.trim();
       if (inv.chatKind !== "dm") return localize(inv.locale, COMMAND_TEXT.approveDmOnly);
       if (code === "") return localize(inv.locale, COMMAND_TEXT.approveUsage);
-      const pairing = await services.gate.access.approve(code);
-      if (!pairing) return localize(inv.locale, COMMAND_TEXT.approveUnknown, { code: code.slice(0, 16) });
+      const pairing = await services.gate.access.approve(code, userPrincipal(inv), inv.userName);
+      if (!pairing) {
+        // Approved before (by this admin or another, here or elsewhere): said so, with whom, by whom and when.
+        const approved = await services.gate.access.approvedCode(code);
+        if (approved) return approvedAlreadyText(inv.locale, approved, services.config.TIMEZONE);
+        return localize(inv.locale, COMMAND_TEXT.approveUnknown, { code: code.slice(0, 16) });
+      }
       const who = userPrincipal(pairing);
       services.log.info({ who, by: userPrincipal(inv) }, "pairing approved");
       try {
@@ -275,4 +289,27 @@ export function findCommand(name: string, platform?: string): CommandInfo | unde
 /** The commands exposed on `platform`. */
 export function commandsFor(platform: string): CommandInfo[] {
   return allCommands().filter((c) => !c.platforms || c.platforms.includes(platform as never));
+}
+
+/**
+ * The answer to approving a code that was approved already (`AccessStore.approvedCode`): the code,
+ * whom it let in, who approved it (an admin's name and `platform:id`, the command line, the web
+ * console) and when, in `timezone` (`yyyy-MM-dd HH:mm`). Names are written as one plain line each.
+ */
+export function approvedAlreadyText(locale: Locale, approved: ApprovedCode, timezone: string): string {
+  const by =
+    approved.by === "cli"
+      ? localize(locale, COMMAND_TEXT.approvedByCli)
+      : approved.by === "console"
+        ? localize(locale, COMMAND_TEXT.approvedByConsole)
+        : approved.byName
+          ? `${plainLine(approved.byName, 64)} (${approved.by})`
+          : approved.by;
+  return localize(locale, COMMAND_TEXT.approvedAlready, {
+    code: approved.code,
+    name: plainLine(approved.userName, 64) || "?",
+    who: `${approved.platform}:${approved.userId}`,
+    by,
+    when: DateTime.fromMillis(approved.at, { zone: timezone }).toFormat("yyyy-MM-dd HH:mm"),
+  });
 }

@@ -17,7 +17,7 @@ import { markdownLiteral } from "../plain-text.js";
 import type { Logger } from "../log.js";
 import type { ConversationRef } from "../queue/incoming.js";
 import { completeTodo } from "../../tools/todo/store.js";
-import { buttonToken, formatReminder, parseButton } from "./format.js";
+import { formatReminder, listCancelData, parseButton, type ReminderListView } from "./format.js";
 import type { ReminderScheduler } from "./schedule.js";
 import {
   MARKER_TTL_SECONDS,
@@ -28,6 +28,7 @@ import {
   listReminders,
   reminderKeys,
   updateReminder,
+  type ReminderOwner,
 } from "./store.js";
 import { durationInWords, timeInWords } from "./time.js";
 
@@ -44,6 +45,11 @@ export interface ReminderPress {
   isGroupAdmin?: (() => Promise<boolean>) | undefined;
   /** The language of the answer (the pressed message's conversation's); default `BOT_LOCALE`. */
   locale?: Locale;
+  /**
+   * The conversation the pressed message is in (its chat and topic): a press on a `/reminders`
+   * list's button answers with that list as it is now ({@link PressAnswer.listing}). Without it, none.
+   */
+  place?: { chatId: string; topicId?: string | undefined };
 }
 
 /** The answer to a press. */
@@ -52,8 +58,18 @@ export interface PressAnswer {
   notice: string;
   /** When set, edit the pressed message to this plain text without buttons. */
   closeText?: string;
-  /** True when a `/reminders` cancel button cancelled its reminder (the adapter drops that button). */
+  /**
+   * True when a cancel button cancelled its reminder: a list's (`listing` then shows the list) or one
+   * outside a list (a paused reminder's notice: the adapter drops that button).
+   */
   cancelled?: boolean;
+  /**
+   * The pressed `/reminders` list as it is now (the cancelled reminder gone, the others with their
+   * buttons), for the adapter to show in place of the pressed message: set for a press on a list's
+   * button (`rm:cl:`, `rm:cg:`, {@link listCancelData}) that cancelled, or, on one person's list,
+   * that its owner pressed after the reminder had ended. Absent for a button outside a list.
+   */
+  listing?: ReminderListing;
 }
 
 /** The `/reminders` listing of one person in one conversation: the text and one cancel button per reminder. */
@@ -110,6 +126,7 @@ export class ReminderActions {
             { id: reminder.id, name: reminder.userName },
           ),
           cancelled: true,
+          ...(await this.#listAfter(parsed.view, owner, press, locale)),
         };
       }
     }
@@ -123,7 +140,12 @@ export class ReminderActions {
     }
     const owner = { platform: press.platform, userId: parsed.userId };
     const reminder = await getReminder(redis, owner, parsed.reminderId);
-    if (!reminder) return { notice: gone(locale) };
+    // The owner's own list, pressed after the reminder ended: the list as it is now.
+    if (!reminder)
+      return {
+        notice: gone(locale),
+        ...(parsed.view === "list" ? await this.#listAfter(parsed.view, owner, press, locale) : {}),
+      };
 
     if (parsed.action === "c") {
       await deleteReminder(redis, owner, reminder.id);
@@ -139,6 +161,7 @@ export class ReminderActions {
           { id: reminder.id },
         ),
         cancelled: true,
+        ...(await this.#listAfter(parsed.view, owner, press, locale)),
       };
     }
 
@@ -210,11 +233,34 @@ export class ReminderActions {
       isGroupAdmin?: (() => Promise<boolean>) | undefined;
     },
   ): Promise<ReminderListing> {
-    const { redis, config } = this.parts;
+    const { config } = this.parts;
     const locale = asker.locale ?? config.BOT_LOCALE;
     if (asker.chatKind === "group" && (isAdmin(config, asker) || (await asker.isGroupAdmin?.().catch(() => false))))
       return this.#groupListing(asker, locale);
-    const owner = { platform: asker.platform, userId: asker.userId };
+    return this.#ownListing({ platform: asker.platform, userId: asker.userId }, asker, locale);
+  }
+
+  /**
+   * The list a press on a list's button (`view`) was on, as it is now, as `{ listing }`; `{}` for a
+   * button outside a list or a press without its place.
+   */
+  async #listAfter(
+    view: ReminderListView | undefined,
+    owner: ReminderOwner,
+    press: ReminderPress,
+    locale: Locale,
+  ): Promise<{ listing?: ReminderListing }> {
+    if (!view || !press.place) return {};
+    const { chatId, topicId } = press.place;
+    const here = { platform: owner.platform, chatId, ...(topicId ? { topicId } : {}) };
+    return {
+      listing: view === "group" ? await this.#groupListing(here, locale) : await this.#ownListing(owner, here, locale),
+    };
+  }
+
+  /** One person's reminders set in this conversation (its chat and topic), each with a cancel button. */
+  async #ownListing(owner: ReminderOwner, asker: ConversationRef, locale: Locale): Promise<ReminderListing> {
+    const { redis } = this.parts;
     // A paused one is listed too (its line says who paused it: the operator, or that its owner left), so its owner may cancel it.
     const here = (await listReminders(redis, owner)).filter(
       (r) =>
@@ -234,7 +280,7 @@ export class ReminderActions {
       text: [title, ...lines].join("\n"),
       buttons: here.slice(0, 25).map((r) => ({
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }),
-        data: `rm:c:${buttonToken(owner, r.id)}`,
+        data: listCancelData("list", owner, r.id),
       })),
     };
   }
@@ -269,7 +315,7 @@ export class ReminderActions {
           { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
           { id: reminder.id, name: [...reminder.userName].slice(0, 16).join("") },
         ),
-        data: `rm:c:${buttonToken(owner, reminder.id)}`,
+        data: listCancelData("group", owner, reminder.id),
       })),
     };
   }

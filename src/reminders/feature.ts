@@ -1,7 +1,8 @@
 /**
  * The reminders feature: `/reminders` (the asker's reminders here, with cancel buttons), the
- * buttons of a posted reminder (`rm:d:…` done, `rm:s:…` snooze) and of `/reminders` (`rm:c:…`
- * cancel), the `reminders` queue whose due occurrences a worker posts (`delivery.ts`), and the
+ * buttons of a posted reminder (`rm:d:…` done, `rm:s:…` snooze), of `/reminders` (`rm:cl:…` and,
+ * in a group's list for its admins, `rm:cg:…` cancel: the pressed list is shown as it is now) and of
+ * a paused reminder's notice (`rm:c:…` cancel), the `reminders` queue whose due occurrences a worker posts (`delivery.ts`), and the
  * reminders of a conversation, which move with it (each record names the chat it is posted in).
  * The tools (`set_reminder`, `list_reminders`, `cancel_reminder`) are files of `tools/`.
  */
@@ -46,12 +47,18 @@ export const remindersFeature = defineFeature<ReminderActions>({
           userId: press.userId,
           // A group's admins may cancel any reminder of the group there (issue 39).
           ...(press.chatKind === "group" ? { chatId: press.chatId, isGroupAdmin: press.isGroupAdmin } : {}),
+          // A list's button (`rm:cl:`, `rm:cg:`) answers with the list as it is now.
+          place: { chatId: press.chatId, topicId: press.topicId },
         });
         return {
           kind: "reminders",
           notice: answer.notice,
           ...(answer.closeText ? { closeText: answer.closeText } : {}),
-          ...(press.data.startsWith("rm:c:") && answer.cancelled ? { dropButton: true } : {}),
+          ...(answer.listing
+            ? { listing: answer.listing }
+            : press.data.startsWith("rm:c:") && answer.cancelled
+              ? { dropButton: true }
+              : {}),
         };
       } catch (error) {
         log.error({ err: error, platform: press.platform }, "reminder button failed");

@@ -93,6 +93,22 @@ export function buttonToken(owner: ReminderOwner, reminderId: number, dueAt?: nu
   return `${safe(owner.userId)}.${reminderId}${dueAt === undefined ? "" : `.${dueAt.toString(36)}`}`;
 }
 
+/**
+ * Which list a cancel button was shown in: `list`, one person's `/reminders` here (`rm:cl:…`);
+ * `group`, a group's every reminder shown to its admins (`rm:cg:…`). A cancel button outside a list
+ * (a paused reminder's notice, a list of an older version) has none (`rm:c:…`).
+ */
+export type ReminderListView = "list" | "group";
+
+/**
+ * The data of a cancel button in a `/reminders` list: `rm:cl:<token>` (one person's list) or
+ * `rm:cg:<token>` (a group's list for its admins); at most 64 bytes for the ids platforms use
+ * (Telegram `callback_data`), one more than the `rm:c:` of a button outside a list.
+ */
+export function listCancelData(view: ReminderListView, owner: ReminderOwner, reminderId: number): string {
+  return `rm:c${view === "list" ? "l" : "g"}:${buttonToken(owner, reminderId)}`;
+}
+
 /** What a button's data says: the action (`d` done, `s` snooze, `c` cancel), whose reminder, which, and which occurrence. */
 export interface ReminderButton {
   action: "d" | "s" | "c";
@@ -100,20 +116,27 @@ export interface ReminderButton {
   reminderId: number;
   /** Due time of the posted occurrence, ms (done and snooze). */
   dueAt?: number;
+  /** The list a cancel button was shown in ({@link listCancelData}); absent outside a list. */
+  view?: ReminderListView;
 }
 
-/** Reads `rm:<action>:<token>`; undefined for anything else (e.g. an approval button). */
+/** Reads `rm:<action>[<view>]:<token>`; undefined for anything else (e.g. an approval button). */
 export function parseButton(data: string): ReminderButton | undefined {
-  const m = /^rm:([dsc]):([A-Za-z0-9_%-]{1,40})\.(\d{1,9})(?:\.([0-9a-z]{1,11}))?$/.exec(data);
+  const m = /^rm:([dsc])([lg]?):([A-Za-z0-9_%-]{1,40})\.(\d{1,9})(?:\.([0-9a-z]{1,11}))?$/.exec(data);
   if (!m) return undefined;
   let userId: string;
   try {
-    userId = decodeURIComponent(m[2]!);
+    userId = decodeURIComponent(m[3]!);
   } catch {
     return undefined;
   }
-  const press: ReminderButton = { action: m[1] as ReminderButton["action"], userId, reminderId: Number(m[3]) };
-  if (m[4]) press.dueAt = parseInt(m[4], 36);
+  const press: ReminderButton = { action: m[1] as ReminderButton["action"], userId, reminderId: Number(m[4]) };
+  if (m[5]) press.dueAt = parseInt(m[5], 36);
   if (press.action !== "c" && press.dueAt === undefined) return undefined;
+  if (m[2]) {
+    // Only a cancel button is shown in a list, and it names no occurrence.
+    if (press.action !== "c" || press.dueAt !== undefined) return undefined;
+    press.view = m[2] === "l" ? "list" : "group";
+  }
   return press;
 }

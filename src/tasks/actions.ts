@@ -32,12 +32,24 @@ export interface TaskPress {
   admin?: boolean;
   /** Whether the presser administers the group pressed in (asked only for someone else's task). */
   isGroupAdmin?: (() => Promise<boolean>) | undefined;
+  /**
+   * The conversation the pressed message is in (its chat and topic): a press on a `/tasks` list's
+   * button answers with that list as it is now ({@link TaskPressAnswer.listing}). Without it, none.
+   */
+  place?: { chatId: string; topicId?: string | undefined };
 }
 
 /** The answer to a press: the notice for the presser, and whether the press changed the task (the adapter drops the pressed button). */
 export interface TaskPressAnswer {
   notice: string;
   changed: boolean;
+  /**
+   * The pressed `/tasks` list as it is now (a cancelled task gone, a paused one with its Resume
+   * button), for the adapter to show in place of the pressed message: set for a press on a list's
+   * button (`tk:pl:`, `tk:rl:`, `tk:cl:`, `tk:cg:`) that changed a task, or, on one person's list,
+   * that its owner pressed (the task ended or was changed meanwhile). Absent for a button outside a list.
+   */
+  listing?: TaskListing;
 }
 
 /** The `/tasks` listing: text and buttons (`label`, `data` of at most 64 bytes; at most 25). */
@@ -65,10 +77,14 @@ export class TaskActions {
       isGroupAdmin?: (() => Promise<boolean>) | undefined;
     },
   ): Promise<TaskListing> {
-    const { locale } = asker;
     if (asker.chatKind === "group" && (asker.admin || (await asker.isGroupAdmin?.().catch(() => false))))
       return this.#groupListing(asker);
-    const owner = { platform: asker.platform, userId: asker.userId };
+    return this.#ownListing({ platform: asker.platform, userId: asker.userId }, asker);
+  }
+
+  /** One person's tasks set in this conversation (its chat and topic), each with its buttons. */
+  async #ownListing(owner: TaskOwner, asker: ConversationRef & { locale: Locale }): Promise<TaskListing> {
+    const { locale } = asker;
     const here = (await listTasks(this.parts.redis, owner, this.parts.log)).filter((t) => isIn(t, asker));
     if (here.length === 0) {
       return {
@@ -86,16 +102,16 @@ export class TaskActions {
             t.paused
               ? {
                   label: localize(locale, { "zh-TW": "▶️ 繼續 #{id}", en: "▶️ Resume #{id}" }, { id: t.id }),
-                  data: taskButton("r", owner, t.id),
+                  data: taskButton("r", owner, t.id, "list"),
                 }
               : {
                   label: localize(locale, { "zh-TW": "⏸️ 暫停 #{id}", en: "⏸️ Pause #{id}" }, { id: t.id }),
-                  data: taskButton("p", owner, t.id),
+                  data: taskButton("p", owner, t.id, "list"),
                 },
           ]),
       {
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: t.id }),
-        data: taskButton("c", owner, t.id),
+        data: taskButton("c", owner, t.id, "list"),
       },
     ]);
     return { text: [title, ...lines].join("\n"), buttons };
@@ -130,7 +146,7 @@ export class TaskActions {
         { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
         { id: task.id, name: shortInstruction(task.userName, 16) },
       ),
-      data: taskButton("c", owner, task.id),
+      data: taskButton("c", owner, task.id, "group"),
     }));
     return { text: [title, ...lines].join("\n"), buttons };
   }
@@ -139,13 +155,29 @@ export class TaskActions {
    * Handles a press: pause, resume or cancel. Refuses anyone but the owner — except a cancel by an
    * administrator of the group the task runs in, pressed in that group (`chatId`, `admin` or
    * `isGroupAdmin`); a task that no longer exists, or is already in the state pressed for, is said so.
+   * A press on a list's button also answers with the list as it is now (see {@link TaskPressAnswer.listing}).
    * @throws when Redis or the queue fails (the adapter answers "try again").
    */
   async press(press: TaskPress): Promise<TaskPressAnswer> {
+    const parsed = parseTaskButton(press.data);
+    if (!parsed) return { notice: gone(press.locale), changed: false };
+    const answer = await this.#press(press, parsed);
+    const { view } = parsed;
+    if (!view || !press.place || !(answer.changed || (view === "list" && parsed.userId === press.userId)))
+      return answer;
+    const { chatId, topicId } = press.place;
+    const here = { platform: press.platform, chatId, ...(topicId ? { topicId } : {}), locale: press.locale };
+    const owner = { platform: press.platform, userId: parsed.userId };
+    return {
+      ...answer,
+      listing: view === "group" ? await this.#groupListing(here) : await this.#ownListing(owner, here),
+    };
+  }
+
+  /** {@link press} without the list. */
+  async #press(press: TaskPress, parsed: NonNullable<ReturnType<typeof parseTaskButton>>): Promise<TaskPressAnswer> {
     const { redis, log } = this.parts;
     const { locale } = press;
-    const parsed = parseTaskButton(press.data);
-    if (!parsed) return { notice: gone(locale), changed: false };
     if (parsed.userId !== press.userId && parsed.action === "c" && press.chatId !== undefined) {
       const owner = { platform: press.platform, userId: parsed.userId };
       const task = await getTask(redis, owner, parsed.taskId, log);

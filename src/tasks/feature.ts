@@ -1,6 +1,7 @@
 /**
  * The scheduled tasks feature: `/tasks` (the asker's tasks here, with pause, resume and cancel
- * buttons), the buttons of `/tasks` and of a paused task's notice (`tk:…`), the `tasks` queue whose
+ * buttons), the buttons of `/tasks` (`tk:pl:`, `tk:rl:`, `tk:cl:`, a group's list for its admins
+ * `tk:cg:`: the pressed list is shown as it is now) and of a paused task's notice (`tk:r:`, `tk:c:`), the `tasks` queue whose
  * occurrences a worker answers as the task's owner (`src/worker/task.ts`), and the tasks of a
  * conversation, which move with it (each record names the chat it runs in). The tools
  * (`schedule_task`, `list_tasks`, `cancel_task`) are files of `tools/`; they reach the worker's
@@ -68,8 +69,14 @@ export const tasksFeature = defineFeature<TaskActions>({
           admin: isAdmin(config, press),
           // A group's admins may cancel any task of the group there (issue 39).
           ...(press.chatKind === "group" ? { chatId: press.chatId, isGroupAdmin: press.isGroupAdmin } : {}),
+          // A list's button (`tk:pl:` …) answers with the list as it is now.
+          place: { chatId: press.chatId, topicId: press.topicId },
         });
-        return { kind: "tasks", notice: answer.notice, ...(answer.changed ? { dropButton: true } : {}) };
+        return {
+          kind: "tasks",
+          notice: answer.notice,
+          ...(answer.listing ? { listing: answer.listing } : answer.changed ? { dropButton: true } : {}),
+        };
       } catch (error) {
         log.error({ err: error, platform: press.platform }, "scheduled task button failed");
         return { kind: "tasks", notice: localize(locale, TRY_AGAIN), failed: true };

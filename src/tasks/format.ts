@@ -121,11 +121,20 @@ const safe = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, (c) => `%${c.charCodeAt
 export type TaskButtonAction = "p" | "r" | "c";
 
 /**
- * The data of a task button: `tk:<action>:<userId>.<taskId>` (the user id made safe: other
- * characters become `%hh`), at most 64 bytes for the ids platforms use (Telegram `callback_data`).
+ * Which list a task button was shown in: `list`, one person's `/tasks` here; `group`, a group's
+ * every task shown to its admins (cancel buttons only). A button outside a list (a paused task's
+ * notice, a list of an older version) has none.
  */
-export function taskButton(action: TaskButtonAction, owner: TaskOwner, taskId: number): string {
-  return `tk:${action}:${safe(owner.userId)}.${taskId}`;
+export type TaskListView = "list" | "group";
+
+/**
+ * The data of a task button: `tk:<action>[<view>]:<userId>.<taskId>` (the view `l` or `g` for a
+ * button of a `/tasks` list; the user id made safe: other characters become `%hh`), at most 64
+ * bytes for the ids platforms use (Telegram `callback_data`).
+ */
+export function taskButton(action: TaskButtonAction, owner: TaskOwner, taskId: number, view?: TaskListView): string {
+  const mark = view === undefined ? "" : view === "list" ? "l" : "g";
+  return `tk:${action}${mark}:${safe(owner.userId)}.${taskId}`;
 }
 
 /** True when `data` is a task button's data (`tk:…`). */
@@ -133,14 +142,20 @@ export function isTaskButton(data: string): boolean {
   return data.startsWith("tk:");
 }
 
-/** Reads `tk:<action>:<token>`; undefined for anything else. */
+/** Reads `tk:<action>[<view>]:<token>`; undefined for anything else (a group's list has cancel buttons only). */
 export function parseTaskButton(
   data: string,
-): { action: TaskButtonAction; userId: string; taskId: number } | undefined {
-  const m = /^tk:([prc]):([A-Za-z0-9_%-]{1,48})\.(\d{1,9})$/.exec(data);
+): { action: TaskButtonAction; userId: string; taskId: number; view?: TaskListView } | undefined {
+  const m = /^tk:([prc])([lg]?):([A-Za-z0-9_%-]{1,48})\.(\d{1,9})$/.exec(data);
   if (!m) return undefined;
+  if (m[2] === "g" && m[1] !== "c") return undefined;
   try {
-    return { action: m[1] as TaskButtonAction, userId: decodeURIComponent(m[2]!), taskId: Number(m[3]) };
+    return {
+      action: m[1] as TaskButtonAction,
+      userId: decodeURIComponent(m[3]!),
+      taskId: Number(m[4]),
+      ...(m[2] ? { view: m[2] === "l" ? ("list" as const) : ("group" as const) } : {}),
+    };
   } catch {
     return undefined;
   }

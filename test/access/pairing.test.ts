@@ -168,3 +168,31 @@ describe("pairing codes", () => {
     await queue.close();
   });
 });
+
+describe("an approved code", () => {
+  it("is recorded for a day with whom it let in, who approved it and when; approving it again (even at once, twice) grants once", async () => {
+    await redis.flushdb();
+    const store = new AccessStore(redis, silentLogger);
+    const given = (await store.pair(who("discord", "4242", "Nia"))) as { code: string };
+    const at = Date.now();
+    // Two admins at once: one approval.
+    const results = await Promise.all([
+      store.approve(given.code, "telegram:1", "Ann"),
+      store.approve(given.code.toLowerCase(), "cli"),
+    ]);
+    expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+    expect(await store.hasUser("discord:4242")).toBe(true);
+    const record = await store.approvedCode(given.code);
+    expect(record).toMatchObject({ code: given.code, platform: "discord", userId: "4242", userName: "Nia" });
+    expect(record!.at).toBeGreaterThanOrEqual(at);
+    expect(await redis.ttl(`access:{access}:approved:${given.code}`)).toBeGreaterThan(86_400 - 60);
+    // Revoked, the old code grants nothing again; it is only remembered.
+    await store.revokeUser("discord:4242");
+    expect(await store.approve(given.code, "telegram:1")).toBeUndefined();
+    expect(await store.hasUser("discord:4242")).toBe(false);
+    expect(await store.approvedCode(given.code)).toEqual(record);
+    // A code never approved has no record.
+    expect(await store.approvedCode("ABCDEFGH")).toBeUndefined();
+    expect(await store.approvedCode("not a code")).toBeUndefined();
+  });
+});

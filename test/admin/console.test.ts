@@ -441,6 +441,37 @@ describe("refusals", () => {
     await access.deny(paired.code);
   });
 
+  it("approving a code approved already says so, with whom it let in and when; it grants nothing again", async () => {
+    const { cookie, csrf } = await login(stack.base);
+    const access = new AccessStore(redis);
+    const paired = (await access.pair({ platform: "telegram", userId: "558", chatId: "558", userName: "Z" })) as {
+      code: string;
+    };
+    const approve = () =>
+      fetch(`${stack.base}/admin/access/approve`, {
+        ...form({ code: paired.code, csrf }),
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        redirect: "manual",
+      });
+    expect((await approve()).status).toBe(303);
+    expect(await access.approvedCode(paired.code)).toMatchObject({ userId: "558", by: "console" });
+    await access.revokeUser("telegram:558");
+    const again = await approve();
+    const location = new URL(again.headers.get("location") ?? "", stack.base);
+    expect(Object.fromEntries(location.searchParams)).toEqual({
+      notice: "approvedAlready",
+      who: "telegram:558",
+      when: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d$/),
+    });
+    expect(noticeText("en", location.searchParams)).toBe(
+      `That pairing code was approved already: telegram:558, on ${location.searchParams.get("when")}.`,
+    );
+    expect(noticeText("zh-TW", location.searchParams)).toBe(
+      `這個配對碼已經核准過了：telegram:558，於 ${location.searchParams.get("when")}。`,
+    );
+    expect(await access.hasUser("telegram:558")).toBe(false);
+  });
+
   it("says why it refused in the console's language (zh-TW or English), never mixing the two", async () => {
     const zh = await startConsole({ ADMIN_CONSOLE_TOKEN: TOKEN, BOT_LOCALE: "zh-TW" });
     try {
@@ -1269,7 +1300,7 @@ describe("a reminder or a task paused in the console, seen by its owner through 
     );
     expect(listing.text).not.toContain("你在這裡沒有設定提醒");
     expect(listing.text).toContain("#1 吃藥 — 已由機器人管理者暫停");
-    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:c:"));
+    const cancel = tg.buttons(listing).find((b) => b.callback_data?.startsWith("rm:cl:"));
     expect(cancel?.text).toBe("❌ 取消 #1");
     const toast = await tg.toast(
       tg.pressButton({ from: alice, message: listing, data: cancel!.callback_data! }),
@@ -1326,7 +1357,7 @@ describe("a reminder or a task paused in the console, seen by its owner through 
     expect(tg.buttons(listing).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
     // A resume press made up from the cancel button's data is refused: the operator's pause stands.
     const cancel = tg.buttons(listing)[0]!.callback_data!;
-    const resume = cancel.replace(/^tk:c:/, "tk:r:");
+    const resume = cancel.replace(/^tk:cl:/, "tk:rl:");
     expect(resume).not.toBe(cancel);
     expect(await tg.toast(tg.pressButton({ from: bob, message: listing, data: resume }), 20_000)).toBe(
       "排程任務 #1 由機器人管理者暫停，只有管理者可以繼續（你可以取消它）。",

@@ -165,6 +165,66 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
   });
 
   itOneRedis(
+    "approving a code again says it was approved already (whom, by whom, when), on /approve and npm run access; " +
+      "an old code never approves again",
+    async () => {
+      const tg = stack.telegram;
+      const admin = tg.user(ADMIN, "Owner");
+      const adminDm = tg.privateChat(admin);
+      const guest = tg.user(95110, "Guest");
+      const code = CODE.exec((await ask(tg.privateChat(guest), guest, "hello"))?.text)?.[1];
+      expect(code).toBeDefined();
+      const before = sentTo(tg.privateChat(guest)).length;
+      expect((await ask(adminDm, admin, `/approve ${code}`)).text).toBe(`已核准 Guest（telegram:${guest.id}）。`);
+      // "You are in" first: the second /approve below must not tell them again.
+      await tg.waitFor(() => sentTo(tg.privateChat(guest))[before], ANSWER_TIMEOUT_MS, "you are in");
+      const kept = await redis.ttl(`access:{access}:approved:${code}`);
+      expect(kept).toBeGreaterThan(86_400 - 60);
+      expect(kept).toBeLessThanOrEqual(86_400);
+
+      // Again, as typed (lower case, a dash): approved already, by whom and when — not "mistyped or expired".
+      const typed = `${code!.slice(0, 4).toLowerCase()}-${code!.slice(4)}`;
+      const again = (await ask(adminDm, admin, `/approve ${typed}`)).text;
+      expect(again).toMatch(
+        new RegExp(
+          `^配對碼「${code}」已經核准過了：Guest（telegram:${guest.id}）` +
+            `已於 \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d 由 Owner \\(telegram:${ADMIN}\\) 核准。$`,
+        ),
+      );
+      const cli = await access("approve", code!);
+      expect(cli.code).toBe(1);
+      expect(cli.stdout).toBe("");
+      expect(cli.stderr.trim()).toMatch(
+        new RegExp(
+          `^Pairing code “${code}” was approved already: Guest \\(telegram:${guest.id}\\), ` +
+            `by Owner \\(telegram:${ADMIN}\\) on \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\.$`,
+        ),
+      );
+      // Not told "you are in" again.
+      await new Promise((r) => setTimeout(r, QUIET_WINDOW_MS));
+      expect(sentTo(tg.privateChat(guest))).toHaveLength(before + 1);
+
+      // Revoked, the old code does not let them back in: it only says it was approved before.
+      expect((await access("revoke", `telegram:${guest.id}`)).code).toBe(0);
+      expect((await ask(adminDm, admin, `/approve ${code}`)).text).toMatch(/^配對碼「.+」已經核准過了：/);
+      expect(await redis.sismember("access:{access}:users", `telegram:${guest.id}`)).toBe(0);
+      expect((await ask(tg.privateChat(guest), guest, "hello again")).text).toContain("配對碼");
+
+      // Approved with npm run access: /approve names the command line.
+      const other = tg.user(95111, "Caller");
+      const second = CODE.exec((await ask(tg.privateChat(other), other, "hi"))?.text)?.[1];
+      expect((await access("approve", second!)).code).toBe(0);
+      expect((await ask(adminDm, admin, `/approve ${second}`)).text).toMatch(
+        new RegExp(
+          `^配對碼「${second}」已經核准過了：Caller（telegram:${other.id}）已於 .+ 由 命令列（npm run access） 核准。$`,
+        ),
+      );
+      // A code never given is still "mistyped or expired".
+      expect((await ask(adminDm, admin, "/approve ZZZZZZZZ")).text).toContain("找不到配對碼");
+    },
+  );
+
+  itOneRedis(
     "a stranger is answered in their language (the client's, else the one they write in), and told they are in in it",
     async () => {
       const tg = stack.telegram;

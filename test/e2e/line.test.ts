@@ -584,6 +584,47 @@ it("/reminders and /persona show a reminder's text and the persona as they were 
   expect(persona.text).toBe("目前的角色設定：\n*Be* `brief`");
 });
 
+it(
+  "a cancel press on /reminders (LINE cannot edit the list) is answered with the notice and the list as it is now, " +
+    "with the buttons of what is left",
+  async () => {
+    const vic = line.user("Vic");
+    const far = localIso(Date.now() + 3600_000);
+    for (const text of ["倒垃圾", "繳房租"]) {
+      const before = line.messagesTo(vic.userId).length;
+      await line.deliver([line.textEvent(dm(vic), `call set_reminder {"text":"${text}","at":"${far}"}`)]);
+      // The run's own answer first: the list below must not be read before it.
+      await line.waitFor(() =>
+        line
+          .messagesTo(vic.userId)
+          .slice(before)
+          .find((m) => m.text.startsWith("set_reminder:")),
+      );
+    }
+    const asked = line.messagesTo(vic.userId).length;
+    await line.deliver([line.textEvent(dm(vic), "/reminders")]);
+    const listing = await line.waitFor(() =>
+      line
+        .messagesTo(vic.userId)
+        .slice(asked)
+        .find((m) => m.text.startsWith("你在這裡的提醒")),
+    );
+    expect(listing.text).toMatch(/^你在這裡的提醒：\n#1 倒垃圾 — .+，不重複\n#2 繳房租 — .+，不重複$/);
+    expect(listing.postbacks).toHaveLength(2);
+    const [cancel1, cancel2] = listing.postbacks;
+    expect(cancel1).toMatch(/^rm:cl:.+\.1$/);
+    const pressed = line.messagesTo(vic.userId).length;
+    await line.deliver([line.postbackEvent(dm(vic), cancel1!)]);
+    const answered = await line.waitFor(() => line.messagesTo(vic.userId).slice(pressed)[0]);
+    expect(answered.via).toBe("reply");
+    expect(answered.text).toBe(`已取消提醒 #1。\n\n你在這裡的提醒：\n${listing.text.split("\n")[2]}`);
+    expect(answered.postbacks).toEqual([cancel2]);
+    expect((await listReminders(redis, { platform: "line", userId: vic.userId })).map((r) => r.text)).toEqual([
+      "繳房租",
+    ]);
+  },
+);
+
 it("a scheduled task's occurrence is answered by push in its chat", async () => {
   const at = secondsAhead(60);
   await line.deliver([

@@ -202,7 +202,7 @@ it.concurrent(
   90_000,
 );
 
-it("/reminders answers ephemerally with a cancel button per reminder set in this channel", async () => {
+it("/reminders answers ephemerally with a cancel button per reminder set in this channel; a cancel updates that list in place", async () => {
   const dc = stack.discord;
   const kai = user("Kai");
   const at = Date.now() + 3600_000;
@@ -214,15 +214,31 @@ it("/reminders answers ephemerally with a cancel button per reminder set in this
     channelId: dc.threadId,
   });
   await answer(dc.threadId, "set_reminder:", seen);
+  seen = dc.sent.length;
+  dc.sendUserMessage(kai, `${mention()} call set_reminder {"text":"買菜","at":"${localIso(at)}"}`);
+  await answer(dc.channelId, "set_reminder:", seen);
 
   const listed = dc.slashCommand(kai, "reminders", { channelId: dc.channelId });
   await dc.waitFor(() => listed.response, WAIT, "the /reminders answer");
   expect(listed.response!.data!.flags).toBe(64);
-  expect(String(listed.response!.data!.content)).toMatch(/^你在這裡的提醒：\n#1 開會 — .+，不重複$/);
+  const content = String(listed.response!.data!.content);
+  expect(content).toMatch(/^你在這裡的提醒：\n#1 開會 — .+，不重複\n#3 買菜 — .+，不重複$/);
   const rows = listed.response!.data!.components as { components: { label: string; custom_id: string }[] }[];
-  expect(rows.flatMap((r) => r.components).map((c) => c.label)).toEqual(["❌ 取消 #1"]);
-  expect(await notice(dc.clickEphemeralButton(kai, listed, rows[0]!.components[0]!.custom_id))).toBe("已取消提醒 #1。");
-  expect((await listReminders(redis, { platform: "discord", userId: kai.id })).map((r) => r.text)).toEqual(["別處"]);
+  const buttons = rows.flatMap((r) => r.components);
+  expect(buttons.map((c) => c.label)).toEqual(["❌ 取消 #1", "❌ 取消 #3"]);
+  // The press updates the pressed list (UPDATE_MESSAGE): the notice on top, #1's line and button gone, #3's kept.
+  const pressed = dc.clickEphemeralButton(kai, listed, buttons[0]!.custom_id);
+  await dc.waitFor(() => pressed.response, WAIT, "the press's answer");
+  expect(pressed.response!.type).toBe(7);
+  expect(pressed.response!.data!.content).toBe(`已取消提醒 #1。\n\n你在這裡的提醒：\n${content.split("\n")[2]}`);
+  const left = (pressed.response!.data!.components as typeof rows).flatMap((r) => r.components);
+  expect(left).toEqual([buttons[1]]);
+  expect((await listReminders(redis, { platform: "discord", userId: kai.id })).map((r) => r.text)).toEqual([
+    "別處",
+    "買菜",
+  ]);
+  // The list as shown now has no button for #1.
+  expect(() => dc.clickEphemeralButton(kai, listed, buttons[0]!.custom_id)).toThrow(/no button/);
 }, 60_000);
 
 it("a channel the bot can no longer write to (10003) ends the reminder with a log line", async () => {

@@ -378,37 +378,62 @@ it("a reminder that fell due while no worker ran is posted at start-up, saying h
   expect(posted.text).toMatch(/^⏰ 開會\n（晚了 5 分鐘：原定 .+，當時機器人沒有在執行）$/);
 });
 
-it("/reminders lists the asker's reminders in this chat with a cancel button each; only the owner can cancel", async () => {
-  const tg = stack.telegram;
-  const group = tg.group(-1008501, "讀書會");
-  const fay = tg.user(8501, "Fay");
-  const gus = tg.user(8502, "Gus");
-  const at = Date.now() + 3600_000;
-  let seen = tg.sent.length;
-  tg.sendUserMessage({
-    chat: group,
-    from: fay,
-    text: `@${tg.bot.username} call set_reminder {"text":"還書","at":"${localIso(at)}"}`,
-  });
-  await answer(group.id, "set_reminder:", seen);
-  seen = tg.sent.length;
-  tg.sendUserMessage({ chat: group, from: fay, text: "/reminders" });
-  const list = await tg.waitFor(
-    () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.startsWith("你在這裡的提醒")),
-    WAIT,
-    "the /reminders list",
-  );
-  expect(list.text).toMatch(/^你在這裡的提醒：\n#1 還書 — .+，不重複$/);
-  const cancel = data(list, "rm:c:");
-  expect(tg.buttons(list).map((b) => b.text)).toEqual(["❌ 取消 #1"]);
-  expect(await toast(tg.pressButton({ from: gus, message: list, data: cancel }))).toBe(
-    "這是別人的提醒，只有設定提醒的人可以按。",
-  );
-  expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toHaveLength(1);
-  expect(await toast(tg.pressButton({ from: fay, message: list, data: cancel }))).toBe("已取消提醒 #1。");
-  expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toEqual([]);
-  await tg.waitFor(() => tg.buttons(list).length === 0, WAIT, "the cancel button removed");
-});
+it(
+  "/reminders lists the asker's reminders in this chat with a cancel button each; only the owner can cancel; " +
+    "a cancel edits the list to what is left",
+  async () => {
+    const tg = stack.telegram;
+    const group = tg.group(-1008501, "讀書會");
+    const fay = tg.user(8501, "Fay");
+    const gus = tg.user(8502, "Gus");
+    const at = Date.now() + 3600_000;
+    for (const text of ["還書", "繳費"]) {
+      const seen = tg.sent.length;
+      tg.sendUserMessage({
+        chat: group,
+        from: fay,
+        text: `@${tg.bot.username} call set_reminder {"text":"${text}","at":"${localIso(at)}"}`,
+      });
+      // The run's own answer first: the list below must not be read before it.
+      await answer(group.id, "set_reminder:", seen);
+    }
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat: group, from: fay, text: "/reminders" });
+    const list = await tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === group.id && m.text.startsWith("你在這裡的提醒")),
+      WAIT,
+      "the /reminders list",
+    );
+    expect(list.text).toMatch(/^你在這裡的提醒：\n#1 還書 — .+，不重複\n#2 繳費 — .+，不重複$/);
+    const remaining = list.text.split("\n")[2]!;
+    const cancel = data(list, "rm:cl:");
+    expect(tg.buttons(list).map((b) => b.text)).toEqual(["❌ 取消 #1", "❌ 取消 #2"]);
+    const edits = tg.edits.length;
+    expect(await toast(tg.pressButton({ from: gus, message: list, data: cancel }))).toBe(
+      "這是別人的提醒，只有設定提醒的人可以按。",
+    );
+    expect(await listReminders(redis, { platform: "telegram", userId: "8501" })).toHaveLength(2);
+    // A refused press leaves the list as it is.
+    await quiet(300);
+    expect(tg.edits.length).toBe(edits);
+    expect(await toast(tg.pressButton({ from: fay, message: list, data: cancel }))).toBe("已取消提醒 #1。");
+    expect((await listReminders(redis, { platform: "telegram", userId: "8501" })).map((r) => r.text)).toEqual(["繳費"]);
+    // The list is edited to what is left: #1's line and button gone, #2's kept.
+    await tg.waitFor(() => !list.text.includes("還書"), WAIT, "the list edited");
+    expect(list.text).toBe(`你在這裡的提醒：\n${remaining}`);
+    expect(tg.buttons(list)).toEqual([{ text: "❌ 取消 #2", callback_data: cancel.replace(/\.1$/, ".2") }]);
+    expect(tg.edits.at(-1)!.method).toBe("editMessageText");
+    // A second press of #1 (a double click) says it ended; the list stays as it is now.
+    expect(await toast(tg.pressButton({ from: fay, message: list, data: cancel }))).toBe("這個提醒已經結束或取消了。");
+    expect(list.text).toBe(`你在這裡的提醒：\n${remaining}`);
+    // The last one cancelled: the list says there are none, with no buttons.
+    expect(await toast(tg.pressButton({ from: fay, message: list, data: data(list, "rm:cl:") }))).toBe(
+      "已取消提醒 #2。",
+    );
+    await tg.waitFor(() => list.text === "你在這裡沒有設定提醒。", WAIT, "the list edited to none");
+    expect(tg.buttons(list)).toEqual([]);
+  },
+);
 
 it("/reminders with a list longer than one message is split like an answer, the cancel buttons under the last part", async () => {
   const tg = stack.telegram;
@@ -443,6 +468,17 @@ it("/reminders with a list longer than one message is split like an answer, the 
   const all = parts.map((m) => m.text).join("\n");
   for (const text of texts) expect(all).toContain(text);
   expect(tg.buttons(withButtons).map((b) => b.text)).toEqual(texts.map((_, i) => `❌ 取消 #${i + 1}`));
+
+  // A cancel under a split list: the parts keep their text (a part edited to the whole list would
+  // pass Telegram's limit); only the buttons change, the cancelled one gone, the others kept.
+  const shown = parts.map((m) => m.text);
+  const cancel10 = tg.buttons(withButtons).find((b) => b.text === "❌ 取消 #10")!.callback_data!;
+  expect(await toast(tg.pressButton({ from: hal, message: withButtons, data: cancel10 }))).toBe("已取消提醒 #10。");
+  await tg.waitFor(() => tg.buttons(withButtons).length === 9, WAIT, "the cancelled reminder's button gone");
+  expect(tg.buttons(withButtons).map((b) => b.text)).toEqual(texts.slice(0, 9).map((_, i) => `❌ 取消 #${i + 1}`));
+  expect(parts.map((m) => m.text)).toEqual(shown);
+  expect(tg.edits.at(-1)!.method).toBe("editMessageReplyMarkup");
+  expect((await listReminders(redis, owner)).map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
 it("/reminders whose list Telegram refuses answers a short 'could not send, try again' instead of nothing", async () => {
@@ -578,4 +614,12 @@ it("issue 39: a group reminder whose owner left pauses at its next occurrence, t
   );
   expect(await listReminders(redis, owner)).toEqual([]);
   expect(await listReminders(redis, { platform: "telegram", userId: "8903" })).toHaveLength(1);
+  // The notice is no list: its button is dropped.
+  await tg.waitFor(() => tg.buttons(notice).length === 0, WAIT, "the notice's button dropped");
+  // Pia cancels Quinn's from her admin list: it is edited to the group's reminders as they are now (none).
+  const quinns = tg.buttons(all)[0]!.callback_data!;
+  expect(quinns).toMatch(/^rm:cg:8903\.1$/);
+  expect(await toast(tg.pressButton({ from: pia, message: all, data: quinns }))).toBe("已取消 Quinn 的提醒 #1。");
+  await tg.waitFor(() => all.text === "這個群組沒有提醒。", WAIT, "the admin list edited");
+  expect(tg.buttons(all)).toEqual([]);
 });

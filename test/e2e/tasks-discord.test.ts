@@ -154,6 +154,20 @@ async function notice(interaction: FakeInteraction): Promise<string> {
   return String(interaction.edits.at(-1)?.content ?? interaction.response!.data?.content ?? "");
 }
 
+/**
+ * The update of a press on an ephemeral list's button (response type 7, `UPDATE_MESSAGE`): the
+ * list's content and buttons as the press left them.
+ */
+async function updated(
+  interaction: FakeInteraction,
+): Promise<{ content: string; buttons: { label: string; custom_id: string }[] }> {
+  await stack.discord.waitFor(() => interaction.response, WAIT, "the press's answer");
+  expect(interaction.response!.type).toBe(7);
+  const data = interaction.response!.data ?? {};
+  const rows = (data.components ?? []) as { components: { label: string; custom_id: string }[] }[];
+  return { content: String(data.content), buttons: rows.flatMap((r) => r.components) };
+}
+
 /** The model requests whose last user turn contains `needle`. */
 function requestsSaying(needle: string): FakeRequest[] {
   return stack.model.requests.filter((r) => {
@@ -413,7 +427,7 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
   expect(await taskSchedulerNext(queue, owner, 1)).toBe((await getTask(redis, owner, 1))?.next);
 });
 
-it("/tasks answers ephemerally with pause/resume and cancel buttons for the asker's tasks in this channel", async () => {
+it("/tasks answers ephemerally with pause/resume and cancel buttons for the asker's tasks in this channel; a press updates that list in place", async () => {
   const dc = stack.discord;
   const pia = await user("Pia");
   const later = localIso(Date.now() + 3600_000);
@@ -434,20 +448,29 @@ it("/tasks answers ephemerally with pause/resume and cancel buttons for the aske
   const rows = listed.response!.data!.components as { components: { label: string; custom_id: string }[] }[];
   const buttons = rows.flatMap((r) => r.components);
   expect(buttons.map((c) => c.label)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
-  expect(await notice(dc.clickEphemeralButton(pia, listed, buttons[0]!.custom_id))).toBe(
-    "已暫停排程任務 #1（/tasks 可以繼續）。",
+  // Pause: the pressed list itself is updated (UPDATE_MESSAGE): the notice on top, #1 paused, Resume for Pause.
+  const paused = await updated(dc.clickEphemeralButton(pia, listed, buttons[0]!.custom_id));
+  expect(paused.content).toBe(
+    "已暫停排程任務 #1（/tasks 可以繼續）。\n\n你在這裡的排程任務：\n#1 weekly report — 已暫停，每週",
   );
+  expect(paused.buttons.map((c) => c.label)).toEqual(["▶️ 繼續 #1", "❌ 取消 #1"]);
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
   const again = dc.slashCommand(pia, "tasks", { channelId: dc.channelId });
   await dc.waitFor(() => again.response, WAIT, "the second /tasks answer");
   const rows2 = again.response!.data!.components as { components: { label: string; custom_id: string }[] }[];
-  const buttons2 = rows2.flatMap((r) => r.components);
-  expect(buttons2.map((c) => c.label)).toEqual(["▶️ 繼續 #1", "❌ 取消 #1"]);
-  expect(await notice(dc.clickEphemeralButton(pia, again, buttons2[0]!.custom_id))).toMatch(/^已繼續排程任務 #1/);
+  expect(rows2.flatMap((r) => r.components)).toEqual(paused.buttons);
+  // Resume from the updated list: it runs again, with its Pause button back.
+  const resumed = await updated(dc.clickEphemeralButton(pia, listed, paused.buttons[0]!.custom_id));
+  expect(resumed.content).toMatch(/^已繼續排程任務 #1，下次：.+\n\n你在這裡的排程任務：\n#1 weekly report — .+，每週$/);
+  expect(resumed.buttons.map((c) => c.label)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
   expect(await taskSchedulerNext(queue, owner, 1)).toBeDefined();
-  expect(await notice(dc.clickEphemeralButton(pia, again, buttons2[1]!.custom_id))).toBe("已取消排程任務 #1。");
+  // Cancel: the list says there are none here, and has no buttons.
+  const cancelled = await updated(dc.clickEphemeralButton(pia, listed, resumed.buttons[1]!.custom_id));
+  expect(cancelled).toEqual({ content: "已取消排程任務 #1。\n\n你在這裡沒有排程任務。", buttons: [] });
   expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
   expect((await listTasks(redis, owner)).map((t) => t.instruction)).toEqual(["elsewhere"]);
+  // The cancelled task's buttons are gone from the list: it cannot be pressed again.
+  expect(() => dc.clickEphemeralButton(pia, listed, buttons[1]!.custom_id)).toThrow(/no button/);
 }, 60_000);
 
 it("revoked access stops a task: a revoked user's DM task and a disabled server's task do not run", async () => {

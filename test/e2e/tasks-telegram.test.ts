@@ -333,59 +333,77 @@ it("3 failing occurrences in a row pause the task and tell its owner why, with a
   expect(await taskSchedulerNext(queue, owner, 1)).toBe(resumed?.next);
 });
 
-it("/tasks lists the asker's tasks here with pause/resume and cancel buttons; another member's presses are refused", async () => {
-  const tg = stack.telegram;
-  const group = await enabledGroup(-1009501, "專案群組");
-  const frank = await person(9501, "Frank");
-  const gus = await person(9502, "Gus");
-  const later = localIso(Date.now() + 3600_000);
-  await say(
-    group,
-    frank,
-    `call schedule_task {"instruction":"sum up today","at":"${later}","repeat":"weekdays"}`,
-    "schedule_task:",
-  );
-  await say(group, frank, `call schedule_task {"instruction":"what time is it","at":"${later}"}`, "schedule_task:");
-  const owner = { platform: "telegram" as const, userId: "9501" };
+it(
+  "/tasks lists the asker's tasks here with pause/resume and cancel buttons; another member's presses are refused; " +
+    "a press edits the list to the tasks as they are now",
+  async () => {
+    const tg = stack.telegram;
+    const group = await enabledGroup(-1009501, "專案群組");
+    const frank = await person(9501, "Frank");
+    const gus = await person(9502, "Gus");
+    const later = localIso(Date.now() + 3600_000);
+    await say(
+      group,
+      frank,
+      `call schedule_task {"instruction":"sum up today","at":"${later}","repeat":"weekdays"}`,
+      "schedule_task:",
+    );
+    await say(group, frank, `call schedule_task {"instruction":"what time is it","at":"${later}"}`, "schedule_task:");
+    const owner = { platform: "telegram" as const, userId: "9501" };
 
-  const list = await say(group, frank, "/tasks", "排程任務");
-  expect(list.text).toMatch(
-    /^你在這裡的排程任務：\n#1 sum up today — .+，每個工作日（週一到週五）\n#2 what time is it — .+，不重複$/,
-  );
-  expect(tg.buttons(list).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1", "⏸️ 暫停 #2", "❌ 取消 #2"]);
-  // Gus has none here, and cannot press Frank's.
-  expect((await say(group, gus, "/tasks", "排程任務")).text).toBe("你在這裡沒有排程任務。");
-  expect(await toast(tg.pressButton({ from: gus, message: list, data: data(list, "tk:c:") }))).toBe(
-    "這是別人的排程任務，只有設定的人可以按。",
-  );
-  expect(await listTasks(redis, owner)).toHaveLength(2);
+    const list = await say(group, frank, "/tasks", "排程任務");
+    expect(list.text).toMatch(
+      /^你在這裡的排程任務：\n#1 sum up today — .+，每個工作日（週一到週五）\n#2 what time is it — .+，不重複$/,
+    );
+    expect(tg.buttons(list).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1", "⏸️ 暫停 #2", "❌ 取消 #2"]);
+    // Gus has none here, and cannot press Frank's.
+    expect((await say(group, gus, "/tasks", "排程任務")).text).toBe("你在這裡沒有排程任務。");
+    const shown = list.text;
+    expect(await toast(tg.pressButton({ from: gus, message: list, data: data(list, "tk:cl:") }))).toBe(
+      "這是別人的排程任務，只有設定的人可以按。",
+    );
+    expect(await listTasks(redis, owner)).toHaveLength(2);
+    expect(list.text).toBe(shown);
 
-  // Pause #1: its scheduler goes; the button is dropped.
-  expect(await toast(tg.pressButton({ from: frank, message: list, data: data(list, "tk:p:") }))).toBe(
-    "已暫停排程任務 #1（/tasks 可以繼續）。",
-  );
-  expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "owner" });
-  expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
-  await tg.waitFor(() => !tg.buttons(list).some((b) => b.text === "⏸️ 暫停 #1"), WAIT, "the pause button dropped");
-  // /tasks again: #1 paused, with a resume button.
-  const again = await say(group, frank, "/tasks", "排程任務");
-  expect(again.text).toContain("#1 sum up today — 已暫停，每個工作日（週一到週五）");
-  expect(tg.buttons(again).map((b) => b.text)).toEqual(["⏸️ 暫停 #2", "❌ 取消 #2", "▶️ 繼續 #1", "❌ 取消 #1"]); // paused ones last
-  expect(await toast(tg.pressButton({ from: frank, message: again, data: data(again, "tk:r:") }))).toMatch(
-    /^已繼續排程任務 #1，下次：/,
-  );
-  expect(await taskSchedulerNext(queue, owner, 1)).toBe((await getTask(redis, owner, 1))?.next);
-  // Cancel #2: gone, and its pending job with it.
-  const at2 = (await getTask(redis, owner, 2))!.next!;
-  expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeDefined();
-  const cancel2 = tg
-    .buttons(again)
-    .map((b) => b.callback_data!)
-    .find((d) => d.startsWith("tk:c:") && d.endsWith(".2"))!;
-  expect(await toast(tg.pressButton({ from: frank, message: again, data: cancel2 }))).toBe("已取消排程任務 #2。");
-  expect((await listTasks(redis, owner)).map((t) => t.id)).toEqual([1]);
-  expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeUndefined();
-});
+    // Pause #1: its scheduler goes; the list is edited: #1 paused, with a resume button.
+    expect(await toast(tg.pressButton({ from: frank, message: list, data: data(list, "tk:pl:") }))).toBe(
+      "已暫停排程任務 #1（/tasks 可以繼續）。",
+    );
+    expect((await getTask(redis, owner, 1))?.paused).toMatchObject({ by: "owner" });
+    expect(await taskSchedulerNext(queue, owner, 1)).toBeUndefined();
+    await tg.waitFor(() => list.text.includes("已暫停"), WAIT, "the list edited");
+    expect(list.text).toMatch(
+      /^你在這裡的排程任務：\n#2 what time is it — .+，不重複\n#1 sum up today — 已暫停，每個工作日（週一到週五）$/,
+    );
+    expect(tg.buttons(list).map((b) => b.text)).toEqual(["⏸️ 暫停 #2", "❌ 取消 #2", "▶️ 繼續 #1", "❌ 取消 #1"]); // paused ones last
+    // /tasks again shows the same.
+    const again = await say(group, frank, "/tasks", "排程任務");
+    expect(again.text).toBe(list.text);
+    expect(tg.buttons(again)).toEqual(tg.buttons(list));
+    // Resume #1 from the edited list: it runs again, and the list says so, with its pause button back.
+    expect(await toast(tg.pressButton({ from: frank, message: list, data: data(list, "tk:rl:") }))).toMatch(
+      /^已繼續排程任務 #1，下次：/,
+    );
+    expect(await taskSchedulerNext(queue, owner, 1)).toBe((await getTask(redis, owner, 1))?.next);
+    await tg.waitFor(() => !list.text.includes("已暫停"), WAIT, "the list edited back");
+    expect(list.text).toBe(shown);
+    expect(tg.buttons(list).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1", "⏸️ 暫停 #2", "❌ 取消 #2"]);
+    // Cancel #2: gone, and its pending job with it.
+    const at2 = (await getTask(redis, owner, 2))!.next!;
+    expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeDefined();
+    const cancel2 = tg
+      .buttons(again)
+      .map((b) => b.callback_data!)
+      .find((d) => d.startsWith("tk:cl:") && d.endsWith(".2"))!;
+    expect(await toast(tg.pressButton({ from: frank, message: again, data: cancel2 }))).toBe("已取消排程任務 #2。");
+    expect((await listTasks(redis, owner)).map((t) => t.id)).toEqual([1]);
+    expect(await queue.getJob(taskJobId(owner, 2, at2))).toBeUndefined();
+    // The list pressed in is edited to what is left (the older list `again` showed #1 paused: now it runs).
+    await tg.waitFor(() => !again.text.includes("what time is it"), WAIT, "the list edited");
+    expect(again.text).toMatch(/^你在這裡的排程任務：\n#1 sum up today — .+，每個工作日（週一到週五）$/);
+    expect(tg.buttons(again).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
+  },
+);
 
 it("revoked access stops a task: a revoked user's occurrence and a disabled group's do not run", async () => {
   const tg = stack.telegram;

@@ -165,7 +165,7 @@ export interface FakeInteraction {
   payload: Record<string, unknown>;
   /** Initial response (`POST /interactions/{id}/{token}/callback`), once given. */
   response?: { type: number; data?: Record<string, unknown>; at: number };
-  /** Edits of the original response (`PATCH /webhooks/{app}/{token}/messages/@original`). */
+  /** Edits of the original response (`PATCH /webhooks/{app}/{token}/messages/@original`), and the updates (response type 7) of presses on its buttons. */
   edits: Record<string, unknown>[];
   /** When the original response was last edited (ms since the epoch), once it was. */
   editedAt?: number;
@@ -1711,6 +1711,16 @@ export class FakeDiscord {
     if (b.type === 4) this.#validate(b.data ?? {}, true);
     if (b.type === 7) this.#validate(b.data ?? {}, false);
     interaction.response = { type: b.type!, data: b.data, at: Date.now() };
+    // UPDATE_MESSAGE on a button of an ephemeral reply edits that reply (the pressed message): as
+    // Discord shows it, the reply's interaction's original response now carries the update.
+    if (b.type === 7) {
+      const message = interaction.payload.message as { interaction_metadata?: { id?: string } } | undefined;
+      const pressed = this.interactions.get(message?.interaction_metadata?.id ?? "");
+      if (pressed?.response) {
+        pressed.edits.push(b.data ?? {});
+        pressed.editedAt = Date.now();
+      }
+    }
     return { status: 204 };
   }
 

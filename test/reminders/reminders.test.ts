@@ -4,7 +4,7 @@
  */
 import type { RedisClient } from "../../src/redis.js";
 import { describe, expect, it } from "vitest";
-import { buttonToken, parseButton, reminderText } from "../../src/reminders/format.js";
+import { buttonToken, listCancelData, parseButton, reminderText } from "../../src/reminders/format.js";
 import { addReminder, listReminders, MAX_ACTIVE_REMINDERS, type Reminder } from "../../src/reminders/store.js";
 import {
   checkScheduledTime,
@@ -123,6 +123,22 @@ describe("button tokens", () => {
       userId: "123456789012345678",
       reminderId: 3,
     });
+  });
+  it("a /reminders list's cancel buttons say which list they are in (one person's, a group's for its admins)", () => {
+    const owner = { platform: "telegram" as const, userId: "chat:-1001234567890123" };
+    for (const [view, mark] of [
+      ["list", "l"],
+      ["group", "g"],
+    ] as const) {
+      const data = listCancelData(view, owner, 999_999_999);
+      expect(data.startsWith(`rm:c${mark}:`)).toBe(true);
+      expect(Buffer.byteLength(data)).toBeLessThanOrEqual(64);
+      expect(parseButton(data)).toEqual({ action: "c", userId: owner.userId, reminderId: 999_999_999, view });
+    }
+    // Only a cancel is shown in a list, without an occurrence.
+    expect(parseButton("rm:dl:123.4.abc")).toBeUndefined();
+    expect(parseButton("rm:cl:123.4.abc")).toBeUndefined();
+    expect(parseButton("rm:cx:123.4")).toBeUndefined();
   });
   it("refuses anything else", () => {
     expect(parseButton("ap:abc:y")).toBeUndefined();

@@ -68,6 +68,18 @@ describe("scheduled task words", () => {
         expect(parseTaskButton(data)).toEqual({ action, userId, taskId: 987654321 });
       }
     }
+    // A /tasks list's buttons say which list they are in: one person's (any action), a group's for its admins (cancel).
+    for (const [action, view] of [
+      ["p", "list"],
+      ["r", "list"],
+      ["c", "list"],
+      ["c", "group"],
+    ] as const) {
+      const data = taskButton(action, { platform: "telegram", userId: "chat:-1001234567890" }, 987654321, view);
+      expect(Buffer.byteLength(data)).toBeLessThanOrEqual(64);
+      expect(parseTaskButton(data)).toEqual({ action, userId: "chat:-1001234567890", taskId: 987654321, view });
+    }
+    expect(parseTaskButton("tk:pg:1.2")).toBeUndefined();
     expect(parseTaskButton("tk:x:1.2")).toBeUndefined();
     expect(parseTaskButton("rm:c:1.2")).toBeUndefined();
     expect(parseTaskButton("tk:p:%zz.2")).toBeUndefined();

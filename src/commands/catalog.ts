@@ -7,7 +7,7 @@
 import { DateTime } from "luxon";
 import { envListOf, isAdmin, userPrincipal } from "../access/policy.js";
 import type { ApprovedCode } from "../access/store.js";
-import { plainLine } from "../plain-text.js";
+import { markdownLiteral, plainLine } from "../plain-text.js";
 import { FEATURES } from "../features.js";
 import { localize, type Locale, type Localized } from "../i18n.js";
 import { conversationOf } from "../queue/incoming.js";
@@ -201,8 +201,8 @@ const LAST: readonly Command[] = [
       if (!pairing) {
         // Approved before (by this admin or another, here or elsewhere): said so, with whom, by whom and when.
         const approved = await services.gate.access.approvedCode(code);
-        if (approved) return approvedAlreadyText(inv.locale, approved, services.config.TIMEZONE);
-        return localize(inv.locale, COMMAND_TEXT.approveUnknown, { code: code.slice(0, 16) });
+        if (approved) return approvedAlreadyText(inv.locale, approved, services.config.TIMEZONE, markdownLiteral);
+        return localize(inv.locale, COMMAND_TEXT.approveUnknown, { code: markdownLiteral(code.slice(0, 16)) });
       }
       const who = userPrincipal(pairing);
       services.log.info({ who, by: userPrincipal(inv) }, "pairing approved");
@@ -215,12 +215,12 @@ const LAST: readonly Command[] = [
         );
       } catch (error) {
         return localize(inv.locale, COMMAND_TEXT.approvedNotifyFailed, {
-          name: pairing.userName,
+          name: markdownLiteral(pairing.userName),
           who,
           reason: (error as Error).message,
         });
       }
-      return localize(inv.locale, COMMAND_TEXT.approved, { name: pairing.userName, who });
+      return localize(inv.locale, COMMAND_TEXT.approved, { name: markdownLiteral(pairing.userName), who });
     },
   },
   {
@@ -295,19 +295,28 @@ export function commandsFor(platform: string): CommandInfo[] {
  * The answer to approving a code that was approved already (`AccessStore.approvedCode`): the code,
  * whom it let in, who approved it (an admin's name and `platform:id`, the command line, the web
  * console) and when, in `timezone` (`yyyy-MM-dd HH:mm`). Names are written as one plain line each.
+ *
+ * @param literal - how a name is written into the text: as it is (default; a terminal), or
+ *   `markdownLiteral` for a chat reply, which is shown as Markdown (a name such as `**x**` is then
+ *   shown as typed, not bold).
  */
-export function approvedAlreadyText(locale: Locale, approved: ApprovedCode, timezone: string): string {
+export function approvedAlreadyText(
+  locale: Locale,
+  approved: ApprovedCode,
+  timezone: string,
+  literal: (text: string) => string = (text) => text,
+): string {
   const by =
     approved.by === "cli"
       ? localize(locale, COMMAND_TEXT.approvedByCli)
       : approved.by === "console"
         ? localize(locale, COMMAND_TEXT.approvedByConsole)
         : approved.byName
-          ? `${plainLine(approved.byName, 64)} (${approved.by})`
+          ? `${literal(plainLine(approved.byName, 64))} (${approved.by})`
           : approved.by;
   return localize(locale, COMMAND_TEXT.approvedAlready, {
     code: approved.code,
-    name: plainLine(approved.userName, 64) || "?",
+    name: literal(plainLine(approved.userName, 64)) || "?",
     who: `${approved.platform}:${approved.userId}`,
     by,
     when: DateTime.fromMillis(approved.at, { zone: timezone }).toFormat("yyyy-MM-dd HH:mm"),

@@ -29,8 +29,8 @@ export const remindersFeature = defineFeature<ReminderActions>({
     {
       name: "reminders",
       description: {
-        "zh-TW": "列出你在這裡的提醒（Telegram、Discord 上可按按鈕取消）",
-        en: "Your reminders here (cancel buttons on Telegram and Discord)",
+        "zh-TW": "列出你在這裡的提醒（可按按鈕取消）",
+        en: "Your reminders here, with cancel buttons",
       },
       access: "everyone",
       run: (inv, _services, reminders) => reminders.listing(inv),

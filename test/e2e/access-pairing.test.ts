@@ -210,17 +210,18 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
       expect(await redis.sismember("access:{access}:users", `telegram:${guest.id}`)).toBe(0);
       expect((await ask(tg.privateChat(guest), guest, "hello again")).text).toContain("配對碼");
 
-      // Approved with npm run access: /approve names the command line.
-      const other = tg.user(95111, "Caller");
+      // Approved with npm run access: /approve names the command line. A name is shown as it was written, never as formatting.
+      const other = tg.user(95111, "*Caller*");
       const second = CODE.exec((await ask(tg.privateChat(other), other, "hi"))?.text)?.[1];
       expect((await access("approve", second!)).code).toBe(0);
       expect((await ask(adminDm, admin, `/approve ${second}`)).text).toMatch(
         new RegExp(
-          `^配對碼「${second}」已經核准過了：Caller（telegram:${other.id}）已於 .+ 由 命令列（npm run access） 核准。$`,
+          `^配對碼「${second}」已經核准過了：\\*Caller\\*（telegram:${other.id}）已於 .+ 由 命令列（npm run access） 核准。$`,
         ),
       );
       // A code never given is still "mistyped or expired".
       expect((await ask(adminDm, admin, "/approve ZZZZZZZZ")).text).toContain("找不到配對碼");
+      expect((await ask(adminDm, admin, "/approve **ZZ**")).text).toMatch(/^找不到配對碼「\*\*ZZ\*\*」/);
     },
   );
 

@@ -489,13 +489,13 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const principal = parsePrincipal(form.get("principal") ?? "");
         const kind = principal ? principalKind(principal) : undefined;
         // A group as a user, or a person as a chat (as `npm run access -- allow` / `allow-chat` refuse them).
-        if (!principal || (chat ? kind === "person" : kind === "group")) {
-          audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id of that kind");
-          return back(
-            "access",
-            chat && principal ? "personAsChat" : "badPrincipal",
-            chat && principal ? { who: principal } : {},
-          );
+        if (!principal || (!chat && kind === "group")) {
+          audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id");
+          return back("access", "badPrincipal");
+        }
+        if (chat && kind === "person") {
+          audit(actor, "chat.allow", { principal }, "a person, not a group");
+          return back("access", "personAsChat", { who: principal });
         }
         const list = envListOf(config, principal, chat ? "chat" : "user");
         if (list) {

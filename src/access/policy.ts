@@ -40,14 +40,39 @@ export function isAdmin(
   return subject.platform === "console" || config.ADMIN_USERS.includes(userPrincipal(subject));
 }
 
-/** Where a `platform:id` comes from in the env lists, for refusals such as "revoke an env-listed user". */
+/** The env lists that allow users: admins, then `ALLOWED_USERS`. */
+export const USER_ENV_LISTS = ["ADMIN_USERS", "ALLOWED_USERS"] as const;
+
+/** The env list that allows chats (groups, Discord servers and channels). */
+export const CHAT_ENV_LISTS = ["ALLOWED_CHATS"] as const;
+
+/** The name of an env list of users or chats. */
+export type EnvListName = (typeof USER_ENV_LISTS)[number] | (typeof CHAT_ENV_LISTS)[number];
+
+/**
+ * The env list that allows `principal` as a `kind` (a user: `ADMIN_USERS`, then `ALLOWED_USERS`;
+ * a chat: `ALLOWED_CHATS`), for "it still has access through …" and refusals such as "revoke an
+ * env-listed user". A user's lists are never looked at for a chat, nor a chat's for a user: a
+ * person in `ADMIN_USERS` does not make the chat of the same id env-listed.
+ * @returns the list's name, or undefined when no list of that kind names it.
+ */
 export function envListOf(
-  config: Pick<Config, "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS">,
+  config: Pick<Config, EnvListName>,
   principal: string,
-): "ADMIN_USERS" | "ALLOWED_USERS" | "ALLOWED_CHATS" | undefined {
-  if (config.ADMIN_USERS.includes(principal)) return "ADMIN_USERS";
-  if (config.ALLOWED_USERS.includes(principal)) return "ALLOWED_USERS";
-  if (config.ALLOWED_CHATS.includes(principal)) return "ALLOWED_CHATS";
+  kind: "user" | "chat",
+): EnvListName | undefined {
+  return (kind === "user" ? USER_ENV_LISTS : CHAT_ENV_LISTS).find((list) => config[list].includes(principal));
+}
+
+/**
+ * What a parsed `platform:id` ({@link parsePrincipal}) names, when its id tells: a Telegram id is
+ * a person when positive and a group, supergroup or channel when negative; a LINE id is a person
+ * when it starts with `U`, a group (`C`) or multi-person chat (`R`) otherwise. Discord ids
+ * (snowflakes) do not tell a user from a server or channel: undefined.
+ */
+export function principalKind(principal: string): "person" | "group" | undefined {
+  if (principal.startsWith("telegram:")) return principal.startsWith("telegram:-") ? "group" : "person";
+  if (principal.startsWith("line:")) return principal.startsWith("line:U") ? "person" : "group";
   return undefined;
 }
 

@@ -16,7 +16,7 @@ import type { Queue } from "bullmq";
 import express from "express";
 import { DateTime } from "luxon";
 import { relative } from "node:path";
-import { envListOf, parsePrincipal } from "../access/policy.js";
+import { envListOf, parsePrincipal, principalKind } from "../access/policy.js";
 import { AccessStore } from "../access/store.js";
 import { grantStoreFor, type GrantOwner } from "../approvals/grants.js";
 import { MemoryStore, totalBytes, type MemoryScope } from "../memory/store.js";
@@ -472,22 +472,36 @@ export function createAdminConsole(parts: AdminConsoleParts): AdminConsole {
         const chat = kindOf(form.get("kind"), actor, "revoke") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
         if (!principal) throw new Refused(400, "notPrincipal");
-        const list = envListOf(config, principal);
-        if (list) {
-          audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, `in ${list}`);
-          return back("access", "fromEnv", { list });
-        }
         const removed = chat ? await access.revokeChat(principal) : await access.revokeUser(principal);
-        audit(actor, chat ? "chat.revoke" : "user.revoke", { principal }, removed ? "ok" : "not granted");
+        // The grant (if any) is gone; an env list of the same kind still lets it in until .env is edited and the bot restarted.
+        const list = envListOf(config, principal, chat ? "chat" : "user");
+        audit(
+          actor,
+          chat ? "chat.revoke" : "user.revoke",
+          { principal },
+          `${removed ? "ok" : "not granted"}${list ? `, in ${list}` : ""}`,
+        );
+        if (list) return back("access", removed ? "revokedStillEnv" : "notGrantedEnv", { who: principal, list });
         return back("access", removed ? "revoked" : "notGranted", { who: principal });
       }
       case "/admin/access/allow": {
         const chat = kindOf(form.get("kind"), actor, "allow") === "chat";
         const principal = parsePrincipal(form.get("principal") ?? "");
-        // Telegram user ids are positive; a negative id is a group (as `npm run access -- allow` says).
-        if (!principal || (!chat && principal.startsWith("telegram:-"))) {
+        const kind = principal ? principalKind(principal) : undefined;
+        // A group as a user, or a person as a chat (as `npm run access -- allow` / `allow-chat` refuse them).
+        if (!principal || (!chat && kind === "group")) {
           audit(actor, chat ? "chat.allow" : "user.allow", {}, "not platform:id");
           return back("access", "badPrincipal");
+        }
+        if (chat && kind === "person") {
+          audit(actor, "chat.allow", { principal }, "a person, not a group");
+          return back("access", "personAsChat", { who: principal });
+        }
+        const list = envListOf(config, principal, chat ? "chat" : "user");
+        if (list) {
+          // No grant is written: it would add nothing now, and would keep the access after the entry leaves .env.
+          audit(actor, chat ? "chat.allow" : "user.allow", { principal }, `in ${list}, not granted`);
+          return back("access", "allowedByEnv", { who: principal, list });
         }
         const added = chat ? await access.allowChat(principal) : await access.allowUser(principal);
         audit(actor, chat ? "chat.allow" : "user.allow", { principal }, added ? "ok" : "already allowed");
@@ -1034,9 +1048,24 @@ const NOTICES = {
     "zh-TW": "已核准 {who}（無法通知對方，對方現在可以傳訊息了）。",
     en: "Approved {who} (could not tell them; they can write to the bot now).",
   },
-  fromEnv: T.fromEnv,
   revoked: { "zh-TW": "已撤銷 {who}。", en: "Revoked {who}." },
   notGranted: { "zh-TW": "{who} 原本就沒有授權。", en: "{who} was not granted." },
+  revokedStillEnv: {
+    "zh-TW": "已撤銷 {who} 的授權，但它仍因環境變數 {list} 而有權限：請從 .env 移除並重新啟動機器人。",
+    en: "Revoked the grant of {who}, but it still has access through {list} in the environment: remove it from .env and restart the bot.",
+  },
+  notGrantedEnv: {
+    "zh-TW": "{who} 沒有授權可撤銷：它的權限來自環境變數 {list}，請從 .env 移除並重新啟動機器人。",
+    en: "{who} was not granted: it has access through {list} in the environment; remove it from .env and restart the bot.",
+  },
+  allowedByEnv: {
+    "zh-TW": "{who} 已經因環境變數 {list} 而有權限，沒有另外新增授權。",
+    en: "{who} already has access through {list} in the environment; no grant was written.",
+  },
+  personAsChat: {
+    "zh-TW": "{who} 是個人，不是群組（Telegram 群組 id 是負數；LINE 群組 id 以 C 或 R 開頭）：請用「允許使用者」。",
+    en: "{who} is a person, not a group (Telegram group ids are negative; LINE group ids start with C or R): use “Allow a user”.",
+  },
   badPrincipal: T.badPrincipal,
   allowed: { "zh-TW": "已允許 {who}。", en: "Allowed {who}." },
   allowedAlready: { "zh-TW": "{who} 原本就已允許。", en: "{who} was allowed already." },

@@ -5,10 +5,10 @@
  *   list                          policy, admins, allowed users and chats (env and granted), pending codes,
  *                                 pairing requests turned away in the last day
  *   approve <CODE>                lets a stranger in (their pairing code) and tells them so
- *   allow <platform:userId>       lets a user in
- *   revoke <platform:userId>      takes a granted user out (env-listed users: edit .env)
- *   allow-chat <platform:chatId>  lets the bot answer in a group, a Discord server or channel
- *   revoke-chat <platform:chatId> takes a granted chat out
+ *   allow <platform:userId>       lets a user in (one in ADMIN_USERS or ALLOWED_USERS is said to be in already: no grant)
+ *   revoke <platform:userId>      takes a granted user out (one also in ADMIN_USERS or ALLOWED_USERS is said to keep access)
+ *   allow-chat <platform:chatId>  lets the bot answer in a group, a Discord server or channel (a person's id is refused)
+ *   revoke-chat <platform:chatId> takes a granted chat out (one also in ALLOWED_CHATS is said to keep access)
  *   usage [platform:userId]       tokens today and this month (the whole bot and top users, or one user)
  *   memory <platform:userId>      a person's personal memory, file by file (a data request)
  *   forget <platform:userId>      erases a person's personal memory (gone for every worker at once)
@@ -18,7 +18,7 @@
  * `npm run trace` does. Exit code 0 on success, 1 when the code,
  * user or chat was not found, 2 on bad arguments or configuration, or when Redis cannot be reached.
  */
-import { envListOf, parsePrincipal } from "../access/policy.js";
+import { envListOf, parsePrincipal, principalKind } from "../access/policy.js";
 import { AccessStore, PAIRING_CODES_PER_PLATFORM_PER_HOUR, PAIRING_CODES_PER_USER_PER_DAY } from "../access/store.js";
 import { dmTo, loadPlatform } from "../app.js";
 import { approvedAlreadyText, COMMAND_TEXT } from "../commands/catalog.js";
@@ -26,6 +26,7 @@ import { formatAllUsage, formatUserUsage } from "../commands/usage-report.js";
 import { type Config } from "../config.js";
 import { englishCount, localize } from "../i18n.js";
 import { createLogger, redact } from "../log.js";
+import { closestKnownName } from "../config-spelling.js";
 import { plainLine } from "../plain-text.js";
 import type { Platform } from "../queue/incoming.js";
 import { isEntryPoint, loadCliConfig, runAsProgram, type CliIo } from "./io.js";
@@ -53,6 +54,23 @@ const USAGE = `usage: npm run access -- <command>
   usage [platform:userId]        tokens today and this month: the whole bot and the top users, or one user
   memory <platform:userId>       a person's personal memory, file by file (what the bot remembers about them)
   forget <platform:userId>       erase a person's personal memory`;
+
+/** The commands of {@link USAGE}, as typed. */
+const COMMANDS = ["list", "approve", "allow", "revoke", "allow-chat", "revoke-chat", "usage", "memory", "forget"];
+
+/**
+ * Why `command` is not one of {@link COMMANDS}: `unknown command "bogus"`, with the closest
+ * command when one is near (`unknown command "alow" (did you mean "allow"?)`, as
+ * {@link closestKnownName} finds misspelled variables); undefined when it is a command.
+ */
+export function unknownCommand(command: string): string | undefined {
+  if (COMMANDS.includes(command)) return undefined;
+  const near = closestKnownName(
+    command.toUpperCase(),
+    COMMANDS.map((c) => c.toUpperCase()),
+  )?.toLowerCase();
+  return `unknown command "${plainLine(command, 40)}"${near ? ` (did you mean "${near}"?)` : ""}`;
+}
 
 /** Runs one command; returns the exit code. Output goes to `io.out` (stdout) and `io.err` (stderr). */
 async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo): Promise<number> {
@@ -139,20 +157,40 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
         return 2;
       }
       const chat = command.endsWith("-chat");
-      if (!chat && principal.startsWith("telegram:-")) {
-        // Telegram user ids are positive; a negative id is a group or channel.
-        io.err(`${principal} is a Telegram group, not a user: use allow-chat / revoke-chat for it`);
+      const kind = principalKind(principal);
+      if (!chat && kind === "group") {
+        // Telegram user ids are positive, a negative id is a group or channel; a LINE group or room id starts with C or R.
+        io.err(`${principal} is a ${platformName(principal)} group, not a user: use allow-chat / revoke-chat for it`);
         return 2;
       }
+      if (command === "allow-chat" && kind === "person") {
+        // A person's id as a chat would be their private chat, which chat grants never open (a DM needs a user grant).
+        const groups = principal.startsWith("telegram:")
+          ? "Telegram group ids are negative, e.g. telegram:-1001234567890"
+          : "LINE group ids start with C, multi-person chats with R";
+        io.err(`${principal} is a person, not a group (${groups}): to let them in, use allow ${principal}`);
+        return 2;
+      }
+      const list = envListOf(config, principal, chat ? "chat" : "user");
+      const through = `through ${list} in the environment (.env)`;
       if (command.startsWith("revoke")) {
-        const list = envListOf(config, principal);
-        if (list) {
-          io.err(`${principal} comes from ${list} in the environment (.env): remove it there and restart the bot`);
-          return 2;
-        }
         const removed = chat ? await store.revokeChat(principal) : await store.revokeUser(principal);
+        if (list) {
+          // The grant (if any) is gone; the env list still lets it in until it is edited and the bot restarted.
+          if (removed) io.out(`revoked the grant of ${principal}`);
+          io.err(
+            `${principal} ${removed ? "still has" : "was not granted: it has"} access ${through}; ` +
+              "remove it there and restart the bot",
+          );
+          return removed ? 0 : 2;
+        }
         io.out(removed ? `revoked ${principal}` : `${principal} was not granted`);
         return removed ? 0 : 1;
+      }
+      if (list) {
+        // No grant is written: it would add nothing now, and would silently keep the access after the entry is removed from .env.
+        io.out(`${principal} already has access ${through}; no grant was written`);
+        return 0;
       }
       const added = chat ? await store.allowChat(principal) : await store.allowUser(principal);
       io.out(added ? `allowed ${principal}` : `${principal} was allowed already`);
@@ -188,9 +226,9 @@ async function run(argv: string[], config: Config, redis: RedisClient, io: CliIo
       const principal = personOf(arg!);
       if (!principal)
         return bad(`"${arg!.slice(0, 40)}" is not platform:id (telegram:<id>, discord:<id> or console:<name>)`);
-      if (principal.startsWith("telegram:-")) {
+      if (principalKind(principal) === "group") {
         io.err(
-          `${principal} is a Telegram group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`,
+          `${principal} is a ${platformName(principal)} group, not a person: a group's memory is shown and erased in the group (/memory, /forget)`,
         );
         return 2;
       }
@@ -241,6 +279,12 @@ function personOf(arg: string): string | undefined {
   return /^console:[^\s:]{1,128}$/i.test(arg) ? `console:${arg.slice(8)}` : parsePrincipal(arg);
 }
 
+/** `Telegram`, `Discord` or `LINE`: the platform of a `platform:id`, as its users call it. */
+function platformName(principal: string): string {
+  const platform = principal.slice(0, principal.indexOf(":"));
+  return platform === "line" ? "LINE" : platform.charAt(0).toUpperCase() + platform.slice(1);
+}
+
 /** Prints `problem` (when given) and the usage text; returns exit code 2. */
 function usageError(io: CliIo, problem?: string): number {
   if (problem) io.err(problem);
@@ -272,6 +316,8 @@ async function tell(config: Config, platform: Platform, chatId: string, text: st
  */
 export async function accessMain(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") return usageError(io);
+  const unknown = unknownCommand(argv[0]!);
+  if (unknown) return usageError(io, unknown);
   const config = loadCliConfig(env, io);
   if (!config) return 2;
   // The private redis-server of this folder is found (or started) as `npm run trace` finds it, so

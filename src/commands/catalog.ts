@@ -65,6 +65,10 @@ export const COMMAND_TEXT = {
     "zh-TW": "這個聊天列在設定 {list} 中，請從 .env 移除後重新啟動。",
     en: "This chat is listed in {list}; remove it from .env and restart.",
   },
+  disabledStillEnv: {
+    "zh-TW": "已移除這裡的 /enable 啟用，但這個聊天仍列在設定 {list} 中，機器人仍會回應：請從 .env 移除後重新啟動。",
+    en: "Removed this chat's /enable, but it is still listed in {list}, so the bot still answers here: remove it from .env and restart.",
+  },
   notEnabled: {
     "zh-TW": "這裡沒有用 /enable 啟用過（可能是整個伺服器被允許，請用 npm run access -- list 查看）。",
     en: "This chat was not enabled with /enable (the whole server may be allowed: see npm run access -- list).",
@@ -241,10 +245,12 @@ const LAST: readonly Command[] = [
     async run(inv, services) {
       if (inv.chatKind !== "group") return localize(inv.locale, COMMAND_TEXT.groupOnly);
       const principal = `${inv.platform}:${inv.chatId}`;
-      const list = envListOf(services.config, principal);
-      if (list) return localize(inv.locale, COMMAND_TEXT.disableFromEnv, { list });
+      // The grant (if any) is removed even when ALLOWED_CHATS lists the chat, which is then said.
       const removed = await services.gate.access.revokeChat(principal);
-      services.log.info({ chat: principal, by: userPrincipal(inv) }, "chat disabled");
+      const list = envListOf(services.config, principal, "chat");
+      if (removed) services.log.info({ chat: principal, by: userPrincipal(inv) }, "chat disabled");
+      if (list)
+        return localize(inv.locale, removed ? COMMAND_TEXT.disabledStillEnv : COMMAND_TEXT.disableFromEnv, { list });
       return localize(inv.locale, removed ? COMMAND_TEXT.disabled : COMMAND_TEXT.notEnabled);
     },
   },

@@ -11,6 +11,7 @@
  * tool (`@anthropic-ai/sdk/tools/memory/node`). Source:
  * https://platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool
  */
+import { englishCount } from "../i18n.js";
 import { ToolError } from "../toolbox/tool.js";
 import { isWithin, MEMORY_ROOT, normaliseMemoryPath } from "./paths.js";
 import { MAX_MEMORY_FILES, totalBytes, type MemoryChange } from "./store.js";
@@ -97,8 +98,8 @@ export function runMemoryCommand(
       const now = totalBytes([...files].map(([path, text]) => ({ path, text })));
       const left = Math.max(0, limits.maxBytes - now);
       throw new ToolError(
-        `Not saved: the memory is limited to ${limits.maxBytes} bytes; it holds ${now} bytes now, ` +
-          `so ${left} bytes are left, and this write would make it ${bytes} bytes. ` +
+        `Not saved: the memory is limited to ${englishCount(limits.maxBytes, "byte")}; it holds ${englishCount(now, "byte")} now, ` +
+          `so ${englishCount(left, "byte")} ${left === 1 ? "is" : "are"} left, and this write would make it ${englishCount(bytes, "byte")}. ` +
           "Save something shorter, or first shorten or delete notes that are no longer needed (str_replace or delete), then try again.",
       );
     }

@@ -688,6 +688,87 @@ describe("refusals", () => {
   });
 });
 
+describe("allow and revoke with env lists", () => {
+  let stack: Awaited<ReturnType<typeof startConsole>>;
+  beforeAll(async () => {
+    stack = await startConsole({
+      ADMIN_CONSOLE_TOKEN: TOKEN,
+      ADMIN_USERS: "telegram:7001",
+      ALLOWED_CHATS: "telegram:-1007003",
+    });
+  });
+  afterAll(async () => stack?.close());
+
+  /** Posts an allow or revoke form; returns the redirect's query and the notice the access page shows for it. */
+  async function post(path: "allow" | "revoke", fields: Record<string, string>) {
+    const { cookie, csrf } = await login(stack.base);
+    const res = await fetch(`${stack.base}/admin/access/${path}`, {
+      ...form({ ...fields, csrf }),
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get("location") ?? "", stack.base);
+    const html = await (await fetch(location, { headers: { cookie } })).text();
+    return {
+      query: Object.fromEntries(location.searchParams),
+      shown: /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1],
+      zh: noticeText("zh-TW", location.searchParams),
+    };
+  }
+
+  it("revokes a granted chat whose id is an admin's: a chat is checked against ALLOWED_CHATS, not ADMIN_USERS", async () => {
+    const access = new AccessStore(redis);
+    await access.allowChat("telegram:7001");
+    const { query, shown } = await post("revoke", { principal: "telegram:7001", kind: "chat" });
+    expect(query).toEqual({ notice: "revoked", who: "telegram:7001" });
+    expect(shown).toBe("Revoked telegram:7001.");
+    expect((await access.grants()).chats).not.toContain("telegram:7001");
+  });
+
+  it("revokes the grant of an entry that an env list also names, and says it still has access through that list", async () => {
+    const access = new AccessStore(redis);
+    await access.allowUser("telegram:7001");
+    const user = await post("revoke", { principal: "telegram:7001", kind: "user" });
+    expect(user.query).toEqual({ notice: "revokedStillEnv", who: "telegram:7001", list: "ADMIN_USERS" });
+    expect(user.shown).toBe(
+      "Revoked the grant of telegram:7001, but it still has access through ADMIN_USERS in the environment: remove it from .env and restart the bot.",
+    );
+    expect(user.zh).toBe(
+      "已撤銷 telegram:7001 的授權，但它仍因環境變數 ADMIN_USERS 而有權限：請從 .env 移除並重新啟動機器人。",
+    );
+    expect(await access.hasUser("telegram:7001")).toBe(false);
+    await access.allowChat("telegram:-1007003");
+    const chat = await post("revoke", { principal: "telegram:-1007003", kind: "chat" });
+    expect(chat.query).toEqual({ notice: "revokedStillEnv", who: "telegram:-1007003", list: "ALLOWED_CHATS" });
+    expect((await access.grants()).chats).not.toContain("telegram:-1007003");
+    // Nothing granted left: the env list is named, nothing else happens.
+    const again = await post("revoke", { principal: "telegram:7001", kind: "user" });
+    expect(again.shown).toBe(
+      "telegram:7001 was not granted: it has access through ADMIN_USERS in the environment; remove it from .env and restart the bot.",
+    );
+  });
+
+  it("writes no grant for an entry an env list allows, and says so; refuses a person as a chat", async () => {
+    const access = new AccessStore(redis);
+    const admin = await post("allow", { principal: "telegram:7001", kind: "user" });
+    expect(admin.query).toEqual({ notice: "allowedByEnv", who: "telegram:7001", list: "ADMIN_USERS" });
+    expect(admin.shown).toBe(
+      "telegram:7001 already has access through ADMIN_USERS in the environment; no grant was written.",
+    );
+    const person = await post("allow", { principal: "telegram:7001", kind: "chat" });
+    expect(person.query).toEqual({ notice: "personAsChat", who: "telegram:7001" });
+    expect(person.shown).toBe(
+      "telegram:7001 is a person, not a group (Telegram group ids are negative; LINE group ids start with C or R): use “Allow a user”.",
+    );
+    const { users, chats } = await access.grants();
+    expect([users.includes("telegram:7001"), chats.includes("telegram:7001")]).toEqual([false, false]);
+    const group = await post("allow", { principal: "telegram:-1009", kind: "chat" });
+    expect(group.shown).toBe("Allowed telegram:-1009.");
+    expect((await access.grants()).chats).toContain("telegram:-1009");
+    await access.revokeChat("telegram:-1009");
+  });
+});
+
 describe("reminders in the console", () => {
   it("pauses, resumes and cancels a repeating reminder with the queue's job schedulers; logs who and what, never the text", async () => {
     const clock = Date.now();

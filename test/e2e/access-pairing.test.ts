@@ -381,7 +381,7 @@ describe("pairing (the default policy)", { timeout: CLI_TEST_TIMEOUT_MS }, () =>
     async () => {
       const revoke = await access("revoke", `telegram:${ALLOWED}`);
       expect(revoke.code).toBe(2);
-      expect(revoke.stderr).toContain("comes from ALLOWED_USERS");
+      expect(revoke.stderr).toContain("has access through ALLOWED_USERS in the environment (.env)");
       const tg = stack.telegram;
       const carol = tg.user(95300, "Carol");
       expect((await access("allow", `telegram:${carol.id}`)).code).toBe(0);

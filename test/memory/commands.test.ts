@@ -212,6 +212,14 @@ describe("memory commands", () => {
     ).toEqual({ "/memories/a.md": "x" });
   });
 
+  it("says 1 byte is left, not 1 bytes are left", () => {
+    const files = { "/memories/a.md": "x".repeat(1000) }; // 1014 bytes with its path
+    const message = refusal(files, { command: "create", path: "/memories/b.md", file_text: "y" }, { maxBytes: 1015 });
+    expect(message).toMatch(
+      /^Not saved: the memory is limited to 1015 bytes; it holds 1014 bytes now, so 1 byte is left, and this write would make it 1029 bytes\. /,
+    );
+  });
+
   it("shows writes in a few words and traces sizes, never texts", () => {
     expect(
       memoryActivity({ command: "create", path: "/memories/p.md", file_text: "# 關於我\n- 住在新竹" }, "zh-TW"),

@@ -228,15 +228,15 @@ export class ConsoleAdapter implements Adapter {
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
     const command = text.toLowerCase();
     const slash = commandLine(text);
+    // A command's question (`/forget`) is answered by the line right after it; any other line drops it.
+    const question = this.#question;
+    this.#question = undefined;
     // `/quit@somebot` too, as `/help@somebot` is `/help` (and `/quit` with words after it).
     if (slash?.name === "quit" || slash?.name === "exit") {
       this.#rl?.close();
       return;
     }
     if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
-    // A command's question (`/forget`) is answered by the line right after it, else dropped.
-    const question = this.#question;
-    this.#question = undefined;
     if (question && (YES.has(command) || NO.has(command)))
       return this.#answerQuestion(context, chat, YES.has(command) ? question.yes : question.no);
     const always = ALWAYS.has(command);

@@ -145,6 +145,11 @@ export class ConsoleAdapter implements Adapter {
   #markClosed!: () => void;
   /** The conversation's language as last read (`/settings language`); see {@link locale}. */
   #locale: Locale | undefined;
+  /**
+   * A command's yes-or-no question the next line may answer (`/forget`'s "erase everything?":
+   * `CommandReply.typed`): `y` presses `yes`'s button data, `n` `no`'s; any other line drops it.
+   */
+  #question: { yes: string; no: string } | undefined;
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
@@ -223,12 +228,17 @@ export class ConsoleAdapter implements Adapter {
     const chat = { platform: "console" as const, chatId: this.#options.chatId ?? "local" };
     const command = text.toLowerCase();
     const slash = commandLine(text);
+    // A command's question (`/forget`) is answered by the line right after it; any other line drops it.
+    const question = this.#question;
+    this.#question = undefined;
     // `/quit@somebot` too, as `/help@somebot` is `/help` (and `/quit` with words after it).
     if (slash?.name === "quit" || slash?.name === "exit") {
       this.#rl?.close();
       return;
     }
     if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
+    if (question && (YES.has(command) || NO.has(command)))
+      return this.#answerQuestion(context, chat, YES.has(command) ? question.yes : question.no);
     const always = ALWAYS.has(command);
     const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
     // Lines in order: a line the console answers itself (a command, a `y` with no prompt open yet,
@@ -262,8 +272,11 @@ export class ConsoleAdapter implements Adapter {
             CONSOLE_PLAIN,
           ),
         );
-      const reply = await context.commands.run(invocation);
-      if (reply === undefined) return;
+      const answer = await context.commands.runReply(invocation);
+      if (answer === undefined) return;
+      const reply = answer.text;
+      // A yes-or-no question (`/forget`): the next line answers it with y or n.
+      if (answer.typed) this.#question = answer.typed;
       return say(
         markdownToPlain(name === "help" ? `${reply}\n\n${localize(locale, TEXT.help)}` : reply, CONSOLE_PLAIN),
       );
@@ -319,6 +332,26 @@ export class ConsoleAdapter implements Adapter {
       if (!(err instanceof EnqueueError)) this.#options.log.error({ err }, "enqueue failed");
       return say(localize(locale, TEXT.tryAgain));
     }
+  }
+
+  /**
+   * A typed `y` or `n` answering a command's question (`CommandReply.typed`): a press on the
+   * button whose data it names (`/forget`'s ⚠️ or Cancel), here as in a private chat; writes what
+   * the press says (the text the pressed message would be closed to, else its notice).
+   */
+  async #answerQuestion(context: AdapterContext, chat: ConversationRef, data: string): Promise<void> {
+    const locale = (await context.commands.languageOf(chat)) ?? this.#options.locale;
+    this.#locale = locale;
+    const answer = await context.press({
+      data,
+      platform: "console",
+      chatId: chat.chatId,
+      chatKind: "dm",
+      userId: this.#userId(),
+      locale,
+    });
+    await this.outbound.quiet();
+    await this.#say(answer.closeText ?? answer.notice);
   }
 
   /**

@@ -98,6 +98,12 @@ export interface CommandReply {
   /** Markdown. */
   text: string;
   buttons?: { label: string; data: string }[];
+  /**
+   * For the terminal chat, which has no buttons: the reply is a yes-or-no question, and the next
+   * line typed there, when it is `y` or `n`, answers it as a press on the button whose data is
+   * `yes` or `no` (`/forget`'s "erase everything?"); any other line drops the question.
+   */
+  typed?: { yes: string; no: string };
 }
 
 /** A command's optional argument (Discord: a string option; Telegram and console: the text after the name). */

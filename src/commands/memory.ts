@@ -7,7 +7,8 @@
  * Who may delete: in a private chat its person (the only one who can press there); in a group its
  * administrators and the bot's admins (anyone may look). A delete button carries
  * `mm:f:<path hash>` (16 characters of base64url SHA-256 of the file's path) or `mm:a` (everything:
- * it asks first, and its ⚠️ button `mm:A:<fingerprint>` erases only the files it named, `mm:c` keeps them);
+ * it asks first, and its ⚠️ button `mm:A:<fingerprint>` erases only the files it named, `mm:c` keeps them;
+ * `/forget` asks the same question with the same buttons);
  * the scope is never in the data: it is the pressed message's chat and the presser, so a button
  * can only ever delete in the scope the press happens in. An undo button (`mm:u:<handle>`, posted
  * after a memory write made when outside content was read, `src/memory/undo.ts`) is pressed by
@@ -24,6 +25,7 @@ import {
   memoryScopeOf,
   scopeName,
   totalBytes,
+  type MemoryFile,
   type MemoryScope,
   type MemoryStore,
 } from "../memory/store.js";
@@ -49,7 +51,7 @@ function fileCount(count: number): { count: number; files: string } {
   return { count, files: englishNoun(count, "file") };
 }
 
-/** Words of `/memory`, `/forget` and their buttons. */
+/** Words of `/memory`, `/forget` and their buttons (`/forget` asks with the delete-all question's words). */
 export const MEMORY_TEXT = {
   personalTitle: {
     "zh-TW": "我記得的事（你的個人記憶，只在私訊中使用，{bytes}／{max}）：",
@@ -71,6 +73,10 @@ export const MEMORY_TEXT = {
     en: "(Memory is turned off: these are not used in answers.)",
   },
   consoleHint: { "zh-TW": "全部清除：輸入 /forget", en: "To erase everything, type /forget" },
+  consoleConfirm: {
+    "zh-TW": "輸入 y 確定全部刪除，輸入 n 取消。",
+    en: "Type y to delete it all, or n to cancel.",
+  },
   deleteButton: { "zh-TW": "🗑 刪除 {name}", en: "🗑 Delete {name}" },
   deleteAllButton: { "zh-TW": "🗑 全部刪除", en: "🗑 Delete all" },
   groupReadOnly: {
@@ -208,19 +214,44 @@ export async function memoryListing(
 }
 
 /**
- * `/forget`: erases the scope's whole memory (the asker's own in a private chat; the group's in a
- * group, where the command runner lets only its administrators and bot admins run it).
+ * The question "erase all N files?" of `/forget` and of the listing's 🗑 全部刪除, with its
+ * ⚠️ button (`mm:A:<fingerprint>`: erases only the files it names, when the memory is still
+ * those) and its Cancel button (`mm:c`).
+ */
+function eraseQuestion(scope: MemoryScope, files: MemoryFile[], locale: Locale): Required<ButtonListing> {
+  return {
+    text: localize(
+      locale,
+      scope.kind === "personal" ? MEMORY_TEXT.confirmErasePersonal : MEMORY_TEXT.confirmEraseGroup,
+      fileCount(files.length),
+    ),
+    buttons: [
+      { label: localize(locale, MEMORY_TEXT.confirmEraseButton), data: `mm:A:${memoryFingerprint(files)}` },
+      { label: localize(locale, MEMORY_TEXT.keepButton), data: "mm:c" },
+    ],
+  };
+}
+
+/**
+ * `/forget`: asks first, as the listing's 🗑 全部刪除 does — "erase all N files?" with the same
+ * ⚠️ and Cancel buttons, answered by the same press handler ({@link pressMemoryButton}), which
+ * erases the scope's memory (the asker's own in a private chat; the group's in a group, where the
+ * command runner lets only its administrators and bot admins run it, and only they may press).
+ * The console, which has no buttons, asks for a typed `y` or `n` (`CommandReply.typed`). Nothing
+ * stored: says so, with no question. Nothing is erased here.
  * @returns the reply. @throws when Redis is unreachable.
  */
-export async function forgetMemory(asker: MemoryAsker, store: MemoryStore): Promise<string> {
+export async function forgetMemory(asker: MemoryAsker, store: MemoryStore): Promise<CommandReply> {
   const scope = memoryScopeOf(asker);
-  const count = await store.erase(scope);
-  if (count === 0) return localize(asker.locale, MEMORY_TEXT.nothingToErase);
-  return localize(
-    asker.locale,
-    scope.kind === "personal" ? MEMORY_TEXT.erasedPersonal : MEMORY_TEXT.erasedGroup,
-    fileCount(count),
-  );
+  const files = await store.read(scope);
+  if (files.length === 0) return { text: localize(asker.locale, MEMORY_TEXT.nothingToErase) };
+  const question = eraseQuestion(scope, files, asker.locale);
+  if (asker.platform !== "console") return question;
+  const [yes, no] = question.buttons;
+  return {
+    text: `${question.text}\n${localize(asker.locale, MEMORY_TEXT.consoleConfirm)}`,
+    typed: { yes: yes!.data, no: no!.data },
+  };
 }
 
 /** A press on a `/memory` button: its data, who pressed, where, and whether they may delete a group's memory. */
@@ -300,20 +331,7 @@ export async function pressMemoryButton(press: MemoryPress, store: MemoryStore):
       const text = localize(locale, MEMORY_TEXT.nothingToErase);
       return { notice: text, closeText: text };
     }
-    return {
-      notice: localize(locale, MEMORY_TEXT.confirmEraseNotice),
-      confirm: {
-        text: localize(
-          locale,
-          scope.kind === "personal" ? MEMORY_TEXT.confirmErasePersonal : MEMORY_TEXT.confirmEraseGroup,
-          fileCount(files.length),
-        ),
-        buttons: [
-          { label: localize(locale, MEMORY_TEXT.confirmEraseButton), data: `mm:A:${memoryFingerprint(files)}` },
-          { label: localize(locale, MEMORY_TEXT.keepButton), data: "mm:c" },
-        ],
-      },
-    };
+    return { notice: localize(locale, MEMORY_TEXT.confirmEraseNotice), confirm: eraseQuestion(scope, files, locale) };
   }
   const file = (await store.read(scope)).find((f) => pathHandle(f.path) === handle);
   if (!file || !(await store.deleteFile(scope, file.path))) return { notice: localize(locale, MEMORY_TEXT.gone) };

@@ -1,5 +1,6 @@
 /**
- * The memory feature: `/memory` (what the bot remembers here, with delete buttons) and `/forget`,
+ * The memory feature: `/memory` (what the bot remembers here, with delete buttons) and `/forget`
+ * (which asks first, with the same question and buttons as the listing's delete-all),
  * the delete and undo buttons (`mm:…`; in a group only its administrators and bot admins may
  * delete), the memory tool (`tool.ts`, when `MEMORY=on`), and a group's shared memory, which moves
  * with the group (a topic shares its group's, so only the whole chat moves it). The memory block
@@ -44,9 +45,11 @@ export const memoryFeature = defineFeature<MemoryStore>({
         "Erase memory (DMs: yours; groups: the group's, admins only)",
       ),
       access: "group-admin",
+      // Asks first (the listing's delete-all question and buttons); the press erases, and logs it.
       async run(inv, services, memory) {
         const reply = await forgetMemory({ ...inv, timezone: services.config.TIMEZONE }, memory);
-        services.log.info({ scope: scopeOfAsker(inv), by: userPrincipal(inv) }, "memory erased (/forget)");
+        if (reply.buttons ?? reply.typed)
+          services.log.info({ scope: scopeOfAsker(inv), by: userPrincipal(inv) }, "memory erase asked (/forget)");
         return reply;
       },
     },
@@ -77,7 +80,7 @@ export const memoryFeature = defineFeature<MemoryStore>({
               by: `${asker.platform}:${asker.userId}`,
               all: answer.closeText !== undefined,
             },
-            "memory deleted (/memory button)",
+            "memory deleted (/memory or /forget button)",
           );
         return {
           kind: "memory",

@@ -33,8 +33,8 @@ export const settingsFeature = defineFeature<SettingsStore>({
     {
       name: "settings",
       description: d(
-        "這個聊天的設定：角色、模型、語言、串流、群組回覆",
-        "This chat's settings: persona, model, language, streaming, group replies",
+        "這個聊天的設定：角色、模型、語言、串流、群組回覆、語音回覆",
+        "This chat's settings: persona, model, language, streaming, group replies, voice replies",
       ),
       access: "everyone",
       option: {

@@ -97,3 +97,17 @@ it("/settings language en (BOT_LOCALE zh-TW): the console's own texts are in Eng
   await said((a) => a === "ok: deleted #1: tea", "the todo deleted");
   expect(answers().join("\n")).not.toMatch(/[\u4e00-\u9fff]/);
 }, 60_000);
+
+it("/help names every setting on its /settings line, voice replies included, in zh-TW and English", async () => {
+  const { output, type } = await start({ config: testConfig({ ROLE: "all", BOT_LOCALE: "zh-TW" }) });
+  const answers = () => output.answers();
+  type("/help");
+  await waitFor(() => answers().some((a) => a.includes("在這個終端機")), 10_000, "the /help in zh-TW");
+  expect(answers().at(-1)).toMatch(/^- \/settings\b.* — 這個聊天的設定：角色、模型、語言、串流、群組回覆、語音回覆$/m);
+  type("/settings language en");
+  type("/help");
+  await waitFor(() => answers().some((a) => a.includes("In this terminal")), 10_000, "the /help in English");
+  expect(answers().at(-1)).toMatch(
+    /^- \/settings\b.* — This chat's settings: persona, model, language, streaming, group replies, voice replies$/m,
+  );
+});

@@ -7,7 +7,7 @@
  */
 import { expect, it } from "vitest";
 import { formatAllUsage, formatTotals } from "../../src/commands/usage-report.js";
-import { forgetMemory, memoryListing } from "../../src/commands/memory.js";
+import { forgetMemory, memoryListing, pressMemoryButton } from "../../src/commands/memory.js";
 import { englishCount, englishNoun } from "../../src/i18n.js";
 import { mediaRefusal } from "../../src/media/refusal.js";
 import { MediaError } from "../../src/media/errors.js";
@@ -91,14 +91,23 @@ it("/memory and /forget name one memory file in the singular", async () => {
     listed = (await memoryListing(asker, store, { maxBytes: 100_000, off: false })).text;
   }
   expect(listed).toContain("…and 1 more file (too long to show).");
+  // /forget asks (naming the files), and its ⚠️ button erases them (saying how many).
+  const forget = async (locale: "en" | "zh-TW") => {
+    const question = await forgetMemory({ ...asker, locale }, store);
+    const erased = await pressMemoryButton({ ...asker, locale, data: question.buttons![0]!.data, admin: false }, store);
+    return { question: question.text, erased: erased.notice };
+  };
   await write({ "/memories/a.md": "I live in Hsinchu" });
-  expect(await forgetMemory(asker, store)).toBe(
-    "Your personal memory is erased (1 file). The conversation itself is kept (use /reset for that).",
-  );
+  expect(await forget("en")).toEqual({
+    question: "Erase all of your personal memory (1 file)? This cannot be undone.",
+    erased: "Your personal memory is erased (1 file). The conversation itself is kept (use /reset for that).",
+  });
   await write({ "/memories/a.md": "a", "/memories/b.md": "b" });
-  expect(await forgetMemory(asker, store)).toMatch(/^Your personal memory is erased \(2 files\)\./);
+  const two = await forget("en");
+  expect(two.question).toBe("Erase all of your personal memory (2 files)? This cannot be undone.");
+  expect(two.erased).toMatch(/^Your personal memory is erased \(2 files\)\./);
   await write({ "/memories/a.md": "a" });
-  expect(await forgetMemory({ ...asker, locale: "zh-TW" }, store)).toMatch(/^已清除你的個人記憶（1 個檔案）。/);
+  expect((await forget("zh-TW")).erased).toMatch(/^已清除你的個人記憶（1 個檔案）。/);
 });
 
 it("refusals, paused tasks, budgets, the calculator, MCP calls, durations, traces and hidden values in the singular", () => {

@@ -15,6 +15,7 @@ import { text, type FakeAnthropic } from "../fakes/anthropic.js";
 import type { FakeTranscription } from "../fakes/transcription.js";
 import type { FakeSpeech } from "../fakes/speech.js";
 import { SettingsStore } from "../../src/settings/store.js";
+import { memoryKey, MemoryStore } from "../../src/memory/store.js";
 import type { FakeLine, FakeLineUser } from "../fakes/line.js";
 import { captureLogger } from "../helpers/log.js";
 import { listTodos } from "../../tools/todo/store.js";
@@ -270,6 +271,57 @@ it("/settings buttons are quick reply postbacks; a press changes the setting and
   expect(changed.via).toBe("reply");
   expect(listing.text).toContain("這個聊天的設定");
   expect(changed.text).toContain("Settings of this chat:");
+});
+
+it("/forget asks first with quick-reply buttons (the /memory delete-all question): Cancel keeps, ⚠️ erases; nothing left is said so", async () => {
+  const jill = line.user("Jill");
+  const scope = { kind: "personal" as const, platform: "line" as const, userId: jill.userId };
+  const memory = new MemoryStore(redis);
+  await memory.update(scope, () => ({
+    files: new Map([
+      ["/memories/home.md", "住在台中"],
+      ["/memories/food.md", "不吃辣"],
+    ]),
+    result: undefined,
+  }));
+  const key = memoryKey(scope);
+  const question = async () => {
+    const before = line.messagesTo(jill.userId).length;
+    await line.deliver([line.textEvent(dm(jill), "/forget")]);
+    return line.waitFor(() =>
+      line
+        .messagesTo(jill.userId)
+        .slice(before)
+        .find((m) => m.via === "reply"),
+    );
+  };
+  const pressed = async (data: string) => {
+    const before = line.messagesTo(jill.userId).length;
+    await line.deliver([line.postbackEvent(dm(jill), data)]);
+    return line.waitFor(() =>
+      line
+        .messagesTo(jill.userId)
+        .slice(before)
+        .find((m) => m.via === "reply"),
+    );
+  };
+  const asked = await question();
+  expect(asked.text).toBe("確定要清除你的全部個人記憶（2 個檔案）嗎？清除後無法復原。");
+  const items = (asked.message.quickReply as { items: { action: { label: string; data: string } }[] }).items;
+  expect(items.map((i) => i.action.label)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+  expect(asked.postbacks[0]).toMatch(/^mm:A:[A-Za-z0-9_-]{16}$/);
+  expect(asked.postbacks[1]).toBe("mm:c");
+  expect(await redis.exists(key)).toBe(1);
+  expect((await pressed("mm:c")).text).toBe("已取消，記憶沒有變更。");
+  expect((await memory.read(scope)).map((f) => f.text).sort()).toEqual(["不吃辣", "住在台中"]);
+  const again = await question();
+  expect((await pressed(again.postbacks[0]!)).text).toBe(
+    "已清除你的個人記憶（2 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
+  );
+  expect(await redis.exists(key)).toBe(0);
+  const nothing = await question();
+  expect(nothing.text).toBe("沒有需要清除的記憶。");
+  expect(nothing.postbacks).toEqual([]);
 });
 
 it("approval by postback: only the requester decides, a replay or forgery changes nothing, a later press (anyone's) is told it was confirmed", async () => {

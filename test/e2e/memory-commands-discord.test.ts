@@ -51,7 +51,7 @@ function buttonsOf(interaction: FakeInteraction): Button[] {
 }
 
 describe("Discord: /memory and /forget", () => {
-  it("in a DM: /memory lists with delete buttons, a press deletes the file, /forget erases the rest, for every worker", async () => {
+  it("in a DM: /memory lists with delete buttons, a press deletes the file, /forget asks, Cancel keeps, ⚠️ erases the rest, for every worker", async () => {
     const dc = stack.discord;
     const kim = user("Kim");
     const saved = await ask(kim, "remember 住在台南 as home");
@@ -77,15 +77,31 @@ describe("Discord: /memory and /forget", () => {
     expect(block).toContain("住在台南");
     expect(block).not.toContain("不吃香菜");
 
-    expect(await ephemeral(dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" }))).toBe(
+    // /forget asks first, with the listing's delete-all question and buttons; Cancel keeps the files.
+    const kimKey = memoryKey({ kind: "personal", platform: "discord", userId: kim.id });
+    const asked = dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" });
+    expect(await ephemeral(asked)).toBe("確定要清除你的全部個人記憶（1 個檔案）嗎？清除後無法復原。");
+    expect(buttonsOf(asked).map((b) => b.label)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+    expect(await redis.get(kimKey)).toContain("住在台南");
+    expect(await ephemeral(dc.clickEphemeralButton(kim, asked, "mm:c"))).toBe("已取消，記憶沒有變更。");
+    expect(await redis.get(kimKey)).toContain("住在台南");
+    const again = dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" });
+    await ephemeral(again);
+    const yes = buttonsOf(again).find((b) => b.label === "⚠️ 確定全部刪除")!.custom_id;
+    expect(yes).toMatch(/^mm:A:[A-Za-z0-9_-]{16}$/);
+    expect(await ephemeral(dc.clickEphemeralButton(kim, again, yes))).toBe(
       "已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
     );
-    expect(await redis.exists(memoryKey({ kind: "personal", platform: "discord", userId: kim.id }))).toBe(0);
+    expect(await redis.exists(kimKey)).toBe(0);
+    // Nothing left: said so, with no question.
+    const nothing = dc.slashCommand(kim, "forget", { dm: true, locale: "zh-TW" });
+    expect(await ephemeral(nothing)).toBe("沒有需要清除的記憶。");
+    expect(buttonsOf(nothing)).toEqual([]);
     await ask(kim, "hello K2");
     expect(memoryBlockOf(requestsFor(stack, "hello K2")[0]!)).toBeUndefined();
   });
 
-  it("in a server channel: anyone may look; deleting needs Manage Messages", async () => {
+  it("in a server channel: anyone may look; deleting (and answering /forget's question) needs Manage Messages", async () => {
     const dc = stack.discord;
     const lee = user("Lee");
     const mo = user("Mo");
@@ -111,13 +127,21 @@ describe("Discord: /memory and /forget", () => {
     );
     expect(await redis.get(key)).toContain("週日練團");
 
+    const asked = dc.slashCommand(mo, "forget", {
+      channelId: dc.channelId,
+      locale: "zh-TW",
+      permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS,
+    });
+    expect(await ephemeral(asked)).toBe("確定要清除這個群組的全部共同記憶（1 個檔案）嗎？清除後無法復原。");
+    expect(buttonsOf(asked).map((b) => b.label)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+    expect(await redis.get(key)).toContain("週日練團");
+    const yes = buttonsOf(asked)[0]!.custom_id;
+    // A press without Manage Messages (the permission taken away since) is refused and erases nothing.
+    expect(await ephemeral(dc.clickEphemeralButton(mo, asked, yes))).toBe("在群組裡只有群組管理員可以刪除共同記憶。");
+    expect(await redis.get(key)).toContain("週日練團");
     expect(
       await ephemeral(
-        dc.slashCommand(mo, "forget", {
-          channelId: dc.channelId,
-          locale: "zh-TW",
-          permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS,
-        }),
+        dc.clickEphemeralButton(mo, asked, yes, { permissions: FakeDiscord.MANAGE_MESSAGES_PERMISSIONS }),
       ),
     ).toBe("已清除這個群組的共同記憶（1 個檔案）。");
     expect(await redis.exists(key)).toBe(0);

@@ -189,7 +189,7 @@ describe("Telegram: group memory", () => {
 const toast = (id: string): Promise<string> => stack.telegram.toast(id, ANSWER_TIMEOUT_MS);
 
 describe("Telegram: /memory and /forget", () => {
-  it("/memory lists the files with a delete button each; a delete and /forget are gone for every worker at once", async () => {
+  it("/memory lists the files with a delete button each; a delete and /forget (asked first: Cancel keeps) are gone for every worker at once", async () => {
     const tg = stack.telegram;
     const gina = tg.user(28031, "Gina");
     const dm = tg.privateChat(gina);
@@ -222,9 +222,40 @@ describe("Telegram: /memory and /forget", () => {
       "That memory was already deleted.",
     );
     await ask(dm, gina, "/settings language zh-TW");
-    const forgot = (await ask(dm, gina, "/forget")).answer;
-    expect(forgot.text).toBe("已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。");
-    expect(await redis.exists(memoryKey({ kind: "personal", platform: "telegram", userId: String(gina.id) }))).toBe(0);
+    // /forget asks first, as the listing's delete-all does: the same question and buttons, nothing erased yet.
+    const ginaKey = memoryKey({ kind: "personal", platform: "telegram", userId: String(gina.id) });
+    const asked = (await ask(dm, gina, "/forget")).answer;
+    expect(asked.text).toBe("確定要清除你的全部個人記憶（1 個檔案）嗎？清除後無法復原。");
+    expect(tg.buttons(asked).map((b) => b.text)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+    expect(tg.buttons(asked)[0]!.callback_data).toMatch(/^mm:A:[A-Za-z0-9_-]{16}$/);
+    expect(tg.buttons(asked)[1]!.callback_data).toBe("mm:c");
+    expect(await redis.get(ginaKey)).toContain("喜歡英文回答");
+    // Cancel keeps the files, and closes the question to that.
+    const cancel = tg.buttons(asked)[1]!.callback_data!;
+    expect(await toast(tg.pressButton({ from: gina, message: asked, data: cancel }))).toBe("已取消，記憶沒有變更。");
+    await tg.waitFor(
+      () => (tg.buttons(asked).length === 0 ? true : undefined),
+      ANSWER_TIMEOUT_MS,
+      "the question closed",
+    );
+    expect(asked.text).toBe("已取消，記憶沒有變更。");
+    expect(await redis.get(ginaKey)).toContain("喜歡英文回答");
+    // Asked again, the ⚠️ button erases.
+    const again = (await ask(dm, gina, "/forget")).answer;
+    const yes = tg.buttons(again).find((b) => b.text === "⚠️ 確定全部刪除")!.callback_data!;
+    expect(await toast(tg.pressButton({ from: gina, message: again, data: yes }))).toBe(
+      "已清除你的個人記憶（1 個檔案）。對話紀錄不受影響（要清除請用 /reset）。",
+    );
+    expect(await redis.exists(ginaKey)).toBe(0);
+    await tg.waitFor(
+      () => (tg.buttons(again).length === 0 ? true : undefined),
+      ANSWER_TIMEOUT_MS,
+      "the question closed",
+    );
+    // Nothing left to forget: said so, with no question.
+    const nothing = (await ask(dm, gina, "/forget")).answer;
+    expect(nothing.text).toBe("沒有需要清除的記憶。");
+    expect(tg.buttons(nothing)).toEqual([]);
     await ask(dm, gina, "hello G3");
     expect(memoryBlockOf(requestFor("hello G3"))).toBeUndefined();
     expect((await ask(dm, gina, "/memory")).answer.text).toBe(
@@ -232,7 +263,7 @@ describe("Telegram: /memory and /forget", () => {
     );
   });
 
-  it("in a group anyone may look; only its administrators delete, and only they get the buttons", async () => {
+  it("in a group anyone may look; only its administrators delete, and only they get the buttons or answer /forget's question", async () => {
     const tg = stack.telegram;
     const hank = tg.user(28041, "Hank");
     const ivy = tg.user(28042, "Ivy");
@@ -312,6 +343,35 @@ describe("Telegram: /memory and /forget", () => {
       ANSWER_TIMEOUT_MS,
       "the listing closed",
     );
+
+    // The administrator's /forget asks the group the same question; only an administrator's press erases.
+    await ask(group, hank, "remember 每月聚餐 as dinner");
+    const forget = tg.sendUserMessage({ chat: group, from: hank, text: `/forget@${tg.bot.username}` });
+    const question = await tg.waitFor(
+      () =>
+        sentTo(group).find(
+          (m) => (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === forget.message_id,
+        ),
+      ANSWER_TIMEOUT_MS,
+      "the /forget question",
+    );
+    expect(question.text).toBe("確定要清除這個群組的全部共同記憶（1 個檔案）嗎？清除後無法復原。");
+    expect(tg.buttons(question).map((b) => b.text)).toEqual(["⚠️ 確定全部刪除", "取消"]);
+    expect(await redis.get(key)).toContain("每月聚餐");
+    const erase = tg.buttons(question)[0]!.callback_data!;
+    // Another member's press, on either button, is refused and changes nothing.
+    expect(await toast(tg.pressButton({ from: ivy, message: question, data: erase }))).toBe(
+      "在群組裡只有群組管理員可以刪除共同記憶。",
+    );
+    expect(await toast(tg.pressButton({ from: ivy, message: question, data: "mm:c" }))).toBe(
+      "在群組裡只有群組管理員可以刪除共同記憶。",
+    );
+    expect(tg.buttons(question)).toHaveLength(2);
+    expect(await redis.get(key)).toContain("每月聚餐");
+    expect(await toast(tg.pressButton({ from: hank, message: question, data: erase }))).toBe(
+      "已清除這個群組的共同記憶（1 個檔案）。",
+    );
+    expect(await redis.exists(key)).toBe(0);
   });
 });
 

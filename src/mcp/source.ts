@@ -8,7 +8,7 @@
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { silentLogger, type Logger } from "../log.js";
 import { ToolRegistryError, validateTool } from "../toolbox/registry.js";
-import { crowdedChats } from "../toolbox/select.js";
+import { countedTools, CROWDED_ADVICE, crowdedChats } from "../toolbox/select.js";
 import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
 import type { McpConfig, McpServerConfig } from "./config.js";
 import { McpConnection, type McpConnectionOptions } from "./connection.js";
@@ -426,7 +426,7 @@ export function warnCrowdedContexts(toolbox: ToolBox, mcp: McpToolSource | undef
           `Name fewer tools in "loaded" in the MCP config (the others are found with tool search), ` +
           `keep only the tools you need with "include" (e.g. "include": ["` +
           `${servers[0]!.loaded[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
-        : "; mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer";
+        : `: ${countedTools(offered)}. ${CROWDED_ADVICE}`;
     warnings.add(
       `a chat would have ${count} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`,
     );

@@ -333,6 +333,10 @@ export class ServerBlockChecks {
     if (typeof b.name !== "string" || !SERVER_NAMES.includes(b.name))
       fail(`${where}.name: Input should be ${SERVER_NAMES.map((n) => `'${n}'`).join(", ")}`);
     if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
+    if (this.#deferred.has(b.name) && !this.referenced.has(b.name))
+      fail(
+        `${where}: server_tool_use of '${b.name}', a tool with defer_loading set that no tool_reference before it loaded`,
+      );
     this.#seen.add(b.id);
     this.#open.set(b.id, b.name);
   }
@@ -503,34 +507,39 @@ export function serverContent(
   const billed = { web_search_requests: 0, web_fetch_requests: 0 };
   let lastServerUse: { id: string; name: string; over: boolean } | undefined;
   for (const block of blocks) {
+    const name = String(block.name);
+    // A deferred tool (of the bot, or a server tool such as web fetch) is found first, as the model does.
+    if (
+      (block.type === "tool_use" || block.type === "server_tool_use") &&
+      deferred.has(name) &&
+      !loaded.has(name) &&
+      search
+    ) {
+      const id = randomId("srvtoolu_");
+      const query = search.name === "tool_search_tool_regex" ? name : name.replace(/_/g, " ");
+      content.push({
+        type: "server_tool_use",
+        id,
+        name: search.name,
+        input: { query },
+        caller: { type: "direct" },
+      });
+      content.push({
+        type: "tool_search_tool_result",
+        tool_use_id: id,
+        content: {
+          type: "tool_search_tool_search_result",
+          tool_references: [{ type: "tool_reference", tool_name: name }],
+        },
+      });
+      loaded.add(name);
+    }
     switch (block.type) {
       case "tool_use": {
-        const name = String(block.name);
-        if (deferred.has(name) && !loaded.has(name) && search) {
-          const id = randomId("srvtoolu_");
-          const query = search.name === "tool_search_tool_regex" ? name : name.replace(/_/g, " ");
-          content.push({
-            type: "server_tool_use",
-            id,
-            name: search.name,
-            input: { query },
-            caller: { type: "direct" },
-          });
-          content.push({
-            type: "tool_search_tool_result",
-            tool_use_id: id,
-            content: {
-              type: "tool_search_tool_search_result",
-              tool_references: [{ type: "tool_reference", tool_name: name }],
-            },
-          });
-          loaded.add(name);
-        }
         content.push({ type: "tool_use", id: block.id ?? randomId("toolu_"), name, input: block.input });
         break;
       }
       case "server_tool_use": {
-        const name = String(block.name);
         const tool = byName.get(name);
         if (!tool || !String(tool.type).startsWith(`${name}_`))
           return {

@@ -374,8 +374,10 @@ describe("MCP tools in the toolbox", () => {
     toolbox.add(fileTool("j"));
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([
       "a chat would have 11 tools in front of the model (more than 10; models choose worse with " +
-        "more); mark tools needed in few turns deferred: true, or give some tools tags that chats " +
-        "do not offer",
+        "more): a, b, c, d, e, f, g, h, i, j; and the tool search tool (it finds the 2 deferred " +
+        "tools). Mark tools of tools/ needed in few turns deferred: true (the model finds them " +
+        "with tool search), give some tools tags that chats do not offer, or turn off a built-in " +
+        "tool you do not need",
     ]);
   });
 

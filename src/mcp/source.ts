@@ -90,6 +90,8 @@ export class McpToolSource {
   #started = false;
   /** True once close() was called. */
   #closed = false;
+  /** True once stopping() was called. */
+  #stopping = false;
 
   constructor(options: McpToolSourceOptions) {
     this.#options = options;
@@ -146,6 +148,7 @@ export class McpToolSource {
     });
     // Kept from the start, so close() stops a server that is still connecting.
     this.#connections.set(server.name, connection);
+    if (this.#stopping) connection.stopping();
     try {
       await connection.start();
       this.#log.info(
@@ -351,7 +354,18 @@ export class McpToolSource {
     return [...this.#skippedTools.values()].flat();
   }
 
-  /** Closes every connection (stops stdio child processes) and removes the tools. Never throws. */
+  /**
+   * Says that the bot is stopping, as the stop begins: a connection that drops from now on (a
+   * stdio server that got the terminal's Ctrl-C with the bot) is neither reported as lost nor
+   * reconnected (`McpConnection.stopping`); the tools still work while their server is up.
+   * {@link close} follows. Never throws.
+   */
+  stopping(): void {
+    this.#stopping = true;
+    for (const connection of this.#connections.values()) connection.stopping();
+  }
+
+  /** Closes every connection (stops stdio child processes) and removes the tools; not reported as lost connections. Never throws. */
   async close(): Promise<void> {
     this.#started = false;
     this.#closed = true;

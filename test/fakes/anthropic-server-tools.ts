@@ -11,10 +11,11 @@
  * - History ({@link ServerBlockChecks}): `server_tool_use` ids match `^srvtoolu_`, every result
  *   block answers one of them; `encrypted_content` and `encrypted_index` must be strings this
  *   fake issued, byte for byte (the API refuses altered ones); a `tool_reference` must name a
- *   tool of the request; a `tool_use` of a deferred tool needs a `tool_reference` before it.
+ *   tool of the request; a `tool_use` of a deferred tool (or a `server_tool_use` of a deferred
+ *   server tool, e.g. web fetch) needs a `tool_reference` before it.
  * - Replies ({@link serverContent}): scripted `server_tool_use` / result / cited text blocks get
  *   the API's ids, encrypted fields and citation shape; searches beyond `max_uses` come back as
- *   `max_uses_exceeded`; a scripted call of a deferred tool the conversation has not loaded comes
+ *   `max_uses_exceeded`; a scripted call of a deferred tool (a server tool's too) the conversation has not loaded comes
  *   back after a `server_tool_use` of the tool search tool and its `tool_search_tool_result`
  *   with a `tool_reference`, as the model discovers it; `usage.server_tool_use` counts the billed
  *   searches and fetches (failed ones are not billed).

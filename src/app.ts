@@ -169,6 +169,8 @@ interface Starting {
   options: StartBotOptions;
   /** Closed when the bot stops, last pushed first. */
   closers: (() => Promise<unknown>)[];
+  /** Told first when the bot begins to stop, before the adapters and the closers (e.g. MCP: a server exiting now is not a lost connection). */
+  stopping: (() => void)[];
   /** Quit when the bot stops, after the closers. */
   connections: RedisClient[];
   bot: RunningBot;
@@ -196,11 +198,18 @@ export async function startBot(options: StartBotOptions): Promise<RunningBot> {
       "DISCORD_SHARDS / DISCORD_SHARD_COUNT are set but DISCORD_TOKEN is not: no Discord adapter runs in this process, so they are ignored",
     );
   }
-  const starting: Starting = { options, closers: [], connections: [], bot: { adapters: [], stop: async () => {} } };
+  const starting: Starting = {
+    options,
+    closers: [],
+    stopping: [],
+    connections: [],
+    bot: { adapters: [], stop: async () => {} },
+  };
   const { closers, connections, bot } = starting;
   let stopping: Promise<void> | undefined;
   bot.stop = () =>
     (stopping ??= (async () => {
+      for (const tell of starting.stopping) tell();
       for (const adapter of bot.adapters) await adapter.stop().catch(() => {});
       for (const close of closers.reverse()) await close().catch(() => {});
       for (const redis of connections) {
@@ -259,6 +268,7 @@ async function startWorkerSide(starting: Starting, adapters: Adapter[]): Promise
   // MCP servers: connected by each worker process, their tools added to the toolbox; stopped after the worker.
   const mcp = await startWorkerMcp({ config, log, redis, toolbox: options.toolbox, connection: options.mcp });
   closers.push(mcp.close);
+  starting.stopping.push(mcp.stopping);
   bot.mcpConnected = mcp.connected;
   if (config.STT_BASE_URL) {
     // The Traditional-Chinese dictionaries take about a second to build, on the event loop: here, before any job, not during an answer.

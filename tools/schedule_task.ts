@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { localize } from "../src/i18n.js";
 import { placeOf } from "../src/personal-records.js";
-import { checkScheduledTime } from "../src/reminders/time.js";
+import { checkScheduledTime, wallTimeNote } from "../src/reminders/time.js";
 import { REPEATS } from "../src/reminders/store.js";
 import { describeTask, formatTask } from "../src/tasks/format.js";
 import { taskSchedulerOf } from "../src/tasks/schedule.js";
@@ -65,7 +65,7 @@ export default defineTool({
       .describe(
         "ISO 8601 date-time of the first run, e.g. 2026-12-01T07:30 (in the user's time zone when " +
           "no offset is given) or 2026-12-01T07:30+08:00. At least 10 seconds and at most one year " +
-          "ahead.",
+          "ahead. A time a DST change repeats is the first of the two; one it skips is moved on (the result says so).",
       ),
     repeat: z
       .enum(REPEATS)
@@ -116,10 +116,12 @@ export default defineTool({
       { task: task.id, at: new Date(task.next!).toISOString(), repeat: repeat ?? "none" },
       "task scheduled",
     );
-    return localize(
+    const scheduled = localize(
       locale,
       { "zh-TW": "已排程任務：{line}", en: "Task scheduled: {line}" },
       { line: formatTask(task, locale, timezone) },
     );
+    const note = wallTimeNote(at, timezone);
+    return note ? `${scheduled}\n${note}` : scheduled;
   },
 });

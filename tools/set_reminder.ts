@@ -13,7 +13,7 @@ import {
   deleteReminder,
 } from "../src/reminders/store.js";
 import { placeOf } from "../src/personal-records.js";
-import { checkScheduledTime } from "../src/reminders/time.js";
+import { checkScheduledTime, wallTimeNote } from "../src/reminders/time.js";
 import { defineTool, ToolError } from "../src/toolbox/tool.js";
 import { getTodo, noSuchTodo } from "./todo/store.js";
 
@@ -57,7 +57,8 @@ export default defineTool({
       .max(64)
       .describe(
         "ISO 8601 date-time, e.g. 2026-12-01T08:00 (in the user's time zone when no offset is " +
-          "given) or 2026-12-01T08:00+08:00. At least 10 seconds and at most one year ahead.",
+          "given) or 2026-12-01T08:00+08:00. At least 10 seconds and at most one year ahead. A " +
+          "time a DST change repeats is the first of the two; one it skips is moved on (the result says so).",
       ),
     repeat: z
       .enum(REPEATS)
@@ -121,6 +122,8 @@ export default defineTool({
       { reminder: reminder.id, at: new Date(reminder.next!).toISOString(), repeat: repeat ?? "none" },
       "reminder set",
     );
-    return localize(locale, REMINDER_SET_TEXT, { line: formatReminder(reminder, locale, timezone) });
+    const set = localize(locale, REMINDER_SET_TEXT, { line: formatReminder(reminder, locale, timezone) });
+    const note = wallTimeNote(at, timezone);
+    return note ? `${set}\n${note}` : set;
   },
 });

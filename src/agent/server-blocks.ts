@@ -57,11 +57,17 @@ export function referencedTools(messages: readonly MessageParam[]): Set<string> 
   return names;
 }
 
-/** Names of the tools a `tool_use` of `messages` called. */
+/**
+ * Names of the tools a `tool_use` of `messages` called, and of the server tools (a deferred web
+ * fetch) a `server_tool_use` called; the tool search tool's own calls are not counted.
+ */
 export function calledTools(messages: readonly MessageParam[]): Set<string> {
   const names = new Set<string>();
   for (const message of messages)
-    for (const block of blocksOf(message)) if (block.type === "tool_use") names.add(block.name);
+    for (const block of blocksOf(message)) {
+      if (block.type === "tool_use") names.add(block.name);
+      else if (block.type === "server_tool_use" && !block.name.startsWith("tool_search_tool_")) names.add(block.name);
+    }
   return names;
 }
 

@@ -31,6 +31,15 @@ export const MCP_CONNECT_TIMEOUT_MS = 30_000;
  */
 export const MCP_LIST_CHANGED_INTERVAL_MS = 10_000;
 
+/**
+ * How long a dropped connection waits before it is reported as lost and reconnected, in ms. A
+ * Ctrl-C in a terminal reaches a stdio server too (it is in the bot's process group), so its
+ * connection may drop a moment before the bot starts stopping; a stop begun within this time
+ * ({@link McpConnection.stopping}, {@link McpConnection.close}) makes the drop part of the stop:
+ * no warning, no reconnection.
+ */
+export const MCP_DROP_GRACE_MS = 300;
+
 /** Backoff of reconnection attempts, in ms: first delay and largest delay (doubling in between). */
 export const MCP_RECONNECT_DELAYS_MS = { first: 1000, max: 30_000 } as const;
 
@@ -115,6 +124,8 @@ export class McpConnection {
   #transport: Transport | undefined;
   #stderrTail: string[] = [];
   #retryTimer: NodeJS.Timeout | undefined;
+  /** Set by {@link stopping}: the bot is stopping, a drop is expected and not reconnected. */
+  #stopping = false;
   #attempt = 0;
   #lastError = "";
   /** The tool lists handed to `onTools`, one after the other. */
@@ -199,7 +210,21 @@ export class McpConnection {
     }
   }
 
-  /** Closes the connection for good; a stdio server's child process is stopped. Never throws. */
+  /**
+   * Says that the bot is stopping (call it as the stop begins, before the worker drains): from now
+   * on, a dropped connection (a stdio server that got the terminal's Ctrl-C too) is logged at
+   * debug level, not reported as lost, and not reconnected; a reconnection under way is not
+   * retried. Calls still work while the connection is up. {@link close} closes it. Never throws.
+   */
+  stopping(): void {
+    this.#stopping = true;
+    if (this.#state === "reconnecting") {
+      clearTimeout(this.#retryTimer);
+      this.#state = "closed";
+    }
+  }
+
+  /** Closes the connection for good (deliberately: not reported as lost, not reconnected); a stdio server's child process is stopped. Never throws. */
   async close(): Promise<void> {
     this.#state = "closed";
     clearTimeout(this.#retryTimer);
@@ -324,27 +349,46 @@ export class McpConnection {
   }
 
   /**
-   * The connection is gone: forget the client and try again after the backoff. Only a connection
-   * that was up counts: a failed start is reported by `start()`, a failed retry retries.
+   * The connection is gone: forget the client and, unless the bot stops within
+   * {@link MCP_DROP_GRACE_MS} (or has begun to: {@link stopping}), report it as lost and try again
+   * after the backoff. Only a connection that was up counts: a failed start is reported by
+   * `start()`, a failed retry retries.
    */
   #dropped(error: unknown): void {
     if (this.#state !== "connected") return;
     this.#lastError = this.#reason(error);
     this.#state = "reconnecting";
-    this.#log.warn(
-      { reason: this.#lastError },
-      `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`,
-    );
-    void this.#shutdown().finally(() => this.#scheduleRetry());
+    const quiet = () => {
+      this.#state = "closed";
+      this.#log.debug({ reason: this.#lastError }, `MCP server ${this.config.name}: connection closed while stopping`);
+    };
+    if (this.#stopping) {
+      quiet();
+      void this.#shutdown();
+      return;
+    }
+    void this.#shutdown().finally(() => {
+      if (this.#state === "closed") return; // closed meanwhile
+      this.#retryTimer = setTimeout(() => {
+        if (this.#state === "closed") return;
+        if (this.#stopping) return quiet();
+        this.#log.warn(
+          { reason: this.#lastError },
+          `MCP server ${this.config.name}: connection lost (${this.#lastError}); reconnecting`,
+        );
+        this.#scheduleRetry();
+      }, MCP_DROP_GRACE_MS);
+      this.#retryTimer.unref();
+    });
   }
 
   #scheduleRetry(): void {
-    if (this.#state === "closed") return;
+    if (this.#state === "closed" || this.#stopping) return;
     const delays = this.#options.reconnectDelaysMs ?? MCP_RECONNECT_DELAYS_MS;
     const delay = Math.min(delays.first * 2 ** this.#attempt, delays.max);
     this.#attempt += 1;
     this.#retryTimer = setTimeout(() => {
-      if (this.#state === "closed") return;
+      if (this.#state === "closed" || this.#stopping) return;
       this.#open().then(
         () => this.#log.info(`MCP server ${this.config.name}: connected again`),
         (error: unknown) => {

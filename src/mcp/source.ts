@@ -8,7 +8,7 @@
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { silentLogger, type Logger } from "../log.js";
 import { ToolRegistryError, validateTool } from "../toolbox/registry.js";
-import { crowdedChats } from "../toolbox/select.js";
+import { countedTools, CROWDED_ADVICE, crowdedChats } from "../toolbox/select.js";
 import { MAX_TOOLS_PER_REQUEST, type ToolBox } from "../toolbox/toolbox.js";
 import type { McpConfig, McpServerConfig } from "./config.js";
 import { McpConnection, type McpConnectionOptions } from "./connection.js";
@@ -90,6 +90,8 @@ export class McpToolSource {
   #started = false;
   /** True once close() was called. */
   #closed = false;
+  /** True once stopping() was called. */
+  #stopping = false;
 
   constructor(options: McpToolSourceOptions) {
     this.#options = options;
@@ -146,6 +148,7 @@ export class McpToolSource {
     });
     // Kept from the start, so close() stops a server that is still connecting.
     this.#connections.set(server.name, connection);
+    if (this.#stopping) connection.stopping();
     try {
       await connection.start();
       this.#log.info(
@@ -351,7 +354,18 @@ export class McpToolSource {
     return [...this.#skippedTools.values()].flat();
   }
 
-  /** Closes every connection (stops stdio child processes) and removes the tools. Never throws. */
+  /**
+   * Says that the bot is stopping, as the stop begins: a connection that drops from now on (a
+   * stdio server that got the terminal's Ctrl-C with the bot) is neither reported as lost nor
+   * reconnected (`McpConnection.stopping`); the tools still work while their server is up.
+   * {@link close} follows. Never throws.
+   */
+  stopping(): void {
+    this.#stopping = true;
+    for (const connection of this.#connections.values()) connection.stopping();
+  }
+
+  /** Closes every connection (stops stdio child processes) and removes the tools; not reported as lost connections. Never throws. */
   async close(): Promise<void> {
     this.#started = false;
     this.#closed = true;
@@ -426,7 +440,7 @@ export function warnCrowdedContexts(toolbox: ToolBox, mcp: McpToolSource | undef
           `Name fewer tools in "loaded" in the MCP config (the others are found with tool search), ` +
           `keep only the tools you need with "include" (e.g. "include": ["` +
           `${servers[0]!.loaded[0]!.mcp.tool}"]), or give a server "tags" that chats do not offer`
-        : "; mark tools needed in few turns deferred: true, or give some tools tags that chats do not offer";
+        : `: ${countedTools(offered)}. ${CROWDED_ADVICE}`;
     warnings.add(
       `a chat would have ${count} tools in front of the model (more than ${MAX_TOOLS_PER_REQUEST}; models choose worse with more)${fix}`,
     );

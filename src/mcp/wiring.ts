@@ -31,19 +31,21 @@ export interface WorkerMcpOptions {
  * a chat would get more than 10 tools.
  *
  * @returns the source (undefined without an MCP config), `connected` (settles once every server
- *   has connected or been skipped; never rejects) and `close()`, which stops the servers.
+ *   has connected or been skipped; never rejects), `stopping()`, to call as the bot begins to stop
+ *   (a server that exits from then on is not reported as lost nor reconnected), and `close()`,
+ *   which stops the servers.
  * @throws {McpConfigError} when the file is unreadable or malformed. Servers that fail are only skipped.
  */
 export async function startWorkerMcp(
   options: WorkerMcpOptions,
-): Promise<{ source?: McpToolSource; connected: Promise<void>; close: () => Promise<void> }> {
+): Promise<{ source?: McpToolSource; connected: Promise<void>; stopping: () => void; close: () => Promise<void> }> {
   const { config, log, redis, toolbox } = options;
   const announce = (announcement: McpAnnouncement) =>
     announceMcpTools(redis, announcement).catch((err: unknown) => log.warn({ err }, "announcing the MCP tools failed"));
   const file = mcpConfigPath(config.MCP_CONFIG);
   if (!file) {
     await announce({ at: Date.now(), tools: [], skipped: [] });
-    return { connected: Promise.resolve(), close: async () => {} };
+    return { connected: Promise.resolve(), stopping: () => {}, close: async () => {} };
   }
   const source: McpToolSource = new McpToolSource({
     config: readMcpConfig(file),
@@ -54,7 +56,7 @@ export async function startWorkerMcp(
   });
   const connected = source.startInBackground().then(() => void warnCrowdedContexts(toolbox, source, log));
   await announce(announcementOf(source));
-  return { source, connected, close: () => source.close() };
+  return { source, connected, stopping: () => source.stopping(), close: () => source.close() };
 }
 
 /**

@@ -13,11 +13,44 @@ export const MIN_AHEAD_MS = 10_000;
 /** Most time ahead a new reminder may be, in ms (one year of 366 days). */
 export const MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
 
+/** Most negative UTC offset any place uses, in minutes (−12:00, Baker Island). */
+export const MIN_UTC_OFFSET_MINUTES = -12 * 60;
+/** Most positive UTC offset any place uses, in minutes (+14:00, Kiribati's Line Islands). */
+export const MAX_UTC_OFFSET_MINUTES = 14 * 60;
+
+/** The offset written at the end of an ISO 8601 date-time (`+08:00`, `-0500`, `+09`), without `Z`. */
+const OFFSET = /([+-])(\d{2}):?(\d{2})?$/;
+
+/** `minutes` as an ISO 8601 offset: `+08:00`, `-04:00`. */
+function offsetText(minutes: number): string {
+  const abs = Math.abs(minutes);
+  return `${minutes < 0 ? "-" : "+"}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+}
+
+/**
+ * How a wall-clock time (no offset) reads in `timeZone`: the instants it names, earliest first —
+ * one normally, two in the hour a DST change repeats (clocks go back), none in the hour one skips
+ * (clocks go forward). `wall` is the time read as if it were UTC, in ms.
+ */
+function wallInstants(wall: number, timeZone: string): number[] {
+  const zone = DateTime.fromMillis(wall, { zone: timeZone }).zone;
+  const day = 24 * 3600 * 1000;
+  const offsets = new Set([zone.offset(wall - day), zone.offset(wall), zone.offset(wall + day)]);
+  return [...offsets]
+    .map((offset) => wall - offset * 60_000)
+    .filter((ms) => zone.offset(ms) * 60_000 === wall - ms)
+    .sort((a, b) => a - b);
+}
+
 /**
  * Reads an ISO 8601 date-time: `2026-12-01T08:00`, `2026-12-01T08:00:00+08:00`, `…Z`. Without an
- * offset it is a wall-clock time in `timeZone`.
+ * offset it is a wall-clock time in `timeZone`: a time that occurs twice there (the hour a DST
+ * change repeats, e.g. `2027-11-07T01:30` in America/New_York) is the first, the earlier instant
+ * (01:30 EDT, −04:00), as a person most likely means; a time the change skips (`2027-03-14T02:30`
+ * there) is moved on by the length of the gap (03:30 EDT), as luxon does. See {@link wallTimeNote}.
  *
- * @returns ms since the Unix epoch, or an English reason the model can act on (no time part, not ISO).
+ * @returns ms since the Unix epoch, or an English reason the model can act on: no time part, not
+ *   ISO, not a valid date, or an offset outside −12:00…+14:00 (no place uses it, e.g. `+25:00`).
  */
 export function parseAt(at: string, timeZone: string): number | string {
   const text = at.trim();
@@ -27,10 +60,55 @@ export function parseAt(at: string, timeZone: string): number | string {
       `zone ${timeZone}) or with an offset, e.g. 2026-12-01T08:00+08:00`
     );
   }
-  const dt = DateTime.fromISO(text.replace(" ", "T"), { zone: timeZone });
+  const iso = text.replace(" ", "T");
+  const written = OFFSET.exec(iso.slice(16));
+  if (written) {
+    const minutes = Number(written[3] ?? "0");
+    const total = (written[1] === "-" ? -1 : 1) * (Number(written[2]) * 60 + minutes);
+    if (minutes >= 60 || total < MIN_UTC_OFFSET_MINUTES || total > MAX_UTC_OFFSET_MINUTES)
+      return (
+        `"${at}" has the UTC offset ${written[0]}, which no place uses (offsets run from -12:00 to ` +
+        `+14:00): write the time without an offset (it is then in the user's time zone ${timeZone}) ` +
+        `or with the offset of the place meant, e.g. 2026-12-01T08:00+08:00`
+      );
+  }
+  const dt = DateTime.fromISO(iso, { zone: timeZone });
   if (!dt.isValid)
     return `"${at}" is not a valid date-time (${dt.invalidExplanation ?? dt.invalidReason ?? "unreadable"}): write it like 2026-12-01T08:00`;
-  return dt.toMillis();
+  if (written || /Z$/i.test(iso)) return dt.toMillis();
+  const wall = DateTime.fromISO(iso, { zone: "UTC" }).toMillis();
+  return wallInstants(wall, timeZone)[0] ?? dt.toMillis();
+}
+
+/**
+ * A note for the model when the `at` it gave is a wall-clock time (no offset) that a DST change
+ * in `timeZone` makes ambiguous or skips, saying which instant {@link parseAt} took:
+ * `2027-11-07T01:30 occurs twice in America/New_York (clocks go back); it is taken as the first,
+ * 2027-11-07T01:30:00-04:00 (write 2027-11-07T01:30-05:00 for the second).` or
+ * `2027-03-14T02:30 does not exist in America/New_York (clocks go forward); it is taken as
+ * 2027-03-14T03:30:00-04:00.`
+ *
+ * @returns that sentence, or undefined for an ordinary time, a time with an offset and anything
+ *   {@link parseAt} refuses. Never throws.
+ */
+export function wallTimeNote(at: string, timeZone: string): string | undefined {
+  const text = at.trim().replace(" ", "T");
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(text) || OFFSET.test(text.slice(16)) || /Z$/i.test(text)) return undefined;
+  const parsed = parseAt(text, timeZone);
+  if (typeof parsed === "string") return undefined;
+  const wall = DateTime.fromISO(text, { zone: "UTC" });
+  if (!wall.isValid) return undefined;
+  const instants = wallInstants(wall.toMillis(), timeZone);
+  if (instants.length === 2) {
+    const second = DateTime.fromMillis(instants[1]!, { zone: timeZone });
+    return (
+      `${text} occurs twice in ${timeZone} (clocks go back); it is taken as the first, ` +
+      `${timeIso(parsed, timeZone)} (write ${text}${offsetText(second.offset)} for the second).`
+    );
+  }
+  if (instants.length === 0)
+    return `${text} does not exist in ${timeZone} (clocks go forward); it is taken as ${timeIso(parsed, timeZone)}.`;
+  return undefined;
 }
 
 /**

@@ -101,27 +101,62 @@ export function crowdedChats(toolbox: ToolBox): { platform: Platform; chatKind: 
 }
 
 /**
+ * The switch of each built-in tool (a tool the bot adds itself, not a file of `tools/`), named in
+ * {@link countedTools} so an operator knows how to turn it off.
+ */
+export const BUILT_IN_SWITCHES: Readonly<Record<string, string>> = {
+  web_search: "WEB_SEARCH",
+  web_fetch: "WEB_FETCH",
+  memory: "MEMORY",
+};
+
+/** True for a tool the bot adds itself (a server tool, the memory tool), not a file of `tools/` or an MCP tool. */
+function isBuiltIn(tool: Tool): boolean {
+  return tool.server !== undefined || tool.apiDefinition !== undefined;
+}
+
+/**
+ * The tools a request of `offered` puts in front of the model, for a warning: the names of the
+ * loaded tools of `tools/` (and of MCP servers), then the built-in ones with the switch that turns
+ * each off, then the tool search tool when any tool is deferred. E.g. `add_todo, calculate;
+ * built in: web_search (WEB_SEARCH=off removes it), memory (MEMORY=off removes it); and the tool
+ * search tool (it finds the 7 deferred tools)`. Never throws.
+ */
+export function countedTools(offered: ToolBox): string {
+  const loaded = offered.list().filter((t) => !t.deferred);
+  const own = loaded.filter((t) => !isBuiltIn(t)).map((t) => t.name);
+  const builtIn = loaded
+    .filter(isBuiltIn)
+    .map((t) => (BUILT_IN_SWITCHES[t.name] ? `${t.name} (${BUILT_IN_SWITCHES[t.name]}=off removes it)` : t.name));
+  const deferred = offered.list().length - loaded.length;
+  const parts = [own.join(", ")];
+  if (builtIn.length > 0) parts.push(`built in: ${builtIn.join(", ")}`);
+  if (deferred > 0)
+    parts.push(`and the tool search tool (it finds the ${deferred} deferred tool${deferred === 1 ? "" : "s"})`);
+  return parts.filter((p) => p !== "").join("; ");
+}
+
+/**
  * Logs one warning per distinct crowded set of tools ({@link crowdedChats}): how many tools a chat
- * would have in front of the model, which ones, and how to bring it down. Call at start-up, after
- * `loadTools` (MCP tools are checked again once their servers are connected).
+ * would have in front of the model, which ones ({@link countedTools}), and how to bring it down.
+ * Call at start-up, after `loadTools` (MCP tools are checked again once their servers are connected).
  *
  * @returns the warnings logged (English sentences).
  */
 export function warnCrowdedChats(toolbox: ToolBox, log: Logger): string[] {
   const warnings = new Set<string>();
   for (const { offered } of crowdedChats(toolbox)) {
-    const loaded = offered
-      .list()
-      .filter((t) => !t.deferred)
-      .map((t) => t.name);
     warnings.add(
       `a chat would have ${offered.loadedCount()} tools in front of the model (more than ` +
-        `${MAX_TOOLS_PER_REQUEST}; models choose worse with more): ${loaded.join(", ")}` +
-        `${loaded.length < offered.loadedCount() ? " and the tool search tool" : ""}. Mark tools ` +
-        `needed in few turns deferred: true (the model finds them with tool search), or give some ` +
-        `tools tags that chats do not offer`,
+        `${MAX_TOOLS_PER_REQUEST}; models choose worse with more): ${countedTools(offered)}. ` +
+        CROWDED_ADVICE,
     );
   }
   for (const w of warnings) log.warn(w);
   return [...warnings];
 }
+
+/** What {@link warnCrowdedChats} advises (one sentence, no final period). */
+export const CROWDED_ADVICE =
+  "Mark tools of tools/ needed in few turns deferred: true (the model finds them with tool search), " +
+  "give some tools tags that chats do not offer, or turn off a built-in tool you do not need";

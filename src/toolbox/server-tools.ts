@@ -50,7 +50,9 @@ function short(text: string, max = 50): string {
  * The server tools `config` turns on, as tools of the toolbox: `web_search` (`WEB_SEARCH=on`,
  * `web_search_20250305` with `max_uses` = `WEB_SEARCH_MAX_USES` and an approximate location in
  * Taiwan in `TIMEZONE`) and `web_fetch` (`WEB_FETCH=on`, `web_fetch_20250910` with citations on
- * and a bound on the page text). Both are tagged {@link WEB_TAG} and loaded in every request.
+ * and a bound on the page text). Both are tagged {@link WEB_TAG}. Web search is loaded in every
+ * request; web fetch is deferred (`defer_loading: true`, found with the tool search tool, like a
+ * tool of `tools/` marked `deferred: true`), so turning it on never adds a tool in front of the model.
  */
 export function serverTools(config: Config): Tool[] {
   const tools: Tool[] = [];
@@ -94,6 +96,9 @@ export function serverTools(config: Config): Tool[] {
         description:
           "Read a web page or PDF the user linked (or one found by web search); the answer cites it. Run by the Messages API.",
         tags: [WEB_TAG],
+        // Needed only in turns with a link: found with tool search, so turning it on adds no tool
+        // in front of the model (the shipped tools, web search and memory already make ten).
+        deferred: true,
         readOnly: true,
         outside: true,
         title: { "zh-TW": "讀取網頁", en: "Web page reader" },

@@ -182,10 +182,11 @@ export class ToolBox {
   ): RequestTools {
     const split = this.#split(options);
     if (split.loaded.length > MAX_TOOLS_PER_REQUEST && firstTimeOver(split.loaded)) {
+      const names = split.loaded.map((t) => ("name" in t ? t.name : "?"));
       this.#log.warn(
-        { tools: split.loaded.length, limit: MAX_TOOLS_PER_REQUEST },
-        `a request would carry ${split.loaded.length} tools (more than ${MAX_TOOLS_PER_REQUEST}); ` +
-          `choose fewer with tags, or mark tools needed in few turns deferred: true`,
+        { tools: split.loaded.length, limit: MAX_TOOLS_PER_REQUEST, names },
+        `a request would carry ${split.loaded.length} tools (more than ${MAX_TOOLS_PER_REQUEST}): ` +
+          `${names.join(", ")}; choose fewer with tags, or mark tools needed in few turns deferred: true`,
       );
     }
     return split;

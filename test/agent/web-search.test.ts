@@ -339,7 +339,7 @@ describe("web search", () => {
     },
   );
 
-  it("web fetch (WEB_FETCH=on): offered with citations on and bounded, its status line names the page", async () => {
+  it("web fetch (WEB_FETCH=on): offered deferred with citations on and bounded, found with tool search, its status line names the page", async () => {
     const events: AgentEvent[] = [];
     const deps = {
       ...searchingDeps({ WEB_FETCH: "on", WEB_SEARCH: "off" }),
@@ -363,17 +363,54 @@ describe("web search", () => {
       max_uses: 3,
       citations: { enabled: true },
       max_content_tokens: 20000,
-      cache_control: { type: "ephemeral" },
+      defer_loading: true,
     });
-    expect(events.find((e) => e.type === "tool_start")).toMatchObject({
+    // The model found it with tool search first, in the same response.
+    expect(fake.answered.at(-1)!.content.map((b) => `${b.type}${"name" in b ? ` ${String(b.name)}` : ""}`)).toEqual([
+      "server_tool_use tool_search_tool_bm25",
+      "tool_search_tool_result",
+      "server_tool_use web_fetch",
+      "web_fetch_tool_result",
+      "text",
+    ]);
+    expect(events.find((e) => e.type === "tool_start" && e.name === "web_fetch")).toMatchObject({
       name: "web_fetch",
       activity: "讀取網頁：https://example.tw/menu",
       icon: "🌐",
     });
     expect(fake.answered.at(-1)!.usage.server_tool_use).toEqual({ web_search_requests: 0, web_fetch_requests: 1 });
-    expect(out.messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "牛肉麵一碗 180 元。" }] });
-    fake.enqueue(text("好。"));
-    answer(await runAgent({ history: out.messages, userText: "好", context: testContext() }, deps));
+    // The history keeps the tool search (as for any deferred tool: later turns have web fetch loaded), not the page.
+    expect(out.messages[1]).toEqual({
+      role: "assistant",
+      content: [
+        expect.objectContaining({ type: "server_tool_use", name: "tool_search_tool_bm25" }),
+        expect.objectContaining({
+          type: "tool_search_tool_result",
+          content: expect.objectContaining({ tool_references: [{ type: "tool_reference", tool_name: "web_fetch" }] }),
+        }),
+        { type: "text", text: "牛肉麵一碗 180 元。" },
+      ],
+    });
+    // A later turn reads another page without searching again.
+    fake.enqueue({
+      content: [
+        { type: "server_tool_use", name: "web_fetch", input: { url: "https://example.tw/hours" } },
+        { type: "web_fetch_tool_result", url: "https://example.tw/hours", title: "營業時間", text: "11:00-21:00" },
+        { type: "text", text: "11 點開。" },
+      ],
+      stop_reason: "end_turn",
+    });
+    answer(
+      await runAgent(
+        { history: out.messages, userText: "https://example.tw/hours 幾點開？", context: testContext() },
+        deps,
+      ),
+    );
+    expect(fake.answered.at(-1)!.content.map((b) => b.type)).toEqual([
+      "server_tool_use",
+      "web_fetch_tool_result",
+      "text",
+    ]);
     expect(fake.rejections).toEqual([]);
   });
 

@@ -251,3 +251,34 @@ it("/tools in the adapter lists the MCP tools the workers announced; no secret i
   expect(logs).not.toContain(STDIO_SECRET);
   expect(logs).not.toContain(HTTP_SECRET);
 });
+
+it("a stop as Ctrl-C reaches the stdio server too (one process group): no lost connection, no reconnection, then stopped", async () => {
+  const tg = stack.telegram;
+  const { user, chat } = dm(8109, "Iris");
+  tg.sendUserMessage({ chat, from: user, text: "mcp echo last" });
+  await answerIn(8109, "notebook__echo: echo: last");
+  const pid = recordedCalls(callsFile).at(-1)!.pid;
+  const before = stack.logs().length;
+  // The terminal's Ctrl-C reaches the server as it reaches the bot; the server may be gone a
+  // moment before the bot's own handler begins the stop.
+  process.kill(pid, "SIGINT");
+  await tg.waitFor(() => !isAlive(pid), WAIT, "the server to exit");
+  await new Promise((r) => setTimeout(r, 50));
+  await stack.worker.stop();
+  await new Promise((r) => setTimeout(r, 1500)); // past the grace and a reconnection's backoff
+  const messages = stack
+    .logs()
+    .slice(before)
+    .map((l) => String(l.msg));
+  expect(messages.filter((m) => /connection lost|reconnect|connected again/.test(m))).toEqual([]);
+  expect(messages).toContain("stopped");
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -11,10 +11,11 @@
  * - History ({@link ServerBlockChecks}): `server_tool_use` ids match `^srvtoolu_`, every result
  *   block answers one of them; `encrypted_content` and `encrypted_index` must be strings this
  *   fake issued, byte for byte (the API refuses altered ones); a `tool_reference` must name a
- *   tool of the request; a `tool_use` of a deferred tool needs a `tool_reference` before it.
+ *   tool of the request; a `tool_use` of a deferred tool (or a `server_tool_use` of a deferred
+ *   server tool, e.g. web fetch) needs a `tool_reference` before it.
  * - Replies ({@link serverContent}): scripted `server_tool_use` / result / cited text blocks get
  *   the API's ids, encrypted fields and citation shape; searches beyond `max_uses` come back as
- *   `max_uses_exceeded`; a scripted call of a deferred tool the conversation has not loaded comes
+ *   `max_uses_exceeded`; a scripted call of a deferred tool (a server tool's too) the conversation has not loaded comes
  *   back after a `server_tool_use` of the tool search tool and its `tool_search_tool_result`
  *   with a `tool_reference`, as the model discovers it; `usage.server_tool_use` counts the billed
  *   searches and fetches (failed ones are not billed).
@@ -333,6 +334,10 @@ export class ServerBlockChecks {
     if (typeof b.name !== "string" || !SERVER_NAMES.includes(b.name))
       fail(`${where}.name: Input should be ${SERVER_NAMES.map((n) => `'${n}'`).join(", ")}`);
     if (!isObject(b.input)) fail(`${where}.input: Input should be a valid dictionary`);
+    if (this.#deferred.has(b.name) && !this.referenced.has(b.name))
+      fail(
+        `${where}: server_tool_use of '${b.name}', a tool with defer_loading set that no tool_reference before it loaded`,
+      );
     this.#seen.add(b.id);
     this.#open.set(b.id, b.name);
   }
@@ -503,34 +508,39 @@ export function serverContent(
   const billed = { web_search_requests: 0, web_fetch_requests: 0 };
   let lastServerUse: { id: string; name: string; over: boolean } | undefined;
   for (const block of blocks) {
+    const name = String(block.name);
+    // A deferred tool (of the bot, or a server tool such as web fetch) is found first, as the model does.
+    if (
+      (block.type === "tool_use" || block.type === "server_tool_use") &&
+      deferred.has(name) &&
+      !loaded.has(name) &&
+      search
+    ) {
+      const id = randomId("srvtoolu_");
+      const query = search.name === "tool_search_tool_regex" ? name : name.replace(/_/g, " ");
+      content.push({
+        type: "server_tool_use",
+        id,
+        name: search.name,
+        input: { query },
+        caller: { type: "direct" },
+      });
+      content.push({
+        type: "tool_search_tool_result",
+        tool_use_id: id,
+        content: {
+          type: "tool_search_tool_search_result",
+          tool_references: [{ type: "tool_reference", tool_name: name }],
+        },
+      });
+      loaded.add(name);
+    }
     switch (block.type) {
       case "tool_use": {
-        const name = String(block.name);
-        if (deferred.has(name) && !loaded.has(name) && search) {
-          const id = randomId("srvtoolu_");
-          const query = search.name === "tool_search_tool_regex" ? name : name.replace(/_/g, " ");
-          content.push({
-            type: "server_tool_use",
-            id,
-            name: search.name,
-            input: { query },
-            caller: { type: "direct" },
-          });
-          content.push({
-            type: "tool_search_tool_result",
-            tool_use_id: id,
-            content: {
-              type: "tool_search_tool_search_result",
-              tool_references: [{ type: "tool_reference", tool_name: name }],
-            },
-          });
-          loaded.add(name);
-        }
         content.push({ type: "tool_use", id: block.id ?? randomId("toolu_"), name, input: block.input });
         break;
       }
       case "server_tool_use": {
-        const name = String(block.name);
         const tool = byName.get(name);
         if (!tool || !String(tool.type).startsWith(`${name}_`))
           return {

@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { readMcpConfig } from "../../src/mcp/config.js";
+import { MCP_DROP_GRACE_MS } from "../../src/mcp/connection.js";
 import { McpToolSource, warnCrowdedContexts } from "../../src/mcp/source.js";
 import type { McpBackedTool } from "../../src/mcp/tools.js";
 import { ToolRegistryError } from "../../src/toolbox/registry.js";
@@ -374,10 +375,49 @@ describe("MCP tools in the toolbox", () => {
     toolbox.add(fileTool("j"));
     expect(warnCrowdedContexts(toolbox, source, log)).toEqual([
       "a chat would have 11 tools in front of the model (more than 10; models choose worse with " +
-        "more); mark tools needed in few turns deferred: true, or give some tools tags that chats " +
-        "do not offer",
+        "more): a, b, c, d, e, f, g, h, i, j; and the tool search tool (it finds the 2 deferred " +
+        "tools). Mark tools of tools/ needed in few turns deferred: true (the model finds them " +
+        "with tool search), give some tools tags that chats do not offer, or turn off a built-in " +
+        "tool you do not need",
     ]);
   });
+
+  it("a stop: a server that exits once the stop has begun (Ctrl-C reaches it too) is neither reported as lost nor reconnected", async () => {
+    const dir = tempDir();
+    const callsFile = path.join(dir, "calls.jsonl");
+    const { toolbox, source, lines } = await start({
+      notebook: stdioEntry({ env: notes(callsFile), include: ["echo"] }),
+    });
+    expect((await toolbox.execute("notebook__echo", { text: "x" }, testContext())).ok).toBe(true);
+    const pid = recordedCalls(callsFile)[0]!.pid;
+    source.stopping();
+    process.kill(pid, "SIGINT"); // the terminal's Ctrl-C goes to the whole process group
+    await waitFor(() => !isAlive(pid), 10_000, "the child to exit");
+    // longer than the grace and the first reconnection delay (100 ms here): a reconnection would have happened
+    await new Promise((r) => setTimeout(r, MCP_DROP_GRACE_MS + 1500));
+    await source.close();
+    expect(warningsOf(lines)).toEqual([]);
+    expect(lines.join("")).not.toMatch(/connection lost|reconnect|connected again/);
+    expect(lines.join("")).toContain("connection closed while stopping");
+  }, 30_000);
+
+  it("a stop: a server that exits a moment before the stop begins is not reported as lost nor reconnected either", async () => {
+    const dir = tempDir();
+    const callsFile = path.join(dir, "calls.jsonl");
+    const { toolbox, source, lines } = await start({
+      notebook: stdioEntry({ env: notes(callsFile), include: ["echo"] }),
+    });
+    expect((await toolbox.execute("notebook__echo", { text: "x" }, testContext())).ok).toBe(true);
+    const pid = recordedCalls(callsFile)[0]!.pid;
+    process.kill(pid, "SIGINT"); // reaches the server first; the bot's own handler runs a moment later
+    await waitFor(() => !isAlive(pid), 10_000, "the child to exit");
+    await new Promise((r) => setTimeout(r, 50));
+    source.stopping();
+    await source.close();
+    await new Promise((r) => setTimeout(r, MCP_DROP_GRACE_MS + 1500));
+    expect(warningsOf(lines)).toEqual([]);
+    expect(lines.join("")).not.toMatch(/connection lost|reconnect|connected again/);
+  }, 30_000);
 
   it("close() stops the stdio child process and removes the tools", async () => {
     const dir = tempDir();
@@ -391,6 +431,14 @@ describe("MCP tools in the toolbox", () => {
     expect(toolbox.size).toBe(0);
   });
 });
+
+/** The warnings and errors among the logged JSON lines, as their messages. */
+function warningsOf(lines: string[]): string[] {
+  return lines
+    .map((l) => JSON.parse(l) as { level: number; msg: string })
+    .filter((r) => r.level >= 40)
+    .map((r) => r.msg);
+}
 
 function isAlive(pid: number): boolean {
   try {

@@ -14,6 +14,7 @@ import {
   repeatInWords,
   repeatPatterns,
   timeIso,
+  wallTimeNote,
 } from "../../src/reminders/time.js";
 import { useRedis } from "../helpers/use-redis.js";
 
@@ -31,6 +32,56 @@ describe("parseAt", () => {
     expect(parseAt("2026-12-01", ZONE)).toMatch(/not an ISO 8601 date-time/);
     expect(parseAt("tomorrow 8am", ZONE)).toMatch(/not an ISO 8601 date-time/);
     expect(parseAt("2026-02-30T08:00", ZONE)).toMatch(/not a valid date-time/);
+  });
+});
+
+describe("parseAt across DST changes and offsets", () => {
+  const NY = "America/New_York";
+  it("a wall time a fall-back repeats is the first (EDT), and the note says so and how to get the second", () => {
+    expect(parseAt("2027-11-07T01:30", NY)).toBe(Date.parse("2027-11-07T05:30:00Z")); // 01:30 EDT, not 06:30Z (EST)
+    expect(timeIso(parseAt("2027-11-07T01:30", NY) as number, NY)).toBe("2027-11-07T01:30:00-04:00");
+    expect(wallTimeNote("2027-11-07T01:30", NY)).toBe(
+      "2027-11-07T01:30 occurs twice in America/New_York (clocks go back); it is taken as the first, " +
+        "2027-11-07T01:30:00-04:00 (write 2027-11-07T01:30-05:00 for the second).",
+    );
+    // the second, asked for with its offset, is kept as given
+    expect(parseAt("2027-11-07T01:30-05:00", NY)).toBe(Date.parse("2027-11-07T06:30:00Z"));
+    expect(wallTimeNote("2027-11-07T01:30-05:00", NY)).toBeUndefined();
+    // either side of the repeated hour is unambiguous
+    expect(parseAt("2027-11-07T00:59", NY)).toBe(Date.parse("2027-11-07T04:59:00Z"));
+    expect(parseAt("2027-11-07T02:00", NY)).toBe(Date.parse("2027-11-07T07:00:00Z"));
+    expect(wallTimeNote("2027-11-07T02:00", NY)).toBeUndefined();
+    // a half-hour change (Lord Howe Island): the first 01:45 is +11:00
+    expect(parseAt("2027-04-04T01:45", "Australia/Lord_Howe")).toBe(Date.parse("2027-04-03T14:45:00Z"));
+  });
+  it("a wall time a spring-forward skips moves on by the gap (02:30 → 03:30 EDT), and the note says so", () => {
+    expect(parseAt("2027-03-14T02:30", NY)).toBe(Date.parse("2027-03-14T07:30:00Z"));
+    expect(timeIso(parseAt("2027-03-14T02:30", NY) as number, NY)).toBe("2027-03-14T03:30:00-04:00");
+    expect(wallTimeNote("2027-03-14T02:30", NY)).toBe(
+      "2027-03-14T02:30 does not exist in America/New_York (clocks go forward); it is taken as 2027-03-14T03:30:00-04:00.",
+    );
+    expect(wallTimeNote("2026-12-01T08:00", ZONE)).toBeUndefined();
+  });
+  it("refuses an offset no place uses (outside -12:00…+14:00, or 60 minutes or more), keeps the extremes", () => {
+    const reason =
+      "has the UTC offset +25:00, which no place uses (offsets run from -12:00 to +14:00): write the time " +
+      "without an offset (it is then in the user's time zone Asia/Taipei) or with the offset of the place " +
+      "meant, e.g. 2026-12-01T08:00+08:00";
+    expect(parseAt("2026-12-08T08:00+25:00", ZONE)).toBe(`"2026-12-08T08:00+25:00" ${reason}`);
+    // refused as such even when the time it would give is in the future (it was only refused as "in the past")
+    const now = Date.parse("2026-12-01T00:00:00Z");
+    expect(checkScheduledTime("2026-12-08T08:00+25:00", ZONE, "reminder", now)).toBe(
+      `"2026-12-08T08:00+25:00" ${reason}`,
+    );
+    expect(checkScheduledTime("2026-12-08T08:00-12:01", ZONE, "task", now)).toMatch(
+      /UTC offset -12:01, which no place uses/,
+    );
+    expect(parseAt("2026-12-08T08:00+1401", ZONE)).toMatch(/UTC offset \+1401, which no place uses/);
+    expect(parseAt("2026-12-08T08:00+05:60", ZONE)).toMatch(/UTC offset \+05:60, which no place uses/);
+    expect(parseAt("2026-12-08T08:00:00+25", ZONE)).toMatch(/UTC offset \+25, which no place uses/);
+    expect(parseAt("2026-12-08T08:00+14:00", ZONE)).toBe(Date.parse("2026-12-07T18:00:00Z"));
+    expect(parseAt("2026-12-08T08:00-12:00", ZONE)).toBe(Date.parse("2026-12-08T20:00:00Z"));
+    expect(parseAt("2026-12-08T08:00+05:45", ZONE)).toBe(Date.parse("2026-12-08T02:15:00Z"));
   });
 });
 

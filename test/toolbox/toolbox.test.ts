@@ -327,7 +327,8 @@ describe("ToolBox selection and schemas", () => {
     expect(warnings).toEqual([]);
     new ToolBox(many, { log }).requestTools();
     expect(warnings).toEqual([
-      "a request would carry 11 tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true",
+      "a request would carry 11 tools (more than 10): t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10; " +
+        "choose fewer with tags, or mark tools needed in few turns deferred: true",
     ]);
   });
 
@@ -358,12 +359,12 @@ describe("ToolBox selection and schemas", () => {
     const all = toolbox.requestTools({ toolSearch: false });
     expect(all.deferred).toEqual([]);
     expect(all.loaded).toHaveLength(14);
-    expect(warnings).toEqual(
-      [11, 14].map(
-        (n) =>
-          `a request would carry ${n} tools (more than 10); choose fewer with tags, or mark tools needed in few turns deferred: true`,
-      ),
-    );
+    const t = "t0, t1, t2, t3, t4, t5, t6, t7, t8";
+    const advice = "choose fewer with tags, or mark tools needed in few turns deferred: true";
+    expect(warnings).toEqual([
+      `a request would carry 11 tools (more than 10): d1, ${t}, tool_search_tool_bm25; ${advice}`,
+      `a request would carry 14 tools (more than 10): d0, d1, d2, d3, d4, ${t}; ${advice}`,
+    ]);
     // only deferred tools: the tool search tool alone is in front of the model
     expect(new ToolBox(deferred).requestTools().loaded).toEqual([
       { type: "tool_search_tool_bm25_20251119", name: "tool_search_tool_bm25" },

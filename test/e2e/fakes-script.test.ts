@@ -1116,3 +1116,31 @@ it("npm run fakes sends pictures, files and voice messages from a path: tg|dc|li
     await own.stop();
   }
 }, 180_000);
+
+it("npm run fakes never prints a draft below the message that followed it: a draft held back by the once-a-second rule is dropped once the answer is sent", async () => {
+  // The console prints a private chat's newest draft at most once a second. A draft sent less than a
+  // second after the one printed, just before the final message, was printed a poll later, below
+  // that message: it read as a draft sent after the answer (`…/stop。`, then `(draft): …/sto`).
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const tg = fakes.telegram;
+    const call = botCall(tg);
+    const alice = tg.user(FAKE_PEOPLE.alice.telegramId, "Alice");
+    tg.sendUserMessage({ chat: tg.privateChat(alice), from: alice, text: "慢慢說" });
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 7, text: "第一行" });
+    await tg.waitFor(() => printed.length > 0 || undefined, 5_000, "the first draft printed");
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 7, text: "第一行，第二" });
+    await call("sendMessage", { chat_id: alice.id, text: "第一行，第二行。" });
+    await new Promise((r) => setTimeout(r, 1_500)); // past the second that held the draft back
+    expect(printed).toEqual(["telegram bot (draft): 第一行", "telegram bot: 第一行，第二行。"]);
+    // The next answer's drafts are printed again.
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 8, text: "下一個回答" });
+    await tg.waitFor(() => printed.length > 2 || undefined, 5_000, "the next answer's draft printed");
+    expect(printed.slice(2)).toEqual(["telegram bot (draft): 下一個回答"]);
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});

@@ -816,12 +816,16 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
         add(message.at, shown(chatOf("tg", message.chatId), "bot", message.text + buttons.join("")));
       }
-      // A private chat's answer grows as a draft: the newest one, at most once a second.
+      // A private chat's answer grows as a draft: the newest one, at most once a second. A draft held
+      // back by that second is dropped once a message to its chat came after it (the answer it
+      // previewed, printed already): printed below that message, it would read as a draft sent after it.
       if (seen.tgDrafts < telegram.drafts.length && Date.now() - draftShownAt >= 1000) {
         seen.tgDrafts = telegram.drafts.length;
-        draftShownAt = Date.now();
         const draft = telegram.drafts.at(-1)!;
-        add(draft.at, shown(chatOf("tg", draft.chatId), "bot (draft)", draft.text));
+        if (!telegram.sent.some((m) => m.chatId === draft.chatId && m.at > draft.at)) {
+          draftShownAt = Date.now();
+          add(draft.at, shown(chatOf("tg", draft.chatId), "bot (draft)", draft.text));
+        }
       }
       for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
         const voice = telegram.voices[seen.tgVoices]!;

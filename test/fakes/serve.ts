@@ -26,10 +26,20 @@
  *   answers only what mentions it, replies to it or is a command, so a plain text is sent with the
  *   bot's mention prepended (`@taiwan_test_bot …`, `<@…> …`, `@台灣工具助理 …`: the note shows it);
  *   a text starting with `/` is sent as is (on Discord, the slash command used in the channel);
+ * - `tg photo <path> [caption]`, `tg file <path> [caption]`, `tg voice <path>` (and the same with
+ *   `dc` and `line`): the file at `path` (relative to the folder the fakes run in; in quotes when it
+ *   has spaces) sent as a picture, a file (a PDF, a text file…) or a voice message, as the person
+ *   would: a Telegram `photo`, `document` or `voice` (Ogg Opus; other audio as an `audio` file), a
+ *   Discord attachment (a voice message, flag IS_VOICE_MESSAGE, for Ogg Opus), a LINE `image`,
+ *   `file` or `audio` message (whose caption, LINE media having none, follows as a text message).
+ *   The fake transcription server knows the words of the sample speech ({@link SAMPLE_SPEECH}:
+ *   `tg voice test/fixtures/speech/speech.ogg`); `test/fixtures/samples/` has a picture, a PDF and a
+ *   text file to send;
  * - `as dave` after the platform, before `group` (`tg as dave <text>`, `tg as dave group <text>`,
- *   `tg as dave press <label>`): as the second person, Dave, in his DM or the group. Only a fake
- *   person's name makes `as …` a person (`tg as soon as possible` is a text for Alice), and a text
- *   cannot begin with the word `group` (it names the chat).
+ *   `tg as dave press <label>`, `tg as dave group photo <path>`): as the second person, Dave, in his
+ *   DM or the group. Only a fake person's name makes `as …` a person (`tg as soon as possible` is a
+ *   text for Alice), and a text cannot begin with the word `group` (it names the chat), nor with
+ *   the word `press`, `photo`, `file` or `voice` (they are the commands above).
  *
  * `press` presses on the newest message with buttons that the person can see: in their DM or the
  * group, or with `group` in the group only. A plain `tg press …` presses as Alice, who also decides
@@ -54,7 +64,7 @@
  * the clock) get the script's tool call, and the tool's results the script's answer showing them,
  * so the tools and the approval of a dangerous tool can be tried: `tg 新增待辦：買牛奶`,
  * `tg 列出待辦`, then `tg 刪除待辦 1` and `tg press 確認`. Any other message gets one line saying
- * what it received. All in the language the person wrote in (zh-TW unless the text is in Latin
+ * what it received (and how many pictures and documents came with it). All in the language the person wrote in (zh-TW unless the text is in Latin
  * letters only). The fakes check every request as strictly as in the tests (`test/fakes/*.ts`); a
  * request they refuse is answered with the platform's error, as the real service would.
  */
@@ -112,8 +122,8 @@ export interface LocalFakes {
   /** The group the bot is in on each platform ({@link FAKE_GROUP}): the Telegram chat, the Discord channel id, the LINE group id. */
   group: { telegram: TelegramChat; discord: string; line: string };
   /**
-   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`, each with `as dave` and `group`
-   * when wanted: `tg as dave group …`).
+   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`, `… photo|file|voice <path>`, each
+   * with `as dave` and `group` when wanted: `tg as dave group …`).
    * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
    * button by its label), or why the line was not understood or not done (a disabled Discord button).
    */
@@ -596,7 +606,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     line: `@${line.botName}`,
   };
   const USAGE =
-    "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>); " +
+    "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>; " +
+    "tg photo <path> [caption], tg file <path> [caption], tg voice <path>, and the same with dc and line); " +
     "after tg, dc or line, add group to write in the group and as dave to write or press as Dave: tg as dave group <text>";
 
   /**
@@ -951,6 +962,9 @@ async function main(): Promise<void> {
       "label on the bot's newest message with one). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
       "matches: tg 新增待辦：買牛奶, tg 列出待辦, then tg 刪除待辦 1 and tg press 確認 to approve the deletion.",
       "Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止, dc /stop or line /stop.",
+      "Pictures, files and voice messages: tg photo <path> [caption], tg file <path> [caption], tg voice <path>",
+      "(the same with dc and line), e.g. tg photo test/fixtures/samples/receipt.jpg 總共多少錢？,",
+      "tg file test/fixtures/samples/bill.pdf, tg voice test/fixtures/speech/speech.ogg (transcribed to its words).",
       "A group and a second person: tg group <text> writes in the group the bot is in (the bot's @mention is",
       "prepended, since in a group it answers only mentions, replies and commands; /<command> is sent as is);",
       "tg as dave <text>, tg as dave group <text> and tg as dave press <label> write and press as Dave (the same",

@@ -1117,7 +1117,7 @@ it("npm run fakes sends pictures, files and voice messages from a path: tg|dc|li
   }
 }, 180_000);
 
-it("npm run fakes never prints a draft below the message that followed it: a draft held back by the once-a-second rule is dropped once the answer is sent", async () => {
+it("npm run fakes never prints a draft below the message that followed it: a draft held back by its once-a-second rule is dropped", async () => {
   // The console prints a private chat's newest draft at most once a second. A draft sent less than a
   // second after the one printed, just before the final message, was printed a poll later, below
   // that message: it read as a draft sent after the answer (`…/stop。`, then `(draft): …/sto`).

@@ -165,11 +165,11 @@ describe("streamed answers on Telegram", () => {
         { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 1200, breakAfterChars: 200 } },
         { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 1500 } },
       );
-      tg.sendUserMessage({ chat, from: lin, text: "天氣？" });
+      tg.sendUserMessage({ chat, from: lin, text: "下週的天氣如何" });
       const answer = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the answer");
       // Past the draft interval and a draft's refresh: nothing of the first attempt or the retry comes late.
       await new Promise((r) => setTimeout(r, INTERVAL_MS * 4));
-      expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("天氣？"))).toHaveLength(2);
+      expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("下週的天氣如何"))).toHaveLength(2);
       expect(sentTo(chat)).toHaveLength(1);
       expect(answer.text).toBe(finalChunks(ANSWER)[0]!.text);
       const drafts = tg.drafts.filter((d) => d.chatId === chat.id);

@@ -14,6 +14,7 @@
  * shown, never acted on by the terminal, naming the chat when it is not a DM of Alice, Bob or Carol.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -992,6 +993,154 @@ it("npm run fakes reads `as dave` and `group` only where they name a person and 
       [7001, 7001, "ap:dm2:y"],
     ]);
   } finally {
+    await fakes.stop();
+  }
+});
+
+it("npm run fakes sends pictures, files and voice messages from a path: tg|dc|line photo, file and voice reach the bot, which answers them", async () => {
+  // The fakes as serve.ts starts them, and the bot's `npm start` entry point given exactly their
+  // variables (STT_* included: the fake transcription server knows the words of the sample speech).
+  const fakes = await startLocalFakes();
+  const own = await startRedis();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const bot = start(nodeArgs("src/main.ts"), { ...fakes.env, REDIS_URL: own.url, LOG_LEVEL: "info" });
+    await bot.waitFor(/the bot is running/, 60_000);
+    const { telegram: tg, discord: dc, line } = fakes;
+    const alice = FAKE_PEOPLE.alice.telegramId;
+    const samples = "test/fixtures/samples";
+    const bytesOf = (file: string) => statSync(path.join(ROOT, samples, file)).size;
+    /** Types `typed`, expecting `note`; resolves with the bot's first new Telegram message to Alice matching `answer`. */
+    const onTelegram = async (typed: string, note: string, answer: RegExp) => {
+      const before = tg.sent.length;
+      expect(await fakes.handle(typed)).toBe(note);
+      return tg.waitFor(
+        () => tg.sent.slice(before).find((m) => m.chatId === alice && answer.test(m.text)),
+        30_000,
+        `${String(answer)} in ${tg.sent.map((m) => m.text).join("\n")}`,
+      );
+    };
+    const cwd = process.cwd();
+    process.chdir(ROOT); // paths are read from the folder the fakes run in (npm run fakes: the project's)
+    try {
+      // A picture with a caption: the model gets the image and the caption.
+      const photo = await onTelegram(
+        `tg photo ${samples}/receipt.jpg 總共多少錢？`,
+        "sent receipt.jpg as a picture (640×400) to the bot on Telegram as Alice",
+        /收到/,
+      );
+      expect(photo.text).toMatch(/^［測試用假模型］收到「總共多少錢？」和 1 張圖片，提供了 \d+ 個工具。/);
+      const photoRequest = fakes.anthropic.requests.at(-1)!.messages.at(-1)!.content as { type: string }[];
+      expect(photoRequest.map((b) => b.type)).toContain("image");
+      // A PDF: a document block.
+      const pdf = await onTelegram(
+        `tg file ${samples}/bill.pdf`,
+        `sent bill.pdf as a file (application/pdf, ${bytesOf("bill.pdf")} bytes) to the bot on Telegram as Alice`,
+        /收到/,
+      );
+      expect(pdf.text).toMatch(/和 1 份文件/);
+      // A text file: its words reach the model.
+      const notes = await onTelegram(
+        `tg file ${samples}/notes.md 這是什麼？`,
+        `sent notes.md as a file (text/markdown, ${bytesOf("notes.md")} bytes) to the bot on Telegram as Alice`,
+        /收到/,
+      );
+      expect(notes.text).toMatch(/這是什麼？/);
+      // A voice note: transcribed by the fake transcription server (the sample's words), then answered.
+      const voice = await onTelegram(
+        "tg voice test/fixtures/speech/speech.ogg",
+        "sent speech.ogg as a voice message (3 s) to the bot on Telegram as Alice",
+        /收到/,
+      );
+      expect(voice.text).toContain("你好，這是語音回覆。");
+      expect(fakes.transcription.requests.filter((r) => r.status === 200)).toHaveLength(1);
+
+      // In the group: the caption gets the bot's mention, so the picture is answered there.
+      const groupBefore = tg.sent.length;
+      expect(await fakes.handle(`tg group photo ${samples}/receipt.jpg 多少錢？`)).toBe(
+        "sent receipt.jpg as a picture (640×400) to the Telegram group as Alice",
+      );
+      const inGroup = await tg.waitFor(
+        () => tg.sent.slice(groupBefore).find((m) => m.chatId === fakes.group.telegram.id && /個工具/.test(m.text)),
+        30_000,
+        "the group's picture answered",
+      );
+      expect(inGroup.text).toMatch(/多少錢？」和 1 張圖片/);
+
+      // Discord: Bob's voice message (flag IS_VOICE_MESSAGE, Ogg Opus) is transcribed and answered.
+      const dcBefore = { sent: dc.sent.length, edits: dc.edits.length };
+      expect(await fakes.handle("dc voice test/fixtures/speech/speech.ogg")).toBe(
+        "sent speech.ogg as a voice message (3 s) to the bot on Discord as Bob",
+      );
+      // The transcript line is sent first, then the message is edited to it and the answer.
+      const dcVoice = await dc.waitFor(
+        () =>
+          [
+            ...dc.sent.slice(dcBefore.sent).map((m) => m.content),
+            ...dc.edits.slice(dcBefore.edits).map((e) => String(e.payload.content)),
+          ].find((content) => content.includes("收到")),
+        30_000,
+        "Bob's voice message answered",
+      );
+      expect(dcVoice).toContain("你好，這是語音回覆。");
+      // LINE: Carol's picture is answered.
+      const lineBefore = line.sent.length;
+      expect(await fakes.handle(`line photo ${samples}/receipt.jpg`)).toBe(
+        "sent receipt.jpg as a picture (640×400) to the bot on LINE as Carol",
+      );
+      const linePhoto = await line.waitFor(
+        () => line.sent.slice(lineBefore).find((m) => m.text.includes("收到")),
+        30_000,
+        "Carol's picture answered",
+      );
+      expect(linePhoto.text).toMatch(/1 張圖片/);
+
+      // What cannot be sent is said, and nothing is.
+      expect(await fakes.handle("tg photo no/such/file.jpg")).toMatch(/^could not read no\/such\/file\.jpg \(ENOENT\)/);
+      expect(await fakes.handle(`tg photo ${samples}/notes.md`)).toMatch(/is not a picture/);
+      expect(await fakes.handle(`tg voice ${samples}/notes.md`)).toMatch(/is not audio/);
+      expect(await fakes.handle("tg photo")).toMatch(/^type tg photo <path> \[caption\]/);
+    } finally {
+      process.chdir(cwd);
+    }
+    // The console printed the answers as they came.
+    expect(printed.some((l) => l.startsWith("telegram bot: ") && l.includes("你好，這是語音回覆。"))).toBe(true);
+    expect(fakes.anthropic.rejections).toEqual([]);
+    stopFollowing();
+    bot.child.kill("SIGTERM");
+    await new Promise((resolve) => (bot.child.exitCode !== null ? resolve(null) : bot.child.on("exit", resolve)));
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+    await own.stop();
+  }
+}, 180_000);
+
+it("npm run fakes never prints a draft below the message that followed it: a draft held back by its once-a-second rule is dropped", async () => {
+  // The console prints a private chat's newest draft at most once a second. A draft sent less than a
+  // second after the one printed, just before the final message, was printed a poll later, below
+  // that message: it read as a draft sent after the answer (`…/stop。`, then `(draft): …/sto`).
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const tg = fakes.telegram;
+    const call = botCall(tg);
+    const alice = tg.user(FAKE_PEOPLE.alice.telegramId, "Alice");
+    tg.sendUserMessage({ chat: tg.privateChat(alice), from: alice, text: "慢慢說" });
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 7, text: "第一行" });
+    await tg.waitFor(() => printed.length > 0 || undefined, 5_000, "the first draft printed");
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 7, text: "第一行，第二" });
+    await call("sendMessage", { chat_id: alice.id, text: "第一行，第二行。" });
+    await new Promise((r) => setTimeout(r, 1_500)); // past the second that held the draft back
+    expect(printed).toEqual(["telegram bot (draft): 第一行", "telegram bot: 第一行，第二行。"]);
+    // The next answer's drafts are printed again.
+    await call("sendMessageDraft", { chat_id: alice.id, draft_id: 8, text: "下一個回答" });
+    await tg.waitFor(() => printed.length > 2 || undefined, 5_000, "the next answer's draft printed");
+    expect(printed.slice(2)).toEqual(["telegram bot (draft): 下一個回答"]);
+  } finally {
+    stopFollowing();
     await fakes.stop();
   }
 });

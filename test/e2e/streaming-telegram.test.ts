@@ -66,6 +66,15 @@ function expectNoRefusedEdits(): void {
   expect(tg.refusedEdits.filter((r) => !prompts.has(`${r.chatId}:${r.messageId}`))).toEqual([]);
 }
 
+/**
+ * No draft reached the private chat after the answer's final message `answer` (a draft after it
+ * would show the answer's text being written again below the answer, for up to 30 s).
+ */
+function expectNoDraftAfter(chat: Chat, answer: FakeSentMessage): void {
+  const late = stack.telegram.drafts.filter((d) => d.chatId === chat.id && d.at > answer.at);
+  expect(late).toEqual([]);
+}
+
 /** The final answer as a non-streamed answer shows it: one entry per chunk, visible text and HTML. */
 function finalChunks(answer: string): { text: string; html: string }[] {
   return planChunks(answer).map((c) => ({ text: htmlToPlain(c.html), html: c.html }));
@@ -142,6 +151,30 @@ describe("streamed answers on Telegram", () => {
       await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
       expect(sentTo(chat)).toHaveLength(1);
       expect(tg.edits.filter((e) => Number(e.payload.chat_id) === chat.id)).toEqual([]);
+      expectNoDraftAfter(chat, answer);
+    },
+  );
+
+  itOneRedis(
+    "private chat, a stream broken mid-way (error event): the retried attempt's drafts go on, the answer is sent once, and no draft follows it",
+    async () => {
+      const tg = stack.telegram;
+      const lin = tg.user(95021, "Lin");
+      const chat = tg.privateChat(lin);
+      stack.model.enqueue(
+        { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 1200, breakAfterChars: 200 } },
+        { ...text(ANSWER), stream: { chunkChars: 20, totalMs: 1500 } },
+      );
+      tg.sendUserMessage({ chat, from: lin, text: "下週的天氣如何" });
+      const answer = await tg.waitFor(() => sentTo(chat)[0], TIMEOUT_MS, "the answer");
+      // Past the draft interval and a draft's refresh: nothing of the first attempt or the retry comes late.
+      await new Promise((r) => setTimeout(r, INTERVAL_MS * 4));
+      expect(stack.model.requests.filter((r) => JSON.stringify(r.messages).includes("下週的天氣如何"))).toHaveLength(2);
+      expect(sentTo(chat)).toHaveLength(1);
+      expect(answer.text).toBe(finalChunks(ANSWER)[0]!.text);
+      const drafts = tg.drafts.filter((d) => d.chatId === chat.id);
+      expect(drafts.length).toBeGreaterThanOrEqual(2);
+      expectNoDraftAfter(chat, answer);
     },
   );
 

@@ -26,10 +26,20 @@
  *   answers only what mentions it, replies to it or is a command, so a plain text is sent with the
  *   bot's mention prepended (`@taiwan_test_bot …`, `<@…> …`, `@台灣工具助理 …`: the note shows it);
  *   a text starting with `/` is sent as is (on Discord, the slash command used in the channel);
+ * - `tg photo <path> [caption]`, `tg file <path> [caption]`, `tg voice <path>` (and the same with
+ *   `dc` and `line`): the file at `path` (relative to the folder the fakes run in; in quotes when it
+ *   has spaces) sent as a picture, a file (a PDF, a text file…) or a voice message, as the person
+ *   would: a Telegram `photo`, `document` or `voice` (Ogg Opus; other audio as an `audio` file), a
+ *   Discord attachment (a voice message, flag IS_VOICE_MESSAGE, for Ogg Opus), a LINE `image`,
+ *   `file` or `audio` message (whose caption, LINE media having none, follows as a text message).
+ *   The fake transcription server knows the words of the sample speech ({@link SAMPLE_SPEECH}:
+ *   `tg voice test/fixtures/speech/speech.ogg`); `test/fixtures/samples/` has a picture, a PDF and a
+ *   text file to send;
  * - `as dave` after the platform, before `group` (`tg as dave <text>`, `tg as dave group <text>`,
- *   `tg as dave press <label>`): as the second person, Dave, in his DM or the group. Only a fake
- *   person's name makes `as …` a person (`tg as soon as possible` is a text for Alice), and a text
- *   cannot begin with the word `group` (it names the chat).
+ *   `tg as dave press <label>`, `tg as dave group photo <path>`): as the second person, Dave, in his
+ *   DM or the group. Only a fake person's name makes `as …` a person (`tg as soon as possible` is a
+ *   text for Alice), and a text cannot begin with the word `group` (it names the chat), nor with
+ *   the word `press`, `photo`, `file` or `voice` (they are the commands above).
  *
  * `press` presses on the newest message with buttons that the person can see: in their DM or the
  * group, or with `group` in the group only. A plain `tg press …` presses as Alice, who also decides
@@ -54,16 +64,21 @@
  * the clock) get the script's tool call, and the tool's results the script's answer showing them,
  * so the tools and the approval of a dangerous tool can be tried: `tg 新增待辦：買牛奶`,
  * `tg 列出待辦`, then `tg 刪除待辦 1` and `tg press 確認`. Any other message gets one line saying
- * what it received. All in the language the person wrote in (zh-TW unless the text is in Latin
+ * what it received (and how many pictures and documents came with it). All in the language the person wrote in (zh-TW unless the text is in Latin
  * letters only). The fakes check every request as strictly as in the tests (`test/fakes/*.ts`); a
  * request they refuse is answered with the platform's error, as the real service would.
  */
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { basename, extname } from "node:path";
 import { createInterface } from "node:readline";
 import type { Chat as TelegramChat, User as TelegramUser } from "grammy/types";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import sharp from "sharp";
 import { scriptedReply } from "../../src/demo/model.js";
 import type { DemoReply } from "../../src/demo/script.js";
 import { englishCount, writtenLocale } from "../../src/i18n.js";
+import { audioDurationOf } from "../../src/media/voice.js";
 import { MEMORY_BLOCK_START } from "../../src/memory/notes.js";
 import { terminalText } from "../../src/plain-text.js";
 import { TRANSCRIPT_START } from "../../src/prompts.js";
@@ -107,8 +122,8 @@ export interface LocalFakes {
   /** The group the bot is in on each platform ({@link FAKE_GROUP}): the Telegram chat, the Discord channel id, the LINE group id. */
   group: { telegram: TelegramChat; discord: string; line: string };
   /**
-   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`, each with `as dave` and `group`
-   * when wanted: `tg as dave group …`).
+   * Handles one typed line (`tg …`, `dc …`, `line …`, `… press …`, `… photo|file|voice <path>`, each
+   * with `as dave` and `group` when wanted: `tg as dave group …`).
    * @returns what to print, one line safe for a terminal: a note on what was done (naming a pressed
    * button by its label), or why the line was not understood or not done (a disabled Discord button).
    */
@@ -258,16 +273,71 @@ export function fakeModelReply(request: FakeRequest): FakeMessageReply {
   }
   const scripted = scriptedReply(request, { locale: "zh-TW" });
   if (scripted) return fakeReplyOf(scripted);
+  // The pictures and documents (a PDF, a text file) of the person's message, said after their words.
+  const blocks = [...request.messages].reverse().find((m) => m.role === "user")?.content;
+  const count = (type: string) => (Array.isArray(blocks) ? blocks.filter((b) => b.type === type).length : 0);
+  const [images, documents] = [count("image"), count("document")];
+  const attached =
+    images + documents === 0
+      ? ""
+      : language === "en"
+        ? ` and ${[images ? englishCount(images, "picture") : "", documents ? englishCount(documents, "document") : ""].filter(Boolean).join(" and ")}`
+        : `和 ${[images ? `${images} 張圖片` : "", documents ? `${documents} 份文件` : ""].filter(Boolean).join("、")}`;
   const text =
     language === "en"
-      ? `[fake Messages API] I received "${shown}" with ${englishCount(tools, "tool")} offered. ` +
+      ? `[fake Messages API] I received "${shown}"${attached} with ${englishCount(tools, "tool")} offered. ` +
         'I am the test fake, not a model: I answer with this line, or with the demo\'s script ("add todo buy milk", ' +
         '"what time is it?"; write "slowly" for a slow answer to stop).'
-      : `［測試用假模型］收到「${shown}」，提供了 ${tools} 個工具。` +
+      : `［測試用假模型］收到「${shown}」${attached}，提供了 ${tools} 個工具。` +
         "我是測試用的假伺服器，不是真的模型：只會回這一行，或照示範的腳本回答（「新增待辦 買牛奶」、「現在幾點？」；" +
         "寫「慢慢說」可以看一段寫得很慢、可以停止的回答）。";
   return { content: [{ type: "text", text }], stop_reason: "end_turn" };
 }
+
+/** What a typed `photo`, `file` or `voice` line sends ({@link LocalFakes.handle}). */
+export type FakeMediaKind = "photo" | "file" | "voice";
+
+/** Content types of the file name endings the fakes' `photo`, `file` and `voice` lines know; others are `application/octet-stream`. */
+const MEDIA_TYPES: Record<string, string> = {
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  png: "image/png",
+  gif: "image/gif",
+  webp: "image/webp",
+  pdf: "application/pdf",
+  txt: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  json: "application/json",
+  html: "text/html",
+  ts: "text/plain",
+  py: "text/x-python",
+  ogg: "audio/ogg",
+  oga: "audio/ogg",
+  opus: "audio/ogg",
+  mp3: "audio/mpeg",
+  m4a: "audio/mp4",
+  wav: "audio/wav",
+  webm: "audio/webm",
+  flac: "audio/flac",
+  aac: "audio/aac",
+};
+
+/** The content type of a file by its name's ending ({@link MEDIA_TYPES}). */
+export function mediaTypeOf(name: string): string {
+  return MEDIA_TYPES[extname(name).slice(1).toLowerCase()] ?? "application/octet-stream";
+}
+
+/**
+ * The sample recordings the fakes' transcription server knows the words of
+ * (`test/fixtures/speech/`: eSpeak NG reading 「你好，這是語音回覆。」), so `tg voice
+ * test/fixtures/speech/speech.ogg` is transcribed to them; other audio gets the fake's fallback
+ * transcript (「好的，收到。」).
+ */
+export const SAMPLE_SPEECH = {
+  files: ["speech.ogg", "speech.mp3", "speech.m4a"],
+  text: "你好，這是語音回覆。",
+} as const;
 
 /** The buttons of a LINE message: quick reply items and template actions with postback data. */
 function lineButtons(sent: FakeLineMessage): { label: string; data: string }[] {
@@ -313,6 +383,9 @@ function shown(platform: string, what: string, body: string): string {
   return `${platform} ${what}: ${printable(body)}`;
 }
 
+/** Discord's message flag IS_VOICE_MESSAGE (https://discord.com/developers/docs/resources/message#message-object-message-flags). */
+const DISCORD_VOICE_MESSAGE_FLAG = 1 << 13;
+
 /** What a typed line starts with: the platform it is sent on. */
 type Platform = "tg" | "dc" | "line";
 
@@ -346,6 +419,9 @@ export async function startLocalFakes(): Promise<LocalFakes> {
   const cwa = await startFakeCwa();
   const transcription = await startFakeTranscription();
   const speech = await startFakeSpeech();
+  // The sample recordings are transcribed to their words (`tg voice test/fixtures/speech/speech.ogg`).
+  const samples = fileURLToPath(new URL("../fixtures/speech/", import.meta.url));
+  for (const file of SAMPLE_SPEECH.files) transcription.say(readFileSync(samples + file), SAMPLE_SPEECH.text);
   // The same people, with the same chats, at every start (FAKE_PEOPLE).
   const alice = telegram.user(FAKE_PEOPLE.alice.telegramId, "Alice");
   const bob: FakeUser = { id: FAKE_PEOPLE.bob.discordId, username: "bob", global_name: "Bob" };
@@ -530,8 +606,123 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     line: `@${line.botName}`,
   };
   const USAGE =
-    "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>); " +
+    "type tg <text>, dc <text> or line <text> (or tg press <label>, dc press <label>, line press <label>; " +
+    "tg photo <path> [caption], tg file <path> [caption], tg voice <path>, and the same with dc and line); " +
     "after tg, dc or line, add group to write in the group and as dave to write or press as Dave: tg as dave group <text>";
+
+  /**
+   * A person sends the file at `path` (relative to the folder `npm run fakes` runs in) as a picture,
+   * a file or a voice message, with `caption` (on LINE, whose media carry no text, a text message
+   * after it). In a group the bot's mention is put before the caption, as for a text.
+   * @returns the note on what was sent, or why nothing was.
+   */
+  const sendMedia = async (
+    platform: Platform,
+    who: Typist,
+    inGroup: boolean,
+    kind: FakeMediaKind,
+    args: string,
+  ): Promise<string> => {
+    const parsed = /^(?:"([^"]+)"|'([^']+)'|(\S+))(?:\s+(.*))?$/s.exec(args.trim());
+    const usage = `type ${platform} ${kind} <path> [caption]: the path of a file on this computer (in quotes when it has spaces)`;
+    if (!parsed) return usage;
+    const path = (parsed[1] ?? parsed[2] ?? parsed[3])!;
+    const caption = parsed[4]?.trim() ?? "";
+    if (kind === "voice" && caption) return `a voice message has no caption here: type ${platform} voice <path>`;
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (error) {
+      return `could not read ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)}): nothing was sent`;
+    }
+    if (bytes.length === 0) return `${path} is empty: nothing was sent`;
+    const filename = basename(path);
+    const type = mediaTypeOf(filename);
+    let size: { width: number; height: number } | undefined;
+    if (kind === "photo") {
+      const meta = await sharp(bytes)
+        .metadata()
+        .catch(() => undefined);
+      if (!meta?.width || !meta.height)
+        return `${path} is not a picture (sharp cannot read it): send it as a file, ${platform} file ${path}`;
+      size = { width: meta.width, height: meta.height };
+    }
+    let seconds = 0;
+    if (kind === "voice") {
+      const duration = await audioDurationOf(bytes, type);
+      if (duration === undefined)
+        return `${path} is not audio whose length can be read (Ogg Opus, MP3, M4A, WAV…): nothing was sent`;
+      seconds = Math.max(1, Math.round(duration));
+    }
+    // Ogg Opus is what a voice message is on Telegram and Discord; other audio goes as an audio file.
+    const voiceNote = kind === "voice" && type === "audio/ogg";
+    const what =
+      kind === "photo"
+        ? `a picture (${size!.width}×${size!.height})`
+        : kind === "file"
+          ? `a file (${type}, ${bytes.length} bytes)`
+          : voiceNote || platform === "line"
+            ? `a voice message (${seconds} s)`
+            : `an audio file (${seconds} s: only Ogg Opus is a voice message there)`;
+    const name = nameOf(platform, who);
+    // In a group the caption gets the bot's mention (a media message without one is not answered there).
+    const withText = inGroup && !caption.startsWith("/") ? `${mentions[platform]} ${caption}`.trim() : caption;
+    const sent = `sent ${filename} as ${what} ${inGroup ? `to the ${names[platform]} group` : `to the bot on ${names[platform]}`} as ${name}`;
+    if (platform === "tg") {
+      const file = telegram.addFile(bytes, {
+        path: `${kind === "photo" ? "photos" : voiceNote ? "voice" : kind === "voice" ? "music" : "documents"}/${filename}`,
+      });
+      const extra =
+        kind === "photo"
+          ? { photo: [{ ...file, ...size }] }
+          : kind === "file"
+            ? { document: { ...file, file_name: filename, mime_type: type } }
+            : voiceNote
+              ? { voice: { ...file, duration: seconds, mime_type: "audio/ogg" } }
+              : { audio: { ...file, duration: seconds, file_name: filename, mime_type: type } };
+      telegram.sendUserMessage({
+        chat: inGroup ? group.telegram : telegram.privateChat(who.tg),
+        from: who.tg,
+        ...(withText ? { caption: withText } : {}),
+        extra,
+      });
+      return sent;
+    }
+    if (platform === "dc") {
+      const channelId = inGroup ? group.discord : who.dcDm;
+      const attachment = discord.addAttachment(bytes, {
+        filename: voiceNote ? "voice-message.ogg" : filename,
+        contentType: type,
+        channelId,
+        ...size,
+        ...(voiceNote ? { extra: { duration_secs: seconds, waveform: "AAAAAAAAAAAAAAAA" } } : {}),
+      });
+      discord.sendUserMessage(who.dc, voiceNote ? "" : withText, {
+        ...(inGroup ? { channelId } : { dm: true }),
+        attachments: [attachment],
+        ...(voiceNote ? { flags: DISCORD_VOICE_MESSAGE_FLAG } : {}),
+      });
+      return sent;
+    }
+    const place = inGroup ? { from: who.line, groupId: group.line } : { from: who.line };
+    const id = line.addContent(bytes, type);
+    const message =
+      kind === "photo"
+        ? { id, type: "image", contentProvider: { type: "line" } }
+        : kind === "file"
+          ? { id, type: "file", fileName: filename, fileSize: bytes.length }
+          : { id, type: "audio", duration: seconds * 1000, contentProvider: { type: "line" } };
+    const events = [line.messageEvent(place, message)];
+    if (caption) events.push(line.textEvent(place, caption, { mention: inGroup }));
+    return deliverLine(
+      events,
+      sent +
+        (caption
+          ? `, then the caption as a text message (a LINE ${kind === "file" ? "file" : "picture"} carries none)`
+          : "") +
+        (inGroup && !caption ? " (it mentions nobody: in a group the bot answers only what mentions it)" : ""),
+    );
+  };
 
   /** What a typed line does, and the note on it (with the bot's words in it, such as a button's label, as they came). */
   const act = async (typed: string): Promise<string> => {
@@ -559,6 +750,8 @@ export async function startLocalFakes(): Promise<LocalFakes> {
     const name = nameOf(platform, who);
     const pressed = /^press\s+(.+)$/s.exec(rest);
     if (pressed) return press(platform, who, inGroup, pressed[1]!.trim());
+    const media = /^(photo|file|voice)(?:\s+(.*))?$/s.exec(rest);
+    if (media) return sendMedia(platform, who, inGroup, media[1] as FakeMediaKind, media[2] ?? "");
     // In a group the bot answers only what mentions it, replies to it or is a command: a plain text gets its mention.
     const text = inGroup && !rest.startsWith("/") ? `${mentions[platform]} ${rest}` : rest;
     const sent = inGroup
@@ -634,12 +827,16 @@ export async function startLocalFakes(): Promise<LocalFakes> {
         const buttons = telegram.buttons(message).map((b) => ` [${b.text}]`);
         add(message.at, shown(chatOf("tg", message.chatId), "bot", message.text + buttons.join("")));
       }
-      // A private chat's answer grows as a draft: the newest one, at most once a second.
+      // A private chat's answer grows as a draft: the newest one, at most once a second. A draft held
+      // back by that second is dropped once a message to its chat came after it (the answer it
+      // previewed, printed already): printed below that message, it would read as a draft sent after it.
       if (seen.tgDrafts < telegram.drafts.length && Date.now() - draftShownAt >= 1000) {
         seen.tgDrafts = telegram.drafts.length;
-        draftShownAt = Date.now();
         const draft = telegram.drafts.at(-1)!;
-        add(draft.at, shown(chatOf("tg", draft.chatId), "bot (draft)", draft.text));
+        if (!telegram.sent.some((m) => m.chatId === draft.chatId && m.at > draft.at)) {
+          draftShownAt = Date.now();
+          add(draft.at, shown(chatOf("tg", draft.chatId), "bot (draft)", draft.text));
+        }
       }
       for (; seen.tgVoices < telegram.voices.length; seen.tgVoices++) {
         const voice = telegram.voices[seen.tgVoices]!;
@@ -765,6 +962,9 @@ async function main(): Promise<void> {
       "label on the bot's newest message with one). The fake model answers with the demo's script (npm run chat -- --demo) when a rule",
       "matches: tg 新增待辦：買牛奶, tg 列出待辦, then tg 刪除待辦 1 and tg press 確認 to approve the deletion.",
       "Write 慢慢說 (or slowly) for a slow answer, then stop it: tg /stop, dc press 停止, dc /stop or line /stop.",
+      "Pictures, files and voice messages: tg photo <path> [caption], tg file <path> [caption], tg voice <path>",
+      "(the same with dc and line), e.g. tg photo test/fixtures/samples/receipt.jpg 總共多少錢？,",
+      "tg file test/fixtures/samples/bill.pdf, tg voice test/fixtures/speech/speech.ogg (transcribed to its words).",
       "A group and a second person: tg group <text> writes in the group the bot is in (the bot's @mention is",
       "prepended, since in a group it answers only mentions, replies and commands; /<command> is sent as is);",
       "tg as dave <text>, tg as dave group <text> and tg as dave press <label> write and press as Dave (the same",

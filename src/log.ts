@@ -306,5 +306,22 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
   return pino(base, stream);
 }
 
+/**
+ * Keeps the process going when its standard output or error has lost its reader (`EPIPE`: the
+ * `tee` or pager it was piped into has ended — `npm start | tee bot.log` and the terminal's Ctrl-C
+ * ends `tee` too). Without it, the next log line's write error is uncaught and ends the process at
+ * once, so a stop could not finish its work (marking the answers it gives up on as interrupted,
+ * closing connections) and was counted as a crash. With it, lines written to a stream without a
+ * reader are dropped. Any other error of those streams is thrown as before. Call once at start-up;
+ * never throws itself.
+ */
+export function surviveLostOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") throw error;
+    });
+  }
+}
+
 /** A logger that writes nothing, for tests and library callers that pass none. */
 export const silentLogger: Logger = pino({ level: "silent" });

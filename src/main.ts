@@ -22,9 +22,10 @@ import {
 } from "./app.js";
 import { secretValues } from "./config.js";
 import { warnMisspelledVariables } from "./config-spelling.js";
-import { createLogger, registerSecrets } from "./log.js";
+import { createLogger, registerSecrets, surviveLostOutput } from "./log.js";
 
 async function main(): Promise<void> {
+  surviveLostOutput();
   const config = configOrExit();
   registerSecrets(secretValues(config));
   const log = createLogger({ level: config.LOG_LEVEL, content: config.LOG_CONTENT === "on" });

@@ -172,3 +172,35 @@ it("`npm start`'s forced exit (a second SIGTERM) marks the answer interrupted be
   expect(inDm()).toEqual(["第二次就答好了。"]);
   expect(lines.join("\n")).not.toContain("ended with its worker process");
 }, 120_000);
+
+it("a stop whose log reader is gone (`npm start | tee log`, Ctrl-C ends tee too) still marks the answer interrupted", async () => {
+  const { model, discord, redis, queue, server } = await startScene();
+  model.enqueue(hang(), text("第二次就答好了。"));
+  const bea = { id: "704000000000000014", username: "bea" };
+  const slow = dm(discord, bea, "請慢慢回答");
+  await queue.enqueue(slow);
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
+    env: childEnv({
+      LOG_LEVEL: "info",
+      ROLE: "worker",
+      REDIS_URL: server.url,
+      ANTHROPIC_API_KEY: "sk-test-abcdefgh",
+      ANTHROPIC_BASE_URL: model.url,
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      SHUTDOWN_WAIT_SECONDS: "1",
+    }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await waitFor(() => model.requests.length >= 1, 60_000, "the worker asking the model");
+  // The reader of its output goes away (as `tee` does on the terminal's Ctrl-C): every later write meets EPIPE.
+  child.stdout.destroy();
+  child.stderr.destroy();
+  child.kill("SIGTERM");
+  expect(await exited).toBe(0);
+  const [job] = await queue.queue.getJobs(["delayed"]);
+  expect({ stalled: job?.stalledCounter, made: job?.attemptsMade }).toEqual({ stalled: 0, made: 0 });
+  expect(await redis.get(progressKeys(slow, slow.messageId).crashes)).toBe("-1");
+}, 120_000);

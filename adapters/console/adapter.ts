@@ -93,6 +93,10 @@ const TEXT = {
     en: "This action cannot be always allowed; type y (confirm) or n (cancel).",
   },
   noPrompt: { "zh-TW": "目前沒有等待確認的動作。", en: "Nothing is waiting for confirmation." },
+  questionDropped: {
+    "zh-TW": "（已取消清除記憶的詢問，沒有刪除任何東西。）",
+    en: "(The question about erasing the memory was dropped; nothing was erased.)",
+  },
   decideFailed: {
     "zh-TW": "目前無法記錄你的決定，請再試一次。",
     en: "Could not record your decision right now. Please try again.",
@@ -147,7 +151,8 @@ export class ConsoleAdapter implements Adapter {
   #locale: Locale | undefined;
   /**
    * A command's yes-or-no question the next line may answer (`/forget`'s "erase everything?":
-   * `CommandReply.typed`): `y` presses `yes`'s button data, `n` `no`'s; any other line drops it.
+   * `CommandReply.typed`): `y` presses `yes`'s button data, `n` `no`'s; any other line drops it
+   * (saying so first, except `/quit`).
    */
   #question: { yes: string; no: string } | undefined;
 
@@ -236,9 +241,14 @@ export class ConsoleAdapter implements Adapter {
       this.#rl?.close();
       return;
     }
-    if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
     if (question && (YES.has(command) || NO.has(command)))
       return this.#answerQuestion(context, chat, YES.has(command) ? question.yes : question.no);
+    if (question) {
+      // Said once, before the line is handled, so that a later `y` is not taken for an answer to it.
+      await this.outbound.quiet();
+      await this.#say(localize(this.locale, TEXT.questionDropped));
+    }
+    if (slash?.name === "stop") return this.#stop(context, chat, slash.args);
     const always = ALWAYS.has(command);
     const approve = YES.has(command) || always ? true : NO.has(command) ? false : undefined;
     // Lines in order: a line the console answers itself (a command, a `y` with no prompt open yet,

@@ -277,8 +277,8 @@ export class ReminderActions {
     const lines = here.map((r) => formatReminder(r, locale, r.timezone, { markdown: true }));
     const title = localize(locale, { "zh-TW": "你在這裡的提醒：", en: "Your reminders here:" });
     return {
-      text: [title, ...lines].join("\n"),
-      buttons: here.slice(0, 25).map((r) => ({
+      text: [title, ...lines, ...moreThanButtons(here.length, locale)].join("\n"),
+      buttons: here.slice(0, MAX_BUTTONS).map((r) => ({
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }),
         data: listCancelData("list", owner, r.id),
       })),
@@ -308,8 +308,8 @@ export class ReminderActions {
       ),
     );
     return {
-      text: [title, ...lines].join("\n"),
-      buttons: all.slice(0, 25).map(({ owner, reminder }) => ({
+      text: [title, ...lines, ...moreThanButtons(all.length, locale)].join("\n"),
+      buttons: all.slice(0, MAX_BUTTONS).map(({ owner, reminder }) => ({
         label: localize(
           locale,
           { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
@@ -319,6 +319,27 @@ export class ReminderActions {
       })),
     };
   }
+}
+
+/**
+ * The most cancel buttons a `/reminders` list carries: Discord allows at most 25 components per
+ * message (5 action rows of 5 buttons; https://discord.com/developers/docs/components/reference#action-row).
+ */
+const MAX_BUTTONS = 25;
+
+/** The line ending a list of `count` reminders when some lack a button (more than {@link MAX_BUTTONS}); none otherwise. */
+function moreThanButtons(count: number, locale: Locale): string[] {
+  if (count <= MAX_BUTTONS) return [];
+  return [
+    localize(
+      locale,
+      {
+        "zh-TW": "（按鈕只列出前 {n} 個；取消一些之後再傳 /reminders，就會出現其餘的按鈕。）",
+        en: "(Buttons for the first {n} only; cancel some and send /reminders again for the rest.)",
+      },
+      { n: MAX_BUTTONS },
+    ),
+  ];
 }
 
 function gone(locale: Locale): string {

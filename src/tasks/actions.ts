@@ -94,7 +94,7 @@ export class TaskActions {
     }
     const title = localize(locale, { "zh-TW": "你在這裡的排程任務：", en: "Your scheduled tasks here:" });
     const lines = here.map((t) => formatTask(t, locale, t.timezone, { markdown: true }));
-    const buttons = here.slice(0, 12).flatMap((t) => [
+    const buttons = here.slice(0, MAX_OWN_TASKS_WITH_BUTTONS).flatMap((t) => [
       // Paused by the bot's operator in the console: only the console resumes it; its owner may cancel it.
       ...(t.paused?.by === "operator"
         ? []
@@ -114,7 +114,10 @@ export class TaskActions {
         data: taskButton("c", owner, t.id, "list"),
       },
     ]);
-    return { text: [title, ...lines].join("\n"), buttons };
+    return {
+      text: [title, ...lines, ...moreThanButtons(here.length, MAX_OWN_TASKS_WITH_BUTTONS, locale)].join("\n"),
+      buttons,
+    };
   }
 
   /**
@@ -140,7 +143,7 @@ export class TaskActions {
         { line: formatTask(task, locale, task.timezone, { markdown: true }), name: markdownLiteral(task.userName) },
       ),
     );
-    const buttons = all.slice(0, 25).map(({ owner, task }) => ({
+    const buttons = all.slice(0, MAX_BUTTONS).map(({ owner, task }) => ({
       label: localize(
         locale,
         { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
@@ -148,7 +151,7 @@ export class TaskActions {
       ),
       data: taskButton("c", owner, task.id, "group"),
     }));
-    return { text: [title, ...lines].join("\n"), buttons };
+    return { text: [title, ...lines, ...moreThanButtons(all.length, MAX_BUTTONS, locale)].join("\n"), buttons };
   }
 
   /**
@@ -331,6 +334,29 @@ export async function resumeTask(
   const next = await scheduler.schedule(owner, task, now, now);
   if (next !== resumed.next) await updateTask(redis, owner, { ...resumed, next });
   return next;
+}
+
+/**
+ * The most buttons a `/tasks` list carries: Discord allows at most 25 components per message
+ * (5 action rows of 5 buttons; https://discord.com/developers/docs/components/reference#action-row).
+ */
+const MAX_BUTTONS = 25;
+/** One person's list gives each task two buttons (pause or resume, and cancel): 12 tasks fit in {@link MAX_BUTTONS}. */
+const MAX_OWN_TASKS_WITH_BUTTONS = Math.floor(MAX_BUTTONS / 2);
+
+/** The line ending a list of `count` tasks when some lack buttons (more than `shown`); none otherwise. */
+function moreThanButtons(count: number, shown: number, locale: Locale): string[] {
+  if (count <= shown) return [];
+  return [
+    localize(
+      locale,
+      {
+        "zh-TW": "（按鈕只列出前 {n} 個；取消一些之後再傳 /tasks，就會出現其餘的按鈕。）",
+        en: "(Buttons for the first {n} only; cancel some and send /tasks again for the rest.)",
+      },
+      { n: shown },
+    ),
+  ];
 }
 
 function gone(locale: Locale): string {

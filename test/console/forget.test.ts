@@ -2,19 +2,21 @@
  * `/forget` in the terminal chat (`npm run chat`), which has no buttons: it asks first, as the
  * `/memory` delete-all question does on the other platforms, and the next line answers it — `y`
  * erases (through the same press handler as the ⚠️ button), `n` keeps; any other line drops the
- * question, so a later `y` erases nothing. Nothing stored: said so, with no question.
+ * question, saying so before that line is handled, so a later `y` erases nothing. Nothing stored:
+ * said so, with no question.
  */
 import { expect, it } from "vitest";
 import { memoryKey, MemoryStore } from "../../src/memory/store.js";
 import { connectRedis } from "../../src/redis.js";
+import { text } from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { waitFor } from "../worker/harness.js";
 import { useConsoleBot } from "./harness.js";
 
 const start = useConsoleBot();
 
-it("/forget asks; n keeps the files, another line drops the question, y erases", async () => {
-  const { output, type, server } = await start({ config: testConfig({ ROLE: "all", BOT_LOCALE: "zh-TW" }) });
+it("/forget asks; n keeps the files, another line drops the question (saying so), y erases", async () => {
+  const { output, type, server, fake } = await start({ config: testConfig({ ROLE: "all", BOT_LOCALE: "zh-TW" }) });
   const redis = connectRedis(server.url);
   try {
     const answers = () => output.answers();
@@ -44,9 +46,26 @@ it("/forget asks; n keeps the files, another line drops the question, y erases",
     expect(await next("n")).toBe("已取消，記憶沒有變更。");
     expect(await stored()).toEqual(["不吃香菜", "住在新竹"]);
 
-    // A line other than y or n drops the question: a later y is no answer to it.
+    // A line other than y or n drops the question, saying so before it is handled: a later y is no answer to it.
     await next("/forget");
-    expect(await next("/memory")).toContain("住在新竹");
+    const dropped = "（已取消清除記憶的詢問，沒有刪除任何東西。）";
+    const until = async (line: string, last: (answer: string) => boolean) => {
+      const before = answers().length;
+      type(line);
+      await waitFor(() => answers().slice(before).some(last), 10_000, `the answer to ${line}`);
+      return answers().slice(before);
+    };
+    const afterMemory = await until("/memory", (a) => a.includes("住在新竹"));
+    expect(afterMemory[0]).toBe(dropped);
+    expect(afterMemory.slice(1).join("\n")).toContain("住在新竹");
+    expect(afterMemory.filter((a) => a === dropped)).toHaveLength(1);
+    expect(await next("y")).toBe("目前沒有等待確認的動作。");
+    expect(await stored()).toEqual(["不吃香菜", "住在新竹"]);
+
+    // A message for the model drops it too: said once, before the model's answer.
+    await next("/forget");
+    fake.enqueue(text("你好！"));
+    expect(await until("你好", (a) => a === "你好！")).toEqual([dropped, "你好！"]);
     expect(await next("y")).toBe("目前沒有等待確認的動作。");
     expect(await stored()).toEqual(["不吃香菜", "住在新竹"]);
 

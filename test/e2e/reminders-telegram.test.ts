@@ -481,6 +481,49 @@ it("/reminders with a list longer than one message is split like an answer, the 
   expect((await listReminders(redis, owner)).map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
+it("/reminders with more than 25 reminders gives buttons to the first 25 and says so in a last line; at 25, no such line", async () => {
+  const tg = stack.telegram;
+  const jon = tg.user(8553, "Jon");
+  const dm = tg.privateChat(jon);
+  const owner = { platform: "telegram" as const, userId: "8553" };
+  const at = Date.now() + 3600_000;
+  for (let i = 1; i <= 27; i++)
+    await addReminder(redis, owner, {
+      text: `第${i}件事`,
+      at,
+      next: at,
+      timezone: "Asia/Taipei",
+      chatId: String(dm.id),
+      chatKind: "dm",
+      userName: "Jon",
+      createdAt: Date.now(),
+    });
+  const note = "（按鈕只列出前 25 個；取消一些之後再傳 /reminders，就會出現其餘的按鈕。）";
+  const list = async (what: string): Promise<FakeSentMessage> => {
+    const seen = tg.sent.length;
+    tg.sendUserMessage({ chat: dm, from: jon, text: "/reminders" });
+    return tg.waitFor(
+      () => tg.sent.slice(seen).find((m) => m.chatId === dm.id && tg.buttons(m).length > 0),
+      WAIT,
+      what,
+    );
+  };
+  const first = await list("the /reminders list of 27");
+  expect(first.text).toContain("#27 第27件事");
+  expect(first.text.split("\n").at(-1)).toBe(note);
+  expect(tg.buttons(first).map((b) => b.text)).toEqual(Array.from({ length: 25 }, (_, i) => `❌ 取消 #${i + 1}`));
+
+  for (const id of [1, 2]) {
+    const data = tg.buttons(first).find((b) => b.text === `❌ 取消 #${id}`)!.callback_data!;
+    expect(await toast(tg.pressButton({ from: jon, message: first, data }))).toBe(`已取消提醒 #${id}。`);
+  }
+  expect(await listReminders(redis, owner)).toHaveLength(25);
+  const second = await list("the /reminders list of 25");
+  expect(second.text).not.toContain(note);
+  expect(second.text.split("\n").at(-1)).toMatch(/^#27 第27件事/);
+  expect(tg.buttons(second)).toHaveLength(25);
+});
+
 it("/reminders whose list Telegram refuses answers a short 'could not send, try again' instead of nothing", async () => {
   const tg = stack.telegram;
   const ida = tg.user(8552, "Ida");

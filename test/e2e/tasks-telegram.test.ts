@@ -14,7 +14,7 @@ import type { RunningBot } from "../../src/app.js";
 import { speakerLabel } from "../../src/prompts.js";
 import type { RedisClient } from "../../src/redis.js";
 import { taskJobId } from "../../src/tasks/schedule.js";
-import { getTask, listTasks } from "../../src/tasks/store.js";
+import { addTask, getTask, listTasks } from "../../src/tasks/store.js";
 import { getTodo } from "../../tools/todo/store.js";
 import type { FakeRequest } from "../fakes/anthropic.js";
 import type { FakeSentMessage } from "../fakes/telegram.js";
@@ -404,6 +404,40 @@ it(
     expect(tg.buttons(again).map((b) => b.text)).toEqual(["⏸️ 暫停 #1", "❌ 取消 #1"]);
   },
 );
+
+it("/tasks with more tasks than buttons fit (12 tasks of two buttons each) gives buttons to the first 12 and says so in a last line", async () => {
+  const tg = stack.telegram;
+  const nia = await person(9551, "Nia");
+  const chat = tg.privateChat(nia);
+  const owner = { platform: "telegram" as const, userId: "9551" };
+  const at = Date.now() + 3600_000;
+  const add = (i: number) =>
+    addTask(
+      redis,
+      owner,
+      {
+        instruction: `task ${i}`,
+        at,
+        next: at,
+        timezone: "Asia/Taipei",
+        chatId: String(chat.id),
+        chatKind: "dm",
+        userName: "Nia",
+        createdAt: Date.now(),
+      },
+      100,
+    );
+  for (let i = 1; i <= 12; i++) await add(i);
+  const note = "（按鈕只列出前 12 個；取消一些之後再傳 /tasks，就會出現其餘的按鈕。）";
+  const twelve = await say(chat, nia, "/tasks", "排程任務");
+  expect(twelve.text).not.toContain(note);
+  expect(tg.buttons(twelve)).toHaveLength(24);
+  await add(13);
+  const thirteen = await say(chat, nia, "/tasks", "排程任務");
+  expect(thirteen.text).toContain("#13 task 13");
+  expect(thirteen.text.split("\n").at(-1)).toBe(note);
+  expect(tg.buttons(thirteen)).toHaveLength(24);
+});
 
 it("revoked access stops a task: a revoked user's occurrence and a disabled group's do not run", async () => {
   const tg = stack.telegram;

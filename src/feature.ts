@@ -316,3 +316,15 @@ export interface Feature<S = unknown> {
 export function defineFeature<S>(feature: Feature<S>): Feature<S> {
   return feature;
 }
+
+/**
+ * The most buttons one list message (`/reminders`, `/tasks`) carries on `platform`: LINE shows at
+ * most 13 quick-reply buttons on a message (Messaging API, quick reply `items`: max 13), Discord at
+ * most 25 components (5 action rows of 5 buttons;
+ * https://discord.com/developers/docs/components/reference#action-row); Telegram takes more, and
+ * gets Discord's 25 so that the lists read the same. Items past the limit are listed without
+ * buttons, and the list says so.
+ */
+export function listButtonLimit(platform: string): number {
+  return platform === "line" ? 13 : 25;
+}

@@ -9,6 +9,7 @@
  * them there (issue 39). A posted occurrence takes
  * one press (`SET NX` on its press marker), so a double click snoozes once.
  */
+import { listButtonLimit } from "../feature.js";
 import { isAdmin } from "../access/policy.js";
 import type { RedisClient } from "../redis.js";
 import type { Config, Locale } from "../config.js";
@@ -277,8 +278,8 @@ export class ReminderActions {
     const lines = here.map((r) => formatReminder(r, locale, r.timezone, { markdown: true }));
     const title = localize(locale, { "zh-TW": "你在這裡的提醒：", en: "Your reminders here:" });
     return {
-      text: [title, ...lines, ...moreThanButtons(here.length, locale)].join("\n"),
-      buttons: here.slice(0, MAX_BUTTONS).map((r) => ({
+      text: [title, ...lines, ...moreThanButtons(here.length, listButtonLimit(asker.platform), locale)].join("\n"),
+      buttons: here.slice(0, listButtonLimit(asker.platform)).map((r) => ({
         label: localize(locale, { "zh-TW": "❌ 取消 #{id}", en: "❌ Cancel #{id}" }, { id: r.id }),
         data: listCancelData("list", owner, r.id),
       })),
@@ -308,8 +309,8 @@ export class ReminderActions {
       ),
     );
     return {
-      text: [title, ...lines, ...moreThanButtons(all.length, locale)].join("\n"),
-      buttons: all.slice(0, MAX_BUTTONS).map(({ owner, reminder }) => ({
+      text: [title, ...lines, ...moreThanButtons(all.length, listButtonLimit(asker.platform), locale)].join("\n"),
+      buttons: all.slice(0, listButtonLimit(asker.platform)).map(({ owner, reminder }) => ({
         label: localize(
           locale,
           { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
@@ -322,14 +323,11 @@ export class ReminderActions {
 }
 
 /**
- * The most cancel buttons a `/reminders` list carries: Discord allows at most 25 components per
- * message (5 action rows of 5 buttons; https://discord.com/developers/docs/components/reference#action-row).
+ * The line ending a list of `count` reminders when some lack a button (more than `shown`, the
+ * platform's {@link listButtonLimit}); none otherwise.
  */
-const MAX_BUTTONS = 25;
-
-/** The line ending a list of `count` reminders when some lack a button (more than {@link MAX_BUTTONS}); none otherwise. */
-function moreThanButtons(count: number, locale: Locale): string[] {
-  if (count <= MAX_BUTTONS) return [];
+function moreThanButtons(count: number, shown: number, locale: Locale): string[] {
+  if (count <= shown) return [];
   return [
     localize(
       locale,
@@ -337,7 +335,7 @@ function moreThanButtons(count: number, locale: Locale): string[] {
         "zh-TW": "（按鈕只列出前 {n} 個；取消一些之後再傳 /reminders，就會出現其餘的按鈕。）",
         en: "(Buttons for the first {n} only; cancel some and send /reminders again for the rest.)",
       },
-      { n: MAX_BUTTONS },
+      { n: shown },
     ),
   ];
 }

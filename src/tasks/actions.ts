@@ -8,6 +8,7 @@
  * administrators (and bot admins) see every task of the group in `/tasks` and may cancel them
  * there (issue 39).
  */
+import { listButtonLimit } from "../feature.js";
 import type { Config, Locale } from "../config.js";
 import { localize } from "../i18n.js";
 import { markdownLiteral } from "../plain-text.js";
@@ -94,7 +95,7 @@ export class TaskActions {
     }
     const title = localize(locale, { "zh-TW": "你在這裡的排程任務：", en: "Your scheduled tasks here:" });
     const lines = here.map((t) => formatTask(t, locale, t.timezone, { markdown: true }));
-    const buttons = here.slice(0, MAX_OWN_TASKS_WITH_BUTTONS).flatMap((t) => [
+    const buttons = here.slice(0, ownTasksWithButtons(asker.platform)).flatMap((t) => [
       // Paused by the bot's operator in the console: only the console resumes it; its owner may cancel it.
       ...(t.paused?.by === "operator"
         ? []
@@ -115,7 +116,7 @@ export class TaskActions {
       },
     ]);
     return {
-      text: [title, ...lines, ...moreThanButtons(here.length, MAX_OWN_TASKS_WITH_BUTTONS, locale)].join("\n"),
+      text: [title, ...lines, ...moreThanButtons(here.length, ownTasksWithButtons(asker.platform), locale)].join("\n"),
       buttons,
     };
   }
@@ -143,7 +144,7 @@ export class TaskActions {
         { line: formatTask(task, locale, task.timezone, { markdown: true }), name: markdownLiteral(task.userName) },
       ),
     );
-    const buttons = all.slice(0, MAX_BUTTONS).map(({ owner, task }) => ({
+    const buttons = all.slice(0, listButtonLimit(asker.platform)).map(({ owner, task }) => ({
       label: localize(
         locale,
         { "zh-TW": "❌ 取消 {name} 的 #{id}", en: "❌ Cancel {name}'s #{id}" },
@@ -151,7 +152,10 @@ export class TaskActions {
       ),
       data: taskButton("c", owner, task.id, "group"),
     }));
-    return { text: [title, ...lines, ...moreThanButtons(all.length, MAX_BUTTONS, locale)].join("\n"), buttons };
+    return {
+      text: [title, ...lines, ...moreThanButtons(all.length, listButtonLimit(asker.platform), locale)].join("\n"),
+      buttons,
+    };
   }
 
   /**
@@ -337,12 +341,12 @@ export async function resumeTask(
 }
 
 /**
- * The most buttons a `/tasks` list carries: Discord allows at most 25 components per message
- * (5 action rows of 5 buttons; https://discord.com/developers/docs/components/reference#action-row).
+ * How many of one person's tasks get buttons on `platform`: each has two (pause or resume, and
+ * cancel), so half of {@link listButtonLimit} (12 on Telegram and Discord, 6 on LINE).
  */
-const MAX_BUTTONS = 25;
-/** One person's list gives each task two buttons (pause or resume, and cancel): 12 tasks fit in {@link MAX_BUTTONS}. */
-const MAX_OWN_TASKS_WITH_BUTTONS = Math.floor(MAX_BUTTONS / 2);
+function ownTasksWithButtons(platform: string): number {
+  return Math.floor(listButtonLimit(platform) / 2);
+}
 
 /** The line ending a list of `count` tasks when some lack buttons (more than `shown`); none otherwise. */
 function moreThanButtons(count: number, shown: number, locale: Locale): string[] {

@@ -22,7 +22,7 @@ import { listTodos } from "../../tools/todo/store.js";
 import { makeImage } from "../media/fixtures.js";
 import { seedTodos } from "./approvals-helpers.js";
 import { bringForward } from "../helpers/jobs.js";
-import { listReminders } from "../../src/reminders/store.js";
+import { addReminder, listReminders } from "../../src/reminders/store.js";
 import { listTasks } from "../../src/tasks/store.js";
 import { bringReminderForward, localIso, secondsAhead } from "./reminders-helpers.js";
 import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
@@ -676,6 +676,35 @@ it(
     ]);
   },
 );
+
+it("/reminders with more reminders than LINE's 13 quick-reply buttons gives buttons to the first 13 and says so", async () => {
+  const wes = line.user("Wes");
+  const owner = { platform: "line" as const, userId: wes.userId };
+  const at = Date.now() + 3600_000;
+  for (let i = 1; i <= 14; i++)
+    await addReminder(redis, owner, {
+      text: `第${i}件事`,
+      at,
+      next: at,
+      timezone: "Asia/Taipei",
+      chatId: wes.userId,
+      chatKind: "dm",
+      userName: "Wes",
+      createdAt: Date.now(),
+    });
+  const asked = line.messagesTo(wes.userId).length;
+  await line.deliver([line.textEvent(dm(wes), "/reminders")]);
+  const listing = await line.waitFor(() =>
+    line
+      .messagesTo(wes.userId)
+      .slice(asked)
+      .find((m) => m.text.startsWith("你在這裡的提醒")),
+  );
+  expect(listing.postbacks).toHaveLength(13);
+  expect(listing.text.split("\n").at(-1)).toBe(
+    "（按鈕只列出前 13 個；取消一些之後再傳 /reminders，就會出現其餘的按鈕。）",
+  );
+});
 
 it("a scheduled task's occurrence is answered by push in its chat", async () => {
   const at = secondsAhead(60);

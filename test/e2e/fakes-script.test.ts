@@ -598,7 +598,7 @@ it("npm run fakes prints what the bot sends with its controls shown, never acted
 
     const expected = [
       `telegram bot: ${shownAs} [␛[31mOK]`,
-      `telegram bot (edited): edited ${shownAs}`,
+      `telegram bot (edited): edited ${shownAs} [␛[31mOK]`,
       `telegram bot (draft): draft ${shownAs}`,
       `discord bot: ${shownAs} [␛[31mOK]`,
       `discord bot (edited): edited ${shownAs}`,
@@ -855,6 +855,117 @@ it("npm run fakes prints the bot's answer to a Telegram press (its toast or aler
     await call("answerCallbackQuery", { callback_query_id: alert, text: "只有 Alice 可以決定。", show_alert: true });
     await tg.waitFor(() => printed.length > expected.length || undefined, 5_000, "the alert printed");
     expect(printed.slice(expected.length)).toEqual(["telegram bot (alert): 只有 Alice 可以決定。"]);
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});
+
+it("npm run fakes prints a Telegram edit with the buttons it leaves, and an edit of only the buttons; press finds an edited message's buttons", async () => {
+  // The /memory delete-all question is an edit with buttons; a /reminders list split over several
+  // messages loses a cancelled reminder's button by editMessageReplyMarkup.
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const tg = fakes.telegram;
+    const call = botCall(tg);
+    const alice = tg.user(7001, "Alice");
+    const first = (await call("sendMessage", {
+      chat_id: alice.id,
+      text: "提醒 #1",
+      reply_markup: { inline_keyboard: [[{ text: "全部刪除", callback_data: "mem:all" }]] },
+    })) as { message_id: number };
+    const second = (await call("sendMessage", {
+      chat_id: alice.id,
+      text: "提醒 #2",
+      reply_markup: {
+        inline_keyboard: [
+          [
+            { text: "❌ 取消 #2", callback_data: "rm:2" },
+            { text: "❌ 取消 #3", callback_data: "rm:3" },
+          ],
+        ],
+      },
+    })) as { message_id: number };
+    // A sent message is printed as it is when the console looks (the bot edits later, after a press).
+    await tg.waitFor(() => printed.length >= 2 || undefined, 5_000, "the messages printed");
+    await call("editMessageText", {
+      chat_id: alice.id,
+      message_id: first.message_id,
+      text: "確定要<b>全部</b>刪除嗎？",
+      parse_mode: "HTML",
+      reply_markup: {
+        inline_keyboard: [
+          [
+            { text: "⚠️ 確定全部刪除", callback_data: "mem:yes" },
+            { text: "取消", callback_data: "mem:no" },
+          ],
+        ],
+      },
+    });
+    await call("editMessageReplyMarkup", {
+      chat_id: alice.id,
+      message_id: second.message_id,
+      reply_markup: { inline_keyboard: [[{ text: "❌ 取消 #3", callback_data: "rm:3" }]] },
+    });
+    await call("editMessageReplyMarkup", { chat_id: alice.id, message_id: second.message_id });
+    const expected = [
+      "telegram bot: 提醒 #1 [全部刪除]",
+      "telegram bot: 提醒 #2 [❌ 取消 #2] [❌ 取消 #3]",
+      "telegram bot (edited): 確定要全部刪除嗎？ [⚠️ 確定全部刪除] [取消]",
+      "telegram bot (buttons changed): [❌ 取消 #3]",
+      "telegram bot (buttons removed)",
+    ];
+    await tg.waitFor(() => printed.length >= expected.length || undefined, 5_000, "the lines printed");
+    expect(printed).toEqual(expected);
+    expect(await fakes.handle("tg press 確定全部刪除")).toBe('pressed "⚠️ 確定全部刪除" on Telegram as Alice');
+  } finally {
+    stopFollowing();
+    await fakes.stop();
+  }
+});
+
+it("npm run fakes prints a Discord press's update of the ephemeral reply it was pressed on once, as the answer to the press", async () => {
+  // A cancel press on /reminders answers with response type 7, which rewrites the command's reply.
+  const fakes = await startLocalFakes();
+  const printed: string[] = [];
+  const stopFollowing = fakes.follow((line) => printed.push(line), 50);
+  try {
+    const dc = fakes.discord;
+    const bob = { id: "700000000000000002", username: "bob", global_name: "Bob" };
+    const answer = async (interaction: { id: string; token: string }, body: Record<string, unknown>) => {
+      const response = await fetch(`${dc.apiUrl}/v10/interactions/${interaction.id}/${interaction.token}/callback`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, await response.clone().text()).toBe(204);
+    };
+    const cancel = (n: number) => ({ type: 2, style: 4, label: `❌ 取消 #${n}`, custom_id: `rm:${n}` });
+    const command = dc.slashCommand(bob, "reminders", { dm: true });
+    await answer(command, {
+      type: 4,
+      data: {
+        content: "你在這裡的提醒：\n#1 喝水\n#2 散步",
+        flags: 64,
+        components: [{ type: 1, components: [cancel(1), cancel(2)] }],
+      },
+    });
+    const pressed = dc.clickEphemeralButton(bob, command, "rm:1");
+    await answer(pressed, {
+      type: 7,
+      data: {
+        content: "已取消提醒 #1。\n你在這裡的提醒：\n#2 散步",
+        components: [{ type: 1, components: [cancel(2)] }],
+      },
+    });
+    const expected = [
+      "discord bot (to the command): 你在這裡的提醒： ⏎ #1 喝水 ⏎ #2 散步 [❌ 取消 #1] [❌ 取消 #2]",
+      "discord bot (to the press): 已取消提醒 #1。 ⏎ 你在這裡的提醒： ⏎ #2 散步 [❌ 取消 #2]",
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(printed).toEqual(expected);
   } finally {
     stopFollowing();
     await fakes.stop();

@@ -48,7 +48,9 @@
  * hers); Bob's slash commands in the Discord channel carry Manage Messages, Dave's do not.
  *
  * What the bot sends back (messages, edits, Telegram drafts, the toast or alert answering a Telegram
- * button press, the answers to Discord's slash commands and button presses, with their buttons) is
+ * button press, the answers to Discord's slash commands and button presses, with their buttons; a
+ * Telegram edit of only the buttons as `telegram bot (buttons changed): […]`; a Discord press's
+ * update of the ephemeral reply it was pressed on once, as the answer to the press) is
  * printed as it arrives, in the order the fakes received it, each on one line, naming the chat it
  * went to when that is not the DM of Alice, Bob or Carol (`telegram (group) bot: …`,
  * `discord (Dave's DM) bot: …`; `telegram (group) bot (toast to Dave): …` for what only Dave
@@ -851,16 +853,24 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       }
       for (; seen.tgEdits < telegram.edits.length; seen.tgEdits++) {
         const { payload: edit, at } = telegram.edits[seen.tgEdits]!;
+        // The message's buttons after the edit: an edit without `reply_markup` removes them.
+        const markup = (typeof edit.reply_markup === "string" ? JSON.parse(edit.reply_markup) : edit.reply_markup) as
+          { inline_keyboard?: { text: string }[][] } | undefined;
+        const buttons = (markup?.inline_keyboard ?? []).flat().map((b) => ` [${b.text}]`);
+        const where = chatOf("tg", String(edit.chat_id));
         // Shown as Telegram shows it: an HTML edit's tags and entities (`&amp;`) parsed, as for a sent message.
-        if (typeof edit.text === "string")
+        if (typeof edit.text === "string") {
+          const text = edit.parse_mode === "HTML" ? parseTelegramHtml(edit.text).text : edit.text;
+          add(at, shown(where, "bot (edited)", text + buttons.join("")));
+        } else {
+          // `editMessageReplyMarkup`: only the buttons changed (the text is printed already).
           add(
             at,
-            shown(
-              chatOf("tg", String(edit.chat_id)),
-              "bot (edited)",
-              edit.parse_mode === "HTML" ? parseTelegramHtml(edit.text).text : edit.text,
-            ),
+            buttons.length
+              ? shown(where, "bot (buttons changed)", buttons.join("").slice(1))
+              : `${where} bot (buttons removed)`,
           );
+        }
       }
       // The bot's answer to a button press (answerCallbackQuery's text): a toast, or an alert to dismiss,
       // shown to the presser only, in the chat of the pressed message: `(toast to Dave)` for Dave's press.
@@ -889,6 +899,11 @@ export async function startLocalFakes(): Promise<LocalFakes> {
       }
       // The answers to slash commands and button presses (ephemeral: only the one who used the command
       // or pressed sees them): the interaction's response, then its edits; `(to Dave's command)` for Dave's.
+      // A press's update of the ephemeral reply it was pressed on (response type 7) is also recorded as
+      // an edit of that reply's interaction (the same object): printed once, as the answer to the press.
+      const updates = new Set(
+        [...discord.interactions.values()].filter((i) => i.response?.type === 7).map((i) => i.response!.data),
+      );
       for (const interaction of discord.interactions.values()) {
         if (!interaction.response) continue;
         const whose = invokerOf(interaction) === dave.discord.id ? "Dave's" : "the";
@@ -900,6 +915,7 @@ export async function startLocalFakes(): Promise<LocalFakes> {
           const buttons = discordButtons(parts[i]?.components).map((b) => ` [${b.label}]`);
           // The edits' times are not kept, only the last one's.
           const at = i === 0 ? interaction.response.at : (interaction.editedAt ?? interaction.response.at);
+          if (i > 0 && updates.has(parts[i])) continue;
           if (content !== "" || buttons.length > 0) add(at, shown(where, to, content + buttons.join("")));
         }
         answered.set(interaction, parts.length);

@@ -25,7 +25,6 @@ import {
   type IncomingMessage,
   type MediaRef,
 } from "../../src/queue/incoming.js";
-import { findCommand } from "../../src/commands/catalog.js";
 import { cutFileName } from "../../src/cut.js";
 import { plainLine } from "../../src/plain-text.js";
 
@@ -243,12 +242,14 @@ export function classifyEvent(event: webhook.Event, isOwnMessage: (id: string) =
   );
   const quoted = message.quotedMessageId !== undefined && isOwnMessage(message.quotedMessageId);
   const command = /^\/([A-Za-z][\w-]*)(?:@\S*)?(?:\s+([\s\S]*))?$/.exec(text.trim());
-  const known = command && findCommand(command[1]!.toLowerCase(), "line") ? command : undefined;
-  if (group && self.length === 0 && !quoted && !known) {
+  // Any command-shaped text is a command: one not in the catalogue is answered "unknown command"
+  // with the list (as `npm run chat` does), never queued for the model.
+  if (group && self.length === 0 && !quoted && !command) {
     const parsed = IncomingMessageSchema.safeParse({ ...at, text });
     return parsed.success ? { kind: "unaddressed", message: parsed.data } : { kind: "ignore", reason: "not addressed" };
   }
-  if (known) return { kind: "command", command: known[1]!.toLowerCase(), args: (known[2] ?? "").trim(), message: at };
+  if (command)
+    return { kind: "command", command: command[1]!.toLowerCase(), args: (command[2] ?? "").trim(), message: at };
   let stripped = text;
   for (const m of [...self].sort((a, b) => b.index - a.index))
     stripped = stripped.slice(0, m.index) + stripped.slice(m.index + m.length);

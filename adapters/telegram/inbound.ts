@@ -225,7 +225,9 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
       : { kind: "ignore", reason: "not addressed" };
   }
 
-  if (command && isInstantCommand(command.name))
+  // A command of ours is run; any other command-shaped one is too, answered "unknown command" with
+  // the list (as `npm run chat` does) rather than queued: a typo of `/approve CODE` must not reach the model.
+  if (command && (isInstantCommand(command.name) || isCommandShaped(command.name, text.slice(first!.length))))
     return { kind: "command", command: command.name, args: command.args, message: base };
 
   // Remove the bot's mentions and the `@bot` of a command, from the end so offsets stay valid.
@@ -246,4 +248,13 @@ export function classifyMessage(message: Message, me: UserFromGetMe): InboundDec
   if (!parsed.success)
     return { kind: "hint", reason: stripped.length > MAX_INCOMING_TEXT ? "too_long" : "empty", message: base };
   return { kind: "enqueue", message: parsed.data };
+}
+
+/**
+ * Whether a `bot_command` entity at the start names a command as Telegram's menu allows one
+ * (1-32 of `a-z 0-9 _`) and ends its word (`rest`, the text after the entity, is empty or starts
+ * with a space): such a command that is not ours is answered "unknown command", never queued.
+ */
+function isCommandShaped(name: string, rest: string): boolean {
+  return /^[a-z0-9_]{1,32}$/.test(name) && (rest === "" || /^\s/.test(rest));
 }

@@ -60,7 +60,8 @@ export class CommandRunner {
   /**
    * Runs a command.
    * @returns the reply (Markdown), or undefined when the bot stays silent (a stranger in a group
-   *   that is not enabled). An unknown name returns "unknown command" with the list. Never throws.
+   *   that is not enabled). An unknown name returns "unknown command" with the list, after the
+   *   access gate (a stranger gets the gate's answer, as for a known command). Never throws.
    */
   async run(invocation: CommandInvocation): Promise<string | undefined> {
     return (await this.runReply(invocation))?.text;
@@ -99,9 +100,16 @@ export class CommandRunner {
     const locale = set ?? asked.locale;
     const invocation = { ...asked, locale };
     const command = findCommand(invocation.name, invocation.platform);
-    if (!command) return unknownCommand(locale, invocation.name, invocation.platform, isAdmin(config, invocation));
     try {
       const admin = isAdmin(config, invocation);
+      if (!command) {
+        // A stranger is told what the gate tells strangers (a known command's answer), not the list.
+        if (!admin) {
+          const verdict = await gate.check({ ...invocation, locale: set ?? asked.clientLocale ?? asked.locale });
+          if (!verdict.allowed) return verdict.answer;
+        }
+        return unknownCommand(locale, invocation.name, invocation.platform, admin);
+      }
       if (command.access === "admin") {
         if (!admin) return localize(locale, ADMIN_ONLY);
       } else {
@@ -122,8 +130,8 @@ export class CommandRunner {
       return await run.run(invocation, this.services);
     } catch (error) {
       log.error(
-        { err: error, command: command.name, platform: invocation.platform, chatId: invocation.chatId },
-        `/${command.name} failed`,
+        { err: error, command: invocation.name, platform: invocation.platform, chatId: invocation.chatId },
+        `/${invocation.name} failed`,
       );
       return localize(locale, TRY_AGAIN);
     }

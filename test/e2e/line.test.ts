@@ -24,6 +24,7 @@ import { seedTodos } from "./approvals-helpers.js";
 import { bringForward } from "../helpers/jobs.js";
 import { addReminder, listReminders } from "../../src/reminders/store.js";
 import { listTasks } from "../../src/tasks/store.js";
+import { unknownCommand } from "../../src/commands/runner.js";
 import { bringReminderForward, localIso, secondsAhead } from "./reminders-helpers.js";
 import { tasksModel, tasksQueue, taskOccurrenceJobId } from "./tasks-helpers.js";
 
@@ -225,6 +226,28 @@ it("runs /reset as a command with the reply token, without the model", async () 
     line.messagesTo(alice.userId).find((m) => m.text.includes("no earlier question")),
   );
   expect(next.via).toBe("reply");
+});
+
+it("answers an unknown command with the /help list, in a DM and (bare) in a group, without the model; '/usr/bin/x' is a message", async () => {
+  const dave = line.user("Dave");
+  const expected = unknownCommand("zh-TW", "frobnicate", "line", false);
+  const seen = (chatId: string) => line.messagesTo(chatId).length;
+  const before = seen(dave.userId);
+  await line.deliver([line.textEvent(dm(dave), "/frobnicate now")]);
+  const answer = await line.waitFor(() => line.messagesTo(dave.userId).slice(before).at(0));
+  expect(answer.text).toBe(expected);
+  expect(answer.via).toBe("reply");
+  const group = line.group([dave, alice]);
+  await line.deliver([line.textEvent({ from: dave, groupId: group }, "/Frobnicate")]);
+  const inGroup = await line.waitFor(() => line.messagesTo(group).at(0));
+  expect(inGroup.text).toBe(expected);
+  expect(model.requests.some((r) => JSON.stringify(r.messages).includes("robnicate"))).toBe(false);
+  // Text that only starts with "/" is a message: it reaches the model.
+  const after = seen(dave.userId);
+  await line.deliver([line.textEvent(dm(dave), "/usr/bin/xyz-path")]);
+  const reply = await line.waitFor(() => line.messagesTo(dave.userId).slice(after).at(0));
+  expect(reply.text).not.toContain("不認得的指令");
+  expect(model.requests.some((r) => JSON.stringify(r.messages).includes("/usr/bin/xyz-path"))).toBe(true);
 });
 
 it("in a group answers a mention and a quote of its own message, and ignores the rest", async () => {

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Message, UserFromGetMe } from "grammy/types";
+import { classifyMessage } from "../../adapters/telegram/inbound.js";
+import { unknownCommand } from "../../src/commands/runner.js";
 import { conversationKey, type IncomingMessage } from "../../src/queue/incoming.js";
 import { FakeTelegram } from "../fakes/telegram.js";
 import { featureCommandNames, KNOWN_FEATURE_COMMANDS } from "../helpers/commands.js";
@@ -129,16 +132,45 @@ describe("telegram inbound", () => {
     expect(h.tg.callsOf("getUpdates")[0]!.payload.allowed_updates).toEqual(["message", "callback_query"]);
   });
 
-  it("takes a bare or @bot command that is not ours as a message, and hints at a bare mention", async () => {
+  it("answers a bare or @bot command that is not ours with the /help list, never queued; hints at a bare mention", async () => {
+    const replyTo = (m: { message_id: number }) =>
+      h.tg.waitFor(() =>
+        h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === m.message_id),
+      );
+    const expected = unknownCommand("zh-TW", "weather", "telegram", false);
     const bare = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather 台北" });
-    expect((await queuedFor(bare.message_id)).text).toBe("/weather 台北");
+    expect((await replyTo(bare)).text).toBe(expected);
     const at = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "/weather@taiwan_test_bot 高雄" });
-    expect((await queuedFor(at.message_id)).text).toBe("/weather 高雄");
+    expect((await replyTo(at)).text).toBe(expected);
+    // Only command-shaped words: "/usr/bin/x" and "/ 2" are messages (in a private chat, where every message is).
+    const path = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), text: "/usr/bin/x" });
+    expect((await queuedFor(path.message_id)).text).toBe("/usr/bin/x");
+    const slash = h.tg.sendUserMessage({ chat: h.tg.privateChat(bob()), from: bob(), text: "/ 2" });
+    expect((await queuedFor(slash.message_id)).text).toBe("/ 2");
+    expect(h.queued.some((q) => [bare, at].some((x) => q.messageId === String(x.message_id)))).toBe(false);
     const only = h.tg.sendUserMessage({ chat: group(), from: bob(), text: "@taiwan_test_bot" });
-    const hint = await h.tg.waitFor(() =>
-      h.tg.sent.find((s) => (s.payload.reply_parameters as { message_id?: number })?.message_id === only.message_id),
-    );
+    const hint = await replyTo(only);
     expect(hint.text).toBe("有什麼需要幫忙的嗎？請把問題寫在同一則訊息裡。");
+  });
+
+  it("classifies a bot_command entity at the start as a command only when it ends its word", () => {
+    const me = { id: 1, is_bot: true, first_name: "Bot", username: "taiwan_test_bot" } as UserFromGetMe;
+    const message = (text: string, length: number) =>
+      ({
+        message_id: 1,
+        date: 0,
+        chat: { id: 5, type: "private", first_name: "A" },
+        from: { id: 2, is_bot: false, first_name: "A" },
+        text,
+        entities: [{ type: "bot_command", offset: 0, length }],
+      }) as Message;
+    expect(classifyMessage(message("/frobnicate x", 11), me)).toMatchObject({
+      kind: "command",
+      command: "frobnicate",
+      args: "x",
+    });
+    expect(classifyMessage(message("/usr/bin/x", 4), me)).toMatchObject({ kind: "enqueue" });
+    expect(classifyMessage(message("/frobnicate@other_bot", 21), me)).toMatchObject({ kind: "ignore" });
   });
 
   it("attributes anonymous admin messages to the sending chat", async () => {

@@ -12,7 +12,8 @@
  * a job handed back comes due (`promote`), a dead worker's locks run out (`expireLocks`).
  */
 import type { Queue } from "bullmq";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
+import type { Readable } from "node:stream";
 import { afterEach, expect, it } from "vitest";
 import type { IncomingMessage } from "../../src/queue/incoming.js";
 import { progressKeys } from "../../src/queue/keys.js";
@@ -127,12 +128,12 @@ it("real crashes still count: crashed, stopped, crashed again → skipped with t
   expect(lines.join("\n")).toContain("crashed a worker 2 times");
 }, 150_000);
 
-it("`npm start`'s forced exit (a second SIGTERM) marks the answer interrupted before it exits; the next worker answers it", async () => {
-  const { model, discord, redis, queue, server } = await startScene();
-  model.enqueue(hang(), text("第二次就答好了。"));
-  const ann = { id: "704000000000000013", username: "ann" };
-  const slow = dm(discord, ann, "請慢慢回答");
-  await queue.enqueue(slow);
+/** `npm start` as a worker process (`ROLE=worker`) on the scene's Redis, model and Discord, its output piped; killed after the test. */
+function startWorkerProcess(
+  scene: Pick<Awaited<ReturnType<typeof startScene>>, "server" | "model" | "discord">,
+  env: Record<string, string> = {},
+): ChildProcessByStdio<null, Readable, Readable> {
+  const { server, model, discord } = scene;
   const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
     env: childEnv({
       LOG_LEVEL: "info",
@@ -142,10 +143,21 @@ it("`npm start`'s forced exit (a second SIGTERM) marks the answer interrupted be
       ANTHROPIC_BASE_URL: model.url,
       DISCORD_TOKEN: discord.token,
       DISCORD_API_URL: discord.apiUrl,
+      ...env,
     }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
+  return child;
+}
+
+it("`npm start`'s forced exit (a second SIGTERM) marks the answer interrupted before it exits; the next worker answers it", async () => {
+  const { model, discord, redis, queue, server } = await startScene();
+  model.enqueue(hang(), text("第二次就答好了。"));
+  const ann = { id: "704000000000000013", username: "ann" };
+  const slow = dm(discord, ann, "請慢慢回答");
+  await queue.enqueue(slow);
+  const child = startWorkerProcess({ server, model, discord });
   let output = "";
   child.stdout.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr.on("data", (d: Buffer) => (output += d.toString()));
@@ -179,20 +191,7 @@ it("a stop whose log reader is gone (`npm start | tee log`, Ctrl-C ends tee too)
   const bea = { id: "704000000000000014", username: "bea" };
   const slow = dm(discord, bea, "請慢慢回答");
   await queue.enqueue(slow);
-  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-    env: childEnv({
-      LOG_LEVEL: "info",
-      ROLE: "worker",
-      REDIS_URL: server.url,
-      ANTHROPIC_API_KEY: "sk-test-abcdefgh",
-      ANTHROPIC_BASE_URL: model.url,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      SHUTDOWN_WAIT_SECONDS: "1",
-    }),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
+  const child = startWorkerProcess({ server, model, discord }, { SHUTDOWN_WAIT_SECONDS: "1" });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   await waitFor(() => model.requests.length >= 1, 60_000, "the worker asking the model");
   // The reader of its output goes away (as `tee` does on the terminal's Ctrl-C): every later write meets EPIPE.

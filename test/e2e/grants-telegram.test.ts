@@ -39,16 +39,7 @@ async function ask(
     text: chat.type === "private" ? text : `@${tg.bot.username} ${text}`,
     ...(topic ? { message_thread_id: topic } : {}),
   });
-  // In a group the bot replies to the message; in a DM it just writes (scenarios run one at a time).
-  const replies = (m: FakeSentMessage) =>
-    chat.type === "private" ||
-    (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
-  const reply = await tg.waitFor(
-    () => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)),
-    WAIT,
-    `a reply to "${text}"`,
-  );
-  return { message, reply };
+  return { message, reply: await tg.waitForReply(message, seen, WAIT) };
 }
 
 /** The `callback_data` of a prompt's button: `y` confirm, `n` cancel, `a` always allow. */

@@ -54,15 +54,7 @@ async function send(
     text: mention ? `@${tg.bot.username} ${text}` : text,
     ...(options.topic ? { message_thread_id: options.topic } : {}),
   });
-  const replies = (m: FakeSentMessage) =>
-    chat.type === "private" ||
-    (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
-  const reply = await tg.waitFor(
-    () => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)),
-    ANSWER_TIMEOUT_MS,
-    `a reply to "${text}"`,
-  );
-  return { message, reply };
+  return { message, reply: await tg.waitForReply(message, seen, ANSWER_TIMEOUT_MS) };
 }
 
 /** The one model request whose last user turn contains `fragment`. */

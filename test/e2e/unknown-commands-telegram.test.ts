@@ -39,15 +39,7 @@ async function send(chat: Chat, from: User, text: string): Promise<{ message: Me
   const tg = stack.telegram;
   const seen = tg.sent.length;
   const message = tg.sendUserMessage({ chat, from, text });
-  const replies = (m: FakeSentMessage) =>
-    chat.type === "private" ||
-    (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
-  const reply = await tg.waitFor(
-    () => tg.sent.slice(seen).find((m) => m.chatId === chat.id && replies(m)),
-    ANSWER_TIMEOUT_MS,
-    `a reply to "${text}"`,
-  );
-  return { message, reply };
+  return { message, reply: await tg.waitForReply(message, seen, ANSWER_TIMEOUT_MS) };
 }
 
 const unknown = (name: string, admin = false) => unknownCommand("zh-TW", name, "telegram", admin);

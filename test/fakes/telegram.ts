@@ -632,6 +632,23 @@ export class FakeTelegram {
   }
 
   /**
+   * The bot's first message after the first `seen` of {@link sent} that answers `message`: in a
+   * private chat any message there (the bot just writes), in a group one that replies to it
+   * (`reply_parameters.message_id`).
+   * @param timeoutMs - how long to wait, in ms. @throws {Error} when none came within it.
+   */
+  waitForReply(message: Message, seen: number, timeoutMs: number): Promise<FakeSentMessage> {
+    const replies = (m: FakeSentMessage) =>
+      message.chat.type === "private" ||
+      (m.payload.reply_parameters as { message_id?: number } | undefined)?.message_id === message.message_id;
+    return this.waitFor(
+      () => this.sent.slice(seen).find((m) => m.chatId === message.chat.id && replies(m)),
+      timeoutMs,
+      `a reply to "${message.text ?? ""}"`,
+    );
+  }
+
+  /**
    * A user writes in a chat ({@link sendUserMessage}) and the bot's next message in that chat is
    * awaited ({@link waitFor}).
    * @param timeoutMs - how long to wait for the answer, in ms (default 5000).
